@@ -1,0 +1,246 @@
+/* base.c -- status strings, error records, the allocator hook, buffers and whole-file I/O. */
+#include "config.h"
+#include "base/base.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const status_names[] = {
+#define PD_X_(name, text) text,
+    PD_STATUS_LIST(PD_X_)
+#undef PD_X_
+};
+_Static_assert(PD_ARRAY_LEN(status_names) == PD_STATUS_COUNT_, "status table out of sync");
+
+const char *pd_status_str(pd_status st) {
+  if ((unsigned)st >= PD_STATUS_COUNT_) return "unknown status";
+  return status_names[st];
+}
+
+/* ---- Allocation ---- */
+
+static long alloc_fail_at;   /* 0: never fail; otherwise fail when alloc_count reaches it */
+static long alloc_count;
+
+long pd_alloc_fail_after(long n) {
+  long counted = alloc_count;
+  alloc_count = 0;
+  alloc_fail_at = n;
+  return counted;
+}
+
+static int alloc_should_fail(void) {
+  alloc_count++;
+  return alloc_fail_at > 0 && alloc_count >= alloc_fail_at;
+}
+
+void *pd_malloc(size_t n) {
+  if (alloc_should_fail()) return NULL;
+  return malloc(n ? n : 1);
+}
+
+void *pd_calloc(size_t count, size_t size) {
+  if (size && count > SIZE_MAX / size) return NULL;
+  if (alloc_should_fail()) return NULL;
+  return calloc(count ? count : 1, size ? size : 1);
+}
+
+void *pd_realloc(void *p, size_t n) {
+  if (alloc_should_fail()) return NULL;
+  return realloc(p, n ? n : 1);
+}
+
+void pd_free(void *p) { free(p); }
+
+char *pd_strndup(const char *s, size_t n) {
+  char *d = pd_malloc(n + 1);
+  if (!d) return NULL;
+  memcpy(d, s, n);
+  d[n] = '\0';
+  return d;
+}
+
+char *pd_strdup(const char *s) { return pd_strndup(s, strlen(s)); }
+
+int pd_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap) return 0;
+  size_t ncap = *cap ? *cap : 8;
+  while (ncap < need) {
+    if (ncap > SIZE_MAX / 2) return -1;
+    ncap *= 2;
+  }
+  if (elem && ncap > SIZE_MAX / elem) return -1;
+  void *np = pd_realloc(*ptr, ncap * elem);
+  if (!np) return -1;
+  *ptr = np;
+  *cap = ncap;
+  return 0;
+}
+
+/* ---- Errors ---- */
+
+pd_status pd_error_setv(pd_error *err, pd_status st, pd_loc loc, const char *fmt, va_list ap) {
+  if (!err) return st;
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_vprintf(&b, fmt, ap);
+  pd_free(err->msg);
+  err->msg = b.oom ? NULL : pd_buf_take(&b);
+  pd_buf_free(&b);
+  err->status = st;
+  err->loc = loc;
+  if (loc.file) {
+    snprintf(err->file_buf, sizeof err->file_buf, "%s", loc.file);
+    err->loc.file = err->file_buf;
+  }
+  return st;
+}
+
+pd_status pd_error_set(pd_error *err, pd_status st, pd_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  pd_error_setv(err, st, loc, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+void pd_error_clear(pd_error *err) {
+  if (!err) return;
+  pd_free(err->msg);
+  memset(err, 0, sizeof *err);
+}
+
+/* ---- Buffers ---- */
+
+void pd_buf_init(pd_buf *b) { memset(b, 0, sizeof *b); }
+
+void pd_buf_free(pd_buf *b) {
+  pd_free(b->data);
+  pd_buf_init(b);
+}
+
+void pd_buf_clear(pd_buf *b) {
+  b->len = 0;
+  if (b->data) b->data[0] = '\0';
+}
+
+int pd_buf_append(pd_buf *b, const void *data, size_t n) {
+  if (b->oom) return -1;
+  if (n > SIZE_MAX - b->len - 1 || PD_GROW(b->data, b->cap, b->len + n + 1)) {
+    b->oom = 1;
+    return -1;
+  }
+  if (n) memcpy(b->data + b->len, data, n);
+  b->len += n;
+  b->data[b->len] = '\0';
+  return 0;
+}
+
+int pd_buf_puts(pd_buf *b, const char *s) { return pd_buf_append(b, s, strlen(s)); }
+
+int pd_buf_vprintf(pd_buf *b, const char *fmt, va_list ap) {
+  if (b->oom) return -1;
+  va_list ap2;
+  va_copy(ap2, ap);
+  int n = vsnprintf(NULL, 0, fmt, ap2);
+  va_end(ap2);
+  if (n < 0) return -1;
+  if (PD_GROW(b->data, b->cap, b->len + (size_t)n + 1)) {
+    b->oom = 1;
+    return -1;
+  }
+  vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+  b->len += (size_t)n;
+  return 0;
+}
+
+int pd_buf_printf(pd_buf *b, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int r = pd_buf_vprintf(b, fmt, ap);
+  va_end(ap);
+  return r;
+}
+
+char *pd_buf_take(pd_buf *b) {
+  char *s = b->data;
+  if (!s) s = pd_strdup("");
+  pd_buf_init(b);
+  return s;
+}
+
+/* ---- Files ---- */
+
+pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err) {
+  pd_loc nowhere = {0};
+  *out = NULL;
+  *len = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return pd_error_set(err, PD_EIO, nowhere, "cannot open '%s': %s", path, strerror(errno));
+  pd_buf b;
+  pd_buf_init(&b);
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (pd_buf_append(&b, chunk, n)) {
+      fclose(f);
+      pd_buf_free(&b);
+      return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", path);
+    }
+  }
+  int bad = ferror(f);
+  fclose(f);
+  if (bad) {
+    pd_buf_free(&b);
+    return pd_error_set(err, PD_EIO, nowhere, "cannot read '%s'", path);
+  }
+  *len = b.len;
+  *out = pd_buf_take(&b);
+  if (!*out) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", path);
+  return PD_OK;
+}
+
+pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, pd_error *err) {
+  pd_loc nowhere = {0};
+  pd_buf tmp;
+  pd_buf_init(&tmp);
+  pd_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
+  if (tmp.oom) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) {
+    pd_error_set(err, PD_EIO, nowhere, "cannot create '%s': %s", tmp.data, strerror(errno));
+    pd_buf_free(&tmp);
+    return PD_EIO;
+  }
+  const char *p = data;
+  size_t left = len;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      goto fail;
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  if (fsync(fd) != 0) goto fail;
+  if (close(fd) != 0) {
+    fd = -1;
+    goto fail;
+  }
+  fd = -1;
+  if (rename(tmp.data, path) != 0) goto fail;
+  pd_buf_free(&tmp);
+  return PD_OK;
+fail:
+  pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': %s", path, strerror(errno));
+  if (fd >= 0) close(fd);
+  unlink(tmp.data);
+  pd_buf_free(&tmp);
+  return PD_EIO;
+}

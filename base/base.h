@@ -1,0 +1,107 @@
+/* base.h -- the lowest layer of pdlang: status codes, the error record, the one allocator hook,
+ * growable buffers and arrays. Everything else (kernels, vm, lang, driver) builds on this.
+ *
+ * Ownership: pd_buf and pd_error own their heap memory; release with pd_buf_free / pd_error_clear.
+ * All heap memory goes through pd_malloc/pd_realloc/pd_free so that tests can make the k-th
+ * allocation fail (pd_alloc_fail_after) and prove that every failure path is clean. */
+#ifndef PD_BASE_H
+#define PD_BASE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Every public and VM entry point returns one of these. PD_OK is 0, so `if (st) return st;`. */
+#define PD_STATUS_LIST(X)                                   \
+  X(PD_OK,        "ok")                                     \
+  X(PD_ENOMEM,    "out of memory")                          \
+  X(PD_EIO,       "I/O error")                              \
+  X(PD_ESYNTAX,   "syntax error")                           \
+  X(PD_ECOMPILE,  "compile error")                          \
+  X(PD_EFORMAT,   "malformed file")                         \
+  X(PD_EINVAL,    "invalid argument")                       \
+  X(PD_ESHAPE,    "shape mismatch")                         \
+  X(PD_ETYPE,     "type mismatch")                          \
+  X(PD_ENOTFOUND, "not found")                              \
+  X(PD_ERUNTIME,  "run-time error")                         \
+  X(PD_EINTR,     "interrupted")                            \
+  X(PD_EUNSUPPORTED, "unsupported")
+
+typedef enum pd_status {
+#define PD_X_(name, text) name,
+  PD_STATUS_LIST(PD_X_)
+#undef PD_X_
+  PD_STATUS_COUNT_
+} pd_status;
+
+/* A short English description of a status ("out of memory"); never NULL. */
+const char *pd_status_str(pd_status st);
+
+/* A source position: 1-based line and column (column counts bytes). `file` is borrowed: it points
+ * at a name owned by a pd_source (see diag.h) or another long-lived owner. line 0 = unknown. */
+typedef struct pd_loc {
+  const char *file;
+  int line;
+  int col;
+} pd_loc;
+
+/* The error record a failing call fills in (when the caller passes one). The message is owned
+ * by the record; the location's file name is copied into `file_buf` so the record stands alone. */
+typedef struct pd_error {
+  pd_status status;
+  char *msg;      /* heap, owned; NULL when status == PD_OK */
+  pd_loc loc;     /* loc.file points into file_buf, or is NULL */
+  char file_buf[256];
+} pd_error;
+
+/* Record an error (printf-style message) and return `st`, so `return pd_error_set(...)` reads well.
+ * `err` may be NULL (the message is dropped). An earlier message in `err` is replaced. */
+pd_status pd_error_set(pd_error *err, pd_status st, pd_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+pd_status pd_error_setv(pd_error *err, pd_status st, pd_loc loc, const char *fmt, va_list ap);
+void pd_error_clear(pd_error *err);
+
+/* ---- Memory: one hook for the whole program. ---- */
+void *pd_malloc(size_t n);                  /* NULL on failure (n == 0 returns a unique pointer) */
+void *pd_calloc(size_t count, size_t size); /* NULL on failure or overflow */
+void *pd_realloc(void *p, size_t n);        /* NULL on failure; p is then still valid */
+void pd_free(void *p);
+char *pd_strdup(const char *s);             /* NULL on failure */
+char *pd_strndup(const char *s, size_t n);
+/* Test hook: the n-th allocation from now fails (1 = the next one); 0 turns failure off.
+ * Returns how many allocations were counted since the last call. */
+long pd_alloc_fail_after(long n);
+
+/* ---- Growable byte buffer (always NUL-terminated when len > 0 or after any append). ---- */
+typedef struct pd_buf {
+  char *data;
+  size_t len;
+  size_t cap;
+  int oom;  /* set once an append failed; later appends are ignored */
+} pd_buf;
+
+void pd_buf_init(pd_buf *b);
+void pd_buf_free(pd_buf *b);
+void pd_buf_clear(pd_buf *b);                 /* len = 0, keeps the storage */
+int pd_buf_append(pd_buf *b, const void *data, size_t n);  /* 0 ok, -1 out of memory */
+int pd_buf_puts(pd_buf *b, const char *s);
+int pd_buf_printf(pd_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int pd_buf_vprintf(pd_buf *b, const char *fmt, va_list ap);
+/* Hand the string over to the caller (who frees it with pd_free); the buffer is left empty.
+ * Returns an empty heap string when nothing was appended, NULL on out of memory. */
+char *pd_buf_take(pd_buf *b);
+
+/* Grow a dynamic array `*ptr` of `*cap` elements of size `elem` so it holds at least `need`.
+ * Returns 0, or -1 on overflow/out of memory (then *ptr and *cap are unchanged). */
+int pd_grow(void **ptr, size_t *cap, size_t need, size_t elem);
+#define PD_GROW(ptr, cap, need) pd_grow((void **)&(ptr), &(cap), (need), sizeof *(ptr))
+
+/* Read a whole file into a heap buffer (NUL-terminated, not counted in *len). */
+pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err);
+/* Write a file atomically: temp file in the same directory, fsync, rename. */
+pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, pd_error *err);
+
+#define PD_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define PD_UNUSED(x) ((void)(x))
+
+#endif /* PD_BASE_H */

@@ -1,0 +1,1 @@
+# kernels/local.mk -- build fragment for kernels/ (included by the top Makefile.am).

@@ -1,0 +1,1 @@
+# lang/local.mk -- build fragment for lang/ (included by the top Makefile.am).

@@ -1,0 +1,1 @@
+# lang/proto.mk -- build fragment (included by the top Makefile.am).

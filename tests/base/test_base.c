@@ -1,0 +1,110 @@
+/* test_base.c -- unit tests for base/: buffers, growth, errors, allocation failure, diagnostics. */
+#include "config.h"
+#include "base/base.h"
+#include "base/diag.h"
+#include "tests/tap.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+static void test_buf(void) {
+  pd_buf b;
+  pd_buf_init(&b);
+  for (int i = 0; i < 1000; i++) pd_buf_printf(&b, "%d,", i % 10);
+  is_int(b.len, 2000, "buffer grows to 2000 bytes");
+  ok(b.data[1999] == ',' && b.data[2000] == '\0', "buffer stays NUL-terminated");
+  char *s = pd_buf_take(&b);
+  ok(s && strncmp(s, "0,1,2,", 6) == 0, "take hands over the string");
+  ok(b.data == NULL && b.len == 0, "take empties the buffer");
+  pd_free(s);
+}
+
+static void test_alloc_failure(void) {
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_alloc_fail_after(1);
+  ok(pd_buf_puts(&b, "x") == -1 && b.oom, "a failed allocation marks the buffer");
+  pd_alloc_fail_after(0);
+  ok(pd_buf_puts(&b, "y") == -1, "later appends are refused after a failure");
+  pd_buf_free(&b);
+  pd_alloc_fail_after(0);
+  void *p = pd_malloc(16);
+  ok(p != NULL, "allocation works again after the hook is cleared");
+  pd_free(p);
+  ok(pd_calloc((size_t)-1, 16) == NULL, "calloc overflow is refused");
+}
+
+static void test_error(void) {
+  pd_error e = {0};
+  pd_loc loc = {"a.pd", 3, 7};
+  pd_status st = pd_error_set(&e, PD_ESHAPE, loc, "cannot add [%d] and [%d]", 2, 3);
+  is_int(st, PD_ESHAPE, "pd_error_set returns its status");
+  is_str(e.msg, "cannot add [2] and [3]", "message formatted");
+  is_str(e.loc.file, "a.pd", "file copied into the record");
+  pd_error_clear(&e);
+  ok(e.msg == NULL && e.status == PD_OK, "clear resets the record");
+  is_str(pd_status_str(PD_ENOMEM), "out of memory", "status names");
+}
+
+static void test_diag(void) {
+  const char *text = "x = 1\n\ty = (2 +\n";
+  pd_source *src;
+  ok(pd_source_from_string("t.pd", text, strlen(text), &src) == PD_OK, "source from string");
+  is_int(src->nlines, 2, "two lines indexed");
+  pd_diags d;
+  pd_diags_init(&d, 2);
+  pd_diag_report(&d, src, PD_DIAG_ERROR, (pd_loc){"t.pd", 2, 8}, "expected %s", "expression");
+  is_str(d.text.data,
+         "t.pd:2:8: error: expected expression\n"
+         "    2 | \ty = (2 +\n"
+         "      | \t      ^\n",
+         "diagnostic with source line and caret (tab kept for alignment)");
+  pd_buf_clear(&d.text);
+  pd_diag_report(&d, src, PD_DIAG_ERROR, (pd_loc){"t.pd", 1, 1}, "second");
+  int stop = pd_diag_report(&d, src, PD_DIAG_ERROR, (pd_loc){"t.pd", 1, 1}, "third");
+  ok(stop == 1, "limit reached after max_errors");
+  ok(strstr(d.text.data, "too many errors") != NULL, "limit is announced");
+  ok(strstr(d.text.data, "third") == NULL, "errors past the limit are not rendered");
+  pd_diags_free(&d);
+  pd_source_free(src);
+
+  /* A very long line shows a window around the column, not megabytes of text. */
+  size_t n = 100000;
+  char *big = malloc(n + 1);
+  memset(big, 'a', n);
+  big[n] = '\0';
+  ok(pd_source_from_string("big.pd", big, n, &src) == PD_OK, "long one-line source");
+  pd_buf out;
+  pd_buf_init(&out);
+  pd_diag_render_snippet(&out, src, (pd_loc){"big.pd", 1, 50000});
+  ok(out.len < 400, "snippet of a 100 kB line is short (%zu bytes)", out.len);
+  pd_buf_free(&out);
+  pd_source_free(src);
+  free(big);
+}
+
+static void test_atomic_write(void) {
+  char path[] = "/tmp/pd_test_atomicXXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  pd_error e = {0};
+  ok(pd_write_file_atomic(path, "hello", 5, &e) == PD_OK, "atomic write");
+  char *data;
+  size_t len;
+  ok(pd_read_file(path, &data, &len, &e) == PD_OK && len == 5 && memcmp(data, "hello", 5) == 0,
+     "read back what was written");
+  pd_free(data);
+  unlink(path);
+  ok(pd_read_file("/nonexistent/x.pd", &data, &len, &e) == PD_EIO, "missing file is PD_EIO");
+  ok(e.msg && strstr(e.msg, "cannot open") != NULL, "with a message");
+  pd_error_clear(&e);
+}
+
+int main(void) {
+  test_buf();
+  test_alloc_failure();
+  test_error();
+  test_diag();
+  test_atomic_write();
+  return tap_done();
+}

@@ -1,0 +1,1 @@
+# tests/frontend.mk -- build fragment (included by the top Makefile.am).

@@ -1,0 +1,1 @@
+# tests/ops.mk -- build fragment (included by the top Makefile.am).

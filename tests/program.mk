@@ -1,0 +1,1 @@
+# tests/program.mk -- build fragment (included by the top Makefile.am).

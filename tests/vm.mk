@@ -1,0 +1,1 @@
+# tests/vm.mk -- build fragment (included by the top Makefile.am).

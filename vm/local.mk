@@ -1,0 +1,1 @@
+# vm/local.mk -- build fragment for vm/ (included by the top Makefile.am).

@@ -1,0 +1,1 @@
+# vm/ops.mk -- build fragment (included by the top Makefile.am).

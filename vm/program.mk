@@ -1,0 +1,1 @@
+# vm/program.mk -- build fragment (included by the top Makefile.am).
