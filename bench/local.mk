@@ -1,1 +1,9 @@
-# bench/local.mk -- build fragment for bench/ (included by the top Makefile.am).
+# bench/local.mk -- micro-benchmarks (not tests; no timings belong in tests). `make bench`
+# builds and runs them.
+noinst_PROGRAMS += bench/bench_kernels
+bench_bench_kernels_SOURCES = bench/bench_kernels.c
+bench_bench_kernels_LDADD = libpdlang.a $(PD_LIBS)
+
+bench: bench/bench_kernels$(EXEEXT)
+	./bench/bench_kernels$(EXEEXT)
+.PHONY: bench

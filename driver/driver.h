@@ -20,5 +20,13 @@ int pd_driver_wants_help(int argc, char **argv);
 
 extern const pd_command pd_cmd_parse; /* driver/cmd_parse.c */
 extern const pd_command pd_cmd_dump;  /* driver/cmd_dump.c */
+extern const pd_command pd_cmd_check;   /* driver/cmd_check.c */
+extern const pd_command pd_cmd_compile; /* driver/cmd_check.c */
+
+struct pd_source;
+struct pd_unit;
+/* Load and compile a script, printing diagnostics to stderr. Returns 0 with *src and *unit set
+ * (the caller frees both: pd_unit_free, then pd_source_free), or 1 with both NULL. */
+int pd_driver_compile_file(const char *path, struct pd_source **src, struct pd_unit **unit);
 
 #endif /* PD_DRIVER_H */

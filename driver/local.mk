@@ -2,3 +2,9 @@
 bin_PROGRAMS += pdlang
 pdlang_SOURCES = driver/driver.h driver/pdlang.c
 pdlang_LDADD = libpdlang.a $(PD_LIBS)
+# `pdlang dump` (listed here: this fragment is included after lang/proto.mk, and automake needs
+# pdlang_SOURCES set with '=' before any '+=').
+pdlang_SOURCES += driver/cmd_dump.c
+# `pdlang parse` (listed here for the same reason; the front end itself is in lang/local.mk).
+pdlang_SOURCES += driver/cmd_parse.c
+pdlang_SOURCES += driver/cmd_check.c

@@ -6,6 +6,8 @@
 
 static const pd_command *const commands[] = {
     &pd_cmd_parse,
+    &pd_cmd_check,
+    &pd_cmd_compile,
     &pd_cmd_dump,
 };
 

@@ -1,1 +1,33 @@
-# tests/vm.mk -- build fragment (included by the top Makefile.am).
+# tests/vm.mk -- unit tests of kernels/ (each kernel against a naive reference, gradients by
+# finite differences) and of vm/ tensors and scopes.
+EXTRA_DIST += tests/kernels/kt.h
+
+check_PROGRAMS += tests/kernels/test_elementwise
+tests_kernels_test_elementwise_SOURCES = tests/kernels/test_elementwise.c tests/kernels/kt.h
+tests_kernels_test_elementwise_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/kernels/test_elementwise
+
+check_PROGRAMS += tests/kernels/test_reduce
+tests_kernels_test_reduce_SOURCES = tests/kernels/test_reduce.c tests/kernels/kt.h
+tests_kernels_test_reduce_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/kernels/test_reduce
+
+check_PROGRAMS += tests/kernels/test_conv
+tests_kernels_test_conv_SOURCES = tests/kernels/test_conv.c tests/kernels/kt.h
+tests_kernels_test_conv_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/kernels/test_conv
+
+check_PROGRAMS += tests/kernels/test_index
+tests_kernels_test_index_SOURCES = tests/kernels/test_index.c tests/kernels/kt.h
+tests_kernels_test_index_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/kernels/test_index
+
+check_PROGRAMS += tests/vm/test_tensor
+tests_vm_test_tensor_SOURCES = tests/vm/test_tensor.c
+tests_vm_test_tensor_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/vm/test_tensor
+
+check_PROGRAMS += tests/vm/test_scope
+tests_vm_test_scope_SOURCES = tests/vm/test_scope.c
+tests_vm_test_scope_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/vm/test_scope

@@ -1,1 +1,2 @@
-# vm/local.mk -- build fragment for vm/ (included by the top Makefile.am).
+# vm/local.mk -- the VM's data structures: tensors (with LoD) and the scope tree of variables.
+libpdlang_a_SOURCES += vm/tensor.h vm/tensor.c vm/scope.h vm/scope.c

@@ -1,1 +1,6 @@
-# vm/ops.mk -- build fragment (included by the top Makefile.am).
+# vm/ops.mk -- the op registry: the op list (vm/oplist.h), the registry and its checks (ops.c),
+# and the compile-time shape functions, grouped by op family (infershape*.c).
+libpdlang_a_SOURCES += vm/ops.h vm/oplist.h vm/ops.c \
+	vm/infershape.h vm/infershape.c vm/infershape_elementwise.c vm/infershape_math.c \
+	vm/infershape_tensor.c vm/infershape_nn.c vm/infershape_sequence.c vm/infershape_control.c \
+	vm/infershape_optim.c

@@ -32,7 +32,16 @@ typedef enum pd_var_type {
   PD_VAR_RAW = 17,
 } pd_var_type;
 
-const char *pd_var_type_name(pd_var_type t); /* "LOD_TENSOR", ... */
+const char *pd_var_type_name(pd_var_type t); /* "LOD_TENSOR", ...; "?" for other values */
+bool pd_var_type_valid(int t);                 /* one of the values above */
+/* True for the kinds that carry a dtype and a shape (LOD_TENSOR, SELECTED_ROWS,
+ * LOD_TENSOR_ARRAY); the others (FEED_MINIBATCH, STEP_SCOPES, ...) ignore those fields. */
+bool pd_var_type_has_tensor(pd_var_type t);
+
+/* The most dimensions a var may have (Fluid's limit too). */
+#define PD_MAX_RANK 9
+/* The name Fluid binds to a slot that has no var (an unused gradient); ops may name it freely. */
+#define PD_EMPTY_VAR_NAME "@EMPTY@"
 
 /* Attribute types, numbered as Fluid's AttrType. */
 typedef enum pd_attr_type {
@@ -52,7 +61,9 @@ typedef enum pd_attr_type {
   PD_ATTR_FLOAT64 = 15,
 } pd_attr_type;
 
-const char *pd_attr_type_name(pd_attr_type t); /* "INT", "FLOATS", "BLOCK", ... */
+const char *pd_attr_type_name(pd_attr_type t); /* "INT", "FLOATS", "BLOCK", ...; "?" */
+bool pd_attr_type_valid(int t);                  /* one of the values above */
+bool pd_attr_type_is_list(pd_attr_type t);       /* INTS, FLOATS, ..., BLOCKS, FLOAT64S */
 
 typedef struct pd_attr {
   char *name;
@@ -137,17 +148,26 @@ pd_var_desc *pd_block_var(pd_block *b, const char *name);
 pd_var_desc *pd_block_find_var_local(const pd_block *b, const char *name);
 /* Search b, then its parents (like Scope::FindVar). */
 pd_var_desc *pd_block_find_var(const pd_block *b, const char *name);
+/* The var an op in b may name: search b and its parents like pd_block_find_var, and for each
+ * gradient block on that chain (forward_block_idx >= 0) also the forward block it mirrors and
+ * that block's parents, since a gradient op reads the forward values (Fluid's
+ * Block._var_recursive). If owner is not NULL it receives the block that declares the var.
+ * Terminates on malformed programs (parent cycles). NULL if not found. */
+pd_var_desc *pd_block_find_var_visible(const pd_block *b, const char *name,
+                                       const pd_block **owner);
 /* Remove a var from b (frees it). Returns 0, or -1 if b has no such var. */
 int pd_block_remove_var(pd_block *b, const char *name);
-/* Set the shape (copies dims). 0, or -1 on out of memory. */
+/* Set the shape (copies dims; ndims -1 = unknown, 0 = a scalar). 0, or -1 on out of memory or
+ * bad arguments (ndims < -1, or dims NULL with ndims > 0). */
 int pd_var_set_shape(pd_var_desc *v, int ndims, const int64_t *dims);
 /* Rename a var (keeps the index consistent); 0, or -1 on out of memory or a clash. */
 int pd_block_rename_var(pd_block *b, pd_var_desc *v, const char *new_name);
 
 /* ---- Ops ---- */
-/* Append an op of the given type at the end of b (pos = -1) or insert before position pos. */
+/* Append an op of the given type at the end of b (pos = -1) or insert before position pos
+ * (0 <= pos <= nops). NULL on out of memory or a pos out of range. */
 pd_op_desc *pd_block_add_op(pd_block *b, const char *type, int pos);
-/* Remove (and free) the op at index i. */
+/* Remove (and free) the op at index i; nothing happens when i is out of range. */
 void pd_block_remove_op(pd_block *b, int i);
 /* Bind input/output slot `param` to the given vars (replaces an existing binding). 0 or -1. */
 int pd_op_set_input(pd_op_desc *op, const char *param, int nargs, const char *const *args);
@@ -175,21 +195,38 @@ int pd_op_set_attr_doubles(pd_op_desc *op, const char *name, int n, const double
 int pd_op_set_attr_bools(pd_op_desc *op, const char *name, int n, const bool *v);
 int pd_op_set_attr_strings(pd_op_desc *op, const char *name, int n, const char *const *v);
 int pd_op_set_attr_blocks(pd_op_desc *op, const char *name, int n, const int32_t *v);
+/* Any list type: data holds n elements as the pd_attr array of that type stores them (int32_t
+ * for INTS and BLOCKS, int64_t, float, double, bool, char *). 0, or -1. */
+int pd_op_set_attr_list(pd_op_desc *op, const char *name, pd_attr_type type, int n,
+                        const void *data);
 /* Copy an attribute (any type) onto op; 0 or -1. */
 int pd_op_set_attr(pd_op_desc *op, const pd_attr *a);
 const pd_attr *pd_op_attr(const pd_op_desc *op, const char *name); /* NULL if absent */
+/* The array of a list attribute (the one of ints/longs/floats/doubles/bools/strings that its
+ * type uses) and the size of one element; NULL and 0 for a scalar attribute. */
+const void *pd_attr_list(const pd_attr *a);
+size_t pd_attr_list_elem_size(pd_attr_type t);
 
 /* ---- Checking and listing ---- */
 /* Structural validation of a program from an untrusted source: block indices consistent, parents
  * in range and acyclic (every chain reaches block 0), BLOCK attributes point at existing blocks
- * that are not block 0, no negative dims other than -1, no NULL names, var names unique per block,
- * and every var an op names reachable from the op's block. Returns PD_OK or PD_EFORMAT with a
- * message naming the block, op and var at fault. */
+ * that are not block 0 (nor the op's own block or one of its ancestors), forward_block_idx -1 or
+ * another block, no negative dims other than -1, at most PD_MAX_RANK dims whose product fits in
+ * int64, no NULL or empty names, known var/attr types and dtypes, var names unique per block,
+ * slot and attribute names unique per op, and every var an op names visible from the op's block
+ * (pd_block_find_var_visible; PD_EMPTY_VAR_NAME excepted). Returns PD_OK or PD_EFORMAT with a
+ * message naming the block, op and var at fault ("block 1, op 2 (elementwise_add): input 'X'
+ * names var 'q', which block 1 cannot see"). */
 pd_status pd_program_validate(const pd_program *p, pd_error *err);
 /* Append a readable listing (blocks with parents, vars with type/shape/persistable, ops with
- * slots, attrs and sub-block links) to out. The format is stable: golden tests compare it. */
+ * slots, attrs and sub-block links) to out. The format is stable: golden tests compare it.
+ * Safe on programs that fail validation. On out of memory out->oom is set. */
 void pd_program_dump(const pd_program *p, pd_buf *out);
-/* Append a Graphviz digraph of the program, each block a nested cluster, to out. */
+/* Append a Graphviz digraph of the program, each block a cluster nested in its parent's, ops
+ * and vars as nodes, data-flow edges, and dashed edges from an op to its sub-block. */
 void pd_program_dump_dot(const pd_program *p, pd_buf *out);
+/* A name made safe for a message into buf (size n >= 8): printable ASCII kept, other bytes as
+ * \xHH, cut with "..." when longer than buf; "(null)" for NULL. Returns buf. */
+const char *pd_program_excerpt(const char *name, char *buf, size_t n);
 
 #endif /* PD_PROGRAM_H */

@@ -1,1 +1,3 @@
-# vm/program.mk -- build fragment (included by the top Makefile.am).
+# vm/program.mk -- the in-memory ProgramDesc (vm/program.h): blocks, vars, ops, attributes,
+# validation (program.c) and the text and Graphviz listings (program_dump.c).
+libpdlang_a_SOURCES += vm/program.h vm/program.c vm/program_dump.c

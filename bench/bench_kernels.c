@@ -1,0 +1,137 @@
+/* bench_kernels.c -- micro-benchmarks of the CPU kernels (not a test): sgemm GFLOP/s on
+ * fully-connected shapes straight through cblas, conv2d forward on LeNet shapes through the
+ * kernel table, and an elementwise op followed by a GEMM, which shows whether OpenMP's idle
+ * threads steal cores from OpenBLAS (run it with and without OMP_WAIT_POLICY=passive).
+ * Usage: bench/bench_kernels [seconds per measurement, default 0.3]. */
+#include "config.h"
+#include "kernels/kernels.h"
+
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static float *randf(size_t n) {
+  float *p = pd_k_host_alloc(n * sizeof *p);
+  if (!p) {
+    fprintf(stderr, "bench_kernels: out of memory\n");
+    exit(1);
+  }
+  for (size_t i = 0; i < n; i++) p[i] = (float)((double)rand() / RAND_MAX - 0.5);
+  return p;
+}
+
+typedef void bench_fn(void *ctx);
+
+/* Seconds per call: one warm-up call, then repeat for `budget` seconds. */
+static double time_it(bench_fn *fn, void *ctx, double budget) {
+  fn(ctx);
+  long calls = 0;
+  double t0 = now(), t;
+  do {
+    fn(ctx);
+    calls++;
+    t = now() - t0;
+  } while (t < budget);
+  return t / (double)calls;
+}
+
+typedef struct gemm_job {
+  int m, n, k;
+  const float *a, *b;
+  float *c;
+} gemm_job;
+
+static void run_gemm(void *ctx) {
+  gemm_job *g = ctx;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, g->a, g->k,
+              g->b, g->n, 0.0f, g->c, g->n);
+}
+
+typedef struct conv_job {
+  pd_k_conv2d p;
+  const float *x, *w;
+  float *y;
+} conv_job;
+
+static void run_conv(void *ctx) {
+  conv_job *c = ctx;
+  if (pd_k_cpu()->conv2d(PD_FP32, &c->p, c->x, c->w, c->y) != PD_OK) {
+    fprintf(stderr, "bench_kernels: conv2d failed\n");
+    exit(1);
+  }
+}
+
+typedef struct mixed_job {
+  gemm_job g;
+  float *big;
+  int64_t n;
+} mixed_job;
+
+static void run_mixed(void *ctx) {
+  mixed_job *m = ctx;
+  pd_k_cpu()->unary(PD_K_RELU, PD_FP32, m->n, m->big, m->big);  /* an OpenMP region */
+  run_gemm(&m->g);                                                /* then OpenBLAS's pool */
+}
+
+int main(int argc, char **argv) {
+  double budget = argc > 1 ? atof(argv[1]) : 0.3;
+  pd_k_init();
+  pd_k_threading th = pd_k_threading_info();
+  printf("threads: openmp %d, passive wait %s, ftz/daz %s\n", th.omp_threads,
+         th.passive_wait ? "yes" : "no", th.ftz_daz ? "on" : "off");
+
+  const int fc[][3] = {{64, 256, 784}, {64, 10, 256}, {256, 256, 784}, {256, 10, 256}};
+  for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
+    gemm_job g = {fc[i][0], fc[i][1], fc[i][2], NULL, NULL, NULL};
+    g.a = randf((size_t)g.m * g.k);
+    g.b = randf((size_t)g.k * g.n);
+    g.c = randf((size_t)g.m * g.n);
+    double s = time_it(run_gemm, &g, budget);
+    printf("sgemm %4dx%-4d @ %4dx%-4d  %8.1f us  %7.2f GFLOP/s\n", g.m, g.k, g.k, g.n, s * 1e6,
+           2.0 * g.m * g.n * g.k / s * 1e-9);
+    pd_k_host_free((void *)g.a), pd_k_host_free((void *)g.b), pd_k_host_free(g.c);
+  }
+
+  /* LeNet-5 on 28x28 MNIST: conv1 1->6 5x5 pad 2, conv2 6->16 5x5 (after 2x2 pooling). */
+  const pd_k_conv2d lenet[] = {
+      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0},
+      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof lenet / sizeof lenet[0]; i++) {
+    conv_job c = {lenet[i], NULL, NULL, NULL};
+    pd_k_conv2d_setup(&c.p);
+    pd_k_conv2d *p = &c.p;
+    c.x = randf((size_t)(p->n * p->c * p->h * p->w));
+    c.w = randf((size_t)(p->oc * p->c * p->kh * p->kw));
+    c.y = randf((size_t)(p->n * p->oc * p->oh * p->ow));
+    double s = time_it(run_conv, &c, budget);
+    double flop = 2.0 * (double)(p->n * p->oc * p->oh * p->ow * p->c * p->kh * p->kw);
+    printf("conv2d [%lld,%lld,%lld,%lld] -> [%lld,%lld,%lld,%lld] %lldx%lld  %8.1f us  %7.2f "
+           "GFLOP/s\n",
+           (long long)p->n, (long long)p->c, (long long)p->h, (long long)p->w, (long long)p->n,
+           (long long)p->oc, (long long)p->oh, (long long)p->ow, (long long)p->kh,
+           (long long)p->kw, s * 1e6, flop / s * 1e-9);
+    pd_k_host_free((void *)c.x), pd_k_host_free((void *)c.w), pd_k_host_free(c.y);
+  }
+
+  mixed_job m = {{256, 256, 784, NULL, NULL, NULL}, NULL, 1 << 20};
+  m.g.a = randf(256 * 784);
+  m.g.b = randf(784 * 256);
+  m.g.c = randf(256 * 256);
+  m.big = randf((size_t)m.n);
+  double gemm_alone = time_it(run_gemm, &m.g, budget);
+  double mixed = time_it(run_mixed, &m, budget);
+  printf("relu on 1M floats (OpenMP) then sgemm 256x784 @ 784x256: %8.1f us (sgemm alone "
+         "%.1f us)\n",
+         mixed * 1e6, gemm_alone * 1e6);
+  pd_k_host_free((void *)m.g.a), pd_k_host_free((void *)m.g.b), pd_k_host_free(m.g.c);
+  pd_k_host_free(m.big);
+  return 0;
+}

@@ -1,0 +1,123 @@
+/* cpu.h -- private to the CPU backend (the files of kernels/cpu/): the kernel functions that
+ * fill the pd_k_cpu() table, the OpenMP helpers, and the strided N-operand iterator the elementwise
+ * kernels share. Not installed, not included outside kernels/cpu/.
+ *
+ * Typed code is written once per file as a template (FILE_t.h) that the .c file includes once per
+ * element type after defining T (the C type), TN (a name suffix: f32, f64, i32, i64) and T_FLOAT
+ * (1 for floating types); TF(name) then names the type's instance of a function. */
+#ifndef PD_KERNELS_CPU_H
+#define PD_KERNELS_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "kernels/kernels.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define PD_KCPU_CAT_(a, b) a##_##b
+#define PD_KCPU_CAT(a, b) PD_KCPU_CAT_(a, b)
+#define TF(name) PD_KCPU_CAT(name, TN)
+
+/* OpenMP pragmas that vanish in a build without OpenMP (no unknown-pragma warnings). */
+#define PD_KCPU_PRAGMA_(x) _Pragma(#x)
+#ifdef _OPENMP
+#define PD_OMP(x) PD_KCPU_PRAGMA_(omp x)
+#else
+#define PD_OMP(x)
+#endif
+#define PD_SIMD PD_OMP(simd)
+
+/* Work below these many elements stays on one thread: a parallel region costs a few
+ * microseconds, which a memory-bound loop over 32k floats does not repay on two cores. Loops
+ * that call exp/log/tanh per element are ~8x costlier per element and split sooner. */
+#define PD_KCPU_GRAIN 32768
+#define PD_KCPU_GRAIN_TRANSCENDENTAL 4096
+
+/* Run fn(ctx, begin, end) over [0, n): one contiguous range per OpenMP thread (a static
+ * schedule) when n >= grain and not already inside a parallel region, else fn(ctx, 0, n). */
+typedef void pd_kcpu_range_fn(void *ctx, int64_t begin, int64_t end);
+void pd_kcpu_parallel(int64_t n, int64_t grain, pd_kcpu_range_fn *fn, void *ctx);
+
+/* ---- Strided iteration over up to PD_KCPU_MAX_OPS operands of one shape (the out shape of a
+ * broadcast). Operand k has element size esize[k] and a stride per dim in elements (0 along a
+ * broadcast dim). Dims of size 1 are dropped and adjacent dims merged where every operand
+ * allows it, so a same-shape op becomes one flat loop, a bias add [rows, n] + [n] a 2-d loop
+ * with y's inner stride 0. The inner loop is a typed function over one run of the innermost
+ * dim, given each operand's pointer and inner stride (0 or 1 after merging, for the kernels
+ * here). ---- */
+#define PD_KCPU_MAX_OPS 5
+
+typedef void pd_kcpu_loop_fn(char *const *ptr, const int64_t *step, int64_t n, const void *arg);
+
+typedef struct pd_kcpu_iter {
+  int nd;                                          /* >= 1 after pd_kcpu_iter_init */
+  int nops;
+  int64_t numel;
+  int64_t dims[PD_K_MAX_DIMS];
+  int64_t strides[PD_KCPU_MAX_OPS][PD_K_MAX_DIMS];
+  size_t esize[PD_KCPU_MAX_OPS];
+} pd_kcpu_iter;
+
+/* dims/strides as described above (strides[k][d] for operand k); nd <= PD_K_MAX_DIMS. */
+void pd_kcpu_iter_init(pd_kcpu_iter *it, int nd, const int64_t *dims, int nops,
+                       const int64_t (*strides)[PD_K_MAX_DIMS], const size_t *esize);
+/* Call loop over every element; base[k] is operand k's buffer (NULL: the loop ignores it).
+ * Splits across threads when `parallel` and numel >= grain; an operand written through a zero
+ * stride (an accumulation) must run with parallel = false. */
+void pd_kcpu_iter_run(const pd_kcpu_iter *it, void *const *base, pd_kcpu_loop_fn *loop,
+                      const void *arg, bool parallel, int64_t grain);
+
+/* Contiguous (row-major) strides of a shape, in elements. */
+void pd_kcpu_contig_strides(int nd, const int64_t *dims, int64_t *strides);
+
+/* Set up the iterator of a broadcast binary op: operands [out, x, y] with the given element
+ * sizes; PD_ESHAPE for shapes that do not broadcast. */
+pd_status pd_kcpu_bcast_iter(pd_kcpu_iter *it, int xnd, const int64_t *xdims, int ynd,
+                             const int64_t *ydims, int axis, size_t out_size, size_t x_size,
+                             size_t y_size);
+
+/* ---- The CPU kernels (pd_k_cpu() table entries; see kernels.h for the contracts). ---- */
+pd_k_gemm_fn pd_kcpu_gemm;
+pd_k_gemm_batched_fn pd_kcpu_gemm_batched;
+pd_k_binary_fn pd_kcpu_binary;
+pd_k_binary_grad_fn pd_kcpu_binary_grad;
+pd_k_compare_fn pd_kcpu_compare;
+pd_k_logical_fn pd_kcpu_logical;
+pd_k_logical_not_fn pd_kcpu_logical_not;
+pd_k_unary_fn pd_kcpu_unary;
+pd_k_unary_grad_fn pd_kcpu_unary_grad;
+pd_k_scale_fn pd_kcpu_scale;
+pd_k_fill_fn pd_kcpu_fill;
+pd_k_reduce_fn pd_kcpu_reduce;
+pd_k_reduce_grad_fn pd_kcpu_reduce_grad;
+pd_k_softmax_fn pd_kcpu_softmax;
+pd_k_softmax_grad_fn pd_kcpu_softmax_grad;
+pd_k_softmax_fn pd_kcpu_log_softmax;
+pd_k_softmax_grad_fn pd_kcpu_log_softmax_grad;
+pd_k_cross_entropy_fn pd_kcpu_cross_entropy;
+pd_k_cross_entropy_grad_fn pd_kcpu_cross_entropy_grad;
+pd_k_softmax_xent_fn pd_kcpu_softmax_xent;
+pd_k_softmax_xent_grad_fn pd_kcpu_softmax_xent_grad;
+pd_k_im2col_fn pd_kcpu_im2col;
+pd_k_col2im_fn pd_kcpu_col2im;
+pd_k_conv2d_fn pd_kcpu_conv2d;
+pd_k_conv2d_bwd_data_fn pd_kcpu_conv2d_bwd_data;
+pd_k_conv2d_bwd_filter_fn pd_kcpu_conv2d_bwd_filter;
+pd_k_pool2d_fn pd_kcpu_pool2d;
+pd_k_pool2d_grad_fn pd_kcpu_pool2d_grad;
+pd_k_argmax_fn pd_kcpu_argmax;
+pd_k_top_k_fn pd_kcpu_top_k;
+pd_k_cast_fn pd_kcpu_cast;
+pd_k_transpose_fn pd_kcpu_transpose;
+pd_k_concat_fn pd_kcpu_concat;
+pd_k_split_fn pd_kcpu_split;
+pd_k_gather_rows_fn pd_kcpu_gather_rows;
+pd_k_scatter_add_rows_fn pd_kcpu_scatter_add_rows;
+pd_k_uniform_fn pd_kcpu_uniform;
+pd_k_gaussian_fn pd_kcpu_gaussian;
+
+#endif /* PD_KERNELS_CPU_H */

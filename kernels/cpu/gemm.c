@@ -1,0 +1,80 @@
+/* gemm.c -- matrix products through OpenBLAS's cblas_sgemm/cblas_dgemm (row-major), single and
+ * strided-batched. OpenBLAS parallelises each product on its own thread pool. */
+#include "config.h"
+#include "kernels/cpu/cpu.h"
+
+#include <cblas.h>
+#include <limits.h>
+#include <string.h>
+
+/* Row strides and sizes must fit cblas's int; a leading dim must cover a row. */
+static pd_status check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                            int64_t lda, int64_t ldb, int64_t ldc) {
+  if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return PD_EINVAL;
+  int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+  if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
+      ldc < (n > 1 ? n : 1) || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+    return PD_EINVAL;
+  return PD_OK;
+}
+
+/* C = beta * C, for a product with an empty inner dimension (k == 0), which BLAS libraries
+ * treat unevenly; beta == 0 clears C without reading it. */
+static void scale_rows(pd_dtype dt, int64_t m, int64_t n, double beta, void *c, int64_t ldc) {
+  size_t sz = pd_dtype_size(dt);
+  for (int64_t i = 0; i < m; i++) {
+    char *row = (char *)c + i * ldc * (int64_t)sz;
+    if (beta == 0) {
+      memset(row, 0, (size_t)n * sz);
+    } else if (dt == PD_FP32) {
+      for (int64_t j = 0; j < n; j++) ((float *)row)[j] *= (float)beta;
+    } else {
+      for (int64_t j = 0; j < n; j++) ((double *)row)[j] *= beta;
+    }
+  }
+}
+
+static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                          int64_t k, double alpha, const void *a, int64_t lda, const void *b,
+                          int64_t ldb, double beta, void *c, int64_t ldc) {
+  if (m == 0 || n == 0) return PD_OK;
+  enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  if (k == 0) {
+    scale_rows(dt, m, n, beta, c, ldc);
+  } else if (dt == PD_FP32) {
+    cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b,
+                (int)ldb, (float)beta, c, (int)ldc);
+  } else {
+    cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b,
+                (int)ldb, beta, c, (int)ldc);
+  }
+  return PD_OK;
+}
+
+pd_status pd_kcpu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                       double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                       double beta, void *c, int64_t ldc) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  return gemm_one(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+pd_status pd_kcpu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch,
+                               int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                               int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+                               int64_t stride_b, double beta, void *c, int64_t ldc,
+                               int64_t stride_c) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) return PD_EINVAL;
+  size_t sz = pd_dtype_size(dt);
+  for (int64_t i = 0; i < batch; i++) {
+    gemm_one(dt, trans_a, trans_b, m, n, k, alpha, (const char *)a + i * stride_a * (int64_t)sz,
+             lda, (const char *)b + i * stride_b * (int64_t)sz, ldb, beta,
+             (char *)c + i * stride_c * (int64_t)sz, ldc);
+  }
+  return PD_OK;
+}

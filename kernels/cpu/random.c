@@ -1,0 +1,99 @@
+/* random.c -- uniform and normal fills from the Philox4x32-10 stream of a pd_k_rng. Element i
+ * of a call comes from counter rng->offset + i / per_counter, so any split of the work across
+ * threads gives the same numbers; the call then moves rng->offset past the counters it used.
+ *
+ * Per counter (4 random 32-bit words): uniform fp32 takes 4 values (24 bits each), uniform fp64
+ * 2 (53 bits from two words), normal fp32 4 (two Box-Muller pairs, 32-bit uniforms), normal fp64
+ * 2 (one pair from 53-bit uniforms). */
+#include "config.h"
+#include "kernels/cpu/cpu.h"
+
+#include <math.h>
+
+typedef struct rand_job {
+  pd_dtype dt;
+  bool normal;
+  int64_t n, per;       /* values, values per counter */
+  uint64_t seed, offset;
+  double a, b;          /* uniform: low, high; normal: mean, std */
+  void *out;
+} rand_job;
+
+static const double two_pi = 6.283185307179586476925286766559;
+
+/* The values of counter c (at most 4). */
+static void counter_values(const rand_job *job, uint64_t c, double v[4]) {
+  uint64_t ctr64 = job->offset + c;
+  uint32_t ctr[4] = {(uint32_t)ctr64, (uint32_t)(ctr64 >> 32), 0, 0};
+  uint32_t key[2] = {(uint32_t)job->seed, (uint32_t)(job->seed >> 32)};
+  uint32_t w[4];
+  pd_k_philox4x32_10(ctr, key, w);
+  bool f32 = job->dt == PD_FP32;
+  if (!job->normal) {
+    if (f32) {
+      for (int i = 0; i < 4; i++) v[i] = (double)(w[i] >> 8) * 0x1p-24;
+    } else {
+      v[0] = (double)(((uint64_t)w[0] << 21) | (w[1] >> 11)) * 0x1p-53;
+      v[1] = (double)(((uint64_t)w[2] << 21) | (w[3] >> 11)) * 0x1p-53;
+    }
+    for (int i = 0; i < 4; i++) v[i] = job->a + (job->b - job->a) * v[i];
+    return;
+  }
+  /* Box-Muller: u1 in (0, 1) (never 0, so the log is finite), u2 in [0, 1). */
+  double u[4];
+  if (f32) {
+    for (int i = 0; i < 4; i++) u[i] = ((double)w[i] + 0.5) * 0x1p-32;
+  } else {
+    u[0] = ((double)(((uint64_t)w[0] << 21) | (w[1] >> 11)) + 0.5) * 0x1p-53;
+    u[1] = (double)(((uint64_t)w[2] << 21) | (w[3] >> 11)) * 0x1p-53;
+  }
+  for (int pair = 0; pair < (f32 ? 2 : 1); pair++) {
+    double r = sqrt(-2.0 * log(u[2 * pair])), t = two_pi * u[2 * pair + 1];
+    v[2 * pair] = job->a + job->b * r * cos(t);
+    v[2 * pair + 1] = job->a + job->b * r * sin(t);
+  }
+}
+
+static void rand_range(void *vjob, int64_t b, int64_t e) {
+  const rand_job *job = vjob;
+  for (int64_t c = b; c < e; c++) {
+    double v[4];
+    counter_values(job, (uint64_t)c, v);
+    for (int64_t lane = 0; lane < job->per; lane++) {
+      int64_t i = c * job->per + lane;
+      if (i >= job->n) break;
+      if (job->dt == PD_FP32) {
+        float f = (float)v[lane];
+        /* Rounding to float can reach `high`; keep uniform values in [low, high). */
+        if (!job->normal && f >= (float)job->b && job->b > job->a)
+          f = nextafterf((float)job->b, (float)job->a);
+        ((float *)job->out)[i] = f;
+      } else {
+        ((double *)job->out)[i] = v[lane];
+      }
+    }
+  }
+}
+
+static pd_status fill_random(pd_dtype dt, int64_t n, void *out, double a, double b,
+                             pd_k_rng *rng, bool normal) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (n < 0 || !rng || !isfinite(a) || !isfinite(b) || (!normal && b < a) || (normal && b < 0))
+    return PD_EINVAL;
+  rand_job job = {.dt = dt, .normal = normal, .n = n, .per = dt == PD_FP32 ? 4 : 2,
+                  .seed = rng->seed, .offset = rng->offset, .a = a, .b = b, .out = out};
+  int64_t counters = (n + job.per - 1) / job.per;
+  pd_kcpu_parallel(counters, PD_KCPU_GRAIN_TRANSCENDENTAL / job.per, rand_range, &job);
+  rng->offset += (uint64_t)counters;
+  return PD_OK;
+}
+
+pd_status pd_kcpu_uniform(pd_dtype dt, int64_t n, void *out, double low, double high,
+                          pd_k_rng *rng) {
+  return fill_random(dt, n, out, low, high, rng, false);
+}
+
+pd_status pd_kcpu_gaussian(pd_dtype dt, int64_t n, void *out, double mean, double std,
+                           pd_k_rng *rng) {
+  return fill_random(dt, n, out, mean, std, rng, true);
+}

@@ -1,0 +1,165 @@
+/* reduce_t.h -- template of reduce.c for one element type T (suffix TN, T_FLOAT as in
+ * elementwise_t.h). Sums accumulate in ACC: double for float types, int64_t for integers
+ * (wrapping through uint64_t, never trapping). */
+#if T_FLOAT
+#define ACC double
+#define ACC_ADD(a, v) ((a) + (ACC)(v))
+#define T_ISNAN(v) isnan(v)
+#else
+#define ACC int64_t
+#define ACC_ADD(a, v) ((ACC)((uint64_t)(a) + (uint64_t)(int64_t)(v)))
+#define T_ISNAN(v) 0
+#endif
+
+/* acc OP= x[0], x[stride], ... (n elements). max/min keep a NaN once seen. */
+static ACC TF(run)(pd_k_redop op, const T *x, int64_t n, int64_t stride, ACC acc) {
+  switch (op) {
+    case PD_K_RSUM:
+    case PD_K_RMEAN:
+      if (stride == 1) {
+        for (int64_t j = 0; j < n; j++) acc = ACC_ADD(acc, x[j]);
+      } else {
+        for (int64_t j = 0; j < n; j++) acc = ACC_ADD(acc, x[j * stride]);
+      }
+      break;
+    case PD_K_RMAX:
+      for (int64_t j = 0; j < n; j++) {
+        T v = x[j * stride];
+        if (T_ISNAN(v) || v > acc) acc = v;
+        if (T_ISNAN(v)) break;
+      }
+      break;
+    case PD_K_RMIN:
+      for (int64_t j = 0; j < n; j++) {
+        T v = x[j * stride];
+        if (T_ISNAN(v) || v < acc) acc = v;
+        if (T_ISNAN(v)) break;
+      }
+      break;
+    case PD_K_REDOP_COUNT_: break;
+  }
+  return acc;
+}
+
+/* The starting value of an accumulation whose first element is first. */
+static ACC TF(init)(pd_k_redop op, T first) {
+  return op == PD_K_RMAX || op == PD_K_RMIN ? (ACC)first : (ACC)0;
+}
+
+static ACC TF(combine)(pd_k_redop op, ACC a, ACC b) {
+  switch (op) {
+    case PD_K_RMAX: return T_ISNAN(a) || a > b ? a : b;
+    case PD_K_RMIN: return T_ISNAN(a) || a < b ? a : b;
+    default: return ACC_ADD(a, b);
+  }
+}
+
+static T TF(finish)(pd_k_redop op, ACC acc, int64_t count) {
+#if T_FLOAT
+  if (op == PD_K_RMEAN) return (T)(acc / (double)count);
+#else
+  PD_UNUSED(op);
+  PD_UNUSED(count);
+#endif
+  return (T)acc;
+}
+
+/* Everything to one value: a fixed number of chunks (at most MAX_CHUNKS, each at least a grain)
+ * reduced in parallel, then combined in order, so the result does not depend on the number of
+ * threads. */
+static void TF(reduce_full)(const reduce_job *job) {
+  const T *x = job->x;
+  int64_t n = job->r, nchunks = (n + PD_KCPU_GRAIN - 1) / PD_KCPU_GRAIN;
+  if (nchunks > MAX_CHUNKS) nchunks = MAX_CHUNKS;
+  if (nchunks < 1) nchunks = 1;
+  ACC part[MAX_CHUNKS];
+  PD_OMP(parallel for schedule(static) if (nchunks > 1))
+  for (int64_t c = 0; c < nchunks; c++) {
+    int64_t b = n * c / nchunks, e = n * (c + 1) / nchunks;
+    part[c] = TF(run)(job->op, x + b, e - b, 1, TF(init)(job->op, x[b]));
+  }
+  ACC acc = part[0];
+  for (int64_t c = 1; c < nchunks; c++) acc = TF(combine)(job->op, acc, part[c]);
+  *(T *)job->out = TF(finish)(job->op, acc, n);
+}
+
+/* x viewed as [k1, r, k2] (k2 > 1), reduced over r: rows of x are added into a block of
+ * COL_BLOCK accumulators, so x is read in order. Range over (k1, column block) pairs. */
+static void TF(reduce_cols)(void *vjob, int64_t b, int64_t e) {
+  const reduce_job *job = vjob;
+  int64_t r = job->r, k2 = job->k2, nblocks = (k2 + COL_BLOCK - 1) / COL_BLOCK;
+  ACC acc[COL_BLOCK];
+  for (int64_t t = b; t < e; t++) {
+    int64_t i = t / nblocks, c0 = t % nblocks * COL_BLOCK;
+    int64_t w = k2 - c0 < COL_BLOCK ? k2 - c0 : COL_BLOCK;
+    const T *x = (const T *)job->x + i * r * k2 + c0;
+    for (int64_t j = 0; j < w; j++) acc[j] = TF(init)(job->op, x[j]);
+    for (int64_t q = 0; q < r; q++, x += k2)
+      for (int64_t j = 0; j < w; j++) acc[j] = TF(run)(job->op, x + j, 1, 1, acc[j]);
+    T *o = (T *)job->out + i * k2 + c0;
+    for (int64_t j = 0; j < w; j++) o[j] = TF(finish)(job->op, acc[j], r);
+  }
+}
+
+/* Any pattern: each output element walks its reduced sub-box with an odometer; the innermost
+ * reduced group is one strided run. Range over output elements. */
+static void TF(reduce_generic)(void *vjob, int64_t b, int64_t e) {
+  const reduce_job *job = vjob;
+  const T *x = job->x;
+  int nk = job->nk, nr = job->nr;
+  for (int64_t o = b; o < e; o++) {
+    int64_t off = 0, rem = o;
+    for (int g = nk - 1; g >= 0; g--) {
+      off += rem % job->kdims[g] * job->kstr[g];
+      rem /= job->kdims[g];
+    }
+    ACC acc = TF(init)(job->op, x[off]);
+    int64_t idx[PD_K_MAX_DIMS] = {0};
+    int64_t inner = job->rdims[nr - 1], istr = job->rstr[nr - 1];
+    for (;;) {
+      int64_t roff = off;
+      for (int g = 0; g < nr - 1; g++) roff += idx[g] * job->rstr[g];
+      acc = TF(run)(job->op, x + roff, inner, istr, acc);
+      int g = nr - 2;
+      while (g >= 0 && ++idx[g] == job->rdims[g]) idx[g--] = 0;
+      if (g < 0) break;
+    }
+    ((T *)job->out)[o] = TF(finish)(job->op, acc, job->r);
+  }
+}
+
+static void TF(reduce)(reduce_job *job) {
+  if (job->k == 1) {
+    TF(reduce_full)(job);
+  } else if (job->k2 > 1) {
+    int64_t work = job->k1 * ((job->k2 + COL_BLOCK - 1) / COL_BLOCK);
+    pd_kcpu_parallel(work, grain_for(job->r * COL_BLOCK), TF(reduce_cols), job);
+  } else {
+    pd_kcpu_parallel(job->k, grain_for(job->r), TF(reduce_generic), job);
+  }
+}
+
+#if T_FLOAT
+/* Gradient loops over x's shape: operands [dx, x, out, dout]; out and dout have zero strides
+ * along the reduced dims. arg points at the mean's 1 / count. */
+static void TF(grad_sum)(char *const *p, const int64_t *s, int64_t n, const void *arg) {
+  T *dx = (T *)p[0];
+  const T *d = (const T *)p[3];
+  T scale = arg ? (T)(*(const double *)arg) : (T)1;
+  for (int64_t j = 0; j < n; j++) dx[j] = d[j * s[3]] * scale;
+}
+
+static void TF(grad_extreme)(char *const *p, const int64_t *s, int64_t n, const void *arg) {
+  PD_UNUSED(arg);
+  T *dx = (T *)p[0];
+  const T *x = (const T *)p[1], *out = (const T *)p[2], *d = (const T *)p[3];
+  for (int64_t j = 0; j < n; j++) dx[j] = x[j] == out[j * s[2]] ? d[j * s[3]] : (T)0;
+}
+#endif
+
+#undef ACC
+#undef ACC_ADD
+#undef T_ISNAN
+#undef T
+#undef TN
+#undef T_FLOAT

@@ -1,0 +1,212 @@
+/* kernels.c -- the backend-independent half of kernels.h: op names, shape rules (broadcast,
+ * reduce, conv/pool output sizes), aligned host memory and the Philox random generator. */
+#include "config.h"
+#include "kernels/kernels.h"
+
+#include <string.h>
+
+/* ---- Names ---- */
+
+#define PD_K_NAME_(e, name) name,
+static const char *const binop_names[] = {PD_K_BINOP_LIST(PD_K_NAME_)};
+static const char *const cmpop_names[] = {PD_K_CMPOP_LIST(PD_K_NAME_)};
+static const char *const logop_names[] = {PD_K_LOGOP_LIST(PD_K_NAME_)};
+static const char *const unop_names[] = {PD_K_UNOP_LIST(PD_K_NAME_)};
+static const char *const redop_names[] = {PD_K_REDOP_LIST(PD_K_NAME_)};
+#undef PD_K_NAME_
+_Static_assert(PD_ARRAY_LEN(binop_names) == PD_K_BINOP_COUNT_, "binop names out of sync");
+_Static_assert(PD_ARRAY_LEN(cmpop_names) == PD_K_CMPOP_COUNT_, "cmpop names out of sync");
+_Static_assert(PD_ARRAY_LEN(logop_names) == PD_K_LOGOP_COUNT_, "logop names out of sync");
+_Static_assert(PD_ARRAY_LEN(unop_names) == PD_K_UNOP_COUNT_, "unop names out of sync");
+_Static_assert(PD_ARRAY_LEN(redop_names) == PD_K_REDOP_COUNT_, "redop names out of sync");
+
+static const char *name_of(const char *const *names, int count, int v) {
+  return v >= 0 && v < count ? names[v] : "?";
+}
+
+static int index_of(const char *const *names, int count, const char *name) {
+  for (int i = 0; i < count; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  return -1;
+}
+
+const char *pd_k_binop_name(pd_k_binop op) { return name_of(binop_names, PD_K_BINOP_COUNT_, op); }
+const char *pd_k_cmpop_name(pd_k_cmpop op) { return name_of(cmpop_names, PD_K_CMPOP_COUNT_, op); }
+const char *pd_k_logop_name(pd_k_logop op) { return name_of(logop_names, PD_K_LOGOP_COUNT_, op); }
+const char *pd_k_unop_name(pd_k_unop op) { return name_of(unop_names, PD_K_UNOP_COUNT_, op); }
+const char *pd_k_redop_name(pd_k_redop op) { return name_of(redop_names, PD_K_REDOP_COUNT_, op); }
+int pd_k_binop_from_name(const char *n) { return index_of(binop_names, PD_K_BINOP_COUNT_, n); }
+int pd_k_cmpop_from_name(const char *n) { return index_of(cmpop_names, PD_K_CMPOP_COUNT_, n); }
+int pd_k_logop_from_name(const char *n) { return index_of(logop_names, PD_K_LOGOP_COUNT_, n); }
+int pd_k_unop_from_name(const char *n) { return index_of(unop_names, PD_K_UNOP_COUNT_, n); }
+int pd_k_redop_from_name(const char *n) { return index_of(redop_names, PD_K_REDOP_COUNT_, n); }
+
+/* ---- Shapes ---- */
+
+int64_t pd_k_numel(int nd, const int64_t *dims) {
+  int64_t n = 1;
+  for (int i = 0; i < nd; i++) {
+    if (dims[i] < 0) return -1;
+    if (dims[i] != 0 && n > INT64_MAX / dims[i]) return -1;
+    n *= dims[i];
+  }
+  return n;
+}
+
+static bool shape_ok(int nd, const int64_t *dims) {
+  return nd >= 0 && nd <= PD_K_MAX_DIMS && (nd == 0 || dims) && pd_k_numel(nd, dims) >= 0;
+}
+
+pd_status pd_k_broadcast_dims(int xnd, const int64_t *xdims, int ynd, const int64_t *ydims,
+                              int axis, int *out_nd, int64_t *out_dims, int64_t *xpad,
+                              int64_t *ypad) {
+  if (!shape_ok(xnd, xdims) || !shape_ok(ynd, ydims) || axis < -1) return PD_EINVAL;
+  int64_t xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS];
+  int nd = xnd > ynd ? xnd : ynd;
+  if (axis == -1) {  /* NumPy: right-aligned */
+    for (int i = 0; i < nd; i++) {
+      xp[i] = i < nd - xnd ? 1 : xdims[i - (nd - xnd)];
+      yp[i] = i < nd - ynd ? 1 : ydims[i - (nd - ynd)];
+    }
+  } else {  /* Fluid: the smaller operand starts at dim `axis` of the larger one */
+    bool x_small = xnd < ynd;
+    const int64_t *big = x_small ? ydims : xdims, *small = x_small ? xdims : ydims;
+    int snd = x_small ? xnd : ynd;
+    while (axis + snd > nd && snd > 0 && small[snd - 1] == 1) snd--;  /* trailing 1s */
+    if (axis + snd > nd) return PD_ESHAPE;
+    int64_t *bp = x_small ? yp : xp, *sp = x_small ? xp : yp;
+    for (int i = 0; i < nd; i++) {
+      bp[i] = big[i];
+      sp[i] = i >= axis && i < axis + snd ? small[i - axis] : 1;
+    }
+  }
+  for (int i = 0; i < nd; i++) {
+    if (xp[i] != yp[i] && xp[i] != 1 && yp[i] != 1) return PD_ESHAPE;
+  }
+  for (int i = 0; i < nd; i++) {
+    out_dims[i] = xp[i] == 1 ? yp[i] : xp[i];
+    if (xpad) xpad[i] = xp[i];
+    if (ypad) ypad[i] = yp[i];
+  }
+  *out_nd = nd;
+  return PD_OK;
+}
+
+pd_status pd_k_broadcast_shape(int xnd, const int64_t *xdims, int ynd, const int64_t *ydims,
+                               int axis, int *out_nd, int64_t *out_dims) {
+  return pd_k_broadcast_dims(xnd, xdims, ynd, ydims, axis, out_nd, out_dims, NULL, NULL);
+}
+
+pd_status pd_k_reduce_shape(int nd, const int64_t *dims, int naxes, const int *axes,
+                            bool keep_dim, int *out_nd, int64_t *out_dims) {
+  if (!shape_ok(nd, dims) || naxes < 0 || naxes > nd || (naxes && !axes)) return PD_EINVAL;
+  bool red[PD_K_MAX_DIMS] = {false};
+  for (int i = 0; i < naxes; i++) {
+    int a = axes[i] < 0 ? axes[i] + nd : axes[i];
+    if (a < 0 || a >= nd || red[a]) return PD_EINVAL;
+    red[a] = true;
+  }
+  int o = 0;
+  for (int i = 0; i < nd; i++) {
+    bool r = naxes == 0 || red[i];
+    if (!r) out_dims[o++] = dims[i];
+    else if (keep_dim) out_dims[o++] = 1;
+  }
+  *out_nd = o;
+  return PD_OK;
+}
+
+/* Output size of a sliding window: (in + pads - window) / stride + 1, rounded up in ceil mode;
+ * -1 when the window does not fit. */
+static int64_t window_out(int64_t in, int64_t pads, int64_t window, int64_t stride, bool ceil) {
+  int64_t span = in + pads - window;
+  if (span < 0) return -1;
+  return (ceil ? (span + stride - 1) / stride : span / stride) + 1;
+}
+
+pd_status pd_k_conv2d_setup(pd_k_conv2d *p) {
+  if (p->n < 0 || p->c < 1 || p->h < 1 || p->w < 1 || p->oc < 1 || p->kh < 1 || p->kw < 1 ||
+      p->groups < 1 || p->stride_h < 1 || p->stride_w < 1 || p->dil_h < 1 || p->dil_w < 1 ||
+      p->pad_top < 0 || p->pad_bottom < 0 || p->pad_left < 0 || p->pad_right < 0)
+    return PD_EINVAL;
+  if (p->c % p->groups || p->oc % p->groups) return PD_ESHAPE;
+  if (p->kh > (INT64_MAX - 1) / p->dil_h || p->kw > (INT64_MAX - 1) / p->dil_w) return PD_EINVAL;
+  int64_t ekh = p->dil_h * (p->kh - 1) + 1, ekw = p->dil_w * (p->kw - 1) + 1;
+  p->oh = window_out(p->h, p->pad_top + p->pad_bottom, ekh, p->stride_h, false);
+  p->ow = window_out(p->w, p->pad_left + p->pad_right, ekw, p->stride_w, false);
+  if (p->oh < 1 || p->ow < 1) return PD_ESHAPE;
+  int64_t sizes[] = {p->n, p->c, p->h, p->w}, osizes[] = {p->n, p->oc, p->oh, p->ow};
+  int64_t col[] = {p->c, p->kh, p->kw, p->oh, p->ow};
+  if (pd_k_numel(4, sizes) < 0 || pd_k_numel(4, osizes) < 0 || pd_k_numel(5, col) < 0)
+    return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_pool2d_setup(pd_k_pool2d *p) {
+  if ((p->type != PD_K_POOL_MAX && p->type != PD_K_POOL_AVG) || p->n < 0 || p->c < 0 ||
+      p->h < 1 || p->w < 1 || p->kh < 1 || p->kw < 1 || p->stride_h < 1 || p->stride_w < 1 ||
+      p->pad_top < 0 || p->pad_bottom < 0 || p->pad_left < 0 || p->pad_right < 0)
+    return PD_EINVAL;
+  /* A window that starts in the padding must reach the input. */
+  if (p->pad_top >= p->kh || p->pad_left >= p->kw) return PD_EINVAL;
+  p->oh = window_out(p->h, p->pad_top + p->pad_bottom, p->kh, p->stride_h, p->ceil_mode);
+  p->ow = window_out(p->w, p->pad_left + p->pad_right, p->kw, p->stride_w, p->ceil_mode);
+  if (p->oh < 1 || p->ow < 1) return PD_ESHAPE;
+  /* In ceil mode, drop a last window that would start past the input (as PyTorch does). */
+  if ((p->oh - 1) * p->stride_h - p->pad_top >= p->h) p->oh--;
+  if ((p->ow - 1) * p->stride_w - p->pad_left >= p->w) p->ow--;
+  int64_t sizes[] = {p->n, p->c, p->h, p->w};
+  if (pd_k_numel(4, sizes) < 0) return PD_EINVAL;
+  return PD_OK;
+}
+
+/* ---- Host memory ---- */
+
+void *pd_k_host_alloc(size_t nbytes) {
+  /* Over-allocate, align up, and keep the raw pointer just below the aligned block. */
+  size_t extra = PD_K_ALIGN - 1 + sizeof(void *);
+  if (nbytes > SIZE_MAX - extra) return NULL;
+  char *raw = pd_malloc(nbytes + extra);
+  if (!raw) return NULL;
+  uintptr_t a = ((uintptr_t)raw + extra) & ~(uintptr_t)(PD_K_ALIGN - 1);
+  void **p = (void **)a;
+  p[-1] = raw;
+  return p;
+}
+
+void pd_k_host_free(void *p) {
+  if (p) pd_free(((void **)p)[-1]);
+}
+
+/* ---- Philox4x32-10 ---- */
+
+void pd_k_rng_init(pd_k_rng *rng, uint64_t seed) {
+  rng->seed = seed;
+  rng->offset = 0;
+}
+
+static inline uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t *hi) {
+  uint64_t p = (uint64_t)a * b;
+  *hi = (uint32_t)(p >> 32);
+  return (uint32_t)p;
+}
+
+void pd_k_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+  uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
+  uint32_t k0 = key[0], k1 = key[1];
+  for (int round = 0; round < 10; round++) {
+    uint32_t hi0, hi1;
+    uint32_t lo0 = mulhilo(0xD2511F53u, c0, &hi0);
+    uint32_t lo1 = mulhilo(0xCD9E8D57u, c2, &hi1);
+    c0 = hi1 ^ c1 ^ k0;
+    c1 = lo1;
+    c2 = hi0 ^ c3 ^ k1;
+    c3 = lo0;
+    k0 += 0x9E3779B9u;  /* the Weyl sequence bumps the key between rounds */
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0;
+  out[1] = c1;
+  out[2] = c2;
+  out[3] = c3;
+}

@@ -1,0 +1,404 @@
+/* kernels.h -- the one interface to pdlang's numeric kernels: math on raw, contiguous, row-major
+ * buffers with explicit sizes. The VM's ops call kernels through a backend table (pd_k_backend);
+ * the CPU backend (kernels/cpu: OpenBLAS + plain C + OpenMP) fills every entry, and a CUDA
+ * backend fills the ones it implements (a NULL entry means "not supported here": the caller
+ * falls back to the CPU or reports PD_EUNSUPPORTED). Backend-independent helpers (shapes of
+ * broadcasts, reductions, convolutions; the random generator; host memory) are plain functions.
+ *
+ * Conventions for every kernel:
+ *  - Buffers are dense and row-major; `dt` names the element type of the float/int buffers
+ *    (base/dtype.h). Bool buffers hold one byte per element, 0 or 1 (any non-zero byte reads as
+ *    true). Index buffers (labels, ids, argmax/top_k indices) are int64_t.
+ *  - The caller owns every buffer; a kernel never keeps a pointer after it returns, never
+ *    allocates memory the caller must free, never prints, never aborts.
+ *  - Outputs are overwritten unless a kernel says it accumulates. Unless a kernel says otherwise,
+ *    an output must not overlap an input (elementwise unary/binary kernels allow out == x).
+ *  - A kernel that can be given bad arguments (a dtype it does not support, a negative size, an
+ *    out-of-range label) returns pd_status: PD_OK, PD_EINVAL, PD_ESHAPE, PD_ETYPE, PD_ENOMEM
+ *    (scratch memory) or PD_EUNSUPPORTED. On failure the outputs hold unspecified values.
+ *  - Supported dtypes are fp32 and fp64 unless stated; integer and bool support is stated per
+ *    kernel. fp64 exists for gradient checks; fp32 is the default everywhere.
+ *
+ * Threading: GEMMs run on OpenBLAS's thread pool; elementwise kernels and reductions on large
+ * arrays run on OpenMP with a static schedule (small arrays stay serial). See pd_k_init. */
+#ifndef PD_KERNELS_H
+#define PD_KERNELS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "base/dtype.h"
+
+/* Largest rank a kernel accepts (PaddlePaddle's limit); deeper shapes give PD_EINVAL. */
+#define PD_K_MAX_DIMS 9
+/* Alignment of host buffers from pd_k_host_alloc (a cache line; enough for AVX-512 loads). */
+#define PD_K_ALIGN 64
+
+/* ---- Operation enums. Each list is an X-macro: X(ENUM, "name"), the name as in Fluid's op
+ * type without its prefix (elementwise_add -> "add", reduce_sum -> "sum"). ---- */
+#define PD_K_BINOP_LIST(X) \
+  X(PD_K_ADD, "add") X(PD_K_SUB, "sub") X(PD_K_MUL, "mul") X(PD_K_DIV, "div") \
+  X(PD_K_MAX, "max") X(PD_K_MIN, "min") X(PD_K_POW, "pow")
+#define PD_K_CMPOP_LIST(X) \
+  X(PD_K_LT, "less_than") X(PD_K_LE, "less_equal") X(PD_K_GT, "greater_than") \
+  X(PD_K_GE, "greater_equal") X(PD_K_EQ, "equal") X(PD_K_NE, "not_equal")
+#define PD_K_LOGOP_LIST(X) X(PD_K_AND, "and") X(PD_K_OR, "or") X(PD_K_XOR, "xor")
+#define PD_K_UNOP_LIST(X) \
+  X(PD_K_RELU, "relu") X(PD_K_SIGMOID, "sigmoid") X(PD_K_TANH, "tanh") X(PD_K_EXP, "exp") \
+  X(PD_K_LOG, "log") X(PD_K_SQRT, "sqrt") X(PD_K_SQUARE, "square") X(PD_K_ABS, "abs")
+#define PD_K_REDOP_LIST(X) \
+  X(PD_K_RSUM, "sum") X(PD_K_RMEAN, "mean") X(PD_K_RMAX, "max") X(PD_K_RMIN, "min")
+
+#define PD_K_ENUM_(e, name) e,
+typedef enum pd_k_binop { PD_K_BINOP_LIST(PD_K_ENUM_) PD_K_BINOP_COUNT_ } pd_k_binop;
+typedef enum pd_k_cmpop { PD_K_CMPOP_LIST(PD_K_ENUM_) PD_K_CMPOP_COUNT_ } pd_k_cmpop;
+typedef enum pd_k_logop { PD_K_LOGOP_LIST(PD_K_ENUM_) PD_K_LOGOP_COUNT_ } pd_k_logop;
+typedef enum pd_k_unop { PD_K_UNOP_LIST(PD_K_ENUM_) PD_K_UNOP_COUNT_ } pd_k_unop;
+typedef enum pd_k_redop { PD_K_REDOP_LIST(PD_K_ENUM_) PD_K_REDOP_COUNT_ } pd_k_redop;
+#undef PD_K_ENUM_
+
+/* Names of the enum values ("add", "less_than", ...); "?" when out of range. The *_from_name
+ * functions return the enum value, or -1 for an unknown name. */
+const char *pd_k_binop_name(pd_k_binop op);
+const char *pd_k_cmpop_name(pd_k_cmpop op);
+const char *pd_k_logop_name(pd_k_logop op);
+const char *pd_k_unop_name(pd_k_unop op);
+const char *pd_k_redop_name(pd_k_redop op);
+int pd_k_binop_from_name(const char *name);
+int pd_k_cmpop_from_name(const char *name);
+int pd_k_logop_from_name(const char *name);
+int pd_k_unop_from_name(const char *name);
+int pd_k_redop_from_name(const char *name);
+
+/* ---- Parameters of convolution and pooling (NCHW). Fill the inputs, then call the setup
+ * function, which validates them and computes the output size. ---- */
+typedef struct pd_k_conv2d {
+  int64_t n, c, h, w;          /* input [n, c, h, w] */
+  int64_t oc, kh, kw;          /* filter [oc, c / groups, kh, kw] */
+  int64_t groups;              /* c and oc are multiples of groups */
+  int64_t stride_h, stride_w;  /* >= 1 */
+  int64_t pad_top, pad_bottom, pad_left, pad_right;  /* >= 0 (zero padding) */
+  int64_t dil_h, dil_w;        /* dilation, >= 1 */
+  int64_t oh, ow;              /* output [n, oc, oh, ow]: computed by pd_k_conv2d_setup */
+} pd_k_conv2d;
+
+typedef enum pd_k_pool { PD_K_POOL_MAX, PD_K_POOL_AVG } pd_k_pool;
+
+typedef struct pd_k_pool2d {
+  pd_k_pool type;
+  int64_t n, c, h, w;          /* input [n, c, h, w]; the output is [n, c, oh, ow] */
+  int64_t kh, kw;              /* window; global pooling is kh = h, kw = w */
+  int64_t stride_h, stride_w;
+  int64_t pad_top, pad_bottom, pad_left, pad_right;
+  bool ceil_mode;              /* round the output size up (Fluid's ceil_mode) */
+  bool exclusive;              /* avg: divide by the number of in-bounds elements (Fluid's
+                                  default) instead of kh * kw */
+  int64_t oh, ow;              /* computed by pd_k_pool2d_setup */
+} pd_k_pool2d;
+
+/* Validate p (sizes positive, groups dividing c and oc, the window fitting the padded input) and
+ * compute p->oh, p->ow. PD_EINVAL or PD_ESHAPE otherwise (p->oh, p->ow then unspecified). */
+pd_status pd_k_conv2d_setup(pd_k_conv2d *p);
+pd_status pd_k_pool2d_setup(pd_k_pool2d *p);
+
+/* ---- Random numbers: Philox4x32-10 (Salmon et al., SC'11), a counter-based generator. Output
+ * element i of a call is a pure function of (seed, offset + i), so the numbers do not depend on
+ * the platform, the backend or the number of threads. Each call advances rng->offset past the
+ * counters it used, so successive calls continue the stream. ---- */
+typedef struct pd_k_rng {
+  uint64_t seed;    /* the Philox key (two 32-bit words: low, high) */
+  uint64_t offset;  /* the next unused 128-bit counter */
+} pd_k_rng;
+
+void pd_k_rng_init(pd_k_rng *rng, uint64_t seed);  /* offset = 0 */
+/* One Philox4x32-10 block: 4 random words for counter ctr and key. Exposed for known-answer
+ * tests and for backends that generate on a device. */
+void pd_k_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]);
+
+/* ---- Shapes (backend independent). Output dims arrays hold PD_K_MAX_DIMS entries. ---- */
+
+/* The shape of a broadcast binary op (elementwise_*, compare, logical ops).
+ * axis == -1: NumPy rules: shapes are right-aligned; each pair of dims is equal or one is 1.
+ * axis >= 0: Fluid rules: the lower-rank operand's dims (trailing 1s dropped) are aligned with
+ *   the higher-rank one's starting at dim `axis` (e.g. X [2, 3, 4, 5], Y [3, 4], axis 1); the
+ *   aligned dims must then be equal or 1. X may be the lower-rank operand, as in Paddle 2.
+ * A 0-d operand (nd == 0) is a scalar. PD_ESHAPE with no output for incompatible shapes. */
+pd_status pd_k_broadcast_shape(int xnd, const int64_t *xdims, int ynd, const int64_t *ydims,
+                               int axis, int *out_nd, int64_t *out_dims);
+/* The same, also giving x's and y's dims padded with 1s to out's rank, lined up with out's dims
+ * as a kernel iterates over them (xpad, ypad: PD_K_MAX_DIMS entries each, or NULL). */
+pd_status pd_k_broadcast_dims(int xnd, const int64_t *xdims, int ynd, const int64_t *ydims,
+                              int axis, int *out_nd, int64_t *out_dims, int64_t *xpad,
+                              int64_t *ypad);
+
+/* The shape of a reduction over `axes` (negative axes count from the end; naxes == 0 reduces
+ * every axis). keep_dim keeps reduced axes as 1s. PD_EINVAL for an axis out of range or
+ * repeated. A full reduction without keep_dim has rank 0 (one element). */
+pd_status pd_k_reduce_shape(int nd, const int64_t *dims, int naxes, const int *axes,
+                            bool keep_dim, int *out_nd, int64_t *out_dims);
+
+/* Number of elements of a shape (1 for rank 0); -1 if a dim is negative or it overflows. */
+int64_t pd_k_numel(int nd, const int64_t *dims);
+
+/* ---- Host memory: PD_K_ALIGN-aligned blocks through the pd_malloc hook (so allocation-failure
+ * tests reach them). NULL on failure; pd_k_host_free(NULL) is a no-op. ---- */
+void *pd_k_host_alloc(size_t nbytes);
+void pd_k_host_free(void *p);
+
+/* ---- Kernel signatures. A backend table holds one pointer of each type. ---- */
+
+/* C = alpha * op(A) op(B) + beta * C, row-major. op(A) is m x k (A is k x m when trans_a),
+ * op(B) is k x n, C is m x n; lda, ldb, ldc are row strides in elements. beta == 0 ignores the
+ * old contents of C (NaNs included). fp32/fp64. Sizes above INT_MAX give PD_EINVAL. */
+typedef pd_status pd_k_gemm_fn(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                               int64_t k, double alpha, const void *a, int64_t lda,
+                               const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* `batch` GEMMs; matrix i of A starts stride_a elements after matrix i-1 (stride 0 broadcasts
+ * one matrix to every product), the same for B and C. */
+typedef pd_status pd_k_gemm_batched_fn(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch,
+                                       int64_t m, int64_t n, int64_t k, double alpha,
+                                       const void *a, int64_t lda, int64_t stride_a,
+                                       const void *b, int64_t ldb, int64_t stride_b, double beta,
+                                       void *c, int64_t ldc, int64_t stride_c);
+
+/* out = x OP y with broadcasting (pd_k_broadcast_shape gives out's shape). fp32, fp64, int32,
+ * int64; PD_K_POW is float only. Integer ops wrap on overflow; integer division truncates and
+ * x / 0 gives 0 (no trap). out may alias x or y when that operand has out's shape. */
+typedef pd_status pd_k_binary_fn(pd_k_binop op, pd_dtype dt, int xnd, const int64_t *xdims,
+                                 const void *x, int ynd, const int64_t *ydims, const void *y,
+                                 int axis, void *out);
+/* Gradients of a broadcast binary op given dout (out's shape): dx (x's shape) and dy (y's
+ * shape), each summed over the dims its operand was broadcast along. Either may be NULL when
+ * not wanted. Rules at ties as in Fluid: max: dx where x > y, dy where x <= y; min: dx where
+ * x < y, dy where x >= y. pow: dy = dout * x^y * log(x). fp32/fp64. */
+typedef pd_status pd_k_binary_grad_fn(pd_k_binop op, pd_dtype dt, int xnd, const int64_t *xdims,
+                                      const void *x, int ynd, const int64_t *ydims,
+                                      const void *y, int axis, const void *dout, void *dx,
+                                      void *dy);
+/* out (bool) = x CMP y with broadcasting. fp32, fp64, int32, int64, bool (bools compare as
+ * 0/1, false < true). NaN compares as IEEE says (NaN != NaN). */
+typedef pd_status pd_k_compare_fn(pd_k_cmpop op, pd_dtype dt, int xnd, const int64_t *xdims,
+                                  const void *x, int ynd, const int64_t *ydims, const void *y,
+                                  int axis, uint8_t *out);
+/* out = x AND/OR/XOR y on bool buffers, with broadcasting. */
+typedef pd_status pd_k_logical_fn(pd_k_logop op, int xnd, const int64_t *xdims, const uint8_t *x,
+                                  int ynd, const int64_t *ydims, const uint8_t *y, int axis,
+                                  uint8_t *out);
+/* out = NOT x on n bools (out may be x). */
+typedef void pd_k_logical_not_fn(int64_t n, const uint8_t *x, uint8_t *out);
+
+/* out[i] = f(x[i]) for n elements; out may be x. log/sqrt of negatives give NaN as in C. */
+typedef pd_status pd_k_unary_fn(pd_k_unop op, pd_dtype dt, int64_t n, const void *x, void *out);
+/* dx[i] = dout[i] * f'(x[i]), written from whichever of x (the input) and out (= f(x)) is
+ * cheaper: relu, sigmoid, tanh, exp and sqrt read out; log, square and abs read x. The one not
+ * read may be NULL. relu'(0) = 0, abs'(0) = 0. dx may be dout. */
+typedef pd_status pd_k_unary_grad_fn(pd_k_unop op, pd_dtype dt, int64_t n, const void *x,
+                                     const void *out, const void *dout, void *dx);
+/* out = a * x + b (Fluid's scale op with bias_after_scale; for scale * (x + bias) pass
+ * b = scale * bias). out may be x. */
+typedef pd_status pd_k_scale_fn(pd_dtype dt, int64_t n, const void *x, double a, double b,
+                                void *out);
+/* out[i] = value for n elements of any of fp32, fp64, int32, int64, bool (value converted as by
+ * pd_k_cast_fn). */
+typedef pd_status pd_k_fill_fn(pd_dtype dt, int64_t n, void *out, double value);
+
+/* Reduce x (shape nd/dims) over axes (as pd_k_reduce_shape; naxes == 0: all). out has the
+ * reduced shape (keep_dim does not change the layout). sum/mean accumulate fp32 in double.
+ * fp32, fp64; sum/max/min also int32, int64. A reduction over zero elements gives 0 for sum,
+ * NaN for mean, PD_EINVAL for max/min. */
+typedef pd_status pd_k_reduce_fn(pd_k_redop op, pd_dtype dt, int nd, const int64_t *dims,
+                                 const void *x, int naxes, const int *axes, void *out);
+/* dx = d(reduce)/dx * dout, dx with x's shape: sum copies dout along the reduced axes, mean
+ * divides by the reduced count, max/min send dout to every element equal to the result (as
+ * Fluid does). x and out are read only by max/min (may be NULL otherwise). fp32, fp64. */
+typedef pd_status pd_k_reduce_grad_fn(pd_k_redop op, pd_dtype dt, int nd, const int64_t *dims,
+                                      const void *x, const void *out, const void *dout,
+                                      int naxes, const int *axes, void *dx);
+
+/* Softmax over the middle axis of x viewed as [pre, n, post] (the last axis: post = 1), made
+ * stable by subtracting each slice's max: inputs of +-1000 give exact results, -inf gives 0.
+ * log_softmax = x - max - log(sum(exp(x - max))). out may be x. */
+typedef pd_status pd_k_softmax_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t post,
+                                  const void *x, void *out);
+/* Backward from the forward output: softmax: dx = out * (dout - sum(dout * out));
+ * log_softmax: dx = dout - exp(out) * sum(dout). dx may be dout. */
+typedef pd_status pd_k_softmax_grad_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t post,
+                                       const void *out, const void *dout, void *dx);
+
+/* Cross entropy of probabilities prob [rows, classes] (each row a distribution, e.g. a softmax
+ * output) against labels: hard labels (soft_label false) are int64 [rows] in [0, classes) and
+ * loss[r] = -log(prob[r, label[r]]); a row whose label == ignore_index gets loss 0. Soft labels
+ * are dt [rows, classes] and loss[r] = -sum_c label[r, c] * log(prob[r, c]). loss is dt [rows].
+ * A log of 0 is clamped to -1e20 as Fluid does (no inf). PD_EINVAL for a label out of range. */
+typedef pd_status pd_k_cross_entropy_fn(pd_dtype dt, int64_t rows, int64_t classes,
+                                        const void *prob, bool soft_label, const void *label,
+                                        int64_t ignore_index, void *loss);
+/* dprob = d(loss)/d(prob) * dloss (dloss is [rows]): hard: -dloss / prob at the label, 0
+ * elsewhere (and 0 on ignored rows); soft: -dloss * label / prob. */
+typedef pd_status pd_k_cross_entropy_grad_fn(pd_dtype dt, int64_t rows, int64_t classes,
+                                             const void *prob, bool soft_label,
+                                             const void *label, int64_t ignore_index,
+                                             const void *dloss, void *dprob);
+/* Fused softmax + cross entropy on logits [rows, classes] (softmax_with_cross_entropy): writes
+ * softmax [rows, classes] and loss [rows], computing the loss as logsumexp - logit (no log of
+ * a rounded probability). Labels as in pd_k_cross_entropy_fn. */
+typedef pd_status pd_k_softmax_xent_fn(pd_dtype dt, int64_t rows, int64_t classes,
+                                       const void *logits, bool soft_label, const void *label,
+                                       int64_t ignore_index, void *softmax, void *loss);
+/* dlogits = (softmax - onehot(label)) * dloss (soft: softmax - label); 0 on ignored rows.
+ * dlogits may be softmax. */
+typedef pd_status pd_k_softmax_xent_grad_fn(pd_dtype dt, int64_t rows, int64_t classes,
+                                            const void *softmax, bool soft_label,
+                                            const void *label, int64_t ignore_index,
+                                            const void *dloss, void *dlogits);
+
+/* im2col of ONE image [c, h, w] into col [c * kh * kw, oh * ow] (padding reads as 0), and its
+ * adjoint col2im, which ACCUMULATES col back into img (zero img first for a plain transpose).
+ * The rows of group g are the contiguous block g * (c / groups) * kh * kw. */
+typedef pd_status pd_k_im2col_fn(pd_dtype dt, const pd_k_conv2d *p, const void *img, void *col);
+typedef pd_status pd_k_col2im_fn(pd_dtype dt, const pd_k_conv2d *p, const void *col, void *img);
+/* Convolution (cross-correlation, as every framework) y = conv(x, w): x [n, c, h, w],
+ * w [oc, c / groups, kh, kw], y [n, oc, oh, ow]; no bias (Fluid adds it with elementwise_add).
+ * p must have passed pd_k_conv2d_setup. Scratch memory for im2col may give PD_ENOMEM. */
+typedef pd_status pd_k_conv2d_fn(pd_dtype dt, const pd_k_conv2d *p, const void *x,
+                                 const void *w, void *y);
+/* dx = conv2d's gradient w.r.t. x given dy (overwritten, not accumulated). */
+typedef pd_status pd_k_conv2d_bwd_data_fn(pd_dtype dt, const pd_k_conv2d *p, const void *w,
+                                          const void *dy, void *dx);
+/* dw = conv2d's gradient w.r.t. w given x and dy (overwritten, not accumulated). */
+typedef pd_status pd_k_conv2d_bwd_filter_fn(pd_dtype dt, const pd_k_conv2d *p, const void *x,
+                                            const void *dy, void *dw);
+/* Pooling y [n, c, oh, ow] of x. Max pooling ignores padding (a window entirely in padding
+ * gives -inf, which setup rules out); avg pooling counts padding as 0 unless exclusive. */
+typedef pd_status pd_k_pool2d_fn(pd_dtype dt, const pd_k_pool2d *p, const void *x, void *y);
+/* dx given x, y and dy (dx overwritten). Max: each window's dy goes to its first maximum. */
+typedef pd_status pd_k_pool2d_grad_fn(pd_dtype dt, const pd_k_pool2d *p, const void *x,
+                                      const void *y, const void *dy, void *dx);
+
+/* Index of the maximum along the middle axis of x viewed as [pre, n, post]: out [pre, post].
+ * The first maximum wins; NaN counts as the maximum (as NumPy). n >= 1. fp32, fp64, int32,
+ * int64. */
+typedef pd_status pd_k_argmax_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t post,
+                                 const void *x, int64_t *out);
+/* The k largest of each row of x [rows, n], in descending order: values (dt) and indices
+ * [rows, k]. Equal values keep their original order; NaN is the largest. 1 <= k <= n.
+ * fp32, fp64, int32, int64. */
+typedef pd_status pd_k_top_k_fn(pd_dtype dt, int64_t rows, int64_t n, int64_t k, const void *x,
+                                void *values, int64_t *indices);
+/* dst = src converted, n elements, between bool, int32, int64, fp32 and fp64. To bool: x != 0.
+ * Float to integer truncates toward zero and saturates (NaN gives 0); int64 to int32 wraps. */
+typedef pd_status pd_k_cast_fn(pd_dtype src_dt, const void *src, pd_dtype dst_dt, void *dst,
+                               int64_t n);
+/* out = x with its axes permuted: out dim i is x dim perm[i]. Any dtype (bytes are moved). */
+typedef pd_status pd_k_transpose_fn(pd_dtype dt, int nd, const int64_t *dims, const int *perm,
+                                    const void *x, void *out);
+/* Concatenate inputs viewed as [pre, sizes[i], post] along the middle axis into out
+ * [pre, sum(sizes), post]; split is the inverse. Any dtype. */
+typedef pd_status pd_k_concat_fn(pd_dtype dt, int ninputs, const void *const *xs,
+                                 const int64_t *sizes, int64_t pre, int64_t post, void *out);
+typedef pd_status pd_k_split_fn(pd_dtype dt, const void *x, int64_t pre, int64_t post,
+                                int noutputs, const int64_t *sizes, void *const *outs);
+/* Embedding lookup (lookup_table): out[i, :] = table[ids[i], :], table [nrows, width],
+ * out [nids, width]; ids equal to padding_idx give a zero row (padding_idx = -1: none).
+ * PD_EINVAL for an id outside [0, nrows). fp32, fp64. */
+typedef pd_status pd_k_gather_rows_fn(pd_dtype dt, int64_t nrows, int64_t width,
+                                      const void *table, int64_t nids, const int64_t *ids,
+                                      int64_t padding_idx, void *out);
+/* Its gradient: dst[ids[i], :] += src[i, :] (ACCUMULATES; rows of padding_idx are skipped;
+ * repeated ids add up). */
+typedef pd_status pd_k_scatter_add_rows_fn(pd_dtype dt, int64_t nrows, int64_t width,
+                                           void *dst, int64_t nids, const int64_t *ids,
+                                           int64_t padding_idx, const void *src);
+/* n numbers uniform in [low, high) / normal with mean and std, from rng (see pd_k_rng).
+ * Uniform: fp32 from 24 random bits, fp64 from 53. Gaussian: Box-Muller in double precision,
+ * the same on every platform whose libm agrees on log, sqrt, sin and cos (glibc does). */
+typedef pd_status pd_k_uniform_fn(pd_dtype dt, int64_t n, void *out, double low, double high,
+                                  pd_k_rng *rng);
+typedef pd_status pd_k_gaussian_fn(pd_dtype dt, int64_t n, void *out, double mean, double std,
+                                   pd_k_rng *rng);
+
+/* ---- The backend table. ---- */
+typedef struct pd_k_backend {
+  const char *name;                 /* "cpu", "cuda" */
+  pd_k_gemm_fn *gemm;
+  pd_k_gemm_batched_fn *gemm_batched;
+  pd_k_binary_fn *binary;
+  pd_k_binary_grad_fn *binary_grad;
+  pd_k_compare_fn *compare;
+  pd_k_logical_fn *logical;
+  pd_k_logical_not_fn *logical_not;
+  pd_k_unary_fn *unary;
+  pd_k_unary_grad_fn *unary_grad;
+  pd_k_scale_fn *scale;
+  pd_k_fill_fn *fill;
+  pd_k_reduce_fn *reduce;
+  pd_k_reduce_grad_fn *reduce_grad;
+  pd_k_softmax_fn *softmax;
+  pd_k_softmax_grad_fn *softmax_grad;
+  pd_k_softmax_fn *log_softmax;
+  pd_k_softmax_grad_fn *log_softmax_grad;
+  pd_k_cross_entropy_fn *cross_entropy;
+  pd_k_cross_entropy_grad_fn *cross_entropy_grad;
+  pd_k_softmax_xent_fn *softmax_xent;
+  pd_k_softmax_xent_grad_fn *softmax_xent_grad;
+  pd_k_im2col_fn *im2col;
+  pd_k_col2im_fn *col2im;
+  pd_k_conv2d_fn *conv2d;
+  pd_k_conv2d_bwd_data_fn *conv2d_bwd_data;
+  pd_k_conv2d_bwd_filter_fn *conv2d_bwd_filter;
+  pd_k_pool2d_fn *pool2d;
+  pd_k_pool2d_grad_fn *pool2d_grad;
+  pd_k_argmax_fn *argmax;
+  pd_k_top_k_fn *top_k;
+  pd_k_cast_fn *cast;
+  pd_k_transpose_fn *transpose;
+  pd_k_concat_fn *concat;
+  pd_k_split_fn *split;
+  pd_k_gather_rows_fn *gather_rows;
+  pd_k_scatter_add_rows_fn *scatter_add_rows;
+  pd_k_uniform_fn *uniform;
+  pd_k_gaussian_fn *gaussian;
+} pd_k_backend;
+
+/* The CPU backend: every entry is set. A static table; never freed. */
+const pd_k_backend *pd_k_cpu(void);
+
+/* ---- Process-wide set-up of the CPU backend. ----
+ * pd_k_init sets flush-to-zero and denormals-are-zero (MXCSR) in the calling thread and in
+ * every thread of the OpenMP pool (denormals make an RNN's backward pass ~15x slower), and
+ * records the threading configuration. Call it once from the main thread before running
+ * kernels; threads created later by that thread inherit its MXCSR (POSIX: the floating-point
+ * environment is inherited). Idempotent. OpenBLAS's threads start before main and are not
+ * reached; its GEMM kernels do not depend on denormal speed in practice.
+ *
+ * Waiting policy: after a parallel region, OpenMP's idle workers spin (libgomp: ~300k rounds by
+ * default) and steal the cores OpenBLAS's threads need for the next GEMM; on 2 cores a GEMM
+ * after an elementwise kernel ran ~8x slower (bench/bench_kernels). Passive waiting
+ * (OMP_WAIT_POLICY=passive, or GOMP_SPINCOUNT=0) avoids it, but libgomp reads the environment
+ * when it is loaded, before main, so no call in the library can change it for the running
+ * process. pd_k_init therefore checks it: with passive waiting the OpenMP kernels use the whole
+ * pool; without, they run on the calling thread only (omp_set_num_threads(1)), which costs far
+ * less than the spinning. It also sets OMP_WAIT_POLICY=passive in the environment when unset,
+ * for child processes. To get passive waiting (and the pool) without asking the user, a
+ * program's main calls pd_k_reexec_for_passive_wait first thing, before pd_k_init. */
+typedef struct pd_k_threading {
+  int omp_threads;        /* threads the OpenMP kernels use (1 without OpenMP or passive wait) */
+  bool passive_wait;      /* the OpenMP runtime was started with passive waiting (or is absent) */
+  bool ftz_daz;           /* flush-to-zero and denormals-are-zero are on (x86 SSE only) */
+} pd_k_threading;
+
+void pd_k_init(void);
+/* The configuration pd_k_init recorded (all false/0 before pd_k_init). */
+pd_k_threading pd_k_threading_info(void);
+/* Sets the calling thread's FTZ/DAZ bits: for threads a program creates itself before
+ * pd_k_init or from another thread. Returns false where the CPU has no such mode. */
+bool pd_k_set_ftz_daz(void);
+/* For main(), before anything else: if neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set,
+ * set OMP_WAIT_POLICY=passive and re-execute the program (/proc/self/exe, same argv) so the
+ * OpenMP runtime starts with it. Returns only when no re-execution was needed (PD_OK) or it
+ * failed (PD_EUNSUPPORTED off Linux, PD_ERUNTIME; the program may go on, merely slower). */
+pd_status pd_k_reexec_for_passive_wait(char *const argv[]);
+
+#endif /* PD_KERNELS_H */

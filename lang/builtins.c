@@ -1,0 +1,1106 @@
+/* builtins.c -- the functions a script can call without importing anything: op wrappers (whose
+ * keyword arguments are the op's Fluid attributes, typed by the op registry), tensor constructors
+ * (data, param, var, minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range,
+ * prod), reader, optimizer and initializer specs, and the actions (train, eval, print, save,
+ * load, assert_close). Layers built from these live in stdlib/ (written in pdlang). */
+#include "config.h"
+#include "lang/compile_int.h"
+
+#include <math.h>
+#include <string.h>
+
+/* ---- Argument helpers ---- */
+
+/* Positional argument i (i >= 0), or the keyword argument `name`; NULL when absent. */
+static value *arg(call_args *a, int i, const char *name, pd_loc *loc) {
+  if (i >= 0 && i < a->npos) {
+    if (loc) *loc = a->pos_loc[i];
+    return a->pos[i];
+  }
+  for (int k = 0; name && k < a->nkw; k++)
+    if (strcmp(a->kw[k], name) == 0) {
+      if (loc) *loc = a->kw_loc[k];
+      return a->kwv[k];
+    }
+  if (loc) *loc = a->loc;
+  return NULL;
+}
+
+static void list_names(pd_buf *b, const char *const *names) {
+  for (int j = 0; names[j]; j++) pd_buf_printf(b, "%s%s", j ? ", " : "", names[j]);
+}
+
+/* At most `npos` positional arguments; keywords among `names` (NULL-terminated). The first
+ * `named_pos` names are also positions, so a keyword may not repeat one given positionally. */
+static bool check_args_kw(C *c, call_args *a, int npos, const char *const *names, int named_pos) {
+  if (a->npos > npos) {
+    cerr(c, a->loc, "%s takes at most %d positional argument%s, got %d", a->fname, npos,
+         npos == 1 ? "" : "s", a->npos);
+    return false;
+  }
+  for (int k = 0; k < a->nkw; k++) {
+    int i = 0;
+    while (names[i] && strcmp(names[i], a->kw[k]) != 0) i++;
+    if (!names[i]) {
+      pd_buf b;
+      pd_buf_init(&b);
+      list_names(&b, names);
+      cerr(c, a->kw_loc[k], "%s has no argument '%s'%s%s", a->fname, a->kw[k],
+           names[0] ? " (it takes " : "", names[0] ? fmt_c(c, "%s)", b.data) : "");
+      pd_buf_free(&b);
+      return false;
+    }
+    if (i < named_pos && i < a->npos) {
+      cerr(c, a->kw_loc[k], "argument '%s' of %s given twice", a->kw[k], a->fname);
+      return false;
+    }
+  }
+  return true;
+}
+
+static bool check_args(C *c, call_args *a, int npos, const char *const *names) {
+  return check_args_kw(c, a, npos, names, npos);
+}
+
+static value *need(C *c, call_args *a, int i, const char *name) {
+  value *v = arg(a, i, name, NULL);
+  if (!v) cerr(c, a->loc, "%s needs argument '%s'", a->fname, name);
+  return v ? v : VERR;
+}
+
+static bool want_tensor_arg(C *c, value *v, pd_loc loc, const char *fname, const char *what) {
+  if (v->k == V_TENSOR) return true;
+  if (v->k != V_ERROR)
+    cerr(c, loc, "%s: '%s' must be a tensor, got %s", fname, what, vkind_phrase(v));
+  return false;
+}
+
+static bool in_global_block(C *c) { return c->block == c->unit->main->blocks[0]; }
+
+static bool value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t *dims, int *n,
+                          bool allow_unknown) {
+  if (v->k != V_LIST) {
+    if (v->k != V_ERROR)
+      cerr(c, loc, "%s must be a list of integers, got %s", what, vkind_phrase(v));
+    return false;
+  }
+  if (v->list.n > PD_MAX_RANK) {
+    cerr(c, loc, "%s has %d dimensions; at most %d are supported", what, v->list.n, PD_MAX_RANK);
+    return false;
+  }
+  for (int i = 0; i < v->list.n; i++) {
+    value *d = v->list.items[i];
+    if (d->k != V_INT || d->i == 0 || d->i < (allow_unknown ? -1 : 1)) {
+      cerr(c, loc, "%s must be a list of %s integers (dimension %d is %s)", what,
+           allow_unknown ? "positive (or -1)" : "positive", i,
+           d->k == V_INT ? fmt_c(c, "%lld", (long long)d->i) : vkind_phrase(d));
+      return false;
+    }
+    dims[i] = d->i;
+  }
+  *n = v->list.n;
+  return true;
+}
+
+static value *list_of(C *c, int n) {
+  value *l = vnew(c, V_LIST);
+  if (l == VERR) return l;
+  l->list.n = n;
+  l->list.items = calloc_c(c, sizeof(value *) * (size_t)(n ? n : 1));
+  return l->list.items ? l : VERR;
+}
+
+static bool set_attr_named(C *c, pd_op_desc *op, const char *name, value *v, pd_loc loc) {
+  const pd_attrdef *ad = pd_opdef_attr(pd_opdef_lookup(op->type), name);
+  if (!ad) {
+    cerr(c, loc, "internal: %s has no attribute '%s'", op->type, name);
+    return false;
+  }
+  return set_attr_from_value(c, op, ad, v, loc);
+}
+
+/* ---- Generic op wrappers: inputs positionally, then `pattr` positionally, attrs by keyword ---- */
+
+static value *b_op(C *c, const builtin *self, call_args *a) {
+  const pd_opdef *def = pd_opdef_lookup(self->op);
+  if (!def) {
+    cerr(c, a->loc, "internal: op '%s' is not registered", self->op);
+    return VERR;
+  }
+  int nin = 0, npattr = 0;
+  while (nin < 3 && self->in[nin]) nin++;
+  while (npattr < 2 && self->pattr[npattr]) npattr++;
+  if (a->npos < nin || a->npos > nin + npattr) {
+    cerr(c, a->loc, "%s takes %d tensor argument%s%s, got %d argument%s", a->fname, nin,
+         nin == 1 ? "" : "s", npattr ? fmt_c(c, " and optionally %s", self->pattr[0]) : "",
+         a->npos, a->npos == 1 ? "" : "s");
+    return VERR;
+  }
+  pd_op_desc *op = op_new(c, self->op, a->loc);
+  if (!op) return VERR;
+  for (int i = 0; i < nin; i++)
+    if (!want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, self->in[i]) ||
+        !op_in(c, op, self->in[i], a->pos[i], a->pos_loc[i]))
+      return VERR;
+  for (int i = nin; i < a->npos; i++)
+    if (!set_attr_named(c, op, self->pattr[i - nin], a->pos[i], a->pos_loc[i])) return VERR;
+  for (int k = 0; k < a->nkw; k++) {
+    const pd_attrdef *ad = pd_opdef_attr(def, a->kw[k]);
+    if (!ad || ad->type == PD_ATTR_BLOCK) {
+      pd_buf b;
+      pd_buf_init(&b);
+      for (int j = 0; j < def->nattrs; j++)
+        if (def->attrs[j].type != PD_ATTR_BLOCK)
+          pd_buf_printf(&b, "%s%s", b.len ? ", " : "", def->attrs[j].name);
+      cerr(c, a->kw_loc[k], "%s has no argument '%s'%s", a->fname, a->kw[k],
+           b.len ? fmt_c(c, " (its attributes are %s)", b.data) : "");
+      pd_buf_free(&b);
+      return VERR;
+    }
+    if (!set_attr_from_value(c, op, ad, a->kwv[k], a->kw_loc[k])) return VERR;
+  }
+  return op_finish(c, op, op_out(c, op, self->out, self->name));
+}
+
+static value *b_cast(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"x", "dtype", NULL};
+  if (!check_args(c, a, 2, names)) return VERR;
+  value *x = need(c, a, 0, "x"), *dt = need(c, a, 1, "dtype");
+  if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
+  if (dt->k != V_DTYPE) {
+    if (dt->k != V_ERROR) cerr(c, a->loc, "cast: 'dtype' must be a dtype such as float32 or int64");
+    return VERR;
+  }
+  pd_op_desc *op = op_new(c, "cast", a->loc);
+  if (!op || !op_in(c, op, "X", x, a->loc)) return VERR;
+  if (pd_op_set_attr_int(op, "in_dtype", (int)x->var->dtype) ||
+      pd_op_set_attr_int(op, "out_dtype", (int)dt->dtype)) {
+    c->oom = true;
+    return VERR;
+  }
+  return op_finish(c, op, op_out(c, op, "Out", self->name));
+}
+
+static value *b_concat(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"xs", "axis", NULL};
+  if (!check_args(c, a, 2, names)) return VERR;
+  pd_loc loc;
+  value *xs = need(c, a, 0, "xs"), *axis = arg(a, 1, "axis", &loc);
+  if (xs->k != V_LIST || xs->list.n == 0) {
+    if (xs->k != V_ERROR) cerr(c, a->loc, "concat needs a non-empty list of tensors");
+    return VERR;
+  }
+  pd_op_desc *op = op_new(c, "concat", a->loc);
+  if (!op || !op_in_list(c, op, "X", xs->list.items, xs->list.n, a->loc)) return VERR;
+  if (axis && !set_attr_named(c, op, "axis", axis, loc)) return VERR;
+  return op_finish(c, op, op_out(c, op, "Out", self->name));
+}
+
+/* An op with several outputs, returned as a list (slots[i] gets one new var each). */
+static value *multi_out(C *c, pd_op_desc *op, const char *const *slots, int n, const char *hint) {
+  value *l = list_of(c, n);
+  if (l == VERR) return VERR;
+  for (int i = 0; i < n; i++) {
+    pd_var_desc *v = op_out(c, op, slots[i], hint);
+    if (!v) return VERR;
+    l->list.items[i] = vtensor(c, v);
+  }
+  return op_finish(c, op, l->list.items[0]->var)->k == V_ERROR ? VERR : l;
+}
+
+static value *b_split(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"x", "num_or_sections", "axis", NULL};
+  if (!check_args(c, a, 3, names)) return VERR;
+  pd_loc loc, aloc;
+  value *x = need(c, a, 0, "x"), *ns = arg(a, 1, "num_or_sections", &loc);
+  value *axis = arg(a, 2, "axis", &aloc);
+  if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
+  if (!ns || (ns->k != V_INT && ns->k != V_LIST) || (ns->k == V_INT && (ns->i < 1 || ns->i > 4096)) ||
+      (ns->k == V_LIST && (ns->list.n < 1 || ns->list.n > 4096))) {
+    cerr(c, ns ? loc : a->loc, "split needs 'num_or_sections': a count (1 to 4096) or a list of sizes");
+    return VERR;
+  }
+  int n = ns->k == V_INT ? (int)ns->i : ns->list.n;
+  pd_op_desc *op = op_new(c, "split", a->loc);
+  if (!op || !op_in(c, op, "X", x, a->loc)) return VERR;
+  if (ns->k == V_INT) {
+    if (pd_op_set_attr_int(op, "num", (int32_t)n)) {
+      c->oom = true;
+      return VERR;
+    }
+  } else if (!set_attr_named(c, op, "sections", ns, loc)) {
+    return VERR;
+  }
+  if (axis && !set_attr_named(c, op, "axis", axis, aloc)) return VERR;
+  value *l = list_of(c, n);
+  const char **outs = calloc_c(c, sizeof *outs * (size_t)n);
+  if (l == VERR || !outs) return VERR;
+  for (int i = 0; i < n; i++) {
+    pd_var_desc *v = var_new(c, c->block, fmt_c(c, "%s.tmp", self->name), false);
+    if (!v) return VERR;
+    outs[i] = v->name;
+    l->list.items[i] = vtensor(c, v);
+  }
+  if (pd_op_set_output(op, "Out", n, outs)) {
+    c->oom = true;
+    return VERR;
+  }
+  return op_finish(c, op, l->list.items[0]->var)->k == V_ERROR ? VERR : l;
+}
+
+static value *top_k(C *c, value *x, value *k, pd_loc loc, pd_loc kloc) {
+  pd_op_desc *op = op_new(c, "top_k", loc);
+  if (!op || !op_in(c, op, "X", x, loc)) return VERR;
+  if (k && !set_attr_named(c, op, "k", k, kloc)) return VERR;
+  static const char *const slots[] = {"Out", "Indices"};
+  return multi_out(c, op, slots, 2, "top_k");
+}
+
+static value *b_top_k(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"x", "k", NULL};
+  if (!check_args(c, a, 2, names)) return VERR;
+  pd_loc kloc;
+  value *x = need(c, a, 0, "x"), *k = arg(a, 1, "k", &kloc);
+  (void)self;
+  if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
+  return top_k(c, x, k, a->loc, kloc);
+}
+
+/* accuracy(input, label, k = 1): top_k, then accuracy, as Fluid's layer builds it. */
+static value *b_accuracy(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"input", "label", "k", NULL};
+  if (!check_args(c, a, 3, names)) return VERR;
+  pd_loc kloc;
+  value *x = need(c, a, 0, "input"), *label = need(c, a, 1, "label"), *k = arg(a, 2, "k", &kloc);
+  if (!want_tensor_arg(c, x, a->loc, a->fname, "input") ||
+      !want_tensor_arg(c, label, a->loc, a->fname, "label"))
+    return VERR;
+  value *top = top_k(c, x, k, a->loc, kloc);
+  if (top == VERR) return VERR;
+  pd_op_desc *op = op_new(c, "accuracy", a->loc);
+  if (!op || !op_in(c, op, "Out", top->list.items[0], a->loc) ||
+      !op_in(c, op, "Indices", top->list.items[1], a->loc) || !op_in(c, op, "Label", label, a->loc))
+    return VERR;
+  static const char *const slots[] = {"Accuracy", "Correct", "Total"};
+  value *r = multi_out(c, op, slots, 3, self->name);
+  return r == VERR ? VERR : r->list.items[0];
+}
+
+/* ---- Tensors from the script ---- */
+
+static value *b_data(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"name", "shape", "dtype", "lod_level", NULL};
+  if (!check_args(c, a, 4, names)) return VERR;
+  pd_loc nloc, sloc, dloc, lloc;
+  value *name = arg(a, 0, "name", &nloc), *shape = arg(a, 1, "shape", &sloc);
+  value *dt = arg(a, 2, "dtype", &dloc), *lod = arg(a, 3, "lod_level", &lloc);
+  (void)self;
+  if (!name || name->k != V_STR || !*name->s) {
+    cerr(c, nloc, "data needs a name (a non-empty string) first");
+    return VERR;
+  }
+  if (!shape) {
+    cerr(c, a->loc, "data needs a shape, such as [-1, 784]");
+    return VERR;
+  }
+  int64_t dims[PD_MAX_RANK];
+  int nd;
+  if (!value_to_dims(c, shape, sloc, "the shape of data", dims, &nd, true)) return VERR;
+  if (dt && dt->k != V_DTYPE) {
+    cerr(c, dloc, "data: 'dtype' must be a dtype such as float32 or int64");
+    return VERR;
+  }
+  if (lod && (lod->k != V_INT || lod->i < 0 || lod->i > 2)) {
+    cerr(c, lloc, "data: 'lod_level' must be 0, 1 or 2");
+    return VERR;
+  }
+  if (!in_global_block(c)) {
+    cerr(c, a->loc, "data() declares an input of the program, so it must be at the top level");
+    return VERR;
+  }
+  pd_block *b0 = c->unit->main->blocks[0];
+  if (pd_block_find_var_local(b0, name->s)) {
+    cerr(c, nloc, "there is already a variable named '%s'", name->s);
+    return VERR;
+  }
+  pd_var_desc *v = pd_block_var(b0, name->s);
+  if (!v || pd_var_set_shape(v, nd, dims)) {
+    c->oom = true;
+    return VERR;
+  }
+  v->dtype = dt ? dt->dtype : PD_FP32;
+  v->lod_level = lod ? (int)lod->i : 0;
+  v->stop_gradient = true;
+  return vtensor(c, v);
+}
+
+/* Append the initialiser of parameter v to the startup program. */
+static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
+  pd_block *sb = c->unit->startup->blocks[0];
+  pd_var_desc *sv = pd_block_var(sb, v->name);
+  if (!sv || pd_var_set_shape(sv, v->ndims, v->dims)) {
+    c->oom = true;
+    return false;
+  }
+  sv->dtype = v->dtype;
+  sv->persistable = true;
+  const char *type = "fill_constant";
+  const char *k1 = "value", *k2 = NULL;
+  double x1 = 0, x2 = 0;
+  bool xavier = init ? (init->k == V_RECORD && strcmp(init->rec.name, "xavier") == 0) ||
+                           (init->k == V_BUILTIN && strcmp(init->bi->name, "xavier") == 0)
+                     : v->ndims >= 2;
+  if (init && is_number(init)) {
+    x1 = num(init);
+  } else if (xavier) {
+    int64_t fan_in = v->dims[0], fan_out = v->ndims >= 2 ? v->dims[1] : 1;
+    if (v->ndims == 4) { /* a conv filter [out, in, kh, kw] */
+      int64_t rf = v->dims[2] * v->dims[3];
+      fan_in = v->dims[1] * rf;
+      fan_out = v->dims[0] * rf;
+    }
+    type = "uniform_random", k1 = "min", k2 = "max";
+    x2 = sqrt(6.0 / (double)(fan_in + fan_out));
+    x1 = -x2;
+  } else if (init && init->k == V_RECORD && strcmp(init->rec.name, "uniform") == 0) {
+    type = "uniform_random", k1 = "min", k2 = "max";
+    x1 = num(init->rec.vals[0]);
+    x2 = num(init->rec.vals[1]);
+  } else if (init && init->k == V_RECORD && strcmp(init->rec.name, "normal") == 0) {
+    type = "gaussian_random", k1 = "mean", k2 = "std";
+    x1 = num(init->rec.vals[0]);
+    x2 = num(init->rec.vals[1]);
+  } else if (init) {
+    pd_buf b;
+    pd_buf_init(&b);
+    describe(c, init, &b);
+    cerr(c, loc, "param: 'init' must be a number, uniform(low, high), normal(mean, std) or "
+                 "xavier(); got %s", b.data ? b.data : "?");
+    pd_buf_free(&b);
+    return false;
+  }
+  pd_op_desc *op = pd_block_add_op(sb, type, -1);
+  const char *out = v->name;
+  if (!op || pd_op_set_loc(op, op_loc(c, loc)) || pd_op_set_output(op, "Out", 1, &out) ||
+      pd_op_set_attr_longs(op, "shape", v->ndims, v->dims) ||
+      pd_op_set_attr_int(op, "dtype", (int)v->dtype) || pd_op_set_attr_float(op, k1, (float)x1) ||
+      (k2 && pd_op_set_attr_float(op, k2, (float)x2))) {
+    c->oom = true;
+    return false;
+  }
+  pd_error e = {0};
+  pd_status st = pd_opdef_prepare(op, sb, &e);
+  if (st) {
+    cerr(c, loc, "%s", e.msg ? e.msg : pd_status_str(st));
+    pd_error_clear(&e);
+    return false;
+  }
+  return true;
+}
+
+/* param(shape, init = ..., name = ..., dtype = float32, kind = "w"), or param("name", shape, ...):
+ * a trainable parameter of the global block. Inside a function call it is named after the call
+ * ("fc_0.w_0"). A named parameter that exists already is returned when its shape matches: that
+ * is how blocks share parameters. */
+static value *b_param(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"shape", "init", "name", "dtype", "kind", NULL};
+  int first = a->npos > 0 && a->pos[0]->k == V_STR ? 1 : 0;
+  call_args sub = *a;
+  sub.npos -= first;
+  sub.pos += first;
+  sub.pos_loc += first;
+  (void)self;
+  if (!check_args(c, &sub, 2, names)) return VERR;
+  pd_loc sloc, iloc, nloc, dloc, kloc;
+  value *shape = arg(&sub, 0, "shape", &sloc), *init = arg(&sub, 1, "init", &iloc);
+  value *name = first ? a->pos[0] : arg(&sub, -1, "name", &nloc);
+  value *dt = arg(&sub, -1, "dtype", &dloc), *kind = arg(&sub, -1, "kind", &kloc);
+  if (first) nloc = a->pos_loc[0];
+  if (!shape) {
+    cerr(c, a->loc, "param needs a shape, such as [784, 256]");
+    return VERR;
+  }
+  int64_t dims[PD_MAX_RANK];
+  int nd;
+  if (!value_to_dims(c, shape, sloc, "the shape of a parameter", dims, &nd, false)) return VERR;
+  if (nd == 0) {
+    cerr(c, sloc, "a parameter needs at least one dimension");
+    return VERR;
+  }
+  if (name && name->k != V_STR && name->k != V_NONE) {
+    cerr(c, nloc, "param: 'name' must be a string");
+    return VERR;
+  }
+  if (dt && (dt->k != V_DTYPE || (dt->dtype != PD_FP32 && dt->dtype != PD_FP64))) {
+    cerr(c, dloc, "param: 'dtype' must be float32 or float64");
+    return VERR;
+  }
+  if (kind && kind->k != V_STR) {
+    cerr(c, kloc, "param: 'kind' must be a string such as \"w\" or \"b\"");
+    return VERR;
+  }
+  pd_block *b0 = c->unit->main->blocks[0];
+  const char *pname;
+  if (name && name->k == V_STR) {
+    pname = name->s;
+    pd_var_desc *old = pd_block_find_var_local(b0, pname);
+    if (old) {
+      bool same = old->persistable && old->ndims == nd;
+      for (int i = 0; same && i < nd; i++) same = old->dims[i] == dims[i];
+      if (!same) {
+        pd_var_desc probe = {.ndims = nd, .dims = dims};
+        cerr(c, nloc, "'%s' exists with shape %s; it cannot be reused with shape %s", pname,
+             dims_str(c, old), dims_str(c, &probe));
+        return VERR;
+      }
+      return vtensor(c, old);
+    }
+  } else {
+    const char *pre = name_prefix(c);
+    pname = pre ? unique_name(c, fmt_c(c, "%s.%s", pre, kind ? kind->s : "w"))
+                : unique_name(c, "param");
+  }
+  pd_var_desc *v = var_new(c, b0, pname, true);
+  if (!v || pd_var_set_shape(v, nd, dims)) {
+    c->oom = true;
+    return VERR;
+  }
+  v->dtype = dt ? dt->dtype : PD_FP32;
+  v->persistable = true;
+  if (!init_param(c, v, init, iloc)) return VERR;
+  if (!c->call && !(name && name->k == V_STR)) c->last_param = v;
+  return vtensor(c, v);
+}
+
+static value *b_get_variable(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"name", NULL};
+  (void)self;
+  if (!check_args(c, a, 1, names)) return VERR;
+  value *name = need(c, a, 0, "name");
+  if (name->k != V_STR) {
+    if (name->k != V_ERROR) cerr(c, a->loc, "get_variable needs a parameter name (a string)");
+    return VERR;
+  }
+  pd_var_desc *v = pd_block_find_var_local(c->unit->main->blocks[0], name->s);
+  if (!v || !v->persistable) {
+    cerr(c, a->pos_loc[0], "there is no parameter named '%s' (create it with param(\"%s\", shape))",
+         name->s, name->s);
+    return VERR;
+  }
+  return vtensor(c, v);
+}
+
+/* Flatten nested lists of numbers, checking that they are rectangular. */
+static bool flatten(C *c, value *v, pd_loc loc, double **vals, size_t *n, size_t *cap,
+                    int64_t *dims, int depth, int *ndims) {
+  if (is_number(v)) {
+    if (*ndims >= 0 && *ndims != depth) {
+      cerr(c, loc, "the nested lists are not rectangular");
+      return false;
+    }
+    *ndims = depth;
+    if (PD_GROW(*vals, *cap, *n + 1)) {
+      c->oom = true;
+      return false;
+    }
+    (*vals)[(*n)++] = num(v);
+    return true;
+  }
+  if (v->k != V_LIST || depth >= PD_MAX_RANK) {
+    if (v->k != V_ERROR)
+      cerr(c, loc, "expected numbers or lists of numbers, got %s", vkind_phrase(v));
+    return false;
+  }
+  if (v->list.n == 0) {
+    cerr(c, loc, "a tensor literal cannot contain an empty list");
+    return false;
+  }
+  if (*ndims >= 0 && (depth >= *ndims || dims[depth] != v->list.n)) {
+    cerr(c, loc, "the nested lists are not rectangular");
+    return false;
+  }
+  dims[depth] = v->list.n;
+  for (int i = 0; i < v->list.n; i++)
+    if (!flatten(c, v->list.items[i], loc, vals, n, cap, dims, depth + 1, ndims)) return false;
+  return true;
+}
+
+/* An assign_value op holding vals with the given shape. */
+static value *const_tensor(C *c, const double *vals, size_t n, const int64_t *dims, int nd,
+                           pd_dtype dt, pd_loc loc) {
+  if (n > INT32_MAX) {
+    cerr(c, loc, "tensor literal too large");
+    return VERR;
+  }
+  pd_op_desc *op = op_new(c, "assign_value", loc);
+  int32_t shape32[PD_MAX_RANK];
+  for (int i = 0; i < nd; i++) shape32[i] = (int32_t)dims[i];
+  int r = !op || pd_op_set_attr_ints(op, "shape", nd, shape32) ||
+          pd_op_set_attr_int(op, "dtype", (int)dt);
+  if (!r && (dt == PD_FP32 || dt == PD_FP64)) {
+    float *fs = pd_malloc(sizeof *fs * (n ? n : 1));
+    for (size_t i = 0; fs && i < n; i++) fs[i] = (float)vals[i];
+    r = !fs || pd_op_set_attr_floats(op, "fp32_values", (int)n, fs);
+    pd_free(fs);
+  } else if (!r && dt == PD_INT64) {
+    int64_t *ls = pd_malloc(sizeof *ls * (n ? n : 1));
+    for (size_t i = 0; ls && i < n; i++) ls[i] = (int64_t)vals[i];
+    r = !ls || pd_op_set_attr_longs(op, "int64_values", (int)n, ls);
+    pd_free(ls);
+  } else if (!r) {
+    int32_t *is = pd_malloc(sizeof *is * (n ? n : 1));
+    for (size_t i = 0; is && i < n; i++) is[i] = (int32_t)vals[i];
+    r = !is || pd_op_set_attr_ints(op, dt == PD_BOOL ? "bool_values" : "int32_values", (int)n, is);
+    pd_free(is);
+  }
+  if (r) {
+    c->oom = true;
+    return VERR;
+  }
+  pd_var_desc *out = op_out(c, op, "Out", "assign_value");
+  if (out) out->stop_gradient = true;
+  return op_finish(c, op, out);
+}
+
+static bool dtype_arg(C *c, call_args *a, int i, pd_dtype *dt) {
+  pd_loc loc;
+  value *v = arg(a, i, "dtype", &loc);
+  *dt = PD_FP32;
+  if (!v) return true;
+  if (v->k != V_DTYPE) {
+    cerr(c, loc, "%s: 'dtype' must be a dtype such as float32 or int64", a->fname);
+    return false;
+  }
+  *dt = v->dtype;
+  return true;
+}
+
+/* var(1), var([1, 2]): a constant tensor. minibatch([10, 20, 30]): rows of a batch ([3, 1]). */
+static value *literal(C *c, call_args *a, bool rows) {
+  static const char *const names[] = {"value", "dtype", NULL};
+  if (!check_args(c, a, 2, names)) return VERR;
+  pd_loc loc;
+  value *v = arg(a, 0, "value", &loc);
+  pd_dtype dt;
+  if (!v) {
+    cerr(c, a->loc, "%s needs a value", a->fname);
+    return VERR;
+  }
+  if (!dtype_arg(c, a, 1, &dt)) return VERR;
+  if (!rows && is_number(v)) return tensor_const(c, num(v), dt, loc);
+  double *vals = NULL;
+  size_t n = 0, cap = 0;
+  int64_t dims[PD_MAX_RANK];
+  int nd = -1;
+  if (!flatten(c, v, loc, &vals, &n, &cap, dims, 0, &nd)) {
+    pd_free(vals);
+    return VERR;
+  }
+  if (rows && nd == 0) dims[nd++] = 1;
+  if (rows && nd == 1) dims[nd++] = 1;
+  value *r = const_tensor(c, vals, n, dims, nd, dt, loc);
+  pd_free(vals);
+  return r;
+}
+
+static value *b_var(C *c, const builtin *self, call_args *a) {
+  (void)self;
+  return literal(c, a, false);
+}
+
+static value *b_minibatch(C *c, const builtin *self, call_args *a) {
+  (void)self;
+  return literal(c, a, true);
+}
+
+/* sequence([[10, 20, 30], [5, 6]]): a batch of sequences, one row per element, with LoD. */
+static value *b_sequence(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"value", "dtype", NULL};
+  if (!check_args(c, a, 2, names)) return VERR;
+  pd_loc loc;
+  value *v = arg(a, 0, "value", &loc);
+  pd_dtype dt;
+  if (!dtype_arg(c, a, 1, &dt)) return VERR;
+  if (!v || v->k != V_LIST || v->list.n == 0) {
+    cerr(c, loc, "sequence needs a non-empty list of sequences, such as [[1, 2, 3], [4, 5]]");
+    return VERR;
+  }
+  double *vals = NULL;
+  size_t n = 0, cap = 0;
+  int64_t width = -1;
+  int32_t *lod = calloc_c(c, sizeof *lod * (size_t)(v->list.n + 1));
+  if (!lod) return VERR;
+  for (int s = 0; s < v->list.n; s++) {
+    value *sq = v->list.items[s];
+    if (sq->k != V_LIST || sq->list.n == 0) {
+      cerr(c, loc, "sequence %d must be a non-empty list", s);
+      pd_free(vals);
+      return VERR;
+    }
+    for (int t = 0; t < sq->list.n; t++) {
+      int64_t dims[PD_MAX_RANK];
+      int nd = -1;
+      size_t before = n;
+      if (!flatten(c, sq->list.items[t], loc, &vals, &n, &cap, dims, 0, &nd)) {
+        pd_free(vals);
+        return VERR;
+      }
+      int64_t w = (int64_t)(n - before);
+      if (width >= 0 && w != width) {
+        cerr(c, loc, "every element of every sequence must have the same size (%lld and %lld)",
+             (long long)width, (long long)w);
+        pd_free(vals);
+        return VERR;
+      }
+      width = w;
+    }
+    if (lod[s] > INT32_MAX - sq->list.n) {
+      cerr(c, loc, "sequence literal too long");
+      pd_free(vals);
+      return VERR;
+    }
+    lod[s + 1] = lod[s] + sq->list.n;
+  }
+  int64_t dims[2] = {lod[v->list.n], width};
+  value *data = const_tensor(c, vals, n, dims, 2, dt, loc);
+  pd_free(vals);
+  if (data->k != V_TENSOR) return VERR;
+  pd_op_desc *op = op_new(c, "lod_reset", a->loc);
+  if (!op || !op_in(c, op, "X", data, loc)) return VERR;
+  if (pd_op_set_attr_ints(op, "target_lod", v->list.n + 1, lod)) {
+    c->oom = true;
+    return VERR;
+  }
+  value *r = op_finish(c, op, op_out(c, op, "Out", self->name));
+  if (r->k == V_TENSOR) r->var->lod_level = 1;
+  return r;
+}
+
+/* zeros(shape, dtype), ones(shape, dtype), fill(shape, value, dtype). */
+static value *b_fill(C *c, const builtin *self, call_args *a) {
+  bool general = strcmp(self->name, "fill") == 0;
+  static const char *const gnames[] = {"shape", "value", "dtype", NULL};
+  static const char *const snames[] = {"shape", "dtype", NULL};
+  if (!check_args(c, a, general ? 3 : 2, general ? gnames : snames)) return VERR;
+  pd_loc sloc, vloc;
+  value *shape = arg(a, 0, "shape", &sloc);
+  value *val = general ? arg(a, 1, "value", &vloc) : NULL;
+  pd_dtype dt;
+  if (!shape || (general && !val)) {
+    cerr(c, a->loc, "%s needs a shape%s", a->fname, general ? " and a value" : "");
+    return VERR;
+  }
+  if (!dtype_arg(c, a, general ? 2 : 1, &dt)) return VERR;
+  if (val && !is_number(val)) {
+    cerr(c, vloc, "fill: 'value' must be a number");
+    return VERR;
+  }
+  int64_t dims[PD_MAX_RANK];
+  int nd;
+  if (!value_to_dims(c, shape, sloc, "the shape", dims, &nd, false)) return VERR;
+  double v = general ? num(val) : strcmp(self->name, "ones") == 0 ? 1 : 0;
+  pd_op_desc *op = op_new(c, "fill_constant", a->loc);
+  if (!op || pd_op_set_attr_longs(op, "shape", nd, dims) ||
+      pd_op_set_attr_float(op, "value", (float)v) || pd_op_set_attr_int(op, "dtype", (int)dt)) {
+    c->oom = true;
+    return VERR;
+  }
+  pd_var_desc *out = op_out(c, op, "Out", self->name);
+  if (out) out->stop_gradient = true;
+  return op_finish(c, op, out);
+}
+
+/* ---- Compile-time helpers ---- */
+
+static value *b_len(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"x", NULL};
+  (void)self;
+  if (!check_args(c, a, 1, names)) return VERR;
+  value *x = need(c, a, 0, "x");
+  if (x->k == V_LIST) return vint(c, x->list.n);
+  if (x->k == V_STR) return vint(c, (int64_t)strlen(x->s));
+  if (x->k != V_ERROR) cerr(c, a->loc, "len needs a list or a string, got %s", vkind_phrase(x));
+  return VERR;
+}
+
+static value *b_range(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"start", "stop", NULL};
+  (void)self;
+  if (!check_args(c, a, 2, names)) return VERR;
+  value *x = need(c, a, 0, "start"), *y = arg(a, 1, "stop", NULL);
+  if (x->k != V_INT || (y && y->k != V_INT)) {
+    if (x->k != V_ERROR) cerr(c, a->loc, "range needs integers");
+    return VERR;
+  }
+  int64_t lo = y ? x->i : 0, hi = y ? y->i : x->i;
+  if (hi > lo && (uint64_t)hi - (uint64_t)lo > 1000000) {
+    cerr(c, a->loc, "range is too long for a compile-time list (at most 1000000 items)");
+    return VERR;
+  }
+  value *l = list_of(c, hi > lo ? (int)(hi - lo) : 0);
+  for (int64_t i = lo; l != VERR && i < hi; i++) l->list.items[i - lo] = vint(c, i);
+  return l;
+}
+
+static value *b_prod(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"xs", NULL};
+  (void)self;
+  if (!check_args(c, a, 1, names)) return VERR;
+  value *x = need(c, a, 0, "xs");
+  if (x->k != V_LIST) {
+    if (x->k != V_ERROR) cerr(c, a->loc, "prod needs a list of numbers");
+    return VERR;
+  }
+  bool ints = true;
+  double p = 1;
+  int64_t ip = 1;
+  for (int i = 0; i < x->list.n; i++) {
+    value *v = x->list.items[i];
+    if (!is_number(v)) {
+      cerr(c, a->loc, "prod needs a list of numbers (item %d is %s)", i, vkind_phrase(v));
+      return VERR;
+    }
+    if (v->k == V_INT && v->i < 0) {
+      cerr(c, a->loc, "prod: item %d is %lld (an unknown dimension?)", i, (long long)v->i);
+      return VERR;
+    }
+    ints &= v->k != V_FLOAT;
+    p *= num(v);
+    if (v->k != V_FLOAT && __builtin_mul_overflow(ip, (int64_t)num(v), &ip)) {
+      cerr(c, a->loc, "prod overflows a 64-bit integer");
+      return VERR;
+    }
+  }
+  return ints ? vint(c, ip) : vfloat(c, p);
+}
+
+/* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
+
+static const struct spec {
+  const char *name;
+  const char *params[10];   /* in positional order; all may also be given by keyword */
+  int required;             /* how many of the first params must be given */
+} specs[] = {
+    {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm",
+              "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"csv", {"path", "label", "features", "header"}, 1},
+    {"fashion_mnist", {"split", "path"}, 1},
+    {"mnist", {"split", "path"}, 1},
+    {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
+                  "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"normal", {"mean", "std"}, 2},
+    {"npy", {"path", "label_path"}, 1},
+    {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
+             "decay_rate"}, 1},
+    {"uniform", {"low", "high"}, 2},
+    {"xavier", {NULL}, 0},
+};
+
+static value *b_record(C *c, const builtin *self, call_args *a) {
+  const struct spec *sp = NULL;
+  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
+    if (strcmp(specs[i].name, self->name) == 0) sp = &specs[i];
+  if (!sp) {
+    cerr(c, a->loc, "internal: no spec for '%s'", self->name);
+    return VERR;
+  }
+  int np = 0;
+  while (np < 10 && sp->params[np]) np++;
+  if (!check_args(c, a, np, sp->params)) return VERR;
+  value *r = vnew(c, V_RECORD);
+  if (r == VERR) return r;
+  r->rec.name = self->name;
+  r->rec.keys = calloc_c(c, sizeof *r->rec.keys * (size_t)(np ? np : 1));
+  r->rec.vals = calloc_c(c, sizeof *r->rec.vals * (size_t)(np ? np : 1));
+  if (!r->rec.keys || !r->rec.vals) return VERR;
+  for (int i = 0; i < np; i++) {
+    pd_loc loc;
+    value *v = arg(a, i, sp->params[i], &loc);
+    if (!v) {
+      if (i < sp->required) {
+        cerr(c, a->loc, "%s needs argument '%s'", self->name, sp->params[i]);
+        return VERR;
+      }
+      continue;
+    }
+    if (v->k == V_TENSOR || v->k == V_ERROR) {
+      if (v->k == V_TENSOR)
+        cerr(c, loc, "%s: '%s' must be a compile-time value, not a tensor", self->name,
+             sp->params[i]);
+      return VERR;
+    }
+    r->rec.keys[r->rec.n] = sp->params[i];
+    r->rec.vals[r->rec.n] = v;
+    r->rec.n++;
+  }
+  /* Initializer arguments are numbers. */
+  if (sp->required == 2 && (!is_number(r->rec.vals[0]) || !is_number(r->rec.vals[1]))) {
+    cerr(c, a->loc, "%s needs two numbers", self->name);
+    return VERR;
+  }
+  return r;
+}
+
+/* ---- Actions ---- */
+
+static const pd_cval *to_cval(C *c, value *v) {
+  pd_cval *cv = calloc_c(c, sizeof *cv);
+  if (!cv) return NULL;
+  switch (v->k) {
+  case V_NONE: cv->kind = PD_CVAL_NONE; break;
+  case V_BOOL: cv->kind = PD_CVAL_BOOL; cv->b = v->b; break;
+  case V_INT: cv->kind = PD_CVAL_INT; cv->i = v->i; break;
+  case V_FLOAT: cv->kind = PD_CVAL_FLOAT; cv->f = v->f; break;
+  case V_STR: cv->kind = PD_CVAL_STRING; cv->str = v->s; break;
+  case V_DTYPE: cv->kind = PD_CVAL_DTYPE; cv->dtype = v->dtype; break;
+  case V_TENSOR: cv->kind = PD_CVAL_TENSOR; cv->str = v->var->name; break;
+  case V_FUNC: cv->kind = PD_CVAL_FUNC; cv->str = v->fn.def->def.name->name.id; break;
+  case V_BUILTIN: cv->kind = PD_CVAL_FUNC; cv->str = v->bi->name; break;
+  case V_LIST:
+    cv->kind = PD_CVAL_LIST;
+    cv->n = v->list.n;
+    cv->items = calloc_c(c, sizeof *cv->items * (size_t)(v->list.n ? v->list.n : 1));
+    if (!cv->items) return NULL;
+    for (int i = 0; i < v->list.n; i++)
+      if (!(cv->items[i] = to_cval(c, v->list.items[i]))) return NULL;
+    break;
+  case V_RECORD:
+    cv->kind = PD_CVAL_RECORD;
+    cv->str = v->rec.name;
+    cv->n = v->rec.n;
+    cv->fields = calloc_c(c, sizeof *cv->fields * (size_t)(v->rec.n ? v->rec.n : 1));
+    if (!cv->fields) return NULL;
+    for (int i = 0; i < v->rec.n; i++) {
+      cv->fields[i].key = v->rec.keys[i];
+      if (!(cv->fields[i].value = to_cval(c, v->rec.vals[i]))) return NULL;
+    }
+    break;
+  default: return NULL;
+  }
+  return cv;
+}
+
+static const struct action_spec {
+  const char *name;
+  pd_action_kind kind;
+  int min_pos, max_pos;     /* positional arguments */
+  const char *kw[10];       /* keyword options, NULL-terminated */
+} action_specs[] = {
+    {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}},
+    {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}},
+    {"load", PD_ACTION_LOAD, 1, 1, {NULL}},
+    {"print", PD_ACTION_PRINT, 1, 64, {NULL}},
+    {"save", PD_ACTION_SAVE, 1, 64, {NULL}},
+    {"train", PD_ACTION_TRAIN, 1, 1,
+     {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every", NULL}},
+};
+
+static bool record_is(const value *v, const char *const *names) {
+  if (v->k != V_RECORD) return false;
+  for (int i = 0; names[i]; i++)
+    if (strcmp(v->rec.name, names[i]) == 0) return true;
+  return false;
+}
+
+static bool check_action(C *c, pd_action_kind kind, call_args *a) {
+  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", NULL};
+  static const char *const optimizers[] = {"sgd", "momentum", "adam", NULL};
+  for (int i = 0; i < a->npos; i++)
+    if (a->pos[i]->k == V_ERROR) return false;
+  pd_loc rloc;
+  value *reader = arg(a, -1, "reader", &rloc);
+  if (reader && !record_is(reader, readers)) {
+    cerr(c, rloc, "%s: 'reader' must be a reader such as fashion_mnist(\"train\") or csv(path)",
+         a->fname);
+    return false;
+  }
+  switch (kind) {
+  case PD_ACTION_TRAIN: {
+    if (!want_tensor_arg(c, a->pos[0], a->pos_loc[0], "train", "cost")) return false;
+    pd_var_desc *v = a->pos[0]->var;
+    int64_t numel = 1;
+    for (int i = 0; i < v->ndims; i++) numel *= v->dims[i];
+    if (v->ndims < 0 || numel != 1 || (v->dtype != PD_FP32 && v->dtype != PD_FP64)) {
+      cerr(c, a->pos_loc[0], "train needs a floating-point cost with one element (for example "
+                             "mean(...)), got %s %s", pd_dtype_name(v->dtype), dims_str(c, v));
+      return false;
+    }
+    if (!reader) {
+      cerr(c, a->loc, "train needs a reader, such as reader = fashion_mnist(\"train\")");
+      return false;
+    }
+    pd_loc oloc;
+    value *opt = arg(a, -1, "optimizer", &oloc);
+    if (opt && !record_is(opt, optimizers)) {
+      cerr(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...) or adam(...)");
+      return false;
+    }
+    static const char *const ints[] = {"batch", "epochs", "seed", "log_every"};
+    for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
+      pd_loc l;
+      value *v2 = arg(a, -1, ints[i], &l);
+      bool seed = strcmp(ints[i], "seed") == 0;
+      if (v2 && (v2->k != V_INT || v2->i < (seed ? 0 : 1))) {
+        cerr(c, l, "train: '%s' must be a %s integer", ints[i], seed ? "non-negative" : "positive");
+        return false;
+      }
+    }
+    return true;
+  }
+  case PD_ACTION_EVAL:
+    for (int i = 0; i < a->npos; i++)
+      if (!want_tensor_arg(c, a->pos[i], a->pos_loc[i], "eval", "metric")) return false;
+    return true;
+  case PD_ACTION_PRINT:
+    return true;
+  case PD_ACTION_SAVE:
+  case PD_ACTION_LOAD:
+    if (a->pos[0]->k != V_STR || !*a->pos[0]->s) {
+      cerr(c, a->pos_loc[0], "%s needs a file path (a string) first", a->fname);
+      return false;
+    }
+    for (int i = 1; i < a->npos; i++)
+      if (!want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, "target")) return false;
+    return true;
+  case PD_ACTION_ASSERT_CLOSE:
+    return want_tensor_arg(c, a->pos[0], a->pos_loc[0], "assert_close", "actual");
+  }
+  return true;
+}
+
+static value *b_action(C *c, const builtin *self, call_args *a) {
+  const struct action_spec *sp = NULL;
+  for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
+    if (strcmp(action_specs[i].name, self->name) == 0) sp = &action_specs[i];
+  if (!sp || !check_args_kw(c, a, sp->max_pos, sp->kw, 0)) return VERR;
+  if (a->npos < sp->min_pos) {
+    cerr(c, a->loc, "%s needs at least %d argument%s", self->name, sp->min_pos,
+         sp->min_pos == 1 ? "" : "s");
+    return VERR;
+  }
+  if (!in_global_block(c)) {
+    cerr(c, a->loc, "'%s' runs the program, so it cannot be inside a block of the program (a "
+                    "tensor if or a loop)", self->name);
+    return VERR;
+  }
+  if (!check_action(c, sp->kind, a)) return VERR;
+  pd_unit *u = c->unit;
+  if (PD_GROW(u->actions, c->capactions, (size_t)u->nactions + 1)) {
+    c->oom = true;
+    return VERR;
+  }
+  pd_action *act = &u->actions[u->nactions];
+  memset(act, 0, sizeof *act);
+  act->kind = sp->kind;
+  act->loc = a->loc;
+  act->nargs = a->npos;
+  act->args = calloc_c(c, sizeof *act->args * (size_t)(a->npos ? a->npos : 1));
+  act->nopts = a->nkw;
+  act->opts = calloc_c(c, sizeof *act->opts * (size_t)(a->nkw ? a->nkw : 1));
+  if (!act->args || !act->opts) return VERR;
+  for (int i = 0; i < a->npos; i++)
+    if (!(act->args[i] = to_cval(c, a->pos[i]))) return VERR;
+  for (int k = 0; k < a->nkw; k++) {
+    act->opts[k].key = a->kw[k];
+    if (!(act->opts[k].value = to_cval(c, a->kwv[k]))) return VERR;
+  }
+  u->nactions++;
+  return VNONE;
+}
+
+/* ---- The table, sorted by name (binary search; tests check the order) ---- */
+
+#define OP1(n, op, out) {n, b_op, op, {"X", NULL, NULL}, out, {NULL, NULL}}
+#define OP1A(n, op, out, a1) {n, b_op, op, {"X", NULL, NULL}, out, {a1, NULL}}
+#define OP2(n, op, x, y, out) {n, b_op, op, {x, y, NULL}, out, {NULL, NULL}}
+#define FN(n, f) {n, f, NULL, {NULL, NULL, NULL}, NULL, {NULL, NULL}}
+
+static const builtin builtins[] = {
+    OP1("abs", "abs", "Out"),
+    FN("accuracy", b_accuracy),
+    FN("adam", b_record),
+    OP1A("argmax", "arg_max", "Out", "axis"),
+    FN("assert_close", b_action),
+    FN("cast", b_cast),
+    FN("concat", b_concat),
+    OP2("conv2d", "conv2d", "Input", "Filter", "Output"),
+    OP2("cross_entropy", "cross_entropy", "X", "Label", "Y"),
+    FN("csv", b_record),
+    FN("data", b_data),
+    OP1A("dropout", "dropout", "Out", "dropout_prob"),
+    OP2("elementwise_add", "elementwise_add", "X", "Y", "Out"),
+    OP2("elementwise_div", "elementwise_div", "X", "Y", "Out"),
+    OP2("elementwise_mul", "elementwise_mul", "X", "Y", "Out"),
+    OP2("elementwise_sub", "elementwise_sub", "X", "Y", "Out"),
+    FN("eval", b_action),
+    OP1("exp", "exp", "Out"),
+    FN("fashion_mnist", b_record),
+    FN("fill", b_fill),
+    FN("get_variable", b_get_variable),
+    FN("len", b_len),
+    FN("load", b_action),
+    OP1("log", "log", "Out"),
+    OP1A("log_softmax", "log_softmax", "Out", "axis"),
+    OP2("lookup_table", "lookup_table_v2", "W", "Ids", "Out"),
+    OP2("matmul", "matmul_v2", "X", "Y", "Out"),
+    OP2("maximum", "elementwise_max", "X", "Y", "Out"),
+    OP1("mean", "mean", "Out"),
+    FN("minibatch", b_minibatch),
+    OP2("minimum", "elementwise_min", "X", "Y", "Out"),
+    FN("mnist", b_record),
+    FN("momentum", b_record),
+    OP2("mul", "mul", "X", "Y", "Out"),
+    FN("normal", b_record),
+    FN("npy", b_record),
+    FN("ones", b_fill),
+    FN("param", b_param),
+    OP1("pool2d", "pool2d", "Out"),
+    OP2("pow", "elementwise_pow", "X", "Y", "Out"),
+    FN("print", b_action),
+    FN("prod", b_prod),
+    FN("range", b_range),
+    OP1A("reduce_max", "reduce_max", "Out", "dim"),
+    OP1A("reduce_mean", "reduce_mean", "Out", "dim"),
+    OP1A("reduce_min", "reduce_min", "Out", "dim"),
+    OP1A("reduce_sum", "reduce_sum", "Out", "dim"),
+    OP1("relu", "relu", "Out"),
+    OP1A("reshape", "reshape2", "Out", "shape"),
+    FN("save", b_action),
+    OP1A("scale", "scale", "Out", "scale"),
+    FN("sequence", b_sequence),
+    OP1A("sequence_pool", "sequence_pool", "Out", "pooltype"),
+    OP1("sequence_softmax", "sequence_softmax", "Out"),
+    FN("sgd", b_record),
+    OP1("sigmoid", "sigmoid", "Out"),
+    OP1A("softmax", "softmax", "Out", "axis"),
+    OP2("softmax_with_cross_entropy", "softmax_with_cross_entropy", "Logits", "Label", "Loss"),
+    FN("split", b_split),
+    OP1("sqrt", "sqrt", "Out"),
+    OP1("square", "square", "Out"),
+    OP1("tanh", "tanh", "Out"),
+    FN("top_k", b_top_k),
+    FN("train", b_action),
+    OP1A("transpose", "transpose2", "Out", "axis"),
+    FN("uniform", b_record),
+    FN("var", b_var),
+    FN("xavier", b_record),
+    FN("zeros", b_fill),
+};
+
+const builtin *pd_builtin_lookup(const char *name) {
+  size_t lo = 0, hi = PD_ARRAY_LEN(builtins);
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int r = strcmp(name, builtins[mid].name);
+    if (r == 0) return &builtins[mid];
+    if (r < 0) hi = mid;
+    else lo = mid + 1;
+  }
+  return NULL;
+}
+
+const builtin *pd_builtin_at(int i) {
+  return i >= 0 && (size_t)i < PD_ARRAY_LEN(builtins) ? &builtins[i] : NULL;
+}
+
+bool builtin_is_action(const builtin *b) { return b->fn == b_action; }

@@ -1,0 +1,114 @@
+/* compile.h -- the compiler: a parsed .pd script (lang/ast.h) becomes a compilation unit: the main
+ * ProgramDesc (definitions lowered to ops in nested blocks), the startup ProgramDesc (parameter
+ * initialisers), and the list of actions (train, eval, print, save, load, assert_close) that run
+ * the program in order. The whole file is compiled and checked -- names, types, shapes -- before
+ * anything runs.
+ *
+ * Compile-time vs run-time: numbers, strings, booleans, `none`, lists, functions and dtypes are
+ * compile-time values; an `if` over one of them is resolved here, as a Python `if` is when a graph
+ * is built. Tensors are run-time values: an expression over them appends ops to the current block.
+ *
+ * Ownership: pd_unit owns its programs, actions, the sources it loaded (imports) and every value an
+ * action refers to; pd_unit_free releases all. The pd_source passed in is borrowed and must outlive
+ * the unit (diagnostics and op locations point at its name). Diagnostics go to the caller's
+ * pd_diags; nothing is printed. */
+#ifndef PD_COMPILE_H
+#define PD_COMPILE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/diag.h"
+#include "vm/program.h"
+
+/* A compile-time value as actions see it (the compiler's own values, frozen). */
+typedef enum pd_cval_kind {
+  PD_CVAL_NONE,
+  PD_CVAL_BOOL,
+  PD_CVAL_INT,
+  PD_CVAL_FLOAT,
+  PD_CVAL_STRING,
+  PD_CVAL_LIST,
+  PD_CVAL_TENSOR,   /* a var of the main program's block 0: `var` names it */
+  PD_CVAL_RECORD,   /* a reader or optimizer spec: `name` with keyword fields, e.g. adam(0.001) */
+  PD_CVAL_DTYPE,
+  PD_CVAL_FUNC,     /* a function value (an activation passed as act = relu): `name` */
+} pd_cval_kind;
+
+typedef struct pd_cval pd_cval;
+typedef struct pd_cfield {
+  const char *key;
+  const pd_cval *value;
+} pd_cfield;
+
+struct pd_cval {
+  pd_cval_kind kind;
+  bool b;                 /* BOOL */
+  int64_t i;              /* INT */
+  double f;               /* FLOAT */
+  pd_dtype dtype;         /* DTYPE */
+  const char *str;        /* STRING: the text; TENSOR: the var name; RECORD, FUNC: the name */
+  int n;                  /* LIST: items; RECORD: fields */
+  const pd_cval **items;  /* LIST */
+  pd_cfield *fields;      /* RECORD: positional arguments get keys "0", "1", ... */
+};
+
+/* Look up a record field by key (or by position, for positional arguments); NULL if absent. */
+const pd_cval *pd_cval_field(const pd_cval *record, const char *key, int position);
+/* Append a readable form of v to out ("0.001", "[1, 2]", "adam(0.001)", "tensor fc_0.tmp_1"). */
+void pd_cval_format(const pd_cval *v, pd_buf *out);
+
+typedef enum pd_action_kind {
+  PD_ACTION_PRINT,
+  PD_ACTION_TRAIN,
+  PD_ACTION_EVAL,
+  PD_ACTION_SAVE,
+  PD_ACTION_LOAD,
+  PD_ACTION_ASSERT_CLOSE,
+} pd_action_kind;
+
+const char *pd_action_name(pd_action_kind kind); /* "train", ... */
+
+/* One action: positional arguments (tensors and compile-time values, in order) and keyword
+ * options. Which arguments an action takes was checked by the compiler:
+ *   print(v, ...)                      args: the values to show
+ *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=)
+ *   eval(metric, ..., reader=, batch=)
+ *   save(path, target, ...)            args[0] is the path (STRING)
+ *   load(path)
+ *   assert_close(a, b, tol=)           */
+typedef struct pd_action {
+  pd_action_kind kind;
+  pd_loc loc;             /* the call's name */
+  int nargs;
+  const pd_cval **args;
+  int nopts;
+  pd_cfield *opts;        /* keyword arguments */
+} pd_action;
+
+/* Look up a keyword option of an action; NULL if absent. */
+const pd_cval *pd_action_opt(const pd_action *a, const char *key);
+
+typedef struct pd_unit {
+  pd_program *main;       /* the model: forward ops (and later backward and optimizer ops) */
+  pd_program *startup;    /* parameter initialisers, run once */
+  int nactions;
+  pd_action *actions;
+  void *priv;             /* private: arenas, loaded sources */
+} pd_unit;
+
+/* Where `import "name"` looks, in order: the directories in $PDLANG_PATH (':'-separated), the
+ * stdlib directory, then the importing script's folder. `stdlib_dir` NULL means the built-in
+ * default (the installed stdlib, else the source tree's). */
+typedef struct pd_compile_options {
+  const char *stdlib_dir;
+} pd_compile_options;
+
+/* Compile a whole script. Returns PD_OK and *out, or PD_ECOMPILE / PD_ESYNTAX with every error
+ * reported to diags (compilation goes on after an error to find more, up to the diags' limit),
+ * or PD_ENOMEM. On failure *out is NULL. */
+pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_diags *diags,
+                     pd_unit **out);
+void pd_unit_free(pd_unit *unit);
+
+#endif /* PD_COMPILE_H */

@@ -1,0 +1,3 @@
+# lang/compile.mk -- the compiler (AST -> ProgramDesc) and its builtins.
+libpdlang_a_SOURCES += lang/compile.h lang/compile_int.h lang/compile.c lang/builtins.c
+dist_stdlib_DATA += stdlib/layers.pd

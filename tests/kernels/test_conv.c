@@ -1,0 +1,321 @@
+/* test_conv.c -- GEMM against a triple loop, conv2d against a direct convolution, pool2d
+ * against direct pooling, im2col/col2im as adjoints, and the conv/pool gradients by central
+ * finite differences in fp64. */
+#include "config.h"
+#include "kernels/kernels.h"
+#include "tests/kernels/kt.h"
+
+/* ---- GEMM ---- */
+
+static void naive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                       const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                       double *c, int64_t ldc) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = 0;
+      for (int64_t p = 0; p < k; p++)
+        s += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      c[i * ldc + j] = alpha * s + (beta == 0 ? 0 : beta * c[i * ldc + j]);
+    }
+}
+
+static void test_gemm(void) {
+  const int64_t shapes[][3] = {{1, 1, 1}, {3, 17, 5}, {64, 33, 17}, {17, 1, 64}, {2, 3, 0}};
+  const double ab[][2] = {{1, 0}, {0.5, 2}};
+  for (size_t t = 0; t < 2; t++) {
+    pd_dtype dt = kt_float_types[t];
+    int good = 0, total = 0;
+    for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
+      for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+          for (size_t q = 0; q < PD_ARRAY_LEN(ab); q++) {
+            int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+            /* Leading dims wider than the rows, to test strides. */
+            int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 1;
+            int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
+            void *a = kt_random(dt, na, -1, 1), *b = kt_random(dt, nb, -1, 1);
+            void *c = kt_random(dt, nc, -1, 1);
+            if (ab[q][1] == 0)
+              for (int64_t i = 0; i < nc; i++) kt_set(dt, c, i, NAN);  /* beta 0 ignores C */
+            double *ad = kt_to_double(dt, a, na), *bd = kt_to_double(dt, b, nb);
+            double *cd = kt_to_double(dt, c, nc);
+            naive_gemm(ta, tb, m, n, k, ab[q][0], ad, lda, bd, ldb, ab[q][1], cd, ldc);
+            for (int64_t i = 0; i < m; i++)  /* padding columns are untouched */
+              cd[i * ldc + n] = kt_get(dt, c, i * ldc + n);
+            pd_status st = K->gemm(dt, ta, tb, m, n, k, ab[q][0], a, lda, b, ldb, ab[q][1], c,
+                                   ldc);
+            total++;
+            double e = kt_err(dt, c, cd, nc);
+            if (st == PD_OK && e <= (dt == PD_FP32 ? 1e-5 : 1e-13)) good++;
+            else printf("# gemm %lldx%lldx%lld ta %d tb %d: st %d err %g\n", (long long)m,
+                        (long long)n, (long long)k, ta, tb, st, e);
+            free(a), free(b), free(c), free(ad), free(bd), free(cd);
+          }
+    ok(good == total, "gemm %s: %d/%d (shapes x transposes x alpha/beta, padded strides)",
+       pd_dtype_name(dt), good, total);
+  }
+  /* Batched, with A broadcast (stride 0). */
+  const int64_t batch = 3, m = 4, n = 5, k = 6;
+  double *a = kt_random(PD_FP64, m * k, -1, 1), *b = kt_random(PD_FP64, batch * k * n, -1, 1);
+  double *c = kt_alloc(batch * m * n * 8), *want = kt_alloc(batch * m * n * 8);
+  for (int64_t i = 0; i < batch; i++)
+    naive_gemm(false, false, m, n, k, 1, a, k, b + i * k * n, n, 0, want + i * m * n, n);
+  ok(K->gemm_batched(PD_FP64, false, false, batch, m, n, k, 1, a, k, 0, b, n, k * n, 0, c, n,
+                     m * n) == PD_OK &&
+         kt_err(PD_FP64, c, want, batch * m * n) <= 1e-13,
+     "gemm_batched with a broadcast A (stride 0)");
+  is_int(K->gemm(PD_FP64, false, false, 2, 2, 2, 1, a, 1, b, 2, 0, c, 2), PD_EINVAL,
+         "lda smaller than a row is refused");
+  is_int(K->gemm(PD_INT32, false, false, 1, 1, 1, 1, a, 1, b, 1, 0, c, 1), PD_EUNSUPPORTED,
+         "int32 gemm unsupported");
+  free(a), free(b), free(c), free(want);
+}
+
+/* ---- Convolution ---- */
+
+typedef struct ccase {
+  const char *what;
+  pd_k_conv2d p;
+} ccase;
+
+/* n, c, h, w, oc, kh, kw, groups, stride h/w, pads t/b/l/r, dilation h/w */
+static const ccase ccases[] = {
+    {"3x3 pad 1", {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"stride 2", {1, 2, 9, 8, 3, 3, 3, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0}},
+    {"dilation 2", {1, 2, 9, 9, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0}},
+    {"groups 2", {2, 4, 5, 5, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"depthwise (groups = c)", {1, 3, 5, 4, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"1x1 direct", {2, 5, 4, 3, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
+    {"asymmetric padding, 3x2 kernel", {1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1, 0, 0, 2, 1, 1, 0, 0}},
+    {"LeNet conv1 1->6 5x5 on 28x28", {2, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
+};
+
+static void naive_conv(const pd_k_conv2d *p, const double *x, const double *w, double *y) {
+  int64_t cg = p->c / p->groups, ocg = p->oc / p->groups;
+  for (int64_t n = 0; n < p->n; n++)
+    for (int64_t o = 0; o < p->oc; o++)
+      for (int64_t oy = 0; oy < p->oh; oy++)
+        for (int64_t ox = 0; ox < p->ow; ox++) {
+          double s = 0;
+          int64_t g = o / ocg;
+          for (int64_t ci = 0; ci < cg; ci++)
+            for (int64_t i = 0; i < p->kh; i++)
+              for (int64_t j = 0; j < p->kw; j++) {
+                int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+                int64_t ix = ox * p->stride_w - p->pad_left + j * p->dil_w;
+                if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
+                s += x[((n * p->c + g * cg + ci) * p->h + iy) * p->w + ix] *
+                     w[((o * cg + ci) * p->kh + i) * p->kw + j];
+              }
+          y[((n * p->oc + o) * p->oh + oy) * p->ow + ox] = s;
+        }
+}
+
+static int64_t xsize(const pd_k_conv2d *p) { return p->n * p->c * p->h * p->w; }
+static int64_t wsize(const pd_k_conv2d *p) { return p->oc * (p->c / p->groups) * p->kh * p->kw; }
+static int64_t ysize(const pd_k_conv2d *p) { return p->n * p->oc * p->oh * p->ow; }
+
+static void test_conv_forward(void) {
+  for (size_t t = 0; t < 2; t++) {
+    pd_dtype dt = kt_float_types[t];
+    for (size_t k = 0; k < PD_ARRAY_LEN(ccases); k++) {
+      pd_k_conv2d p = ccases[k].p;
+      if (pd_k_conv2d_setup(&p) != PD_OK) {
+        ok(0, "conv2d setup %s", ccases[k].what);
+        continue;
+      }
+      void *x = kt_random(dt, xsize(&p), -1, 1), *w = kt_random(dt, wsize(&p), -1, 1);
+      void *y = kt_alloc((size_t)ysize(&p) * 8);
+      double *xd = kt_to_double(dt, x, xsize(&p)), *wd = kt_to_double(dt, w, wsize(&p));
+      double *want = kt_alloc((size_t)ysize(&p) * 8);
+      naive_conv(&p, xd, wd, want);
+      is_int(K->conv2d(dt, &p, x, w, y), PD_OK, "conv2d %s %s runs", pd_dtype_name(dt),
+             ccases[k].what);
+      kt_close(dt, y, want, ysize(&p), dt == PD_FP32 ? 1e-5 : 1e-13,
+               "conv2d %s %s matches the direct convolution", pd_dtype_name(dt), ccases[k].what);
+      free(x), free(w), free(y), free(xd), free(wd), free(want);
+    }
+  }
+}
+
+/* <im2col(x), c> == <x, col2im(c)>: col2im is im2col's adjoint. */
+static void test_im2col_adjoint(void) {
+  for (size_t k = 0; k < PD_ARRAY_LEN(ccases); k++) {
+    pd_k_conv2d p = ccases[k].p;
+    pd_k_conv2d_setup(&p);
+    int64_t nx = p.c * p.h * p.w, nc = p.c * p.kh * p.kw * p.oh * p.ow;
+    double *x = kt_random(PD_FP64, nx, -1, 1), *c = kt_random(PD_FP64, nc, -1, 1);
+    double *col = kt_alloc(nc * 8), *img = kt_alloc(nx * 8), l = 0, r = 0;
+    K->im2col(PD_FP64, &p, x, col);
+    K->col2im(PD_FP64, &p, c, img);
+    for (int64_t i = 0; i < nc; i++) l += col[i] * c[i];
+    for (int64_t i = 0; i < nx; i++) r += x[i] * img[i];
+    is_close(l, r, 1e-12, "col2im is the adjoint of im2col (%s)", ccases[k].what);
+    free(x), free(c), free(col), free(img);
+  }
+}
+
+typedef struct conv_ctx {
+  const pd_k_conv2d *p;
+  const double *other;
+  bool wrt_w;
+} conv_ctx;
+
+static void conv_fwd(const double *v, double *y, void *vc) {
+  const conv_ctx *c = vc;
+  K->conv2d(PD_FP64, c->p, c->wrt_w ? c->other : v, c->wrt_w ? v : c->other, y);
+}
+
+static void test_conv_backward(void) {
+  /* Small versions of the layouts (finite differences cost 2 convolutions per input). */
+  const pd_k_conv2d small[] = {
+      {2, 2, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+      {1, 2, 7, 6, 2, 3, 2, 1, 2, 2, 1, 0, 0, 1, 1, 1, 0, 0},
+      {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0},
+      {2, 4, 4, 4, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+      {2, 3, 3, 2, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+  };
+  const char *names[] = {"3x3 pad 1", "stride 2, asymmetric pad, 3x2", "dilation 2", "groups 2",
+                         "1x1 direct"};
+  for (size_t k = 0; k < PD_ARRAY_LEN(small); k++) {
+    pd_k_conv2d p = small[k];
+    pd_k_conv2d_setup(&p);
+    double *x = kt_random(PD_FP64, xsize(&p), -1, 1), *w = kt_random(PD_FP64, wsize(&p), -1, 1);
+    double *dy = kt_random(PD_FP64, ysize(&p), -1, 1);
+    double *dx = kt_alloc(xsize(&p) * 8), *dw = kt_alloc(wsize(&p) * 8);
+    ok(K->conv2d_bwd_data(PD_FP64, &p, w, dy, dx) == PD_OK &&
+           K->conv2d_bwd_filter(PD_FP64, &p, x, dy, dw) == PD_OK,
+       "conv2d backward runs (%s)", names[k]);
+    conv_ctx cx = {&p, w, false}, cw = {&p, x, true};
+    kt_grad_ok(kt_gradcheck(xsize(&p), x, ysize(&p), dy, dx, conv_fwd, &cx),
+               "conv2d_bwd_data fp64 matches finite differences (%s)", names[k]);
+    kt_grad_ok(kt_gradcheck(wsize(&p), w, ysize(&p), dy, dw, conv_fwd, &cw),
+               "conv2d_bwd_filter fp64 matches finite differences (%s)", names[k]);
+    /* fp32 agrees with fp64. */
+    float *xf = kt_alloc(xsize(&p) * 4), *wf = kt_alloc(wsize(&p) * 4),
+          *dyf = kt_alloc(ysize(&p) * 4), *dxf = kt_alloc(xsize(&p) * 4),
+          *dwf = kt_alloc(wsize(&p) * 4);
+    for (int64_t i = 0; i < xsize(&p); i++) xf[i] = (float)x[i];
+    for (int64_t i = 0; i < wsize(&p); i++) wf[i] = (float)w[i];
+    for (int64_t i = 0; i < ysize(&p); i++) dyf[i] = (float)dy[i];
+    for (int64_t i = 0; i < xsize(&p); i++) x[i] = xf[i];
+    for (int64_t i = 0; i < wsize(&p); i++) w[i] = wf[i];
+    for (int64_t i = 0; i < ysize(&p); i++) dy[i] = dyf[i];
+    K->conv2d_bwd_data(PD_FP64, &p, w, dy, dx);
+    K->conv2d_bwd_filter(PD_FP64, &p, x, dy, dw);
+    K->conv2d_bwd_data(PD_FP32, &p, wf, dyf, dxf);
+    K->conv2d_bwd_filter(PD_FP32, &p, xf, dyf, dwf);
+    ok(kt_err(PD_FP32, dxf, dx, xsize(&p)) <= 1e-5 && kt_err(PD_FP32, dwf, dw, wsize(&p)) <= 1e-5,
+       "conv2d backward fp32 agrees with fp64 (%s)", names[k]);
+    free(x), free(w), free(dy), free(dx), free(dw), free(xf), free(wf), free(dyf), free(dxf),
+        free(dwf);
+  }
+  pd_k_conv2d bad = {1, 3, 5, 5, 4, 3, 3, 2, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+  is_int(pd_k_conv2d_setup(&bad), PD_ESHAPE, "groups must divide channels");
+  pd_k_conv2d big = {1, 1, 2, 2, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+  is_int(pd_k_conv2d_setup(&big), PD_ESHAPE, "a kernel larger than the padded input");
+  pd_k_conv2d zero = {1, 1, 5, 5, 1, 3, 3, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+  is_int(pd_k_conv2d_setup(&zero), PD_EINVAL, "stride 0 is refused");
+  pd_k_conv2d p = ccases[0].p;
+  pd_k_conv2d_setup(&p);
+  p.oh++;
+  float f;
+  is_int(K->conv2d(PD_FP32, &p, &f, &f, &f), PD_EINVAL, "conv2d checks the output size");
+}
+
+/* ---- Pooling ---- */
+
+typedef struct pcase {
+  const char *what;
+  pd_k_pool2d p;
+} pcase;
+
+/* type, n, c, h, w, kh, kw, stride h/w, pads t/b/l/r, ceil_mode, exclusive */
+static const pcase pcases[] = {
+    {"max 2x2 stride 2", {PD_K_POOL_MAX, 2, 3, 8, 6, 2, 2, 2, 2, 0, 0, 0, 0, false, true, 0, 0}},
+    {"max 3x3 stride 1 pad 1", {PD_K_POOL_MAX, 1, 2, 5, 7, 3, 3, 1, 1, 1, 1, 1, 1, false, true,
+                                0, 0}},
+    {"max 3x3 stride 2 ceil", {PD_K_POOL_MAX, 1, 2, 8, 8, 3, 3, 2, 2, 0, 0, 0, 0, true, true, 0,
+                               0}},
+    {"avg exclusive pad 1", {PD_K_POOL_AVG, 2, 2, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1, false, true, 0,
+                             0}},
+    {"avg inclusive pad 1", {PD_K_POOL_AVG, 2, 2, 5, 5, 3, 3, 2, 2, 1, 1, 1, 1, false, false, 0,
+                             0}},
+    {"avg ceil, asymmetric pad", {PD_K_POOL_AVG, 1, 3, 7, 6, 2, 3, 2, 2, 1, 0, 0, 2, true, true,
+                                  0, 0}},
+    {"global avg", {PD_K_POOL_AVG, 2, 4, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0, false, true, 0, 0}},
+};
+
+static void naive_pool(const pd_k_pool2d *p, const double *x, double *y) {
+  for (int64_t pl = 0; pl < p->n * p->c; pl++)
+    for (int64_t oy = 0; oy < p->oh; oy++)
+      for (int64_t ox = 0; ox < p->ow; ox++) {
+        double acc = p->type == PD_K_POOL_MAX ? -INFINITY : 0;
+        int64_t cnt = 0;
+        for (int64_t i = 0; i < p->kh; i++)
+          for (int64_t j = 0; j < p->kw; j++) {
+            int64_t iy = oy * p->stride_h - p->pad_top + i, ix = ox * p->stride_w - p->pad_left + j;
+            if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w) continue;
+            double v = x[(pl * p->h + iy) * p->w + ix];
+            acc = p->type == PD_K_POOL_MAX ? fmax(acc, v) : acc + v;
+            cnt++;
+          }
+        if (p->type == PD_K_POOL_AVG) acc /= (double)(p->exclusive ? cnt : p->kh * p->kw);
+        y[(pl * p->oh + oy) * p->ow + ox] = acc;
+      }
+}
+
+typedef struct pool_ctx {
+  const pd_k_pool2d *p;
+} pool_ctx;
+
+static void pool_fwd(const double *x, double *y, void *vc) {
+  K->pool2d(PD_FP64, ((const pool_ctx *)vc)->p, x, y);
+}
+
+static void test_pool(void) {
+  for (size_t k = 0; k < PD_ARRAY_LEN(pcases); k++) {
+    pd_k_pool2d p = pcases[k].p;
+    if (pd_k_pool2d_setup(&p) != PD_OK) {
+      ok(0, "pool2d setup %s", pcases[k].what);
+      continue;
+    }
+    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.oh * p.ow;
+    for (size_t t = 0; t < 2; t++) {
+      pd_dtype dt = kt_float_types[t];
+      void *x = kt_random(dt, nx, -1, 1), *y = kt_alloc(ny * 8);
+      double *xd = kt_to_double(dt, x, nx), *want = kt_alloc(ny * 8);
+      naive_pool(&p, xd, want);
+      ok(K->pool2d(dt, &p, x, y) == PD_OK && kt_err(dt, y, want, ny) <= kt_tol(dt),
+         "pool2d %s %s matches direct pooling (out %lldx%lld)", pd_dtype_name(dt),
+         pcases[k].what, (long long)p.oh, (long long)p.ow);
+      free(x), free(y), free(xd), free(want);
+    }
+    double *x = kt_random(PD_FP64, nx, -1, 1), *y = kt_alloc(ny * 8);
+    double *dy = kt_random(PD_FP64, ny, -1, 1), *dx = kt_alloc(nx * 8);
+    K->pool2d(PD_FP64, &p, x, y);
+    K->pool2d_grad(PD_FP64, &p, x, y, dy, dx);
+    pool_ctx c = {&p};
+    kt_grad_ok(kt_gradcheck(nx, x, ny, dy, dx, pool_fwd, &c),
+               "pool2d_grad %s fp64 matches finite differences", pcases[k].what);
+    free(x), free(y), free(dy), free(dx);
+  }
+  pd_k_pool2d q = {PD_K_POOL_MAX, 1, 1, 4, 4, 2, 2, 2, 2, 2, 0, 0, 0, false, true, 0, 0};
+  is_int(pd_k_pool2d_setup(&q), PD_EINVAL, "padding as large as the window is refused");
+  pd_k_pool2d r = {PD_K_POOL_MAX, 1, 1, 5, 5, 2, 2, 2, 2, 0, 0, 0, 0, true, true, 0, 0};
+  ok(pd_k_pool2d_setup(&r) == PD_OK && r.oh == 3 && r.ow == 3, "ceil mode: 5 -> 3 windows");
+  pd_k_pool2d s = {PD_K_POOL_MAX, 1, 1, 5, 5, 2, 2, 2, 2, 1, 1, 1, 1, true, true, 0, 0};
+  ok(pd_k_pool2d_setup(&s) == PD_OK && s.oh == 3,
+     "ceil mode drops a last window that starts in the padding");
+}
+
+int main(int argc, char **argv) {
+  PD_UNUSED(argc);
+  kt_begin(argv);
+  test_gemm();
+  test_conv_forward();
+  test_im2col_adjoint();
+  test_conv_backward();
+  test_pool();
+  return tap_done();
+}

@@ -1,0 +1,196 @@
+/* oplist.h -- every op pdlang knows, one entry each: the one place where an op is described.
+ * An X-macro list (no include guard): define PD_OP(name, flags, infer, inputs, outputs, attrs)
+ * and include this file. ops.h makes the pd_op_kind enum from it, ops.c the slot and attribute
+ * tables and the pd_opdefs registry, infershape.h the shape functions' prototypes.
+ *
+ * Keep the entries sorted by name (strcmp order): pd_opdef_lookup is a binary search over them,
+ * and tests/ops/test_opdefs checks the order. Names, slots and attributes are PaddlePaddle
+ * Fluid's, so that programs move between pdlang and Fluid unchanged.
+ *
+ *   name     the Fluid op type; the enum constant is PD_OP_<name>
+ *   flags    0, or any of DIFF (differentiable), FP_IN (first input must be floating point),
+ *            SEQ_IN (first input must be a sequence), joined with |
+ *   infer    the shape function, pd_infer_<infer> (vm/infershape*.c); ops of a family share one
+ *   inputs   IN(slot, ...) or NONE; outputs likewise with OUT(...). A slot is ONE("X") (exactly
+ *            one var), LIST("X") (one or more), OPT("X") (zero or one), OPT_LIST("X") (any
+ *            number), or, for outputs only the backward pass reads, TEMP("XShape")
+ *   attrs    ATTRS(attr, ...) or NONE. An attribute is INT, LONG, FLOAT or BOOL(name, default),
+ *            STR(name, default), ENUM(name, default, other allowed values...), INTS(name,
+ *            default elements...), INTS_EMPTY / LONGS_EMPTY / FLOATS_EMPTY / STRS_EMPTY(name) for an empty
+ *            list default, REQ(TYPE, name) for one without default that the op must set
+ *            (TYPE is INT, LONG, FLOAT, INTS, STRINGS or BLOCK), REQ_ENUM(name, allowed...).
+ *
+ * Ops of a family that share every slot and attribute are written PD_UNARY_(name, flags),
+ * PD_ELEMENTWISE_(name), ...: the family's signature is spelt once, below. */
+#ifndef PD_OP
+#error "define PD_OP(name, flags, infer, inputs, outputs, attrs) before including vm/oplist.h"
+#endif
+
+/* Families whose members share slots and attributes (and differ in name and flags only). */
+#define PD_UNARY_(name, flags) PD_OP(name, flags, unary, IN(ONE("X")), OUT(ONE("Out")), NONE)
+#define PD_ELEMENTWISE_(name)                                                                   \
+  PD_OP(name, DIFF, elementwise, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")), ATTRS(INT("axis", -1)))
+#define PD_COMPARE_(name)                                                                       \
+  PD_OP(name, 0, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),                              \
+        ATTRS(INT("axis", -1), BOOL("force_cpu", false)))
+#define PD_LOGICAL_(name) PD_OP(name, 0, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")), NONE)
+#define PD_REDUCE_(name, flags)                                                                 \
+  PD_OP(name, flags, reduce, IN(ONE("X")), OUT(ONE("Out")),                                     \
+        ATTRS(INTS("dim", 0), BOOL("keep_dim", false), BOOL("reduce_all", false),               \
+              INT("in_dtype", -1), INT("out_dtype", -1)))
+#define PD_LOOKUP_TABLE_(name)                                                                  \
+  PD_OP(name, DIFF, lookup_table, IN(ONE("W"), ONE("Ids")), OUT(ONE("Out")),                    \
+        ATTRS(BOOL("is_sparse", false), BOOL("is_distributed", false),                          \
+              LONG("padding_idx", -1), BOOL("remote_prefetch", false)))
+
+PD_UNARY_(abs, DIFF)
+PD_OP(accuracy, 0, accuracy, IN(ONE("Out"), ONE("Indices"), ONE("Label")),
+      OUT(ONE("Accuracy"), ONE("Correct"), ONE("Total")), NONE)
+PD_OP(adam, FP_IN, optimizer,
+      IN(ONE("Param"), ONE("Grad"), ONE("LearningRate"), ONE("Moment1"), ONE("Moment2"),
+         ONE("Beta1Pow"), ONE("Beta2Pow"), OPT("Beta1Tensor"), OPT("Beta2Tensor"),
+         OPT("EpsilonTensor"), OPT("MasterParam"), OPT("SkipUpdate")),
+      OUT(ONE("ParamOut"), ONE("Moment1Out"), ONE("Moment2Out"), ONE("Beta1PowOut"),
+          ONE("Beta2PowOut"), OPT("MasterParamOut")),
+      ATTRS(FLOAT("beta1", 0.9), FLOAT("beta2", 0.999), FLOAT("epsilon", 1e-8),
+            BOOL("lazy_mode", false), LONG("min_row_size_to_use_multithread", 1000),
+            BOOL("multi_precision", false), BOOL("use_global_beta_pow", false)))
+PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
+            INT("dtype", PD_INT64)))
+PD_UNARY_(assign, DIFF)
+PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
+      ATTRS(INTS_EMPTY("shape"), INT("dtype", PD_FP32), FLOATS_EMPTY("fp32_values"),
+            INTS_EMPTY("int32_values"), LONGS_EMPTY("int64_values"), INTS_EMPTY("bool_values")))
+PD_OP(cast, DIFF, cast, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
+PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
+      ATTRS(INT("axis", 0)))
+PD_OP(conditional_block, DIFF, conditional_block, IN(LIST("Cond"), OPT_LIST("Input")),
+      OUT(OPT_LIST("Out"), ONE("Scope")),
+      ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_scalar_condition", false),
+            STRS_EMPTY("skip_eager_deletion_vars")))
+PD_OP(conv2d, DIFF | FP_IN, conv2d, IN(ONE("Input"), ONE("Filter")), OUT(ONE("Output")),
+      ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0),
+            ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), INT("groups", 1),
+            INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")))
+PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
+      ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
+PD_OP(dropout, DIFF | FP_IN, dropout, IN(ONE("X"), OPT("Seed")), OUT(ONE("Out"), TEMP("Mask")),
+      ATTRS(FLOAT("dropout_prob", 0.5), BOOL("is_test", false), BOOL("fix_seed", false),
+            INT("seed", 0),
+            ENUM("dropout_implementation", "downgrade_in_infer", "upscale_in_train")))
+PD_ELEMENTWISE_(elementwise_add)
+PD_ELEMENTWISE_(elementwise_div)
+PD_ELEMENTWISE_(elementwise_max)
+PD_ELEMENTWISE_(elementwise_min)
+PD_ELEMENTWISE_(elementwise_mul)
+PD_ELEMENTWISE_(elementwise_pow)
+PD_ELEMENTWISE_(elementwise_sub)
+PD_COMPARE_(equal)
+PD_UNARY_(exp, DIFF | FP_IN)
+PD_OP(feed, 0, declared, IN(ONE("X")), OUT(ONE("Out")), ATTRS(REQ(INT, "col")))
+PD_OP(fetch, 0, declared, IN(ONE("X")), OUT(ONE("Out")), ATTRS(REQ(INT, "col")))
+PD_OP(fill_constant, 0, fill_constant,
+      IN(OPT("ValueTensor"), OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")), OUT(ONE("Out")),
+      ATTRS(INT("dtype", PD_FP32), LONGS_EMPTY("shape"), FLOAT("value", 0.0),
+            STR("str_value", ""), BOOL("force_cpu", false), INT("place_type", -1)))
+PD_UNARY_(fill_zeros_like, 0)
+PD_OP(gaussian_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
+      OUT(ONE("Out")),
+      ATTRS(LONGS_EMPTY("shape"), FLOAT("mean", 0.0), FLOAT("std", 1.0), INT("seed", 0),
+            INT("dtype", PD_FP32)))
+PD_COMPARE_(greater_equal)
+PD_COMPARE_(greater_than)
+PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
+PD_COMPARE_(less_equal)
+PD_COMPARE_(less_than)
+PD_OP(lod_reset, DIFF, lod_reset, IN(ONE("X"), OPT("Y")), OUT(ONE("Out")),
+      ATTRS(INTS_EMPTY("target_lod"), BOOL("append", false)))
+PD_UNARY_(log, DIFF | FP_IN)
+PD_OP(log_softmax, DIFF | FP_IN, softmax, IN(ONE("X")), OUT(ONE("Out")), ATTRS(INT("axis", -1)))
+PD_LOGICAL_(logical_and)
+PD_OP(logical_not, 0, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
+PD_LOGICAL_(logical_or)
+PD_LOOKUP_TABLE_(lookup_table)
+PD_LOOKUP_TABLE_(lookup_table_v2)
+PD_OP(matmul_v2, DIFF, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+      ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
+PD_OP(mean, DIFF | FP_IN, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
+PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
+      IN(ONE("X"), ONE("Mask"), ONE("InTrue"), ONE("InFalse")), OUT(ONE("Out")),
+      ATTRS(INT("level", 0)))
+PD_OP(momentum, FP_IN, optimizer,
+      IN(ONE("Param"), ONE("Grad"), ONE("Velocity"), ONE("LearningRate"), OPT("MasterParam")),
+      OUT(ONE("ParamOut"), ONE("VelocityOut"), OPT("MasterParamOut")),
+      ATTRS(REQ(FLOAT, "mu"), BOOL("use_nesterov", false), STR("regularization_method", ""),
+            FLOAT("regularization_coeff", 0.0), BOOL("multi_precision", false),
+            FLOAT("rescale_grad", 1.0)))
+PD_OP(mul, DIFF, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+      ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
+PD_COMPARE_(not_equal)
+PD_OP(pool2d, DIFF | FP_IN, pool2d, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(REQ_ENUM("pooling_type", "max", "avg"), REQ(INTS, "ksize"),
+            BOOL("global_pooling", false), INTS("strides", 1, 1), INTS("paddings", 0, 0),
+            BOOL("exclusive", true), BOOL("adaptive", false), BOOL("ceil_mode", false),
+            ENUM("data_format", "NCHW", "NHWC", "AnyLayout"),
+            ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID")))
+PD_OP(recurrent, DIFF, recurrent,
+      IN(LIST("inputs"), OPT_LIST("initial_states"), OPT_LIST("parameters")),
+      OUT(OPT_LIST("outputs"), ONE("step_scopes")),
+      ATTRS(REQ(STRINGS, "ex_states"), REQ(STRINGS, "states"), REQ(BLOCK, "sub_block"),
+            BOOL("reverse", false), BOOL("is_train", true), BOOL("has_states", false),
+            STRS_EMPTY("skip_eager_deletion_vars")))
+PD_REDUCE_(reduce_max, DIFF)
+PD_REDUCE_(reduce_mean, DIFF | FP_IN)
+PD_REDUCE_(reduce_min, DIFF)
+PD_REDUCE_(reduce_prod, DIFF)
+PD_REDUCE_(reduce_sum, DIFF)
+PD_UNARY_(relu, DIFF)
+PD_OP(reshape2, DIFF, reshape2, IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")),
+      OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")))
+PD_OP(scale, DIFF, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
+      ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
+PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
+      OUT(ONE("Out"), TEMP("MaxIndex")),
+      ATTRS(BOOL("is_test", false),
+            ENUM("pooltype", "AVERAGE", "SUM", "SQRT", "LAST", "FIRST", "MAX"),
+            FLOAT("pad_value", 0.0)))
+PD_UNARY_(sequence_softmax, DIFF | FP_IN | SEQ_IN)
+PD_OP(sgd, FP_IN, optimizer,
+      IN(ONE("Param"), ONE("LearningRate"), ONE("Grad"), OPT("MasterParam")),
+      OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
+PD_UNARY_(sigmoid, DIFF | FP_IN)
+PD_OP(softmax, DIFF | FP_IN, softmax, IN(ONE("X")), OUT(ONE("Out")), ATTRS(INT("axis", -1)))
+PD_OP(softmax_with_cross_entropy, DIFF | FP_IN, softmax_with_cross_entropy,
+      IN(ONE("Logits"), ONE("Label")), OUT(TEMP("Softmax"), ONE("Loss")),
+      ATTRS(BOOL("soft_label", false), BOOL("numeric_stable_mode", true),
+            INT("ignore_index", -100), INT("axis", -1)))
+PD_OP(split, DIFF, split, IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTensorList")),
+      OUT(LIST("Out")), ATTRS(INT("axis", 0), INT("num", 0), INTS_EMPTY("sections")))
+PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
+      OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))
+PD_UNARY_(sqrt, DIFF | FP_IN)
+PD_UNARY_(square, DIFF)
+PD_OP(sum, DIFF, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
+PD_UNARY_(tanh, DIFF | FP_IN)
+PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
+      ATTRS(INT("k", 1)))
+PD_OP(transpose2, DIFF, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
+      ATTRS(REQ(INTS, "axis")))
+PD_OP(uniform_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
+      OUT(ONE("Out")),
+      ATTRS(LONGS_EMPTY("shape"), FLOAT("min", -1.0), FLOAT("max", 1.0), INT("seed", 0),
+            INT("diag_num", 0), INT("diag_step", 0), FLOAT("diag_val", 1.0),
+            INT("dtype", PD_FP32)))
+PD_OP(while, DIFF, while, IN(OPT_LIST("X"), LIST("Condition")),
+      OUT(OPT_LIST("Out"), ONE("StepScopes")),
+      ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),
+            STRS_EMPTY("skip_eager_deletion_vars")))
+
+#undef PD_UNARY_
+#undef PD_ELEMENTWISE_
+#undef PD_COMPARE_
+#undef PD_LOGICAL_
+#undef PD_REDUCE_
+#undef PD_LOOKUP_TABLE_
