@@ -142,20 +142,25 @@ static void open_bracket(pd_lexer *lx, char open, pd_loc loc) {
   if (open == '{') lx->owner = NULL;
 }
 
+static void pop_bracket(pd_lexer *lx) {
+  lx->open_count[bracket_index(lx->brackets[--lx->depth].open)]--;
+}
+
 /* A closer pops up to the innermost bracket of its kind, if one is open (so a '}' also closes a
- * '(' left open inside its block); otherwise it is left for the parser to reject. */
+ * '(' left open inside its block). A ')' or ']' with none of its kind open still closes an
+ * innermost '(' or '[' -- `f(1, 2]` is a typo for `f(1, 2)` -- so that newlines count again and
+ * the parser can recover at the end of the line; it never closes a block. The parser reports
+ * the mismatch. */
 static void close_bracket(pd_lexer *lx, int closer) {
   char open = opener_of(closer);
-  lx->mismatch = 0;
-  if (lx->depth && lx->brackets[lx->depth - 1].open != open) {
-    lx->mismatch = 1;
-    lx->mismatched = lx->brackets[lx->depth - 1];
-  }
-  if (lx->open_count[bracket_index(open)] == 0) return;
-  for (;;) {
-    pd_lex_bracket *b = &lx->brackets[--lx->depth];
-    lx->open_count[bracket_index(b->open)]--;
-    if (b->open == open) break;
+  const pd_lex_bracket *top = pd_lex_innermost(lx);
+  lx->mismatch = top && top->open != open;
+  if (lx->mismatch) lx->mismatched = *top;
+  if (lx->open_count[bracket_index(open)] > 0) {
+    while (lx->brackets[lx->depth - 1].open != open) pop_bracket(lx);
+    pop_bracket(lx);
+  } else if (top && top->open != '{' && closer != '}') {
+    pop_bracket(lx);
   }
 }
 
@@ -467,6 +472,12 @@ static int ends_statement(int kind) {
   }
 }
 
+/* Keywords whose statement owns a block. */
+static int is_block_keyword(int kind) {
+  return kind == PD_TOK_IF || kind == PD_TOK_ELSE || kind == PD_TOK_FOR || kind == PD_TOK_WHILE ||
+         kind == PD_TOK_DEF;
+}
+
 /* Tokens after which a '-' is binary (they end an operand). */
 static int ends_operand(int kind) {
   return kind != '}' && kind != PD_TOK_RETURN && ends_statement(kind);
@@ -502,7 +513,9 @@ void pd_lex_next(pd_lexer *lx, pd_token *tok) {
         lx->lookahead = *tok;
         lx->has_lookahead = 1;
         *tok = (pd_token){.kind = PD_TOK_NEWLINE, .loc = lx->newline_loc, .text = "\n", .len = 1};
-        lx->owner = NULL;
+        /* A new statement starts: forget the previous one's keyword, unless the new one has
+         * just set its own. */
+        if (!is_block_keyword(lx->lookahead.kind)) lx->owner = NULL;
       }
     }
     break;

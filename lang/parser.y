@@ -669,6 +669,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, pd_parser *ps) {
     /* Classic slips. */
     if (sym == YYTRANSLATE('{'))
       pd_buf_puts(&m, " (a block follows 'if', 'else', 'for', 'while' or 'def')");
+    else if (sym == YYTRANSLATE(PD_TOK_ELSE))
+      pd_buf_puts(&m, " ('else' follows the '}' of an 'if')");
     else if (sym == YYTRANSLATE('=') && wants_eq)
       pd_buf_puts(&m, " (use '==' to compare)");
     else if (is_comparison(sym) && wants_plus && !wants_eq)
