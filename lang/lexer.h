@@ -6,10 +6,10 @@
  * and PD_TOK_PD_YYerror after a lexical error, which the lexer has already reported.
  *
  * Newlines (see doc/language.md): a newline ends a statement only outside ( ) and [ ], and only
- * after a token that can end one (a name, a literal, ')', ']', '}', 'return'); and it is dropped
- * when the next token is 'else' or '{' (so `}` / `else {` may go on separate lines) or the end of
- * input. Consecutive newlines yield one NEWLINE token, located just after the token before it
- * (so a caret for "unexpected newline" points at the end of the code, not of a comment).
+ * after a token that can end one (a name, a literal, ')', ']', '}', 'return', or an error); and
+ * it is dropped when the next token is 'else' or '{' (so `}` / `else {` may go on separate lines)
+ * or the end of input. Consecutive newlines yield one NEWLINE token, located just after the token
+ * before it (so a caret for "unexpected newline" points at the end of the code, not of a comment).
  *
  * Ownership: the lexer borrows the source, arena and diagnostics (all must outlive it); names and
  * string values of tokens are allocated in the arena. pd_lex_free releases the lexer's own

@@ -460,12 +460,13 @@ done:
   if (lx->stop) tok->kind = PD_TOK_END;
 }
 
-/* Tokens after which a newline ends the statement. */
+/* Tokens after which a newline ends the statement. An error token counts, so that the parser
+ * can recover at the end of its line. */
 static int ends_statement(int kind) {
   switch (kind) {
   case PD_TOK_IDENT: case PD_TOK_INT: case PD_TOK_FLOAT: case PD_TOK_STRING:
   case PD_TOK_TRUE: case PD_TOK_FALSE: case PD_TOK_NONE:
-  case ')': case ']': case '}': case PD_TOK_RETURN:
+  case ')': case ']': case '}': case PD_TOK_RETURN: case PD_TOK_PD_YYerror:
     return 1;
   default:
     return 0;

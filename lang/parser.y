@@ -196,6 +196,8 @@ static void yyerror(pd_loc *lloc, pd_parser *ps, const char *msg) {
 %locations
 %param {pd_parser *ps}
 %expect 0
+/* The location before the first token (what an empty rule at the start would take). */
+%initial-action { @$ = (pd_loc){ps->lex.src->name, 1, 1}; }
 
 %union {
   pd_ast_node *node;        /* arena-owned */
@@ -620,6 +622,10 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, pd_parser *ps) {
   if (lx->stop) return 0;
   yysymbol_kind_t sym = yypcontext_token(ctx);
   pd_loc loc = *yypcontext_location(ctx);
+  if (sym == YYSYMBOL_YYEMPTY) { /* only after YYERROR in an action, which this grammar avoids */
+    pd_lex_error(lx, loc, "syntax error");
+    return 0;
+  }
   if (sym == YYSYMBOL_YYEOF && ps->repl && pd_lex_error_count(lx) == 0) {
     ps->incomplete = 1;
     lx->stop = 1;
@@ -671,6 +677,9 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, pd_parser *ps) {
       pd_buf_puts(&m, " (a block follows 'if', 'else', 'for', 'while' or 'def')");
     else if (sym == YYTRANSLATE(PD_TOK_ELSE))
       pd_buf_puts(&m, " ('else' follows the '}' of an 'if')");
+    else if (sym == YYTRANSLATE(PD_TOK_NOT) && all_operands)
+      pd_buf_puts(&m, " ('not' binds more loosely than arithmetic and comparisons: write "
+                      "'(not x)')");
     else if (sym == YYTRANSLATE('=') && wants_eq)
       pd_buf_puts(&m, " (use '==' to compare)");
     else if (is_comparison(sym) && wants_plus && !wants_eq)

@@ -25,13 +25,14 @@ EXTRA_DIST += tests/fuzz/corpus_parse
 # so that what the fuzzer adds stays in the build tree; crashes are written to tests/fuzz/.
 FUZZ_PARSE_SRCS = tests/fuzz/fuzz_parse.c base/base.c base/diag.c lang/ast.c
 FUZZ_PARSE_GENERATED = lang/lexer.c lang/parser.c
+FUZZ_PARSE_HDRS = base/base.h base/diag.h lang/ast.h lang/lexer.h lang/parse.h lang/parser.h
 FUZZ_PARSE_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_PARSE_SECONDS = 600
 CLEANFILES += tests/fuzz/fuzz_parse$(EXEEXT)
 .PHONY: fuzz-parse fuzz-parse-run clean-fuzz-parse
 if PD_HAVE_CLANG
 fuzz-parse: tests/fuzz/fuzz_parse$(EXEEXT)
-tests/fuzz/fuzz_parse$(EXEEXT): $(FUZZ_PARSE_SRCS) $(FUZZ_PARSE_GENERATED) lang/parser.h
+tests/fuzz/fuzz_parse$(EXEEXT): $(FUZZ_PARSE_SRCS) $(FUZZ_PARSE_GENERATED) $(FUZZ_PARSE_HDRS)
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && \
 	srcs=; for f in $(FUZZ_PARSE_SRCS); do srcs="$$srcs $(srcdir)/$$f"; done; \
 	for f in $(FUZZ_PARSE_GENERATED); do \
@@ -52,3 +53,67 @@ endif
 clean-local: clean-fuzz-parse
 clean-fuzz-parse:
 	rm -rf tests/fuzz/corpus_parse.run
+
+# Golden tests: tests/golden/parse/NAME.pd is run as `pdlang parse NAME.pd` by tests/golden.sh and
+# compared with NAME.out (the tree) or NAME.err (the exact diagnostics, exit status 1).
+PARSE_GOLDEN = \
+	tests/golden/parse/comments_only.pd \
+	tests/golden/parse/empty.pd \
+	tests/golden/parse/err_bad_char.pd \
+	tests/golden/parse/err_bad_escape.pd \
+	tests/golden/parse/err_deep_blocks.pd \
+	tests/golden/parse/err_deep_parens.pd \
+	tests/golden/parse/err_eof_expr.pd \
+	tests/golden/parse/err_eof_paren.pd \
+	tests/golden/parse/err_hints.pd \
+	tests/golden/parse/err_limit.pd \
+	tests/golden/parse/err_mismatch.pd \
+	tests/golden/parse/err_missing_brace.pd \
+	tests/golden/parse/err_nul.pd \
+	tests/golden/parse/err_numbers.pd \
+	tests/golden/parse/err_recovery.pd \
+	tests/golden/parse/err_targets.pd \
+	tests/golden/parse/err_tree_depth.pd \
+	tests/golden/parse/err_unexpected.pd \
+	tests/golden/parse/err_unterminated.pd \
+	tests/golden/parse/err_utf8.pd \
+	tests/golden/parse/expressions.pd \
+	tests/golden/parse/newlines.pd \
+	tests/golden/parse/no_final_newline.pd \
+	tests/golden/parse/seed_ifelse.pd \
+	tests/golden/parse/seed_rnn.pd \
+	tests/golden/parse/seed_train.pd \
+	tests/golden/parse/statements.pd
+TESTS += $(PARSE_GOLDEN)
+EXTRA_DIST += $(PARSE_GOLDEN) \
+	tests/golden/parse/comments_only.out \
+	tests/golden/parse/empty.out \
+	tests/golden/parse/expressions.out \
+	tests/golden/parse/newlines.out \
+	tests/golden/parse/no_final_newline.out \
+	tests/golden/parse/seed_ifelse.out \
+	tests/golden/parse/seed_rnn.out \
+	tests/golden/parse/seed_train.out \
+	tests/golden/parse/statements.out \
+	tests/golden/parse/err_bad_char.err \
+	tests/golden/parse/err_bad_escape.err \
+	tests/golden/parse/err_deep_blocks.err \
+	tests/golden/parse/err_deep_parens.err \
+	tests/golden/parse/err_eof_expr.err \
+	tests/golden/parse/err_eof_paren.err \
+	tests/golden/parse/err_hints.err \
+	tests/golden/parse/err_limit.err \
+	tests/golden/parse/err_mismatch.err \
+	tests/golden/parse/err_missing_brace.err \
+	tests/golden/parse/err_nul.err \
+	tests/golden/parse/err_numbers.err \
+	tests/golden/parse/err_recovery.err \
+	tests/golden/parse/err_targets.err \
+	tests/golden/parse/err_tree_depth.err \
+	tests/golden/parse/err_unexpected.err \
+	tests/golden/parse/err_unterminated.err \
+	tests/golden/parse/err_utf8.err
+
+# Edge cases of `pdlang parse` on generated inputs (big, deep, binary).
+TESTS += tests/frontend/stress.sh
+EXTRA_DIST += tests/frontend/stress.sh
