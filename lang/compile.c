@@ -1490,10 +1490,6 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
       if (!okk) return false;
       outs[j].part[side] = dst;
     }
-    if (rows && !arm_cf[1]) {
-      cerr(c, loc, "internal: per-row if without a false block");
-      return false;
-    }
   }
   /* The conditional_block ops, then (per row) the merges. */
   for (int side = 0; side < 2; side++) {
@@ -2003,7 +1999,6 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
   return NULL;
 }
 
-static void compile_module(C *c, const pd_source *src, const pd_ast_node *prog);
 
 static void exec_import(C *c, const pd_ast_node *s) {
   if (c->scope->kind != SC_GLOBAL || c->call) {
@@ -2056,7 +2051,7 @@ static void exec_import(C *c, const pd_ast_node *s) {
     return;
   }
   c->importing[c->nimporting++] = key;
-  compile_module(c, msrc, prog);
+  exec_block_stmts(c, prog);
   c->nimporting--;
 }
 
@@ -2157,10 +2152,6 @@ static void exec_block_stmts(C *c, const pd_ast_node *block) {
   }
 }
 
-static void compile_module(C *c, const pd_source *src, const pd_ast_node *prog) {
-  (void)src;
-  exec_block_stmts(c, prog);
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* The unit.                                                                                   */
@@ -2215,7 +2206,7 @@ pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_di
     st = PD_ENOMEM;
     goto done;
   }
-  compile_module(&c, src, prog);
+  exec_block_stmts(&c, prog);
   if (c.oom) st = PD_ENOMEM;
   else if (diags->nerrors > errors_before) st = PD_ECOMPILE;
 done:

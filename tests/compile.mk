@@ -1,6 +1,7 @@
 # tests/compile.mk -- golden tests of the compiler: `pdlang check` on scripts, with the exact
-# diagnostics expected for each class of compile error (tests/golden.sh runs them).
-TESTS += tests/golden/check/undefined_name.pd \
+# diagnostics expected for each class of compile error (tests/golden.sh runs them). Every test
+# but ok_layers has a .err file.
+PD_CHECK_TESTS = tests/golden/check/undefined_name.pd \
 	tests/golden/check/shape_mismatch.pd \
 	tests/golden/check/mul_mismatch.pd \
 	tests/golden/check/one_branch.pd \
@@ -13,19 +14,8 @@ TESTS += tests/golden/check/undefined_name.pd \
 	tests/golden/check/ok_layers.pd \
 	tests/golden/check/train_needs_reader.pd \
 	tests/golden/check/circular_import.pd
-EXTRA_DIST += tests/golden/check/undefined_name.pd \
-	tests/golden/check/shape_mismatch.pd \
-	tests/golden/check/mul_mismatch.pd \
-	tests/golden/check/one_branch.pd \
-	tests/golden/check/emit_outside_loop.pd \
-	tests/golden/check/return_outside_function.pd \
-	tests/golden/check/recursion.pd \
-	tests/golden/check/unknown_kwarg.pd \
-	tests/golden/check/missing_argument.pd \
-	tests/golden/check/for_needs_sequence.pd \
-	tests/golden/check/ok_layers.pd \
-	tests/golden/check/train_needs_reader.pd \
-	tests/golden/check/circular_import.pd \
+TESTS += $(PD_CHECK_TESTS)
+EXTRA_DIST += $(PD_CHECK_TESTS) \
 	tests/golden/check/undefined_name.err \
 	tests/golden/check/shape_mismatch.err \
 	tests/golden/check/mul_mismatch.err \

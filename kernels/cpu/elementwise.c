@@ -51,24 +51,8 @@ typedef struct unary_job {
   double a, b;               /* scale: out = a * x + b */
 } unary_job;
 
-#define T float
-#define TN f32
-#define T_FLOAT 1
-#include "kernels/cpu/elementwise_t.h"
-#define T double
-#define TN f64
-#define T_FLOAT 1
-#include "kernels/cpu/elementwise_t.h"
-#define T int32_t
-#define TN i32
-#define TU uint32_t
-#define T_FLOAT 0
-#include "kernels/cpu/elementwise_t.h"
-#define T int64_t
-#define TN i64
-#define TU uint64_t
-#define T_FLOAT 0
-#include "kernels/cpu/elementwise_t.h"
+#define PD_KCPU_TEMPLATE "kernels/cpu/elementwise_t.h"
+#include "kernels/cpu/each_type.h"
 
 /* ---- Bools: one byte each, any non-zero byte is true, results are 0 or 1. ---- */
 #define T uint8_t

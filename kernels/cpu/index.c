@@ -13,22 +13,8 @@ typedef struct arg_job {
   int64_t pre, n, post, k;
 } arg_job;
 
-#define T float
-#define TN f32
-#define T_FLOAT 1
-#include "kernels/cpu/index_t.h"
-#define T double
-#define TN f64
-#define T_FLOAT 1
-#include "kernels/cpu/index_t.h"
-#define T int32_t
-#define TN i32
-#define T_FLOAT 0
-#include "kernels/cpu/index_t.h"
-#define T int64_t
-#define TN i64
-#define T_FLOAT 0
-#include "kernels/cpu/index_t.h"
+#define PD_KCPU_TEMPLATE "kernels/cpu/index_t.h"
+#include "kernels/cpu/each_type.h"
 
 pd_status pd_kcpu_argmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, const void *x,
                          int64_t *out) {

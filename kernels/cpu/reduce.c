@@ -27,22 +27,8 @@ static int64_t grain_for(int64_t cost) {
   return cost >= PD_KCPU_GRAIN ? 1 : PD_KCPU_GRAIN / (cost > 0 ? cost : 1);
 }
 
-#define T float
-#define TN f32
-#define T_FLOAT 1
-#include "kernels/cpu/reduce_t.h"
-#define T double
-#define TN f64
-#define T_FLOAT 1
-#include "kernels/cpu/reduce_t.h"
-#define T int32_t
-#define TN i32
-#define T_FLOAT 0
-#include "kernels/cpu/reduce_t.h"
-#define T int64_t
-#define TN i64
-#define T_FLOAT 0
-#include "kernels/cpu/reduce_t.h"
+#define PD_KCPU_TEMPLATE "kernels/cpu/reduce_t.h"
+#include "kernels/cpu/each_type.h"
 
 /* Mark the reduced dims (naxes == 0: all); PD_EINVAL for a bad axis list. */
 static pd_status reduced_mask(int nd, const int64_t *dims, int naxes, const int *axes,
