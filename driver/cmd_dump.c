@@ -1,6 +1,8 @@
-/* cmd_dump.c -- `pdlang dump [--dot] FILE`: print a program as a readable listing (the format of
- * pd_program_dump, which golden tests compare) or as a Graphviz digraph. FILE is a saved program
- * (a .pdmodel: Fluid ProgramDesc bytes); load_input is where .pd scripts will be compiled. */
+/* cmd_dump.c -- `pdlang dump [--dot] [--startup] [--prune NAMES] FILE`: print a program as a
+ * readable listing (the format of pd_program_dump, which golden tests compare) or as a Graphviz
+ * digraph. FILE is a .pd script (compiled as `pdlang check` compiles it; its main program, or
+ * with --startup its startup program) or a saved program (a .pdmodel: Fluid ProgramDesc bytes).
+ * --prune lists what vm/prune.h keeps for the given vars of the global block. */
 #include "config.h"
 #include "driver/driver.h"
 
@@ -8,21 +10,13 @@
 #include <string.h>
 
 #include "base/diag.h"
+#include "lang/compile.h"
 #include "lang/serialize.h"
+#include "vm/prune.h"
 
 static bool has_suffix(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);
   return n >= m && strcmp(s + n - m, suffix) == 0;
-}
-
-/* The program FILE stands for: a .pd script is compiled; anything else is read as a saved
- * ProgramDesc, whatever its name. */
-static pd_status load_input(const char *path, pd_program **out, pd_error *err) {
-  *out = NULL;
-  if (has_suffix(path, ".pd"))
-    return pd_error_set(err, PD_EUNSUPPORTED, (pd_loc){path, 0, 0},
-                        "compiling .pd files is not available yet; dump a saved .pdmodel");
-  return pd_program_load(path, out, err);
 }
 
 static void print_error(const pd_error *err) {
@@ -33,19 +27,117 @@ static void print_error(const pd_error *err) {
   pd_buf_free(&msg);
 }
 
+/* The program FILE stands for, and what owns it. */
+typedef struct input {
+  pd_program *loaded;  /* a saved program */
+  pd_source *src;      /* a compiled script: its source and unit */
+  pd_unit *unit;
+  const pd_program *program;
+} input;
+
+static void input_free(input *in) {
+  pd_program_free(in->loaded);
+  pd_unit_free(in->unit);
+  pd_source_free(in->src);
+}
+
+/* Load FILE: a .pd script is compiled (diagnostics printed exactly as by `pdlang check`);
+ * anything else is read as a saved ProgramDesc, whatever its name. 0, or 1 after printing. */
+static int load_input(const char *path, bool startup, input *in) {
+  *in = (input){0};
+  if (has_suffix(path, ".pd")) {
+    if (pd_driver_compile_file(path, &in->src, &in->unit)) return 1;
+    in->program = startup ? in->unit->startup : in->unit->main;
+    return 0;
+  }
+  if (startup) {
+    fprintf(stderr, "%s: error: --startup needs a .pd script; a saved program has no startup "
+                    "program in it\n", path);
+    return 1;
+  }
+  pd_error err = {0};
+  if (pd_program_load(path, &in->loaded, &err)) {
+    print_error(&err);
+    pd_error_clear(&err);
+    return 1;
+  }
+  in->program = in->loaded;
+  return 0;
+}
+
+/* Split "a,b,c" into names (pointers into the copy *buf; the caller frees *buf and *names, also
+ * on failure). The count, -1 for an empty name, or -2 on out of memory. */
+static int split_names(const char *list, char **buf, const char ***names) {
+  *names = NULL;
+  if (!(*buf = pd_strdup(list))) return -2;
+  int n = 1;
+  for (const char *s = list; *s; s++) n += *s == ',';
+  if (!(*names = pd_calloc((size_t)n, sizeof **names))) return -2;
+  char *s = *buf;
+  for (int i = 0; i < n; i++) {
+    char *comma = strchr(s, ',');
+    if (comma) *comma = '\0';
+    if (!*s) return -1;
+    (*names)[i] = s;
+    s = comma ? comma + 1 : s + strlen(s);
+  }
+  return n;
+}
+
+/* Prune in->program to the comma-separated targets; *out is the pruned copy. 0, 1 (an error,
+ * printed), or 2 (a malformed list: a usage error). */
+static int prune_input(const char *path, const input *in, const char *list, pd_program **out) {
+  char *buf = NULL;
+  const char **names = NULL;
+  int n = split_names(list, &buf, &names);
+  int rc = 0;
+  if (n < 0) {
+    if (n == -2)
+      fputs("error: out of memory\n", stderr);
+    else
+      fprintf(stderr, "pdlang dump: --prune wants var names separated by commas, got '%s'\n",
+              list);
+    rc = n == -2 ? 1 : 2;
+  } else {
+    pd_error err = {0};
+    if (pd_program_prune(in->program, n, names, out, &err)) {
+      fprintf(stderr, "%s: error: %s\n", path, err.msg ? err.msg : pd_status_str(err.status));
+      pd_error_clear(&err);
+      rc = 1;
+    }
+  }
+  pd_free(names);
+  pd_free(buf);
+  return rc;
+}
+
+static int usage_error(void) {
+  pd_driver_usage(stderr, &pd_cmd_dump);
+  return 2;
+}
+
 static int run_dump(int argc, char **argv) {
-  bool dot = false, options_done = false;
-  const char *path = NULL;
+  bool dot = false, startup = false, options_done = false;
+  const char *path = NULL, *prune = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!options_done && strcmp(a, "--") == 0) {
       options_done = true;
     } else if (!options_done && strcmp(a, "--dot") == 0) {
       dot = true;
+    } else if (!options_done && strcmp(a, "--startup") == 0) {
+      startup = true;
+    } else if (!options_done && strcmp(a, "--prune") == 0) {
+      if (i + 1 >= argc) {
+        fprintf(stderr, "pdlang dump: --prune needs var names (--prune NAME[,NAME...])\n");
+        return usage_error();
+      }
+      prune = argv[++i];
+    } else if (!options_done && strncmp(a, "--prune=", 8) == 0) {
+      prune = a + 8;
     } else if (!options_done && a[0] == '-' && a[1]) {
       fprintf(stderr, "pdlang dump: unknown option '%s'\n", a);
-      pd_driver_usage(stderr, &pd_cmd_dump);
-      return 2;
+      return usage_error();
     } else if (path) {
       fprintf(stderr, "pdlang dump: one file at a time ('%s' and '%s' given)\n", path, a);
       return 2;
@@ -53,25 +145,28 @@ static int run_dump(int argc, char **argv) {
       path = a;
     }
   }
-  if (!path) {
-    pd_driver_usage(stderr, &pd_cmd_dump);
-    return 2;
-  }
+  if (!path) return usage_error();
 
-  pd_program *p;
-  pd_error err = {0};
-  if (load_input(path, &p, &err)) {
-    print_error(&err);
-    pd_error_clear(&err);
+  input in;
+  if (load_input(path, startup, &in)) {
+    input_free(&in);
     return 1;
   }
+  pd_program *pruned = NULL;
+  int prc = prune ? prune_input(path, &in, prune, &pruned) : 0;
+  if (prc) {
+    input_free(&in);
+    return prc;
+  }
+  const pd_program *p = pruned ? pruned : in.program;
   pd_buf out;
   pd_buf_init(&out);
   if (dot)
     pd_program_dump_dot(p, &out);
   else
     pd_program_dump(p, &out);
-  pd_program_free(p);
+  pd_program_free(pruned);
+  input_free(&in);
   int rc = 0;
   if (out.oom) {
     fputs("error: out of memory listing the program\n", stderr);
@@ -85,7 +180,11 @@ static int run_dump(int argc, char **argv) {
 }
 
 const pd_command pd_cmd_dump = {
-    "dump", run_dump, "print a saved program (.pdmodel) as a listing or a Graphviz graph",
-    "pdlang dump [--dot] FILE.pdmodel\n"
+    "dump", run_dump, "print a program (.pd script or .pdmodel) as a listing or a Graphviz graph",
+    "pdlang dump [--dot] [--startup] [--prune NAME[,NAME...]] FILE.pd|FILE.pdmodel\n"
     "  Prints the program's blocks, vars and ops; --dot prints a Graphviz digraph instead\n"
-    "  (pdlang dump --dot model.pdmodel | dot -Tsvg > model.svg)."};
+    "  (pdlang dump --dot model.pdmodel | dot -Tsvg > model.svg).\n"
+    "  A .pd script is compiled first (errors are reported as by 'pdlang check', exit 1) and its\n"
+    "  main program is shown; --startup shows its startup program (the parameter\n"
+    "  initialisers) instead. --prune keeps only the ops that compute the named vars of the\n"
+    "  global block (what an action that fetches them would run)."};

@@ -22,11 +22,18 @@ extern const pd_command pd_cmd_parse; /* driver/cmd_parse.c */
 extern const pd_command pd_cmd_dump;  /* driver/cmd_dump.c */
 extern const pd_command pd_cmd_check;   /* driver/cmd_check.c */
 extern const pd_command pd_cmd_compile; /* driver/cmd_check.c */
+extern const pd_command pd_cmd_run;     /* driver/cmd_run.c */
+extern const pd_command pd_cmd_exec;    /* driver/cmd_exec.c */
 
 struct pd_source;
 struct pd_unit;
 /* Load and compile a script, printing diagnostics to stderr. Returns 0 with *src and *unit set
  * (the caller frees both: pd_unit_free, then pd_source_free), or 1 with both NULL. */
 int pd_driver_compile_file(const char *path, struct pd_source **src, struct pd_unit **unit);
+/* Print a run-time error to stderr the way compile errors look (file:line:col, line, caret),
+ * finding the source of the error's location among unit's (main is src). */
+struct pd_error;
+void pd_driver_print_error(const struct pd_unit *unit, const struct pd_source *src,
+                           const struct pd_error *err);
 
 #endif /* PD_DRIVER_H */

@@ -8,3 +8,5 @@ pdlang_SOURCES += driver/cmd_dump.c
 # `pdlang parse` (listed here for the same reason; the front end itself is in lang/local.mk).
 pdlang_SOURCES += driver/cmd_parse.c
 pdlang_SOURCES += driver/cmd_check.c
+pdlang_SOURCES += driver/cmd_run.c
+pdlang_SOURCES += driver/cmd_exec.c

@@ -4,11 +4,15 @@
 
 #include <string.h>
 
+#include "kernels/kernels.h"
+
 static const pd_command *const commands[] = {
     &pd_cmd_parse,
     &pd_cmd_check,
     &pd_cmd_compile,
     &pd_cmd_dump,
+    &pd_cmd_run,
+    &pd_cmd_exec,
 };
 
 static void usage(FILE *out) {
@@ -37,6 +41,10 @@ int pd_driver_wants_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+  /* Before anything else: OpenMP must start with passive waiting, or its idle threads spin on
+   * the cores OpenBLAS needs (see kernels.h); then flush-to-zero in every computing thread. */
+  pd_k_reexec_for_passive_wait(argv);
+  pd_k_init();
   if (argc < 2) {
     usage(stderr);
     return 2;

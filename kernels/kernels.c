@@ -147,8 +147,10 @@ pd_status pd_k_pool2d_setup(pd_k_pool2d *p) {
       p->h < 1 || p->w < 1 || p->kh < 1 || p->kw < 1 || p->stride_h < 1 || p->stride_w < 1 ||
       p->pad_top < 0 || p->pad_bottom < 0 || p->pad_left < 0 || p->pad_right < 0)
     return PD_EINVAL;
-  /* A window that starts in the padding must reach the input. */
-  if (p->pad_top >= p->kh || p->pad_left >= p->kw) return PD_EINVAL;
+  /* Every window must reach the input: padding on either side narrower than the window. */
+  if (p->pad_top >= p->kh || p->pad_left >= p->kw || p->pad_bottom >= p->kh ||
+      p->pad_right >= p->kw)
+    return PD_EINVAL;
   p->oh = window_out(p->h, p->pad_top + p->pad_bottom, p->kh, p->stride_h, p->ceil_mode);
   p->ow = window_out(p->w, p->pad_left + p->pad_right, p->kw, p->stride_w, p->ceil_mode);
   if (p->oh < 1 || p->ow < 1) return PD_ESHAPE;

@@ -98,8 +98,10 @@ typedef struct pd_k_pool2d {
   int64_t oh, ow;              /* computed by pd_k_pool2d_setup */
 } pd_k_pool2d;
 
-/* Validate p (sizes positive, groups dividing c and oc, the window fitting the padded input) and
- * compute p->oh, p->ow. PD_EINVAL or PD_ESHAPE otherwise (p->oh, p->ow then unspecified). */
+/* Validate p (sizes positive, groups dividing c and oc, the window fitting the padded input;
+ * pooling: padding on each side narrower than the window, so that no window lies entirely in
+ * the padding) and compute p->oh, p->ow. PD_EINVAL or PD_ESHAPE otherwise (p->oh, p->ow then
+ * unspecified). */
 pd_status pd_k_conv2d_setup(pd_k_conv2d *p);
 pd_status pd_k_pool2d_setup(pd_k_pool2d *p);
 

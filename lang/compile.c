@@ -387,6 +387,13 @@ pd_var_desc *op_out(C *c, pd_op_desc *op, const char *slot, const char *hint) {
  * or VERR after reporting. */
 value *op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
   if (!op || !result || c->oom) return VERR;
+  /* Outputs only the backward pass reads (Softmax, Mask, XShape, MaxIndex) always get a var:
+   * the forward run must leave them for the gradient ops. */
+  const pd_opdef *def = pd_opdef_lookup(op->type);
+  for (int i = 0; def && i < def->noutputs; i++)
+    if ((def->outputs[i].flags & PD_SLOT_INTERMEDIATE) && !pd_op_output(op, def->outputs[i].name) &&
+        !op_out(c, op, def->outputs[i].name, op->type))
+      return VERR;
   pd_error e = {0};
   pd_status st = pd_opdef_prepare(op, c->block, &e);
   if (st) {
@@ -552,6 +559,8 @@ static symtab *scope_push(C *c, scope_kind kind, symtab *parent) {
   if (!s) return NULL;
   s->kind = kind;
   s->parent = parent;
+  s->pushed_before = c->newest_scope;
+  c->newest_scope = s;
   c->scope = s;
   return s;
 }
@@ -1017,6 +1026,18 @@ static value *eval_name(C *c, const pd_ast_node *e) {
     value *v = vnew(c, V_DTYPE);
     if (v != VERR) v->dtype = (pd_dtype)dt;
     return v;
+  }
+  /* A name of a block that has ended (in this file; not a function's own names). */
+  for (symtab *t = c->newest_scope; t; t = t->pushed_before) {
+    if (t->kind == SC_GLOBAL || t->kind == SC_FUNC) continue;
+    symtab *up = c->scope;
+    while (up && up != t) up = up->parent;
+    binding *lb = up ? NULL : lookup_local(t, id);
+    if (!lb || !lb->loc.file || !e->loc.file || strcmp(lb->loc.file, e->loc.file) != 0) continue;
+    cerr(c, e->loc, "'%s' is not defined here: the '%s' of line %d is local to its block, which "
+                    "has ended (to use it after the block, assign it before the block)",
+         id, id, lb->loc.line);
+    return VERR;
   }
   cerr(c, e->loc, "'%s' is not defined", id);
   return VERR;
@@ -1641,6 +1662,13 @@ static bool exec_for(C *c, const pd_ast_node *s) {
     return false;
   }
   pd_var_desc *xv = seq->var;
+  /* The recurrent op slices its input into each step scope under the input's own name (Fluid's
+   * convention), so the loop steps over a copy with a name of its own: the body may still name
+   * the whole sequence. */
+  pd_op_desc *src_op = op_new(c, "assign", s->for_.iter->loc);
+  if (!src_op || !op_in(c, src_op, "X", seq, s->for_.iter->loc)) return false;
+  value *src = op_finish(c, src_op, op_out(c, src_op, "Out", s->for_.var->name.id));
+  if (src->k != V_TENSOR) return false;
   symtab *saved = c->scope;
   /* Memories: names assigned in the body that are defined outside. */
   const char **names = NULL;
@@ -1666,8 +1694,11 @@ static bool exec_for(C *c, const pd_ast_node *s) {
   if (!f) return false;
   symtab *ls = c->scope;
   /* The step input t: one element of each sequence. */
-  pd_var_desc *t = var_new(c, f->block, s->for_.var->name.id, true);
-  if (!t) return false;
+  pd_var_desc *t = pd_block_var(f->block, src->var->name);
+  if (!t) {
+    c->oom = true;
+    return false;
+  }
   t->dtype = xv->dtype;
   if (xv->ndims >= 1 && pd_var_set_shape(t, xv->ndims, xv->dims)) c->oom = true;
   if (t->ndims >= 1) t->dims[0] = -1;
@@ -1785,7 +1816,7 @@ static bool exec_for(C *c, const pd_ast_node *s) {
   if (!params || !initv) return false;
   for (int i = 0; i < nmems; i++) initv[i] = mems[i].init;
   /* The sequence and the initial states are read in the enclosing block. */
-  if (!op_in(c, op, "inputs", seq, s->for_.iter->loc) ||
+  if (!op_in(c, op, "inputs", src, s->for_.iter->loc) ||
       !op_in_list(c, op, "initial_states", initv, nmems, s->loc))
     return false;
   if (pd_op_set_input(op, "parameters", nparams, params) ||
@@ -2024,7 +2055,16 @@ static void exec_import(C *c, const pd_ast_node *s) {
   free(real);
   for (int i = 0; i < c->nimporting; i++) {
     if (strcmp(c->importing[i], key) == 0) {
-      cerr(c, s->loc, "circular import: '%s' is already being imported", name);
+      /* Show the cycle by file names: a.pd -> b.pd -> a.pd. */
+      pd_buf chain;
+      pd_buf_init(&chain);
+      for (int j = i; j <= c->nimporting; j++) {
+        const char *f = c->importing[j < c->nimporting ? j : i], *slash = strrchr(f, '/');
+        pd_buf_printf(&chain, "%s%s", j > i ? " -> " : "", slash ? slash + 1 : f);
+      }
+      cerr(c, s->loc, "circular import: '%s' is already being imported (%s)", name,
+           chain.oom || !chain.data ? "..." : chain.data);
+      pd_buf_free(&chain);
       return;
     }
   }
@@ -2169,6 +2209,15 @@ void pd_unit_free(pd_unit *u) {
     pd_free(p);
   }
   pd_free(u);
+}
+
+const pd_source *pd_unit_source(const pd_unit *u, const pd_source *main, const char *file) {
+  if (!file) return NULL;
+  if (main && main->name && strcmp(main->name, file) == 0) return main;
+  const unit_priv *p = u ? u->priv : NULL;
+  for (int i = 0; p && i < p->nsources; i++)
+    if (p->sources[i]->name && strcmp(p->sources[i]->name, file) == 0) return p->sources[i];
+  return NULL;
 }
 
 pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_diags *diags,

@@ -111,4 +111,9 @@ pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_di
                      pd_unit **out);
 void pd_unit_free(pd_unit *unit);
 
+/* The source a location of the unit points into: main (the script passed to pd_compile) when
+ * file is its name, else the imported module of that name; NULL when none. For rendering
+ * run-time errors, whose locations come from the ops, with the line and a caret. */
+const pd_source *pd_unit_source(const pd_unit *unit, const pd_source *main, const char *file);
+
 #endif /* PD_COMPILE_H */

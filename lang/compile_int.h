@@ -106,6 +106,7 @@ struct symtab {
   int nnews, capnews;
   const char **writes;
   int nwrites, capwrites;
+  symtab *pushed_before;    /* the table made before this one (all tables, for messages) */
 };
 
 /* A tensor `if` branch, `for` or `while` body being lowered (lang/compile.c). */
@@ -138,6 +139,7 @@ struct pd_compiler {
   strmap *modules;          /* resolved module path -> 1 once imported */
   pd_block *block;          /* where ops go now */
   symtab *scope;            /* the innermost symbol table */
+  symtab *newest_scope;     /* the table made last; pushed_before links all of them */
   cflow *cf;                /* the innermost control-flow construct */
   inline_call *call;        /* the innermost inlined call */
   int call_depth;

@@ -7,7 +7,7 @@ OPS_TESTS = tests/ops/test_opdefs tests/ops/test_opcheck tests/ops/test_infer_el
 	tests/ops/test_infer_control
 check_PROGRAMS += $(OPS_TESTS)
 TESTS += $(OPS_TESTS)
-EXTRA_DIST += tests/ops/fixture.h tests/ops/differentiable.h
+EXTRA_DIST += tests/ops/fixture.h tests/ops/differentiable.h tests/ops/runop.h tests/ops/gradcheck.h
 
 tests_ops_test_opdefs_SOURCES = tests/ops/test_opdefs.c
 tests_ops_test_opdefs_LDADD = libpdlang.a $(PD_LIBS)

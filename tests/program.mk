@@ -1,15 +1,24 @@
-# tests/program.mk -- tests of the program IR (vm/program.c), the ProgramDesc serializer
-# (lang/serialize.c) and `pdlang dump`; the replay of the loader's fuzz corpus; and the
+# tests/program.mk -- tests of the program IR (vm/program.c), Prune (vm/prune.c), the ProgramDesc
+# serializer (lang/serialize.c) and `pdlang dump`; the replay of the loader's fuzz corpus; and the
 # libFuzzer target itself (`make fuzz-load`, `make fuzz-load-run FUZZ_SECONDS=600`: clang only).
 PROGRAM_TEST_LIBS = libpdlang.a $(PD_LIBS)
 PROGRAM_TEST_MODELS = tests/program/models.c tests/program/models.h
 
 check_PROGRAMS += tests/program/test_program tests/program/test_serialize \
-	tests/program/replay_load tests/program/mkmodel
+	tests/program/replay_load tests/program/mkmodel tests/program/test_prune \
+	tests/program/test_roundtrip
 tests_program_test_program_SOURCES = tests/program/test_program.c $(PROGRAM_TEST_MODELS)
 tests_program_test_program_LDADD = $(PROGRAM_TEST_LIBS)
 tests_program_test_serialize_SOURCES = tests/program/test_serialize.c $(PROGRAM_TEST_MODELS)
 tests_program_test_serialize_LDADD = $(PROGRAM_TEST_LIBS)
+# Prune on hand-built programs and on examples/*.pd (found through PD_TOP_SRCDIR).
+tests_program_test_prune_SOURCES = tests/program/test_prune.c $(PROGRAM_TEST_MODELS)
+tests_program_test_prune_CPPFLAGS = $(AM_CPPFLAGS) -DPD_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_program_test_prune_LDADD = $(PROGRAM_TEST_LIBS)
+# Compile examples/*.pd, serialize, parse back: the same listing.
+tests_program_test_roundtrip_SOURCES = tests/program/test_roundtrip.c
+tests_program_test_roundtrip_CPPFLAGS = $(AM_CPPFLAGS) -DPD_TOP_SRCDIR='"$(abs_top_srcdir)"'
+tests_program_test_roundtrip_LDADD = $(PROGRAM_TEST_LIBS)
 tests_program_replay_load_SOURCES = tests/program/replay_load.c tests/fuzz/fuzz_load.c
 tests_program_replay_load_LDADD = $(PROGRAM_TEST_LIBS)
 # Writes the test programs as files: for the shell tests, fixtures and the seed corpus
@@ -18,7 +27,7 @@ tests_program_mkmodel_SOURCES = tests/program/mkmodel.c $(PROGRAM_TEST_MODELS)
 tests_program_mkmodel_LDADD = $(PROGRAM_TEST_LIBS)
 
 TESTS += tests/program/test_program tests/program/test_serialize tests/program/replay_load \
-	tests/program/dump_cli.sh tests/program/protoc_decode.sh
+	tests/program/test_prune tests/program/test_roundtrip tests/program/dump_cli.sh tests/program/protoc_decode.sh
 EXTRA_DIST += tests/program/dump_cli.sh tests/program/protoc_decode.sh \
 	tests/fuzz/corpus_load \
 	tests/golden/dump/nested.pdmodel tests/golden/dump/nested.out tests/golden/dump/nested.dot \

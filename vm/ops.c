@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "vm/infershape.h"
+#include "vm/opkernels.h"
 
 /* ---- The table ----
  * The vocabulary of vm/oplist.h (see its header), defined only while the list is expanded. */
@@ -67,8 +68,9 @@ const pd_opdef pd_opdefs[] = {
    .outputs = outputs_##n_,                                            \
    .attrs = attrs_##n_,                                                \
    .infer_shape = pd_infer_##infer_,                                   \
-   .kernel = NULL,                                                     \
-   .grad = NULL},
+   .kernel = pd_kernel_##n_,                                           \
+   .grad = NULL,                                                       \
+   .forward = NULL},
 #include "vm/oplist.h"
 #undef PD_OP
 };
@@ -117,7 +119,13 @@ static int cmp_type(const void *key, const void *elem) {
 
 const pd_opdef *pd_opdef_lookup(const char *type) {
   if (!type) return NULL;
-  return bsearch(type, pd_opdefs, PD_OP_COUNT_, sizeof pd_opdefs[0], cmp_type);
+  const pd_opdef *d = bsearch(type, pd_opdefs, PD_OP_COUNT_, sizeof pd_opdefs[0], cmp_type);
+  size_t len = strlen(type);
+  if (d || len <= 5 || len >= 64 || strcmp(type + len - 5, "_grad") != 0) return d;
+  char fwd[64];
+  memcpy(fwd, type, len - 5);
+  fwd[len - 5] = '\0';
+  return pd_opdef_grad(bsearch(fwd, pd_opdefs, PD_OP_COUNT_, sizeof pd_opdefs[0], cmp_type));
 }
 
 const pd_opdef *pd_opdef_get(pd_op_kind kind) {

@@ -93,13 +93,12 @@ typedef struct pd_infer_ctx {
  * inputs and attributes. Returns PD_OK, PD_ESHAPE/PD_ETYPE/PD_EINVAL with a message, PD_ENOMEM. */
 typedef pd_status (*pd_infer_fn)(pd_infer_ctx *ctx);
 
-/* Reserved for the VM, filled in when the executor and backward land. Until then every entry's
- * `kernel` and `grad` is NULL and nothing calls them.
- *  - kernel: runs the op on the tensors its execution context (defined by the executor, opaque
- *    here so that this header does not depend on it) binds to its slots.
+/* Run time:
+ *  - kernel: runs the op on the variables its execution context (vm/exec.h) binds to its slots.
+ *    Every op has one (vm/opkernels.h); the executor calls it.
  *  - grad: appends to grad_block the op(s) computing the gradients of fwd's inputs (vars named
  *    NAME@GRAD, Fluid's convention) from those of its outputs; the backward pass then drops the
- *    gradient outputs nobody needs, as Fluid's backward does. */
+ *    gradient outputs nobody needs, as Fluid's backward does. NULL until backward lands. */
 struct pd_exec_ctx;
 typedef pd_status (*pd_kernel_fn)(struct pd_exec_ctx *ctx);
 typedef pd_status (*pd_grad_fn)(const pd_op_desc *fwd, pd_block *grad_block, pd_error *err);
@@ -113,8 +112,9 @@ struct pd_opdef {
   const pd_slotdef *outputs;
   const pd_attrdef *attrs;      /* nattrs attributes */
   pd_infer_fn infer_shape;      /* never NULL */
-  pd_kernel_fn kernel;          /* NULL for now (see above) */
+  pd_kernel_fn kernel;          /* never NULL */
   pd_grad_fn grad;              /* NULL for now (see above) */
+  const pd_opdef *forward;      /* a gradient op ("mul_grad"): the op it differentiates; else NULL */
 };
 
 /* The registry, indexed by pd_op_kind; sorted by type name. */
@@ -122,6 +122,13 @@ extern const pd_opdef pd_opdefs[PD_OP_COUNT_];
 
 /* The def of an op type (binary search), or NULL. Resolve once per op, not per step. */
 const pd_opdef *pd_opdef_lookup(const char *type);
+/* The gradient op of a forward op ("mul" -> "mul_grad"; vm/ops_grad.c says how its slots derive
+ * from the forward op's), or NULL when fwd has none (not differentiable, or fwd is itself a
+ * gradient op). pd_opdef_lookup finds gradient ops by name too. */
+const pd_opdef *pd_opdef_grad(const pd_opdef *fwd);
+/* How many ops have a gradient op (the length of vm/gradlist.h). */
+int pd_opdef_grad_count(void);
+
 /* The def of a kind, or NULL when kind is out of range. */
 const pd_opdef *pd_opdef_get(pd_op_kind kind);
 /* A def's input/output slot or attribute by name, or NULL. */

@@ -16,7 +16,9 @@ static const char *entry_problem(const pd_opdef *d, int index) {
   if (!d->type || !*d->type) return "no name";
   if ((int)d->kind != index) return "kind is not its index";
   if (!d->infer_shape) return "no shape function";
-  if (d->kernel || d->grad) return "kernel/grad set before the VM defines them";
+  if (!d->kernel) return "no kernel";
+  if (d->grad) return "grad maker set before backward defines them";
+  if (d->forward) return "a forward op pointing at a forward op";
   if (d->noutputs < 1) return "no outputs";
   for (int io = 0; io < 2; io++) {
     const pd_slotdef *s = io ? d->outputs : d->inputs;
@@ -147,6 +149,26 @@ static void test_differentiable(void) {
          !(pd_opdef_lookup("less_than")->flags & PD_OPF_DIFF) &&
          !(pd_opdef_lookup("fill_constant")->flags & PD_OPF_DIFF),
      "optimizers, comparisons and initialisers are not differentiable");
+  /* Exactly the differentiable ops have a gradient op, "<type>_grad", found by name too. */
+  int with_grad = 0;
+  for (int i = 0; i < PD_OP_COUNT_; i++) {
+    const pd_opdef *g = pd_opdef_grad(&pd_opdefs[i]);
+    bool diff = pd_opdefs[i].flags & PD_OPF_DIFF;
+    if (!g != !diff) printf("#   %s: differentiable %d, grad op %s\n", pd_opdefs[i].type, diff,
+                            g ? g->type : "none");
+    with_grad += g && diff && g->forward == &pd_opdefs[i] && g->kernel &&
+                 pd_opdef_lookup(g->type) == g && pd_opdef_grad(g) == NULL;
+  }
+  is_int(with_grad, n, "every differentiable op, and no other, has a gradient op with a kernel");
+  is_int(pd_opdef_grad_count(), n, "vm/gradlist.h lists the differentiable ops");
+  const pd_opdef *mg = pd_opdef_lookup("mul_grad");
+  ok(mg && pd_opdef_input(mg, "X") && pd_opdef_input(mg, "Y") && pd_opdef_input(mg, "Out") &&
+         pd_opdef_input(mg, "Out@GRAD") && pd_opdef_output(mg, "X@GRAD") &&
+         pd_opdef_output(mg, "Y@GRAD") && mg->noutputs == 2 && pd_opdef_attr(mg, "x_num_col_dims"),
+     "mul_grad: forward inputs and outputs, Out@GRAD in; X@GRAD, Y@GRAD out; mul's attributes");
+  ok(pd_opdef_lookup("less_than_grad") == NULL && pd_opdef_lookup("_grad") == NULL &&
+         pd_opdef_lookup("mul_grad_grad") == NULL,
+     "no gradient op for non-differentiable ops or gradient ops");
 }
 
 /* Slots and attributes as Fluid's OpMakers declare them. */

@@ -19,6 +19,13 @@ decode() { # MODEL: write it with mkmodel, decode it with protoc into $tmp/MODEL
       framework.proto <"$tmp/$1.pdmodel" >"$tmp/$1.txt" 2>"$tmp/$1.err"
 }
 
+# A compiled script: pdlang compile writes it (needs $PDLANG).
+compile() { # NAME: examples/NAME.pd, compiled and decoded into $tmp/NAME.txt
+  "${PDLANG:?}" compile "$top_srcdir/examples/$1.pd" -o "$tmp/$1.pdmodel" 2>"$tmp/$1.err" &&
+    protoc --proto_path="$top_srcdir/lang" --decode=paddle.framework.proto.ProgramDesc \
+      framework.proto <"$tmp/$1.pdmodel" >"$tmp/$1.txt" 2>>"$tmp/$1.err"
+}
+
 # has MODEL COUNT TEXT DESCRIPTION: TEXT (a whole line, leading blanks ignored) occurs COUNT times.
 has() {
   n=$((n + 1))
@@ -30,7 +37,7 @@ has() {
   fi
 }
 
-echo "1..21"
+echo "1..26"
 n=$((n + 1))
 if decode nested; then echo "ok $n - protoc decodes the nested model"; else
   echo "not ok $n - protoc decodes the nested model"; sed 's/^/# /' "$tmp/nested.err"; fi
@@ -58,3 +65,10 @@ if decode kinds; then echo "ok $n - protoc decodes the kinds model"; else
   echo "not ok $n - protoc decodes the kinds model"; sed 's/^/# /' "$tmp/kinds.err"; fi
 has kinds 1 "type: SELECTED_ROWS" "SELECTED_ROWS"
 has kinds 1 'name: "pdlang.shape_unknown"' "the unknown-shape marker"
+n=$((n + 1))
+if compile ifelse; then echo "ok $n - protoc decodes examples/ifelse.pd compiled"; else
+  echo "not ok $n - protoc decodes examples/ifelse.pd compiled"; sed 's/^/# /' "$tmp/ifelse.err"; fi
+has ifelse 3 "blocks {" "three BlockDescs"
+has ifelse 2 "parent_idx: 0" "the true and false blocks, children of block 0"
+has ifelse 2 'type: "conditional_block"' "two conditional_block ops"
+has ifelse 2 "type: BLOCK" "each with a BLOCK attribute"

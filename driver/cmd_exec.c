@@ -1,0 +1,219 @@
+/* cmd_exec.c -- `pdlang exec MODEL.pdmodel --feed NAME=FILE.npy ...`: run a saved inference
+ * program (as `save` writes it, or a Fluid inference model with feed and fetch ops) on inputs
+ * read from NumPy files, and print what its fetch ops fetch. Parameters come from
+ * MODEL.pdiparams (or --params FILE). */
+#include "config.h"
+#include "driver/driver.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lang/params.h"
+#include "lang/serialize.h"
+#include "vm/exec.h"
+#include "vm/reader.h"
+
+#define MAX_IO 32
+
+typedef struct io_op {
+  const char *var;   /* the feed op's Out / the fetch op's X */
+  int col;
+} io_op;
+
+/* The feed or fetch ops of block 0, in col order. Returns how many (at most MAX_IO). */
+static int find_io(const pd_program *p, const char *type, const char *slot, io_op *out) {
+  int n = 0;
+  const pd_block *b = p->blocks[0];
+  for (int i = 0; i < b->nops && n < MAX_IO; i++) {
+    const pd_op_desc *op = b->ops[i];
+    if (strcmp(op->type, type) != 0) continue;
+    const char *v = strcmp(slot, "Out") == 0 ? pd_op_output1(op, "Out") : pd_op_input1(op, "X");
+    const pd_attr *col = pd_op_attr(op, "col");
+    if (!v) continue;
+    out[n++] = (io_op){v, col && col->type == PD_ATTR_INT ? col->v.i : n};
+  }
+  return n;
+}
+
+/* A whole .npy file as one tensor [N, per-sample dims...] (a 1-D file gives [N, 1]). */
+static pd_status load_npy(const char *path, pd_tensor *t, pd_error *err) {
+  pd_dataset *ds;
+  pd_status st = pd_dataset_npy(path, NULL, &ds, err);
+  if (st) return st;
+  int64_t dims[PD_TENSOR_MAX_DIMS];
+  int nd = pd_dataset_field_shape(ds, 0, dims + 1);
+  dims[0] = pd_dataset_size(ds);
+  st = pd_tensor_set_data(t, pd_dataset_field_dtype(ds, 0), nd + 1, dims,
+                          pd_dataset_field_data(ds, 0));
+  pd_dataset_free(ds);
+  if (st) return pd_error_set(err, st, (pd_loc){0}, "%s: out of memory", path);
+  return PD_OK;
+}
+
+/* Does the file's tensor fit the model's input var (dtype, rank, known dims)? Says why not. */
+static bool input_fits(const pd_program *p, const char *name, const pd_tensor *t,
+                       const char *file) {
+  const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
+  if (!v || v->ndims < 0) return true;
+  bool ok = v->dtype == t->dtype && v->ndims == t->ndims;
+  for (int k = 0; ok && k < v->ndims; k++) ok = v->dims[k] < 0 || v->dims[k] == t->dims[k];
+  if (ok) return true;
+  fprintf(stderr, "pdlang exec: input %s is %s [", name, pd_dtype_name(v->dtype));
+  for (int k = 0; k < v->ndims; k++) fprintf(stderr, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
+  fprintf(stderr, "] but %s holds %s [", file, pd_dtype_name(t->dtype));
+  for (int k = 0; k < t->ndims; k++) fprintf(stderr, "%s%lld", k ? ", " : "", (long long)t->dims[k]);
+  fprintf(stderr, "]\n");
+  return false;
+}
+
+static void describe_inputs(const pd_program *p, const io_op *feeds, int n) {
+  fprintf(stderr, "the model's inputs:\n");
+  for (int i = 0; i < n; i++) {
+    const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], feeds[i].var);
+    fprintf(stderr, "  %s", feeds[i].var);
+    if (v && v->ndims >= 0) {
+      fprintf(stderr, " %s [", pd_dtype_name(v->dtype));
+      for (int k = 0; k < v->ndims; k++)
+        fprintf(stderr, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
+      fprintf(stderr, "]");
+    }
+    fprintf(stderr, "\n");
+  }
+}
+
+static int run_exec(int argc, char **argv) {
+  const char *model = NULL, *params = NULL;
+  const char *feed_names[MAX_IO], *feed_files[MAX_IO];
+  int nfeed_args = 0;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--feed") == 0 && i + 1 < argc) {
+      char *eq = strchr(argv[++i], '=');
+      if (!eq || eq == argv[i] || nfeed_args == MAX_IO) {
+        fprintf(stderr, "pdlang exec: --feed takes NAME=FILE.npy, got '%s'\n", argv[i]);
+        return 2;
+      }
+      *eq = 0;
+      feed_names[nfeed_args] = argv[i];
+      feed_files[nfeed_args++] = eq + 1;
+    } else if (strcmp(argv[i], "--params") == 0 && i + 1 < argc) {
+      params = argv[++i];
+    } else if (argv[i][0] == '-' || model) {
+      pd_driver_usage(stderr, &pd_cmd_exec);
+      return 2;
+    } else {
+      model = argv[i];
+    }
+  }
+  if (!model) {
+    pd_driver_usage(stderr, &pd_cmd_exec);
+    return 2;
+  }
+  pd_error err = {0};
+  pd_program *p = NULL;
+  pd_exec *ex = NULL;
+  pd_scope *global = NULL;
+  char *ppath = NULL;
+  const char **pnames = NULL;
+  pd_tensor inputs[MAX_IO];
+  int ninputs = 0;
+  int rc = 1;
+  pd_status st = pd_program_load(model, &p, &err);
+  if (st) goto fail;
+  io_op feeds[MAX_IO], fetches[MAX_IO];
+  int nfeeds = find_io(p, "feed", "Out", feeds), nfetches = find_io(p, "fetch", "X", fetches);
+  if (nfetches == 0) {
+    fprintf(stderr, "pdlang exec: %s has no fetch ops, so nothing to show (save it with "
+                    "save(path, target) in a script)\n", model);
+    goto out;
+  }
+  /* Parameters: every persistable tensor var, sorted by name, as save writes them. */
+  const pd_block *b0 = p->blocks[0];
+  pnames = calloc((size_t)b0->nvars + 1, sizeof *pnames);
+  int np = 0;
+  if (!pnames) goto out;
+  for (int i = 0; i < b0->nvars; i++)
+    if (b0->vars[i]->persistable && b0->vars[i]->type == PD_VAR_LOD_TENSOR)
+      pnames[np++] = b0->vars[i]->name;
+  for (int i = 1; i < np; i++)
+    for (int j = i; j > 0 && strcmp(pnames[j - 1], pnames[j]) > 0; j--) {
+      const char *t = pnames[j];
+      pnames[j] = pnames[j - 1];
+      pnames[j - 1] = t;
+    }
+  global = pd_scope_new(NULL);
+  if (!global) goto out;
+  if (np) {
+    ppath = params ? pd_strdup(params) : pd_params_path_for(model);
+    if (!ppath) goto out;
+    if ((st = pd_params_load(ppath, global, np, pnames, p, &err))) goto fail;
+  }
+  /* Inputs: by name, or in order when the names are not the model's. */
+  if (nfeed_args != nfeeds) {
+    fprintf(stderr, "pdlang exec: the model takes %d input%s, %d given with --feed\n", nfeeds,
+            nfeeds == 1 ? "" : "s", nfeed_args);
+    describe_inputs(p, feeds, nfeeds);
+    goto out;
+  }
+  pd_variable *fv = pd_scope_var(global, "feed");
+  pd_tensor_array *list = fv && pd_var_set_type(fv, PD_VAR_FEED_MINIBATCH) == PD_OK
+                              ? pd_var_tensor_array(fv)
+                              : NULL;
+  if (!list || pd_tensor_array_reserve(list, nfeeds)) {
+    fprintf(stderr, "pdlang exec: cannot set up the feed list\n");
+    goto out;
+  }
+  for (int i = 0; i < nfeeds; i++) {
+    int k = i;
+    for (int j = 0; j < nfeed_args; j++)
+      if (strcmp(feed_names[j], feeds[i].var) == 0) k = j;
+    pd_tensor_init(&inputs[ninputs++]);
+    if ((st = load_npy(feed_files[k], &inputs[ninputs - 1], &err))) goto fail;
+    pd_tensor *slot = pd_tensor_array_get(list, feeds[i].col);
+    if (!slot) {
+      fprintf(stderr, "pdlang exec: feed op %d has column %d\n", i, feeds[i].col);
+      goto out;
+    }
+    if (!input_fits(p, feeds[i].var, &inputs[ninputs - 1], feed_files[k])) goto out;
+    if ((st = pd_tensor_share(slot, &inputs[ninputs - 1]))) goto fail;
+  }
+  if ((st = pd_exec_new(p, NULL, &ex, &err))) goto fail;
+  if ((st = pd_exec_run(ex, global, NULL, NULL, &err))) goto fail;
+  pd_variable *tv = pd_scope_find_var(global, "fetch");
+  pd_tensor_array *got = tv ? pd_var_tensor_array(tv) : NULL;
+  pd_buf out;
+  pd_buf_init(&out);
+  for (int i = 0; i < nfetches; i++) {
+    const pd_tensor *t = got ? pd_tensor_array_get(got, fetches[i].col) : NULL;
+    pd_buf_printf(&out, "%s: ", fetches[i].var);
+    if (t) pd_tensor_print(t, &out);
+    else pd_buf_puts(&out, "(not fetched)\n");
+  }
+  if (out.data) fputs(out.data, stdout);
+  pd_buf_free(&out);
+  rc = 0;
+  goto out;
+fail:
+  pd_driver_print_error(NULL, NULL, &err);
+out:
+  for (int i = 0; i < ninputs; i++) pd_tensor_release(&inputs[i]);
+  pd_error_clear(&err);
+  pd_exec_free(ex);
+  pd_scope_free(global);
+  pd_program_free(p);
+  free(pnames);
+  pd_free(ppath);
+  return rc;
+}
+
+const pd_command pd_cmd_exec = {
+    .name = "exec",
+    .run = run_exec,
+    .summary = "run a saved model (FILE.pdmodel) on inputs from .npy files",
+    .usage = "pdlang exec MODEL.pdmodel [--params FILE] [--feed NAME=FILE.npy]...\n"
+             "\n"
+             "Runs a saved inference program (save(path, target) in a script writes one) and\n"
+             "prints what its fetch ops fetch. Parameters are read from MODEL.pdiparams unless\n"
+             "--params names another file. Each input of the model is given with --feed, by\n"
+             "name (or in order); the file's first dimension is the batch.",
+};

@@ -1,0 +1,103 @@
+/* cmd_run.c -- `pdlang run FILE.pd`: compile the whole script (every error reported before
+ * anything runs), then run its actions in order. Run-time errors are shown like compile errors:
+ * file:line:col of the op or action at fault, the source line and a caret. */
+#include "config.h"
+#include "driver/driver.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "lang/compile.h"
+#include "lang/run.h"
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  if (interrupted) _exit(130); /* a second Ctrl-C does not wait for the minibatch */
+  interrupted = 1;
+}
+
+void pd_driver_print_error(const pd_unit *unit, const pd_source *src, const pd_error *err) {
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_diag_render_error(&b, pd_unit_source(unit, src, err->loc.file), err);
+  if (b.data) fputs(b.data, stderr);
+  else fprintf(stderr, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
+  pd_buf_free(&b);
+}
+
+static int run_run(int argc, char **argv) {
+  const char *path = NULL;
+  pd_run_options o = {.out = stdout, .progress = stderr, .progress_mode = PD_PROGRESS_AUTO};
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
+      char *end;
+      o.seed = strtoull(argv[++i], &end, 10);
+      if (*end || !*argv[i]) {
+        fprintf(stderr, "pdlang run: --seed needs a non-negative integer, got '%s'\n", argv[i]);
+        return 2;
+      }
+    } else if (strcmp(a, "--check-nan-inf") == 0) {
+      o.check_nan_inf = true;
+    } else if (strncmp(a, "--progress=", 11) == 0) {
+      const char *m = a + 11;
+      if (strcmp(m, "bar") == 0) o.progress_mode = PD_PROGRESS_BAR;
+      else if (strcmp(m, "lines") == 0) o.progress_mode = PD_PROGRESS_LINES;
+      else if (strcmp(m, "none") == 0) o.progress_mode = PD_PROGRESS_NONE;
+      else if (strcmp(m, "auto") == 0) o.progress_mode = PD_PROGRESS_AUTO;
+      else {
+        fprintf(stderr, "pdlang run: --progress is auto, bar, lines or none, not '%s'\n", m);
+        return 2;
+      }
+    } else if (a[0] == '-' || path) {
+      pd_driver_usage(stderr, &pd_cmd_run);
+      return 2;
+    } else {
+      path = a;
+    }
+  }
+  if (!path) {
+    pd_driver_usage(stderr, &pd_cmd_run);
+    return 2;
+  }
+  pd_source *src;
+  pd_unit *unit;
+  if (pd_driver_compile_file(path, &src, &unit)) return 1;
+  interrupted = 0;
+  o.interrupt = &interrupted;
+  struct sigaction sa, old;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &old);
+  pd_error err = {0};
+  pd_runner *r = NULL;
+  pd_status st = pd_runner_new(unit, &o, &r, &err);
+  if (!st) st = pd_runner_run_all(r, &err);
+  sigaction(SIGINT, &old, NULL);
+  if (st) pd_driver_print_error(unit, src, &err);
+  pd_error_clear(&err);
+  pd_runner_free(r);
+  pd_unit_free(unit);
+  pd_source_free(src);
+  if (st == PD_EINTR) return 130;
+  return st ? 1 : 0;
+}
+
+const pd_command pd_cmd_run = {
+    .name = "run",
+    .run = run_run,
+    .summary = "compile a .pd script and run its actions (train, eval, print, ...)",
+    .usage = "pdlang run [--seed N] [--check-nan-inf] [--progress=auto|bar|lines|none] FILE.pd\n"
+             "\n"
+             "Compiles FILE.pd (reporting every error before anything runs), then runs its\n"
+             "actions in order.\n"
+             "  --seed N          seed of parameter initialisers and random ops (default 0)\n"
+             "  --check-nan-inf   stop at the first op that makes a NaN or Inf\n"
+             "                    (also PDLANG_CHECK_NAN_INF=1)\n"
+             "  --progress=MODE   training progress: a bar on a terminal (auto), bar, lines, none",
+};

@@ -1,0 +1,306 @@
+/* run.c -- the runner: a global scope initialised by the startup program, and the actions that
+ * compute values without data (print, assert_close). Training actions are in lang/train.c. */
+#include "config.h"
+#include "lang/run.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "lang/run_int.h"
+#include "vm/prune.h"
+
+/* An error without a location (from feeding, fetching, pruning) is placed at loc. */
+static pd_status at_loc(pd_error *err, pd_status st, pd_loc loc) {
+  if (st && err && err->loc.line == 0 && loc.line > 0) {
+    char *msg = err->msg;
+    err->msg = NULL;
+    pd_error_set(err, st, loc, "%s", msg ? msg : pd_status_str(st));
+    pd_free(msg);
+  }
+  return st;
+}
+
+pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runner **out,
+                        pd_error *err) {
+  *out = NULL;
+  pd_runner *r = pd_calloc(1, sizeof *r);
+  if (!r || !(r->global = pd_scope_new(NULL))) {
+    pd_free(r);
+    return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  }
+  r->unit = unit;
+  if (opts) {
+    r->opts = *opts;
+  } else {
+    r->opts.out = stdout;
+    r->opts.progress = stderr;
+  }
+  pd_exec_options eo = {.seed = r->opts.seed,
+                        .check_nan_inf = r->opts.check_nan_inf,
+                        .interrupt = r->opts.interrupt};
+  pd_exec *ex = NULL;
+  pd_status st = pd_exec_new(unit->startup, &eo, &ex, err);
+  if (!st) st = pd_exec_run_block(ex, 0, r->global, err);
+  pd_exec_free(ex);
+  if (st) {
+    pd_runner_free(r);
+    return st;
+  }
+  *out = r;
+  return PD_OK;
+}
+
+void pd_runner_free(pd_runner *r) {
+  if (!r) return;
+  pd_scope_free(r->global);
+  pd_free(r);
+}
+
+pd_scope *pd_runner_scope(pd_runner *r) { return r->global; }
+const pd_unit *pd_runner_unit(const pd_runner *r) { return r->unit; }
+
+/* ---- Pruning, data vars ---- */
+
+static bool in_list(const char *name, const char *const *list, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(list[i], name) == 0) return true;
+  return false;
+}
+
+/* Does any op of p (any block) write var `name`? */
+static bool written(const pd_program *p, const char *name) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      const pd_op_desc *op = p->blocks[b]->ops[i];
+      for (int s = 0; s < op->noutputs; s++)
+        if (in_list(name, (const char *const *)op->outputs[s].args, op->outputs[s].nargs))
+          return true;
+    }
+  return false;
+}
+
+static bool read_anywhere(const pd_program *p, const char *name) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      const pd_op_desc *op = p->blocks[b]->ops[i];
+      for (int s = 0; s < op->ninputs; s++)
+        if (in_list(name, (const char *const *)op->inputs[s].args, op->inputs[s].nargs))
+          return true;
+    }
+  return false;
+}
+
+int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap) {
+  const pd_block *b0 = p->blocks[0];
+  int n = 0;
+  for (int i = 0; i < b0->nvars; i++) {
+    const pd_var_desc *v = b0->vars[i];
+    if (v->persistable || v->type != PD_VAR_LOD_TENSOR) continue;
+    if (!read_anywhere(p, v->name) || written(p, v->name)) continue;
+    pd_variable *gv = pd_scope_find_local_var(r->global, v->name);
+    if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor)) continue;
+    if (n < cap) names[n] = v->name;
+    n++;
+  }
+  return n;
+}
+
+pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc loc,
+                         pd_program **out_prog, pd_exec **out_ex, pd_error *err) {
+  *out_prog = NULL;
+  *out_ex = NULL;
+  pd_program *p = NULL;
+  pd_status st = pd_program_prune(r->unit->main, n, targets, &p, err);
+  if (st) return at_loc(err, st, loc);
+  pd_exec_options eo = {.seed = r->opts.seed,
+                        .check_nan_inf = r->opts.check_nan_inf,
+                        .interrupt = r->opts.interrupt};
+  pd_exec *ex = NULL;
+  if ((st = pd_exec_new(p, &eo, &ex, err))) {
+    pd_program_free(p);
+    return at_loc(err, st, loc);
+  }
+  *out_prog = p;
+  *out_ex = ex;
+  return PD_OK;
+}
+
+pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
+                            const char *why, pd_loc loc, pd_error *err) {
+  pd_program *p;
+  pd_exec *ex;
+  pd_status st = pd_run_prepare(r, n, names, loc, &p, &ex, err);
+  if (st) return st;
+  const char *data[1];
+  if (pd_run_data_vars(r, p, data, 1) > 0) {
+    st = pd_error_set(err, PD_EINVAL, loc,
+                      "%s computes without data, but this needs '%s', which a reader feeds; "
+                      "use eval(..., reader = ...) to compute over a data set",
+                      why, data[0]);
+    goto out;
+  }
+  pd_exec_fetch *fetches = pd_calloc((size_t)n + 1, sizeof *fetches);
+  if (!fetches) {
+    st = pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < n; i++) fetches[i] = (pd_exec_fetch){names[i], &values[i]};
+  pd_exec_io io = {.nfetches = n, .fetches = fetches};
+  st = at_loc(err, pd_exec_run(ex, r->global, &io, NULL, err), loc);
+  pd_free(fetches);
+out:
+  pd_exec_free(ex);
+  pd_program_free(p);
+  return st;
+}
+
+/* ---- print ---- */
+
+static pd_status do_print(pd_runner *r, const pd_action *a, pd_error *err) {
+  const char **names = pd_calloc((size_t)a->nargs + 1, sizeof *names);
+  pd_tensor *vals = pd_calloc((size_t)a->nargs + 1, sizeof *vals);
+  pd_status st = PD_OK;
+  if (!names || !vals) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  int n = 0;
+  for (int i = 0; i < a->nargs; i++)
+    if (a->args[i]->kind == PD_CVAL_TENSOR) names[n++] = a->args[i]->str;
+  for (int i = 0; i < n; i++) pd_tensor_init(&vals[i]);
+  if (n && (st = pd_runner_compute(r, n, names, vals, "print", a->loc, err))) goto release;
+  pd_buf b;
+  pd_buf_init(&b);
+  for (int i = 0, k = 0; i < a->nargs; i++) {
+    if (a->args[i]->kind == PD_CVAL_TENSOR) {
+      pd_tensor_print(&vals[k++], &b);
+    } else {
+      pd_cval_format(a->args[i], &b);
+      pd_buf_puts(&b, "\n");
+    }
+  }
+  if (b.oom) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  else if (r->opts.out && b.len) {
+    fwrite(b.data, 1, b.len, r->opts.out);
+    fflush(r->opts.out);
+  }
+  pd_buf_free(&b);
+release:
+  for (int i = 0; i < n; i++) pd_tensor_release(&vals[i]);
+out:
+  pd_free(names);
+  pd_free(vals);
+  return st;
+}
+
+/* ---- assert_close ---- */
+
+/* Flatten a compile-time number or (nested) list of numbers into vals. -1 if not numeric. */
+static int64_t flatten(const pd_cval *v, double *vals, int64_t cap, int64_t at) {
+  switch (v->kind) {
+    case PD_CVAL_INT:
+      if (at < cap) vals[at] = (double)v->i;
+      return at + 1;
+    case PD_CVAL_FLOAT:
+      if (at < cap) vals[at] = v->f;
+      return at + 1;
+    case PD_CVAL_BOOL:
+      if (at < cap) vals[at] = v->b;
+      return at + 1;
+    case PD_CVAL_LIST:
+      for (int i = 0; i < v->n && at >= 0; i++) at = flatten(v->items[i], vals, cap, at);
+      return at;
+    default: return -1;
+  }
+}
+
+static double elem(const pd_tensor *t, int64_t i) {
+  switch (t->dtype) {
+    case PD_FP32: return PD_TENSOR_F32(t)[i];
+    case PD_FP64: return PD_TENSOR_F64(t)[i];
+    case PD_INT32: return PD_TENSOR_I32(t)[i];
+    case PD_INT64: return (double)PD_TENSOR_I64(t)[i];
+    case PD_BOOL: return PD_TENSOR_BOOL(t)[i];
+    default: return NAN;
+  }
+}
+
+static pd_status do_assert_close(pd_runner *r, const pd_action *a, pd_error *err) {
+  const pd_cval *want = a->args[1];
+  const pd_cval *tolv = pd_action_opt(a, "tol");
+  double tol = 1e-5;
+  if (tolv && tolv->kind == PD_CVAL_FLOAT) tol = tolv->f;
+  else if (tolv && tolv->kind == PD_CVAL_INT) tol = (double)tolv->i;
+  const char *names[2] = {a->args[0]->str, want->kind == PD_CVAL_TENSOR ? want->str : NULL};
+  int n = names[1] ? 2 : 1;
+  pd_tensor vals[2];
+  pd_tensor_init(&vals[0]);
+  pd_tensor_init(&vals[1]);
+  double *expect = NULL;
+  pd_status st = pd_runner_compute(r, n, names, vals, "assert_close", a->loc, err);
+  if (st) goto out;
+  int64_t got_n = pd_tensor_numel(&vals[0]), want_n;
+  if (n == 2) {
+    want_n = pd_tensor_numel(&vals[1]);
+  } else {
+    want_n = flatten(want, NULL, 0, 0);
+    if (want_n < 0) {
+      st = pd_error_set(err, PD_ETYPE, a->loc,
+                        "assert_close: the expected value must be a tensor, a number or a list "
+                        "of numbers");
+      goto out;
+    }
+  }
+  if (got_n != want_n) {
+    char sh[96];
+    st = pd_error_set(err, PD_ESHAPE, a->loc,
+                      "assert_close: the value has %lld elements (shape %s) but %lld are expected",
+                      (long long)got_n, pd_ctx_shape_str(&vals[0], sh, sizeof sh),
+                      (long long)want_n);
+    goto out;
+  }
+  if (!(expect = pd_malloc(sizeof *expect * (size_t)(want_n + 1)))) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  for (int64_t i = 0; i < want_n; i++)
+    expect[i] = n == 2 ? elem(&vals[1], i) : 0;
+  if (n == 1) flatten(want, expect, want_n, 0);
+  for (int64_t i = 0; i < got_n; i++) {
+    double g = elem(&vals[0], i), w = expect[i];
+    if (!(fabs(g - w) <= tol * (1 + fabs(w)))) {
+      st = pd_error_set(err, PD_ERUNTIME, a->loc,
+                        "assert_close failed: element %lld is %.9g but %.9g was expected "
+                        "(tolerance %g)",
+                        (long long)i, g, w, tol);
+      goto out;
+    }
+  }
+out:
+  pd_free(expect);
+  pd_tensor_release(&vals[0]);
+  pd_tensor_release(&vals[1]);
+  return st;
+}
+
+/* ---- Dispatch ---- */
+
+pd_status pd_runner_action(pd_runner *r, const pd_action *a, pd_error *err) {
+  switch (a->kind) {
+    case PD_ACTION_PRINT: return do_print(r, a, err);
+    case PD_ACTION_ASSERT_CLOSE: return do_assert_close(r, a, err);
+    case PD_ACTION_TRAIN: return pd_run_train(r, a, err);
+    case PD_ACTION_EVAL: return pd_run_eval(r, a, err);
+    case PD_ACTION_SAVE: return pd_run_save(r, a, err);
+    case PD_ACTION_LOAD: return pd_run_load(r, a, err);
+  }
+  return pd_error_set(err, PD_EINVAL, a->loc, "unknown action");
+}
+
+pd_status pd_runner_run_all(pd_runner *r, pd_error *err) {
+  for (int i = 0; i < r->unit->nactions; i++) {
+    pd_status st = pd_runner_action(r, &r->unit->actions[i], err);
+    if (st) return st;
+  }
+  return PD_OK;
+}

@@ -1,0 +1,64 @@
+/* run.h -- runs a compiled unit: the machine behind `pdlang run`, the REPL and the C library.
+ *
+ * A runner holds the global scope, where the parameters and optimizer state live. Creating one
+ * runs the unit's startup program there (parameter initialisers) once. Each action then prunes
+ * the main program to what its targets need (vm/prune.h), runs that in a fresh child scope of
+ * the global scope, and reports:
+ *   print(v, ...)          each value as a framework prints it (tensors with shape, dtype, LoD)
+ *   assert_close(a, b)     fails (PD_ERUNTIME at the call) when |a - b| > tol * (1 + |b|)
+ *   train / eval / save / load   see lang/train.c
+ *
+ * Errors come back in a pd_error whose location points at the .pd line of the op (or action) at
+ * fault; render them with pd_diag_render_error and pd_unit_source.
+ *
+ * Ownership: the runner borrows the unit (which must outlive it) and owns the global scope. */
+#ifndef PD_RUN_H
+#define PD_RUN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/base.h"
+#include "lang/compile.h"
+#include "vm/scope.h"
+#include "vm/tensor.h"
+
+typedef enum pd_progress_mode {
+  PD_PROGRESS_AUTO,   /* a bar when `progress` is a terminal, plain lines otherwise */
+  PD_PROGRESS_BAR,
+  PD_PROGRESS_LINES,
+  PD_PROGRESS_NONE,
+} pd_progress_mode;
+
+typedef struct pd_run_options {
+  FILE *out;                          /* print's output; NULL: print writes nothing */
+  FILE *progress;                     /* training progress and summaries; NULL: none */
+  pd_progress_mode progress_mode;
+  uint64_t seed;                      /* random initialisers and ops; the default 0 is a seed */
+  bool check_nan_inf;                 /* see pd_exec_options */
+  volatile sig_atomic_t *interrupt;   /* Ctrl-C: non-zero stops at the next op or minibatch */
+} pd_run_options;
+
+typedef struct pd_runner pd_runner;
+
+/* A runner for unit; runs its startup program. opts may be NULL (stdout, stderr, auto, seed 0). */
+pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runner **out,
+                        pd_error *err);
+void pd_runner_free(pd_runner *r);   /* NULL is a no-op; frees the global scope */
+
+pd_scope *pd_runner_scope(pd_runner *r);      /* the global scope */
+const pd_unit *pd_runner_unit(const pd_runner *r);
+
+/* Run one action of the unit. */
+pd_status pd_runner_action(pd_runner *r, const pd_action *a, pd_error *err);
+/* Run every action of the unit in order, stopping at the first error. */
+pd_status pd_runner_run_all(pd_runner *r, pd_error *err);
+
+/* Compute vars of the main program's block 0 without data: prune to them, run once, copy each
+ * into values[i] (caller's tensors). `why` names the caller in errors ("print"), at loc. */
+pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
+                            const char *why, pd_loc loc, pd_error *err);
+
+#endif /* PD_RUN_H */

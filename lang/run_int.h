@@ -1,0 +1,31 @@
+/* run_int.h -- what lang/run.c (the runner, print, assert_close) and lang/train.c (train, eval,
+ * save, load) share. Private to lang/. */
+#ifndef PD_RUN_INT_H
+#define PD_RUN_INT_H
+
+#include "lang/run.h"
+#include "vm/exec.h"
+#include "vm/program.h"
+
+struct pd_runner {
+  const pd_unit *unit;
+  pd_run_options opts;
+  pd_scope *global;
+};
+
+/* The data vars of a program: vars of block 0 that its ops read, that no op writes, and that are
+ * neither persistable nor already holding a value in the global scope (a reader must feed them).
+ * Up to cap names (borrowed from p) go to names; returns how many there are. */
+int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap);
+
+/* Prune the main program to targets and prepare it. *out_prog and *out_ex are the caller's to
+ * free (pd_exec_free, then pd_program_free). Errors are placed at loc. */
+pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc loc,
+                         pd_program **out_prog, pd_exec **out_ex, pd_error *err);
+
+pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err);
+pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err);
+pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err);
+pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err);
+
+#endif /* PD_RUN_INT_H */

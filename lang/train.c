@@ -1,0 +1,712 @@
+/* train.c -- the actions that run a program over data or move its parameters to and from disk:
+ *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=)
+ *       prunes the main program to the cost, appends the backward pass (vm/backward.h) and the
+ *       optimizer (vm/optimizer.h), and runs it once per minibatch in a fresh scope under the
+ *       global one, with progress on the progress stream; Ctrl-C stops after the minibatch;
+ *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
+ *       and prints each metric averaged over the samples;
+ *   save(path, target, ...) writes the inference program for the targets (feed and fetch ops
+ *       as Fluid's save_inference_model adds them) and its parameters (path.pdiparams);
+ *       save(path) alone writes every parameter;
+ *   load(path) reads parameters back into the global scope.
+ * Data vars (vars of the program that a reader must feed) are matched to the reader's fields by
+ * name, else by position; a field whose per-sample size matches a var of another shape (images
+ * [784] for a [-1, 1, 28, 28] input) is reshaped. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lang/params.h"
+#include "lang/run_int.h"
+#include "lang/serialize.h"
+#include "vm/backward.h"
+#include "vm/optimizer.h"
+#include "vm/prune.h"
+#include "vm/reader.h"
+
+/* ---------------------------------------------------------------- options */
+
+static const pd_cval *opt(const pd_action *a, const char *key) { return pd_action_opt(a, key); }
+
+static int64_t opt_int(const pd_action *a, const char *key, int64_t def) {
+  const pd_cval *v = opt(a, key);
+  return v && v->kind == PD_CVAL_INT ? v->i : def;
+}
+
+static bool opt_bool(const pd_action *a, const char *key, bool def) {
+  const pd_cval *v = opt(a, key);
+  return v && v->kind == PD_CVAL_BOOL ? v->b : def;
+}
+
+static const char *opt_str(const pd_action *a, const char *key) {
+  const pd_cval *v = opt(a, key);
+  return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
+}
+
+static bool num(const pd_cval *v, double *out) {
+  if (!v) return false;
+  if (v->kind == PD_CVAL_INT) *out = (double)v->i;
+  else if (v->kind == PD_CVAL_FLOAT) *out = v->f;
+  else return false;
+  return true;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* A path named in a script: relative paths are taken from the script's folder when the file is
+ * there, else from the working directory. Heap string. */
+static char *script_path(const pd_action *a, const char *path) {
+  if (!path || path[0] == '/' || !a->loc.file) return pd_strdup(path ? path : "");
+  const char *slash = strrchr(a->loc.file, '/');
+  if (!slash) return pd_strdup(path);
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "%.*s/%s", (int)(slash - a->loc.file), a->loc.file, path);
+  char *joined = pd_buf_take(&b);
+  struct stat sb;
+  if (joined && stat(joined, &sb) == 0) return joined;
+  pd_free(joined);
+  return pd_strdup(path);
+}
+
+/* ---------------------------------------------------------------- readers */
+
+static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset **out,
+                             pd_error *err) {
+  *out = NULL;
+  if (!spec || spec->kind != PD_CVAL_RECORD)
+    return pd_error_set(err, PD_EINVAL, a->loc, "%s needs a reader, e.g. reader = "
+                        "fashion_mnist(\"train\")", pd_action_name(a->kind));
+  const char *name = spec->str;
+  const pd_cval *f0 = pd_cval_field(spec, "split", 0);
+  pd_status st;
+  if (strcmp(name, "fashion_mnist") == 0 || strcmp(name, "mnist") == 0) {
+    const char *split = f0 && f0->kind == PD_CVAL_STRING ? f0->str : "train";
+    if (strcmp(split, "train") && strcmp(split, "test"))
+      return pd_error_set(err, PD_EINVAL, a->loc, "%s: split must be \"train\" or \"test\", not "
+                          "\"%s\"", name, split);
+    const pd_cval *p = pd_cval_field(spec, "path", 1);
+    char *dir = p && p->kind == PD_CVAL_STRING ? script_path(a, p->str) : NULL;
+    st = pd_dataset_mnist(name, split, dir, out, err);
+    pd_free(dir);
+  } else if (strcmp(name, "csv") == 0) {
+    const pd_cval *p = pd_cval_field(spec, "path", 0);
+    const pd_cval *label = pd_cval_field(spec, "label", 1);
+    const pd_cval *feats = pd_cval_field(spec, "features", 2);
+    const char *fnames[256];
+    int nf = 0;
+    if (feats && feats->kind == PD_CVAL_LIST)
+      for (int i = 0; i < feats->n && nf < 256; i++)
+        if (feats->items[i]->kind == PD_CVAL_STRING) fnames[nf++] = feats->items[i]->str;
+    char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    st = pd_dataset_csv(path, label && label->kind == PD_CVAL_STRING ? label->str : NULL, nf,
+                        nf ? fnames : NULL, out, err);
+    pd_free(path);
+  } else if (strcmp(name, "npy") == 0) {
+    const pd_cval *p = pd_cval_field(spec, "path", 0);
+    const pd_cval *lp = pd_cval_field(spec, "label_path", 1);
+    char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    char *lpath = lp && lp->kind == PD_CVAL_STRING ? script_path(a, lp->str) : NULL;
+    st = path ? pd_dataset_npy(path, lpath, out, err) : PD_ENOMEM;
+    pd_free(path);
+    pd_free(lpath);
+  } else {
+    return pd_error_set(err, PD_EINVAL, a->loc, "unknown reader '%s'", name);
+  }
+  if (st && err && err->loc.line == 0) {
+    char *msg = err->msg;
+    err->msg = NULL;
+    pd_error_set(err, st, a->loc, "%s", msg ? msg : pd_status_str(st));
+    pd_free(msg);
+  }
+  return st;
+}
+
+/* How the data vars of a program take the reader's fields. */
+typedef struct feeder {
+  int n;
+  const char *vars[16];
+  int field[16];            /* the dataset field of each var */
+  int nd[16];               /* the var's rank when the batch must be reshaped, else 0 */
+  int64_t dims[16][PD_TENSOR_MAX_DIMS];
+  pd_tensor *fields;        /* one per dataset field: the current batch */
+  int nfields;
+  pd_exec_feed feeds[16];
+} feeder;
+
+static void feeder_release(feeder *f) {
+  for (int i = 0; i < f->nfields; i++) pd_tensor_release(&f->fields[i]);
+  pd_free(f->fields);
+  f->fields = NULL;
+}
+
+static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program *p,
+                             const pd_dataset *ds, feeder *f, pd_error *err) {
+  memset(f, 0, sizeof *f);
+  const char *names[16];
+  int n = pd_run_data_vars(r, p, names, 16);
+  int nf = pd_dataset_nfields(ds);
+  if (n > 16) return pd_error_set(err, PD_EUNSUPPORTED, a->loc, "more than 16 data inputs");
+  f->n = n;
+  bool by_name = true;
+  for (int i = 0; i < n; i++) {
+    f->vars[i] = names[i];
+    f->field[i] = -1;
+    for (int k = 0; k < nf; k++)
+      if (strcmp(pd_dataset_field_name(ds, k), names[i]) == 0) f->field[i] = k;
+    by_name = by_name && f->field[i] >= 0;
+  }
+  if (!by_name) {
+    if (n > nf) {
+      pd_buf b;
+      pd_buf_init(&b);
+      for (int i = 0; i < n; i++) pd_buf_printf(&b, "%s'%s'", i ? ", " : "", names[i]);
+      pd_buf_puts(&b, " but the reader gives ");
+      for (int k = 0; k < nf; k++) pd_buf_printf(&b, "%s'%s'", k ? ", " : "", pd_dataset_field_name(ds, k));
+      pd_status st = pd_error_set(err, PD_EINVAL, a->loc, "%s: the program reads data %s",
+                                  pd_action_name(a->kind), b.data ? b.data : "?");
+      pd_buf_free(&b);
+      return st;
+    }
+    for (int i = 0; i < n; i++) f->field[i] = i; /* by position, in declaration order */
+  }
+  /* Reshape when the var's per-sample shape differs from the field's but holds as many values. */
+  for (int i = 0; i < n; i++) {
+    const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], names[i]);
+    int64_t fd[PD_TENSOR_MAX_DIMS];
+    int fnd = pd_dataset_field_shape(ds, f->field[i], fd);
+    int64_t fnum = 1, vnum = 1;
+    for (int k = 0; k < fnd; k++) fnum *= fd[k];
+    bool same = v && v->ndims == fnd + 1;
+    for (int k = 0; same && k < fnd; k++) same = v->dims[k + 1] < 0 || v->dims[k + 1] == fd[k];
+    if (!v || same || v->ndims < 1) continue;
+    bool known = true;
+    for (int k = 1; k < v->ndims; k++) {
+      known = known && v->dims[k] >= 0;
+      vnum *= v->dims[k];
+    }
+    if (known && vnum == fnum) {
+      f->nd[i] = v->ndims;
+      memcpy(f->dims[i], v->dims, sizeof *v->dims * (size_t)v->ndims);
+    }
+  }
+  f->nfields = nf;
+  if (!(f->fields = pd_calloc((size_t)nf + 1, sizeof *f->fields)))
+    return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  for (int k = 0; k < nf; k++) pd_tensor_init(&f->fields[k]);
+  return PD_OK;
+}
+
+/* After pd_batcher_next filled f->fields with rows rows: the feeds for the run. */
+static pd_status feeder_batch(feeder *f, int64_t rows, pd_loc loc, pd_error *err) {
+  for (int i = 0; i < f->n; i++) {
+    pd_tensor *t = &f->fields[f->field[i]];
+    if (f->nd[i]) {
+      int64_t dims[PD_TENSOR_MAX_DIMS];
+      memcpy(dims, f->dims[i], sizeof dims);
+      dims[0] = rows;
+      pd_status st = pd_tensor_reshape(t, f->nd[i], dims);
+      if (st) return pd_error_set(err, st, loc, "cannot reshape the reader's '%s' for '%s'",
+                                  "field", f->vars[i]);
+    }
+    f->feeds[i] = (pd_exec_feed){f->vars[i], t};
+  }
+  return PD_OK;
+}
+
+/* ---------------------------------------------------------------- progress */
+
+typedef struct progress {
+  FILE *out;
+  bool bar;
+  int64_t every;        /* lines mode: a line every this many steps */
+  double t0;            /* epoch start */
+  double last_draw;
+} progress;
+
+static void fmt_time(char *buf, size_t n, double s) {
+  if (!(s >= 0) || s > 1e7) {
+    snprintf(buf, n, "?");
+    return;
+  }
+  long t = (long)(s + 0.5);
+  if (t >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+}
+
+static void progress_step(progress *pg, int epoch, int epochs, int64_t step, int64_t steps,
+                          double loss, int64_t samples) {
+  if (!pg->out) return;
+  double t = now(), el = t - pg->t0;
+  double sps = el > 0 ? (double)samples / el : 0;
+  if (pg->bar) {
+    if (step != steps && t - pg->last_draw < 0.1) return;
+    pg->last_draw = t;
+    int w = 24, fill = steps ? (int)(w * step / steps) : w;
+    char bar[32], eta[32];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+    bar[w] = 0;
+    fmt_time(eta, sizeof eta, step ? el / (double)step * (double)(steps - step) : -1);
+    fprintf(pg->out, "\repoch %d/%d [%s] %lld/%lld loss %.4f %.0f samples/s ETA %s\033[K", epoch,
+            epochs, bar, (long long)step, (long long)steps, loss, sps, eta);
+    fflush(pg->out);
+  } else if (step % pg->every == 0 && step != steps) {
+    fprintf(pg->out, "epoch %d/%d step %lld/%lld loss %.4f %.0f samples/s\n", epoch, epochs,
+            (long long)step, (long long)steps, loss, sps);
+    fflush(pg->out);
+  }
+}
+
+/* ---------------------------------------------------------------- train */
+
+static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *err) {
+  const pd_cval *spec = opt(a, "optimizer");
+  pd_optimizer_defaults(o, PD_OPT_SGD, 0.01);
+  if (!spec) return PD_OK;
+  const char *name = spec->str;
+  pd_opt_kind kind = strcmp(name, "adam") == 0       ? PD_OPT_ADAM
+                     : strcmp(name, "momentum") == 0 ? PD_OPT_MOMENTUM
+                                                     : PD_OPT_SGD;
+  double lr = 0.01;
+  num(pd_cval_field(spec, "learning_rate", 0), &lr);
+  pd_optimizer_defaults(o, kind, lr);
+  double v;
+  if (num(pd_cval_field(spec, "mu", -1), &v)) o->mu = v;
+  const pd_cval *nest = pd_cval_field(spec, "use_nesterov", -1);
+  if (nest && nest->kind == PD_CVAL_BOOL) o->nesterov = nest->b;
+  if (num(pd_cval_field(spec, "beta1", -1), &v)) o->beta1 = v;
+  if (num(pd_cval_field(spec, "beta2", -1), &v)) o->beta2 = v;
+  if (num(pd_cval_field(spec, "epsilon", -1), &v)) o->epsilon = v;
+  if (num(pd_cval_field(spec, "weight_decay", -1), &v)) o->weight_decay = v;
+  if (num(pd_cval_field(spec, "clip_norm", -1), &v)) o->clip_norm = v;
+  if (num(pd_cval_field(spec, "decay_steps", -1), &v)) o->decay_steps = (int64_t)v;
+  if (num(pd_cval_field(spec, "decay_rate", -1), &v)) o->decay_rate = v;
+  const pd_cval *sch = pd_cval_field(spec, "lr_schedule", -1);
+  if (sch && sch->kind == PD_CVAL_STRING) {
+    if (strcmp(sch->str, "step") == 0) o->schedule = PD_LR_STEP;
+    else if (strcmp(sch->str, "cosine") == 0) o->schedule = PD_LR_COSINE;
+    else if (strcmp(sch->str, "constant") != 0)
+      return pd_error_set(err, PD_EINVAL, a->loc, "%s: lr_schedule is \"constant\", \"step\" "
+                          "or \"cosine\", not \"%s\"", name, sch->str);
+    if (o->schedule == PD_LR_STEP && o->decay_steps <= 0)
+      return pd_error_set(err, PD_EINVAL, a->loc, "%s: lr_schedule = \"step\" needs decay_steps",
+                          name);
+  }
+  if (!(o->lr > 0))
+    return pd_error_set(err, PD_EINVAL, a->loc, "%s: the learning rate must be positive", name);
+  return PD_OK;
+}
+
+/* Run the ops of init (block 0) whose outputs have no value in the global scope yet. */
+static pd_status init_state(pd_runner *r, pd_program *init, pd_error *err) {
+  pd_block *b = init->blocks[0];
+  for (int i = b->nops - 1; i >= 0; i--) {
+    const char *out = pd_op_output1(b->ops[i], "Out");
+    pd_variable *v = out ? pd_scope_find_local_var(r->global, out) : NULL;
+    if (v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor))
+      pd_block_remove_op(b, i);
+  }
+  pd_exec *ex;
+  pd_status st = pd_exec_new(init, NULL, &ex, err);
+  if (!st) st = pd_exec_run_block(ex, 0, r->global, err);
+  pd_exec_free(ex);
+  return st;
+}
+
+static pd_status set_lr(pd_runner *r, double lr, pd_error *err) {
+  pd_variable *v = pd_scope_find_local_var(r->global, PD_LR_VAR);
+  pd_tensor *t = v ? pd_var_tensor(v) : NULL;
+  if (!t || !pd_tensor_initialized(t))
+    return pd_error_set(err, PD_ERUNTIME, (pd_loc){0}, "the learning rate var is missing");
+  return pd_tensor_fill(t, lr);
+}
+
+/* The persistable vars of p's block 0 that hold a tensor in the global scope, sorted by name
+ * (heap array of borrowed names). */
+static int persistables(pd_runner *r, const pd_program *p, const char ***out) {
+  const pd_block *b = p->blocks[0];
+  const char **names = pd_calloc((size_t)b->nvars + 1, sizeof *names);
+  int n = 0;
+  if (!names) return -1;
+  for (int i = 0; i < b->nvars; i++) {
+    const pd_var_desc *v = b->vars[i];
+    if (!v->persistable || v->type != PD_VAR_LOD_TENSOR) continue;
+    pd_variable *gv = pd_scope_find_local_var(r->global, v->name);
+    if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor))
+      names[n++] = v->name;
+  }
+  for (int i = 1; i < n; i++) /* insertion sort: names are few */
+    for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+      const char *t = names[j];
+      names[j] = names[j - 1];
+      names[j - 1] = t;
+    }
+  *out = names;
+  return n;
+}
+
+static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *path,
+                                 const pd_ckpt_meta *meta, pd_error *err) {
+  const char **names;
+  int n = persistables(r, p, &names);
+  if (n < 0) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_status st = pd_checkpoint_save(path, r->global, n, names, meta, err);
+  pd_free(names);
+  return st;
+}
+
+pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
+  const char *cost = a->args[0]->str;
+  int64_t batch = opt_int(a, "batch", 64), epochs = opt_int(a, "epochs", 1);
+  uint64_t seed = (uint64_t)opt_int(a, "seed", (int64_t)r->opts.seed);
+  bool shuffle = opt_bool(a, "shuffle", true);
+  pd_optimizer o;
+  pd_status st = parse_optimizer(a, &o, err);
+  if (st) return st;
+  char *ckpt = opt_str(a, "checkpoint") ? script_path(a, opt_str(a, "checkpoint")) : NULL;
+  pd_program *p = NULL, *init = NULL;
+  pd_exec *ex = NULL;
+  pd_dataset *ds = NULL;
+  pd_batcher *bt = NULL;
+  pd_backward bwd = {0};
+  feeder f = {0};
+  pd_tensor loss_t;
+  pd_tensor_init(&loss_t);
+  /* The program: forward for the cost, its backward pass, the updates. */
+  if ((st = pd_program_prune(r->unit->main, 1, &cost, &p, err))) goto out;
+  if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
+  if (!(init = pd_program_new())) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  if ((st = pd_append_optimizer(p, init, &bwd, &o, a->loc, err))) goto out;
+  if ((st = init_state(r, init, err))) goto out;
+  pd_exec_options eo = {.seed = seed ^ 0x9e3779b97f4a7c15ull, .check_nan_inf = r->opts.check_nan_inf};
+  if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
+  /* The data. */
+  if ((st = open_reader(a, opt(a, "reader"), &ds, err))) goto out;
+  pd_batcher_options bo = {.batch = batch, .shuffle = shuffle, .seed = seed, .prefetch = true};
+  if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
+  if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
+  int64_t steps = pd_batcher_num_batches(bt), total = steps * epochs;
+  /* Resume. */
+  pd_ckpt_meta meta = {0};
+  int first_epoch = 0;
+  int64_t skip = 0, gstep = 0;
+  if (ckpt && access(ckpt, F_OK) == 0) {
+    if ((st = pd_checkpoint_load(ckpt, r->global, p, &meta, err))) goto out;
+    first_epoch = (int)meta.epoch;
+    skip = meta.step;
+    gstep = meta.global_step;
+    pd_exec_set_rng_offset(ex, meta.rng_offset);
+    if (r->opts.progress)
+      fprintf(r->opts.progress, "resuming from %s: epoch %d, step %lld\n", ckpt, first_epoch + 1,
+              (long long)skip);
+  }
+  progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
+  pg.bar = pg.out && (r->opts.progress_mode == PD_PROGRESS_BAR ||
+                      (r->opts.progress_mode == PD_PROGRESS_AUTO && isatty(fileno(pg.out))));
+  pg.every = opt_int(a, "log_every", steps >= 10 ? steps / 10 : 1);
+  pd_exec_fetch fetch = {cost, &loss_t};
+  for (int e = first_epoch; e < epochs && !st; e++) {
+    if ((st = pd_batcher_start_epoch(bt, e))) break;
+    pg.t0 = now();
+    double sum = 0;
+    int64_t samples = 0, done = 0, rows;
+    for (int64_t s = 0; s < steps; s++) {
+      if ((st = pd_batcher_next(bt, f.fields, &rows, err))) goto out;
+      if (rows == 0) break;
+      if (s < skip) continue; /* resuming mid-epoch: the same batches, not run again */
+      if ((st = set_lr(r, pd_optimizer_lr(&o, gstep, total), err))) goto out;
+      if ((st = feeder_batch(&f, rows, a->loc, err))) goto out;
+      pd_exec_io io = {.nfeeds = f.n, .feeds = f.feeds, .nfetches = 1, .fetches = &fetch};
+      if ((st = pd_exec_run(ex, r->global, &io, NULL, err))) goto out;
+      double loss = loss_t.dtype == PD_FP64 ? PD_TENSOR_F64(&loss_t)[0] : PD_TENSOR_F32(&loss_t)[0];
+      if (!isfinite(loss)) {
+        st = pd_error_set(err, PD_ERUNTIME, a->loc,
+                          "train: the loss became %s at epoch %d step %lld; lower the learning "
+                          "rate, or run with --check-nan-inf to find the op",
+                          isnan(loss) ? "NaN" : "Inf", e + 1, (long long)s + 1);
+        goto out;
+      }
+      sum += loss * (double)rows;
+      samples += rows;
+      done = s + 1;
+      gstep++;
+      progress_step(&pg, e + 1, (int)epochs, done, steps, sum / (double)samples, samples);
+      if (r->opts.interrupt && *r->opts.interrupt) {
+        if (pg.bar) fputc('\n', pg.out);
+        if (ckpt) {
+          meta = (pd_ckpt_meta){.epoch = e, .step = done, .global_step = gstep,
+                                .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
+          if ((st = save_checkpoint(r, p, ckpt, &meta, err))) goto out;
+        }
+        st = pd_error_set(err, PD_EINTR, a->loc, "training interrupted at epoch %d step %lld%s%s",
+                          e + 1, (long long)done, ckpt ? "; checkpoint saved to " : "",
+                          ckpt ? ckpt : "");
+        goto out;
+      }
+    }
+    skip = 0;
+    double el = now() - pg.t0;
+    /* A summary per epoch; for long runs of short epochs, about 20 in all. */
+    int64_t every = epochs > 20 ? (epochs + 19) / 20 : 1;
+    if (pg.out && ((e + 1) % every == 0 || e == first_epoch || e + 1 == epochs)) {
+      if (pg.bar) fputc('\n', pg.out);
+      fprintf(pg.out, "epoch %d/%d: loss %.4f, %lld samples in %.1f s (%.0f samples/s)\n", e + 1,
+              (int)epochs, samples ? sum / (double)samples : 0.0, (long long)samples, el,
+              el > 0 ? (double)samples / el : 0.0);
+      fflush(pg.out);
+    }
+    if (ckpt) {
+      meta = (pd_ckpt_meta){.epoch = e + 1, .step = 0, .global_step = gstep,
+                            .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
+      if ((st = save_checkpoint(r, p, ckpt, &meta, err))) goto out;
+    }
+  }
+out:
+  feeder_release(&f);
+  pd_tensor_release(&loss_t);
+  pd_batcher_free(bt);
+  pd_dataset_free(ds);
+  pd_exec_free(ex);
+  pd_backward_release(&bwd);
+  pd_program_free(init);
+  pd_program_free(p);
+  pd_free(ckpt);
+  if (st && err && err->loc.line == 0 && err->msg) {
+    char *msg = err->msg;
+    err->msg = NULL;
+    pd_error_set(err, st, a->loc, "%s", msg);
+    pd_free(msg);
+  }
+  return st;
+}
+
+/* ---------------------------------------------------------------- eval */
+
+/* "accuracy.tmp_0" -> "accuracy": a metric's name for people. */
+static void metric_name(const char *var, char *buf, size_t n) {
+  snprintf(buf, n, "%s", var);
+  char *dot = strstr(buf, ".tmp_");
+  if (dot) *dot = 0;
+}
+
+pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
+  int n = a->nargs;
+  const char **names = pd_calloc((size_t)n + 1, sizeof *names);
+  pd_tensor *vals = pd_calloc((size_t)n + 1, sizeof *vals);
+  pd_exec_fetch *fetches = pd_calloc((size_t)n + 1, sizeof *fetches);
+  double *sums = pd_calloc((size_t)n + 1, sizeof *sums);
+  pd_program *p = NULL;
+  pd_exec *ex = NULL;
+  pd_dataset *ds = NULL;
+  pd_batcher *bt = NULL;
+  feeder f = {0};
+  pd_status st = PD_OK;
+  if (!names || !vals || !fetches || !sums) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    names[i] = a->args[i]->str;
+    pd_tensor_init(&vals[i]);
+    fetches[i] = (pd_exec_fetch){names[i], &vals[i]};
+  }
+  if ((st = pd_run_prepare(r, n, names, a->loc, &p, &ex, err))) goto out;
+  if ((st = open_reader(a, opt(a, "reader"), &ds, err))) goto out;
+  pd_batcher_options bo = {.batch = opt_int(a, "batch", 256), .prefetch = true};
+  if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
+  if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
+  if ((st = pd_batcher_start_epoch(bt, 0))) goto out;
+  int64_t samples = 0, rows;
+  double t0 = now();
+  for (;;) {
+    if ((st = pd_batcher_next(bt, f.fields, &rows, err))) goto out;
+    if (rows == 0) break;
+    if ((st = feeder_batch(&f, rows, a->loc, err))) goto out;
+    pd_exec_io io = {.nfeeds = f.n, .feeds = f.feeds, .nfetches = n, .fetches = fetches};
+    if ((st = pd_exec_run(ex, r->global, &io, NULL, err))) goto out;
+    for (int i = 0; i < n; i++) {
+      if (pd_tensor_numel(&vals[i]) != 1) {
+        char sh[96];
+        st = pd_error_set(err, PD_EINVAL, a->loc,
+                          "eval: a metric must be one value per batch (mean(...), accuracy(...)); "
+                          "'%s' has shape %s", names[i], pd_ctx_shape_str(&vals[i], sh, sizeof sh));
+        goto out;
+      }
+      double v = vals[i].dtype == PD_FP64   ? PD_TENSOR_F64(&vals[i])[0]
+                 : vals[i].dtype == PD_FP32 ? PD_TENSOR_F32(&vals[i])[0]
+                 : vals[i].dtype == PD_INT64 ? (double)PD_TENSOR_I64(&vals[i])[0]
+                                            : (double)PD_TENSOR_I32(&vals[i])[0];
+      sums[i] += v * (double)rows;
+    }
+    samples += rows;
+    if (r->opts.interrupt && *r->opts.interrupt) {
+      st = pd_error_set(err, PD_EINTR, a->loc, "eval interrupted");
+      goto out;
+    }
+  }
+  if (r->opts.out) {
+    fprintf(r->opts.out, "eval:");
+    for (int i = 0; i < n; i++) {
+      char mn[128];
+      metric_name(names[i], mn, sizeof mn);
+      fprintf(r->opts.out, "%s %s %.4f", i ? "," : "", mn, samples ? sums[i] / (double)samples : 0.0);
+    }
+    fprintf(r->opts.out, " (%lld samples, %.1f s)\n", (long long)samples, now() - t0);
+    fflush(r->opts.out);
+  }
+out:
+  feeder_release(&f);
+  for (int i = 0; vals && i < n; i++) pd_tensor_release(&vals[i]);
+  pd_batcher_free(bt);
+  pd_dataset_free(ds);
+  pd_exec_free(ex);
+  pd_program_free(p);
+  pd_free(names);
+  pd_free(vals);
+  pd_free(fetches);
+  pd_free(sums);
+  return st;
+}
+
+/* ---------------------------------------------------------------- save / load */
+
+/* Fluid's save_inference_model shape: a "feed" var (FEED_MINIBATCH) and a feed op per data var
+ * at the start, a "fetch" var (FETCH_LIST) and a fetch op per target at the end. */
+static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *feeds, int nfetch,
+                                const char *const *fetches, pd_loc loc, pd_error *err) {
+  pd_block *b = p->blocks[0];
+  pd_var_desc *fv = pd_block_var(b, "feed"), *tv = pd_block_var(b, "fetch");
+  if (!fv || !tv) return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+  fv->type = PD_VAR_FEED_MINIBATCH;
+  fv->persistable = true;
+  tv->type = PD_VAR_FETCH_LIST;
+  tv->persistable = true;
+  const char *feed = "feed", *fetch = "fetch";
+  for (int i = 0; i < nfeed; i++) {
+    pd_op_desc *op = pd_block_add_op(b, "feed", i);
+    if (!op || pd_op_set_input(op, "X", 1, &feed) || pd_op_set_output(op, "Out", 1, &feeds[i]) ||
+        pd_op_set_attr_int(op, "col", i) || pd_op_set_loc(op, loc))
+      return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+  }
+  for (int i = 0; i < nfetch; i++) {
+    pd_op_desc *op = pd_block_add_op(b, "fetch", -1);
+    if (!op || pd_op_set_input(op, "X", 1, &fetches[i]) || pd_op_set_output(op, "Out", 1, &fetch) ||
+        pd_op_set_attr_int(op, "col", i) || pd_op_set_loc(op, loc))
+      return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+  }
+  return PD_OK;
+}
+
+pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
+  char *path = script_path(a, a->args[0]->str);
+  char *ppath = NULL;
+  const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
+  const char **params = NULL;
+  pd_program *p = NULL;
+  pd_status st = PD_OK;
+  if (!path || !targets) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  int nt = 0;
+  for (int i = 1; i < a->nargs; i++) targets[nt++] = a->args[i]->str;
+  if (nt == 0) { /* every parameter, in one file */
+    int np = persistables(r, r->unit->main, &params);
+    if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    else st = pd_params_save(path, r->global, np, params, err);
+    goto out;
+  }
+  if ((st = pd_program_prune(r->unit->main, nt, targets, &p, err))) goto out;
+  const char *data[16];
+  int nd = pd_run_data_vars(r, p, data, 16);
+  if (nd > 16) nd = 16;
+  int np = persistables(r, p, &params);
+  if (np < 0) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  if ((st = add_feed_fetch(p, nd, data, nt, targets, a->loc, err))) goto out;
+  if (!(ppath = pd_params_path_for(path))) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  if ((st = pd_params_save(ppath, r->global, np, params, err))) goto out;
+  st = pd_program_save(p, path, err);
+out:
+  if (st && err && err->loc.line == 0 && err->msg) {
+    char *msg = err->msg;
+    err->msg = NULL;
+    pd_error_set(err, st, a->loc, "save: %s", msg);
+    pd_free(msg);
+  }
+  pd_program_free(p);
+  pd_free(params);
+  pd_free(targets);
+  pd_free(ppath);
+  pd_free(path);
+  return st;
+}
+
+pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
+  char *path = script_path(a, a->args[0]->str);
+  const char **params = NULL;
+  pd_program *saved = NULL;
+  char *ppath = NULL;
+  pd_status st = PD_OK;
+  if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  size_t len = strlen(path);
+  if (len > 8 && strcmp(path + len - 8, ".pdmodel") == 0) {
+    /* An inference model: its persistable vars, in the order save wrote them. */
+    if ((st = pd_program_load(path, &saved, err))) goto out;
+    const pd_block *b = saved->blocks[0];
+    if (!(params = pd_calloc((size_t)b->nvars + 1, sizeof *params))) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    int np = 0;
+    for (int i = 0; i < b->nvars; i++)
+      if (b->vars[i]->persistable && b->vars[i]->type == PD_VAR_LOD_TENSOR)
+        params[np++] = b->vars[i]->name;
+    for (int i = 1; i < np; i++)
+      for (int j = i; j > 0 && strcmp(params[j - 1], params[j]) > 0; j--) {
+        const char *t = params[j];
+        params[j] = params[j - 1];
+        params[j - 1] = t;
+      }
+    if (!(ppath = pd_params_path_for(path))) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
+  } else {
+    int np = persistables(r, r->unit->main, &params);
+    if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
+  }
+out:
+  if (st && err && err->loc.line == 0 && err->msg) {
+    char *msg = err->msg;
+    err->msg = NULL;
+    pd_error_set(err, st, a->loc, "load: %s", msg);
+    pd_free(msg);
+  }
+  pd_program_free(saved);
+  pd_free(params);
+  pd_free(ppath);
+  pd_free(path);
+  return st;
+}

@@ -1,0 +1,33 @@
+# tests/exec.mk -- tests of the executor (vm/exec.c), control-flow kernels (vm/exec_control.c) and `pdlang run`.
+#   tests/vm/test_exec: the executor's scope rules, feeds/fetches, errors, NaN check, interrupts.
+#   tests/golden/run: `pdlang run` on scripts whose assert_close calls hold values computed by
+#     hand (if/else over rows, a scalar if, while, the RNN), print's format, and run-time errors
+#     (.err files: file:line:col, the line, a caret).
+check_PROGRAMS += tests/vm/test_exec
+tests_vm_test_exec_SOURCES = tests/vm/test_exec.c
+tests_vm_test_exec_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/vm/test_exec
+
+PD_RUN_TESTS = tests/golden/run/ifelse_rows.pd \
+	tests/golden/run/ifelse_one_side.pd \
+	tests/golden/run/scalar_if.pd \
+	tests/golden/run/while_sum.pd \
+	tests/golden/run/rnn_steps.pd \
+	tests/golden/run/label_out_of_range.pd \
+	tests/golden/run/print_needs_data.pd \
+	tests/golden/run/print_values.pd
+TESTS += $(PD_RUN_TESTS)
+EXTRA_DIST += $(PD_RUN_TESTS) \
+	tests/golden/run/ifelse_rows.out \
+	tests/golden/run/ifelse_one_side.out \
+	tests/golden/run/scalar_if.out \
+	tests/golden/run/while_sum.out \
+	tests/golden/run/rnn_steps.out \
+	tests/golden/run/label_out_of_range.err \
+	tests/golden/run/print_needs_data.err \
+	tests/golden/run/print_values.out
+
+#   tests/run: training end to end (accuracy, determinism, checkpoint resume, save + exec) and
+#   the quick examples.
+TESTS += tests/run/train_save_exec.sh tests/run/examples.sh
+EXTRA_DIST += tests/run/train_save_exec.sh tests/run/examples.sh

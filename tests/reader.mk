@@ -1,0 +1,6 @@
+# tests/reader.mk -- tests of the data readers (vm/reader*.c): IDX, CSV and .npy loading, bad
+# input of every kind, allocation failures, and batching with and without prefetch.
+check_PROGRAMS += tests/vm/test_reader
+tests_vm_test_reader_SOURCES = tests/vm/test_reader.c
+tests_vm_test_reader_LDADD = libpdlang.a $(PD_LIBS)
+TESTS += tests/vm/test_reader
