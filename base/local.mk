@@ -1,2 +1,2 @@
 # base/local.mk -- status codes, allocation, buffers, sources and diagnostics.
-libpdlang_a_SOURCES += base/base.h base/base.c base/diag.h base/diag.c base/dtype.h base/dtype.c
+libpdlang_internal_la_SOURCES += base/base.h base/base.c base/diag.h base/diag.c base/dtype.h base/dtype.c

@@ -5,7 +5,8 @@
  *   - fc forward: mul + elementwise_add (the stdlib's fc) through the executor at batch 64 and
  *     256, against cblas_sgemm alone on the same shapes (the figure is the ratio);
  *   - conv2d forward on LeNet and small ResNet shapes through the executor, against the kernel
- *     table called directly (PyTorch, when installed, is measured by bench/torch_conv.py).
+ *     table called directly and against PyTorch's conv2d on the same shapes and threads
+ *     (bench/torch_conv.py, run with $PDLANG_BENCH_PYTHON, default python3) when installed.
  * Usage: bench/bench_exec [seconds per measurement, default 0.5] [dispatch|fc|conv: only that]. */
 #include "config.h"
 
@@ -136,6 +137,12 @@ static void bench_fc(int batch, int in, int out, double budget) {
   double t_exec = t / runs;
   pd_variable *xv = pd_scope_find_var(g, "x"), *wv = pd_scope_find_var(g, "w");
   float *c = pd_k_host_alloc((size_t)batch * out * sizeof *c);
+  /* Raw sgemm on OpenBLAS's own pool with as many threads as the executor's kernels use (in
+   * one-pool mode pd_k_init left OpenBLAS at one thread per call). */
+  pd_k_threading th = pd_k_threading_info();
+  openblas_set_num_threads(th.omp_threads > th.blas_threads ? th.omp_threads : th.blas_threads);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out, in, 1.0f,
+              PD_TENSOR_F32(&xv->u.tensor), in, PD_TENSOR_F32(&wv->u.tensor), out, 0.0f, c, out);
   runs = 0;
   t0 = now();
   do {
@@ -145,6 +152,7 @@ static void bench_fc(int batch, int in, int out, double budget) {
     t = now() - t0;
   } while (t < budget);
   double t_gemm = t / runs;
+  openblas_set_num_threads(th.blas_threads);
   double flops = 2.0 * batch * in * out;
   printf("fc %4d x %4d -> %4d: executor %6.1f GFLOP/s (mul + bias, fresh run scope), "
          "cblas_sgemm alone %6.1f GFLOP/s, ratio %.2f\n",
@@ -156,7 +164,45 @@ static void bench_fc(int batch, int in, int out, double budget) {
 }
 
 /* ---- conv2d ---- */
-static void bench_conv(int n, int c, int h, int oc, int k, int pad, double budget) {
+/* PyTorch's milliseconds per conv2d call for each shape (from bench/torch_conv.py), or -1. */
+static double torch_ms[8];
+
+static void torch_conv(const int (*shapes)[6], int nshapes, int threads, double budget) {
+  for (int i = 0; i < nshapes; i++) torch_ms[i] = -1;
+  const char *py = getenv("PDLANG_BENCH_PYTHON");
+  if (!py || !*py) py = "python3";
+  char script[1024];
+  snprintf(script, sizeof script, "%s", __FILE__);
+  char *slash = strrchr(script, '/');
+  snprintf(slash ? slash + 1 : script, sizeof script - (size_t)(slash ? slash + 1 - script : 0),
+           "torch_conv.py");
+  char cmd[4096];
+  int len = snprintf(cmd, sizeof cmd, "%s'%s' '%s' --threads %d --seconds %g",
+                     getenv("PDLANG_BENCH_OMP_UNSET") ? "env -u OMP_WAIT_POLICY " : "", py,
+                     script, threads, budget);
+  for (int i = 0; i < nshapes && len < (int)sizeof cmd - 64; i++)
+    len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %d,%d,%d,%d,%d,%d", shapes[i][0],
+                    shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], shapes[i][5]);
+  snprintf(cmd + len, sizeof cmd - (size_t)len, " 2>&1");
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  char line[512];
+  while (fgets(line, sizeof line, p)) {
+    int v[6];
+    double ms;
+    if (line[0] == '#' || strncmp(line, "PyTorch not", 11) == 0) {
+      printf("PyTorch: %s", line[0] == '#' ? line + 2 : line);
+      continue;
+    }
+    if (sscanf(line, "%d %d %d %d %d %d %lf", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &ms) != 7)
+      continue;
+    for (int i = 0; i < nshapes; i++)
+      if (!memcmp(v, shapes[i], sizeof v)) torch_ms[i] = ms;
+  }
+  pclose(p);
+}
+
+static void bench_conv(int idx, int n, int c, int h, int oc, int k, int pad, double budget) {
   pd_program *p = pd_program_new();
   pd_block *b = p->blocks[0];
   var(b, "x", 4, (int64_t[]){n, c, h, h}, true);
@@ -200,9 +246,13 @@ static void bench_conv(int n, int c, int h, int oc, int k, int pad, double budge
   double t_k = t / runs;
   double flops = 2.0 * n * oc * cp.oh * cp.ow * c * k * k;
   printf("conv2d [%d, %d, %d, %d] * [%d, %d, %d, %d] pad %d: executor %.3f ms (%.1f GFLOP/s), "
-         "kernel alone %.3f ms, ratio %.2f\n",
+         "kernel alone %.3f ms (ratio %.2f)",
          n, c, h, h, oc, c, k, k, pad, t_exec * 1e3, flops / t_exec * 1e-9, t_k * 1e3,
          t_k / t_exec);
+  if (torch_ms[idx] > 0)
+    printf(", PyTorch %.3f ms: pdlang/PyTorch speed %.2f", torch_ms[idx],
+           torch_ms[idx] / (t_exec * 1e3));
+  printf("\n");
   pd_k_host_free(out);
   pd_exec_free(ex);
   pd_scope_free(g);
@@ -210,6 +260,10 @@ static void bench_conv(int n, int c, int h, int oc, int k, int pad, double budge
 }
 
 int main(int argc, char **argv) {
+  /* PyTorch's OpenMP must not inherit the passive waiting set for pdlang's (it halves its
+   * speed): remember whether the user set it, for the child. */
+  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
+    setenv("PDLANG_BENCH_OMP_UNSET", "1", 1);
   pd_k_reexec_for_passive_wait(argv);
   pd_k_init();
   double budget = argc > 1 ? atof(argv[1]) : 0.5;
@@ -226,9 +280,15 @@ int main(int argc, char **argv) {
     bench_fc(256, 1024, 1024, budget);
   }
   if (!*only || strcmp(only, "conv") == 0) {
-    bench_conv(64, 1, 28, 6, 5, 2, budget);
-    bench_conv(64, 6, 14, 16, 5, 0, budget);
-    bench_conv(32, 64, 28, 64, 3, 1, budget);
+    static const int shapes[][6] = {{64, 1, 28, 6, 5, 2}, {64, 6, 14, 16, 5, 0},
+                                    {64, 1, 28, 20, 5, 2}, {64, 20, 14, 50, 5, 0},
+                                    {32, 64, 28, 64, 3, 1}};
+    int ns = (int)(sizeof shapes / sizeof shapes[0]);
+    int threads = th.omp_threads > th.blas_threads ? th.omp_threads : th.blas_threads;
+    torch_conv(shapes, ns, threads, budget);
+    for (int i = 0; i < ns; i++)
+      bench_conv(i, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4],
+                 shapes[i][5], budget);
   }
   return 0;
 }

@@ -1,12 +1,12 @@
 /* bench_kernels.c -- micro-benchmarks of the CPU kernels (not a test): sgemm GFLOP/s on
- * fully-connected shapes straight through cblas, conv2d forward on LeNet shapes through the
+ * fully-connected shapes through the kernel table, conv2d forward on LeNet shapes through the
  * kernel table, and an elementwise op followed by a GEMM, which shows whether OpenMP's idle
- * threads steal cores from OpenBLAS (run it with and without OMP_WAIT_POLICY=passive).
+ * threads steal cores from OpenBLAS (run it with and without OMP_WAIT_POLICY=passive), and the
+ * convolution and pooling kernels of a LeNet training step (the best of 50 calls each).
  * Usage: bench/bench_kernels [seconds per measurement, default 0.3]. */
 #include "config.h"
 #include "kernels/kernels.h"
 
-#include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -42,16 +42,32 @@ static double time_it(bench_fn *fn, void *ctx, double budget) {
   return t / (double)calls;
 }
 
+/* Seconds per call, the fastest of `reps` calls after a warm-up: steadier than a mean on a
+ * machine shared with other work. */
+static double best_of(bench_fn *fn, void *ctx, int reps) {
+  fn(ctx);
+  double best = 1e30;
+  for (int i = 0; i < reps; i++) {
+    double t0 = now();
+    fn(ctx);
+    double t = now() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
 typedef struct gemm_job {
   int m, n, k;
   const float *a, *b;
   float *c;
 } gemm_job;
 
+/* Through the kernel table: on the OpenMP pool in one-pool mode (kernels.h), else on
+ * OpenBLAS's. */
 static void run_gemm(void *ctx) {
   gemm_job *g = ctx;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->m, g->n, g->k, 1.0f, g->a, g->k,
-              g->b, g->n, 0.0f, g->c, g->n);
+  pd_k_cpu()->gemm(PD_FP32, false, false, g->m, g->n, g->k, 1.0, g->a, g->k, g->b, g->n, 0.0,
+                   g->c, g->n);
 }
 
 typedef struct conv_job {
@@ -68,6 +84,73 @@ static void run_conv(void *ctx) {
   }
 }
 
+typedef struct lenet_job {
+  int which;  /* 0 forward, 1 backward data, 2 backward filter, 3 pool, 4 pool grad */
+  pd_k_conv2d p;
+  pd_k_pool2d q;
+  float *x, *w, *y, *dy, *dx, *dw;
+} lenet_job;
+
+static void run_lenet(void *ctx) {
+  lenet_job *j = ctx;
+  const pd_k_backend *k = pd_k_cpu();
+  pd_status st = PD_OK;
+  switch (j->which) {
+    case 0: st = k->conv2d(PD_FP32, &j->p, j->x, j->w, j->y); break;
+    case 1: st = k->conv2d_bwd_data(PD_FP32, &j->p, j->w, j->dy, j->dx); break;
+    case 2: st = k->conv2d_bwd_filter(PD_FP32, &j->p, j->x, j->dy, j->dw); break;
+    case 3: st = k->pool2d(PD_FP32, &j->q, j->x, j->y); break;
+    default: st = k->pool2d_grad(PD_FP32, &j->q, j->x, j->y, j->dy, j->dx); break;
+  }
+  if (st) {
+    fprintf(stderr, "bench_kernels: a LeNet kernel failed\n");
+    exit(1);
+  }
+}
+
+/* The convolution and pooling kernels of one LeNet training step at batch 64, each the best of
+ * 50 calls. */
+static void bench_lenet(void) {
+  const pd_k_conv2d convs[] = {
+      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0},
+      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+  };
+  static const char *const what[] = {"forward", "backward data", "backward filter"};
+  double total = 0;
+  for (int i = 0; i < 2; i++) {
+    lenet_job j = {.p = convs[i]};
+    pd_k_conv2d_setup(&j.p);
+    pd_k_conv2d *p = &j.p;
+    size_t nx = (size_t)(p->n * p->c * p->h * p->w), nw = (size_t)(p->oc * p->c * p->kh * p->kw);
+    size_t ny = (size_t)(p->n * p->oc * p->oh * p->ow);
+    j.x = randf(nx), j.dx = randf(nx), j.w = randf(nw), j.dw = randf(nw), j.y = randf(ny);
+    j.dy = randf(ny);
+    for (j.which = 0; j.which < 3; j.which++) {
+      if (i == 0 && j.which == 1) continue;  /* the data needs no gradient */
+      double s = best_of(run_lenet, &j, 50);
+      total += s;
+      printf("lenet conv%d %-16s %8.1f us\n", i + 1, what[j.which], s * 1e6);
+    }
+    pd_k_host_free(j.x), pd_k_host_free(j.dx), pd_k_host_free(j.w), pd_k_host_free(j.dw);
+    pd_k_host_free(j.y), pd_k_host_free(j.dy);
+  }
+  const int64_t pools[][3] = {{6, 28, 28}, {16, 10, 10}};
+  for (int i = 0; i < 2; i++) {
+    lenet_job j = {.q = {.type = PD_K_POOL_MAX, .n = 64, .c = pools[i][0], .h = pools[i][1],
+                         .w = pools[i][2], .kh = 2, .kw = 2, .stride_h = 2, .stride_w = 2}};
+    pd_k_pool2d_setup(&j.q);
+    size_t nx = (size_t)(64 * j.q.c * j.q.h * j.q.w), ny = (size_t)(64 * j.q.c * j.q.oh * j.q.ow);
+    j.x = randf(nx), j.dx = randf(nx), j.y = randf(ny), j.dy = randf(ny);
+    for (j.which = 3; j.which < 5; j.which++) {
+      double s = best_of(run_lenet, &j, 50);
+      total += s;
+      printf("lenet pool%d %-16s %8.1f us\n", i + 1, j.which == 3 ? "forward" : "backward", s * 1e6);
+    }
+    pd_k_host_free(j.x), pd_k_host_free(j.dx), pd_k_host_free(j.y), pd_k_host_free(j.dy);
+  }
+  printf("lenet conv + pool kernels of one step: %.1f us\n", total * 1e6);
+}
+
 typedef struct mixed_job {
   gemm_job g;
   float *big;
@@ -81,11 +164,12 @@ static void run_mixed(void *ctx) {
 }
 
 int main(int argc, char **argv) {
+  pd_k_reexec_for_passive_wait(argv);  /* as pdlang does; OMP_WAIT_POLICY=active to compare */
   double budget = argc > 1 ? atof(argv[1]) : 0.3;
   pd_k_init();
   pd_k_threading th = pd_k_threading_info();
-  printf("threads: openmp %d, passive wait %s, ftz/daz %s\n", th.omp_threads,
-         th.passive_wait ? "yes" : "no", th.ftz_daz ? "on" : "off");
+  printf("threads: openmp %d, openblas %d, passive wait %s, ftz/daz %s\n", th.omp_threads,
+         th.blas_threads, th.passive_wait ? "yes" : "no", th.ftz_daz ? "on" : "off");
 
   const int fc[][3] = {{64, 256, 784}, {64, 10, 256}, {256, 256, 784}, {256, 10, 256}};
   for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
@@ -120,6 +204,8 @@ int main(int argc, char **argv) {
            (long long)p->kw, s * 1e6, flop / s * 1e-9);
     pd_k_host_free((void *)c.x), pd_k_host_free((void *)c.w), pd_k_host_free(c.y);
   }
+
+  bench_lenet();
 
   mixed_job m = {{256, 256, 784, NULL, NULL, NULL}, NULL, 1 << 20};
   m.g.a = randf(256 * 784);

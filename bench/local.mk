@@ -2,12 +2,18 @@
 # builds and runs them.
 noinst_PROGRAMS += bench/bench_kernels
 bench_bench_kernels_SOURCES = bench/bench_kernels.c
-bench_bench_kernels_LDADD = libpdlang.a $(PD_LIBS)
+bench_bench_kernels_LDADD = libpdlang-internal.la $(PD_LIBS)
 noinst_PROGRAMS += bench/bench_exec
 bench_bench_exec_SOURCES = bench/bench_exec.c
-bench_bench_exec_LDADD = libpdlang.a $(PD_LIBS)
+bench_bench_exec_LDADD = libpdlang-internal.la $(PD_LIBS)
+noinst_PROGRAMS += bench/bench_train
+bench_bench_train_SOURCES = bench/bench_train.c
+bench_bench_train_LDADD = libpdlang-internal.la $(PD_LIBS)
+EXTRA_DIST += bench/torch_train.py bench/torch_conv.py bench/README
 
 bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_kernels$(EXEEXT)
 	./bench/bench_exec$(EXEEXT)
+	./bench/bench_train$(EXEEXT)
+bench: bench/bench_train$(EXEEXT)
 .PHONY: bench

@@ -1,7 +1,7 @@
 # driver/local.mk -- the pdlang program: command-line driver (and later the REPL).
 bin_PROGRAMS += pdlang
 pdlang_SOURCES = driver/driver.h driver/pdlang.c
-pdlang_LDADD = libpdlang.a $(PD_LIBS)
+pdlang_LDADD = libpdlang-internal.la $(PD_LIBS)
 # `pdlang dump` (listed here: this fragment is included after lang/proto.mk, and automake needs
 # pdlang_SOURCES set with '=' before any '+=').
 pdlang_SOURCES += driver/cmd_dump.c
@@ -10,3 +10,4 @@ pdlang_SOURCES += driver/cmd_parse.c
 pdlang_SOURCES += driver/cmd_check.c
 pdlang_SOURCES += driver/cmd_run.c
 pdlang_SOURCES += driver/cmd_exec.c
+pdlang_SOURCES += driver/cmd_repl.c driver/repl.h driver/repl.c

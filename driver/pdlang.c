@@ -13,6 +13,7 @@ static const pd_command *const commands[] = {
     &pd_cmd_dump,
     &pd_cmd_run,
     &pd_cmd_exec,
+    &pd_cmd_repl,
 };
 
 static void usage(FILE *out) {
@@ -45,10 +46,7 @@ int main(int argc, char **argv) {
    * the cores OpenBLAS needs (see kernels.h); then flush-to-zero in every computing thread. */
   pd_k_reexec_for_passive_wait(argv);
   pd_k_init();
-  if (argc < 2) {
-    usage(stderr);
-    return 2;
-  }
+  if (argc < 2) return pd_cmd_repl.run(1, (char *[]){"repl", NULL}); /* the REPL, or stdin */
   const char *name = argv[1];
   if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
     usage(stdout);

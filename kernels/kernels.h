@@ -19,8 +19,12 @@
  *  - Supported dtypes are fp32 and fp64 unless stated; integer and bool support is stated per
  *    kernel. fp64 exists for gradient checks; fp32 is the default everywhere.
  *
- * Threading: GEMMs run on OpenBLAS's thread pool; elementwise kernels and reductions on large
- * arrays run on OpenMP with a static schedule (small arrays stay serial). See pd_k_init. */
+ * Threading: one pool. After pd_k_init (with passive waiting, see there) every parallel kernel
+ * runs on the OpenMP pool: elementwise kernels and reductions on large arrays with a static
+ * schedule (small arrays stay serial), GEMMs split into blocks of rows or columns, each computed
+ * by a one-thread OpenBLAS call, convolutions split by images. OpenBLAS's own pool is then left
+ * idle (openblas_set_num_threads(1)). Without pd_k_init, or with OpenMP kept to one thread,
+ * GEMMs run on OpenBLAS's pool instead. */
 #ifndef PD_KERNELS_H
 #define PD_KERNELS_H
 
@@ -145,9 +149,15 @@ pd_status pd_k_reduce_shape(int nd, const int64_t *dims, int naxes, const int *a
 int64_t pd_k_numel(int nd, const int64_t *dims);
 
 /* ---- Host memory: PD_K_ALIGN-aligned blocks through the pd_malloc hook (so allocation-failure
- * tests reach them). NULL on failure; pd_k_host_free(NULL) is a no-op. ---- */
+ * tests reach them). NULL on failure; pd_k_host_free(NULL) is a no-op. Thread-safe.
+ * Freed blocks of 64 KiB and more are kept in a bounded cache (256 MiB at most) and reused for
+ * later requests of about their size, so that a training loop that frees and reallocates its
+ * temporaries every step does not map fresh pages each time; smaller blocks are freed at once.
+ * pd_k_host_trim frees every cached block; pd_k_host_cached says how many bytes are cached. */
 void *pd_k_host_alloc(size_t nbytes);
 void pd_k_host_free(void *p);
+void pd_k_host_trim(void);
+size_t pd_k_host_cached(void);
 
 /* ---- Kernel signatures. A backend table holds one pointer of each type. ---- */
 
@@ -321,6 +331,16 @@ typedef pd_status pd_k_uniform_fn(pd_dtype dt, int64_t n, void *out, double low,
 typedef pd_status pd_k_gaussian_fn(pd_dtype dt, int64_t n, void *out, double mean, double std,
                                    pd_k_rng *rng);
 
+/* One Adam update of n elements (Fluid's adam, after the caller has folded the bias
+ * corrections into lr_t and eps_t): in double precision,
+ *   m1' = beta1 * m1 + (1 - beta1) * g;  m2' = beta2 * m2 + (1 - beta2) * g * g;
+ *   p' = p - lr_t * m1' / (sqrt(m2') + eps_t).
+ * Each output may be its own input (p_out == p, ...); no other overlap. fp32/fp64. */
+typedef pd_status pd_k_adam_fn(pd_dtype dt, int64_t n, const void *p, const void *g,
+                               const void *m1, const void *m2, double beta1, double beta2,
+                               double lr_t, double eps_t, void *p_out, void *m1_out,
+                               void *m2_out);
+
 /* ---- The backend table. ---- */
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
@@ -362,6 +382,7 @@ typedef struct pd_k_backend {
   pd_k_scatter_add_rows_fn *scatter_add_rows;
   pd_k_uniform_fn *uniform;
   pd_k_gaussian_fn *gaussian;
+  pd_k_adam_fn *adam;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */
@@ -372,12 +393,23 @@ const pd_k_backend *pd_k_cpu(void);
  * every thread of the OpenMP pool (denormals make an RNN's backward pass ~15x slower), and
  * records the threading configuration. Call it once from the main thread before running
  * kernels; threads created later by that thread inherit its MXCSR (POSIX: the floating-point
- * environment is inherited). Idempotent. OpenBLAS's threads start before main and are not
- * reached; its GEMM kernels do not depend on denormal speed in practice.
+ * environment is inherited). Idempotent. OpenBLAS's own threads start before main and are not
+ * reached; in one-pool mode (below) they do no work, and elsewhere its GEMM kernels do not
+ * depend on denormal speed in practice.
+ *
+ * One pool: when the OpenMP kernels get more than one thread, pd_k_init also sets OpenBLAS to
+ * one thread per call, and the GEMM and convolution kernels split their work across the OpenMP
+ * pool themselves (pd_k_threading.blas_threads is then 1). Two pools on the same cores fought:
+ * OpenBLAS's idle workers yield-spin (sched_yield) while OpenMP kernels run, and OpenMP's spin
+ * while OpenBLAS runs; LeNet training spent ~15% of its time in sched_yield. It also puts every
+ * GEMM on threads that have FTZ/DAZ set.
  *
  * Waiting policy: after a parallel region, OpenMP's idle workers spin (libgomp: ~300k rounds by
  * default) and steal the cores OpenBLAS's threads need for the next GEMM; on 2 cores a GEMM
- * after an elementwise kernel ran ~8x slower (bench/bench_kernels). Passive waiting
+ * after an elementwise kernel ran ~8x slower (bench/bench_kernels). On a machine shared with
+ * other work, spinning workers also lose their core to other processes for a whole time slice,
+ * which stalls every parallel region that needs them (LeNet training ran 10x slower with
+ * GOMP_SPINCOUNT=1000000, even with one pool). Passive waiting
  * (OMP_WAIT_POLICY=passive, or GOMP_SPINCOUNT=0) avoids it, but libgomp reads the environment
  * when it is loaded, before main, so no call in the library can change it for the running
  * process. pd_k_init therefore checks it: with passive waiting the OpenMP kernels use the whole
@@ -387,6 +419,8 @@ const pd_k_backend *pd_k_cpu(void);
  * program's main calls pd_k_reexec_for_passive_wait first thing, before pd_k_init. */
 typedef struct pd_k_threading {
   int omp_threads;        /* threads the OpenMP kernels use (1 without OpenMP or passive wait) */
+  int blas_threads;       /* threads of OpenBLAS's own pool per call: 1 when the kernels run
+                             everything on the OpenMP pool (omp_threads > 1, see below) */
   bool passive_wait;      /* the OpenMP runtime was started with passive waiting (or is absent) */
   bool ftz_daz;           /* flush-to-zero and denormals-are-zero are on (x86 SSE only) */
 } pd_k_threading;

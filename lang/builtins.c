@@ -409,6 +409,7 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   sub.npos -= first;
   sub.pos += first;
   sub.pos_loc += first;
+  if (sub.pos_start) sub.pos_start += first;
   (void)self;
   if (!check_args(c, &sub, 2, names)) return VERR;
   pd_loc sloc, iloc, nloc, dloc, kloc;
@@ -792,6 +793,7 @@ static const struct spec {
     {"npy", {"path", "label_path"}, 1},
     {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
              "decay_rate"}, 1},
+    {"text", {"path", "length"}, 1},
     {"uniform", {"low", "high"}, 2},
     {"xavier", {NULL}, 0},
 };
@@ -889,7 +891,7 @@ static const struct action_spec {
     {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}},
     {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}},
     {"load", PD_ACTION_LOAD, 1, 1, {NULL}},
-    {"print", PD_ACTION_PRINT, 1, 64, {NULL}},
+    {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}},
     {"save", PD_ACTION_SAVE, 1, 64, {NULL}},
     {"train", PD_ACTION_TRAIN, 1, 1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every", NULL}},
@@ -903,7 +905,7 @@ static bool record_is(const value *v, const char *const *names) {
 }
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
-  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", NULL};
+  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", NULL};
   static const char *const optimizers[] = {"sgd", "momentum", "adam", NULL};
   for (int i = 0; i < a->npos; i++)
     if (a->pos[i]->k == V_ERROR) return false;
@@ -998,8 +1000,12 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
   act->nopts = a->nkw;
   act->opts = calloc_c(c, sizeof *act->opts * (size_t)(a->nkw ? a->nkw : 1));
   if (!act->args || !act->opts) return VERR;
-  for (int i = 0; i < a->npos; i++)
+  act->arg_text = calloc_c(c, sizeof *act->arg_text * (size_t)(a->npos ? a->npos : 1));
+  if (!act->arg_text) return VERR;
+  for (int i = 0; i < a->npos; i++) {
     if (!(act->args[i] = to_cval(c, a->pos[i]))) return VERR;
+    act->arg_text[i] = arg_source_text(c, a->pos_start ? a->pos_start[i] : a->pos_loc[i]);
+  }
   for (int k = 0; k < a->nkw; k++) {
     act->opts[k].key = a->kw[k];
     if (!(act->opts[k].value = to_cval(c, a->kwv[k]))) return VERR;
@@ -1078,6 +1084,7 @@ static const builtin builtins[] = {
     OP1("sqrt", "sqrt", "Out"),
     OP1("square", "square", "Out"),
     OP1("tanh", "tanh", "Out"),
+    FN("text", b_record),
     FN("top_k", b_top_k),
     FN("train", b_action),
     OP1A("transpose", "transpose2", "Out", "axis"),
@@ -1104,3 +1111,14 @@ const builtin *pd_builtin_at(int i) {
 }
 
 bool builtin_is_action(const builtin *b) { return b->fn == b_action; }
+
+int pd_builtin_names(const char *prefix, const char **out, int cap) {
+  size_t plen = strlen(prefix);
+  int n = 0;
+  for (size_t i = 0; i < PD_ARRAY_LEN(builtins); i++) {
+    if (strncmp(builtins[i].name, prefix, plen) != 0) continue;
+    if (n < cap) out[n] = builtins[i].name;
+    n++;
+  }
+  return n;
+}

@@ -155,6 +155,42 @@ static const pd_source *source_of(C *c, const char *file) {
   return NULL;
 }
 
+/* The source text of a call argument that starts at loc: up to the ',' or ')' that ends it at
+ * its own bracket depth (strings skipped), spaces trimmed. NULL when the source is unknown. */
+const char *arg_source_text(C *c, pd_loc loc) {
+  const pd_source *src = source_of(c, loc.file);
+  size_t len;
+  const char *line = src ? pd_source_line(src, loc.line, &len) : NULL;
+  if (!line || loc.col < 1) return NULL;
+  const char *p = line + loc.col - 1, *end = src->text + src->len, *q = p;
+  int depth = 0;
+  char quote = 0;
+  for (; q < end; q++) {
+    if (quote) {
+      if (*q == '\\' && q + 1 < end) q++;
+      else if (*q == quote) quote = 0;
+      continue;
+    }
+    if (*q == '"' || *q == '\'') quote = *q;
+    else if (*q == '(' || *q == '[') depth++;
+    else if (*q == ')' || *q == ']') {
+      if (depth == 0) break;
+      depth--;
+    } else if ((*q == ',' && depth == 0) || *q == '#' || (*q == '\n' && depth == 0)) break;
+  }
+  while (q > p && (q[-1] == ' ' || q[-1] == '\t' || q[-1] == '\n' || q[-1] == '\r')) q--;
+  pd_buf b;
+  pd_buf_init(&b);
+  for (const char *r = p; r < q; r++) /* one line: runs of blanks become one space */
+    if (!(*r == ' ' || *r == '\n' || *r == '\t' || *r == '\r') || (r > p && r[-1] != ' ' &&
+                                                                  r[-1] != '\n' && r[-1] != '\t'))
+      pd_buf_append(&b, (*r == '\n' || *r == '\t' || *r == '\r') ? " " : r, 1);
+  const char *t = b.oom ? NULL : strdup_c(c, b.data ? b.data : "");
+  if (b.oom) c->oom = true;
+  pd_buf_free(&b);
+  return t;
+}
+
 /* Report an error. Inside inlined calls the error is shown at the call site in the caller's
  * file, with notes leading to the line inside the function. */
 void cerr(C *c, pd_loc loc, const char *fmt, ...) {
@@ -1206,6 +1242,19 @@ value *call_value(C *c, value *fn, call_args *a) {
   return VERR;
 }
 
+/* Where an expression's text begins: its leftmost operand's position. */
+static pd_loc leftmost_loc(const pd_ast_node *e) {
+  for (;;) {
+    switch (e->kind) {
+      case PD_AST_BINARY: e = e->binary.lhs; break;
+      case PD_AST_CALL: e = e->call.callee; break;
+      case PD_AST_INDEX: e = e->index.object; break;
+      case PD_AST_ATTR: e = e->attr.object; break;
+      default: return e->loc;
+    }
+  }
+}
+
 static value *eval_call(C *c, const pd_ast_node *e) {
   const pd_ast_node *callee = e->call.callee;
   value *fn = eval(c, callee);
@@ -1217,6 +1266,7 @@ static value *eval_call(C *c, const pd_ast_node *e) {
                                : "function";
   a.pos = calloc_c(c, sizeof *a.pos * (n ? n : 1));
   a.pos_loc = calloc_c(c, sizeof *a.pos_loc * (n ? n : 1));
+  a.pos_start = calloc_c(c, sizeof *a.pos_start * (n ? n : 1));
   a.kw = calloc_c(c, sizeof *a.kw * (n ? n : 1));
   a.kwv = calloc_c(c, sizeof *a.kwv * (n ? n : 1));
   a.kw_loc = calloc_c(c, sizeof *a.kw_loc * (n ? n : 1));
@@ -1237,6 +1287,7 @@ static value *eval_call(C *c, const pd_ast_node *e) {
       a.nkw++;
     } else {
       a.pos_loc[a.npos] = arg->loc;
+      a.pos_start[a.npos] = leftmost_loc(arg);
       a.pos[a.npos] = eval(c, arg);
       bad |= a.pos[a.npos]->k == V_ERROR;
       a.npos++;

@@ -82,6 +82,8 @@ typedef struct pd_action {
   pd_loc loc;             /* the call's name */
   int nargs;
   const pd_cval **args;
+  const char **arg_text;  /* each argument as written ("accuracy(y, label)"); an entry may be
+                             NULL when the source is unknown */
   int nopts;
   pd_cfield *opts;        /* keyword arguments */
 } pd_action;
@@ -115,5 +117,10 @@ void pd_unit_free(pd_unit *unit);
  * file is its name, else the imported module of that name; NULL when none. For rendering
  * run-time errors, whose locations come from the ops, with the line and a caret. */
 const pd_source *pd_unit_source(const pd_unit *unit, const pd_source *main, const char *file);
+
+/* The built-in functions whose names start with prefix ("" for all), in sorted order: the first
+ * cap names go to out (static strings, not to be freed); returns how many match. For completion
+ * at a prompt. */
+int pd_builtin_names(const char *prefix, const char **out, int cap);
 
 #endif /* PD_COMPILE_H */

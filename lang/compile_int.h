@@ -58,6 +58,8 @@ typedef struct call_args {
   int npos;
   value **pos;
   pd_loc *pos_loc;
+  pd_loc *pos_start;   /* where each positional argument's text begins (pos_loc may be an
+                          operator's position); for actions, which show arguments as written */
   int nkw;
   const char **kw;
   value **kwv;
@@ -154,6 +156,8 @@ extern value pd_v_error_, pd_v_none_;
 #define VNONE (&pd_v_none_)
 
 /* compile.c: services for builtins */
+/* The source text of the call argument starting at loc (compile.c). */
+const char *arg_source_text(C *c, pd_loc loc);
 void cerr(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void *calloc_c(C *c, size_t n);
 const char *strdup_c(C *c, const char *s);

@@ -3,16 +3,16 @@
 # driver/cmd_parse.c, listed in driver/local.mk (pdlang_SOURCES starts there).
 #
 # Generated sources are made in the build tree and never committed: lang/parser.[ch] by automake's
-# yacc rule (AM_YFLAGS = -d), lang/lexer.c by the rule below. Both are in libpdlang_a_SOURCES, so
+# yacc rule (AM_YFLAGS = -d), lang/lexer.c by the rule below. Both are in the library's sources, so
 # `make dist` ships them and a release tarball builds without re2c or Bison. They compile cleanly
 # with the project's warning flags (gcc and clang), so they need no flags of their own.
-libpdlang_a_SOURCES += lang/ast.h lang/ast.c lang/lexer.h lang/lexer.c lang/parse.h \
+libpdlang_internal_la_SOURCES += lang/ast.h lang/ast.c lang/lexer.h lang/lexer.c lang/parse.h \
 	lang/parser.y
 EXTRA_DIST += lang/lexer.re doc/language.md
 # The lexer includes parser.h for the token kinds: make it first (BUILT_SOURCES covers `make`,
 # `make check`; the explicit dependency covers building one target, e.g. `make pdlang`).
 BUILT_SOURCES += lang/parser.h lang/lexer.c
-lang/lexer.$(OBJEXT): lang/parser.h
+lang/lexer.lo: lang/parser.h
 MAINTAINERCLEANFILES += lang/lexer.c lang/parser.c lang/parser.h
 
 RE2C_FLAGS = -W -Werror --no-generation-date --no-version

@@ -2,7 +2,7 @@
 # between pd_program and ProgramDesc bytes (lang/serialize.[ch]). framework.pb-c.[ch] are made in
 # the build tree, shipped in the dist tarball (a release builds without protoc-c) and never
 # committed. (`pdlang dump` is listed in driver/local.mk: pdlang_SOURCES starts there.)
-libpdlang_a_SOURCES += lang/framework.pb-c.c lang/framework.pb-c.h \
+libpdlang_internal_la_SOURCES += lang/framework.pb-c.c lang/framework.pb-c.h \
 	lang/serialize.h lang/serialize.c
 BUILT_SOURCES += lang/framework.pb-c.c lang/framework.pb-c.h
 MAINTAINERCLEANFILES += lang/framework.pb-c.c lang/framework.pb-c.h

@@ -20,6 +20,38 @@ static pd_status at_loc(pd_error *err, pd_status st, pd_loc loc) {
   return st;
 }
 
+/* Run the ops of block 0 of init whose outputs hold no value in the global scope yet (the ops
+ * are copied; init is not changed). Initialisers continue the runner's random stream, so that
+ * a later unit's new parameters do not repeat an earlier one's numbers. */
+pd_status pd_run_init_missing(pd_runner *r, const pd_program *init, pd_error *err) {
+  pd_program *p = pd_program_clone(init);
+  if (!p) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_block *b = p->blocks[0];
+  for (int i = b->nops - 1; i >= 0; i--) {
+    const pd_op_desc *op = b->ops[i];
+    bool fresh = false;
+    for (int s = 0; s < op->noutputs; s++)
+      for (int a = 0; a < op->outputs[s].nargs; a++) {
+        pd_variable *v = pd_scope_find_local_var(r->global, op->outputs[s].args[a]);
+        fresh = fresh || !v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor);
+      }
+    if (!fresh) pd_block_remove_op(b, i);
+  }
+  pd_exec_options eo = {.seed = r->opts.seed,
+                        .check_nan_inf = r->opts.check_nan_inf,
+                        .interrupt = r->opts.interrupt};
+  pd_exec *ex = NULL;
+  pd_status st = pd_exec_new(p, &eo, &ex, err);
+  if (!st) {
+    pd_exec_set_rng_offset(ex, r->startup_rng);
+    st = pd_exec_run_block(ex, 0, r->global, err);
+    r->startup_rng = pd_exec_rng_offset(ex);
+  }
+  pd_exec_free(ex);
+  pd_program_free(p);
+  return st;
+}
+
 pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runner **out,
                         pd_error *err) {
   *out = NULL;
@@ -35,19 +67,19 @@ pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runn
     r->opts.out = stdout;
     r->opts.progress = stderr;
   }
-  pd_exec_options eo = {.seed = r->opts.seed,
-                        .check_nan_inf = r->opts.check_nan_inf,
-                        .interrupt = r->opts.interrupt};
-  pd_exec *ex = NULL;
-  pd_status st = pd_exec_new(unit->startup, &eo, &ex, err);
-  if (!st) st = pd_exec_run_block(ex, 0, r->global, err);
-  pd_exec_free(ex);
+  pd_status st = pd_run_init_missing(r, unit->startup, err);
   if (st) {
     pd_runner_free(r);
     return st;
   }
   *out = r;
   return PD_OK;
+}
+
+pd_status pd_runner_adopt(pd_runner *r, const pd_unit *unit, pd_error *err) {
+  pd_status st = pd_run_init_missing(r, unit->startup, err);
+  if (!st) r->unit = unit;
+  return st;
 }
 
 void pd_runner_free(pd_runner *r) {
@@ -156,6 +188,8 @@ out:
 
 /* ---- print ---- */
 
+static double elem(const pd_tensor *t, int64_t i);
+
 static pd_status do_print(pd_runner *r, const pd_action *a, pd_error *err) {
   const char **names = pd_calloc((size_t)a->nargs + 1, sizeof *names);
   pd_tensor *vals = pd_calloc((size_t)a->nargs + 1, sizeof *vals);
@@ -169,10 +203,23 @@ static pd_status do_print(pd_runner *r, const pd_action *a, pd_error *err) {
     if (a->args[i]->kind == PD_CVAL_TENSOR) names[n++] = a->args[i]->str;
   for (int i = 0; i < n; i++) pd_tensor_init(&vals[i]);
   if (n && (st = pd_runner_compute(r, n, names, vals, "print", a->loc, err))) goto release;
+  const pd_cval *as_text = pd_action_opt(a, "as_text");
+  bool text = as_text && as_text->kind == PD_CVAL_BOOL && as_text->b;
   pd_buf b;
   pd_buf_init(&b);
   for (int i = 0, k = 0; i < a->nargs; i++) {
-    if (a->args[i]->kind == PD_CVAL_TENSOR) {
+    if (a->args[i]->kind == PD_CVAL_TENSOR && text) {
+      /* Integer values as the characters (bytes) they code, on one line. */
+      const pd_tensor *t = &vals[k++];
+      for (int64_t e = 0; e < pd_tensor_numel(t); e++) {
+        int64_t v = t->dtype == PD_INT64 ? PD_TENSOR_I64(t)[e]
+                    : t->dtype == PD_INT32 ? PD_TENSOR_I32(t)[e]
+                                           : (int64_t)elem(t, e);
+        char ch = v >= 32 && v < 127 ? (char)v : v == '\n' || v == '\t' ? ' ' : '?';
+        pd_buf_append(&b, &ch, 1);
+      }
+      pd_buf_puts(&b, "\n");
+    } else if (a->args[i]->kind == PD_CVAL_TENSOR) {
       pd_tensor_print(&vals[k++], &b);
     } else {
       pd_cval_format(a->args[i], &b);

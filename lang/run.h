@@ -48,6 +48,13 @@ pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runn
                         pd_error *err);
 void pd_runner_free(pd_runner *r);   /* NULL is a no-op; frees the global scope */
 
+/* Switch the runner to another unit, keeping the global scope: the new unit's startup ops run
+ * only for the vars that hold no value yet, so parameters of the old unit with the same names
+ * keep their trained values. For the REPL, which recompiles the session's statements each time
+ * one is added: a statement that fails to compile never reaches the runner. The unit is
+ * borrowed as in pd_runner_new; the old one may be freed after this returns. */
+pd_status pd_runner_adopt(pd_runner *r, const pd_unit *unit, pd_error *err);
+
 pd_scope *pd_runner_scope(pd_runner *r);      /* the global scope */
 const pd_unit *pd_runner_unit(const pd_runner *r);
 

@@ -11,6 +11,7 @@ struct pd_runner {
   const pd_unit *unit;
   pd_run_options opts;
   pd_scope *global;
+  uint64_t startup_rng;   /* where the startup programs' random stream stands */
 };
 
 /* The data vars of a program: vars of block 0 that its ops read, that no op writes, and that are
@@ -22,6 +23,10 @@ int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names
  * free (pd_exec_free, then pd_program_free). Errors are placed at loc. */
 pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc loc,
                          pd_program **out_prog, pd_exec **out_ex, pd_error *err);
+
+/* Run the ops of init's block 0 whose outputs have no value in the global scope yet: the
+ * startup program of a unit (again after pd_runner_adopt), an optimizer's state. */
+pd_status pd_run_init_missing(pd_runner *r, const pd_program *init, pd_error *err);
 
 pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err);
 pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err);

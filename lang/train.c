@@ -121,6 +121,13 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
     st = path ? pd_dataset_npy(path, lpath, out, err) : PD_ENOMEM;
     pd_free(path);
     pd_free(lpath);
+  } else if (strcmp(name, "text") == 0) {
+    const pd_cval *p = pd_cval_field(spec, "path", 0);
+    const pd_cval *len = pd_cval_field(spec, "length", 1);
+    char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out, err)
+              : PD_ENOMEM;
+    pd_free(path);
   } else {
     return pd_error_set(err, PD_EINVAL, a->loc, "unknown reader '%s'", name);
   }
@@ -138,6 +145,8 @@ typedef struct feeder {
   int n;
   const char *vars[16];
   int field[16];            /* the dataset field of each var */
+  int64_t seq_len[16];      /* > 0: the var is a batch of sequences of this many steps, each
+                               sample one sequence (a field [T] feeds a var [-1, 1] LoD 1) */
   int nd[16];               /* the var's rank when the batch must be reshaped, else 0 */
   int64_t dims[16][PD_TENSOR_MAX_DIMS];
   pd_tensor *fields;        /* one per dataset field: the current batch */
@@ -190,6 +199,18 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
     for (int k = 0; k < fnd; k++) fnum *= fd[k];
     bool same = v && v->ndims == fnd + 1;
     for (int k = 0; same && k < fnd; k++) same = v->dims[k + 1] < 0 || v->dims[k + 1] == fd[k];
+    if (v && v->lod_level >= 1 && fnd == 1 && v->ndims >= 1) {
+      /* Each sample is a sequence of fd[0] steps of the var's per-step shape. */
+      int64_t per = 1;
+      for (int k = 1; k < v->ndims; k++) per *= v->dims[k] < 0 ? 1 : v->dims[k];
+      if (per == 1) {
+        f->seq_len[i] = fd[0];
+        f->nd[i] = v->ndims;
+        memcpy(f->dims[i], v->dims, sizeof *v->dims * (size_t)v->ndims);
+        for (int k = 1; k < v->ndims; k++) f->dims[i][k] = 1;
+        continue;
+      }
+    }
     if (!v || same || v->ndims < 1) continue;
     bool known = true;
     for (int k = 1; k < v->ndims; k++) {
@@ -215,10 +236,20 @@ static pd_status feeder_batch(feeder *f, int64_t rows, pd_loc loc, pd_error *err
     if (f->nd[i]) {
       int64_t dims[PD_TENSOR_MAX_DIMS];
       memcpy(dims, f->dims[i], sizeof dims);
-      dims[0] = rows;
+      dims[0] = f->seq_len[i] ? rows * f->seq_len[i] : rows;
       pd_status st = pd_tensor_reshape(t, f->nd[i], dims);
       if (st) return pd_error_set(err, st, loc, "cannot reshape the reader's '%s' for '%s'",
                                   "field", f->vars[i]);
+    }
+    if (f->seq_len[i]) { /* one sequence per sample: offsets 0, T, 2T, ... */
+      int64_t *off = pd_malloc(sizeof *off * (size_t)(rows + 1));
+      if (!off) return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+      for (int64_t r = 0; r <= rows; r++) off[r] = r * f->seq_len[i];
+      const int64_t *lv = off;
+      int64_t len = rows + 1;
+      pd_status st = pd_tensor_set_lod(t, 1, &lv, &len);
+      pd_free(off);
+      if (st) return pd_error_set(err, st, loc, "out of memory");
     }
     f->feeds[i] = (pd_exec_feed){f->vars[i], t};
   }
@@ -308,22 +339,6 @@ static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *
   return PD_OK;
 }
 
-/* Run the ops of init (block 0) whose outputs have no value in the global scope yet. */
-static pd_status init_state(pd_runner *r, pd_program *init, pd_error *err) {
-  pd_block *b = init->blocks[0];
-  for (int i = b->nops - 1; i >= 0; i--) {
-    const char *out = pd_op_output1(b->ops[i], "Out");
-    pd_variable *v = out ? pd_scope_find_local_var(r->global, out) : NULL;
-    if (v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor))
-      pd_block_remove_op(b, i);
-  }
-  pd_exec *ex;
-  pd_status st = pd_exec_new(init, NULL, &ex, err);
-  if (!st) st = pd_exec_run_block(ex, 0, r->global, err);
-  pd_exec_free(ex);
-  return st;
-}
-
 static pd_status set_lr(pd_runner *r, double lr, pd_error *err) {
   pd_variable *v = pd_scope_find_local_var(r->global, PD_LR_VAR);
   pd_tensor *t = v ? pd_var_tensor(v) : NULL;
@@ -391,7 +406,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     goto out;
   }
   if ((st = pd_append_optimizer(p, init, &bwd, &o, a->loc, err))) goto out;
-  if ((st = init_state(r, init, err))) goto out;
+  if ((st = pd_run_init_missing(r, init, err))) goto out;
   pd_exec_options eo = {.seed = seed ^ 0x9e3779b97f4a7c15ull, .check_nan_inf = r->opts.check_nan_inf};
   if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
   /* The data. */
@@ -563,7 +578,9 @@ pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
     for (int i = 0; i < n; i++) {
       char mn[128];
       metric_name(names[i], mn, sizeof mn);
-      fprintf(r->opts.out, "%s %s %.4f", i ? "," : "", mn, samples ? sums[i] / (double)samples : 0.0);
+      const char *label = a->arg_text && a->arg_text[i] ? a->arg_text[i] : mn;
+      fprintf(r->opts.out, "%s %s = %.4f", i ? "," : "", label,
+              samples ? sums[i] / (double)samples : 0.0);
     }
     fprintf(r->opts.out, " (%lld samples, %.1f s)\n", (long long)samples, now() - t0);
     fflush(r->opts.out);

@@ -5,7 +5,7 @@
 #     (.err files: file:line:col, the line, a caret).
 check_PROGRAMS += tests/vm/test_exec
 tests_vm_test_exec_SOURCES = tests/vm/test_exec.c
-tests_vm_test_exec_LDADD = libpdlang.a $(PD_LIBS)
+tests_vm_test_exec_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_exec
 
 PD_RUN_TESTS = tests/golden/run/ifelse_rows.pd \
@@ -31,3 +31,16 @@ EXTRA_DIST += $(PD_RUN_TESTS) \
 #   the quick examples.
 TESTS += tests/run/train_save_exec.sh tests/run/examples.sh
 EXTRA_DIST += tests/run/train_save_exec.sh tests/run/examples.sh
+
+#   tests/vm/test_cf_grad: gradients through if/else, scalar if and for-rnn (fp64 finite
+#   differences), and the seeds' if/else gradients by hand.
+check_PROGRAMS += tests/vm/test_cf_grad
+tests_vm_test_cf_grad_SOURCES = tests/vm/test_cf_grad.c
+tests_vm_test_cf_grad_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/vm/test_cf_grad
+
+#   tests/vm/test_optimizer: sgd, momentum, adam, weight decay, clipping, schedules by hand.
+check_PROGRAMS += tests/vm/test_optimizer
+tests_vm_test_optimizer_SOURCES = tests/vm/test_optimizer.c
+tests_vm_test_optimizer_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/vm/test_optimizer

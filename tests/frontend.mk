@@ -4,19 +4,19 @@
 
 check_PROGRAMS += tests/frontend/test_lexer
 tests_frontend_test_lexer_SOURCES = tests/frontend/test_lexer.c
-tests_frontend_test_lexer_LDADD = libpdlang.a $(PD_LIBS)
+tests_frontend_test_lexer_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/frontend/test_lexer
 
 check_PROGRAMS += tests/frontend/test_parse
 tests_frontend_test_parse_SOURCES = tests/frontend/test_parse.c
-tests_frontend_test_parse_LDADD = libpdlang.a $(PD_LIBS)
+tests_frontend_test_parse_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/frontend/test_parse
 
 # The fuzz target, run over its seed corpus and the golden inputs (compiled with $(CC): no
 # libFuzzer needed).
 check_PROGRAMS += tests/frontend/test_corpus
 tests_frontend_test_corpus_SOURCES = tests/frontend/test_corpus.c tests/fuzz/fuzz_parse.c
-tests_frontend_test_corpus_LDADD = libpdlang.a $(PD_LIBS)
+tests_frontend_test_corpus_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/frontend/test_corpus
 EXTRA_DIST += tests/fuzz/corpus_parse
 

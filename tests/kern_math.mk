@@ -14,12 +14,12 @@ TESTS += tests/ops/test_kern_math tests/ops/test_kern_math_matmul \
 	tests/ops/test_kern_elementwise tests/ops/test_kern_reduce tests/ops/test_kern_loss
 
 tests_ops_test_kern_math_SOURCES = tests/ops/test_kern_math.c tests/ops/test_kern_math.h
-tests_ops_test_kern_math_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_math_LDADD = libpdlang-internal.la $(PD_LIBS)
 tests_ops_test_kern_math_matmul_SOURCES = tests/ops/test_kern_math_matmul.c tests/ops/test_kern_math.h
-tests_ops_test_kern_math_matmul_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_math_matmul_LDADD = libpdlang-internal.la $(PD_LIBS)
 tests_ops_test_kern_elementwise_SOURCES = tests/ops/test_kern_elementwise.c tests/ops/test_kern_math.h
-tests_ops_test_kern_elementwise_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_elementwise_LDADD = libpdlang-internal.la $(PD_LIBS)
 tests_ops_test_kern_reduce_SOURCES = tests/ops/test_kern_reduce.c tests/ops/test_kern_math.h
-tests_ops_test_kern_reduce_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_reduce_LDADD = libpdlang-internal.la $(PD_LIBS)
 tests_ops_test_kern_loss_SOURCES = tests/ops/test_kern_loss.c tests/ops/test_kern_math.h
-tests_ops_test_kern_loss_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_loss_LDADD = libpdlang-internal.la $(PD_LIBS)

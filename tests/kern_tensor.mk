@@ -7,8 +7,8 @@ check_PROGRAMS += $(KERN_TENSOR_TESTS)
 TESTS += tests/ops/test_kern_tensor tests/ops/test_kern_nn tests/ops/test_kern_optim
 
 tests_ops_test_kern_tensor_SOURCES = tests/ops/test_kern_tensor.c
-tests_ops_test_kern_tensor_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_tensor_LDADD = libpdlang-internal.la $(PD_LIBS)
 tests_ops_test_kern_nn_SOURCES = tests/ops/test_kern_nn.c
-tests_ops_test_kern_nn_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_nn_LDADD = libpdlang-internal.la $(PD_LIBS)
 tests_ops_test_kern_optim_SOURCES = tests/ops/test_kern_optim.c
-tests_ops_test_kern_optim_LDADD = libpdlang.a $(PD_LIBS)
+tests_ops_test_kern_optim_LDADD = libpdlang-internal.la $(PD_LIBS)

@@ -5,5 +5,5 @@ EXTRA_DIST += tests/tap.h tests/golden.sh
 # Unit tests of base/.
 check_PROGRAMS += tests/base/test_base
 tests_base_test_base_SOURCES = tests/base/test_base.c
-tests_base_test_base_LDADD = libpdlang.a $(PD_LIBS)
+tests_base_test_base_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/base/test_base

@@ -1,7 +1,7 @@
 # tests/program.mk -- tests of the program IR (vm/program.c), Prune (vm/prune.c), the ProgramDesc
 # serializer (lang/serialize.c) and `pdlang dump`; the replay of the loader's fuzz corpus; and the
 # libFuzzer target itself (`make fuzz-load`, `make fuzz-load-run FUZZ_SECONDS=600`: clang only).
-PROGRAM_TEST_LIBS = libpdlang.a $(PD_LIBS)
+PROGRAM_TEST_LIBS = libpdlang-internal.la $(PD_LIBS)
 PROGRAM_TEST_MODELS = tests/program/models.c tests/program/models.h
 
 check_PROGRAMS += tests/program/test_program tests/program/test_serialize \

@@ -2,5 +2,5 @@
 # input of every kind, allocation failures, and batching with and without prefetch.
 check_PROGRAMS += tests/vm/test_reader
 tests_vm_test_reader_SOURCES = tests/vm/test_reader.c
-tests_vm_test_reader_LDADD = libpdlang.a $(PD_LIBS)
+tests_vm_test_reader_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_reader

@@ -4,30 +4,30 @@ EXTRA_DIST += tests/kernels/kt.h
 
 check_PROGRAMS += tests/kernels/test_elementwise
 tests_kernels_test_elementwise_SOURCES = tests/kernels/test_elementwise.c tests/kernels/kt.h
-tests_kernels_test_elementwise_LDADD = libpdlang.a $(PD_LIBS)
+tests_kernels_test_elementwise_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_elementwise
 
 check_PROGRAMS += tests/kernels/test_reduce
 tests_kernels_test_reduce_SOURCES = tests/kernels/test_reduce.c tests/kernels/kt.h
-tests_kernels_test_reduce_LDADD = libpdlang.a $(PD_LIBS)
+tests_kernels_test_reduce_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_reduce
 
 check_PROGRAMS += tests/kernels/test_conv
 tests_kernels_test_conv_SOURCES = tests/kernels/test_conv.c tests/kernels/kt.h
-tests_kernels_test_conv_LDADD = libpdlang.a $(PD_LIBS)
+tests_kernels_test_conv_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_conv
 
 check_PROGRAMS += tests/kernels/test_index
 tests_kernels_test_index_SOURCES = tests/kernels/test_index.c tests/kernels/kt.h
-tests_kernels_test_index_LDADD = libpdlang.a $(PD_LIBS)
+tests_kernels_test_index_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_index
 
 check_PROGRAMS += tests/vm/test_tensor
 tests_vm_test_tensor_SOURCES = tests/vm/test_tensor.c
-tests_vm_test_tensor_LDADD = libpdlang.a $(PD_LIBS)
+tests_vm_test_tensor_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_tensor
 
 check_PROGRAMS += tests/vm/test_scope
 tests_vm_test_scope_SOURCES = tests/vm/test_scope.c
-tests_vm_test_scope_LDADD = libpdlang.a $(PD_LIBS)
+tests_vm_test_scope_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_scope

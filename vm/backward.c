@@ -14,6 +14,9 @@
 typedef struct vinfo {
   const char *name;
   bool needs;       /* needs a gradient */
+  bool seed;        /* its gradient is given (a sub-block's output: the caller's gradient) */
+  bool local;       /* a seed whose given gradient was used up: later gradients of the older
+                       value are named <var>@GRAD@LOCAL so as not to clash with the given one */
   int contribs;     /* gradients made so far (0: none) */
 } vinfo;
 
@@ -62,24 +65,35 @@ static bool is_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64 || t == P
 
 typedef struct bw {
   pd_program *p;
-  pd_block *b0;
+  pd_block *fb;     /* the block whose ops are differentiated */
+  pd_block *gb;     /* where the gradient ops and vars go: fb itself for block 0, else a
+                       gradient block (parent: fb's parent; forward_block_idx: fb) */
   vmap m;
   pd_error *err;
   pd_buf name;      /* scratch for names */
+  int depth;        /* nesting of sub-block passes */
 } bw;
+
+static pd_status diff_block(bw *w, bool *relevant, int nops);
 
 static pd_status oom(bw *w) { return pd_error_set(w->err, PD_ENOMEM, (pd_loc){0}, "out of memory"); }
 
-static const char *grad_name(bw *w, const char *var, int k) {
+static const char *grad_name_of(bw *w, const char *var, bool local, int k) {
   w->name.len = 0;
-  if (k == 0) pd_buf_printf(&w->name, "%s" GRAD, var);
-  else pd_buf_printf(&w->name, "%s" GRAD "@RENAME@%d", var, k);
+  pd_buf_printf(&w->name, "%s" GRAD "%s", var, local ? "@LOCAL" : "");
+  if (k > 0) pd_buf_printf(&w->name, "@RENAME@%d", k);
   return w->name.oom ? NULL : w->name.data;
 }
 
-/* Declare a gradient var in block 0 (its shape comes from the op that writes it). */
+static const char *grad_name(bw *w, const char *var, int k) {
+  vinfo *vi = vmap_get(&w->m, var, false);
+  return grad_name_of(w, var, vi && vi->local, k);
+}
+
+/* Declare a gradient var where the gradient ops go (its shape comes from the op that writes
+ * it). */
 static pd_var_desc *declare(bw *w, const char *name, const pd_var_desc *like) {
-  pd_var_desc *v = pd_block_var(w->b0, name);
+  pd_var_desc *v = pd_block_var(w->gb, name);
   if (!v) return NULL;
   if (like) {
     v->dtype = like->dtype;
@@ -91,7 +105,7 @@ static pd_var_desc *declare(bw *w, const char *name, const pd_var_desc *like) {
 
 static pd_status finish_op(bw *w, pd_op_desc *op, pd_loc loc, int role) {
   if (pd_op_set_loc(op, loc) || pd_op_set_attr_int(op, "op_role", role)) return oom(w);
-  return pd_opdef_prepare(op, w->b0, w->err);
+  return pd_opdef_prepare(op, w->gb, w->err);
 }
 
 /* Add up the gradients of var (when more than one was made) into <var>@GRAD. */
@@ -105,7 +119,7 @@ static pd_status total(bw *w, vinfo *vi, pd_loc loc) {
     const char *g = grad_name(w, vi->name, k);
     if (!g || !(names[k] = pd_strdup(g))) st = oom(w);
   }
-  pd_op_desc *op = st ? NULL : pd_block_add_op(w->b0, "sum", -1);
+  pd_op_desc *op = st ? NULL : pd_block_add_op(w->gb, "sum", -1);
   if (!st && !op) st = oom(w);
   if (!st && (pd_op_set_input(op, "X", n, (const char *const *)names) ||
               pd_op_set_output(op, "Out", 1, (const char *const *)names)))
@@ -118,7 +132,7 @@ static pd_status total(bw *w, vinfo *vi, pd_loc loc) {
 }
 
 static const pd_var_desc *find(bw *w, const char *name) {
-  return pd_block_find_var(w->b0, name);
+  return pd_block_find_var_visible(w->gb, name, NULL);
 }
 
 static bool needs_grad(bw *w, const char *name) {
@@ -162,19 +176,44 @@ static pd_status bind_grads(bw *w, pd_op_desc *g, const pd_slot *s, bool outputs
   return st;
 }
 
-static pd_status grad_op(bw *w, const pd_op_desc *fwd) {
-  char type[128];
-  snprintf(type, sizeof type, "%s_grad", fwd->type);
-  if (!pd_opdef_lookup(type))
-    return pd_error_set(w->err, PD_EUNSUPPORTED, fwd->loc, "%s: no gradient op", fwd->type);
-  /* The totals of the output gradients this op reads. */
+/* The totals of the gradients of fwd's outputs, before a gradient op reads them. */
+static pd_status totals_of_outputs(bw *w, const pd_op_desc *fwd) {
   for (int s = 0; s < fwd->noutputs; s++)
     for (int a = 0; a < fwd->outputs[s].nargs; a++) {
       vinfo *vi = vmap_get(&w->m, fwd->outputs[s].args[a], false);
       pd_status st = vi ? total(w, vi, fwd->loc) : PD_OK;
       if (st) return st;
     }
-  pd_op_desc *g = pd_block_add_op(w->b0, type, -1);
+  return PD_OK;
+}
+
+/* After fwd's gradient op: the gradients of the values fwd wrote are used up. A var that an
+ * earlier op reads too (an in-place write, a loop-carried var) starts over: its older value
+ * gets gradients of its own. */
+static void outputs_used_up(bw *w, const pd_op_desc *fwd) {
+  /* A conditional_block may not run: then its outputs keep their earlier values, whose
+   * writers (the other branch's block, which the compiler always emits) still need the
+   * gradient. Its gradient op gives zeros when the block did not run. */
+  if (strcmp(fwd->type, "conditional_block") == 0) return;
+  for (int s = 0; s < fwd->noutputs; s++)
+    for (int a = 0; a < fwd->outputs[s].nargs; a++) {
+      vinfo *vi = vmap_get(&w->m, fwd->outputs[s].args[a], false);
+      if (!vi || vi->contribs == 0) continue;
+      vi->contribs = 0;
+      if (vi->seed) vi->local = true;
+    }
+}
+
+/* A gradient op of fwd's type + "_grad": fwd's inputs and outputs, the outputs' gradients, and
+ * gradient outputs for the inputs that need one. */
+static pd_status start_grad_op(bw *w, const pd_op_desc *fwd, pd_op_desc **out) {
+  char type[128];
+  snprintf(type, sizeof type, "%s_grad", fwd->type);
+  if (!pd_opdef_lookup(type))
+    return pd_error_set(w->err, PD_EUNSUPPORTED, fwd->loc, "%s: no gradient op", fwd->type);
+  pd_status st = totals_of_outputs(w, fwd);
+  if (st) return st;
+  pd_op_desc *g = pd_block_add_op(w->gb, type, -1);
   if (!g) return oom(w);
   for (int s = 0; s < fwd->ninputs; s++)
     if (pd_op_set_input(g, fwd->inputs[s].param, fwd->inputs[s].nargs,
@@ -184,16 +223,26 @@ static pd_status grad_op(bw *w, const pd_op_desc *fwd) {
     if (pd_op_set_input(g, fwd->outputs[s].param, fwd->outputs[s].nargs,
                         (const char *const *)fwd->outputs[s].args))
       return oom(w);
-  pd_status st;
   for (int s = 0; s < fwd->noutputs; s++)
     if ((st = bind_grads(w, g, &fwd->outputs[s], true))) return st;
+  /* Then the inputs' gradients: an input that is also an output (written in place) starts
+   * over, its gradient here being that of its value before the op. */
+  outputs_used_up(w, fwd);
   for (int s = 0; s < fwd->ninputs; s++)
     if ((st = bind_grads(w, g, &fwd->inputs[s], false))) return st;
   for (int i = 0; i < fwd->nattrs; i++) {
     if (strcmp(fwd->attrs[i].name, "op_role") == 0) continue;
     if (pd_op_set_attr(g, &fwd->attrs[i])) return oom(w);
   }
-  return finish_op(w, g, fwd->loc, PD_OP_ROLE_BACKWARD);
+  *out = g;
+  return PD_OK;
+}
+
+static pd_status grad_op(bw *w, const pd_op_desc *fwd) {
+  pd_op_desc *g = NULL;
+  pd_status st = start_grad_op(w, fwd, &g);
+  if (!st) st = finish_op(w, g, fwd->loc, PD_OP_ROLE_BACKWARD);
+  return st;
 }
 
 static bool writes_any(const pd_op_desc *op, vmap *needed) {
@@ -219,8 +268,211 @@ static bool has_out_grad(bw *w, const pd_op_desc *op) {
   return false;
 }
 
+/* Which ops of fw->fb (the first nops) the vars in `needed` depend on, walking back; the
+ * inputs of each such op become needed too. */
+static pd_status mark_relevant(bw *w, vmap *needed, bool *relevant, int nops) {
+  for (int i = nops - 1; i >= 0; i--) {
+    const pd_op_desc *op = w->fb->ops[i];
+    if (!writes_any(op, needed)) continue;
+    relevant[i] = true;
+    for (int s = 0; s < op->ninputs; s++)
+      for (int a = 0; a < op->inputs[s].nargs; a++)
+        if (!vmap_get(needed, op->inputs[s].args[a], true)) return oom(w);
+  }
+  return PD_OK;
+}
+
+/* Vars that need a gradient: those already marked, and every output of a differentiable
+ * relevant op that reads one. */
+static pd_status propagate_needs(bw *w, const bool *relevant, int nops) {
+  for (int i = 0; i < nops; i++) {
+    const pd_op_desc *op = w->fb->ops[i];
+    const pd_opdef *def = pd_opdef_lookup(op->type);
+    if (!relevant[i] || !def || !(def->flags & PD_OPF_DIFF) || !reads_needing(w, op)) continue;
+    for (int s = 0; s < op->noutputs; s++)
+      for (int a = 0; a < op->outputs[s].nargs; a++) {
+        vinfo *vi = vmap_get(&w->m, op->outputs[s].args[a], true);
+        if (!vi) return oom(w);
+        vi->needs = true;
+      }
+  }
+  return PD_OK;
+}
+
+/* ---- Ops that own blocks ----
+ * conditional_block and recurrent get a gradient op whose "sub_block" is a new gradient block:
+ * the backward pass of the forward sub-block, made by a nested pass whose given gradients
+ * ("seeds") are those of the forward op's outputs and whose wanted gradients are those of its
+ * inputs. At run time the gradient op runs that block in a child of each scope the forward
+ * run kept, and moves the gradients of the inputs (named <var>@GRAD, or <var>@GRAD@LOCAL for a
+ * var the block also writes, in the gradient block's scope) out to the vars its @GRAD outputs
+ * name (vm/exec_control.c). */
+
+typedef struct sub_spec {
+  int nseeds;
+  const char **seeds;     /* vars of the sub-block (or outer ones) whose gradients are given */
+  bool declare_seeds;     /* the seeds' gradient vars are filled per step by the gradient op
+                             (recurrent): declare them in the gradient block */
+  int nwrt;
+  const char **wrt;       /* vars whose gradients are wanted */
+} sub_spec;
+
+static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec *sp) {
+  if (outer->depth > 32)
+    return pd_error_set(outer->err, PD_EUNSUPPORTED, (pd_loc){0}, "blocks nested too deeply");
+  bw w = {.p = outer->p, .fb = fb, .gb = gb, .err = outer->err, .depth = outer->depth + 1};
+  pd_buf_init(&w.name);
+  vmap needed = {0};
+  int nops = fb->nops;
+  bool *relevant = pd_calloc((size_t)nops + 1, sizeof *relevant);
+  pd_status st = relevant ? PD_OK : oom(&w);
+  for (int i = 0; !st && i < sp->nseeds; i++)
+    if (!vmap_get(&needed, sp->seeds[i], true)) st = oom(&w);
+  if (!st) st = mark_relevant(&w, &needed, relevant, nops);
+  for (int i = 0; !st && i < sp->nwrt; i++) {
+    vinfo *vi = vmap_get(&w.m, sp->wrt[i], true);
+    if (!vi) st = oom(&w);
+    else vi->needs = true;
+  }
+  /* Parameters visible from the block need gradients as in the outer pass. */
+  for (const pd_block *b = pd_block_parent(fb); !st && b; b = pd_block_parent(b))
+    for (int i = 0; !st && i < b->nvars; i++) {
+      const pd_var_desc *v = b->vars[i];
+      if (!v->persistable || v->type != PD_VAR_LOD_TENSOR || !is_float(v->dtype) ||
+          v->stop_gradient)
+        continue;
+      vinfo *vi = vmap_get(&w.m, v->name, true);
+      if (!vi) st = oom(&w);
+      else vi->needs = true;
+    }
+  if (!st) st = propagate_needs(&w, relevant, nops);
+  for (int i = 0; !st && i < sp->nseeds; i++) {
+    vinfo *vi = vmap_get(&w.m, sp->seeds[i], true);
+    if (!vi) {
+      st = oom(&w);
+      break;
+    }
+    vi->seed = true;
+    vi->contribs = 1;
+    if (sp->declare_seeds) {
+      const char *g = grad_name_of(&w, sp->seeds[i], false, 0);
+      if (!g || !declare(&w, g, pd_block_find_var_visible(fb, sp->seeds[i], NULL))) st = oom(&w);
+    }
+  }
+  if (!st) st = diff_block(&w, relevant, nops);
+  /* The wanted gradients as totals. */
+  for (int i = 0; !st && i < sp->nwrt; i++) {
+    vinfo *vi = vmap_get(&w.m, sp->wrt[i], false);
+    if (vi) st = total(&w, vi, (pd_loc){0});
+  }
+  pd_free(relevant);
+  pd_free(needed.slots);
+  pd_free(w.m.slots);
+  pd_buf_free(&w.name);
+  return st;
+}
+
+/* The names bound to a slot of op (NULL/0 when absent). */
+static const char **slot_args(const pd_op_desc *op, const char *slot, bool input, int *n) {
+  const pd_slot *s = input ? pd_op_input(op, slot) : pd_op_output(op, slot);
+  *n = s ? s->nargs : 0;
+  return s ? (const char **)s->args : NULL;
+}
+
+static pd_status cf_grad(bw *w, const pd_op_desc *fwd) {
+  const pd_attr *sa = pd_op_attr(fwd, "sub_block");
+  pd_block *fb = sa ? pd_program_block(w->p, sa->v.i) : NULL;
+  bool rnn = strcmp(fwd->type, "recurrent") == 0, loop = strcmp(fwd->type, "while") == 0;
+  if (!fb || (!rnn && !loop && strcmp(fwd->type, "conditional_block") != 0))
+    return pd_error_set(w->err, PD_EUNSUPPORTED, fwd->loc,
+                        "%s: no gradient for this op", fwd->type);
+  pd_status st = totals_of_outputs(w, fwd);
+  if (st) return st;
+  pd_block *gb = pd_program_add_block(w->p, w->gb->idx);
+  if (!gb) return oom(w);
+  gb->forward_block_idx = fb->idx;
+  sub_spec sp = {0};
+  const char **wrt = NULL;
+  int nw = 0;
+  if (rnn) {
+    int nin, nex, nparams;
+    const char **ins = slot_args(fwd, "inputs", true, &nin);
+    const char **params = slot_args(fwd, "parameters", true, &nparams);
+    const pd_attr *ex = pd_op_attr(fwd, "ex_states");
+    nex = ex && ex->type == PD_ATTR_STRINGS ? ex->n : 0;
+    wrt = pd_calloc((size_t)(nin + nex + nparams) + 1, sizeof *wrt);
+    if (!wrt) return oom(w);
+    for (int i = 0; i < nin; i++) wrt[nw++] = ins[i];
+    for (int i = 0; i < nex; i++) wrt[nw++] = ex->strings[i];
+    for (int i = 0; i < nparams; i++) wrt[nw++] = params[i];
+    sp.seeds = slot_args(fwd, "outputs", false, &sp.nseeds);
+    sp.declare_seeds = true;
+  } else if (loop) {
+    /* Seeds: the loop-carried vars (Out), filled per iteration by while_grad; wanted: every
+     * outer var the body reads (X). */
+    int nx;
+    const char **xs = slot_args(fwd, "X", true, &nx);
+    wrt = pd_calloc((size_t)nx + 1, sizeof *wrt);
+    if (!wrt) return oom(w);
+    for (int i = 0; i < nx; i++) wrt[nw++] = xs[i];
+    int nout;
+    const char **outs = slot_args(fwd, "Out", false, &nout);
+    sp.seeds = pd_calloc((size_t)nout + 1, sizeof *sp.seeds);
+    if (!sp.seeds) {
+      pd_free(wrt);
+      return oom(w);
+    }
+    for (int i = 0; i < nout; i++) {
+      const pd_var_desc *v = find(w, outs[i]);
+      if (v && is_float(v->dtype)) sp.seeds[sp.nseeds++] = outs[i];
+    }
+    sp.declare_seeds = true;
+  } else {
+    int nin;
+    const char **ins = slot_args(fwd, "Input", true, &nin);
+    wrt = pd_calloc((size_t)nin + 1, sizeof *wrt);
+    if (!wrt) return oom(w);
+    for (int i = 0; i < nin; i++) wrt[nw++] = ins[i];
+    /* The outputs whose gradients exist are the seeds (their totals, in the outer scope). */
+    int nout;
+    const char **outs = slot_args(fwd, "Out", false, &nout);
+    sp.seeds = pd_calloc((size_t)nout + 1, sizeof *sp.seeds);
+    if (!sp.seeds) {
+      pd_free(wrt);
+      return oom(w);
+    }
+    for (int i = 0; i < nout; i++) {
+      vinfo *vi = vmap_get(&w->m, outs[i], false);
+      if (vi && vi->contribs > 0) sp.seeds[sp.nseeds++] = outs[i];
+    }
+  }
+  sp.wrt = wrt;
+  sp.nwrt = nw;
+  st = sub_pass(w, fb, gb, &sp);
+  if (!rnn) pd_free((void *)sp.seeds);
+  pd_free(wrt);
+  if (st) return st;
+  pd_op_desc *g = NULL;
+  if ((st = start_grad_op(w, fwd, &g))) return st;
+  if (pd_op_set_attr_block(g, "sub_block", gb->idx)) return oom(w);
+  return finish_op(w, g, fwd->loc, PD_OP_ROLE_BACKWARD);
+}
+
+/* The gradient ops of the relevant ops of w->fb (the first nops), last to first. */
+static pd_status diff_block(bw *w, bool *relevant, int nops) {
+  for (int i = nops - 1; i >= 0; i--) {
+    const pd_op_desc *op = w->fb->ops[i];
+    const pd_opdef *def = pd_opdef_lookup(op->type);
+    if (!relevant[i] || !def || !(def->flags & PD_OPF_DIFF)) continue;
+    if (!has_out_grad(w, op) || !reads_needing(w, op)) continue;
+    pd_status st = pd_op_attr(op, "sub_block") ? cf_grad(w, op) : grad_op(w, op);
+    if (st) return st;
+  }
+  return PD_OK;
+}
+
 static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
-  pd_block *b0 = w->b0;
+  pd_block *b0 = w->fb;
   const pd_var_desc *cv = pd_block_find_var_local(b0, cost);
   if (!cv)
     return pd_error_set(w->err, PD_ENOTFOUND, (pd_loc){0},
@@ -242,18 +494,9 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
     goto out;
   }
   /* 1. The ops the cost depends on. */
-  for (int i = nops - 1; i >= 0; i--) {
-    const pd_op_desc *op = b0->ops[i];
-    if (!writes_any(op, &needed)) continue;
-    relevant[i] = true;
-    if (!cost_loc.line) cost_loc = op->loc;
-    for (int s = 0; s < op->ninputs; s++)
-      for (int a = 0; a < op->inputs[s].nargs; a++)
-        if (!vmap_get(&needed, op->inputs[s].args[a], true)) {
-          st = oom(w);
-          goto out;
-        }
-  }
+  if ((st = mark_relevant(w, &needed, relevant, nops))) goto out;
+  for (int i = nops - 1; i >= 0 && !cost_loc.line; i--)
+    if (relevant[i]) cost_loc = b0->ops[i]->loc;
   /* 2. Which vars need a gradient. */
   for (int i = 0; i < b0->nvars; i++) {
     const pd_var_desc *v = b0->vars[i];
@@ -266,20 +509,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
       vi->needs = true;
     }
   }
-  for (int i = 0; i < nops; i++) {
-    const pd_op_desc *op = b0->ops[i];
-    const pd_opdef *def = pd_opdef_lookup(op->type);
-    if (!relevant[i] || !def || !(def->flags & PD_OPF_DIFF) || !reads_needing(w, op)) continue;
-    for (int s = 0; s < op->noutputs; s++)
-      for (int a = 0; a < op->outputs[s].nargs; a++) {
-        vinfo *vi = vmap_get(&w->m, op->outputs[s].args[a], true);
-        if (!vi) {
-          st = oom(w);
-          goto out;
-        }
-        vi->needs = true;
-      }
-  }
+  if ((st = propagate_needs(w, relevant, nops))) goto out;
   vinfo *ci = vmap_get(&w->m, cost, false);
   if (!ci || !ci->needs) {
     st = pd_error_set(w->err, PD_EINVAL, cost_loc,
@@ -302,20 +532,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
     if ((st = finish_op(w, fill, cost_loc, PD_OP_ROLE_BACKWARD | PD_OP_ROLE_LOSS))) goto out;
     ci->contribs = 1;
   }
-  for (int i = nops - 1; i >= 0; i--) {
-    const pd_op_desc *op = b0->ops[i];
-    const pd_opdef *def = pd_opdef_lookup(op->type);
-    if (!relevant[i] || !def || !(def->flags & PD_OPF_DIFF)) continue;
-    if (!has_out_grad(w, op) || !reads_needing(w, op)) continue;
-    if (pd_op_attr(op, "sub_block")) {
-      st = pd_error_set(w->err, PD_EUNSUPPORTED, op->loc,
-                        "%s: training through a tensor if, for or while is not supported yet "
-                        "(its gradient is part of the control-flow work)",
-                        op->type);
-      goto out;
-    }
-    if ((st = grad_op(w, op))) goto out;
-  }
+  if ((st = diff_block(w, relevant, nops))) goto out;
   /* 4. Parameters: totals, and the result. */
   out->pairs = pd_calloc((size_t)b0->nvars + 1, sizeof *out->pairs);
   if (!out->pairs) {
@@ -346,7 +563,7 @@ out:
 
 pd_status pd_append_backward(pd_program *p, const char *cost, pd_backward *out, pd_error *err) {
   memset(out, 0, sizeof *out);
-  bw w = {.p = p, .b0 = p->blocks[0], .err = err};
+  bw w = {.p = p, .fb = p->blocks[0], .gb = p->blocks[0], .err = err};
   pd_buf_init(&w.name);
   /* Names of gradient vars are looked up by the forward names (borrowed from the program);
    * vars are never removed during the pass, so the keys stay valid. */

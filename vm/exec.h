@@ -150,7 +150,9 @@ pd_tensor *pd_ctx_out_at(const pd_exec_ctx *ctx, const char *slot, int i);
 pd_tensor *pd_ctx_out(const pd_exec_ctx *ctx, const char *slot);
 
 /* Resize an output (pd_tensor_resize) and turn failure into an error at the op. out's LoD is
- * cleared; copy the input's with pd_tensor_copy_lod where the op keeps it. */
+ * cleared; copy the input's with pd_tensor_copy_lod where the op keeps it. Mind in-place ops
+ * (out is the input's tensor): take the input's LoD before resizing, and note that resizing a
+ * tensor whose storage is shared (a fed value) gives it new storage, so read the input first. */
 pd_status pd_ctx_resize(const pd_exec_ctx *ctx, pd_tensor *out, pd_dtype dtype, int ndims,
                         const int64_t *dims);
 

@@ -9,6 +9,7 @@
  * The kept scopes are what the backward pass reads; they go with the run scope. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,24 @@ pd_status pd_kernel_conditional_block(pd_exec_ctx *ctx) {
 
 /* ---------------------------------------------------------------- while */
 
+/* The name under which a step scope keeps an Out var's value from the start of its iteration:
+ * the loop writes the var itself in place, and the backward pass needs every iteration's. */
+#define WHILE_PRE "@WHILE_PRE"
+
+/* Keep the start-of-iteration value of every Out tensor in the step scope. */
+static pd_status while_snapshot(const pd_exec_ctx *ctx, pd_scope *scope) {
+  for (int i = 0; i < pd_ctx_nout(ctx, "Out"); i++) {
+    pd_variable *v = pd_ctx_out_var(ctx, "Out", i);
+    if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) continue;
+    char name[512];
+    snprintf(name, sizeof name, "%s" WHILE_PRE, pd_var_name(v));
+    pd_variable *keep = pd_scope_var(scope, name);
+    pd_tensor *t = keep ? pd_var_tensor(keep) : NULL;
+    if (!t || pd_tensor_copy(t, &v->u.tensor)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  }
+  return PD_OK;
+}
+
 pd_status pd_kernel_while(pd_exec_ctx *ctx) {
   pd_variable *cv = pd_ctx_in_var(ctx, "Condition", 0);
   if (!cv || cv->type != PD_VAR_LOD_TENSOR)
@@ -104,14 +123,21 @@ pd_status pd_kernel_while(pd_exec_ctx *ctx) {
   pd_variable *sv = pd_ctx_out_var(ctx, "StepScopes", 0);
   if (sv && sv->type == PD_VAR_STEP_SCOPES) pd_var_clear_step_scopes(sv);
   bool is_test = pd_ctx_attr_bool(ctx, "is_test");
-  for (;;) {
+  int64_t cap = pd_ctx_attr_int(ctx, "max_iterations");
+  for (int64_t it = 0;; it++) {
     bool go;
     pd_status st = scalar_cond(ctx, "Condition", &cv->u.tensor, &go);
     if (st) return st;
     if (!go) return PD_OK;
+    if (cap > 0 && it >= cap)
+      return pd_ctx_fail(ctx, PD_ERUNTIME,
+                         "the loop ran %lld iterations and its condition is still true: a "
+                         "runaway loop? (raise the op's max_iterations if it is meant to)",
+                         (long long)it);
     pd_scope *scope;
     /* At inference nothing reads the steps' scopes later: keep only the current one. */
     if ((st = new_kept_scope(ctx, "StepScopes", is_test, &scope))) return st;
+    if (!is_test && (st = while_snapshot(ctx, scope))) return st;
     if ((st = pd_ctx_run_sub_block(ctx, scope))) return st;
   }
 }
@@ -487,54 +513,77 @@ static const char *const *str_list(const pd_exec_ctx *ctx, const char *name, int
   return *n ? (const char *const *)a->strings : NULL;
 }
 
-pd_status pd_kernel_recurrent(pd_exec_ctx *ctx) {
+/* Check the op's sequences and memories and sort the sequences by length (p->order, heap,
+ * freed with pd_free). */
+static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p) {
+  memset(p, 0, sizeof *p);
   int nin = pd_ctx_nin(ctx, "inputs");
   if (nin < 1) return pd_ctx_fail(ctx, PD_EINVAL, "no sequence to loop over");
   const pd_tensor *x = pd_ctx_in_at(ctx, "inputs", 0);
-  if (x->nlod != 1 || x->ndims == 0) {
+  if (!x || x->nlod != 1 || x->ndims == 0) {
     char sh[96];
     return pd_ctx_fail(ctx, PD_EINVAL,
                        "for (t in x) needs x to be a batch of sequences with one LoD level; "
                        "'%s' has %d levels and shape %s",
-                       pd_ctx_in_name(ctx, "inputs", 0), x->nlod, pd_ctx_shape_str(x, sh, sizeof sh));
+                       pd_ctx_in_name(ctx, "inputs", 0), x ? x->nlod : 0,
+                       x ? pd_ctx_shape_str(x, sh, sizeof sh) : "?");
   }
   pd_status st = pd_tensor_validate_lod(x, ctx->err);
   if (st) return pd_ctx_fail(ctx, st, "input '%s': %s", pd_ctx_in_name(ctx, "inputs", 0),
                              ctx->err && ctx->err->msg ? ctx->err->msg : "bad LoD");
-  rnn_plan p = {.nseq = x->lod[0].n - 1, .off = x->lod[0].offsets,
-                .reverse = pd_ctx_attr_bool(ctx, "reverse")};
+  p->nseq = x->lod[0].n - 1;
+  p->off = x->lod[0].offsets;
+  p->reverse = pd_ctx_attr_bool(ctx, "reverse");
   for (int j = 1; j < nin; j++) {
     const pd_tensor *y = pd_ctx_in_at(ctx, "inputs", j);
-    if (y->nlod != 1 || y->lod[0].n != x->lod[0].n ||
-        memcmp(y->lod[0].offsets, p.off, sizeof *p.off * (size_t)x->lod[0].n))
+    if (!y || y->nlod != 1 || y->lod[0].n != x->lod[0].n ||
+        memcmp(y->lod[0].offsets, p->off, sizeof *p->off * (size_t)x->lod[0].n))
       return pd_ctx_fail(ctx, PD_ESHAPE, "inputs '%s' and '%s' have different sequence lengths",
                          pd_ctx_in_name(ctx, "inputs", 0), pd_ctx_in_name(ctx, "inputs", j));
   }
+  p->order = pd_malloc(sizeof *p->order * (size_t)(p->nseq + 1));
+  len_idx *keys = pd_malloc(sizeof *keys * (size_t)(p->nseq + 1));
+  if (!p->order || !keys) {
+    pd_free(keys);
+    pd_free(p->order);
+    p->order = NULL;
+    return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  }
+  for (int64_t q = 0; q < p->nseq; q++) {
+    keys[q] = (len_idx){seq_len(p, q), q};
+    if (seq_len(p, q) > p->maxlen) p->maxlen = seq_len(p, q);
+  }
+  qsort(keys, (size_t)p->nseq, sizeof *keys, by_len_desc);
+  for (int64_t q = 0; q < p->nseq; q++) p->order[q] = keys[q].idx;
+  pd_free(keys);
+  return PD_OK;
+}
+
+pd_status pd_kernel_recurrent(pd_exec_ctx *ctx) {
+  rnn_plan p;
+  pd_status st = rnn_plan_make(ctx, &p);
+  if (st) return st;
+  int64_t *rows = NULL;
   int nex, nstates;
   const char *const *ex = str_list(ctx, "ex_states", &nex);
   const char *const *states = str_list(ctx, "states", &nstates);
-  if (nex != nstates || nex != pd_ctx_nin(ctx, "initial_states"))
-    return pd_ctx_fail(ctx, PD_EINVAL, "ex_states (%d), states (%d) and initial_states (%d) "
-                                       "must name as many memories",
-                       nex, nstates, pd_ctx_nin(ctx, "initial_states"));
   pd_variable *steps = pd_ctx_out_var(ctx, "step_scopes", 0);
-  if (!steps) return pd_ctx_fail(ctx, PD_EINVAL, "output step_scopes is not bound");
+  if (nex != nstates || nex != pd_ctx_nin(ctx, "initial_states")) {
+    st = pd_ctx_fail(ctx, PD_EINVAL, "ex_states (%d), states (%d) and initial_states (%d) "
+                                     "must name as many memories",
+                     nex, nstates, pd_ctx_nin(ctx, "initial_states"));
+    goto out;
+  }
+  if (!steps) {
+    st = pd_ctx_fail(ctx, PD_EINVAL, "output step_scopes is not bound");
+    goto out;
+  }
   if (steps->type == PD_VAR_STEP_SCOPES) pd_var_clear_step_scopes(steps);
-  p.order = pd_malloc(sizeof *p.order * (size_t)(p.nseq + 1));
-  int64_t *rows = pd_malloc(sizeof *rows * (size_t)(x->dims[0] + p.nseq + 1));
-  len_idx *keys = pd_malloc(sizeof *keys * (size_t)(p.nseq + 1));
-  if (!p.order || !rows || !keys) {
-    pd_free(keys);
+  rows = pd_malloc(sizeof *rows * (size_t)(p.off[p.nseq] + p.nseq + 1));
+  if (!rows) {
     st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
     goto out;
   }
-  for (int64_t s = 0; s < p.nseq; s++) {
-    keys[s] = (len_idx){seq_len(&p, s), s};
-    if (seq_len(&p, s) > p.maxlen) p.maxlen = seq_len(&p, s);
-  }
-  qsort(keys, (size_t)p.nseq, sizeof *keys, by_len_desc);
-  for (int64_t s = 0; s < p.nseq; s++) p.order[s] = keys[s].idx;
-  pd_free(keys);
   pd_scope *prev = NULL;
   for (int64_t k = 0; k < p.maxlen; k++) {
     pd_scope *scope;
@@ -558,8 +607,444 @@ out:
 }
 
 
-pd_status pd_kernel_conditional_block_grad(pd_exec_ctx *ctx) { return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "PENDING kernel"); }
-pd_status pd_kernel_merge_lod_tensor_grad(pd_exec_ctx *ctx) { return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "PENDING kernel"); }
-pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) { return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "PENDING kernel"); }
-pd_status pd_kernel_split_lod_tensor_grad(pd_exec_ctx *ctx) { return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "PENDING kernel"); }
-pd_status pd_kernel_while_grad(pd_exec_ctx *ctx) { return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "PENDING kernel"); }
+
+/* ================================================================ gradients
+ * The gradient block of conditional_block_grad and recurrent_grad (vm/backward.c) computes the
+ * gradients of the forward op's inputs as vars of its own scope, named <var>@GRAD (or
+ * <var>@GRAD@LOCAL when the block also writes <var>); the kernels run it in a child of each
+ * scope the forward run kept and move those gradients out to the vars bound to their @GRAD
+ * outputs. A gradient nothing computed is zero. */
+
+/* The gradient of `var` computed in grad scope g (NULL when none). */
+static const pd_tensor *inner_grad(pd_scope *g, const char *var) {
+  char name[512];
+  const char *suffix[2] = {"@GRAD@LOCAL", "@GRAD"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(name, sizeof name, "%s%s", var, suffix[i]);
+    pd_variable *v = pd_scope_find_local_var(g, name);
+    if (v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor))
+      return &v->u.tensor;
+  }
+  return NULL;
+}
+
+/* out = zeros shaped like `like` (with its LoD). */
+static pd_status zeros_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like) {
+  if (!like || !pd_tensor_initialized(like)) return PD_OK;
+  pd_status st = pd_ctx_resize(ctx, out, like->dtype, like->ndims, like->dims);
+  if (!st) st = pd_ctx_check(ctx, pd_tensor_fill(out, 0), "zero fill");
+  if (!st && like->nlod) st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, like), "lod");
+  return st;
+}
+
+/* dst (already shaped like the forward value) = src, checking the element count. */
+static pd_status move_grad(const pd_exec_ctx *ctx, pd_tensor *dst, const pd_tensor *src,
+                           const pd_tensor *like, const char *var) {
+  if (like && pd_tensor_numel(src) != pd_tensor_numel(like)) {
+    char a[96], b[96];
+    return pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of '%s' is %s but the value is %s", var,
+                       pd_ctx_shape_str(src, a, sizeof a), pd_ctx_shape_str(like, b, sizeof b));
+  }
+  if (dst == src) return PD_OK;
+  pd_status st = pd_tensor_copy(dst, src);
+  if (st) return pd_ctx_fail(ctx, st, "out of memory");
+  if (like && like->ndims != src->ndims) st = pd_tensor_reshape(dst, like->ndims, like->dims);
+  return pd_ctx_check(ctx, st, "reshape");
+}
+
+/* Did the forward conditional_block run its block? (The same rule as the forward kernel, on the
+ * same, unchanged, inputs.) */
+static pd_status cond_ran(const pd_exec_ctx *ctx, bool *ran) {
+  *ran = true;
+  if (pd_ctx_attr_bool(ctx, "is_scalar_condition")) {
+    const pd_tensor *c = pd_ctx_in(ctx, "Cond");
+    if (!c) return pd_ctx_fail(ctx, PD_EINVAL, "no Cond input");
+    return scalar_cond(ctx, "Cond", c, ran);
+  }
+  for (int i = 0; i < pd_ctx_nin(ctx, "Input"); i++) {
+    const pd_tensor *t = pd_ctx_in_at(ctx, "Input", i);
+    if (t && pd_tensor_numel(t) == 0) *ran = false;
+  }
+  return PD_OK;
+}
+
+pd_status pd_kernel_conditional_block_grad(pd_exec_ctx *ctx) {
+  bool ran;
+  pd_status st = cond_ran(ctx, &ran);
+  if (st) return st;
+  pd_variable *sv = pd_ctx_in_var(ctx, "Scope", 0);
+  pd_scope *fwd = sv ? pd_var_step_scope(sv, 0) : NULL;
+  if (ran && !fwd)
+    return pd_ctx_fail(ctx, PD_ERUNTIME, "the forward block's scope is gone (Scope is empty)");
+  pd_scope *g = NULL;
+  if (ran) {
+    if (!(g = pd_scope_new(fwd))) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    /* g sees the forward values through fwd; the outputs' gradients live where this op runs,
+     * which need not be an ancestor of fwd (an if inside a loop's gradient): share them in. */
+    for (int i = 0; i < pd_ctx_nin(ctx, "Out@GRAD") && !st; i++) {
+      pd_variable *v = pd_ctx_in_var(ctx, "Out@GRAD", i);
+      if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) continue;
+      pd_variable *local = pd_scope_var(g, pd_var_name(v));
+      pd_tensor *t = local ? pd_var_tensor(local) : NULL;
+      st = t ? pd_ctx_check(ctx, pd_tensor_share(t, &v->u.tensor), "share")
+             : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    }
+    if (st || (st = pd_ctx_run_sub_block(ctx, g))) goto out;
+  }
+  for (int i = 0; i < pd_ctx_nin(ctx, "Input") && !st; i++) {
+    pd_tensor *dst = pd_ctx_out_at(ctx, "Input@GRAD", i);
+    if (!dst) continue;
+    const pd_tensor *x = pd_ctx_in_at(ctx, "Input", i);
+    const pd_tensor *gi = g ? inner_grad(g, pd_ctx_in_name(ctx, "Input", i)) : NULL;
+    st = gi ? move_grad(ctx, dst, gi, x, pd_ctx_in_name(ctx, "Input", i)) : zeros_like(ctx, dst, x);
+  }
+out:
+  pd_scope_free(g);
+  return st;
+}
+
+/* dst (zeros shaped like x) gets src's units at the units of x where mask == want. */
+static pd_status scatter_units(const pd_exec_ctx *ctx, const pd_tensor *x, const units *u,
+                               const uint8_t *mask, bool want, const pd_tensor *src,
+                               pd_tensor *dst) {
+  size_t row_bytes = x->dims[0] ? pd_tensor_nbytes(x) / (size_t)x->dims[0] : 0;
+  int64_t at = 0;
+  for (int64_t i = 0; i < u->n; i++)
+    if ((mask[i] != 0) == want) at += unit_end(u, i) - unit_begin(u, i);
+  if (!src || !pd_tensor_initialized(src)) return PD_OK; /* no gradient: those rows stay 0 */
+  if (src->dtype != x->dtype || pd_tensor_numel(src) * (int64_t)pd_dtype_size(x->dtype) !=
+                                    at * (int64_t)row_bytes) {
+    char a[96], b[96];
+    return pd_ctx_fail(ctx, PD_ESHAPE, "a branch's gradient is %s %s, expected %lld rows of %s",
+                       pd_dtype_name(src->dtype), pd_ctx_shape_str(src, a, sizeof a),
+                       (long long)at, pd_ctx_shape_str(x, b, sizeof b));
+  }
+  char *d = pd_tensor_data(dst);
+  const char *s = pd_tensor_data(src);
+  at = 0;
+  for (int64_t i = 0; i < u->n; i++) {
+    if ((mask[i] != 0) != want) continue;
+    int64_t b0 = unit_begin(u, i), e = unit_end(u, i);
+    memcpy(d + (size_t)b0 * row_bytes, s + (size_t)at * row_bytes, (size_t)(e - b0) * row_bytes);
+    at += e - b0;
+  }
+  return PD_OK;
+}
+
+/* X@GRAD: the branches' gradients put back in X's row order; rows of a branch without one are
+ * zero. */
+pd_status pd_kernel_split_lod_tensor_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx = pd_ctx_out(ctx, "X@GRAD");
+  if (!dx) return PD_OK;
+  const pd_tensor *x = pd_ctx_in(ctx, "X"), *mask = pd_ctx_in(ctx, "Mask");
+  int64_t *rows;
+  units u = {0};
+  pd_status st = get_units(ctx, x, pd_ctx_attr_int(ctx, "level"), &u, &rows);
+  if (st) return st;
+  if (!(st = check_mask(ctx, mask, u.n, u.offsets ? "sequence of X" : "row of X")) &&
+      !(st = zeros_like(ctx, dx, x))) {
+    st = scatter_units(ctx, x, &u, PD_TENSOR_BOOL(mask), true, pd_ctx_in(ctx, "OutTrue@GRAD"), dx);
+    if (!st)
+      st = scatter_units(ctx, x, &u, PD_TENSOR_BOOL(mask), false, pd_ctx_in(ctx, "OutFalse@GRAD"),
+                         dx);
+  }
+  pd_free(rows);
+  return st;
+}
+
+/* InTrue@GRAD / InFalse@GRAD: Out@GRAD's rows split by Mask (as split_lod_tensor splits). */
+pd_status pd_kernel_merge_lod_tensor_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *out = pd_ctx_in(ctx, "Out"), *dout = pd_ctx_in(ctx, "Out@GRAD");
+  const pd_tensor *mask = pd_ctx_in(ctx, "Mask");
+  pd_tensor *dt = pd_ctx_out(ctx, "InTrue@GRAD"), *df = pd_ctx_out(ctx, "InFalse@GRAD");
+  if (!dt && !df) return PD_OK;
+  if (!out || !dout) return pd_ctx_fail(ctx, PD_EINVAL, "needs Out and Out@GRAD");
+  if (pd_tensor_numel(dout) != pd_tensor_numel(out) || dout->dtype != out->dtype) {
+    char a[96], b[96];
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Out@GRAD is %s but Out is %s",
+                       pd_ctx_shape_str(dout, a, sizeof a), pd_ctx_shape_str(out, b, sizeof b));
+  }
+  int64_t *rows;
+  units u = {0};
+  pd_status st = get_units(ctx, out, 0, &u, &rows);
+  if (st) return st;
+  /* dout may lack Out's LoD: view its rows through Out's units. */
+  pd_tensor view;
+  pd_tensor_init(&view);
+  if (!(st = check_mask(ctx, mask, u.n, "row or sequence of Out")) &&
+      !(st = pd_ctx_check(ctx, pd_tensor_share(&view, dout), "share")) &&
+      !(st = pd_ctx_check(ctx, pd_tensor_reshape(&view, out->ndims, out->dims), "reshape"))) {
+    if (dt) st = gather_units(ctx, &view, &u, PD_TENSOR_BOOL(mask), true, dt);
+    if (!st && df) st = gather_units(ctx, &view, &u, PD_TENSOR_BOOL(mask), false, df);
+  }
+  pd_tensor_release(&view);
+  pd_free(rows);
+  return st;
+}
+
+/* Backward through time. For each step k from the last to the first, in a child of step k's
+ * kept scope: the gradients of the step's outputs are the rows of outputs@GRAD for that step
+ * (zero when an output has no gradient), and a memory's new value also gets the gradient of
+ * the previous value as step k + 1 used it (rows of the sequences still running there: a
+ * prefix). The gradient block then gives the step inputs', memories' and parameters'
+ * gradients: step inputs' rows go to inputs@GRAD, parameters' add up over the steps, and the
+ * memories' at step 0 are the initial states' (summed over the sequences when the initial
+ * value was one shared value). */
+pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
+  rnn_plan p;
+  pd_status st = rnn_plan_make(ctx, &p);
+  if (st) return st;
+  int nex, nstates;
+  const char *const *ex = str_list(ctx, "ex_states", &nex);
+  const char *const *states = str_list(ctx, "states", &nstates);
+  pd_variable *steps = pd_ctx_in_var(ctx, "step_scopes", 0);
+  int nin = pd_ctx_nin(ctx, "inputs"), nout = pd_ctx_nin(ctx, "outputs");
+  int nparam = pd_ctx_nin(ctx, "parameters");
+  int64_t *rows = pd_malloc(sizeof *rows * (size_t)(p.off[p.nseq] + p.nseq + 1));
+  pd_scope *next = NULL; /* step k + 1's gradient scope */
+  if (!rows) {
+    st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  if (nex != nstates || !steps || pd_var_num_step_scopes(steps) != (size_t)p.maxlen) {
+    st = pd_ctx_fail(ctx, PD_ERUNTIME, "the forward loop's step scopes are missing (%zu kept, "
+                                       "%lld steps)",
+                     steps ? pd_var_num_step_scopes(steps) : 0, (long long)p.maxlen);
+    goto out;
+  }
+  /* The gradient outputs start at zero. */
+  for (int j = 0; j < nin && !st; j++) {
+    pd_tensor *d = pd_ctx_out_at(ctx, "inputs@GRAD", j);
+    if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "inputs", j));
+  }
+  for (int j = 0; j < nparam && !st; j++) {
+    pd_tensor *d = pd_ctx_out_at(ctx, "parameters@GRAD", j);
+    if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "parameters", j));
+  }
+  for (int i = 0; i < nex && !st; i++) {
+    pd_tensor *d = pd_ctx_out_at(ctx, "initial_states@GRAD", i);
+    if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "initial_states", i));
+  }
+  for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
+    int64_t n = alive(&p, k);
+    pd_scope *fs = pd_var_step_scope(steps, (size_t)k);
+    pd_scope *g = pd_scope_new(fs);
+    if (!g) {
+      st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+      break;
+    }
+    for (int64_t r = 0; r < n; r++) rows[r] = step_row(&p, p.order[r], k);
+    /* Seeds: the outputs' gradients for this step. */
+    for (int o = 0; o < nout && !st; o++) {
+      const char *name = pd_ctx_in_name(ctx, "outputs", o);
+      pd_variable *fv = pd_scope_find_local_var(fs, name);
+      const pd_tensor *val = fv && fv->type == PD_VAR_LOD_TENSOR ? &fv->u.tensor : NULL;
+      char gname[512];
+      snprintf(gname, sizeof gname, "%s@GRAD", name);
+      pd_tensor *seed = step_tensor(g, gname);
+      if (!seed || !val) {
+        st = pd_ctx_fail(ctx, seed ? PD_ERUNTIME : PD_ENOMEM, "step %lld has no value of '%s'",
+                         (long long)k, name);
+        break;
+      }
+      const pd_tensor *dout = pd_ctx_in_at(ctx, "outputs@GRAD", o);
+      if (dout && pd_tensor_initialized(dout)) st = gather_rows(ctx, dout, rows, n, false, seed);
+      else st = zeros_like(ctx, seed, val);
+      if (!st && seed->ndims != val->ndims)
+        st = pd_ctx_check(ctx, pd_tensor_reshape(seed, val->ndims, val->dims), "reshape");
+    }
+    /* A memory's new value: plus the gradient its next step sent back. */
+    for (int i = 0; i < nex && next && !st; i++) {
+      const pd_tensor *back = inner_grad(next, ex[i]);
+      if (!back) continue;
+      char gname[512];
+      snprintf(gname, sizeof gname, "%s@GRAD", states[i]);
+      pd_variable *sv = pd_scope_find_local_var(g, gname);
+      pd_tensor *seed = sv ? pd_var_tensor(sv) : NULL;
+      if (!seed) {
+        pd_variable *fv = pd_scope_find_local_var(fs, states[i]);
+        seed = step_tensor(g, gname);
+        if (!seed || !fv || (st = zeros_like(ctx, seed, &fv->u.tensor))) {
+          if (!st) st = pd_ctx_fail(ctx, PD_ERUNTIME, "memory '%s' is missing", states[i]);
+          break;
+        }
+      }
+      int64_t m = back->ndims ? back->dims[0] : 0;
+      if (seed->dtype != back->dtype || back->ndims != seed->ndims || m > seed->dims[0]) {
+        char a[96], b[96];
+        st = pd_ctx_fail(ctx, PD_ESHAPE, "memory '%s': the gradient from step %lld is %s, this "
+                                         "step's value is %s",
+                         states[i], (long long)k + 1, pd_ctx_shape_str(back, a, sizeof a),
+                         pd_ctx_shape_str(seed, b, sizeof b));
+        break;
+      }
+      int64_t cnt = pd_tensor_numel(back);
+      if (seed->dtype == PD_FP32) {
+        float *d = PD_TENSOR_F32(seed);
+        const float *s = PD_TENSOR_F32(back);
+        for (int64_t e = 0; e < cnt; e++) d[e] += s[e];
+      } else if (seed->dtype == PD_FP64) {
+        double *d = PD_TENSOR_F64(seed);
+        const double *s = PD_TENSOR_F64(back);
+        for (int64_t e = 0; e < cnt; e++) d[e] += s[e];
+      }
+    }
+    if (!st) st = pd_ctx_run_sub_block(ctx, g);
+    /* Step inputs' rows, parameters' sums. */
+    for (int j = 0; j < nin && !st; j++) {
+      pd_tensor *d = pd_ctx_out_at(ctx, "inputs@GRAD", j);
+      const pd_tensor *gi = d ? inner_grad(g, pd_ctx_in_name(ctx, "inputs", j)) : NULL;
+      if (!gi) continue;
+      size_t rb = d->dims[0] ? pd_tensor_nbytes(d) / (size_t)d->dims[0] : 0;
+      if (gi->dtype != d->dtype || pd_tensor_nbytes(gi) != rb * (size_t)n) {
+        st = pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of step input '%s' has the wrong size",
+                         pd_ctx_in_name(ctx, "inputs", j));
+        break;
+      }
+      for (int64_t r = 0; r < n; r++)
+        memcpy((char *)pd_tensor_data(d) + (size_t)rows[r] * rb,
+               (const char *)pd_tensor_data(gi) + (size_t)r * rb, rb);
+    }
+    for (int j = 0; j < nparam && !st; j++) {
+      pd_tensor *d = pd_ctx_out_at(ctx, "parameters@GRAD", j);
+      const pd_tensor *gp = d ? inner_grad(g, pd_ctx_in_name(ctx, "parameters", j)) : NULL;
+      if (!gp) continue;
+      if (gp->dtype != d->dtype || pd_tensor_numel(gp) != pd_tensor_numel(d)) {
+        st = pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of parameter '%s' has the wrong size",
+                         pd_ctx_in_name(ctx, "parameters", j));
+        break;
+      }
+      st = pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, d->dtype, d->ndims, d->dims,
+                                            pd_tensor_data(d), d->ndims, d->dims,
+                                            pd_tensor_data(gp), -1, pd_tensor_data(d)),
+                        "add");
+    }
+    pd_scope_free(next);
+    next = g;
+  }
+  /* The initial states: step 0's memories' gradients, back in sequence order. */
+  for (int i = 0; i < nex && next && !st; i++) {
+    pd_tensor *d = pd_ctx_out_at(ctx, "initial_states@GRAD", i);
+    const pd_tensor *back = d ? inner_grad(next, ex[i]) : NULL;
+    const pd_tensor *init = pd_ctx_in_at(ctx, "initial_states", i);
+    if (!back || !init) continue;
+    int64_t m = back->ndims ? back->dims[0] : 0;
+    size_t rb = m ? pd_tensor_nbytes(back) / (size_t)m : 0;
+    bool shared = init->ndims + 1 == back->ndims;
+    if (shared) { /* one value broadcast to every sequence: the sum of the rows */
+      if (rb != pd_tensor_nbytes(init)) {
+        st = pd_ctx_fail(ctx, PD_ESHAPE, "initial state '%s' does not match its gradient",
+                         pd_ctx_in_name(ctx, "initial_states", i));
+        break;
+      }
+      int64_t w = pd_tensor_numel(init);
+      for (int64_t r = 0; r < m; r++)
+        for (int64_t e = 0; e < w; e++) {
+          if (d->dtype == PD_FP32) PD_TENSOR_F32(d)[e] += PD_TENSOR_F32(back)[r * w + e];
+          else if (d->dtype == PD_FP64) PD_TENSOR_F64(d)[e] += PD_TENSOR_F64(back)[r * w + e];
+        }
+    } else {
+      for (int64_t r = 0; r < m; r++)
+        memcpy((char *)pd_tensor_data(d) + (size_t)p.order[r] * rb,
+               (const char *)pd_tensor_data(back) + (size_t)r * rb, rb);
+    }
+  }
+out:
+  pd_scope_free(next);
+  pd_free(rows);
+  pd_free(p.order);
+  return st;
+}
+
+/* Backward through a while loop, iteration by iteration from the last. The loop-carried vars
+ * (the Out vars, written in place by each iteration) carry a gradient from one iteration back
+ * to the one before: it starts as Out@GRAD, seeds each iteration's gradient block as <var>@GRAD,
+ * and becomes what the block computed for the var's start-of-iteration value (<var>@GRAD@LOCAL:
+ * the block's own assignment used up the seed). In the block's scope the carried vars are
+ * shown with their start-of-iteration values (kept by the forward kernel), so the gradient ops
+ * read what the forward ops read. Other inputs' gradients add up over the iterations; a carried
+ * input's is the carried gradient after the first iteration (its value before the loop). */
+pd_status pd_kernel_while_grad(pd_exec_ctx *ctx) {
+  pd_variable *steps = pd_ctx_in_var(ctx, "StepScopes", 0);
+  size_t nsteps = steps ? pd_var_num_step_scopes(steps) : 0;
+  int nout = pd_ctx_nin(ctx, "Out"), nx = pd_ctx_nin(ctx, "X");
+  pd_tensor *carry = pd_calloc((size_t)nout + 1, sizeof *carry);
+  pd_status st = carry ? PD_OK : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  for (int o = 0; o < nout && !st; o++) {
+    pd_tensor_init(&carry[o]);
+    const pd_tensor *val = pd_ctx_in_at(ctx, "Out", o);
+    const pd_tensor *dout = pd_ctx_in_at(ctx, "Out@GRAD", o);
+    if (!val || (val->dtype != PD_FP32 && val->dtype != PD_FP64)) continue;
+    if (dout && pd_tensor_initialized(dout))
+      st = pd_ctx_check(ctx, pd_tensor_copy(&carry[o], dout), "copy");
+    else st = zeros_like(ctx, &carry[o], val);
+  }
+  /* The gradient outputs start at zero (after Out@GRAD was read: they may be the same vars). */
+  for (int j = 0; j < nx && !st; j++) {
+    pd_tensor *d = pd_ctx_out_at(ctx, "X@GRAD", j);
+    if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "X", j));
+  }
+  for (size_t k = nsteps; k-- > 0 && !st;) {
+    pd_scope *fs = pd_var_step_scope(steps, k);
+    pd_scope *g = pd_scope_new(fs);
+    if (!g) {
+      st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+      break;
+    }
+    for (int o = 0; o < nout && !st; o++) {
+      const char *name = pd_ctx_in_name(ctx, "Out", o);
+      char buf[512];
+      snprintf(buf, sizeof buf, "%s" WHILE_PRE, name);
+      pd_variable *pre = pd_scope_find_local_var(fs, buf);
+      if (pre && pre->type == PD_VAR_LOD_TENSOR) { /* the start-of-iteration value */
+        pd_tensor *t = step_tensor(g, name);
+        st = t ? pd_ctx_check(ctx, pd_tensor_share(t, &pre->u.tensor), "share")
+               : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+      }
+      if (!st && pd_tensor_initialized(&carry[o])) {
+        snprintf(buf, sizeof buf, "%s@GRAD", name);
+        pd_tensor *seed = step_tensor(g, buf);
+        st = seed ? pd_ctx_check(ctx, pd_tensor_copy(seed, &carry[o]), "copy")
+                  : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+      }
+    }
+    if (!st) st = pd_ctx_run_sub_block(ctx, g);
+    for (int o = 0; o < nout && !st; o++) {
+      if (!pd_tensor_initialized(&carry[o])) continue;
+      char buf[512];
+      snprintf(buf, sizeof buf, "%s@GRAD@LOCAL", pd_ctx_in_name(ctx, "Out", o));
+      pd_variable *gv = pd_scope_find_local_var(g, buf);
+      if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor))
+        st = move_grad(ctx, &carry[o], &gv->u.tensor, &carry[o], pd_ctx_in_name(ctx, "Out", o));
+      else st = pd_ctx_check(ctx, pd_tensor_fill(&carry[o], 0), "zero");
+    }
+    for (int j = 0; j < nx && !st; j++) {
+      pd_tensor *d = pd_ctx_out_at(ctx, "X@GRAD", j);
+      const char *name = pd_ctx_in_name(ctx, "X", j);
+      bool carried = false;
+      for (int o = 0; o < nout; o++) carried = carried || strcmp(pd_ctx_in_name(ctx, "Out", o), name) == 0;
+      const pd_tensor *gi = d && !carried ? inner_grad(g, name) : NULL;
+      if (!gi || !pd_tensor_initialized(d)) continue;
+      if (gi->dtype != d->dtype || pd_tensor_numel(gi) != pd_tensor_numel(d)) {
+        st = pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of '%s' has the wrong size", name);
+        break;
+      }
+      st = pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, d->dtype, d->ndims, d->dims,
+                                            pd_tensor_data(d), d->ndims, d->dims,
+                                            pd_tensor_data(gi), -1, pd_tensor_data(d)),
+                        "add");
+    }
+    pd_scope_free(g);
+  }
+  /* Carried inputs: the gradient of their value before the loop. */
+  for (int j = 0; j < nx && !st; j++) {
+    pd_tensor *d = pd_ctx_out_at(ctx, "X@GRAD", j);
+    const char *name = pd_ctx_in_name(ctx, "X", j);
+    for (int o = 0; d && o < nout && !st; o++)
+      if (strcmp(pd_ctx_in_name(ctx, "Out", o), name) == 0 && pd_tensor_initialized(&carry[o]))
+        st = move_grad(ctx, d, &carry[o], pd_ctx_in_at(ctx, "X", j), name);
+  }
+  for (int o = 0; carry && o < nout; o++) pd_tensor_release(&carry[o]);
+  pd_free(carry);
+  return st;
+}

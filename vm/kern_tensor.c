@@ -2189,7 +2189,13 @@ pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
                       (st = get_out(ctx, "Beta2PowOut", 0, &b2o))))
     return st;
   double lr_t = lr * sqrt(1 - bp2) / (1 - bp1), eps_t = eps * sqrt(1 - bp2);
-  FLOAT_SWITCH(param->dtype, {
+  if (ctx->k->adam) {  /* the backend's: split across threads */
+    if ((st = pd_ctx_check(ctx, ctx->k->adam(param->dtype, n, pd, gd, m1d, m2d, beta1, beta2,
+                                             lr_t, eps_t, pd_tensor_data(pout),
+                                             pd_tensor_data(m1o), pd_tensor_data(m2o)),
+                           "adam")))
+      return st;
+  } else FLOAT_SWITCH(param->dtype, {
     const T *p = pd, *g = gd, *a = m1d, *b = m2d;
     T *po = (T *)pd_tensor_data(pout), *ao = (T *)pd_tensor_data(m1o),
       *bo = (T *)pd_tensor_data(m2o);

@@ -186,7 +186,7 @@ PD_OP(uniform_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorLis
 PD_OP(while, DIFF, while, IN(OPT_LIST("X"), LIST("Condition")),
       OUT(OPT_LIST("Out"), ONE("StepScopes")),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),
-            STRS_EMPTY("skip_eager_deletion_vars")))
+            STRS_EMPTY("skip_eager_deletion_vars"), LONG("max_iterations", 1000000)))
 
 #undef PD_UNARY_
 #undef PD_ELEMENTWISE_

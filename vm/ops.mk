@@ -1,8 +1,8 @@
 # vm/ops.mk -- the op registry: the op list (vm/oplist.h), the registry and its checks (ops.c),
 # and the compile-time shape functions, grouped by op family (infershape*.c).
-libpdlang_a_SOURCES += vm/ops.h vm/oplist.h vm/ops.c \
+libpdlang_internal_la_SOURCES += vm/ops.h vm/oplist.h vm/ops.c \
 	vm/infershape.h vm/infershape.c vm/infershape_elementwise.c vm/infershape_math.c \
 	vm/infershape_tensor.c vm/infershape_nn.c vm/infershape_sequence.c vm/infershape_control.c \
 	vm/infershape_optim.c
-libpdlang_a_SOURCES += vm/exec.h vm/exec.c vm/opkernels.h vm/kern_math.c vm/kern_tensor.c \
+libpdlang_internal_la_SOURCES += vm/exec.h vm/exec.c vm/opkernels.h vm/kern_math.c vm/kern_tensor.c \
 	vm/exec_control.c vm/gradlist.h vm/ops_grad.c vm/backward.h vm/backward.c vm/optimizer.h vm/optimizer.c

@@ -102,6 +102,11 @@ pd_status pd_dataset_csv(const char *path, const char *label, int nfeatures,
 pd_status pd_dataset_npy(const char *path, const char *label_path, pd_dataset **out,
                          pd_error *err);
 
+/* A text file for character-level models (vm/reader_text.c): its bytes cut into consecutive
+ * windows of `length` characters; fields "x" (a window) and "y" (the next character of each
+ * position), both int64 [length], byte values 0..255. */
+pd_status pd_dataset_text(const char *path, int64_t length, pd_dataset **out, pd_error *err);
+
 /* ---- Minibatches ---- */
 typedef struct pd_batcher pd_batcher;
 

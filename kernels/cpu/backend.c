@@ -3,6 +3,7 @@
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 
+#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -53,6 +54,7 @@ static const pd_k_backend cpu_backend = {
     .scatter_add_rows = pd_kcpu_scatter_add_rows,
     .uniform = pd_kcpu_uniform,
     .gaussian = pd_kcpu_gaussian,
+    .adam = pd_kcpu_adam,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }
@@ -85,6 +87,28 @@ void pd_kcpu_parallel(int64_t n, int64_t grain, pd_kcpu_range_fn *fn, void *ctx)
   fn(ctx, 0, n);
 }
 
+static bool one_pool;
+
+bool pd_kcpu_one_pool(void) { return one_pool; }
+
+int pd_kcpu_blas_team(void) {
+#ifdef _OPENMP
+  if (one_pool && !omp_in_parallel()) return omp_get_max_threads();
+#endif
+  return 1;
+}
+
+void pd_kcpu_team(int nt, pd_kcpu_team_fn *fn, void *ctx) {
+#ifdef _OPENMP
+  if (nt > 1) {
+    PD_OMP(parallel num_threads(nt))
+    fn(ctx, omp_get_thread_num(), omp_get_num_threads());
+    return;
+  }
+#endif
+  fn(ctx, 0, 1);
+}
+
 bool pd_k_set_ftz_daz(void) {
 #ifdef PD_HAVE_MXCSR
   /* MXCSR bit 15 = flush-to-zero (denormal results become 0), bit 6 = denormals-are-zero
@@ -110,7 +134,7 @@ static bool env_passive(void) {
 #endif
 
 void pd_k_init(void) {
-  pd_k_threading t = {1, true, false};
+  pd_k_threading t = {.omp_threads = 1, .passive_wait = true};
 #ifdef _OPENMP
   /* libgomp read the environment when it was loaded; what it sees now is what it got, unless
    * the program changed it since (pd_k_init itself only sets an unset variable). */
@@ -131,8 +155,16 @@ void pd_k_init(void) {
     all = pd_k_set_ftz_daz() && all;
   }
   t.ftz_daz = all;
+  /* One pool: OpenBLAS computes on the calling thread, which is then an OpenMP thread with
+   * FTZ/DAZ set (OpenBLAS's own threads were never reached). */
+  if (t.omp_threads > 1) {
+    openblas_set_num_threads(1);
+    one_pool = true;
+  }
+  t.blas_threads = openblas_get_num_threads();
 #else
   t.ftz_daz = pd_k_set_ftz_daz();
+  t.blas_threads = openblas_get_num_threads();
 #endif
   threading = t;
 }

@@ -1,9 +1,11 @@
 /* conv.c -- 2-d convolution (NCHW) as im2col + GEMM per image and group, its data and filter
  * gradients (GEMM + col2im), and max/avg pooling with its gradient. A 1x1 convolution with unit
- * stride and no padding skips im2col: the image already is the column matrix. */
+ * stride and no padding skips im2col: the image already is the column matrix. Images are split
+ * across the OpenMP pool in one-pool mode (cpu.h). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 
+#include <limits.h>
 #include <string.h>
 
 typedef struct pool_job {
@@ -38,12 +40,24 @@ pd_status pd_kcpu_col2im(pd_dtype dt, const pd_k_conv2d *p, const void *col, voi
   return im2col_dir(dt, p, img, (void *)col, false);  /* col is only read in this direction */
 }
 
-/* Sizes of one image's GEMMs, and the column scratch buffer (NULL for a 1x1 convolution). */
+/* ---- Convolutions: per image, im2col into a column matrix then one GEMM per group (col2im
+ * after the GEMM for the data gradient). In one-pool mode (cpu.h) the images are split across
+ * the OpenMP threads, each with its own column buffer and one-thread GEMMs: LeNet's GEMMs
+ * ([6 x 25] x [25 x 784] per image) are far too small to split inside. The filter gradient sums
+ * over images: the images are cut into a fixed number of chunks (CONV_CHUNKS at most), each
+ * summed into its own buffer, and the chunks are added in order, so the result does not depend
+ * on the number of threads. ---- */
+#define CONV_CHUNKS 8
+#define CONV_MIN_WORK ((int64_t)1 << 18)  /* multiply-adds below which one thread does it all */
+
+/* Sizes of one image's GEMMs. */
 typedef struct conv_plan {
   size_t sz;                      /* element size */
   int64_t g, cg, ocg, kdim, ohw;  /* groups, channels and filters per group, c/g*kh*kw, oh*ow */
+  int64_t in_img, out_img;        /* elements of one input / output image */
+  size_t col_bytes;               /* one column matrix; 0 for a 1x1 convolution */
   bool direct;                    /* 1x1, stride 1, no padding: col = the image itself */
-  void *col;
+  int nt;                         /* threads */
 } conv_plan;
 
 static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p) {
@@ -56,64 +70,139 @@ static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p) {
   cp->ocg = p->oc / p->groups;
   cp->kdim = cp->cg * p->kh * p->kw;
   cp->ohw = p->oh * p->ow;
+  cp->in_img = p->c * p->h * p->w;
+  cp->out_img = p->oc * cp->ohw;
+  /* The GEMMs' sizes and leading dims must fit BLAS's int (setup bounded their products). */
+  if (cp->kdim > INT_MAX || cp->ohw > INT_MAX || cp->ocg > INT_MAX) return PD_EINVAL;
   cp->direct = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 &&
                p->pad_top == 0 && p->pad_bottom == 0 && p->pad_left == 0 && p->pad_right == 0;
-  cp->col = NULL;
-  if (!cp->direct && p->n > 0) {
-    int64_t dims[] = {p->c * p->kh * p->kw, cp->ohw};
-    cp->col = pd_k_host_alloc((size_t)pd_k_numel(2, dims) * cp->sz);
-    if (!cp->col) return PD_ENOMEM;
-  }
+  cp->col_bytes = cp->direct ? 0 : (size_t)(p->c * p->kh * p->kw * cp->ohw) * cp->sz;
+  cp->nt = pd_kcpu_blas_team();
+  if (cp->nt > p->n) cp->nt = (int)p->n;
+  if (p->n * cp->out_img * cp->kdim < CONV_MIN_WORK) cp->nt = 1;
+  if (cp->nt < 1) cp->nt = 1;
   return PD_OK;
 }
 
 /* Byte offset of element i. */
 #define AT(ptr, i, sz) ((char *)(ptr) + (i) * (int64_t)(sz))
 
+typedef struct conv_job {
+  pd_dtype dt;
+  const pd_k_conv2d *p;
+  const conv_plan *cp;
+  const void *x, *w, *dy;
+  void *y, *dx, *dw;
+  char *cols;              /* one column matrix per thread */
+  void *part[CONV_CHUNKS]; /* filter gradient: each chunk's sum (part[0] = dw) */
+  int64_t nchunks;
+} conv_job;
+
+/* Images [*b, *e) of thread t among nt. */
+static void image_range(int64_t n, int t, int nt, int64_t *b, int64_t *e) {
+  *b = n * t / nt;
+  *e = n * (t + 1) / nt;
+}
+
+/* y[n] = w @ im2col(x[n]), per group. */
+static void conv_fwd_part(void *vjob, int t, int nt) {
+  const conv_job *j = vjob;
+  const pd_k_conv2d *p = j->p;
+  const conv_plan *cp = j->cp;
+  void *colbuf = j->cols + (size_t)t * cp->col_bytes;
+  int64_t b, e;
+  image_range(p->n, t, nt, &b, &e);
+  for (int64_t n = b; n < e; n++) {
+    const void *xn = AT(j->x, n * cp->in_img, cp->sz), *col = xn;
+    if (!cp->direct) {
+      pd_kcpu_im2col(j->dt, p, xn, colbuf);
+      col = colbuf;
+    }
+    for (int64_t g = 0; g < cp->g; g++)  /* y[g] = w[g] (ocg x kdim) @ col[g] */
+      pd_kcpu_gemm(j->dt, false, false, cp->ocg, cp->ohw, cp->kdim, 1.0,
+                   AT(j->w, g * cp->ocg * cp->kdim, cp->sz), cp->kdim,
+                   AT(col, g * cp->kdim * cp->ohw, cp->sz), cp->ohw, 0.0,
+                   AT(j->y, n * cp->out_img + g * cp->ocg * cp->ohw, cp->sz), cp->ohw);
+  }
+}
+
+/* dx[n] = col2im(w^T @ dy[n]), per group. */
+static void conv_bwd_data_part(void *vjob, int t, int nt) {
+  const conv_job *j = vjob;
+  const pd_k_conv2d *p = j->p;
+  const conv_plan *cp = j->cp;
+  void *colbuf = j->cols + (size_t)t * cp->col_bytes;
+  int64_t b, e;
+  image_range(p->n, t, nt, &b, &e);
+  for (int64_t n = b; n < e; n++) {
+    void *dxn = AT(j->dx, n * cp->in_img, cp->sz);
+    void *col = cp->direct ? dxn : colbuf;
+    for (int64_t g = 0; g < cp->g; g++)  /* col[g] = w[g]^T @ dy[g] */
+      pd_kcpu_gemm(j->dt, true, false, cp->kdim, cp->ohw, cp->ocg, 1.0,
+                   AT(j->w, g * cp->ocg * cp->kdim, cp->sz), cp->kdim,
+                   AT(j->dy, n * cp->out_img + g * cp->ocg * cp->ohw, cp->sz), cp->ohw, 0.0,
+                   AT(col, g * cp->kdim * cp->ohw, cp->sz), cp->ohw);
+    if (!cp->direct) {
+      memset(dxn, 0, (size_t)cp->in_img * cp->sz);
+      pd_kcpu_col2im(j->dt, p, colbuf, dxn);
+    }
+  }
+}
+
+/* part[c] = sum over the images of chunk c of dy[n] @ im2col(x[n])^T, per group; the chunks
+ * are dealt to the threads in contiguous runs. */
+static void conv_bwd_filter_part(void *vjob, int t, int nt) {
+  const conv_job *j = vjob;
+  const pd_k_conv2d *p = j->p;
+  const conv_plan *cp = j->cp;
+  void *colbuf = j->cols + (size_t)t * cp->col_bytes;
+  int64_t cb, ce;
+  image_range(j->nchunks, t, nt, &cb, &ce);
+  for (int64_t c = cb; c < ce; c++) {
+    int64_t b, e;
+    image_range(p->n, (int)c, (int)j->nchunks, &b, &e);
+    for (int64_t n = b; n < e; n++) {
+      const void *xn = AT(j->x, n * cp->in_img, cp->sz), *col = xn;
+      if (!cp->direct) {
+        pd_kcpu_im2col(j->dt, p, xn, colbuf);
+        col = colbuf;
+      }
+      for (int64_t g = 0; g < cp->g; g++)  /* part[g] (+)= dy[g] @ col[g]^T */
+        pd_kcpu_gemm(j->dt, false, true, cp->ocg, cp->kdim, cp->ohw, 1.0,
+                     AT(j->dy, n * cp->out_img + g * cp->ocg * cp->ohw, cp->sz), cp->ohw,
+                     AT(col, g * cp->kdim * cp->ohw, cp->sz), cp->ohw, n == b ? 0.0 : 1.0,
+                     AT(j->part[c], g * cp->ocg * cp->kdim, cp->sz), cp->kdim);
+    }
+  }
+}
+
+/* Run one of the parts above with a column buffer per thread. */
+static pd_status conv_run(conv_job *j, pd_kcpu_team_fn *fn) {
+  const conv_plan *cp = j->cp;
+  j->cols = NULL;
+  if (cp->col_bytes && !(j->cols = pd_k_host_alloc(cp->col_bytes * (size_t)cp->nt)))
+    return PD_ENOMEM;
+  pd_kcpu_team(cp->nt, fn, j);
+  pd_k_host_free(j->cols);
+  return PD_OK;
+}
+
 pd_status pd_kcpu_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const void *w,
                          void *y) {
   conv_plan cp;
   pd_status st = conv_begin(&cp, dt, p);
-  if (st) return st;
-  for (int64_t n = 0; n < p->n && !st; n++) {
-    const void *xn = AT(x, n * p->c * p->h * p->w, cp.sz);
-    const void *col = xn;
-    if (!cp.direct) {
-      pd_kcpu_im2col(dt, p, xn, cp.col);
-      col = cp.col;
-    }
-    for (int64_t g = 0; g < cp.g && !st; g++) {  /* y[g] = w[g] (ocg x kdim) @ col[g] */
-      st = pd_kcpu_gemm(dt, false, false, cp.ocg, cp.ohw, cp.kdim, 1.0,
-                        AT(w, g * cp.ocg * cp.kdim, cp.sz), cp.kdim,
-                        AT(col, g * cp.kdim * cp.ohw, cp.sz), cp.ohw, 0.0,
-                        AT(y, (n * p->oc + g * cp.ocg) * cp.ohw, cp.sz), cp.ohw);
-    }
-  }
-  pd_k_host_free(cp.col);
-  return st;  /* a GEMM too large for BLAS's int sizes: PD_EINVAL */
+  if (st || p->n == 0) return st;
+  conv_job j = {.dt = dt, .p = p, .cp = &cp, .x = x, .w = w, .y = y};
+  return conv_run(&j, conv_fwd_part);
 }
 
 pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w,
                                   const void *dy, void *dx) {
   conv_plan cp;
   pd_status st = conv_begin(&cp, dt, p);
-  if (st) return st;
-  for (int64_t n = 0; n < p->n && !st; n++) {
-    void *dxn = AT(dx, n * p->c * p->h * p->w, cp.sz);
-    void *col = cp.direct ? dxn : cp.col;
-    for (int64_t g = 0; g < cp.g && !st; g++) {  /* col[g] = w[g]^T @ dy[g] */
-      st = pd_kcpu_gemm(dt, true, false, cp.kdim, cp.ohw, cp.ocg, 1.0,
-                        AT(w, g * cp.ocg * cp.kdim, cp.sz), cp.kdim,
-                        AT(dy, (n * p->oc + g * cp.ocg) * cp.ohw, cp.sz), cp.ohw, 0.0,
-                        AT(col, g * cp.kdim * cp.ohw, cp.sz), cp.ohw);
-    }
-    if (!cp.direct && !st) {
-      memset(dxn, 0, (size_t)(p->c * p->h * p->w) * cp.sz);
-      pd_kcpu_col2im(dt, p, cp.col, dxn);
-    }
-  }
-  pd_k_host_free(cp.col);
-  return st;  /* a GEMM too large for BLAS's int sizes: PD_EINVAL */
+  if (st || p->n == 0) return st;
+  conv_job j = {.dt = dt, .p = p, .cp = &cp, .w = w, .dy = dy, .dx = dx};
+  return conv_run(&j, conv_bwd_data_part);
 }
 
 pd_status pd_kcpu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const void *x,
@@ -121,23 +210,36 @@ pd_status pd_kcpu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const voi
   conv_plan cp;
   pd_status st = conv_begin(&cp, dt, p);
   if (st) return st;
-  if (p->n == 0) memset(dw, 0, (size_t)(p->oc * cp.kdim) * cp.sz);
-  for (int64_t n = 0; n < p->n && !st; n++) {
-    const void *xn = AT(x, n * p->c * p->h * p->w, cp.sz);
-    const void *col = xn;
-    if (!cp.direct) {
-      pd_kcpu_im2col(dt, p, xn, cp.col);
-      col = cp.col;
-    }
-    for (int64_t g = 0; g < cp.g && !st; g++) {  /* dw[g] += dy[g] @ col[g]^T */
-      st = pd_kcpu_gemm(dt, false, true, cp.ocg, cp.kdim, cp.ohw, 1.0,
-                        AT(dy, (n * p->oc + g * cp.ocg) * cp.ohw, cp.sz), cp.ohw,
-                        AT(col, g * cp.kdim * cp.ohw, cp.sz), cp.ohw, n == 0 ? 0.0 : 1.0,
-                        AT(dw, g * cp.ocg * cp.kdim, cp.sz), cp.kdim);
+  size_t wbytes = (size_t)(p->oc * cp.kdim) * cp.sz;
+  if (p->n == 0) {
+    memset(dw, 0, wbytes);
+    return PD_OK;
+  }
+  conv_job j = {.dt = dt, .p = p, .cp = &cp, .x = x, .dy = dy, .dw = dw};
+  j.nchunks = p->n < CONV_CHUNKS ? p->n : CONV_CHUNKS;
+  if (cp.nt > j.nchunks) cp.nt = (int)j.nchunks;
+  char *parts = NULL;
+  if (j.nchunks > 1 && !(parts = pd_k_host_alloc(wbytes * (size_t)(j.nchunks - 1))))
+    return PD_ENOMEM;
+  j.part[0] = dw;
+  for (int64_t c = 1; c < j.nchunks; c++) j.part[c] = parts + (size_t)(c - 1) * wbytes;
+  st = conv_run(&j, conv_bwd_filter_part);
+  if (!st) {  /* dw = part[0] + part[1] + ... in chunk order */
+    int64_t nw = p->oc * cp.kdim;
+    for (int64_t c = 1; c < j.nchunks; c++) {
+      if (dt == PD_FP32) {
+        float *d = dw;
+        const float *s = j.part[c];
+        PD_SIMD for (int64_t i = 0; i < nw; i++) d[i] += s[i];
+      } else {
+        double *d = dw;
+        const double *s = j.part[c];
+        PD_SIMD for (int64_t i = 0; i < nw; i++) d[i] += s[i];
+      }
     }
   }
-  pd_k_host_free(cp.col);
-  return st;  /* a GEMM too large for BLAS's int sizes: PD_EINVAL */
+  pd_k_host_free(parts);
+  return st;
 }
 
 static pd_status pool_check(pd_dtype dt, const pd_k_pool2d *p) {

@@ -13,36 +13,50 @@ static void TF(valid_cols)(int64_t ow, int64_t w, int64_t stride, int64_t off, i
   *hi = b;
 }
 
+/* Runs of one row of the column matrix (n elements, input column step 1): copy the valid part
+ * [lo, hi) and zero the rest, or add it back. Plain loops rather than memcpy: LeNet's rows are
+ * 10 to 28 elements, where a call costs more than the copy. */
+static void TF(copy_run)(T *restrict r, const T *restrict src, int64_t lo, int64_t hi,
+                         int64_t n) {
+  for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;
+  PD_SIMD for (int64_t ox = lo; ox < hi; ox++) r[ox] = src[ox];
+  for (int64_t ox = hi; ox < n; ox++) r[ox] = 0;
+}
+
+static void TF(add_run)(T *restrict dst, const T *restrict r, int64_t lo, int64_t hi) {
+  PD_SIMD for (int64_t ox = lo; ox < hi; ox++) dst[ox] += r[ox];
+}
+
 /* col[(ci * kh + i) * kw + j][oy * ow + ox] =
  *     img[ci][oy * sh - pt + i * dh][ox * sw - pl + j * dw], 0 in the padding.
  * to_col false runs the adjoint: img[...] += col[...]. */
 static void TF(im2col_dir)(const pd_k_conv2d *p, T *img, T *col, bool to_col) {
-  int64_t ohw = p->oh * p->ow;
+  int64_t ohw = p->oh * p->ow, ow = p->ow, sw = p->stride_w;
   for (int64_t ci = 0; ci < p->c; ci++) {
     for (int64_t i = 0; i < p->kh; i++) {
       for (int64_t j = 0; j < p->kw; j++) {
         T *row = col + ((ci * p->kh + i) * p->kw + j) * ohw;
         int64_t xoff = j * p->dil_w - p->pad_left, lo, hi;
-        TF(valid_cols)(p->ow, p->w, p->stride_w, xoff, &lo, &hi);
+        TF(valid_cols)(ow, p->w, sw, xoff, &lo, &hi);
         for (int64_t oy = 0; oy < p->oh; oy++) {
-          T *r = row + oy * p->ow;
+          T *r = row + oy * ow;
           int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
           if (iy < 0 || iy >= p->h) {
-            if (to_col) memset(r, 0, (size_t)p->ow * sizeof(T));
+            if (to_col)
+              for (int64_t ox = 0; ox < ow; ox++) r[ox] = 0;
             continue;
           }
           /* Input element of output column ox: base + ox * stride_w (in bounds for lo..hi). */
-          int64_t base = (ci * p->h + iy) * p->w + xoff;
-          if (to_col) {
+          T *src = img + (ci * p->h + iy) * p->w + xoff;
+          if (sw == 1) {
+            if (to_col) TF(copy_run)(r, src, lo, hi, ow);
+            else TF(add_run)(src, r, lo, hi);
+          } else if (to_col) {
             for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;
-            if (p->stride_w == 1) {
-              if (hi > lo) memcpy(r + lo, img + base + lo, (size_t)(hi - lo) * sizeof(T));
-            } else {
-              for (int64_t ox = lo; ox < hi; ox++) r[ox] = img[base + ox * p->stride_w];
-            }
-            for (int64_t ox = hi; ox < p->ow; ox++) r[ox] = 0;
+            for (int64_t ox = lo; ox < hi; ox++) r[ox] = src[ox * sw];
+            for (int64_t ox = hi; ox < ow; ox++) r[ox] = 0;
           } else {
-            for (int64_t ox = lo; ox < hi; ox++) img[base + ox * p->stride_w] += r[ox];
+            for (int64_t ox = lo; ox < hi; ox++) src[ox * sw] += r[ox];
           }
         }
       }
@@ -50,10 +64,62 @@ static void TF(im2col_dir)(const pd_k_conv2d *p, T *img, T *col, bool to_col) {
   }
 }
 
+/* Max pooling with 2x2 windows at stride 2, no padding (LeNet's, VGG's): windows do not
+ * overlap and lie inside the input. The same comparisons, in the same order, as the general
+ * loop below (a NaN in a window's first element is kept, later ones are not). */
+static bool TF(pool_is_2x2)(const pd_k_pool2d *p) {
+  return p->type == PD_K_POOL_MAX && p->kh == 2 && p->kw == 2 && p->stride_h == 2 &&
+         p->stride_w == 2 && p->pad_top == 0 && p->pad_left == 0 && 2 * p->oh <= p->h &&
+         2 * p->ow <= p->w;
+}
+
+static void TF(pool_2x2)(const pd_k_pool2d *p, const T *x, T *y) {
+  for (int64_t oy = 0; oy < p->oh; oy++) {
+    const T *r0 = x + 2 * oy * p->w, *r1 = r0 + p->w;
+    T *o = y + oy * p->ow;
+    for (int64_t ox = 0; ox < p->ow; ox++) {
+      T acc = r0[2 * ox];
+      if (r0[2 * ox + 1] > acc) acc = r0[2 * ox + 1];
+      if (r1[2 * ox] > acc) acc = r1[2 * ox];
+      if (r1[2 * ox + 1] > acc) acc = r1[2 * ox + 1];
+      o[ox] = acc;
+    }
+  }
+}
+
+/* Each window's gradient goes to its first element equal to the window's max, the window's
+ * other elements get 0, and so do the rows and columns no window covers. */
+static void TF(pool_grad_2x2)(const pd_k_pool2d *p, const T *x, const T *y, const T *dy, T *dx) {
+  int64_t w = p->w;
+  for (int64_t oy = 0; oy < p->oh; oy++) {
+    const T *r0 = x + 2 * oy * w, *r1 = r0 + w;
+    T *d0 = dx + 2 * oy * w, *d1 = d0 + w;
+    const T *m = y + oy * p->ow, *g = dy + oy * p->ow;
+    for (int64_t ox = 0; ox < p->ow; ox++) {
+      T mx = m[ox], gx = g[ox];
+      /* Bitwise, not short-circuit: no branches to mispredict. */
+      int a = r0[2 * ox] == mx, b = (r0[2 * ox + 1] == mx) & !a;
+      int c = (r1[2 * ox] == mx) & !(a | b), d = (r1[2 * ox + 1] == mx) & !(a | b | c);
+      d0[2 * ox] = a ? gx : (T)0;
+      d0[2 * ox + 1] = b ? gx : (T)0;
+      d1[2 * ox] = c ? gx : (T)0;
+      d1[2 * ox + 1] = d ? gx : (T)0;
+    }
+    for (int64_t ix = 2 * p->ow; ix < w; ix++) d0[ix] = d1[ix] = 0;
+  }
+  for (int64_t iy = 2 * p->oh; iy < p->h; iy++)
+    for (int64_t ix = 0; ix < w; ix++) dx[iy * w + ix] = 0;
+}
+
 /* Pooling of planes [b, e) (plane = one (n, c) pair). */
 static void TF(pool_range)(void *vjob, int64_t b, int64_t e) {
   const pool_job *job = vjob;
   const pd_k_pool2d *p = job->p;
+  if (TF(pool_is_2x2)(p)) {
+    for (int64_t pl = b; pl < e; pl++)
+      TF(pool_2x2)(p, (const T *)job->x + pl * p->h * p->w, (T *)job->y + pl * p->oh * p->ow);
+    return;
+  }
   for (int64_t pl = b; pl < e; pl++) {
     const T *x = (const T *)job->x + pl * p->h * p->w;
     T *y = (T *)job->y + pl * p->oh * p->ow;
@@ -87,6 +153,13 @@ static void TF(pool_range)(void *vjob, int64_t b, int64_t e) {
 static void TF(pool_grad_range)(void *vjob, int64_t b, int64_t e) {
   const pool_job *job = vjob;
   const pd_k_pool2d *p = job->p;
+  if (TF(pool_is_2x2)(p)) {
+    for (int64_t pl = b; pl < e; pl++)
+      TF(pool_grad_2x2)(p, (const T *)job->x + pl * p->h * p->w,
+                        (const T *)job->y + pl * p->oh * p->ow,
+                        (const T *)job->dy + pl * p->oh * p->ow, (T *)job->dx + pl * p->h * p->w);
+    return;
+  }
   for (int64_t pl = b; pl < e; pl++) {
     const T *x = (const T *)job->x + pl * p->h * p->w;
     const T *y = (const T *)job->y + pl * p->oh * p->ow;

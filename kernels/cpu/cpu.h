@@ -42,6 +42,22 @@
 typedef void pd_kcpu_range_fn(void *ctx, int64_t begin, int64_t end);
 void pd_kcpu_parallel(int64_t n, int64_t grain, pd_kcpu_range_fn *fn, void *ctx);
 
+/* ---- One thread pool. When pd_k_init finds the OpenMP pool usable (passive waiting, more than
+ * one thread), it makes OpenBLAS run every call on the calling thread, and the kernels that
+ * call BLAS split their work across the OpenMP pool themselves: GEMMs by blocks of rows or
+ * columns, convolutions by images. Two pools on the same cores fought: OpenBLAS's idle workers
+ * spin on sched_yield while OpenMP kernels run, and OpenMP's while OpenBLAS runs. Otherwise
+ * (no pd_k_init, or OpenMP kept to one thread) OpenBLAS keeps its own pool and these kernels
+ * call it from one thread, as before. ---- */
+bool pd_kcpu_one_pool(void);
+/* How many threads a BLAS-calling kernel may use here: the OpenMP pool's size in one-pool mode
+ * outside a parallel region, else 1. */
+int pd_kcpu_blas_team(void);
+/* Run fn(ctx, t, nt) for t in [0, nt) on nt threads (nt <= pd_kcpu_blas_team(); nt == 1 calls
+ * fn(ctx, 0, 1) directly). */
+typedef void pd_kcpu_team_fn(void *ctx, int t, int nt);
+void pd_kcpu_team(int nt, pd_kcpu_team_fn *fn, void *ctx);
+
 /* ---- Strided iteration over up to PD_KCPU_MAX_OPS operands of one shape (the out shape of a
  * broadcast). Operand k has element size esize[k] and a stride per dim in elements (0 along a
  * broadcast dim). Dims of size 1 are dropped and adjacent dims merged where every operand
@@ -119,5 +135,6 @@ pd_k_gather_rows_fn pd_kcpu_gather_rows;
 pd_k_scatter_add_rows_fn pd_kcpu_scatter_add_rows;
 pd_k_uniform_fn pd_kcpu_uniform;
 pd_k_gaussian_fn pd_kcpu_gaussian;
+pd_k_adam_fn pd_kcpu_adam;
 
 #endif /* PD_KERNELS_CPU_H */

@@ -52,12 +52,66 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
   return PD_OK;
 }
 
+/* ---- Splitting one product across the OpenMP pool (one-pool mode, cpu.h): each thread
+ * computes a block of C's columns (or rows, when C is tall) with a one-thread BLAS call. The
+ * blocks are multiples of SPLIT_ALIGN so that each thread's part keeps whole register tiles.
+ * The split is a function of the sizes and the number of threads, so results are reproducible
+ * for a given thread count; they may differ in the last bits between thread counts (with
+ * OpenBLAS's Haswell kernels a block's edge tiles round differently), as they did when
+ * OpenBLAS split the product on its own pool. ---- */
+#define SPLIT_MIN_WORK ((int64_t)1 << 20)  /* m * n * k below this: one thread */
+#define SPLIT_ALIGN 16
+
+typedef struct split_job {
+  pd_dtype dt;
+  bool ta, tb, by_cols;
+  int64_t m, n, k, lda, ldb, ldc;
+  double alpha, beta;
+  const char *a, *b;
+  char *c;
+} split_job;
+
+/* [*b, *e) of `total` for thread t of nt, in multiples of SPLIT_ALIGN. */
+static void split_range(int64_t total, int t, int nt, int64_t *b, int64_t *e) {
+  int64_t blocks = (total + SPLIT_ALIGN - 1) / SPLIT_ALIGN;
+  int64_t bb = blocks * t / nt, be = blocks * (t + 1) / nt;
+  *b = bb * SPLIT_ALIGN < total ? bb * SPLIT_ALIGN : total;
+  *e = be * SPLIT_ALIGN < total ? be * SPLIT_ALIGN : total;
+}
+
+static void split_part(void *vjob, int t, int nt) {
+  const split_job *j = vjob;
+  int64_t sz = (int64_t)pd_dtype_size(j->dt), lo, hi;
+  if (j->by_cols) {  /* C[:, lo:hi] = op(A) op(B)[:, lo:hi] */
+    split_range(j->n, t, nt, &lo, &hi);
+    if (lo < hi)
+      gemm_one(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
+               j->b + (j->tb ? lo * j->ldb : lo) * sz, j->ldb, j->beta, j->c + lo * sz, j->ldc);
+  } else {  /* C[lo:hi, :] = op(A)[lo:hi, :] op(B) */
+    split_range(j->m, t, nt, &lo, &hi);
+    if (lo < hi)
+      gemm_one(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->alpha,
+               j->a + (j->ta ? lo : lo * j->lda) * sz, j->lda, j->b, j->ldb, j->beta,
+               j->c + lo * j->ldc * sz, j->ldc);
+  }
+}
+
 pd_status pd_kcpu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                        double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
                        double beta, void *c, int64_t ldc) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
   pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (st) return st;
+  int nt = pd_kcpu_blas_team();
+  if (nt > 1 && k > 0 && m * n >= SPLIT_MIN_WORK / k) {
+    split_job j = {dt, trans_a, trans_b, n >= m, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
+    int64_t blocks = ((j.by_cols ? n : m) + SPLIT_ALIGN - 1) / SPLIT_ALIGN;
+    if (nt > blocks) nt = (int)blocks;
+    if (nt > 1) {
+      pd_kcpu_team(nt, split_part, &j);
+      return PD_OK;
+    }
+  }
   return gemm_one(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 

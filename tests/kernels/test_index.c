@@ -300,6 +300,32 @@ static void test_init(void) {
   pd_alloc_fail_after(1);
   ok(pd_k_host_alloc(10) == NULL, "host allocation fails through the pd_malloc hook");
   pd_alloc_fail_after(0);
+  /* Large blocks are cached when freed and handed out again (training steps reallocate the
+   * same temporaries every step); the cache is bounded and trim empties it. */
+  pd_k_host_trim();
+  is_int((long)pd_k_host_cached(), 0, "no cached host memory after trim");
+  size_t big = (size_t)1 << 20;
+  char *b1 = pd_k_host_alloc(big + 100);
+  ok(b1 && (uintptr_t)b1 % PD_K_ALIGN == 0, "a large block is aligned");
+  memset(b1, 1, big + 100);
+  pd_k_host_free(b1);
+  ok(pd_k_host_cached() >= big + 100, "a freed large block is cached (%zu bytes)",
+     pd_k_host_cached());
+  char *b2 = pd_k_host_alloc(big + 50);
+  ok(b2 == b1 && pd_k_host_cached() == 0, "the next request of its size class reuses it");
+  char *b3 = pd_k_host_alloc(big + 100);
+  ok(b3 && b3 != b2, "a second live block is a new one");
+  pd_k_host_free(b2);
+  pd_k_host_free(b3);
+  enum { NBLK = 20 };  /* 20 live blocks of 16 MiB, then all freed: more than the cache keeps */
+  void *blk[NBLK];
+  bool all = true;
+  for (int i = 0; i < NBLK; i++) all = (blk[i] = pd_k_host_alloc((size_t)16 << 20)) && all;
+  for (int i = 0; i < NBLK; i++) pd_k_host_free(blk[i]);
+  ok(all && pd_k_host_cached() <= (size_t)256 << 20 && pd_k_host_cached() >= (size_t)128 << 20,
+     "the cache stays bounded (%zu bytes kept of %d MiB freed)", pd_k_host_cached(), NBLK * 16);
+  pd_k_host_trim();
+  is_int((long)pd_k_host_cached(), 0, "trim frees every cached block");
   is_int(pd_k_reexec_for_passive_wait(NULL), PD_OK,
          "no re-execution once the policy is in the environment");
 }

@@ -1,38 +1,12 @@
 /* test_kern_math.h -- what the kernel tests of vm/kern_math.c share (tests/ops/test_kern_*.c):
  * literal arrays that survive macro arguments, deterministic test values, LoD and shared-storage
- * helpers, and grad_check with the forward op's attributes on the gradient op.
- *
- * Why the last: tests/ops/gradcheck.h builds the gradient op with the forward op's slots but
- * not its attributes, so a gradient kernel would see the registry defaults (scale 1, axis -1,
- * no transposes, ...) where the backward pass gives it the forward op's values (vm/ops_grad.c:
- * "attrs: the forward op's"), and cast_grad fails outright (in_dtype is required). Until
- * gradcheck.h copies them itself, the one pd_block_add_op call in it is routed through
- * add_op_with_attrs below, which copies the attributes of the forward op being checked. */
+ * helpers, and tests/ops/gradcheck.h. */
 #ifndef PD_TESTS_OPS_TEST_KERN_MATH_H
 #define PD_TESTS_OPS_TEST_KERN_MATH_H
 
 #include "tests/ops/runop.h"
 
-static const pd_op_desc *kmt_fwd_;  /* the forward op of the running grad_check */
-
-static inline pd_op_desc *add_op_with_attrs(pd_block *b, const char *type, int pos) {
-  pd_op_desc *op = pd_block_add_op(b, type, pos);
-  for (int i = 0; op && kmt_fwd_ && i < kmt_fwd_->nattrs; i++)
-    if (pd_op_set_attr(op, &kmt_fwd_->attrs[i])) bail("out of memory");
-  return op;
-}
-
-#define pd_block_add_op add_op_with_attrs
 #include "tests/ops/gradcheck.h"
-#undef pd_block_add_op
-
-#undef grad_check_tol
-#define grad_check_tol(r, wrt, outs, tol, what)                                   \
-  do {                                                                            \
-    kmt_fwd_ = (r)->op;                                                           \
-    grad_check_((r), (wrt), (outs), (tol), (what), __LINE__);                     \
-    kmt_fwd_ = NULL;                                                              \
-  } while (0)
 
 /* Literal arrays usable as macro arguments: rt_expect(t, 3, D(1, 2, 3), 0, "..."). */
 #define D(...) ((const double[]){__VA_ARGS__})

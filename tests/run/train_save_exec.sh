@@ -30,7 +30,7 @@ PD
 script 4 "" a.params > a.pd
 "$PDLANG" run --progress=lines a.pd > a.out 2> a.err
 rc=$?
-acc=$(sed -n 's/^eval: accuracy \([0-9.]*\).*/\1/p' a.out)
+acc=$(sed -n 's/^eval: accuracy(y, label) = \([0-9.]*\).*/\1/p' a.out)
 if [ $rc -eq 0 ] && awk "BEGIN { exit !($acc >= 0.95) }"; then echo "ok 1 - trains to accuracy $acc"
 else echo "not ok 1 - training (rc $rc, accuracy '$acc')"; sed 's/^/# /' a.err a.out; fi
 

@@ -1,0 +1,1051 @@
+/* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
+ * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (lang/serialize.h,
+ * lang/params.h, run by vm/exec.h), the host's feeds and the fetched results, and turns the
+ * internal pd_error records and diagnostics into the public pd_error_info. Nothing here prints
+ * or exits; every allocation goes through pd_malloc. */
+#include "config.h"
+#include "include/pdlang.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "base/dtype.h"
+#include "lang/compile.h"
+#include "lang/params.h"
+#include "lang/run.h"
+#include "lang/serialize.h"
+#include "vm/exec.h"
+#include "vm/prune.h"
+
+/* The public numbers are the internal ones (the library passes statuses through unchanged). */
+#define SAME(a, b) ((int)(a) == (int)(b))
+_Static_assert(SAME(PD_RESULT_OK, PD_OK) && SAME(PD_RESULT_ENOMEM, PD_ENOMEM) &&
+                   SAME(PD_RESULT_EIO, PD_EIO) && SAME(PD_RESULT_ESYNTAX, PD_ESYNTAX) &&
+                   SAME(PD_RESULT_ECOMPILE, PD_ECOMPILE) && SAME(PD_RESULT_EFORMAT, PD_EFORMAT) &&
+                   SAME(PD_RESULT_EINVAL, PD_EINVAL) && SAME(PD_RESULT_ESHAPE, PD_ESHAPE) &&
+                   SAME(PD_RESULT_ETYPE, PD_ETYPE) && SAME(PD_RESULT_ENOTFOUND, PD_ENOTFOUND) &&
+                   SAME(PD_RESULT_ERUNTIME, PD_ERUNTIME) && SAME(PD_RESULT_EINTR, PD_EINTR) &&
+                   SAME(PD_RESULT_EUNSUPPORTED, PD_EUNSUPPORTED) &&
+                   SAME(PD_STATUS_COUNT_, PD_EUNSUPPORTED + 1),
+               "pdlang.h's result codes must match base/base.h's pd_status");
+_Static_assert(SAME(PD_DTYPE_BOOL, PD_BOOL) && SAME(PD_DTYPE_INT16, PD_INT16) &&
+                   SAME(PD_DTYPE_INT32, PD_INT32) && SAME(PD_DTYPE_INT64, PD_INT64) &&
+                   SAME(PD_DTYPE_FLOAT16, PD_FP16) && SAME(PD_DTYPE_FLOAT32, PD_FP32) &&
+                   SAME(PD_DTYPE_FLOAT64, PD_FP64) && SAME(PD_DTYPE_UINT8, PD_UINT8) &&
+                   SAME(PD_DTYPE_INT8, PD_INT8),
+               "pdlang.h's dtypes must match base/dtype.h");
+_Static_assert(PD_STATE_MAX_DIMS == PD_TENSOR_MAX_DIMS, "pdlang.h's PD_STATE_MAX_DIMS");
+
+static const pd_loc nowhere = {0};
+
+static bool is_input(const pd_state *st, const char *name);
+static const char *script_var(pd_state *st, const char *name, pd_error *err);
+
+/* A tensor with a name: the feeds and the results. */
+typedef struct named {
+  char *name;
+  pd_tensor t;
+} named;
+
+typedef struct named_list {
+  int n;
+  size_t cap;
+  named *items;
+} named_list;
+
+/* A feed or fetch op of a loaded model: the var it feeds / fetches and its column. */
+typedef struct io_op {
+  const char *var;   /* borrowed from the model */
+  int col;
+} io_op;
+
+/* A top-level name of a script and the var of the global block it stands for (y -> the var
+ * fc_1.tmp_1 in `y = fc(h, 10)`); var is NULL when the name is not a tensor. */
+typedef struct alias {
+  char *name, *var;
+} alias;
+
+struct pd_state {
+  /* Settings, for the next compile or load. */
+  FILE *out, *progress;
+  uint64_t seed;
+  bool check_nan_inf;
+  volatile sig_atomic_t *interrupt;
+  char *stdlib_dir;
+
+  /* A compiled script... */
+  pd_source *src;
+  pd_unit *unit;
+  pd_runner *runner;
+  /* ... the program last pruned for pd_state_run_targets, kept for the next run of the same
+   * targets ... */
+  pd_program *pruned;
+  pd_exec *pruned_ex;
+  char **pruned_names;
+  int npruned;
+  /* ... and the vars that the script's top-level names looked up so far stand for. */
+  alias *aliases;
+  int naliases;
+  size_t alias_cap;
+
+  /* ... or a loaded model. */
+  pd_program *model;
+  pd_scope *model_scope;
+  pd_exec *model_ex;
+  io_op *feed_ops, *fetch_ops;
+  int nfeed_ops, nfetch_ops;
+  const char *feed_list, *fetch_list;   /* the FEED_MINIBATCH / FETCH_LIST vars */
+
+  /* Inputs and outputs (names borrowed from the program). */
+  const char **inputs, **outputs;
+  int ninputs, noutputs;
+
+  named_list feeds, results;
+
+  /* The last call's error record; the strings point into the buffers below. */
+  pd_error_info info;
+  pd_buf msg, text;
+  char *file;
+};
+
+static const pd_error_info null_state_info = {
+    PD_RESULT_EINVAL, "no state (the pd_state argument is NULL)", NULL, 0, 0,
+    "pdlang: error: no state (the pd_state argument is NULL)\n"};
+
+/* ---------------------------------------------------------------- the error record */
+
+/* Reset the record at the start of a call. */
+static void begin(pd_state *st) {
+  pd_buf_clear(&st->msg);
+  pd_buf_clear(&st->text);
+  st->msg.oom = st->text.oom = 0;
+  pd_free(st->file);
+  st->file = NULL;
+  st->info = (pd_error_info){PD_RESULT_OK, "", NULL, 0, 0, ""};
+}
+
+/* Finish the record: point its strings at the buffers, with fallbacks when out of memory. */
+static int finish(pd_state *st, pd_status s) {
+  st->info.code = (int)s;
+  st->info.message = st->msg.data && !st->msg.oom && st->msg.len ? st->msg.data
+                     : s                                       ? pd_status_str(s)
+                                                               : "";
+  st->info.text = st->text.data && !st->text.oom ? st->text.data : "";
+  st->info.file = st->file;
+  return (int)s;
+}
+
+/* Record err (the location's file copied), rendering it against src when the location points
+ * into a script. */
+static int fail_err(pd_state *st, const pd_error *err, const pd_source *src) {
+  pd_status s = err->status ? err->status : PD_ERUNTIME;
+  pd_buf_puts(&st->msg, err->msg ? err->msg : pd_status_str(s));
+  if (err->loc.file) st->file = pd_strdup(err->loc.file);
+  if (st->file) {
+    st->info.line = err->loc.line;
+    st->info.col = err->loc.col;
+  }
+  if (src && err->loc.file && strcmp(src->name, err->loc.file) != 0) src = NULL;
+  pd_diag_render_error(&st->text, src, err);
+  return finish(st, s);
+}
+
+/* The same for an error the runner or executor reported: its location may point into an
+ * imported module, whose source the unit keeps. */
+static int fail_run(pd_state *st, const pd_error *err) {
+  const pd_source *src = st->unit ? pd_unit_source(st->unit, st->src, err->loc.file) : NULL;
+  return fail_err(st, err, src);
+}
+
+static int fail(pd_state *st, pd_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(pd_state *st, pd_status s, const char *fmt, ...) {
+  pd_error err = {0};
+  va_list ap;
+  va_start(ap, fmt);
+  pd_error_setv(&err, s, nowhere, fmt, ap);
+  va_end(ap);
+  fail_err(st, &err, NULL);
+  pd_error_clear(&err);
+  return (int)s;
+}
+
+/* A failed compile: the first error's message and location come from the rendered text
+ * ("file:line:col: error: message"), which becomes the record's text whole. */
+static int fail_diags(pd_state *st, pd_status s, const pd_diags *d) {
+  const char *text = d->text.data && !d->text.oom ? d->text.data : "";
+  pd_buf_puts(&st->text, text);
+  const char *line = text;
+  while (*line) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    const char *msg = NULL, *prefix_end = line;  /* the message; the end of "file:L:C" */
+    if (strncmp(line, "error: ", 7) == 0) {
+      msg = line + 7;  /* no location */
+    } else {
+      for (const char *p = line; p + 9 <= line + len; p++)
+        if (memcmp(p, ": error: ", 9) == 0) {
+          msg = p + 9;
+          prefix_end = p;
+          break;
+        }
+    }
+    if (!msg) {
+      if (!end) break;
+      line = end + 1;
+      continue;
+    }
+    pd_buf_append(&st->msg, msg, (size_t)(line + len - msg));
+    if (prefix_end > line) {
+      /* "file:L:C" or "file": digits, ':', digits, ':' from the right. */
+      const char *p = prefix_end;
+      int nums[2] = {0, 0}, k = 0;
+      while (k < 2) {
+        const char *q = p;
+        while (q > line && q[-1] >= '0' && q[-1] <= '9') q--;
+        if (q == p || q - line < 2 || q[-1] != ':' || p - q > 9) break;
+        nums[k++] = atoi(q);
+        p = q - 1;
+      }
+      if (k == 2) {
+        st->info.line = nums[1];
+        st->info.col = nums[0];
+      } else {
+        p = prefix_end;
+      }
+      st->file = pd_strndup(line, (size_t)(p - line));
+    }
+    break;
+  }
+  return finish(st, s);
+}
+
+static int ok(pd_state *st) { return finish(st, PD_OK); }
+
+/* ---------------------------------------------------------------- named tensors */
+
+static named *named_find(const named_list *l, const char *name) {
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->items[i].name, name) == 0) return &l->items[i];
+  return NULL;
+}
+
+/* A new empty entry (tensor initialised), or NULL on out of memory. */
+static named *named_add(named_list *l, const char *name) {
+  if (PD_GROW(l->items, l->cap, (size_t)l->n + 1)) return NULL;
+  named *e = &l->items[l->n];
+  if (!(e->name = pd_strdup(name))) return NULL;
+  pd_tensor_init(&e->t);
+  l->n++;
+  return e;
+}
+
+static void named_clear(named_list *l) {
+  for (int i = 0; i < l->n; i++) {
+    pd_free(l->items[i].name);
+    pd_tensor_release(&l->items[i].t);
+  }
+  l->n = 0;
+}
+
+static void named_free(named_list *l) {
+  named_clear(l);
+  pd_free(l->items);
+  l->items = NULL;
+  l->cap = 0;
+}
+
+/* ---------------------------------------------------------------- life cycle */
+
+int pd_state_new(pd_state **out) {
+  if (!out) return PD_RESULT_EINVAL;
+  *out = NULL;
+  pd_state *st = pd_calloc(1, sizeof *st);
+  if (!st) return PD_RESULT_ENOMEM;
+  pd_buf_init(&st->msg);
+  pd_buf_init(&st->text);
+  begin(st);
+  *out = st;
+  return PD_RESULT_OK;
+}
+
+static void clear_pruned(pd_state *st) {
+  pd_exec_free(st->pruned_ex);
+  pd_program_free(st->pruned);
+  for (int i = 0; i < st->npruned; i++) pd_free(st->pruned_names[i]);
+  pd_free(st->pruned_names);
+  st->pruned_ex = NULL;
+  st->pruned = NULL;
+  st->pruned_names = NULL;
+  st->npruned = 0;
+}
+
+static void clear_aliases(pd_state *st) {
+  for (int i = 0; i < st->naliases; i++) {
+    pd_free(st->aliases[i].name);
+    pd_free(st->aliases[i].var);
+  }
+  pd_free(st->aliases);
+  st->aliases = NULL;
+  st->naliases = 0;
+  st->alias_cap = 0;
+}
+
+/* Drop the program and everything that goes with it (parameters, feeds, results). */
+static void clear_program(pd_state *st) {
+  clear_pruned(st);
+  clear_aliases(st);
+  pd_runner_free(st->runner);
+  pd_unit_free(st->unit);
+  pd_source_free(st->src);
+  st->runner = NULL;
+  st->unit = NULL;
+  st->src = NULL;
+  pd_exec_free(st->model_ex);
+  pd_scope_free(st->model_scope);
+  pd_program_free(st->model);
+  st->model_ex = NULL;
+  st->model_scope = NULL;
+  st->model = NULL;
+  pd_free(st->feed_ops);
+  pd_free(st->fetch_ops);
+  st->feed_ops = st->fetch_ops = NULL;
+  st->nfeed_ops = st->nfetch_ops = 0;
+  st->feed_list = st->fetch_list = NULL;
+  pd_free(st->inputs);
+  pd_free(st->outputs);
+  st->inputs = st->outputs = NULL;
+  st->ninputs = st->noutputs = 0;
+  named_clear(&st->feeds);
+  named_clear(&st->results);
+}
+
+void pd_state_free(pd_state *st) {
+  if (!st) return;
+  clear_program(st);
+  named_free(&st->feeds);
+  named_free(&st->results);
+  pd_free(st->stdlib_dir);
+  pd_free(st->file);
+  pd_buf_free(&st->msg);
+  pd_buf_free(&st->text);
+  pd_free(st);
+}
+
+const pd_error_info *pd_state_error(const pd_state *st) {
+  return st ? &st->info : &null_state_info;
+}
+
+const char *pd_state_result_str(int code) {
+  if (code < 0 || code >= PD_STATUS_COUNT_) return "unknown result code";
+  return pd_status_str((pd_status)code);
+}
+
+const char *pd_state_version(void) { return PACKAGE_VERSION; }
+
+/* ---------------------------------------------------------------- settings */
+
+int pd_state_set_output(pd_state *st, FILE *out, FILE *progress) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  st->out = out;
+  st->progress = progress;
+  return ok(st);
+}
+
+int pd_state_set_seed(pd_state *st, uint64_t seed) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  st->seed = seed;
+  return ok(st);
+}
+
+int pd_state_set_check_nan_inf(pd_state *st, int on) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  st->check_nan_inf = on != 0;
+  return ok(st);
+}
+
+int pd_state_set_interrupt(pd_state *st, volatile sig_atomic_t *flag) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  st->interrupt = flag;
+  return ok(st);
+}
+
+int pd_state_set_stdlib_dir(pd_state *st, const char *dir) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  char *copy = NULL;
+  if (dir && !(copy = pd_strdup(dir))) return fail(st, PD_ENOMEM, "out of memory");
+  pd_free(st->stdlib_dir);
+  st->stdlib_dir = copy;
+  return ok(st);
+}
+
+static pd_exec_options exec_options(const pd_state *st) {
+  return (pd_exec_options){
+      .check_nan_inf = st->check_nan_inf, .seed = st->seed, .interrupt = st->interrupt};
+}
+
+/* ---------------------------------------------------------------- scripts */
+
+static bool in_slots(const pd_slot *slots, int n, const char *name) {
+  for (int s = 0; s < n; s++)
+    for (int a = 0; a < slots[s].nargs; a++)
+      if (strcmp(slots[s].args[a], name) == 0) return true;
+  return false;
+}
+
+/* Does an op of any block of p read (outputs = false) or write (true) var `name`? */
+static bool used(const pd_program *p, const char *name, bool outputs) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      const pd_op_desc *op = p->blocks[b]->ops[i];
+      if (outputs ? in_slots(op->outputs, op->noutputs, name)
+                  : in_slots(op->inputs, op->ninputs, name))
+        return true;
+    }
+  return false;
+}
+
+/* Does the global scope hold a value for `name` (a parameter, or something a load put there)? */
+static const pd_tensor *global_tensor(const pd_state *st, const char *name) {
+  pd_scope *scope = st->runner ? pd_runner_scope(st->runner) : st->model_scope;
+  pd_variable *v = scope ? pd_scope_find_local_var(scope, name) : NULL;
+  if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) return NULL;
+  return &v->u.tensor;
+}
+
+/* A data var of p: a plain tensor var of block 0, not persistable, that an op reads and no op
+ * writes, and that holds no value in the global scope. */
+static bool is_data_var(const pd_state *st, const pd_program *p, const pd_var_desc *v) {
+  return !v->persistable && v->type == PD_VAR_LOD_TENSOR && used(p, v->name, false) &&
+         !used(p, v->name, true) && !global_tensor(st, v->name);
+}
+
+/* The script's inputs and outputs (see pdlang.h). */
+static pd_status list_script_io(pd_state *st) {
+  const pd_program *p = st->unit->main;
+  const pd_block *b = p->blocks[0];
+  st->inputs = pd_calloc((size_t)b->nvars + 1, sizeof *st->inputs);
+  st->outputs = pd_calloc((size_t)b->nvars + 1, sizeof *st->outputs);
+  if (!st->inputs || !st->outputs) return PD_ENOMEM;
+  for (int i = 0; i < b->nvars; i++) {
+    const pd_var_desc *v = b->vars[i];
+    if (is_data_var(st, p, v)) st->inputs[st->ninputs++] = v->name;
+    else if (!v->persistable && v->type == PD_VAR_LOD_TENSOR && used(p, v->name, true))
+      st->outputs[st->noutputs++] = v->name;
+  }
+  return PD_OK;
+}
+
+/* Compile src (taken over: freed on failure, kept by the state on success). */
+static int compile(pd_state *st, pd_source *src) {
+  pd_diags d;
+  pd_diags_init(&d, 20);
+  pd_compile_options co = {.stdlib_dir = st->stdlib_dir};
+  pd_unit *unit = NULL;
+  pd_status s = pd_compile(src, &co, &d, &unit);
+  if (s) {
+    fail_diags(st, s, &d);
+    pd_diags_free(&d);
+    pd_source_free(src);
+    return (int)s;
+  }
+  pd_diags_free(&d);
+  st->src = src;
+  st->unit = unit;
+  pd_run_options ro = {
+      .out = st->out,
+      .progress = st->progress,
+      .progress_mode = st->progress ? PD_PROGRESS_AUTO : PD_PROGRESS_NONE,
+      .seed = st->seed,
+      .check_nan_inf = st->check_nan_inf,
+      .interrupt = st->interrupt,
+  };
+  pd_error err = {0};
+  if ((s = pd_runner_new(unit, &ro, &st->runner, &err))) {
+    fail_run(st, &err);
+    pd_error_clear(&err);
+    clear_program(st);
+    return (int)s;
+  }
+  if ((s = list_script_io(st))) {
+    clear_program(st);
+    return fail(st, s, "out of memory");
+  }
+  return ok(st);
+}
+
+int pd_state_compile_string(pd_state *st, const char *name, const char *text) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  clear_program(st);
+  if (!text) return fail(st, PD_EINVAL, "pd_state_compile_string: the text is NULL");
+  pd_source *src = NULL;
+  if (pd_source_from_string(name ? name : "<string>", text, strlen(text), &src))
+    return fail(st, PD_ENOMEM, "out of memory");
+  return compile(st, src);
+}
+
+int pd_state_compile_file(pd_state *st, const char *path) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  clear_program(st);
+  if (!path) return fail(st, PD_EINVAL, "pd_state_compile_file: the path is NULL");
+  pd_source *src = NULL;
+  pd_error err = {0};
+  pd_status s = pd_source_open(path, &src, &err);
+  if (s) {
+    fail_err(st, &err, NULL);
+    pd_error_clear(&err);
+    return (int)s;
+  }
+  return compile(st, src);
+}
+
+/* ---------------------------------------------------------------- models */
+
+/* The feed ("Out" of each feed op) or fetch ("X" of each fetch op) ops of block 0, ordered by
+ * their "col" attribute, which must number them 0..n-1. *list is the feed/fetch list var. */
+static pd_status find_io(pd_state *st, const char *path, bool feed, io_op **out, int *n,
+                         const char **list) {
+  const pd_block *b = st->model->blocks[0];
+  const char *type = feed ? "feed" : "fetch";
+  *out = NULL;
+  *n = 0;
+  int count = 0;
+  for (int i = 0; i < b->nops; i++) count += strcmp(b->ops[i]->type, type) == 0;
+  io_op *ops = pd_calloc((size_t)count + 1, sizeof *ops);
+  if (!ops) return fail(st, PD_ENOMEM, "out of memory");
+  for (int i = 0; i < count; i++) ops[i].col = -1;
+  for (int i = 0, k = 0; i < b->nops; i++) {
+    const pd_op_desc *op = b->ops[i];
+    if (strcmp(op->type, type) != 0) continue;
+    const char *var = feed ? pd_op_output1(op, "Out") : pd_op_input1(op, "X");
+    const char *lst = feed ? pd_op_input1(op, "X") : pd_op_output1(op, "Out");
+    const pd_attr *a = pd_op_attr(op, "col");
+    int64_t c = !a ? k : a->type == PD_ATTR_INT ? a->v.i : a->type == PD_ATTR_LONG ? a->v.l : -1;
+    int col = c >= 0 && c < count ? (int)c : -1;
+    if (!var || !lst || col < 0 || col >= count || ops[col].var || (*list && strcmp(*list, lst))) {
+      pd_free(ops);
+      return fail(st, PD_EFORMAT,
+                  "%s: %s op %d is malformed (its variables or its column %d of %d)", path,
+                  type, k, col, count);
+    }
+    *list = lst;
+    ops[col] = (io_op){var, col};
+    k++;
+  }
+  *out = ops;
+  *n = count;
+  return PD_OK;
+}
+
+static int cmp_names(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int pd_state_load_model(pd_state *st, const char *path) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  clear_program(st);
+  if (!path) return fail(st, PD_EINVAL, "pd_state_load_model: the path is NULL");
+  pd_error err = {0};
+  pd_status s;
+  char *ppath = NULL;
+  const char **params = NULL;
+  if ((s = pd_program_load(path, &st->model, &err))) goto err;
+  if ((s = find_io(st, path, true, &st->feed_ops, &st->nfeed_ops, &st->feed_list)) ||
+      (s = find_io(st, path, false, &st->fetch_ops, &st->nfetch_ops, &st->fetch_list)))
+    goto out;
+  if (st->nfetch_ops == 0) {
+    s = fail(st, PD_EINVAL, "%s has no fetch ops, so it has no outputs (save a model with "
+                            "save(path, target) in a script)", path);
+    goto out;
+  }
+  /* The parameters: every persistable tensor var, sorted by name, as save writes them. */
+  const pd_block *b = st->model->blocks[0];
+  if (!(params = pd_calloc((size_t)b->nvars + 1, sizeof *params)) ||
+      !(st->model_scope = pd_scope_new(NULL))) {
+    s = fail(st, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  int np = 0;
+  for (int i = 0; i < b->nvars; i++)
+    if (b->vars[i]->persistable && b->vars[i]->type == PD_VAR_LOD_TENSOR)
+      params[np++] = b->vars[i]->name;
+  qsort(params, (size_t)np, sizeof *params, cmp_names);
+  if (np) {
+    if (!(ppath = pd_params_path_for(path))) {
+      s = fail(st, PD_ENOMEM, "out of memory");
+      goto out;
+    }
+    if ((s = pd_params_load(ppath, st->model_scope, np, params, st->model, &err))) goto err;
+  }
+  pd_exec_options eo = exec_options(st);
+  if ((s = pd_exec_new(st->model, &eo, &st->model_ex, &err))) goto err;
+  st->inputs = pd_calloc((size_t)st->nfeed_ops + 1, sizeof *st->inputs);
+  st->outputs = pd_calloc((size_t)st->nfetch_ops + 1, sizeof *st->outputs);
+  if (!st->inputs || !st->outputs) {
+    s = fail(st, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < st->nfeed_ops; i++) st->inputs[i] = st->feed_ops[i].var;
+  for (int i = 0; i < st->nfetch_ops; i++) st->outputs[i] = st->fetch_ops[i].var;
+  st->ninputs = st->nfeed_ops;
+  st->noutputs = st->nfetch_ops;
+  s = PD_OK;
+  ok(st);
+  goto out;
+err:
+  fail_err(st, &err, NULL);
+out:
+  pd_error_clear(&err);
+  pd_free(params);
+  pd_free(ppath);
+  if (s) clear_program(st);
+  return (int)s;
+}
+
+/* ---------------------------------------------------------------- inputs and outputs */
+
+static const pd_program *program(const pd_state *st) {
+  return st->unit ? st->unit->main : st->model;
+}
+
+static int no_program(pd_state *st, const char *fn) {
+  return fail(st, PD_EINVAL, "%s: nothing compiled or loaded yet (pd_state_compile_string, "
+                             "pd_state_compile_file or pd_state_load_model first)", fn);
+}
+
+int pd_state_inputs(pd_state *st, int *n, const char *const **names) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!n || !names) return fail(st, PD_EINVAL, "pd_state_inputs: NULL argument");
+  *n = 0;
+  *names = NULL;
+  if (!program(st)) return no_program(st, "pd_state_inputs");
+  *n = st->ninputs;
+  *names = st->inputs;
+  return ok(st);
+}
+
+int pd_state_outputs(pd_state *st, int *n, const char *const **names) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!n || !names) return fail(st, PD_EINVAL, "pd_state_outputs: NULL argument");
+  *n = 0;
+  *names = NULL;
+  if (!program(st)) return no_program(st, "pd_state_outputs");
+  *n = st->noutputs;
+  *names = st->outputs;
+  return ok(st);
+}
+
+int pd_state_describe(pd_state *st, const char *name, pd_tensor_info *info) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!name || !info) return fail(st, PD_EINVAL, "pd_state_describe: NULL argument");
+  memset(info, 0, sizeof *info);
+  if (!program(st)) return no_program(st, "pd_state_describe");
+  const pd_var_desc *v = pd_block_find_var_local(program(st)->blocks[0], name);
+  if (st->unit && !is_input(st, name)) {  /* a script: its own names first */
+    pd_error err = {0};
+    const char *var = script_var(st, name, &err);
+    if (!var && err.status == PD_ENOMEM) {
+      pd_error_clear(&err);
+      return fail(st, PD_ENOMEM, "out of memory");
+    }
+    pd_error_clear(&err);
+    if (var) v = pd_block_find_var_local(program(st)->blocks[0], var);
+  }
+  if (!v || !pd_var_type_has_tensor(v->type))
+    return fail(st, PD_ENOTFOUND, "no tensor var '%s' in the program's global block", name);
+  info->dtype = (int)v->dtype;
+  info->ndims = v->ndims;
+  for (int k = 0; k < v->ndims && k < PD_STATE_MAX_DIMS; k++) info->dims[k] = v->dims[k];
+  return ok(st);
+}
+
+/* "float32 [-1, 784]" */
+static void shape_text(pd_buf *b, int dtype, int ndims, const int64_t *dims) {
+  pd_buf_printf(b, "%s [", pd_dtype_name((pd_dtype)dtype));
+  for (int k = 0; k < ndims; k++) pd_buf_printf(b, "%s%lld", k ? ", " : "", (long long)dims[k]);
+  pd_buf_puts(b, "]");
+}
+
+static bool is_input(const pd_state *st, const char *name) {
+  for (int i = 0; i < st->ninputs; i++)
+    if (strcmp(st->inputs[i], name) == 0) return true;
+  return false;
+}
+
+int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const int64_t *dims,
+                  const void *data) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!name) return fail(st, PD_EINVAL, "pd_state_feed: the name is NULL");
+  if (!program(st)) return no_program(st, "pd_state_feed");
+  if (!pd_dtype_valid(dtype))
+    return fail(st, PD_EINVAL, "feed '%s': %d is not a dtype (PD_DTYPE_*)", name, dtype);
+  if (ndims < 0 || ndims > PD_STATE_MAX_DIMS || (ndims > 0 && !dims))
+    return fail(st, PD_EINVAL, "feed '%s': rank %d%s (0 to %d dims)", name, ndims,
+                ndims > 0 && !dims ? " with NULL dims" : " is out of range",
+                PD_STATE_MAX_DIMS);
+  uint64_t numel = 1;
+  for (int k = 0; k < ndims; k++) {
+    if (dims[k] < 0)
+      return fail(st, PD_EINVAL, "feed '%s': dimension %d is %lld (a value has no unknown "
+                                 "dimensions)", name, k, (long long)dims[k]);
+    if (dims[k] && numel > (UINT64_MAX >> 2) / (uint64_t)dims[k])
+      return fail(st, PD_EINVAL, "feed '%s': the shape is too large", name);
+    numel *= (uint64_t)dims[k];
+  }
+  if (numel && !data) return fail(st, PD_EINVAL, "feed '%s': the data is NULL", name);
+  if (!is_input(st, name)) {
+    pd_buf b;
+    pd_buf_init(&b);
+    for (int i = 0; i < st->ninputs; i++) pd_buf_printf(&b, "%s'%s'", i ? ", " : "", st->inputs[i]);
+    int rc = fail(st, PD_ENOTFOUND, "'%s' is not an input of the program; %s%s", name,
+                  st->ninputs ? "its inputs are " : "it has no inputs",
+                  st->ninputs && b.data ? b.data : "");
+    pd_buf_free(&b);
+    return rc;
+  }
+  const pd_var_desc *v = pd_block_find_var_local(program(st)->blocks[0], name);
+  if (v && v->lod_level > 0)
+    return fail(st, PD_EUNSUPPORTED, "input '%s' is a batch of sequences (lod_level %d); the C "
+                                     "API feeds plain tensors only", name, v->lod_level);
+  bool dtype_ok = !v || v->ndims < 0 || (int)v->dtype == dtype;
+  bool shape_ok = !v || v->ndims < 0 || v->ndims == ndims;
+  for (int k = 0; shape_ok && v && k < ndims; k++)
+    shape_ok = v->dims[k] < 0 || v->dims[k] == dims[k];
+  if (!dtype_ok || !shape_ok) {
+    pd_buf want, got;
+    pd_buf_init(&want);
+    pd_buf_init(&got);
+    shape_text(&want, (int)v->dtype, v->ndims, v->dims);
+    shape_text(&got, dtype, ndims, dims);
+    int rc = fail(st, dtype_ok ? PD_ESHAPE : PD_ETYPE,
+                  "input '%s' is %s but the value fed is %s", name,
+                  want.data && !want.oom ? want.data : "?", got.data && !got.oom ? got.data : "?");
+    pd_buf_free(&want);
+    pd_buf_free(&got);
+    return rc;
+  }
+  pd_tensor t;
+  pd_tensor_init(&t);
+  int64_t d[PD_STATE_MAX_DIMS] = {0};
+  for (int k = 0; k < ndims; k++) d[k] = dims[k];
+  pd_status s = pd_tensor_set_data(&t, (pd_dtype)dtype, ndims, d, data);
+  if (s) {
+    pd_tensor_release(&t);
+    return fail(st, s, "feed '%s': %s", name, s == PD_ENOMEM ? "out of memory" : "bad shape");
+  }
+  named *e = named_find(&st->feeds, name);
+  if (!e && !(e = named_add(&st->feeds, name))) {
+    pd_tensor_release(&t);
+    return fail(st, PD_ENOMEM, "out of memory");
+  }
+  pd_tensor_release(&e->t);
+  e->t = t;  /* the storage moves over */
+  return ok(st);
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* Run a loaded model on the feeds; its outputs become the results. */
+static int run_model(pd_state *st) {
+  pd_error err = {0};
+  pd_status s;
+  for (int i = 0; i < st->nfeed_ops; i++)
+    if (!named_find(&st->feeds, st->feed_ops[i].var)) {
+      const pd_var_desc *v = pd_block_find_var_local(st->model->blocks[0], st->feed_ops[i].var);
+      pd_buf b;
+      pd_buf_init(&b);
+      if (v && v->ndims >= 0) shape_text(&b, (int)v->dtype, v->ndims, v->dims);
+      int rc = fail(st, PD_EINVAL, "the model's input '%s'%s%s was not fed (pd_state_feed)",
+                    st->feed_ops[i].var, b.data ? " " : "", b.data ? b.data : "");
+      pd_buf_free(&b);
+      return rc;
+    }
+  pd_variable *fv = pd_scope_var(st->model_scope, st->feed_list ? st->feed_list : "feed");
+  pd_tensor_array *list = NULL;
+  if (!fv || pd_var_set_type(fv, PD_VAR_FEED_MINIBATCH) || !(list = pd_var_tensor_array(fv)) ||
+      pd_tensor_array_reserve(list, st->nfeed_ops))
+    return fail(st, PD_ENOMEM, "out of memory");
+  for (int i = 0; i < st->nfeed_ops; i++) {
+    pd_tensor *slot = pd_tensor_array_get(list, st->feed_ops[i].col);
+    if (!slot || pd_tensor_share(slot, &named_find(&st->feeds, st->feed_ops[i].var)->t)) {
+      pd_tensor_array_truncate(list, 0);
+      return fail(st, PD_ENOMEM, "out of memory");
+    }
+  }
+  s = pd_exec_run(st->model_ex, st->model_scope, NULL, NULL, &err);
+  pd_tensor_array_truncate(list, 0);  /* the feeds stay the state's alone */
+  if (s) {
+    fail_err(st, &err, NULL);
+    pd_error_clear(&err);
+    return (int)s;
+  }
+  pd_variable *tv = pd_scope_find_var(st->model_scope, st->fetch_list ? st->fetch_list : "fetch");
+  pd_tensor_array *got = tv && tv->type == PD_VAR_FETCH_LIST ? pd_var_tensor_array(tv) : NULL;
+  for (int i = 0; i < st->nfetch_ops; i++) {
+    const pd_tensor *t = got ? pd_tensor_array_get(got, st->fetch_ops[i].col) : NULL;
+    if (!t || !pd_tensor_initialized(t)) {
+      named_clear(&st->results);
+      return fail(st, PD_ERUNTIME, "the model fetched nothing for its output '%s'",
+                  st->fetch_ops[i].var);
+    }
+    named *e = named_add(&st->results, st->fetch_ops[i].var);
+    if (!e || pd_tensor_copy(&e->t, t)) {
+      named_clear(&st->results);
+      return fail(st, PD_ENOMEM, "out of memory");
+    }
+  }
+  return ok(st);
+}
+
+int pd_state_run(pd_state *st) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  named_clear(&st->results);
+  if (st->model) return run_model(st);
+  if (!st->runner) return no_program(st, "pd_state_run");
+  pd_error err = {0};
+  pd_status s = pd_runner_run_all(st->runner, &err);
+  if (s) {
+    fail_run(st, &err);
+    pd_error_clear(&err);
+    return (int)s;
+  }
+  return ok(st);
+}
+
+static bool is_identifier(const char *s) {
+  if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '_')) return false;
+  for (s++; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+          *s == '_'))
+      return false;
+  return true;
+}
+
+/* The var of the script's global block that `name` means: what the script binds to that name
+ * at top level, else a var of that name. A binding is found as the REPL finds it: the script
+ * compiled again with `print(name)` appended, whose argument is the value (compiling is
+ * deterministic, so the var names are the same). Remembered until the next compile. Returns
+ * NULL with an error in err when the name means no tensor. */
+static const char *script_var(pd_state *st, const char *name, pd_error *err) {
+  for (int i = 0; i < st->naliases; i++)
+    if (strcmp(st->aliases[i].name, name) == 0) {
+      if (st->aliases[i].var) return st->aliases[i].var;
+      goto not_tensor;
+    }
+  const pd_block *b0 = st->unit->main->blocks[0];
+  char *var = NULL;
+  if (is_identifier(name)) {
+    pd_buf b;
+    pd_buf_init(&b);
+    pd_buf_append(&b, st->src->text, st->src->len);
+    pd_buf_printf(&b, "\nprint(\n%s\n)\n", name);
+    pd_source *probe_src = NULL;
+    pd_unit *probe = NULL;
+    pd_diags d;
+    pd_diags_init(&d, 1);
+    pd_compile_options co = {.stdlib_dir = st->stdlib_dir};
+    pd_status s = b.oom ? PD_ENOMEM : pd_source_from_string(st->src->name, b.data, b.len, &probe_src);
+    if (!s) s = pd_compile(probe_src, &co, &d, &probe);
+    if (s == PD_ENOMEM) {
+      pd_buf_free(&b);
+      pd_diags_free(&d);
+      pd_unit_free(probe);
+      pd_source_free(probe_src);
+      pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+      return NULL;
+    }
+    const pd_action *a = !s && probe->nactions ? &probe->actions[probe->nactions - 1] : NULL;
+    if (a && a->kind == PD_ACTION_PRINT && a->nargs == 1 && a->args[0]->kind == PD_CVAL_TENSOR &&
+        pd_block_find_var_local(b0, a->args[0]->str))
+      var = pd_strdup(a->args[0]->str);
+    bool bound = a && a->kind == PD_ACTION_PRINT && a->nargs == 1;
+    pd_buf_free(&b);
+    pd_diags_free(&d);
+    pd_unit_free(probe);
+    pd_source_free(probe_src);
+    if (!var && bound) goto remember;  /* a compile-time value: 3, "text", relu, ... */
+    if (var) goto remember;
+  }
+  const pd_var_desc *v = pd_block_find_var_local(b0, name);
+  if (v && v->type == PD_VAR_LOD_TENSOR && !(var = pd_strdup(name))) {
+    pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+    return NULL;
+  }
+  if (!var) {
+    pd_error_set(err, PD_ENOTFOUND, nowhere, "'%s' is neither a name the script defines nor a "
+                 "tensor var of its global block (pd_state_outputs lists those)", name);
+    return NULL;
+  }
+remember:
+  if (PD_GROW(st->aliases, st->alias_cap, (size_t)st->naliases + 1)) {
+    pd_free(var);
+    pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+    return NULL;
+  }
+  char *copy = pd_strdup(name);
+  if (!copy) {
+    pd_free(var);
+    pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+    return NULL;
+  }
+  st->aliases[st->naliases++] = (alias){copy, var};
+  if (var) return var;
+not_tensor:
+  pd_error_set(err, PD_EINVAL, nowhere, "'%s' is a compile-time value in the script, not a "
+               "tensor, so there is nothing to compute", name);
+  return NULL;
+}
+
+/* Prune the script's main program to names (or reuse the last pruned program for the same
+ * names). */
+static pd_status prepare_targets(pd_state *st, int n, const char *const *names, pd_error *err) {
+  bool same = st->pruned && st->npruned == n;
+  for (int i = 0; same && i < n; i++) same = strcmp(st->pruned_names[i], names[i]) == 0;
+  if (same) return PD_OK;
+  clear_pruned(st);
+  pd_status s = pd_program_prune(st->unit->main, n, names, &st->pruned, err);
+  if (s) return s;
+  pd_exec_options eo = exec_options(st);
+  if ((s = pd_exec_new(st->pruned, &eo, &st->pruned_ex, err))) {
+    clear_pruned(st);
+    return s;
+  }
+  if (!(st->pruned_names = pd_calloc((size_t)n, sizeof *st->pruned_names))) {
+    clear_pruned(st);
+    return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  }
+  st->npruned = n;
+  for (int i = 0; i < n; i++)
+    if (!(st->pruned_names[i] = pd_strdup(names[i]))) {
+      clear_pruned(st);
+      return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+    }
+  return PD_OK;
+}
+
+static int run_script_targets(pd_state *st, int n, const char *const *names) {
+  pd_error err = {0};
+  pd_status s = PD_OK;
+  pd_exec_feed *feeds = NULL;
+  pd_exec_fetch *fetches = NULL;
+  const char **vars = pd_calloc((size_t)n, sizeof *vars);
+  if (!vars) return fail(st, PD_ENOMEM, "out of memory");
+  for (int i = 0; i < n && !s; i++)
+    if (!(vars[i] = script_var(st, names[i], &err))) s = err.status;
+  if (!s) s = prepare_targets(st, n, vars, &err);
+  if (s) {
+    fail_run(st, &err);
+    pd_error_clear(&err);
+    goto out;
+  }
+  /* Every input the pruned program needs must have been fed. */
+  const pd_block *pb = st->pruned->blocks[0];
+  int nfeeds = 0;
+  for (int i = 0; i < pb->nvars; i++) {
+    const pd_var_desc *v = pb->vars[i];
+    bool fed = named_find(&st->feeds, v->name) != NULL;
+    nfeeds += fed;
+    if (!fed && is_data_var(st, st->pruned, v)) {
+      pd_buf b;
+      pd_buf_init(&b);
+      shape_text(&b, (int)v->dtype, v->ndims, v->dims);
+      s = fail(st, PD_EINVAL, "computing '%s' needs the input '%s' (%s), which was not fed "
+                              "(pd_state_feed)", names[0], v->name,
+               b.data && !b.oom ? b.data : "?");
+      pd_buf_free(&b);
+      goto out;
+    }
+  }
+  feeds = pd_calloc((size_t)nfeeds + 1, sizeof *feeds);
+  fetches = pd_calloc((size_t)n, sizeof *fetches);
+  if (!feeds || !fetches) {
+    s = fail(st, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  int k = 0;
+  for (int i = 0; i < pb->nvars; i++) {
+    const named *e = named_find(&st->feeds, pb->vars[i]->name);
+    if (e) feeds[k++] = (pd_exec_feed){e->name, &e->t};
+  }
+  for (int i = 0; i < n; i++) {
+    named *e = named_find(&st->results, names[i]);  /* a name given twice: fetched twice */
+    if (!e && !(e = named_add(&st->results, names[i]))) {
+      s = fail(st, PD_ENOMEM, "out of memory");
+      goto out;
+    }
+    fetches[i] = (pd_exec_fetch){vars[i], &e->t};
+  }
+  pd_exec_io io = {.nfeeds = k, .feeds = feeds, .nfetches = n, .fetches = fetches};
+  if ((s = pd_exec_run(st->pruned_ex, pd_runner_scope(st->runner), &io, NULL, &err))) {
+    fail_run(st, &err);
+    pd_error_clear(&err);
+    goto out;
+  }
+  ok(st);
+out:
+  if (s) named_clear(&st->results);
+  pd_free(vars);
+  pd_free(feeds);
+  pd_free(fetches);
+  return (int)s;
+}
+
+int pd_state_run_targets(pd_state *st, int n, const char *const *names) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  named_clear(&st->results);
+  if (n <= 0 || !names) return fail(st, PD_EINVAL, "pd_state_run_targets: no targets");
+  for (int i = 0; i < n; i++)
+    if (!names[i]) return fail(st, PD_EINVAL, "pd_state_run_targets: target %d is NULL", i);
+  if (st->model) {
+    for (int i = 0; i < n; i++) {
+      bool found = false;
+      for (int j = 0; j < st->noutputs && !found; j++) found = !strcmp(st->outputs[j], names[i]);
+      if (!found)
+        return fail(st, PD_ENOTFOUND, "'%s' is not an output of the model "
+                                      "(pd_state_outputs lists them)", names[i]);
+    }
+    return run_model(st);
+  }
+  if (!st->runner) return no_program(st, "pd_state_run_targets");
+  return run_script_targets(st, n, names);
+}
+
+int pd_state_run_target(pd_state *st, const char *name) {
+  return pd_state_run_targets(st, 1, &name);
+}
+
+int pd_state_fetch(pd_state *st, const char *name, pd_tensor_info *out) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!name || !out) return fail(st, PD_EINVAL, "pd_state_fetch: NULL argument");
+  memset(out, 0, sizeof *out);
+  if (!program(st)) return no_program(st, "pd_state_fetch");
+  const named *e = named_find(&st->results, name);
+  const pd_tensor *t = e ? &e->t : global_tensor(st, name);
+  if (!t)
+    return fail(st, PD_ENOTFOUND, "no value for '%s': it is neither a result of the last run "
+                                  "(pd_state_run_target) nor a parameter", name);
+  out->dtype = (int)t->dtype;
+  out->ndims = t->ndims;
+  for (int k = 0; k < t->ndims; k++) out->dims[k] = t->dims[k];
+  out->data = pd_tensor_data(t);
+  out->nbytes = out->data ? pd_tensor_nbytes(t) : 0;
+  return ok(st);
+}

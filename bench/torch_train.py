@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""torch_train.py -- the PyTorch half of bench/bench_train: trains the same models on the same
+.npy data with the same batch sizes and epochs, and prints one line per model,
+"KEY MEDIAN BEST" (samples/s: the median and the best of the measured epochs, after one
+warm-up epoch).
+
+bench_train runs it; by hand:
+    python3 bench/torch_train.py --data DIR --epochs 5 --threads 2 [--only mlp64|mlp256|cnn64]
+where DIR holds x12800.npy/y12800.npy and x3200.npy/y3200.npy (bench_train writes them).
+Prints "PyTorch not installed" when `import torch` fails. Installing it: see bench/README."""
+import argparse
+import statistics
+import sys
+import time
+
+try:
+    import numpy as np
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+except ImportError:
+    print("PyTorch not installed")
+    sys.exit(0)
+
+MODELS = {  # key: (kind, batch, samples per epoch), as in bench_train.c
+    "mlp64": ("mlp", 64, 12800),
+    "mlp256": ("mlp", 256, 12800),
+    "cnn64": ("cnn", 64, 3200),
+}
+
+
+def make(kind):
+    if kind == "mlp":
+        return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(400, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+
+
+def bench(key, data, epochs):
+    kind, batch, n = MODELS[key]
+    x = torch.from_numpy(np.load(f"{data}/x{n}.npy"))
+    y = torch.from_numpy(np.load(f"{data}/y{n}.npy"))
+    if kind == "cnn":
+        x = x.view(-1, 1, 28, 28)
+    torch.manual_seed(1)
+    model = make(kind)
+    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+    rates = []
+    for epoch in range(epochs + 1):
+        t0 = time.perf_counter()
+        perm = torch.randperm(n)
+        for i in range(0, n, batch):  # shuffled minibatches, the last one short, as pdlang's
+            idx = perm[i:i + batch]
+            xb, yb = x[idx], y[idx]
+            opt.zero_grad(set_to_none=True)
+            loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            loss.item()  # pdlang fetches the loss every step
+        if epoch > 0:
+            rates.append(n / (time.perf_counter() - t0))
+    return statistics.median(rates), max(rates)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--epochs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default="")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+    for key in MODELS:
+        if a.only and a.only != key:
+            continue
+        med, best = bench(key, a.data, a.epochs)
+        print(f"{key} {med:.0f} {best:.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

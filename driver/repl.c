@@ -1,0 +1,1045 @@
+/* repl.c -- the REPL session (see driver/repl.h): the text of the statements that succeeded,
+ * recompiled with each new statement and run on one runner; bare expressions; the `:` commands;
+ * the names offered by Tab completion. */
+#include "config.h"
+#include "driver/repl.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "lang/compile.h"
+#include "lang/parse.h"
+#include "lang/run.h"
+#include "lang/serialize.h"
+#include "vm/program.h"
+#include "vm/scope.h"
+#include "vm/tensor.h"
+
+struct pd_repl {
+  pd_repl_options o;
+  pd_source *src;       /* the text of the statements that succeeded (unit was compiled from it) */
+  int src_lines;        /* newlines in src's text */
+  pd_unit *unit;
+  pd_runner *runner;    /* runs unit; holds the global scope */
+  int nrun;             /* unit's actions that have run */
+  pd_buf pending;       /* lines of the statement being read */
+  bool incomplete;      /* pending is an unfinished statement */
+  const char *label;    /* the bare expression being shown when it is a name, else NULL */
+  const pd_source *shown; /* the text errors of a bare expression are shown in (see eval_pending) */
+  /* Completion */
+  unsigned gen;         /* bumped whenever src changes */
+  char **words;         /* identifiers of src, as of generation words_gen */
+  int nwords;
+  unsigned words_gen;
+  char **lib;           /* functions defined by the stdlib modules */
+  int nlib;
+  bool lib_loaded;
+  const char **cands;   /* the last candidates returned */
+  size_t capcands;
+};
+
+static const char *const commands[] = {"dot", "help", "load", "program", "quit",
+                                       "reset", "save", "vars"};
+
+static const char *const keywords[] = {"and", "def", "else", "emit", "false", "for", "if",
+                                       "import", "in", "let", "none", "not", "or", "return",
+                                       "true", "while", "bool", "float32", "float64", "int32",
+                                       "int64"};
+
+static const char *const action_names[] = {"print", "train", "eval", "save", "load",
+                                           "assert_close"};
+
+/* ------------------------------------------------------------------------------------------ */
+/* A rough scanner for text that already parsed: identifiers, and where the code ends. Strings   */
+/* and comments are skipped.                                                                     */
+
+enum { T_END, T_IDENT, T_NEWLINE, T_SEMI, T_OTHER };
+
+static bool ident_start(int c) { return isalpha(c) || c == '_'; }
+static bool ident_char(int c) { return isalnum(c) || c == '_'; }
+
+static int scan(const char *s, size_t len, size_t *pos, size_t *start) {
+  size_t i = *pos;
+  for (;;) {
+    while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\f' || s[i] == '\v'))
+      i++;
+    if (i < len && s[i] == '#') {
+      while (i < len && s[i] != '\n') i++;
+      continue;
+    }
+    break;
+  }
+  *start = i;
+  if (i >= len) {
+    *pos = i;
+    return T_END;
+  }
+  unsigned char c = (unsigned char)s[i];
+  int kind = T_OTHER;
+  if (c == '\n') {
+    i++;
+    kind = T_NEWLINE;
+  } else if (c == ';') {
+    i++;
+    kind = T_SEMI;
+  } else if (c == '"' || c == '\'') {
+    for (i++; i < len && (unsigned char)s[i] != c && s[i] != '\n'; i++)
+      if (s[i] == '\\' && i + 1 < len && s[i + 1] != '\n') i++;
+    if (i < len && (unsigned char)s[i] == c) i++;
+  } else if (ident_start(c)) {
+    while (i < len && ident_char((unsigned char)s[i])) i++;
+    kind = T_IDENT;
+  } else if (isdigit(c) || (c == '.' && i + 1 < len && isdigit((unsigned char)s[i + 1]))) {
+    for (i++; i < len && (ident_char((unsigned char)s[i]) || s[i] == '.'); i++) {}
+  } else {
+    i++;
+  }
+  *pos = i;
+  return kind;
+}
+
+static int count_lines(const char *s, size_t n) {
+  int k = 0;
+  for (size_t i = 0; i < n; i++) k += s[i] == '\n';
+  return k;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Output.                                                                                      */
+
+static void put_buf(FILE *f, pd_buf *b) {
+  if (b->oom) fputs("pdlang: out of memory\n", f);
+  else if (b->len) fwrite(b->data, 1, b->len, f);
+  fflush(f);
+}
+
+static void print_error(pd_repl *r, const pd_unit *unit, const pd_source *src,
+                        const pd_error *err) {
+  fflush(r->o.out);
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_diag_render_error(&b, pd_unit_source(unit, src, err->loc.file), err);
+  if (b.data && !b.oom) fputs(b.data, r->o.err);
+  else fprintf(r->o.err, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
+  pd_buf_free(&b);
+  fflush(r->o.err);
+}
+
+static void say_error(pd_repl *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say_error(pd_repl *r, const char *fmt, ...) {
+  fflush(r->o.out);
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("pdlang: ", r->o.err);
+  vfprintf(r->o.err, fmt, ap);
+  fputc('\n', r->o.err);
+  va_end(ap);
+  fflush(r->o.err);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Compiling and running.                                                                      */
+
+/* Compile the session's text followed by chunk. Diagnostics are printed unless quiet. */
+static pd_status compile_with(pd_repl *r, const char *chunk, size_t n, bool quiet,
+                              pd_source **src_out, pd_unit **unit_out) {
+  *src_out = NULL;
+  *unit_out = NULL;
+  pd_buf b;
+  pd_buf_init(&b);
+  if (r->src && r->src->len) pd_buf_append(&b, r->src->text, r->src->len);
+  if (n) pd_buf_append(&b, chunk, n);
+  pd_source *src = NULL;
+  pd_status st = b.oom ? PD_ENOMEM
+                       : pd_source_from_string(r->o.source_name, b.data ? b.data : "", b.len, &src);
+  pd_buf_free(&b);
+  if (st) {
+    if (!quiet) say_error(r, "out of memory");
+    return st;
+  }
+  pd_diags d;
+  pd_diags_init(&d, 20);
+  pd_unit *unit = NULL;
+  st = pd_compile(src, NULL, &d, &unit);
+  if (st && !quiet) {
+    fflush(r->o.out);
+    if (d.text.len) fputs(d.text.data, r->o.err);
+    else fprintf(r->o.err, "%s: error: %s\n", r->o.source_name, pd_status_str(st));
+    fflush(r->o.err);
+  }
+  pd_diags_free(&d);
+  if (st) {
+    pd_source_free(src);
+    return st;
+  }
+  *src_out = src;
+  *unit_out = unit;
+  return PD_OK;
+}
+
+/* The names of the global scope's variables (copies, sorted), to drop what a statement that
+ * failed created there. */
+typedef struct snapshot {
+  char **names;
+  size_t n;
+} snapshot;
+
+static void snap_free(snapshot *s) {
+  for (size_t i = 0; i < s->n; i++) pd_free(s->names[i]);
+  pd_free(s->names);
+  s->names = NULL;
+  s->n = 0;
+}
+
+static pd_status snap_take(pd_scope *scope, snapshot *s) {
+  s->names = NULL;
+  s->n = 0;
+  const char **names = NULL;
+  size_t n = 0;
+  pd_status st = pd_scope_var_names(scope, &names, &n);
+  if (st) return st;
+  if (n && !(s->names = pd_calloc(n, sizeof *s->names))) st = PD_ENOMEM;
+  for (size_t i = 0; !st && i < n; i++) {
+    if (!(s->names[i] = pd_strdup(names[i]))) st = PD_ENOMEM;
+    else s->n++;
+  }
+  pd_free(names);
+  if (st) snap_free(s);
+  return st;
+}
+
+static bool snap_has(const snapshot *s, const char *name) {
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    int c = strcmp(name, s->names[mid]);
+    if (c == 0) return true;
+    if (c < 0) hi = mid;
+    else lo = mid + 1;
+  }
+  return false;
+}
+
+/* Drop the variables of scope that are not in s. */
+static void snap_restore(pd_scope *scope, const snapshot *s) {
+  snapshot now;
+  if (snap_take(scope, &now)) return;
+  for (size_t i = 0; i < now.n; i++)
+    if (!snap_has(s, now.names[i])) pd_scope_erase_var(scope, now.names[i]);
+  snap_free(&now);
+}
+
+static pd_status session_open(pd_repl *r, pd_error *err) {
+  pd_source *src = NULL;
+  pd_unit *unit = NULL;
+  pd_runner *runner = NULL;
+  pd_status st = pd_source_from_string(r->o.source_name, "", 0, &src);
+  if (!st) {
+    pd_diags d;
+    pd_diags_init(&d, 20);
+    st = pd_compile(src, NULL, &d, &unit);
+    pd_diags_free(&d);
+  }
+  if (!st) {
+    pd_run_options ro = {.out = r->o.out,
+                         .progress = r->o.err,
+                         .progress_mode = PD_PROGRESS_AUTO,
+                         .seed = r->o.seed,
+                         .interrupt = r->o.interrupt};
+    st = pd_runner_new(unit, &ro, &runner, err);
+  } else {
+    pd_error_set(err, st, (pd_loc){0}, "cannot start the session: %s", pd_status_str(st));
+  }
+  if (st) {
+    pd_unit_free(unit);
+    pd_source_free(src);
+    return st;
+  }
+  r->src = src;
+  r->src_lines = 0;
+  r->unit = unit;
+  r->runner = runner;
+  r->nrun = 0;
+  return PD_OK;
+}
+
+/* After a failed restore left no session (out of memory), try to open one again. */
+static bool ensure_session(pd_repl *r) {
+  if (r->runner) return true;
+  pd_error err = {0};
+  if (session_open(r, &err) == PD_OK) return true;
+  say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
+  pd_error_clear(&err);
+  return false;
+}
+
+static void session_close(pd_repl *r) {
+  pd_runner_free(r->runner);
+  pd_unit_free(r->unit);
+  pd_source_free(r->src);
+  r->runner = NULL;
+  r->unit = NULL;
+  r->src = NULL;
+  r->gen++;
+}
+
+pd_status pd_repl_new(const pd_repl_options *opts, pd_repl **out, pd_error *err) {
+  *out = NULL;
+  pd_repl *r = pd_calloc(1, sizeof *r);
+  if (!r) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  r->o = *opts;
+  if (!r->o.source_name) r->o.source_name = "<repl>";
+  if (!r->o.out) r->o.out = stdout;
+  if (!r->o.err) r->o.err = stderr;
+  pd_buf_init(&r->pending);
+  pd_status st = session_open(r, err);
+  if (st) {
+    pd_free(r);
+    return st;
+  }
+  *out = r;
+  return PD_OK;
+}
+
+static void free_words(char **w, int n) {
+  for (int i = 0; i < n; i++) pd_free(w[i]);
+  pd_free(w);
+}
+
+void pd_repl_free(pd_repl *r) {
+  if (!r) return;
+  session_close(r);
+  pd_buf_free(&r->pending);
+  free_words(r->words, r->nwords);
+  free_words(r->lib, r->nlib);
+  pd_free(r->cands);
+  pd_free(r);
+}
+
+static bool written_by_op(const pd_program *p, const char *name) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      const pd_op_desc *op = p->blocks[b]->ops[i];
+      for (int s = 0; s < op->noutputs; s++)
+        for (int a = 0; a < op->outputs[s].nargs; a++)
+          if (strcmp(op->outputs[s].args[a], name) == 0) return true;
+    }
+  return false;
+}
+
+static const pd_var_desc *find_var(const pd_program *p, const char *name, int *block) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nvars; i++)
+      if (strcmp(p->blocks[b]->vars[i]->name, name) == 0) {
+        if (block) *block = b;
+        return p->blocks[b]->vars[i];
+      }
+  return NULL;
+}
+
+static void describe_var(const pd_var_desc *v, pd_buf *b) {
+  if (v->type != PD_VAR_LOD_TENSOR) {
+    pd_buf_puts(b, pd_var_type_name(v->type));
+    return;
+  }
+  if (v->ndims < 0) pd_buf_puts(b, "[?]");
+  else pd_tensor_print_shape(v->ndims, v->dims, b);
+  pd_buf_printf(b, " %s", pd_dtype_name(v->dtype));
+  if (v->lod_level) pd_buf_printf(b, ", lod level %d", v->lod_level);
+}
+
+/* Print the value of a bare expression: the first argument of the print action the session
+ * wrapped it in. A tensor is computed here (not by the action) so that an error points at the
+ * expression typed, at loc. */
+static pd_status show_value(pd_repl *r, const pd_unit *unit, const pd_action *a, pd_loc loc,
+                            pd_error *err) {
+  const pd_cval *v = a->args[0];
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_status st = PD_OK;
+  const char *label = r->label ? r->label : v->str;
+  if (v->kind == PD_CVAL_TENSOR) {
+    const pd_var_desc *var = find_var(unit->main, v->str, NULL);
+    pd_variable *gv = pd_scope_find_local_var(pd_runner_scope(r->runner), v->str);
+    bool has_value = gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor);
+    if (var && !has_value && !written_by_op(unit->main, v->str)) {
+      /* A data var: nothing to compute without a reader. */
+      pd_buf_printf(&b, "%s: ", label);
+      describe_var(var, &b);
+      pd_buf_puts(&b, " (data: a reader feeds it)\n");
+    } else {
+      pd_tensor t;
+      pd_tensor_init(&t);
+      const char *name = v->str;
+      st = pd_runner_compute(r->runner, 1, &name, &t, "an expression at the prompt", loc, err);
+      if (!st) {
+        pd_tensor_print(&t, &b);
+      } else if (var) {
+        pd_buf_printf(&b, "%s: ", label);
+        describe_var(var, &b);
+        pd_buf_puts(&b, "\n");
+      }
+      pd_tensor_release(&t);
+    }
+  } else if (v->kind == PD_CVAL_FUNC) {
+    pd_buf_printf(&b, "function %s\n", v->str);
+  } else if (v->kind != PD_CVAL_NONE) {
+    pd_cval_format(v, &b);
+    pd_buf_puts(&b, "\n");
+  }
+  put_buf(r->o.out, &b);
+  pd_buf_free(&b);
+  return st;
+}
+
+/* Compile the session's text + chunk and run the actions chunk added. A statement (eval false)
+ * is kept when all went well; a bare expression (eval true: chunk is `print(\nEXPR\n)`) has its
+ * value shown and is never kept. Whatever fails is undone: the runner goes back to the session's
+ * unit, and variables the chunk created in the global scope are dropped. */
+static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool eval, pd_loc loc) {
+  pd_source *src;
+  pd_unit *unit;
+  pd_status st = compile_with(r, chunk, n, false, &src, &unit);
+  if (st) return PD_REPL_ERROR;
+  pd_scope *global = pd_runner_scope(r->runner);
+  snapshot snap;
+  if (snap_take(global, &snap)) {
+    say_error(r, "out of memory");
+    pd_unit_free(unit);
+    pd_source_free(src);
+    return PD_REPL_ERROR;
+  }
+  pd_error err = {0};
+  st = pd_runner_adopt(r->runner, unit, &err);
+  int end = eval ? unit->nactions - 1 : unit->nactions;
+  for (int i = r->nrun; !st && i < end; i++)
+    st = pd_runner_action(r->runner, &unit->actions[i], &err);
+  if (!st && eval && end >= 0) st = show_value(r, unit, &unit->actions[end], loc, &err);
+  if (st && eval && r->shown) {
+    /* Back to the expression's own lines: the wrapper's `print(` line came before them. */
+    if (err.loc.file && strcmp(err.loc.file, r->o.source_name) == 0 &&
+        err.loc.line > r->src_lines + 1)
+      err.loc.line--;
+    print_error(r, unit, r->shown, &err);
+  } else if (st) {
+    print_error(r, unit, src, &err);
+  }
+  pd_error_clear(&err);
+  if (st || eval) {
+    snap_restore(global, &snap);
+    if (pd_runner_adopt(r->runner, r->unit, &err)) {
+      /* Only out of memory gets here; the runner may hold the new unit: start afresh. */
+      print_error(r, r->unit, r->src, &err);
+      pd_error_clear(&err);
+      say_error(r, "the session could not be restored and starts afresh");
+      session_close(r);
+      if (session_open(r, &err)) {
+        print_error(r, NULL, NULL, &err);
+        pd_error_clear(&err);
+      }
+    }
+    pd_unit_free(unit);
+    pd_source_free(src);
+  } else {
+    pd_unit_free(r->unit);
+    pd_source_free(r->src);
+    r->unit = unit;
+    r->src = src;
+    r->gen++;
+    r->src_lines = count_lines(src->text, src->len);
+    r->nrun = unit->nactions;
+  }
+  snap_free(&snap);
+  fflush(r->o.out);
+  return st == PD_EINTR ? PD_REPL_INTERRUPTED : st ? PD_REPL_ERROR : PD_REPL_OK;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Statements.                                                                                  */
+
+bool pd_repl_pending(const pd_repl *r) { return r->incomplete; }
+
+void pd_repl_discard(pd_repl *r) {
+  pd_buf_clear(&r->pending);
+  r->incomplete = false;
+}
+
+/* The pending text behind as many newlines as the session's text has, so that lines are
+ * numbered as they will be when compiled. */
+static pd_status pending_source(pd_repl *r, pd_source **out) {
+  pd_buf b;
+  pd_buf_init(&b);
+  for (int i = 0; i < r->src_lines; i++) pd_buf_puts(&b, "\n");
+  pd_buf_append(&b, r->pending.data ? r->pending.data : "", r->pending.len);
+  pd_status st = b.oom ? PD_ENOMEM
+                       : pd_source_from_string(r->o.source_name, b.data ? b.data : "", b.len, out);
+  pd_buf_free(&b);
+  return st;
+}
+
+static bool is_action_call(const pd_ast_node *e) {
+  if (e->kind != PD_AST_CALL || e->call.callee->kind != PD_AST_NAME) return false;
+  for (size_t i = 0; i < PD_ARRAY_LEN(action_names); i++)
+    if (strcmp(e->call.callee->name.id, action_names[i]) == 0) return true;
+  return false;
+}
+
+/* Evaluate the bare expression in pending (which parsed as one expression statement located at
+ * loc): it is compiled as `print(\nEXPR\n)`, the newline keeping its columns, and the print
+ * action's argument is its value. So that diagnostics show the expression on the line where a
+ * statement typed there would be, it is first compiled as it is (compile errors are reported
+ * from that), and run-time errors are moved back one line and shown in that text. */
+static pd_repl_result eval_pending(pd_repl *r, const pd_ast_node *expr, pd_loc loc) {
+  pd_source *plain;
+  pd_unit *punit;
+  if (compile_with(r, r->pending.data, r->pending.len, false, &plain, &punit))
+    return PD_REPL_ERROR;
+  pd_unit_free(punit);
+  const char *s = r->pending.data;
+  size_t len = r->pending.len, pos = 0, start, end = 0;
+  for (int k; (k = scan(s, len, &pos, &start)) != T_END;)
+    if (k != T_NEWLINE && k != T_SEMI) end = pos;
+  pd_buf chunk;
+  pd_buf_init(&chunk);
+  pd_buf_puts(&chunk, "print(\n");
+  pd_buf_append(&chunk, s, end);
+  pd_buf_puts(&chunk, "\n)\n");
+  if (chunk.oom) {
+    pd_buf_free(&chunk);
+    pd_source_free(plain);
+    say_error(r, "out of memory");
+    return PD_REPL_ERROR;
+  }
+  loc.file = r->o.source_name;
+  loc.line += 1;
+  r->label = expr->kind == PD_AST_NAME ? expr->name.id : NULL;
+  r->shown = plain;
+  pd_repl_result res = run_chunk(r, chunk.data, chunk.len, true, loc);
+  r->label = NULL;
+  r->shown = NULL;
+  pd_buf_free(&chunk);
+  pd_source_free(plain);
+  return res;
+}
+
+/* pending holds one or more lines: run them if they make complete statements. */
+static pd_repl_result try_pending(pd_repl *r) {
+  pd_source *src = NULL;
+  pd_ast_arena *arena = pd_ast_arena_new();
+  pd_status st = arena ? pending_source(r, &src) : PD_ENOMEM;
+  if (st) {
+    pd_ast_arena_free(arena);
+    pd_repl_discard(r);
+    say_error(r, "out of memory");
+    return PD_REPL_ERROR;
+  }
+  pd_diags d;
+  pd_diags_init(&d, 20);
+  pd_ast_node *prog = NULL;
+  int incomplete = 0;
+  st = pd_parse_repl(src, arena, &d, &prog, &incomplete);
+  pd_repl_result res = PD_REPL_OK;
+  if (st == PD_ESYNTAX && incomplete) {
+    r->incomplete = true;
+    res = PD_REPL_MORE;
+  } else if (st) {
+    fflush(r->o.out);
+    if (d.text.len) fputs(d.text.data, r->o.err);
+    else fprintf(r->o.err, "%s: error: %s\n", r->o.source_name, pd_status_str(st));
+    fflush(r->o.err);
+    pd_repl_discard(r);
+    res = PD_REPL_ERROR;
+  } else if (prog->block.stmts.len == 0) {
+    /* Blank lines and comments: a script keeps them (its line numbers stay those of the
+     * input); at a prompt they are dropped. */
+    r->incomplete = false;
+    if (r->o.echo) pd_repl_discard(r);
+  } else {
+    r->incomplete = false;
+    const pd_ast_node *s0 = prog->block.stmts.items[0];
+    if (r->o.echo && prog->block.stmts.len == 1 && s0->kind == PD_AST_EXPR_STMT &&
+        !is_action_call(s0->expr_stmt.expr))
+      res = eval_pending(r, s0->expr_stmt.expr, s0->loc);
+    else
+      res = run_chunk(r, r->pending.data, r->pending.len, false, (pd_loc){0});
+    pd_repl_discard(r);
+  }
+  pd_diags_free(&d);
+  pd_ast_arena_free(arena);
+  pd_source_free(src);
+  return res;
+}
+
+pd_repl_result pd_repl_end(pd_repl *r) {
+  if (!r->incomplete) {
+    pd_repl_discard(r);
+    return PD_REPL_OK;
+  }
+  /* Parsed as a whole script, the text gives the error a prompt would wait past. */
+  pd_source *src = NULL;
+  pd_ast_arena *arena = pd_ast_arena_new();
+  pd_status st = arena ? pending_source(r, &src) : PD_ENOMEM;
+  if (!st) {
+    pd_diags d;
+    pd_diags_init(&d, 20);
+    pd_ast_node *prog;
+    st = pd_parse(src, arena, &d, &prog);
+    fflush(r->o.out);
+    if (d.text.len) fputs(d.text.data, r->o.err);
+    else if (st) fprintf(r->o.err, "%s: error: %s\n", r->o.source_name, pd_status_str(st));
+    fflush(r->o.err);
+    pd_diags_free(&d);
+  }
+  pd_source_free(src);
+  pd_ast_arena_free(arena);
+  pd_repl_discard(r);
+  return PD_REPL_ERROR;
+}
+
+pd_repl_result pd_repl_load(pd_repl *r, const char *path) {
+  if (!ensure_session(r)) return PD_REPL_ERROR;
+  char *text = NULL;
+  size_t len = 0;
+  pd_error err = {0};
+  if (pd_read_file(path, &text, &len, &err)) {
+    say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
+    pd_error_clear(&err);
+    return PD_REPL_ERROR;
+  }
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_append(&b, text, len);
+  if (len && text[len - 1] != '\n') pd_buf_puts(&b, "\n");
+  pd_free(text);
+  pd_repl_result res;
+  if (b.oom) {
+    say_error(r, "out of memory");
+    res = PD_REPL_ERROR;
+  } else {
+    res = run_chunk(r, b.data ? b.data : "", b.len, false, (pd_loc){0});
+  }
+  pd_buf_free(&b);
+  return res;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Commands.                                                                                    */
+
+static void cmd_help(pd_repl *r) {
+  fputs("Type pdlang statements; a block or bracket left open continues on the next line\n"
+        "(prompt \"... \"). A bare expression prints its value. A statement that fails adds\n"
+        "nothing to the session.\n"
+        "\n"
+        "  :help             this text\n"
+        "  :vars [all]       the session's names: shape, dtype and block of tensors, values of\n"
+        "                    compile-time names, then the parameters; `all` lists every var\n"
+        "                    of every block of the program\n"
+        "  :program          the main program (ProgramDesc) so far\n"
+        "  :dot FILE         write the main program as a Graphviz graph to FILE\n"
+        "  :load FILE.pd     run a file's statements as if typed (all or nothing)\n"
+        "  :save FILE.pdmodel  write the main program (framework.proto)\n"
+        "  :reset            forget every statement and parameter\n"
+        "  :quit             leave (also Ctrl-D)\n"
+        "\n"
+        "Tab completes names; Ctrl-C interrupts a running action or clears the line.\n",
+        r->o.out);
+  fflush(r->o.out);
+}
+
+/* The names a script binds at top level: assignment targets (also those inside if, for and
+ * while bodies, which write the outer names or become the if's outputs), emitted sequences,
+ * top-level `let` and `def`. In order of first appearance, without duplicates. */
+typedef struct namelist {
+  const char **names;
+  size_t n, cap;
+  bool oom;
+} namelist;
+
+static void names_add(namelist *l, const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (strcmp(l->names[i], name) == 0) return;
+  if (PD_GROW(l->names, l->cap, l->n + 1)) {
+    l->oom = true;
+    return;
+  }
+  l->names[l->n++] = name;
+}
+
+static void collect_names(const pd_ast_node *block, bool top, namelist *l) {
+  for (size_t i = 0; i < block->block.stmts.len; i++) {
+    const pd_ast_node *s = block->block.stmts.items[i];
+    switch (s->kind) {
+    case PD_AST_LET:
+      if (!top) break;
+      /* fall through */
+    case PD_AST_ASSIGN:
+      for (size_t k = 0; k < s->assign.targets.len; k++)
+        if (s->assign.targets.items[k]->kind == PD_AST_NAME)
+          names_add(l, s->assign.targets.items[k]->name.id);
+      break;
+    case PD_AST_DEF:
+      if (top) names_add(l, s->def.name->name.id);
+      break;
+    case PD_AST_IF:
+      for (size_t k = 0; k < s->if_.branches.len; k++)
+        collect_names(s->if_.branches.items[k]->branch.body, false, l);
+      if (s->if_.else_block) collect_names(s->if_.else_block, false, l);
+      break;
+    case PD_AST_FOR: collect_names(s->for_.body, false, l); break;
+    case PD_AST_WHILE: collect_names(s->while_.body, false, l); break;
+    case PD_AST_EMIT:
+      for (size_t k = 0; k < s->emit.outputs.len; k++)
+        names_add(l, s->emit.outputs.items[k]->binding.name);
+      break;
+    default: break;
+    }
+  }
+}
+
+/* Compile the session's text + `print(\nNAMES\n)` without printing anything: the action's
+ * arguments are the names' values. NULL if that does not compile (a name not visible at top
+ * level). */
+static pd_unit *probe(pd_repl *r, const char *const *names, size_t n, pd_source **src) {
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_puts(&b, "print(\n");
+  for (size_t i = 0; i < n; i++) pd_buf_printf(&b, "%s%s\n", names[i], i + 1 < n ? "," : "");
+  pd_buf_puts(&b, ")\n");
+  pd_unit *unit = NULL;
+  *src = NULL;
+  if (!b.oom && compile_with(r, b.data, b.len, true, src, &unit) == PD_OK &&
+      (unit->nactions == 0 || unit->actions[unit->nactions - 1].nargs != (int)n)) {
+    pd_unit_free(unit);
+    pd_source_free(*src);
+    *src = NULL;
+    unit = NULL;
+  }
+  pd_buf_free(&b);
+  return unit;
+}
+
+static const char *cval_kind(const pd_cval *v) {
+  switch (v->kind) {
+  case PD_CVAL_NONE: return "none";
+  case PD_CVAL_BOOL: return "bool";
+  case PD_CVAL_INT: return "int";
+  case PD_CVAL_FLOAT: return "float";
+  case PD_CVAL_STRING: return "string";
+  case PD_CVAL_LIST: return "list";
+  case PD_CVAL_TENSOR: return "tensor";
+  case PD_CVAL_RECORD: return "spec";
+  case PD_CVAL_DTYPE: return "dtype";
+  case PD_CVAL_FUNC: return "function";
+  }
+  return "?";
+}
+
+/* One line of :vars: NAME, what it is, where. */
+static void vars_line(pd_buf *b, int width, const char *name, const pd_unit *unit,
+                      const pd_cval *v) {
+  pd_buf_printf(b, "  %-*s  ", width, name);
+  if (v->kind == PD_CVAL_TENSOR) {
+    int block = 0;
+    const pd_var_desc *var = find_var(unit->main, v->str, &block);
+    if (var) describe_var(var, b);
+    else pd_buf_puts(b, "tensor");
+    pd_buf_printf(b, "  block %d", block);
+    if (var && var->persistable) pd_buf_puts(b, ", parameter");
+    if (strcmp(v->str, name) != 0) pd_buf_printf(b, " (var %s)", v->str);
+  } else if (v->kind == PD_CVAL_FUNC) {
+    pd_buf_printf(b, "function %s", v->str);
+  } else {
+    pd_buf_printf(b, "%s = ", cval_kind(v));
+    pd_cval_format(v, b);
+  }
+  pd_buf_puts(b, "\n");
+}
+
+static void cmd_vars_all(pd_repl *r, pd_buf *b) {
+  const pd_program *p = r->unit->main;
+  for (int bi = 0; bi < p->nblocks; bi++) {
+    const pd_block *blk = p->blocks[bi];
+    if (bi) pd_buf_printf(b, "block %d (parent %d):\n", bi, blk->parent_idx);
+    else pd_buf_puts(b, "block 0 (global):\n");
+    int width = 1;
+    for (int i = 0; i < blk->nvars; i++)
+      if ((int)strlen(blk->vars[i]->name) > width) width = (int)strlen(blk->vars[i]->name);
+    for (int i = 0; i < blk->nvars; i++) {
+      pd_buf_printf(b, "  %-*s  ", width, blk->vars[i]->name);
+      describe_var(blk->vars[i], b);
+      pd_buf_puts(b, blk->vars[i]->persistable ? "  parameter\n" : "\n");
+    }
+  }
+}
+
+static void cmd_vars(pd_repl *r, bool all) {
+  pd_buf b;
+  pd_buf_init(&b);
+  if (all) {
+    cmd_vars_all(r, &b);
+    put_buf(r->o.out, &b);
+    pd_buf_free(&b);
+    return;
+  }
+  namelist l = {0};
+  pd_ast_arena *arena = pd_ast_arena_new();
+  pd_diags d;
+  pd_diags_init(&d, 1);
+  pd_ast_node *prog = NULL;
+  if (arena && pd_parse(r->src, arena, &d, &prog) == PD_OK) collect_names(prog, true, &l);
+  pd_diags_free(&d);
+  int width = 1;
+  for (size_t i = 0; i < l.n; i++)
+    if ((int)strlen(l.names[i]) > width) width = (int)strlen(l.names[i]);
+  const pd_program *main = r->unit->main;
+  const pd_block *b0 = main->blocks[0];
+  for (int i = 0; i < b0->nvars; i++)
+    if (b0->vars[i]->persistable && (int)strlen(b0->vars[i]->name) > width)
+      width = (int)strlen(b0->vars[i]->name);
+  /* All names at once; if one of them is not visible at top level, one at a time. */
+  pd_source *src = NULL;
+  pd_unit *unit = l.n ? probe(r, l.names, l.n, &src) : NULL;
+  for (size_t i = 0; i < l.n; i++) {
+    if (unit) {
+      vars_line(&b, width, l.names[i], unit, unit->actions[unit->nactions - 1].args[i]);
+      continue;
+    }
+    pd_source *s1 = NULL;
+    pd_unit *u1 = probe(r, &l.names[i], 1, &s1);
+    if (u1) vars_line(&b, width, l.names[i], u1, u1->actions[u1->nactions - 1].args[0]);
+    pd_unit_free(u1);
+    pd_source_free(s1);
+  }
+  pd_unit_free(unit);
+  pd_source_free(src);
+  /* Then the parameters (and optimizer state), which are not names of the script. */
+  bool header = false;
+  for (int i = 0; i < b0->nvars; i++) {
+    const pd_var_desc *v = b0->vars[i];
+    if (!v->persistable) continue;
+    if (!header) pd_buf_puts(&b, "parameters:\n");
+    header = true;
+    pd_buf_printf(&b, "  %-*s  ", width, v->name);
+    describe_var(v, &b);
+    pd_buf_puts(&b, "  block 0\n");
+  }
+  if (!l.n && !header) pd_buf_puts(&b, "(no names yet)\n");
+  if (l.oom) b.oom = 1;
+  put_buf(r->o.out, &b);
+  pd_buf_free(&b);
+  pd_free(l.names);
+  pd_ast_arena_free(arena);
+}
+
+static pd_repl_result write_program(pd_repl *r, const char *path, bool dot) {
+  pd_error err = {0};
+  pd_status st;
+  if (dot) {
+    pd_buf b;
+    pd_buf_init(&b);
+    pd_program_dump_dot(r->unit->main, &b);
+    st = b.oom ? pd_error_set(&err, PD_ENOMEM, (pd_loc){0}, "out of memory")
+               : pd_write_file_atomic(path, b.data ? b.data : "", b.len, &err);
+    pd_buf_free(&b);
+  } else {
+    st = pd_program_save(r->unit->main, path, &err);
+  }
+  if (st) {
+    say_error(r, "%s", err.msg ? err.msg : pd_status_str(st));
+    pd_error_clear(&err);
+    return PD_REPL_ERROR;
+  }
+  fprintf(r->o.out, "wrote %s\n", path);
+  fflush(r->o.out);
+  return PD_REPL_OK;
+}
+
+static pd_repl_result command(pd_repl *r, const char *line) {
+  const char *p = line + 1;
+  size_t nlen = 0;
+  while (ident_char((unsigned char)p[nlen])) nlen++;
+  char name[16] = "";
+  if (nlen < sizeof name) {
+    memcpy(name, p, nlen);
+    name[nlen] = 0;
+  }
+  const char *arg = p + nlen;
+  while (*arg == ' ' || *arg == '\t') arg++;
+  size_t alen = strlen(arg);
+  while (alen && isspace((unsigned char)arg[alen - 1])) alen--;
+  char *a = pd_strndup(arg, alen);
+  if (!a) {
+    say_error(r, "out of memory");
+    return PD_REPL_ERROR;
+  }
+  pd_repl_result res = PD_REPL_OK;
+  bool takes_file = !strcmp(name, "dot") || !strcmp(name, "load") || !strcmp(name, "save");
+  bool takes_none = !strcmp(name, "help") || !strcmp(name, "program") || !strcmp(name, "reset") ||
+                    !strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit");
+  if (takes_file && !*a) {
+    say_error(r, ":%s needs a file name (:%s FILE)", name, name);
+    res = PD_REPL_ERROR;
+  } else if (takes_none && *a) {
+    say_error(r, ":%s takes no argument", name);
+    res = PD_REPL_ERROR;
+  } else if (!strcmp(name, "help")) {
+    cmd_help(r);
+  } else if (!strcmp(name, "vars")) {
+    if (*a && strcmp(a, "all") != 0) {
+      say_error(r, ":vars takes no argument or 'all', not '%s'", a);
+      res = PD_REPL_ERROR;
+    } else {
+      cmd_vars(r, *a != 0);
+    }
+  } else if (!strcmp(name, "program")) {
+    pd_buf b;
+    pd_buf_init(&b);
+    pd_program_dump(r->unit->main, &b);
+    put_buf(r->o.out, &b);
+    pd_buf_free(&b);
+  } else if (!strcmp(name, "dot")) {
+    res = write_program(r, a, true);
+  } else if (!strcmp(name, "save")) {
+    res = write_program(r, a, false);
+  } else if (!strcmp(name, "load")) {
+    res = pd_repl_load(r, a);
+  } else if (!strcmp(name, "reset")) {
+    pd_error err = {0};
+    session_close(r);
+    if (session_open(r, &err)) {
+      say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
+      pd_error_clear(&err);
+      res = PD_REPL_QUIT;
+    }
+  } else if (!strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit")) {
+    res = PD_REPL_QUIT;
+  } else {
+    say_error(r, "unknown command '%.*s' (:help lists them)", (int)strcspn(line, "\r\n"), line);
+    res = PD_REPL_ERROR;
+  }
+  pd_free(a);
+  return res;
+}
+
+pd_repl_result pd_repl_feed(pd_repl *r, const char *line) {
+  if (!ensure_session(r)) return PD_REPL_ERROR;
+  if (!r->incomplete) {
+    const char *p = line;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == ':') {
+      pd_repl_result res = command(r, p);
+      /* A script keeps its line numbers: the command's line counts as a blank one. */
+      if (!r->o.echo && res != PD_REPL_QUIT) pd_buf_puts(&r->pending, "\n");
+      return res;
+    }
+  }
+  size_t n = strlen(line);
+  pd_buf_append(&r->pending, line, n);
+  if (!n || line[n - 1] != '\n') pd_buf_puts(&r->pending, "\n");
+  if (r->pending.oom) {
+    pd_buf_free(&r->pending);
+    pd_buf_init(&r->pending);
+    r->incomplete = false;
+    say_error(r, "out of memory");
+    return PD_REPL_ERROR;
+  }
+  return try_pending(r);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Completion.                                                                                  */
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Append the identifiers of s[0..len) (only those after `def` with defs_only) to *w. */
+static void add_idents(const char *s, size_t len, bool defs_only, char ***w, int *n) {
+  size_t pos = 0, start, cap = (size_t)*n;
+  bool after_def = false;
+  for (int k; (k = scan(s, len, &pos, &start)) != T_END;) {
+    bool is_def = k == T_IDENT && pos - start == 3 && memcmp(s + start, "def", 3) == 0;
+    if (k == T_IDENT && !is_def && (!defs_only || after_def)) {
+      if (PD_GROW(*w, cap, (size_t)*n + 1)) return;
+      char *copy = pd_strndup(s + start, pos - start);
+      if (!copy) return;
+      (*w)[(*n)++] = copy;
+    }
+    after_def = is_def;
+  }
+}
+
+static void load_lib(pd_repl *r) {
+  r->lib_loaded = true;
+  const char *dirs[2] = {PD_STDLIB_DIR, NULL};
+#ifdef PD_SRC_STDLIB_DIR
+  dirs[1] = PD_SRC_STDLIB_DIR;
+#endif
+  for (int d = 0; d < 2 && dirs[d]; d++) {
+    DIR *dir = opendir(dirs[d]);
+    if (!dir) continue;
+    for (struct dirent *e; (e = readdir(dir));) {
+      size_t len = strlen(e->d_name);
+      if (len < 4 || strcmp(e->d_name + len - 3, ".pd") != 0) continue;
+      pd_buf path;
+      pd_buf_init(&path);
+      pd_buf_printf(&path, "%s/%s", dirs[d], e->d_name);
+      char *text = NULL;
+      size_t tlen = 0;
+      if (!path.oom && pd_read_file(path.data, &text, &tlen, NULL) == PD_OK)
+        add_idents(text, tlen, true, &r->lib, &r->nlib);
+      pd_free(text);
+      pd_buf_free(&path);
+    }
+    closedir(dir);
+    if (r->nlib) break;  /* the installed stdlib, else the source tree's */
+  }
+}
+
+int pd_repl_complete(pd_repl *r, const char *prefix, size_t plen, bool command,
+                     const char *const **out) {
+  size_t n = 0;
+  *out = NULL;
+#define ADD(s)                                                               \
+  do {                                                                       \
+    const char *s_ = (s);                                                    \
+    if (strncmp(s_, prefix, plen) == 0) {                                    \
+      if (PD_GROW(r->cands, r->capcands, n + 1)) return 0;                   \
+      r->cands[n++] = s_;                                                    \
+    }                                                                        \
+  } while (0)
+  if (command) {
+    for (size_t i = 0; i < PD_ARRAY_LEN(commands); i++) ADD(commands[i]);
+  } else {
+    if (r->src && r->words_gen != r->gen) {
+      free_words(r->words, r->nwords);
+      r->words = NULL;
+      r->nwords = 0;
+      add_idents(r->src->text, r->src->len, false, &r->words, &r->nwords);
+      r->words_gen = r->gen;
+    }
+    if (!r->lib_loaded) load_lib(r);
+    for (int i = 0; i < r->nwords; i++) ADD(r->words[i]);
+    for (int i = 0; i < r->nlib; i++) ADD(r->lib[i]);
+    for (size_t i = 0; i < PD_ARRAY_LEN(keywords); i++) ADD(keywords[i]);
+    const char *bi[256];
+    char pre[64];
+    if (plen < sizeof pre) {
+      memcpy(pre, prefix, plen);
+      pre[plen] = 0;
+      int nb = pd_builtin_names(pre, bi, (int)PD_ARRAY_LEN(bi));
+      for (int i = 0; i < nb && i < (int)PD_ARRAY_LEN(bi); i++) ADD(bi[i]);
+    }
+  }
+#undef ADD
+  if (!n) return 0;
+  qsort(r->cands, n, sizeof *r->cands, cmp_str);
+  size_t k = 1;
+  for (size_t i = 1; i < n; i++)
+    if (strcmp(r->cands[i], r->cands[k - 1]) != 0) r->cands[k++] = r->cands[i];
+  *out = r->cands;
+  return (int)k;
+}

@@ -1,0 +1,19 @@
+# tests/api.mk -- tests of the embeddable library (include/pdlang.h, api/api.c):
+#   tests/api/test_api: the C API, linked with the convenience library: compile and run-time
+#     errors with their locations, feeds of the wrong shape or dtype, unknown names, a NULL
+#     state, silence (nothing on stdout or stderr), running a saved model, a create / compile /
+#     run / free loop that leaks nothing, and every allocation failing in turn.
+#   tests/api/install.sh: `make install` of the library into a temporary DESTDIR, then: it
+#     exports exactly the functions pdlang.h declares; pdlang.h compiles alone (C99, C++);
+#     examples/embed builds against the installed library with pkg-config and classifies a data
+#     set made up by the test with a model that `pdlang run` trains on it.
+check_PROGRAMS += tests/api/test_api
+tests_api_test_api_SOURCES = tests/api/test_api.c
+tests_api_test_api_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/api/test_api tests/api/install.sh
+EXTRA_DIST += tests/api/install.sh tests/api/mkidx.pl
+# What install.sh needs to know about this build.
+AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
+	PD_SAN_CFLAGS='$(PD_SAN_CFLAGS)' PD_LIBDIR='$(libdir)' PD_INCLUDEDIR='$(includedir)' \
+	PD_PKGCONFIGDIR='$(pkgconfigdir)'; \
+	export PD_MAKE PD_CC PD_SAN_CFLAGS PD_LIBDIR PD_INCLUDEDIR PD_PKGCONFIGDIR;

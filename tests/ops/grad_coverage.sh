@@ -1,0 +1,32 @@
+#!/bin/sh
+# grad_coverage.sh -- every differentiable op (tests/ops/differentiable.h) has a passing fp64
+# finite-difference gradient test. Runs the gradient tests with PD_GRADCHECK_LOG set: each
+# records the ops whose gradient checks all passed (tests/ops/gradcheck.h, and
+# tests/vm/test_cf_grad for the ops that own blocks); an op missing from the record fails here.
+# Ops whose backward pass is not written yet are listed in NOT_YET, on purpose, to be seen.
+set -u
+: "${top_srcdir:?top_srcdir must name the source tree}"
+NOT_YET=""
+log=${TMPDIR:-/tmp}/pd_gradcov.$$
+trap 'rm -f "$log"' EXIT
+: > "$log"
+for t in tests/ops/test_kern_math tests/ops/test_kern_math_matmul tests/ops/test_kern_elementwise \
+         tests/ops/test_kern_reduce tests/ops/test_kern_loss tests/ops/test_kern_tensor \
+         tests/ops/test_kern_nn tests/vm/test_cf_grad; do
+  PD_GRADCHECK_LOG=$log ./$t > /dev/null 2>&1
+done
+ops=$(sed -n '/pd_test_differentiable_ops\[\] = {/,/};/p' "$top_srcdir/tests/ops/differentiable.h" |
+      grep -o '"[a-z0-9_]*"' | tr -d '"')
+n=$(echo "$ops" | wc -w)
+echo "1..$n"
+i=0
+for op in $ops; do
+  i=$((i + 1))
+  if grep -qx "$op" "$log"; then echo "ok $i - $op has a passing finite-difference gradient test"
+  else
+    case " $NOT_YET " in
+      *" $op "*) echo "ok $i - $op # SKIP its backward pass is not written yet" ;;
+      *) echo "not ok $i - $op has no passing finite-difference gradient test" ;;
+    esac
+  fi
+done

@@ -1,0 +1,197 @@
+#!/bin/sh
+# piped.sh -- the REPL without a terminal: `pdlang` and `pdlang repl` reading stdin run it like a
+# script (no prompts, the first error stops with status 1 and the diagnostic); with -i they
+# behave as at a prompt (values of bare expressions, errors that add nothing), which also checks
+# the session's commands (:vars, :program, :dot, :save, :load, :reset) and that parameters keep
+# their values from one statement to the next. Speaks TAP.
+set -u
+: "${PDLANG:?PDLANG must name the pdlang binary}"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pdrepl.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+n=0
+
+# check DESCRIPTION WANT-STATUS: judge the last run ($rc, out, err) against want.out and, when
+# it exists, want.err (else stderr must be empty). Sanitizer reports always fail.
+check() {
+  n=$((n + 1))
+  why=""
+  [ "$rc" -eq "$2" ] || why="exit status $rc, want $2"
+  if grep -q 'Sanitizer\|runtime error:' err; then why="${why:+$why; }sanitizer report"; fi
+  cmp -s want.out out || why="${why:+$why; }stdout differs"
+  if [ -f want.err ]; then cmp -s want.err err || why="${why:+$why; }stderr differs"
+  elif [ -s err ]; then why="${why:+$why; }unexpected stderr"; fi
+  if [ -z "$why" ]; then echo "ok $n - $1"
+  else
+    echo "not ok $n - $1: $why"
+    { diff -u want.out out; [ -f want.err ] && diff -u want.err err || cat err; } | sed 's/^/# /' | head -40
+  fi
+  rm -f want.out want.err
+}
+
+echo "1..12"
+
+echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
+echo 3 > want.out
+check "echo 'print(1 + 2)' | pdlang prints 3" 0
+
+cat > script.pd <<'EOF'
+# a comment, then a blank line
+
+x = minibatch([10, 20, 30])
+if (x > 15) {
+    o = x * 2
+} else {
+    o = x
+}
+print(o)
+1 + 2
+EOF
+"$PDLANG" < script.pd > out 2> err; rc=$?
+printf 'Tensor(shape=[3, 1], dtype=float32)\n[[10],\n [40],\n [60]]\n' > want.out
+check "pdlang < script.pd runs it like a script (a bare expression prints nothing)" 0
+
+cat > bad.pd <<'EOF'
+x = var(2)
+print(x)
+
+y = x + zz
+print(y)
+EOF
+"$PDLANG" repl < bad.pd > out 2> err; rc=$?
+printf 'Tensor(shape=[1], dtype=float32)\n[2]\n' > want.out
+cat > want.err <<'EOF'
+<stdin>:4:9: error: 'zz' is not defined
+    4 | y = x + zz
+      |         ^
+EOF
+check "an error stops a piped script: status 1, the diagnostic at the input's line" 1
+
+printf 'x = var(1)\nif (x > 0) {\n    print(x)\n' | "$PDLANG" > out 2> err; rc=$?
+: > want.out
+cat > want.err <<'EOF'
+<stdin>:3:13: error: unexpected end of input: expected '}' to close the 'if' block opened at 2:12
+    3 |     print(x)
+      |             ^
+EOF
+check "input ending inside a block is a syntax error" 1
+
+printf 'print(1)\nprint(2 +)\nprint(3)\n' | "$PDLANG" > out 2> err; rc=$?
+echo 1 > want.out
+cat > want.err <<'EOF'
+<stdin>:2:10: error: unexpected ')', expecting an expression
+    2 | print(2 +)
+      |          ^
+EOF
+check "a syntax error stops a piped script" 1
+
+# -i: values of bare expressions; errors go on; failed statements add nothing. Lines are
+# numbered in the session's text, which keeps neither bare expressions nor failed statements:
+# what is typed is always on the line after it.
+cat > session.pd <<'EOF'
+import "layers"
+x = minibatch([[1.0, 2.0]])
+h = fc(x, 2)
+h
+h
+y = h + nope
+y
+print(7)
+n = 3
+n * 2
+"text"
+relu
+EOF
+"$PDLANG" repl -i < session.pd > out 2> err; rc=$?
+{ sed -n '1,2p' out; sed -n '1,2p' out; echo 7; echo 6; echo '"text"'; echo 'function relu'; } > want.out
+cat > want.err <<'EOF'
+<stdin>:4:9: error: 'nope' is not defined
+    4 | y = h + nope
+      |         ^
+<stdin>:4:1: error: 'y' is not defined
+    4 | y
+      | ^
+EOF
+check "-i: bare expressions print values; parameters keep their values; errors add nothing" 0
+
+cat > session.pd <<'EOF'
+import "layers"
+x = minibatch([[1.0, 2.0]])
+y = fc(x, 3); assert_close(y, [0, 0, 0])
+y = fc(x, 5)
+print(len(y.shape), y.shape[1])
+EOF
+"$PDLANG" repl -i < session.pd > out 2> err; rc=$?
+printf '2\n5\n' > want.out
+grep -q 'assert_close failed' err && [ "$(grep -c error: err)" -eq 1 ] && : > err
+check "-i: a run-time error drops the statement and the parameters it made" 0
+
+cat > session.pd <<'EOF'
+x = minibatch([[1.0], [3.0]])
+n = 4
+def twice(v) { return v * 2 }
+if (x > 2) {
+    o = x
+} else {
+    o = x * 0
+}
+:vars
+EOF
+"$PDLANG" repl -i < session.pd > out 2> err; rc=$?
+cat > want.out <<'EOF'
+  x      [2, 1] float32  block 0
+  n      int = 4
+  twice  function twice
+  o      [2, 1] float32  block 0 (var o.tmp_0)
+EOF
+check ":vars: names, shapes, dtypes, blocks and compile-time values" 0
+
+cat > lib.pd <<'EOF'
+import "layers"
+z = fc(minibatch([[1.0, 2.0, 3.0]]), 4)
+EOF
+cat > bad_lib.pd <<'EOF'
+w = 1
+q = undefined_thing
+EOF
+cat > session.pd <<'EOF'
+:load lib.pd
+print(z.shape)
+:load bad_lib.pd
+w
+:save model.pdmodel
+:dot model.dot
+:program
+EOF
+"$PDLANG" repl -i < session.pd > out 2> err; rc=$?
+ok=1
+grep -q '^\[1, 4\]$' out || ok=0
+grep -q '^wrote model.pdmodel$' out && [ -s model.pdmodel ] || ok=0
+grep -q '^wrote model.dot$' out && grep -q '^digraph' model.dot || ok=0
+grep -q '^program: 1 block' out && grep -q 'var fc_0.w_0: LOD_TENSOR float32 \[3, 4\] persistable' out || ok=0
+grep -q "'undefined_thing' is not defined" err && grep -q "'w' is not defined" err || ok=0
+"$PDLANG" dump model.pdmodel > dump.out 2>&1 && grep -q 'fc_0.w_0' dump.out || ok=0
+n=$((n + 1))
+if [ $ok -eq 1 ] && [ $rc -eq 0 ]; then echo "ok $n - :load (all or nothing), :save, :dot, :program"
+else echo "not ok $n - :load, :save, :dot, :program (rc $rc)"; sed 's/^/# /' out err | head -40; fi
+
+printf 'a = 1\n:reset\na\n:nope\n:vars all extra\n:quit\nprint(9)\n' | "$PDLANG" repl -i > out 2> err; rc=$?
+: > want.out
+cat > want.err <<'EOF'
+<stdin>:1:1: error: 'a' is not defined
+    1 | a
+      | ^
+pdlang: unknown command ':nope' (:help lists them)
+pdlang: :vars takes no argument or 'all', not 'all extra'
+EOF
+check ":reset forgets everything; unknown commands are errors; :quit stops reading" 0
+
+printf 'print(1)\n' > first.pd
+printf 'print(2)\n' | "$PDLANG" repl first.pd > out 2> err; rc=$?
+printf '1\n2\n' > want.out
+check "pdlang repl FILE.pd runs the file first" 0
+
+"$PDLANG" repl --bogus > out 2> err < /dev/null; rc=$?
+: > want.out
+grep -q '^usage: pdlang repl' err && : > err
+check "a usage error: status 2" 2
