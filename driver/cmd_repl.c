@@ -73,7 +73,8 @@ static int read_char(EditLine *el, wchar_t *wc) {
       errno = EINTR;
       return -1;
     }
-    struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN}, {.fd = wake[0], .events = POLLIN}};
+    struct pollfd p[2] = {{.fd = STDIN_FILENO, .events = POLLIN},
+                          {.fd = wake[0], .events = POLLIN}};
     if (poll(p, 2, -1) < 0) {
       if (errno == EINTR) continue;
       return -1;

@@ -159,6 +159,13 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
     }
     if (!set_attr_from_value(c, op, ad, a->kwv[k], a->kw_loc[k])) return VERR;
   }
+  /* reduce_sum(x) with no dims reduces everything, as Fluid's layers do (the op's own default,
+   * dim = [0], would reduce the first dim only). */
+  if (strncmp(self->op, "reduce_", 7) == 0 && !pd_op_attr(op, "dim") &&
+      pd_op_set_attr_bool(op, "reduce_all", true)) {
+    c->oom = true;
+    return VERR;
+  }
   return op_finish(c, op, op_out(c, op, self->out, self->name));
 }
 
@@ -1047,7 +1054,7 @@ static const builtin builtins[] = {
     FN("load", b_action),
     OP1("log", "log", "Out"),
     OP1A("log_softmax", "log_softmax", "Out", "axis"),
-    OP2("lookup_table", "lookup_table_v2", "W", "Ids", "Out"),
+    OP2("lookup_table", "lookup_table", "W", "Ids", "Out"),
     OP2("matmul", "matmul_v2", "X", "Y", "Out"),
     OP2("maximum", "elementwise_max", "X", "Y", "Out"),
     OP1("mean", "mean", "Out"),

@@ -11,7 +11,7 @@
 
 /* An error without a location (from feeding, fetching, pruning) is placed at loc. */
 static pd_status at_loc(pd_error *err, pd_status st, pd_loc loc) {
-  if (st && err && err->loc.line == 0 && loc.line > 0) {
+  if (st && err && err->loc.line == 0 && !err->loc.file && loc.line > 0) {
     char *msg = err->msg;
     err->msg = NULL;
     pd_error_set(err, st, loc, "%s", msg ? msg : pd_status_str(st));
@@ -137,6 +137,17 @@ int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names
   return n;
 }
 
+pd_status pd_run_set_test_mode(pd_program *p) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      pd_op_desc *op = p->blocks[b]->ops[i];
+      const pd_opdef *d = pd_opdef_lookup(op->type);
+      if (d && pd_opdef_attr(d, "is_test") && pd_op_set_attr_bool(op, "is_test", true))
+        return PD_ENOMEM;
+    }
+  return PD_OK;
+}
+
 pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc loc,
                          pd_program **out_prog, pd_exec **out_ex, pd_error *err) {
   *out_prog = NULL;
@@ -144,6 +155,10 @@ pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc
   pd_program *p = NULL;
   pd_status st = pd_program_prune(r->unit->main, n, targets, &p, err);
   if (st) return at_loc(err, st, loc);
+  if ((st = pd_run_set_test_mode(p))) {
+    pd_program_free(p);
+    return pd_error_set(err, st, loc, "out of memory");
+  }
   pd_exec_options eo = {.seed = r->opts.seed,
                         .check_nan_inf = r->opts.check_nan_inf,
                         .interrupt = r->opts.interrupt};

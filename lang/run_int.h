@@ -19,7 +19,11 @@ struct pd_runner {
  * Up to cap names (borrowed from p) go to names; returns how many there are. */
 int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap);
 
-/* Prune the main program to targets and prepare it. *out_prog and *out_ex are the caller's to
+/* Inference: every op that has an is_test attribute (dropout) gets is_test = true. For the
+ * programs that print, eval and save run or write. PD_ENOMEM or PD_OK. */
+pd_status pd_run_set_test_mode(pd_program *p);
+
+/* Prune the main program to targets (in test mode) and prepare it. *out_prog and *out_ex are the caller's to
  * free (pd_exec_free, then pd_program_free). Errors are placed at loc. */
 pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc loc,
                          pd_program **out_prog, pd_exec **out_ex, pd_error *err);

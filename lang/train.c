@@ -108,6 +108,11 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
     if (feats && feats->kind == PD_CVAL_LIST)
       for (int i = 0; i < feats->n && nf < 256; i++)
         if (feats->items[i]->kind == PD_CVAL_STRING) fnames[nf++] = feats->items[i]->str;
+    const pd_cval *hdr = pd_cval_field(spec, "header", 3);
+    if (hdr && hdr->kind == PD_CVAL_BOOL && !hdr->b)
+      return pd_error_set(err, PD_EUNSUPPORTED, a->loc,
+                          "csv: files without a header row are not supported yet (add a first "
+                          "line naming the columns)");
     char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     st = pd_dataset_csv(path, label && label->kind == PD_CVAL_STRING ? label->str : NULL, nf,
@@ -131,7 +136,7 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
   } else {
     return pd_error_set(err, PD_EINVAL, a->loc, "unknown reader '%s'", name);
   }
-  if (st && err && err->loc.line == 0) {
+  if (st && err && err->loc.line == 0 && !err->loc.file) {
     char *msg = err->msg;
     err->msg = NULL;
     pd_error_set(err, st, a->loc, "%s", msg ? msg : pd_status_str(st));
@@ -419,17 +424,20 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_ckpt_meta meta = {0};
   int first_epoch = 0;
   int64_t skip = 0, gstep = 0;
+  progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
   if (ckpt && access(ckpt, F_OK) == 0) {
     if ((st = pd_checkpoint_load(ckpt, r->global, p, &meta, err))) goto out;
     first_epoch = (int)meta.epoch;
     skip = meta.step;
     gstep = meta.global_step;
     pd_exec_set_rng_offset(ex, meta.rng_offset);
-    if (r->opts.progress)
-      fprintf(r->opts.progress, "resuming from %s: epoch %d, step %lld\n", ckpt, first_epoch + 1,
+    if (pg.out && first_epoch >= epochs)
+      fprintf(pg.out, "%s: the run already finished its %lld epochs; nothing to train\n", ckpt,
+              (long long)epochs);
+    else if (pg.out)
+      fprintf(pg.out, "resuming from %s: epoch %d, step %lld\n", ckpt, first_epoch + 1,
               (long long)skip);
   }
-  progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
   pg.bar = pg.out && (r->opts.progress_mode == PD_PROGRESS_BAR ||
                       (r->opts.progress_mode == PD_PROGRESS_AUTO && isatty(fileno(pg.out))));
   pg.every = opt_int(a, "log_every", steps >= 10 ? steps / 10 : 1);
@@ -500,7 +508,7 @@ out:
   pd_program_free(init);
   pd_program_free(p);
   pd_free(ckpt);
-  if (st && err && err->loc.line == 0 && err->msg) {
+  if (st && err && err->loc.line == 0 && !err->loc.file && err->msg) {
     char *msg = err->msg;
     err->msg = NULL;
     pd_error_set(err, st, a->loc, "%s", msg);
@@ -648,6 +656,10 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
     goto out;
   }
   if ((st = pd_program_prune(r->unit->main, nt, targets, &p, err))) goto out;
+  if ((st = pd_run_set_test_mode(p))) {
+    st = pd_error_set(err, st, a->loc, "out of memory");
+    goto out;
+  }
   const char *data[16];
   int nd = pd_run_data_vars(r, p, data, 16);
   if (nd > 16) nd = 16;
@@ -664,7 +676,7 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
   if ((st = pd_params_save(ppath, r->global, np, params, err))) goto out;
   st = pd_program_save(p, path, err);
 out:
-  if (st && err && err->loc.line == 0 && err->msg) {
+  if (st && err && err->loc.line == 0 && !err->loc.file && err->msg) {
     char *msg = err->msg;
     err->msg = NULL;
     pd_error_set(err, st, a->loc, "save: %s", msg);
@@ -715,7 +727,7 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }
 out:
-  if (st && err && err->loc.line == 0 && err->msg) {
+  if (st && err && err->loc.line == 0 && !err->loc.file && err->msg) {
     char *msg = err->msg;
     err->msg = NULL;
     pd_error_set(err, st, a->loc, "load: %s", msg);

@@ -24,7 +24,8 @@ check() {
   if [ -z "$why" ]; then echo "ok $n - $1"
   else
     echo "not ok $n - $1: $why"
-    { diff -u want.out out; [ -f want.err ] && diff -u want.err err || cat err; } | sed 's/^/# /' | head -40
+    { diff -u want.out out; [ -f want.err ] && diff -u want.err err || cat err; } |
+      sed 's/^/# /' | head -40
   fi
   rm -f want.out want.err
 }
@@ -103,7 +104,9 @@ n * 2
 relu
 EOF
 "$PDLANG" repl -i < session.pd > out 2> err; rc=$?
-{ sed -n '1,2p' out; sed -n '1,2p' out; echo 7; echo 6; echo '"text"'; echo 'function relu'; } > want.out
+# h twice, the same value both times: the parameters were initialised once.
+{ sed -n '1,2p' out; sed -n '1,2p' out; echo 7; echo 6; echo '"text"'; echo 'function relu'; } \
+  > want.out
 cat > want.err <<'EOF'
 <stdin>:4:9: error: 'nope' is not defined
     4 | y = h + nope
@@ -168,14 +171,16 @@ ok=1
 grep -q '^\[1, 4\]$' out || ok=0
 grep -q '^wrote model.pdmodel$' out && [ -s model.pdmodel ] || ok=0
 grep -q '^wrote model.dot$' out && grep -q '^digraph' model.dot || ok=0
-grep -q '^program: 1 block' out && grep -q 'var fc_0.w_0: LOD_TENSOR float32 \[3, 4\] persistable' out || ok=0
+grep -q '^program: 1 block' out &&
+  grep -q 'var fc_0.w_0: LOD_TENSOR float32 \[3, 4\] persistable' out || ok=0
 grep -q "'undefined_thing' is not defined" err && grep -q "'w' is not defined" err || ok=0
 "$PDLANG" dump model.pdmodel > dump.out 2>&1 && grep -q 'fc_0.w_0' dump.out || ok=0
 n=$((n + 1))
 if [ $ok -eq 1 ] && [ $rc -eq 0 ]; then echo "ok $n - :load (all or nothing), :save, :dot, :program"
 else echo "not ok $n - :load, :save, :dot, :program (rc $rc)"; sed 's/^/# /' out err | head -40; fi
 
-printf 'a = 1\n:reset\na\n:nope\n:vars all extra\n:quit\nprint(9)\n' | "$PDLANG" repl -i > out 2> err; rc=$?
+printf 'a = 1\n:reset\na\n:nope\n:vars all extra\n:quit\nprint(9)\n' |
+  "$PDLANG" repl -i > out 2> err; rc=$?
 : > want.out
 cat > want.err <<'EOF'
 <stdin>:1:1: error: 'a' is not defined

@@ -202,7 +202,8 @@ int main(void) {
 
   session s;
   ok(start(&s), "pdlang starts on a pseudo-terminal");
-  ok(expect(&s, ":help for help") && expect(&s, "pd> "), "no arguments on a terminal: banner, prompt");
+  ok(expect(&s, ":help for help") && expect(&s, "pd> "),
+     "no arguments on a terminal: banner, prompt");
 
   /* A multi-line if over a minibatch, at the continuation prompt. */
   type(&s, "x = minibatch([10, 20, 30])\r");
@@ -269,9 +270,11 @@ int main(void) {
   ok(expect(&s, "\n4\npd> ") && !strstr(s.text, "\n12345\n"), "... and the line was dropped");
 
   /* Ctrl-C during a running action stops it and returns to the prompt. */
-  type(&s, "k = var(0)\r");
+  /* (Nested: a single while stops itself after a million iterations.) */
+  type(&s, "j = var(0); k = var(0)\r");
   expect(&s, "pd> ");
-  type(&s, "while (k < 1000000000) { k = k + 1 }\r");
+  type(&s, "while (j < 1000) { j = j + 1; let i = var(0); "
+           "while (i < 900000) { i = i + 1; k = k + 1 } }\r");
   expect(&s, "pd> ");
   type(&s, "print(k)\r");
   expect(&s, "print(k)\n");
