@@ -709,7 +709,8 @@ static value *b_fill(C *c, const builtin *self, call_args *a) {
   double v = general ? num(val) : strcmp(self->name, "ones") == 0 ? 1 : 0;
   pd_op_desc *op = op_new(c, "fill_constant", a->loc);
   if (!op || pd_op_set_attr_longs(op, "shape", nd, dims) ||
-      pd_op_set_attr_float(op, "value", (float)v) || pd_op_set_attr_int(op, "dtype", (int)dt)) {
+      pd_op_set_attr_float(op, "value", (float)v) || pd_op_set_attr_int(op, "dtype", (int)dt) ||
+      set_exact_value(op, v, dt)) {
     c->oom = true;
     return VERR;
   }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -442,6 +443,15 @@ value *op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
   return vtensor(c, result);
 }
 
+/* fill_constant's "value" is a float32 attribute; a float64 or int64 constant also gets the
+ * exact "str_value" (which the kernel prefers, as Fluid's does). 0, or -1 on out of memory. */
+int set_exact_value(pd_op_desc *op, double v, pd_dtype dt) {
+  if (dt != PD_FP64 && dt != PD_INT64) return 0;
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.17g", v);
+  return pd_op_set_attr_string(op, "str_value", buf);
+}
+
 /* A [1] tensor holding a constant (for tensor-number arithmetic and comparisons). */
 value *tensor_const(C *c, double v, pd_dtype dt, pd_loc loc) {
   pd_op_desc *op = op_new(c, "fill_constant", loc);
@@ -449,7 +459,8 @@ value *tensor_const(C *c, double v, pd_dtype dt, pd_loc loc) {
   int64_t shape[1] = {1};
   pd_var_desc *out = op_out(c, op, "Out", "fill_constant");
   if (!out || pd_op_set_attr_longs(op, "shape", 1, shape) ||
-      pd_op_set_attr_float(op, "value", (float)v) || pd_op_set_attr_int(op, "dtype", (int)dt)) {
+      pd_op_set_attr_float(op, "value", (float)v) || pd_op_set_attr_int(op, "dtype", (int)dt) ||
+      set_exact_value(op, v, dt)) {
     c->oom = true;
     return VERR;
   }

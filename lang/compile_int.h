@@ -156,6 +156,8 @@ extern value pd_v_error_, pd_v_none_;
 #define VNONE (&pd_v_none_)
 
 /* compile.c: services for builtins */
+/* fill_constant's exact value for float64 / int64 constants (compile.c). */
+int set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
 /* The source text of the call argument starting at loc (compile.c). */
 const char *arg_source_text(C *c, pd_loc loc);
 void cerr(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
