@@ -183,6 +183,9 @@ static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
                 : prep_fail(err, op, PD_EUNSUPPORTED, "unknown op type '%s'%s", op->type, "");
       goto out;
     }
+    /* Slots and attributes as the registry says (a program loaded from a file may not have
+     * been made by the compiler): kernels may then rely on required inputs being bound. */
+    if ((st = pd_opdef_check(op, blk, err))) goto out;
     x->kernel = x->def->kernel;
     if (!x->kernel) {
       st = prep_fail(err, op, PD_EUNSUPPORTED, "%s: no kernel for this op on the CPU%s",
