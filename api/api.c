@@ -547,10 +547,6 @@ static pd_status find_io(pd_state *st, const char *path, bool feed, io_op **out,
   return PD_OK;
 }
 
-static int cmp_names(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
 int pd_state_load_model(pd_state *st, const char *path) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
@@ -570,17 +566,11 @@ int pd_state_load_model(pd_state *st, const char *path) {
     goto out;
   }
   /* The parameters: every persistable tensor var, sorted by name, as save writes them. */
-  const pd_block *b = st->model->blocks[0];
-  if (!(params = pd_calloc((size_t)b->nvars + 1, sizeof *params)) ||
-      !(st->model_scope = pd_scope_new(NULL))) {
+  int np;
+  if (pd_params_names(st->model, &params, &np) || !(st->model_scope = pd_scope_new(NULL))) {
     s = fail(st, PD_ENOMEM, "out of memory");
     goto out;
   }
-  int np = 0;
-  for (int i = 0; i < b->nvars; i++)
-    if (b->vars[i]->persistable && b->vars[i]->type == PD_VAR_LOD_TENSOR)
-      params[np++] = b->vars[i]->name;
-  qsort(params, (size_t)np, sizeof *params, cmp_names);
   if (np) {
     if (!(ppath = pd_params_path_for(path))) {
       s = fail(st, PD_ENOMEM, "out of memory");

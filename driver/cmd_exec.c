@@ -127,20 +127,9 @@ static int run_exec(int argc, char **argv) {
                     "save(path, target) in a script)\n", model);
     goto out;
   }
-  /* Parameters: every persistable tensor var, sorted by name, as save writes them. */
-  const pd_block *b0 = p->blocks[0];
-  pnames = calloc((size_t)b0->nvars + 1, sizeof *pnames);
-  int np = 0;
-  if (!pnames) goto out;
-  for (int i = 0; i < b0->nvars; i++)
-    if (b0->vars[i]->persistable && b0->vars[i]->type == PD_VAR_LOD_TENSOR)
-      pnames[np++] = b0->vars[i]->name;
-  for (int i = 1; i < np; i++)
-    for (int j = i; j > 0 && strcmp(pnames[j - 1], pnames[j]) > 0; j--) {
-      const char *t = pnames[j];
-      pnames[j] = pnames[j - 1];
-      pnames[j - 1] = t;
-    }
+  /* Parameters: in the order save writes them. */
+  int np;
+  if (pd_params_names(p, &pnames, &np)) goto out;
   global = pd_scope_new(NULL);
   if (!global) goto out;
   if (np) {
@@ -201,7 +190,7 @@ out:
   pd_exec_free(ex);
   pd_scope_free(global);
   pd_program_free(p);
-  free(pnames);
+  pd_free(pnames);
   pd_free(ppath);
   return rc;
 }

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -652,6 +653,26 @@ out:
   tensors_free(ts, n);
   pd_free(bytes);
   return st;
+}
+
+static int cmp_name(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+pd_status pd_params_names(const pd_program *p, const char ***names, int *n) {
+  const pd_block *b = p->blocks[0];
+  const char **out = pd_calloc((size_t)b->nvars + 1, sizeof *out);
+  *names = NULL;
+  *n = 0;
+  if (!out) return PD_ENOMEM;
+  int k = 0;
+  for (int i = 0; i < b->nvars; i++)
+    if (b->vars[i]->persistable && b->vars[i]->type == PD_VAR_LOD_TENSOR)
+      out[k++] = b->vars[i]->name;
+  qsort(out, (size_t)k, sizeof *out, cmp_name);
+  *names = out;
+  *n = k;
+  return PD_OK;
 }
 
 char *pd_params_path_for(const char *model_path) {

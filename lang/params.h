@@ -96,6 +96,11 @@ pd_status pd_params_load(const char *path, pd_scope *scope, int n, const char *c
  * memory or a NULL argument. */
 char *pd_params_path_for(const char *model_path);
 
+/* The names of the parameters of program p: its persistable tensor vars of block 0, sorted by
+ * name -- the order save writes a .pdiparams file in and a load reads it. *names is a heap
+ * array (pd_free) of names borrowed from p; *n its length. PD_ENOMEM or PD_OK. */
+pd_status pd_params_names(const pd_program *p, const char ***names, int *n);
+
 /* ---- Checkpoints ---- */
 
 #define PD_CKPT_MAGIC "PDCKPT01"

@@ -9,12 +9,12 @@
 #include "lang/run_int.h"
 #include "vm/prune.h"
 
-/* An error without a location (from feeding, fetching, pruning) is placed at loc. */
-static pd_status at_loc(pd_error *err, pd_status st, pd_loc loc) {
+pd_status pd_run_at_loc(pd_error *err, pd_status st, pd_loc loc, const char *what) {
   if (st && err && err->loc.line == 0 && !err->loc.file && loc.line > 0) {
     char *msg = err->msg;
     err->msg = NULL;
-    pd_error_set(err, st, loc, "%s", msg ? msg : pd_status_str(st));
+    pd_error_set(err, st, loc, "%s%s%s", what ? what : "", what ? ": " : "",
+                 msg ? msg : pd_status_str(st));
     pd_free(msg);
   }
   return st;
@@ -154,7 +154,7 @@ pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc
   *out_ex = NULL;
   pd_program *p = NULL;
   pd_status st = pd_program_prune(r->unit->main, n, targets, &p, err);
-  if (st) return at_loc(err, st, loc);
+  if (st) return pd_run_at_loc(err, st, loc, NULL);
   if ((st = pd_run_set_test_mode(p))) {
     pd_program_free(p);
     return pd_error_set(err, st, loc, "out of memory");
@@ -165,7 +165,7 @@ pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc
   pd_exec *ex = NULL;
   if ((st = pd_exec_new(p, &eo, &ex, err))) {
     pd_program_free(p);
-    return at_loc(err, st, loc);
+    return pd_run_at_loc(err, st, loc, NULL);
   }
   *out_prog = p;
   *out_ex = ex;
@@ -193,7 +193,7 @@ pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_te
   }
   for (int i = 0; i < n; i++) fetches[i] = (pd_exec_fetch){names[i], &values[i]};
   pd_exec_io io = {.nfetches = n, .fetches = fetches};
-  st = at_loc(err, pd_exec_run(ex, r->global, &io, NULL, err), loc);
+  st = pd_run_at_loc(err, pd_exec_run(ex, r->global, &io, NULL, err), loc, NULL);
   pd_free(fetches);
 out:
   pd_exec_free(ex);

@@ -19,6 +19,10 @@ struct pd_runner {
  * Up to cap names (borrowed from p) go to names; returns how many there are. */
 int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap);
 
+/* An error that has no location (from a file, a reader, feeding) gets loc, and its message the
+ * prefix "what: " when what is not NULL. Returns st. */
+pd_status pd_run_at_loc(pd_error *err, pd_status st, pd_loc loc, const char *what);
+
 /* Inference: every op that has an is_test attribute (dropout) gets is_test = true. For the
  * programs that print, eval and save run or write. PD_ENOMEM or PD_OK. */
 pd_status pd_run_set_test_mode(pd_program *p);

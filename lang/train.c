@@ -136,13 +136,7 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
   } else {
     return pd_error_set(err, PD_EINVAL, a->loc, "unknown reader '%s'", name);
   }
-  if (st && err && err->loc.line == 0 && !err->loc.file) {
-    char *msg = err->msg;
-    err->msg = NULL;
-    pd_error_set(err, st, a->loc, "%s", msg ? msg : pd_status_str(st));
-    pd_free(msg);
-  }
-  return st;
+  return pd_run_at_loc(err, st, a->loc, NULL);
 }
 
 /* How the data vars of a program take the reader's fields. */
@@ -352,28 +346,18 @@ static pd_status set_lr(pd_runner *r, double lr, pd_error *err) {
   return pd_tensor_fill(t, lr);
 }
 
-/* The persistable vars of p's block 0 that hold a tensor in the global scope, sorted by name
- * (heap array of borrowed names). */
+/* The parameters of p (pd_params_names) that hold a tensor in the global scope, sorted by
+ * name (heap array of borrowed names); -1 on out of memory. */
 static int persistables(pd_runner *r, const pd_program *p, const char ***out) {
-  const pd_block *b = p->blocks[0];
-  const char **names = pd_calloc((size_t)b->nvars + 1, sizeof *names);
-  int n = 0;
-  if (!names) return -1;
-  for (int i = 0; i < b->nvars; i++) {
-    const pd_var_desc *v = b->vars[i];
-    if (!v->persistable || v->type != PD_VAR_LOD_TENSOR) continue;
-    pd_variable *gv = pd_scope_find_local_var(r->global, v->name);
+  int n;
+  if (pd_params_names(p, out, &n)) return -1;
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    pd_variable *gv = pd_scope_find_local_var(r->global, (*out)[i]);
     if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor))
-      names[n++] = v->name;
+      (*out)[k++] = (*out)[i];
   }
-  for (int i = 1; i < n; i++) /* insertion sort: names are few */
-    for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-      const char *t = names[j];
-      names[j] = names[j - 1];
-      names[j - 1] = t;
-    }
-  *out = names;
-  return n;
+  return k;
 }
 
 static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *path,
@@ -508,13 +492,7 @@ out:
   pd_program_free(init);
   pd_program_free(p);
   pd_free(ckpt);
-  if (st && err && err->loc.line == 0 && !err->loc.file && err->msg) {
-    char *msg = err->msg;
-    err->msg = NULL;
-    pd_error_set(err, st, a->loc, "%s", msg);
-    pd_free(msg);
-  }
-  return st;
+  return pd_run_at_loc(err, st, a->loc, NULL);
 }
 
 /* ---------------------------------------------------------------- eval */
@@ -676,12 +654,7 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
   if ((st = pd_params_save(ppath, r->global, np, params, err))) goto out;
   st = pd_program_save(p, path, err);
 out:
-  if (st && err && err->loc.line == 0 && !err->loc.file && err->msg) {
-    char *msg = err->msg;
-    err->msg = NULL;
-    pd_error_set(err, st, a->loc, "save: %s", msg);
-    pd_free(msg);
-  }
+  pd_run_at_loc(err, st, a->loc, "save");
   pd_program_free(p);
   pd_free(params);
   pd_free(targets);
@@ -701,21 +674,11 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
   if (len > 8 && strcmp(path + len - 8, ".pdmodel") == 0) {
     /* An inference model: its persistable vars, in the order save wrote them. */
     if ((st = pd_program_load(path, &saved, err))) goto out;
-    const pd_block *b = saved->blocks[0];
-    if (!(params = pd_calloc((size_t)b->nvars + 1, sizeof *params))) {
+    int np;
+    if (pd_params_names(saved, &params, &np)) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
       goto out;
     }
-    int np = 0;
-    for (int i = 0; i < b->nvars; i++)
-      if (b->vars[i]->persistable && b->vars[i]->type == PD_VAR_LOD_TENSOR)
-        params[np++] = b->vars[i]->name;
-    for (int i = 1; i < np; i++)
-      for (int j = i; j > 0 && strcmp(params[j - 1], params[j]) > 0; j--) {
-        const char *t = params[j];
-        params[j] = params[j - 1];
-        params[j - 1] = t;
-      }
     if (!(ppath = pd_params_path_for(path))) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
       goto out;
@@ -727,12 +690,7 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }
 out:
-  if (st && err && err->loc.line == 0 && !err->loc.file && err->msg) {
-    char *msg = err->msg;
-    err->msg = NULL;
-    pd_error_set(err, st, a->loc, "load: %s", msg);
-    pd_free(msg);
-  }
+  pd_run_at_loc(err, st, a->loc, "load");
   pd_program_free(saved);
   pd_free(params);
   pd_free(ppath);

@@ -113,10 +113,7 @@ static void free_block(pd_exec_block *b) {
   pd_free(b->where);
 }
 
-static pd_status prep_fail(pd_error *err, const pd_op_desc *op, pd_status st, const char *fmt,
-                           const char *a, const char *b) {
-  return pd_error_set(err, st, op->loc, fmt, a, b);
-}
+#define prep_fail(err, op, st, ...) pd_error_set((err), (st), (op)->loc, __VA_ARGS__)
 
 /* Bind the slots of op (inputs or outputs) to table indices, per slot of the def. */
 static pd_status bind_slots(pd_exec_block *b, name_map *m, size_t *cap, const pd_op_desc *op,
@@ -128,7 +125,8 @@ static pd_status bind_slots(pd_exec_block *b, name_map *m, size_t *cap, const pd
     int d = 0;
     while (d < ndef && strcmp(defs[d].name, slots[s].param) != 0) d++;
     if (d == ndef)
-      return prep_fail(err, op, PD_EFORMAT, "%s: unknown %s slot", op->type, what);
+      return prep_fail(err, op, PD_EFORMAT, "%s: unknown %s slot '%s'", op->type, what,
+                       slots[s].param);
     start[d] = *nargs;
     count[d] = slots[s].nargs;
     for (int a = 0; a < slots[s].nargs; a++) {
@@ -180,7 +178,7 @@ static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
       const char *near = pd_opdef_suggest(op->type);
       st = near ? prep_fail(err, op, PD_EUNSUPPORTED, "unknown op type '%s' (did you mean %s?)",
                             op->type, near)
-                : prep_fail(err, op, PD_EUNSUPPORTED, "unknown op type '%s'%s", op->type, "");
+                : prep_fail(err, op, PD_EUNSUPPORTED, "unknown op type '%s'", op->type);
       goto out;
     }
     /* Slots and attributes as the registry says (a program loaded from a file may not have
@@ -188,8 +186,7 @@ static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
     if ((st = pd_opdef_check(op, blk, err))) goto out;
     x->kernel = x->def->kernel;
     if (!x->kernel) {
-      st = prep_fail(err, op, PD_EUNSUPPORTED, "%s: no kernel for this op on the CPU%s",
-                     op->type, "");
+      st = prep_fail(err, op, PD_EUNSUPPORTED, "%s: no kernel for this op on the CPU", op->type);
       goto out;
     }
     nints += 2 * (size_t)(x->def->ninputs + x->def->noutputs);
@@ -232,8 +229,8 @@ static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
     const pd_attr *sub = pd_op_attr(op, "sub_block");
     if (sub) {
       if (sub->type != PD_ATTR_BLOCK || sub->v.i <= 0 || sub->v.i >= ex->nblocks) {
-        st = prep_fail(err, op, PD_EFORMAT, "%s: attribute sub_block does not name a block%s",
-                       op->type, "");
+        st = prep_fail(err, op, PD_EFORMAT, "%s: attribute sub_block does not name a block",
+                       op->type);
         goto out;
       }
       x->sub = &ex->blocks[sub->v.i];
