@@ -185,6 +185,37 @@ static pd_status unalias(const pd_exec_ctx *ctx, hold *h, const pd_tensor *out,
   return PD_OK;
 }
 
+/* The start every X, Y -> Out gradient kernel shares: the bound gradient outputs dX, dY (both
+ * NULL: nothing to do, *none set), the inputs X, Y, Out@GRAD, all floating point of one dtype. */
+static pd_status grad2_begin(const pd_exec_ctx *ctx, const pd_tensor **x, const pd_tensor **y,
+                             const pd_tensor **dout, pd_tensor **dx, pd_tensor **dy, bool *none) {
+  pd_status st;
+  *none = false;
+  if ((st = out_opt(ctx, "X@GRAD", dx)) || (st = out_opt(ctx, "Y@GRAD", dy))) return st;
+  if (!*dx && !*dy) {
+    *none = true;
+    return PD_OK;
+  }
+  if ((st = in1(ctx, "X", x)) || (st = in1(ctx, "Y", y)) || (st = in1(ctx, "Out@GRAD", dout)) ||
+      (st = want_float(ctx, "X", *x)) || (st = want_same_dtype(ctx, "X", *x, "Y", *y)) ||
+      (st = want_same_dtype(ctx, "Out@GRAD", *dout, "X", *x)))
+    return st;
+  return PD_OK;
+}
+
+/* Read X, Y and Out@GRAD through second references wherever dX or dY is one of them. */
+static pd_status grad2_unalias(const pd_exec_ctx *ctx, hold *h, pd_tensor *dx, pd_tensor *dy,
+                               const pd_tensor **x, const pd_tensor **y,
+                               const pd_tensor **dout) {
+  const pd_tensor **ins[3] = {x, y, dout};
+  pd_status st = PD_OK;
+  for (int i = 0; i < 3 && !st; i++) {
+    st = unalias(ctx, h, dx, ins[i]);
+    if (!st) st = unalias(ctx, h, dy, ins[i]);
+  }
+  return st;
+}
+
 /* Can an elementwise kernel write `out` over input `in` in place: the same tensor, storage of
  * its own, already of the result's dtype and shape. */
 static bool in_place(const pd_tensor *out, const pd_tensor *in, pd_dtype dt, int nd,
@@ -394,14 +425,9 @@ static pd_status sum_to(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64
 static pd_status elementwise_grad(pd_exec_ctx *ctx, pd_k_binop op) {
   const pd_tensor *x, *y, *dout;
   pd_tensor *dx, *dy;
-  pd_status st;
-  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Y@GRAD", &dy))) return st;
-  if (!dx && !dy) return PD_OK;
-  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Y", &y)) || (st = in1(ctx, "Out@GRAD", &dout)))
-    return st;
-  if ((st = want_float(ctx, "X", x)) || (st = want_same_dtype(ctx, "X", x, "Y", y)) ||
-      (st = want_same_dtype(ctx, "Out@GRAD", dout, "X", x)))
-    return st;
+  bool none;
+  pd_status st = grad2_begin(ctx, &x, &y, &dout, &dx, &dy, &none);
+  if (st || none) return st;
   int axis = (int)pd_ctx_attr_int(ctx, "axis"), nd;
   int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS];
   if ((st = broadcast(ctx, binop_verb(op), x, y, axis, &nd, od, xp, yp)) ||
@@ -410,15 +436,7 @@ static pd_status elementwise_grad(pd_exec_ctx *ctx, pd_k_binop op) {
   hold h;
   hold_init(&h);
   pd_dtype dt = x->dtype;
-  const pd_tensor *ins[3] = {x, y, dout};
-  for (int i = 0; i < 3 && !st; i++) {
-    st = unalias(ctx, &h, dx, &ins[i]);
-    if (!st) st = unalias(ctx, &h, dy, &ins[i]);
-  }
-  if (st) goto done;
-  x = ins[0];
-  y = ins[1];
-  dout = ins[2];
+  if ((st = grad2_unalias(ctx, &h, dx, dy, &x, &y, &dout))) goto done;
   if ((dx && (st = resize_like(ctx, dx, x, x))) || (dy && (st = resize_like(ctx, dy, y, y))))
     goto done;
   if (op == PD_K_ADD || op == PD_K_SUB) {
@@ -756,26 +774,16 @@ done:
 pd_status pd_kernel_mul_grad(pd_exec_ctx *ctx) {
   const pd_tensor *x, *y, *dout;
   pd_tensor *dx, *dy;
-  pd_status st;
+  bool none;
   mul_plan p;
-  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Y@GRAD", &dy))) return st;
-  if (!dx && !dy) return PD_OK;
-  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Y", &y)) || (st = in1(ctx, "Out@GRAD", &dout)) ||
-      (st = want_float(ctx, "X", x)) || (st = want_same_dtype(ctx, "X", x, "Y", y)) ||
-      (st = want_same_dtype(ctx, "Out@GRAD", dout, "X", x)) || (st = mul_plan_make(ctx, x, y, &p)) ||
+  pd_status st = grad2_begin(ctx, &x, &y, &dout, &dx, &dy, &none);
+  if (st || none) return st;
+  if ((st = mul_plan_make(ctx, x, y, &p)) ||
       (st = want_numel(ctx, "Out@GRAD", dout, p.ond, p.od, "Out")))
     return st;
   hold h;
   hold_init(&h);
-  const pd_tensor *ins[3] = {x, y, dout};
-  for (int i = 0; i < 3 && !st; i++) {
-    st = unalias(ctx, &h, dx, &ins[i]);
-    if (!st) st = unalias(ctx, &h, dy, &ins[i]);
-  }
-  if (st) goto done;
-  x = ins[0];
-  y = ins[1];
-  dout = ins[2];
+  if ((st = grad2_unalias(ctx, &h, dx, dy, &x, &y, &dout))) goto done;
   pd_dtype dt = x->dtype;
   if (dx && !(st = resize_like(ctx, dx, x, x)))
     st = k_check(ctx,
@@ -923,26 +931,16 @@ done:
 pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
   const pd_tensor *x, *y, *dout;
   pd_tensor *dx, *dy;
-  pd_status st;
+  bool none;
   mm_plan p;
-  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Y@GRAD", &dy))) return st;
-  if (!dx && !dy) return PD_OK;
-  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Y", &y)) || (st = in1(ctx, "Out@GRAD", &dout)) ||
-      (st = want_float(ctx, "X", x)) || (st = want_same_dtype(ctx, "X", x, "Y", y)) ||
-      (st = want_same_dtype(ctx, "Out@GRAD", dout, "X", x)) || (st = mm_plan_make(ctx, x, y, &p)) ||
+  pd_status st = grad2_begin(ctx, &x, &y, &dout, &dx, &dy, &none);
+  if (st || none) return st;
+  if ((st = mm_plan_make(ctx, x, y, &p)) ||
       (st = want_numel(ctx, "Out@GRAD", dout, p.ond, p.od, "Out")))
     return st;
   hold h;
   hold_init(&h);
-  const pd_tensor *ins[3] = {x, y, dout};
-  for (int i = 0; i < 3 && !st; i++) {
-    st = unalias(ctx, &h, dx, &ins[i]);
-    if (!st) st = unalias(ctx, &h, dy, &ins[i]);
-  }
-  if (st) goto done;
-  x = ins[0];
-  y = ins[1];
-  dout = ins[2];
+  if ((st = grad2_unalias(ctx, &h, dx, dy, &x, &y, &dout))) goto done;
   if ((dx && (st = resize_like(ctx, dx, x, x))) || (dy && (st = resize_like(ctx, dy, y, y))))
     goto done;
   pd_dtype dt = x->dtype;
