@@ -75,6 +75,8 @@ struct pd_state {
   bool check_nan_inf;
   volatile sig_atomic_t *interrupt;
   char *stdlib_dir;
+  pd_k_place place;
+  int gpu_index;
 
   /* A compiled script... */
   pd_source *src;
@@ -388,8 +390,29 @@ int pd_state_set_stdlib_dir(pd_state *st, const char *dir) {
 }
 
 static pd_exec_options exec_options(const pd_state *st) {
-  return (pd_exec_options){
-      .check_nan_inf = st->check_nan_inf, .seed = st->seed, .interrupt = st->interrupt};
+  return (pd_exec_options){.check_nan_inf = st->check_nan_inf,
+                           .seed = st->seed,
+                           .interrupt = st->interrupt,
+                           .place = st->place};
+}
+
+int pd_state_set_device(pd_state *st, const char *device) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!device) return fail(st, PD_EINVAL, "pd_state_set_device: no device given");
+  pd_error err = {0};
+  pd_k_place place;
+  int index;
+  pd_status s = pd_run_parse_device(device, &place, &index, &err);
+  if (!s && place == PD_K_CUDA) s = pd_k_cuda_open(index, &err);
+  if (s) {
+    int r = fail(st, s, "%s", err.msg ? err.msg : pd_status_str(s));
+    pd_error_clear(&err);
+    return r;
+  }
+  st->place = place;
+  st->gpu_index = index;
+  return ok(st);
 }
 
 /* ---------------------------------------------------------------- scripts */
@@ -467,6 +490,8 @@ static int compile(pd_state *st, pd_source *src) {
       .seed = st->seed,
       .check_nan_inf = st->check_nan_inf,
       .interrupt = st->interrupt,
+      .place = st->place,
+      .gpu_index = st->gpu_index,
   };
   pd_error err = {0};
   if ((s = pd_runner_new(unit, &ro, &st->runner, &err))) {
@@ -1032,6 +1057,13 @@ int pd_state_fetch(pd_state *st, const char *name, pd_tensor_info *out) {
   if (!t)
     return fail(st, PD_ENOTFOUND, "no value for '%s': it is neither a result of the last run "
                                   "(pd_state_run_target) nor a parameter", name);
+  if (pd_tensor_on_gpu(t)) {  /* a parameter on the GPU comes back to be read (and moves to
+                                the GPU again when an op reads it) */
+    pd_status s = pd_tensor_to_place((pd_tensor *)t, PD_K_HOST);
+    if (s)
+      return fail(st, s, "cannot read '%s' back from the GPU: %s", name,
+                  s == PD_ENOMEM ? "out of memory" : pd_k_cuda_error());
+  }
   out->dtype = (int)t->dtype;
   out->ndims = t->ndims;
   for (int k = 0; k < t->ndims; k++) out->dims[k] = t->dims[k];

@@ -82,8 +82,13 @@ static void describe_inputs(const pd_program *p, const io_op *feeds, int n) {
   }
 }
 
+static void print_notice(void *ud, const char *msg) {
+  (void)ud;
+  fprintf(stderr, "pdlang: note: %s\n", msg);
+}
+
 static int run_exec(int argc, char **argv) {
-  const char *model = NULL, *params = NULL;
+  const char *model = NULL, *params = NULL, *device = NULL;
   const char *feed_names[MAX_IO], *feed_files[MAX_IO];
   int nfeed_args = 0;
   for (int i = 1; i < argc; i++) {
@@ -98,6 +103,10 @@ static int run_exec(int argc, char **argv) {
       feed_files[nfeed_args++] = eq + 1;
     } else if (strcmp(argv[i], "--params") == 0 && i + 1 < argc) {
       params = argv[++i];
+    } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
+      device = argv[++i];
+    } else if (strncmp(argv[i], "--device=", 9) == 0) {
+      device = argv[i] + 9;
     } else if (argv[i][0] == '-' || model) {
       pd_driver_usage(stderr, &pd_cmd_exec);
       return 2;
@@ -109,6 +118,8 @@ static int run_exec(int argc, char **argv) {
     pd_driver_usage(stderr, &pd_cmd_exec);
     return 2;
   }
+  int place, gpu_index;
+  if (pd_driver_device("exec", device, &place, &gpu_index)) return 2;
   pd_error err = {0};
   pd_program *p = NULL;
   pd_exec *ex = NULL;
@@ -166,7 +177,9 @@ static int run_exec(int argc, char **argv) {
     if (!input_fits(p, feeds[i].var, &inputs[ninputs - 1], feed_files[k])) goto out;
     if ((st = pd_tensor_share(slot, &inputs[ninputs - 1]))) goto fail;
   }
-  if ((st = pd_exec_new(p, NULL, &ex, &err))) goto fail;
+  pd_exec_options eo = {.place = (pd_k_place)place, .notice = print_notice};
+  if (place == PD_K_CUDA && (st = pd_k_cuda_open(gpu_index, &err))) goto fail;
+  if ((st = pd_exec_new(p, &eo, &ex, &err))) goto fail;
   if ((st = pd_exec_run(ex, global, NULL, NULL, &err))) goto fail;
   pd_variable *tv = pd_scope_find_var(global, "fetch");
   pd_tensor_array *got = tv ? pd_var_tensor_array(tv) : NULL;
@@ -199,7 +212,8 @@ const pd_command pd_cmd_exec = {
     .name = "exec",
     .run = run_exec,
     .summary = "run a saved model (FILE.pdmodel) on inputs from .npy files",
-    .usage = "pdlang exec MODEL.pdmodel [--params FILE] [--feed NAME=FILE.npy]...\n"
+    .usage = "pdlang exec MODEL.pdmodel [--params FILE] [--device cpu|gpu[:N]]\n"
+             "            [--feed NAME=FILE.npy]...\n"
              "\n"
              "Runs a saved inference program (save(path, target) in a script writes one) and\n"
              "prints what its fetch ops fetch. Parameters are read from MODEL.pdiparams unless\n"

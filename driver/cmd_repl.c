@@ -328,6 +328,7 @@ static int run_repl(int argc, char **argv) {
   bool force_interactive = false;
   const char *file = NULL;
   pd_repl_options o = {.out = stdout, .err = stderr};
+  const char *device = NULL;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "-i") == 0 || strcmp(a, "--interactive") == 0) {
@@ -339,6 +340,10 @@ static int run_repl(int argc, char **argv) {
         fprintf(stderr, "pdlang repl: --seed needs a non-negative integer, got '%s'\n", argv[i]);
         return 2;
       }
+    } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
+      device = argv[++i];
+    } else if (strncmp(a, "--device=", 9) == 0) {
+      device = a + 9;
     } else if (a[0] == '-' || file) {
       pd_driver_usage(stderr, &pd_cmd_repl);
       return 2;
@@ -346,6 +351,7 @@ static int run_repl(int argc, char **argv) {
       file = a;
     }
   }
+  if (pd_driver_device("repl", device, &o.place, &o.gpu_index)) return 2;
   bool tty = isatty(STDIN_FILENO);
   bool editing = tty && isatty(STDOUT_FILENO);
   bool interactive = tty || force_interactive;
@@ -390,7 +396,7 @@ const pd_command pd_cmd_repl = {
     .name = "repl",
     .run = run_repl,
     .summary = "an interactive session (also `pdlang` alone); reads stdin when not a terminal",
-    .usage = "pdlang repl [-i] [--seed N] [FILE.pd]\n"
+    .usage = "pdlang repl [-i] [--seed N] [--device cpu|gpu[:N]] [FILE.pd]\n"
              "       pdlang            (no arguments: the same)\n"
              "\n"
              "On a terminal: an interactive session. Statements run as they are typed, with the\n"
@@ -398,7 +404,7 @@ const pd_command pd_cmd_repl = {
              "error adds nothing to the session. Line editing, Tab completion of names, and\n"
              "history kept in $PDLANG_HISTORY (default ~/.pdlang_history; empty: none). A '{'\n"
              "or bracket left open continues on the next line. :help lists the commands\n"
-             "(:vars, :program, :dot, :load, :save, :reset, :quit). Ctrl-C interrupts a\n"
+             "(:vars, :program, :dot, :load, :save, :device, :reset, :quit). Ctrl-C interrupts a\n"
              "running action, or clears the line; Ctrl-D leaves.\n"
              "\n"
              "Not a terminal: statements are read from stdin and run like a script, without\n"

@@ -29,8 +29,28 @@ void pd_driver_print_error(const pd_unit *unit, const pd_source *src, const pd_e
   pd_buf_free(&b);
 }
 
+int pd_driver_device(const char *cmd, const char *spec, int *place, int *gpu_index) {
+  const char *from = "--device";
+  if (!spec) {
+    spec = getenv("PDLANG_DEVICE");
+    from = "PDLANG_DEVICE";
+  }
+  *place = PD_K_HOST;
+  *gpu_index = 0;
+  if (!spec || !*spec) return 0;
+  pd_error err = {0};
+  pd_k_place p;
+  if (pd_run_parse_device(spec, &p, gpu_index, &err)) {
+    fprintf(stderr, "pdlang %s: %s: %s\n", cmd, from, err.msg ? err.msg : "bad device");
+    pd_error_clear(&err);
+    return 2;
+  }
+  *place = (int)p;
+  return 0;
+}
+
 static int run_run(int argc, char **argv) {
-  const char *path = NULL;
+  const char *path = NULL, *device = NULL;
   pd_run_options o = {.out = stdout, .progress = stderr, .progress_mode = PD_PROGRESS_AUTO};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -43,6 +63,10 @@ static int run_run(int argc, char **argv) {
       }
     } else if (strcmp(a, "--check-nan-inf") == 0) {
       o.check_nan_inf = true;
+    } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
+      device = argv[++i];
+    } else if (strncmp(a, "--device=", 9) == 0) {
+      device = a + 9;
     } else if (strncmp(a, "--progress=", 11) == 0) {
       const char *m = a + 11;
       if (strcmp(m, "bar") == 0) o.progress_mode = PD_PROGRESS_BAR;
@@ -64,6 +88,9 @@ static int run_run(int argc, char **argv) {
     pd_driver_usage(stderr, &pd_cmd_run);
     return 2;
   }
+  int place;
+  if (pd_driver_device("run", device, &place, &o.gpu_index)) return 2;
+  o.place = (pd_k_place)place;
   pd_source *src;
   pd_unit *unit;
   if (pd_driver_compile_file(path, &src, &unit)) return 1;
@@ -95,12 +122,15 @@ const pd_command pd_cmd_run = {
     .name = "run",
     .run = run_run,
     .summary = "compile a .pd script and run its actions (train, eval, print, ...)",
-    .usage = "pdlang run [--seed N] [--check-nan-inf] [--progress=auto|bar|lines|none] FILE.pd\n"
+    .usage = "pdlang run [--seed N] [--check-nan-inf] [--device cpu|gpu[:N]]\n"
+             "           [--progress=auto|bar|lines|none] FILE.pd\n"
              "\n"
              "Compiles FILE.pd (reporting every error before anything runs), then runs its\n"
              "actions in order.\n"
              "  --seed N          seed of parameter initialisers and random ops (default 0)\n"
              "  --check-nan-inf   stop at the first op that makes a NaN or Inf\n"
              "                    (also PDLANG_CHECK_NAN_INF=1)\n"
+             "  --device DEV      compute on the CPU (default) or a GPU: gpu, gpu:N (a CUDA\n"
+             "                    build; also PDLANG_DEVICE=gpu)\n"
              "  --progress=MODE   training progress: a bar on a terminal (auto), bar, lines, none",
 };

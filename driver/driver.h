@@ -37,4 +37,9 @@ struct pd_error;
 void pd_driver_print_error(const struct pd_unit *unit, const struct pd_source *src,
                            const struct pd_error *err);
 
+/* The device of --device SPEC, or of PDLANG_DEVICE when spec is NULL (default: the CPU), for
+ * the command named cmd. Returns 0, or 2 after printing the error to stderr. place is a
+ * pd_k_place (kernels/kernels.h). */
+int pd_driver_device(const char *cmd, const char *spec, int *place, int *gpu_index);
+
 #endif /* PD_DRIVER_H */

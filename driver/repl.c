@@ -248,7 +248,9 @@ static pd_status session_open(pd_repl *r, pd_error *err) {
                          .progress = r->o.err,
                          .progress_mode = PD_PROGRESS_AUTO,
                          .seed = r->o.seed,
-                         .interrupt = r->o.interrupt};
+                         .interrupt = r->o.interrupt,
+                         .place = (pd_k_place)r->o.place,
+                         .gpu_index = r->o.gpu_index};
     st = pd_runner_new(unit, &ro, &runner, err);
   } else {
     pd_error_set(err, st, (pd_loc){0}, "cannot start the session: %s", pd_status_str(st));
@@ -641,6 +643,7 @@ static void cmd_help(pd_repl *r) {
         "  :dot FILE         write the main program as a Graphviz graph to FILE\n"
         "  :load FILE.pd     run a file's statements as if typed (all or nothing)\n"
         "  :save FILE.pdmodel  write the main program (framework.proto)\n"
+        "  :device [DEV]     show or set where ops compute: cpu, gpu or gpu:N\n"
         "  :reset            forget every statement and parameter\n"
         "  :quit             leave (also Ctrl-D)\n"
         "\n"
@@ -906,6 +909,25 @@ static pd_repl_result command(pd_repl *r, const char *line) {
     res = write_program(r, a, false);
   } else if (!strcmp(name, "load")) {
     res = pd_repl_load(r, a);
+  } else if (!strcmp(name, "device")) {
+    pd_error err = {0};
+    pd_k_place place;
+    int index;
+    if (!*a) {
+      if (r->o.place == PD_K_CUDA)
+        fprintf(r->o.out, "gpu:%d (%s)\n", r->o.gpu_index, pd_k_cuda_device_name());
+      else
+        fputs("cpu\n", r->o.out);
+      fflush(r->o.out);
+    } else if (pd_run_parse_device(a, &place, &index, &err) ||
+               !ensure_session(r) || pd_runner_set_place(r->runner, place, index, &err)) {
+      if (err.msg) say_error(r, "%s", err.msg);
+      pd_error_clear(&err);
+      res = PD_REPL_ERROR;
+    } else {
+      r->o.place = (int)place;
+      r->o.gpu_index = index;
+    }
   } else if (!strcmp(name, "reset")) {
     pd_error err = {0};
     session_close(r);

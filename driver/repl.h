@@ -40,6 +40,7 @@ typedef struct pd_repl_options {
   FILE *err;                          /* diagnostics; training progress */
   uint64_t seed;                      /* pd_run_options.seed */
   volatile sig_atomic_t *interrupt;   /* Ctrl-C: non-zero stops a running action */
+  int place, gpu_index;               /* pd_run_options.place and .gpu_index (:device) */
 } pd_repl_options;
 
 /* What feeding a line did. */

@@ -138,6 +138,10 @@ int pd_state_set_check_nan_inf(pd_state *st, int on);
  * ops and minibatches; the call then returns PD_RESULT_EINTR. NULL (the default): none. The
  * flag is borrowed. */
 int pd_state_set_interrupt(pd_state *st, volatile sig_atomic_t *flag);
+/* Where ops compute: "cpu" (the default), "gpu" (the first CUDA GPU) or "gpu:N". Opens the GPU
+ * now: PD_RESULT_EUNSUPPORTED, with the reason in the error, when this pdlang was built without
+ * CUDA or has no such GPU. Values move to the GPU as ops read them and come back for results. */
+int pd_state_set_device(pd_state *st, const char *device);
 /* The directory of pdlang's standard library (what `import "layers"` reads). NULL (the
  * default): the installed one. `import` also searches $PDLANG_PATH and the script's folder. */
 int pd_state_set_stdlib_dir(pd_state *st, const char *dir);

@@ -4,6 +4,7 @@
 #include "kernels/kernels.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -198,8 +199,26 @@ pd_status pd_k_pool2d_setup(pd_k_pool2d *p) {
 typedef struct host_hdr {
   void *raw;               /* what pd_malloc returned */
   size_t cap;              /* usable bytes from the aligned pointer; 0: not cacheable */
+  size_t size;             /* bytes asked for by the pd_k_host_alloc that handed it out */
   struct host_hdr *next;   /* free-list link while cached */
 } host_hdr;
+
+/* Live-byte accounting (pd_k_host_stats): lock-free, so that the small blocks, which never
+ * take the cache's lock, do not start taking one. */
+static struct {
+  atomic_size_t live, peak;
+  atomic_uint_least64_t allocs;
+} usage;
+
+static void usage_add(size_t n) {
+  size_t now = atomic_fetch_add_explicit(&usage.live, n, memory_order_relaxed) + n;
+  size_t peak = atomic_load_explicit(&usage.peak, memory_order_relaxed);
+  while (now > peak && !atomic_compare_exchange_weak_explicit(&usage.peak, &peak, now,
+                                                               memory_order_relaxed,
+                                                               memory_order_relaxed)) {
+  }
+  atomic_fetch_add_explicit(&usage.allocs, 1, memory_order_relaxed);
+}
 
 static struct {
   pthread_mutex_t lock;
@@ -237,6 +256,8 @@ void *pd_k_host_alloc(size_t nbytes) {
     pthread_mutex_unlock(&cache.lock);
     if (h) {
       UNPOISON(h + 1, h->cap);
+      h->size = nbytes;
+      usage_add(nbytes);
       return h + 1;
     }
   } else {
@@ -251,13 +272,16 @@ void *pd_k_host_alloc(size_t nbytes) {
   host_hdr *h = (host_hdr *)a - 1;
   h->raw = raw;
   h->cap = c >= 0 ? cap : 0;
+  h->size = nbytes;
   h->next = NULL;
+  usage_add(nbytes);
   return (void *)a;
 }
 
 void pd_k_host_free(void *p) {
   if (!p) return;
   host_hdr *h = (host_hdr *)p - 1;
+  atomic_fetch_sub_explicit(&usage.live, h->size, memory_order_relaxed);
   if (h->cap) {
     size_t cap;
     int c = size_class(h->cap, &cap);  /* cap is a class size: maps back to its class */
@@ -297,6 +321,20 @@ size_t pd_k_host_cached(void) {
   size_t n = cache.bytes;
   pthread_mutex_unlock(&cache.lock);
   return n;
+}
+
+void pd_k_host_stats(pd_k_host_usage *out) {
+  out->live = atomic_load_explicit(&usage.live, memory_order_relaxed);
+  out->peak = atomic_load_explicit(&usage.peak, memory_order_relaxed);
+  out->allocs = (uint64_t)atomic_load_explicit(&usage.allocs, memory_order_relaxed);
+  out->cached = pd_k_host_cached();
+  if (out->peak < out->live) out->peak = out->live; /* a reset raced an allocation */
+}
+
+void pd_k_host_stats_reset(void) {
+  atomic_store_explicit(&usage.peak, atomic_load_explicit(&usage.live, memory_order_relaxed),
+                        memory_order_relaxed);
+  atomic_store_explicit(&usage.allocs, 0, memory_order_relaxed);
 }
 
 /* ---- Philox4x32-10 ---- */

@@ -159,6 +159,19 @@ void pd_k_host_free(void *p);
 void pd_k_host_trim(void);
 size_t pd_k_host_cached(void);
 
+/* Live-byte accounting of the blocks above, process-wide and thread-safe: `live` is the sum of
+ * the sizes asked for by the pd_k_host_alloc calls whose blocks are not yet freed (neither the
+ * cache, the rounding to a size class nor the alignment padding counts), `peak` the highest
+ * `live` since the last pd_k_host_stats_reset (or the start), `allocs` the pd_k_host_alloc calls
+ * since then, `cached` what pd_k_host_cached says. pd_k_host_stats_reset sets peak to live and
+ * allocs to 0. For benchmarks and tests that measure what a program keeps alive. */
+typedef struct pd_k_host_usage {
+  size_t live, peak, cached;
+  uint64_t allocs;
+} pd_k_host_usage;
+void pd_k_host_stats(pd_k_host_usage *out);
+void pd_k_host_stats_reset(void);
+
 /* ---- Kernel signatures. A backend table holds one pointer of each type. ---- */
 
 /* C = alpha * op(A) op(B) + beta * C, row-major. op(A) is m x k (A is k x m when trans_a),
@@ -387,6 +400,82 @@ typedef struct pd_k_backend {
 
 /* The CPU backend: every entry is set. A static table; never freed. */
 const pd_k_backend *pd_k_cpu(void);
+
+/* ---- Devices: the CUDA backend (kernels/cuda/, built with configure --with-cuda; a build
+ * without it has these functions too, reporting that CUDA is absent: kernels/cuda/none.c).
+ *
+ * One GPU per process, driven from one thread at a time: every kernel, copy and cuBLAS call is
+ * queued on one stream, in call order. Kernels are asynchronous: they return once queued, with
+ * PD_OK when the arguments were valid and the launch succeeded; a failure while running shows
+ * up at the next synchronizing call (pd_k_dev_sync, a download, ...). The calls that wait for
+ * the stream are: pd_k_cuda_open, pd_k_dev_upload, pd_k_dev_download, pd_k_dev_sync,
+ * pd_k_dev_trim, and the kernels that must read a device value to report an error the CPU
+ * backend reports: cross_entropy, cross_entropy_grad, softmax_xent and softmax_xent_grad with
+ * hard labels, gather_rows and scatter_add_rows (their ids) check every label/id on the device
+ * and wait for the verdict, returning PD_EINVAL for one out of range as the CPU does
+ * (scatter_add_rows checks before adding, so dst is untouched then; the others leave their
+ * outputs unspecified). Scratch memory comes from the caching allocator (PD_ENOMEM when it
+ * fails). Kernels return PD_ERUNTIME when a CUDA or cuBLAS call fails (pd_k_cuda_error() then
+ * says which and why).
+ *
+ * Differences from the CPU backend, all within rounding: reductions, GEMMs (cuBLAS; no TF32),
+ * softmax sums and the filter gradient sum in another order (fp32 sums and means still
+ * accumulate in double); scatter_add_rows adds repeated ids with atomics, in no fixed order;
+ * the device's exp/log/pow/tanh differ from glibc's by an ulp or two, and FMA contraction may
+ * round a * b + c once instead of twice; gaussian's Box-Muller uses the device's log, sqrt,
+ * sin and cos, so its values agree with the CPU's to a few ulp of double, not bit for bit.
+ * Bit for bit the same as the CPU: uniform (both dtypes), fill, cast (but for NaN payloads),
+ * compare, logical, transpose, concat, split, gather_rows, argmax, top_k, im2col, col2im (the
+ * same additions in the same order), pooling and its gradient (idem). fp32 kernels flush denormals to zero (as the
+ * CPU after pd_k_init). top_k (a stable segmented sort) takes rows of up to 2^31 - 1
+ * elements (PD_EUNSUPPORTED beyond). ---- */
+typedef enum pd_k_place { PD_K_HOST = 0, PD_K_CUDA = 1 } pd_k_place;
+
+/* True when this pdlang was configured --with-cuda (a GPU may still be absent). */
+bool pd_k_cuda_built(void);
+/* Opens GPU `device` (0 = the first) for the process: sets the device, creates the stream and
+ * the cuBLAS handle (bound to the stream; default math mode, no TF32, so fp32 GEMMs match the
+ * CPU's), and runs a probe kernel (so a GPU this build has no code for fails here). fp32
+ * kernels are compiled to flush denormals to zero. Idempotent for the same device; asking for
+ * another device once one is open fails (PD_EINVAL). Fails with PD_EUNSUPPORTED and a message
+ * in err when built without CUDA ("this pdlang was built without CUDA (configure
+ * --with-cuda)"), when there is no device or no driver (the CUDA error string), when the
+ * device index is out of range ("GPU 3 asked for, 1 found"), or when the build has no code for
+ * the device's architecture. Synchronizes. */
+pd_status pd_k_cuda_open(int device, pd_error *err);
+bool pd_k_cuda_is_open(void);
+/* "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"; "" when not open. */
+const char *pd_k_cuda_device_name(void);
+/* The CUDA backend: NULL until pd_k_cuda_open succeeded. Its entries take DEVICE pointers for
+ * every buffer (host arrays of sizes, dims, axes, perm, and the xs/outs arrays of concat/split,
+ * whose elements are device pointers, stay on the host); entries without a CUDA kernel would
+ * be NULL (this build implements all of them). */
+const pd_k_backend *pd_k_cuda(void);
+/* Device memory through a caching allocator (training must not call cudaMalloc per step):
+ * blocks are rounded up to a size class (512 bytes, then four classes per power of two);
+ * freed blocks are kept by class and reused for the next request of that class; on a
+ * cudaMalloc failure the cache is trimmed and the allocation retried once. NULL on failure
+ * (message in pd_k_cuda_error()) or before pd_k_cuda_open; nbytes == 0 gives a distinct
+ * minimal block. pd_k_dev_free(NULL) is a no-op; a freed block may be handed out again at
+ * once: that is safe because all work runs in order on the one stream. pd_k_dev_trim waits
+ * for the stream, then returns every cached block to CUDA. pd_k_dev_cached: bytes held in the
+ * cache; pd_k_dev_live: bytes of blocks handed out (both by class size). Thread-safe. */
+void *pd_k_dev_alloc(size_t nbytes);
+void pd_k_dev_free(void *p);
+void pd_k_dev_trim(void);
+size_t pd_k_dev_cached(void);
+size_t pd_k_dev_live(void);
+/* Copies on the stream; upload and download wait for the copy (after the work queued before
+ * it), so the host buffer may be reused and the downloaded data read on return. nbytes == 0
+ * does nothing. PD_EINVAL before pd_k_cuda_open (PD_EUNSUPPORTED in a build without CUDA),
+ * PD_ERUNTIME on a CUDA failure (including an earlier asynchronous one reported here). */
+pd_status pd_k_dev_upload(void *dev, const void *host, size_t nbytes);
+pd_status pd_k_dev_download(void *host, const void *dev, size_t nbytes);
+pd_status pd_k_dev_copy(void *dst, const void *src, size_t nbytes);  /* device to device; async */
+pd_status pd_k_dev_sync(void);   /* waits for queued work; reports an asynchronous failure */
+/* The message of the calling thread's last failed CUDA/cuBLAS call in this layer
+ * ("cublasSgemm: CUBLAS_STATUS_EXECUTION_FAILED"), "" if none. */
+const char *pd_k_cuda_error(void);
 
 /* ---- Process-wide set-up of the CPU backend. ----
  * pd_k_init sets flush-to-zero and denormals-are-zero (MXCSR) in the calling thread and in

@@ -8,3 +8,36 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels.c \
 	kernels/cpu/conv.c kernels/cpu/conv_t.h \
 	kernels/cpu/index.c kernels/cpu/index_t.h \
 	kernels/cpu/random.c
+
+# The CUDA backend (configure --with-cuda): its .cu files go into the same convenience library,
+# compiled by nvcc through kernels/cuda/nvcc-lo.sh, which writes the PIC object and the .lo
+# file libtool reads. Without CUDA, kernels/cuda/none.c provides the device API of kernels.h
+# (reporting that CUDA is absent) and no .cu file is compiled; the tarball has both.
+if PD_HAVE_CUDA
+libpdlang_internal_la_SOURCES += kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh \
+	kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementwise.cu \
+	kernels/cuda/reduce.cu kernels/cuda/softmax.cu kernels/cuda/conv.cu \
+	kernels/cuda/index.cu kernels/cuda/topk.cu kernels/cuda/random.cu
+# nvcc's dependency output does not reach automake's tracking: every object depends on every
+# header it may include.
+kernels/cuda/device.lo kernels/cuda/gemm.lo kernels/cuda/elementwise.lo \
+kernels/cuda/reduce.lo kernels/cuda/softmax.lo kernels/cuda/conv.lo \
+kernels/cuda/index.lo kernels/cuda/topk.lo kernels/cuda/random.lo: \
+	kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh kernels/kernels.h base/base.h \
+	base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
+else
+libpdlang_internal_la_SOURCES += kernels/cuda/none.c
+endif
+EXTRA_DIST += kernels/cuda/nvcc-lo.sh
+
+# nvcc: C++20 (designated initializers), fp32 denormals flushed to zero (as the CPU after
+# pd_k_init), the architectures of --with-cuda-arch, host code with our warnings.
+PD_NVCC_FLAGS = -std=c++20 -O2 -g -ftz=true $(NVCC_ARCH_FLAGS) $(NVCC_WARN_FLAGS) \
+	-I$(top_srcdir) -I$(top_builddir)
+AM_V_NVCC = $(am__v_NVCC_@AM_V@)
+am__v_NVCC_ = $(am__v_NVCC_@AM_DEFAULT_V@)
+am__v_NVCC_0 = @echo "  NVCC    " $@;
+am__v_NVCC_1 =
+.cu.lo:
+	$(AM_V_NVCC)$(SHELL) $(srcdir)/kernels/cuda/nvcc-lo.sh $@ $< $(NVCC) $(PD_NVCC_FLAGS) \
+	$(NVCCFLAGS)

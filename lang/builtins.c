@@ -621,25 +621,73 @@ static value *b_minibatch(C *c, const builtin *self, call_args *a) {
   return literal(c, a, true);
 }
 
-/* sequence([[10, 20, 30], [5, 6]]): a batch of sequences, one row per element, with LoD. */
+/* lod_reset(x, target_lod = lod[0..n)), appending the offsets as a new innermost level when
+ * `append` (the sequence literals' LoD). */
+static value *set_lod(C *c, value *x, const int32_t *lod, int n, bool append, const char *name,
+                      pd_loc loc) {
+  pd_op_desc *op = op_new(c, "lod_reset", loc);
+  if (!op || !op_in(c, op, "X", x, loc)) return VERR;
+  if (pd_op_set_attr_ints(op, "target_lod", n, lod) ||
+      (append && pd_op_set_attr_bool(op, "append", true))) {
+    c->oom = true;
+    return VERR;
+  }
+  return op_finish(c, op, op_out(c, op, "Out", name));
+}
+
+/* sequence([[10, 20, 30], [5, 6]]): a batch of sequences, one row per element, with LoD. With
+ * lod_level = 2, a batch of sequences of sequences: sequence([[[1, 2], [3]], [[4, 5, 6]]]) has
+ * the LoD [[0, 2, 3], [0, 2, 3, 6]]. */
 static value *b_sequence(C *c, const builtin *self, call_args *a) {
-  static const char *const names[] = {"value", "dtype", NULL};
-  if (!check_args(c, a, 2, names)) return VERR;
-  pd_loc loc;
-  value *v = arg(a, 0, "value", &loc);
+  static const char *const names[] = {"value", "dtype", "lod_level", NULL};
+  if (!check_args(c, a, 3, names)) return VERR;
+  pd_loc loc, lloc;
+  value *v = arg(a, 0, "value", &loc), *lv = arg(a, 2, "lod_level", &lloc);
   pd_dtype dt;
   if (!dtype_arg(c, a, 1, &dt)) return VERR;
-  if (!v || v->k != V_LIST || v->list.n == 0) {
-    cerr(c, loc, "sequence needs a non-empty list of sequences, such as [[1, 2, 3], [4, 5]]");
+  if (lv && (lv->k != V_INT || lv->i < 1 || lv->i > 2)) {
+    cerr(c, lloc, "sequence: 'lod_level' must be 1 or 2");
     return VERR;
+  }
+  int levels = lv ? (int)lv->i : 1;
+  if (!v || v->k != V_LIST || v->list.n == 0) {
+    cerr(c, loc, levels == 1 ? "sequence needs a non-empty list of sequences, such as [[1, 2, 3], "
+                               "[4, 5]]"
+                             : "sequence(..., lod_level = 2) needs a non-empty list of non-empty "
+                               "lists of sequences, such as [[[1, 2], [3]], [[4, 5, 6]]]");
+    return VERR;
+  }
+  /* The sequences, and with two levels the offsets of the groups they form (top). */
+  value **seqs = v->list.items;
+  int nseqs = v->list.n;
+  int32_t *top = NULL;
+  if (levels == 2) {
+    if (!(top = calloc_c(c, sizeof *top * (size_t)(v->list.n + 1)))) return VERR;
+    for (int g = 0; g < v->list.n; g++) {
+      value *grp = v->list.items[g];
+      if (grp->k != V_LIST || grp->list.n == 0) {
+        cerr(c, loc, "sequence %d must be a non-empty list of sequences (lod_level = 2)", g);
+        return VERR;
+      }
+      if (top[g] > INT32_MAX - grp->list.n) {
+        cerr(c, loc, "sequence literal too long");
+        return VERR;
+      }
+      top[g + 1] = top[g] + grp->list.n;
+    }
+    nseqs = top[v->list.n];
+    if (!(seqs = calloc_c(c, sizeof *seqs * (size_t)nseqs))) return VERR;
+    for (int g = 0, k = 0; g < v->list.n; g++)
+      for (int i = 0; i < v->list.items[g]->list.n; i++)
+        seqs[k++] = v->list.items[g]->list.items[i];
   }
   double *vals = NULL;
   size_t n = 0, cap = 0;
   int64_t width = -1;
-  int32_t *lod = calloc_c(c, sizeof *lod * (size_t)(v->list.n + 1));
+  int32_t *lod = calloc_c(c, sizeof *lod * (size_t)(nseqs + 1));
   if (!lod) return VERR;
-  for (int s = 0; s < v->list.n; s++) {
-    value *sq = v->list.items[s];
+  for (int s = 0; s < nseqs; s++) {
+    value *sq = seqs[s];
     if (sq->k != V_LIST || sq->list.n == 0) {
       cerr(c, loc, "sequence %d must be a non-empty list", s);
       pd_free(vals);
@@ -669,18 +717,23 @@ static value *b_sequence(C *c, const builtin *self, call_args *a) {
     }
     lod[s + 1] = lod[s] + sq->list.n;
   }
-  int64_t dims[2] = {lod[v->list.n], width};
-  value *data = const_tensor(c, vals, n, dims, 2, dt, loc);
+  int64_t dims[2] = {lod[nseqs], width};
+  value *r = const_tensor(c, vals, n, dims, 2, dt, loc);
   pd_free(vals);
-  if (data->k != V_TENSOR) return VERR;
-  pd_op_desc *op = op_new(c, "lod_reset", a->loc);
-  if (!op || !op_in(c, op, "X", data, loc)) return VERR;
-  if (pd_op_set_attr_ints(op, "target_lod", v->list.n + 1, lod)) {
-    c->oom = true;
-    return VERR;
+  if (r->k != V_TENSOR) return VERR;
+  if (levels == 1) {
+    r = set_lod(c, r, lod, nseqs + 1, false, self->name, a->loc);
+  } else if (lod[nseqs] != nseqs) {
+    /* The sequences' offsets, then the groups' on top (lod_reset groups X's sequences). */
+    r = set_lod(c, r, lod, nseqs + 1, false, self->name, a->loc);
+    if (r->k == V_TENSOR) r = set_lod(c, r, top, v->list.n + 1, false, self->name, a->loc);
+  } else {
+    /* One element per sequence: as many rows as sequences, so the groups' offsets first (they
+     * end at the rows), then the sequences' appended under them. */
+    r = set_lod(c, r, top, v->list.n + 1, false, self->name, a->loc);
+    if (r->k == V_TENSOR) r = set_lod(c, r, lod, nseqs + 1, true, self->name, a->loc);
   }
-  value *r = op_finish(c, op, op_out(c, op, "Out", self->name));
-  if (r->k == V_TENSOR) r->var->lod_level = 1;
+  if (r->k == V_TENSOR) r->var->lod_level = levels;
   return r;
 }
 
@@ -794,6 +847,7 @@ static const struct spec {
               "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"csv", {"path", "label", "features", "header"}, 1},
     {"fashion_mnist", {"split", "path"}, 1},
+    {"lines", {"paths", "min_length", "max_length", "split", "test_every"}, 1},
     {"mnist", {"split", "path"}, 1},
     {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
                   "lr_schedule", "decay_steps", "decay_rate"}, 1},
@@ -805,6 +859,48 @@ static const struct spec {
     {"uniform", {"low", "high"}, 2},
     {"xavier", {NULL}, 0},
 };
+
+/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5): the arguments
+ * are checked here, so that a mistake is reported at the argument before anything runs. */
+static bool check_lines_spec(C *c, call_args *a) {
+  pd_loc loc;
+  value *v = arg(a, 0, "paths", &loc);
+  if (v->k != V_STR && (v->k != V_LIST || v->list.n == 0)) {
+    cerr(c, loc, "lines: 'paths' must be a file name or a non-empty list of file names, not %s",
+         v->k == V_LIST ? "an empty list" : vkind_phrase(v));
+    return false;
+  }
+  for (int i = 0; v->k == V_LIST && i < v->list.n; i++)
+    if (v->list.items[i]->k != V_STR) {
+      cerr(c, loc, "lines: 'paths' lists file names, but item %d is %s", i,
+           vkind_phrase(v->list.items[i]));
+      return false;
+    }
+  int64_t min = 1;
+  if ((v = arg(a, 1, "min_length", &loc))) {
+    if (v->k != V_INT || v->i < 1) {
+      cerr(c, loc, "lines: 'min_length' must be an integer >= 1");
+      return false;
+    }
+    min = v->i;
+  }
+  if ((v = arg(a, 2, "max_length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < min)) {
+    cerr(c, loc, "lines: 'max_length' must be none or an integer >= min_length (%lld)",
+         (long long)min);
+    return false;
+  }
+  if ((v = arg(a, 3, "split", &loc)) && v->k != V_NONE &&
+      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
+    cerr(c, loc, "lines: 'split' must be none, \"train\" or \"test\"");
+    return false;
+  }
+  if ((v = arg(a, 4, "test_every", &loc)) && (v->k != V_INT || v->i < 2)) {
+    cerr(c, loc, "lines: 'test_every' must be an integer >= 2 (every test_every-th line of each "
+                 "file is a test line)");
+    return false;
+  }
+  return true;
+}
 
 static value *b_record(C *c, const builtin *self, call_args *a) {
   const struct spec *sp = NULL;
@@ -843,6 +939,7 @@ static value *b_record(C *c, const builtin *self, call_args *a) {
     r->rec.vals[r->rec.n] = v;
     r->rec.n++;
   }
+  if (strcmp(sp->name, "lines") == 0 && !check_lines_spec(c, a)) return VERR;
   /* Initializer arguments are numbers. */
   if (sp->required == 2 && (!is_number(r->rec.vals[0]) || !is_number(r->rec.vals[1]))) {
     cerr(c, a->loc, "%s needs two numbers", self->name);
@@ -913,7 +1010,8 @@ static bool record_is(const value *v, const char *const *names) {
 }
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
-  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", NULL};
+  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
+                                        NULL};
   static const char *const optimizers[] = {"sgd", "momentum", "adam", NULL};
   for (int i = 0; i < a->npos; i++)
     if (a->pos[i]->k == V_ERROR) return false;
@@ -1052,6 +1150,7 @@ static const builtin builtins[] = {
     FN("fill", b_fill),
     FN("get_variable", b_get_variable),
     FN("len", b_len),
+    FN("lines", b_record),
     FN("load", b_action),
     OP1("log", "log", "Out"),
     OP1A("log_softmax", "log_softmax", "Out", "axis"),

@@ -108,6 +108,7 @@ struct cflow {
   pd_var_desc *cond;        /* CF_ROWS, CF_SCALAR: condition */
   var_map *reads;           /* outer vars read inside, in first-use order */
   int nreads, capreads;
+  pd_var_desc *step;        /* CF_FOR: the step input (t in `for (t in x)`) */
   cflow *outer;
 };
 
@@ -1718,8 +1719,16 @@ static bool exec_for(C *c, const pd_ast_node *s) {
     pd_buf b;
     pd_buf_init(&b);
     describe(c, seq, &b);
+    /* The step input of an enclosing for over a one-level batch: say how to nest loops. */
+    const cflow *outer = NULL;
+    for (const symtab *t = c->scope; t && !outer && seq->k == V_TENSOR; t = t->parent)
+      if (t->kind == SC_LOOP && t->cf && t->cf->kind == CF_FOR && t->cf->step == seq->var)
+        outer = t->cf;
     cerr(c, s->for_.iter->loc, "for (t in x) needs x to be a batch of sequences (a tensor with "
-                               "LoD), got %s", b.data ? b.data : "?");
+                               "LoD), got %s%s", b.data ? b.data : "?",
+         outer ? "; a step of a loop over sequences is one element of each: to loop inside the "
+                 "loop, loop over sequences of sequences (lod_level = 2)"
+               : "");
     pd_buf_free(&b);
     return false;
   }
@@ -1764,6 +1773,9 @@ static bool exec_for(C *c, const pd_ast_node *s) {
   t->dtype = xv->dtype;
   if (xv->ndims >= 1 && pd_var_set_shape(t, xv->ndims, xv->dims)) c->oom = true;
   if (t->ndims >= 1) t->dims[0] = -1;
+  /* Over sequences of sequences (lod_level 2) a step is a batch of sequences: loop over it. */
+  t->lod_level = xv->lod_level > 1 ? xv->lod_level - 1 : 0;
+  f->step = t;
   bind_local(c, ls, s->for_.var->name.id, vtensor(c, t), s->for_.var->loc);
   for (int i = 0; i < nmems; i++) {
     pd_var_desc *init = mems[i].init->var;
@@ -1861,7 +1873,10 @@ static bool exec_for(C *c, const pd_ast_node *s) {
     pd_var_desc *o = in ? pd_block_var(c->block, in->name) : NULL;
     if (!o) { c->oom = true; pd_free(out_inner); return false; }
     o->dtype = in->dtype;
+    /* x's top level; below it, over sequences of sequences, the levels of an emitted value that
+     * is itself a batch of sequences (one per running sequence: an inner loop's emits). */
     o->lod_level = xv->lod_level;
+    if (xv->lod_level > 1) o->lod_level = i < nemit && in->lod_level > 0 ? 1 + in->lod_level : 1;
     if (in->ndims >= 0 && pd_var_set_shape(o, in->ndims, in->dims)) c->oom = true;
     seqs[i] = o;
     seq_names[i] = o->name;

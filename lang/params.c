@@ -352,6 +352,7 @@ static pd_status read_tensor(reader *r, pd_tensor *t) {
                 pd_dtype_name((pd_dtype)di.dtype), shape, bytes, left(r));
     goto out;
   }
+  t->place = PD_K_HOST;  /* a tensor being loaded is a fresh one of the reader's */
   if ((st = pd_tensor_resize(t, (pd_dtype)di.dtype, di.ndims, di.dims))) {
     st = st == PD_ENOMEM ? nomem(r) : bad_at(r, PD_EFORMAT, at + 4, "bad shape %s", shape);
     goto out;
@@ -446,7 +447,21 @@ pd_status pd_tensor_write_stream(const pd_tensor *t, pd_buf *out, pd_error *err)
   size_t esize = pd_dtype_size(t->dtype);
   size_t n = (size_t)pd_tensor_numel(t);
   uint8_t *p = buf_extend(out, n * esize);
-  if (p) copy_le(p, pd_tensor_data(t), n, esize);
+  if (p && pd_tensor_on_gpu(t)) {  /* saved from the GPU: read back through a host copy */
+    pd_tensor h;
+    pd_tensor_init(&h);
+    pd_status cst = pd_tensor_copy_to(&h, t, PD_K_HOST);
+    if (!cst) copy_le(p, pd_tensor_data(&h), n, esize);
+    pd_tensor_release(&h);
+    if (cst) {
+      out->len = old;
+      if (out->data) out->data[old] = '\0';
+      return pd_error_set(err, cst, nowhere, "cannot read a tensor back from the GPU: %s",
+                          cst == PD_ENOMEM ? "out of memory" : pd_k_cuda_error());
+    }
+  } else if (p) {
+    copy_le(p, pd_tensor_data(t), n, esize);
+  }
   if (out->oom) {
     out->len = old;
     if (out->data) out->data[old] = '\0';

@@ -4,10 +4,77 @@
 #include "lang/run.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lang/run_int.h"
 #include "vm/prune.h"
+
+static void exec_notice(void *ud, const char *msg) {
+  pd_runner *r = ud;
+  /* Once per op type for the runner's life: the notice names the op between quotes. */
+  const char *q = strchr(msg, '\'');
+  const char *e = q ? strchr(q + 1, '\'') : NULL;
+  if (q && e) {
+    char key[80];
+    snprintf(key, sizeof key, "|%.*s|", (int)(e - q - 1), q + 1);
+    if (r->noticed.data && strstr(r->noticed.data, key)) return;
+    pd_buf_puts(&r->noticed, key);
+  }
+  if (r->opts.progress) fprintf(r->opts.progress, "pdlang: note: %s\n", msg);
+}
+
+pd_exec_options pd_run_exec_options(pd_runner *r, uint64_t seed, bool with_interrupt) {
+  return (pd_exec_options){.seed = seed,
+                           .check_nan_inf = r->opts.check_nan_inf,
+                           .interrupt = with_interrupt ? r->opts.interrupt : NULL,
+                           .place = r->opts.place,
+                           .notice = exec_notice,
+                           .notice_ud = r};
+}
+
+pd_status pd_run_parse_device(const char *spec, pd_k_place *place, int *gpu_index,
+                              pd_error *err) {
+  *place = PD_K_HOST;
+  *gpu_index = 0;
+  if (strcmp(spec, "cpu") == 0) return PD_OK;
+  const char *rest = NULL;
+  if (strncmp(spec, "gpu", 3) == 0) rest = spec + 3;
+  else if (strncmp(spec, "cuda", 4) == 0) rest = spec + 4;
+  if (rest && *rest == '\0') {
+    *place = PD_K_CUDA;
+    return PD_OK;
+  }
+  if (rest && *rest == ':' && rest[1] >= '0' && rest[1] <= '9') {
+    char *end;
+    long i = strtol(rest + 1, &end, 10);
+    if (*end == '\0' && i < 1024) {
+      *place = PD_K_CUDA;
+      *gpu_index = (int)i;
+      return PD_OK;
+    }
+  }
+  return pd_error_set(err, PD_EINVAL, (pd_loc){0},
+                      "unknown device '%s' (expected cpu, gpu or gpu:N)", spec);
+}
+
+pd_status pd_runner_set_place(pd_runner *r, pd_k_place place, int gpu_index, pd_error *err) {
+  if (place == PD_K_CUDA) {
+    pd_error e = {0};
+    pd_status st = pd_k_cuda_open(gpu_index, &e);
+    if (st) {
+      pd_error_set(err, st, (pd_loc){0}, "cannot compute on GPU %d: %s", gpu_index,
+                   e.msg ? e.msg : pd_status_str(st));
+      pd_error_clear(&e);
+      return st;
+    }
+  }
+  r->opts.place = place;
+  r->opts.gpu_index = gpu_index;
+  return PD_OK;
+}
+
+pd_k_place pd_runner_place(const pd_runner *r) { return r->opts.place; }
 
 pd_status pd_run_at_loc(pd_error *err, pd_status st, pd_loc loc, const char *what) {
   if (st && err && err->loc.line == 0 && !err->loc.file && loc.line > 0) {
@@ -37,9 +104,7 @@ pd_status pd_run_init_missing(pd_runner *r, const pd_program *init, pd_error *er
       }
     if (!fresh) pd_block_remove_op(b, i);
   }
-  pd_exec_options eo = {.seed = r->opts.seed,
-                        .check_nan_inf = r->opts.check_nan_inf,
-                        .interrupt = r->opts.interrupt};
+  pd_exec_options eo = pd_run_exec_options(r, r->opts.seed, true);
   pd_exec *ex = NULL;
   pd_status st = pd_exec_new(p, &eo, &ex, err);
   if (!st) {
@@ -61,13 +126,16 @@ pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runn
     return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
   }
   r->unit = unit;
+  pd_buf_init(&r->noticed);
   if (opts) {
     r->opts = *opts;
   } else {
     r->opts.out = stdout;
     r->opts.progress = stderr;
   }
-  pd_status st = pd_run_init_missing(r, unit->startup, err);
+  pd_status st = PD_OK;
+  if (r->opts.place == PD_K_CUDA) st = pd_runner_set_place(r, PD_K_CUDA, r->opts.gpu_index, err);
+  if (!st) st = pd_run_init_missing(r, unit->startup, err);
   if (st) {
     pd_runner_free(r);
     return st;
@@ -85,6 +153,7 @@ pd_status pd_runner_adopt(pd_runner *r, const pd_unit *unit, pd_error *err) {
 void pd_runner_free(pd_runner *r) {
   if (!r) return;
   pd_scope_free(r->global);
+  pd_buf_free(&r->noticed);
   pd_free(r);
 }
 
@@ -159,9 +228,7 @@ pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc
     pd_program_free(p);
     return pd_error_set(err, st, loc, "out of memory");
   }
-  pd_exec_options eo = {.seed = r->opts.seed,
-                        .check_nan_inf = r->opts.check_nan_inf,
-                        .interrupt = r->opts.interrupt};
+  pd_exec_options eo = pd_run_exec_options(r, r->opts.seed, true);
   pd_exec *ex = NULL;
   if ((st = pd_exec_new(p, &eo, &ex, err))) {
     pd_program_free(p);

@@ -39,7 +39,15 @@ typedef struct pd_run_options {
   uint64_t seed;                      /* random initialisers and ops; the default 0 is a seed */
   bool check_nan_inf;                 /* see pd_exec_options */
   volatile sig_atomic_t *interrupt;   /* Ctrl-C: non-zero stops at the next op or minibatch */
+  pd_k_place place;                   /* where ops compute (see pd_exec_options) */
+  int gpu_index;                      /* which GPU, with place PD_K_CUDA (0: the first) */
 } pd_run_options;
+
+/* A device as users write it ("cpu", "gpu", "gpu:1", "cuda", "cuda:1"), for --device, the
+ * PDLANG_DEVICE variable, the REPL's :device and the C API. PD_EINVAL with a message naming
+ * what is accepted otherwise. */
+pd_status pd_run_parse_device(const char *spec, pd_k_place *place, int *gpu_index,
+                              pd_error *err);
 
 typedef struct pd_runner pd_runner;
 
@@ -54,6 +62,11 @@ void pd_runner_free(pd_runner *r);   /* NULL is a no-op; frees the global scope 
  * one is added: a statement that fails to compile never reaches the runner. The unit is
  * borrowed as in pd_runner_new; the old one may be freed after this returns. */
 pd_status pd_runner_adopt(pd_runner *r, const pd_unit *unit, pd_error *err);
+
+/* Compute on `place` from the next action on (the GPU is opened here: PD_EUNSUPPORTED with the
+ * reason when there is none). Values already computed move when ops next read them. */
+pd_status pd_runner_set_place(pd_runner *r, pd_k_place place, int gpu_index, pd_error *err);
+pd_k_place pd_runner_place(const pd_runner *r);
 
 pd_scope *pd_runner_scope(pd_runner *r);      /* the global scope */
 const pd_unit *pd_runner_unit(const pd_runner *r);

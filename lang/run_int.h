@@ -12,7 +12,13 @@ struct pd_runner {
   pd_run_options opts;
   pd_scope *global;
   uint64_t startup_rng;   /* where the startup programs' random stream stands */
+  pd_buf noticed;         /* op types already reported as running on the CPU ("|a|b|") */
 };
+
+/* The executor options of an action: the runner's seed (or `seed`), NaN checking, place, and
+ * the notices of ops that stay on the CPU, each printed once per runner on opts.progress.
+ * with_interrupt: the executor stops between ops on Ctrl-C (train checks between batches). */
+pd_exec_options pd_run_exec_options(pd_runner *r, uint64_t seed, bool with_interrupt);
 
 /* The data vars of a program: vars of block 0 that its ops read, that no op writes, and that are
  * neither persistable nor already holding a value in the global scope (a reader must feed them).

@@ -11,7 +11,9 @@
  *   load(path) reads parameters back into the global scope.
  * Data vars (vars of the program that a reader must feed) are matched to the reader's fields by
  * name, else by position; a field whose per-sample size matches a var of another shape (images
- * [784] for a [-1, 1, 28, 28] input) is reshaped. */
+ * [784] for a [-1, 1, 28, 28] input) is reshaped. A sequence field (lines(...)) comes with its
+ * LoD and feeds a lod_level = 1 input only; a fixed field [T] feeding a lod_level = 1 input
+ * [-1, 1] (text(...)) becomes one sequence of T steps per sample. */
 #include "config.h"
 
 #include <errno.h>
@@ -26,6 +28,7 @@
 #include "lang/run_int.h"
 #include "lang/serialize.h"
 #include "vm/backward.h"
+#include "vm/hoist.h"
 #include "vm/optimizer.h"
 #include "vm/prune.h"
 #include "vm/reader.h"
@@ -81,6 +84,37 @@ static char *script_path(const pd_action *a, const char *path) {
 
 /* ---------------------------------------------------------------- readers */
 
+/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5); the compiler
+ * has checked the arguments' kinds and ranges. */
+static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset **out,
+                            pd_error *err) {
+  /* By key only: the record holds just the arguments given, so positions would not line up. */
+  const pd_cval *p = pd_cval_field(spec, "paths", -1);
+  const pd_cval *minl = pd_cval_field(spec, "min_length", -1);
+  const pd_cval *maxl = pd_cval_field(spec, "max_length", -1);
+  const pd_cval *split = pd_cval_field(spec, "split", -1);
+  const pd_cval *every = pd_cval_field(spec, "test_every", -1);
+  pd_lines_options o = {
+      .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
+      .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
+      .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
+               : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
+                                                     : PD_LINES_TRAIN,
+      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5};
+  int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
+  char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
+  pd_status st = paths ? PD_OK : PD_ENOMEM;
+  for (int i = 0; i < n && !st; i++) {
+    const pd_cval *v = p->kind == PD_CVAL_LIST ? p->items[i] : p;
+    if (!(paths[i] = script_path(a, v->kind == PD_CVAL_STRING ? v->str : ""))) st = PD_ENOMEM;
+  }
+  if (st) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  else st = pd_dataset_lines(n, (const char *const *)paths, &o, out, err);
+  for (int i = 0; paths && i < n; i++) pd_free(paths[i]);
+  pd_free(paths);
+  return st;
+}
+
 static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset **out,
                              pd_error *err) {
   *out = NULL;
@@ -133,6 +167,8 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
     st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out, err)
               : PD_ENOMEM;
     pd_free(path);
+  } else if (strcmp(name, "lines") == 0) {
+    st = open_lines(a, spec, out, err);
   } else {
     return pd_error_set(err, PD_EINVAL, a->loc, "unknown reader '%s'", name);
   }
@@ -146,6 +182,7 @@ typedef struct feeder {
   int field[16];            /* the dataset field of each var */
   int64_t seq_len[16];      /* > 0: the var is a batch of sequences of this many steps, each
                                sample one sequence (a field [T] feeds a var [-1, 1] LoD 1) */
+  bool seq[16];             /* the field is a sequence field: the batch comes with its LoD */
   int nd[16];               /* the var's rank when the batch must be reshaped, else 0 */
   int64_t dims[16][PD_TENSOR_MAX_DIMS];
   pd_tensor *fields;        /* one per dataset field: the current batch */
@@ -189,7 +226,8 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
     }
     for (int i = 0; i < n; i++) f->field[i] = i; /* by position, in declaration order */
   }
-  /* Reshape when the var's per-sample shape differs from the field's but holds as many values. */
+  /* Reshape when the var's per-sample shape differs from the field's but holds as many values
+   * (for a sequence field: the shape of one row). */
   for (int i = 0; i < n; i++) {
     const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], names[i]);
     int64_t fd[PD_TENSOR_MAX_DIMS];
@@ -198,7 +236,33 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
     for (int k = 0; k < fnd; k++) fnum *= fd[k];
     bool same = v && v->ndims == fnd + 1;
     for (int k = 0; same && k < fnd; k++) same = v->dims[k + 1] < 0 || v->dims[k + 1] == fd[k];
-    if (v && v->lod_level >= 1 && fnd == 1 && v->ndims >= 1) {
+    f->seq[i] = pd_dataset_field_is_seq(ds, f->field[i]);
+    if (v && f->seq[i] && v->lod_level != 1) {
+      /* Sequences of varying length only make sense to a sequence input. */
+      pd_buf b;
+      pd_buf_init(&b);
+      pd_buf_puts(&b, "[-1");
+      for (int k = 0; k < fnd; k++) pd_buf_printf(&b, ", %lld", (long long)fd[k]);
+      pd_buf_puts(&b, "]");
+      pd_dtype dt = pd_dataset_field_dtype(ds, f->field[i]);
+      pd_status st;
+      if (v->lod_level == 0)
+        st = pd_error_set(err, PD_EINVAL, a->loc,
+                          "%s: the reader's '%s' is a batch of sequences of varying length, but "
+                          "'%s' is not a sequence input; declare it data(\"%s\", %s, %s, "
+                          "lod_level = 1)",
+                          pd_action_name(a->kind), pd_dataset_field_name(ds, f->field[i]),
+                          names[i], names[i], b.data ? b.data : "?", pd_dtype_name(dt));
+      else
+        st = pd_error_set(err, PD_EINVAL, a->loc,
+                          "%s: the reader's '%s' has one level of sequences, but '%s' is "
+                          "declared with lod_level = %d",
+                          pd_action_name(a->kind), pd_dataset_field_name(ds, f->field[i]),
+                          names[i], v->lod_level);
+      pd_buf_free(&b);
+      return st;
+    }
+    if (v && !f->seq[i] && v->lod_level >= 1 && fnd == 1 && v->ndims >= 1) {
       /* Each sample is a sequence of fd[0] steps of the var's per-step shape. */
       int64_t per = 1;
       for (int k = 1; k < v->ndims; k++) per *= v->dims[k] < 0 ? 1 : v->dims[k];
@@ -235,7 +299,7 @@ static pd_status feeder_batch(feeder *f, int64_t rows, pd_loc loc, pd_error *err
     if (f->nd[i]) {
       int64_t dims[PD_TENSOR_MAX_DIMS];
       memcpy(dims, f->dims[i], sizeof dims);
-      dims[0] = f->seq_len[i] ? rows * f->seq_len[i] : rows;
+      dims[0] = f->seq[i] ? t->dims[0] : f->seq_len[i] ? rows * f->seq_len[i] : rows;
       pd_status st = pd_tensor_reshape(t, f->nd[i], dims);
       if (st) return pd_error_set(err, st, loc, "cannot reshape the reader's '%s' for '%s'",
                                   "field", f->vars[i]);
@@ -389,6 +453,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_tensor_init(&loss_t);
   /* The program: forward for the cost, its backward pass, the updates. */
   if ((st = pd_program_prune(r->unit->main, 1, &cost, &p, err))) goto out;
+  if ((st = pd_program_hoist(p, NULL, err))) goto out;
   if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
   if (!(init = pd_program_new())) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
@@ -396,7 +461,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   }
   if ((st = pd_append_optimizer(p, init, &bwd, &o, a->loc, err))) goto out;
   if ((st = pd_run_init_missing(r, init, err))) goto out;
-  pd_exec_options eo = {.seed = seed ^ 0x9e3779b97f4a7c15ull, .check_nan_inf = r->opts.check_nan_inf};
+  pd_exec_options eo = pd_run_exec_options(r, seed ^ 0x9e3779b97f4a7c15ull, false);
   if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
   /* The data. */
   if ((st = open_reader(a, opt(a, "reader"), &ds, err))) goto out;

@@ -13,6 +13,9 @@ PD_RUN_TESTS = tests/golden/run/ifelse_rows.pd \
 	tests/golden/run/scalar_if.pd \
 	tests/golden/run/while_sum.pd \
 	tests/golden/run/rnn_steps.pd \
+	tests/golden/run/rnn_nested.pd \
+	tests/golden/run/rnn_nested_one_level.pd \
+	tests/golden/run/rnn_nested_in_flat.pd \
 	tests/golden/run/label_out_of_range.pd \
 	tests/golden/run/print_needs_data.pd \
 	tests/golden/run/print_values.pd
@@ -23,6 +26,9 @@ EXTRA_DIST += $(PD_RUN_TESTS) \
 	tests/golden/run/scalar_if.out \
 	tests/golden/run/while_sum.out \
 	tests/golden/run/rnn_steps.out \
+	tests/golden/run/rnn_nested.out \
+	tests/golden/run/rnn_nested_one_level.err \
+	tests/golden/run/rnn_nested_in_flat.err \
 	tests/golden/run/label_out_of_range.err \
 	tests/golden/run/print_needs_data.err \
 	tests/golden/run/print_values.out

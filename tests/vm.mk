@@ -22,6 +22,13 @@ tests_kernels_test_index_SOURCES = tests/kernels/test_index.c tests/kernels/kt.h
 tests_kernels_test_index_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_index
 
+# The CUDA backend against the CPU backend, entry by entry; built in every build: skipped
+# without a GPU, and in a build without CUDA it checks that the device API says so.
+check_PROGRAMS += tests/kernels/test_cuda_backend
+tests_kernels_test_cuda_backend_SOURCES = tests/kernels/test_cuda_backend.c tests/kernels/kt.h
+tests_kernels_test_cuda_backend_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/kernels/test_cuda_backend
+
 check_PROGRAMS += tests/vm/test_tensor
 tests_vm_test_tensor_SOURCES = tests/vm/test_tensor.c
 tests_vm_test_tensor_LDADD = libpdlang-internal.la $(PD_LIBS)
@@ -31,3 +38,17 @@ check_PROGRAMS += tests/vm/test_scope
 tests_vm_test_scope_SOURCES = tests/vm/test_scope.c
 tests_vm_test_scope_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_scope
+
+# tests/vm/test_hoist: the loop hoisting pass (vm/hoist.h): what moves, same cost, gradients
+# against the unhoisted program and finite differences (fp64).
+check_PROGRAMS += tests/vm/test_hoist
+tests_vm_test_hoist_SOURCES = tests/vm/test_hoist.c
+tests_vm_test_hoist_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/vm/test_hoist
+
+# tests/vm/test_step_memory: live-byte accounting of the host allocator; a training step of an
+# RNN gives back every byte it allocated once its scope tree is gone.
+check_PROGRAMS += tests/vm/test_step_memory
+tests_vm_test_step_memory_SOURCES = tests/vm/test_step_memory.c
+tests_vm_test_step_memory_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/vm/test_step_memory

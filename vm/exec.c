@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vm/exec_place.h"
 #include "vm/opkernels.h"
 
 /* Where a name of a block's table lives when the block runs. */
@@ -22,6 +23,9 @@ struct pd_exec_op {
   const pd_attr *attr_of;      /* per attribute of def: a copy of the op's value (name NULL:
                                   the op has none, the default applies) */
   pd_exec_block *sub;          /* the prepared "sub_block", or NULL */
+  pd_k_place place;            /* where the kernel computes */
+  const unsigned char *in_where, *out_where;  /* per slot of def: PD_WHERE_*; NULL on the
+                                                 host (nothing moves) */
 };
 
 struct pd_exec_block {
@@ -35,6 +39,7 @@ struct pd_exec_block {
   int *ints;                   /* every op's slot ranges and args, in op order */
   pd_attr *attrs;              /* every op's attribute values, in op order (shallow copies:
                                   lists still point into the program) */
+  unsigned char *wheres;       /* every op's in_where and out_where (GPU place only) */
 };
 
 struct pd_exec {
@@ -45,6 +50,7 @@ struct pd_exec {
   pd_k_rng rng;
   uint64_t ops_run;
   pd_scope *global;            /* during pd_exec_run: the caller's global scope */
+  const pd_k_backend *gpu;     /* the GPU backend when opts.place is PD_K_CUDA */
 };
 
 /* ---------------------------------------------------------------- preparing */
@@ -108,6 +114,7 @@ static void free_block(pd_exec_block *b) {
   pd_free(b->ops);
   pd_free(b->ints);
   pd_free(b->attrs);
+  pd_free(b->wheres);
   pd_free(b->names);
   pd_free(b->descs);
   pd_free(b->where);
@@ -241,6 +248,67 @@ out:
   return st;
 }
 
+/* Mark every op of block b (and of the blocks inside it) as running on the host. */
+static void force_host(pd_exec_block *b) {
+  for (int i = 0; i < b->nops; i++) {
+    b->ops[i].place = PD_K_HOST;
+    if (b->ops[i].sub) force_host(b->ops[i].sub);
+  }
+}
+
+/* On the GPU: each op's place and the rule for each of its slots; a notice for each op type
+ * that stays on the host. */
+static pd_status place_ops(pd_exec *ex) {
+  for (int bi = 0; bi < ex->nblocks; bi++) {
+    pd_exec_block *b = &ex->blocks[bi];
+    size_t n = 0;
+    for (int i = 0; i < b->nops; i++)
+      n += (size_t)(b->ops[i].def->ninputs + b->ops[i].def->noutputs);
+    if (!(b->wheres = pd_malloc(n + 1))) return PD_ENOMEM;
+    unsigned char *w = b->wheres;
+    for (int i = 0; i < b->nops; i++) {
+      pd_exec_op *x = &b->ops[i];
+      const pd_opdef *def = x->def;
+      x->place = pd_exec_gpu_op(def->type) ? PD_K_CUDA : PD_K_HOST;
+      x->in_where = w;
+      for (int d = 0; d < def->ninputs; d++)
+        *w++ = (unsigned char)pd_exec_slot_where(def->type, def->inputs[d].name, true);
+      x->out_where = w;
+      for (int d = 0; d < def->noutputs; d++)
+        *w++ = (unsigned char)pd_exec_slot_where(def->type, def->outputs[d].name, false);
+    }
+  }
+  /* Loops read their steps' values on the host (vm/exec_control.c): their blocks stay there. */
+  for (int bi = 0; bi < ex->nblocks; bi++)
+    for (int i = 0; i < ex->blocks[bi].nops; i++) {
+      pd_exec_op *x = &ex->blocks[bi].ops[i];
+      if (x->sub && pd_exec_host_sub_block(x->def->type)) force_host(x->sub);
+    }
+  if (!ex->opts.notice) return PD_OK;
+  /* One notice per op type: the first op of the type that stays on the host says it. */
+  for (int bi = 0; bi < ex->nblocks; bi++)
+    for (int i = 0; i < ex->blocks[bi].nops; i++) {
+      const pd_exec_op *x = &ex->blocks[bi].ops[i];
+      if (x->place == PD_K_CUDA || (x->sub && pd_exec_host_sub_block(x->def->type))) continue;
+      bool seen = false;
+      for (int bj = 0; bj <= bi && !seen; bj++)
+        for (int j = 0; j < (bj == bi ? i : ex->blocks[bj].nops) && !seen; j++) {
+          const pd_exec_op *y = &ex->blocks[bj].ops[j];
+          seen = y->def == x->def && y->place == PD_K_HOST;
+        }
+      if (seen) continue;
+      char msg[200];
+      if (pd_exec_gpu_op(x->def->type))
+        snprintf(msg, sizeof msg, "op '%s' runs on the CPU inside a loop (its block is run step "
+                 "by step on the host)", x->def->type);
+      else
+        snprintf(msg, sizeof msg, "op '%s' has no GPU kernel: it runs on the CPU, with its data "
+                 "copied there and back", x->def->type);
+      ex->opts.notice(ex->opts.notice_ud, msg);
+    }
+  return PD_OK;
+}
+
 pd_status pd_exec_new(const pd_program *p, const pd_exec_options *opts, pd_exec **out,
                       pd_error *err) {
   *out = NULL;
@@ -262,6 +330,16 @@ pd_status pd_exec_new(const pd_program *p, const pd_exec_options *opts, pd_exec 
     if (st) {
       if (st == PD_ENOMEM)
         pd_error_set(err, st, (pd_loc){0}, "out of memory preparing a program");
+      pd_exec_free(ex);
+      return st;
+    }
+  }
+  if (ex->opts.place == PD_K_CUDA) {
+    ex->gpu = pd_k_cuda();
+    pd_status st = ex->gpu ? place_ops(ex) : PD_EUNSUPPORTED;
+    if (st) {
+      if (st == PD_ENOMEM) pd_error_set(err, st, (pd_loc){0}, "out of memory preparing a program");
+      else pd_error_set(err, st, (pd_loc){0}, "cannot run on the GPU: it is not open");
       pd_exec_free(ex);
       return st;
     }
@@ -351,9 +429,20 @@ static pd_status check_outputs_finite(const pd_exec_ctx *ctx) {
       const pd_variable *v = ctx->vars[idx];
       if (v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) continue;
       int64_t bad;
-      if (!tensor_finite(&v->u.tensor, &bad)) {
-        const pd_tensor *t = &v->u.tensor;
-        double val = t->dtype == PD_FP32 ? PD_TENSOR_F32(t)[bad] : PD_TENSOR_F64(t)[bad];
+      const pd_tensor *t = &v->u.tensor;
+      pd_tensor host;
+      pd_tensor_init(&host);
+      if (pd_tensor_on_gpu(t) && (t->dtype == PD_FP32 || t->dtype == PD_FP64)) {
+        if (pd_tensor_copy_to(&host, t, PD_K_HOST))
+          return pd_ctx_fail(ctx, PD_ERUNTIME, "cannot read output %s (var '%s') to check it: %s",
+                             x->def->outputs[d].name, pd_var_name(v), pd_k_cuda_error());
+        t = &host;
+      }
+      bool finite = tensor_finite(t, &bad);
+      double val = finite ? 0 : t->dtype == PD_FP32 ? PD_TENSOR_F32(t)[bad] : PD_TENSOR_F64(t)[bad];
+      pd_tensor_release(&host);
+      if (!finite) {
+        t = &v->u.tensor;
         char shape[96];
         return pd_ctx_fail(ctx, PD_ERUNTIME,
                            "output %s (var '%s', shape %s) has %s at element %lld "
@@ -361,6 +450,48 @@ static pd_status check_outputs_finite(const pd_exec_ctx *ctx) {
                            x->def->outputs[d].name, pd_var_name(v),
                            pd_ctx_shape_str(t, shape, sizeof shape), isnan(val) ? "NaN" : "Inf",
                            (long long)bad);
+      }
+    }
+  }
+  return PD_OK;
+}
+
+/* Move a var's value(s) to `place`: a tensor, or each tensor of an array. */
+static pd_status move_var(pd_variable *v, pd_k_place place) {
+  pd_status st = PD_OK;
+  if (v->type == PD_VAR_LOD_TENSOR) {
+    st = pd_tensor_to_place(&v->u.tensor, place);
+  } else if (v->type == PD_VAR_LOD_TENSOR_ARRAY) {
+    for (size_t i = 0; i < v->u.array.n && !st; i++)
+      st = pd_tensor_to_place(v->u.array.items[i], place);
+  }
+  return st;
+}
+
+/* On the GPU, before an op runs: its inputs moved to where its kernel reads them, and its
+ * output tensors set to be made there. */
+static pd_status place_args(const pd_exec_ctx *ctx) {
+  const pd_exec_op *x = ctx->xop;
+  for (int io = 0; io < 2; io++) {
+    int nslots = io ? x->def->noutputs : x->def->ninputs;
+    for (int d = 0; d < nslots; d++) {
+      int where = io ? x->out_where[d] : x->in_where[d];
+      if (where == PD_WHERE_ANY) continue;
+      pd_k_place place = where == PD_WHERE_HOST ? PD_K_HOST : x->place;
+      int start = io ? x->out_start[d] : x->in_start[d];
+      int count = io ? x->out_count[d] : x->in_count[d];
+      for (int k = 0; k < count; k++) {
+        int idx = x->args[start + k];
+        if (idx < 0) continue;
+        pd_variable *v = ctx->vars[idx];
+        pd_status st = move_var(v, place);
+        if (st == PD_ENOMEM && place == PD_K_CUDA)
+          return pd_ctx_fail(ctx, st, "out of GPU memory moving '%s' there: %s", pd_var_name(v),
+                             pd_k_cuda_error());
+        if (st)
+          return pd_ctx_fail(ctx, st, "cannot move '%s' to the %s: %s", pd_var_name(v),
+                             place == PD_K_CUDA ? "GPU" : "host",
+                             st == PD_ENOMEM ? "out of memory" : pd_k_cuda_error());
       }
     }
   }
@@ -410,6 +541,10 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
       goto out;
     }
     if ((st = check_inputs(&ctx))) goto out;
+    if (ex->gpu) {
+      ctx.k = x->place == PD_K_CUDA ? ex->gpu : pd_k_cpu();
+      if ((st = place_args(&ctx))) goto out;
+    }
     st = x->kernel(&ctx);
     ex->ops_run++;
     if (st) {
@@ -495,8 +630,9 @@ pd_status pd_exec_run(pd_exec *ex, pd_scope *global, const pd_exec_io *io, pd_sc
                         "cannot fetch '%s': the run left no value in it", name);
       break;
     }
-    if ((st = pd_tensor_copy(io->fetches[i].out, t)))
-      st = pd_error_set(err, st, (pd_loc){0}, "out of memory fetching '%s'", name);
+    if ((st = pd_tensor_copy_to(io->fetches[i].out, t, PD_K_HOST)))
+      st = pd_error_set(err, st, (pd_loc){0}, "%s fetching '%s'",
+                        st == PD_ENOMEM ? "out of memory" : pd_k_cuda_error(), name);
   }
   ex->global = saved;
   if (keep && !st) *keep = run;
@@ -670,7 +806,71 @@ pd_status pd_ctx_fail(const pd_exec_ctx *ctx, pd_status st, const char *fmt, ...
 
 pd_status pd_ctx_check(const pd_exec_ctx *ctx, pd_status st, const char *what) {
   if (!st) return PD_OK;
+  if (pd_ctx_place(ctx) == PD_K_CUDA && *pd_k_cuda_error())
+    return pd_ctx_fail(ctx, st, "%s on the GPU: %s (%s)", what, pd_status_str(st),
+                       pd_k_cuda_error());
   return pd_ctx_fail(ctx, st, "%s: %s", what, pd_status_str(st));
+}
+
+/* ---------------------------------------------------------------- places */
+
+pd_k_place pd_ctx_place(const pd_exec_ctx *ctx) {
+  return ctx->ex && ctx->ex->gpu && ctx->k == ctx->ex->gpu ? PD_K_CUDA : PD_K_HOST;
+}
+
+void *pd_ctx_scratch(const pd_exec_ctx *ctx, size_t nbytes, pd_status *st) {
+  bool gpu = pd_ctx_place(ctx) == PD_K_CUDA;
+  void *p = gpu ? pd_k_dev_alloc(nbytes ? nbytes : 1) : pd_k_host_alloc(nbytes ? nbytes : 1);
+  *st = p ? PD_OK
+          : pd_ctx_fail(ctx, PD_ENOMEM, "out of %smemory for %zu bytes of scratch",
+                        gpu ? "GPU " : "", nbytes);
+  return p;
+}
+
+void pd_ctx_scratch_free(const pd_exec_ctx *ctx, void *p) {
+  if (!p) return;
+  if (pd_ctx_place(ctx) == PD_K_CUDA) pd_k_dev_free(p);
+  else pd_k_host_free(p);
+}
+
+pd_status pd_ctx_copy(const pd_exec_ctx *ctx, void *dst, const void *src, size_t nbytes) {
+  pd_k_place place = pd_ctx_place(ctx);
+  pd_status st = pd_mem_copy(dst, place, src, place, nbytes);
+  return st ? pd_ctx_check(ctx, st, "copy") : PD_OK;
+}
+
+const void *pd_ctx_host_data(const pd_exec_ctx *ctx, const pd_tensor *t, void **tmp,
+                             pd_status *st) {
+  *tmp = NULL;
+  *st = PD_OK;
+  if (!pd_tensor_on_gpu(t)) return pd_tensor_data(t);
+  size_t n = pd_tensor_nbytes(t);
+  if (!(*tmp = pd_k_host_alloc(n ? n : 1))) {
+    *st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory for %zu bytes", n);
+    return NULL;
+  }
+  if ((*st = pd_mem_copy(*tmp, PD_K_HOST, pd_tensor_data(t), PD_K_CUDA, n))) {
+    pd_k_host_free(*tmp);
+    *tmp = NULL;
+    *st = pd_ctx_fail(ctx, *st, "cannot read a value back from the GPU: %s", pd_k_cuda_error());
+    return NULL;
+  }
+  return *tmp;
+}
+
+const void *pd_ctx_at_place(const pd_exec_ctx *ctx, const void *host, size_t nbytes, void **tmp,
+                            pd_status *st) {
+  *tmp = NULL;
+  *st = PD_OK;
+  if (pd_ctx_place(ctx) != PD_K_CUDA) return host;
+  if (!(*tmp = pd_ctx_scratch(ctx, nbytes, st))) return NULL;
+  if ((*st = pd_mem_copy(*tmp, PD_K_CUDA, host, PD_K_HOST, nbytes))) {
+    pd_ctx_scratch_free(ctx, *tmp);
+    *tmp = NULL;
+    *st = pd_ctx_check(ctx, *st, "upload");
+    return NULL;
+  }
+  return *tmp;
 }
 
 const char *pd_ctx_shape_str(const pd_tensor *t, char *buf, size_t n) {

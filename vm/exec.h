@@ -52,6 +52,17 @@ typedef struct pd_exec_options {
   uint64_t seed;
   /* When not NULL, checked between ops: non-zero stops the run with PD_EINTR. For Ctrl-C. */
   volatile sig_atomic_t *interrupt;
+  /* Where ops compute: PD_K_HOST (the default), or PD_K_CUDA, which needs the GPU open
+   * (pd_k_cuda_open; pd_exec_new fails otherwise). On the GPU, each op whose kernel can run
+   * there does (vm/exec_place.c lists them), with its inputs moved to the GPU first; the
+   * others run on the host, with their inputs moved back. Values stay where their last op
+   * left them, so parameters live on the GPU for a whole training run, and data crosses only
+   * at feeds, fetches and around the ops that have no GPU kernel. */
+  pd_k_place place;
+  /* Called once per op type, while preparing, for each op that runs on the host although the
+   * place is the GPU ("op 'accuracy' has no GPU kernel: it runs on the CPU"). May be NULL. */
+  void (*notice)(void *ud, const char *msg);
+  void *notice_ud;
 } pd_exec_options;
 
 /* Prepare every block of p. Unknown op types, ops without a kernel and sub-block attributes
@@ -126,7 +137,8 @@ typedef struct pd_exec_ctx {
   const pd_opdef *def;      /* its registry entry */
   pd_scope *scope;          /* the scope the op's block runs in */
   pd_variable **vars;       /* the block's var table for this run (private) */
-  const pd_k_backend *k;    /* the backend to compute with (pd_k_cpu() for now) */
+  const pd_k_backend *k;    /* the backend to compute with: the CPU's, or the GPU's for an op
+                               placed there (its buffers are then device memory) */
   pd_k_rng *rng;            /* the executor's generator, for random ops with seed 0 */
   pd_error *err;
 } pd_exec_ctx;
@@ -176,6 +188,25 @@ pd_status pd_ctx_fail(const pd_exec_ctx *ctx, pd_status st, const char *fmt, ...
     __attribute__((format(printf, 3, 4)));
 /* A kernel's status turned into an error at the op when the kernel left no message. */
 pd_status pd_ctx_check(const pd_exec_ctx *ctx, pd_status st, const char *what);
+
+/* ---- Places. A kernel may run with ctx->k the GPU backend: its input and output tensors
+ * are then on the GPU, and host code must not read their data directly. These helpers work on
+ * either place. ---- */
+pd_k_place pd_ctx_place(const pd_exec_ctx *ctx);
+/* nbytes of scratch memory where the op computes (an error at the op on failure); free it
+ * with pd_ctx_scratch_free. */
+void *pd_ctx_scratch(const pd_exec_ctx *ctx, size_t nbytes, pd_status *st);
+void pd_ctx_scratch_free(const pd_exec_ctx *ctx, void *p);
+/* Copy nbytes between two buffers of the op's place. */
+pd_status pd_ctx_copy(const pd_exec_ctx *ctx, void *dst, const void *src, size_t nbytes);
+/* t's data readable on the host: t's own data for a host tensor, else a host copy in *tmp
+ * (free with pd_k_host_free; NULL when no copy was made). NULL with an error on failure. */
+const void *pd_ctx_host_data(const pd_exec_ctx *ctx, const pd_tensor *t, void **tmp,
+                             pd_status *st);
+/* nbytes of host data where the op computes: host itself on the host, else a copy in
+ * scratch (*tmp, free with pd_ctx_scratch_free; NULL when no copy was made). */
+const void *pd_ctx_at_place(const pd_exec_ctx *ctx, const void *host, size_t nbytes,
+                            void **tmp, pd_status *st);
 
 /* Shapes in messages: "[64, 784]" into buf (n bytes). Returns buf. */
 const char *pd_ctx_shape_str(const pd_tensor *t, char *buf, size_t n);

@@ -3,7 +3,8 @@
  *                      condition holds (a scalar Cond), or when every Input has rows (a per-row
  *                      if: split_lod_tensor gave each branch its rows);
  *   while              reruns its sub-block, one kept step scope per iteration, while Condition;
- *   recurrent          the for-rnn over a batch of sequences (see pd_kernel_recurrent);
+ *   recurrent          the for-rnn over a batch of sequences, or of sequences of sequences
+ *                      for a loop inside the loop (see pd_kernel_recurrent);
  *   split_lod_tensor / merge_lod_tensor  the row split and the order-preserving merge of a per-row
  *                      if/else; whole sequences move together when X has LoD.
  * The kept scopes are what the backward pass reads; they go with the run scope. */
@@ -328,29 +329,40 @@ pd_status pd_kernel_merge_lod_tensor(pd_exec_ctx *ctx) {
 
 /* ---------------------------------------------------------------- recurrent */
 
-/* The for-rnn. `inputs` are batches of sequences with the same LoD (one level); step k of the
- * loop sees element k of every sequence still running. Sequences are ordered by length, longest
- * first (stable), as Fluid's rank table orders them, so the sequences alive at step k are a
- * prefix of that order: every step-input, memory and output of step k has that prefix's rows,
- * in that order. Each step runs the sub-block in its own scope, kept in `step_scopes`:
- *   - the step input: a var of the step block named like the outer input (rows sliced in);
+/* The for-rnn. `inputs` are batches of sequences with the same LoD; step k of the loop sees
+ * element k of every sequence of the top LoD level that is still running. Sequences are
+ * ordered by length, longest first (stable), as Fluid's rank table orders them, so the
+ * sequences alive at step k are a prefix of that order: every step-input, memory and output of
+ * step k has one unit per sequence of that prefix, in that order. With one LoD level an element
+ * is a row; with more (a loop inside the loop) an element is itself a sequence (of sequences):
+ * the step input is then those elements' rows with the LoD levels below the top, rebased, so
+ * its top level has one sequence per running sequence of x. Each step runs the sub-block in its
+ * own scope, kept in `step_scopes`:
+ *   - the step input: a var of the step block named like the outer input (units sliced in);
  *   - memories: ex_states[i] (the previous value) is the initial_states[i] value at step 0 (a
  *     value with one row per sequence, or one value shared by all, broadcast), then the first
- *     rows of states[i] of the step before; states[i] is what the body computed;
+ *     rows of states[i] of the step before; states[i] is what the body computed. A memory has
+ *     one row per running sequence, whatever the depth of x;
  *   - outputs: each var of `outputs` is computed in every step under its own name and stacked,
- *     after the loop, into a batch of sequences with the inputs' LoD.
+ *     after the loop, into a batch of sequences with x's top level: a step value with one row
+ *     per running sequence gives one row per element (LoD: x's top level); when x has more
+ *     levels, a step value with LoD whose top level has one sequence per running sequence (an
+ *     inner loop's emitted sequences, the step input itself) gives one such sequence per element
+ *     (LoD: x's top level, then the step values' levels stitched together).
  * `reverse` runs each sequence from its last element to its first (the LoD stays the same). */
 
 typedef struct rnn_plan {
   int64_t nseq, maxlen;
-  const int64_t *off;   /* the inputs' row offsets (nseq + 1) */
-  int64_t *order;       /* sequence indices by length, longest first */
+  const int64_t *off;        /* x's top level: sequence s is elements off[s] .. off[s + 1] - 1 */
+  int64_t *order;            /* sequence indices by length, longest first */
   bool reverse;
+  int nsub;                  /* x's LoD levels below the top (0: an element is one row) */
+  const pd_lod_level *sub;   /* those levels (borrowed from x) */
 } rnn_plan;
 
 static int64_t seq_len(const rnn_plan *p, int64_t s) { return p->off[s + 1] - p->off[s]; }
-/* The row of the input that sequence s reads at step k. */
-static int64_t step_row(const rnn_plan *p, int64_t s, int64_t k) {
+/* The element of x that sequence s reads at step k (a row of x when x has one LoD level). */
+static int64_t step_elem(const rnn_plan *p, int64_t s, int64_t k) {
   return p->off[s] + (p->reverse ? seq_len(p, s) - 1 - k : k);
 }
 /* How many sequences are still running at step k (a prefix of the order). */
@@ -398,6 +410,128 @@ static pd_status gather_rows(const pd_exec_ctx *ctx, const pd_tensor *src, const
   return PD_OK;
 }
 
+/* ---- Units with sub-sequences. A unit is a sequence of the top one of some LoD levels
+ * lv[0..nl) (with nl == 0, a row); its rows, and the lengths of its sub-sequences at each level,
+ * are found by following the offsets down. The levels have been validated. */
+
+/* LoD levels under construction: level i holds n[i] offsets, room for cap[i] (one allocation,
+ * sized beforehand: nothing grows). */
+typedef struct lod_build {
+  int nl;
+  int64_t *off[PD_TENSOR_MAX_DIMS];
+  int64_t n[PD_TENSOR_MAX_DIMS], cap[PD_TENSOR_MAX_DIMS];
+  int64_t *mem;
+} lod_build;
+
+/* Checked before sizing arrays of LoD levels: at most PD_TENSOR_MAX_DIMS levels. */
+static pd_status check_levels(const pd_exec_ctx *ctx, int nl) {
+  if (nl <= PD_TENSOR_MAX_DIMS) return PD_OK;
+  return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "%d LoD levels are too many (at most %d)", nl,
+                     PD_TENSOR_MAX_DIMS);
+}
+
+static pd_status lod_build_init(const pd_exec_ctx *ctx, lod_build *b, int nl, const int64_t *cap) {
+  memset(b, 0, sizeof *b);
+  pd_status st = check_levels(ctx, nl);
+  if (st) return st;
+  size_t total = 0;
+  for (int i = 0; i < nl; i++) total += (size_t)cap[i];
+  if (!(b->mem = pd_malloc(sizeof *b->mem * (total + 1))))
+    return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  b->nl = nl;
+  int64_t *at = b->mem;
+  for (int i = 0; i < nl; i++) {
+    b->off[i] = at;
+    b->cap[i] = cap[i];
+    b->n[i] = 1;
+    at[0] = 0;
+    at += cap[i];
+  }
+  return PD_OK;
+}
+
+static void lod_build_free(lod_build *b) { pd_free(b->mem); }
+
+/* Unit u of lv[0..nl): its rows [*rb, *re), and, with b, its sub-sequences' lengths appended to
+ * b's levels first..first + nl - 1 (as offsets continuing from each level's last one). */
+static pd_status unit_span(const pd_exec_ctx *ctx, const pd_lod_level *lv, int nl, int64_t u,
+                           lod_build *b, int first, int64_t *rb, int64_t *re) {
+  int64_t lo = u, hi = u + 1;
+  for (int i = 0; i < nl; i++) {
+    if (b) {
+      int64_t *o = b->off[first + i];
+      if (b->n[first + i] + (hi - lo) > b->cap[first + i])
+        return pd_ctx_fail(ctx, PD_ERUNTIME, "LoD level %d outgrew its %lld offsets", first + i,
+                           (long long)b->cap[first + i]);
+      for (int64_t v = lo; v < hi; v++, b->n[first + i]++)
+        o[b->n[first + i]] = o[b->n[first + i] - 1] + lv[i].offsets[v + 1] - lv[i].offsets[v];
+    }
+    int64_t nlo = lv[i].offsets[lo], nhi = lv[i].offsets[hi];
+    lo = nlo;
+    hi = nhi;
+  }
+  *rb = lo;
+  *re = hi;
+  return PD_OK;
+}
+
+/* Set t's LoD: `top` (ntop offsets, or none when NULL) above b's levels. */
+static pd_status set_built_lod(const pd_exec_ctx *ctx, pd_tensor *t, const int64_t *top,
+                               int64_t ntop, const lod_build *b) {
+  const int64_t *offs[PD_TENSOR_MAX_DIMS + 1];
+  int64_t lens[PD_TENSOR_MAX_DIMS + 1];
+  int nl = 0;
+  if (top) {
+    offs[nl] = top;
+    lens[nl++] = ntop;
+  }
+  for (int i = 0; i < b->nl; i++) {
+    offs[nl] = b->off[i];
+    lens[nl++] = b->n[i];
+  }
+  pd_status st = pd_tensor_set_lod(t, nl, offs, lens);
+  return st ? pd_ctx_fail(ctx, st, "out of memory") : PD_OK;
+}
+
+/* dst = the elements elems[0..n) of x, in that order: one row each when x has one LoD level,
+ * else each element's rows with the levels below the top, rebased (p->nsub levels). */
+static pd_status gather_elems(const pd_exec_ctx *ctx, const rnn_plan *p, const pd_tensor *x,
+                              const int64_t *elems, int64_t n, pd_tensor *dst) {
+  if (p->nsub == 0) return gather_rows(ctx, x, elems, n, false, dst);
+  const pd_lod_level *lv = x->lod + 1;
+  int64_t cap[PD_TENSOR_MAX_DIMS];
+  for (int i = 0; i < p->nsub; i++) cap[i] = lv[i].n;
+  lod_build b;
+  pd_status st = lod_build_init(ctx, &b, p->nsub, cap);
+  if (st) return st;
+  int64_t rows = 0;
+  for (int64_t r = 0; r < n && !st; r++) {
+    int64_t rb, re;
+    st = unit_span(ctx, lv, p->nsub, elems[r], &b, 0, &rb, &re);
+    rows += re - rb;
+  }
+  int64_t dims[PD_TENSOR_MAX_DIMS];
+  memcpy(dims, x->dims, sizeof *dims * (size_t)x->ndims);
+  dims[0] = rows;
+  if (!st) st = pd_ctx_resize(ctx, dst, x->dtype, x->ndims, dims);
+  if (!st) {
+    size_t rb_bytes = x->dims[0] ? pd_tensor_nbytes(x) / (size_t)x->dims[0] : 0;
+    char *d = pd_tensor_data(dst);
+    const char *s = pd_tensor_data(x);
+    int64_t at = 0;
+    for (int64_t r = 0; r < n && !st; r++) {
+      int64_t rb, re;
+      st = unit_span(ctx, lv, p->nsub, elems[r], NULL, 0, &rb, &re);
+      if (!st && re > rb)
+        memcpy(d + (size_t)at * rb_bytes, s + (size_t)rb * rb_bytes, (size_t)(re - rb) * rb_bytes);
+      at += re - rb;
+    }
+  }
+  if (!st) st = set_built_lod(ctx, dst, NULL, 0, &b);
+  lod_build_free(&b);
+  return st;
+}
+
 static pd_tensor *step_tensor(pd_scope *scope, const char *name) {
   pd_variable *v = pd_scope_var(scope, name);
   return v ? pd_var_tensor(v) : NULL;
@@ -410,10 +544,10 @@ static pd_status rnn_step(pd_exec_ctx *ctx, const rnn_plan *p, int64_t k, pd_sco
   int64_t n = alive(p, k);
   pd_status st;
   for (int j = 0; j < pd_ctx_nin(ctx, "inputs"); j++) {
-    for (int64_t r = 0; r < n; r++) rows[r] = step_row(p, p->order[r], k);
+    for (int64_t r = 0; r < n; r++) rows[r] = step_elem(p, p->order[r], k);
     pd_tensor *t = step_tensor(scope, pd_ctx_in_name(ctx, "inputs", j));
     if (!t) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-    if ((st = gather_rows(ctx, pd_ctx_in_at(ctx, "inputs", j), rows, n, false, t))) return st;
+    if ((st = gather_elems(ctx, p, pd_ctx_in_at(ctx, "inputs", j), rows, n, t))) return st;
   }
   for (int i = 0; i < nst; i++) {
     pd_tensor *pre = step_tensor(scope, ex[i]);
@@ -449,27 +583,115 @@ static pd_status rnn_step(pd_exec_ctx *ctx, const rnn_plan *p, int64_t k, pd_sco
   return pd_ctx_run_sub_block(ctx, scope);
 }
 
+/* The STRINGS attribute `name` (NULL and 0 when absent). */
+static const char *const *str_list(const pd_exec_ctx *ctx, const char *name, int *n) {
+  const pd_attr *a = pd_ctx_attr_raw(ctx, name);
+  *n = a && a->type == PD_ATTR_STRINGS ? a->n : 0;
+  return *n ? (const char *const *)a->strings : NULL;
+}
+
+/* Is `name` one of the memories' states (stacked one row per element, never by sequence)? */
+static bool is_state(const pd_exec_ctx *ctx, const char *name) {
+  int n;
+  const char *const *states = str_list(ctx, "states", &n);
+  for (int i = 0; i < n; i++)
+    if (strcmp(states[i], name) == 0) return true;
+  return false;
+}
+
+/* Step k's value of output `name` (NULL when the step has none). */
+static const pd_tensor *step_value(pd_variable *steps, int64_t k, const char *name) {
+  pd_variable *v = pd_scope_find_local_var(pd_var_step_scope(steps, (size_t)k), name);
+  return v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor) ? &v->u.tensor
+                                                                                   : NULL;
+}
+
+/* Stack output `name` by sequence (x has levels below the top and the step values have LoD):
+ * element e of the result is unit r of step k's value, where sequence order[r] read element e
+ * at step k. */
+static pd_status rnn_stack_nested(pd_exec_ctx *ctx, const rnn_plan *p, pd_variable *steps,
+                                  const char *name, const pd_tensor *first, pd_tensor *out) {
+  int m = first->nlod;
+  int64_t total = p->off[p->nseq], rows = 0, cap[PD_TENSOR_MAX_DIMS];
+  pd_status st = check_levels(ctx, m);
+  if (st) return st;
+  for (int i = 0; i < m; i++) cap[i] = 1;
+  for (int64_t k = 0; k < p->maxlen; k++) {
+    const pd_tensor *t = step_value(steps, k, name);
+    int64_t n = alive(p, k);
+    char sh[96];
+    if (t->nlod != m || t->lod[0].n - 1 != n)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "output '%s' of step %lld must have %d LoD level%s with "
+                                         "one sequence per running sequence (%lld), it has %d "
+                                         "level%s (shape %s)",
+                         name, (long long)k, m, m == 1 ? "" : "s", (long long)n, t->nlod,
+                         t->nlod == 1 ? "" : "s", pd_ctx_shape_str(t, sh, sizeof sh));
+    if ((st = pd_tensor_validate_lod(t, ctx->err)))
+      return pd_ctx_fail(ctx, st, "output '%s' of step %lld: %s", name, (long long)k,
+                         ctx->err && ctx->err->msg ? ctx->err->msg : "bad LoD");
+    for (int i = 0; i < m; i++) cap[i] += t->lod[i].n - 1;
+    rows += t->dims[0];
+  }
+  /* Where each element comes from. */
+  int64_t *src = pd_malloc(sizeof *src * (size_t)(2 * total + 1));
+  if (!src) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  for (int64_t k = 0; k < p->maxlen; k++)
+    for (int64_t r = 0, n = alive(p, k); r < n; r++) {
+      int64_t e = step_elem(p, p->order[r], k);
+      src[2 * e] = k;
+      src[2 * e + 1] = r;
+    }
+  lod_build b;
+  st = lod_build_init(ctx, &b, m, cap);
+  int64_t dims[PD_TENSOR_MAX_DIMS];
+  memcpy(dims, first->dims, sizeof *dims * (size_t)first->ndims);
+  dims[0] = rows;
+  if (!st) st = pd_ctx_resize(ctx, out, first->dtype, first->ndims, dims);
+  if (!st) {
+    size_t row_bytes = first->dims[0] ? pd_tensor_nbytes(first) / (size_t)first->dims[0]
+                                      : pd_dtype_size(first->dtype);
+    for (int d = 1; !first->dims[0] && d < first->ndims; d++) row_bytes *= (size_t)first->dims[d];
+    char *d = pd_tensor_data(out);
+    int64_t at = 0;
+    for (int64_t e = 0; e < total && !st; e++) {
+      const pd_tensor *t = step_value(steps, src[2 * e], name);
+      int64_t rb, re;
+      st = unit_span(ctx, t->lod, m, src[2 * e + 1], &b, 0, &rb, &re);
+      if (!st && re > rb)
+        memcpy(d + (size_t)at * row_bytes, (const char *)pd_tensor_data(t) + (size_t)rb * row_bytes,
+               (size_t)(re - rb) * row_bytes);
+      at += re - rb;
+    }
+  }
+  if (!st) st = set_built_lod(ctx, out, p->off, p->nseq + 1, &b);
+  lod_build_free(&b);
+  pd_free(src);
+  return st;
+}
+
 /* Stack output `name` of every step into the outer tensor out, sequences in the inputs' order. */
 static pd_status rnn_stack(pd_exec_ctx *ctx, const rnn_plan *p, pd_variable *steps,
                            const char *name, pd_tensor *out) {
   const pd_tensor *first = NULL;
+  bool nested = false;
   for (int64_t k = 0; k < p->maxlen; k++) {
-    pd_variable *v = pd_scope_find_local_var(pd_var_step_scope(steps, (size_t)k), name);
-    const pd_tensor *t = v && v->type == PD_VAR_LOD_TENSOR ? &v->u.tensor : NULL;
+    const pd_tensor *t = step_value(steps, k, name);
     int64_t n = alive(p, k);
-    if (!t || !pd_tensor_initialized(t) || t->ndims == 0 || t->dims[0] != n) {
+    if (k == 0 && t && t->ndims > 0 && p->nsub > 0 && t->nlod > 0 && !is_state(ctx, name))
+      nested = true;
+    if (!t || t->ndims == 0 || (!nested && t->dims[0] != n)) {
       char sh[96];
       return pd_ctx_fail(ctx, PD_ESHAPE, "output '%s' of step %lld must have one row per running "
                                          "sequence (%lld), it is %s",
                          name, (long long)k, (long long)n,
-                         t && pd_tensor_initialized(t) ? pd_ctx_shape_str(t, sh, sizeof sh)
-                                                       : "missing");
+                         t ? pd_ctx_shape_str(t, sh, sizeof sh) : "missing");
     }
     if (!first) first = t;
     else if (t->dtype != first->dtype || t->ndims != first->ndims ||
              memcmp(t->dims + 1, first->dims + 1, sizeof *t->dims * (size_t)(t->ndims - 1)))
       return pd_ctx_fail(ctx, PD_ESHAPE, "output '%s' changes shape between steps", name);
   }
+  if (nested) return rnn_stack_nested(ctx, p, steps, name, first, out);
   int64_t dims[PD_TENSOR_MAX_DIMS] = {0};
   int nd = 2;
   pd_dtype dt = PD_FP32;
@@ -493,11 +715,10 @@ static pd_status rnn_stack(pd_exec_ctx *ctx, const rnn_plan *p, pd_variable *ste
   size_t row_bytes = pd_tensor_nbytes(out) / (size_t)(dims[0] ? dims[0] : 1);
   char *d = pd_tensor_data(out);
   for (int64_t k = 0; k < p->maxlen; k++) {
-    pd_variable *v = pd_scope_find_local_var(pd_var_step_scope(steps, (size_t)k), name);
-    const char *s = pd_tensor_data(&v->u.tensor);
+    const char *s = pd_tensor_data(step_value(steps, k, name));
     int64_t n = alive(p, k);
     for (int64_t r = 0; r < n; r++)
-      memcpy(d + (size_t)step_row(p, p->order[r], k) * row_bytes, s + (size_t)r * row_bytes,
+      memcpy(d + (size_t)step_elem(p, p->order[r], k) * row_bytes, s + (size_t)r * row_bytes,
              row_bytes);
   }
   const int64_t *lv = p->off;
@@ -506,40 +727,80 @@ static pd_status rnn_stack(pd_exec_ctx *ctx, const rnn_plan *p, pd_variable *ste
   return PD_OK;
 }
 
-/* The STRINGS attribute `name` (NULL and 0 when absent). */
-static const char *const *str_list(const pd_exec_ctx *ctx, const char *name, int *n) {
-  const pd_attr *a = pd_ctx_attr_raw(ctx, name);
-  *n = a && a->type == PD_ATTR_STRINGS ? a->n : 0;
-  return *n ? (const char *const *)a->strings : NULL;
+/* x's LoD as "[[0, 2, 3], [0, 3, 5, 9]]" into buf (cut short with "..." when long). */
+static const char *lod_str(const pd_tensor *x, char *buf, size_t cap) {
+  size_t at = 0;
+  buf[0] = 0;
+#define PUT(...)                                                            \
+  do {                                                                      \
+    if (at < cap) at += (size_t)snprintf(buf + at, cap - at, __VA_ARGS__); \
+  } while (0)
+  PUT("[");
+  for (int l = 0; l < x->nlod; l++) {
+    PUT("%s[", l ? ", " : "");
+    for (int64_t i = 0; i < x->lod[l].n; i++)
+      PUT("%s%lld", i ? ", " : "", (long long)x->lod[l].offsets[i]);
+    PUT("]");
+  }
+  PUT("]");
+#undef PUT
+  if (at >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
+  return buf;
 }
 
 /* Check the op's sequences and memories and sort the sequences by length (p->order, heap,
- * freed with pd_free). */
-static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p) {
+ * freed with pd_free). With `declared`, x must have as many LoD levels as its var declares (the
+ * compiler gave the loop's body one level fewer: a loop inside the loop needs two). */
+static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p, bool declared) {
   memset(p, 0, sizeof *p);
   int nin = pd_ctx_nin(ctx, "inputs");
   if (nin < 1) return pd_ctx_fail(ctx, PD_EINVAL, "no sequence to loop over");
   const pd_tensor *x = pd_ctx_in_at(ctx, "inputs", 0);
-  if (!x || x->nlod != 1 || x->ndims == 0) {
-    char sh[96];
+  const char *xname = pd_ctx_in_name(ctx, "inputs", 0);
+  char sh[96];
+  if (!x || x->nlod < 1 || x->ndims == 0)
     return pd_ctx_fail(ctx, PD_EINVAL,
-                       "for (t in x) needs x to be a batch of sequences with one LoD level; "
-                       "'%s' has %d levels and shape %s",
-                       pd_ctx_in_name(ctx, "inputs", 0), x ? x->nlod : 0,
-                       x ? pd_ctx_shape_str(x, sh, sizeof sh) : "?");
+                       "for (t in x) needs x to be a batch of sequences (a tensor with LoD); "
+                       "'%s' has %d LoD levels and shape %s",
+                       xname, x ? x->nlod : 0, x ? pd_ctx_shape_str(x, sh, sizeof sh) : "?");
+  const pd_block *sub = pd_ctx_sub_block(ctx);
+  const pd_block *blk = sub ? pd_program_block(sub->program, sub->parent_idx) : NULL;
+  const pd_var_desc *xd = declared && blk ? pd_block_find_var_visible(blk, xname, NULL) : NULL;
+  int want = xd && xd->lod_level > 0 ? xd->lod_level : x->nlod; /* 0: not declared, any depth */
+  if (x->nlod != want) {
+    char lod[160];
+    lod_str(x, lod, sizeof lod);
+    if (x->nlod < want)
+      return pd_ctx_fail(ctx, PD_ESHAPE,
+                         "the sequence it loops over has %d LoD level%s (lod %s), but it was "
+                         "declared with lod_level = %d (each step a batch of sequences, for a loop "
+                         "inside the loop)",
+                         x->nlod, x->nlod == 1 ? "" : "s", lod, want);
+    return pd_ctx_fail(ctx, PD_ESHAPE,
+                       "the sequence it loops over has %d LoD levels (lod %s), but it was declared "
+                       "with lod_level = %d (each step one element of each sequence); declare it "
+                       "with lod_level = %d to loop over its sequences of sequences",
+                       x->nlod, lod, want, x->nlod);
   }
   pd_status st = pd_tensor_validate_lod(x, ctx->err);
-  if (st) return pd_ctx_fail(ctx, st, "input '%s': %s", pd_ctx_in_name(ctx, "inputs", 0),
+  if (st) return pd_ctx_fail(ctx, st, "input '%s': %s", xname,
                              ctx->err && ctx->err->msg ? ctx->err->msg : "bad LoD");
+  if ((st = check_levels(ctx, x->nlod))) return st;
   p->nseq = x->lod[0].n - 1;
   p->off = x->lod[0].offsets;
+  p->nsub = x->nlod - 1;
+  p->sub = x->lod + 1;
   p->reverse = pd_ctx_attr_bool(ctx, "reverse");
   for (int j = 1; j < nin; j++) {
     const pd_tensor *y = pd_ctx_in_at(ctx, "inputs", j);
-    if (!y || y->nlod != 1 || y->lod[0].n != x->lod[0].n ||
-        memcmp(y->lod[0].offsets, p->off, sizeof *p->off * (size_t)x->lod[0].n))
+    bool same = y && y->nlod == x->nlod;
+    for (int l = 0; same && l < x->nlod; l++)
+      same = y->lod[l].n == x->lod[l].n &&
+             !memcmp(y->lod[l].offsets, x->lod[l].offsets, sizeof *p->off * (size_t)x->lod[l].n);
+    if (same && x->nlod > 1) same = y->ndims > 0 && y->dims[0] == x->dims[0];
+    if (!same)
       return pd_ctx_fail(ctx, PD_ESHAPE, "inputs '%s' and '%s' have different sequence lengths",
-                         pd_ctx_in_name(ctx, "inputs", 0), pd_ctx_in_name(ctx, "inputs", j));
+                         xname, pd_ctx_in_name(ctx, "inputs", j));
   }
   p->order = pd_malloc(sizeof *p->order * (size_t)(p->nseq + 1));
   len_idx *keys = pd_malloc(sizeof *keys * (size_t)(p->nseq + 1));
@@ -561,7 +822,7 @@ static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p) {
 
 pd_status pd_kernel_recurrent(pd_exec_ctx *ctx) {
   rnn_plan p;
-  pd_status st = rnn_plan_make(ctx, &p);
+  pd_status st = rnn_plan_make(ctx, &p, true);
   if (st) return st;
   int64_t *rows = NULL;
   int nex, nstates;
@@ -782,17 +1043,79 @@ pd_status pd_kernel_merge_lod_tensor_grad(pd_exec_ctx *ctx) {
   return st;
 }
 
+/* dst = the rows of src (a gradient of the output `like`, stacked by sequence: its top level
+ * x's, its elements sequences) that the elements elems[0..n) cover, in that order. */
+static pd_status gather_spans(const pd_exec_ctx *ctx, const pd_tensor *src, const pd_tensor *like,
+                              const int64_t *elems, int64_t n, pd_tensor *dst) {
+  if (src->dtype != like->dtype || pd_tensor_nbytes(src) != pd_tensor_nbytes(like) ||
+      like->ndims == 0) {
+    char a[96], b[96];
+    return pd_ctx_fail(ctx, PD_ESHAPE, "an output's gradient is %s %s, its value %s %s",
+                       pd_dtype_name(src->dtype), pd_ctx_shape_str(src, a, sizeof a),
+                       pd_dtype_name(like->dtype), pd_ctx_shape_str(like, b, sizeof b));
+  }
+  size_t row_bytes = like->dims[0] ? pd_tensor_nbytes(like) / (size_t)like->dims[0] : 0;
+  int64_t rows = 0, rb, re;
+  pd_status st = PD_OK;
+  for (int64_t r = 0; r < n && !st; r++) {
+    st = unit_span(ctx, like->lod + 1, like->nlod - 1, elems[r], NULL, 0, &rb, &re);
+    rows += re - rb;
+  }
+  int64_t dims[PD_TENSOR_MAX_DIMS];
+  memcpy(dims, like->dims, sizeof *dims * (size_t)like->ndims);
+  dims[0] = rows;
+  if (!st) st = pd_ctx_resize(ctx, dst, like->dtype, like->ndims, dims);
+  int64_t at = 0;
+  for (int64_t r = 0; r < n && !st; r++) {
+    st = unit_span(ctx, like->lod + 1, like->nlod - 1, elems[r], NULL, 0, &rb, &re);
+    if (!st && re > rb)
+      memcpy((char *)pd_tensor_data(dst) + (size_t)at * row_bytes,
+             (const char *)pd_tensor_data(src) + (size_t)rb * row_bytes,
+             (size_t)(re - rb) * row_bytes);
+    at += re - rb;
+  }
+  return st;
+}
+
+/* The gradient gi of a step input (the elements elems[0..n) of x, gathered by gather_elems)
+ * written back to those elements' rows of d (shaped like x). */
+static pd_status scatter_elems(const pd_exec_ctx *ctx, const rnn_plan *p, const char *name,
+                               const int64_t *elems, int64_t n, const pd_tensor *gi, pd_tensor *d) {
+  size_t row_bytes = d->dims[0] ? pd_tensor_nbytes(d) / (size_t)d->dims[0] : 0;
+  int64_t rows = 0, rb, re;
+  pd_status st = PD_OK;
+  for (int64_t r = 0; r < n && !st; r++) {
+    st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re);
+    rows += re - rb;
+  }
+  if (st) return st;
+  if (gi->dtype != d->dtype || pd_tensor_nbytes(gi) != row_bytes * (size_t)rows)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of step input '%s' has the wrong size", name);
+  int64_t at = 0;
+  for (int64_t r = 0; r < n && !st; r++) {
+    st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re);
+    if (!st && re > rb)
+      memcpy((char *)pd_tensor_data(d) + (size_t)rb * row_bytes,
+             (const char *)pd_tensor_data(gi) + (size_t)at * row_bytes,
+             (size_t)(re - rb) * row_bytes);
+    at += re - rb;
+  }
+  return st;
+}
+
 /* Backward through time. For each step k from the last to the first, in a child of step k's
  * kept scope: the gradients of the step's outputs are the rows of outputs@GRAD for that step
- * (zero when an output has no gradient), and a memory's new value also gets the gradient of
- * the previous value as step k + 1 used it (rows of the sequences still running there: a
- * prefix). The gradient block then gives the step inputs', memories' and parameters'
- * gradients: step inputs' rows go to inputs@GRAD, parameters' add up over the steps, and the
- * memories' at step 0 are the initial states' (summed over the sequences when the initial
- * value was one shared value). */
+ * (zero when an output has no gradient; for an output stacked by sequence, the rows of the
+ * step's elements, found through the forward output's LoD), and a memory's new value also gets
+ * the gradient of the previous value as step k + 1 used it (rows of the sequences still
+ * running there: a prefix). The gradient block then gives the step inputs', memories' and
+ * parameters' gradients: step inputs' rows go back to the rows of their elements in
+ * inputs@GRAD, parameters' add up over the steps, and the memories' at step 0 are the initial
+ * states' (summed over the sequences when the initial value was one shared value). A loop
+ * inside the loop has its own recurrent_grad in the gradient block, run at every step. */
 pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
   rnn_plan p;
-  pd_status st = rnn_plan_make(ctx, &p);
+  pd_status st = rnn_plan_make(ctx, &p, false);
   if (st) return st;
   int nex, nstates;
   const char *const *ex = str_list(ctx, "ex_states", &nex);
@@ -833,7 +1156,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
       st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
       break;
     }
-    for (int64_t r = 0; r < n; r++) rows[r] = step_row(&p, p.order[r], k);
+    for (int64_t r = 0; r < n; r++) rows[r] = step_elem(&p, p.order[r], k);
     /* Seeds: the outputs' gradients for this step. */
     for (int o = 0; o < nout && !st; o++) {
       const char *name = pd_ctx_in_name(ctx, "outputs", o);
@@ -848,10 +1171,25 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
         break;
       }
       const pd_tensor *dout = pd_ctx_in_at(ctx, "outputs@GRAD", o);
-      if (dout && pd_tensor_initialized(dout)) st = gather_rows(ctx, dout, rows, n, false, seed);
-      else st = zeros_like(ctx, seed, val);
+      const pd_tensor *fo = pd_ctx_in_at(ctx, "outputs", o);
+      bool nested = fo && fo->nlod > 1; /* stacked by sequence (rnn_stack_nested) */
+      if (dout && pd_tensor_initialized(dout) && nested) {
+        st = gather_spans(ctx, dout, fo, rows, n, seed);
+        if (!st && pd_tensor_numel(seed) != pd_tensor_numel(val)) {
+          char a[96], b[96];
+          st = pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of output '%s' at step %lld is %s, its "
+                                           "value %s",
+                           name, (long long)k, pd_ctx_shape_str(seed, a, sizeof a),
+                           pd_ctx_shape_str(val, b, sizeof b));
+        }
+      } else if (dout && pd_tensor_initialized(dout)) {
+        st = gather_rows(ctx, dout, rows, n, false, seed);
+      } else {
+        st = zeros_like(ctx, seed, val);
+      }
       if (!st && seed->ndims != val->ndims)
         st = pd_ctx_check(ctx, pd_tensor_reshape(seed, val->ndims, val->dims), "reshape");
+      if (!st && nested) st = pd_ctx_check(ctx, pd_tensor_copy_lod(seed, val), "lod");
     }
     /* A memory's new value: plus the gradient its next step sent back. */
     for (int i = 0; i < nex && next && !st; i++) {
@@ -895,15 +1233,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
       pd_tensor *d = pd_ctx_out_at(ctx, "inputs@GRAD", j);
       const pd_tensor *gi = d ? inner_grad(g, pd_ctx_in_name(ctx, "inputs", j)) : NULL;
       if (!gi) continue;
-      size_t rb = d->dims[0] ? pd_tensor_nbytes(d) / (size_t)d->dims[0] : 0;
-      if (gi->dtype != d->dtype || pd_tensor_nbytes(gi) != rb * (size_t)n) {
-        st = pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of step input '%s' has the wrong size",
-                         pd_ctx_in_name(ctx, "inputs", j));
-        break;
-      }
-      for (int64_t r = 0; r < n; r++)
-        memcpy((char *)pd_tensor_data(d) + (size_t)rows[r] * rb,
-               (const char *)pd_tensor_data(gi) + (size_t)r * rb, rb);
+      st = scatter_elems(ctx, &p, pd_ctx_in_name(ctx, "inputs", j), rows, n, gi, d);
     }
     for (int j = 0; j < nparam && !st; j++) {
       pd_tensor *d = pd_ctx_out_at(ctx, "parameters@GRAD", j);

@@ -22,7 +22,8 @@ pd_status pd_infer_sequence_pool(pd_infer_ctx *c) {
 
 /* lod_reset: X's data with new sequence boundaries: those of Y (its LoD, or its data when it has
  * none), or target_lod (offsets from 0 to X's first dim); with append, they are added as a new
- * innermost level. Out has X's shape. */
+ * innermost level. target_lod may instead end at the number of X's top-level sequences when X
+ * has LoD: it groups them, a new top level (checked at run time). Out has X's shape. */
 pd_status pd_infer_lod_reset(pd_infer_ctx *c) {
   const pd_var_desc *x, *y = NULL;
   pd_infer_dims d;
@@ -30,6 +31,7 @@ pd_status pd_infer_lod_reset(pd_infer_ctx *c) {
   pd_status st = pd_infer_in(c, "X", 0, &x, &d);
   if (st) return st;
   if (pd_infer_nin(c, "Y") > 0 && (st = pd_infer_in(c, "Y", 0, &y, NULL))) return st;
+  bool group = false;
   if (!y) {
     int n = pd_infer_attr_len(c, "target_lod");
     if (n < 2)
@@ -42,12 +44,14 @@ pd_status pd_infer_lod_reset(pd_infer_ctx *c) {
       return pd_infer_fail(c, PD_EINVAL, "target_lod %s must start at 0 and never decrease",
                            pd_infer_attr_ints_str(c, "target_lod", sl));
     int64_t last = pd_infer_attr_ints_at(c, "target_lod", n - 1);
-    if (d.n > 0 && d.d[0] >= 0 && last != d.d[0])
+    group = x->lod_level > 0 && !pd_infer_attr_bool(c, "append") && d.n > 0 && d.d[0] >= 0 &&
+            last != d.d[0];
+    if (d.n > 0 && d.d[0] >= 0 && last != d.d[0] && !group)
       return pd_infer_fail(c, PD_ESHAPE, "target_lod %s ends at %" PRId64 " but X %s has %" PRId64
                            " rows", pd_infer_attr_ints_str(c, "target_lod", sl), last,
                            pd_infer_dims_str(&d, s), d.d[0]);
   }
   int level = y && y->lod_level > 0 ? y->lod_level : 1;
-  if (pd_infer_attr_bool(c, "append")) level = x->lod_level + 1;
+  if (pd_infer_attr_bool(c, "append") || group) level = x->lod_level + 1;
   return pd_infer_set_out(c, "Out", 0, &d, x->dtype, level);
 }

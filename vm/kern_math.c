@@ -244,11 +244,9 @@ static pd_status resize_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_te
   return resize(ctx, out, like->dtype, like->ndims, like->dims, lod);
 }
 
-/* Scratch memory for one kernel call (pd_k_host_free it). */
+/* Scratch memory for one kernel call, where the op computes (pd_ctx_scratch_free it). */
 static void *scratch(const pd_exec_ctx *ctx, size_t nbytes, pd_status *st) {
-  void *p = pd_k_host_alloc(nbytes ? nbytes : 1);
-  *st = p ? PD_OK : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory for %zu bytes of scratch", nbytes);
-  return p;
+  return pd_ctx_scratch(ctx, nbytes, st);
 }
 
 /* A one-element scalar of dtype dt (for broadcasting against a tensor), converted from v. */
@@ -260,10 +258,12 @@ typedef union scalar {
   uint8_t b;
 } scalar;
 
+/* A host value: converted by the CPU's cast whatever the op's place. */
 static scalar make_scalar(const pd_exec_ctx *ctx, pd_dtype dt, double v) {
+  (void)ctx;
   scalar s;
   memset(&s, 0, sizeof s);
-  ctx->k->cast(PD_FP64, &v, dt, &s, 1);
+  pd_k_cpu()->cast(PD_FP64, &v, dt, &s, 1);
   return s;
 }
 
@@ -283,35 +283,55 @@ static pd_status norm_axis(const pd_exec_ctx *ctx, const char *attr, int64_t v, 
   return PD_OK;
 }
 
-/* Hard labels as int64 (int32 ones are converted into scratch *buf, freed by the caller), each
- * checked to be in [0, classes) or ignore_index. */
+/* Hard labels as int64 where the op computes, each checked (on the host) to be in
+ * [0, classes) or ignore_index. int32 labels, and labels checked on the host for a GPU op, are
+ * converted or uploaded into scratch *buf (pd_ctx_scratch_free it; NULL when none was made). */
 static pd_status hard_labels(const pd_exec_ctx *ctx, const pd_tensor *label, int64_t rows,
                              int64_t classes, int64_t ignore, const int64_t **out, void **buf) {
   pd_status st = PD_OK;
   *buf = NULL;
-  if (label->dtype == PD_INT64) {
-    *out = PD_TENSOR_I64(label);
-  } else if (label->dtype == PD_INT32) {
-    int64_t *l = scratch(ctx, (size_t)rows * sizeof *l, &st);
-    if (!l) return st;
-    const int32_t *s = PD_TENSOR_I32(label);
-    for (int64_t r = 0; r < rows; r++) l[r] = s[r];
-    *buf = l;
-    *out = l;
-  } else {
+  if (label->dtype != PD_INT64 && label->dtype != PD_INT32)
     return pd_ctx_fail(ctx, PD_ETYPE, "hard Label (var '%s') must be int64 or int32, got %s",
                        in_name(ctx, "Label", 0), pd_dtype_name(label->dtype));
+  void *htmp = NULL;
+  const void *hv = pd_ctx_host_data(ctx, label, &htmp, &st);
+  if (!hv) return st;
+  const int64_t *l64 = hv;
+  int64_t *conv = NULL;
+  if (label->dtype == PD_INT32) {
+    if (!(conv = pd_k_host_alloc((size_t)rows * sizeof *conv + 1))) {
+      pd_k_host_free(htmp);
+      return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    }
+    const int32_t *s = hv;
+    for (int64_t r = 0; r < rows; r++) conv[r] = s[r];
+    l64 = conv;
   }
-  for (int64_t r = 0; r < rows; r++) {
-    int64_t l = (*out)[r];
-    if ((l < 0 || l >= classes) && l != ignore) {
-      pd_k_host_free(*buf);
-      *buf = NULL;
-      return pd_ctx_fail(ctx, PD_EINVAL, "label %" PRId64 " out of range [0, %" PRId64
-                         ") in row %" PRId64, l, classes, r);
+  for (int64_t r = 0; r < rows && !st; r++) {
+    int64_t l = l64[r];
+    if ((l < 0 || l >= classes) && l != ignore)
+      st = pd_ctx_fail(ctx, PD_EINVAL, "label %" PRId64 " out of range [0, %" PRId64
+                       ") in row %" PRId64, l, classes, r);
+  }
+  if (!st) {
+    if (!conv && pd_ctx_place(ctx) == PD_K_CUDA) {
+      *out = PD_TENSOR_I64(label);   /* int64 on the GPU already */
+    } else if (!conv) {
+      *out = l64;
+    } else {
+      void *placed = NULL;
+      *out = pd_ctx_at_place(ctx, conv, (size_t)rows * sizeof *conv, &placed, &st);
+      if (!st && !placed) {  /* on the host: hand over the converted copy */
+        *buf = conv;
+        conv = NULL;
+      } else {
+        *buf = placed;
+      }
     }
   }
-  return PD_OK;
+  pd_k_host_free(conv);
+  pd_k_host_free(htmp);
+  return st;
 }
 
 /* ================================================================ elementwise binary ops */
@@ -403,7 +423,7 @@ static pd_status sum_to(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64
   pd_status st;
   if (na == 0) {
     if (sign == 1.0) {
-      if (n && d != dout) memcpy(d, dout, (size_t)n * pd_dtype_size(dt));
+      if (n && d != dout) return pd_ctx_copy(ctx, d, dout, (size_t)n * pd_dtype_size(dt));
       return PD_OK;
     }
     return k_check(ctx, ctx->k->scale(dt, n, dout, sign, 0.0, d), dt);
@@ -414,7 +434,7 @@ static pd_status sum_to(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64
     st = ctx->k->fill(dt, rows, ones, 1.0);
     if (!st)
       st = ctx->k->gemm(dt, false, false, 1, n, rows, sign, ones, ld(rows), dout, n, 0.0, d, n);
-    pd_k_host_free(ones);
+    pd_ctx_scratch_free(ctx, ones);
     return k_check(ctx, st, dt);
   }
   if ((st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, nd, od, dout, na, axes, d), dt)))
@@ -471,9 +491,22 @@ pd_status pd_kernel_elementwise_pow_grad(pd_exec_ctx *ctx) { return elementwise_
 
 /* relu, square and abs of int32/int64 through the broadcast binary kernels (the unary ones are
  * float only): max(x, 0), x * x, max(x, 0 - x). out is not x (the caller unaliased). */
+static pd_status unary_int_with(const pd_exec_ctx *ctx, pd_k_unop op, const pd_tensor *x,
+                                pd_tensor *out, const void *zero);
 static pd_status unary_int(const pd_exec_ctx *ctx, pd_k_unop op, const pd_tensor *x,
                            pd_tensor *out) {
-  static const int64_t zero = 0;  /* a 0 of either width */
+  static const int64_t zero_host = 0;  /* a 0 of either width */
+  pd_status st;
+  void *ztmp = NULL;
+  const void *zp = pd_ctx_at_place(ctx, &zero_host, sizeof zero_host, &ztmp, &st);
+  if (!zp) return st;
+  st = unary_int_with(ctx, op, x, out, zp);
+  pd_ctx_scratch_free(ctx, ztmp);
+  return st;
+}
+
+static pd_status unary_int_with(const pd_exec_ctx *ctx, pd_k_unop op, const pd_tensor *x,
+                                pd_tensor *out, const void *zero) {
   pd_dtype dt = x->dtype;
   const void *xd = pd_tensor_data(x);
   void *od = pd_tensor_data(out);
@@ -481,11 +514,11 @@ static pd_status unary_int(const pd_exec_ctx *ctx, pd_k_unop op, const pd_tensor
   const int64_t *dims = x->dims;
   switch (op) {
     case PD_K_RELU:
-      return k_check(ctx, ctx->k->binary(PD_K_MAX, dt, nd, dims, xd, 0, NULL, &zero, -1, od), dt);
+      return k_check(ctx, ctx->k->binary(PD_K_MAX, dt, nd, dims, xd, 0, NULL, zero, -1, od), dt);
     case PD_K_SQUARE:
       return k_check(ctx, ctx->k->binary(PD_K_MUL, dt, nd, dims, xd, nd, dims, xd, -1, od), dt);
     default: {
-      pd_status st = ctx->k->binary(PD_K_SUB, dt, 0, NULL, &zero, nd, dims, xd, -1, od);
+      pd_status st = ctx->k->binary(PD_K_SUB, dt, 0, NULL, zero, nd, dims, xd, -1, od);
       if (!st) st = ctx->k->binary(PD_K_MAX, dt, nd, dims, xd, nd, dims, od, -1, od);
       return k_check(ctx, st, dt);
     }
@@ -586,7 +619,8 @@ static pd_status scale_factor(const pd_exec_ctx *ctx, double *a) {
     return pd_ctx_fail(ctx, PD_ESHAPE, "ScaleTensor (var '%s') must hold one value, got %s",
                        in_name(ctx, "ScaleTensor", 0), shape_str(s, buf));
   if ((st = want_number(ctx, "ScaleTensor", s))) return st;
-  return k_check(ctx, ctx->k->cast(s->dtype, pd_tensor_data(s), PD_FP64, a, 1), s->dtype);
+  /* ScaleTensor stays on the host (vm/exec_place.c): the CPU's cast reads it. */
+  return k_check(ctx, pd_k_cpu()->cast(s->dtype, pd_tensor_data(s), PD_FP64, a, 1), s->dtype);
 }
 
 pd_status pd_kernel_scale(pd_exec_ctx *ctx) {
@@ -609,17 +643,22 @@ pd_status pd_kernel_scale(pd_exec_ctx *ctx) {
     st = ctx->k->scale(dt, n, pd_tensor_data(x), a, after ? b : a * b, pd_tensor_data(out));
   } else {
     /* Integers as Fluid does them: scale and bias converted to the dtype first. */
-    scalar sa = make_scalar(ctx, dt, a), sb = make_scalar(ctx, dt, b);
+    scalar sab[2] = {make_scalar(ctx, dt, a), make_scalar(ctx, dt, b)};
     int nd = x->ndims;
     const int64_t *d = x->dims;
-    void *o = pd_tensor_data(out);
+    void *o = pd_tensor_data(out), *tmp = NULL;
+    /* Both scalars where the op computes (one upload on the GPU). */
+    const char *ab = pd_ctx_at_place(ctx, sab, sizeof sab, &tmp, &st);
+    if (!ab) goto done;
+    const void *sa = ab, *sb = ab + sizeof sab[0];
     if (after) {
-      st = ctx->k->binary(PD_K_MUL, dt, nd, d, pd_tensor_data(x), 0, NULL, &sa, -1, o);
-      if (!st) st = ctx->k->binary(PD_K_ADD, dt, nd, d, o, 0, NULL, &sb, -1, o);
+      st = ctx->k->binary(PD_K_MUL, dt, nd, d, pd_tensor_data(x), 0, NULL, sa, -1, o);
+      if (!st) st = ctx->k->binary(PD_K_ADD, dt, nd, d, o, 0, NULL, sb, -1, o);
     } else {
-      st = ctx->k->binary(PD_K_ADD, dt, nd, d, pd_tensor_data(x), 0, NULL, &sb, -1, o);
-      if (!st) st = ctx->k->binary(PD_K_MUL, dt, nd, d, o, 0, NULL, &sa, -1, o);
+      st = ctx->k->binary(PD_K_ADD, dt, nd, d, pd_tensor_data(x), 0, NULL, sb, -1, o);
+      if (!st) st = ctx->k->binary(PD_K_MUL, dt, nd, d, o, 0, NULL, sa, -1, o);
     }
+    pd_ctx_scratch_free(ctx, tmp);
   }
   st = k_check(ctx, st, dt);
 done:
@@ -1014,7 +1053,8 @@ pd_status pd_kernel_sum(pd_exec_ctx *ctx) {
   if ((st = out1(ctx, "Out", &out)) || (st = in1(ctx, "X", &x0)) || (st = want_number(ctx, "X", x0)))
     return st;
   const pd_tensor *xs[64], **x = xs;
-  if (n > 64 && !(x = scratch(ctx, (size_t)n * sizeof *x, &st))) return st;
+  if (n > 64 && !(x = pd_k_host_alloc((size_t)n * sizeof *x)))  /* host: pointers */
+    return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
   hold h;
   hold_init(&h);
   pd_dtype dt = x0->dtype;
@@ -1047,9 +1087,13 @@ pd_status pd_kernel_sum(pd_exec_ctx *ctx) {
     for (int i = 0; i < n; i++) again += i != self && x[i] == out;
     if (again) {
       scalar f = make_scalar(ctx, dt, again + 1);
-      st = k_check(ctx, ctx->k->binary(PD_K_MUL, dt, nd, dims, pd_tensor_data(out), 0, NULL, &f,
-                                       -1, pd_tensor_data(out)),
-                   dt);
+      void *ftmp = NULL;
+      const void *fp = pd_ctx_at_place(ctx, &f, pd_dtype_size(dt), &ftmp, &st);
+      if (fp)
+        st = k_check(ctx, ctx->k->binary(PD_K_MUL, dt, nd, dims, pd_tensor_data(out), 0, NULL, fp,
+                                         -1, pd_tensor_data(out)),
+                     dt);
+      pd_ctx_scratch_free(ctx, ftmp);
     }
     for (int i = 0; i < n && !st; i++)
       if (i != self && x[i] != out)
@@ -1069,8 +1113,7 @@ pd_status pd_kernel_sum(pd_exec_ctx *ctx) {
   dims = x[0]->dims;  /* x0 may be out, which the resize rewrites */
   if ((st = resize(ctx, out, dt, nd, dims, x[0]))) goto done;
   if (n == 1) {
-    size_t bytes = pd_tensor_nbytes(out);
-    if (bytes) memcpy(pd_tensor_data(out), pd_tensor_data(x[0]), bytes);
+    st = pd_ctx_copy(ctx, pd_tensor_data(out), pd_tensor_data(x[0]), pd_tensor_nbytes(out));
   } else {
     st = ctx->k->binary(PD_K_ADD, dt, nd, dims, pd_tensor_data(x[0]), nd, dims,
                         pd_tensor_data(x[1]), -1, pd_tensor_data(out));
@@ -1105,8 +1148,7 @@ pd_status pd_kernel_sum_grad(pd_exec_ctx *ctx) {
     hold_init(&h);
     if (!(st = unalias(ctx, &h, dx, &like)) && !(st = unalias(ctx, &h, dx, &lod)) &&
         !(st = resize(ctx, dx, dout->dtype, like->ndims, like->dims, lod))) {
-      size_t bytes = pd_tensor_nbytes(dx);
-      if (bytes) memcpy(pd_tensor_data(dx), pd_tensor_data(dout), bytes);
+      st = pd_ctx_copy(ctx, pd_tensor_data(dx), pd_tensor_data(dout), pd_tensor_nbytes(dx));
     }
     hold_free(&h);
     if (st) return st;
@@ -1145,7 +1187,11 @@ pd_status pd_kernel_mean_grad(pd_exec_ctx *ctx) {
   if (pd_tensor_numel(dout) != 1)
     return pd_ctx_fail(ctx, PD_ESHAPE, "Out@GRAD (var '%s') must hold one value, got %s",
                        in_name(ctx, "Out@GRAD", 0), shape_str(dout, s));
-  double g = x->dtype == PD_FP32 ? PD_TENSOR_F32(dout)[0] : PD_TENSOR_F64(dout)[0];
+  void *gtmp = NULL;
+  const void *gv = pd_ctx_host_data(ctx, dout, &gtmp, &st);
+  if (!gv) return st;
+  double g = x->dtype == PD_FP32 ? *(const float *)gv : *(const double *)gv;
+  pd_k_host_free(gtmp);
   int64_t n = pd_tensor_numel(x);
   hold h;
   hold_init(&h);
@@ -1249,7 +1295,7 @@ static pd_status reduce_prod(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const 
     case PD_INT64: PROD_LOOP(int64_t, int64_t, MUL_I); break;
     default: st = k_check(ctx, PD_EUNSUPPORTED, dt); break;
   }
-  pd_k_host_free(buf);
+  pd_ctx_scratch_free(ctx, buf);
   return st;
 }
 
@@ -1290,7 +1336,7 @@ static pd_status reduce_prod_grad(const pd_exec_ctx *ctx, pd_dtype dt, int nd,
   int64_t *zeros = (int64_t *)(pnz + on);
   if (dt == PD_FP32) PROD_GRAD_LOOP(float);
   else PROD_GRAD_LOOP(double);
-  pd_k_host_free(pnz);
+  pd_ctx_scratch_free(ctx, pnz);
   return PD_OK;
 }
 
@@ -1337,7 +1383,7 @@ static pd_status reduce(pd_exec_ctx *ctx, int op) {
     }
   }
 done:
-  pd_k_host_free(conv);
+  pd_ctx_scratch_free(ctx, conv);
   hold_free(&h);
   return st;
 }
@@ -1390,7 +1436,7 @@ static pd_status reduce_grad(pd_exec_ctx *ctx, int op) {
                                      pd_tensor_data(dx)),
                  dt);
 done:
-  pd_k_host_free(conv);
+  pd_ctx_scratch_free(ctx, conv);
   hold_free(&h);
   return st;
 }
@@ -1536,7 +1582,7 @@ pd_status pd_kernel_cross_entropy(pd_exec_ctx *ctx) {
                                      pd_tensor_data(y)),
                x->dtype);
 done:
-  pd_k_host_free(buf);
+  pd_ctx_scratch_free(ctx, buf);
   hold_free(&h);
   return st;
 }
@@ -1579,7 +1625,7 @@ pd_status pd_kernel_cross_entropy_grad(pd_exec_ctx *ctx) {
                                             ignore, pd_tensor_data(dy), pd_tensor_data(dx)),
                  x->dtype);
 done:
-  pd_k_host_free(buf);
+  pd_ctx_scratch_free(ctx, buf);
   hold_free(&h);
   return st;
 }
@@ -1682,8 +1728,8 @@ pd_status pd_kernel_softmax_with_cross_entropy(pd_exec_ctx *ctx) {
                  dt);
   }
 done:
-  pd_k_host_free(work);
-  pd_k_host_free(labbuf);
+  pd_ctx_scratch_free(ctx, work);
+  pd_ctx_scratch_free(ctx, labbuf);
   hold_free(&h);
   return st;
 }
@@ -1749,8 +1795,8 @@ pd_status pd_kernel_softmax_with_cross_entropy_grad(pd_exec_ctx *ctx) {
     goto done;
   st = swap_last2(ctx, dt, p.pre, p.post, p.classes, w, pd_tensor_data(dx));
 done:
-  pd_k_host_free(work);
-  pd_k_host_free(labbuf);
+  pd_ctx_scratch_free(ctx, work);
+  pd_ctx_scratch_free(ctx, labbuf);
   hold_free(&h);
   return st;
 }
@@ -1830,8 +1876,8 @@ static pd_status logical(pd_exec_ctx *ctx, pd_k_logop op) {
                                     PD_TENSOR_BOOL(out)),
                PD_BOOL);
 done:
-  pd_k_host_free(bx);
-  pd_k_host_free(by);
+  pd_ctx_scratch_free(ctx, bx);
+  pd_ctx_scratch_free(ctx, by);
   hold_free(&h);
   return st;
 }
@@ -1909,7 +1955,7 @@ pd_status pd_kernel_arg_max(pd_exec_ctx *ctx) {
     st = k_check(ctx, ctx->k->cast(PD_INT64, idx, PD_INT32, pd_tensor_data(out), pre * post),
                  PD_INT64);
 done:
-  if (idx && dt == PD_INT32) pd_k_host_free(idx);
+  if (idx && dt == PD_INT32) pd_ctx_scratch_free(ctx, idx);
   hold_free(&h);
   return st;
 }

@@ -412,11 +412,21 @@ pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
   if ((st = get_out(ctx, "Out", 0, &out)) || (st = out_resize(ctx, out, dt, nd, dims, NULL)))
     return st;
   int64_t n = numel_of(out);
-  if (dt == PD_INT64 && exact) {
+  if (dt == PD_INT64 && exact && pd_ctx_place(ctx) == PD_K_HOST) {
     int64_t *o = PD_TENSOR_I64(out);
     for (int64_t i = 0; i < n; i++) o[i] = iv;
     return PD_OK;
   }
+  if (dt == PD_INT64 && exact && (iv > (1ll << 53) || iv < -(1ll << 53))) {
+    /* Beyond doubles' exact integers, on the GPU: the values made on the host, uploaded. */
+    int64_t *o = pd_k_host_alloc((size_t)n * sizeof *o + 1);
+    if (!o) return nomem(ctx);
+    for (int64_t i = 0; i < n; i++) o[i] = iv;
+    st = pd_mem_copy(pd_tensor_data(out), PD_K_CUDA, o, PD_K_HOST, (size_t)n * sizeof *o);
+    pd_k_host_free(o);
+    return pd_ctx_check(ctx, st, "upload");
+  }
+  if (dt == PD_INT64 && exact) v = (double)iv;
   return pd_ctx_check(ctx, ctx->k->fill(dt, n, pd_tensor_data(out), v), "fill");
 }
 
@@ -1330,7 +1340,10 @@ static pd_status last_level(const pd_exec_ctx *ctx, const char *slot, const pd_t
 
 /* lod_reset: Out = X's data with new sequence boundaries: Y's LoD when Y has one, else Y's data
  * (int offsets), else target_lod. With append the offsets become a new innermost level under
- * X's LoD (Y's whole LoD replaces X's, as Fluid, append or not). */
+ * X's LoD (Y's whole LoD replaces X's, as Fluid, append or not). Beyond Fluid: without append,
+ * offsets that end at the number of X's top-level sequences rather than at its rows (an error
+ * in Fluid) group those sequences: a new top level above X's LoD. That is how
+ * sequence(..., lod_level = 2) makes sequences of sequences. */
 pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
   const pd_tensor *x, *y = opt_in(ctx, "Y", 0);
   pd_tensor *out;
@@ -1345,6 +1358,7 @@ pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
   pd_tensor_init(&ty);
   scratch sc = {0};
   int64_t *level = NULL, nlev = 0;
+  bool group = false; /* target_lod groups X's top-level sequences (see above) */
   if ((st = unalias(ctx, &y, out, &ty))) goto out;
   if (y && y->nlod > 0) {
     const pd_lod_level *yl = &y->lod[y->nlod - 1];
@@ -1382,7 +1396,9 @@ pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
                        "decrease", what, dims_str(nlev < 32 ? (int)nlev : 32, level, sl, sizeof sl));
       goto out;
     }
-    if (level[nlev - 1] != rows) {
+    group = !pd_ctx_attr_bool(ctx, "append") && x->nlod > 0 && level[nlev - 1] != rows &&
+            level[nlev - 1] == x->lod[0].n - 1;
+    if (level[nlev - 1] != rows && !group) {
       st = pd_ctx_fail(ctx, PD_ESHAPE, "%s %s ends at %" PRId64 " but X %s has %" PRId64 " rows",
                        what, dims_str(nlev < 32 ? (int)nlev : 32, level, sl, sizeof sl),
                        level[nlev - 1], SHP(x, s), rows);
@@ -1390,7 +1406,7 @@ pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
     }
   }
   bool append = pd_ctx_attr_bool(ctx, "append") && !(y && y->nlod > 0);
-  if (append && (st = unalias(ctx, &x, out, &tx))) goto out;
+  if ((append || group) && (st = unalias(ctx, &x, out, &tx))) goto out;
   if (out != x) {
     if ((st = out_resize(ctx, out, x->dtype, x->ndims, x->dims, NULL))) goto out;
     if (pd_tensor_nbytes(x)) memcpy(pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x));
@@ -1410,6 +1426,20 @@ pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
     }
     offs[x->nlod] = level;
     lens[x->nlod] = nlev;
+    if (pd_tensor_set_lod(out, x->nlod + 1, offs, lens)) st = nomem(ctx);
+  } else if (group) {
+    const int64_t *offs[MAXD + 1];
+    int64_t lens[MAXD + 1];
+    if (x->nlod >= MAXD) {
+      st = pd_ctx_fail(ctx, PD_EUNSUPPORTED, "X already has %d LoD levels", x->nlod);
+      goto out;
+    }
+    offs[0] = level;
+    lens[0] = nlev;
+    for (int l = 0; l < x->nlod; l++) {
+      offs[l + 1] = x->lod[l].offsets;
+      lens[l + 1] = x->lod[l].n;
+    }
     if (pd_tensor_set_lod(out, x->nlod + 1, offs, lens)) st = nomem(ctx);
   } else {
     const int64_t *offs[1] = {level};

@@ -1,5 +1,6 @@
-/* reader.c -- the in-memory dataset behind vm/reader.h (named fields of N samples each) and
- * the byte stream the loaders read files through (plain or gzip, zlib on the pd_malloc hook). */
+/* reader.c -- the in-memory dataset behind vm/reader.h (named fields of N samples each, of a
+ * fixed shape or ragged sequences) and the byte stream the loaders read files through (plain or
+ * gzip, zlib on the pd_malloc hook). */
 #include "config.h"
 #include "vm/reader.h"
 #include "vm/reader_int.h"
@@ -18,7 +19,8 @@ typedef struct dataset_field {
   pd_dtype dtype;
   int ndims;
   int64_t dims[PD_TENSOR_MAX_DIMS];
-  void *data;   /* n samples, owned */
+  void *data;         /* n samples (a sequence field: all their rows), owned */
+  int64_t *offsets;   /* a sequence field: n + 1 row offsets, owned; else NULL */
 } dataset_field;
 
 struct pd_dataset {
@@ -41,9 +43,10 @@ pd_status pd_dataset_new(int64_t n, pd_dataset **out, pd_error *err) {
   return PD_OK;
 }
 
-pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
-                               const int64_t *dims, void **data, pd_error *err) {
-  *data = NULL;
+/* The checks common to both kinds of field; *bytes = the bytes of one sample (of one row for a
+ * sequence field). */
+static pd_status check_field(const pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
+                             const int64_t *dims, uint64_t *bytes, pd_error *err) {
   size_t len = name ? strlen(name) : 0;
   if (len < 1 || len > PD_DATASET_NAME_MAX)
     return pd_error_set(err, PD_EINVAL, nowhere, "a field name has 1 to %d bytes, not %zu",
@@ -59,15 +62,36 @@ pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, 
     return pd_error_set(err, PD_EINVAL, nowhere,
                         "field '%s': a sample has rank 0 to %d, not %d", name,
                         PD_TENSOR_MAX_DIMS - 1, ndims);
-  uint64_t bytes = pd_dtype_size(dtype);
+  uint64_t b = pd_dtype_size(dtype);
   for (int k = 0; k < ndims; k++) {
     if (dims[k] < 1)
       return pd_error_set(err, PD_EINVAL, nowhere, "field '%s': dim %d is %lld, not >= 1", name,
                           k, (long long)dims[k]);
-    if ((uint64_t)dims[k] > (uint64_t)INT64_MAX / bytes)
+    if ((uint64_t)dims[k] > (uint64_t)INT64_MAX / b)
       return pd_error_set(err, PD_EINVAL, nowhere, "field '%s': the sample size overflows", name);
-    bytes *= (uint64_t)dims[k];
+    b *= (uint64_t)dims[k];
   }
+  *bytes = b;
+  return PD_OK;
+}
+
+static void put_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
+                      const int64_t *dims, void *data, int64_t *offsets) {
+  dataset_field *f = &d->f[d->nfields++];
+  memcpy(f->name, name, strlen(name) + 1);
+  f->dtype = dtype;
+  f->ndims = ndims;
+  for (int k = 0; k < ndims; k++) f->dims[k] = dims[k];
+  f->data = data;
+  f->offsets = offsets;
+}
+
+pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
+                               const int64_t *dims, void **data, pd_error *err) {
+  *data = NULL;
+  uint64_t bytes;
+  pd_status st = check_field(d, name, dtype, ndims, dims, &bytes, err);
+  if (st) return st;
   if (bytes > SIZE_MAX / (uint64_t)d->n || bytes * (uint64_t)d->n > (uint64_t)INT64_MAX)
     return pd_error_set(err, PD_EINVAL, nowhere,
                         "field '%s': %lld samples of %llu bytes overflow the address space",
@@ -77,12 +101,50 @@ pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, 
     return pd_error_set(err, PD_ENOMEM, nowhere,
                         "out of memory for field '%s' (%lld samples of %llu bytes)", name,
                         (long long)d->n, (unsigned long long)bytes);
-  dataset_field *f = &d->f[d->nfields++];
-  memcpy(f->name, name, len + 1);
-  f->dtype = dtype;
-  f->ndims = ndims;
-  for (int k = 0; k < ndims; k++) f->dims[k] = dims[k];
-  f->data = p;
+  put_field(d, name, dtype, ndims, dims, p, NULL);
+  *data = p;
+  return PD_OK;
+}
+
+pd_status pd_dataset_add_seq_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
+                                   const int64_t *dims, const int64_t *lengths, void **data,
+                                   pd_error *err) {
+  *data = NULL;
+  uint64_t bytes;
+  pd_status st = check_field(d, name, dtype, ndims, dims, &bytes, err);
+  if (st) return st;
+  if (!lengths)
+    return pd_error_set(err, PD_EINVAL, nowhere, "field '%s': a sequence field needs lengths",
+                        name);
+  uint64_t rows = 0;
+  for (int64_t i = 0; i < d->n; i++) {
+    if (lengths[i] < 0)
+      return pd_error_set(err, PD_EINVAL, nowhere,
+                          "field '%s': sample %lld has length %lld, not >= 0", name, (long long)i,
+                          (long long)lengths[i]);
+    if ((uint64_t)lengths[i] > (uint64_t)INT64_MAX - rows)
+      return pd_error_set(err, PD_EINVAL, nowhere, "field '%s': the total length overflows",
+                          name);
+    rows += (uint64_t)lengths[i];
+  }
+  if ((uint64_t)d->n + 1 > SIZE_MAX / sizeof(int64_t) ||
+      (rows && (bytes > SIZE_MAX / rows || bytes * rows > (uint64_t)INT64_MAX)))
+    return pd_error_set(err, PD_EINVAL, nowhere,
+                        "field '%s': %llu rows of %llu bytes overflow the address space", name,
+                        (unsigned long long)rows, (unsigned long long)bytes);
+  int64_t *off = pd_malloc(((size_t)d->n + 1) * sizeof *off);
+  void *p = pd_calloc(rows ? (size_t)rows : 1, (size_t)bytes);
+  if (!off || !p) {
+    pd_free(off);
+    pd_free(p);
+    return pd_error_set(err, PD_ENOMEM, nowhere,
+                        "out of memory for field '%s' (%lld samples, %llu rows of %llu bytes)",
+                        name, (long long)d->n, (unsigned long long)rows,
+                        (unsigned long long)bytes);
+  }
+  off[0] = 0;
+  for (int64_t i = 0; i < d->n; i++) off[i + 1] = off[i] + lengths[i];
+  put_field(d, name, dtype, ndims, dims, p, off);
   *data = p;
   return PD_OK;
 }
@@ -122,9 +184,22 @@ const void *pd_dataset_field_data(const pd_dataset *d, int i) {
   return f ? f->data : NULL;
 }
 
+bool pd_dataset_field_is_seq(const pd_dataset *d, int i) {
+  const dataset_field *f = field_at(d, i);
+  return f && f->offsets;
+}
+
+const int64_t *pd_dataset_field_offsets(const pd_dataset *d, int i) {
+  const dataset_field *f = field_at(d, i);
+  return f ? f->offsets : NULL;
+}
+
 void pd_dataset_free(pd_dataset *d) {
   if (!d) return;
-  for (int i = 0; i < d->nfields; i++) pd_free(d->f[i].data);
+  for (int i = 0; i < d->nfields; i++) {
+    pd_free(d->f[i].data);
+    pd_free(d->f[i].offsets);
+  }
   pd_free(d);
 }
 

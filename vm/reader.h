@@ -1,10 +1,18 @@
-/* reader.h -- training data: in-memory datasets read from IDX (MNIST, Fashion-MNIST), CSV and
- * NumPy .npy files, and batchers that cut a dataset into (optionally shuffled) minibatches,
- * prefetching the next batch on a second thread while the caller computes.
+/* reader.h -- training data: in-memory datasets read from IDX (MNIST, Fashion-MNIST), CSV,
+ * NumPy .npy and text files (fixed windows, or one variable-length sequence per line), and
+ * batchers that cut a dataset into (optionally shuffled) minibatches, prefetching the next batch
+ * on a second thread while the caller computes.
  *
  * A dataset holds N samples of a few named fields; every field has a dtype and a per-sample shape
  * and stores its N samples contiguously (row-major, sample after sample). A batch of `rows`
  * samples of a field is a tensor of shape [rows, per-sample dims...].
+ *
+ * A sequence field (pd_dataset_add_seq_field) is ragged instead: sample i is a sequence of
+ * len_i >= 0 rows, each row of one fixed inner shape (rank 0: one element per row). Its data is
+ * every sample's rows, sample after sample, with offsets[i] = len_0 + ... + len_{i-1} (N + 1
+ * offsets, offsets[N] = the total rows). A batch of samples s_1..s_k of it is one tensor
+ * [len_{s_1} + ... + len_{s_k}, inner dims...] holding their rows in batch order, with the
+ * one-level LoD [[0, len_{s_1}, len_{s_1} + len_{s_2}, ...]] (Fluid's LoDTensor of sequences).
  *
  * Ownership: a pd_dataset owns its names and data; the loaders hand a new one to the caller, who
  * releases it with pd_dataset_free. A pd_batcher borrows its dataset (which must outlive it and
@@ -43,10 +51,16 @@ const char *pd_dataset_field_name(const pd_dataset *d, int i);   /* owned by d *
 int pd_dataset_field_index(const pd_dataset *d, const char *name);  /* -1 when absent */
 pd_dtype pd_dataset_field_dtype(const pd_dataset *d, int i);
 /* Writes the per-sample dims into dims (room for PD_TENSOR_MAX_DIMS) and returns the per-sample
- * rank (>= 1 for the loaders below). */
+ * rank (>= 1 for the loaders below). For a sequence field: the dims and rank of one row. */
 int pd_dataset_field_shape(const pd_dataset *d, int i, int64_t *dims);
-/* The N samples of field i, contiguous (owned by d; NULL when i is out of range). */
+/* The N samples of field i, contiguous (owned by d; NULL when i is out of range). For a
+ * sequence field: all the rows, sample after sample. */
 const void *pd_dataset_field_data(const pd_dataset *d, int i);
+/* Whether field i is a sequence field (false when i is out of range). */
+bool pd_dataset_field_is_seq(const pd_dataset *d, int i);
+/* A sequence field's N + 1 row offsets (sample j is rows [off[j], off[j + 1]); owned by d), or
+ * NULL for a fixed-shape field or i out of range. */
+const int64_t *pd_dataset_field_offsets(const pd_dataset *d, int i);
 void pd_dataset_free(pd_dataset *d);   /* NULL is a no-op */
 
 /* ---- Building a dataset in memory (the loaders use these; so can tests and programs). ---- */
@@ -57,6 +71,14 @@ pd_status pd_dataset_new(int64_t n, pd_dataset **out, pd_error *err);
  * zero-filled, owned by d) is returned in *data for the caller to fill. */
 pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
                                const int64_t *dims, void **data, pd_error *err);
+/* Add a sequence field: the same rules for name, dtype and the shape of one row (ndims, dims;
+ * ndims 0 is one element per row), and lengths[0..n) >= 0, the rows of each sample (borrowed).
+ * Its storage (sum(lengths) rows, zero-filled, owned by d; non-NULL even for 0 rows) is returned
+ * in *data for the caller to fill, sample after sample. PD_EINVAL for a negative length or
+ * sizes that overflow. */
+pd_status pd_dataset_add_seq_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
+                                   const int64_t *dims, const int64_t *lengths, void **data,
+                                   pd_error *err);
 
 /* ---- Loaders: on success *out is a new dataset owned by the caller; on failure *out = NULL. */
 
@@ -107,6 +129,32 @@ pd_status pd_dataset_npy(const char *path, const char *label_path, pd_dataset **
  * position), both int64 [length], byte values 0..255. */
 pd_status pd_dataset_text(const char *path, int64_t length, pd_dataset **out, pd_error *err);
 
+/* Text files, one sample per line, for classifying variable-length sequences (vm/reader_lines.c).
+ * A line ends at '\n' (a '\r' before it is dropped; the last line needs no '\n'); a line
+ * that is empty or holds only spaces and tabs is skipped, and so is a line of fewer than
+ * min_length bytes; a line of more than max_length bytes (when max_length > 0) keeps its first
+ * max_length. The lines that are not blank are numbered 1, 2, ... within each file; with split
+ * TRAIN or TEST, line k is a test line when k % test_every == 0, else a training line: every
+ * test_every-th line of each file, whatever min_length and max_length are, so the two splits
+ * never overlap, even when read with different lengths. Samples come file after file, in line
+ * order. Fields:
+ *   "x":     a sequence field, int64 rows of shape [1]: the line's bytes (0..255), one per row;
+ *   "label": int64 [1], the index of the line's file in paths.
+ * Errors name the file: a missing or unreadable one; a file with no line kept (PD_EFORMAT,
+ * "lines: PATH has no line of at least N characters"); a split with no line (PD_EFORMAT); bad
+ * options (PD_EINVAL: npaths < 1, min_length < 1, 0 < max_length < min_length, test_every < 2). */
+typedef enum pd_lines_split { PD_LINES_ALL, PD_LINES_TRAIN, PD_LINES_TEST } pd_lines_split;
+
+typedef struct pd_lines_options {
+  int64_t min_length;    /* >= 1 */
+  int64_t max_length;    /* 0: no limit */
+  pd_lines_split split;
+  int64_t test_every;    /* >= 2; used with TRAIN and TEST */
+} pd_lines_options;
+
+pd_status pd_dataset_lines(int npaths, const char *const *paths, const pd_lines_options *o,
+                           pd_dataset **out, pd_error *err);
+
 /* ---- Minibatches ---- */
 typedef struct pd_batcher pd_batcher;
 
@@ -119,7 +167,9 @@ typedef struct pd_batcher_options {
 } pd_batcher_options;
 
 /* A batcher over d (borrowed). It starts at epoch 0, as if pd_batcher_start_epoch(b, 0) had been
- * called. PD_EINVAL for batch < 1; PD_ERUNTIME when the prefetch thread cannot start. */
+ * called. PD_EINVAL for batch < 1; PD_ERUNTIME when the prefetch thread cannot start. With
+ * prefetch, the staging buffers hold the largest batch there can be (for a sequence field, with
+ * shuffle: the `batch` longest sequences together). */
 pd_status pd_batcher_new(const pd_dataset *d, const pd_batcher_options *o, pd_batcher **out,
                          pd_error *err);
 /* Rewind to the start of epoch `epoch` (>= 0; PD_EINVAL otherwise). With shuffle the order is
@@ -131,9 +181,13 @@ pd_status pd_batcher_new(const pd_dataset *d, const pd_batcher_options *o, pd_ba
 pd_status pd_batcher_start_epoch(pd_batcher *b, int epoch);
 /* The next batch of the epoch: fields[i] (the caller's tensors, one per dataset field, in
  * field order) get the field's dtype, shape [rows, per-sample dims...], the samples' data, and
- * no LoD; *rows is the batch size. At the end of the epoch *rows = 0 and the tensors are left
+ * no LoD; *rows is the batch size (samples). A sequence field's tensor gets instead the
+ * samples' rows one sequence after another, shape [their total rows, row dims...], and the LoD
+ * [[0, len of the batch's 1st sample, + len of its 2nd, ...]] in batch order (with shuffle,
+ * whole sequences move). At the end of the epoch *rows = 0 and the tensors are left
  * alone. The last batch may be short (rows < batch) unless drop_last. On failure (PD_ENOMEM
- * resizing a tensor) the batch is not consumed: the next call returns it again. */
+ * resizing a tensor or setting its LoD) the batch is not consumed: the next call returns it
+ * again. */
 pd_status pd_batcher_next(pd_batcher *b, pd_tensor *fields, int64_t *rows, pd_error *err);
 /* Batches per epoch: ceil(N / batch), or floor(N / batch) with drop_last. */
 int64_t pd_batcher_num_batches(const pd_batcher *b);

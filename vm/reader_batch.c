@@ -1,6 +1,7 @@
 /* reader_batch.c -- minibatches over a dataset: a seeded per-epoch permutation (Fisher-Yates on
- * SplitMix64, the same everywhere), a last partial batch or drop_last, and a prefetch thread that
- * gathers the next batch into staging buffers while the caller computes.
+ * SplitMix64, the same everywhere), a last partial batch or drop_last, sequence fields
+ * concatenated with their LoD, and a prefetch thread that gathers the next batch into staging
+ * buffers while the caller computes.
  *
  * Threads: the prefetch thread only reads the dataset and the permutation and writes the staging
  * buffers; it never allocates (so the pd_malloc hook stays single-threaded) and never touches
@@ -11,6 +12,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -26,8 +28,10 @@ struct pd_batcher {
   pd_dtype dtype[PD_DATASET_MAX_FIELDS];
   int ndims[PD_DATASET_MAX_FIELDS];
   int64_t dims[PD_DATASET_MAX_FIELDS][PD_TENSOR_MAX_DIMS];
-  size_t sample_bytes[PD_DATASET_MAX_FIELDS];
+  size_t sample_bytes[PD_DATASET_MAX_FIELDS];   /* a sequence field: the bytes of one row */
+  const int64_t *off[PD_DATASET_MAX_FIELDS];    /* a sequence field's row offsets, else NULL */
   const unsigned char *src[PD_DATASET_MAX_FIELDS];
+  int64_t *lod;       /* batch + 1 entries when a field is a sequence field: a batch's LoD */
   int64_t n;          /* samples */
   int64_t limit;      /* samples handed out per epoch (n, or whole batches with drop_last) */
   int64_t *perm;      /* n entries with shuffle, else NULL (the identity) */
@@ -82,6 +86,22 @@ static void make_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
 static void gather(const pd_batcher *b, int64_t pos, int64_t rows, unsigned char *const *dst) {
   for (int f = 0; f < b->nfields; f++) {
     size_t sb = b->sample_bytes[f];
+    const int64_t *off = b->off[f];
+    if (off && !b->perm) {   /* consecutive sequences: their rows are contiguous */
+      size_t n = (size_t)(off[pos + rows] - off[pos]) * sb;
+      if (n) memcpy(dst[f], b->src[f] + (size_t)off[pos] * sb, n);
+      continue;
+    }
+    if (off) {
+      const int64_t *idx = b->perm + pos;
+      size_t at = 0;
+      for (int64_t r = 0; r < rows; r++) {
+        size_t n = (size_t)(off[idx[r] + 1] - off[idx[r]]) * sb;
+        if (n) memcpy(dst[f] + at, b->src[f] + (size_t)off[idx[r]] * sb, n);
+        at += n;
+      }
+      continue;
+    }
     if (!b->perm) {
       memcpy(dst[f], b->src[f] + (size_t)pos * sb, (size_t)rows * sb);
       continue;
@@ -114,6 +134,47 @@ static void *prefetch_main(void *arg) {
 static int64_t rows_at(const pd_batcher *b, int64_t pos) {
   int64_t left = b->limit - pos;
   return left < b->o.batch ? left : b->o.batch;
+}
+
+/* The rows of sequence field f in the batch of `rows` samples at pos; with lod, also its LoD
+ * (rows + 1 offsets). Reads the permutation, which no one writes while a batch is handed out. */
+static int64_t seq_rows(const pd_batcher *b, int f, int64_t pos, int64_t rows, int64_t *lod) {
+  const int64_t *off = b->off[f];
+  int64_t total = 0;
+  if (lod) lod[0] = 0;
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t i = b->perm ? b->perm[pos + r] : pos + r;
+    total += off[i + 1] - off[i];
+    if (lod) lod[r + 1] = total;
+  }
+  return total;
+}
+
+static int cmp_desc(const void *x, const void *y) {
+  int64_t a = *(const int64_t *)x, c = *(const int64_t *)y;
+  return (a < c) - (a > c);
+}
+
+/* The most rows a batch of sequence field f can hold: in order, the longest run of `batch`
+ * consecutive samples; shuffled, the `batch` longest sequences together. -1 on out of memory. */
+static int64_t max_seq_rows(const pd_batcher *b, int f) {
+  const int64_t *off = b->off[f];
+  int64_t k = b->o.batch < b->n ? b->o.batch : b->n, most = 0;
+  if (!b->o.shuffle) {
+    for (int64_t pos = 0; pos < b->limit; pos += b->o.batch) {
+      int64_t end = pos + rows_at(b, pos);
+      if (off[end] - off[pos] > most) most = off[end] - off[pos];
+    }
+    return most;
+  }
+  if (k == b->n) return off[b->n];
+  int64_t *len = pd_malloc((size_t)b->n * sizeof *len);
+  if (!len) return -1;
+  for (int64_t i = 0; i < b->n; i++) len[i] = off[i + 1] - off[i];
+  qsort(len, (size_t)b->n, sizeof *len, cmp_desc);
+  for (int64_t i = 0; i < k; i++) most += len[i];
+  pd_free(len);
+  return most;
 }
 
 /* Ask the thread for the batch at b->pos (under mu). */
@@ -151,6 +212,7 @@ pd_status pd_batcher_start_epoch(pd_batcher *b, int epoch) {
 static void free_parts(pd_batcher *b) {
   for (int f = 0; f < PD_DATASET_MAX_FIELDS; f++) pd_free(b->stage[f]);
   pd_free(b->perm);
+  pd_free(b->lod);
   pd_free(b);
 }
 
@@ -179,14 +241,25 @@ pd_status pd_batcher_new(const pd_dataset *d, const pd_batcher_options *o, pd_ba
     for (int k = 0; k < b->ndims[f]; k++) sb *= (size_t)b->dims[f][k];   /* fits: d holds n */
     b->sample_bytes[f] = sb;
     b->src[f] = pd_dataset_field_data(d, f);
-    if (o->prefetch && !(b->stage[f] = pd_malloc((size_t)stage_rows * sb))) {
+    b->off[f] = pd_dataset_field_offsets(d, f);
+    if (b->off[f] && !b->lod &&
+        !(b->lod = pd_malloc(((size_t)stage_rows + 1) * sizeof *b->lod))) {
       free_parts(b);
-      return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for the prefetch buffers");
+      return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for the batches' LoD");
     }
   }
   if (o->shuffle && !(b->perm = pd_malloc((size_t)b->n * sizeof *b->perm))) {
     free_parts(b);
     return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for the permutation");
+  }
+  /* Staging: room for the largest batch (for a sequence field, in rows; at least 1 byte). */
+  for (int f = 0; o->prefetch && f < b->nfields; f++) {
+    int64_t rows = b->off[f] ? max_seq_rows(b, f) : stage_rows;
+    if (rows < 0 ||
+        !(b->stage[f] = pd_malloc(rows ? (size_t)rows * b->sample_bytes[f] : 1))) {
+      free_parts(b);
+      return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for the prefetch buffers");
+    }
   }
   if (o->prefetch) {
     if (pthread_mutex_init(&b->mu, NULL)) {
@@ -222,15 +295,23 @@ pd_status pd_batcher_next(pd_batcher *b, pd_tensor *fields, int64_t *rows, pd_er
   *rows = 0;
   if (b->pos >= b->limit) return PD_OK;
   int64_t r = rows_at(b, b->pos);
+  int64_t nrows[PD_DATASET_MAX_FIELDS];   /* rows of each field's tensor */
   for (int f = 0; f < b->nfields; f++) {
     int64_t dims[PD_TENSOR_MAX_DIMS];
-    dims[0] = r;
+    nrows[f] = b->off[f] ? seq_rows(b, f, b->pos, r, b->lod) : r;
+    dims[0] = nrows[f];
     for (int k = 0; k < b->ndims[f]; k++) dims[k + 1] = b->dims[f][k];
     pd_status st = pd_tensor_resize(&fields[f], b->dtype[f], b->ndims[f] + 1, dims);
+    if (!st && b->off[f]) {
+      const int64_t *lv = b->lod;
+      int64_t len = r + 1;
+      st = pd_tensor_set_lod(&fields[f], 1, &lv, &len);
+    } else if (!st) {
+      pd_tensor_clear_lod(&fields[f]);
+    }
     if (st)
       return pd_error_set(err, st, nowhere, "out of memory for a batch of %lld samples of '%s'",
                           (long long)r, pd_dataset_field_name(b->d, f));
-    pd_tensor_clear_lod(&fields[f]);
   }
   if (b->threaded) {
     pthread_mutex_lock(&b->mu);
@@ -238,7 +319,8 @@ pd_status pd_batcher_next(pd_batcher *b, pd_tensor *fields, int64_t *rows, pd_er
     while (b->state != JOB_READY) pthread_cond_wait(&b->cv, &b->mu);
     pthread_mutex_unlock(&b->mu);
     for (int f = 0; f < b->nfields; f++)
-      memcpy(pd_tensor_data(&fields[f]), b->stage[f], (size_t)r * b->sample_bytes[f]);
+      if (nrows[f])
+        memcpy(pd_tensor_data(&fields[f]), b->stage[f], (size_t)nrows[f] * b->sample_bytes[f]);
     b->pos += r;
     pthread_mutex_lock(&b->mu);
     request_locked(b);

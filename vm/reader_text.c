@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "vm/reader.h"
+#include "vm/reader_int.h"
 
 pd_status pd_dataset_text(const char *path, int64_t length, pd_dataset **out, pd_error *err) {
   *out = NULL;
@@ -15,7 +16,7 @@ pd_status pd_dataset_text(const char *path, int64_t length, pd_dataset **out, pd
                         (long long)length);
   char *text = NULL;
   size_t len = 0;
-  pd_status st = pd_read_file(path, &text, &len, err);
+  pd_status st = pd_reader_read_all(path, &text, &len, err);   /* gzipped or not */
   if (st) return st;
   int64_t n = len > 1 ? (int64_t)(len - 1) / length : 0;
   if (n < 1) {

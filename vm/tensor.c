@@ -10,24 +10,39 @@
 
 /* ---- Storage ---- */
 
-static pd_storage *storage_new(size_t bytes) {
+static pd_storage *storage_new(size_t bytes, pd_k_place place) {
   pd_storage *s = pd_malloc(sizeof *s);
   if (!s) return NULL;
-  s->data = pd_k_host_alloc(bytes);
+  /* A device block of 0 bytes still gets an address, as host ones do. */
+  s->data = place == PD_K_CUDA ? pd_k_dev_alloc(bytes ? bytes : 1) : pd_k_host_alloc(bytes);
   if (!s->data) {
     pd_free(s);
     return NULL;
   }
   s->refs = 1;
   s->cap = bytes;
+  s->place = place;
   return s;
 }
 
 static void storage_unref(pd_storage *s) {
   if (s && --s->refs == 0) {
-    pd_k_host_free(s->data);
+    if (s->place == PD_K_CUDA) pd_k_dev_free(s->data);
+    else pd_k_host_free(s->data);
     pd_free(s);
   }
+}
+
+pd_status pd_mem_copy(void *dst, pd_k_place dst_place, const void *src, pd_k_place src_place,
+                      size_t nbytes) {
+  if (!nbytes) return PD_OK;
+  if (dst_place == PD_K_HOST && src_place == PD_K_HOST) {
+    memmove(dst, src, nbytes);
+    return PD_OK;
+  }
+  if (dst_place == PD_K_CUDA && src_place == PD_K_CUDA) return pd_k_dev_copy(dst, src, nbytes);
+  if (dst_place == PD_K_CUDA) return pd_k_dev_upload(dst, src, nbytes);
+  return pd_k_dev_download(dst, src, nbytes);
 }
 
 /* ---- LoD helpers ---- */
@@ -79,9 +94,11 @@ void pd_tensor_init(pd_tensor *t) {
 }
 
 void pd_tensor_release(pd_tensor *t) {
+  pd_k_place place = t->place;
   storage_unref(t->storage);
   lod_free(t->lod, t->nlod);
   pd_tensor_init(t);
+  t->place = place;
 }
 
 pd_tensor *pd_tensor_new(void) {
@@ -112,8 +129,8 @@ pd_status pd_tensor_resize(pd_tensor *t, pd_dtype dtype, int ndims, const int64_
   pd_status st = shape_bytes(dtype, ndims, dims, &bytes);
   if (st) return st;
   pd_storage *s = t->storage;
-  if (!s || s->refs > 1 || s->cap < bytes) {
-    pd_storage *fresh = storage_new(bytes);
+  if (!s || s->refs > 1 || s->cap < bytes || s->place != t->place) {
+    pd_storage *fresh = storage_new(bytes, t->place);
     if (!fresh) return PD_ENOMEM;
     storage_unref(s);
     t->storage = fresh;
@@ -128,9 +145,7 @@ pd_status pd_tensor_set_data(pd_tensor *t, pd_dtype dtype, int ndims, const int6
                              const void *data) {
   pd_status st = pd_tensor_resize(t, dtype, ndims, dims);
   if (st) return st;
-  size_t n = pd_tensor_nbytes(t);
-  if (n) memcpy(pd_tensor_data(t), data, n);
-  return PD_OK;
+  return pd_mem_copy(pd_tensor_data(t), t->place, data, PD_K_HOST, pd_tensor_nbytes(t));
 }
 
 pd_status pd_tensor_reshape(pd_tensor *t, int ndims, const int64_t *dims) {
@@ -153,27 +168,57 @@ void *pd_tensor_data(const pd_tensor *t) { return t->storage ? t->storage->data 
 
 bool pd_tensor_initialized(const pd_tensor *t) { return t->storage != NULL; }
 
-pd_status pd_tensor_copy(pd_tensor *dst, const pd_tensor *src) {
-  if (dst == src) return PD_OK;
+pd_status pd_tensor_copy_to(pd_tensor *dst, const pd_tensor *src, pd_k_place place) {
+  if (dst == src) return pd_tensor_to_place(dst, place);
   bool ok;
   pd_lod_level *lod = lod_dup_of(src, &ok);
   if (!ok) return PD_ENOMEM;
   pd_storage *s = NULL;
   if (src->storage) {
     size_t bytes = pd_tensor_nbytes(src);
-    s = storage_new(bytes);
-    if (!s) {
+    s = storage_new(bytes, place);
+    pd_status st = s ? pd_mem_copy(s->data, place, src->storage->data, src->storage->place, bytes)
+                     : PD_ENOMEM;
+    if (st) {
+      storage_unref(s);
       lod_free(lod, src->nlod);
-      return PD_ENOMEM;
+      return st;
     }
-    if (bytes) memcpy(s->data, src->storage->data, bytes);
   }
   pd_tensor_release(dst);
   *dst = *src;
   dst->storage = s;
   dst->lod = lod;
+  dst->place = place;
   return PD_OK;
 }
+
+pd_status pd_tensor_copy(pd_tensor *dst, const pd_tensor *src) {
+  if (dst == src) return PD_OK;
+  return pd_tensor_copy_to(dst, src, src->place);
+}
+
+pd_status pd_tensor_to_place(pd_tensor *t, pd_k_place place) {
+  pd_storage *old = t->storage;
+  if (!old || old->place == place) {
+    t->place = place;
+    return PD_OK;
+  }
+  size_t bytes = pd_tensor_nbytes(t);
+  pd_storage *s = storage_new(bytes, place);
+  if (!s) return PD_ENOMEM;
+  pd_status st = pd_mem_copy(s->data, place, old->data, old->place, bytes);
+  if (st) {
+    storage_unref(s);
+    return st;
+  }
+  storage_unref(old);
+  t->storage = s;
+  t->place = place;
+  return PD_OK;
+}
+
+bool pd_tensor_on_gpu(const pd_tensor *t) { return t->place == PD_K_CUDA; }
 
 pd_status pd_tensor_share(pd_tensor *dst, const pd_tensor *src) {
   if (dst == src) return PD_OK;
@@ -189,7 +234,9 @@ pd_status pd_tensor_share(pd_tensor *dst, const pd_tensor *src) {
 
 pd_status pd_tensor_fill(pd_tensor *t, double value) {
   if (!t->storage) return PD_EINVAL;
-  return pd_k_cpu()->fill(t->dtype, pd_tensor_numel(t), t->storage->data, value);
+  const pd_k_backend *k = t->storage->place == PD_K_CUDA ? pd_k_cuda() : pd_k_cpu();
+  if (!k || !k->fill) return PD_EUNSUPPORTED;
+  return k->fill(t->dtype, pd_tensor_numel(t), t->storage->data, value);
 }
 
 /* ---- LoD ---- */
@@ -348,6 +395,17 @@ static void print_dim(printer *p, int d, int64_t off) {
 void pd_tensor_print(const pd_tensor *t, pd_buf *out) {
   if (!t->storage) {
     pd_buf_puts(out, "Tensor(not initialized)\n");
+    return;
+  }
+  if (t->storage->place != PD_K_HOST) {  /* print a host copy */
+    pd_tensor h;
+    pd_tensor_init(&h);
+    if (pd_tensor_copy_to(&h, t, PD_K_HOST)) {
+      pd_buf_printf(out, "Tensor(on the GPU, not readable: %s)\n", pd_k_cuda_error());
+    } else {
+      pd_tensor_print(&h, out);
+    }
+    pd_tensor_release(&h);
     return;
   }
   pd_buf_puts(out, "Tensor(shape=");

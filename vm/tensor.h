@@ -13,8 +13,16 @@
  * pd_tensor_release; pd_tensor_new/pd_tensor_free do both for a heap tensor. pd_tensor_array
  * owns its tensors. Tensors are used by one thread at a time (reference counts are not atomic).
  *
+ * Places: a tensor's storage lives in host memory (PD_K_HOST) or in the memory of the open GPU
+ * (PD_K_CUDA, kernels/kernels.h). t->place says where: where the storage is, and where resize
+ * allocates new storage. pd_tensor_data gives a pointer into that memory, so host code may only
+ * dereference it for a host tensor; pd_tensor_to_place and pd_tensor_copy_to move data between
+ * places. Every function below works on tensors of either place (printing and set_data copy
+ * through the host); a new tensor is on the host.
+ *
  * Failure: every function that allocates returns PD_ENOMEM on failure and leaves the tensor as
- * it was (so a failed resize keeps the old shape and data). */
+ * it was (so a failed resize keeps the old shape and data). A failed copy between places gives
+ * PD_ERUNTIME (pd_k_cuda_error() says why). */
 #ifndef PD_TENSOR_H
 #define PD_TENSOR_H
 
@@ -30,8 +38,9 @@
 /* Reference-counted aligned storage. Private to tensor.c; exposed for debugging. */
 typedef struct pd_storage {
   int refs;
+  pd_k_place place;   /* where data lives: host (pd_k_host_alloc) or GPU (pd_k_dev_alloc) */
   size_t cap;   /* bytes */
-  void *data;   /* PD_K_ALIGN-aligned, from pd_k_host_alloc */
+  void *data;   /* host: PD_K_ALIGN-aligned */
 } pd_storage;
 
 typedef struct pd_lod_level {
@@ -44,13 +53,15 @@ typedef struct pd_tensor {
   int ndims;                              /* 0 = a scalar (one element) */
   int64_t dims[PD_TENSOR_MAX_DIMS];
   pd_storage *storage;                    /* NULL until the first resize ("not initialized") */
+  pd_k_place place;                       /* where storage is (or will be allocated) */
   int nlod;                               /* LoD levels, 0 = none */
   pd_lod_level *lod;                      /* nlod levels, owned */
 } pd_tensor;
 
 /* ---- Life cycle ---- */
 void pd_tensor_init(pd_tensor *t);        /* empty: fp32, rank 0, no storage, no LoD */
-void pd_tensor_release(pd_tensor *t);     /* drops storage and LoD; t is empty again */
+void pd_tensor_release(pd_tensor *t);     /* drops storage and LoD; t is empty again, but keeps
+                                             its place (an output stays where its op runs) */
 pd_tensor *pd_tensor_new(void);           /* heap, empty; NULL on out of memory */
 void pd_tensor_free(pd_tensor *t);        /* release + free; NULL is a no-op */
 
@@ -60,7 +71,8 @@ void pd_tensor_free(pd_tensor *t);        /* release + free; NULL is a no-op */
  * pd_tensor_fill). LoD is kept (pd_tensor_validate_lod checks it still fits). PD_EINVAL for a
  * bad dtype, ndims outside [0, PD_TENSOR_MAX_DIMS], a negative dim or a size that overflows. */
 pd_status pd_tensor_resize(pd_tensor *t, pd_dtype dtype, int ndims, const int64_t *dims);
-/* Resize, then copy numel elements from data (a dense row-major buffer of that dtype). */
+/* Resize, then copy numel elements from data (a dense row-major HOST buffer of that dtype),
+ * uploading it when t is on the GPU. */
 pd_status pd_tensor_set_data(pd_tensor *t, pd_dtype dtype, int ndims, const int64_t *dims,
                              const void *data);
 /* Change the shape without touching the data (reshape): the element count must not change.
@@ -79,9 +91,20 @@ void *pd_tensor_data(const pd_tensor *t);
 #define PD_TENSOR_BOOL(t) ((uint8_t *)pd_tensor_data(t))
 bool pd_tensor_initialized(const pd_tensor *t);   /* has storage */
 
-/* dst = a deep copy of src (dtype, shape, data, LoD); dst's old contents are released first
- * on success. dst == src is a no-op. */
+/* dst = a deep copy of src (dtype, shape, data, LoD) on src's place; dst's old contents are
+ * released first on success. dst == src is a no-op. */
 pd_status pd_tensor_copy(pd_tensor *dst, const pd_tensor *src);
+/* The same with the copy made on `place` (a fetch: pd_tensor_copy_to(out, t, PD_K_HOST)).
+ * dst == src moves src (pd_tensor_to_place). */
+pd_status pd_tensor_copy_to(pd_tensor *dst, const pd_tensor *src, pd_k_place place);
+/* Move t's data to `place` (new storage there, the data copied, the old storage dropped); a
+ * tensor already there, or without storage, only gets t->place set. Other tensors sharing the
+ * old storage keep it. */
+pd_status pd_tensor_to_place(pd_tensor *t, pd_k_place place);
+bool pd_tensor_on_gpu(const pd_tensor *t);
+/* Copy bytes between places (host memcpy, upload, download or device copy). */
+pd_status pd_mem_copy(void *dst, pd_k_place dst_place, const void *src, pd_k_place src_place,
+                      size_t nbytes);
 /* dst shares src's storage (Fluid's ShareDataWith): same dtype, shape, LoD; writes through one
  * are seen through the other until one of them is resized onto new storage. */
 pd_status pd_tensor_share(pd_tensor *dst, const pd_tensor *src);

@@ -69,6 +69,16 @@ static void test_sequence(void) {
   op = add_op(&f, "lod_reset", "X=x100", "Out=r");
   pd_op_set_attr_ints(op, "target_lod", 101, offsets);
   is_int(prep(&f, op), PD_EINVAL, "lod_reset: a decreasing offset far down the list");
+  decl_lod(f.b, "xs", PD_FP32, "[6, 1]", 1);
+  op = add_op(&f, "lod_reset", "X=xs", "Out=r");
+  pd_op_set_attr_ints(op, "target_lod", 3, (const int32_t[]){0, 2, 3});
+  expect_shape(&f, op, "r", "[6, 1]", "lod_reset: target_lod grouping X's sequences");
+  is_int(lod_of(&f, "r"), 2, "lod_reset: grouping adds a top level");
+  op = add_op(&f, "lod_reset", "X=xs", "Out=r");
+  pd_op_set_attr_ints(op, "target_lod", 3, (const int32_t[]){0, 2, 3});
+  pd_op_set_attr_bool(op, "append", true);
+  expect_error(&f, op, PD_ESHAPE, "lod_reset: target_lod [0, 2, 3] ends at 3 but X [6, 1] has 6 rows",
+               "lod_reset: an appended level must cover X's rows");
   expect_shape(&f, add_op(&f, "lod_reset", "X=x Y=y2", "Out=r"), "r", "[6, 1]", "lod_reset by Y");
   is_int(lod_of(&f, "r"), 2, "lod_reset by Y takes Y's levels");
   expect_shape(&f, add_op(&f, "lod_reset", "X=x Y=y0", "Out=r"), "r", "[6, 1]", "lod_reset by Y's data");

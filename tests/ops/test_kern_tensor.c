@@ -693,6 +693,30 @@ static void test_lod_reset(void) {
   }
   rt_free(&r);
 
+  /* target_lod ending at X's number of sequences groups them (sequence(..., lod_level = 2)). */
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[5, 1]", (float[]){1, 2, 3, 4, 5});
+  rt_lod(&r, "x", 4, (int64_t[]){0, 2, 3, 5});
+  pd_op_set_attr_ints(rt_op(&r, "lod_reset", "X=x", "Out=x"), "target_lod", 3,
+                      (const int32_t[]){0, 2, 3});
+  if (rt_ok(&r, "lod_reset grouping X's sequences, in place")) {
+    const pd_tensor *o = rt_get(&r, "x");
+    ok(o && o->nlod == 2 && o->lod[0].n == 3 && o->lod[0].offsets[1] == 2 &&
+           o->lod[0].offsets[2] == 3 && lod_is(o, 4, (int64_t[]){0, 2, 3, 5}),
+       "lod_reset: the groups become a top level above X's LoD");
+    rt_expect(o, 5, ((double[]){1, 2, 3, 4, 5}), 0, "lod_reset: grouping keeps X's data");
+  }
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[5, 1]", (float[]){1, 2, 3, 4, 5});
+  rt_lod(&r, "x", 4, (int64_t[]){0, 2, 3, 5});
+  pd_op_set_attr_ints(rt_op(&r, "lod_reset", "X=x", "Out=o"), "target_lod", 3,
+                      (const int32_t[]){0, 2, 4});
+  rt_fails(&r, PD_ESHAPE, "lod_reset: target_lod [0, 2, 4] ends at 4 but X [5, 1] has 5 rows",
+           "lod_reset: offsets that end at neither X's rows nor its sequences");
+  rt_free(&r);
+
   rt_init(&r);
   rt_in_f32(&r, "x", "[4]", (float[]){1, 2, 3, 4});
   rt_in(&r, "y", PD_INT32, "[3]", (int32_t[]){0, 3, 5});

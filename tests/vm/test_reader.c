@@ -1,9 +1,11 @@
 /* test_reader.c -- the data readers (vm/reader.h): IDX (raw, gzipped, multi-member gzip), MNIST
- * paths and environment variables, CSV, .npy v1/v2/v3, every kind of bad input, allocation
- * failures, and batching (sizes, partial batches, drop_last, shuffle determinism against an
- * independent implementation of the documented permutation, prefetch on and off). Fixtures are
- * written to a temporary directory; the shipped examples/data/norris.csv is checked against
- * NIST's certified regression coefficients; Fashion-MNIST is loaded when installed. */
+ * paths and environment variables, CSV, .npy v1/v2/v3, text windows, lines (one sequence per
+ * line, splits), every kind of bad input, allocation failures, and batching (sizes, partial
+ * batches, drop_last, shuffle determinism against an independent implementation of the
+ * documented permutation, prefetch on and off; sequence fields concatenated with their LoD,
+ * checked against values recomputed from each sample's index). Fixtures are written to a
+ * temporary directory; the shipped examples/data/norris.csv is checked against NIST's certified
+ * regression coefficients; Fashion-MNIST is loaded when installed. */
 #include "config.h"
 #include "vm/reader.h"
 #include "tests/tap.h"
@@ -1106,6 +1108,434 @@ static void test_dataset_build(void) {
   pd_dataset_free(NULL);
 }
 
+/* ---- Sequence fields ---- */
+
+/* n samples: "s" fp32 sequences of seq_len(i) rows [2] = {100 i + r, -r}; "id" int64 [1] = i;
+ * "c" int32 sequences of (i % 3) + 1 scalar rows, 1000 i + r. */
+static int64_t seq_len(int64_t i) { return (i * 7) % 5; }   /* 0, 2, 4, 1, 3, 0, ... */
+
+static pd_dataset *seq_toy(int64_t n) {
+  pd_dataset *d = NULL;
+  int64_t two = 2, one = 1;
+  int64_t *la = malloc((size_t)n * sizeof *la), *lc = malloc((size_t)n * sizeof *lc);
+  void *s, *id, *c;
+  for (int64_t i = 0; i < n; i++) {
+    la[i] = seq_len(i);
+    lc[i] = i % 3 + 1;
+  }
+  if (pd_dataset_new(n, &d, NULL) ||
+      pd_dataset_add_seq_field(d, "s", PD_FP32, 1, &two, la, &s, NULL) ||
+      pd_dataset_add_field(d, "id", PD_INT64, 1, &one, &id, NULL) ||
+      pd_dataset_add_seq_field(d, "c", PD_INT32, 0, NULL, lc, &c, NULL)) {
+    printf("Bail out! cannot build the sequence dataset\n");
+    exit(1);
+  }
+  float *sf = s;
+  int32_t *cf = c;
+  for (int64_t i = 0; i < n; i++) {
+    ((int64_t *)id)[i] = i;
+    for (int64_t r = 0; r < la[i]; r++) {
+      *sf++ = (float)(100 * i + r);
+      *sf++ = (float)-r;
+    }
+    for (int64_t r = 0; r < lc[i]; r++) *cf++ = (int32_t)(1000 * i + r);
+  }
+  free(la);
+  free(lc);
+  return d;
+}
+
+/* Check a batch of seq_toy against its ids: shapes, LoD and values recomputed from each
+ * sample's index. Records the ids in order. */
+static bool check_seq_batch(const pd_tensor *t, int64_t rows, int64_t *order) {
+  const pd_tensor *s = &t[0], *id = &t[1], *c = &t[2];
+  if (id->ndims != 2 || id->dims[0] != rows || id->dims[1] != 1 || id->nlod != 0) return false;
+  int64_t srows = 0, crows = 0;
+  for (int64_t k = 0; k < rows; k++) {
+    int64_t i = PD_TENSOR_I64(id)[k];
+    order[k] = i;
+    srows += seq_len(i);
+    crows += i % 3 + 1;
+  }
+  if (s->dtype != PD_FP32 || s->ndims != 2 || s->dims[0] != srows || s->dims[1] != 2 ||
+      s->nlod != 1 || s->lod[0].n != rows + 1)
+    return false;
+  if (c->dtype != PD_INT32 || c->ndims != 1 || c->dims[0] != crows || c->nlod != 1 ||
+      c->lod[0].n != rows + 1)
+    return false;
+  int64_t at_s = 0, at_c = 0;
+  if (s->lod[0].offsets[0] != 0 || c->lod[0].offsets[0] != 0) return false;
+  for (int64_t k = 0; k < rows; k++) {
+    int64_t i = order[k];
+    for (int64_t r = 0; r < seq_len(i); r++, at_s++)
+      if (PD_TENSOR_F32(s)[2 * at_s] != (float)(100 * i + r) ||
+          PD_TENSOR_F32(s)[2 * at_s + 1] != (float)-r)
+        return false;
+    for (int64_t r = 0; r < i % 3 + 1; r++, at_c++)
+      if (PD_TENSOR_I32(c)[at_c] != (int32_t)(1000 * i + r)) return false;
+    if (s->lod[0].offsets[k + 1] != at_s || c->lod[0].offsets[k + 1] != at_c) return false;
+  }
+  return pd_tensor_validate_lod(s, NULL) == PD_OK && pd_tensor_validate_lod(c, NULL) == PD_OK;
+}
+
+/* One epoch over seq_toy: the ids in order, the batch sizes; *good = every batch checks. */
+static int64_t run_seq_epoch(pd_batcher *b, int64_t *order, int64_t *sizes, bool *good) {
+  pd_tensor t[3];
+  for (int f = 0; f < 3; f++) pd_tensor_init(&t[f]);
+  int64_t rows, k = 0, nb = 0;
+  *good = true;
+  pd_status st;
+  while ((st = pd_batcher_next(b, t, &rows, NULL)) == PD_OK && rows > 0) {
+    *good &= check_seq_batch(t, rows, order + k);
+    k += rows;
+    sizes[nb++] = rows;
+  }
+  *good &= st == PD_OK;
+  for (int f = 0; f < 3; f++) pd_tensor_release(&t[f]);
+  return nb;
+}
+
+static void test_seq_fields(void) {
+  pd_error e = {0};
+  pd_dataset *d = seq_toy(10);
+  int64_t dims[PD_TENSOR_MAX_DIMS];
+  const int64_t *off = pd_dataset_field_offsets(d, 0);
+  ok(pd_dataset_field_is_seq(d, 0) && !pd_dataset_field_is_seq(d, 1) &&
+         pd_dataset_field_is_seq(d, 2) && !pd_dataset_field_is_seq(d, 7) &&
+         !pd_dataset_field_offsets(d, 1) && !pd_dataset_field_offsets(d, -1),
+     "is_seq and offsets tell the sequence fields");
+  bool offs = off && off[0] == 0;
+  for (int64_t i = 0; offs && i < 10; i++) offs = off[i + 1] - off[i] == seq_len(i);
+  ok(offs && off[10] == 20, "the offsets are the running sum of the lengths (20 rows)");
+  ok(pd_dataset_field_shape(d, 0, dims) == 1 && dims[0] == 2 &&
+         pd_dataset_field_shape(d, 2, dims) == 0,
+     "the shape of a sequence field is the shape of one row (rank 0 allowed)");
+  ok(((const float *)pd_dataset_field_data(d, 0))[2 * off[3]] == 300.0f,
+     "the rows of sample 3 start at offsets[3]");
+
+  int64_t order[1000], sizes[1000], ref[1000];
+  bool good;
+  for (int pf = 0; pf < 2; pf++) {
+    pd_batcher *b = NULL;
+    pd_batcher_options o = {.batch = 4, .prefetch = pf};
+    ok(pd_batcher_new(d, &o, &b, &e) == PD_OK, "sequence batcher (prefetch %d)", pf);
+    int64_t nb = run_seq_epoch(b, order, sizes, &good);
+    bool inorder = true;
+    for (int i = 0; i < 10; i++) inorder &= order[i] == i;
+    ok(nb == 3 && sizes[0] == 4 && sizes[1] == 4 && sizes[2] == 2 && good && inorder,
+       "batches of 4, 4, 2 sequences in order, rows and LoD as computed (prefetch %d)", pf);
+    /* The LoD of the first batch, spelled out: lengths 0, 2, 4, 1. */
+    pd_tensor t[3];
+    for (int f = 0; f < 3; f++) pd_tensor_init(&t[f]);
+    int64_t rows;
+    pd_batcher_start_epoch(b, 0);
+    pd_batcher_next(b, t, &rows, &e);
+    ok(rows == 4 && t[0].dims[0] == 7 && t[0].nlod == 1 && t[0].lod[0].n == 5 &&
+           t[0].lod[0].offsets[1] == 0 && t[0].lod[0].offsets[2] == 2 &&
+           t[0].lod[0].offsets[3] == 6 && t[0].lod[0].offsets[4] == 7 && t[2].dims[0] == 7 &&
+           t[2].lod[0].offsets[4] == 7,
+       "first batch: s [7, 2] with lod [[0, 0, 2, 6, 7]], c [7] with lod [[0, 1, 3, 6, 7]]");
+    /* The last partial batch: samples 8 and 9, lengths 1 and 3. */
+    pd_batcher_next(b, t, &rows, &e);
+    pd_batcher_next(b, t, &rows, &e);
+    ok(rows == 2 && t[0].dims[0] == 4 && t[0].lod[0].n == 3 && t[0].lod[0].offsets[1] == 1 &&
+           t[0].lod[0].offsets[2] == 4 && PD_TENSOR_F32(&t[0])[2] == 900.0f,
+       "the last partial batch: 2 sequences, 4 rows, lod [[0, 1, 4]]");
+    for (int f = 0; f < 3; f++) pd_tensor_release(&t[f]);
+    pd_batcher_free(b);
+
+    /* A batch larger than the dataset, and drop_last. */
+    o.batch = 64;
+    b = NULL;
+    ok(pd_batcher_new(d, &o, &b, &e) == PD_OK && run_seq_epoch(b, order, sizes, &good) == 1 &&
+           sizes[0] == 10 && good,
+       "one batch of all 10 sequences (prefetch %d)", pf);
+    pd_batcher_free(b);
+    o.batch = 3;
+    o.drop_last = true;
+    b = NULL;
+    ok(pd_batcher_new(d, &o, &b, &e) == PD_OK && run_seq_epoch(b, order, sizes, &good) == 3 &&
+           sizes[2] == 3 && good,
+       "drop_last: 3 batches of 3 sequences (prefetch %d)", pf);
+    pd_batcher_free(b);
+  }
+  pd_dataset_free(d);
+
+  /* Shuffled: whole sequences move, in the documented order; prefetch on and off agree. */
+  d = seq_toy(500);
+  for (int dl = 0; dl < 2; dl++) {
+    pd_batcher *off_b = NULL, *on_b = NULL;
+    pd_batcher_options o = {.batch = 32, .shuffle = true, .seed = 7, .drop_last = dl};
+    pd_batcher_new(d, &o, &off_b, NULL);
+    o.prefetch = true;
+    pd_batcher_new(d, &o, &on_b, NULL);
+    bool same = off_b && on_b, documented = true;
+    for (int ep = 0; ep < 3 && same; ep++) {
+      int64_t o2[1000], s1[100], s2[100];
+      bool g1, g2;
+      pd_batcher_start_epoch(off_b, ep);
+      pd_batcher_start_epoch(on_b, ep);
+      int64_t n1 = run_seq_epoch(off_b, order, s1, &g1);
+      int64_t n2 = run_seq_epoch(on_b, o2, s2, &g2);
+      int64_t got = dl ? 480 : 500;
+      same &= g1 && g2 && n1 == n2 && memcmp(order, o2, (size_t)got * sizeof *order) == 0;
+      ref_perm(ref, 500, 7, ep);
+      documented &= memcmp(order, ref, (size_t)got * sizeof *order) == 0;
+    }
+    ok(same && documented,
+       "shuffled sequences: data and LoD as computed, the documented order, prefetch on and "
+       "off identical over 3 epochs (drop_last %d)", dl);
+    pd_batcher_free(off_b);
+    pd_batcher_free(on_b);
+  }
+
+  /* A failing allocation in next (the tensors' storage, the LoD) does not consume the batch. */
+  {
+    pd_batcher *b = NULL;
+    pd_batcher_options o = {.batch = 16, .shuffle = true, .seed = 3, .prefetch = true};
+    pd_batcher_new(d, &o, &b, NULL);
+    ref_perm(ref, 500, 3, 0);
+    bool all = true;
+    int nfail = 0;
+    for (long k = 1; k <= 8; k++) {
+      pd_tensor t[3];
+      for (int f = 0; f < 3; f++) pd_tensor_init(&t[f]);
+      int64_t rows;
+      pd_batcher_start_epoch(b, 0);
+      pd_alloc_fail_after(k);
+      pd_status st = pd_batcher_next(b, t, &rows, &e);
+      pd_alloc_fail_after(0);
+      pd_error_clear(&e);
+      if (st != PD_OK && st != PD_ENOMEM) all = false;
+      if (st == PD_ENOMEM) {
+        nfail++;
+        st = pd_batcher_next(b, t, &rows, &e);
+        all &= st == PD_OK && rows == 16 && check_seq_batch(t, rows, order) && order[0] == ref[0];
+      }
+      for (int f = 0; f < 3; f++) pd_tensor_release(&t[f]);
+    }
+    ok(all && nfail >= 3, "PD_ENOMEM in next with sequence fields (%d allocations), then the "
+                          "same batch again", nfail);
+    pd_batcher_free(b);
+  }
+
+  /* Allocation failures in pd_batcher_new with sequence fields (the LoD, the staging sized by
+   * the longest sequences). */
+  bool all_nomem = true, done = false;
+  for (long k = 1; k < 50 && !done; k++) {
+    for (int pf = 0; pf < 2; pf++) {
+      pd_batcher *b = NULL;
+      pd_batcher_options ob = {.batch = 7, .shuffle = true, .prefetch = pf};
+      pd_alloc_fail_after(k);
+      pd_status st = pd_batcher_new(d, &ob, &b, NULL);
+      pd_alloc_fail_after(0);
+      if (st == PD_OK) {
+        if (pf) done = true;
+        pd_batcher_free(b);
+      } else if (st != PD_ENOMEM || b) {
+        all_nomem = false;
+      }
+    }
+  }
+  ok(done && all_nomem, "pd_batcher_new with sequence fields: every allocation failing gives "
+                        "PD_ENOMEM");
+  pd_dataset_free(d);
+
+  /* Every sequence empty: a [0, 2] batch with lod [[0, 0, 0]]. */
+  int64_t zeros[2] = {0, 0}, two = 2, bad[2] = {1, -1};
+  void *p;
+  d = NULL;
+  pd_dataset_new(2, &d, NULL);
+  ok(pd_dataset_add_seq_field(d, "z", PD_FP32, 1, &two, zeros, &p, &e) == PD_OK && p,
+     "a sequence field of empty sequences has storage");
+  for (int pf = 0; pf < 2; pf++) {
+    pd_batcher *b = NULL;
+    pd_batcher_options o = {.batch = 2, .prefetch = pf};
+    pd_tensor t;
+    pd_tensor_init(&t);
+    int64_t rows;
+    pd_batcher_new(d, &o, &b, NULL);
+    ok(b && pd_batcher_next(b, &t, &rows, &e) == PD_OK && rows == 2 && t.ndims == 2 &&
+           t.dims[0] == 0 && t.dims[1] == 2 && t.nlod == 1 && t.lod[0].n == 3 &&
+           t.lod[0].offsets[2] == 0,
+       "a batch of empty sequences: [0, 2], lod [[0, 0, 0]] (prefetch %d)", pf);
+    pd_tensor_release(&t);
+    pd_batcher_free(b);
+  }
+  /* Bad arguments. */
+  expect_err(pd_dataset_add_seq_field(d, "n", PD_FP32, 1, &two, bad, &p, &e), PD_EINVAL, e,
+             "sample 1 has length -1", NULL, "a negative length");
+  expect_err(pd_dataset_add_seq_field(d, "n", PD_FP32, 1, &two, NULL, &p, &e), PD_EINVAL, e,
+             "needs lengths", NULL, "no lengths");
+  expect_err(pd_dataset_add_seq_field(d, "z", PD_FP32, 1, &two, zeros, &p, &e), PD_EINVAL, e,
+             "already has a field 'z'", NULL, "a duplicate name");
+  int64_t huge[2] = {INT64_MAX, 1};
+  expect_err(pd_dataset_add_seq_field(d, "h", PD_FP32, 1, &two, huge, &p, &e), PD_EINVAL, e,
+             "overflow", NULL, "lengths that overflow");
+  ok(pd_dataset_nfields(d) == 1 && p == NULL, "failed calls add nothing");
+  pd_dataset_free(d);
+}
+
+/* ---- text and lines ---- */
+
+static void test_text(void) {
+  pd_dataset *d = NULL;
+  pd_error e = {0};
+  const char *body = "abcdefghij";   /* 10 bytes: 3 windows of 3 (the 10th is the last y) */
+  const char *paths[2] = {write_text("t.txt", body), write_gz("t.txt.gz", body, 10)};
+  for (int z = 0; z < 2; z++) {
+    ok(pd_dataset_text(paths[z], 3, &d, &e) == PD_OK && pd_dataset_size(d) == 3,
+       "text: 3 windows of 3 (%s)", z ? "gzip" : "plain");
+    const int64_t *x = d ? pd_dataset_field_data(d, 0) : NULL;
+    const int64_t *y = d ? pd_dataset_field_data(d, 1) : NULL;
+    bool same = x && y;
+    for (int i = 0; same && i < 9; i++) same = x[i] == body[i] && y[i] == body[i + 1];
+    ok(same, "text: x is the window, y the byte after each position (%s)", z ? "gzip" : "plain");
+    pd_dataset_free(d);
+    d = NULL;
+  }
+  expect_err(pd_dataset_text(paths[0], 10, &d, &e), PD_EINVAL, e, "t.txt", "too few",
+             "text: too short for one window");
+  expect_err(pd_dataset_text(tpath("none.txt"), 3, &d, &e), PD_ENOTFOUND, e, "none.txt", NULL,
+             "text: a missing file");
+}
+
+/* Lines of a file, the reference way: split at '\n', drop one '\r', skip blank, number the
+ * rest from 1, filter and cut by length, keep the split's. Returns the count; lines into out. */
+static int ref_lines(const char *text, const pd_lines_options *o, char out[][64]) {
+  int n = 0, k = 0;
+  const char *p = text;
+  while (*p) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    char line[64];
+    snprintf(line, sizeof line, "%.*s", (int)len, p);
+    p += len + (nl != NULL);
+    size_t l = strlen(line);
+    if (l && line[l - 1] == '\r') line[--l] = 0;
+    if (strspn(line, " \t") == l) continue;
+    k++;
+    if ((int64_t)l < o->min_length) continue;
+    if (o->max_length && (int64_t)l > o->max_length) line[o->max_length] = 0;
+    bool test = k % o->test_every == 0;
+    if (o->split == PD_LINES_TRAIN && test) continue;
+    if (o->split == PD_LINES_TEST && !test) continue;
+    snprintf(out[n++], 64, "%s", line);
+  }
+  return n;
+}
+
+static pd_status load_lines_ctx(void *ctx, pd_dataset **out, pd_error *err) {
+  const char *const *paths = ctx;
+  pd_lines_options o = {.min_length = 2, .max_length = 6, .split = PD_LINES_TRAIN,
+                        .test_every = 3};
+  return pd_dataset_lines(2, paths, &o, out, err);
+}
+
+static void test_lines(void) {
+  pd_error e = {0};
+  pd_dataset *d = NULL;
+  const char *a = "first line\n\n  \t \nab\r\nx\nthe third one\r\n  indented\nlast, no newline";
+  const char *b = "one\ntwo\n\nthree\nfour\nfive\nsix\n";
+  const char *paths[2] = {write_text("a.lines", a), write_gz("b.lines.gz", b, strlen(b))};
+  const char *texts[2] = {a, b};
+  pd_lines_options opts[] = {
+      {.min_length = 1, .test_every = 5},
+      {.min_length = 2, .max_length = 6, .test_every = 5},
+      {.min_length = 1, .split = PD_LINES_TRAIN, .test_every = 2},
+      {.min_length = 1, .split = PD_LINES_TEST, .test_every = 2},
+      {.min_length = 3, .max_length = 3, .split = PD_LINES_TEST, .test_every = 3},
+  };
+  for (size_t c = 0; c < PD_ARRAY_LEN(opts); c++) {
+    const pd_lines_options *o = &opts[c];
+    char want[2][32][64];
+    int nw[2] = {ref_lines(texts[0], o, want[0]), ref_lines(texts[1], o, want[1])};
+    pd_status st = pd_dataset_lines(2, paths, o, &d, &e);
+    bool good = st == PD_OK && pd_dataset_size(d) == nw[0] + nw[1] &&
+                pd_dataset_nfields(d) == 2 && pd_dataset_field_is_seq(d, 0) &&
+                strcmp(pd_dataset_field_name(d, 0), "x") == 0 &&
+                strcmp(pd_dataset_field_name(d, 1), "label") == 0;
+    int64_t dims[PD_TENSOR_MAX_DIMS];
+    good = good && pd_dataset_field_dtype(d, 0) == PD_INT64 &&
+           pd_dataset_field_shape(d, 0, dims) == 1 && dims[0] == 1 &&
+           pd_dataset_field_dtype(d, 1) == PD_INT64;
+    if (good) {
+      const int64_t *off = pd_dataset_field_offsets(d, 0);
+      const int64_t *x = pd_dataset_field_data(d, 0), *lab = pd_dataset_field_data(d, 1);
+      int64_t i = 0;
+      for (int f = 0; f < 2; f++)
+        for (int k = 0; k < nw[f]; k++, i++) {
+          size_t l = strlen(want[f][k]);
+          good &= lab[i] == f && off[i + 1] - off[i] == (int64_t)l;
+          for (size_t j = 0; good && j < l; j++)
+            good &= x[off[i] + (int64_t)j] == (unsigned char)want[f][k][j];
+        }
+    }
+    if (!ok(good, "lines: case %zu gives the reference's %d + %d lines, bytes and labels", c,
+            nw[0], nw[1]) && e.msg)
+      printf("#   %s\n", e.msg);
+    pd_error_clear(&e);
+    pd_dataset_free(d);
+    d = NULL;
+  }
+  /* By hand, for the first case: 6 lines in a (its 2nd is "ab" without the '\r'), 6 in b. */
+  char hand[32][64];
+  ok(ref_lines(a, &opts[0], hand) == 6 && strcmp(hand[1], "ab") == 0 &&
+         strcmp(hand[4], "  indented") == 0 && strcmp(hand[5], "last, no newline") == 0 &&
+         ref_lines(b, &opts[0], hand) == 6,
+     "lines: the reference agrees with a hand count (CRLF, blank lines, no final newline)");
+  /* Train and test split partition the lines, whatever the length filter. */
+  pd_dataset *tr = NULL, *te = NULL, *all = NULL;
+  pd_lines_options o = {.min_length = 1, .test_every = 3};
+  pd_dataset_lines(2, paths, &o, &all, NULL);
+  o.split = PD_LINES_TRAIN;
+  pd_dataset_lines(2, paths, &o, &tr, NULL);
+  o.split = PD_LINES_TEST;
+  o.min_length = 4;
+  pd_dataset_lines(2, paths, &o, &te, NULL);
+  char wtest[32][64];
+  o.min_length = 1;
+  int ntest = ref_lines(a, &o, wtest) + ref_lines(b, &o, wtest);
+  o.min_length = 4;
+  int ntest4 = ref_lines(a, &o, wtest) + ref_lines(b, &o, wtest);
+  ok(all && tr && te && pd_dataset_size(tr) + ntest == pd_dataset_size(all) &&
+         pd_dataset_size(te) == ntest4 && ntest4 < ntest,
+     "lines: train + test = all; min_length filters the test lines without moving the split");
+  pd_dataset_free(all);
+  pd_dataset_free(tr);
+  pd_dataset_free(te);
+
+  /* Errors name the file. */
+  o = (pd_lines_options){.min_length = 1, .test_every = 5};
+  const char *missing[2] = {paths[0], tpath("nope.lines")};
+  expect_err(pd_dataset_lines(2, missing, &o, &d, &e), PD_ENOTFOUND, e, "nope.lines", NULL,
+             "lines: a missing file");
+  const char *blank[2] = {paths[0], write_text("blank.lines", "\n  \n\t\r\n")};
+  expect_err(pd_dataset_lines(2, blank, &o, &d, &e), PD_EFORMAT, e, "blank.lines",
+             "no line that is not blank", "lines: a file of blank lines");
+  o.min_length = 50;
+  expect_err(pd_dataset_lines(2, paths, &o, &d, &e), PD_EFORMAT, e, "a.lines",
+             "at least 50 characters", "lines: no line long enough");
+  o = (pd_lines_options){.min_length = 1, .split = PD_LINES_TEST, .test_every = 40};
+  expect_err(pd_dataset_lines(2, paths, &o, &d, &e), PD_EFORMAT, e, "test split has no line",
+             "every 40th", "lines: an empty split");
+  pd_lines_options bad[] = {
+      {.min_length = 0, .test_every = 5},
+      {.min_length = 4, .max_length = 3, .test_every = 5},
+      {.min_length = 1, .max_length = -1, .test_every = 5},
+      {.min_length = 1, .split = PD_LINES_TRAIN, .test_every = 1},
+      {.min_length = 1, .split = (pd_lines_split)9, .test_every = 5},
+  };
+  const char *needles[] = {"min_length", "max_length", "max_length", "test_every", "not a split"};
+  for (size_t k = 0; k < PD_ARRAY_LEN(bad); k++)
+    expect_err(pd_dataset_lines(2, paths, &bad[k], &d, &e), PD_EINVAL, e, needles[k], NULL,
+               "lines: bad options are refused");
+  expect_err(pd_dataset_lines(0, paths, &o, &d, &e), PD_EINVAL, e, "at least one file", NULL,
+             "lines: no file");
+  ok(d == NULL, "lines: no dataset after failures");
+  alloc_sweep("lines (plain and gzip)", load_lines_ctx, (void *)paths);
+}
+
 int main(void) {
   const char *t = getenv("TMPDIR");
   snprintf(tmpdir, sizeof tmpdir, "%s/pdreader.XXXXXX", t && *t ? t : "/tmp");
@@ -1124,6 +1554,9 @@ int main(void) {
   test_npy_errors();
   test_alloc_failures();
   test_batching();
+  test_seq_fields();
+  test_text();
+  test_lines();
   test_fashion_real();
   cleanup();
   return tap_done();

@@ -1,0 +1,119 @@
+/* gemm.cu -- the CUDA backend's matrix products through cuBLAS (Sgemm/Dgemm and their
+ * StridedBatched forms), row-major by the usual transposition: row-major C = op(A) op(B) is
+ * column-major C^T = op(B)^T op(A)^T, so cuBLAS gets B before A and n before m. A product with
+ * an empty inner dimension only scales C by beta (beta == 0 clears it), as on the CPU. */
+#include "config.h"
+#include "kernels/cuda/cuda_int.h"
+
+#include <limits.h>
+
+/* The CPU's check: sizes and row strides fit int; a leading dim covers a row. */
+static pd_status check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                            int64_t lda, int64_t ldb, int64_t ldc) {
+  if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return PD_EINVAL;
+  int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+  if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
+      ldc < (n > 1 ? n : 1) || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+    return PD_EINVAL;
+  return PD_OK;
+}
+
+/* C_i = beta * C_i for `batch` m x n matrices (beta == 0 writes 0, NaN or not). */
+template <typename T>
+__global__ void scale_c_kernel(int64_t batch, int64_t m, int64_t n, T beta, T *c, int64_t ldc,
+                               int64_t stride_c) {
+  PD_KCU_LOOP(t, batch * m * n) {
+    int64_t j = t % n, i = t / n % m, b = t / (m * n);
+    T *p = c + b * stride_c + i * ldc + j;
+    *p = beta == (T)0 ? (T)0 : *p * beta;
+  }
+}
+
+static pd_status scale_c(pd_dtype dt, int64_t batch, int64_t m, int64_t n, double beta, void *c,
+                         int64_t ldc, int64_t stride_c) {
+  unsigned nb = pd_kcu_blocks(batch * m * n);
+  if (dt == PD_FP32)
+    scale_c_kernel<float><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(batch, m, n, (float)beta,
+                                                                    (float *)c, ldc, stride_c);
+  else
+    scale_c_kernel<double><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(batch, m, n, beta,
+                                                                     (double *)c, ldc, stride_c);
+  PD_KCU_LAUNCHED("gemm scale kernel");
+  return PD_OK;
+}
+
+pd_status pd_kcu_gemm_strided(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch, int64_t m,
+                              int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                              int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                              double beta, void *c, int64_t ldc, int64_t stride_c) {
+  if (batch == 0 || m == 0 || n == 0) return PD_OK;
+  if (k == 0) return scale_c(dt, batch, m, n, beta, c, ldc, stride_c);
+  cublasOperation_t opa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cublasOperation_t opb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  size_t sz = pd_dtype_size(dt);
+  for (int64_t i0 = 0; i0 < batch; i0 += INT_MAX) {  /* batchCount is an int */
+    int cnt = (int)(batch - i0 < INT_MAX ? batch - i0 : INT_MAX);
+    const char *ai = (const char *)a + i0 * stride_a * (int64_t)sz;
+    const char *bi = (const char *)b + i0 * stride_b * (int64_t)sz;
+    char *ci = (char *)c + i0 * stride_c * (int64_t)sz;
+    if (dt == PD_FP32) {
+      float al = (float)alpha, be = (float)beta;
+      if (cnt == 1)
+        PD_KCU_BLAS("cublasSgemm",
+                    cublasSgemm(pd_kcu_blas, opb, opa, (int)n, (int)m, (int)k, &al,
+                                (const float *)bi, (int)ldb, (const float *)ai, (int)lda, &be,
+                                (float *)ci, (int)ldc));
+      else
+        PD_KCU_BLAS("cublasSgemmStridedBatched",
+                    cublasSgemmStridedBatched(pd_kcu_blas, opb, opa, (int)n, (int)m, (int)k, &al,
+                                              (const float *)bi, (int)ldb, stride_b,
+                                              (const float *)ai, (int)lda, stride_a, &be,
+                                              (float *)ci, (int)ldc, stride_c, cnt));
+    } else {
+      if (cnt == 1)
+        PD_KCU_BLAS("cublasDgemm",
+                    cublasDgemm(pd_kcu_blas, opb, opa, (int)n, (int)m, (int)k, &alpha,
+                                (const double *)bi, (int)ldb, (const double *)ai, (int)lda,
+                                &beta, (double *)ci, (int)ldc));
+      else
+        PD_KCU_BLAS("cublasDgemmStridedBatched",
+                    cublasDgemmStridedBatched(pd_kcu_blas, opb, opa, (int)n, (int)m, (int)k,
+                                              &alpha, (const double *)bi, (int)ldb, stride_b,
+                                              (const double *)ai, (int)lda, stride_a, &beta,
+                                              (double *)ci, (int)ldc, stride_c, cnt));
+    }
+  }
+  return PD_OK;
+}
+
+pd_status pd_kcu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                      double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                      double beta, void *c, int64_t ldc) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+  return pd_kcu_gemm_strided(dt, trans_a, trans_b, 1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta,
+                             c, ldc, 0);
+}
+
+pd_status pd_kcu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch, int64_t m,
+                              int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                              int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
+                              double beta, void *c, int64_t ldc, int64_t stride_c) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+  if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) return PD_EINVAL;
+  if (batch == 0 || m == 0 || n == 0) return PD_OK;
+  /* Overlapping outputs (stride_c 0 included): the CPU computes the products one after the
+   * other, each seeing the C the previous one wrote; so do we (in stream order). */
+  if (batch > 1 && stride_c < (m - 1) * ldc + n) {
+    size_t sz = pd_dtype_size(dt);
+    for (int64_t i = 0; i < batch; i++)
+      PD_KCU_TRY(pd_kcu_gemm_strided(dt, trans_a, trans_b, 1, m, n, k, alpha,
+                                     (const char *)a + i * stride_a * (int64_t)sz, lda, 0,
+                                     (const char *)b + i * stride_b * (int64_t)sz, ldb, 0, beta,
+                                     (char *)c + i * stride_c * (int64_t)sz, ldc, 0));
+    return PD_OK;
+  }
+  return pd_kcu_gemm_strided(dt, trans_a, trans_b, batch, m, n, k, alpha, a, lda, stride_a, b,
+                             ldb, stride_b, beta, c, ldc, stride_c);
+}

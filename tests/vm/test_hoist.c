@@ -1,0 +1,344 @@
+/* test_hoist.c -- the loop hoisting pass (vm/hoist.h). Each case is a .pd script with a for-rnn:
+ * it is compiled, turned to fp64, pruned to its cost, and hoisted. Checked: which ops left the
+ * step block and what the loop then reads (its inputs and parameters); that the program still
+ * validates; that the cost equals the cost of the program as it was (the same operations on the
+ * same rows); that the gradients of the backward pass built on the hoisted program equal those
+ * built on the original one and match central finite differences of the cost (fp64, relative
+ * error at most 1e-6), element by element; and, for the ops the pass must leave alone (work on
+ * a memory, a non-commutative op with the rows on the right, an op whose output the loop
+ * stacks), that nothing moves. Also: the bench model (lookup_table outside the loop), sequences
+ * of different lengths, an if inside the loop reading a hoisted value, lookup_table inside the
+ * loop, a program with a backward pass already (left alone), and out-of-memory from every
+ * allocation of the pass on. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/diag.h"
+#include "lang/compile.h"
+#include "lang/run.h"
+#include "tests/tap.h"
+#include "vm/backward.h"
+#include "vm/exec.h"
+#include "vm/hoist.h"
+#include "vm/prune.h"
+
+static void to_fp64(pd_program *p) {
+  for (int b = 0; b < p->nblocks; b++) {
+    pd_block *blk = p->blocks[b];
+    for (int i = 0; i < blk->nvars; i++)
+      if (blk->vars[i]->dtype == PD_FP32) blk->vars[i]->dtype = PD_FP64;
+    for (int i = 0; i < blk->nops; i++) {
+      pd_op_desc *op = blk->ops[i];
+      for (int a = 0; a < op->nattrs; a++) {
+        pd_attr *at = &op->attrs[a];
+        if ((strcmp(at->name, "dtype") == 0 || strcmp(at->name, "in_dtype") == 0 ||
+             strcmp(at->name, "out_dtype") == 0) &&
+            at->type == PD_ATTR_INT && at->v.i == PD_FP32)
+          at->v.i = PD_FP64;
+      }
+    }
+  }
+}
+
+typedef struct hcase {
+  pd_source *src;
+  pd_unit *unit;
+  pd_runner *r;
+  pd_program *fwd, *hfwd, *bwd, *hbwd;  /* as pruned, hoisted; their backward passes */
+  pd_exec *fex, *hfex, *bex, *hbex;
+  pd_backward pg, hpg;
+  int moved;
+  pd_error err;
+} hcase;
+
+static void hcase_free(hcase *c) {
+  pd_exec_free(c->fex);
+  pd_exec_free(c->hfex);
+  pd_exec_free(c->bex);
+  pd_exec_free(c->hbex);
+  pd_program_free(c->fwd);
+  pd_program_free(c->hfwd);
+  pd_program_free(c->bwd);
+  pd_program_free(c->hbwd);
+  pd_backward_release(&c->pg);
+  pd_backward_release(&c->hpg);
+  pd_runner_free(c->r);
+  pd_unit_free(c->unit);
+  pd_source_free(c->src);
+  pd_error_clear(&c->err);
+}
+
+static bool setup(hcase *c, const char *name, const char *text) {
+  memset(c, 0, sizeof *c);
+  const char *cost = "cost";
+  pd_diags d;
+  pd_diags_init(&d, 5);
+  bool good = pd_source_from_string(name, text, strlen(text), &c->src) == PD_OK &&
+              pd_compile(c->src, NULL, &d, &c->unit) == PD_OK;
+  if (!good) printf("# compile: %s\n", d.text.data ? d.text.data : "?");
+  pd_diags_free(&d);
+  if (!good) return false;
+  to_fp64(c->unit->main);
+  to_fp64(c->unit->startup);
+  pd_run_options o = {0};
+  pd_status st = pd_runner_new(c->unit, &o, &c->r, &c->err);
+  if (!st) st = pd_program_prune(c->unit->main, 1, &cost, &c->fwd, &c->err);
+  if (!st && !(c->hfwd = pd_program_clone(c->fwd))) st = PD_ENOMEM;
+  if (!st) st = pd_program_hoist(c->hfwd, &c->moved, &c->err);
+  if (!st) st = pd_program_validate(c->hfwd, &c->err);
+  if (!st && (!(c->bwd = pd_program_clone(c->fwd)) || !(c->hbwd = pd_program_clone(c->hfwd))))
+    st = PD_ENOMEM;
+  if (!st) st = pd_append_backward(c->bwd, cost, &c->pg, &c->err);
+  if (!st) st = pd_append_backward(c->hbwd, cost, &c->hpg, &c->err);
+  if (!st) st = pd_program_validate(c->hbwd, &c->err);
+  if (!st) st = pd_exec_new(c->fwd, NULL, &c->fex, &c->err);
+  if (!st) st = pd_exec_new(c->hfwd, NULL, &c->hfex, &c->err);
+  if (!st) st = pd_exec_new(c->bwd, NULL, &c->bex, &c->err);
+  if (!st) st = pd_exec_new(c->hbwd, NULL, &c->hbex, &c->err);
+  if (st) printf("# %s: %s\n", name, c->err.msg ? c->err.msg : pd_status_str(st));
+  return st == PD_OK;
+}
+
+static double run_cost(hcase *c, pd_exec *ex) {
+  pd_tensor t;
+  pd_tensor_init(&t);
+  pd_exec_fetch f = {"cost", &t};
+  pd_exec_io io = {0, NULL, 1, &f};
+  double v = NAN;
+  if (pd_exec_run(ex, pd_runner_scope(c->r), &io, NULL, &c->err) == PD_OK && t.dtype == PD_FP64)
+    v = PD_TENSOR_F64(&t)[0];
+  else printf("# run: %s\n", c->err.msg ? c->err.msg : "?");
+  pd_tensor_release(&t);
+  return v;
+}
+
+/* The recurrent op of block 0 of p (NULL when none). */
+static const pd_op_desc *loop_op(const pd_program *p) {
+  for (int i = 0; i < p->blocks[0]->nops; i++)
+    if (strcmp(p->blocks[0]->ops[i]->type, "recurrent") == 0) return p->blocks[0]->ops[i];
+  return NULL;
+}
+
+/* The names bound to slot of op, joined by commas ("" when none). */
+static const char *slot_str(const pd_op_desc *op, const char *slot, char *buf, size_t n) {
+  const pd_slot *s = op ? pd_op_input(op, slot) : NULL;
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int a = 0; s && a < s->nargs && k < n; a++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", a ? "," : "", s->args[a]);
+  return buf;
+}
+
+/* The op types of the step block, joined by commas. */
+static const char *step_ops(const pd_program *p, char *buf, size_t n) {
+  const pd_op_desc *op = loop_op(p);
+  const pd_attr *sb = op ? pd_op_attr(op, "sub_block") : NULL;
+  const pd_block *b = sb ? pd_program_block(p, sb->v.i) : NULL;
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int i = 0; b && i < b->nops && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? "," : "", b->ops[i]->type);
+  return buf;
+}
+
+/* Check a case: ops moved, the loop's inputs and parameters after the pass, the op types left
+ * in the step block (NULL: not checked), the cost, and the gradients. */
+static void check(const char *name, const char *text, int want_moved, const char *want_inputs,
+                  const char *want_params, const char *want_step) {
+  hcase c;
+  if (!setup(&c, name, text)) {
+    ok(0, "%s: builds, hoists and validates", name);
+    hcase_free(&c);
+    return;
+  }
+  char buf[512];
+  is_int(c.moved, want_moved, "%s: %d ops moved out of the loop", name, want_moved);
+  is_str(slot_str(loop_op(c.hfwd), "inputs", buf, sizeof buf), want_inputs,
+         "%s: the loop steps over %s", name, want_inputs);
+  is_str(slot_str(loop_op(c.hfwd), "parameters", buf, sizeof buf), want_params,
+         "%s: the loop reads parameters [%s]", name, want_params);
+  if (want_step)
+    is_str(step_ops(c.hfwd, buf, sizeof buf), want_step, "%s: the step block runs %s", name,
+           want_step);
+  /* The same cost. */
+  double l0 = run_cost(&c, c.fex), l1 = run_cost(&c, c.hfex);
+  ok(isfinite(l0) && fabs(l0 - l1) <= 1e-12 * (fabs(l0) > 1 ? fabs(l0) : 1),
+     "%s: the hoisted program computes the same cost (%.15g, %.15g)", name, l0, l1);
+  /* Gradients: both backward passes, one run each. */
+  ok(c.pg.n == c.hpg.n && c.pg.n > 0, "%s: %d parameters get gradients both ways", name, c.pg.n);
+  int n = c.pg.n < c.hpg.n ? c.pg.n : c.hpg.n;
+  pd_tensor *g = calloc((size_t)(2 * n) + 1, sizeof *g);
+  pd_exec_fetch *f = calloc((size_t)(2 * n) + 1, sizeof *f);
+  for (int i = 0; i < 2 * n; i++) pd_tensor_init(&g[i]);
+  for (int i = 0; i < n; i++) {
+    f[i] = (pd_exec_fetch){c.pg.pairs[i].grad, &g[i]};
+    f[n + i] = (pd_exec_fetch){c.hpg.pairs[i].grad, &g[n + i]};
+  }
+  pd_exec_io io0 = {0, NULL, n, f}, io1 = {0, NULL, n, f + n};
+  pd_status st = pd_exec_run(c.bex, pd_runner_scope(c.r), &io0, NULL, &c.err);
+  if (!st) st = pd_exec_run(c.hbex, pd_runner_scope(c.r), &io1, NULL, &c.err);
+  if (!ok(st == PD_OK, "%s: both backward passes run", name))
+    printf("#   %s\n", c.err.msg ? c.err.msg : "?");
+  for (int i = 0; st == PD_OK && i < n; i++) {
+    const char *param = c.hpg.pairs[i].param;
+    pd_variable *pv = pd_scope_find_local_var(pd_runner_scope(c.r), param);
+    pd_tensor *p = pv ? pd_var_tensor(pv) : NULL;
+    pd_tensor *ga = &g[i], *gh = &g[n + i];
+    bool shaped = p && p->dtype == PD_FP64 && strcmp(c.pg.pairs[i].param, param) == 0 &&
+                  gh->dtype == PD_FP64 && ga->dtype == PD_FP64 &&
+                  pd_tensor_numel(gh) == pd_tensor_numel(p) &&
+                  pd_tensor_numel(ga) == pd_tensor_numel(p);
+    double same = 0, worst = 0;
+    int64_t at = -1;
+    double at_a = 0, at_n = 0;
+    for (int64_t j = 0; shaped && j < pd_tensor_numel(p); j++) {
+      double a = PD_TENSOR_F64(gh)[j], b = PD_TENSOR_F64(ga)[j];
+      double d = fabs(a - b) / (fabs(b) > 1 ? fabs(b) : 1);
+      if (d > same) same = d;
+      double *x = &PD_TENSOR_F64(p)[j], x0 = *x, h = 1e-6 * (fabs(x0) > 1 ? fabs(x0) : 1);
+      *x = x0 + h;
+      double lp = run_cost(&c, c.hfex);
+      *x = x0 - h;
+      double lm = run_cost(&c, c.hfex);
+      *x = x0;
+      double num = (lp - lm) / (2 * h);
+      double rel = fabs(num - a) / (fabs(num) > 1 ? fabs(num) : 1);
+      if (!(rel <= worst)) {
+        worst = rel;
+        at = j;
+        at_a = a;
+        at_n = num;
+      }
+    }
+    ok(shaped && same <= 1e-10, "%s: d cost / d %s is the same hoisted or not (rel %.3g)", name,
+       param, same);
+    if (!ok(shaped && worst <= 1e-6, "%s: d cost / d %s matches finite differences", name, param))
+      printf("#   element %lld: analytic %.12g, numeric %.12g (rel %.3g)%s\n", (long long)at, at_a,
+             at_n, worst, shaped ? "" : " (gradient missing or misshapen)");
+  }
+  for (int i = 0; i < 2 * n; i++) pd_tensor_release(&g[i]);
+  free(g);
+  free(f);
+  hcase_free(&c);
+}
+
+/* The bench model, small: lookup_table outside the loop, mul(t, Wx) + bx hoisted, the memory's
+ * part (mul(h, Wh), the add, tanh) and the emit left. */
+static const char elman[] =
+    "x = sequence([[1, 2, 3], [4], [5, 6, 7, 8, 9]], int64)\n"
+    "y = sequence([[3, 1, 2], [0], [2, 2, 1, 0, 3]], int64)\n"
+    "emb = param([10, 3], name = \"emb\")\n"
+    "Wx = param([3, 4], name = \"Wx\")\n"
+    "bx = param([4], name = \"bx\", init = 0.1)\n"
+    "Wh = param([4, 4], name = \"Wh\")\n"
+    "Wo = param([4, 4], name = \"Wo\")\n"
+    "h = zeros([4])\n"
+    "for (t in lookup_table(emb, x)) {\n"
+    "    h = tanh(mul(t, Wx) + bx + mul(h, Wh))\n"
+    "    emit hs = h\n"
+    "}\n"
+    "cost = mean(softmax_with_cross_entropy(mul(hs, Wo), y))\n";
+
+/* A pass over a program that has a backward pass already changes nothing; and running out of
+ * memory at any allocation of the pass is reported (and leaks nothing: the sanitizer build
+ * checks). */
+static void test_backward_and_oom(void) {
+  hcase c;
+  if (!setup(&c, "elman.pd", elman)) {
+    ok(0, "elman.pd: builds");
+    hcase_free(&c);
+    return;
+  }
+  int moved = -1;
+  pd_status st = pd_program_hoist(c.bwd, &moved, &c.err);
+  ok(st == PD_OK && moved == 0, "a program with a backward pass is left as it is");
+  int fails = 0, k;
+  for (k = 1; k < 10000; k++) {
+    pd_program *p = pd_program_clone(c.fwd);
+    if (!p) break;
+    pd_error e = {0};
+    pd_alloc_fail_after(k);
+    st = pd_program_hoist(p, &moved, &e);
+    pd_alloc_fail_after(0);
+    if (st != PD_OK) {
+      fails += st == PD_ENOMEM;
+      if (st != PD_ENOMEM) printf("# allocation %d: %s\n", k, pd_status_str(st));
+    }
+    pd_error_clear(&e);
+    pd_program_free(p);
+    if (st == PD_OK) break;
+  }
+  ok(fails == k - 1 && k > 1, "out of memory at each of the pass's %d allocations is reported",
+     k - 1);
+  hcase_free(&c);
+}
+
+int main(void) {
+  check("elman.pd", elman, 2, "elementwise_add.tmp_0", "Wh",
+        "mul,elementwise_add,tanh,assign");
+  /* bx + mul(t, Wx): the add's operands are swapped (the LoD comes from X). Sequences of
+   * lengths 1, 3 and 7; the step input is still read (h * t): it stays an input. */
+  check("swap.pd",
+        "x = sequence([[1], [2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]) * "
+        "param([1], init = 0.1, name = \"s\")\n"
+        "W = param([1, 3], name = \"W\")\n"
+        "b = param([3], name = \"b\", init = 0.2)\n"
+        "U = param([3, 3], name = \"U\")\n"
+        "h = zeros([3])\n"
+        "for (t in x) {\n"
+        "    h = tanh(b + mul(t, W) + mul(h, U)) * t\n"
+        "}\n"
+        "cost = mean(h * h)\n",
+        2, "t.tmp_0,elementwise_add.tmp_0", "U",
+        "mul,elementwise_add,tanh,elementwise_mul");
+  /* Chains of row-wise work: two products of the step, their elementwise product (rows on both
+   * sides), sigmoid and scale; the memory's part stays. */
+  check("chain.pd",
+        "x = sequence([[1, 2], [3, 4, 5]]) * param([1], init = 0.5, name = \"s\")\n"
+        "A = param([1, 2], name = \"A\")\n"
+        "B = param([1, 2], name = \"B\")\n"
+        "U = param([2, 2], name = \"U\")\n"
+        "h = zeros([2])\n"
+        "for (t in x) {\n"
+        "    let z = sigmoid(mul(t, A) * mul(t, B)) * 2\n"
+        "    h = tanh(z + mul(h, U))\n"
+        "}\n"
+        "cost = mean(h)\n",
+        5, "z", "U", NULL);
+  /* Left alone: work on the memory, an invariant minus the step rows (not commutative), and the
+   * stacked output itself. Only mul(t, W) moves. */
+  check("stays.pd",
+        "x = sequence([[1, 2], [3, 4, 5]]) * param([1], init = 0.5, name = \"s\")\n"
+        "W = param([1, 2], name = \"W\")\n"
+        "c = param([2], name = \"c\", init = 0.3)\n"
+        "h = zeros([2])\n"
+        "for (t in x) {\n"
+        "    let a = mul(t, W)\n"
+        "    h = tanh(c - a + h * h)\n"
+        "    emit o = a\n"
+        "}\n"
+        "cost = mean(h) + mean(o * o)\n",
+        1, "a", "c", NULL);
+  /* An if inside the loop reads a hoisted value; lookup_table inside the loop. */
+  check("if_lookup.pd",
+        "x = sequence([[1, 2], [3, 0, 2]], int64)\n"
+        "emb = param([4, 2], name = \"emb\")\n"
+        "W = param([2, 2], name = \"W\")\n"
+        "h = zeros([2])\n"
+        "for (t in x) {\n"
+        "    let e = mul(lookup_table(emb, t), W)\n"
+        "    g = e + h\n"
+        "    if (reduce_sum(e, dim = [1], keep_dim = true) > 0) {\n"
+        "        g = g * e\n"
+        "    } else {\n"
+        "        g = g - e\n"
+        "    }\n"
+        "    h = tanh(g)\n"
+        "}\n"
+        "cost = mean(h * h)\n",
+        2, "e", "", NULL);
+  test_backward_and_oom();
+  return tap_done();
+}
