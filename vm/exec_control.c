@@ -357,8 +357,17 @@ typedef struct rnn_plan {
   int64_t *order;            /* sequence indices by length, longest first */
   bool reverse;
   int nsub;                  /* x's LoD levels below the top (0: an element is one row) */
-  const pd_lod_level *sub;   /* those levels (borrowed from x) */
+  const pd_lod_level *sub;   /* those levels */
+  pd_tensor lod;             /* owns a copy of x's LoD, which off and sub point into: x may be
+                                an output too (a memory set to the step input), and resizing an
+                                output clears its LoD */
 } rnn_plan;
+
+static void rnn_plan_free(rnn_plan *p) {
+  pd_free(p->order);
+  p->order = NULL;
+  pd_tensor_release(&p->lod);
+}
 
 static int64_t seq_len(const rnn_plan *p, int64_t s) { return p->off[s + 1] - p->off[s]; }
 /* The element of x that sequence s reads at step k (a row of x when x has one LoD level). */
@@ -753,6 +762,7 @@ static const char *lod_str(const pd_tensor *x, char *buf, size_t cap) {
  * compiler gave the loop's body one level fewer: a loop inside the loop needs two). */
 static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p, bool declared) {
   memset(p, 0, sizeof *p);
+  pd_tensor_init(&p->lod);
   int nin = pd_ctx_nin(ctx, "inputs");
   if (nin < 1) return pd_ctx_fail(ctx, PD_EINVAL, "no sequence to loop over");
   const pd_tensor *x = pd_ctx_in_at(ctx, "inputs", 0);
@@ -787,9 +797,7 @@ static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p, bool declared) {
                              ctx->err && ctx->err->msg ? ctx->err->msg : "bad LoD");
   if ((st = check_levels(ctx, x->nlod))) return st;
   p->nseq = x->lod[0].n - 1;
-  p->off = x->lod[0].offsets;
   p->nsub = x->nlod - 1;
-  p->sub = x->lod + 1;
   p->reverse = pd_ctx_attr_bool(ctx, "reverse");
   for (int j = 1; j < nin; j++) {
     const pd_tensor *y = pd_ctx_in_at(ctx, "inputs", j);
@@ -802,12 +810,14 @@ static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p, bool declared) {
       return pd_ctx_fail(ctx, PD_ESHAPE, "inputs '%s' and '%s' have different sequence lengths",
                          xname, pd_ctx_in_name(ctx, "inputs", j));
   }
+  if (pd_tensor_copy_lod(&p->lod, x)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  p->off = p->lod.lod[0].offsets;
+  p->sub = p->lod.lod + 1;
   p->order = pd_malloc(sizeof *p->order * (size_t)(p->nseq + 1));
   len_idx *keys = pd_malloc(sizeof *keys * (size_t)(p->nseq + 1));
   if (!p->order || !keys) {
     pd_free(keys);
-    pd_free(p->order);
-    p->order = NULL;
+    rnn_plan_free(p);
     return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
   }
   for (int64_t q = 0; q < p->nseq; q++) {
@@ -862,7 +872,7 @@ pd_status pd_kernel_recurrent(pd_exec_ctx *ctx) {
     if ((st = rnn_stack(ctx, &p, steps, pd_ctx_out_name(ctx, "outputs", o), out))) goto out;
   }
 out:
-  pd_free(p.order);
+  rnn_plan_free(&p);
   pd_free(rows);
   return st;
 }
@@ -1282,7 +1292,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
 out:
   pd_scope_free(next);
   pd_free(rows);
-  pd_free(p.order);
+  rnn_plan_free(&p);
   return st;
 }
 
