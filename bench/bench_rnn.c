@@ -6,11 +6,14 @@
  *   bench/bench_rnn mem [H...]    memory: for T = 50, 100, 200, 400, the peak of the bytes
  *                                 live in pd_k_host_alloc blocks during a step (above what
  *                                 the parameters and the optimizer state hold between steps),
- *                                 its growth per time step (the least-squares slope over T),
- *                                 next to the theoretical activation size per time step; what
- *                                 one step scope of the loop holds, var by var; and a check
- *                                 that the bytes live after the step's scope tree is destroyed
- *                                 are those live before it (exit status 1 otherwise).
+ *                                 and what the step's scope tree holds at its end when the run
+ *                                 keeps it (nothing released early: the peak without the
+ *                                 executor's release of temporaries, vm/exec.h); the growth of
+ *                                 both per time step (least-squares slopes over T), next to
+ *                                 the theoretical activation size per time step; what one step
+ *                                 scope of the loop holds, var by var; and a check that the
+ *                                 bytes live after the step's scope tree is destroyed are those
+ *                                 live before it (exit status 1 otherwise).
  *   bench/bench_rnn step [H [T [N]]]  time: the median and best of N (default 30) steps, in
  *                                 ms, after 3 warm-up steps; for profiling (perf record).
  * Both take --no-hoist (skip the hoisting pass) before the mode. Default H: 32 and 256.
@@ -201,17 +204,31 @@ static int step_scope_bytes(pd_scope *run, by_name *out, int cap) {
   return k;
 }
 
+/* The least-squares slope of y over x. */
+static double slope_of(const int64_t *x, const double *y, int n) {
+  double mx = 0, my = 0, sxy = 0, sxx = 0;
+  for (int i = 0; i < n; i++) {
+    mx += (double)x[i] / n;
+    my += y[i] / n;
+  }
+  for (int i = 0; i < n; i++) {
+    sxy += ((double)x[i] - mx) * (y[i] - my);
+    sxx += ((double)x[i] - mx) * ((double)x[i] - mx);
+  }
+  return sxy / sxx;
+}
+
 static bool bench_mem(int hidden, bool hoist) {
   static const int64_t lens[] = {50, 100, 200, 400};
   enum { NL = sizeof lens / sizeof lens[0] };
   model m;
   model_build(&m, hidden, hoist);
-  double peak[NL];
+  double peak[NL], tree[NL];
   bool back = true;
   double theory = 4.0 * B * (E + hidden + V) + 16.0 * B;
   printf("hidden %d (batch %d, embedding %d, %d classes), %d ops hoisted:\n", hidden, B, E, V,
          m.moved);
-  printf("  %6s %14s %14s %12s %10s\n", "length", "peak live B", "scope tree B", "allocs",
+  printf("  %6s %14s %14s %12s %10s\n", "length", "peak live B", "kept tree B", "allocs",
          "after");
   for (int i = 0; i < NL; i++) {
     model_data(&m, lens[i]);
@@ -226,42 +243,37 @@ static bool bench_mem(int hidden, bool hoist) {
     model_step(&m, &run);
     pd_k_host_usage kept;
     pd_k_host_stats(&kept);
+    char breakdown[1024] = "";
     if (i == NL - 1) {
       by_name vars[64];
       int nv = step_scope_bytes(run, vars, 64);
-      size_t total = 0;
+      size_t total = 0, k = 0;
       for (int v = 0; v < nv; v++) total += vars[v].bytes;
-      printf("  one step scope of the loop (T = %lld) holds %.0f B:", (long long)lens[i],
-             (double)total / (double)lens[i]);
-      for (int v = 0; v < nv; v++)
-        printf("%s %s %.0f", v ? "," : "", vars[v].name, (double)vars[v].bytes / (double)lens[i]);
-      printf("\n");
+      k += (size_t)snprintf(breakdown + k, sizeof breakdown - k,
+                            "  one step scope of the loop holds %.0f B:",
+                            (double)total / (double)lens[i]);
+      for (int v = 0; v < nv && k < sizeof breakdown; v++)
+        k += (size_t)snprintf(breakdown + k, sizeof breakdown - k, "%s %s %.0f", v ? "," : "",
+                              vars[v].name, (double)vars[v].bytes / (double)lens[i]);
+      if (k < sizeof breakdown) snprintf(breakdown + k, sizeof breakdown - k, "\n");
     }
     pd_scope_free(run);
     pd_k_host_stats(&u2);
     peak[i] = (double)(u1.peak - u0.live);
+    tree[i] = (double)(kept.live - u0.live);
     bool same = u2.live == u0.live;
     back = back && same;
-    printf("  %6lld %14.0f %14.0f %12llu %10s\n", (long long)lens[i], peak[i],
-           (double)(kept.live - u0.live), (unsigned long long)u1.allocs,
-           same ? "baseline" : "LEAK");
+    printf("  %6lld %14.0f %14.0f %12llu %10s\n", (long long)lens[i], peak[i], tree[i],
+           (unsigned long long)u1.allocs, same ? "baseline" : "LEAK");
     if (!same)
       printf("  live bytes: %zu before the step, %zu after its scope tree is freed\n", u0.live,
              u2.live);
+    if (i == NL - 1) printf("%s", breakdown);
   }
-  double mx = 0, my = 0, sxy = 0, sxx = 0;
-  for (int i = 0; i < NL; i++) {
-    mx += (double)lens[i] / NL;
-    my += peak[i] / NL;
-  }
-  for (int i = 0; i < NL; i++) {
-    sxy += ((double)lens[i] - mx) * (peak[i] - my);
-    sxx += ((double)lens[i] - mx) * ((double)lens[i] - mx);
-  }
-  double slope = sxy / sxx;
-  printf("  peak bytes per time step (slope): %.0f; theoretical activations 4B(E+H+V)+16B = "
-         "%.0f (ratio %.2f); the cell alone 4B(E+H) = %.0f\n",
-         slope, theory, slope / theory, 4.0 * B * (E + hidden));
+  double slope = slope_of(lens, peak, NL), kslope = slope_of(lens, tree, NL);
+  printf("  bytes per time step (slopes): peak %.0f, kept tree %.0f; theoretical activations "
+         "4B(E+H+V)+16B = %.0f (peak / theory %.2f); the cell alone 4B(E+H) = %.0f\n",
+         slope, kslope, theory, slope / theory, 4.0 * B * (E + hidden));
   model_free(&m);
   return back;
 }

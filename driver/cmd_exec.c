@@ -31,7 +31,8 @@ static int find_io(const pd_program *p, const char *type, const char *slot, io_o
     const char *v = strcmp(slot, "Out") == 0 ? pd_op_output1(op, "Out") : pd_op_input1(op, "X");
     const pd_attr *col = pd_op_attr(op, "col");
     if (!v) continue;
-    out[n++] = (io_op){v, col && col->type == PD_ATTR_INT ? col->v.i : n};
+    out[n] = (io_op){v, col && col->type == PD_ATTR_INT ? col->v.i : n};
+    n++;
   }
   return n;
 }

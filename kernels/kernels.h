@@ -150,7 +150,7 @@ int64_t pd_k_numel(int nd, const int64_t *dims);
 
 /* ---- Host memory: PD_K_ALIGN-aligned blocks through the pd_malloc hook (so allocation-failure
  * tests reach them). NULL on failure; pd_k_host_free(NULL) is a no-op. Thread-safe.
- * Freed blocks of 64 KiB and more are kept in a bounded cache (256 MiB at most) and reused for
+ * Freed blocks of 16 KiB and more are kept in a bounded cache (256 MiB at most) and reused for
  * later requests of about their size, so that a training loop that frees and reallocates its
  * temporaries every step does not map fresh pages each time; smaller blocks are freed at once.
  * pd_k_host_trim frees every cached block; pd_k_host_cached says how many bytes are cached. */
@@ -426,9 +426,9 @@ const pd_k_backend *pd_k_cpu(void);
  * sin and cos, so its values agree with the CPU's to a few ulp of double, not bit for bit.
  * Bit for bit the same as the CPU: uniform (both dtypes), fill, cast (but for NaN payloads),
  * compare, logical, transpose, concat, split, gather_rows, argmax, top_k, im2col, col2im (the
- * same additions in the same order), pooling and its gradient (idem). fp32 kernels flush denormals to zero (as the
- * CPU after pd_k_init). top_k (a stable segmented sort) takes rows of up to 2^31 - 1
- * elements (PD_EUNSUPPORTED beyond). ---- */
+ * same additions in the same order), pooling and its gradient (idem). fp32 kernels flush
+ * denormals to zero (as the CPU after pd_k_init). top_k (a stable segmented sort) takes rows
+ * of up to 2^31 - 1 elements (PD_EUNSUPPORTED beyond). ---- */
 typedef enum pd_k_place { PD_K_HOST = 0, PD_K_CUDA = 1 } pd_k_place;
 
 /* True when this pdlang was configured --with-cuda (a GPU may still be absent). */
@@ -473,8 +473,11 @@ pd_status pd_k_dev_upload(void *dev, const void *host, size_t nbytes);
 pd_status pd_k_dev_download(void *host, const void *dev, size_t nbytes);
 pd_status pd_k_dev_copy(void *dst, const void *src, size_t nbytes);  /* device to device; async */
 pd_status pd_k_dev_sync(void);   /* waits for queued work; reports an asynchronous failure */
-/* The message of the calling thread's last failed CUDA/cuBLAS call in this layer
- * ("cublasSgemm: CUBLAS_STATUS_EXECUTION_FAILED"), "" if none. */
+/* Why the calling thread's latest call into the CUDA layer failed (a backend entry, open,
+ * alloc, a copy, sync): "cublasSgemm: CUBLAS_STATUS_EXECUTION_FAILED", "cudaMalloc of 1024
+ * bytes: out of memory ...", "cross_entropy: a label outside [0, 10) ..."; "" when that call
+ * succeeded or failed only an argument check. Each of those calls clears it first, so read it
+ * right after the call that failed. */
 const char *pd_k_cuda_error(void);
 
 /* ---- Process-wide set-up of the CPU backend. ----

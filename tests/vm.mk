@@ -47,7 +47,8 @@ tests_vm_test_hoist_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_hoist
 
 # tests/vm/test_step_memory: live-byte accounting of the host allocator; a training step of an
-# RNN gives back every byte it allocated once its scope tree is gone.
+# RNN gives back every byte it allocated once its scope tree is gone, and peaks below what the
+# whole tree holds (the executor releases temporaries after their last use).
 check_PROGRAMS += tests/vm/test_step_memory
 tests_vm_test_step_memory_SOURCES = tests/vm/test_step_memory.c
 tests_vm_test_step_memory_LDADD = libpdlang-internal.la $(PD_LIBS)

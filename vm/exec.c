@@ -39,6 +39,8 @@ struct pd_exec_block {
   int *ints;                   /* every op's slot ranges and args, in op order */
   pd_attr *attrs;              /* every op's attribute values, in op order (shallow copies:
                                   lists still point into the program) */
+  int *release, *rel_start;    /* block 0: the table indices of the run's temporaries that op i
+                                  is the last to use, release[rel_start[i] .. rel_start[i+1]) */
   unsigned char *wheres;       /* every op's in_where and out_where (GPU place only) */
 };
 
@@ -50,6 +52,8 @@ struct pd_exec {
   pd_k_rng rng;
   uint64_t ops_run;
   pd_scope *global;            /* during pd_exec_run: the caller's global scope */
+  const pd_exec_io *release_io; /* during pd_exec_run without keep: its fetches (kept), and
+                                   block 0's temporaries are released after their last use */
   const pd_k_backend *gpu;     /* the GPU backend when opts.place is PD_K_CUDA */
 };
 
@@ -118,6 +122,8 @@ static void free_block(pd_exec_block *b) {
   pd_free(b->names);
   pd_free(b->descs);
   pd_free(b->where);
+  pd_free(b->release);
+  pd_free(b->rel_start);
 }
 
 #define prep_fail(err, op, st, ...) pd_error_set((err), (st), (op)->loc, __VA_ARGS__)
@@ -147,6 +153,97 @@ static pd_status bind_slots(pd_exec_block *b, name_map *m, size_t *cap, const pd
     }
   }
   return PD_OK;
+}
+
+/* ---- Releasing block 0's temporaries after their last use. A training step's gradients and the
+ * forward values only the backward pass reads would otherwise all live until the run scope
+ * goes, at the end of the step. The last user of a var is the last op of block 0 that names it,
+ * directly or in a block it owns (at any depth: a loop's body, its gradient block). Only vars
+ * declared in block 0 and not persistable are released (NAME_LOCAL: they live in the run
+ * scope); names that resolve to outer scopes never are. ---- */
+
+static int table_find(const pd_exec_block *b, const name_map *m, const char *name) {
+  if (!m->cap) return -1;
+  size_t j = hash_str(name) & (m->cap - 1);
+  while (m->slots[j]) {
+    int i = m->slots[j] - 1;
+    if (strcmp(b->names[i], name) == 0) return i;
+    j = (j + 1) & (m->cap - 1);
+  }
+  return -1;
+}
+
+/* last[idx] = user for every name of block 0's table that the ops of block bidx name, and those
+ * of the blocks they own. */
+static void mark_nested(const pd_program *p, int bidx, const pd_exec_block *b, const name_map *m,
+                        int user, int *last, int depth) {
+  const pd_block *blk = pd_program_block(p, bidx);
+  if (!blk || depth > 64) return;
+  for (int i = 0; i < blk->nops; i++) {
+    const pd_op_desc *op = blk->ops[i];
+    for (int io = 0; io < 2; io++) {
+      int ns = io ? op->noutputs : op->ninputs;
+      const pd_slot *sl = io ? op->outputs : op->inputs;
+      for (int s = 0; s < ns; s++)
+        for (int a = 0; a < sl[s].nargs; a++) {
+          int idx = table_find(b, m, sl[s].args[a]);
+          if (idx >= 0) last[idx] = user;
+        }
+    }
+    for (int a = 0; a < op->nattrs; a++) {
+      const pd_attr *at = &op->attrs[a];
+      if (at->type == PD_ATTR_BLOCK) mark_nested(p, at->v.i, b, m, user, last, depth + 1);
+      for (int k = 0; at->type == PD_ATTR_BLOCKS && k < at->n; k++)
+        mark_nested(p, at->ints[k], b, m, user, last, depth + 1);
+    }
+  }
+}
+
+static pd_status plan_release(pd_exec *ex, pd_exec_block *b, const name_map *m) {
+  int *last = pd_malloc(sizeof *last * (size_t)(b->nnames + 1));
+  b->rel_start = pd_calloc((size_t)b->nops + 2, sizeof *b->rel_start);
+  b->release = pd_malloc(sizeof *b->release * (size_t)(b->nnames + 1));
+  if (!last || !b->rel_start || !b->release) {
+    pd_free(last);
+    return PD_ENOMEM;
+  }
+  for (int i = 0; i < b->nnames; i++) last[i] = -1;
+  for (int i = 0; i < b->nops; i++) {
+    const pd_exec_op *x = &b->ops[i];
+    for (int d = 0; d < x->def->ninputs; d++)
+      for (int k = 0; k < x->in_count[d]; k++)
+        if (x->args[x->in_start[d] + k] >= 0) last[x->args[x->in_start[d] + k]] = i;
+    for (int d = 0; d < x->def->noutputs; d++)
+      for (int k = 0; k < x->out_count[d]; k++)
+        if (x->args[x->out_start[d] + k] >= 0) last[x->args[x->out_start[d] + k]] = i;
+    for (int a = 0; a < x->op->nattrs; a++) {
+      const pd_attr *at = &x->op->attrs[a];
+      if (at->type == PD_ATTR_BLOCK) mark_nested(ex->p, at->v.i, b, m, i, last, 1);
+      for (int k = 0; at->type == PD_ATTR_BLOCKS && k < at->n; k++)
+        mark_nested(ex->p, at->ints[k], b, m, i, last, 1);
+    }
+  }
+  /* Counting sort by last user. */
+  for (int i = 0; i < b->nnames; i++)
+    if (b->where[i] == NAME_LOCAL && last[i] >= 0) b->rel_start[last[i] + 1]++;
+  for (int i = 0; i < b->nops; i++) b->rel_start[i + 1] += b->rel_start[i];
+  for (int i = 0; i < b->nnames; i++)
+    if (b->where[i] == NAME_LOCAL && last[i] >= 0) b->release[b->rel_start[last[i]]++] = i;
+  for (int i = b->nops; i > 0; i--) b->rel_start[i] = b->rel_start[i - 1];
+  b->rel_start[0] = 0;
+  pd_free(last);
+  return PD_OK;
+}
+
+/* After op i of block 0 in a run that keeps nothing: release the temporaries it used last. */
+static void release_after(const pd_exec *ex, const pd_exec_block *b, pd_variable **vars, int i) {
+  for (int k = b->rel_start[i]; k < b->rel_start[i + 1]; k++) {
+    const char *name = b->names[b->release[k]];
+    bool fetched = false;
+    for (int f = 0; f < ex->release_io->nfetches && !fetched; f++)
+      fetched = strcmp(ex->release_io->fetches[f].name, name) == 0;
+    if (!fetched) pd_var_reset(vars[b->release[k]]);
+  }
 }
 
 static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
@@ -243,6 +340,7 @@ static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
       x->sub = &ex->blocks[sub->v.i];
     }
   }
+  if (bi == 0) st = plan_release(ex, b, &m);
 out:
   pd_free(m.slots);
   return st;
@@ -553,6 +651,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
       goto out;
     }
     if (ex->opts.check_nan_inf && (st = check_outputs_finite(&ctx))) goto out;
+    if (ex->release_io && b == ex->blocks) release_after(ex, b, vars, i);
   }
 out:
   pd_free(vars);
@@ -620,7 +719,10 @@ pd_status pd_exec_run(pd_exec *ex, pd_scope *global, const pd_exec_io *io, pd_sc
   pd_status st = PD_OK;
   for (int i = 0; io && i < io->nfeeds && !st; i++)
     st = pd_exec_feed_var(ex, run, io->feeds[i].name, io->feeds[i].value, err);
+  static const pd_exec_io none = {0, NULL, 0, NULL};
+  ex->release_io = keep ? NULL : io ? io : &none;
   if (!st) st = run_prepared(ex, &ex->blocks[0], run, err);
+  ex->release_io = NULL;
   for (int i = 0; io && i < io->nfetches && !st; i++) {
     const char *name = io->fetches[i].name;
     pd_variable *v = pd_scope_find_var(run, name);

@@ -14,7 +14,11 @@
  * owns a sub-block runs it in a child scope it keeps in a STEP_SCOPES var (conditional_block's
  * Scope output, while's StepScopes, recurrent's step_scopes), so a gradient block can read the
  * forward values; the whole tree goes when the run scope is destroyed, at the end of the run
- * unless the caller asks to keep it.
+ * unless the caller asks to keep it. Before that, each temporary of block 0 (a var it declares
+ * that is not persistable) is released right after the last op that names it, directly or in a
+ * block the op owns: a training step's gradients and the forward values only the backward pass
+ * reads do not all live until the step ends (not in a run that keeps its scope, and never a
+ * fetched var).
  *
  * Errors: a failing op's error carries its .pd location (the op's loc) and a message that starts
  * with the op type and names the vars and shapes involved ("mul: X has 784 columns but Y has 300
@@ -101,7 +105,7 @@ typedef struct pd_exec_io {
  * the var and both shapes), run the ops, copy the fetches out, destroy the child scope.
  * io may be NULL. With keep != NULL the run scope is not destroyed but handed to the caller
  * (*keep; free it with pd_scope_free, or let global's destruction free it), for tests and for
- * passes that look at what the run left. */
+ * passes that look at what the run left; such a run releases no temporary early. */
 pd_status pd_exec_run(pd_exec *ex, pd_scope *global, const pd_exec_io *io, pd_scope **keep,
                       pd_error *err);
 

@@ -2,27 +2,41 @@
 #include "config.h"
 #include "vm/hoist.h"
 
+#include <stdint.h>
 #include <string.h>
 
-/* ---- A list of names (borrowed from the program unless said otherwise). ---- */
+/* ---- A list of names (borrowed from the program unless said otherwise), in order with
+ * duplicates, and a hash index of how often each occurs (loop bodies can be large). ---- */
 typedef struct names {
   int n, cap;
   const char **v;
+  size_t hcap, distinct;   /* the index: open addressing, a power of two, at most half full */
+  const char **keys;
+  int *counts;
 } names;
 
-static bool has(const names *s, const char *x) {
-  for (int i = 0; i < s->n; i++)
-    if (strcmp(s->v[i], x) == 0) return true;
-  return false;
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The slot of x in the index (holding x, or empty where x would go); hcap > 0. */
+static size_t slot_of(const char *const *keys, size_t hcap, const char *x) {
+  size_t j = hash_str(x) & (hcap - 1);
+  while (keys[j] && strcmp(keys[j], x) != 0) j = (j + 1) & (hcap - 1);
+  return j;
 }
 
 static int count(const names *s, const char *x) {
-  int c = 0;
-  for (int i = 0; i < s->n; i++) c += strcmp(s->v[i], x) == 0;
-  return c;
+  if (!s->hcap) return 0;
+  size_t j = slot_of(s->keys, s->hcap, x);
+  return s->keys[j] ? s->counts[j] : 0;
 }
 
-/* Append x (duplicates kept); -1 on out of memory. */
+static bool has(const names *s, const char *x) { return count(s, x) > 0; }
+
+/* Append x (duplicates kept); -1 on out of memory (s unchanged). */
 static int push(names *s, const char *x) {
   if (s->n == s->cap) {
     int cap = s->cap ? s->cap * 2 : 16;
@@ -31,12 +45,41 @@ static int push(names *s, const char *x) {
     s->v = v;
     s->cap = cap;
   }
+  if ((s->distinct + 1) * 2 > s->hcap) {
+    size_t hcap = s->hcap ? s->hcap * 2 : 32;
+    const char **keys = pd_calloc(hcap, sizeof *keys);
+    int *counts = pd_calloc(hcap, sizeof *counts);
+    if (!keys || !counts) {
+      pd_free(keys);
+      pd_free(counts);
+      return -1;
+    }
+    for (size_t i = 0; i < s->hcap; i++) {
+      if (!s->keys[i]) continue;
+      size_t j = slot_of(keys, hcap, s->keys[i]);
+      keys[j] = s->keys[i];
+      counts[j] = s->counts[i];
+    }
+    pd_free(s->keys);
+    pd_free(s->counts);
+    s->keys = keys;
+    s->counts = counts;
+    s->hcap = hcap;
+  }
+  size_t j = slot_of(s->keys, s->hcap, x);
+  if (!s->keys[j]) {
+    s->keys[j] = x;
+    s->distinct++;
+  }
+  s->counts[j]++;
   s->v[s->n++] = x;
   return 0;
 }
 
 static void names_free(names *s) {
   pd_free(s->v);
+  pd_free(s->keys);
+  pd_free(s->counts);
   memset(s, 0, sizeof *s);
 }
 
@@ -44,8 +87,11 @@ static void names_free(names *s) {
 
 static int block_io(const pd_program *p, int bidx, names *reads, names *writes, int depth);
 
+#define MAX_DEPTH 64 /* nesting of blocks the pass looks into; deeper loops are left alone */
+
 /* Add op's input vars to reads and output vars to writes (either may be NULL), and those of
- * the ops of the blocks it owns. -1 on out of memory or nesting past any sane depth. */
+ * the ops of the blocks it owns. -1 on out of memory (or nesting past MAX_DEPTH, which
+ * hoist_loop rules out first). */
 static int op_io(const pd_program *p, const pd_op_desc *op, names *reads, names *writes,
                  int depth) {
   for (int s = 0; reads && s < op->ninputs; s++)
@@ -69,10 +115,25 @@ static int op_io(const pd_program *p, const pd_op_desc *op, names *reads, names 
 static int block_io(const pd_program *p, int bidx, names *reads, names *writes, int depth) {
   const pd_block *b = pd_program_block(p, bidx);
   if (!b) return 0;
-  if (depth > 64) return -1;
+  if (depth > MAX_DEPTH) return -1;
   for (int i = 0; i < b->nops; i++)
     if (op_io(p, b->ops[i], reads, writes, depth)) return -1;
   return 0;
+}
+
+/* Are the blocks nested in block bidx at most MAX_DEPTH - depth deep? */
+static bool shallow(const pd_program *p, int bidx, int depth) {
+  const pd_block *b = pd_program_block(p, bidx);
+  if (!b) return true;
+  if (depth > MAX_DEPTH) return false;
+  for (int i = 0; i < b->nops; i++)
+    for (int a = 0; a < b->ops[i]->nattrs; a++) {
+      const pd_attr *at = &b->ops[i]->attrs[a];
+      if (at->type == PD_ATTR_BLOCK && !shallow(p, at->v.i, depth + 1)) return false;
+      for (int k = 0; at->type == PD_ATTR_BLOCKS && k < at->n; k++)
+        if (!shallow(p, at->ints[k], depth + 1)) return false;
+    }
+  return true;
 }
 
 /* How many ops of p own block idx. */
@@ -264,7 +325,8 @@ static pd_status hoist_loop(pd_program *p, pd_block *outer, int *at, int *moved,
   pd_op_desc *op = outer->ops[*at];
   const pd_attr *sa = pd_op_attr(op, "sub_block");
   pd_block *step = sa && sa->type == PD_ATTR_BLOCK ? pd_program_block(p, sa->v.i) : NULL;
-  if (!step || step == outer || step->parent_idx != outer->idx || owners(p, step->idx) != 1)
+  if (!step || step == outer || step->parent_idx != outer->idx || owners(p, step->idx) != 1 ||
+      !shallow(p, step->idx, 1))
     return PD_OK;
   loop l = {.p = p, .outer = outer, .step = step, .op = op};
   bool *move = pd_calloc((size_t)step->nops + 1, sizeof *move);

@@ -28,8 +28,9 @@
  * block), written by no other op of the loop (nested blocks included), read by no op before it,
  * and neither a memory (states, ex_states) nor a stacked output of the loop. "Loop-invariant":
  * declared outside the step block and written by no op of it or of the blocks nested in it.
- * Step blocks owned by more than one op, and programs that already have a backward pass
- * (a block with forward_block_idx >= 0), are left as they are.
+ * Step blocks owned by more than one op or holding blocks nested more than 64 deep, and
+ * programs that already have a backward pass (a block with forward_block_idx >= 0), are left
+ * as they are.
  *
  * When: on a pruned program, before pd_append_backward (the moved ops then get ordinary
  * gradient ops, and the loop's gradient op has fewer inputs to give gradients to).

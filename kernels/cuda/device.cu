@@ -100,8 +100,10 @@ static pd_status open_fail(pd_error *err, pd_status st, const char *fmt, ...) {
   return pd_error_set(err, st, loc, "%s", last_error);
 }
 
-/* Undo a partial open. */
+/* Undo a partial open (and clear the runtime's last error, which a later launch check would
+ * otherwise see). */
 static void release_state(void) {
+  cudaGetLastError();
   if (pd_kcu_blas) cublasDestroy(pd_kcu_blas);
   if (flag_host) cudaFreeHost(flag_host);
   if (pd_kcu_flag) cudaFree(pd_kcu_flag);
@@ -113,6 +115,7 @@ static void release_state(void) {
 }
 
 static pd_status open_locked(int device, pd_error *err) {
+  last_error[0] = '\0';
   if (is_open) {
     if (device == open_device) return PD_OK;
     return open_fail(err, PD_EINVAL, "GPU %d asked for, but GPU %d is open already (one per "
@@ -301,6 +304,7 @@ static void trim_locked(void) {
 }
 
 extern "C" void *pd_k_dev_alloc(size_t nbytes) {
+  last_error[0] = '\0';
   if (!is_open) {
     not_open();
     return NULL;
@@ -389,6 +393,7 @@ extern "C" size_t pd_k_dev_live(void) {
 /* ---- Copies ---- */
 
 extern "C" pd_status pd_k_dev_upload(void *dev, const void *host, size_t nbytes) {
+  last_error[0] = '\0';
   if (!is_open) return not_open();
   if (!nbytes) return PD_OK;
   PD_KCU_CUDA(cudaMemcpyAsync(dev, host, nbytes, cudaMemcpyHostToDevice, pd_kcu_stream));
@@ -397,6 +402,7 @@ extern "C" pd_status pd_k_dev_upload(void *dev, const void *host, size_t nbytes)
 }
 
 extern "C" pd_status pd_k_dev_download(void *host, const void *dev, size_t nbytes) {
+  last_error[0] = '\0';
   if (!is_open) return not_open();
   if (!nbytes) return PD_OK;
   PD_KCU_CUDA(cudaMemcpyAsync(host, dev, nbytes, cudaMemcpyDeviceToHost, pd_kcu_stream));
@@ -405,6 +411,7 @@ extern "C" pd_status pd_k_dev_download(void *host, const void *dev, size_t nbyte
 }
 
 extern "C" pd_status pd_k_dev_copy(void *dst, const void *src, size_t nbytes) {
+  last_error[0] = '\0';
   if (!is_open) return not_open();
   if (!nbytes || dst == src) return PD_OK;
   PD_KCU_CUDA(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, pd_kcu_stream));
@@ -412,6 +419,7 @@ extern "C" pd_status pd_k_dev_copy(void *dst, const void *src, size_t nbytes) {
 }
 
 extern "C" pd_status pd_k_dev_sync(void) {
+  last_error[0] = '\0';
   if (!is_open) return not_open();
   PD_KCU_CUDA(cudaStreamSynchronize(pd_kcu_stream));
   PD_KCU_CUDA(cudaGetLastError());
@@ -461,48 +469,61 @@ void pd_kcu_shape_init(pd_kcu_shape *s, int nd, const int64_t *dims, int nops,
 
 /* ---- The table ---- */
 
+/* Each entry of the table is its kernel function behind a wrapper that first clears the
+ * calling thread's error message, so that pd_k_cuda_error() speaks of the latest call (the
+ * VM reads it right after a call that failed). */
+template <auto F>
+struct entry;
+template <typename R, typename... Args, R (*F)(Args...)>
+struct entry<F> {
+  static R call(Args... args) {
+    last_error[0] = '\0';
+    return F(args...);
+  }
+};
+
 /* Designated initializers (C++20): listed in the order of pd_k_backend, as C++ requires. */
 static const pd_k_backend cuda_backend = {
     .name = "cuda",
-    .gemm = pd_kcu_gemm,
-    .gemm_batched = pd_kcu_gemm_batched,
-    .binary = pd_kcu_binary,
-    .binary_grad = pd_kcu_binary_grad,
-    .compare = pd_kcu_compare,
-    .logical = pd_kcu_logical,
-    .logical_not = pd_kcu_logical_not,
-    .unary = pd_kcu_unary,
-    .unary_grad = pd_kcu_unary_grad,
-    .scale = pd_kcu_scale,
-    .fill = pd_kcu_fill,
-    .reduce = pd_kcu_reduce,
-    .reduce_grad = pd_kcu_reduce_grad,
-    .softmax = pd_kcu_softmax,
-    .softmax_grad = pd_kcu_softmax_grad,
-    .log_softmax = pd_kcu_log_softmax,
-    .log_softmax_grad = pd_kcu_log_softmax_grad,
-    .cross_entropy = pd_kcu_cross_entropy,
-    .cross_entropy_grad = pd_kcu_cross_entropy_grad,
-    .softmax_xent = pd_kcu_softmax_xent,
-    .softmax_xent_grad = pd_kcu_softmax_xent_grad,
-    .im2col = pd_kcu_im2col,
-    .col2im = pd_kcu_col2im,
-    .conv2d = pd_kcu_conv2d,
-    .conv2d_bwd_data = pd_kcu_conv2d_bwd_data,
-    .conv2d_bwd_filter = pd_kcu_conv2d_bwd_filter,
-    .pool2d = pd_kcu_pool2d,
-    .pool2d_grad = pd_kcu_pool2d_grad,
-    .argmax = pd_kcu_argmax,
-    .top_k = pd_kcu_top_k,
-    .cast = pd_kcu_cast,
-    .transpose = pd_kcu_transpose,
-    .concat = pd_kcu_concat,
-    .split = pd_kcu_split,
-    .gather_rows = pd_kcu_gather_rows,
-    .scatter_add_rows = pd_kcu_scatter_add_rows,
-    .uniform = pd_kcu_uniform,
-    .gaussian = pd_kcu_gaussian,
-    .adam = pd_kcu_adam,
+    .gemm = entry<pd_kcu_gemm>::call,
+    .gemm_batched = entry<pd_kcu_gemm_batched>::call,
+    .binary = entry<pd_kcu_binary>::call,
+    .binary_grad = entry<pd_kcu_binary_grad>::call,
+    .compare = entry<pd_kcu_compare>::call,
+    .logical = entry<pd_kcu_logical>::call,
+    .logical_not = entry<pd_kcu_logical_not>::call,
+    .unary = entry<pd_kcu_unary>::call,
+    .unary_grad = entry<pd_kcu_unary_grad>::call,
+    .scale = entry<pd_kcu_scale>::call,
+    .fill = entry<pd_kcu_fill>::call,
+    .reduce = entry<pd_kcu_reduce>::call,
+    .reduce_grad = entry<pd_kcu_reduce_grad>::call,
+    .softmax = entry<pd_kcu_softmax>::call,
+    .softmax_grad = entry<pd_kcu_softmax_grad>::call,
+    .log_softmax = entry<pd_kcu_log_softmax>::call,
+    .log_softmax_grad = entry<pd_kcu_log_softmax_grad>::call,
+    .cross_entropy = entry<pd_kcu_cross_entropy>::call,
+    .cross_entropy_grad = entry<pd_kcu_cross_entropy_grad>::call,
+    .softmax_xent = entry<pd_kcu_softmax_xent>::call,
+    .softmax_xent_grad = entry<pd_kcu_softmax_xent_grad>::call,
+    .im2col = entry<pd_kcu_im2col>::call,
+    .col2im = entry<pd_kcu_col2im>::call,
+    .conv2d = entry<pd_kcu_conv2d>::call,
+    .conv2d_bwd_data = entry<pd_kcu_conv2d_bwd_data>::call,
+    .conv2d_bwd_filter = entry<pd_kcu_conv2d_bwd_filter>::call,
+    .pool2d = entry<pd_kcu_pool2d>::call,
+    .pool2d_grad = entry<pd_kcu_pool2d_grad>::call,
+    .argmax = entry<pd_kcu_argmax>::call,
+    .top_k = entry<pd_kcu_top_k>::call,
+    .cast = entry<pd_kcu_cast>::call,
+    .transpose = entry<pd_kcu_transpose>::call,
+    .concat = entry<pd_kcu_concat>::call,
+    .split = entry<pd_kcu_split>::call,
+    .gather_rows = entry<pd_kcu_gather_rows>::call,
+    .scatter_add_rows = entry<pd_kcu_scatter_add_rows>::call,
+    .uniform = entry<pd_kcu_uniform>::call,
+    .gaussian = entry<pd_kcu_gaussian>::call,
+    .adam = entry<pd_kcu_adam>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

@@ -363,12 +363,13 @@ static pd_status cast_from(const void *src, pd_dtype dst_dt, void *dst, int64_t 
   unsigned nb = pd_kcu_blocks(n);
   cudaStream_t q = pd_kcu_stream;
   const S *s = (const S *)src;
+  const int nt = PD_KCU_THREADS;
   switch (dst_dt) {
-    case PD_BOOL: cast_kernel<S, uint8_t><<<nb, PD_KCU_THREADS, 0, q>>>(n, s, (uint8_t *)dst); break;
-    case PD_INT32: cast_kernel<S, int32_t><<<nb, PD_KCU_THREADS, 0, q>>>(n, s, (int32_t *)dst); break;
-    case PD_INT64: cast_kernel<S, int64_t><<<nb, PD_KCU_THREADS, 0, q>>>(n, s, (int64_t *)dst); break;
-    case PD_FP32: cast_kernel<S, float><<<nb, PD_KCU_THREADS, 0, q>>>(n, s, (float *)dst); break;
-    case PD_FP64: cast_kernel<S, double><<<nb, PD_KCU_THREADS, 0, q>>>(n, s, (double *)dst); break;
+    case PD_BOOL: cast_kernel<S, uint8_t><<<nb, nt, 0, q>>>(n, s, (uint8_t *)dst); break;
+    case PD_INT32: cast_kernel<S, int32_t><<<nb, nt, 0, q>>>(n, s, (int32_t *)dst); break;
+    case PD_INT64: cast_kernel<S, int64_t><<<nb, nt, 0, q>>>(n, s, (int64_t *)dst); break;
+    case PD_FP32: cast_kernel<S, float><<<nb, nt, 0, q>>>(n, s, (float *)dst); break;
+    case PD_FP64: cast_kernel<S, double><<<nb, nt, 0, q>>>(n, s, (double *)dst); break;
     default: return PD_EUNSUPPORTED;
   }
   PD_KCU_LAUNCHED("cast kernel");

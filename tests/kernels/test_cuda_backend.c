@@ -618,7 +618,8 @@ static void test_softmax(void) {
     for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++) {
       int64_t pre = shapes[s][0], n = shapes[s][1], post = shapes[s][2], cnt = pre * n * post;
       for (int lg = 0; lg < 2; lg++) {
-        pd_k_softmax_fn *fc = lg ? C->log_softmax : C->softmax, *fg = lg ? G->log_softmax : G->softmax;
+        pd_k_softmax_fn *fc = lg ? C->log_softmax : C->softmax;
+        pd_k_softmax_fn *fg = lg ? G->log_softmax : G->softmax;
         pd_k_softmax_grad_fn *gc = lg ? C->log_softmax_grad : C->softmax_grad;
         pd_k_softmax_grad_fn *gg = lg ? G->log_softmax_grad : G->softmax_grad;
         const char *name = lg ? "log_softmax" : "softmax";
@@ -1024,7 +1025,8 @@ static void test_random(void) {
     buf o = B_out(64);
     same_status(G->uniform(dt, 2, o.d, 1, 0, &rg), C->uniform(dt, 2, o.h, 1, 0, &rc),
                 "uniform %s: high < low", dn(dt));
-    same_status(G->gaussian(dt, 2, o.d, 0, INFINITY, &rg), C->gaussian(dt, 2, o.h, 0, INFINITY, &rc),
+    same_status(G->gaussian(dt, 2, o.d, 0, INFINITY, &rg),
+                C->gaussian(dt, 2, o.h, 0, INFINITY, &rc),
                 "gaussian %s: an infinite std", dn(dt));
     B_free(&o);
   }

@@ -8,7 +8,7 @@
  * a memory, a non-commutative op with the rows on the right, an op whose output the loop
  * stacks), that nothing moves. Also: the bench model (lookup_table outside the loop), sequences
  * of different lengths, an if inside the loop reading a hoisted value, lookup_table inside the
- * loop, a program with a backward pass already (left alone), and out-of-memory from every
+ * loop, nested loops over sequences of sequences, a program with a backward pass already (left alone), and out-of-memory from every
  * allocation of the pass on. */
 #include <math.h>
 #include <stdio.h>
@@ -339,6 +339,27 @@ int main(void) {
         "}\n"
         "cost = mean(h * h)\n",
         2, "e", "", NULL);
+  /* Nested loops over sequences of sequences: w * W leaves the inner loop's body for the outer
+   * loop's (where the inner loop runs once per outer step); the outer loop's own body has
+   * nothing to move (its step input is the inner loop's too) and keeps its input. */
+  check("nested.pd",
+        "x = sequence([[[0.5, -1, 0.25], [1.5, -0.5]], [[0.75]], [[2, -0.25], [1], "
+        "[0.125, -1.5, 0.5]]], lod_level = 2)\n"
+        "h = var(0)\n"
+        "W = param([1], init = 0.5, name = \"W\")\n"
+        "U = param([1], init = 0.75, name = \"U\")\n"
+        "V = param([1], init = -0.375, name = \"V\")\n"
+        "for (s in x) {\n"
+        "    g = h\n"
+        "    for (w in s) {\n"
+        "        g = tanh(w * W + g * U)\n"
+        "        emit gw = g\n"
+        "    }\n"
+        "    h = tanh(g * V + h * W)\n"
+        "    emit gs = g, gws = gw\n"
+        "}\n"
+        "cost = mean(h) + mean(gs * gs) + mean(gws)\n",
+        1, "s.tmp_0", "W,U,V", NULL);
   test_backward_and_oom();
   return tap_done();
 }

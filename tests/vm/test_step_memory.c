@@ -5,7 +5,9 @@
  * backward, Adam), run on batches of sequences fed as `train` feeds them. After each step the
  * bytes live are those live before it (the run's scope tree, step scopes included, is gone);
  * while the tree is kept it holds more, and freeing it gives the bytes back; a step over
- * longer sequences peaks higher. No timings. */
+ * longer sequences peaks higher; the executor's release of temporaries after their last use
+ * keeps the peak below what the whole tree holds, and fetched temporaries survive it. No
+ * timings. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +203,27 @@ static void test_training_step(void) {
   }
   ok(peak[1] > peak[0] && peak[0] > 0, "the step over longer sequences peaks higher (%zu > %zu)",
      peak[1], peak[0]);
+  /* Temporaries go after their last use, so the step peaks below what its whole tree holds when
+   * kept (every forward value, gradient and step scope); a fetched temporary stays. */
+  pd_scope *run = NULL;
+  size_t base = usage().live;
+  ran = ran && step_run(&s, &run);
+  size_t tree = usage().live - base;
+  pd_scope_free(run);
+  ok(ran && peak[1] < tree, "the step peaks at %zu bytes, below the %zu its kept tree holds",
+     peak[1], tree);
+  pd_tensor hs, g;
+  pd_tensor_init(&hs);
+  pd_tensor_init(&g);
+  pd_exec_feed feeds[2] = {{"x", &s.x}, {"y", &s.y}};
+  pd_exec_fetch fetches[2] = {{"hs", &hs}, {"Wh@GRAD", &g}};
+  pd_exec_io io = {2, feeds, 2, fetches};
+  pd_status st = ran ? pd_exec_run(s.ex, s.global, &io, NULL, &s.err) : PD_ERUNTIME;
+  ok(st == PD_OK && hs.ndims == 2 && hs.dims[0] == 4 * 40 + 6 && hs.dims[1] == 24 &&
+         g.ndims == 2 && g.dims[0] == 24 && g.dims[1] == 24,
+     "fetched temporaries (hs, Wh@GRAD) keep their values");
+  pd_tensor_release(&hs);
+  pd_tensor_release(&g);
   step_free(&s);
 }
 

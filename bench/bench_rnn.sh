@@ -1,0 +1,49 @@
+#!/bin/sh
+# bench_rnn.sh -- one training step of an Elman RNN (embedding 32, tanh cell of hidden 32 and
+# 256, a linear layer to 256 classes, softmax cross entropy, Adam) on batches of 32 sequences of
+# 50 characters (the GNU GPL text), through `pdlang run`, next to the same model in PyTorch
+# (bench/torch_rnn.py: the cell as a Python loop, and torch.nn.RNN) when it is installed.
+# Prints milliseconds per step and the ratios. Not a test.
+# Usage: bench/bench_rnn.sh [PDLANG] ; PDLANG_BENCH_PYTHON names the Python that has torch.
+set -u
+pdlang=${1:-./pdlang}
+here=$(cd "$(dirname "$0")" && pwd)
+py=${PDLANG_BENCH_PYTHON:-python3}
+text=/usr/share/common-licenses/GPL-3
+[ -r "$text" ] || { echo "bench_rnn: $text is missing"; exit 1; }
+tmp=${TMPDIR:-/tmp}/pd_bench_rnn.$$
+mkdir -p "$tmp" && trap 'rm -rf "$tmp"' EXIT
+threads=$(nproc 2>/dev/null || echo 1)
+for hidden in 32 256; do
+  cat > "$tmp/rnn.pd" <<PD
+x = data("x", [-1, 1], int64, lod_level = 1)
+y = data("y", [-1, 1], int64, lod_level = 1)
+emb = param([256, 32], name = "emb")
+Wx = param([32, $hidden], name = "Wx")
+bx = param([$hidden], name = "bx", init = 0.0)
+Wh = param([$hidden, $hidden], name = "Wh")
+Wo = param([$hidden, 256], name = "Wo")
+bo = param([256], name = "bo", init = 0.0)
+h = zeros([$hidden])
+for (t in lookup_table(emb, x)) {
+    h = tanh(mul(t, Wx) + bx + mul(h, Wh))
+    emit hs = h
+}
+cost = mean(softmax_with_cross_entropy(mul(hs, Wo) + bo, y))
+train(cost, reader = text("$text", length = 50), batch = 32, epochs = 4, optimizer = adam(0.001),
+      shuffle = false)
+PD
+  # Epoch summaries: "... N samples in S s (R samples/s)"; the first epoch is warm-up.
+  sps=$("$pdlang" run --progress=lines "$tmp/rnn.pd" 2>&1 | sed -n 's/.*(\([0-9.]*\) samples\/s)$/\1/p' |
+        tail -n 3 | sort -n | tail -n 1)
+  pd_ms=$(awk -v s="$sps" 'BEGIN { if (s > 0) printf "%.3f", 32000 / s; else print "?" }')
+  line="hidden $hidden: pdlang $pd_ms ms/step"
+  out=$(OMP_WAIT_POLICY= "$py" "$here/torch_rnn.py" --hidden "$hidden" --threads "$threads" 2>&1)
+  case "$out" in
+    *"not installed"*|*Traceback*|"") line="$line; PyTorch not installed ($py)" ;;
+    *)
+      loop=$(echo "$out" | sed -n 's/^loop //p'); nn=$(echo "$out" | sed -n 's/^nnrnn //p')
+      line="$line; PyTorch Python loop $loop ms (pdlang $(awk -v a="$loop" -v b="$pd_ms" 'BEGIN { printf "%.2f", a / b }')x as fast), torch.nn.RNN $nn ms ($(awk -v a="$nn" -v b="$pd_ms" 'BEGIN { printf "%.2f", a / b }')x)" ;;
+  esac
+  echo "$line"
+done
