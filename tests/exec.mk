@@ -41,7 +41,7 @@ EXTRA_DIST += tests/run/train_save_exec.sh tests/run/examples.sh
 #   tests/vm/test_cf_grad: gradients through if/else, scalar if and for-rnn (fp64 finite
 #   differences), and the seeds' if/else gradients by hand.
 check_PROGRAMS += tests/vm/test_cf_grad
-tests_vm_test_cf_grad_SOURCES = tests/vm/test_cf_grad.c
+tests_vm_test_cf_grad_SOURCES = tests/vm/test_cf_grad.c tests/vm/fp64.h
 tests_vm_test_cf_grad_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_cf_grad
 

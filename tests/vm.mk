@@ -42,7 +42,7 @@ TESTS += tests/vm/test_scope
 # tests/vm/test_hoist: the loop hoisting pass (vm/hoist.h): what moves, same cost, gradients
 # against the unhoisted program and finite differences (fp64).
 check_PROGRAMS += tests/vm/test_hoist
-tests_vm_test_hoist_SOURCES = tests/vm/test_hoist.c
+tests_vm_test_hoist_SOURCES = tests/vm/test_hoist.c tests/vm/fp64.h
 tests_vm_test_hoist_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_hoist
 

@@ -25,24 +25,7 @@
 #include "vm/backward.h"
 #include "vm/exec.h"
 #include "vm/prune.h"
-
-static void to_fp64(pd_program *p) {
-  for (int b = 0; b < p->nblocks; b++) {
-    pd_block *blk = p->blocks[b];
-    for (int i = 0; i < blk->nvars; i++)
-      if (blk->vars[i]->dtype == PD_FP32) blk->vars[i]->dtype = PD_FP64;
-    for (int i = 0; i < blk->nops; i++) {
-      pd_op_desc *op = blk->ops[i];
-      for (int a = 0; a < op->nattrs; a++) {
-        pd_attr *at = &op->attrs[a];
-        if ((strcmp(at->name, "dtype") == 0 || strcmp(at->name, "in_dtype") == 0 ||
-             strcmp(at->name, "out_dtype") == 0) &&
-            at->type == PD_ATTR_INT && at->v.i == PD_FP32)
-          at->v.i = PD_FP64;
-      }
-    }
-  }
-}
+#include "tests/vm/fp64.h"
 
 typedef struct gcase {
   pd_source *src;
