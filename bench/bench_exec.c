@@ -137,10 +137,10 @@ static void bench_fc(int batch, int in, int out, double budget) {
   double t_exec = t / runs;
   pd_variable *xv = pd_scope_find_var(g, "x"), *wv = pd_scope_find_var(g, "w");
   float *c = pd_k_host_alloc((size_t)batch * out * sizeof *c);
-  /* Raw sgemm on OpenBLAS's own pool with as many threads as the executor's kernels use (in
-   * one-pool mode pd_k_init left OpenBLAS at one thread per call). */
+  /* Raw sgemm on OpenBLAS's own pool with as many threads as the executor's kernels use
+   * (pd_k_init left OpenBLAS at one thread per call). */
   pd_k_threading th = pd_k_threading_info();
-  openblas_set_num_threads(th.omp_threads > th.blas_threads ? th.omp_threads : th.blas_threads);
+  openblas_set_num_threads(th.threads);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, batch, out, in, 1.0f,
               PD_TENSOR_F32(&xv->u.tensor), in, PD_TENSOR_F32(&wv->u.tensor), out, 0.0f, c, out);
   runs = 0;
@@ -177,9 +177,7 @@ static void torch_conv(const int (*shapes)[6], int nshapes, int threads, double 
   snprintf(slash ? slash + 1 : script, sizeof script - (size_t)(slash ? slash + 1 - script : 0),
            "torch_conv.py");
   char cmd[4096];
-  int len = snprintf(cmd, sizeof cmd, "%s'%s' '%s' --threads %d --seconds %g",
-                     getenv("PDLANG_BENCH_OMP_UNSET") ? "env -u OMP_WAIT_POLICY " : "", py,
-                     script, threads, budget);
+  int len = snprintf(cmd, sizeof cmd, "'%s' '%s' --threads %d --seconds %g", py, script, threads, budget);
   for (int i = 0; i < nshapes && len < (int)sizeof cmd - 64; i++)
     len += snprintf(cmd + len, sizeof cmd - (size_t)len, " %d,%d,%d,%d,%d,%d", shapes[i][0],
                     shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4], shapes[i][5]);
@@ -260,17 +258,11 @@ static void bench_conv(int idx, int n, int c, int h, int oc, int k, int pad, dou
 }
 
 int main(int argc, char **argv) {
-  /* PyTorch's OpenMP must not inherit the passive waiting set for pdlang's (it halves its
-   * speed): remember whether the user set it, for the child. */
-  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
-    setenv("PDLANG_BENCH_OMP_UNSET", "1", 1);
-  pd_k_reexec_for_passive_wait(argv);
   pd_k_init();
   double budget = argc > 1 ? atof(argv[1]) : 0.5;
   if (!(budget > 0)) budget = 0.5;
   pd_k_threading th = pd_k_threading_info();
-  printf("threads: OpenMP %d (passive wait %s), FTZ/DAZ %s\n", th.omp_threads,
-         th.passive_wait ? "yes" : "no", th.ftz_daz ? "on" : "off");
+  printf("threads: %d, FTZ/DAZ %s\n", th.threads, th.ftz_daz ? "on" : "off");
   const char *only = argc > 2 ? argv[2] : "";
   if (!*only || strcmp(only, "dispatch") == 0) bench_dispatch(budget);
   if (!*only || strcmp(only, "fc") == 0) {
@@ -284,7 +276,7 @@ int main(int argc, char **argv) {
                                     {64, 1, 28, 20, 5, 2}, {64, 20, 14, 50, 5, 0},
                                     {32, 64, 28, 64, 3, 1}};
     int ns = (int)(sizeof shapes / sizeof shapes[0]);
-    int threads = th.omp_threads > th.blas_threads ? th.omp_threads : th.blas_threads;
+    int threads = th.threads;
     torch_conv(shapes, ns, threads, budget);
     for (int i = 0; i < ns; i++)
       bench_conv(i, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], shapes[i][4],

@@ -1,7 +1,7 @@
 /* bench_kernels.c -- micro-benchmarks of the CPU kernels (not a test): sgemm GFLOP/s on
  * fully-connected shapes through the kernel table, conv2d forward on LeNet shapes through the
- * kernel table, and an elementwise op followed by a GEMM, which shows whether OpenMP's idle
- * threads steal cores from OpenBLAS (run it with and without OMP_WAIT_POLICY=passive), and the
+ * kernel table, and an elementwise op followed by a GEMM, which shows whether the pool's idle
+ * threads steal cores from the GEMM that follows (kernels/cpu/pool.c), and the
  * convolution and pooling kernels of a LeNet training step (the best of 50 calls each).
  * Usage: bench/bench_kernels [seconds per measurement, default 0.3]. */
 #include "config.h"
@@ -62,8 +62,7 @@ typedef struct gemm_job {
   float *c;
 } gemm_job;
 
-/* Through the kernel table: on the OpenMP pool in one-pool mode (kernels.h), else on
- * OpenBLAS's. */
+/* Through the kernel table: split across the kernels' thread pool (kernels.h). */
 static void run_gemm(void *ctx) {
   gemm_job *g = ctx;
   pd_k_cpu()->gemm(PD_FP32, false, false, g->m, g->n, g->k, 1.0, g->a, g->k, g->b, g->n, 0.0,
@@ -159,17 +158,16 @@ typedef struct mixed_job {
 
 static void run_mixed(void *ctx) {
   mixed_job *m = ctx;
-  pd_k_cpu()->unary(PD_K_RELU, PD_FP32, m->n, m->big, m->big);  /* an OpenMP region */
-  run_gemm(&m->g);                                                /* then OpenBLAS's pool */
+  pd_k_cpu()->unary(PD_K_RELU, PD_FP32, m->n, m->big, m->big);  /* a parallel job */
+  run_gemm(&m->g);                                                /* then a split GEMM */
 }
 
 int main(int argc, char **argv) {
-  pd_k_reexec_for_passive_wait(argv);  /* as pdlang does; OMP_WAIT_POLICY=active to compare */
   double budget = argc > 1 ? atof(argv[1]) : 0.3;
   pd_k_init();
   pd_k_threading th = pd_k_threading_info();
-  printf("threads: openmp %d, openblas %d, passive wait %s, ftz/daz %s\n", th.omp_threads,
-         th.blas_threads, th.passive_wait ? "yes" : "no", th.ftz_daz ? "on" : "off");
+  printf("threads: %d (OpenBLAS %d per call), ftz/daz %s\n", th.threads, th.blas_threads,
+         th.ftz_daz ? "on" : "off");
 
   const int fc[][3] = {{64, 256, 784}, {64, 10, 256}, {256, 256, 784}, {256, 10, 256}};
   for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
@@ -214,7 +212,7 @@ int main(int argc, char **argv) {
   m.big = randf((size_t)m.n);
   double gemm_alone = time_it(run_gemm, &m.g, budget);
   double mixed = time_it(run_mixed, &m, budget);
-  printf("relu on 1M floats (OpenMP) then sgemm 256x784 @ 784x256: %8.1f us (sgemm alone "
+  printf("relu on 1M floats then sgemm 256x784 @ 784x256: %8.1f us (sgemm alone "
          "%.1f us)\n",
          mixed * 1e6, gemm_alone * 1e6);
   pd_k_host_free((void *)m.g.a), pd_k_host_free((void *)m.g.b), pd_k_host_free(m.g.c);

@@ -306,7 +306,6 @@ static void bench_step(int hidden, int64_t T, int n, bool hoist) {
 }
 
 int main(int argc, char **argv) {
-  pd_k_reexec_for_passive_wait(argv);
   pd_k_init();
   srand(1);
   int a = 1;

@@ -237,8 +237,8 @@ static bool run_torch(const char *dir, int epochs, int threads, const char *only
     return false;
   }
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "%s'%s' '%s' --data '%s' --epochs %d --threads %d%s%s 2>&1",
-           getenv("PDLANG_BENCH_OMP_UNSET") ? "env -u OMP_WAIT_POLICY " : "", py, script, dir,
+  snprintf(cmd, sizeof cmd, "'%s' '%s' --data '%s' --epochs %d --threads %d%s%s 2>&1",
+           py, script, dir,
            epochs, threads, *only ? " --only " : "", only);
   FILE *p = popen(cmd, "r");
   if (!p) {
@@ -280,24 +280,15 @@ int main(int argc, char **argv) {
     printf("usage: bench_train [measured epochs, default 5] [mlp64|mlp256|cnn64]\n");
     return 0;
   }
-  /* pdlang's OpenMP pool must wait passively (pd_k_reexec_for_passive_wait sets
-   * OMP_WAIT_POLICY=passive and re-executes); PyTorch's must not be given that setting, which
-   * slows it down 2x: remember that the user did not set it, for the PyTorch child. */
-  if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT"))
-    setenv("PDLANG_BENCH_OMP_UNSET", "1", 1);
-  pd_k_reexec_for_passive_wait(argv);
   pd_k_init();
   int epochs = argc > 1 ? atoi(argv[1]) : 5;
   if (epochs < 1 || epochs > MAX_EPOCHS) epochs = 5;
   const char *only = argc > 2 ? argv[2] : "";
   pd_k_threading th = pd_k_threading_info();
-  /* The threads pdlang computes on: the OpenMP pool, or OpenBLAS's when OpenMP has one. */
-  int threads = th.omp_threads > th.blas_threads ? th.omp_threads : th.blas_threads;
+  int threads = th.threads;  /* the kernels' pool: what PyTorch is given too */
   const char *core = getenv("OPENBLAS_CORETYPE");
-  printf("threads: %d (OpenMP pool %d, passive wait %s; OpenBLAS pool %d); FTZ/DAZ %s; "
-         "OPENBLAS_CORETYPE=%s\n",
-         threads, th.omp_threads, th.passive_wait ? "yes" : "no", th.blas_threads,
-         th.ftz_daz ? "on" : "off", core ? core : "(unset)");
+  printf("threads: %d (OpenBLAS %d per call); FTZ/DAZ %s; OPENBLAS_CORETYPE=%s\n", threads,
+         th.blas_threads, th.ftz_daz ? "on" : "off", core ? core : "(unset)");
 
   char dir[] = "/tmp/pdlang-bench-XXXXXX";
   if (!mkdtemp(dir)) die("cannot make a temporary folder");

@@ -42,9 +42,7 @@ int pd_driver_wants_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  /* Before anything else: OpenMP must start with passive waiting, or its idle threads spin on
-   * the cores OpenBLAS needs (see kernels.h); then flush-to-zero in every computing thread. */
-  pd_k_reexec_for_passive_wait(argv);
+  /* Flush-to-zero in every computing thread, and the kernels' thread pool (kernels.h). */
   pd_k_init();
   if (argc < 2) return pd_cmd_repl.run(1, (char *[]){"repl", NULL}); /* the REPL, or stdin */
   const char *name = argv[1];

@@ -1,6 +1,6 @@
 /* kernels.h -- the one interface to pdlang's numeric kernels: math on raw, contiguous, row-major
  * buffers with explicit sizes. The VM's ops call kernels through a backend table (pd_k_backend);
- * the CPU backend (kernels/cpu: OpenBLAS + plain C + OpenMP) fills every entry, and a CUDA
+ * the CPU backend (kernels/cpu: OpenBLAS + plain C + a thread pool) fills every entry, and a CUDA
  * backend fills the ones it implements (a NULL entry means "not supported here": the caller
  * falls back to the CPU or reports PD_EUNSUPPORTED). Backend-independent helpers (shapes of
  * broadcasts, reductions, convolutions; the random generator; host memory) are plain functions.
@@ -19,12 +19,8 @@
  *  - Supported dtypes are fp32 and fp64 unless stated; integer and bool support is stated per
  *    kernel. fp64 exists for gradient checks; fp32 is the default everywhere.
  *
- * Threading: one pool. After pd_k_init (with passive waiting, see there) every parallel kernel
- * runs on the OpenMP pool: elementwise kernels and reductions on large arrays with a static
- * schedule (small arrays stay serial), GEMMs split into blocks of rows or columns, each computed
- * by a one-thread OpenBLAS call, convolutions split by images. OpenBLAS's own pool is then left
- * idle (openblas_set_num_threads(1)). Without pd_k_init, or with OpenMP kept to one thread,
- * GEMMs run on OpenBLAS's pool instead. */
+ * Threading: one pool, started by pd_k_init (see there); without it every kernel runs on the
+ * calling thread. */
 #ifndef PD_KERNELS_H
 #define PD_KERNELS_H
 
@@ -481,39 +477,30 @@ pd_status pd_k_dev_sync(void);   /* waits for queued work; reports an asynchrono
 const char *pd_k_cuda_error(void);
 
 /* ---- Process-wide set-up of the CPU backend. ----
- * pd_k_init sets flush-to-zero and denormals-are-zero (MXCSR) in the calling thread and in
- * every thread of the OpenMP pool (denormals make an RNN's backward pass ~15x slower), and
- * records the threading configuration. Call it once from the main thread before running
- * kernels; threads created later by that thread inherit its MXCSR (POSIX: the floating-point
- * environment is inherited). Idempotent. OpenBLAS's own threads start before main and are not
- * reached; in one-pool mode (below) they do no work, and elsewhere its GEMM kernels do not
- * depend on denormal speed in practice.
+ * pd_k_init sets flush-to-zero and denormals-are-zero (MXCSR) in the calling thread
+ * (denormals make an RNN's backward pass ~15x slower), starts the kernels' thread pool
+ * (kernels/cpu/pool.c), whose workers set the same mode when they start, and records the
+ * threading configuration. Call it from the main thread before running kernels; threads
+ * created later by that thread inherit its MXCSR (POSIX: the floating-point environment is
+ * inherited). Idempotent and thread-safe. Without it, kernels run on the calling thread.
  *
- * One pool: when the OpenMP kernels get more than one thread, pd_k_init also sets OpenBLAS to
- * one thread per call, and the GEMM and convolution kernels split their work across the OpenMP
- * pool themselves (pd_k_threading.blas_threads is then 1). Two pools on the same cores fought:
- * OpenBLAS's idle workers yield-spin (sched_yield) while OpenMP kernels run, and OpenMP's spin
- * while OpenBLAS runs; LeNet training spent ~15% of its time in sched_yield. It also puts every
- * GEMM on threads that have FTZ/DAZ set.
+ * Threads: PDLANG_THREADS (else OMP_NUM_THREADS, else the CPUs the process may run on), the
+ * caller included. The pool runs every parallel kernel: elementwise kernels and reductions on
+ * large arrays, GEMMs split into blocks of rows or columns, each computed by a one-thread
+ * OpenBLAS call, convolutions split by images. OpenBLAS is set to one thread per call
+ * (pd_k_threading.blas_threads is 1): two pools on the same cores fought (OpenBLAS's idle
+ * workers yield-spin while the other pool's kernels run; LeNet training spent ~15% of its time
+ * in sched_yield), and every GEMM then runs on a thread with FTZ/DAZ set.
  *
- * Waiting policy: after a parallel region, OpenMP's idle workers spin (libgomp: ~300k rounds by
- * default) and steal the cores OpenBLAS's threads need for the next GEMM; on 2 cores a GEMM
- * after an elementwise kernel ran ~8x slower (bench/bench_kernels). On a machine shared with
- * other work, spinning workers also lose their core to other processes for a whole time slice,
- * which stalls every parallel region that needs them (LeNet training ran 10x slower with
- * GOMP_SPINCOUNT=1000000, even with one pool). Passive waiting
- * (OMP_WAIT_POLICY=passive, or GOMP_SPINCOUNT=0) avoids it, but libgomp reads the environment
- * when it is loaded, before main, so no call in the library can change it for the running
- * process. pd_k_init therefore checks it: with passive waiting the OpenMP kernels use the whole
- * pool; without, they run on the calling thread only (omp_set_num_threads(1)), which costs far
- * less than the spinning. It also sets OMP_WAIT_POLICY=passive in the environment when unset,
- * for child processes. To get passive waiting (and the pool) without asking the user, a
- * program's main calls pd_k_reexec_for_passive_wait first thing, before pd_k_init. */
+ * Waiting: idle workers spin briefly, then sleep; a worker that finds itself preempted (more
+ * runnable threads than cores) stops spinning for a while; and a job's caller never waits for
+ * a worker that has not started (pool.c). Measured on 2 cores (bench/bench_rnn step 256): an
+ * OpenMP pool with passive waiting made an RNN training step slower on two threads than on
+ * one (43 ms against 31), spinning made it 19 ms on an idle machine and 57 ms next to one busy
+ * process, where passive waiting gave 33. */
 typedef struct pd_k_threading {
-  int omp_threads;        /* threads the OpenMP kernels use (1 without OpenMP or passive wait) */
-  int blas_threads;       /* threads of OpenBLAS's own pool per call: 1 when the kernels run
-                             everything on the OpenMP pool (omp_threads > 1, see below) */
-  bool passive_wait;      /* the OpenMP runtime was started with passive waiting (or is absent) */
+  int threads;            /* threads the kernels run on, the caller included */
+  int blas_threads;       /* threads of OpenBLAS's own pool per call (1 after pd_k_init) */
   bool ftz_daz;           /* flush-to-zero and denormals-are-zero are on (x86 SSE only) */
 } pd_k_threading;
 
@@ -523,10 +510,5 @@ pd_k_threading pd_k_threading_info(void);
 /* Sets the calling thread's FTZ/DAZ bits: for threads a program creates itself before
  * pd_k_init or from another thread. Returns false where the CPU has no such mode. */
 bool pd_k_set_ftz_daz(void);
-/* For main(), before anything else: if neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set,
- * set OMP_WAIT_POLICY=passive and re-execute the program (/proc/self/exe, same argv) so the
- * OpenMP runtime starts with it. Returns only when no re-execution was needed (PD_OK) or it
- * failed (PD_EUNSUPPORTED off Linux, PD_ERUNTIME; the program may go on, merely slower). */
-pd_status pd_k_reexec_for_passive_wait(char *const argv[]);
 
 #endif /* PD_KERNELS_H */

@@ -1801,9 +1801,17 @@ static bool exec_for(C *c, const pd_ast_node *s) {
   int nemitted = 0;
   for (binding *b = ls->first; b; b = b->next) {
     if (strncmp(b->name, "@emit.", 6) != 0) continue;
+    pd_var_desc *ev = b->v->var;
+    /* A stacked output is a var of the enclosing block under its own name, so one must not be
+     * the step input (whose name is the loop's input's): `emit o = t` stacks a copy. */
+    if (ev == t) {
+      value *cp = simple_op(c, "assign", b->v, NULL, b->loc);
+      if (cp->k != V_TENSOR) break;
+      ev = cp->var;
+    }
     if (PD_GROW(out_inner, capinner, (size_t)nouts + 1)) { c->oom = true; break; }
-    push_name(c, &outs, &nouts, &capouts, b->v->var->name);
-    out_inner[nouts - 1] = b->v->var;
+    push_name(c, &outs, &nouts, &capouts, ev->name);
+    out_inner[nouts - 1] = ev;
     const char **ne = calloc_c(c, sizeof *ne * (size_t)nouts);
     if (!ne) break;
     if (nemitted) memcpy(ne, emitted, sizeof *ne * (size_t)nemitted);
@@ -1844,8 +1852,10 @@ static bool exec_for(C *c, const pd_ast_node *s) {
           break;
         }
       }
-      /* The new state must be a var of the step block (an outer var is copied in). */
-      if (!pd_block_find_var_local(f->block, nv->name)) {
+      /* The new state must be a var of the step block (an outer var is copied in), and not the
+       * step input (`prev = t`): the states are stacked as outputs (below), which the step
+       * input cannot be. */
+      if (!pd_block_find_var_local(f->block, nv->name) || nv == t) {
         value *cp = simple_op(c, "assign", v, NULL, b->loc);
         if (cp->k != V_TENSOR) { ok = false; break; }
         nv = cp->var;

@@ -45,6 +45,15 @@ tests_vm_test_cf_grad_SOURCES = tests/vm/test_cf_grad.c tests/vm/fp64.h
 tests_vm_test_cf_grad_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_cf_grad
 
+#   tests/vm/test_rnn_input_memory: a for-rnn whose memory is set to the step input (prev = t),
+#   emitted and used after the loop: values by hand (one and two LoD levels), gradients by hand
+#   and by finite differences, two SGD steps (the use-after-free fixed in a237a6a: run it in the
+#   --enable-sanitizers build).
+check_PROGRAMS += tests/vm/test_rnn_input_memory
+tests_vm_test_rnn_input_memory_SOURCES = tests/vm/test_rnn_input_memory.c tests/vm/fp64.h
+tests_vm_test_rnn_input_memory_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/vm/test_rnn_input_memory
+
 #   tests/vm/test_optimizer: sgd, momentum, adam, weight decay, clipping, schedules by hand.
 check_PROGRAMS += tests/vm/test_optimizer
 tests_vm_test_optimizer_SOURCES = tests/vm/test_optimizer.c

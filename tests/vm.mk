@@ -17,10 +17,21 @@ tests_kernels_test_conv_SOURCES = tests/kernels/test_conv.c tests/kernels/kt.h
 tests_kernels_test_conv_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_conv
 
+check_PROGRAMS += tests/kernels/test_pool
+tests_kernels_test_pool_SOURCES = tests/kernels/test_pool.c tests/kernels/kt.h
+tests_kernels_test_pool_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/kernels/test_pool
+
 check_PROGRAMS += tests/kernels/test_index
 tests_kernels_test_index_SOURCES = tests/kernels/test_index.c tests/kernels/kt.h
 tests_kernels_test_index_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_index
+
+# fastmath.h's vector e^x, tanh and logistic function (the fp32 kernels') against libm, in ulp.
+check_PROGRAMS += tests/kernels/test_fastmath
+tests_kernels_test_fastmath_SOURCES = tests/kernels/test_fastmath.c
+tests_kernels_test_fastmath_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/kernels/test_fastmath
 
 # The CUDA backend against the CPU backend, entry by entry; built in every build: skipped
 # without a GPU, and in a build without CUDA it checks that the device API says so.

@@ -1123,6 +1123,110 @@ static pd_status scatter_elems(const pd_exec_ctx *ctx, const rnn_plan *p, const 
  * inputs@GRAD, parameters' add up over the steps, and the memories' at step 0 are the initial
  * states' (summed over the sequences when the initial value was one shared value). A loop
  * inside the loop has its own recurrent_grad in the gradient block, run at every step. */
+/* A parameter gradient made one product over all steps (the "param_products" attr, triples
+ * P, X, Out@GRAD, set by vm/backward.c): the step gradient block no longer computes
+ * P@GRAD = X^T Out@GRAD; each step's rows of X ([rows, k]) and of Out@GRAD ([rows, n]) are
+ * stacked here instead, and P@GRAD gets the sum of all steps' products in one GEMM at the end.
+ * (The loop runs on the host: exec_place.h.) */
+typedef struct param_product {
+  const char *p;          /* the parameter */
+  pd_tensor *d;           /* its gradient output ([k, n]) */
+  const char *x, *dout;   /* the names in the step scopes */
+  int64_t k, n;
+  int64_t rows, cap;      /* rows stacked so far, rows allocated */
+  char *xs, *ds;          /* the stacked rows */
+} param_product;
+
+static void products_free(param_product *pp, int npp) {
+  for (int i = 0; i < npp; i++) {
+    pd_free(pp[i].xs);
+    pd_free(pp[i].ds);
+  }
+  pd_free(pp);
+}
+
+/* The products to stack for this op (*pp NULL and *npp 0 when none). */
+static pd_status products_make(const pd_exec_ctx *ctx, param_product **pp, int *npp) {
+  const pd_attr *a = pd_ctx_attr_raw(ctx, "param_products");
+  int nt = a && a->type == PD_ATTR_STRINGS ? a->n : 0, nparam = pd_ctx_nin(ctx, "parameters");
+  *pp = NULL;
+  *npp = 0;
+  if (nt == 0) return PD_OK;
+  if (nt % 3) return pd_ctx_fail(ctx, PD_EINVAL, "param_products must hold triples (P, X, dOut)");
+  param_product *v = pd_calloc((size_t)nt / 3, sizeof *v);
+  if (!v) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  int n = 0;
+  for (int t = 0; t < nt; t += 3) {
+    int j = 0;
+    while (j < nparam && strcmp(pd_ctx_in_name(ctx, "parameters", j), a->strings[t]) != 0) j++;
+    if (j == nparam) {
+      pd_free(v);
+      return pd_ctx_fail(ctx, PD_EINVAL, "param_products names '%s', which is not a parameter",
+                         a->strings[t]);
+    }
+    pd_tensor *d = pd_ctx_out_at(ctx, "parameters@GRAD", j);
+    const pd_tensor *w = pd_ctx_in_at(ctx, "parameters", j);
+    if (!d || !w || !pd_tensor_initialized(w) || w->ndims < 1 || w->dims[0] < 1)
+      continue; /* its gradient is not wanted */
+    v[n++] = (param_product){.p = a->strings[t], .d = d, .x = a->strings[t + 1],
+                             .dout = a->strings[t + 2], .k = w->dims[0],
+                             .n = pd_tensor_numel(w) / w->dims[0]};
+  }
+  *pp = v;
+  *npp = n;
+  return PD_OK;
+}
+
+/* Append step k's rows of X and Out@GRAD, found from the step's gradient scope g. */
+static pd_status products_stack(const pd_exec_ctx *ctx, param_product *pp, int npp,
+                                pd_scope *g, int64_t k) {
+  for (int i = 0; i < npp; i++) {
+    param_product *q = &pp[i];
+    pd_variable *xv = pd_scope_find_var(g, q->x), *dv = pd_scope_find_var(g, q->dout);
+    const pd_tensor *x = xv ? pd_var_tensor(xv) : NULL, *d = dv ? pd_var_tensor(dv) : NULL;
+    int64_t r = x && pd_tensor_initialized(x) ? pd_tensor_numel(x) / q->k : -1;
+    if (r < 0 || !d || !pd_tensor_initialized(d) || x->dtype != q->d->dtype ||
+        d->dtype != q->d->dtype || pd_tensor_numel(x) != r * q->k ||
+        pd_tensor_numel(d) != r * q->n || pd_tensor_on_gpu(x) || pd_tensor_on_gpu(d)) {
+      char a[96] = "missing", b[96] = "missing";
+      if (x) pd_ctx_shape_str(x, a, sizeof a);
+      if (d) pd_ctx_shape_str(d, b, sizeof b);
+      return pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of parameter '%s' [%lld, %lld] at step "
+                                         "%lld: '%s' is %s and '%s' is %s",
+                         q->p, (long long)q->k, (long long)q->n, (long long)k, q->x, a, q->dout, b);
+    }
+    size_t es = pd_dtype_size(x->dtype);
+    if (q->rows + r > q->cap) {
+      int64_t cap = q->cap ? q->cap : 64;
+      while (cap < q->rows + r) cap *= 2;
+      char *xs = pd_realloc(q->xs, (size_t)(cap * q->k) * es);
+      if (xs) q->xs = xs;
+      char *ds = xs ? pd_realloc(q->ds, (size_t)(cap * q->n) * es) : NULL;
+      if (ds) q->ds = ds;
+      if (!xs || !ds) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+      q->cap = cap;
+    }
+    memcpy(q->xs + (size_t)(q->rows * q->k) * es, pd_tensor_data(x), (size_t)(r * q->k) * es);
+    memcpy(q->ds + (size_t)(q->rows * q->n) * es, pd_tensor_data(d), (size_t)(r * q->n) * es);
+    q->rows += r;
+  }
+  return PD_OK;
+}
+
+/* P@GRAD += X_all^T Out@GRAD_all, for each product. */
+static pd_status products_finish(const pd_exec_ctx *ctx, const param_product *pp, int npp) {
+  pd_status st = PD_OK;
+  for (int i = 0; i < npp && !st; i++) {
+    const param_product *q = &pp[i];
+    if (q->rows == 0) continue;
+    st = pd_ctx_check(ctx, ctx->k->gemm(q->d->dtype, true, false, q->k, q->n, q->rows, 1.0,
+                                        q->xs, q->k, q->ds, q->n, 1.0, pd_tensor_data(q->d),
+                                        q->n),
+                      "gemm");
+  }
+  return st;
+}
+
 pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
   rnn_plan p;
   pd_status st = rnn_plan_make(ctx, &p, false);
@@ -1135,6 +1239,8 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
   int nparam = pd_ctx_nin(ctx, "parameters");
   int64_t *rows = pd_malloc(sizeof *rows * (size_t)(p.off[p.nseq] + p.nseq + 1));
   pd_scope *next = NULL; /* step k + 1's gradient scope */
+  param_product *pp = NULL;
+  int npp = 0;
   if (!rows) {
     st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
     goto out;
@@ -1158,6 +1264,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
     pd_tensor *d = pd_ctx_out_at(ctx, "initial_states@GRAD", i);
     if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "initial_states", i));
   }
+  if (!st) st = products_make(ctx, &pp, &npp);
   for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
     int64_t n = alive(&p, k);
     pd_scope *fs = pd_var_step_scope(steps, (size_t)k);
@@ -1238,6 +1345,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
       }
     }
     if (!st) st = pd_ctx_run_sub_block(ctx, g);
+    if (!st) st = products_stack(ctx, pp, npp, g, k);
     /* Step inputs' rows, parameters' sums. */
     for (int j = 0; j < nin && !st; j++) {
       pd_tensor *d = pd_ctx_out_at(ctx, "inputs@GRAD", j);
@@ -1262,6 +1370,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
     pd_scope_free(next);
     next = g;
   }
+  if (!st) st = products_finish(ctx, pp, npp);
   /* The initial states: step 0's memories' gradients, back in sequence order. */
   for (int i = 0; i < nex && next && !st; i++) {
     pd_tensor *d = pd_ctx_out_at(ctx, "initial_states@GRAD", i);
@@ -1290,6 +1399,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
     }
   }
 out:
+  products_free(pp, npp);
   pd_scope_free(next);
   pd_free(rows);
   rnn_plan_free(&p);

@@ -140,7 +140,7 @@ PD_OP(recurrent, DIFF, recurrent,
       OUT(OPT_LIST("outputs"), ONE("step_scopes")),
       ATTRS(REQ(STRINGS, "ex_states"), REQ(STRINGS, "states"), REQ(BLOCK, "sub_block"),
             BOOL("reverse", false), BOOL("is_train", true), BOOL("has_states", false),
-            STRS_EMPTY("skip_eager_deletion_vars")))
+            STRS_EMPTY("skip_eager_deletion_vars"), STRS_EMPTY("param_products")))
 PD_REDUCE_(reduce_max, DIFF)
 PD_REDUCE_(reduce_mean, DIFF | FP_IN)
 PD_REDUCE_(reduce_min, DIFF)

@@ -1,7 +1,7 @@
 /* conv.c -- 2-d convolution (NCHW) as im2col + GEMM per image and group, its data and filter
  * gradients (GEMM + col2im), and max/avg pooling with its gradient. A 1x1 convolution with unit
  * stride and no padding skips im2col: the image already is the column matrix. Images are split
- * across the OpenMP pool in one-pool mode (cpu.h). */
+ * across the thread pool (cpu.h). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 
@@ -41,8 +41,8 @@ pd_status pd_kcpu_col2im(pd_dtype dt, const pd_k_conv2d *p, const void *col, voi
 }
 
 /* ---- Convolutions: per image, im2col into a column matrix then one GEMM per group (col2im
- * after the GEMM for the data gradient). In one-pool mode (cpu.h) the images are split across
- * the OpenMP threads, each with its own column buffer and one-thread GEMMs: LeNet's GEMMs
+ * after the GEMM for the data gradient). The images are split across the
+ * pool's threads (cpu.h), each with its own column buffer and one-thread GEMMs: LeNet's GEMMs
  * ([6 x 25] x [25 x 784] per image) are far too small to split inside. The filter gradient sums
  * over images: the images are cut into a fixed number of chunks (CONV_CHUNKS at most), each
  * summed into its own buffer, and the chunks are added in order, so the result does not depend

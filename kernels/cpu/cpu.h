@@ -1,5 +1,5 @@
 /* cpu.h -- private to the CPU backend (the files of kernels/cpu/): the kernel functions that
- * fill the pd_k_cpu() table, the OpenMP helpers, and the strided N-operand iterator the elementwise
+ * fill the pd_k_cpu() table, the thread pool, and the strided N-operand iterator the elementwise
  * kernels share. Not installed, not included outside kernels/cpu/.
  *
  * Typed code is written once per file as a template (FILE_t.h) that the .c file includes once per
@@ -14,49 +14,56 @@
 #include "base/base.h"
 #include "kernels/kernels.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #define PD_KCPU_CAT_(a, b) a##_##b
 #define PD_KCPU_CAT(a, b) PD_KCPU_CAT_(a, b)
 #define TF(name) PD_KCPU_CAT(name, TN)
 
-/* OpenMP pragmas that vanish in a build without OpenMP (no unknown-pragma warnings). */
+/* "Vectorize this loop": OpenMP's simd pragma, where configure found -fopenmp-simd (which
+ * enables that pragma only: no OpenMP runtime). Threads are pool.c's. */
 #define PD_KCPU_PRAGMA_(x) _Pragma(#x)
-#ifdef _OPENMP
-#define PD_OMP(x) PD_KCPU_PRAGMA_(omp x)
+#ifdef PD_HAVE_OMP_SIMD
+#define PD_SIMD PD_KCPU_PRAGMA_(omp simd)
+#define PD_SIMD_WITH(clauses) PD_KCPU_PRAGMA_(omp simd clauses) /* e.g. reduction(+ : s) */
 #else
-#define PD_OMP(x)
+#define PD_SIMD
+#define PD_SIMD_WITH(clauses)
 #endif
-#define PD_SIMD PD_OMP(simd)
 
-/* Work below these many elements stays on one thread: a parallel region costs a few
+/* Work below these many elements stays on one thread: a parallel job costs a few
  * microseconds, which a memory-bound loop over 32k floats does not repay on two cores. Loops
  * that call exp/log/tanh per element are ~8x costlier per element and split sooner. */
 #define PD_KCPU_GRAIN 32768
 #define PD_KCPU_GRAIN_TRANSCENDENTAL 4096
 
-/* Run fn(ctx, begin, end) over [0, n): one contiguous range per OpenMP thread (a static
- * schedule) when n >= grain and not already inside a parallel region, else fn(ctx, 0, n). */
+/* ---- The thread pool (pool.c; its comment says how it schedules and waits). pd_k_init starts
+ * it; before that, and with one thread, everything runs on the calling thread. OpenBLAS then
+ * computes on the calling thread only (one pool: kernels that call BLAS split their work across
+ * this pool themselves: GEMMs by blocks of rows or columns, convolutions by images). ---- */
+
+/* Start the workers once (PDLANG_THREADS, else OMP_NUM_THREADS, else the CPUs this process may
+ * use, minus the caller); returns the number of threads, caller included. Thread-safe. */
+int pd_kcpu_pool_start(void);
+/* Threads of the pool, the caller included (1 before pd_kcpu_pool_start). */
+int pd_kcpu_threads(void);
+/* True on a thread that is running a part of a job (or is a worker): jobs it dispatches run
+ * serially on it. */
+bool pd_kcpu_in_pool(void);
+
+/* Run fn(ctx, t, nt) once for each part t in [0, nt), on the pool: parts are claimed by the
+ * calling thread and by idle workers, in no fixed assignment, and all are done when this
+ * returns. A part must depend on t only, not on which thread runs it. Inside a part, or while
+ * another thread's job runs, the parts run in order on the calling thread. */
+typedef void pd_kcpu_team_fn(void *ctx, int t, int nt);
+void pd_kcpu_team(int nt, pd_kcpu_team_fn *fn, void *ctx);
+
+/* Run fn(ctx, begin, end) over [0, n): one contiguous range per thread when n >= grain (each
+ * range at least half a grain), else fn(ctx, 0, n). */
 typedef void pd_kcpu_range_fn(void *ctx, int64_t begin, int64_t end);
 void pd_kcpu_parallel(int64_t n, int64_t grain, pd_kcpu_range_fn *fn, void *ctx);
 
-/* ---- One thread pool. When pd_k_init finds the OpenMP pool usable (passive waiting, more than
- * one thread), it makes OpenBLAS run every call on the calling thread, and the kernels that
- * call BLAS split their work across the OpenMP pool themselves: GEMMs by blocks of rows or
- * columns, convolutions by images. Two pools on the same cores fought: OpenBLAS's idle workers
- * spin on sched_yield while OpenMP kernels run, and OpenMP's while OpenBLAS runs. Otherwise
- * (no pd_k_init, or OpenMP kept to one thread) OpenBLAS keeps its own pool and these kernels
- * call it from one thread, as before. ---- */
-bool pd_kcpu_one_pool(void);
-/* How many threads a BLAS-calling kernel may use here: the OpenMP pool's size in one-pool mode
- * outside a parallel region, else 1. */
+/* How many parts a BLAS-calling kernel may split into here: the pool's threads, or 1 inside a
+ * part. */
 int pd_kcpu_blas_team(void);
-/* Run fn(ctx, t, nt) for t in [0, nt) on nt threads (nt <= pd_kcpu_blas_team(); nt == 1 calls
- * fn(ctx, 0, 1) directly). */
-typedef void pd_kcpu_team_fn(void *ctx, int t, int nt);
-void pd_kcpu_team(int nt, pd_kcpu_team_fn *fn, void *ctx);
 
 /* ---- Strided iteration over up to PD_KCPU_MAX_OPS operands of one shape (the out shape of a
  * broadcast). Operand k has element size esize[k] and a stride per dim in elements (0 along a

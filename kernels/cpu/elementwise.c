@@ -1,7 +1,9 @@
 /* elementwise.c -- broadcast binary ops, comparisons, logical ops, unary activations and their
- * gradients, scale: the typed loops come from elementwise_t.h, the iteration from iter.c. */
+ * gradients, scale: the typed loops come from elementwise_t.h (fp32 e^x, tanh and sigmoid from
+ * fastmath.h), the iteration from iter.c. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/fastmath.h"
 
 #include <string.h>
 #include <tgmath.h>
@@ -194,14 +196,20 @@ pd_status pd_kcpu_binary_grad(pd_k_binop op, pd_dtype dt, int xnd, const int64_t
   return PD_OK;
 }
 
-static bool transcendental(pd_k_unop op) {
-  return op == PD_K_SIGMOID || op == PD_K_TANH || op == PD_K_EXP || op == PD_K_LOG;
+/* Ops that call libm for each element are costlier and split sooner. fp32 e^x, tanh and sigmoid
+ * are fastmath.h's vector code (~2 ns an element) and keep the plain grain: two threads on an
+ * RNN's [32, 256] tanh made bench_rnn's step slower, not faster. */
+static int64_t unary_grain(pd_k_unop op, pd_dtype dt) {
+  bool fast = PD_KCPU_FASTMATH_f32 && dt == PD_FP32;
+  bool fm = op == PD_K_SIGMOID || op == PD_K_TANH || op == PD_K_EXP;
+  bool libm = op == PD_K_LOG || (fm && !fast);
+  return libm ? PD_KCPU_GRAIN_TRANSCENDENTAL : PD_KCPU_GRAIN;
 }
 
 pd_status pd_kcpu_unary(pd_k_unop op, pd_dtype dt, int64_t n, const void *x, void *out) {
   if ((unsigned)op >= PD_K_UNOP_COUNT_ || n < 0) return PD_EINVAL;
   unary_job job = {.op = op, .x = x, .out = out};
-  int64_t grain = transcendental(op) ? PD_KCPU_GRAIN_TRANSCENDENTAL : PD_KCPU_GRAIN;
+  int64_t grain = unary_grain(op, dt);
   switch (dt) {
     case PD_FP32: pd_kcpu_parallel(n, grain, unary_range_f32, &job); return PD_OK;
     case PD_FP64: pd_kcpu_parallel(n, grain, unary_range_f64, &job); return PD_OK;

@@ -87,6 +87,14 @@ static pd_kcpu_loop_fn *const TF(grad_loops)[PD_K_BINOP_COUNT_] = {
   } break;
 #define UN_CASE(op, EXPR) UN_CASE_(op, EXPR, PD_SIMD)
 #define UN_CASE_SCALAR(op, EXPR) UN_CASE_(op, EXPR, )  /* libm calls (errno) do not vectorise */
+/* fp32 e^x, tanh and the logistic function: the vector code of fastmath.h; fp64 (the gradient
+ * checks): libm. */
+#if TF(PD_KCPU_FASTMATH)
+#define UN_CASE_FAST(op, FM, EXPR) \
+  case op: pd_kcpu_fastmath_f32(FM, x, 0.0f, o, n); break;
+#else
+#define UN_CASE_FAST(op, FM, EXPR) UN_CASE_SCALAR(op, EXPR)
+#endif
 
 static void TF(unary_range)(void *vjob, int64_t b, int64_t e) {
   const unary_job *job = vjob;
@@ -96,9 +104,9 @@ static void TF(unary_range)(void *vjob, int64_t b, int64_t e) {
   switch (job->op) {
     UN_CASE(PD_K_RELU, x[j] < 0 ? (T)0 : x[j])  /* keeps NaN: a comparison with NaN is false */
     /* exp(-x) overflows to inf for very negative x and gives 1 / inf = 0: no NaN. */
-    UN_CASE_SCALAR(PD_K_SIGMOID, (T)1 / ((T)1 + exp(-x[j])))
-    UN_CASE_SCALAR(PD_K_TANH, tanh(x[j]))
-    UN_CASE_SCALAR(PD_K_EXP, exp(x[j]))
+    UN_CASE_FAST(PD_K_SIGMOID, PD_KCPU_FM_SIGMOID, (T)1 / ((T)1 + exp(-x[j])))
+    UN_CASE_FAST(PD_K_TANH, PD_KCPU_FM_TANH, tanh(x[j]))
+    UN_CASE_FAST(PD_K_EXP, PD_KCPU_FM_EXP, exp(x[j]))
     UN_CASE_SCALAR(PD_K_LOG, log(x[j]))
     UN_CASE_SCALAR(PD_K_SQRT, sqrt(x[j]))
     UN_CASE(PD_K_SQUARE, x[j] * x[j])
@@ -131,6 +139,7 @@ static void TF(unary_grad_range)(void *vjob, int64_t b, int64_t e) {
 #undef UN_CASE
 #undef UN_CASE_
 #undef UN_CASE_SCALAR
+#undef UN_CASE_FAST
 
 /* Adam on [b, e): the same double-precision arithmetic as Fluid's reference. The square root
  * and the division are done two at a time on x86-64 (_mm_sqrt_pd, _mm_div_pd: a call to sqrt,

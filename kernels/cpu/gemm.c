@@ -52,7 +52,7 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
   return PD_OK;
 }
 
-/* ---- Splitting one product across the OpenMP pool (one-pool mode, cpu.h): each thread
+/* ---- Splitting one product across the thread pool (pool.c): each part
  * computes a block of C's columns (or rows, when C is tall) with a one-thread BLAS call. The
  * blocks are multiples of SPLIT_ALIGN so that each thread's part keeps whole register tiles.
  * The split is a function of the sizes and the number of threads, so results are reproducible

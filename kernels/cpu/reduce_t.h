@@ -64,20 +64,29 @@ static T TF(finish)(pd_k_redop op, ACC acc, int64_t count) {
   return (T)acc;
 }
 
+/* Chunk c of nc of a full reduction, into part[c]. */
+typedef struct TF(full_job) {
+  const reduce_job *job;
+  ACC *part;
+} TF(full_job);
+
+static void TF(full_chunk)(void *vfj, int c, int nc) {
+  const TF(full_job) *fj = vfj;
+  const T *x = fj->job->x;
+  int64_t n = fj->job->r, b = n * c / nc, e = n * (c + 1) / nc;
+  fj->part[c] = TF(run)(fj->job->op, x + b, e - b, 1, TF(init)(fj->job->op, x[b]));
+}
+
 /* Everything to one value: a fixed number of chunks (at most MAX_CHUNKS, each at least a grain)
  * reduced in parallel, then combined in order, so the result does not depend on the number of
  * threads. */
 static void TF(reduce_full)(const reduce_job *job) {
-  const T *x = job->x;
   int64_t n = job->r, nchunks = (n + PD_KCPU_GRAIN - 1) / PD_KCPU_GRAIN;
   if (nchunks > MAX_CHUNKS) nchunks = MAX_CHUNKS;
   if (nchunks < 1) nchunks = 1;
   ACC part[MAX_CHUNKS];
-  PD_OMP(parallel for schedule(static) if (nchunks > 1))
-  for (int64_t c = 0; c < nchunks; c++) {
-    int64_t b = n * c / nchunks, e = n * (c + 1) / nchunks;
-    part[c] = TF(run)(job->op, x + b, e - b, 1, TF(init)(job->op, x[b]));
-  }
+  TF(full_job) fj = {job, part};
+  pd_kcpu_team((int)nchunks, TF(full_chunk), &fj);
   ACC acc = part[0];
   for (int64_t c = 1; c < nchunks; c++) acc = TF(combine)(job->op, acc, part[c]);
   *(T *)job->out = TF(finish)(job->op, acc, n);

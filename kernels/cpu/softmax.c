@@ -3,6 +3,7 @@
  * with their gradients. Slices/rows are independent and split across threads. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/fastmath.h"
 
 #include <tgmath.h>
 

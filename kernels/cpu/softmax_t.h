@@ -1,26 +1,48 @@
 /* softmax_t.h -- template of softmax.c for one float type T (suffix TN): softmax, log-softmax,
  * cross entropy and the fused softmax-with-cross-entropy, forward and backward. Each range
- * function handles slices [b, e) of a softmax_job (see softmax.c). */
+ * function handles slices [b, e) of a softmax_job (see softmax.c). The fp32 instance takes the
+ * max and e^x of contiguous softmax slices from fastmath.h. */
 
-/* One slice of n elements at stride st: out = softmax(x) or log_softmax(x), max-shifted. */
-static void TF(softmax_slice)(const T *x, T *out, int64_t n, int64_t st, bool log_out) {
+/* The largest x[j * st], j < n, as a scalar loop from x[0] finds it (NaN past x[0] skipped). */
+static T TF(slice_max)(const T *x, int64_t n, int64_t st) {
+#if TF(PD_KCPU_FASTMATH)
+  if (st == 1) return pd_kcpu_max_f32(x, n);
+#endif
   T mx = x[0];
   for (int64_t j = 1; j < n; j++)
     if (x[j * st] > mx) mx = x[j * st];
+  return mx;
+}
+
+/* out[j * st] = exp(x[j * st] - mx) for j < n; returns their sum, in double. */
+static double TF(exp_shifted)(const T *x, T *out, int64_t n, int64_t st, T mx) {
+#if TF(PD_KCPU_FASTMATH)
+  if (st == 1) return pd_kcpu_fastmath_f32(PD_KCPU_FM_EXP, x, mx, out, n);
+#endif
   double sum = 0;
+  for (int64_t j = 0; j < n; j++) {
+    T v = exp(x[j * st] - mx);
+    out[j * st] = v;
+    sum += v;
+  }
+  return sum;
+}
+
+/* One slice of n elements at stride st: out = softmax(x) or log_softmax(x), max-shifted (out
+ * may be x). Returns the slice's log-sum-exp. */
+static T TF(softmax_slice)(const T *x, T *out, int64_t n, int64_t st, bool log_out) {
+  T mx = TF(slice_max)(x, n, st);
   if (log_out) {
+    double sum = 0;
     for (int64_t j = 0; j < n; j++) sum += exp(x[j * st] - mx);
     T lse = mx + (T)log(sum);
     for (int64_t j = 0; j < n; j++) out[j * st] = x[j * st] - lse;
-  } else {
-    for (int64_t j = 0; j < n; j++) {
-      T v = exp(x[j * st] - mx);
-      out[j * st] = v;
-      sum += v;
-    }
-    T inv = (T)(1.0 / sum);
-    for (int64_t j = 0; j < n; j++) out[j * st] *= inv;
+    return lse;
   }
+  double sum = TF(exp_shifted)(x, out, n, st, mx);
+  T inv = (T)(1.0 / sum);
+  for (int64_t j = 0; j < n; j++) out[j * st] *= inv;
+  return mx + (T)log(sum);
 }
 
 /* Slices are numbered i * post + k for x viewed as [pre, n, post]. */
@@ -101,17 +123,7 @@ static void TF(softmax_xent_range)(void *vjob, int64_t b, int64_t e) {
   for (int64_t r = b; r < e; r++) {
     const T *x = (const T *)job->x + r * c;
     T *sm = (T *)job->out + r * c, *loss = (T *)job->loss + r;
-    T mx = x[0];
-    for (int64_t j = 1; j < c; j++)
-      if (x[j] > mx) mx = x[j];
-    double sum = 0;
-    for (int64_t j = 0; j < c; j++) {
-      T v = exp(x[j] - mx);
-      sm[j] = v;
-      sum += v;
-    }
-    T inv = (T)(1.0 / sum), lse = mx + (T)log(sum);
-    for (int64_t j = 0; j < c; j++) sm[j] *= inv;
+    T lse = TF(softmax_slice)(x, sm, c, 1, false);
     if (job->soft) {
       const T *lab = (const T *)job->label + r * c;
       double s = 0;

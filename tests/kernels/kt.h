@@ -28,10 +28,11 @@ static KT_UNUSED double kt_rand(void) {
 }
 static KT_UNUSED double kt_uniform(double lo, double hi) { return lo + (hi - lo) * kt_rand(); }
 
-/* Start a kernel test: re-execute with OMP_WAIT_POLICY=passive if unset (so the parallel code
- * paths run: without passive waiting pd_k_init keeps kernels on one thread), then set up. */
+/* Start a kernel test: three threads unless PDLANG_THREADS says otherwise (so the parallel code
+ * paths run, with uneven splits, on any machine), then set up. */
 static KT_UNUSED void kt_begin(char **argv) {
-  pd_k_reexec_for_passive_wait(argv);
+  (void)argv;
+  setenv("PDLANG_THREADS", "3", 0);
   pd_k_init();
   K = pd_k_cpu();
 }

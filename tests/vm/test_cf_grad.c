@@ -582,6 +582,22 @@ int main(void) {
               "}\n"
               "cost = mean(h) + mean(sequence_sum(o))\n",
               "cost", 4);
+  /* Products of loop parameters (vm/backward.c sums such a gradient in one product over all
+   * steps): U in two products of the step (left per step: two contributions), V in one, with
+   * a sequence-length mix; the memory is [rows, 3]. */
+  check_grads("rnn_products.pd",
+              "import \"layers\"\n"
+              "x = sequence([[1, 2], [3], [4, 5, 6, 7]]) * param([1], init = 0.1, name = \"s\")\n"
+              "A = param([1, 3], name = \"A\")\n"
+              "U = param([3, 3], name = \"U\")\n"
+              "V = param([3, 3], name = \"V\")\n"
+              "h = zeros([3]) + param([3], init = 0.2, name = \"h0\")\n"
+              "for (t in x) {\n"
+              "    h = tanh(mul(t, A) + mul(h, U) + mul(tanh(mul(h, V)), U))\n"
+              "    emit o = h\n"
+              "}\n"
+              "cost = mean(h * h) + mean(sequence_sum(o))\n",
+              "cost", 5);
   check_grads("if_in_for.pd",
               "import \"layers\"\n"
               "x = sequence([[1, 2], [3, 4, 5]]) * param([1], init = 0.5, name = \"s\")\n"

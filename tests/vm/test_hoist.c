@@ -258,7 +258,42 @@ static void test_backward_and_oom(void) {
   hcase_free(&c);
 }
 
+/* The backward pass sums Wh's gradient over the steps in one product (vm/backward.c,
+ * defer_param_products): the loop's gradient op lists (Wh, the memory's previous value, the
+ * product's output gradient), and the step gradient block's mul_grad no longer computes
+ * Wh@GRAD; so does Wx's, where mul(t, Wx) stays in the loop (not hoisted). Both programs'
+ * gradients are checked against finite differences above. */
+static void test_param_products(void) {
+  hcase c;
+  if (!setup(&c, "elman.pd", elman)) {
+    ok(0, "elman.pd: builds");
+    hcase_free(&c);
+    return;
+  }
+  const pd_program *progs[2] = {c.bwd, c.hbwd};
+  for (int k = 0; k < 2; k++) {
+    const pd_attr *a = NULL;
+    const pd_op_desc *mg = NULL;
+    for (int b = 0; b < progs[k]->nblocks; b++)
+      for (int i = 0; i < progs[k]->blocks[b]->nops; i++) {
+        const pd_op_desc *op = progs[k]->blocks[b]->ops[i];
+        if (strcmp(op->type, "recurrent_grad") == 0) a = pd_op_attr(op, "param_products");
+        const char *y = pd_op_input1(op, "Y");
+        if (strcmp(op->type, "mul_grad") == 0 && y && strcmp(y, "Wh") == 0) mg = op;
+      }
+    const pd_slot *dy = mg ? pd_op_output(mg, "Y@GRAD") : NULL;
+    int n = a && a->type == PD_ATTR_STRINGS ? a->n : 0, t = 0;
+    while (t < n && strcmp(a->strings[t], "Wh") != 0) t += 3;
+    ok(n == (k ? 3 : 6) && t + 2 < n && mg && strcmp(a->strings[t + 1], pd_op_input1(mg, "X")) == 0 &&
+           strcmp(a->strings[t + 2], pd_op_input1(mg, "Out@GRAD")) == 0 && (!dy || dy->nargs == 0),
+       "%s: Wh's gradient is one product over all steps (%d names listed)",
+       k ? "hoisted" : "as written", n);
+  }
+  hcase_free(&c);
+}
+
 int main(void) {
+  test_param_products();
   check("elman.pd", elman, 2, "elementwise_add.tmp_0", "Wh",
         "mul,elementwise_add,tanh,assign");
   /* bx + mul(t, Wx): the add's operands are swapped (the LoD comes from X). Sequences of

@@ -1,0 +1,140 @@
+/* test_fastmath.c -- the vector e^x, tanh and logistic function of kernels/cpu/fastmath.h against
+ * libm in double: the worst error in ulp over 2^24 floats spread over the whole range (every
+ * 256th bit pattern) and the edges (0, -0, the ends of e^x's range, tanh's switch at 0.35,
+ * denormals, huge values, +-inf, NaN), with the bounds fastmath.h states, once without and once
+ * with flush-to-zero; then the special values exactly, the shift argument, every tail length in
+ * place, the returned sum, and the vector max (pd_kcpu_max_f32) against the scalar loop.
+ * Skipped where fastmath.h builds no vector code (the kernels call libm there). */
+#include "config.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cpu/fastmath.h"
+#include "kernels/kernels.h"
+#include "tests/tap.h"
+
+#if PD_KCPU_FASTMATH_f32
+/* |got - want| in units of the last place of a float at want (2^-149 below FLT_MIN), so that a
+ * correctly rounded result is within 0.5. Where want rounds to +-inf, got must be that inf;
+ * with flush-to-zero, 0 is exact for results below FLT_MIN. */
+static double ulps(float got, double want, bool ftz) {
+  if (isnan(want) || isnan(got)) return isnan(want) && isnan(got) ? 0 : INFINITY;
+  if (isinf((float)want)) return got == (float)want ? 0 : INFINITY;
+  if (fabs(want) < FLT_MIN) return ftz && got == 0 ? 0 : fabs((double)got - want) / 0x1p-149;
+  int e;
+  frexp(want, &e); /* |want| in [2^(e-1), 2^e): an ulp there is 2^(e-24) */
+  return fabs((double)got - want) / ldexp(1, e - 24);
+}
+
+static double ref(int f, double x) {
+  return f == PD_KCPU_FM_EXP ? exp(x) : f == PD_KCPU_FM_TANH ? tanh(x) : 1 / (1 + exp(-x));
+}
+
+static const char *const names[] = {"e^x", "tanh", "the logistic function"};
+/* fastmath.h's bounds (each the exhaustive worst case, rounded up). */
+static const double bound[] = {1.0, 2.5, 2.5};
+
+static void check_ulps(const float *x, float *y, int n, bool ftz) {
+  for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_SIGMOID; f++) {
+    pd_kcpu_fastmath_f32(f, x, 0.0f, y, n);
+    double worst = 0;
+    float at = 0;
+    for (int i = 0; i < n; i++) {
+      double u = ulps(y[i], ref(f, (double)x[i]), ftz);
+      if (!(u <= worst)) {
+        worst = u;
+        at = x[i];
+      }
+    }
+    ok(worst < bound[f], "%s within %g ulp of libm%s (worst %.3f at %a)", names[f], bound[f],
+       ftz ? " with flush-to-zero" : "", worst, (double)at);
+  }
+}
+
+static bool same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b); }
+
+static void check_specials(void) {
+  static const float in[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
+  static const float want[3][5] = {
+      {NAN, INFINITY, 0.0f, 1.0f, 1.0f},
+      {NAN, 1.0f, -1.0f, 0.0f, -0.0f},
+      {NAN, 1.0f, 0.0f, 0.5f, 0.5f},
+  };
+  for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_SIGMOID; f++) {
+    float out[5];
+    pd_kcpu_fastmath_f32(f, in, 0.0f, out, 5);
+    bool all = true;
+    for (int i = 0; i < 5; i++) all = all && same(out[i], want[f][i]);
+    ok(all, "%s of NaN, inf, -inf, 0, -0 is NaN, %g, %g, %g, %g%s", names[f],
+       (double)want[f][1], (double)want[f][2], (double)want[f][3], (double)want[f][4],
+       f == PD_KCPU_FM_TANH ? " (signed)" : "");
+  }
+}
+
+static void check_arrays(void) {
+  /* The shift, every tail length, in place; the sum of the outputs. */
+  bool tails = true, sums = true;
+  for (int n = 0; n <= 17; n++) {
+    float a[17], b[17];
+    for (int i = 0; i < n; i++) a[i] = b[i] = (float)i * 0.37f - 2.0f;
+    double sum = pd_kcpu_fastmath_f32(PD_KCPU_FM_EXP, a, 1.5f, a, n), want = 0;
+    for (int i = 0; i < n; i++) {
+      tails = tails && ulps(a[i], exp((double)(b[i] - 1.5f)), false) < bound[PD_KCPU_FM_EXP];
+      want += a[i];
+    }
+    sums = sums && fabs(sum - want) <= 1e-15 * want;
+  }
+  ok(tails, "e^(x - shift) on arrays of 0..17 elements, in place");
+  ok(sums, "the returned sum is the outputs' sum");
+  /* The largest element, NaN where a scalar loop from x[0] keeps or skips it. */
+  bool maxes = true;
+  for (int n = 1; n <= 40; n++) {
+    float a[40];
+    for (int i = 0; i < n; i++) a[i] = (float)((i * 37 + n * 11) % 29) - 14.5f;
+    for (int nan_at = -1; nan_at < n; nan_at += 7) {
+      if (nan_at >= 0) a[nan_at] = NAN;
+      float m = a[0];
+      for (int i = 1; i < n; i++)
+        if (a[i] > m) m = a[i];
+      maxes = maxes && same(pd_kcpu_max_f32(a, n), m);
+    }
+  }
+  ok(maxes, "the largest of 1..40 elements, with NaNs, as the scalar loop finds it");
+}
+
+int main(void) {
+  enum { N = 1 << 24 };
+  float *x = malloc(sizeof *x * N), *y = malloc(sizeof *y * N);
+  if (!x || !y) return 1;
+  for (uint32_t i = 0; i < N; i++) {
+    uint32_t b = i * 256u + 97u;
+    memcpy(&x[i], &b, sizeof b);
+  }
+  static const float edges[] = {
+      0.0f, -0.0f, 1e-45f, -1e-45f, 1e-40f, -1e-40f, FLT_MIN, -FLT_MIN, 1e-30f, -1e-30f, 1e-7f,
+      0.34999999f, 0.35f, 0.35000002f, -0.35f, 1.0f, -1.0f, 9.0f, -9.0f, 20.0f, -20.0f,
+      88.7228317f, 88.72283935546875f, 88.7228470f, 89.0f, -87.3365479f, -87.3365402f,
+      -88.7228394f, -103.972076f, -103.972084f, -103.972092f, -104.0f, 1e30f, -1e30f, FLT_MAX,
+      -FLT_MAX, INFINITY, -INFINITY, NAN};
+  memcpy(x, edges, sizeof edges);
+  check_ulps(x, y, N, false);
+  if (pd_k_set_ftz_daz()) check_ulps(x, y, N, true);
+  else printf("ok %d # SKIP no flush-to-zero mode on this CPU\n", ++tap_count_);
+  check_specials();
+  check_arrays();
+  free(x);
+  free(y);
+  return tap_done();
+}
+#else
+int main(void) {
+  printf("1..0 # SKIP fastmath.h has no vector code for this target\n");
+  return 0;
+}
+#endif
