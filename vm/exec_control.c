@@ -1134,19 +1134,41 @@ typedef struct param_product {
   const char *x, *dout;   /* the names in the step scopes */
   int64_t k, n;
   int64_t rows, cap;      /* rows stacked so far, rows allocated */
-  char *xs, *ds;          /* the stacked rows */
+  char *xs, *ds;          /* the stacked rows (pd_k_host_alloc: counted by pd_k_host_stats) */
 } param_product;
 
 static void products_free(param_product *pp, int npp) {
   for (int i = 0; i < npp; i++) {
-    pd_free(pp[i].xs);
-    pd_free(pp[i].ds);
+    pd_k_host_free(pp[i].xs);
+    pd_k_host_free(pp[i].ds);
   }
   pd_free(pp);
 }
 
-/* The products to stack for this op (*pp NULL and *npp 0 when none). */
-static pd_status products_make(const pd_exec_ctx *ctx, param_product **pp, int *npp) {
+/* Room for cap rows in q's buffers, keeping the rows stacked so far. */
+static bool products_reserve(param_product *q, int64_t cap, size_t es) {
+  char *xs = pd_k_host_alloc((size_t)(cap * q->k) * es);
+  char *ds = xs ? pd_k_host_alloc((size_t)(cap * q->n) * es) : NULL;
+  if (!ds) {
+    pd_k_host_free(xs);
+    return false;
+  }
+  if (q->rows) {
+    memcpy(xs, q->xs, (size_t)(q->rows * q->k) * es);
+    memcpy(ds, q->ds, (size_t)(q->rows * q->n) * es);
+  }
+  pd_k_host_free(q->xs);
+  pd_k_host_free(q->ds);
+  q->xs = xs;
+  q->ds = ds;
+  q->cap = cap;
+  return true;
+}
+
+/* The products to stack for this op (*pp NULL and *npp 0 when none), each with room for
+ * `rows` rows (every element of the batch once: exact when an element is one row). */
+static pd_status products_make(const pd_exec_ctx *ctx, int64_t rows, param_product **pp,
+                               int *npp) {
   const pd_attr *a = pd_ctx_attr_raw(ctx, "param_products");
   int nt = a && a->type == PD_ATTR_STRINGS ? a->n : 0, nparam = pd_ctx_nin(ctx, "parameters");
   *pp = NULL;
@@ -1168,9 +1190,14 @@ static pd_status products_make(const pd_exec_ctx *ctx, param_product **pp, int *
     const pd_tensor *w = pd_ctx_in_at(ctx, "parameters", j);
     if (!d || !w || !pd_tensor_initialized(w) || w->ndims < 1 || w->dims[0] < 1)
       continue; /* its gradient is not wanted */
-    v[n++] = (param_product){.p = a->strings[t], .d = d, .x = a->strings[t + 1],
-                             .dout = a->strings[t + 2], .k = w->dims[0],
-                             .n = pd_tensor_numel(w) / w->dims[0]};
+    v[n] = (param_product){.p = a->strings[t], .d = d, .x = a->strings[t + 1],
+                           .dout = a->strings[t + 2], .k = w->dims[0],
+                           .n = pd_tensor_numel(w) / w->dims[0]};
+    if (rows > 0 && !products_reserve(&v[n], rows, pd_dtype_size(w->dtype))) {
+      products_free(v, n);
+      return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    }
+    n++;
   }
   *pp = v;
   *npp = n;
@@ -1196,15 +1223,10 @@ static pd_status products_stack(const pd_exec_ctx *ctx, param_product *pp, int n
                          q->p, (long long)q->k, (long long)q->n, (long long)k, q->x, a, q->dout, b);
     }
     size_t es = pd_dtype_size(x->dtype);
-    if (q->rows + r > q->cap) {
+    if (q->rows + r > q->cap) { /* steps of sequences of sequences: more rows than elements */
       int64_t cap = q->cap ? q->cap : 64;
       while (cap < q->rows + r) cap *= 2;
-      char *xs = pd_realloc(q->xs, (size_t)(cap * q->k) * es);
-      if (xs) q->xs = xs;
-      char *ds = xs ? pd_realloc(q->ds, (size_t)(cap * q->n) * es) : NULL;
-      if (ds) q->ds = ds;
-      if (!xs || !ds) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-      q->cap = cap;
+      if (!products_reserve(q, cap, es)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
     }
     memcpy(q->xs + (size_t)(q->rows * q->k) * es, pd_tensor_data(x), (size_t)(r * q->k) * es);
     memcpy(q->ds + (size_t)(q->rows * q->n) * es, pd_tensor_data(d), (size_t)(r * q->n) * es);
@@ -1264,7 +1286,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
     pd_tensor *d = pd_ctx_out_at(ctx, "initial_states@GRAD", i);
     if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "initial_states", i));
   }
-  if (!st) st = products_make(ctx, &pp, &npp);
+  if (!st) st = products_make(ctx, p.off[p.nseq], &pp, &npp);
   for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
     int64_t n = alive(&p, k);
     pd_scope *fs = pd_var_step_scope(steps, (size_t)k);

@@ -284,8 +284,10 @@ static void test_param_products(void) {
     const pd_slot *dy = mg ? pd_op_output(mg, "Y@GRAD") : NULL;
     int n = a && a->type == PD_ATTR_STRINGS ? a->n : 0, t = 0;
     while (t < n && strcmp(a->strings[t], "Wh") != 0) t += 3;
-    ok(n == (k ? 3 : 6) && t + 2 < n && mg && strcmp(a->strings[t + 1], pd_op_input1(mg, "X")) == 0 &&
-           strcmp(a->strings[t + 2], pd_op_input1(mg, "Out@GRAD")) == 0 && (!dy || dy->nargs == 0),
+    ok(n == (k ? 3 : 6) && t + 2 < n && mg &&
+           strcmp(a->strings[t + 1], pd_op_input1(mg, "X")) == 0 &&
+           strcmp(a->strings[t + 2], pd_op_input1(mg, "Out@GRAD")) == 0 &&
+           (!dy || dy->nargs == 0),
        "%s: Wh's gradient is one product over all steps (%d names listed)",
        k ? "hoisted" : "as written", n);
   }
