@@ -11,6 +11,7 @@
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "lang/run.h"
+#include "vm/exec.h"
 
 static volatile sig_atomic_t interrupted;
 
@@ -51,6 +52,8 @@ int pd_driver_device(const char *cmd, const char *spec, int *place, int *gpu_ind
 
 static int run_run(int argc, char **argv) {
   const char *path = NULL, *device = NULL;
+  const char *penv = getenv("PDLANG_PROFILE");
+  bool profile = penv && *penv && strcmp(penv, "0") != 0;
   pd_run_options o = {.out = stdout, .progress = stderr, .progress_mode = PD_PROGRESS_AUTO};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
@@ -63,6 +66,8 @@ static int run_run(int argc, char **argv) {
       }
     } else if (strcmp(a, "--check-nan-inf") == 0) {
       o.check_nan_inf = true;
+    } else if (strcmp(a, "--profile") == 0) {
+      profile = true;
     } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
       device = argv[++i];
     } else if (strncmp(a, "--device=", 9) == 0) {
@@ -103,9 +108,15 @@ static int run_run(int argc, char **argv) {
   sigaction(SIGINT, &sa, &old);
   pd_error err = {0};
   pd_runner *r = NULL;
+  pd_exec_profile_enable(profile);
   pd_status st = pd_runner_new(unit, &o, &r, &err);
   if (!st) st = pd_runner_run_all(r, &err);
   sigaction(SIGINT, &old, NULL);
+  if (profile) {
+    pd_exec_profile_enable(false);
+    pd_exec_profile_report(stderr);
+    pd_exec_profile_reset();
+  }
   if (st == PD_EINTR) /* the user's own Ctrl-C: say where it stopped, not an error report */
     fprintf(stderr, "pdlang: %s\n", err.msg ? err.msg : "interrupted");
   else if (st)
@@ -123,7 +134,7 @@ const pd_command pd_cmd_run = {
     .run = run_run,
     .summary = "compile a .pd script and run its actions (train, eval, print, ...)",
     .usage = "pdlang run [--seed N] [--check-nan-inf] [--device cpu|gpu[:N]]\n"
-             "           [--progress=auto|bar|lines|none] FILE.pd\n"
+             "           [--progress=auto|bar|lines|none] [--profile] FILE.pd\n"
              "\n"
              "Compiles FILE.pd (reporting every error before anything runs), then runs its\n"
              "actions in order.\n"
@@ -132,5 +143,6 @@ const pd_command pd_cmd_run = {
              "                    (also PDLANG_CHECK_NAN_INF=1)\n"
              "  --device DEV      compute on the CPU (default) or a GPU: gpu, gpu:N (a CUDA\n"
              "                    build; also PDLANG_DEVICE=gpu)\n"
-             "  --progress=MODE   training progress: a bar on a terminal (auto), bar, lines, none",
+             "  --progress=MODE   training progress: a bar on a terminal (auto), bar, lines, none\n"
+             "  --profile         at the end, time per op type on stderr (also PDLANG_PROFILE=1)",
 };

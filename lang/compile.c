@@ -1712,6 +1712,13 @@ typedef struct loop_mem {
   pd_loc loc;
 } loop_mem;
 
+/* The index of `name` among names[0..n), or -1. */
+static int out_index(const char *const *names, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(names[i], name) == 0) return i;
+  return -1;
+}
+
 static bool exec_for(C *c, const pd_ast_node *s) {
   value *seq = eval(c, s->for_.iter);
   if (seq->k == V_ERROR) return false;
@@ -1798,7 +1805,7 @@ static bool exec_for(C *c, const pd_ast_node *s) {
   pd_var_desc **out_inner = NULL;
   size_t capinner = 0;
   const char **emitted = NULL;
-  int nemitted = 0;
+  int nemitted = 0, *emit_at = NULL; /* emitted[i] is the stacked output outs[emit_at[i]] */
   for (binding *b = ls->first; b; b = b->next) {
     if (strncmp(b->name, "@emit.", 6) != 0) continue;
     pd_var_desc *ev = b->v->var;
@@ -1809,19 +1816,30 @@ static bool exec_for(C *c, const pd_ast_node *s) {
       if (cp->k != V_TENSOR) break;
       ev = cp->var;
     }
-    if (PD_GROW(out_inner, capinner, (size_t)nouts + 1)) { c->oom = true; break; }
-    push_name(c, &outs, &nouts, &capouts, ev->name);
-    out_inner[nouts - 1] = ev;
-    const char **ne = calloc_c(c, sizeof *ne * (size_t)nouts);
-    if (!ne) break;
-    if (nemitted) memcpy(ne, emitted, sizeof *ne * (size_t)nemitted);
-    ne[nemitted++] = b->name + 6;
+    int at = out_index(outs, nouts, ev->name); /* the same value emitted twice: stacked once */
+    if (at < 0) {
+      if (PD_GROW(out_inner, capinner, (size_t)nouts + 1)) { c->oom = true; break; }
+      push_name(c, &outs, &nouts, &capouts, ev->name);
+      out_inner[nouts - 1] = ev;
+      at = nouts - 1;
+    }
+    const char **ne = calloc_c(c, sizeof *ne * (size_t)(nemitted + 1));
+    int *na = calloc_c(c, sizeof *na * (size_t)(nemitted + 1));
+    if (!ne || !na) break;
+    if (nemitted) {
+      memcpy(ne, emitted, sizeof *ne * (size_t)nemitted);
+      memcpy(na, emit_at, sizeof *na * (size_t)nemitted);
+    }
+    ne[nemitted] = b->name + 6;
+    na[nemitted++] = at;
     emitted = ne;
+    emit_at = na;
   }
   int nemit = nouts;
+  int *state_at = calloc_c(c, sizeof *state_at * (size_t)(nmems ? nmems : 1));
   states = calloc_c(c, sizeof *states * (size_t)(nmems ? nmems : 1));
   exstates = calloc_c(c, sizeof *exstates * (size_t)(nmems ? nmems : 1));
-  if (!states || !exstates || c->oom) {
+  if (!states || !exstates || !state_at || c->oom) {
     pd_free(out_inner);
     cf_close(c, f, saved);
     return false;
@@ -1854,8 +1872,12 @@ static bool exec_for(C *c, const pd_ast_node *s) {
       }
       /* The new state must be a var of the step block (an outer var is copied in), and not the
        * step input (`prev = t`): the states are stacked as outputs (below), which the step
-       * input cannot be. */
-      if (!pd_block_find_var_local(f->block, nv->name) || nv == t) {
+       * input cannot be. A value also emitted is stacked once, unless the two stackings
+       * differ (an emitted batch of sequences in a loop over sequences of sequences is stacked
+       * per sequence, a state by rows). */
+      int at = out_index(outs, nemit, nv->name);
+      if (!pd_block_find_var_local(f->block, nv->name) || nv == t ||
+          (at >= 0 && xv->lod_level > 1 && nv->lod_level > 0)) {
         value *cp = simple_op(c, "assign", v, NULL, b->loc);
         if (cp->k != V_TENSOR) { ok = false; break; }
         nv = cp->var;
@@ -1865,9 +1887,12 @@ static bool exec_for(C *c, const pd_ast_node *s) {
     exstates[i] = pre->name;
     /* Stack the states too: the final value of the memory is the last step of each sequence. */
     pd_var_desc *st = pd_block_find_var_local(f->block, states[i]);
+    state_at[i] = out_index(outs, nouts, states[i]);
+    if (state_at[i] >= 0 && state_at[i] < nemit) continue;  /* emitted too: stacked once */
     if (PD_GROW(out_inner, capinner, (size_t)nouts + 1)) { c->oom = true; ok = false; break; }
     push_name(c, &outs, &nouts, &capouts, st ? st->name : states[i]);
     out_inner[nouts - 1] = st;
+    state_at[i] = nouts - 1;
   }
   cf_close(c, f, saved);
   if (!ok || c->oom) {
@@ -1917,11 +1942,12 @@ static bool exec_for(C *c, const pd_ast_node *s) {
     return false;
   }
   if (op_finish(c, op, scopes)->k == V_ERROR) return false;
-  for (int i = 0; i < nemit; i++) assign_name(c, emitted[i], vtensor(c, seqs[i]), s->loc, false);
+  for (int i = 0; i < nemitted; i++)
+    assign_name(c, emitted[i], vtensor(c, seqs[emit_at[i]]), s->loc, false);
   /* Each memory becomes its last step. */
   for (int i = 0; i < nmems; i++) {
     pd_op_desc *pool = op_new(c, "sequence_pool", s->loc);
-    if (!pool || !op_in(c, pool, "X", vtensor(c, seqs[nemit + i]), s->loc) ||
+    if (!pool || !op_in(c, pool, "X", vtensor(c, seqs[state_at[i]]), s->loc) ||
         pd_op_set_attr_string(pool, "pooltype", "LAST")) {
       c->oom |= pool == NULL;
       return false;
@@ -2046,6 +2072,86 @@ static void exec_assign(C *c, const pd_ast_node *s, bool is_let) {
                 s->assign.targets.items[i]->loc, is_let);
 }
 
+/* Is the var `name` written by an op of block b, and only by plain ops (none that runs a block:
+ * a loop's stacked outputs are named as the vars of its step block, so they keep their name)? */
+static bool written_by_plain_ops(const pd_block *b, const char *name) {
+  bool written = false;
+  for (int i = 0; i < b->nops; i++) {
+    const pd_op_desc *op = b->ops[i];
+    for (int j = 0; j < op->noutputs; j++)
+      for (int k = 0; k < op->outputs[j].nargs; k++) {
+        if (strcmp(op->outputs[j].args[k], name) != 0) continue;
+        if (pd_op_attr(op, "sub_block")) return false;
+        written = true;
+      }
+  }
+  return written;
+}
+
+/* Has an earlier `emit` of this loop (its bindings "@emit.NAME") emitted the var? */
+static bool emitted_var(const symtab *loop, const pd_var_desc *v) {
+  for (const binding *b = loop->first; b; b = b->next)
+    if (strncmp(b->name, "@emit.", 6) == 0 && b->v->k == V_TENSOR && b->v->var == v) return true;
+  return false;
+}
+
+/* Does block `in` read the var `name` of block b: is it b, or inside b with no var of that name
+ * of its own in the blocks between (a loop's step block has vars named as the loop's inputs)? */
+static bool sees_var_of(const pd_program *p, const pd_block *in, const pd_block *b,
+                        const char *name) {
+  for (; in && in != b; in = in->parent_idx >= 0 ? p->blocks[in->parent_idx] : NULL)
+    if (pd_block_find_var_local(in, name)) return false;
+  return in == b;
+}
+
+/* Name var v of the step block b after the output it is emitted as (`hint`, or hint.N when
+ * taken): the stacked sequence is a var of the enclosing block under the same name, so listings,
+ * fetches and prunes find `hs`, not `tanh.tmp_0`. The ops of b and of the blocks inside it that
+ * read v are updated. */
+static void rename_step_var(C *c, pd_block *b, pd_var_desc *v, const char *hint) {
+  const char *name = hint;
+  for (int k = 1; name_taken(c, name); k++) name = fmt_c(c, "%s.%d", hint, k);
+  char *old = pd_strdup(v->name);
+  pd_program *p = c->unit->main;
+  bool *sees = pd_calloc((size_t)p->nblocks, sizeof *sees);
+  if (!old || !sees) {
+    pd_free(old);
+    pd_free(sees);
+    c->oom = true;
+    return;
+  }
+  for (int i = 0; i < p->nblocks; i++) sees[i] = sees_var_of(p, p->blocks[i], b, old);
+  if (pd_block_rename_var(b, v, name)) {
+    pd_free(old);
+    pd_free(sees);
+    c->oom = true;
+    return;
+  }
+  for (int i = 0; i < p->nblocks; i++) {
+    if (!sees[i]) continue;
+    for (int j = 0; j < p->blocks[i]->nops; j++) {
+      pd_op_desc *op = p->blocks[i]->ops[j];
+      for (int side = 0; side < 2; side++) {
+        pd_slot *slots = side ? op->outputs : op->inputs;
+        int ns = side ? op->noutputs : op->ninputs;
+        for (int si = 0; si < ns; si++)
+          for (int k = 0; k < slots[si].nargs; k++) {
+            if (strcmp(slots[si].args[k], old) != 0) continue;
+            char *dup = pd_strdup(name);
+            if (!dup) {
+              c->oom = true;
+              continue;
+            }
+            pd_free(slots[si].args[k]);
+            slots[si].args[k] = dup;
+          }
+      }
+    }
+  }
+  pd_free(old);
+  pd_free(sees);
+}
+
 static void exec_emit(C *c, const pd_ast_node *s) {
   symtab *loop = NULL;
   for (symtab *t = c->scope; t; t = t->parent) {
@@ -2077,7 +2183,14 @@ static void exec_emit(C *c, const pd_ast_node *s) {
       cerr(c, o->binding.value->loc, "emit needs a tensor, got %s", vkind_phrase(v));
       continue;
     }
-    /* The step's value, copied into a var of the step block named after the output. */
+    /* A value an op of the step block computed is stacked as it is (exec_for names the output
+     * after it); anything else (a memory's value from the step before, an outer var, the step
+     * input) is copied into a var of the step block named after the output first. */
+    if (written_by_plain_ops(loop->cf->block, v->var->name)) {
+      if (!emitted_var(loop, v->var)) rename_step_var(c, loop->cf->block, v->var, o->binding.name);
+      bind_local(c, loop, key, v, o->loc);
+      continue;
+    }
     pd_op_desc *op = op_new(c, "assign", o->loc);
     pd_var_desc *dst = var_new(c, loop->cf->block, o->binding.name, true);
     const char *dn = dst ? dst->name : NULL;

@@ -14,6 +14,7 @@ PD_RUN_TESTS = tests/golden/run/ifelse_rows.pd \
 	tests/golden/run/while_sum.pd \
 	tests/golden/run/rnn_steps.pd \
 	tests/golden/run/rnn_nested.pd \
+	tests/golden/run/rnn_emit_shared.pd \
 	tests/golden/run/rnn_nested_one_level.pd \
 	tests/golden/run/rnn_nested_in_flat.pd \
 	tests/golden/run/label_out_of_range.pd \
@@ -27,6 +28,7 @@ EXTRA_DIST += $(PD_RUN_TESTS) \
 	tests/golden/run/while_sum.out \
 	tests/golden/run/rnn_steps.out \
 	tests/golden/run/rnn_nested.out \
+	tests/golden/run/rnn_emit_shared.out \
 	tests/golden/run/rnn_nested_one_level.err \
 	tests/golden/run/rnn_nested_in_flat.err \
 	tests/golden/run/label_out_of_range.err \
@@ -35,8 +37,8 @@ EXTRA_DIST += $(PD_RUN_TESTS) \
 
 #   tests/run: training end to end (accuracy, determinism, checkpoint resume, save + exec) and
 #   the quick examples.
-TESTS += tests/run/train_save_exec.sh tests/run/examples.sh
-EXTRA_DIST += tests/run/train_save_exec.sh tests/run/examples.sh
+TESTS += tests/run/train_save_exec.sh tests/run/examples.sh tests/run/profile.sh
+EXTRA_DIST += tests/run/train_save_exec.sh tests/run/examples.sh tests/run/profile.sh
 
 #   tests/vm/test_cf_grad: gradients through if/else, scalar if and for-rnn (fp64 finite
 #   differences), and the seeds' if/else gradients by hand.

@@ -643,7 +643,14 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
       ctx.k = x->place == PD_K_CUDA ? ex->gpu : pd_k_cpu();
       if ((st = place_args(&ctx))) goto out;
     }
-    st = x->kernel(&ctx);
+    if (pd_exec_profile_enabled()) {
+      uint64_t saved, t0 = pd_exec_profile_begin(&saved);
+      st = x->kernel(&ctx);
+      if (!st && ex->gpu && x->place == PD_K_CUDA) st = pd_k_dev_sync();
+      pd_exec_profile_end(x->def, &x->op->loc, t0, saved);
+    } else {
+      st = x->kernel(&ctx);
+    }
     ex->ops_run++;
     if (st) {
       if (!err || !err->msg || err->status != st)

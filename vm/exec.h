@@ -34,6 +34,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "base/base.h"
 #include "kernels/kernels.h"
@@ -126,6 +127,22 @@ void pd_exec_set_rng_offset(pd_exec *ex, uint64_t offset);
 
 /* Statistics: ops run since pd_exec_new (for benchmarks and tests). */
 uint64_t pd_exec_ops_run(const pd_exec *ex);
+
+/* The op profiler (`pdlang run --profile`): while enabled, every kernel call of every executor
+ * run by this thread is timed (wall clock; on the GPU the op waits for its stream, so the time
+ * is the op's, at the price of a sync per op). Counts add up per op type (calls, total time,
+ * and self time: the total less the ops of the blocks the op ran, so a `recurrent`'s self time
+ * is its own work between steps) and per op of the source (type and file:line:col; a gradient
+ * op counts at its forward op's place). pd_exec_profile_report prints the types sorted by
+ * self time, then the hottest ops of the source. The state is per thread; the site table it
+ * allocates is freed by pd_exec_profile_reset. begin/end are exec.c's bracket around a call. */
+void pd_exec_profile_enable(bool on);
+bool pd_exec_profile_enabled(void);
+void pd_exec_profile_reset(void);  /* zero the counts, free the table */
+void pd_exec_profile_report(FILE *f);
+uint64_t pd_exec_profile_begin(uint64_t *saved_child_ns);
+void pd_exec_profile_end(const pd_opdef *def, const pd_loc *loc, uint64_t start_ns,
+                         uint64_t saved_child_ns);
 
 /* ============================ The kernel interface ============================
  * A kernel is `pd_status pd_kernel_<type>(pd_exec_ctx *ctx)` (declared in vm/opkernels.h and

@@ -1,7 +1,8 @@
-/* fastmath.h -- e^x, tanh and the logistic function over fp32 arrays four lanes at a time, and
- * the vector max of the fp32 softmax, in GCC/Clang vector extensions (no libm calls, no
- * branches). For the fp32 kernels of elementwise.c and softmax.c: glibc's tanhf is a scalar call
- * of ~9 ns an element, this tanh ~2.6 ns (e^x: ~1.7 ns, about glibc's expf; the sigmoid ~2 ns).
+/* fastmath.h -- e^x, tanh and the logistic function over fp32 arrays, and the vector max of the
+ * fp32 softmax, without libm calls or branches. For the fp32 kernels of elementwise.c and
+ * softmax.c: glibc's tanhf is a scalar call of ~9 ns an element; this tanh takes ~2.6 ns in
+ * four lanes (GCC/Clang vector extensions, SSE2 on x86-64) and ~0.5 ns in eight (AVX2 + FMA,
+ * fastmath_avx2.c, used where the CPU has them: pd_kcpu_simd; e^x ~1.7 and ~0.35 ns).
  *
  * Only on x86-64 (SSE2) and AArch64 (NEON), where 16-byte vectors are native and float
  * arithmetic has no excess precision: elsewhere (i386's x87, targets without such vectors) the
@@ -9,11 +10,14 @@
  * header then defines only PD_KCPU_FASTMATH_f32 as 0 and the kernels call libm.
  *
  * Error against libm in double, at worst over all 2^32 floats (checked when written, x86-64,
- * with and without FTZ/DAZ): e^x 0.99 ulp, tanh 2.08 ulp, the logistic function 2.41 ulp;
- * tests/kernels/test_fastmath.c checks 1, 2.5 and 2.5 on 2^24 of them. NaN gives NaN, +-inf
- * the limits, -0 stays -0 (tanh). Results below FLT_MIN are the denormals libm gives (within an
- * ulp of 2^-149), which the flush-to-zero mode of pd_k_init makes 0 as it does libm's. All
- * names start with pd_kcpu_ as cpu.h's; everything is static inline. */
+ * with and without FTZ/DAZ): e^x 0.99 ulp, tanh 2.08 ulp, the logistic function 2.41 ulp (the
+ * eight-lane instance: 0.98, 2.08, 2.41); tests/kernels/test_fastmath.c checks 1, 2.5 and 2.5
+ * on 2^24 of them, for each instance. NaN
+ * gives NaN, +-inf the limits, -0 stays -0 (tanh). Results below FLT_MIN are the denormals
+ * libm gives (within an ulp of 2^-149), which the flush-to-zero mode of pd_k_init makes 0 as
+ * it does libm's. The two instances may differ in the last bit (the eight-lane one fuses its
+ * multiply-adds), so a result can depend on the CPU, as with any BLAS. All names start with
+ * pd_kcpu_ as cpu.h's. */
 #ifndef PD_KCPU_FASTMATH_H
 #define PD_KCPU_FASTMATH_H
 
@@ -26,9 +30,33 @@
 #endif
 #define PD_KCPU_FASTMATH_f64 0
 
+/* The instruction sets the kernels choose between at run time (pd_kcpu_simd). */
+enum { PD_KCPU_SIMD_BASE, PD_KCPU_SIMD_AVX2 };
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define PD_KCPU_HAVE_AVX2 1
+#else
+#define PD_KCPU_HAVE_AVX2 0
+#endif
+
 #if PD_KCPU_FASTMATH_f32
 #include <stdint.h>
 #include <string.h>
+
+#if PD_KCPU_HAVE_AVX2
+/* The best level this CPU has, detected on the first call (thread-safe, cheap after). */
+int pd_kcpu_simd(void);
+/* For tests: use at most `level` from now on; returns the level in force. */
+int pd_kcpu_simd_force(int level);
+/* fastmath_avx2.c's instances of pd_kcpu_fastmath_f32 and pd_kcpu_max_f32, and x[j] *= s;
+ * call them only when pd_kcpu_simd() is PD_KCPU_SIMD_AVX2. */
+double pd_kcpu_fastmath8_f32(int f, const float *x, float shift, float *out, int64_t n);
+float pd_kcpu_max8_f32(const float *x, int64_t n);
+void pd_kcpu_scale8_f32(float *x, float s, int64_t n);
+#else
+static inline int pd_kcpu_simd(void) { return PD_KCPU_SIMD_BASE; }
+static inline int pd_kcpu_simd_force(int level) { (void)level; return PD_KCPU_SIMD_BASE; }
+#endif
 
 /* Casts between these reinterpret the bits; a comparison gives a pd_kcpu_v4i of all ones (true)
  * or zeros per lane. */
@@ -100,8 +128,8 @@ static inline pd_kcpu_v4f pd_kcpu_v4_fm(int f, pd_kcpu_v4f v) {
 /* out[j] = f(x[j] - shift) for j < n, f one of PD_KCPU_FM_*; out may be x. Returns the sum of
  * the out[j], in double (the softmax's denominator; a caller that ignores it does not pay for
  * it once this is inlined). */
-static inline double pd_kcpu_fastmath_f32(int f, const float *x, float shift, float *out,
-                                          int64_t n) {
+static inline double pd_kcpu_fastmath4_f32(int f, const float *x, float shift, float *out,
+                                           int64_t n) {
   pd_kcpu_v2d s0 = {0}, s1 = {0};
   int64_t j = 0;
   for (; j + 4 <= n; j += 4) {
@@ -127,7 +155,7 @@ static inline double pd_kcpu_fastmath_f32(int f, const float *x, float shift, fl
 /* The largest of x[0..n) (n >= 1) as `if (x[j] > m) m = x[j]` from m = x[0] finds it (NaN past
  * x[0] skipped, NaN at x[0] kept), eight lanes at a time: the scalar loop is a chain of
  * dependent compares. */
-static inline float pd_kcpu_max_f32(const float *x, int64_t n) {
+static inline float pd_kcpu_max4_f32(const float *x, int64_t n) {
   pd_kcpu_v4f m0 = (pd_kcpu_v4f){0} + x[0], m1 = m0;
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
@@ -142,6 +170,33 @@ static inline float pd_kcpu_max_f32(const float *x, int64_t n) {
   for (int k = 0; k < 4; k++) m = m0[k] > m ? m0[k] : m;
   for (; j < n; j++) m = x[j] > m ? x[j] : m;
   return m;
+}
+
+/* The kernels' entry points: the eight-lane instance where the CPU has AVX2 and FMA. */
+static inline double pd_kcpu_fastmath_f32(int f, const float *x, float shift, float *out,
+                                          int64_t n) {
+#if PD_KCPU_HAVE_AVX2
+  if (pd_kcpu_simd() == PD_KCPU_SIMD_AVX2) return pd_kcpu_fastmath8_f32(f, x, shift, out, n);
+#endif
+  return pd_kcpu_fastmath4_f32(f, x, shift, out, n);
+}
+
+static inline float pd_kcpu_max_f32(const float *x, int64_t n) {
+#if PD_KCPU_HAVE_AVX2
+  if (pd_kcpu_simd() == PD_KCPU_SIMD_AVX2) return pd_kcpu_max8_f32(x, n);
+#endif
+  return pd_kcpu_max4_f32(x, n);
+}
+
+/* x[j] *= s for j < n. */
+static inline void pd_kcpu_scale_f32(float *x, float s, int64_t n) {
+#if PD_KCPU_HAVE_AVX2
+  if (pd_kcpu_simd() == PD_KCPU_SIMD_AVX2) {
+    pd_kcpu_scale8_f32(x, s, n);
+    return;
+  }
+#endif
+  for (int64_t j = 0; j < n; j++) x[j] *= s;
 }
 
 #endif /* PD_KCPU_FASTMATH_f32 */

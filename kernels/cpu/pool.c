@@ -26,7 +26,8 @@
  * Parts are numbered, and which thread runs part i changes nothing a kernel computes: kernels
  * split their work by part, never by thread, so results do not depend on timing. One job runs at
  * a time; a second thread that dispatches meanwhile (or a part that dispatches a job) runs its
- * parts itself, in order. After fork, the child has no workers, and the caller runs everything. */
+ * parts itself, in order. After fork, the child has no workers (pd_kcpu_threads() is 1), and the
+ * caller runs everything. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 
@@ -188,10 +189,20 @@ static int wanted_threads(void) {
   return 1;
 }
 
+/* In a forked child the workers do not exist, and the locks and the condition variable are
+ * copies that may record the parent's sleeping workers (a broadcast on such a copy waited
+ * forever): the child's pool has no workers, so it never touches them again. */
+static void after_fork_in_child(void) {
+  P.nworkers = 0;
+  P.nthreads = 1;
+}
+
 static void start_workers(void) {
   int want = wanted_threads();
   pthread_attr_t attr;
-  if (want <= 1 || pthread_attr_init(&attr) != 0) return;
+  if (want <= 1 || pthread_atfork(NULL, NULL, after_fork_in_child) != 0 ||
+      pthread_attr_init(&attr) != 0)
+    return;
   pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
   for (int i = 0; i < want - 1; i++) {
     if (pthread_create(&P.workers[i], &attr, worker_main, NULL) != 0) break;

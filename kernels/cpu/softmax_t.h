@@ -41,6 +41,12 @@ static T TF(softmax_slice)(const T *x, T *out, int64_t n, int64_t st, bool log_o
   }
   double sum = TF(exp_shifted)(x, out, n, st, mx);
   T inv = (T)(1.0 / sum);
+#if TF(PD_KCPU_FASTMATH)
+  if (st == 1) {
+    pd_kcpu_scale_f32(out, inv, n);
+    return mx + (T)log(sum);
+  }
+#endif
   for (int64_t j = 0; j < n; j++) out[j * st] *= inv;
   return mx + (T)log(sum);
 }

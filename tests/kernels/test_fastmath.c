@@ -3,10 +3,13 @@
  * 256th bit pattern) and the edges (0, -0, the ends of e^x's range, tanh's switch at 0.35,
  * denormals, huge values, +-inf, NaN), with the bounds fastmath.h states, once without and once
  * with flush-to-zero; then the special values exactly, the shift argument, every tail length in
- * place, the returned sum, and the vector max (pd_kcpu_max_f32) against the scalar loop.
- * Skipped where fastmath.h builds no vector code (the kernels call libm there). */
+ * place, the returned sum, and the vector max (pd_kcpu_max_f32) against the scalar loop. All of
+ * it for each instance this CPU can run: the four-lane one and, where the CPU has AVX2 and FMA,
+ * the eight-lane one of fastmath_avx2.c (pd_kcpu_simd_force picks). Skipped where fastmath.h
+ * builds no vector code (the kernels call libm there). */
 #include "config.h"
 
+#include <fenv.h>
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
@@ -37,6 +40,7 @@ static double ref(int f, double x) {
 }
 
 static const char *const names[] = {"e^x", "tanh", "the logistic function"};
+static const char *inst = "";  /* the instance under test, for the messages */
 /* fastmath.h's bounds (each the exhaustive worst case, rounded up). */
 static const double bound[] = {1.0, 2.5, 2.5};
 
@@ -52,8 +56,8 @@ static void check_ulps(const float *x, float *y, int n, bool ftz) {
         at = x[i];
       }
     }
-    ok(worst < bound[f], "%s within %g ulp of libm%s (worst %.3f at %a)", names[f], bound[f],
-       ftz ? " with flush-to-zero" : "", worst, (double)at);
+    ok(worst < bound[f], "%s%s within %g ulp of libm%s (worst %.3f at %a)", inst, names[f],
+       bound[f], ftz ? " with flush-to-zero" : "", worst, (double)at);
   }
 }
 
@@ -71,7 +75,7 @@ static void check_specials(void) {
     pd_kcpu_fastmath_f32(f, in, 0.0f, out, 5);
     bool all = true;
     for (int i = 0; i < 5; i++) all = all && same(out[i], want[f][i]);
-    ok(all, "%s of NaN, inf, -inf, 0, -0 is NaN, %g, %g, %g, %g%s", names[f],
+    ok(all, "%s%s of NaN, inf, -inf, 0, -0 is NaN, %g, %g, %g, %g%s", inst, names[f],
        (double)want[f][1], (double)want[f][2], (double)want[f][3], (double)want[f][4],
        f == PD_KCPU_FM_TANH ? " (signed)" : "");
   }
@@ -90,8 +94,8 @@ static void check_arrays(void) {
     }
     sums = sums && fabs(sum - want) <= 1e-15 * want;
   }
-  ok(tails, "e^(x - shift) on arrays of 0..17 elements, in place");
-  ok(sums, "the returned sum is the outputs' sum");
+  ok(tails, "%se^(x - shift) on arrays of 0..17 elements, in place", inst);
+  ok(sums, "%sthe returned sum is the outputs' sum", inst);
   /* The largest element, NaN where a scalar loop from x[0] keeps or skips it. */
   bool maxes = true;
   for (int n = 1; n <= 40; n++) {
@@ -105,7 +109,15 @@ static void check_arrays(void) {
       maxes = maxes && same(pd_kcpu_max_f32(a, n), m);
     }
   }
-  ok(maxes, "the largest of 1..40 elements, with NaNs, as the scalar loop finds it");
+  ok(maxes, "%sthe largest of 1..40 elements, with NaNs, as the scalar loop finds it", inst);
+  bool scaled = true;
+  for (int n = 0; n <= 19; n++) {
+    float a[19];
+    for (int i = 0; i < n; i++) a[i] = (float)i - 3.25f;
+    pd_kcpu_scale_f32(a, 0.5f, n);
+    for (int i = 0; i < n; i++) scaled = scaled && a[i] == ((float)i - 3.25f) * 0.5f;
+  }
+  ok(scaled, "%sx * s on arrays of 0..19 elements", inst);
 }
 
 int main(void) {
@@ -123,11 +135,23 @@ int main(void) {
       -88.7228394f, -103.972076f, -103.972084f, -103.972092f, -104.0f, 1e30f, -1e30f, FLT_MAX,
       -FLT_MAX, INFINITY, -INFINITY, NAN};
   memcpy(x, edges, sizeof edges);
-  check_ulps(x, y, N, false);
-  if (pd_k_set_ftz_daz()) check_ulps(x, y, N, true);
-  else printf("ok %d # SKIP no flush-to-zero mode on this CPU\n", ++tap_count_);
-  check_specials();
-  check_arrays();
+  fenv_t plain; /* the floating-point environment without flush-to-zero */
+  fegetenv(&plain);
+  static const char *const label[] = {"four lanes: ", "eight lanes (AVX2): "};
+  for (int level = PD_KCPU_SIMD_AVX2; level >= PD_KCPU_SIMD_BASE; level--) {
+    inst = label[level];
+    if (pd_kcpu_simd_force(level) != level) {
+      printf("ok %d # SKIP %sthis CPU (or target) has no AVX2 and FMA\n", ++tap_count_, inst);
+      continue;
+    }
+    fesetenv(&plain);
+    check_ulps(x, y, N, false);
+    if (pd_k_set_ftz_daz()) check_ulps(x, y, N, true);
+    else printf("ok %d # SKIP no flush-to-zero mode on this CPU\n", ++tap_count_);
+    fesetenv(&plain);
+    check_specials();
+    check_arrays();
+  }
   free(x);
   free(y);
   return tap_done();

@@ -164,14 +164,22 @@ static void test_two_dispatchers(void) {
   ok(started && atomic_load(&good), "two threads dispatching 3000 jobs each: every part once");
 }
 
-static void test_fork(void) {
+/* Fork right after a job (the workers spinning) and after a pause (the workers asleep on the
+ * condition variable, whose copy in the child once made the child's first job wait forever). */
+static void test_fork(bool asleep) {
+  team_once(3);
+  if (asleep) nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL); /* 50 ms > SPIN_NS */
   fflush(stdout);
   pid_t pid = fork();
-  if (pid == 0) _exit(team_once(5) && team_once(64) ? 0 : 1);
+  if (pid == 0) {
+    alarm(20); /* a hang fails the test instead of the suite */
+    _exit(pd_kcpu_threads() == 1 && team_once(5) && team_once(64) ? 0 : 1);
+  }
   int status = -1;
   bool waited = pid > 0 && waitpid(pid, &status, 0) == pid;
   ok(waited && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-     "a forked child (no workers) runs every part itself");
+     "a child forked while the workers %s has one thread and runs every part itself",
+     asleep ? "sleep" : "spin");
 }
 
 int main(int argc, char **argv) {
@@ -184,6 +192,7 @@ int main(int argc, char **argv) {
   test_concurrency();
   test_nested();
   test_two_dispatchers();
-  test_fork();
+  test_fork(false);
+  test_fork(true);
   return tap_done();
 }

@@ -598,6 +598,21 @@ int main(void) {
               "}\n"
               "cost = mean(h * h) + mean(sequence_sum(o))\n",
               "cost", 5);
+  /* Emits without copies (lang/compile.c stacks a value the step computed as it is): the new
+   * state emitted twice and pooled as the final state (three uses of one stacked var), next to
+   * the previous state, which is copied. */
+  check_grads("emit_shared.pd",
+              "import \"layers\"\n"
+              "x = sequence([[1, 2, 3], [4, 5]]) * param([1], init = 0.2, name = \"s\")\n"
+              "h = var(0) + param([1], init = 0.1, name = \"h0\")\n"
+              "W = param([1], init = 0.5)\n"
+              "for (t in x) {\n"
+              "    emit before = h\n"
+              "    h = tanh(h * W + t)\n"
+              "    emit after = h, again = h\n"
+              "}\n"
+              "cost = mean(h * h) + mean(before * after) + mean(sequence_sum(again))\n",
+              "cost", 3);
   check_grads("if_in_for.pd",
               "import \"layers\"\n"
               "x = sequence([[1, 2], [3, 4, 5]]) * param([1], init = 0.5, name = \"s\")\n"
