@@ -267,6 +267,7 @@ int pd_state_new(pd_state **out) {
   *out = NULL;
   pd_state *st = pd_calloc(1, sizeof *st);
   if (!st) return PD_RESULT_ENOMEM;
+  pd_k_init_threads(); /* the kernels' thread pool, once per process */
   pd_buf_init(&st->msg);
   pd_buf_init(&st->text);
   begin(st);
@@ -507,7 +508,7 @@ static int compile(pd_state *st, pd_source *src) {
   return ok(st);
 }
 
-int pd_state_compile_string(pd_state *st, const char *name, const char *text) {
+static int state_compile_string(pd_state *st, const char *name, const char *text) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
   clear_program(st);
@@ -518,7 +519,7 @@ int pd_state_compile_string(pd_state *st, const char *name, const char *text) {
   return compile(st, src);
 }
 
-int pd_state_compile_file(pd_state *st, const char *path) {
+static int state_compile_file(pd_state *st, const char *path) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
   clear_program(st);
@@ -572,7 +573,7 @@ static pd_status find_io(pd_state *st, const char *path, bool feed, io_op **out,
   return PD_OK;
 }
 
-int pd_state_load_model(pd_state *st, const char *path) {
+static int state_load_model(pd_state *st, const char *path) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
   clear_program(st);
@@ -827,7 +828,7 @@ static int run_model(pd_state *st) {
   return ok(st);
 }
 
-int pd_state_run(pd_state *st) {
+static int state_run(pd_state *st) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
   named_clear(&st->results);
@@ -1021,7 +1022,7 @@ out:
   return (int)s;
 }
 
-int pd_state_run_targets(pd_state *st, int n, const char *const *names) {
+static int state_run_targets(pd_state *st, int n, const char *const *names) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
   named_clear(&st->results);
@@ -1070,4 +1071,44 @@ int pd_state_fetch(pd_state *st, const char *name, pd_tensor_info *out) {
   out->data = pd_tensor_data(t);
   out->nbytes = out->data ? pd_tensor_nbytes(t) : 0;
   return ok(st);
+}
+
+/* ---------------------------------------------------------------- entry points that compute
+ * Compiling runs the startup program (parameter initialisers), loading a model may move it to
+ * the GPU, and runs run: the kernels compute with flush-to-zero and denormals-are-zero on the
+ * calling thread for the call's duration (as `pdlang` runs: denormals make an RNN's backward
+ * pass ~15x slower), and the caller's mode is put back on return. */
+int pd_state_compile_string(pd_state *st, const char *name, const char *text) {
+  pd_k_fpmode fm = pd_k_fp_enter();
+  int r = state_compile_string(st, name, text);
+  pd_k_fp_leave(fm);
+  return r;
+}
+
+int pd_state_compile_file(pd_state *st, const char *path) {
+  pd_k_fpmode fm = pd_k_fp_enter();
+  int r = state_compile_file(st, path);
+  pd_k_fp_leave(fm);
+  return r;
+}
+
+int pd_state_load_model(pd_state *st, const char *path) {
+  pd_k_fpmode fm = pd_k_fp_enter();
+  int r = state_load_model(st, path);
+  pd_k_fp_leave(fm);
+  return r;
+}
+
+int pd_state_run(pd_state *st) {
+  pd_k_fpmode fm = pd_k_fp_enter();
+  int r = state_run(st);
+  pd_k_fp_leave(fm);
+  return r;
+}
+
+int pd_state_run_targets(pd_state *st, int n, const char *const *names) {
+  pd_k_fpmode fm = pd_k_fp_enter();
+  int r = state_run_targets(st, n, names);
+  pd_k_fp_leave(fm);
+  return r;
 }

@@ -33,11 +33,20 @@
  *
  * Threads: a state must be used by one thread at a time. In this version the library keeps
  * process-wide counters (the allocator's), so use it from one thread at a time overall. The
- * library itself may start threads (OpenMP and OpenBLAS pools, a reader's prefetch thread).
+ * first pd_state_new starts the kernels' thread pool (PDLANG_THREADS threads, else
+ * OMP_NUM_THREADS, else one per CPU the process may use, the caller included), which lives
+ * until the process ends; OpenBLAS keeps its own idle threads, and a reader may start a
+ * prefetch thread.
+ *
+ * Floating point: while a call computes (pd_state_compile_*, which initialises parameters,
+ * pd_state_load_model, pd_state_run*), the calling thread flushes denormal results and inputs
+ * to zero, as the pdlang command does (denormals make an RNN's backward pass ~15x slower); the
+ * thread's own mode is put back before the call returns.
  *
  * Environment: as the pdlang command, the library reads PDLANG_PATH (import directories),
- * PDLANG_CHECK_NAN_INF and PDLANG_FASHION_MNIST / PDLANG_MNIST (data set directories); it
- * changes no process-wide setting (signal handlers, the floating-point mode, the environment). */
+ * PDLANG_CHECK_NAN_INF, PDLANG_THREADS and PDLANG_FASHION_MNIST / PDLANG_MNIST (data set
+ * directories); it changes no process-wide setting (signal handlers, the floating-point mode
+ * outside its calls, the environment). */
 #ifndef PDLANG_H
 #define PDLANG_H
 

@@ -511,4 +511,18 @@ pd_k_threading pd_k_threading_info(void);
  * pd_k_init or from another thread. Returns false where the CPU has no such mode. */
 bool pd_k_set_ftz_daz(void);
 
+/* For a library inside someone else's program (api/): pd_k_init_threads is pd_k_init without
+ * touching the calling thread's floating-point mode (it starts the pool, whose workers set
+ * FTZ/DAZ, and sets OpenBLAS to one thread per call; idempotent, thread-safe). Around each
+ * call that runs kernels, pd_k_fp_enter sets FTZ/DAZ on the calling thread and returns the
+ * mode it found, which pd_k_fp_leave puts back, so that the host program's own arithmetic
+ * keeps its denormals. */
+typedef struct pd_k_fpmode {
+  unsigned bits;
+  bool saved;  /* false where there is no such mode (nothing to restore) */
+} pd_k_fpmode;
+void pd_k_init_threads(void);
+pd_k_fpmode pd_k_fp_enter(void);
+void pd_k_fp_leave(pd_k_fpmode m);
+
 #endif /* PD_KERNELS_H */

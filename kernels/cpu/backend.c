@@ -4,6 +4,7 @@
 #include "kernels/cpu/cpu.h"
 
 #include <cblas.h>
+#include <pthread.h>
 
 #if defined(__SSE2__) || defined(__x86_64__)
 #include <xmmintrin.h>
@@ -66,17 +67,43 @@ bool pd_k_set_ftz_daz(void) {
 #endif
 }
 
+pd_k_fpmode pd_k_fp_enter(void) {
+  pd_k_fpmode m = {0, false};
+#ifdef PD_HAVE_MXCSR
+  m.bits = _mm_getcsr();
+  m.saved = true;
+  _mm_setcsr(m.bits | 0x8040u);
+#endif
+  return m;
+}
+
+void pd_k_fp_leave(pd_k_fpmode m) {
+#ifdef PD_HAVE_MXCSR
+  /* Only the two mode bits go back: the exception flags the kernels raised stay raised, as
+   * any library call leaves them. */
+  if (m.saved) _mm_setcsr((_mm_getcsr() & ~0x8040u) | (m.bits & 0x8040u));
+#else
+  (void)m;
+#endif
+}
+
 static pd_k_threading threading;
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 
 pd_k_threading pd_k_threading_info(void) { return threading; }
 
-void pd_k_init(void) {
-  pd_k_threading t = {0};
-  t.ftz_daz = pd_k_set_ftz_daz();
-  t.threads = pd_kcpu_pool_start();  /* each worker sets its own FTZ/DAZ when it starts */
+static void start_threads(void) {
+  threading.threads = pd_kcpu_pool_start();  /* each worker sets its own FTZ/DAZ */
   /* One pool: OpenBLAS computes on the calling thread, a thread of this pool with FTZ/DAZ set;
    * its own threads, which would fight this pool's for the cores, are never woken. */
   openblas_set_num_threads(1);
-  t.blas_threads = openblas_get_num_threads();
-  threading = t;
+  threading.blas_threads = openblas_get_num_threads();
+}
+
+void pd_k_init_threads(void) { pthread_once(&threads_once, start_threads); }
+
+void pd_k_init(void) {
+  bool ftz = pd_k_set_ftz_daz();
+  pd_k_init_threads();
+  threading.ftz_daz = ftz;
 }

@@ -217,6 +217,28 @@ static const char *affine_script =
     "y = x @ w + 0.5\n"
     "z = y * 2\n";
 
+/* The kernels flush denormals to zero during a call (as `pdlang` does), and the caller's own
+ * arithmetic keeps them after it: 1e-20 * 1e-20 = 1e-40, a denormal float. */
+static void test_denormals(void) {
+  pd_state *st;
+  if (pd_state_new(&st)) return;
+  volatile float tiny = 1e-20f;
+  int rc = pd_state_compile_string(st, "tiny.pd", "a = var(1e-20)\nb = a * a\n");
+  if (!rc) rc = pd_state_run_target(st, "b");
+  pd_tensor_info info = {0};
+  if (!rc) rc = pd_state_fetch(st, "b", &info);
+  float b = -1;
+  if (!rc && info.dtype == PD_DTYPE_FLOAT32 && info.nbytes == sizeof b) memcpy(&b, info.data, sizeof b);
+#if defined(__x86_64__) || defined(__i386__)
+  ok(rc == 0 && b == 0.0f, "a kernel's denormal result is flushed to zero (got %g)", (double)b);
+#else
+  ok(rc == 0 && b >= 0.0f, "the kernels compute 1e-20 * 1e-20 (%g)", (double)b);
+#endif
+  volatile float host = tiny * tiny;
+  ok(host > 0.0f, "after the call the caller's own 1e-20f * 1e-20f is still %g", (double)host);
+  pd_state_free(st);
+}
+
 static void test_feed_fetch(void) {
   pd_state *st;
   if (pd_state_new(&st)) return;
@@ -618,6 +640,7 @@ int main(int argc, char **argv) {
   test_compile_errors();
   test_runtime_errors();
   test_feed_fetch();
+  test_denormals();
   test_silence();
   test_model();
   test_leaks();
