@@ -1074,10 +1074,11 @@ int pd_state_fetch(pd_state *st, const char *name, pd_tensor_info *out) {
 }
 
 /* ---------------------------------------------------------------- entry points that compute
- * Compiling runs the startup program (parameter initialisers), loading a model may move it to
- * the GPU, and runs run: the kernels compute with flush-to-zero and denormals-are-zero on the
- * calling thread for the call's duration (as `pdlang` runs: denormals make an RNN's backward
- * pass ~15x slower), and the caller's mode is put back on return. */
+ * Compiling runs the startup program (the parameter initialisers), loading a model may move its
+ * parameters to the GPU, and the run calls run the program: during each of these calls the
+ * kernels compute with flush-to-zero and denormals-are-zero on the calling thread (as `pdlang`
+ * does: denormals make an RNN's backward pass ~15x slower), and the caller's mode is put back
+ * on return. */
 int pd_state_compile_string(pd_state *st, const char *name, const char *text) {
   pd_k_fpmode fm = pd_k_fp_enter();
   int r = state_compile_string(st, name, text);
