@@ -112,15 +112,15 @@ static int run_run(int argc, char **argv) {
   pd_status st = pd_runner_new(unit, &o, &r, &err);
   if (!st) st = pd_runner_run_all(r, &err);
   sigaction(SIGINT, &old, NULL);
-  if (profile) {
-    pd_exec_profile_enable(false);
-    pd_exec_profile_report(stderr);
-    pd_exec_profile_reset();
-  }
   if (st == PD_EINTR) /* the user's own Ctrl-C: say where it stopped, not an error report */
     fprintf(stderr, "pdlang: %s\n", err.msg ? err.msg : "interrupted");
   else if (st)
     pd_driver_print_error(unit, src, &err);
+  if (profile) { /* what ran, also when it stopped early */
+    pd_exec_profile_enable(false);
+    pd_exec_profile_report(stderr);
+    pd_exec_profile_reset();
+  }
   pd_error_clear(&err);
   pd_runner_free(r);
   pd_unit_free(unit);

@@ -4,13 +4,14 @@
 # call counts the programs imply (times vary, counts do not): examples/rnn.pd runs its loop
 # over sequences of 3 and 2 elements (3 steps of 2 elementwise_mul, 1 sigmoid); in a small
 # training script through a loop and an if, each minibatch runs the loop, its gradient, the
-# if's merge and its gradient, and the cost's gradient once.
+# if's merge and its gradient, and the cost's gradient once. A run that fails reports its error
+# first, then the profile of what ran.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 : "${top_srcdir:?top_srcdir must name the source tree}"
 tmp=${TMPDIR:-/tmp}/pd_profile.$$
 mkdir -p "$tmp" && trap 'rm -rf "$tmp"' EXIT
-echo "1..8"
+echo "1..9"
 n=0
 check() { # check DESCRIPTION COMMAND...: ok when the command succeeds
   n=$((n + 1))
@@ -58,3 +59,9 @@ check "train.pd: merge_lod_tensor and its gradient once per minibatch" \
   test "$(calls merge_lod_tensor) $(calls merge_lod_tensor_grad)" = "${steps:-0} ${steps:-0}"
 PDLANG_PROFILE=0 "$PDLANG" run --progress=none "$tmp/train.pd" >"$tmp/out" 2>"$tmp/err"
 check "PDLANG_PROFILE=0: no profile" sh -c "! grep -q '^profile: ' '$tmp/err'"
+(cd "$top_srcdir/tests/golden/run" && "$PDLANG" run --profile label_out_of_range.pd) \
+  >"$tmp/out" 2>"$tmp/err"
+rc=$?
+check "a failing run: exit 1, the error first, then the profile" \
+  sh -c "[ $rc -eq 1 ] && head -n 1 '$tmp/err' | grep -q 'error: softmax_with_cross_entropy' &&
+         grep -q '^profile: ' '$tmp/err'"
