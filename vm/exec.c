@@ -627,6 +627,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
     }
     vars[i] = v;
   }
+  bool profile = pd_exec_profile_enabled();  /* read once per block run, not per op */
   pd_exec_ctx ctx = {.ex = ex, .scope = scope, .vars = vars, .k = pd_k_cpu(),
                      .rng = &ex->rng, .err = err};
   for (int i = 0; i < b->nops; i++) {
@@ -643,7 +644,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
       ctx.k = x->place == PD_K_CUDA ? ex->gpu : pd_k_cpu();
       if ((st = place_args(&ctx))) goto out;
     }
-    if (pd_exec_profile_enabled()) {
+    if (profile) {
       uint64_t saved, t0 = pd_exec_profile_begin(&saved);
       st = x->kernel(&ctx);
       if (!st && ex->gpu && x->place == PD_K_CUDA) st = pd_k_dev_sync();

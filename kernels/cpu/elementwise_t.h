@@ -91,7 +91,7 @@ static pd_kcpu_loop_fn *const TF(grad_loops)[PD_K_BINOP_COUNT_] = {
  * checks): libm. */
 #if TF(PD_KCPU_FASTMATH)
 #define UN_CASE_FAST(op, FM, EXPR) \
-  case op: pd_kcpu_fastmath_f32(FM, x, 0.0f, o, n); break;
+  case op: pd_kcpu_map_f32(FM, x, o, n); break;
 #else
 #define UN_CASE_FAST(op, FM, EXPR) UN_CASE_SCALAR(op, EXPR)
 #endif

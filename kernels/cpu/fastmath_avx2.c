@@ -11,6 +11,7 @@
 #if PD_KCPU_HAVE_AVX2
 #include <immintrin.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define AVX2 __attribute__((target("avx2,fma")))
@@ -18,20 +19,23 @@
 /* Level last chosen: -1 until the first pd_kcpu_simd call detects it. */
 static _Atomic int simd_level = -1;
 
+static int best_level(void) {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? PD_KCPU_SIMD_AVX2
+                                                                          : PD_KCPU_SIMD_BASE;
+}
+
 int pd_kcpu_simd(void) {
   int l = atomic_load_explicit(&simd_level, memory_order_relaxed);
   if (l < 0) {
-    __builtin_cpu_init();
-    l = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? PD_KCPU_SIMD_AVX2
-                                                                         : PD_KCPU_SIMD_BASE;
+    l = best_level();
     atomic_store_explicit(&simd_level, l, memory_order_relaxed);
   }
   return l;
 }
 
 int pd_kcpu_simd_force(int level) {
-  int best = (atomic_store_explicit(&simd_level, -1, memory_order_relaxed), pd_kcpu_simd());
-  int l = level < best ? level : best;
+  int best = best_level(), l = level < best ? level : best;
   atomic_store_explicit(&simd_level, l, memory_order_relaxed);
   return l;
 }
@@ -116,31 +120,40 @@ static inline AVX2 double hsum_pd(__m256d s0, __m256d s1) {
   return ((a[0] + b[0]) + (a[1] + b[1])) + ((a[2] + b[2]) + (a[3] + b[3]));
 }
 
-static inline AVX2 double fm8(int f, const float *x, float shift, float *out, int64_t n) {
+/* out = f(x - shift); the sum of out when `sum` (else 0: the elementwise kernels skip it). */
+static inline AVX2 double fm8(int f, bool sum, const float *x, float shift, float *out,
+                              int64_t n) {
   __m256 sh = _mm256_set1_ps(shift);
   __m256d s0 = _mm256_setzero_pd(), s1 = s0;
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) {
     __m256 v = v8_fm(f, _mm256_sub_ps(_mm256_loadu_ps(x + j), sh));
     _mm256_storeu_ps(out + j, v);
-    add_pd(&s0, &s1, v);
+    if (sum) add_pd(&s0, &s1, v);
   }
   if (j < n) {
     __m256i m = tail_mask(n - j);
     __m256 v = v8_fm(f, _mm256_sub_ps(_mm256_maskload_ps(x + j, m), sh));
     v = _mm256_and_ps(v, _mm256_castsi256_ps(m)); /* unused lanes add 0 */
     _mm256_maskstore_ps(out + j, m, v);
-    add_pd(&s0, &s1, v);
+    if (sum) add_pd(&s0, &s1, v);
   }
-  return hsum_pd(s0, s1);
+  return sum ? hsum_pd(s0, s1) : 0.0;
 }
 
-AVX2 double pd_kcpu_fastmath8_f32(int f, const float *x, float shift, float *out, int64_t n) {
-  /* One instance per function, so that the per-element choice is made once. */
+AVX2 double pd_kcpu_fastmath8_f32(int f, bool sum, const float *x, float shift, float *out,
+                                  int64_t n) {
+  /* One instance per function and flag, so that the per-element choices are made once. */
   switch (f) {
-    case PD_KCPU_FM_EXP: return fm8(PD_KCPU_FM_EXP, x, shift, out, n);
-    case PD_KCPU_FM_TANH: return fm8(PD_KCPU_FM_TANH, x, shift, out, n);
-    default: return fm8(PD_KCPU_FM_SIGMOID, x, shift, out, n);
+    case PD_KCPU_FM_EXP:
+      return sum ? fm8(PD_KCPU_FM_EXP, true, x, shift, out, n)
+                 : fm8(PD_KCPU_FM_EXP, false, x, shift, out, n);
+    case PD_KCPU_FM_TANH:
+      return sum ? fm8(PD_KCPU_FM_TANH, true, x, shift, out, n)
+                 : fm8(PD_KCPU_FM_TANH, false, x, shift, out, n);
+    default:
+      return sum ? fm8(PD_KCPU_FM_SIGMOID, true, x, shift, out, n)
+                 : fm8(PD_KCPU_FM_SIGMOID, false, x, shift, out, n);
   }
 }
 

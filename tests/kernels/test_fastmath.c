@@ -1,12 +1,13 @@
 /* test_fastmath.c -- the vector e^x, tanh and logistic function of kernels/cpu/fastmath.h against
- * libm in double: the worst error in ulp over 2^24 floats spread over the whole range (every
- * 256th bit pattern) and the edges (0, -0, the ends of e^x's range, tanh's switch at 0.35,
- * denormals, huge values, +-inf, NaN), with the bounds fastmath.h states, once without and once
- * with flush-to-zero; then the special values exactly, the shift argument, every tail length in
- * place, the returned sum, and the vector max (pd_kcpu_max_f32) against the scalar loop. All of
- * it for each instance this CPU can run: the four-lane one and, where the CPU has AVX2 and FMA,
- * the eight-lane one of fastmath_avx2.c (pd_kcpu_simd_force picks). Skipped where fastmath.h
- * builds no vector code (the kernels call libm there). */
+ * libm in double, through pd_kcpu_map_f32 (the elementwise kernels' entry): the worst error in
+ * ulp over 2^24 floats spread over the whole range (every 256th bit pattern) and the edges (0,
+ * -0, the ends of e^x's range, tanh's switch at 0.35, denormals, huge values, +-inf, NaN), with
+ * the bounds fastmath.h states, once without and once with flush-to-zero; then the special
+ * values exactly; then, through pd_kcpu_fastmath_f32 (softmax's), the shift argument, every
+ * tail length in place and the returned sum; and the vector max (pd_kcpu_max_f32) against the
+ * scalar loop. All of it for each instance this CPU can run: the four-lane one and, where the
+ * CPU has AVX2 and FMA, the eight-lane one of fastmath_avx2.c (pd_kcpu_simd_force picks).
+ * Skipped where fastmath.h builds no vector code (the kernels call libm there). */
 #include "config.h"
 
 #include <fenv.h>
@@ -46,7 +47,7 @@ static const double bound[] = {1.0, 2.5, 2.5};
 
 static void check_ulps(const float *x, float *y, int n, bool ftz) {
   for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_SIGMOID; f++) {
-    pd_kcpu_fastmath_f32(f, x, 0.0f, y, n);
+    pd_kcpu_map_f32(f, x, y, n);
     double worst = 0;
     float at = 0;
     for (int i = 0; i < n; i++) {
@@ -72,7 +73,7 @@ static void check_specials(void) {
   };
   for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_SIGMOID; f++) {
     float out[5];
-    pd_kcpu_fastmath_f32(f, in, 0.0f, out, 5);
+    pd_kcpu_map_f32(f, in, out, 5);
     bool all = true;
     for (int i = 0; i < 5; i++) all = all && same(out[i], want[f][i]);
     ok(all, "%s%s of NaN, inf, -inf, 0, -0 is NaN, %g, %g, %g, %g%s", inst, names[f],

@@ -56,18 +56,7 @@ static void hcase_free(hcase *c) {
 static bool setup(hcase *c, const char *name, const char *text) {
   memset(c, 0, sizeof *c);
   const char *cost = "cost";
-  pd_diags d;
-  pd_diags_init(&d, 5);
-  bool good = pd_source_from_string(name, text, strlen(text), &c->src) == PD_OK &&
-              pd_compile(c->src, NULL, &d, &c->unit) == PD_OK;
-  if (!good) printf("# compile: %s\n", d.text.data ? d.text.data : "?");
-  pd_diags_free(&d);
-  if (!good) return false;
-  to_fp64(c->unit->main);
-  to_fp64(c->unit->startup);
-  pd_run_options o = {0};
-  pd_status st = pd_runner_new(c->unit, &o, &c->r, &c->err);
-  if (!st) st = pd_program_prune(c->unit->main, 1, &cost, &c->fwd, &c->err);
+  pd_status st = fp64_setup(name, text, cost, &c->src, &c->unit, &c->r, &c->fwd, &c->err);
   if (!st && !(c->hfwd = pd_program_clone(c->fwd))) st = PD_ENOMEM;
   if (!st) st = pd_program_hoist(c->hfwd, &c->moved, &c->err);
   if (!st) st = pd_program_validate(c->hfwd, &c->err);
