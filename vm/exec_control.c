@@ -585,8 +585,12 @@ static pd_status rnn_step(pd_exec_ctx *ctx, const rnn_plan *p, int64_t k, pd_sco
                                            "expected %lld (one per running sequence)",
                            states[i], (long long)(last->ndims ? last->dims[0] : 0),
                            (long long)k, (long long)alive(p, k - 1));
-      for (int64_t r = 0; r < n; r++) rows[r] = r;
-      if ((st = gather_rows(ctx, last, rows, n, false, pre))) return st;
+      /* The running sequences come first, so the previous value is the first n rows of what
+       * the step before computed: shared, not copied (no kernel writes a shared tensor in
+       * place; the backward pass reads it where it is). */
+      if (pd_tensor_share(pre, last)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+      pre->dims[0] = n;
+      pd_tensor_clear_lod(pre);
     }
   }
   return pd_ctx_run_sub_block(ctx, scope);
@@ -887,11 +891,23 @@ out:
  * outputs. A gradient nothing computed is zero. */
 
 /* The gradient of `var` computed in grad scope g (NULL when none). */
+/* name = var + suffix, cut to fit in GRAD_NAME bytes (no snprintf: recurrent_grad makes these
+ * names several times a time step, and formatting took ~1% of an RNN training step). */
+#define GRAD_NAME 512
+static void grad_name(char name[GRAD_NAME], const char *var, const char *suffix) {
+  size_t n = strlen(var), m = strlen(suffix);
+  if (n > GRAD_NAME - 1) n = GRAD_NAME - 1;
+  if (m > GRAD_NAME - 1 - n) m = GRAD_NAME - 1 - n;
+  memcpy(name, var, n);
+  memcpy(name + n, suffix, m);
+  name[n + m] = '\0';
+}
+
 static const pd_tensor *inner_grad(pd_scope *g, const char *var) {
-  char name[512];
+  char name[GRAD_NAME];
   const char *suffix[2] = {"@GRAD@LOCAL", "@GRAD"};
   for (int i = 0; i < 2; i++) {
-    snprintf(name, sizeof name, "%s%s", var, suffix[i]);
+    grad_name(name, var, suffix[i]);
     pd_variable *v = pd_scope_find_local_var(g, name);
     if (v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor))
       return &v->u.tensor;
@@ -1301,8 +1317,8 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
       const char *name = pd_ctx_in_name(ctx, "outputs", o);
       pd_variable *fv = pd_scope_find_local_var(fs, name);
       const pd_tensor *val = fv && fv->type == PD_VAR_LOD_TENSOR ? &fv->u.tensor : NULL;
-      char gname[512];
-      snprintf(gname, sizeof gname, "%s@GRAD", name);
+      char gname[GRAD_NAME];
+      grad_name(gname, name, "@GRAD");
       pd_tensor *seed = step_tensor(g, gname);
       if (!seed || !val) {
         st = pd_ctx_fail(ctx, seed ? PD_ERUNTIME : PD_ENOMEM, "step %lld has no value of '%s'",
@@ -1334,8 +1350,8 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
     for (int i = 0; i < nex && next && !st; i++) {
       const pd_tensor *back = inner_grad(next, ex[i]);
       if (!back) continue;
-      char gname[512];
-      snprintf(gname, sizeof gname, "%s@GRAD", states[i]);
+      char gname[GRAD_NAME];
+      grad_name(gname, states[i], "@GRAD");
       pd_variable *sv = pd_scope_find_local_var(g, gname);
       pd_tensor *seed = sv ? pd_var_tensor(sv) : NULL;
       if (!seed) {

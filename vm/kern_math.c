@@ -403,8 +403,9 @@ pd_status pd_kernel_elementwise_pow(pd_exec_ctx *ctx) { return elementwise(ctx, 
 /* d = sign * dout summed over the dims along which the operand (pad: its dims padded to out's
  * rank) was broadcast: the gradient of an add or subtract. A plain copy when nothing was. The
  * bias of an fc layer, [rows, n] -> [n] (broadcast along leading dims only), is a column sum:
- * one GEMM of a row of ones by dout, which runs at memory speed where the backend's reduction
- * along a strided axis does not. */
+ * on the GPU one GEMM of a row of ones by dout, which runs at memory speed where the generic
+ * strided reduction does not; the CPU's reduction has a loop for this layout (reading dout in
+ * order: 33 us on [1600, 256] on two threads, where OpenBLAS took 96 us for the one-row GEMM). */
 static pd_status sum_to(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64_t *od,
                         const int64_t *pad, const void *dout, void *d, double sign) {
   int axes[PD_K_MAX_DIMS], na = 0;
@@ -428,7 +429,7 @@ static pd_status sum_to(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64
     }
     return k_check(ctx, ctx->k->scale(dt, n, dout, sign, 0.0, d), dt);
   }
-  if (prefix && n > 1) {
+  if (prefix && n > 1 && pd_ctx_place(ctx) == PD_K_CUDA) {
     void *ones = scratch(ctx, (size_t)rows * pd_dtype_size(dt), &st);
     if (!ones) return st;
     st = ctx->k->fill(dt, rows, ones, 1.0);

@@ -92,11 +92,18 @@ static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 
 pd_k_threading pd_k_threading_info(void) { return threading; }
 
+/* OpenBLAS's pthreads build exports this (it runs it before a fork); others may not. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
 static void start_threads(void) {
   threading.threads = pd_kcpu_pool_start();  /* each worker sets its own FTZ/DAZ */
   /* One pool: OpenBLAS computes on the calling thread, a thread of this pool with FTZ/DAZ set;
-   * its own threads, which would fight this pool's for the cores, are never woken. */
+   * its own threads, which would fight this pool's for the cores, are never woken. They are
+   * stopped too: started when the library loads, they spin (sched_yield) for about 0.1 s
+   * before they sleep, which took a core from this pool's workers at the start of every run.
+   * OpenBLAS starts them again if a caller asks it for more threads. */
   openblas_set_num_threads(1);
+  if (blas_thread_shutdown_) blas_thread_shutdown_();
   threading.blas_threads = openblas_get_num_threads();
 }
 

@@ -57,6 +57,10 @@ double pd_kcpu_fastmath8_f32(int f, bool sum, const float *x, float shift, float
                              int64_t n);
 float pd_kcpu_max8_f32(const float *x, int64_t n);
 void pd_kcpu_scale8_f32(float *x, float s, int64_t n);
+/* acc[j] += x[q * ld + j] for rows q = 0 .. rows - 1 in order, j < w: reduce.c's column sums
+ * (the bias gradient of an fc layer), each column's additions in the scalar loop's order, in
+ * double, so the sums are the same bits. */
+void pd_kcpu_colsum8_f32(const float *x, int64_t rows, int64_t ld, int64_t w, double *acc);
 #else
 static inline int pd_kcpu_simd(void) { return PD_KCPU_SIMD_BASE; }
 static inline int pd_kcpu_simd_force(int level) { (void)level; return PD_KCPU_SIMD_BASE; }

@@ -1,10 +1,11 @@
 /* fastmath_avx2.c -- eight-lane AVX2 + FMA instances of fastmath.h's e^x, tanh, logistic
- * function and max over fp32 arrays, and a whole softmax row, chosen at run time on CPUs that
- * have both (pd_kcpu_simd). The build targets baseline x86-64 (SSE2); these functions alone are
- * compiled for AVX2 + FMA (a function attribute, so no special flags), and nothing calls them
- * on a CPU without. Same algorithms as the four-lane code, step for step; the fused
- * multiply-adds round once where that code rounds twice, which only removes error: the bounds
- * fastmath.h states hold for both (tests/kernels/test_fastmath.c checks each instance). */
+ * function and max over fp32 arrays, a whole softmax row, and reduce.c's column sums, chosen at
+ * run time on CPUs that have both (pd_kcpu_simd). The build targets baseline x86-64 (SSE2);
+ * these functions alone are compiled for AVX2 + FMA (a function attribute, so no special
+ * flags), and nothing calls them on a CPU without. Same algorithms as the four-lane code, step
+ * for step; the fused multiply-adds round once where that code rounds twice, which only removes
+ * error: the bounds fastmath.h states hold for both (tests/kernels/test_fastmath.c checks each
+ * instance). */
 #include "config.h"
 #include "kernels/cpu/fastmath.h"
 
@@ -179,5 +180,33 @@ AVX2 void pd_kcpu_scale8_f32(float *x, float s, int64_t n) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(x + j), sv));
   for (; j < n; j++) x[j] *= s;
+}
+
+/* 32 columns at a time in eight registers of four doubles: a row adds four conversions and
+ * eight additions (the scalar loop's acc[] lives in memory: a load and a store per element). */
+AVX2 void pd_kcpu_colsum8_f32(const float *x, int64_t rows, int64_t ld, int64_t w,
+                              double *acc) {
+  int64_t j = 0;
+  for (; j + 32 <= w; j += 32) {
+    __m256d a[8];
+    for (int v = 0; v < 8; v++) a[v] = _mm256_loadu_pd(acc + j + 4 * v);
+    const float *p = x + j;
+    for (int64_t q = 0; q < rows; q++, p += ld)
+      for (int v = 0; v < 8; v++)
+        a[v] = _mm256_add_pd(a[v], _mm256_cvtps_pd(_mm_loadu_ps(p + 4 * v)));
+    for (int v = 0; v < 8; v++) _mm256_storeu_pd(acc + j + 4 * v, a[v]);
+  }
+  for (; j + 4 <= w; j += 4) {
+    __m256d a = _mm256_loadu_pd(acc + j);
+    const float *p = x + j;
+    for (int64_t q = 0; q < rows; q++, p += ld)
+      a = _mm256_add_pd(a, _mm256_cvtps_pd(_mm_loadu_ps(p)));
+    _mm256_storeu_pd(acc + j, a);
+  }
+  for (; j < w; j++) {
+    double a = acc[j];
+    for (int64_t q = 0; q < rows; q++) a += (double)x[q * ld + j];
+    acc[j] = a;
+  }
 }
 #endif /* PD_KCPU_HAVE_AVX2 */

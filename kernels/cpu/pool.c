@@ -9,10 +9,11 @@
  * slice). And the choice is made from the environment when the runtime loads. This pool decides
  * while it runs:
  *
- *  - Caller-runs jobs. A job is a number of parts, claimed one at a time from a shared counter by
- *    the calling thread and by whichever workers are awake. The caller never waits for a worker
- *    that has not started: when the workers are asleep or descheduled, it runs every part itself,
- *    at the speed of one thread. It waits only for parts a worker has already claimed.
+ *  - Caller-runs jobs. A job is a number of parts: part 0 is the caller's, the others are
+ *    claimed one at a time from a shared counter by the calling thread and by whichever workers
+ *    are awake. The caller never waits for a worker that has not started: when the workers are
+ *    asleep or descheduled, it runs every part itself, at the speed of one thread. It waits only
+ *    for parts a worker has already claimed.
  *  - Idle workers spin for a short while (SPIN_NS) before they sleep on a condition variable, so
  *    the next job of a burst finds them awake.
  *  - A worker checks its involuntary context switches (getrusage, RUSAGE_THREAD). When it was
@@ -236,13 +237,19 @@ void pd_kcpu_team(int nparts, pd_kcpu_team_fn *fn, void *ctx) {
   P.ctx = ctx;
   atomic_store_explicit(&P.done, 0, memory_order_relaxed);
   uint32_t gen = GEN_OF(atomic_load_explicit(&P.job, memory_order_relaxed)) + 1;
-  atomic_store(&P.job, (uint64_t)gen << 32 | (uint64_t)nparts << 16);
+  /* Part 0 is the caller's (the word says it is claimed): the same part of consecutive jobs
+   * then runs on the same core while the workers are awake, so a kernel that splits its
+   * operands the same way each time (a GEMM's columns of the weights) finds its share still in
+   * that core's cache. */
+  atomic_store(&P.job, (uint64_t)gen << 32 | (uint64_t)nparts << 16 | 1u);
   if (atomic_load(&P.sleepers) > 0) {
     pthread_mutex_lock(&P.sleep_mu);
     pthread_cond_broadcast(&P.sleep_cv);
     pthread_mutex_unlock(&P.sleep_mu);
   }
   in_pool = true;
+  fn(ctx, 0, nparts);
+  atomic_fetch_add_explicit(&P.done, 1, memory_order_release);
   run_parts(gen);
   in_pool = false;
   /* Only parts that workers have claimed are left: wait for them, yielding the core after a

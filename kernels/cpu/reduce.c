@@ -3,6 +3,7 @@
  * get cache-friendly loops, anything else a generic odometer (reduce_t.h holds the typed code). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/fastmath.h"
 
 #include <math.h>
 #include <string.h>
@@ -26,6 +27,28 @@ typedef struct reduce_job {
 static int64_t grain_for(int64_t cost) {
   return cost >= PD_KCPU_GRAIN ? 1 : PD_KCPU_GRAIN / (cost > 0 ? cost : 1);
 }
+
+/* acc[j] += the column sums of w columns of `rows` rows at stride ld, in the scalar loop's
+ * order, where an instance with vectors exists (fp32 on AVX2: fastmath_avx2.c); false: the
+ * template's loop does it. */
+static bool colsum_simd_f32(const float *x, int64_t rows, int64_t ld, int64_t w, double *acc) {
+#if PD_KCPU_FASTMATH_f32 && PD_KCPU_HAVE_AVX2
+  if (pd_kcpu_simd() == PD_KCPU_SIMD_AVX2) {
+    pd_kcpu_colsum8_f32(x, rows, ld, w, acc);
+    return true;
+  }
+#else
+  PD_UNUSED(x);
+  PD_UNUSED(rows);
+  PD_UNUSED(ld);
+  PD_UNUSED(w);
+  PD_UNUSED(acc);
+#endif
+  return false;
+}
+#define colsum_simd_f64(x, rows, ld, w, acc) false
+#define colsum_simd_i32(x, rows, ld, w, acc) false
+#define colsum_simd_i64(x, rows, ld, w, acc) false
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/reduce_t.h"
 #include "kernels/cpu/each_type.h"

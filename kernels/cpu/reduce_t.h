@@ -105,8 +105,9 @@ static void TF(reduce_cols)(void *vjob, int64_t b, int64_t e) {
     for (int64_t j = 0; j < w; j++) acc[j] = TF(init)(job->op, x[j]);
     if (job->op == PD_K_RSUM || job->op == PD_K_RMEAN) {
       /* The same additions as run() makes, in the same order, without a call per element. */
-      for (int64_t q = 0; q < r; q++, x += k2)
-        for (int64_t j = 0; j < w; j++) acc[j] = ACC_ADD(acc[j], x[j]);
+      if (!TF(colsum_simd)(x, r, k2, w, acc))
+        for (int64_t q = 0; q < r; q++, x += k2)
+          for (int64_t j = 0; j < w; j++) acc[j] = ACC_ADD(acc[j], x[j]);
     } else {
       for (int64_t q = 0; q < r; q++, x += k2)
         for (int64_t j = 0; j < w; j++) acc[j] = TF(run)(job->op, x + j, 1, 1, acc[j]);

@@ -2,6 +2,7 @@
  * softmax-with-cross-entropy against naive references (numerically hard inputs included), and
  * their gradients by central finite differences in fp64. */
 #include "config.h"
+#include "kernels/cpu/fastmath.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/kt.h"
 
@@ -137,6 +138,37 @@ static void test_reduce(void) {
   is_close(total, n * (double)0.1f, 1e-7, "sum of 2^20 x 0.1f accurate to fp32 rounding");
   free(ones);
 }
+
+#if PD_KCPU_FASTMATH_f32
+/* The column sums of an fc layer's bias gradient ([rows, n] over axis 0) take a vector loop on
+ * AVX2 CPUs (fastmath_avx2.c): the scalar loop's additions in its order, so both give the same
+ * bits, for widths that use its 32-column, 4-column and one-column pieces. */
+static void test_column_sums(void) {
+  const int64_t shapes[][2] = {{1600, 256}, {37, 71}, {5, 3}, {300, 200}, {2, 100}, {1, 39}};
+  int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX2);
+  for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++) {
+    int64_t rows = shapes[s][0], n = shapes[s][1], dims[2] = {rows, n};
+    float *x = kt_random(PD_FP32, rows * n, -100, 100), *out[2];
+    double *want = kt_alloc((size_t)n * 8);
+    for (int64_t j = 0; j < n; j++) {
+      want[j] = 0;
+      for (int64_t q = 0; q < rows; q++) want[j] += (double)x[q * n + j];
+    }
+    bool good = true;
+    for (int l = 0; l < 2; l++) {
+      pd_kcpu_simd_force(l == 0 ? PD_KCPU_SIMD_BASE : best);
+      out[l] = kt_alloc((size_t)n * 4);
+      good = good && K->reduce(PD_K_RSUM, PD_FP32, 2, dims, x, 1, (int[]){0}, out[l]) == PD_OK;
+    }
+    good = good && memcmp(out[0], out[1], (size_t)n * 4) == 0;
+    for (int64_t j = 0; j < n; j++) good = good && out[1][j] == (float)want[j];
+    ok(good, "column sums of [%lld, %lld]: the vector loop (level %d) gives the scalar loop's "
+       "bits, the double sum rounded once", (long long)rows, (long long)n, best);
+    free(x), free(want), free(out[0]), free(out[1]);
+  }
+  pd_kcpu_simd_force(best);
+}
+#endif
 
 typedef struct red_ctx {
   int op;
@@ -376,6 +408,9 @@ int main(int argc, char **argv) {
   kt_begin(argv);
   test_reduce_shape();
   test_reduce();
+#if PD_KCPU_FASTMATH_f32
+  test_column_sums();
+#endif
   test_reduce_grad();
   test_softmax();
   test_softmax_grad();
