@@ -189,13 +189,14 @@ pd_status pd_k_pool2d_setup(pd_k_pool2d *p) {
  * class (four per power of two, so a block is at most 25% larger than asked), up to CACHE_MAX
  * bytes in all, and handed out again for the next request of their class. The cache is bounded,
  * so memory stays flat however many steps run; pd_k_host_trim gives it all back. Smaller blocks
- * go straight to pd_malloc (allocation-failure tests keep reaching them). CACHE_MIN is 16 KiB:
- * an RNN step makes and frees a few [32, 256] fp32 tensors (32 KiB) per time step, which glibc
- * gave back to the kernel (heap trimming) and faulted in again at every step (3-9% of a
- * training step at hidden 256 in bench/bench_rnn, on a shared 2-core machine). */
-#define CACHE_MIN ((size_t)16 << 10)
+ * go straight to pd_malloc (allocation-failure tests keep reaching them). CACHE_MIN is 4 KiB:
+ * an RNN step makes and frees a few [32, H] fp32 tensors per time step, which glibc gave back
+ * to the kernel (heap trimming) at the end of the step and faulted in again at the next (3-9%
+ * of a training step at hidden 256 with 32 KiB tensors; at hidden 32, 4 KiB tensors, 57 page
+ * faults and ~0.1 ms a step of `pdlang run` while the cache started at 16 KiB). */
+#define CACHE_MIN ((size_t)4 << 10)
 #define CACHE_MAX ((size_t)256 << 20)
-#define CACHE_MIN_LOG 14            /* log2(CACHE_MIN) */
+#define CACHE_MIN_LOG 12            /* log2(CACHE_MIN) */
 #define CACHE_CLASSES (4 * (48 - CACHE_MIN_LOG))  /* classes up to 2^48 bytes */
 
 /* Stored just below each aligned block. */

@@ -890,7 +890,6 @@ out:
  * scope the forward run kept and move those gradients out to the vars bound to their @GRAD
  * outputs. A gradient nothing computed is zero. */
 
-/* The gradient of `var` computed in grad scope g (NULL when none). */
 /* name = var + suffix, cut to fit in GRAD_NAME bytes (no snprintf: recurrent_grad makes these
  * names several times a time step, and formatting took ~1% of an RNN training step). */
 #define GRAD_NAME 512
@@ -903,6 +902,7 @@ static void grad_name(char name[GRAD_NAME], const char *var, const char *suffix)
   name[n + m] = '\0';
 }
 
+/* The gradient of `var` computed in grad scope g (NULL when none). */
 static const pd_tensor *inner_grad(pd_scope *g, const char *var) {
   char name[GRAD_NAME];
   const char *suffix[2] = {"@GRAD@LOCAL", "@GRAD"};
