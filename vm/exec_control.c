@@ -18,6 +18,19 @@
 
 /* ---------------------------------------------------------------- helpers */
 
+/* name = var + suffix ("h" + "@GRAD"), cut to fit in VAR_NAME bytes. No snprintf: the loop
+ * kernels make these names several times an iteration, and formatting them took ~1% of an RNN
+ * training step. */
+#define VAR_NAME 512
+static void suffixed(char name[VAR_NAME], const char *var, const char *suffix) {
+  size_t n = strlen(var), m = strlen(suffix);
+  if (n > VAR_NAME - 1) n = VAR_NAME - 1;
+  if (m > VAR_NAME - 1 - n) m = VAR_NAME - 1 - n;
+  memcpy(name, var, n);
+  memcpy(name + n, suffix, m);
+  name[n + m] = '\0';
+}
+
 /* The bool value of a one-element condition tensor (any numeric dtype: non-zero is true). */
 static pd_status scalar_cond(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
                              bool *out) {
@@ -108,8 +121,8 @@ static pd_status while_snapshot(const pd_exec_ctx *ctx, pd_scope *scope) {
   for (int i = 0; i < pd_ctx_nout(ctx, "Out"); i++) {
     pd_variable *v = pd_ctx_out_var(ctx, "Out", i);
     if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) continue;
-    char name[512];
-    snprintf(name, sizeof name, "%s" WHILE_PRE, pd_var_name(v));
+    char name[VAR_NAME];
+    suffixed(name, pd_var_name(v), WHILE_PRE);
     pd_variable *keep = pd_scope_var(scope, name);
     pd_tensor *t = keep ? pd_var_tensor(keep) : NULL;
     if (!t || pd_tensor_copy(t, &v->u.tensor)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
@@ -890,24 +903,12 @@ out:
  * scope the forward run kept and move those gradients out to the vars bound to their @GRAD
  * outputs. A gradient nothing computed is zero. */
 
-/* name = var + suffix, cut to fit in GRAD_NAME bytes (no snprintf: recurrent_grad makes these
- * names several times a time step, and formatting took ~1% of an RNN training step). */
-#define GRAD_NAME 512
-static void grad_name(char name[GRAD_NAME], const char *var, const char *suffix) {
-  size_t n = strlen(var), m = strlen(suffix);
-  if (n > GRAD_NAME - 1) n = GRAD_NAME - 1;
-  if (m > GRAD_NAME - 1 - n) m = GRAD_NAME - 1 - n;
-  memcpy(name, var, n);
-  memcpy(name + n, suffix, m);
-  name[n + m] = '\0';
-}
-
 /* The gradient of `var` computed in grad scope g (NULL when none). */
 static const pd_tensor *inner_grad(pd_scope *g, const char *var) {
-  char name[GRAD_NAME];
+  char name[VAR_NAME];
   const char *suffix[2] = {"@GRAD@LOCAL", "@GRAD"};
   for (int i = 0; i < 2; i++) {
-    grad_name(name, var, suffix[i]);
+    suffixed(name, var, suffix[i]);
     pd_variable *v = pd_scope_find_local_var(g, name);
     if (v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor))
       return &v->u.tensor;
@@ -1317,8 +1318,8 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
       const char *name = pd_ctx_in_name(ctx, "outputs", o);
       pd_variable *fv = pd_scope_find_local_var(fs, name);
       const pd_tensor *val = fv && fv->type == PD_VAR_LOD_TENSOR ? &fv->u.tensor : NULL;
-      char gname[GRAD_NAME];
-      grad_name(gname, name, "@GRAD");
+      char gname[VAR_NAME];
+      suffixed(gname, name, "@GRAD");
       pd_tensor *seed = step_tensor(g, gname);
       if (!seed || !val) {
         st = pd_ctx_fail(ctx, seed ? PD_ERUNTIME : PD_ENOMEM, "step %lld has no value of '%s'",
@@ -1350,8 +1351,8 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
     for (int i = 0; i < nex && next && !st; i++) {
       const pd_tensor *back = inner_grad(next, ex[i]);
       if (!back) continue;
-      char gname[GRAD_NAME];
-      grad_name(gname, states[i], "@GRAD");
+      char gname[VAR_NAME];
+      suffixed(gname, states[i], "@GRAD");
       pd_variable *sv = pd_scope_find_local_var(g, gname);
       pd_tensor *seed = sv ? pd_var_tensor(sv) : NULL;
       if (!seed) {
@@ -1479,8 +1480,8 @@ pd_status pd_kernel_while_grad(pd_exec_ctx *ctx) {
     }
     for (int o = 0; o < nout && !st; o++) {
       const char *name = pd_ctx_in_name(ctx, "Out", o);
-      char buf[512];
-      snprintf(buf, sizeof buf, "%s" WHILE_PRE, name);
+      char buf[VAR_NAME];
+      suffixed(buf, name, WHILE_PRE);
       pd_variable *pre = pd_scope_find_local_var(fs, buf);
       if (pre && pre->type == PD_VAR_LOD_TENSOR) { /* the start-of-iteration value */
         pd_tensor *t = step_tensor(g, name);
@@ -1488,7 +1489,7 @@ pd_status pd_kernel_while_grad(pd_exec_ctx *ctx) {
                : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
       }
       if (!st && pd_tensor_initialized(&carry[o])) {
-        snprintf(buf, sizeof buf, "%s@GRAD", name);
+        suffixed(buf, name, "@GRAD");
         pd_tensor *seed = step_tensor(g, buf);
         st = seed ? pd_ctx_check(ctx, pd_tensor_copy(seed, &carry[o]), "copy")
                   : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
@@ -1497,8 +1498,8 @@ pd_status pd_kernel_while_grad(pd_exec_ctx *ctx) {
     if (!st) st = pd_ctx_run_sub_block(ctx, g);
     for (int o = 0; o < nout && !st; o++) {
       if (!pd_tensor_initialized(&carry[o])) continue;
-      char buf[512];
-      snprintf(buf, sizeof buf, "%s@GRAD@LOCAL", pd_ctx_in_name(ctx, "Out", o));
+      char buf[VAR_NAME];
+      suffixed(buf, pd_ctx_in_name(ctx, "Out", o), "@GRAD@LOCAL");
       pd_variable *gv = pd_scope_find_local_var(g, buf);
       if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor))
         st = move_grad(ctx, &carry[o], &gv->u.tensor, &carry[o], pd_ctx_in_name(ctx, "Out", o));
