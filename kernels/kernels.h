@@ -500,6 +500,7 @@ const char *pd_k_cuda_error(void);
  * process, where passive waiting gave 33. */
 typedef struct pd_k_threading {
   int threads;            /* threads the kernels run on, the caller included */
+  int cpus;               /* CPUs the process may run on (its affinity mask) */
   int blas_threads;       /* threads of OpenBLAS's own pool per call (1 after pd_k_init) */
   bool ftz_daz;           /* flush-to-zero and denormals-are-zero are on (x86 SSE only) */
 } pd_k_threading;

@@ -97,6 +97,7 @@ extern int blas_thread_shutdown_(void) __attribute__((weak));
 
 static void start_threads(void) {
   threading.threads = pd_kcpu_pool_start();  /* each worker sets its own FTZ/DAZ */
+  threading.cpus = pd_kcpu_cpus();
   /* One pool: OpenBLAS computes on the calling thread, a thread of this pool with FTZ/DAZ set;
    * its own threads, which would fight this pool's for the cores, are never woken. They are
    * stopped too: started when the library loads, they spin (sched_yield) for about 0.1 s

@@ -45,6 +45,8 @@
 int pd_kcpu_pool_start(void);
 /* Threads of the pool, the caller included (1 before pd_kcpu_pool_start). */
 int pd_kcpu_threads(void);
+/* The CPUs this process may run on (its affinity mask; 1 where that cannot be read). */
+int pd_kcpu_cpus(void);
 /* True on a thread that is running a part of a job (or is a worker): jobs it dispatches run
  * serially on it. */
 bool pd_kcpu_in_pool(void);

@@ -170,6 +170,17 @@ static void *worker_main(void *arg) {
 
 /* How many threads to use: PDLANG_THREADS, else OMP_NUM_THREADS (which users of other
  * frameworks set), else the CPUs this process may run on. */
+/* The CPUs this process may run on (its affinity mask), at least 1. */
+static int affinity_cpus(void) {
+#ifdef __linux__
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  return 1;
+}
+
+int pd_kcpu_cpus(void) { return affinity_cpus(); }
+
 static int wanted_threads(void) {
   const char *names[] = {"PDLANG_THREADS", "OMP_NUM_THREADS"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -180,14 +191,8 @@ static int wanted_threads(void) {
     long n = strtol(v, &end, 10);
     if (errno == 0 && end != v && n >= 1) return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
   }
-#ifdef __linux__
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    return n < 1 ? 1 : n > POOL_MAX_THREADS ? POOL_MAX_THREADS : n;
-  }
-#endif
-  return 1;
+  int n = affinity_cpus();
+  return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : n;
 }
 
 /* In a forked child the workers do not exist, and the locks and the condition variable are

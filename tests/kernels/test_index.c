@@ -2,6 +2,9 @@
  * naive references; the Philox generator (known answers, reproducibility, moments); and the
  * process set-up (FTZ/DAZ, the thread count, aligned host memory). */
 #include "config.h"
+
+#include <sched.h>
+
 #include "kernels/kernels.h"
 #include "tests/kernels/kt.h"
 
@@ -272,6 +275,13 @@ static void test_init(void) {
   ok(th.ftz_daz, "FTZ/DAZ are on after pd_k_init");
   is_int(th.threads, atoi(getenv("PDLANG_THREADS")), "the kernels use PDLANG_THREADS threads");
   is_int(th.blas_threads, 1, "OpenBLAS computes on the calling thread");
+#ifdef __linux__
+  cpu_set_t set;
+  ok(sched_getaffinity(0, sizeof set, &set) == 0 && th.cpus == CPU_COUNT(&set),
+     "cpus is the size of the affinity mask (%d)", th.cpus);
+#else
+  ok(th.cpus >= 1, "cpus is at least 1");
+#endif
   volatile float tiny = 1e-39f, one = 1.0f;
   ok(tiny * one == 0.0f, "a denormal reads as 0 (the workers: tests/kernels/test_pool.c)");
   void *p = pd_k_host_alloc(100), *q = pd_k_host_alloc(0);
