@@ -1,11 +1,11 @@
-/* fastmath_avx2.c -- eight-lane AVX2 + FMA instances of fastmath.h's e^x, tanh, logistic
- * function and max over fp32 arrays, a whole softmax row, and reduce.c's column sums, chosen at
- * run time on CPUs that have both (pd_kcpu_simd). The build targets baseline x86-64 (SSE2);
- * these functions alone are compiled for AVX2 + FMA (a function attribute, so no special
- * flags), and nothing calls them on a CPU without. Same algorithms as the four-lane code, step
- * for step; the fused multiply-adds round once where that code rounds twice, which only removes
- * error: the bounds fastmath.h states hold for both (tests/kernels/test_fastmath.c checks each
- * instance). */
+/* fastmath_avx2.c -- eight-lane AVX2 + FMA instances of fastmath.h's e^x (also the softmax's,
+ * for x <= 0), tanh, logistic function and max over fp32 arrays, a whole softmax row, and
+ * reduce.c's column sums, chosen at run time on CPUs that have both (pd_kcpu_simd). The build
+ * targets baseline x86-64 (SSE2); these functions alone are compiled for AVX2 + FMA (a function
+ * attribute, so no special flags), and nothing calls them on a CPU without. Same algorithms as
+ * the four-lane code, step for step; the fused multiply-adds round once where that code rounds
+ * twice, which only removes error: the bounds fastmath.h states hold for both
+ * (tests/kernels/test_fastmath.c checks each instance). */
 #include "config.h"
 #include "kernels/cpu/fastmath.h"
 
@@ -74,6 +74,29 @@ static inline AVX2 __m256 v8_exp(__m256 x) {
   return sel(_mm256_cmp_ps(x, x, _CMP_UNORD_Q), x, y);
 }
 
+/* pd_kcpu_v4_exp_nonpos. maxps and minps return their second operand when either is NaN, so
+ * a NaN x runs through as NaN. */
+static inline AVX2 __m256 v8_exp_nonpos(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654022216796875f), magic = _mm256_set1_ps(12582912.0f);
+  __m256 xc = _mm256_min_ps(_mm256_setzero_ps(), _mm256_max_ps(lo, x));
+  __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+  __m256 n = _mm256_sub_ps(t, magic);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 pr2 = _mm256_mul_ps(p, _mm256_mul_ps(r, r)); /* rounded as in v8_exp */
+  __asm__("" : "+x"(pr2));
+  p = _mm256_add_ps(_mm256_add_ps(pr2, r), _mm256_set1_ps(1.0f));
+  __m256i e = _mm256_slli_epi32(
+      _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000 - 127)), 23);
+  __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
+}
+
 static inline AVX2 __m256 v8_tanh(__m256 x) {
   const __m256 signbit = _mm256_set1_ps(-0.0f);
   __m256 sign = _mm256_and_ps(x, signbit), a = _mm256_andnot_ps(signbit, x);
@@ -100,7 +123,10 @@ static inline AVX2 __m256 v8_sigmoid(__m256 x) {
 }
 
 static inline AVX2 __m256 v8_fm(int f, __m256 v) {
-  return f == PD_KCPU_FM_EXP ? v8_exp(v) : f == PD_KCPU_FM_TANH ? v8_tanh(v) : v8_sigmoid(v);
+  return f == PD_KCPU_FM_EXP       ? v8_exp(v)
+         : f == PD_KCPU_FM_TANH    ? v8_tanh(v)
+         : f == PD_KCPU_FM_SIGMOID ? v8_sigmoid(v)
+                                   : v8_exp_nonpos(v);
 }
 
 /* The tail: lanes past k read as 0 and are not stored. */
@@ -152,9 +178,12 @@ AVX2 double pd_kcpu_fastmath8_f32(int f, bool sum, const float *x, float shift, 
     case PD_KCPU_FM_TANH:
       return sum ? fm8(PD_KCPU_FM_TANH, true, x, shift, out, n)
                  : fm8(PD_KCPU_FM_TANH, false, x, shift, out, n);
-    default:
+    case PD_KCPU_FM_SIGMOID:
       return sum ? fm8(PD_KCPU_FM_SIGMOID, true, x, shift, out, n)
                  : fm8(PD_KCPU_FM_SIGMOID, false, x, shift, out, n);
+    default:
+      return sum ? fm8(PD_KCPU_FM_EXP_NONPOS, true, x, shift, out, n)
+                 : fm8(PD_KCPU_FM_EXP_NONPOS, false, x, shift, out, n);
   }
 }
 

@@ -14,10 +14,11 @@ static T TF(slice_max)(const T *x, int64_t n, int64_t st) {
   return mx;
 }
 
-/* out[j * st] = exp(x[j * st] - mx) for j < n; returns their sum, in double. */
+/* out[j * st] = exp(x[j * st] - mx) for j < n, mx their max (so the exponents are <= 0);
+ * returns their sum, in double. */
 static double TF(exp_shifted)(const T *x, T *out, int64_t n, int64_t st, T mx) {
 #if TF(PD_KCPU_FASTMATH)
-  if (st == 1) return pd_kcpu_fastmath_f32(PD_KCPU_FM_EXP, x, mx, out, n);
+  if (st == 1) return pd_kcpu_fastmath_f32(PD_KCPU_FM_EXP_NONPOS, x, mx, out, n);
 #endif
   double sum = 0;
   for (int64_t j = 0; j < n; j++) {

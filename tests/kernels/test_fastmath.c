@@ -3,10 +3,11 @@
  * ulp over 2^24 floats spread over the whole range (every 256th bit pattern) and the edges (0,
  * -0, the ends of e^x's range, tanh's switch at 0.35, denormals, huge values, +-inf, NaN), with
  * the bounds fastmath.h states, once without and once with flush-to-zero; then the special
- * values exactly; then, through pd_kcpu_fastmath_f32 (softmax's), the shift argument, every
- * tail length in place and the returned sum; and the vector max (pd_kcpu_max_f32) against the
- * scalar loop. All of it for each instance this CPU can run: the four-lane one and, where the
- * CPU has AVX2 and FMA, the eight-lane one of fastmath_avx2.c (pd_kcpu_simd_force picks).
+ * values exactly; the softmax's e^x for x <= 0 the same way (1 ulp, 0 below FLT_MIN); then,
+ * through pd_kcpu_fastmath_f32 (softmax's), the shift argument, every tail length in place and
+ * the returned sum; and the vector max (pd_kcpu_max_f32) against the scalar loop. All of it for
+ * each instance this CPU can run: the four-lane one and, where the CPU has AVX2 and FMA, the
+ * eight-lane one of fastmath_avx2.c (pd_kcpu_simd_force picks).
  * Skipped where fastmath.h builds no vector code (the kernels call libm there). */
 #include "config.h"
 
@@ -62,6 +63,36 @@ static void check_ulps(const float *x, float *y, int n, bool ftz) {
   }
 }
 
+/* e^x for x <= 0 (the softmax's): within 1 ulp where e^x >= FLT_MIN, exactly 0 below; NaN for
+ * NaN. Positive inputs are outside its domain and not looked at. */
+static void check_nonpos(const float *x, float *y, int n, bool ftz) {
+  pd_kcpu_map_f32(PD_KCPU_FM_EXP_NONPOS, x, y, n);
+  double worst = 0;
+  float at = 0;
+  int zeros = 0, bad_zeros = 0;
+  for (int i = 0; i < n; i++) {
+    if (x[i] > 0) continue;
+    double want = exp((double)x[i]), u;
+    if (x[i] != x[i]) {
+      u = y[i] != y[i] ? 0 : INFINITY;
+    } else if (want < FLT_MIN) {
+      zeros++;
+      bad_zeros += y[i] != 0.0f;
+      continue;
+    } else {
+      u = ulps(y[i], want, ftz);
+    }
+    if (!(u <= worst)) {
+      worst = u;
+      at = x[i];
+    }
+  }
+  ok(worst < bound[PD_KCPU_FM_EXP], "%se^x for x <= 0 within %g ulp of libm%s (worst %.3f at %a)",
+     inst, bound[PD_KCPU_FM_EXP], ftz ? " with flush-to-zero" : "", worst, (double)at);
+  ok(zeros > 0 && bad_zeros == 0, "%se^x for x <= 0 is 0 where libm's is below FLT_MIN (%d of %d)",
+     inst, zeros - bad_zeros, zeros);
+}
+
 static bool same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b); }
 
 static void check_specials(void) {
@@ -80,17 +111,25 @@ static void check_specials(void) {
        (double)want[f][1], (double)want[f][2], (double)want[f][3], (double)want[f][4],
        f == PD_KCPU_FM_TANH ? " (signed)" : "");
   }
+  static const float neg[] = {NAN, -INFINITY, 0.0f, -0.0f, -87.33654022216796875f,
+                              -87.3365478515625f, -1e30f, -FLT_MAX};
+  float out[8];
+  pd_kcpu_map_f32(PD_KCPU_FM_EXP_NONPOS, neg, out, 8);
+  ok(out[0] != out[0] && out[1] == 0 && out[2] == 1 && out[3] == 1 && out[4] >= FLT_MIN &&
+     out[5] == 0 && out[6] == 0 && out[7] == 0,
+     "%se^x for x <= 0 of NaN, -inf, 0, -0 is NaN, 0, 1, 1; FLT_MIN at ln(FLT_MIN) rounded up, "
+     "0 a float below and for huge x", inst);
 }
 
 static void check_arrays(void) {
-  /* The shift, every tail length, in place; the sum of the outputs. */
+  /* The shift (the softmax's: the max), every tail length, in place; the sum of the outputs. */
   bool tails = true, sums = true;
   for (int n = 0; n <= 17; n++) {
-    float a[17], b[17];
+    float a[17], b[17], mx = (float)(n - 1) * 0.37f - 2.0f;
     for (int i = 0; i < n; i++) a[i] = b[i] = (float)i * 0.37f - 2.0f;
-    double sum = pd_kcpu_fastmath_f32(PD_KCPU_FM_EXP, a, 1.5f, a, n), want = 0;
+    double sum = pd_kcpu_fastmath_f32(PD_KCPU_FM_EXP_NONPOS, a, mx, a, n), want = 0;
     for (int i = 0; i < n; i++) {
-      tails = tails && ulps(a[i], exp((double)(b[i] - 1.5f)), false) < bound[PD_KCPU_FM_EXP];
+      tails = tails && ulps(a[i], exp((double)(b[i] - mx)), false) < bound[PD_KCPU_FM_EXP];
       want += a[i];
     }
     sums = sums && fabs(sum - want) <= 1e-15 * want;
@@ -147,8 +186,13 @@ int main(void) {
     }
     fesetenv(&plain);
     check_ulps(x, y, N, false);
-    if (pd_k_set_ftz_daz()) check_ulps(x, y, N, true);
-    else printf("ok %d # SKIP no flush-to-zero mode on this CPU\n", ++tap_count_);
+    check_nonpos(x, y, N, false);
+    if (pd_k_set_ftz_daz()) {
+      check_ulps(x, y, N, true);
+      check_nonpos(x, y, N, true);
+    } else {
+      printf("ok %d # SKIP no flush-to-zero mode on this CPU\n", ++tap_count_);
+    }
     fesetenv(&plain);
     check_specials();
     check_arrays();
