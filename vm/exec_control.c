@@ -916,12 +916,19 @@ static const pd_tensor *inner_grad(pd_scope *g, const char *var) {
   return NULL;
 }
 
+/* out shaped like `like` (with its LoD); its values are unset. */
+static pd_status shape_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like) {
+  if (!like || !pd_tensor_initialized(like)) return PD_OK;
+  pd_status st = pd_ctx_resize(ctx, out, like->dtype, like->ndims, like->dims);
+  if (!st && like->nlod) st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, like), "lod");
+  return st;
+}
+
 /* out = zeros shaped like `like` (with its LoD). */
 static pd_status zeros_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like) {
   if (!like || !pd_tensor_initialized(like)) return PD_OK;
-  pd_status st = pd_ctx_resize(ctx, out, like->dtype, like->ndims, like->dims);
+  pd_status st = shape_like(ctx, out, like);
   if (!st) st = pd_ctx_check(ctx, pd_tensor_fill(out, 0), "zero fill");
-  if (!st && like->nlod) st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, like), "lod");
   return st;
 }
 
@@ -1105,26 +1112,36 @@ static pd_status gather_spans(const pd_exec_ctx *ctx, const pd_tensor *src, cons
 }
 
 /* The gradient gi of a step input (the elements elems[0..n) of x, gathered by gather_elems)
- * written back to those elements' rows of d (shaped like x). */
+ * written back to those elements' rows of d (shaped like x); zeros there when gi is NULL (the
+ * step computed no gradient for the input). Every element is some step's, once, and x's LoD
+ * covers its rows, so the steps write all of d. */
 static pd_status scatter_elems(const pd_exec_ctx *ctx, const rnn_plan *p, const char *name,
                                const int64_t *elems, int64_t n, const pd_tensor *gi, pd_tensor *d) {
   size_t row_bytes = d->dims[0] ? pd_tensor_nbytes(d) / (size_t)d->dims[0] : 0;
   int64_t rows = 0, rb, re;
   pd_status st = PD_OK;
-  for (int64_t r = 0; r < n && !st; r++) {
+  for (int64_t r = 0; r < n && !st && p->nsub; r++) {
     st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re);
     rows += re - rb;
   }
+  if (!p->nsub) rows = n;
   if (st) return st;
-  if (gi->dtype != d->dtype || pd_tensor_nbytes(gi) != row_bytes * (size_t)rows)
+  if (gi && (gi->dtype != d->dtype || pd_tensor_nbytes(gi) != row_bytes * (size_t)rows))
     return pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of step input '%s' has the wrong size", name);
+  char *dd = pd_tensor_data(d);
+  const char *gd = gi ? pd_tensor_data(gi) : NULL;
   int64_t at = 0;
   for (int64_t r = 0; r < n && !st; r++) {
-    st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re);
-    if (!st && re > rb)
-      memcpy((char *)pd_tensor_data(d) + (size_t)rb * row_bytes,
-             (const char *)pd_tensor_data(gi) + (size_t)at * row_bytes,
-             (size_t)(re - rb) * row_bytes);
+    if (p->nsub) {
+      st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re);
+    } else {
+      rb = elems[r];
+      re = rb + 1;
+    }
+    size_t bytes = (size_t)(re - rb) * row_bytes;
+    if (st || !bytes) continue;
+    if (gd) memcpy(dd + (size_t)rb * row_bytes, gd + (size_t)at * row_bytes, bytes);
+    else memset(dd + (size_t)rb * row_bytes, 0, bytes);
     at += re - rb;
   }
   return st;
@@ -1290,10 +1307,11 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
                      steps ? pd_var_num_step_scopes(steps) : 0, (long long)p.maxlen);
     goto out;
   }
-  /* The gradient outputs start at zero. */
+  /* The gradient outputs start at zero; the step inputs' are written whole by the steps
+   * (scatter_elems), so they are only shaped here. */
   for (int j = 0; j < nin && !st; j++) {
     pd_tensor *d = pd_ctx_out_at(ctx, "inputs@GRAD", j);
-    if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "inputs", j));
+    if (d) st = shape_like(ctx, d, pd_ctx_in_at(ctx, "inputs", j));
   }
   for (int j = 0; j < nparam && !st; j++) {
     pd_tensor *d = pd_ctx_out_at(ctx, "parameters@GRAD", j);
@@ -1386,8 +1404,8 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
     /* Step inputs' rows, parameters' sums. */
     for (int j = 0; j < nin && !st; j++) {
       pd_tensor *d = pd_ctx_out_at(ctx, "inputs@GRAD", j);
-      const pd_tensor *gi = d ? inner_grad(g, pd_ctx_in_name(ctx, "inputs", j)) : NULL;
-      if (!gi) continue;
+      if (!d || !pd_tensor_initialized(d)) continue;
+      const pd_tensor *gi = inner_grad(g, pd_ctx_in_name(ctx, "inputs", j));
       st = scatter_elems(ctx, &p, pd_ctx_in_name(ctx, "inputs", j), rows, n, gi, d);
     }
     for (int j = 0; j < nparam && !st; j++) {
