@@ -14,8 +14,8 @@ text=/usr/share/common-licenses/GPL-3
 tmp=${TMPDIR:-/tmp}/pd_bench_rnn.$$
 mkdir -p "$tmp" && trap 'rm -rf "$tmp"' EXIT
 threads=$(nproc 2>/dev/null || echo 1)
-# pdlang first, for both sizes, then PyTorch: a run right after a PyTorch process (which frees
-# a few GB as it exits) measured up to 25% slower.
+# pdlang first, for both sizes, then PyTorch: pdlang runs made after a PyTorch run measured up
+# to 25% slower (hidden 256: 15.1-15.9 ms a step, against 12.3-12.8 with no PyTorch run before).
 for hidden in 32 256; do
   cat > "$tmp/rnn.pd" <<PD
 x = data("x", [-1, 1], int64, lod_level = 1)

@@ -104,9 +104,9 @@ static inline pd_kcpu_v4f pd_kcpu_v4_exp(pd_kcpu_v4f x) {
 
 /* e^x for x <= 0, the numerators of a softmax (x = logit - the row's max): pd_kcpu_v4_exp's
  * reduction and polynomial, with x clamped to [lo, 0], lo = ln(FLT_MIN) rounded up, so that 2^n
- * (n from -126 to 0) is one exponent-field factor; results below FLT_MIN (x < lo) are 0 (a softmax's
- * denominator is at least 1, so they are far below its rounding). NaN gives NaN, -inf 0; a
- * positive x gives 1. About 1.8 times as fast as pd_kcpu_v4_exp (eight lanes: 0.46 ns an
+ * (n from -126 to 0) is one exponent-field factor; results below FLT_MIN (x < lo) are 0 (a
+ * softmax's denominator is at least 1, so they are far below its rounding). NaN gives NaN, -inf
+ * 0; a positive x gives 1. About 1.8 times as fast as pd_kcpu_v4_exp (eight lanes: 0.46 ns an
  * element against 0.82, one thread, this project's Xeon); the same error bound. */
 static inline pd_kcpu_v4f pd_kcpu_v4_exp_nonpos(pd_kcpu_v4f x) {
   const float lo = -87.33654022216796875f; /* e^x < FLT_MIN exactly for x < lo */

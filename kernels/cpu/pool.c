@@ -168,10 +168,7 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-/* How many threads to use: PDLANG_THREADS, else OMP_NUM_THREADS (which users of other
- * frameworks set), else the CPUs this process may run on. */
-/* The CPUs this process may run on (its affinity mask), at least 1. */
-static int affinity_cpus(void) {
+int pd_kcpu_cpus(void) {
 #ifdef __linux__
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
@@ -179,8 +176,8 @@ static int affinity_cpus(void) {
   return 1;
 }
 
-int pd_kcpu_cpus(void) { return affinity_cpus(); }
-
+/* How many threads to use: PDLANG_THREADS, else OMP_NUM_THREADS (which users of other
+ * frameworks set), else the CPUs this process may run on. */
 static int wanted_threads(void) {
   const char *names[] = {"PDLANG_THREADS", "OMP_NUM_THREADS"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -191,7 +188,7 @@ static int wanted_threads(void) {
     long n = strtol(v, &end, 10);
     if (errno == 0 && end != v && n >= 1) return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : (int)n;
   }
-  int n = affinity_cpus();
+  int n = pd_kcpu_cpus();
   return n > POOL_MAX_THREADS ? POOL_MAX_THREADS : n;
 }
 
