@@ -1120,11 +1120,10 @@ static pd_status scatter_elems(const pd_exec_ctx *ctx, const rnn_plan *p, const 
   size_t row_bytes = d->dims[0] ? pd_tensor_nbytes(d) / (size_t)d->dims[0] : 0;
   int64_t rows = 0, rb, re;
   pd_status st = PD_OK;
-  for (int64_t r = 0; r < n && !st && p->nsub; r++) {
+  for (int64_t r = 0; r < n && !st; r++) {
     st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re);
     rows += re - rb;
   }
-  if (!p->nsub) rows = n;
   if (st) return st;
   if (gi && (gi->dtype != d->dtype || pd_tensor_nbytes(gi) != row_bytes * (size_t)rows))
     return pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of step input '%s' has the wrong size", name);
@@ -1132,14 +1131,8 @@ static pd_status scatter_elems(const pd_exec_ctx *ctx, const rnn_plan *p, const 
   const char *gd = gi ? pd_tensor_data(gi) : NULL;
   int64_t at = 0;
   for (int64_t r = 0; r < n && !st; r++) {
-    if (p->nsub) {
-      st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re);
-    } else {
-      rb = elems[r];
-      re = rb + 1;
-    }
+    if ((st = unit_span(ctx, p->sub, p->nsub, elems[r], NULL, 0, &rb, &re))) break;
     size_t bytes = (size_t)(re - rb) * row_bytes;
-    if (st || !bytes) continue;
     if (gd) memcpy(dd + (size_t)rb * row_bytes, gd + (size_t)at * row_bytes, bytes);
     else memset(dd + (size_t)rb * row_bytes, 0, bytes);
     at += re - rb;

@@ -43,13 +43,9 @@ int pd_kcpu_simd_force(int level) {
 
 static inline AVX2 __m256 sel(__m256 m, __m256 a, __m256 b) { return _mm256_blendv_ps(b, a, m); }
 
-static inline AVX2 __m256 v8_exp(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.72283935546875f), lo = _mm256_set1_ps(-103.97208404541016f);
-  __m256 xc = _mm256_max_ps(x, lo); /* NaN: lo (maxps returns its second operand) */
-  xc = _mm256_min_ps(xc, hi);
-  __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
-                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+/* pd_kcpu_v4_exp_reduced: e^(x - n ln2), n = x / ln2 rounded to an integer. */
+static inline AVX2 __m256 v8_exp_reduced(__m256 x, __m256 n) {
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
   __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
@@ -61,7 +57,16 @@ static inline AVX2 __m256 v8_exp(__m256 x) {
    * from contracting the product and the sum into an FMA (GNU C contracts by default). */
   __m256 pr2 = _mm256_mul_ps(p, _mm256_mul_ps(r, r));
   __asm__("" : "+x"(pr2));
-  p = _mm256_add_ps(_mm256_add_ps(pr2, r), _mm256_set1_ps(1.0f));
+  return _mm256_add_ps(_mm256_add_ps(pr2, r), _mm256_set1_ps(1.0f));
+}
+
+static inline AVX2 __m256 v8_exp(__m256 x) {
+  const __m256 hi = _mm256_set1_ps(88.72283935546875f), lo = _mm256_set1_ps(-103.97208404541016f);
+  __m256 xc = _mm256_max_ps(x, lo); /* NaN: lo (maxps returns its second operand) */
+  xc = _mm256_min_ps(xc, hi);
+  __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 p = v8_exp_reduced(xc, n);
   /* 2^n as two normal factors: n1 = n / 2 rounded toward zero, as the four-lane code. */
   __m256i ni = _mm256_cvtps_epi32(n);
   __m256i n1 = _mm256_srai_epi32(_mm256_add_epi32(ni, _mm256_srli_epi32(ni, 31)), 1);
@@ -81,16 +86,7 @@ static inline AVX2 __m256 v8_exp_nonpos(__m256 x) {
   __m256 xc = _mm256_min_ps(_mm256_setzero_ps(), _mm256_max_ps(lo, x));
   __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
   __m256 n = _mm256_sub_ps(t, magic);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(1.9875691500e-4f), r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  __m256 pr2 = _mm256_mul_ps(p, _mm256_mul_ps(r, r)); /* rounded as in v8_exp */
-  __asm__("" : "+x"(pr2));
-  p = _mm256_add_ps(_mm256_add_ps(pr2, r), _mm256_set1_ps(1.0f));
+  __m256 p = v8_exp_reduced(xc, n);
   __m256i e = _mm256_slli_epi32(
       _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000 - 127)), 23);
   __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
