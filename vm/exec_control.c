@@ -916,6 +916,26 @@ static const pd_tensor *inner_grad(pd_scope *g, const char *var) {
   return NULL;
 }
 
+/* Can the gradient block `blk` leave a gradient of `var` in its scope (inner_grad's names): does
+ * it declare <var>@GRAD@LOCAL or <var>@GRAD, or have an op that writes one? A loop's parameter
+ * whose gradient it takes as one product after the steps (param_products) has neither. */
+static bool block_leaves_grad(const pd_block *blk, const char *var) {
+  if (!blk) return true;
+  char names[2][VAR_NAME];
+  suffixed(names[0], var, "@GRAD@LOCAL");
+  suffixed(names[1], var, "@GRAD");
+  for (int k = 0; k < 2; k++) {
+    if (pd_block_find_var_local(blk, names[k])) return true;
+    for (int i = 0; i < blk->nops; i++) {
+      const pd_op_desc *op = blk->ops[i];
+      for (int s = 0; s < op->noutputs; s++)
+        for (int a = 0; a < op->outputs[s].nargs; a++)
+          if (strcmp(op->outputs[s].args[a], names[k]) == 0) return true;
+    }
+  }
+  return false;
+}
+
 /* out shaped like `like` (with its LoD); its values are unset. */
 static pd_status shape_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like) {
   if (!like || !pd_tensor_initialized(like)) return PD_OK;
@@ -1290,10 +1310,15 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
   pd_scope *next = NULL; /* step k + 1's gradient scope */
   param_product *pp = NULL;
   int npp = 0;
-  if (!rows) {
+  /* The parameters whose gradients the steps leave, found once: the others (param_products)
+   * would cost two failed lookups at every step. */
+  bool *par_grad = pd_calloc((size_t)nparam + 1, sizeof *par_grad);
+  if (!rows || !par_grad) {
     st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
     goto out;
   }
+  for (int j = 0; j < nparam; j++)
+    par_grad[j] = block_leaves_grad(pd_ctx_sub_block(ctx), pd_ctx_in_name(ctx, "parameters", j));
   if (nex != nstates || !steps || pd_var_num_step_scopes(steps) != (size_t)p.maxlen) {
     st = pd_ctx_fail(ctx, PD_ERUNTIME, "the forward loop's step scopes are missing (%zu kept, "
                                        "%lld steps)",
@@ -1402,6 +1427,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
       st = scatter_elems(ctx, &p, pd_ctx_in_name(ctx, "inputs", j), rows, n, gi, d);
     }
     for (int j = 0; j < nparam && !st; j++) {
+      if (!par_grad[j]) continue;
       pd_tensor *d = pd_ctx_out_at(ctx, "parameters@GRAD", j);
       const pd_tensor *gp = d ? inner_grad(g, pd_ctx_in_name(ctx, "parameters", j)) : NULL;
       if (!gp) continue;
@@ -1449,6 +1475,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
 out:
   products_free(pp, npp);
   pd_scope_free(next);
+  pd_free(par_grad);
   pd_free(rows);
   rnn_plan_free(&p);
   return st;
