@@ -55,3 +55,31 @@ pd_status pd_infer_lod_reset(pd_infer_ctx *c) {
   if (pd_infer_attr_bool(c, "append") || group) level = x->lod_level + 1;
   return pd_infer_set_out(c, "Out", 0, &d, x->dtype, level);
 }
+
+/* elman_rnn: Input [T, H] with one LoD level, Weight [H, H], H0 [H] or [sequences, H] (the
+ * number of sequences is known at run time only); Hidden is Input's shape and LoD. */
+pd_status pd_infer_elman_rnn(pd_infer_ctx *c) {
+  const pd_var_desc *x, *w, *h0 = NULL;
+  pd_infer_dims d, wd, hd;
+  char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "Input", 0, &x, &d);
+  if (!st) st = pd_infer_in(c, "Weight", 0, &w, &wd);
+  if (!st && pd_infer_nin(c, "H0") > 0) st = pd_infer_in(c, "H0", 0, &h0, &hd);
+  if (st) return st;
+  if (x->lod_level != 1 || (d.n >= 0 && d.n != 2))
+    return pd_infer_fail(c, PD_ESHAPE, "Input must be a batch of sequences of rows ([T, H], one "
+                         "LoD level); it is %s with %d LoD levels", pd_infer_dims_str(&d, s1),
+                         x->lod_level);
+  int64_t hid = d.n == 2 ? d.d[1] : -1;
+  if (w->dtype != x->dtype || (wd.n >= 0 && (wd.n != 2 || !pd_infer_dim_compatible(wd.d[0], hid) ||
+                                             !pd_infer_dim_compatible(wd.d[1], hid))))
+    return pd_infer_fail(c, PD_ESHAPE, "Weight must be [H, H] with Input's H and dtype (Input "
+                         "is %s); it is %s", pd_infer_dims_str(&d, s1),
+                         pd_infer_dims_str(&wd, s2));
+  if (h0 && (h0->dtype != x->dtype ||
+             (hd.n >= 0 && (hd.n < 1 || hd.n > 2 || !pd_infer_dim_compatible(hd.d[hd.n - 1], hid)))))
+    return pd_infer_fail(c, PD_ESHAPE, "H0 must be [H] or [sequences, H] with Input's H and "
+                         "dtype (Input is %s); it is %s", pd_infer_dims_str(&d, s1),
+                         pd_infer_dims_str(&hd, s2));
+  return pd_infer_set_out(c, "Hidden", 0, &d, x->dtype, 1);
+}

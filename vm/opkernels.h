@@ -1,8 +1,9 @@
 /* opkernels.h -- the prototypes of every op's kernel, pd_kernel_<type>, generated from the op list
  * (vm/oplist.h). vm/ops.c binds them into the registry; they are defined by family in
  * vm/kern_math.c (arithmetic, reductions, losses, comparisons), vm/kern_tensor.c (creation,
- * copying, shapes, random numbers, embeddings, sequences, convolution, pooling, optimizers) and
- * vm/exec_control.c (conditional_block, while, recurrent, and the row split/merge of if/else).
+ * copying, shapes, random numbers, embeddings, sequences, convolution, pooling, optimizers),
+ * vm/kern_rnn.c (elman_rnn, the fused loop of vm/fuse_rnn.h) and vm/exec_control.c
+ * (conditional_block, while, recurrent, and the row split/merge of if/else).
  * Internal to the VM: nothing outside vm/ calls a kernel directly (go through the executor). */
 #ifndef PD_OPKERNELS_H
 #define PD_OPKERNELS_H

@@ -87,6 +87,9 @@ PD_ELEMENTWISE_(elementwise_min)
 PD_ELEMENTWISE_(elementwise_mul)
 PD_ELEMENTWISE_(elementwise_pow)
 PD_ELEMENTWISE_(elementwise_sub)
+PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), ONE("Weight")),
+      OUT(ONE("Hidden")), ATTRS(ENUM("activation", "tanh", "relu", "sigmoid"),
+                                BOOL("is_reverse", false)))
 PD_COMPARE_(equal)
 PD_UNARY_(exp, DIFF | FP_IN)
 PD_OP(feed, 0, declared, IN(ONE("X")), OUT(ONE("Out")), ATTRS(REQ(INT, "col")))

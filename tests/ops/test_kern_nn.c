@@ -3,8 +3,8 @@
  * direct pooling loop (max, avg exclusive or not, global, ceil_mode, SAME, adaptive),
  * lookup_table and lookup_table_v2 (padding_idx, int32 ids, ids out of range), dropout (both
  * implementations, test mode, seeds), sequence_pool (every pooltype on uneven LoD with an empty
- * sequence, nested LoD) and sequence_softmax; and every gradient kernel of them against finite
- * differences. */
+ * sequence, nested LoD), sequence_softmax and elman_rnn (vm/kern_rnn.c: against a loop written
+ * here); and every gradient kernel of them against finite differences. */
 #include "config.h"
 
 #include "tests/ops/gradcheck.h"
@@ -678,8 +678,116 @@ static void test_sequence_softmax(void) {
   rt_free(&r);
 }
 
+/* elman_rnn, computed here sequence by sequence in the order of its elements: h = act(u + h W),
+ * h starting at H0's row (the shared row, or zeros when h0 is NULL). */
+static double act_of(const char *act, double v) {
+  if (!strcmp(act, "relu")) return v > 0 ? v : 0;
+  if (!strcmp(act, "sigmoid")) return 1 / (1 + exp(-v));
+  return tanh(v);
+}
+static void elman_ref(const char *act, bool rev, const double *u, const int64_t *off, int nseq,
+                      int hid, const double *h0, bool shared, const double *w, double *out) {
+  for (int s = 0; s < nseq; s++) {
+    double h[8] = {0}, nh[8];
+    for (int j = 0; j < hid && h0; j++) h[j] = h0[(shared ? 0 : s * hid) + j];
+    int64_t len = off[s + 1] - off[s];
+    for (int64_t k = 0; k < len; k++) {
+      int64_t row = off[s] + (rev ? len - 1 - k : k);
+      for (int j = 0; j < hid; j++) {
+        double v = u[row * hid + j];
+        for (int i = 0; i < hid; i++) v += h[i] * w[i * hid + j];
+        nh[j] = act_of(act, v);
+      }
+      for (int j = 0; j < hid; j++) out[row * hid + j] = h[j] = nh[j];
+    }
+  }
+}
+
+/* elman_rnn over four sequences of lengths 2, 0, 3 and 1 (one empty), hidden 3: each activation,
+ * forwards and reversed, with H0 shared, one row per sequence, or absent; the values against
+ * elman_ref, the gradients of Input, H0 and Weight against finite differences. Then fp32, and
+ * the errors: Weight not [H, H], H0 of the wrong number of rows, Input without LoD. */
+static void test_elman_rnn(void) {
+  int64_t off[] = {0, 2, 2, 5, 6};
+  double u[18], w[9], h0[12], want[18];
+  fill_distinct(u, 18, 5);
+  fill_distinct(w, 9, 2);
+  fill_distinct(h0, 12, 7);
+  for (int i = 0; i < 9; i++) w[i] *= 0.8;
+  const char *acts[] = {"tanh", "relu", "sigmoid"};
+  for (int a = 0; a < 3; a++)
+    for (int rev = 0; rev < 2; rev++)
+      for (int mode = 0; mode < 3; mode++) { /* H0: per sequence, shared, absent */
+        char what[96];
+        snprintf(what, sizeof what, "elman_rnn %s%s, H0 %s", acts[a], rev ? " reversed" : "",
+                 mode == 0 ? "per sequence" : mode == 1 ? "shared" : "absent");
+        elman_ref(acts[a], rev, u, off, 4, 3, mode < 2 ? h0 : NULL, mode == 1, w, want);
+        for (int pass = 0; pass < 2; pass++) {
+          rt r;
+          rt_init(&r);
+          rt_in_f64(&r, "u", "[6, 3]", u);
+          rt_lod(&r, "u", 5, off);
+          rt_in_f64(&r, "w", "[3, 3]", w);
+          if (mode == 0) rt_in_f64(&r, "h0", "[4, 3]", h0);
+          if (mode == 1) rt_in_f64(&r, "h0", "[3]", h0);
+          pd_op_desc *op = rt_op(&r, "elman_rnn", mode < 2 ? "Input=u H0=h0 Weight=w"
+                                                           : "Input=u Weight=w", "Hidden=h");
+          pd_op_set_attr_string(op, "activation", acts[a]);
+          pd_op_set_attr_bool(op, "is_reverse", rev);
+          if (pass == 1) {
+            grad_check(&r, mode < 2 ? "Input H0 Weight" : "Input Weight", "Hidden", what);
+          } else if (rt_ok(&r, what)) {
+            const pd_tensor *h = rt_get(&r, "h");
+            rt_expect(h, 18, want, 1e-14, what);
+            ok(h && h->nlod == 1 && h->lod[0].n == 5 && h->lod[0].offsets[3] == 5,
+               "%s: Hidden has Input's LoD", what);
+          }
+          rt_free(&r);
+        }
+      }
+  /* fp32: the same values within rounding. */
+  float uf[18], wf[9], hf[12];
+  to_f32(u, uf, 18);
+  to_f32(w, wf, 9);
+  to_f32(h0, hf, 12);
+  elman_ref("tanh", false, u, off, 4, 3, h0, false, w, want);
+  rt r;
+  rt_init(&r);
+  rt_in_f32(&r, "u", "[6, 3]", uf);
+  rt_lod(&r, "u", 5, off);
+  rt_in_f32(&r, "w", "[3, 3]", wf);
+  rt_in_f32(&r, "h0", "[4, 3]", hf);
+  rt_op(&r, "elman_rnn", "Input=u H0=h0 Weight=w", "Hidden=h");
+  if (rt_ok(&r, "elman_rnn fp32")) rt_expect(rt_get(&r, "h"), 18, want, 1e-5, "elman_rnn fp32");
+  rt_free(&r);
+  /* Errors. */
+  rt_init(&r);
+  rt_in_f64(&r, "u", "[6, 3]", u);
+  rt_lod(&r, "u", 5, off);
+  rt_in_f64(&r, "w", "[3, 2]", w);
+  rt_op(&r, "elman_rnn", "Input=u Weight=w", "Hidden=h");
+  rt_fails(&r, PD_ESHAPE, "Weight must be [H, H] with Input's H", "elman_rnn: Weight [3, 2]");
+  rt_free(&r);
+  rt_init(&r);
+  rt_in_f64(&r, "u", "[6, 3]", u);
+  rt_lod(&r, "u", 5, off);
+  rt_in_f64(&r, "w", "[3, 3]", w);
+  rt_in_f64(&r, "h0", "[3, 3]", h0);
+  rt_op(&r, "elman_rnn", "Input=u H0=h0 Weight=w", "Hidden=h");
+  rt_fails(&r, PD_ESHAPE, "or [4, 3] (one per sequence)", "elman_rnn: H0 [3, 3] for 4 sequences");
+  rt_free(&r);
+  rt_init(&r);
+  rt_in_f64(&r, "u", "[6, 3]", u);
+  decl_lod(r.f.b, "u", PD_FP64, "[6, 3]", 1);
+  rt_in_f64(&r, "w", "[3, 3]", w);
+  rt_op(&r, "elman_rnn", "Input=u Weight=w", "Hidden=h");
+  rt_fails(&r, PD_ESHAPE, "one LoD level", "elman_rnn: Input without LoD");
+  rt_free(&r);
+}
+
 int main(void) {
   pd_k_init();
+  test_elman_rnn();
   test_conv2d();
   test_pool2d();
   test_lookup();

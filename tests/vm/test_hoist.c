@@ -9,7 +9,9 @@
  * stacks), that nothing moves. Also: the bench model (lookup_table outside the loop), sequences
  * of different lengths, an if inside the loop reading a hoisted value, lookup_table inside the
  * loop, nested loops over sequences of sequences, a program with a backward pass already (left alone), and out-of-memory from every
- * allocation of the pass on. */
+ * allocation of the pass on.
+ * The fusion pass (vm/fuse_rnn.h) runs on each hoisted program too: how many loops it made
+ * elman_rnn ops, and that the fused program's cost and gradients equal the hoisted one's. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 #include "tests/tap.h"
 #include "vm/backward.h"
 #include "vm/exec.h"
+#include "vm/fuse_rnn.h"
 #include "vm/hoist.h"
 #include "vm/prune.h"
 #include "tests/vm/fp64.h"
@@ -30,9 +33,10 @@ typedef struct hcase {
   pd_unit *unit;
   pd_runner *r;
   pd_program *fwd, *hfwd, *bwd, *hbwd;  /* as pruned, hoisted; their backward passes */
-  pd_exec *fex, *hfex, *bex, *hbex;
-  pd_backward pg, hpg;
-  int moved;
+  pd_program *ffwd, *fbwd;               /* hoisted and fused; its backward pass */
+  pd_exec *fex, *hfex, *bex, *hbex, *ffex, *fbex;
+  pd_backward pg, hpg, fpg;
+  int moved, fused;
   pd_error err;
 } hcase;
 
@@ -41,6 +45,11 @@ static void hcase_free(hcase *c) {
   pd_exec_free(c->hfex);
   pd_exec_free(c->bex);
   pd_exec_free(c->hbex);
+  pd_exec_free(c->ffex);
+  pd_exec_free(c->fbex);
+  pd_program_free(c->ffwd);
+  pd_program_free(c->fbwd);
+  pd_backward_release(&c->fpg);
   pd_program_free(c->fwd);
   pd_program_free(c->hfwd);
   pd_program_free(c->bwd);
@@ -69,6 +78,14 @@ static bool setup(hcase *c, const char *name, const char *text) {
   if (!st) st = pd_exec_new(c->hfwd, NULL, &c->hfex, &c->err);
   if (!st) st = pd_exec_new(c->bwd, NULL, &c->bex, &c->err);
   if (!st) st = pd_exec_new(c->hbwd, NULL, &c->hbex, &c->err);
+  if (!st && !(c->ffwd = pd_program_clone(c->hfwd))) st = PD_ENOMEM;
+  if (!st) st = pd_program_fuse_rnn(c->ffwd, &c->fused, &c->err);
+  if (!st) st = pd_program_validate(c->ffwd, &c->err);
+  if (!st && !(c->fbwd = pd_program_clone(c->ffwd))) st = PD_ENOMEM;
+  if (!st) st = pd_append_backward(c->fbwd, cost, &c->fpg, &c->err);
+  if (!st) st = pd_program_validate(c->fbwd, &c->err);
+  if (!st) st = pd_exec_new(c->ffwd, NULL, &c->ffex, &c->err);
+  if (!st) st = pd_exec_new(c->fbwd, NULL, &c->fbex, &c->err);
   if (st) printf("# %s: %s\n", name, c->err.msg ? c->err.msg : pd_status_str(st));
   return st == PD_OK;
 }
@@ -116,9 +133,9 @@ static const char *step_ops(const pd_program *p, char *buf, size_t n) {
 }
 
 /* Check a case: ops moved, the loop's inputs and parameters after the pass, the op types left
- * in the step block (NULL: not checked), the cost, and the gradients. */
+ * in the step block (NULL: not checked), the cost, and the gradients; and the loops fused. */
 static void check(const char *name, const char *text, int want_moved, const char *want_inputs,
-                  const char *want_params, const char *want_step) {
+                  const char *want_params, const char *want_step, int want_fused) {
   hcase c;
   if (!setup(&c, name, text)) {
     ok(0, "%s: builds, hoists and validates", name);
@@ -138,37 +155,49 @@ static void check(const char *name, const char *text, int want_moved, const char
   double l0 = run_cost(&c, c.fex), l1 = run_cost(&c, c.hfex);
   ok(isfinite(l0) && fabs(l0 - l1) <= 1e-12 * (fabs(l0) > 1 ? fabs(l0) : 1),
      "%s: the hoisted program computes the same cost (%.15g, %.15g)", name, l0, l1);
-  /* Gradients: both backward passes, one run each. */
-  ok(c.pg.n == c.hpg.n && c.pg.n > 0, "%s: %d parameters get gradients both ways", name, c.pg.n);
+  is_int(c.fused, want_fused, "%s: %d loops fused", name, want_fused);
+  double l2 = run_cost(&c, c.ffex);
+  ok(fabs(l0 - l2) <= 1e-12 * (fabs(l0) > 1 ? fabs(l0) : 1),
+     "%s: the fused program computes the same cost (%.15g, %.15g)", name, l0, l2);
+  /* Gradients: the three backward passes, one run each. */
+  ok(c.pg.n == c.hpg.n && c.pg.n == c.fpg.n && c.pg.n > 0,
+     "%s: %d parameters get gradients all three ways", name, c.pg.n);
   int n = c.pg.n < c.hpg.n ? c.pg.n : c.hpg.n;
-  pd_tensor *g = calloc((size_t)(2 * n) + 1, sizeof *g);
-  pd_exec_fetch *f = calloc((size_t)(2 * n) + 1, sizeof *f);
-  for (int i = 0; i < 2 * n; i++) pd_tensor_init(&g[i]);
+  n = n < c.fpg.n ? n : c.fpg.n;
+  pd_tensor *g = calloc((size_t)(3 * n) + 1, sizeof *g);
+  pd_exec_fetch *f = calloc((size_t)(3 * n) + 1, sizeof *f);
+  for (int i = 0; i < 3 * n; i++) pd_tensor_init(&g[i]);
   for (int i = 0; i < n; i++) {
     f[i] = (pd_exec_fetch){c.pg.pairs[i].grad, &g[i]};
     f[n + i] = (pd_exec_fetch){c.hpg.pairs[i].grad, &g[n + i]};
+    f[2 * n + i] = (pd_exec_fetch){c.fpg.pairs[i].grad, &g[2 * n + i]};
   }
-  pd_exec_io io0 = {0, NULL, n, f}, io1 = {0, NULL, n, f + n};
+  pd_exec_io io0 = {0, NULL, n, f}, io1 = {0, NULL, n, f + n}, io2 = {0, NULL, n, f + 2 * n};
   pd_status st = pd_exec_run(c.bex, pd_runner_scope(c.r), &io0, NULL, &c.err);
   if (!st) st = pd_exec_run(c.hbex, pd_runner_scope(c.r), &io1, NULL, &c.err);
-  if (!ok(st == PD_OK, "%s: both backward passes run", name))
+  if (!st) st = pd_exec_run(c.fbex, pd_runner_scope(c.r), &io2, NULL, &c.err);
+  if (!ok(st == PD_OK, "%s: the three backward passes run", name))
     printf("#   %s\n", c.err.msg ? c.err.msg : "?");
   for (int i = 0; st == PD_OK && i < n; i++) {
     const char *param = c.hpg.pairs[i].param;
     pd_variable *pv = pd_scope_find_local_var(pd_runner_scope(c.r), param);
     pd_tensor *p = pv ? pd_var_tensor(pv) : NULL;
-    pd_tensor *ga = &g[i], *gh = &g[n + i];
+    pd_tensor *ga = &g[i], *gh = &g[n + i], *gf = &g[2 * n + i];
     bool shaped = p && p->dtype == PD_FP64 && strcmp(c.pg.pairs[i].param, param) == 0 &&
-                  gh->dtype == PD_FP64 && ga->dtype == PD_FP64 &&
+                  strcmp(c.fpg.pairs[i].param, param) == 0 && gh->dtype == PD_FP64 &&
+                  ga->dtype == PD_FP64 && gf->dtype == PD_FP64 &&
                   pd_tensor_numel(gh) == pd_tensor_numel(p) &&
-                  pd_tensor_numel(ga) == pd_tensor_numel(p);
-    double same = 0, worst = 0;
+                  pd_tensor_numel(ga) == pd_tensor_numel(p) &&
+                  pd_tensor_numel(gf) == pd_tensor_numel(p);
+    double same = 0, fsame = 0, worst = 0;
     int64_t at = -1;
     double at_a = 0, at_n = 0;
     for (int64_t j = 0; shaped && j < pd_tensor_numel(p); j++) {
       double a = PD_TENSOR_F64(gh)[j], b = PD_TENSOR_F64(ga)[j];
       double d = fabs(a - b) / (fabs(b) > 1 ? fabs(b) : 1);
       if (d > same) same = d;
+      d = fabs(PD_TENSOR_F64(gf)[j] - b) / (fabs(b) > 1 ? fabs(b) : 1);
+      if (d > fsame) fsame = d;
       double *x = &PD_TENSOR_F64(p)[j], x0 = *x, h = 1e-6 * (fabs(x0) > 1 ? fabs(x0) : 1);
       *x = x0 + h;
       double lp = run_cost(&c, c.hfex);
@@ -186,11 +215,13 @@ static void check(const char *name, const char *text, int want_moved, const char
     }
     ok(shaped && same <= 1e-10, "%s: d cost / d %s is the same hoisted or not (rel %.3g)", name,
        param, same);
+    ok(shaped && fsame <= 1e-10, "%s: d cost / d %s is the same fused or not (rel %.3g)", name,
+       param, fsame);
     if (!ok(shaped && worst <= 1e-6, "%s: d cost / d %s matches finite differences", name, param))
       printf("#   element %lld: analytic %.12g, numeric %.12g (rel %.3g)%s\n", (long long)at, at_a,
              at_n, worst, shaped ? "" : " (gradient missing or misshapen)");
   }
-  for (int i = 0; i < 2 * n; i++) pd_tensor_release(&g[i]);
+  for (int i = 0; i < 3 * n; i++) pd_tensor_release(&g[i]);
   free(g);
   free(f);
   hcase_free(&c);
@@ -213,6 +244,31 @@ static const char elman[] =
     "}\n"
     "cost = mean(softmax_with_cross_entropy(mul(hs, Wo), y))\n";
 
+/* Run `pass` on copies of src, failing its k-th allocation for k = 1, 2, ... until it runs
+ * through: each failure must be reported as PD_ENOMEM. */
+static void oom_each(const pd_program *src, pd_status (*pass)(pd_program *, int *, pd_error *),
+                     const char *what) {
+  int fails = 0, k, done = -1;
+  pd_status st = PD_OK;
+  for (k = 1; k < 10000; k++) {
+    pd_program *p = pd_program_clone(src);
+    if (!p) break;
+    pd_error e = {0};
+    pd_alloc_fail_after(k);
+    st = pass(p, &done, &e);
+    pd_alloc_fail_after(0);
+    if (st != PD_OK) {
+      fails += st == PD_ENOMEM;
+      if (st != PD_ENOMEM) printf("# allocation %d: %s\n", k, pd_status_str(st));
+    }
+    pd_error_clear(&e);
+    pd_program_free(p);
+    if (st == PD_OK) break;
+  }
+  ok(fails == k - 1 && k > 1 && done > 0,
+     "%s: out of memory at each of the pass's %d allocations is reported", what, k - 1);
+}
+
 /* A pass over a program that has a backward pass already changes nothing; and running out of
  * memory at any allocation of the pass is reported (and leaks nothing: the sanitizer build
  * checks). */
@@ -226,24 +282,10 @@ static void test_backward_and_oom(void) {
   int moved = -1;
   pd_status st = pd_program_hoist(c.bwd, &moved, &c.err);
   ok(st == PD_OK && moved == 0, "a program with a backward pass is left as it is");
-  int fails = 0, k;
-  for (k = 1; k < 10000; k++) {
-    pd_program *p = pd_program_clone(c.fwd);
-    if (!p) break;
-    pd_error e = {0};
-    pd_alloc_fail_after(k);
-    st = pd_program_hoist(p, &moved, &e);
-    pd_alloc_fail_after(0);
-    if (st != PD_OK) {
-      fails += st == PD_ENOMEM;
-      if (st != PD_ENOMEM) printf("# allocation %d: %s\n", k, pd_status_str(st));
-    }
-    pd_error_clear(&e);
-    pd_program_free(p);
-    if (st == PD_OK) break;
-  }
-  ok(fails == k - 1 && k > 1, "out of memory at each of the pass's %d allocations is reported",
-     k - 1);
+  st = pd_program_fuse_rnn(c.hbwd, &moved, &c.err);
+  ok(st == PD_OK && moved == 0, "fusion: a program with a backward pass is left as it is");
+  oom_each(c.fwd, pd_program_hoist, "hoisting");
+  oom_each(c.hfwd, pd_program_fuse_rnn, "fusion");
   hcase_free(&c);
 }
 
@@ -286,7 +328,7 @@ static void test_param_products(void) {
 int main(void) {
   test_param_products();
   check("elman.pd", elman, 2, "elementwise_add.tmp_0", "Wh",
-        "mul,elementwise_add,tanh");
+        "mul,elementwise_add,tanh", 1);
   /* bx + mul(t, Wx): the add's operands are swapped (the LoD comes from X). Sequences of
    * lengths 1, 3 and 7; the step input is still read (h * t): it stays an input. */
   check("swap.pd",
@@ -301,7 +343,7 @@ int main(void) {
         "}\n"
         "cost = mean(h * h)\n",
         2, "t.tmp_0,elementwise_add.tmp_0", "U",
-        "mul,elementwise_add,tanh,elementwise_mul");
+        "mul,elementwise_add,tanh,elementwise_mul", 0);
   /* Chains of row-wise work: two products of the step, their elementwise product (rows on both
    * sides), sigmoid and scale; the memory's part stays. */
   check("chain.pd",
@@ -315,7 +357,7 @@ int main(void) {
         "    h = tanh(z + mul(h, U))\n"
         "}\n"
         "cost = mean(h)\n",
-        5, "z", "U", NULL);
+        5, "z", "U", NULL, 1);
   /* Left alone: work on the memory, an invariant minus the step rows (not commutative), and the
    * stacked output itself (a + c, invariant too). Only mul(t, W) moves. */
   check("stays.pd",
@@ -329,7 +371,7 @@ int main(void) {
         "    emit o = a + c\n"
         "}\n"
         "cost = mean(h) + mean(o * o)\n",
-        1, "a", "c", NULL);
+        1, "a", "c", NULL, 0);
   /* An if inside the loop reads a hoisted value; lookup_table inside the loop. */
   check("if_lookup.pd",
         "x = sequence([[1, 2], [3, 0, 2]], int64)\n"
@@ -347,7 +389,7 @@ int main(void) {
         "    h = tanh(g)\n"
         "}\n"
         "cost = mean(h * h)\n",
-        2, "e", "", NULL);
+        2, "e", "", NULL, 0);
   /* Nested loops over sequences of sequences: w * W leaves the inner loop's body for the outer
    * loop's (where the inner loop runs once per outer step); the outer loop's own body has
    * nothing to move (its step input is the inner loop's too) and keeps its input. */
@@ -368,7 +410,58 @@ int main(void) {
         "    emit gs = g, gws = gw\n"
         "}\n"
         "cost = mean(h) + mean(gs * gs) + mean(gws)\n",
-        1, "s.tmp_0", "W,U,V", NULL);
+        1, "s.tmp_0", "W,U,V", NULL, 0);
+  /* Fused cells: relu with one initial state per sequence (a sequence's first step), the
+   * product on the left of the add; sigmoid over sequences of lengths 1, 3 and 7. */
+  check("relu_h0.pd",
+        "x = sequence([[1, 2, 3], [4], [5, 6, 7, 8, 9]], int64)\n"
+        "emb = param([10, 3], name = \"emb\")\n"
+        "W = param([3, 3], name = \"W\")\n"
+        "U = param([3, 3], name = \"U\")\n"
+        "e = lookup_table(emb, x)\n"
+        "h = sequence_pool(e, pooltype = \"FIRST\") * 0.5\n"
+        "for (t in e) {\n"
+        "    h = relu(mul(h, U) + mul(t, W))\n"
+        "    emit hs = h\n"
+        "}\n"
+        "cost = mean(hs * hs) + mean(h)\n",
+        1, "mul.tmp_1", "U", "mul,elementwise_add,relu", 1);
+  check("sigmoid.pd",
+        "x = sequence([[1], [2, 3, 4], [5, 6, 7, 8, 9, 10, 11]]) * "
+        "param([1], init = 0.1, name = \"s\")\n"
+        "W = param([1, 3], name = \"W\")\n"
+        "U = param([3, 3], name = \"U\")\n"
+        "h = zeros([3])\n"
+        "for (t in x) {\n"
+        "    h = sigmoid(mul(t, W) + mul(h, U))\n"
+        "    emit hs = h\n"
+        "}\n"
+        "cost = mean(hs * hs)\n",
+        1, "mul.tmp_0", "U", "mul,elementwise_add,sigmoid", 1);
+  /* Not a cell the fused op computes: the bias is added after the memory's product (it stays
+   * in the loop), or the memory's product is scaled. */
+  check("bias_in_loop.pd",
+        "x = sequence([[1, 2], [3, 4, 5]]) * param([1], init = 0.5, name = \"s\")\n"
+        "W = param([1, 2], name = \"W\")\n"
+        "U = param([2, 2], name = \"U\")\n"
+        "b = param([2], name = \"b\", init = 0.1)\n"
+        "h = zeros([2])\n"
+        "for (t in x) {\n"
+        "    h = tanh(mul(h, U) + mul(t, W) + b)\n"
+        "    emit hs = h\n"
+        "}\n"
+        "cost = mean(hs * hs)\n",
+        1, "mul.tmp_1", "U,b", "mul,elementwise_add,elementwise_add,tanh", 0);
+  check("scaled.pd",
+        "x = sequence([[1, 2], [3, 4, 5]]) * param([1], init = 0.5, name = \"s\")\n"
+        "W = param([1, 2], name = \"W\")\n"
+        "U = param([2, 2], name = \"U\")\n"
+        "h = zeros([2])\n"
+        "for (t in x) {\n"
+        "    h = tanh(mul(h, U) * 0.5 + mul(t, W))\n"
+        "}\n"
+        "cost = mean(h)\n",
+        1, "mul.tmp_1", "U", NULL, 0);
   test_backward_and_oom();
   return tap_done();
 }
