@@ -404,6 +404,16 @@ static int by_len_desc(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+bool pd_seq_by_length(const int64_t *off, int64_t nseq, int64_t *order) {
+  len_idx *keys = pd_malloc(sizeof *keys * (size_t)(nseq + 1));
+  if (!keys) return false;
+  for (int64_t q = 0; q < nseq; q++) keys[q] = (len_idx){off[q + 1] - off[q], q};
+  qsort(keys, (size_t)nseq, sizeof *keys, by_len_desc);
+  for (int64_t q = 0; q < nseq; q++) order[q] = keys[q].idx;
+  pd_free(keys);
+  return true;
+}
+
 /* dst (resized to [n, row dims of src]) = rows[0..n) of src. */
 static pd_status gather_rows(const pd_exec_ctx *ctx, const pd_tensor *src, const int64_t *rows,
                              int64_t n, bool broadcast, pd_tensor *dst) {
@@ -831,19 +841,12 @@ static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p, bool declared) {
   p->off = p->lod.lod[0].offsets;
   p->sub = p->lod.lod + 1;
   p->order = pd_malloc(sizeof *p->order * (size_t)(p->nseq + 1));
-  len_idx *keys = pd_malloc(sizeof *keys * (size_t)(p->nseq + 1));
-  if (!p->order || !keys) {
-    pd_free(keys);
+  if (!p->order || !pd_seq_by_length(p->off, p->nseq, p->order)) {
     rnn_plan_free(p);
     return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
   }
-  for (int64_t q = 0; q < p->nseq; q++) {
-    keys[q] = (len_idx){seq_len(p, q), q};
+  for (int64_t q = 0; q < p->nseq; q++)
     if (seq_len(p, q) > p->maxlen) p->maxlen = seq_len(p, q);
-  }
-  qsort(keys, (size_t)p->nseq, sizeof *keys, by_len_desc);
-  for (int64_t q = 0; q < p->nseq; q++) p->order[q] = keys[q].idx;
-  pd_free(keys);
   return PD_OK;
 }
 

@@ -30,6 +30,11 @@ static int64_t int_attr(const pd_op_desc *op, const char *name, int64_t def) {
   return a->type == PD_ATTR_INT ? a->v.i : a->type == PD_ATTR_LONG ? a->v.l : def;
 }
 
+static bool bool_attr(const pd_op_desc *op, const char *name) {
+  const pd_attr *a = pd_op_attr(op, name);
+  return a && a->type == PD_ATTR_BOOLEAN && a->v.b;
+}
+
 static bool is(const char *a, const char *b) { return a && b && strcmp(a, b) == 0; }
 
 /* A var of the step block alone, of rank 2. */
@@ -38,7 +43,8 @@ static bool step_local(const pd_block *step, const char *name) {
   return d && d->type == PD_VAR_LOD_TENSOR && d->ndims == 2;
 }
 
-/* How many ops of p own block idx, and whether a block is nested in it. */
+/* Is block idx owned by exactly one op of p, with no block nested in it (and no op anywhere
+ * owning a list of blocks, which this does not follow)? */
 static bool sole_leaf_block(const pd_program *p, int idx) {
   int owners = 0;
   for (int b = 0; b < p->nblocks; b++) {
@@ -106,9 +112,7 @@ static pd_status fuse_loop(pd_block *outer, int at, const char *u, const char *h
   if (!f || pd_op_set_loc(f, op->loc) || pd_op_set_input(f, "Input", 1, &u) ||
       pd_op_set_input(f, "H0", 1, &h0) || pd_op_set_input(f, "Weight", 1, &w) ||
       pd_op_set_output(f, "Hidden", 1, &out) || pd_op_set_attr_string(f, "activation", act) ||
-      pd_op_set_attr_bool(f, "is_reverse", pd_op_attr(op, "reverse") &&
-                                               pd_op_attr(op, "reverse")->type == PD_ATTR_BOOLEAN &&
-                                               pd_op_attr(op, "reverse")->v.b))
+      pd_op_set_attr_bool(f, "is_reverse", bool_attr(op, "reverse")))
     goto nomem;
   /* Shapes the generic loop would only reject at run time (W not [H, H]) keep the loop. */
   pd_error e = {0};

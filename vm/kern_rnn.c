@@ -19,7 +19,6 @@
  * The kernels run on the host (they index rows themselves); the executor moves values there. */
 #include "config.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
@@ -47,23 +46,16 @@ static void elman_free(elman *e) {
 
 static int64_t len_of(const elman *e, int64_t s) { return e->off[s + 1] - e->off[s]; }
 
-typedef struct len_idx {
-  int64_t len, idx;
-} len_idx;
-static int longest_first(const void *a, const void *b) {
-  const len_idx *x = a, *y = b;
-  if (x->len != y->len) return x->len > y->len ? -1 : 1;
-  return x->idx < y->idx ? -1 : x->idx > y->idx;
-}
-
-/* Check the op's inputs (h: the Hidden values, for the gradient) and make the time-major plan. */
-static pd_status elman_make(pd_exec_ctx *ctx, elman *e, const pd_tensor *h) {
+/* Check the op's inputs and make the time-major plan; for the gradient (grad), also the forward
+ * values Hidden. e is ready for elman_free whatever the result. */
+static pd_status elman_make(pd_exec_ctx *ctx, elman *e, bool grad) {
   memset(e, 0, sizeof *e);
   pd_tensor_init(&e->lod);
   const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
-  const pd_tensor *h0 = pd_ctx_in(ctx, "H0");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *h = grad ? pd_ctx_in(ctx, "Hidden") : NULL;
   char a[96], b[96];
   if (!x || !w) return pd_ctx_fail(ctx, PD_EINVAL, "Input and Weight must be given");
+  if (grad && !h) return pd_ctx_fail(ctx, PD_EINVAL, "Hidden (the forward values) must be given");
   if (x->ndims != 2 || x->nlod != 1)
     return pd_ctx_fail(ctx, PD_ESHAPE, "Input must be a batch of sequences of rows ([T, H], one "
                                        "LoD level); it is %s with %d LoD levels",
@@ -109,18 +101,11 @@ static pd_status elman_make(pd_exec_ctx *ctx, elman *e, const pd_tensor *h) {
   e->off = e->lod.lod[0].offsets;
   for (int64_t s = 0; s < e->nseq; s++)
     if (len_of(e, s) > e->maxlen) e->maxlen = len_of(e, s);
-  len_idx *keys = pd_malloc(sizeof *keys * (size_t)(e->nseq + 1));
   e->order = pd_malloc(sizeof *e->order * (size_t)(e->nseq + 1));
   e->koff = pd_malloc(sizeof *e->koff * (size_t)(e->maxlen + 1));
   e->row = pd_malloc(sizeof *e->row * (size_t)(e->total + 1));
-  if (!keys || !e->order || !e->koff || !e->row) {
-    pd_free(keys);
+  if (!e->order || !e->koff || !e->row || !pd_seq_by_length(e->off, e->nseq, e->order))
     return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  }
-  for (int64_t s = 0; s < e->nseq; s++) keys[s] = (len_idx){len_of(e, s), s};
-  qsort(keys, (size_t)e->nseq, sizeof *keys, longest_first);
-  for (int64_t s = 0; s < e->nseq; s++) e->order[s] = keys[s].idx;
-  pd_free(keys);
   bool rev = pd_ctx_attr_bool(ctx, "is_reverse");
   int64_t i = 0, n = e->nseq;
   for (int64_t k = 0; k < e->maxlen; k++) {
@@ -170,7 +155,7 @@ static pd_status gemm(const pd_exec_ctx *ctx, const elman *e, bool ta, bool tb, 
 
 pd_status pd_kernel_elman_rnn(pd_exec_ctx *ctx) {
   elman e;
-  pd_status st = elman_make(ctx, &e, NULL);
+  pd_status st = elman_make(ctx, &e, false);
   pd_tensor *out = pd_ctx_out(ctx, "Hidden");
   const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
   const pd_tensor *h0 = pd_ctx_in(ctx, "H0");
@@ -217,9 +202,7 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx = pd_ctx_out(ctx, "Input@GRAD"), *dw = pd_ctx_out(ctx, "Weight@GRAD");
   pd_tensor *dh0 = h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL;
   elman e;
-  pd_status st = h ? elman_make(ctx, &e, h)
-                   : (memset(&e, 0, sizeof e), pd_tensor_init(&e.lod),
-                      pd_ctx_fail(ctx, PD_EINVAL, "Hidden (the forward values) must be given"));
+  pd_status st = elman_make(ctx, &e, true);
   char *hs = NULL, *d = NULL, *carry = NULL, *prev = NULL;
   const pd_tensor *ins[] = {x, w, h0, h, dh};
   for (size_t i = 0; i < sizeof ins / sizeof ins[0] && !st; i++)
@@ -235,9 +218,10 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
   hs = pd_k_host_alloc(rb * (size_t)e.total + 1);
   d = pd_k_host_alloc(rb * (size_t)e.total + 1);
   carry = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
-  /* prev: H0's rows (all sequences', before step 1's overwrite the unused ones) then the steps' */
-  prev = pd_k_host_alloc(rb * (size_t)(e.total > e.nseq ? e.total : e.nseq) + 1);
-  if (!hs || !d || !carry || !prev) {
+  /* prev (for Weight's gradient): H0's rows (all sequences', before step 1's overwrite the
+   * unused ones), then the steps' */
+  if (dw) prev = pd_k_host_alloc(rb * (size_t)(e.total > e.nseq ? e.total : e.nseq) + 1);
+  if (!hs || !d || !carry || (dw && !prev)) {
     st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
     goto out;
   }

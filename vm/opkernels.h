@@ -19,4 +19,9 @@
 #include "vm/gradlist.h"
 #undef PD_GRAD
 
+/* The order in which the loop kernels (recurrent, elman_rnn: exec_control.c, kern_rnn.c) run a
+ * batch of sequences, sequence s being offsets off[s] .. off[s + 1]: by length, longest first,
+ * then by index. order receives nseq indices; false when out of memory. */
+bool pd_seq_by_length(const int64_t *off, int64_t nseq, int64_t *order);
+
 #endif /* PD_OPKERNELS_H */

@@ -703,6 +703,25 @@ static void elman_ref(const char *act, bool rev, const double *u, const int64_t 
   }
 }
 
+/* elman_rnn on Input u [6, 3] (LoD off, or declared with one level but given none when off is
+ * NULL), Weight of shape wshape and H0 of shape h0shape (none when NULL) fails with a shape error
+ * whose message holds `part`. */
+static void elman_fails(const double *u, const int64_t *off, const char *wshape,
+                        const char *h0shape, const char *part, const char *what) {
+  double v[12];
+  fill_distinct(v, 12, 1);
+  rt r;
+  rt_init(&r);
+  rt_in_f64(&r, "u", "[6, 3]", u);
+  if (off) rt_lod(&r, "u", 5, off);
+  else decl_lod(r.f.b, "u", PD_FP64, "[6, 3]", 1);
+  rt_in_f64(&r, "w", wshape, v);
+  if (h0shape) rt_in_f64(&r, "h0", h0shape, v);
+  rt_op(&r, "elman_rnn", h0shape ? "Input=u H0=h0 Weight=w" : "Input=u Weight=w", "Hidden=h");
+  rt_fails(&r, PD_ESHAPE, part, what);
+  rt_free(&r);
+}
+
 /* elman_rnn over four sequences of lengths 2, 0, 3 and 1 (one empty), hidden 3: each activation,
  * forwards and reversed, with H0 shared, one row per sequence, or absent; the values against
  * elman_ref, the gradients of Input, H0 and Weight against finite differences. Then fp32, and
@@ -761,28 +780,11 @@ static void test_elman_rnn(void) {
   if (rt_ok(&r, "elman_rnn fp32")) rt_expect(rt_get(&r, "h"), 18, want, 1e-5, "elman_rnn fp32");
   rt_free(&r);
   /* Errors. */
-  rt_init(&r);
-  rt_in_f64(&r, "u", "[6, 3]", u);
-  rt_lod(&r, "u", 5, off);
-  rt_in_f64(&r, "w", "[3, 2]", w);
-  rt_op(&r, "elman_rnn", "Input=u Weight=w", "Hidden=h");
-  rt_fails(&r, PD_ESHAPE, "Weight must be [H, H] with Input's H", "elman_rnn: Weight [3, 2]");
-  rt_free(&r);
-  rt_init(&r);
-  rt_in_f64(&r, "u", "[6, 3]", u);
-  rt_lod(&r, "u", 5, off);
-  rt_in_f64(&r, "w", "[3, 3]", w);
-  rt_in_f64(&r, "h0", "[3, 3]", h0);
-  rt_op(&r, "elman_rnn", "Input=u H0=h0 Weight=w", "Hidden=h");
-  rt_fails(&r, PD_ESHAPE, "or [4, 3] (one per sequence)", "elman_rnn: H0 [3, 3] for 4 sequences");
-  rt_free(&r);
-  rt_init(&r);
-  rt_in_f64(&r, "u", "[6, 3]", u);
-  decl_lod(r.f.b, "u", PD_FP64, "[6, 3]", 1);
-  rt_in_f64(&r, "w", "[3, 3]", w);
-  rt_op(&r, "elman_rnn", "Input=u Weight=w", "Hidden=h");
-  rt_fails(&r, PD_ESHAPE, "one LoD level", "elman_rnn: Input without LoD");
-  rt_free(&r);
+  elman_fails(u, off, "[3, 2]", NULL, "Weight must be [H, H] with Input's H",
+              "elman_rnn: Weight [3, 2]");
+  elman_fails(u, off, "[3, 3]", "[3, 3]", "or [4, 3] (one per sequence)",
+              "elman_rnn: H0 [3, 3] for 4 sequences");
+  elman_fails(u, NULL, "[3, 3]", NULL, "one LoD level", "elman_rnn: Input without LoD");
 }
 
 int main(void) {
