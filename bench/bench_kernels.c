@@ -2,7 +2,9 @@
  * fully-connected shapes through the kernel table, conv2d forward on LeNet shapes through the
  * kernel table, and an elementwise op followed by a GEMM, which shows whether the pool's idle
  * threads steal cores from the GEMM that follows (kernels/cpu/pool.c), and the
- * convolution and pooling kernels of a LeNet training step (the best of 50 calls each).
+ * convolution and pooling kernels of a LeNet training step, and the output layer's backward
+ * kernels of bench_rnn.sh's model, each alone and right after the softmax gradient (the best of
+ * 50 calls each).
  * Usage: bench/bench_kernels [seconds per measurement, default 0.3]. */
 #include "config.h"
 #include "kernels/kernels.h"
@@ -150,6 +152,74 @@ static void bench_lenet(void) {
   printf("lenet conv + pool kernels of one step: %.1f us\n", total * 1e6);
 }
 
+/* The backward pass of bench_rnn.sh's output layer: states [1600, 32], weights [32, 256]. */
+typedef struct outgrad_job {
+  int which;      /* reader: 0 none, 1 the bias gradient, 2 dX, 3 dW */
+  bool softmax;   /* run the softmax gradient first */
+  float *sm, *dloss, *dlogits, *h, *w, *db, *dh, *dw;
+  int64_t *label;
+} outgrad_job;
+
+enum { OG_ROWS = 1600, OG_HID = 32, OG_CLASSES = 256 };
+
+static void run_outgrad(void *ctx) {
+  outgrad_job *j = ctx;
+  const pd_k_backend *k = pd_k_cpu();
+  int64_t dims[] = {OG_ROWS, OG_CLASSES};
+  pd_status st = PD_OK;
+  if (j->softmax)
+    st = k->softmax_xent_grad(PD_FP32, OG_ROWS, OG_CLASSES, j->sm, false, j->label, -100,
+                              j->dloss, j->dlogits);
+  if (!st && j->which == 1)
+    st = k->reduce(PD_K_RSUM, PD_FP32, 2, dims, j->dlogits, 1, (int[]){0}, j->db);
+  if (!st && j->which == 2)
+    st = k->gemm(PD_FP32, false, true, OG_ROWS, OG_HID, OG_CLASSES, 1.0, j->dlogits, OG_CLASSES,
+                 j->w, OG_CLASSES, 0.0, j->dh, OG_HID);
+  if (!st && j->which == 3)
+    st = k->gemm(PD_FP32, true, false, OG_HID, OG_CLASSES, OG_ROWS, 1.0, j->h, OG_HID,
+                 j->dlogits, OG_CLASSES, 0.0, j->dw, OG_CLASSES);
+  if (st) {
+    fprintf(stderr, "bench_kernels: an output layer kernel failed\n");
+    exit(1);
+  }
+}
+
+/* The softmax gradient writes its rows split across the threads; the bias gradient (a column
+ * sum), dX and dW then read them. Each reader is timed alone (its input where its last call
+ * left it) and right after the softmax gradient: the difference is the cost of reading rows
+ * that another core wrote (reduce_t.h's row chunks and gemm.c's K split keep it small). Best of
+ * 50 calls each. */
+static void bench_outgrad(void) {
+  outgrad_job j = {0};
+  size_t nl = (size_t)OG_ROWS * OG_CLASSES;
+  j.sm = randf(nl), j.dlogits = randf(nl), j.dloss = randf(OG_ROWS);
+  j.h = randf((size_t)OG_ROWS * OG_HID), j.dh = randf((size_t)OG_ROWS * OG_HID);
+  j.w = randf((size_t)OG_HID * OG_CLASSES), j.dw = randf((size_t)OG_HID * OG_CLASSES);
+  j.db = randf(OG_CLASSES);
+  j.label = pd_k_host_alloc(OG_ROWS * sizeof *j.label);
+  if (!j.label) {
+    fprintf(stderr, "bench_kernels: out of memory\n");
+    exit(1);
+  }
+  for (int i = 0; i < OG_ROWS; i++) j.label[i] = i % OG_CLASSES;
+  j.softmax = true;
+  double sg = best_of(run_outgrad, &j, 50);
+  printf("output layer backward [%d, %d] x [%d, %d]: softmax gradient %.1f us\n", OG_ROWS,
+         OG_HID, OG_HID, OG_CLASSES, sg * 1e6);
+  const char *names[] = {"", "bias gradient", "dX", "dW"};
+  for (j.which = 1; j.which <= 3; j.which++) {
+    j.softmax = false;
+    double alone = best_of(run_outgrad, &j, 50);
+    j.softmax = true;
+    double after = best_of(run_outgrad, &j, 50) - sg;
+    printf("  %-14s alone %8.1f us, right after the softmax gradient %8.1f us\n",
+           names[j.which], alone * 1e6, after * 1e6);
+  }
+  pd_k_host_free(j.sm), pd_k_host_free(j.dlogits), pd_k_host_free(j.dloss);
+  pd_k_host_free(j.h), pd_k_host_free(j.dh), pd_k_host_free(j.w), pd_k_host_free(j.dw);
+  pd_k_host_free(j.db), pd_k_host_free(j.label);
+}
+
 typedef struct mixed_job {
   gemm_job g;
   float *big;
@@ -204,6 +274,7 @@ int main(int argc, char **argv) {
   }
 
   bench_lenet();
+  bench_outgrad();
 
   mixed_job m = {{256, 256, 784, NULL, NULL, NULL}, NULL, 1 << 20};
   m.g.a = randf(256 * 784);

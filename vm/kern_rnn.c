@@ -14,6 +14,9 @@
  * the previous step's block, and each step is one GEMM of [running, H] by [H, H] into rows that
  * already hold u. The gradient walks the steps back, each one elementwise product with act' (read
  * from h) and one GEMM by W^T; the weight's gradient is one GEMM over all steps at the end.
+ * When every sequence has the same length L, step k's rows are every L-th row of Input's own
+ * layout, and the GEMMs work on them in place with a row stride: no time-major copies, and the
+ * carried gradient is added by the GEMM itself.
  * Values and gradients equal those of the unfused loop up to the order of floating-point sums.
  *
  * The kernels run on the host (they index rows themselves); the executor moves values there. */
@@ -35,6 +38,8 @@ typedef struct elman {
   int64_t *koff;           /* step k is time-major rows koff[k] .. koff[k + 1] - 1 */
   int64_t *row;            /* time-major row i is row row[i] of Input */
   bool shared;             /* H0 is one row for every sequence */
+  bool uniform;            /* every sequence has maxlen > 0 elements (and hid > 0): strided */
+  bool rev;                /* is_reverse */
 } elman;
 
 static void elman_free(elman *e) {
@@ -106,7 +111,8 @@ static pd_status elman_make(pd_exec_ctx *ctx, elman *e, bool grad) {
   e->row = pd_malloc(sizeof *e->row * (size_t)(e->total + 1));
   if (!e->order || !e->koff || !e->row || !pd_seq_by_length(e->off, e->nseq, e->order))
     return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  bool rev = pd_ctx_attr_bool(ctx, "is_reverse");
+  bool rev = e->rev = pd_ctx_attr_bool(ctx, "is_reverse");
+  e->uniform = e->nseq > 0 && e->maxlen > 0 && e->hid > 0 && e->total == e->nseq * e->maxlen;
   int64_t i = 0, n = e->nseq;
   for (int64_t k = 0; k < e->maxlen; k++) {
     while (n > 0 && len_of(e, e->order[n - 1]) <= k) n--;
@@ -146,11 +152,94 @@ static void initial_rows(const elman *e, const pd_tensor *h0, char *dst) {
     memcpy(dst + (size_t)r * rb, src + (e->shared ? 0 : (size_t)e->order[r] * rb), rb);
 }
 
+static pd_status gemm_ld(const pd_exec_ctx *ctx, const elman *e, bool ta, bool tb, int64_t m,
+                         int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                         double beta, void *c, int64_t ldc) {
+  return pd_ctx_check(ctx, ctx->k->gemm(e->dt, ta, tb, m, n, k, 1.0, a, lda, b, tb ? k : n, beta,
+                                        c, ldc),
+                      "gemm");
+}
+
 static pd_status gemm(const pd_exec_ctx *ctx, const elman *e, bool ta, bool tb, int64_t m,
                       int64_t n, int64_t k, const void *a, const void *b, double beta, void *c) {
-  return pd_ctx_check(ctx, ctx->k->gemm(e->dt, ta, tb, m, n, k, 1.0, a, ta ? m : k, b,
-                                        tb ? k : n, beta, c, n),
-                      "gemm");
+  return gemm_ld(ctx, e, ta, tb, m, n, k, a, ta ? m : k, b, beta, c, n);
+}
+
+/* ---- Sequences of one length L (a text cut into equal pieces, a padded batch): step k's rows,
+ * element t of every sequence (t = k, or L - 1 - k reversed), are every L-th row from row t,
+ * so the GEMMs read and write them in place with a row stride of L rows: no time-major copies.
+ * The sorted order is the LoD's (pd_seq_by_length breaks ties by index), as H0's rows are. ---- */
+static int64_t elem_at(const elman *e, int64_t k) { return e->rev ? e->maxlen - 1 - k : k; }
+
+/* y = act(y) on step k's rows. */
+static pd_status act_rows(const pd_exec_ctx *ctx, const elman *e, int64_t k, char *y) {
+  size_t rb = (size_t)e->hid * e->es, stride = rb * (size_t)e->maxlen;
+  size_t off = (size_t)elem_at(e, k) * rb;
+  pd_status st = PD_OK;
+  for (int64_t s = 0; s < e->nseq && !st; s++, off += stride)
+    st = ctx->k->unary(e->act, e->dt, e->hid, y + off, y + off);
+  return pd_ctx_check(ctx, st, "activation");
+}
+
+/* d *= act' (read from the states h) on step k's rows. */
+static pd_status act_grad_rows(const pd_exec_ctx *ctx, const elman *e, int64_t k, const char *h,
+                               char *d) {
+  size_t rb = (size_t)e->hid * e->es, stride = rb * (size_t)e->maxlen;
+  size_t off = (size_t)elem_at(e, k) * rb;
+  pd_status st = PD_OK;
+  for (int64_t s = 0; s < e->nseq && !st; s++, off += stride)
+    st = ctx->k->unary_grad(e->act, e->dt, e->hid, NULL, h + off, d + off, d + off);
+  return pd_ctx_check(ctx, st, "activation gradient");
+}
+
+/* Hidden (already holding Input) becomes the states, step by step. */
+static pd_status forward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
+                                 const char *init, char *hid) {
+  size_t rb = (size_t)e->hid * e->es;
+  int64_t ld = e->hid * e->maxlen;
+  pd_status st = PD_OK;
+  for (int64_t k = 0; k < e->maxlen && !st; k++) {
+    char *cur = hid + (size_t)elem_at(e, k) * rb;
+    const char *prev = k ? hid + (size_t)elem_at(e, k - 1) * rb : init;
+    st = gemm_ld(ctx, e, false, false, e->nseq, e->hid, e->hid, prev, k ? ld : e->hid, w, 1.0,
+                 cur, ld);
+    if (!st) st = act_rows(ctx, e, k, hid);
+  }
+  return st;
+}
+
+/* d (holding Hidden@GRAD) becomes the pre-activation gradients: step k's rows get act', then
+ * add their product by W^T into step k - 1's rows (the carry); step 0's product goes to carry
+ * (for H0's gradient) when want_carry. */
+static pd_status backward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
+                                  const char *h, char *d, char *carry, bool want_carry) {
+  size_t rb = (size_t)e->hid * e->es;
+  int64_t ld = e->hid * e->maxlen;
+  pd_status st = PD_OK;
+  for (int64_t k = e->maxlen - 1; k >= 0 && !st; k--) {
+    size_t off = (size_t)elem_at(e, k) * rb;
+    st = act_grad_rows(ctx, e, k, h, d);
+    if (!st && k > 0)
+      st = gemm_ld(ctx, e, false, true, e->nseq, e->hid, e->hid, d + off, ld, w, 1.0,
+                   d + (size_t)elem_at(e, k - 1) * rb, ld);
+    else if (!st && want_carry)
+      st = gemm_ld(ctx, e, false, true, e->nseq, e->hid, e->hid, d + off, ld, w, 0.0, carry,
+                   e->hid);
+  }
+  return st;
+}
+
+/* prev = each row's previous state (H0's row at a sequence's first step), in Input's order. */
+static void prev_uniform(const elman *e, const char *h, const char *init, char *prev) {
+  size_t rb = (size_t)e->hid * e->es, seq = rb * (size_t)e->maxlen;
+  size_t first = (size_t)elem_at(e, 0) * rb;
+  for (int64_t s = 0; s < e->nseq; s++) {
+    char *p = prev + (size_t)s * seq;
+    const char *q = h + (size_t)s * seq;
+    if (e->rev) memcpy(p, q + rb, seq - rb);
+    else memcpy(p + rb, q, seq - rb);
+    memcpy(p + first, init + (size_t)s * rb, rb);
+  }
 }
 
 pd_status pd_kernel_elman_rnn(pd_exec_ctx *ctx) {
@@ -164,14 +253,22 @@ pd_status pd_kernel_elman_rnn(pd_exec_ctx *ctx) {
     st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be a var of its own");
   if (st) goto out;
   size_t rb = (size_t)e.hid * e.es;
-  tm = pd_k_host_alloc(rb * (size_t)e.total + 1);
+  if (!e.uniform) tm = pd_k_host_alloc(rb * (size_t)e.total + 1);
   init = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
-  if (!tm || !init) {
+  if ((!e.uniform && !tm) || !init) {
     st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
     goto out;
   }
-  to_time_major(&e, tm, pd_tensor_data(x));
   initial_rows(&e, h0, init);
+  if (e.uniform) {
+    if (!(st = pd_ctx_resize(ctx, out, e.dt, 2, x->dims)) &&
+        !(st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, &e.lod), "lod"))) {
+      memcpy(pd_tensor_data(out), pd_tensor_data(x), rb * (size_t)e.total);
+      st = forward_uniform(ctx, &e, pd_tensor_data(w), init, pd_tensor_data(out));
+    }
+    goto out;
+  }
+  to_time_major(&e, tm, pd_tensor_data(x));
   for (int64_t k = 0; k < e.maxlen && !st; k++) {
     int64_t n = running(&e, k);
     char *cur = tm + (size_t)e.koff[k] * rb;
@@ -190,6 +287,41 @@ out:
   return st;
 }
 
+/* H0's gradient from carry, step 0's rows times W^T (in the sorted order): scattered back to
+ * H0's rows, or summed when H0 is one shared row. */
+static pd_status h0_grad(const pd_exec_ctx *ctx, const elman *e, const pd_tensor *h0,
+                         pd_tensor *dh0, const char *carry) {
+  if (!dh0) return PD_OK;
+  pd_status st = pd_ctx_resize(ctx, dh0, e->dt, h0->ndims, h0->dims);
+  if (st) return st;
+  size_t rb = (size_t)e->hid * e->es;
+  memset(pd_tensor_data(dh0), 0, pd_tensor_nbytes(dh0));
+  int64_t n0 = e->maxlen ? running(e, 0) : 0;
+  for (int64_t r = 0; r < n0; r++) {
+    const char *src = carry + (size_t)r * rb;
+    if (!e->shared) {
+      memcpy((char *)pd_tensor_data(dh0) + (size_t)e->order[r] * rb, src, rb);
+      continue;
+    }
+    for (int64_t j = 0; j < e->hid; j++) {
+      if (e->dt == PD_FP32) PD_TENSOR_F32(dh0)[j] += ((const float *)src)[j];
+      else PD_TENSOR_F64(dh0)[j] += ((const double *)src)[j];
+    }
+  }
+  return PD_OK;
+}
+
+/* Weight's gradient: prev^T d over all rows (both in the same row order). */
+static pd_status weight_grad(const pd_exec_ctx *ctx, const elman *e, const pd_tensor *w,
+                             pd_tensor *dw, const char *prev, const char *d) {
+  pd_status st = pd_ctx_resize(ctx, dw, e->dt, 2, w->dims);
+  if (st) return st;
+  if (e->total > 0 && e->hid > 0)
+    return gemm(ctx, e, true, false, e->hid, e->hid, e->total, prev, d, 0.0, pd_tensor_data(dw));
+  memset(pd_tensor_data(dw), 0, pd_tensor_nbytes(dw));
+  return PD_OK;
+}
+
 /* dH = Hidden@GRAD (zero where absent); going back from the last step, the gradient d of step
  * k's pre-activation is (dH_k + d_k+1 W^T on the rows still running at k + 1) * act'(h_k); it
  * is Input's gradient, d_0 W^T is H0's (summed over the sequences when H0 is shared), and
@@ -203,7 +335,7 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
   pd_tensor *dh0 = h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL;
   elman e;
   pd_status st = elman_make(ctx, &e, true);
-  char *hs = NULL, *d = NULL, *carry = NULL, *prev = NULL;
+  char *hs = NULL, *d = NULL, *carry = NULL, *prev = NULL, *init = NULL;
   const pd_tensor *ins[] = {x, w, h0, h, dh};
   for (size_t i = 0; i < sizeof ins / sizeof ins[0] && !st; i++)
     if (ins[i] && (ins[i] == dx || ins[i] == dw || ins[i] == dh0))
@@ -215,14 +347,38 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
   }
   if (st) goto out;
   size_t rb = (size_t)e.hid * e.es;
-  hs = pd_k_host_alloc(rb * (size_t)e.total + 1);
-  d = pd_k_host_alloc(rb * (size_t)e.total + 1);
+  /* uniform: the gradients are worked out in dx's storage (d only when dx is not wanted), and
+   * hs is not needed (Hidden is read in place) */
+  if (e.uniform && dx) {
+    if ((st = pd_ctx_resize(ctx, dx, e.dt, 2, x->dims)) ||
+        (st = pd_ctx_check(ctx, pd_tensor_copy_lod(dx, &e.lod), "lod")))
+      goto out;
+  } else {
+    d = pd_k_host_alloc(rb * (size_t)e.total + 1);
+  }
+  if (!e.uniform) hs = pd_k_host_alloc(rb * (size_t)e.total + 1);
   carry = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
   /* prev (for Weight's gradient): H0's rows (all sequences', before step 1's overwrite the
-   * unused ones), then the steps' */
+   * unused ones), then the steps'; uniform: H0's rows in init */
   if (dw) prev = pd_k_host_alloc(rb * (size_t)(e.total > e.nseq ? e.total : e.nseq) + 1);
-  if (!hs || !d || !carry || (dw && !prev)) {
+  if (dw && e.uniform) init = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
+  if ((!e.uniform && !hs) || (!d && !(e.uniform && dx)) || !carry || (dw && !prev) ||
+      (dw && e.uniform && !init)) {
     st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  if (e.uniform) {
+    char *dd = d ? d : pd_tensor_data(dx);
+    if (dh) memcpy(dd, pd_tensor_data(dh), rb * (size_t)e.total);
+    else memset(dd, 0, rb * (size_t)e.total);
+    st = backward_uniform(ctx, &e, pd_tensor_data(w), pd_tensor_data(h), dd, carry,
+                          dh0 != NULL);
+    if (!st && dw) {
+      initial_rows(&e, h0, init);
+      prev_uniform(&e, pd_tensor_data(h), init, prev);
+    }
+    if (st || (st = h0_grad(ctx, &e, h0, dh0, carry))) goto out;
+    if (dw) st = weight_grad(ctx, &e, w, dw, prev, dd);
     goto out;
   }
   to_time_major(&e, hs, pd_tensor_data(h));
@@ -250,35 +406,17 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
       goto out;
     from_time_major(&e, pd_tensor_data(dx), d);
   }
-  if (dh0) {
-    if ((st = pd_ctx_resize(ctx, dh0, e.dt, h0->ndims, h0->dims))) goto out;
-    memset(pd_tensor_data(dh0), 0, pd_tensor_nbytes(dh0));
-    int64_t n0 = e.maxlen ? running(&e, 0) : 0;
-    for (int64_t r = 0; r < n0; r++) {
-      const char *src = carry + (size_t)r * rb;
-      if (!e.shared) {
-        memcpy((char *)pd_tensor_data(dh0) + (size_t)e.order[r] * rb, src, rb);
-        continue;
-      }
-      for (int64_t j = 0; j < e.hid; j++) {
-        if (e.dt == PD_FP32) PD_TENSOR_F32(dh0)[j] += ((const float *)src)[j];
-        else PD_TENSOR_F64(dh0)[j] += ((const double *)src)[j];
-      }
-    }
-  }
+  if ((st = h0_grad(ctx, &e, h0, dh0, carry))) goto out;
   if (dw) {
     /* The previous states, time-major: step k's first rows of step k - 1, H0's at step 0. */
     if (e.maxlen) initial_rows(&e, h0, prev);
     for (int64_t k = 1; k < e.maxlen; k++)
       memcpy(prev + (size_t)e.koff[k] * rb, hs + (size_t)e.koff[k - 1] * rb,
              (size_t)running(&e, k) * rb);
-    if ((st = pd_ctx_resize(ctx, dw, e.dt, 2, w->dims))) goto out;
-    if (e.total > 0 && e.hid > 0)
-      st = gemm(ctx, &e, true, false, e.hid, e.hid, e.total, prev, d, 0.0, pd_tensor_data(dw));
-    else
-      memset(pd_tensor_data(dw), 0, pd_tensor_nbytes(dw));
+    st = weight_grad(ctx, &e, w, dw, prev, d);
   }
 out:
+  pd_k_host_free(init);
   pd_k_host_free(hs);
   pd_k_host_free(d);
   pd_k_host_free(carry);

@@ -10,6 +10,7 @@
 
 #define MAX_CHUNKS 64  /* partial sums of a full reduction */
 #define COL_BLOCK 64   /* accumulators per column block of a [k1, r, k2] reduction */
+#define ROWS_SCRATCH ((int64_t)1 << 20)  /* bytes of partial results of a row-chunked one */
 
 /* The reduction's layout after dropping size-1 dims and merging neighbours of one kind. */
 typedef struct reduce_job {

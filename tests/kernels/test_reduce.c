@@ -31,6 +31,9 @@ static const rcase rcases[] = {
     {"[300,200] axis 1 (threads)", 2, {300, 200}, 1, {1}},
     {"[300,200] axis 0 (threads)", 2, {300, 200}, 1, {0}},
     {"[300,400] all (chunks)", 2, {300, 400}, 0, {0}},
+    {"[1600,256] axis 0 (row chunks)", 2, {1600, 256}, 1, {0}},
+    {"[40000,3] axis 0 (row chunks, narrow)", 2, {40000, 3}, 1, {0}},
+    {"[2,1600,256] axis 1 (column blocks)", 3, {2, 1600, 256}, 1, {1}},
 };
 
 static void reduced_mask(const rcase *c, bool *red) {

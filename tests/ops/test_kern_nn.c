@@ -722,32 +722,44 @@ static void elman_fails(const double *u, const int64_t *off, const char *wshape,
   rt_free(&r);
 }
 
-/* elman_rnn over four sequences of lengths 2, 0, 3 and 1 (one empty), hidden 3: each activation,
- * forwards and reversed, with H0 shared, one row per sequence, or absent; the values against
- * elman_ref, the gradients of Input, H0 and Weight against finite differences. Then fp32, and
- * the errors: Weight not [H, H], H0 of the wrong number of rows, Input without LoD. */
+/* elman_rnn, hidden 3, on six rows as four sequences of lengths 2, 0, 3 and 1 (one empty:
+ * the time-major path), as two of length 3 and as one of 6 (the strided path for sequences of
+ * one length): each activation, forwards and reversed, with H0 shared, one row per sequence,
+ * or absent; the values against elman_ref, the gradients of Input, H0 and Weight against
+ * finite differences. Then fp32 on both paths, and the errors: Weight not [H, H], H0 of the
+ * wrong number of rows, Input without LoD. */
 static void test_elman_rnn(void) {
   int64_t off[] = {0, 2, 2, 5, 6};
+  const struct {
+    int nseq;
+    int64_t off[5];
+    const char *h0shape, *name;
+  } lay[] = {{4, {0, 2, 2, 5, 6}, "[4, 3]", "lengths 2 0 3 1"},
+             {2, {0, 3, 6}, "[2, 3]", "lengths 3 3"},
+             {1, {0, 6}, "[1, 3]", "length 6"}};
   double u[18], w[9], h0[12], want[18];
   fill_distinct(u, 18, 5);
   fill_distinct(w, 9, 2);
   fill_distinct(h0, 12, 7);
   for (int i = 0; i < 9; i++) w[i] *= 0.8;
   const char *acts[] = {"tanh", "relu", "sigmoid"};
+  for (size_t l = 0; l < PD_ARRAY_LEN(lay); l++)
   for (int a = 0; a < 3; a++)
     for (int rev = 0; rev < 2; rev++)
       for (int mode = 0; mode < 3; mode++) { /* H0: per sequence, shared, absent */
-        char what[96];
-        snprintf(what, sizeof what, "elman_rnn %s%s, H0 %s", acts[a], rev ? " reversed" : "",
+        char what[128];
+        snprintf(what, sizeof what, "elman_rnn %s %s%s, H0 %s", lay[l].name, acts[a],
+                 rev ? " reversed" : "",
                  mode == 0 ? "per sequence" : mode == 1 ? "shared" : "absent");
-        elman_ref(acts[a], rev, u, off, 4, 3, mode < 2 ? h0 : NULL, mode == 1, w, want);
+        elman_ref(acts[a], rev, u, lay[l].off, lay[l].nseq, 3, mode < 2 ? h0 : NULL, mode == 1,
+                  w, want);
         for (int pass = 0; pass < 2; pass++) {
           rt r;
           rt_init(&r);
           rt_in_f64(&r, "u", "[6, 3]", u);
-          rt_lod(&r, "u", 5, off);
+          rt_lod(&r, "u", lay[l].nseq + 1, lay[l].off);
           rt_in_f64(&r, "w", "[3, 3]", w);
-          if (mode == 0) rt_in_f64(&r, "h0", "[4, 3]", h0);
+          if (mode == 0) rt_in_f64(&r, "h0", lay[l].h0shape, h0);
           if (mode == 1) rt_in_f64(&r, "h0", "[3]", h0);
           pd_op_desc *op = rt_op(&r, "elman_rnn", mode < 2 ? "Input=u H0=h0 Weight=w"
                                                            : "Input=u Weight=w", "Hidden=h");
@@ -758,7 +770,8 @@ static void test_elman_rnn(void) {
           } else if (rt_ok(&r, what)) {
             const pd_tensor *h = rt_get(&r, "h");
             rt_expect(h, 18, want, 1e-14, what);
-            ok(h && h->nlod == 1 && h->lod[0].n == 5 && h->lod[0].offsets[3] == 5,
+            ok(h && h->nlod == 1 && h->lod[0].n == lay[l].nseq + 1 &&
+                   h->lod[0].offsets[1] == lay[l].off[1],
                "%s: Hidden has Input's LoD", what);
           }
           rt_free(&r);
@@ -769,16 +782,20 @@ static void test_elman_rnn(void) {
   to_f32(u, uf, 18);
   to_f32(w, wf, 9);
   to_f32(h0, hf, 12);
-  elman_ref("tanh", false, u, off, 4, 3, h0, false, w, want);
-  rt r;
-  rt_init(&r);
-  rt_in_f32(&r, "u", "[6, 3]", uf);
-  rt_lod(&r, "u", 5, off);
-  rt_in_f32(&r, "w", "[3, 3]", wf);
-  rt_in_f32(&r, "h0", "[4, 3]", hf);
-  rt_op(&r, "elman_rnn", "Input=u H0=h0 Weight=w", "Hidden=h");
-  if (rt_ok(&r, "elman_rnn fp32")) rt_expect(rt_get(&r, "h"), 18, want, 1e-5, "elman_rnn fp32");
-  rt_free(&r);
+  for (size_t l = 0; l < 2; l++) {
+    char what[64];
+    snprintf(what, sizeof what, "elman_rnn fp32 %s", lay[l].name);
+    elman_ref("tanh", false, u, lay[l].off, lay[l].nseq, 3, h0, false, w, want);
+    rt r;
+    rt_init(&r);
+    rt_in_f32(&r, "u", "[6, 3]", uf);
+    rt_lod(&r, "u", lay[l].nseq + 1, lay[l].off);
+    rt_in_f32(&r, "w", "[3, 3]", wf);
+    rt_in_f32(&r, "h0", lay[l].h0shape, hf);
+    rt_op(&r, "elman_rnn", "Input=u H0=h0 Weight=w", "Hidden=h");
+    if (rt_ok(&r, what)) rt_expect(rt_get(&r, "h"), 18, want, 1e-5, what);
+    rt_free(&r);
+  }
   /* Errors. */
   elman_fails(u, off, "[3, 2]", NULL, "Weight must be [H, H] with Input's H",
               "elman_rnn: Weight [3, 2]");
