@@ -335,7 +335,7 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
   pd_tensor *dh0 = h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL;
   elman e;
   pd_status st = elman_make(ctx, &e, true);
-  char *hs = NULL, *d = NULL, *carry = NULL, *prev = NULL, *init = NULL;
+  char *hs = NULL, *d = NULL, *carry = NULL, *prev = NULL;
   const pd_tensor *ins[] = {x, w, h0, h, dh};
   for (size_t i = 0; i < sizeof ins / sizeof ins[0] && !st; i++)
     if (ins[i] && (ins[i] == dx || ins[i] == dw || ins[i] == dh0))
@@ -359,11 +359,9 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
   if (!e.uniform) hs = pd_k_host_alloc(rb * (size_t)e.total + 1);
   carry = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
   /* prev (for Weight's gradient): H0's rows (all sequences', before step 1's overwrite the
-   * unused ones), then the steps'; uniform: H0's rows in init */
+   * unused ones), then the steps' */
   if (dw) prev = pd_k_host_alloc(rb * (size_t)(e.total > e.nseq ? e.total : e.nseq) + 1);
-  if (dw && e.uniform) init = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
-  if ((!e.uniform && !hs) || (!d && !(e.uniform && dx)) || !carry || (dw && !prev) ||
-      (dw && e.uniform && !init)) {
+  if ((!e.uniform && !hs) || (!d && !(e.uniform && dx)) || !carry || (dw && !prev)) {
     st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
     goto out;
   }
@@ -373,12 +371,12 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
     else memset(dd, 0, rb * (size_t)e.total);
     st = backward_uniform(ctx, &e, pd_tensor_data(w), pd_tensor_data(h), dd, carry,
                           dh0 != NULL);
-    if (!st && dw) {
-      initial_rows(&e, h0, init);
-      prev_uniform(&e, pd_tensor_data(h), init, prev);
-    }
     if (st || (st = h0_grad(ctx, &e, h0, dh0, carry))) goto out;
-    if (dw) st = weight_grad(ctx, &e, w, dw, prev, dd);
+    if (dw) {  /* carry, used up, now holds H0's rows */
+      initial_rows(&e, h0, carry);
+      prev_uniform(&e, pd_tensor_data(h), carry, prev);
+      st = weight_grad(ctx, &e, w, dw, prev, dd);
+    }
     goto out;
   }
   to_time_major(&e, hs, pd_tensor_data(h));
@@ -416,7 +414,6 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
     st = weight_grad(ctx, &e, w, dw, prev, d);
   }
 out:
-  pd_k_host_free(init);
   pd_k_host_free(hs);
   pd_k_host_free(d);
   pd_k_host_free(carry);
