@@ -184,6 +184,20 @@ typedef pd_status pd_k_gemm_batched_fn(pd_dtype dt, bool trans_a, bool trans_b, 
                                        const void *b, int64_t ldb, int64_t stride_b, double beta,
                                        void *c, int64_t ldc, int64_t stride_c);
 
+/* A GEMM whose result goes through an activation, act = PD_K_TANH, PD_K_SIGMOID or PD_K_RELU
+ * (else PD_EINVAL), with alpha 1: P = op(A) op(B) + beta * C, then
+ *   grad false:  C = act(P)                 (an RNN step: h_k = act(h_k-1 W + u_k))
+ *   grad true:   C = P * act'(H)            (its backward step, act' read from the outputs
+ *                                            H = act(...), m x n with row stride ldh)
+ * The same values as gemm then unary (or unary_grad with dout = dx = C) on C: P is rounded to
+ * dt first. Done in one pass where the product is split across threads, each applying act to
+ * the block of C it wrote. H is ignored without grad (may be NULL); with grad it must not
+ * overlap C. Otherwise as pd_k_gemm_fn. */
+typedef pd_status pd_k_gemm_act_fn(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a,
+                                   bool trans_b, int64_t m, int64_t n, int64_t k, const void *a,
+                                   int64_t lda, const void *b, int64_t ldb, double beta, void *c,
+                                   int64_t ldc, const void *h, int64_t ldh);
+
 /* out = x OP y with broadcasting (pd_k_broadcast_shape gives out's shape). fp32, fp64, int32,
  * int64; PD_K_POW is float only. Integer ops wrap on overflow; integer division truncates and
  * x / 0 gives 0 (no trap). out may alias x or y when that operand has out's shape. */
@@ -355,6 +369,7 @@ typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
   pd_k_gemm_fn *gemm;
   pd_k_gemm_batched_fn *gemm_batched;
+  pd_k_gemm_act_fn *gemm_act;
   pd_k_binary_fn *binary;
   pd_k_binary_grad_fn *binary_grad;
   pd_k_compare_fn *compare;

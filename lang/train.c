@@ -29,6 +29,7 @@
 #include "lang/run_int.h"
 #include "lang/serialize.h"
 #include "vm/backward.h"
+#include "vm/fuse_fc.h"
 #include "vm/fuse_rnn.h"
 #include "vm/hoist.h"
 #include "vm/optimizer.h"
@@ -468,6 +469,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   if ((st = pd_program_prune(r->unit->main, 1, &cost, &p, err))) goto out;
   if ((st = pd_program_hoist(p, NULL, err))) goto out;
   if ((st = pd_program_fuse_rnn(p, NULL, err))) goto out;
+  if ((st = pd_program_fuse_fc(p, NULL, err))) goto out;
   if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
   if (!(init = pd_program_new())) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");

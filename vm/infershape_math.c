@@ -1,4 +1,4 @@
-/* infershape_math.c -- shape functions of matrix products (mul, matmul_v2) and reductions
+/* infershape_math.c -- shape functions of matrix products (mul, fc, matmul_v2) and reductions
  * (reduce_*, mean, arg_max, top_k). */
 #include "config.h"
 #include "vm/infershape.h"
@@ -43,6 +43,56 @@ pd_status pd_infer_mul(pd_infer_ctx *c) {
                          out.n, PD_MAX_RANK);
   for (int i = 0; i < xn; i++) out.d[i] = dx.d[i];
   for (int i = (int)yn; i < dy.n; i++) out.d[xn + i - yn] = dy.d[i];
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, x->lod_level);
+}
+
+/* fc (Fluid's, as the fuse_fc pass makes it from mul + elementwise_add): Input flattened to a
+ * matrix at in_num_col_dims times W [K, N], plus Bias ([N] or [1, N]) on every row;
+ * Out = Input.dims[:in_num_col_dims] + [N], with Input's LoD. No activation_type, no
+ * padding_weights. */
+pd_status pd_infer_fc(pd_infer_ctx *c) {
+  const pd_var_desc *x, *w, *b;
+  pd_infer_dims dx, dw, db, out;
+  char sx[PD_DIMS_BUF], sw[PD_DIMS_BUF], sb[PD_DIMS_BUF];
+  pd_status st;
+  if ((st = pd_infer_in(c, "Input", 0, &x, &dx)) || (st = pd_infer_in(c, "W", 0, &w, &dw)) ||
+      (st = pd_infer_same_dtype(c, "Input", x->dtype, "W", w->dtype)))
+    return st;
+  if (*pd_infer_attr_str(c, "activation_type"))
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "activation_type \"%s\" is not supported (expected "
+                         "\"\": apply the activation as an op of its own)",
+                         pd_infer_attr_str(c, "activation_type"));
+  if (pd_infer_attr_bool(c, "padding_weights"))
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "padding_weights is not supported");
+  if (dw.n >= 0 && dw.n != 2)
+    return pd_infer_fail(c, PD_ESHAPE, "W must be a matrix [K, N], not %s",
+                         pd_infer_dims_str(&dw, sw));
+  int64_t n = dw.n == 2 ? dw.d[1] : -1;
+  if (pd_infer_nin(c, "Bias") > 0) {
+    if ((st = pd_infer_in(c, "Bias", 0, &b, &db)) ||
+        (st = pd_infer_same_dtype(c, "Input", x->dtype, "Bias", b->dtype)))
+      return st;
+    int64_t bn = db.n == 1 ? db.d[0] : db.n == 2 && db.d[0] == 1 ? db.d[1] : -2;
+    if (db.n >= 0 && (bn == -2 || (bn >= 0 && n >= 0 && bn != n)))
+      return pd_infer_fail(c, PD_ESHAPE, "Bias %s must be [N] or [1, N] for W %s",
+                           pd_infer_dims_str(&db, sb), pd_infer_dims_str(&dw, sw));
+  }
+  if (dx.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+    return pd_infer_set_out(c, "Out", 0, &out, x->dtype, x->lod_level);
+  }
+  int64_t xn = pd_infer_attr_int(c, "in_num_col_dims");
+  if (xn < 1 || xn >= dx.n)
+    return pd_infer_fail(c, PD_EINVAL, "in_num_col_dims %" PRId64 " does not split Input %s in "
+                         "two (expected 1 to %d)", xn, pd_infer_dims_str(&dx, sx), dx.n - 1);
+  int64_t cols = dims_product(&dx, (int)xn, dx.n), rows = dw.n == 2 ? dw.d[0] : -1;
+  if (cols >= 0 && rows >= 0 && cols != rows)
+    return pd_infer_fail(c, PD_ESHAPE, "Input has %" PRId64 " columns but W has %" PRId64
+                         " rows (%s x %s)", cols, rows, pd_infer_dims_str(&dx, sx),
+                         pd_infer_dims_str(&dw, sw));
+  out.n = (int)xn + 1;
+  for (int i = 0; i < xn; i++) out.d[i] = dx.d[i];
+  out.d[xn] = n;
   return pd_infer_set_out(c, "Out", 0, &out, x->dtype, x->lod_level);
 }
 

@@ -850,6 +850,125 @@ done:
   return st;
 }
 
+/* ---- fc: Input flattened to [M, K] at in_num_col_dims times W [K, N], plus Bias ([N] or
+ * [1, N]) on every row; Out = Input.dims[:in_num_col_dims] + [N], with Input's LoD. What the
+ * fuse_fc pass (vm/fuse_fc.h) makes of mul + elementwise_add: the bias is added in place to the
+ * rows the GEMM just wrote, where the two ops wrote a second [M, N] tensor (an output layer's
+ * logits: 1.6 MB a step, written to memory no cache held). ---- */
+typedef struct fc_plan {
+  int64_t m, k, n;
+  int ond;
+  int64_t od[PD_K_MAX_DIMS];
+} fc_plan;
+
+static pd_status fc_plan_make(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *w,
+                              const pd_tensor *b, fc_plan *p) {
+  char sx[DIMS_BUF], sw[DIMS_BUF], sb[DIMS_BUF];
+  int64_t xn = pd_ctx_attr_int(ctx, "in_num_col_dims");
+  if (*pd_ctx_attr_str(ctx, "activation_type") || pd_ctx_attr_bool(ctx, "padding_weights"))
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "activation_type and padding_weights are not "
+                       "supported (expected \"\" and false)");
+  if (xn < 1 || xn >= x->ndims)
+    return pd_ctx_fail(ctx, PD_EINVAL, "in_num_col_dims %" PRId64 " does not split Input %s in "
+                       "two (expected 1 to %d)", xn, shape_str(x, sx), x->ndims - 1);
+  if (w->ndims != 2)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "W must be a matrix [K, N], not %s", shape_str(w, sw));
+  p->m = prod(x->dims, 0, (int)xn);
+  p->k = prod(x->dims, (int)xn, x->ndims);
+  p->n = w->dims[1];
+  if (p->k != w->dims[0])
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input has %" PRId64 " columns but W has %" PRId64
+                       " rows (%s x %s)", p->k, w->dims[0], shape_str(x, sx), shape_str(w, sw));
+  if (b && !((b->ndims == 1 && b->dims[0] == p->n) ||
+             (b->ndims == 2 && b->dims[0] == 1 && b->dims[1] == p->n)))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Bias %s must be [%" PRId64 "] or [1, %" PRId64 "] for W %s",
+                       shape_str(b, sb), p->n, p->n, shape_str(w, sw));
+  p->ond = (int)xn + 1;
+  for (int i = 0; i < xn; i++) p->od[i] = x->dims[i];
+  p->od[xn] = p->n;
+  return PD_OK;
+}
+
+pd_status pd_kernel_fc(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *w, *b;
+  pd_tensor *out;
+  pd_status st;
+  fc_plan p;
+  if ((st = in1(ctx, "Input", &x)) || (st = in1(ctx, "W", &w)) || (st = in_opt(ctx, "Bias", &b)) ||
+      (st = out1(ctx, "Out", &out)) || (st = want_float(ctx, "Input", x)) ||
+      (st = want_same_dtype(ctx, "Input", x, "W", w)) ||
+      (b && (st = want_same_dtype(ctx, "Input", x, "Bias", b))) ||
+      (st = fc_plan_make(ctx, x, w, b, &p)))
+    return st;
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, out, &x)) || (st = unalias(ctx, &h, out, &w)) ||
+      (b && (st = unalias(ctx, &h, out, &b))) ||
+      (st = resize(ctx, out, x->dtype, p.ond, p.od, x)))
+    goto done;
+  pd_dtype dt = x->dtype;
+  st = k_check(ctx,
+               ctx->k->gemm(dt, false, false, p.m, p.n, p.k, 1.0, pd_tensor_data(x), ld(p.k),
+                            pd_tensor_data(w), ld(p.n), 0.0, pd_tensor_data(out), ld(p.n)),
+               dt);
+  if (!st && b && p.m > 0 && p.n > 0) {
+    int64_t od[2] = {p.m, p.n};
+    st = k_check(ctx,
+                 ctx->k->binary(PD_K_ADD, dt, 2, od, pd_tensor_data(out), 1, &p.n,
+                                pd_tensor_data(b), -1, pd_tensor_data(out)),
+                 dt);
+  }
+done:
+  hold_free(&h);
+  return st;
+}
+
+/* dInput [M, K] = dOut W^T; dW [K, N] = Input^T dOut; dBias = dOut's column sums. */
+pd_status pd_kernel_fc_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *w, *b, *dout;
+  pd_tensor *dx, *dw, *db;
+  pd_status st;
+  fc_plan p;
+  if ((st = out_opt(ctx, "Input@GRAD", &dx)) || (st = out_opt(ctx, "W@GRAD", &dw)) ||
+      (st = out_opt(ctx, "Bias@GRAD", &db)))
+    return st;
+  if (!dx && !dw && !db) return PD_OK;
+  if ((st = in1(ctx, "Input", &x)) || (st = in1(ctx, "W", &w)) || (st = in_opt(ctx, "Bias", &b)) ||
+      (st = in1(ctx, "Out@GRAD", &dout)) || (st = want_float(ctx, "Input", x)) ||
+      (st = want_same_dtype(ctx, "Input", x, "W", w)) ||
+      (st = want_same_dtype(ctx, "Out@GRAD", dout, "Input", x)) ||
+      (st = fc_plan_make(ctx, x, w, b, &p)) ||
+      (st = want_numel(ctx, "Out@GRAD", dout, p.ond, p.od, "Out")))
+    return st;
+  if (db && !b) return pd_ctx_fail(ctx, PD_EINVAL, "Bias@GRAD is wanted but Bias is not bound");
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {dx, dw, db};
+  const pd_tensor **ins[4] = {&x, &w, &b, &dout};
+  for (int i = 0; i < 3 && !st; i++)
+    for (int j = 0; j < 4 && !st; j++)
+      if (*ins[j]) st = unalias(ctx, &h, outs[i], ins[j]);
+  if (st) goto done;
+  pd_dtype dt = x->dtype;
+  if (dx && !(st = resize_like(ctx, dx, x, x)))
+    st = k_check(ctx,
+                 ctx->k->gemm(dt, false, true, p.m, p.k, p.n, 1.0, pd_tensor_data(dout), ld(p.n),
+                              pd_tensor_data(w), ld(p.n), 0.0, pd_tensor_data(dx), ld(p.k)),
+                 dt);
+  if (!st && dw && !(st = resize_like(ctx, dw, w, w)))
+    st = k_check(ctx,
+                 ctx->k->gemm(dt, true, false, p.k, p.n, p.m, 1.0, pd_tensor_data(x), ld(p.k),
+                              pd_tensor_data(dout), ld(p.n), 0.0, pd_tensor_data(dw), ld(p.n)),
+                 dt);
+  if (!st && db && !(st = resize_like(ctx, db, b, b))) {
+    int64_t od[2] = {p.m, p.n}, pad[2] = {1, p.n};
+    st = sum_to(ctx, dt, 2, od, pad, pd_tensor_data(dout), pd_tensor_data(db), 1.0);
+  }
+done:
+  hold_free(&h);
+  return st;
+}
+
 /* ---- matmul_v2: NumPy's matmul. X [..., M, K] (stored [..., K, M] when trans_x) times
  * Y [..., K, N] ([..., N, K] when trans_y); a 1-D X is a row [1, K], a 1-D Y a column [K, 1],
  * and the added dim is dropped from Out again (trans_* is ignored for them); the batch dims (all

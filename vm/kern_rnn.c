@@ -160,6 +160,16 @@ static pd_status gemm_ld(const pd_exec_ctx *ctx, const elman *e, bool ta, bool t
                       "gemm");
 }
 
+/* C = act(A W + C) (grad false), or C = (A W^T + C) * act'(H) (grad true): a step's product
+ * and its activation in one kernel call (kernels.h: gemm_act). */
+static pd_status gemm_act(const pd_exec_ctx *ctx, const elman *e, bool grad, int64_t m,
+                          const void *a, int64_t lda, const void *w, void *c, int64_t ldc,
+                          const void *h, int64_t ldh) {
+  return pd_ctx_check(ctx, ctx->k->gemm_act(e->act, grad, e->dt, false, grad, m, e->hid,
+                                            e->hid, a, lda, w, e->hid, 1.0, c, ldc, h, ldh),
+                      grad ? "gemm and activation gradient" : "gemm and activation");
+}
+
 static pd_status gemm(const pd_exec_ctx *ctx, const elman *e, bool ta, bool tb, int64_t m,
                       int64_t n, int64_t k, const void *a, const void *b, double beta, void *c) {
   return gemm_ld(ctx, e, ta, tb, m, n, k, a, ta ? m : k, b, beta, c, n);
@@ -170,16 +180,6 @@ static pd_status gemm(const pd_exec_ctx *ctx, const elman *e, bool ta, bool tb, 
  * so the GEMMs read and write them in place with a row stride of L rows: no time-major copies.
  * The sorted order is the LoD's (pd_seq_by_length breaks ties by index), as H0's rows are. ---- */
 static int64_t elem_at(const elman *e, int64_t k) { return e->rev ? e->maxlen - 1 - k : k; }
-
-/* y = act(y) on step k's rows. */
-static pd_status act_rows(const pd_exec_ctx *ctx, const elman *e, int64_t k, char *y) {
-  size_t rb = (size_t)e->hid * e->es, stride = rb * (size_t)e->maxlen;
-  size_t off = (size_t)elem_at(e, k) * rb;
-  pd_status st = PD_OK;
-  for (int64_t s = 0; s < e->nseq && !st; s++, off += stride)
-    st = ctx->k->unary(e->act, e->dt, e->hid, y + off, y + off);
-  return pd_ctx_check(ctx, st, "activation");
-}
 
 /* d *= act' (read from the states h) on step k's rows. */
 static pd_status act_grad_rows(const pd_exec_ctx *ctx, const elman *e, int64_t k, const char *h,
@@ -192,7 +192,8 @@ static pd_status act_grad_rows(const pd_exec_ctx *ctx, const elman *e, int64_t k
   return pd_ctx_check(ctx, st, "activation gradient");
 }
 
-/* Hidden (already holding Input) becomes the states, step by step. */
+/* Hidden (already holding Input) becomes the states, step by step: one GEMM with its
+ * activation a step. */
 static pd_status forward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
                                  const char *init, char *hid) {
   size_t rb = (size_t)e->hid * e->es;
@@ -201,31 +202,28 @@ static pd_status forward_uniform(const pd_exec_ctx *ctx, const elman *e, const v
   for (int64_t k = 0; k < e->maxlen && !st; k++) {
     char *cur = hid + (size_t)elem_at(e, k) * rb;
     const char *prev = k ? hid + (size_t)elem_at(e, k - 1) * rb : init;
-    st = gemm_ld(ctx, e, false, false, e->nseq, e->hid, e->hid, prev, k ? ld : e->hid, w, 1.0,
-                 cur, ld);
-    if (!st) st = act_rows(ctx, e, k, hid);
+    st = gemm_act(ctx, e, false, e->nseq, prev, k ? ld : e->hid, w, cur, ld, NULL, 0);
   }
   return st;
 }
 
-/* d (holding Hidden@GRAD) becomes the pre-activation gradients: step k's rows get act', then
- * add their product by W^T into step k - 1's rows (the carry); step 0's product goes to carry
- * (for H0's gradient) when want_carry. */
+/* d (holding Hidden@GRAD) becomes the pre-activation gradients, from the last step back: the
+ * last step's rows get act'; then step k - 1's rows become (their own + step k's times W^T)
+ * * act', one GEMM with its activation gradient a step. Step 0's product goes to carry (for
+ * H0's gradient) when want_carry. */
 static pd_status backward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
                                   const char *h, char *d, char *carry, bool want_carry) {
   size_t rb = (size_t)e->hid * e->es;
   int64_t ld = e->hid * e->maxlen;
-  pd_status st = PD_OK;
-  for (int64_t k = e->maxlen - 1; k >= 0 && !st; k--) {
-    size_t off = (size_t)elem_at(e, k) * rb;
-    st = act_grad_rows(ctx, e, k, h, d);
-    if (!st && k > 0)
-      st = gemm_ld(ctx, e, false, true, e->nseq, e->hid, e->hid, d + off, ld, w, 1.0,
-                   d + (size_t)elem_at(e, k - 1) * rb, ld);
-    else if (!st && want_carry)
-      st = gemm_ld(ctx, e, false, true, e->nseq, e->hid, e->hid, d + off, ld, w, 0.0, carry,
-                   e->hid);
+  pd_status st = act_grad_rows(ctx, e, e->maxlen - 1, h, d);
+  for (int64_t k = e->maxlen - 1; k > 0 && !st; k--) {
+    size_t at = (size_t)elem_at(e, k - 1) * rb;
+    st = gemm_act(ctx, e, true, e->nseq, d + (size_t)elem_at(e, k) * rb, ld, w, d + at, ld,
+                  h + at, ld);
   }
+  if (!st && want_carry)
+    st = gemm_ld(ctx, e, false, true, e->nseq, e->hid, e->hid, d + (size_t)elem_at(e, 0) * rb,
+                 ld, w, 0.0, carry, e->hid);
   return st;
 }
 
@@ -273,9 +271,8 @@ pd_status pd_kernel_elman_rnn(pd_exec_ctx *ctx) {
     int64_t n = running(&e, k);
     char *cur = tm + (size_t)e.koff[k] * rb;
     const char *prev = k ? tm + (size_t)e.koff[k - 1] * rb : init;
-    if (e.hid > 0) st = gemm(ctx, &e, false, false, n, e.hid, e.hid, prev, pd_tensor_data(w), 1.0,
-                             cur);
-    if (!st) st = pd_ctx_check(ctx, ctx->k->unary(e.act, e.dt, n * e.hid, cur, cur), "activation");
+    if (e.hid > 0)
+      st = gemm_act(ctx, &e, false, n, prev, e.hid, pd_tensor_data(w), cur, e.hid, NULL, 0);
   }
   if (!st) st = pd_ctx_resize(ctx, out, e.dt, 2, x->dims);
   if (!st) st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, &e.lod), "lod");
@@ -382,21 +379,24 @@ pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
   to_time_major(&e, hs, pd_tensor_data(h));
   if (dh) to_time_major(&e, d, pd_tensor_data(dh));
   else memset(d, 0, rb * (size_t)e.total);
-  for (int64_t k = e.maxlen - 1; k >= 0 && !st; k--) {
-    int64_t n = running(&e, k);
+  /* Step k's first rows (those still running at k + 1) add step k + 1's times W^T and take act'
+   * in one gemm_act; the rest (sequences that end at k) take act' alone. */
+  for (int64_t k = e.maxlen - 1; k >= 0 && e.hid > 0 && !st; k--) {
+    int64_t n = running(&e, k), m = k + 1 < e.maxlen ? running(&e, k + 1) : 0;
     char *dk = d + (size_t)e.koff[k] * rb;
-    if (k + 1 < e.maxlen) {
-      int64_t cnt = running(&e, k + 1) * e.hid;
-      st = pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, e.dt, 1, &cnt, dk, 1, &cnt, carry, -1, dk),
-                        "add");
-    }
-    if (!st)
-      st = pd_ctx_check(ctx, ctx->k->unary_grad(e.act, e.dt, n * e.hid, NULL,
-                                                hs + (size_t)e.koff[k] * rb, dk, dk),
+    const char *hk = hs + (size_t)e.koff[k] * rb;
+    if (m > 0)
+      st = gemm_act(ctx, &e, true, m, d + (size_t)e.koff[k + 1] * rb, e.hid, pd_tensor_data(w),
+                    dk, e.hid, hk, e.hid);
+    if (!st && n > m)
+      st = pd_ctx_check(ctx, ctx->k->unary_grad(e.act, e.dt, (n - m) * e.hid, NULL,
+                                                hk + (size_t)m * rb, dk + (size_t)m * rb,
+                                                dk + (size_t)m * rb),
                         "activation gradient");
-    if (!st && e.hid > 0 && (k > 0 || dh0))
-      st = gemm(ctx, &e, false, true, n, e.hid, e.hid, dk, pd_tensor_data(w), 0.0, carry);
   }
+  if (!st && e.hid > 0 && e.maxlen > 0 && dh0)
+    st = gemm(ctx, &e, false, true, running(&e, 0), e.hid, e.hid, d, pd_tensor_data(w), 0.0,
+              carry);
   if (st) goto out;
   if (dx) {
     if ((st = pd_ctx_resize(ctx, dx, e.dt, 2, x->dims)) ||

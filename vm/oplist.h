@@ -92,6 +92,9 @@ PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), O
                                 BOOL("is_reverse", false)))
 PD_COMPARE_(equal)
 PD_UNARY_(exp, DIFF | FP_IN)
+PD_OP(fc, DIFF | FP_IN, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")), OUT(ONE("Out")),
+      ATTRS(INT("in_num_col_dims", 1), STR("activation_type", ""),
+            BOOL("padding_weights", false)))
 PD_OP(feed, 0, declared, IN(ONE("X")), OUT(ONE("Out")), ATTRS(REQ(INT, "col")))
 PD_OP(fetch, 0, declared, IN(ONE("X")), OUT(ONE("Out")), ATTRS(REQ(INT, "col")))
 PD_OP(fill_constant, 0, fill_constant,

@@ -1,6 +1,6 @@
-/* gemm.c -- matrix products through OpenBLAS's cblas_sgemm/cblas_dgemm (row-major), single and
- * strided-batched. A large product is split across the kernels' thread pool (pool.c), each part
- * a one-thread OpenBLAS call. */
+/* gemm.c -- matrix products through OpenBLAS's cblas_sgemm/cblas_dgemm (row-major), single,
+ * strided-batched, and followed by an activation (gemm_act). A large product is split across the
+ * kernels' thread pool (pool.c), each part a one-thread OpenBLAS call. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 
@@ -53,6 +53,30 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
   return PD_OK;
 }
 
+/* ---- gemm_act's activation (kernels.h), applied to a block of C right after the product
+ * that wrote it: C = act(C), or C *= act'(H). One call over the block when its rows are
+ * contiguous (in C and H), else one a row. act and dt were checked, so the calls cannot fail. */
+typedef struct epilogue {
+  pd_k_unop act;
+  bool grad;
+  const char *h;
+  int64_t ldh;
+} epilogue;
+
+static void act_block(const epilogue *ep, pd_dtype dt, int64_t r0, int64_t r1, int64_t c0,
+                      int64_t c1, char *c, int64_t ldc) {
+  int64_t sz = (int64_t)pd_dtype_size(dt), n = c1 - c0;
+  bool whole = ldc == n && (!ep->grad || ep->ldh == n);
+  for (int64_t i = r0; i < r1; i += whole ? r1 - r0 : 1) {
+    int64_t cnt = whole ? (r1 - r0) * n : n;
+    char *ci = c + (i * ldc + c0) * sz;
+    if (ep->grad)
+      (void)pd_kcpu_unary_grad(ep->act, dt, cnt, NULL, ep->h + (i * ep->ldh + c0) * sz, ci, ci);
+    else
+      (void)pd_kcpu_unary(ep->act, dt, cnt, ci, ci);
+  }
+}
+
 /* ---- Splitting one product across the thread pool (pool.c): each part
  * computes a block of C's columns (or rows, when C is tall) with a one-thread BLAS call. The
  * blocks are multiples of SPLIT_ALIGN so that each thread's part keeps whole register tiles.
@@ -70,6 +94,7 @@ typedef struct split_job {
   double alpha, beta;
   const char *a, *b;
   char *c;
+  const epilogue *ep;  /* gemm_act's, or NULL */
 } split_job;
 
 /* [*b, *e) of `total` for thread t of nt, in multiples of SPLIT_ALIGN. */
@@ -85,15 +110,17 @@ static void split_part(void *vjob, int t, int nt) {
   int64_t sz = (int64_t)pd_dtype_size(j->dt), lo, hi;
   if (j->by_cols) {  /* C[:, lo:hi] = op(A) op(B)[:, lo:hi] */
     split_range(j->n, t, nt, &lo, &hi);
-    if (lo < hi)
-      gemm_one(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
-               j->b + (j->tb ? lo * j->ldb : lo) * sz, j->ldb, j->beta, j->c + lo * sz, j->ldc);
+    if (lo >= hi) return;
+    gemm_one(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
+             j->b + (j->tb ? lo * j->ldb : lo) * sz, j->ldb, j->beta, j->c + lo * sz, j->ldc);
+    if (j->ep) act_block(j->ep, j->dt, 0, j->m, lo, hi, j->c, j->ldc);
   } else {  /* C[lo:hi, :] = op(A)[lo:hi, :] op(B) */
     split_range(j->m, t, nt, &lo, &hi);
-    if (lo < hi)
-      gemm_one(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->alpha,
-               j->a + (j->ta ? lo : lo * j->lda) * sz, j->lda, j->b, j->ldb, j->beta,
-               j->c + lo * j->ldc * sz, j->ldc);
+    if (lo >= hi) return;
+    gemm_one(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->alpha,
+             j->a + (j->ta ? lo : lo * j->lda) * sz, j->lda, j->b, j->ldb, j->beta,
+             j->c + lo * j->ldc * sz, j->ldc);
+    if (j->ep) act_block(j->ep, j->dt, lo, hi, 0, j->n, j->c, j->ldc);
   }
 }
 
@@ -155,19 +182,18 @@ static bool gemm_ksplit(int nt, pd_dtype dt, bool trans_a, bool trans_b, int64_t
   return true;
 }
 
-pd_status pd_kcpu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                       double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
-                       double beta, void *c, int64_t ldc) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
-  if (st) return st;
+/* A checked product, with gemm_act's activation when ep. */
+static pd_status gemm_run(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                          int64_t k, double alpha, const void *a, int64_t lda, const void *b,
+                          int64_t ldb, double beta, void *c, int64_t ldc, const epilogue *ep) {
   int nt = pd_kcpu_blas_team();
   if (nt > 1 && k > 0 && m * n >= SPLIT_MIN_WORK / k) {
     int64_t kblocks = (k + SPLIT_ALIGN - 1) / SPLIT_ALIGN;
-    if (k >= KSPLIT_RATIO * (m > n ? m : n) && kblocks >= nt &&
+    if (!ep && k >= KSPLIT_RATIO * (m > n ? m : n) && kblocks >= nt &&
         gemm_ksplit(nt, dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
       return PD_OK;
-    split_job j = {dt, trans_a, trans_b, n >= m, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c};
+    split_job j = {dt, trans_a, trans_b, n >= m, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c,
+                   ep};
     int64_t blocks = ((j.by_cols ? n : m) + SPLIT_ALIGN - 1) / SPLIT_ALIGN;
     if (nt > blocks) nt = (int)blocks;
     if (nt > 1) {
@@ -175,7 +201,31 @@ pd_status pd_kcpu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64
       return PD_OK;
     }
   }
-  return gemm_one(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  gemm_one(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (ep) act_block(ep, dt, 0, m, 0, n, c, ldc);
+  return PD_OK;
+}
+
+pd_status pd_kcpu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                       double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
+                       double beta, void *c, int64_t ldc) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  return gemm_run(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+}
+
+pd_status pd_kcpu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
+                           int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                           const void *b, int64_t ldb, double beta, void *c, int64_t ldc,
+                           const void *h, int64_t ldh) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
+  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
+  epilogue ep = {act, grad, h, ldh};
+  return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, &ep);
 }
 
 pd_status pd_kcpu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch,

@@ -117,3 +117,27 @@ pd_status pd_kcu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t b
   return pd_kcu_gemm_strided(dt, trans_a, trans_b, batch, m, n, k, alpha, a, lda, stride_a, b,
                              ldb, stride_b, beta, c, ldc, stride_c);
 }
+
+/* cuBLAS's product, then the activation over C: one launch when C's (and H's) rows are
+ * contiguous, else one a row (an RNN step's rows inside a sequence-major tensor). */
+pd_status pd_kcu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
+                          int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                          const void *b, int64_t ldb, double beta, void *c, int64_t ldc,
+                          const void *h, int64_t ldh) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
+  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+  if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
+  PD_KCU_TRY(pd_kcu_gemm(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc));
+  int64_t sz = (int64_t)pd_dtype_size(dt);
+  bool whole = ldc == n && (!grad || ldh == n);
+  for (int64_t i = 0; i < m; i += whole ? m : 1) {
+    int64_t cnt = whole ? m * n : n;
+    char *ci = (char *)c + i * ldc * sz;
+    if (grad)
+      PD_KCU_TRY(pd_kcu_unary_grad(act, dt, cnt, NULL, (const char *)h + i * ldh * sz, ci, ci));
+    else
+      PD_KCU_TRY(pd_kcu_unary(act, dt, cnt, ci, ci));
+  }
+  return PD_OK;
+}

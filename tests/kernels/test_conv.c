@@ -1,4 +1,4 @@
-/* test_conv.c -- GEMM against a triple loop, conv2d against a direct convolution, pool2d
+/* test_conv.c -- GEMM (and GEMM with an activation) against a triple loop, conv2d against a direct convolution, pool2d
  * against direct pooling, im2col/col2im as adjoints, and the conv/pool gradients by central
  * finite differences in fp64. */
 #include "config.h"
@@ -75,6 +75,92 @@ static void test_gemm(void) {
   is_int(K->gemm(PD_INT32, false, false, 1, 1, 1, 1, a, 1, b, 1, 0, c, 1), PD_EUNSUPPORTED,
          "int32 gemm unsupported");
   free(a), free(b), free(c), free(want);
+}
+
+/* ---- GEMM with an activation (an RNN step and its backward step) ---- */
+
+static double act_ref(pd_k_unop act, double x) {
+  return act == PD_K_TANH ? tanh(x) : act == PD_K_SIGMOID ? 1 / (1 + exp(-x)) : x > 0 ? x : 0;
+}
+
+static double act_grad_ref(pd_k_unop act, double y) {
+  return act == PD_K_TANH ? 1 - y * y : act == PD_K_SIGMOID ? y * (1 - y) : y > 0 ? 1 : 0;
+}
+
+/* One case: against the product and activation in double, and bit for bit against gemm then
+ * unary (or unary_grad) row by row, which the contract promises. */
+static bool gemm_act_case(pd_dtype dt, pd_k_unop act, bool grad, bool tb, int64_t m, int64_t n,
+                          int64_t k, double beta, int64_t ldc) {
+  int64_t lda = k > 1 ? k : 1, ldb = tb ? lda : n, ldh = n + 2;
+  int64_t na = m * lda, nb = (tb ? n : k) * ldb, nc = m * ldc, nh = m * ldh;
+  void *a = kt_random(dt, na, -1, 1), *b = kt_random(dt, nb, -0.3, 0.3);
+  void *c = kt_random(dt, nc, -1, 1), *h = kt_random(dt, nh, -0.99, 0.99);
+  if (act == PD_K_SIGMOID)
+    for (int64_t i = 0; i < nh; i++) kt_set(dt, h, i, (kt_get(dt, h, i) + 1) / 2);
+  size_t bytes = (size_t)nc * pd_dtype_size(dt);
+  void *c2 = kt_alloc(bytes);
+  memcpy(c2, c, bytes);
+  double *ad = kt_to_double(dt, a, na), *bd = kt_to_double(dt, b, nb);
+  double *want = kt_to_double(dt, c, nc), *hd = kt_to_double(dt, h, nh);
+  naive_gemm(false, tb, m, n, k, 1, ad, lda, bd, ldb, beta, want, ldc);
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double *w = &want[i * ldc + j];
+      *w = grad ? *w * act_grad_ref(act, hd[i * ldh + j]) : act_ref(act, *w);
+    }
+  pd_status st = K->gemm_act(act, grad, dt, false, tb, m, n, k, a, lda, b, ldb, beta, c, ldc,
+                             grad ? h : NULL, ldh);
+  pd_status st2 = K->gemm(dt, false, tb, m, n, k, 1, a, lda, b, ldb, beta, c2, ldc);
+  size_t sz = pd_dtype_size(dt);
+  for (int64_t i = 0; i < m && !st2; i++) {
+    char *row = (char *)c2 + (size_t)(i * ldc) * sz;
+    st2 = grad ? K->unary_grad(act, dt, n, NULL, (char *)h + (size_t)(i * ldh) * sz, row, row)
+               : K->unary(act, dt, n, row, row);
+  }
+  double e = kt_err(dt, c, want, nc);
+  double tol = (dt == PD_FP32 ? 1e-5 : 1e-13) * (k > 64 ? (double)k / 64 : 1);
+  bool good = st == PD_OK && st2 == PD_OK && e <= tol && memcmp(c, c2, bytes) == 0;
+  if (!good)
+    printf("# gemm_act %s %s grad %d tb %d %lldx%lldx%lld beta %g ldc %lld: st %d err %g%s\n",
+           pd_dtype_name(dt), pd_k_unop_name(act), grad, tb, (long long)m, (long long)n,
+           (long long)k, beta, (long long)ldc, st, e,
+           memcmp(c, c2, bytes) ? " (differs from gemm then unary)" : "");
+  free(a), free(b), free(c), free(h), free(c2), free(ad), free(bd), free(want), free(hd);
+  return good;
+}
+
+static void test_gemm_act(void) {
+  /* Unsplit, C's columns split (an RNN step at hidden 256), C's rows split, and a k of 0. */
+  const int64_t shapes[][3] = {{3, 17, 5}, {32, 256, 256}, {300, 64, 100}, {4, 5, 0}};
+  const pd_k_unop acts[] = {PD_K_TANH, PD_K_SIGMOID, PD_K_RELU};
+  for (size_t t = 0; t < 2; t++) {
+    pd_dtype dt = kt_float_types[t];
+    int good = 0, total = 0;
+    for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
+      for (size_t q = 0; q < PD_ARRAY_LEN(acts); q++)
+        for (int grad = 0; grad < 2; grad++)
+          for (int tb = 0; tb < 2; tb++)
+            for (int beta = 0; beta < 2; beta++)
+              for (int strided = 0; strided < 2; strided++) {
+                int64_t n = shapes[s][1];
+                total++;
+                good += gemm_act_case(dt, acts[q], grad, tb, shapes[s][0], n, shapes[s][2], beta,
+                                      strided ? 3 * n : n);
+              }
+    ok(good == total, "gemm_act %s: %d/%d (shapes x activations x forward/gradient x "
+       "transposes x beta x contiguous/strided C), equal to gemm then unary", pd_dtype_name(dt),
+       good, total);
+  }
+  double a[4] = {1, 2, 3, 4}, c[4];
+  is_int(K->gemm_act(PD_K_EXP, false, PD_FP64, false, false, 2, 2, 2, a, 2, a, 2, 0, c, 2,
+                     NULL, 0),
+         PD_EINVAL, "gemm_act refuses an activation other than tanh, sigmoid and relu");
+  is_int(K->gemm_act(PD_K_TANH, true, PD_FP64, false, false, 2, 2, 2, a, 2, a, 2, 0, c, 2,
+                     NULL, 2),
+         PD_EINVAL, "gemm_act's gradient needs H");
+  is_int(K->gemm_act(PD_K_TANH, true, PD_FP64, false, false, 2, 2, 2, a, 2, a, 2, 0, c, 2, a,
+                     1),
+         PD_EINVAL, "gemm_act refuses an ldh smaller than a row");
 }
 
 /* ---- Convolution ---- */
@@ -319,6 +405,7 @@ int main(int argc, char **argv) {
   PD_UNUSED(argc);
   kt_begin(argv);
   test_gemm();
+  test_gemm_act();
   test_conv_forward();
   test_im2col_adjoint();
   test_conv_backward();

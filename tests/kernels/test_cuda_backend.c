@@ -249,6 +249,25 @@ static void test_gemm(void) {
                          0);
     same_status(sg, sc, "gemm_batched %s stride_c 0: status", dn(dt));
     same(dt, &b, k * n, "gemm_batched %s, stride_c 0 accumulates in order", dn(dt));
+    /* gemm_act: an RNN step (C's rows strided in a sequence-major tensor) and its backward
+     * step, for each activation; and a contiguous C (one activation launch). */
+    const pd_k_unop acts[] = {PD_K_TANH, PD_K_SIGMOID, PD_K_RELU};
+    for (size_t q = 0; q < PD_ARRAY_LEN(acts); q++)
+      for (int grad = 0; grad < 2; grad++)
+        for (int64_t ldc = 32; ldc <= 96; ldc += 64) {
+          int64_t am = 8, an = 32, ak = 32;
+          buf x = B_rand(dt, am * ak, -1, 1), w = B_rand(dt, ak * an, -0.3, 0.3);
+          buf y = B_rand(dt, am * ldc, -1, 1), hh = B_rand(dt, am * ldc, 0.01, 0.99);
+          sc = C->gemm_act(acts[q], grad, dt, false, grad, am, an, ak, x.h, ak, w.h, an, 1, y.h,
+                           ldc, hh.h, ldc);
+          sg = G->gemm_act(acts[q], grad, dt, false, grad, am, an, ak, x.d, ak, w.d, an, 1, y.d,
+                           ldc, hh.d, ldc);
+          same_status(sg, sc, "gemm_act %s %s grad %d ldc %lld: status", dn(dt),
+                      pd_k_unop_name(acts[q]), grad, (long long)ldc);
+          same(dt, &y, am * ldc, "gemm_act %s %s grad %d ldc %lld", dn(dt),
+               pd_k_unop_name(acts[q]), grad, (long long)ldc);
+          B_free(&x), B_free(&w), B_free(&y), B_free(&hh);
+        }
     same_status(G->gemm(dt, false, false, -1, 2, 2, 1, a.d, 2, b.d, 2, 0, c.d, 2),
                 C->gemm(dt, false, false, -1, 2, 2, 1, a.h, 2, b.h, 2, 0, c.h, 2),
                 "gemm %s: a negative size", dn(dt));

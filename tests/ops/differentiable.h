@@ -7,7 +7,7 @@
 static const char *const pd_test_differentiable_ops[] = {
     "abs", "assign", "cast", "concat", "conditional_block", "conv2d", "cross_entropy", "dropout",
     "elementwise_add", "elementwise_div", "elementwise_max", "elementwise_min", "elementwise_mul",
-    "elementwise_pow", "elementwise_sub", "elman_rnn", "exp", "lod_reset", "log", "log_softmax",
+    "elementwise_pow", "elementwise_sub", "elman_rnn", "exp", "fc", "lod_reset", "log", "log_softmax",
     "lookup_table", "lookup_table_v2", "matmul_v2", "mean", "merge_lod_tensor", "mul", "pool2d", "recurrent",
     "reduce_max", "reduce_mean", "reduce_min", "reduce_prod", "reduce_sum", "relu", "reshape2",
     "scale", "sequence_pool", "sequence_softmax", "sigmoid", "softmax",

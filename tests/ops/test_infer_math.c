@@ -1,4 +1,4 @@
-/* test_infer_math.c -- shape inference of matrix products (mul, matmul_v2: flattening,
+/* test_infer_math.c -- shape inference of matrix products (mul, fc, matmul_v2: flattening,
  * transposes, vectors, batch broadcasting) and reductions (reduce_*, mean, arg_max, top_k). */
 #include "config.h"
 
@@ -197,8 +197,43 @@ static void test_arg_max_top_k(void) {
   fx_free(&f);
 }
 
+/* fc: Input [.., K] by W [K, N] plus Bias [N] or [1, N]; what it does not support. */
+static void fc_case(const char *xs, const char *ws, const char *bs, int ncd, const char *act,
+                    const char *want, const char *what) {
+  fx f;
+  fx_init(&f);
+  decl_lod(f.b, "x", PD_FP32, xs, 1);
+  decl(f.b, "w", PD_FP32, ws);
+  if (bs) decl(f.b, "b", PD_FP32, bs);
+  pd_op_desc *op = add_op(&f, "fc", bs ? "Input=x W=w Bias=b" : "Input=x W=w", "Out=out");
+  pd_op_set_attr_int(op, "in_num_col_dims", ncd);
+  if (act) pd_op_set_attr_string(op, "activation_type", act);
+  if (want[0] == '[') expect_shape(&f, op, "out", want, what);
+  else expect_error(&f, op, act ? PD_EUNSUPPORTED : strstr(want, "split") ? PD_EINVAL : PD_ESHAPE,
+                    want, what);
+  fx_free(&f);
+}
+
+static void test_fc(void) {
+  fc_case("[-1, 32]", "[32, 256]", "[256]", 1, NULL, "[-1, 256]", "fc: a batch by a matrix");
+  fc_case("[-1, 5, 32]", "[32, 8]", "[1, 8]", 2, NULL, "[-1, 5, 8]",
+          "fc: in_num_col_dims 2, a [1, N] bias");
+  fc_case("[-1, 4, 8]", "[32, 8]", NULL, 1, NULL, "[-1, 8]", "fc: flattened, no bias");
+  fc_case("[-1, 32]", "[30, 8]", "[8]", 1, NULL,
+          "fc: Input has 32 columns but W has 30 rows ([-1, 32] x [30, 8])", "fc: mismatch");
+  fc_case("[-1, 32]", "[32, 8]", "[7]", 1, NULL, "fc: Bias [7] must be [N] or [1, N] for W [32, 8]",
+          "fc: a bias of the wrong size");
+  fc_case("[-1, 32]", "[32, 8]", "[8]", 2, NULL,
+          "fc: in_num_col_dims 2 does not split Input [-1, 32] in two (expected 1 to 1)",
+          "fc: in_num_col_dims out of range");
+  fc_case("[-1, 32]", "[32, 8]", "[8]", 1, "relu",
+          "fc: activation_type \"relu\" is not supported (expected \"\": apply the activation as an "
+          "op of its own)", "fc: activation_type is refused");
+}
+
 int main(void) {
   test_mul();
+  test_fc();
   test_matmul();
   test_reduce();
   test_arg_max_top_k();

@@ -1,5 +1,5 @@
 /* test_kern_math_matmul.c -- the kernels of mul (Fluid's flattening at x_num_col_dims /
- * y_num_col_dims) and matmul_v2 (transposes, 1-D operands, broadcast batch dims) through the
+ * y_num_col_dims), fc (mul plus a bias) and matmul_v2 (transposes, 1-D operands, broadcast batch dims) through the
  * executor, against naive triple loops written here; LoD, aliasing, run-time shape errors and
  * finite-difference gradients of both operands. */
 #include "config.h"
@@ -270,8 +270,99 @@ static void test_matmul(void) {
   rt_free(&r);
 }
 
+/* ---------------------------------------------------------------- fc */
+
+/* fc of Input (shape xs, m x k once flattened at ncd) by W [k, n], plus a bias of shape bs
+ * (NULL: none) on every row. */
+static void fc_case(const char *xs, const char *ws, const char *bs, int ncd, int m, int k, int n,
+                    const char *what) {
+  double x[64], w[64], b[8], want[64];
+  vals(x, m * k, -2, 2, 41, false);
+  vals(w, k * n, -2, 2, 42, false);
+  vals(b, n, -1, 1, 43, false);
+  naive_mm(m, k, n, x, w, want);
+  for (int i = 0; i < m * n && bs; i++) want[i] += b[i % n];
+  for (int dt = 0; dt < 2; dt++) {
+    rt r;
+    rt_init(&r);
+    if (dt == 0) {
+      float xf[64], wf[64], bf[8];
+      to_f32(x, xf, m * k);
+      to_f32(w, wf, k * n);
+      to_f32(b, bf, n);
+      rt_in_f32(&r, "x", xs, xf);
+      rt_in_f32(&r, "w", ws, wf);
+      if (bs) rt_in_f32(&r, "b", bs, bf);
+    } else {
+      rt_in_f64(&r, "x", xs, x);
+      rt_in_f64(&r, "w", ws, w);
+      if (bs) rt_in_f64(&r, "b", bs, b);
+    }
+    pd_op_desc *op = rt_op(&r, "fc", bs ? "Input=x W=w Bias=b" : "Input=x W=w", "Out=o");
+    pd_op_set_attr_int(op, "in_num_col_dims", ncd);
+    char name[128];
+    snprintf(name, sizeof name, "%s (%s)", what, dt ? "float64" : "float32");
+    if (rt_ok(&r, name)) rt_expect(rt_get(&r, "o"), m * n, want, dt ? 1e-14 : 1e-5, name);
+    if (dt == 1) grad_check(&r, bs ? "Input W Bias" : "Input W", "Out", what);
+    rt_free(&r);
+  }
+}
+
+static void test_fc(void) {
+  fc_case("[2, 3]", "[3, 4]", "[4]", 1, 2, 3, 4, "fc [2, 3] x [3, 4] + [4]");
+  fc_case("[2, 2, 3]", "[3, 4]", "[1, 4]", 2, 4, 3, 4,
+          "fc in_num_col_dims 2: [2, 2, 3] x [3, 4] + [1, 4]");
+  fc_case("[2, 3, 2]", "[6, 4]", "[4]", 1, 2, 6, 4, "fc flattens Input's columns");
+  fc_case("[3, 2]", "[2, 5]", NULL, 1, 3, 2, 5, "fc without a bias");
+
+  /* Out's shape and Input's LoD; an empty batch. */
+  rt r;
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[3, 2]", F(1, 2, 3, 4, 5, 6));
+  rt_lod(&r, "x", 3, L(0, 1, 3));
+  rt_in_f32(&r, "w", "[2, 2]", F(1, 0, 0, 1));
+  rt_in_f32(&r, "b", "[2]", F(10, 20));
+  rt_op(&r, "fc", "Input=x W=w Bias=b", "Out=o");
+  if (rt_ok(&r, "fc [3, 2] x [2, 2] + [2]")) {
+    const pd_tensor *o = rt_get(&r, "o");
+    rt_expect(o, 6, D(11, 22, 13, 24, 15, 26), 0, "fc by the identity adds the bias to each row");
+    ok(lod_is(o, 3, L(0, 1, 3)), "fc keeps Input's LoD");
+  }
+  rt_free(&r);
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[0, 3]", F(0));
+  rt_in_f32(&r, "w", "[3, 2]", F(1, 2, 3, 4, 5, 6));
+  rt_in_f32(&r, "b", "[2]", F(1, 2));
+  rt_op(&r, "fc", "Input=x W=w Bias=b", "Out=o");
+  if (rt_ok(&r, "fc of an empty batch")) {
+    const pd_tensor *o = rt_get(&r, "o");
+    ok(o && o->ndims == 2 && o->dims[0] == 0 && o->dims[1] == 2, "fc: [0, 3] x [3, 2] is [0, 2]");
+  }
+  rt_free(&r);
+
+  /* Shapes that only disagree at run time. */
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[2, 2]", F(1, 2, 3, 4));
+  rt_in_f32(&r, "w", "[2, 3]", F(1, 2, 3, 4, 5, 6));
+  rt_in_f32(&r, "b", "[2]", F(1, 2));
+  decl(r.f.b, "b", PD_FP32, "[-1]");
+  rt_op(&r, "fc", "Input=x W=w Bias=b", "Out=o");
+  rt_fails(&r, PD_ESHAPE, "fc: Bias [2] must be [3] or [1, 3] for W [2, 3]",
+           "fc: a bias of the wrong size at run time");
+  rt_free(&r);
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[2, 5]", F(1, 2, 3, 4, 5, 6, 7, 8, 9, 10));
+  rt_in_f32(&r, "w", "[3, 2]", F(1, 2, 3, 4, 5, 6));
+  decl(r.f.b, "x", PD_FP32, "[2, -1]");
+  rt_op(&r, "fc", "Input=x W=w", "Out=o");
+  rt_fails(&r, PD_ESHAPE, "fc: Input has 5 columns but W has 3 rows ([2, 5] x [3, 2])",
+           "fc: a column mismatch at run time");
+  rt_free(&r);
+}
+
 int main(void) {
   test_mul();
+  test_fc();
   test_matmul();
   return tap_done();
 }

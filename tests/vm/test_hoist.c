@@ -10,8 +10,9 @@
  * of different lengths, an if inside the loop reading a hoisted value, lookup_table inside the
  * loop, nested loops over sequences of sequences, a program with a backward pass already (left alone), and out-of-memory from every
  * allocation of the pass on.
- * The fusion pass (vm/fuse_rnn.h) runs on each hoisted program too: how many loops it made
- * elman_rnn ops, and that the fused program's cost and gradients equal the hoisted one's. */
+ * The fusion passes (vm/fuse_rnn.h, then vm/fuse_fc.h) run on each hoisted program too: how
+ * many loops became elman_rnn ops, and that the fused program's cost and gradients equal the
+ * hoisted one's; test_fuse_fc checks which products and bias adds became fc ops. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "tests/tap.h"
 #include "vm/backward.h"
 #include "vm/exec.h"
+#include "vm/fuse_fc.h"
 #include "vm/fuse_rnn.h"
 #include "vm/hoist.h"
 #include "vm/prune.h"
@@ -36,7 +38,7 @@ typedef struct hcase {
   pd_program *ffwd, *fbwd;               /* hoisted and fused; its backward pass */
   pd_exec *fex, *hfex, *bex, *hbex, *ffex, *fbex;
   pd_backward pg, hpg, fpg;
-  int moved, fused;
+  int moved, fused, fc;  /* fc: products + bias made fc ops (vm/fuse_fc.h) */
   pd_error err;
 } hcase;
 
@@ -80,6 +82,7 @@ static bool setup(hcase *c, const char *name, const char *text) {
   if (!st) st = pd_exec_new(c->hbwd, NULL, &c->hbex, &c->err);
   if (!st && !(c->ffwd = pd_program_clone(c->hfwd))) st = PD_ENOMEM;
   if (!st) st = pd_program_fuse_rnn(c->ffwd, &c->fused, &c->err);
+  if (!st) st = pd_program_fuse_fc(c->ffwd, &c->fc, &c->err);
   if (!st) st = pd_program_validate(c->ffwd, &c->err);
   if (!st && !(c->fbwd = pd_program_clone(c->ffwd))) st = PD_ENOMEM;
   if (!st) st = pd_append_backward(c->fbwd, cost, &c->fpg, &c->err);
@@ -325,8 +328,76 @@ static void test_param_products(void) {
   hcase_free(&c);
 }
 
+/* The op types of block 0 of p, joined by commas. */
+static const char *block0_ops(const pd_program *p, char *buf, size_t n) {
+  size_t k = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < p->blocks[0]->nops && k < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%s", i ? "," : "", p->blocks[0]->ops[i]->type);
+  return buf;
+}
+
+/* Fuse the products and bias adds of a case: how many, block 0's op types after it, the cost
+ * bit for bit; for a program that has some, a backward pass left alone and out of memory. */
+static void fc_case(const char *name, const char *text, int want_fc, const char *want_ops) {
+  hcase c;
+  if (!setup(&c, name, text)) {
+    ok(0, "%s: builds", name);
+    hcase_free(&c);
+    return;
+  }
+  char buf[512];
+  is_int(c.fc, want_fc, "%s: %d products and bias adds became fc ops", name, want_fc);
+  is_str(block0_ops(c.ffwd, buf, sizeof buf), want_ops, "%s: block 0 runs %s", name, want_ops);
+  double l0 = run_cost(&c, c.fex), l1 = run_cost(&c, c.ffex);
+  ok(isfinite(l0) && l0 == l1, "%s: the same cost, bit for bit (%.17g, %.17g)", name, l0, l1);
+  if (want_fc) {
+    int done = -1;
+    ok(pd_program_fuse_fc(c.hbwd, &done, &c.err) == PD_OK && done == 0,
+       "%s: fc fusion leaves a program with a backward pass as it is", name);
+    oom_each(c.hfwd, pd_program_fuse_fc, "fc fusion");
+  }
+  hcase_free(&c);
+}
+
+/* fuse_fc: the hoisted input projection mul(t, Wx) + bx and the output layer mul(hs, Wo) + bo
+ * become fc ops (the cost and the gradients, fused or not, are compared by check); a product
+ * that another op also reads, and one whose add has the bias on the left, stay as they are;
+ * a program with a backward pass is left alone; out of memory is reported. */
+static void test_fuse_fc(void) {
+  static const char two[] =
+      "x = sequence([[1, 2, 3], [4], [5, 6, 7, 8, 9]], int64)\n"
+      "y = sequence([[3, 1, 2], [0], [2, 2, 1, 0, 3]], int64)\n"
+      "emb = param([10, 3], name = \"emb\")\n"
+      "Wx = param([3, 4], name = \"Wx\")\n"
+      "bx = param([4], name = \"bx\", init = 0.1)\n"
+      "Wh = param([4, 4], name = \"Wh\")\n"
+      "Wo = param([4, 4], name = \"Wo\")\n"
+      "bo = param([4], name = \"bo\", init = -0.2)\n"
+      "h = zeros([4])\n"
+      "for (t in lookup_table(emb, x)) {\n"
+      "    h = tanh(mul(t, Wx) + bx + mul(h, Wh))\n"
+      "    emit hs = h\n"
+      "}\n"
+      "cost = mean(softmax_with_cross_entropy(mul(hs, Wo) + bo, y))\n";
+  check("two_fc.pd", two, 2, "elementwise_add.tmp_0", "Wh", "mul,elementwise_add,tanh", 1);
+  static const char kept[] =
+      "x = param([3, 4], name = \"x\")\n"
+      "W = param([4, 5], name = \"W\")\n"
+      "b = param([5], name = \"b\", init = 0.1)\n"
+      "a = mul(x, W)\n"
+      "cost = mean(tanh(a + b)) + mean(a) + mean(tanh(b + mul(x, W)))\n";
+  fc_case("two_fc.pd", two, 2,
+          "assign_value,lod_reset,assign_value,lod_reset,fill_constant,lookup_table,assign,fc,"
+          "elman_rnn,fc,softmax_with_cross_entropy,mean");
+  fc_case("kept.pd", kept, 0,
+          "mul,elementwise_add,tanh,mean,mean,elementwise_add,mul,elementwise_add,tanh,mean,"
+          "elementwise_add");
+}
+
 int main(void) {
   test_param_products();
+  test_fuse_fc();
   check("elman.pd", elman, 2, "elementwise_add.tmp_0", "Wh",
         "mul,elementwise_add,tanh", 1);
   /* bx + mul(t, Wx): the add's operands are swapped (the LoD comes from X). Sequences of
