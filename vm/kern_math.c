@@ -820,6 +820,26 @@ done:
   return st;
 }
 
+/* The gradients of Out [M, N] = X [M, K] Y [K, N] (mul, fc), each when wanted (non-NULL):
+ * dX = dOut Y^T, dY = X^T dOut, shaped like X and Y. */
+static pd_status product_grads(const pd_exec_ctx *ctx, int64_t m, int64_t k, int64_t n,
+                               const pd_tensor *x, const pd_tensor *y, const pd_tensor *dout,
+                               pd_tensor *dx, pd_tensor *dy) {
+  pd_dtype dt = x->dtype;
+  pd_status st = PD_OK;
+  if (dx && !(st = resize_like(ctx, dx, x, x)))
+    st = k_check(ctx,
+                 ctx->k->gemm(dt, false, true, m, k, n, 1.0, pd_tensor_data(dout), ld(n),
+                              pd_tensor_data(y), ld(n), 0.0, pd_tensor_data(dx), ld(k)),
+                 dt);
+  if (!st && dy && !(st = resize_like(ctx, dy, y, y)))
+    st = k_check(ctx,
+                 ctx->k->gemm(dt, true, false, k, n, m, 1.0, pd_tensor_data(x), ld(k),
+                              pd_tensor_data(dout), ld(n), 0.0, pd_tensor_data(dy), ld(n)),
+                 dt);
+  return st;
+}
+
 /* dX [M, K] = dOut [M, N] Y^T; dY [K, N] = X^T dOut. */
 pd_status pd_kernel_mul_grad(pd_exec_ctx *ctx) {
   const pd_tensor *x, *y, *dout;
@@ -834,17 +854,7 @@ pd_status pd_kernel_mul_grad(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   if ((st = grad2_unalias(ctx, &h, dx, dy, &x, &y, &dout))) goto done;
-  pd_dtype dt = x->dtype;
-  if (dx && !(st = resize_like(ctx, dx, x, x)))
-    st = k_check(ctx,
-                 ctx->k->gemm(dt, false, true, p.m, p.k, p.n, 1.0, pd_tensor_data(dout), ld(p.n),
-                              pd_tensor_data(y), ld(p.n), 0.0, pd_tensor_data(dx), ld(p.k)),
-                 dt);
-  if (!st && dy && !(st = resize_like(ctx, dy, y, y)))
-    st = k_check(ctx,
-                 ctx->k->gemm(dt, true, false, p.k, p.n, p.m, 1.0, pd_tensor_data(x), ld(p.k),
-                              pd_tensor_data(dout), ld(p.n), 0.0, pd_tensor_data(dy), ld(p.n)),
-                 dt);
+  st = product_grads(ctx, p.m, p.k, p.n, x, y, dout, dx, dy);
 done:
   hold_free(&h);
   return st;
@@ -949,20 +959,10 @@ pd_status pd_kernel_fc_grad(pd_exec_ctx *ctx) {
     for (int j = 0; j < 4 && !st; j++)
       if (*ins[j]) st = unalias(ctx, &h, outs[i], ins[j]);
   if (st) goto done;
-  pd_dtype dt = x->dtype;
-  if (dx && !(st = resize_like(ctx, dx, x, x)))
-    st = k_check(ctx,
-                 ctx->k->gemm(dt, false, true, p.m, p.k, p.n, 1.0, pd_tensor_data(dout), ld(p.n),
-                              pd_tensor_data(w), ld(p.n), 0.0, pd_tensor_data(dx), ld(p.k)),
-                 dt);
-  if (!st && dw && !(st = resize_like(ctx, dw, w, w)))
-    st = k_check(ctx,
-                 ctx->k->gemm(dt, true, false, p.k, p.n, p.m, 1.0, pd_tensor_data(x), ld(p.k),
-                              pd_tensor_data(dout), ld(p.n), 0.0, pd_tensor_data(dw), ld(p.n)),
-                 dt);
+  st = product_grads(ctx, p.m, p.k, p.n, x, w, dout, dx, dw);
   if (!st && db && !(st = resize_like(ctx, db, b, b))) {
     int64_t od[2] = {p.m, p.n}, pad[2] = {1, p.n};
-    st = sum_to(ctx, dt, 2, od, pad, pd_tensor_data(dout), pd_tensor_data(db), 1.0);
+    st = sum_to(ctx, x->dtype, 2, od, pad, pd_tensor_data(dout), pd_tensor_data(db), 1.0);
   }
 done:
   hold_free(&h);
