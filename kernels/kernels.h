@@ -198,6 +198,18 @@ typedef pd_status pd_k_gemm_act_fn(pd_k_unop act, bool grad, pd_dtype dt, bool t
                                    int64_t lda, const void *b, int64_t ldb, double beta, void *c,
                                    int64_t ldc, const void *h, int64_t ldh);
 
+/* C [m, n] = op(A) op(B) + bias, bias [n] added to every row (an fc layer's forward). C is
+ * written, not read, and must not overlap A, B or bias. The CPU copies the bias into the rows of
+ * C that each thread's part of the product then accumulates onto (beta 1): no pass clears C for
+ * the product, and none adds the bias after it. The result is the bits of gemm then an add of
+ * the bias where the backend sums K in one block (OpenBLAS: K up to a few hundred); for a longer
+ * K the bias enters with the first block, which rounds differently. bias NULL: PD_EINVAL.
+ * Otherwise as pd_k_gemm_fn with alpha 1. */
+typedef pd_status pd_k_gemm_bias_fn(pd_dtype dt, bool trans_a, bool trans_b, int64_t m,
+                                    int64_t n, int64_t k, const void *a, int64_t lda,
+                                    const void *b, int64_t ldb, const void *bias, void *c,
+                                    int64_t ldc);
+
 /* out = x OP y with broadcasting (pd_k_broadcast_shape gives out's shape). fp32, fp64, int32,
  * int64; PD_K_POW is float only. Integer ops wrap on overflow; integer division truncates and
  * x / 0 gives 0 (no trap). out may alias x or y when that operand has out's shape. */
@@ -370,6 +382,7 @@ typedef struct pd_k_backend {
   pd_k_gemm_fn *gemm;
   pd_k_gemm_batched_fn *gemm_batched;
   pd_k_gemm_act_fn *gemm_act;
+  pd_k_gemm_bias_fn *gemm_bias;
   pd_k_binary_fn *binary;
   pd_k_binary_grad_fn *binary_grad;
   pd_k_compare_fn *compare;

@@ -16,6 +16,7 @@ static const pd_k_backend cpu_backend = {
     .gemm = pd_kcpu_gemm,
     .gemm_batched = pd_kcpu_gemm_batched,
     .gemm_act = pd_kcpu_gemm_act,
+    .gemm_bias = pd_kcpu_gemm_bias,
     .binary = pd_kcpu_binary,
     .binary_grad = pd_kcpu_binary_grad,
     .compare = pd_kcpu_compare,

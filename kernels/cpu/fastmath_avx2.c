@@ -22,8 +22,8 @@ static _Atomic int simd_level = -1;
 
 static int best_level(void) {
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? PD_KCPU_SIMD_AVX2
-                                                                          : PD_KCPU_SIMD_BASE;
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return PD_KCPU_SIMD_BASE;
+  return __builtin_cpu_supports("avx512f") ? PD_KCPU_SIMD_AVX512 : PD_KCPU_SIMD_AVX2;
 }
 
 int pd_kcpu_simd(void) {

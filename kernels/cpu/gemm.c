@@ -1,5 +1,5 @@
 /* gemm.c -- matrix products through OpenBLAS's cblas_sgemm/cblas_dgemm (row-major), single,
- * strided-batched, and followed by an activation (gemm_act). A large product is split across the
+ * strided-batched, followed by an activation (gemm_act), and onto a bias (gemm_bias). A large product is split across the
  * kernels' thread pool (pool.c), each part a one-thread OpenBLAS call. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
@@ -77,6 +77,16 @@ static void act_block(const epilogue *ep, pd_dtype dt, int64_t r0, int64_t r1, i
   }
 }
 
+/* ---- gemm_bias's bias (kernels.h): copied into a block of C's rows just before the product
+ * that accumulates onto it (beta 1), so that the product needs no pass clearing C first (as
+ * BLAS does for beta 0) and the bias no pass of its own after. ---- */
+static void bias_block(pd_dtype dt, const char *bias, int64_t r0, int64_t r1, int64_t c0,
+                       int64_t c1, char *c, int64_t ldc) {
+  size_t sz = pd_dtype_size(dt);
+  for (int64_t i = r0; i < r1; i++)
+    memcpy(c + (i * ldc + c0) * (int64_t)sz, bias + c0 * (int64_t)sz, (size_t)(c1 - c0) * sz);
+}
+
 /* ---- Splitting one product across the thread pool (pool.c): each part
  * computes a block of C's columns (or rows, when C is tall) with a one-thread BLAS call. The
  * blocks are multiples of SPLIT_ALIGN so that each thread's part keeps whole register tiles.
@@ -95,6 +105,7 @@ typedef struct split_job {
   const char *a, *b;
   char *c;
   const epilogue *ep;  /* gemm_act's, or NULL */
+  const char *bias;    /* gemm_bias's (beta is then 1), or NULL */
 } split_job;
 
 /* [*b, *e) of `total` for thread t of nt, in multiples of SPLIT_ALIGN. */
@@ -111,12 +122,14 @@ static void split_part(void *vjob, int t, int nt) {
   if (j->by_cols) {  /* C[:, lo:hi] = op(A) op(B)[:, lo:hi] */
     split_range(j->n, t, nt, &lo, &hi);
     if (lo >= hi) return;
+    if (j->bias) bias_block(j->dt, j->bias, 0, j->m, lo, hi, j->c, j->ldc);
     gemm_one(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
              j->b + (j->tb ? lo * j->ldb : lo) * sz, j->ldb, j->beta, j->c + lo * sz, j->ldc);
     if (j->ep) act_block(j->ep, j->dt, 0, j->m, lo, hi, j->c, j->ldc);
   } else {  /* C[lo:hi, :] = op(A)[lo:hi, :] op(B) */
     split_range(j->m, t, nt, &lo, &hi);
     if (lo >= hi) return;
+    if (j->bias) bias_block(j->dt, j->bias, lo, hi, 0, j->n, j->c, j->ldc);
     gemm_one(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->alpha,
              j->a + (j->ta ? lo : lo * j->lda) * sz, j->lda, j->b, j->ldb, j->beta,
              j->c + lo * j->ldc * sz, j->ldc);
@@ -182,18 +195,20 @@ static bool gemm_ksplit(int nt, pd_dtype dt, bool trans_a, bool trans_b, int64_t
   return true;
 }
 
-/* A checked product, with gemm_act's activation when ep. */
+/* A checked product, with gemm_act's activation when ep, and gemm_bias's bias rows under it
+ * when bias (beta must then be 1: the product accumulates onto the bias). */
 static pd_status gemm_run(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
                           int64_t k, double alpha, const void *a, int64_t lda, const void *b,
-                          int64_t ldb, double beta, void *c, int64_t ldc, const epilogue *ep) {
+                          int64_t ldb, double beta, void *c, int64_t ldc, const epilogue *ep,
+                          const void *bias) {
   int nt = pd_kcpu_blas_team();
   if (nt > 1 && k > 0 && m * n >= SPLIT_MIN_WORK / k) {
     int64_t kblocks = (k + SPLIT_ALIGN - 1) / SPLIT_ALIGN;
-    if (!ep && k >= KSPLIT_RATIO * (m > n ? m : n) && kblocks >= nt &&
+    if (!ep && !bias && k >= KSPLIT_RATIO * (m > n ? m : n) && kblocks >= nt &&
         gemm_ksplit(nt, dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
       return PD_OK;
     split_job j = {dt, trans_a, trans_b, n >= m, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c,
-                   ep};
+                   ep, bias};
     int64_t blocks = ((j.by_cols ? n : m) + SPLIT_ALIGN - 1) / SPLIT_ALIGN;
     if (nt > blocks) nt = (int)blocks;
     if (nt > 1) {
@@ -201,6 +216,7 @@ static pd_status gemm_run(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
       return PD_OK;
     }
   }
+  if (bias) bias_block(dt, bias, 0, m, 0, n, c, ldc);
   gemm_one(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (ep) act_block(ep, dt, 0, m, 0, n, c, ldc);
   return PD_OK;
@@ -212,7 +228,7 @@ pd_status pd_kcpu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
   pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (st) return st;
-  return gemm_run(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+  return gemm_run(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL);
 }
 
 pd_status pd_kcpu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
@@ -225,7 +241,17 @@ pd_status pd_kcpu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, 
   if (st) return st;
   if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
   epilogue ep = {act, grad, h, ldh};
-  return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, &ep);
+  return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, &ep, NULL);
+}
+
+pd_status pd_kcpu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                            int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                            const void *bias, void *c, int64_t ldc) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  if (!bias) return PD_EINVAL;
+  return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc, NULL, bias);
 }
 
 pd_status pd_kcpu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch,

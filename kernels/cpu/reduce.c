@@ -34,7 +34,7 @@ static int64_t grain_for(int64_t cost) {
  * template's loop does it. */
 static bool colsum_simd_f32(const float *x, int64_t rows, int64_t ld, int64_t w, double *acc) {
 #if PD_KCPU_FASTMATH_f32 && PD_KCPU_HAVE_AVX2
-  if (pd_kcpu_simd() == PD_KCPU_SIMD_AVX2) {
+  if (pd_kcpu_simd() >= PD_KCPU_SIMD_AVX2) {
     pd_kcpu_colsum8_f32(x, rows, ld, w, acc);
     return true;
   }

@@ -161,7 +161,7 @@ static void TF(softmax_xent_grad_range)(void *vjob, int64_t b, int64_t e) {
       if (l == job->ignore) {
         for (int64_t j = 0; j < c; j++) dx[j] = 0;
       } else {
-        for (int64_t j = 0; j < c; j++) dx[j] = d * sm[j];
+        PD_SIMD for (int64_t j = 0; j < c; j++) dx[j] = d * sm[j];
         dx[l] -= d;
       }
     }

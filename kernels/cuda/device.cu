@@ -488,6 +488,7 @@ static const pd_k_backend cuda_backend = {
     .gemm = entry<pd_kcu_gemm>::call,
     .gemm_batched = entry<pd_kcu_gemm_batched>::call,
     .gemm_act = entry<pd_kcu_gemm_act>::call,
+    .gemm_bias = entry<pd_kcu_gemm_bias>::call,
     .binary = entry<pd_kcu_binary>::call,
     .binary_grad = entry<pd_kcu_binary_grad>::call,
     .compare = entry<pd_kcu_compare>::call,

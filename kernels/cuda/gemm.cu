@@ -141,3 +141,23 @@ pd_status pd_kcu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, b
   }
   return PD_OK;
 }
+
+/* cuBLAS's product, then the bias added over C in place: one broadcast launch when C's rows are
+ * contiguous, else one a row. */
+pd_status pd_kcu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                           const void *bias, void *c, int64_t ldc) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+  if (!bias) return PD_EINVAL;
+  PD_KCU_TRY(pd_kcu_gemm(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc));
+  if (m == 0 || n == 0) return PD_OK;
+  int64_t sz = (int64_t)pd_dtype_size(dt);
+  bool whole = ldc == n;
+  for (int64_t i = 0; i < m; i += whole ? m : 1) {
+    int64_t dims[2] = {whole ? m : 1, n};
+    char *ci = (char *)c + i * ldc * sz;
+    PD_KCU_TRY(pd_kcu_binary(PD_K_ADD, dt, 2, dims, ci, 1, &n, bias, -1, ci));
+  }
+  return PD_OK;
+}

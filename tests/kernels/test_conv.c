@@ -163,6 +163,81 @@ static void test_gemm_act(void) {
          PD_EINVAL, "gemm_act refuses an ldh smaller than a row");
 }
 
+/* ---- GEMM onto a bias (an fc layer) ---- */
+
+/* One case: against the product plus bias in double; C's old contents (NaN) must not leak in.
+ * Bit for bit the same as gemm then an add of the bias where OpenBLAS sums K in one block
+ * (`same_bits`: K up to 256 here). */
+static bool gemm_bias_case(pd_dtype dt, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                           int64_t ldc, bool same_bits) {
+  int64_t lda = ta ? (m > 1 ? m : 1) : (k > 1 ? k : 1), ldb = tb ? (k > 1 ? k : 1) : n;
+  int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
+  void *a = kt_random(dt, na, -1, 1), *b = kt_random(dt, nb, -0.3, 0.3);
+  void *bias = kt_random(dt, n, -2, 2), *c = kt_alloc((size_t)nc * pd_dtype_size(dt));
+  void *c2 = kt_alloc((size_t)nc * pd_dtype_size(dt));
+  for (int64_t i = 0; i < nc; i++) kt_set(dt, c, i, NAN), kt_set(dt, c2, i, NAN);
+  double *ad = kt_to_double(dt, a, na), *bd = kt_to_double(dt, b, nb);
+  double *biasd = kt_to_double(dt, bias, n), *want = kt_alloc((size_t)nc * sizeof(double));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < ldc; j++) want[i * ldc + j] = j < n ? biasd[j] : NAN;
+  naive_gemm(ta, tb, m, n, k, 1, ad, lda, bd, ldb, 1, want, ldc);
+  pd_status st = K->gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
+  pd_status st2 = K->gemm(dt, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c2, ldc);
+  size_t sz = pd_dtype_size(dt);
+  for (int64_t i = 0; i < m && !st2; i++) {
+    char *row = (char *)c2 + (size_t)(i * ldc) * sz;
+    st2 = K->binary(PD_K_ADD, dt, 1, &n, row, 1, &n, bias, -1, row);
+  }
+  double e = 0;
+  bool bits = true;
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      int64_t at = i * ldc + j;
+      double got = kt_get(dt, c, at);
+      if (isnan(got)) e = INFINITY;
+      else if (fabs(got - want[at]) > e) e = fabs(got - want[at]);
+      bits = bits && memcmp((char *)c + at * (int64_t)sz, (char *)c2 + at * (int64_t)sz, sz) == 0;
+    }
+  double tol = (dt == PD_FP32 ? 1e-5 : 1e-13) * (k > 64 ? (double)k / 64 : 1);
+  bool good = st == PD_OK && st2 == PD_OK && e <= tol && (!same_bits || bits);
+  if (!good)
+    printf("# gemm_bias %s ta %d tb %d %lldx%lldx%lld ldc %lld: st %d err %g%s\n",
+           pd_dtype_name(dt), ta, tb, (long long)m, (long long)n, (long long)k, (long long)ldc,
+           st, e, bits ? "" : " (differs from gemm then add)");
+  free(a), free(b), free(bias), free(c), free(c2), free(ad), free(bd), free(biasd), free(want);
+  return good;
+}
+
+static void test_gemm_bias(void) {
+  /* Unsplit; C's rows split (an output layer: [1600, 32] by [32, 256]); C's columns split; a K
+   * past one OpenBLAS block; a k of 0 (C is the bias); no rows. */
+  const int64_t shapes[][3] = {{3, 17, 5},    {1600, 256, 32}, {40, 1000, 64},
+                               {200, 96, 700}, {4, 5, 0},      {0, 7, 3}};
+  for (size_t t = 0; t < 2; t++) {
+    pd_dtype dt = kt_float_types[t];
+    int good = 0, total = 0;
+    for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
+      for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+          for (int strided = 0; strided < 2; strided++) {
+            int64_t n = shapes[s][1];
+            total++;
+            good += gemm_bias_case(dt, ta, tb, shapes[s][0], n, shapes[s][2],
+                                   strided ? n + 5 : n, shapes[s][2] <= 256);
+          }
+    ok(good == total, "gemm_bias %s: %d/%d (shapes x transposes x contiguous/strided C), the "
+       "product plus bias, and gemm then add's bits for K up to 256", pd_dtype_name(dt), good,
+       total);
+  }
+  double a[4] = {1, 2, 3, 4}, c[4];
+  is_int(K->gemm_bias(PD_FP64, false, false, 2, 2, 2, a, 2, a, 2, NULL, c, 2), PD_EINVAL,
+         "gemm_bias needs a bias");
+  is_int(K->gemm_bias(PD_FP64, false, false, 2, 2, 2, a, 2, a, 2, a, c, 1), PD_EINVAL,
+         "gemm_bias refuses an ldc smaller than a row");
+  is_int(K->gemm_bias(PD_INT32, false, false, 2, 2, 2, a, 2, a, 2, a, c, 2), PD_EUNSUPPORTED,
+         "gemm_bias is float only");
+}
+
 /* ---- Convolution ---- */
 
 typedef struct ccase {
@@ -406,6 +481,7 @@ int main(int argc, char **argv) {
   kt_begin(argv);
   test_gemm();
   test_gemm_act();
+  test_gemm_bias();
   test_conv_forward();
   test_im2col_adjoint();
   test_conv_backward();

@@ -268,6 +268,17 @@ static void test_gemm(void) {
                pd_k_unop_name(acts[q]), grad, (long long)ldc);
           B_free(&x), B_free(&w), B_free(&y), B_free(&hh);
         }
+    /* gemm_bias: an fc layer's forward, C contiguous (one broadcast launch) and strided. */
+    for (int64_t ldc = 40; ldc <= 45; ldc += 5) {
+      int64_t fm = 300, fn = 40, fk = 48;
+      buf x = B_rand(dt, fm * fk, -1, 1), w = B_rand(dt, fk * fn, -0.3, 0.3);
+      buf bias = B_rand(dt, fn, -2, 2), y = B_rand(dt, fm * ldc, -1, 1);
+      sc = C->gemm_bias(dt, false, false, fm, fn, fk, x.h, fk, w.h, fn, bias.h, y.h, ldc);
+      sg = G->gemm_bias(dt, false, false, fm, fn, fk, x.d, fk, w.d, fn, bias.d, y.d, ldc);
+      same_status(sg, sc, "gemm_bias %s ldc %lld: status", dn(dt), (long long)ldc);
+      same(dt, &y, fm * ldc, "gemm_bias %s ldc %lld", dn(dt), (long long)ldc);
+      B_free(&x), B_free(&w), B_free(&bias), B_free(&y);
+    }
     same_status(G->gemm(dt, false, false, -1, 2, 2, 1, a.d, 2, b.d, 2, 0, c.d, 2),
                 C->gemm(dt, false, false, -1, 2, 2, 1, a.h, 2, b.h, 2, 0, c.h, 2),
                 "gemm %s: a negative size", dn(dt));

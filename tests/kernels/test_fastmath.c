@@ -6,8 +6,9 @@
  * values exactly; the softmax's e^x for x <= 0 the same way (1 ulp, 0 below FLT_MIN); then,
  * through pd_kcpu_fastmath_f32 (softmax's), the shift argument, every tail length in place and
  * the returned sum; and the vector max (pd_kcpu_max_f32) against the scalar loop. All of it for
- * each instance this CPU can run: the four-lane one and, where the CPU has AVX2 and FMA, the
- * eight-lane one of fastmath_avx2.c (pd_kcpu_simd_force picks).
+ * each instance this CPU can run: the four-lane one, the eight-lane one of fastmath_avx2.c where
+ * the CPU has AVX2 and FMA, and the sixteen-lane one of fastmath_avx512.c where it has AVX-512F
+ * (pd_kcpu_simd_force picks); the wider instances also give the eight-lane one's bits.
  * Skipped where fastmath.h builds no vector code (the kernels call libm there). */
 #include "config.h"
 
@@ -124,8 +125,8 @@ static void check_specials(void) {
 static void check_arrays(void) {
   /* The shift (the softmax's: the max), every tail length, in place; the sum of the outputs. */
   bool tails = true, sums = true;
-  for (int n = 0; n <= 17; n++) {
-    float a[17], b[17], mx = (float)(n - 1) * 0.37f - 2.0f;
+  for (int n = 0; n <= 40; n++) {
+    float a[40], b[40], mx = (float)(n - 1) * 0.37f - 2.0f;
     for (int i = 0; i < n; i++) a[i] = b[i] = (float)i * 0.37f - 2.0f;
     double sum = pd_kcpu_fastmath_f32(PD_KCPU_FM_EXP_NONPOS, a, mx, a, n), want = 0;
     for (int i = 0; i < n; i++) {
@@ -134,7 +135,7 @@ static void check_arrays(void) {
     }
     sums = sums && fabs(sum - want) <= 1e-15 * want;
   }
-  ok(tails, "%se^(x - shift) on arrays of 0..17 elements, in place", inst);
+  ok(tails, "%se^(x - shift) on arrays of 0..40 elements, in place", inst);
   ok(sums, "%sthe returned sum is the outputs' sum", inst);
   /* The largest element, NaN where a scalar loop from x[0] keeps or skips it. */
   bool maxes = true;
@@ -151,13 +152,33 @@ static void check_arrays(void) {
   }
   ok(maxes, "%sthe largest of 1..40 elements, with NaNs, as the scalar loop finds it", inst);
   bool scaled = true;
-  for (int n = 0; n <= 19; n++) {
-    float a[19];
+  for (int n = 0; n <= 40; n++) {
+    float a[40];
     for (int i = 0; i < n; i++) a[i] = (float)i - 3.25f;
     pd_kcpu_scale_f32(a, 0.5f, n);
     for (int i = 0; i < n; i++) scaled = scaled && a[i] == ((float)i - 3.25f) * 0.5f;
   }
-  ok(scaled, "%sx * s on arrays of 0..19 elements", inst);
+  ok(scaled, "%sx * s on arrays of 0..40 elements", inst);
+}
+
+/* The sixteen-lane instance gives the eight-lane one's bits for every input and function (the
+ * same steps and fused multiply-adds), so results do not depend on which of the two a CPU has. */
+static void check_wide_same(const float *x, float *y, int n) {
+  static const char *const fname[] = {"e^x", "tanh", "the logistic function", "e^x for x <= 0"};
+  float *y8 = malloc(sizeof *y8 * (size_t)n);
+  if (!y8) return;
+  for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_EXP_NONPOS; f++) {
+    pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
+    pd_kcpu_map_f32(f, x, y, n);
+    pd_kcpu_simd_force(PD_KCPU_SIMD_AVX2);
+    pd_kcpu_map_f32(f, x, y8, n);
+    int differ = 0;
+    for (int i = 0; i < n; i++) differ += memcmp(&y[i], &y8[i], sizeof y[i]) != 0;
+    ok(differ == 0, "sixteen lanes: %s is bit for bit the eight lanes' (%d of %d differ)",
+       fname[f], differ, n);
+  }
+  pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
+  free(y8);
 }
 
 int main(void) {
@@ -177,11 +198,13 @@ int main(void) {
   memcpy(x, edges, sizeof edges);
   fenv_t plain; /* the floating-point environment without flush-to-zero */
   fegetenv(&plain);
-  static const char *const label[] = {"four lanes: ", "eight lanes (AVX2): "};
-  for (int level = PD_KCPU_SIMD_AVX2; level >= PD_KCPU_SIMD_BASE; level--) {
+  static const char *const label[] = {"four lanes: ", "eight lanes (AVX2): ",
+                                       "sixteen lanes (AVX-512): "};
+  static const char *const needs[] = {"", "AVX2 and FMA", "AVX-512F"};
+  for (int level = PD_KCPU_SIMD_AVX512; level >= PD_KCPU_SIMD_BASE; level--) {
     inst = label[level];
     if (pd_kcpu_simd_force(level) != level) {
-      printf("ok %d # SKIP %sthis CPU (or target) has no AVX2 and FMA\n", ++tap_count_, inst);
+      printf("ok %d # SKIP %sthis CPU (or target) has no %s\n", ++tap_count_, inst, needs[level]);
       continue;
     }
     fesetenv(&plain);
@@ -196,6 +219,7 @@ int main(void) {
     fesetenv(&plain);
     check_specials();
     check_arrays();
+    if (level == PD_KCPU_SIMD_AVX512) check_wide_same(x, y, N);
   }
   free(x);
   free(y);

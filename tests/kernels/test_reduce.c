@@ -145,10 +145,11 @@ static void test_reduce(void) {
 #if PD_KCPU_FASTMATH_f32
 /* The column sums of an fc layer's bias gradient ([rows, n] over axis 0) take a vector loop on
  * AVX2 CPUs (fastmath_avx2.c): the scalar loop's additions in its order, so both give the same
- * bits, for widths that use its 32-column, 4-column and one-column pieces. */
+ * bits, for widths that use its 32-column, 4-column and one-column pieces (AVX-512 CPUs take the
+ * same loop). */
 static void test_column_sums(void) {
   const int64_t shapes[][2] = {{1600, 256}, {37, 71}, {5, 3}, {300, 200}, {2, 100}, {1, 39}};
-  int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX2);
+  int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
   for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++) {
     int64_t rows = shapes[s][0], n = shapes[s][1], dims[2] = {rows, n};
     float *x = kt_random(PD_FP32, rows * n, -100, 100), *out[2];
