@@ -198,6 +198,23 @@ typedef pd_status pd_k_gemm_act_fn(pd_k_unop act, bool grad, pd_dtype dt, bool t
                                    int64_t lda, const void *b, int64_t ldb, double beta, void *c,
                                    int64_t ldc, const void *h, int64_t ldh);
 
+/* A recurrence of gemm_act steps with beta 1 and B [n, n] (an Elman RNN over m sequences of
+ * one length, or its backward pass): for s = 0 .. steps - 1
+ *   C_s = act(A_s op(B) + C_s), or with grad C_s = (A_s op(B) + C_s) * act'(H_s),
+ * where A_0 = first (m rows, row stride ldfirst) and A_s = C_(s-1). C_s is the m rows of n at
+ * c + s * step elements, row stride ldc; H_s the same at h + s * step, row stride ldh (step may
+ * be negative: a reversed RNN, or the backward pass going back in time). Row i of C_s depends on
+ * row i of C_(s-1) only, so the CPU splits the rows, not the steps, across threads: each runs
+ * every step on its own rows, with no synchronisation between steps (the steps of an RNN at
+ * hidden 32 are too small to split one at a time). Each step's values are within rounding of
+ * gemm_act's (the BLAS may round a product of fewer rows differently) and the same for a given
+ * thread count. C_s must not overlap first, B, H or another step's rows except through the
+ * recurrence itself. PD_EINVAL for steps < 0, an n x n B's bad ldb (n), or grad without H. */
+typedef pd_status pd_k_gemm_act_chain_fn(pd_k_unop act, bool grad, pd_dtype dt, bool trans_b,
+                                         int64_t m, int64_t n, int64_t steps, const void *first,
+                                         int64_t ldfirst, const void *b, void *c, int64_t ldc,
+                                         int64_t step, const void *h, int64_t ldh);
+
 /* C [m, n] = op(A) op(B) + bias, bias [n] added to every row (an fc layer's forward). C is
  * written, not read, and must not overlap A, B or bias. The CPU copies the bias into the rows of
  * C that each thread's part of the product then accumulates onto (beta 1): no pass clears C for
@@ -383,6 +400,7 @@ typedef struct pd_k_backend {
   pd_k_gemm_batched_fn *gemm_batched;
   pd_k_gemm_act_fn *gemm_act;
   pd_k_gemm_bias_fn *gemm_bias;
+  pd_k_gemm_act_chain_fn *gemm_act_chain;
   pd_k_binary_fn *binary;
   pd_k_binary_grad_fn *binary_grad;
   pd_k_compare_fn *compare;

@@ -192,34 +192,35 @@ static pd_status act_grad_rows(const pd_exec_ctx *ctx, const elman *e, int64_t k
   return pd_ctx_check(ctx, st, "activation gradient");
 }
 
-/* Hidden (already holding Input) becomes the states, step by step: one GEMM with its
- * activation a step. */
+/* Hidden (already holding Input) becomes the states, step by step: a GEMM with its activation
+ * a step, the whole recurrence one kernel call (kernels.h: gemm_act_chain, which runs the
+ * sequences on different threads without a barrier between steps). */
 static pd_status forward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
                                  const char *init, char *hid) {
-  size_t rb = (size_t)e->hid * e->es;
-  int64_t ld = e->hid * e->maxlen;
-  pd_status st = PD_OK;
-  for (int64_t k = 0; k < e->maxlen && !st; k++) {
-    char *cur = hid + (size_t)elem_at(e, k) * rb;
-    const char *prev = k ? hid + (size_t)elem_at(e, k - 1) * rb : init;
-    st = gemm_act(ctx, e, false, e->nseq, prev, k ? ld : e->hid, w, cur, ld, NULL, 0);
-  }
-  return st;
+  int64_t ld = e->hid * e->maxlen, step = e->rev ? -e->hid : e->hid;
+  return pd_ctx_check(ctx, ctx->k->gemm_act_chain(e->act, false, e->dt, false, e->nseq, e->hid,
+                                                  e->maxlen, init, e->hid, w,
+                                                  hid + (size_t)elem_at(e, 0) * e->hid * e->es,
+                                                  ld, step, NULL, 0),
+                      "gemm and activation");
 }
 
 /* d (holding Hidden@GRAD) becomes the pre-activation gradients, from the last step back: the
  * last step's rows get act'; then step k - 1's rows become (their own + step k's times W^T)
- * * act', one GEMM with its activation gradient a step. Step 0's product goes to carry (for
- * H0's gradient) when want_carry. */
+ * * act', a GEMM with its activation gradient a step, in one gemm_act_chain. Step 0's product
+ * goes to carry (for H0's gradient) when want_carry. */
 static pd_status backward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
                                   const char *h, char *d, char *carry, bool want_carry) {
   size_t rb = (size_t)e->hid * e->es;
-  int64_t ld = e->hid * e->maxlen;
+  int64_t ld = e->hid * e->maxlen, step = e->rev ? e->hid : -e->hid;
   pd_status st = act_grad_rows(ctx, e, e->maxlen - 1, h, d);
-  for (int64_t k = e->maxlen - 1; k > 0 && !st; k--) {
-    size_t at = (size_t)elem_at(e, k - 1) * rb;
-    st = gemm_act(ctx, e, true, e->nseq, d + (size_t)elem_at(e, k) * rb, ld, w, d + at, ld,
-                  h + at, ld);
+  if (!st && e->maxlen > 1) {
+    size_t at = (size_t)elem_at(e, e->maxlen - 2) * rb;
+    st = pd_ctx_check(ctx, ctx->k->gemm_act_chain(e->act, true, e->dt, true, e->nseq, e->hid,
+                                                  e->maxlen - 1,
+                                                  d + (size_t)elem_at(e, e->maxlen - 1) * rb, ld,
+                                                  w, d + at, ld, step, h + at, ld),
+                      "gemm and activation gradient");
   }
   if (!st && want_carry)
     st = gemm_ld(ctx, e, false, true, e->nseq, e->hid, e->hid, d + (size_t)elem_at(e, 0) * rb,

@@ -17,6 +17,7 @@ static const pd_k_backend cpu_backend = {
     .gemm_batched = pd_kcpu_gemm_batched,
     .gemm_act = pd_kcpu_gemm_act,
     .gemm_bias = pd_kcpu_gemm_bias,
+    .gemm_act_chain = pd_kcpu_gemm_act_chain,
     .binary = pd_kcpu_binary,
     .binary_grad = pd_kcpu_binary_grad,
     .compare = pd_kcpu_compare,

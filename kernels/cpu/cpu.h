@@ -110,6 +110,7 @@ pd_k_gemm_fn pd_kcpu_gemm;
 pd_k_gemm_batched_fn pd_kcpu_gemm_batched;
 pd_k_gemm_act_fn pd_kcpu_gemm_act;
 pd_k_gemm_bias_fn pd_kcpu_gemm_bias;
+pd_k_gemm_act_chain_fn pd_kcpu_gemm_act_chain;
 pd_k_binary_fn pd_kcpu_binary;
 pd_k_binary_grad_fn pd_kcpu_binary_grad;
 pd_k_compare_fn pd_kcpu_compare;

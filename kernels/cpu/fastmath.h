@@ -68,6 +68,11 @@ double pd_kcpu_fastmath16_f32(int f, bool sum, const float *x, float shift, floa
                               int64_t n);
 float pd_kcpu_max16_f32(const float *x, int64_t n);
 void pd_kcpu_scale16_f32(float *x, float s, int64_t n);
+/* gemm_avx512.c: C [m, n] += A [m, k] B [k, n] (row strides lda, ldb, ldc) for n <= 64 (a
+ * larger n is not handled: the caller checks), under the same condition. */
+#define PD_KCPU_SMALL16_MAX_N 64
+void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                              const float *b, int64_t ldb, float *c, int64_t ldc);
 /* acc[j] += x[q * ld + j] for rows q = 0 .. rows - 1 in order, j < w: reduce.c's column sums
  * (the bias gradient of an fc layer), each column's additions in the scalar loop's order, in
  * double, so the sums are the same bits. */

@@ -1,8 +1,10 @@
 /* gemm.c -- matrix products through OpenBLAS's cblas_sgemm/cblas_dgemm (row-major), single,
- * strided-batched, followed by an activation (gemm_act), and onto a bias (gemm_bias). A large product is split across the
+ * strided-batched, followed by an activation (gemm_act, and a recurrence of those:
+ * gemm_act_chain), and onto a bias (gemm_bias). A large product is split across the
  * kernels' thread pool (pool.c), each part a one-thread OpenBLAS call. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/fastmath.h"
 
 #include <cblas.h>
 #include <limits.h>
@@ -242,6 +244,81 @@ pd_status pd_kcpu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, 
   if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
   epilogue ep = {act, grad, h, ldh};
   return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, &ep, NULL);
+}
+
+/* ---- gemm_act_chain: the rows split across the pool once, each part running every step on
+ * its rows: the product (a one-thread BLAS call, or gemm_avx512.c's small product for fp32 up
+ * to 64 columns on AVX-512 CPUs), then the activation. ---- */
+typedef struct chain_job {
+  const epilogue *ep;
+  pd_dtype dt;
+  bool tb, small;
+  int64_t m, n, steps, ldfirst, ldc, step;
+  const char *first, *b;
+  char *c;
+} chain_job;
+
+static void chain_part(void *vjob, int t, int nt) {
+  const chain_job *j = vjob;
+  int64_t sz = (int64_t)pd_dtype_size(j->dt), lo, hi, n = j->n;
+  split_range(j->m, t, nt, &lo, &hi);
+  if (lo >= hi) return;
+  epilogue ep = *j->ep;
+  const char *a = j->first + lo * j->ldfirst * sz;
+  int64_t lda = j->ldfirst;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  float bt[PD_KCPU_SMALL16_MAX_N * PD_KCPU_SMALL16_MAX_N];
+  const float *bs = (const float *)j->b;
+  if (j->small && j->tb) { /* the small product takes B as it is: transpose it once */
+    for (int64_t q = 0; q < n; q++)
+      for (int64_t i = 0; i < n; i++) bt[q * n + i] = bs[i * n + q];
+    bs = bt;
+  }
+#endif
+  for (int64_t s = 0; s < j->steps; s++) {
+    char *c = j->c + (s * j->step + lo * j->ldc) * sz;
+    if (ep.grad) ep.h = j->ep->h + (s * j->step + lo * j->ep->ldh) * sz;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+    if (j->small)
+      pd_kcpu_gemm_small16_f32(hi - lo, n, n, (const float *)a, lda, bs, n, (float *)c, j->ldc);
+    else
+#endif
+      gemm_one(j->dt, false, j->tb, hi - lo, n, n, 1.0, a, lda, j->b, n, 1.0, c, j->ldc);
+    act_block(&ep, j->dt, 0, hi - lo, 0, n, c, j->ldc);
+    a = c;
+    lda = j->ldc;
+  }
+}
+
+/* Rows per part at least this: fewer make each step's product mostly call overhead. Through
+ * OpenBLAS, a part's product a step must also be at least CHAIN_BLAS_MIN_WORK multiply-adds:
+ * two threads making small calls at once queue on OpenBLAS's buffer lock (futex waits). */
+#define CHAIN_MIN_ROWS 8
+#define CHAIN_BLAS_MIN_WORK ((int64_t)1 << 18)
+
+pd_status pd_kcpu_gemm_act_chain(pd_k_unop act, bool grad, pd_dtype dt, bool trans_b, int64_t m,
+                                 int64_t n, int64_t steps, const void *first, int64_t ldfirst,
+                                 const void *b, void *c, int64_t ldc, int64_t step, const void *h,
+                                 int64_t ldh) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
+  pd_status st = check_gemm(false, trans_b, m, n, n, ldfirst, n, ldc);
+  if (st) return st;
+  if (steps < 0 || (grad && (!h || ldh < (n > 1 ? n : 1)))) return PD_EINVAL;
+  if (m == 0 || n == 0 || steps == 0) return PD_OK;
+  epilogue ep = {act, grad, h, ldh};
+  bool small = false;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  small = dt == PD_FP32 && n <= PD_KCPU_SMALL16_MAX_N && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+#endif
+  chain_job j = {&ep, dt, trans_b, small, m, n, steps, ldfirst, ldc, step, first, b, c};
+  int nt = pd_kcpu_blas_team();
+  if (nt > m / CHAIN_MIN_ROWS) nt = (int)(m / CHAIN_MIN_ROWS);
+  bool split = nt > 1 && steps * m * n * n >= SPLIT_MIN_WORK &&
+               (small || m / nt * n * n >= CHAIN_BLAS_MIN_WORK);
+  if (split) pd_kcpu_team(nt, chain_part, &j);
+  else chain_part(&j, 0, 1);
+  return PD_OK;
 }
 
 pd_status pd_kcpu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,

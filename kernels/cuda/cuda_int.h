@@ -158,6 +158,7 @@ static inline int pd_kcu_row_threads(int64_t n) {
 pd_k_gemm_fn pd_kcu_gemm;
 pd_k_gemm_act_fn pd_kcu_gemm_act;
 pd_k_gemm_bias_fn pd_kcu_gemm_bias;
+pd_k_gemm_act_chain_fn pd_kcu_gemm_act_chain;
 pd_k_gemm_batched_fn pd_kcu_gemm_batched;
 pd_k_binary_fn pd_kcu_binary;
 pd_k_binary_grad_fn pd_kcu_binary_grad;

@@ -489,6 +489,7 @@ static const pd_k_backend cuda_backend = {
     .gemm_batched = entry<pd_kcu_gemm_batched>::call,
     .gemm_act = entry<pd_kcu_gemm_act>::call,
     .gemm_bias = entry<pd_kcu_gemm_bias>::call,
+    .gemm_act_chain = entry<pd_kcu_gemm_act_chain>::call,
     .binary = entry<pd_kcu_binary>::call,
     .binary_grad = entry<pd_kcu_binary_grad>::call,
     .compare = entry<pd_kcu_compare>::call,

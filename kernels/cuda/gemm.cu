@@ -161,3 +161,26 @@ pd_status pd_kcu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, i
   }
   return PD_OK;
 }
+
+/* One gemm_act a step, in stream order (the GPU has the rows of one step to spread already). */
+pd_status pd_kcu_gemm_act_chain(pd_k_unop act, bool grad, pd_dtype dt, bool trans_b, int64_t m,
+                                int64_t n, int64_t steps, const void *first, int64_t ldfirst,
+                                const void *b, void *c, int64_t ldc, int64_t step, const void *h,
+                                int64_t ldh) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
+  PD_KCU_TRY(check_gemm(false, trans_b, m, n, n, ldfirst, n, ldc));
+  if (steps < 0 || (grad && (!h || ldh < (n > 1 ? n : 1)))) return PD_EINVAL;
+  int64_t sz = (int64_t)pd_dtype_size(dt);
+  const char *a = (const char *)first;
+  int64_t lda = ldfirst;
+  for (int64_t s = 0; s < steps && m > 0 && n > 0; s++) {
+    char *cs = (char *)c + s * step * sz;
+    const char *hs = grad ? (const char *)h + s * step * sz : NULL;
+    PD_KCU_TRY(pd_kcu_gemm_act(act, grad, dt, false, trans_b, m, n, n, a, lda, b, n, 1.0, cs,
+                               ldc, hs, ldh));
+    a = cs;
+    lda = ldc;
+  }
+  return PD_OK;
+}
