@@ -209,7 +209,8 @@ typedef pd_status pd_k_gemm_act_fn(pd_k_unop act, bool grad, pd_dtype dt, bool t
  * hidden 32 are too small to split one at a time). Each step's values are within rounding of
  * gemm_act's (the BLAS may round a product of fewer rows differently) and the same for a given
  * thread count. C_s must not overlap first, B, H or another step's rows except through the
- * recurrence itself. PD_EINVAL for steps < 0, an n x n B's bad ldb (n), or grad without H. */
+ * recurrence itself. B's row stride is n. PD_EINVAL for steps < 0, ldfirst, ldc or (with grad)
+ * ldh narrower than n, or grad without H. */
 typedef pd_status pd_k_gemm_act_chain_fn(pd_k_unop act, bool grad, pd_dtype dt, bool trans_b,
                                          int64_t m, int64_t n, int64_t steps, const void *first,
                                          int64_t ldfirst, const void *b, void *c, int64_t ldc,

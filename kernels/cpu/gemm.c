@@ -314,8 +314,9 @@ pd_status pd_kcpu_gemm_act_chain(pd_k_unop act, bool grad, pd_dtype dt, bool tra
   chain_job j = {&ep, dt, trans_b, small, m, n, steps, ldfirst, ldc, step, first, b, c};
   int nt = pd_kcpu_blas_team();
   if (nt > m / CHAIN_MIN_ROWS) nt = (int)(m / CHAIN_MIN_ROWS);
-  bool split = nt > 1 && steps * m * n * n >= SPLIT_MIN_WORK &&
-               (small || m / nt * n * n >= CHAIN_BLAS_MIN_WORK);
+  double step_work = (double)n * (double)n; /* multiply-adds a row a step (no int overflow) */
+  bool split = nt > 1 && (double)steps * (double)m * step_work >= (double)SPLIT_MIN_WORK &&
+               (small || (double)(m / nt) * step_work >= (double)CHAIN_BLAS_MIN_WORK);
   if (split) pd_kcpu_team(nt, chain_part, &j);
   else chain_part(&j, 0, 1);
   return PD_OK;
