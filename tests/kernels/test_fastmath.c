@@ -166,7 +166,10 @@ static void check_arrays(void) {
 static void check_wide_same(const float *x, float *y, int n) {
   static const char *const fname[] = {"e^x", "tanh", "the logistic function", "e^x for x <= 0"};
   float *y8 = malloc(sizeof *y8 * (size_t)n);
-  if (!y8) return;
+  if (!y8) {
+    printf("Bail out! out of memory\n");
+    exit(1);
+  }
   for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_EXP_NONPOS; f++) {
     pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
     pd_kcpu_map_f32(f, x, y, n);
