@@ -45,11 +45,14 @@ for hidden in 32 256; do
   eval "pd_ms=\$pd_ms_$hidden"
   line="hidden $hidden: pdlang $pd_ms ms/step"
   out=$(OMP_WAIT_POLICY= "$py" "$here/torch_rnn.py" --hidden "$hidden" --threads "$threads" 2>&1)
-  case "$out" in
-    *"not installed"*|*Traceback*|"") line="$line; PyTorch not installed ($py)" ;;
-    *)
-      loop=$(echo "$out" | sed -n 's/^loop //p'); nn=$(echo "$out" | sed -n 's/^nnrnn //p')
-      line="$line; PyTorch Python loop $loop ms (pdlang $(awk -v a="$loop" -v b="$pd_ms" 'BEGIN { printf "%.2f", a / b }')x as fast), torch.nn.RNN $nn ms ($(awk -v a="$nn" -v b="$pd_ms" 'BEGIN { printf "%.2f", a / b }')x)" ;;
-  esac
+  loop=$(echo "$out" | sed -n 's/^loop //p'); nn=$(echo "$out" | sed -n 's/^nnrnn //p')
+  if [ -z "$loop" ] || [ -z "$nn" ]; then
+    case "$out" in
+      *"not installed"*) line="$line; PyTorch not installed ($py)" ;;
+      *) line="$line; PyTorch did not run ($py): $(echo "$out" | tail -n 1)" ;;
+    esac
+  else
+    line="$line; PyTorch Python loop $loop ms (pdlang $(awk -v a="$loop" -v b="$pd_ms" 'BEGIN { printf "%.2f", a / b }')x as fast), torch.nn.RNN $nn ms ($(awk -v a="$nn" -v b="$pd_ms" 'BEGIN { printf "%.2f", a / b }')x)"
+  fi
   echo "$line"
 done

@@ -1,6 +1,7 @@
 /* tap.h -- a tiny TAP producer for pdlang's C unit tests (run by automake's TAP driver).
  * Usage: ok(cond, "what"), is_int(got, want, "what"), is_close(got, want, tol, "what"),
- * is_str(got, want, "what"); end main() with `return tap_done();`. Header-only on purpose. */
+ * is_str(got, want, "what"), tap_skip("why") for a test that cannot run here; end main() with
+ * `return tap_done();`. Header-only on purpose. */
 #ifndef PD_TAP_H
 #define PD_TAP_H
 
@@ -49,6 +50,13 @@ static int tap_ok_(int pass, const char *file, int line, const char *fmt, ...) {
     if (!tap_ok_(g_ && w_ && strcmp(g_, w_) == 0, __FILE__, __LINE__, __VA_ARGS__))       \
       printf("#   got  \"%s\"\n#   want \"%s\"\n", g_ ? g_ : "(null)", w_ ? w_ : "(null)"); \
   } while (0)
+
+/* One test counted as passed, with TAP's SKIP directive and the reason. */
+static void tap_skip(const char *why) __attribute__((unused));
+static void tap_skip(const char *why) {
+  printf("ok %d # SKIP %s\n", ++tap_count_, why);
+  fflush(stdout);
+}
 
 static int tap_done(void) __attribute__((unused));
 static int tap_done(void) {

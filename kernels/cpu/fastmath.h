@@ -73,6 +73,14 @@ void pd_kcpu_scale16_f32(float *x, float s, int64_t n);
 #define PD_KCPU_SMALL16_MAX_N 64
 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                               const float *b, int64_t ldb, float *c, int64_t ldc);
+/* gemm_avx512.c: C [m, n] = alpha op(A) op(B) + beta C (op: transposed when ta, tb; beta 0
+ * does not read C), plus bias [n] on every row when bias, for m, n, k > 0, under the same
+ * condition. Fast while op(A) fits in a core's
+ * L2 cache (the caller bounds m * k); false, with C untouched, when there is no memory for a
+ * copy of B^T (k past 512 with tb). */
+bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                        const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                        const float *bias, float *c, int64_t ldc);
 /* acc[j] += x[q * ld + j] for rows q = 0 .. rows - 1 in order, j < w: reduce.c's column sums
  * (the bias gradient of an fc layer), each column's additions in the scalar loop's order, in
  * double, so the sums are the same bits. */

@@ -1,13 +1,19 @@
-/* gemm_avx512.c -- a small fp32 product for AVX-512F CPUs, C += A B with B at most 64 columns:
- * the step of gemm_act_chain (gemm.c) at small hidden sizes, where an OpenBLAS call is mostly
- * overhead and two threads calling it at once queue on its buffer lock (an RNN step at hidden
- * 32 on 16 rows a thread took longer on two threads than on one). Four rows of C at a time sit
- * in up to sixteen registers while each element of A is broadcast against a row of B. Each
- * element of C is its k products added in order with fused multiply-adds, so results differ
- * from OpenBLAS's in the last bits. Compiled with a function attribute (fastmath_avx512.c);
- * nothing calls it on a CPU without AVX-512F (pd_kcpu_simd). */
+/* gemm_avx512.c -- fp32 products of our own for AVX-512F CPUs, where OpenBLAS runs its AVX2
+ * kernels (the environment pins it to them) at about half of what the CPU can do:
+ * - pd_kcpu_gemm16_f32: C = alpha op(A) op(B) + beta C for the products of a layer (an fc
+ *   layer's forward and gradient products); a tile of 12 rows by 32 columns of C sits in 24
+ *   registers for the whole of K while each element of op(A) is broadcast against a row of
+ *   op(B). B^T is copied into panels of 32 columns first; A and B are read in place.
+ * - pd_kcpu_gemm_small16_f32: C += A B with B at most 64 columns: the step of gemm_act_chain
+ *   (gemm.c) at small hidden sizes, where an OpenBLAS call is mostly overhead and two threads
+ *   calling it at once queue on its buffer lock (an RNN step at hidden 32 on 16 rows a thread
+ *   took longer on two threads than on one). Four rows of C at a time.
+ * Each element of C is its k products added in order with fused multiply-adds, so results
+ * differ from OpenBLAS's in the last bits. Compiled with a function attribute
+ * (fastmath_avx512.c); nothing calls it on a CPU without AVX-512F (pd_kcpu_simd). */
 #include "config.h"
 #include "kernels/cpu/fastmath.h"
+#include "kernels/kernels.h"
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
 #include <immintrin.h>
@@ -16,6 +22,7 @@
 #define INLINE inline __attribute__((always_inline))
 /* The register blocks' loops unrolled, so that acc[][] and bv[] live in registers. */
 #define UNROLL _Pragma("GCC unroll 4")
+#define UNROLL12 _Pragma("GCC unroll 12")
 
 /* R rows (1..4) of C, NV vectors of 16 columns (1..4), the last masked by `last`. */
 static INLINE AVX512 void rows(int R, int NV, int64_t k, const float *a, int64_t lda,
@@ -59,5 +66,131 @@ AVX512 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const floa
     case 4: all_rows(4, m, k, a, lda, b, ldb, c, ldc, last); break;
     default: break; /* n == 0 */
   }
+}
+
+/* ---- pd_kcpu_gemm16_f32 ---- */
+
+#define MR 12  /* rows of C a tile */
+#define NR 32  /* columns of C a panel: two vectors */
+#define KC 192 /* a longer K is taken in blocks of this, so that a block of the panel of op(B)
+                * (24 KB) stays in L1 across the row tiles (it came from L2 on every tile) */
+#define PART_STACK_M 128
+
+typedef struct ep16 {
+  float alpha, beta;
+  const float *bias; /* at the panel's first column, or NULL */
+} ep16;
+
+/* One tile: R rows (1..MR) and NV vectors (1, 2; the last masked by `last`) of C, over k
+ * terms. op(A)'s element (r, q) is a[r * lda + q], or a[q * lda + r] when TA; row q of the
+ * panel of op(B) is b + q * ldb. The sums start from `in` (row stride NR) when not NULL, else
+ * from 0; they go to `out` (the same) as they are when not NULL, else through the epilogue to
+ * C. */
+static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a, int64_t lda,
+                               const float *b, int64_t ldb, const float *in, float *out,
+                               const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
+  __m512 acc[MR][2];
+  UNROLL12 for (int r = 0; r < R; r++)
+    UNROLL for (int v = 0; v < NV; v++)
+      acc[r][v] = in ? _mm512_loadu_ps(in + r * NR + 16 * v) : _mm512_setzero_ps();
+  for (int64_t q = 0; q < k; q++) {
+    __m512 bv[2];
+    UNROLL for (int v = 0; v < NV; v++)
+      bv[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, b + q * ldb + 16 * v);
+    UNROLL12 for (int r = 0; r < R; r++) {
+      __m512 av = _mm512_set1_ps(TA ? a[q * lda + r] : a[r * lda + q]);
+      UNROLL for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  if (out) {
+    UNROLL12 for (int r = 0; r < R; r++)
+      UNROLL for (int v = 0; v < NV; v++) _mm512_storeu_ps(out + r * NR + 16 * v, acc[r][v]);
+    return;
+  }
+  __m512 va = _mm512_set1_ps(ep->alpha), vb = _mm512_set1_ps(ep->beta);
+  UNROLL12 for (int r = 0; r < R; r++)
+    UNROLL for (int v = 0; v < NV; v++) {
+      __mmask16 mk = v == NV - 1 ? last : 0xffff;
+      float *cp = c + r * ldc + 16 * v;
+      __m512 x = ep->alpha == 1.0f ? acc[r][v] : _mm512_mul_ps(va, acc[r][v]);
+      if (ep->beta == 1.0f) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cp));
+      else if (ep->beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cp), x);
+      if (ep->bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->bias + 16 * v));
+      _mm512_mask_storeu_ps(cp, mk, x);
+    }
+}
+
+/* All of C's rows against one panel of NV vectors, K in blocks of KC when `part` (m rows of
+ * NR partial sums) is given, else in one. */
+static INLINE AVX512 void panel(bool TA, int NV, int64_t m, int64_t k, const float *a,
+                                int64_t lda, const float *b, int64_t ldb, float *part,
+                                const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
+  int64_t kc = part ? KC : k;
+  for (int64_t k0 = 0; k0 < k; k0 += kc) {
+    int64_t kk = k - k0 < kc ? k - k0 : kc;
+    const float *ak = TA ? a + k0 * lda : a + k0, *bk = b + k0 * ldb;
+    bool first = k0 == 0, final = k0 + kk == k;
+#define TILE(R)                                                                             \
+  tile(TA, R, NV, kk, TA ? ak + i : ak + i * lda, lda, bk, ldb, first ? NULL : part + i * NR, \
+       final ? NULL : part + i * NR, ep, c + i * ldc, ldc, last)
+    int64_t i = 0;
+    for (; i + MR <= m; i += MR) TILE(MR);
+    if (i + 8 <= m) TILE(8), i += 8;
+    if (i + 4 <= m) TILE(4), i += 4;
+    for (; i < m; i++) TILE(1);
+#undef TILE
+  }
+}
+
+static AVX512 void panel_na(int nv, int64_t m, int64_t k, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, float *part, const ep16 *ep, float *c,
+                            int64_t ldc, __mmask16 last) {
+  if (nv == 2) panel(false, 2, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
+  else panel(false, 1, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
+}
+
+static AVX512 void panel_ta(int nv, int64_t m, int64_t k, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, float *part, const ep16 *ep, float *c,
+                            int64_t ldc, __mmask16 last) {
+  if (nv == 2) panel(true, 2, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
+  else panel(true, 1, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
+}
+
+/* Panels of B^T up to this many rows (K) are packed on the stack (64 KB), longer ones on the
+ * heap. */
+#define PACK_STACK_K 512
+
+AVX512 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                               const float *a, int64_t lda, const float *b, int64_t ldb,
+                               float beta, const float *bias, float *c, int64_t ldc) {
+  float pack_stack[PACK_STACK_K * NR], *pack = pack_stack;
+  float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
+  if (tb && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
+    return false;
+  if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float)))) {
+    if (pack != pack_stack) pd_k_host_free(pack);
+    return false;
+  }
+  for (int64_t j = 0; j < n; j += NR) {
+    int64_t w = n - j < NR ? n - j : NR;
+    int nv = w > 16 ? 2 : 1;
+    __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
+    const float *bp = b + j;
+    int64_t ldp = ldb;
+    if (tb) { /* the panel's columns are rows j .. j + w of B: transpose them */
+      for (int64_t jj = 0; jj < w; jj++) {
+        const float *src = b + (j + jj) * ldb;
+        for (int64_t q = 0; q < k; q++) pack[q * NR + jj] = src[q];
+      }
+      bp = pack;
+      ldp = NR;
+    }
+    ep16 ep = {alpha, beta, bias ? bias + j : NULL};
+    if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
+    else panel_na(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
+  }
+  if (pack != pack_stack) pd_k_host_free(pack);
+  if (part && part != part_stack) pd_k_host_free(part);
+  return true;
 }
 #endif

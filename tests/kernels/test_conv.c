@@ -8,6 +8,16 @@
 
 /* ---- GEMM ---- */
 
+/* pd_kcpu_simd_force where fastmath.h has vector code; elsewhere there is one level. */
+static int simd_force(int level) {
+#if PD_KCPU_FASTMATH_f32
+  return pd_kcpu_simd_force(level);
+#else
+  (void)level;
+  return PD_KCPU_SIMD_BASE;
+#endif
+}
+
 static void naive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                        const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
                        double *c, int64_t ldc) {
@@ -27,7 +37,12 @@ static void test_gemm(void) {
                                {17, 1, 64},    {2, 3, 0},      {64, 300, 100},
                                {300, 64, 100}, {32, 256, 1600}, {33, 31, 1203}};
   const double ab[][2] = {{1, 0}, {0.5, 2}};
+  /* The CPU's best SIMD level (gemm_avx512.c's fp32 product on AVX-512 CPUs), and the base
+   * one (OpenBLAS for every product). */
+  int best = simd_force(PD_KCPU_SIMD_AVX512), levels[2] = {best, PD_KCPU_SIMD_BASE};
+  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++)
   for (size_t t = 0; t < 2; t++) {
+    int level = simd_force(levels[li]);
     pd_dtype dt = kt_float_types[t];
     int good = 0, total = 0;
     for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
@@ -58,9 +73,10 @@ static void test_gemm(void) {
                         (long long)n, (long long)k, ta, tb, st, e);
             free(a), free(b), free(c), free(ad), free(bd), free(cd);
           }
-    ok(good == total, "gemm %s: %d/%d (shapes x transposes x alpha/beta, padded strides)",
-       pd_dtype_name(dt), good, total);
+    ok(good == total, "gemm %s, SIMD level %d: %d/%d (shapes x transposes x alpha/beta, "
+       "padded strides)", pd_dtype_name(dt), level, good, total);
   }
+  simd_force(best);
   /* Batched, with A broadcast (stride 0). */
   const int64_t batch = 3, m = 4, n = 5, k = 6;
   double *a = kt_random(PD_FP64, m * k, -1, 1), *b = kt_random(PD_FP64, batch * k * n, -1, 1);
@@ -165,16 +181,6 @@ static void test_gemm_act(void) {
 }
 
 /* ---- A recurrence of GEMMs with an activation (an RNN over equal-length sequences) ---- */
-
-/* pd_kcpu_simd_force where fastmath.h has vector code; elsewhere there is one level. */
-static int simd_force(int level) {
-#if PD_KCPU_FASTMATH_f32
-  return pd_kcpu_simd_force(level);
-#else
-  (void)level;
-  return PD_KCPU_SIMD_BASE;
-#endif
-}
 
 /* One case: `steps` steps of m rows in a sequence-major buffer (row stride steps * n, step
  * `dir` * n elements apart), against the recurrence in double and within rounding of one
@@ -312,7 +318,10 @@ static void test_gemm_bias(void) {
    * past one OpenBLAS block; a k of 0 (C is the bias); no rows. */
   const int64_t shapes[][3] = {{3, 17, 5},    {1600, 256, 32}, {40, 1000, 64},
                                {200, 96, 700}, {4, 5, 0},      {0, 7, 3}};
+  int best = simd_force(PD_KCPU_SIMD_AVX512), levels[2] = {best, PD_KCPU_SIMD_BASE};
+  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++)
   for (size_t t = 0; t < 2; t++) {
+    int level = simd_force(levels[li]);
     pd_dtype dt = kt_float_types[t];
     int good = 0, total = 0;
     for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
@@ -324,10 +333,11 @@ static void test_gemm_bias(void) {
             good += gemm_bias_case(dt, ta, tb, shapes[s][0], n, shapes[s][2],
                                    strided ? n + 5 : n, shapes[s][2] <= 256);
           }
-    ok(good == total, "gemm_bias %s: %d/%d (shapes x transposes x contiguous/strided C), the "
-       "product plus bias, and gemm then add's bits for K up to 256", pd_dtype_name(dt), good,
-       total);
+    ok(good == total, "gemm_bias %s, SIMD level %d: %d/%d (shapes x transposes x "
+       "contiguous/strided C), the product plus bias, and gemm then add's bits for K up to 256",
+       pd_dtype_name(dt), level, good, total);
   }
+  simd_force(best);
   double a[4] = {1, 2, 3, 4}, c[4];
   is_int(K->gemm_bias(PD_FP64, false, false, 2, 2, 2, a, 2, a, 2, NULL, c, 2), PD_EINVAL,
          "gemm_bias needs a bias");
@@ -335,6 +345,86 @@ static void test_gemm_bias(void) {
          "gemm_bias refuses an ldc smaller than a row");
   is_int(K->gemm_bias(PD_INT32, false, false, 2, 2, 2, a, 2, a, 2, a, c, 2), PD_EUNSUPPORTED,
          "gemm_bias is float only");
+}
+
+/* ---- gemm_avx512.c's fp32 product, called directly on AVX-512 CPUs: tiles of 12, 8, 4 and 1
+ * rows, of one or two vectors of columns (masked or whole), K in one pass and in blocks of 192
+ * (partial sums on the stack, and on the heap past 128 rows), B^T copied on the stack and (K
+ * past 512) on the heap, alpha, beta and a bias; against a triple loop in double. C's padding
+ * columns must come out untouched (the last vector's stores are masked). ---- */
+
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+static bool gemm16_case(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                        float beta, bool with_bias) {
+  int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 5;
+  int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
+  float *a = kt_random(PD_FP32, na, -1, 1), *b = kt_random(PD_FP32, nb, -1, 1);
+  float *c = kt_random(PD_FP32, nc, -1, 1), *bias = kt_random(PD_FP32, n, -2, 2);
+  for (int64_t i = 0; i < nc; i++)
+    if (i % ldc >= n) c[i] = 7.0f;    /* padding */
+    else if (beta == 0) c[i] = NAN;   /* beta 0 ignores C */
+  double *ad = kt_to_double(PD_FP32, a, na), *bd = kt_to_double(PD_FP32, b, nb);
+  double *want = kt_to_double(PD_FP32, c, nc);
+  naive_gemm(ta, tb, m, n, k, alpha, ad, lda, bd, ldb, beta, want, ldc);
+  for (int64_t i = 0; i < m && with_bias; i++)
+    for (int64_t j = 0; j < n; j++) want[i * ldc + j] += bias[j];
+  bool took = pd_kcpu_gemm16_f32(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+                                 with_bias ? bias : NULL, c, ldc);
+  double e = kt_err(PD_FP32, c, want, nc), tol = 1e-5 * (k > 64 ? (double)k / 64 : 1);
+  bool good = took && e <= tol;
+  if (!good)
+    printf("# gemm16 %lldx%lldx%lld ta %d tb %d alpha %g beta %g bias %d: took %d err %g\n",
+           (long long)m, (long long)n, (long long)k, ta, tb, alpha, beta, with_bias, took, e);
+  free(a), free(b), free(c), free(bias), free(ad), free(bd), free(want);
+  return good;
+}
+#endif
+
+static void test_gemm16(void) {
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (simd_force(PD_KCPU_SIMD_AVX512) != PD_KCPU_SIMD_AVX512) {
+    tap_skip("the CPU has no AVX-512F: gemm_avx512.c's product is not used");
+    return;
+  }
+  const int64_t shapes[][3] = {
+      {1, 1, 1},     {3, 17, 5},    {12, 32, 8},   {25, 33, 7},  {23, 48, 193},
+      {37, 16, 200}, {40, 31, 600}, {150, 20, 400}, {5, 70, 384}, {32, 256, 192}};
+  const float abb[][3] = {{1, 0, 0}, {0.5f, 2, 0}, {1, 1, 1}, {-1, 0, 1}}; /* alpha beta bias */
+  int good = 0, total = 0;
+  for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
+    for (int ta = 0; ta < 2; ta++)
+      for (int tb = 0; tb < 2; tb++)
+        for (size_t q = 0; q < PD_ARRAY_LEN(abb); q++) {
+          total++;
+          good += gemm16_case(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], abb[q][0],
+                              abb[q][1], abb[q][2] != 0);
+        }
+  ok(good == total, "gemm16 fp32: %d/%d (shapes x transposes x alpha/beta/bias), padding "
+     "untouched", good, total);
+  /* Out of memory for the copy of B^T: it declines with C untouched, and gemm takes OpenBLAS. */
+  int64_t m = 9, n = 20, k = 600;
+  float *a = kt_random(PD_FP32, m * k, -1, 1), *b = kt_random(PD_FP32, n * k, -1, 1);
+  float *c = kt_alloc((size_t)(m * n) * sizeof(float));
+  for (int64_t i = 0; i < m * n; i++) c[i] = 5.0f;
+  double *ad = kt_to_double(PD_FP32, a, m * k), *bd = kt_to_double(PD_FP32, b, n * k);
+  double *want = kt_alloc((size_t)(m * n) * sizeof(double));
+  naive_gemm(false, true, m, n, k, 1, ad, k, bd, k, 0, want, n);
+  pd_k_host_trim();
+  pd_alloc_fail_after(1);
+  bool took = pd_kcpu_gemm16_f32(false, true, m, n, k, 1, a, k, b, k, 0, NULL, c, n);
+  pd_alloc_fail_after(0);
+  bool untouched = true;
+  for (int64_t i = 0; i < m * n; i++) untouched = untouched && c[i] == 5.0f;
+  ok(!took && untouched, "gemm16 declines, C untouched, when B^T cannot be copied");
+  pd_alloc_fail_after(1);
+  pd_status st = K->gemm(PD_FP32, false, true, m, n, k, 1, a, k, b, k, 0, c, n);
+  pd_alloc_fail_after(0);
+  ok(st == PD_OK && kt_err(PD_FP32, c, want, m * n) <= 1e-5 * (double)k / 64,
+     "gemm falls back to OpenBLAS then");
+  free(a), free(b), free(c), free(ad), free(bd), free(want);
+#else
+  tap_skip("no AVX-512 code in this build");
+#endif
 }
 
 /* ---- Convolution ---- */
@@ -582,6 +672,7 @@ int main(int argc, char **argv) {
   test_gemm_act();
   test_gemm_bias();
   test_gemm_act_chain();
+  test_gemm16();
   test_conv_forward();
   test_im2col_adjoint();
   test_conv_backward();
