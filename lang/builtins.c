@@ -902,6 +902,55 @@ static bool check_lines_spec(C *c, call_args *a) {
   return true;
 }
 
+/* The other readers' arguments, checked here too: an argument that is given must be of the
+ * kind the reader reads (the run time falls back to a default for any other). */
+static bool want_reader_arg(C *c, const char *reader, call_args *a, int i, const char *name,
+                            vkind want, const char *what) {
+  pd_loc loc;
+  value *v = arg(a, i, name, &loc);
+  if (!v || v->k == want) return true;
+  cerr(c, loc, "%s: '%s' must be %s, not %s", reader, name, what, vkind_phrase(v));
+  return false;
+}
+
+static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
+  const char *r = sp->name;
+  pd_loc loc;
+  value *v;
+  if (strcmp(r, "text") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name")) return false;
+    if ((v = arg(a, 1, "length", &loc)) && (v->k != V_INT || v->i < 1)) {
+      cerr(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
+      return false;
+    }
+  } else if (strcmp(r, "mnist") == 0 || strcmp(r, "fashion_mnist") == 0) {
+    if ((v = arg(a, 0, "split", &loc)) &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
+      cerr(c, loc, "%s: 'split' must be \"train\" or \"test\"", r);
+      return false;
+    }
+    if (!want_reader_arg(c, r, a, 1, "path", V_STR, "a folder name")) return false;
+  } else if (strcmp(r, "csv") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
+        !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
+        !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
+      return false;
+    if ((v = arg(a, 2, "features", &loc))) {
+      bool names = v->k == V_LIST && v->list.n <= 256;
+      for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
+      if (!names) {
+        cerr(c, loc, "csv: 'features' must be a list of at most 256 column names");
+        return false;
+      }
+    }
+  } else if (strcmp(r, "npy") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
+        !want_reader_arg(c, r, a, 1, "label_path", V_STR, "a file name"))
+      return false;
+  }
+  return true;
+}
+
 static value *b_record(C *c, const builtin *self, call_args *a) {
   const struct spec *sp = NULL;
   for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
@@ -916,9 +965,11 @@ static value *b_record(C *c, const builtin *self, call_args *a) {
   value *r = vnew(c, V_RECORD);
   if (r == VERR) return r;
   r->rec.name = self->name;
+  r->rec.loc = a->loc;
   r->rec.keys = calloc_c(c, sizeof *r->rec.keys * (size_t)(np ? np : 1));
   r->rec.vals = calloc_c(c, sizeof *r->rec.vals * (size_t)(np ? np : 1));
-  if (!r->rec.keys || !r->rec.vals) return VERR;
+  r->rec.locs = calloc_c(c, sizeof *r->rec.locs * (size_t)(np ? np : 1));
+  if (!r->rec.keys || !r->rec.vals || !r->rec.locs) return VERR;
   for (int i = 0; i < np; i++) {
     pd_loc loc;
     value *v = arg(a, i, sp->params[i], &loc);
@@ -937,9 +988,11 @@ static value *b_record(C *c, const builtin *self, call_args *a) {
     }
     r->rec.keys[r->rec.n] = sp->params[i];
     r->rec.vals[r->rec.n] = v;
+    r->rec.locs[r->rec.n] = loc;
     r->rec.n++;
   }
-  if (strcmp(sp->name, "lines") == 0 && !check_lines_spec(c, a)) return VERR;
+  if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
+    return VERR;
   /* Initializer arguments are numbers. */
   if (sp->required == 2 && (!is_number(r->rec.vals[0]) || !is_number(r->rec.vals[1]))) {
     cerr(c, a->loc, "%s needs two numbers", self->name);
@@ -974,11 +1027,13 @@ static const pd_cval *to_cval(C *c, value *v) {
   case V_RECORD:
     cv->kind = PD_CVAL_RECORD;
     cv->str = v->rec.name;
+    cv->loc = v->rec.loc;
     cv->n = v->rec.n;
     cv->fields = calloc_c(c, sizeof *cv->fields * (size_t)(v->rec.n ? v->rec.n : 1));
     if (!cv->fields) return NULL;
     for (int i = 0; i < v->rec.n; i++) {
       cv->fields[i].key = v->rec.keys[i];
+      cv->fields[i].loc = v->rec.locs[i];
       if (!(cv->fields[i].value = to_cval(c, v->rec.vals[i]))) return NULL;
     }
     break;

@@ -2486,11 +2486,18 @@ const pd_cval *pd_action_opt(const pd_action *a, const char *key) {
   return NULL;
 }
 
-const pd_cval *pd_cval_field(const pd_cval *r, const char *key, int position) {
+const pd_cval *pd_cval_field(const pd_cval *r, const char *key) {
   if (!r || r->kind != PD_CVAL_RECORD) return NULL;
   for (int i = 0; i < r->n; i++)
-    if (key && strcmp(r->fields[i].key, key) == 0) return r->fields[i].value;
-  return position >= 0 && position < r->n ? r->fields[position].value : NULL;
+    if (strcmp(r->fields[i].key, key) == 0) return r->fields[i].value;
+  return NULL;
+}
+
+pd_loc pd_cval_field_loc(const pd_cval *r, const char *key, pd_loc fallback) {
+  if (!r || r->kind != PD_CVAL_RECORD) return fallback;
+  for (int i = 0; i < r->n; i++)
+    if (strcmp(r->fields[i].key, key) == 0 && r->fields[i].loc.line > 0) return r->fields[i].loc;
+  return r->loc.line > 0 ? r->loc : fallback;
 }
 
 void pd_cval_format(const pd_cval *v, pd_buf *out) {

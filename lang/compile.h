@@ -39,6 +39,7 @@ typedef struct pd_cval pd_cval;
 typedef struct pd_cfield {
   const char *key;
   const pd_cval *value;
+  pd_loc loc;             /* where the argument was written */
 } pd_cfield;
 
 struct pd_cval {
@@ -50,11 +51,15 @@ struct pd_cval {
   const char *str;        /* STRING: the text; TENSOR: the var name; RECORD, FUNC: the name */
   int n;                  /* LIST: items; RECORD: fields */
   const pd_cval **items;  /* LIST */
-  pd_cfield *fields;      /* RECORD: positional arguments get keys "0", "1", ... */
+  pd_cfield *fields;      /* RECORD: the arguments given, keyed by their parameter's name */
+  pd_loc loc;             /* RECORD: where its call was written */
 };
 
-/* Look up a record field by key (or by position, for positional arguments); NULL if absent. */
-const pd_cval *pd_cval_field(const pd_cval *record, const char *key, int position);
+/* A record's field by its parameter's name; NULL if the argument was not given. */
+const pd_cval *pd_cval_field(const pd_cval *record, const char *key);
+/* Where a record's field was written, else the record's call, else `fallback`: for errors that
+ * show up when the value is used (a reader's file that cannot be opened). */
+pd_loc pd_cval_field_loc(const pd_cval *record, const char *key, pd_loc fallback);
 /* Append a readable form of v to out ("0.001", "[1, 2]", "adam(0.001)", "tensor fc_0.tmp_1"). */
 void pd_cval_format(const pd_cval *v, pd_buf *out);
 

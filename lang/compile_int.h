@@ -46,7 +46,14 @@ struct value {
     pd_var_desc *var;                 /* V_TENSOR */
     struct { const pd_ast_node *def; symtab *env; } fn;
     const builtin *bi;
-    struct { const char *name; int n; const char **keys; value **vals; } rec;
+    struct {
+      const char *name;
+      int n;
+      const char **keys;
+      value **vals;
+      pd_loc *locs; /* where each argument was written */
+      pd_loc loc;   /* where the call was */
+    } rec;
     struct { pd_loc loc; const char *why; } undef;
   };
 };

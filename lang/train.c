@@ -91,12 +91,11 @@ static char *script_path(const pd_action *a, const char *path) {
  * has checked the arguments' kinds and ranges. */
 static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset **out,
                             pd_error *err) {
-  /* By key only: the record holds just the arguments given, so positions would not line up. */
-  const pd_cval *p = pd_cval_field(spec, "paths", -1);
-  const pd_cval *minl = pd_cval_field(spec, "min_length", -1);
-  const pd_cval *maxl = pd_cval_field(spec, "max_length", -1);
-  const pd_cval *split = pd_cval_field(spec, "split", -1);
-  const pd_cval *every = pd_cval_field(spec, "test_every", -1);
+  const pd_cval *p = pd_cval_field(spec, "paths");
+  const pd_cval *minl = pd_cval_field(spec, "min_length");
+  const pd_cval *maxl = pd_cval_field(spec, "max_length");
+  const pd_cval *split = pd_cval_field(spec, "split");
+  const pd_cval *every = pd_cval_field(spec, "test_every");
   pd_lines_options o = {
       .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
       .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
@@ -136,57 +135,61 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
     return pd_error_set(err, PD_EINVAL, a->loc, "%s needs a reader, e.g. reader = "
                         "fashion_mnist(\"train\")", pd_action_name(a->kind));
   const char *name = spec->str;
-  const pd_cval *f0 = pd_cval_field(spec, "split", 0);
+  const pd_cval *f0 = pd_cval_field(spec, "split");
+  /* Errors from reading point at the argument naming the file, else at the reader's call. */
+  pd_loc at = pd_cval_field_loc(spec, "path", a->loc);
   pd_status st;
   if (strcmp(name, "fashion_mnist") == 0 || strcmp(name, "mnist") == 0) {
     const char *split = f0 && f0->kind == PD_CVAL_STRING ? f0->str : "train";
     if (strcmp(split, "train") && strcmp(split, "test"))
-      return pd_error_set(err, PD_EINVAL, a->loc, "%s: split must be \"train\" or \"test\", not "
+      return pd_error_set(err, PD_EINVAL, pd_cval_field_loc(spec, "split", at), "%s: split must be \"train\" or \"test\", not "
                           "\"%s\"", name, split);
-    const pd_cval *p = pd_cval_field(spec, "path", 1);
+    const pd_cval *p = pd_cval_field(spec, "path");
     char *dir = p && p->kind == PD_CVAL_STRING ? script_path(a, p->str) : NULL;
     st = pd_dataset_mnist(name, split, dir, out, err);
     pd_free(dir);
   } else if (strcmp(name, "csv") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path", 0);
-    const pd_cval *label = pd_cval_field(spec, "label", 1);
-    const pd_cval *feats = pd_cval_field(spec, "features", 2);
+    const pd_cval *p = pd_cval_field(spec, "path");
+    const pd_cval *label = pd_cval_field(spec, "label");
+    const pd_cval *feats = pd_cval_field(spec, "features");
     const char *fnames[256];
     int nf = 0;
     if (feats && feats->kind == PD_CVAL_LIST)
       for (int i = 0; i < feats->n && nf < 256; i++)
         if (feats->items[i]->kind == PD_CVAL_STRING) fnames[nf++] = feats->items[i]->str;
-    const pd_cval *hdr = pd_cval_field(spec, "header", 3);
+    const pd_cval *hdr = pd_cval_field(spec, "header");
     if (hdr && hdr->kind == PD_CVAL_BOOL && !hdr->b)
-      return pd_error_set(err, PD_EUNSUPPORTED, a->loc,
+      return pd_error_set(err, PD_EUNSUPPORTED, pd_cval_field_loc(spec, "header", at),
                           "csv: files without a header row are not supported yet (add a first "
                           "line naming the columns)");
     char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    if (!path) return pd_error_set(err, PD_ENOMEM, at, "out of memory");
     st = pd_dataset_csv(path, label && label->kind == PD_CVAL_STRING ? label->str : NULL, nf,
                         nf ? fnames : NULL, out, err);
     pd_free(path);
   } else if (strcmp(name, "npy") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path", 0);
-    const pd_cval *lp = pd_cval_field(spec, "label_path", 1);
+    const pd_cval *p = pd_cval_field(spec, "path");
+    const pd_cval *lp = pd_cval_field(spec, "label_path");
     char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     char *lpath = lp && lp->kind == PD_CVAL_STRING ? script_path(a, lp->str) : NULL;
     st = path ? pd_dataset_npy(path, lpath, out, err) : PD_ENOMEM;
     pd_free(path);
     pd_free(lpath);
   } else if (strcmp(name, "text") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path", 0);
-    const pd_cval *len = pd_cval_field(spec, "length", 1);
+    const pd_cval *p = pd_cval_field(spec, "path");
+    const pd_cval *len = pd_cval_field(spec, "length");
     char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out, err)
               : PD_ENOMEM;
     pd_free(path);
   } else if (strcmp(name, "lines") == 0) {
+    at = pd_cval_field_loc(spec, "paths", a->loc);
     st = open_lines(a, spec, out, err);
   } else {
-    return pd_error_set(err, PD_EINVAL, a->loc, "unknown reader '%s'", name);
+    return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
+                        "unknown reader '%s'", name);
   }
-  return pd_run_at_loc(err, st, a->loc, NULL);
+  return pd_run_at_loc(err, st, at, NULL);
 }
 
 /* How the data vars of a program take the reader's fields. */
@@ -387,20 +390,20 @@ static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *
                      : strcmp(name, "momentum") == 0 ? PD_OPT_MOMENTUM
                                                      : PD_OPT_SGD;
   double lr = 0.01;
-  num(pd_cval_field(spec, "learning_rate", 0), &lr);
+  num(pd_cval_field(spec, "learning_rate"), &lr);
   pd_optimizer_defaults(o, kind, lr);
   double v;
-  if (num(pd_cval_field(spec, "mu", -1), &v)) o->mu = v;
-  const pd_cval *nest = pd_cval_field(spec, "use_nesterov", -1);
+  if (num(pd_cval_field(spec, "mu"), &v)) o->mu = v;
+  const pd_cval *nest = pd_cval_field(spec, "use_nesterov");
   if (nest && nest->kind == PD_CVAL_BOOL) o->nesterov = nest->b;
-  if (num(pd_cval_field(spec, "beta1", -1), &v)) o->beta1 = v;
-  if (num(pd_cval_field(spec, "beta2", -1), &v)) o->beta2 = v;
-  if (num(pd_cval_field(spec, "epsilon", -1), &v)) o->epsilon = v;
-  if (num(pd_cval_field(spec, "weight_decay", -1), &v)) o->weight_decay = v;
-  if (num(pd_cval_field(spec, "clip_norm", -1), &v)) o->clip_norm = v;
-  if (num(pd_cval_field(spec, "decay_steps", -1), &v)) o->decay_steps = (int64_t)v;
-  if (num(pd_cval_field(spec, "decay_rate", -1), &v)) o->decay_rate = v;
-  const pd_cval *sch = pd_cval_field(spec, "lr_schedule", -1);
+  if (num(pd_cval_field(spec, "beta1"), &v)) o->beta1 = v;
+  if (num(pd_cval_field(spec, "beta2"), &v)) o->beta2 = v;
+  if (num(pd_cval_field(spec, "epsilon"), &v)) o->epsilon = v;
+  if (num(pd_cval_field(spec, "weight_decay"), &v)) o->weight_decay = v;
+  if (num(pd_cval_field(spec, "clip_norm"), &v)) o->clip_norm = v;
+  if (num(pd_cval_field(spec, "decay_steps"), &v)) o->decay_steps = (int64_t)v;
+  if (num(pd_cval_field(spec, "decay_rate"), &v)) o->decay_rate = v;
+  const pd_cval *sch = pd_cval_field(spec, "lr_schedule");
   if (sch && sch->kind == PD_CVAL_STRING) {
     if (strcmp(sch->str, "step") == 0) o->schedule = PD_LR_STEP;
     else if (strcmp(sch->str, "cosine") == 0) o->schedule = PD_LR_COSINE;

@@ -19,6 +19,7 @@ PD_CHECK_TESTS = tests/golden/check/undefined_name.pd \
 	tests/golden/check/for_needs_sequence.pd \
 	tests/golden/check/ok_layers.pd \
 	tests/golden/check/train_needs_reader.pd \
+	tests/golden/check/reader_arguments.pd \
 	tests/golden/check/circular_import.pd
 TESTS += $(PD_CHECK_TESTS) tests/golden/check/import_not_found.sh
 EXTRA_DIST += $(PD_CHECK_TESTS) \
@@ -35,6 +36,7 @@ EXTRA_DIST += $(PD_CHECK_TESTS) \
 	tests/golden/check/wrong_arguments.err \
 	tests/golden/check/for_needs_sequence.err \
 	tests/golden/check/train_needs_reader.err \
+	tests/golden/check/reader_arguments.err \
 	tests/golden/check/circular_import.err \
 	tests/golden/check/a_cycle.pd tests/golden/check/b_cycle.pd \
 	tests/golden/check/import_not_found.sh tests/golden/check/missing_import.pd \

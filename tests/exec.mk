@@ -19,6 +19,7 @@ PD_RUN_TESTS = tests/golden/run/ifelse_rows.pd \
 	tests/golden/run/rnn_nested_in_flat.pd \
 	tests/golden/run/label_out_of_range.pd \
 	tests/golden/run/print_needs_data.pd \
+	tests/golden/run/reader_missing_file.pd \
 	tests/golden/run/print_values.pd
 TESTS += $(PD_RUN_TESTS)
 EXTRA_DIST += $(PD_RUN_TESTS) \
@@ -33,6 +34,7 @@ EXTRA_DIST += $(PD_RUN_TESTS) \
 	tests/golden/run/rnn_nested_in_flat.err \
 	tests/golden/run/label_out_of_range.err \
 	tests/golden/run/print_needs_data.err \
+	tests/golden/run/reader_missing_file.err \
 	tests/golden/run/print_values.out
 
 #   tests/run: training end to end (accuracy, determinism, checkpoint resume, save + exec) and
