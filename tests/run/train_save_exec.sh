@@ -9,11 +9,11 @@ set -u
 dir=${TMPDIR:-/tmp}/pd_tse.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-echo "1..8"
+echo "1..9"
 awk 'BEGIN { srand(7); print "f1,f2,label";
   for (i = 0; i < 400; i++) { a = rand() * 4 - 2; b = rand() * 4 - 2;
     if (a + b > 0.2 || a + b < -0.2) printf "%.4f,%.4f,%d\n", a, b, (a + b > 0) } }' > points.csv
-script() { # $1: epochs, $2: checkpoint option, $3: params file
+script() { # $1: epochs, $2: train's options, $3: params file
   cat <<PD
 import "layers"
 x     = data("features", [-1, 2])
@@ -36,8 +36,10 @@ else echo "not ok 1 - training (rc $rc, accuracy '$acc')"; sed 's/^/# /' a.err a
 
 cp a.params a1.params
 "$PDLANG" run --progress=lines a.pd > /dev/null 2> a2.err
-losses() { sed 's/ [0-9.]* samples.*//; s/, [0-9]* samples in.*//' "$1"; }
-if grep -q 'loss' a2.err && [ "$(losses a.err)" = "$(losses a2.err)" ] && cmp -s a.params a1.params; then
+# The epoch summaries' losses (the step lines' count depends on the speed: one a second).
+losses() { sed -n 's/^\(epoch [0-9]*\/[0-9]*: loss [0-9.]*\),.*/\1/p' "$1"; }
+if [ "$(losses a.err | wc -l)" -eq 4 ] && [ "$(losses a.err)" = "$(losses a2.err)" ] &&
+   cmp -s a.params a1.params; then
   echo "ok 2 - the same seed gives the same losses and parameters"
 else echo "not ok 2 - runs with the same seed differ"; fi
 
@@ -71,3 +73,12 @@ else echo "not ok 7 - exec (rc $rc, classes '$classes')"; sed 's/^/# /' e.out e.
 rc=$?
 if [ $rc -eq 1 ] && grep -q 'features float32 \[-1, 2\]' e2.err; then echo "ok 8 - exec without inputs lists what the model needs"
 else echo "not ok 8 - exec without inputs (rc $rc)"; sed 's/^/# /' e2.err; fi
+
+# log_every = 1: a progress line after every step but an epoch's last (its summary line).
+script 2 ', log_every = 1' d.params > d.pd
+"$PDLANG" run --progress=lines d.pd > /dev/null 2> d.err
+steps=$(grep -c '^epoch 1/2 step' d.err)
+last=$(sed -n 's/^epoch 1\/2 step \([0-9]*\)\/\([0-9]*\) .*/\1 \2/p' d.err | tail -n 1)
+if [ "$steps" -gt 2 ] && [ "$last" = "$steps $((steps + 1))" ]; then
+  echo "ok 9 - log_every = 1 gives a line a step ($steps in an epoch of $((steps + 1)))"
+else echo "not ok 9 - log_every = 1: $steps lines, last '$last'"; sed 's/^/# /' d.err; fi
