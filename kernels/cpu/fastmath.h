@@ -77,7 +77,7 @@ void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const float *a, i
  * does not read C), plus bias [n] on every row when bias, for m, n, k > 0, under the same
  * condition. Fast while op(A) fits in a core's
  * L2 cache (the caller bounds m * k); false, with C untouched, when there is no memory for a
- * copy of B^T (k past 512 with tb). */
+ * copy of B^T (k past 256 with tb). */
 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                         const float *bias, float *c, int64_t ldc);

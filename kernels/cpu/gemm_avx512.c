@@ -156,9 +156,9 @@ static AVX512 void panel_ta(int nv, int64_t m, int64_t k, const float *a, int64_
   else panel(true, 1, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
 }
 
-/* Panels of B^T up to this many rows (K) are packed on the stack (64 KB), longer ones on the
- * heap. */
-#define PACK_STACK_K 512
+/* Panels of B^T up to this many rows (K) are packed on the stack (32 KB; with the partial
+ * sums, 48 KB of stack at most), longer ones on the heap. */
+#define PACK_STACK_K 256
 
 AVX512 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                                const float *a, int64_t lda, const float *b, int64_t ldb,

@@ -350,7 +350,7 @@ static void test_gemm_bias(void) {
 /* ---- gemm_avx512.c's fp32 product, called directly on AVX-512 CPUs: tiles of 12, 8, 4 and 1
  * rows, of one or two vectors of columns (masked or whole), K in one pass and in blocks of 192
  * (partial sums on the stack, and on the heap past 128 rows), B^T copied on the stack and (K
- * past 512) on the heap, alpha, beta and a bias; against a triple loop in double. C's padding
+ * past 256) on the heap, alpha, beta and a bias; against a triple loop in double. C's padding
  * columns must come out untouched (the last vector's stores are masked). ---- */
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
