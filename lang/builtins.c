@@ -903,12 +903,13 @@ static bool check_lines_spec(C *c, call_args *a) {
 }
 
 /* The other readers' arguments, checked here too: an argument that is given must be of the
- * kind the reader reads (the run time falls back to a default for any other). */
+ * kind the reader reads (the run time falls back to a default for any other); `none` for an
+ * optional one (position > 0) means its default. */
 static bool want_reader_arg(C *c, const char *reader, call_args *a, int i, const char *name,
                             vkind want, const char *what) {
   pd_loc loc;
   value *v = arg(a, i, name, &loc);
-  if (!v || v->k == want) return true;
+  if (!v || v->k == want || (i > 0 && v->k == V_NONE)) return true;
   cerr(c, loc, "%s: '%s' must be %s, not %s", reader, name, what, vkind_phrase(v));
   return false;
 }
@@ -919,7 +920,7 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
   value *v;
   if (strcmp(r, "text") == 0) {
     if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name")) return false;
-    if ((v = arg(a, 1, "length", &loc)) && (v->k != V_INT || v->i < 1)) {
+    if ((v = arg(a, 1, "length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < 1)) {
       cerr(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
       return false;
     }
@@ -935,7 +936,7 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
         !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
         !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
       return false;
-    if ((v = arg(a, 2, "features", &loc))) {
+    if ((v = arg(a, 2, "features", &loc)) && v->k != V_NONE) {
       bool names = v->k == V_LIST && v->list.n <= 256;
       for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
       if (!names) {
