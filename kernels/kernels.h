@@ -172,7 +172,8 @@ void pd_k_host_stats_reset(void);
 
 /* C = alpha * op(A) op(B) + beta * C, row-major. op(A) is m x k (A is k x m when trans_a),
  * op(B) is k x n, C is m x n; lda, ldb, ldc are row strides in elements. beta == 0 ignores the
- * old contents of C (NaNs included). fp32/fp64. Sizes above INT_MAX give PD_EINVAL. */
+ * old contents of C (NaNs included); alpha == 0 reads neither A nor B. fp32/fp64. Sizes above
+ * INT_MAX give PD_EINVAL. */
 typedef pd_status pd_k_gemm_fn(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
                                int64_t k, double alpha, const void *a, int64_t lda,
                                const void *b, int64_t ldb, double beta, void *c, int64_t ldc);

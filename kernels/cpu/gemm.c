@@ -23,7 +23,7 @@ static pd_status check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, in
 }
 
 /* C = beta * C, for a product with an empty inner dimension (k == 0), which BLAS libraries
- * treat unevenly; beta == 0 clears C without reading it. */
+ * treat unevenly, or alpha 0; beta == 0 clears C without reading it. */
 static void scale_rows(pd_dtype dt, int64_t m, int64_t n, double beta, void *c, int64_t ldc) {
   size_t sz = pd_dtype_size(dt);
   for (int64_t i = 0; i < m; i++) {
@@ -75,7 +75,7 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
                           int64_t ldb, double beta, void *c, int64_t ldc, const void *bias) {
   if (m == 0 || n == 0) return PD_OK;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  if (k > 0 && use_gemm16(dt, trans_b, m, k) &&
+  if (k > 0 && alpha != 0 && use_gemm16(dt, trans_b, m, k) &&
       pd_kcpu_gemm16_f32(trans_a, trans_b, m, n, k, (float)alpha, a, lda, b, ldb,
                          bias ? 0.0f : (float)beta, bias, c, ldc))
     return PD_OK;
@@ -83,7 +83,7 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
   if (bias) bias_rows(dt, bias, m, n, c, ldc);
   enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-  if (k == 0) {
+  if (k == 0 || alpha == 0) { /* as BLAS does: A and B are not read (a NaN there stays out) */
     scale_rows(dt, m, n, beta, c, ldc);
   } else if (dt == PD_FP32) {
     cblas_sgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, (float)alpha, a, (int)lda, b,

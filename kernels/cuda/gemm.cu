@@ -1,7 +1,8 @@
 /* gemm.cu -- the CUDA backend's matrix products through cuBLAS (Sgemm/Dgemm and their
  * StridedBatched forms), row-major by the usual transposition: row-major C = op(A) op(B) is
  * column-major C^T = op(B)^T op(A)^T, so cuBLAS gets B before A and n before m. A product with
- * an empty inner dimension only scales C by beta (beta == 0 clears it), as on the CPU. */
+ * an empty inner dimension or alpha 0 only scales C by beta (beta == 0 clears it), as on the
+ * CPU. */
 #include "config.h"
 #include "kernels/cuda/cuda_int.h"
 
@@ -47,7 +48,7 @@ pd_status pd_kcu_gemm_strided(pd_dtype dt, bool trans_a, bool trans_b, int64_t b
                               int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
                               double beta, void *c, int64_t ldc, int64_t stride_c) {
   if (batch == 0 || m == 0 || n == 0) return PD_OK;
-  if (k == 0) return scale_c(dt, batch, m, n, beta, c, ldc, stride_c);
+  if (k == 0 || alpha == 0) return scale_c(dt, batch, m, n, beta, c, ldc, stride_c);
   cublasOperation_t opa = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t opb = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   size_t sz = pd_dtype_size(dt);

@@ -87,6 +87,15 @@ static void test_gemm(void) {
                      m * n) == PD_OK &&
          kt_err(PD_FP64, c, want, batch * m * n) <= 1e-13,
      "gemm_batched with a broadcast A (stride 0)");
+  /* alpha 0: C = beta C, A and B unread (BLAS's rule), at every SIMD level. */
+  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++) {
+    int level = simd_force(levels[li]);
+    float fa[6] = {NAN, 1, 2, 3, 4, 5}, fb[6] = {1, INFINITY, 2, 3, 4, 5}, fc[4] = {1, 2, 3, 4};
+    pd_status st = K->gemm(PD_FP32, false, false, 2, 2, 3, 0, fa, 3, fb, 2, 0.5, fc, 2);
+    ok(st == PD_OK && fc[0] == 0.5f && fc[1] == 1 && fc[2] == 1.5f && fc[3] == 2,
+       "gemm with alpha 0 scales C by beta and reads neither A nor B (SIMD level %d)", level);
+  }
+  simd_force(best);
   is_int(K->gemm(PD_FP64, false, false, 2, 2, 2, 1, a, 1, b, 2, 0, c, 2), PD_EINVAL,
          "lda smaller than a row is refused");
   is_int(K->gemm(PD_INT32, false, false, 1, 1, 1, 1, a, 1, b, 1, 0, c, 1), PD_EUNSUPPORTED,
