@@ -73,7 +73,9 @@ AVX512 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const floa
 #define MR 12  /* rows of C a tile */
 #define NR 32  /* columns of C a panel: two vectors */
 #define KC 192 /* a longer K is taken in blocks of this, so that a block of the panel of op(B)
-                * (24 KB) stays in L1 across the row tiles (it came from L2 on every tile) */
+                * (24 KB) stays in L1 across the row tiles (it came from L2 on every tile): one
+                * thread, [64, 2048]^T x [2048, 256] at 134 GFLOP/s against 88 unblocked,
+                * [48, 4096] x [4096, 256] at 120 against 79 */
 #define PART_STACK_M 128
 
 typedef struct ep16 {
