@@ -40,41 +40,42 @@ static void test_gemm(void) {
   /* The CPU's best SIMD level (gemm_avx512.c's fp32 product on AVX-512 CPUs), and the base
    * one (OpenBLAS for every product). */
   int best = simd_force(PD_KCPU_SIMD_AVX512), levels[2] = {best, PD_KCPU_SIMD_BASE};
-  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++)
-  for (size_t t = 0; t < 2; t++) {
-    int level = simd_force(levels[li]);
-    pd_dtype dt = kt_float_types[t];
-    int good = 0, total = 0;
-    for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
-      for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++)
-          for (size_t q = 0; q < PD_ARRAY_LEN(ab); q++) {
-            int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
-            /* Leading dims wider than the rows, to test strides. */
-            int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 1;
-            int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
-            void *a = kt_random(dt, na, -1, 1), *b = kt_random(dt, nb, -1, 1);
-            void *c = kt_random(dt, nc, -1, 1);
-            if (ab[q][1] == 0)
-              for (int64_t i = 0; i < nc; i++) kt_set(dt, c, i, NAN);  /* beta 0 ignores C */
-            double *ad = kt_to_double(dt, a, na), *bd = kt_to_double(dt, b, nb);
-            double *cd = kt_to_double(dt, c, nc);
-            naive_gemm(ta, tb, m, n, k, ab[q][0], ad, lda, bd, ldb, ab[q][1], cd, ldc);
-            for (int64_t i = 0; i < m; i++)  /* padding columns are untouched */
-              cd[i * ldc + n] = kt_get(dt, c, i * ldc + n);
-            pd_status st = K->gemm(dt, ta, tb, m, n, k, ab[q][0], a, lda, b, ldb, ab[q][1], c,
-                                   ldc);
-            total++;
-            double e = kt_err(dt, c, cd, nc);
-            /* fp32's rounding grows with the length of the sums */
-            double tol = (dt == PD_FP32 ? 1e-5 : 1e-13) * (k > 64 ? (double)k / 64 : 1);
-            if (st == PD_OK && e <= tol) good++;
-            else printf("# gemm %lldx%lldx%lld ta %d tb %d: st %d err %g\n", (long long)m,
-                        (long long)n, (long long)k, ta, tb, st, e);
-            free(a), free(b), free(c), free(ad), free(bd), free(cd);
-          }
-    ok(good == total, "gemm %s, SIMD level %d: %d/%d (shapes x transposes x alpha/beta, "
-       "padded strides)", pd_dtype_name(dt), level, good, total);
+  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++) {
+    for (size_t t = 0; t < 2; t++) {
+      int level = simd_force(levels[li]);
+      pd_dtype dt = kt_float_types[t];
+      int good = 0, total = 0;
+      for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
+        for (int ta = 0; ta < 2; ta++)
+          for (int tb = 0; tb < 2; tb++)
+            for (size_t q = 0; q < PD_ARRAY_LEN(ab); q++) {
+              int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+              /* Leading dims wider than the rows, to test strides. */
+              int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 1;
+              int64_t na = (ta ? k : m) * lda, nb = (tb ? n : k) * ldb, nc = m * ldc;
+              void *a = kt_random(dt, na, -1, 1), *b = kt_random(dt, nb, -1, 1);
+              void *c = kt_random(dt, nc, -1, 1);
+              if (ab[q][1] == 0)
+                for (int64_t i = 0; i < nc; i++) kt_set(dt, c, i, NAN);  /* beta 0 ignores C */
+              double *ad = kt_to_double(dt, a, na), *bd = kt_to_double(dt, b, nb);
+              double *cd = kt_to_double(dt, c, nc);
+              naive_gemm(ta, tb, m, n, k, ab[q][0], ad, lda, bd, ldb, ab[q][1], cd, ldc);
+              for (int64_t i = 0; i < m; i++)  /* padding columns are untouched */
+                cd[i * ldc + n] = kt_get(dt, c, i * ldc + n);
+              pd_status st = K->gemm(dt, ta, tb, m, n, k, ab[q][0], a, lda, b, ldb, ab[q][1], c,
+                                     ldc);
+              total++;
+              double e = kt_err(dt, c, cd, nc);
+              /* fp32's rounding grows with the length of the sums */
+              double tol = (dt == PD_FP32 ? 1e-5 : 1e-13) * (k > 64 ? (double)k / 64 : 1);
+              if (st == PD_OK && e <= tol) good++;
+              else printf("# gemm %lldx%lldx%lld ta %d tb %d: st %d err %g\n", (long long)m,
+                          (long long)n, (long long)k, ta, tb, st, e);
+              free(a), free(b), free(c), free(ad), free(bd), free(cd);
+            }
+      ok(good == total, "gemm %s, SIMD level %d: %d/%d (shapes x transposes x alpha/beta, "
+         "padded strides)", pd_dtype_name(dt), level, good, total);
+    }
   }
   simd_force(best);
   /* Batched, with A broadcast (stride 0). */
@@ -328,23 +329,24 @@ static void test_gemm_bias(void) {
   const int64_t shapes[][3] = {{3, 17, 5},    {1600, 256, 32}, {40, 1000, 64},
                                {200, 96, 700}, {4, 5, 0},      {0, 7, 3}};
   int best = simd_force(PD_KCPU_SIMD_AVX512), levels[2] = {best, PD_KCPU_SIMD_BASE};
-  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++)
-  for (size_t t = 0; t < 2; t++) {
-    int level = simd_force(levels[li]);
-    pd_dtype dt = kt_float_types[t];
-    int good = 0, total = 0;
-    for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
-      for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++)
-          for (int strided = 0; strided < 2; strided++) {
-            int64_t n = shapes[s][1];
-            total++;
-            good += gemm_bias_case(dt, ta, tb, shapes[s][0], n, shapes[s][2],
-                                   strided ? n + 5 : n, shapes[s][2] <= 256);
-          }
-    ok(good == total, "gemm_bias %s, SIMD level %d: %d/%d (shapes x transposes x "
-       "contiguous/strided C), the product plus bias, and gemm then add's bits for K up to 256",
-       pd_dtype_name(dt), level, good, total);
+  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++) {
+    for (size_t t = 0; t < 2; t++) {
+      int level = simd_force(levels[li]);
+      pd_dtype dt = kt_float_types[t];
+      int good = 0, total = 0;
+      for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
+        for (int ta = 0; ta < 2; ta++)
+          for (int tb = 0; tb < 2; tb++)
+            for (int strided = 0; strided < 2; strided++) {
+              int64_t n = shapes[s][1];
+              total++;
+              good += gemm_bias_case(dt, ta, tb, shapes[s][0], n, shapes[s][2],
+                                     strided ? n + 5 : n, shapes[s][2] <= 256);
+            }
+      ok(good == total, "gemm_bias %s, SIMD level %d: %d/%d (shapes x transposes x "
+         "contiguous/strided C), the product plus bias, and gemm then add's bits for K up to 256",
+         pd_dtype_name(dt), level, good, total);
+    }
   }
   simd_force(best);
   double a[4] = {1, 2, 3, 4}, c[4];
