@@ -142,8 +142,8 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
   if (strcmp(name, "fashion_mnist") == 0 || strcmp(name, "mnist") == 0) {
     const char *split = f0 && f0->kind == PD_CVAL_STRING ? f0->str : "train";
     if (strcmp(split, "train") && strcmp(split, "test"))
-      return pd_error_set(err, PD_EINVAL, pd_cval_field_loc(spec, "split", at), "%s: split must be \"train\" or \"test\", not "
-                          "\"%s\"", name, split);
+      return pd_error_set(err, PD_EINVAL, pd_cval_field_loc(spec, "split", at),
+                          "%s: split must be \"train\" or \"test\", not \"%s\"", name, split);
     const pd_cval *p = pd_cval_field(spec, "path");
     char *dir = p && p->kind == PD_CVAL_STRING ? script_path(a, p->str) : NULL;
     st = pd_dataset_mnist(name, split, dir, out, err);
