@@ -18,6 +18,15 @@ static int simd_force(int level) {
 #endif
 }
 
+/* The SIMD levels to test the kernels at: the CPU's best (gemm_avx512.c's fp32 products on
+ * AVX-512 CPUs), then the base one (OpenBLAS for every product); returns how many there are
+ * (1 on a CPU with only the base one). Leaves the best in force. */
+static int simd_levels(int levels[2]) {
+  levels[0] = simd_force(PD_KCPU_SIMD_AVX512);
+  levels[1] = PD_KCPU_SIMD_BASE;
+  return levels[0] != PD_KCPU_SIMD_BASE ? 2 : 1;
+}
+
 static void naive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
                        const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
                        double *c, int64_t ldc) {
@@ -37,12 +46,10 @@ static void test_gemm(void) {
                                {17, 1, 64},    {2, 3, 0},      {64, 300, 100},
                                {300, 64, 100}, {32, 256, 1600}, {33, 31, 1203}};
   const double ab[][2] = {{1, 0}, {0.5, 2}};
-  /* The CPU's best SIMD level (gemm_avx512.c's fp32 product on AVX-512 CPUs), and the base
-   * one (OpenBLAS for every product). */
-  int best = simd_force(PD_KCPU_SIMD_AVX512), levels[2] = {best, PD_KCPU_SIMD_BASE};
-  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++) {
+  int levels[2], nlevels = simd_levels(levels);
+  for (int li = 0; li < nlevels; li++) {
+    int level = simd_force(levels[li]);
     for (size_t t = 0; t < 2; t++) {
-      int level = simd_force(levels[li]);
       pd_dtype dt = kt_float_types[t];
       int good = 0, total = 0;
       for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
@@ -77,7 +84,7 @@ static void test_gemm(void) {
          "padded strides)", pd_dtype_name(dt), level, good, total);
     }
   }
-  simd_force(best);
+  simd_force(levels[0]);
   /* Batched, with A broadcast (stride 0). */
   const int64_t batch = 3, m = 4, n = 5, k = 6;
   double *a = kt_random(PD_FP64, m * k, -1, 1), *b = kt_random(PD_FP64, batch * k * n, -1, 1);
@@ -89,14 +96,14 @@ static void test_gemm(void) {
          kt_err(PD_FP64, c, want, batch * m * n) <= 1e-13,
      "gemm_batched with a broadcast A (stride 0)");
   /* alpha 0: C = beta C, A and B unread (BLAS's rule), at every SIMD level. */
-  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++) {
+  for (int li = 0; li < nlevels; li++) {
     int level = simd_force(levels[li]);
     float fa[6] = {NAN, 1, 2, 3, 4, 5}, fb[6] = {1, INFINITY, 2, 3, 4, 5}, fc[4] = {1, 2, 3, 4};
     pd_status st = K->gemm(PD_FP32, false, false, 2, 2, 3, 0, fa, 3, fb, 2, 0.5, fc, 2);
     ok(st == PD_OK && fc[0] == 0.5f && fc[1] == 1 && fc[2] == 1.5f && fc[3] == 2,
        "gemm with alpha 0 scales C by beta and reads neither A nor B (SIMD level %d)", level);
   }
-  simd_force(best);
+  simd_force(levels[0]);
   is_int(K->gemm(PD_FP64, false, false, 2, 2, 2, 1, a, 1, b, 2, 0, c, 2), PD_EINVAL,
          "lda smaller than a row is refused");
   is_int(K->gemm(PD_INT32, false, false, 1, 1, 1, 1, a, 1, b, 1, 0, c, 1), PD_EUNSUPPORTED,
@@ -245,9 +252,8 @@ static void test_gemm_act_chain(void) {
   const int64_t shapes[][3] = {{32, 32, 7}, {40, 17, 5}, {5, 64, 4}, {32, 80, 3}, {48, 128, 3},
                                {1, 3, 2}};
   const pd_k_unop acts[] = {PD_K_TANH, PD_K_SIGMOID, PD_K_RELU};
-  /* The CPU's best SIMD level, and the base one (OpenBLAS for every size). */
-  int best = simd_force(PD_KCPU_SIMD_AVX512), levels[2] = {best, PD_KCPU_SIMD_BASE};
-  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++) {
+  int levels[2], nlevels = simd_levels(levels);
+  for (int li = 0; li < nlevels; li++) {
     int level = simd_force(levels[li]);
     for (size_t t = 0; t < 2; t++) {
       pd_dtype dt = kt_float_types[t];
@@ -265,7 +271,7 @@ static void test_gemm_act_chain(void) {
          "gemm_act a step", pd_dtype_name(dt), level, good, total);
     }
   }
-  simd_force(best);
+  simd_force(levels[0]);
   double a[4] = {1, 2, 3, 4}, c[4];
   is_int(K->gemm_act_chain(PD_K_TANH, false, PD_FP64, false, 2, 2, -1, a, 2, a, c, 2, 2, NULL,
                            0),
@@ -328,10 +334,10 @@ static void test_gemm_bias(void) {
    * past one OpenBLAS block; a k of 0 (C is the bias); no rows. */
   const int64_t shapes[][3] = {{3, 17, 5},    {1600, 256, 32}, {40, 1000, 64},
                                {200, 96, 700}, {4, 5, 0},      {0, 7, 3}};
-  int best = simd_force(PD_KCPU_SIMD_AVX512), levels[2] = {best, PD_KCPU_SIMD_BASE};
-  for (int li = 0; li < (best != PD_KCPU_SIMD_BASE ? 2 : 1); li++) {
+  int levels[2], nlevels = simd_levels(levels);
+  for (int li = 0; li < nlevels; li++) {
+    int level = simd_force(levels[li]);
     for (size_t t = 0; t < 2; t++) {
-      int level = simd_force(levels[li]);
       pd_dtype dt = kt_float_types[t];
       int good = 0, total = 0;
       for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++)
@@ -348,7 +354,7 @@ static void test_gemm_bias(void) {
          pd_dtype_name(dt), level, good, total);
     }
   }
-  simd_force(best);
+  simd_force(levels[0]);
   double a[4] = {1, 2, 3, 4}, c[4];
   is_int(K->gemm_bias(PD_FP64, false, false, 2, 2, 2, a, 2, a, 2, NULL, c, 2), PD_EINVAL,
          "gemm_bias needs a bias");
