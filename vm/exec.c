@@ -554,9 +554,12 @@ static pd_status check_outputs_finite(const pd_exec_ctx *ctx) {
   return PD_OK;
 }
 
-/* Move a var's value(s) to `place`: a tensor, or each tensor of an array. */
-static pd_status move_var(pd_variable *v, pd_k_place place) {
+/* Move a var's value(s) to `place`: a tensor, or each tensor of an array. An output on the GPU
+ * that nothing has written yet (declared tensors stay PD_VAR_UNSET until their first writer)
+ * becomes a tensor placed there now: its kernel's pd_var_tensor would make it on the host. */
+static pd_status move_var(pd_variable *v, pd_k_place place, bool output) {
   pd_status st = PD_OK;
+  if (v->type == PD_VAR_UNSET && output && place == PD_K_CUDA) pd_var_tensor(v);
   if (v->type == PD_VAR_LOD_TENSOR) {
     st = pd_tensor_to_place(&v->u.tensor, place);
   } else if (v->type == PD_VAR_LOD_TENSOR_ARRAY) {
@@ -582,7 +585,7 @@ static pd_status place_args(const pd_exec_ctx *ctx) {
         int idx = x->args[start + k];
         if (idx < 0) continue;
         pd_variable *v = ctx->vars[idx];
-        pd_status st = move_var(v, place);
+        pd_status st = move_var(v, place, io == 1);
         if (st == PD_ENOMEM && place == PD_K_CUDA)
           return pd_ctx_fail(ctx, st, "out of GPU memory moving '%s' there: %s", pd_var_name(v),
                              pd_k_cuda_error());
@@ -647,7 +650,8 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
     if (profile) {
       uint64_t saved, t0 = pd_exec_profile_begin(&saved);
       st = x->kernel(&ctx);
-      if (!st && ex->gpu && x->place == PD_K_CUDA) st = pd_k_dev_sync();
+      if (!st && ex->gpu && x->place == PD_K_CUDA && (st = pd_k_dev_sync()))
+        pd_ctx_check(&ctx, st, "waiting for its GPU work");
       pd_exec_profile_end(x->def, &x->op->loc, t0, saved);
     } else {
       st = x->kernel(&ctx);

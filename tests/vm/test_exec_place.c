@@ -1,8 +1,8 @@
 /* test_exec_place.c -- the executor's placement tables (vm/exec_place.c) and the GPU place's
  * errors: every op said to run on the GPU is an op of the registry, the list is sorted (it is
  * searched by bisection), every slot rule names a real slot of a real op, and asking an
- * executor for the GPU when none is open fails cleanly. With a GPU, tests/run/device.sh runs
- * programs there and checks their results. */
+ * executor for the GPU when none is open fails cleanly. With a GPU, outputs of GPU ops are made
+ * there (and tests/run/device.sh runs whole programs there and checks their results). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,17 +61,66 @@ static void test_no_gpu(void) {
   is_int(pd_exec_new(f.p, &o, &ex, &err), PD_EUNSUPPORTED, "the GPU place needs an open GPU");
   ok(ex == NULL && err.msg && strstr(err.msg, "GPU"), "error: %s", err.msg ? err.msg : "(none)");
   pd_error_clear(&err);
-  pd_error e2 = {0};
-  ok(pd_k_cuda_open(0, &e2) != PD_OK && e2.msg && *e2.msg, "opening a GPU here fails: %s",
-     e2.msg ? e2.msg : "(none)");
-  ok(pd_k_cuda() == NULL && pd_k_dev_alloc(16) == NULL, "no backend, no device memory");
-  pd_error_clear(&e2);
   fx_free(&f);
+}
+
+/* With a GPU: the outputs of GPU ops are made on the GPU, also when their var has never held a
+ * value (a fresh output used to be made on the host and written by a device kernel). */
+static void test_gpu_outputs(void) {
+  fx f;
+  fx_init(&f);
+  pd_op_desc *fill = add_op(&f, "fill_constant", NULL, "Out=y");
+  const int64_t shape[] = {2, 3};
+  if (pd_op_set_attr_longs(fill, "shape", 2, shape) || pd_op_set_attr_float(fill, "value", 1.5f))
+    bail("out of memory");
+  if (prep(&f, fill)) bail("prep fill_constant");
+  pd_op_desc *sc = add_op(&f, "scale", "X=y", "Out=z");
+  if (pd_op_set_attr_float(sc, "scale", 2.0f) || pd_op_set_attr_float(sc, "bias", 1.0f))
+    bail("out of memory");
+  if (prep(&f, sc)) bail("prep scale");
+  pd_exec_options o = {.place = PD_K_CUDA};
+  pd_exec *ex = NULL;
+  pd_error err = {0};
+  pd_scope *scope = pd_scope_new(NULL);
+  if (!scope) bail("out of memory");
+  is_int(pd_exec_new(f.p, &o, &ex, &err), PD_OK, "an executor for the GPU: %s",
+         err.msg ? err.msg : "");
+  if (ex) {
+    is_int(pd_exec_run_block(ex, 0, scope, &err), PD_OK, "fill_constant then scale on the GPU: %s",
+           err.msg ? err.msg : "");
+    pd_variable *y = pd_scope_find_var(scope, "y"), *z = pd_scope_find_var(scope, "z");
+    const pd_tensor *ty = y ? pd_var_tensor(y) : NULL, *tz = z ? pd_var_tensor(z) : NULL;
+    ok(ty && tz && pd_tensor_on_gpu(ty) && pd_tensor_on_gpu(tz), "both outputs live on the GPU");
+    pd_tensor host;
+    pd_tensor_init(&host);
+    bool right = tz && pd_tensor_copy_to(&host, tz, PD_K_HOST) == PD_OK && host.ndims == 2 &&
+                 host.dims[0] == 2 && host.dims[1] == 3;
+    for (int i = 0; right && i < 6; i++) right = PD_TENSOR_F32(&host)[i] == 4.0f;
+    ok(right, "z = 2 * 1.5 + 1 everywhere, read back from the GPU");
+    pd_tensor_release(&host);
+  }
+  pd_error_clear(&err);
+  pd_exec_free(ex);
+  pd_scope_free(scope);
+  fx_free(&f);
+}
+
+/* Opening a GPU: a clear error where there is none; where there is one, programs run there. */
+static void test_open_gpu(void) {
+  pd_error e = {0};
+  if (pd_k_cuda_open(0, &e) != PD_OK) {
+    ok(e.msg && *e.msg, "opening a GPU here fails: %s", e.msg ? e.msg : "(none)");
+    ok(pd_k_cuda() == NULL && pd_k_dev_alloc(16) == NULL, "no backend, no device memory");
+  } else {
+    test_gpu_outputs();
+  }
+  pd_error_clear(&e);
 }
 
 int main(void) {
   test_gpu_ops();
   test_slot_rules();
   test_no_gpu();
+  test_open_gpu();
   return tap_done();
 }
