@@ -1,6 +1,6 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (lang/serialize.h,
- * lang/params.h, run by vm/exec.h), the host's feeds and the fetched results, and turns the
+ * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (vm/ir/serialize.h,
+ * vm/ir/params.h, run by vm/run/exec.h), the host's feeds and the fetched results, and turns the
  * internal pd_error records and diagnostics into the public pd_error_info. Nothing here prints
  * or exits; every allocation goes through pd_malloc. */
 #include "config.h"
@@ -14,11 +14,11 @@
 #include "base/diag.h"
 #include "base/dtype.h"
 #include "lang/compile.h"
-#include "lang/params.h"
+#include "vm/ir/params.h"
 #include "lang/run.h"
-#include "lang/serialize.h"
-#include "vm/exec.h"
-#include "vm/prune.h"
+#include "vm/ir/serialize.h"
+#include "vm/run/exec.h"
+#include "vm/passes/prune.h"
 
 /* The public numbers are the internal ones (the library passes statuses through unchanged). */
 #define SAME(a, b) ((int)(a) == (int)(b))

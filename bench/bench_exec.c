@@ -17,9 +17,9 @@
 #include <time.h>
 
 #include "kernels/kernels.h"
-#include "vm/exec.h"
-#include "vm/ops.h"
-#include "vm/program.h"
+#include "vm/run/exec.h"
+#include "vm/ops/ops.h"
+#include "vm/ir/program.h"
 
 static double now(void) {
   struct timespec ts;

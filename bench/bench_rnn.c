@@ -1,6 +1,6 @@
 /* bench_rnn.c -- one training step of the Elman RNN of bench/bench_rnn.sh (embedding 32, tanh
  * cell of hidden H, a linear layer to 256 classes, softmax cross entropy, Adam), built as
- * `train` builds it (prune, the loop hoisting of vm/hoist.h, backward, optimizer) and run
+ * `train` builds it (prune, the loop hoisting of vm/passes/hoist.h, backward, optimizer) and run
  * directly through the executor on random batches of 32 sequences of length T. Not a test.
  *
  *   bench/bench_rnn mem [H...]    memory: for T = 50, 100, 200, 400, the peak of the bytes
@@ -8,7 +8,7 @@
  *                                 the parameters and the optimizer state hold between steps),
  *                                 and what the step's scope tree holds at its end when the run
  *                                 keeps it (nothing released early: the peak without the
- *                                 executor's release of temporaries, vm/exec.h); the growth of
+ *                                 executor's release of temporaries, vm/run/exec.h); the growth of
  *                                 both per time step (least-squares slopes over T), next to
  *                                 the theoretical activation size per time step; what one step
  *                                 scope of the loop holds, var by var; and a check that the
@@ -37,12 +37,12 @@
 #include "base/diag.h"
 #include "kernels/kernels.h"
 #include "lang/compile.h"
-#include "vm/backward.h"
-#include "vm/exec.h"
-#include "vm/hoist.h"
-#include "vm/optimizer.h"
-#include "vm/prune.h"
-#include "vm/scope.h"
+#include "vm/passes/backward.h"
+#include "vm/run/exec.h"
+#include "vm/passes/hoist.h"
+#include "vm/passes/optimizer.h"
+#include "vm/passes/prune.h"
+#include "vm/run/scope.h"
 
 enum { B = 32, E = 32, V = 256 };
 

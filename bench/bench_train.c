@@ -31,7 +31,7 @@
 #include "kernels/kernels.h"
 #include "lang/compile.h"
 #include "lang/run.h"
-#include "vm/reader.h"
+#include "vm/reader/reader.h"
 
 #define MAX_EPOCHS 20
 

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "lang/compile.h"
-#include "lang/serialize.h"
+#include "vm/ir/serialize.h"
 
 int pd_driver_compile_file(const char *path, pd_source **src_out, pd_unit **unit_out) {
   *src_out = NULL;

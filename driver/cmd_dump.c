@@ -2,7 +2,7 @@
  * readable listing (the format of pd_program_dump, which golden tests compare) or as a Graphviz
  * digraph. FILE is a .pd script (compiled as `pdlang check` compiles it; its main program, or
  * with --startup its startup program) or a saved program (a .pdmodel: Fluid ProgramDesc bytes).
- * --prune lists what vm/prune.h keeps for the given vars of the global block. */
+ * --prune lists what vm/passes/prune.h keeps for the given vars of the global block. */
 #include "config.h"
 #include "driver/driver.h"
 
@@ -11,8 +11,8 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/serialize.h"
-#include "vm/prune.h"
+#include "vm/ir/serialize.h"
+#include "vm/passes/prune.h"
 
 static bool has_suffix(const char *s, const char *suffix) {
   size_t n = strlen(s), m = strlen(suffix);

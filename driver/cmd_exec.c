@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lang/params.h"
-#include "lang/serialize.h"
-#include "vm/exec.h"
-#include "vm/reader.h"
+#include "vm/ir/params.h"
+#include "vm/ir/serialize.h"
+#include "vm/run/exec.h"
+#include "vm/reader/reader.h"
 
 #define MAX_IO 32
 

@@ -11,7 +11,7 @@
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "lang/run.h"
-#include "vm/exec.h"
+#include "vm/run/exec.h"
 
 static volatile sig_atomic_t interrupted;
 

@@ -13,10 +13,10 @@
 #include "lang/compile.h"
 #include "lang/parse.h"
 #include "lang/run.h"
-#include "lang/serialize.h"
-#include "vm/program.h"
-#include "vm/scope.h"
-#include "vm/tensor.h"
+#include "vm/ir/serialize.h"
+#include "vm/ir/program.h"
+#include "vm/run/scope.h"
+#include "vm/run/tensor.h"
 
 struct pd_repl {
   pd_repl_options o;

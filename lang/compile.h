@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "base/diag.h"
-#include "vm/program.h"
+#include "vm/ir/program.h"
 
 /* A compile-time value as actions see it (the compiler's own values, frozen). */
 typedef enum pd_cval_kind {

@@ -9,7 +9,7 @@
 
 #include "lang/ast.h"
 #include "lang/compile.h"
-#include "vm/ops.h"
+#include "vm/ops/ops.h"
 
 typedef struct pd_compiler C;
 typedef struct value value;

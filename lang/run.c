@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "lang/run_int.h"
-#include "vm/prune.h"
+#include "vm/passes/prune.h"
 
 static void exec_notice(void *ud, const char *msg) {
   pd_runner *r = ud;

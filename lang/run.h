@@ -2,7 +2,7 @@
  *
  * A runner holds the global scope, where the parameters and optimizer state live. Creating one
  * runs the unit's startup program there (parameter initialisers) once. Each action then prunes
- * the main program to what its targets need (vm/prune.h), runs that in a fresh child scope of
+ * the main program to what its targets need (vm/passes/prune.h), runs that in a fresh child scope of
  * the global scope, and reports:
  *   print(v, ...)          each value as a framework prints it (tensors with shape, dtype, LoD)
  *   assert_close(a, b)     fails (PD_ERUNTIME at the call) when |a - b| > tol * (1 + |b|)
@@ -22,8 +22,8 @@
 
 #include "base/base.h"
 #include "lang/compile.h"
-#include "vm/scope.h"
-#include "vm/tensor.h"
+#include "vm/run/scope.h"
+#include "vm/run/tensor.h"
 
 typedef enum pd_progress_mode {
   PD_PROGRESS_AUTO,   /* a bar when `progress` is a terminal, plain lines otherwise */

@@ -4,8 +4,8 @@
 #define PD_RUN_INT_H
 
 #include "lang/run.h"
-#include "vm/exec.h"
-#include "vm/program.h"
+#include "vm/run/exec.h"
+#include "vm/ir/program.h"
 
 struct pd_runner {
   const pd_unit *unit;

@@ -1,7 +1,7 @@
 /* train.c -- the actions that run a program over data or move its parameters to and from disk:
  *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=)
- *       prunes the main program to the cost, appends the backward pass (vm/backward.h) and the
- *       optimizer (vm/optimizer.h), and runs it once per minibatch in a fresh scope under the
+ *       prunes the main program to the cost, appends the backward pass (vm/passes/backward.h) and the
+ *       optimizer (vm/passes/optimizer.h), and runs it once per minibatch in a fresh scope under the
  *       global one, with progress on the progress stream; Ctrl-C stops after the minibatch;
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
@@ -25,16 +25,16 @@
 #include <unistd.h>
 
 #include "kernels/kernels.h"
-#include "lang/params.h"
+#include "vm/ir/params.h"
 #include "lang/run_int.h"
-#include "lang/serialize.h"
-#include "vm/backward.h"
-#include "vm/fuse_fc.h"
-#include "vm/fuse_rnn.h"
-#include "vm/hoist.h"
-#include "vm/optimizer.h"
-#include "vm/prune.h"
-#include "vm/reader.h"
+#include "vm/ir/serialize.h"
+#include "vm/passes/backward.h"
+#include "vm/passes/fuse_fc.h"
+#include "vm/passes/fuse_rnn.h"
+#include "vm/passes/hoist.h"
+#include "vm/passes/optimizer.h"
+#include "vm/passes/prune.h"
+#include "vm/reader/reader.h"
 
 /* ---------------------------------------------------------------- options */
 

@@ -1,4 +1,4 @@
-# tests/device.mk -- where ops compute (vm/exec_place.c, --device, PDLANG_DEVICE, the GPU).
+# tests/device.mk -- where ops compute (vm/run/exec_place.c, --device, PDLANG_DEVICE, the GPU).
 #   tests/vm/test_exec_place: the placement tables; the GPU place refused cleanly without a GPU.
 #   tests/run/device.sh: device options and their errors; with a GPU, the run goldens and quick
 #     examples run there and print the CPU's numbers.

@@ -1,4 +1,4 @@
-# tests/ops.mk -- unit tests of the op registry (vm/ops.h): the table itself, op checking and
+# tests/ops.mk -- unit tests of the op registry (vm/ops/ops.h): the table itself, op checking and
 # defaults, and shape inference family by family. tests/ops/fixture.h builds the programs;
 # tests/ops/differentiable.h is the hand-written list of differentiable ops the gradient tests
 # share.

@@ -1,5 +1,5 @@
-# tests/program.mk -- tests of the program IR (vm/program.c), Prune (vm/prune.c), the ProgramDesc
-# serializer (lang/serialize.c) and `pdlang dump`; the replay of the loader's fuzz corpus; and the
+# tests/program.mk -- tests of the program IR (vm/ir/program.c), Prune (vm/passes/prune.c), the ProgramDesc
+# serializer (vm/ir/serialize.c) and `pdlang dump`; the replay of the loader's fuzz corpus; and the
 # libFuzzer target itself (`make fuzz-load`, `make fuzz-load-run FUZZ_SECONDS=600`: clang only).
 PROGRAM_TEST_LIBS = libpdlang-internal.la $(PD_LIBS)
 PROGRAM_TEST_MODELS = tests/program/models.c tests/program/models.h
@@ -35,17 +35,17 @@ EXTRA_DIST += tests/program/dump_cli.sh tests/program/protoc_decode.sh \
 	tests/golden/dump/cycle.pdmodel tests/golden/dump/cycle.err
 
 # ---- libFuzzer: the loader and everything it calls, compiled straight from the sources. ----
-FUZZ_LOAD_SRCS = tests/fuzz/fuzz_load.c base/base.c base/dtype.c vm/program.c \
-	vm/program_dump.c lang/serialize.c
+FUZZ_LOAD_SRCS = tests/fuzz/fuzz_load.c base/base.c base/dtype.c vm/ir/program.c \
+	vm/ir/program_dump.c vm/ir/serialize.c
 FUZZ_CFLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
 FUZZ_SECONDS = 60
 CLEANFILES += tests/fuzz/fuzz_load$(EXEEXT)
 .PHONY: fuzz-load fuzz-load-run
 if PD_HAVE_CLANG
 fuzz-load: tests/fuzz/fuzz_load$(EXEEXT)
-tests/fuzz/fuzz_load$(EXEEXT): $(FUZZ_LOAD_SRCS) lang/framework.pb-c.c lang/framework.pb-c.h
+tests/fuzz/fuzz_load$(EXEEXT): $(FUZZ_LOAD_SRCS) vm/ir/framework.pb-c.c vm/ir/framework.pb-c.h
 	$(AM_V_CCLD)$(MKDIR_P) tests/fuzz && \
-	gen=`test -f lang/framework.pb-c.c || echo $(srcdir)/`lang/framework.pb-c.c; \
+	gen=`test -f vm/ir/framework.pb-c.c || echo $(srcdir)/`vm/ir/framework.pb-c.c; \
 	srcs=; for f in $(FUZZ_LOAD_SRCS); do srcs="$$srcs $(srcdir)/$$f"; done; \
 	$(CLANG) $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(PD_WARN_CFLAGS) $(FUZZ_CFLAGS) \
 	  -o $@ $$srcs $$gen $(PROTOBUF_C_LIBS) -lm

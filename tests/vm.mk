@@ -50,7 +50,7 @@ tests_vm_test_scope_SOURCES = tests/vm/test_scope.c
 tests_vm_test_scope_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_scope
 
-# tests/vm/test_hoist: the loop hoisting pass (vm/hoist.h): what moves, same cost, gradients
+# tests/vm/test_hoist: the loop hoisting pass (vm/passes/hoist.h): what moves, same cost, gradients
 # against the unhoisted program and finite differences (fp64).
 check_PROGRAMS += tests/vm/test_hoist
 tests_vm_test_hoist_SOURCES = tests/vm/test_hoist.c tests/vm/fp64.h

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/serialize.h"
-#include "vm/program.h"
+#include "vm/ir/serialize.h"
+#include "vm/ir/program.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

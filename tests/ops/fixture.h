@@ -11,8 +11,8 @@
 
 #include "base/base.h"
 #include "tests/tap.h"
-#include "vm/ops.h"
-#include "vm/program.h"
+#include "vm/ops/ops.h"
+#include "vm/ir/program.h"
 
 typedef struct fx {
   pd_program *p;

@@ -13,9 +13,9 @@
 #define PD_TESTS_OPS_RUNOP_H
 
 #include "tests/ops/fixture.h"
-#include "vm/exec.h"
-#include "vm/scope.h"
-#include "vm/tensor.h"
+#include "vm/run/exec.h"
+#include "vm/run/scope.h"
+#include "vm/run/tensor.h"
 
 typedef struct rt {
   fx f;

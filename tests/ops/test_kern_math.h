@@ -1,4 +1,4 @@
-/* test_kern_math.h -- what the kernel tests of vm/kern_math.c share (tests/ops/test_kern_*.c):
+/* test_kern_math.h -- what the kernel tests of vm/ops/kern_math.c share (tests/ops/test_kern_*.c):
  * literal arrays that survive macro arguments, deterministic test values, LoD and shared-storage
  * helpers, and tests/ops/gradcheck.h. */
 #ifndef PD_TESTS_OPS_TEST_KERN_MATH_H

@@ -1,4 +1,4 @@
-/* test_kern_tensor.c -- kernels of the ops that make, copy and rearrange tensors (vm/kern_tensor.c):
+/* test_kern_tensor.c -- kernels of the ops that make, copy and rearrange tensors (vm/ops/kern_tensor.c):
  * feed/fetch through FEED_MINIBATCH / FETCH_LIST vars, fill_constant, fill_zeros_like, assign,
  * assign_value, uniform_random / gaussian_random (reproducibility and moments), concat, split,
  * reshape2, transpose2, increment, lod_reset; run through the executor and checked against

@@ -8,7 +8,7 @@
 
 #include "tests/ops/differentiable.h"
 #include "tests/tap.h"
-#include "vm/ops.h"
+#include "vm/ops/ops.h"
 
 /* Why entry d is malformed, or NULL. */
 static const char *entry_problem(const pd_opdef *d, int index) {
@@ -160,7 +160,7 @@ static void test_differentiable(void) {
                  pd_opdef_lookup(g->type) == g && pd_opdef_grad(g) == NULL;
   }
   is_int(with_grad, n, "every differentiable op, and no other, has a gradient op with a kernel");
-  is_int(pd_opdef_grad_count(), n, "vm/gradlist.h lists the differentiable ops");
+  is_int(pd_opdef_grad_count(), n, "vm/ops/gradlist.h lists the differentiable ops");
   const pd_opdef *mg = pd_opdef_lookup("mul_grad");
   ok(mg && pd_opdef_input(mg, "X") && pd_opdef_input(mg, "Y") && pd_opdef_input(mg, "Out") &&
          pd_opdef_input(mg, "Out@GRAD") && pd_opdef_output(mg, "X@GRAD") &&

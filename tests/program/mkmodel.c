@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/serialize.h"
+#include "vm/ir/serialize.h"
 #include "tests/program/models.h"
 
 static int write_bytes(const char *path, const uint8_t *bytes, size_t len) {

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/framework.pb-c.h"
-#include "lang/serialize.h"
+#include "vm/ir/framework.pb-c.h"
+#include "vm/ir/serialize.h"
 
 /* ---- Building helpers: each returns 0 or -1, so a builder is one chain of `||`. ---- */
 

@@ -1,4 +1,4 @@
-/* models.h -- programs built by hand for the tests of vm/program.c and lang/serialize.c, their
+/* models.h -- programs built by hand for the tests of vm/ir/program.c and vm/ir/serialize.c, their
  * malformed variants, and a program written the way PaddlePaddle writes one. Shared by the unit
  * tests, tests/program/mkmodel (fixtures, fuzz corpus) and the corpus replay. */
 #ifndef PD_TESTS_MODELS_H
@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "base/base.h"
-#include "vm/program.h"
+#include "vm/ir/program.h"
 
 /* Each returns a new program (pd_program_free it), or NULL when an allocation failed (nothing
  * is leaked then, so they serve the allocation-failure tests too). */

@@ -1,6 +1,6 @@
 #!/bin/sh
 # protoc_decode.sh -- files that pdlang writes decode with Google's protoc against
-# lang/framework.proto as paddle.framework.proto.ProgramDesc, the message PaddlePaddle's own
+# vm/ir/framework.proto as paddle.framework.proto.ProgramDesc, the message PaddlePaddle's own
 # tools read (TAP). Skipped when protoc is not installed (Debian package protobuf-compiler).
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -15,14 +15,14 @@ n=0
 
 decode() { # MODEL: write it with mkmodel, decode it with protoc into $tmp/MODEL.txt
   "$mkmodel" "$1" "$tmp/$1.pdmodel" &&
-    protoc --proto_path="$top_srcdir/lang" --decode=paddle.framework.proto.ProgramDesc \
+    protoc --proto_path="$top_srcdir/vm/ir" --decode=paddle.framework.proto.ProgramDesc \
       framework.proto <"$tmp/$1.pdmodel" >"$tmp/$1.txt" 2>"$tmp/$1.err"
 }
 
 # A compiled script: pdlang compile writes it (needs $PDLANG).
 compile() { # NAME: examples/NAME.pd, compiled and decoded into $tmp/NAME.txt
   "${PDLANG:?}" compile "$top_srcdir/examples/$1.pd" -o "$tmp/$1.pdmodel" 2>"$tmp/$1.err" &&
-    protoc --proto_path="$top_srcdir/lang" --decode=paddle.framework.proto.ProgramDesc \
+    protoc --proto_path="$top_srcdir/vm/ir" --decode=paddle.framework.proto.ProgramDesc \
       framework.proto <"$tmp/$1.pdmodel" >"$tmp/$1.txt" 2>>"$tmp/$1.err"
 }
 

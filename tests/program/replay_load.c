@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/serialize.h"
+#include "vm/ir/serialize.h"
 #include "tests/tap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,4 +1,4 @@
-/* test_params.c -- tests of lang/params.c: the LoDTensor stream (round trips of every common
+/* test_params.c -- tests of vm/ir/params.c: the LoDTensor stream (round trips of every common
  * dtype and rank, LoD, byte-exact known answers written by hand from the format, which follows
  * Paddle's paddle/fluid/framework/lod_tensor.cc SerializeToStream and tensor_util.cc
  * TensorToStream), .pdiparams files and checkpoints (round trips, damaged files of every kind,
@@ -14,11 +14,11 @@
 #include <zlib.h>
 
 #include "base/base.h"
-#include "lang/params.h"
+#include "vm/ir/params.h"
 #include "tests/tap.h"
-#include "vm/program.h"
-#include "vm/scope.h"
-#include "vm/tensor.h"
+#include "vm/ir/program.h"
+#include "vm/run/scope.h"
+#include "vm/run/tensor.h"
 
 static char dir[] = "/tmp/pdlang-test-params-XXXXXX";
 

@@ -1,9 +1,9 @@
-/* test_program.c -- unit tests of vm/program.c and vm/program_dump.c: a nested program built by
+/* test_program.c -- unit tests of vm/ir/program.c and vm/ir/program_dump.c: a nested program built by
  * hand, name lookup through parents and gradient blocks, shadowing, the hash index against a
  * linear scan, rename/remove, ops and slots, attribute replacement, deep clones, validation
  * messages, the exact listing, the Graphviz form, and a failure of every allocation in turn. */
 #include "config.h"
-#include "vm/program.h"
+#include "vm/ir/program.h"
 
 #include <stdlib.h>
 

@@ -1,11 +1,11 @@
-/* test_prune.c -- unit tests of vm/prune.c: hand-built programs with nested blocks (a conditional
+/* test_prune.c -- unit tests of vm/passes/prune.c: hand-built programs with nested blocks (a conditional
  * block reading an outer var it does not list, a while loop with loop-carried vars and a value
  * read before it is written, an op with a BLOCKS attribute, the gradient block of model_nested),
  * programs compiled from .pd source (examples/ifelse.pd, rnn.pd, train.pd and a while loop), the
  * errors, and a failure of every allocation in turn. The expected results are written out by
  * hand from the rules in vm/prune.h. */
 #include "config.h"
-#include "vm/prune.h"
+#include "vm/passes/prune.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,10 +13,10 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/framework.pb-c.h"
-#include "lang/serialize.h"
+#include "vm/ir/framework.pb-c.h"
+#include "vm/ir/serialize.h"
 #include "tests/tap.h"
-#include "vm/prune.h"
+#include "vm/passes/prune.h"
 
 #ifndef PD_TOP_SRCDIR
 #define PD_TOP_SRCDIR "."

@@ -1,16 +1,16 @@
-/* test_serialize.c -- unit tests of lang/serialize.c: round trips of every test model, the bytes
+/* test_serialize.c -- unit tests of vm/ir/serialize.c: round trips of every test model, the bytes
  * read back with protobuf-c's generated API (field by field, as another tool would), a program
  * written the way PaddlePaddle writes one, source locations as op_callstack, every malformed
  * variant with its exact message, truncations, bit flips and random bytes, the file helpers,
  * and a failure of every allocation in turn. */
 #include "config.h"
-#include "lang/serialize.h"
+#include "vm/ir/serialize.h"
 
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "base/diag.h"
-#include "lang/framework.pb-c.h"
+#include "vm/ir/framework.pb-c.h"
 #include "tests/program/models.h"
 #include "tests/tap.h"
 

@@ -11,8 +11,8 @@
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "lang/run.h"
-#include "vm/program.h"
-#include "vm/prune.h"
+#include "vm/ir/program.h"
+#include "vm/passes/prune.h"
 
 static inline void to_fp64(pd_program *p) {
   for (int b = 0; b < p->nblocks; b++) {

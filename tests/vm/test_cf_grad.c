@@ -1,7 +1,7 @@
 /* test_cf_grad.c -- gradients through control flow, checked by finite differences in fp64.
  * Each case is a .pd script: it is compiled, turned to fp64 (every float32 var and dtype
  * attribute becomes float64), its startup program run, and the pruned program for its cost
- * extended by the backward pass (vm/backward.h). The gradient of every parameter, element by
+ * extended by the backward pass (vm/passes/backward.h). The gradient of every parameter, element by
  * element, is compared with the central difference of the cost run forward with the parameter
  * nudged by +-h (relative error at most 1e-6). Cases: a per-row if/else (the seeds'
  * example), a branch no row takes, a one-element condition, a for-rnn over sequences of
@@ -22,9 +22,9 @@
 #include "lang/compile.h"
 #include "lang/run.h"
 #include "tests/tap.h"
-#include "vm/backward.h"
-#include "vm/exec.h"
-#include "vm/prune.h"
+#include "vm/passes/backward.h"
+#include "vm/run/exec.h"
+#include "vm/passes/prune.h"
 #include "tests/vm/fp64.h"
 
 typedef struct gcase {
@@ -571,7 +571,7 @@ int main(void) {
               "}\n"
               "cost = mean(h) + mean(sequence_sum(o))\n",
               "cost", 4);
-  /* Products of loop parameters (vm/backward.c sums such a gradient in one product over all
+  /* Products of loop parameters (vm/passes/backward.c sums such a gradient in one product over all
    * steps): U in two products of the step (left per step: two contributions), V in one, with
    * a sequence-length mix; the memory is [rows, 3]. */
   check_grads("rnn_products.pd",

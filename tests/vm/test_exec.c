@@ -1,11 +1,11 @@
-/* test_exec.c -- the executor (vm/exec.h): the scope rules of a run (temporaries in a run scope
+/* test_exec.c -- the executor (vm/run/exec.h): the scope rules of a run (temporaries in a run scope
  * that goes away, persistable vars in the global scope), feeds and fetches and their errors,
  * errors at an op's location, PDLANG_CHECK_NAN_INF, interruption, kept sub-block scopes, and no
  * growth over many runs. Values are checked against numbers computed here. */
 #include <stdlib.h>
 
 #include "tests/ops/fixture.h"
-#include "vm/exec.h"
+#include "vm/run/exec.h"
 
 /* A program: y = scale(x, 2, bias 1); w (persistable) = fill_constant 3; z = y * w. */
 static void build(fx *f) {

@@ -1,4 +1,4 @@
-/* test_exec_place.c -- the executor's placement tables (vm/exec_place.c) and the GPU place's
+/* test_exec_place.c -- the executor's placement tables (vm/run/exec_place.c) and the GPU place's
  * errors: every op said to run on the GPU is an op of the registry, the list is sorted (it is
  * searched by bisection), every slot rule names a real slot of a real op, and asking an
  * executor for the GPU when none is open fails cleanly. With a GPU, outputs of GPU ops are made
@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "tests/ops/fixture.h"
-#include "vm/exec.h"
-#include "vm/exec_place.h"
+#include "vm/run/exec.h"
+#include "vm/run/exec_place.h"
 
 static bool has_slot(const pd_slotdef *defs, int n, const char *name) {
   for (int i = 0; i < n; i++)

@@ -1,4 +1,4 @@
-/* test_hoist.c -- the loop hoisting pass (vm/hoist.h). Each case is a .pd script with a for-rnn:
+/* test_hoist.c -- the loop hoisting pass (vm/passes/hoist.h). Each case is a .pd script with a for-rnn:
  * it is compiled, turned to fp64, pruned to its cost, and hoisted. Checked: which ops left the
  * step block and what the loop then reads (its inputs and parameters); that the program still
  * validates; that the cost equals the cost of the program as it was (the same operations on the
@@ -10,7 +10,7 @@
  * of different lengths, an if inside the loop reading a hoisted value, lookup_table inside the
  * loop, nested loops over sequences of sequences, a program with a backward pass already (left alone), and out-of-memory from every
  * allocation of the pass on.
- * The fusion passes (vm/fuse_rnn.h, then vm/fuse_fc.h) run on each hoisted program too: how
+ * The fusion passes (vm/passes/fuse_rnn.h, then vm/passes/fuse_fc.h) run on each hoisted program too: how
  * many loops became elman_rnn ops, and that the fused program's cost and gradients equal the
  * hoisted one's; test_fuse_fc checks which products and bias adds became fc ops. */
 #include <math.h>
@@ -22,12 +22,12 @@
 #include "lang/compile.h"
 #include "lang/run.h"
 #include "tests/tap.h"
-#include "vm/backward.h"
-#include "vm/exec.h"
-#include "vm/fuse_fc.h"
-#include "vm/fuse_rnn.h"
-#include "vm/hoist.h"
-#include "vm/prune.h"
+#include "vm/passes/backward.h"
+#include "vm/run/exec.h"
+#include "vm/passes/fuse_fc.h"
+#include "vm/passes/fuse_rnn.h"
+#include "vm/passes/hoist.h"
+#include "vm/passes/prune.h"
 #include "tests/vm/fp64.h"
 
 typedef struct hcase {
@@ -38,7 +38,7 @@ typedef struct hcase {
   pd_program *ffwd, *fbwd;               /* hoisted and fused; its backward pass */
   pd_exec *fex, *hfex, *bex, *hbex, *ffex, *fbex;
   pd_backward pg, hpg, fpg;
-  int moved, fused, fc;  /* fc: products + bias made fc ops (vm/fuse_fc.h) */
+  int moved, fused, fc;  /* fc: products + bias made fc ops (vm/passes/fuse_fc.h) */
   pd_error err;
 } hcase;
 
@@ -292,7 +292,7 @@ static void test_backward_and_oom(void) {
   hcase_free(&c);
 }
 
-/* The backward pass sums Wh's gradient over the steps in one product (vm/backward.c,
+/* The backward pass sums Wh's gradient over the steps in one product (vm/passes/backward.c,
  * defer_param_products): the loop's gradient op lists (Wh, the memory's previous value, the
  * product's output gradient), and the step gradient block's mul_grad no longer computes
  * Wh@GRAD; so does Wx's, where mul(t, Wx) stays in the loop (not hoisted). Both programs'

@@ -1,13 +1,13 @@
-/* test_optimizer.c -- the optimizer pass (vm/optimizer.h): the ops it appends update parameters
+/* test_optimizer.c -- the optimizer pass (vm/passes/optimizer.h): the ops it appends update parameters
  * as computed by hand here -- sgd, momentum, adam with bias correction, L2 weight decay, and
  * clipping by global norm -- and the learning-rate schedules give the values of their formulas. */
 #include <math.h>
 #include <string.h>
 
 #include "tests/tap.h"
-#include "vm/exec.h"
-#include "vm/optimizer.h"
-#include "vm/program.h"
+#include "vm/run/exec.h"
+#include "vm/passes/optimizer.h"
+#include "vm/ir/program.h"
 
 /* Two parameters p = [1, 2] and q = [3] with given gradients gp = [0.5, -1], gq = [2]. The
  * program holds just the update; the gradients are set in the scope as the backward pass would

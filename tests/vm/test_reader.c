@@ -1,4 +1,4 @@
-/* test_reader.c -- the data readers (vm/reader.h): IDX (raw, gzipped, multi-member gzip), MNIST
+/* test_reader.c -- the data readers (vm/reader/reader.h): IDX (raw, gzipped, multi-member gzip), MNIST
  * paths and environment variables, CSV, .npy v1/v2/v3, text windows, lines (one sequence per
  * line, splits), every kind of bad input, allocation failures, and batching (sizes, partial
  * batches, drop_last, shuffle determinism against an independent implementation of the
@@ -7,7 +7,7 @@
  * temporary directory; the shipped examples/data/norris.csv is checked against NIST's certified
  * regression coefficients; Fashion-MNIST is loaded when installed. */
 #include "config.h"
-#include "vm/reader.h"
+#include "vm/reader/reader.h"
 #include "tests/tap.h"
 
 #include <errno.h>

@@ -33,11 +33,11 @@
 #include "lang/run.h"
 #include "tests/tap.h"
 #include "tests/vm/fp64.h"
-#include "vm/backward.h"
-#include "vm/exec.h"
-#include "vm/hoist.h"
-#include "vm/optimizer.h"
-#include "vm/prune.h"
+#include "vm/passes/backward.h"
+#include "vm/run/exec.h"
+#include "vm/passes/hoist.h"
+#include "vm/passes/optimizer.h"
+#include "vm/passes/prune.h"
 
 /* A compiled script and its runner (startup program run; global scope). */
 typedef struct script {

@@ -2,7 +2,7 @@
  * rename (hash table integrity), destruction of children and their variables, step scopes,
  * 100,000 create/destroy cycles, and clean failure of every allocation. */
 #include "config.h"
-#include "vm/scope.h"
+#include "vm/run/scope.h"
 #include "tests/tap.h"
 
 #include <stdio.h>

@@ -17,11 +17,11 @@
 #include "kernels/kernels.h"
 #include "lang/compile.h"
 #include "tests/tap.h"
-#include "vm/backward.h"
-#include "vm/exec.h"
-#include "vm/hoist.h"
-#include "vm/optimizer.h"
-#include "vm/prune.h"
+#include "vm/passes/backward.h"
+#include "vm/run/exec.h"
+#include "vm/passes/hoist.h"
+#include "vm/passes/optimizer.h"
+#include "vm/passes/prune.h"
 
 static pd_k_host_usage usage(void) {
   pd_k_host_usage u;

@@ -1,7 +1,7 @@
 /* test_tensor.c -- tensors: aligned storage, resize and reuse, sharing, copies, LoD validation,
  * the printed format (exact text), tensor arrays, and clean failure of every allocation. */
 #include "config.h"
-#include "vm/tensor.h"
+#include "vm/run/tensor.h"
 #include "tests/tap.h"
 
 #include <stdlib.h>

@@ -1,0 +1,171 @@
+/* ops.h -- the op registry: the VM's instruction set. One record (pd_opdef) per op type, generated
+ * from the single list in vm/oplist.h, says everything the rest of pdlang needs to know about an
+ * op: its Fluid type name, input and output slots, attributes with types and defaults, whether
+ * it is differentiable, its compile-time shape function, and (once the executor and backward
+ * land) its kernel and gradient maker.
+ *
+ * How the compiler uses it, per op it appends to a block:
+ *
+ *     pd_op_desc *op = pd_block_add_op(block, "mul", -1);   ...bind slots, set attrs, loc...
+ *     if ((st = pd_opdef_prepare(op, block, err))) return st;   // check + defaults + shapes
+ *
+ * pd_opdef_prepare is pd_opdef_check (the op against its def), pd_opdef_fill_defaults (missing
+ * attributes get their defaults), then pd_opdef_infer_shape (output dtypes, shapes and LoD
+ * levels). Errors carry the op's source location and a sentence naming the shapes at fault.
+ *
+ * Ownership: the registry is static and immutable; every pointer it hands out lives for the
+ * whole program. The functions here never take ownership of an op desc or block.
+ *
+ * Conventions the shape functions follow: -1 is an unknown (batch) dimension and never causes an
+ * error by itself; ndims -1 is an unknown rank, which makes the outputs' rank unknown too;
+ * a reduction to a single value has shape [1], as in Fluid 1.x. */
+#ifndef PD_OPS_H
+#define PD_OPS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "vm/ir/program.h"
+
+/* ---- The op kinds: PD_OP_mul, PD_OP_elementwise_add, ... (vm/oplist.h, sorted by name). ---- */
+typedef enum pd_op_kind {
+#define PD_OP(name, flags, infer, inputs, outputs, attrs) PD_OP_##name,
+#include "vm/oplist.h"
+#undef PD_OP
+  PD_OP_COUNT_
+} pd_op_kind;
+
+/* Slot flags (Fluid's OpProto.Var fields). A slot without flags takes exactly one var. */
+enum {
+  PD_SLOT_DUPLICABLE = 1u << 0,   /* a list of vars (Fluid: AsDuplicable) */
+  PD_SLOT_DISPENSABLE = 1u << 1,  /* optional: may be absent or bound to no var (AsDispensable) */
+  PD_SLOT_INTERMEDIATE = 1u << 2, /* an output only the backward pass reads (AsIntermediate:
+                                     XShape, Mask, MaxIndex); always also dispensable here */
+};
+
+/* Op flags. */
+enum {
+  PD_OPF_DIFF = 1u << 0,     /* differentiable: backward asks its gradient maker for grad ops */
+  PD_OPF_FLOAT = 1u << 1,    /* the first input must hold floating-point values */
+  PD_OPF_SEQUENCE = 1u << 2, /* the first input must be a sequence (lod_level >= 1) */
+};
+
+typedef struct pd_slotdef {
+  const char *name;  /* "X", "Y", "Input", "Filter", "Label", ... as in Fluid */
+  unsigned flags;    /* PD_SLOT_* */
+} pd_slotdef;
+
+/* An attribute's default value; which members are used depends on the attribute's type. */
+typedef struct pd_attrval {
+  int64_t i;         /* INT, LONG, BOOLEAN (0 or 1) */
+  double f;          /* FLOAT, FLOAT64 */
+  const char *s;     /* STRING */
+  int n;             /* list types: number of elements */
+  union {            /* list types: the elements, typed as the attribute */
+    const int32_t *ints;
+    const int64_t *longs;
+    const float *floats;
+    const char *const *strings;
+  } l;
+} pd_attrval;
+
+typedef struct pd_attrdef {
+  const char *name;             /* "x_num_col_dims", "axis", "sub_block", ... as in Fluid */
+  pd_attr_type type;            /* PD_ATTR_INT, PD_ATTR_INTS, PD_ATTR_BLOCK, ... */
+  bool required;                /* no default: the op must set it (BLOCK attributes always) */
+  pd_attrval def;               /* the default, when not required */
+  const char *const *choices;   /* STRING only: the allowed values, NULL-terminated; NULL = any */
+} pd_attrdef;
+
+typedef struct pd_opdef pd_opdef;
+
+/* What a shape function works on. Vars are found in `block` and its parents
+ * (pd_block_find_var); vm/ops/infershape.h has the helpers shape functions use. */
+typedef struct pd_infer_ctx {
+  const pd_opdef *def;
+  pd_op_desc *op;
+  pd_block *block;  /* the block that holds op */
+  pd_error *err;    /* may be NULL */
+} pd_infer_ctx;
+
+/* Compile-time shape inference: sets the dtype, shape and LoD level of op's output vars from its
+ * inputs and attributes. Returns PD_OK, PD_ESHAPE/PD_ETYPE/PD_EINVAL with a message, PD_ENOMEM. */
+typedef pd_status (*pd_infer_fn)(pd_infer_ctx *ctx);
+
+/* Run time:
+ *  - kernel: runs the op on the variables its execution context (vm/run/exec.h) binds to its slots.
+ *    Every op has one (vm/ops/opkernels.h); the executor calls it.
+ *  - grad: appends to grad_block the op(s) computing the gradients of fwd's inputs (vars named
+ *    NAME@GRAD, Fluid's convention) from those of its outputs; the backward pass then drops the
+ *    gradient outputs nobody needs, as Fluid's backward does. NULL until backward lands. */
+struct pd_exec_ctx;
+typedef pd_status (*pd_kernel_fn)(struct pd_exec_ctx *ctx);
+typedef pd_status (*pd_grad_fn)(const pd_op_desc *fwd, pd_block *grad_block, pd_error *err);
+
+struct pd_opdef {
+  pd_op_kind kind;
+  const char *type;             /* Fluid op type: "mul", "elementwise_add", "while", ... */
+  unsigned flags;               /* PD_OPF_* */
+  int ninputs, noutputs, nattrs;
+  const pd_slotdef *inputs;     /* ninputs slots, in Fluid's order */
+  const pd_slotdef *outputs;
+  const pd_attrdef *attrs;      /* nattrs attributes */
+  pd_infer_fn infer_shape;      /* never NULL */
+  pd_kernel_fn kernel;          /* never NULL */
+  pd_grad_fn grad;              /* NULL for now (see above) */
+  const pd_opdef *forward;      /* a gradient op ("mul_grad"): the op it differentiates; else NULL */
+};
+
+/* The registry, indexed by pd_op_kind; sorted by type name. */
+extern const pd_opdef pd_opdefs[PD_OP_COUNT_];
+
+/* The def of an op type (binary search), or NULL. Resolve once per op, not per step. */
+const pd_opdef *pd_opdef_lookup(const char *type);
+/* The gradient op of a forward op ("mul" -> "mul_grad"; vm/ops/ops_grad.c says how its slots derive
+ * from the forward op's), or NULL when fwd has none (not differentiable, or fwd is itself a
+ * gradient op). pd_opdef_lookup finds gradient ops by name too. */
+const pd_opdef *pd_opdef_grad(const pd_opdef *fwd);
+/* How many ops have a gradient op (the length of vm/ops/gradlist.h). */
+int pd_opdef_grad_count(void);
+
+/* The def of a kind, or NULL when kind is out of range. */
+const pd_opdef *pd_opdef_get(pd_op_kind kind);
+/* A def's input/output slot or attribute by name, or NULL. */
+const pd_slotdef *pd_opdef_input(const pd_opdef *def, const char *name);
+const pd_slotdef *pd_opdef_output(const pd_opdef *def, const char *name);
+const pd_attrdef *pd_opdef_attr(const pd_opdef *def, const char *name);
+
+/* The names of the op types that start with prefix (NULL or "" for all), in alphabetical order:
+ * up to cap of them go to names[] (static strings). Returns how many match, which may exceed cap,
+ * so a caller may ask with cap 0 first. For `pdlang ops` and REPL completion. */
+int pd_opdef_names(const char *prefix, const char **names, int cap);
+
+/* The closest op type name to a misspelt one ("elementwise_ad" -> "elementwise_add"), or NULL
+ * when none is close. For "unknown op" messages. */
+const char *pd_opdef_suggest(const char *type);
+
+/* Check op against its def without changing it: the type is known; every slot it binds exists in
+ * the def and is bound once, every required slot is bound, a one-var slot has at most one var,
+ * every var it names is visible from block (pd_block_find_var_visible: the block, its parents,
+ * and for a gradient block the forward ones; PD_EMPTY_VAR_NAME stands for "no var"); every
+ * attribute is known (to the def, or one of the framework-wide ones Fluid puts on every op, like
+ * op_role), has the def's type (an integer or integer list of the other width when its values
+ * fit, a float of the other precision), is one of the allowed values, names a block of the
+ * program other than block 0; every required attribute is set. Returns PD_OK, PD_ENOTFOUND
+ * (unknown type, undeclared var), PD_EINVAL or PD_ETYPE, with a message at the op's loc
+ * ("mul: unknown attribute x_num_col_dim (did you mean x_num_col_dims?)"). */
+pd_status pd_opdef_check(const pd_op_desc *op, const pd_block *block, pd_error *err);
+
+/* Give op every attribute its def declares with a default that op does not set.
+ * PD_OK, PD_ENOTFOUND for an unknown type, or PD_ENOMEM (op keeps what was added before). */
+pd_status pd_opdef_fill_defaults(pd_op_desc *op, pd_error *err);
+
+/* Run op's shape function in block (op should have passed pd_opdef_check). Also enforces the
+ * PD_OPF_FLOAT and PD_OPF_SEQUENCE flags. Missing attributes read as their defaults. */
+pd_status pd_opdef_infer_shape(pd_op_desc *op, pd_block *block, pd_error *err);
+
+/* check, fill_defaults, infer_shape: what the compiler calls for each op it appends. */
+pd_status pd_opdef_prepare(pd_op_desc *op, pd_block *block, pd_error *err);
+
+#endif /* PD_OPS_H */

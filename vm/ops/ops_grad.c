@@ -1,0 +1,125 @@
+/* ops_grad.c -- the gradient ops of the registry: for every op listed in vm/ops/gradlist.h, an op
+ * "<type>_grad" whose def is derived from the forward op's:
+ *   inputs   the forward inputs, the forward outputs, and the gradient of each forward output
+ *            ("Out@GRAD"), all optional, each as duplicable as its forward slot;
+ *   outputs  the gradient of each forward input ("X@GRAD"), optional;
+ *   attrs    the forward op's;
+ *   shape    each X@GRAD var takes the dtype, shape and LoD level of the forward var it is the
+ *            gradient of (the var bound at the same position of slot X);
+ *   kernel   pd_kernel_<type>_grad.
+ * This is Fluid's default grad-op maker: a gradient op may read any forward value (the scopes
+ * the forward pass left behind hold them all), and binds only the gradients someone needs. The
+ * defs are built once, on first use, into static storage (no allocation, so they cannot fail). */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vm/ops/infershape.h"
+#include "vm/ops/opkernels.h"
+#include "vm/ops/ops.h"
+
+#define GRAD_SUFFIX "@GRAD"
+enum { MAX_SLOTS = 16, NAME_MAX_ = 48 };
+
+typedef struct grad_entry {
+  pd_opdef def;
+  pd_slotdef in[3 * MAX_SLOTS];
+  pd_slotdef out[MAX_SLOTS];
+  char type[64];
+  char names[2 * MAX_SLOTS][NAME_MAX_];  /* "<out>@GRAD" then "<in>@GRAD" */
+} grad_entry;
+
+static grad_entry grads[PD_OP_COUNT_];
+static bool has_grad[PD_OP_COUNT_];
+static pthread_once_t grads_once = PTHREAD_ONCE_INIT;
+
+static const struct {
+  pd_op_kind kind;
+  pd_kernel_fn kernel;
+} grad_kernels[] = {
+#define PD_GRAD(name) {PD_OP_##name, pd_kernel_##name##_grad},
+#include "vm/ops/gradlist.h"
+#undef PD_GRAD
+};
+
+static pd_status infer_grad(pd_infer_ctx *c);
+
+static void build_one(pd_op_kind kind, pd_kernel_fn kernel) {
+  const pd_opdef *f = &pd_opdefs[kind];
+  grad_entry *g = &grads[kind];
+  if (f->ninputs + f->noutputs > MAX_SLOTS) return; /* never: no op has that many slots */
+  snprintf(g->type, sizeof g->type, "%s_grad", f->type);
+  int ni = 0, nn = 0;
+  for (int i = 0; i < f->ninputs; i++)
+    g->in[ni++] = (pd_slotdef){f->inputs[i].name, f->inputs[i].flags | PD_SLOT_DISPENSABLE};
+  for (int i = 0; i < f->noutputs; i++)
+    g->in[ni++] = (pd_slotdef){f->outputs[i].name,
+                               (f->outputs[i].flags & ~PD_SLOT_INTERMEDIATE) | PD_SLOT_DISPENSABLE};
+  for (int i = 0; i < f->noutputs; i++) {
+    snprintf(g->names[nn], NAME_MAX_, "%s" GRAD_SUFFIX, f->outputs[i].name);
+    g->in[ni++] = (pd_slotdef){g->names[nn++],
+                               (f->outputs[i].flags & ~PD_SLOT_INTERMEDIATE) | PD_SLOT_DISPENSABLE};
+  }
+  int no = 0;
+  for (int i = 0; i < f->ninputs; i++) {
+    snprintf(g->names[nn], NAME_MAX_, "%s" GRAD_SUFFIX, f->inputs[i].name);
+    g->out[no++] = (pd_slotdef){g->names[nn++], f->inputs[i].flags | PD_SLOT_DISPENSABLE};
+  }
+  g->def = (pd_opdef){.kind = kind,
+                      .type = g->type,
+                      .flags = 0,
+                      .ninputs = ni,
+                      .noutputs = no,
+                      .nattrs = f->nattrs,
+                      .inputs = g->in,
+                      .outputs = g->out,
+                      .attrs = f->attrs,
+                      .infer_shape = infer_grad,
+                      .kernel = kernel,
+                      .grad = NULL,
+                      .forward = f};
+  has_grad[kind] = true;
+}
+
+static void build_all(void) {
+  for (size_t i = 0; i < PD_ARRAY_LEN(grad_kernels); i++)
+    build_one(grad_kernels[i].kind, grad_kernels[i].kernel);
+}
+
+const pd_opdef *pd_opdef_grad(const pd_opdef *fwd) {
+  if (!fwd || fwd->forward || (unsigned)fwd->kind >= PD_OP_COUNT_) return NULL;
+  pthread_once(&grads_once, build_all);
+  return has_grad[fwd->kind] ? &grads[fwd->kind].def : NULL;
+}
+
+int pd_opdef_grad_count(void) { return (int)PD_ARRAY_LEN(grad_kernels); }
+
+/* Each "X@GRAD" output var gets the dtype, shape and LoD level of the var at the same position
+ * of input slot "X"; a gradient bound to no forward var is left alone. */
+static pd_status infer_grad(pd_infer_ctx *c) {
+  const pd_op_desc *op = c->op;
+  for (int s = 0; s < op->noutputs; s++) {
+    const pd_slot *gs = &op->outputs[s];
+    size_t len = strlen(gs->param), sl = strlen(GRAD_SUFFIX);
+    if (len <= sl || strcmp(gs->param + len - sl, GRAD_SUFFIX) != 0) continue;
+    char fwd_slot[NAME_MAX_];
+    snprintf(fwd_slot, sizeof fwd_slot, "%.*s", (int)(len - sl), gs->param);
+    const pd_slot *fs = pd_op_input(op, fwd_slot);
+    for (int a = 0; a < gs->nargs; a++) {
+      if (strcmp(gs->args[a], PD_EMPTY_VAR_NAME) == 0) continue;
+      if (!fs || a >= fs->nargs)
+        return pd_infer_fail(c, PD_EINVAL, "output %s has %d vars but input %s has %d", gs->param,
+                             gs->nargs, fwd_slot, fs ? fs->nargs : 0);
+      const pd_var_desc *fv = pd_block_find_var_visible(c->block, fs->args[a], NULL);
+      pd_var_desc *gv = pd_block_find_var_visible(c->block, gs->args[a], NULL);
+      if (!fv || !gv) continue;  /* pd_opdef_check reports undeclared vars */
+      gv->dtype = fv->dtype;
+      gv->lod_level = fv->lod_level;
+      if (pd_var_set_shape(gv, fv->ndims, fv->dims))
+        return pd_infer_fail(c, PD_ENOMEM, "out of memory");
+    }
+  }
+  return PD_OK;
+}

@@ -1,0 +1,59 @@
+/* optimizer.h -- append the parameter updates of an optimizer to a program that already holds
+ * its backward pass (vm/passes/backward.h): optional gradient transforms, then one update op per
+ * parameter (Fluid's sgd, momentum, adam ops, updating in place: ParamOut is Param).
+ *
+ * What is appended to block 0 of `main`, in order:
+ *   - weight decay (L2) when weight_decay > 0: g' = g + weight_decay * param (scale +
+ *     elementwise_add), before clipping;
+ *   - clipping by global norm when clip_norm > 0: norm = sqrt(sum of every gradient's squared
+ *     elements); each gradient is multiplied by clip_norm / max(norm, clip_norm);
+ *   - the update op of each parameter, reading the learning-rate var and the optimizer state.
+ * The state vars are persistable vars of block 0 with Fluid's names: "learning_rate_0", and per
+ * parameter P "P_velocity_0" (momentum), "P_moment1_0", "P_moment2_0", "P_beta1_pow_acc_0",
+ * "P_beta2_pow_acc_0" (adam). Their initial values are fill_constant ops appended to `init`
+ * (block 0), which the trainer runs once for the vars that have no value yet (so a second train
+ * or a restored checkpoint keeps its state). Learning-rate schedules are applied by the trainer,
+ * which writes the learning-rate var before each step (pd_optimizer_lr).
+ *
+ * Ownership: main and init are changed in place; nothing is kept. */
+#ifndef PD_OPTIMIZER_H
+#define PD_OPTIMIZER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "vm/passes/backward.h"
+#include "vm/ir/program.h"
+
+typedef enum pd_opt_kind { PD_OPT_SGD, PD_OPT_MOMENTUM, PD_OPT_ADAM } pd_opt_kind;
+typedef enum pd_lr_schedule { PD_LR_CONSTANT, PD_LR_STEP, PD_LR_COSINE } pd_lr_schedule;
+
+typedef struct pd_optimizer {
+  pd_opt_kind kind;
+  double lr;
+  double mu;                 /* momentum */
+  bool nesterov;             /* momentum */
+  double beta1, beta2, epsilon;  /* adam */
+  double weight_decay;       /* 0: none */
+  double clip_norm;          /* 0: none */
+  pd_lr_schedule schedule;
+  int64_t decay_steps;       /* step: every decay_steps steps; cosine: the length of the cosine
+                                (0 means the whole run, set by the trainer) */
+  double decay_rate;         /* step: multiply by this */
+} pd_optimizer;
+
+/* Defaults as Fluid's: momentum mu 0.9; adam 0.9, 0.999, 1e-8; step decay rate 0.1. */
+void pd_optimizer_defaults(pd_optimizer *o, pd_opt_kind kind, double lr);
+
+/* The name of the learning-rate var the appended ops read. */
+#define PD_LR_VAR "learning_rate_0"
+
+/* Append the updates for the pairs of pg. Ops get location loc (the train call). */
+pd_status pd_append_optimizer(pd_program *main, pd_program *init, const pd_backward *pg,
+                              const pd_optimizer *o, pd_loc loc, pd_error *err);
+
+/* The learning rate at step `step` (0-based) of a run of total_steps steps. */
+double pd_optimizer_lr(const pd_optimizer *o, int64_t step, int64_t total_steps);
+
+#endif /* PD_OPTIMIZER_H */

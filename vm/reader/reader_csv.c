@@ -1,0 +1,344 @@
+/* reader_csv.c -- CSV files with a header row into a dataset of "features" (fp32) and "label"
+ * (int64 when every label cell is an integer, else fp32). */
+#include "config.h"
+#include "vm/reader/reader.h"
+#include "vm/reader/reader_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pd_loc nowhere = {0};
+
+typedef struct cell {
+  char *s;     /* into the file buffer, unquoted in place; not NUL-terminated */
+  size_t len;
+} cell;
+
+typedef struct csv {
+  const char *path;
+  char *p, *end;   /* parse position in the file buffer */
+  int line;        /* the line where the record being parsed starts */
+  int next_line;   /* the line after it */
+  cell *cells;
+  size_t ncells, cap;
+} csv;
+
+static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+
+/* Parse the next record into c->cells, skipping empty lines. *eof when there is none. Quoted
+ * cells ("a,b", "say ""hi""") are unquoted in place; they may span lines. */
+static pd_status next_record(csv *c, bool *eof, pd_error *err) {
+  c->ncells = 0;
+  for (;;) {   /* skip empty lines */
+    if (c->p >= c->end) {
+      *eof = true;
+      return PD_OK;
+    }
+    if (*c->p == '\n') {
+      c->p++;
+      c->next_line++;
+    } else if (*c->p == '\r' && c->p + 1 < c->end && c->p[1] == '\n') {
+      c->p += 2;
+      c->next_line++;
+    } else {
+      break;
+    }
+  }
+  *eof = false;
+  c->line = c->next_line;
+  for (;;) {
+    while (c->p < c->end && is_blank(*c->p)) c->p++;
+    char *start = c->p, *w = c->p;
+    if (c->p < c->end && *c->p == '"') {
+      int qline = c->next_line;
+      c->p++;
+      for (;;) {
+        if (c->p >= c->end)
+          return pd_error_set(err, PD_EFORMAT, nowhere,
+                              "%s:%d: a quoted cell is not closed before the end of the file",
+                              c->path, qline);
+        if (*c->p == '"') {
+          if (c->p + 1 < c->end && c->p[1] == '"') {
+            *w++ = '"';
+            c->p += 2;
+            continue;
+          }
+          c->p++;
+          break;
+        }
+        if (*c->p == '\n') c->next_line++;
+        *w++ = *c->p++;
+      }
+      while (c->p < c->end && is_blank(*c->p)) c->p++;
+      if (c->p < c->end && *c->p != ',' && *c->p != '\n' && *c->p != '\r')
+        return pd_error_set(err, PD_EFORMAT, nowhere,
+                            "%s:%d: unexpected text after the closing quote of cell %zu",
+                            c->path, c->next_line, c->ncells + 1);
+    } else {
+      while (c->p < c->end && *c->p != ',' && *c->p != '\n' &&
+             !(*c->p == '\r' && (c->p + 1 == c->end || c->p[1] == '\n')))
+        c->p++;
+      w = c->p;
+      while (w > start && is_blank(w[-1])) w--;
+    }
+    if (PD_GROW(c->cells, c->cap, c->ncells + 1))
+      return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
+    c->cells[c->ncells].s = start;
+    c->cells[c->ncells].len = (size_t)(w - start);
+    c->ncells++;
+    if (c->p < c->end && *c->p == ',') {
+      c->p++;
+      continue;
+    }
+    if (c->p < c->end && *c->p == '\r') c->p++;
+    if (c->p < c->end && *c->p == '\n') {
+      c->p++;
+      c->next_line++;
+    }
+    return PD_OK;
+  }
+}
+
+/* The cell as a NUL-terminated string in buf (cut to fit, for messages). */
+static const char *cell_text(const cell *x, char *buf, size_t cap) {
+  size_t n = x->len < cap - 1 ? x->len : cap - 1;
+  memcpy(buf, x->s, n);
+  buf[n] = '\0';
+  if (x->len > n && cap > 4) memcpy(buf + cap - 4, "...", 4);
+  return buf;
+}
+
+static bool cell_is(const cell *x, const char *name) {
+  return strlen(name) == x->len && memcmp(x->s, name, x->len) == 0;
+}
+
+typedef struct header {
+  cell *names;   /* copies of the header cells (pointing into the buffer) */
+  size_t n;
+} header;
+
+static int find_column(const header *h, const char *name) {
+  for (size_t i = 0; i < h->n; i++)
+    if (cell_is(&h->names[i], name)) return (int)i;
+  return -1;
+}
+
+static pd_status no_column(const char *path, const header *h, const char *name, pd_error *err) {
+  pd_buf b;
+  pd_buf_init(&b);
+  for (size_t i = 0; i < h->n && i < 20; i++) {
+    char t[64];
+    pd_buf_printf(&b, "%s'%s'", i ? ", " : "", cell_text(&h->names[i], t, sizeof t));
+  }
+  if (h->n > 20) pd_buf_printf(&b, ", ... (%zu in all)", h->n);
+  pd_status st = pd_error_set(err, PD_ENOTFOUND, nowhere,
+                              "%s: no column named '%s'; the header has %s", path, name,
+                              b.data ? b.data : "");
+  pd_buf_free(&b);
+  return st;
+}
+
+/* Parse a number cell: PD_OK and *v, or PD_EFORMAT naming line and column. *is_int tells
+ * whether the text is an integer (then *iv holds it exactly). */
+static pd_status parse_cell(const csv *c, const header *h, size_t col, const cell *x, double *v,
+                            bool *is_int, int64_t *iv, pd_error *err) {
+  char buf[256], name[64];
+  if (x->len == 0)
+    return pd_error_set(err, PD_EFORMAT, nowhere,
+                        "%s:%d: column '%s' (%zu): the cell is empty, expected a number", c->path,
+                        c->line, cell_text(&h->names[col], name, sizeof name), col + 1);
+  if (x->len >= sizeof buf)
+    return pd_error_set(err, PD_EFORMAT, nowhere,
+                        "%s:%d: column '%s' (%zu): '%s' is not a number (too long)", c->path,
+                        c->line, cell_text(&h->names[col], name, sizeof name), col + 1,
+                        cell_text(x, buf, 40));
+  memcpy(buf, x->s, x->len);
+  buf[x->len] = '\0';
+  char *e;
+  errno = 0;
+  long long ll = strtoll(buf, &e, 10);
+  if (*e == '\0' && errno == 0) {
+    *is_int = true;
+    *iv = ll;
+    *v = (double)ll;
+    return PD_OK;
+  }
+  *is_int = false;
+  errno = 0;
+  double d = strtod(buf, &e);
+  if (e == buf || *e != '\0')
+    return pd_error_set(err, PD_EFORMAT, nowhere,
+                        "%s:%d: column '%s' (%zu): '%s' is not a number", c->path, c->line,
+                        cell_text(&h->names[col], name, sizeof name), col + 1, buf);
+  if (!isfinite(d))
+    return pd_error_set(err, PD_EFORMAT, nowhere,
+                        "%s:%d: column '%s' (%zu): '%s' is not a finite number", c->path, c->line,
+                        cell_text(&h->names[col], name, sizeof name), col + 1, buf);
+  *v = d;
+  return PD_OK;
+}
+
+typedef struct values {
+  float *feat;
+  size_t feat_cap;
+  double *lab;
+  size_t lab_cap;
+  int64_t *ilab;
+  size_t ilab_cap;
+} values;
+
+static pd_status parse_csv(csv *c, const char *label, int nfeatures,
+                           const char *const *features, pd_dataset **out, pd_error *err) {
+  bool eof;
+  header h = {NULL, 0};
+  values v = {NULL, 0, NULL, 0, NULL, 0};
+  int *cols = NULL;
+  pd_dataset *d = NULL;
+  pd_status st = next_record(c, &eof, err);
+  if (!st && eof)
+    st = pd_error_set(err, PD_EFORMAT, nowhere, "%s: empty file, expected a header row", c->path);
+  if (st) return st;
+  /* The header. */
+  h.n = c->ncells;
+  h.names = pd_malloc(h.n * sizeof *h.names);
+  if (!h.names) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
+  memcpy(h.names, c->cells, h.n * sizeof *h.names);
+  for (size_t i = 0; i < h.n && !st; i++) {
+    char t[64];
+    if (h.names[i].len == 0)
+      st = pd_error_set(err, PD_EFORMAT, nowhere, "%s:%d: column %zu of the header has no name",
+                        c->path, c->line, i + 1);
+    for (size_t j = 0; j < i && !st; j++)
+      if (h.names[j].len == h.names[i].len &&
+          memcmp(h.names[j].s, h.names[i].s, h.names[i].len) == 0)
+        st = pd_error_set(err, PD_EFORMAT, nowhere,
+                          "%s:%d: the header names column '%s' twice (columns %zu and %zu)",
+                          c->path, c->line, cell_text(&h.names[i], t, sizeof t), j + 1, i + 1);
+  }
+  if (!st && h.n < 2)
+    st = pd_error_set(err, PD_EFORMAT, nowhere,
+                      "%s:%d: the header has %zu column; a dataset needs a label and at least "
+                      "one feature column",
+                      c->path, c->line, h.n);
+  /* The label and feature columns. */
+  int lcol = -1, k = 0;
+  if (!st) {
+    lcol = label ? find_column(&h, label) : (int)h.n - 1;
+    if (lcol < 0) st = no_column(c->path, &h, label, err);
+  }
+  if (!st) {
+    k = features && nfeatures > 0 ? nfeatures : (int)h.n - 1;
+    cols = pd_malloc((size_t)k * sizeof *cols);
+    if (!cols) st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
+  }
+  if (!st && features && nfeatures > 0) {
+    for (int i = 0; i < k && !st; i++) {
+      char t[64];
+      cols[i] = features[i] ? find_column(&h, features[i]) : -1;
+      if (!features[i])
+        st = pd_error_set(err, PD_EINVAL, nowhere, "feature name %d is NULL", i);
+      else if (cols[i] < 0)
+        st = no_column(c->path, &h, features[i], err);
+      else if (cols[i] == lcol)
+        st = pd_error_set(err, PD_EINVAL, nowhere,
+                          "%s: column '%s' is the label; it cannot also be a feature", c->path,
+                          cell_text(&h.names[lcol], t, sizeof t));
+      for (int j = 0; j < i && !st; j++)
+        if (cols[j] == cols[i])
+          st = pd_error_set(err, PD_EINVAL, nowhere, "%s: feature column '%s' is listed twice",
+                            c->path, features[i]);
+    }
+  } else if (!st) {
+    for (int i = 0, j = 0; j < (int)h.n; j++)
+      if (j != lcol) cols[i++] = j;
+  }
+  /* The rows. */
+  int64_t n = 0;
+  bool all_int = true;
+  while (!st) {
+    st = next_record(c, &eof, err);
+    if (st || eof) break;
+    if (c->ncells != h.n) {
+      st = pd_error_set(err, PD_EFORMAT, nowhere,
+                        "%s:%d: the row has %zu cells but the header has %zu columns", c->path,
+                        c->line, c->ncells, h.n);
+      break;
+    }
+    if (PD_GROW(v.feat, v.feat_cap, (size_t)(n + 1) * (size_t)k) ||
+        PD_GROW(v.lab, v.lab_cap, (size_t)n + 1) ||
+        (all_int && PD_GROW(v.ilab, v.ilab_cap, (size_t)n + 1))) {
+      st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
+      break;
+    }
+    for (int i = 0; i < k && !st; i++) {
+      double x;
+      bool xi;
+      int64_t xl;
+      st = parse_cell(c, &h, (size_t)cols[i], &c->cells[cols[i]], &x, &xi, &xl, err);
+      if (!st) v.feat[(size_t)n * (size_t)k + (size_t)i] = (float)x;
+    }
+    if (st) break;
+    bool li;
+    int64_t ll = 0;
+    st = parse_cell(c, &h, (size_t)lcol, &c->cells[lcol], &v.lab[n], &li, &ll, err);
+    if (st) break;
+    if (all_int && li) v.ilab[n] = ll;
+    all_int = all_int && li;
+    n++;
+  }
+  if (!st && n == 0)
+    st = pd_error_set(err, PD_EFORMAT, nowhere, "%s: the file has a header but no data rows",
+                      c->path);
+  /* The dataset. */
+  void *fd = NULL, *ld = NULL;
+  int64_t kk = k, one = 1;
+  if (!st) st = pd_dataset_new(n, &d, err);
+  if (!st) st = pd_dataset_add_field(d, "features", PD_FP32, 1, &kk, &fd, err);
+  if (!st) st = pd_dataset_add_field(d, "label", all_int ? PD_INT64 : PD_FP32, 1, &one, &ld, err);
+  if (!st) {
+    memcpy(fd, v.feat, (size_t)n * (size_t)k * sizeof(float));
+    if (all_int) {
+      memcpy(ld, v.ilab, (size_t)n * sizeof(int64_t));
+    } else {
+      float *lf = ld;
+      for (int64_t i = 0; i < n; i++) lf[i] = (float)v.lab[i];
+    }
+  }
+  pd_free(h.names);
+  pd_free(cols);
+  pd_free(v.feat);
+  pd_free(v.lab);
+  pd_free(v.ilab);
+  if (st) {
+    pd_dataset_free(d);
+    return st;
+  }
+  *out = d;
+  return PD_OK;
+}
+
+pd_status pd_dataset_csv(const char *path, const char *label, int nfeatures,
+                         const char *const *features, pd_dataset **out, pd_error *err) {
+  *out = NULL;
+  if (!path) return pd_error_set(err, PD_EINVAL, nowhere, "pd_dataset_csv needs a path");
+  if (nfeatures < 0)
+    return pd_error_set(err, PD_EINVAL, nowhere, "nfeatures is %d, not >= 0", nfeatures);
+  char *text;
+  size_t len;
+  pd_status st = pd_reader_read_all(path, &text, &len, err);
+  if (st) return st;
+  csv c = {path, text, text + len, 1, 1, NULL, 0, 0};
+  if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) c.p += 3;   /* UTF-8 BOM */
+  if (memchr(text, '\0', len)) {
+    size_t at = (size_t)((char *)memchr(text, '\0', len) - text);
+    st = pd_error_set(err, PD_EFORMAT, nowhere,
+                      "%s: not a text file: it has a NUL byte at byte %zu", path, at);
+  } else {
+    st = parse_csv(&c, label, nfeatures, features, out, err);
+  }
+  pd_free(c.cells);
+  pd_free(text);
+  return st;
+}

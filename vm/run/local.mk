@@ -1,0 +1,5 @@
+# vm/run/local.mk -- the runtime: tensors with LoD (tensor.[ch]), the scope tree (scope.[ch]), the
+# executor (exec.[ch]), its placement rules on the GPU (exec_place.[ch]) and the op profiler
+# (exec_profile.c).
+libpdlang_internal_la_SOURCES += vm/run/tensor.h vm/run/tensor.c vm/run/scope.h vm/run/scope.c \
+	vm/run/exec.h vm/run/exec.c vm/run/exec_place.h vm/run/exec_place.c vm/run/exec_profile.c
