@@ -24,166 +24,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vm/ops/opkernels.h"
+#include "vm/ops/kern.h"
 
 /* ================================================================ helpers */
 
-#define DIMS_BUF 224 /* "[...]" of up to PD_K_MAX_DIMS int64 dims */
-#define MAX_HOLD 8
-
-static const char *dims_str(int nd, const int64_t *d, char buf[DIMS_BUF]) {
-  size_t k = 0;
-  buf[k++] = '[';
-  for (int i = 0; i < nd && k < DIMS_BUF - 26; i++)
-    k += (size_t)snprintf(buf + k, DIMS_BUF - k, "%s%" PRId64, i ? ", " : "", d[i]);
-  snprintf(buf + k, DIMS_BUF - k, "]");
-  return buf;
-}
-
-static const char *shape_str(const pd_tensor *t, char buf[DIMS_BUF]) {
-  return dims_str(t->ndims, t->dims, buf);
-}
-
-static bool is_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64; }
-static bool is_int(pd_dtype t) { return t == PD_INT32 || t == PD_INT64; }
-
-/* A row stride for a GEMM operand: BLAS wants at least 1 even for an empty matrix. */
-static int64_t ld(int64_t cols) { return cols > 0 ? cols : 1; }
-
-static bool same_dims(int an, const int64_t *a, int bn, const int64_t *b) {
-  if (an != bn) return false;
-  for (int i = 0; i < an; i++)
-    if (a[i] != b[i]) return false;
-  return true;
-}
-
-/* The product of d[from..to). */
-static int64_t prod(const int64_t *d, int from, int to) {
-  int64_t p = 1;
-  for (int i = from; i < to; i++) p *= d[i];
-  return p;
-}
-
-static const char *in_name(const pd_exec_ctx *ctx, const char *slot, int i) {
-  const char *n = pd_ctx_in_name(ctx, slot, i);
-  return n ? n : "?";
-}
-
-/* Input `slot` (its i-th var) as a tensor. *t is NULL when the slot binds no var there; that is
- * an error when `required`. A var holding something else than a tensor is always an error. */
-static pd_status in_at(const pd_exec_ctx *ctx, const char *slot, int i, bool required,
-                       const pd_tensor **t) {
-  *t = NULL;
-  pd_variable *v = pd_ctx_in_var(ctx, slot, i);
-  if (!v)
-    return required ? pd_ctx_fail(ctx, PD_EINVAL, "input %s is missing", slot) : PD_OK;
-  const pd_tensor *x = pd_ctx_in_at(ctx, slot, i);
-  if (!x || !pd_tensor_initialized(x))
-    return pd_ctx_fail(ctx, PD_ETYPE, "input %s (var '%s') does not hold a tensor", slot,
-                       pd_var_name(v));
-  *t = x;
-  return PD_OK;
-}
-
-static pd_status in1(const pd_exec_ctx *ctx, const char *slot, const pd_tensor **t) {
-  return in_at(ctx, slot, 0, true, t);
-}
-
-static pd_status in_opt(const pd_exec_ctx *ctx, const char *slot, const pd_tensor **t) {
-  return in_at(ctx, slot, 0, false, t);
-}
-
-/* Output `slot` (i-th var): NULL when not bound (a gradient nobody needs), an error when
- * required, or when the var holds something else than a tensor. */
-static pd_status out_at(const pd_exec_ctx *ctx, const char *slot, int i, bool required,
-                        pd_tensor **t) {
-  *t = NULL;
-  pd_variable *v = pd_ctx_out_var(ctx, slot, i);
-  if (!v)
-    return required ? pd_ctx_fail(ctx, PD_EINVAL, "output %s is missing", slot) : PD_OK;
-  pd_tensor *o = pd_ctx_out_at(ctx, slot, i);
-  if (!o)
-    return pd_ctx_fail(ctx, PD_ETYPE, "output %s (var '%s') holds something other than a tensor",
-                       slot, pd_var_name(v));
-  *t = o;
-  return PD_OK;
-}
-
-static pd_status out1(const pd_exec_ctx *ctx, const char *slot, pd_tensor **t) {
-  return out_at(ctx, slot, 0, true, t);
-}
-
-static pd_status out_opt(const pd_exec_ctx *ctx, const char *slot, pd_tensor **t) {
-  return out_at(ctx, slot, 0, false, t);
-}
-
-/* dtype checks with messages naming the slot and its var. */
-static pd_status want_float(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t) {
-  if (is_float(t->dtype)) return PD_OK;
-  return pd_ctx_fail(ctx, PD_ETYPE, "%s (var '%s') has dtype %s; expected float32 or float64",
-                     slot, in_name(ctx, slot, 0), pd_dtype_name(t->dtype));
-}
-
-static pd_status want_number(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t) {
-  if (is_float(t->dtype) || is_int(t->dtype)) return PD_OK;
-  return pd_ctx_fail(ctx, PD_ETYPE,
-                     "%s (var '%s') has dtype %s; expected float32, float64, int32 or int64",
-                     slot, in_name(ctx, slot, 0), pd_dtype_name(t->dtype));
-}
-
-static pd_status want_same_dtype(const pd_exec_ctx *ctx, const char *sa, const pd_tensor *a,
-                                 const char *sb, const pd_tensor *b) {
-  if (a->dtype == b->dtype) return PD_OK;
-  return pd_ctx_fail(ctx, PD_ETYPE, "%s (var '%s') has dtype %s but %s (var '%s') has dtype %s",
-                     sa, in_name(ctx, sa, 0), pd_dtype_name(a->dtype), sb, in_name(ctx, sb, 0),
-                     pd_dtype_name(b->dtype));
-}
-
-/* A gradient input must have the shape (element count) of the value it is the gradient of. */
-static pd_status want_numel(const pd_exec_ctx *ctx, const char *gslot, const pd_tensor *g,
-                            int nd, const int64_t *dims, const char *of) {
-  if (pd_tensor_numel(g) == pd_k_numel(nd, dims)) return PD_OK;
-  char s1[DIMS_BUF], s2[DIMS_BUF];
-  return pd_ctx_fail(ctx, PD_ESHAPE, "%s (var '%s') is %s but %s is %s", gslot,
-                     in_name(ctx, gslot, 0), shape_str(g, s1), of, dims_str(nd, dims, s2));
-}
-
-/* A backend status as an error at the op (the backend leaves no message). */
-static pd_status k_check(const pd_exec_ctx *ctx, pd_status st, pd_dtype dt) {
-  if (!st) return PD_OK;
-  if (st == PD_EUNSUPPORTED)
-    return pd_ctx_fail(ctx, PD_ETYPE, "dtype %s is not supported here", pd_dtype_name(dt));
-  return pd_ctx_check(ctx, st, "kernel");
-}
-
 /* ---- Aliasing ---- */
-
-/* Second references to inputs that an output aliases; released at the kernel's end. */
-typedef struct hold {
-  int n;
-  pd_tensor t[MAX_HOLD];
-} hold;
-
-static void hold_init(hold *h) { h->n = 0; }
-
-static void hold_free(hold *h) {
-  for (int i = 0; i < h->n; i++) pd_tensor_release(&h->t[i]);
-  h->n = 0;
-}
-
-/* When output `out` is the tensor *in, read the input through a second reference to its storage
- * from here on (*in is redirected to it): resizing out then gives out new storage. */
-static pd_status unalias(const pd_exec_ctx *ctx, hold *h, const pd_tensor *out,
-                         const pd_tensor **in) {
-  if (!out || !*in || out != *in) return PD_OK;
-  if (h->n == MAX_HOLD) return pd_ctx_fail(ctx, PD_EINVAL, "too many aliased operands");
-  pd_tensor *t = &h->t[h->n];
-  pd_tensor_init(t);
-  if (pd_tensor_share(t, *in)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  h->n++;
-  *in = t;
-  return PD_OK;
-}
 
 /* The start every X, Y -> Out gradient kernel shares: the bound gradient outputs dX, dY (both
  * NULL: nothing to do, *none set), the inputs X, Y, Out@GRAD, all floating point of one dtype. */
@@ -214,73 +59,6 @@ static pd_status grad2_unalias(const pd_exec_ctx *ctx, hold *h, pd_tensor *dx, p
     if (!st) st = unalias(ctx, h, dy, ins[i]);
   }
   return st;
-}
-
-/* Can an elementwise kernel write `out` over input `in` in place: the same tensor, storage of
- * its own, already of the result's dtype and shape. */
-static bool in_place(const pd_tensor *out, const pd_tensor *in, pd_dtype dt, int nd,
-                     const int64_t *dims) {
-  return out == in && in->storage && in->storage->refs == 1 && in->dtype == dt &&
-         same_dims(in->ndims, in->dims, nd, dims);
-}
-
-/* Give out its dtype and shape; its LoD becomes lod's (NULL: none). When out is lod itself (an
- * in-place op) the LoD stays as it is. */
-static pd_status resize(const pd_exec_ctx *ctx, pd_tensor *out, pd_dtype dt, int nd,
-                        const int64_t *dims, const pd_tensor *lod) {
-  if (out == lod) {
-    pd_status st = pd_tensor_resize(out, dt, nd, dims);
-    return st ? pd_ctx_fail(ctx, st, "cannot resize an output in place") : PD_OK;
-  }
-  pd_status st = pd_ctx_resize(ctx, out, dt, nd, dims);
-  if (st) return st;
-  if (lod && lod->nlod && pd_tensor_copy_lod(out, lod))
-    return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  return PD_OK;
-}
-
-static pd_status resize_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like,
-                             const pd_tensor *lod) {
-  return resize(ctx, out, like->dtype, like->ndims, like->dims, lod);
-}
-
-/* Scratch memory for one kernel call, where the op computes (pd_ctx_scratch_free it). */
-static void *scratch(const pd_exec_ctx *ctx, size_t nbytes, pd_status *st) {
-  return pd_ctx_scratch(ctx, nbytes, st);
-}
-
-/* A one-element scalar of dtype dt (for broadcasting against a tensor), converted from v. */
-typedef union scalar {
-  float f;
-  double d;
-  int32_t i;
-  int64_t l;
-  uint8_t b;
-} scalar;
-
-/* A host value: converted by the CPU's cast whatever the op's place. */
-static scalar make_scalar(const pd_exec_ctx *ctx, pd_dtype dt, double v) {
-  (void)ctx;
-  scalar s;
-  memset(&s, 0, sizeof s);
-  pd_k_cpu()->cast(PD_FP64, &v, dt, &s, 1);
-  return s;
-}
-
-/* Normalise an axis attribute against a rank: -rank..rank-1 to 0..rank-1. */
-static pd_status norm_axis(const pd_exec_ctx *ctx, const char *attr, int64_t v, const char *slot,
-                           const pd_tensor *t, int *axis) {
-  int nd = t->ndims;
-  if (v < -nd || v >= nd) {
-    char s[DIMS_BUF];
-    if (nd == 0)
-      return pd_ctx_fail(ctx, PD_EINVAL, "%s %" PRId64 " is out of range for %s %s (a scalar)",
-                         attr, v, slot, shape_str(t, s));
-    return pd_ctx_fail(ctx, PD_EINVAL, "%s %" PRId64 " is out of range for %s %s (expected %d to %d)",
-                       attr, v, slot, shape_str(t, s), -nd, nd - 1);
-  }
-  *axis = (int)(v < 0 ? v + nd : v);
-  return PD_OK;
 }
 
 /* Hard labels as int64 where the op computes, each checked (on the host) to be in
@@ -430,7 +208,7 @@ static pd_status sum_to(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64
     return k_check(ctx, ctx->k->scale(dt, n, dout, sign, 0.0, d), dt);
   }
   if (prefix && n > 1 && pd_ctx_place(ctx) == PD_K_CUDA) {
-    void *ones = scratch(ctx, (size_t)rows * pd_dtype_size(dt), &st);
+    void *ones = pd_ctx_scratch(ctx, (size_t)rows * pd_dtype_size(dt), &st);
     if (!ones) return st;
     st = ctx->k->fill(dt, rows, ones, 1.0);
     if (!st)
@@ -654,7 +432,7 @@ pd_status pd_kernel_scale(pd_exec_ctx *ctx) {
     st = ctx->k->scale(dt, n, pd_tensor_data(x), a, after ? b : a * b, pd_tensor_data(out));
   } else {
     /* Integers as Fluid does them: scale and bias converted to the dtype first. */
-    scalar sab[2] = {make_scalar(ctx, dt, a), make_scalar(ctx, dt, b)};
+    scalar sab[2] = {make_scalar(dt, a), make_scalar(dt, b)};
     int nd = x->ndims;
     const int64_t *d = x->dims;
     void *o = pd_tensor_data(out), *tmp = NULL;
@@ -1217,7 +995,7 @@ pd_status pd_kernel_sum(pd_exec_ctx *ctx) {
     int again = 0;
     for (int i = 0; i < n; i++) again += i != self && x[i] == out;
     if (again) {
-      scalar f = make_scalar(ctx, dt, again + 1);
+      scalar f = make_scalar(dt, again + 1);
       void *ftmp = NULL;
       const void *fp = pd_ctx_at_place(ctx, &f, pd_dtype_size(dt), &ftmp, &st);
       if (fp)
@@ -1356,7 +1134,7 @@ static pd_status red_plan_make(const pd_exec_ctx *ctx, const pd_tensor *x, red_p
   bool all = pd_ctx_attr_bool(ctx, "reduce_all") || n <= 0;
   for (int d = 0; d < nd; d++) p->red[d] = all;
   for (int i = 0; !all && i < n; i++) {
-    int a;
+    int a = 0;
     pd_status st = norm_axis(ctx, "dim", dim[i], "X", x, &a);
     if (st) return st;
     p->red[a] = true;
@@ -1417,7 +1195,7 @@ static pd_status reduce_prod(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const 
     if (!red[d]) on *= dims[d];
   red_ostrides(nd, dims, red, ostr);
   pd_status st;
-  void *buf = scratch(ctx, (size_t)on * 8, &st);
+  void *buf = pd_ctx_scratch(ctx, (size_t)on * 8, &st);
   if (!buf) return st;
   switch (dt) {
     case PD_FP32: PROD_LOOP(float, double, MUL_F); break;
@@ -1462,7 +1240,7 @@ static pd_status reduce_prod_grad(const pd_exec_ctx *ctx, pd_dtype dt, int nd,
     if (!red[d]) on *= dims[d];
   red_ostrides(nd, dims, red, ostr);
   pd_status st;
-  double *pnz = scratch(ctx, (size_t)on * (sizeof(double) + sizeof(int64_t)), &st);
+  double *pnz = pd_ctx_scratch(ctx, (size_t)on * (sizeof(double) + sizeof(int64_t)), &st);
   if (!pnz) return st;
   int64_t *zeros = (int64_t *)(pnz + on);
   if (dt == PD_FP32) PROD_GRAD_LOOP(float);
@@ -1495,7 +1273,7 @@ static pd_status reduce(pd_exec_ctx *ctx, int op) {
   const void *xd = pd_tensor_data(x);
   int64_t n = pd_tensor_numel(x);
   if (dt != x->dtype) {
-    if (!(conv = scratch(ctx, (size_t)n * pd_dtype_size(dt), &st))) goto done;
+    if (!(conv = pd_ctx_scratch(ctx, (size_t)n * pd_dtype_size(dt), &st))) goto done;
     if ((st = k_check(ctx, ctx->k->cast(x->dtype, xd, dt, conv, n), x->dtype))) goto done;
     xd = conv;
   }
@@ -1552,7 +1330,7 @@ static pd_status reduce_grad(pd_exec_ctx *ctx, int op) {
   const void *gd = pd_tensor_data(dout);
   if (dout->dtype != dt) {  /* an out_dtype reduction: the gradient comes in Out's dtype */
     int64_t gn = pd_tensor_numel(dout);
-    if (!(conv = scratch(ctx, (size_t)gn * pd_dtype_size(dt), &st))) goto done;
+    if (!(conv = pd_ctx_scratch(ctx, (size_t)gn * pd_dtype_size(dt), &st))) goto done;
     if ((st = k_check(ctx, ctx->k->cast(dout->dtype, gd, dt, conv, gn), dout->dtype))) goto done;
     gd = conv;
   }
@@ -1836,7 +1614,7 @@ pd_status pd_kernel_softmax_with_cross_entropy(pd_exec_ctx *ctx) {
   bool moved = p.post > 1;
   size_t need = (size_t)n * sz * (moved ? (p.soft ? 3 : 2) : (sm ? 0 : 1));
   char *w = NULL;
-  if (need && !(work = w = scratch(ctx, need, &st))) goto done;
+  if (need && !(work = w = pd_ctx_scratch(ctx, need, &st))) goto done;
   const void *lg = pd_tensor_data(logits);
   const void *lb = p.soft ? pd_tensor_data(label) : (const void *)lab;
   void *smo = sm ? pd_tensor_data(sm) : w;
@@ -1912,7 +1690,7 @@ pd_status pd_kernel_softmax_with_cross_entropy_grad(pd_exec_ctx *ctx) {
                  dt);
     goto done;
   }
-  char *w = scratch(ctx, (size_t)n * sz * (p.soft ? 2 : 1), &st);
+  char *w = pd_ctx_scratch(ctx, (size_t)n * sz * (p.soft ? 2 : 1), &st);
   if (!(work = w)) goto done;
   if ((st = swap_last2(ctx, dt, p.pre, p.classes, p.post, pd_tensor_data(sm), w))) goto done;
   if (p.soft) {
@@ -1978,7 +1756,7 @@ static pd_status as_bools(const pd_exec_ctx *ctx, const char *slot, const pd_ten
   }
   pd_status st = want_number(ctx, slot, t);
   int64_t n = pd_tensor_numel(t);
-  if (st || !(*buf = scratch(ctx, (size_t)n, &st))) return st;
+  if (st || !(*buf = pd_ctx_scratch(ctx, (size_t)n, &st))) return st;
   *out = *buf;
   return k_check(ctx, ctx->k->cast(t->dtype, pd_tensor_data(t), PD_BOOL, *buf, n), t->dtype);
 }
@@ -2079,7 +1857,7 @@ pd_status pd_kernel_arg_max(pd_exec_ctx *ctx) {
   int64_t *idx = NULL;
   if ((st = unalias(ctx, &h, out, &x)) || (st = resize(ctx, out, dt, ond, od, NULL))) goto done;
   if (pre * post == 0) goto done;
-  idx = dt == PD_INT64 ? PD_TENSOR_I64(out) : scratch(ctx, (size_t)(pre * post) * sizeof *idx, &st);
+  idx = dt == PD_INT64 ? PD_TENSOR_I64(out) : pd_ctx_scratch(ctx, (size_t)(pre * post) * sizeof *idx, &st);
   if (!idx) goto done;
   st = k_check(ctx, ctx->k->argmax(x->dtype, pre, n, post, pd_tensor_data(x), idx), x->dtype);
   if (!st && dt == PD_INT32)

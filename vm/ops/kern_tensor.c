@@ -19,188 +19,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/ops/opkernels.h"
+#include "vm/ops/kern.h"
 
 /* ================================================================ helpers */
 
-#define MAXD PD_TENSOR_MAX_DIMS
-enum { SHAPE_BUF = 208, LIST_BUF = 256 };
-
-/* Run BODY with T the C type of the float dtype dt (fp32 or fp64; the caller checked). */
-#define FLOAT_SWITCH(dt, ...) \
-  do {                        \
-    if ((dt) == PD_FP32) {    \
-      typedef float T;        \
-      __VA_ARGS__             \
-    } else {                  \
-      typedef double T;       \
-      __VA_ARGS__             \
-    }                         \
-  } while (0)
-
-static bool is_float(pd_dtype dt) { return dt == PD_FP32 || dt == PD_FP64; }
-static bool is_int(pd_dtype dt) { return dt == PD_INT32 || dt == PD_INT64; }
-
-/* "[2, 3]" of a dims array. */
-static const char *dims_str(int nd, const int64_t *d, char *buf, size_t n) {
-  size_t k = 0;
-  k += (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < nd && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", d[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-  return buf;
-}
-#define SHP(t, b) pd_ctx_shape_str((t), (b), sizeof(b))
-
-static int64_t numel_of(const pd_tensor *t) { return pd_tensor_numel(t); }
-
-static bool same_dims(const pd_tensor *t, int nd, const int64_t *d) {
-  if (t->ndims != nd) return false;
-  for (int i = 0; i < nd; i++)
-    if (t->dims[i] != d[i]) return false;
-  return true;
-}
-
-/* Product of dims [from, to). */
-static int64_t prod(const int64_t *d, int from, int to) {
-  int64_t p = 1;
-  for (int i = from; i < to; i++) p *= d[i];
-  return p;
-}
-
-/* A required tensor input with a value. */
-static pd_status get_in(const pd_exec_ctx *ctx, const char *slot, int i, const pd_tensor **out) {
-  const pd_tensor *t = pd_ctx_in_at(ctx, slot, i);
-  *out = NULL;
-  if (t && pd_tensor_initialized(t)) {
-    *out = t;
-    return PD_OK;
-  }
-  const char *name = pd_ctx_in_name(ctx, slot, i);
-  if (!name) return pd_ctx_fail(ctx, PD_EINVAL, "input %s is not given", slot);
-  if (!t)
-    return pd_ctx_fail(ctx, PD_ETYPE, "input %s (var '%s') does not hold a tensor", slot, name);
-  return pd_ctx_fail(ctx, PD_ERUNTIME, "input %s (var '%s') has no value", slot, name);
-}
-
-/* An optional tensor input: NULL when absent, unbound or without a value. */
-static const pd_tensor *opt_in(const pd_exec_ctx *ctx, const char *slot, int i) {
-  const pd_tensor *t = pd_ctx_in_at(ctx, slot, i);
-  return t && pd_tensor_initialized(t) ? t : NULL;
-}
-
-/* An output's tensor; with optional, *out is NULL when the slot is absent or unbound. A bound
- * var that holds something other than a tensor is an error. */
-static pd_status get_out_(const pd_exec_ctx *ctx, const char *slot, int i, bool optional,
-                          pd_tensor **out) {
-  *out = pd_ctx_out_at(ctx, slot, i);
-  if (*out) return PD_OK;
-  const char *name = pd_ctx_out_name(ctx, slot, i);
-  if (!name) return optional ? PD_OK : pd_ctx_fail(ctx, PD_EINVAL, "output %s is not given", slot);
-  return pd_ctx_fail(ctx, PD_ETYPE, "output %s (var '%s') does not hold a tensor", slot, name);
-}
-static pd_status get_out(const pd_exec_ctx *ctx, const char *slot, int i, pd_tensor **out) {
-  return get_out_(ctx, slot, i, false, out);
-}
-static pd_status opt_out(const pd_exec_ctx *ctx, const char *slot, int i, pd_tensor **out) {
-  return get_out_(ctx, slot, i, true, out);
-}
-
-static pd_status need_float(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t) {
-  if (is_float(t->dtype)) return PD_OK;
-  return pd_ctx_fail(ctx, PD_ETYPE, "%s must hold float32 or float64 values, got %s", slot,
-                     pd_dtype_name(t->dtype));
-}
-
-static pd_status nomem(const pd_exec_ctx *ctx) {
-  return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-}
-
-/* Resize out to dtype/dims. Its LoD becomes lod_src's (lod_src may be out itself, whose LoD is
- * then kept), or none when lod_src is NULL. */
-static pd_status out_resize(const pd_exec_ctx *ctx, pd_tensor *out, pd_dtype dt, int nd,
-                            const int64_t *dims, const pd_tensor *lod_src) {
-  if (out == lod_src) {
-    pd_status st = pd_tensor_resize(out, dt, nd, dims);
-    if (st == PD_ENOMEM) return nomem(ctx);
-    if (st) return pd_ctx_fail(ctx, st, "cannot make an output of rank %d", nd);
-    return PD_OK;
-  }
-  pd_status st = pd_ctx_resize(ctx, out, dt, nd, dims);
-  if (st) return st;
-  if (lod_src && lod_src->nlod && pd_tensor_copy_lod(out, lod_src)) return nomem(ctx);
-  return PD_OK;
-}
-
-/* An input read after an output is resized: when it is the very tensor of that output, a deep
- * copy in tmp (pd_tensor_init'ed; the caller releases it) stands in for it. */
-static pd_status unalias(const pd_exec_ctx *ctx, const pd_tensor **in, const pd_tensor *out,
-                         pd_tensor *tmp) {
-  if (!*in || *in != out) return PD_OK;
-  if (pd_tensor_copy(tmp, *in)) return nomem(ctx);
-  *in = tmp;
-  return PD_OK;
-}
-
-/* Element i of a numeric tensor as a double / an int64. */
-static double elem_f(const pd_tensor *t, int64_t i) {
-  const void *d = pd_tensor_data(t);
-  switch (t->dtype) {
-    case PD_FP32: return ((const float *)d)[i];
-    case PD_FP64: return ((const double *)d)[i];
-    case PD_INT32: return ((const int32_t *)d)[i];
-    case PD_INT64: return (double)((const int64_t *)d)[i];
-    case PD_BOOL:
-    case PD_UINT8: return ((const uint8_t *)d)[i];
-    case PD_INT8: return ((const int8_t *)d)[i];
-    case PD_INT16: return ((const int16_t *)d)[i];
-    default: return NAN;
-  }
-}
-static int64_t elem_i(const pd_tensor *t, int64_t i) {
-  const void *d = pd_tensor_data(t);
-  switch (t->dtype) {
-    case PD_INT64: return ((const int64_t *)d)[i];
-    case PD_INT32: return ((const int32_t *)d)[i];
-    default: {
-      double v = elem_f(t, i);
-      return v == v && fabs(v) < 9.2e18 ? (int64_t)v : 0;
-    }
-  }
-}
-
-/* The one value of a one-element input (LearningRate, Beta1Pow, AxisTensor, ...). */
-static pd_status scalar_in(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
-                           double *v) {
-  char s[SHAPE_BUF];
-  if (numel_of(t) != 1)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "%s must hold one element, got %s", slot, SHP(t, s));
-  if (t->dtype == PD_FP16 || !pd_dtype_size(t->dtype))
-    return pd_ctx_fail(ctx, PD_ETYPE, "%s holds %s values, which are not supported here", slot,
-                       pd_dtype_name(t->dtype));
-  *v = elem_f(t, 0);
-  return PD_OK;
-}
-
-/* An integer one-element input (AxisTensor, an entry of a ShapeTensorList). */
-static pd_status int_scalar_in(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
-                               int64_t *v) {
-  char s[SHAPE_BUF];
-  if (!is_int(t->dtype))
-    return pd_ctx_fail(ctx, PD_ETYPE, "%s must hold int32 or int64 values, got %s", slot,
-                       pd_dtype_name(t->dtype));
-  if (numel_of(t) != 1)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "%s must hold one element, got %s", slot, SHP(t, s));
-  *v = elem_i(t, 0);
-  return PD_OK;
-}
+enum { LIST_BUF = 256 };
 
 /* A shape given at run time: one int tensor per dim in list_slot, or one 1-D int tensor in
  * tensor_slot; otherwise the attribute attr. *given says whether an input gave it. */
 static pd_status shape_from(const pd_exec_ctx *ctx, const char *list_slot,
                             const char *tensor_slot, const char *attr, int64_t *dims, int *nd,
                             bool *given) {
-  char s[SHAPE_BUF];
+  char s[DIMS_BUF];
   int nl = pd_ctx_nin(ctx, list_slot);
   *given = true;
   if (nl > 0) {
@@ -209,20 +39,20 @@ static pd_status shape_from(const pd_exec_ctx *ctx, const char *list_slot,
                          list_slot, nl, MAXD);
     for (int i = 0; i < nl; i++) {
       const pd_tensor *t;
-      pd_status st = get_in(ctx, list_slot, i, &t);
+      pd_status st = in_at(ctx, list_slot, i, true, &t);
       if (!st) st = int_scalar_in(ctx, list_slot, t, &dims[i]);
       if (st) return st;
     }
     *nd = nl;
     return PD_OK;
   }
-  const pd_tensor *t = opt_in(ctx, tensor_slot, 0);
+  const pd_tensor *t = in_if_set(ctx, tensor_slot, 0);
   if (t) {
     if (!is_int(t->dtype))
       return pd_ctx_fail(ctx, PD_ETYPE, "%s must hold int32 or int64 values, got %s",
                          tensor_slot, pd_dtype_name(t->dtype));
     if (t->ndims != 1)
-      return pd_ctx_fail(ctx, PD_ESHAPE, "%s must have 1 dim, got %s", tensor_slot, SHP(t, s));
+      return pd_ctx_fail(ctx, PD_ESHAPE, "%s must have 1 dim, got %s", tensor_slot, shape_str(t, s));
     if (t->dims[0] > MAXD)
       return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "%s gives %" PRId64 " dims; at most %d are "
                          "supported", tensor_slot, t->dims[0], MAXD);
@@ -242,7 +72,7 @@ static pd_status shape_from(const pd_exec_ctx *ctx, const char *list_slot,
 /* A shape to fill: every dim non-negative. */
 static pd_status fill_shape(const pd_exec_ctx *ctx, int64_t *dims, int *nd) {
   bool given;
-  char s[SHAPE_BUF];
+  char s[DIMS_BUF];
   pd_status st = shape_from(ctx, "ShapeTensorList", "ShapeTensor", "shape", dims, nd, &given);
   if (st) return st;
   for (int i = 0; i < *nd; i++)
@@ -252,28 +82,16 @@ static pd_status fill_shape(const pd_exec_ctx *ctx, int64_t *dims, int *nd) {
   return PD_OK;
 }
 
-/* Normalise axis for a tensor of rank nd ("concat: axis 3 is out of range for X[0] [2, 3]"). */
-static pd_status norm_axis(const pd_exec_ctx *ctx, int64_t axis, const char *slot,
-                           const pd_tensor *t, int *out) {
-  char s[SHAPE_BUF];
-  int nd = t->ndims;
-  if (nd == 0 || axis < -nd || axis >= nd)
-    return pd_ctx_fail(ctx, PD_EINVAL, "axis %" PRId64 " is out of range for %s %s%s", axis,
-                       slot, SHP(t, s), nd ? "" : " (a scalar has no axis)");
-  *out = (int)(axis < 0 ? axis + nd : axis);
-  return PD_OK;
-}
-
 /* The axis of concat/split: AxisTensor when given, else the attribute. */
 static pd_status op_axis(const pd_exec_ctx *ctx, const pd_tensor *x, const char *slot,
                          int *axis) {
   int64_t a = pd_ctx_attr_int(ctx, "axis");
-  const pd_tensor *at = opt_in(ctx, "AxisTensor", 0);
+  const pd_tensor *at = in_if_set(ctx, "AxisTensor", 0);
   if (at) {
     pd_status st = int_scalar_in(ctx, "AxisTensor", at, &a);
     if (st) return st;
   }
-  return norm_axis(ctx, a, slot, x, axis);
+  return norm_axis(ctx, "axis", a, slot, x, axis);
 }
 
 /* Copy between a dense [pre, len, post] block and the slab [off, off + len) of the middle axis
@@ -288,37 +106,6 @@ static void slab_copy(void *dense, void *whole, int64_t pre, int64_t total, int6
     if (to_slab) memcpy(w, d, part);
     else memcpy(d, w, part);
   }
-}
-
-/* Scratch memory: small requests come from the struct itself, large ones from the heap. */
-typedef struct scratch {
-  void *p;
-  union {
-    max_align_t align;
-    unsigned char bytes[512];
-  } local;
-} scratch;
-
-static void *scratch_get(scratch *s, size_t n) {
-  s->p = n <= sizeof s->local.bytes ? (void *)s->local.bytes : pd_malloc(n ? n : 1);
-  return s->p;
-}
-static void scratch_free(scratch *s) {
-  if (s->p && s->p != (void *)s->local.bytes) pd_free(s->p);
-  s->p = NULL;
-}
-
-/* dOut (slot name gslot) must have the shape the forward output had. */
-static pd_status check_grad_shape(const pd_exec_ctx *ctx, const char *gslot, const pd_tensor *g,
-                                  int nd, const int64_t *dims, pd_dtype dt) {
-  char s1[SHAPE_BUF], s2[SHAPE_BUF];
-  if (!same_dims(g, nd, dims))
-    return pd_ctx_fail(ctx, PD_ESHAPE, "%s is %s but the forward output was %s", gslot,
-                       SHP(g, s1), dims_str(nd, dims, s2, sizeof s2));
-  if (g->dtype != dt)
-    return pd_ctx_fail(ctx, PD_ETYPE, "%s holds %s but the forward output held %s", gslot,
-                       pd_dtype_name(g->dtype), pd_dtype_name(dt));
-  return PD_OK;
 }
 
 /* ================================================================ feed, fetch */
@@ -340,7 +127,7 @@ pd_status pd_kernel_feed(pd_exec_ctx *ctx) {
     return pd_ctx_fail(ctx, PD_ERUNTIME, "feed list '%s' has no value in col %" PRId64,
                        pd_var_name(xv), col);
   pd_tensor *out;
-  pd_status st = get_out(ctx, "Out", 0, &out);
+  pd_status st = out_at(ctx, "Out", 0, true, &out);
   if (st) return st;
   if (pd_tensor_share(out, src)) return nomem(ctx);
   return PD_OK;
@@ -349,7 +136,7 @@ pd_status pd_kernel_feed(pd_exec_ctx *ctx) {
 /* fetch: a deep copy of X into column col of the fetch list Out, which grows to hold it. */
 pd_status pd_kernel_fetch(pd_exec_ctx *ctx) {
   const pd_tensor *x;
-  pd_status st = get_in(ctx, "X", 0, &x);
+  pd_status st = in_at(ctx, "X", 0, true, &x);
   if (st) return st;
   int64_t col = pd_ctx_attr_int(ctx, "col");
   pd_variable *ov = pd_ctx_out_var(ctx, "Out", 0);
@@ -386,7 +173,7 @@ pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
   double v = pd_ctx_attr_float(ctx, "value");
   int64_t iv = 0;
   bool exact = false;
-  const pd_tensor *vt = opt_in(ctx, "ValueTensor", 0);
+  const pd_tensor *vt = in_if_set(ctx, "ValueTensor", 0);
   const char *sv = pd_ctx_attr_str(ctx, "str_value");
   if (vt) {
     if ((st = scalar_in(ctx, "ValueTensor", vt, &v))) return st;
@@ -409,9 +196,9 @@ pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
     }
   }
   pd_tensor *out;
-  if ((st = get_out(ctx, "Out", 0, &out)) || (st = out_resize(ctx, out, dt, nd, dims, NULL)))
+  if ((st = out_at(ctx, "Out", 0, true, &out)) || (st = resize(ctx, out, dt, nd, dims, NULL)))
     return st;
-  int64_t n = numel_of(out);
+  int64_t n = pd_tensor_numel(out);
   if (dt == PD_INT64 && exact && pd_ctx_place(ctx) == PD_K_HOST) {
     int64_t *o = PD_TENSOR_I64(out);
     for (int64_t i = 0; i < n; i++) o[i] = iv;
@@ -435,8 +222,8 @@ pd_status pd_kernel_fill_zeros_like(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_tensor *out;
   pd_status st;
-  if ((st = get_in(ctx, "X", 0, &x)) || (st = get_out(ctx, "Out", 0, &out)) ||
-      (st = out_resize(ctx, out, x->dtype, x->ndims, x->dims, x)))
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = out_at(ctx, "Out", 0, true, &out)) ||
+      (st = resize(ctx, out, x->dtype, x->ndims, x->dims, x)))
     return st;
   size_t nb = pd_tensor_nbytes(out);
   if (nb) memset(pd_tensor_data(out), 0, nb);  /* all-zero bytes are 0 in every dtype */
@@ -487,12 +274,12 @@ pd_status pd_kernel_assign_grad(pd_exec_ctx *ctx) {
   if (!dv) return pd_ctx_fail(ctx, PD_EINVAL, "input Out@GRAD is not given");
   pd_status st = copy_var(ctx, dv, "Out@GRAD", gv, "X@GRAD");
   if (st) return st;
-  const pd_tensor *x = opt_in(ctx, "X", 0);
+  const pd_tensor *x = in_if_set(ctx, "X", 0);
   if (x && gv->type == PD_VAR_LOD_TENSOR) {
-    char s1[SHAPE_BUF], s2[SHAPE_BUF];
-    if (numel_of(&gv->u.tensor) != numel_of(x))
-      return pd_ctx_fail(ctx, PD_ESHAPE, "Out@GRAD %s does not match X %s", SHP(&gv->u.tensor, s1),
-                         SHP(x, s2));
+    char s1[DIMS_BUF], s2[DIMS_BUF];
+    if (pd_tensor_numel(&gv->u.tensor) != pd_tensor_numel(x))
+      return pd_ctx_fail(ctx, PD_ESHAPE, "Out@GRAD %s does not match X %s", shape_str(&gv->u.tensor, s1),
+                         shape_str(x, s2));
     if (pd_tensor_copy_lod(&gv->u.tensor, x)) return nomem(ctx);
   }
   return PD_OK;
@@ -538,7 +325,7 @@ pd_status pd_kernel_assign_value(pd_exec_ctx *ctx) {
                        " elements", list, have, n);
   pd_tensor *out;
   pd_status st;
-  if ((st = get_out(ctx, "Out", 0, &out)) || (st = out_resize(ctx, out, dt, nd, dims, NULL)))
+  if ((st = out_at(ctx, "Out", 0, true, &out)) || (st = resize(ctx, out, dt, nd, dims, NULL)))
     return st;
   void *o = pd_tensor_data(out);
   for (int64_t i = 0; i < n; i++) {
@@ -584,9 +371,9 @@ static pd_status random_fill(pd_exec_ctx *ctx, bool normal) {
     rng = &local;
   }
   pd_tensor *out;
-  if ((st = get_out(ctx, "Out", 0, &out)) || (st = out_resize(ctx, out, dt, nd, dims, NULL)))
+  if ((st = out_at(ctx, "Out", 0, true, &out)) || (st = resize(ctx, out, dt, nd, dims, NULL)))
     return st;
-  int64_t n = numel_of(out);
+  int64_t n = pd_tensor_numel(out);
   st = normal ? ctx->k->gaussian(dt, n, pd_tensor_data(out), a, b, rng)
               : ctx->k->uniform(dt, n, pd_tensor_data(out), a, b, rng);
   if (st) return pd_ctx_check(ctx, st, normal ? "gaussian" : "uniform");
@@ -615,19 +402,19 @@ pd_status pd_kernel_gaussian_random(pd_exec_ctx *ctx) { return random_fill(ctx, 
 pd_status pd_kernel_concat(pd_exec_ctx *ctx) {
   int n = pd_ctx_nin(ctx, "X");
   if (n < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input X is not given");
-  scratch sp, ss, sd;
-  const pd_tensor **xs = scratch_get(&sp, (size_t)n * sizeof *xs);
-  int64_t *sizes = scratch_get(&ss, (size_t)n * sizeof *sizes);
-  const void **ptrs = scratch_get(&sd, (size_t)n * sizeof *ptrs);
+  local_buf sp, ss, sd;
+  const pd_tensor **xs = local_get(&sp, (size_t)n * sizeof *xs);
+  int64_t *sizes = local_get(&ss, (size_t)n * sizeof *sizes);
+  const void **ptrs = local_get(&sd, (size_t)n * sizeof *ptrs);
   pd_tensor tmp;
   pd_tensor_init(&tmp);
   pd_status st = PD_OK;
-  char s0[SHAPE_BUF], si[SHAPE_BUF];
+  char s0[DIMS_BUF], si[DIMS_BUF];
   if (!xs || !sizes || !ptrs) {
     st = nomem(ctx);
     goto out;
   }
-  for (int i = 0; i < n && !st; i++) st = get_in(ctx, "X", i, &xs[i]);
+  for (int i = 0; i < n && !st; i++) st = in_at(ctx, "X", i, true, &xs[i]);
   int axis = 0;
   if (st || (st = op_axis(ctx, xs[0], "X[0]", &axis))) goto out;
   int64_t dims[MAXD];
@@ -645,14 +432,14 @@ pd_status pd_kernel_concat(pd_exec_ctx *ctx) {
     for (int k = 0; ok && k < nd; k++) ok = k == axis || x->dims[k] == xs[0]->dims[k];
     if (!ok) {
       st = pd_ctx_fail(ctx, PD_ESHAPE, "cannot concatenate X[0] %s and X[%d] %s along axis %d",
-                       SHP(xs[0], s0), i, SHP(x, si), axis);
+                       shape_str(xs[0], s0), i, shape_str(x, si), axis);
       goto out;
     }
     sizes[i] = x->dims[axis];
     dims[axis] += sizes[i];
   }
   pd_tensor *o;
-  if ((st = get_out(ctx, "Out", 0, &o))) goto out;
+  if ((st = out_at(ctx, "Out", 0, true, &o))) goto out;
   /* An X that is Out itself is read from a copy (every X bound to that var is one tensor). */
   for (int i = 0; i < n && !st; i++)
     if (xs[i] == o) {
@@ -661,7 +448,7 @@ pd_status pd_kernel_concat(pd_exec_ctx *ctx) {
     }
   if (st) goto out;
   pd_dtype dt = xs[0]->dtype;
-  if ((st = out_resize(ctx, o, dt, nd, dims, xs[0]))) goto out;
+  if ((st = resize(ctx, o, dt, nd, dims, xs[0]))) goto out;
   for (int i = 0; i < n; i++) ptrs[i] = pd_tensor_data(xs[i]);
   st = pd_ctx_check(ctx, ctx->k->concat(dt, n, (const void *const *)ptrs, sizes,
                                         prod(dims, 0, axis), prod(dims, axis + 1, nd),
@@ -669,9 +456,9 @@ pd_status pd_kernel_concat(pd_exec_ctx *ctx) {
                     "concat");
 out:
   pd_tensor_release(&tmp);
-  scratch_free(&sp);
-  scratch_free(&ss);
-  scratch_free(&sd);
+  local_free(&sp);
+  local_free(&ss);
+  local_free(&sd);
   return st;
 }
 
@@ -681,7 +468,7 @@ pd_status pd_kernel_concat_grad(pd_exec_ctx *ctx) {
   const pd_tensor *dy, *x0;
   pd_status st;
   if (n < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input X is not given");
-  if ((st = get_in(ctx, "Out@GRAD", 0, &dy)) || (st = get_in(ctx, "X", 0, &x0))) return st;
+  if ((st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = in_at(ctx, "X", 0, true, &x0))) return st;
   int axis;
   if ((st = op_axis(ctx, x0, "X[0]", &axis))) return st;
   int64_t dims[MAXD], total = 0;
@@ -689,28 +476,28 @@ pd_status pd_kernel_concat_grad(pd_exec_ctx *ctx) {
   memcpy(dims, x0->dims, sizeof(int64_t) * (size_t)nd);
   for (int i = 0; i < n; i++) {
     const pd_tensor *x;
-    if ((st = get_in(ctx, "X", i, &x))) return st;
+    if ((st = in_at(ctx, "X", i, true, &x))) return st;
     if (x->ndims != nd) return pd_ctx_fail(ctx, PD_ESHAPE, "X[%d] and X[0] differ in rank", i);
     total += x->dims[axis];
   }
   dims[axis] = total;
-  if ((st = check_grad_shape(ctx, "Out@GRAD", dy, nd, dims, x0->dtype))) return st;
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, nd, dims, x0->dtype))) return st;
+  hold h;
+  hold_init(&h);
   int64_t pre = prod(dims, 0, axis), post = prod(dims, axis + 1, nd), off = 0;
   size_t esz = pd_dtype_size(dy->dtype);
   for (int i = 0; i < n && !st; i++) {
     const pd_tensor *x = pd_ctx_in_at(ctx, "X", i);
     pd_tensor *dx;
-    st = opt_out(ctx, "X@GRAD", i, &dx);
-    if (!st && dx) st = unalias(ctx, &dy, dx, &tmp);
-    if (!st && dx) st = out_resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
+    st = out_at(ctx, "X@GRAD", i, false, &dx);
+    if (!st && dx) st = unalias(ctx, &h, dx, &dy);
+    if (!st && dx) st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
     if (!st && dx)
       slab_copy(pd_tensor_data(dx), pd_tensor_data(dy), pre, total, off, x->dims[axis], post,
                 esz, false);
     off += x->dims[axis];
   }
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   return st;
 }
 
@@ -718,7 +505,7 @@ pd_status pd_kernel_concat_grad(pd_exec_ctx *ctx) {
  * given; one entry may be -1 for the rest). nout entries to sizes. */
 static pd_status split_sizes(const pd_exec_ctx *ctx, const pd_tensor *x, int axis, int nout,
                              int64_t *sizes) {
-  char s[SHAPE_BUF], sl[LIST_BUF];
+  char s[DIMS_BUF], sl[LIST_BUF];
   int64_t dim = x->dims[axis], num = pd_ctx_attr_int(ctx, "num");
   if (num > 0) {
     if (num != nout)
@@ -726,7 +513,7 @@ static pd_status split_sizes(const pd_exec_ctx *ctx, const pd_tensor *x, int axi
                          nout);
     if (dim % num)
       return pd_ctx_fail(ctx, PD_ESHAPE, "dim %d of X %s (%" PRId64 ") does not split into %"
-                         PRId64 " equal parts", axis, SHP(x, s), dim, num);
+                         PRId64 " equal parts", axis, shape_str(x, s), dim, num);
     for (int i = 0; i < nout; i++) sizes[i] = dim / num;
     return PD_OK;
   }
@@ -735,7 +522,7 @@ static pd_status split_sizes(const pd_exec_ctx *ctx, const pd_tensor *x, int axi
     ns = nl;
     for (int i = 0; i < nl && i < nout; i++) {
       const pd_tensor *t;
-      pd_status st = get_in(ctx, "SectionsTensorList", i, &t);
+      pd_status st = in_at(ctx, "SectionsTensorList", i, true, &t);
       if (!st) st = int_scalar_in(ctx, "SectionsTensorList", t, &sizes[i]);
       if (st) return st;
     }
@@ -759,28 +546,28 @@ static pd_status split_sizes(const pd_exec_ctx *ctx, const pd_tensor *x, int axi
   if (rest >= 0 && known <= dim) sizes[rest] = dim - known;
   else if (rest >= 0 || known != dim)
     return pd_ctx_fail(ctx, PD_ESHAPE, "sections %s do not add up to dim %d of X %s (%" PRId64 ")",
-                       dims_str(nout < 32 ? nout : 32, sizes, sl, sizeof sl), axis, SHP(x, s), dim);
+                       dims_str(nout < 32 ? nout : 32, sizes, sl, sizeof sl), axis, shape_str(x, s), dim);
   return PD_OK;
 }
 
 /* split: X cut along axis into the Out tensors. They keep X's LoD unless axis is 0 (Fluid). */
 pd_status pd_kernel_split(pd_exec_ctx *ctx) {
   const pd_tensor *x;
-  pd_status st = get_in(ctx, "X", 0, &x);
+  pd_status st = in_at(ctx, "X", 0, true, &x);
   if (st) return st;
   int axis, nout = pd_ctx_nout(ctx, "Out");
   if ((st = op_axis(ctx, x, "X", &axis))) return st;
   if (nout < 1) return pd_ctx_fail(ctx, PD_EINVAL, "output Out is not given");
-  scratch ss;
-  int64_t *sizes = scratch_get(&ss, (size_t)nout * sizeof *sizes);
+  local_buf ss;
+  int64_t *sizes = local_get(&ss, (size_t)nout * sizeof *sizes);
   if (!sizes) return nomem(ctx);
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
+  hold h;
+  hold_init(&h);
   if ((st = split_sizes(ctx, x, axis, nout, sizes))) goto out;
   for (int i = 0; i < nout && !st; i++) {
     pd_tensor *o;
-    st = opt_out(ctx, "Out", i, &o);
-    if (!st && o) st = unalias(ctx, &x, o, &tmp);
+    st = out_at(ctx, "Out", i, false, &o);
+    if (!st && o) st = unalias(ctx, &h, o, &x);
   }
   int64_t pre = prod(x->dims, 0, axis), post = prod(x->dims, axis + 1, x->ndims), off = 0;
   for (int i = 0; i < nout && !st; i++) {
@@ -788,15 +575,15 @@ pd_status pd_kernel_split(pd_exec_ctx *ctx) {
     int64_t d[MAXD];
     memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->ndims);
     d[axis] = sizes[i];
-    if (!(st = opt_out(ctx, "Out", i, &o)) && o &&
-        !(st = out_resize(ctx, o, x->dtype, x->ndims, d, axis != 0 ? x : NULL)))
+    if (!(st = out_at(ctx, "Out", i, false, &o)) && o &&
+        !(st = resize(ctx, o, x->dtype, x->ndims, d, axis != 0 ? x : NULL)))
       slab_copy(pd_tensor_data(o), pd_tensor_data(x), pre, x->dims[axis], off, sizes[i], post,
                 pd_dtype_size(x->dtype), false);
     off += sizes[i];
   }
 out:
-  pd_tensor_release(&tmp);
-  scratch_free(&ss);
+  hold_free(&h);
+  local_free(&ss);
   return st;
 }
 
@@ -804,35 +591,36 @@ out:
 pd_status pd_kernel_split_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *x;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
-  if ((st = get_in(ctx, "X", 0, &x))) return st;
+  if ((st = in_at(ctx, "X", 0, true, &x))) return st;
   int axis, nout = pd_ctx_nin(ctx, "Out@GRAD");
   if (nout < 1) nout = pd_ctx_nin(ctx, "Out");
   if ((st = op_axis(ctx, x, "X", &axis))) return st;
   if (nout < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input Out@GRAD is not given");
-  scratch ss;
-  int64_t *sizes = scratch_get(&ss, (size_t)nout * sizeof *sizes);
+  local_buf ss;
+  int64_t *sizes = local_get(&ss, (size_t)nout * sizeof *sizes);
   if (!sizes) return nomem(ctx);
   /* X, or a gradient part, that is X@GRAD itself is read from a copy. */
-  pd_tensor tx, tg;
-  pd_tensor_init(&tx);
+  hold h;
+  pd_tensor tg;
+  hold_init(&h);
   pd_tensor_init(&tg);
-  st = unalias(ctx, &x, dx, &tx);
+  st = unalias(ctx, &h, dx, &x);
   for (int i = 0; i < nout && !st; i++)
-    if (opt_in(ctx, "Out@GRAD", i) == dx && !pd_tensor_initialized(&tg) && pd_tensor_copy(&tg, dx))
+    if (in_if_set(ctx, "Out@GRAD", i) == dx && !pd_tensor_initialized(&tg) && pd_tensor_copy(&tg, dx))
       st = nomem(ctx);
   if (!st) st = split_sizes(ctx, x, axis, nout, sizes);
   int64_t pre = prod(x->dims, 0, axis), post = prod(x->dims, axis + 1, x->ndims), off = 0;
   size_t esz = pd_dtype_size(x->dtype);
-  if (!st) st = out_resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
+  if (!st) st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
   for (int i = 0; i < nout && !st; i++) {
-    const pd_tensor *g = opt_in(ctx, "Out@GRAD", i);
+    const pd_tensor *g = in_if_set(ctx, "Out@GRAD", i);
     if (g == dx) g = &tg;
     int64_t d[MAXD];
     memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->ndims);
     d[axis] = sizes[i];
-    if (g && (st = check_grad_shape(ctx, "Out@GRAD", g, x->ndims, d, x->dtype))) break;
+    if (g && (st = want_grad_shape(ctx, "Out@GRAD", g, x->ndims, d, x->dtype))) break;
     if (g) {
       slab_copy(pd_tensor_data(g), pd_tensor_data(dx), pre, x->dims[axis], off, sizes[i], post,
                 esz, true);
@@ -844,9 +632,9 @@ pd_status pd_kernel_split_grad(pd_exec_ctx *ctx) {
     }
     off += sizes[i];
   }
-  pd_tensor_release(&tx);
+  hold_free(&h);
   pd_tensor_release(&tg);
-  scratch_free(&ss);
+  local_free(&ss);
   return st;
 }
 
@@ -857,25 +645,25 @@ pd_status pd_kernel_split_grad(pd_exec_ctx *ctx) {
 static pd_status write_xshape(const pd_exec_ctx *ctx, int nd, const int64_t *dims,
                               pd_dtype dt) {
   pd_tensor *xs;
-  pd_status st = opt_out(ctx, "XShape", 0, &xs);
+  pd_status st = out_at(ctx, "XShape", 0, false, &xs);
   if (st || !xs || nd >= MAXD) return st;
   int64_t d[MAXD];
   d[0] = 0;
   memcpy(d + 1, dims, sizeof(int64_t) * (size_t)nd);
-  return out_resize(ctx, xs, dt, nd + 1, d, NULL);
+  return resize(ctx, xs, dt, nd + 1, d, NULL);
 }
 
 /* The forward X's shape in a gradient op: X when bound, else XShape without its leading 0. */
 static pd_status fwd_x_shape(const pd_exec_ctx *ctx, int *nd, int64_t *dims, pd_dtype *dt,
                              const pd_tensor **x) {
-  *x = opt_in(ctx, "X", 0);
+  *x = in_if_set(ctx, "X", 0);
   if (*x) {
     *nd = (*x)->ndims;
     memcpy(dims, (*x)->dims, sizeof(int64_t) * (size_t)*nd);
     *dt = (*x)->dtype;
     return PD_OK;
   }
-  const pd_tensor *xs = opt_in(ctx, "XShape", 0);
+  const pd_tensor *xs = in_if_set(ctx, "XShape", 0);
   if (!xs || xs->ndims < 1)
     return pd_ctx_fail(ctx, PD_EINVAL, "needs X or XShape to know the shape of X");
   *nd = xs->ndims - 1;
@@ -889,16 +677,16 @@ static pd_status fwd_x_shape(const pd_exec_ctx *ctx, int *nd, int64_t *dims, pd_
  * Out is a copy (Fluid's TensorCopy); it keeps X's LoD when its first dim is X's. */
 pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
   const pd_tensor *x;
-  pd_status st = get_in(ctx, "X", 0, &x);
+  pd_status st = in_at(ctx, "X", 0, true, &x);
   if (st) return st;
   int64_t want[MAXD], d[MAXD];
   int nd;
   bool given;
-  char sx[SHAPE_BUF], sw[SHAPE_BUF];
+  char sx[DIMS_BUF], sw[DIMS_BUF];
   if ((st = shape_from(ctx, "ShapeTensor", "Shape", "shape", want, &nd, &given))) return st;
   if (nd == 0 && !given) return pd_ctx_fail(ctx, PD_EINVAL, "shape is empty");
   int unk = -1;
-  int64_t known = 1, n = numel_of(x);
+  int64_t known = 1, n = pd_tensor_numel(x);
   for (int i = 0; i < nd; i++) {
     d[i] = want[i];
     if (want[i] == -1 && unk < 0) {
@@ -911,7 +699,7 @@ pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
     if (want[i] == 0) {
       if (i >= x->ndims)
         return pd_ctx_fail(ctx, PD_EINVAL, "shape %s copies dim %d (a 0) but X %s has only %d "
-                           "dims", dims_str(nd, want, sw, sizeof sw), i, SHP(x, sx), x->ndims);
+                           "dims", dims_str(nd, want, sw, sizeof sw), i, shape_str(x, sx), x->ndims);
       d[i] = x->dims[i];
     }
     known *= d[i];
@@ -919,11 +707,11 @@ pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
   if (unk >= 0) {
     if (known == 0 || n % known)
       return pd_ctx_fail(ctx, PD_ESHAPE, "cannot reshape X %s (%" PRId64 " elements) to %s",
-                         SHP(x, sx), n, dims_str(nd, want, sw, sizeof sw));
+                         shape_str(x, sx), n, dims_str(nd, want, sw, sizeof sw));
     d[unk] = n / known;
   } else if (known != n) {
     return pd_ctx_fail(ctx, PD_ESHAPE, "cannot reshape X %s (%" PRId64 " elements) to %s (%"
-                       PRId64 " elements)", SHP(x, sx), n, dims_str(nd, want, sw, sizeof sw),
+                       PRId64 " elements)", shape_str(x, sx), n, dims_str(nd, want, sw, sizeof sw),
                        known);
   }
   int xnd = x->ndims;
@@ -931,12 +719,12 @@ pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
   memcpy(xdims, x->dims, sizeof(int64_t) * (size_t)xnd);
   bool keep_lod = nd > 0 && xnd > 0 && d[0] == xdims[0];
   pd_tensor *out;
-  if ((st = get_out(ctx, "Out", 0, &out))) return st;
+  if ((st = out_at(ctx, "Out", 0, true, &out))) return st;
   if (out == x) {
     pd_tensor_reshape(out, nd, d);  /* same element count: cannot fail */
     if (!keep_lod) pd_tensor_clear_lod(out);
   } else {
-    if ((st = out_resize(ctx, out, x->dtype, nd, d, keep_lod ? x : NULL))) return st;
+    if ((st = resize(ctx, out, x->dtype, nd, d, keep_lod ? x : NULL))) return st;
     if (pd_tensor_nbytes(x)) memcpy(pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x));
   }
   return write_xshape(ctx, xnd, xdims, out->dtype);
@@ -946,24 +734,24 @@ pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
 pd_status pd_kernel_reshape2_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *dy, *x;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
   int nd;
   int64_t dims[MAXD];
   pd_dtype dt;
-  char s1[SHAPE_BUF], s2[SHAPE_BUF];
-  if ((st = get_in(ctx, "Out@GRAD", 0, &dy)) || (st = fwd_x_shape(ctx, &nd, dims, &dt, &x)))
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  if ((st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = fwd_x_shape(ctx, &nd, dims, &dt, &x)))
     return st;
-  if (numel_of(dy) != pd_k_numel(nd, dims))
+  if (pd_tensor_numel(dy) != pd_k_numel(nd, dims))
     return pd_ctx_fail(ctx, PD_ESHAPE, "Out@GRAD %s has %" PRId64 " elements but X %s has %"
-                       PRId64, SHP(dy, s1), numel_of(dy), dims_str(nd, dims, s2, sizeof s2),
+                       PRId64, shape_str(dy, s1), pd_tensor_numel(dy), dims_str(nd, dims, s2, sizeof s2),
                        pd_k_numel(nd, dims));
   if (dx == dy) {
     pd_tensor_reshape(dx, nd, dims);
     if (x && pd_tensor_copy_lod(dx, x)) return nomem(ctx);
     return PD_OK;
   }
-  if ((st = out_resize(ctx, dx, dy->dtype, nd, dims, x))) return st;
+  if ((st = resize(ctx, dx, dy->dtype, nd, dims, x))) return st;
   if (pd_tensor_nbytes(dy)) memcpy(pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
   return PD_OK;
 }
@@ -971,7 +759,7 @@ pd_status pd_kernel_reshape2_grad(pd_exec_ctx *ctx) {
 /* The permutation of transpose2 (attribute axis) for a tensor of rank nd. */
 static pd_status transpose_perm(const pd_exec_ctx *ctx, int nd, const int64_t *dims, int *perm) {
   int64_t a[MAXD];
-  char sa[SHAPE_BUF], sx[SHAPE_BUF];
+  char sa[DIMS_BUF], sx[DIMS_BUF];
   int n = pd_ctx_attr_ints(ctx, "axis", a, MAXD);
   bool seen[MAXD] = {false}, ok = n == nd;
   for (int i = 0; ok && i < n; i++) {
@@ -992,22 +780,22 @@ static pd_status transpose_perm(const pd_exec_ctx *ctx, int nd, const int64_t *d
 pd_status pd_kernel_transpose2(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_tensor *out;
-  pd_status st = get_in(ctx, "X", 0, &x);
+  pd_status st = in_at(ctx, "X", 0, true, &x);
   if (st) return st;
   int perm[MAXD], nd = x->ndims;
   int64_t xdims[MAXD], od[MAXD];
   memcpy(xdims, x->dims, sizeof(int64_t) * (size_t)nd);
-  if ((st = transpose_perm(ctx, nd, xdims, perm)) || (st = get_out(ctx, "Out", 0, &out)))
+  if ((st = transpose_perm(ctx, nd, xdims, perm)) || (st = out_at(ctx, "Out", 0, true, &out)))
     return st;
   for (int i = 0; i < nd; i++) od[i] = xdims[perm[i]];
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
-  if (!(st = unalias(ctx, &x, out, &tmp)) &&
-      !(st = out_resize(ctx, out, x->dtype, nd, od, NULL)))
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) &&
+      !(st = resize(ctx, out, x->dtype, nd, od, NULL)))
     st = pd_ctx_check(ctx, ctx->k->transpose(x->dtype, nd, xdims, perm, pd_tensor_data(x),
                                              pd_tensor_data(out)),
                       "transpose");
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   if (st) return st;
   return write_xshape(ctx, nd, xdims, out->dtype);
 }
@@ -1016,27 +804,27 @@ pd_status pd_kernel_transpose2(pd_exec_ctx *ctx) {
 pd_status pd_kernel_transpose2_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *dy, *x;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
   int nd, perm[MAXD], inv[MAXD];
   int64_t dims[MAXD], od[MAXD];
   pd_dtype dt;
-  if ((st = get_in(ctx, "Out@GRAD", 0, &dy)) || (st = fwd_x_shape(ctx, &nd, dims, &dt, &x)) ||
+  if ((st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = fwd_x_shape(ctx, &nd, dims, &dt, &x)) ||
       (st = transpose_perm(ctx, nd, dims, perm)))
     return st;
   for (int i = 0; i < nd; i++) {
     od[i] = dims[perm[i]];
     inv[perm[i]] = i;
   }
-  if ((st = check_grad_shape(ctx, "Out@GRAD", dy, nd, od, dy->dtype))) return st;
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
-  if (!(st = unalias(ctx, &dy, dx, &tmp)) &&
-      !(st = out_resize(ctx, dx, dy->dtype, nd, dims, x)))
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, nd, od, dy->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, dx, &dy)) &&
+      !(st = resize(ctx, dx, dy->dtype, nd, dims, x)))
     st = pd_ctx_check(ctx, ctx->k->transpose(dy->dtype, nd, od, inv, pd_tensor_data(dy),
                                              pd_tensor_data(dx)),
                       "transpose");
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   return st;
 }
 
@@ -1045,15 +833,15 @@ pd_status pd_kernel_transpose2_grad(pd_exec_ctx *ctx) {
 /* Ids as int64 (a view of the tensor, or a converted copy in sc) after checking every id is a
  * row of W [nrows, ...] or padding_idx (-1: none). */
 static pd_status read_ids(const pd_exec_ctx *ctx, const pd_tensor *ids, const pd_tensor *w,
-                          int64_t padding_idx, scratch *sc, const int64_t **out) {
-  char s[SHAPE_BUF];
-  int64_t n = numel_of(ids), nrows = w->dims[0];
+                          int64_t padding_idx, local_buf *sc, const int64_t **out) {
+  char s[DIMS_BUF];
+  int64_t n = pd_tensor_numel(ids), nrows = w->dims[0];
   if (!is_int(ids->dtype))
     return pd_ctx_fail(ctx, PD_ETYPE, "Ids must hold int64 or int32 values, got %s",
                        pd_dtype_name(ids->dtype));
   const int64_t *p = PD_TENSOR_I64(ids);
   if (ids->dtype == PD_INT32) {
-    int64_t *q = scratch_get(sc, (size_t)n * sizeof *q);
+    int64_t *q = local_get(sc, (size_t)n * sizeof *q);
     if (!q) return nomem(ctx);
     for (int64_t i = 0; i < n; i++) q[i] = PD_TENSOR_I32(ids)[i];
     p = q;
@@ -1063,7 +851,7 @@ static pd_status read_ids(const pd_exec_ctx *ctx, const pd_tensor *ids, const pd
     if (p[i] < 0 || p[i] >= nrows)
       return pd_ctx_fail(ctx, PD_EINVAL, "id %" PRId64 " (Ids element %" PRId64 ") is out of "
                          "range for a table of %" PRId64 " rows (W %s)", p[i], i, nrows,
-                         SHP(w, s));
+                         shape_str(w, s));
   }
   *out = p;
   return PD_OK;
@@ -1073,18 +861,18 @@ static pd_status read_ids(const pd_exec_ctx *ctx, const pd_tensor *ids, const pd
  * Ids end in a dim of 1. Gives Out's shape. */
 static pd_status lookup_shape(const pd_exec_ctx *ctx, const pd_tensor *w, const pd_tensor *ids,
                               int *nd, int64_t *dims) {
-  char s[SHAPE_BUF];
-  pd_status st = need_float(ctx, "W", w);
+  char s[DIMS_BUF];
+  pd_status st = want_float(ctx, "W", w);
   if (st) return st;
   if (w->ndims != 2)
     return pd_ctx_fail(ctx, PD_ESHAPE, "W must have 2 dims [vocabulary, width], got %s",
-                       SHP(w, s));
+                       shape_str(w, s));
   *nd = ids->ndims;
   memcpy(dims, ids->dims, sizeof(int64_t) * (size_t)*nd);
   if (ctx->def->kind == PD_OP_lookup_table) {
     if (ids->ndims == 0 || ids->dims[ids->ndims - 1] != 1)
       return pd_ctx_fail(ctx, PD_ESHAPE, "Ids %s must end in a dim of 1 (lookup_table_v2 takes "
-                         "any shape)", SHP(ids, s));
+                         "any shape)", shape_str(ids, s));
     (*nd)--;
   }
   if (*nd >= MAXD)
@@ -1102,25 +890,23 @@ static pd_status lookup(pd_exec_ctx *ctx) {
   pd_status st;
   int nd;
   int64_t dims[MAXD];
-  if ((st = get_in(ctx, "W", 0, &w)) || (st = get_in(ctx, "Ids", 0, &ids)) ||
-      (st = lookup_shape(ctx, w, ids, &nd, dims)) || (st = get_out(ctx, "Out", 0, &out)))
+  if ((st = in_at(ctx, "W", 0, true, &w)) || (st = in_at(ctx, "Ids", 0, true, &ids)) ||
+      (st = lookup_shape(ctx, w, ids, &nd, dims)) || (st = out_at(ctx, "Out", 0, true, &out)))
     return st;
   int64_t pad = pd_ctx_attr_int(ctx, "padding_idx");
-  scratch sc = {0};
-  pd_tensor tw, ti;
-  pd_tensor_init(&tw);
-  pd_tensor_init(&ti);
+  local_buf sc = {0};
+  hold h;
+  hold_init(&h);
   const int64_t *p = NULL;
-  if (!(st = unalias(ctx, &w, out, &tw)) && !(st = unalias(ctx, &ids, out, &ti)) &&
+  if (!(st = unalias(ctx, &h, out, &w)) && !(st = unalias(ctx, &h, out, &ids)) &&
       !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
-      !(st = out_resize(ctx, out, w->dtype, nd, dims, ids)))
+      !(st = resize(ctx, out, w->dtype, nd, dims, ids)))
     st = pd_ctx_check(ctx, ctx->k->gather_rows(w->dtype, w->dims[0], w->dims[1],
-                                               pd_tensor_data(w), numel_of(ids), p, pad,
+                                               pd_tensor_data(w), pd_tensor_numel(ids), p, pad,
                                                pd_tensor_data(out)),
                       "gather_rows");
-  scratch_free(&sc);
-  pd_tensor_release(&tw);
-  pd_tensor_release(&ti);
+  local_free(&sc);
+  hold_free(&h);
   return st;
 }
 
@@ -1130,32 +916,30 @@ static pd_status lookup(pd_exec_ctx *ctx) {
 static pd_status lookup_grad(pd_exec_ctx *ctx) {
   pd_tensor *dw;
   const pd_tensor *w, *ids, *dy;
-  pd_status st = opt_out(ctx, "W@GRAD", 0, &dw);
+  pd_status st = out_at(ctx, "W@GRAD", 0, false, &dw);
   if (st || !dw) return st;
   int nd;
   int64_t dims[MAXD];
-  if ((st = get_in(ctx, "W", 0, &w)) || (st = get_in(ctx, "Ids", 0, &ids)) ||
-      (st = get_in(ctx, "Out@GRAD", 0, &dy)) || (st = lookup_shape(ctx, w, ids, &nd, dims)) ||
-      (st = check_grad_shape(ctx, "Out@GRAD", dy, nd, dims, w->dtype)))
+  if ((st = in_at(ctx, "W", 0, true, &w)) || (st = in_at(ctx, "Ids", 0, true, &ids)) ||
+      (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = lookup_shape(ctx, w, ids, &nd, dims)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, nd, dims, w->dtype)))
     return st;
   int64_t pad = pd_ctx_attr_int(ctx, "padding_idx"), rows = w->dims[0], width = w->dims[1];
   pd_dtype dt = w->dtype;
-  scratch sc = {0};
-  pd_tensor td, ti;
-  pd_tensor_init(&td);
-  pd_tensor_init(&ti);
+  local_buf sc = {0};
+  hold h;
+  hold_init(&h);
   const int64_t *p = NULL;
-  if (!(st = unalias(ctx, &dy, dw, &td)) && !(st = unalias(ctx, &ids, dw, &ti)) &&
+  if (!(st = unalias(ctx, &h, dw, &dy)) && !(st = unalias(ctx, &h, dw, &ids)) &&
       !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
-      !(st = out_resize(ctx, dw, dt, 2, (int64_t[]){rows, width}, w))) {
+      !(st = resize(ctx, dw, dt, 2, (int64_t[]){rows, width}, w))) {
     if (pd_tensor_nbytes(dw)) memset(pd_tensor_data(dw), 0, pd_tensor_nbytes(dw));
     st = pd_ctx_check(ctx, ctx->k->scatter_add_rows(dt, rows, width, pd_tensor_data(dw),
-                                                    numel_of(ids), p, pad, pd_tensor_data(dy)),
+                                                    pd_tensor_numel(ids), p, pad, pd_tensor_data(dy)),
                       "scatter_add_rows");
   }
-  scratch_free(&sc);
-  pd_tensor_release(&td);
-  pd_tensor_release(&ti);
+  local_free(&sc);
+  hold_free(&h);
   return st;
 }
 
@@ -1190,23 +974,23 @@ pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
   pd_tensor *out, *mask;
   dropout_cfg c;
   pd_status st;
-  if ((st = dropout_config(ctx, &c)) || (st = get_in(ctx, "X", 0, &x)) ||
-      (st = need_float(ctx, "X", x)) || (st = get_out(ctx, "Out", 0, &out)) ||
-      (st = opt_out(ctx, "Mask", 0, &mask)))
+  if ((st = dropout_config(ctx, &c)) || (st = in_at(ctx, "X", 0, true, &x)) ||
+      (st = want_float(ctx, "X", x)) || (st = out_at(ctx, "Out", 0, true, &out)) ||
+      (st = out_at(ctx, "Mask", 0, false, &mask)))
     return st;
   if (mask == out) return pd_ctx_fail(ctx, PD_EINVAL, "Out and Mask are the same var");
   int64_t seed = pd_ctx_attr_bool(ctx, "fix_seed") ? pd_ctx_attr_int(ctx, "seed") : 0;
-  const pd_tensor *seed_t = opt_in(ctx, "Seed", 0);
+  const pd_tensor *seed_t = in_if_set(ctx, "Seed", 0);
   if (seed_t && (st = int_scalar_in(ctx, "Seed", seed_t, &seed))) return st;
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
-  if (mask && (st = unalias(ctx, &x, mask, &tmp))) return st;
+  hold h;
+  hold_init(&h);
+  if (mask && (st = unalias(ctx, &h, mask, &x))) return st;
   pd_dtype dt = x->dtype;
-  int64_t n = numel_of(x);
+  int64_t n = pd_tensor_numel(x);
   const void *xd = pd_tensor_data(x);  /* stays valid: see the top of the file */
-  if ((st = out_resize(ctx, out, dt, x->ndims, x->dims, x)) ||
-      (mask && (st = out_resize(ctx, mask, PD_UINT8, x->ndims, x->dims, x)))) {
-    pd_tensor_release(&tmp);
+  if ((st = resize(ctx, out, dt, x->ndims, x->dims, x)) ||
+      (mask && (st = resize(ctx, mask, PD_UINT8, x->ndims, x->dims, x)))) {
+    hold_free(&h);
     return st;
   }
   uint8_t *m = mask ? PD_TENSOR_BOOL(mask) : NULL;
@@ -1218,7 +1002,7 @@ pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
       T *o = (T *)pd_tensor_data(out);
       for (int64_t i = 0; i < n; i++) o[i] = (T)(xs[i] * scale);
     });
-    pd_tensor_release(&tmp);
+    hold_free(&h);
     return PD_OK;
   }
   pd_k_rng local, *rng = ctx->rng;
@@ -1242,7 +1026,7 @@ pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
       }
     });
   }
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   return st;
 }
 
@@ -1252,20 +1036,20 @@ pd_status pd_kernel_dropout_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *dy, *mask = NULL;
   dropout_cfg c;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
-  if ((st = dropout_config(ctx, &c)) || (st = get_in(ctx, "Out@GRAD", 0, &dy)) ||
-      (st = need_float(ctx, "Out@GRAD", dy)))
+  if ((st = dropout_config(ctx, &c)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = want_float(ctx, "Out@GRAD", dy)))
     return st;
-  const pd_tensor *x = opt_in(ctx, "X", 0);
-  if (x && (st = check_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype))) return st;
+  const pd_tensor *x = in_if_set(ctx, "X", 0);
+  if (x && (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype))) return st;
   bool use_mask = !c.is_test && c.p > 0 && c.p < 1;
   if (use_mask) {
-    char s1[SHAPE_BUF], s2[SHAPE_BUF];
-    if ((st = get_in(ctx, "Mask", 0, &mask))) return st;
-    if (mask->dtype != PD_UINT8 || numel_of(mask) != numel_of(dy))
+    char s1[DIMS_BUF], s2[DIMS_BUF];
+    if ((st = in_at(ctx, "Mask", 0, true, &mask))) return st;
+    if (mask->dtype != PD_UINT8 || pd_tensor_numel(mask) != pd_tensor_numel(dy))
       return pd_ctx_fail(ctx, PD_ESHAPE, "Mask %s (%s) does not match Out@GRAD %s",
-                         SHP(mask, s1), pd_dtype_name(mask->dtype), SHP(dy, s2));
+                         shape_str(mask, s1), pd_dtype_name(mask->dtype), shape_str(dy, s2));
   }
   double scale = c.is_test ? (c.upscale ? 1.0 : 1.0 - c.p)
                  : c.p == 1 ? 0.0
@@ -1273,19 +1057,19 @@ pd_status pd_kernel_dropout_grad(pd_exec_ctx *ctx) {
                              : 1.0;
   const void *dyd = pd_tensor_data(dy);
   const uint8_t *m = mask ? PD_TENSOR_BOOL(mask) : NULL;
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
-  if (mask == dx && (st = unalias(ctx, &mask, dx, &tmp))) return st;
+  hold h;
+  hold_init(&h);
+  if (mask == dx && (st = unalias(ctx, &h, dx, &mask))) return st;
   if (mask) m = PD_TENSOR_BOOL(mask);
-  int64_t n = numel_of(dy);
-  if (!(st = out_resize(ctx, dx, dy->dtype, dy->ndims, dy->dims, x ? x : dy))) {
+  int64_t n = pd_tensor_numel(dy);
+  if (!(st = resize(ctx, dx, dy->dtype, dy->ndims, dy->dims, x ? x : dy))) {
     FLOAT_SWITCH(dy->dtype, {
       const T *g = dyd;
       T *o = (T *)pd_tensor_data(dx);
       for (int64_t i = 0; i < n; i++) o[i] = (m && !m[i]) ? (T)0 : (T)(g[i] * scale);
     });
   }
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   return st;
 }
 
@@ -1293,11 +1077,11 @@ pd_status pd_kernel_dropout_grad(pd_exec_ctx *ctx) {
 pd_status pd_kernel_increment(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_tensor *out;
-  char s[SHAPE_BUF];
+  char s[DIMS_BUF];
   pd_status st;
-  if ((st = get_in(ctx, "X", 0, &x))) return st;
-  if (numel_of(x) != 1)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "X must hold one element, got %s", SHP(x, s));
+  if ((st = in_at(ctx, "X", 0, true, &x))) return st;
+  if (pd_tensor_numel(x) != 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must hold one element, got %s", shape_str(x, s));
   double step = pd_ctx_attr_float(ctx, "step");
   pd_dtype dt = x->dtype;
   double v = elem_f(x, 0);
@@ -1305,8 +1089,8 @@ pd_status pd_kernel_increment(pd_exec_ctx *ctx) {
   if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64)
     return pd_ctx_fail(ctx, PD_ETYPE, "X must hold float32, float64, int32 or int64, got %s",
                        pd_dtype_name(dt));
-  if ((st = get_out(ctx, "Out", 0, &out)) ||
-      (st = out_resize(ctx, out, dt, x->ndims, x->dims, x)))
+  if ((st = out_at(ctx, "Out", 0, true, &out)) ||
+      (st = resize(ctx, out, dt, x->ndims, x->dims, x)))
     return st;
   switch (dt) {
     case PD_FP32: PD_TENSOR_F32(out)[0] = (float)(v + step); break;
@@ -1322,10 +1106,10 @@ pd_status pd_kernel_increment(pd_exec_ctx *ctx) {
 /* The innermost LoD level of x (sequence ops work on it), checked against x's rows. */
 static pd_status last_level(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *x,
                             const pd_lod_level **lv) {
-  char s[SHAPE_BUF];
+  char s[DIMS_BUF];
   if (x->nlod < 1 || x->ndims < 1)
     return pd_ctx_fail(ctx, PD_EINVAL, "%s %s has no LoD: %s works on a batch of sequences",
-                       slot, SHP(x, s), ctx->def->forward ? ctx->def->forward->type : ctx->op->type);
+                       slot, shape_str(x, s), ctx->def->forward ? ctx->def->forward->type : ctx->op->type);
   const pd_lod_level *l = &x->lod[x->nlod - 1];
   bool ok = l->n >= 1 && l->offsets[0] == 0;
   for (int64_t i = 1; ok && i < l->n; i++) ok = l->offsets[i] >= l->offsets[i - 1];
@@ -1333,7 +1117,7 @@ static pd_status last_level(const pd_exec_ctx *ctx, const char *slot, const pd_t
     return pd_ctx_fail(ctx, PD_EINVAL, "the LoD of %s must start at 0 and never decrease", slot);
   if (l->offsets[l->n - 1] != x->dims[0])
     return pd_ctx_fail(ctx, PD_ESHAPE, "the LoD of %s ends at %" PRId64 " but %s %s has %" PRId64
-                       " rows", slot, l->offsets[l->n - 1], slot, SHP(x, s), x->dims[0]);
+                       " rows", slot, l->offsets[l->n - 1], slot, shape_str(x, s), x->dims[0]);
   *lv = l;
   return PD_OK;
 }
@@ -1345,26 +1129,25 @@ static pd_status last_level(const pd_exec_ctx *ctx, const char *slot, const pd_t
  * in Fluid) group those sequences: a new top level above X's LoD. That is how
  * sequence(..., lod_level = 2) makes sequences of sequences. */
 pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
-  const pd_tensor *x, *y = opt_in(ctx, "Y", 0);
+  const pd_tensor *x, *y = in_if_set(ctx, "Y", 0);
   pd_tensor *out;
   pd_status st;
-  char s[SHAPE_BUF], sl[LIST_BUF];
-  if ((st = get_in(ctx, "X", 0, &x)) || (st = get_out(ctx, "Out", 0, &out))) return st;
+  char s[DIMS_BUF], sl[LIST_BUF];
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = out_at(ctx, "Out", 0, true, &out))) return st;
   if (x->ndims < 1)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have at least 1 dim, got %s", SHP(x, s));
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have at least 1 dim, got %s", shape_str(x, s));
   int64_t rows = x->dims[0];
-  pd_tensor tx, ty;
-  pd_tensor_init(&tx);
-  pd_tensor_init(&ty);
-  scratch sc = {0};
+  hold h;
+  hold_init(&h);
+  local_buf sc = {0};
   int64_t *level = NULL, nlev = 0;
   bool group = false; /* target_lod groups X's top-level sequences (see above) */
-  if ((st = unalias(ctx, &y, out, &ty))) goto out;
+  if ((st = unalias(ctx, &h, out, &y))) goto out;
   if (y && y->nlod > 0) {
     const pd_lod_level *yl = &y->lod[y->nlod - 1];
     if (yl->n < 1 || yl->offsets[yl->n - 1] != rows) {
       st = pd_ctx_fail(ctx, PD_ESHAPE, "the LoD of Y ends at %" PRId64 " but X %s has %" PRId64
-                       " rows", yl->n ? yl->offsets[yl->n - 1] : 0, SHP(x, s), rows);
+                       " rows", yl->n ? yl->offsets[yl->n - 1] : 0, shape_str(x, s), rows);
       goto out;
     }
   } else {
@@ -1374,12 +1157,12 @@ pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
                          pd_dtype_name(y->dtype));
         goto out;
       }
-      nlev = numel_of(y);
+      nlev = pd_tensor_numel(y);
     } else {
       nlev = pd_ctx_attr_ints(ctx, "target_lod", NULL, 0);
       if (nlev < 0) nlev = 0;
     }
-    if (!(level = scratch_get(&sc, (size_t)(nlev ? nlev : 1) * sizeof *level))) {
+    if (!(level = local_get(&sc, (size_t)(nlev ? nlev : 1) * sizeof *level))) {
       st = nomem(ctx);
       goto out;
     }
@@ -1401,14 +1184,14 @@ pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
     if (level[nlev - 1] != rows && !group) {
       st = pd_ctx_fail(ctx, PD_ESHAPE, "%s %s ends at %" PRId64 " but X %s has %" PRId64 " rows",
                        what, dims_str(nlev < 32 ? (int)nlev : 32, level, sl, sizeof sl),
-                       level[nlev - 1], SHP(x, s), rows);
+                       level[nlev - 1], shape_str(x, s), rows);
       goto out;
     }
   }
   bool append = pd_ctx_attr_bool(ctx, "append") && !(y && y->nlod > 0);
-  if ((append || group) && (st = unalias(ctx, &x, out, &tx))) goto out;
+  if ((append || group) && (st = unalias(ctx, &h, out, &x))) goto out;
   if (out != x) {
-    if ((st = out_resize(ctx, out, x->dtype, x->ndims, x->dims, NULL))) goto out;
+    if ((st = resize(ctx, out, x->dtype, x->ndims, x->dims, NULL))) goto out;
     if (pd_tensor_nbytes(x)) memcpy(pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x));
   }
   if (y && y->nlod > 0) {
@@ -1446,9 +1229,8 @@ pd_status pd_kernel_lod_reset(pd_exec_ctx *ctx) {
     if (pd_tensor_set_lod(out, 1, offs, &nlev)) st = nomem(ctx);
   }
 out:
-  scratch_free(&sc);
-  pd_tensor_release(&tx);
-  pd_tensor_release(&ty);
+  local_free(&sc);
+  hold_free(&h);
   return st;
 }
 
@@ -1456,13 +1238,13 @@ out:
 pd_status pd_kernel_lod_reset_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *dy, *x;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
-  if ((st = get_in(ctx, "Out@GRAD", 0, &dy)) || (st = get_in(ctx, "X", 0, &x)) ||
-      (st = check_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)))
+  if ((st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = in_at(ctx, "X", 0, true, &x)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)))
     return st;
   if (dx != dy) {
-    if ((st = out_resize(ctx, dx, x->dtype, x->ndims, x->dims, x))) return st;
+    if ((st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x))) return st;
     if (pd_tensor_nbytes(dy)) memcpy(pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
   } else if (pd_tensor_copy_lod(dx, x)) {
     return nomem(ctx);
@@ -1495,15 +1277,15 @@ pd_status pd_kernel_sequence_pool(pd_exec_ctx *ctx) {
   pd_tensor *out, *mi;
   seqpool pt = SP_SUM;
   pd_status st;
-  if ((st = seqpool_type(ctx, &pt)) || (st = get_in(ctx, "X", 0, &x)) ||
-      (st = need_float(ctx, "X", x)) || (st = last_level(ctx, "X", x, &lv)) ||
-      (st = get_out(ctx, "Out", 0, &out)) || (st = opt_out(ctx, "MaxIndex", 0, &mi)))
+  if ((st = seqpool_type(ctx, &pt)) || (st = in_at(ctx, "X", 0, true, &x)) ||
+      (st = want_float(ctx, "X", x)) || (st = last_level(ctx, "X", x, &lv)) ||
+      (st = out_at(ctx, "Out", 0, true, &out)) || (st = out_at(ctx, "MaxIndex", 0, false, &mi)))
     return st;
   if (mi == out) return pd_ctx_fail(ctx, PD_EINVAL, "Out and MaxIndex are the same var");
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
-  if ((st = unalias(ctx, &x, out, &tmp)) || (mi && (st = unalias(ctx, &x, mi, &tmp)))) {
-    pd_tensor_release(&tmp);
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, out, &x)) || (mi && (st = unalias(ctx, &h, mi, &x)))) {
+    hold_free(&h);
     return st;
   }
   lv = &x->lod[x->nlod - 1];
@@ -1512,9 +1294,9 @@ pd_status pd_kernel_sequence_pool(pd_exec_ctx *ctx) {
   dims[0] = nseq;
   double pad = pd_ctx_attr_float(ctx, "pad_value");
   pd_dtype dt = x->dtype;
-  if ((st = out_resize(ctx, out, dt, x->ndims, dims, NULL)) ||
-      (mi && (st = out_resize(ctx, mi, PD_INT32, x->ndims, dims, NULL)))) {
-    pd_tensor_release(&tmp);
+  if ((st = resize(ctx, out, dt, x->ndims, dims, NULL)) ||
+      (mi && (st = resize(ctx, mi, PD_INT32, x->ndims, dims, NULL)))) {
+    hold_free(&h);
     return st;
   }
   if (x->nlod > 1) { /* the outer levels stay */
@@ -1527,7 +1309,7 @@ pd_status pd_kernel_sequence_pool(pd_exec_ctx *ctx) {
     }
     if (pd_tensor_set_lod(out, nl, offs, lens) ||
         (mi && pd_tensor_set_lod(mi, nl, offs, lens))) {
-      pd_tensor_release(&tmp);
+      hold_free(&h);
       return nomem(ctx);
     }
   }
@@ -1578,7 +1360,7 @@ pd_status pd_kernel_sequence_pool(pd_exec_ctx *ctx) {
       }
     }
   });
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   return PD_OK;
 }
 
@@ -1591,27 +1373,25 @@ pd_status pd_kernel_sequence_pool_grad(pd_exec_ctx *ctx) {
   const pd_tensor *x, *dy;
   const pd_lod_level *lv;
   seqpool pt = SP_SUM;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
-  if ((st = seqpool_type(ctx, &pt)) || (st = get_in(ctx, "X", 0, &x)) ||
-      (st = need_float(ctx, "X", x)) || (st = last_level(ctx, "X", x, &lv)) ||
-      (st = get_in(ctx, "Out@GRAD", 0, &dy)))
+  if ((st = seqpool_type(ctx, &pt)) || (st = in_at(ctx, "X", 0, true, &x)) ||
+      (st = want_float(ctx, "X", x)) || (st = last_level(ctx, "X", x, &lv)) ||
+      (st = in_at(ctx, "Out@GRAD", 0, true, &dy)))
     return st;
   int64_t nseq = lv->n - 1, w = prod(x->dims, 1, x->ndims), dims[MAXD];
   memcpy(dims, x->dims, sizeof(int64_t) * (size_t)x->ndims);
   dims[0] = nseq;
-  if ((st = check_grad_shape(ctx, "Out@GRAD", dy, x->ndims, dims, x->dtype))) return st;
-  const pd_tensor *mi = pt == SP_MAX ? opt_in(ctx, "MaxIndex", 0) : NULL;
-  if (mi && (mi->dtype != PD_INT32 || numel_of(mi) != nseq * w)) mi = NULL;
-  pd_tensor tx, td, tm;
-  pd_tensor_init(&tx);
-  pd_tensor_init(&td);
-  pd_tensor_init(&tm);
-  if ((st = unalias(ctx, &x, dx, &tx)) || (st = unalias(ctx, &dy, dx, &td)) ||
-      (st = unalias(ctx, &mi, dx, &tm)))
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, dims, x->dtype))) return st;
+  const pd_tensor *mi = pt == SP_MAX ? in_if_set(ctx, "MaxIndex", 0) : NULL;
+  if (mi && (mi->dtype != PD_INT32 || pd_tensor_numel(mi) != nseq * w)) mi = NULL;
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &dy)) ||
+      (st = unalias(ctx, &h, dx, &mi)))
     goto out;
   lv = &x->lod[x->nlod - 1];
-  if ((st = out_resize(ctx, dx, x->dtype, x->ndims, x->dims, x))) goto out;
+  if ((st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x))) goto out;
   if (pd_tensor_nbytes(dx)) memset(pd_tensor_data(dx), 0, pd_tensor_nbytes(dx));
   const int32_t *mid = mi ? PD_TENSOR_I32(mi) : NULL;
   FLOAT_SWITCH(x->dtype, {
@@ -1654,21 +1434,19 @@ pd_status pd_kernel_sequence_pool_grad(pd_exec_ctx *ctx) {
     }
   });
 out:
-  pd_tensor_release(&tx);
-  pd_tensor_release(&td);
-  pd_tensor_release(&tm);
+  hold_free(&h);
   return st;
 }
 
 /* X of sequence_softmax: one value per row ([N] or [N, 1]), grouped by the innermost LoD. */
 static pd_status seq_softmax_in(const pd_exec_ctx *ctx, const pd_tensor *x,
                                 const pd_lod_level **lv) {
-  char s[SHAPE_BUF];
-  pd_status st = need_float(ctx, "X", x);
+  char s[DIMS_BUF];
+  pd_status st = want_float(ctx, "X", x);
   if (st || (st = last_level(ctx, "X", x, lv))) return st;
-  if (numel_of(x) != x->dims[0])
+  if (pd_tensor_numel(x) != x->dims[0])
     return pd_ctx_fail(ctx, PD_ESHAPE, "X %s must hold one value per row ([N] or [N, 1])",
-                       SHP(x, s));
+                       shape_str(x, s));
   return PD_OK;
 }
 
@@ -1678,11 +1456,11 @@ pd_status pd_kernel_sequence_softmax(pd_exec_ctx *ctx) {
   const pd_lod_level *lv;
   pd_tensor *out;
   pd_status st;
-  if ((st = get_in(ctx, "X", 0, &x)) || (st = seq_softmax_in(ctx, x, &lv)) ||
-      (st = get_out(ctx, "Out", 0, &out)))
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = seq_softmax_in(ctx, x, &lv)) ||
+      (st = out_at(ctx, "Out", 0, true, &out)))
     return st;
   const char *xd = pd_tensor_data(x);  /* softmax may write over its input */
-  if ((st = out_resize(ctx, out, x->dtype, x->ndims, x->dims, x))) return st;
+  if ((st = resize(ctx, out, x->dtype, x->ndims, x->dims, x))) return st;
   lv = &out->lod[out->nlod - 1];
   size_t esz = pd_dtype_size(out->dtype);
   for (int64_t s = 0; s + 1 < lv->n && !st; s++) {
@@ -1700,19 +1478,18 @@ pd_status pd_kernel_sequence_softmax_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *x, *y, *dy;
   const pd_lod_level *lv;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
-  if ((st = get_in(ctx, "X", 0, &x)) || (st = seq_softmax_in(ctx, x, &lv)) ||
-      (st = get_in(ctx, "Out", 0, &y)) || (st = get_in(ctx, "Out@GRAD", 0, &dy)) ||
-      (st = check_grad_shape(ctx, "Out", y, x->ndims, x->dims, x->dtype)) ||
-      (st = check_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)))
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = seq_softmax_in(ctx, x, &lv)) ||
+      (st = in_at(ctx, "Out", 0, true, &y)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = want_grad_shape(ctx, "Out", y, x->ndims, x->dims, x->dtype)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)))
     return st;
-  pd_tensor tx, ty;
-  pd_tensor_init(&tx);
-  pd_tensor_init(&ty);
-  if ((st = unalias(ctx, &x, dx, &tx)) || (st = unalias(ctx, &y, dx, &ty))) goto out;
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &y))) goto out;
   const char *dyd = pd_tensor_data(dy);  /* softmax_grad may write over dOut */
-  if ((st = out_resize(ctx, dx, x->dtype, x->ndims, x->dims, x))) goto out;
+  if ((st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x))) goto out;
   lv = &x->lod[x->nlod - 1];
   size_t esz = pd_dtype_size(x->dtype);
   for (int64_t s = 0; s + 1 < lv->n && !st; s++) {
@@ -1725,8 +1502,7 @@ pd_status pd_kernel_sequence_softmax_grad(pd_exec_ctx *ctx) {
                         "softmax_grad");
   }
 out:
-  pd_tensor_release(&tx);
-  pd_tensor_release(&ty);
+  hold_free(&h);
   return st;
 }
 
@@ -1779,29 +1555,29 @@ static pd_status need_nchw(const pd_exec_ctx *ctx) {
  * resets the dilations to 1). */
 static pd_status conv_setup(const pd_exec_ctx *ctx, const pd_tensor *in, const pd_tensor *f,
                             pd_k_conv2d *p) {
-  char si[SHAPE_BUF], sf[SHAPE_BUF];
+  char si[DIMS_BUF], sf[DIMS_BUF];
   int64_t stride[2] = {0}, dil[2] = {0}, pad[4] = {0};
   pd_status st;
-  if ((st = need_nchw(ctx)) || (st = need_float(ctx, "Input", in))) return st;
+  if ((st = need_nchw(ctx)) || (st = want_float(ctx, "Input", in))) return st;
   if (f->dtype != in->dtype)
     return pd_ctx_fail(ctx, PD_ETYPE, "Filter holds %s but Input holds %s",
                        pd_dtype_name(f->dtype), pd_dtype_name(in->dtype));
   if (in->ndims != 4)
     return pd_ctx_fail(ctx, PD_ESHAPE, "Input must have 4 dims [N, C, H, W], got %s",
-                       SHP(in, si));
+                       shape_str(in, si));
   if (f->ndims != 4)
     return pd_ctx_fail(ctx, PD_ESHAPE, "Filter must have 4 dims [out channels, in channels / "
-                       "groups, height, width], got %s", SHP(f, sf));
+                       "groups, height, width], got %s", shape_str(f, sf));
   int64_t groups = pd_ctx_attr_int(ctx, "groups");
   if (groups < 1) return pd_ctx_fail(ctx, PD_EINVAL, "groups must be at least 1, got %" PRId64,
                                      groups);
   if (in->dims[1] != f->dims[1] * groups)
     return pd_ctx_fail(ctx, PD_ESHAPE, "Input %s has %" PRId64 " channels but Filter %s with "
-                       "groups %" PRId64 " takes %" PRId64, SHP(in, si), in->dims[1],
-                       SHP(f, sf), groups, f->dims[1] * groups);
+                       "groups %" PRId64 " takes %" PRId64, shape_str(in, si), in->dims[1],
+                       shape_str(f, sf), groups, f->dims[1] * groups);
   if (f->dims[0] % groups)
     return pd_ctx_fail(ctx, PD_ESHAPE, "Filter %s has %" PRId64 " output channels, which groups %"
-                       PRId64 " does not divide", SHP(f, sf), f->dims[0], groups);
+                       PRId64 " does not divide", shape_str(f, sf), f->dims[0], groups);
   if ((st = attr_pair(ctx, "strides", 1, stride)) || (st = attr_pair(ctx, "dilations", 1, dil)) ||
       (st = attr_pads(ctx, pad)))
     return st;
@@ -1821,7 +1597,7 @@ static pd_status conv_setup(const pd_exec_ctx *ctx, const pd_tensor *in, const p
   if (pd_k_conv2d_setup(p))
     return pd_ctx_fail(ctx, PD_ESHAPE, "Input %s is smaller than Filter %s (strides [%" PRId64
                        ", %" PRId64 "], paddings [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
-                       "], dilations [%" PRId64 ", %" PRId64 "])", SHP(in, si), SHP(f, sf),
+                       "], dilations [%" PRId64 ", %" PRId64 "])", shape_str(in, si), shape_str(f, sf),
                        p->stride_h, p->stride_w, p->pad_top, p->pad_bottom, p->pad_left,
                        p->pad_right, p->dil_h, p->dil_w);
   return PD_OK;
@@ -1834,19 +1610,17 @@ pd_status pd_kernel_conv2d(pd_exec_ctx *ctx) {
   pd_tensor *out;
   pd_k_conv2d p;
   pd_status st;
-  if ((st = get_in(ctx, "Input", 0, &in)) || (st = get_in(ctx, "Filter", 0, &f)) ||
-      (st = conv_setup(ctx, in, f, &p)) || (st = get_out(ctx, "Output", 0, &out)))
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = conv_setup(ctx, in, f, &p)) || (st = out_at(ctx, "Output", 0, true, &out)))
     return st;
-  pd_tensor ti, tf;
-  pd_tensor_init(&ti);
-  pd_tensor_init(&tf);
-  if (!(st = unalias(ctx, &in, out, &ti)) && !(st = unalias(ctx, &f, out, &tf)) &&
-      !(st = out_resize(ctx, out, in->dtype, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow}, NULL)))
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &in)) && !(st = unalias(ctx, &h, out, &f)) &&
+      !(st = resize(ctx, out, in->dtype, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow}, NULL)))
     st = pd_ctx_check(ctx, ctx->k->conv2d(in->dtype, &p, pd_tensor_data(in), pd_tensor_data(f),
                                           pd_tensor_data(out)),
                       "conv2d");
-  pd_tensor_release(&ti);
-  pd_tensor_release(&tf);
+  hold_free(&h);
   return st;
 }
 
@@ -1856,34 +1630,30 @@ pd_status pd_kernel_conv2d_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx, *dw;
   pd_k_conv2d p;
   pd_status st;
-  if ((st = opt_out(ctx, "Input@GRAD", 0, &dx)) || (st = opt_out(ctx, "Filter@GRAD", 0, &dw)))
+  if ((st = out_at(ctx, "Input@GRAD", 0, false, &dx)) || (st = out_at(ctx, "Filter@GRAD", 0, false, &dw)))
     return st;
   if (!dx && !dw) return PD_OK;
   if (dx && dx == dw) return pd_ctx_fail(ctx, PD_EINVAL, "Input@GRAD and Filter@GRAD are one var");
-  if ((st = get_in(ctx, "Input", 0, &in)) || (st = get_in(ctx, "Filter", 0, &f)) ||
-      (st = get_in(ctx, "Output@GRAD", 0, &dy)) || (st = conv_setup(ctx, in, f, &p)) ||
-      (st = check_grad_shape(ctx, "Output@GRAD", dy, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow},
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = in_at(ctx, "Output@GRAD", 0, true, &dy)) || (st = conv_setup(ctx, in, f, &p)) ||
+      (st = want_grad_shape(ctx, "Output@GRAD", dy, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow},
                              in->dtype)))
     return st;
-  pd_tensor ti, tf, td;
-  pd_tensor_init(&ti);
-  pd_tensor_init(&tf);
-  pd_tensor_init(&td);
+  hold h;
+  hold_init(&h);
   pd_tensor *outs[2] = {dx, dw};
   for (int i = 0; i < 2 && !st; i++)
-    if (outs[i] && !(st = unalias(ctx, &in, outs[i], &ti)) && !(st = unalias(ctx, &f, outs[i], &tf)))
-      st = unalias(ctx, &dy, outs[i], &td);
-  if (!st && dx && !(st = out_resize(ctx, dx, in->dtype, 4, in->dims, in)))
+    if (outs[i] && !(st = unalias(ctx, &h, outs[i], &in)) && !(st = unalias(ctx, &h, outs[i], &f)))
+      st = unalias(ctx, &h, outs[i], &dy);
+  if (!st && dx && !(st = resize(ctx, dx, in->dtype, 4, in->dims, in)))
     st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_data(in->dtype, &p, pd_tensor_data(f),
                                                    pd_tensor_data(dy), pd_tensor_data(dx)),
                       "conv2d_bwd_data");
-  if (!st && dw && !(st = out_resize(ctx, dw, f->dtype, 4, f->dims, f)))
+  if (!st && dw && !(st = resize(ctx, dw, f->dtype, 4, f->dims, f)))
     st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_filter(in->dtype, &p, pd_tensor_data(in),
                                                      pd_tensor_data(dy), pd_tensor_data(dw)),
                       "conv2d_bwd_filter");
-  pd_tensor_release(&ti);
-  pd_tensor_release(&tf);
-  pd_tensor_release(&td);
+  hold_free(&h);
   return st;
 }
 
@@ -1892,12 +1662,12 @@ pd_status pd_kernel_conv2d_grad(pd_exec_ctx *ctx) {
  * says so, and p then holds only the sizes. */
 static pd_status pool_setup(const pd_exec_ctx *ctx, const pd_tensor *x, pd_k_pool2d *p,
                             bool *adaptive) {
-  char sx[SHAPE_BUF];
+  char sx[DIMS_BUF];
   int64_t k[2] = {0}, stride[2] = {0}, pad[4] = {0};
   pd_status st;
-  if ((st = need_nchw(ctx)) || (st = need_float(ctx, "X", x))) return st;
+  if ((st = need_nchw(ctx)) || (st = want_float(ctx, "X", x))) return st;
   if (x->ndims != 4)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have 4 dims [N, C, H, W], got %s", SHP(x, sx));
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have 4 dims [N, C, H, W], got %s", shape_str(x, sx));
   const char *type = pd_ctx_attr_str(ctx, "pooling_type");
   if (strcmp(type, "max") != 0 && strcmp(type, "avg") != 0)
     return pd_ctx_fail(ctx, PD_EINVAL, "pooling_type must be max or avg, got '%s'", type);
@@ -1912,7 +1682,7 @@ static pd_status pool_setup(const pd_exec_ctx *ctx, const pd_tensor *x, pd_k_poo
                      .exclusive = pd_ctx_attr_bool(ctx, "exclusive")};
   *adaptive = false;
   if (p->h < 1 || p->w < 1)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s has an empty image", SHP(x, sx));
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s has an empty image", shape_str(x, sx));
   const char *algo = pd_ctx_attr_str(ctx, "padding_algorithm");
   if (pd_ctx_attr_bool(ctx, "global_pooling")) {
     p->kh = p->h;
@@ -1939,7 +1709,7 @@ static pd_status pool_setup(const pd_exec_ctx *ctx, const pd_tensor *x, pd_k_poo
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "paddings must be smaller than the window (%s)",
                        what);
   if (pd_k_pool2d_setup(p))
-    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s is smaller than the window (%s)", SHP(x, sx), what);
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s is smaller than the window (%s)", shape_str(x, sx), what);
   /* Fluid's size: (in + pads - k (+ stride - 1 in ceil mode)) / stride + 1. The backend drops
    * a last window that would start past the input in ceil mode; Fluid does not. */
   int64_t fh = (p->h + p->pad_top + p->pad_bottom - p->kh + (p->ceil_mode ? p->stride_h - 1 : 0)) /
@@ -1948,7 +1718,7 @@ static pd_status pool_setup(const pd_exec_ctx *ctx, const pd_tensor *x, pd_k_poo
                    p->stride_w + 1;
   if (fh != p->oh || fw != p->ow)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "with ceil_mode the last window of X %s would lie "
-                       "in the padding (%s); Fluid's output for it is not supported", SHP(x, sx),
+                       "in the padding (%s); Fluid's output for it is not supported", shape_str(x, sx),
                        what);
   return PD_OK;
 }
@@ -2000,19 +1770,19 @@ pd_status pd_kernel_pool2d(pd_exec_ctx *ctx) {
   pd_k_pool2d p;
   bool adaptive;
   pd_status st;
-  if ((st = get_in(ctx, "X", 0, &x)) || (st = pool_setup(ctx, x, &p, &adaptive)) ||
-      (st = get_out(ctx, "Out", 0, &out)))
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = pool_setup(ctx, x, &p, &adaptive)) ||
+      (st = out_at(ctx, "Out", 0, true, &out)))
     return st;
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
-  if (!(st = unalias(ctx, &x, out, &tmp)) &&
-      !(st = out_resize(ctx, out, x->dtype, 4, (int64_t[]){p.n, p.c, p.oh, p.ow}, NULL))) {
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) &&
+      !(st = resize(ctx, out, x->dtype, 4, (int64_t[]){p.n, p.c, p.oh, p.ow}, NULL))) {
     if (adaptive) adaptive_pool(&p, x->dtype, pd_tensor_data(x), pd_tensor_data(out), NULL, NULL);
     else
       st = pd_ctx_check(ctx, ctx->k->pool2d(x->dtype, &p, pd_tensor_data(x), pd_tensor_data(out)),
                         "pool2d");
   }
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   return st;
 }
 
@@ -2023,25 +1793,25 @@ pd_status pd_kernel_pool2d_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   pd_k_pool2d p;
   bool adaptive;
-  pd_status st = opt_out(ctx, "X@GRAD", 0, &dx);
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
   if (st || !dx) return st;
   int64_t od[4];
-  if ((st = get_in(ctx, "X", 0, &x)) || (st = get_in(ctx, "Out@GRAD", 0, &dy)) ||
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
       (st = pool_setup(ctx, x, &p, &adaptive)))
     return st;
   od[0] = p.n;
   od[1] = p.c;
   od[2] = p.oh;
   od[3] = p.ow;
-  if ((st = check_grad_shape(ctx, "Out@GRAD", dy, 4, od, x->dtype))) return st;
-  y = opt_in(ctx, "Out", 0);
-  if (y && !same_dims(y, 4, od)) y = NULL;
-  pd_tensor tx, td, ty;
-  pd_tensor_init(&tx);
-  pd_tensor_init(&td);
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, 4, od, x->dtype))) return st;
+  y = in_if_set(ctx, "Out", 0);
+  if (y && !same_dims(y->ndims, y->dims, 4, od)) y = NULL;
+  hold h;
+  pd_tensor ty; /* Out recomputed, for max pooling when it is not given */
+  hold_init(&h);
   pd_tensor_init(&ty);
-  if ((st = unalias(ctx, &x, dx, &tx)) || (st = unalias(ctx, &dy, dx, &td)) ||
-      (st = unalias(ctx, &y, dx, &ty)))
+  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &dy)) ||
+      (st = unalias(ctx, &h, dx, &y)))
     goto out;
   if (!adaptive && !y && p.type == PD_K_POOL_MAX) {
     if (pd_tensor_resize(&ty, x->dtype, 4, od)) {
@@ -2054,7 +1824,7 @@ pd_status pd_kernel_pool2d_grad(pd_exec_ctx *ctx) {
       goto out;
     y = &ty;
   }
-  if ((st = out_resize(ctx, dx, x->dtype, 4, x->dims, x))) goto out;
+  if ((st = resize(ctx, dx, x->dtype, 4, x->dims, x))) goto out;
   if (adaptive)
     adaptive_pool(&p, x->dtype, pd_tensor_data(x), NULL, pd_tensor_data(dy), pd_tensor_data(dx));
   else /* avg does not read y: dy stands in for it */
@@ -2063,8 +1833,7 @@ pd_status pd_kernel_pool2d_grad(pd_exec_ctx *ctx) {
                                                pd_tensor_data(dx)),
                       "pool2d_grad");
 out:
-  pd_tensor_release(&tx);
-  pd_tensor_release(&td);
+  hold_free(&h);
   pd_tensor_release(&ty);
   return st;
 }
@@ -2074,24 +1843,24 @@ out:
 /* An optimizer input shaped like Param, of Param's dtype. */
 static pd_status like_param(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *param,
                             const pd_tensor **t) {
-  char s1[SHAPE_BUF], s2[SHAPE_BUF];
-  pd_status st = get_in(ctx, slot, 0, t);
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  pd_status st = in_at(ctx, slot, 0, true, t);
   if (st) return st;
   if ((*t)->dtype != param->dtype)
     return pd_ctx_fail(ctx, PD_ETYPE, "%s holds %s but Param holds %s", slot,
                        pd_dtype_name((*t)->dtype), pd_dtype_name(param->dtype));
-  if (numel_of(*t) != numel_of(param))
+  if (pd_tensor_numel(*t) != pd_tensor_numel(param))
     return pd_ctx_fail(ctx, PD_ESHAPE, "%s %s must have the shape of Param %s", slot,
-                       SHP(*t, s1), SHP(param, s2));
+                       shape_str(*t, s1), shape_str(param, s2));
   return PD_OK;
 }
 
 /* The output FooOut for input foo: resized to foo's shape (in place when it is foo's var). */
 static pd_status update_out(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *like,
                             pd_tensor **out) {
-  pd_status st = get_out(ctx, slot, 0, out);
+  pd_status st = out_at(ctx, slot, 0, true, out);
   if (st) return st;
-  return out_resize(ctx, *out, like->dtype, like->ndims, like->dims, like);
+  return resize(ctx, *out, like->dtype, like->ndims, like->dims, like);
 }
 
 static pd_status no_multi_precision(const pd_exec_ctx *ctx) {
@@ -2107,13 +1876,13 @@ pd_status pd_kernel_sgd(pd_exec_ctx *ctx) {
   pd_tensor *pout;
   double lr;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = get_in(ctx, "Param", 0, &param)) ||
-      (st = need_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
-      (st = get_in(ctx, "LearningRate", 0, &lrt)) ||
+  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
+      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
       (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
     return st;
   const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad);
-  int64_t n = numel_of(param);
+  int64_t n = pd_tensor_numel(param);
   if ((st = update_out(ctx, "ParamOut", param, &pout))) return st;
   FLOAT_SWITCH(param->dtype, {
     const T *p = pd, *g = gd;
@@ -2131,10 +1900,10 @@ pd_status pd_kernel_momentum(pd_exec_ctx *ctx) {
   pd_tensor *pout, *vout;
   double lr;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = get_in(ctx, "Param", 0, &param)) ||
-      (st = need_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
+      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
       (st = like_param(ctx, "Velocity", param, &vel)) ||
-      (st = get_in(ctx, "LearningRate", 0, &lrt)) ||
+      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
       (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
     return st;
   double mu = pd_ctx_attr_float(ctx, "mu"), rescale = pd_ctx_attr_float(ctx, "rescale_grad");
@@ -2143,7 +1912,7 @@ pd_status pd_kernel_momentum(pd_exec_ctx *ctx) {
                   : 0.0;
   bool nesterov = pd_ctx_attr_bool(ctx, "use_nesterov");
   const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *vd = pd_tensor_data(vel);
-  int64_t n = numel_of(param);
+  int64_t n = pd_tensor_numel(param);
   if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
       (st = update_out(ctx, "VelocityOut", vel, &vout)))
     return st;
@@ -2172,24 +1941,24 @@ pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
   double lr, beta1 = pd_ctx_attr_float(ctx, "beta1"), beta2 = pd_ctx_attr_float(ctx, "beta2"),
              eps = pd_ctx_attr_float(ctx, "epsilon"), bp1, bp2;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = get_in(ctx, "Param", 0, &param)) ||
-      (st = need_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
+      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
       (st = like_param(ctx, "Moment1", param, &m1)) ||
       (st = like_param(ctx, "Moment2", param, &m2)) ||
-      (st = get_in(ctx, "LearningRate", 0, &lrt)) ||
-      (st = scalar_in(ctx, "LearningRate", lrt, &lr)) || (st = get_in(ctx, "Beta1Pow", 0, &b1p)) ||
-      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) || (st = get_in(ctx, "Beta2Pow", 0, &b2p)) ||
-      (st = scalar_in(ctx, "Beta2Pow", b2p, &bp2)) || (st = need_float(ctx, "Beta1Pow", b1p)) ||
-      (st = need_float(ctx, "Beta2Pow", b2p)))
+      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
+      (st = scalar_in(ctx, "LearningRate", lrt, &lr)) || (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
+      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) || (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
+      (st = scalar_in(ctx, "Beta2Pow", b2p, &bp2)) || (st = want_float(ctx, "Beta1Pow", b1p)) ||
+      (st = want_float(ctx, "Beta2Pow", b2p)))
     return st;
-  if ((t = opt_in(ctx, "Beta1Tensor", 0)) && (st = scalar_in(ctx, "Beta1Tensor", t, &beta1)))
+  if ((t = in_if_set(ctx, "Beta1Tensor", 0)) && (st = scalar_in(ctx, "Beta1Tensor", t, &beta1)))
     return st;
-  if ((t = opt_in(ctx, "Beta2Tensor", 0)) && (st = scalar_in(ctx, "Beta2Tensor", t, &beta2)))
+  if ((t = in_if_set(ctx, "Beta2Tensor", 0)) && (st = scalar_in(ctx, "Beta2Tensor", t, &beta2)))
     return st;
-  if ((t = opt_in(ctx, "EpsilonTensor", 0)) && (st = scalar_in(ctx, "EpsilonTensor", t, &eps)))
+  if ((t = in_if_set(ctx, "EpsilonTensor", 0)) && (st = scalar_in(ctx, "EpsilonTensor", t, &eps)))
     return st;
   double skip = 0;
-  if ((t = opt_in(ctx, "SkipUpdate", 0)) && (st = scalar_in(ctx, "SkipUpdate", t, &skip)))
+  if ((t = in_if_set(ctx, "SkipUpdate", 0)) && (st = scalar_in(ctx, "SkipUpdate", t, &skip)))
     return st;
   bool global_pow = pd_ctx_attr_bool(ctx, "use_global_beta_pow");
   if (skip != 0) {
@@ -2203,7 +1972,7 @@ pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
   }
   const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *m1d = pd_tensor_data(m1),
              *m2d = pd_tensor_data(m2);
-  int64_t n = numel_of(param);
+  int64_t n = pd_tensor_numel(param);
   pd_dtype b1dt = b1p->dtype, b2dt = b2p->dtype;
   int b1nd = b1p->ndims, b2nd = b2p->ndims;
   int64_t b1dims[MAXD], b2dims[MAXD];
@@ -2215,8 +1984,8 @@ pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
     return st;
   if (pout == m1o || pout == m2o || m1o == m2o)
     return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut, Moment1Out and Moment2Out must be distinct vars");
-  if (!global_pow && ((st = get_out(ctx, "Beta1PowOut", 0, &b1o)) ||
-                      (st = get_out(ctx, "Beta2PowOut", 0, &b2o))))
+  if (!global_pow && ((st = out_at(ctx, "Beta1PowOut", 0, true, &b1o)) ||
+                      (st = out_at(ctx, "Beta2PowOut", 0, true, &b2o))))
     return st;
   double lr_t = lr * sqrt(1 - bp2) / (1 - bp1), eps_t = eps * sqrt(1 - bp2);
   if (ctx->k->adam) {  /* the backend's: split across threads */
@@ -2238,8 +2007,8 @@ pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
     }
   });
   if (global_pow) return PD_OK;
-  if ((st = out_resize(ctx, b1o, b1dt, b1nd, b1dims, NULL)) ||
-      (st = out_resize(ctx, b2o, b2dt, b2nd, b2dims, NULL)))
+  if ((st = resize(ctx, b1o, b1dt, b1nd, b1dims, NULL)) ||
+      (st = resize(ctx, b2o, b2dt, b2nd, b2dims, NULL)))
     return st;
   if (b1dt == PD_FP32) PD_TENSOR_F32(b1o)[0] = (float)(bp1 * beta1);
   else PD_TENSOR_F64(b1o)[0] = bp1 * beta1;

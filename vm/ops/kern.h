@@ -1,0 +1,371 @@
+/* kern.h -- the one set of helpers every op kernel of vm/ops/ uses on top of the executor's
+ * pd_ctx_* calls (vm/run/exec.h): fetching inputs and outputs with one message per failure,
+ * dtype and shape checks, resizing outputs, reading inputs that an output aliases, scratch
+ * memory, scalars and axes. Internal to vm/ops: all static inline, so nothing here is a symbol
+ * of the library.
+ *
+ * Conventions the kernels follow:
+ *  - Semantics, names, slots and attributes are Fluid's. The numbers come from the backend
+ *    (ctx->k, kernels/kernels.h); the kernels check dtypes and shapes at run time (feeds may
+ *    disagree with the declarations), shape every output exactly as the op's shape function
+ *    promised, and carry LoD where Fluid does.
+ *  - Gradient kernels (<op>_grad, vm/ops/ops_grad.c) read the forward inputs, the forward outputs
+ *    and Out@GRAD, and write each X@GRAD that is bound (an unbound one is a gradient nobody
+ *    needs), overwriting it, with X's shape and LoD.
+ *  - Aliasing: an output may be the very variable of an input (x = relu(x); sum(X=[a, b], Out=a);
+ *    the gradient of an in-place op, whose X@GRAD is its Out@GRAD; optimizers' ParamOut). A
+ *    kernel that resizes such an output first reads the input through a second reference to its
+ *    storage (unalias): resizing the output then gives it fresh storage and the input stays
+ *    readable; storage shared with other tensors (a feed) is never written through.
+ *    Elementwise kernels compute in place when the storage belongs to that variable alone.
+ *
+ * Every helper that fails has already put its message on ctx (pd_ctx_fail) and returns the
+ * status: a kernel returns it as it is. */
+#ifndef PD_OPS_KERN_H
+#define PD_OPS_KERN_H
+
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vm/ops/opkernels.h"
+
+#define MAXD PD_TENSOR_MAX_DIMS
+#define DIMS_BUF 224 /* "[...]" of up to PD_K_MAX_DIMS int64 dims */
+#define MAX_HOLD 8
+
+/* Run BODY with T the C type of the float dtype dt (fp32 or fp64; the caller checked). */
+#define FLOAT_SWITCH(dt, ...) \
+  do {                        \
+    if ((dt) == PD_FP32) {    \
+      typedef float T;        \
+      __VA_ARGS__             \
+    } else {                  \
+      typedef double T;       \
+      __VA_ARGS__             \
+    }                         \
+  } while (0)
+
+/* ---- Small facts ---- */
+
+static inline bool is_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64; }
+static inline bool is_int(pd_dtype t) { return t == PD_INT32 || t == PD_INT64; }
+
+/* "[2, 3]" of a dims array (cut short, still closed, when buf is too small). */
+static inline const char *dims_str(int nd, const int64_t *d, char *buf, size_t n) {
+  size_t k = (size_t)snprintf(buf, n, "[");
+  for (int i = 0; i < nd && k + 26 < n; i++)
+    k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", d[i]);
+  if (k < n) snprintf(buf + k, n - k, "]");
+  return buf;
+}
+/* A tensor's shape into a char array buf (its size taken with sizeof). */
+#define shape_str(t, buf) dims_str((t)->ndims, (t)->dims, (buf), sizeof(buf))
+
+/* A row stride for a GEMM operand: BLAS wants at least 1 even for an empty matrix. */
+static inline int64_t ld(int64_t cols) { return cols > 0 ? cols : 1; }
+
+static inline bool same_dims(int an, const int64_t *a, int bn, const int64_t *b) {
+  if (an != bn) return false;
+  for (int i = 0; i < an; i++)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+/* The product of d[from..to). */
+static inline int64_t prod(const int64_t *d, int from, int to) {
+  int64_t p = 1;
+  for (int i = from; i < to; i++) p *= d[i];
+  return p;
+}
+
+static inline pd_status nomem(const pd_exec_ctx *ctx) {
+  return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+}
+
+/* ---- Inputs and outputs ---- */
+
+static inline const char *in_name(const pd_exec_ctx *ctx, const char *slot, int i) {
+  const char *n = pd_ctx_in_name(ctx, slot, i);
+  return n ? n : "?";
+}
+
+/* Input `slot` (its i-th var) as a tensor with a value. *t is NULL when the slot binds no var
+ * there, which is an error when `required`. A bound var holding something other than a tensor,
+ * or a tensor without a value, is always an error. */
+static inline pd_status in_at(const pd_exec_ctx *ctx, const char *slot, int i, bool required,
+                              const pd_tensor **t) {
+  *t = NULL;
+  pd_variable *v = pd_ctx_in_var(ctx, slot, i);
+  if (!v) return required ? pd_ctx_fail(ctx, PD_EINVAL, "input %s is missing", slot) : PD_OK;
+  const pd_tensor *x = pd_ctx_in_at(ctx, slot, i);
+  if (!x)
+    return pd_ctx_fail(ctx, PD_ETYPE, "input %s (var '%s') does not hold a tensor", slot,
+                       pd_var_name(v));
+  if (!pd_tensor_initialized(x))
+    return pd_ctx_fail(ctx, PD_ERUNTIME, "input %s (var '%s') has no value", slot,
+                       pd_var_name(v));
+  *t = x;
+  return PD_OK;
+}
+static inline pd_status in1(const pd_exec_ctx *ctx, const char *slot, const pd_tensor **t) {
+  return in_at(ctx, slot, 0, true, t);
+}
+static inline pd_status in_opt(const pd_exec_ctx *ctx, const char *slot, const pd_tensor **t) {
+  return in_at(ctx, slot, 0, false, t);
+}
+
+/* An input that may also be bound to a var without a value (Fluid's optional tensors such as
+ * ValueTensor or AxisTensor): the tensor, or NULL. Never an error. */
+static inline const pd_tensor *in_if_set(const pd_exec_ctx *ctx, const char *slot, int i) {
+  const pd_tensor *t = pd_ctx_in_at(ctx, slot, i);
+  return t && pd_tensor_initialized(t) ? t : NULL;
+}
+
+/* Output `slot` (i-th var): NULL when not bound (a gradient nobody needs), an error when
+ * required, or when the var holds something other than a tensor. */
+static inline pd_status out_at(const pd_exec_ctx *ctx, const char *slot, int i, bool required,
+                               pd_tensor **t) {
+  *t = NULL;
+  pd_variable *v = pd_ctx_out_var(ctx, slot, i);
+  if (!v) return required ? pd_ctx_fail(ctx, PD_EINVAL, "output %s is missing", slot) : PD_OK;
+  pd_tensor *o = pd_ctx_out_at(ctx, slot, i);
+  if (!o)
+    return pd_ctx_fail(ctx, PD_ETYPE, "output %s (var '%s') holds something other than a tensor",
+                       slot, pd_var_name(v));
+  *t = o;
+  return PD_OK;
+}
+static inline pd_status out1(const pd_exec_ctx *ctx, const char *slot, pd_tensor **t) {
+  return out_at(ctx, slot, 0, true, t);
+}
+static inline pd_status out_opt(const pd_exec_ctx *ctx, const char *slot, pd_tensor **t) {
+  return out_at(ctx, slot, 0, false, t);
+}
+
+/* ---- dtype and shape checks, with messages naming the slot and its var ---- */
+
+static inline pd_status want_float(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t) {
+  if (is_float(t->dtype)) return PD_OK;
+  return pd_ctx_fail(ctx, PD_ETYPE, "%s (var '%s') has dtype %s; expected float32 or float64",
+                     slot, in_name(ctx, slot, 0), pd_dtype_name(t->dtype));
+}
+
+static inline pd_status want_number(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t) {
+  if (is_float(t->dtype) || is_int(t->dtype)) return PD_OK;
+  return pd_ctx_fail(ctx, PD_ETYPE,
+                     "%s (var '%s') has dtype %s; expected float32, float64, int32 or int64",
+                     slot, in_name(ctx, slot, 0), pd_dtype_name(t->dtype));
+}
+
+static inline pd_status want_same_dtype(const pd_exec_ctx *ctx, const char *sa,
+                                        const pd_tensor *a, const char *sb, const pd_tensor *b) {
+  if (a->dtype == b->dtype) return PD_OK;
+  return pd_ctx_fail(ctx, PD_ETYPE, "%s (var '%s') has dtype %s but %s (var '%s') has dtype %s",
+                     sa, in_name(ctx, sa, 0), pd_dtype_name(a->dtype), sb, in_name(ctx, sb, 0),
+                     pd_dtype_name(b->dtype));
+}
+
+/* A gradient input must have the shape (element count) of the value it is the gradient of. */
+static inline pd_status want_numel(const pd_exec_ctx *ctx, const char *gslot, const pd_tensor *g,
+                                   int nd, const int64_t *dims, const char *of) {
+  if (pd_tensor_numel(g) == pd_k_numel(nd, dims)) return PD_OK;
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  return pd_ctx_fail(ctx, PD_ESHAPE, "%s (var '%s') is %s but %s is %s", gslot,
+                     in_name(ctx, gslot, 0), shape_str(g, s1), of, dims_str(nd, dims, s2, sizeof s2));
+}
+
+/* dOut (slot gslot) must have the very shape and dtype the forward output had. */
+static inline pd_status want_grad_shape(const pd_exec_ctx *ctx, const char *gslot,
+                                        const pd_tensor *g, int nd, const int64_t *dims,
+                                        pd_dtype dt) {
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  if (!same_dims(g->ndims, g->dims, nd, dims))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "%s is %s but the forward output was %s", gslot,
+                       shape_str(g, s1), dims_str(nd, dims, s2, sizeof s2));
+  if (g->dtype != dt)
+    return pd_ctx_fail(ctx, PD_ETYPE, "%s holds %s but the forward output held %s", gslot,
+                       pd_dtype_name(g->dtype), pd_dtype_name(dt));
+  return PD_OK;
+}
+
+/* A backend status as an error at the op (the backend leaves no message). */
+static inline pd_status k_check(const pd_exec_ctx *ctx, pd_status st, pd_dtype dt) {
+  if (!st) return PD_OK;
+  if (st == PD_EUNSUPPORTED)
+    return pd_ctx_fail(ctx, PD_ETYPE, "dtype %s is not supported here", pd_dtype_name(dt));
+  return pd_ctx_check(ctx, st, "kernel");
+}
+
+/* ---- Outputs and aliasing ---- */
+
+/* Give out its dtype and shape; its LoD becomes lod's (NULL: none). When out is lod itself (an
+ * in-place op) the LoD stays as it is. */
+static inline pd_status resize(const pd_exec_ctx *ctx, pd_tensor *out, pd_dtype dt, int nd,
+                               const int64_t *dims, const pd_tensor *lod) {
+  if (out == lod) {
+    pd_status st = pd_tensor_resize(out, dt, nd, dims);
+    if (st == PD_ENOMEM) return nomem(ctx);
+    return st ? pd_ctx_fail(ctx, st, "cannot make an output of rank %d", nd) : PD_OK;
+  }
+  pd_status st = pd_ctx_resize(ctx, out, dt, nd, dims);
+  if (st) return st;
+  if (lod && lod->nlod && pd_tensor_copy_lod(out, lod)) return nomem(ctx);
+  return PD_OK;
+}
+
+static inline pd_status resize_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like,
+                                    const pd_tensor *lod) {
+  return resize(ctx, out, like->dtype, like->ndims, like->dims, lod);
+}
+
+/* Second references to inputs that an output aliases; released at the kernel's end. */
+typedef struct hold {
+  int n;
+  pd_tensor t[MAX_HOLD];
+} hold;
+
+static inline void hold_init(hold *h) { h->n = 0; }
+
+static inline void hold_free(hold *h) {
+  for (int i = 0; i < h->n; i++) pd_tensor_release(&h->t[i]);
+  h->n = 0;
+}
+
+/* When output `out` is the tensor *in, read the input through a second reference to its storage
+ * from here on (*in is redirected to it): resizing out then gives out new storage. The kernel
+ * must resize out before writing it. */
+static inline pd_status unalias(const pd_exec_ctx *ctx, hold *h, const pd_tensor *out,
+                                const pd_tensor **in) {
+  if (!out || !*in || out != *in) return PD_OK;
+  if (h->n == MAX_HOLD) return pd_ctx_fail(ctx, PD_EINVAL, "too many aliased operands");
+  pd_tensor *t = &h->t[h->n];
+  pd_tensor_init(t);
+  if (pd_tensor_share(t, *in)) return nomem(ctx);
+  h->n++;
+  *in = t;
+  return PD_OK;
+}
+
+/* Can an elementwise kernel write `out` over input `in` in place: the same tensor, storage of
+ * its own, already of the result's dtype and shape. */
+static inline bool in_place(const pd_tensor *out, const pd_tensor *in, pd_dtype dt, int nd,
+                            const int64_t *dims) {
+  return out == in && in->storage && in->storage->refs == 1 && in->dtype == dt &&
+         same_dims(in->ndims, in->dims, nd, dims);
+}
+
+/* Host memory for small per-call tables: small requests come from the struct itself, large
+ * ones from the heap (release with local_free). */
+typedef struct local_buf {
+  void *p;
+  union {
+    max_align_t align;
+    unsigned char bytes[512];
+  } local;
+} local_buf;
+
+static inline void *local_get(local_buf *s, size_t n) {
+  s->p = n <= sizeof s->local.bytes ? (void *)s->local.bytes : pd_malloc(n ? n : 1);
+  return s->p;
+}
+static inline void local_free(local_buf *s) {
+  if (s->p && s->p != (void *)s->local.bytes) pd_free(s->p);
+  s->p = NULL;
+}
+
+/* ---- Scalars and axes ---- */
+
+/* A one-element scalar of dtype dt (for broadcasting against a tensor). */
+typedef union scalar {
+  float f;
+  double d;
+  int32_t i;
+  int64_t l;
+  uint8_t b;
+} scalar;
+
+/* v as a host scalar of dtype dt, converted by the CPU's cast whatever the op's place. */
+static inline scalar make_scalar(pd_dtype dt, double v) {
+  scalar s;
+  memset(&s, 0, sizeof s);
+  pd_k_cpu()->cast(PD_FP64, &v, dt, &s, 1);
+  return s;
+}
+
+/* Element i of a numeric host tensor as a double / an int64. */
+static inline double elem_f(const pd_tensor *t, int64_t i) {
+  const void *d = pd_tensor_data(t);
+  switch (t->dtype) {
+    case PD_FP32: return ((const float *)d)[i];
+    case PD_FP64: return ((const double *)d)[i];
+    case PD_INT32: return ((const int32_t *)d)[i];
+    case PD_INT64: return (double)((const int64_t *)d)[i];
+    case PD_BOOL:
+    case PD_UINT8: return ((const uint8_t *)d)[i];
+    case PD_INT8: return ((const int8_t *)d)[i];
+    case PD_INT16: return ((const int16_t *)d)[i];
+    default: return NAN;
+  }
+}
+static inline int64_t elem_i(const pd_tensor *t, int64_t i) {
+  const void *d = pd_tensor_data(t);
+  switch (t->dtype) {
+    case PD_INT64: return ((const int64_t *)d)[i];
+    case PD_INT32: return ((const int32_t *)d)[i];
+    default: {
+      double v = elem_f(t, i);
+      return v == v && fabs(v) < 9.2e18 ? (int64_t)v : 0;
+    }
+  }
+}
+
+/* The one value of a one-element host input (LearningRate, Beta1Pow, ValueTensor, ...). */
+static inline pd_status scalar_in(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
+                                  double *v) {
+  char s[DIMS_BUF];
+  if (pd_tensor_numel(t) != 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "%s must hold one element, got %s", slot,
+                       shape_str(t, s));
+  if (t->dtype == PD_FP16 || !pd_dtype_size(t->dtype))
+    return pd_ctx_fail(ctx, PD_ETYPE, "%s holds %s values, which are not supported here", slot,
+                       pd_dtype_name(t->dtype));
+  *v = elem_f(t, 0);
+  return PD_OK;
+}
+
+/* An integer one-element host input (AxisTensor, an entry of a ShapeTensorList). */
+static inline pd_status int_scalar_in(const pd_exec_ctx *ctx, const char *slot,
+                                      const pd_tensor *t, int64_t *v) {
+  char s[DIMS_BUF];
+  if (!is_int(t->dtype))
+    return pd_ctx_fail(ctx, PD_ETYPE, "%s must hold int32 or int64 values, got %s", slot,
+                       pd_dtype_name(t->dtype));
+  if (pd_tensor_numel(t) != 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "%s must hold one element, got %s", slot,
+                       shape_str(t, s));
+  *v = elem_i(t, 0);
+  return PD_OK;
+}
+
+/* Normalise an axis attribute `attr` of value v against the rank of `slot`'s tensor t:
+ * -rank..rank-1 to 0..rank-1. */
+static inline pd_status norm_axis(const pd_exec_ctx *ctx, const char *attr, int64_t v,
+                                  const char *slot, const pd_tensor *t, int *axis) {
+  int nd = t->ndims;
+  if (v < -nd || v >= nd) {
+    char s[DIMS_BUF];
+    if (nd == 0)
+      return pd_ctx_fail(ctx, PD_EINVAL, "%s %" PRId64 " is out of range for %s %s (a scalar)",
+                         attr, v, slot, shape_str(t, s));
+    return pd_ctx_fail(ctx, PD_EINVAL,
+                       "%s %" PRId64 " is out of range for %s %s (expected %d to %d)", attr, v,
+                       slot, shape_str(t, s), -nd, nd - 1);
+  }
+  *axis = (int)(v < 0 ? v + nd : v);
+  return PD_OK;
+}
+
+#endif /* PD_OPS_KERN_H */
