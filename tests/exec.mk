@@ -1,4 +1,4 @@
-# tests/exec.mk -- tests of the executor (vm/run/exec.c), control-flow kernels (vm/ops/exec_control.c) and `pdlang run`.
+# tests/exec.mk -- tests of the executor (vm/run/exec.c), control-flow kernels (vm/ops/control.c, vm/ops/recurrent.c) and `pdlang run`.
 #   tests/vm/test_exec: the executor's scope rules, feeds/fetches, errors, NaN check, interrupts.
 #   tests/golden/run: `pdlang run` on scripts whose assert_close calls hold values computed by
 #     hand (if/else over rows, a scalar if, while, the RNN), print's format, and run-time errors

@@ -1,5 +1,5 @@
 # tests/kern_math.mk -- kernel tests of the arithmetic, reduction, loss and comparison ops
-# (vm/ops/kern_math.c), forward and gradient: each op runs through the real executor
+# (vm/ops/elementwise.c, matmul.c, reduce.c, loss.c), forward and gradient: each op runs through the real executor
 # (tests/ops/runop.h) against values computed in the test, and every differentiable one passes
 # a finite-difference gradient check (tests/ops/gradcheck.h).
 #   test_kern_math         unary ops, scale, cast, sum, mean

@@ -1,4 +1,4 @@
-# tests/kern_tensor.mk -- kernel tests of the tensor, random, embedding, sequence, conv/pool and optimizer ops (vm/ops/kern_tensor.c), forward and gradient.
+# tests/kern_tensor.mk -- kernel tests of the tensor, random, embedding, sequence, conv/pool and optimizer ops (vm/ops/create.c, shape.c, nn.c, sequence.c, optim.c), forward and gradient.
 # Each test builds one op with tests/ops/runop.h, runs it through the executor, and compares the
 # outputs with values computed in the test; tests/ops/gradcheck.h checks every gradient kernel
 # against finite differences.

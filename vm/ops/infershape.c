@@ -299,3 +299,24 @@ pd_status pd_infer_same_dtype(pd_infer_ctx *c, const char *a, pd_dtype ta, const
   return pd_infer_fail(c, PD_ETYPE, "%s has dtype %s but %s has dtype %s", a, pd_dtype_name(ta), b,
                        pd_dtype_name(tb));
 }
+
+pd_status pd_infer_same_as_x(pd_infer_ctx *c, int dtype) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  return pd_infer_set_out(c, "Out", 0, &d, dtype >= 0 ? (pd_dtype)dtype : x->dtype, x->lod_level);
+}
+
+pd_status pd_infer_check_sub_block(pd_infer_ctx *c) {
+  int64_t idx = pd_infer_attr_int(c, "sub_block");
+  const pd_program *p = c->block->program;
+  const pd_block *sub = idx > 0 && idx < p->nblocks ? pd_program_block(p, (int)idx) : NULL;
+  if (!pd_op_attr(c->op, "sub_block") || !sub)
+    return pd_infer_fail(c, PD_EINVAL, "sub_block must name a block of the program other than block "
+                         "0 (it has %d), got %" PRId64, p->nblocks, idx);
+  if (sub->parent_idx != c->block->idx)
+    return pd_infer_fail(c, PD_EINVAL, "sub_block %" PRId64 " has parent block %d, not the op's block %d",
+                         idx, sub->parent_idx, c->block->idx);
+  return PD_OK;
+}

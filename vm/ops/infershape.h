@@ -3,8 +3,8 @@
  * rules (axis normalisation, Fluid's elementwise broadcasting), error reporting, and the
  * prototypes of the shape functions named in vm/oplist.h (pd_infer_<infer>).
  *
- * Used by vm/ops/ops.c and vm/infershape*.c (and later by the shape functions of gradient ops); the
- * compiler itself only needs vm/ops.h. Nothing here allocates except pd_infer_set_out (through
+ * Used by vm/ops/ops.c, vm/ops/ops_grad.c and the shape functions in the family files of
+ * vm/ops/; the compiler itself only needs vm/ops/ops.h. Nothing here allocates except pd_infer_set_out (through
  * pd_var_set_shape) and pd_infer_fail (the error message). */
 #ifndef PD_INFERSHAPE_H
 #define PD_INFERSHAPE_H
@@ -107,6 +107,13 @@ pd_status pd_infer_same_dtype(pd_infer_ctx *c, const char *a, pd_dtype ta, const
 
 /* 1 for float16, float32 and float64. */
 bool pd_infer_is_float(pd_dtype t);
+
+/* Out takes X's shape and LoD; its dtype is X's, or `dtype` when that is >= 0. */
+pd_status pd_infer_same_as_x(pd_infer_ctx *c, int dtype);
+
+/* The sub_block attribute names a block of the program (not the global one) whose parent is the
+ * op's block. */
+pd_status pd_infer_check_sub_block(pd_infer_ctx *c);
 
 /* The shape functions, one per `infer` name in the op list. */
 #define PD_OP(name, flags, infer, inputs, outputs, attrs) pd_status pd_infer_##infer(pd_infer_ctx *c);

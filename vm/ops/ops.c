@@ -1,6 +1,6 @@
 /* ops.c -- the op registry: the pd_opdefs table generated from vm/oplist.h, lookup by name, and
  * what the compiler runs on each op it appends: pd_opdef_check, pd_opdef_fill_defaults,
- * pd_opdef_infer_shape (the shape functions themselves are in vm/infershape*.c). */
+ * pd_opdef_infer_shape (the shape functions themselves are in the family files of vm/ops/). */
 #include "config.h"
 #include "vm/ops/ops.h"
 

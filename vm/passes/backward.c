@@ -306,7 +306,7 @@ static pd_status propagate_needs(bw *w, const bool *relevant, int nops) {
  * inputs. At run time the gradient op runs that block in a child of each scope the forward
  * run kept, and moves the gradients of the inputs (named <var>@GRAD, or <var>@GRAD@LOCAL for a
  * var the block also writes, in the gradient block's scope) out to the vars its @GRAD outputs
- * name (vm/ops/exec_control.c). */
+ * name (vm/ops/control.c, vm/ops/recurrent.c). */
 
 typedef struct sub_spec {
   int nseeds;
@@ -405,7 +405,7 @@ static int64_t int_attr(const pd_op_desc *op, const char *name, int64_t dflt) {
  * mul_grad is the only op of the gradient step block gb that names P@GRAD, it stops computing
  * it, and the gradient op, told by the "param_products" attr (triples P, X, Out@GRAD), stacks
  * each step's rows of X and Out@GRAD and makes the sum one GEMM over all the rows of all steps
- * (vm/ops/exec_control.c): at hidden size 256, 50 steps of batch 32, a [256, 1600] x [1600, 256]
+ * (vm/ops/recurrent.c): at hidden size 256, 50 steps of batch 32, a [256, 1600] x [1600, 256]
  * product instead of 50 products of inner size 32 and 50 additions of 64k floats. */
 static pd_status defer_param_products(bw *w, pd_block *gb, const char **params, int nparams,
                                       pd_op_desc *g) {

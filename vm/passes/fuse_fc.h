@@ -3,7 +3,7 @@
  *     a = mul(X, W)          x_num_col_dims = n, y_num_col_dims = 1, W a matrix [K, N]
  *     c = a + b              elementwise_add(X = a, Y = b), b [N] or [1, N], axis -1 or n
  *
- * by one fc op (vm/ops/kern_math.c),
+ * by one fc op (vm/ops/matmul.c),
  *
  *     c = fc(Input = X, W = W, Bias = b, in_num_col_dims = n)
  *

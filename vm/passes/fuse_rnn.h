@@ -1,5 +1,5 @@
 /* fuse_rnn.h -- a program pass that replaces a for-rnn whose body is one Elman cell by one
- * elman_rnn op (vm/ops/kern_rnn.c), which runs the whole recurrence and its gradient without a step
+ * elman_rnn op (vm/ops/recurrent.c), which runs the whole recurrence and its gradient without a step
  * scope, a block run or a name lookup per step. The generic loop costs ~10 us a step around a
  * cell whose arithmetic takes ~2 us at hidden 32; the fused op does the same arithmetic.
  *

@@ -376,7 +376,7 @@ static pd_status place_ops(pd_exec *ex) {
         *w++ = (unsigned char)pd_exec_slot_where(def->type, def->outputs[d].name, false);
     }
   }
-  /* Loops read their steps' values on the host (vm/ops/exec_control.c): their blocks stay there. */
+  /* Loops read their steps' values on the host (vm/ops/control.c, vm/ops/recurrent.c): their blocks stay there. */
   for (int bi = 0; bi < ex->nblocks; bi++)
     for (int i = 0; i < ex->blocks[bi].nops; i++) {
       pd_exec_op *x = &ex->blocks[bi].ops[i];

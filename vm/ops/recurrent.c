@@ -1,343 +1,74 @@
-/* exec_control.c -- the kernels of the ops that own blocks or reorganise a minibatch for them:
- *   conditional_block  runs its sub-block once in a new scope it keeps (Scope output), when its
- *                      condition holds (a scalar Cond), or when every Input has rows (a per-row
- *                      if: split_lod_tensor gave each branch its rows);
- *   while              reruns its sub-block, one kept step scope per iteration, while Condition;
- *   recurrent          the for-rnn over a batch of sequences, or of sequences of sequences
- *                      for a loop inside the loop (see pd_kernel_recurrent);
- *   split_lod_tensor / merge_lod_tensor  the row split and the order-preserving merge of a per-row
- *                      if/else; whole sequences move together when X has LoD.
- * The kept scopes are what the backward pass reads; they go with the run scope. */
+/* recurrent.c -- recurrent networks: the recurrent op (a `for` over a batch of sequences, one kept
+ * scope per step, memories carried between steps, outputs stacked into sequences) and elman_rnn
+ * (the fused Elman loop the fuse_rnn pass makes: one GEMM a step on the backend's
+ * gemm_act_chain): their shape functions, kernels and gradient kernels. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/ops/opkernels.h"
+#include "kernels/kernels.h"
+#include "vm/ops/infershape.h"
+#include "vm/ops/kern.h"
+#include "vm/ops/subblock.h"
 
-/* ---------------------------------------------------------------- helpers */
+/* ================================================================ shape functions */
 
-/* name = var + suffix ("h" + "@GRAD"), cut to fit in VAR_NAME bytes. No snprintf: the loop
- * kernels make these names several times an iteration, and formatting them took ~1% of an RNN
- * training step. */
-#define VAR_NAME 512
-static void suffixed(char name[VAR_NAME], const char *var, const char *suffix) {
-  size_t n = strlen(var), m = strlen(suffix);
-  if (n > VAR_NAME - 1) n = VAR_NAME - 1;
-  if (m > VAR_NAME - 1 - n) m = VAR_NAME - 1 - n;
-  memcpy(name, var, n);
-  memcpy(name + n, suffix, m);
-  name[n + m] = '\0';
-}
-
-/* The bool value of a one-element condition tensor (any numeric dtype: non-zero is true). */
-static pd_status scalar_cond(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
-                             bool *out) {
-  if (pd_tensor_numel(t) != 1) {
-    char sh[96];
-    return pd_ctx_fail(ctx, PD_ESHAPE, "%s must have one element to decide, it has shape %s",
-                       slot, pd_ctx_shape_str(t, sh, sizeof sh));
-  }
-  uint8_t b = 0;
-  pd_status st = ctx->k->cast(t->dtype, pd_tensor_data(t), PD_BOOL, &b, 1);
-  if (st) return pd_ctx_check(ctx, st, slot);
-  *out = b != 0;
-  return PD_OK;
-}
-
-/* A fresh scope for a block run, kept in the STEP_SCOPES var of output `slot`. With reset, the
- * var's earlier scopes (from an earlier run of the op in the same scope) are dropped first. */
-static pd_status new_kept_scope(const pd_exec_ctx *ctx, const char *slot, bool reset,
-                                pd_scope **out) {
-  pd_variable *v = pd_ctx_out_var(ctx, slot, 0);
-  if (!v) return pd_ctx_fail(ctx, PD_EINVAL, "output %s (the kept scopes) is not bound", slot);
-  if (v->type != PD_VAR_UNSET && v->type != PD_VAR_STEP_SCOPES)
-    return pd_ctx_fail(ctx, PD_ETYPE, "output %s (var '%s') is not a STEP_SCOPES variable", slot,
-                       pd_var_name(v));
-  if (reset) pd_var_clear_step_scopes(v);
-  pd_status st = pd_var_new_step_scope(v, out);
-  if (st) return pd_ctx_fail(ctx, st, "cannot create a scope for the block");
-  return PD_OK;
-}
-
-/* Give each var of output slot `slot` an empty value ([0, dims...] from its desc) when it has
- * none: a skipped branch still leaves well-formed outputs for the merge. */
-static pd_status empty_outputs(const pd_exec_ctx *ctx, const char *slot) {
-  const pd_block *sub = pd_ctx_sub_block(ctx);
-  for (int i = 0; i < pd_ctx_nout(ctx, slot); i++) {
-    pd_variable *v = pd_ctx_out_var(ctx, slot, i);
-    if (!v || (v->type != PD_VAR_UNSET && v->type != PD_VAR_LOD_TENSOR)) continue;
-    pd_tensor *t = pd_var_tensor(v);
-    if (pd_tensor_initialized(t)) continue; /* an outer value the branch would have replaced */
-    const pd_var_desc *d = sub ? pd_block_find_var_visible(sub, pd_var_name(v), NULL) : NULL;
-    int64_t dims[PD_TENSOR_MAX_DIMS] = {0};
-    int nd = 1;
-    pd_dtype dt = PD_FP32;
-    if (d) {
-      dt = d->dtype;
-      if (d->ndims >= 1) {
-        nd = d->ndims;
-        for (int k = 1; k < nd; k++) dims[k] = d->dims[k] < 0 ? 1 : d->dims[k];
-      }
-    }
-    dims[0] = 0;
-    pd_status st = pd_ctx_resize(ctx, t, dt, nd, dims);
-    if (st) return st;
-  }
-  return PD_OK;
-}
-
-/* ---------------------------------------------------------------- conditional_block */
-
-pd_status pd_kernel_conditional_block(pd_exec_ctx *ctx) {
-  bool run = true;
-  pd_status st;
-  if (pd_ctx_attr_bool(ctx, "is_scalar_condition")) {
-    const pd_tensor *c = pd_ctx_in(ctx, "Cond");
-    if (!c) return pd_ctx_fail(ctx, PD_EINVAL, "no Cond input");
-    if ((st = scalar_cond(ctx, "Cond", c, &run))) return st;
-  } else {
-    /* A per-row branch: it runs when every input has rows (Fluid's rule). */
-    for (int i = 0; run && i < pd_ctx_nin(ctx, "Input"); i++) {
-      const pd_tensor *t = pd_ctx_in_at(ctx, "Input", i);
-      if (t && pd_tensor_numel(t) == 0) run = false;
-    }
-  }
-  pd_scope *scope;
-  if ((st = new_kept_scope(ctx, "Scope", true, &scope))) return st;
-  if (!run) return empty_outputs(ctx, "Out");
-  return pd_ctx_run_sub_block(ctx, scope);
-}
-
-/* ---------------------------------------------------------------- while */
-
-/* The name under which a step scope keeps an Out var's value from the start of its iteration:
- * the loop writes the var itself in place, and the backward pass needs every iteration's. */
-#define WHILE_PRE "@WHILE_PRE"
-
-/* Keep the start-of-iteration value of every Out tensor in the step scope. */
-static pd_status while_snapshot(const pd_exec_ctx *ctx, pd_scope *scope) {
-  for (int i = 0; i < pd_ctx_nout(ctx, "Out"); i++) {
-    pd_variable *v = pd_ctx_out_var(ctx, "Out", i);
-    if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) continue;
-    char name[VAR_NAME];
-    suffixed(name, pd_var_name(v), WHILE_PRE);
-    pd_variable *keep = pd_scope_var(scope, name);
-    pd_tensor *t = keep ? pd_var_tensor(keep) : NULL;
-    if (!t || pd_tensor_copy(t, &v->u.tensor)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  }
-  return PD_OK;
-}
-
-pd_status pd_kernel_while(pd_exec_ctx *ctx) {
-  pd_variable *cv = pd_ctx_in_var(ctx, "Condition", 0);
-  if (!cv || cv->type != PD_VAR_LOD_TENSOR)
-    return pd_ctx_fail(ctx, PD_EINVAL, "Condition is not a tensor");
-  pd_variable *sv = pd_ctx_out_var(ctx, "StepScopes", 0);
-  if (sv && sv->type == PD_VAR_STEP_SCOPES) pd_var_clear_step_scopes(sv);
-  bool is_test = pd_ctx_attr_bool(ctx, "is_test");
-  int64_t cap = pd_ctx_attr_int(ctx, "max_iterations");
-  for (int64_t it = 0;; it++) {
-    bool go;
-    pd_status st = scalar_cond(ctx, "Condition", &cv->u.tensor, &go);
-    if (st) return st;
-    if (!go) return PD_OK;
-    if (cap > 0 && it >= cap)
-      return pd_ctx_fail(ctx, PD_ERUNTIME,
-                         "the loop ran %lld iterations and its condition is still true: a "
-                         "runaway loop? (raise the op's max_iterations if it is meant to)",
-                         (long long)it);
-    pd_scope *scope;
-    /* At inference nothing reads the steps' scopes later: keep only the current one. */
-    if ((st = new_kept_scope(ctx, "StepScopes", is_test, &scope))) return st;
-    if (!is_test && (st = while_snapshot(ctx, scope))) return st;
-    if ((st = pd_ctx_run_sub_block(ctx, scope))) return st;
-  }
-}
-
-/* ---------------------------------------------------------------- split / merge */
-
-/* The row ranges a mask selects: with LoD on X (level `level`), mask entry i covers sequence i's
- * rows; without, row i. Fills starts/ends of nunits units. */
-typedef struct units {
-  int64_t n;              /* units (rows or sequences) */
-  const int64_t *offsets; /* n + 1 row offsets when by sequence; NULL when by row */
-} units;
-
-static int64_t unit_begin(const units *u, int64_t i) { return u->offsets ? u->offsets[i] : i; }
-static int64_t unit_end(const units *u, int64_t i) { return u->offsets ? u->offsets[i + 1] : i + 1; }
-
-/* The units of x for a mask: sequences of LoD level `level` mapped down to rows, or rows. The
- * row offsets are written to *rows (heap, caller frees) when x has LoD. */
-static pd_status get_units(const pd_exec_ctx *ctx, const pd_tensor *x, int64_t level, units *u,
-                           int64_t **rows) {
-  *rows = NULL;
-  if (x->nlod == 0 || level >= x->nlod) {
-    u->n = x->ndims ? x->dims[0] : 1;
-    u->offsets = NULL;
-    return PD_OK;
-  }
-  const pd_lod_level *l = &x->lod[level];
-  int64_t n = l->n - 1;
-  int64_t *r = pd_malloc(sizeof *r * (size_t)(n + 1));
-  if (!r) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  for (int64_t i = 0; i <= n; i++) {
-    int64_t o = l->offsets[i];
-    for (int lv = (int)level + 1; lv < x->nlod; lv++) o = x->lod[lv].offsets[o];
-    r[i] = o;
-  }
-  u->n = n;
-  u->offsets = r;
-  *rows = r;
-  return PD_OK;
-}
-
-static pd_status check_mask(const pd_exec_ctx *ctx, const pd_tensor *mask, int64_t n,
-                            const char *what) {
-  if (mask->dtype != PD_BOOL || pd_tensor_numel(mask) != n) {
-    char sh[96];
-    return pd_ctx_fail(ctx, PD_ESHAPE, "Mask must be a bool tensor with one entry per %s (%lld), "
-                                       "it is %s %s",
-                       what, (long long)n, pd_dtype_name(mask->dtype),
-                       pd_ctx_shape_str(mask, sh, sizeof sh));
-  }
-  return PD_OK;
-}
-
-/* Copy the units where mask == want from x into out, with a LoD of the copied sequences when x
- * is split by sequence. */
-static pd_status gather_units(const pd_exec_ctx *ctx, const pd_tensor *x, const units *u,
-                              const uint8_t *mask, bool want, pd_tensor *out) {
-  int64_t rows = 0, nsel = 0;
-  for (int64_t i = 0; i < u->n; i++)
-    if ((mask[i] != 0) == want) {
-      rows += unit_end(u, i) - unit_begin(u, i);
-      nsel++;
-    }
-  int64_t dims[PD_TENSOR_MAX_DIMS];
-  memcpy(dims, x->dims, sizeof dims);
-  dims[0] = rows;
-  pd_status st = pd_ctx_resize(ctx, out, x->dtype, x->ndims ? x->ndims : 1, dims);
+/* recurrent: runs sub_block once per step of its `inputs` (split along dim 0, which must agree);
+ * ex_states[i] holds states[i] of the previous step, initial_states[i] at the first step. */
+pd_status pd_infer_recurrent(pd_infer_ctx *c) {
+  pd_status st = pd_infer_check_sub_block(c);
   if (st) return st;
-  size_t row_bytes = x->dims[0] ? pd_tensor_nbytes(x) / (size_t)x->dims[0] : 0;
-  char *dst = pd_tensor_data(out);
-  const char *src = pd_tensor_data(x);
-  int64_t *lod = NULL;
-  if (u->offsets) {
-    lod = pd_malloc(sizeof *lod * (size_t)(nsel + 1));
-    if (!lod) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-    lod[0] = 0;
-  }
-  int64_t at = 0, k = 0;
-  for (int64_t i = 0; i < u->n; i++) {
-    if ((mask[i] != 0) != want) continue;
-    int64_t b = unit_begin(u, i), e = unit_end(u, i);
-    memcpy(dst + (size_t)at * row_bytes, src + (size_t)b * row_bytes, (size_t)(e - b) * row_bytes);
-    at += e - b;
-    if (lod) lod[++k] = at;
-  }
-  if (lod) {
-    const int64_t *lv = lod;
-    int64_t len = nsel + 1;
-    st = pd_tensor_set_lod(out, 1, &lv, &len);
-    pd_free(lod);
-    if (st) return pd_ctx_fail(ctx, st, "out of memory");
+  int nex = pd_infer_attr_len(c, "ex_states"), nstates = pd_infer_attr_len(c, "states");
+  int ninit = pd_infer_nin(c, "initial_states");
+  if (nex != nstates)
+    return pd_infer_fail(c, PD_EINVAL, "%d ex_states but %d states", nex, nstates);
+  if (ninit != nex)
+    return pd_infer_fail(c, PD_EINVAL, "%d ex_states but %d initial_states", nex, ninit);
+  pd_infer_dims d0;
+  char s0[PD_DIMS_BUF], si[PD_DIMS_BUF];
+  if ((st = pd_infer_in(c, "inputs", 0, NULL, &d0))) return st;
+  for (int i = 0; i < pd_infer_nin(c, "inputs"); i++) {
+    pd_infer_dims d;
+    if ((st = pd_infer_in(c, "inputs", i, NULL, &d))) return st;
+    if (d.n == 0)
+      return pd_infer_fail(c, PD_ESHAPE, "inputs[%d] has no dim to step along, got []", i);
+    if (i > 0 && d.n > 0 && d0.n > 0 && !pd_infer_dim_compatible(d.d[0], d0.d[0]))
+      return pd_infer_fail(c, PD_ESHAPE, "inputs[%d] %s has %" PRId64 " steps but inputs[0] %s has %"
+                           PRId64, i, pd_infer_dims_str(&d, si), d.d[0],
+                           pd_infer_dims_str(&d0, s0), d0.d[0]);
   }
   return PD_OK;
 }
 
-pd_status pd_kernel_split_lod_tensor(pd_exec_ctx *ctx) {
-  const pd_tensor *x = pd_ctx_in(ctx, "X"), *mask = pd_ctx_in(ctx, "Mask");
-  int64_t *rows;
-  units u = {0};
-  pd_status st = get_units(ctx, x, pd_ctx_attr_int(ctx, "level"), &u, &rows);
+/* elman_rnn: Input [T, H] with one LoD level, Weight [H, H], H0 [H] or [sequences, H] (the
+ * number of sequences is known at run time only); Hidden is Input's shape and LoD. */
+pd_status pd_infer_elman_rnn(pd_infer_ctx *c) {
+  const pd_var_desc *x, *w, *h0 = NULL;
+  pd_infer_dims d, wd, hd;
+  char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "Input", 0, &x, &d);
+  if (!st) st = pd_infer_in(c, "Weight", 0, &w, &wd);
+  if (!st && pd_infer_nin(c, "H0") > 0) st = pd_infer_in(c, "H0", 0, &h0, &hd);
   if (st) return st;
-  if (!(st = check_mask(ctx, mask, u.n, u.offsets ? "sequence of X" : "row of X"))) {
-    pd_tensor *t = pd_ctx_out(ctx, "OutTrue"), *f = pd_ctx_out(ctx, "OutFalse");
-    if (t) st = gather_units(ctx, x, &u, PD_TENSOR_BOOL(mask), true, t);
-    if (!st && f) st = gather_units(ctx, x, &u, PD_TENSOR_BOOL(mask), false, f);
-  }
-  pd_free(rows);
-  return st;
-}
-
-/* The units of a branch's part: its sequences (LoD level 0) or its rows. */
-static int64_t part_units(const pd_tensor *t) {
-  if (!pd_tensor_initialized(t) || t->ndims == 0) return 0;
-  return t->nlod ? t->lod[0].n - 1 : t->dims[0];
-}
-
-pd_status pd_kernel_merge_lod_tensor(pd_exec_ctx *ctx) {
-  const pd_tensor *mask = pd_ctx_in(ctx, "Mask");
-  const pd_tensor *in[2] = {pd_ctx_in(ctx, "InFalse"), pd_ctx_in(ctx, "InTrue")};
-  int64_t n = pd_tensor_numel(mask);
-  pd_status st = check_mask(ctx, mask, n, "row or sequence of the merged result");
-  if (st) return st;
-  const uint8_t *m = PD_TENSOR_BOOL(mask);
-  int64_t want[2] = {0, 0};
-  for (int64_t i = 0; i < n; i++) want[m[i] != 0]++;
-  const char *slot[2] = {"InFalse", "InTrue"};
-  const pd_tensor *ref = NULL;
-  for (int b = 0; b < 2; b++) {
-    int64_t have = in[b] ? part_units(in[b]) : 0;
-    if (have != want[b])
-      return pd_ctx_fail(ctx, PD_ESHAPE, "%s has %lld rows or sequences but Mask selects %lld",
-                         slot[b], (long long)have, (long long)want[b]);
-    if (have && !ref) ref = in[b];
-  }
-  pd_tensor *out = pd_ctx_out(ctx, "Out");
-  if (!ref) { /* no rows at all: an empty result shaped like the parts */
-    ref = in[1] && pd_tensor_initialized(in[1]) ? in[1] : in[0];
-    if (!ref || !pd_tensor_initialized(ref)) return pd_ctx_fail(ctx, PD_ERUNTIME, "no branch has a value");
-  }
-  for (int b = 0; b < 2; b++) {
-    if (!want[b] || in[b] == ref) continue;
-    bool same = in[b]->dtype == ref->dtype && in[b]->ndims == ref->ndims;
-    for (int k = 1; same && k < ref->ndims; k++) same = in[b]->dims[k] == ref->dims[k];
-    if (!same) {
-      char a[96], c[96];
-      return pd_ctx_fail(ctx, PD_ESHAPE, "the branches disagree: InTrue is %s %s, InFalse is %s %s",
-                         pd_dtype_name(in[1]->dtype), pd_ctx_shape_str(in[1], a, sizeof a),
-                         pd_dtype_name(in[0]->dtype), pd_ctx_shape_str(in[0], c, sizeof c));
-    }
-  }
-  bool by_seq = ref->nlod > 0;
-  int64_t rows = (want[0] ? in[0]->dims[0] : 0) + (want[1] ? in[1]->dims[0] : 0);
-  int64_t dims[PD_TENSOR_MAX_DIMS];
-  memcpy(dims, ref->dims, sizeof dims);
-  dims[0] = rows;
-  /* Out may be one of the inputs' vars only if the compiler made it so; it never does. */
-  if (out == in[0] || out == in[1])
-    return pd_ctx_fail(ctx, PD_EINVAL, "Out must not be one of the branches' vars");
-  if ((st = pd_ctx_resize(ctx, out, ref->dtype, ref->ndims, dims))) return st;
-  size_t row_bytes = ref->dims[0] ? pd_tensor_nbytes(ref) / (size_t)ref->dims[0] : 0;
-  int64_t *lod = NULL;
-  if (by_seq && !(lod = pd_malloc(sizeof *lod * (size_t)(n + 1))))
-    return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  int64_t next[2] = {0, 0}, at = 0;
-  char *dst = pd_tensor_data(out);
-  if (lod) lod[0] = 0;
-  for (int64_t i = 0; i < n; i++) {
-    int b = m[i] != 0;
-    int64_t u = next[b]++, r0 = u, r1 = u + 1;
-    if (by_seq) {
-      r0 = in[b]->lod[0].offsets[u];
-      r1 = in[b]->lod[0].offsets[u + 1];
-    }
-    memcpy(dst + (size_t)at * row_bytes, (const char *)pd_tensor_data(in[b]) + (size_t)r0 * row_bytes,
-           (size_t)(r1 - r0) * row_bytes);
-    at += r1 - r0;
-    if (lod) lod[i + 1] = at;
-  }
-  if (lod) {
-    const int64_t *lv = lod;
-    int64_t len = n + 1;
-    st = pd_tensor_set_lod(out, 1, &lv, &len);
-    pd_free(lod);
-    if (st) return pd_ctx_fail(ctx, st, "out of memory");
-  }
-  return PD_OK;
+  if (x->lod_level != 1 || (d.n >= 0 && d.n != 2))
+    return pd_infer_fail(c, PD_ESHAPE, "Input must be a batch of sequences of rows ([T, H], one "
+                         "LoD level); it is %s with %d LoD levels", pd_infer_dims_str(&d, s1),
+                         x->lod_level);
+  int64_t hid = d.n == 2 ? d.d[1] : -1;
+  if (w->dtype != x->dtype || (wd.n >= 0 && (wd.n != 2 || !pd_infer_dim_compatible(wd.d[0], hid) ||
+                                             !pd_infer_dim_compatible(wd.d[1], hid))))
+    return pd_infer_fail(c, PD_ESHAPE, "Weight must be [H, H] with Input's H and dtype (Input "
+                         "is %s); it is %s", pd_infer_dims_str(&d, s1),
+                         pd_infer_dims_str(&wd, s2));
+  if (h0 && (h0->dtype != x->dtype ||
+             (hd.n >= 0 && (hd.n < 1 || hd.n > 2 || !pd_infer_dim_compatible(hd.d[hd.n - 1], hid)))))
+    return pd_infer_fail(c, PD_ESHAPE, "H0 must be [H] or [sequences, H] with Input's H and "
+                         "dtype (Input is %s); it is %s", pd_infer_dims_str(&d, s1),
+                         pd_infer_dims_str(&hd, s2));
+  return pd_infer_set_out(c, "Hidden", 0, &d, x->dtype, 1);
 }
 
 /* ---------------------------------------------------------------- recurrent */
@@ -383,10 +114,12 @@ static void rnn_plan_free(rnn_plan *p) {
 }
 
 static int64_t seq_len(const rnn_plan *p, int64_t s) { return p->off[s + 1] - p->off[s]; }
+
 /* The element of x that sequence s reads at step k (a row of x when x has one LoD level). */
 static int64_t step_elem(const rnn_plan *p, int64_t s, int64_t k) {
   return p->off[s] + (p->reverse ? seq_len(p, s) - 1 - k : k);
 }
+
 /* How many sequences are still running at step k (a prefix of the order). */
 static int64_t alive(const rnn_plan *p, int64_t k) {
   int64_t n = 0;
@@ -398,6 +131,7 @@ static int64_t alive(const rnn_plan *p, int64_t k) {
 typedef struct len_idx {
   int64_t len, idx;
 } len_idx;
+
 static int by_len_desc(const void *a, const void *b) {
   const len_idx *x = a, *y = b;
   if (x->len != y->len) return x->len > y->len ? -1 : 1;
@@ -562,11 +296,6 @@ static pd_status gather_elems(const pd_exec_ctx *ctx, const rnn_plan *p, const p
   if (!st) st = set_built_lod(ctx, dst, NULL, 0, &b);
   lod_build_free(&b);
   return st;
-}
-
-static pd_tensor *step_tensor(pd_scope *scope, const char *name) {
-  pd_variable *v = pd_scope_var(scope, name);
-  return v ? pd_var_tensor(v) : NULL;
 }
 
 static pd_status rnn_step(pd_exec_ctx *ctx, const rnn_plan *p, int64_t k, pd_scope *prev,
@@ -897,28 +626,6 @@ out:
   return st;
 }
 
-
-
-/* ================================================================ gradients
- * The gradient block of conditional_block_grad and recurrent_grad (vm/passes/backward.c) computes the
- * gradients of the forward op's inputs as vars of its own scope, named <var>@GRAD (or
- * <var>@GRAD@LOCAL when the block also writes <var>); the kernels run it in a child of each
- * scope the forward run kept and move those gradients out to the vars bound to their @GRAD
- * outputs. A gradient nothing computed is zero. */
-
-/* The gradient of `var` computed in grad scope g (NULL when none). */
-static const pd_tensor *inner_grad(pd_scope *g, const char *var) {
-  char name[VAR_NAME];
-  const char *suffix[2] = {"@GRAD@LOCAL", "@GRAD"};
-  for (int i = 0; i < 2; i++) {
-    suffixed(name, var, suffix[i]);
-    pd_variable *v = pd_scope_find_local_var(g, name);
-    if (v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor))
-      return &v->u.tensor;
-  }
-  return NULL;
-}
-
 /* Can the gradient block `blk` leave a gradient of `var` in its scope (inner_grad's names): does
  * it declare <var>@GRAD@LOCAL or <var>@GRAD, or have an op that writes one? A loop's parameter
  * whose gradient it takes as one product after the steps (param_products) has neither. */
@@ -937,167 +644,6 @@ static bool block_leaves_grad(const pd_block *blk, const char *var) {
     }
   }
   return false;
-}
-
-/* out shaped like `like` (with its LoD); its values are unset. */
-static pd_status shape_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like) {
-  if (!like || !pd_tensor_initialized(like)) return PD_OK;
-  pd_status st = pd_ctx_resize(ctx, out, like->dtype, like->ndims, like->dims);
-  if (!st && like->nlod) st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, like), "lod");
-  return st;
-}
-
-/* out = zeros shaped like `like` (with its LoD). */
-static pd_status zeros_like(const pd_exec_ctx *ctx, pd_tensor *out, const pd_tensor *like) {
-  if (!like || !pd_tensor_initialized(like)) return PD_OK;
-  pd_status st = shape_like(ctx, out, like);
-  if (!st) st = pd_ctx_check(ctx, pd_tensor_fill(out, 0), "zero fill");
-  return st;
-}
-
-/* dst (already shaped like the forward value) = src, checking the element count. */
-static pd_status move_grad(const pd_exec_ctx *ctx, pd_tensor *dst, const pd_tensor *src,
-                           const pd_tensor *like, const char *var) {
-  if (like && pd_tensor_numel(src) != pd_tensor_numel(like)) {
-    char a[96], b[96];
-    return pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of '%s' is %s but the value is %s", var,
-                       pd_ctx_shape_str(src, a, sizeof a), pd_ctx_shape_str(like, b, sizeof b));
-  }
-  if (dst == src) return PD_OK;
-  pd_status st = pd_tensor_copy(dst, src);
-  if (st) return pd_ctx_fail(ctx, st, "out of memory");
-  if (like && like->ndims != src->ndims) st = pd_tensor_reshape(dst, like->ndims, like->dims);
-  return pd_ctx_check(ctx, st, "reshape");
-}
-
-/* Did the forward conditional_block run its block? (The same rule as the forward kernel, on the
- * same, unchanged, inputs.) */
-static pd_status cond_ran(const pd_exec_ctx *ctx, bool *ran) {
-  *ran = true;
-  if (pd_ctx_attr_bool(ctx, "is_scalar_condition")) {
-    const pd_tensor *c = pd_ctx_in(ctx, "Cond");
-    if (!c) return pd_ctx_fail(ctx, PD_EINVAL, "no Cond input");
-    return scalar_cond(ctx, "Cond", c, ran);
-  }
-  for (int i = 0; i < pd_ctx_nin(ctx, "Input"); i++) {
-    const pd_tensor *t = pd_ctx_in_at(ctx, "Input", i);
-    if (t && pd_tensor_numel(t) == 0) *ran = false;
-  }
-  return PD_OK;
-}
-
-pd_status pd_kernel_conditional_block_grad(pd_exec_ctx *ctx) {
-  bool ran;
-  pd_status st = cond_ran(ctx, &ran);
-  if (st) return st;
-  pd_variable *sv = pd_ctx_in_var(ctx, "Scope", 0);
-  pd_scope *fwd = sv ? pd_var_step_scope(sv, 0) : NULL;
-  if (ran && !fwd)
-    return pd_ctx_fail(ctx, PD_ERUNTIME, "the forward block's scope is gone (Scope is empty)");
-  pd_scope *g = NULL;
-  if (ran) {
-    if (!(g = pd_scope_new(fwd))) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-    /* g sees the forward values through fwd; the outputs' gradients live where this op runs,
-     * which need not be an ancestor of fwd (an if inside a loop's gradient): share them in. */
-    for (int i = 0; i < pd_ctx_nin(ctx, "Out@GRAD") && !st; i++) {
-      pd_variable *v = pd_ctx_in_var(ctx, "Out@GRAD", i);
-      if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) continue;
-      pd_variable *local = pd_scope_var(g, pd_var_name(v));
-      pd_tensor *t = local ? pd_var_tensor(local) : NULL;
-      st = t ? pd_ctx_check(ctx, pd_tensor_share(t, &v->u.tensor), "share")
-             : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-    }
-    if (st || (st = pd_ctx_run_sub_block(ctx, g))) goto out;
-  }
-  for (int i = 0; i < pd_ctx_nin(ctx, "Input") && !st; i++) {
-    pd_tensor *dst = pd_ctx_out_at(ctx, "Input@GRAD", i);
-    if (!dst) continue;
-    const pd_tensor *x = pd_ctx_in_at(ctx, "Input", i);
-    const pd_tensor *gi = g ? inner_grad(g, pd_ctx_in_name(ctx, "Input", i)) : NULL;
-    st = gi ? move_grad(ctx, dst, gi, x, pd_ctx_in_name(ctx, "Input", i)) : zeros_like(ctx, dst, x);
-  }
-out:
-  pd_scope_free(g);
-  return st;
-}
-
-/* dst (zeros shaped like x) gets src's units at the units of x where mask == want. */
-static pd_status scatter_units(const pd_exec_ctx *ctx, const pd_tensor *x, const units *u,
-                               const uint8_t *mask, bool want, const pd_tensor *src,
-                               pd_tensor *dst) {
-  size_t row_bytes = x->dims[0] ? pd_tensor_nbytes(x) / (size_t)x->dims[0] : 0;
-  int64_t at = 0;
-  for (int64_t i = 0; i < u->n; i++)
-    if ((mask[i] != 0) == want) at += unit_end(u, i) - unit_begin(u, i);
-  if (!src || !pd_tensor_initialized(src)) return PD_OK; /* no gradient: those rows stay 0 */
-  if (src->dtype != x->dtype || pd_tensor_numel(src) * (int64_t)pd_dtype_size(x->dtype) !=
-                                    at * (int64_t)row_bytes) {
-    char a[96], b[96];
-    return pd_ctx_fail(ctx, PD_ESHAPE, "a branch's gradient is %s %s, expected %lld rows of %s",
-                       pd_dtype_name(src->dtype), pd_ctx_shape_str(src, a, sizeof a),
-                       (long long)at, pd_ctx_shape_str(x, b, sizeof b));
-  }
-  char *d = pd_tensor_data(dst);
-  const char *s = pd_tensor_data(src);
-  at = 0;
-  for (int64_t i = 0; i < u->n; i++) {
-    if ((mask[i] != 0) != want) continue;
-    int64_t b0 = unit_begin(u, i), e = unit_end(u, i);
-    memcpy(d + (size_t)b0 * row_bytes, s + (size_t)at * row_bytes, (size_t)(e - b0) * row_bytes);
-    at += e - b0;
-  }
-  return PD_OK;
-}
-
-/* X@GRAD: the branches' gradients put back in X's row order; rows of a branch without one are
- * zero. */
-pd_status pd_kernel_split_lod_tensor_grad(pd_exec_ctx *ctx) {
-  pd_tensor *dx = pd_ctx_out(ctx, "X@GRAD");
-  if (!dx) return PD_OK;
-  const pd_tensor *x = pd_ctx_in(ctx, "X"), *mask = pd_ctx_in(ctx, "Mask");
-  int64_t *rows;
-  units u = {0};
-  pd_status st = get_units(ctx, x, pd_ctx_attr_int(ctx, "level"), &u, &rows);
-  if (st) return st;
-  if (!(st = check_mask(ctx, mask, u.n, u.offsets ? "sequence of X" : "row of X")) &&
-      !(st = zeros_like(ctx, dx, x))) {
-    st = scatter_units(ctx, x, &u, PD_TENSOR_BOOL(mask), true, pd_ctx_in(ctx, "OutTrue@GRAD"), dx);
-    if (!st)
-      st = scatter_units(ctx, x, &u, PD_TENSOR_BOOL(mask), false, pd_ctx_in(ctx, "OutFalse@GRAD"),
-                         dx);
-  }
-  pd_free(rows);
-  return st;
-}
-
-/* InTrue@GRAD / InFalse@GRAD: Out@GRAD's rows split by Mask (as split_lod_tensor splits). */
-pd_status pd_kernel_merge_lod_tensor_grad(pd_exec_ctx *ctx) {
-  const pd_tensor *out = pd_ctx_in(ctx, "Out"), *dout = pd_ctx_in(ctx, "Out@GRAD");
-  const pd_tensor *mask = pd_ctx_in(ctx, "Mask");
-  pd_tensor *dt = pd_ctx_out(ctx, "InTrue@GRAD"), *df = pd_ctx_out(ctx, "InFalse@GRAD");
-  if (!dt && !df) return PD_OK;
-  if (!out || !dout) return pd_ctx_fail(ctx, PD_EINVAL, "needs Out and Out@GRAD");
-  if (pd_tensor_numel(dout) != pd_tensor_numel(out) || dout->dtype != out->dtype) {
-    char a[96], b[96];
-    return pd_ctx_fail(ctx, PD_ESHAPE, "Out@GRAD is %s but Out is %s",
-                       pd_ctx_shape_str(dout, a, sizeof a), pd_ctx_shape_str(out, b, sizeof b));
-  }
-  int64_t *rows;
-  units u = {0};
-  pd_status st = get_units(ctx, out, 0, &u, &rows);
-  if (st) return st;
-  /* dout may lack Out's LoD: view its rows through Out's units. */
-  pd_tensor view;
-  pd_tensor_init(&view);
-  if (!(st = check_mask(ctx, mask, u.n, "row or sequence of Out")) &&
-      !(st = pd_ctx_check(ctx, pd_tensor_share(&view, dout), "share")) &&
-      !(st = pd_ctx_check(ctx, pd_tensor_reshape(&view, out->ndims, out->dims), "reshape"))) {
-    if (dt) st = gather_units(ctx, &view, &u, PD_TENSOR_BOOL(mask), true, dt);
-    if (!st && df) st = gather_units(ctx, &view, &u, PD_TENSOR_BOOL(mask), false, df);
-  }
-  pd_tensor_release(&view);
-  pd_free(rows);
-  return st;
 }
 
 /* dst = the rows of src (a gradient of the output `like`, stacked by sequence: its top level
@@ -1484,95 +1030,399 @@ out:
   return st;
 }
 
-/* Backward through a while loop, iteration by iteration from the last. The loop-carried vars
- * (the Out vars, written in place by each iteration) carry a gradient from one iteration back
- * to the one before: it starts as Out@GRAD, seeds each iteration's gradient block as <var>@GRAD,
- * and becomes what the block computed for the var's start-of-iteration value (<var>@GRAD@LOCAL:
- * the block's own assignment used up the seed). In the block's scope the carried vars are
- * shown with their start-of-iteration values (kept by the forward kernel), so the gradient ops
- * read what the forward ops read. Other inputs' gradients add up over the iterations; a carried
- * input's is the carried gradient after the first iteration (its value before the loop). */
-pd_status pd_kernel_while_grad(pd_exec_ctx *ctx) {
-  pd_variable *steps = pd_ctx_in_var(ctx, "StepScopes", 0);
-  size_t nsteps = steps ? pd_var_num_step_scopes(steps) : 0;
-  int nout = pd_ctx_nin(ctx, "Out"), nx = pd_ctx_nin(ctx, "X");
-  pd_tensor *carry = pd_calloc((size_t)nout + 1, sizeof *carry);
-  pd_status st = carry ? PD_OK : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-  for (int o = 0; o < nout && !st; o++) {
-    pd_tensor_init(&carry[o]);
-    const pd_tensor *val = pd_ctx_in_at(ctx, "Out", o);
-    const pd_tensor *dout = pd_ctx_in_at(ctx, "Out@GRAD", o);
-    if (!val || (val->dtype != PD_FP32 && val->dtype != PD_FP64)) continue;
-    if (dout && pd_tensor_initialized(dout))
-      st = pd_ctx_check(ctx, pd_tensor_copy(&carry[o], dout), "copy");
-    else st = zeros_like(ctx, &carry[o], val);
+typedef struct elman {
+  pd_dtype dt;
+  size_t es;               /* element size */
+  int64_t nseq, total, hid, maxlen;
+  pd_k_unop act;
+  pd_tensor lod;           /* a copy of Input's LoD (an output bound to Input's var would clear it) */
+  const int64_t *off;      /* sequence s is rows off[s] .. off[s + 1] - 1 of Input */
+  int64_t *order;          /* sequences by length, longest first, then by index */
+  int64_t *koff;           /* step k is time-major rows koff[k] .. koff[k + 1] - 1 */
+  int64_t *row;            /* time-major row i is row row[i] of Input */
+  bool shared;             /* H0 is one row for every sequence */
+  bool uniform;            /* every sequence has maxlen > 0 elements (and hid > 0): strided */
+  bool rev;                /* is_reverse */
+} elman;
+
+static void elman_free(elman *e) {
+  pd_free(e->order);
+  pd_free(e->koff);
+  pd_free(e->row);
+  pd_tensor_release(&e->lod);
+}
+
+static int64_t len_of(const elman *e, int64_t s) { return e->off[s + 1] - e->off[s]; }
+
+/* Check the op's inputs and make the time-major plan; for the gradient (grad), also the forward
+ * values Hidden. e is ready for elman_free whatever the result. */
+static pd_status elman_make(pd_exec_ctx *ctx, elman *e, bool grad) {
+  memset(e, 0, sizeof *e);
+  pd_tensor_init(&e->lod);
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *h = grad ? pd_ctx_in(ctx, "Hidden") : NULL;
+  char a[96], b[96];
+  if (!x || !w) return pd_ctx_fail(ctx, PD_EINVAL, "Input and Weight must be given");
+  if (grad && !h) return pd_ctx_fail(ctx, PD_EINVAL, "Hidden (the forward values) must be given");
+  if (x->ndims != 2 || x->nlod != 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input must be a batch of sequences of rows ([T, H], one "
+                                       "LoD level); it is %s with %d LoD levels",
+                       pd_ctx_shape_str(x, a, sizeof a), x->nlod);
+  e->dt = x->dtype;
+  if (e->dt != PD_FP32 && e->dt != PD_FP64)
+    return pd_ctx_fail(ctx, PD_ETYPE, "Input must be float32 or float64, it is %s",
+                       pd_dtype_name(e->dt));
+  e->es = pd_dtype_size(e->dt);
+  e->total = x->dims[0];
+  e->hid = x->dims[1];
+  if (w->dtype != e->dt || w->ndims != 2 || w->dims[0] != e->hid || w->dims[1] != e->hid)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Weight must be [%lld, %lld] %s (Input is %s); it is %s %s",
+                       (long long)e->hid, (long long)e->hid, pd_dtype_name(e->dt),
+                       pd_ctx_shape_str(x, a, sizeof a), pd_ctx_shape_str(w, b, sizeof b),
+                       pd_dtype_name(w->dtype));
+  pd_status st = pd_tensor_validate_lod(x, ctx->err);
+  if (st) return pd_ctx_fail(ctx, st, "Input: %s", ctx->err && ctx->err->msg ? ctx->err->msg
+                                                                              : "bad LoD");
+  e->nseq = x->lod[0].n - 1;
+  if (h0) {
+    e->shared = h0->ndims == 1;
+    bool fits = h0->dtype == e->dt &&
+                (e->shared ? h0->dims[0] == e->hid
+                           : h0->ndims == 2 && h0->dims[0] == e->nseq && h0->dims[1] == e->hid);
+    if (!fits)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "H0 must be [%lld] (one state for every sequence) or "
+                                         "[%lld, %lld] (one per sequence) %s; it is %s %s",
+                         (long long)e->hid, (long long)e->nseq, (long long)e->hid,
+                         pd_dtype_name(e->dt), pd_ctx_shape_str(h0, a, sizeof a),
+                         pd_dtype_name(h0->dtype));
   }
-  /* The gradient outputs start at zero (after Out@GRAD was read: they may be the same vars). */
-  for (int j = 0; j < nx && !st; j++) {
-    pd_tensor *d = pd_ctx_out_at(ctx, "X@GRAD", j);
-    if (d) st = zeros_like(ctx, d, pd_ctx_in_at(ctx, "X", j));
+  if (h && (h->dtype != e->dt || h->ndims != 2 || h->dims[0] != e->total || h->dims[1] != e->hid))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Hidden is %s %s, Input %s %s",
+                       pd_ctx_shape_str(h, a, sizeof a), pd_dtype_name(h->dtype),
+                       pd_ctx_shape_str(x, b, sizeof b), pd_dtype_name(e->dt));
+  const char *act = pd_ctx_attr_str(ctx, "activation");
+  if (!strcmp(act, "tanh")) e->act = PD_K_TANH;
+  else if (!strcmp(act, "relu")) e->act = PD_K_RELU;
+  else if (!strcmp(act, "sigmoid")) e->act = PD_K_SIGMOID;
+  else return pd_ctx_fail(ctx, PD_EINVAL, "activation '%s' is none of tanh, relu, sigmoid", act);
+  if (pd_tensor_copy_lod(&e->lod, x)) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  e->off = e->lod.lod[0].offsets;
+  for (int64_t s = 0; s < e->nseq; s++)
+    if (len_of(e, s) > e->maxlen) e->maxlen = len_of(e, s);
+  e->order = pd_malloc(sizeof *e->order * (size_t)(e->nseq + 1));
+  e->koff = pd_malloc(sizeof *e->koff * (size_t)(e->maxlen + 1));
+  e->row = pd_malloc(sizeof *e->row * (size_t)(e->total + 1));
+  if (!e->order || !e->koff || !e->row || !pd_seq_by_length(e->off, e->nseq, e->order))
+    return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  bool rev = e->rev = pd_ctx_attr_bool(ctx, "is_reverse");
+  e->uniform = e->nseq > 0 && e->maxlen > 0 && e->hid > 0 && e->total == e->nseq * e->maxlen;
+  int64_t i = 0, n = e->nseq;
+  for (int64_t k = 0; k < e->maxlen; k++) {
+    while (n > 0 && len_of(e, e->order[n - 1]) <= k) n--;
+    e->koff[k] = i;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t s = e->order[r];
+      e->row[i++] = e->off[s] + (rev ? len_of(e, s) - 1 - k : k);
+    }
   }
-  for (size_t k = nsteps; k-- > 0 && !st;) {
-    pd_scope *fs = pd_var_step_scope(steps, k);
-    pd_scope *g = pd_scope_new(fs);
-    if (!g) {
-      st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-      break;
-    }
-    for (int o = 0; o < nout && !st; o++) {
-      const char *name = pd_ctx_in_name(ctx, "Out", o);
-      char buf[VAR_NAME];
-      suffixed(buf, name, WHILE_PRE);
-      pd_variable *pre = pd_scope_find_local_var(fs, buf);
-      if (pre && pre->type == PD_VAR_LOD_TENSOR) { /* the start-of-iteration value */
-        pd_tensor *t = step_tensor(g, name);
-        st = t ? pd_ctx_check(ctx, pd_tensor_share(t, &pre->u.tensor), "share")
-               : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-      }
-      if (!st && pd_tensor_initialized(&carry[o])) {
-        suffixed(buf, name, "@GRAD");
-        pd_tensor *seed = step_tensor(g, buf);
-        st = seed ? pd_ctx_check(ctx, pd_tensor_copy(seed, &carry[o]), "copy")
-                  : pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
-      }
-    }
-    if (!st) st = pd_ctx_run_sub_block(ctx, g);
-    for (int o = 0; o < nout && !st; o++) {
-      if (!pd_tensor_initialized(&carry[o])) continue;
-      char buf[VAR_NAME];
-      suffixed(buf, pd_ctx_in_name(ctx, "Out", o), "@GRAD@LOCAL");
-      pd_variable *gv = pd_scope_find_local_var(g, buf);
-      if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor))
-        st = move_grad(ctx, &carry[o], &gv->u.tensor, &carry[o], pd_ctx_in_name(ctx, "Out", o));
-      else st = pd_ctx_check(ctx, pd_tensor_fill(&carry[o], 0), "zero");
-    }
-    for (int j = 0; j < nx && !st; j++) {
-      pd_tensor *d = pd_ctx_out_at(ctx, "X@GRAD", j);
-      const char *name = pd_ctx_in_name(ctx, "X", j);
-      bool carried = false;
-      for (int o = 0; o < nout; o++) carried = carried || strcmp(pd_ctx_in_name(ctx, "Out", o), name) == 0;
-      const pd_tensor *gi = d && !carried ? inner_grad(g, name) : NULL;
-      if (!gi || !pd_tensor_initialized(d)) continue;
-      if (gi->dtype != d->dtype || pd_tensor_numel(gi) != pd_tensor_numel(d)) {
-        st = pd_ctx_fail(ctx, PD_ESHAPE, "the gradient of '%s' has the wrong size", name);
-        break;
-      }
-      st = pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, d->dtype, d->ndims, d->dims,
-                                            pd_tensor_data(d), d->ndims, d->dims,
-                                            pd_tensor_data(gi), -1, pd_tensor_data(d)),
-                        "add");
-    }
-    pd_scope_free(g);
+  e->koff[e->maxlen] = i;
+  return PD_OK;
+}
+
+static int64_t running(const elman *e, int64_t k) { return e->koff[k + 1] - e->koff[k]; }
+
+/* Row i of time-major dst = row row[i] of src, for every i (or the reverse, scatter). */
+static void to_time_major(const elman *e, char *dst, const char *src) {
+  size_t rb = (size_t)e->hid * e->es;
+  for (int64_t i = 0; i < e->total; i++)
+    memcpy(dst + (size_t)i * rb, src + (size_t)e->row[i] * rb, rb);
+}
+
+static void from_time_major(const elman *e, char *dst, const char *src) {
+  size_t rb = (size_t)e->hid * e->es;
+  for (int64_t i = 0; i < e->total; i++)
+    memcpy(dst + (size_t)e->row[i] * rb, src + (size_t)i * rb, rb);
+}
+
+/* The initial states in the sequences' order, [nseq, H] (zeros without H0). */
+static void initial_rows(const elman *e, const pd_tensor *h0, char *dst) {
+  size_t rb = (size_t)e->hid * e->es;
+  if (!h0) {
+    memset(dst, 0, rb * (size_t)e->nseq);
+    return;
   }
-  /* Carried inputs: the gradient of their value before the loop. */
-  for (int j = 0; j < nx && !st; j++) {
-    pd_tensor *d = pd_ctx_out_at(ctx, "X@GRAD", j);
-    const char *name = pd_ctx_in_name(ctx, "X", j);
-    for (int o = 0; d && o < nout && !st; o++)
-      if (strcmp(pd_ctx_in_name(ctx, "Out", o), name) == 0 && pd_tensor_initialized(&carry[o]))
-        st = move_grad(ctx, d, &carry[o], pd_ctx_in_at(ctx, "X", j), name);
+  const char *src = pd_tensor_data(h0);
+  for (int64_t r = 0; r < e->nseq; r++)
+    memcpy(dst + (size_t)r * rb, src + (e->shared ? 0 : (size_t)e->order[r] * rb), rb);
+}
+
+static pd_status gemm_ld(const pd_exec_ctx *ctx, const elman *e, bool ta, bool tb, int64_t m,
+                         int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                         double beta, void *c, int64_t ldc) {
+  return pd_ctx_check(ctx, ctx->k->gemm(e->dt, ta, tb, m, n, k, 1.0, a, lda, b, tb ? k : n, beta,
+                                        c, ldc),
+                      "gemm");
+}
+
+/* C = act(A W + C) (grad false), or C = (A W^T + C) * act'(H) (grad true): a step's product
+ * and its activation in one kernel call (kernels.h: gemm_act). */
+static pd_status gemm_act(const pd_exec_ctx *ctx, const elman *e, bool grad, int64_t m,
+                          const void *a, int64_t lda, const void *w, void *c, int64_t ldc,
+                          const void *h, int64_t ldh) {
+  return pd_ctx_check(ctx, ctx->k->gemm_act(e->act, grad, e->dt, false, grad, m, e->hid,
+                                            e->hid, a, lda, w, e->hid, 1.0, c, ldc, h, ldh),
+                      grad ? "gemm and activation gradient" : "gemm and activation");
+}
+
+static pd_status gemm(const pd_exec_ctx *ctx, const elman *e, bool ta, bool tb, int64_t m,
+                      int64_t n, int64_t k, const void *a, const void *b, double beta, void *c) {
+  return gemm_ld(ctx, e, ta, tb, m, n, k, a, ta ? m : k, b, beta, c, n);
+}
+
+/* ---- Sequences of one length L (a text cut into equal pieces, a padded batch): step k's rows,
+ * element t of every sequence (t = k, or L - 1 - k reversed), are every L-th row from row t,
+ * so the GEMMs read and write them in place with a row stride of L rows: no time-major copies.
+ * The sorted order is the LoD's (pd_seq_by_length breaks ties by index), as H0's rows are. ---- */
+static int64_t elem_at(const elman *e, int64_t k) { return e->rev ? e->maxlen - 1 - k : k; }
+
+/* d *= act' (read from the states h) on step k's rows. */
+static pd_status act_grad_rows(const pd_exec_ctx *ctx, const elman *e, int64_t k, const char *h,
+                               char *d) {
+  size_t rb = (size_t)e->hid * e->es, stride = rb * (size_t)e->maxlen;
+  size_t off = (size_t)elem_at(e, k) * rb;
+  pd_status st = PD_OK;
+  for (int64_t s = 0; s < e->nseq && !st; s++, off += stride)
+    st = ctx->k->unary_grad(e->act, e->dt, e->hid, NULL, h + off, d + off, d + off);
+  return pd_ctx_check(ctx, st, "activation gradient");
+}
+
+/* Hidden (already holding Input) becomes the states, step by step: a GEMM with its activation
+ * a step, the whole recurrence one kernel call (kernels.h: gemm_act_chain, which runs the
+ * sequences on different threads without a barrier between steps). */
+static pd_status forward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
+                                 const char *init, char *hid) {
+  int64_t ld = e->hid * e->maxlen, step = e->rev ? -e->hid : e->hid;
+  return pd_ctx_check(ctx, ctx->k->gemm_act_chain(e->act, false, e->dt, false, e->nseq, e->hid,
+                                                  e->maxlen, init, e->hid, w,
+                                                  hid + (size_t)elem_at(e, 0) * e->hid * e->es,
+                                                  ld, step, NULL, 0),
+                      "gemm and activation");
+}
+
+/* d (holding Hidden@GRAD) becomes the pre-activation gradients, from the last step back: the
+ * last step's rows get act'; then step k - 1's rows become (their own + step k's times W^T)
+ * * act', a GEMM with its activation gradient a step, in one gemm_act_chain. Step 0's product
+ * goes to carry (for H0's gradient) when want_carry. */
+static pd_status backward_uniform(const pd_exec_ctx *ctx, const elman *e, const void *w,
+                                  const char *h, char *d, char *carry, bool want_carry) {
+  size_t rb = (size_t)e->hid * e->es;
+  int64_t ld = e->hid * e->maxlen, step = e->rev ? e->hid : -e->hid;
+  pd_status st = act_grad_rows(ctx, e, e->maxlen - 1, h, d);
+  if (!st && e->maxlen > 1) {
+    size_t at = (size_t)elem_at(e, e->maxlen - 2) * rb;
+    st = pd_ctx_check(ctx, ctx->k->gemm_act_chain(e->act, true, e->dt, true, e->nseq, e->hid,
+                                                  e->maxlen - 1,
+                                                  d + (size_t)elem_at(e, e->maxlen - 1) * rb, ld,
+                                                  w, d + at, ld, step, h + at, ld),
+                      "gemm and activation gradient");
   }
-  for (int o = 0; carry && o < nout; o++) pd_tensor_release(&carry[o]);
-  pd_free(carry);
+  if (!st && want_carry)
+    st = gemm_ld(ctx, e, false, true, e->nseq, e->hid, e->hid, d + (size_t)elem_at(e, 0) * rb,
+                 ld, w, 0.0, carry, e->hid);
+  return st;
+}
+
+/* prev = each row's previous state (H0's row at a sequence's first step), in Input's order. */
+static void prev_uniform(const elman *e, const char *h, const char *init, char *prev) {
+  size_t rb = (size_t)e->hid * e->es, seq = rb * (size_t)e->maxlen;
+  size_t first = (size_t)elem_at(e, 0) * rb;
+  for (int64_t s = 0; s < e->nseq; s++) {
+    char *p = prev + (size_t)s * seq;
+    const char *q = h + (size_t)s * seq;
+    if (e->rev) memcpy(p, q + rb, seq - rb);
+    else memcpy(p + rb, q, seq - rb);
+    memcpy(p + first, init + (size_t)s * rb, rb);
+  }
+}
+
+pd_status pd_kernel_elman_rnn(pd_exec_ctx *ctx) {
+  elman e;
+  pd_status st = elman_make(ctx, &e, false);
+  pd_tensor *out = pd_ctx_out(ctx, "Hidden");
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0");
+  char *tm = NULL, *init = NULL;
+  if (!st && (!out || out == x || out == w || out == h0))
+    st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be a var of its own");
+  if (st) goto out;
+  size_t rb = (size_t)e.hid * e.es;
+  if (!e.uniform) tm = pd_k_host_alloc(rb * (size_t)e.total + 1);
+  init = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
+  if ((!e.uniform && !tm) || !init) {
+    st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  initial_rows(&e, h0, init);
+  if (e.uniform) {
+    if (!(st = pd_ctx_resize(ctx, out, e.dt, 2, x->dims)) &&
+        !(st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, &e.lod), "lod"))) {
+      memcpy(pd_tensor_data(out), pd_tensor_data(x), rb * (size_t)e.total);
+      st = forward_uniform(ctx, &e, pd_tensor_data(w), init, pd_tensor_data(out));
+    }
+    goto out;
+  }
+  to_time_major(&e, tm, pd_tensor_data(x));
+  for (int64_t k = 0; k < e.maxlen && !st; k++) {
+    int64_t n = running(&e, k);
+    char *cur = tm + (size_t)e.koff[k] * rb;
+    const char *prev = k ? tm + (size_t)e.koff[k - 1] * rb : init;
+    if (e.hid > 0)
+      st = gemm_act(ctx, &e, false, n, prev, e.hid, pd_tensor_data(w), cur, e.hid, NULL, 0);
+  }
+  if (!st) st = pd_ctx_resize(ctx, out, e.dt, 2, x->dims);
+  if (!st) st = pd_ctx_check(ctx, pd_tensor_copy_lod(out, &e.lod), "lod");
+  if (!st) from_time_major(&e, pd_tensor_data(out), tm);
+out:
+  pd_k_host_free(tm);
+  pd_k_host_free(init);
+  elman_free(&e);
+  return st;
+}
+
+/* H0's gradient from carry, step 0's rows times W^T (in the sorted order): scattered back to
+ * H0's rows, or summed when H0 is one shared row. */
+static pd_status h0_grad(const pd_exec_ctx *ctx, const elman *e, const pd_tensor *h0,
+                         pd_tensor *dh0, const char *carry) {
+  if (!dh0) return PD_OK;
+  pd_status st = pd_ctx_resize(ctx, dh0, e->dt, h0->ndims, h0->dims);
+  if (st) return st;
+  size_t rb = (size_t)e->hid * e->es;
+  memset(pd_tensor_data(dh0), 0, pd_tensor_nbytes(dh0));
+  int64_t n0 = e->maxlen ? running(e, 0) : 0;
+  for (int64_t r = 0; r < n0; r++) {
+    const char *src = carry + (size_t)r * rb;
+    if (!e->shared) {
+      memcpy((char *)pd_tensor_data(dh0) + (size_t)e->order[r] * rb, src, rb);
+      continue;
+    }
+    for (int64_t j = 0; j < e->hid; j++) {
+      if (e->dt == PD_FP32) PD_TENSOR_F32(dh0)[j] += ((const float *)src)[j];
+      else PD_TENSOR_F64(dh0)[j] += ((const double *)src)[j];
+    }
+  }
+  return PD_OK;
+}
+
+/* Weight's gradient: prev^T d over all rows (both in the same row order). */
+static pd_status weight_grad(const pd_exec_ctx *ctx, const elman *e, const pd_tensor *w,
+                             pd_tensor *dw, const char *prev, const char *d) {
+  pd_status st = pd_ctx_resize(ctx, dw, e->dt, 2, w->dims);
+  if (st) return st;
+  if (e->total > 0 && e->hid > 0)
+    return gemm(ctx, e, true, false, e->hid, e->hid, e->total, prev, d, 0.0, pd_tensor_data(dw));
+  memset(pd_tensor_data(dw), 0, pd_tensor_nbytes(dw));
+  return PD_OK;
+}
+
+/* dH = Hidden@GRAD (zero where absent); going back from the last step, the gradient d of step
+ * k's pre-activation is (dH_k + d_k+1 W^T on the rows still running at k + 1) * act'(h_k); it
+ * is Input's gradient, d_0 W^T is H0's (summed over the sequences when H0 is shared), and
+ * Weight's is the sum over the steps of h_k-1^T d_k: one GEMM of the previous states, stacked
+ * time-major, by all the d's. */
+pd_status pd_kernel_elman_rnn_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *h = pd_ctx_in(ctx, "Hidden");
+  const pd_tensor *dh = pd_ctx_in(ctx, "Hidden@GRAD");
+  pd_tensor *dx = pd_ctx_out(ctx, "Input@GRAD"), *dw = pd_ctx_out(ctx, "Weight@GRAD");
+  pd_tensor *dh0 = h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL;
+  elman e;
+  pd_status st = elman_make(ctx, &e, true);
+  char *hs = NULL, *d = NULL, *carry = NULL, *prev = NULL;
+  const pd_tensor *ins[] = {x, w, h0, h, dh};
+  for (size_t i = 0; i < sizeof ins / sizeof ins[0] && !st; i++)
+    if (ins[i] && (ins[i] == dx || ins[i] == dw || ins[i] == dh0))
+      st = pd_ctx_fail(ctx, PD_EINVAL, "a gradient output is bound to one of the inputs");
+  if (!st && dh && (dh->dtype != e.dt || pd_tensor_numel(dh) != e.total * e.hid)) {
+    char a[96], b[96];
+    st = pd_ctx_fail(ctx, PD_ESHAPE, "Hidden@GRAD is %s, Hidden %s",
+                     pd_ctx_shape_str(dh, a, sizeof a), pd_ctx_shape_str(h, b, sizeof b));
+  }
+  if (st) goto out;
+  size_t rb = (size_t)e.hid * e.es;
+  /* uniform: the gradients are worked out in dx's storage (d only when dx is not wanted), and
+   * hs is not needed (Hidden is read in place) */
+  if (e.uniform && dx) {
+    if ((st = pd_ctx_resize(ctx, dx, e.dt, 2, x->dims)) ||
+        (st = pd_ctx_check(ctx, pd_tensor_copy_lod(dx, &e.lod), "lod")))
+      goto out;
+  } else {
+    d = pd_k_host_alloc(rb * (size_t)e.total + 1);
+  }
+  if (!e.uniform) hs = pd_k_host_alloc(rb * (size_t)e.total + 1);
+  carry = pd_k_host_alloc(rb * (size_t)e.nseq + 1);
+  /* prev (for Weight's gradient): H0's rows (all sequences', before step 1's overwrite the
+   * unused ones), then the steps' */
+  if (dw) prev = pd_k_host_alloc(rb * (size_t)(e.total > e.nseq ? e.total : e.nseq) + 1);
+  if ((!e.uniform && !hs) || (!d && !(e.uniform && dx)) || !carry || (dw && !prev)) {
+    st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  if (e.uniform) {
+    char *dd = d ? d : pd_tensor_data(dx);
+    if (dh) memcpy(dd, pd_tensor_data(dh), rb * (size_t)e.total);
+    else memset(dd, 0, rb * (size_t)e.total);
+    st = backward_uniform(ctx, &e, pd_tensor_data(w), pd_tensor_data(h), dd, carry,
+                          dh0 != NULL);
+    if (st || (st = h0_grad(ctx, &e, h0, dh0, carry))) goto out;
+    if (dw) {  /* carry, used up, now holds H0's rows */
+      initial_rows(&e, h0, carry);
+      prev_uniform(&e, pd_tensor_data(h), carry, prev);
+      st = weight_grad(ctx, &e, w, dw, prev, dd);
+    }
+    goto out;
+  }
+  to_time_major(&e, hs, pd_tensor_data(h));
+  if (dh) to_time_major(&e, d, pd_tensor_data(dh));
+  else memset(d, 0, rb * (size_t)e.total);
+  /* Step k's first rows (those still running at k + 1) add step k + 1's times W^T and take act'
+   * in one gemm_act; the rest (sequences that end at k) take act' alone. */
+  for (int64_t k = e.maxlen - 1; k >= 0 && e.hid > 0 && !st; k--) {
+    int64_t n = running(&e, k), m = k + 1 < e.maxlen ? running(&e, k + 1) : 0;
+    char *dk = d + (size_t)e.koff[k] * rb;
+    const char *hk = hs + (size_t)e.koff[k] * rb;
+    if (m > 0)
+      st = gemm_act(ctx, &e, true, m, d + (size_t)e.koff[k + 1] * rb, e.hid, pd_tensor_data(w),
+                    dk, e.hid, hk, e.hid);
+    if (!st && n > m)
+      st = pd_ctx_check(ctx, ctx->k->unary_grad(e.act, e.dt, (n - m) * e.hid, NULL,
+                                                hk + (size_t)m * rb, dk + (size_t)m * rb,
+                                                dk + (size_t)m * rb),
+                        "activation gradient");
+  }
+  if (!st && e.hid > 0 && e.maxlen > 0 && dh0)
+    st = gemm(ctx, &e, false, true, running(&e, 0), e.hid, e.hid, d, pd_tensor_data(w), 0.0,
+              carry);
+  if (st) goto out;
+  if (dx) {
+    if ((st = pd_ctx_resize(ctx, dx, e.dt, 2, x->dims)) ||
+        (st = pd_ctx_check(ctx, pd_tensor_copy_lod(dx, &e.lod), "lod")))
+      goto out;
+    from_time_major(&e, pd_tensor_data(dx), d);
+  }
+  if ((st = h0_grad(ctx, &e, h0, dh0, carry))) goto out;
+  if (dw) {
+    /* The previous states, time-major: step k's first rows of step k - 1, H0's at step 0. */
+    if (e.maxlen) initial_rows(&e, h0, prev);
+    for (int64_t k = 1; k < e.maxlen; k++)
+      memcpy(prev + (size_t)e.koff[k] * rb, hs + (size_t)e.koff[k - 1] * rb,
+             (size_t)running(&e, k) * rb);
+    st = weight_grad(ctx, &e, w, dw, prev, d);
+  }
+out:
+  pd_k_host_free(hs);
+  pd_k_host_free(d);
+  pd_k_host_free(carry);
+  pd_k_host_free(prev);
+  elman_free(&e);
   return st;
 }

@@ -1,0 +1,801 @@
+/* nn.c -- the layers' own ops: conv2d and pool2d (NCHW and NHWC, paddings, dilations, groups,
+ * adaptive and global pooling), dropout (both of Fluid's implementations) and the embedding lookups
+ * lookup_table and lookup_table_v2 (padding_idx): their shape functions, kernels and gradient
+ * kernels. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/ops/infershape.h"
+#include "vm/ops/kern.h"
+
+/* ================================================================ shape functions */
+
+/* dropout: Out like X; Mask (uint8) like X; dropout_prob in [0, 1]. */
+pd_status pd_infer_dropout(pd_infer_ctx *c) {
+  double p = pd_infer_attr_float(c, "dropout_prob");
+  if (!(p >= 0.0 && p <= 1.0))
+    return pd_infer_fail(c, PD_EINVAL, "dropout_prob must be in [0, 1], got %g", p);
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st || (st = pd_infer_set_out(c, "Out", 0, &d, x->dtype, x->lod_level))) return st;
+  return pd_infer_set_out(c, "Mask", 0, &d, PD_UINT8, x->lod_level);
+}
+
+/* ---- Sliding windows ---- */
+
+/* A 4-D image tensor's layout: where its channels and its two spatial dims are. */
+typedef struct layout {
+  int c, h, w;
+} layout;
+
+static layout image_layout(pd_infer_ctx *c) {
+  bool nhwc = strcmp(pd_infer_attr_str(c, "data_format"), "NHWC") == 0;
+  return nhwc ? (layout){3, 1, 2} : (layout){1, 2, 3};
+}
+
+/* Read an INTS attribute of exactly 2 entries, each >= min. */
+static pd_status read_pair(pd_infer_ctx *c, const char *name, int64_t min, int64_t v[2]) {
+  int64_t buf[2];
+  char s[PD_LIST_BUF];
+  int n = pd_infer_attr_ints(c, name, buf, 2);
+  if (n != 2)
+    return pd_infer_fail(c, PD_EINVAL, "%s must have 2 entries (height, width), got %s", name,
+                         pd_infer_attr_ints_str(c, name, s));
+  if (buf[0] < min || buf[1] < min)
+    return pd_infer_fail(c, PD_EINVAL, "%s %s must be %s", name, pd_infer_attr_ints_str(c, name, s),
+                         min > 0 ? "positive" : "non-negative");
+  v[0] = buf[0];
+  v[1] = buf[1];
+  return PD_OK;
+}
+
+/* The window of a conv2d or pool2d over the spatial dims in[2] ("Input [...]" in messages):
+ * kernel k, dilation dil (1 for pooling); strides and paddings from the attributes, paddings as
+ * 2 entries (symmetric) or 4 (top, bottom, left, right). Computes the output size out[2], -1
+ * where the input is unknown, and fails when the window does not fit. */
+static pd_status slide(pd_infer_ctx *c, const int64_t in[2], const int64_t k[2],
+                       const int64_t dil[2], bool ceil_mode, const char *what, int64_t out[2]) {
+  int64_t stride[2], pad[4], p[4];
+  char s[PD_LIST_BUF];
+  pd_status st = read_pair(c, "strides", 1, stride);
+  if (st) return st;
+  int np = pd_infer_attr_ints(c, "paddings", p, 4);
+  if (np != 2 && np != 4)
+    return pd_infer_fail(c, PD_EINVAL, "paddings must have 2 or 4 entries, got %s",
+                         pd_infer_attr_ints_str(c, "paddings", s));
+  for (int i = 0; i < np; i++)
+    if (p[i] < 0)
+      return pd_infer_fail(c, PD_EINVAL, "paddings %s must be non-negative",
+                           pd_infer_attr_ints_str(c, "paddings", s));
+  for (int i = 0; i < 4; i++) pad[i] = np == 4 ? p[i] : p[i / 2];
+  const char *algo = pd_infer_attr_str(c, "padding_algorithm");
+  static const char *const dim_name[2] = {"height", "width"};
+  for (int i = 0; i < 2; i++) {
+    if (in[i] < 0 || k[i] < 0) {
+      out[i] = -1;
+      continue;
+    }
+    if (strcmp(algo, "SAME") == 0) { /* pad so that out = ceil(in / stride) */
+      out[i] = (in[i] + stride[i] - 1) / stride[i];
+      continue;
+    }
+    int64_t p0 = strcmp(algo, "VALID") == 0 ? 0 : pad[2 * i];
+    int64_t p1 = strcmp(algo, "VALID") == 0 ? 0 : pad[2 * i + 1];
+    /* span = in + p0 + p1 - extent (+ stride - 1 when rounding up), with care for overflow:
+     * a size too large for int64 stays unknown here. */
+    int64_t total = pd_infer_dim_add(pd_infer_dim_add(in[i], p0), p1);
+    int64_t extent = pd_infer_dim_add(pd_infer_dim_mul(dil[i], k[i] - 1), 1);
+    if (total < 0 || extent < 0) {
+      out[i] = -1;
+      continue;
+    }
+    int64_t span = total - extent;
+    if (ceil_mode && span < 0) {
+      span += stride[i] - 1;
+    } else if (ceil_mode && (span = pd_infer_dim_add(span, stride[i] - 1)) < 0) {
+      out[i] = -1;
+      continue;
+    }
+    out[i] = (span >= 0 ? span / stride[i] : -((-span + stride[i] - 1) / stride[i])) + 1;
+    if (out[i] <= 0)
+      return pd_infer_fail(c, PD_ESHAPE, "%s (output %s would be %" PRId64 ")", what, dim_name[i],
+                           out[i]);
+  }
+  return PD_OK;
+}
+
+/* conv2d: Input [N, C, H, W] (or NHWC) convolved with Filter [M, C / groups, KH, KW] gives
+ * Output [N, M, OH, OW]. */
+pd_status pd_infer_conv2d(pd_infer_ctx *c) {
+  const pd_var_desc *in, *f;
+  pd_infer_dims di, df, out;
+  char si[PD_DIMS_BUF], sf[PD_DIMS_BUF], what[2 * PD_DIMS_BUF + 64];
+  pd_status st;
+  if ((st = pd_infer_in(c, "Input", 0, &in, &di)) || (st = pd_infer_in(c, "Filter", 0, &f, &df)) ||
+      (st = pd_infer_same_dtype(c, "Input", in->dtype, "Filter", f->dtype)))
+    return st;
+  layout L = image_layout(c);
+  if (di.n >= 0 && di.n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "Input must have 4 dims (%s), got %s",
+                         L.c == 1 ? "NCHW" : "NHWC", pd_infer_dims_str(&di, si));
+  if (df.n >= 0 && df.n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "Filter must have 4 dims [out channels, in channels / "
+                         "groups, height, width], got %s", pd_infer_dims_str(&df, sf));
+  int64_t groups = pd_infer_attr_int(c, "groups");
+  if (groups < 1) return pd_infer_fail(c, PD_EINVAL, "groups must be at least 1, got %" PRId64, groups);
+  if (di.n < 0) di = pd_infer_dims_unknown(4);
+  if (df.n < 0) df = pd_infer_dims_unknown(4);
+  int64_t ch = di.d[L.c], fch = df.d[1], m = df.d[0];
+  if (ch >= 0 && fch >= 0 && ch != fch * groups)
+    return pd_infer_fail(c, PD_ESHAPE, "Input %s has %" PRId64 " channels but Filter %s with groups %"
+                         PRId64 " takes %" PRId64, pd_infer_dims_str(&di, si), ch,
+                         pd_infer_dims_str(&df, sf), groups, fch * groups);
+  if (m >= 0 && m % groups != 0)
+    return pd_infer_fail(c, PD_ESHAPE, "Filter %s has %" PRId64 " output channels, which groups %"
+                         PRId64 " does not divide", pd_infer_dims_str(&df, sf), m, groups);
+  int64_t dil[2], k[2] = {df.d[2], df.d[3]}, sp[2] = {di.d[L.h], di.d[L.w]}, o[2];
+  if (k[0] == 0 || k[1] == 0)
+    return pd_infer_fail(c, PD_ESHAPE, "Filter %s has an empty window", pd_infer_dims_str(&df, sf));
+  if ((st = read_pair(c, "dilations", 1, dil))) return st;
+  snprintf(what, sizeof what, "Input %s is smaller than Filter %s", pd_infer_dims_str(&di, si),
+           pd_infer_dims_str(&df, sf));
+  if ((st = slide(c, sp, k, dil, false, what, o))) return st;
+  out.n = 4;
+  out.d[0] = di.d[0];
+  out.d[L.c] = m;
+  out.d[L.h] = o[0];
+  out.d[L.w] = o[1];
+  return pd_infer_set_out(c, "Output", 0, &out, in->dtype, 0);
+}
+
+/* pool2d: X [N, C, H, W] (or NHWC) pooled by ksize windows; global_pooling gives [N, C, 1, 1],
+ * adaptive pooling [N, C, ksize...]. */
+pd_status pd_infer_pool2d(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  char s[PD_DIMS_BUF], sk[PD_LIST_BUF], what[PD_DIMS_BUF + PD_LIST_BUF + 64];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  layout L = image_layout(c);
+  if (d.n >= 0 && d.n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "X must have 4 dims (%s), got %s", L.c == 1 ? "NCHW" : "NHWC",
+                         pd_infer_dims_str(&d, s));
+  if (d.n < 0) d = pd_infer_dims_unknown(4);
+  int64_t k[2], o[2], one[2] = {1, 1}, sp[2] = {d.d[L.h], d.d[L.w]};
+  if ((st = read_pair(c, "ksize", 1, k))) return st;
+  if (pd_infer_attr_bool(c, "global_pooling")) {
+    o[0] = o[1] = 1;
+  } else if (pd_infer_attr_bool(c, "adaptive")) {
+    o[0] = k[0];
+    o[1] = k[1];
+  } else {
+    snprintf(what, sizeof what, "X %s is smaller than ksize %s", pd_infer_dims_str(&d, s),
+             pd_infer_ints_str(k, 2, sk));
+    if ((st = slide(c, sp, k, one, pd_infer_attr_bool(c, "ceil_mode"), what, o))) return st;
+  }
+  out = d;
+  out.d[L.h] = o[0];
+  out.d[L.w] = o[1];
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+}
+
+/* lookup_table, lookup_table_v2: rows of the table W [vocabulary, width] picked by the int64 Ids;
+ * Out = Ids.dims + [width], where lookup_table's Ids end in a dim of 1 that Out drops. */
+pd_status pd_infer_lookup_table(pd_infer_ctx *c) {
+  const pd_var_desc *w, *ids;
+  pd_infer_dims dw, di, out;
+  char s[PD_DIMS_BUF];
+  pd_status st;
+  if ((st = pd_infer_in(c, "W", 0, &w, &dw)) || (st = pd_infer_in(c, "Ids", 0, &ids, &di)))
+    return st;
+  if (dw.n >= 0 && dw.n != 2)
+    return pd_infer_fail(c, PD_ESHAPE, "W must have 2 dims [vocabulary, width], got %s",
+                         pd_infer_dims_str(&dw, s));
+  if (ids->dtype != PD_INT64 && ids->dtype != PD_INT32)
+    return pd_infer_fail(c, PD_ETYPE, "Ids must be int64 or int32, got %s", pd_dtype_name(ids->dtype));
+  bool v1 = c->def->kind == PD_OP_lookup_table;
+  if (di.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+    return pd_infer_set_out(c, "Out", 0, &out, w->dtype, ids->lod_level);
+  }
+  out = di;
+  if (v1) {
+    if (di.n == 0 || (di.d[di.n - 1] >= 0 && di.d[di.n - 1] != 1))
+      return pd_infer_fail(c, PD_ESHAPE, "Ids %s must end in a dim of 1 (lookup_table_v2 takes any "
+                           "shape)", pd_infer_dims_str(&di, s));
+    out.n--;
+  }
+  if (out.n >= PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "Out would have %d dims; at most %d are supported",
+                         out.n + 1, PD_MAX_RANK);
+  out.d[out.n++] = dw.n == 2 ? dw.d[1] : -1;
+  return pd_infer_set_out(c, "Out", 0, &out, w->dtype, ids->lod_level);
+}
+
+/* ================================================================ embeddings */
+
+/* Ids as int64 (a view of the tensor, or a converted copy in sc) after checking every id is a
+ * row of W [nrows, ...] or padding_idx (-1: none). */
+static pd_status read_ids(const pd_exec_ctx *ctx, const pd_tensor *ids, const pd_tensor *w,
+                          int64_t padding_idx, local_buf *sc, const int64_t **out) {
+  char s[DIMS_BUF];
+  int64_t n = pd_tensor_numel(ids), nrows = w->dims[0];
+  if (!is_int(ids->dtype))
+    return pd_ctx_fail(ctx, PD_ETYPE, "Ids must hold int64 or int32 values, got %s",
+                       pd_dtype_name(ids->dtype));
+  const int64_t *p = PD_TENSOR_I64(ids);
+  if (ids->dtype == PD_INT32) {
+    int64_t *q = local_get(sc, (size_t)n * sizeof *q);
+    if (!q) return nomem(ctx);
+    for (int64_t i = 0; i < n; i++) q[i] = PD_TENSOR_I32(ids)[i];
+    p = q;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    if (padding_idx != -1 && p[i] == padding_idx) continue;
+    if (p[i] < 0 || p[i] >= nrows)
+      return pd_ctx_fail(ctx, PD_EINVAL, "id %" PRId64 " (Ids element %" PRId64 ") is out of "
+                         "range for a table of %" PRId64 " rows (W %s)", p[i], i, nrows,
+                         shape_str(w, s));
+  }
+  *out = p;
+  return PD_OK;
+}
+
+/* Shared checks of lookup_table(_v2) and its gradient: W [rows, width] float; lookup_table's
+ * Ids end in a dim of 1. Gives Out's shape. */
+static pd_status lookup_shape(const pd_exec_ctx *ctx, const pd_tensor *w, const pd_tensor *ids,
+                              int *nd, int64_t *dims) {
+  char s[DIMS_BUF];
+  pd_status st = want_float(ctx, "W", w);
+  if (st) return st;
+  if (w->ndims != 2)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "W must have 2 dims [vocabulary, width], got %s",
+                       shape_str(w, s));
+  *nd = ids->ndims;
+  memcpy(dims, ids->dims, sizeof(int64_t) * (size_t)*nd);
+  if (ctx->def->kind == PD_OP_lookup_table) {
+    if (ids->ndims == 0 || ids->dims[ids->ndims - 1] != 1)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "Ids %s must end in a dim of 1 (lookup_table_v2 takes "
+                         "any shape)", shape_str(ids, s));
+    (*nd)--;
+  }
+  if (*nd >= MAXD)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "Out would have %d dims; at most %d are supported",
+                       *nd + 1, MAXD);
+  dims[(*nd)++] = w->dims[1];
+  return PD_OK;
+}
+
+/* lookup_table, lookup_table_v2: Out = the rows of W picked by Ids (a zero row for padding_idx);
+ * Out takes Ids' LoD. An id outside the table is an error naming it. */
+static pd_status lookup(pd_exec_ctx *ctx) {
+  const pd_tensor *w, *ids;
+  pd_tensor *out;
+  pd_status st;
+  int nd;
+  int64_t dims[MAXD];
+  if ((st = in_at(ctx, "W", 0, true, &w)) || (st = in_at(ctx, "Ids", 0, true, &ids)) ||
+      (st = lookup_shape(ctx, w, ids, &nd, dims)) || (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  int64_t pad = pd_ctx_attr_int(ctx, "padding_idx");
+  local_buf sc = {0};
+  hold h;
+  hold_init(&h);
+  const int64_t *p = NULL;
+  if (!(st = unalias(ctx, &h, out, &w)) && !(st = unalias(ctx, &h, out, &ids)) &&
+      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
+      !(st = resize(ctx, out, w->dtype, nd, dims, ids)))
+    st = pd_ctx_check(ctx, ctx->k->gather_rows(w->dtype, w->dims[0], w->dims[1],
+                                               pd_tensor_data(w), pd_tensor_numel(ids), p, pad,
+                                               pd_tensor_data(out)),
+                      "gather_rows");
+  local_free(&sc);
+  hold_free(&h);
+  return st;
+}
+
+/* lookup_table(_v2)_grad: a dense W@GRAD [rows, width]: zeros, plus each Out@GRAD row added to
+ * the row of its id (repeated ids add up; padding_idx gets nothing). is_sparse is not honoured
+ * (pdlang has no SelectedRows). */
+static pd_status lookup_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dw;
+  const pd_tensor *w, *ids, *dy;
+  pd_status st = out_at(ctx, "W@GRAD", 0, false, &dw);
+  if (st || !dw) return st;
+  int nd;
+  int64_t dims[MAXD];
+  if ((st = in_at(ctx, "W", 0, true, &w)) || (st = in_at(ctx, "Ids", 0, true, &ids)) ||
+      (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = lookup_shape(ctx, w, ids, &nd, dims)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, nd, dims, w->dtype)))
+    return st;
+  int64_t pad = pd_ctx_attr_int(ctx, "padding_idx"), rows = w->dims[0], width = w->dims[1];
+  pd_dtype dt = w->dtype;
+  local_buf sc = {0};
+  hold h;
+  hold_init(&h);
+  const int64_t *p = NULL;
+  if (!(st = unalias(ctx, &h, dw, &dy)) && !(st = unalias(ctx, &h, dw, &ids)) &&
+      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
+      !(st = resize(ctx, dw, dt, 2, (int64_t[]){rows, width}, w))) {
+    if (pd_tensor_nbytes(dw)) memset(pd_tensor_data(dw), 0, pd_tensor_nbytes(dw));
+    st = pd_ctx_check(ctx, ctx->k->scatter_add_rows(dt, rows, width, pd_tensor_data(dw),
+                                                    pd_tensor_numel(ids), p, pad, pd_tensor_data(dy)),
+                      "scatter_add_rows");
+  }
+  local_free(&sc);
+  hold_free(&h);
+  return st;
+}
+
+pd_status pd_kernel_lookup_table(pd_exec_ctx *ctx) { return lookup(ctx); }
+
+pd_status pd_kernel_lookup_table_v2(pd_exec_ctx *ctx) { return lookup(ctx); }
+
+pd_status pd_kernel_lookup_table_grad(pd_exec_ctx *ctx) { return lookup_grad(ctx); }
+
+pd_status pd_kernel_lookup_table_v2_grad(pd_exec_ctx *ctx) { return lookup_grad(ctx); }
+
+/* ================================================================ dropout */
+
+typedef struct dropout_cfg {
+  double p;
+  bool is_test, upscale;
+} dropout_cfg;
+
+static pd_status dropout_config(const pd_exec_ctx *ctx, dropout_cfg *c) {
+  c->p = pd_ctx_attr_float(ctx, "dropout_prob");
+  c->is_test = pd_ctx_attr_bool(ctx, "is_test");
+  c->upscale = strcmp(pd_ctx_attr_str(ctx, "dropout_implementation"), "upscale_in_train") == 0;
+  if (!(c->p >= 0 && c->p <= 1))
+    return pd_ctx_fail(ctx, PD_EINVAL, "dropout_prob must be in [0, 1], got %g", c->p);
+  return PD_OK;
+}
+
+/* dropout: in training each element is dropped with probability dropout_prob (Mask 0) and kept
+ * otherwise (Mask 1, and scaled by 1 / (1 - p) with upscale_in_train); at test time Out = X
+ * (upscale_in_train) or X * (1 - p) (downgrade_in_infer), and Mask is all ones. The random
+ * numbers come from the Seed input when given, else seed when fix_seed, else (or for seed 0) from
+ * the executor's generator. */
+pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out, *mask;
+  dropout_cfg c;
+  pd_status st;
+  if ((st = dropout_config(ctx, &c)) || (st = in_at(ctx, "X", 0, true, &x)) ||
+      (st = want_float(ctx, "X", x)) || (st = out_at(ctx, "Out", 0, true, &out)) ||
+      (st = out_at(ctx, "Mask", 0, false, &mask)))
+    return st;
+  if (mask == out) return pd_ctx_fail(ctx, PD_EINVAL, "Out and Mask are the same var");
+  int64_t seed = pd_ctx_attr_bool(ctx, "fix_seed") ? pd_ctx_attr_int(ctx, "seed") : 0;
+  const pd_tensor *seed_t = in_if_set(ctx, "Seed", 0);
+  if (seed_t && (st = int_scalar_in(ctx, "Seed", seed_t, &seed))) return st;
+  hold h;
+  hold_init(&h);
+  if (mask && (st = unalias(ctx, &h, mask, &x))) return st;
+  pd_dtype dt = x->dtype;
+  int64_t n = pd_tensor_numel(x);
+  const void *xd = pd_tensor_data(x);  /* stays valid: see the top of the file */
+  if ((st = resize(ctx, out, dt, x->ndims, x->dims, x)) ||
+      (mask && (st = resize(ctx, mask, PD_UINT8, x->ndims, x->dims, x)))) {
+    hold_free(&h);
+    return st;
+  }
+  uint8_t *m = mask ? PD_TENSOR_BOOL(mask) : NULL;
+  if (c.is_test || c.p == 0 || c.p == 1) { /* no random numbers needed */
+    double scale = c.is_test ? (c.upscale ? 1.0 : 1.0 - c.p) : c.p == 1 ? 0.0 : 1.0;
+    if (m && n) memset(m, c.is_test || c.p == 0 ? 1 : 0, (size_t)n);
+    FLOAT_SWITCH(dt, {
+      const T *xs = xd;
+      T *o = (T *)pd_tensor_data(out);
+      for (int64_t i = 0; i < n; i++) o[i] = (T)(xs[i] * scale);
+    });
+    hold_free(&h);
+    return PD_OK;
+  }
+  pd_k_rng local, *rng = ctx->rng;
+  if (seed != 0) {
+    pd_k_rng_init(&local, (uint64_t)seed);
+    rng = &local;
+  }
+  double scale = c.upscale ? 1.0 / (1.0 - c.p) : 1.0;
+  float u[1024];  /* a multiple of 4: chunked draws continue the stream exactly */
+  for (int64_t b = 0; b < n && !st; b += 1024) {
+    int64_t e = n - b < 1024 ? n - b : 1024;
+    if ((st = pd_ctx_check(ctx, ctx->k->uniform(PD_FP32, e, u, 0.0, 1.0, rng), "uniform")))
+      break;
+    FLOAT_SWITCH(dt, {
+      const T *xs = (const T *)xd + b;
+      T *o = (T *)pd_tensor_data(out) + b;
+      for (int64_t i = 0; i < e; i++) {
+        bool keep = u[i] >= c.p;
+        o[i] = keep ? (T)(xs[i] * scale) : (T)0;
+        if (m) m[b + i] = keep;
+      }
+    });
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* dropout_grad: X@GRAD = Out@GRAD * Mask (/ (1 - p) with upscale_in_train); at test time the
+ * forward's constant factor. */
+pd_status pd_kernel_dropout_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *dy, *mask = NULL;
+  dropout_cfg c;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  if ((st = dropout_config(ctx, &c)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = want_float(ctx, "Out@GRAD", dy)))
+    return st;
+  const pd_tensor *x = in_if_set(ctx, "X", 0);
+  if (x && (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype))) return st;
+  bool use_mask = !c.is_test && c.p > 0 && c.p < 1;
+  if (use_mask) {
+    char s1[DIMS_BUF], s2[DIMS_BUF];
+    if ((st = in_at(ctx, "Mask", 0, true, &mask))) return st;
+    if (mask->dtype != PD_UINT8 || pd_tensor_numel(mask) != pd_tensor_numel(dy))
+      return pd_ctx_fail(ctx, PD_ESHAPE, "Mask %s (%s) does not match Out@GRAD %s",
+                         shape_str(mask, s1), pd_dtype_name(mask->dtype), shape_str(dy, s2));
+  }
+  double scale = c.is_test ? (c.upscale ? 1.0 : 1.0 - c.p)
+                 : c.p == 1 ? 0.0
+                 : c.upscale ? 1.0 / (1.0 - c.p)
+                             : 1.0;
+  const void *dyd = pd_tensor_data(dy);
+  const uint8_t *m = mask ? PD_TENSOR_BOOL(mask) : NULL;
+  hold h;
+  hold_init(&h);
+  if (mask == dx && (st = unalias(ctx, &h, dx, &mask))) return st;
+  if (mask) m = PD_TENSOR_BOOL(mask);
+  int64_t n = pd_tensor_numel(dy);
+  if (!(st = resize(ctx, dx, dy->dtype, dy->ndims, dy->dims, x ? x : dy))) {
+    FLOAT_SWITCH(dy->dtype, {
+      const T *g = dyd;
+      T *o = (T *)pd_tensor_data(dx);
+      for (int64_t i = 0; i < n; i++) o[i] = (m && !m[i]) ? (T)0 : (T)(g[i] * scale);
+    });
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ conv2d, pool2d */
+
+/* An INTS attribute of exactly 2 entries, each >= min. */
+static pd_status attr_pair(const pd_exec_ctx *ctx, const char *name, int64_t min, int64_t v[2]) {
+  int64_t buf[4];
+  char s[LIST_BUF];
+  int n = pd_ctx_attr_ints(ctx, name, buf, 4);
+  if (n != 2 || buf[0] < min || buf[1] < min)
+    return pd_ctx_fail(ctx, PD_EINVAL, "%s must be 2 %s numbers (height, width), got %s", name,
+                       min > 0 ? "positive" : "non-negative",
+                       dims_str(n < 0 ? 0 : n > 4 ? 4 : n, buf, s, sizeof s));
+  v[0] = buf[0];
+  v[1] = buf[1];
+  return PD_OK;
+}
+
+/* paddings as (top, bottom, left, right), from 2 (symmetric) or 4 entries. */
+static pd_status attr_pads(const pd_exec_ctx *ctx, int64_t pad[4]) {
+  int64_t p[4];
+  char s[LIST_BUF];
+  int n = pd_ctx_attr_ints(ctx, "paddings", p, 4);
+  bool ok = n == 2 || n == 4;
+  for (int i = 0; ok && i < n; i++) ok = p[i] >= 0;
+  if (!ok)
+    return pd_ctx_fail(ctx, PD_EINVAL, "paddings must be 2 or 4 non-negative numbers, got %s",
+                       dims_str(n < 0 ? 0 : n > 4 ? 4 : n, p, s, sizeof s));
+  for (int i = 0; i < 4; i++) pad[i] = n == 4 ? p[i] : p[i / 2];
+  return PD_OK;
+}
+
+/* Fluid's SAME padding of one spatial dim: out = ceil(in / stride), the total padding split
+ * with the extra one at the end. */
+static void same_pads(int64_t in, int64_t k, int64_t stride, int64_t *p0, int64_t *p1) {
+  int64_t out = (in + stride - 1) / stride, sum = (out - 1) * stride + k - in;
+  if (sum < 0) sum = 0;
+  *p0 = sum / 2;
+  *p1 = sum - *p0;
+}
+
+static pd_status need_nchw(const pd_exec_ctx *ctx) {
+  if (strcmp(pd_ctx_attr_str(ctx, "data_format"), "NHWC") == 0)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "data_format NHWC is not supported (use NCHW)");
+  return PD_OK;
+}
+
+/* The convolution of Input by Filter as the op's attributes say (Fluid: SAME padding also
+ * resets the dilations to 1). */
+static pd_status conv_setup(const pd_exec_ctx *ctx, const pd_tensor *in, const pd_tensor *f,
+                            pd_k_conv2d *p) {
+  char si[DIMS_BUF], sf[DIMS_BUF];
+  int64_t stride[2] = {0}, dil[2] = {0}, pad[4] = {0};
+  pd_status st;
+  if ((st = need_nchw(ctx)) || (st = want_float(ctx, "Input", in))) return st;
+  if (f->dtype != in->dtype)
+    return pd_ctx_fail(ctx, PD_ETYPE, "Filter holds %s but Input holds %s",
+                       pd_dtype_name(f->dtype), pd_dtype_name(in->dtype));
+  if (in->ndims != 4)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input must have 4 dims [N, C, H, W], got %s",
+                       shape_str(in, si));
+  if (f->ndims != 4)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Filter must have 4 dims [out channels, in channels / "
+                       "groups, height, width], got %s", shape_str(f, sf));
+  int64_t groups = pd_ctx_attr_int(ctx, "groups");
+  if (groups < 1) return pd_ctx_fail(ctx, PD_EINVAL, "groups must be at least 1, got %" PRId64,
+                                     groups);
+  if (in->dims[1] != f->dims[1] * groups)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input %s has %" PRId64 " channels but Filter %s with "
+                       "groups %" PRId64 " takes %" PRId64, shape_str(in, si), in->dims[1],
+                       shape_str(f, sf), groups, f->dims[1] * groups);
+  if (f->dims[0] % groups)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Filter %s has %" PRId64 " output channels, which groups %"
+                       PRId64 " does not divide", shape_str(f, sf), f->dims[0], groups);
+  if ((st = attr_pair(ctx, "strides", 1, stride)) || (st = attr_pair(ctx, "dilations", 1, dil)) ||
+      (st = attr_pads(ctx, pad)))
+    return st;
+  const char *algo = pd_ctx_attr_str(ctx, "padding_algorithm");
+  *p = (pd_k_conv2d){.n = in->dims[0], .c = in->dims[1], .h = in->dims[2], .w = in->dims[3],
+                     .oc = f->dims[0], .kh = f->dims[2], .kw = f->dims[3], .groups = groups,
+                     .stride_h = stride[0], .stride_w = stride[1], .pad_top = pad[0],
+                     .pad_bottom = pad[1], .pad_left = pad[2], .pad_right = pad[3],
+                     .dil_h = dil[0], .dil_w = dil[1]};
+  if (strcmp(algo, "SAME") == 0) {
+    same_pads(p->h, p->kh, p->stride_h, &p->pad_top, &p->pad_bottom);
+    same_pads(p->w, p->kw, p->stride_w, &p->pad_left, &p->pad_right);
+    p->dil_h = p->dil_w = 1;
+  } else if (strcmp(algo, "VALID") == 0) {
+    p->pad_top = p->pad_bottom = p->pad_left = p->pad_right = 0;
+  }
+  if (pd_k_conv2d_setup(p))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input %s is smaller than Filter %s (strides [%" PRId64
+                       ", %" PRId64 "], paddings [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64
+                       "], dilations [%" PRId64 ", %" PRId64 "])", shape_str(in, si), shape_str(f, sf),
+                       p->stride_h, p->stride_w, p->pad_top, p->pad_bottom, p->pad_left,
+                       p->pad_right, p->dil_h, p->dil_w);
+  return PD_OK;
+}
+
+/* conv2d: Output [N, M, OH, OW] = Input [N, C, H, W] cross-correlated with Filter
+ * [M, C / groups, KH, KW] (NCHW only). */
+pd_status pd_kernel_conv2d(pd_exec_ctx *ctx) {
+  const pd_tensor *in, *f;
+  pd_tensor *out;
+  pd_k_conv2d p;
+  pd_status st;
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = conv_setup(ctx, in, f, &p)) || (st = out_at(ctx, "Output", 0, true, &out)))
+    return st;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &in)) && !(st = unalias(ctx, &h, out, &f)) &&
+      !(st = resize(ctx, out, in->dtype, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow}, NULL)))
+    st = pd_ctx_check(ctx, ctx->k->conv2d(in->dtype, &p, pd_tensor_data(in), pd_tensor_data(f),
+                                          pd_tensor_data(out)),
+                      "conv2d");
+  hold_free(&h);
+  return st;
+}
+
+/* conv2d_grad: Input@GRAD (backward data) and Filter@GRAD (backward filter) from Output@GRAD. */
+pd_status pd_kernel_conv2d_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *in, *f, *dy;
+  pd_tensor *dx, *dw;
+  pd_k_conv2d p;
+  pd_status st;
+  if ((st = out_at(ctx, "Input@GRAD", 0, false, &dx)) || (st = out_at(ctx, "Filter@GRAD", 0, false, &dw)))
+    return st;
+  if (!dx && !dw) return PD_OK;
+  if (dx && dx == dw) return pd_ctx_fail(ctx, PD_EINVAL, "Input@GRAD and Filter@GRAD are one var");
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = in_at(ctx, "Output@GRAD", 0, true, &dy)) || (st = conv_setup(ctx, in, f, &p)) ||
+      (st = want_grad_shape(ctx, "Output@GRAD", dy, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow},
+                             in->dtype)))
+    return st;
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[2] = {dx, dw};
+  for (int i = 0; i < 2 && !st; i++)
+    if (outs[i] && !(st = unalias(ctx, &h, outs[i], &in)) && !(st = unalias(ctx, &h, outs[i], &f)))
+      st = unalias(ctx, &h, outs[i], &dy);
+  if (!st && dx && !(st = resize(ctx, dx, in->dtype, 4, in->dims, in)))
+    st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_data(in->dtype, &p, pd_tensor_data(f),
+                                                   pd_tensor_data(dy), pd_tensor_data(dx)),
+                      "conv2d_bwd_data");
+  if (!st && dw && !(st = resize(ctx, dw, f->dtype, 4, f->dims, f)))
+    st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_filter(in->dtype, &p, pd_tensor_data(in),
+                                                     pd_tensor_data(dy), pd_tensor_data(dw)),
+                      "conv2d_bwd_filter");
+  hold_free(&h);
+  return st;
+}
+
+/* The pooling of X as the attributes say. Adaptive pooling (ksize = the output size, windows
+ * [floor(i * H / OH), ceil((i + 1) * H / OH))) is done here, not by the backend: *adaptive
+ * says so, and p then holds only the sizes. */
+static pd_status pool_setup(const pd_exec_ctx *ctx, const pd_tensor *x, pd_k_pool2d *p,
+                            bool *adaptive) {
+  char sx[DIMS_BUF];
+  int64_t k[2] = {0}, stride[2] = {0}, pad[4] = {0};
+  pd_status st;
+  if ((st = need_nchw(ctx)) || (st = want_float(ctx, "X", x))) return st;
+  if (x->ndims != 4)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have 4 dims [N, C, H, W], got %s", shape_str(x, sx));
+  const char *type = pd_ctx_attr_str(ctx, "pooling_type");
+  if (strcmp(type, "max") != 0 && strcmp(type, "avg") != 0)
+    return pd_ctx_fail(ctx, PD_EINVAL, "pooling_type must be max or avg, got '%s'", type);
+  if ((st = attr_pair(ctx, "ksize", 1, k)) || (st = attr_pair(ctx, "strides", 1, stride)) ||
+      (st = attr_pads(ctx, pad)))
+    return st;
+  *p = (pd_k_pool2d){.type = strcmp(type, "max") == 0 ? PD_K_POOL_MAX : PD_K_POOL_AVG,
+                     .n = x->dims[0], .c = x->dims[1], .h = x->dims[2], .w = x->dims[3],
+                     .kh = k[0], .kw = k[1], .stride_h = stride[0], .stride_w = stride[1],
+                     .pad_top = pad[0], .pad_bottom = pad[1], .pad_left = pad[2],
+                     .pad_right = pad[3], .ceil_mode = pd_ctx_attr_bool(ctx, "ceil_mode"),
+                     .exclusive = pd_ctx_attr_bool(ctx, "exclusive")};
+  *adaptive = false;
+  if (p->h < 1 || p->w < 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s has an empty image", shape_str(x, sx));
+  const char *algo = pd_ctx_attr_str(ctx, "padding_algorithm");
+  if (pd_ctx_attr_bool(ctx, "global_pooling")) {
+    p->kh = p->h;
+    p->kw = p->w;
+    p->pad_top = p->pad_bottom = p->pad_left = p->pad_right = 0;
+  } else if (pd_ctx_attr_bool(ctx, "adaptive")) {
+    *adaptive = true;
+    p->oh = k[0];
+    p->ow = k[1];
+    return PD_OK;
+  } else if (strcmp(algo, "SAME") == 0) {
+    same_pads(p->h, p->kh, p->stride_h, &p->pad_top, &p->pad_bottom);
+    same_pads(p->w, p->kw, p->stride_w, &p->pad_left, &p->pad_right);
+    p->ceil_mode = false;
+  } else if (strcmp(algo, "VALID") == 0) {
+    p->pad_top = p->pad_bottom = p->pad_left = p->pad_right = 0;
+  }
+  char what[256];
+  snprintf(what, sizeof what, "ksize [%" PRId64 ", %" PRId64 "], strides [%" PRId64 ", %" PRId64
+           "], paddings [%" PRId64 ", %" PRId64 ", %" PRId64 ", %" PRId64 "]", p->kh, p->kw,
+           p->stride_h, p->stride_w, p->pad_top, p->pad_bottom, p->pad_left, p->pad_right);
+  if (p->pad_top >= p->kh || p->pad_left >= p->kw || p->pad_bottom >= p->kh ||
+      p->pad_right >= p->kw)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "paddings must be smaller than the window (%s)",
+                       what);
+  if (pd_k_pool2d_setup(p))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s is smaller than the window (%s)", shape_str(x, sx), what);
+  /* Fluid's size: (in + pads - k (+ stride - 1 in ceil mode)) / stride + 1. The backend drops
+   * a last window that would start past the input in ceil mode; Fluid does not. */
+  int64_t fh = (p->h + p->pad_top + p->pad_bottom - p->kh + (p->ceil_mode ? p->stride_h - 1 : 0)) /
+                   p->stride_h + 1,
+          fw = (p->w + p->pad_left + p->pad_right - p->kw + (p->ceil_mode ? p->stride_w - 1 : 0)) /
+                   p->stride_w + 1;
+  if (fh != p->oh || fw != p->ow)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "with ceil_mode the last window of X %s would lie "
+                       "in the padding (%s); Fluid's output for it is not supported", shape_str(x, sx),
+                       what);
+  return PD_OK;
+}
+
+/* Adaptive pooling (and its gradient when dy != NULL: dx overwritten; max sends each window's
+ * gradient to its first maximum, as Fluid). */
+static void adaptive_pool(const pd_k_pool2d *p, pd_dtype dt, const void *xv, void *yv,
+                          const void *dyv, void *dxv) {
+  FLOAT_SWITCH(dt, {
+    for (int64_t pl = 0; pl < p->n * p->c; pl++) {
+      const T *x = (const T *)xv + pl * p->h * p->w;
+      T *y = yv ? (T *)yv + pl * p->oh * p->ow : NULL;
+      const T *dy = dyv ? (const T *)dyv + pl * p->oh * p->ow : NULL;
+      T *dx = dxv ? (T *)dxv + pl * p->h * p->w : NULL;
+      if (dx) memset(dx, 0, (size_t)(p->h * p->w) * sizeof(T));
+      for (int64_t oy = 0; oy < p->oh; oy++) {
+        int64_t hs = oy * p->h / p->oh, he = ((oy + 1) * p->h + p->oh - 1) / p->oh;
+        for (int64_t ox = 0; ox < p->ow; ox++) {
+          int64_t ws = ox * p->w / p->ow, we = ((ox + 1) * p->w + p->ow - 1) / p->ow;
+          int64_t count = (he - hs) * (we - ws), at = hs * p->w + ws;
+          double sum = 0;
+          for (int64_t iy = hs; iy < he; iy++)
+            for (int64_t ix = ws; ix < we; ix++) {
+              sum += x[iy * p->w + ix];
+              if (x[iy * p->w + ix] > x[at]) at = iy * p->w + ix;
+            }
+          bool mx = p->type == PD_K_POOL_MAX;
+          if (y) y[oy * p->ow + ox] = mx ? x[at] : (T)(sum / (double)count);
+          if (!dx) continue;
+          T g = dy[oy * p->ow + ox];
+          if (mx) {
+            dx[at] += g;
+          } else {
+            for (int64_t iy = hs; iy < he; iy++)
+              for (int64_t ix = ws; ix < we; ix++) dx[iy * p->w + ix] += (T)(g / (double)count);
+          }
+        }
+      }
+    }
+  });
+}
+
+/* pool2d: max or avg pooling of X [N, C, H, W] (NCHW only): ksize windows moved by strides over
+ * the padded input (paddings, or SAME / VALID), global_pooling (one window over the image),
+ * ceil_mode, exclusive (avg divides by the in-bounds count), adaptive (ksize is the output). */
+pd_status pd_kernel_pool2d(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  pd_k_pool2d p;
+  bool adaptive;
+  pd_status st;
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = pool_setup(ctx, x, &p, &adaptive)) ||
+      (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) &&
+      !(st = resize(ctx, out, x->dtype, 4, (int64_t[]){p.n, p.c, p.oh, p.ow}, NULL))) {
+    if (adaptive) adaptive_pool(&p, x->dtype, pd_tensor_data(x), pd_tensor_data(out), NULL, NULL);
+    else
+      st = pd_ctx_check(ctx, ctx->k->pool2d(x->dtype, &p, pd_tensor_data(x), pd_tensor_data(out)),
+                        "pool2d");
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* pool2d_grad: X@GRAD from Out@GRAD (max: to each window's first maximum; avg: spread over the
+ * window). Out is recomputed when the op does not bind it. */
+pd_status pd_kernel_pool2d_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *dy, *y;
+  pd_tensor *dx;
+  pd_k_pool2d p;
+  bool adaptive;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  int64_t od[4];
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = pool_setup(ctx, x, &p, &adaptive)))
+    return st;
+  od[0] = p.n;
+  od[1] = p.c;
+  od[2] = p.oh;
+  od[3] = p.ow;
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, 4, od, x->dtype))) return st;
+  y = in_if_set(ctx, "Out", 0);
+  if (y && !same_dims(y->ndims, y->dims, 4, od)) y = NULL;
+  hold h;
+  pd_tensor ty; /* Out recomputed, for max pooling when it is not given */
+  hold_init(&h);
+  pd_tensor_init(&ty);
+  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &dy)) ||
+      (st = unalias(ctx, &h, dx, &y)))
+    goto out;
+  if (!adaptive && !y && p.type == PD_K_POOL_MAX) {
+    if (pd_tensor_resize(&ty, x->dtype, 4, od)) {
+      st = nomem(ctx);
+      goto out;
+    }
+    if ((st = pd_ctx_check(ctx, ctx->k->pool2d(x->dtype, &p, pd_tensor_data(x),
+                                               pd_tensor_data(&ty)),
+                           "pool2d")))
+      goto out;
+    y = &ty;
+  }
+  if ((st = resize(ctx, dx, x->dtype, 4, x->dims, x))) goto out;
+  if (adaptive)
+    adaptive_pool(&p, x->dtype, pd_tensor_data(x), NULL, pd_tensor_data(dy), pd_tensor_data(dx));
+  else /* avg does not read y: dy stands in for it */
+    st = pd_ctx_check(ctx, ctx->k->pool2d_grad(x->dtype, &p, pd_tensor_data(x),
+                                               pd_tensor_data(y ? y : dy), pd_tensor_data(dy),
+                                               pd_tensor_data(dx)),
+                      "pool2d_grad");
+out:
+  hold_free(&h);
+  pd_tensor_release(&ty);
+  return st;
+}

@@ -1,0 +1,704 @@
+/* shape.c -- the ops that rearrange a tensor without computing: concat, split, reshape2 and
+ * transpose2 (with Fluid's XShape): their shape functions, kernels and gradient kernels. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vm/ops/infershape.h"
+#include "vm/ops/kern.h"
+
+/* ================================================================ shape functions */
+
+/* concat: the inputs agree in dtype, rank, and every dim but `axis`, along which Out is their
+ * sum. With AxisTensor the axis is only known at run time, and so are Out's dims. Out takes
+ * X[0]'s LoD. */
+pd_status pd_infer_concat(pd_infer_ctx *c) {
+  const pd_var_desc *first;
+  pd_infer_dims out, d0;
+  char s0[PD_DIMS_BUF], si[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &first, &d0);
+  if (st) return st;
+  bool axis_known = pd_infer_nin(c, "AxisTensor") == 0;
+  int axis = 0;
+  if (d0.n >= 0 && axis_known &&
+      (st = pd_infer_axis(c, "axis", pd_infer_attr_int(c, "axis"), "X[0]", &d0, &axis)))
+    return st;
+  out = axis_known ? d0 : pd_infer_dims_unknown(d0.n);
+  for (int i = 1; i < pd_infer_nin(c, "X"); i++) {
+    const pd_var_desc *v;
+    pd_infer_dims d;
+    if ((st = pd_infer_in(c, "X", i, &v, &d))) return st;
+    if (v->dtype != first->dtype)
+      return pd_infer_fail(c, PD_ETYPE, "X[%d] has dtype %s but X[0] has dtype %s", i,
+                           pd_dtype_name(v->dtype), pd_dtype_name(first->dtype));
+    if (d0.n < 0) continue;
+    if (d.n < 0) {
+      if (axis_known) out.d[axis] = -1;
+      continue;
+    }
+    if (d.n != d0.n)
+      return pd_infer_fail(c, PD_ESHAPE, "cannot concatenate %s and %s: X[%d] has %d dims but X[0] "
+                           "has %d", pd_infer_dims_str(&d0, s0), pd_infer_dims_str(&d, si), i, d.n,
+                           d0.n);
+    if (!axis_known) continue;
+    for (int k = 0; k < d.n; k++) {
+      if (k == axis) {
+        out.d[k] = pd_infer_dim_add(out.d[k], d.d[k]);
+      } else if (!pd_infer_dim_compatible(out.d[k], d.d[k])) {
+        return pd_infer_fail(c, PD_ESHAPE, "cannot concatenate %s and %s along axis %d: they differ "
+                             "in dim %d", pd_infer_dims_str(&d0, s0), pd_infer_dims_str(&d, si),
+                             axis, k);
+      } else {
+        out.d[k] = pd_infer_dim_merge(out.d[k], d.d[k]);
+      }
+    }
+  }
+  return pd_infer_set_out(c, "Out", 0, &out, first->dtype, first->lod_level);
+}
+
+/* split: X cut along `axis` into `num` equal parts or into parts of the sizes in `sections`
+ * (one of which may be -1: the rest), one per Out var. The LoD survives unless axis is 0. */
+pd_status pd_infer_split(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF], list[PD_LIST_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  int nout = pd_infer_nout(c, "Out");
+  int64_t num = pd_infer_attr_int(c, "num");
+  int nsec = pd_infer_attr_len(c, "sections");
+  if (num < 0) return pd_infer_fail(c, PD_EINVAL, "num must not be negative, got %" PRId64, num);
+  if (num > 0 && nsec > 0) return pd_infer_fail(c, PD_EINVAL, "give num or sections, not both");
+  if (num == 0 && nsec == 0) return pd_infer_fail(c, PD_EINVAL, "give num or sections");
+  int64_t parts = num > 0 ? num : nsec;
+  if (parts != nout)
+    return pd_infer_fail(c, PD_EINVAL, "%" PRId64 " %s but %d output%s", parts,
+                         num > 0 ? "parts (num)" : "sections", nout, nout == 1 ? "" : "s");
+  bool axis_known = pd_infer_nin(c, "AxisTensor") == 0;
+  int axis = 0;
+  if (d.n >= 0 && axis_known &&
+      (st = pd_infer_axis(c, "axis", pd_infer_attr_int(c, "axis"), "X", &d, &axis)))
+    return st;
+  int64_t dim = d.n >= 0 && axis_known ? d.d[axis] : -1;
+  /* The sections: their known total and where the -1 is. */
+  int rest = -1;
+  int64_t known = 0;
+  for (int i = 0; i < nsec; i++) {
+    int64_t v = pd_infer_attr_ints_at(c, "sections", i);
+    if (v == -1 && rest >= 0)
+      return pd_infer_fail(c, PD_EINVAL, "sections %s have more than one -1",
+                           pd_infer_attr_ints_str(c, "sections", list));
+    if (v < -1)
+      return pd_infer_fail(c, PD_EINVAL, "sections %s have a negative size",
+                           pd_infer_attr_ints_str(c, "sections", list));
+    if (v == -1) rest = i;
+    else known = pd_infer_dim_add(known, v);
+  }
+  bool runtime_sections = pd_infer_nin(c, "SectionsTensorList") > 0;
+  if (num > 0 && dim >= 0 && dim % num != 0)
+    return pd_infer_fail(c, PD_ESHAPE, "dim %d of X %s (%" PRId64 ") does not split into %" PRId64
+                         " equal parts", axis, pd_infer_dims_str(&d, s), dim, num);
+  if (nsec > 0 && dim >= 0 && !runtime_sections && known >= 0) {
+    if (rest < 0 && known != dim)
+      return pd_infer_fail(c, PD_ESHAPE, "sections %s add up to %" PRId64 " but dim %d of X %s is %"
+                           PRId64, pd_infer_attr_ints_str(c, "sections", list), known, axis,
+                           pd_infer_dims_str(&d, s), dim);
+    if (rest >= 0 && known > dim)
+      return pd_infer_fail(c, PD_ESHAPE, "sections %s add up to more than dim %d of X %s (%" PRId64
+                           ")", pd_infer_attr_ints_str(c, "sections", list), axis,
+                           pd_infer_dims_str(&d, s), dim);
+  }
+  for (int i = 0; i < nout; i++) {
+    pd_infer_dims o = d.n >= 0 && !axis_known ? pd_infer_dims_unknown(d.n) : d;
+    if (d.n >= 0 && axis_known) {
+      int64_t size = -1;
+      if (num > 0) size = dim >= 0 ? dim / num : -1;
+      else if (!runtime_sections && i != rest) size = pd_infer_attr_ints_at(c, "sections", i);
+      else if (!runtime_sections && dim >= 0 && known >= 0) size = dim - known;
+      o.d[axis] = size;
+    }
+    int lod = d.n >= 0 && axis_known && axis != 0 ? x->lod_level : 0;
+    if ((st = pd_infer_set_out(c, "Out", i, &o, x->dtype, lod))) return st;
+  }
+  return PD_OK;
+}
+
+/* XShape of reshape2 and transpose2: [0] + X's dims, so that the backward pass knows X's shape
+ * without keeping X alive (Fluid's convention). */
+static pd_status set_xshape(pd_infer_ctx *c, const pd_var_desc *x, const pd_infer_dims *d) {
+  pd_infer_dims xs = {.n = d->n < 0 ? -1 : d->n + 1, .d = {0}};
+  if (d->n >= PD_MAX_RANK) xs = pd_infer_dims_unknown(-1);
+  for (int i = 0; d->n >= 0 && d->n < PD_MAX_RANK && i < d->n; i++) xs.d[i + 1] = d->d[i];
+  return pd_infer_set_out(c, "XShape", 0, &xs, x->dtype, 0);
+}
+
+/* reshape2: X's elements in `shape`, where 0 copies X's dim at that position and one -1 takes
+ * what is left. A Shape or ShapeTensor input gives the shape at run time instead. */
+pd_status pd_infer_reshape2(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, want, out;
+  char sx[PD_DIMS_BUF], sw[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  want.n = pd_infer_attr_ints(c, "shape", want.d, PD_MAX_RANK);
+  if (want.n > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "shape has %d dims; at most %d are supported", want.n,
+                         PD_MAX_RANK);
+  int nlist = pd_infer_nin(c, "ShapeTensor");
+  if (nlist > 0 || pd_infer_nin(c, "Shape") > 0) {
+    int rank = nlist > 0 ? nlist : want.n > 0 ? want.n : -1;
+    if (nlist == 0) {
+      pd_infer_dims sd;
+      if ((st = pd_infer_in(c, "Shape", 0, NULL, &sd))) return st;
+      if (sd.n == 1 && sd.d[0] >= 0) rank = (int)sd.d[0];
+    }
+    if (rank > PD_MAX_RANK)
+      return pd_infer_fail(c, PD_EUNSUPPORTED, "the shape has %d dims; at most %d are supported",
+                           rank, PD_MAX_RANK);
+    out = pd_infer_dims_unknown(rank);
+  } else {
+    if (want.n == 0) return pd_infer_fail(c, PD_EINVAL, "shape is empty");
+    int unk = -1;
+    int64_t known = 1;
+    bool all_known = true;
+    out.n = want.n;
+    for (int i = 0; i < want.n; i++) {
+      int64_t w = want.d[i];
+      if (w == -1) {
+        if (unk >= 0)
+          return pd_infer_fail(c, PD_EINVAL, "shape %s has more than one -1",
+                               pd_infer_dims_str(&want, sw));
+        unk = i;
+        out.d[i] = -1;
+        continue;
+      }
+      if (w < -1)
+        return pd_infer_fail(c, PD_EINVAL, "shape %s has a negative dim other than -1",
+                             pd_infer_dims_str(&want, sw));
+      if (w == 0) {
+        if (d.n < 0) {
+          out.d[i] = -1;
+          all_known = false;
+          continue;
+        }
+        if (i >= d.n)
+          return pd_infer_fail(c, PD_EINVAL, "shape %s copies dim %d (a 0) but X %s has only %d dims",
+                               pd_infer_dims_str(&want, sw), i, pd_infer_dims_str(&d, sx), d.n);
+        w = d.d[i];
+      }
+      out.d[i] = w;
+      known = pd_infer_dim_mul(known, w);
+      if (w < 0) all_known = false;
+    }
+    int64_t numel = pd_infer_dims_numel(&d);
+    if (numel >= 0 && all_known && known >= 0) {
+      if (unk >= 0) {
+        if (known == 0 || numel % known != 0)
+          return pd_infer_fail(c, PD_ESHAPE, "cannot reshape X %s (%" PRId64 " elements) to %s",
+                               pd_infer_dims_str(&d, sx), numel, pd_infer_dims_str(&want, sw));
+        out.d[unk] = numel / known;
+      } else if (known != numel) {
+        return pd_infer_fail(c, PD_ESHAPE, "cannot reshape X %s (%" PRId64 " elements) to %s (%" PRId64
+                             " elements)", pd_infer_dims_str(&d, sx), numel,
+                             pd_infer_dims_str(&want, sw), known);
+      }
+    }
+  }
+  bool same_rows = d.n > 0 && out.n > 0 && d.d[0] == out.d[0];
+  if ((st = pd_infer_set_out(c, "Out", 0, &out, x->dtype, same_rows ? x->lod_level : 0))) return st;
+  return set_xshape(c, x, &d);
+}
+
+/* transpose2: Out.dims[i] = X.dims[axis[i]]; axis must be a permutation of X's dims. */
+pd_status pd_infer_transpose2(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out, axis;
+  char sx[PD_DIMS_BUF], sa[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  axis.n = pd_infer_attr_ints(c, "axis", axis.d, PD_MAX_RANK);
+  if (axis.n > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "axis has %d entries; at most %d are supported", axis.n,
+                         PD_MAX_RANK);
+  if (d.n < 0) {
+    out = pd_infer_dims_unknown(axis.n);
+  } else {
+    bool seen[PD_MAX_RANK] = {false}, perm = axis.n == d.n;
+    for (int i = 0; perm && i < axis.n; i++) {
+      perm = axis.d[i] >= 0 && axis.d[i] < d.n && !seen[axis.d[i]];
+      if (perm) seen[axis.d[i]] = true;
+    }
+    if (!perm)
+      return pd_infer_fail(c, PD_EINVAL, "axis %s is not a permutation of the %d dims of X %s",
+                           pd_infer_dims_str(&axis, sa), d.n, pd_infer_dims_str(&d, sx));
+    out.n = d.n;
+    for (int i = 0; i < d.n; i++) out.d[i] = d.d[axis.d[i]];
+  }
+  if ((st = pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0))) return st;
+  return set_xshape(c, x, &d);
+}
+
+/* The axis of concat/split: AxisTensor when given, else the attribute. */
+static pd_status op_axis(const pd_exec_ctx *ctx, const pd_tensor *x, const char *slot,
+                         int *axis) {
+  int64_t a = pd_ctx_attr_int(ctx, "axis");
+  const pd_tensor *at = in_if_set(ctx, "AxisTensor", 0);
+  if (at) {
+    pd_status st = int_scalar_in(ctx, "AxisTensor", at, &a);
+    if (st) return st;
+  }
+  return norm_axis(ctx, "axis", a, slot, x, axis);
+}
+
+/* Copy between a dense [pre, len, post] block and the slab [off, off + len) of the middle axis
+ * of a [pre, total, post] tensor: to_slab false reads the slab into dense. */
+static void slab_copy(void *dense, void *whole, int64_t pre, int64_t total, int64_t off,
+                      int64_t len, int64_t post, size_t esz, bool to_slab) {
+  size_t part = (size_t)(len * post) * esz;
+  if (!part) return;
+  for (int64_t i = 0; i < pre; i++) {
+    char *d = (char *)dense + (size_t)i * part;
+    char *w = (char *)whole + ((size_t)(i * total + off) * (size_t)post) * esz;
+    if (to_slab) memcpy(w, d, part);
+    else memcpy(d, w, part);
+  }
+}
+
+/* ================================================================ concat, split */
+
+/* concat: the X tensors joined along axis (AxisTensor, else the attribute); they agree in dtype,
+ * rank and every other dim. Out takes X[0]'s LoD (Fluid). */
+pd_status pd_kernel_concat(pd_exec_ctx *ctx) {
+  int n = pd_ctx_nin(ctx, "X");
+  if (n < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input X is not given");
+  local_buf sp, ss, sd;
+  const pd_tensor **xs = local_get(&sp, (size_t)n * sizeof *xs);
+  int64_t *sizes = local_get(&ss, (size_t)n * sizeof *sizes);
+  const void **ptrs = local_get(&sd, (size_t)n * sizeof *ptrs);
+  pd_tensor tmp;
+  pd_tensor_init(&tmp);
+  pd_status st = PD_OK;
+  char s0[DIMS_BUF], si[DIMS_BUF];
+  if (!xs || !sizes || !ptrs) {
+    st = nomem(ctx);
+    goto out;
+  }
+  for (int i = 0; i < n && !st; i++) st = in_at(ctx, "X", i, true, &xs[i]);
+  int axis = 0;
+  if (st || (st = op_axis(ctx, xs[0], "X[0]", &axis))) goto out;
+  int64_t dims[MAXD];
+  int nd = xs[0]->ndims;
+  memcpy(dims, xs[0]->dims, sizeof(int64_t) * (size_t)nd);
+  dims[axis] = 0;
+  for (int i = 0; i < n; i++) {
+    const pd_tensor *x = xs[i];
+    if (x->dtype != xs[0]->dtype) {
+      st = pd_ctx_fail(ctx, PD_ETYPE, "X[%d] holds %s but X[0] holds %s", i,
+                       pd_dtype_name(x->dtype), pd_dtype_name(xs[0]->dtype));
+      goto out;
+    }
+    bool ok = x->ndims == nd;
+    for (int k = 0; ok && k < nd; k++) ok = k == axis || x->dims[k] == xs[0]->dims[k];
+    if (!ok) {
+      st = pd_ctx_fail(ctx, PD_ESHAPE, "cannot concatenate X[0] %s and X[%d] %s along axis %d",
+                       shape_str(xs[0], s0), i, shape_str(x, si), axis);
+      goto out;
+    }
+    sizes[i] = x->dims[axis];
+    dims[axis] += sizes[i];
+  }
+  pd_tensor *o;
+  if ((st = out_at(ctx, "Out", 0, true, &o))) goto out;
+  /* An X that is Out itself is read from a copy (every X bound to that var is one tensor). */
+  for (int i = 0; i < n && !st; i++)
+    if (xs[i] == o) {
+      if (!pd_tensor_initialized(&tmp) && pd_tensor_copy(&tmp, xs[i])) st = nomem(ctx);
+      xs[i] = &tmp;
+    }
+  if (st) goto out;
+  pd_dtype dt = xs[0]->dtype;
+  if ((st = resize(ctx, o, dt, nd, dims, xs[0]))) goto out;
+  for (int i = 0; i < n; i++) ptrs[i] = pd_tensor_data(xs[i]);
+  st = pd_ctx_check(ctx, ctx->k->concat(dt, n, (const void *const *)ptrs, sizes,
+                                        prod(dims, 0, axis), prod(dims, axis + 1, nd),
+                                        pd_tensor_data(o)),
+                    "concat");
+out:
+  pd_tensor_release(&tmp);
+  local_free(&sp);
+  local_free(&ss);
+  local_free(&sd);
+  return st;
+}
+
+/* concat_grad: X@GRAD[i] = the slab of Out@GRAD that X[i] filled. */
+pd_status pd_kernel_concat_grad(pd_exec_ctx *ctx) {
+  int n = pd_ctx_nin(ctx, "X");
+  const pd_tensor *dy, *x0;
+  pd_status st;
+  if (n < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input X is not given");
+  if ((st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = in_at(ctx, "X", 0, true, &x0))) return st;
+  int axis;
+  if ((st = op_axis(ctx, x0, "X[0]", &axis))) return st;
+  int64_t dims[MAXD], total = 0;
+  int nd = x0->ndims;
+  memcpy(dims, x0->dims, sizeof(int64_t) * (size_t)nd);
+  for (int i = 0; i < n; i++) {
+    const pd_tensor *x;
+    if ((st = in_at(ctx, "X", i, true, &x))) return st;
+    if (x->ndims != nd) return pd_ctx_fail(ctx, PD_ESHAPE, "X[%d] and X[0] differ in rank", i);
+    total += x->dims[axis];
+  }
+  dims[axis] = total;
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, nd, dims, x0->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  int64_t pre = prod(dims, 0, axis), post = prod(dims, axis + 1, nd), off = 0;
+  size_t esz = pd_dtype_size(dy->dtype);
+  for (int i = 0; i < n && !st; i++) {
+    const pd_tensor *x = pd_ctx_in_at(ctx, "X", i);
+    pd_tensor *dx;
+    st = out_at(ctx, "X@GRAD", i, false, &dx);
+    if (!st && dx) st = unalias(ctx, &h, dx, &dy);
+    if (!st && dx) st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
+    if (!st && dx)
+      slab_copy(pd_tensor_data(dx), pd_tensor_data(dy), pre, total, off, x->dims[axis], post,
+                esz, false);
+    off += x->dims[axis];
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* The part sizes of split along axis: num equal parts, or sections (SectionsTensorList when
+ * given; one entry may be -1 for the rest). nout entries to sizes. */
+static pd_status split_sizes(const pd_exec_ctx *ctx, const pd_tensor *x, int axis, int nout,
+                             int64_t *sizes) {
+  char s[DIMS_BUF], sl[LIST_BUF];
+  int64_t dim = x->dims[axis], num = pd_ctx_attr_int(ctx, "num");
+  if (num > 0) {
+    if (num != nout)
+      return pd_ctx_fail(ctx, PD_EINVAL, "num is %" PRId64 " but there are %d outputs", num,
+                         nout);
+    if (dim % num)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "dim %d of X %s (%" PRId64 ") does not split into %"
+                         PRId64 " equal parts", axis, shape_str(x, s), dim, num);
+    for (int i = 0; i < nout; i++) sizes[i] = dim / num;
+    return PD_OK;
+  }
+  int nl = pd_ctx_nin(ctx, "SectionsTensorList"), ns;
+  if (nl > 0) {
+    ns = nl;
+    for (int i = 0; i < nl && i < nout; i++) {
+      const pd_tensor *t;
+      pd_status st = in_at(ctx, "SectionsTensorList", i, true, &t);
+      if (!st) st = int_scalar_in(ctx, "SectionsTensorList", t, &sizes[i]);
+      if (st) return st;
+    }
+  } else {
+    ns = pd_ctx_attr_ints(ctx, "sections", sizes, nout);
+  }
+  if (ns != nout)
+    return pd_ctx_fail(ctx, PD_EINVAL, "%d sections but %d outputs", ns < 0 ? 0 : ns, nout);
+  int rest = -1;
+  int64_t known = 0;
+  for (int i = 0; i < nout; i++) {
+    if (sizes[i] == -1 && rest < 0) {
+      rest = i;
+      continue;
+    }
+    if (sizes[i] < 0)
+      return pd_ctx_fail(ctx, PD_EINVAL, "sections %s have a negative size or more than one -1",
+                         dims_str(nout < 32 ? nout : 32, sizes, sl, sizeof sl));
+    known += sizes[i];
+  }
+  if (rest >= 0 && known <= dim) sizes[rest] = dim - known;
+  else if (rest >= 0 || known != dim)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "sections %s do not add up to dim %d of X %s (%" PRId64 ")",
+                       dims_str(nout < 32 ? nout : 32, sizes, sl, sizeof sl), axis, shape_str(x, s), dim);
+  return PD_OK;
+}
+
+/* split: X cut along axis into the Out tensors. They keep X's LoD unless axis is 0 (Fluid). */
+pd_status pd_kernel_split(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int axis, nout = pd_ctx_nout(ctx, "Out");
+  if ((st = op_axis(ctx, x, "X", &axis))) return st;
+  if (nout < 1) return pd_ctx_fail(ctx, PD_EINVAL, "output Out is not given");
+  local_buf ss;
+  int64_t *sizes = local_get(&ss, (size_t)nout * sizeof *sizes);
+  if (!sizes) return nomem(ctx);
+  hold h;
+  hold_init(&h);
+  if ((st = split_sizes(ctx, x, axis, nout, sizes))) goto out;
+  for (int i = 0; i < nout && !st; i++) {
+    pd_tensor *o;
+    st = out_at(ctx, "Out", i, false, &o);
+    if (!st && o) st = unalias(ctx, &h, o, &x);
+  }
+  int64_t pre = prod(x->dims, 0, axis), post = prod(x->dims, axis + 1, x->ndims), off = 0;
+  for (int i = 0; i < nout && !st; i++) {
+    pd_tensor *o;
+    int64_t d[MAXD];
+    memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->ndims);
+    d[axis] = sizes[i];
+    if (!(st = out_at(ctx, "Out", i, false, &o)) && o &&
+        !(st = resize(ctx, o, x->dtype, x->ndims, d, axis != 0 ? x : NULL)))
+      slab_copy(pd_tensor_data(o), pd_tensor_data(x), pre, x->dims[axis], off, sizes[i], post,
+                pd_dtype_size(x->dtype), false);
+    off += sizes[i];
+  }
+out:
+  hold_free(&h);
+  local_free(&ss);
+  return st;
+}
+
+/* split_grad: X@GRAD = the Out@GRAD parts joined along axis; a part without a gradient is 0. */
+pd_status pd_kernel_split_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *x;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  if ((st = in_at(ctx, "X", 0, true, &x))) return st;
+  int axis, nout = pd_ctx_nin(ctx, "Out@GRAD");
+  if (nout < 1) nout = pd_ctx_nin(ctx, "Out");
+  if ((st = op_axis(ctx, x, "X", &axis))) return st;
+  if (nout < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input Out@GRAD is not given");
+  local_buf ss;
+  int64_t *sizes = local_get(&ss, (size_t)nout * sizeof *sizes);
+  if (!sizes) return nomem(ctx);
+  /* X, or a gradient part, that is X@GRAD itself is read from a copy. */
+  hold h;
+  pd_tensor tg;
+  hold_init(&h);
+  pd_tensor_init(&tg);
+  st = unalias(ctx, &h, dx, &x);
+  for (int i = 0; i < nout && !st; i++)
+    if (in_if_set(ctx, "Out@GRAD", i) == dx && !pd_tensor_initialized(&tg) && pd_tensor_copy(&tg, dx))
+      st = nomem(ctx);
+  if (!st) st = split_sizes(ctx, x, axis, nout, sizes);
+  int64_t pre = prod(x->dims, 0, axis), post = prod(x->dims, axis + 1, x->ndims), off = 0;
+  size_t esz = pd_dtype_size(x->dtype);
+  if (!st) st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
+  for (int i = 0; i < nout && !st; i++) {
+    const pd_tensor *g = in_if_set(ctx, "Out@GRAD", i);
+    if (g == dx) g = &tg;
+    int64_t d[MAXD];
+    memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->ndims);
+    d[axis] = sizes[i];
+    if (g && (st = want_grad_shape(ctx, "Out@GRAD", g, x->ndims, d, x->dtype))) break;
+    if (g) {
+      slab_copy(pd_tensor_data(g), pd_tensor_data(dx), pre, x->dims[axis], off, sizes[i], post,
+                esz, true);
+    } else {
+      size_t part = (size_t)(sizes[i] * post) * esz;
+      char *base = pd_tensor_data(dx);
+      for (int64_t k = 0; k < pre && part; k++)
+        memset(base + ((size_t)(k * x->dims[axis] + off) * (size_t)post) * esz, 0, part);
+    }
+    off += sizes[i];
+  }
+  hold_free(&h);
+  pd_tensor_release(&tg);
+  local_free(&ss);
+  return st;
+}
+
+/* ================================================================ reshape2, transpose2 */
+
+/* XShape of reshape2/transpose2: [0] + X's dims, no data (Fluid's convention: the backward
+ * pass reads X's shape from it). Left alone when X has the most dims a tensor may have. */
+static pd_status write_xshape(const pd_exec_ctx *ctx, int nd, const int64_t *dims,
+                              pd_dtype dt) {
+  pd_tensor *xs;
+  pd_status st = out_at(ctx, "XShape", 0, false, &xs);
+  if (st || !xs || nd >= MAXD) return st;
+  int64_t d[MAXD];
+  d[0] = 0;
+  memcpy(d + 1, dims, sizeof(int64_t) * (size_t)nd);
+  return resize(ctx, xs, dt, nd + 1, d, NULL);
+}
+
+/* The forward X's shape in a gradient op: X when bound, else XShape without its leading 0. */
+static pd_status fwd_x_shape(const pd_exec_ctx *ctx, int *nd, int64_t *dims, pd_dtype *dt,
+                             const pd_tensor **x) {
+  *x = in_if_set(ctx, "X", 0);
+  if (*x) {
+    *nd = (*x)->ndims;
+    memcpy(dims, (*x)->dims, sizeof(int64_t) * (size_t)*nd);
+    *dt = (*x)->dtype;
+    return PD_OK;
+  }
+  const pd_tensor *xs = in_if_set(ctx, "XShape", 0);
+  if (!xs || xs->ndims < 1)
+    return pd_ctx_fail(ctx, PD_EINVAL, "needs X or XShape to know the shape of X");
+  *nd = xs->ndims - 1;
+  memcpy(dims, xs->dims + 1, sizeof(int64_t) * (size_t)*nd);
+  *dt = xs->dtype;
+  return PD_OK;
+}
+
+/* reshape2: X's elements in a new shape: ShapeTensor (one tensor per dim), else Shape (a 1-D
+ * tensor), else the attribute; 0 copies X's dim at that position, one -1 takes what is left.
+ * Out is a copy (Fluid's TensorCopy); it keeps X's LoD when its first dim is X's. */
+pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int64_t want[MAXD], d[MAXD];
+  int nd = 0;
+  bool given;
+  char sx[DIMS_BUF], sw[DIMS_BUF];
+  if ((st = shape_from(ctx, "ShapeTensor", "Shape", "shape", want, &nd, &given))) return st;
+  if (nd == 0 && !given) return pd_ctx_fail(ctx, PD_EINVAL, "shape is empty");
+  int unk = -1;
+  int64_t known = 1, n = pd_tensor_numel(x);
+  for (int i = 0; i < nd; i++) {
+    d[i] = want[i];
+    if (want[i] == -1 && unk < 0) {
+      unk = i;
+      continue;
+    }
+    if (want[i] < 0)
+      return pd_ctx_fail(ctx, PD_EINVAL, "shape %s may hold one -1 and no other negative dim",
+                         dims_str(nd, want, sw, sizeof sw));
+    if (want[i] == 0) {
+      if (i >= x->ndims)
+        return pd_ctx_fail(ctx, PD_EINVAL, "shape %s copies dim %d (a 0) but X %s has only %d "
+                           "dims", dims_str(nd, want, sw, sizeof sw), i, shape_str(x, sx), x->ndims);
+      d[i] = x->dims[i];
+    }
+    known *= d[i];
+  }
+  if (unk >= 0) {
+    if (known == 0 || n % known)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "cannot reshape X %s (%" PRId64 " elements) to %s",
+                         shape_str(x, sx), n, dims_str(nd, want, sw, sizeof sw));
+    d[unk] = n / known;
+  } else if (known != n) {
+    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot reshape X %s (%" PRId64 " elements) to %s (%"
+                       PRId64 " elements)", shape_str(x, sx), n, dims_str(nd, want, sw, sizeof sw),
+                       known);
+  }
+  int xnd = x->ndims;
+  int64_t xdims[MAXD];
+  memcpy(xdims, x->dims, sizeof(int64_t) * (size_t)xnd);
+  bool keep_lod = nd > 0 && xnd > 0 && d[0] == xdims[0];
+  pd_tensor *out;
+  if ((st = out_at(ctx, "Out", 0, true, &out))) return st;
+  if (out == x) {
+    pd_tensor_reshape(out, nd, d);  /* same element count: cannot fail */
+    if (!keep_lod) pd_tensor_clear_lod(out);
+  } else {
+    if ((st = resize(ctx, out, x->dtype, nd, d, keep_lod ? x : NULL))) return st;
+    if (pd_tensor_nbytes(x)) memcpy(pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x));
+  }
+  return write_xshape(ctx, xnd, xdims, out->dtype);
+}
+
+/* reshape2_grad: X@GRAD = Out@GRAD in X's shape (and with X's LoD). */
+pd_status pd_kernel_reshape2_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *dy, *x;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  int nd;
+  int64_t dims[MAXD];
+  pd_dtype dt;
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  if ((st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = fwd_x_shape(ctx, &nd, dims, &dt, &x)))
+    return st;
+  if (pd_tensor_numel(dy) != pd_k_numel(nd, dims))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Out@GRAD %s has %" PRId64 " elements but X %s has %"
+                       PRId64, shape_str(dy, s1), pd_tensor_numel(dy), dims_str(nd, dims, s2, sizeof s2),
+                       pd_k_numel(nd, dims));
+  if (dx == dy) {
+    pd_tensor_reshape(dx, nd, dims);
+    if (x && pd_tensor_copy_lod(dx, x)) return nomem(ctx);
+    return PD_OK;
+  }
+  if ((st = resize(ctx, dx, dy->dtype, nd, dims, x))) return st;
+  if (pd_tensor_nbytes(dy)) memcpy(pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
+  return PD_OK;
+}
+
+/* The permutation of transpose2 (attribute axis) for a tensor of rank nd. */
+static pd_status transpose_perm(const pd_exec_ctx *ctx, int nd, const int64_t *dims, int *perm) {
+  int64_t a[MAXD];
+  char sa[DIMS_BUF], sx[DIMS_BUF];
+  int n = pd_ctx_attr_ints(ctx, "axis", a, MAXD);
+  bool seen[MAXD] = {false}, ok = n == nd;
+  for (int i = 0; ok && i < n; i++) {
+    ok = a[i] >= 0 && a[i] < nd && !seen[a[i]];
+    if (ok) {
+      seen[a[i]] = true;
+      perm[i] = (int)a[i];
+    }
+  }
+  if (!ok)
+    return pd_ctx_fail(ctx, PD_EINVAL, "axis %s is not a permutation of the %d dims of X %s",
+                       dims_str(n < 0 ? 0 : n > MAXD ? MAXD : n, a, sa, sizeof sa), nd,
+                       dims_str(nd, dims, sx, sizeof sx));
+  return PD_OK;
+}
+
+/* transpose2: Out dim i is X dim axis[i]. */
+pd_status pd_kernel_transpose2(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int perm[MAXD], nd = x->ndims;
+  int64_t xdims[MAXD], od[MAXD];
+  memcpy(xdims, x->dims, sizeof(int64_t) * (size_t)nd);
+  if ((st = transpose_perm(ctx, nd, xdims, perm)) || (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  for (int i = 0; i < nd; i++) od[i] = xdims[perm[i]];
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) &&
+      !(st = resize(ctx, out, x->dtype, nd, od, NULL)))
+    st = pd_ctx_check(ctx, ctx->k->transpose(x->dtype, nd, xdims, perm, pd_tensor_data(x),
+                                             pd_tensor_data(out)),
+                      "transpose");
+  hold_free(&h);
+  if (st) return st;
+  return write_xshape(ctx, nd, xdims, out->dtype);
+}
+
+/* transpose2_grad: X@GRAD = Out@GRAD transposed back. */
+pd_status pd_kernel_transpose2_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *dy, *x;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  int nd, perm[MAXD], inv[MAXD];
+  int64_t dims[MAXD], od[MAXD];
+  pd_dtype dt;
+  if ((st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = fwd_x_shape(ctx, &nd, dims, &dt, &x)) ||
+      (st = transpose_perm(ctx, nd, dims, perm)))
+    return st;
+  for (int i = 0; i < nd; i++) {
+    od[i] = dims[perm[i]];
+    inv[perm[i]] = i;
+  }
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, nd, od, dy->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, dx, &dy)) &&
+      !(st = resize(ctx, dx, dy->dtype, nd, dims, x)))
+    st = pd_ctx_check(ctx, ctx->k->transpose(dy->dtype, nd, od, inv, pd_tensor_data(dy),
+                                             pd_tensor_data(dx)),
+                      "transpose");
+  hold_free(&h);
+  return st;
+}
