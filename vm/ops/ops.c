@@ -69,7 +69,6 @@ const pd_opdef pd_opdefs[] = {
    .attrs = attrs_##n_,                                                \
    .infer_shape = pd_infer_##infer_,                                   \
    .kernel = pd_kernel_##n_,                                           \
-   .grad = NULL,                                                       \
    .forward = NULL},
 #include "vm/oplist.h"
 #undef PD_OP

@@ -1,8 +1,8 @@
 /* ops.h -- the op registry: the VM's instruction set. One record (pd_opdef) per op type, generated
  * from the single list in vm/oplist.h, says everything the rest of pdlang needs to know about an
- * op: its Fluid type name, input and output slots, attributes with types and defaults, whether
- * it is differentiable, its compile-time shape function, and (once the executor and backward
- * land) its kernel and gradient maker.
+ * op: its Fluid type name, input and output slots, attributes with types and defaults, its flags
+ * (differentiable, ...), its compile-time shape function and its kernel. Each differentiable op
+ * also has a gradient op, "<type>_grad" (vm/ops/ops_grad.c).
  *
  * How the compiler uses it, per op it appends to a block:
  *
@@ -93,15 +93,11 @@ typedef struct pd_infer_ctx {
  * inputs and attributes. Returns PD_OK, PD_ESHAPE/PD_ETYPE/PD_EINVAL with a message, PD_ENOMEM. */
 typedef pd_status (*pd_infer_fn)(pd_infer_ctx *ctx);
 
-/* Run time:
- *  - kernel: runs the op on the variables its execution context (vm/run/exec.h) binds to its slots.
- *    Every op has one (vm/ops/opkernels.h); the executor calls it.
- *  - grad: appends to grad_block the op(s) computing the gradients of fwd's inputs (vars named
- *    NAME@GRAD, Fluid's convention) from those of its outputs; the backward pass then drops the
- *    gradient outputs nobody needs, as Fluid's backward does. NULL until backward lands. */
+/* Run time: the kernel runs the op on the variables its execution context (vm/run/exec.h) binds
+ * to its slots. Every op has one (vm/ops/opkernels.h), every gradient op too; the executor calls
+ * it. The gradient ops themselves are appended by the backward pass (vm/passes/backward.h). */
 struct pd_exec_ctx;
 typedef pd_status (*pd_kernel_fn)(struct pd_exec_ctx *ctx);
-typedef pd_status (*pd_grad_fn)(const pd_op_desc *fwd, pd_block *grad_block, pd_error *err);
 
 struct pd_opdef {
   pd_op_kind kind;
@@ -113,8 +109,8 @@ struct pd_opdef {
   const pd_attrdef *attrs;      /* nattrs attributes */
   pd_infer_fn infer_shape;      /* never NULL */
   pd_kernel_fn kernel;          /* never NULL */
-  pd_grad_fn grad;              /* NULL for now (see above) */
-  const pd_opdef *forward;      /* a gradient op ("mul_grad"): the op it differentiates; else NULL */
+  const pd_opdef *forward;      /* a gradient op ("mul_grad"): the op it differentiates; else NULL.
+                                   Its kind is the forward op's. */
 };
 
 /* The registry, indexed by pd_op_kind; sorted by type name. */

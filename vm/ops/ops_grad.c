@@ -78,7 +78,6 @@ static void build_one(pd_op_kind kind, pd_kernel_fn kernel) {
                       .attrs = f->attrs,
                       .infer_shape = infer_grad,
                       .kernel = kernel,
-                      .grad = NULL,
                       .forward = f};
   has_grad[kind] = true;
 }
