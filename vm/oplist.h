@@ -1,15 +1,20 @@
 /* oplist.h -- every op pdlang knows, one entry each: the one place where an op is described.
  * An X-macro list (no include guard): define PD_OP(name, flags, infer, inputs, outputs, attrs)
  * and include this file. ops.h makes the pd_op_kind enum from it, ops.c the slot and attribute
- * tables and the pd_opdefs registry, infershape.h the shape functions' prototypes.
+ * tables and the pd_opdefs registry, infershape.h the shape functions' prototypes, opkernels.h
+ * the kernels' (with the gradient kernels of the DIFF ops), ops_grad.c the gradient ops.
  *
  * Keep the entries sorted by name (strcmp order): pd_opdef_lookup is a binary search over them,
  * and tests/ops/test_opdefs checks the order. Names, slots and attributes are PaddlePaddle
  * Fluid's, so that programs move between pdlang and Fluid unchanged.
  *
  *   name     the Fluid op type; the enum constant is PD_OP_<name>
- *   flags    0, or any of DIFF (differentiable), FP_IN (first input must be floating point),
- *            SEQ_IN (first input must be a sequence), joined with |
+ *   flags    0, or any of these joined with | (vm/ops/ops.h, PD_OPF_*, says more):
+ *              DIFF      differentiable: it has a gradient op "<name>_grad", whose kernel is
+ *                        pd_kernel_<name>_grad (vm/ops/ops_grad.c). Written first: the
+ *                        preprocessor finds it there (PD_IF_DIFF)
+ *              FP_IN     the first input must be floating point
+ *              SEQ_IN    the first input must be a sequence
  *   infer    the shape function, pd_infer_<infer> (vm/infershape*.c); ops of a family share one
  *   inputs   IN(slot, ...) or NONE; outputs likewise with OUT(...). A slot is ONE("X") (exactly
  *            one var), LIST("X") (one or more), OPT("X") (zero or one), OPT_LIST("X") (any

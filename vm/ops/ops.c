@@ -75,6 +75,13 @@ const pd_opdef pd_opdefs[] = {
 };
 _Static_assert(PD_ARRAY_LEN(pd_opdefs) == PD_OP_COUNT_, "pd_opdefs out of sync with pd_op_kind");
 
+/* The flags' rule the compiler can check: DIFF is written first (PD_IF_DIFF finds it there). */
+#define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                                                 \
+  _Static_assert(!((f_) & PD_OPF_DIFF) == !PD_IS_DIFF_(f_),                                      \
+                 #n_ ": write DIFF first in its flags (vm/oplist.h)");
+#include "vm/oplist.h"
+#undef PD_OP
+
 /* Attributes Fluid's framework puts on every op (roles, name scopes, call stacks, device and
  * backend hints). Any op accepts them; no shape function reads them. */
 static const pd_attrdef common_attrs[] = {

@@ -1,8 +1,8 @@
 /* ops.h -- the op registry: the VM's instruction set. One record (pd_opdef) per op type, generated
  * from the single list in vm/oplist.h, says everything the rest of pdlang needs to know about an
  * op: its Fluid type name, input and output slots, attributes with types and defaults, its flags
- * (differentiable, ...), its compile-time shape function and its kernel. Each differentiable op
- * also has a gradient op, "<type>_grad" (vm/ops/ops_grad.c).
+ * (differentiable, ...), its compile-time shape function and its
+ * kernel. Each differentiable op also has a gradient op, "<type>_grad" (vm/ops/ops_grad.c).
  *
  * How the compiler uses it, per op it appends to a block:
  *
@@ -44,12 +44,29 @@ enum {
                                      XShape, Mask, MaxIndex); always also dispensable here */
 };
 
-/* Op flags. */
+/* Op flags, written in vm/oplist.h as the names in brackets (see its header). A gradient op's
+ * flags are 0. */
 enum {
-  PD_OPF_DIFF = 1u << 0,     /* differentiable: backward asks its gradient maker for grad ops */
-  PD_OPF_FLOAT = 1u << 1,    /* the first input must hold floating-point values */
-  PD_OPF_SEQUENCE = 1u << 2, /* the first input must be a sequence (lod_level >= 1) */
+  PD_OPF_DIFF = 1u << 0,     /* [DIFF] differentiable: it has a gradient op, "<type>_grad" */
+  PD_OPF_FLOAT = 1u << 1,    /* [FP_IN] the first input must hold floating-point values */
+  PD_OPF_SEQUENCE = 1u << 2, /* [SEQ_IN] the first input must be a sequence (lod_level >= 1) */
 };
+
+/* PD_IF_DIFF(flags, tokens...): the tokens when the flags of an entry of vm/oplist.h, as written
+ * there, include DIFF, else nothing; how vm/ops/opkernels.h and vm/ops/ops_grad.c make the
+ * gradient kernels' prototypes and table from the list. The preprocessor cannot evaluate
+ * `DIFF | FP_IN`, so it looks at the first flag: DIFF, when present, is written first (ops.c
+ * asserts it for every entry). */
+#define PD_IF_DIFF(flags, ...) PD_IF_CAT_(PD_IF_, PD_IS_DIFF_(flags))(__VA_ARGS__)
+#define PD_IS_DIFF_(flags) PD_IF_SECOND_(PD_IF_PASTE_(PD_IF_DIFF_PROBE_, flags), 0, ~)
+#define PD_IF_DIFF_PROBE_DIFF ~, 1,
+#define PD_IF_DIFF_PROBE_PD_OPF_DIFF ~, 1, /* DIFF after ops.c's vocabulary expanded it */
+#define PD_IF_PASTE_(a, b) a##b
+#define PD_IF_CAT_(a, b) PD_IF_PASTE_(a, b)
+#define PD_IF_SECOND_(...) PD_IF_SECOND__(__VA_ARGS__)
+#define PD_IF_SECOND__(a, b, ...) b
+#define PD_IF_0(...)
+#define PD_IF_1(...) __VA_ARGS__
 
 typedef struct pd_slotdef {
   const char *name;  /* "X", "Y", "Input", "Filter", "Label", ... as in Fluid */
@@ -122,7 +139,7 @@ const pd_opdef *pd_opdef_lookup(const char *type);
  * from the forward op's), or NULL when fwd has none (not differentiable, or fwd is itself a
  * gradient op). pd_opdef_lookup finds gradient ops by name too. */
 const pd_opdef *pd_opdef_grad(const pd_opdef *fwd);
-/* How many ops have a gradient op (the length of vm/ops/gradlist.h). */
+/* How many ops have a gradient op (those marked DIFF in vm/oplist.h). */
 int pd_opdef_grad_count(void);
 
 /* The def of a kind, or NULL when kind is out of range. */
