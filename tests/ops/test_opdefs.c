@@ -56,6 +56,7 @@ static const char *entry_problem(const pd_opdef *d, int index) {
     if (a->def.n > 0 && a->type != PD_ATTR_INTS && a->type != PD_ATTR_LONGS)
       return "a list default on an attribute that is not an integer list";
   }
+  if ((d->flags & PD_OPF_GPU_GRAD) && !(d->flags & PD_OPF_DIFF)) return "GPU_GRAD without DIFF";
   return NULL;
 }
 

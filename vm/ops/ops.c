@@ -17,6 +17,8 @@
 #define DIFF PD_OPF_DIFF
 #define FP_IN PD_OPF_FLOAT
 #define SEQ_IN PD_OPF_SEQUENCE
+#define GPU PD_OPF_GPU
+#define GPU_GRAD PD_OPF_GPU_GRAD
 #define IN(...) __VA_ARGS__,
 #define OUT(...) __VA_ARGS__,
 #define ATTRS(...) __VA_ARGS__,
@@ -75,10 +77,13 @@ const pd_opdef pd_opdefs[] = {
 };
 _Static_assert(PD_ARRAY_LEN(pd_opdefs) == PD_OP_COUNT_, "pd_opdefs out of sync with pd_op_kind");
 
-/* The flags' rule the compiler can check: DIFF is written first (PD_IF_DIFF finds it there). */
+/* The flags' rules the compiler can check: DIFF is written first (PD_IF_DIFF finds it there);
+ * GPU_GRAD only on a DIFF op. */
 #define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                                                 \
   _Static_assert(!((f_) & PD_OPF_DIFF) == !PD_IS_DIFF_(f_),                                      \
-                 #n_ ": write DIFF first in its flags (vm/oplist.h)");
+                 #n_ ": write DIFF first in its flags (vm/oplist.h)");                           \
+  _Static_assert(!((f_) & PD_OPF_GPU_GRAD) || ((f_) & PD_OPF_DIFF),                             \
+                 #n_ ": GPU_GRAD on an op without a gradient (vm/oplist.h)");
 #include "vm/oplist.h"
 #undef PD_OP
 
@@ -94,6 +99,8 @@ static const pd_attrdef common_attrs[] = {
 #undef DIFF
 #undef FP_IN
 #undef SEQ_IN
+#undef GPU
+#undef GPU_GRAD
 #undef IN
 #undef OUT
 #undef ATTRS

@@ -1,7 +1,7 @@
 /* ops.h -- the op registry: the VM's instruction set. One record (pd_opdef) per op type, generated
  * from the single list in vm/oplist.h, says everything the rest of pdlang needs to know about an
  * op: its Fluid type name, input and output slots, attributes with types and defaults, its flags
- * (differentiable, ...), its compile-time shape function and its
+ * (differentiable, runs on the GPU, ...), its compile-time shape function and its
  * kernel. Each differentiable op also has a gradient op, "<type>_grad" (vm/ops/ops_grad.c).
  *
  * How the compiler uses it, per op it appends to a block:
@@ -45,11 +45,14 @@ enum {
 };
 
 /* Op flags, written in vm/oplist.h as the names in brackets (see its header). A gradient op's
- * flags are 0. */
+ * flags are 0: its forward op's flags say what there is to know about it (GPU_GRAD). */
 enum {
   PD_OPF_DIFF = 1u << 0,     /* [DIFF] differentiable: it has a gradient op, "<type>_grad" */
   PD_OPF_FLOAT = 1u << 1,    /* [FP_IN] the first input must hold floating-point values */
   PD_OPF_SEQUENCE = 1u << 2, /* [SEQ_IN] the first input must be a sequence (lod_level >= 1) */
+  PD_OPF_GPU = 1u << 3,      /* [GPU] its kernel computes on the GPU when the executor is there
+                                (vm/run/exec_place.h) */
+  PD_OPF_GPU_GRAD = 1u << 4, /* [GPU_GRAD] so does its gradient op's kernel (DIFF ops only) */
 };
 
 /* PD_IF_DIFF(flags, tokens...): the tokens when the flags of an entry of vm/oplist.h, as written
