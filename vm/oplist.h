@@ -17,6 +17,9 @@
  *              SEQ_IN    the first input must be a sequence
  *              GPU       its kernel runs on the GPU (vm/run/exec_place.h)
  *              GPU_GRAD  its gradient op's kernel runs on the GPU too
+ *              ROW_X, ROW_XY, ROW_IDS   row-wise: row i of the output comes from row i of X; of
+ *                        X and/or Y, the other broadcast (elementwise); of Ids (lookup). The
+ *                        loop-invariant code motion of vm/passes/hoist.c moves these
  *   infer    the shape function, pd_infer_<infer> (vm/infershape*.c); ops of a family share one
  *   inputs   IN(slot, ...) or NONE; outputs likewise with OUT(...). A slot is ONE("X") (exactly
  *            one var), LIST("X") (one or more), OPT("X") (zero or one), OPT_LIST("X") (any
@@ -37,7 +40,7 @@
 /* Families whose members share slots and attributes (and differ in name and flags only). */
 #define PD_UNARY_(name, flags) PD_OP(name, flags, unary, IN(ONE("X")), OUT(ONE("Out")), NONE)
 #define PD_ELEMENTWISE_(name)                                                                   \
-  PD_OP(name, DIFF | GPU | GPU_GRAD, elementwise, IN(ONE("X"), ONE("Y")),                       \
+  PD_OP(name, DIFF | GPU | GPU_GRAD | ROW_XY, elementwise, IN(ONE("X"), ONE("Y")),              \
         OUT(ONE("Out")), ATTRS(INT("axis", -1)))
 #define PD_COMPARE_(name)                                                                       \
   PD_OP(name, GPU, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),                            \
@@ -48,11 +51,11 @@
         ATTRS(INTS("dim", 0), BOOL("keep_dim", false), BOOL("reduce_all", false),               \
               INT("in_dtype", -1), INT("out_dtype", -1)))
 #define PD_LOOKUP_TABLE_(name)                                                                  \
-  PD_OP(name, DIFF, lookup_table, IN(ONE("W"), ONE("Ids")), OUT(ONE("Out")),                    \
+  PD_OP(name, DIFF | ROW_IDS, lookup_table, IN(ONE("W"), ONE("Ids")), OUT(ONE("Out")),          \
         ATTRS(BOOL("is_sparse", false), BOOL("is_distributed", false),                          \
               LONG("padding_idx", -1), BOOL("remote_prefetch", false)))
 
-PD_UNARY_(abs, DIFF | GPU | GPU_GRAD)
+PD_UNARY_(abs, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(accuracy, 0, accuracy, IN(ONE("Out"), ONE("Indices"), ONE("Label")),
       OUT(ONE("Accuracy"), ONE("Correct"), ONE("Total")), NONE)
 PD_OP(adam, FP_IN | GPU, optimizer,
@@ -67,11 +70,11 @@ PD_OP(adam, FP_IN | GPU, optimizer,
 PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
             INT("dtype", PD_INT64)))
-PD_UNARY_(assign, DIFF)
+PD_UNARY_(assign, DIFF | ROW_X)
 PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("shape"), INT("dtype", PD_FP32), FLOATS_EMPTY("fp32_values"),
             INTS_EMPTY("int32_values"), LONGS_EMPTY("int64_values"), INTS_EMPTY("bool_values")))
-PD_OP(cast, DIFF | GPU, cast, IN(ONE("X")), OUT(ONE("Out")),
+PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
 PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
       ATTRS(INT("axis", 0)))
@@ -100,7 +103,7 @@ PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), O
       OUT(ONE("Hidden")), ATTRS(ENUM("activation", "tanh", "relu", "sigmoid"),
                                 BOOL("is_reverse", false)))
 PD_COMPARE_(equal)
-PD_UNARY_(exp, DIFF | FP_IN | GPU | GPU_GRAD)
+PD_UNARY_(exp, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
       OUT(ONE("Out")),
       ATTRS(INT("in_num_col_dims", 1), STR("activation_type", ""),
@@ -123,7 +126,7 @@ PD_COMPARE_(less_equal)
 PD_COMPARE_(less_than)
 PD_OP(lod_reset, DIFF, lod_reset, IN(ONE("X"), OPT("Y")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("target_lod"), BOOL("append", false)))
-PD_UNARY_(log, DIFF | FP_IN | GPU | GPU_GRAD)
+PD_UNARY_(log, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(log_softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1)))
 PD_LOGICAL_(logical_and)
@@ -143,7 +146,7 @@ PD_OP(momentum, FP_IN, optimizer,
       ATTRS(REQ(FLOAT, "mu"), BOOL("use_nesterov", false), STR("regularization_method", ""),
             FLOAT("regularization_coeff", 0.0), BOOL("multi_precision", false),
             FLOAT("rescale_grad", 1.0)))
-PD_OP(mul, DIFF | GPU | GPU_GRAD, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
 PD_COMPARE_(not_equal)
 PD_OP(pool2d, DIFF | FP_IN, pool2d, IN(ONE("X")), OUT(ONE("Out")),
@@ -163,10 +166,10 @@ PD_REDUCE_(reduce_mean, DIFF | FP_IN | GPU | GPU_GRAD)
 PD_REDUCE_(reduce_min, DIFF | GPU | GPU_GRAD)
 PD_REDUCE_(reduce_prod, DIFF)
 PD_REDUCE_(reduce_sum, DIFF | GPU | GPU_GRAD)
-PD_UNARY_(relu, DIFF | GPU | GPU_GRAD)
+PD_UNARY_(relu, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(reshape2, DIFF, reshape2, IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")),
       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")))
-PD_OP(scale, DIFF | GPU, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
+PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("MaxIndex")),
@@ -177,7 +180,7 @@ PD_UNARY_(sequence_softmax, DIFF | FP_IN | SEQ_IN)
 PD_OP(sgd, FP_IN, optimizer,
       IN(ONE("Param"), ONE("LearningRate"), ONE("Grad"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
-PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD)
+PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1)))
 PD_OP(softmax_with_cross_entropy, DIFF | FP_IN | GPU | GPU_GRAD, softmax_with_cross_entropy,
@@ -188,10 +191,10 @@ PD_OP(split, DIFF, split, IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTens
       OUT(LIST("Out")), ATTRS(INT("axis", 0), INT("num", 0), INTS_EMPTY("sections")))
 PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
       OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))
-PD_UNARY_(sqrt, DIFF | FP_IN | GPU | GPU_GRAD)
-PD_UNARY_(square, DIFF | GPU | GPU_GRAD)
+PD_UNARY_(sqrt, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_UNARY_(square, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
-PD_UNARY_(tanh, DIFF | FP_IN | GPU | GPU_GRAD)
+PD_UNARY_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
       ATTRS(INT("k", 1)))
 PD_OP(transpose2, DIFF, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),

@@ -56,6 +56,12 @@ static const char *entry_problem(const pd_opdef *d, int index) {
     if (a->def.n > 0 && a->type != PD_ATTR_INTS && a->type != PD_ATTR_LONGS)
       return "a list default on an attribute that is not an integer list";
   }
+  /* A row-wise op has the input slots its flag names its rows in. */
+  if ((d->flags & PD_OPF_ROW_X) && !pd_opdef_input(d, "X")) return "ROW_X without an input X";
+  if ((d->flags & PD_OPF_ROW_XY) && (!pd_opdef_input(d, "X") || !pd_opdef_input(d, "Y")))
+    return "ROW_XY without inputs X and Y";
+  if ((d->flags & PD_OPF_ROW_IDS) && !pd_opdef_input(d, "Ids"))
+    return "ROW_IDS without an input Ids";
   if ((d->flags & PD_OPF_GPU_GRAD) && !(d->flags & PD_OPF_DIFF)) return "GPU_GRAD without DIFF";
   return NULL;
 }

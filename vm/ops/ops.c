@@ -19,6 +19,9 @@
 #define SEQ_IN PD_OPF_SEQUENCE
 #define GPU PD_OPF_GPU
 #define GPU_GRAD PD_OPF_GPU_GRAD
+#define ROW_X PD_OPF_ROW_X
+#define ROW_XY PD_OPF_ROW_XY
+#define ROW_IDS PD_OPF_ROW_IDS
 #define IN(...) __VA_ARGS__,
 #define OUT(...) __VA_ARGS__,
 #define ATTRS(...) __VA_ARGS__,
@@ -78,12 +81,14 @@ const pd_opdef pd_opdefs[] = {
 _Static_assert(PD_ARRAY_LEN(pd_opdefs) == PD_OP_COUNT_, "pd_opdefs out of sync with pd_op_kind");
 
 /* The flags' rules the compiler can check: DIFF is written first (PD_IF_DIFF finds it there);
- * GPU_GRAD only on a DIFF op. */
+ * GPU_GRAD only on a DIFF op; one row-wise flag at most. */
 #define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                                                 \
   _Static_assert(!((f_) & PD_OPF_DIFF) == !PD_IS_DIFF_(f_),                                      \
                  #n_ ": write DIFF first in its flags (vm/oplist.h)");                           \
   _Static_assert(!((f_) & PD_OPF_GPU_GRAD) || ((f_) & PD_OPF_DIFF),                             \
-                 #n_ ": GPU_GRAD on an op without a gradient (vm/oplist.h)");
+                 #n_ ": GPU_GRAD on an op without a gradient (vm/oplist.h)");                    \
+  _Static_assert((((f_) & PD_OPF_ROW_ANY) & (((f_) & PD_OPF_ROW_ANY) - 1u)) == 0,              \
+                 #n_ ": more than one ROW_ flag (vm/oplist.h)");
 #include "vm/oplist.h"
 #undef PD_OP
 
@@ -101,6 +106,9 @@ static const pd_attrdef common_attrs[] = {
 #undef SEQ_IN
 #undef GPU
 #undef GPU_GRAD
+#undef ROW_X
+#undef ROW_XY
+#undef ROW_IDS
 #undef IN
 #undef OUT
 #undef ATTRS

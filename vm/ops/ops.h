@@ -1,7 +1,7 @@
 /* ops.h -- the op registry: the VM's instruction set. One record (pd_opdef) per op type, generated
  * from the single list in vm/oplist.h, says everything the rest of pdlang needs to know about an
  * op: its Fluid type name, input and output slots, attributes with types and defaults, its flags
- * (differentiable, runs on the GPU, ...), its compile-time shape function and its
+ * (differentiable, runs on the GPU, row-wise, ...), its compile-time shape function and its
  * kernel. Each differentiable op also has a gradient op, "<type>_grad" (vm/ops/ops_grad.c).
  *
  * How the compiler uses it, per op it appends to a block:
@@ -53,7 +53,15 @@ enum {
   PD_OPF_GPU = 1u << 3,      /* [GPU] its kernel computes on the GPU when the executor is there
                                 (vm/run/exec_place.h) */
   PD_OPF_GPU_GRAD = 1u << 4, /* [GPU_GRAD] so does its gradient op's kernel (DIFF ops only) */
+  /* Row-wise ops: row i of the output (its first dimension) is computed from row i of the
+   * inputs named below and from the whole of the others. vm/passes/hoist.c moves such ops out
+   * of loop bodies. At most one of these per op. */
+  PD_OPF_ROW_X = 1u << 5,    /* [ROW_X] rows in X, other inputs whole (unary maps, mul) */
+  PD_OPF_ROW_XY = 1u << 6,   /* [ROW_XY] elementwise X op Y: rows in X, in Y or in both, the
+                                other operand broadcast (attribute axis) */
+  PD_OPF_ROW_IDS = 1u << 7,  /* [ROW_IDS] rows in Ids, the table W whole (lookup_table) */
 };
+#define PD_OPF_ROW_ANY (PD_OPF_ROW_X | PD_OPF_ROW_XY | PD_OPF_ROW_IDS)
 
 /* PD_IF_DIFF(flags, tokens...): the tokens when the flags of an entry of vm/oplist.h, as written
  * there, include DIFF, else nothing; how vm/ops/opkernels.h and vm/ops/ops_grad.c make the
