@@ -1,7 +1,7 @@
 /* test_opdefs.c -- the registry itself: every entry well formed, names unique and sorted, lookup
  * finds every op and nothing else, listing by prefix, "did you mean", the differentiable ops and
- * their gradient ops, and spot checks of slot and attribute names against PaddlePaddle Fluid's
- * OpMakers.
+ * their gradient ops, kind tests on op descs, and spot checks of slot and attribute names
+ * against PaddlePaddle Fluid's OpMakers.
  * `test_opdefs --diff-ops` prints the ops marked DIFF instead, one a line: the list
  * tests/ops/grad_coverage.sh wants a passing gradient test for. */
 #include "config.h"
@@ -182,6 +182,22 @@ static void test_differentiable(void) {
      "no gradient op for non-differentiable ops or gradient ops");
 }
 
+/* pd_opdef_of, pd_opdef_is, pd_opdef_is_grad: an op desc's def and kind. */
+static void test_kind_of_desc(void) {
+  char t_mul[] = "mul", t_mul_grad[] = "mul_grad", t_bad[] = "mulx";
+  pd_op_desc mul = {.type = t_mul}, mul_grad = {.type = t_mul_grad}, bad = {.type = t_bad};
+  ok(pd_opdef_of(&mul) == &pd_opdefs[PD_OP_mul] &&
+         pd_opdef_of(&mul_grad) == pd_opdef_lookup("mul_grad") && !pd_opdef_of(&bad) &&
+         !pd_opdef_of(NULL),
+     "pd_opdef_of: the def of the op's type, NULL for unknown types");
+  ok(pd_opdef_is(&mul, PD_OP_mul) && !pd_opdef_is(&mul_grad, PD_OP_mul) &&
+         !pd_opdef_is(&mul, PD_OP_elementwise_mul) && !pd_opdef_is(&bad, PD_OP_mul),
+     "pd_opdef_is: the forward op of a kind only");
+  ok(pd_opdef_is_grad(&mul_grad, PD_OP_mul) && !pd_opdef_is_grad(&mul, PD_OP_mul) &&
+         !pd_opdef_is_grad(&mul_grad, PD_OP_sum) && !pd_opdef_is_grad(&bad, PD_OP_mul),
+     "pd_opdef_is_grad: the gradient op of a kind only");
+}
+
 /* The flags' spelling in vm/oplist.h as the preprocessor sees it (PD_IF_DIFF). */
 static void test_if_diff(void) {
   int on[] = {0 PD_IF_DIFF(DIFF, +1) PD_IF_DIFF(DIFF | FP_IN, +2) PD_IF_DIFF(FP_IN, +4)
@@ -280,6 +296,7 @@ int main(int argc, char **argv) {
   test_names();
   test_suggest();
   test_differentiable();
+  test_kind_of_desc();
   test_if_diff();
   test_fluid_names();
   return tap_done();

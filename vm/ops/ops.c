@@ -153,6 +153,18 @@ const pd_opdef *pd_opdef_get(pd_op_kind kind) {
   return (unsigned)kind < PD_OP_COUNT_ ? &pd_opdefs[kind] : NULL;
 }
 
+const pd_opdef *pd_opdef_of(const pd_op_desc *op) { return op ? pd_opdef_lookup(op->type) : NULL; }
+
+bool pd_opdef_is(const pd_op_desc *op, pd_op_kind kind) {
+  const pd_opdef *d = pd_opdef_of(op);
+  return d && d->kind == kind && !d->forward;
+}
+
+bool pd_opdef_is_grad(const pd_op_desc *op, pd_op_kind kind) {
+  const pd_opdef *d = pd_opdef_of(op);
+  return d && d->kind == kind && d->forward;
+}
+
 static const pd_slotdef *find_slot(const pd_slotdef *slots, int n, const char *name) {
   for (int i = 0; i < n; i++)
     if (strcmp(slots[i].name, name) == 0) return &slots[i];

@@ -153,6 +153,14 @@ const pd_opdef *pd_opdef_grad(const pd_opdef *fwd);
 /* How many ops have a gradient op (those marked DIFF in vm/oplist.h). */
 int pd_opdef_grad_count(void);
 
+/* The def of op's type (pd_opdef_lookup(op->type)), or NULL for a type the registry does not
+ * know. Whether op is the forward op of kind `kind` (pd_opdef_is: "recurrent", not
+ * "recurrent_grad"), or its gradient op (pd_opdef_is_grad: "mul_grad" for PD_OP_mul). For the
+ * passes, which dispatch on kinds rather than compare type names. */
+const pd_opdef *pd_opdef_of(const pd_op_desc *op);
+bool pd_opdef_is(const pd_op_desc *op, pd_op_kind kind);
+bool pd_opdef_is_grad(const pd_op_desc *op, pd_op_kind kind);
+
 /* The def of a kind, or NULL when kind is out of range. */
 const pd_opdef *pd_opdef_get(pd_op_kind kind);
 /* A def's input/output slot or attribute by name, or NULL. */

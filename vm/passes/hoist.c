@@ -160,7 +160,7 @@ static int owners(const pd_program *p, int idx) {
 typedef enum kind { K_NONE, K_ROW_X, K_ELEMENTWISE, K_LOOKUP } kind;
 
 static kind kind_of(const pd_op_desc *op, bool *commutes) {
-  const pd_opdef *d = pd_opdef_lookup(op->type);
+  const pd_opdef *d = pd_opdef_of(op);
   *commutes = false;
   if (!d || d->forward) return K_NONE;
   if (d->flags & PD_OPF_ROW_X) return K_ROW_X;
@@ -424,7 +424,7 @@ pd_status pd_program_hoist(pd_program *p, int *moved, pd_error *err) {
   for (int b = 0; b < p->nblocks; b++) {
     pd_block *blk = p->blocks[b];
     for (int i = 0; i < blk->nops; i++) {
-      if (strcmp(blk->ops[i]->type, "recurrent") != 0) continue;
+      if (!pd_opdef_is(blk->ops[i], PD_OP_recurrent)) continue;
       pd_status st = hoist_loop(p, blk, &i, moved, err);
       if (st) return st;
     }
