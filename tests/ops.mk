@@ -1,13 +1,11 @@
 # tests/ops.mk -- unit tests of the op registry (vm/ops/ops.h): the table itself, op checking and
-# defaults, and shape inference family by family. tests/ops/fixture.h builds the programs;
-# tests/ops/differentiable.h is the hand-written list of differentiable ops the gradient tests
-# share.
+# defaults, and shape inference family by family. tests/ops/fixture.h builds the programs.
 OPS_TESTS = tests/ops/test_opdefs tests/ops/test_opcheck tests/ops/test_infer_elementwise \
 	tests/ops/test_infer_math tests/ops/test_infer_tensor tests/ops/test_infer_nn \
 	tests/ops/test_infer_control
 check_PROGRAMS += $(OPS_TESTS)
 TESTS += $(OPS_TESTS)
-EXTRA_DIST += tests/ops/fixture.h tests/ops/differentiable.h tests/ops/runop.h tests/ops/gradcheck.h
+EXTRA_DIST += tests/ops/fixture.h tests/ops/runop.h tests/ops/gradcheck.h
 
 tests_ops_test_opdefs_SOURCES = tests/ops/test_opdefs.c
 tests_ops_test_opdefs_LDADD = libpdlang-internal.la $(PD_LIBS)

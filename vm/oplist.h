@@ -1,15 +1,25 @@
 /* oplist.h -- every op pdlang knows, one entry each: the one place where an op is described.
  * An X-macro list (no include guard): define PD_OP(name, flags, infer, inputs, outputs, attrs)
  * and include this file. ops.h makes the pd_op_kind enum from it, ops.c the slot and attribute
- * tables and the pd_opdefs registry, infershape.h the shape functions' prototypes.
+ * tables and the pd_opdefs registry, infershape.h the shape functions' prototypes, opkernels.h
+ * the kernels' (with the gradient kernels of the DIFF ops), ops_grad.c the gradient ops.
  *
  * Keep the entries sorted by name (strcmp order): pd_opdef_lookup is a binary search over them,
  * and tests/ops/test_opdefs checks the order. Names, slots and attributes are PaddlePaddle
  * Fluid's, so that programs move between pdlang and Fluid unchanged.
  *
  *   name     the Fluid op type; the enum constant is PD_OP_<name>
- *   flags    0, or any of DIFF (differentiable), FP_IN (first input must be floating point),
- *            SEQ_IN (first input must be a sequence), joined with |
+ *   flags    0, or any of these joined with | (vm/ops/ops.h, PD_OPF_*, says more):
+ *              DIFF      differentiable: it has a gradient op "<name>_grad", whose kernel is
+ *                        pd_kernel_<name>_grad (vm/ops/ops_grad.c). Written first: the
+ *                        preprocessor finds it there (PD_IF_DIFF)
+ *              FP_IN     the first input must be floating point
+ *              SEQ_IN    the first input must be a sequence
+ *              GPU       its kernel runs on the GPU (vm/run/exec_place.h)
+ *              GPU_GRAD  its gradient op's kernel runs on the GPU too
+ *              ROW_X, ROW_XY, ROW_IDS   row-wise: row i of the output comes from row i of X; of
+ *                        X and/or Y, the other broadcast (elementwise); of Ids (lookup). The
+ *                        loop-invariant code motion of vm/passes/hoist.c moves these
  *   infer    the shape function, pd_infer_<infer> (vm/infershape*.c); ops of a family share one
  *   inputs   IN(slot, ...) or NONE; outputs likewise with OUT(...). A slot is ONE("X") (exactly
  *            one var), LIST("X") (one or more), OPT("X") (zero or one), OPT_LIST("X") (any
@@ -21,7 +31,8 @@
  *            (TYPE is INT, LONG, FLOAT, INTS, STRINGS or BLOCK), REQ_ENUM(name, allowed...).
  *
  * Ops of a family that share every slot and attribute are written PD_UNARY_(name, flags),
- * PD_ELEMENTWISE_(name), ...: the family's signature is spelt once, below. */
+ * PD_ELEMENTWISE_(name), ...: the family's signature is spelt once, below (with the flags all
+ * its members share, where the family takes none). */
 #ifndef PD_OP
 #error "define PD_OP(name, flags, infer, inputs, outputs, attrs) before including vm/oplist.h"
 #endif
@@ -29,9 +40,10 @@
 /* Families whose members share slots and attributes (and differ in name and flags only). */
 #define PD_UNARY_(name, flags) PD_OP(name, flags, unary, IN(ONE("X")), OUT(ONE("Out")), NONE)
 #define PD_ELEMENTWISE_(name)                                                                   \
-  PD_OP(name, DIFF, elementwise, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")), ATTRS(INT("axis", -1)))
+  PD_OP(name, DIFF | GPU | GPU_GRAD | ROW_XY, elementwise, IN(ONE("X"), ONE("Y")),              \
+        OUT(ONE("Out")), ATTRS(INT("axis", -1)))
 #define PD_COMPARE_(name)                                                                       \
-  PD_OP(name, 0, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),                              \
+  PD_OP(name, GPU, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),                            \
         ATTRS(INT("axis", -1), BOOL("force_cpu", false)))
 #define PD_LOGICAL_(name) PD_OP(name, 0, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")), NONE)
 #define PD_REDUCE_(name, flags)                                                                 \
@@ -39,14 +51,14 @@
         ATTRS(INTS("dim", 0), BOOL("keep_dim", false), BOOL("reduce_all", false),               \
               INT("in_dtype", -1), INT("out_dtype", -1)))
 #define PD_LOOKUP_TABLE_(name)                                                                  \
-  PD_OP(name, DIFF, lookup_table, IN(ONE("W"), ONE("Ids")), OUT(ONE("Out")),                    \
+  PD_OP(name, DIFF | ROW_IDS, lookup_table, IN(ONE("W"), ONE("Ids")), OUT(ONE("Out")),          \
         ATTRS(BOOL("is_sparse", false), BOOL("is_distributed", false),                          \
               LONG("padding_idx", -1), BOOL("remote_prefetch", false)))
 
-PD_UNARY_(abs, DIFF)
+PD_UNARY_(abs, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(accuracy, 0, accuracy, IN(ONE("Out"), ONE("Indices"), ONE("Label")),
       OUT(ONE("Accuracy"), ONE("Correct"), ONE("Total")), NONE)
-PD_OP(adam, FP_IN, optimizer,
+PD_OP(adam, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("Grad"), ONE("LearningRate"), ONE("Moment1"), ONE("Moment2"),
          ONE("Beta1Pow"), ONE("Beta2Pow"), OPT("Beta1Tensor"), OPT("Beta2Tensor"),
          OPT("EpsilonTensor"), OPT("MasterParam"), OPT("SkipUpdate")),
@@ -58,11 +70,11 @@ PD_OP(adam, FP_IN, optimizer,
 PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
             INT("dtype", PD_INT64)))
-PD_UNARY_(assign, DIFF)
+PD_UNARY_(assign, DIFF | ROW_X)
 PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("shape"), INT("dtype", PD_FP32), FLOATS_EMPTY("fp32_values"),
             INTS_EMPTY("int32_values"), LONGS_EMPTY("int64_values"), INTS_EMPTY("bool_values")))
-PD_OP(cast, DIFF, cast, IN(ONE("X")), OUT(ONE("Out")),
+PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
 PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
       ATTRS(INT("axis", 0)))
@@ -91,13 +103,14 @@ PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), O
       OUT(ONE("Hidden")), ATTRS(ENUM("activation", "tanh", "relu", "sigmoid"),
                                 BOOL("is_reverse", false)))
 PD_COMPARE_(equal)
-PD_UNARY_(exp, DIFF | FP_IN)
-PD_OP(fc, DIFF | FP_IN, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")), OUT(ONE("Out")),
+PD_UNARY_(exp, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
+      OUT(ONE("Out")),
       ATTRS(INT("in_num_col_dims", 1), STR("activation_type", ""),
             BOOL("padding_weights", false)))
 PD_OP(feed, 0, declared, IN(ONE("X")), OUT(ONE("Out")), ATTRS(REQ(INT, "col")))
 PD_OP(fetch, 0, declared, IN(ONE("X")), OUT(ONE("Out")), ATTRS(REQ(INT, "col")))
-PD_OP(fill_constant, 0, fill_constant,
+PD_OP(fill_constant, GPU, fill_constant,
       IN(OPT("ValueTensor"), OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")), OUT(ONE("Out")),
       ATTRS(INT("dtype", PD_FP32), LONGS_EMPTY("shape"), FLOAT("value", 0.0),
             STR("str_value", ""), BOOL("force_cpu", false), INT("place_type", -1)))
@@ -113,8 +126,9 @@ PD_COMPARE_(less_equal)
 PD_COMPARE_(less_than)
 PD_OP(lod_reset, DIFF, lod_reset, IN(ONE("X"), OPT("Y")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("target_lod"), BOOL("append", false)))
-PD_UNARY_(log, DIFF | FP_IN)
-PD_OP(log_softmax, DIFF | FP_IN, softmax, IN(ONE("X")), OUT(ONE("Out")), ATTRS(INT("axis", -1)))
+PD_UNARY_(log, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_OP(log_softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(INT("axis", -1)))
 PD_LOGICAL_(logical_and)
 PD_OP(logical_not, 0, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_LOGICAL_(logical_or)
@@ -122,7 +136,7 @@ PD_LOOKUP_TABLE_(lookup_table)
 PD_LOOKUP_TABLE_(lookup_table_v2)
 PD_OP(matmul_v2, DIFF, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
-PD_OP(mean, DIFF | FP_IN, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
+PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
       IN(ONE("X"), ONE("Mask"), ONE("InTrue"), ONE("InFalse")), OUT(ONE("Out")),
       ATTRS(INT("level", 0)))
@@ -132,7 +146,7 @@ PD_OP(momentum, FP_IN, optimizer,
       ATTRS(REQ(FLOAT, "mu"), BOOL("use_nesterov", false), STR("regularization_method", ""),
             FLOAT("regularization_coeff", 0.0), BOOL("multi_precision", false),
             FLOAT("rescale_grad", 1.0)))
-PD_OP(mul, DIFF, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
 PD_COMPARE_(not_equal)
 PD_OP(pool2d, DIFF | FP_IN, pool2d, IN(ONE("X")), OUT(ONE("Out")),
@@ -147,15 +161,15 @@ PD_OP(recurrent, DIFF, recurrent,
       ATTRS(REQ(STRINGS, "ex_states"), REQ(STRINGS, "states"), REQ(BLOCK, "sub_block"),
             BOOL("reverse", false), BOOL("is_train", true), BOOL("has_states", false),
             STRS_EMPTY("skip_eager_deletion_vars"), STRS_EMPTY("param_products")))
-PD_REDUCE_(reduce_max, DIFF)
-PD_REDUCE_(reduce_mean, DIFF | FP_IN)
-PD_REDUCE_(reduce_min, DIFF)
+PD_REDUCE_(reduce_max, DIFF | GPU | GPU_GRAD)
+PD_REDUCE_(reduce_mean, DIFF | FP_IN | GPU | GPU_GRAD)
+PD_REDUCE_(reduce_min, DIFF | GPU | GPU_GRAD)
 PD_REDUCE_(reduce_prod, DIFF)
-PD_REDUCE_(reduce_sum, DIFF)
-PD_UNARY_(relu, DIFF)
+PD_REDUCE_(reduce_sum, DIFF | GPU | GPU_GRAD)
+PD_UNARY_(relu, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(reshape2, DIFF, reshape2, IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")),
       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")))
-PD_OP(scale, DIFF, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
+PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("MaxIndex")),
@@ -166,9 +180,10 @@ PD_UNARY_(sequence_softmax, DIFF | FP_IN | SEQ_IN)
 PD_OP(sgd, FP_IN, optimizer,
       IN(ONE("Param"), ONE("LearningRate"), ONE("Grad"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
-PD_UNARY_(sigmoid, DIFF | FP_IN)
-PD_OP(softmax, DIFF | FP_IN, softmax, IN(ONE("X")), OUT(ONE("Out")), ATTRS(INT("axis", -1)))
-PD_OP(softmax_with_cross_entropy, DIFF | FP_IN, softmax_with_cross_entropy,
+PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_OP(softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(INT("axis", -1)))
+PD_OP(softmax_with_cross_entropy, DIFF | FP_IN | GPU | GPU_GRAD, softmax_with_cross_entropy,
       IN(ONE("Logits"), ONE("Label")), OUT(TEMP("Softmax"), ONE("Loss")),
       ATTRS(BOOL("soft_label", false), BOOL("numeric_stable_mode", true),
             INT("ignore_index", -100), INT("axis", -1)))
@@ -176,10 +191,10 @@ PD_OP(split, DIFF, split, IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTens
       OUT(LIST("Out")), ATTRS(INT("axis", 0), INT("num", 0), INTS_EMPTY("sections")))
 PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
       OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))
-PD_UNARY_(sqrt, DIFF | FP_IN)
-PD_UNARY_(square, DIFF)
-PD_OP(sum, DIFF, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
-PD_UNARY_(tanh, DIFF | FP_IN)
+PD_UNARY_(sqrt, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_UNARY_(square, DIFF | GPU | GPU_GRAD | ROW_X)
+PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
+PD_UNARY_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
       ATTRS(INT("k", 1)))
 PD_OP(transpose2, DIFF, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),

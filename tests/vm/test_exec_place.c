@@ -1,6 +1,6 @@
-/* test_exec_place.c -- the executor's placement tables (vm/run/exec_place.c) and the GPU place's
- * errors: every op said to run on the GPU is an op of the registry, the list is sorted (it is
- * searched by bisection), every slot rule names a real slot of a real op, and asking an
+/* test_exec_place.c -- the executor's placement rules (vm/run/exec_place.c) and the GPU place's
+ * errors: an op runs on the GPU exactly when vm/oplist.h says so (GPU, and GPU_GRAD for its
+ * gradient op), and has a kernel; every slot rule names a real slot of a real op; asking an
  * executor for the GPU when none is open fails cleanly. With a GPU, outputs of GPU ops are made
  * there (and tests/run/device.sh runs whole programs there and checks their results). */
 #include <stdlib.h>
@@ -17,17 +17,28 @@ static bool has_slot(const pd_slotdef *defs, int n, const char *name) {
 }
 
 static void test_gpu_ops(void) {
-  size_t n;
-  const char *const *names = pd_exec_gpu_op_names(&n);
-  ok(n > 40, "%zu ops run on the GPU", n);
-  for (size_t i = 0; i < n; i++) {
-    const pd_opdef *d = pd_opdef_lookup(names[i]);
-    ok(d != NULL && d->kernel != NULL, "GPU op '%s' is an op with a kernel", names[i]);
-    if (i) ok(strcmp(names[i - 1], names[i]) < 0, "'%s' sorts after '%s'", names[i], names[i - 1]);
-    ok(pd_exec_gpu_op(names[i]), "'%s' is found", names[i]);
+  int n = 0;
+  for (int i = 0; i < PD_OP_COUNT_; i++) {
+    const pd_opdef *d = &pd_opdefs[i], *g = pd_opdef_grad(d);
+    bool gpu = d->flags & PD_OPF_GPU, gpu_grad = d->flags & PD_OPF_GPU_GRAD;
+    ok(pd_exec_gpu_op(d) == gpu, "%s %s on the GPU", d->type, gpu ? "runs" : "does not run");
+    if (g)
+      ok(pd_exec_gpu_op(g) == gpu_grad, "%s %s on the GPU", g->type,
+         gpu_grad ? "runs" : "does not run");
+    else
+      ok(!gpu_grad, "%s: GPU_GRAD only on an op with a gradient op", d->type);
+    if (gpu) ok(d->kernel != NULL, "GPU op '%s' has a kernel", d->type);
+    if (gpu_grad && g) ok(g->kernel != NULL, "GPU op '%s' has a kernel", g->type);
+    n += gpu + (gpu_grad && g);
   }
-  ok(!pd_exec_gpu_op("accuracy") && !pd_exec_gpu_op("recurrent") && !pd_exec_gpu_op("zzz"),
-     "ops not in the list are not GPU ops");
+  ok(n > 40, "%d ops run on the GPU", n);
+  ok(!pd_exec_gpu_op(pd_opdef_lookup("accuracy")) &&
+         !pd_exec_gpu_op(pd_opdef_lookup("recurrent")) &&
+         !pd_exec_gpu_op(pd_opdef_lookup("scale_grad")) && !pd_exec_gpu_op(NULL),
+     "ops not marked GPU are not GPU ops");
+  ok(pd_exec_gpu_op(pd_opdef_lookup("mul")) && pd_exec_gpu_op(pd_opdef_lookup("mul_grad")) &&
+         pd_exec_gpu_op(pd_opdef_lookup("scale")),
+     "mul, mul_grad and scale are GPU ops");
 }
 
 static void test_slot_rules(void) {
@@ -42,8 +53,13 @@ static void test_slot_rules(void) {
     is_int(pd_exec_slot_where(r[i].op, r[i].slot, r[i].input), r[i].where, "rule %zu applies", i);
   }
   is_int(pd_exec_slot_where("mul", "X", true), PD_WHERE_OP, "other slots follow their op");
-  ok(pd_exec_host_sub_block("recurrent") && pd_exec_host_sub_block("while_grad") &&
-     !pd_exec_host_sub_block("conditional_block"),
+  ok(pd_exec_host_sub_block(pd_opdef_lookup("recurrent")) &&
+         pd_exec_host_sub_block(pd_opdef_lookup("recurrent_grad")) &&
+         pd_exec_host_sub_block(pd_opdef_lookup("while")) &&
+         pd_exec_host_sub_block(pd_opdef_lookup("while_grad")) &&
+         !pd_exec_host_sub_block(pd_opdef_lookup("conditional_block")) &&
+         !pd_exec_host_sub_block(pd_opdef_lookup("conditional_block_grad")) &&
+         !pd_exec_host_sub_block(NULL),
      "loops run their blocks on the host; if does not");
 }
 

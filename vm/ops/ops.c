@@ -17,6 +17,11 @@
 #define DIFF PD_OPF_DIFF
 #define FP_IN PD_OPF_FLOAT
 #define SEQ_IN PD_OPF_SEQUENCE
+#define GPU PD_OPF_GPU
+#define GPU_GRAD PD_OPF_GPU_GRAD
+#define ROW_X PD_OPF_ROW_X
+#define ROW_XY PD_OPF_ROW_XY
+#define ROW_IDS PD_OPF_ROW_IDS
 #define IN(...) __VA_ARGS__,
 #define OUT(...) __VA_ARGS__,
 #define ATTRS(...) __VA_ARGS__,
@@ -69,12 +74,23 @@ const pd_opdef pd_opdefs[] = {
    .attrs = attrs_##n_,                                                \
    .infer_shape = pd_infer_##infer_,                                   \
    .kernel = pd_kernel_##n_,                                           \
-   .grad = NULL,                                                       \
    .forward = NULL},
 #include "vm/oplist.h"
 #undef PD_OP
 };
 _Static_assert(PD_ARRAY_LEN(pd_opdefs) == PD_OP_COUNT_, "pd_opdefs out of sync with pd_op_kind");
+
+/* The flags' rules the compiler can check: DIFF is written first (PD_IF_DIFF finds it there);
+ * GPU_GRAD only on a DIFF op; one row-wise flag at most. */
+#define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                                                 \
+  _Static_assert(!((f_) & PD_OPF_DIFF) == !PD_IS_DIFF_(f_),                                      \
+                 #n_ ": write DIFF first in its flags (vm/oplist.h)");                           \
+  _Static_assert(!((f_) & PD_OPF_GPU_GRAD) || ((f_) & PD_OPF_DIFF),                             \
+                 #n_ ": GPU_GRAD on an op without a gradient (vm/oplist.h)");                    \
+  _Static_assert((((f_) & PD_OPF_ROW_ANY) & (((f_) & PD_OPF_ROW_ANY) - 1u)) == 0,              \
+                 #n_ ": more than one ROW_ flag (vm/oplist.h)");
+#include "vm/oplist.h"
+#undef PD_OP
 
 /* Attributes Fluid's framework puts on every op (roles, name scopes, call stacks, device and
  * backend hints). Any op accepts them; no shape function reads them. */
@@ -88,6 +104,11 @@ static const pd_attrdef common_attrs[] = {
 #undef DIFF
 #undef FP_IN
 #undef SEQ_IN
+#undef GPU
+#undef GPU_GRAD
+#undef ROW_X
+#undef ROW_XY
+#undef ROW_IDS
 #undef IN
 #undef OUT
 #undef ATTRS
@@ -130,6 +151,18 @@ const pd_opdef *pd_opdef_lookup(const char *type) {
 
 const pd_opdef *pd_opdef_get(pd_op_kind kind) {
   return (unsigned)kind < PD_OP_COUNT_ ? &pd_opdefs[kind] : NULL;
+}
+
+const pd_opdef *pd_opdef_of(const pd_op_desc *op) { return op ? pd_opdef_lookup(op->type) : NULL; }
+
+bool pd_opdef_is(const pd_op_desc *op, pd_op_kind kind) {
+  const pd_opdef *d = pd_opdef_of(op);
+  return d && d->kind == kind && !d->forward;
+}
+
+bool pd_opdef_is_grad(const pd_op_desc *op, pd_op_kind kind) {
+  const pd_opdef *d = pd_opdef_of(op);
+  return d && d->kind == kind && d->forward;
 }
 
 static const pd_slotdef *find_slot(const pd_slotdef *slots, int n, const char *name) {

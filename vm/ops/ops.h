@@ -1,8 +1,8 @@
 /* ops.h -- the op registry: the VM's instruction set. One record (pd_opdef) per op type, generated
  * from the single list in vm/oplist.h, says everything the rest of pdlang needs to know about an
- * op: its Fluid type name, input and output slots, attributes with types and defaults, whether
- * it is differentiable, its compile-time shape function, and (once the executor and backward
- * land) its kernel and gradient maker.
+ * op: its Fluid type name, input and output slots, attributes with types and defaults, its flags
+ * (differentiable, runs on the GPU, row-wise, ...), its compile-time shape function and its
+ * kernel. Each differentiable op also has a gradient op, "<type>_grad" (vm/ops/ops_grad.c).
  *
  * How the compiler uses it, per op it appends to a block:
  *
@@ -44,12 +44,40 @@ enum {
                                      XShape, Mask, MaxIndex); always also dispensable here */
 };
 
-/* Op flags. */
+/* Op flags, written in vm/oplist.h as the names in brackets (see its header). A gradient op's
+ * flags are 0: its forward op's flags say what there is to know about it (GPU_GRAD). */
 enum {
-  PD_OPF_DIFF = 1u << 0,     /* differentiable: backward asks its gradient maker for grad ops */
-  PD_OPF_FLOAT = 1u << 1,    /* the first input must hold floating-point values */
-  PD_OPF_SEQUENCE = 1u << 2, /* the first input must be a sequence (lod_level >= 1) */
+  PD_OPF_DIFF = 1u << 0,     /* [DIFF] differentiable: it has a gradient op, "<type>_grad" */
+  PD_OPF_FLOAT = 1u << 1,    /* [FP_IN] the first input must hold floating-point values */
+  PD_OPF_SEQUENCE = 1u << 2, /* [SEQ_IN] the first input must be a sequence (lod_level >= 1) */
+  PD_OPF_GPU = 1u << 3,      /* [GPU] its kernel computes on the GPU when the executor is there
+                                (vm/run/exec_place.h) */
+  PD_OPF_GPU_GRAD = 1u << 4, /* [GPU_GRAD] so does its gradient op's kernel (DIFF ops only) */
+  /* Row-wise ops: row i of the output (its first dimension) is computed from row i of the
+   * inputs named below and from the whole of the others. vm/passes/hoist.c moves such ops out
+   * of loop bodies. At most one of these per op. */
+  PD_OPF_ROW_X = 1u << 5,    /* [ROW_X] rows in X, other inputs whole (unary maps, mul) */
+  PD_OPF_ROW_XY = 1u << 6,   /* [ROW_XY] elementwise X op Y: rows in X, in Y or in both, the
+                                other operand broadcast (attribute axis) */
+  PD_OPF_ROW_IDS = 1u << 7,  /* [ROW_IDS] rows in Ids, the table W whole (lookup_table) */
 };
+#define PD_OPF_ROW_ANY (PD_OPF_ROW_X | PD_OPF_ROW_XY | PD_OPF_ROW_IDS)
+
+/* PD_IF_DIFF(flags, tokens...): the tokens when the flags of an entry of vm/oplist.h, as written
+ * there, include DIFF, else nothing; how vm/ops/opkernels.h and vm/ops/ops_grad.c make the
+ * gradient kernels' prototypes and table from the list. The preprocessor cannot evaluate
+ * `DIFF | FP_IN`, so it looks at the first flag: DIFF, when present, is written first (ops.c
+ * asserts it for every entry). */
+#define PD_IF_DIFF(flags, ...) PD_IF_CAT_(PD_IF_, PD_IS_DIFF_(flags))(__VA_ARGS__)
+#define PD_IS_DIFF_(flags) PD_IF_SECOND_(PD_IF_PASTE_(PD_IF_DIFF_PROBE_, flags), 0, ~)
+#define PD_IF_DIFF_PROBE_DIFF ~, 1,
+#define PD_IF_DIFF_PROBE_PD_OPF_DIFF ~, 1, /* DIFF after ops.c's vocabulary expanded it */
+#define PD_IF_PASTE_(a, b) a##b
+#define PD_IF_CAT_(a, b) PD_IF_PASTE_(a, b)
+#define PD_IF_SECOND_(...) PD_IF_SECOND__(__VA_ARGS__)
+#define PD_IF_SECOND__(a, b, ...) b
+#define PD_IF_0(...)
+#define PD_IF_1(...) __VA_ARGS__
 
 typedef struct pd_slotdef {
   const char *name;  /* "X", "Y", "Input", "Filter", "Label", ... as in Fluid */
@@ -93,15 +121,11 @@ typedef struct pd_infer_ctx {
  * inputs and attributes. Returns PD_OK, PD_ESHAPE/PD_ETYPE/PD_EINVAL with a message, PD_ENOMEM. */
 typedef pd_status (*pd_infer_fn)(pd_infer_ctx *ctx);
 
-/* Run time:
- *  - kernel: runs the op on the variables its execution context (vm/run/exec.h) binds to its slots.
- *    Every op has one (vm/ops/opkernels.h); the executor calls it.
- *  - grad: appends to grad_block the op(s) computing the gradients of fwd's inputs (vars named
- *    NAME@GRAD, Fluid's convention) from those of its outputs; the backward pass then drops the
- *    gradient outputs nobody needs, as Fluid's backward does. NULL until backward lands. */
+/* Run time: the kernel runs the op on the variables its execution context (vm/run/exec.h) binds
+ * to its slots. Every op has one (vm/ops/opkernels.h), every gradient op too; the executor calls
+ * it. The gradient ops themselves are appended by the backward pass (vm/passes/backward.h). */
 struct pd_exec_ctx;
 typedef pd_status (*pd_kernel_fn)(struct pd_exec_ctx *ctx);
-typedef pd_status (*pd_grad_fn)(const pd_op_desc *fwd, pd_block *grad_block, pd_error *err);
 
 struct pd_opdef {
   pd_op_kind kind;
@@ -113,8 +137,8 @@ struct pd_opdef {
   const pd_attrdef *attrs;      /* nattrs attributes */
   pd_infer_fn infer_shape;      /* never NULL */
   pd_kernel_fn kernel;          /* never NULL */
-  pd_grad_fn grad;              /* NULL for now (see above) */
-  const pd_opdef *forward;      /* a gradient op ("mul_grad"): the op it differentiates; else NULL */
+  const pd_opdef *forward;      /* a gradient op ("mul_grad"): the op it differentiates; else NULL.
+                                   Its kind is the forward op's. */
 };
 
 /* The registry, indexed by pd_op_kind; sorted by type name. */
@@ -126,8 +150,16 @@ const pd_opdef *pd_opdef_lookup(const char *type);
  * from the forward op's), or NULL when fwd has none (not differentiable, or fwd is itself a
  * gradient op). pd_opdef_lookup finds gradient ops by name too. */
 const pd_opdef *pd_opdef_grad(const pd_opdef *fwd);
-/* How many ops have a gradient op (the length of vm/ops/gradlist.h). */
+/* How many ops have a gradient op (those marked DIFF in vm/oplist.h). */
 int pd_opdef_grad_count(void);
+
+/* The def of op's type (pd_opdef_lookup(op->type)), or NULL for a type the registry does not
+ * know. Whether op is the forward op of kind `kind` (pd_opdef_is: "recurrent", not
+ * "recurrent_grad"), or its gradient op (pd_opdef_is_grad: "mul_grad" for PD_OP_mul). For the
+ * passes, which dispatch on kinds rather than compare type names. */
+const pd_opdef *pd_opdef_of(const pd_op_desc *op);
+bool pd_opdef_is(const pd_op_desc *op, pd_op_kind kind);
+bool pd_opdef_is_grad(const pd_op_desc *op, pd_op_kind kind);
 
 /* The def of a kind, or NULL when kind is out of range. */
 const pd_opdef *pd_opdef_get(pd_op_kind kind);

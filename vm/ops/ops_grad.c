@@ -1,4 +1,4 @@
-/* ops_grad.c -- the gradient ops of the registry: for every op listed in vm/ops/gradlist.h, an op
+/* ops_grad.c -- the gradient ops of the registry: for every op marked DIFF in vm/oplist.h, an op
  * "<type>_grad" whose def is derived from the forward op's:
  *   inputs   the forward inputs, the forward outputs, and the gradient of each forward output
  *            ("Out@GRAD"), all optional, each as duplicable as its forward slot;
@@ -35,14 +35,20 @@ static grad_entry grads[PD_OP_COUNT_];
 static bool has_grad[PD_OP_COUNT_];
 static pthread_once_t grads_once = PTHREAD_ONCE_INIT;
 
-static const struct {
-  pd_op_kind kind;
-  pd_kernel_fn kernel;
-} grad_kernels[] = {
-#define PD_GRAD(name) {PD_OP_##name, pd_kernel_##name##_grad},
-#include "vm/ops/gradlist.h"
-#undef PD_GRAD
+/* The gradient kernel of each DIFF op, by kind; NULL for the others. */
+static const pd_kernel_fn grad_kernels[PD_OP_COUNT_] = {
+#define PD_OP(name, flags, infer, inputs, outputs, attrs) \
+  PD_IF_DIFF(flags, [PD_OP_##name] = pd_kernel_##name##_grad, )
+#include "vm/oplist.h"
+#undef PD_OP
 };
+
+/* How many: one per DIFF op. */
+static const int ngrads = 0
+#define PD_OP(name, flags, infer, inputs, outputs, attrs) PD_IF_DIFF(flags, +1)
+#include "vm/oplist.h"
+#undef PD_OP
+    ;
 
 static pd_status infer_grad(pd_infer_ctx *c);
 
@@ -78,14 +84,13 @@ static void build_one(pd_op_kind kind, pd_kernel_fn kernel) {
                       .attrs = f->attrs,
                       .infer_shape = infer_grad,
                       .kernel = kernel,
-                      .grad = NULL,
                       .forward = f};
   has_grad[kind] = true;
 }
 
 static void build_all(void) {
-  for (size_t i = 0; i < PD_ARRAY_LEN(grad_kernels); i++)
-    build_one(grad_kernels[i].kind, grad_kernels[i].kernel);
+  for (int k = 0; k < PD_OP_COUNT_; k++)
+    if (grad_kernels[k]) build_one((pd_op_kind)k, grad_kernels[k]);
 }
 
 const pd_opdef *pd_opdef_grad(const pd_opdef *fwd) {
@@ -94,7 +99,7 @@ const pd_opdef *pd_opdef_grad(const pd_opdef *fwd) {
   return has_grad[fwd->kind] ? &grads[fwd->kind].def : NULL;
 }
 
-int pd_opdef_grad_count(void) { return (int)PD_ARRAY_LEN(grad_kernels); }
+int pd_opdef_grad_count(void) { return ngrads; }
 
 /* Each "X@GRAD" output var gets the dtype, shape and LoD level of the var at the same position
  * of input slot "X"; a gradient bound to no forward var is left alone. */

@@ -194,7 +194,7 @@ static void outputs_used_up(bw *w, const pd_op_desc *fwd) {
   /* A conditional_block may not run: then its outputs keep their earlier values, whose
    * writers (the other branch's block, which the compiler always emits) still need the
    * gradient. Its gradient op gives zeros when the block did not run. */
-  if (strcmp(fwd->type, "conditional_block") == 0) return;
+  if (pd_opdef_is(fwd, PD_OP_conditional_block)) return;
   for (int s = 0; s < fwd->noutputs; s++)
     for (int a = 0; a < fwd->outputs[s].nargs; a++) {
       vinfo *vi = vmap_get(&w->m, fwd->outputs[s].args[a], false);
@@ -207,13 +207,11 @@ static void outputs_used_up(bw *w, const pd_op_desc *fwd) {
 /* A gradient op of fwd's type + "_grad": fwd's inputs and outputs, the outputs' gradients, and
  * gradient outputs for the inputs that need one. */
 static pd_status start_grad_op(bw *w, const pd_op_desc *fwd, pd_op_desc **out) {
-  char type[128];
-  snprintf(type, sizeof type, "%s_grad", fwd->type);
-  if (!pd_opdef_lookup(type))
-    return pd_error_set(w->err, PD_EUNSUPPORTED, fwd->loc, "%s: no gradient op", fwd->type);
+  const pd_opdef *gd = pd_opdef_grad(pd_opdef_of(fwd));
+  if (!gd) return pd_error_set(w->err, PD_EUNSUPPORTED, fwd->loc, "%s: no gradient op", fwd->type);
   pd_status st = totals_of_outputs(w, fwd);
   if (st) return st;
-  pd_op_desc *g = pd_block_add_op(w->gb, type, -1);
+  pd_op_desc *g = pd_block_add_op(w->gb, gd->type, -1);
   if (!g) return oom(w);
   for (int s = 0; s < fwd->ninputs; s++)
     if (pd_op_set_input(g, fwd->inputs[s].param, fwd->inputs[s].nargs,
@@ -414,7 +412,7 @@ static pd_status defer_param_products(bw *w, pd_block *gb, const char **params, 
   int nt = 0;
   for (int i = 0; i < gb->nops; i++) {
     pd_op_desc *op = gb->ops[i];
-    if (strcmp(op->type, "mul_grad") != 0 || int_attr(op, "x_num_col_dims", 1) != 1 ||
+    if (!pd_opdef_is_grad(op, PD_OP_mul) || int_attr(op, "x_num_col_dims", 1) != 1 ||
         int_attr(op, "y_num_col_dims", 1) != 1)
       continue;
     const char *y = pd_op_input1(op, "Y"), *x = pd_op_input1(op, "X");
@@ -443,8 +441,8 @@ static pd_status defer_param_products(bw *w, pd_block *gb, const char **params, 
 static pd_status cf_grad(bw *w, const pd_op_desc *fwd) {
   const pd_attr *sa = pd_op_attr(fwd, "sub_block");
   pd_block *fb = sa ? pd_program_block(w->p, sa->v.i) : NULL;
-  bool rnn = strcmp(fwd->type, "recurrent") == 0, loop = strcmp(fwd->type, "while") == 0;
-  if (!fb || (!rnn && !loop && strcmp(fwd->type, "conditional_block") != 0))
+  bool rnn = pd_opdef_is(fwd, PD_OP_recurrent), loop = pd_opdef_is(fwd, PD_OP_while);
+  if (!fb || (!rnn && !loop && !pd_opdef_is(fwd, PD_OP_conditional_block)))
     return pd_error_set(w->err, PD_EUNSUPPORTED, fwd->loc,
                         "%s: no gradient for this op", fwd->type);
   pd_status st = totals_of_outputs(w, fwd);

@@ -39,7 +39,7 @@ static bool fc_pair(const pd_program *p, const pd_block *blk, int i, const char 
                     const char **w, const char **b, const char **a, const char **out,
                     int64_t *ncd) {
   const pd_op_desc *m = blk->ops[i], *add = blk->ops[i + 1];
-  if (strcmp(m->type, "mul") != 0 || strcmp(add->type, "elementwise_add") != 0) return false;
+  if (!pd_opdef_is(m, PD_OP_mul) || !pd_opdef_is(add, PD_OP_elementwise_add)) return false;
   *x = one(pd_op_input(m, "X"));
   *w = one(pd_op_input(m, "Y"));
   *a = one(pd_op_output(m, "Out"));

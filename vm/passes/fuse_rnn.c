@@ -84,20 +84,20 @@ static bool elman_cell(const pd_program *p, const pd_block *outer, const pd_op_d
   const char *a = one_out(m, "Out");
   *w = one_in(m, "Y");
   const pd_var_desc *wd = *w ? pd_block_find_var(outer, *w) : NULL;
-  if (strcmp(m->type, "mul") != 0 || !is(one_in(m, "X"), mem) || !wd || wd->ndims != 2 ||
+  if (!pd_opdef_is(m, PD_OP_mul) || !is(one_in(m, "X"), mem) || !wd || wd->ndims != 2 ||
       pd_block_find_var_local(step, *w) || int_attr(m, "x_num_col_dims", 1) != 1 ||
       int_attr(m, "y_num_col_dims", 1) != 1 || !step_local(step, a) || is(a, mem))
     return false;
   /* b = a + u or u + a */
   const char *x = one_in(add, "X"), *y = one_in(add, "Y"), *b = one_out(add, "Out");
-  if (strcmp(add->type, "elementwise_add") != 0 || int_attr(add, "axis", -1) != -1 ||
+  if (!pd_opdef_is(add, PD_OP_elementwise_add) || int_attr(add, "axis", -1) != -1 ||
       !((is(x, a) && is(y, *u)) || (is(x, *u) && is(y, a))) || !step_local(step, b) ||
       is(b, a) || is(b, *u) || is(b, mem))
     return false;
   /* state = act(b) */
   *act = f->type;
-  if ((strcmp(f->type, "tanh") != 0 && strcmp(f->type, "relu") != 0 &&
-       strcmp(f->type, "sigmoid") != 0) ||
+  if ((!pd_opdef_is(f, PD_OP_tanh) && !pd_opdef_is(f, PD_OP_relu) &&
+       !pd_opdef_is(f, PD_OP_sigmoid)) ||
       !is(one_in(f, "X"), b) || !is(one_out(f, "Out"), state))
     return false;
   return true;
@@ -144,7 +144,7 @@ pd_status pd_program_fuse_rnn(pd_program *p, int *fused, pd_error *err) {
     pd_block *blk = p->blocks[b];
     for (int i = 0; i < blk->nops; i++) {
       const char *u, *h0, *w, *act, *out;
-      if (strcmp(blk->ops[i]->type, "recurrent") != 0 ||
+      if (!pd_opdef_is(blk->ops[i], PD_OP_recurrent) ||
           !elman_cell(p, blk, blk->ops[i], &u, &h0, &w, &act, &out))
         continue;
       bool done;

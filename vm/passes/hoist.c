@@ -5,6 +5,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "vm/ops/ops.h"
+
 /* ---- A list of names (borrowed from the program unless said otherwise), in order with
  * duplicates, and a hash index of how often each occurs (loop bodies can be large). ---- */
 typedef struct names {
@@ -153,25 +155,19 @@ static int owners(const pd_program *p, int idx) {
 
 /* ---- Which ops move ---- */
 
-typedef enum kind { K_NONE, K_UNARY, K_ELEMENTWISE, K_MUL, K_LOOKUP } kind;
+/* How op is row-wise (the ROW_ flags of vm/oplist.h); *commutes: X and Y may be exchanged
+ * (add, mul: exactly commutative in floating point). */
+typedef enum kind { K_NONE, K_ROW_X, K_ELEMENTWISE, K_LOOKUP } kind;
 
-static kind kind_of(const char *type, bool *commutes) {
-  static const char *const unary[] = {"abs",   "assign", "cast",    "exp",  "log",   "relu",
-                                      "scale", "sigmoid", "sqrt",   "square", "tanh"};
-  static const char *const ew[] = {"elementwise_add", "elementwise_sub", "elementwise_mul",
-                                   "elementwise_div", "elementwise_max", "elementwise_min",
-                                   "elementwise_pow"};
+static kind kind_of(const pd_op_desc *op, bool *commutes) {
+  const pd_opdef *d = pd_opdef_of(op);
   *commutes = false;
-  for (size_t i = 0; i < sizeof unary / sizeof *unary; i++)
-    if (strcmp(type, unary[i]) == 0) return K_UNARY;
-  for (size_t i = 0; i < sizeof ew / sizeof *ew; i++)
-    if (strcmp(type, ew[i]) == 0) {
-      *commutes = i == 0 || i == 2; /* add, mul: exactly commutative in floating point */
-      return K_ELEMENTWISE;
-    }
-  if (strcmp(type, "mul") == 0) return K_MUL;
-  if (strcmp(type, "lookup_table") == 0 || strcmp(type, "lookup_table_v2") == 0) return K_LOOKUP;
-  return K_NONE;
+  if (!d || d->forward) return K_NONE;
+  if (d->flags & PD_OPF_ROW_X) return K_ROW_X;
+  if (d->flags & PD_OPF_ROW_IDS) return K_LOOKUP;
+  if (!(d->flags & PD_OPF_ROW_XY)) return K_NONE;
+  *commutes = d->kind == PD_OP_elementwise_add || d->kind == PD_OP_elementwise_mul;
+  return K_ELEMENTWISE;
 }
 
 /* The loop being worked on. */
@@ -211,7 +207,7 @@ static int rank_of(const loop *l, const char *v) {
 /* Can op (of the step block) move? *swap: move it with X and Y exchanged. */
 static bool movable(const loop *l, const pd_op_desc *op, bool *swap) {
   bool commutes;
-  kind k = kind_of(op->type, &commutes);
+  kind k = kind_of(op, &commutes);
   *swap = false;
   if (k == K_NONE || op->noutputs != 1 || op->outputs[0].nargs != 1) return false;
   if (pd_op_attr(op, "sub_block") || pd_op_attr(op, "sub_blocks")) return false;
@@ -428,7 +424,7 @@ pd_status pd_program_hoist(pd_program *p, int *moved, pd_error *err) {
   for (int b = 0; b < p->nblocks; b++) {
     pd_block *blk = p->blocks[b];
     for (int i = 0; i < blk->nops; i++) {
-      if (strcmp(blk->ops[i]->type, "recurrent") != 0) continue;
+      if (!pd_opdef_is(blk->ops[i], PD_OP_recurrent)) continue;
       pd_status st = hoist_loop(p, blk, &i, moved, err);
       if (st) return st;
     }

@@ -15,15 +15,15 @@
  * differently (a parameter's gradient summed over all rows at once instead of step by step)
  * may differ in the last bits.
  *
- * Ops moved (row-wise in the slot named; every other input must be loop-invariant):
- *   abs, assign, cast, exp, log, relu, scale, sigmoid, sqrt, square, tanh     X
- *   elementwise_add/sub/mul/div/max/min/pow   X; Y is row-wise with X's rank, or invariant of
- *                                             a lower rank with axis -1 or >= 1 (it never spans
- *                                             the rows); for add and mul with an invariant X
- *                                             and a row-wise Y the operands are swapped (the
- *                                             kernels take the LoD from X)
- *   mul                                       X (Y invariant)
- *   lookup_table, lookup_table_v2             Ids (W invariant)
+ * Ops moved: those vm/oplist.h marks row-wise, with the step's rows in the slot named and every
+ * other input loop-invariant:
+ *   ROW_X (the unary maps abs, exp, tanh, ..., scale, cast; mul)   X
+ *   ROW_XY (elementwise_add/sub/mul/div/max/min/pow)   X; Y is row-wise with X's rank, or
+ *                                  invariant of a lower rank with axis -1 or >= 1 (it never
+ *                                  spans the rows); for add and mul with an invariant X and a
+ *                                  row-wise Y the operands are swapped (the kernels take the
+ *                                  LoD from X)
+ *   ROW_IDS (lookup_table, lookup_table_v2)   Ids (W invariant)
  * An op is moved only when its output is a var of the step block alone (declared in no other
  * block), written by no other op of the loop (nested blocks included), read by no op before it,
  * and neither a memory (states, ex_states) nor a stacked output of the loop. "Loop-invariant":

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "vm/ops/ops.h"
+
 /* ---- A set of names (borrowed strings: the program's own, or the caller's targets) ---- */
 
 typedef struct nameset {
@@ -110,9 +112,12 @@ static bool writes_needed(const frame *f, const pd_op_desc *op) {
 }
 
 /* conditional_block (and its _grad / _infer forms) runs its block at most once; every other
- * owner of a block is treated as a loop. */
+ * owner of a block is treated as a loop. conditional_block_infer, Fluid's form for inference
+ * programs, is not in the registry: it is known by name. */
 static bool owner_is_loop(const pd_op_desc *op) {
-  return strncmp(op->type, "conditional_block", strlen("conditional_block")) != 0;
+  const pd_opdef *d = pd_opdef_of(op);
+  if (d) return d->kind != PD_OP_conditional_block;
+  return strcmp(op->type, "conditional_block_infer") != 0;
 }
 
 /* Mark block idx, and every block inside it, as kept whole. */

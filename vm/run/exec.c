@@ -367,7 +367,7 @@ static pd_status place_ops(pd_exec *ex) {
     for (int i = 0; i < b->nops; i++) {
       pd_exec_op *x = &b->ops[i];
       const pd_opdef *def = x->def;
-      x->place = pd_exec_gpu_op(def->type) ? PD_K_CUDA : PD_K_HOST;
+      x->place = pd_exec_gpu_op(def) ? PD_K_CUDA : PD_K_HOST;
       x->in_where = w;
       for (int d = 0; d < def->ninputs; d++)
         *w++ = (unsigned char)pd_exec_slot_where(def->type, def->inputs[d].name, true);
@@ -380,14 +380,14 @@ static pd_status place_ops(pd_exec *ex) {
   for (int bi = 0; bi < ex->nblocks; bi++)
     for (int i = 0; i < ex->blocks[bi].nops; i++) {
       pd_exec_op *x = &ex->blocks[bi].ops[i];
-      if (x->sub && pd_exec_host_sub_block(x->def->type)) force_host(x->sub);
+      if (x->sub && pd_exec_host_sub_block(x->def)) force_host(x->sub);
     }
   if (!ex->opts.notice) return PD_OK;
   /* One notice per op type: the first op of the type that stays on the host says it. */
   for (int bi = 0; bi < ex->nblocks; bi++)
     for (int i = 0; i < ex->blocks[bi].nops; i++) {
       const pd_exec_op *x = &ex->blocks[bi].ops[i];
-      if (x->place == PD_K_CUDA || (x->sub && pd_exec_host_sub_block(x->def->type))) continue;
+      if (x->place == PD_K_CUDA || (x->sub && pd_exec_host_sub_block(x->def))) continue;
       bool seen = false;
       for (int bj = 0; bj <= bi && !seen; bj++)
         for (int j = 0; j < (bj == bi ? i : ex->blocks[bj].nops) && !seen; j++) {
@@ -396,7 +396,7 @@ static pd_status place_ops(pd_exec *ex) {
         }
       if (seen) continue;
       char msg[200];
-      if (pd_exec_gpu_op(x->def->type))
+      if (pd_exec_gpu_op(x->def))
         snprintf(msg, sizeof msg, "op '%s' runs on the CPU inside a loop (its block is run step "
                  "by step on the host)", x->def->type);
       else

@@ -1,61 +1,18 @@
 /* exec_place.c -- the executor's placement rules on the GPU: the ops whose kernels run there
- * (their kernels read and write tensor data only through the backend, ctx->k, and the place-
- * aware pd_ctx_* helpers), and the slots whose values stay on the host or are left alone. */
+ * (flags GPU and GPU_GRAD of vm/oplist.h: their kernels read and write tensor data only through
+ * the backend, ctx->k, and the place-aware pd_ctx_* helpers), and the slots whose values stay on
+ * the host or are left alone. */
 #include "config.h"
 #include "vm/run/exec_place.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
 
-/* Sorted (strcmp order) for bsearch; tests/vm/test_exec_place.c checks the order and that each
- * name is an op of the registry. */
-static const char *const gpu_ops[] = {
-    "abs",          "abs_grad",
-    "adam",         "cast",
-    "elementwise_add",      "elementwise_add_grad",
-    "elementwise_div",      "elementwise_div_grad",
-    "elementwise_max",      "elementwise_max_grad",
-    "elementwise_min",      "elementwise_min_grad",
-    "elementwise_mul",      "elementwise_mul_grad",
-    "elementwise_pow",      "elementwise_pow_grad",
-    "elementwise_sub",      "elementwise_sub_grad",
-    "equal",        "exp",
-    "exp_grad",     "fc",
-    "fc_grad",      "fill_constant",
-    "greater_equal",        "greater_than",
-    "less_equal",   "less_than",
-    "log",          "log_grad",
-    "log_softmax",  "log_softmax_grad",
-    "mean",         "mean_grad",
-    "mul",          "mul_grad",
-    "not_equal",    "reduce_max",
-    "reduce_max_grad",      "reduce_mean",
-    "reduce_mean_grad",     "reduce_min",
-    "reduce_min_grad",      "reduce_sum",
-    "reduce_sum_grad",      "relu",
-    "relu_grad",    "scale",
-    "sigmoid",      "sigmoid_grad",
-    "softmax",      "softmax_grad",
-    "softmax_with_cross_entropy",   "softmax_with_cross_entropy_grad",
-    "sqrt",         "sqrt_grad",
-    "square",       "square_grad",
-    "sum",          "tanh",
-    "tanh_grad",
-};
-
-const char *const *pd_exec_gpu_op_names(size_t *n) {
-  *n = PD_ARRAY_LEN(gpu_ops);
-  return gpu_ops;
-}
-
-static int cmp_name(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-bool pd_exec_gpu_op(const char *type) {
-  return bsearch(&type, gpu_ops, PD_ARRAY_LEN(gpu_ops), sizeof gpu_ops[0], cmp_name) != NULL;
+bool pd_exec_gpu_op(const pd_opdef *def) {
+  if (!def) return false;
+  return def->forward ? (def->forward->flags & PD_OPF_GPU_GRAD) != 0
+                      : (def->flags & PD_OPF_GPU) != 0;
 }
 
 static const pd_exec_slot_rule rules[] = {
@@ -115,7 +72,7 @@ int pd_exec_slot_where(const char *type, const char *slot, bool input) {
   return PD_WHERE_OP;
 }
 
-bool pd_exec_host_sub_block(const char *type) {
-  return strcmp(type, "recurrent") == 0 || strcmp(type, "recurrent_grad") == 0 ||
-         strcmp(type, "while") == 0 || strcmp(type, "while_grad") == 0;
+bool pd_exec_host_sub_block(const pd_opdef *def) {
+  /* A gradient op has its forward op's kind: recurrent_grad and while_grad are included. */
+  return def && (def->kind == PD_OP_recurrent || def->kind == PD_OP_while);
 }
