@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "vm/ops.h"
 
 #define GRAD "@GRAD"
 
-/* ---- A small name -> info map (open addressing). Keys are borrowed from the program. ---- */
+/* ---- A name -> info map: the infos in an array, indexed by a base/strmap.h map. Keys are
+ * borrowed from the program. A vinfo pointer stays valid until the next vmap_get that
+ * creates. ---- */
 typedef struct vinfo {
   const char *name;
   bool needs;       /* needs a gradient */
@@ -21,42 +24,25 @@ typedef struct vinfo {
 } vinfo;
 
 typedef struct vmap {
-  size_t cap, n;
-  vinfo *slots;
+  pd_strmap index;  /* name -> position in items */
+  vinfo *items;
+  size_t n, cap;
 } vmap;
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
 
 /* The info of name, created when create is set (NULL on out of memory or when absent). */
 static vinfo *vmap_get(vmap *m, const char *name, bool create) {
-  if (create && (m->n + 1) * 2 > m->cap) {
-    size_t ncap = m->cap ? m->cap * 2 : 256;
-    vinfo *ns = pd_calloc(ncap, sizeof *ns);
-    if (!ns) return NULL;
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->slots[i].name) continue;
-      size_t j = hash_str(m->slots[i].name) & (ncap - 1);
-      while (ns[j].name) j = (j + 1) & (ncap - 1);
-      ns[j] = m->slots[i];
-    }
-    pd_free(m->slots);
-    m->slots = ns;
-    m->cap = ncap;
-  }
-  if (!m->cap) return NULL;
-  size_t j = hash_str(name) & (m->cap - 1);
-  while (m->slots[j].name) {
-    if (strcmp(m->slots[j].name, name) == 0) return &m->slots[j];
-    j = (j + 1) & (m->cap - 1);
-  }
-  if (!create) return NULL;
-  m->slots[j] = (vinfo){.name = name};
-  m->n++;
-  return &m->slots[j];
+  const pd_strmap_entry *e = pd_strmap_find(&m->index, name);
+  if (e) return &m->items[e->val.i];
+  if (!create || PD_GROW(m->items, m->cap, m->n + 1) ||
+      pd_strmap_set_int(&m->index, name, (int64_t)m->n))
+    return NULL;
+  m->items[m->n] = (vinfo){.name = name};
+  return &m->items[m->n++];
+}
+
+static void vmap_free(vmap *m) {
+  pd_strmap_free(&m->index);
+  pd_free(m->items);
 }
 
 static bool is_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64 || t == PD_FP16; }
@@ -366,8 +352,8 @@ static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec 
     if (vi) st = total(&w, vi, (pd_loc){0});
   }
   pd_free(relevant);
-  pd_free(needed.slots);
-  pd_free(w.m.slots);
+  vmap_free(&needed);
+  vmap_free(&w.m);
   pd_buf_free(&w.name);
   return st;
 }
@@ -623,7 +609,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
   }
 out:
   pd_free(relevant);
-  pd_free(needed.slots);
+  vmap_free(&needed);
   return st;
 }
 
@@ -634,7 +620,7 @@ pd_status pd_append_backward(pd_program *p, const char *cost, pd_backward *out, 
   /* Names of gradient vars are looked up by the forward names (borrowed from the program);
    * vars are never removed during the pass, so the keys stay valid. */
   pd_status st = run_pass(&w, cost, out);
-  pd_free(w.m.slots);
+  vmap_free(&w.m);
   pd_buf_free(&w.name);
   if (st) pd_backward_release(out);
   return st;
