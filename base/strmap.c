@@ -5,15 +5,6 @@
 
 #define MIN_CAP 8
 
-uint64_t pd_str_hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325u;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3u;
-  }
-  return h;
-}
-
 void pd_strmap_init(pd_strmap *m, bool copy_keys) {
   *m = (pd_strmap){.copy_keys = copy_keys};
 }
@@ -54,10 +45,6 @@ pd_status pd_strmap_reserve(pd_strmap *m, size_t n) {
   m->slots = slots;
   m->cap = ncap;
   return PD_OK;
-}
-
-pd_strmap_entry *pd_strmap_find(const pd_strmap *m, const char *key) {
-  return pd_strmap_find_hashed(m, key, pd_str_hash(key));
 }
 
 pd_strmap_entry *pd_strmap_add(pd_strmap *m, const char *key, bool *added) {

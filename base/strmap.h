@@ -43,8 +43,16 @@ typedef struct pd_strmap {
   bool copy_keys;
 } pd_strmap;
 
-/* FNV-1a, 64-bit (offset basis 0xcbf29ce484222325, prime 0x100000001b3). */
-uint64_t pd_str_hash(const char *s);
+/* FNV-1a, 64-bit (offset basis 0xcbf29ce484222325, prime 0x100000001b3). Inline, with the
+ * lookups below: the executor looks names up in its scopes' maps on every block run. */
+static inline uint64_t pd_str_hash(const char *s) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (; *s; s++) {
+    h ^= (unsigned char)*s;
+    h *= 0x100000001b3u;
+  }
+  return h;
+}
 
 /* An empty map (no allocation). A zeroed pd_strmap is the same as pd_strmap_init(m, false). */
 void pd_strmap_init(pd_strmap *m, bool copy_keys);
@@ -64,7 +72,9 @@ static inline pd_strmap_entry *pd_strmap_find_hashed(const pd_strmap *m, const c
   return NULL;
 }
 /* The entry of key, or NULL. */
-pd_strmap_entry *pd_strmap_find(const pd_strmap *m, const char *key);
+static inline pd_strmap_entry *pd_strmap_find(const pd_strmap *m, const char *key) {
+  return pd_strmap_find_hashed(m, key, pd_str_hash(key));
+}
 /* The entry of key, added with a zero value when absent (*added, when not NULL, says whether
  * it was). NULL on out of memory (the map is unchanged). */
 pd_strmap_entry *pd_strmap_add(pd_strmap *m, const char *key, bool *added);
