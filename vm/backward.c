@@ -45,8 +45,6 @@ static void vmap_free(vmap *m) {
   pd_free(m->items);
 }
 
-static bool is_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64 || t == PD_FP16; }
-
 /* ---- The pass ---- */
 
 typedef struct bw {
@@ -125,7 +123,7 @@ static bool needs_grad(bw *w, const char *name) {
   if (strcmp(name, PD_EMPTY_VAR_NAME) == 0) return false;
   vinfo *vi = vmap_get(&w->m, name, false);
   const pd_var_desc *d = find(w, name);
-  return vi && vi->needs && d && is_float(d->dtype) && !d->stop_gradient;
+  return vi && vi->needs && d && pd_dtype_is_float(d->dtype) && !d->stop_gradient;
 }
 
 /* Bind slot `param` of g to the gradients of the vars of a forward slot: existing ones (reading)
@@ -324,7 +322,7 @@ static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec 
   for (const pd_block *b = pd_block_parent(fb); !st && b; b = pd_block_parent(b))
     for (int i = 0; !st && i < b->nvars; i++) {
       const pd_var_desc *v = b->vars[i];
-      if (!v->persistable || v->type != PD_VAR_LOD_TENSOR || !is_float(v->dtype) ||
+      if (!v->persistable || v->type != PD_VAR_LOD_TENSOR || !pd_dtype_is_float(v->dtype) ||
           v->stop_gradient)
         continue;
       vinfo *vi = vmap_get(&w.m, v->name, true);
@@ -471,7 +469,7 @@ static pd_status cf_grad(bw *w, const pd_op_desc *fwd) {
     }
     for (int i = 0; i < nout; i++) {
       const pd_var_desc *v = find(w, outs[i]);
-      if (v && is_float(v->dtype)) sp.seeds[sp.nseeds++] = outs[i];
+      if (v && pd_dtype_is_float(v->dtype)) sp.seeds[sp.nseeds++] = outs[i];
     }
     sp.declare_seeds = true;
   } else {
@@ -531,7 +529,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
                         "the cost '%s' is not a var of the global block", cost);
   int64_t numel = 1;
   for (int i = 0; i < cv->ndims; i++) numel *= cv->dims[i];
-  if (!is_float(cv->dtype) || cv->ndims < 0 || numel != 1)
+  if (!pd_dtype_is_float(cv->dtype) || cv->ndims < 0 || numel != 1)
     return pd_error_set(w->err, PD_EINVAL, (pd_loc){0},
                         "the cost '%s' must be one floating-point value (mean(...) of a loss), "
                         "it is %s with %d dims",
@@ -552,7 +550,8 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
   /* 2. Which vars need a gradient. */
   for (int i = 0; i < b0->nvars; i++) {
     const pd_var_desc *v = b0->vars[i];
-    if (v->persistable && v->type == PD_VAR_LOD_TENSOR && is_float(v->dtype) && !v->stop_gradient) {
+    if (v->persistable && v->type == PD_VAR_LOD_TENSOR && pd_dtype_is_float(v->dtype) &&
+        !v->stop_gradient) {
       vinfo *vi = vmap_get(&w->m, v->name, true);
       if (!vi) {
         st = oom(w);

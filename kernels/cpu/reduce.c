@@ -69,7 +69,7 @@ static pd_status reduced_mask(int nd, const int64_t *dims, int naxes, const int 
 pd_status pd_kcpu_reduce(pd_k_redop op, pd_dtype dt, int nd, const int64_t *dims,
                          const void *x, int naxes, const int *axes, void *out) {
   if ((unsigned)op >= PD_K_REDOP_COUNT_) return PD_EINVAL;
-  bool is_float = dt == PD_FP32 || dt == PD_FP64;
+  bool is_float = pd_dtype_is_kernel_float(dt);
   if (!is_float && (op == PD_K_RMEAN || (dt != PD_INT32 && dt != PD_INT64)))
     return PD_EUNSUPPORTED;
   bool red[PD_K_MAX_DIMS];
