@@ -691,9 +691,8 @@ int pd_state_describe(pd_state *st, const char *name, pd_tensor_info *info) {
 
 /* "float32 [-1, 784]" */
 static void shape_text(pd_buf *b, int dtype, int ndims, const int64_t *dims) {
-  pd_buf_printf(b, "%s [", pd_dtype_name((pd_dtype)dtype));
-  for (int k = 0; k < ndims; k++) pd_buf_printf(b, "%s%lld", k ? ", " : "", (long long)dims[k]);
-  pd_buf_puts(b, "]");
+  pd_buf_printf(b, "%s ", pd_dtype_name((pd_dtype)dtype));
+  pd_buf_put_dims(b, ndims, dims);
 }
 
 static bool is_input(const pd_state *st, const char *name) {

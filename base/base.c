@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,36 @@ char *pd_strndup(const char *s, size_t n) {
 }
 
 char *pd_strdup(const char *s) { return pd_strndup(s, strlen(s)); }
+
+/* ---- Shapes as text ---- */
+
+int pd_buf_put_dims(pd_buf *b, int nd, const int64_t *dims) {
+  int r = pd_buf_puts(b, "[");
+  for (int i = 0; i < nd; i++) r |= pd_buf_printf(b, "%s%" PRId64, i ? ", " : "", dims[i]);
+  return r | pd_buf_puts(b, "]");
+}
+
+/* Append s to buf[*k..], keeping room for the NUL of an n-byte buffer. */
+static void put_cut(char *buf, size_t n, size_t *k, const char *s) {
+  size_t len = strlen(s);
+  if (len > n - 1 - *k) len = n - 1 - *k;
+  memcpy(buf + *k, s, len);
+  *k += len;
+}
+
+const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n) {
+  if (!n) return buf;
+  size_t k = 0;
+  put_cut(buf, n, &k, "[");
+  for (int i = 0; i < nd; i++) {
+    char item[32];
+    snprintf(item, sizeof item, "%s%" PRId64, i ? ", " : "", dims[i]);
+    put_cut(buf, n, &k, item);
+  }
+  put_cut(buf, n, &k, "]");
+  buf[k] = '\0';
+  return buf;
+}
 
 int pd_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;

@@ -501,7 +501,7 @@ static pd_status check_outputs_finite(const pd_exec_ctx *ctx) {
       const pd_tensor *t = &v->u.tensor;
       pd_tensor host;
       pd_tensor_init(&host);
-      if (pd_tensor_on_gpu(t) && (t->dtype == PD_FP32 || t->dtype == PD_FP64)) {
+      if (pd_tensor_on_gpu(t) && pd_dtype_is_kernel_float(t->dtype)) {
         if (pd_tensor_copy_to(&host, t, PD_K_HOST))
           return pd_ctx_fail(ctx, PD_ERUNTIME, "cannot read output %s (var '%s') to check it: %s",
                              x->def->outputs[d].name, pd_var_name(v), pd_k_cuda_error());
@@ -643,15 +643,6 @@ pd_status pd_exec_run_block(pd_exec *ex, int block_idx, pd_scope *scope, pd_erro
   return run_prepared(ex, &ex->blocks[block_idx], scope, err);
 }
 
-static int elem_dims_str(char *buf, size_t n, int nd, const int64_t *dims) {
-  size_t k = 0;
-  k += (size_t)snprintf(buf + k, n - k, "[");
-  for (int i = 0; i < nd && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
-  if (k < n) k += (size_t)snprintf(buf + k, n - k, "]");
-  return (int)k;
-}
-
 pd_status pd_exec_feed_var(pd_exec *ex, pd_scope *scope, const char *name,
                            const pd_tensor *value, pd_error *err) {
   const pd_var_desc *d = pd_block_find_var_local(ex->p->blocks[0], name);
@@ -668,9 +659,9 @@ pd_status pd_exec_feed_var(pd_exec *ex, pd_scope *scope, const char *name,
   }
   if (!ok) {
     char want[160], got[160];
-    if (d->ndims >= 0) elem_dims_str(want, sizeof want, d->ndims, d->dims);
+    if (d->ndims >= 0) pd_dims_str(d->ndims, d->dims, want, sizeof want);
     else snprintf(want, sizeof want, "any shape");
-    elem_dims_str(got, sizeof got, value->ndims, value->dims);
+    pd_dims_str(value->ndims, value->dims, got, sizeof got);
     return pd_error_set(err, PD_ESHAPE, (pd_loc){0},
                         "cannot feed '%s': it is declared %s %s, the value is %s %s", name,
                         pd_dtype_name(d->dtype), want, pd_dtype_name(value->dtype), got);
@@ -784,7 +775,7 @@ pd_status pd_ctx_resize(const pd_exec_ctx *ctx, pd_tensor *out, pd_dtype dtype, 
   pd_status st = pd_tensor_resize(out, dtype, ndims, dims);
   if (st == PD_ENOMEM) {
     char buf[160];
-    elem_dims_str(buf, sizeof buf, ndims, dims);
+    pd_dims_str(ndims, dims, buf, sizeof buf);
     return pd_ctx_fail(ctx, st, "out of memory for an output of shape %s (%s)", buf,
                        pd_dtype_name(dtype));
   }
@@ -955,8 +946,7 @@ const void *pd_ctx_at_place(const pd_exec_ctx *ctx, const void *host, size_t nby
 }
 
 const char *pd_ctx_shape_str(const pd_tensor *t, char *buf, size_t n) {
-  elem_dims_str(buf, n, t->ndims, t->dims);
-  return buf;
+  return pd_dims_str(t->ndims, t->dims, buf, n);
 }
 
 pd_status pd_ctx_run_sub_block(const pd_exec_ctx *ctx, pd_scope *scope) {
