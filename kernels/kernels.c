@@ -6,6 +6,7 @@
 #include "kernels/kernels_int.h"
 
 #include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -254,6 +255,25 @@ pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
   int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
   if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
       ldc < (n > 1 ? n : 1) || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+    return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_gemm_act_check(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
+                              int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                              int64_t ldc, const void *h, int64_t ldh) {
+  if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
+  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
+  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_random_check(pd_dtype dt, int64_t n, const pd_k_rng *rng, double a, double b,
+                            bool normal) {
+  if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
+  if (n < 0 || !rng || !isfinite(a) || !isfinite(b) || (!normal && b < a) || (normal && b < 0))
     return PD_EINVAL;
   return PD_OK;
 }

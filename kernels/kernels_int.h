@@ -36,6 +36,15 @@ pd_status pd_k_reduced_mask(int nd, const int64_t *dims, int naxes, const int *a
 /* A row-major GEMM: sizes and row strides fit a BLAS int; each leading dim covers a row. */
 pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                           int64_t lda, int64_t ldb, int64_t ldc);
+/* gemm_act / gemm_act_chain: fp32/fp64, a fused activation (tanh, sigmoid, relu), the GEMM's
+ * check, and for the gradient a pre-activation h whose rows hold n. */
+pd_status pd_k_gemm_act_check(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
+                              int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                              int64_t ldc, const void *h, int64_t ldh);
+/* uniform (a = low, b = high) / gaussian (normal: a = mean, b = std): fp32/fp64, n >= 0, an
+ * rng, finite bounds, low <= high or std >= 0. */
+pd_status pd_k_random_check(pd_dtype dt, int64_t n, const pd_k_rng *rng, double a, double b,
+                            bool normal);
 /* concat / split: nparts sizes along the middle axis of [pre, total, post]; *total = their sum. */
 pd_status pd_k_parts_check(pd_dtype dt, int nparts, const int64_t *sizes, int64_t pre,
                            int64_t post, int64_t *total);

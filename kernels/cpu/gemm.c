@@ -254,11 +254,9 @@ pd_status pd_kcpu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, 
                            int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                            const void *b, int64_t ldb, double beta, void *c, int64_t ldc,
                            const void *h, int64_t ldh) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
-  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  pd_status st = pd_k_gemm_act_check(act, grad, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, h,
+                                     ldh);
   if (st) return st;
-  if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
   epilogue ep = {act, grad, h, ldh};
   return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, &ep, NULL);
 }
@@ -318,11 +316,10 @@ pd_status pd_kcpu_gemm_act_chain(pd_k_unop act, bool grad, pd_dtype dt, bool tra
                                  int64_t n, int64_t steps, const void *first, int64_t ldfirst,
                                  const void *b, void *c, int64_t ldc, int64_t step, const void *h,
                                  int64_t ldh) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
-  pd_status st = pd_k_gemm_check(false, trans_b, m, n, n, ldfirst, n, ldc);
+  pd_status st = pd_k_gemm_act_check(act, grad, dt, false, trans_b, m, n, n, ldfirst, n, ldc, h,
+                                     ldh);
   if (st) return st;
-  if (steps < 0 || (grad && (!h || ldh < (n > 1 ? n : 1)))) return PD_EINVAL;
+  if (steps < 0) return PD_EINVAL;
   if (m == 0 || n == 0 || steps == 0) return PD_OK;
   epilogue ep = {act, grad, h, ldh};
   bool small = false;
