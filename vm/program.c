@@ -123,8 +123,9 @@ static int grow_by_one(void **ptr, int n, size_t elem) {
 }
 #define GROW_BY_ONE(ptr, n) grow_by_one((void **)&(ptr), (n), sizeof *(ptr))
 
-/* ---- The var index of a block: name -> pd_var_desc * (base/strmap.h); the keys are the vars'
- * own names, borrowed (a var leaves the index before its name changes or it is freed). ---- */
+/* ---- The var index of a block: name -> pd_var_desc * (base/strmap.h). The index keeps its own
+ * copies of the names: a program changed behind the API's back (a var's name replaced, which
+ * pd_program_validate must report, not trip over) then leaves it stale, never dangling. ---- */
 
 static pd_strmap *block_index(const pd_block *b) { return (pd_strmap *)b->var_index; }
 
@@ -355,7 +356,10 @@ fail:
 static pd_block *program_append_block(pd_program *p, int parent_idx) {
   pd_block *b = pd_calloc(1, sizeof *b);
   if (!b) return NULL;
-  if (!(b->var_index = pd_calloc(1, sizeof(pd_strmap))) || GROW_BY_ONE(p->blocks, p->nblocks)) {
+  pd_strmap *ix = pd_malloc(sizeof *ix);
+  if (ix) pd_strmap_init(ix, true);
+  b->var_index = ix;
+  if (!ix || GROW_BY_ONE(p->blocks, p->nblocks)) {
     block_free(b);
     return NULL;
   }
@@ -394,11 +398,10 @@ pd_block *pd_block_parent(const pd_block *b) {
 /* Add v (a fresh var whose name b does not hold) to b. 0, or -1 (v not taken). */
 static int block_append_var(pd_block *b, pd_var_desc *v) {
   pd_strmap *ix = block_index(b);
-  if (!v->name || pd_strmap_find(ix, v->name) || pd_strmap_reserve(ix, ix->count + 1) ||
-      GROW_BY_ONE(b->vars, b->nvars))
+  if (!v->name || pd_strmap_find(ix, v->name) || GROW_BY_ONE(b->vars, b->nvars) ||
+      pd_strmap_set_ptr(ix, v->name, v))
     return -1;
   b->vars[b->nvars++] = v;
-  pd_strmap_set_ptr(ix, v->name, v);  /* room reserved: cannot fail */
   return 0;
 }
 
@@ -531,13 +534,14 @@ int pd_block_rename_var(pd_block *b, pd_var_desc *v, const char *new_name) {
   if (strcmp(v->name, new_name) == 0) return 0;
   if (pd_block_find_var_local(b, new_name)) return -1;
   char *name = pd_strdup(new_name);
-  if (!name) return -1;
-  /* Delete, then insert: the count does not grow, so the insertion needs no room. */
   pd_strmap *ix = block_index(b);
+  if (!name || pd_strmap_set_ptr(ix, name, v)) {  /* the new name first: it may fail */
+    pd_free(name);
+    return -1;
+  }
   pd_strmap_remove(ix, v->name);
   pd_free(v->name);
   v->name = name;
-  pd_strmap_set_ptr(ix, name, v);
   return 0;
 }
 
