@@ -1,8 +1,8 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (vm/ir/serialize.h,
- * vm/ir/params.h, run by vm/run/exec.h), the host's feeds and the fetched results, and turns the
- * internal pd_error records and diagnostics into the public pd_error_info. Nothing here prints
- * or exits; every allocation goes through pd_malloc. */
+ * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (api/model.h), the
+ * host's feeds and the fetched results, and turns the internal pd_error records and
+ * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
+ * goes through pd_malloc. */
 #include "config.h"
 #include "include/pdlang.h"
 
@@ -11,12 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/model.h"
 #include "base/diag.h"
 #include "base/dtype.h"
 #include "lang/compile.h"
-#include "vm/ir/params.h"
 #include "lang/run.h"
-#include "vm/ir/serialize.h"
 #include "vm/run/exec.h"
 #include "vm/passes/prune.h"
 
@@ -56,12 +55,6 @@ typedef struct named_list {
   named *items;
 } named_list;
 
-/* A feed or fetch op of a loaded model: the var it feeds / fetches and its column. */
-typedef struct io_op {
-  const char *var;   /* borrowed from the model */
-  int col;
-} io_op;
-
 /* A top-level name of a script and the var of the global block it stands for (y -> the var
  * fc_1.tmp_1 in `y = fc(h, 10)`); var is NULL when the name is not a tensor. */
 typedef struct alias {
@@ -93,13 +86,8 @@ struct pd_state {
   int naliases;
   size_t alias_cap;
 
-  /* ... or a loaded model. */
-  pd_program *model;
-  pd_scope *model_scope;
-  pd_exec *model_ex;
-  io_op *feed_ops, *fetch_ops;
-  int nfeed_ops, nfetch_ops;
-  const char *feed_list, *fetch_list;   /* the FEED_MINIBATCH / FETCH_LIST vars */
+  /* ... or a loaded model (model.program is NULL when none is). */
+  pd_model model;
 
   /* Inputs and outputs (names borrowed from the program). */
   const char **inputs, **outputs;
@@ -307,17 +295,7 @@ static void clear_program(pd_state *st) {
   st->runner = NULL;
   st->unit = NULL;
   st->src = NULL;
-  pd_exec_free(st->model_ex);
-  pd_scope_free(st->model_scope);
-  pd_program_free(st->model);
-  st->model_ex = NULL;
-  st->model_scope = NULL;
-  st->model = NULL;
-  pd_free(st->feed_ops);
-  pd_free(st->fetch_ops);
-  st->feed_ops = st->fetch_ops = NULL;
-  st->nfeed_ops = st->nfetch_ops = 0;
-  st->feed_list = st->fetch_list = NULL;
+  pd_model_free(&st->model);
   pd_free(st->inputs);
   pd_free(st->outputs);
   st->inputs = st->outputs = NULL;
@@ -439,7 +417,7 @@ static bool used(const pd_program *p, const char *name, bool outputs) {
 
 /* Does the global scope hold a value for `name` (a parameter, or something a load put there)? */
 static const pd_tensor *global_tensor(const pd_state *st, const char *name) {
-  pd_scope *scope = st->runner ? pd_runner_scope(st->runner) : st->model_scope;
+  pd_scope *scope = st->runner ? pd_runner_scope(st->runner) : st->model.scope;
   pd_variable *v = scope ? pd_scope_find_local_var(scope, name) : NULL;
   if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) return NULL;
   return &v->u.tensor;
@@ -537,85 +515,33 @@ static int state_compile_file(pd_state *st, const char *path) {
 
 /* ---------------------------------------------------------------- models */
 
-/* The feed ("Out" of each feed op) or fetch ("X" of each fetch op) ops of block 0, ordered by
- * their "col" attribute, which must number them 0..n-1. *list is the feed/fetch list var. */
-static pd_status find_io(pd_state *st, const char *path, bool feed, io_op **out, int *n,
-                         const char **list) {
-  const pd_block *b = st->model->blocks[0];
-  const char *type = feed ? "feed" : "fetch";
-  *out = NULL;
-  *n = 0;
-  int count = 0;
-  for (int i = 0; i < b->nops; i++) count += strcmp(b->ops[i]->type, type) == 0;
-  io_op *ops = pd_calloc((size_t)count + 1, sizeof *ops);
-  if (!ops) return fail(st, PD_ENOMEM, "out of memory");
-  for (int i = 0; i < count; i++) ops[i].col = -1;
-  for (int i = 0, k = 0; i < b->nops; i++) {
-    const pd_op_desc *op = b->ops[i];
-    if (strcmp(op->type, type) != 0) continue;
-    const char *var = feed ? pd_op_output1(op, "Out") : pd_op_input1(op, "X");
-    const char *lst = feed ? pd_op_input1(op, "X") : pd_op_output1(op, "Out");
-    const pd_attr *a = pd_op_attr(op, "col");
-    int64_t c = !a ? k : a->type == PD_ATTR_INT ? a->v.i : a->type == PD_ATTR_LONG ? a->v.l : -1;
-    int col = c >= 0 && c < count ? (int)c : -1;
-    if (!var || !lst || col < 0 || col >= count || ops[col].var || (*list && strcmp(*list, lst))) {
-      pd_free(ops);
-      return fail(st, PD_EFORMAT,
-                  "%s: %s op %d is malformed (its variables or its column %d of %d)", path,
-                  type, k, col, count);
-    }
-    *list = lst;
-    ops[col] = (io_op){var, col};
-    k++;
-  }
-  *out = ops;
-  *n = count;
-  return PD_OK;
-}
-
 static int state_load_model(pd_state *st, const char *path) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
   clear_program(st);
   if (!path) return fail(st, PD_EINVAL, "pd_state_load_model: the path is NULL");
   pd_error err = {0};
-  pd_status s;
-  char *ppath = NULL;
-  const char **params = NULL;
-  if ((s = pd_program_load(path, &st->model, &err))) goto err;
-  if ((s = find_io(st, path, true, &st->feed_ops, &st->nfeed_ops, &st->feed_list)) ||
-      (s = find_io(st, path, false, &st->fetch_ops, &st->nfetch_ops, &st->fetch_list)))
-    goto out;
-  if (st->nfetch_ops == 0) {
+  pd_model *m = &st->model;
+  pd_status s = pd_model_load(m, path, &err);
+  if (s) goto err;
+  if (m->nfetches == 0) {
     s = fail(st, PD_EINVAL, "%s has no fetch ops, so it has no outputs (save a model with "
                             "save(path, target) in a script)", path);
     goto out;
   }
-  /* The parameters: every persistable tensor var, sorted by name, as save writes them. */
-  int np;
-  if (pd_params_names(st->model, &params, &np) || !(st->model_scope = pd_scope_new(NULL))) {
-    s = fail(st, PD_ENOMEM, "out of memory");
-    goto out;
-  }
-  if (np) {
-    if (!(ppath = pd_params_path_for(path))) {
-      s = fail(st, PD_ENOMEM, "out of memory");
-      goto out;
-    }
-    if ((s = pd_params_load(ppath, st->model_scope, np, params, st->model, &err))) goto err;
-  }
   pd_exec_options eo = exec_options(st);
-  if ((s = pd_exec_new(st->model, &eo, &st->model_ex, &err))) goto err;
-  st->inputs = pd_calloc((size_t)st->nfeed_ops + 1, sizeof *st->inputs);
-  st->outputs = pd_calloc((size_t)st->nfetch_ops + 1, sizeof *st->outputs);
+  if ((s = pd_model_load_params(m, path, NULL, &err)) || (s = pd_model_prepare(m, &eo, &err)))
+    goto err;
+  st->inputs = pd_calloc((size_t)m->nfeeds + 1, sizeof *st->inputs);
+  st->outputs = pd_calloc((size_t)m->nfetches + 1, sizeof *st->outputs);
   if (!st->inputs || !st->outputs) {
     s = fail(st, PD_ENOMEM, "out of memory");
     goto out;
   }
-  for (int i = 0; i < st->nfeed_ops; i++) st->inputs[i] = st->feed_ops[i].var;
-  for (int i = 0; i < st->nfetch_ops; i++) st->outputs[i] = st->fetch_ops[i].var;
-  st->ninputs = st->nfeed_ops;
-  st->noutputs = st->nfetch_ops;
+  for (int i = 0; i < m->nfeeds; i++) st->inputs[i] = m->feeds[i].var;
+  for (int i = 0; i < m->nfetches; i++) st->outputs[i] = m->fetches[i].var;
+  st->ninputs = m->nfeeds;
+  st->noutputs = m->nfetches;
   s = PD_OK;
   ok(st);
   goto out;
@@ -623,8 +549,6 @@ err:
   fail_err(st, &err, NULL);
 out:
   pd_error_clear(&err);
-  pd_free(params);
-  pd_free(ppath);
   if (s) clear_program(st);
   return (int)s;
 }
@@ -632,7 +556,7 @@ out:
 /* ---------------------------------------------------------------- inputs and outputs */
 
 static const pd_program *program(const pd_state *st) {
-  return st->unit ? st->unit->main : st->model;
+  return st->unit ? st->unit->main : st->model.program;
 }
 
 static int no_program(pd_state *st, const char *fn) {
@@ -691,9 +615,8 @@ int pd_state_describe(pd_state *st, const char *name, pd_tensor_info *info) {
 
 /* "float32 [-1, 784]" */
 static void shape_text(pd_buf *b, int dtype, int ndims, const int64_t *dims) {
-  pd_buf_printf(b, "%s [", pd_dtype_name((pd_dtype)dtype));
-  for (int k = 0; k < ndims; k++) pd_buf_printf(b, "%s%lld", k ? ", " : "", (long long)dims[k]);
-  pd_buf_puts(b, "]");
+  pd_buf_printf(b, "%s ", pd_dtype_name((pd_dtype)dtype));
+  pd_buf_put_dims(b, ndims, dims);
 }
 
 static bool is_input(const pd_state *st, const char *name) {
@@ -778,48 +701,37 @@ int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const in
 
 /* Run a loaded model on the feeds; its outputs become the results. */
 static int run_model(pd_state *st) {
-  pd_error err = {0};
-  pd_status s;
-  for (int i = 0; i < st->nfeed_ops; i++)
-    if (!named_find(&st->feeds, st->feed_ops[i].var)) {
-      const pd_var_desc *v = pd_block_find_var_local(st->model->blocks[0], st->feed_ops[i].var);
+  pd_model *m = &st->model;
+  for (int i = 0; i < m->nfeeds; i++)
+    if (!named_find(&st->feeds, m->feeds[i].var)) {
+      const pd_var_desc *v = pd_block_find_var_local(m->program->blocks[0], m->feeds[i].var);
       pd_buf b;
       pd_buf_init(&b);
       if (v && v->ndims >= 0) shape_text(&b, (int)v->dtype, v->ndims, v->dims);
       int rc = fail(st, PD_EINVAL, "the model's input '%s'%s%s was not fed (pd_state_feed)",
-                    st->feed_ops[i].var, b.data ? " " : "", b.data ? b.data : "");
+                    m->feeds[i].var, b.data ? " " : "", b.data ? b.data : "");
       pd_buf_free(&b);
       return rc;
     }
-  pd_variable *fv = pd_scope_var(st->model_scope, st->feed_list ? st->feed_list : "feed");
-  pd_tensor_array *list = NULL;
-  if (!fv || pd_var_set_type(fv, PD_VAR_FEED_MINIBATCH) || !(list = pd_var_tensor_array(fv)) ||
-      pd_tensor_array_reserve(list, st->nfeed_ops))
-    return fail(st, PD_ENOMEM, "out of memory");
-  for (int i = 0; i < st->nfeed_ops; i++) {
-    pd_tensor *slot = pd_tensor_array_get(list, st->feed_ops[i].col);
-    if (!slot || pd_tensor_share(slot, &named_find(&st->feeds, st->feed_ops[i].var)->t)) {
-      pd_tensor_array_truncate(list, 0);
-      return fail(st, PD_ENOMEM, "out of memory");
-    }
-  }
-  s = pd_exec_run(st->model_ex, st->model_scope, NULL, NULL, &err);
-  pd_tensor_array_truncate(list, 0);  /* the feeds stay the state's alone */
+  pd_error err = {0};
+  pd_status s = PD_OK;
+  for (int i = 0; !s && i < m->nfeeds; i++)
+    s = pd_model_feed(m, i, &named_find(&st->feeds, m->feeds[i].var)->t, &err);
+  pd_tensor_array *got = NULL;
+  if (!s) s = pd_model_run(m, &got, &err);
   if (s) {
     fail_err(st, &err, NULL);
     pd_error_clear(&err);
     return (int)s;
   }
-  pd_variable *tv = pd_scope_find_var(st->model_scope, st->fetch_list ? st->fetch_list : "fetch");
-  pd_tensor_array *got = tv && tv->type == PD_VAR_FETCH_LIST ? pd_var_tensor_array(tv) : NULL;
-  for (int i = 0; i < st->nfetch_ops; i++) {
-    const pd_tensor *t = got ? pd_tensor_array_get(got, st->fetch_ops[i].col) : NULL;
+  for (int i = 0; i < m->nfetches; i++) {
+    const pd_tensor *t = got ? pd_tensor_array_get(got, m->fetches[i].col) : NULL;
     if (!t || !pd_tensor_initialized(t)) {
       named_clear(&st->results);
       return fail(st, PD_ERUNTIME, "the model fetched nothing for its output '%s'",
-                  st->fetch_ops[i].var);
+                  m->fetches[i].var);
     }
-    named *e = named_add(&st->results, st->fetch_ops[i].var);
+    named *e = named_add(&st->results, m->fetches[i].var);
     if (!e || pd_tensor_copy(&e->t, t)) {
       named_clear(&st->results);
       return fail(st, PD_ENOMEM, "out of memory");
@@ -832,7 +744,7 @@ static int state_run(pd_state *st) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
   named_clear(&st->results);
-  if (st->model) return run_model(st);
+  if (st->model.program) return run_model(st);
   if (!st->runner) return no_program(st, "pd_state_run");
   pd_error err = {0};
   pd_status s = pd_runner_run_all(st->runner, &err);
@@ -1029,7 +941,7 @@ static int state_run_targets(pd_state *st, int n, const char *const *names) {
   if (n <= 0 || !names) return fail(st, PD_EINVAL, "pd_state_run_targets: no targets");
   for (int i = 0; i < n; i++)
     if (!names[i]) return fail(st, PD_EINVAL, "pd_state_run_targets: target %d is NULL", i);
-  if (st->model) {
+  if (st->model.program) {
     for (int i = 0; i < n; i++) {
       bool found = false;
       for (int j = 0; j < st->noutputs && !found; j++) found = !strcmp(st->outputs[j], names[i]);

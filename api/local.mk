@@ -1,10 +1,11 @@
 # api/local.mk -- the embeddable library: include/pdlang.h (installed) and its implementation
-# api/api.c. api.c goes into the convenience library with everything else, so the in-tree tests
-# reach it together with the internals (pd_alloc_fail_after, ...); the installed libpdlang.la
+# api/api.c, with api/model.c, the loader of saved models (`pdlang exec` uses it too). They go
+# into the convenience library with everything else, so the in-tree tests reach them together
+# with the internals (pd_alloc_fail_after, ...); the installed libpdlang.la
 # is that convenience library linked whole into a shared library that exports only the public
 # functions (pd_state_*: tests/api/install.sh checks the list against pdlang.h), versioned with
 # configure.ac's PD_LT_VERSION. pdlang.pc (from pdlang.pc.in) tells pkg-config about it.
-libpdlang_internal_la_SOURCES += api/api.c
+libpdlang_internal_la_SOURCES += api/api.c api/model.h api/model.c
 include_HEADERS += include/pdlang.h
 lib_LTLIBRARIES += libpdlang.la
 libpdlang_la_SOURCES = include/pdlang.h

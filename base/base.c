@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +68,41 @@ char *pd_strndup(const char *s, size_t n) {
 }
 
 char *pd_strdup(const char *s) { return pd_strndup(s, strlen(s)); }
+
+/* ---- Shapes as text ---- */
+
+int pd_buf_put_dims(pd_buf *b, int nd, const int64_t *dims) {
+  int r = pd_buf_puts(b, "[");
+  for (int i = 0; i < nd; i++) r |= pd_buf_printf(b, "%s%" PRId64, i ? ", " : "", dims[i]);
+  return r | pd_buf_puts(b, "]");
+}
+
+const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n) {
+  if (!n) return buf;
+  char item[32];
+  size_t full = 2; /* "[" and "]" */
+  for (int i = 0; i < nd; i++)
+    full += (size_t)snprintf(item, sizeof item, "%s%" PRId64, i ? ", " : "", dims[i]);
+  bool cut = full >= n; /* the whole list needs full + 1 bytes, its NUL included */
+  if (cut && n < 8) {
+    snprintf(buf, n, "[...]");
+    return buf;
+  }
+  size_t k = 0;
+  buf[k++] = '[';
+  for (int i = 0; i < nd; i++) {
+    int len = snprintf(item, sizeof item, "%s%" PRId64, i ? ", " : "", dims[i]);
+    if (cut && k + (size_t)len + 7 > n) { /* keep room for ", ...]" and the NUL */
+      snprintf(buf + k, n - k, "%s...]", i ? ", " : "");
+      return buf;
+    }
+    memcpy(buf + k, item, (size_t)len);
+    k += (size_t)len;
+  }
+  buf[k++] = ']';
+  buf[k] = '\0';
+  return buf;
+}
 
 int pd_grow(void **ptr, size_t *cap, size_t need, size_t elem) {
   if (need <= *cap) return 0;

@@ -1,5 +1,5 @@
 /* base.h -- the lowest layer of pdlang: status codes, the error record, the one allocator hook,
- * growable buffers and arrays. Everything else (kernels, vm, lang, driver) builds on this.
+ * growable buffers and arrays, shapes as text. Everything else (kernels, vm, lang, driver) builds on this.
  *
  * Ownership: pd_buf and pd_error own their heap memory; release with pd_buf_free / pd_error_clear.
  * All heap memory goes through pd_malloc/pd_realloc/pd_free so that tests can make the k-th
@@ -90,6 +90,16 @@ int pd_buf_vprintf(pd_buf *b, const char *fmt, va_list ap);
 /* Hand the string over to the caller (who frees it with pd_free); the buffer is left empty.
  * Returns an empty heap string when nothing was appended, NULL on out of memory. */
 char *pd_buf_take(pd_buf *b);
+
+/* ---- Shapes as text: "[2, 3]", "[-1, 784]" (an unknown dim is shown as its value, -1), "[]"
+ * for rank 0 (or a negative rank). ---- */
+/* Append the shape to b; 0, or -1 out of memory (as pd_buf_puts). */
+int pd_buf_put_dims(pd_buf *b, int nd, const int64_t *dims);
+/* The shape into buf of n bytes; returns buf. Allocates nothing. When it does not fit, the list
+ * is cut after the last whole element that leaves room for ", ...]" ("[1, 2, ...]"), so that it
+ * still reads as a list; a buffer under 8 bytes gets what fits of "[...]". 2 + 22 * nd bytes
+ * always suffice. */
+const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n);
 
 /* Grow a dynamic array `*ptr` of `*cap` elements of size `elem` so it holds at least `need`.
  * Returns 0, or -1 on overflow/out of memory (then *ptr and *cap are unchanged). */

@@ -3,6 +3,7 @@
 #ifndef PD_DTYPE_H
 #define PD_DTYPE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum pd_dtype {
@@ -25,5 +26,13 @@ const char *pd_dtype_name(pd_dtype t);
 int pd_dtype_from_name(const char *name);
 /* 1 for a value that is one of the dtypes above. */
 int pd_dtype_valid(int t);
+
+/* A floating-point dtype: FP16, FP32 or FP64 (what may carry a gradient, what a float
+ * attribute or literal may become). */
+static inline bool pd_dtype_is_float(pd_dtype t) {
+  return t == PD_FP16 || t == PD_FP32 || t == PD_FP64;
+}
+/* A floating-point dtype the kernels compute in: FP32 or FP64 (FP16 is stored, not computed). */
+static inline bool pd_dtype_is_kernel_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64; }
 
 #endif /* PD_DTYPE_H */

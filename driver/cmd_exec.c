@@ -1,7 +1,8 @@
 /* cmd_exec.c -- `pdlang exec MODEL.pdmodel --feed NAME=FILE.npy ...`: run a saved inference
  * program (as `save` writes it, or a Fluid inference model with feed and fetch ops) on inputs
  * read from NumPy files, and print what its fetch ops fetch. Parameters come from
- * MODEL.pdiparams (or --params FILE). */
+ * MODEL.pdiparams (or --params FILE). The model is loaded and run by the library's own loader
+ * (api/model.h, as pd_state_load_model). */
 #include "config.h"
 #include "driver/driver.h"
 
@@ -9,33 +10,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "vm/ir/params.h"
-#include "vm/ir/serialize.h"
-#include "vm/run/exec.h"
+#include "api/model.h"
 #include "vm/reader/reader.h"
 
 #define MAX_IO 32
-
-typedef struct io_op {
-  const char *var;   /* the feed op's Out / the fetch op's X */
-  int col;
-} io_op;
-
-/* The feed or fetch ops of block 0, in col order. Returns how many (at most MAX_IO). */
-static int find_io(const pd_program *p, const char *type, const char *slot, io_op *out) {
-  int n = 0;
-  const pd_block *b = p->blocks[0];
-  for (int i = 0; i < b->nops && n < MAX_IO; i++) {
-    const pd_op_desc *op = b->ops[i];
-    if (strcmp(op->type, type) != 0) continue;
-    const char *v = strcmp(slot, "Out") == 0 ? pd_op_output1(op, "Out") : pd_op_input1(op, "X");
-    const pd_attr *col = pd_op_attr(op, "col");
-    if (!v) continue;
-    out[n] = (io_op){v, col && col->type == PD_ATTR_INT ? col->v.i : n};
-    n++;
-  }
-  return n;
-}
 
 /* A whole .npy file as one tensor [N, per-sample dims...] (a 1-D file gives [N, 1]). */
 static pd_status load_npy(const char *path, pd_tensor *t, pd_error *err) {
@@ -60,24 +38,28 @@ static bool input_fits(const pd_program *p, const char *name, const pd_tensor *t
   bool ok = v->dtype == t->dtype && v->ndims == t->ndims;
   for (int k = 0; ok && k < v->ndims; k++) ok = v->dims[k] < 0 || v->dims[k] == t->dims[k];
   if (ok) return true;
-  fprintf(stderr, "pdlang exec: input %s is %s [", name, pd_dtype_name(v->dtype));
-  for (int k = 0; k < v->ndims; k++) fprintf(stderr, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
-  fprintf(stderr, "] but %s holds %s [", file, pd_dtype_name(t->dtype));
-  for (int k = 0; k < t->ndims; k++) fprintf(stderr, "%s%lld", k ? ", " : "", (long long)t->dims[k]);
-  fprintf(stderr, "]\n");
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "pdlang exec: input %s is %s ", name, pd_dtype_name(v->dtype));
+  pd_buf_put_dims(&b, v->ndims, v->dims);
+  pd_buf_printf(&b, " but %s holds %s ", file, pd_dtype_name(t->dtype));
+  pd_buf_put_dims(&b, t->ndims, t->dims);
+  if (!b.oom) fprintf(stderr, "%s\n", b.data);
+  pd_buf_free(&b);
   return false;
 }
 
-static void describe_inputs(const pd_program *p, const io_op *feeds, int n) {
+static void describe_inputs(const pd_model *m) {
   fprintf(stderr, "the model's inputs:\n");
-  for (int i = 0; i < n; i++) {
-    const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], feeds[i].var);
-    fprintf(stderr, "  %s", feeds[i].var);
+  for (int i = 0; i < m->nfeeds; i++) {
+    const pd_var_desc *v = pd_block_find_var_local(m->program->blocks[0], m->feeds[i].var);
+    fprintf(stderr, "  %s", m->feeds[i].var);
     if (v && v->ndims >= 0) {
-      fprintf(stderr, " %s [", pd_dtype_name(v->dtype));
-      for (int k = 0; k < v->ndims; k++)
-        fprintf(stderr, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
-      fprintf(stderr, "]");
+      pd_buf b;
+      pd_buf_init(&b);
+      pd_buf_put_dims(&b, v->ndims, v->dims);
+      if (!b.oom) fprintf(stderr, " %s %s", pd_dtype_name(v->dtype), b.data);
+      pd_buf_free(&b);
     }
     fprintf(stderr, "\n");
   }
@@ -122,73 +104,45 @@ static int run_exec(int argc, char **argv) {
   int place, gpu_index;
   if (pd_driver_device("exec", device, &place, &gpu_index)) return 2;
   pd_error err = {0};
-  pd_program *p = NULL;
-  pd_exec *ex = NULL;
-  pd_scope *global = NULL;
-  char *ppath = NULL;
-  const char **pnames = NULL;
+  pd_model m = {0};
   pd_tensor inputs[MAX_IO];
   int ninputs = 0;
   int rc = 1;
-  pd_status st = pd_program_load(model, &p, &err);
+  pd_status st = pd_model_load(&m, model, &err);
   if (st) goto fail;
-  io_op feeds[MAX_IO], fetches[MAX_IO];
-  int nfeeds = find_io(p, "feed", "Out", feeds), nfetches = find_io(p, "fetch", "X", fetches);
-  if (nfetches == 0) {
+  if (m.nfetches == 0) {
     fprintf(stderr, "pdlang exec: %s has no fetch ops, so nothing to show (save it with "
                     "save(path, target) in a script)\n", model);
     goto out;
   }
-  /* Parameters: in the order save writes them. */
-  int np;
-  if (pd_params_names(p, &pnames, &np)) goto out;
-  global = pd_scope_new(NULL);
-  if (!global) goto out;
-  if (np) {
-    ppath = params ? pd_strdup(params) : pd_params_path_for(model);
-    if (!ppath) goto out;
-    if ((st = pd_params_load(ppath, global, np, pnames, p, &err))) goto fail;
-  }
+  if ((st = pd_model_load_params(&m, model, params, &err))) goto fail;
   /* Inputs: by name, or in order when the names are not the model's. */
-  if (nfeed_args != nfeeds) {
-    fprintf(stderr, "pdlang exec: the model takes %d input%s, %d given with --feed\n", nfeeds,
-            nfeeds == 1 ? "" : "s", nfeed_args);
-    describe_inputs(p, feeds, nfeeds);
+  if (nfeed_args != m.nfeeds) {
+    fprintf(stderr, "pdlang exec: the model takes %d input%s, %d given with --feed\n", m.nfeeds,
+            m.nfeeds == 1 ? "" : "s", nfeed_args);
+    describe_inputs(&m);
     goto out;
   }
-  pd_variable *fv = pd_scope_var(global, "feed");
-  pd_tensor_array *list = fv && pd_var_set_type(fv, PD_VAR_FEED_MINIBATCH) == PD_OK
-                              ? pd_var_tensor_array(fv)
-                              : NULL;
-  if (!list || pd_tensor_array_reserve(list, nfeeds)) {
-    fprintf(stderr, "pdlang exec: cannot set up the feed list\n");
-    goto out;
-  }
-  for (int i = 0; i < nfeeds; i++) {
+  for (int i = 0; i < m.nfeeds; i++) {
     int k = i;
     for (int j = 0; j < nfeed_args; j++)
-      if (strcmp(feed_names[j], feeds[i].var) == 0) k = j;
+      if (strcmp(feed_names[j], m.feeds[i].var) == 0) k = j;
     pd_tensor_init(&inputs[ninputs++]);
     if ((st = load_npy(feed_files[k], &inputs[ninputs - 1], &err))) goto fail;
-    pd_tensor *slot = pd_tensor_array_get(list, feeds[i].col);
-    if (!slot) {
-      fprintf(stderr, "pdlang exec: feed op %d has column %d\n", i, feeds[i].col);
-      goto out;
-    }
-    if (!input_fits(p, feeds[i].var, &inputs[ninputs - 1], feed_files[k])) goto out;
-    if ((st = pd_tensor_share(slot, &inputs[ninputs - 1]))) goto fail;
+    if (!input_fits(m.program, m.feeds[i].var, &inputs[ninputs - 1], feed_files[k])) goto out;
   }
   pd_exec_options eo = {.place = (pd_k_place)place, .notice = print_notice};
   if (place == PD_K_CUDA && (st = pd_k_cuda_open(gpu_index, &err))) goto fail;
-  if ((st = pd_exec_new(p, &eo, &ex, &err))) goto fail;
-  if ((st = pd_exec_run(ex, global, NULL, NULL, &err))) goto fail;
-  pd_variable *tv = pd_scope_find_var(global, "fetch");
-  pd_tensor_array *got = tv ? pd_var_tensor_array(tv) : NULL;
+  if ((st = pd_model_prepare(&m, &eo, &err))) goto fail;
+  for (int i = 0; i < m.nfeeds; i++)
+    if ((st = pd_model_feed(&m, i, &inputs[i], &err))) goto fail;
+  pd_tensor_array *got;
+  if ((st = pd_model_run(&m, &got, &err))) goto fail;
   pd_buf out;
   pd_buf_init(&out);
-  for (int i = 0; i < nfetches; i++) {
-    const pd_tensor *t = got ? pd_tensor_array_get(got, fetches[i].col) : NULL;
-    pd_buf_printf(&out, "%s: ", fetches[i].var);
+  for (int i = 0; i < m.nfetches; i++) {
+    const pd_tensor *t = got ? pd_tensor_array_get(got, m.fetches[i].col) : NULL;
+    pd_buf_printf(&out, "%s: ", m.fetches[i].var);
     if (t) pd_tensor_print(t, &out);
     else pd_buf_puts(&out, "(not fetched)\n");
   }
@@ -201,11 +155,7 @@ fail:
 out:
   for (int i = 0; i < ninputs; i++) pd_tensor_release(&inputs[i]);
   pd_error_clear(&err);
-  pd_exec_free(ex);
-  pd_scope_free(global);
-  pd_program_free(p);
-  pd_free(pnames);
-  pd_free(ppath);
+  pd_model_free(&m);
   return rc;
 }
 

@@ -348,7 +348,7 @@ static void describe_var(const pd_var_desc *v, pd_buf *b) {
     return;
   }
   if (v->ndims < 0) pd_buf_puts(b, "[?]");
-  else pd_tensor_print_shape(v->ndims, v->dims, b);
+  else pd_buf_put_dims(b, v->ndims, v->dims);
   pd_buf_printf(b, " %s", pd_dtype_name(v->dtype));
   if (v->lod_level) pd_buf_printf(b, ", lod level %d", v->lod_level);
 }

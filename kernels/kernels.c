@@ -1,8 +1,12 @@
 /* kernels.c -- the backend-independent half of kernels.h: op names, shape rules (broadcast,
- * reduce, conv/pool output sizes), aligned host memory and the Philox random generator. */
+ * reduce, conv/pool output sizes), aligned host memory and the Philox random generator; and
+ * the argument checks and stride helpers both backends share (kernels_int.h). */
 #include "config.h"
 #include "kernels/kernels.h"
+#include "kernels/kernels_int.h"
 
+#include <limits.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -178,6 +182,160 @@ pd_status pd_k_pool2d_setup(pd_k_pool2d *p) {
   if ((p->ow - 1) * p->stride_w - p->pad_left >= p->w) p->ow--;
   int64_t sizes[] = {p->n, p->c, p->h, p->w};
   if (pd_k_numel(4, sizes) < 0) return PD_EINVAL;
+  return PD_OK;
+}
+
+/* ---- Shared by the backends (kernels_int.h) ---- */
+
+void pd_k_contig_strides(int nd, const int64_t *dims, int64_t *strides) {
+  int64_t s = 1;
+  for (int d = nd - 1; d >= 0; d--) {
+    strides[d] = s;
+    s *= dims[d];
+  }
+}
+
+pd_status pd_k_broadcast_strides(int xnd, const int64_t *xdims, int ynd, const int64_t *ydims,
+                                 int axis, int *nd, int64_t *od, int64_t *xp, int64_t *yp,
+                                 int64_t (*str)[PD_K_MAX_DIMS]) {
+  pd_status st = pd_k_broadcast_dims(xnd, xdims, ynd, ydims, axis, nd, od, xp, yp);
+  if (st) return st;
+  pd_k_contig_strides(*nd, od, str[0]);
+  pd_k_contig_strides(*nd, xp, str[1]);
+  pd_k_contig_strides(*nd, yp, str[2]);
+  for (int d = 0; d < *nd; d++) {
+    if (xp[d] == 1) str[1][d] = 0;
+    if (yp[d] == 1) str[2][d] = 0;
+  }
+  return PD_OK;
+}
+
+int pd_k_merge_dims(int nd, const int64_t *dims, int nops, const int64_t (*strides)[PD_K_MAX_DIMS],
+                    int64_t *out_dims, int64_t (*out_strides)[PD_K_MAX_DIMS], int64_t *numel) {
+  *numel = 1;
+  int m = 0;
+  for (int d = 0; d < nd; d++) {
+    *numel *= dims[d];
+    if (dims[d] == 1) continue;
+    /* Merge d into the previous kept dim when, for every operand, stepping the outer dim once
+     * is the same as stepping the inner one dims[d] times. */
+    bool merge = m > 0;
+    for (int k = 0; merge && k < nops; k++)
+      merge = out_strides[k][m - 1] == strides[k][d] * dims[d];
+    if (merge) {
+      out_dims[m - 1] *= dims[d];
+      for (int k = 0; k < nops; k++) out_strides[k][m - 1] = strides[k][d];
+    } else {
+      out_dims[m] = dims[d];
+      for (int k = 0; k < nops; k++) out_strides[k][m] = strides[k][d];
+      m++;
+    }
+  }
+  if (m == 0) {  /* a single element (or none) */
+    out_dims[0] = 1;
+    for (int k = 0; k < nops; k++) out_strides[k][0] = 0;
+    m = 1;
+  }
+  return m;
+}
+
+pd_status pd_k_reduced_mask(int nd, const int64_t *dims, int naxes, const int *axes, bool *red) {
+  int ond;
+  int64_t od[PD_K_MAX_DIMS];
+  pd_status st = pd_k_reduce_shape(nd, dims, naxes, axes, false, &ond, od);
+  if (st) return st;
+  for (int d = 0; d < nd; d++) red[d] = naxes == 0;
+  for (int i = 0; i < naxes; i++) red[axes[i] < 0 ? axes[i] + nd : axes[i]] = true;
+  return PD_OK;
+}
+
+pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                          int64_t lda, int64_t ldb, int64_t ldc) {
+  if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return PD_EINVAL;
+  int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
+  if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
+      ldc < (n > 1 ? n : 1) || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
+    return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_gemm_act_check(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
+                              int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                              int64_t ldc, const void *h, int64_t ldh) {
+  if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
+  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
+  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_random_check(pd_dtype dt, int64_t n, const pd_k_rng *rng, double a, double b,
+                            bool normal) {
+  if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
+  if (n < 0 || !rng || !isfinite(a) || !isfinite(b) || (!normal && b < a) || (normal && b < 0))
+    return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_parts_check(pd_dtype dt, int nparts, const int64_t *sizes, int64_t pre,
+                           int64_t post, int64_t *total) {
+  if (pd_dtype_size(dt) == 0 || nparts < 0 || pre < 0 || post < 0) return PD_EINVAL;
+  int64_t t = 0;
+  for (int k = 0; k < nparts; k++) {
+    if (sizes[k] < 0 || sizes[k] > INT64_MAX - t) return PD_EINVAL;
+    t += sizes[k];
+  }
+  int64_t all[] = {pre, t, post, (int64_t)pd_dtype_size(dt)};
+  if (pd_k_numel(4, all) < 0) return PD_EINVAL;
+  *total = t;
+  return PD_OK;
+}
+
+pd_status pd_k_rows_check(pd_dtype dt, int64_t nrows, int64_t width, int64_t nids) {
+  if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
+  int64_t a[] = {nrows, width}, b[] = {nids, width};
+  if (pd_k_numel(2, a) < 0 || pd_k_numel(2, b) < 0) return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post) {
+  if (pre < 0 || n < 1 || post < 1) return PD_EINVAL;
+  int64_t sizes[] = {pre, n, post};
+  return pd_k_numel(3, sizes) < 0 ? PD_EINVAL : PD_OK;
+}
+
+pd_status pd_k_conv2d_check(const pd_k_conv2d *p) {
+  pd_k_conv2d q = *p;
+  if (pd_k_conv2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_pool2d_check(pd_dtype dt, const pd_k_pool2d *p) {
+  if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
+  pd_k_pool2d q = *p;
+  if (pd_k_pool2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_conv_begin(pd_k_conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p) {
+  if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
+  pd_status st = pd_k_conv2d_check(p);
+  if (st) return st;
+  cp->dt = dt;
+  cp->sz = pd_dtype_size(dt);
+  cp->g = p->groups;
+  cp->cg = p->c / p->groups;
+  cp->ocg = p->oc / p->groups;
+  cp->kdim = cp->cg * p->kh * p->kw;
+  cp->ohw = p->oh * p->ow;
+  cp->rows = p->c * p->kh * p->kw;
+  cp->in_img = p->c * p->h * p->w;
+  cp->out_img = p->oc * cp->ohw;
+  /* The GEMMs' sizes and leading dims must fit BLAS's int (setup bounded their products). */
+  if (cp->kdim > INT_MAX || cp->ohw > INT_MAX || cp->ocg > INT_MAX) return PD_EINVAL;
+  cp->direct = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 &&
+               p->pad_top == 0 && p->pad_bottom == 0 && p->pad_left == 0 && p->pad_right == 0;
   return PD_OK;
 }
 

@@ -1,6 +1,7 @@
-# kernels/local.mk -- the kernel interface (kernels.h, kernels.c) and its CPU backend: OpenBLAS
-# GEMMs, plain C loops, and the thread pool they run on (kernels/cpu/pool.c). The *_t.h files are type templates included by their .c file.
-libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels.c \
+# kernels/local.mk -- the kernel interface (kernels.h, kernels.c; kernels_int.h: the checks both
+# backends share) and its CPU backend: OpenBLAS GEMMs, plain C loops, and the thread pool they
+# run on (kernels/cpu/pool.c). The *_t.h files are type templates included by their .c file.
+libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels/kernels.c \
 	kernels/cpu/cpu.h kernels/cpu/backend.c kernels/cpu/pool.c kernels/cpu/iter.c kernels/cpu/gemm.c \
 	kernels/cpu/elementwise.c kernels/cpu/elementwise_t.h kernels/cpu/each_type.h \
 	kernels/cpu/fastmath.h kernels/cpu/fastmath_avx2.c kernels/cpu/fastmath_avx512.c kernels/cpu/gemm_avx512.c \
@@ -24,8 +25,8 @@ libpdlang_internal_la_SOURCES += kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh
 kernels/cuda/device.lo kernels/cuda/gemm.lo kernels/cuda/elementwise.lo \
 kernels/cuda/reduce.lo kernels/cuda/softmax.lo kernels/cuda/conv.lo \
 kernels/cuda/index.lo kernels/cuda/topk.lo kernels/cuda/random.lo: \
-	kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh kernels/kernels.h base/base.h \
-	base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
+	kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh kernels/kernels.h kernels/kernels_int.h \
+	base/base.h base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
 else
 libpdlang_internal_la_SOURCES += kernels/cuda/none.c
 endif

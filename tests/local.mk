@@ -7,3 +7,7 @@ check_PROGRAMS += tests/base/test_base
 tests_base_test_base_SOURCES = tests/base/test_base.c
 tests_base_test_base_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/base/test_base
+check_PROGRAMS += tests/base/test_strmap
+tests_base_test_strmap_SOURCES = tests/base/test_strmap.c
+tests_base_test_strmap_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/base/test_strmap

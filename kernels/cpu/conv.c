@@ -5,7 +5,6 @@
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 
-#include <limits.h>
 #include <string.h>
 
 typedef struct pool_job {
@@ -23,8 +22,8 @@ typedef struct pool_job {
 
 static pd_status im2col_dir(pd_dtype dt, const pd_k_conv2d *p, void *img, void *col,
                             bool to_col) {
-  pd_k_conv2d q = *p;
-  if (pd_k_conv2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;
+  pd_status st = pd_k_conv2d_check(p);
+  if (st) return st;
   switch (dt) {
     case PD_FP32: im2col_dir_f32(p, img, col, to_col); return PD_OK;
     case PD_FP64: im2col_dir_f64(p, img, col, to_col); return PD_OK;
@@ -50,36 +49,20 @@ pd_status pd_kcpu_col2im(pd_dtype dt, const pd_k_conv2d *p, const void *col, voi
 #define CONV_CHUNKS 8
 #define CONV_MIN_WORK ((int64_t)1 << 18)  /* multiply-adds below which one thread does it all */
 
-/* Sizes of one image's GEMMs. */
+/* The sizes of one image's GEMMs (kernels_int.h), and how the CPU splits the images. */
 typedef struct conv_plan {
-  size_t sz;                      /* element size */
-  int64_t g, cg, ocg, kdim, ohw;  /* groups, channels and filters per group, c/g*kh*kw, oh*ow */
-  int64_t in_img, out_img;        /* elements of one input / output image */
+  pd_k_conv_plan k;
   size_t col_bytes;               /* one column matrix; 0 for a 1x1 convolution */
-  bool direct;                    /* 1x1, stride 1, no padding: col = the image itself */
   int nt;                         /* threads */
 } conv_plan;
 
 static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  pd_k_conv2d q = *p;
-  if (pd_k_conv2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;
-  cp->sz = pd_dtype_size(dt);
-  cp->g = p->groups;
-  cp->cg = p->c / p->groups;
-  cp->ocg = p->oc / p->groups;
-  cp->kdim = cp->cg * p->kh * p->kw;
-  cp->ohw = p->oh * p->ow;
-  cp->in_img = p->c * p->h * p->w;
-  cp->out_img = p->oc * cp->ohw;
-  /* The GEMMs' sizes and leading dims must fit BLAS's int (setup bounded their products). */
-  if (cp->kdim > INT_MAX || cp->ohw > INT_MAX || cp->ocg > INT_MAX) return PD_EINVAL;
-  cp->direct = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-               p->pad_top == 0 && p->pad_bottom == 0 && p->pad_left == 0 && p->pad_right == 0;
-  cp->col_bytes = cp->direct ? 0 : (size_t)(p->c * p->kh * p->kw * cp->ohw) * cp->sz;
+  pd_status st = pd_k_conv_begin(&cp->k, dt, p);
+  if (st) return st;
+  cp->col_bytes = cp->k.direct ? 0 : (size_t)(cp->k.rows * cp->k.ohw) * cp->k.sz;
   cp->nt = pd_kcpu_blas_team();
   if (cp->nt > p->n) cp->nt = (int)p->n;
-  if (p->n * cp->out_img * cp->kdim < CONV_MIN_WORK) cp->nt = 1;
+  if (p->n * cp->k.out_img * cp->k.kdim < CONV_MIN_WORK) cp->nt = 1;
   if (cp->nt < 1) cp->nt = 1;
   return PD_OK;
 }
@@ -109,20 +92,21 @@ static void conv_fwd_part(void *vjob, int t, int nt) {
   const conv_job *j = vjob;
   const pd_k_conv2d *p = j->p;
   const conv_plan *cp = j->cp;
+  const pd_k_conv_plan *kp = &cp->k;
   void *colbuf = j->cols + (size_t)t * cp->col_bytes;
   int64_t b, e;
   image_range(p->n, t, nt, &b, &e);
   for (int64_t n = b; n < e; n++) {
-    const void *xn = AT(j->x, n * cp->in_img, cp->sz), *col = xn;
-    if (!cp->direct) {
+    const void *xn = AT(j->x, n * kp->in_img, kp->sz), *col = xn;
+    if (!kp->direct) {
       pd_kcpu_im2col(j->dt, p, xn, colbuf);
       col = colbuf;
     }
-    for (int64_t g = 0; g < cp->g; g++)  /* y[g] = w[g] (ocg x kdim) @ col[g] */
-      pd_kcpu_gemm(j->dt, false, false, cp->ocg, cp->ohw, cp->kdim, 1.0,
-                   AT(j->w, g * cp->ocg * cp->kdim, cp->sz), cp->kdim,
-                   AT(col, g * cp->kdim * cp->ohw, cp->sz), cp->ohw, 0.0,
-                   AT(j->y, n * cp->out_img + g * cp->ocg * cp->ohw, cp->sz), cp->ohw);
+    for (int64_t g = 0; g < kp->g; g++)  /* y[g] = w[g] (ocg x kdim) @ col[g] */
+      pd_kcpu_gemm(j->dt, false, false, kp->ocg, kp->ohw, kp->kdim, 1.0,
+                   AT(j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
+                   AT(col, g * kp->kdim * kp->ohw, kp->sz), kp->ohw, 0.0,
+                   AT(j->y, n * kp->out_img + g * kp->ocg * kp->ohw, kp->sz), kp->ohw);
   }
 }
 
@@ -131,19 +115,20 @@ static void conv_bwd_data_part(void *vjob, int t, int nt) {
   const conv_job *j = vjob;
   const pd_k_conv2d *p = j->p;
   const conv_plan *cp = j->cp;
+  const pd_k_conv_plan *kp = &cp->k;
   void *colbuf = j->cols + (size_t)t * cp->col_bytes;
   int64_t b, e;
   image_range(p->n, t, nt, &b, &e);
   for (int64_t n = b; n < e; n++) {
-    void *dxn = AT(j->dx, n * cp->in_img, cp->sz);
-    void *col = cp->direct ? dxn : colbuf;
-    for (int64_t g = 0; g < cp->g; g++)  /* col[g] = w[g]^T @ dy[g] */
-      pd_kcpu_gemm(j->dt, true, false, cp->kdim, cp->ohw, cp->ocg, 1.0,
-                   AT(j->w, g * cp->ocg * cp->kdim, cp->sz), cp->kdim,
-                   AT(j->dy, n * cp->out_img + g * cp->ocg * cp->ohw, cp->sz), cp->ohw, 0.0,
-                   AT(col, g * cp->kdim * cp->ohw, cp->sz), cp->ohw);
-    if (!cp->direct) {
-      memset(dxn, 0, (size_t)cp->in_img * cp->sz);
+    void *dxn = AT(j->dx, n * kp->in_img, kp->sz);
+    void *col = kp->direct ? dxn : colbuf;
+    for (int64_t g = 0; g < kp->g; g++)  /* col[g] = w[g]^T @ dy[g] */
+      pd_kcpu_gemm(j->dt, true, false, kp->kdim, kp->ohw, kp->ocg, 1.0,
+                   AT(j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
+                   AT(j->dy, n * kp->out_img + g * kp->ocg * kp->ohw, kp->sz), kp->ohw, 0.0,
+                   AT(col, g * kp->kdim * kp->ohw, kp->sz), kp->ohw);
+    if (!kp->direct) {
+      memset(dxn, 0, (size_t)kp->in_img * kp->sz);
       pd_kcpu_col2im(j->dt, p, colbuf, dxn);
     }
   }
@@ -155,6 +140,7 @@ static void conv_bwd_filter_part(void *vjob, int t, int nt) {
   const conv_job *j = vjob;
   const pd_k_conv2d *p = j->p;
   const conv_plan *cp = j->cp;
+  const pd_k_conv_plan *kp = &cp->k;
   void *colbuf = j->cols + (size_t)t * cp->col_bytes;
   int64_t cb, ce;
   image_range(j->nchunks, t, nt, &cb, &ce);
@@ -162,16 +148,16 @@ static void conv_bwd_filter_part(void *vjob, int t, int nt) {
     int64_t b, e;
     image_range(p->n, (int)c, (int)j->nchunks, &b, &e);
     for (int64_t n = b; n < e; n++) {
-      const void *xn = AT(j->x, n * cp->in_img, cp->sz), *col = xn;
-      if (!cp->direct) {
+      const void *xn = AT(j->x, n * kp->in_img, kp->sz), *col = xn;
+      if (!kp->direct) {
         pd_kcpu_im2col(j->dt, p, xn, colbuf);
         col = colbuf;
       }
-      for (int64_t g = 0; g < cp->g; g++)  /* part[g] (+)= dy[g] @ col[g]^T */
-        pd_kcpu_gemm(j->dt, false, true, cp->ocg, cp->kdim, cp->ohw, 1.0,
-                     AT(j->dy, n * cp->out_img + g * cp->ocg * cp->ohw, cp->sz), cp->ohw,
-                     AT(col, g * cp->kdim * cp->ohw, cp->sz), cp->ohw, n == b ? 0.0 : 1.0,
-                     AT(j->part[c], g * cp->ocg * cp->kdim, cp->sz), cp->kdim);
+      for (int64_t g = 0; g < kp->g; g++)  /* part[g] (+)= dy[g] @ col[g]^T */
+        pd_kcpu_gemm(j->dt, false, true, kp->ocg, kp->kdim, kp->ohw, 1.0,
+                     AT(j->dy, n * kp->out_img + g * kp->ocg * kp->ohw, kp->sz), kp->ohw,
+                     AT(col, g * kp->kdim * kp->ohw, kp->sz), kp->ohw, n == b ? 0.0 : 1.0,
+                     AT(j->part[c], g * kp->ocg * kp->kdim, kp->sz), kp->kdim);
     }
   }
 }
@@ -210,7 +196,7 @@ pd_status pd_kcpu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const voi
   conv_plan cp;
   pd_status st = conv_begin(&cp, dt, p);
   if (st) return st;
-  size_t wbytes = (size_t)(p->oc * cp.kdim) * cp.sz;
+  size_t wbytes = (size_t)(p->oc * cp.k.kdim) * cp.k.sz;
   if (p->n == 0) {
     memset(dw, 0, wbytes);
     return PD_OK;
@@ -225,7 +211,7 @@ pd_status pd_kcpu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const voi
   for (int64_t c = 1; c < j.nchunks; c++) j.part[c] = parts + (size_t)(c - 1) * wbytes;
   st = conv_run(&j, conv_bwd_filter_part);
   if (!st) {  /* dw = part[0] + part[1] + ... in chunk order */
-    int64_t nw = p->oc * cp.kdim;
+    int64_t nw = p->oc * cp.k.kdim;
     for (int64_t c = 1; c < j.nchunks; c++) {
       if (dt == PD_FP32) {
         float *d = dw;
@@ -242,13 +228,6 @@ pd_status pd_kcpu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const voi
   return st;
 }
 
-static pd_status pool_check(pd_dtype dt, const pd_k_pool2d *p) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  pd_k_pool2d q = *p;
-  if (pd_k_pool2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;
-  return PD_OK;
-}
-
 /* Planes per thread so that each gets about a grain of window reads. */
 static int64_t pool_grain(const pd_k_pool2d *p) {
   int64_t cost = p->oh * p->ow * p->kh * p->kw;
@@ -256,7 +235,7 @@ static int64_t pool_grain(const pd_k_pool2d *p) {
 }
 
 pd_status pd_kcpu_pool2d(pd_dtype dt, const pd_k_pool2d *p, const void *x, void *y) {
-  pd_status st = pool_check(dt, p);
+  pd_status st = pd_k_pool2d_check(dt, p);
   if (st) return st;
   pool_job job = {.p = p, .x = x, .y = y};
   pd_kcpu_parallel(p->n * p->c, pool_grain(p), dt == PD_FP32 ? pool_range_f32 : pool_range_f64,
@@ -266,7 +245,7 @@ pd_status pd_kcpu_pool2d(pd_dtype dt, const pd_k_pool2d *p, const void *x, void 
 
 pd_status pd_kcpu_pool2d_grad(pd_dtype dt, const pd_k_pool2d *p, const void *x, const void *y,
                               const void *dy, void *dx) {
-  pd_status st = pool_check(dt, p);
+  pd_status st = pd_k_pool2d_check(dt, p);
   if (st) return st;
   pool_job job = {.p = p, .x = x, .y = y, .dy = dy, .dx = dx};
   pd_kcpu_parallel(p->n * p->c, pool_grain(p),

@@ -13,6 +13,7 @@
 
 #include "base/base.h"
 #include "kernels/kernels.h"
+#include "kernels/kernels_int.h"
 
 #define PD_KCPU_CAT_(a, b) a##_##b
 #define PD_KCPU_CAT(a, b) PD_KCPU_CAT_(a, b)
@@ -95,9 +96,6 @@ void pd_kcpu_iter_init(pd_kcpu_iter *it, int nd, const int64_t *dims, int nops,
  * stride (an accumulation) must run with parallel = false. */
 void pd_kcpu_iter_run(const pd_kcpu_iter *it, void *const *base, pd_kcpu_loop_fn *loop,
                       const void *arg, bool parallel, int64_t grain);
-
-/* Contiguous (row-major) strides of a shape, in elements. */
-void pd_kcpu_contig_strides(int nd, const int64_t *dims, int64_t *strides);
 
 /* Set up the iterator of a broadcast binary op: operands [out, x, y] with the given element
  * sizes; PD_ESHAPE for shapes that do not broadcast. */

@@ -165,17 +165,11 @@ pd_status pd_kcpu_binary_grad(pd_k_binop op, pd_dtype dt, int xnd, const int64_t
     default: return PD_EUNSUPPORTED;
   }
   int nd;
-  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS];
-  pd_status st = pd_k_broadcast_dims(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp);
+  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS], s[5][PD_K_MAX_DIMS];
+  pd_status st = pd_k_broadcast_strides(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp, s);
   if (st) return st;
-  int64_t s[5][PD_K_MAX_DIMS];
-  pd_kcpu_contig_strides(nd, od, s[0]);
-  pd_kcpu_contig_strides(nd, xp, s[1]);
-  pd_kcpu_contig_strides(nd, yp, s[2]);
   bool x_bcast = false, y_bcast = false;
   for (int d = 0; d < nd; d++) {
-    if (xp[d] == 1) s[1][d] = 0;
-    if (yp[d] == 1) s[2][d] = 0;
     x_bcast |= xp[d] != od[d];
     y_bcast |= yp[d] != od[d];
     s[3][d] = s[1][d];

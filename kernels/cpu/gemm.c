@@ -11,17 +11,6 @@
 #include <limits.h>
 #include <string.h>
 
-/* Row strides and sizes must fit cblas's int; a leading dim must cover a row. */
-static pd_status check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                            int64_t lda, int64_t ldb, int64_t ldc) {
-  if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return PD_EINVAL;
-  int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-  if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
-      ldc < (n > 1 ? n : 1) || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
-    return PD_EINVAL;
-  return PD_OK;
-}
-
 /* C = beta * C, for a product with an empty inner dimension (k == 0), which BLAS libraries
  * treat unevenly, or alpha 0; beta == 0 clears C without reading it. */
 static void scale_rows(pd_dtype dt, int64_t m, int64_t n, double beta, void *c, int64_t ldc) {
@@ -256,7 +245,7 @@ pd_status pd_kcpu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64
                        double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
                        double beta, void *c, int64_t ldc) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (st) return st;
   return gemm_run(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, NULL);
 }
@@ -265,11 +254,9 @@ pd_status pd_kcpu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, 
                            int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                            const void *b, int64_t ldb, double beta, void *c, int64_t ldc,
                            const void *h, int64_t ldh) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
-  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  pd_status st = pd_k_gemm_act_check(act, grad, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, h,
+                                     ldh);
   if (st) return st;
-  if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
   epilogue ep = {act, grad, h, ldh};
   return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc, &ep, NULL);
 }
@@ -329,11 +316,10 @@ pd_status pd_kcpu_gemm_act_chain(pd_k_unop act, bool grad, pd_dtype dt, bool tra
                                  int64_t n, int64_t steps, const void *first, int64_t ldfirst,
                                  const void *b, void *c, int64_t ldc, int64_t step, const void *h,
                                  int64_t ldh) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
-  pd_status st = check_gemm(false, trans_b, m, n, n, ldfirst, n, ldc);
+  pd_status st = pd_k_gemm_act_check(act, grad, dt, false, trans_b, m, n, n, ldfirst, n, ldc, h,
+                                     ldh);
   if (st) return st;
-  if (steps < 0 || (grad && (!h || ldh < (n > 1 ? n : 1)))) return PD_EINVAL;
+  if (steps < 0) return PD_EINVAL;
   if (m == 0 || n == 0 || steps == 0) return PD_OK;
   epilogue ep = {act, grad, h, ldh};
   bool small = false;
@@ -355,7 +341,7 @@ pd_status pd_kcpu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, 
                             int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
                             const void *bias, void *c, int64_t ldc) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (st) return st;
   if (!bias) return PD_EINVAL;
   return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc, NULL, bias);
@@ -367,7 +353,7 @@ pd_status pd_kcpu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t 
                                int64_t stride_b, double beta, void *c, int64_t ldc,
                                int64_t stride_c) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  pd_status st = check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   if (st) return st;
   if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) return PD_EINVAL;
   size_t sz = pd_dtype_size(dt);

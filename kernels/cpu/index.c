@@ -159,12 +159,12 @@ pd_status pd_kcpu_transpose(pd_dtype dt, int nd, const int64_t *dims, const int 
     if (perm[i] < 0 || perm[i] >= nd || seen[perm[i]]) return PD_EINVAL;
     seen[perm[i]] = true;
   }
-  pd_kcpu_contig_strides(nd, dims, xs);
+  pd_k_contig_strides(nd, dims, xs);
   for (int i = 0; i < nd; i++) {
     od[i] = dims[perm[i]];
     s[1][i] = xs[perm[i]];
   }
-  pd_kcpu_contig_strides(nd, od, s[0]);
+  pd_k_contig_strides(nd, od, s[0]);
   size_t sizes[2] = {sz, sz};
   pd_kcpu_iter it;
   pd_kcpu_iter_init(&it, nd, od, 2, (const int64_t(*)[PD_K_MAX_DIMS])s, sizes);
@@ -174,24 +174,10 @@ pd_status pd_kcpu_transpose(pd_dtype dt, int nd, const int64_t *dims, const int 
 }
 
 /* ---- concat / split: per outer index, one memcpy per part. ---- */
-static pd_status check_parts(pd_dtype dt, int nparts, const int64_t *sizes, int64_t pre,
-                             int64_t post, int64_t *total) {
-  if (pd_dtype_size(dt) == 0 || nparts < 0 || pre < 0 || post < 0) return PD_EINVAL;
-  int64_t t = 0;
-  for (int k = 0; k < nparts; k++) {
-    if (sizes[k] < 0 || sizes[k] > INT64_MAX - t) return PD_EINVAL;
-    t += sizes[k];
-  }
-  int64_t all[] = {pre, t, post, (int64_t)pd_dtype_size(dt)};
-  if (pd_k_numel(4, all) < 0) return PD_EINVAL;
-  *total = t;
-  return PD_OK;
-}
-
 pd_status pd_kcpu_concat(pd_dtype dt, int ninputs, const void *const *xs, const int64_t *sizes,
                          int64_t pre, int64_t post, void *out) {
   int64_t total;
-  pd_status st = check_parts(dt, ninputs, sizes, pre, post, &total);
+  pd_status st = pd_k_parts_check(dt, ninputs, sizes, pre, post, &total);
   if (st) return st;
   size_t row = (size_t)post * pd_dtype_size(dt);  /* bytes per index of the middle axis */
   char *o = out;
@@ -208,7 +194,7 @@ pd_status pd_kcpu_concat(pd_dtype dt, int ninputs, const void *const *xs, const 
 pd_status pd_kcpu_split(pd_dtype dt, const void *x, int64_t pre, int64_t post, int noutputs,
                         const int64_t *sizes, void *const *outs) {
   int64_t total;
-  pd_status st = check_parts(dt, noutputs, sizes, pre, post, &total);
+  pd_status st = pd_k_parts_check(dt, noutputs, sizes, pre, post, &total);
   if (st) return st;
   size_t row = (size_t)post * pd_dtype_size(dt);
   const char *s = x;
@@ -225,9 +211,8 @@ pd_status pd_kcpu_split(pd_dtype dt, const void *x, int64_t pre, int64_t post, i
 /* ---- Embedding rows ---- */
 static pd_status check_ids(pd_dtype dt, int64_t nrows, int64_t width, int64_t nids,
                            const int64_t *ids, int64_t padding_idx) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  int64_t a[] = {nrows, width}, b[] = {nids, width};
-  if (pd_k_numel(2, a) < 0 || pd_k_numel(2, b) < 0) return PD_EINVAL;
+  pd_status st = pd_k_rows_check(dt, nrows, width, nids);
+  if (st) return st;
   for (int64_t i = 0; i < nids; i++)
     if ((ids[i] < 0 || ids[i] >= nrows) && ids[i] != padding_idx) return PD_EINVAL;
   return PD_OK;

@@ -4,43 +4,11 @@
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 
-void pd_kcpu_contig_strides(int nd, const int64_t *dims, int64_t *strides) {
-  int64_t s = 1;
-  for (int d = nd - 1; d >= 0; d--) {
-    strides[d] = s;
-    s *= dims[d];
-  }
-}
-
 void pd_kcpu_iter_init(pd_kcpu_iter *it, int nd, const int64_t *dims, int nops,
                        const int64_t (*strides)[PD_K_MAX_DIMS], const size_t *esize) {
   it->nops = nops;
-  it->numel = 1;
   for (int k = 0; k < nops; k++) it->esize[k] = esize[k];
-  int m = 0;
-  for (int d = 0; d < nd; d++) {
-    it->numel *= dims[d];
-    if (dims[d] == 1) continue;
-    /* Merge d into the previous kept dim when, for every operand, stepping the outer dim once
-     * is the same as stepping the inner one dims[d] times. */
-    bool merge = m > 0;
-    for (int k = 0; merge && k < nops; k++)
-      merge = it->strides[k][m - 1] == strides[k][d] * dims[d];
-    if (merge) {
-      it->dims[m - 1] *= dims[d];
-      for (int k = 0; k < nops; k++) it->strides[k][m - 1] = strides[k][d];
-    } else {
-      it->dims[m] = dims[d];
-      for (int k = 0; k < nops; k++) it->strides[k][m] = strides[k][d];
-      m++;
-    }
-  }
-  if (m == 0) {  /* a single element */
-    it->dims[0] = 1;
-    for (int k = 0; k < nops; k++) it->strides[k][0] = 0;
-    m = 1;
-  }
-  it->nd = m;
+  it->nd = pd_k_merge_dims(nd, dims, nops, strides, it->dims, it->strides, &it->numel);
 }
 
 typedef struct run_ctx {
@@ -91,17 +59,9 @@ pd_status pd_kcpu_bcast_iter(pd_kcpu_iter *it, int xnd, const int64_t *xdims, in
                              const int64_t *ydims, int axis, size_t out_size, size_t x_size,
                              size_t y_size) {
   int nd;
-  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS];
-  pd_status st = pd_k_broadcast_dims(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp);
+  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS], s[3][PD_K_MAX_DIMS];
+  pd_status st = pd_k_broadcast_strides(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp, s);
   if (st) return st;
-  int64_t s[3][PD_K_MAX_DIMS];
-  pd_kcpu_contig_strides(nd, od, s[0]);
-  pd_kcpu_contig_strides(nd, xp, s[1]);
-  pd_kcpu_contig_strides(nd, yp, s[2]);
-  for (int d = 0; d < nd; d++) {
-    if (xp[d] == 1) s[1][d] = 0;
-    if (yp[d] == 1) s[2][d] = 0;
-  }
   size_t sizes[3] = {out_size, x_size, y_size};
   pd_kcpu_iter_init(it, nd, od, 3, (const int64_t(*)[PD_K_MAX_DIMS])s, sizes);
   return PD_OK;

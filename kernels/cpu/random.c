@@ -77,9 +77,8 @@ static void rand_range(void *vjob, int64_t b, int64_t e) {
 
 static pd_status fill_random(pd_dtype dt, int64_t n, void *out, double a, double b,
                              pd_k_rng *rng, bool normal) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (n < 0 || !rng || !isfinite(a) || !isfinite(b) || (!normal && b < a) || (normal && b < 0))
-    return PD_EINVAL;
+  pd_status st = pd_k_random_check(dt, n, rng, a, b, normal);
+  if (st) return st;
   rand_job job = {.dt = dt, .normal = normal, .n = n, .per = dt == PD_FP32 ? 4 : 2,
                   .seed = rng->seed, .offset = rng->offset, .a = a, .b = b, .out = out};
   int64_t counters = (n + job.per - 1) / job.per;

@@ -54,26 +54,14 @@ static bool colsum_simd_f32(const float *x, int64_t rows, int64_t ld, int64_t w,
 #define PD_KCPU_TEMPLATE "kernels/cpu/reduce_t.h"
 #include "kernels/cpu/each_type.h"
 
-/* Mark the reduced dims (naxes == 0: all); PD_EINVAL for a bad axis list. */
-static pd_status reduced_mask(int nd, const int64_t *dims, int naxes, const int *axes,
-                              bool *red) {
-  int ond;
-  int64_t od[PD_K_MAX_DIMS];
-  pd_status st = pd_k_reduce_shape(nd, dims, naxes, axes, false, &ond, od);
-  if (st) return st;
-  for (int d = 0; d < nd; d++) red[d] = naxes == 0;
-  for (int i = 0; i < naxes; i++) red[axes[i] < 0 ? axes[i] + nd : axes[i]] = true;
-  return PD_OK;
-}
-
 pd_status pd_kcpu_reduce(pd_k_redop op, pd_dtype dt, int nd, const int64_t *dims,
                          const void *x, int naxes, const int *axes, void *out) {
   if ((unsigned)op >= PD_K_REDOP_COUNT_) return PD_EINVAL;
-  bool is_float = dt == PD_FP32 || dt == PD_FP64;
+  bool is_float = pd_dtype_is_kernel_float(dt);
   if (!is_float && (op == PD_K_RMEAN || (dt != PD_INT32 && dt != PD_INT64)))
     return PD_EUNSUPPORTED;
   bool red[PD_K_MAX_DIMS];
-  pd_status st = reduced_mask(nd, dims, naxes, axes, red);
+  pd_status st = pd_k_reduced_mask(nd, dims, naxes, axes, red);
   if (st) return st;
 
   reduce_job job = {.op = op, .x = x, .out = out, .k = 1, .r = 1, .k1 = 1, .k2 = 1};
@@ -146,7 +134,7 @@ pd_status pd_kcpu_reduce_grad(pd_k_redop op, pd_dtype dt, int nd, const int64_t 
     default: return PD_EUNSUPPORTED;
   }
   bool red[PD_K_MAX_DIMS];
-  pd_status st = reduced_mask(nd, dims, naxes, axes, red);
+  pd_status st = pd_k_reduced_mask(nd, dims, naxes, axes, red);
   if (st) return st;
   if (extreme && (!x || !out)) return PD_EINVAL;
   int64_t odims[PD_K_MAX_DIMS], s[4][PD_K_MAX_DIMS], count = 1;
@@ -154,9 +142,9 @@ pd_status pd_kcpu_reduce_grad(pd_k_redop op, pd_dtype dt, int nd, const int64_t 
     odims[d] = red[d] ? 1 : dims[d];
     if (red[d]) count *= dims[d];
   }
-  pd_kcpu_contig_strides(nd, dims, s[0]);
-  pd_kcpu_contig_strides(nd, dims, s[1]);
-  pd_kcpu_contig_strides(nd, odims, s[2]);
+  pd_k_contig_strides(nd, dims, s[0]);
+  pd_k_contig_strides(nd, dims, s[1]);
+  pd_k_contig_strides(nd, odims, s[2]);
   for (int d = 0; d < nd; d++) {
     if (red[d]) s[2][d] = 0;
     s[3][d] = s[2][d];

@@ -35,17 +35,11 @@ static void run(int64_t count, int64_t cost, pd_kcpu_range_fn *fn, softmax_job *
   pd_kcpu_parallel(count, grain, fn, job);
 }
 
-static pd_status check_slices(int64_t pre, int64_t n, int64_t post) {
-  if (pre < 0 || n < 1 || post < 1) return PD_EINVAL;
-  int64_t sizes[] = {pre, n, post};
-  return pd_k_numel(3, sizes) < 0 ? PD_EINVAL : PD_OK;
-}
-
 static pd_status softmax_any(pd_dtype dt, int64_t pre, int64_t n, int64_t post, const void *x,
                              void *out, bool log) {
   pd_kcpu_range_fn *fn = BY_TYPE(dt, softmax_range);
   if (!fn) return PD_EUNSUPPORTED;
-  pd_status st = check_slices(pre, n, post);
+  pd_status st = pd_k_slices_check(pre, n, post);
   if (st) return st;
   softmax_job job = {.x = x, .out = out, .n = n, .post = post, .log = log};
   run(pre * post, n, fn, &job);
@@ -56,7 +50,7 @@ static pd_status softmax_grad_any(pd_dtype dt, int64_t pre, int64_t n, int64_t p
                                   const void *out, const void *dout, void *dx, bool log) {
   pd_kcpu_range_fn *fn = BY_TYPE(dt, softmax_grad_range);
   if (!fn) return PD_EUNSUPPORTED;
-  pd_status st = check_slices(pre, n, post);
+  pd_status st = pd_k_slices_check(pre, n, post);
   if (st) return st;
   softmax_job job = {.x = out, .dout = dout, .out = dx, .n = n, .post = post, .log = log};
   run(pre * post, n, fn, &job);
@@ -87,7 +81,7 @@ pd_status pd_kcpu_log_softmax_grad(pd_dtype dt, int64_t pre, int64_t n, int64_t 
  * written, and fill the common job fields. */
 static pd_status xent_job(softmax_job *job, int64_t rows, int64_t classes, bool soft,
                           const void *label, int64_t ignore_index) {
-  pd_status st = check_slices(rows, classes, 1);
+  pd_status st = pd_k_slices_check(rows, classes, 1);
   if (st) return st;
   if (!soft) {
     const int64_t *l = label;

@@ -85,14 +85,8 @@ static pd_status launch_col2im(const pd_k_conv2d *p, int64_t nb, const void *col
   return PD_OK;
 }
 
-static pd_status setup_ok(const pd_k_conv2d *p) {
-  pd_k_conv2d q = *p;
-  if (pd_k_conv2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;
-  return PD_OK;
-}
-
 pd_status pd_kcu_im2col(pd_dtype dt, const pd_k_conv2d *p, const void *img, void *col) {
-  PD_KCU_TRY(setup_ok(p));
+  PD_KCU_TRY(pd_k_conv2d_check(p));
   int64_t ohw = p->oh * p->ow;
   switch (dt) {
     case PD_FP32: return launch_im2col<float>(p, 1, img, 0, col, ohw, 0);
@@ -102,7 +96,7 @@ pd_status pd_kcu_im2col(pd_dtype dt, const pd_k_conv2d *p, const void *img, void
 }
 
 pd_status pd_kcu_col2im(pd_dtype dt, const pd_k_conv2d *p, const void *col, void *img) {
-  PD_KCU_TRY(setup_ok(p));
+  PD_KCU_TRY(pd_k_conv2d_check(p));
   int64_t ohw = p->oh * p->ow;
   switch (dt) {
     case PD_FP32: return launch_col2im<float>(p, 1, col, ohw, 0, img, 0, true);
@@ -113,34 +107,9 @@ pd_status pd_kcu_col2im(pd_dtype dt, const pd_k_conv2d *p, const void *col, void
 
 /* ---- Convolutions ---- */
 
-typedef struct conv_plan {
-  pd_dtype dt;
-  size_t sz;                        /* element size */
-  int64_t g, cg, ocg, kdim, ohw;    /* groups, channels and filters per group, cg*kh*kw, oh*ow */
-  int64_t rows;                     /* rows of an image's column matrix: c * kh * kw */
-  int64_t in_img, out_img;          /* elements of one input / output image */
-  bool direct;                      /* 1x1, stride 1, no padding: an image is its column matrix */
-} conv_plan;
-
-/* The CPU's conv_begin: dtype, setup, GEMM sizes within int. */
-static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  PD_KCU_TRY(setup_ok(p));
-  cp->dt = dt;
-  cp->sz = pd_dtype_size(dt);
-  cp->g = p->groups;
-  cp->cg = p->c / p->groups;
-  cp->ocg = p->oc / p->groups;
-  cp->kdim = cp->cg * p->kh * p->kw;
-  cp->ohw = p->oh * p->ow;
-  cp->rows = p->c * p->kh * p->kw;
-  cp->in_img = p->c * p->h * p->w;
-  cp->out_img = p->oc * cp->ohw;
-  if (cp->kdim > INT_MAX || cp->ohw > INT_MAX || cp->ocg > INT_MAX) return PD_EINVAL;
-  cp->direct = p->kh == 1 && p->kw == 1 && p->stride_h == 1 && p->stride_w == 1 &&
-               p->pad_top == 0 && p->pad_bottom == 0 && p->pad_left == 0 && p->pad_right == 0;
-  return PD_OK;
-}
+/* The sizes of one image's GEMMs, checked and planned by pd_k_conv_begin (kernels_int.h) as on
+ * the CPU. */
+typedef pd_k_conv_plan conv_plan;
 
 /* Images per chunk when each needs `per_image` bytes of scratch (at least 1, at most n, and
  * at most `most`). */
@@ -189,7 +158,7 @@ static pd_status im2col_chunk(const conv_plan *cp, const pd_k_conv2d *p, int64_t
 pd_status pd_kcu_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const void *w,
                         void *y) {
   conv_plan cp;
-  PD_KCU_TRY(conv_begin(&cp, dt, p));
+  PD_KCU_TRY(pd_k_conv_begin(&cp, dt, p));
   if (p->n == 0) return PD_OK;
   size_t col_bytes = cp.direct ? 0 : (size_t)(cp.rows * cp.ohw) * cp.sz;
   int64_t nb_max = chunk_images(p->n, col_bytes, p->n);
@@ -216,7 +185,7 @@ pd_status pd_kcu_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const 
 pd_status pd_kcu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w,
                                  const void *dy, void *dx) {
   conv_plan cp;
-  PD_KCU_TRY(conv_begin(&cp, dt, p));
+  PD_KCU_TRY(pd_k_conv_begin(&cp, dt, p));
   if (p->n == 0) return PD_OK;
   size_t col_bytes = cp.direct ? 0 : (size_t)(cp.rows * cp.ohw) * cp.sz;
   int64_t nb_max = chunk_images(p->n, col_bytes, p->n);
@@ -248,7 +217,7 @@ pd_status pd_kcu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *
 pd_status pd_kcu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const void *x,
                                    const void *dy, void *dw) {
   conv_plan cp;
-  PD_KCU_TRY(conv_begin(&cp, dt, p));
+  PD_KCU_TRY(pd_k_conv_begin(&cp, dt, p));
   size_t wbytes = (size_t)(p->oc * cp.kdim) * cp.sz;
   if (p->n == 0) {
     PD_KCU_CUDA(cudaMemsetAsync(dw, 0, wbytes, pd_kcu_stream));
@@ -368,15 +337,8 @@ __global__ void pool_grad_kernel(pd_k_pool2d p, const T *x, const T *y, const T 
   }
 }
 
-static pd_status pool_check(pd_dtype dt, const pd_k_pool2d *p) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  pd_k_pool2d q = *p;
-  if (pd_k_pool2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;
-  return PD_OK;
-}
-
 pd_status pd_kcu_pool2d(pd_dtype dt, const pd_k_pool2d *p, const void *x, void *y) {
-  PD_KCU_TRY(pool_check(dt, p));
+  PD_KCU_TRY(pd_k_pool2d_check(dt, p));
   int64_t total = p->n * p->c * p->oh * p->ow;
   if (total == 0) return PD_OK;
   unsigned nb = pd_kcu_blocks(total);
@@ -391,7 +353,7 @@ pd_status pd_kcu_pool2d(pd_dtype dt, const pd_k_pool2d *p, const void *x, void *
 
 pd_status pd_kcu_pool2d_grad(pd_dtype dt, const pd_k_pool2d *p, const void *x, const void *y,
                              const void *dy, void *dx) {
-  PD_KCU_TRY(pool_check(dt, p));
+  PD_KCU_TRY(pd_k_pool2d_check(dt, p));
   int64_t total = p->n * p->c * p->h * p->w;
   if (total == 0) return PD_OK;
   unsigned nb = pd_kcu_blocks(total);

@@ -20,6 +20,7 @@
 extern "C" {
 #include "base/base.h"
 #include "kernels/kernels.h"
+#include "kernels/kernels_int.h"
 }
 
 /* ---- Device state, set by pd_k_cuda_open (device.cu). ---- */
@@ -88,7 +89,7 @@ static inline unsigned pd_kcu_blocks(int64_t n, int threads = PD_KCU_THREADS) {
 /* ---- A strided N-d shape over up to PD_KCU_MAX_OPS operands (the CPU iterator's layout):
  * dims[d] and, per operand, a stride per dim in elements (0 along a broadcast dim). Built on
  * the host by pd_kcu_shape_init, which drops size-1 dims and merges dims that are contiguous
- * for every operand; passed to kernels by value. ---- */
+ * for every operand (pd_k_merge_dims); passed to kernels by value. ---- */
 #define PD_KCU_MAX_OPS 3
 typedef struct pd_kcu_shape {
   int nd, nops;  /* nd >= 1 */
@@ -99,8 +100,6 @@ typedef struct pd_kcu_shape {
 
 void pd_kcu_shape_init(pd_kcu_shape *s, int nd, const int64_t *dims, int nops,
                        const int64_t (*strides)[PD_K_MAX_DIMS]);
-/* Contiguous (row-major) strides of a shape. */
-void pd_kcu_contig_strides(int nd, const int64_t *dims, int64_t *strides);
 
 /* Offsets of element i (row-major over s.dims) in each of the first NOPS operands. */
 template <int NOPS>

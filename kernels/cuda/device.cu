@@ -428,40 +428,11 @@ extern "C" pd_status pd_k_dev_sync(void) {
 
 /* ---- Strided shapes ---- */
 
-void pd_kcu_contig_strides(int nd, const int64_t *dims, int64_t *strides) {
-  int64_t s = 1;
-  for (int d = nd - 1; d >= 0; d--) {
-    strides[d] = s;
-    s *= dims[d];
-  }
-}
-
 void pd_kcu_shape_init(pd_kcu_shape *s, int nd, const int64_t *dims, int nops,
                        const int64_t (*strides)[PD_K_MAX_DIMS]) {
   s->nops = nops;
-  s->numel = 1;
-  int m = 0;
-  for (int d = 0; d < nd; d++) {
-    s->numel *= dims[d];
-    if (dims[d] == 1) continue;
-    /* Merge d into the previous kept dim when, for every operand, stepping the outer dim once
-     * is the same as stepping the inner one dims[d] times. */
-    bool merge = m > 0;
-    for (int k = 0; merge && k < nops; k++) merge = s->str[k][m - 1] == strides[k][d] * dims[d];
-    if (merge) {
-      s->dims[m - 1] *= dims[d];
-      for (int k = 0; k < nops; k++) s->str[k][m - 1] = strides[k][d];
-    } else {
-      s->dims[m] = dims[d];
-      for (int k = 0; k < nops; k++) s->str[k][m] = strides[k][d];
-      m++;
-    }
-  }
-  if (m == 0) {  /* a single element (or none: numel == 0 is never launched) */
-    s->dims[0] = 1;
-    for (int k = 0; k < nops; k++) s->str[k][0] = 0;
-    m = 1;
-  }
+  /* A single element (or none: numel == 0 is never launched) is one dim of size 1. */
+  int m = pd_k_merge_dims(nd, dims, nops, strides, s->dims, s->str, &s->numel);
   for (int k = nops; k < PD_KCU_MAX_OPS; k++)
     for (int d = 0; d < m; d++) s->str[k][d] = 0;
   s->nd = m;

@@ -109,17 +109,9 @@ __global__ void bcast_kernel(const __grid_constant__ pd_kcu_shape s, OT *out, co
 static pd_status bcast_shape(int xnd, const int64_t *xdims, int ynd, const int64_t *ydims,
                              int axis, pd_kcu_shape *s) {
   int nd;
-  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS];
-  pd_status st = pd_k_broadcast_dims(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp);
+  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS], str[3][PD_K_MAX_DIMS];
+  pd_status st = pd_k_broadcast_strides(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp, str);
   if (st) return st;
-  int64_t str[3][PD_K_MAX_DIMS];
-  pd_kcu_contig_strides(nd, od, str[0]);
-  pd_kcu_contig_strides(nd, xp, str[1]);
-  pd_kcu_contig_strides(nd, yp, str[2]);
-  for (int d = 0; d < nd; d++) {
-    if (xp[d] == 1) str[1][d] = 0;
-    if (yp[d] == 1) str[2][d] = 0;
-  }
   pd_kcu_shape_init(s, nd, od, 3, (const int64_t(*)[PD_K_MAX_DIMS])str);
   return PD_OK;
 }

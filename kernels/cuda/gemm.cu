@@ -8,17 +8,6 @@
 
 #include <limits.h>
 
-/* The CPU's check: sizes and row strides fit int; a leading dim covers a row. */
-static pd_status check_gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
-                            int64_t lda, int64_t ldb, int64_t ldc) {
-  if (m < 0 || n < 0 || k < 0 || m > INT_MAX || n > INT_MAX || k > INT_MAX) return PD_EINVAL;
-  int64_t a_cols = trans_a ? m : k, b_cols = trans_b ? k : n;
-  if (lda < (a_cols > 1 ? a_cols : 1) || ldb < (b_cols > 1 ? b_cols : 1) ||
-      ldc < (n > 1 ? n : 1) || lda > INT_MAX || ldb > INT_MAX || ldc > INT_MAX)
-    return PD_EINVAL;
-  return PD_OK;
-}
-
 /* C_i = beta * C_i for `batch` m x n matrices (beta == 0 writes 0, NaN or not). */
 template <typename T>
 __global__ void scale_c_kernel(int64_t batch, int64_t m, int64_t n, T beta, T *c, int64_t ldc,
@@ -91,7 +80,7 @@ pd_status pd_kcu_gemm(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_
                       double alpha, const void *a, int64_t lda, const void *b, int64_t ldb,
                       double beta, void *c, int64_t ldc) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+  PD_KCU_TRY(pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc));
   return pd_kcu_gemm_strided(dt, trans_a, trans_b, 1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta,
                              c, ldc, 0);
 }
@@ -101,7 +90,7 @@ pd_status pd_kcu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t b
                               int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
                               double beta, void *c, int64_t ldc, int64_t stride_c) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+  PD_KCU_TRY(pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc));
   if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) return PD_EINVAL;
   if (batch == 0 || m == 0 || n == 0) return PD_OK;
   /* Overlapping outputs (stride_c 0 included): the CPU computes the products one after the
@@ -125,10 +114,8 @@ pd_status pd_kcu_gemm_act(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, b
                           int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                           const void *b, int64_t ldb, double beta, void *c, int64_t ldc,
                           const void *h, int64_t ldh) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
-  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
-  if (grad && (!h || ldh < (n > 1 ? n : 1))) return PD_EINVAL;
+  PD_KCU_TRY(pd_k_gemm_act_check(act, grad, dt, trans_a, trans_b, m, n, k, lda, ldb, ldc, h,
+                                 ldh));
   PD_KCU_TRY(pd_kcu_gemm(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc));
   int64_t sz = (int64_t)pd_dtype_size(dt);
   bool whole = ldc == n && (!grad || ldh == n);
@@ -149,7 +136,7 @@ pd_status pd_kcu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, i
                            int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
                            const void *bias, void *c, int64_t ldc) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  PD_KCU_TRY(check_gemm(trans_a, trans_b, m, n, k, lda, ldb, ldc));
+  PD_KCU_TRY(pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc));
   if (!bias) return PD_EINVAL;
   PD_KCU_TRY(pd_kcu_gemm(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc));
   if (m == 0 || n == 0) return PD_OK;
@@ -168,10 +155,9 @@ pd_status pd_kcu_gemm_act_chain(pd_k_unop act, bool grad, pd_dtype dt, bool tran
                                 int64_t n, int64_t steps, const void *first, int64_t ldfirst,
                                 const void *b, void *c, int64_t ldc, int64_t step, const void *h,
                                 int64_t ldh) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (act != PD_K_TANH && act != PD_K_SIGMOID && act != PD_K_RELU) return PD_EINVAL;
-  PD_KCU_TRY(check_gemm(false, trans_b, m, n, n, ldfirst, n, ldc));
-  if (steps < 0 || (grad && (!h || ldh < (n > 1 ? n : 1)))) return PD_EINVAL;
+  PD_KCU_TRY(pd_k_gemm_act_check(act, grad, dt, false, trans_b, m, n, n, ldfirst, n, ldc, h,
+                                 ldh));
+  if (steps < 0) return PD_EINVAL;
   int64_t sz = (int64_t)pd_dtype_size(dt);
   const char *a = (const char *)first;
   int64_t lda = ldfirst;

@@ -107,12 +107,12 @@ __global__ void permute_kernel(const __grid_constant__ pd_kcu_shape s, const W *
 pd_status pd_kcu_permute(size_t esize, int nd, const int64_t *dims, const int *perm,
                          const void *x, void *out) {
   int64_t xs[PD_K_MAX_DIMS], od[PD_K_MAX_DIMS], str[2][PD_K_MAX_DIMS];
-  pd_kcu_contig_strides(nd, dims, xs);
+  pd_k_contig_strides(nd, dims, xs);
   for (int i = 0; i < nd; i++) {
     od[i] = dims[perm[i]];
     str[1][i] = xs[perm[i]];
   }
-  pd_kcu_contig_strides(nd, od, str[0]);
+  pd_k_contig_strides(nd, od, str[0]);
   pd_kcu_shape s;
   pd_kcu_shape_init(&s, nd, od, 2, (const int64_t(*)[PD_K_MAX_DIMS])str);
   if (s.numel == 0) return PD_OK;
@@ -196,25 +196,10 @@ static pd_status copy_rows(size_t esize, int64_t rows, int64_t cols, const void 
   return PD_OK;
 }
 
-/* The CPU's check_parts. */
-static pd_status check_parts(pd_dtype dt, int nparts, const int64_t *sizes, int64_t pre,
-                             int64_t post, int64_t *total) {
-  if (pd_dtype_size(dt) == 0 || nparts < 0 || pre < 0 || post < 0) return PD_EINVAL;
-  int64_t t = 0;
-  for (int k = 0; k < nparts; k++) {
-    if (sizes[k] < 0 || sizes[k] > INT64_MAX - t) return PD_EINVAL;
-    t += sizes[k];
-  }
-  int64_t all[] = {pre, t, post, (int64_t)pd_dtype_size(dt)};
-  if (pd_k_numel(4, all) < 0) return PD_EINVAL;
-  *total = t;
-  return PD_OK;
-}
-
 pd_status pd_kcu_concat(pd_dtype dt, int ninputs, const void *const *xs, const int64_t *sizes,
                         int64_t pre, int64_t post, void *out) {
   int64_t total;
-  PD_KCU_TRY(check_parts(dt, ninputs, sizes, pre, post, &total));
+  PD_KCU_TRY(pd_k_parts_check(dt, ninputs, sizes, pre, post, &total));
   size_t sz = pd_dtype_size(dt);
   int64_t at = 0;  /* column of part k in out's rows */
   for (int k = 0; k < ninputs; k++) {
@@ -229,7 +214,7 @@ pd_status pd_kcu_concat(pd_dtype dt, int ninputs, const void *const *xs, const i
 pd_status pd_kcu_split(pd_dtype dt, const void *x, int64_t pre, int64_t post, int noutputs,
                        const int64_t *sizes, void *const *outs) {
   int64_t total;
-  PD_KCU_TRY(check_parts(dt, noutputs, sizes, pre, post, &total));
+  PD_KCU_TRY(pd_k_parts_check(dt, noutputs, sizes, pre, post, &total));
   size_t sz = pd_dtype_size(dt);
   int64_t at = 0;
   for (int k = 0; k < noutputs; k++) {
@@ -285,14 +270,6 @@ __global__ void scatter_add_kernel(int64_t width, T *dst, int64_t nids, const in
   }
 }
 
-/* The CPU's check_ids, but for the ids themselves: dtype, sizes. */
-static pd_status check_rows(pd_dtype dt, int64_t nrows, int64_t width, int64_t nids) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  int64_t a[] = {nrows, width}, b[] = {nids, width};
-  if (pd_k_numel(2, a) < 0 || pd_k_numel(2, b) < 0) return PD_EINVAL;
-  return PD_OK;
-}
-
 /* Queue the ids check (flag reset first). */
 static pd_status queue_ids_check(int64_t nids, const int64_t *ids, int64_t nrows, int64_t pad) {
   PD_KCU_TRY(pd_kcu_flag_reset());
@@ -313,7 +290,7 @@ static pd_status ids_verdict(const char *what, int64_t nrows) {
 
 pd_status pd_kcu_gather_rows(pd_dtype dt, int64_t nrows, int64_t width, const void *table,
                              int64_t nids, const int64_t *ids, int64_t padding_idx, void *out) {
-  PD_KCU_TRY(check_rows(dt, nrows, width, nids));
+  PD_KCU_TRY(pd_k_rows_check(dt, nrows, width, nids));
   if (nids == 0) return PD_OK;
   PD_KCU_TRY(queue_ids_check(nids, ids, nrows, padding_idx));
   if (width > 0) {
@@ -332,7 +309,7 @@ pd_status pd_kcu_gather_rows(pd_dtype dt, int64_t nrows, int64_t width, const vo
 pd_status pd_kcu_scatter_add_rows(pd_dtype dt, int64_t nrows, int64_t width, void *dst,
                                   int64_t nids, const int64_t *ids, int64_t padding_idx,
                                   const void *src) {
-  PD_KCU_TRY(check_rows(dt, nrows, width, nids));
+  PD_KCU_TRY(pd_k_rows_check(dt, nrows, width, nids));
   if (nids == 0) return PD_OK;
   PD_KCU_TRY(queue_ids_check(nids, ids, nrows, padding_idx));
   PD_KCU_TRY(ids_verdict("lookup_table_grad", nrows));  /* before touching dst */

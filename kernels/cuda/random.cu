@@ -95,9 +95,8 @@ __global__ void rand_kernel(int64_t n, int64_t counters, int per, bool normal, u
 
 static pd_status fill_random(pd_dtype dt, int64_t n, void *out, double a, double b,
                              pd_k_rng *rng, bool normal) {
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (n < 0 || !rng || !isfinite(a) || !isfinite(b) || (!normal && b < a) || (normal && b < 0))
-    return PD_EINVAL;
+  pd_status st = pd_k_random_check(dt, n, rng, a, b, normal);
+  if (st) return st;
   int per = dt == PD_FP32 ? 4 : 2;
   int64_t counters = (n + per - 1) / per;
   if (counters > 0) {

@@ -68,18 +68,6 @@ struct fin_mean {
 
 /* ---- reduce ---- */
 
-/* Mark the reduced dims (naxes == 0: all); PD_EINVAL for a bad axis list. */
-static pd_status reduced_mask(int nd, const int64_t *dims, int naxes, const int *axes,
-                              bool *red) {
-  int ond;
-  int64_t od[PD_K_MAX_DIMS];
-  pd_status st = pd_k_reduce_shape(nd, dims, naxes, axes, false, &ond, od);
-  if (st) return st;
-  for (int d = 0; d < nd; d++) red[d] = naxes == 0;
-  for (int i = 0; i < naxes; i++) red[axes[i] < 0 ? axes[i] + nd : axes[i]] = true;
-  return PD_OK;
-}
-
 template <typename T>
 static pd_status reduce_float(pd_k_redop op, const pd_kcu_red &g, const void *x, void *out) {
   T *o = (T *)out;
@@ -114,13 +102,13 @@ static pd_status reduce_int(pd_k_redop op, const pd_kcu_red &g, const void *x, v
 pd_status pd_kcu_reduce(pd_k_redop op, pd_dtype dt, int nd, const int64_t *dims, const void *x,
                         int naxes, const int *axes, void *out) {
   if ((unsigned)op >= PD_K_REDOP_COUNT_) return PD_EINVAL;
-  bool is_float = dt == PD_FP32 || dt == PD_FP64;
+  bool is_float = pd_dtype_is_kernel_float(dt);
   if (!is_float && (op == PD_K_RMEAN || (dt != PD_INT32 && dt != PD_INT64)))
     return PD_EUNSUPPORTED;
   bool red[PD_K_MAX_DIMS];
-  PD_KCU_TRY(reduced_mask(nd, dims, naxes, axes, red));
+  PD_KCU_TRY(pd_k_reduced_mask(nd, dims, naxes, axes, red));
   int64_t str[1][PD_K_MAX_DIMS];
-  pd_kcu_contig_strides(nd, dims, str[0]);
+  pd_k_contig_strides(nd, dims, str[0]);
   pd_kcu_red g;
   pd_kcu_red_init(&g, nd, dims, red, 1, (const int64_t(*)[PD_K_MAX_DIMS])str);
   if (g.k == 0) return PD_OK;  /* nothing to write */
@@ -157,15 +145,15 @@ pd_status pd_kcu_reduce_grad(pd_k_redop op, pd_dtype dt, int nd, const int64_t *
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
   bool extreme = op == PD_K_RMAX || op == PD_K_RMIN;
   bool red[PD_K_MAX_DIMS];
-  PD_KCU_TRY(reduced_mask(nd, dims, naxes, axes, red));
+  PD_KCU_TRY(pd_k_reduced_mask(nd, dims, naxes, axes, red));
   if (extreme && (!x || !out)) return PD_EINVAL;
   int64_t odims[PD_K_MAX_DIMS], str[2][PD_K_MAX_DIMS], count = 1;
   for (int d = 0; d < nd; d++) {
     odims[d] = red[d] ? 1 : dims[d];
     if (red[d]) count *= dims[d];
   }
-  pd_kcu_contig_strides(nd, dims, str[0]);
-  pd_kcu_contig_strides(nd, odims, str[1]);
+  pd_k_contig_strides(nd, dims, str[0]);
+  pd_k_contig_strides(nd, odims, str[1]);
   for (int d = 0; d < nd; d++)
     if (red[d]) str[1][d] = 0;
   pd_kcu_shape s;
@@ -240,17 +228,9 @@ pd_status pd_kcu_binary_grad(pd_k_binop op, pd_dtype dt, int xnd, const int64_t 
   if ((unsigned)op >= PD_K_BINOP_COUNT_) return PD_EINVAL;
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
   int nd;
-  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS];
-  pd_status st = pd_k_broadcast_dims(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp);
+  int64_t od[PD_K_MAX_DIMS], xp[PD_K_MAX_DIMS], yp[PD_K_MAX_DIMS], str[3][PD_K_MAX_DIMS];
+  pd_status st = pd_k_broadcast_strides(xnd, xdims, ynd, ydims, axis, &nd, od, xp, yp, str);
   if (st) return st;
-  int64_t str[3][PD_K_MAX_DIMS];
-  pd_kcu_contig_strides(nd, od, str[0]);
-  pd_kcu_contig_strides(nd, xp, str[1]);
-  pd_kcu_contig_strides(nd, yp, str[2]);
-  for (int d = 0; d < nd; d++) {
-    if (xp[d] == 1) str[1][d] = 0;
-    if (yp[d] == 1) str[2][d] = 0;
-  }
   const int64_t(*s)[PD_K_MAX_DIMS] = (const int64_t(*)[PD_K_MAX_DIMS])str;
   for (int side = 0; side < 2; side++) {
     void *dg = side ? dy : dx;

@@ -112,12 +112,6 @@ static unsigned slice_blocks(int64_t count) {
   return (unsigned)(count < 65535 ? (count > 0 ? count : 1) : 65535);
 }
 
-static pd_status check_slices(int64_t pre, int64_t n, int64_t post) {
-  if (pre < 0 || n < 1 || post < 1) return PD_EINVAL;
-  int64_t sizes[] = {pre, n, post};
-  return pd_k_numel(3, sizes) < 0 ? PD_EINVAL : PD_OK;
-}
-
 template <typename T>
 static void launch_softmax(int64_t pre, int64_t n, int64_t post, const void *x, void *out,
                            bool log_out) {
@@ -146,7 +140,7 @@ static void launch_softmax_grad(int64_t pre, int64_t n, int64_t post, const void
 static pd_status softmax_any(pd_dtype dt, int64_t pre, int64_t n, int64_t post, const void *x,
                              void *out, bool log_out) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  PD_KCU_TRY(check_slices(pre, n, post));
+  PD_KCU_TRY(pd_k_slices_check(pre, n, post));
   if (pre == 0) return PD_OK;
   if (dt == PD_FP32) launch_softmax<float>(pre, n, post, x, out, log_out);
   else launch_softmax<double>(pre, n, post, x, out, log_out);
@@ -157,7 +151,7 @@ static pd_status softmax_any(pd_dtype dt, int64_t pre, int64_t n, int64_t post, 
 static pd_status softmax_grad_any(pd_dtype dt, int64_t pre, int64_t n, int64_t post,
                                   const void *out, const void *dout, void *dx, bool log_out) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  PD_KCU_TRY(check_slices(pre, n, post));
+  PD_KCU_TRY(pd_k_slices_check(pre, n, post));
   if (pre == 0) return PD_OK;
   if (dt == PD_FP32) launch_softmax_grad<float>(pre, n, post, out, dout, dx, log_out);
   else launch_softmax_grad<double>(pre, n, post, out, dout, dx, log_out);
@@ -302,7 +296,7 @@ __global__ void softmax_xent_grad_kernel(int64_t rows, int64_t c, const T *sm, b
 /* The checks of the CPU's xent_job, but for the labels (checked on the device). */
 static pd_status xent_check(pd_dtype dt, int64_t rows, int64_t classes) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  return check_slices(rows, classes, 1);
+  return pd_k_slices_check(rows, classes, 1);
 }
 
 /* After the kernels of a hard-label entry: PD_EINVAL when a label was out of range. */

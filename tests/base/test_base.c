@@ -1,4 +1,5 @@
-/* test_base.c -- unit tests for base/: buffers, growth, errors, allocation failure, diagnostics. */
+/* test_base.c -- unit tests for base/: buffers, shapes as text, growth, errors, allocation
+ * failure, diagnostics. */
 #include "config.h"
 #include "base/base.h"
 #include "base/diag.h"
@@ -100,8 +101,28 @@ static void test_atomic_write(void) {
   pd_error_clear(&e);
 }
 
+static void test_dims(void) {
+  char buf[64];
+  is_str(pd_dims_str(2, (int64_t[]){-1, 784}, buf, sizeof buf), "[-1, 784]", "dims as text");
+  is_str(pd_dims_str(0, NULL, buf, sizeof buf), "[]", "rank 0");
+  is_str(pd_dims_str(-1, NULL, buf, sizeof buf), "[]", "a negative rank shows no dims");
+  is_str(pd_dims_str(3, (int64_t[]){10, 20, 30}, buf, 11), "[10, ...]", "cut to a list that reads as one");
+  is_str(pd_dims_str(3, (int64_t[]){10, 20, 30}, buf, 13), "[10, 20, 30]", "exactly fits");
+  is_str(pd_dims_str(3, (int64_t[]){10, 20, 30}, buf, 12), "[10, ...]", "one byte short");
+  is_str(pd_dims_str(3, (int64_t[]){10, 20, 30}, buf, 6), "[...]", "no whole element fits");
+  is_str(pd_dims_str(3, (int64_t[]){10, 20, 30}, buf, 3), "[.", "a tiny buffer: what fits");
+  is_str(pd_dims_str(1, (int64_t[]){INT64_MIN}, buf, sizeof buf), "[-9223372036854775808]",
+         "the widest dim");
+  pd_buf b;
+  pd_buf_init(&b);
+  ok(pd_buf_put_dims(&b, 3, (int64_t[]){2, 0, -1}) == 0, "append dims");
+  is_str(b.data, "[2, 0, -1]", "appended text");
+  pd_buf_free(&b);
+}
+
 int main(void) {
   test_buf();
+  test_dims();
   test_alloc_failure();
   test_error();
   test_diag();

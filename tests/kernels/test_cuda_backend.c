@@ -146,11 +146,7 @@ static const char *dn(pd_dtype dt) { return pd_dtype_name(dt); }
 
 /* "[2, 3, 4]" */
 static const char *shape_str(int nd, const int64_t *dims, char *out, size_t size) {
-  size_t o = (size_t)snprintf(out, size, "[");
-  for (int i = 0; i < nd && o < size; i++)
-    o += (size_t)snprintf(out + o, size - o, "%s%lld", i ? ", " : "", (long long)dims[i]);
-  if (o < size) snprintf(out + o, size - o, "]");
-  return out;
+  return pd_dims_str(nd, dims, out, size);
 }
 
 /* ---- The device API ---- */

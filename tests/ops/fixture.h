@@ -115,12 +115,7 @@ static inline const char *shape_of(fx *f, const char *name) {
   const pd_var_desc *v = pd_block_find_var(f->b, name);
   if (!v) return "(undeclared)";
   if (v->ndims < 0) return "?";
-  size_t len = 0;
-  buf[len++] = '[';
-  for (int i = 0; i < v->ndims; i++)
-    len += (size_t)snprintf(buf + len, 256 - len, "%s%lld", i ? ", " : "", (long long)v->dims[i]);
-  snprintf(buf + len, 256 - len, "]");
-  return buf;
+  return pd_dims_str(v->ndims, v->dims, buf, sizeof bufs[0]);
 }
 
 static inline pd_dtype dtype_of(fx *f, const char *name) {

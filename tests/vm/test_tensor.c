@@ -229,8 +229,8 @@ static void test_print(void) {
 
   pd_buf b;
   pd_buf_init(&b);
-  pd_tensor_print_shape(2, (int64_t[]){-1, 784}, &b);
-  is_str(b.data, "[-1, 784]", "print_shape");
+  pd_buf_put_dims(&b, 2, (int64_t[]){-1, 784});
+  is_str(b.data, "[-1, 784]", "pd_buf_put_dims");
   pd_buf_free(&b);
   pd_tensor_release(&t);
 }

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/strmap.h"
+
 /* ---- Names of the enums ---- */
 
 static const struct {
@@ -121,76 +123,11 @@ static int grow_by_one(void **ptr, int n, size_t elem) {
 }
 #define GROW_BY_ONE(ptr, n) grow_by_one((void **)&(ptr), (n), sizeof *(ptr))
 
-/* ---- The var index of a block ----
- * Open addressing with linear probing over a power-of-two table kept at most half full.
- * Deleting shifts the following entries of the run back, so there are no tombstones. */
+/* ---- The var index of a block: name -> pd_var_desc * (base/strmap.h). The index keeps its own
+ * copies of the names: a program changed behind the API's back (a var's name replaced, which
+ * pd_program_validate must report, not trip over) then leaves it stale, never dangling. ---- */
 
-typedef struct var_index {
-  size_t cap;          /* slots: 0 before the first var, then a power of two */
-  size_t count;        /* vars in the table */
-  pd_var_desc **slots; /* NULL = empty; the vars belong to the block */
-} var_index;
-
-static size_t hash_name(const char *s) {
-  uint64_t h = 14695981039346656037u; /* FNV-1a */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return (size_t)(h ^ (h >> 29));
-}
-
-/* The slot holding `name`, or the empty slot where it would go. Needs cap > 0. */
-static size_t index_probe(const var_index *ix, const char *name) {
-  size_t mask = ix->cap - 1, i = hash_name(name) & mask;
-  while (ix->slots[i] && strcmp(ix->slots[i]->name, name) != 0) i = (i + 1) & mask;
-  return i;
-}
-
-static pd_var_desc *index_get(const var_index *ix, const char *name) {
-  return ix->cap ? ix->slots[index_probe(ix, name)] : NULL;
-}
-
-/* Make room for `need` entries (at most half full). 0, or -1 on out of memory. */
-static int index_reserve(var_index *ix, size_t need) {
-  if (need <= ix->cap / 2) return 0;
-  size_t ncap = ix->cap ? ix->cap : 16;
-  while (need > ncap / 2) {
-    if (ncap > SIZE_MAX / 2 / sizeof *ix->slots) return -1;
-    ncap *= 2;
-  }
-  pd_var_desc **slots = pd_calloc(ncap, sizeof *slots);
-  if (!slots) return -1;
-  var_index old = *ix;
-  ix->cap = ncap;
-  ix->slots = slots;
-  for (size_t i = 0; i < old.cap; i++)
-    if (old.slots[i]) ix->slots[index_probe(ix, old.slots[i]->name)] = old.slots[i];
-  pd_free(old.slots);
-  return 0;
-}
-
-/* Insert v (whose name is not in the table); the caller reserved room. */
-static void index_put(var_index *ix, pd_var_desc *v) {
-  ix->slots[index_probe(ix, v->name)] = v;
-  ix->count++;
-}
-
-static void index_del(var_index *ix, const char *name) {
-  if (!ix->cap) return;
-  size_t mask = ix->cap - 1, i = index_probe(ix, name);
-  if (!ix->slots[i]) return;
-  ix->slots[i] = NULL;
-  ix->count--;
-  /* Move back every later entry of the run whose home slot is not between the hole and it. */
-  for (size_t j = (i + 1) & mask; ix->slots[j]; j = (j + 1) & mask) {
-    size_t home = hash_name(ix->slots[j]->name) & mask;
-    if (((j - home) & mask) >= ((j - i) & mask)) {
-      ix->slots[i] = ix->slots[j];
-      ix->slots[j] = NULL;
-      i = j;
-    }
-  }
-}
-
-static var_index *block_index(const pd_block *b) { return (var_index *)b->var_index; }
+static pd_strmap *block_index(const pd_block *b) { return (pd_strmap *)b->var_index; }
 
 /* ---- Freeing ---- */
 
@@ -287,8 +224,8 @@ static void block_free(pd_block *b) {
   for (int i = 0; i < b->nops; i++) op_free(b->ops[i]);
   pd_free(b->vars);
   pd_free(b->ops);
-  var_index *ix = block_index(b);
-  if (ix) pd_free(ix->slots);
+  pd_strmap *ix = block_index(b);
+  if (ix) pd_strmap_free(ix);
   pd_free(ix);
   pd_free(b);
 }
@@ -419,7 +356,10 @@ fail:
 static pd_block *program_append_block(pd_program *p, int parent_idx) {
   pd_block *b = pd_calloc(1, sizeof *b);
   if (!b) return NULL;
-  if (!(b->var_index = pd_calloc(1, sizeof(var_index))) || GROW_BY_ONE(p->blocks, p->nblocks)) {
+  pd_strmap *ix = pd_malloc(sizeof *ix);
+  if (ix) pd_strmap_init(ix, true);
+  b->var_index = ix;
+  if (!ix || GROW_BY_ONE(p->blocks, p->nblocks)) {
     block_free(b);
     return NULL;
   }
@@ -457,12 +397,11 @@ pd_block *pd_block_parent(const pd_block *b) {
 
 /* Add v (a fresh var whose name b does not hold) to b. 0, or -1 (v not taken). */
 static int block_append_var(pd_block *b, pd_var_desc *v) {
-  var_index *ix = block_index(b);
-  if (!v->name || index_get(ix, v->name) || index_reserve(ix, ix->count + 1) ||
-      GROW_BY_ONE(b->vars, b->nvars))
+  pd_strmap *ix = block_index(b);
+  if (!v->name || pd_strmap_find(ix, v->name) || GROW_BY_ONE(b->vars, b->nvars) ||
+      pd_strmap_set_ptr(ix, v->name, v))
     return -1;
   b->vars[b->nvars++] = v;
-  index_put(ix, v);
   return 0;
 }
 
@@ -510,7 +449,7 @@ fail:
 
 pd_var_desc *pd_block_find_var_local(const pd_block *b, const char *name) {
   if (!b || !name || !b->var_index) return NULL;
-  return index_get(block_index(b), name);
+  return pd_strmap_get_ptr(block_index(b), name);
 }
 
 pd_var_desc *pd_block_find_var(const pd_block *b, const char *name) {
@@ -565,7 +504,7 @@ pd_var_desc *pd_block_var(pd_block *b, const char *name) {
 int pd_block_remove_var(pd_block *b, const char *name) {
   pd_var_desc *v = pd_block_find_var_local(b, name);
   if (!v) return -1;
-  index_del(block_index(b), name);
+  pd_strmap_remove(block_index(b), name);
   for (int i = 0; i < b->nvars; i++) {
     if (b->vars[i] == v) {
       memmove(&b->vars[i], &b->vars[i + 1], (size_t)(b->nvars - i - 1) * sizeof *b->vars);
@@ -595,13 +534,14 @@ int pd_block_rename_var(pd_block *b, pd_var_desc *v, const char *new_name) {
   if (strcmp(v->name, new_name) == 0) return 0;
   if (pd_block_find_var_local(b, new_name)) return -1;
   char *name = pd_strdup(new_name);
-  if (!name) return -1;
-  /* Delete, then insert: the count does not grow, so the insertion needs no room. */
-  var_index *ix = block_index(b);
-  index_del(ix, v->name);
+  pd_strmap *ix = block_index(b);
+  if (!name || pd_strmap_set_ptr(ix, name, v)) {  /* the new name first: it may fail */
+    pd_free(name);
+    return -1;
+  }
+  pd_strmap_remove(ix, v->name);
   pd_free(v->name);
   v->name = name;
-  index_put(ix, v);
   return 0;
 }
 

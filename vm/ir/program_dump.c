@@ -125,10 +125,7 @@ static void put_shape(pd_buf *out, const pd_var_desc *v) {
     pd_buf_puts(out, "(shape unknown)");
     return;
   }
-  pd_buf_puts(out, "[");
-  for (int k = 0; k < v->ndims; k++)
-    pd_buf_printf(out, "%s%lld", k ? ", " : "", (long long)v->dims[k]);
-  pd_buf_puts(out, "]");
+  pd_buf_put_dims(out, v->ndims, v->dims);
 }
 
 static void put_loc(pd_buf *out, pd_loc loc) {

@@ -563,7 +563,7 @@ pd_status pd_kernel_while_grad(pd_exec_ctx *ctx) {
     pd_tensor_init(&carry[o]);
     const pd_tensor *val = pd_ctx_in_at(ctx, "Out", o);
     const pd_tensor *dout = pd_ctx_in_at(ctx, "Out@GRAD", o);
-    if (!val || (val->dtype != PD_FP32 && val->dtype != PD_FP64)) continue;
+    if (!val || !is_float(val->dtype)) continue;
     if (dout && pd_tensor_initialized(dout))
       st = pd_ctx_check(ctx, pd_tensor_copy(&carry[o], dout), "copy");
     else st = zeros_like(ctx, &carry[o], val);

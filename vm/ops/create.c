@@ -96,7 +96,7 @@ pd_status pd_infer_random(pd_infer_ctx *c) {
   pd_dtype dtype;
   pd_status st;
   if ((st = pd_infer_attr_dtype(c, "dtype", &dtype)) || (st = infer_fill_shape(c, &d))) return st;
-  if (!pd_infer_is_float(dtype))
+  if (!pd_dtype_is_float(dtype))
     return pd_infer_fail(c, PD_ETYPE, "dtype must be float16, float32 or float64, got %s",
                          pd_dtype_name(dtype));
   if (d.n == 0) return pd_infer_fail(c, PD_EINVAL, "shape is empty");
@@ -120,7 +120,7 @@ pd_status pd_infer_assign_value(pd_infer_ctx *c) {
   pd_infer_attr_ints(c, "shape", d.d, PD_MAX_RANK);
   for (int i = 0; i < d.n; i++)
     if (d.d[i] < 1) return pd_infer_fail(c, PD_EINVAL, "shape must be positive");
-  const char *list = dtype == PD_FP32 || dtype == PD_FP64 ? "fp32_values"
+  const char *list = pd_dtype_is_kernel_float(dtype) ? "fp32_values"
                    : dtype == PD_INT64                    ? "int64_values"
                    : dtype == PD_BOOL                     ? "bool_values"
                                                           : "int32_values";
@@ -317,7 +317,7 @@ pd_status pd_kernel_assign_value(pd_exec_ctx *ctx) {
   for (int i = 0; i < nd; i++)
     if (dims[i] < 0) return pd_ctx_fail(ctx, PD_EINVAL, "shape has a negative dim");
   pd_dtype dt = (pd_dtype)pd_ctx_attr_int(ctx, "dtype");
-  const char *list = dt == PD_FP32 || dt == PD_FP64 ? "fp32_values"
+  const char *list = is_float(dt) ? "fp32_values"
                      : dt == PD_INT32               ? "int32_values"
                      : dt == PD_INT64               ? "int64_values"
                      : dt == PD_BOOL                ? "bool_values"

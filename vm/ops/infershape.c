@@ -9,32 +9,8 @@
 
 /* ---- Dims values ---- */
 
-/* Format n integers, element i being get(src, i), as "[a, b, c]" into buf of cap bytes,
- * cutting it short with "...]" when it does not fit. */
-static const char *format_list(int n, int64_t (*get)(const void *, int), const void *src, char *buf,
-                               size_t cap) {
-  size_t len = 0;
-  buf[len++] = '[';
-  for (int i = 0; i < n; i++) {
-    char item[32];
-    int k = snprintf(item, sizeof item, "%s%" PRId64, i ? ", " : "", get(src, i));
-    if (len + (size_t)k + 6 > cap) {
-      strcpy(buf + len, i ? ", ..." : "...");
-      len += strlen(buf + len);
-      break;
-    }
-    memcpy(buf + len, item, (size_t)k);
-    len += (size_t)k;
-  }
-  buf[len++] = ']';
-  buf[len] = '\0';
-  return buf;
-}
-
-static int64_t array_at(const void *src, int i) { return ((const int64_t *)src)[i]; }
-
 const char *pd_infer_ints_str(const int64_t *v, int n, char buf[PD_LIST_BUF]) {
-  return format_list(n, array_at, v, buf, PD_LIST_BUF);
+  return pd_dims_str(n, v, buf, PD_LIST_BUF);
 }
 
 const char *pd_infer_dims_str(const pd_infer_dims *d, char buf[PD_DIMS_BUF]) {
@@ -42,7 +18,7 @@ const char *pd_infer_dims_str(const pd_infer_dims *d, char buf[PD_DIMS_BUF]) {
     strcpy(buf, "[?]");
     return buf;
   }
-  return format_list(d->n < PD_MAX_RANK ? d->n : PD_MAX_RANK, array_at, d->d, buf, PD_DIMS_BUF);
+  return pd_dims_str(d->n < PD_MAX_RANK ? d->n : PD_MAX_RANK, d->d, buf, PD_DIMS_BUF);
 }
 
 int64_t pd_infer_dim_add(int64_t a, int64_t b) {
@@ -71,8 +47,6 @@ pd_infer_dims pd_infer_dims_unknown(int n) {
   for (int i = 0; i < n && i < PD_MAX_RANK; i++) d.d[i] = -1;
   return d;
 }
-
-bool pd_infer_is_float(pd_dtype t) { return t == PD_FP16 || t == PD_FP32 || t == PD_FP64; }
 
 /* ---- Errors ---- */
 
@@ -207,20 +181,13 @@ int64_t pd_infer_attr_ints_at(const pd_infer_ctx *c, const char *name, int i) {
   return ad->type == PD_ATTR_LONGS ? ad->def.l.longs[i] : ad->def.l.ints[i];
 }
 
-/* An integer list attribute of one op, as format_list reads it. */
-typedef struct attr_ref {
-  const pd_infer_ctx *c;
-  const char *name;
-} attr_ref;
-
-static int64_t attr_at(const void *src, int i) {
-  const attr_ref *r = src;
-  return pd_infer_attr_ints_at(r->c, r->name, i);
-}
-
 const char *pd_infer_attr_ints_str(const pd_infer_ctx *c, const char *name, char buf[PD_LIST_BUF]) {
-  attr_ref r = {c, name};
-  return format_list(pd_infer_attr_len(c, name), attr_at, &r, buf, PD_LIST_BUF);
+  /* Values past PD_LIST_BUF / 2 never show: each takes 3 bytes or more of the text. */
+  int64_t v[PD_LIST_BUF / 2];
+  int n = pd_infer_attr_len(c, name);
+  if (n > (int)PD_ARRAY_LEN(v)) n = (int)PD_ARRAY_LEN(v);
+  for (int i = 0; i < n; i++) v[i] = pd_infer_attr_ints_at(c, name, i);
+  return pd_dims_str(n, v, buf, PD_LIST_BUF);
 }
 
 int pd_infer_attr_ints(const pd_infer_ctx *c, const char *name, int64_t *out, int cap) {

@@ -105,9 +105,6 @@ bool pd_infer_broadcast_dims(const pd_infer_dims *x, const pd_infer_dims *y, pd_
 pd_status pd_infer_same_dtype(pd_infer_ctx *c, const char *a, pd_dtype ta, const char *b,
                               pd_dtype tb);
 
-/* 1 for float16, float32 and float64. */
-bool pd_infer_is_float(pd_dtype t);
-
 /* Out takes X's shape and LoD; its dtype is X's, or `dtype` when that is >= 0. */
 pd_status pd_infer_same_as_x(pd_infer_ctx *c, int dtype);
 

@@ -50,19 +50,14 @@
 
 /* ---- Small facts ---- */
 
-static inline bool is_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64; }
+/* The dtypes the kernels compute in floating point, and in integers. */
+#define is_float pd_dtype_is_kernel_float
 static inline bool is_int(pd_dtype t) { return t == PD_INT32 || t == PD_INT64; }
 
-/* "[2, 3]" of a dims array (cut short, still closed, when buf is too small). */
-static inline const char *dims_str(int nd, const int64_t *d, char *buf, size_t n) {
-  size_t k = (size_t)snprintf(buf, n, "[");
-  for (int i = 0; i < nd && k + 26 < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%" PRId64, i ? ", " : "", d[i]);
-  if (k < n) snprintf(buf + k, n - k, "]");
-  return buf;
-}
-/* A tensor's shape into a char array buf (its size taken with sizeof). */
-#define shape_str(t, buf) dims_str((t)->ndims, (t)->dims, (buf), sizeof(buf))
+/* "[2, 3]" of a dims array into buf of n bytes (base/base.h), and a tensor's shape into a char
+ * array buf (its size taken with sizeof). */
+#define dims_str pd_dims_str
+#define shape_str(t, buf) pd_dims_str((t)->ndims, (t)->dims, (buf), sizeof(buf))
 
 /* A row stride for a GEMM operand: BLAS wants at least 1 even for an empty matrix. */
 static inline int64_t ld(int64_t cols) { return cols > 0 ? cols : 1; }

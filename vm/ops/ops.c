@@ -477,7 +477,7 @@ pd_status pd_opdef_infer_shape(pd_op_desc *op, pd_block *block, pd_error *err) {
     const pd_var_desc *v;
     pd_status st = pd_infer_in(&ctx, slot, 0, &v, NULL);
     if (st) return st;
-    if ((def->flags & PD_OPF_FLOAT) && !pd_infer_is_float(v->dtype))
+    if ((def->flags & PD_OPF_FLOAT) && !pd_dtype_is_float(v->dtype))
       return pd_infer_fail(&ctx, PD_ETYPE, "%s must be float16, float32 or float64, got %s", slot,
                            pd_dtype_name(v->dtype));
     if ((def->flags & PD_OPF_SEQUENCE) && v->lod_level < 1)

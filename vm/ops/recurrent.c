@@ -963,7 +963,7 @@ pd_status pd_kernel_recurrent_grad(pd_exec_ctx *ctx) {
       /* seed[0, cnt) += back: the rows of the sequences still running at step k + 1 come
        * first in both (the kernel's vector loop: a scalar one took ~8 us a step at [32, 256]). */
       int64_t cnt = pd_tensor_numel(back);
-      if (cnt > 0 && (seed->dtype == PD_FP32 || seed->dtype == PD_FP64))
+      if (cnt > 0 && is_float(seed->dtype))
         st = pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, seed->dtype, 1, &cnt,
                                               pd_tensor_data(seed), 1, &cnt,
                                               pd_tensor_data(back), -1, pd_tensor_data(seed)),
@@ -1072,7 +1072,7 @@ static pd_status elman_make(pd_exec_ctx *ctx, elman *e, bool grad) {
                                        "LoD level); it is %s with %d LoD levels",
                        pd_ctx_shape_str(x, a, sizeof a), x->nlod);
   e->dt = x->dtype;
-  if (e->dt != PD_FP32 && e->dt != PD_FP64)
+  if (!is_float(e->dt))
     return pd_ctx_fail(ctx, PD_ETYPE, "Input must be float32 or float64, it is %s",
                        pd_dtype_name(e->dt));
   e->es = pd_dtype_size(e->dt);

@@ -6,11 +6,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "vm/ops/ops.h"
 
 #define GRAD "@GRAD"
 
-/* ---- A small name -> info map (open addressing). Keys are borrowed from the program. ---- */
+/* ---- A name -> info map: the infos in an array, indexed by a base/strmap.h map. Keys are
+ * borrowed from the program. A vinfo pointer stays valid until the next vmap_get that
+ * creates. ---- */
 typedef struct vinfo {
   const char *name;
   bool needs;       /* needs a gradient */
@@ -21,45 +24,26 @@ typedef struct vinfo {
 } vinfo;
 
 typedef struct vmap {
-  size_t cap, n;
-  vinfo *slots;
+  pd_strmap index;  /* name -> position in items */
+  vinfo *items;
+  size_t n, cap;
 } vmap;
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
 
 /* The info of name, created when create is set (NULL on out of memory or when absent). */
 static vinfo *vmap_get(vmap *m, const char *name, bool create) {
-  if (create && (m->n + 1) * 2 > m->cap) {
-    size_t ncap = m->cap ? m->cap * 2 : 256;
-    vinfo *ns = pd_calloc(ncap, sizeof *ns);
-    if (!ns) return NULL;
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->slots[i].name) continue;
-      size_t j = hash_str(m->slots[i].name) & (ncap - 1);
-      while (ns[j].name) j = (j + 1) & (ncap - 1);
-      ns[j] = m->slots[i];
-    }
-    pd_free(m->slots);
-    m->slots = ns;
-    m->cap = ncap;
-  }
-  if (!m->cap) return NULL;
-  size_t j = hash_str(name) & (m->cap - 1);
-  while (m->slots[j].name) {
-    if (strcmp(m->slots[j].name, name) == 0) return &m->slots[j];
-    j = (j + 1) & (m->cap - 1);
-  }
-  if (!create) return NULL;
-  m->slots[j] = (vinfo){.name = name};
-  m->n++;
-  return &m->slots[j];
+  const pd_strmap_entry *e = pd_strmap_find(&m->index, name);
+  if (e) return &m->items[e->val.i];
+  if (!create || PD_GROW(m->items, m->cap, m->n + 1) ||
+      pd_strmap_set_int(&m->index, name, (int64_t)m->n))
+    return NULL;
+  m->items[m->n] = (vinfo){.name = name};
+  return &m->items[m->n++];
 }
 
-static bool is_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64 || t == PD_FP16; }
+static void vmap_free(vmap *m) {
+  pd_strmap_free(&m->index);
+  pd_free(m->items);
+}
 
 /* ---- The pass ---- */
 
@@ -139,7 +123,7 @@ static bool needs_grad(bw *w, const char *name) {
   if (strcmp(name, PD_EMPTY_VAR_NAME) == 0) return false;
   vinfo *vi = vmap_get(&w->m, name, false);
   const pd_var_desc *d = find(w, name);
-  return vi && vi->needs && d && is_float(d->dtype) && !d->stop_gradient;
+  return vi && vi->needs && d && pd_dtype_is_float(d->dtype) && !d->stop_gradient;
 }
 
 /* Bind slot `param` of g to the gradients of the vars of a forward slot: existing ones (reading)
@@ -336,7 +320,7 @@ static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec 
   for (const pd_block *b = pd_block_parent(fb); !st && b; b = pd_block_parent(b))
     for (int i = 0; !st && i < b->nvars; i++) {
       const pd_var_desc *v = b->vars[i];
-      if (!v->persistable || v->type != PD_VAR_LOD_TENSOR || !is_float(v->dtype) ||
+      if (!v->persistable || v->type != PD_VAR_LOD_TENSOR || !pd_dtype_is_float(v->dtype) ||
           v->stop_gradient)
         continue;
       vinfo *vi = vmap_get(&w.m, v->name, true);
@@ -364,8 +348,8 @@ static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec 
     if (vi) st = total(&w, vi, (pd_loc){0});
   }
   pd_free(relevant);
-  pd_free(needed.slots);
-  pd_free(w.m.slots);
+  vmap_free(&needed);
+  vmap_free(&w.m);
   pd_buf_free(&w.name);
   return st;
 }
@@ -483,7 +467,7 @@ static pd_status cf_grad(bw *w, const pd_op_desc *fwd) {
     }
     for (int i = 0; i < nout; i++) {
       const pd_var_desc *v = find(w, outs[i]);
-      if (v && is_float(v->dtype)) sp.seeds[sp.nseeds++] = outs[i];
+      if (v && pd_dtype_is_float(v->dtype)) sp.seeds[sp.nseeds++] = outs[i];
     }
     sp.declare_seeds = true;
   } else {
@@ -543,7 +527,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
                         "the cost '%s' is not a var of the global block", cost);
   int64_t numel = 1;
   for (int i = 0; i < cv->ndims; i++) numel *= cv->dims[i];
-  if (!is_float(cv->dtype) || cv->ndims < 0 || numel != 1)
+  if (!pd_dtype_is_float(cv->dtype) || cv->ndims < 0 || numel != 1)
     return pd_error_set(w->err, PD_EINVAL, (pd_loc){0},
                         "the cost '%s' must be one floating-point value (mean(...) of a loss), "
                         "it is %s with %d dims",
@@ -564,7 +548,8 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
   /* 2. Which vars need a gradient. */
   for (int i = 0; i < b0->nvars; i++) {
     const pd_var_desc *v = b0->vars[i];
-    if (v->persistable && v->type == PD_VAR_LOD_TENSOR && is_float(v->dtype) && !v->stop_gradient) {
+    if (v->persistable && v->type == PD_VAR_LOD_TENSOR && pd_dtype_is_float(v->dtype) &&
+        !v->stop_gradient) {
       vinfo *vi = vmap_get(&w->m, v->name, true);
       if (!vi) {
         st = oom(w);
@@ -621,7 +606,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
   }
 out:
   pd_free(relevant);
-  pd_free(needed.slots);
+  vmap_free(&needed);
   return st;
 }
 
@@ -632,7 +617,7 @@ pd_status pd_append_backward(pd_program *p, const char *cost, pd_backward *out, 
   /* Names of gradient vars are looked up by the forward names (borrowed from the program);
    * vars are never removed during the pass, so the keys stay valid. */
   pd_status st = run_pass(&w, cost, out);
-  pd_free(w.m.slots);
+  vmap_free(&w.m);
   pd_buf_free(&w.name);
   if (st) pd_backward_release(out);
   return st;

@@ -2,38 +2,23 @@
 #include "config.h"
 #include "vm/passes/hoist.h"
 
-#include <stdint.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "vm/ops/ops.h"
 
 /* ---- A list of names (borrowed from the program unless said otherwise), in order with
- * duplicates, and a hash index of how often each occurs (loop bodies can be large). ---- */
+ * duplicates, and how often each occurs (a base/strmap.h map, keys borrowed: loop bodies can
+ * be large). ---- */
 typedef struct names {
   int n, cap;
   const char **v;
-  size_t hcap, distinct;   /* the index: open addressing, a power of two, at most half full */
-  const char **keys;
-  int *counts;
+  pd_strmap counts;   /* name -> occurrences */
 } names;
 
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-/* The slot of x in the index (holding x, or empty where x would go); hcap > 0. */
-static size_t slot_of(const char *const *keys, size_t hcap, const char *x) {
-  size_t j = hash_str(x) & (hcap - 1);
-  while (keys[j] && strcmp(keys[j], x) != 0) j = (j + 1) & (hcap - 1);
-  return j;
-}
-
 static int count(const names *s, const char *x) {
-  if (!s->hcap) return 0;
-  size_t j = slot_of(s->keys, s->hcap, x);
-  return s->keys[j] ? s->counts[j] : 0;
+  const pd_strmap_entry *e = pd_strmap_find(&s->counts, x);
+  return e ? (int)e->val.i : 0;
 }
 
 static bool has(const names *s, const char *x) { return count(s, x) > 0; }
@@ -47,41 +32,16 @@ static int push(names *s, const char *x) {
     s->v = v;
     s->cap = cap;
   }
-  if ((s->distinct + 1) * 2 > s->hcap) {
-    size_t hcap = s->hcap ? s->hcap * 2 : 32;
-    const char **keys = pd_calloc(hcap, sizeof *keys);
-    int *counts = pd_calloc(hcap, sizeof *counts);
-    if (!keys || !counts) {
-      pd_free(keys);
-      pd_free(counts);
-      return -1;
-    }
-    for (size_t i = 0; i < s->hcap; i++) {
-      if (!s->keys[i]) continue;
-      size_t j = slot_of(keys, hcap, s->keys[i]);
-      keys[j] = s->keys[i];
-      counts[j] = s->counts[i];
-    }
-    pd_free(s->keys);
-    pd_free(s->counts);
-    s->keys = keys;
-    s->counts = counts;
-    s->hcap = hcap;
-  }
-  size_t j = slot_of(s->keys, s->hcap, x);
-  if (!s->keys[j]) {
-    s->keys[j] = x;
-    s->distinct++;
-  }
-  s->counts[j]++;
+  pd_strmap_entry *e = pd_strmap_add(&s->counts, x, NULL);
+  if (!e) return -1;
+  e->val.i++;
   s->v[s->n++] = x;
   return 0;
 }
 
 static void names_free(names *s) {
   pd_free(s->v);
-  pd_free(s->keys);
-  pd_free(s->counts);
+  pd_strmap_free(&s->counts);
   memset(s, 0, sizeof *s);
 }
 

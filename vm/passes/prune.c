@@ -5,58 +5,25 @@
 #include "vm/passes/prune.h"
 
 #include <stdbool.h>
-#include <stdint.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "vm/ops/ops.h"
 
-/* ---- A set of names (borrowed strings: the program's own, or the caller's targets) ---- */
+/* ---- A set of names: a base/strmap.h map with borrowed keys (the program's own strings, or
+ * the caller's targets) and no values ---- */
 
-typedef struct nameset {
-  size_t cap, count;  /* cap: 0, or a power of two; at most half full */
-  const char **slots;
-} nameset;
+typedef pd_strmap nameset;
 
-static size_t hash_name(const char *s) {
-  uint64_t h = 14695981039346656037u; /* FNV-1a */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-  return (size_t)(h ^ (h >> 29));
-}
-
-static size_t set_probe(const nameset *s, const char *name) {
-  size_t mask = s->cap - 1, i = hash_name(name) & mask;
-  while (s->slots[i] && strcmp(s->slots[i], name) != 0) i = (i + 1) & mask;
-  return i;
-}
-
-static bool set_has(const nameset *s, const char *name) {
-  return s->cap && s->slots[set_probe(s, name)];
-}
+static bool set_has(const nameset *s, const char *name) { return pd_strmap_find(s, name); }
 
 /* 1 when name was added, 0 when it was there, -1 on out of memory. */
 static int set_add(nameset *s, const char *name) {
-  if (s->cap && s->slots[set_probe(s, name)]) return 0;
-  if (s->count + 1 > s->cap / 2) {
-    size_t ncap = s->cap ? s->cap * 2 : 16;
-    if (ncap > SIZE_MAX / 2 / sizeof *s->slots) return -1;
-    const char **slots = pd_calloc(ncap, sizeof *slots);
-    if (!slots) return -1;
-    nameset old = *s;
-    s->cap = ncap;
-    s->slots = slots;
-    for (size_t i = 0; i < old.cap; i++)
-      if (old.slots[i]) s->slots[set_probe(s, old.slots[i])] = old.slots[i];
-    pd_free(old.slots);
-  }
-  s->slots[set_probe(s, name)] = name;
-  s->count++;
-  return 1;
+  bool added;
+  return !pd_strmap_add(s, name, &added) ? -1 : added;
 }
 
-static void set_free(nameset *s) {
-  pd_free(s->slots);
-  *s = (nameset){0};
-}
+static void set_free(nameset *s) { pd_strmap_free(s); }
 
 /* ---- The marking pass ---- */
 
@@ -159,9 +126,10 @@ static void visit_sub_block(pass *ps, frame *f, const pd_op_desc *op, int s, boo
   if (sb->forward_block_idx >= 0 && sb->forward_block_idx < p->nblocks)
     mark_whole(ps, sb->forward_block_idx);
   if (!ps->oom) visit(ps, &g);
-  for (size_t i = 0; i < g.reads.cap && !ps->oom; i++) {
-    const char *n = g.reads.slots[i];
-    if (!n || pd_block_find_var_local(sb, n)) continue;
+  const pd_strmap_entry *e;
+  for (size_t i = 0; !ps->oom && (e = pd_strmap_next(&g.reads, &i));) {
+    const char *n = e->key;
+    if (pd_block_find_var_local(sb, n)) continue;
     if (add(ps, &f->needed, n)) *grew = true;
     add(ps, &f->reads, n);
   }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strmap.h"
 #include "vm/run/exec_place.h"
 #include "vm/ops/opkernels.h"
 
@@ -59,40 +60,14 @@ struct pd_exec {
 
 /* ---------------------------------------------------------------- preparing */
 
-/* A name -> index map for building a block's table (open addressing, power-of-two size). */
-typedef struct name_map {
-  size_t cap;
-  int *slots;   /* index + 1; 0 = empty */
-} name_map;
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
+/* While a block is prepared, its table's names map to their indices (base/strmap.h; the keys
+ * are the program's strings, which outlive the preparation). */
 
 /* Index of name in b->names, adding it (as an outer name) when absent; -1 on out of memory. */
-static int table_add(pd_exec_block *b, name_map *m, size_t *cap, const char *name,
+static int table_add(pd_exec_block *b, pd_strmap *m, size_t *cap, const char *name,
                      const pd_var_desc *desc, int where) {
-  if ((size_t)(b->nnames + 1) * 2 > m->cap) {
-    size_t ncap = m->cap ? m->cap * 2 : 64;
-    int *ns = pd_calloc(ncap, sizeof *ns);
-    if (!ns) return -1;
-    for (int i = 0; i < b->nnames; i++) {
-      size_t j = hash_str(b->names[i]) & (ncap - 1);
-      while (ns[j]) j = (j + 1) & (ncap - 1);
-      ns[j] = i + 1;
-    }
-    pd_free(m->slots);
-    m->slots = ns;
-    m->cap = ncap;
-  }
-  size_t j = hash_str(name) & (m->cap - 1);
-  while (m->slots[j]) {
-    int i = m->slots[j] - 1;
-    if (strcmp(b->names[i], name) == 0) return i;
-    j = (j + 1) & (m->cap - 1);
-  }
+  const pd_strmap_entry *e = pd_strmap_find(m, name);
+  if (e) return (int)e->val.i;
   if ((size_t)b->nnames == *cap) {
     size_t ncap = *cap ? *cap * 2 : 16;
     const char **nn = pd_realloc(b->names, ncap * sizeof *nn);
@@ -106,11 +81,12 @@ static int table_add(pd_exec_block *b, name_map *m, size_t *cap, const char *nam
     b->where = nw;
     *cap = ncap;
   }
-  int i = b->nnames++;
+  int i = b->nnames;
+  if (pd_strmap_set_int(m, name, i)) return -1;
+  b->nnames++;
   b->names[i] = name;
   b->descs[i] = desc;
   b->where[i] = (unsigned char)where;
-  m->slots[j] = i + 1;
   return i;
 }
 
@@ -129,7 +105,7 @@ static void free_block(pd_exec_block *b) {
 #define prep_fail(err, op, st, ...) pd_error_set((err), (st), (op)->loc, __VA_ARGS__)
 
 /* Bind the slots of op (inputs or outputs) to table indices, per slot of the def. */
-static pd_status bind_slots(pd_exec_block *b, name_map *m, size_t *cap, const pd_op_desc *op,
+static pd_status bind_slots(pd_exec_block *b, pd_strmap *m, size_t *cap, const pd_op_desc *op,
                             int nslots, const pd_slot *slots, int ndef, const pd_slotdef *defs,
                             int *start, int *count, int *args, int *nargs, pd_error *err,
                             const char *what) {
@@ -162,21 +138,15 @@ static pd_status bind_slots(pd_exec_block *b, name_map *m, size_t *cap, const pd
  * declared in block 0 and not persistable are released (NAME_LOCAL: they live in the run
  * scope); names that resolve to outer scopes never are. ---- */
 
-static int table_find(const pd_exec_block *b, const name_map *m, const char *name) {
-  if (!m->cap) return -1;
-  size_t j = hash_str(name) & (m->cap - 1);
-  while (m->slots[j]) {
-    int i = m->slots[j] - 1;
-    if (strcmp(b->names[i], name) == 0) return i;
-    j = (j + 1) & (m->cap - 1);
-  }
-  return -1;
+static int table_find(const pd_strmap *m, const char *name) {
+  const pd_strmap_entry *e = pd_strmap_find(m, name);
+  return e ? (int)e->val.i : -1;
 }
 
 /* last[idx] = user for every name of block 0's table that the ops of block bidx name, and those
  * of the blocks they own. */
-static void mark_nested(const pd_program *p, int bidx, const pd_exec_block *b, const name_map *m,
-                        int user, int *last, int depth) {
+static void mark_nested(const pd_program *p, int bidx, const pd_strmap *m, int user, int *last,
+                        int depth) {
   const pd_block *blk = pd_program_block(p, bidx);
   if (!blk || depth > 64) return;
   for (int i = 0; i < blk->nops; i++) {
@@ -186,20 +156,20 @@ static void mark_nested(const pd_program *p, int bidx, const pd_exec_block *b, c
       const pd_slot *sl = io ? op->outputs : op->inputs;
       for (int s = 0; s < ns; s++)
         for (int a = 0; a < sl[s].nargs; a++) {
-          int idx = table_find(b, m, sl[s].args[a]);
+          int idx = table_find(m, sl[s].args[a]);
           if (idx >= 0) last[idx] = user;
         }
     }
     for (int a = 0; a < op->nattrs; a++) {
       const pd_attr *at = &op->attrs[a];
-      if (at->type == PD_ATTR_BLOCK) mark_nested(p, at->v.i, b, m, user, last, depth + 1);
+      if (at->type == PD_ATTR_BLOCK) mark_nested(p, at->v.i, m, user, last, depth + 1);
       for (int k = 0; at->type == PD_ATTR_BLOCKS && k < at->n; k++)
-        mark_nested(p, at->ints[k], b, m, user, last, depth + 1);
+        mark_nested(p, at->ints[k], m, user, last, depth + 1);
     }
   }
 }
 
-static pd_status plan_release(pd_exec *ex, pd_exec_block *b, const name_map *m) {
+static pd_status plan_release(pd_exec *ex, pd_exec_block *b, const pd_strmap *m) {
   int *last = pd_malloc(sizeof *last * (size_t)(b->nnames + 1));
   b->rel_start = pd_calloc((size_t)b->nops + 2, sizeof *b->rel_start);
   b->release = pd_malloc(sizeof *b->release * (size_t)(b->nnames + 1));
@@ -218,9 +188,9 @@ static pd_status plan_release(pd_exec *ex, pd_exec_block *b, const name_map *m) 
         if (x->args[x->out_start[d] + k] >= 0) last[x->args[x->out_start[d] + k]] = i;
     for (int a = 0; a < x->op->nattrs; a++) {
       const pd_attr *at = &x->op->attrs[a];
-      if (at->type == PD_ATTR_BLOCK) mark_nested(ex->p, at->v.i, b, m, i, last, 1);
+      if (at->type == PD_ATTR_BLOCK) mark_nested(ex->p, at->v.i, m, i, last, 1);
       for (int k = 0; at->type == PD_ATTR_BLOCKS && k < at->n; k++)
-        mark_nested(ex->p, at->ints[k], b, m, i, last, 1);
+        mark_nested(ex->p, at->ints[k], m, i, last, 1);
     }
   }
   /* Counting sort by last user. */
@@ -250,9 +220,10 @@ static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
   const pd_block *blk = ex->p->blocks[bi];
   pd_exec_block *b = &ex->blocks[bi];
   b->block = blk;
-  name_map m = {0};
+  pd_strmap m = {0};
   size_t cap = 0;
-  pd_status st = PD_OK;
+  pd_status st = pd_strmap_reserve(&m, (size_t)blk->nvars);
+  if (st) return st;
   /* The block's own vars first: a run creates all of them, so that sub-blocks find the ones
    * only they use. */
   for (int i = 0; i < blk->nvars; i++) {
@@ -342,7 +313,7 @@ static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
   }
   if (bi == 0) st = plan_release(ex, b, &m);
 out:
-  pd_free(m.slots);
+  pd_strmap_free(&m);
   return st;
 }
 
@@ -530,7 +501,7 @@ static pd_status check_outputs_finite(const pd_exec_ctx *ctx) {
       const pd_tensor *t = &v->u.tensor;
       pd_tensor host;
       pd_tensor_init(&host);
-      if (pd_tensor_on_gpu(t) && (t->dtype == PD_FP32 || t->dtype == PD_FP64)) {
+      if (pd_tensor_on_gpu(t) && pd_dtype_is_kernel_float(t->dtype)) {
         if (pd_tensor_copy_to(&host, t, PD_K_HOST))
           return pd_ctx_fail(ctx, PD_ERUNTIME, "cannot read output %s (var '%s') to check it: %s",
                              x->def->outputs[d].name, pd_var_name(v), pd_k_cuda_error());
@@ -676,15 +647,6 @@ pd_status pd_exec_run_block(pd_exec *ex, int block_idx, pd_scope *scope, pd_erro
   return run_prepared(ex, &ex->blocks[block_idx], scope, err);
 }
 
-static int elem_dims_str(char *buf, size_t n, int nd, const int64_t *dims) {
-  size_t k = 0;
-  k += (size_t)snprintf(buf + k, n - k, "[");
-  for (int i = 0; i < nd && k < n; i++)
-    k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)dims[i]);
-  if (k < n) k += (size_t)snprintf(buf + k, n - k, "]");
-  return (int)k;
-}
-
 pd_status pd_exec_feed_var(pd_exec *ex, pd_scope *scope, const char *name,
                            const pd_tensor *value, pd_error *err) {
   const pd_var_desc *d = pd_block_find_var_local(ex->p->blocks[0], name);
@@ -701,9 +663,9 @@ pd_status pd_exec_feed_var(pd_exec *ex, pd_scope *scope, const char *name,
   }
   if (!ok) {
     char want[160], got[160];
-    if (d->ndims >= 0) elem_dims_str(want, sizeof want, d->ndims, d->dims);
+    if (d->ndims >= 0) pd_dims_str(d->ndims, d->dims, want, sizeof want);
     else snprintf(want, sizeof want, "any shape");
-    elem_dims_str(got, sizeof got, value->ndims, value->dims);
+    pd_dims_str(value->ndims, value->dims, got, sizeof got);
     return pd_error_set(err, PD_ESHAPE, (pd_loc){0},
                         "cannot feed '%s': it is declared %s %s, the value is %s %s", name,
                         pd_dtype_name(d->dtype), want, pd_dtype_name(value->dtype), got);
@@ -817,7 +779,7 @@ pd_status pd_ctx_resize(const pd_exec_ctx *ctx, pd_tensor *out, pd_dtype dtype, 
   pd_status st = pd_tensor_resize(out, dtype, ndims, dims);
   if (st == PD_ENOMEM) {
     char buf[160];
-    elem_dims_str(buf, sizeof buf, ndims, dims);
+    pd_dims_str(ndims, dims, buf, sizeof buf);
     return pd_ctx_fail(ctx, st, "out of memory for an output of shape %s (%s)", buf,
                        pd_dtype_name(dtype));
   }
@@ -988,8 +950,7 @@ const void *pd_ctx_at_place(const pd_exec_ctx *ctx, const void *host, size_t nby
 }
 
 const char *pd_ctx_shape_str(const pd_tensor *t, char *buf, size_t n) {
-  elem_dims_str(buf, n, t->ndims, t->dims);
-  return buf;
+  return pd_dims_str(t->ndims, t->dims, buf, n);
 }
 
 pd_status pd_ctx_run_sub_block(const pd_exec_ctx *ctx, pd_scope *scope) {

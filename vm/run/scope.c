@@ -1,4 +1,4 @@
-/* scope.c -- the scope tree: an open-addressing hash table of variables per scope, a doubly
+/* scope.c -- the scope tree: a hash map (base/strmap.h) of variables per scope, a doubly
  * linked list of child scopes, and variables as tagged unions (tensor, tensor array, step
  * scopes). */
 #include "config.h"
@@ -7,77 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/strmap.h"
+
 struct pd_scope {
   pd_scope *parent;
   pd_scope *first_kid;       /* owned children, newest first */
   pd_scope *prev, *next;     /* siblings in the parent's list */
   size_t nkids;
   pd_variable *step_owner;   /* a step scope: the STEP_SCOPES variable that owns it */
-  size_t nvars;
-  size_t cap;                /* slots: 0, or a power of two kept at most half full */
-  pd_variable **slots;       /* linear probing; NULL = empty */
+  pd_strmap vars;            /* name -> pd_variable *; keys borrowed: each variable's name */
 };
-
-/* FNV-1a, 64-bit. */
-static uint64_t hash_name(const char *s) {
-  uint64_t h = 0xcbf29ce484222325u;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3u;
-  }
-  return h;
-}
-
-/* The slot holding `name`, or the empty slot where it would go. s->cap > 0. */
-static size_t find_slot(const pd_scope *s, const char *name, uint64_t h) {
-  size_t mask = s->cap - 1, i = (size_t)h & mask;
-  while (s->slots[i] && (s->slots[i]->hash != h || strcmp(s->slots[i]->name, name) != 0))
-    i = (i + 1) & mask;
-  return i;
-}
-
-static void insert_var(pd_scope *s, pd_variable *v) {
-  s->slots[find_slot(s, v->name, v->hash)] = v;
-  s->nvars++;
-}
-
-/* Take the variable out of slot i without freeing it; later entries of its probe run move
- * back so that every entry stays reachable from its home slot (no tombstones). */
-static void remove_slot(pd_scope *s, size_t i) {
-  size_t mask = s->cap - 1, j = i;
-  s->slots[i] = NULL;
-  s->nvars--;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (!s->slots[j]) return;
-    size_t home = (size_t)s->slots[j]->hash & mask;
-    /* Entry j may fill the hole at i unless its home lies cyclically in (i, j]. */
-    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-    if (!stays) {
-      s->slots[i] = s->slots[j];
-      s->slots[j] = NULL;
-      i = j;
-    }
-  }
-}
-
-static int grow_table(pd_scope *s) {
-  size_t ncap = s->cap ? s->cap * 2 : 8;
-  if (ncap < s->cap) return -1;
-  pd_variable **old = s->slots;
-  size_t ocap = s->cap;
-  s->slots = pd_calloc(ncap, sizeof *s->slots);
-  if (!s->slots) {
-    s->slots = old;
-    return -1;
-  }
-  s->cap = ncap;
-  s->nvars = 0;
-  for (size_t i = 0; i < ocap; i++)
-    if (old[i]) insert_var(s, old[i]);
-  pd_free(old);
-  return 0;
-}
 
 /* ---- Tree ---- */
 
@@ -119,9 +58,9 @@ static void destroy_tree(pd_scope *s) {
     s->first_kid = k->next;
     destroy_tree(k);
   }
-  for (size_t i = 0; i < s->cap; i++)
-    if (s->slots[i]) var_destroy(s->slots[i]);
-  pd_free(s->slots);
+  pd_strmap_entry *e;
+  for (size_t i = 0; (e = pd_strmap_next(&s->vars, &i));) var_destroy(e->val.p);
+  pd_strmap_free(&s->vars);
   pd_free(s);
 }
 
@@ -167,14 +106,17 @@ size_t pd_scope_num_kids(const pd_scope *s) { return s->nkids; }
 /* ---- Variables ---- */
 
 pd_variable *pd_scope_find_local_var(const pd_scope *s, const char *name) {
-  if (!s->nvars || !name) return NULL;
-  return s->slots[find_slot(s, name, hash_name(name))];
+  if (!name) return NULL;
+  pd_strmap_entry *e = pd_strmap_find(&s->vars, name);
+  return e ? e->val.p : NULL;
 }
 
 pd_variable *pd_scope_find_var(const pd_scope *s, const char *name) {
+  if (!name) return NULL;
+  uint64_t h = pd_str_hash(name);  /* once for the whole chain */
   for (; s; s = s->parent) {
-    pd_variable *v = pd_scope_find_local_var(s, name);
-    if (v) return v;
+    pd_strmap_entry *e = pd_strmap_find_hashed(&s->vars, name, h);
+    if (e) return e->val.p;
   }
   return NULL;
 }
@@ -183,7 +125,7 @@ pd_variable *pd_scope_var(pd_scope *s, const char *name) {
   if (!name) return NULL;
   pd_variable *v = pd_scope_find_local_var(s, name);
   if (v) return v;
-  if ((s->nvars + 1) * 2 > s->cap && grow_table(s)) return NULL;
+  if (pd_strmap_reserve(&s->vars, s->vars.count + 1)) return NULL;
   v = pd_calloc(1, sizeof *v);
   if (!v) return NULL;
   v->name = pd_strdup(name);
@@ -191,42 +133,36 @@ pd_variable *pd_scope_var(pd_scope *s, const char *name) {
     pd_free(v);
     return NULL;
   }
-  v->hash = hash_name(name);
   v->scope = s;
   v->type = PD_VAR_UNSET;
-  insert_var(s, v);
+  pd_strmap_set_ptr(&s->vars, v->name, v);  /* room reserved: cannot fail */
   return v;
 }
 
 pd_status pd_scope_erase_var(pd_scope *s, const char *name) {
-  if (!s->nvars || !name) return PD_ENOTFOUND;
-  size_t i = find_slot(s, name, hash_name(name));
-  pd_variable *v = s->slots[i];
+  pd_variable *v = pd_scope_find_local_var(s, name);
   if (!v) return PD_ENOTFOUND;
-  remove_slot(s, i);
+  pd_strmap_remove(&s->vars, name);
   var_destroy(v);
   return PD_OK;
 }
 
 pd_status pd_scope_rename_var(pd_scope *s, const char *old_name, const char *new_name) {
   if (!old_name || !new_name) return PD_EINVAL;
-  if (!s->nvars) return PD_ENOTFOUND;
-  size_t i = find_slot(s, old_name, hash_name(old_name));
-  pd_variable *v = s->slots[i];
+  pd_variable *v = pd_scope_find_local_var(s, old_name);
   if (!v) return PD_ENOTFOUND;
   if (strcmp(old_name, new_name) == 0) return PD_OK;
   if (pd_scope_find_local_var(s, new_name)) return PD_EINVAL;
   char *copy = pd_strdup(new_name);
   if (!copy) return PD_ENOMEM;
-  remove_slot(s, i);
+  pd_strmap_remove(&s->vars, v->name);
   pd_free(v->name);
   v->name = copy;
-  v->hash = hash_name(copy);
-  insert_var(s, v);  /* same count as before: no growth needed */
+  pd_strmap_set_ptr(&s->vars, copy, v);  /* same count as before: no growth needed */
   return PD_OK;
 }
 
-size_t pd_scope_num_vars(const pd_scope *s) { return s->nvars; }
+size_t pd_scope_num_vars(const pd_scope *s) { return s->vars.count; }
 
 static int cmp_names(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
@@ -235,12 +171,12 @@ static int cmp_names(const void *a, const void *b) {
 pd_status pd_scope_var_names(const pd_scope *s, const char ***names, size_t *n) {
   *names = NULL;
   *n = 0;
-  if (!s->nvars) return PD_OK;
-  const char **arr = pd_malloc(s->nvars * sizeof *arr);
+  if (!s->vars.count) return PD_OK;
+  const char **arr = pd_malloc(s->vars.count * sizeof *arr);
   if (!arr) return PD_ENOMEM;
   size_t k = 0;
-  for (size_t i = 0; i < s->cap; i++)
-    if (s->slots[i]) arr[k++] = s->slots[i]->name;
+  pd_strmap_entry *e;
+  for (size_t i = 0; (e = pd_strmap_next(&s->vars, &i));) arr[k++] = e->key;
   qsort(arr, k, sizeof *arr, cmp_names);
   *names = arr;
   *n = k;

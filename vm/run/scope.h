@@ -51,7 +51,6 @@ typedef struct pd_variable {
   pd_var_type type;         /* PD_VAR_UNSET or one of the kinds above */
   char *name;               /* owned; read with pd_var_name */
   pd_scope *scope;          /* the scope that holds (and owns) the variable */
-  uint64_t hash;            /* private: hash of name */
   union {
     pd_tensor tensor;       /* LOD_TENSOR */
     pd_tensor_array array;  /* LOD_TENSOR_ARRAY, FEED_MINIBATCH, FETCH_LIST */

@@ -313,12 +313,6 @@ pd_status pd_tensor_validate_lod(const pd_tensor *t, pd_error *err) {
 
 /* ---- Printing ---- */
 
-void pd_tensor_print_shape(int ndims, const int64_t *dims, pd_buf *out) {
-  pd_buf_puts(out, "[");
-  for (int i = 0; i < ndims; i++) pd_buf_printf(out, "%s%" PRId64, i ? ", " : "", dims[i]);
-  pd_buf_puts(out, "]");
-}
-
 /* One element as text into buf (32 bytes hold any %g double or int64). */
 static void format_elem(const pd_tensor *t, int64_t i, char *buf, size_t cap) {
   const void *d = pd_tensor_data(t);
@@ -409,13 +403,13 @@ void pd_tensor_print(const pd_tensor *t, pd_buf *out) {
     return;
   }
   pd_buf_puts(out, "Tensor(shape=");
-  pd_tensor_print_shape(t->ndims, t->dims, out);
+  pd_buf_put_dims(out, t->ndims, t->dims);
   pd_buf_printf(out, ", dtype=%s", pd_dtype_name(t->dtype));
   if (t->nlod) {
     pd_buf_puts(out, ", lod=[");
     for (int l = 0; l < t->nlod; l++) {
       if (l) pd_buf_puts(out, ", ");
-      pd_tensor_print_shape((int)t->lod[l].n, t->lod[l].offsets, out);
+      pd_buf_put_dims(out, (int)t->lod[l].n, t->lod[l].offsets);
     }
     pd_buf_puts(out, "]");
   }

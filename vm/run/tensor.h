@@ -140,8 +140,6 @@ pd_status pd_tensor_validate_lod(const pd_tensor *t, pd_error *err);
 #define PD_TENSOR_PRINT_MAX 1000
 #define PD_TENSOR_PRINT_EDGE 3
 void pd_tensor_print(const pd_tensor *t, pd_buf *out);
-/* "[3, 1]" */
-void pd_tensor_print_shape(int ndims, const int64_t *dims, pd_buf *out);
 
 /* ---- Tensor arrays (LoDTensorArray; also the feed and fetch lists) ---- */
 typedef struct pd_tensor_array {

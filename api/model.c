@@ -1,0 +1,122 @@
+/* model.c -- loading and running a saved inference model (api/model.h): the program and its
+ * feed and fetch ops, the parameters, the executor, the feed and fetch lists. */
+#include "config.h"
+#include "api/model.h"
+
+#include <string.h>
+
+#include "vm/ir/params.h"
+#include "vm/ir/serialize.h"
+
+static const pd_loc nowhere = {0};
+
+static pd_status oom(pd_error *err) {
+  return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+}
+
+/* The feed ("Out" of each feed op) or fetch ("X" of each fetch op) ops of block 0, ordered by
+ * their "col" attribute, which must number them 0..n-1. *list is the feed/fetch list var. */
+static pd_status find_io(const pd_program *p, const char *path, bool feed, pd_model_io **out,
+                         int *n, const char **list, pd_error *err) {
+  const pd_block *b = p->blocks[0];
+  const char *type = feed ? "feed" : "fetch";
+  *out = NULL;
+  *n = 0;
+  int count = 0;
+  for (int i = 0; i < b->nops; i++) count += strcmp(b->ops[i]->type, type) == 0;
+  pd_model_io *ops = pd_calloc((size_t)count + 1, sizeof *ops);
+  if (!ops) return oom(err);
+  for (int i = 0; i < count; i++) ops[i].col = -1;
+  for (int i = 0, k = 0; i < b->nops; i++) {
+    const pd_op_desc *op = b->ops[i];
+    if (strcmp(op->type, type) != 0) continue;
+    const char *var = feed ? pd_op_output1(op, "Out") : pd_op_input1(op, "X");
+    const char *lst = feed ? pd_op_input1(op, "X") : pd_op_output1(op, "Out");
+    const pd_attr *a = pd_op_attr(op, "col");
+    int64_t c = !a ? k : a->type == PD_ATTR_INT ? a->v.i : a->type == PD_ATTR_LONG ? a->v.l : -1;
+    int col = c >= 0 && c < count ? (int)c : -1;
+    if (!var || !lst || col < 0 || col >= count || ops[col].var || (*list && strcmp(*list, lst))) {
+      pd_free(ops);
+      return pd_error_set(err, PD_EFORMAT, nowhere,
+                          "%s: %s op %d is malformed (its variables or its column %d of %d)",
+                          path, type, k, col, count);
+    }
+    *list = lst;
+    ops[col] = (pd_model_io){var, col};
+    k++;
+  }
+  *out = ops;
+  *n = count;
+  return PD_OK;
+}
+
+pd_status pd_model_load(pd_model *m, const char *path, pd_error *err) {
+  *m = (pd_model){0};
+  pd_status s = pd_program_load(path, &m->program, err);
+  if (!s) s = find_io(m->program, path, true, &m->feeds, &m->nfeeds, &m->feed_list, err);
+  if (!s) s = find_io(m->program, path, false, &m->fetches, &m->nfetches, &m->fetch_list, err);
+  if (!s && !(m->scope = pd_scope_new(NULL))) s = oom(err);
+  if (s) pd_model_free(m);
+  return s;
+}
+
+pd_status pd_model_load_params(pd_model *m, const char *path, const char *params_path,
+                               pd_error *err) {
+  const char **names = NULL;
+  int n;
+  if (pd_params_names(m->program, &names, &n)) return oom(err);
+  pd_status s = PD_OK;
+  if (n) {
+    char *ppath = params_path ? pd_strdup(params_path) : pd_params_path_for(path);
+    s = ppath ? pd_params_load(ppath, m->scope, n, names, m->program, err) : oom(err);
+    pd_free(ppath);
+  }
+  pd_free(names);
+  return s;
+}
+
+pd_status pd_model_prepare(pd_model *m, const pd_exec_options *eo, pd_error *err) {
+  return pd_exec_new(m->program, eo, &m->ex, err);
+}
+
+/* The feed list, made a FEED_MINIBATCH of nfeeds entries; NULL on out of memory. */
+static pd_tensor_array *feed_list(pd_model *m) {
+  pd_variable *v = pd_scope_var(m->scope, m->feed_list ? m->feed_list : "feed");
+  pd_tensor_array *list = NULL;
+  if (!v || pd_var_set_type(v, PD_VAR_FEED_MINIBATCH) || !(list = pd_var_tensor_array(v)) ||
+      pd_tensor_array_reserve(list, m->nfeeds))
+    return NULL;
+  return list;
+}
+
+pd_status pd_model_feed(pd_model *m, int i, const pd_tensor *t, pd_error *err) {
+  pd_tensor_array *list = feed_list(m);
+  if (!list) return oom(err);
+  pd_tensor *slot = pd_tensor_array_get(list, m->feeds[i].col);
+  if (!slot || pd_tensor_share(slot, t)) {
+    pd_tensor_array_truncate(list, 0);
+    return oom(err);
+  }
+  return PD_OK;
+}
+
+pd_status pd_model_run(pd_model *m, pd_tensor_array **fetched, pd_error *err) {
+  *fetched = NULL;
+  pd_tensor_array *list = feed_list(m);
+  if (!list) return oom(err);
+  pd_status s = pd_exec_run(m->ex, m->scope, NULL, NULL, err);
+  pd_tensor_array_truncate(list, 0);  /* the feeds stay the caller's */
+  if (s) return s;
+  pd_variable *v = pd_scope_find_var(m->scope, m->fetch_list ? m->fetch_list : "fetch");
+  if (v && v->type == PD_VAR_FETCH_LIST) *fetched = pd_var_tensor_array(v);
+  return PD_OK;
+}
+
+void pd_model_free(pd_model *m) {
+  pd_exec_free(m->ex);
+  pd_scope_free(m->scope);
+  pd_program_free(m->program);
+  pd_free(m->feeds);
+  pd_free(m->fetches);
+  *m = (pd_model){0};
+}

@@ -1,0 +1,74 @@
+/* kernels_int.h -- private to the backends (kernels/cpu/, kernels/cuda/): the argument checks
+ * and shape helpers that every backend runs before it computes, written once (kernels.c) so
+ * that the CPU and the GPU return the same status for the same arguments. Not for the layers
+ * above, which see kernels/kernels.h only.
+ *
+ * Ownership: nothing here allocates; results go into caller-provided arrays and structs. */
+#ifndef PD_KERNELS_INT_H
+#define PD_KERNELS_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels/kernels.h"
+
+/* ---- Strides ---- */
+/* Contiguous (row-major) strides of a shape, in elements. */
+void pd_k_contig_strides(int nd, const int64_t *dims, int64_t *strides);
+/* The broadcast of out = x OP y as strides over out's dims: pd_k_broadcast_dims (the padded
+ * shapes in *nd, od, xp, yp; PD_ESHAPE / PD_EINVAL as it says), then in str the contiguous
+ * strides of out (str[0]), x (str[1]) and y (str[2]), 0 along the dims x or y broadcast. */
+pd_status pd_k_broadcast_strides(int xnd, const int64_t *xdims, int ynd, const int64_t *ydims,
+                                 int axis, int *nd, int64_t *od, int64_t *xp, int64_t *yp,
+                                 int64_t (*str)[PD_K_MAX_DIMS]);
+/* Drop the size-1 dims of an nd-dim shape over nops operands (strides[k][d] for operand k)
+ * and merge the dims that are contiguous for every operand, into out_dims/out_strides;
+ * returns the number of dims left (>= 1: a single element is one dim of size 1 with stride 0)
+ * and the element count in *numel. */
+int pd_k_merge_dims(int nd, const int64_t *dims, int nops, const int64_t (*strides)[PD_K_MAX_DIMS],
+                    int64_t *out_dims, int64_t (*out_strides)[PD_K_MAX_DIMS], int64_t *numel);
+/* Which dims a reduction reduces (red[d]; naxes == 0: all); PD_EINVAL for a bad axis list (as
+ * pd_k_reduce_shape). */
+pd_status pd_k_reduced_mask(int nd, const int64_t *dims, int naxes, const int *axes, bool *red);
+
+/* ---- Argument checks (PD_EINVAL for bad sizes, PD_EUNSUPPORTED for a dtype) ---- */
+/* A row-major GEMM: sizes and row strides fit a BLAS int; each leading dim covers a row. */
+pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                          int64_t lda, int64_t ldb, int64_t ldc);
+/* gemm_act / gemm_act_chain: fp32/fp64, a fused activation (tanh, sigmoid, relu), the GEMM's
+ * check, and for the gradient a pre-activation h whose rows hold n. */
+pd_status pd_k_gemm_act_check(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
+                              int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
+                              int64_t ldc, const void *h, int64_t ldh);
+/* uniform (a = low, b = high) / gaussian (normal: a = mean, b = std): fp32/fp64, n >= 0, an
+ * rng, finite bounds, low <= high or std >= 0. */
+pd_status pd_k_random_check(pd_dtype dt, int64_t n, const pd_k_rng *rng, double a, double b,
+                            bool normal);
+/* concat / split: nparts sizes along the middle axis of [pre, total, post]; *total = their sum. */
+pd_status pd_k_parts_check(pd_dtype dt, int nparts, const int64_t *sizes, int64_t pre,
+                           int64_t post, int64_t *total);
+/* gather_rows / scatter_add_rows: fp32/fp64, [nrows, width] and [nids, width] sizes (the ids
+ * themselves are the backend's to check: they may live on the device). */
+pd_status pd_k_rows_check(pd_dtype dt, int64_t nrows, int64_t width, int64_t nids);
+/* softmax-like slices [pre, n, post]: pre >= 0, n and post >= 1, the product fits. */
+pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post);
+/* p is what pd_k_conv2d_setup accepts, with its output size. */
+pd_status pd_k_conv2d_check(const pd_k_conv2d *p);
+/* fp32/fp64, and p is what pd_k_pool2d_setup accepts, with its output size. */
+pd_status pd_k_pool2d_check(pd_dtype dt, const pd_k_pool2d *p);
+
+/* ---- A convolution's GEMM sizes, per image ---- */
+typedef struct pd_k_conv_plan {
+  pd_dtype dt;
+  size_t sz;                      /* element size */
+  int64_t g, cg, ocg, kdim, ohw;  /* groups, channels and filters per group, cg*kh*kw, oh*ow */
+  int64_t rows;                   /* rows of an image's column matrix: c * kh * kw */
+  int64_t in_img, out_img;        /* elements of one input / output image */
+  bool direct;                    /* 1x1, stride 1, no padding: an image is its column matrix */
+} pd_k_conv_plan;
+/* Check a convolution (fp32/fp64, pd_k_conv2d_check, GEMM sizes and leading dims within a
+ * BLAS int) and plan it. */
+pd_status pd_k_conv_begin(pd_k_conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p);
+
+#endif /* PD_KERNELS_INT_H */
