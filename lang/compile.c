@@ -844,8 +844,8 @@ static pd_var_desc *import_var(C *c, pd_var_desc *v) {
 /* Expressions.                                                                                */
 
 static value *eval(C *c, const pd_ast_node *e);
-static void exec_block_stmts(C *c, const pd_ast_node *block);
-static void exec_stmt(C *c, const pd_ast_node *s);
+static void compile_block(C *c, const pd_ast_node *block);
+static void compile_stmt(C *c, const pd_ast_node *s);
 
 static bool truthy(C *c, value *v, pd_loc loc, bool *out) {
   switch (v->k) {
@@ -1240,7 +1240,7 @@ static value *call_def(C *c, value *fnv, call_args *a) {
   fs->call = &call;
   c->call = &call;
   c->call_depth++;
-  exec_block_stmts(c, def->def.body);
+  compile_block(c, def->def.body);
   c->call_depth--;
   c->call = call.outer;
   c->scope = saved_scope;
@@ -1412,13 +1412,13 @@ typedef struct if_out {
   pd_loc loc;
 } if_out;
 
-static bool exec_if_chain(C *c, const pd_ast_node *ifn, size_t from);
+static bool compile_if_chain(C *c, const pd_ast_node *ifn, size_t from);
 
 /* Run a branch's statements (or, for the else of an `else if`, the rest of the chain). */
-static void run_branch_body(C *c, const pd_ast_node *ifn, size_t idx) {
-  if (idx < ifn->if_.branches.len) exec_block_stmts(c, ifn->if_.branches.items[idx]->branch.body);
-  else if (idx == ifn->if_.branches.len && ifn->if_.else_block) exec_block_stmts(c, ifn->if_.else_block);
-  else if (idx > ifn->if_.branches.len) exec_if_chain(c, ifn, idx - ifn->if_.branches.len);
+static void compile_branch_body(C *c, const pd_ast_node *ifn, size_t idx) {
+  if (idx < ifn->if_.branches.len) compile_block(c, ifn->if_.branches.items[idx]->branch.body);
+  else if (idx == ifn->if_.branches.len && ifn->if_.else_block) compile_block(c, ifn->if_.else_block);
+  else if (idx > ifn->if_.branches.len) compile_if_chain(c, ifn, idx - ifn->if_.branches.len);
 }
 
 /* Does the arm `idx` (branch index, or len for else) assign name at its own level? */
@@ -1474,8 +1474,8 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
     f->cond = cv;
     arm_cf[side] = f;
     arm_scope[side] = c->scope;
-    if (side == 0) exec_block_stmts(c, br->branch.body);
-    else if (has_false) run_branch_body(c, ifn, false_arm);
+    if (side == 0) compile_block(c, br->branch.body);
+    else if (has_false) compile_branch_body(c, ifn, false_arm);
     cf_close(c, f, saved);
   }
   if (!rows) {
@@ -1635,11 +1635,11 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
 
 /* The arm of a compile-time if: statements in a plain scope (same block); afterwards its new
  * names are defined outside only when every arm of the if assigns them. */
-static void run_staged_arm(C *c, const pd_ast_node *ifn, size_t arm, size_t nb, bool has_else) {
+static void compile_staged_arm(C *c, const pd_ast_node *ifn, size_t arm, size_t nb, bool has_else) {
   symtab *saved = c->scope;
   symtab *s = scope_push(c, SC_PLAIN, saved);
   if (!s) return;
-  run_branch_body(c, ifn, arm);
+  compile_branch_body(c, ifn, arm);
   c->scope = saved;
   for (int i = 0; i < s->nnews; i++) {
     const char *name = s->news[i];
@@ -1661,7 +1661,7 @@ static void run_staged_arm(C *c, const pd_ast_node *ifn, size_t arm, size_t nb, 
   }
 }
 
-static bool exec_if_chain(C *c, const pd_ast_node *ifn, size_t from) {
+static bool compile_if_chain(C *c, const pd_ast_node *ifn, size_t from) {
   size_t nb = ifn->if_.branches.len;
   for (size_t i = from; i < nb; i++) {
     const pd_ast_node *br = ifn->if_.branches.items[i];
@@ -1671,11 +1671,11 @@ static bool exec_if_chain(C *c, const pd_ast_node *ifn, size_t from) {
     bool t;
     if (!truthy(c, cond, br->branch.cond->loc, &t)) return false;
     if (t) {
-      run_staged_arm(c, ifn, i, nb, ifn->if_.else_block != NULL);
+      compile_staged_arm(c, ifn, i, nb, ifn->if_.else_block != NULL);
       return false;
     }
   }
-  if (ifn->if_.else_block) run_staged_arm(c, ifn, nb, nb, true);
+  if (ifn->if_.else_block) compile_staged_arm(c, ifn, nb, nb, true);
   return true;
 }
 
@@ -1719,7 +1719,7 @@ static int out_index(const char *const *names, int n, const char *name) {
   return -1;
 }
 
-static bool exec_for(C *c, const pd_ast_node *s) {
+static bool compile_for(C *c, const pd_ast_node *s) {
   value *seq = eval(c, s->for_.iter);
   if (seq->k == V_ERROR) return false;
   if (seq->k != V_TENSOR || seq->var->lod_level < 1) {
@@ -1797,7 +1797,7 @@ static bool exec_for(C *c, const pd_ast_node *s) {
     bind_local(c, ls, mems[i].name, vtensor(c, pre), mems[i].loc);
   }
   /* The body. `emit` statements record their outputs on the loop scope (news list, below). */
-  exec_block_stmts(c, s->for_.body);
+  compile_block(c, s->for_.body);
   /* Outputs: emitted sequences (bound by `emit` as "@emit.NAME" in the loop scope), then each
    * memory's per-step values, stacked too: its last step is the final state. */
   const char **outs = NULL, **states = NULL, **exstates = NULL;
@@ -1959,7 +1959,7 @@ static bool exec_for(C *c, const pd_ast_node *s) {
   return true;
 }
 
-static bool exec_while(C *c, const pd_ast_node *s) {
+static bool compile_while(C *c, const pd_ast_node *s) {
   symtab *saved = c->scope;
   const char **names = NULL;
   int nnames = 0, capnames = 0;
@@ -2004,7 +2004,7 @@ static bool exec_while(C *c, const pd_ast_node *s) {
   if (!f) return false;
   f->cond = cv;
   symtab *ls = c->scope;
-  exec_block_stmts(c, s->while_.body);
+  compile_block(c, s->while_.body);
   /* Write each carried name's new value back into its loop var; then the condition. */
   bool ok = true;
   for (int i = 0; i < ncarried && ok; i++) {
@@ -2055,7 +2055,7 @@ static bool exec_while(C *c, const pd_ast_node *s) {
 /* ------------------------------------------------------------------------------------------ */
 /* Statements.                                                                                 */
 
-static void exec_assign(C *c, const pd_ast_node *s, bool is_let) {
+static void compile_assign(C *c, const pd_ast_node *s, bool is_let) {
   value *v = eval(c, s->assign.value);
   size_t nt = s->assign.targets.len;
   if (nt == 1) {
@@ -2152,7 +2152,7 @@ static void rename_step_var(C *c, pd_block *b, pd_var_desc *v, const char *hint)
   pd_free(sees);
 }
 
-static void exec_emit(C *c, const pd_ast_node *s) {
+static void compile_emit(C *c, const pd_ast_node *s) {
   symtab *loop = NULL;
   for (symtab *t = c->scope; t; t = t->parent) {
     if (t->kind == SC_FUNC) break;
@@ -2183,7 +2183,7 @@ static void exec_emit(C *c, const pd_ast_node *s) {
       cerr(c, o->binding.value->loc, "emit needs a tensor, got %s", vkind_phrase(v));
       continue;
     }
-    /* A value an op of the step block computed is stacked as it is (exec_for names the output
+    /* A value an op of the step block computed is stacked as it is (compile_for names the output
      * after it); anything else (a memory's value from the step before, an outer var, the step
      * input) is copied into a var of the step block named after the output first. */
     if (written_by_plain_ops(loop->cf->block, v->var->name)) {
@@ -2231,7 +2231,7 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
 }
 
 
-static void exec_import(C *c, const pd_ast_node *s) {
+static void compile_import(C *c, const pd_ast_node *s) {
   if (c->scope->kind != SC_GLOBAL || c->call) {
     cerr(c, s->loc, "'import' is only allowed at the top level of a script");
     return;
@@ -2291,11 +2291,11 @@ static void exec_import(C *c, const pd_ast_node *s) {
     return;
   }
   c->importing[c->nimporting++] = key;
-  exec_block_stmts(c, prog);
+  compile_block(c, prog);
   c->nimporting--;
 }
 
-static void exec_return(C *c, const pd_ast_node *s) {
+static void compile_return(C *c, const pd_ast_node *s) {
   if (!c->call) {
     cerr(c, s->loc, "'return' outside a function");
     return;
@@ -2345,10 +2345,10 @@ static void quiet_names(C *c, const pd_ast_node *s) {
   }
 }
 
-static void exec_stmt(C *c, const pd_ast_node *s) {
+static void compile_stmt(C *c, const pd_ast_node *s) {
   switch (s->kind) {
-  case PD_AST_ASSIGN: exec_assign(c, s, false); break;
-  case PD_AST_LET: exec_assign(c, s, true); break;
+  case PD_AST_ASSIGN: compile_assign(c, s, false); break;
+  case PD_AST_LET: compile_assign(c, s, true); break;
   case PD_AST_EXPR_STMT: {
     value *v = eval(c, s->expr_stmt.expr);
     (void)v;
@@ -2357,9 +2357,9 @@ static void exec_stmt(C *c, const pd_ast_node *s) {
   case PD_AST_IF:
   case PD_AST_FOR:
   case PD_AST_WHILE: {
-    bool ok = s->kind == PD_AST_IF    ? exec_if_chain(c, s, 0)
-            : s->kind == PD_AST_FOR   ? exec_for(c, s)
-                                      : exec_while(c, s);
+    bool ok = s->kind == PD_AST_IF    ? compile_if_chain(c, s, 0)
+            : s->kind == PD_AST_FOR   ? compile_for(c, s)
+                                      : compile_while(c, s);
     if (!ok) quiet_names(c, s);
     break;
   }
@@ -2376,19 +2376,19 @@ static void exec_stmt(C *c, const pd_ast_node *s) {
     bind_local(c, c->scope, name, f, s->def.name->loc);
     break;
   }
-  case PD_AST_RETURN: exec_return(c, s); break;
-  case PD_AST_EMIT: exec_emit(c, s); break;
-  case PD_AST_IMPORT: exec_import(c, s); break;
-  case PD_AST_BLOCK: exec_block_stmts(c, s); break;
+  case PD_AST_RETURN: compile_return(c, s); break;
+  case PD_AST_EMIT: compile_emit(c, s); break;
+  case PD_AST_IMPORT: compile_import(c, s); break;
+  case PD_AST_BLOCK: compile_block(c, s); break;
   default: cerr(c, s->loc, "%s cannot appear here", pd_ast_kind_phrase(s->kind)); break;
   }
 }
 
-static void exec_block_stmts(C *c, const pd_ast_node *block) {
+static void compile_block(C *c, const pd_ast_node *block) {
   for (size_t i = 0; i < block->block.stmts.len && !c->oom; i++) {
     if (c->call && c->call->returned) break;
     if (c->diags->nerrors > c->diags->max_errors) break;
-    exec_stmt(c, block->block.stmts.items[i]);
+    compile_stmt(c, block->block.stmts.items[i]);
   }
 }
 
@@ -2455,7 +2455,7 @@ pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_di
     st = PD_ENOMEM;
     goto done;
   }
-  exec_block_stmts(&c, prog);
+  compile_block(&c, prog);
   if (c.oom) st = PD_ENOMEM;
   else if (diags->nerrors > errors_before) st = PD_ECOMPILE;
 done:
