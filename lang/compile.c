@@ -19,8 +19,8 @@
 
 #include "lang/parse.h"
 
-value pd_v_error_ = {.k = V_ERROR};
-value pd_v_none_ = {.k = V_NONE};
+value pd_cmp_v_error = {.k = V_ERROR};
+value pd_cmp_v_none = {.k = V_NONE};
 
 /* ------------------------------------------------------------------------------------------ */
 /* A string-keyed map of integers (unique-name counters, imported modules).                   */
@@ -66,7 +66,7 @@ static int64_t *sm_slot(C *c, strmap *m, const char *key, bool create) {
     j = (j + 1) & (m->cap - 1);
   }
   if (!create) return NULL;
-  const char *k = strdup_c(c, key);
+  const char *k = pd_cmp_strdup(c, key);
   if (!k) return NULL;
   m->e[j].key = k;
   m->e[j].val = 0;
@@ -124,26 +124,26 @@ typedef struct unit_priv {
 /* ------------------------------------------------------------------------------------------ */
 /* Memory and messages.                                                                        */
 
-void *calloc_c(C *c, size_t n) {
+void *pd_cmp_calloc(C *c, size_t n) {
   void *p = pd_ast_alloc(c->arena, n);
   if (!p) c->oom = true;
   return p;
 }
 
-const char *strdup_c(C *c, const char *s) {
+const char *pd_cmp_strdup(C *c, const char *s) {
   char *p = pd_ast_strndup(c->arena, s, strlen(s));
   if (!p) c->oom = true;
   return p;
 }
 
-const char *fmt_c(C *c, const char *fmt, ...) {
+const char *pd_cmp_fmt(C *c, const char *fmt, ...) {
   pd_buf b;
   pd_buf_init(&b);
   va_list ap;
   va_start(ap, fmt);
   pd_buf_vprintf(&b, fmt, ap);
   va_end(ap);
-  const char *s = b.oom ? NULL : strdup_c(c, b.data ? b.data : "");
+  const char *s = b.oom ? NULL : pd_cmp_strdup(c, b.data ? b.data : "");
   if (b.oom) c->oom = true;
   pd_buf_free(&b);
   return s ? s : "";
@@ -159,7 +159,7 @@ static const pd_source *source_of(C *c, const char *file) {
 
 /* The source text of a call argument that starts at loc: up to the ',' or ')' that ends it at
  * its own bracket depth (strings skipped), spaces trimmed. NULL when the source is unknown. */
-const char *arg_source_text(C *c, pd_loc loc) {
+const char *pd_cmp_arg_source_text(C *c, pd_loc loc) {
   const pd_source *src = source_of(c, loc.file);
   size_t len;
   const char *line = src ? pd_source_line(src, loc.line, &len) : NULL;
@@ -187,7 +187,7 @@ const char *arg_source_text(C *c, pd_loc loc) {
     if (!(*r == ' ' || *r == '\n' || *r == '\t' || *r == '\r') || (r > p && r[-1] != ' ' &&
                                                                   r[-1] != '\n' && r[-1] != '\t'))
       pd_buf_append(&b, (*r == '\n' || *r == '\t' || *r == '\r') ? " " : r, 1);
-  const char *t = b.oom ? NULL : strdup_c(c, b.data ? b.data : "");
+  const char *t = b.oom ? NULL : pd_cmp_strdup(c, b.data ? b.data : "");
   if (b.oom) c->oom = true;
   pd_buf_free(&b);
   return t;
@@ -195,7 +195,7 @@ const char *arg_source_text(C *c, pd_loc loc) {
 
 /* Report an error. Inside inlined calls the error is shown at the call site in the caller's
  * file, with notes leading to the line inside the function. */
-void cerr(C *c, pd_loc loc, const char *fmt, ...) {
+void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
   pd_buf msg;
   pd_buf_init(&msg);
   va_list ap;
@@ -218,7 +218,7 @@ void cerr(C *c, pd_loc loc, const char *fmt, ...) {
 }
 
 /* The location an op records: in the user's file, where the outermost inlined call was made. */
-pd_loc op_loc(C *c, pd_loc loc) {
+pd_loc pd_cmp_op_loc(C *c, pd_loc loc) {
   inline_call *outermost = NULL;
   for (inline_call *k = c->call; k; k = k->outer) outermost = k;
   return outermost ? outermost->site : loc;
@@ -227,51 +227,51 @@ pd_loc op_loc(C *c, pd_loc loc) {
 /* ------------------------------------------------------------------------------------------ */
 /* Values.                                                                                     */
 
-value *vnew(C *c, vkind k) {
-  value *v = calloc_c(c, sizeof *v);
+value *pd_cmp_vnew(C *c, vkind k) {
+  value *v = pd_cmp_calloc(c, sizeof *v);
   if (!v) return VERR;
   v->k = k;
   return v;
 }
 
-value *vint(C *c, int64_t i) {
-  value *v = vnew(c, V_INT);
+value *pd_cmp_vint(C *c, int64_t i) {
+  value *v = pd_cmp_vnew(c, V_INT);
   if (v != VERR) v->i = i;
   return v;
 }
 
-value *vfloat(C *c, double f) {
-  value *v = vnew(c, V_FLOAT);
+value *pd_cmp_vfloat(C *c, double f) {
+  value *v = pd_cmp_vnew(c, V_FLOAT);
   if (v != VERR) v->f = f;
   return v;
 }
 
-value *vstr(C *c, const char *s) {
-  value *v = vnew(c, V_STR);
-  if (v != VERR) v->s = strdup_c(c, s);
+value *pd_cmp_vstr(C *c, const char *s) {
+  value *v = pd_cmp_vnew(c, V_STR);
+  if (v != VERR) v->s = pd_cmp_strdup(c, s);
   return v;
 }
 
-value *vtensor(C *c, pd_var_desc *var) {
+value *pd_cmp_vtensor(C *c, pd_var_desc *var) {
   if (!var) return VERR;
-  value *v = vnew(c, V_TENSOR);
+  value *v = pd_cmp_vnew(c, V_TENSOR);
   if (v != VERR) v->var = var;
   return v;
 }
 
 static value *vbool(C *c, bool b) {
-  value *v = vnew(c, V_BOOL);
+  value *v = pd_cmp_vnew(c, V_BOOL);
   if (v != VERR) v->b = b;
   return v;
 }
 
-bool is_number(const value *v) { return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL; }
+bool pd_cmp_is_number(const value *v) { return v->k == V_INT || v->k == V_FLOAT || v->k == V_BOOL; }
 
-double num(const value *v) {
+double pd_cmp_num(const value *v) {
   return v->k == V_INT ? (double)v->i : v->k == V_FLOAT ? v->f : v->k == V_BOOL ? v->b : 0;
 }
 
-const char *vkind_phrase(const value *v) {
+const char *pd_cmp_vkind_phrase(const value *v) {
   switch (v->k) {
   case V_ERROR: return "an erroneous value";
   case V_UNDEF: return "an undefined value";
@@ -290,7 +290,7 @@ const char *vkind_phrase(const value *v) {
   return "a value";
 }
 
-const char *dims_str(C *c, const pd_var_desc *v) {
+const char *pd_cmp_dims_str(C *c, const pd_var_desc *v) {
   pd_buf b;
   pd_buf_init(&b);
   if (v->ndims < 0) {
@@ -301,12 +301,12 @@ const char *dims_str(C *c, const pd_var_desc *v) {
       pd_buf_printf(&b, "%s%lld", i ? ", " : "", (long long)v->dims[i]);
     pd_buf_puts(&b, "]");
   }
-  const char *s = b.oom ? "[?]" : strdup_c(c, b.data);
+  const char *s = b.oom ? "[?]" : pd_cmp_strdup(c, b.data);
   pd_buf_free(&b);
   return s;
 }
 
-void describe(C *c, const value *v, pd_buf *out) {
+void pd_cmp_describe(C *c, const value *v, pd_buf *out) {
   switch (v->k) {
   case V_INT: pd_buf_printf(out, "%lld", (long long)v->i); break;
   case V_FLOAT: pd_buf_printf(out, "%g", v->f); break;
@@ -315,34 +315,34 @@ void describe(C *c, const value *v, pd_buf *out) {
   case V_NONE: pd_buf_puts(out, "none"); break;
   case V_DTYPE: pd_buf_puts(out, pd_dtype_name(v->dtype)); break;
   case V_TENSOR:
-    pd_buf_printf(out, "%s tensor %s", pd_dtype_name(v->var->dtype), dims_str(c, v->var));
+    pd_buf_printf(out, "%s tensor %s", pd_dtype_name(v->var->dtype), pd_cmp_dims_str(c, v->var));
     break;
   case V_LIST:
     pd_buf_puts(out, "[");
     for (int i = 0; i < v->list.n; i++) {
       if (i) pd_buf_puts(out, ", ");
-      describe(c, v->list.items[i], out);
+      pd_cmp_describe(c, v->list.items[i], out);
     }
     pd_buf_puts(out, "]");
     break;
   case V_FUNC: pd_buf_printf(out, "function %s", v->fn.def->def.name->name.id); break;
   case V_BUILTIN: pd_buf_printf(out, "function %s", v->bi->name); break;
   case V_RECORD: pd_buf_printf(out, "%s(...)", v->rec.name); break;
-  default: pd_buf_puts(out, vkind_phrase(v)); break;
+  default: pd_buf_puts(out, pd_cmp_vkind_phrase(v)); break;
   }
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Vars, names and ops.                                                                        */
 
-const char *unique_name(C *c, const char *prefix) {
+const char *pd_cmp_unique_name(C *c, const char *prefix) {
   int64_t *n = sm_slot(c, c->counters, prefix, true);
   if (!n) return "";
-  return fmt_c(c, "%s_%lld", prefix, (long long)(*n)++);
+  return pd_cmp_fmt(c, "%s_%lld", prefix, (long long)(*n)++);
 }
 
 /* The prefix for names made inside the current inlined call ("fc_0"), or NULL at top level. */
-const char *name_prefix(C *c) { return c->call ? c->call->prefix : NULL; }
+const char *pd_cmp_name_prefix(C *c) { return c->call ? c->call->prefix : NULL; }
 
 static bool name_taken(C *c, const char *name) {
   pd_program *p = c->unit->main;
@@ -353,13 +353,13 @@ static bool name_taken(C *c, const char *name) {
 
 /* A new var in block b. With exact, the name is used as given when free, else made unique by a
  * ".N" suffix; without, `hint` is a prefix for a unique temp name. */
-pd_var_desc *var_new(C *c, pd_block *b, const char *hint, bool exact) {
+pd_var_desc *pd_cmp_var_new(C *c, pd_block *b, const char *hint, bool exact) {
   const char *name = hint;
   if (!exact) {
-    const char *pre = name_prefix(c);
-    name = unique_name(c, pre ? fmt_c(c, "%s.%s", pre, hint) : hint);
+    const char *pre = pd_cmp_name_prefix(c);
+    name = pd_cmp_unique_name(c, pre ? pd_cmp_fmt(c, "%s.%s", pre, hint) : hint);
   }
-  for (int k = 1; name_taken(c, name); k++) name = fmt_c(c, "%s.%d", hint, k);
+  for (int k = 1; name_taken(c, name); k++) name = pd_cmp_fmt(c, "%s.%d", hint, k);
   pd_var_desc *v = pd_block_var(b, name);
   if (!v) c->oom = true;
   return v;
@@ -369,9 +369,9 @@ pd_var_desc *var_new(C *c, pd_block *b, const char *hint, bool exact) {
  * construct between the var's block and here (a per-row branch reads its half of the rows). */
 static pd_var_desc *import_var(C *c, pd_var_desc *v);
 
-pd_op_desc *op_new(C *c, const char *type, pd_loc loc) {
+pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc) {
   pd_op_desc *op = pd_block_add_op(c->block, type, -1);
-  if (!op || pd_op_set_loc(op, op_loc(c, loc))) {
+  if (!op || pd_op_set_loc(op, pd_cmp_op_loc(c, loc))) {
     c->oom = true;
     return NULL;
   }
@@ -383,18 +383,19 @@ static bool want_tensor(C *c, value *v, pd_loc loc, const char *what) {
   if (v->k != V_ERROR) {
     pd_buf b;
     pd_buf_init(&b);
-    describe(c, v, &b);
-    cerr(c, loc, "%s must be a tensor, got %s", what, b.data ? b.data : "?");
+    pd_cmp_describe(c, v, &b);
+    pd_cmp_error(c, loc, "%s must be a tensor, got %s", what, b.data ? b.data : "?");
     pd_buf_free(&b);
   }
   return false;
 }
 
-bool op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc) {
-  const char **names = calloc_c(c, sizeof *names * (size_t)(n ? n : 1));
+bool pd_cmp_op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc) {
+  const char **names = pd_cmp_calloc(c, sizeof *names * (size_t)(n ? n : 1));
   if (!names) return false;
   for (int i = 0; i < n; i++) {
-    if (!want_tensor(c, vs[i], loc, fmt_c(c, "input '%s' of %s", slot, op->type))) return false;
+    if (!want_tensor(c, vs[i], loc, pd_cmp_fmt(c, "input '%s' of %s", slot, op->type)))
+      return false;
     pd_var_desc *v = import_var(c, vs[i]->var);
     if (!v) return false;
     names[i] = v->name;
@@ -406,12 +407,13 @@ bool op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_lo
   return true;
 }
 
-bool op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc) {
-  return op_in_list(c, op, slot, &v, 1, loc);
+bool pd_cmp_op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc) {
+  return pd_cmp_op_in_list(c, op, slot, &v, 1, loc);
 }
 
-pd_var_desc *op_out(C *c, pd_op_desc *op, const char *slot, const char *hint) {
-  pd_var_desc *v = var_new(c, c->block, fmt_c(c, "%s.tmp", hint ? hint : op->type), false);
+pd_var_desc *pd_cmp_op_out(C *c, pd_op_desc *op, const char *slot, const char *hint) {
+  pd_var_desc *v =
+      pd_cmp_var_new(c, c->block, pd_cmp_fmt(c, "%s.tmp", hint ? hint : op->type), false);
   if (!v) return NULL;
   const char *name = v->name;
   if (pd_op_set_output(op, slot, 1, &name)) {
@@ -423,30 +425,32 @@ pd_var_desc *op_out(C *c, pd_op_desc *op, const char *slot, const char *hint) {
 
 /* Check the op, fill default attributes, infer output shapes. Returns the result var as a value,
  * or VERR after reporting. */
-value *op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
+value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
   if (!op || !result || c->oom) return VERR;
   /* Outputs only the backward pass reads (Softmax, Mask, XShape, MaxIndex) always get a var:
    * the forward run must leave them for the gradient ops. */
   const pd_opdef *def = pd_opdef_lookup(op->type);
   for (int i = 0; def && i < def->noutputs; i++)
     if ((def->outputs[i].flags & PD_SLOT_INTERMEDIATE) && !pd_op_output(op, def->outputs[i].name) &&
-        !op_out(c, op, def->outputs[i].name, op->type))
+        !pd_cmp_op_out(c, op, def->outputs[i].name, op->type))
       return VERR;
   pd_error e = {0};
   pd_status st = pd_opdef_prepare(op, c->block, &e);
   if (st) {
     if (st == PD_ENOMEM) c->oom = true;
-    else cerr(c, op->loc.line ? op->loc : (pd_loc){0}, "%s", e.msg ? e.msg : pd_status_str(st));
+    else
+      pd_cmp_error(c, op->loc.line ? op->loc : (pd_loc){0}, "%s",
+                   e.msg ? e.msg : pd_status_str(st));
     pd_error_clear(&e);
     return VERR;
   }
   if (!c->call) c->last_temp = result;
-  return vtensor(c, result);
+  return pd_cmp_vtensor(c, result);
 }
 
 /* fill_constant's "value" is a float32 attribute; a float64 or int64 constant also gets the
  * exact "str_value" (which the kernel prefers, as Fluid's does). 0, or -1 on out of memory. */
-int set_exact_value(pd_op_desc *op, double v, pd_dtype dt) {
+int pd_cmp_set_exact_value(pd_op_desc *op, double v, pd_dtype dt) {
   if (dt != PD_FP64 && dt != PD_INT64) return 0;
   char buf[64];
   snprintf(buf, sizeof buf, "%.17g", v);
@@ -454,43 +458,44 @@ int set_exact_value(pd_op_desc *op, double v, pd_dtype dt) {
 }
 
 /* A [1] tensor holding a constant (for tensor-number arithmetic and comparisons). */
-value *tensor_const(C *c, double v, pd_dtype dt, pd_loc loc) {
-  pd_op_desc *op = op_new(c, "fill_constant", loc);
+value *pd_cmp_tensor_const(C *c, double v, pd_dtype dt, pd_loc loc) {
+  pd_op_desc *op = pd_cmp_op_new(c, "fill_constant", loc);
   if (!op) return VERR;
   int64_t shape[1] = {1};
-  pd_var_desc *out = op_out(c, op, "Out", "fill_constant");
+  pd_var_desc *out = pd_cmp_op_out(c, op, "Out", "fill_constant");
   if (!out || pd_op_set_attr_longs(op, "shape", 1, shape) ||
       pd_op_set_attr_float(op, "value", (float)v) || pd_op_set_attr_int(op, "dtype", (int)dt) ||
-      set_exact_value(op, v, dt)) {
+      pd_cmp_set_exact_value(op, v, dt)) {
     c->oom = true;
     return VERR;
   }
   out->stop_gradient = true;
-  return op_finish(c, op, out);
+  return pd_cmp_op_finish(c, op, out);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Attributes from compile-time values, typed by the registry.                                 */
 
 static bool value_ints(C *c, value *v, int64_t **out, int *n, pd_loc loc, const char *what) {
-  if (is_number(v) && v->k != V_FLOAT) {
-    *out = calloc_c(c, sizeof **out);
+  if (pd_cmp_is_number(v) && v->k != V_FLOAT) {
+    *out = pd_cmp_calloc(c, sizeof **out);
     if (!*out) return false;
     (*out)[0] = v->k == V_BOOL ? v->b : v->i;
     *n = 1;
     return true;
   }
   if (v->k != V_LIST) {
-    if (v->k != V_ERROR) cerr(c, loc, "%s must be an integer or a list of integers", what);
+    if (v->k != V_ERROR) pd_cmp_error(c, loc, "%s must be an integer or a list of integers", what);
     return false;
   }
-  *out = calloc_c(c, sizeof **out * (size_t)(v->list.n ? v->list.n : 1));
+  *out = pd_cmp_calloc(c, sizeof **out * (size_t)(v->list.n ? v->list.n : 1));
   if (!*out) return false;
   for (int i = 0; i < v->list.n; i++) {
     value *it = v->list.items[i];
     if (it->k != V_INT) {
-      if (it->k != V_ERROR) cerr(c, loc, "%s must be a list of integers (item %d is %s)", what, i,
-                                 vkind_phrase(it));
+      if (it->k != V_ERROR)
+        pd_cmp_error(c, loc, "%s must be a list of integers (item %d is %s)", what, i,
+                     pd_cmp_vkind_phrase(it));
       return false;
     }
     (*out)[i] = it->i;
@@ -499,8 +504,8 @@ static bool value_ints(C *c, value *v, int64_t **out, int *n, pd_loc loc, const 
   return true;
 }
 
-bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_loc loc) {
-  const char *what = fmt_c(c, "argument '%s' of %s", ad->name, op->type);
+bool pd_cmp_set_attr(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_loc loc) {
+  const char *what = pd_cmp_fmt(c, "argument '%s' of %s", ad->name, op->type);
   int r = 0;
   switch (ad->type) {
   case PD_ATTR_INT:
@@ -510,13 +515,14 @@ bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, p
       break;
     }
     if (v->k != V_INT && v->k != V_BOOL) {
-      if (v->k != V_ERROR) cerr(c, loc, "%s must be an integer, got %s", what, vkind_phrase(v));
+      if (v->k != V_ERROR)
+        pd_cmp_error(c, loc, "%s must be an integer, got %s", what, pd_cmp_vkind_phrase(v));
       return false;
     }
     if (ad->type == PD_ATTR_INT) {
       int64_t x = v->k == V_BOOL ? v->b : v->i;
       if (x < INT32_MIN || x > INT32_MAX) {
-        cerr(c, loc, "%s is out of range for a 32-bit integer", what);
+        pd_cmp_error(c, loc, "%s is out of range for a 32-bit integer", what);
         return false;
       }
       r = pd_op_set_attr_int(op, ad->name, (int32_t)x);
@@ -526,23 +532,26 @@ bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, p
     break;
   case PD_ATTR_FLOAT:
   case PD_ATTR_FLOAT64:
-    if (!is_number(v)) {
-      if (v->k != V_ERROR) cerr(c, loc, "%s must be a number, got %s", what, vkind_phrase(v));
+    if (!pd_cmp_is_number(v)) {
+      if (v->k != V_ERROR)
+        pd_cmp_error(c, loc, "%s must be a number, got %s", what, pd_cmp_vkind_phrase(v));
       return false;
     }
-    r = ad->type == PD_ATTR_FLOAT ? pd_op_set_attr_float(op, ad->name, (float)num(v))
-                                  : pd_op_set_attr_double(op, ad->name, num(v));
+    r = ad->type == PD_ATTR_FLOAT ? pd_op_set_attr_float(op, ad->name, (float)pd_cmp_num(v))
+                                  : pd_op_set_attr_double(op, ad->name, pd_cmp_num(v));
     break;
   case PD_ATTR_BOOLEAN:
     if (v->k != V_BOOL) {
-      if (v->k != V_ERROR) cerr(c, loc, "%s must be true or false, got %s", what, vkind_phrase(v));
+      if (v->k != V_ERROR)
+        pd_cmp_error(c, loc, "%s must be true or false, got %s", what, pd_cmp_vkind_phrase(v));
       return false;
     }
     r = pd_op_set_attr_bool(op, ad->name, v->b);
     break;
   case PD_ATTR_STRING:
     if (v->k != V_STR) {
-      if (v->k != V_ERROR) cerr(c, loc, "%s must be a string, got %s", what, vkind_phrase(v));
+      if (v->k != V_ERROR)
+        pd_cmp_error(c, loc, "%s must be a string, got %s", what, pd_cmp_vkind_phrase(v));
       return false;
     }
     if (ad->choices) {
@@ -553,7 +562,8 @@ bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, p
         okv |= strcmp(ad->choices[i], v->s) == 0;
         pd_buf_printf(&b, "%s\"%s\"", i ? ", " : "", ad->choices[i]);
       }
-      if (!okv) cerr(c, loc, "%s must be one of %s, got \"%s\"", what, b.data ? b.data : "", v->s);
+      if (!okv)
+        pd_cmp_error(c, loc, "%s must be one of %s, got \"%s\"", what, b.data ? b.data : "", v->s);
       pd_buf_free(&b);
       if (!okv) return false;
     }
@@ -567,7 +577,7 @@ bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, p
     if (ad->type == PD_ATTR_LONGS) {
       r = pd_op_set_attr_longs(op, ad->name, n, xs);
     } else {
-      int32_t *ys = calloc_c(c, sizeof *ys * (size_t)(n ? n : 1));
+      int32_t *ys = pd_cmp_calloc(c, sizeof *ys * (size_t)(n ? n : 1));
       if (!ys) return false;
       for (int i = 0; i < n; i++) ys[i] = (int32_t)xs[i];
       r = pd_op_set_attr_ints(op, ad->name, n, ys);
@@ -576,23 +586,23 @@ bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, p
   }
   case PD_ATTR_FLOATS: {
     if (v->k != V_LIST) {
-      if (v->k != V_ERROR) cerr(c, loc, "%s must be a list of numbers", what);
+      if (v->k != V_ERROR) pd_cmp_error(c, loc, "%s must be a list of numbers", what);
       return false;
     }
-    float *fs = calloc_c(c, sizeof *fs * (size_t)(v->list.n ? v->list.n : 1));
+    float *fs = pd_cmp_calloc(c, sizeof *fs * (size_t)(v->list.n ? v->list.n : 1));
     if (!fs) return false;
     for (int i = 0; i < v->list.n; i++) {
-      if (!is_number(v->list.items[i])) {
-        cerr(c, loc, "%s must be a list of numbers", what);
+      if (!pd_cmp_is_number(v->list.items[i])) {
+        pd_cmp_error(c, loc, "%s must be a list of numbers", what);
         return false;
       }
-      fs[i] = (float)num(v->list.items[i]);
+      fs[i] = (float)pd_cmp_num(v->list.items[i]);
     }
     r = pd_op_set_attr_floats(op, ad->name, v->list.n, fs);
     break;
   }
   default:
-    cerr(c, loc, "%s cannot be set from a script", what);
+    pd_cmp_error(c, loc, "%s cannot be set from a script", what);
     return false;
   }
   if (r) c->oom = true;
@@ -603,7 +613,7 @@ bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, p
 /* Symbol tables.                                                                              */
 
 static symtab *scope_push(C *c, scope_kind kind, symtab *parent) {
-  symtab *s = calloc_c(c, sizeof *s);
+  symtab *s = pd_cmp_calloc(c, sizeof *s);
   if (!s) return NULL;
   s->kind = kind;
   s->parent = parent;
@@ -637,9 +647,9 @@ static binding *bind_local(C *c, symtab *s, const char *name, value *v, pd_loc l
     b->v = v;
     return b;
   }
-  b = calloc_c(c, sizeof *b);
+  b = pd_cmp_calloc(c, sizeof *b);
   if (!b) return NULL;
-  b->name = strdup_c(c, name);
+  b->name = pd_cmp_strdup(c, name);
   b->v = v;
   b->loc = loc;
   if (s->last) s->last->next = b;
@@ -653,7 +663,7 @@ static bool push_name(C *c, const char ***arr, int *n, int *cap, const char *nam
     if (strcmp((*arr)[i], name) == 0) return true;
   if (*n == *cap) {
     int ncap = *cap ? *cap * 2 : 8;
-    const char **na = calloc_c(c, sizeof *na * (size_t)ncap);
+    const char **na = pd_cmp_calloc(c, sizeof *na * (size_t)ncap);
     if (!na) return false;
     if (*n) memcpy(na, *arr, sizeof *na * (size_t)*n);
     *arr = na;
@@ -717,7 +727,7 @@ static void assign_name(C *c, const char *name, value *v, pd_loc loc, bool is_le
   symtab *s = c->scope;
   if (is_let) {
     if (lookup_local(s, name)) {
-      cerr(c, loc, "'%s' is already defined in this block", name);
+      pd_cmp_error(c, loc, "'%s' is already defined in this block", name);
       return;
     }
     binding *b = bind_local(c, s, name, v, loc);
@@ -753,7 +763,8 @@ static void assign_name(C *c, const char *name, value *v, pd_loc loc, bool is_le
     adopt_name(c, v, name);
     return;
   }
-  if (bind_local(c, cf, name, v, loc)) push_name(c, &cf->writes, &cf->nwrites, &cf->capwrites, name);
+  if (bind_local(c, cf, name, v, loc))
+    push_name(c, &cf->writes, &cf->nwrites, &cf->capwrites, name);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -771,7 +782,7 @@ static pd_var_desc *rows_part(C *c, cflow *f, pd_var_desc *v) {
     if (strcmp(r->e[i].outer, v->name) == 0) return r->e[i].part[f->side];
   if (r->n == r->cap) {
     int ncap = r->cap ? r->cap * 2 : 8;
-    void *ne = calloc_c(c, sizeof *r->e * (size_t)ncap);
+    void *ne = pd_cmp_calloc(c, sizeof *r->e * (size_t)ncap);
     if (!ne) return NULL;
     if (r->n) memcpy(ne, r->e, sizeof *r->e * (size_t)r->n);
     r->e = ne;
@@ -779,9 +790,9 @@ static pd_var_desc *rows_part(C *c, cflow *f, pd_var_desc *v) {
   }
   /* split_lod_tensor goes before the branches, in the block that holds the if. */
   pd_op_desc *op = pd_block_add_op(r->at, "split_lod_tensor", -1);
-  pd_var_desc *t = var_new(c, r->at, fmt_c(c, "%s.true", v->name), true);
-  pd_var_desc *fl = var_new(c, r->at, fmt_c(c, "%s.false", v->name), true);
-  if (!op || !t || !fl || pd_op_set_loc(op, op_loc(c, r->loc))) {
+  pd_var_desc *t = pd_cmp_var_new(c, r->at, pd_cmp_fmt(c, "%s.true", v->name), true);
+  pd_var_desc *fl = pd_cmp_var_new(c, r->at, pd_cmp_fmt(c, "%s.false", v->name), true);
+  if (!op || !t || !fl || pd_op_set_loc(op, pd_cmp_op_loc(c, r->loc))) {
     c->oom = true;
     return NULL;
   }
@@ -793,7 +804,7 @@ static pd_var_desc *rows_part(C *c, cflow *f, pd_var_desc *v) {
   }
   pd_error e = {0};
   if (pd_opdef_prepare(op, r->at, &e)) {
-    cerr(c, op->loc, "%s", e.msg ? e.msg : "cannot split rows");
+    pd_cmp_error(c, op->loc, "%s", e.msg ? e.msg : "cannot split rows");
     pd_error_clear(&e);
     return NULL;
   }
@@ -812,7 +823,7 @@ static pd_var_desc *cf_read(C *c, cflow *f, pd_var_desc *v) {
   if (!inner) return NULL;
   if (f->nreads == f->capreads) {
     int ncap = f->capreads ? f->capreads * 2 : 8;
-    var_map *nr = calloc_c(c, sizeof *nr * (size_t)ncap);
+    var_map *nr = pd_cmp_calloc(c, sizeof *nr * (size_t)ncap);
     if (!nr) return NULL;
     if (f->nreads) memcpy(nr, f->reads, sizeof *nr * (size_t)f->nreads);
     f->reads = nr;
@@ -831,7 +842,7 @@ static pd_var_desc *import_var(C *c, pd_var_desc *v) {
   for (cflow *f = c->cf; f; f = f->outer) {
     if (pd_block_find_var_local(f->block, v->name)) break;
     if (n == (int)PD_ARRAY_LEN(chain)) {
-      cerr(c, (pd_loc){0}, "blocks nested too deeply");
+      pd_cmp_error(c, (pd_loc){0}, "blocks nested too deeply");
       return NULL;
     }
     chain[n++] = f;
@@ -857,13 +868,13 @@ static bool truthy(C *c, value *v, pd_loc loc, bool *out) {
   case V_LIST: *out = v->list.n != 0; return true;
   case V_ERROR: return false;
   default:
-    cerr(c, loc, "%s cannot be used as a condition here", vkind_phrase(v));
+    pd_cmp_error(c, loc, "%s cannot be used as a condition here", pd_cmp_vkind_phrase(v));
     return false;
   }
 }
 
 static bool values_equal(const value *a, const value *b) {
-  if (is_number(a) && is_number(b)) return num(a) == num(b);
+  if (pd_cmp_is_number(a) && pd_cmp_is_number(b)) return pd_cmp_num(a) == pd_cmp_num(b);
   if (a->k != b->k) return false;
   switch (a->k) {
   case V_NONE: return true;
@@ -888,70 +899,75 @@ static value *fold_binary(C *c, pd_ast_op op, value *l, value *r, pd_loc loc) {
     return vbool(c, op == PD_AST_OP_EQ ? eq : !eq);
   }
   if (op == PD_AST_OP_ADD && l->k == V_STR && r->k == V_STR)
-    return vstr(c, fmt_c(c, "%s%s", l->s, r->s));
+    return pd_cmp_vstr(c, pd_cmp_fmt(c, "%s%s", l->s, r->s));
   if (op == PD_AST_OP_ADD && l->k == V_LIST && r->k == V_LIST) {
-    value *v = vnew(c, V_LIST);
+    value *v = pd_cmp_vnew(c, V_LIST);
     if (v == VERR) return v;
     v->list.n = l->list.n + r->list.n;
-    v->list.items = calloc_c(c, sizeof(value *) * (size_t)(v->list.n ? v->list.n : 1));
+    v->list.items = pd_cmp_calloc(c, sizeof(value *) * (size_t)(v->list.n ? v->list.n : 1));
     if (!v->list.items) return VERR;
     for (int i = 0; i < l->list.n; i++) v->list.items[i] = l->list.items[i];
     for (int i = 0; i < r->list.n; i++) v->list.items[l->list.n + i] = r->list.items[i];
     return v;
   }
-  if (!is_number(l) || !is_number(r)) {
-    cerr(c, loc, "cannot apply '%s' to %s and %s", pd_ast_op_name(op), vkind_phrase(l),
-         vkind_phrase(r));
+  if (!pd_cmp_is_number(l) || !pd_cmp_is_number(r)) {
+    pd_cmp_error(c, loc, "cannot apply '%s' to %s and %s", pd_ast_op_name(op),
+                 pd_cmp_vkind_phrase(l), pd_cmp_vkind_phrase(r));
     return VERR;
   }
   bool ints = l->k != V_FLOAT && r->k != V_FLOAT;
-  double a = num(l), b = num(r);
+  double a = pd_cmp_num(l), b = pd_cmp_num(r);
   int64_t ia = l->k == V_INT ? l->i : (int64_t)a, ib = r->k == V_INT ? r->i : (int64_t)b;
   switch (op) {
-  case PD_AST_OP_ADD: return ints ? vint(c, (int64_t)((uint64_t)ia + (uint64_t)ib)) : vfloat(c, a + b);
-  case PD_AST_OP_SUB: return ints ? vint(c, (int64_t)((uint64_t)ia - (uint64_t)ib)) : vfloat(c, a - b);
-  case PD_AST_OP_MUL: return ints ? vint(c, (int64_t)((uint64_t)ia * (uint64_t)ib)) : vfloat(c, a * b);
+  case PD_AST_OP_ADD:
+    return ints ? pd_cmp_vint(c, (int64_t)((uint64_t)ia + (uint64_t)ib)) : pd_cmp_vfloat(c, a + b);
+  case PD_AST_OP_SUB:
+    return ints ? pd_cmp_vint(c, (int64_t)((uint64_t)ia - (uint64_t)ib)) : pd_cmp_vfloat(c, a - b);
+  case PD_AST_OP_MUL:
+    return ints ? pd_cmp_vint(c, (int64_t)((uint64_t)ia * (uint64_t)ib)) : pd_cmp_vfloat(c, a * b);
   case PD_AST_OP_DIV:
     if (b == 0) {
-      cerr(c, loc, "division by zero");
+      pd_cmp_error(c, loc, "division by zero");
       return VERR;
     }
-    return vfloat(c, a / b);
+    return pd_cmp_vfloat(c, a / b);
   case PD_AST_OP_MOD:
     if (b == 0) {
-      cerr(c, loc, "division by zero");
+      pd_cmp_error(c, loc, "division by zero");
       return VERR;
     }
-    if (ints && !(ia == INT64_MIN && ib == -1)) return vint(c, ((ia % ib) + ib) % ib);
-    return vfloat(c, a - b * floor(a / b));
+    if (ints && !(ia == INT64_MIN && ib == -1)) return pd_cmp_vint(c, ((ia % ib) + ib) % ib);
+    return pd_cmp_vfloat(c, a - b * floor(a / b));
   case PD_AST_OP_LT: return vbool(c, a < b);
   case PD_AST_OP_LE: return vbool(c, a <= b);
   case PD_AST_OP_GT: return vbool(c, a > b);
   case PD_AST_OP_GE: return vbool(c, a >= b);
   default: break;
   }
-  cerr(c, loc, "cannot apply '%s' to numbers", pd_ast_op_name(op));
+  pd_cmp_error(c, loc, "cannot apply '%s' to numbers", pd_ast_op_name(op));
   return VERR;
 }
 
 /* A simple op X[,Y] -> Out with optional float attrs. */
 static value *simple_op(C *c, const char *type, value *x, value *y, pd_loc loc) {
-  pd_op_desc *op = op_new(c, type, loc);
-  if (!op || !op_in(c, op, "X", x, loc) || (y && !op_in(c, op, "Y", y, loc))) return VERR;
-  return op_finish(c, op, op_out(c, op, "Out", type));
+  pd_op_desc *op = pd_cmp_op_new(c, type, loc);
+  if (!op || !pd_cmp_op_in(c, op, "X", x, loc) || (y && !pd_cmp_op_in(c, op, "Y", y, loc)))
+    return VERR;
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", type));
 }
 
 static value *scale_op(C *c, value *x, double scale, double bias, pd_loc loc) {
-  pd_op_desc *op = op_new(c, "scale", loc);
-  if (!op || !op_in(c, op, "X", x, loc)) return VERR;
-  if (pd_op_set_attr_float(op, "scale", (float)scale) || pd_op_set_attr_float(op, "bias", (float)bias)) {
+  pd_op_desc *op = pd_cmp_op_new(c, "scale", loc);
+  if (!op || !pd_cmp_op_in(c, op, "X", x, loc)) return VERR;
+  if (pd_op_set_attr_float(op, "scale", (float)scale) ||
+      pd_op_set_attr_float(op, "bias", (float)bias)) {
     c->oom = true;
     return VERR;
   }
-  return op_finish(c, op, op_out(c, op, "Out", "scale"));
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", "scale"));
 }
 
-value *binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc) {
+value *pd_cmp_binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc) {
   static const struct { pd_ast_op op; const char *type; } table[] = {
       {PD_AST_OP_ADD, "elementwise_add"}, {PD_AST_OP_SUB, "elementwise_sub"},
       {PD_AST_OP_MUL, "elementwise_mul"}, {PD_AST_OP_DIV, "elementwise_div"},
@@ -962,23 +978,23 @@ value *binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc) {
       {PD_AST_OP_OR, "logical_or"},
   };
   /* tensor OP number (for + - * /): one scale op instead of a constant and a broadcast. */
-  if (l->k == V_TENSOR && is_number(r) && r->k != V_BOOL) {
-    double k = num(r);
+  if (l->k == V_TENSOR && pd_cmp_is_number(r) && r->k != V_BOOL) {
+    double k = pd_cmp_num(r);
     switch (op) {
     case PD_AST_OP_ADD: return scale_op(c, l, 1, k, loc);
     case PD_AST_OP_SUB: return scale_op(c, l, 1, -k, loc);
     case PD_AST_OP_MUL: return scale_op(c, l, k, 0, loc);
     case PD_AST_OP_DIV:
       if (k == 0) {
-        cerr(c, loc, "division by zero");
+        pd_cmp_error(c, loc, "division by zero");
         return VERR;
       }
       return scale_op(c, l, 1 / k, 0, loc);
     default: break;
     }
   }
-  if (r->k == V_TENSOR && is_number(l) && l->k != V_BOOL) {
-    double k = num(l);
+  if (r->k == V_TENSOR && pd_cmp_is_number(l) && l->k != V_BOOL) {
+    double k = pd_cmp_num(l);
     switch (op) {
     case PD_AST_OP_ADD: return scale_op(c, r, 1, k, loc);
     case PD_AST_OP_SUB: return scale_op(c, r, -1, k, loc);
@@ -989,17 +1005,19 @@ value *binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc) {
   for (size_t i = 0; i < PD_ARRAY_LEN(table); i++) {
     if (table[i].op != op) continue;
     value *t = l->k == V_TENSOR ? l : r;
-    if (l->k != V_TENSOR) l = is_number(l) ? tensor_const(c, num(l), t->var->dtype, loc) : l;
-    if (r->k != V_TENSOR) r = is_number(r) ? tensor_const(c, num(r), t->var->dtype, loc) : r;
+    if (l->k != V_TENSOR)
+      l = pd_cmp_is_number(l) ? pd_cmp_tensor_const(c, pd_cmp_num(l), t->var->dtype, loc) : l;
+    if (r->k != V_TENSOR)
+      r = pd_cmp_is_number(r) ? pd_cmp_tensor_const(c, pd_cmp_num(r), t->var->dtype, loc) : r;
     if (l->k == V_ERROR || r->k == V_ERROR) return VERR;
     if (l->k != V_TENSOR || r->k != V_TENSOR) {
-      cerr(c, loc, "cannot apply '%s' to %s and %s", pd_ast_op_name(op), vkind_phrase(l),
-           vkind_phrase(r));
+      pd_cmp_error(c, loc, "cannot apply '%s' to %s and %s", pd_ast_op_name(op),
+                   pd_cmp_vkind_phrase(l), pd_cmp_vkind_phrase(r));
       return VERR;
     }
     return simple_op(c, table[i].type, l, r, loc);
   }
-  cerr(c, loc, "operator '%s' is not defined for tensors", pd_ast_op_name(op));
+  pd_cmp_error(c, loc, "operator '%s' is not defined for tensors", pd_ast_op_name(op));
   return VERR;
 }
 
@@ -1013,7 +1031,7 @@ static value *eval_binary(C *c, const pd_ast_node *e) {
     if (!truthy(c, l, e->binary.lhs->loc, &t)) return VERR;
     if (op == PD_AST_OP_AND ? !t : t) return vbool(c, t);
     value *r = eval(c, e->binary.rhs);
-    if (r->k == V_TENSOR) return binary_tensor(c, op, l, r, e->loc);
+    if (r->k == V_TENSOR) return pd_cmp_binary_tensor(c, op, l, r, e->loc);
     if (!truthy(c, r, e->binary.rhs->loc, &t)) return VERR;
     return vbool(c, t);
   }
@@ -1021,17 +1039,19 @@ static value *eval_binary(C *c, const pd_ast_node *e) {
   if (r->k == V_ERROR) return VERR;
   if (l->k == V_TENSOR || r->k == V_TENSOR) {
     if (op == PD_AST_OP_MOD) {
-      cerr(c, e->loc, "operator '%%' is not defined for tensors");
+      pd_cmp_error(c, e->loc, "operator '%%' is not defined for tensors");
       return VERR;
     }
     if (op == PD_AST_OP_MATMUL && (l->k != V_TENSOR || r->k != V_TENSOR)) {
-      cerr(c, e->loc, "'@' needs two tensors, got %s and %s", vkind_phrase(l), vkind_phrase(r));
+      pd_cmp_error(c, e->loc, "'@' needs two tensors, got %s and %s", pd_cmp_vkind_phrase(l),
+                   pd_cmp_vkind_phrase(r));
       return VERR;
     }
-    return binary_tensor(c, op, l, r, e->loc);
+    return pd_cmp_binary_tensor(c, op, l, r, e->loc);
   }
   if (op == PD_AST_OP_MATMUL) {
-    cerr(c, e->loc, "'@' needs two tensors, got %s and %s", vkind_phrase(l), vkind_phrase(r));
+    pd_cmp_error(c, e->loc, "'@' needs two tensors, got %s and %s", pd_cmp_vkind_phrase(l),
+                 pd_cmp_vkind_phrase(r));
     return VERR;
   }
   return fold_binary(c, op, l, r, e->loc);
@@ -1042,9 +1062,9 @@ static value *eval_unary(C *c, const pd_ast_node *e) {
   if (v->k == V_ERROR) return VERR;
   if (e->unary.op == PD_AST_OP_NEG) {
     if (v->k == V_TENSOR) return scale_op(c, v, -1, 0, e->loc);
-    if (v->k == V_INT) return vint(c, (int64_t)(0 - (uint64_t)v->i));
-    if (v->k == V_FLOAT) return vfloat(c, -v->f);
-    cerr(c, e->loc, "cannot negate %s", vkind_phrase(v));
+    if (v->k == V_INT) return pd_cmp_vint(c, (int64_t)(0 - (uint64_t)v->i));
+    if (v->k == V_FLOAT) return pd_cmp_vfloat(c, -v->f);
+    pd_cmp_error(c, e->loc, "cannot negate %s", pd_cmp_vkind_phrase(v));
     return VERR;
   }
   if (v->k == V_TENSOR) return simple_op(c, "logical_not", v, NULL, e->loc);
@@ -1058,20 +1078,20 @@ static value *eval_name(C *c, const pd_ast_node *e) {
   binding *b = lookup(c->scope, id, NULL);
   if (b) {
     if (b->v->k == V_UNDEF) {
-      cerr(c, e->loc, "'%s' is not defined on every path here: %s", id, b->v->undef.why);
+      pd_cmp_error(c, e->loc, "'%s' is not defined on every path here: %s", id, b->v->undef.why);
       return VERR;
     }
     return b->v;
   }
-  const builtin *bi = pd_builtin_lookup(id);
+  const builtin *bi = pd_cmp_builtin_lookup(id);
   if (bi) {
-    value *v = vnew(c, V_BUILTIN);
+    value *v = pd_cmp_vnew(c, V_BUILTIN);
     if (v != VERR) v->bi = bi;
     return v;
   }
   int dt = pd_dtype_from_name(id);
   if (dt >= 0) {
-    value *v = vnew(c, V_DTYPE);
+    value *v = pd_cmp_vnew(c, V_DTYPE);
     if (v != VERR) v->dtype = (pd_dtype)dt;
     return v;
   }
@@ -1082,12 +1102,13 @@ static value *eval_name(C *c, const pd_ast_node *e) {
     while (up && up != t) up = up->parent;
     binding *lb = up ? NULL : lookup_local(t, id);
     if (!lb || !lb->loc.file || !e->loc.file || strcmp(lb->loc.file, e->loc.file) != 0) continue;
-    cerr(c, e->loc, "'%s' is not defined here: the '%s' of line %d is local to its block, which "
-                    "has ended (to use it after the block, assign it before the block)",
-         id, id, lb->loc.line);
+    pd_cmp_error(c, e->loc,
+                 "'%s' is not defined here: the '%s' of line %d is local to its block, which "
+                 "has ended (to use it after the block, assign it before the block)",
+                 id, id, lb->loc.line);
     return VERR;
   }
-  cerr(c, e->loc, "'%s' is not defined", id);
+  pd_cmp_error(c, e->loc, "'%s' is not defined", id);
   return VERR;
 }
 
@@ -1095,11 +1116,12 @@ static value *eval_index(C *c, const pd_ast_node *e) {
   value *obj = eval(c, e->index.object);
   if (obj->k == V_ERROR) return VERR;
   if (obj->k != V_LIST) {
-    cerr(c, e->loc, "only lists can be indexed at compile time; this is %s", vkind_phrase(obj));
+    pd_cmp_error(c, e->loc, "only lists can be indexed at compile time; this is %s",
+                 pd_cmp_vkind_phrase(obj));
     return VERR;
   }
   if (e->index.subscripts.len != 1) {
-    cerr(c, e->loc, "a list takes one subscript");
+    pd_cmp_error(c, e->loc, "a list takes one subscript");
     return VERR;
   }
   const pd_ast_node *sub = e->index.subscripts.items[0];
@@ -1113,16 +1135,17 @@ static value *eval_index(C *c, const pd_ast_node *e) {
       value *bv = eval(c, bounds[k]);
       if (bv->k == V_ERROR) return VERR;
       if (bv->k != V_INT) {
-        cerr(c, bounds[k]->loc, "a slice bound must be an integer, got %s", vkind_phrase(bv));
+        pd_cmp_error(c, bounds[k]->loc, "a slice bound must be an integer, got %s",
+                     pd_cmp_vkind_phrase(bv));
         return VERR;
       }
       int64_t x = bv->i < 0 ? bv->i + n : bv->i;
       *dst[k] = x < 0 ? 0 : x > n ? n : x;
     }
-    value *v = vnew(c, V_LIST);
+    value *v = pd_cmp_vnew(c, V_LIST);
     if (v == VERR) return v;
     v->list.n = hi > lo ? (int)(hi - lo) : 0;
-    v->list.items = calloc_c(c, sizeof(value *) * (size_t)(v->list.n ? v->list.n : 1));
+    v->list.items = pd_cmp_calloc(c, sizeof(value *) * (size_t)(v->list.n ? v->list.n : 1));
     if (!v->list.items) return VERR;
     for (int i = 0; i < v->list.n; i++) v->list.items[i] = obj->list.items[lo + i];
     return v;
@@ -1130,13 +1153,13 @@ static value *eval_index(C *c, const pd_ast_node *e) {
   value *iv = eval(c, sub);
   if (iv->k == V_ERROR) return VERR;
   if (iv->k != V_INT) {
-    cerr(c, sub->loc, "a list index must be an integer, got %s", vkind_phrase(iv));
+    pd_cmp_error(c, sub->loc, "a list index must be an integer, got %s", pd_cmp_vkind_phrase(iv));
     return VERR;
   }
   int64_t i = iv->i < 0 ? iv->i + n : iv->i;
   if (i < 0 || i >= n) {
-    cerr(c, sub->loc, "index %lld is out of range for a list of %lld items", (long long)iv->i,
-         (long long)n);
+    pd_cmp_error(c, sub->loc, "index %lld is out of range for a list of %lld items",
+                 (long long)iv->i, (long long)n);
     return VERR;
   }
   return obj->list.items[i];
@@ -1150,34 +1173,35 @@ static value *eval_attr(C *c, const pd_ast_node *e) {
     pd_var_desc *v = obj->var;
     if (strcmp(a, "shape") == 0) {
       if (v->ndims < 0) {
-        cerr(c, e->loc, "the shape of '%s' is not known at compile time", v->name);
+        pd_cmp_error(c, e->loc, "the shape of '%s' is not known at compile time", v->name);
         return VERR;
       }
-      value *l = vnew(c, V_LIST);
+      value *l = pd_cmp_vnew(c, V_LIST);
       if (l == VERR) return l;
       l->list.n = v->ndims;
-      l->list.items = calloc_c(c, sizeof(value *) * (size_t)(v->ndims ? v->ndims : 1));
+      l->list.items = pd_cmp_calloc(c, sizeof(value *) * (size_t)(v->ndims ? v->ndims : 1));
       if (!l->list.items) return VERR;
-      for (int i = 0; i < v->ndims; i++) l->list.items[i] = vint(c, v->dims[i]);
+      for (int i = 0; i < v->ndims; i++) l->list.items[i] = pd_cmp_vint(c, v->dims[i]);
       return l;
     }
-    if (strcmp(a, "ndim") == 0) return vint(c, v->ndims);
+    if (strcmp(a, "ndim") == 0) return pd_cmp_vint(c, v->ndims);
     if (strcmp(a, "dtype") == 0) {
-      value *d = vnew(c, V_DTYPE);
+      value *d = pd_cmp_vnew(c, V_DTYPE);
       if (d != VERR) d->dtype = v->dtype;
       return d;
     }
-    if (strcmp(a, "lod_level") == 0) return vint(c, v->lod_level);
-    if (strcmp(a, "name") == 0) return vstr(c, v->name);
-    cerr(c, e->loc, "a tensor has no attribute '%s' (it has shape, ndim, dtype, lod_level, name)", a);
+    if (strcmp(a, "lod_level") == 0) return pd_cmp_vint(c, v->lod_level);
+    if (strcmp(a, "name") == 0) return pd_cmp_vstr(c, v->name);
+    pd_cmp_error(c, e->loc,
+                 "a tensor has no attribute '%s' (it has shape, ndim, dtype, lod_level, name)", a);
     return VERR;
   }
-  if (obj->k == V_LIST && strcmp(a, "len") == 0) return vint(c, obj->list.n);
+  if (obj->k == V_LIST && strcmp(a, "len") == 0) return pd_cmp_vint(c, obj->list.n);
   if (obj->k == V_RECORD) {
     for (int i = 0; i < obj->rec.n; i++)
       if (obj->rec.keys[i] && strcmp(obj->rec.keys[i], a) == 0) return obj->rec.vals[i];
   }
-  cerr(c, e->loc, "%s has no attribute '%s'", vkind_phrase(obj), a);
+  pd_cmp_error(c, e->loc, "%s has no attribute '%s'", pd_cmp_vkind_phrase(obj), a);
   return VERR;
 }
 
@@ -1188,32 +1212,35 @@ static value *call_def(C *c, value *fnv, call_args *a) {
   const char *fname = def->def.name->name.id;
   for (inline_call *k = c->call; k; k = k->outer) {
     if (k->def == def) {
-      cerr(c, a->loc, "'%s' calls itself: functions are inlined when the program is built, so "
-                      "recursion would never end", fname);
+      pd_cmp_error(c, a->loc,
+                   "'%s' calls itself: functions are inlined when the program is built, so "
+                   "recursion would never end",
+                   fname);
       return VERR;
     }
   }
   if (c->call_depth >= 200) {
-    cerr(c, a->loc, "function calls nested too deeply (limit 200)");
+    pd_cmp_error(c, a->loc, "function calls nested too deeply (limit 200)");
     return VERR;
   }
   size_t np = def->def.params.len;
   if ((size_t)a->npos > np) {
-    cerr(c, a->loc, "'%s' takes %zu argument%s, got %d", fname, np, np == 1 ? "" : "s", a->npos);
+    pd_cmp_error(c, a->loc, "'%s' takes %zu argument%s, got %d", fname, np, np == 1 ? "" : "s",
+                 a->npos);
     return VERR;
   }
-  value **vals = calloc_c(c, sizeof *vals * (np ? np : 1));
+  value **vals = pd_cmp_calloc(c, sizeof *vals * (np ? np : 1));
   if (!vals) return VERR;
   for (int i = 0; i < a->npos; i++) vals[i] = a->pos[i];
   for (int k = 0; k < a->nkw; k++) {
     size_t i = 0;
     while (i < np && strcmp(def->def.params.items[i]->binding.name, a->kw[k]) != 0) i++;
     if (i == np) {
-      cerr(c, a->kw_loc[k], "'%s' has no parameter '%s'", fname, a->kw[k]);
+      pd_cmp_error(c, a->kw_loc[k], "'%s' has no parameter '%s'", fname, a->kw[k]);
       return VERR;
     }
     if (vals[i]) {
-      cerr(c, a->kw_loc[k], "argument '%s' of '%s' given twice", a->kw[k], fname);
+      pd_cmp_error(c, a->kw_loc[k], "argument '%s' of '%s' given twice", a->kw[k], fname);
       return VERR;
     }
     vals[i] = a->kwv[k];
@@ -1227,7 +1254,7 @@ static value *call_def(C *c, value *fnv, call_args *a) {
     if (!vals[i]) {
       if (!p->binding.value) {
         c->scope = saved_scope;
-        cerr(c, a->loc, "'%s' needs argument '%s'", fname, p->binding.name);
+        pd_cmp_error(c, a->loc, "'%s' needs argument '%s'", fname, p->binding.name);
         return VERR;
       }
       vals[i] = eval(c, p->binding.value);
@@ -1235,8 +1262,8 @@ static value *call_def(C *c, value *fnv, call_args *a) {
     bind_local(c, fs, p->binding.name, vals[i], p->loc);
   }
   inline_call call = {.def = def, .site = a->loc, .outer = c->call};
-  int64_t *cnt = sm_slot(c, c->counters, fmt_c(c, "@call.%s", fname), true);
-  call.prefix = cnt ? fmt_c(c, "%s_%lld", fname, (long long)(*cnt)++) : fname;
+  int64_t *cnt = sm_slot(c, c->counters, pd_cmp_fmt(c, "@call.%s", fname), true);
+  call.prefix = cnt ? pd_cmp_fmt(c, "%s_%lld", fname, (long long)(*cnt)++) : fname;
   fs->call = &call;
   c->call = &call;
   c->call_depth++;
@@ -1247,10 +1274,10 @@ static value *call_def(C *c, value *fnv, call_args *a) {
   return call.ret ? call.ret : VNONE;
 }
 
-value *call_value(C *c, value *fn, call_args *a) {
+value *pd_cmp_call_value(C *c, value *fn, call_args *a) {
   if (fn->k == V_BUILTIN) return fn->bi->fn(c, fn->bi, a);
   if (fn->k == V_FUNC) return call_def(c, fn, a);
-  if (fn->k != V_ERROR) cerr(c, a->loc, "%s is not a function", vkind_phrase(fn));
+  if (fn->k != V_ERROR) pd_cmp_error(c, a->loc, "%s is not a function", pd_cmp_vkind_phrase(fn));
   return VERR;
 }
 
@@ -1276,12 +1303,12 @@ static value *eval_call(C *c, const pd_ast_node *e) {
   a.fname = fn->k == V_BUILTIN ? fn->bi->name
           : fn->k == V_FUNC    ? fn->fn.def->def.name->name.id
                                : "function";
-  a.pos = calloc_c(c, sizeof *a.pos * (n ? n : 1));
-  a.pos_loc = calloc_c(c, sizeof *a.pos_loc * (n ? n : 1));
-  a.pos_start = calloc_c(c, sizeof *a.pos_start * (n ? n : 1));
-  a.kw = calloc_c(c, sizeof *a.kw * (n ? n : 1));
-  a.kwv = calloc_c(c, sizeof *a.kwv * (n ? n : 1));
-  a.kw_loc = calloc_c(c, sizeof *a.kw_loc * (n ? n : 1));
+  a.pos = pd_cmp_calloc(c, sizeof *a.pos * (n ? n : 1));
+  a.pos_loc = pd_cmp_calloc(c, sizeof *a.pos_loc * (n ? n : 1));
+  a.pos_start = pd_cmp_calloc(c, sizeof *a.pos_start * (n ? n : 1));
+  a.kw = pd_cmp_calloc(c, sizeof *a.kw * (n ? n : 1));
+  a.kwv = pd_cmp_calloc(c, sizeof *a.kwv * (n ? n : 1));
+  a.kw_loc = pd_cmp_calloc(c, sizeof *a.kw_loc * (n ? n : 1));
   if (c->oom) return VERR;
   bool bad = false;
   for (size_t i = 0; i < n; i++) {
@@ -1289,7 +1316,7 @@ static value *eval_call(C *c, const pd_ast_node *e) {
     if (arg->kind == PD_AST_KWARG) {
       for (int k = 0; k < a.nkw; k++)
         if (strcmp(a.kw[k], arg->binding.name) == 0) {
-          cerr(c, arg->loc, "keyword argument '%s' given twice", arg->binding.name);
+          pd_cmp_error(c, arg->loc, "keyword argument '%s' given twice", arg->binding.name);
           bad = true;
         }
       a.kw[a.nkw] = arg->binding.name;
@@ -1306,29 +1333,29 @@ static value *eval_call(C *c, const pd_ast_node *e) {
     }
   }
   if (bad) return VERR;
-  return call_value(c, fn, &a);
+  return pd_cmp_call_value(c, fn, &a);
 }
 
 static value *eval(C *c, const pd_ast_node *e) {
   if (c->oom) return VERR;
   switch (e->kind) {
-  case PD_AST_INT: return vint(c, e->int_value);
-  case PD_AST_FLOAT: return vfloat(c, e->float_value);
+  case PD_AST_INT: return pd_cmp_vint(c, e->int_value);
+  case PD_AST_FLOAT: return pd_cmp_vfloat(c, e->float_value);
   case PD_AST_BOOL: return vbool(c, e->bool_value);
   case PD_AST_NONE: return VNONE;
   case PD_AST_STRING: {
     if (memchr(e->str.data, '\0', e->str.len)) {
-      cerr(c, e->loc, "strings with NUL bytes cannot be used here");
+      pd_cmp_error(c, e->loc, "strings with NUL bytes cannot be used here");
       return VERR;
     }
-    return vstr(c, e->str.data);
+    return pd_cmp_vstr(c, e->str.data);
   }
   case PD_AST_NAME: return eval_name(c, e);
   case PD_AST_LIST: {
-    value *v = vnew(c, V_LIST);
+    value *v = pd_cmp_vnew(c, V_LIST);
     if (v == VERR) return v;
     v->list.n = (int)e->list.items.len;
-    v->list.items = calloc_c(c, sizeof(value *) * (e->list.items.len ? e->list.items.len : 1));
+    v->list.items = pd_cmp_calloc(c, sizeof(value *) * (e->list.items.len ? e->list.items.len : 1));
     if (!v->list.items) return VERR;
     for (size_t i = 0; i < e->list.items.len; i++) {
       v->list.items[i] = eval(c, e->list.items.items[i]);
@@ -1342,7 +1369,7 @@ static value *eval(C *c, const pd_ast_node *e) {
   case PD_AST_INDEX: return eval_index(c, e);
   case PD_AST_ATTR: return eval_attr(c, e);
   default:
-    cerr(c, e->loc, "%s is not an expression", pd_ast_kind_phrase(e->kind));
+    pd_cmp_error(c, e->loc, "%s is not an expression", pd_ast_kind_phrase(e->kind));
     return VERR;
   }
 }
@@ -1371,7 +1398,7 @@ static bool block_assigns(const pd_ast_node *block, const char *name) {
 
 /* Open a construct's sub-block and its scope. */
 static cflow *cf_open(C *c, cf_kind kind, scope_kind sk) {
-  cflow *f = calloc_c(c, sizeof *f);
+  cflow *f = pd_cmp_calloc(c, sizeof *f);
   if (!f) return NULL;
   f->kind = kind;
   f->parent_block = c->block;
@@ -1396,7 +1423,7 @@ static void cf_close(C *c, cflow *f, symtab *saved) {
 }
 
 static const char **read_names(C *c, cflow *f, int *n) {
-  const char **names = calloc_c(c, sizeof *names * (size_t)(f->nreads ? f->nreads : 1));
+  const char **names = pd_cmp_calloc(c, sizeof *names * (size_t)(f->nreads ? f->nreads : 1));
   if (!names) return NULL;
   for (int i = 0; i < f->nreads; i++) names[i] = f->reads[i].inner->name;
   *n = f->nreads;
@@ -1417,7 +1444,8 @@ static bool compile_if_chain(C *c, const pd_ast_node *ifn, size_t from);
 /* Run a branch's statements (or, for the else of an `else if`, the rest of the chain). */
 static void compile_branch_body(C *c, const pd_ast_node *ifn, size_t idx) {
   if (idx < ifn->if_.branches.len) compile_block(c, ifn->if_.branches.items[idx]->branch.body);
-  else if (idx == ifn->if_.branches.len && ifn->if_.else_block) compile_block(c, ifn->if_.else_block);
+  else if (idx == ifn->if_.branches.len && ifn->if_.else_block)
+    compile_block(c, ifn->if_.else_block);
   else if (idx > ifn->if_.branches.len) compile_if_chain(c, ifn, idx - ifn->if_.branches.len);
 }
 
@@ -1445,9 +1473,11 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
   bool rows = cv->ndims >= 1 && cv->ndims <= 2 && (cv->ndims == 1 || cv->dims[1] == 1) &&
               (cv->dims[0] == -1 || cv->dims[0] > 1);
   if (cv->dtype != PD_BOOL || (!rows && !(known && numel == 1))) {
-    cerr(c, br->branch.cond->loc,
-         "the condition of an if must be a bool tensor with one element or of shape [batch, 1], "
-         "got %s %s", pd_dtype_name(cv->dtype), dims_str(c, cv));
+    pd_cmp_error(
+        c, br->branch.cond->loc,
+        "the condition of an if must be a bool tensor with one element or of shape [batch, 1], "
+        "got %s %s",
+        pd_dtype_name(cv->dtype), pd_cmp_dims_str(c, cv));
     return false;
   }
   size_t nb = ifn->if_.branches.len;
@@ -1456,7 +1486,7 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
   bool has_false = from + 1 < nb || ifn->if_.else_block;
   rows_split *rs = NULL;
   if (rows) {
-    rs = calloc_c(c, sizeof *rs);
+    rs = pd_cmp_calloc(c, sizeof *rs);
     if (!rs) return false;
     rs->cond = cv;
     rs->at = c->block;
@@ -1500,22 +1530,25 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
         bool outer = lookup(saved, name, NULL) != NULL;
         if (!outer) {
           /* New in this arm: an output only when every arm defines it. */
-          bool every = arm_assigns(ifn, from, name) && has_false && arm_assigns(ifn, false_arm, name);
+          bool every =
+              arm_assigns(ifn, from, name) && has_false && arm_assigns(ifn, false_arm, name);
           binding *b = lookup_local(s, name);
           if (!every) {
-            value *u = vnew(c, V_UNDEF);
+            value *u = pd_cmp_vnew(c, V_UNDEF);
             if (u == VERR) return false;
             u->undef.loc = b ? b->loc : loc;
-            u->undef.why = fmt_c(c, "it is assigned at %d:%d in only one branch of the if at %d:%d "
-                                    "(assign it in every branch, or before the if)",
-                                 u->undef.loc.line, u->undef.loc.col, ifn->loc.line, ifn->loc.col);
+            u->undef.why =
+                pd_cmp_fmt(c,
+                           "it is assigned at %d:%d in only one branch of the if at %d:%d "
+                           "(assign it in every branch, or before the if)",
+                           u->undef.loc.line, u->undef.loc.col, ifn->loc.line, ifn->loc.col);
             bind_local(c, saved, name, u, u->undef.loc);
             continue;
           }
         }
         if (nouts == capouts) {
           capouts = capouts ? capouts * 2 : 8;
-          if_out *no = calloc_c(c, sizeof *no * (size_t)capouts);
+          if_out *no = pd_cmp_calloc(c, sizeof *no * (size_t)capouts);
           if (!no) return false;
           if (nouts) memcpy(no, outs, sizeof *no * (size_t)nouts);
           outs = no;
@@ -1544,8 +1577,10 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
       outs[j].vals[side] = v;
       if (v->k == V_ERROR) return false;
       if (v->k != V_TENSOR) {
-        cerr(c, outs[j].loc, "'%s' is assigned in a branch of a tensor if, so it must be a tensor "
-                             "(got %s)", outs[j].name, vkind_phrase(v));
+        pd_cmp_error(c, outs[j].loc,
+                     "'%s' is assigned in a branch of a tensor if, so it must be a tensor "
+                     "(got %s)",
+                     outs[j].name, pd_cmp_vkind_phrase(v));
         return false;
       }
       if (!arm_cf[side]) continue;
@@ -1557,17 +1592,17 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
       c->cf = f;
       pd_var_desc *dst = shared;
       if (!dst) {
-        const char *hint = rows ? fmt_c(c, "%s.%s", outs[j].name, side ? "false" : "true")
-                                : fmt_c(c, "%s.cond", outs[j].name);
-        dst = var_new(c, f->parent_block, hint, true);
+        const char *hint = rows ? pd_cmp_fmt(c, "%s.%s", outs[j].name, side ? "false" : "true")
+                                : pd_cmp_fmt(c, "%s.cond", outs[j].name);
+        dst = pd_cmp_var_new(c, f->parent_block, hint, true);
       }
       if (!rows) shared = dst;
-      pd_op_desc *op = op_new(c, "assign", outs[j].loc);
-      bool okk = dst && op && op_in(c, op, "X", v, outs[j].loc);
+      pd_op_desc *op = pd_cmp_op_new(c, "assign", outs[j].loc);
+      bool okk = dst && op && pd_cmp_op_in(c, op, "X", v, outs[j].loc);
       if (okk) {
         const char *dn = dst->name;
         if (pd_op_set_output(op, "Out", 1, &dn)) c->oom = true;
-        else okk = op_finish(c, op, dst)->k == V_TENSOR;
+        else okk = pd_cmp_op_finish(c, op, dst)->k == V_TENSOR;
       }
       c->block = saved_block;
       c->cf = saved_cf;
@@ -1579,12 +1614,12 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
   for (int side = 0; side < 2; side++) {
     cflow *f = arm_cf[side];
     if (!f) continue;
-    pd_op_desc *op = op_new(c, "conditional_block", loc);
+    pd_op_desc *op = pd_cmp_op_new(c, "conditional_block", loc);
     if (!op) return false;
     int nin;
     const char **ins = read_names(c, f, &nin);
-    const char **outn = calloc_c(c, sizeof *outn * (size_t)(nouts ? nouts : 1));
-    pd_var_desc *scope = var_new(c, c->block, "cond_block.scope", false);
+    const char **outn = pd_cmp_calloc(c, sizeof *outn * (size_t)(nouts ? nouts : 1));
+    pd_var_desc *scope = pd_cmp_var_new(c, c->block, "cond_block.scope", false);
     if (!ins || !outn || !scope) return false;
     scope->type = PD_VAR_STEP_SCOPES;
     for (int j = 0; j < nouts; j++) outn[j] = outs[j].part[side]->name;
@@ -1597,7 +1632,7 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
       c->oom = true;
       return false;
     }
-    if (op_finish(c, op, scope)->k == V_ERROR) return false;
+    if (pd_cmp_op_finish(c, op, scope)->k == V_ERROR) return false;
   }
   for (int j = 0; j < nouts; j++) {
     value *result;
@@ -1608,14 +1643,15 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
         for (int d = 1; same && d < t->ndims; d++)
           same = t->dims[d] == f->dims[d] || t->dims[d] < 0 || f->dims[d] < 0;
         if (!same) {
-          cerr(c, outs[j].loc, "'%s' is %s %s in the true branch but %s %s in the false branch",
-               outs[j].name, pd_dtype_name(t->dtype), dims_str(c, t), pd_dtype_name(f->dtype),
-               dims_str(c, f));
+          pd_cmp_error(c, outs[j].loc,
+                       "'%s' is %s %s in the true branch but %s %s in the false branch",
+                       outs[j].name, pd_dtype_name(t->dtype), pd_cmp_dims_str(c, t),
+                       pd_dtype_name(f->dtype), pd_cmp_dims_str(c, f));
           return false;
         }
       }
-      pd_op_desc *op = op_new(c, "merge_lod_tensor", loc);
-      pd_var_desc *out = op ? op_out(c, op, "Out", outs[j].name) : NULL;
+      pd_op_desc *op = pd_cmp_op_new(c, "merge_lod_tensor", loc);
+      pd_var_desc *out = op ? pd_cmp_op_out(c, op, "Out", outs[j].name) : NULL;
       if (!out) return false;
       const char *x = cv->name, *tn = t->name, *fn = f->name;
       if (pd_op_set_input(op, "X", 1, &x) || pd_op_set_input(op, "Mask", 1, &x) ||
@@ -1623,9 +1659,9 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
         c->oom = true;
         return false;
       }
-      result = op_finish(c, op, out);
+      result = pd_cmp_op_finish(c, op, out);
     } else {
-      result = vtensor(c, outs[j].part[0]);
+      result = pd_cmp_vtensor(c, outs[j].part[0]);
     }
     if (result->k != V_TENSOR) return false;
     assign_name(c, outs[j].name, result, outs[j].loc, false);
@@ -1645,17 +1681,18 @@ static void compile_staged_arm(C *c, const pd_ast_node *ifn, size_t arm, size_t 
     const char *name = s->news[i];
     binding *b = lookup_local(s, name);
     bool every = has_else;
-    for (size_t k = 0; every && k < nb; k++) every = block_assigns(ifn->if_.branches.items[k]->branch.body, name);
+    for (size_t k = 0; every && k < nb; k++)
+      every = block_assigns(ifn->if_.branches.items[k]->branch.body, name);
     if (every) every = block_assigns(ifn->if_.else_block, name);
     if (every) {
       assign_name(c, name, b->v, b->loc, false);
     } else {
-      value *u = vnew(c, V_UNDEF);
+      value *u = pd_cmp_vnew(c, V_UNDEF);
       if (u == VERR) return;
       u->undef.loc = b->loc;
-      u->undef.why = fmt_c(c, "it is assigned at %d:%d in only one branch of the if at %d:%d "
+      u->undef.why = pd_cmp_fmt(c, "it is assigned at %d:%d in only one branch of the if at %d:%d "
                               "(assign it in every branch, or before the if)",
-                           b->loc.line, b->loc.col, ifn->loc.line, ifn->loc.col);
+                                b->loc.line, b->loc.col, ifn->loc.line, ifn->loc.col);
       if (!lookup(saved, name, NULL)) bind_local(c, saved, name, u, b->loc);
     }
   }
@@ -1725,17 +1762,20 @@ static bool compile_for(C *c, const pd_ast_node *s) {
   if (seq->k != V_TENSOR || seq->var->lod_level < 1) {
     pd_buf b;
     pd_buf_init(&b);
-    describe(c, seq, &b);
+    pd_cmp_describe(c, seq, &b);
     /* The step input of an enclosing for over a one-level batch: say how to nest loops. */
     const cflow *outer = NULL;
     for (const symtab *t = c->scope; t && !outer && seq->k == V_TENSOR; t = t->parent)
       if (t->kind == SC_LOOP && t->cf && t->cf->kind == CF_FOR && t->cf->step == seq->var)
         outer = t->cf;
-    cerr(c, s->for_.iter->loc, "for (t in x) needs x to be a batch of sequences (a tensor with "
-                               "LoD), got %s%s", b.data ? b.data : "?",
-         outer ? "; a step of a loop over sequences is one element of each: to loop inside the "
-                 "loop, loop over sequences of sequences (lod_level = 2)"
-               : "");
+    pd_cmp_error(
+        c, s->for_.iter->loc,
+        "for (t in x) needs x to be a batch of sequences (a tensor with "
+        "LoD), got %s%s",
+        b.data ? b.data : "?",
+        outer ? "; a step of a loop over sequences is one element of each: to loop inside the "
+                "loop, loop over sequences of sequences (lod_level = 2)"
+              : "");
     pd_buf_free(&b);
     return false;
   }
@@ -1743,24 +1783,24 @@ static bool compile_for(C *c, const pd_ast_node *s) {
   /* The recurrent op slices its input into each step scope under the input's own name (Fluid's
    * convention), so the loop steps over a copy with a name of its own: the body may still name
    * the whole sequence. */
-  pd_op_desc *src_op = op_new(c, "assign", s->for_.iter->loc);
-  if (!src_op || !op_in(c, src_op, "X", seq, s->for_.iter->loc)) return false;
-  value *src = op_finish(c, src_op, op_out(c, src_op, "Out", s->for_.var->name.id));
+  pd_op_desc *src_op = pd_cmp_op_new(c, "assign", s->for_.iter->loc);
+  if (!src_op || !pd_cmp_op_in(c, src_op, "X", seq, s->for_.iter->loc)) return false;
+  value *src = pd_cmp_op_finish(c, src_op, pd_cmp_op_out(c, src_op, "Out", s->for_.var->name.id));
   if (src->k != V_TENSOR) return false;
   symtab *saved = c->scope;
   /* Memories: names assigned in the body that are defined outside. */
   const char **names = NULL;
   int nnames = 0, capnames = 0;
   collect_assigned(c, s->for_.body, &names, &nnames, &capnames);
-  loop_mem *mems = calloc_c(c, sizeof *mems * (size_t)(nnames ? nnames : 1));
+  loop_mem *mems = pd_cmp_calloc(c, sizeof *mems * (size_t)(nnames ? nnames : 1));
   int nmems = 0;
   if (!mems) return false;
   for (int i = 0; i < nnames; i++) {
     binding *b = lookup(saved, names[i], NULL);
     if (!b || b->v->k == V_UNDEF) continue;
     if (b->v->k != V_TENSOR) {
-      cerr(c, s->loc, "'%s' is written in the loop, so it is a memory and must be a tensor "
-                      "(it is %s)", names[i], vkind_phrase(b->v));
+      pd_cmp_error(c, s->loc, "'%s' is written in the loop, so it is a memory and must be a tensor "
+                      "(it is %s)", names[i], pd_cmp_vkind_phrase(b->v));
       return false;
     }
     mems[nmems].name = names[i];
@@ -1783,10 +1823,10 @@ static bool compile_for(C *c, const pd_ast_node *s) {
   /* Over sequences of sequences (lod_level 2) a step is a batch of sequences: loop over it. */
   t->lod_level = xv->lod_level > 1 ? xv->lod_level - 1 : 0;
   f->step = t;
-  bind_local(c, ls, s->for_.var->name.id, vtensor(c, t), s->for_.var->loc);
+  bind_local(c, ls, s->for_.var->name.id, pd_cmp_vtensor(c, t), s->for_.var->loc);
   for (int i = 0; i < nmems; i++) {
     pd_var_desc *init = mems[i].init->var;
-    pd_var_desc *pre = var_new(c, f->block, fmt_c(c, "%s.pre", mems[i].name), true);
+    pd_var_desc *pre = pd_cmp_var_new(c, f->block, pd_cmp_fmt(c, "%s.pre", mems[i].name), true);
     if (!pre) return false;
     pre->dtype = init->dtype;
     int64_t dims[PD_MAX_RANK];
@@ -1794,7 +1834,7 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     if (nd >= 0 && pd_var_set_shape(pre, nd, dims)) c->oom = true;
     mems[i].pre = pre;
     /* The memory is read as the previous step's value; writes shadow it in the loop scope. */
-    bind_local(c, ls, mems[i].name, vtensor(c, pre), mems[i].loc);
+    bind_local(c, ls, mems[i].name, pd_cmp_vtensor(c, pre), mems[i].loc);
   }
   /* The body. `emit` statements record their outputs on the loop scope (news list, below). */
   compile_block(c, s->for_.body);
@@ -1823,8 +1863,8 @@ static bool compile_for(C *c, const pd_ast_node *s) {
       out_inner[nouts - 1] = ev;
       at = nouts - 1;
     }
-    const char **ne = calloc_c(c, sizeof *ne * (size_t)(nemitted + 1));
-    int *na = calloc_c(c, sizeof *na * (size_t)(nemitted + 1));
+    const char **ne = pd_cmp_calloc(c, sizeof *ne * (size_t)(nemitted + 1));
+    int *na = pd_cmp_calloc(c, sizeof *na * (size_t)(nemitted + 1));
     if (!ne || !na) break;
     if (nemitted) {
       memcpy(ne, emitted, sizeof *ne * (size_t)nemitted);
@@ -1836,9 +1876,9 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     emit_at = na;
   }
   int nemit = nouts;
-  int *state_at = calloc_c(c, sizeof *state_at * (size_t)(nmems ? nmems : 1));
-  states = calloc_c(c, sizeof *states * (size_t)(nmems ? nmems : 1));
-  exstates = calloc_c(c, sizeof *exstates * (size_t)(nmems ? nmems : 1));
+  int *state_at = pd_cmp_calloc(c, sizeof *state_at * (size_t)(nmems ? nmems : 1));
+  states = pd_cmp_calloc(c, sizeof *states * (size_t)(nmems ? nmems : 1));
+  exstates = pd_cmp_calloc(c, sizeof *exstates * (size_t)(nmems ? nmems : 1));
   if (!states || !exstates || !state_at || c->oom) {
     pd_free(out_inner);
     cf_close(c, f, saved);
@@ -1851,8 +1891,8 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     if (v->k != V_TENSOR) {
       ok = false;
       if (v->k != V_ERROR)
-        cerr(c, b->loc, "memory '%s' must stay a tensor in the loop (it is %s)", mems[i].name,
-             vkind_phrase(v));
+        pd_cmp_error(c, b->loc, "memory '%s' must stay a tensor in the loop (it is %s)",
+                     mems[i].name, pd_cmp_vkind_phrase(v));
       break;
     }
     pd_var_desc *pre = mems[i].pre, *nv = v->var;
@@ -1864,8 +1904,8 @@ static bool compile_for(C *c, const pd_ast_node *s) {
         for (int d = 1; same && d < nv->ndims; d++)
           same = pre->dims[d] == nv->dims[d] || pre->dims[d] < 0 || nv->dims[d] < 0;
         if (!same) {
-          cerr(c, b->loc, "memory '%s' changes shape in the loop: %s before, %s after",
-               mems[i].name, dims_str(c, pre), dims_str(c, nv));
+          pd_cmp_error(c, b->loc, "memory '%s' changes shape in the loop: %s before, %s after",
+                       mems[i].name, pd_cmp_dims_str(c, pre), pd_cmp_dims_str(c, nv));
           ok = false;
           break;
         }
@@ -1900,8 +1940,8 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     return false;
   }
   /* The sequences the loop produces, in the enclosing block (same names as inside). */
-  pd_var_desc **seqs = calloc_c(c, sizeof *seqs * (size_t)(nouts ? nouts : 1));
-  const char **seq_names = calloc_c(c, sizeof *seq_names * (size_t)(nouts ? nouts : 1));
+  pd_var_desc **seqs = pd_cmp_calloc(c, sizeof *seqs * (size_t)(nouts ? nouts : 1));
+  const char **seq_names = pd_cmp_calloc(c, sizeof *seq_names * (size_t)(nouts ? nouts : 1));
   if (!seqs || !seq_names) { pd_free(out_inner); return false; }
   for (int i = 0; i < nouts; i++) {
     pd_var_desc *in = out_inner[i];
@@ -1917,19 +1957,19 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     seq_names[i] = o->name;
   }
   pd_free(out_inner);
-  pd_op_desc *op = op_new(c, "recurrent", s->loc);
-  pd_var_desc *scopes = var_new(c, c->block, "rnn.step_scopes", false);
+  pd_op_desc *op = pd_cmp_op_new(c, "recurrent", s->loc);
+  pd_var_desc *scopes = pd_cmp_var_new(c, c->block, "rnn.step_scopes", false);
   if (!op || !scopes) return false;
   scopes->type = PD_VAR_STEP_SCOPES;
   int nparams;
   const char **params = read_names(c, f, &nparams);
   const char *sn = scopes->name;
-  value **initv = calloc_c(c, sizeof *initv * (size_t)(nmems ? nmems : 1));
+  value **initv = pd_cmp_calloc(c, sizeof *initv * (size_t)(nmems ? nmems : 1));
   if (!params || !initv) return false;
   for (int i = 0; i < nmems; i++) initv[i] = mems[i].init;
   /* The sequence and the initial states are read in the enclosing block. */
-  if (!op_in(c, op, "inputs", src, s->for_.iter->loc) ||
-      !op_in_list(c, op, "initial_states", initv, nmems, s->loc))
+  if (!pd_cmp_op_in(c, op, "inputs", src, s->for_.iter->loc) ||
+      !pd_cmp_op_in_list(c, op, "initial_states", initv, nmems, s->loc))
     return false;
   if (pd_op_set_input(op, "parameters", nparams, params) ||
       pd_op_set_output(op, "outputs", nouts, seq_names) ||
@@ -1941,18 +1981,18 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     c->oom = true;
     return false;
   }
-  if (op_finish(c, op, scopes)->k == V_ERROR) return false;
+  if (pd_cmp_op_finish(c, op, scopes)->k == V_ERROR) return false;
   for (int i = 0; i < nemitted; i++)
-    assign_name(c, emitted[i], vtensor(c, seqs[emit_at[i]]), s->loc, false);
+    assign_name(c, emitted[i], pd_cmp_vtensor(c, seqs[emit_at[i]]), s->loc, false);
   /* Each memory becomes its last step. */
   for (int i = 0; i < nmems; i++) {
-    pd_op_desc *pool = op_new(c, "sequence_pool", s->loc);
-    if (!pool || !op_in(c, pool, "X", vtensor(c, seqs[state_at[i]]), s->loc) ||
+    pd_op_desc *pool = pd_cmp_op_new(c, "sequence_pool", s->loc);
+    if (!pool || !pd_cmp_op_in(c, pool, "X", pd_cmp_vtensor(c, seqs[state_at[i]]), s->loc) ||
         pd_op_set_attr_string(pool, "pooltype", "LAST")) {
       c->oom |= pool == NULL;
       return false;
     }
-    value *last = op_finish(c, pool, op_out(c, pool, "Out", mems[i].name));
+    value *last = pd_cmp_op_finish(c, pool, pd_cmp_op_out(c, pool, "Out", mems[i].name));
     if (last->k != V_TENSOR) return false;
     assign_name(c, mems[i].name, last, mems[i].loc, false);
   }
@@ -1966,16 +2006,18 @@ static bool compile_while(C *c, const pd_ast_node *s) {
   collect_assigned(c, s->while_.body, &names, &nnames, &capnames);
   /* Loop-carried names get a fresh var each, so that the values bound to other names before the
    * loop are not changed by it. */
-  const char **carried = calloc_c(c, sizeof *carried * (size_t)(nnames ? nnames : 1));
-  pd_var_desc **cvars = calloc_c(c, sizeof *cvars * (size_t)(nnames ? nnames : 1));
+  const char **carried = pd_cmp_calloc(c, sizeof *carried * (size_t)(nnames ? nnames : 1));
+  pd_var_desc **cvars = pd_cmp_calloc(c, sizeof *cvars * (size_t)(nnames ? nnames : 1));
   int ncarried = 0;
   if (!carried || !cvars) return false;
   for (int i = 0; i < nnames; i++) {
     binding *b = lookup(saved, names[i], NULL);
     if (!b || b->v->k == V_UNDEF) continue;
     if (b->v->k != V_TENSOR) {
-      cerr(c, s->loc, "'%s' is written in the loop, so it is loop-carried and must be a tensor "
-                      "(it is %s)", names[i], vkind_phrase(b->v));
+      pd_cmp_error(c, s->loc,
+                   "'%s' is written in the loop, so it is loop-carried and must be a tensor "
+                   "(it is %s)",
+                   names[i], pd_cmp_vkind_phrase(b->v));
       return false;
     }
     value *cp = simple_op(c, "assign", b->v, NULL, s->loc);
@@ -1988,16 +2030,19 @@ static bool compile_while(C *c, const pd_ast_node *s) {
   value *cond = eval(c, s->while_.cond);
   if (cond->k == V_ERROR) return false;
   if (cond->k != V_TENSOR) {
-    cerr(c, s->while_.cond->loc, "the condition of a while loop must be a bool tensor with one "
-                                 "element (a compile-time condition would never change), got %s",
-         vkind_phrase(cond));
+    pd_cmp_error(c, s->while_.cond->loc,
+                 "the condition of a while loop must be a bool tensor with one "
+                 "element (a compile-time condition would never change), got %s",
+                 pd_cmp_vkind_phrase(cond));
     return false;
   }
   pd_var_desc *cv = cond->var;
   if (cv->dtype != PD_BOOL || cv->ndims < 0 ||
       (cv->ndims > 0 && !(cv->ndims == 1 && cv->dims[0] == 1))) {
-    cerr(c, s->while_.cond->loc, "the condition of a while loop must be a bool tensor with one "
-                                 "element, got %s %s", pd_dtype_name(cv->dtype), dims_str(c, cv));
+    pd_cmp_error(c, s->while_.cond->loc,
+                 "the condition of a while loop must be a bool tensor with one "
+                 "element, got %s %s",
+                 pd_dtype_name(cv->dtype), pd_cmp_dims_str(c, cv));
     return false;
   }
   cflow *f = cf_open(c, CF_WHILE, SC_LOOP);
@@ -2012,43 +2057,45 @@ static bool compile_while(C *c, const pd_ast_node *s) {
     if (!b) continue;
     if (b->v->k != V_TENSOR) {
       ok = false;
-      if (b->v->k != V_ERROR) cerr(c, b->loc, "'%s' must stay a tensor in the loop", carried[i]);
+      if (b->v->k != V_ERROR)
+        pd_cmp_error(c, b->loc, "'%s' must stay a tensor in the loop", carried[i]);
       break;
     }
-    pd_op_desc *op = op_new(c, "assign", b->loc);
+    pd_op_desc *op = pd_cmp_op_new(c, "assign", b->loc);
     const char *dn = cvars[i]->name;
-    if (!op || !op_in(c, op, "X", b->v, b->loc) || pd_op_set_output(op, "Out", 1, &dn)) {
+    if (!op || !pd_cmp_op_in(c, op, "X", b->v, b->loc) || pd_op_set_output(op, "Out", 1, &dn)) {
       ok = false;
       break;
     }
-    ok = op_finish(c, op, cvars[i])->k == V_TENSOR;
+    ok = pd_cmp_op_finish(c, op, cvars[i])->k == V_TENSOR;
   }
   if (ok) {
     value *nc = eval(c, s->while_.cond);
-    pd_op_desc *op = nc->k == V_TENSOR ? op_new(c, "assign", s->while_.cond->loc) : NULL;
+    pd_op_desc *op = nc->k == V_TENSOR ? pd_cmp_op_new(c, "assign", s->while_.cond->loc) : NULL;
     const char *dn = cv->name;
-    ok = op && op_in(c, op, "X", nc, s->while_.cond->loc) && !pd_op_set_output(op, "Out", 1, &dn) &&
-         op_finish(c, op, cv)->k == V_TENSOR;
+    ok = op && pd_cmp_op_in(c, op, "X", nc, s->while_.cond->loc) &&
+         !pd_op_set_output(op, "Out", 1, &dn) && pd_cmp_op_finish(c, op, cv)->k == V_TENSOR;
   }
   cf_close(c, f, saved);
   if (!ok) return false;
-  pd_op_desc *op = op_new(c, "while", s->loc);
-  pd_var_desc *scopes = var_new(c, c->block, "while.step_scopes", false);
+  pd_op_desc *op = pd_cmp_op_new(c, "while", s->loc);
+  pd_var_desc *scopes = pd_cmp_var_new(c, c->block, "while.step_scopes", false);
   int nx;
   const char **xs = read_names(c, f, &nx);
-  const char **outn = calloc_c(c, sizeof *outn * (size_t)(ncarried + 1));
+  const char **outn = pd_cmp_calloc(c, sizeof *outn * (size_t)(ncarried + 1));
   if (!op || !scopes || !xs || !outn) return false;
   scopes->type = PD_VAR_STEP_SCOPES;
   for (int i = 0; i < ncarried; i++) outn[i] = cvars[i]->name;
   outn[ncarried] = cv->name;
   const char *cn = cv->name, *sn = scopes->name;
   if (pd_op_set_input(op, "X", nx, xs) || pd_op_set_input(op, "Condition", 1, &cn) ||
-      pd_op_set_output(op, "Out", ncarried + 1, outn) || pd_op_set_output(op, "StepScopes", 1, &sn) ||
+      pd_op_set_output(op, "Out", ncarried + 1, outn) ||
+      pd_op_set_output(op, "StepScopes", 1, &sn) ||
       pd_op_set_attr_block(op, "sub_block", f->block->idx)) {
     c->oom = true;
     return false;
   }
-  return op_finish(c, op, scopes)->k != V_ERROR;
+  return pd_cmp_op_finish(c, op, scopes)->k != V_ERROR;
   return true;
 }
 
@@ -2063,8 +2110,9 @@ static void compile_assign(C *c, const pd_ast_node *s, bool is_let) {
     return;
   }
   if (v->k != V_ERROR && (v->k != V_LIST || (size_t)v->list.n != nt)) {
-    cerr(c, s->assign.value->loc, "cannot unpack %s into %zu names%s", vkind_phrase(v), nt,
-         v->k == V_LIST ? fmt_c(c, " (it has %d items)", v->list.n) : "");
+    pd_cmp_error(c, s->assign.value->loc, "cannot unpack %s into %zu names%s",
+                 pd_cmp_vkind_phrase(v), nt,
+                 v->k == V_LIST ? pd_cmp_fmt(c, " (it has %d items)", v->list.n) : "");
     v = VERR;
   }
   for (size_t i = 0; i < nt; i++)
@@ -2110,7 +2158,7 @@ static bool sees_var_of(const pd_program *p, const pd_block *in, const pd_block 
  * read v are updated. */
 static void rename_step_var(C *c, pd_block *b, pd_var_desc *v, const char *hint) {
   const char *name = hint;
-  for (int k = 1; name_taken(c, name); k++) name = fmt_c(c, "%s.%d", hint, k);
+  for (int k = 1; name_taken(c, name); k++) name = pd_cmp_fmt(c, "%s.%d", hint, k);
   char *old = pd_strdup(v->name);
   pd_program *p = c->unit->main;
   bool *sees = pd_calloc((size_t)p->nblocks, sizeof *sees);
@@ -2157,8 +2205,9 @@ static void compile_emit(C *c, const pd_ast_node *s) {
   for (symtab *t = c->scope; t; t = t->parent) {
     if (t->kind == SC_FUNC) break;
     if (t->kind == SC_BRANCH) {
-      cerr(c, s->loc, "'emit' inside a tensor if: assign a name in both branches and emit it "
-                      "after the if");
+      pd_cmp_error(c, s->loc,
+                   "'emit' inside a tensor if: assign a name in both branches and emit it "
+                   "after the if");
       return;
     }
     if (t->kind == SC_LOOP) {
@@ -2167,20 +2216,20 @@ static void compile_emit(C *c, const pd_ast_node *s) {
     }
   }
   if (!loop || !loop->cf || loop->cf->kind != CF_FOR) {
-    cerr(c, s->loc, "'emit' is only allowed in the body of a for loop");
+    pd_cmp_error(c, s->loc, "'emit' is only allowed in the body of a for loop");
     return;
   }
   for (size_t i = 0; i < s->emit.outputs.len; i++) {
     const pd_ast_node *o = s->emit.outputs.items[i];
-    const char *key = fmt_c(c, "@emit.%s", o->binding.name);
+    const char *key = pd_cmp_fmt(c, "@emit.%s", o->binding.name);
     if (lookup_local(loop, key)) {
-      cerr(c, o->loc, "'%s' is emitted twice in this loop", o->binding.name);
+      pd_cmp_error(c, o->loc, "'%s' is emitted twice in this loop", o->binding.name);
       continue;
     }
     value *v = eval(c, o->binding.value);
     if (v->k == V_ERROR) continue;
     if (v->k != V_TENSOR) {
-      cerr(c, o->binding.value->loc, "emit needs a tensor, got %s", vkind_phrase(v));
+      pd_cmp_error(c, o->binding.value->loc, "emit needs a tensor, got %s", pd_cmp_vkind_phrase(v));
       continue;
     }
     /* A value an op of the step block computed is stacked as it is (compile_for names the output
@@ -2191,14 +2240,15 @@ static void compile_emit(C *c, const pd_ast_node *s) {
       bind_local(c, loop, key, v, o->loc);
       continue;
     }
-    pd_op_desc *op = op_new(c, "assign", o->loc);
-    pd_var_desc *dst = var_new(c, loop->cf->block, o->binding.name, true);
+    pd_op_desc *op = pd_cmp_op_new(c, "assign", o->loc);
+    pd_var_desc *dst = pd_cmp_var_new(c, loop->cf->block, o->binding.name, true);
     const char *dn = dst ? dst->name : NULL;
-    if (!op || !dst || !op_in(c, op, "X", v, o->loc) || pd_op_set_output(op, "Out", 1, &dn)) {
+    if (!op || !dst || !pd_cmp_op_in(c, op, "X", v, o->loc) ||
+        pd_op_set_output(op, "Out", 1, &dn)) {
       c->oom |= !op || !dst;
       continue;
     }
-    value *r = op_finish(c, op, dst);
+    value *r = pd_cmp_op_finish(c, op, dst);
     if (r->k == V_TENSOR) bind_local(c, loop, key, r, o->loc);
   }
 }
@@ -2210,8 +2260,9 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
   char *envcopy = NULL;
   if (env && *env) {
     envcopy = pd_strdup(env);
-    for (char *p = envcopy, *save = NULL, *tok; envcopy && (tok = strtok_r(p, ":", &save)) && nd < 60; p = NULL)
-      dirs[nd++] = strdup_c(c, tok);
+    for (char *p = envcopy, *save = NULL, *tok;
+         envcopy && (tok = strtok_r(p, ":", &save)) && nd < 60; p = NULL)
+      dirs[nd++] = pd_cmp_strdup(c, tok);
   }
   pd_free(envcopy);
   dirs[nd++] = c->opts && c->opts->stdlib_dir ? c->opts->stdlib_dir : PD_STDLIB_DIR;
@@ -2219,10 +2270,10 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
   if (!(c->opts && c->opts->stdlib_dir)) dirs[nd++] = PD_SRC_STDLIB_DIR;
 #endif
   const char *slash = strrchr(from_file, '/');
-  dirs[nd++] = slash ? fmt_c(c, "%.*s", (int)(slash - from_file), from_file) : ".";
+  dirs[nd++] = slash ? pd_cmp_fmt(c, "%.*s", (int)(slash - from_file), from_file) : ".";
   bool has_ext = strlen(name) > 3 && strcmp(name + strlen(name) - 3, ".pd") == 0;
   for (int i = 0; i < nd; i++) {
-    const char *path = fmt_c(c, "%s/%s%s", dirs[i], name, has_ext ? "" : ".pd");
+    const char *path = pd_cmp_fmt(c, "%s/%s%s", dirs[i], name, has_ext ? "" : ".pd");
     struct stat st;
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return path;
     pd_buf_printf(tried, "%s%s", i ? ", " : "", dirs[i]);
@@ -2233,25 +2284,26 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
 
 static void compile_import(C *c, const pd_ast_node *s) {
   if (c->scope->kind != SC_GLOBAL || c->call) {
-    cerr(c, s->loc, "'import' is only allowed at the top level of a script");
+    pd_cmp_error(c, s->loc, "'import' is only allowed at the top level of a script");
     return;
   }
   const char *name = s->import.path.data;
   if (memchr(name, '\0', s->import.path.len) || !*name) {
-    cerr(c, s->loc, "bad module name");
+    pd_cmp_error(c, s->loc, "bad module name");
     return;
   }
   pd_buf tried;
   pd_buf_init(&tried);
   const char *path = find_module(c, name, s->loc.file, &tried);
   if (!path) {
-    cerr(c, s->loc, "cannot find module '%s' (looked in %s)", name, tried.data ? tried.data : "");
+    pd_cmp_error(c, s->loc, "cannot find module '%s' (looked in %s)", name,
+                 tried.data ? tried.data : "");
     pd_buf_free(&tried);
     return;
   }
   pd_buf_free(&tried);
   char *real = realpath(path, NULL);
-  const char *key = real ? strdup_c(c, real) : path;
+  const char *key = real ? pd_cmp_strdup(c, real) : path;
   free(real);
   for (int i = 0; i < c->nimporting; i++) {
     if (strcmp(c->importing[i], key) == 0) {
@@ -2262,8 +2314,8 @@ static void compile_import(C *c, const pd_ast_node *s) {
         const char *f = c->importing[j < c->nimporting ? j : i], *slash = strrchr(f, '/');
         pd_buf_printf(&chain, "%s%s", j > i ? " -> " : "", slash ? slash + 1 : f);
       }
-      cerr(c, s->loc, "circular import: '%s' is already being imported (%s)", name,
-           chain.oom || !chain.data ? "..." : chain.data);
+      pd_cmp_error(c, s->loc, "circular import: '%s' is already being imported (%s)", name,
+                   chain.oom || !chain.data ? "..." : chain.data);
       pd_buf_free(&chain);
       return;
     }
@@ -2274,7 +2326,7 @@ static void compile_import(C *c, const pd_ast_node *s) {
   pd_source *msrc;
   pd_error e = {0};
   if (pd_source_open(path, &msrc, &e)) {
-    cerr(c, s->loc, "cannot import '%s': %s", name, e.msg ? e.msg : "error");
+    pd_cmp_error(c, s->loc, "cannot import '%s': %s", name, e.msg ? e.msg : "error");
     pd_error_clear(&e);
     return;
   }
@@ -2297,14 +2349,15 @@ static void compile_import(C *c, const pd_ast_node *s) {
 
 static void compile_return(C *c, const pd_ast_node *s) {
   if (!c->call) {
-    cerr(c, s->loc, "'return' outside a function");
+    pd_cmp_error(c, s->loc, "'return' outside a function");
     return;
   }
   if (c->cf && c->scope->kind != SC_FUNC) {
     for (symtab *t = c->scope; t && t->kind != SC_FUNC; t = t->parent)
       if (t->kind == SC_BRANCH || t->kind == SC_LOOP) {
-        cerr(c, s->loc, "'return' inside a tensor if or a loop: the block runs on its own rows "
-                        "or steps, so it cannot return from the function; assign a name instead");
+        pd_cmp_error(c, s->loc,
+                     "'return' inside a tensor if or a loop: the block runs on its own rows "
+                     "or steps, so it cannot return from the function; assign a name instead");
         return;
       }
   }
@@ -2313,10 +2366,10 @@ static void compile_return(C *c, const pd_ast_node *s) {
   if (n == 1) {
     v = eval(c, s->return_.values.items[0]);
   } else if (n > 1) {
-    v = vnew(c, V_LIST);
+    v = pd_cmp_vnew(c, V_LIST);
     if (v == VERR) return;
     v->list.n = (int)n;
-    v->list.items = calloc_c(c, sizeof(value *) * n);
+    v->list.items = pd_cmp_calloc(c, sizeof(value *) * n);
     if (!v->list.items) return;
     for (size_t i = 0; i < n; i++) v->list.items[i] = eval(c, s->return_.values.items[i]);
   }
@@ -2364,13 +2417,13 @@ static void compile_stmt(C *c, const pd_ast_node *s) {
     break;
   }
   case PD_AST_DEF: {
-    value *f = vnew(c, V_FUNC);
+    value *f = pd_cmp_vnew(c, V_FUNC);
     if (f == VERR) return;
     f->fn.def = s;
     f->fn.env = c->scope;
     const char *name = s->def.name->name.id;
     if (lookup_local(c->scope, name) && lookup_local(c->scope, name)->v->k == V_FUNC) {
-      cerr(c, s->def.name->loc, "function '%s' is already defined in this block", name);
+      pd_cmp_error(c, s->def.name->loc, "function '%s' is already defined in this block", name);
       return;
     }
     bind_local(c, c->scope, name, f, s->def.name->loc);
@@ -2380,7 +2433,7 @@ static void compile_stmt(C *c, const pd_ast_node *s) {
   case PD_AST_EMIT: compile_emit(c, s); break;
   case PD_AST_IMPORT: compile_import(c, s); break;
   case PD_AST_BLOCK: compile_block(c, s); break;
-  default: cerr(c, s->loc, "%s cannot appear here", pd_ast_kind_phrase(s->kind)); break;
+  default: pd_cmp_error(c, s->loc, "%s cannot appear here", pd_ast_kind_phrase(s->kind)); break;
   }
 }
 

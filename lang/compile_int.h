@@ -158,47 +158,47 @@ struct pd_compiler {
   bool oom;
 };
 
-extern value pd_v_error_, pd_v_none_;
-#define VERR (&pd_v_error_)
-#define VNONE (&pd_v_none_)
+extern value pd_cmp_v_error, pd_cmp_v_none;
+#define VERR (&pd_cmp_v_error)
+#define VNONE (&pd_cmp_v_none)
 
 /* compile.c: services for builtins */
 /* fill_constant's exact value for float64 / int64 constants (compile.c). */
-int set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
+int pd_cmp_set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
 /* The source text of the call argument starting at loc (compile.c). */
-const char *arg_source_text(C *c, pd_loc loc);
-void cerr(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void *calloc_c(C *c, size_t n);
-const char *strdup_c(C *c, const char *s);
-const char *fmt_c(C *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-value *vnew(C *c, vkind k);
-value *vint(C *c, int64_t i);
-value *vfloat(C *c, double f);
-value *vstr(C *c, const char *s);
-value *vtensor(C *c, pd_var_desc *var);
-const char *vkind_phrase(const value *v);
-void describe(C *c, const value *v, pd_buf *out);
-const char *dims_str(C *c, const pd_var_desc *v);
-bool is_number(const value *v);
-double num(const value *v);
+const char *pd_cmp_arg_source_text(C *c, pd_loc loc);
+void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void *pd_cmp_calloc(C *c, size_t n);
+const char *pd_cmp_strdup(C *c, const char *s);
+const char *pd_cmp_fmt(C *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+value *pd_cmp_vnew(C *c, vkind k);
+value *pd_cmp_vint(C *c, int64_t i);
+value *pd_cmp_vfloat(C *c, double f);
+value *pd_cmp_vstr(C *c, const char *s);
+value *pd_cmp_vtensor(C *c, pd_var_desc *var);
+const char *pd_cmp_vkind_phrase(const value *v);
+void pd_cmp_describe(C *c, const value *v, pd_buf *out);
+const char *pd_cmp_dims_str(C *c, const pd_var_desc *v);
+bool pd_cmp_is_number(const value *v);
+double pd_cmp_num(const value *v);
 
-pd_loc op_loc(C *c, pd_loc loc);
-pd_op_desc *op_new(C *c, const char *type, pd_loc loc);
-bool op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc);
-bool op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc);
-pd_var_desc *op_out(C *c, pd_op_desc *op, const char *slot, const char *hint);
-value *op_finish(C *c, pd_op_desc *op, pd_var_desc *result);
-pd_var_desc *var_new(C *c, pd_block *b, const char *hint, bool exact);
-const char *unique_name(C *c, const char *prefix);
-const char *name_prefix(C *c);
-bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_loc loc);
-value *tensor_const(C *c, double v, pd_dtype dt, pd_loc loc);
-value *call_value(C *c, value *fn, call_args *a);
-value *binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc);
+pd_loc pd_cmp_op_loc(C *c, pd_loc loc);
+pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc);
+bool pd_cmp_op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc);
+bool pd_cmp_op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc);
+pd_var_desc *pd_cmp_op_out(C *c, pd_op_desc *op, const char *slot, const char *hint);
+value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result);
+pd_var_desc *pd_cmp_var_new(C *c, pd_block *b, const char *hint, bool exact);
+const char *pd_cmp_unique_name(C *c, const char *prefix);
+const char *pd_cmp_name_prefix(C *c);
+bool pd_cmp_set_attr(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_loc loc);
+value *pd_cmp_tensor_const(C *c, double v, pd_dtype dt, pd_loc loc);
+value *pd_cmp_call_value(C *c, value *fn, call_args *a);
+value *pd_cmp_binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc);
 
 /* builtins.c */
-const builtin *pd_builtin_lookup(const char *name);
-const builtin *pd_builtin_at(int i);   /* NULL past the end */
-bool builtin_is_action(const builtin *b);
+const builtin *pd_cmp_builtin_lookup(const char *name);
+const builtin *pd_cmp_builtin_at(int i);   /* NULL past the end */
+bool pd_cmp_builtin_is_action(const builtin *b);
 
 #endif /* PD_COMPILE_INT_H */
