@@ -28,6 +28,7 @@
 #include "lang/params.h"
 #include "lang/run_int.h"
 #include "lang/serialize.h"
+#include "lang/train.h"
 #include "vm/backward.h"
 #include "vm/fuse_fc.h"
 #include "vm/fuse_rnn.h"
