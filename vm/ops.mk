@@ -7,3 +7,4 @@ libpdlang_internal_la_SOURCES += vm/ops.h vm/oplist.h vm/ops.c \
 libpdlang_internal_la_SOURCES += vm/exec.h vm/exec.c vm/exec_place.h vm/exec_place.c vm/opkernels.h vm/kern_math.c vm/kern_tensor.c \
 	vm/kern_rnn.c vm/exec_control.c vm/exec_profile.c vm/gradlist.h vm/ops_grad.c vm/backward.h vm/backward.c vm/optimizer.h vm/optimizer.c \
 	vm/fuse_rnn.h vm/fuse_rnn.c vm/fuse_fc.h vm/fuse_fc.c
+libpdlang_internal_la_SOURCES += vm/pipeline.h vm/pipeline.c
