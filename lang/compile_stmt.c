@@ -730,7 +730,6 @@ static bool compile_while(C *c, const pd_ast_node *s) {
     return false;
   }
   return pd_cmp_op_finish(c, op, scopes)->k != V_ERROR;
-  return true;
 }
 
 /* ------------------------------------------------------------------------------------------ */
