@@ -106,11 +106,9 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
   bool rows = cv->ndims >= 1 && cv->ndims <= 2 && (cv->ndims == 1 || cv->dims[1] == 1) &&
               (cv->dims[0] == -1 || cv->dims[0] > 1);
   if (cv->dtype != PD_BOOL || (!rows && !(known && numel == 1))) {
-    pd_cmp_error(
-        c, br->branch.cond->loc,
-        "the condition of an if must be a bool tensor with one element or of shape [batch, 1], "
-        "got %s %s",
-        pd_dtype_name(cv->dtype), pd_cmp_dims_str(c, cv));
+    pd_cmp_error(c, br->branch.cond->loc,
+                 "the condition of an if must be a bool tensor with one element or of shape "
+                 "[batch, 1], got %s %s", pd_dtype_name(cv->dtype), pd_cmp_dims_str(c, cv));
     return false;
   }
   size_t nb = ifn->if_.branches.len;
@@ -323,8 +321,9 @@ static void compile_staged_arm(C *c, const pd_ast_node *ifn, size_t arm, size_t 
       value *u = pd_cmp_vnew(c, V_UNDEF);
       if (u == VERR) return;
       u->undef.loc = b->loc;
-      u->undef.why = pd_cmp_fmt(c, "it is assigned at %d:%d in only one branch of the if at %d:%d "
-                              "(assign it in every branch, or before the if)",
+      u->undef.why = pd_cmp_fmt(c,
+                                "it is assigned at %d:%d in only one branch of the if at %d:%d "
+                                "(assign it in every branch, or before the if)",
                                 b->loc.line, b->loc.col, ifn->loc.line, ifn->loc.col);
       if (!pd_cmp_lookup(saved, name, NULL)) pd_cmp_bind_local(c, saved, name, u, b->loc);
     }
@@ -401,14 +400,12 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     for (const symtab *t = c->scope; t && !outer && seq->k == V_TENSOR; t = t->parent)
       if (t->kind == SC_LOOP && t->cf && t->cf->kind == CF_FOR && t->cf->step == seq->var)
         outer = t->cf;
-    pd_cmp_error(
-        c, s->for_.iter->loc,
-        "for (t in x) needs x to be a batch of sequences (a tensor with "
-        "LoD), got %s%s",
-        b.data ? b.data : "?",
-        outer ? "; a step of a loop over sequences is one element of each: to loop inside the "
-                "loop, loop over sequences of sequences (lod_level = 2)"
-              : "");
+    pd_cmp_error(c, s->for_.iter->loc,
+                 "for (t in x) needs x to be a batch of sequences (a tensor with LoD), got %s%s",
+                 b.data ? b.data : "?",
+                 outer ? "; a step of a loop over sequences is one element of each: to loop "
+                         "inside the loop, loop over sequences of sequences (lod_level = 2)"
+                       : "");
     pd_buf_free(&b);
     return false;
   }
@@ -432,8 +429,9 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     binding *b = pd_cmp_lookup(saved, names[i], NULL);
     if (!b || b->v->k == V_UNDEF) continue;
     if (b->v->k != V_TENSOR) {
-      pd_cmp_error(c, s->loc, "'%s' is written in the loop, so it is a memory and must be a tensor "
-                      "(it is %s)", names[i], pd_cmp_vkind_phrase(b->v));
+      pd_cmp_error(c, s->loc,
+                   "'%s' is written in the loop, so it is a memory and must be a tensor (it is %s)",
+                   names[i], pd_cmp_vkind_phrase(b->v));
       return false;
     }
     mems[nmems].name = names[i];
