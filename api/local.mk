@@ -4,13 +4,14 @@
 # with the internals (pd_alloc_fail_after, ...); the installed libpdlang.la
 # is that convenience library linked whole into a shared library that exports only the public
 # functions (pd_state_*: tests/api/install.sh checks the list against pdlang.h), versioned with
-# configure.ac's PD_LT_VERSION. pdlang.pc (from pdlang.pc.in) tells pkg-config about it.
+# configure.ac's PD_LT_VERSION; shared only (-shared; configure refuses --enable-static), as an
+# archive could not hide the rest. pdlang.pc (from pdlang.pc.in) tells pkg-config about it.
 libpdlang_internal_la_SOURCES += api/api.c api/model.h api/model.c
 include_HEADERS += include/pdlang.h
 lib_LTLIBRARIES += libpdlang.la
 libpdlang_la_SOURCES = include/pdlang.h
 libpdlang_la_LIBADD = libpdlang-internal.la $(PROTOBUF_C_LIBS) $(OPENBLAS_LIBS) $(ZLIB_LIBS) \
 	$(CUDA_LIBS) $(LIBS)
-libpdlang_la_LDFLAGS = $(AM_LDFLAGS) -version-info $(PD_LT_VERSION) -no-undefined \
+libpdlang_la_LDFLAGS = $(AM_LDFLAGS) -shared -version-info $(PD_LT_VERSION) -no-undefined \
 	-export-symbols-regex '^pd_state_'
 pkgconfig_DATA += pdlang.pc

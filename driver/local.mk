@@ -1,9 +1,9 @@
-# driver/local.mk -- the pdlang program: command-line driver (and later the REPL).
+# driver/local.mk -- the pdlang program: the command-line driver (one cmd_NAME.c per subcommand)
+# and the REPL.
 bin_PROGRAMS += pdlang
 pdlang_SOURCES = driver/driver.h driver/pdlang.c
 pdlang_LDADD = libpdlang-internal.la $(PD_LIBS)
-# `pdlang dump` (listed here: this fragment is included after lang/proto.mk, and automake needs
-# pdlang_SOURCES set with '=' before any '+=').
+# `pdlang dump` (listed here: automake needs pdlang_SOURCES set with '=' before any '+=').
 pdlang_SOURCES += driver/cmd_dump.c
 # `pdlang parse` (listed here for the same reason; the front end itself is in lang/local.mk).
 pdlang_SOURCES += driver/cmd_parse.c

@@ -34,8 +34,8 @@ static void list_names(pd_buf *b, const char *const *names) {
  * `named_pos` names are also positions, so a keyword may not repeat one given positionally. */
 static bool check_args_kw(C *c, call_args *a, int npos, const char *const *names, int named_pos) {
   if (a->npos > npos) {
-    cerr(c, a->loc, "%s takes at most %d positional argument%s, got %d", a->fname, npos,
-         npos == 1 ? "" : "s", a->npos);
+    pd_cmp_error(c, a->loc, "%s takes at most %d positional argument%s, got %d", a->fname, npos,
+                 npos == 1 ? "" : "s", a->npos);
     return false;
   }
   for (int k = 0; k < a->nkw; k++) {
@@ -45,13 +45,13 @@ static bool check_args_kw(C *c, call_args *a, int npos, const char *const *names
       pd_buf b;
       pd_buf_init(&b);
       list_names(&b, names);
-      cerr(c, a->kw_loc[k], "%s has no argument '%s'%s%s", a->fname, a->kw[k],
-           names[0] ? " (it takes " : "", names[0] ? fmt_c(c, "%s)", b.data) : "");
+      pd_cmp_error(c, a->kw_loc[k], "%s has no argument '%s'%s%s", a->fname, a->kw[k],
+                   names[0] ? " (it takes " : "", names[0] ? pd_cmp_fmt(c, "%s)", b.data) : "");
       pd_buf_free(&b);
       return false;
     }
     if (i < named_pos && i < a->npos) {
-      cerr(c, a->kw_loc[k], "argument '%s' of %s given twice", a->kw[k], a->fname);
+      pd_cmp_error(c, a->kw_loc[k], "argument '%s' of %s given twice", a->kw[k], a->fname);
       return false;
     }
   }
@@ -64,14 +64,14 @@ static bool check_args(C *c, call_args *a, int npos, const char *const *names) {
 
 static value *need(C *c, call_args *a, int i, const char *name) {
   value *v = arg(a, i, name, NULL);
-  if (!v) cerr(c, a->loc, "%s needs argument '%s'", a->fname, name);
+  if (!v) pd_cmp_error(c, a->loc, "%s needs argument '%s'", a->fname, name);
   return v ? v : VERR;
 }
 
 static bool want_tensor_arg(C *c, value *v, pd_loc loc, const char *fname, const char *what) {
   if (v->k == V_TENSOR) return true;
   if (v->k != V_ERROR)
-    cerr(c, loc, "%s: '%s' must be a tensor, got %s", fname, what, vkind_phrase(v));
+    pd_cmp_error(c, loc, "%s: '%s' must be a tensor, got %s", fname, what, pd_cmp_vkind_phrase(v));
   return false;
 }
 
@@ -81,19 +81,20 @@ static bool value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t 
                           bool allow_unknown) {
   if (v->k != V_LIST) {
     if (v->k != V_ERROR)
-      cerr(c, loc, "%s must be a list of integers, got %s", what, vkind_phrase(v));
+      pd_cmp_error(c, loc, "%s must be a list of integers, got %s", what, pd_cmp_vkind_phrase(v));
     return false;
   }
   if (v->list.n > PD_MAX_RANK) {
-    cerr(c, loc, "%s has %d dimensions; at most %d are supported", what, v->list.n, PD_MAX_RANK);
+    pd_cmp_error(c, loc, "%s has %d dimensions; at most %d are supported", what, v->list.n,
+                 PD_MAX_RANK);
     return false;
   }
   for (int i = 0; i < v->list.n; i++) {
     value *d = v->list.items[i];
     if (d->k != V_INT || d->i == 0 || d->i < (allow_unknown ? -1 : 1)) {
-      cerr(c, loc, "%s must be a list of %s integers (dimension %d is %s)", what,
-           allow_unknown ? "positive (or -1)" : "positive", i,
-           d->k == V_INT ? fmt_c(c, "%lld", (long long)d->i) : vkind_phrase(d));
+      pd_cmp_error(c, loc, "%s must be a list of %s integers (dimension %d is %s)", what,
+                   allow_unknown ? "positive (or -1)" : "positive", i,
+                   d->k == V_INT ? pd_cmp_fmt(c, "%lld", (long long)d->i) : pd_cmp_vkind_phrase(d));
       return false;
     }
     dims[i] = d->i;
@@ -103,20 +104,20 @@ static bool value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t 
 }
 
 static value *list_of(C *c, int n) {
-  value *l = vnew(c, V_LIST);
+  value *l = pd_cmp_vnew(c, V_LIST);
   if (l == VERR) return l;
   l->list.n = n;
-  l->list.items = calloc_c(c, sizeof(value *) * (size_t)(n ? n : 1));
+  l->list.items = pd_cmp_calloc(c, sizeof(value *) * (size_t)(n ? n : 1));
   return l->list.items ? l : VERR;
 }
 
 static bool set_attr_named(C *c, pd_op_desc *op, const char *name, value *v, pd_loc loc) {
   const pd_attrdef *ad = pd_opdef_attr(pd_opdef_lookup(op->type), name);
   if (!ad) {
-    cerr(c, loc, "internal: %s has no attribute '%s'", op->type, name);
+    pd_cmp_error(c, loc, "internal: %s has no attribute '%s'", op->type, name);
     return false;
   }
-  return set_attr_from_value(c, op, ad, v, loc);
+  return pd_cmp_set_attr(c, op, ad, v, loc);
 }
 
 /* ---- Generic op wrappers: inputs positionally, then `pattr` positionally, attrs by keyword ---- */
@@ -124,23 +125,24 @@ static bool set_attr_named(C *c, pd_op_desc *op, const char *name, value *v, pd_
 static value *b_op(C *c, const builtin *self, call_args *a) {
   const pd_opdef *def = pd_opdef_lookup(self->op);
   if (!def) {
-    cerr(c, a->loc, "internal: op '%s' is not registered", self->op);
+    pd_cmp_error(c, a->loc, "internal: op '%s' is not registered", self->op);
     return VERR;
   }
   int nin = 0, npattr = 0;
   while (nin < 3 && self->in[nin]) nin++;
   while (npattr < 2 && self->pattr[npattr]) npattr++;
   if (a->npos < nin || a->npos > nin + npattr) {
-    cerr(c, a->loc, "%s takes %d tensor argument%s%s, got %d argument%s", a->fname, nin,
-         nin == 1 ? "" : "s", npattr ? fmt_c(c, " and optionally %s", self->pattr[0]) : "",
-         a->npos, a->npos == 1 ? "" : "s");
+    pd_cmp_error(c, a->loc, "%s takes %d tensor argument%s%s, got %d argument%s", a->fname, nin,
+                 nin == 1 ? "" : "s",
+                 npattr ? pd_cmp_fmt(c, " and optionally %s", self->pattr[0]) : "", a->npos,
+                 a->npos == 1 ? "" : "s");
     return VERR;
   }
-  pd_op_desc *op = op_new(c, self->op, a->loc);
+  pd_op_desc *op = pd_cmp_op_new(c, self->op, a->loc);
   if (!op) return VERR;
   for (int i = 0; i < nin; i++)
     if (!want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, self->in[i]) ||
-        !op_in(c, op, self->in[i], a->pos[i], a->pos_loc[i]))
+        !pd_cmp_op_in(c, op, self->in[i], a->pos[i], a->pos_loc[i]))
       return VERR;
   for (int i = nin; i < a->npos; i++)
     if (!set_attr_named(c, op, self->pattr[i - nin], a->pos[i], a->pos_loc[i])) return VERR;
@@ -152,12 +154,12 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
       for (int j = 0; j < def->nattrs; j++)
         if (def->attrs[j].type != PD_ATTR_BLOCK)
           pd_buf_printf(&b, "%s%s", b.len ? ", " : "", def->attrs[j].name);
-      cerr(c, a->kw_loc[k], "%s has no argument '%s'%s", a->fname, a->kw[k],
-           b.len ? fmt_c(c, " (its attributes are %s)", b.data) : "");
+      pd_cmp_error(c, a->kw_loc[k], "%s has no argument '%s'%s", a->fname, a->kw[k],
+                   b.len ? pd_cmp_fmt(c, " (its attributes are %s)", b.data) : "");
       pd_buf_free(&b);
       return VERR;
     }
-    if (!set_attr_from_value(c, op, ad, a->kwv[k], a->kw_loc[k])) return VERR;
+    if (!pd_cmp_set_attr(c, op, ad, a->kwv[k], a->kw_loc[k])) return VERR;
   }
   /* reduce_sum(x) with no dims reduces everything, as Fluid's layers do (the op's own default,
    * dim = [0], would reduce the first dim only). */
@@ -166,7 +168,7 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
     c->oom = true;
     return VERR;
   }
-  return op_finish(c, op, op_out(c, op, self->out, self->name));
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, self->out, self->name));
 }
 
 static value *b_cast(C *c, const builtin *self, call_args *a) {
@@ -175,17 +177,18 @@ static value *b_cast(C *c, const builtin *self, call_args *a) {
   value *x = need(c, a, 0, "x"), *dt = need(c, a, 1, "dtype");
   if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
   if (dt->k != V_DTYPE) {
-    if (dt->k != V_ERROR) cerr(c, a->loc, "cast: 'dtype' must be a dtype such as float32 or int64");
+    if (dt->k != V_ERROR)
+      pd_cmp_error(c, a->loc, "cast: 'dtype' must be a dtype such as float32 or int64");
     return VERR;
   }
-  pd_op_desc *op = op_new(c, "cast", a->loc);
-  if (!op || !op_in(c, op, "X", x, a->loc)) return VERR;
+  pd_op_desc *op = pd_cmp_op_new(c, "cast", a->loc);
+  if (!op || !pd_cmp_op_in(c, op, "X", x, a->loc)) return VERR;
   if (pd_op_set_attr_int(op, "in_dtype", (int)x->var->dtype) ||
       pd_op_set_attr_int(op, "out_dtype", (int)dt->dtype)) {
     c->oom = true;
     return VERR;
   }
-  return op_finish(c, op, op_out(c, op, "Out", self->name));
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", self->name));
 }
 
 static value *b_concat(C *c, const builtin *self, call_args *a) {
@@ -194,13 +197,13 @@ static value *b_concat(C *c, const builtin *self, call_args *a) {
   pd_loc loc;
   value *xs = need(c, a, 0, "xs"), *axis = arg(a, 1, "axis", &loc);
   if (xs->k != V_LIST || xs->list.n == 0) {
-    if (xs->k != V_ERROR) cerr(c, a->loc, "concat needs a non-empty list of tensors");
+    if (xs->k != V_ERROR) pd_cmp_error(c, a->loc, "concat needs a non-empty list of tensors");
     return VERR;
   }
-  pd_op_desc *op = op_new(c, "concat", a->loc);
-  if (!op || !op_in_list(c, op, "X", xs->list.items, xs->list.n, a->loc)) return VERR;
+  pd_op_desc *op = pd_cmp_op_new(c, "concat", a->loc);
+  if (!op || !pd_cmp_op_in_list(c, op, "X", xs->list.items, xs->list.n, a->loc)) return VERR;
   if (axis && !set_attr_named(c, op, "axis", axis, loc)) return VERR;
-  return op_finish(c, op, op_out(c, op, "Out", self->name));
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", self->name));
 }
 
 /* An op with several outputs, returned as a list (slots[i] gets one new var each). */
@@ -208,11 +211,11 @@ static value *multi_out(C *c, pd_op_desc *op, const char *const *slots, int n, c
   value *l = list_of(c, n);
   if (l == VERR) return VERR;
   for (int i = 0; i < n; i++) {
-    pd_var_desc *v = op_out(c, op, slots[i], hint);
+    pd_var_desc *v = pd_cmp_op_out(c, op, slots[i], hint);
     if (!v) return VERR;
-    l->list.items[i] = vtensor(c, v);
+    l->list.items[i] = pd_cmp_vtensor(c, v);
   }
-  return op_finish(c, op, l->list.items[0]->var)->k == V_ERROR ? VERR : l;
+  return pd_cmp_op_finish(c, op, l->list.items[0]->var)->k == V_ERROR ? VERR : l;
 }
 
 static value *b_split(C *c, const builtin *self, call_args *a) {
@@ -222,14 +225,16 @@ static value *b_split(C *c, const builtin *self, call_args *a) {
   value *x = need(c, a, 0, "x"), *ns = arg(a, 1, "num_or_sections", &loc);
   value *axis = arg(a, 2, "axis", &aloc);
   if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
-  if (!ns || (ns->k != V_INT && ns->k != V_LIST) || (ns->k == V_INT && (ns->i < 1 || ns->i > 4096)) ||
+  if (!ns || (ns->k != V_INT && ns->k != V_LIST) ||
+      (ns->k == V_INT && (ns->i < 1 || ns->i > 4096)) ||
       (ns->k == V_LIST && (ns->list.n < 1 || ns->list.n > 4096))) {
-    cerr(c, ns ? loc : a->loc, "split needs 'num_or_sections': a count (1 to 4096) or a list of sizes");
+    pd_cmp_error(c, ns ? loc : a->loc,
+                 "split needs 'num_or_sections': a count (1 to 4096) or a list of sizes");
     return VERR;
   }
   int n = ns->k == V_INT ? (int)ns->i : ns->list.n;
-  pd_op_desc *op = op_new(c, "split", a->loc);
-  if (!op || !op_in(c, op, "X", x, a->loc)) return VERR;
+  pd_op_desc *op = pd_cmp_op_new(c, "split", a->loc);
+  if (!op || !pd_cmp_op_in(c, op, "X", x, a->loc)) return VERR;
   if (ns->k == V_INT) {
     if (pd_op_set_attr_int(op, "num", (int32_t)n)) {
       c->oom = true;
@@ -240,24 +245,24 @@ static value *b_split(C *c, const builtin *self, call_args *a) {
   }
   if (axis && !set_attr_named(c, op, "axis", axis, aloc)) return VERR;
   value *l = list_of(c, n);
-  const char **outs = calloc_c(c, sizeof *outs * (size_t)n);
+  const char **outs = pd_cmp_calloc(c, sizeof *outs * (size_t)n);
   if (l == VERR || !outs) return VERR;
   for (int i = 0; i < n; i++) {
-    pd_var_desc *v = var_new(c, c->block, fmt_c(c, "%s.tmp", self->name), false);
+    pd_var_desc *v = pd_cmp_var_new(c, c->block, pd_cmp_fmt(c, "%s.tmp", self->name), false);
     if (!v) return VERR;
     outs[i] = v->name;
-    l->list.items[i] = vtensor(c, v);
+    l->list.items[i] = pd_cmp_vtensor(c, v);
   }
   if (pd_op_set_output(op, "Out", n, outs)) {
     c->oom = true;
     return VERR;
   }
-  return op_finish(c, op, l->list.items[0]->var)->k == V_ERROR ? VERR : l;
+  return pd_cmp_op_finish(c, op, l->list.items[0]->var)->k == V_ERROR ? VERR : l;
 }
 
 static value *top_k(C *c, value *x, value *k, pd_loc loc, pd_loc kloc) {
-  pd_op_desc *op = op_new(c, "top_k", loc);
-  if (!op || !op_in(c, op, "X", x, loc)) return VERR;
+  pd_op_desc *op = pd_cmp_op_new(c, "top_k", loc);
+  if (!op || !pd_cmp_op_in(c, op, "X", x, loc)) return VERR;
   if (k && !set_attr_named(c, op, "k", k, kloc)) return VERR;
   static const char *const slots[] = {"Out", "Indices"};
   return multi_out(c, op, slots, 2, "top_k");
@@ -284,9 +289,10 @@ static value *b_accuracy(C *c, const builtin *self, call_args *a) {
     return VERR;
   value *top = top_k(c, x, k, a->loc, kloc);
   if (top == VERR) return VERR;
-  pd_op_desc *op = op_new(c, "accuracy", a->loc);
-  if (!op || !op_in(c, op, "Out", top->list.items[0], a->loc) ||
-      !op_in(c, op, "Indices", top->list.items[1], a->loc) || !op_in(c, op, "Label", label, a->loc))
+  pd_op_desc *op = pd_cmp_op_new(c, "accuracy", a->loc);
+  if (!op || !pd_cmp_op_in(c, op, "Out", top->list.items[0], a->loc) ||
+      !pd_cmp_op_in(c, op, "Indices", top->list.items[1], a->loc) ||
+      !pd_cmp_op_in(c, op, "Label", label, a->loc))
     return VERR;
   static const char *const slots[] = {"Accuracy", "Correct", "Total"};
   value *r = multi_out(c, op, slots, 3, self->name);
@@ -303,31 +309,32 @@ static value *b_data(C *c, const builtin *self, call_args *a) {
   value *dt = arg(a, 2, "dtype", &dloc), *lod = arg(a, 3, "lod_level", &lloc);
   (void)self;
   if (!name || name->k != V_STR || !*name->s) {
-    cerr(c, nloc, "data needs a name (a non-empty string) first");
+    pd_cmp_error(c, nloc, "data needs a name (a non-empty string) first");
     return VERR;
   }
   if (!shape) {
-    cerr(c, a->loc, "data needs a shape, such as [-1, 784]");
+    pd_cmp_error(c, a->loc, "data needs a shape, such as [-1, 784]");
     return VERR;
   }
   int64_t dims[PD_MAX_RANK];
   int nd;
   if (!value_to_dims(c, shape, sloc, "the shape of data", dims, &nd, true)) return VERR;
   if (dt && dt->k != V_DTYPE) {
-    cerr(c, dloc, "data: 'dtype' must be a dtype such as float32 or int64");
+    pd_cmp_error(c, dloc, "data: 'dtype' must be a dtype such as float32 or int64");
     return VERR;
   }
   if (lod && (lod->k != V_INT || lod->i < 0 || lod->i > 2)) {
-    cerr(c, lloc, "data: 'lod_level' must be 0, 1 or 2");
+    pd_cmp_error(c, lloc, "data: 'lod_level' must be 0, 1 or 2");
     return VERR;
   }
   if (!in_global_block(c)) {
-    cerr(c, a->loc, "data() declares an input of the program, so it must be at the top level");
+    pd_cmp_error(c, a->loc,
+                 "data() declares an input of the program, so it must be at the top level");
     return VERR;
   }
   pd_block *b0 = c->unit->main->blocks[0];
   if (pd_block_find_var_local(b0, name->s)) {
-    cerr(c, nloc, "there is already a variable named '%s'", name->s);
+    pd_cmp_error(c, nloc, "there is already a variable named '%s'", name->s);
     return VERR;
   }
   pd_var_desc *v = pd_block_var(b0, name->s);
@@ -338,7 +345,7 @@ static value *b_data(C *c, const builtin *self, call_args *a) {
   v->dtype = dt ? dt->dtype : PD_FP32;
   v->lod_level = lod ? (int)lod->i : 0;
   v->stop_gradient = true;
-  return vtensor(c, v);
+  return pd_cmp_vtensor(c, v);
 }
 
 /* Append the initialiser of parameter v to the startup program. */
@@ -357,8 +364,8 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   bool xavier = init ? (init->k == V_RECORD && strcmp(init->rec.name, "xavier") == 0) ||
                            (init->k == V_BUILTIN && strcmp(init->bi->name, "xavier") == 0)
                      : v->ndims >= 2;
-  if (init && is_number(init)) {
-    x1 = num(init);
+  if (init && pd_cmp_is_number(init)) {
+    x1 = pd_cmp_num(init);
   } else if (xavier) {
     int64_t fan_in = v->dims[0], fan_out = v->ndims >= 2 ? v->dims[1] : 1;
     if (v->ndims == 4) { /* a conv filter [out, in, kh, kw] */
@@ -371,24 +378,24 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
     x1 = -x2;
   } else if (init && init->k == V_RECORD && strcmp(init->rec.name, "uniform") == 0) {
     type = "uniform_random", k1 = "min", k2 = "max";
-    x1 = num(init->rec.vals[0]);
-    x2 = num(init->rec.vals[1]);
+    x1 = pd_cmp_num(init->rec.vals[0]);
+    x2 = pd_cmp_num(init->rec.vals[1]);
   } else if (init && init->k == V_RECORD && strcmp(init->rec.name, "normal") == 0) {
     type = "gaussian_random", k1 = "mean", k2 = "std";
-    x1 = num(init->rec.vals[0]);
-    x2 = num(init->rec.vals[1]);
+    x1 = pd_cmp_num(init->rec.vals[0]);
+    x2 = pd_cmp_num(init->rec.vals[1]);
   } else if (init) {
     pd_buf b;
     pd_buf_init(&b);
-    describe(c, init, &b);
-    cerr(c, loc, "param: 'init' must be a number, uniform(low, high), normal(mean, std) or "
+    pd_cmp_describe(c, init, &b);
+    pd_cmp_error(c, loc, "param: 'init' must be a number, uniform(low, high), normal(mean, std) or "
                  "xavier(); got %s", b.data ? b.data : "?");
     pd_buf_free(&b);
     return false;
   }
   pd_op_desc *op = pd_block_add_op(sb, type, -1);
   const char *out = v->name;
-  if (!op || pd_op_set_loc(op, op_loc(c, loc)) || pd_op_set_output(op, "Out", 1, &out) ||
+  if (!op || pd_op_set_loc(op, pd_cmp_op_loc(c, loc)) || pd_op_set_output(op, "Out", 1, &out) ||
       pd_op_set_attr_longs(op, "shape", v->ndims, v->dims) ||
       pd_op_set_attr_int(op, "dtype", (int)v->dtype) || pd_op_set_attr_float(op, k1, (float)x1) ||
       (k2 && pd_op_set_attr_float(op, k2, (float)x2))) {
@@ -398,7 +405,7 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   pd_error e = {0};
   pd_status st = pd_opdef_prepare(op, sb, &e);
   if (st) {
-    cerr(c, loc, "%s", e.msg ? e.msg : pd_status_str(st));
+    pd_cmp_error(c, loc, "%s", e.msg ? e.msg : pd_status_str(st));
     pd_error_clear(&e);
     return false;
   }
@@ -425,26 +432,26 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   value *dt = arg(&sub, -1, "dtype", &dloc), *kind = arg(&sub, -1, "kind", &kloc);
   if (first) nloc = a->pos_loc[0];
   if (!shape) {
-    cerr(c, a->loc, "param needs a shape, such as [784, 256]");
+    pd_cmp_error(c, a->loc, "param needs a shape, such as [784, 256]");
     return VERR;
   }
   int64_t dims[PD_MAX_RANK];
   int nd;
   if (!value_to_dims(c, shape, sloc, "the shape of a parameter", dims, &nd, false)) return VERR;
   if (nd == 0) {
-    cerr(c, sloc, "a parameter needs at least one dimension");
+    pd_cmp_error(c, sloc, "a parameter needs at least one dimension");
     return VERR;
   }
   if (name && name->k != V_STR && name->k != V_NONE) {
-    cerr(c, nloc, "param: 'name' must be a string");
+    pd_cmp_error(c, nloc, "param: 'name' must be a string");
     return VERR;
   }
   if (dt && (dt->k != V_DTYPE || (dt->dtype != PD_FP32 && dt->dtype != PD_FP64))) {
-    cerr(c, dloc, "param: 'dtype' must be float32 or float64");
+    pd_cmp_error(c, dloc, "param: 'dtype' must be float32 or float64");
     return VERR;
   }
   if (kind && kind->k != V_STR) {
-    cerr(c, kloc, "param: 'kind' must be a string such as \"w\" or \"b\"");
+    pd_cmp_error(c, kloc, "param: 'kind' must be a string such as \"w\" or \"b\"");
     return VERR;
   }
   pd_block *b0 = c->unit->main->blocks[0];
@@ -457,18 +464,18 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
       for (int i = 0; same && i < nd; i++) same = old->dims[i] == dims[i];
       if (!same) {
         pd_var_desc probe = {.ndims = nd, .dims = dims};
-        cerr(c, nloc, "'%s' exists with shape %s; it cannot be reused with shape %s", pname,
-             dims_str(c, old), dims_str(c, &probe));
+        pd_cmp_error(c, nloc, "'%s' exists with shape %s; it cannot be reused with shape %s", pname,
+                     pd_cmp_dims_str(c, old), pd_cmp_dims_str(c, &probe));
         return VERR;
       }
-      return vtensor(c, old);
+      return pd_cmp_vtensor(c, old);
     }
   } else {
-    const char *pre = name_prefix(c);
-    pname = pre ? unique_name(c, fmt_c(c, "%s.%s", pre, kind ? kind->s : "w"))
-                : unique_name(c, "param");
+    const char *pre = pd_cmp_name_prefix(c);
+    pname = pre ? pd_cmp_unique_name(c, pd_cmp_fmt(c, "%s.%s", pre, kind ? kind->s : "w"))
+                : pd_cmp_unique_name(c, "param");
   }
-  pd_var_desc *v = var_new(c, b0, pname, true);
+  pd_var_desc *v = pd_cmp_var_new(c, b0, pname, true);
   if (!v || pd_var_set_shape(v, nd, dims)) {
     c->oom = true;
     return VERR;
@@ -477,7 +484,7 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   v->persistable = true;
   if (!init_param(c, v, init, iloc)) return VERR;
   if (!c->call && !(name && name->k == V_STR)) c->last_param = v;
-  return vtensor(c, v);
+  return pd_cmp_vtensor(c, v);
 }
 
 static value *b_get_variable(C *c, const builtin *self, call_args *a) {
@@ -486,24 +493,26 @@ static value *b_get_variable(C *c, const builtin *self, call_args *a) {
   if (!check_args(c, a, 1, names)) return VERR;
   value *name = need(c, a, 0, "name");
   if (name->k != V_STR) {
-    if (name->k != V_ERROR) cerr(c, a->loc, "get_variable needs a parameter name (a string)");
+    if (name->k != V_ERROR)
+      pd_cmp_error(c, a->loc, "get_variable needs a parameter name (a string)");
     return VERR;
   }
   pd_var_desc *v = pd_block_find_var_local(c->unit->main->blocks[0], name->s);
   if (!v || !v->persistable) {
-    cerr(c, a->pos_loc[0], "there is no parameter named '%s' (create it with param(\"%s\", shape))",
-         name->s, name->s);
+    pd_cmp_error(c, a->pos_loc[0],
+                 "there is no parameter named '%s' (create it with param(\"%s\", shape))", name->s,
+                 name->s);
     return VERR;
   }
-  return vtensor(c, v);
+  return pd_cmp_vtensor(c, v);
 }
 
 /* Flatten nested lists of numbers, checking that they are rectangular. */
 static bool flatten(C *c, value *v, pd_loc loc, double **vals, size_t *n, size_t *cap,
                     int64_t *dims, int depth, int *ndims) {
-  if (is_number(v)) {
+  if (pd_cmp_is_number(v)) {
     if (*ndims >= 0 && *ndims != depth) {
-      cerr(c, loc, "the nested lists are not rectangular");
+      pd_cmp_error(c, loc, "the nested lists are not rectangular");
       return false;
     }
     *ndims = depth;
@@ -511,20 +520,20 @@ static bool flatten(C *c, value *v, pd_loc loc, double **vals, size_t *n, size_t
       c->oom = true;
       return false;
     }
-    (*vals)[(*n)++] = num(v);
+    (*vals)[(*n)++] = pd_cmp_num(v);
     return true;
   }
   if (v->k != V_LIST || depth >= PD_MAX_RANK) {
     if (v->k != V_ERROR)
-      cerr(c, loc, "expected numbers or lists of numbers, got %s", vkind_phrase(v));
+      pd_cmp_error(c, loc, "expected numbers or lists of numbers, got %s", pd_cmp_vkind_phrase(v));
     return false;
   }
   if (v->list.n == 0) {
-    cerr(c, loc, "a tensor literal cannot contain an empty list");
+    pd_cmp_error(c, loc, "a tensor literal cannot contain an empty list");
     return false;
   }
   if (*ndims >= 0 && (depth >= *ndims || dims[depth] != v->list.n)) {
-    cerr(c, loc, "the nested lists are not rectangular");
+    pd_cmp_error(c, loc, "the nested lists are not rectangular");
     return false;
   }
   dims[depth] = v->list.n;
@@ -537,10 +546,10 @@ static bool flatten(C *c, value *v, pd_loc loc, double **vals, size_t *n, size_t
 static value *const_tensor(C *c, const double *vals, size_t n, const int64_t *dims, int nd,
                            pd_dtype dt, pd_loc loc) {
   if (n > INT32_MAX) {
-    cerr(c, loc, "tensor literal too large");
+    pd_cmp_error(c, loc, "tensor literal too large");
     return VERR;
   }
-  pd_op_desc *op = op_new(c, "assign_value", loc);
+  pd_op_desc *op = pd_cmp_op_new(c, "assign_value", loc);
   int32_t shape32[PD_MAX_RANK];
   for (int i = 0; i < nd; i++) shape32[i] = (int32_t)dims[i];
   int r = !op || pd_op_set_attr_ints(op, "shape", nd, shape32) ||
@@ -565,9 +574,9 @@ static value *const_tensor(C *c, const double *vals, size_t n, const int64_t *di
     c->oom = true;
     return VERR;
   }
-  pd_var_desc *out = op_out(c, op, "Out", "assign_value");
+  pd_var_desc *out = pd_cmp_op_out(c, op, "Out", "assign_value");
   if (out) out->stop_gradient = true;
-  return op_finish(c, op, out);
+  return pd_cmp_op_finish(c, op, out);
 }
 
 static bool dtype_arg(C *c, call_args *a, int i, pd_dtype *dt) {
@@ -576,7 +585,7 @@ static bool dtype_arg(C *c, call_args *a, int i, pd_dtype *dt) {
   *dt = PD_FP32;
   if (!v) return true;
   if (v->k != V_DTYPE) {
-    cerr(c, loc, "%s: 'dtype' must be a dtype such as float32 or int64", a->fname);
+    pd_cmp_error(c, loc, "%s: 'dtype' must be a dtype such as float32 or int64", a->fname);
     return false;
   }
   *dt = v->dtype;
@@ -591,11 +600,11 @@ static value *literal(C *c, call_args *a, bool rows) {
   value *v = arg(a, 0, "value", &loc);
   pd_dtype dt;
   if (!v) {
-    cerr(c, a->loc, "%s needs a value", a->fname);
+    pd_cmp_error(c, a->loc, "%s needs a value", a->fname);
     return VERR;
   }
   if (!dtype_arg(c, a, 1, &dt)) return VERR;
-  if (!rows && is_number(v)) return tensor_const(c, num(v), dt, loc);
+  if (!rows && pd_cmp_is_number(v)) return pd_cmp_tensor_const(c, pd_cmp_num(v), dt, loc);
   double *vals = NULL;
   size_t n = 0, cap = 0;
   int64_t dims[PD_MAX_RANK];
@@ -625,14 +634,14 @@ static value *b_minibatch(C *c, const builtin *self, call_args *a) {
  * `append` (the sequence literals' LoD). */
 static value *set_lod(C *c, value *x, const int32_t *lod, int n, bool append, const char *name,
                       pd_loc loc) {
-  pd_op_desc *op = op_new(c, "lod_reset", loc);
-  if (!op || !op_in(c, op, "X", x, loc)) return VERR;
+  pd_op_desc *op = pd_cmp_op_new(c, "lod_reset", loc);
+  if (!op || !pd_cmp_op_in(c, op, "X", x, loc)) return VERR;
   if (pd_op_set_attr_ints(op, "target_lod", n, lod) ||
       (append && pd_op_set_attr_bool(op, "append", true))) {
     c->oom = true;
     return VERR;
   }
-  return op_finish(c, op, op_out(c, op, "Out", name));
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", name));
 }
 
 /* sequence([[10, 20, 30], [5, 6]]): a batch of sequences, one row per element, with LoD. With
@@ -646,12 +655,13 @@ static value *b_sequence(C *c, const builtin *self, call_args *a) {
   pd_dtype dt;
   if (!dtype_arg(c, a, 1, &dt)) return VERR;
   if (lv && (lv->k != V_INT || lv->i < 1 || lv->i > 2)) {
-    cerr(c, lloc, "sequence: 'lod_level' must be 1 or 2");
+    pd_cmp_error(c, lloc, "sequence: 'lod_level' must be 1 or 2");
     return VERR;
   }
   int levels = lv ? (int)lv->i : 1;
   if (!v || v->k != V_LIST || v->list.n == 0) {
-    cerr(c, loc, levels == 1 ? "sequence needs a non-empty list of sequences, such as [[1, 2, 3], "
+    pd_cmp_error(c, loc,
+                 levels == 1 ? "sequence needs a non-empty list of sequences, such as [[1, 2, 3], "
                                "[4, 5]]"
                              : "sequence(..., lod_level = 2) needs a non-empty list of non-empty "
                                "lists of sequences, such as [[[1, 2], [3]], [[4, 5, 6]]]");
@@ -662,21 +672,22 @@ static value *b_sequence(C *c, const builtin *self, call_args *a) {
   int nseqs = v->list.n;
   int32_t *top = NULL;
   if (levels == 2) {
-    if (!(top = calloc_c(c, sizeof *top * (size_t)(v->list.n + 1)))) return VERR;
+    if (!(top = pd_cmp_calloc(c, sizeof *top * (size_t)(v->list.n + 1)))) return VERR;
     for (int g = 0; g < v->list.n; g++) {
       value *grp = v->list.items[g];
       if (grp->k != V_LIST || grp->list.n == 0) {
-        cerr(c, loc, "sequence %d must be a non-empty list of sequences (lod_level = 2)", g);
+        pd_cmp_error(c, loc, "sequence %d must be a non-empty list of sequences (lod_level = 2)",
+                     g);
         return VERR;
       }
       if (top[g] > INT32_MAX - grp->list.n) {
-        cerr(c, loc, "sequence literal too long");
+        pd_cmp_error(c, loc, "sequence literal too long");
         return VERR;
       }
       top[g + 1] = top[g] + grp->list.n;
     }
     nseqs = top[v->list.n];
-    if (!(seqs = calloc_c(c, sizeof *seqs * (size_t)nseqs))) return VERR;
+    if (!(seqs = pd_cmp_calloc(c, sizeof *seqs * (size_t)nseqs))) return VERR;
     for (int g = 0, k = 0; g < v->list.n; g++)
       for (int i = 0; i < v->list.items[g]->list.n; i++)
         seqs[k++] = v->list.items[g]->list.items[i];
@@ -684,12 +695,12 @@ static value *b_sequence(C *c, const builtin *self, call_args *a) {
   double *vals = NULL;
   size_t n = 0, cap = 0;
   int64_t width = -1;
-  int32_t *lod = calloc_c(c, sizeof *lod * (size_t)(nseqs + 1));
+  int32_t *lod = pd_cmp_calloc(c, sizeof *lod * (size_t)(nseqs + 1));
   if (!lod) return VERR;
   for (int s = 0; s < nseqs; s++) {
     value *sq = seqs[s];
     if (sq->k != V_LIST || sq->list.n == 0) {
-      cerr(c, loc, "sequence %d must be a non-empty list", s);
+      pd_cmp_error(c, loc, "sequence %d must be a non-empty list", s);
       pd_free(vals);
       return VERR;
     }
@@ -703,15 +714,16 @@ static value *b_sequence(C *c, const builtin *self, call_args *a) {
       }
       int64_t w = (int64_t)(n - before);
       if (width >= 0 && w != width) {
-        cerr(c, loc, "every element of every sequence must have the same size (%lld and %lld)",
-             (long long)width, (long long)w);
+        pd_cmp_error(c, loc,
+                     "every element of every sequence must have the same size (%lld and %lld)",
+                     (long long)width, (long long)w);
         pd_free(vals);
         return VERR;
       }
       width = w;
     }
     if (lod[s] > INT32_MAX - sq->list.n) {
-      cerr(c, loc, "sequence literal too long");
+      pd_cmp_error(c, loc, "sequence literal too long");
       pd_free(vals);
       return VERR;
     }
@@ -748,28 +760,28 @@ static value *b_fill(C *c, const builtin *self, call_args *a) {
   value *val = general ? arg(a, 1, "value", &vloc) : NULL;
   pd_dtype dt;
   if (!shape || (general && !val)) {
-    cerr(c, a->loc, "%s needs a shape%s", a->fname, general ? " and a value" : "");
+    pd_cmp_error(c, a->loc, "%s needs a shape%s", a->fname, general ? " and a value" : "");
     return VERR;
   }
   if (!dtype_arg(c, a, general ? 2 : 1, &dt)) return VERR;
-  if (val && !is_number(val)) {
-    cerr(c, vloc, "fill: 'value' must be a number");
+  if (val && !pd_cmp_is_number(val)) {
+    pd_cmp_error(c, vloc, "fill: 'value' must be a number");
     return VERR;
   }
   int64_t dims[PD_MAX_RANK];
   int nd;
   if (!value_to_dims(c, shape, sloc, "the shape", dims, &nd, false)) return VERR;
-  double v = general ? num(val) : strcmp(self->name, "ones") == 0 ? 1 : 0;
-  pd_op_desc *op = op_new(c, "fill_constant", a->loc);
+  double v = general ? pd_cmp_num(val) : strcmp(self->name, "ones") == 0 ? 1 : 0;
+  pd_op_desc *op = pd_cmp_op_new(c, "fill_constant", a->loc);
   if (!op || pd_op_set_attr_longs(op, "shape", nd, dims) ||
       pd_op_set_attr_float(op, "value", (float)v) || pd_op_set_attr_int(op, "dtype", (int)dt) ||
-      set_exact_value(op, v, dt)) {
+      pd_cmp_set_exact_value(op, v, dt)) {
     c->oom = true;
     return VERR;
   }
-  pd_var_desc *out = op_out(c, op, "Out", self->name);
+  pd_var_desc *out = pd_cmp_op_out(c, op, "Out", self->name);
   if (out) out->stop_gradient = true;
-  return op_finish(c, op, out);
+  return pd_cmp_op_finish(c, op, out);
 }
 
 /* ---- Compile-time helpers ---- */
@@ -779,9 +791,10 @@ static value *b_len(C *c, const builtin *self, call_args *a) {
   (void)self;
   if (!check_args(c, a, 1, names)) return VERR;
   value *x = need(c, a, 0, "x");
-  if (x->k == V_LIST) return vint(c, x->list.n);
-  if (x->k == V_STR) return vint(c, (int64_t)strlen(x->s));
-  if (x->k != V_ERROR) cerr(c, a->loc, "len needs a list or a string, got %s", vkind_phrase(x));
+  if (x->k == V_LIST) return pd_cmp_vint(c, x->list.n);
+  if (x->k == V_STR) return pd_cmp_vint(c, (int64_t)strlen(x->s));
+  if (x->k != V_ERROR)
+    pd_cmp_error(c, a->loc, "len needs a list or a string, got %s", pd_cmp_vkind_phrase(x));
   return VERR;
 }
 
@@ -791,16 +804,16 @@ static value *b_range(C *c, const builtin *self, call_args *a) {
   if (!check_args(c, a, 2, names)) return VERR;
   value *x = need(c, a, 0, "start"), *y = arg(a, 1, "stop", NULL);
   if (x->k != V_INT || (y && y->k != V_INT)) {
-    if (x->k != V_ERROR) cerr(c, a->loc, "range needs integers");
+    if (x->k != V_ERROR) pd_cmp_error(c, a->loc, "range needs integers");
     return VERR;
   }
   int64_t lo = y ? x->i : 0, hi = y ? y->i : x->i;
   if (hi > lo && (uint64_t)hi - (uint64_t)lo > 1000000) {
-    cerr(c, a->loc, "range is too long for a compile-time list (at most 1000000 items)");
+    pd_cmp_error(c, a->loc, "range is too long for a compile-time list (at most 1000000 items)");
     return VERR;
   }
   value *l = list_of(c, hi > lo ? (int)(hi - lo) : 0);
-  for (int64_t i = lo; l != VERR && i < hi; i++) l->list.items[i - lo] = vint(c, i);
+  for (int64_t i = lo; l != VERR && i < hi; i++) l->list.items[i - lo] = pd_cmp_vint(c, i);
   return l;
 }
 
@@ -810,7 +823,7 @@ static value *b_prod(C *c, const builtin *self, call_args *a) {
   if (!check_args(c, a, 1, names)) return VERR;
   value *x = need(c, a, 0, "xs");
   if (x->k != V_LIST) {
-    if (x->k != V_ERROR) cerr(c, a->loc, "prod needs a list of numbers");
+    if (x->k != V_ERROR) pd_cmp_error(c, a->loc, "prod needs a list of numbers");
     return VERR;
   }
   bool ints = true;
@@ -818,22 +831,23 @@ static value *b_prod(C *c, const builtin *self, call_args *a) {
   int64_t ip = 1;
   for (int i = 0; i < x->list.n; i++) {
     value *v = x->list.items[i];
-    if (!is_number(v)) {
-      cerr(c, a->loc, "prod needs a list of numbers (item %d is %s)", i, vkind_phrase(v));
+    if (!pd_cmp_is_number(v)) {
+      pd_cmp_error(c, a->loc, "prod needs a list of numbers (item %d is %s)", i,
+                   pd_cmp_vkind_phrase(v));
       return VERR;
     }
     if (v->k == V_INT && v->i < 0) {
-      cerr(c, a->loc, "prod: item %d is %lld (an unknown dimension?)", i, (long long)v->i);
+      pd_cmp_error(c, a->loc, "prod: item %d is %lld (an unknown dimension?)", i, (long long)v->i);
       return VERR;
     }
     ints &= v->k != V_FLOAT;
-    p *= num(v);
-    if (v->k != V_FLOAT && __builtin_mul_overflow(ip, (int64_t)num(v), &ip)) {
-      cerr(c, a->loc, "prod overflows a 64-bit integer");
+    p *= pd_cmp_num(v);
+    if (v->k != V_FLOAT && __builtin_mul_overflow(ip, (int64_t)pd_cmp_num(v), &ip)) {
+      pd_cmp_error(c, a->loc, "prod overflows a 64-bit integer");
       return VERR;
     }
   }
-  return ints ? vint(c, ip) : vfloat(c, p);
+  return ints ? pd_cmp_vint(c, ip) : pd_cmp_vfloat(c, p);
 }
 
 /* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
@@ -866,36 +880,38 @@ static bool check_lines_spec(C *c, call_args *a) {
   pd_loc loc;
   value *v = arg(a, 0, "paths", &loc);
   if (v->k != V_STR && (v->k != V_LIST || v->list.n == 0)) {
-    cerr(c, loc, "lines: 'paths' must be a file name or a non-empty list of file names, not %s",
-         v->k == V_LIST ? "an empty list" : vkind_phrase(v));
+    pd_cmp_error(c, loc,
+                 "lines: 'paths' must be a file name or a non-empty list of file names, not %s",
+                 v->k == V_LIST ? "an empty list" : pd_cmp_vkind_phrase(v));
     return false;
   }
   for (int i = 0; v->k == V_LIST && i < v->list.n; i++)
     if (v->list.items[i]->k != V_STR) {
-      cerr(c, loc, "lines: 'paths' lists file names, but item %d is %s", i,
-           vkind_phrase(v->list.items[i]));
+      pd_cmp_error(c, loc, "lines: 'paths' lists file names, but item %d is %s", i,
+                   pd_cmp_vkind_phrase(v->list.items[i]));
       return false;
     }
   int64_t min = 1;
   if ((v = arg(a, 1, "min_length", &loc))) {
     if (v->k != V_INT || v->i < 1) {
-      cerr(c, loc, "lines: 'min_length' must be an integer >= 1");
+      pd_cmp_error(c, loc, "lines: 'min_length' must be an integer >= 1");
       return false;
     }
     min = v->i;
   }
   if ((v = arg(a, 2, "max_length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < min)) {
-    cerr(c, loc, "lines: 'max_length' must be none or an integer >= min_length (%lld)",
-         (long long)min);
+    pd_cmp_error(c, loc, "lines: 'max_length' must be none or an integer >= min_length (%lld)",
+                 (long long)min);
     return false;
   }
   if ((v = arg(a, 3, "split", &loc)) && v->k != V_NONE &&
       (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-    cerr(c, loc, "lines: 'split' must be none, \"train\" or \"test\"");
+    pd_cmp_error(c, loc, "lines: 'split' must be none, \"train\" or \"test\"");
     return false;
   }
   if ((v = arg(a, 4, "test_every", &loc)) && (v->k != V_INT || v->i < 2)) {
-    cerr(c, loc, "lines: 'test_every' must be an integer >= 2 (every test_every-th line of each "
+    pd_cmp_error(c, loc,
+                 "lines: 'test_every' must be an integer >= 2 (every test_every-th line of each "
                  "file is a test line)");
     return false;
   }
@@ -910,7 +926,7 @@ static bool want_reader_arg(C *c, const char *reader, call_args *a, int i, const
   pd_loc loc;
   value *v = arg(a, i, name, &loc);
   if (!v || v->k == want || (i > 0 && v->k == V_NONE)) return true;
-  cerr(c, loc, "%s: '%s' must be %s, not %s", reader, name, what, vkind_phrase(v));
+  pd_cmp_error(c, loc, "%s: '%s' must be %s, not %s", reader, name, what, pd_cmp_vkind_phrase(v));
   return false;
 }
 
@@ -921,13 +937,13 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
   if (strcmp(r, "text") == 0) {
     if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name")) return false;
     if ((v = arg(a, 1, "length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < 1)) {
-      cerr(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
+      pd_cmp_error(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
       return false;
     }
   } else if (strcmp(r, "mnist") == 0 || strcmp(r, "fashion_mnist") == 0) {
     if ((v = arg(a, 0, "split", &loc)) &&
         (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-      cerr(c, loc, "%s: 'split' must be \"train\" or \"test\"", r);
+      pd_cmp_error(c, loc, "%s: 'split' must be \"train\" or \"test\"", r);
       return false;
     }
     if (!want_reader_arg(c, r, a, 1, "path", V_STR, "a folder name")) return false;
@@ -940,7 +956,7 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
       bool names = v->k == V_LIST && v->list.n <= 256;
       for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
       if (!names) {
-        cerr(c, loc, "csv: 'features' must be a list of at most 256 column names");
+        pd_cmp_error(c, loc, "csv: 'features' must be a list of at most 256 column names");
         return false;
       }
     }
@@ -957,34 +973,34 @@ static value *b_record(C *c, const builtin *self, call_args *a) {
   for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
     if (strcmp(specs[i].name, self->name) == 0) sp = &specs[i];
   if (!sp) {
-    cerr(c, a->loc, "internal: no spec for '%s'", self->name);
+    pd_cmp_error(c, a->loc, "internal: no spec for '%s'", self->name);
     return VERR;
   }
   int np = 0;
   while (np < 10 && sp->params[np]) np++;
   if (!check_args(c, a, np, sp->params)) return VERR;
-  value *r = vnew(c, V_RECORD);
+  value *r = pd_cmp_vnew(c, V_RECORD);
   if (r == VERR) return r;
   r->rec.name = self->name;
   r->rec.loc = a->loc;
-  r->rec.keys = calloc_c(c, sizeof *r->rec.keys * (size_t)(np ? np : 1));
-  r->rec.vals = calloc_c(c, sizeof *r->rec.vals * (size_t)(np ? np : 1));
-  r->rec.locs = calloc_c(c, sizeof *r->rec.locs * (size_t)(np ? np : 1));
+  r->rec.keys = pd_cmp_calloc(c, sizeof *r->rec.keys * (size_t)(np ? np : 1));
+  r->rec.vals = pd_cmp_calloc(c, sizeof *r->rec.vals * (size_t)(np ? np : 1));
+  r->rec.locs = pd_cmp_calloc(c, sizeof *r->rec.locs * (size_t)(np ? np : 1));
   if (!r->rec.keys || !r->rec.vals || !r->rec.locs) return VERR;
   for (int i = 0; i < np; i++) {
     pd_loc loc;
     value *v = arg(a, i, sp->params[i], &loc);
     if (!v) {
       if (i < sp->required) {
-        cerr(c, a->loc, "%s needs argument '%s'", self->name, sp->params[i]);
+        pd_cmp_error(c, a->loc, "%s needs argument '%s'", self->name, sp->params[i]);
         return VERR;
       }
       continue;
     }
     if (v->k == V_TENSOR || v->k == V_ERROR) {
       if (v->k == V_TENSOR)
-        cerr(c, loc, "%s: '%s' must be a compile-time value, not a tensor", self->name,
-             sp->params[i]);
+        pd_cmp_error(c, loc, "%s: '%s' must be a compile-time value, not a tensor", self->name,
+                     sp->params[i]);
       return VERR;
     }
     r->rec.keys[r->rec.n] = sp->params[i];
@@ -995,8 +1011,9 @@ static value *b_record(C *c, const builtin *self, call_args *a) {
   if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
     return VERR;
   /* Initializer arguments are numbers. */
-  if (sp->required == 2 && (!is_number(r->rec.vals[0]) || !is_number(r->rec.vals[1]))) {
-    cerr(c, a->loc, "%s needs two numbers", self->name);
+  if (sp->required == 2 &&
+      (!pd_cmp_is_number(r->rec.vals[0]) || !pd_cmp_is_number(r->rec.vals[1]))) {
+    pd_cmp_error(c, a->loc, "%s needs two numbers", self->name);
     return VERR;
   }
   return r;
@@ -1005,7 +1022,7 @@ static value *b_record(C *c, const builtin *self, call_args *a) {
 /* ---- Actions ---- */
 
 static const pd_cval *to_cval(C *c, value *v) {
-  pd_cval *cv = calloc_c(c, sizeof *cv);
+  pd_cval *cv = pd_cmp_calloc(c, sizeof *cv);
   if (!cv) return NULL;
   switch (v->k) {
   case V_NONE: cv->kind = PD_CVAL_NONE; break;
@@ -1020,7 +1037,7 @@ static const pd_cval *to_cval(C *c, value *v) {
   case V_LIST:
     cv->kind = PD_CVAL_LIST;
     cv->n = v->list.n;
-    cv->items = calloc_c(c, sizeof *cv->items * (size_t)(v->list.n ? v->list.n : 1));
+    cv->items = pd_cmp_calloc(c, sizeof *cv->items * (size_t)(v->list.n ? v->list.n : 1));
     if (!cv->items) return NULL;
     for (int i = 0; i < v->list.n; i++)
       if (!(cv->items[i] = to_cval(c, v->list.items[i]))) return NULL;
@@ -1030,7 +1047,7 @@ static const pd_cval *to_cval(C *c, value *v) {
     cv->str = v->rec.name;
     cv->loc = v->rec.loc;
     cv->n = v->rec.n;
-    cv->fields = calloc_c(c, sizeof *cv->fields * (size_t)(v->rec.n ? v->rec.n : 1));
+    cv->fields = pd_cmp_calloc(c, sizeof *cv->fields * (size_t)(v->rec.n ? v->rec.n : 1));
     if (!cv->fields) return NULL;
     for (int i = 0; i < v->rec.n; i++) {
       cv->fields[i].key = v->rec.keys[i];
@@ -1054,8 +1071,12 @@ static const struct action_spec {
     {"load", PD_ACTION_LOAD, 1, 1, {NULL}},
     {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}},
     {"save", PD_ACTION_SAVE, 1, 64, {NULL}},
-    {"train", PD_ACTION_TRAIN, 1, 1,
-     {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every", NULL}},
+    {"train",
+     PD_ACTION_TRAIN,
+     1,
+     1,
+     {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
+      NULL}},
 };
 
 static bool record_is(const value *v, const char *const *names) {
@@ -1074,8 +1095,9 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
   pd_loc rloc;
   value *reader = arg(a, -1, "reader", &rloc);
   if (reader && !record_is(reader, readers)) {
-    cerr(c, rloc, "%s: 'reader' must be a reader such as fashion_mnist(\"train\") or csv(path)",
-         a->fname);
+    pd_cmp_error(c, rloc,
+                 "%s: 'reader' must be a reader such as fashion_mnist(\"train\") or csv(path)",
+                 a->fname);
     return false;
   }
   switch (kind) {
@@ -1085,18 +1107,20 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     int64_t numel = 1;
     for (int i = 0; i < v->ndims; i++) numel *= v->dims[i];
     if (v->ndims < 0 || numel != 1 || (v->dtype != PD_FP32 && v->dtype != PD_FP64)) {
-      cerr(c, a->pos_loc[0], "train needs a floating-point cost with one element (for example "
-                             "mean(...)), got %s %s", pd_dtype_name(v->dtype), dims_str(c, v));
+      pd_cmp_error(c, a->pos_loc[0],
+                   "train needs a floating-point cost with one element (for example "
+                   "mean(...)), got %s %s",
+                   pd_dtype_name(v->dtype), pd_cmp_dims_str(c, v));
       return false;
     }
     if (!reader) {
-      cerr(c, a->loc, "train needs a reader, such as reader = fashion_mnist(\"train\")");
+      pd_cmp_error(c, a->loc, "train needs a reader, such as reader = fashion_mnist(\"train\")");
       return false;
     }
     pd_loc oloc;
     value *opt = arg(a, -1, "optimizer", &oloc);
     if (opt && !record_is(opt, optimizers)) {
-      cerr(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...) or adam(...)");
+      pd_cmp_error(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...) or adam(...)");
       return false;
     }
     static const char *const ints[] = {"batch", "epochs", "seed", "log_every"};
@@ -1105,7 +1129,8 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
       value *v2 = arg(a, -1, ints[i], &l);
       bool seed = strcmp(ints[i], "seed") == 0;
       if (v2 && (v2->k != V_INT || v2->i < (seed ? 0 : 1))) {
-        cerr(c, l, "train: '%s' must be a %s integer", ints[i], seed ? "non-negative" : "positive");
+        pd_cmp_error(c, l, "train: '%s' must be a %s integer", ints[i],
+                     seed ? "non-negative" : "positive");
         return false;
       }
     }
@@ -1120,7 +1145,7 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
   case PD_ACTION_SAVE:
   case PD_ACTION_LOAD:
     if (a->pos[0]->k != V_STR || !*a->pos[0]->s) {
-      cerr(c, a->pos_loc[0], "%s needs a file path (a string) first", a->fname);
+      pd_cmp_error(c, a->pos_loc[0], "%s needs a file path (a string) first", a->fname);
       return false;
     }
     for (int i = 1; i < a->npos; i++)
@@ -1138,13 +1163,15 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
     if (strcmp(action_specs[i].name, self->name) == 0) sp = &action_specs[i];
   if (!sp || !check_args_kw(c, a, sp->max_pos, sp->kw, 0)) return VERR;
   if (a->npos < sp->min_pos) {
-    cerr(c, a->loc, "%s needs at least %d argument%s", self->name, sp->min_pos,
-         sp->min_pos == 1 ? "" : "s");
+    pd_cmp_error(c, a->loc, "%s needs at least %d argument%s", self->name, sp->min_pos,
+                 sp->min_pos == 1 ? "" : "s");
     return VERR;
   }
   if (!in_global_block(c)) {
-    cerr(c, a->loc, "'%s' runs the program, so it cannot be inside a block of the program (a "
-                    "tensor if or a loop)", self->name);
+    pd_cmp_error(c, a->loc,
+                 "'%s' runs the program, so it cannot be inside a block of the program (a "
+                 "tensor if or a loop)",
+                 self->name);
     return VERR;
   }
   if (!check_action(c, sp->kind, a)) return VERR;
@@ -1158,15 +1185,15 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
   act->kind = sp->kind;
   act->loc = a->loc;
   act->nargs = a->npos;
-  act->args = calloc_c(c, sizeof *act->args * (size_t)(a->npos ? a->npos : 1));
+  act->args = pd_cmp_calloc(c, sizeof *act->args * (size_t)(a->npos ? a->npos : 1));
   act->nopts = a->nkw;
-  act->opts = calloc_c(c, sizeof *act->opts * (size_t)(a->nkw ? a->nkw : 1));
+  act->opts = pd_cmp_calloc(c, sizeof *act->opts * (size_t)(a->nkw ? a->nkw : 1));
   if (!act->args || !act->opts) return VERR;
-  act->arg_text = calloc_c(c, sizeof *act->arg_text * (size_t)(a->npos ? a->npos : 1));
+  act->arg_text = pd_cmp_calloc(c, sizeof *act->arg_text * (size_t)(a->npos ? a->npos : 1));
   if (!act->arg_text) return VERR;
   for (int i = 0; i < a->npos; i++) {
     if (!(act->args[i] = to_cval(c, a->pos[i]))) return VERR;
-    act->arg_text[i] = arg_source_text(c, a->pos_start ? a->pos_start[i] : a->pos_loc[i]);
+    act->arg_text[i] = pd_cmp_arg_source_text(c, a->pos_start ? a->pos_start[i] : a->pos_loc[i]);
   }
   for (int k = 0; k < a->nkw; k++) {
     act->opts[k].key = a->kw[k];
@@ -1257,7 +1284,7 @@ static const builtin builtins[] = {
     FN("zeros", b_fill),
 };
 
-const builtin *pd_builtin_lookup(const char *name) {
+const builtin *pd_cmp_builtin_lookup(const char *name) {
   size_t lo = 0, hi = PD_ARRAY_LEN(builtins);
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
@@ -1269,11 +1296,11 @@ const builtin *pd_builtin_lookup(const char *name) {
   return NULL;
 }
 
-const builtin *pd_builtin_at(int i) {
+const builtin *pd_cmp_builtin_at(int i) {
   return i >= 0 && (size_t)i < PD_ARRAY_LEN(builtins) ? &builtins[i] : NULL;
 }
 
-bool builtin_is_action(const builtin *b) { return b->fn == b_action; }
+bool pd_cmp_builtin_is_action(const builtin *b) { return b->fn == b_action; }
 
 int pd_builtin_names(const char *prefix, const char **out, int cap) {
   size_t plen = strlen(prefix);

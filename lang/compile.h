@@ -77,7 +77,7 @@ const char *pd_action_name(pd_action_kind kind); /* "train", ... */
 /* One action: positional arguments (tensors and compile-time values, in order) and keyword
  * options. Which arguments an action takes was checked by the compiler:
  *   print(v, ...)                      args: the values to show
- *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=)
+ *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=)
  *   eval(metric, ..., reader=, batch=)
  *   save(path, target, ...)            args[0] is the path (STRING)
  *   load(path)
@@ -97,7 +97,8 @@ typedef struct pd_action {
 const pd_cval *pd_action_opt(const pd_action *a, const char *key);
 
 typedef struct pd_unit {
-  pd_program *main;       /* the model: forward ops (and later backward and optimizer ops) */
+  pd_program *main;       /* the model: forward ops only (train builds its training program
+                             from a pruned copy: vm/passes/pipeline.h) */
   pd_program *startup;    /* parameter initialisers, run once */
   int nactions;
   pd_action *actions;

@@ -1,6 +1,7 @@
-/* compile_int.h -- private to the compiler (lang/compile.c, lang/builtins.c): compile-time values,
- * symbol tables, control-flow contexts and the helpers that append ops. Not installed, not used
- * outside lang/compile*.c and lang/builtins.c.
+/* compile_int.h -- private to the compiler (lang/compile.c, compile_expr.c, compile_stmt.c,
+ * builtins.c): compile-time values, symbol tables, control-flow contexts and the helpers that
+ * append ops. Not installed, not used outside those files. Its functions and variables are
+ * pd_cmp_*: they are external symbols of the library, not part of any API.
  *
  * Memory: every value, binding, symbol table and name lives in the compiler's arena (freed with
  * the unit); program objects belong to the unit's programs. */
@@ -118,7 +119,35 @@ struct symtab {
   symtab *pushed_before;    /* the table made before this one (all tables, for messages) */
 };
 
-/* A tensor `if` branch, `for` or `while` body being lowered (lang/compile.c). */
+/* ---- Control-flow constructs being lowered (a tensor `if` branch, `for` or `while` body) ---- */
+typedef struct var_map {
+  const char *outer;        /* the var's name outside */
+  pd_var_desc *inner;       /* what the block reads instead (itself unless split or a memory) */
+} var_map;
+
+/* The row split of a per-row `if`, shared by its two branches. */
+typedef struct rows_split {
+  pd_var_desc *cond;
+  pd_block *at;             /* where split ops go (the block holding the if) */
+  pd_loc loc;               /* the if's condition, for the split ops' source location */
+  int n, cap;
+  struct { const char *outer; pd_var_desc *part[2]; } *e;
+} rows_split;
+
+typedef enum cf_kind { CF_ROWS, CF_SCALAR, CF_FOR, CF_WHILE } cf_kind;
+
+struct cflow {
+  cf_kind kind;
+  pd_block *block;          /* the sub-block */
+  pd_block *parent_block;   /* where the owning op goes */
+  int side;                 /* CF_ROWS: 0 true rows, 1 false rows */
+  rows_split *rows;         /* CF_ROWS */
+  pd_var_desc *cond;        /* CF_ROWS, CF_SCALAR: condition */
+  var_map *reads;           /* outer vars read inside, in first-use order */
+  int nreads, capreads;
+  pd_var_desc *step;        /* CF_FOR: the step input (t in `for (t in x)`) */
+  cflow *outer;
+};
 
 /* ---- The compiler ---- */
 typedef struct inline_call {
@@ -158,47 +187,83 @@ struct pd_compiler {
   bool oom;
 };
 
-extern value pd_v_error_, pd_v_none_;
-#define VERR (&pd_v_error_)
-#define VNONE (&pd_v_none_)
+extern value pd_cmp_v_error, pd_cmp_v_none;
+#define VERR (&pd_cmp_v_error)
+#define VNONE (&pd_cmp_v_none)
 
-/* compile.c: services for builtins */
-/* fill_constant's exact value for float64 / int64 constants (compile.c). */
-int set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
-/* The source text of the call argument starting at loc (compile.c). */
-const char *arg_source_text(C *c, pd_loc loc);
-void cerr(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void *calloc_c(C *c, size_t n);
-const char *strdup_c(C *c, const char *s);
-const char *fmt_c(C *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-value *vnew(C *c, vkind k);
-value *vint(C *c, int64_t i);
-value *vfloat(C *c, double f);
-value *vstr(C *c, const char *s);
-value *vtensor(C *c, pd_var_desc *var);
-const char *vkind_phrase(const value *v);
-void describe(C *c, const value *v, pd_buf *out);
-const char *dims_str(C *c, const pd_var_desc *v);
-bool is_number(const value *v);
-double num(const value *v);
+/* compile.c: memory, messages, values, vars and ops */
+/* fill_constant's exact value for float64 / int64 constants. */
+int pd_cmp_set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
+/* The source text of the call argument starting at loc. */
+const char *pd_cmp_arg_source_text(C *c, pd_loc loc);
+void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void *pd_cmp_calloc(C *c, size_t n);
+const char *pd_cmp_strdup(C *c, const char *s);
+const char *pd_cmp_fmt(C *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+value *pd_cmp_vnew(C *c, vkind k);
+value *pd_cmp_vint(C *c, int64_t i);
+value *pd_cmp_vfloat(C *c, double f);
+value *pd_cmp_vstr(C *c, const char *s);
+value *pd_cmp_vtensor(C *c, pd_var_desc *var);
+const char *pd_cmp_vkind_phrase(const value *v);
+void pd_cmp_describe(C *c, const value *v, pd_buf *out);
+const char *pd_cmp_dims_str(C *c, const pd_var_desc *v);
+bool pd_cmp_is_number(const value *v);
+double pd_cmp_num(const value *v);
 
-pd_loc op_loc(C *c, pd_loc loc);
-pd_op_desc *op_new(C *c, const char *type, pd_loc loc);
-bool op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc);
-bool op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc);
-pd_var_desc *op_out(C *c, pd_op_desc *op, const char *slot, const char *hint);
-value *op_finish(C *c, pd_op_desc *op, pd_var_desc *result);
-pd_var_desc *var_new(C *c, pd_block *b, const char *hint, bool exact);
-const char *unique_name(C *c, const char *prefix);
-const char *name_prefix(C *c);
-bool set_attr_from_value(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_loc loc);
-value *tensor_const(C *c, double v, pd_dtype dt, pd_loc loc);
-value *call_value(C *c, value *fn, call_args *a);
-value *binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc);
+pd_loc pd_cmp_op_loc(C *c, pd_loc loc);
+pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc);
+bool pd_cmp_op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc);
+bool pd_cmp_op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc);
+pd_var_desc *pd_cmp_op_out(C *c, pd_op_desc *op, const char *slot, const char *hint);
+value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result);
+pd_var_desc *pd_cmp_var_new(C *c, pd_block *b, const char *hint, bool exact);
+const char *pd_cmp_unique_name(C *c, const char *prefix);
+const char *pd_cmp_name_prefix(C *c);
+bool pd_cmp_set_attr(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_loc loc);
+value *pd_cmp_tensor_const(C *c, double v, pd_dtype dt, pd_loc loc);
+
+/* compile.c: values, names, symbol tables */
+value *pd_cmp_vbool(C *c, bool b);
+/* Is `name` a var of the main program (any block) already? */
+bool pd_cmp_name_taken(C *c, const char *name);
+/* A new symbol table under parent, made the current one; NULL on out of memory. */
+symtab *pd_cmp_scope_push(C *c, scope_kind kind, symtab *parent);
+binding *pd_cmp_lookup_local(symtab *s, const char *name);
+/* Find a name through the enclosing scopes (a function body sees its defining scope); *where
+ * (may be NULL) receives the table that holds it. */
+binding *pd_cmp_lookup(symtab *s, const char *name, symtab **where);
+binding *pd_cmp_bind_local(C *c, symtab *s, const char *name, value *v, pd_loc loc);
+/* Append name to a growable array of names (arena memory); false on out of memory. */
+bool pd_cmp_push_name(C *c, const char ***arr, int *n, int *cap, const char *name);
+/* `name = v` (or `let name = v`) in the current scope, with the rules of doc/language.md. */
+void pd_cmp_assign_name(C *c, const char *name, value *v, pd_loc loc, bool is_let);
+
+/* compile.c: functions and modules */
+/* Inline a call of the `def` fnv: returns what its body returned (VNONE without `return`). */
+value *pd_cmp_call_def(C *c, value *fnv, call_args *a);
+/* The statement `import "name"`: compiles the module's statements once, at the top level. */
+void pd_cmp_compile_import(C *c, const pd_ast_node *s);
+
+/* compile_expr.c: expressions */
+value *pd_cmp_eval(C *c, const pd_ast_node *e);
+/* The truth of a compile-time value; false (after reporting, unless v is an error) when it has
+ * none (a tensor, a function, ...). */
+bool pd_cmp_truthy(C *c, value *v, pd_loc loc, bool *out);
+/* An op X[, Y] -> Out of the given type (y may be NULL). */
+value *pd_cmp_simple_op(C *c, const char *type, value *x, value *y, pd_loc loc);
+/* Call fn (a builtin or a `def`) with the arguments a. */
+value *pd_cmp_call_value(C *c, value *fn, call_args *a);
+/* l op r where one side is a tensor: the elementwise, comparison or logical op. */
+value *pd_cmp_binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc);
+
+/* compile_stmt.c: statements and control flow */
+/* Compile a block's statements in order, in the current scope and block. */
+void pd_cmp_compile_block(C *c, const pd_ast_node *block);
 
 /* builtins.c */
-const builtin *pd_builtin_lookup(const char *name);
-const builtin *pd_builtin_at(int i);   /* NULL past the end */
-bool builtin_is_action(const builtin *b);
+const builtin *pd_cmp_builtin_lookup(const char *name);
+const builtin *pd_cmp_builtin_at(int i);   /* NULL past the end */
+bool pd_cmp_builtin_is_action(const builtin *b);
 
 #endif /* PD_COMPILE_INT_H */

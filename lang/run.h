@@ -11,6 +11,9 @@
  * Errors come back in a pd_error whose location points at the .pd line of the op (or action) at
  * fault; render them with pd_diag_render_error and pd_unit_source.
  *
+ * Implemented by lang/runner.c (the runner), lang/run.c (print, assert_close, the dispatch of
+ * actions) and lang/train.c; run.c calls train.c, both call runner.c (lang/run_int.h).
+ *
  * Ownership: the runner borrows the unit (which must outlive it) and owns the global scope. */
 #ifndef PD_RUN_H
 #define PD_RUN_H

@@ -1,5 +1,7 @@
-/* run_int.h -- what lang/run.c (the runner, print, assert_close) and lang/train.c (train, eval,
- * save, load) share. Private to lang/. */
+/* run_int.h -- the runner's core (lang/runner.c), which the actions build on: lang/run.c (print,
+ * assert_close, the dispatch) and lang/train.c (train, eval, save, load). Private to lang/.
+ * Direction: run.c -> train.c (lang/train.h) -> runner.c; runner.c calls neither, train.c never
+ * calls run.c. */
 #ifndef PD_RUN_INT_H
 #define PD_RUN_INT_H
 
@@ -41,10 +43,5 @@ pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc
 /* Run the ops of init's block 0 whose outputs have no value in the global scope yet: the
  * startup program of a unit (again after pd_runner_adopt), an optimizer's state. */
 pd_status pd_run_init_missing(pd_runner *r, const pd_program *init, pd_error *err);
-
-pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err);
-pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err);
-pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err);
-pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err);
 
 #endif /* PD_RUN_INT_H */

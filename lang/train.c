@@ -1,8 +1,9 @@
 /* train.c -- the actions that run a program over data or move its parameters to and from disk:
  *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=)
- *       prunes the main program to the cost, appends the backward pass (vm/passes/backward.h) and the
- *       optimizer (vm/passes/optimizer.h), and runs it once per minibatch in a fresh scope under the
- *       global one, with progress on the progress stream; Ctrl-C stops after the minibatch;
+ *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
+ *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
+ *       per minibatch in a fresh scope under the global one, with progress on the progress
+ *       stream; Ctrl-C stops after the minibatch;
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
  *   save(path, target, ...) writes the inference program for the targets (feed and fetch ops
@@ -28,11 +29,9 @@
 #include "vm/ir/params.h"
 #include "lang/run_int.h"
 #include "vm/ir/serialize.h"
-#include "vm/passes/backward.h"
-#include "vm/passes/fuse_fc.h"
-#include "vm/passes/fuse_rnn.h"
-#include "vm/passes/hoist.h"
+#include "lang/train.h"
 #include "vm/passes/optimizer.h"
+#include "vm/passes/pipeline.h"
 #include "vm/passes/prune.h"
 #include "vm/reader/reader.h"
 
@@ -466,21 +465,12 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_exec *ex = NULL;
   pd_dataset *ds = NULL;
   pd_batcher *bt = NULL;
-  pd_backward bwd = {0};
   feeder f = {0};
   pd_tensor loss_t;
   pd_tensor_init(&loss_t);
-  /* The program: forward for the cost, its backward pass, the updates. */
-  if ((st = pd_program_prune(r->unit->main, 1, &cost, &p, err))) goto out;
-  if ((st = pd_program_hoist(p, NULL, err))) goto out;
-  if ((st = pd_program_fuse_rnn(p, NULL, err))) goto out;
-  if ((st = pd_program_fuse_fc(p, NULL, err))) goto out;
-  if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
-  if (!(init = pd_program_new())) {
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    goto out;
-  }
-  if ((st = pd_append_optimizer(p, init, &bwd, &o, a->loc, err))) goto out;
+  /* The program: forward for the cost, its backward pass, the updates (vm/passes/pipeline.h). */
+  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc};
+  if ((st = pd_pipeline_train(r->unit->main, cost, &po, &p, &init, err))) goto out;
   if ((st = pd_run_init_missing(r, init, err))) goto out;
   pd_exec_options eo = pd_run_exec_options(r, seed ^ 0x9e3779b97f4a7c15ull, false);
   if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
@@ -580,7 +570,6 @@ out:
   pd_batcher_free(bt);
   pd_dataset_free(ds);
   pd_exec_free(ex);
-  pd_backward_release(&bwd);
   pd_program_free(init);
   pd_program_free(p);
   pd_free(ckpt);

@@ -7,11 +7,12 @@
 #     exports exactly the functions pdlang.h declares; pdlang.h compiles alone (C99, C++);
 #     examples/embed builds against the installed library with pkg-config and classifies a data
 #     set made up by the test with a model that `pdlang run` trains on it.
+#   tests/api/symbols.sh: every external symbol of the convenience library starts with pd_.
 check_PROGRAMS += tests/api/test_api
 tests_api_test_api_SOURCES = tests/api/test_api.c
 tests_api_test_api_LDADD = libpdlang-internal.la $(PD_LIBS)
-TESTS += tests/api/test_api tests/api/install.sh
-EXTRA_DIST += tests/api/install.sh tests/api/mkidx.pl
+TESTS += tests/api/test_api tests/api/install.sh tests/api/symbols.sh
+EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/mkidx.pl
 # What install.sh needs to know about this build.
 AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
 	PD_SAN_CFLAGS='$(PD_SAN_CFLAGS)' PD_LIBDIR='$(libdir)' PD_INCLUDEDIR='$(includedir)' \

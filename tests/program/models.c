@@ -299,9 +299,9 @@ static void *pool_new(pool *pl, size_t size) {
 
 /* Pack into a malloc'ed buffer. */
 static int pack(const pb_program *pd, uint8_t **out, size_t *len) {
-  size_t n = paddle__framework__proto__program_desc__get_packed_size(pd);
+  size_t n = pd_pb_program_desc__get_packed_size(pd);
   if (!(*out = malloc(n ? n : 1))) return -1;
-  *len = paddle__framework__proto__program_desc__pack(pd, *out);
+  *len = pd_pb_program_desc__pack(pd, *out);
   return 0;
 }
 
@@ -330,25 +330,25 @@ int foreign_bytes(uint8_t **out, size_t *len) {
   if (!pd || !ver || !ovm || !pair || !opv || !b || !vx || !vfeed || !tx || !tfeed || !lx ||
       !dx || !va || !o || !sx || !so || !a_stack || !a_role || !a_scale)
     goto done;
-  paddle__framework__proto__program_desc__init(pd);
-  paddle__framework__proto__version__init(ver);
-  paddle__framework__proto__op_version_map__init(ovm);
-  paddle__framework__proto__op_version_map__op_version_pair__init(pair);
-  paddle__framework__proto__op_version__init(opv);
-  paddle__framework__proto__block_desc__init(b);
-  paddle__framework__proto__var_desc__init(vx);
-  paddle__framework__proto__var_desc__init(vfeed);
-  paddle__framework__proto__var_type__init(tx);
-  paddle__framework__proto__var_type__init(tfeed);
-  paddle__framework__proto__var_type__lo_dtensor_desc__init(lx);
-  paddle__framework__proto__var_type__tensor_desc__init(dx);
-  paddle__framework__proto__var_desc__attr__init(va);
-  paddle__framework__proto__op_desc__init(o);
-  paddle__framework__proto__op_desc__var__init(sx);
-  paddle__framework__proto__op_desc__var__init(so);
-  paddle__framework__proto__op_desc__attr__init(a_stack);
-  paddle__framework__proto__op_desc__attr__init(a_role);
-  paddle__framework__proto__op_desc__attr__init(a_scale);
+  pd_pb_program_desc__init(pd);
+  pd_pb_version__init(ver);
+  pd_pb_op_version_map__init(ovm);
+  pd_pb_op_version_map__op_version_pair__init(pair);
+  pd_pb_op_version__init(opv);
+  pd_pb_block_desc__init(b);
+  pd_pb_var_desc__init(vx);
+  pd_pb_var_desc__init(vfeed);
+  pd_pb_var_type__init(tx);
+  pd_pb_var_type__init(tfeed);
+  pd_pb_var_type__lo_dtensor_desc__init(lx);
+  pd_pb_var_type__tensor_desc__init(dx);
+  pd_pb_var_desc__attr__init(va);
+  pd_pb_op_desc__init(o);
+  pd_pb_op_desc__var__init(sx);
+  pd_pb_op_desc__var__init(so);
+  pd_pb_op_desc__attr__init(a_stack);
+  pd_pb_op_desc__attr__init(a_role);
+  pd_pb_op_desc__attr__init(a_scale);
 
   static int64_t dims[] = {-1, 784};
   dx->data_type = PADDLE__FRAMEWORK__PROTO__VAR_TYPE__TYPE__FP32;
@@ -627,7 +627,7 @@ int bad_case_bytes(size_t i, uint8_t **out, size_t *len) {
   if (p && pd_program_to_bytes(p, &bytes, &n, NULL) == PD_OK) {
     pool pl = {0};
     ProtobufCAllocator alloc = {pool_alloc, pool_free_one, &pl};
-    pb_program *pd = paddle__framework__proto__program_desc__unpack(&alloc, n, bytes);
+    pb_program *pd = pd_pb_program_desc__unpack(&alloc, n, bytes);
     if (pd) {
       c->mutate(pd);
       rc = pack(pd, out, len);

@@ -39,7 +39,7 @@ static int sub_block(const pd_op_desc *op) {
 
 /* What protobuf-c reads from the bytes agrees with the program, block by block. */
 static bool same_as_protobuf(const pd_program *p, const uint8_t *bytes, size_t len) {
-  pb_program *pb = paddle__framework__proto__program_desc__unpack(NULL, len, bytes);
+  pb_program *pb = pd_pb_program_desc__unpack(NULL, len, bytes);
   if (!pb) return false;
   bool same = pb->n_blocks == (size_t)p->nblocks;
   for (int i = 0; same && i < p->nblocks; i++) {
@@ -61,7 +61,7 @@ static bool same_as_protobuf(const pd_program *p, const uint8_t *bytes, size_t l
       same = same && got == want;
     }
   }
-  paddle__framework__proto__program_desc__free_unpacked(pb, NULL);
+  pd_pb_program_desc__free_unpacked(pb, NULL);
   return same;
 }
 

@@ -64,7 +64,7 @@ static pb_program *encode_and_unpack(pd_program *(*model)(void)) {
   size_t len = 0;
   pb_program *pd = NULL;
   if (p && pd_program_to_bytes(p, &bytes, &len, NULL) == PD_OK)
-    pd = paddle__framework__proto__program_desc__unpack(NULL, len, bytes);
+    pd = pd_pb_program_desc__unpack(NULL, len, bytes);
   pd_free(bytes);
   pd_program_free(p);
   return pd;
@@ -124,7 +124,7 @@ static void test_decode_nested(void) {
      "the source location travels as op_callstack = [\"nested.pd:1:5\"]");
   ok(pb_find_attr(pd->blocks[1]->ops[3], "op_callstack") == NULL,
      "an op without a location has no op_callstack");
-  paddle__framework__proto__program_desc__free_unpacked(pd, NULL);
+  pd_pb_program_desc__free_unpacked(pd, NULL);
 }
 
 static void test_decode_attrs_kinds(void) {
@@ -167,7 +167,7 @@ static void test_decode_attrs_kinds(void) {
     ok((a = pb_find_attr(o, "op_callstack")) && a->n_strings == 1 &&
            strcmp(a->strings[0], "dir:with:colons/attrs.pd:12:34") == 0,
        "a file name with colons");
-    paddle__framework__proto__program_desc__free_unpacked(pd, NULL);
+    pd_pb_program_desc__free_unpacked(pd, NULL);
   }
 
   pd = encode_and_unpack(model_kinds);
@@ -190,7 +190,7 @@ static void test_decode_attrs_kinds(void) {
            v->type->tensor_array->tensor->data_type ==
                PADDLE__FRAMEWORK__PROTO__VAR_TYPE__TYPE__FP64,
        "LOD_TENSOR_ARRAY in tensor_array");
-    paddle__framework__proto__program_desc__free_unpacked(pd, NULL);
+    pd_pb_program_desc__free_unpacked(pd, NULL);
   }
 }
 
@@ -227,10 +227,10 @@ static void test_foreign(void) {
          "is_target are left out");
   ok(p && p->blocks[0]->ops[0]->loc.line == 0, "a Python call stack is not a .pd location");
   ok(p && pd_program_to_bytes(p, &again, &len2, NULL) == PD_OK, "it can be written back");
-  pb_program *pd = again ? paddle__framework__proto__program_desc__unpack(NULL, len2, again) : NULL;
+  pb_program *pd = again ? pd_pb_program_desc__unpack(NULL, len2, again) : NULL;
   const pb_attr *cs = pd ? pb_find_attr(pd->blocks[0]->ops[0], "op_callstack") : NULL;
   ok(cs && cs->n_strings == 2, "with its call stack");
-  if (pd) paddle__framework__proto__program_desc__free_unpacked(pd, NULL);
+  if (pd) pd_pb_program_desc__free_unpacked(pd, NULL);
   pd_free(text);
   free(bytes);
   pd_free(again);

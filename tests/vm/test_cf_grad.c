@@ -587,7 +587,7 @@ int main(void) {
               "}\n"
               "cost = mean(h * h) + mean(sequence_sum(o))\n",
               "cost", 5);
-  /* Emits without copies (lang/compile.c stacks a value the step computed as it is): the new
+  /* Emits without copies (lang/compile_stmt.c stacks a value the step computed as it is): the new
    * state emitted twice and pooled as the final state (three uses of one stacked var), next to
    * the previous state, which is copied. */
   check_grads("emit_shared.pd",

@@ -22,7 +22,7 @@
  * in recurrent's plan); and recurrent_grad then read outputs@GRAD and wrote inputs@GRAD in that
  * one var, t.tmp_0@GRAD, losing the gradient from after the loop (d cost / d s lacked
  * mean(prev^2)'s 61/3; it was 0 for cost = mean(prev * prev) alone). The compiler now stacks a
- * copy of the step input when a memory is set to it or it is emitted (lang/compile.c). */
+ * copy of the step input when a memory is set to it or it is emitted (lang/compile_stmt.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

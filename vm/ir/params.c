@@ -209,7 +209,7 @@ static pd_status read_desc(reader *r, size_t size, desc_info *out) {
   unpack_state state = {false};
   ProtobufCAllocator alloc = {pb_alloc, pb_free, &state};
   ProtobufCMessage *m = protobuf_c_message_unpack(
-      &paddle__framework__proto__var_type__tensor_desc__descriptor, &alloc, size, r->d + at);
+      &pd_pb_var_type__tensor_desc__descriptor, &alloc, size, r->d + at);
   if (!m) {
     if (state.oom) return nomem(r);
     return bad_at(r, PD_EFORMAT, at, "the TensorDesc (%zu bytes) does not decode as a protobuf "
@@ -220,7 +220,7 @@ static pd_status read_desc(reader *r, size_t size, desc_info *out) {
   int dt = (int)d->data_type;
   if (!pd_dtype_valid(dt)) {
     const ProtobufCEnumValue *ev = protobuf_c_enum_descriptor_get_value(
-        &paddle__framework__proto__var_type__type__descriptor, dt);
+        &pd_pb_var_type__type__descriptor, dt);
     st = ev ? bad_at(r, PD_EUNSUPPORTED, at, "element type %s is not supported by pdlang", ev->name)
             : bad_at(r, PD_EFORMAT, at, "unknown element type %d", dt);
   } else if (d->n_dims > PD_TENSOR_MAX_DIMS) {

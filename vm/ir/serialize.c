@@ -316,12 +316,12 @@ pd_status pd_program_to_bytes(const pd_program *p, uint8_t **out, size_t *len, p
   if (!pd) {
     st = PD_ENOMEM;
   } else {
-    size_t size = paddle__framework__proto__program_desc__get_packed_size(pd);
+    size_t size = pd_pb_program_desc__get_packed_size(pd);
     uint8_t *buf = pd_malloc(size);
     if (!buf) {
       st = PD_ENOMEM;
     } else {
-      *len = paddle__framework__proto__program_desc__pack(pd, buf);
+      *len = pd_pb_program_desc__pack(pd, buf);
       *out = buf;
     }
   }
@@ -379,7 +379,7 @@ static pd_status read_var(pd_block *b, const pb_var *vd, size_t j, pd_error *err
   const pb_var_type *vt = vd->type;
   if (!vt) return MALFORMED(err, "%s has no type", ctx);
   if (!pd_var_type_valid((int)vt->type))
-    return bad_enum(err, &paddle__framework__proto__var_type__type__descriptor, ctx, "var type",
+    return bad_enum(err, &pd_pb_var_type__type__descriptor, ctx, "var type",
                     (int)vt->type);
   pd_var_desc *v = pd_block_var(b, vd->name);
   if (!v) return NOMEM(err);
@@ -403,7 +403,7 @@ static pd_status read_var(pd_block *b, const pb_var *vd, size_t j, pd_error *err
     return MALFORMED(err, "%s: a %s var needs a tensor description", ctx,
                      pd_var_type_name(v->type));
   if (!pd_dtype_valid((int)t->data_type))
-    return bad_enum(err, &paddle__framework__proto__var_type__type__descriptor, ctx,
+    return bad_enum(err, &pd_pb_var_type__type__descriptor, ctx,
                     "element type", (int)t->data_type);
   if (t->n_dims > PD_MAX_RANK)
     return MALFORMED(err, "%s has %zu dimensions; the most allowed is %d", ctx, t->n_dims,
@@ -482,7 +482,7 @@ static pd_status read_attr(pd_op_desc *op, const pb_attr *pa, size_t k, const ch
   char actx[ATTR_CTX_ROOM];
   snprintf(actx, sizeof actx, "%s: attribute '%s'", ctx, name);
   if (!pd_attr_type_valid((int)pa->type))
-    return bad_enum(err, &paddle__framework__proto__attr_type__descriptor, actx, "type",
+    return bad_enum(err, &pd_pb_attr_type__descriptor, actx, "type",
                     (int)pa->type);
   pd_attr_type type = (pd_attr_type)pa->type;
   if (is_callstack && type == PD_ATTR_STRINGS && pa->n_strings == 1 && pa->strings[0]) {
@@ -618,13 +618,13 @@ pd_status pd_program_from_bytes(const uint8_t *data, size_t len, pd_program **ou
   if (len == 0) return MALFORMED(err, "the input is empty");
   unpack_state state = {false};
   ProtobufCAllocator alloc = {pb_alloc, pb_free, &state};
-  pb_program *pd = paddle__framework__proto__program_desc__unpack(&alloc, len, data);
+  pb_program *pd = pd_pb_program_desc__unpack(&alloc, len, data);
   if (!pd) {
     if (state.oom) return NOMEM(err);
     return MALFORMED(err, "the bytes do not decode as a protobuf ProgramDesc (%zu bytes)", len);
   }
   pd_status st = read_program(pd, out, err);
-  paddle__framework__proto__program_desc__free_unpacked(pd, &alloc);
+  pd_pb_program_desc__free_unpacked(pd, &alloc);
   return st;
 }
 

@@ -1,0 +1,271 @@
+/* runner.c -- the runner: its global scope, initialised by the startup program (and by each
+ * unit it adopts), the place it computes on, and what every action builds on: the executor
+ * options, the pruned and prepared program of a set of targets, the data vars a reader must
+ * feed, errors placed at the action. The bottom of the runner (see run_int.h): lang/train.c and
+ * lang/run.c call it; it calls neither. */
+#include "config.h"
+#include "lang/run.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/run_int.h"
+#include "vm/passes/prune.h"
+
+static void exec_notice(void *ud, const char *msg) {
+  pd_runner *r = ud;
+  /* Once per op type for the runner's life: the notice names the op between quotes. */
+  const char *q = strchr(msg, '\'');
+  const char *e = q ? strchr(q + 1, '\'') : NULL;
+  if (q && e) {
+    char key[80];
+    snprintf(key, sizeof key, "|%.*s|", (int)(e - q - 1), q + 1);
+    if (r->noticed.data && strstr(r->noticed.data, key)) return;
+    pd_buf_puts(&r->noticed, key);
+  }
+  if (r->opts.progress) fprintf(r->opts.progress, "pdlang: note: %s\n", msg);
+}
+
+pd_exec_options pd_run_exec_options(pd_runner *r, uint64_t seed, bool with_interrupt) {
+  return (pd_exec_options){.seed = seed,
+                           .check_nan_inf = r->opts.check_nan_inf,
+                           .interrupt = with_interrupt ? r->opts.interrupt : NULL,
+                           .place = r->opts.place,
+                           .notice = exec_notice,
+                           .notice_ud = r};
+}
+
+pd_status pd_run_parse_device(const char *spec, pd_k_place *place, int *gpu_index,
+                              pd_error *err) {
+  *place = PD_K_HOST;
+  *gpu_index = 0;
+  if (strcmp(spec, "cpu") == 0) return PD_OK;
+  const char *rest = NULL;
+  if (strncmp(spec, "gpu", 3) == 0) rest = spec + 3;
+  else if (strncmp(spec, "cuda", 4) == 0) rest = spec + 4;
+  if (rest && *rest == '\0') {
+    *place = PD_K_CUDA;
+    return PD_OK;
+  }
+  if (rest && *rest == ':' && rest[1] >= '0' && rest[1] <= '9') {
+    char *end;
+    long i = strtol(rest + 1, &end, 10);
+    if (*end == '\0' && i < 1024) {
+      *place = PD_K_CUDA;
+      *gpu_index = (int)i;
+      return PD_OK;
+    }
+  }
+  return pd_error_set(err, PD_EINVAL, (pd_loc){0},
+                      "unknown device '%s' (expected cpu, gpu or gpu:N)", spec);
+}
+
+pd_status pd_runner_set_place(pd_runner *r, pd_k_place place, int gpu_index, pd_error *err) {
+  if (place == PD_K_CUDA) {
+    pd_error e = {0};
+    pd_status st = pd_k_cuda_open(gpu_index, &e);
+    if (st) {
+      pd_error_set(err, st, (pd_loc){0}, "cannot compute on GPU %d: %s", gpu_index,
+                   e.msg ? e.msg : pd_status_str(st));
+      pd_error_clear(&e);
+      return st;
+    }
+  }
+  r->opts.place = place;
+  r->opts.gpu_index = gpu_index;
+  return PD_OK;
+}
+
+pd_k_place pd_runner_place(const pd_runner *r) { return r->opts.place; }
+
+pd_status pd_run_at_loc(pd_error *err, pd_status st, pd_loc loc, const char *what) {
+  if (st && err && err->loc.line == 0 && !err->loc.file && loc.line > 0) {
+    char *msg = err->msg;
+    err->msg = NULL;
+    pd_error_set(err, st, loc, "%s%s%s", what ? what : "", what ? ": " : "",
+                 msg ? msg : pd_status_str(st));
+    pd_free(msg);
+  }
+  return st;
+}
+
+/* Run the ops of block 0 of init whose outputs hold no value in the global scope yet (the ops
+ * are copied; init is not changed). Initialisers continue the runner's random stream, so that
+ * a later unit's new parameters do not repeat an earlier one's numbers. */
+pd_status pd_run_init_missing(pd_runner *r, const pd_program *init, pd_error *err) {
+  pd_program *p = pd_program_clone(init);
+  if (!p) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_block *b = p->blocks[0];
+  for (int i = b->nops - 1; i >= 0; i--) {
+    const pd_op_desc *op = b->ops[i];
+    bool fresh = false;
+    for (int s = 0; s < op->noutputs; s++)
+      for (int a = 0; a < op->outputs[s].nargs; a++) {
+        pd_variable *v = pd_scope_find_local_var(r->global, op->outputs[s].args[a]);
+        fresh = fresh || !v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor);
+      }
+    if (!fresh) pd_block_remove_op(b, i);
+  }
+  pd_exec_options eo = pd_run_exec_options(r, r->opts.seed, true);
+  pd_exec *ex = NULL;
+  pd_status st = pd_exec_new(p, &eo, &ex, err);
+  if (!st) {
+    pd_exec_set_rng_offset(ex, r->startup_rng);
+    st = pd_exec_run_block(ex, 0, r->global, err);
+    r->startup_rng = pd_exec_rng_offset(ex);
+  }
+  pd_exec_free(ex);
+  pd_program_free(p);
+  return st;
+}
+
+pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runner **out,
+                        pd_error *err) {
+  *out = NULL;
+  pd_runner *r = pd_calloc(1, sizeof *r);
+  if (!r || !(r->global = pd_scope_new(NULL))) {
+    pd_free(r);
+    return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  }
+  r->unit = unit;
+  pd_buf_init(&r->noticed);
+  if (opts) {
+    r->opts = *opts;
+  } else {
+    r->opts.out = stdout;
+    r->opts.progress = stderr;
+  }
+  pd_status st = PD_OK;
+  if (r->opts.place == PD_K_CUDA) st = pd_runner_set_place(r, PD_K_CUDA, r->opts.gpu_index, err);
+  if (!st) st = pd_run_init_missing(r, unit->startup, err);
+  if (st) {
+    pd_runner_free(r);
+    return st;
+  }
+  *out = r;
+  return PD_OK;
+}
+
+pd_status pd_runner_adopt(pd_runner *r, const pd_unit *unit, pd_error *err) {
+  pd_status st = pd_run_init_missing(r, unit->startup, err);
+  if (!st) r->unit = unit;
+  return st;
+}
+
+void pd_runner_free(pd_runner *r) {
+  if (!r) return;
+  pd_scope_free(r->global);
+  pd_buf_free(&r->noticed);
+  pd_free(r);
+}
+
+pd_scope *pd_runner_scope(pd_runner *r) { return r->global; }
+const pd_unit *pd_runner_unit(const pd_runner *r) { return r->unit; }
+
+/* ---- Pruning, data vars ---- */
+
+static bool in_list(const char *name, const char *const *list, int n) {
+  for (int i = 0; i < n; i++)
+    if (strcmp(list[i], name) == 0) return true;
+  return false;
+}
+
+/* Does any op of p (any block) write var `name`? */
+static bool written(const pd_program *p, const char *name) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      const pd_op_desc *op = p->blocks[b]->ops[i];
+      for (int s = 0; s < op->noutputs; s++)
+        if (in_list(name, (const char *const *)op->outputs[s].args, op->outputs[s].nargs))
+          return true;
+    }
+  return false;
+}
+
+static bool read_anywhere(const pd_program *p, const char *name) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      const pd_op_desc *op = p->blocks[b]->ops[i];
+      for (int s = 0; s < op->ninputs; s++)
+        if (in_list(name, (const char *const *)op->inputs[s].args, op->inputs[s].nargs))
+          return true;
+    }
+  return false;
+}
+
+int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap) {
+  const pd_block *b0 = p->blocks[0];
+  int n = 0;
+  for (int i = 0; i < b0->nvars; i++) {
+    const pd_var_desc *v = b0->vars[i];
+    if (v->persistable || v->type != PD_VAR_LOD_TENSOR) continue;
+    if (!read_anywhere(p, v->name) || written(p, v->name)) continue;
+    pd_variable *gv = pd_scope_find_local_var(r->global, v->name);
+    if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor)) continue;
+    if (n < cap) names[n] = v->name;
+    n++;
+  }
+  return n;
+}
+
+pd_status pd_run_set_test_mode(pd_program *p) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      pd_op_desc *op = p->blocks[b]->ops[i];
+      const pd_opdef *d = pd_opdef_lookup(op->type);
+      if (d && pd_opdef_attr(d, "is_test") && pd_op_set_attr_bool(op, "is_test", true))
+        return PD_ENOMEM;
+    }
+  return PD_OK;
+}
+
+pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc loc,
+                         pd_program **out_prog, pd_exec **out_ex, pd_error *err) {
+  *out_prog = NULL;
+  *out_ex = NULL;
+  pd_program *p = NULL;
+  pd_status st = pd_program_prune(r->unit->main, n, targets, &p, err);
+  if (st) return pd_run_at_loc(err, st, loc, NULL);
+  if ((st = pd_run_set_test_mode(p))) {
+    pd_program_free(p);
+    return pd_error_set(err, st, loc, "out of memory");
+  }
+  pd_exec_options eo = pd_run_exec_options(r, r->opts.seed, true);
+  pd_exec *ex = NULL;
+  if ((st = pd_exec_new(p, &eo, &ex, err))) {
+    pd_program_free(p);
+    return pd_run_at_loc(err, st, loc, NULL);
+  }
+  *out_prog = p;
+  *out_ex = ex;
+  return PD_OK;
+}
+
+pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
+                            const char *why, pd_loc loc, pd_error *err) {
+  pd_program *p;
+  pd_exec *ex;
+  pd_status st = pd_run_prepare(r, n, names, loc, &p, &ex, err);
+  if (st) return st;
+  const char *data[1];
+  if (pd_run_data_vars(r, p, data, 1) > 0) {
+    st = pd_error_set(err, PD_EINVAL, loc,
+                      "%s computes without data, but this needs '%s', which a reader feeds; "
+                      "use eval(..., reader = ...) to compute over a data set",
+                      why, data[0]);
+    goto out;
+  }
+  pd_exec_fetch *fetches = pd_calloc((size_t)n + 1, sizeof *fetches);
+  if (!fetches) {
+    st = pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < n; i++) fetches[i] = (pd_exec_fetch){names[i], &values[i]};
+  pd_exec_io io = {.nfetches = n, .fetches = fetches};
+  st = pd_run_at_loc(err, pd_exec_run(ex, r->global, &io, NULL, err), loc, NULL);
+  pd_free(fetches);
+out:
+  pd_exec_free(ex);
+  pd_program_free(p);
+  return st;
+}

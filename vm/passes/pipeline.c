@@ -1,0 +1,40 @@
+/* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> backward ->
+ * optimizer, in that order (see vm/passes/pipeline.h). */
+#include "config.h"
+#include "vm/passes/pipeline.h"
+
+#include "vm/passes/backward.h"
+#include "vm/passes/fuse_fc.h"
+#include "vm/passes/fuse_rnn.h"
+#include "vm/passes/hoist.h"
+#include "vm/passes/prune.h"
+
+pd_status pd_pipeline_train(const pd_program *main, const char *cost,
+                            const pd_pipeline_options *opts, pd_program **out_train,
+                            pd_program **out_init, pd_error *err) {
+  *out_train = NULL;
+  *out_init = NULL;
+  pd_program *p = NULL, *init = NULL;
+  pd_backward bwd = {0};
+  pd_status st;
+  /* The forward program of the cost, rewritten before its gradient ops exist (each rewrite's
+   * ops then get their own gradient ops), then the backward pass and the updates. */
+  if ((st = pd_program_prune(main, 1, &cost, &p, err))) goto out;
+  if ((st = pd_program_hoist(p, NULL, err))) goto out;
+  if ((st = pd_program_fuse_rnn(p, NULL, err))) goto out;
+  if ((st = pd_program_fuse_fc(p, NULL, err))) goto out;
+  if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
+  if (!(init = pd_program_new())) {
+    st = pd_error_set(err, PD_ENOMEM, opts->loc, "out of memory");
+    goto out;
+  }
+  if ((st = pd_append_optimizer(p, init, &bwd, opts->optimizer, opts->loc, err))) goto out;
+  *out_train = p;
+  *out_init = init;
+  p = init = NULL;
+out:
+  pd_backward_release(&bwd);
+  pd_program_free(init);
+  pd_program_free(p);
+  return st;
+}
