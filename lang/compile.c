@@ -28,61 +28,20 @@ value pd_cmp_v_error = {.k = V_ERROR};
 value pd_cmp_v_none = {.k = V_NONE};
 
 /* ------------------------------------------------------------------------------------------ */
-/* A string-keyed map of integers (unique-name counters, imported modules).                   */
+/* Counters by name (unique-name counters, imported modules): base/strmap.h maps whose keys are
+ * copies in the arena.                                                                         */
 
-typedef struct sm_entry {
-  const char *key;
-  int64_t val;
-} sm_entry;
-
-struct strmap {
-  sm_entry *e;
-  size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-static int64_t *sm_slot(C *c, strmap *m, const char *key, bool create) {
-  if (create && (m->n + 1) * 2 > m->cap) {
-    size_t ncap = m->cap ? m->cap * 2 : 64;
-    sm_entry *ne = pd_calloc(ncap, sizeof *ne);
-    if (!ne) {
-      c->oom = true;
-      return NULL;
-    }
-    for (size_t i = 0; i < m->cap; i++) {
-      if (!m->e[i].key) continue;
-      size_t j = hash_str(m->e[i].key) & (ncap - 1);
-      while (ne[j].key) j = (j + 1) & (ncap - 1);
-      ne[j] = m->e[i];
-    }
-    pd_free(m->e);
-    m->e = ne;
-    m->cap = ncap;
-  }
-  if (!m->cap) return NULL;
-  size_t j = hash_str(key) & (m->cap - 1);
-  while (m->e[j].key) {
-    if (strcmp(m->e[j].key, key) == 0) return &m->e[j].val;
-    j = (j + 1) & (m->cap - 1);
-  }
-  if (!create) return NULL;
+/* The counter of key in m (0 when new), or NULL on out of memory (c->oom set). The pointer is
+ * good until the next name is added to m. */
+static int64_t *name_count(C *c, pd_strmap *m, const char *key) {
+  pd_strmap_entry *e = pd_strmap_find(m, key);
+  if (e) return &e->val.i;
   const char *k = pd_cmp_strdup(c, key);
-  if (!k) return NULL;
-  m->e[j].key = k;
-  m->e[j].val = 0;
-  m->n++;
-  return &m->e[j].val;
-}
-
-static void sm_free(strmap *m) {
-  if (!m) return;
-  pd_free(m->e);
-  pd_free(m);
+  if (!k || !(e = pd_strmap_add(m, k, NULL))) {
+    c->oom = true;
+    return NULL;
+  }
+  return &e->val.i;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -264,16 +223,10 @@ const char *pd_cmp_vkind_phrase(const value *v) {
 }
 
 const char *pd_cmp_dims_str(C *c, const pd_var_desc *v) {
+  if (v->ndims < 0) return "[?]";
   pd_buf b;
   pd_buf_init(&b);
-  if (v->ndims < 0) {
-    pd_buf_puts(&b, "[?]");
-  } else {
-    pd_buf_puts(&b, "[");
-    for (int i = 0; i < v->ndims; i++)
-      pd_buf_printf(&b, "%s%lld", i ? ", " : "", (long long)v->dims[i]);
-    pd_buf_puts(&b, "]");
-  }
+  pd_buf_put_dims(&b, v->ndims, v->dims);
   const char *s = b.oom ? "[?]" : pd_cmp_strdup(c, b.data);
   pd_buf_free(&b);
   return s;
@@ -309,7 +262,7 @@ void pd_cmp_describe(C *c, const value *v, pd_buf *out) {
 /* Vars, names and ops.                                                                        */
 
 const char *pd_cmp_unique_name(C *c, const char *prefix) {
-  int64_t *n = sm_slot(c, c->counters, prefix, true);
+  int64_t *n = name_count(c, &c->counters, prefix);
   if (!n) return "";
   return pd_cmp_fmt(c, "%s_%lld", prefix, (long long)(*n)++);
 }
@@ -885,7 +838,7 @@ value *pd_cmp_call_def(C *c, value *fnv, call_args *a) {
     pd_cmp_bind_local(c, fs, p->binding.name, vals[i], p->loc);
   }
   inline_call call = {.def = def, .site = a->loc, .outer = c->call};
-  int64_t *cnt = sm_slot(c, c->counters, pd_cmp_fmt(c, "@call.%s", fname), true);
+  int64_t *cnt = name_count(c, &c->counters, pd_cmp_fmt(c, "@call.%s", fname));
   call.prefix = cnt ? pd_cmp_fmt(c, "%s_%lld", fname, (long long)(*cnt)++) : fname;
   fs->call = &call;
   c->call = &call;
@@ -964,7 +917,7 @@ void pd_cmp_compile_import(C *c, const pd_ast_node *s) {
       return;
     }
   }
-  int64_t *done = sm_slot(c, c->modules, key, true);
+  int64_t *done = name_count(c, &c->modules, key);
   if (!done || *done) return; /* imported once */
   *done = 1;
   pd_source *msrc;
@@ -1038,10 +991,8 @@ pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_di
   c.arena = priv->arena = pd_ast_arena_new();
   u->main = pd_program_new();
   u->startup = pd_program_new();
-  c.counters = pd_calloc(1, sizeof *c.counters);
-  c.modules = pd_calloc(1, sizeof *c.modules);
   pd_status st = PD_OK;
-  if (!c.arena || !u->main || !u->startup || !c.counters || !c.modules) {
+  if (!c.arena || !u->main || !u->startup) {
     st = PD_ENOMEM;
     goto done;
   }
@@ -1061,8 +1012,8 @@ done:
   priv->sources = c.sources;
   priv->nsources = c.nsources;
   pd_free(c.importing);
-  sm_free(c.counters);
-  sm_free(c.modules);
+  pd_strmap_free(&c.counters);
+  pd_strmap_free(&c.modules);
   if (st) {
     pd_unit_free(u);
     return st;

@@ -8,6 +8,7 @@
 #ifndef PD_COMPILE_INT_H
 #define PD_COMPILE_INT_H
 
+#include "base/strmap.h"
 #include "lang/ast.h"
 #include "lang/compile.h"
 #include "vm/ops/ops.h"
@@ -159,7 +160,6 @@ typedef struct inline_call {
   struct inline_call *outer;
 } inline_call;
 
-typedef struct strmap strmap;
 
 struct pd_compiler {
   pd_unit *unit;
@@ -173,8 +173,8 @@ struct pd_compiler {
   const char **importing;   /* the import chain (paths), for cycles */
   int nimporting;
   size_t capimporting;
-  strmap *counters;         /* unique-name prefix -> next number */
-  strmap *modules;          /* resolved module path -> 1 once imported */
+  pd_strmap counters;       /* unique-name prefix -> next number (keys in the arena) */
+  pd_strmap modules;        /* resolved module path -> 1 once imported (keys in the arena) */
   pd_block *block;          /* where ops go now */
   symtab *scope;            /* the innermost symbol table */
   symtab *newest_scope;     /* the table made last; pushed_before links all of them */

@@ -101,18 +101,6 @@ static uint32_t crc_of(const void *data, size_t len) {
 
 /* ================= Small helpers ================= */
 
-/* "[2, 3]" into buf (cut to fit). */
-static void shape_str(char *buf, size_t size, int ndims, const int64_t *dims) {
-  size_t at = 0;
-  int w = snprintf(buf, size, "[");
-  for (int i = 0; i < ndims && w >= 0; i++) {
-    at += (size_t)w;
-    if (at >= size) break;
-    w = snprintf(buf + at, size - at, "%s%" PRId64, i ? ", " : "", dims[i]);
-  }
-  if (w >= 0) at += (size_t)w;
-  if (at < size) snprintf(buf + at, size - at, "]");
-}
 
 /* The message of err prefixed with "prefix: " (when prefix is not NULL) and the file named in
  * the location; the status is st. */
@@ -338,7 +326,7 @@ static pd_status read_tensor(reader *r, pd_tensor *t) {
   if ((st = read_desc(r, (size_t)dsize, &di))) goto out;
   r->pos += (size_t)dsize;
   char shape[160];
-  shape_str(shape, sizeof shape, di.ndims, di.dims);
+  pd_dims_str(di.ndims, di.dims, shape, sizeof shape);
   size_t esize = pd_dtype_size((pd_dtype)di.dtype);
   int64_t numel = pd_k_numel(di.ndims, di.dims);
   if (numel < 0 || (uint64_t)numel > SIZE_MAX / esize) {
@@ -507,9 +495,9 @@ static pd_status check_expect(const pd_program *expect, const char *name, const 
                      "holds a tensor for '%s', which the program declares as a %s", name,
                      pd_var_type_name(d->type));
   char got[160], want[160];
-  shape_str(got, sizeof got, t->ndims, t->dims);
+  pd_dims_str(t->ndims, t->dims, got, sizeof got);
   if (d->ndims >= 0)
-    shape_str(want, sizeof want, d->ndims, d->dims);
+    pd_dims_str(d->ndims, d->dims, want, sizeof want);
   else
     snprintf(want, sizeof want, "(any shape)");
   if (d->dtype != t->dtype)
