@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "vm/ir/framework.pb-c.h"
+#include "vm/ir/pb_alloc.h"
 
 typedef Paddle__Framework__Proto__VarType__TensorDesc pb_tensor_desc;
 
@@ -168,23 +169,6 @@ static pd_status nomem(reader *r) {
   return pd_error_set(r->err, PD_ENOMEM, nowhere, "out of memory reading a tensor");
 }
 
-/* protobuf-c allocates through pd_malloc too, remembering a failure (unpack returns NULL both
- * for bad bytes and for out of memory). */
-typedef struct unpack_state {
-  bool oom;
-} unpack_state;
-
-static void *pb_alloc(void *data, size_t size) {
-  void *p = pd_malloc(size);
-  if (!p) ((unpack_state *)data)->oom = true;
-  return p;
-}
-
-static void pb_free(void *data, void *p) {
-  PD_UNUSED(data);
-  pd_free(p);
-}
-
 typedef struct desc_info {
   int dtype;
   int ndims;
@@ -194,12 +178,12 @@ typedef struct desc_info {
 /* Decode and check the TensorDesc of size bytes at r->pos (which stays put). */
 static pd_status read_desc(reader *r, size_t size, desc_info *out) {
   size_t at = r->pos;
-  unpack_state state = {false};
-  ProtobufCAllocator alloc = {pb_alloc, pb_free, &state};
+  bool oom = false;
+  ProtobufCAllocator alloc = pd_pb_allocator(&oom);
   ProtobufCMessage *m = protobuf_c_message_unpack(
       &pd_pb_var_type__tensor_desc__descriptor, &alloc, size, r->d + at);
   if (!m) {
-    if (state.oom) return nomem(r);
+    if (oom) return nomem(r);
     return bad_at(r, PD_EFORMAT, at, "the TensorDesc (%zu bytes) does not decode as a protobuf "
                   "VarType.TensorDesc", size);
   }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "vm/ir/framework.pb-c.h"
+#include "vm/ir/pb_alloc.h"
 
 typedef Paddle__Framework__Proto__ProgramDesc pb_program;
 typedef Paddle__Framework__Proto__Version pb_version;
@@ -594,33 +595,16 @@ static pd_status read_program(const pb_program *pd, pd_program **out, pd_error *
   return PD_OK;
 }
 
-/* protobuf-c allocates through pd_malloc too (so tests can fail it), remembering a failure:
- * unpack returns NULL both for bad bytes and for out of memory. */
-typedef struct unpack_state {
-  bool oom;
-} unpack_state;
-
-static void *pb_alloc(void *data, size_t size) {
-  void *p = pd_malloc(size);
-  if (!p) ((unpack_state *)data)->oom = true;
-  return p;
-}
-
-static void pb_free(void *data, void *p) {
-  PD_UNUSED(data);
-  pd_free(p);
-}
-
 pd_status pd_program_from_bytes(const uint8_t *data, size_t len, pd_program **out,
                                 pd_error *err) {
   *out = NULL;
   if (!data && len) return pd_error_set(err, PD_EINVAL, nowhere, "no bytes to decode");
   if (len == 0) return MALFORMED(err, "the input is empty");
-  unpack_state state = {false};
-  ProtobufCAllocator alloc = {pb_alloc, pb_free, &state};
+  bool oom = false;
+  ProtobufCAllocator alloc = pd_pb_allocator(&oom);
   pb_program *pd = pd_pb_program_desc__unpack(&alloc, len, data);
   if (!pd) {
-    if (state.oom) return NOMEM(err);
+    if (oom) return NOMEM(err);
     return MALFORMED(err, "the bytes do not decode as a protobuf ProgramDesc (%zu bytes)", len);
   }
   pd_status st = read_program(pd, out, err);
