@@ -6,3 +6,8 @@ check_PROGRAMS += tests/ops/test_kern_act
 TESTS += tests/ops/test_kern_act
 tests_ops_test_kern_act_SOURCES = tests/ops/test_kern_act.c tests/ops/test_kern_math.h
 tests_ops_test_kern_act_LDADD = libpdlang-internal.la $(PD_LIBS)
+
+# tests/golden/run/activations.pd: the activations as functions and as `act = ...` of the
+# stdlib layers, against values computed with Python's math module (the script is in the file).
+TESTS += tests/golden/run/activations.pd
+EXTRA_DIST += tests/golden/run/activations.pd tests/golden/run/activations.out
