@@ -35,12 +35,18 @@ static void TF(map_sigmoid)(const T *a, T *o, int64_t n) {
 #endif
 }
 
-/* e^a - 1 for a <= 0 (elu): expm1 in fp64; e^a - 1 from the vector e^x in fp32, whose absolute
- * error (~1e-7) is below fp32's rounding of the results near -alpha. */
+/* e^a - 1 for a <= 0 (elu), n <= ACT_BLOCK, o may be a: expm1 in fp64; in fp32 the vector e^x
+ * minus 1, but for a in (-1/8, 0], where that would lose the small results' digits, a Taylor
+ * polynomial (its first dropped term is under 2^-30 of the value there). */
 static void TF(map_expm1)(const T *a, T *o, int64_t n) {
 #if TF(PD_KCPU_FASTMATH)
-  pd_kcpu_map_f32(PD_KCPU_FM_EXP, a, o, n);
-  PD_SIMD for (int64_t j = 0; j < n; j++) o[j] -= (T)1;
+  float e[ACT_BLOCK];
+  pd_kcpu_map_f32(PD_KCPU_FM_EXP, a, e, n);
+  PD_SIMD for (int64_t j = 0; j < n; j++) {
+    float v = a[j];
+    float p = v + v * v * (0.5f + v * (1.0f / 6 + v * (1.0f / 24 + v * (1.0f / 120 + v / 720))));
+    o[j] = v > -0.125f ? p : e[j] - 1.0f;
+  }
 #else
   for (int64_t j = 0; j < n; j++) o[j] = expm1(a[j]);
 #endif

@@ -1,7 +1,7 @@
 /* act.cu -- the CUDA backend's activations with parameters (act, act_grad: gelu, leaky_relu,
  * elu, swish, softplus, relu6, hard_swish, log_sigmoid): one grid-stride kernel each way, the
  * arithmetic the CPU backend's (kernels/cpu/act_t.h), expression for expression (the CPU's fp32
- * e^x - 1 of elu is expm1 here, within rounding of it). */
+ * expm1 of elu, a polynomial near 0 and e^x - 1 below, is expm1f here, within rounding of it). */
 #include "config.h"
 #include "kernels/cuda/cuda_int.h"
 

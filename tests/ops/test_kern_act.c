@@ -138,7 +138,8 @@ static void test_far_out(void) {
     rt_in_f64(&r, "x", "[6]", xs);
     pd_op_desc *op = rt_op(&r, t ? "log_sigmoid" : "softplus", "X=x", "Out=y");
     if (!t && pd_op_set_attr_float(op, "threshold", 1e30f)) bail("out of memory");
-    const char *what = t ? "log_sigmoid float64 at |x| up to 700" : "softplus float64 at |x| up to 700 (no threshold)";
+    const char *what = t ? "log_sigmoid float64 at |x| up to 700"
+                         : "softplus float64 at |x| up to 700 (no threshold)";
     if (rt_ok(&r, what)) {
       const double *y = PD_TENSOR_F64(rt_get(&r, "y"));
       bool good = true;
@@ -175,6 +176,28 @@ static void test_far_out(void) {
   }
 }
 
+/* elu near 0 in fp32 keeps its digits (e^x - 1 would lose them): relative error. */
+static void test_elu_small(void) {
+  const float xf[] = {-1e-6f, -1e-4f, -0.01f, -0.124f, -0.126f, -0.5f};
+  rt r;
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[6]", xf);
+  rt_op(&r, "elu", "X=x", "Out=y");
+  if (rt_ok(&r, "elu float32 near 0")) {
+    const float *y = PD_TENSOR_F32(rt_get(&r, "y"));
+    bool good = true;
+    for (int i = 0; i < 6; i++) {
+      long double w = expm1l(xf[i]);
+      if (!(fabsl(y[i] - w) <= 3e-7L * fabsl(w))) {
+        good = false;
+        printf("#   x = %g: got %.9g, want %.9Lg\n", (double)xf[i], (double)y[i], w);
+      }
+    }
+    ok(good, "elu float32 near 0: each value to 3e-7 of itself");
+  }
+  rt_free(&r);
+}
+
 /* ---------------------------------------------------------------- gradients */
 
 static void test_grads(void) {
@@ -208,7 +231,8 @@ static void test_grads(void) {
   rt_in_f64(&r, "g", "[4]", D(1, 2, 3, 4));
   rt_op(&r, "leaky_relu_grad", "X=x Out@GRAD=g", "X@GRAD=g");
   if (rt_ok(&r, "leaky_relu_grad in place"))
-    rt_expect(rt_get(&r, "g"), 4, D((double)0.02f, 2 * (double)0.02f, 3, 4), 1e-15, "leaky_relu_grad in place: values");
+    rt_expect(rt_get(&r, "g"), 4, D((double)0.02f, 2 * (double)0.02f, 3, 4), 1e-15,
+              "leaky_relu_grad in place: values");
   rt_free(&r);
 }
 
@@ -233,7 +257,8 @@ static void test_errors(void) {
   rt_init(&r);
   rt_in_i64(&r, "x", "[2]", L(1, 2));
   rt_op(&r, "gelu", "X=x", "Out=y");
-  rt_fails(&r, PD_ETYPE, "gelu: X must be float16, float32 or float64, got int64", "gelu of int64 is refused");
+  rt_fails(&r, PD_ETYPE, "gelu: X must be float16, float32 or float64, got int64",
+           "gelu of int64 is refused");
   rt_free(&r);
 
   rt_init(&r);
@@ -265,6 +290,7 @@ static void test_backend_checks(void) {
 int main(void) {
   test_values();
   test_far_out();
+  test_elu_small();
   test_grads();
   test_errors();
   test_backend_checks();
