@@ -10,9 +10,9 @@
 /* The attributes the backend divides by must not be 0. */
 static pd_status check_params(const pd_exec_ctx *ctx, pd_k_act op, const double *p) {
   if (op == PD_K_SOFTPLUS && p[0] == 0)
-    return pd_ctx_fail(ctx, PD_EINVAL, "beta must not be 0 (softplus divides by it)");
+    return pd_ctx_fail(ctx, PD_EINVAL, "beta must not be 0 (the op divides by it)");
   if (op == PD_K_HARD_SWISH && p[1] == 0)
-    return pd_ctx_fail(ctx, PD_EINVAL, "scale must not be 0 (hard_swish divides by it)");
+    return pd_ctx_fail(ctx, PD_EINVAL, "scale must not be 0 (the op divides by it)");
   return PD_OK;
 }
 
