@@ -36,12 +36,14 @@ static const char *const cmpop_names[] = {PD_K_CMPOP_LIST(PD_K_NAME_)};
 static const char *const logop_names[] = {PD_K_LOGOP_LIST(PD_K_NAME_)};
 static const char *const unop_names[] = {PD_K_UNOP_LIST(PD_K_NAME_)};
 static const char *const redop_names[] = {PD_K_REDOP_LIST(PD_K_NAME_)};
+static const char *const act_names[] = {PD_K_ACT_LIST(PD_K_NAME_)};
 #undef PD_K_NAME_
 _Static_assert(PD_ARRAY_LEN(binop_names) == PD_K_BINOP_COUNT_, "binop names out of sync");
 _Static_assert(PD_ARRAY_LEN(cmpop_names) == PD_K_CMPOP_COUNT_, "cmpop names out of sync");
 _Static_assert(PD_ARRAY_LEN(logop_names) == PD_K_LOGOP_COUNT_, "logop names out of sync");
 _Static_assert(PD_ARRAY_LEN(unop_names) == PD_K_UNOP_COUNT_, "unop names out of sync");
 _Static_assert(PD_ARRAY_LEN(redop_names) == PD_K_REDOP_COUNT_, "redop names out of sync");
+_Static_assert(PD_ARRAY_LEN(act_names) == PD_K_ACT_COUNT_, "act names out of sync");
 
 static const char *name_of(const char *const *names, int count, int v) {
   return v >= 0 && v < count ? names[v] : "?";
@@ -63,6 +65,28 @@ int pd_k_cmpop_from_name(const char *n) { return index_of(cmpop_names, PD_K_CMPO
 int pd_k_logop_from_name(const char *n) { return index_of(logop_names, PD_K_LOGOP_COUNT_, n); }
 int pd_k_unop_from_name(const char *n) { return index_of(unop_names, PD_K_UNOP_COUNT_, n); }
 int pd_k_redop_from_name(const char *n) { return index_of(redop_names, PD_K_REDOP_COUNT_, n); }
+const char *pd_k_act_name(pd_k_act op) { return name_of(act_names, PD_K_ACT_COUNT_, op); }
+int pd_k_act_from_name(const char *n) { return index_of(act_names, PD_K_ACT_COUNT_, n); }
+
+/* ---- The checks of the activations with parameters (kernels_int.h) ---- */
+
+int pd_k_act_nparams(pd_k_act op) {
+  switch (op) {
+    case PD_K_LEAKY_RELU: case PD_K_ELU: case PD_K_SWISH: case PD_K_RELU6: return 1;
+    case PD_K_SOFTPLUS: return 2;
+    case PD_K_HARD_SWISH: return 3;
+    default: return 0;
+  }
+}
+
+pd_status pd_k_act_check(pd_k_act op, pd_dtype dt, int64_t n, const double *p) {
+  if ((unsigned)op >= PD_K_ACT_COUNT_ || n < 0) return PD_EINVAL;
+  if (pd_k_act_nparams(op) > 0 && !p) return PD_EINVAL;
+  if ((op == PD_K_SOFTPLUS || op == PD_K_HARD_SWISH) && p[op == PD_K_SOFTPLUS ? 0 : 1] == 0)
+    return PD_EINVAL;  /* softplus's beta, hard_swish's scale: divisors */
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  return PD_OK;
+}
 
 /* ---- Shapes ---- */
 

@@ -50,6 +50,12 @@
   X(PD_K_LOG, "log") X(PD_K_SQRT, "sqrt") X(PD_K_SQUARE, "square") X(PD_K_ABS, "abs")
 #define PD_K_REDOP_LIST(X) \
   X(PD_K_RSUM, "sum") X(PD_K_RMEAN, "mean") X(PD_K_RMAX, "max") X(PD_K_RMIN, "min")
+/* The activations with parameters (pd_k_act_fn): Fluid's op names, but for gelu_tanh (gelu with
+ * approximate = true); Fluid's silu is swish with beta 1. */
+#define PD_K_ACT_LIST(X) \
+  X(PD_K_GELU, "gelu") X(PD_K_GELU_TANH, "gelu_tanh") X(PD_K_LEAKY_RELU, "leaky_relu") \
+  X(PD_K_ELU, "elu") X(PD_K_SWISH, "swish") X(PD_K_SOFTPLUS, "softplus") \
+  X(PD_K_RELU6, "relu6") X(PD_K_HARD_SWISH, "hard_swish") X(PD_K_LOG_SIGMOID, "log_sigmoid")
 
 #define PD_K_ENUM_(e, name) e,
 typedef enum pd_k_binop { PD_K_BINOP_LIST(PD_K_ENUM_) PD_K_BINOP_COUNT_ } pd_k_binop;
@@ -57,6 +63,7 @@ typedef enum pd_k_cmpop { PD_K_CMPOP_LIST(PD_K_ENUM_) PD_K_CMPOP_COUNT_ } pd_k_c
 typedef enum pd_k_logop { PD_K_LOGOP_LIST(PD_K_ENUM_) PD_K_LOGOP_COUNT_ } pd_k_logop;
 typedef enum pd_k_unop { PD_K_UNOP_LIST(PD_K_ENUM_) PD_K_UNOP_COUNT_ } pd_k_unop;
 typedef enum pd_k_redop { PD_K_REDOP_LIST(PD_K_ENUM_) PD_K_REDOP_COUNT_ } pd_k_redop;
+typedef enum pd_k_act { PD_K_ACT_LIST(PD_K_ENUM_) PD_K_ACT_COUNT_ } pd_k_act;
 #undef PD_K_ENUM_
 
 /* Names of the enum values ("add", "less_than", ...); "?" when out of range. The *_from_name
@@ -66,11 +73,13 @@ const char *pd_k_cmpop_name(pd_k_cmpop op);
 const char *pd_k_logop_name(pd_k_logop op);
 const char *pd_k_unop_name(pd_k_unop op);
 const char *pd_k_redop_name(pd_k_redop op);
+const char *pd_k_act_name(pd_k_act op);
 int pd_k_binop_from_name(const char *name);
 int pd_k_cmpop_from_name(const char *name);
 int pd_k_logop_from_name(const char *name);
 int pd_k_unop_from_name(const char *name);
 int pd_k_redop_from_name(const char *name);
+int pd_k_act_from_name(const char *name);
 
 /* ---- Parameters of convolution and pooling (NCHW). Fill the inputs, then call the setup
  * function, which validates them and computes the output size. ---- */
@@ -262,6 +271,29 @@ typedef pd_status pd_k_unary_fn(pd_k_unop op, pd_dtype dt, int64_t n, const void
  * read may be NULL. relu'(0) = 0, abs'(0) = 0. dx may be dout. */
 typedef pd_status pd_k_unary_grad_fn(pd_k_unop op, pd_dtype dt, int64_t n, const void *x,
                                      const void *out, const void *dout, void *dx);
+/* out[i] = f(x[i]) for n elements, f an activation with up to three parameters p[0..2] (p may be
+ * NULL for the ones that take none), with Fluid's definitions; out may be x. fp32/fp64.
+ *   gelu        x Phi(x) = 0.5 x (1 + erf(x / sqrt 2))
+ *   gelu_tanh   0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+ *   leaky_relu  x > 0 ? x : alpha x                                   p = {alpha}
+ *   elu         x > 0 ? x : alpha (e^x - 1)                           p = {alpha}
+ *   swish       x sigmoid(beta x)                                     p = {beta}
+ *   softplus    beta x > threshold ? x : log(1 + e^(beta x)) / beta  p = {beta, threshold}
+ *   relu6       min(max(x, 0), threshold)                             p = {threshold}
+ *   hard_swish  x min(max(x + offset, 0), threshold) / scale          p = {threshold, scale,
+ *                                                                          offset}
+ *   log_sigmoid log(1 / (1 + e^-x))
+ * softplus and log_sigmoid are computed as max(z, 0) + log1p(e^-|z|) (z = beta x, resp. -x),
+ * which neither overflows nor loses the small values for large |x|. PD_EINVAL for an unknown op,
+ * n < 0, p NULL where the op takes parameters, softplus's beta or hard_swish's scale 0. */
+typedef pd_status pd_k_act_fn(pd_k_act op, pd_dtype dt, int64_t n, const double *p, const void *x,
+                              void *out);
+/* dx[i] = dout[i] * f'(x[i]) for the same f, from x; dx may be dout (not x). At the kinks:
+ * leaky_relu and elu take the x <= 0 side at 0; relu6 has slope 1 on (0, threshold) only;
+ * hard_swish has (2 x + offset) / scale on (-offset, threshold - offset), 0 below, threshold /
+ * scale above; softplus has slope 1 above its threshold. */
+typedef pd_status pd_k_act_grad_fn(pd_k_act op, pd_dtype dt, int64_t n, const double *p,
+                                   const void *x, const void *dout, void *dx);
 /* out = a * x + b (Fluid's scale op with bias_after_scale; for scale * (x + bias) pass
  * b = scale * bias). out may be x. */
 typedef pd_status pd_k_scale_fn(pd_dtype dt, int64_t n, const void *x, double a, double b,
@@ -440,6 +472,8 @@ typedef struct pd_k_backend {
   pd_k_uniform_fn *uniform;
   pd_k_gaussian_fn *gaussian;
   pd_k_adam_fn *adam;
+  pd_k_act_fn *act;
+  pd_k_act_grad_fn *act_grad;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

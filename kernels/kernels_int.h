@@ -36,6 +36,11 @@ pd_status pd_k_reduced_mask(int nd, const int64_t *dims, int naxes, const int *a
 /* A row-major GEMM: sizes and row strides fit a BLAS int; each leading dim covers a row. */
 pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                           int64_t lda, int64_t ldb, int64_t ldc);
+/* The arguments of act/act_grad (kernels.h): PD_EINVAL for an unknown op, n < 0, p NULL where
+ * the op takes parameters (pd_k_act_nparams of them), softplus's beta or hard_swish's scale 0;
+ * then PD_EUNSUPPORTED for a dtype other than fp32/fp64. */
+int pd_k_act_nparams(pd_k_act op);
+pd_status pd_k_act_check(pd_k_act op, pd_dtype dt, int64_t n, const double *p);
 /* gemm_act / gemm_act_chain: fp32/fp64, a fused activation (tanh, sigmoid, relu), the GEMM's
  * check, and for the gradient a pre-activation h whose rows hold n. */
 pd_status pd_k_gemm_act_check(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,

@@ -1207,6 +1207,7 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
 
 #define OP1(n, op, out) {n, b_op, op, {"X", NULL, NULL}, out, {NULL, NULL}}
 #define OP1A(n, op, out, a1) {n, b_op, op, {"X", NULL, NULL}, out, {a1, NULL}}
+#define OP1AA(n, op, out, a1, a2) {n, b_op, op, {"X", NULL, NULL}, out, {a1, a2}}
 #define OP2(n, op, x, y, out) {n, b_op, op, {x, y, NULL}, out, {NULL, NULL}}
 #define FN(n, f) {n, f, NULL, {NULL, NULL, NULL}, NULL, {NULL, NULL}}
 
@@ -1227,15 +1228,20 @@ static const builtin builtins[] = {
     OP2("elementwise_div", "elementwise_div", "X", "Y", "Out"),
     OP2("elementwise_mul", "elementwise_mul", "X", "Y", "Out"),
     OP2("elementwise_sub", "elementwise_sub", "X", "Y", "Out"),
+    OP1A("elu", "elu", "Out", "alpha"),
     FN("eval", b_action),
     OP1("exp", "exp", "Out"),
     FN("fashion_mnist", b_record),
     FN("fill", b_fill),
+    OP1A("gelu", "gelu", "Out", "approximate"),
     FN("get_variable", b_get_variable),
+    OP1("hard_swish", "hard_swish", "Out"),
+    OP1A("leaky_relu", "leaky_relu", "Out", "alpha"),
     FN("len", b_len),
     FN("lines", b_record),
     FN("load", b_action),
     OP1("log", "log", "Out"),
+    OP1("log_sigmoid", "log_sigmoid", "Out"),
     OP1A("log_softmax", "log_softmax", "Out", "axis"),
     OP2("lookup_table", "lookup_table", "W", "Ids", "Out"),
     OP2("matmul", "matmul_v2", "X", "Y", "Out"),
@@ -1260,6 +1266,7 @@ static const builtin builtins[] = {
     OP1A("reduce_min", "reduce_min", "Out", "dim"),
     OP1A("reduce_sum", "reduce_sum", "Out", "dim"),
     OP1("relu", "relu", "Out"),
+    OP1A("relu6", "relu6", "Out", "threshold"),
     OP1A("reshape", "reshape2", "Out", "shape"),
     FN("save", b_action),
     OP1A("scale", "scale", "Out", "scale"),
@@ -1268,11 +1275,14 @@ static const builtin builtins[] = {
     OP1("sequence_softmax", "sequence_softmax", "Out"),
     FN("sgd", b_record),
     OP1("sigmoid", "sigmoid", "Out"),
+    OP1("silu", "silu", "Out"),
     OP1A("softmax", "softmax", "Out", "axis"),
     OP2("softmax_with_cross_entropy", "softmax_with_cross_entropy", "Logits", "Label", "Loss"),
+    OP1AA("softplus", "softplus", "Out", "beta", "threshold"),
     FN("split", b_split),
     OP1("sqrt", "sqrt", "Out"),
     OP1("square", "square", "Out"),
+    OP1A("swish", "swish", "Out", "beta"),
     OP1("tanh", "tanh", "Out"),
     FN("text", b_record),
     FN("top_k", b_top_k),

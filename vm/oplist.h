@@ -39,6 +39,11 @@
 
 /* Families whose members share slots and attributes (and differ in name and flags only). */
 #define PD_UNARY_(name, flags) PD_OP(name, flags, unary, IN(ONE("X")), OUT(ONE("Out")), NONE)
+/* The activations of vm/ops/activation.c that take attributes (written without ATTRS): float,
+ * per element, on the GPU too. */
+#define PD_ACT_(name, ...)                                                                      \
+  PD_OP(name, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE("Out")),      \
+        ATTRS(__VA_ARGS__))
 #define PD_ELEMENTWISE_(name)                                                                   \
   PD_OP(name, DIFF | GPU | GPU_GRAD | ROW_XY, elementwise, IN(ONE("X"), ONE("Y")),              \
         OUT(ONE("Out")), ATTRS(INT("axis", -1)))
@@ -102,6 +107,7 @@ PD_ELEMENTWISE_(elementwise_sub)
 PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), ONE("Weight")),
       OUT(ONE("Hidden")), ATTRS(ENUM("activation", "tanh", "relu", "sigmoid"),
                                 BOOL("is_reverse", false)))
+PD_ACT_(elu, FLOAT("alpha", 1.0))
 PD_COMPARE_(equal)
 PD_UNARY_(exp, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
@@ -119,14 +125,18 @@ PD_OP(gaussian_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorLi
       OUT(ONE("Out")),
       ATTRS(LONGS_EMPTY("shape"), FLOAT("mean", 0.0), FLOAT("std", 1.0), INT("seed", 0),
             INT("dtype", PD_FP32)))
+PD_ACT_(gelu, BOOL("approximate", false))
 PD_COMPARE_(greater_equal)
 PD_COMPARE_(greater_than)
+PD_ACT_(hard_swish, FLOAT("threshold", 6.0), FLOAT("scale", 6.0), FLOAT("offset", 3.0))
 PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
+PD_ACT_(leaky_relu, FLOAT("alpha", 0.02))
 PD_COMPARE_(less_equal)
 PD_COMPARE_(less_than)
 PD_OP(lod_reset, DIFF, lod_reset, IN(ONE("X"), OPT("Y")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("target_lod"), BOOL("append", false)))
 PD_UNARY_(log, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_UNARY_(log_sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(log_softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1)))
 PD_LOGICAL_(logical_and)
@@ -167,6 +177,7 @@ PD_REDUCE_(reduce_min, DIFF | GPU | GPU_GRAD)
 PD_REDUCE_(reduce_prod, DIFF)
 PD_REDUCE_(reduce_sum, DIFF | GPU | GPU_GRAD)
 PD_UNARY_(relu, DIFF | GPU | GPU_GRAD | ROW_X)
+PD_ACT_(relu6, FLOAT("threshold", 6.0))
 PD_OP(reshape2, DIFF, reshape2, IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")),
       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")))
 PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
@@ -181,12 +192,14 @@ PD_OP(sgd, FP_IN, optimizer,
       IN(ONE("Param"), ONE("LearningRate"), ONE("Grad"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
 PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_UNARY_(silu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1)))
 PD_OP(softmax_with_cross_entropy, DIFF | FP_IN | GPU | GPU_GRAD, softmax_with_cross_entropy,
       IN(ONE("Logits"), ONE("Label")), OUT(TEMP("Softmax"), ONE("Loss")),
       ATTRS(BOOL("soft_label", false), BOOL("numeric_stable_mode", true),
             INT("ignore_index", -100), INT("axis", -1)))
+PD_ACT_(softplus, FLOAT("beta", 1.0), FLOAT("threshold", 20.0))
 PD_OP(split, DIFF, split, IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTensorList")),
       OUT(LIST("Out")), ATTRS(INT("axis", 0), INT("num", 0), INTS_EMPTY("sections")))
 PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
@@ -194,6 +207,7 @@ PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
 PD_UNARY_(sqrt, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_UNARY_(square, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
+PD_ACT_(swish, FLOAT("beta", 1.0))
 PD_UNARY_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
       ATTRS(INT("k", 1)))
@@ -210,6 +224,7 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X"), LIST("Condition")),
             STRS_EMPTY("skip_eager_deletion_vars"), LONG("max_iterations", 1000000)))
 
 #undef PD_UNARY_
+#undef PD_ACT_
 #undef PD_ELEMENTWISE_
 #undef PD_COMPARE_
 #undef PD_LOGICAL_

@@ -55,6 +55,8 @@ static const pd_k_backend cpu_backend = {
     .uniform = pd_kcpu_uniform,
     .gaussian = pd_kcpu_gaussian,
     .adam = pd_kcpu_adam,
+    .act = pd_kcpu_act,
+    .act_grad = pd_kcpu_act_grad,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

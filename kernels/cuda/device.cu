@@ -498,6 +498,8 @@ static const pd_k_backend cuda_backend = {
     .uniform = entry<pd_kcu_uniform>::call,
     .gaussian = entry<pd_kcu_gaussian>::call,
     .adam = entry<pd_kcu_adam>::call,
+    .act = entry<pd_kcu_act>::call,
+    .act_grad = entry<pd_kcu_act_grad>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

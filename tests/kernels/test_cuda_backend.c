@@ -546,6 +546,61 @@ static void test_unary(void) {
   B_free(&x), B_free(&o);
 }
 
+/* ---- Activations with parameters (act, act_grad) ---- */
+
+static void test_act(void) {
+  /* Each op's parameters (kernels.h's order); gelu_tanh and log_sigmoid take none. */
+  static const double params[PD_K_ACT_COUNT_][3] = {
+      [PD_K_LEAKY_RELU] = {0.1}, [PD_K_ELU] = {0.7},          [PD_K_SWISH] = {1.5},
+      [PD_K_SOFTPLUS] = {2, 15}, [PD_K_RELU6] = {6},           [PD_K_HARD_SWISH] = {6, 6, 3},
+  };
+  const int64_t ns[] = {0, 1, 777};
+  for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
+    pd_dtype dt = floats[t];
+    size_t sz = pd_dtype_size(dt);
+    for (int op = 0; op < PD_K_ACT_COUNT_; op++) {
+      const double *p = params[op];
+      for (size_t i = 0; i < PD_ARRAY_LEN(ns); i++) {
+        int64_t n = ns[i];
+        buf x = B_rand(dt, n, -12, 12), o = B_out((size_t)n * sz);
+        if (n > 5) {  /* far out: softplus and log_sigmoid must not overflow */
+          kt_set(dt, x.h, 3, -90);
+          kt_set(dt, x.h, 4, 90);
+          B_sync_up(&x, x.h);
+        }
+        same_status(G->act(op, dt, n, p, x.d, o.d), C->act(op, dt, n, p, x.h, o.h),
+                    "act %s %s n=%lld: status", pd_k_act_name(op), dn(dt), (long long)n);
+        same(dt, &o, n, "act %s %s n=%lld", pd_k_act_name(op), dn(dt), (long long)n);
+        buf d = B_rand(dt, n, -1, 1), dx = B_out((size_t)n * sz);
+        same_status(G->act_grad(op, dt, n, p, x.d, d.d, dx.d),
+                    C->act_grad(op, dt, n, p, x.h, d.h, dx.h), "act_grad %s %s: status",
+                    pd_k_act_name(op), dn(dt));
+        same(dt, &dx, n, "act_grad %s %s n=%lld", pd_k_act_name(op), dn(dt), (long long)n);
+        C->act_grad(op, dt, n, p, x.h, d.h, d.h);
+        G->act_grad(op, dt, n, p, x.d, d.d, d.d);
+        same(dt, &d, n, "act_grad %s %s n=%lld over dout", pd_k_act_name(op), dn(dt),
+             (long long)n);
+        C->act(op, dt, n, p, x.h, x.h);
+        G->act(op, dt, n, p, x.d, x.d);
+        same(dt, &x, n, "act %s %s n=%lld in place", pd_k_act_name(op), dn(dt), (long long)n);
+        B_free(&x), B_free(&o), B_free(&d), B_free(&dx);
+      }
+    }
+  }
+  const double zero[3] = {0, 0, 0}, one[3] = {1, 1, 1};
+  buf x = B_rand(PD_FP32, 4, -1, 1), o = B_out(16);
+  same_status(G->act(PD_K_ELU, PD_INT32, 4, one, x.d, o.d),
+              C->act(PD_K_ELU, PD_INT32, 4, one, x.h, o.h), "act int32: unsupported");
+  same_status(G->act(PD_K_ELU, PD_FP32, -1, one, x.d, o.d),
+              C->act(PD_K_ELU, PD_FP32, -1, one, x.h, o.h), "act: a negative size");
+  same_status(G->act(PD_K_ELU, PD_FP32, 4, NULL, x.d, o.d),
+              C->act(PD_K_ELU, PD_FP32, 4, NULL, x.h, o.h), "act: elu without parameters");
+  same_status(G->act_grad(PD_K_SOFTPLUS, PD_FP32, 4, zero, x.d, x.d, o.d),
+              C->act_grad(PD_K_SOFTPLUS, PD_FP32, 4, zero, x.h, x.h, o.h),
+              "act_grad: softplus with beta 0");
+  B_free(&x), B_free(&o);
+}
+
 static void test_fill_cast(void) {
   const pd_dtype types[] = {PD_BOOL, PD_INT32, PD_INT64, PD_FP32, PD_FP64};
   const double values[] = {3.7, -2.5, 0, NAN, 1e20, -1e20, INFINITY};
@@ -1117,6 +1172,7 @@ int main(int argc, char **argv) {
   test_binary_grad();
   test_compare_logical();
   test_unary();
+  test_act();
   test_fill_cast();
   test_reduce();
   test_softmax();
