@@ -9,7 +9,8 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/softmax.c kernels/cpu/softmax_t.h \
 	kernels/cpu/conv.c kernels/cpu/conv_t.h \
 	kernels/cpu/index.c kernels/cpu/index_t.h \
-	kernels/cpu/random.c
+	kernels/cpu/random.c \
+	kernels/cpu/norm.c kernels/cpu/norm_t.h
 
 # The CUDA backend (configure --with-cuda): its .cu files go into the same convenience library,
 # compiled by nvcc through kernels/cuda/nvcc-lo.sh, which writes the PIC object and the .lo

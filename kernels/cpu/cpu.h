@@ -146,5 +146,9 @@ pd_k_scatter_add_rows_fn pd_kcpu_scatter_add_rows;
 pd_k_uniform_fn pd_kcpu_uniform;
 pd_k_gaussian_fn pd_kcpu_gaussian;
 pd_k_adam_fn pd_kcpu_adam;
+pd_k_batch_norm_fn pd_kcpu_batch_norm;
+pd_k_batch_norm_grad_fn pd_kcpu_batch_norm_grad;
+pd_k_layer_norm_fn pd_kcpu_layer_norm;
+pd_k_layer_norm_grad_fn pd_kcpu_layer_norm_grad;
 
 #endif /* PD_KERNELS_CPU_H */
