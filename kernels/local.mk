@@ -20,12 +20,12 @@ if PD_HAVE_CUDA
 libpdlang_internal_la_SOURCES += kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh \
 	kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementwise.cu \
 	kernels/cuda/reduce.cu kernels/cuda/softmax.cu kernels/cuda/conv.cu \
-	kernels/cuda/index.cu kernels/cuda/topk.cu kernels/cuda/random.cu
+	kernels/cuda/index.cu kernels/cuda/topk.cu kernels/cuda/random.cu kernels/cuda/norm.cu
 # nvcc's dependency output does not reach automake's tracking: every object depends on every
 # header it may include.
 kernels/cuda/device.lo kernels/cuda/gemm.lo kernels/cuda/elementwise.lo \
 kernels/cuda/reduce.lo kernels/cuda/softmax.lo kernels/cuda/conv.lo \
-kernels/cuda/index.lo kernels/cuda/topk.lo kernels/cuda/random.lo: \
+kernels/cuda/index.lo kernels/cuda/topk.lo kernels/cuda/random.lo kernels/cuda/norm.lo: \
 	kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh kernels/kernels.h kernels/kernels_int.h \
 	base/base.h base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
 else
