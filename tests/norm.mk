@@ -11,6 +11,13 @@ tests_ops_test_kern_norm_SOURCES = tests/ops/test_kern_norm.c
 tests_ops_test_kern_norm_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/ops/test_kern_norm
 
+#   tests/vm/test_norm_train: the training program of batch_norm and layer_norm layers (no
+#     gradient or update for the running statistics), and what print / eval / save prune to.
+check_PROGRAMS += tests/vm/test_norm_train
+tests_vm_test_norm_train_SOURCES = tests/vm/test_norm_train.c tests/vm/fp64.h
+tests_vm_test_norm_train_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/vm/test_norm_train
+
 PD_NORM_RUN_TESTS = tests/golden/run/batch_norm_eval.pd \
 	tests/golden/run/batch_norm_one_row.pd \
 	tests/golden/run/batch_norm_bad_scale.pd \
