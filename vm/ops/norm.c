@@ -171,9 +171,10 @@ pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) {
   if (!global && v.c > 0 && v.n * v.s < 2)
     return pd_ctx_fail(ctx, PD_EINVAL,
                        "training normalises each channel by the batch's own statistics, but X "
-                       "(var '%s') %s has one value per channel (N * H * W = 1), which has no "
-                       "variance to estimate; use a batch of at least 2 rows (or is_test / "
-                       "use_global_stats)", in_name(ctx, "X", 0), shape_str(x, s));
+                       "(var '%s') %s has %s value per channel (N * H * W = %" PRId64 "), "
+                       "which has no variance to estimate; use a batch of at least 2 rows (or "
+                       "is_test / use_global_stats)", in_name(ctx, "X", 0), shape_str(x, s),
+                       v.n * v.s == 1 ? "one" : "no", v.n * v.s);
   hold h;
   hold_init(&h);
   /* Inference leaves the running statistics as they are: MeanOut is Mean in Fluid's programs. */
