@@ -427,6 +427,50 @@ typedef pd_status pd_k_adam_fn(pd_dtype dt, int64_t n, const void *p, const void
                                double lr_t, double eps_t, void *p_out, void *m1_out,
                                void *m2_out);
 
+/* ---- Normalisation (batch_norm, layer_norm). fp32/fp64; statistics accumulate in double,
+ * the variance in a second pass over (x - mean) (no cancellation). ---- */
+
+/* Batch normalisation of x viewed as [n, c, s] over its n * s values per channel (NCHW:
+ * n = N, c = C, s = H * W; NC: s = 1; NHWC: n = N * H * W, s = 1); scale, bias, mean, var,
+ * mean_out, var_out, saved_mean and saved_inv_std are [c], y is x's shape.
+ *  - global (inference, use_global_stats): y = (x - mean) / sqrt(var + epsilon) * scale + bias;
+ *    mean_out and var_out are not written (may be NULL).
+ *  - otherwise: the batch's mean and biased variance b_mean, b_var per channel (n * s >= 2, else
+ *    PD_EINVAL), y = (x - b_mean) / sqrt(b_var + epsilon) * scale + bias, and the running
+ *    statistics (Fluid's): mean_out = momentum * mean + (1 - momentum) * b_mean, var_out likewise
+ *    with b_var. mean_out may be mean and var_out var (updated in place); either may be NULL.
+ * saved_mean and saved_inv_std (each may be NULL) get the mean and 1 / sqrt(variance + epsilon)
+ * that normalised y. y must not overlap x. PD_EINVAL for a negative size or epsilon < 0. */
+typedef pd_status pd_k_batch_norm_fn(pd_dtype dt, int64_t n, int64_t c, int64_t s,
+                                     const void *x, const void *scale, const void *bias,
+                                     const void *mean, const void *var, bool global,
+                                     double momentum, double epsilon, void *y, void *mean_out,
+                                     void *var_out, void *saved_mean, void *saved_inv_std);
+/* Its gradient given dy, from the saved_mean and saved_inv_std of the forward run (r):
+ * xhat = (x - saved_mean) * r, dbias = sum(dy), dscale = sum(dy * xhat) per channel, and
+ * dx = scale * r * (dy - (dbias + xhat * dscale) / (n * s)) (batch statistics), or
+ * dx = scale * r * dy (global: the statistics were constants). dx, dscale and dbias may each be
+ * NULL (not wanted). dx may be dy. */
+typedef pd_status pd_k_batch_norm_grad_fn(pd_dtype dt, int64_t n, int64_t c, int64_t s,
+                                          const void *x, const void *scale,
+                                          const void *saved_mean, const void *saved_inv_std,
+                                          bool global, const void *dy, void *dx, void *dscale,
+                                          void *dbias);
+/* Layer normalisation of each row of x [rows, cols]: mean and var [rows] (the biased
+ * variance), y = (x - mean) / sqrt(var + epsilon) * scale + bias, scale and bias [cols] (each
+ * may be NULL: 1, 0). mean and var may be NULL. y must not overlap x. */
+typedef pd_status pd_k_layer_norm_fn(pd_dtype dt, int64_t rows, int64_t cols, const void *x,
+                                     const void *scale, const void *bias, double epsilon,
+                                     void *y, void *mean, void *var);
+/* Its gradient given dy, from the forward mean and var: r = 1 / sqrt(var + epsilon),
+ * xhat = (x - mean) * r, g = dy * scale (dy without scale),
+ * dx = r * (g - mean_cols(g) - xhat * mean_cols(g * xhat)); dscale = sum_rows(dy * xhat),
+ * dbias = sum_rows(dy). dx, dscale and dbias may each be NULL. dx may be dy. */
+typedef pd_status pd_k_layer_norm_grad_fn(pd_dtype dt, int64_t rows, int64_t cols,
+                                          const void *x, const void *scale, const void *mean,
+                                          const void *var, double epsilon, const void *dy,
+                                          void *dx, void *dscale, void *dbias);
+
 /* ---- The backend table. ---- */
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
@@ -474,6 +518,10 @@ typedef struct pd_k_backend {
   pd_k_adam_fn *adam;
   pd_k_act_fn *act;
   pd_k_act_grad_fn *act_grad;
+  pd_k_batch_norm_fn *batch_norm;
+  pd_k_batch_norm_grad_fn *batch_norm_grad;
+  pd_k_layer_norm_fn *layer_norm;
+  pd_k_layer_norm_grad_fn *layer_norm_grad;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

@@ -62,6 +62,17 @@ pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post);
 pd_status pd_k_conv2d_check(const pd_k_conv2d *p);
 /* fp32/fp64, and p is what pd_k_pool2d_setup accepts, with its output size. */
 pd_status pd_k_pool2d_check(pd_dtype dt, const pd_k_pool2d *p);
+/* batch_norm ([n, c, s]) and layer_norm ([n rows, c cols], s = 1): fp32/fp64, sizes >= 0 whose
+ * product fits, epsilon >= 0 (and not NaN); with batch statistics, n * s >= 2 per channel
+ * (one value has no variance to estimate). */
+static inline pd_status pd_k_norm_check(pd_dtype dt, int64_t n, int64_t c, int64_t s,
+                                        double epsilon, bool batch_stats) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (n < 0 || c < 0 || s < 0 || !(epsilon >= 0)) return PD_EINVAL;
+  if (n && c && s && (n > INT64_MAX / c || n * c > INT64_MAX / s)) return PD_EINVAL;
+  if (batch_stats && c > 0 && n * s < 2) return PD_EINVAL;
+  return PD_OK;
+}
 
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {

@@ -120,6 +120,34 @@ static bool set_attr_named(C *c, pd_op_desc *op, const char *name, value *v, pd_
   return pd_cmp_set_attr(c, op, ad, v, loc);
 }
 
+/* The keyword arguments of a call as attributes of op (those named in `skip`, a NULL-terminated
+ * list or NULL, are the caller's). */
+static bool kw_attrs(C *c, call_args *a, const pd_opdef *def, pd_op_desc *op,
+                     const char *const *skip) {
+  for (int k = 0; k < a->nkw; k++) {
+    bool skipped = false;
+    for (int j = 0; skip && skip[j]; j++) skipped = skipped || strcmp(skip[j], a->kw[k]) == 0;
+    if (skipped) continue;
+    const pd_attrdef *ad = pd_opdef_attr(def, a->kw[k]);
+    if (!ad || ad->type == PD_ATTR_BLOCK) {
+      pd_buf b;
+      pd_buf_init(&b);
+      for (int j = 0; skip && skip[j]; j++) pd_buf_printf(&b, "%s%s", b.len ? ", " : "", skip[j]);
+      for (int j = 0; j < def->nattrs; j++)
+        if (def->attrs[j].type != PD_ATTR_BLOCK)
+          pd_buf_printf(&b, "%s%s", b.len ? ", " : "", def->attrs[j].name);
+      pd_cmp_error(c, a->kw_loc[k], "%s has no argument '%s'%s", a->fname, a->kw[k],
+                   b.len ? pd_cmp_fmt(c, " (its %s are %s)", skip ? "arguments" : "attributes",
+                                      b.data)
+                         : "");
+      pd_buf_free(&b);
+      return false;
+    }
+    if (!pd_cmp_set_attr(c, op, ad, a->kwv[k], a->kw_loc[k])) return false;
+  }
+  return true;
+}
+
 /* ---- Generic op wrappers: inputs positionally, then `pattr` positionally, attrs by keyword ---- */
 
 static value *b_op(C *c, const builtin *self, call_args *a) {
@@ -146,21 +174,7 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
       return VERR;
   for (int i = nin; i < a->npos; i++)
     if (!set_attr_named(c, op, self->pattr[i - nin], a->pos[i], a->pos_loc[i])) return VERR;
-  for (int k = 0; k < a->nkw; k++) {
-    const pd_attrdef *ad = pd_opdef_attr(def, a->kw[k]);
-    if (!ad || ad->type == PD_ATTR_BLOCK) {
-      pd_buf b;
-      pd_buf_init(&b);
-      for (int j = 0; j < def->nattrs; j++)
-        if (def->attrs[j].type != PD_ATTR_BLOCK)
-          pd_buf_printf(&b, "%s%s", b.len ? ", " : "", def->attrs[j].name);
-      pd_cmp_error(c, a->kw_loc[k], "%s has no argument '%s'%s", a->fname, a->kw[k],
-                   b.len ? pd_cmp_fmt(c, " (its attributes are %s)", b.data) : "");
-      pd_buf_free(&b);
-      return VERR;
-    }
-    if (!pd_cmp_set_attr(c, op, ad, a->kwv[k], a->kw_loc[k])) return VERR;
-  }
+  if (!kw_attrs(c, a, def, op, NULL)) return VERR;
   /* reduce_sum(x) with no dims reduces everything, as Fluid's layers do (the op's own default,
    * dim = [0], would reduce the first dim only). */
   if (strncmp(self->op, "reduce_", 7) == 0 && !pd_op_attr(op, "dim") &&
@@ -299,6 +313,62 @@ static value *b_accuracy(C *c, const builtin *self, call_args *a) {
   return r == VERR ? VERR : r->list.items[0];
 }
 
+/* batch_norm_op(x, scale, bias, mean, variance, momentum = 0.9, ...): Fluid's batch_norm op,
+ * its attributes by keyword. MeanOut and VarianceOut are mean and variance themselves, updated
+ * in place by a training run, as Fluid's layer binds them. Returns Y. */
+static value *b_batch_norm(C *c, const builtin *self, call_args *a) {
+  static const char *const slots[] = {"X", "Scale", "Bias", "Mean", "Variance"};
+  static const char *const names[] = {"x", "scale", "bias", "mean", "variance", NULL};
+  const pd_opdef *def = pd_opdef_lookup("batch_norm");
+  if (a->npos > 5) {
+    pd_cmp_error(c, a->loc, "%s takes at most 5 positional arguments, got %d", a->fname, a->npos);
+    return VERR;
+  }
+  value *v[5];
+  pd_loc loc[5];
+  for (int i = 0; i < 5; i++) {
+    v[i] = arg(a, i, names[i], &loc[i]);
+    if (!v[i]) {
+      pd_cmp_error(c, a->loc, "%s needs argument '%s'", a->fname, names[i]);
+      return VERR;
+    }
+    if (!want_tensor_arg(c, v[i], loc[i], a->fname, names[i])) return VERR;
+  }
+  pd_op_desc *op = pd_cmp_op_new(c, "batch_norm", a->loc);
+  if (!op) return VERR;
+  for (int i = 0; i < 5; i++)
+    if (!pd_cmp_op_in(c, op, slots[i], v[i], loc[i])) return VERR;
+  if (!kw_attrs(c, a, def, op, names)) return VERR;
+  const char *mo = v[3]->var->name, *vo = v[4]->var->name;
+  if (pd_op_set_output(op, "MeanOut", 1, &mo) || pd_op_set_output(op, "VarianceOut", 1, &vo)) {
+    c->oom = true;
+    return VERR;
+  }
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Y", self->name));
+}
+
+/* layer_norm_op(x, scale = none, bias = none, begin_norm_axis = 1, epsilon = 1e-5): Fluid's
+ * layer_norm op. Returns Y. */
+static value *b_layer_norm(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"x", "scale", "bias", "begin_norm_axis", "epsilon", NULL};
+  static const char *const skip[] = {"x", "scale", "bias", NULL};
+  if (!check_args_kw(c, a, 3, names, 3)) return VERR;
+  pd_loc xloc, sloc, bloc;
+  value *x = need(c, a, 0, "x"), *sc = arg(a, 1, "scale", &sloc), *b = arg(a, 2, "bias", &bloc);
+  arg(a, 0, "x", &xloc);
+  if (!want_tensor_arg(c, x, xloc, a->fname, "x")) return VERR;
+  pd_op_desc *op = pd_cmp_op_new(c, "layer_norm", a->loc);
+  if (!op || !pd_cmp_op_in(c, op, "X", x, xloc)) return VERR;
+  if (sc && sc->k != V_NONE &&
+      (!want_tensor_arg(c, sc, sloc, a->fname, "scale") || !pd_cmp_op_in(c, op, "Scale", sc, sloc)))
+    return VERR;
+  if (b && b->k != V_NONE &&
+      (!want_tensor_arg(c, b, bloc, a->fname, "bias") || !pd_cmp_op_in(c, op, "Bias", b, bloc)))
+    return VERR;
+  if (!kw_attrs(c, a, pd_opdef_lookup("layer_norm"), op, skip)) return VERR;
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Y", self->name));
+}
+
 /* ---- Tensors from the script ---- */
 
 static value *b_data(C *c, const builtin *self, call_args *a) {
@@ -412,12 +482,13 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   return true;
 }
 
-/* param(shape, init = ..., name = ..., dtype = float32, kind = "w"), or param("name", shape, ...):
- * a trainable parameter of the global block. Inside a function call it is named after the call
+/* param(shape, init = ..., name = ..., dtype = float32, kind = "w", trainable = true), or
+ * param("name", shape, ...): a parameter of the global block, trainable unless trainable = false
+ * (then it is persistable state no gradient reaches: batch_norm's running statistics). Inside a function call it is named after the call
  * ("fc_0.w_0"). A named parameter that exists already is returned when its shape matches: that
  * is how blocks share parameters. */
 static value *b_param(C *c, const builtin *self, call_args *a) {
-  static const char *const names[] = {"shape", "init", "name", "dtype", "kind", NULL};
+  static const char *const names[] = {"shape", "init", "name", "dtype", "kind", "trainable", NULL};
   int first = a->npos > 0 && a->pos[0]->k == V_STR ? 1 : 0;
   call_args sub = *a;
   sub.npos -= first;
@@ -426,10 +497,11 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   if (sub.pos_start) sub.pos_start += first;
   (void)self;
   if (!check_args(c, &sub, 2, names)) return VERR;
-  pd_loc sloc, iloc, nloc, dloc, kloc;
+  pd_loc sloc, iloc, nloc, dloc, kloc, tloc;
   value *shape = arg(&sub, 0, "shape", &sloc), *init = arg(&sub, 1, "init", &iloc);
   value *name = first ? a->pos[0] : arg(&sub, -1, "name", &nloc);
   value *dt = arg(&sub, -1, "dtype", &dloc), *kind = arg(&sub, -1, "kind", &kloc);
+  value *trainable = arg(&sub, -1, "trainable", &tloc);
   if (first) nloc = a->pos_loc[0];
   if (!shape) {
     pd_cmp_error(c, a->loc, "param needs a shape, such as [784, 256]");
@@ -454,6 +526,11 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
     pd_cmp_error(c, kloc, "param: 'kind' must be a string such as \"w\" or \"b\"");
     return VERR;
   }
+  if (trainable && trainable->k != V_BOOL) {
+    pd_cmp_error(c, tloc, "param: 'trainable' must be true or false");
+    return VERR;
+  }
+  bool frozen = trainable && !trainable->b;
   pd_block *b0 = c->unit->main->blocks[0];
   const char *pname;
   if (name && name->k == V_STR) {
@@ -466,6 +543,12 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
         pd_var_desc probe = {.ndims = nd, .dims = dims};
         pd_cmp_error(c, nloc, "'%s' exists with shape %s; it cannot be reused with shape %s", pname,
                      pd_cmp_dims_str(c, old), pd_cmp_dims_str(c, &probe));
+        return VERR;
+      }
+      if (old->stop_gradient != frozen) {
+        pd_cmp_error(c, nloc, "'%s' exists as a %s parameter; it cannot be reused as a %s one",
+                     pname, frozen ? "trainable" : "non-trainable",
+                     frozen ? "non-trainable" : "trainable");
         return VERR;
       }
       return pd_cmp_vtensor(c, old);
@@ -482,6 +565,7 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   }
   v->dtype = dt ? dt->dtype : PD_FP32;
   v->persistable = true;
+  v->stop_gradient = frozen;
   if (!init_param(c, v, init, iloc)) return VERR;
   if (!c->call && !(name && name->k == V_STR)) c->last_param = v;
   return pd_cmp_vtensor(c, v);
@@ -1217,6 +1301,7 @@ static const builtin builtins[] = {
     FN("adam", b_record),
     OP1A("argmax", "arg_max", "Out", "axis"),
     FN("assert_close", b_action),
+    FN("batch_norm_op", b_batch_norm),
     FN("cast", b_cast),
     FN("concat", b_concat),
     OP2("conv2d", "conv2d", "Input", "Filter", "Output"),
@@ -1236,6 +1321,7 @@ static const builtin builtins[] = {
     OP1A("gelu", "gelu", "Out", "approximate"),
     FN("get_variable", b_get_variable),
     OP1("hard_swish", "hard_swish", "Out"),
+    FN("layer_norm_op", b_layer_norm),
     OP1A("leaky_relu", "leaky_relu", "Out", "alpha"),
     FN("len", b_len),
     FN("lines", b_record),

@@ -79,6 +79,14 @@ PD_UNARY_(assign, DIFF | ROW_X)
 PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("shape"), INT("dtype", PD_FP32), FLOATS_EMPTY("fp32_values"),
             INTS_EMPTY("int32_values"), LONGS_EMPTY("int64_values"), INTS_EMPTY("bool_values")))
+PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
+      IN(ONE("X"), ONE("Scale"), ONE("Bias"), ONE("Mean"), ONE("Variance"),
+         OPT("MomentumTensor")),
+      OUT(ONE("Y"), ONE("MeanOut"), ONE("VarianceOut"), TEMP("SavedMean"), TEMP("SavedVariance"),
+          OPT("ReserveSpace")),
+      ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),
+            ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
+            BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
 PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
 PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
@@ -130,6 +138,10 @@ PD_COMPARE_(greater_equal)
 PD_COMPARE_(greater_than)
 PD_ACT_(hard_swish, FLOAT("threshold", 6.0), FLOAT("scale", 6.0), FLOAT("offset", 3.0))
 PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
+PD_OP(layer_norm, DIFF | FP_IN | GPU | GPU_GRAD, layer_norm,
+      IN(ONE("X"), OPT("Scale"), OPT("Bias")),
+      OUT(ONE("Y"), TEMP("Mean"), TEMP("Variance")),
+      ATTRS(INT("begin_norm_axis", 1), FLOAT("epsilon", 1e-5)))
 PD_ACT_(leaky_relu, FLOAT("alpha", 0.02))
 PD_COMPARE_(less_equal)
 PD_COMPARE_(less_than)

@@ -57,6 +57,10 @@ static const pd_k_backend cpu_backend = {
     .adam = pd_kcpu_adam,
     .act = pd_kcpu_act,
     .act_grad = pd_kcpu_act_grad,
+    .batch_norm = pd_kcpu_batch_norm,
+    .batch_norm_grad = pd_kcpu_batch_norm_grad,
+    .layer_norm = pd_kcpu_layer_norm,
+    .layer_norm_grad = pd_kcpu_layer_norm_grad,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -148,5 +148,9 @@ pd_k_gaussian_fn pd_kcpu_gaussian;
 pd_k_adam_fn pd_kcpu_adam;
 pd_k_act_fn pd_kcpu_act;            /* act.c */
 pd_k_act_grad_fn pd_kcpu_act_grad;
+pd_k_batch_norm_fn pd_kcpu_batch_norm;
+pd_k_batch_norm_grad_fn pd_kcpu_batch_norm_grad;
+pd_k_layer_norm_fn pd_kcpu_layer_norm;
+pd_k_layer_norm_grad_fn pd_kcpu_layer_norm_grad;
 
 #endif /* PD_KERNELS_CPU_H */

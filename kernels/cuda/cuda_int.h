@@ -198,6 +198,10 @@ pd_k_gaussian_fn pd_kcu_gaussian;
 pd_k_adam_fn pd_kcu_adam;
 pd_k_act_fn pd_kcu_act;            /* act.cu */
 pd_k_act_grad_fn pd_kcu_act_grad;
+pd_k_batch_norm_fn pd_kcu_batch_norm;
+pd_k_batch_norm_grad_fn pd_kcu_batch_norm_grad;
+pd_k_layer_norm_fn pd_kcu_layer_norm;
+pd_k_layer_norm_grad_fn pd_kcu_layer_norm_grad;
 
 /* ---- Shared between files. ---- */
 /* Strided-batched GEMM on device buffers after the checks (gemm.cu): used by the convolutions.

@@ -500,6 +500,10 @@ static const pd_k_backend cuda_backend = {
     .adam = entry<pd_kcu_adam>::call,
     .act = entry<pd_kcu_act>::call,
     .act_grad = entry<pd_kcu_act_grad>::call,
+    .batch_norm = entry<pd_kcu_batch_norm>::call,
+    .batch_norm_grad = entry<pd_kcu_batch_norm_grad>::call,
+    .layer_norm = entry<pd_kcu_layer_norm>::call,
+    .layer_norm_grad = entry<pd_kcu_layer_norm_grad>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

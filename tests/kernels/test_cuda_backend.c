@@ -1133,6 +1133,120 @@ static void test_random(void) {
 /* ---- Without a GPU ---- */
 
 /* A build without CUDA: the device API says so (kernels/cuda/none.c). */
+/* ---- batch_norm and layer_norm, with their gradients ---- */
+
+static void test_norm(void) {
+  /* [n, c, s] views: NCHW, NC (s = 1), one long channel, many channels (blocks loop). */
+  static const int64_t nshapes[][3] = {{4, 3, 5}, {7, 6, 1}, {2, 2, 700}, {3, 70000, 1}};
+  static const int64_t lshapes[][2] = {{5, 7}, {3, 1000}, {70000, 3}, {1, 1}};
+  for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
+    pd_dtype dt = floats[t];
+    size_t sz = pd_dtype_size(dt);
+    for (size_t k = 0; k < PD_ARRAY_LEN(nshapes); k++) {
+      int64_t n = nshapes[k][0], c = nshapes[k][1], s = nshapes[k][2], m = n * c * s;
+      for (int global = 0; global < 2; global++) {
+        buf x = B_rand(dt, m, -2, 3), sc = B_rand(dt, c, 0.5, 2), bi = B_rand(dt, c, -1, 1);
+        buf mean = B_rand(dt, c, -1, 1), var = B_rand(dt, c, 0.5, 2), y = B_out((size_t)m * sz);
+        buf sm = B_out((size_t)c * sz), sr = B_out((size_t)c * sz);
+        /* Batch statistics: the running ones updated in place. */
+        same_status(G->batch_norm(dt, n, c, s, x.d, sc.d, bi.d, mean.d, var.d, global, 0.9,
+                                  1e-5, y.d, global ? NULL : mean.d, global ? NULL : var.d,
+                                  sm.d, sr.d),
+                    C->batch_norm(dt, n, c, s, x.h, sc.h, bi.h, mean.h, var.h, global, 0.9,
+                                  1e-5, y.h, global ? NULL : mean.h, global ? NULL : var.h,
+                                  sm.h, sr.h),
+                    "batch_norm %s [%lld, %lld, %lld]%s: status", dn(dt), (long long)n,
+                    (long long)c, (long long)s, global ? " global" : "");
+        same(dt, &y, m, "batch_norm %s [%lld, %lld, %lld]%s: y", dn(dt), (long long)n,
+             (long long)c, (long long)s, global ? " global" : "");
+        same(dt, &sm, c, "batch_norm %s%s: saved mean", dn(dt), global ? " global" : "");
+        same(dt, &sr, c, "batch_norm %s%s: saved inverse std", dn(dt), global ? " global" : "");
+        same(dt, &mean, c, "batch_norm %s%s: running mean", dn(dt), global ? " global" : "");
+        same(dt, &var, c, "batch_norm %s%s: running variance", dn(dt), global ? " global" : "");
+        /* The gradient from the CPU's saved statistics, then with dx in place of dy. */
+        B_sync_up(&sm, sm.h);
+        B_sync_up(&sr, sr.h);
+        buf dy = B_rand(dt, m, -1, 1), dx = B_out((size_t)m * sz), ds = B_out((size_t)c * sz),
+            db = B_out((size_t)c * sz);
+        same_status(G->batch_norm_grad(dt, n, c, s, x.d, sc.d, sm.d, sr.d, global, dy.d, dx.d,
+                                       ds.d, db.d),
+                    C->batch_norm_grad(dt, n, c, s, x.h, sc.h, sm.h, sr.h, global, dy.h, dx.h,
+                                       ds.h, db.h),
+                    "batch_norm_grad %s: status", dn(dt));
+        same(dt, &dx, m, "batch_norm_grad %s [%lld, %lld, %lld]%s: dx", dn(dt), (long long)n,
+             (long long)c, (long long)s, global ? " global" : "");
+        same(dt, &ds, c, "batch_norm_grad %s%s: dscale", dn(dt), global ? " global" : "");
+        same(dt, &db, c, "batch_norm_grad %s%s: dbias", dn(dt), global ? " global" : "");
+        C->batch_norm_grad(dt, n, c, s, x.h, sc.h, sm.h, sr.h, global, dy.h, dy.h, NULL, NULL);
+        G->batch_norm_grad(dt, n, c, s, x.d, sc.d, sm.d, sr.d, global, dy.d, dy.d, NULL, NULL);
+        same(dt, &dy, m, "batch_norm_grad %s%s: dx in place of dy", dn(dt),
+             global ? " global" : "");
+        B_free(&x), B_free(&sc), B_free(&bi), B_free(&mean), B_free(&var), B_free(&y),
+            B_free(&sm), B_free(&sr), B_free(&dy), B_free(&dx), B_free(&ds), B_free(&db);
+      }
+    }
+    for (size_t k = 0; k < PD_ARRAY_LEN(lshapes); k++) {
+      int64_t rows = lshapes[k][0], cols = lshapes[k][1], m = rows * cols;
+      for (int affine = 0; affine < 2; affine++) {
+        buf x = B_rand(dt, m, -2, 3), sc = B_rand(dt, cols, 0.5, 2), bi = B_rand(dt, cols, -1, 1);
+        buf y = B_out((size_t)m * sz), mean = B_out((size_t)rows * sz),
+            var = B_out((size_t)rows * sz);
+        same_status(G->layer_norm(dt, rows, cols, x.d, affine ? sc.d : NULL,
+                                  affine ? bi.d : NULL, 1e-5, y.d, mean.d, var.d),
+                    C->layer_norm(dt, rows, cols, x.h, affine ? sc.h : NULL,
+                                  affine ? bi.h : NULL, 1e-5, y.h, mean.h, var.h),
+                    "layer_norm %s: status", dn(dt));
+        same(dt, &y, m, "layer_norm %s [%lld, %lld]%s: y", dn(dt), (long long)rows,
+             (long long)cols, affine ? " scale, bias" : "");
+        same(dt, &mean, rows, "layer_norm %s%s: mean", dn(dt), affine ? " scale, bias" : "");
+        same(dt, &var, rows, "layer_norm %s%s: variance", dn(dt), affine ? " scale, bias" : "");
+        B_sync_up(&mean, mean.h);
+        B_sync_up(&var, var.h);
+        buf dy = B_rand(dt, m, -1, 1), dx = B_out((size_t)m * sz), ds = B_out((size_t)cols * sz),
+            db = B_out((size_t)cols * sz);
+        same_status(G->layer_norm_grad(dt, rows, cols, x.d, affine ? sc.d : NULL, mean.d, var.d,
+                                       1e-5, dy.d, dx.d, ds.d, db.d),
+                    C->layer_norm_grad(dt, rows, cols, x.h, affine ? sc.h : NULL, mean.h, var.h,
+                                       1e-5, dy.h, dx.h, ds.h, db.h),
+                    "layer_norm_grad %s: status", dn(dt));
+        same(dt, &dx, m, "layer_norm_grad %s [%lld, %lld]%s: dx", dn(dt), (long long)rows,
+             (long long)cols, affine ? " scale, bias" : "");
+        same(dt, &ds, cols, "layer_norm_grad %s%s: dscale", dn(dt), affine ? " scale" : "");
+        same(dt, &db, cols, "layer_norm_grad %s%s: dbias", dn(dt), affine ? " scale" : "");
+        C->layer_norm_grad(dt, rows, cols, x.h, affine ? sc.h : NULL, mean.h, var.h, 1e-5, dy.h,
+                           dy.h, ds.h, NULL);
+        G->layer_norm_grad(dt, rows, cols, x.d, affine ? sc.d : NULL, mean.d, var.d, 1e-5, dy.d,
+                           dy.d, ds.d, NULL);
+        same(dt, &dy, m, "layer_norm_grad %s%s: dx in place of dy", dn(dt),
+             affine ? " scale" : "");
+        same(dt, &ds, cols, "layer_norm_grad %s%s: dscale before dx overwrites dy", dn(dt),
+             affine ? " scale" : "");
+        B_free(&x), B_free(&sc), B_free(&bi), B_free(&y), B_free(&mean), B_free(&var),
+            B_free(&dy), B_free(&dx), B_free(&ds), B_free(&db);
+      }
+    }
+  }
+  /* The same statuses for bad arguments. */
+  buf x = B_rand(PD_FP32, 8, 0, 1), o = B_out(64);
+  same_status(G->batch_norm(PD_FP32, 1, 4, 1, x.d, x.d, x.d, x.d, x.d, false, 0.9, 1e-5, o.d,
+                            NULL, NULL, NULL, NULL),
+              C->batch_norm(PD_FP32, 1, 4, 1, x.h, x.h, x.h, x.h, x.h, false, 0.9, 1e-5, o.h,
+                            NULL, NULL, NULL, NULL),
+              "batch_norm: one value per channel in training is PD_EINVAL");
+  same_status(G->batch_norm(PD_INT32, 2, 2, 1, x.d, x.d, x.d, x.d, x.d, true, 0.9, 1e-5, o.d,
+                            NULL, NULL, NULL, NULL),
+              C->batch_norm(PD_INT32, 2, 2, 1, x.h, x.h, x.h, x.h, x.h, true, 0.9, 1e-5, o.h,
+                            NULL, NULL, NULL, NULL),
+              "batch_norm int32: unsupported");
+  same_status(G->layer_norm(PD_FP32, -1, 2, x.d, NULL, NULL, 1e-5, o.d, NULL, NULL),
+              C->layer_norm(PD_FP32, -1, 2, x.h, NULL, NULL, 1e-5, o.h, NULL, NULL),
+              "layer_norm: a negative size");
+  same_status(G->layer_norm(PD_FP32, 2, 2, x.d, NULL, NULL, -1, o.d, NULL, NULL),
+              C->layer_norm(PD_FP32, 2, 2, x.h, NULL, NULL, -1, o.h, NULL, NULL),
+              "layer_norm: a negative epsilon");
+  B_free(&x), B_free(&o);
+}
+
 static int test_without_cuda(const pd_error *err) {
   is_int(err->status, PD_EUNSUPPORTED, "pd_k_cuda_open: PD_EUNSUPPORTED");
   is_str(err->msg, "this pdlang was built without CUDA (configure --with-cuda)", "its message");
@@ -1183,5 +1297,6 @@ int main(int argc, char **argv) {
   test_transpose_concat();
   test_rows();
   test_random();
+  test_norm();
   return tap_done();
 }

@@ -71,10 +71,26 @@ static bool is_needed(const frame *f, const char *name) {
   return false;
 }
 
+static bool reads(const pd_op_desc *op, const char *name) {
+  for (int s = 0; s < op->ninputs; s++)
+    for (int a = 0; a < op->inputs[s].nargs; a++)
+      if (strcmp(op->inputs[s].args[a], name) == 0) return true;
+  return false;
+}
+
+/* An op that reads and writes a persistable var updates state in place (batch_norm's running
+ * statistics): the var's value is in the global scope, so wanting it does not keep the op. */
+static bool updates_state(const frame *f, const pd_op_desc *op, const char *name) {
+  const pd_var_desc *v = pd_block_find_var_visible(f->b, name, NULL);
+  return v && v->persistable && reads(op, name);
+}
+
 static bool writes_needed(const frame *f, const pd_op_desc *op) {
   for (int s = 0; s < op->noutputs; s++)
-    for (int a = 0; a < op->outputs[s].nargs; a++)
-      if (is_needed(f, op->outputs[s].args[a])) return true;
+    for (int a = 0; a < op->outputs[s].nargs; a++) {
+      const char *n = op->outputs[s].args[a];
+      if (is_needed(f, n) && !updates_state(f, op, n)) return true;
+    }
   return false;
 }
 

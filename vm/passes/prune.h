@@ -3,7 +3,9 @@
  * What actions (print, eval, save) and the REPL run before executing a program.
  *
  * Rules, in the order the pass applies them (ops are visited last to first in each block):
- *   - An op is kept when it writes a var that is needed; its inputs become needed.
+ *   - An op is kept when it writes a var that is needed; its inputs become needed. A write to a
+ *     persistable var that the op also reads (an update of state in place: batch_norm's
+ *     MeanOut/VarianceOut) does not count: that var's value is the one in the global scope.
  *   - An op that owns sub-blocks (a BLOCK or BLOCKS attribute: conditional_block's, while's and
  *     recurrent's "sub_block") is kept whole -- every slot, every attribute -- when it is kept at
  *     all. Its sub-block is pruned in turn, relative to what the op reads and writes (its input

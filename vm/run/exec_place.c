@@ -27,6 +27,8 @@ static const pd_exec_slot_rule rules[] = {
     {"adam", "Beta1PowOut", false, PD_WHERE_HOST},
     {"adam", "Beta2PowOut", false, PD_WHERE_HOST},
     {"scale", "ScaleTensor", true, PD_WHERE_HOST},
+    {"batch_norm", "MomentumTensor", true, PD_WHERE_HOST},
+    {"batch_norm_grad", "MomentumTensor", true, PD_WHERE_HOST},
     /* Shapes and values given as tensors are read on the host. */
     {"fill_constant", "ShapeTensor", true, PD_WHERE_HOST},
     {"fill_constant", "ShapeTensorList", true, PD_WHERE_HOST},

@@ -1,0 +1,90 @@
+/* norm.c -- batch normalisation (per channel of [n, c, s]) and layer normalisation (per row of
+ * [rows, cols]) with their gradients, for the batch_norm and layer_norm ops. Channels, rows or
+ * columns are independent and split across the pool's threads; each keeps its sums in double,
+ * so the results do not depend on the thread count. */
+#include "config.h"
+#include "kernels/cpu/cpu.h"
+
+#include <math.h>
+
+typedef struct norm_job {
+  const void *x, *scale, *bias;
+  const void *mean, *var;      /* inputs: running (or saved, or forward) statistics */
+  const void *dy;
+  void *y;                     /* y, or dx */
+  void *mean_out, *var_out;    /* forward outputs */
+  void *saved_mean, *saved_r;  /* batch_norm's saved statistics */
+  void *dscale, *dbias;
+  int64_t n, c, s;
+  double eps, momentum;
+  bool global;
+} norm_job;
+
+#define T float
+#define TN f32
+#include "kernels/cpu/norm_t.h"
+#define T double
+#define TN f64
+#include "kernels/cpu/norm_t.h"
+
+#define BY_TYPE(dt, fn) ((dt) == PD_FP32 ? fn##_f32 : fn##_f64)
+
+/* Split count items of `cost` elements each across threads. */
+static void run(int64_t count, int64_t cost, pd_kcpu_range_fn *fn, norm_job *job) {
+  int64_t grain = cost >= PD_KCPU_GRAIN ? 1 : PD_KCPU_GRAIN / (cost > 0 ? cost : 1);
+  pd_kcpu_parallel(count, grain, fn, job);
+}
+
+pd_status pd_kcpu_batch_norm(pd_dtype dt, int64_t n, int64_t c, int64_t s, const void *x,
+                             const void *scale, const void *bias, const void *mean,
+                             const void *var, bool global, double momentum, double epsilon,
+                             void *y, void *mean_out, void *var_out, void *saved_mean,
+                             void *saved_inv_std) {
+  pd_status st = pd_k_norm_check(dt, n, c, s, epsilon, !global);
+  if (st) return st;
+  norm_job job = {.x = x, .scale = scale, .bias = bias, .mean = mean, .var = var, .y = y,
+                  .mean_out = mean_out, .var_out = var_out, .saved_mean = saved_mean,
+                  .saved_r = saved_inv_std, .n = n, .c = c, .s = s, .eps = epsilon,
+                  .momentum = momentum, .global = global};
+  run(c, n * s * 3, BY_TYPE(dt, bn_fwd_range), &job);
+  return PD_OK;
+}
+
+pd_status pd_kcpu_batch_norm_grad(pd_dtype dt, int64_t n, int64_t c, int64_t s, const void *x,
+                                  const void *scale, const void *saved_mean,
+                                  const void *saved_inv_std, bool global, const void *dy,
+                                  void *dx, void *dscale, void *dbias) {
+  pd_status st = pd_k_norm_check(dt, n, c, s, 0, false);
+  if (st) return st;
+  norm_job job = {.x = x, .scale = scale, .mean = saved_mean, .var = saved_inv_std, .dy = dy,
+                  .y = dx, .dscale = dscale, .dbias = dbias, .n = n, .c = c, .s = s,
+                  .global = global};
+  run(c, n * s * 2, BY_TYPE(dt, bn_bwd_range), &job);
+  return PD_OK;
+}
+
+pd_status pd_kcpu_layer_norm(pd_dtype dt, int64_t rows, int64_t cols, const void *x,
+                             const void *scale, const void *bias, double epsilon, void *y,
+                             void *mean, void *var) {
+  pd_status st = pd_k_norm_check(dt, rows, cols, 1, epsilon, false);
+  if (st) return st;
+  norm_job job = {.x = x, .scale = scale, .bias = bias, .y = y, .mean_out = mean,
+                  .var_out = var, .n = rows, .c = cols, .s = 1, .eps = epsilon};
+  run(rows, cols * 3, BY_TYPE(dt, ln_fwd_range), &job);
+  return PD_OK;
+}
+
+pd_status pd_kcpu_layer_norm_grad(pd_dtype dt, int64_t rows, int64_t cols, const void *x,
+                                  const void *scale, const void *mean, const void *var,
+                                  double epsilon, const void *dy, void *dx, void *dscale,
+                                  void *dbias) {
+  pd_status st = pd_k_norm_check(dt, rows, cols, 1, epsilon, false);
+  if (st) return st;
+  norm_job job = {.x = x, .scale = scale, .mean = mean, .var = var, .dy = dy, .y = dx,
+                  .dscale = dscale, .dbias = dbias, .n = rows, .c = cols, .s = 1,
+                  .eps = epsilon};
+  /* dscale and dbias first: dx may be dy. */
+  if (dscale || dbias) run(cols, rows * 2, BY_TYPE(dt, ln_dparam_range), &job);
+  if (dx && cols > 0) run(rows, cols * 3, BY_TYPE(dt, ln_dx_range), &job);
+  return PD_OK;
+}

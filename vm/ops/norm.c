@@ -1,0 +1,355 @@
+/* norm.c -- the normalisation ops: batch_norm (NCHW, NHWC and NC; batch statistics in training
+ * with Fluid's update of the running mean and variance, the running ones with is_test or
+ * use_global_stats) and layer_norm (begin_norm_axis, optional Scale and Bias): their shape
+ * functions, kernels and gradient kernels. The math is the backend's (kernels/kernels.h,
+ * batch_norm, layer_norm and their gradients), so both ops run on the GPU. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vm/ops/infershape.h"
+#include "vm/ops/kern.h"
+
+/* ================================================================ shape functions */
+
+/* A per-channel (or per-column) input: one dim of size n, X's dtype. */
+static pd_status infer_vec(pd_infer_ctx *c, const char *slot, int64_t n, const char *of,
+                           pd_dtype dt) {
+  const pd_var_desc *v;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, slot, 0, &v, &d);
+  if (st || (st = pd_infer_same_dtype(c, "X", dt, slot, v->dtype))) return st;
+  if (d.n >= 0 && d.n != 1)
+    return pd_infer_fail(c, PD_ESHAPE, "%s must have 1 dim [%s], got %s", slot, of,
+                         pd_infer_dims_str(&d, s));
+  if (d.n == 1 && d.d[0] >= 0 && n >= 0 && d.d[0] != n)
+    return pd_infer_fail(c, PD_ESHAPE, "%s %s must have %" PRId64 " elements (the %s)", slot,
+                         pd_infer_dims_str(&d, s), n, of);
+  return PD_OK;
+}
+
+static pd_status infer_epsilon(pd_infer_ctx *c) {
+  double eps = pd_infer_attr_float(c, "epsilon");
+  if (!(eps >= 0))
+    return pd_infer_fail(c, PD_EINVAL, "epsilon must be non-negative, got %g", eps);
+  return PD_OK;
+}
+
+/* batch_norm: X [N, C, ...] (NCHW) or [N, ..., C] (NHWC), rank 2 to 5; Scale, Bias, Mean and
+ * Variance [C]; Y like X; MeanOut, VarianceOut, SavedMean and SavedVariance [C]. */
+pd_status pd_infer_batch_norm(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st || (st = infer_epsilon(c))) return st;
+  if (d.n >= 0 && (d.n < 2 || d.n > 5))
+    return pd_infer_fail(c, PD_ESHAPE, "X must have 2 to 5 dims ([N, C] or [N, C, H, W]), got %s",
+                         pd_infer_dims_str(&d, s));
+  bool nhwc = strcmp(pd_infer_attr_str(c, "data_layout"), "NHWC") == 0;
+  int64_t ch = d.n < 0 ? -1 : d.d[nhwc ? d.n - 1 : 1];
+  static const char *const vecs[] = {"Scale", "Bias", "Mean", "Variance"};
+  for (int i = 0; i < 4; i++)
+    if ((st = infer_vec(c, vecs[i], ch, "channels of X", x->dtype))) return st;
+  pd_infer_dims v = {.n = 1, .d = {ch}};
+  static const char *const outs[] = {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"};
+  if ((st = pd_infer_set_out(c, "Y", 0, &d, x->dtype, x->lod_level))) return st;
+  for (int i = 0; i < 4; i++)
+    if ((st = pd_infer_set_out(c, outs[i], 0, &v, x->dtype, 0))) return st;
+  return PD_OK;
+}
+
+/* layer_norm: X split at begin_norm_axis into [left, right] (rows, and the values of a row);
+ * Scale and Bias [right]; Y like X; Mean and Variance [left]. */
+pd_status pd_infer_layer_norm(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st || (st = infer_epsilon(c))) return st;
+  int64_t b = pd_infer_attr_int(c, "begin_norm_axis");
+  if (d.n >= 0 && (b < 1 || b >= d.n))
+    return pd_infer_fail(c, PD_EINVAL, "begin_norm_axis must be in [1, %d) for X %s, got %" PRId64,
+                         d.n, pd_infer_dims_str(&d, s), b);
+  if (d.n < 0 && b < 1)
+    return pd_infer_fail(c, PD_EINVAL, "begin_norm_axis must be at least 1, got %" PRId64, b);
+  int64_t left = -1, right = -1;
+  if (d.n >= 0) {
+    left = right = 1;
+    for (int i = 0; i < d.n; i++) {
+      int64_t *p = i < b ? &left : &right;
+      *p = d.d[i] < 0 || *p < 0 ? -1 : pd_infer_dim_mul(*p, d.d[i]);
+    }
+  }
+  static const char *const vecs[] = {"Scale", "Bias"};
+  for (int i = 0; i < 2; i++)
+    if (pd_infer_nin(c, vecs[i]) &&
+        (st = infer_vec(c, vecs[i], right, "values normalised", x->dtype)))
+      return st;
+  pd_infer_dims v = {.n = 1, .d = {left}};
+  if ((st = pd_infer_set_out(c, "Y", 0, &d, x->dtype, x->lod_level)) ||
+      (st = pd_infer_set_out(c, "Mean", 0, &v, x->dtype, 0)))
+    return st;
+  return pd_infer_set_out(c, "Variance", 0, &v, x->dtype, 0);
+}
+
+/* ================================================================ kernels */
+
+/* A [n] vector input of X's dtype (slot names it in messages). */
+static pd_status want_vec(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
+                          const pd_tensor *x, int64_t n, const char *of) {
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  pd_status st = want_same_dtype(ctx, slot, t, "X", x);
+  if (st) return st;
+  if (t->ndims != 1 || t->dims[0] != n)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "%s (var '%s') is %s but X %s has %" PRId64 " %s", slot,
+                       in_name(ctx, slot, 0), shape_str(t, s1), shape_str(x, s2), n, of);
+  return PD_OK;
+}
+
+/* ---- batch_norm ---- */
+
+typedef struct bn_shape {
+  int64_t n, c, s;
+} bn_shape;
+
+/* X viewed as [n, c, s]: NCHW [N, C, rest...] -> [N, C, prod(rest)]; NHWC [..., C] ->
+ * [prod(...), C, 1]. */
+static pd_status bn_view(const pd_exec_ctx *ctx, const pd_tensor *x, bn_shape *v) {
+  char s[DIMS_BUF];
+  if (x->ndims < 2 || x->ndims > 5)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X (var '%s') must have 2 to 5 dims ([N, C] or "
+                       "[N, C, H, W]), got %s", in_name(ctx, "X", 0), shape_str(x, s));
+  if (strcmp(pd_ctx_attr_str(ctx, "data_layout"), "NHWC") == 0) {
+    *v = (bn_shape){prod(x->dims, 0, x->ndims - 1), x->dims[x->ndims - 1], 1};
+  } else {
+    *v = (bn_shape){x->dims[0], x->dims[1], prod(x->dims, 2, x->ndims)};
+  }
+  return PD_OK;
+}
+
+/* Fluid's rule: the running statistics normalise with is_test (unless trainable_statistics)
+ * or use_global_stats; otherwise the batch's own. */
+static bool bn_global(const pd_exec_ctx *ctx) {
+  return (pd_ctx_attr_bool(ctx, "is_test") && !pd_ctx_attr_bool(ctx, "trainable_statistics")) ||
+         pd_ctx_attr_bool(ctx, "use_global_stats");
+}
+
+static pd_status bn_momentum(const pd_exec_ctx *ctx, double *m) {
+  const pd_tensor *t;
+  pd_status st = in_opt(ctx, "MomentumTensor", &t);
+  *m = pd_ctx_attr_float(ctx, "momentum");
+  if (st || !t) return st;
+  /* MomentumTensor stays on the host (vm/run/exec_place.c). */
+  return scalar_in(ctx, "MomentumTensor", t, m);
+}
+
+pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias, *mean, *var;
+  pd_tensor *y, *mo, *vo, *sm, *sv;
+  pd_status st;
+  bn_shape v;
+  double momentum, eps = pd_ctx_attr_float(ctx, "epsilon");
+  bool global = bn_global(ctx);
+  char s[DIMS_BUF];
+  if ((st = in1(ctx, "X", &x)) || (st = want_float(ctx, "X", x)) || (st = bn_view(ctx, x, &v)) ||
+      (st = in1(ctx, "Scale", &scale)) || (st = in1(ctx, "Bias", &bias)) ||
+      (st = in1(ctx, "Mean", &mean)) || (st = in1(ctx, "Variance", &var)) ||
+      (st = want_vec(ctx, "Scale", scale, x, v.c, "channels")) ||
+      (st = want_vec(ctx, "Bias", bias, x, v.c, "channels")) ||
+      (st = want_vec(ctx, "Mean", mean, x, v.c, "channels")) ||
+      (st = want_vec(ctx, "Variance", var, x, v.c, "channels")) ||
+      (st = bn_momentum(ctx, &momentum)) || (st = out1(ctx, "Y", &y)) ||
+      (st = out1(ctx, "MeanOut", &mo)) || (st = out1(ctx, "VarianceOut", &vo)) ||
+      (st = out_opt(ctx, "SavedMean", &sm)) || (st = out_opt(ctx, "SavedVariance", &sv)))
+    return st;
+  if (!(eps >= 0)) return pd_ctx_fail(ctx, PD_EINVAL, "epsilon must be non-negative, got %g", eps);
+  if (!global && v.c > 0 && v.n * v.s < 2)
+    return pd_ctx_fail(ctx, PD_EINVAL,
+                       "training normalises each channel by the batch's own statistics, but X "
+                       "(var '%s') %s has %s value per channel (N * H * W = %" PRId64 "), "
+                       "which has no variance to estimate; use a batch of at least 2 rows (or "
+                       "is_test / use_global_stats)", in_name(ctx, "X", 0), shape_str(x, s),
+                       v.n * v.s == 1 ? "one" : "no", v.n * v.s);
+  hold h;
+  hold_init(&h);
+  /* Inference leaves the running statistics as they are: MeanOut is Mean in Fluid's programs. */
+  bool keep_m = global && mo == mean, keep_v = global && vo == var;
+  pd_tensor *outs[4] = {keep_m ? NULL : mo, keep_v ? NULL : vo, sm, sv};
+  const pd_tensor **ins[6] = {&x, &scale, &bias, &mean, &var, NULL};
+  for (int o = 0; o < 4 && !st; o++)
+    for (int i = 0; ins[i] && !st; i++) st = unalias(ctx, &h, outs[o], ins[i]);
+  for (int i = 0; ins[i] && !st; i++) st = unalias(ctx, &h, y, ins[i]);
+  if (st) goto done;
+  int64_t vd[1] = {v.c};
+  if ((st = resize_like(ctx, y, x, x))) goto done;
+  for (int o = 0; o < 4 && !st; o++)
+    if (outs[o]) st = resize(ctx, outs[o], x->dtype, 1, vd, NULL);
+  if (st) goto done;
+  size_t vbytes = (size_t)v.c * pd_dtype_size(x->dtype);
+  if (global && !keep_m &&
+      (st = pd_ctx_copy(ctx, pd_tensor_data(mo), pd_tensor_data(mean), vbytes)))
+    goto done;
+  if (global && !keep_v &&
+      (st = pd_ctx_copy(ctx, pd_tensor_data(vo), pd_tensor_data(var), vbytes)))
+    goto done;
+  if (pd_tensor_numel(x) > 0 || v.c > 0)
+    st = k_check(ctx, ctx->k->batch_norm(x->dtype, v.n, v.c, v.s, pd_tensor_data(x),
+                                         pd_tensor_data(scale), pd_tensor_data(bias),
+                                         pd_tensor_data(mean), pd_tensor_data(var), global,
+                                         momentum, eps, pd_tensor_data(y),
+                                         global ? NULL : pd_tensor_data(mo),
+                                         global ? NULL : pd_tensor_data(vo),
+                                         sm ? pd_tensor_data(sm) : NULL,
+                                         sv ? pd_tensor_data(sv) : NULL),
+                 x->dtype);
+done:
+  hold_free(&h);
+  return st;
+}
+
+/* dX, dScale, dBias from SavedMean and SavedVariance (the inverse std) of the forward run. */
+pd_status pd_kernel_batch_norm_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *sm, *sv, *dy;
+  pd_tensor *dx, *dscale, *dbias;
+  pd_status st;
+  bn_shape v;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Scale@GRAD", &dscale)) ||
+      (st = out_opt(ctx, "Bias@GRAD", &dbias)))
+    return st;
+  if (!dx && !dscale && !dbias) return PD_OK;
+  if ((st = in1(ctx, "X", &x)) || (st = want_float(ctx, "X", x)) || (st = bn_view(ctx, x, &v)) ||
+      (st = in1(ctx, "Scale", &scale)) || (st = in1(ctx, "SavedMean", &sm)) ||
+      (st = in1(ctx, "SavedVariance", &sv)) || (st = in1(ctx, "Y@GRAD", &dy)) ||
+      (st = want_vec(ctx, "Scale", scale, x, v.c, "channels")) ||
+      (st = want_vec(ctx, "SavedMean", sm, x, v.c, "channels")) ||
+      (st = want_vec(ctx, "SavedVariance", sv, x, v.c, "channels")) ||
+      (st = want_same_dtype(ctx, "Y@GRAD", dy, "X", x)) ||
+      (st = want_grad_shape(ctx, "Y@GRAD", dy, x->ndims, x->dims, x->dtype)))
+    return st;
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {dx, dscale, dbias};
+  const pd_tensor **ins[6] = {&x, &scale, &sm, &sv, &dy, NULL};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; ins[i] && !st; i++) {
+      if (o == 0 && i == 4 && in_place(dx, dy, x->dtype, x->ndims, x->dims)) continue;
+      st = unalias(ctx, &h, outs[o], ins[i]);
+    }
+  int64_t vd[1] = {v.c};
+  if (!st && dx) st = resize_like(ctx, dx, x, x);
+  if (!st && dscale) st = resize(ctx, dscale, x->dtype, 1, vd, NULL);
+  if (!st && dbias) st = resize(ctx, dbias, x->dtype, 1, vd, NULL);
+  if (!st && (pd_tensor_numel(x) > 0 || v.c > 0))
+    st = k_check(ctx, ctx->k->batch_norm_grad(
+                          x->dtype, v.n, v.c, v.s, pd_tensor_data(x), pd_tensor_data(scale),
+                          pd_tensor_data(sm), pd_tensor_data(sv), bn_global(ctx),
+                          pd_tensor_data(dy), dx ? pd_tensor_data(dx) : NULL,
+                          dscale ? pd_tensor_data(dscale) : NULL,
+                          dbias ? pd_tensor_data(dbias) : NULL),
+                 x->dtype);
+  hold_free(&h);
+  return st;
+}
+
+/* ---- layer_norm ---- */
+
+/* X as [rows, cols], split at begin_norm_axis. */
+static pd_status ln_view(const pd_exec_ctx *ctx, const pd_tensor *x, int64_t *rows,
+                         int64_t *cols) {
+  char s[DIMS_BUF];
+  int64_t b = pd_ctx_attr_int(ctx, "begin_norm_axis");
+  if (b < 1 || b >= x->ndims)
+    return pd_ctx_fail(ctx, PD_EINVAL, "begin_norm_axis must be in [1, %d) for X (var '%s') %s, "
+                       "got %" PRId64, x->ndims, in_name(ctx, "X", 0), shape_str(x, s), b);
+  *rows = prod(x->dims, 0, (int)b);
+  *cols = prod(x->dims, (int)b, x->ndims);
+  return PD_OK;
+}
+
+pd_status pd_kernel_layer_norm(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias;
+  pd_tensor *y, *mean, *var;
+  pd_status st;
+  int64_t rows, cols;
+  double eps = pd_ctx_attr_float(ctx, "epsilon");
+  if ((st = in1(ctx, "X", &x)) || (st = want_float(ctx, "X", x)) ||
+      (st = ln_view(ctx, x, &rows, &cols)) || (st = in_opt(ctx, "Scale", &scale)) ||
+      (st = in_opt(ctx, "Bias", &bias)) ||
+      (scale && (st = want_vec(ctx, "Scale", scale, x, cols, "values per normalised row"))) ||
+      (bias && (st = want_vec(ctx, "Bias", bias, x, cols, "values per normalised row"))) ||
+      (st = out1(ctx, "Y", &y)) || (st = out_opt(ctx, "Mean", &mean)) ||
+      (st = out_opt(ctx, "Variance", &var)))
+    return st;
+  if (!(eps >= 0)) return pd_ctx_fail(ctx, PD_EINVAL, "epsilon must be non-negative, got %g", eps);
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {y, mean, var};
+  const pd_tensor **ins[4] = {&x, &scale, &bias, NULL};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; ins[i] && !st; i++) st = unalias(ctx, &h, outs[o], ins[i]);
+  int64_t vd[1] = {rows};
+  if (!st) st = resize_like(ctx, y, x, x);
+  if (!st && mean) st = resize(ctx, mean, x->dtype, 1, vd, NULL);
+  if (!st && var) st = resize(ctx, var, x->dtype, 1, vd, NULL);
+  if (!st && pd_tensor_numel(x) > 0)
+    st = k_check(ctx, ctx->k->layer_norm(x->dtype, rows, cols, pd_tensor_data(x),
+                                         scale ? pd_tensor_data(scale) : NULL,
+                                         bias ? pd_tensor_data(bias) : NULL, eps,
+                                         pd_tensor_data(y), mean ? pd_tensor_data(mean) : NULL,
+                                         var ? pd_tensor_data(var) : NULL),
+                 x->dtype);
+  hold_free(&h);
+  return st;
+}
+
+pd_status pd_kernel_layer_norm_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *mean, *var, *dy;
+  pd_tensor *dx, *dscale, *dbias;
+  pd_status st;
+  int64_t rows, cols;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Scale@GRAD", &dscale)) ||
+      (st = out_opt(ctx, "Bias@GRAD", &dbias)))
+    return st;
+  if (!dx && !dscale && !dbias) return PD_OK;
+  if ((st = in1(ctx, "X", &x)) || (st = want_float(ctx, "X", x)) ||
+      (st = ln_view(ctx, x, &rows, &cols)) || (st = in_opt(ctx, "Scale", &scale)) ||
+      (st = in1(ctx, "Mean", &mean)) || (st = in1(ctx, "Variance", &var)) ||
+      (st = in1(ctx, "Y@GRAD", &dy)) ||
+      (scale && (st = want_vec(ctx, "Scale", scale, x, cols, "values per normalised row"))) ||
+      (st = want_vec(ctx, "Mean", mean, x, rows, "normalised rows")) ||
+      (st = want_vec(ctx, "Variance", var, x, rows, "normalised rows")) ||
+      (st = want_same_dtype(ctx, "Y@GRAD", dy, "X", x)) ||
+      (st = want_grad_shape(ctx, "Y@GRAD", dy, x->ndims, x->dims, x->dtype)))
+    return st;
+  if (dscale && !scale)
+    return pd_ctx_fail(ctx, PD_EINVAL, "Scale@GRAD is wanted but Scale is not bound");
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {dx, dscale, dbias};
+  const pd_tensor **ins[6] = {&x, &scale, &mean, &var, &dy, NULL};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; ins[i] && !st; i++) {
+      if (o == 0 && i == 4 && in_place(dx, dy, x->dtype, x->ndims, x->dims)) continue;
+      st = unalias(ctx, &h, outs[o], ins[i]);
+    }
+  int64_t vd[1] = {cols};
+  if (!st && dx) st = resize_like(ctx, dx, x, x);
+  if (!st && dscale) st = resize(ctx, dscale, x->dtype, 1, vd, NULL);
+  if (!st && dbias) st = resize(ctx, dbias, x->dtype, 1, vd, NULL);
+  if (!st && pd_tensor_numel(x) > 0)
+    st = k_check(ctx, ctx->k->layer_norm_grad(
+                          x->dtype, rows, cols, pd_tensor_data(x),
+                          scale ? pd_tensor_data(scale) : NULL, pd_tensor_data(mean),
+                          pd_tensor_data(var), pd_ctx_attr_float(ctx, "epsilon"),
+                          pd_tensor_data(dy), dx ? pd_tensor_data(dx) : NULL,
+                          dscale ? pd_tensor_data(dscale) : NULL,
+                          dbias ? pd_tensor_data(dbias) : NULL),
+                 x->dtype);
+  hold_free(&h);
+  return st;
+}
