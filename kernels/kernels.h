@@ -395,6 +395,17 @@ typedef pd_status pd_k_adam_fn(pd_dtype dt, int64_t n, const void *p, const void
                                double lr_t, double eps_t, void *p_out, void *m1_out,
                                void *m2_out);
 
+/* Copy elements between a dense tensor of dims od (rank nd) and a strided view of another
+ * buffer: element idx of the dense one is element off + sum_k (idx[k] mod sd[k]) * sstr[k] of
+ * the view (sd[k] >= od[k] reads that dim straight, sd[k] == 1 broadcasts it, a smaller sd[k]
+ * repeats it, as tile does; every sd[k] >= 1). scatter false: dense = dst, view = src (slice,
+ * expand_v2, tile, a part of stack); scatter true: dense = src, view = dst (the gradient of
+ * slice), where no two dense elements may land on one view element. Any dtype (bytes move);
+ * the view's elements must lie in its buffer, which the caller checks. */
+typedef pd_status pd_k_strided_copy_fn(pd_dtype dt, int nd, const int64_t *od, const int64_t *sd,
+                                       const int64_t *sstr, int64_t off, const void *src,
+                                       void *dst, bool scatter);
+
 /* ---- The backend table. ---- */
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
@@ -440,6 +451,7 @@ typedef struct pd_k_backend {
   pd_k_uniform_fn *uniform;
   pd_k_gaussian_fn *gaussian;
   pd_k_adam_fn *adam;
+  pd_k_strided_copy_fn *strided_copy;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

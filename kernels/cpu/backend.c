@@ -55,6 +55,7 @@ static const pd_k_backend cpu_backend = {
     .uniform = pd_kcpu_uniform,
     .gaussian = pd_kcpu_gaussian,
     .adam = pd_kcpu_adam,
+    .strided_copy = pd_kcpu_strided_copy,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -146,5 +146,6 @@ pd_k_scatter_add_rows_fn pd_kcpu_scatter_add_rows;
 pd_k_uniform_fn pd_kcpu_uniform;
 pd_k_gaussian_fn pd_kcpu_gaussian;
 pd_k_adam_fn pd_kcpu_adam;
+pd_k_strided_copy_fn pd_kcpu_strided_copy;
 
 #endif /* PD_KERNELS_CPU_H */

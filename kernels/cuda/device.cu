@@ -498,6 +498,7 @@ static const pd_k_backend cuda_backend = {
     .uniform = entry<pd_kcu_uniform>::call,
     .gaussian = entry<pd_kcu_gaussian>::call,
     .adam = entry<pd_kcu_adam>::call,
+    .strided_copy = entry<pd_kcu_strided_copy>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

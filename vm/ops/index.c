@@ -1,6 +1,7 @@
 /* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile, where
- * and clip: their shape functions, kernels and gradient kernels (host loops; any dtype moves as
- * bytes forward, gradients are fp32/fp64). */
+ * and clip: their shape functions, kernels and gradient kernels. slice, expand_v2 and tile move
+ * elements through the backend's strided_copy (so they run on the GPU too); gather, where, clip
+ * and tile's gradient are host loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -45,17 +46,8 @@ static void pad_dims(int n, const int64_t *dims, int nd, int64_t *out) {
   for (int i = 0; i < nd; i++) out[i] = i < nd - n ? 1 : dims[i - (nd - n)];
 }
 
-/* out (dims od, rank nd) = the source x (dims xd, padded to nd) repeated along every dim. */
-static void repeat_copy(size_t esz, int nd, const int64_t *od, const int64_t *xd, const char *x,
-                        char *out) {
-  int64_t idx[MAXD] = {0}, xstr[MAXD], n = pd_k_numel(nd, od);
-  strides_of(nd, xd, xstr);
-  for (int64_t j = 0; j < n; j++, next_idx(nd, od, idx))
-    memcpy(out + (size_t)j * esz, x + (size_t)rep_off(nd, idx, xd, xstr) * esz, esz);
-}
-
-/* Its adjoint: dx (dims xd padded to nd, zeroed here) = the sum of the dout elements that read
- * each x element. dt is fp32 or fp64. */
+/* The adjoint of repeating x (dims xd, padded to rank nd) to out (dims od) along every dim: dx
+ * (zeroed here) = the sum of the dout elements that read each x element. dt is fp32 or fp64. */
 static void repeat_sum(pd_dtype dt, int nd, const int64_t *od, const int64_t *xd,
                        const void *dout, void *dx) {
   int64_t idx[MAXD] = {0}, xstr[MAXD], n = pd_k_numel(nd, od), nx = pd_k_numel(nd, xd);
@@ -232,28 +224,16 @@ static pd_status slice_plan(const pd_exec_ctx *ctx, const pd_tensor *x, slice_sp
 }
 
 /* Copy between the dense block of dims od and the window of x (dims xd) that starts at begin:
- * to_x false reads the window into dense. */
-static void window_copy(size_t esz, int nd, const int64_t *xd, const int64_t *od,
-                        const int64_t *begin, char *x, char *dense, bool to_x) {
-  int64_t n = pd_k_numel(nd, od);
-  if (n == 0) return;
-  if (nd == 0) {
-    if (to_x) memcpy(x, dense, esz);
-    else memcpy(dense, x, esz);
-    return;
-  }
-  int64_t xstr[MAXD], idx[MAXD] = {0}, row = od[nd - 1];
+ * to_x false reads the window into dense, true writes dense into the window. */
+static pd_status window_copy(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64_t *xd,
+                             const int64_t *od, const int64_t *begin, void *x, void *dense,
+                             bool to_x) {
+  int64_t xstr[MAXD], off = 0;
   strides_of(nd, xd, xstr);
-  size_t rb = (size_t)row * esz;
-  for (int64_t j = 0; j < n; j += row) {
-    int64_t off = 0;
-    for (int k = 0; k < nd; k++) off += (idx[k] + begin[k]) * xstr[k];
-    char *xp = x + (size_t)off * esz, *dp = dense + (size_t)j * esz;
-    if (to_x) memcpy(xp, dp, rb);
-    else memcpy(dp, xp, rb);
-    idx[nd - 1] = row - 1;
-    next_idx(nd, od, idx);
-  }
+  for (int k = 0; k < nd; k++) off += begin[k] * xstr[k];
+  pd_status st = to_x ? ctx->k->strided_copy(dt, nd, od, od, xstr, off, dense, x, true)
+                      : ctx->k->strided_copy(dt, nd, od, od, xstr, off, x, dense, false);
+  return pd_ctx_check(ctx, st, "strided_copy");
 }
 
 pd_status pd_kernel_slice(pd_exec_ctx *ctx) {
@@ -271,8 +251,8 @@ pd_status pd_kernel_slice(pd_exec_ctx *ctx) {
   hold_init(&h);
   if (!(st = unalias(ctx, &h, out, &x)) &&
       !(st = resize(ctx, out, x->dtype, ond, od, keep_lod ? x : NULL)))
-    window_copy(pd_dtype_size(x->dtype), nd, x->dims, full, begin, pd_tensor_data(x),
-                pd_tensor_data(out), false);
+    st = window_copy(ctx, x->dtype, nd, x->dims, full, begin, pd_tensor_data(x),
+                     pd_tensor_data(out), false);
   hold_free(&h);
   return st;
 }
@@ -294,11 +274,11 @@ pd_status pd_kernel_slice_grad(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &x)) &&
-      !(st = resize(ctx, dx, dy->dtype, nd, x->dims, x))) {
-    if (pd_tensor_nbytes(dx)) memset(pd_tensor_data(dx), 0, pd_tensor_nbytes(dx));
-    window_copy(pd_dtype_size(dy->dtype), nd, x->dims, full, begin, pd_tensor_data(dx),
-                (char *)pd_tensor_data(dy), true);
-  }
+      !(st = resize(ctx, dx, dy->dtype, nd, x->dims, x)) &&
+      !(st = k_check(ctx, ctx->k->fill(dy->dtype, pd_tensor_numel(dx), pd_tensor_data(dx), 0.0),
+                     dy->dtype)))
+    st = window_copy(ctx, dy->dtype, nd, x->dims, full, begin, pd_tensor_data(dx),
+                     pd_tensor_data(dy), true);
   hold_free(&h);
   return st;
 }
@@ -443,8 +423,12 @@ static pd_status repeat_fwd(pd_exec_ctx *ctx, bool is_tile) {
   pad_dims(x->ndims, x->dims, nd, xd);
   hold h;
   hold_init(&h);
+  int64_t xstr[MAXD];
+  strides_of(nd, xd, xstr);
   if (!(st = unalias(ctx, &h, out, &x)) && !(st = resize(ctx, out, x->dtype, nd, od, NULL)))
-    repeat_copy(pd_dtype_size(x->dtype), nd, od, xd, pd_tensor_data(x), pd_tensor_data(out));
+    st = pd_ctx_check(ctx, ctx->k->strided_copy(x->dtype, nd, od, xd, xstr, 0, pd_tensor_data(x),
+                                                pd_tensor_data(out), false),
+                      "strided_copy");
   hold_free(&h);
   return st;
 }
@@ -467,8 +451,11 @@ static pd_status repeat_grad(pd_exec_ctx *ctx, bool is_tile) {
   hold h;
   hold_init(&h);
   if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &x)) &&
-      !(st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x)))
-    repeat_sum(dy->dtype, nd, od, xd, pd_tensor_data(dy), pd_tensor_data(dx));
+      !(st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x))) {
+    /* expand_v2's dims of X are 1 or Out's: a broadcast's gradient, on the op's place. */
+    if (!is_tile) st = sum_to(ctx, dy->dtype, nd, od, xd, pd_tensor_data(dy), pd_tensor_data(dx), 1.0);
+    else repeat_sum(dy->dtype, nd, od, xd, pd_tensor_data(dy), pd_tensor_data(dx));
+  }
   hold_free(&h);
   return st;
 }

@@ -565,7 +565,9 @@ static pd_status copy_reshaped(const pd_exec_ctx *ctx, const pd_tensor *x, int n
     if (!keep_lod) pd_tensor_clear_lod(out);
   } else {
     if ((st = resize(ctx, out, x->dtype, nd, d, keep_lod ? x : NULL))) return st;
-    if (pd_tensor_nbytes(x)) memcpy(pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x));
+    if (pd_tensor_nbytes(x) &&
+        (st = pd_ctx_copy(ctx, pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x))))
+      return st;
   }
   return write_xshape(ctx, xnd, xdims, out->dtype);
 }
@@ -638,7 +640,8 @@ static pd_status reshape_back(const pd_exec_ctx *ctx) {
     return PD_OK;
   }
   if ((st = resize(ctx, dx, dy->dtype, nd, dims, x))) return st;
-  if (pd_tensor_nbytes(dy)) memcpy(pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
+  if (pd_tensor_nbytes(dy))
+    return pd_ctx_copy(ctx, pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
   return PD_OK;
 }
 
@@ -993,8 +996,8 @@ pd_status pd_kernel_stack(pd_exec_ctx *ctx) {
   const pd_tensor **xs = local_get(&sp, (size_t)n * sizeof *xs);
   int64_t *sizes = local_get(&ss, (size_t)n * sizeof *sizes);
   const void **ptrs = local_get(&sd, (size_t)n * sizeof *ptrs);
-  pd_tensor tmp;
-  pd_tensor_init(&tmp);
+  hold h;
+  hold_init(&h);
   pd_status st = PD_OK;
   char s0[DIMS_BUF], si[DIMS_BUF];
   if (!xs || !sizes || !ptrs) {
@@ -1026,10 +1029,12 @@ pd_status pd_kernel_stack(pd_exec_ctx *ctx) {
   for (int k = 0, j = 0; k <= nd; k++) dims[k] = k == axis ? n : xs[0]->dims[j++];
   pd_tensor *o;
   if ((st = out_at(ctx, "Y", 0, true, &o))) goto out;
+  /* An X that is Y itself is read through a second reference to its storage (one for all). */
+  const pd_tensor *held = NULL;
   for (int i = 0; i < n && !st; i++)
     if (xs[i] == o) {
-      if (!pd_tensor_initialized(&tmp) && pd_tensor_copy(&tmp, xs[i])) st = nomem(ctx);
-      xs[i] = &tmp;
+      if (!held && !(st = unalias(ctx, &h, o, &xs[i]))) held = xs[i];
+      xs[i] = held;
     }
   if (st) goto out;
   pd_dtype dt = xs[0]->dtype;
@@ -1040,7 +1045,7 @@ pd_status pd_kernel_stack(pd_exec_ctx *ctx) {
                                         pd_tensor_data(o)),
                     "concat");
 out:
-  pd_tensor_release(&tmp);
+  hold_free(&h);
   local_free(&sp);
   local_free(&ss);
   local_free(&sd);
@@ -1063,7 +1068,6 @@ pd_status pd_kernel_stack_grad(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   int64_t pre = prod(dims, 0, axis), post = prod(dims, axis + 1, nd + 1);
-  size_t esz = pd_dtype_size(dy->dtype);
   for (int i = 0; i < n && !st; i++) {
     const pd_tensor *x;
     pd_tensor *dx;
@@ -1072,7 +1076,11 @@ pd_status pd_kernel_stack_grad(pd_exec_ctx *ctx) {
     if (!st && dx) st = unalias(ctx, &h, dx, &dy);
     if (!st && dx) st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x);
     if (!st && dx)
-      slab_copy(pd_tensor_data(dx), pd_tensor_data(dy), pre, n, i, 1, post, esz, false);
+      st = pd_ctx_check(ctx, ctx->k->strided_copy(dy->dtype, 2, (int64_t[]){pre, post},
+                                                  (int64_t[]){pre, post},
+                                                  (int64_t[]){n * post, 1}, i * post,
+                                                  pd_tensor_data(dy), pd_tensor_data(dx), false),
+                        "strided_copy");
   }
   hold_free(&h);
   return st;
