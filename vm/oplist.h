@@ -76,7 +76,8 @@ PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
             INTS_EMPTY("int32_values"), LONGS_EMPTY("int64_values"), INTS_EMPTY("bool_values")))
 PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
-PD_OP(clip, DIFF | FP_IN, clip, IN(ONE("X"), OPT("Min"), OPT("Max")), OUT(ONE("Out")),
+PD_OP(clip, DIFF | FP_IN | GPU | GPU_GRAD, clip, IN(ONE("X"), OPT("Min"), OPT("Max")),
+      OUT(ONE("Out")),
       ATTRS(REQ(FLOAT, "min"), REQ(FLOAT, "max")))
 PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
       ATTRS(INT("axis", 0)))

@@ -1,7 +1,7 @@
 /* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile, where
  * and clip: their shape functions, kernels and gradient kernels. slice, expand_v2 and tile move
- * elements through the backend's strided_copy (so they run on the GPU too); gather, where, clip
- * and tile's gradient are host loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
+ * elements through the backend's strided_copy, clip through its compare and binary kernels (so
+ * these run on the GPU too); gather, where and tile's gradient are host loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -751,17 +751,31 @@ pd_status pd_kernel_clip(pd_exec_ctx *ctx) {
   if ((st = in_at(ctx, "X", 0, true, &x)) || (st = want_float(ctx, "X", x)) ||
       (st = clip_bounds(ctx, &lo, &hi)) || (st = out_at(ctx, "Out", 0, true, &out)))
     return st;
-  if (out != x && (st = resize_like(ctx, out, x, x))) return st;
-  int64_t n = pd_tensor_numel(x);
-  FLOAT_SWITCH(x->dtype, {
-    const T *xd = pd_tensor_data(x);
-    T *o = pd_tensor_data(out), l = (T)lo, h = (T)hi;
-    for (int64_t i = 0; i < n; i++) o[i] = xd[i] < l ? l : xd[i] > h ? h : xd[i];
-  });
-  return PD_OK;
+  pd_dtype dt = x->dtype;
+  hold h;
+  hold_init(&h);
+  if ((!in_place(out, x, dt, x->ndims, x->dims) && (st = unalias(ctx, &h, out, &x))) ||
+      (st = resize_like(ctx, out, x, x))) {
+    hold_free(&h);
+    return st;
+  }
+  /* max(x, min), then min(that, max), with both bounds where the op computes. */
+  scalar b[2] = {make_scalar(dt, lo), make_scalar(dt, hi)};
+  void *tmp = NULL, *o = pd_tensor_data(out);
+  const char *bp = pd_ctx_at_place(ctx, b, sizeof b, &tmp, &st);
+  if (bp) {
+    st = ctx->k->binary(PD_K_MAX, dt, x->ndims, x->dims, pd_tensor_data(x), 0, NULL, bp, -1, o);
+    if (!st)
+      st = ctx->k->binary(PD_K_MIN, dt, x->ndims, x->dims, o, 0, NULL, bp + sizeof b[0], -1, o);
+    pd_ctx_scratch_free(ctx, tmp);
+    st = k_check(ctx, st, dt);
+  }
+  hold_free(&h);
+  return st;
 }
 
-/* clip_grad: X@GRAD = Out@GRAD where min <= X <= max, else 0. */
+/* clip_grad: X@GRAD = Out@GRAD where min <= X <= max, else 0: the mask (two compares and an
+ * and) cast to X's dtype, times Out@GRAD. */
 pd_status pd_kernel_clip_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *x, *dy;
@@ -773,16 +787,31 @@ pd_status pd_kernel_clip_grad(pd_exec_ctx *ctx) {
       (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)) ||
       (st = clip_bounds(ctx, &lo, &hi)))
     return st;
+  pd_dtype dt = x->dtype;
+  int64_t n = pd_tensor_numel(x);
+  int nd = x->ndims;
+  const int64_t *d = x->dims;
+  scalar b[2] = {make_scalar(dt, lo), make_scalar(dt, hi)};
+  void *tmp = NULL;
+  uint8_t *mask = NULL;
   hold h;
   hold_init(&h);
-  if (!(st = unalias(ctx, &h, dx, &x)) && !(st = resize_like(ctx, dx, x, x))) {
-    int64_t n = pd_tensor_numel(x);
-    FLOAT_SWITCH(x->dtype, {
-      const T *xd = pd_tensor_data(x), *g = pd_tensor_data(dy);
-      T *d = pd_tensor_data(dx), l = (T)lo, hh = (T)hi;
-      for (int64_t i = 0; i < n; i++) d[i] = xd[i] >= l && xd[i] <= hh ? g[i] : 0;
-    });
-  }
+  const char *bp = NULL;
+  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &dy)) ||
+      (st = resize_like(ctx, dx, x, x)) || !(bp = pd_ctx_at_place(ctx, b, sizeof b, &tmp, &st)) ||
+      !(mask = pd_ctx_scratch(ctx, (size_t)(3 * n + 1), &st)))
+    goto done;
+  const void *xd = pd_tensor_data(x);
+  void *g = pd_tensor_data(dx);
+  st = ctx->k->compare(PD_K_GE, dt, nd, d, xd, 0, NULL, bp, -1, mask);
+  if (!st) st = ctx->k->compare(PD_K_LE, dt, nd, d, xd, 0, NULL, bp + sizeof b[0], -1, mask + n);
+  if (!st) st = ctx->k->logical(PD_K_AND, nd, d, mask, nd, d, mask + n, -1, mask + 2 * n);
+  if (!st) st = ctx->k->cast(PD_BOOL, mask + 2 * n, dt, g, n);
+  if (!st) st = ctx->k->binary(PD_K_MUL, dt, nd, d, g, nd, d, pd_tensor_data(dy), -1, g);
+  st = k_check(ctx, st, dt);
+done:
+  pd_ctx_scratch_free(ctx, mask);
+  pd_ctx_scratch_free(ctx, tmp);
   hold_free(&h);
   return st;
 }
