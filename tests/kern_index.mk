@@ -14,3 +14,8 @@ PD_INDEX_RUN_TESTS = tests/golden/run/shape_index_ops.pd tests/golden/run/shape_
 TESTS += $(PD_INDEX_RUN_TESTS)
 EXTRA_DIST += $(PD_INDEX_RUN_TESTS) tests/golden/run/shape_index_ops.out \
 	tests/golden/run/shape_index_ops.csv tests/golden/run/shape_index_bad.err
+
+# `pdlang check`: bad tensor subscripts and a bad squeeze, each at its line.
+PD_INDEX_CHECK_TESTS = tests/golden/check/tensor_subscripts.pd
+TESTS += $(PD_INDEX_CHECK_TESTS)
+EXTRA_DIST += $(PD_INDEX_CHECK_TESTS) tests/golden/check/tensor_subscripts.err
