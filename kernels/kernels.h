@@ -406,6 +406,14 @@ typedef pd_status pd_k_strided_copy_fn(pd_dtype dt, int nd, const int64_t *od, c
                                        const int64_t *sstr, int64_t off, const void *src,
                                        void *dst, bool scatter);
 
+/* out (dense, dims od, rank nd) = x where cond else y, element by element: each operand is read
+ * through its strides (in elements, per dim of od; 0 along a dim it is broadcast over): cond
+ * is bool (any non-zero byte is true), x, y and out of dtype dt, any dtype (bytes move). out
+ * must not overlap an operand. */
+typedef pd_status pd_k_where_fn(pd_dtype dt, int nd, const int64_t *od, const int64_t *cstr,
+                                const uint8_t *cond, const int64_t *xstr, const void *x,
+                                const int64_t *ystr, const void *y, void *out);
+
 /* ---- The backend table. ---- */
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
@@ -452,6 +460,7 @@ typedef struct pd_k_backend {
   pd_k_gaussian_fn *gaussian;
   pd_k_adam_fn *adam;
   pd_k_strided_copy_fn *strided_copy;
+  pd_k_where_fn *where;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

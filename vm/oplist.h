@@ -224,7 +224,7 @@ PD_OP(uniform_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorLis
             INT("dtype", PD_FP32)))
 PD_OP(unsqueeze2, DIFF | GPU | GPU_GRAD, unsqueeze2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
       ATTRS(INTS_EMPTY("axes")))
-PD_OP(where, DIFF, where, IN(ONE("Condition"), ONE("X"), ONE("Y")), OUT(ONE("Out")), NONE)
+PD_OP(where, DIFF | GPU | GPU_GRAD, where, IN(ONE("Condition"), ONE("X"), ONE("Y")), OUT(ONE("Out")), NONE)
 PD_OP(while, DIFF, while, IN(OPT_LIST("X"), LIST("Condition")),
       OUT(OPT_LIST("Out"), ONE("StepScopes")),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),

@@ -56,6 +56,7 @@ static const pd_k_backend cpu_backend = {
     .gaussian = pd_kcpu_gaussian,
     .adam = pd_kcpu_adam,
     .strided_copy = pd_kcpu_strided_copy,
+    .where = pd_kcpu_where,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

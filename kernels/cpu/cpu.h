@@ -147,5 +147,6 @@ pd_k_uniform_fn pd_kcpu_uniform;
 pd_k_gaussian_fn pd_kcpu_gaussian;
 pd_k_adam_fn pd_kcpu_adam;
 pd_k_strided_copy_fn pd_kcpu_strided_copy;
+pd_k_where_fn pd_kcpu_where;
 
 #endif /* PD_KERNELS_CPU_H */

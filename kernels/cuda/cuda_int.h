@@ -197,6 +197,7 @@ pd_k_uniform_fn pd_kcu_uniform;
 pd_k_gaussian_fn pd_kcu_gaussian;
 pd_k_adam_fn pd_kcu_adam;
 pd_k_strided_copy_fn pd_kcu_strided_copy;
+pd_k_where_fn pd_kcu_where;
 
 /* ---- Shared between files. ---- */
 /* Strided-batched GEMM on device buffers after the checks (gemm.cu): used by the convolutions.

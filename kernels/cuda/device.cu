@@ -499,6 +499,7 @@ static const pd_k_backend cuda_backend = {
     .gaussian = entry<pd_kcu_gaussian>::call,
     .adam = entry<pd_kcu_adam>::call,
     .strided_copy = entry<pd_kcu_strided_copy>::call,
+    .where = entry<pd_kcu_where>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

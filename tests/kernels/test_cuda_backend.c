@@ -1032,6 +1032,30 @@ static void test_strided_copy(void) {
   B_free(&z);
 }
 
+/* where: equal shapes, and cond [3], x [2, 1], y a scalar broadcast to [2, 3]; every dtype size. */
+static void test_where(void) {
+  const pd_dtype types[] = {PD_BOOL, PD_FP32, PD_FP64, PD_INT32};
+  for (size_t t = 0; t < PD_ARRAY_LEN(types); t++) {
+    pd_dtype dt = types[t];
+    size_t sz = pd_dtype_size(dt);
+    const int64_t od[2] = {33, 65}, full[2] = {65, 1}, zero[2] = {0, 0};
+    buf c = B_rand(PD_BOOL, 33 * 65, 0, 1), x = B_rand(dt, 33 * 65, -100, 100),
+        y = B_rand(dt, 33 * 65, -100, 100), o = B_out(33 * 65 * sz);
+    same_status(G->where(dt, 2, od, full, c.d, full, x.d, full, y.d, o.d),
+                C->where(dt, 2, od, full, c.h, full, x.h, full, y.h, o.h), "where %s: status",
+                dn(dt));
+    same_bits(&o, "where %s [33, 65]", dn(dt));
+    B_free(&o);
+    const int64_t bd[2] = {2, 3}, cs[2] = {0, 1}, xs[2] = {1, 0};
+    buf ob = B_out(6 * sz);
+    same_status(G->where(dt, 2, bd, cs, c.d, xs, x.d, zero, y.d, ob.d),
+                C->where(dt, 2, bd, cs, c.h, xs, x.h, zero, y.h, ob.h),
+                "where %s broadcast: status", dn(dt));
+    same_bits(&ob, "where %s broadcast to [2, 3]", dn(dt));
+    B_free(&ob), B_free(&c), B_free(&x), B_free(&y);
+  }
+}
+
 static void test_rows(void) {
   for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
     pd_dtype dt = floats[t];
@@ -1173,5 +1197,6 @@ int main(int argc, char **argv) {
   test_rows();
   test_random();
   test_strided_copy();
+  test_where();
   return tap_done();
 }

@@ -1,7 +1,8 @@
 /* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile, where
  * and clip: their shape functions, kernels and gradient kernels. slice, expand_v2 and tile move
- * elements through the backend's strided_copy, clip through its compare and binary kernels (so
- * these run on the GPU too); gather, where and tile's gradient are host loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
+ * elements through the backend's strided_copy, where through its where, clip through its
+ * compare and binary kernels (so these run on the GPU too); gather and tile's gradient are host
+ * loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -648,6 +649,14 @@ static pd_status where_inputs(const pd_exec_ctx *ctx, const pd_tensor **ts) {
   return PD_OK;
 }
 
+/* Strides of an operand of dims pad (padded to rank nd) read over out's dims: 0 along its dims
+ * of size 1 (broadcast). */
+static void bcast_strides(int nd, const int64_t *pad, int64_t *str) {
+  strides_of(nd, pad, str);
+  for (int k = 0; k < nd; k++)
+    if (pad[k] == 1) str[k] = 0;
+}
+
 pd_status pd_kernel_where(pd_exec_ctx *ctx) {
   const pd_tensor *ts[3];
   pd_tensor *out;
@@ -661,25 +670,18 @@ pd_status pd_kernel_where(pd_exec_ctx *ctx) {
   for (int i = 0; i < 3 && !st; i++) st = unalias(ctx, &h, out, &ts[i]);
   if (!st) st = resize(ctx, out, ts[1]->dtype, nd, od, NULL);
   if (!st) {
-    for (int i = 0; i < 3; i++) strides_of(nd, pads[i], str[i]);
-    size_t esz = pd_dtype_size(ts[1]->dtype);
-    const uint8_t *cd = pd_tensor_data(ts[0]);
-    const char *xd = pd_tensor_data(ts[1]), *yd = pd_tensor_data(ts[2]);
-    char *o = pd_tensor_data(out);
-    int64_t idx[MAXD] = {0}, n = pd_k_numel(nd, od);
-    for (int64_t j = 0; j < n; j++, next_idx(nd, od, idx)) {
-      bool pick = cd[rep_off(nd, idx, pads[0], str[0])] != 0;
-      const char *src = pick ? xd + (size_t)rep_off(nd, idx, pads[1], str[1]) * esz
-                             : yd + (size_t)rep_off(nd, idx, pads[2], str[2]) * esz;
-      memcpy(o + (size_t)j * esz, src, esz);
-    }
+    for (int i = 0; i < 3; i++) bcast_strides(nd, pads[i], str[i]);
+    st = pd_ctx_check(ctx, ctx->k->where(ts[1]->dtype, nd, od, str[0], pd_tensor_data(ts[0]),
+                                         str[1], pd_tensor_data(ts[1]), str[2],
+                                         pd_tensor_data(ts[2]), pd_tensor_data(out)),
+                      "where");
   }
   hold_free(&h);
   return st;
 }
 
-/* where_grad: X@GRAD = Out@GRAD where Condition, Y@GRAD = where not, each summed over the dims
- * it was broadcast along. */
+/* where_grad: X@GRAD = Out@GRAD where Condition (else 0), Y@GRAD = Out@GRAD where not, each
+ * summed over the dims it was broadcast along. */
 pd_status pd_kernel_where_grad(pd_exec_ctx *ctx) {
   pd_tensor *g[3] = {NULL, NULL, NULL};
   const pd_tensor *ts[3], *dy;
@@ -688,33 +690,40 @@ pd_status pd_kernel_where_grad(pd_exec_ctx *ctx) {
     return st;
   if (!g[1] && !g[2]) return PD_OK;
   int nd;
-  int64_t od[MAXD], pads[3][MAXD], str[MAXD];
+  int64_t od[MAXD], pads[3][MAXD], cstr[MAXD], gstr[MAXD], zstr[MAXD] = {0};
   if ((st = where_inputs(ctx, ts)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
       (st = want_float(ctx, "Out@GRAD", dy)) || (st = where_plan(ctx, ts, &nd, od, pads)) ||
       (st = want_grad_shape(ctx, "Out@GRAD", dy, nd, od, ts[1]->dtype)))
     return st;
+  pd_dtype dt = dy->dtype;
+  int64_t n = pd_k_numel(nd, od);
   hold h;
   hold_init(&h);
   for (int i = 1; i < 3 && !st; i++)
     for (int k = 0; k < 3 && g[i] && !st; k++) st = unalias(ctx, &h, g[i], &ts[k]);
   for (int i = 1; i < 3 && !st; i++)
     if (g[i]) st = unalias(ctx, &h, g[i], &dy);
+  scalar zero = make_scalar(dt, 0.0);
+  void *ztmp = NULL, *masked = NULL;
+  const void *zp = NULL;
+  if (st || !(zp = pd_ctx_at_place(ctx, &zero, sizeof zero, &ztmp, &st)) ||
+      !(masked = pd_ctx_scratch(ctx, (size_t)n * pd_dtype_size(dt), &st)))
+    goto done;
+  bcast_strides(nd, pads[0], cstr);
+  strides_of(nd, od, gstr);
   for (int i = 1; i < 3 && !st; i++) {
-    if (!g[i] || (st = resize(ctx, g[i], dy->dtype, ts[i]->ndims, ts[i]->dims, ts[i]))) continue;
-    strides_of(nd, pads[i], str);
-    int64_t cstr[MAXD], idx[MAXD] = {0}, n = pd_k_numel(nd, od), ng = pd_k_numel(nd, pads[i]);
-    strides_of(nd, pads[0], cstr);
-    const uint8_t *cd = pd_tensor_data(ts[0]);
-    bool want = i == 1;
-    FLOAT_SWITCH(dy->dtype, {
-      T *d = pd_tensor_data(g[i]);
-      const T *gd = pd_tensor_data(dy);
-      for (int64_t k = 0; k < ng; k++) d[k] = 0;
-      for (int64_t j = 0; j < n; j++, next_idx(nd, od, idx))
-        if ((cd[rep_off(nd, idx, pads[0], cstr)] != 0) == want)
-          d[rep_off(nd, idx, pads[i], str)] += gd[j];
-    });
+    if (!g[i] || (st = resize(ctx, g[i], dt, ts[i]->ndims, ts[i]->dims, ts[i]))) continue;
+    /* dOut where the condition picks this operand, 0 elsewhere; then summed to its shape. */
+    const void *cx = i == 1 ? pd_tensor_data(dy) : zp, *cy = i == 1 ? zp : pd_tensor_data(dy);
+    st = pd_ctx_check(ctx, ctx->k->where(dt, nd, od, cstr, pd_tensor_data(ts[0]),
+                                         i == 1 ? gstr : zstr, cx, i == 1 ? zstr : gstr, cy,
+                                         masked),
+                      "where");
+    if (!st) st = sum_to(ctx, dt, nd, od, pads[i], masked, pd_tensor_data(g[i]), 1.0);
   }
+done:
+  pd_ctx_scratch_free(ctx, masked);
+  pd_ctx_scratch_free(ctx, ztmp);
   hold_free(&h);
   return st;
 }
