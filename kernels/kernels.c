@@ -323,6 +323,26 @@ pd_status pd_k_rows_check(pd_dtype dt, int64_t nrows, int64_t width, int64_t nid
   return PD_OK;
 }
 
+pd_status pd_k_strided_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *sd,
+                             const int64_t *sstr, int64_t off) {
+  size_t sz = pd_dtype_size(dt);
+  if (sz != 1 && sz != 2 && sz != 4 && sz != 8) return PD_EUNSUPPORTED;
+  if (nd < 0 || nd > PD_K_MAX_DIMS || off < 0 || pd_k_numel(nd, od) < 0) return PD_EINVAL;
+  for (int k = 0; k < nd; k++)
+    if (sd[k] < 1 || sstr[k] < 0) return PD_EINVAL;
+  return PD_OK;
+}
+
+pd_status pd_k_where_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *cstr,
+                           const int64_t *xstr, const int64_t *ystr) {
+  size_t sz = pd_dtype_size(dt);
+  if (sz != 1 && sz != 2 && sz != 4 && sz != 8) return PD_EUNSUPPORTED;
+  if (nd < 0 || nd > PD_K_MAX_DIMS || pd_k_numel(nd, od) < 0) return PD_EINVAL;
+  for (int k = 0; k < nd; k++)
+    if (cstr[k] < 0 || xstr[k] < 0 || ystr[k] < 0) return PD_EINVAL;
+  return PD_OK;
+}
+
 pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post) {
   if (pre < 0 || n < 1 || post < 1) return PD_EINVAL;
   int64_t sizes[] = {pre, n, post};

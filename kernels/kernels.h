@@ -470,6 +470,24 @@ typedef pd_status pd_k_layer_norm_grad_fn(pd_dtype dt, int64_t rows, int64_t col
                                           const void *x, const void *scale, const void *mean,
                                           const void *var, double epsilon, const void *dy,
                                           void *dx, void *dscale, void *dbias);
+/* Copy elements between a dense tensor of dims od (rank nd) and a strided view of another
+ * buffer: element idx of the dense one is element off + sum_k (idx[k] mod sd[k]) * sstr[k] of
+ * the view (sd[k] >= od[k] reads that dim straight, sd[k] == 1 broadcasts it, a smaller sd[k]
+ * repeats it, as tile does; every sd[k] >= 1). scatter false: dense = dst, view = src (slice,
+ * expand_v2, tile, a part of stack); scatter true: dense = src, view = dst (the gradient of
+ * slice), where no two dense elements may land on one view element. Any dtype (bytes move);
+ * the view's elements must lie in its buffer, which the caller checks. */
+typedef pd_status pd_k_strided_copy_fn(pd_dtype dt, int nd, const int64_t *od, const int64_t *sd,
+                                       const int64_t *sstr, int64_t off, const void *src,
+                                       void *dst, bool scatter);
+
+/* out (dense, dims od, rank nd) = x where cond else y, element by element: each operand is read
+ * through its strides (in elements, per dim of od; 0 along a dim it is broadcast over): cond
+ * is bool (any non-zero byte is true), x, y and out of dtype dt, any dtype (bytes move). out
+ * must not overlap an operand. */
+typedef pd_status pd_k_where_fn(pd_dtype dt, int nd, const int64_t *od, const int64_t *cstr,
+                                const uint8_t *cond, const int64_t *xstr, const void *x,
+                                const int64_t *ystr, const void *y, void *out);
 
 /* ---- The backend table. ---- */
 typedef struct pd_k_backend {
@@ -522,6 +540,8 @@ typedef struct pd_k_backend {
   pd_k_batch_norm_grad_fn *batch_norm_grad;
   pd_k_layer_norm_fn *layer_norm;
   pd_k_layer_norm_grad_fn *layer_norm_grad;
+  pd_k_strided_copy_fn *strided_copy;
+  pd_k_where_fn *where;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

@@ -56,6 +56,14 @@ pd_status pd_k_parts_check(pd_dtype dt, int nparts, const int64_t *sizes, int64_
 /* gather_rows / scatter_add_rows: fp32/fp64, [nrows, width] and [nids, width] sizes (the ids
  * themselves are the backend's to check: they may live on the device). */
 pd_status pd_k_rows_check(pd_dtype dt, int64_t nrows, int64_t width, int64_t nids);
+/* strided_copy: a dtype of 1, 2, 4 or 8 bytes, 0 <= nd <= PD_K_MAX_DIMS, od >= 0 that fits,
+ * sd >= 1, sstr >= 0 and off >= 0. */
+pd_status pd_k_strided_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *sd,
+                             const int64_t *sstr, int64_t off);
+/* where: a dtype of 1, 2, 4 or 8 bytes, 0 <= nd <= PD_K_MAX_DIMS, od >= 0 that fits, strides
+ * >= 0. */
+pd_status pd_k_where_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *cstr,
+                           const int64_t *xstr, const int64_t *ystr);
 /* softmax-like slices [pre, n, post]: pre >= 0, n and post >= 1, the product fits. */
 pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post);
 /* p is what pd_k_conv2d_setup accepts, with its output size. */

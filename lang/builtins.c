@@ -158,7 +158,7 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
   }
   int nin = 0, npattr = 0;
   while (nin < 3 && self->in[nin]) nin++;
-  while (npattr < 2 && self->pattr[npattr]) npattr++;
+  while (npattr < 3 && self->pattr[npattr]) npattr++;
   if (a->npos < nin || a->npos > nin + npattr) {
     pd_cmp_error(c, a->loc, "%s takes %d tensor argument%s%s, got %d argument%s", a->fname, nin,
                  nin == 1 ? "" : "s",
@@ -205,19 +205,20 @@ static value *b_cast(C *c, const builtin *self, call_args *a) {
   return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", self->name));
 }
 
+/* concat(xs, axis = 0) and stack(xs, axis = 0): a list of tensors into op X, one output. */
 static value *b_concat(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"xs", "axis", NULL};
   if (!check_args(c, a, 2, names)) return VERR;
   pd_loc loc;
   value *xs = need(c, a, 0, "xs"), *axis = arg(a, 1, "axis", &loc);
   if (xs->k != V_LIST || xs->list.n == 0) {
-    if (xs->k != V_ERROR) pd_cmp_error(c, a->loc, "concat needs a non-empty list of tensors");
+    if (xs->k != V_ERROR) pd_cmp_error(c, a->loc, "%s needs a non-empty list of tensors", self->name);
     return VERR;
   }
-  pd_op_desc *op = pd_cmp_op_new(c, "concat", a->loc);
+  pd_op_desc *op = pd_cmp_op_new(c, self->op, a->loc);
   if (!op || !pd_cmp_op_in_list(c, op, "X", xs->list.items, xs->list.n, a->loc)) return VERR;
   if (axis && !set_attr_named(c, op, "axis", axis, loc)) return VERR;
-  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", self->name));
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, self->out, self->name));
 }
 
 /* An op with several outputs, returned as a list (slots[i] gets one new var each). */
@@ -1293,6 +1294,7 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
 #define OP1A(n, op, out, a1) {n, b_op, op, {"X", NULL, NULL}, out, {a1, NULL}}
 #define OP1AA(n, op, out, a1, a2) {n, b_op, op, {"X", NULL, NULL}, out, {a1, a2}}
 #define OP2(n, op, x, y, out) {n, b_op, op, {x, y, NULL}, out, {NULL, NULL}}
+#define OP1A2(n, op, out, a1, a2) {n, b_op, op, {"X", NULL, NULL}, out, {a1, a2, NULL}}
 #define FN(n, f) {n, f, NULL, {NULL, NULL, NULL}, NULL, {NULL, NULL}}
 
 static const builtin builtins[] = {
@@ -1303,7 +1305,8 @@ static const builtin builtins[] = {
     FN("assert_close", b_action),
     FN("batch_norm_op", b_batch_norm),
     FN("cast", b_cast),
-    FN("concat", b_concat),
+    OP1A2("clip", "clip", "Out", "min", "max"),
+    {"concat", b_concat, "concat", {NULL, NULL, NULL}, "Out", {NULL, NULL}},
     OP2("conv2d", "conv2d", "Input", "Filter", "Output"),
     OP2("cross_entropy", "cross_entropy", "X", "Label", "Y"),
     FN("csv", b_record),
@@ -1316,8 +1319,11 @@ static const builtin builtins[] = {
     OP1A("elu", "elu", "Out", "alpha"),
     FN("eval", b_action),
     OP1("exp", "exp", "Out"),
+    OP1A("expand", "expand_v2", "Out", "shape"),
     FN("fashion_mnist", b_record),
     FN("fill", b_fill),
+    OP1A2("flatten", "flatten_contiguous_range", "Out", "start_axis", "stop_axis"),
+    {"gather", b_op, "gather", {"X", "Index", NULL}, "Out", {"axis", NULL}},
     OP1A("gelu", "gelu", "Out", "approximate"),
     FN("get_variable", b_get_variable),
     OP1("hard_swish", "hard_swish", "Out"),
@@ -1360,22 +1366,29 @@ static const builtin builtins[] = {
     OP1A("sequence_pool", "sequence_pool", "Out", "pooltype"),
     OP1("sequence_softmax", "sequence_softmax", "Out"),
     FN("sgd", b_record),
+    {"shape", b_op, "shape", {"Input", NULL, NULL}, "Out", {NULL, NULL}},
     OP1("sigmoid", "sigmoid", "Out"),
     OP1("silu", "silu", "Out"),
+    {"slice", b_op, "slice", {"Input", NULL, NULL}, "Out", {"axes", "starts", "ends"}},
     OP1A("softmax", "softmax", "Out", "axis"),
     OP2("softmax_with_cross_entropy", "softmax_with_cross_entropy", "Logits", "Label", "Loss"),
     OP1AA("softplus", "softplus", "Out", "beta", "threshold"),
     FN("split", b_split),
     OP1("sqrt", "sqrt", "Out"),
     OP1("square", "square", "Out"),
+    OP1A("squeeze", "squeeze2", "Out", "axes"),
+    {"stack", b_concat, "stack", {NULL, NULL, NULL}, "Y", {NULL, NULL}},
     OP1A("swish", "swish", "Out", "beta"),
     OP1("tanh", "tanh", "Out"),
     FN("text", b_record),
+    OP1A("tile", "tile", "Out", "repeat_times"),
     FN("top_k", b_top_k),
     FN("train", b_action),
     OP1A("transpose", "transpose2", "Out", "axis"),
     FN("uniform", b_record),
+    OP1A("unsqueeze", "unsqueeze2", "Out", "axes"),
     FN("var", b_var),
+    {"where", b_op, "where", {"Condition", "X", "Y"}, "Out", {NULL, NULL}},
     FN("xavier", b_record),
     FN("zeros", b_fill),
 };

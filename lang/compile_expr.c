@@ -263,11 +263,64 @@ static value *eval_name(C *c, const pd_ast_node *e) {
   return VERR;
 }
 
+/* x[i, lo:hi, ...] of a tensor: one slice op. Subscript k applies to dim k: an integer i keeps
+ * [i, i + 1) and drops the dim (decrease_axis), lo:hi keeps [lo, hi) (a bound left out is the
+ * start or the end), a bare ':' keeps the dim whole. Negative bounds count from the end, and
+ * bounds past the dim stop at it, as Fluid's slice does. */
+static value *tensor_index(C *c, const pd_ast_node *e, value *obj) {
+  int n = (int)e->index.subscripts.len;
+  if (n > PD_MAX_RANK || (obj->var->ndims >= 0 && n > obj->var->ndims)) {
+    pd_cmp_error(c, e->loc, "%d subscripts for a tensor of %d dimensions", n,
+                 obj->var->ndims >= 0 ? obj->var->ndims : PD_MAX_RANK);
+    return VERR;
+  }
+  int32_t axes[PD_MAX_RANK], starts[PD_MAX_RANK], ends[PD_MAX_RANK], dec[PD_MAX_RANK];
+  int na = 0, nd = 0;
+  for (int k = 0; k < n; k++) {
+    const pd_ast_node *sub = e->index.subscripts.items[k];
+    const pd_ast_node *bounds[2] = {sub, NULL};
+    int64_t v[2] = {0, INT32_MAX};
+    if (sub->kind == PD_AST_SLICE) {
+      bounds[0] = sub->slice.lo;
+      bounds[1] = sub->slice.hi;
+      if (!bounds[0] && !bounds[1]) continue;
+    }
+    for (int b = 0; b < 2; b++) {
+      if (!bounds[b]) continue;
+      value *bv = pd_cmp_eval(c, bounds[b]);
+      if (bv->k == V_ERROR) return VERR;
+      if (bv->k != V_INT || bv->i < INT32_MIN || bv->i > INT32_MAX) {
+        pd_cmp_error(c, bounds[b]->loc, "a tensor subscript must be an integer or a slice of "
+                     "integers, got %s", pd_cmp_vkind_phrase(bv));
+        return VERR;
+      }
+      v[b] = bv->i;
+    }
+    if (sub->kind != PD_AST_SLICE) {
+      v[1] = v[0] == -1 ? INT32_MAX : v[0] + 1;
+      dec[nd++] = k;
+    }
+    axes[na] = k;
+    starts[na] = (int32_t)v[0];
+    ends[na++] = (int32_t)v[1];
+  }
+  pd_op_desc *op = pd_cmp_op_new(c, "slice", e->loc);
+  if (!op || !pd_cmp_op_in(c, op, "Input", obj, e->loc)) return VERR;
+  if (pd_op_set_attr_ints(op, "axes", na, axes) || pd_op_set_attr_ints(op, "starts", na, starts) ||
+      pd_op_set_attr_ints(op, "ends", na, ends) ||
+      (nd && pd_op_set_attr_ints(op, "decrease_axis", nd, dec))) {
+    c->oom = true;
+    return VERR;
+  }
+  return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Out", obj->var->name));
+}
+
 static value *eval_index(C *c, const pd_ast_node *e) {
   value *obj = pd_cmp_eval(c, e->index.object);
   if (obj->k == V_ERROR) return VERR;
+  if (obj->k == V_TENSOR) return tensor_index(c, e, obj);
   if (obj->k != V_LIST) {
-    pd_cmp_error(c, e->loc, "only lists can be indexed at compile time; this is %s",
+    pd_cmp_error(c, e->loc, "only lists and tensors can be indexed; this is %s",
                  pd_cmp_vkind_phrase(obj));
     return VERR;
   }

@@ -83,7 +83,7 @@ struct builtin {
   const char *op;          /* generic op builtins: the Fluid op type */
   const char *in[3];       /* generic: input slots taken positionally */
   const char *out;         /* generic: the output slot returned */
-  const char *pattr[2];    /* generic: attributes taken positionally after the inputs */
+  const char *pattr[3];    /* generic: attributes taken positionally after the inputs */
 };
 
 /* ---- Symbol tables ---- */

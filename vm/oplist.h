@@ -89,6 +89,9 @@ PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
             BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
 PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
+PD_OP(clip, DIFF | FP_IN | GPU | GPU_GRAD, clip, IN(ONE("X"), OPT("Min"), OPT("Max")),
+      OUT(ONE("Out")),
+      ATTRS(REQ(FLOAT, "min"), REQ(FLOAT, "max")))
 PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
       ATTRS(INT("axis", 0)))
 PD_OP(conditional_block, DIFF, conditional_block, IN(LIST("Cond"), OPT_LIST("Input")),
@@ -118,6 +121,8 @@ PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), O
 PD_ACT_(elu, FLOAT("alpha", 1.0))
 PD_COMPARE_(equal)
 PD_UNARY_(exp, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_OP(expand_v2, DIFF | GPU | GPU_GRAD, expand_v2, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(INTS_EMPTY("shape")))
 PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
       OUT(ONE("Out")),
       ATTRS(INT("in_num_col_dims", 1), STR("activation_type", ""),
@@ -129,6 +134,10 @@ PD_OP(fill_constant, GPU, fill_constant,
       ATTRS(INT("dtype", PD_FP32), LONGS_EMPTY("shape"), FLOAT("value", 0.0),
             STR("str_value", ""), BOOL("force_cpu", false), INT("place_type", -1)))
 PD_UNARY_(fill_zeros_like, 0)
+PD_OP(flatten_contiguous_range, DIFF | GPU | GPU_GRAD, flatten_contiguous_range, IN(ONE("X")),
+      OUT(ONE("Out"), TEMP("XShape")), ATTRS(INT("start_axis", 1), INT("stop_axis", 1)))
+PD_OP(gather, DIFF, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")), OUT(ONE("Out")),
+      ATTRS(INT("axis", 0), BOOL("overwrite", true)))
 PD_OP(gaussian_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
       OUT(ONE("Out")),
       ATTRS(LONGS_EMPTY("shape"), FLOAT("mean", 0.0), FLOAT("std", 1.0), INT("seed", 0),
@@ -203,8 +212,12 @@ PD_UNARY_(sequence_softmax, DIFF | FP_IN | SEQ_IN)
 PD_OP(sgd, FP_IN, optimizer,
       IN(ONE("Param"), ONE("LearningRate"), ONE("Grad"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
+PD_OP(shape, 0, shape, IN(ONE("Input")), OUT(ONE("Out")), NONE)
 PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_UNARY_(silu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_OP(slice, DIFF | GPU | GPU_GRAD, slice, IN(ONE("Input")), OUT(ONE("Out")),
+      ATTRS(REQ(INTS, "axes"), INTS_EMPTY("starts"), INTS_EMPTY("ends"), INTS_EMPTY("infer_flags"),
+            INTS_EMPTY("decrease_axis")))
 PD_OP(softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1)))
 PD_OP(softmax_with_cross_entropy, DIFF | FP_IN | GPU | GPU_GRAD, softmax_with_cross_entropy,
@@ -218,9 +231,14 @@ PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
       OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))
 PD_UNARY_(sqrt, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_UNARY_(square, DIFF | GPU | GPU_GRAD | ROW_X)
+PD_OP(squeeze2, DIFF | GPU | GPU_GRAD, squeeze2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
+      ATTRS(INTS_EMPTY("axes")))
+PD_OP(stack, DIFF | GPU | GPU_GRAD, stack, IN(LIST("X")), OUT(ONE("Y")), ATTRS(INT("axis", 0)))
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
 PD_ACT_(swish, FLOAT("beta", 1.0))
 PD_UNARY_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_OP(tile, DIFF | GPU, tile, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(INTS_EMPTY("repeat_times")))
 PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
       ATTRS(INT("k", 1)))
 PD_OP(transpose2, DIFF, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
@@ -230,6 +248,9 @@ PD_OP(uniform_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorLis
       ATTRS(LONGS_EMPTY("shape"), FLOAT("min", -1.0), FLOAT("max", 1.0), INT("seed", 0),
             INT("diag_num", 0), INT("diag_step", 0), FLOAT("diag_val", 1.0),
             INT("dtype", PD_FP32)))
+PD_OP(unsqueeze2, DIFF | GPU | GPU_GRAD, unsqueeze2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
+      ATTRS(INTS_EMPTY("axes")))
+PD_OP(where, DIFF | GPU | GPU_GRAD, where, IN(ONE("Condition"), ONE("X"), ONE("Y")), OUT(ONE("Out")), NONE)
 PD_OP(while, DIFF, while, IN(OPT_LIST("X"), LIST("Condition")),
       OUT(OPT_LIST("Out"), ONE("StepScopes")),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),

@@ -61,6 +61,8 @@ static const pd_k_backend cpu_backend = {
     .batch_norm_grad = pd_kcpu_batch_norm_grad,
     .layer_norm = pd_kcpu_layer_norm,
     .layer_norm_grad = pd_kcpu_layer_norm_grad,
+    .strided_copy = pd_kcpu_strided_copy,
+    .where = pd_kcpu_where,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

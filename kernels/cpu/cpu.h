@@ -152,5 +152,7 @@ pd_k_batch_norm_fn pd_kcpu_batch_norm;
 pd_k_batch_norm_grad_fn pd_kcpu_batch_norm_grad;
 pd_k_layer_norm_fn pd_kcpu_layer_norm;
 pd_k_layer_norm_grad_fn pd_kcpu_layer_norm_grad;
+pd_k_strided_copy_fn pd_kcpu_strided_copy;
+pd_k_where_fn pd_kcpu_where;
 
 #endif /* PD_KERNELS_CPU_H */

@@ -202,6 +202,8 @@ pd_k_batch_norm_fn pd_kcu_batch_norm;
 pd_k_batch_norm_grad_fn pd_kcu_batch_norm_grad;
 pd_k_layer_norm_fn pd_kcu_layer_norm;
 pd_k_layer_norm_grad_fn pd_kcu_layer_norm_grad;
+pd_k_strided_copy_fn pd_kcu_strided_copy;
+pd_k_where_fn pd_kcu_where;
 
 /* ---- Shared between files. ---- */
 /* Strided-batched GEMM on device buffers after the checks (gemm.cu): used by the convolutions.

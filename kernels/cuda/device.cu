@@ -504,6 +504,8 @@ static const pd_k_backend cuda_backend = {
     .batch_norm_grad = entry<pd_kcu_batch_norm_grad>::call,
     .layer_norm = entry<pd_kcu_layer_norm>::call,
     .layer_norm_grad = entry<pd_kcu_layer_norm_grad>::call,
+    .strided_copy = entry<pd_kcu_strided_copy>::call,
+    .where = entry<pd_kcu_where>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

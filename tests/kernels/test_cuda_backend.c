@@ -1042,6 +1042,75 @@ static void test_transpose_concat(void) {
   }
 }
 
+/* strided_copy: slices of a [4, 5, 6] buffer (an offset, the last dim cut), broadcast and
+ * repeated views (expand_v2, tile), a part of a stacked buffer, and the scatter back into a
+ * window; every dtype size. */
+static void test_strided_copy(void) {
+  const pd_dtype types[] = {PD_BOOL, PD_FP32, PD_FP64, PD_INT32};
+  const struct {
+    int nd;
+    int64_t od[3], sd[3], sstr[3], off;
+  } cs[] = {{3, {2, 3, 4}, {2, 3, 4}, {30, 6, 1}, 1 * 30 + 1 * 6 + 2},  /* x[1:3, 1:4, 2:6] */
+            {2, {4, 1}, {4, 1}, {30, 1}, 5},                             /* a column */
+            {3, {3, 4, 6}, {1, 4, 6}, {0, 6, 1}, 0},                     /* expand a [4, 6] */
+            {3, {2, 8, 12}, {1, 4, 6}, {0, 6, 1}, 0},                    /* tile it [2, 2, 2] */
+            {2, {4, 6}, {4, 6}, {30, 1}, 12},                            /* a stacked part */
+            {1, {0}, {1}, {1}, 0},                                       /* empty */
+            {0, {0}, {0}, {0}, 7}};                                      /* one element */
+  for (size_t t = 0; t < PD_ARRAY_LEN(types); t++) {
+    pd_dtype dt = types[t];
+    size_t sz = pd_dtype_size(dt);
+    for (size_t i = 0; i < PD_ARRAY_LEN(cs); i++) {
+      int64_t n = kt_numel(cs[i].nd, cs[i].od);
+      buf x = B_rand(dt, 120, -100, 100), o = B_out((size_t)(n ? n : 1) * sz);
+      same_status(G->strided_copy(dt, cs[i].nd, cs[i].od, cs[i].sd, cs[i].sstr, cs[i].off, x.d,
+                                  o.d, false),
+                  C->strided_copy(dt, cs[i].nd, cs[i].od, cs[i].sd, cs[i].sstr, cs[i].off, x.h,
+                                  o.h, false),
+                  "strided_copy %s case %zu: status", dn(dt), i);
+      same_bits(&o, "strided_copy %s case %zu", dn(dt), i);
+      B_free(&x), B_free(&o);
+    }
+    /* Scatter a [2, 3, 4] block into the window of case 0 of a [4, 5, 6] buffer. */
+    buf d = B_rand(dt, 24, -100, 100), w = B_out(120 * sz);
+    same_status(G->strided_copy(dt, 3, cs[0].od, cs[0].sd, cs[0].sstr, cs[0].off, d.d, w.d, true),
+                C->strided_copy(dt, 3, cs[0].od, cs[0].sd, cs[0].sstr, cs[0].off, d.h, w.h, true),
+                "strided_copy %s scatter: status", dn(dt));
+    same_bits(&w, "strided_copy %s scatter into a window", dn(dt));
+    B_free(&d), B_free(&w);
+  }
+  const int64_t od[1] = {2}, bad_sd[1] = {0}, str[1] = {1};
+  buf z = B_out(16);
+  same_status(G->strided_copy(PD_FP32, 1, od, bad_sd, str, 0, z.d, z.d, false),
+              C->strided_copy(PD_FP32, 1, od, bad_sd, str, 0, z.h, z.h, false),
+              "strided_copy: a view dim of 0");
+  B_free(&z);
+}
+
+/* where: equal shapes, and cond [3], x [2, 1], y a scalar broadcast to [2, 3]; every dtype size. */
+static void test_where(void) {
+  const pd_dtype types[] = {PD_BOOL, PD_FP32, PD_FP64, PD_INT32};
+  for (size_t t = 0; t < PD_ARRAY_LEN(types); t++) {
+    pd_dtype dt = types[t];
+    size_t sz = pd_dtype_size(dt);
+    const int64_t od[2] = {33, 65}, full[2] = {65, 1}, zero[2] = {0, 0};
+    buf c = B_rand(PD_BOOL, 33 * 65, 0, 1), x = B_rand(dt, 33 * 65, -100, 100),
+        y = B_rand(dt, 33 * 65, -100, 100), o = B_out(33 * 65 * sz);
+    same_status(G->where(dt, 2, od, full, c.d, full, x.d, full, y.d, o.d),
+                C->where(dt, 2, od, full, c.h, full, x.h, full, y.h, o.h), "where %s: status",
+                dn(dt));
+    same_bits(&o, "where %s [33, 65]", dn(dt));
+    B_free(&o);
+    const int64_t bd[2] = {2, 3}, cs[2] = {0, 1}, xs[2] = {1, 0};
+    buf ob = B_out(6 * sz);
+    same_status(G->where(dt, 2, bd, cs, c.d, xs, x.d, zero, y.d, ob.d),
+                C->where(dt, 2, bd, cs, c.h, xs, x.h, zero, y.h, ob.h),
+                "where %s broadcast: status", dn(dt));
+    same_bits(&ob, "where %s broadcast to [2, 3]", dn(dt));
+    B_free(&ob), B_free(&c), B_free(&x), B_free(&y);
+  }
+}
+
 static void test_rows(void) {
   for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
     pd_dtype dt = floats[t];
@@ -1298,5 +1367,7 @@ int main(int argc, char **argv) {
   test_rows();
   test_random();
   test_norm();
+  test_strided_copy();
+  test_where();
   return tap_done();
 }

@@ -1,5 +1,6 @@
-/* shape.c -- the ops that rearrange a tensor without computing: concat, split, reshape2 and
- * transpose2 (with Fluid's XShape): their shape functions, kernels and gradient kernels. */
+/* shape.c -- the ops that rearrange a tensor without computing: concat, split, stack, reshape2,
+ * transpose2, flatten_contiguous_range, squeeze2 and unsqueeze2 (with Fluid's XShape), and shape:
+ * their shape functions, kernels and gradient kernels. */
 #include "config.h"
 
 #include <errno.h>
@@ -547,6 +548,30 @@ static pd_status fwd_x_shape(const pd_exec_ctx *ctx, int *nd, int64_t *dims, pd_
   return PD_OK;
 }
 
+/* Out = X's elements in the shape d (as many elements), then XShape: the common end of
+ * reshape2, flatten_contiguous_range, squeeze2 and unsqueeze2. Out is a copy (Fluid's
+ * TensorCopy); it keeps X's LoD when its first dim is X's. */
+static pd_status copy_reshaped(const pd_exec_ctx *ctx, const pd_tensor *x, int nd,
+                               const int64_t *d) {
+  int xnd = x->ndims;
+  int64_t xdims[MAXD];
+  pd_status st;
+  memcpy(xdims, x->dims, sizeof(int64_t) * (size_t)xnd);
+  bool keep_lod = nd > 0 && xnd > 0 && d[0] == xdims[0];
+  pd_tensor *out;
+  if ((st = out_at(ctx, "Out", 0, true, &out))) return st;
+  if (out == x) {
+    pd_tensor_reshape(out, nd, d);  /* same element count: cannot fail */
+    if (!keep_lod) pd_tensor_clear_lod(out);
+  } else {
+    if ((st = resize(ctx, out, x->dtype, nd, d, keep_lod ? x : NULL))) return st;
+    if (pd_tensor_nbytes(x) &&
+        (st = pd_ctx_copy(ctx, pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x))))
+      return st;
+  }
+  return write_xshape(ctx, xnd, xdims, out->dtype);
+}
+
 /* reshape2: X's elements in a new shape: ShapeTensor (one tensor per dim), else Shape (a 1-D
  * tensor), else the attribute; 0 copies X's dim at that position, one -1 takes what is left.
  * Out is a copy (Fluid's TensorCopy); it keeps X's LoD when its first dim is X's. */
@@ -589,24 +614,12 @@ pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
                        PRId64 " elements)", shape_str(x, sx), n, dims_str(nd, want, sw, sizeof sw),
                        known);
   }
-  int xnd = x->ndims;
-  int64_t xdims[MAXD];
-  memcpy(xdims, x->dims, sizeof(int64_t) * (size_t)xnd);
-  bool keep_lod = nd > 0 && xnd > 0 && d[0] == xdims[0];
-  pd_tensor *out;
-  if ((st = out_at(ctx, "Out", 0, true, &out))) return st;
-  if (out == x) {
-    pd_tensor_reshape(out, nd, d);  /* same element count: cannot fail */
-    if (!keep_lod) pd_tensor_clear_lod(out);
-  } else {
-    if ((st = resize(ctx, out, x->dtype, nd, d, keep_lod ? x : NULL))) return st;
-    if (pd_tensor_nbytes(x)) memcpy(pd_tensor_data(out), pd_tensor_data(x), pd_tensor_nbytes(x));
-  }
-  return write_xshape(ctx, xnd, xdims, out->dtype);
+  return copy_reshaped(ctx, x, nd, d);
 }
 
-/* reshape2_grad: X@GRAD = Out@GRAD in X's shape (and with X's LoD). */
-pd_status pd_kernel_reshape2_grad(pd_exec_ctx *ctx) {
+/* reshape2_grad (and that of flatten_contiguous_range, squeeze2, unsqueeze2): X@GRAD =
+ * Out@GRAD in X's shape (and with X's LoD). */
+static pd_status reshape_back(const pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *dy, *x;
   pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
@@ -627,9 +640,12 @@ pd_status pd_kernel_reshape2_grad(pd_exec_ctx *ctx) {
     return PD_OK;
   }
   if ((st = resize(ctx, dx, dy->dtype, nd, dims, x))) return st;
-  if (pd_tensor_nbytes(dy)) memcpy(pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
+  if (pd_tensor_nbytes(dy))
+    return pd_ctx_copy(ctx, pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
   return PD_OK;
 }
+
+pd_status pd_kernel_reshape2_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
 
 /* The permutation of transpose2 (attribute axis) for a tensor of rank nd. */
 static pd_status transpose_perm(const pd_exec_ctx *ctx, int nd, const int64_t *dims, int *perm) {
@@ -701,4 +717,400 @@ pd_status pd_kernel_transpose2_grad(pd_exec_ctx *ctx) {
                       "transpose");
   hold_free(&h);
   return st;
+}
+
+/* ================================================================ flatten_contiguous_range,
+ * squeeze2, unsqueeze2: reshapes whose new shape follows from X's and the axes */
+
+/* Out's dims of flatten_contiguous_range: dims start..stop (normalised, start <= stop) become
+ * their product; mul multiplies two dims (pd_infer_dim_mul at compile time, where -1 is
+ * unknown). A scalar becomes [1] (Fluid). Returns the rank of out. */
+static int flatten_dims(int nd, const int64_t *dims, int start, int stop, int64_t *out,
+                        int64_t (*mul)(int64_t, int64_t)) {
+  if (nd == 0) {
+    out[0] = 1;
+    return 1;
+  }
+  int n = 0;
+  for (int i = 0; i < start; i++) out[n++] = dims[i];
+  int64_t p = 1;
+  for (int i = start; i <= stop; i++) p = mul(p, dims[i]);
+  out[n++] = p;
+  for (int i = stop + 1; i < nd; i++) out[n++] = dims[i];
+  return n;
+}
+
+static int64_t mul_known(int64_t a, int64_t b) { return a * b; }
+
+/* Which dims squeeze2 removes: the listed axes (each -nd..nd-1; its dim must be 1, or unknown:
+ * -1), or with no axes every dim of size 1. Returns the rank of out, or -1 with *bad the index
+ * in axes of an axis out of range, or -2 with *bad that of an axis whose dim is not 1. */
+static int squeeze_dims(int nd, const int64_t *dims, int na, const int64_t *axes, int64_t *out,
+                        int *bad) {
+  bool drop[MAXD] = {false};
+  for (int i = 0; i < na; i++) {
+    int64_t a = axes[i];
+    *bad = i;
+    if (a < -nd || a >= nd) return -1;
+    if (a < 0) a += nd;
+    if (dims[a] != 1 && dims[a] != -1) return -2;
+    drop[a] = true;
+  }
+  for (int i = 0; na == 0 && i < nd; i++) drop[i] = dims[i] == 1;
+  int n = 0;
+  for (int i = 0; i < nd; i++)
+    if (!drop[i]) out[n++] = dims[i];
+  return n;
+}
+
+/* Out's dims of unsqueeze2, as Fluid inserts them: each axis in turn, against the rank so far
+ * (-rank-1..rank; a negative one counts from the end), puts a 1 there and moves the later dims
+ * along. Returns the rank of out, -1 with *bad the index in axes of an axis out of range, or -3
+ * when out would have more than MAXD dims. */
+static int unsqueeze_dims(int nd, const int64_t *dims, int na, const int64_t *axes, int64_t *out,
+                          int *bad) {
+  int total = nd + na, cur = nd;
+  if (total > MAXD) return -3;
+  bool ins[MAXD + 1] = {false};
+  for (int i = 0; i < na; i++) {
+    int64_t a = axes[i] < 0 ? axes[i] + cur + 1 : axes[i];
+    *bad = i;
+    if (a < 0 || a > cur) return -1;
+    for (int k = cur; k >= a; k--)
+      if (ins[k]) {
+        ins[k + 1] = true;
+        ins[k] = false;
+      }
+    ins[a] = true;
+    cur++;
+  }
+  for (int i = 0, k = 0; i < total; i++) out[i] = ins[i] ? 1 : dims[k++];
+  return total;
+}
+
+pd_status pd_infer_flatten_contiguous_range(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  if (d.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+  } else {
+    int start = 0, stop = 0;
+    char s[PD_DIMS_BUF];
+    if (d.n > 0 &&
+        ((st = pd_infer_axis(c, "start_axis", pd_infer_attr_int(c, "start_axis"), "X", &d, &start)) ||
+         (st = pd_infer_axis(c, "stop_axis", pd_infer_attr_int(c, "stop_axis"), "X", &d, &stop))))
+      return st;
+    if (stop < start)
+      return pd_infer_fail(c, PD_EINVAL, "stop_axis %d comes before start_axis %d of X %s", stop,
+                           start, pd_infer_dims_str(&d, s));
+    out.n = flatten_dims(d.n, d.d, start, stop, out.d, pd_infer_dim_mul);
+  }
+  bool same_rows = d.n > 0 && out.n > 0 && d.d[0] == out.d[0];
+  if ((st = pd_infer_set_out(c, "Out", 0, &out, x->dtype, same_rows ? x->lod_level : 0))) return st;
+  return set_xshape(c, x, &d);
+}
+
+pd_status pd_infer_squeeze2(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out, axes;
+  char s[PD_DIMS_BUF], sa[PD_LIST_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  axes.n = pd_infer_attr_ints(c, "axes", axes.d, PD_MAX_RANK);
+  if (axes.n > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EINVAL, "axes %s has more entries than a tensor has dims",
+                         pd_infer_attr_ints_str(c, "axes", sa));
+  if (d.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+  } else {
+    int bad = 0;
+    out.n = squeeze_dims(d.n, d.d, axes.n, axes.d, out.d, &bad);
+    if (out.n == -1)
+      return pd_infer_fail(c, PD_EINVAL, "axis %" PRId64 " of axes %s is out of range for X %s "
+                           "(expected %d to %d)", axes.d[bad], pd_infer_attr_ints_str(c, "axes", sa),
+                           pd_infer_dims_str(&d, s), -d.n, d.n - 1);
+    if (out.n == -2)
+      return pd_infer_fail(c, PD_ESHAPE, "cannot squeeze dim %" PRId64 " of X %s: its size is %"
+                           PRId64 ", not 1", axes.d[bad], pd_infer_dims_str(&d, s),
+                           d.d[axes.d[bad] < 0 ? axes.d[bad] + d.n : axes.d[bad]]);
+  }
+  bool same_rows = d.n > 0 && out.n > 0 && d.d[0] == out.d[0];
+  if ((st = pd_infer_set_out(c, "Out", 0, &out, x->dtype, same_rows ? x->lod_level : 0))) return st;
+  return set_xshape(c, x, &d);
+}
+
+pd_status pd_infer_unsqueeze2(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  int64_t axes[PD_MAX_RANK + 1];
+  char s[PD_DIMS_BUF], sa[PD_LIST_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  int na = pd_infer_attr_ints(c, "axes", axes, PD_MAX_RANK + 1);
+  if (d.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+  } else {
+    int bad = 0;
+    out.n = na > PD_MAX_RANK ? -3 : unsqueeze_dims(d.n, d.d, na, axes, out.d, &bad);
+    if (out.n == -3)
+      return pd_infer_fail(c, PD_EUNSUPPORTED, "unsqueezing X %s at axes %s gives %d dims; at "
+                           "most %d are supported", pd_infer_dims_str(&d, s),
+                           pd_infer_attr_ints_str(c, "axes", sa), d.n + na, PD_MAX_RANK);
+    if (out.n == -1)
+      return pd_infer_fail(c, PD_EINVAL, "axis %" PRId64 " of axes %s is out of range for X %s "
+                           "with %d dims inserted before it (expected %d to %d)", axes[bad],
+                           pd_infer_attr_ints_str(c, "axes", sa), pd_infer_dims_str(&d, s), bad,
+                           -(d.n + bad) - 1, d.n + bad);
+  }
+  bool same_rows = d.n > 0 && out.n > 0 && d.d[0] == out.d[0];
+  if ((st = pd_infer_set_out(c, "Out", 0, &out, x->dtype, same_rows ? x->lod_level : 0))) return st;
+  return set_xshape(c, x, &d);
+}
+
+/* flatten_contiguous_range: dims start_axis..stop_axis of X become one. */
+pd_status pd_kernel_flatten_contiguous_range(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int start = 0, stop = 0;
+  char s[DIMS_BUF];
+  if (x->ndims > 0 &&
+      ((st = norm_axis(ctx, "start_axis", pd_ctx_attr_int(ctx, "start_axis"), "X", x, &start)) ||
+       (st = norm_axis(ctx, "stop_axis", pd_ctx_attr_int(ctx, "stop_axis"), "X", x, &stop))))
+    return st;
+  if (stop < start)
+    return pd_ctx_fail(ctx, PD_EINVAL, "stop_axis %d comes before start_axis %d of X %s", stop,
+                       start, shape_str(x, s));
+  int64_t d[MAXD];
+  int nd = flatten_dims(x->ndims, x->dims, start, stop, d, mul_known);
+  return copy_reshaped(ctx, x, nd, d);
+}
+
+pd_status pd_kernel_flatten_contiguous_range_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
+
+/* squeeze2: X without the listed size-1 dims (no axes: without all of them). */
+pd_status pd_kernel_squeeze2(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int64_t axes[MAXD], d[MAXD];
+  char s[DIMS_BUF], sa[LIST_BUF];
+  int na = pd_ctx_attr_ints(ctx, "axes", axes, MAXD), bad = 0;
+  if (na > MAXD)
+    return pd_ctx_fail(ctx, PD_EINVAL, "axes has %d entries, more than a tensor has dims", na);
+  int nd = squeeze_dims(x->ndims, x->dims, na, axes, d, &bad);
+  if (nd == -1)
+    return pd_ctx_fail(ctx, PD_EINVAL, "axis %" PRId64 " of axes %s is out of range for X %s "
+                       "(expected %d to %d)", axes[bad], dims_str(na, axes, sa, sizeof sa),
+                       shape_str(x, s), -x->ndims, x->ndims - 1);
+  if (nd == -2)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot squeeze dim %" PRId64 " of X %s: its size is %"
+                       PRId64 ", not 1", axes[bad], shape_str(x, s),
+                       x->dims[axes[bad] < 0 ? axes[bad] + x->ndims : axes[bad]]);
+  return copy_reshaped(ctx, x, nd, d);
+}
+
+pd_status pd_kernel_squeeze2_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
+
+/* unsqueeze2: X with a size-1 dim inserted at each of axes, in turn. */
+pd_status pd_kernel_unsqueeze2(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int64_t axes[MAXD + 1], d[MAXD];
+  char s[DIMS_BUF], sa[LIST_BUF];
+  int na = pd_ctx_attr_ints(ctx, "axes", axes, MAXD + 1), bad = 0;
+  int nd = na > MAXD ? -3 : unsqueeze_dims(x->ndims, x->dims, na, axes, d, &bad);
+  if (nd == -3)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "unsqueezing X %s at %d axes gives %d dims; at most "
+                       "%d are supported", shape_str(x, s), na, x->ndims + na, MAXD);
+  if (nd == -1)
+    return pd_ctx_fail(ctx, PD_EINVAL, "axis %" PRId64 " of axes %s is out of range for X %s "
+                       "with %d dims inserted before it (expected %d to %d)", axes[bad],
+                       dims_str(na, axes, sa, sizeof sa), shape_str(x, s), bad,
+                       -(x->ndims + bad) - 1, x->ndims + bad);
+  return copy_reshaped(ctx, x, nd, d);
+}
+
+pd_status pd_kernel_unsqueeze2_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
+
+/* ================================================================ stack, shape */
+
+/* stack: the X tensors (one dtype, one shape) joined along a new axis (-(rank+1)..rank) of
+ * size len(X). */
+pd_status pd_infer_stack(pd_infer_ctx *c) {
+  const pd_var_desc *first;
+  pd_infer_dims d0, out;
+  char s0[PD_DIMS_BUF], si[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &first, &d0);
+  if (st) return st;
+  int n = pd_infer_nin(c, "X");
+  pd_infer_dims merged = d0;
+  for (int i = 1; i < n; i++) {
+    const pd_var_desc *v;
+    pd_infer_dims d;
+    if ((st = pd_infer_in(c, "X", i, &v, &d))) return st;
+    if (v->dtype != first->dtype)
+      return pd_infer_fail(c, PD_ETYPE, "X[%d] has dtype %s but X[0] has dtype %s", i,
+                           pd_dtype_name(v->dtype), pd_dtype_name(first->dtype));
+    if (merged.n < 0) merged = d;
+    if (d.n < 0) continue;
+    bool same = d.n == merged.n;
+    for (int k = 0; same && k < d.n; k++) same = pd_infer_dim_compatible(merged.d[k], d.d[k]);
+    if (!same)
+      return pd_infer_fail(c, PD_ESHAPE, "cannot stack X[0] %s and X[%d] %s: their shapes differ",
+                           pd_infer_dims_str(&d0, s0), i, pd_infer_dims_str(&d, si));
+    for (int k = 0; k < d.n; k++) merged.d[k] = pd_infer_dim_merge(merged.d[k], d.d[k]);
+  }
+  if (merged.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+  } else {
+    if (merged.n >= PD_MAX_RANK)
+      return pd_infer_fail(c, PD_EUNSUPPORTED, "stacking X %s gives %d dims; at most %d are "
+                           "supported", pd_infer_dims_str(&merged, s0), merged.n + 1, PD_MAX_RANK);
+    pd_infer_dims r1 = pd_infer_dims_unknown(merged.n + 1);
+    int axis;
+    if ((st = pd_infer_axis(c, "axis", pd_infer_attr_int(c, "axis"), "Y", &r1, &axis))) return st;
+    out.n = merged.n + 1;
+    for (int k = 0, j = 0; k < out.n; k++) out.d[k] = k == axis ? n : merged.d[j++];
+  }
+  return pd_infer_set_out(c, "Y", 0, &out, first->dtype, 0);
+}
+
+/* The axis of stack for inputs of rank nd: -(nd+1)..nd. */
+static pd_status stack_axis(const pd_exec_ctx *ctx, int nd, int *axis) {
+  int64_t a = pd_ctx_attr_int(ctx, "axis");
+  if (a < -(nd + 1) || a > nd)
+    return pd_ctx_fail(ctx, PD_EINVAL, "axis %" PRId64 " is out of range for stacking tensors of "
+                       "%d dims (expected %d to %d)", a, nd, -(nd + 1), nd);
+  *axis = (int)(a < 0 ? a + nd + 1 : a);
+  return PD_OK;
+}
+
+pd_status pd_kernel_stack(pd_exec_ctx *ctx) {
+  int n = pd_ctx_nin(ctx, "X");
+  if (n < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input X is not given");
+  local_buf sp, ss, sd;
+  const pd_tensor **xs = local_get(&sp, (size_t)n * sizeof *xs);
+  int64_t *sizes = local_get(&ss, (size_t)n * sizeof *sizes);
+  const void **ptrs = local_get(&sd, (size_t)n * sizeof *ptrs);
+  hold h;
+  hold_init(&h);
+  pd_status st = PD_OK;
+  char s0[DIMS_BUF], si[DIMS_BUF];
+  if (!xs || !sizes || !ptrs) {
+    st = nomem(ctx);
+    goto out;
+  }
+  for (int i = 0; i < n && !st; i++) st = in_at(ctx, "X", i, true, &xs[i]);
+  int axis = 0, nd = st ? 0 : xs[0]->ndims;
+  if (st || (st = stack_axis(ctx, nd, &axis))) goto out;
+  if (nd >= MAXD) {
+    st = pd_ctx_fail(ctx, PD_EUNSUPPORTED, "stacking X[0] %s gives %d dims; at most %d are "
+                     "supported", shape_str(xs[0], s0), nd + 1, MAXD);
+    goto out;
+  }
+  for (int i = 0; i < n; i++) {
+    if (xs[i]->dtype != xs[0]->dtype) {
+      st = pd_ctx_fail(ctx, PD_ETYPE, "X[%d] holds %s but X[0] holds %s", i,
+                       pd_dtype_name(xs[i]->dtype), pd_dtype_name(xs[0]->dtype));
+      goto out;
+    }
+    if (!same_dims(xs[i]->ndims, xs[i]->dims, nd, xs[0]->dims)) {
+      st = pd_ctx_fail(ctx, PD_ESHAPE, "cannot stack X[0] %s and X[%d] %s: their shapes differ",
+                       shape_str(xs[0], s0), i, shape_str(xs[i], si));
+      goto out;
+    }
+    sizes[i] = 1;
+  }
+  int64_t dims[MAXD];
+  for (int k = 0, j = 0; k <= nd; k++) dims[k] = k == axis ? n : xs[0]->dims[j++];
+  pd_tensor *o;
+  if ((st = out_at(ctx, "Y", 0, true, &o))) goto out;
+  /* An X that is Y itself is read through a second reference to its storage (one for all). */
+  const pd_tensor *held = NULL;
+  for (int i = 0; i < n && !st; i++)
+    if (xs[i] == o) {
+      if (!held && !(st = unalias(ctx, &h, o, &xs[i]))) held = xs[i];
+      xs[i] = held;
+    }
+  if (st) goto out;
+  pd_dtype dt = xs[0]->dtype;
+  if ((st = resize(ctx, o, dt, nd + 1, dims, NULL))) goto out;
+  for (int i = 0; i < n; i++) ptrs[i] = pd_tensor_data(xs[i]);
+  st = pd_ctx_check(ctx, ctx->k->concat(dt, n, (const void *const *)ptrs, sizes,
+                                        prod(dims, 0, axis), prod(dims, axis + 1, nd + 1),
+                                        pd_tensor_data(o)),
+                    "concat");
+out:
+  hold_free(&h);
+  local_free(&sp);
+  local_free(&ss);
+  local_free(&sd);
+  return st;
+}
+
+/* stack_grad: X@GRAD[i] = slice i of Y@GRAD along axis. */
+pd_status pd_kernel_stack_grad(pd_exec_ctx *ctx) {
+  int n = pd_ctx_nin(ctx, "X");
+  const pd_tensor *dy, *x0;
+  pd_status st;
+  if (n < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input X is not given");
+  if ((st = in_at(ctx, "Y@GRAD", 0, true, &dy)) || (st = in_at(ctx, "X", 0, true, &x0))) return st;
+  int axis, nd = x0->ndims;
+  if ((st = stack_axis(ctx, nd, &axis))) return st;
+  if (nd >= MAXD) return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "X[0] has too many dims to stack");
+  int64_t dims[MAXD];
+  for (int k = 0, j = 0; k <= nd; k++) dims[k] = k == axis ? n : x0->dims[j++];
+  if ((st = want_grad_shape(ctx, "Y@GRAD", dy, nd + 1, dims, x0->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  int64_t pre = prod(dims, 0, axis), post = prod(dims, axis + 1, nd + 1);
+  for (int i = 0; i < n && !st; i++) {
+    const pd_tensor *x;
+    pd_tensor *dx;
+    st = in_at(ctx, "X", i, true, &x);
+    if (!st) st = out_at(ctx, "X@GRAD", i, false, &dx);
+    if (!st && dx) st = unalias(ctx, &h, dx, &dy);
+    if (!st && dx) st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x);
+    if (!st && dx)
+      st = pd_ctx_check(ctx, ctx->k->strided_copy(dy->dtype, 2, (int64_t[]){pre, post},
+                                                  (int64_t[]){pre, post},
+                                                  (int64_t[]){n * post, 1}, i * post,
+                                                  pd_tensor_data(dy), pd_tensor_data(dx), false),
+                        "strided_copy");
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* shape: Out (int32, [rank]) = the dims of Input. */
+pd_status pd_infer_shape(pd_infer_ctx *c) {
+  pd_infer_dims d;
+  pd_status st = pd_infer_in(c, "Input", 0, NULL, &d);
+  if (st) return st;
+  pd_infer_dims out = {.n = 1, .d = {d.n}};
+  return pd_infer_set_out(c, "Out", 0, &out, PD_INT32, 0);
+}
+
+pd_status pd_kernel_shape(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *o;
+  pd_status st = in_at(ctx, "Input", 0, true, &x);
+  if (st || (st = out_at(ctx, "Out", 0, true, &o))) return st;
+  int nd = x->ndims;
+  int32_t v[MAXD];
+  char s[DIMS_BUF];
+  for (int i = 0; i < nd; i++) {
+    if (x->dims[i] > INT32_MAX)
+      return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "dim %d of Input %s does not fit in int32", i,
+                         shape_str(x, s));
+    v[i] = (int32_t)x->dims[i];
+  }
+  int64_t od = nd;
+  if ((st = resize(ctx, o, PD_INT32, 1, &od, NULL))) return st;
+  if (nd) memcpy(pd_tensor_data(o), v, sizeof(int32_t) * (size_t)nd);
+  return PD_OK;
 }

@@ -29,6 +29,10 @@ static const pd_exec_slot_rule rules[] = {
     {"scale", "ScaleTensor", true, PD_WHERE_HOST},
     {"batch_norm", "MomentumTensor", true, PD_WHERE_HOST},
     {"batch_norm_grad", "MomentumTensor", true, PD_WHERE_HOST},
+    {"clip", "Min", true, PD_WHERE_HOST},
+    {"clip", "Max", true, PD_WHERE_HOST},
+    {"clip_grad", "Min", true, PD_WHERE_HOST},
+    {"clip_grad", "Max", true, PD_WHERE_HOST},
     /* Shapes and values given as tensors are read on the host. */
     {"fill_constant", "ShapeTensor", true, PD_WHERE_HOST},
     {"fill_constant", "ShapeTensorList", true, PD_WHERE_HOST},

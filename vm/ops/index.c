@@ -1,0 +1,826 @@
+/* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile, where
+ * and clip: their shape functions, kernels and gradient kernels. slice, expand_v2 and tile move
+ * elements through the backend's strided_copy, where through its where, clip through its
+ * compare and binary kernels (so these run on the GPU too); gather and tile's gradient are host
+ * loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vm/ops/infershape.h"
+#include "vm/ops/kern.h"
+
+/* ================================================================ helpers */
+
+/* Row-major strides (in elements) of dims. */
+static void strides_of(int nd, const int64_t *dims, int64_t *str) {
+  int64_t s = 1;
+  for (int i = nd - 1; i >= 0; i--) {
+    str[i] = s;
+    s *= dims[i];
+  }
+}
+
+/* The element of a source of dims sd (rank nd, padded with leading 1s) that out index idx reads
+ * when the source repeats along every dim: sum over k of (idx[k] mod sd[k]) * sstr[k]. A dim of
+ * 1 is broadcast, a dim equal to out's is read in place (expand_v2, tile, where). */
+static int64_t rep_off(int nd, const int64_t *idx, const int64_t *sd, const int64_t *sstr) {
+  int64_t off = 0;
+  for (int k = 0; k < nd; k++) off += (sd[k] == 1 ? 0 : idx[k] % sd[k]) * sstr[k];
+  return off;
+}
+
+/* Advance the index idx of a tensor of dims od to the next element in row-major order. */
+static void next_idx(int nd, const int64_t *od, int64_t *idx) {
+  for (int k = nd - 1; k >= 0; k--) {
+    if (++idx[k] < od[k]) return;
+    idx[k] = 0;
+  }
+}
+
+/* dims (rank n) padded with leading 1s to rank nd. */
+static void pad_dims(int n, const int64_t *dims, int nd, int64_t *out) {
+  for (int i = 0; i < nd; i++) out[i] = i < nd - n ? 1 : dims[i - (nd - n)];
+}
+
+/* The adjoint of repeating x (dims xd, padded to rank nd) to out (dims od) along every dim: dx
+ * (zeroed here) = the sum of the dout elements that read each x element. dt is fp32 or fp64. */
+static void repeat_sum(pd_dtype dt, int nd, const int64_t *od, const int64_t *xd,
+                       const void *dout, void *dx) {
+  int64_t idx[MAXD] = {0}, xstr[MAXD], n = pd_k_numel(nd, od), nx = pd_k_numel(nd, xd);
+  strides_of(nd, xd, xstr);
+  FLOAT_SWITCH(dt, {
+    T *d = dx;
+    const T *g = dout;
+    for (int64_t i = 0; i < nx; i++) d[i] = 0;
+    for (int64_t j = 0; j < n; j++, next_idx(nd, od, idx)) d[rep_off(nd, idx, xd, xstr)] += g[j];
+  });
+}
+
+/* ================================================================ slice */
+
+/* The slice of one axis: [start, end) of a dim of size dim, from the attributes s and e as
+ * Fluid clamps them (negative counts from the end; past the dim stops at it). 0, or 1 when the
+ * start is past the end of the dim, 2 when the end comes before the start. */
+static int slice_range(int64_t dim, int64_t s, int64_t e, int64_t *start, int64_t *end) {
+  s = s < 0 ? s + dim : s;
+  e = e < 0 ? e + dim : e;
+  if (s < 0) s = 0;
+  if (e > dim) e = dim;
+  if (e < 0) e = 0;
+  *start = s;
+  *end = e;
+  if (s >= dim && dim > 0) return 1;
+  if (e < s) return 2;
+  return 0;
+}
+
+/* The axes, starts, ends and decrease_axis of slice, checked against a rank nd: axes in range
+ * (-nd..nd-1, normalised) and distinct, starts and ends as many as axes, decrease_axis among
+ * the axes. Errors go to fail with a message in msg. */
+typedef struct slice_spec {
+  int n, ndec;
+  int64_t axes[MAXD], starts[MAXD], ends[MAXD], dec[MAXD], flags[MAXD];
+  int nflags;
+} slice_spec;
+
+static pd_status slice_read(slice_spec *sp, int nd, int64_t (*get)(const void *, const char *, int64_t *, int),
+                            const void *src, char *msg, size_t cap) {
+  int nstarts, nends;
+  sp->n = (int)get(src, "axes", sp->axes, MAXD);
+  nstarts = (int)get(src, "starts", sp->starts, MAXD);
+  nends = (int)get(src, "ends", sp->ends, MAXD);
+  sp->ndec = (int)get(src, "decrease_axis", sp->dec, MAXD);
+  sp->nflags = (int)get(src, "infer_flags", sp->flags, MAXD);
+  if (sp->n > nd || sp->n > MAXD) {
+    snprintf(msg, cap, "axes has %d entries but Input has %d dims", sp->n, nd);
+    return PD_EINVAL;
+  }
+  if (nstarts != sp->n || nends != sp->n) {
+    snprintf(msg, cap, "axes has %d entries but starts has %d and ends %d", sp->n, nstarts, nends);
+    return PD_EINVAL;
+  }
+  bool seen[MAXD] = {false};
+  for (int i = 0; i < sp->n; i++) {
+    int64_t a = sp->axes[i];
+    if (a < -nd || a >= nd) {
+      snprintf(msg, cap, "axis %" PRId64 " is out of range for Input with %d dims (expected %d to "
+               "%d)", a, nd, -nd, nd - 1);
+      return PD_EINVAL;
+    }
+    if (a < 0) a += nd;
+    if (seen[a]) {
+      snprintf(msg, cap, "axis %" PRId64 " appears twice in axes", a);
+      return PD_EINVAL;
+    }
+    seen[a] = true;
+    sp->axes[i] = a;
+  }
+  if (sp->ndec > sp->n) {
+    snprintf(msg, cap, "decrease_axis has %d entries but axes only %d", sp->ndec, sp->n);
+    return PD_EINVAL;
+  }
+  for (int i = 0; i < sp->ndec; i++) {
+    int64_t a = sp->dec[i] < 0 ? sp->dec[i] + nd : sp->dec[i];
+    if (a < 0 || a >= nd || !seen[a]) {
+      snprintf(msg, cap, "decrease_axis %" PRId64 " is not one of the sliced axes", sp->dec[i]);
+      return PD_EINVAL;
+    }
+    sp->dec[i] = a;
+  }
+  return PD_OK;
+}
+
+static int64_t infer_get(const void *src, const char *name, int64_t *out, int cap) {
+  return pd_infer_attr_ints((const pd_infer_ctx *)src, name, out, cap);
+}
+static int64_t ctx_get(const void *src, const char *name, int64_t *out, int cap) {
+  int n = pd_ctx_attr_ints((const pd_exec_ctx *)src, name, out, cap);
+  return n < 0 ? 0 : n;
+}
+
+/* Out's dims without decrease_axis's: when every dim goes, [1] (Fluid). */
+static int slice_decrease(const slice_spec *sp, int nd, const int64_t *full, int64_t *out) {
+  bool drop[MAXD] = {false};
+  for (int i = 0; i < sp->ndec; i++) drop[sp->dec[i]] = true;
+  int n = 0;
+  for (int k = 0; k < nd; k++)
+    if (!drop[k]) out[n++] = full[k];
+  if (n == 0 && nd > 0) out[n++] = 1;
+  return n;
+}
+
+/* slice: Input's elements [starts[i], ends[i]) along axes[i]; decrease_axis drops sliced axes
+ * of size 1. A dim unknown here (or with infer_flags -1) stays unknown in Out. */
+pd_status pd_infer_slice(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  char s[PD_DIMS_BUF], msg[160];
+  pd_status st = pd_infer_in(c, "Input", 0, &x, &d);
+  if (st) return st;
+  if (d.n < 0) return pd_infer_set_out(c, "Out", 0, &d, x->dtype, 0);
+  slice_spec sp;
+  if ((st = slice_read(&sp, d.n, infer_get, c, msg, sizeof msg)))
+    return pd_infer_fail(c, st, "%s", msg);
+  int64_t full[MAXD];
+  memcpy(full, d.d, sizeof(int64_t) * (size_t)d.n);
+  for (int i = 0; i < sp.n; i++) {
+    int64_t a = sp.axes[i], dim = d.d[a], b, e;
+    if (dim < 0 || (i < sp.nflags && sp.flags[i] == -1)) {
+      full[a] = -1;
+      continue;
+    }
+    int r = slice_range(dim, sp.starts[i], sp.ends[i], &b, &e);
+    if (r == 1)
+      return pd_infer_fail(c, PD_ESHAPE, "start %" PRId64 " of axis %" PRId64 " is past the end of "
+                           "Input %s (dim %" PRId64 ")", sp.starts[i], a, pd_infer_dims_str(&d, s),
+                           dim);
+    if (r == 2)
+      return pd_infer_fail(c, PD_ESHAPE, "end %" PRId64 " of axis %" PRId64 " comes before start %"
+                           PRId64 " in Input %s", sp.ends[i], a, sp.starts[i],
+                           pd_infer_dims_str(&d, s));
+    full[a] = e - b;
+  }
+  for (int i = 0; i < sp.ndec; i++)
+    if (full[sp.dec[i]] != 1 && full[sp.dec[i]] != -1)
+      return pd_infer_fail(c, PD_ESHAPE, "decrease_axis %" PRId64 " has size %" PRId64 " after "
+                           "slicing Input %s; it must be 1", sp.dec[i], full[sp.dec[i]],
+                           pd_infer_dims_str(&d, s));
+  out.n = slice_decrease(&sp, d.n, full, out.d);
+  bool same_rows = d.n > 0 && out.n > 0 && d.d[0] == out.d[0] && sp.ndec == 0;
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, same_rows ? x->lod_level : 0);
+}
+
+/* The slice of Input x: its full (undecreased) dims and the offset of each axis' start. */
+static pd_status slice_plan(const pd_exec_ctx *ctx, const pd_tensor *x, slice_spec *sp,
+                            int64_t *full, int64_t *begin) {
+  char s[DIMS_BUF], msg[160];
+  pd_status st = slice_read(sp, x->ndims, ctx_get, ctx, msg, sizeof msg);
+  if (st) return pd_ctx_fail(ctx, st, "%s", msg);
+  memcpy(full, x->dims, sizeof(int64_t) * (size_t)x->ndims);
+  for (int k = 0; k < x->ndims; k++) begin[k] = 0;
+  for (int i = 0; i < sp->n; i++) {
+    int64_t a = sp->axes[i], b, e;
+    int r = slice_range(x->dims[a], sp->starts[i], sp->ends[i], &b, &e);
+    if (r == 1)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "start %" PRId64 " of axis %" PRId64 " is past the end of "
+                         "Input %s (dim %" PRId64 ")", sp->starts[i], a, shape_str(x, s),
+                         x->dims[a]);
+    if (r == 2)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "end %" PRId64 " of axis %" PRId64 " comes before start %"
+                         PRId64 " in Input %s", sp->ends[i], a, sp->starts[i], shape_str(x, s));
+    full[a] = e - b;
+    begin[a] = b;
+  }
+  for (int i = 0; i < sp->ndec; i++)
+    if (full[sp->dec[i]] != 1)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "decrease_axis %" PRId64 " has size %" PRId64 " after "
+                         "slicing Input %s; it must be 1", sp->dec[i], full[sp->dec[i]],
+                         shape_str(x, s));
+  return PD_OK;
+}
+
+/* Copy between the dense block of dims od and the window of x (dims xd) that starts at begin:
+ * to_x false reads the window into dense, true writes dense into the window. */
+static pd_status window_copy(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64_t *xd,
+                             const int64_t *od, const int64_t *begin, void *x, void *dense,
+                             bool to_x) {
+  int64_t xstr[MAXD], off = 0;
+  strides_of(nd, xd, xstr);
+  for (int k = 0; k < nd; k++) off += begin[k] * xstr[k];
+  pd_status st = to_x ? ctx->k->strided_copy(dt, nd, od, od, xstr, off, dense, x, true)
+                      : ctx->k->strided_copy(dt, nd, od, od, xstr, off, x, dense, false);
+  return pd_ctx_check(ctx, st, "strided_copy");
+}
+
+pd_status pd_kernel_slice(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  pd_status st = in_at(ctx, "Input", 0, true, &x);
+  if (st) return st;
+  slice_spec sp;
+  int64_t full[MAXD], begin[MAXD], od[MAXD];
+  if ((st = slice_plan(ctx, x, &sp, full, begin)) || (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  int nd = x->ndims, ond = slice_decrease(&sp, nd, full, od);
+  bool keep_lod = nd > 0 && full[0] == x->dims[0] && sp.ndec == 0;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) &&
+      !(st = resize(ctx, out, x->dtype, ond, od, keep_lod ? x : NULL)))
+    st = window_copy(ctx, x->dtype, nd, x->dims, full, begin, pd_tensor_data(x),
+                     pd_tensor_data(out), false);
+  hold_free(&h);
+  return st;
+}
+
+/* slice_grad: Input@GRAD is 0 but for the window, which takes Out@GRAD. */
+pd_status pd_kernel_slice_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *x, *dy;
+  pd_status st = out_at(ctx, "Input@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  if ((st = in_at(ctx, "Input", 0, true, &x)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = want_float(ctx, "Out@GRAD", dy)))
+    return st;
+  slice_spec sp;
+  int64_t full[MAXD], begin[MAXD], od[MAXD];
+  if ((st = slice_plan(ctx, x, &sp, full, begin))) return st;
+  int nd = x->ndims, ond = slice_decrease(&sp, nd, full, od);
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, ond, od, dy->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &x)) &&
+      !(st = resize(ctx, dx, dy->dtype, nd, x->dims, x)) &&
+      !(st = k_check(ctx, ctx->k->fill(dy->dtype, pd_tensor_numel(dx), pd_tensor_data(dx), 0.0),
+                     dy->dtype)))
+    st = window_copy(ctx, dy->dtype, nd, x->dims, full, begin, pd_tensor_data(dx),
+                     pd_tensor_data(dy), true);
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ expand_v2, tile */
+
+/* Out's dims of expand_v2: shape lines up with X's dims at the end; -1 keeps X's dim, and every
+ * other entry must equal X's dim or X's dim must be 1. New leading dims must be positive.
+ * Returns the rank of out, or -1 with *bad the offending index of shape. At compile time
+ * (unknown = true) an X dim of -1 gives the shape's entry. */
+static int expand_dims(int xn, const int64_t *xd, int sn, const int64_t *shape, int64_t *out,
+                       int *bad, bool unknown) {
+  if (sn < xn) {
+    *bad = -1;
+    return -1;
+  }
+  for (int i = 0; i < sn; i++) {
+    int k = i - (sn - xn);
+    int64_t s = shape[i], x = k >= 0 ? xd[k] : 1;
+    *bad = i;
+    if (s == -1) {
+      if (k < 0) return -1;
+      out[i] = x;
+    } else if (s <= 0) {
+      return -1;
+    } else if (x == s || x == 1 || (unknown && x == -1)) {
+      out[i] = s;
+    } else {
+      return -1;
+    }
+  }
+  return sn;
+}
+
+pd_status pd_infer_expand_v2(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  int64_t shape[MAXD + 1];
+  char s[PD_DIMS_BUF], sl[PD_LIST_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  int sn = pd_infer_attr_ints(c, "shape", shape, MAXD + 1);
+  if (sn > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "shape %s has more than %d dims",
+                         pd_infer_attr_ints_str(c, "shape", sl), PD_MAX_RANK);
+  if (d.n < 0) {
+    out.n = sn;
+    for (int i = 0; i < sn; i++) out.d[i] = shape[i] > 0 ? shape[i] : -1;
+  } else {
+    int bad;
+    out.n = expand_dims(d.n, d.d, sn, shape, out.d, &bad, true);
+    if (out.n < 0 && bad < 0)
+      return pd_infer_fail(c, PD_ESHAPE, "shape %s has fewer dims than X %s",
+                           pd_infer_attr_ints_str(c, "shape", sl), pd_infer_dims_str(&d, s));
+    if (out.n < 0)
+      return pd_infer_fail(c, PD_ESHAPE, "cannot expand X %s to shape %s (entry %d, %" PRId64 ")",
+                           pd_infer_dims_str(&d, s), pd_infer_attr_ints_str(c, "shape", sl), bad,
+                           shape[bad]);
+  }
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+}
+
+/* Out's dims of tile: X's dims and repeat_times lined up at the end (the shorter padded with
+ * leading 1s), multiplied. Returns the rank, or -1 with *bad the index of a repeat below 1. */
+static int tile_dims(int xn, const int64_t *xd, int rn, const int64_t *rep, int64_t *out,
+                     int *bad, int64_t (*mul)(int64_t, int64_t)) {
+  int n = xn > rn ? xn : rn;
+  for (int i = 0; i < rn; i++)
+    if (rep[i] < 1) {
+      *bad = i;
+      return -1;
+    }
+  for (int i = 0; i < n; i++) {
+    int kx = i - (n - xn), kr = i - (n - rn);
+    out[i] = mul(kx >= 0 ? xd[kx] : 1, kr >= 0 ? rep[kr] : 1);
+  }
+  return n;
+}
+
+static int64_t mul_known(int64_t a, int64_t b) { return a * b; }
+
+pd_status pd_infer_tile(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  int64_t rep[MAXD + 1];
+  char sl[PD_LIST_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  int rn = pd_infer_attr_ints(c, "repeat_times", rep, MAXD + 1);
+  if (rn > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "repeat_times %s has more than %d entries",
+                         pd_infer_attr_ints_str(c, "repeat_times", sl), PD_MAX_RANK);
+  if (d.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+  } else {
+    int bad;
+    out.n = tile_dims(d.n, d.d, rn, rep, out.d, &bad, pd_infer_dim_mul);
+    if (out.n < 0)
+      return pd_infer_fail(c, PD_EINVAL, "repeat_times %s has %" PRId64 " at %d; each must be at "
+                           "least 1", pd_infer_attr_ints_str(c, "repeat_times", sl), rep[bad], bad);
+  }
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+}
+
+/* The out dims of expand_v2 or tile (is_tile) for x at run time. */
+static pd_status repeat_plan(const pd_exec_ctx *ctx, const pd_tensor *x, bool is_tile, int *nd,
+                             int64_t *od) {
+  const char *attr = is_tile ? "repeat_times" : "shape";
+  int64_t v[MAXD + 1];
+  char s[DIMS_BUF], sl[LIST_BUF];
+  int n = pd_ctx_attr_ints(ctx, attr, v, MAXD + 1), bad = 0;
+  if (n < 0) n = 0;
+  if (n > MAXD)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "%s has %d entries; at most %d are supported", attr,
+                       n, MAXD);
+  if (is_tile) {
+    *nd = tile_dims(x->ndims, x->dims, n, v, od, &bad, mul_known);
+    if (*nd < 0)
+      return pd_ctx_fail(ctx, PD_EINVAL, "repeat_times %s has %" PRId64 " at %d; each must be at "
+                         "least 1", dims_str(n, v, sl, sizeof sl), v[bad], bad);
+    return PD_OK;
+  }
+  *nd = expand_dims(x->ndims, x->dims, n, v, od, &bad, false);
+  if (*nd < 0 && bad < 0)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "shape %s has fewer dims than X %s",
+                       dims_str(n, v, sl, sizeof sl), shape_str(x, s));
+  if (*nd < 0)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot expand X %s to shape %s (entry %d, %" PRId64 ")",
+                       shape_str(x, s), dims_str(n, v, sl, sizeof sl), bad, v[bad]);
+  return PD_OK;
+}
+
+static pd_status repeat_fwd(pd_exec_ctx *ctx, bool is_tile) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int nd;
+  int64_t od[MAXD], xd[MAXD];
+  if ((st = repeat_plan(ctx, x, is_tile, &nd, od)) || (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  pad_dims(x->ndims, x->dims, nd, xd);
+  hold h;
+  hold_init(&h);
+  int64_t xstr[MAXD];
+  strides_of(nd, xd, xstr);
+  if (!(st = unalias(ctx, &h, out, &x)) && !(st = resize(ctx, out, x->dtype, nd, od, NULL)))
+    st = pd_ctx_check(ctx, ctx->k->strided_copy(x->dtype, nd, od, xd, xstr, 0, pd_tensor_data(x),
+                                                pd_tensor_data(out), false),
+                      "strided_copy");
+  hold_free(&h);
+  return st;
+}
+
+/* X@GRAD = Out@GRAD summed over the copies of each X element. */
+static pd_status repeat_grad(pd_exec_ctx *ctx, bool is_tile) {
+  pd_tensor *dx;
+  const pd_tensor *x, *dy;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = want_float(ctx, "Out@GRAD", dy)))
+    return st;
+  int nd;
+  int64_t od[MAXD], xd[MAXD];
+  if ((st = repeat_plan(ctx, x, is_tile, &nd, od)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, nd, od, dy->dtype)))
+    return st;
+  pad_dims(x->ndims, x->dims, nd, xd);
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &x)) &&
+      !(st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x))) {
+    /* expand_v2's dims of X are 1 or Out's: a broadcast's gradient, on the op's place. */
+    if (!is_tile) st = sum_to(ctx, dy->dtype, nd, od, xd, pd_tensor_data(dy), pd_tensor_data(dx), 1.0);
+    else repeat_sum(dy->dtype, nd, od, xd, pd_tensor_data(dy), pd_tensor_data(dx));
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* expand_v2: X broadcast to shape (-1 keeps X's dim). */
+pd_status pd_kernel_expand_v2(pd_exec_ctx *ctx) { return repeat_fwd(ctx, false); }
+pd_status pd_kernel_expand_v2_grad(pd_exec_ctx *ctx) { return repeat_grad(ctx, false); }
+/* tile: X repeated repeat_times[i] times along dim i. */
+pd_status pd_kernel_tile(pd_exec_ctx *ctx) { return repeat_fwd(ctx, true); }
+pd_status pd_kernel_tile_grad(pd_exec_ctx *ctx) { return repeat_grad(ctx, true); }
+
+/* ================================================================ gather */
+
+/* gather: Out = X's slices Index[i] along axis (the Axis tensor, else the attribute); Index is
+ * int32 or int64 with 1 dim (or [n, 1]). */
+pd_status pd_infer_gather(pd_infer_ctx *c) {
+  const pd_var_desc *x, *ix;
+  pd_infer_dims d, di, out;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st || (st = pd_infer_in(c, "Index", 0, &ix, &di))) return st;
+  if (ix->dtype != PD_INT32 && ix->dtype != PD_INT64)
+    return pd_infer_fail(c, PD_ETYPE, "Index must hold int32 or int64 values, got %s",
+                         pd_dtype_name(ix->dtype));
+  if (di.n >= 0 && di.n != 1 && !(di.n == 2 && (di.d[1] == 1 || di.d[1] == -1)))
+    return pd_infer_fail(c, PD_ESHAPE, "Index %s must have 1 dim (or be [n, 1])",
+                         pd_infer_dims_str(&di, s));
+  if (d.n < 0) return pd_infer_set_out(c, "Out", 0, &d, x->dtype, 0);
+  if (pd_infer_nin(c, "Axis") > 0) {
+    out = pd_infer_dims_unknown(d.n);
+  } else {
+    int axis;
+    if ((st = pd_infer_axis(c, "axis", pd_infer_attr_int(c, "axis"), "X", &d, &axis))) return st;
+    out = d;
+    out.d[axis] = di.n < 0 ? -1 : di.d[0];
+  }
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+}
+
+/* X viewed as [pre, n, post] around the gather axis; the indices, checked against n. */
+static pd_status gather_plan(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *ix,
+                             int *axis, int64_t *pre, int64_t *n, int64_t *post, int64_t *m) {
+  char s[DIMS_BUF], si[DIMS_BUF];
+  int64_t a = pd_ctx_attr_int(ctx, "axis");
+  const pd_tensor *at = in_if_set(ctx, "Axis", 0);
+  pd_status st;
+  if (at && (st = int_scalar_in(ctx, "Axis", at, &a))) return st;
+  if ((st = norm_axis(ctx, "axis", a, "X", x, axis))) return st;
+  if (!is_int(ix->dtype))
+    return pd_ctx_fail(ctx, PD_ETYPE, "Index must hold int32 or int64 values, got %s",
+                       pd_dtype_name(ix->dtype));
+  if (ix->ndims != 1 && !(ix->ndims == 2 && ix->dims[1] == 1))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Index %s must have 1 dim (or be [n, 1])",
+                       shape_str(ix, si));
+  split_at(x, *axis, pre, n, post);
+  *m = ix->dims[0];
+  for (int64_t i = 0; i < *m; i++) {
+    int64_t v = elem_i(ix, i);
+    if (v < 0 || v >= *n)
+      return pd_ctx_fail(ctx, PD_EINVAL, "Index[%" PRId64 "] = %" PRId64 " is out of range for "
+                         "dim %d of X %s (expected 0 to %" PRId64 ")", i, v, *axis,
+                         shape_str(x, s), *n - 1);
+  }
+  return PD_OK;
+}
+
+pd_status pd_kernel_gather(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *ix;
+  pd_tensor *out;
+  pd_status st;
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = in_at(ctx, "Index", 0, true, &ix))) return st;
+  int axis;
+  int64_t pre, n, post, m;
+  if ((st = gather_plan(ctx, x, ix, &axis, &pre, &n, &post, &m)) ||
+      (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  int64_t od[MAXD];
+  memcpy(od, x->dims, sizeof(int64_t) * (size_t)x->ndims);
+  od[axis] = m;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) && !(st = unalias(ctx, &h, out, &ix)) &&
+      !(st = resize(ctx, out, x->dtype, x->ndims, od, NULL))) {
+    size_t row = (size_t)post * pd_dtype_size(x->dtype);
+    const char *src = pd_tensor_data(x);
+    char *dst = pd_tensor_data(out);
+    for (int64_t p = 0; p < pre && row; p++)
+      for (int64_t i = 0; i < m; i++)
+        memcpy(dst + (size_t)(p * m + i) * row, src + (size_t)(p * n + elem_i(ix, i)) * row, row);
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* gather_grad: X@GRAD = 0 plus each Out@GRAD slice added at its index (repeats add up). */
+pd_status pd_kernel_gather_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *x, *ix, *dy;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = in_at(ctx, "Index", 0, true, &ix)) ||
+      (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) || (st = want_float(ctx, "Out@GRAD", dy)))
+    return st;
+  int axis;
+  int64_t pre, n, post, m, od[MAXD];
+  if ((st = gather_plan(ctx, x, ix, &axis, &pre, &n, &post, &m))) return st;
+  memcpy(od, x->dims, sizeof(int64_t) * (size_t)x->ndims);
+  od[axis] = m;
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, od, dy->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &ix)) &&
+      !(st = unalias(ctx, &h, dx, &x)) && !(st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x))) {
+    FLOAT_SWITCH(dy->dtype, {
+      T *d = pd_tensor_data(dx);
+      const T *g = pd_tensor_data(dy);
+      for (int64_t i = 0; i < pre * n * post; i++) d[i] = 0;
+      for (int64_t p = 0; p < pre; p++)
+        for (int64_t i = 0; i < m; i++) {
+          T *dr = d + (p * n + elem_i(ix, i)) * post;
+          const T *gr = g + (p * m + i) * post;
+          for (int64_t k = 0; k < post; k++) dr[k] += gr[k];
+        }
+    });
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ where */
+
+/* where: Out = X where Condition, else Y; the three broadcast against each other as numpy does
+ * (Fluid's where takes equal shapes, which is the case of no broadcasting). */
+pd_status pd_infer_where(pd_infer_ctx *c) {
+  const pd_var_desc *cv, *x, *y;
+  pd_infer_dims dc, dx, dy, xy, out;
+  char sc[PD_DIMS_BUF], sx[PD_DIMS_BUF], sy[PD_DIMS_BUF];
+  pd_status st;
+  if ((st = pd_infer_in(c, "Condition", 0, &cv, &dc)) || (st = pd_infer_in(c, "X", 0, &x, &dx)) ||
+      (st = pd_infer_in(c, "Y", 0, &y, &dy)))
+    return st;
+  if (cv->dtype != PD_BOOL)
+    return pd_infer_fail(c, PD_ETYPE, "Condition must hold bool values, got %s",
+                         pd_dtype_name(cv->dtype));
+  if ((st = pd_infer_same_dtype(c, "X", x->dtype, "Y", y->dtype))) return st;
+  if (dc.n < 0 || dx.n < 0 || dy.n < 0) {
+    out = pd_infer_dims_unknown(-1);
+  } else if (!pd_infer_broadcast_dims(&dx, &dy, &xy) || !pd_infer_broadcast_dims(&xy, &dc, &out)) {
+    return pd_infer_fail(c, PD_ESHAPE, "Condition %s, X %s and Y %s do not broadcast together",
+                         pd_infer_dims_str(&dc, sc), pd_infer_dims_str(&dx, sx),
+                         pd_infer_dims_str(&dy, sy));
+  }
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+}
+
+/* The broadcast dims of the three operands (numpy's rule), each padded to the out rank. */
+static pd_status where_plan(const pd_exec_ctx *ctx, const pd_tensor *const *ts, int *nd,
+                            int64_t *od, int64_t pads[3][MAXD]) {
+  static const char *const names[3] = {"Condition", "X", "Y"};
+  char s[3][DIMS_BUF];
+  int n = 0;
+  for (int i = 0; i < 3; i++)
+    if (ts[i]->ndims > n) n = ts[i]->ndims;
+  for (int i = 0; i < 3; i++) pad_dims(ts[i]->ndims, ts[i]->dims, n, pads[i]);
+  for (int k = 0; k < n; k++) {
+    int64_t d = 1;
+    for (int i = 0; i < 3; i++) {
+      int64_t v = pads[i][k];
+      if (v == d || v == 1) continue;
+      if (d != 1)
+        return pd_ctx_fail(ctx, PD_ESHAPE, "%s %s, %s %s and %s %s do not broadcast together",
+                           names[0], shape_str(ts[0], s[0]), names[1], shape_str(ts[1], s[1]),
+                           names[2], shape_str(ts[2], s[2]));
+      d = v;
+    }
+    od[k] = d;
+  }
+  *nd = n;
+  return PD_OK;
+}
+
+static pd_status where_inputs(const pd_exec_ctx *ctx, const pd_tensor **ts) {
+  pd_status st;
+  if ((st = in_at(ctx, "Condition", 0, true, &ts[0])) || (st = in_at(ctx, "X", 0, true, &ts[1])) ||
+      (st = in_at(ctx, "Y", 0, true, &ts[2])) || (st = want_same_dtype(ctx, "X", ts[1], "Y", ts[2])))
+    return st;
+  if (ts[0]->dtype != PD_BOOL)
+    return pd_ctx_fail(ctx, PD_ETYPE, "Condition must hold bool values, got %s",
+                       pd_dtype_name(ts[0]->dtype));
+  return PD_OK;
+}
+
+/* Strides of an operand of dims pad (padded to rank nd) read over out's dims: 0 along its dims
+ * of size 1 (broadcast). */
+static void bcast_strides(int nd, const int64_t *pad, int64_t *str) {
+  strides_of(nd, pad, str);
+  for (int k = 0; k < nd; k++)
+    if (pad[k] == 1) str[k] = 0;
+}
+
+pd_status pd_kernel_where(pd_exec_ctx *ctx) {
+  const pd_tensor *ts[3];
+  pd_tensor *out;
+  pd_status st = where_inputs(ctx, ts);
+  int nd;
+  int64_t od[MAXD], pads[3][MAXD], str[3][MAXD];
+  if (st || (st = where_plan(ctx, ts, &nd, od, pads)) || (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  hold h;
+  hold_init(&h);
+  for (int i = 0; i < 3 && !st; i++) st = unalias(ctx, &h, out, &ts[i]);
+  if (!st) st = resize(ctx, out, ts[1]->dtype, nd, od, NULL);
+  if (!st) {
+    for (int i = 0; i < 3; i++) bcast_strides(nd, pads[i], str[i]);
+    st = pd_ctx_check(ctx, ctx->k->where(ts[1]->dtype, nd, od, str[0], pd_tensor_data(ts[0]),
+                                         str[1], pd_tensor_data(ts[1]), str[2],
+                                         pd_tensor_data(ts[2]), pd_tensor_data(out)),
+                      "where");
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* where_grad: X@GRAD = Out@GRAD where Condition (else 0), Y@GRAD = Out@GRAD where not, each
+ * summed over the dims it was broadcast along. */
+pd_status pd_kernel_where_grad(pd_exec_ctx *ctx) {
+  pd_tensor *g[3] = {NULL, NULL, NULL};
+  const pd_tensor *ts[3], *dy;
+  pd_status st;
+  if ((st = out_at(ctx, "X@GRAD", 0, false, &g[1])) || (st = out_at(ctx, "Y@GRAD", 0, false, &g[2])))
+    return st;
+  if (!g[1] && !g[2]) return PD_OK;
+  int nd;
+  int64_t od[MAXD], pads[3][MAXD], cstr[MAXD], gstr[MAXD], zstr[MAXD] = {0};
+  if ((st = where_inputs(ctx, ts)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = want_float(ctx, "Out@GRAD", dy)) || (st = where_plan(ctx, ts, &nd, od, pads)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, nd, od, ts[1]->dtype)))
+    return st;
+  pd_dtype dt = dy->dtype;
+  int64_t n = pd_k_numel(nd, od);
+  hold h;
+  hold_init(&h);
+  for (int i = 1; i < 3 && !st; i++)
+    for (int k = 0; k < 3 && g[i] && !st; k++) st = unalias(ctx, &h, g[i], &ts[k]);
+  for (int i = 1; i < 3 && !st; i++)
+    if (g[i]) st = unalias(ctx, &h, g[i], &dy);
+  scalar zero = make_scalar(dt, 0.0);
+  void *ztmp = NULL, *masked = NULL;
+  const void *zp = NULL;
+  if (st || !(zp = pd_ctx_at_place(ctx, &zero, sizeof zero, &ztmp, &st)) ||
+      !(masked = pd_ctx_scratch(ctx, (size_t)n * pd_dtype_size(dt), &st)))
+    goto done;
+  bcast_strides(nd, pads[0], cstr);
+  strides_of(nd, od, gstr);
+  for (int i = 1; i < 3 && !st; i++) {
+    if (!g[i] || (st = resize(ctx, g[i], dt, ts[i]->ndims, ts[i]->dims, ts[i]))) continue;
+    /* dOut where the condition picks this operand, 0 elsewhere; then summed to its shape. */
+    const void *cx = i == 1 ? pd_tensor_data(dy) : zp, *cy = i == 1 ? zp : pd_tensor_data(dy);
+    st = pd_ctx_check(ctx, ctx->k->where(dt, nd, od, cstr, pd_tensor_data(ts[0]),
+                                         i == 1 ? gstr : zstr, cx, i == 1 ? zstr : gstr, cy,
+                                         masked),
+                      "where");
+    if (!st) st = sum_to(ctx, dt, nd, od, pads[i], masked, pd_tensor_data(g[i]), 1.0);
+  }
+done:
+  pd_ctx_scratch_free(ctx, masked);
+  pd_ctx_scratch_free(ctx, ztmp);
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ clip */
+
+/* clip: Out = min(max(X, min), max), with the Min and Max tensors in place of the attributes
+ * when given. */
+pd_status pd_infer_clip(pd_infer_ctx *c) {
+  if (pd_infer_nin(c, "Min") == 0 && pd_infer_nin(c, "Max") == 0) {
+    double lo = pd_infer_attr_float(c, "min"), hi = pd_infer_attr_float(c, "max");
+    if (!(lo <= hi))
+      return pd_infer_fail(c, PD_EINVAL, "min %g is greater than max %g", lo, hi);
+  }
+  return pd_infer_same_as_x(c, -1);
+}
+
+static pd_status clip_bounds(const pd_exec_ctx *ctx, double *lo, double *hi) {
+  const pd_tensor *t;
+  pd_status st;
+  *lo = pd_ctx_attr_float(ctx, "min");
+  *hi = pd_ctx_attr_float(ctx, "max");
+  if ((t = in_if_set(ctx, "Min", 0)) && (st = scalar_in(ctx, "Min", t, lo))) return st;
+  if ((t = in_if_set(ctx, "Max", 0)) && (st = scalar_in(ctx, "Max", t, hi))) return st;
+  if (!(*lo <= *hi)) return pd_ctx_fail(ctx, PD_EINVAL, "min %g is greater than max %g", *lo, *hi);
+  return PD_OK;
+}
+
+pd_status pd_kernel_clip(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  double lo, hi;
+  pd_status st;
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = want_float(ctx, "X", x)) ||
+      (st = clip_bounds(ctx, &lo, &hi)) || (st = out_at(ctx, "Out", 0, true, &out)))
+    return st;
+  pd_dtype dt = x->dtype;
+  hold h;
+  hold_init(&h);
+  if ((!in_place(out, x, dt, x->ndims, x->dims) && (st = unalias(ctx, &h, out, &x))) ||
+      (st = resize_like(ctx, out, x, x))) {
+    hold_free(&h);
+    return st;
+  }
+  /* max(x, min), then min(that, max), with both bounds where the op computes. */
+  scalar b[2] = {make_scalar(dt, lo), make_scalar(dt, hi)};
+  void *tmp = NULL, *o = pd_tensor_data(out);
+  const char *bp = pd_ctx_at_place(ctx, b, sizeof b, &tmp, &st);
+  if (bp) {
+    st = ctx->k->binary(PD_K_MAX, dt, x->ndims, x->dims, pd_tensor_data(x), 0, NULL, bp, -1, o);
+    if (!st)
+      st = ctx->k->binary(PD_K_MIN, dt, x->ndims, x->dims, o, 0, NULL, bp + sizeof b[0], -1, o);
+    pd_ctx_scratch_free(ctx, tmp);
+    st = k_check(ctx, st, dt);
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* clip_grad: X@GRAD = Out@GRAD where min <= X <= max, else 0: the mask (two compares and an
+ * and) cast to X's dtype, times Out@GRAD. */
+pd_status pd_kernel_clip_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *x, *dy;
+  double lo, hi;
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = want_float(ctx, "X", x)) || (st = want_same_dtype(ctx, "Out@GRAD", dy, "X", x)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)) ||
+      (st = clip_bounds(ctx, &lo, &hi)))
+    return st;
+  pd_dtype dt = x->dtype;
+  int64_t n = pd_tensor_numel(x);
+  int nd = x->ndims;
+  const int64_t *d = x->dims;
+  scalar b[2] = {make_scalar(dt, lo), make_scalar(dt, hi)};
+  void *tmp = NULL;
+  uint8_t *mask = NULL;
+  hold h;
+  hold_init(&h);
+  const char *bp = NULL;
+  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &dy)) ||
+      (st = resize_like(ctx, dx, x, x)) || !(bp = pd_ctx_at_place(ctx, b, sizeof b, &tmp, &st)) ||
+      !(mask = pd_ctx_scratch(ctx, (size_t)(3 * n + 1), &st)))
+    goto done;
+  const void *xd = pd_tensor_data(x);
+  void *g = pd_tensor_data(dx);
+  st = ctx->k->compare(PD_K_GE, dt, nd, d, xd, 0, NULL, bp, -1, mask);
+  if (!st) st = ctx->k->compare(PD_K_LE, dt, nd, d, xd, 0, NULL, bp + sizeof b[0], -1, mask + n);
+  if (!st) st = ctx->k->logical(PD_K_AND, nd, d, mask, nd, d, mask + n, -1, mask + 2 * n);
+  if (!st) st = ctx->k->cast(PD_BOOL, mask + 2 * n, dt, g, n);
+  if (!st) st = ctx->k->binary(PD_K_MUL, dt, nd, d, g, nd, d, pd_tensor_data(dy), -1, g);
+  st = k_check(ctx, st, dt);
+done:
+  pd_ctx_scratch_free(ctx, mask);
+  pd_ctx_scratch_free(ctx, tmp);
+  hold_free(&h);
+  return st;
+}
