@@ -15,3 +15,9 @@ libpdlang_la_LIBADD = libpdlang-internal.la $(PROTOBUF_C_LIBS) $(OPENBLAS_LIBS) 
 libpdlang_la_LDFLAGS = $(AM_LDFLAGS) -shared -version-info $(PD_LT_VERSION) -no-undefined \
 	-export-symbols-regex '^pd_state_'
 pkgconfig_DATA += pdlang.pc
+# After `make install` as root into the system (no DESTDIR), refresh the dynamic linker's cache,
+# so that a program linking libpdlang runs without LD_LIBRARY_PATH (Debian's ld.so.conf lists
+# /usr/local/lib; another prefix needs its lib folder there, or LD_LIBRARY_PATH).
+install-exec-hook:
+	@if test -z "$(DESTDIR)" && test "`id -u`" = 0 && test -x /sbin/ldconfig; then \
+	  /sbin/ldconfig || :; fi

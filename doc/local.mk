@@ -1,5 +1,6 @@
 # doc/local.mk -- the documentation: the manual page of the pdlang command (installed by
-# `make install` into $(man1dir)) and the language reference, whose examples
-# tests/doc/doc_examples.sh runs (tests/doc.mk).
+# `make install` into $(man1dir)) and the language reference (installed into $(docdir),
+# /usr/local/share/doc/pdlang by default), whose examples tests/doc/doc_examples.sh runs
+# (tests/doc.mk).
 dist_man_MANS = doc/pdlang.1
-EXTRA_DIST += doc/language.md
+dist_doc_DATA = doc/language.md

@@ -14,7 +14,9 @@
 #include "config.h"
 #include "lang/compile_int.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -850,6 +852,32 @@ value *pd_cmp_call_def(C *c, value *fnv, call_args *a) {
   return call.ret ? call.ret : VNONE;
 }
 
+/* The standard library installed beside the code that runs, or NULL: the pdlang program, or the
+ * libpdlang a host program loaded, sits in PREFIX/bin or PREFIX/lib (PREFIX/lib/TRIPLET on a
+ * multiarch system), the library in PREFIX/share/pdlang/stdlib. Found at run time, so that the
+ * files find each other under whatever prefix they were installed, also when the program was
+ * built for another one (PD_STDLIB_DIR is fixed at compile time, and make does not rebuild for a
+ * new prefix). */
+static const char *installed_stdlib(C *c) {
+  static const char anchor; /* an address inside this object file */
+  Dl_info info;
+  char path[PATH_MAX];
+  if (!dladdr(&anchor, &info) || !info.dli_fname) return NULL;
+  /* The main program's name may be relative, or bare when found on PATH: ask the kernel. */
+  const char *self = strchr(info.dli_fname, '/') ? info.dli_fname : "/proc/self/exe";
+  if (!realpath(self, path)) return NULL;
+  char *slash = strrchr(path, '/');
+  if (!slash) return NULL;
+  *slash = '\0';
+  static const char *const up[] = {"/..", "/../.."};
+  for (size_t i = 0; i < PD_ARRAY_LEN(up); i++) {
+    const char *dir = pd_cmp_fmt(c, "%s%s/share/pdlang/stdlib", path, up[i]);
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return dir;
+  }
+  return NULL;
+}
+
 static const char *find_module(C *c, const char *name, const char *from_file, pd_buf *tried) {
   const char *dirs[64];
   int nd = 0;
@@ -862,6 +890,8 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
       dirs[nd++] = pd_cmp_strdup(c, tok);
   }
   pd_free(envcopy);
+  const char *installed = c->opts && c->opts->stdlib_dir ? NULL : installed_stdlib(c);
+  if (installed) dirs[nd++] = installed;
   dirs[nd++] = c->opts && c->opts->stdlib_dir ? c->opts->stdlib_dir : PD_STDLIB_DIR;
 #ifdef PD_SRC_STDLIB_DIR
   if (!(c->opts && c->opts->stdlib_dir)) dirs[nd++] = PD_SRC_STDLIB_DIR;

@@ -8,7 +8,7 @@
 # with the project's warning flags (gcc and clang), so they need no flags of their own.
 libpdlang_internal_la_SOURCES += lang/ast.h lang/ast.c lang/lexer.h lang/lexer.c lang/parse.h \
 	lang/parser.y
-EXTRA_DIST += lang/lexer.re doc/language.md
+EXTRA_DIST += lang/lexer.re
 # The lexer includes parser.h for the token kinds: make it first (BUILT_SOURCES covers `make`,
 # `make check`; the explicit dependency covers building one target, e.g. `make pdlang`).
 BUILT_SOURCES += lang/parser.h lang/lexer.c

@@ -8,13 +8,18 @@
 #     examples/embed builds against the installed library with pkg-config and classifies a data
 #     set made up by the test with a model that `pdlang run` trains on it.
 #   tests/api/symbols.sh: every external symbol of the convenience library starts with pd_.
+#   tests/api/install_prefix.sh: the pdlang program and the stdlib installed into a temporary
+#     DESTDIR: the installed program imports the installed stdlib (found beside it at run time,
+#     whatever prefix it was built for), not the build tree's.
 check_PROGRAMS += tests/api/test_api
 tests_api_test_api_SOURCES = tests/api/test_api.c
 tests_api_test_api_LDADD = libpdlang-internal.la $(PD_LIBS)
-TESTS += tests/api/test_api tests/api/install.sh tests/api/symbols.sh
-EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/mkidx.pl
-# What install.sh needs to know about this build.
+TESTS += tests/api/test_api tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh
+EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
+	tests/api/mkidx.pl
+# What install.sh and install_prefix.sh need to know about this build.
 AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
 	PD_SAN_CFLAGS='$(PD_SAN_CFLAGS)' PD_LIBDIR='$(libdir)' PD_INCLUDEDIR='$(includedir)' \
-	PD_PKGCONFIGDIR='$(pkgconfigdir)'; \
-	export PD_MAKE PD_CC PD_SAN_CFLAGS PD_LIBDIR PD_INCLUDEDIR PD_PKGCONFIGDIR;
+	PD_PKGCONFIGDIR='$(pkgconfigdir)' PD_BINDIR='$(bindir)' PD_STDLIBDIR='$(stdlibdir)'; \
+	export PD_MAKE PD_CC PD_SAN_CFLAGS PD_LIBDIR PD_INCLUDEDIR PD_PKGCONFIGDIR PD_BINDIR \
+	PD_STDLIBDIR;

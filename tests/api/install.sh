@@ -4,7 +4,7 @@
 # pdlang program that other tests are running whenever a source changed since the build;
 # distcheck installs everything), then: the installed shared library exports exactly the functions that the installed pdlang.h
 # declares; pdlang.h compiles on its own (C99, and C++ when there is a C++ compiler); pkg-config
-# finds pdlang.pc; examples/embed builds against the installed library with its Makefile
+# finds pdlang.pc, whose --static flags are usable; examples/embed builds against the installed library with its Makefile
 # (pkg-config --cflags --libs pdlang), and classifies a made-up data set (tests/api/mkidx.pl)
 # with a model that `pdlang run` trains on it and saves. TAP output.
 set -u
@@ -14,7 +14,7 @@ dir=${TMPDIR:-/tmp}/pd_install.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 dest=$dir/dest
 cc=${PD_CC:-cc}
-echo "1..8"
+echo "1..9"
 
 # The test runs inside `make check`: the sub-make must not think it shares a jobserver.
 if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${PD_MAKE:-make} -C "$top_builddir" \
@@ -66,15 +66,22 @@ if has "-I$dest$PD_INCLUDEDIR" && has "-L$libdir" && has -lpdlang; then
 else
   echo "not ok 5 - pkg-config --cflags --libs pdlang gave: $flags"
 fi
+# --static: the libraries libpdlang itself links, each a real flag (no unsubstituted @VAR@).
+sflags=$(pkg-config --static --libs pdlang 2>&1)
+case "$sflags" in
+  *@*|"") echo "not ok 6 - pkg-config --static --libs pdlang gave: $sflags" ;;
+  *-lpdlang*-lopenblas*) echo "ok 6 - pkg-config --static --libs pdlang: $sflags" ;;
+  *) echo "not ok 6 - pkg-config --static --libs pdlang lacks -lpdlang or OpenBLAS: $sflags" ;;
+esac
 
 # Build the example as a user would, with the sanitizer flags of this build (if any).
 mkdir -p "$dir/embed" && cp "$top_srcdir/examples/embed/Makefile" "$top_srcdir/examples/embed/classify.c" "$dir/embed/"
 if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${PD_MAKE:-make} -C "$dir/embed" CC="$cc" \
      CFLAGS="-O1 -g -Wall -Wextra -Werror ${PD_SAN_CFLAGS:-}" LDFLAGS="${PD_SAN_CFLAGS:-}" \
      > "$dir/embed.log" 2>&1; then
-  echo "ok 6 - examples/embed builds against the installed library"
+  echo "ok 7 - examples/embed builds against the installed library"
 else
-  echo "not ok 6 - examples/embed does not build"; sed 's/^/# /' "$dir/embed.log"
+  echo "not ok 7 - examples/embed does not build"; sed 's/^/# /' "$dir/embed.log"
 fi
 
 # A model trained on made-up images, saved as examples/train.pd saves its own.
@@ -92,9 +99,9 @@ train(cost, reader = fashion_mnist("train", path = "data"), batch = 32, epochs =
 save("fashion.pdmodel", y)
 PD
 if "$PDLANG" run --progress=none train.pd > train.log 2>&1 && [ -f fashion.pdiparams ]; then
-  echo "ok 7 - pdlang run trains and saves fashion.pdmodel"
+  echo "ok 8 - pdlang run trains and saves fashion.pdmodel"
 else
-  echo "not ok 7 - training the model"; sed 's/^/# /' train.log
+  echo "not ok 8 - training the model"; sed 's/^/# /' train.log
 fi
 
 LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ./embed/classify -n 100 -d data \
@@ -105,8 +112,8 @@ lines=$(grep -c ': predicted .* true ' classify.out)
 linked=$(LD_LIBRARY_PATH=$libdir ldd ./embed/classify 2>/dev/null | grep -c "$libdir/libpdlang.so")
 if [ $rc -eq 0 ] && [ "$lines" -eq 100 ] && [ "$linked" -eq 1 ] && [ -n "$acc" ] &&
    awk "BEGIN { exit !($acc >= 0.9) }"; then
-  echo "ok 8 - classify, linked with the installed library, predicts 100 images: accuracy $acc"
+  echo "ok 9 - classify, linked with the installed library, predicts 100 images: accuracy $acc"
 else
-  echo "not ok 8 - classify (rc $rc, $lines lines, linked $linked, accuracy '$acc')"
+  echo "not ok 9 - classify (rc $rc, $lines lines, linked $linked, accuracy '$acc')"
   sed 's/^/# /' classify.out classify.err | tail -n 20
 fi
