@@ -7,13 +7,14 @@
 #     (the script is in the file);
 #   tests/golden/run/rnn_reverse.pd, tests/golden/check/for_option.pd: what the layers need of
 #     the language, `for (t in x, reverse = ...)` (values by hand, the option's errors) and a
-#     tensor compared with none (decided when compiling).
+#     tensor compared with none (decided when compiling);
+#   tests/run/lstm_classify.sh: examples/lstm_classify.pd with 6 epochs instead of 20 learns.
 check_PROGRAMS += tests/vm/test_rnn_layers
 tests_vm_test_rnn_layers_SOURCES = tests/vm/test_rnn_layers.c tests/vm/fp64.h
 tests_vm_test_rnn_layers_LDADD = libpdlang-internal.la $(PD_LIBS)
 PD_RNN_LAYERS_GOLDEN = tests/golden/run/rnn_layers.pd tests/golden/run/rnn_reverse.pd \
 	tests/golden/check/for_option.pd
-TESTS += tests/vm/test_rnn_layers $(PD_RNN_LAYERS_GOLDEN)
-EXTRA_DIST += $(PD_RNN_LAYERS_GOLDEN) \
+TESTS += tests/vm/test_rnn_layers $(PD_RNN_LAYERS_GOLDEN) tests/run/lstm_classify.sh
+EXTRA_DIST += $(PD_RNN_LAYERS_GOLDEN) tests/run/lstm_classify.sh \
 	tests/golden/run/rnn_layers.out tests/golden/run/rnn_reverse.out \
 	tests/golden/check/for_option.err
