@@ -1,8 +1,9 @@
 # tests/rnn_layers.mk -- the recurrent layers of stdlib/layers.pd and what they need:
 #   tests/vm/test_rnn_layers: values against a reference written from the equations (lengths
 #     1, 4, 2; reverse; initial states per sequence, shared or none), the input projection
-#     hoisted out of the loop, and fp64 finite-difference gradients (also inside a loop over
-#     sequences of sequences);
+#     hoisted out of the loop (and made an fc op by train's passes), and fp64 finite-difference
+#     gradients as written, hoisted and as train rewrites it (also inside a loop over sequences
+#     of sequences);
 #   tests/golden/run/rnn_layers.pd: hidden 2, length 3, fixed weights, against plain Python
 #     (the script is in the file);
 #   tests/golden/run/rnn_reverse.pd, tests/golden/check/for_option.pd: what the layers need of

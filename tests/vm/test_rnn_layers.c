@@ -6,9 +6,11 @@
  * W_hn + b_hn)), h' = (1 - z) n + z h), over sequences of lengths 1, 4 and 2 (so the loop
  * reorders them), forwards and in reverse, with initial states per sequence, shared, or left
  * out; that the hoisting pass (vm/passes/hoist.h) moves the input projection x W_ih + b out of
- * the loop and leaves one product (h W_hh) in the step block; and every parameter's gradient,
- * of the program as written and hoisted, against central finite differences (also through a
- * layer inside a loop over sequences of sequences). */
+ * the loop and leaves one product (h W_hh) in the step block, and that the passes of `train`
+ * after it (vm/passes/pipeline.h) fuse no Elman cell and make the projection an fc op; and
+ * every parameter's gradient, of the program as written, hoisted, and as `train` rewrites it,
+ * against central finite differences (also through a layer inside a loop over sequences of
+ * sequences). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@
 #include "tests/tap.h"
 #include "tests/vm/fp64.h"
 #include "vm/passes/backward.h"
+#include "vm/passes/fuse_fc.h"
+#include "vm/passes/fuse_rnn.h"
 #include "vm/passes/hoist.h"
 #include "vm/run/exec.h"
 
@@ -60,10 +64,11 @@ static pd_tensor *param_tensor(rcase *c, const char *name) {
 }
 
 /* Compile `text`, set the parameters named in params[] to fixed values (parameter k gets
- * fixed(k, .)), feed x (the 7 rows above, LoD `lod`), hoist the forward program when `hoist`
- * (*moved: the ops moved), and build its backward pass. */
+ * fixed(k, .)), feed x (the 7 rows above, LoD `lod`), rewrite the forward program (passes 0:
+ * none; 1: hoisted, *moved the ops moved; 2: hoisted, then fuse_rnn and fuse_fc as `train`
+ * does, *fused the loops fused and *fc the fc ops made), and build its backward pass. */
 static bool setup(rcase *c, const char *name, const char *text, const char *const *params,
-                  int nparams, bool hoist, int *moved) {
+                  int nparams, int passes, int *moved, int *fused, int *fc) {
   memset(c, 0, sizeof *c);
   pd_tensor_init(&c->x);
   pd_status st = fp64_setup(name, text, "cost", &c->src, &c->unit, &c->r, &c->fwd, &c->err);
@@ -82,7 +87,9 @@ static bool setup(rcase *c, const char *name, const char *text, const char *cons
   if (!st) st = pd_tensor_set_data(&c->x, PD_FP64, 2, dims, xs);
   if (!st) st = pd_tensor_set_lod(&c->x, 1, offs, &n);
   c->feed = (pd_exec_feed){"x", &c->x};
-  if (!st && hoist) st = pd_program_hoist(c->fwd, moved, &c->err);
+  if (!st && passes >= 1) st = pd_program_hoist(c->fwd, moved, &c->err);
+  if (!st && passes >= 2) st = pd_program_fuse_rnn(c->fwd, fused, &c->err);
+  if (!st && passes >= 2) st = pd_program_fuse_fc(c->fwd, fc, &c->err);
   if (!st) st = pd_program_validate(c->fwd, &c->err);
   if (!st && !(c->bwd = pd_program_clone(c->fwd))) st = PD_ENOMEM;
   if (!st) st = pd_append_backward(c->bwd, "cost", &c->pg, &c->err);
@@ -252,12 +259,13 @@ static const double *pvalues(rcase *c, const char *name) {
 }
 
 static void run_case(lcase *lc) {
-  for (int hoist = 0; hoist < 2; hoist++) {
+  static const char *const how[3] = {"", " (hoisted)", " (as train rewrites it)"};
+  for (int passes = 0; passes < 3; passes++) {
     char name[96];
-    snprintf(name, sizeof name, "%s%s", lc->name, hoist ? " (hoisted)" : "");
+    snprintf(name, sizeof name, "%s%s", lc->name, how[passes]);
     rcase c;
-    int moved = 0;
-    if (!setup(&c, name, lc->text, lc->params, lc->nparams, hoist, &moved)) {
+    int moved = 0, fused = -1, fc = -1;
+    if (!setup(&c, name, lc->text, lc->params, lc->nparams, passes, &moved, &fused, &fc)) {
       ok(0, "%s: builds", name);
       rcase_free(&c);
       continue;
@@ -302,13 +310,16 @@ static void run_case(lcase *lc) {
       }
     }
     for (int i = 0; i < 3; i++) pd_tensor_release(&out[i]);
-    if (hoist) {
+    if (passes == 1) {
       char buf[512];
       int muls = step_ops(c.fwd, "mul", buf, sizeof buf);
       ok(moved >= 2 && muls == 1,
          "%s: x W_ih + b leaves the loop (%d ops moved), one product per step [%s]", name,
          moved, buf);
     }
+    if (passes == 2)
+      ok(fused == 0 && fc >= 1, "%s: no Elman cell fused (%d), the projection an fc op (%d)",
+         name, fused, fc);
     check_grads(&c, name, lc->nparams);
     rcase_free(&c);
   }
