@@ -185,7 +185,7 @@ typedef struct slot {
   pd_ast_node *const *items;
   size_t len;
 } slot;
-enum { MAX_SLOTS = 3 };
+enum { MAX_SLOTS = 4 };
 
 static int slots_of(const pd_ast_node *n, slot s[MAX_SLOTS]) {
   int k = 0;
@@ -200,7 +200,8 @@ static int slots_of(const pd_ast_node *n, slot s[MAX_SLOTS]) {
   case PD_AST_IF: MANY(NULL, n->if_.branches); ONE("else", n->if_.else_block); break;
   case PD_AST_BRANCH: ONE("cond", n->branch.cond); ONE("body", n->branch.body); break;
   case PD_AST_FOR:
-    ONE("var", n->for_.var); ONE("in", n->for_.iter); ONE("body", n->for_.body);
+    ONE("var", n->for_.var); ONE("in", n->for_.iter); ONE("option", n->for_.option);
+    ONE("body", n->for_.body);
     break;
   case PD_AST_WHILE: ONE("cond", n->while_.cond); ONE("body", n->while_.body); break;
   case PD_AST_DEF:

@@ -129,10 +129,11 @@ struct pd_ast_node {
       pd_ast_node *cond;        /* expression */
       pd_ast_node *body;        /* BLOCK */
     } branch;
-    /* FOR (loc: 'for'): `for (var in iter) { body }`. */
+    /* FOR (loc: 'for'): `for (var in iter) { body }`, `for (var in iter, reverse = e) {..}`. */
     struct {
       pd_ast_node *var;         /* NAME bound to each element */
       pd_ast_node *iter;        /* expression iterated over */
+      pd_ast_node *option;      /* KWARG after the iterated expression (`reverse = e`), or NULL */
       pd_ast_node *body;        /* BLOCK */
     } for_;
     /* WHILE (loc: 'while'): `while (cond) { body }`. */

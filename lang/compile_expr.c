@@ -188,6 +188,11 @@ static value *eval_binary(C *c, const pd_ast_node *e) {
   }
   value *r = pd_cmp_eval(c, e->binary.rhs);
   if (r->k == V_ERROR) return VERR;
+  /* A tensor compared with none (an optional argument left out): a tensor is never none, so the
+   * result is a compile-time bool, and `if (h0 == none)` in a layer is decided at each call. */
+  if ((op == PD_AST_OP_EQ || op == PD_AST_OP_NE) &&
+      ((l->k == V_TENSOR && r->k == V_NONE) || (l->k == V_NONE && r->k == V_TENSOR)))
+    return pd_cmp_vbool(c, op == PD_AST_OP_NE);
   if (l->k == V_TENSOR || r->k == V_TENSOR) {
     if (op == PD_AST_OP_MOD) {
       pd_cmp_error(c, e->loc, "operator '%%' is not defined for tensors");

@@ -409,6 +409,28 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     pd_buf_free(&b);
     return false;
   }
+  /* `for (t in x, reverse = e)`: e a compile-time truth value; each sequence then runs from its
+   * last element to its first. */
+  bool reverse = false;
+  const pd_ast_node *opt = s->for_.option;
+  if (opt) {
+    if (strcmp(opt->binding.name, "reverse") != 0) {
+      pd_cmp_error(c, opt->loc, "for (t in x, ...) takes one option, reverse = true or false, "
+                                "not '%s'",
+                   opt->binding.name);
+      return false;
+    }
+    value *rv = pd_cmp_eval(c, opt->binding.value);
+    if (rv->k == V_ERROR) return false;
+    if (rv->k != V_BOOL) {
+      pd_cmp_error(c, opt->binding.value->loc,
+                   "for (t in x, reverse = ...) needs true or false (known when compiling), "
+                   "got %s",
+                   pd_cmp_vkind_phrase(rv));
+      return false;
+    }
+    reverse = rv->b;
+  }
   pd_var_desc *xv = seq->var;
   /* The recurrent op slices its input into each step scope under the input's own name (Fluid's
    * convention), so the loop steps over a copy with a name of its own: the body may still name
@@ -608,18 +630,20 @@ static bool compile_for(C *c, const pd_ast_node *s) {
       pd_op_set_attr_strings(op, "ex_states", nmems, exstates) ||
       pd_op_set_attr_strings(op, "states", nmems, states) ||
       pd_op_set_attr_block(op, "sub_block", f->block->idx) ||
-      pd_op_set_attr_bool(op, "has_states", nmems > 0)) {
+      pd_op_set_attr_bool(op, "has_states", nmems > 0) ||
+      (reverse && pd_op_set_attr_bool(op, "reverse", true))) {
     c->oom = true;
     return false;
   }
   if (pd_cmp_op_finish(c, op, scopes)->k == V_ERROR) return false;
   for (int i = 0; i < nemitted; i++)
     pd_cmp_assign_name(c, emitted[i], pd_cmp_vtensor(c, seqs[emit_at[i]]), s->loc, false);
-  /* Each memory becomes its last step. */
+  /* Each memory becomes its last step: the last element of each sequence, or its first when
+   * the loop runs in reverse (the stacked states keep x's order). */
   for (int i = 0; i < nmems; i++) {
     pd_op_desc *pool = pd_cmp_op_new(c, "sequence_pool", s->loc);
     if (!pool || !pd_cmp_op_in(c, pool, "X", pd_cmp_vtensor(c, seqs[state_at[i]]), s->loc) ||
-        pd_op_set_attr_string(pool, "pooltype", "LAST")) {
+        pd_op_set_attr_string(pool, "pooltype", reverse ? "FIRST" : "LAST")) {
       c->oom |= pool == NULL;
       return false;
     }

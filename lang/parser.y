@@ -287,6 +287,17 @@ stmt:
     $$->for_.body = $7;
     done(ps, $$);
   }
+| FOR '(' IDENT IN expr ',' IDENT '=' expr ')' block {
+    pd_ast_node *var = pd_ast_new(ps->arena, PD_AST_NAME, @3);
+    CHECK(var);
+    var->name.id = $3.data;
+    CHECK($$ = pd_ast_new(ps->arena, PD_AST_FOR, @1));
+    $$->for_.var = var;
+    $$->for_.iter = $5;
+    CHECK($$->for_.option = binding(ps, PD_AST_KWARG, @7, $7.data, $9));
+    $$->for_.body = $11;
+    done(ps, $$);
+  }
 | WHILE '(' expr ')' block {
     CHECK($$ = pd_ast_new(ps->arena, PD_AST_WHILE, @1));
     $$->while_.cond = $3;
