@@ -476,7 +476,7 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   if (init && pd_cmp_is_number(init)) {
     x1 = pd_cmp_num(init);
   } else if (xavier || kaiming) {
-    int64_t fan_in = v->dims[0], fan_out = v->ndims >= 2 ? v->dims[1] : 1;
+    int64_t fan_in = v->ndims ? v->dims[0] : 1, fan_out = v->ndims >= 2 ? v->dims[1] : 1;
     if (v->ndims == 4) { /* a conv filter [out, in, kh, kw] */
       int64_t rf = v->dims[2] * v->dims[3];
       fan_in = v->dims[1] * rf;
