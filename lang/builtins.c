@@ -419,6 +419,43 @@ static value *b_data(C *c, const builtin *self, call_args *a) {
   return pd_cmp_vtensor(c, v);
 }
 
+/* kaiming(uniform = true, fan_in = none): Fluid's MSRA initializer with the gain of relu,
+ * sqrt(2): uniform in [-sqrt(6 / fan_in), sqrt(6 / fan_in)], or normal with std
+ * sqrt(2 / fan_in); fan_in (the parameter's, unless given) as xavier's. Sets the random op and
+ * its second attribute's value (the first is -limit or mean 0). */
+static bool kaiming_init(C *c, const value *init, double fan_in, pd_loc loc, const char **type,
+                         const char **k1, const char **k2, double *x2) {
+  bool uniform = true;
+  for (int i = 0; init->k == V_RECORD && i < init->rec.n; i++) {
+    const value *f = init->rec.vals[i];
+    pd_loc floc = init->rec.locs[i];
+    if (strcmp(init->rec.keys[i], "uniform") == 0) {
+      if (f->k != V_BOOL) {
+        pd_cmp_error(c, floc, "kaiming: 'uniform' must be true or false");
+        return false;
+      }
+      uniform = f->b;
+    } else if (f->k != V_NONE) {  /* fan_in */
+      if (!pd_cmp_is_number(f) || !(pd_cmp_num(f) > 0)) {
+        pd_cmp_error(c, floc, "kaiming: 'fan_in' must be a positive number or none");
+        return false;
+      }
+      fan_in = pd_cmp_num(f);
+    }
+  }
+  if (!(fan_in > 0)) {
+    pd_cmp_error(c, loc, "kaiming: the parameter has no inputs (fan_in %g)", fan_in);
+    return false;
+  }
+  if (uniform) {
+    *x2 = sqrt(6.0 / fan_in);
+  } else {
+    *type = "gaussian_random", *k1 = "mean", *k2 = "std";
+    *x2 = sqrt(2.0 / fan_in);
+  }
+  return true;
+}
+
 /* Append the initialiser of parameter v to the startup program. */
 static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   pd_block *sb = c->unit->startup->blocks[0];
@@ -435,10 +472,12 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   bool xavier = init ? (init->k == V_RECORD && strcmp(init->rec.name, "xavier") == 0) ||
                            (init->k == V_BUILTIN && strcmp(init->bi->name, "xavier") == 0)
                      : v->ndims >= 2;
+  bool kaiming = init && ((init->k == V_RECORD && strcmp(init->rec.name, "kaiming") == 0) ||
+                          (init->k == V_BUILTIN && strcmp(init->bi->name, "kaiming") == 0));
   if (init && pd_cmp_is_number(init)) {
     x1 = pd_cmp_num(init);
-  } else if (xavier) {
-    int64_t fan_in = v->dims[0], fan_out = v->ndims >= 2 ? v->dims[1] : 1;
+  } else if (xavier || kaiming) {
+    int64_t fan_in = v->ndims ? v->dims[0] : 1, fan_out = v->ndims >= 2 ? v->dims[1] : 1;
     if (v->ndims == 4) { /* a conv filter [out, in, kh, kw] */
       int64_t rf = v->dims[2] * v->dims[3];
       fan_in = v->dims[1] * rf;
@@ -446,7 +485,8 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
     }
     type = "uniform_random", k1 = "min", k2 = "max";
     x2 = sqrt(6.0 / (double)(fan_in + fan_out));
-    x1 = -x2;
+    if (kaiming && !kaiming_init(c, init, (double)fan_in, loc, &type, &k1, &k2, &x2)) return false;
+    x1 = kaiming && strcmp(type, "gaussian_random") == 0 ? 0 : -x2;
   } else if (init && init->k == V_RECORD && strcmp(init->rec.name, "uniform") == 0) {
     type = "uniform_random", k1 = "min", k2 = "max";
     x1 = pd_cmp_num(init->rec.vals[0]);
@@ -459,8 +499,8 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
     pd_buf b;
     pd_buf_init(&b);
     pd_cmp_describe(c, init, &b);
-    pd_cmp_error(c, loc, "param: 'init' must be a number, uniform(low, high), normal(mean, std) or "
-                 "xavier(); got %s", b.data ? b.data : "?");
+    pd_cmp_error(c, loc, "param: 'init' must be a number, uniform(low, high), normal(mean, std), "
+                 "xavier() or kaiming(); got %s", b.data ? b.data : "?");
     pd_buf_free(&b);
     return false;
   }
@@ -942,16 +982,23 @@ static const struct spec {
   const char *params[10];   /* in positional order; all may also be given by keyword */
   int required;             /* how many of the first params must be given */
 } specs[] = {
+    {"adagrad", {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay",
+                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm",
               "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
+               "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"csv", {"path", "label", "features", "header"}, 1},
     {"fashion_mnist", {"split", "path"}, 1},
+    {"kaiming", {"uniform", "fan_in"}, 0},
     {"lines", {"paths", "min_length", "max_length", "split", "test_every"}, 1},
     {"mnist", {"split", "path"}, 1},
     {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
                   "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"normal", {"mean", "std"}, 2},
     {"npy", {"path", "label_path"}, 1},
+    {"rmsprop", {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay",
+                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
              "decay_rate"}, 1},
     {"text", {"path", "length"}, 1},
@@ -1174,7 +1221,8 @@ static bool record_is(const value *v, const char *const *names) {
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
   static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
                                         NULL};
-  static const char *const optimizers[] = {"sgd", "momentum", "adam", NULL};
+  static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "rmsprop",
+                                           "adagrad", NULL};
   for (int i = 0; i < a->npos; i++)
     if (a->pos[i]->k == V_ERROR) return false;
   pd_loc rloc;
@@ -1205,7 +1253,8 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     pd_loc oloc;
     value *opt = arg(a, -1, "optimizer", &oloc);
     if (opt && !record_is(opt, optimizers)) {
-      pd_cmp_error(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...) or adam(...)");
+      pd_cmp_error(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...), adam(...), "
+                   "adamw(...), rmsprop(...) or adagrad(...)");
       return false;
     }
     static const char *const ints[] = {"batch", "epochs", "seed", "log_every"};
@@ -1300,7 +1349,9 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
 static const builtin builtins[] = {
     OP1("abs", "abs", "Out"),
     FN("accuracy", b_accuracy),
+    FN("adagrad", b_record),
     FN("adam", b_record),
+    FN("adamw", b_record),
     OP1A("argmax", "arg_max", "Out", "axis"),
     FN("assert_close", b_action),
     FN("batch_norm_op", b_batch_norm),
@@ -1327,6 +1378,9 @@ static const builtin builtins[] = {
     OP1A("gelu", "gelu", "Out", "approximate"),
     FN("get_variable", b_get_variable),
     OP1("hard_swish", "hard_swish", "Out"),
+    OP2("huber_loss", "huber_loss", "X", "Y", "Out"),
+    FN("kaiming", b_record),
+    OP2("kldiv_loss", "kldiv_loss", "X", "Target", "Loss"),
     FN("layer_norm_op", b_layer_norm),
     OP1A("leaky_relu", "leaky_relu", "Out", "alpha"),
     FN("len", b_len),
@@ -1360,6 +1414,7 @@ static const builtin builtins[] = {
     OP1("relu", "relu", "Out"),
     OP1A("relu6", "relu6", "Out", "threshold"),
     OP1A("reshape", "reshape2", "Out", "shape"),
+    FN("rmsprop", b_record),
     FN("save", b_action),
     OP1A("scale", "scale", "Out", "scale"),
     FN("sequence", b_sequence),
@@ -1368,8 +1423,11 @@ static const builtin builtins[] = {
     FN("sgd", b_record),
     {"shape", b_op, "shape", {"Input", NULL, NULL}, "Out", {NULL, NULL}},
     OP1("sigmoid", "sigmoid", "Out"),
+    OP2("sigmoid_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "X", "Label",
+        "Out"),
     OP1("silu", "silu", "Out"),
     {"slice", b_op, "slice", {"Input", NULL, NULL}, "Out", {"axes", "starts", "ends"}},
+    OP2("smooth_l1_loss", "smooth_l1_loss", "X", "Y", "Out"),
     OP1A("softmax", "softmax", "Out", "axis"),
     OP2("softmax_with_cross_entropy", "softmax_with_cross_entropy", "Logits", "Label", "Loss"),
     OP1AA("softplus", "softplus", "Out", "beta", "threshold"),

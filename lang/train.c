@@ -388,6 +388,9 @@ static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *
   if (!spec) return PD_OK;
   const char *name = spec->str;
   pd_opt_kind kind = strcmp(name, "adam") == 0       ? PD_OPT_ADAM
+                     : strcmp(name, "adamw") == 0    ? PD_OPT_ADAMW
+                     : strcmp(name, "rmsprop") == 0  ? PD_OPT_RMSPROP
+                     : strcmp(name, "adagrad") == 0  ? PD_OPT_ADAGRAD
                      : strcmp(name, "momentum") == 0 ? PD_OPT_MOMENTUM
                                                      : PD_OPT_SGD;
   double lr = 0.01;
@@ -395,8 +398,13 @@ static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *
   pd_optimizer_defaults(o, kind, lr);
   double v;
   if (num(pd_cval_field(spec, "mu"), &v)) o->mu = v;
+  if (kind == PD_OPT_RMSPROP && num(pd_cval_field(spec, "momentum"), &v)) o->mu = v;
+  if (num(pd_cval_field(spec, "rho"), &v)) o->rho = v;
+  if (num(pd_cval_field(spec, "initial_accumulator_value"), &v)) o->init_acc = v;
   const pd_cval *nest = pd_cval_field(spec, "use_nesterov");
   if (nest && nest->kind == PD_CVAL_BOOL) o->nesterov = nest->b;
+  const pd_cval *cent = pd_cval_field(spec, "centered");
+  if (cent && cent->kind == PD_CVAL_BOOL) o->centered = cent->b;
   if (num(pd_cval_field(spec, "beta1"), &v)) o->beta1 = v;
   if (num(pd_cval_field(spec, "beta2"), &v)) o->beta2 = v;
   if (num(pd_cval_field(spec, "epsilon"), &v)) o->epsilon = v;

@@ -63,6 +63,10 @@
 PD_UNARY_(abs, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(accuracy, 0, accuracy, IN(ONE("Out"), ONE("Indices"), ONE("Label")),
       OUT(ONE("Accuracy"), ONE("Correct"), ONE("Total")), NONE)
+PD_OP(adagrad, FP_IN, optimizer,
+      IN(ONE("Param"), ONE("Grad"), ONE("Moment"), ONE("LearningRate"), OPT("MasterParam")),
+      OUT(ONE("ParamOut"), ONE("MomentOut"), OPT("MasterParamOut")),
+      ATTRS(FLOAT("epsilon", 1e-6), BOOL("multi_precision", false)))
 PD_OP(adam, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("Grad"), ONE("LearningRate"), ONE("Moment1"), ONE("Moment2"),
          ONE("Beta1Pow"), ONE("Beta2Pow"), OPT("Beta1Tensor"), OPT("Beta2Tensor"),
@@ -72,6 +76,16 @@ PD_OP(adam, FP_IN | GPU, optimizer,
       ATTRS(FLOAT("beta1", 0.9), FLOAT("beta2", 0.999), FLOAT("epsilon", 1e-8),
             BOOL("lazy_mode", false), LONG("min_row_size_to_use_multithread", 1000),
             BOOL("multi_precision", false), BOOL("use_global_beta_pow", false)))
+PD_OP(adamw, FP_IN, optimizer,
+      IN(ONE("Param"), ONE("Grad"), ONE("LearningRate"), ONE("Moment1"), ONE("Moment2"),
+         ONE("Beta1Pow"), ONE("Beta2Pow"), OPT("Beta1Tensor"), OPT("Beta2Tensor"),
+         OPT("EpsilonTensor"), OPT("MasterParam"), OPT("SkipUpdate")),
+      OUT(ONE("ParamOut"), ONE("Moment1Out"), ONE("Moment2Out"), ONE("Beta1PowOut"),
+          ONE("Beta2PowOut"), OPT("MasterParamOut")),
+      ATTRS(FLOAT("beta1", 0.9), FLOAT("beta2", 0.999), FLOAT("epsilon", 1e-8),
+            BOOL("lazy_mode", false), LONG("min_row_size_to_use_multithread", 1000),
+            BOOL("multi_precision", false), BOOL("use_global_beta_pow", false),
+            FLOAT("lr_ratio", 1.0), FLOAT("coeff", 0.01), BOOL("with_decay", false)))
 PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
             INT("dtype", PD_INT64)))
@@ -146,7 +160,11 @@ PD_ACT_(gelu, BOOL("approximate", false))
 PD_COMPARE_(greater_equal)
 PD_COMPARE_(greater_than)
 PD_ACT_(hard_swish, FLOAT("threshold", 6.0), FLOAT("scale", 6.0), FLOAT("offset", 3.0))
+PD_OP(huber_loss, DIFF | FP_IN, huber_loss, IN(ONE("X"), ONE("Y")),
+      OUT(ONE("Out"), TEMP("Residual")), ATTRS(FLOAT("delta", 1.0)))
 PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
+PD_OP(kldiv_loss, DIFF | FP_IN, kldiv_loss, IN(ONE("X"), ONE("Target")), OUT(ONE("Loss")),
+      ATTRS(ENUM("reduction", "mean", "none", "batchmean", "sum")))
 PD_OP(layer_norm, DIFF | FP_IN | GPU | GPU_GRAD, layer_norm,
       IN(ONE("X"), OPT("Scale"), OPT("Bias")),
       OUT(ONE("Y"), TEMP("Mean"), TEMP("Variance")),
@@ -201,6 +219,13 @@ PD_UNARY_(relu, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_ACT_(relu6, FLOAT("threshold", 6.0))
 PD_OP(reshape2, DIFF, reshape2, IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")),
       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")))
+PD_OP(rmsprop, FP_IN, optimizer,
+      IN(ONE("Param"), ONE("MeanSquare"), ONE("Moment"), ONE("LearningRate"), ONE("Grad"),
+         OPT("MeanGrad"), OPT("MasterParam")),
+      OUT(ONE("ParamOut"), ONE("MomentOut"), ONE("MeanSquareOut"), OPT("MeanGradOut"),
+          OPT("MasterParamOut")),
+      ATTRS(FLOAT("epsilon", 1e-10), FLOAT("decay", 0.9), FLOAT("momentum", 0.0),
+            BOOL("centered", false), BOOL("multi_precision", false)))
 PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
@@ -214,10 +239,16 @@ PD_OP(sgd, FP_IN, optimizer,
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
 PD_OP(shape, 0, shape, IN(ONE("Input")), OUT(ONE("Out")), NONE)
 PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
+PD_OP(sigmoid_cross_entropy_with_logits, DIFF | FP_IN, sigmoid_cross_entropy_with_logits,
+      IN(ONE("X"), ONE("Label")), OUT(ONE("Out")),
+      ATTRS(BOOL("normalize", false), INT("ignore_index", -100)))
 PD_UNARY_(silu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(slice, DIFF | GPU | GPU_GRAD, slice, IN(ONE("Input")), OUT(ONE("Out")),
       ATTRS(REQ(INTS, "axes"), INTS_EMPTY("starts"), INTS_EMPTY("ends"), INTS_EMPTY("infer_flags"),
             INTS_EMPTY("decrease_axis")))
+PD_OP(smooth_l1_loss, DIFF | FP_IN, smooth_l1_loss,
+      IN(ONE("X"), ONE("Y"), OPT("InsideWeight"), OPT("OutsideWeight")),
+      OUT(TEMP("Diff"), ONE("Out")), ATTRS(FLOAT("sigma", 1.0)))
 PD_OP(softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1)))
 PD_OP(softmax_with_cross_entropy, DIFF | FP_IN | GPU | GPU_GRAD, softmax_with_cross_entropy,

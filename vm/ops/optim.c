@@ -1,5 +1,6 @@
-/* optim.c -- the optimizers as ops: sgd, momentum (Nesterov, L2 regularisation) and adam (with
- * Fluid's beta pow accumulators): their shape function and kernels. The optimizer pass
+/* optim.c -- the optimizers as ops: sgd, momentum (Nesterov, L2 regularisation), adam (with
+ * Fluid's beta pow accumulators), adamw (decoupled weight decay), rmsprop and adagrad: their
+ * shape function and kernels. The optimizer pass
  * (vm/passes/optimizer.h) appends them after the backward pass. */
 #include "config.h"
 
@@ -249,5 +250,168 @@ pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
   else PD_TENSOR_F64(b1o)[0] = bp1 * beta1;
   if (b2dt == PD_FP32) PD_TENSOR_F32(b2o)[0] = (float)(bp2 * beta2);
   else PD_TENSOR_F64(b2o)[0] = bp2 * beta2;
+  return PD_OK;
+}
+
+/* The beta pow accumulators' next values, bp * beta (in their own dtype and shape). */
+static pd_status next_pow(const pd_exec_ctx *ctx, const char *slot, pd_dtype dt, int nd,
+                          const int64_t *dims, double v) {
+  pd_tensor *o;
+  pd_status st;
+  if ((st = out_at(ctx, slot, 0, true, &o)) || (st = resize(ctx, o, dt, nd, dims, NULL))) return st;
+  if (dt == PD_FP32) PD_TENSOR_F32(o)[0] = (float)v;
+  else PD_TENSOR_F64(o)[0] = v;
+  return PD_OK;
+}
+
+/* adamw (Fluid): adam's update with decoupled weight decay. With lr' = lr * lr_ratio and
+ * c = coeff when with_decay (else 0): p -= lr' * c * p, then adam's step with lr' (from the
+ * moments of the undecayed gradient): p -= lr' * sqrt(1 - beta2_pow) / (1 - beta1_pow) * m1 /
+ * (sqrt(m2) + epsilon * sqrt(1 - beta2_pow)). Beta1Tensor, Beta2Tensor, EpsilonTensor,
+ * SkipUpdate and use_global_beta_pow as adam's. */
+pd_status pd_kernel_adamw(pd_exec_ctx *ctx) {
+  const pd_tensor *param, *grad, *m1, *m2, *lrt, *b1p, *b2p, *t;
+  pd_tensor *pout, *m1o, *m2o;
+  double lr, beta1 = pd_ctx_attr_float(ctx, "beta1"), beta2 = pd_ctx_attr_float(ctx, "beta2"),
+             eps = pd_ctx_attr_float(ctx, "epsilon"), bp1, bp2, skip = 0;
+  pd_status st;
+  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
+      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+      (st = like_param(ctx, "Moment1", param, &m1)) ||
+      (st = like_param(ctx, "Moment2", param, &m2)) ||
+      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
+      (st = scalar_in(ctx, "LearningRate", lrt, &lr)) || (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
+      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) || (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
+      (st = scalar_in(ctx, "Beta2Pow", b2p, &bp2)) || (st = want_float(ctx, "Beta1Pow", b1p)) ||
+      (st = want_float(ctx, "Beta2Pow", b2p)))
+    return st;
+  if (((t = in_if_set(ctx, "Beta1Tensor", 0)) && (st = scalar_in(ctx, "Beta1Tensor", t, &beta1))) ||
+      ((t = in_if_set(ctx, "Beta2Tensor", 0)) && (st = scalar_in(ctx, "Beta2Tensor", t, &beta2))) ||
+      ((t = in_if_set(ctx, "EpsilonTensor", 0)) &&
+       (st = scalar_in(ctx, "EpsilonTensor", t, &eps))) ||
+      ((t = in_if_set(ctx, "SkipUpdate", 0)) && (st = scalar_in(ctx, "SkipUpdate", t, &skip))))
+    return st;
+  if (skip != 0) {
+    static const char *const pairs[][2] = {{"Param", "ParamOut"}, {"Moment1", "Moment1Out"},
+                                           {"Moment2", "Moment2Out"}, {"Beta1Pow", "Beta1PowOut"},
+                                           {"Beta2Pow", "Beta2PowOut"}};
+    for (size_t i = 0; i < PD_ARRAY_LEN(pairs) && !st; i++)
+      st = copy_var(ctx, pd_ctx_in_var(ctx, pairs[i][0], 0), pairs[i][0],
+                    pd_ctx_out_var(ctx, pairs[i][1], 0), pairs[i][1]);
+    return st;
+  }
+  lr *= pd_ctx_attr_float(ctx, "lr_ratio");
+  double coeff = pd_ctx_attr_bool(ctx, "with_decay") ? pd_ctx_attr_float(ctx, "coeff") : 0.0;
+  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *m1d = pd_tensor_data(m1),
+             *m2d = pd_tensor_data(m2);
+  int64_t n = pd_tensor_numel(param);
+  pd_dtype b1dt = b1p->dtype, b2dt = b2p->dtype;
+  int b1nd = b1p->ndims, b2nd = b2p->ndims;
+  int64_t b1dims[MAXD], b2dims[MAXD];
+  memcpy(b1dims, b1p->dims, sizeof(int64_t) * (size_t)b1nd);
+  memcpy(b2dims, b2p->dims, sizeof(int64_t) * (size_t)b2nd);
+  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
+      (st = update_out(ctx, "Moment1Out", m1, &m1o)) ||
+      (st = update_out(ctx, "Moment2Out", m2, &m2o)))
+    return st;
+  if (pout == m1o || pout == m2o || m1o == m2o)
+    return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut, Moment1Out and Moment2Out must be distinct vars");
+  double lr_t = lr * sqrt(1 - bp2) / (1 - bp1), eps_t = eps * sqrt(1 - bp2);
+  FLOAT_SWITCH(param->dtype, {
+    const T *p = pd, *g = gd, *a = m1d, *b = m2d;
+    T *po = (T *)pd_tensor_data(pout), *ao = (T *)pd_tensor_data(m1o),
+      *bo = (T *)pd_tensor_data(m2o);
+    for (int64_t i = 0; i < n; i++) {
+      double gi = g[i], pi = p[i], mom1 = beta1 * a[i] + (1 - beta1) * gi,
+             mom2 = beta2 * b[i] + (1 - beta2) * gi * gi;
+      ao[i] = (T)mom1;
+      bo[i] = (T)mom2;
+      pi -= lr * coeff * pi;
+      po[i] = (T)(pi - lr_t * (mom1 / (sqrt(mom2) + eps_t)));
+    }
+  });
+  if (pd_ctx_attr_bool(ctx, "use_global_beta_pow")) return PD_OK;
+  if ((st = next_pow(ctx, "Beta1PowOut", b1dt, b1nd, b1dims, bp1 * beta1))) return st;
+  return next_pow(ctx, "Beta2PowOut", b2dt, b2nd, b2dims, bp2 * beta2);
+}
+
+/* rmsprop (Fluid): ms = decay * ms + (1 - decay) * g^2; centered: mg = decay * mg +
+ * (1 - decay) * g and mom = momentum * mom + lr * g / sqrt(ms - mg^2 + epsilon), else
+ * mom = momentum * mom + lr * g / sqrt(ms + epsilon); p -= mom. */
+pd_status pd_kernel_rmsprop(pd_exec_ctx *ctx) {
+  const pd_tensor *param, *grad, *ms, *mom, *mg = NULL, *lrt;
+  pd_tensor *pout, *mso, *momo, *mgo = NULL;
+  double lr;
+  pd_status st;
+  bool centered = pd_ctx_attr_bool(ctx, "centered");
+  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
+      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+      (st = like_param(ctx, "MeanSquare", param, &ms)) ||
+      (st = like_param(ctx, "Moment", param, &mom)) ||
+      (centered && (st = like_param(ctx, "MeanGrad", param, &mg))) ||
+      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
+      (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
+    return st;
+  double eps = pd_ctx_attr_float(ctx, "epsilon"), rho = pd_ctx_attr_float(ctx, "decay"),
+         mu = pd_ctx_attr_float(ctx, "momentum");
+  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *msd = pd_tensor_data(ms),
+             *momd = pd_tensor_data(mom), *mgd = mg ? pd_tensor_data(mg) : NULL;
+  int64_t n = pd_tensor_numel(param);
+  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
+      (st = update_out(ctx, "MeanSquareOut", ms, &mso)) ||
+      (st = update_out(ctx, "MomentOut", mom, &momo)) ||
+      (centered && (st = update_out(ctx, "MeanGradOut", mg, &mgo))))
+    return st;
+  if (pout == mso || pout == momo || mso == momo || (mgo && (mgo == pout || mgo == mso || mgo == momo)))
+    return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut, MeanSquareOut, MomentOut and MeanGradOut must "
+                       "be distinct vars");
+  FLOAT_SWITCH(param->dtype, {
+    const T *p = pd, *g = gd, *s = msd, *m = momd, *a = mgd;
+    T *po = (T *)pd_tensor_data(pout), *so = (T *)pd_tensor_data(mso),
+      *mo = (T *)pd_tensor_data(momo), *ao = mgo ? (T *)pd_tensor_data(mgo) : NULL;
+    for (int64_t i = 0; i < n; i++) {
+      double gi = g[i], s2 = rho * s[i] + (1 - rho) * gi * gi, den = s2 + eps;
+      if (centered) {
+        double a2 = rho * a[i] + (1 - rho) * gi;
+        ao[i] = (T)a2;
+        den -= a2 * a2;
+      }
+      double m2 = mu * m[i] + lr * gi / sqrt(den);
+      so[i] = (T)s2;
+      mo[i] = (T)m2;
+      po[i] = (T)(p[i] - m2);
+    }
+  });
+  return PD_OK;
+}
+
+/* adagrad (Fluid): moment += g^2; p -= lr * g / (sqrt(moment) + epsilon). */
+pd_status pd_kernel_adagrad(pd_exec_ctx *ctx) {
+  const pd_tensor *param, *grad, *mom, *lrt;
+  pd_tensor *pout, *momo;
+  double lr;
+  pd_status st;
+  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
+      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+      (st = like_param(ctx, "Moment", param, &mom)) ||
+      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
+      (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
+    return st;
+  double eps = pd_ctx_attr_float(ctx, "epsilon");
+  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *md = pd_tensor_data(mom);
+  int64_t n = pd_tensor_numel(param);
+  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
+      (st = update_out(ctx, "MomentOut", mom, &momo)))
+    return st;
+  if (pout == momo) return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut and MomentOut are one var");
+  FLOAT_SWITCH(param->dtype, {
+    const T *p = pd, *g = gd, *m = md;
+    T *po = (T *)pd_tensor_data(pout), *mo = (T *)pd_tensor_data(momo);
+    for (int64_t i = 0; i < n; i++) {
+      double gi = g[i], m2 = m[i] + gi * gi;
+      mo[i] = (T)m2;
+      po[i] = (T)(p[i] - lr * gi / (sqrt(m2) + eps));
+    }
+  });
   return PD_OK;
 }

@@ -17,6 +17,10 @@ void pd_optimizer_defaults(pd_optimizer *o, pd_opt_kind kind, double lr) {
   o->beta2 = 0.999;
   o->epsilon = 1e-8;
   o->decay_rate = 0.1;
+  o->rho = 0.95;
+  if (kind == PD_OPT_RMSPROP) o->mu = 0.0;
+  if (kind == PD_OPT_RMSPROP || kind == PD_OPT_ADAGRAD) o->epsilon = 1e-6;
+  if (kind == PD_OPT_ADAMW) o->weight_decay = 0.01;
 }
 
 double pd_optimizer_lr(const pd_optimizer *o, int64_t step, int64_t total_steps) {
@@ -111,7 +115,7 @@ pd_status pd_append_optimizer(pd_program *main, pd_program *init, const pd_backw
   if (p0) dt = p0->dtype;
   if ((st = state_var(&c, PD_LR_VAR, NULL, dt, o->lr))) goto out;
 
-  if (o->weight_decay > 0) {
+  if (o->weight_decay > 0 && o->kind != PD_OPT_ADAMW) {
     for (int i = 0; i < pg->n; i++) {
       char t1[256], t2[256];
       const char *param = pg->pairs[i].param;
@@ -229,6 +233,7 @@ pd_status pd_append_optimizer(pd_program *main, pd_program *init, const pd_backw
           op = NULL;
         break;
       case PD_OPT_ADAM:
+      case PD_OPT_ADAMW:
         snprintf(n1, sizeof n1, "%s_moment1_0", param);
         snprintf(n2, sizeof n2, "%s_moment2_0", param);
         snprintf(n3, sizeof n3, "%s_beta1_pow_acc_0", param);
@@ -238,7 +243,7 @@ pd_status pd_append_optimizer(pd_program *main, pd_program *init, const pd_backw
             (st = state_var(&c, n3, NULL, pv->dtype, o->beta1)) ||
             (st = state_var(&c, n4, NULL, pv->dtype, o->beta2)))
           goto out;
-        op = add(&c, "adam",
+        op = add(&c, o->kind == PD_OPT_ADAM ? "adam" : "adamw",
                  (bind[]){{"Param", param}, {"Grad", grads[i]}, {"LearningRate", PD_LR_VAR},
                           {"Moment1", n1}, {"Moment2", n2}, {"Beta1Pow", n3}, {"Beta2Pow", n4}},
                  7,
@@ -249,6 +254,40 @@ pd_status pd_append_optimizer(pd_program *main, pd_program *init, const pd_backw
                    pd_op_set_attr_float(op, "beta2", (float)o->beta2) ||
                    pd_op_set_attr_float(op, "epsilon", (float)o->epsilon)))
           op = NULL;
+        if (op && o->kind == PD_OPT_ADAMW &&
+            (pd_op_set_attr_float(op, "coeff", (float)o->weight_decay) ||
+             pd_op_set_attr_bool(op, "with_decay", true)))
+          op = NULL;
+        break;
+      case PD_OPT_RMSPROP:
+        snprintf(n1, sizeof n1, "%s_mean_square_0", param);
+        snprintf(n2, sizeof n2, "%s_momentum_0", param);
+        snprintf(n3, sizeof n3, "%s_mean_grad_0", param);
+        if ((st = state_var(&c, n1, pv, pv->dtype, 0.0)) ||
+            (st = state_var(&c, n2, pv, pv->dtype, 0.0)) ||
+            (o->centered && (st = state_var(&c, n3, pv, pv->dtype, 0.0))))
+          goto out;
+        op = add(&c, "rmsprop",
+                 (bind[]){{"Param", param}, {"Grad", grads[i]}, {"LearningRate", PD_LR_VAR},
+                          {"MeanSquare", n1}, {"Moment", n2}, {"MeanGrad", n3}},
+                 o->centered ? 6 : 5,
+                 (bind[]){{"ParamOut", param}, {"MeanSquareOut", n1}, {"MomentOut", n2},
+                          {"MeanGradOut", n3}},
+                 o->centered ? 4 : 3);
+        if (op && (pd_op_set_attr_float(op, "decay", (float)o->rho) ||
+                   pd_op_set_attr_float(op, "epsilon", (float)o->epsilon) ||
+                   pd_op_set_attr_float(op, "momentum", (float)o->mu) ||
+                   pd_op_set_attr_bool(op, "centered", o->centered)))
+          op = NULL;
+        break;
+      case PD_OPT_ADAGRAD:
+        snprintf(n1, sizeof n1, "%s_moment_0", param);
+        if ((st = state_var(&c, n1, pv, pv->dtype, o->init_acc))) goto out;
+        op = add(&c, "adagrad",
+                 (bind[]){{"Param", param}, {"Grad", grads[i]}, {"Moment", n1},
+                          {"LearningRate", PD_LR_VAR}},
+                 4, (bind[]){{"ParamOut", param}, {"MomentOut", n1}}, 2);
+        if (op && pd_op_set_attr_float(op, "epsilon", (float)o->epsilon)) op = NULL;
         break;
     }
     if (!op) {
