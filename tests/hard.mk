@@ -1,0 +1,5 @@
+# tests/hard.mk -- regression tests of the hardening of issue 26: integer division by zero, file
+# errors of actions at their line, eval's feed mismatches, consistent .pdmodel/.pdiparams pairs,
+# left-over temporaries, checkpoints of another training setup.
+TESTS += tests/golden/run/int_div_zero.pd
+EXTRA_DIST += tests/golden/run/int_div_zero.pd tests/golden/run/int_div_zero.err
