@@ -230,11 +230,12 @@ pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err)
       return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", path);
     }
   }
-  int bad = ferror(f);
+  int bad = ferror(f), e = errno;
   fclose(f);
   if (bad) {
     pd_buf_free(&b);
-    return pd_error_set(err, PD_EIO, nowhere, "cannot read '%s'", path);
+    return pd_error_set(err, PD_EIO, nowhere, "cannot read '%s': %s", path,
+                        e == EISDIR ? "it is a directory" : e ? strerror(e) : "read error");
   }
   *len = b.len;
   *out = pd_buf_take(&b);
@@ -250,7 +251,7 @@ pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, p
   if (tmp.oom) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
   int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    pd_error_set(err, PD_EIO, nowhere, "cannot create '%s': %s", tmp.data, strerror(errno));
+    pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': %s", path, strerror(errno));
     pd_buf_free(&tmp);
     return PD_EIO;
   }

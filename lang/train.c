@@ -54,6 +54,18 @@ static const char *opt_str(const pd_action *a, const char *key) {
   return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
 }
 
+/* Where a keyword argument, a positional one, was written (the action's call when unknown): file
+ * errors point at the argument that named the file. */
+static pd_loc opt_loc(const pd_action *a, const char *key) {
+  for (int i = 0; i < a->nopts; i++)
+    if (strcmp(a->opts[i].key, key) == 0 && a->opts[i].loc.line > 0) return a->opts[i].loc;
+  return a->loc;
+}
+
+static pd_loc arg_loc(const pd_action *a, int i) {
+  return a->arg_loc && i < a->nargs && a->arg_loc[i].line > 0 ? a->arg_loc[i] : a->loc;
+}
+
 static bool num(const pd_cval *v, double *out) {
   if (!v) return false;
   if (v->kind == PD_CVAL_INT) *out = (double)v->i;
@@ -487,7 +499,10 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   int64_t skip = 0, gstep = 0;
   progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
   if (ckpt && access(ckpt, F_OK) == 0) {
-    if ((st = pd_checkpoint_load(ckpt, r->global, p, &meta, err))) goto out;
+    if ((st = pd_checkpoint_load(ckpt, r->global, p, &meta, err))) {
+      pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+      goto out;
+    }
     first_epoch = (int)meta.epoch;
     skip = meta.step;
     gstep = meta.global_step;
@@ -539,7 +554,10 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
         if (ckpt) {
           meta = (pd_ckpt_meta){.epoch = e, .step = done, .global_step = gstep,
                                 .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
-          if ((st = save_checkpoint(r, p, ckpt, &meta, err))) goto out;
+          if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
+            pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+            goto out;
+          }
         }
         st = pd_error_set(err, PD_EINTR, a->loc, "training interrupted at epoch %d step %lld%s%s",
                           e + 1, (long long)done, ckpt ? "; checkpoint saved to " : "",
@@ -561,7 +579,10 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     if (ckpt) {
       meta = (pd_ckpt_meta){.epoch = e + 1, .step = 0, .global_step = gstep,
                             .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
-      if ((st = save_checkpoint(r, p, ckpt, &meta, err))) goto out;
+      if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
+        pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+        goto out;
+      }
     }
   }
 out:
@@ -736,7 +757,7 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
   if ((st = pd_params_save(ppath, r->global, np, params, err))) goto out;
   st = pd_program_save(p, path, err);
 out:
-  pd_run_at_loc(err, st, a->loc, "save");
+  pd_run_at_loc(err, st, arg_loc(a, 0), "save");
   pd_program_free(p);
   pd_free(params);
   pd_free(targets);
@@ -772,7 +793,7 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }
 out:
-  pd_run_at_loc(err, st, a->loc, "load");
+  pd_run_at_loc(err, st, arg_loc(a, 0), "load");
   pd_program_free(saved);
   pd_free(params);
   pd_free(ppath);

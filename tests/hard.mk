@@ -3,3 +3,7 @@
 # left-over temporaries, checkpoints of another training setup.
 TESTS += tests/golden/run/int_div_zero.pd
 EXTRA_DIST += tests/golden/run/int_div_zero.pd tests/golden/run/int_div_zero.err
+# tests/run/file_errors.sh: the file errors of load, save and train's checkpoint at the action's
+# line and the argument that named the file.
+TESTS += tests/run/file_errors.sh
+EXTRA_DIST += tests/run/file_errors.sh
