@@ -685,7 +685,7 @@ out:
   pd_free(vals);
   pd_free(fetches);
   pd_free(sums);
-  return st;
+  return pd_run_at_loc(err, st, a->loc, NULL);
 }
 
 /* ---------------------------------------------------------------- save / load */

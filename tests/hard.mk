@@ -3,6 +3,9 @@
 # left-over temporaries, checkpoints of another training setup.
 TESTS += tests/golden/run/int_div_zero.pd
 EXTRA_DIST += tests/golden/run/int_div_zero.pd tests/golden/run/int_div_zero.err
+# eval's feed mismatches at eval's line.
+TESTS += tests/golden/run/eval_feed_mismatch.pd
+EXTRA_DIST += tests/golden/run/eval_feed_mismatch.pd tests/golden/run/eval_feed_mismatch.err
 # tests/run/file_errors.sh: the file errors of load, save and train's checkpoint at the action's
 # line and the argument that named the file.
 TESTS += tests/run/file_errors.sh
