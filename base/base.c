@@ -243,8 +243,14 @@ pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err)
   return PD_OK;
 }
 
-pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, pd_error *err) {
+pd_status pd_write_file_temp(const char *path, const void *data, size_t len, char **tmp_out,
+                             pd_error *err) {
   pd_loc nowhere = {0};
+  *tmp_out = NULL;
+  /* Refused before anything is written: a pair of files then fails before either appears. */
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': it is a directory", path);
   pd_buf tmp;
   pd_buf_init(&tmp);
   pd_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -271,9 +277,7 @@ pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, p
     fd = -1;
     goto fail;
   }
-  fd = -1;
-  if (rename(tmp.data, path) != 0) goto fail;
-  pd_buf_free(&tmp);
+  *tmp_out = tmp.data;  /* the buffer's NUL-terminated text, now the caller's */
   return PD_OK;
 fail:
   pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': %s", path, strerror(errno));
@@ -281,4 +285,34 @@ fail:
   unlink(tmp.data);
   pd_buf_free(&tmp);
   return PD_EIO;
+}
+
+pd_status pd_commit_file(const char *tmp, const char *path, pd_error *err) {
+  if (rename(tmp, path) == 0) return PD_OK;
+  pd_error_set(err, PD_EIO, (pd_loc){0}, "cannot write '%s': %s", path, strerror(errno));
+  unlink(tmp);
+  return PD_EIO;
+}
+
+void pd_discard_file(const char *tmp) {
+  if (tmp) unlink(tmp);
+}
+
+pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, pd_error *err) {
+  char *tmp;
+  pd_status st = pd_write_file_temp(path, data, len, &tmp, err);
+  if (st) return st;
+  st = pd_commit_file(tmp, path, err);
+  pd_free(tmp);
+  return st;
+}
+
+uint64_t pd_hash_bytes(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
 }

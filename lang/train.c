@@ -719,7 +719,7 @@ static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *fee
 
 pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = script_path(a, a->args[0]->str);
-  char *ppath = NULL;
+  char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
   const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
   const char **params = NULL;
   pd_program *p = NULL;
@@ -754,10 +754,32 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
   }
-  if ((st = pd_params_save(ppath, r->global, np, params, err))) goto out;
-  st = pd_program_save(p, path, err);
+  /* The pair is written to temporaries, then renamed parameters first, model last: a model
+   * always records the identity of its parameter file (pd_params_set_identity), so that a
+   * failure between the two renames leaves a pair that loading refuses, never runs. */
+  pd_buf pb;
+  pd_buf_init(&pb);
+  if ((st = pd_params_encode(ppath, r->global, np, params, &pb, err))) goto out_buf;
+  if (pb.oom || pd_params_set_identity(p, pb.data ? pb.data : "", pb.len)) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out_buf;
+  }
+  uint8_t *mb = NULL;
+  size_t mlen = 0;
+  if ((st = pd_program_to_bytes(p, &mb, &mlen, err))) goto out_buf;
+  if (!(st = pd_write_file_temp(ppath, pb.data ? pb.data : "", pb.len, &ptmp, err)) &&
+      !(st = pd_write_file_temp(path, mb, mlen, &mtmp, err)) &&
+      !(st = pd_commit_file(ptmp, ppath, err)))
+    st = pd_commit_file(mtmp, path, err);
+  else
+    pd_discard_file(ptmp), pd_discard_file(mtmp);  /* nothing of a failed save stays */
+  pd_free(mb);
+out_buf:
+  pd_buf_free(&pb);
 out:
   pd_run_at_loc(err, st, arg_loc(a, 0), "save");
+  pd_free(ptmp);
+  pd_free(mtmp);
   pd_program_free(p);
   pd_free(params);
   pd_free(targets);
@@ -786,7 +808,8 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
       goto out;
     }
-    st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
+    if (!(st = pd_params_check_identity(saved, ppath, err)))
+      st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
   } else {
     int np = persistables(r, r->unit->main, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");

@@ -10,3 +10,11 @@ EXTRA_DIST += tests/golden/run/eval_feed_mismatch.pd tests/golden/run/eval_feed_
 # line and the argument that named the file.
 TESTS += tests/run/file_errors.sh
 EXTRA_DIST += tests/run/file_errors.sh
+# The identity of a model's parameter file: tests/program/test_params_identity (the record, a
+# mismatch refused, models without a record accepted) and tests/run/save_pair.sh (save's pair
+# end to end: exec and load() refuse another save's parameters; a failed save writes nothing).
+check_PROGRAMS += tests/program/test_params_identity
+tests_program_test_params_identity_SOURCES = tests/program/test_params_identity.c
+tests_program_test_params_identity_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/program/test_params_identity tests/run/save_pair.sh
+EXTRA_DIST += tests/run/save_pair.sh

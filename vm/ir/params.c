@@ -549,26 +549,79 @@ static pd_status check_names(int n, const char *const *names, const char *path, 
 
 /* ================= Combined parameters ================= */
 
-pd_status pd_params_save(const char *path, pd_scope *scope, int n, const char *const *names,
-                         pd_error *err) {
-  if (!path || !scope)
+pd_status pd_params_encode(const char *path, pd_scope *scope, int n, const char *const *names,
+                           pd_buf *out, pd_error *err) {
+  if (!path || !scope || !out)
     return pd_error_set(err, PD_EINVAL, nowhere, "pd_params_save: bad arguments");
   pd_status st = check_names(n, names, path, err);
-  if (st) return st;
-  pd_buf b;
-  pd_buf_init(&b);
   for (int i = 0; i < n && !st; i++) {
     const pd_tensor *t;
     if ((st = saved_tensor(scope, names[i], path, &t, err))) break;
-    if ((st = pd_tensor_write_stream(t, &b, err))) {
+    if ((st = pd_tensor_write_stream(t, out, err))) {
       char what[300];
       snprintf(what, sizeof what, "parameter '%s'", names[i]);
       relocate(err, st, path, what);
     }
   }
+  return st;
+}
+
+pd_status pd_params_save(const char *path, pd_scope *scope, int n, const char *const *names,
+                         pd_error *err) {
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_status st = pd_params_encode(path, scope, n, names, &b, err);
   if (!st && (st = pd_write_file_atomic(path, b.data, b.len, err))) relocate(err, st, path, NULL);
   pd_buf_free(&b);
   return st;
+}
+
+/* The var of p's block 0 that records the identity of its parameter file, or NULL. */
+static pd_var_desc *identity_var(const pd_program *p) {
+  const pd_block *b = p && p->nblocks > 0 ? p->blocks[0] : NULL;
+  size_t k = strlen(PD_PARAMS_IDENTITY_PREFIX);
+  for (int i = 0; b && i < b->nvars; i++)
+    if (b->vars[i]->name && strncmp(b->vars[i]->name, PD_PARAMS_IDENTITY_PREFIX, k) == 0)
+      return b->vars[i];
+  return NULL;
+}
+
+pd_status pd_params_set_identity(pd_program *p, const void *data, size_t len) {
+  char name[96];
+  snprintf(name, sizeof name, "%s%zu:%016" PRIx64, PD_PARAMS_IDENTITY_PREFIX, len,
+           pd_hash_bytes(data, len));
+  pd_var_desc *v = identity_var(p);
+  if (v) {
+    if (pd_block_rename_var(p->blocks[0], v, name)) return PD_ENOMEM;
+  } else if (!(v = pd_block_var(p->blocks[0], name))) {
+    return PD_ENOMEM;
+  }
+  v->type = PD_VAR_RAW;
+  v->persistable = false;
+  return PD_OK;
+}
+
+pd_status pd_params_check_identity(const pd_program *p, const char *params_path, pd_error *err) {
+  const pd_var_desc *v = identity_var(p);
+  if (!v) return PD_OK;
+  unsigned long long want_len = 0, want_hash = 0;
+  const char *rec = v->name + strlen(PD_PARAMS_IDENTITY_PREFIX);
+  char tail;
+  if (sscanf(rec, "%llu:%16llx%c", &want_len, &want_hash, &tail) != 2)
+    return file_fail(err, PD_EFORMAT, params_path,
+                     "the model's record of its parameter file is malformed ('%s')", v->name);
+  char *bytes;
+  size_t len;
+  pd_status st = pd_read_file(params_path, &bytes, &len, err);
+  if (st) return relocate(err, st, params_path, NULL);
+  uint64_t hash = pd_hash_bytes(bytes, len);
+  pd_free(bytes);
+  if (len == want_len && hash == want_hash) return PD_OK;
+  return file_fail(err, PD_EFORMAT, params_path,
+                   "not the parameter file saved with this model (the model was saved with %llu "
+                   "bytes of hash %016llx, the file has %zu bytes of hash %016" PRIx64
+                   "): save the model again",
+                   want_len, want_hash, len, hash);
 }
 
 /* How many whole tensors data[pos, len) holds: -1 if it is not exactly a sequence of streams,

@@ -92,6 +92,24 @@ pd_status pd_params_save(const char *path, pd_scope *scope, int n, const char *c
  * ("holds 3 tensors but the model has 4 parameters"), trailing bytes or a malformed stream. */
 pd_status pd_params_load(const char *path, pd_scope *scope, int n, const char *const *names,
                          const pd_program *expect, pd_error *err);
+/* The bytes pd_params_save writes (the streams of names[0..n) in scope), appended to out;
+ * errors as pd_params_save's, naming path. */
+pd_status pd_params_encode(const char *path, pd_scope *scope, int n, const char *const *names,
+                           pd_buf *out, pd_error *err);
+
+/* ---- The identity of a model's parameter file. A model saved by pdlang records the size and
+ * FNV-1a 64 hash (pd_hash_bytes) of the .pdiparams saved with it, in the name of a var of
+ * block 0 that no op uses (RAW, not persistable: other tools ignore it),
+ * "@PDLANG_PARAMS@SIZE:HASH" (decimal, 16 hex digits), so that a mismatched pair is refused. */
+#define PD_PARAMS_IDENTITY_PREFIX "@PDLANG_PARAMS@"
+/* Record the identity of the parameter bytes data[0, len) in p (replacing one it had).
+ * PD_ENOMEM or PD_OK. */
+pd_status pd_params_set_identity(pd_program *p, const void *data, size_t len);
+/* When p records an identity, read params_path and check it: PD_EFORMAT ("'m.pdiparams' is not
+ * the parameter file saved with this model ...") on a mismatch, PD_EIO when it cannot be read.
+ * A model without one (PaddlePaddle's own files) passes. Errors name params_path. */
+pd_status pd_params_check_identity(const pd_program *p, const char *params_path, pd_error *err);
+
 /* "X.pdiparams" for "X.pdmodel", else model_path + ".pdiparams". Heap (pd_free); NULL on out of
  * memory or a NULL argument. */
 char *pd_params_path_for(const char *model_path);
