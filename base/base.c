@@ -2,8 +2,10 @@
 #include "config.h"
 #include "base/base.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -243,6 +245,40 @@ pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err)
   return PD_OK;
 }
 
+/* Remove the temporaries PATH.tmp.PID that processes which no longer exist left beside path
+ * (killed during a write): each write of path cleans up after the dead, so they never pile
+ * up. A PID that is alive (or that cannot be told: EPERM) keeps its file; so does ours. */
+static void remove_dead_temps(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t nbase = strlen(base);
+  pd_buf d;
+  pd_buf_init(&d);
+  if (slash) pd_buf_printf(&d, "%.*s", (int)(slash - path + 1), path);
+  else pd_buf_printf(&d, "./");
+  if (d.oom) return;
+  DIR *dir = opendir(d.data);
+  struct dirent *e;
+  while (dir && (e = readdir(dir)) != NULL) {
+    const char *n = e->d_name;
+    if (strncmp(n, base, nbase) != 0 || strncmp(n + nbase, ".tmp.", 5) != 0) continue;
+    const char *digits = n + nbase + 5;
+    char *end;
+    errno = 0;
+    long pid = strtol(digits, &end, 10);
+    if (!*digits || *end || errno || pid <= 0 || (pid_t)pid != pid || pid == (long)getpid())
+      continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    size_t keep = d.len;
+    pd_buf_printf(&d, "%s", n);
+    if (!d.oom) unlink(d.data);
+    d.len = keep;
+    if (d.data) d.data[keep] = 0;
+  }
+  if (dir) closedir(dir);
+  pd_buf_free(&d);
+}
+
 pd_status pd_write_file_temp(const char *path, const void *data, size_t len, char **tmp_out,
                              pd_error *err) {
   pd_loc nowhere = {0};
@@ -251,6 +287,7 @@ pd_status pd_write_file_temp(const char *path, const void *data, size_t len, cha
   struct stat sb;
   if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
     return pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': it is a directory", path);
+  remove_dead_temps(path);
   pd_buf tmp;
   pd_buf_init(&tmp);
   pd_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());

@@ -18,3 +18,6 @@ tests_program_test_params_identity_SOURCES = tests/program/test_params_identity.
 tests_program_test_params_identity_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/program/test_params_identity tests/run/save_pair.sh
 EXTRA_DIST += tests/run/save_pair.sh
+# tests/run/stale_temps.sh: the temporaries of killed writers removed by the next save.
+TESTS += tests/run/stale_temps.sh
+EXTRA_DIST += tests/run/stale_temps.sh
