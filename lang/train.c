@@ -454,6 +454,75 @@ static int persistables(pd_runner *r, const pd_program *p, const char ***out) {
   return k;
 }
 
+/* ---- What identifies a training setup, stored in its checkpoints (pd_ckpt_meta.setup) so that a
+ * resume into another one is refused: the training program (its ops and vars, without source
+ * locations, so that editing comments or moving the script does not count), the parameters of the
+ * model (names, dtypes, shapes), the optimizer and its hyper-parameters, the reader and batch. ---- */
+
+static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
+  static const char *const sched[] = {"constant", "step", "cosine"};
+  switch (o->kind) {
+    case PD_OPT_SGD: pd_buf_printf(b, "sgd(lr=%.9g", o->lr); break;
+    case PD_OPT_MOMENTUM:
+      pd_buf_printf(b, "momentum(lr=%.9g, momentum=%.9g, nesterov=%s", o->lr, o->mu,
+                    o->nesterov ? "true" : "false");
+      break;
+    case PD_OPT_ADAM:
+      pd_buf_printf(b, "adam(lr=%.9g, beta1=%.9g, beta2=%.9g, epsilon=%.9g", o->lr, o->beta1,
+                    o->beta2, o->epsilon);
+      break;
+  }
+  if (o->weight_decay != 0) pd_buf_printf(b, ", weight_decay=%.9g", o->weight_decay);
+  if (o->clip_norm != 0) pd_buf_printf(b, ", clip_norm=%.9g", o->clip_norm);
+  if (o->schedule != PD_LR_CONSTANT)
+    pd_buf_printf(b, ", lr_schedule=%s, decay_steps=%lld, decay_rate=%.9g",
+                  (unsigned)o->schedule < 3 ? sched[o->schedule] : "?", (long long)o->decay_steps,
+                  o->decay_rate);
+  pd_buf_puts(b, ")");
+}
+
+/* The setup text into out (PD_CKPT_SETUP_SIZE bytes). PD_ENOMEM or PD_OK. */
+static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_program *p,
+                             const pd_optimizer *o, int64_t batch, char *out) {
+  pd_program *q = pd_program_clone(p);
+  if (!q) return PD_ENOMEM;
+  for (int bi = 0; bi < q->nblocks; bi++)
+    for (int i = 0; i < q->blocks[bi]->nops; i++) pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  pd_status st = pd_program_to_bytes(q, &bytes, &len, NULL);
+  pd_program_free(q);
+  if (st) return PD_ENOMEM;
+  uint64_t program = pd_hash_bytes(bytes, len);
+  pd_free(bytes);
+  /* The model's parameters: the persistable vars of the training program that the model
+   * declares (not the optimizer's state, which the optimizer entry covers). */
+  pd_buf pb, b;
+  pd_buf_init(&pb);
+  pd_buf_init(&b);
+  const pd_block *b0 = p->blocks[0], *m0 = r->unit->main->blocks[0];
+  for (int i = 0; i < b0->nvars; i++) {
+    const pd_var_desc *v = b0->vars[i];
+    if (!v->persistable || !pd_block_find_var_local(m0, v->name)) continue;
+    pd_buf_printf(&pb, "%s:%s:%d", v->name, pd_dtype_name(v->dtype), v->ndims);
+    for (int k = 0; k < v->ndims; k++) pd_buf_printf(&pb, ",%lld", (long long)v->dims[k]);
+    pd_buf_puts(&pb, ";");
+  }
+  pd_buf_printf(&b, "training program=#%016llx\nparameter list=#%016llx\noptimizer=",
+                (unsigned long long)program,
+                (unsigned long long)pd_hash_bytes(pb.data ? pb.data : "", pb.len));
+  describe_optimizer(o, &b);
+  pd_buf_puts(&b, "\nreader=");
+  const pd_cval *rd = opt(a, "reader");
+  if (rd) pd_cval_format(rd, &b);
+  pd_buf_printf(&b, ", batch %lld", (long long)batch);
+  st = pb.oom || b.oom ? PD_ENOMEM : PD_OK;
+  if (!st) snprintf(out, PD_CKPT_SETUP_SIZE, "%s", b.data);
+  pd_buf_free(&pb);
+  pd_buf_free(&b);
+  return st;
+}
+
 static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *path,
                                  const pd_ckpt_meta *meta, pd_error *err) {
   const char **names;
@@ -498,8 +567,13 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   int first_epoch = 0;
   int64_t skip = 0, gstep = 0;
   progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
+  char setup[PD_CKPT_SETUP_SIZE] = "";
+  if (ckpt && (st = train_setup(r, a, p, &o, batch, setup))) {
+    st = pd_error_set(err, st, a->loc, "out of memory");
+    goto out;
+  }
   if (ckpt && access(ckpt, F_OK) == 0) {
-    if ((st = pd_checkpoint_load(ckpt, r->global, p, &meta, err))) {
+    if ((st = pd_checkpoint_load_setup(ckpt, r->global, p, setup, &meta, err))) {
       pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
       goto out;
     }
@@ -554,6 +628,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
         if (ckpt) {
           meta = (pd_ckpt_meta){.epoch = e, .step = done, .global_step = gstep,
                                 .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
+          memcpy(meta.setup, setup, sizeof meta.setup);
           if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
             pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
             goto out;
@@ -579,6 +654,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     if (ckpt) {
       meta = (pd_ckpt_meta){.epoch = e + 1, .step = 0, .global_step = gstep,
                             .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
+      memcpy(meta.setup, setup, sizeof meta.setup);
       if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
         pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
         goto out;

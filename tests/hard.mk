@@ -21,3 +21,6 @@ EXTRA_DIST += tests/run/save_pair.sh
 # tests/run/stale_temps.sh: the temporaries of killed writers removed by the next save.
 TESTS += tests/run/stale_temps.sh
 EXTRA_DIST += tests/run/stale_temps.sh
+# tests/run/ckpt_setup.sh: a checkpoint resumes only into the setup that wrote it.
+TESTS += tests/run/ckpt_setup.sh
+EXTRA_DIST += tests/run/ckpt_setup.sh

@@ -736,7 +736,7 @@ static const struct meta_key {
   char tag;
 } meta_keys[] = {
     {"epoch", 'i'}, {"step", 'i'}, {"global_step", 'i'}, {"rng_offset", 'i'},
-    {"seed", 'i'},  {"loss", 'd'}, {"note", 's'},
+    {"seed", 'i'},  {"loss", 'd'}, {"note", 's'}, {"setup", 's'},
 };
 enum { META_NKEYS = (int)PD_ARRAY_LEN(meta_keys) };
 
@@ -766,6 +766,16 @@ static void meta_set(pd_ckpt_meta *m, int k, uint64_t v) {
   }
 }
 
+/* The text field of string key k, and its size. */
+static char *meta_str(pd_ckpt_meta *m, int k, size_t *size) {
+  if (strcmp(meta_keys[k].key, "setup") == 0) {
+    *size = sizeof m->setup;
+    return m->setup;
+  }
+  *size = sizeof m->note;
+  return m->note;
+}
+
 static void write_meta(pd_buf *b, const pd_ckpt_meta *meta) {
   pd_ckpt_meta zero = {0};
   if (!meta) meta = &zero;
@@ -777,9 +787,11 @@ static void write_meta(pd_buf *b, const pd_ckpt_meta *meta) {
     pd_buf_puts(b, key);
     pd_buf_append(b, &tag, 1);
     if (tag == 's') {
-      size_t nl = strnlen(meta->note, sizeof meta->note - 1);
+      size_t size;
+      const char *text = meta_str((pd_ckpt_meta *)meta, k, &size);
+      size_t nl = strnlen(text, size - 1);
       buf_u32(b, (uint32_t)nl);
-      pd_buf_append(b, meta->note, nl);
+      pd_buf_append(b, text, nl);
     } else {
       buf_u64(b, meta_get(meta, k));
     }
@@ -898,18 +910,84 @@ static pd_status read_meta(reader *r, pd_ckpt_meta *m) {
       meta_set(m, k, v);
       continue;
     }
-    if (sn >= sizeof m->note)
-      return bad_at(r, PD_EFORMAT, tat, "the note is %" PRIu32 " bytes long (at most %zu)", sn,
-                    sizeof m->note - 1);
-    if (sn && memchr(s, 0, sn)) return bad_at(r, PD_EFORMAT, tat, "the note has a NUL byte");
-    if (sn) memcpy(m->note, s, sn);
-    m->note[sn] = '\0';
+    size_t size;
+    char *text = meta_str(m, k, &size);
+    if (sn >= size)
+      return bad_at(r, PD_EFORMAT, tat, "the %s is %" PRIu32 " bytes long (at most %zu)",
+                    meta_keys[k].key, sn, size - 1);
+    if (sn && memchr(s, 0, sn))
+      return bad_at(r, PD_EFORMAT, tat, "the %s has a NUL byte", meta_keys[k].key);
+    if (sn) memcpy(text, s, sn);
+    text[sn] = '\0';
   }
   return PD_OK;
 }
 
+/* The value of KEY in a setup text ("KEY=VALUE" lines): its start and length; NULL if absent. */
+static const char *setup_value(const char *setup, const char *key, size_t *n) {
+  size_t kn = strlen(key);
+  for (const char *line = setup; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t ln = end ? (size_t)(end - line) : strlen(line);
+    if (ln > kn && strncmp(line, key, kn) == 0 && line[kn] == '=') {
+      *n = ln - kn - 1;
+      return line + kn + 1;
+    }
+    line += ln + (end ? 1 : 0);
+  }
+  *n = 0;
+  return NULL;
+}
+
+/* The error of a checkpoint of another setup: each key of either text whose values differ. */
+static pd_status setup_differs(const char *was, const char *now, const char *path,
+                               pd_error *err) {
+  pd_buf b, key;
+  pd_buf_init(&b);
+  pd_buf_init(&key);
+  pd_buf_puts(&b, "written by another training setup:");
+  int ndiff = 0;
+  for (int side = 0; side < 2; side++) {
+    const char *text = side ? now : was;
+    for (const char *line = text, *next; *line; line = next) {
+      const char *end = strchr(line, '\n');
+      size_t ln = end ? (size_t)(end - line) : strlen(line);
+      const char *eq = memchr(line, '=', ln);
+      next = line + ln + (end ? 1 : 0);
+      if (!eq) continue;
+      key.len = 0;
+      pd_buf_append(&key, line, (size_t)(eq - line));
+      if (key.oom) break;
+      size_t wn, nn;
+      const char *w = setup_value(was, key.data, &wn), *v = setup_value(now, key.data, &nn);
+      if (side == 1 && w) continue;  /* compared on the first pass */
+      if (w && v && wn == nn && memcmp(w, v, wn) == 0) continue;
+      bool hashed = (w && wn && w[0] == '#') || (v && nn && v[0] == '#');
+      if (hashed || !w || !v)
+        pd_buf_printf(&b, "%s the %s differs", ndiff ? ";" : "", key.data);
+      else
+        pd_buf_printf(&b, "%s the %s is %.*s in the checkpoint but %.*s now", ndiff ? ";" : "",
+                      key.data, (int)wn, w, (int)nn, v);
+      ndiff++;
+    }
+  }
+  if (!ndiff) pd_buf_puts(&b, " the setup differs");
+  pd_status st = b.oom || key.oom
+                     ? pd_error_set(err, PD_ENOMEM, nowhere, "out of memory")
+                     : file_fail(err, PD_EINVAL, path, "%s (train it anew, or use another checkpoint "
+                                 "file)", b.data);
+  pd_buf_free(&b);
+  pd_buf_free(&key);
+  return st;
+}
+
 pd_status pd_checkpoint_load(const char *path, pd_scope *scope, const pd_program *expect,
                              pd_ckpt_meta *meta, pd_error *err) {
+  return pd_checkpoint_load_setup(path, scope, expect, NULL, meta, err);
+}
+
+pd_status pd_checkpoint_load_setup(const char *path, pd_scope *scope, const pd_program *expect,
+                                   const char *setup, pd_ckpt_meta *meta, pd_error *err) {
   if (!path || !scope)
     return pd_error_set(err, PD_EINVAL, nowhere, "pd_checkpoint_load: bad arguments");
   char *bytes = NULL;
@@ -1000,6 +1078,10 @@ pd_status pd_checkpoint_load(const char *path, pd_scope *scope, const pd_program
   }
   for (int i = 0; i < n; i++)
     if ((st = check_expect(expect, names[i], &ts[i], path, err))) goto out;
+  if (setup && m.setup[0] && strcmp(setup, m.setup) != 0) {
+    st = setup_differs(m.setup, setup, path, err);
+    goto out;
+  }
   if ((st = install(scope, n, (const char *const *)names, ts, path, err))) goto out;
   if (meta) *meta = m;
   goto out;

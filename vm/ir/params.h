@@ -29,7 +29,7 @@
  *                         's' string (uint32 length, the bytes, no NUL) }
  *     uint32   CRC-32 (zlib's crc32) of every byte before it
  * Metadata keys written: epoch, step, global_step, rng_offset, seed (int64; the uint64 fields as
- * their bit pattern), loss (double), note (string). Reading ignores keys it does not know (so
+ * their bit pattern), loss (double), note, setup (strings). Reading ignores keys it does not know (so
  * newer writers can add some) but refuses a known key with another tag, a repeated key, an
  * unknown tag, a repeated var name.
  *
@@ -124,6 +124,7 @@ pd_status pd_params_names(const pd_program *p, const char ***names, int *n);
 #define PD_CKPT_MAGIC "PDCKPT01"
 #define PD_CKPT_MAX_NAME 4096     /* longest var name or metadata key, in bytes */
 #define PD_CKPT_NOTE_SIZE 128     /* room for the note, its NUL included */
+#define PD_CKPT_SETUP_SIZE 1024   /* room for the setup, its NUL included */
 
 /* The training progress saved beside the tensors. A zeroed struct ({0}) is a valid "nothing
  * yet"; a checkpoint that lacks a key leaves its field 0 (note ""). */
@@ -135,6 +136,10 @@ typedef struct pd_ckpt_meta {
   uint64_t seed;          /* the seed training started with */
   double loss;            /* the last reported loss, 0 when none */
   char note[PD_CKPT_NOTE_SIZE];  /* free-form, NUL-terminated (longer notes are cut on save) */
+  /* What identifies the training setup the checkpoint belongs to: "KEY=VALUE" entries separated
+   * by '\n' (a VALUE starting with '#' is a hash, compared but not shown). "" (checkpoints of
+   * older writers): not known, never compared. Longer texts are cut on save. */
+  char setup[PD_CKPT_SETUP_SIZE];
 } pd_ckpt_meta;
 
 /* Write the n vars names[0..n) (found as for pd_params_save; no name twice: PD_EINVAL) and meta
@@ -149,5 +154,11 @@ pd_status pd_checkpoint_save(const char *path, pd_scope *scope, int n, const cha
  * on failure neither the scope nor *meta changes. */
 pd_status pd_checkpoint_load(const char *path, pd_scope *scope, const pd_program *expect,
                              pd_ckpt_meta *meta, pd_error *err);
+/* pd_checkpoint_load that first compares the checkpoint's setup (when it has one) with setup
+ * (when not NULL), before anything is installed: PD_EINVAL naming path, "written by another
+ * training setup: the optimizer is sgd(lr=0.1) in the checkpoint but adam(...) now; the
+ * parameters differ", every entry that differs. */
+pd_status pd_checkpoint_load_setup(const char *path, pd_scope *scope, const pd_program *expect,
+                                   const char *setup, pd_ckpt_meta *meta, pd_error *err);
 
 #endif /* PD_PARAMS_H */
