@@ -457,7 +457,8 @@ static int persistables(pd_runner *r, const pd_program *p, const char ***out) {
 /* ---- What identifies a training setup, stored in its checkpoints (pd_ckpt_meta.setup) so that a
  * resume into another one is refused: the training program (its ops and vars, without source
  * locations, so that editing comments or moving the script does not count), the parameters of the
- * model (names, dtypes, shapes), the optimizer and its hyper-parameters, the reader and batch. ---- */
+ * model (names, dtypes, shapes), the optimizer and its hyper-parameters, the reader and
+ * batch. ---- */
 
 static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
   static const char *const sched[] = {"constant", "step", "cosine"};

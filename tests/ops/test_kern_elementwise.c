@@ -188,7 +188,8 @@ static void test_int_div(void) {
     rt_op(&r, "elementwise_div", "X=x Y=y", "Out=o");
     rt_fails(&r, PD_ERUNTIME,
              "elementwise_div: integer division by zero: element 2 of Y (var 'y') [3] is 0",
-             wide ? "elementwise_div int64 by 0: an error" : "elementwise_div int32 by 0: an error");
+             wide ? "elementwise_div int64 by 0: an error"
+                  : "elementwise_div int32 by 0: an error");
     rt_free(&r);
   }
   /* Floats divide by 0 as IEEE says: no scan, no error. */

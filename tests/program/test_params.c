@@ -808,8 +808,8 @@ static void test_checkpoint(void) {
      "the same setup loads, and the setup is read back");
   pd_scope_free(ss);
   ss = pd_scope_new(NULL);
-  pd_status sst = pd_checkpoint_load_setup(
-      kat_path, ss, NULL, "program=#00000000000000bb\noptimizer=adam(lr=0.1)\nreader=x", NULL, &err);
+  const char *other_setup = "program=#00000000000000bb\noptimizer=adam(lr=0.1)\nreader=x";
+  pd_status sst = pd_checkpoint_load_setup(kat_path, ss, NULL, other_setup, NULL, &err);
   ok(sst == PD_EINVAL && err.msg &&
          strstr(err.msg, "written by another training setup: the program differs; the optimizer "
                          "is sgd(lr=0.1) in the checkpoint but adam(lr=0.1) now; the reader "

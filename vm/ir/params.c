@@ -972,10 +972,12 @@ static pd_status setup_differs(const char *was, const char *now, const char *pat
     }
   }
   if (!ndiff) pd_buf_puts(&b, " the setup differs");
-  pd_status st = b.oom || key.oom
-                     ? pd_error_set(err, PD_ENOMEM, nowhere, "out of memory")
-                     : file_fail(err, PD_EINVAL, path, "%s (train it anew, or use another checkpoint "
-                                 "file)", b.data);
+  pd_status st;
+  if (b.oom || key.oom)
+    st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  else
+    st = file_fail(err, PD_EINVAL, path, "%s (train it anew, or use another checkpoint file)",
+                   b.data);
   pd_buf_free(&b);
   pd_buf_free(&key);
   return st;

@@ -29,9 +29,10 @@
  *                         's' string (uint32 length, the bytes, no NUL) }
  *     uint32   CRC-32 (zlib's crc32) of every byte before it
  * Metadata keys written: epoch, step, global_step, rng_offset, seed (int64; the uint64 fields as
- * their bit pattern), loss (double), note, setup (strings). Reading ignores keys it does not know (so
- * newer writers can add some) but refuses a known key with another tag, a repeated key, an
- * unknown tag, a repeated var name.
+ * their bit pattern), loss (double), note, setup (strings; setup: what identifies the training
+ * setup, see pd_ckpt_meta). Reading ignores keys it does not know (so newer writers can add
+ * some) but refuses a known key with another tag, a repeated key, an unknown tag, a repeated
+ * var name.
  *
  * Reading untrusted bytes: every reader checks everything (versions, sizes against the bytes
  * left, the TensorDesc, the dtype, dims non-negative and their product not overflowing, LoD
