@@ -68,7 +68,8 @@ pd_status pd_model_load_params(pd_model *m, const char *path, const char *params
   pd_status s = PD_OK;
   if (n) {
     char *ppath = params_path ? pd_strdup(params_path) : pd_params_path_for(path);
-    s = ppath ? pd_params_load(ppath, m->scope, n, names, m->program, err) : oom(err);
+    s = !ppath ? oom(err) : pd_params_check_identity(m->program, ppath, err);
+    if (!s) s = pd_params_load(ppath, m->scope, n, names, m->program, err);
     pd_free(ppath);
   }
   pd_free(names);

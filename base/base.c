@@ -2,8 +2,10 @@
 #include "config.h"
 #include "base/base.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -230,11 +232,12 @@ pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err)
       return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", path);
     }
   }
-  int bad = ferror(f);
+  int bad = ferror(f), e = errno;
   fclose(f);
   if (bad) {
     pd_buf_free(&b);
-    return pd_error_set(err, PD_EIO, nowhere, "cannot read '%s'", path);
+    return pd_error_set(err, PD_EIO, nowhere, "cannot read '%s': %s", path,
+                        e == EISDIR ? "it is a directory" : e ? strerror(e) : "read error");
   }
   *len = b.len;
   *out = pd_buf_take(&b);
@@ -242,15 +245,56 @@ pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err)
   return PD_OK;
 }
 
-pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, pd_error *err) {
+/* Remove the temporaries PATH.tmp.PID that processes which no longer exist left beside path
+ * (killed during a write): each write of path cleans up after the dead, so they never pile
+ * up. A PID that is alive (or that cannot be told: EPERM) keeps its file; so does ours. */
+static void remove_dead_temps(const char *path) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  size_t nbase = strlen(base);
+  pd_buf d;
+  pd_buf_init(&d);
+  if (slash) pd_buf_printf(&d, "%.*s", (int)(slash - path + 1), path);
+  else pd_buf_printf(&d, "./");
+  if (d.oom) return;
+  DIR *dir = opendir(d.data);
+  struct dirent *e;
+  while (dir && (e = readdir(dir)) != NULL) {
+    const char *n = e->d_name;
+    if (strncmp(n, base, nbase) != 0 || strncmp(n + nbase, ".tmp.", 5) != 0) continue;
+    const char *digits = n + nbase + 5;
+    char *end;
+    errno = 0;
+    long pid = strtol(digits, &end, 10);
+    if (!*digits || *end || errno || pid <= 0 || (pid_t)pid != pid || pid == (long)getpid())
+      continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    size_t keep = d.len;
+    pd_buf_printf(&d, "%s", n);
+    if (!d.oom) unlink(d.data);
+    d.len = keep;
+    if (d.data) d.data[keep] = 0;
+  }
+  if (dir) closedir(dir);
+  pd_buf_free(&d);
+}
+
+pd_status pd_write_file_temp(const char *path, const void *data, size_t len, char **tmp_out,
+                             pd_error *err) {
   pd_loc nowhere = {0};
+  *tmp_out = NULL;
+  /* Refused before anything is written: a pair of files then fails before either appears. */
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': it is a directory", path);
+  remove_dead_temps(path);
   pd_buf tmp;
   pd_buf_init(&tmp);
   pd_buf_printf(&tmp, "%s.tmp.%ld", path, (long)getpid());
   if (tmp.oom) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
   int fd = open(tmp.data, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) {
-    pd_error_set(err, PD_EIO, nowhere, "cannot create '%s': %s", tmp.data, strerror(errno));
+    pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': %s", path, strerror(errno));
     pd_buf_free(&tmp);
     return PD_EIO;
   }
@@ -270,9 +314,7 @@ pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, p
     fd = -1;
     goto fail;
   }
-  fd = -1;
-  if (rename(tmp.data, path) != 0) goto fail;
-  pd_buf_free(&tmp);
+  *tmp_out = tmp.data;  /* the buffer's NUL-terminated text, now the caller's */
   return PD_OK;
 fail:
   pd_error_set(err, PD_EIO, nowhere, "cannot write '%s': %s", path, strerror(errno));
@@ -280,4 +322,34 @@ fail:
   unlink(tmp.data);
   pd_buf_free(&tmp);
   return PD_EIO;
+}
+
+pd_status pd_commit_file(const char *tmp, const char *path, pd_error *err) {
+  if (rename(tmp, path) == 0) return PD_OK;
+  pd_error_set(err, PD_EIO, (pd_loc){0}, "cannot write '%s': %s", path, strerror(errno));
+  unlink(tmp);
+  return PD_EIO;
+}
+
+void pd_discard_file(const char *tmp) {
+  if (tmp) unlink(tmp);
+}
+
+pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, pd_error *err) {
+  char *tmp;
+  pd_status st = pd_write_file_temp(path, data, len, &tmp, err);
+  if (st) return st;
+  st = pd_commit_file(tmp, path, err);
+  pd_free(tmp);
+  return st;
+}
+
+uint64_t pd_hash_bytes(const void *data, size_t n) {
+  const unsigned char *p = data;
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
 }

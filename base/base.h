@@ -110,6 +110,17 @@ int pd_grow(void **ptr, size_t *cap, size_t need, size_t elem);
 pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err);
 /* Write a file atomically: temp file in the same directory, fsync, rename. */
 pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, pd_error *err);
+/* The two halves of pd_write_file_atomic, for files that must appear together (a .pdmodel and
+ * its .pdiparams): write data to a temporary beside path (PATH.tmp.PID) and fsync it, *tmp its
+ * name (the caller's: pd_free it, after pd_commit_file or pd_discard_file); then rename it over
+ * path (on failure the temporary is removed). Errors name path. */
+pd_status pd_write_file_temp(const char *path, const void *data, size_t len, char **tmp,
+                             pd_error *err);
+pd_status pd_commit_file(const char *tmp, const char *path, pd_error *err);
+void pd_discard_file(const char *tmp);
+
+/* FNV-1a 64 of n bytes: an identity of a file's content (not a cryptographic hash). */
+uint64_t pd_hash_bytes(const void *data, size_t n);
 
 #define PD_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 #define PD_UNUSED(x) ((void)(x))

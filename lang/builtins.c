@@ -1325,12 +1325,16 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
   if (!act->args || !act->opts) return VERR;
   act->arg_text = pd_cmp_calloc(c, sizeof *act->arg_text * (size_t)(a->npos ? a->npos : 1));
   if (!act->arg_text) return VERR;
+  act->arg_loc = pd_cmp_calloc(c, sizeof *act->arg_loc * (size_t)(a->npos ? a->npos : 1));
+  if (!act->arg_loc) return VERR;
   for (int i = 0; i < a->npos; i++) {
     if (!(act->args[i] = to_cval(c, a->pos[i]))) return VERR;
-    act->arg_text[i] = pd_cmp_arg_source_text(c, a->pos_start ? a->pos_start[i] : a->pos_loc[i]);
+    act->arg_loc[i] = a->pos_start ? a->pos_start[i] : a->pos_loc[i];
+    act->arg_text[i] = pd_cmp_arg_source_text(c, act->arg_loc[i]);
   }
   for (int k = 0; k < a->nkw; k++) {
     act->opts[k].key = a->kw[k];
+    act->opts[k].loc = a->kw_loc ? a->kw_loc[k] : a->loc;
     if (!(act->opts[k].value = to_cval(c, a->kwv[k]))) return VERR;
   }
   u->nactions++;

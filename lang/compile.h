@@ -89,8 +89,10 @@ typedef struct pd_action {
   const pd_cval **args;
   const char **arg_text;  /* each argument as written ("accuracy(y, label)"); an entry may be
                              NULL when the source is unknown */
+  pd_loc *arg_loc;        /* where each argument was written (for errors about the file a
+                             string argument names) */
   int nopts;
-  pd_cfield *opts;        /* keyword arguments */
+  pd_cfield *opts;        /* keyword arguments (loc: where each value was written) */
 } pd_action;
 
 /* Look up a keyword option of an action; NULL if absent. */

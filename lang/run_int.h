@@ -27,8 +27,9 @@ pd_exec_options pd_run_exec_options(pd_runner *r, uint64_t seed, bool with_inter
  * Up to cap names (borrowed from p) go to names; returns how many there are. */
 int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap);
 
-/* An error that has no location (from a file, a reader, feeding) gets loc, and its message the
- * prefix "what: " when what is not NULL. Returns st. */
+/* An error that has no line (from a file, a reader, feeding) gets loc, and its message the
+ * prefix "what: " when what is not NULL; an error located in a file alone (a parameter file,
+ * a checkpoint) then names the file after it, unless the message does. Returns st. */
 pd_status pd_run_at_loc(pd_error *err, pd_status st, pd_loc loc, const char *what);
 
 /* Inference: every op that has an is_test attribute (dropout) gets is_test = true. For the

@@ -79,11 +79,15 @@ pd_status pd_runner_set_place(pd_runner *r, pd_k_place place, int gpu_index, pd_
 pd_k_place pd_runner_place(const pd_runner *r) { return r->opts.place; }
 
 pd_status pd_run_at_loc(pd_error *err, pd_status st, pd_loc loc, const char *what) {
-  if (st && err && err->loc.line == 0 && !err->loc.file && loc.line > 0) {
+  if (st && err && err->loc.line == 0 && loc.line > 0) {
     char *msg = err->msg;
+    const char *m = msg ? msg : pd_status_str(st);
+    /* An error placed in a file (a parameter file's, a checkpoint's) names it unless its
+     * message does already. */
+    const char *file = err->loc.file && !strstr(m, err->loc.file) ? err->loc.file : NULL;
     err->msg = NULL;
-    pd_error_set(err, st, loc, "%s%s%s", what ? what : "", what ? ": " : "",
-                 msg ? msg : pd_status_str(st));
+    pd_error_set(err, st, loc, "%s%s%s%s%s", what ? what : "", what ? ": " : "", file ? file : "",
+                 file ? ": " : "", m);
     pd_free(msg);
   }
   return st;

@@ -54,6 +54,18 @@ static const char *opt_str(const pd_action *a, const char *key) {
   return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
 }
 
+/* Where a keyword argument, a positional one, was written (the action's call when unknown): file
+ * errors point at the argument that named the file. */
+static pd_loc opt_loc(const pd_action *a, const char *key) {
+  for (int i = 0; i < a->nopts; i++)
+    if (strcmp(a->opts[i].key, key) == 0 && a->opts[i].loc.line > 0) return a->opts[i].loc;
+  return a->loc;
+}
+
+static pd_loc arg_loc(const pd_action *a, int i) {
+  return a->arg_loc && i < a->nargs && a->arg_loc[i].line > 0 ? a->arg_loc[i] : a->loc;
+}
+
 static bool num(const pd_cval *v, double *out) {
   if (!v) return false;
   if (v->kind == PD_CVAL_INT) *out = (double)v->i;
@@ -450,6 +462,86 @@ static int persistables(pd_runner *r, const pd_program *p, const char ***out) {
   return k;
 }
 
+/* ---- What identifies a training setup, stored in its checkpoints (pd_ckpt_meta.setup) so that a
+ * resume into another one is refused: the training program (its ops and vars, without source
+ * locations, so that editing comments or moving the script does not count), the parameters of the
+ * model (names, dtypes, shapes), the optimizer and its hyper-parameters, the reader and
+ * batch. ---- */
+
+static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
+  static const char *const sched[] = {"constant", "step", "cosine"};
+  switch (o->kind) {
+    case PD_OPT_SGD: pd_buf_printf(b, "sgd(lr=%.9g", o->lr); break;
+    case PD_OPT_MOMENTUM:
+      pd_buf_printf(b, "momentum(lr=%.9g, momentum=%.9g, nesterov=%s", o->lr, o->mu,
+                    o->nesterov ? "true" : "false");
+      break;
+    case PD_OPT_ADAM:
+    case PD_OPT_ADAMW:
+      pd_buf_printf(b, "%s(lr=%.9g, beta1=%.9g, beta2=%.9g, epsilon=%.9g",
+                    o->kind == PD_OPT_ADAM ? "adam" : "adamw", o->lr, o->beta1, o->beta2,
+                    o->epsilon);
+      break;
+    case PD_OPT_RMSPROP:
+      pd_buf_printf(b, "rmsprop(lr=%.9g, rho=%.9g, epsilon=%.9g, momentum=%.9g, centered=%s",
+                    o->lr, o->rho, o->epsilon, o->mu, o->centered ? "true" : "false");
+      break;
+    case PD_OPT_ADAGRAD:
+      pd_buf_printf(b, "adagrad(lr=%.9g, epsilon=%.9g, initial_accumulator_value=%.9g", o->lr,
+                    o->epsilon, o->init_acc);
+      break;
+  }
+  if (o->weight_decay != 0) pd_buf_printf(b, ", weight_decay=%.9g", o->weight_decay);
+  if (o->clip_norm != 0) pd_buf_printf(b, ", clip_norm=%.9g", o->clip_norm);
+  if (o->schedule != PD_LR_CONSTANT)
+    pd_buf_printf(b, ", lr_schedule=%s, decay_steps=%lld, decay_rate=%.9g",
+                  (unsigned)o->schedule < 3 ? sched[o->schedule] : "?", (long long)o->decay_steps,
+                  o->decay_rate);
+  pd_buf_puts(b, ")");
+}
+
+/* The setup text into out (PD_CKPT_SETUP_SIZE bytes). PD_ENOMEM or PD_OK. */
+static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_program *p,
+                             const pd_optimizer *o, int64_t batch, char *out) {
+  pd_program *q = pd_program_clone(p);
+  if (!q) return PD_ENOMEM;
+  for (int bi = 0; bi < q->nblocks; bi++)
+    for (int i = 0; i < q->blocks[bi]->nops; i++) pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  pd_status st = pd_program_to_bytes(q, &bytes, &len, NULL);
+  pd_program_free(q);
+  if (st) return PD_ENOMEM;
+  uint64_t program = pd_hash_bytes(bytes, len);
+  pd_free(bytes);
+  /* The model's parameters: the persistable vars of the training program that the model
+   * declares (not the optimizer's state, which the optimizer entry covers). */
+  pd_buf pb, b;
+  pd_buf_init(&pb);
+  pd_buf_init(&b);
+  const pd_block *b0 = p->blocks[0], *m0 = r->unit->main->blocks[0];
+  for (int i = 0; i < b0->nvars; i++) {
+    const pd_var_desc *v = b0->vars[i];
+    if (!v->persistable || !pd_block_find_var_local(m0, v->name)) continue;
+    pd_buf_printf(&pb, "%s:%s:%d", v->name, pd_dtype_name(v->dtype), v->ndims);
+    for (int k = 0; k < v->ndims; k++) pd_buf_printf(&pb, ",%lld", (long long)v->dims[k]);
+    pd_buf_puts(&pb, ";");
+  }
+  pd_buf_printf(&b, "training program=#%016llx\nparameter list=#%016llx\noptimizer=",
+                (unsigned long long)program,
+                (unsigned long long)pd_hash_bytes(pb.data ? pb.data : "", pb.len));
+  describe_optimizer(o, &b);
+  pd_buf_puts(&b, "\nreader=");
+  const pd_cval *rd = opt(a, "reader");
+  if (rd) pd_cval_format(rd, &b);
+  pd_buf_printf(&b, ", batch %lld", (long long)batch);
+  st = pb.oom || b.oom ? PD_ENOMEM : PD_OK;
+  if (!st) snprintf(out, PD_CKPT_SETUP_SIZE, "%s", b.data);
+  pd_buf_free(&pb);
+  pd_buf_free(&b);
+  return st;
+}
+
 static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *path,
                                  const pd_ckpt_meta *meta, pd_error *err) {
   const char **names;
@@ -494,8 +586,16 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   int first_epoch = 0;
   int64_t skip = 0, gstep = 0;
   progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
+  char setup[PD_CKPT_SETUP_SIZE] = "";
+  if (ckpt && (st = train_setup(r, a, p, &o, batch, setup))) {
+    st = pd_error_set(err, st, a->loc, "out of memory");
+    goto out;
+  }
   if (ckpt && access(ckpt, F_OK) == 0) {
-    if ((st = pd_checkpoint_load(ckpt, r->global, p, &meta, err))) goto out;
+    if ((st = pd_checkpoint_load_setup(ckpt, r->global, p, setup, &meta, err))) {
+      pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+      goto out;
+    }
     first_epoch = (int)meta.epoch;
     skip = meta.step;
     gstep = meta.global_step;
@@ -547,7 +647,11 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
         if (ckpt) {
           meta = (pd_ckpt_meta){.epoch = e, .step = done, .global_step = gstep,
                                 .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
-          if ((st = save_checkpoint(r, p, ckpt, &meta, err))) goto out;
+          memcpy(meta.setup, setup, sizeof meta.setup);
+          if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
+            pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+            goto out;
+          }
         }
         st = pd_error_set(err, PD_EINTR, a->loc, "training interrupted at epoch %d step %lld%s%s",
                           e + 1, (long long)done, ckpt ? "; checkpoint saved to " : "",
@@ -569,7 +673,11 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     if (ckpt) {
       meta = (pd_ckpt_meta){.epoch = e + 1, .step = 0, .global_step = gstep,
                             .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
-      if ((st = save_checkpoint(r, p, ckpt, &meta, err))) goto out;
+      memcpy(meta.setup, setup, sizeof meta.setup);
+      if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
+        pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+        goto out;
+      }
     }
   }
 out:
@@ -672,7 +780,7 @@ out:
   pd_free(vals);
   pd_free(fetches);
   pd_free(sums);
-  return st;
+  return pd_run_at_loc(err, st, a->loc, NULL);
 }
 
 /* ---------------------------------------------------------------- save / load */
@@ -706,7 +814,7 @@ static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *fee
 
 pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = script_path(a, a->args[0]->str);
-  char *ppath = NULL;
+  char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
   const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
   const char **params = NULL;
   pd_program *p = NULL;
@@ -741,10 +849,32 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
   }
-  if ((st = pd_params_save(ppath, r->global, np, params, err))) goto out;
-  st = pd_program_save(p, path, err);
+  /* The pair is written to temporaries, then renamed parameters first, model last: a model
+   * always records the identity of its parameter file (pd_params_set_identity), so that a
+   * failure between the two renames leaves a pair that loading refuses, never runs. */
+  pd_buf pb;
+  pd_buf_init(&pb);
+  if ((st = pd_params_encode(ppath, r->global, np, params, &pb, err))) goto out_buf;
+  if (pb.oom || pd_params_set_identity(p, pb.data ? pb.data : "", pb.len)) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out_buf;
+  }
+  uint8_t *mb = NULL;
+  size_t mlen = 0;
+  if ((st = pd_program_to_bytes(p, &mb, &mlen, err))) goto out_buf;
+  if (!(st = pd_write_file_temp(ppath, pb.data ? pb.data : "", pb.len, &ptmp, err)) &&
+      !(st = pd_write_file_temp(path, mb, mlen, &mtmp, err)) &&
+      !(st = pd_commit_file(ptmp, ppath, err)))
+    st = pd_commit_file(mtmp, path, err);
+  else
+    pd_discard_file(ptmp), pd_discard_file(mtmp);  /* nothing of a failed save stays */
+  pd_free(mb);
+out_buf:
+  pd_buf_free(&pb);
 out:
-  pd_run_at_loc(err, st, a->loc, "save");
+  pd_run_at_loc(err, st, arg_loc(a, 0), "save");
+  pd_free(ptmp);
+  pd_free(mtmp);
   pd_program_free(p);
   pd_free(params);
   pd_free(targets);
@@ -773,14 +903,15 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
       goto out;
     }
-    st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
+    if (!(st = pd_params_check_identity(saved, ppath, err)))
+      st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
   } else {
     int np = persistables(r, r->unit->main, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }
 out:
-  pd_run_at_loc(err, st, a->loc, "load");
+  pd_run_at_loc(err, st, arg_loc(a, 0), "load");
   pd_program_free(saved);
   pd_free(params);
   pd_free(ppath);

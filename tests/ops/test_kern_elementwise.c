@@ -120,15 +120,16 @@ static void test_binary(void) {
   }
 }
 
-/* Integers: wrapping arithmetic, division truncating (x / 0 = 0); pow is float only. */
+/* Integers: wrapping arithmetic, division truncating (a zero divisor is an error at the op:
+ * test_int_div); pow is float only. */
 static void test_binary_int(void) {
   const struct {
     const char *type;
     double want[6];
   } ops[] = {
       {"elementwise_add", {-11, -5, 10, 3, 6, 7}},   {"elementwise_sub", {-31, 5, 4, 3, 12, 7}},
-      {"elementwise_mul", {-210, 0, 21, 0, -27, 0}}, {"elementwise_div", {-2, 0, 2, 0, -3, 0}},
-      {"elementwise_max", {10, 0, 7, 3, 9, 7}},      {"elementwise_min", {-21, -5, 3, 0, -3, 0}},
+      {"elementwise_mul", {-210, 0, 21, 0, -27, 0}}, {"elementwise_max", {10, 0, 7, 3, 9, 7}},
+      {"elementwise_min", {-21, -5, 3, 0, -3, 0}},
   };
   for (size_t i = 0; i < PD_ARRAY_LEN(ops); i++) {
     for (int wide = 0; wide < 2; wide++) {
@@ -155,6 +156,52 @@ static void test_binary_int(void) {
   rt_op(&r, "elementwise_pow", "X=x Y=y", "Out=o");
   rt_fails(&r, PD_ETYPE, "elementwise_pow: X (var 'x') has dtype int64; expected float32 or float64",
            "elementwise_pow of integers is refused at run time");
+  rt_free(&r);
+}
+
+/* Integer division truncates toward zero; a 0 anywhere in Y is an error at the op, with the
+ * element's index, in each integer dtype (the backend's x / 0 = 0 is never reached). */
+static void test_int_div(void) {
+  static const double want[6] = {-21 / 10, 0 / -5, 7 / 3, 3 / 1, 9 / -3, 7 / 2};
+  for (int wide = 0; wide < 2; wide++) {
+    rt r;
+    rt_init(&r);
+    if (wide) {
+      rt_in_i64(&r, "x", "[2, 3]", L(-21, 0, 7, 3, 9, 7));
+      rt_in_i64(&r, "y", "[2, 3]", L(10, -5, 3, 1, -3, 2));
+    } else {
+      rt_in(&r, "x", PD_INT32, "[2, 3]", I(-21, 0, 7, 3, 9, 7));
+      rt_in(&r, "y", PD_INT32, "[2, 3]", I(10, -5, 3, 1, -3, 2));
+    }
+    rt_op(&r, "elementwise_div", "X=x Y=y", "Out=o");
+    const char *what = wide ? "elementwise_div int64" : "elementwise_div int32";
+    if (rt_ok(&r, what)) rt_expect(rt_get(&r, "o"), 6, want, 0, what);
+    rt_free(&r);
+    rt_init(&r);
+    if (wide) {
+      rt_in_i64(&r, "x", "[2, 3]", L(-21, 0, 7, 3, 9, 7));
+      rt_in_i64(&r, "y", "[3]", L(10, -5, 0));
+    } else {
+      rt_in(&r, "x", PD_INT32, "[2, 3]", I(-21, 0, 7, 3, 9, 7));
+      rt_in(&r, "y", PD_INT32, "[3]", I(10, -5, 0));
+    }
+    rt_op(&r, "elementwise_div", "X=x Y=y", "Out=o");
+    rt_fails(&r, PD_ERUNTIME,
+             "elementwise_div: integer division by zero: element 2 of Y (var 'y') [3] is 0",
+             wide ? "elementwise_div int64 by 0: an error"
+                  : "elementwise_div int32 by 0: an error");
+    rt_free(&r);
+  }
+  /* Floats divide by 0 as IEEE says: no scan, no error. */
+  rt r;
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[2]", F(1, -1));
+  rt_in_f32(&r, "y", "[2]", F(0, 0));
+  rt_op(&r, "elementwise_div", "X=x Y=y", "Out=o");
+  if (rt_ok(&r, "elementwise_div float32 by 0")) {
+    const float *o = pd_tensor_data(rt_get(&r, "o"));
+    ok(isinf(o[0]) && o[0] > 0 && isinf(o[1]) && o[1] < 0, "float32 x / 0 is +-inf");
+  }
   rt_free(&r);
 }
 
@@ -390,6 +437,7 @@ static void test_logical(void) {
 int main(void) {
   test_binary();
   test_binary_int();
+  test_int_div();
   test_binary_misc();
   test_compare();
   test_logical();

@@ -678,13 +678,14 @@ static pd_ckpt_meta sample_meta(void) {
   pd_ckpt_meta m = {.epoch = 3, .step = 17, .global_step = 1234, .rng_offset = 987654321012ull,
                     .seed = 0xdeadbeefcafebabeull, .loss = 0.3125};
   snprintf(m.note, sizeof m.note, "adam lr=0.001");
+  snprintf(m.setup, sizeof m.setup, "optimizer=adam(lr=0.001)\nparameter list=#0123456789abcdef");
   return m;
 }
 
 static int same_meta(const pd_ckpt_meta *a, const pd_ckpt_meta *b) {
   return a->epoch == b->epoch && a->step == b->step && a->global_step == b->global_step &&
          a->rng_offset == b->rng_offset && a->seed == b->seed && a->loss == b->loss &&
-         strcmp(a->note, b->note) == 0;
+         strcmp(a->note, b->note) == 0 && strcmp(a->setup, b->setup) == 0;
 }
 
 /* A checkpoint load that must fail, leaving the target scope and the meta untouched. */
@@ -751,6 +752,7 @@ static void test_checkpoint(void) {
   pd_ckpt_meta km = {.epoch = 1, .step = 2, .global_step = 3, .rng_offset = 4, .seed = 5,
                      .loss = 0.5};
   snprintf(km.note, sizeof km.note, "hi");
+  snprintf(km.setup, sizeof km.setup, "k=v");
   const char *wname[] = {"w"};
   pd_buf want;
   pd_buf_init(&want);
@@ -765,7 +767,7 @@ static void test_checkpoint(void) {
   pd_buf_append(&want, "\x08\x02\x10\x02", 4);
   put32(&want, 7);
   put32(&want, (uint32_t)-1);
-  put32(&want, 7);                             /* 7 metadata entries */
+  put32(&want, 8);                             /* 8 metadata entries */
   put_key(&want, "epoch", 'i');
   put64(&want, 1);
   put_key(&want, "step", 'i');
@@ -781,6 +783,9 @@ static void test_checkpoint(void) {
   put_key(&want, "note", 's');
   put32(&want, 2);
   pd_buf_append(&want, "hi", 2);
+  put_key(&want, "setup", 's');
+  put32(&want, 3);
+  pd_buf_append(&want, "k=v", 3);
   put_crc(&want);
   size_t klen;
   char *kbytes = NULL;
@@ -789,6 +794,37 @@ static void test_checkpoint(void) {
          memcmp(kbytes, want.data, klen) == 0,
      "a one-var checkpoint is byte for byte the documented format (%zu bytes)", want.len);
   pd_free(kbytes);
+
+  /* The setup: the same one loads; another is refused before anything is installed, naming
+   * what differs (a hash by name only, a text with both values); a checkpoint without one
+   * (older writers) loads whatever the setup. */
+  pd_ckpt_meta sm = {0};
+  snprintf(sm.setup, sizeof sm.setup, "program=#00000000000000aa\noptimizer=sgd(lr=0.1)");
+  ok(pd_checkpoint_save(kat_path, ks, 1, wname, &sm, &err) == PD_OK, "save with a setup");
+  pd_scope *ss = pd_scope_new(NULL);
+  pd_ckpt_meta sgot = {0};
+  ok(pd_checkpoint_load_setup(kat_path, ss, NULL, sm.setup, &sgot, &err) == PD_OK &&
+         strcmp(sgot.setup, sm.setup) == 0,
+     "the same setup loads, and the setup is read back");
+  pd_scope_free(ss);
+  ss = pd_scope_new(NULL);
+  const char *other_setup = "program=#00000000000000bb\noptimizer=adam(lr=0.1)\nreader=x";
+  pd_status sst = pd_checkpoint_load_setup(kat_path, ss, NULL, other_setup, NULL, &err);
+  ok(sst == PD_EINVAL && err.msg &&
+         strstr(err.msg, "written by another training setup: the program differs; the optimizer "
+                         "is sgd(lr=0.1) in the checkpoint but adam(lr=0.1) now; the reader "
+                         "differs") &&
+         err.loc.file && strcmp(err.loc.file, kat_path) == 0 && !pd_scope_find_local_var(ss, "w"),
+     "another setup is refused, saying what differs, nothing installed: %s",
+     err.msg ? err.msg : "(none)");
+  pd_error_clear(&err);
+  pd_scope_free(ss);
+  ok(pd_checkpoint_save(kat_path, ks, 1, wname, NULL, &err) == PD_OK, "save without a setup");
+  ss = pd_scope_new(NULL);
+  ok(pd_checkpoint_load_setup(kat_path, ss, NULL, "program=#00000000000000bb", NULL, &err) ==
+         PD_OK && pd_scope_find_local_var(ss, "w"),
+     "a checkpoint without a setup loads into any setup");
+  pd_scope_free(ss);
   pd_scope_free(ks);
 
   /* Metadata from a newer writer: unknown keys are skipped; a known key must keep its tag. */

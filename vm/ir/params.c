@@ -549,26 +549,79 @@ static pd_status check_names(int n, const char *const *names, const char *path, 
 
 /* ================= Combined parameters ================= */
 
-pd_status pd_params_save(const char *path, pd_scope *scope, int n, const char *const *names,
-                         pd_error *err) {
-  if (!path || !scope)
+pd_status pd_params_encode(const char *path, pd_scope *scope, int n, const char *const *names,
+                           pd_buf *out, pd_error *err) {
+  if (!path || !scope || !out)
     return pd_error_set(err, PD_EINVAL, nowhere, "pd_params_save: bad arguments");
   pd_status st = check_names(n, names, path, err);
-  if (st) return st;
-  pd_buf b;
-  pd_buf_init(&b);
   for (int i = 0; i < n && !st; i++) {
     const pd_tensor *t;
     if ((st = saved_tensor(scope, names[i], path, &t, err))) break;
-    if ((st = pd_tensor_write_stream(t, &b, err))) {
+    if ((st = pd_tensor_write_stream(t, out, err))) {
       char what[300];
       snprintf(what, sizeof what, "parameter '%s'", names[i]);
       relocate(err, st, path, what);
     }
   }
+  return st;
+}
+
+pd_status pd_params_save(const char *path, pd_scope *scope, int n, const char *const *names,
+                         pd_error *err) {
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_status st = pd_params_encode(path, scope, n, names, &b, err);
   if (!st && (st = pd_write_file_atomic(path, b.data, b.len, err))) relocate(err, st, path, NULL);
   pd_buf_free(&b);
   return st;
+}
+
+/* The var of p's block 0 that records the identity of its parameter file, or NULL. */
+static pd_var_desc *identity_var(const pd_program *p) {
+  const pd_block *b = p && p->nblocks > 0 ? p->blocks[0] : NULL;
+  size_t k = strlen(PD_PARAMS_IDENTITY_PREFIX);
+  for (int i = 0; b && i < b->nvars; i++)
+    if (b->vars[i]->name && strncmp(b->vars[i]->name, PD_PARAMS_IDENTITY_PREFIX, k) == 0)
+      return b->vars[i];
+  return NULL;
+}
+
+pd_status pd_params_set_identity(pd_program *p, const void *data, size_t len) {
+  char name[96];
+  snprintf(name, sizeof name, "%s%zu:%016" PRIx64, PD_PARAMS_IDENTITY_PREFIX, len,
+           pd_hash_bytes(data, len));
+  pd_var_desc *v = identity_var(p);
+  if (v) {
+    if (pd_block_rename_var(p->blocks[0], v, name)) return PD_ENOMEM;
+  } else if (!(v = pd_block_var(p->blocks[0], name))) {
+    return PD_ENOMEM;
+  }
+  v->type = PD_VAR_RAW;
+  v->persistable = false;
+  return PD_OK;
+}
+
+pd_status pd_params_check_identity(const pd_program *p, const char *params_path, pd_error *err) {
+  const pd_var_desc *v = identity_var(p);
+  if (!v) return PD_OK;
+  unsigned long long want_len = 0, want_hash = 0;
+  const char *rec = v->name + strlen(PD_PARAMS_IDENTITY_PREFIX);
+  char tail;
+  if (sscanf(rec, "%llu:%16llx%c", &want_len, &want_hash, &tail) != 2)
+    return file_fail(err, PD_EFORMAT, params_path,
+                     "the model's record of its parameter file is malformed ('%s')", v->name);
+  char *bytes;
+  size_t len;
+  pd_status st = pd_read_file(params_path, &bytes, &len, err);
+  if (st) return relocate(err, st, params_path, NULL);
+  uint64_t hash = pd_hash_bytes(bytes, len);
+  pd_free(bytes);
+  if (len == want_len && hash == want_hash) return PD_OK;
+  return file_fail(err, PD_EFORMAT, params_path,
+                   "not the parameter file saved with this model (the model was saved with %llu "
+                   "bytes of hash %016llx, the file has %zu bytes of hash %016" PRIx64
+                   "): save the model again",
+                   want_len, want_hash, len, hash);
 }
 
 /* How many whole tensors data[pos, len) holds: -1 if it is not exactly a sequence of streams,
@@ -683,7 +736,7 @@ static const struct meta_key {
   char tag;
 } meta_keys[] = {
     {"epoch", 'i'}, {"step", 'i'}, {"global_step", 'i'}, {"rng_offset", 'i'},
-    {"seed", 'i'},  {"loss", 'd'}, {"note", 's'},
+    {"seed", 'i'},  {"loss", 'd'}, {"note", 's'}, {"setup", 's'},
 };
 enum { META_NKEYS = (int)PD_ARRAY_LEN(meta_keys) };
 
@@ -713,6 +766,16 @@ static void meta_set(pd_ckpt_meta *m, int k, uint64_t v) {
   }
 }
 
+/* The text field of string key k, and its size. */
+static char *meta_str(pd_ckpt_meta *m, int k, size_t *size) {
+  if (strcmp(meta_keys[k].key, "setup") == 0) {
+    *size = sizeof m->setup;
+    return m->setup;
+  }
+  *size = sizeof m->note;
+  return m->note;
+}
+
 static void write_meta(pd_buf *b, const pd_ckpt_meta *meta) {
   pd_ckpt_meta zero = {0};
   if (!meta) meta = &zero;
@@ -724,9 +787,11 @@ static void write_meta(pd_buf *b, const pd_ckpt_meta *meta) {
     pd_buf_puts(b, key);
     pd_buf_append(b, &tag, 1);
     if (tag == 's') {
-      size_t nl = strnlen(meta->note, sizeof meta->note - 1);
+      size_t size;
+      const char *text = meta_str((pd_ckpt_meta *)meta, k, &size);
+      size_t nl = strnlen(text, size - 1);
       buf_u32(b, (uint32_t)nl);
-      pd_buf_append(b, meta->note, nl);
+      pd_buf_append(b, text, nl);
     } else {
       buf_u64(b, meta_get(meta, k));
     }
@@ -845,18 +910,86 @@ static pd_status read_meta(reader *r, pd_ckpt_meta *m) {
       meta_set(m, k, v);
       continue;
     }
-    if (sn >= sizeof m->note)
-      return bad_at(r, PD_EFORMAT, tat, "the note is %" PRIu32 " bytes long (at most %zu)", sn,
-                    sizeof m->note - 1);
-    if (sn && memchr(s, 0, sn)) return bad_at(r, PD_EFORMAT, tat, "the note has a NUL byte");
-    if (sn) memcpy(m->note, s, sn);
-    m->note[sn] = '\0';
+    size_t size;
+    char *text = meta_str(m, k, &size);
+    if (sn >= size)
+      return bad_at(r, PD_EFORMAT, tat, "the %s is %" PRIu32 " bytes long (at most %zu)",
+                    meta_keys[k].key, sn, size - 1);
+    if (sn && memchr(s, 0, sn))
+      return bad_at(r, PD_EFORMAT, tat, "the %s has a NUL byte", meta_keys[k].key);
+    if (sn) memcpy(text, s, sn);
+    text[sn] = '\0';
   }
   return PD_OK;
 }
 
+/* The value of KEY in a setup text ("KEY=VALUE" lines): its start and length; NULL if absent. */
+static const char *setup_value(const char *setup, const char *key, size_t *n) {
+  size_t kn = strlen(key);
+  for (const char *line = setup; *line;) {
+    const char *end = strchr(line, '\n');
+    size_t ln = end ? (size_t)(end - line) : strlen(line);
+    if (ln > kn && strncmp(line, key, kn) == 0 && line[kn] == '=') {
+      *n = ln - kn - 1;
+      return line + kn + 1;
+    }
+    line += ln + (end ? 1 : 0);
+  }
+  *n = 0;
+  return NULL;
+}
+
+/* The error of a checkpoint of another setup: each key of either text whose values differ. */
+static pd_status setup_differs(const char *was, const char *now, const char *path,
+                               pd_error *err) {
+  pd_buf b, key;
+  pd_buf_init(&b);
+  pd_buf_init(&key);
+  pd_buf_puts(&b, "written by another training setup:");
+  int ndiff = 0;
+  for (int side = 0; side < 2; side++) {
+    const char *text = side ? now : was;
+    for (const char *line = text, *next; *line; line = next) {
+      const char *end = strchr(line, '\n');
+      size_t ln = end ? (size_t)(end - line) : strlen(line);
+      const char *eq = memchr(line, '=', ln);
+      next = line + ln + (end ? 1 : 0);
+      if (!eq) continue;
+      key.len = 0;
+      pd_buf_append(&key, line, (size_t)(eq - line));
+      if (key.oom) break;
+      size_t wn, nn;
+      const char *w = setup_value(was, key.data, &wn), *v = setup_value(now, key.data, &nn);
+      if (side == 1 && w) continue;  /* compared on the first pass */
+      if (w && v && wn == nn && memcmp(w, v, wn) == 0) continue;
+      bool hashed = (w && wn && w[0] == '#') || (v && nn && v[0] == '#');
+      if (hashed || !w || !v)
+        pd_buf_printf(&b, "%s the %s differs", ndiff ? ";" : "", key.data);
+      else
+        pd_buf_printf(&b, "%s the %s is %.*s in the checkpoint but %.*s now", ndiff ? ";" : "",
+                      key.data, (int)wn, w, (int)nn, v);
+      ndiff++;
+    }
+  }
+  if (!ndiff) pd_buf_puts(&b, " the setup differs");
+  pd_status st;
+  if (b.oom || key.oom)
+    st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  else
+    st = file_fail(err, PD_EINVAL, path, "%s (train it anew, or use another checkpoint file)",
+                   b.data);
+  pd_buf_free(&b);
+  pd_buf_free(&key);
+  return st;
+}
+
 pd_status pd_checkpoint_load(const char *path, pd_scope *scope, const pd_program *expect,
                              pd_ckpt_meta *meta, pd_error *err) {
+  return pd_checkpoint_load_setup(path, scope, expect, NULL, meta, err);
+}
+
+pd_status pd_checkpoint_load_setup(const char *path, pd_scope *scope, const pd_program *expect,
+                                   const char *setup, pd_ckpt_meta *meta, pd_error *err) {
   if (!path || !scope)
     return pd_error_set(err, PD_EINVAL, nowhere, "pd_checkpoint_load: bad arguments");
   char *bytes = NULL;
@@ -947,6 +1080,10 @@ pd_status pd_checkpoint_load(const char *path, pd_scope *scope, const pd_program
   }
   for (int i = 0; i < n; i++)
     if ((st = check_expect(expect, names[i], &ts[i], path, err))) goto out;
+  if (setup && m.setup[0] && strcmp(setup, m.setup) != 0) {
+    st = setup_differs(m.setup, setup, path, err);
+    goto out;
+  }
   if ((st = install(scope, n, (const char *const *)names, ts, path, err))) goto out;
   if (meta) *meta = m;
   goto out;

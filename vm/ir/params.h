@@ -29,9 +29,10 @@
  *                         's' string (uint32 length, the bytes, no NUL) }
  *     uint32   CRC-32 (zlib's crc32) of every byte before it
  * Metadata keys written: epoch, step, global_step, rng_offset, seed (int64; the uint64 fields as
- * their bit pattern), loss (double), note (string). Reading ignores keys it does not know (so
- * newer writers can add some) but refuses a known key with another tag, a repeated key, an
- * unknown tag, a repeated var name.
+ * their bit pattern), loss (double), note, setup (strings; setup: what identifies the training
+ * setup, see pd_ckpt_meta). Reading ignores keys it does not know (so newer writers can add
+ * some) but refuses a known key with another tag, a repeated key, an unknown tag, a repeated
+ * var name.
  *
  * Reading untrusted bytes: every reader checks everything (versions, sizes against the bytes
  * left, the TensorDesc, the dtype, dims non-negative and their product not overflowing, LoD
@@ -92,6 +93,24 @@ pd_status pd_params_save(const char *path, pd_scope *scope, int n, const char *c
  * ("holds 3 tensors but the model has 4 parameters"), trailing bytes or a malformed stream. */
 pd_status pd_params_load(const char *path, pd_scope *scope, int n, const char *const *names,
                          const pd_program *expect, pd_error *err);
+/* The bytes pd_params_save writes (the streams of names[0..n) in scope), appended to out;
+ * errors as pd_params_save's, naming path. */
+pd_status pd_params_encode(const char *path, pd_scope *scope, int n, const char *const *names,
+                           pd_buf *out, pd_error *err);
+
+/* ---- The identity of a model's parameter file. A model saved by pdlang records the size and
+ * FNV-1a 64 hash (pd_hash_bytes) of the .pdiparams saved with it, in the name of a var of
+ * block 0 that no op uses (RAW, not persistable: other tools ignore it),
+ * "@PDLANG_PARAMS@SIZE:HASH" (decimal, 16 hex digits), so that a mismatched pair is refused. */
+#define PD_PARAMS_IDENTITY_PREFIX "@PDLANG_PARAMS@"
+/* Record the identity of the parameter bytes data[0, len) in p (replacing one it had).
+ * PD_ENOMEM or PD_OK. */
+pd_status pd_params_set_identity(pd_program *p, const void *data, size_t len);
+/* When p records an identity, read params_path and check it: PD_EFORMAT ("'m.pdiparams' is not
+ * the parameter file saved with this model ...") on a mismatch, PD_EIO when it cannot be read.
+ * A model without one (PaddlePaddle's own files) passes. Errors name params_path. */
+pd_status pd_params_check_identity(const pd_program *p, const char *params_path, pd_error *err);
+
 /* "X.pdiparams" for "X.pdmodel", else model_path + ".pdiparams". Heap (pd_free); NULL on out of
  * memory or a NULL argument. */
 char *pd_params_path_for(const char *model_path);
@@ -106,6 +125,7 @@ pd_status pd_params_names(const pd_program *p, const char ***names, int *n);
 #define PD_CKPT_MAGIC "PDCKPT01"
 #define PD_CKPT_MAX_NAME 4096     /* longest var name or metadata key, in bytes */
 #define PD_CKPT_NOTE_SIZE 128     /* room for the note, its NUL included */
+#define PD_CKPT_SETUP_SIZE 1024   /* room for the setup, its NUL included */
 
 /* The training progress saved beside the tensors. A zeroed struct ({0}) is a valid "nothing
  * yet"; a checkpoint that lacks a key leaves its field 0 (note ""). */
@@ -117,6 +137,10 @@ typedef struct pd_ckpt_meta {
   uint64_t seed;          /* the seed training started with */
   double loss;            /* the last reported loss, 0 when none */
   char note[PD_CKPT_NOTE_SIZE];  /* free-form, NUL-terminated (longer notes are cut on save) */
+  /* What identifies the training setup the checkpoint belongs to: "KEY=VALUE" entries separated
+   * by '\n' (a VALUE starting with '#' is a hash, compared but not shown). "" (checkpoints of
+   * older writers): not known, never compared. Longer texts are cut on save. */
+  char setup[PD_CKPT_SETUP_SIZE];
 } pd_ckpt_meta;
 
 /* Write the n vars names[0..n) (found as for pd_params_save; no name twice: PD_EINVAL) and meta
@@ -131,5 +155,11 @@ pd_status pd_checkpoint_save(const char *path, pd_scope *scope, int n, const cha
  * on failure neither the scope nor *meta changes. */
 pd_status pd_checkpoint_load(const char *path, pd_scope *scope, const pd_program *expect,
                              pd_ckpt_meta *meta, pd_error *err);
+/* pd_checkpoint_load that first compares the checkpoint's setup (when it has one) with setup
+ * (when not NULL), before anything is installed: PD_EINVAL naming path, "written by another
+ * training setup: the optimizer is sgd(lr=0.1) in the checkpoint but adam(...) now; the
+ * parameters differ", every entry that differs. */
+pd_status pd_checkpoint_load_setup(const char *path, pd_scope *scope, const pd_program *expect,
+                                   const char *setup, pd_ckpt_meta *meta, pd_error *err);
 
 #endif /* PD_PARAMS_H */

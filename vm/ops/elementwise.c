@@ -111,6 +111,32 @@ static pd_status broadcast(const pd_exec_ctx *ctx, const char *verb, const pd_te
                      shape_str(y, sy), sa);
 }
 
+/* Integer division by zero is an error at the op (a float one gives inf or nan, as IEEE says):
+ * Y's elements are scanned only for an integer elementwise_div, on the host (a copy from a GPU).
+ * An integer element is zero when all its bytes are. */
+static pd_status want_no_int_zero(const pd_exec_ctx *ctx, const pd_tensor *y) {
+  size_t es = pd_dtype_size(y->dtype);
+  int64_t n = pd_tensor_numel(y);
+  if (n <= 0 || es == 0) return PD_OK;
+  void *tmp = NULL;
+  pd_status st = PD_OK;
+  const unsigned char *p = pd_ctx_host_data(ctx, y, &tmp, &st);
+  if (!p) return st;
+  int64_t at = -1;
+  for (int64_t i = 0; i < n && at < 0; i++) {
+    const unsigned char *e = p + (size_t)i * es;
+    bool zero = true;
+    for (size_t b = 0; b < es && zero; b++) zero = e[b] == 0;
+    if (zero) at = i;
+  }
+  if (tmp) pd_k_host_free(tmp);
+  if (at < 0) return PD_OK;
+  char sy[DIMS_BUF];
+  return pd_ctx_fail(ctx, PD_ERUNTIME,
+                     "integer division by zero: element %lld of Y (var '%s') %s is 0",
+                     (long long)at, in_name(ctx, "Y", 0), shape_str(y, sy));
+}
+
 static pd_status elementwise(pd_exec_ctx *ctx, pd_k_binop op) {
   const pd_tensor *x, *y;
   pd_tensor *out;
@@ -119,6 +145,7 @@ static pd_status elementwise(pd_exec_ctx *ctx, pd_k_binop op) {
     return st;
   if ((st = want_same_dtype(ctx, "X", x, "Y", y))) return st;
   if ((st = op == PD_K_POW ? want_float(ctx, "X", x) : want_number(ctx, "X", x))) return st;
+  if (op == PD_K_DIV && !pd_dtype_is_float(y->dtype) && (st = want_no_int_zero(ctx, y))) return st;
   int axis = (int)pd_ctx_attr_int(ctx, "axis"), nd;
   int64_t od[PD_K_MAX_DIMS];
   if ((st = broadcast(ctx, binop_verb(op), x, y, axis, &nd, od, NULL, NULL))) return st;

@@ -1,0 +1,26 @@
+# tests/hard.mk -- regression tests of the hardening of issue 26: integer division by zero, file
+# errors of actions at their line, eval's feed mismatches, consistent .pdmodel/.pdiparams pairs,
+# left-over temporaries, checkpoints of another training setup.
+TESTS += tests/golden/run/int_div_zero.pd
+EXTRA_DIST += tests/golden/run/int_div_zero.pd tests/golden/run/int_div_zero.err
+# eval's feed mismatches at eval's line.
+TESTS += tests/golden/run/eval_feed_mismatch.pd
+EXTRA_DIST += tests/golden/run/eval_feed_mismatch.pd tests/golden/run/eval_feed_mismatch.err
+# tests/run/file_errors.sh: the file errors of load, save and train's checkpoint at the action's
+# line and the argument that named the file.
+TESTS += tests/run/file_errors.sh
+EXTRA_DIST += tests/run/file_errors.sh
+# The identity of a model's parameter file: tests/program/test_params_identity (the record, a
+# mismatch refused, models without a record accepted) and tests/run/save_pair.sh (save's pair
+# end to end: exec and load() refuse another save's parameters; a failed save writes nothing).
+check_PROGRAMS += tests/program/test_params_identity
+tests_program_test_params_identity_SOURCES = tests/program/test_params_identity.c
+tests_program_test_params_identity_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/program/test_params_identity tests/run/save_pair.sh
+EXTRA_DIST += tests/run/save_pair.sh
+# tests/run/stale_temps.sh: the temporaries of killed writers removed by the next save.
+TESTS += tests/run/stale_temps.sh
+EXTRA_DIST += tests/run/stale_temps.sh
+# tests/run/ckpt_setup.sh: a checkpoint resumes only into the setup that wrote it.
+TESTS += tests/run/ckpt_setup.sh
+EXTRA_DIST += tests/run/ckpt_setup.sh
