@@ -1,6 +1,6 @@
-/* create.c -- the ops that make and copy values: feed and fetch (the executor's ends), fill_constant,
- * fill_zeros_like, assign, assign_value, the random initialisers (uniform_random, gaussian_random)
- * and increment: their shape functions and kernels (and assign's gradient). */
+/* create.c -- the ops that make and copy values: feed and fetch (the executor's ends),
+ * fill_constant, fill_zeros_like, assign, assign_value, the random initialisers (uniform_random,
+ * gaussian_random) and increment: their shape functions and kernels (and assign's gradient). */
 #include "config.h"
 
 #include <errno.h>

@@ -1,6 +1,7 @@
 /* matmul.c -- the matrix products: mul (X and Y flattened to matrices), fc (mul plus a bias, in
  * one GEMM; made by the fuse_fc pass or loaded) and matmul_v2 (NumPy's matmul with batch
- * broadcasting): their shape functions, kernels and gradient kernels, all on the backend's GEMMs. */
+ * broadcasting): their shape functions, kernels and gradient kernels, all on the backend's
+ * GEMMs. */
 #include "config.h"
 
 #include <inttypes.h>
