@@ -60,6 +60,6 @@ TESTS += tests/vm/test_rnn_input_memory
 
 #   tests/vm/test_optimizer: sgd, momentum, adam, weight decay, clipping, schedules by hand.
 check_PROGRAMS += tests/vm/test_optimizer
-tests_vm_test_optimizer_SOURCES = tests/vm/test_optimizer.c
+tests_vm_test_optimizer_SOURCES = tests/vm/test_optimizer.c tests/vm/opt_fixture.h
 tests_vm_test_optimizer_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_optimizer

@@ -14,7 +14,7 @@ TESTS += tests/ops/test_kern_loss_elem tests/ops/test_kern_optim_more
 #   tests/vm/test_optimizer_more: the optimizer pass with adamw, rmsprop and adagrad (updates by
 #     hand, Fluid's state var names).
 check_PROGRAMS += tests/vm/test_optimizer_more
-tests_vm_test_optimizer_more_SOURCES = tests/vm/test_optimizer_more.c
+tests_vm_test_optimizer_more_SOURCES = tests/vm/test_optimizer_more.c tests/vm/opt_fixture.h
 tests_vm_test_optimizer_more_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_optimizer_more
 
