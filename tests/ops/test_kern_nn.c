@@ -1,10 +1,10 @@
-/* test_kern_nn.c -- kernels of the layer ops (vm/ops/kern_tensor.c): conv2d against a direct 7-loop
- * convolution (strides, 2 and 4 paddings, dilations, groups, SAME and VALID), pool2d against a
- * direct pooling loop (max, avg exclusive or not, global, ceil_mode, SAME, adaptive),
- * lookup_table and lookup_table_v2 (padding_idx, int32 ids, ids out of range), dropout (both
- * implementations, test mode, seeds), sequence_pool (every pooltype on uneven LoD with an empty
- * sequence, nested LoD), sequence_softmax and elman_rnn (vm/ops/kern_rnn.c: against a loop written
- * here); and every gradient kernel of them against finite differences. */
+/* test_kern_nn.c -- kernels of the layer ops (vm/ops/nn.c, sequence.c, recurrent.c): conv2d
+ * against a direct 7-loop convolution (strides, 2 and 4 paddings, dilations, groups, SAME and
+ * VALID), pool2d against a direct pooling loop (max, avg exclusive or not, global, ceil_mode,
+ * SAME, adaptive), lookup_table and lookup_table_v2 (padding_idx, int32 ids, ids out of range),
+ * dropout (both implementations, test mode, seeds), sequence_pool (every pooltype on uneven LoD
+ * with an empty sequence, nested LoD), sequence_softmax and elman_rnn (vm/ops/recurrent.c: against
+ * a loop written here); and every gradient kernel of them against finite differences. */
 #include "config.h"
 
 #include "tests/ops/gradcheck.h"

@@ -1,4 +1,4 @@
-/* test_kern_optim.c -- kernels of the optimizer ops (vm/ops/kern_tensor.c): sgd, momentum (plain,
+/* test_kern_optim.c -- kernels of the optimizer ops (vm/ops/optim.c): sgd, momentum (plain,
  * Nesterov, l2_decay, rescale_grad) and adam (two steps against hand-computed values, Beta1Tensor,
  * SkipUpdate, use_global_beta_pow), run as the optimizer runs them: in place, ParamOut bound to
  * the var of Param (and VelocityOut to Velocity, ...), so a second run continues from the first. */

@@ -3,7 +3,7 @@
  * read before it is written, an op with a BLOCKS attribute, the gradient block of model_nested),
  * programs compiled from .pd source (examples/ifelse.pd, rnn.pd, train.pd and a while loop), the
  * errors, and a failure of every allocation in turn. The expected results are written out by
- * hand from the rules in vm/prune.h. */
+ * hand from the rules in vm/passes/prune.h. */
 #include "config.h"
 #include "vm/passes/prune.h"
 
