@@ -106,17 +106,27 @@ static pd_status no_multi_precision(const pd_exec_ctx *ctx) {
   return PD_OK;
 }
 
+/* What every optimizer kernel reads first: Param (floating point), Grad shaped like it, and the
+ * one value of LearningRate (no multi_precision). */
+static pd_status opt_begin(const pd_exec_ctx *ctx, const pd_tensor **param,
+                           const pd_tensor **grad, double *lr) {
+  const pd_tensor *lrt;
+  pd_status st;
+  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, param)) ||
+      (st = want_float(ctx, "Param", *param)) || (st = like_param(ctx, "Grad", *param, grad)) ||
+      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
+      (st = scalar_in(ctx, "LearningRate", lrt, lr)))
+    return st;
+  return PD_OK;
+}
+
 /* sgd: ParamOut = Param - LearningRate * Grad. */
 pd_status pd_kernel_sgd(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *lrt;
+  const pd_tensor *param, *grad;
   pd_tensor *pout;
   double lr;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
-      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
-      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
-      (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
-    return st;
+  if ((st = opt_begin(ctx, &param, &grad, &lr))) return st;
   const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad);
   int64_t n = pd_tensor_numel(param);
   if ((st = update_out(ctx, "ParamOut", param, &pout))) return st;
@@ -132,15 +142,12 @@ pd_status pd_kernel_sgd(pd_exec_ctx *ctx) {
  * VelocityOut = mu * Velocity + g; ParamOut = Param - lr * VelocityOut, or with use_nesterov
  * Param - lr * (g + mu * VelocityOut). */
 pd_status pd_kernel_momentum(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *vel, *lrt;
+  const pd_tensor *param, *grad, *vel;
   pd_tensor *pout, *vout;
   double lr;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
-      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
-      (st = like_param(ctx, "Velocity", param, &vel)) ||
-      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
-      (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
+  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
+      (st = like_param(ctx, "Velocity", param, &vel)))
     return st;
   double mu = pd_ctx_attr_float(ctx, "mu"), rescale = pd_ctx_attr_float(ctx, "rescale_grad");
   double l2 = strcmp(pd_ctx_attr_str(ctx, "regularization_method"), "l2_decay") == 0
@@ -172,18 +179,17 @@ pd_status pd_kernel_momentum(pd_exec_ctx *ctx) {
  * Beta2Tensor, EpsilonTensor override the attributes; a true SkipUpdate copies the inputs to
  * the outputs unchanged. */
 pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *m1, *m2, *lrt, *b1p, *b2p, *t;
+  const pd_tensor *param, *grad, *m1, *m2, *b1p, *b2p, *t;
   pd_tensor *pout, *m1o, *m2o, *b1o = NULL, *b2o = NULL;
   double lr, beta1 = pd_ctx_attr_float(ctx, "beta1"), beta2 = pd_ctx_attr_float(ctx, "beta2"),
              eps = pd_ctx_attr_float(ctx, "epsilon"), bp1, bp2;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
-      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
       (st = like_param(ctx, "Moment1", param, &m1)) ||
       (st = like_param(ctx, "Moment2", param, &m2)) ||
-      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
-      (st = scalar_in(ctx, "LearningRate", lrt, &lr)) || (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
-      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) || (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
+      (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
+      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) ||
+      (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
       (st = scalar_in(ctx, "Beta2Pow", b2p, &bp2)) || (st = want_float(ctx, "Beta1Pow", b1p)) ||
       (st = want_float(ctx, "Beta2Pow", b2p)))
     return st;
@@ -270,18 +276,17 @@ static pd_status next_pow(const pd_exec_ctx *ctx, const char *slot, pd_dtype dt,
  * (sqrt(m2) + epsilon * sqrt(1 - beta2_pow)). Beta1Tensor, Beta2Tensor, EpsilonTensor,
  * SkipUpdate and use_global_beta_pow as adam's. */
 pd_status pd_kernel_adamw(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *m1, *m2, *lrt, *b1p, *b2p, *t;
+  const pd_tensor *param, *grad, *m1, *m2, *b1p, *b2p, *t;
   pd_tensor *pout, *m1o, *m2o;
   double lr, beta1 = pd_ctx_attr_float(ctx, "beta1"), beta2 = pd_ctx_attr_float(ctx, "beta2"),
              eps = pd_ctx_attr_float(ctx, "epsilon"), bp1, bp2, skip = 0;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
-      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
       (st = like_param(ctx, "Moment1", param, &m1)) ||
       (st = like_param(ctx, "Moment2", param, &m2)) ||
-      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
-      (st = scalar_in(ctx, "LearningRate", lrt, &lr)) || (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
-      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) || (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
+      (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
+      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) ||
+      (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
       (st = scalar_in(ctx, "Beta2Pow", b2p, &bp2)) || (st = want_float(ctx, "Beta1Pow", b1p)) ||
       (st = want_float(ctx, "Beta2Pow", b2p)))
     return st;
@@ -339,18 +344,15 @@ pd_status pd_kernel_adamw(pd_exec_ctx *ctx) {
  * (1 - decay) * g and mom = momentum * mom + lr * g / sqrt(ms - mg^2 + epsilon), else
  * mom = momentum * mom + lr * g / sqrt(ms + epsilon); p -= mom. */
 pd_status pd_kernel_rmsprop(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *ms, *mom, *mg = NULL, *lrt;
+  const pd_tensor *param, *grad, *ms, *mom, *mg = NULL;
   pd_tensor *pout, *mso, *momo, *mgo = NULL;
   double lr;
   pd_status st;
   bool centered = pd_ctx_attr_bool(ctx, "centered");
-  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
-      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
+  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
       (st = like_param(ctx, "MeanSquare", param, &ms)) ||
       (st = like_param(ctx, "Moment", param, &mom)) ||
-      (centered && (st = like_param(ctx, "MeanGrad", param, &mg))) ||
-      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
-      (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
+      (centered && (st = like_param(ctx, "MeanGrad", param, &mg))))
     return st;
   double eps = pd_ctx_attr_float(ctx, "epsilon"), rho = pd_ctx_attr_float(ctx, "decay"),
          mu = pd_ctx_attr_float(ctx, "momentum");
@@ -362,7 +364,8 @@ pd_status pd_kernel_rmsprop(pd_exec_ctx *ctx) {
       (st = update_out(ctx, "MomentOut", mom, &momo)) ||
       (centered && (st = update_out(ctx, "MeanGradOut", mg, &mgo))))
     return st;
-  if (pout == mso || pout == momo || mso == momo || (mgo && (mgo == pout || mgo == mso || mgo == momo)))
+  if (pout == mso || pout == momo || mso == momo ||
+      (mgo && (mgo == pout || mgo == mso || mgo == momo)))
     return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut, MeanSquareOut, MomentOut and MeanGradOut must "
                        "be distinct vars");
   FLOAT_SWITCH(param->dtype, {
@@ -387,15 +390,12 @@ pd_status pd_kernel_rmsprop(pd_exec_ctx *ctx) {
 
 /* adagrad (Fluid): moment += g^2; p -= lr * g / (sqrt(moment) + epsilon). */
 pd_status pd_kernel_adagrad(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *mom, *lrt;
+  const pd_tensor *param, *grad, *mom;
   pd_tensor *pout, *momo;
   double lr;
   pd_status st;
-  if ((st = no_multi_precision(ctx)) || (st = in_at(ctx, "Param", 0, true, &param)) ||
-      (st = want_float(ctx, "Param", param)) || (st = like_param(ctx, "Grad", param, &grad)) ||
-      (st = like_param(ctx, "Moment", param, &mom)) ||
-      (st = in_at(ctx, "LearningRate", 0, true, &lrt)) ||
-      (st = scalar_in(ctx, "LearningRate", lrt, &lr)))
+  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
+      (st = like_param(ctx, "Moment", param, &mom)))
     return st;
   double eps = pd_ctx_attr_float(ctx, "epsilon");
   const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *md = pd_tensor_data(mom);
