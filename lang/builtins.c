@@ -1,10 +1,11 @@
-/* builtins.c -- the functions a script can call without importing anything: op wrappers (whose
- * keyword arguments are the op's Fluid attributes, typed by the op registry), tensor constructors
- * (data, param, var, minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range,
- * prod), reader, optimizer and initializer specs, and the actions (train, eval, print, save,
- * load, assert_close). Layers built from these live in stdlib/ (written in pdlang). */
+/* builtins.c -- the functions a script can call without importing anything: the argument
+ * helpers every builtin shares (lang/builtins_int.h), op wrappers (whose keyword arguments are the
+ * op's Fluid attributes, typed by the op registry), tensor constructors (data, param, var,
+ * minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range, prod) and the one
+ * sorted table of builtins. Reader, optimizer and initializer specs and the actions are in
+ * lang/builtins_action.c; layers built from these live in stdlib/ (written in pdlang). */
 #include "config.h"
-#include "lang/compile_int.h"
+#include "lang/builtins_int.h"
 
 #include <math.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 /* ---- Argument helpers ---- */
 
 /* Positional argument i (i >= 0), or the keyword argument `name`; NULL when absent. */
-static value *arg(call_args *a, int i, const char *name, pd_loc *loc) {
+value *pd_cmp_arg(call_args *a, int i, const char *name, pd_loc *loc) {
   if (i >= 0 && i < a->npos) {
     if (loc) *loc = a->pos_loc[i];
     return a->pos[i];
@@ -32,7 +33,7 @@ static void list_names(pd_buf *b, const char *const *names) {
 
 /* At most `npos` positional arguments; keywords among `names` (NULL-terminated). The first
  * `named_pos` names are also positions, so a keyword may not repeat one given positionally. */
-static bool check_args_kw(C *c, call_args *a, int npos, const char *const *names, int named_pos) {
+bool pd_cmp_check_args_kw(C *c, call_args *a, int npos, const char *const *names, int named_pos) {
   if (a->npos > npos) {
     pd_cmp_error(c, a->loc, "%s takes at most %d positional argument%s, got %d", a->fname, npos,
                  npos == 1 ? "" : "s", a->npos);
@@ -58,24 +59,24 @@ static bool check_args_kw(C *c, call_args *a, int npos, const char *const *names
   return true;
 }
 
-static bool check_args(C *c, call_args *a, int npos, const char *const *names) {
-  return check_args_kw(c, a, npos, names, npos);
+bool pd_cmp_check_args(C *c, call_args *a, int npos, const char *const *names) {
+  return pd_cmp_check_args_kw(c, a, npos, names, npos);
 }
 
-static value *need(C *c, call_args *a, int i, const char *name) {
-  value *v = arg(a, i, name, NULL);
+value *pd_cmp_need(C *c, call_args *a, int i, const char *name) {
+  value *v = pd_cmp_arg(a, i, name, NULL);
   if (!v) pd_cmp_error(c, a->loc, "%s needs argument '%s'", a->fname, name);
   return v ? v : VERR;
 }
 
-static bool want_tensor_arg(C *c, value *v, pd_loc loc, const char *fname, const char *what) {
+bool pd_cmp_want_tensor_arg(C *c, value *v, pd_loc loc, const char *fname, const char *what) {
   if (v->k == V_TENSOR) return true;
   if (v->k != V_ERROR)
     pd_cmp_error(c, loc, "%s: '%s' must be a tensor, got %s", fname, what, pd_cmp_vkind_phrase(v));
   return false;
 }
 
-static bool in_global_block(C *c) { return c->block == c->unit->main->blocks[0]; }
+bool pd_cmp_in_global_block(C *c) { return c->block == c->unit->main->blocks[0]; }
 
 static bool value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t *dims, int *n,
                           bool allow_unknown) {
@@ -169,7 +170,7 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
   pd_op_desc *op = pd_cmp_op_new(c, self->op, a->loc);
   if (!op) return VERR;
   for (int i = 0; i < nin; i++)
-    if (!want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, self->in[i]) ||
+    if (!pd_cmp_want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, self->in[i]) ||
         !pd_cmp_op_in(c, op, self->in[i], a->pos[i], a->pos_loc[i]))
       return VERR;
   for (int i = nin; i < a->npos; i++)
@@ -187,9 +188,9 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
 
 static value *b_cast(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"x", "dtype", NULL};
-  if (!check_args(c, a, 2, names)) return VERR;
-  value *x = need(c, a, 0, "x"), *dt = need(c, a, 1, "dtype");
-  if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
+  if (!pd_cmp_check_args(c, a, 2, names)) return VERR;
+  value *x = pd_cmp_need(c, a, 0, "x"), *dt = pd_cmp_need(c, a, 1, "dtype");
+  if (!pd_cmp_want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
   if (dt->k != V_DTYPE) {
     if (dt->k != V_ERROR)
       pd_cmp_error(c, a->loc, "cast: 'dtype' must be a dtype such as float32 or int64");
@@ -208,9 +209,9 @@ static value *b_cast(C *c, const builtin *self, call_args *a) {
 /* concat(xs, axis = 0) and stack(xs, axis = 0): a list of tensors into op X, one output. */
 static value *b_concat(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"xs", "axis", NULL};
-  if (!check_args(c, a, 2, names)) return VERR;
+  if (!pd_cmp_check_args(c, a, 2, names)) return VERR;
   pd_loc loc;
-  value *xs = need(c, a, 0, "xs"), *axis = arg(a, 1, "axis", &loc);
+  value *xs = pd_cmp_need(c, a, 0, "xs"), *axis = pd_cmp_arg(a, 1, "axis", &loc);
   if (xs->k != V_LIST || xs->list.n == 0) {
     if (xs->k != V_ERROR) pd_cmp_error(c, a->loc, "%s needs a non-empty list of tensors", self->name);
     return VERR;
@@ -235,11 +236,11 @@ static value *multi_out(C *c, pd_op_desc *op, const char *const *slots, int n, c
 
 static value *b_split(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"x", "num_or_sections", "axis", NULL};
-  if (!check_args(c, a, 3, names)) return VERR;
+  if (!pd_cmp_check_args(c, a, 3, names)) return VERR;
   pd_loc loc, aloc;
-  value *x = need(c, a, 0, "x"), *ns = arg(a, 1, "num_or_sections", &loc);
-  value *axis = arg(a, 2, "axis", &aloc);
-  if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
+  value *x = pd_cmp_need(c, a, 0, "x"), *ns = pd_cmp_arg(a, 1, "num_or_sections", &loc);
+  value *axis = pd_cmp_arg(a, 2, "axis", &aloc);
+  if (!pd_cmp_want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
   if (!ns || (ns->k != V_INT && ns->k != V_LIST) ||
       (ns->k == V_INT && (ns->i < 1 || ns->i > 4096)) ||
       (ns->k == V_LIST && (ns->list.n < 1 || ns->list.n > 4096))) {
@@ -285,22 +286,22 @@ static value *top_k(C *c, value *x, value *k, pd_loc loc, pd_loc kloc) {
 
 static value *b_top_k(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"x", "k", NULL};
-  if (!check_args(c, a, 2, names)) return VERR;
+  if (!pd_cmp_check_args(c, a, 2, names)) return VERR;
   pd_loc kloc;
-  value *x = need(c, a, 0, "x"), *k = arg(a, 1, "k", &kloc);
+  value *x = pd_cmp_need(c, a, 0, "x"), *k = pd_cmp_arg(a, 1, "k", &kloc);
   (void)self;
-  if (!want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
+  if (!pd_cmp_want_tensor_arg(c, x, a->loc, a->fname, "x")) return VERR;
   return top_k(c, x, k, a->loc, kloc);
 }
 
 /* accuracy(input, label, k = 1): top_k, then accuracy, as Fluid's layer builds it. */
 static value *b_accuracy(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"input", "label", "k", NULL};
-  if (!check_args(c, a, 3, names)) return VERR;
+  if (!pd_cmp_check_args(c, a, 3, names)) return VERR;
   pd_loc kloc;
-  value *x = need(c, a, 0, "input"), *label = need(c, a, 1, "label"), *k = arg(a, 2, "k", &kloc);
-  if (!want_tensor_arg(c, x, a->loc, a->fname, "input") ||
-      !want_tensor_arg(c, label, a->loc, a->fname, "label"))
+  value *x = pd_cmp_need(c, a, 0, "input"), *label = pd_cmp_need(c, a, 1, "label"), *k = pd_cmp_arg(a, 2, "k", &kloc);
+  if (!pd_cmp_want_tensor_arg(c, x, a->loc, a->fname, "input") ||
+      !pd_cmp_want_tensor_arg(c, label, a->loc, a->fname, "label"))
     return VERR;
   value *top = top_k(c, x, k, a->loc, kloc);
   if (top == VERR) return VERR;
@@ -328,12 +329,12 @@ static value *b_batch_norm(C *c, const builtin *self, call_args *a) {
   value *v[5];
   pd_loc loc[5];
   for (int i = 0; i < 5; i++) {
-    v[i] = arg(a, i, names[i], &loc[i]);
+    v[i] = pd_cmp_arg(a, i, names[i], &loc[i]);
     if (!v[i]) {
       pd_cmp_error(c, a->loc, "%s needs argument '%s'", a->fname, names[i]);
       return VERR;
     }
-    if (!want_tensor_arg(c, v[i], loc[i], a->fname, names[i])) return VERR;
+    if (!pd_cmp_want_tensor_arg(c, v[i], loc[i], a->fname, names[i])) return VERR;
   }
   pd_op_desc *op = pd_cmp_op_new(c, "batch_norm", a->loc);
   if (!op) return VERR;
@@ -353,18 +354,18 @@ static value *b_batch_norm(C *c, const builtin *self, call_args *a) {
 static value *b_layer_norm(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"x", "scale", "bias", "begin_norm_axis", "epsilon", NULL};
   static const char *const skip[] = {"x", "scale", "bias", NULL};
-  if (!check_args_kw(c, a, 3, names, 3)) return VERR;
+  if (!pd_cmp_check_args_kw(c, a, 3, names, 3)) return VERR;
   pd_loc xloc, sloc, bloc;
-  value *x = need(c, a, 0, "x"), *sc = arg(a, 1, "scale", &sloc), *b = arg(a, 2, "bias", &bloc);
-  arg(a, 0, "x", &xloc);
-  if (!want_tensor_arg(c, x, xloc, a->fname, "x")) return VERR;
+  value *x = pd_cmp_need(c, a, 0, "x"), *sc = pd_cmp_arg(a, 1, "scale", &sloc), *b = pd_cmp_arg(a, 2, "bias", &bloc);
+  pd_cmp_arg(a, 0, "x", &xloc);
+  if (!pd_cmp_want_tensor_arg(c, x, xloc, a->fname, "x")) return VERR;
   pd_op_desc *op = pd_cmp_op_new(c, "layer_norm", a->loc);
   if (!op || !pd_cmp_op_in(c, op, "X", x, xloc)) return VERR;
   if (sc && sc->k != V_NONE &&
-      (!want_tensor_arg(c, sc, sloc, a->fname, "scale") || !pd_cmp_op_in(c, op, "Scale", sc, sloc)))
+      (!pd_cmp_want_tensor_arg(c, sc, sloc, a->fname, "scale") || !pd_cmp_op_in(c, op, "Scale", sc, sloc)))
     return VERR;
   if (b && b->k != V_NONE &&
-      (!want_tensor_arg(c, b, bloc, a->fname, "bias") || !pd_cmp_op_in(c, op, "Bias", b, bloc)))
+      (!pd_cmp_want_tensor_arg(c, b, bloc, a->fname, "bias") || !pd_cmp_op_in(c, op, "Bias", b, bloc)))
     return VERR;
   if (!kw_attrs(c, a, pd_opdef_lookup("layer_norm"), op, skip)) return VERR;
   return pd_cmp_op_finish(c, op, pd_cmp_op_out(c, op, "Y", self->name));
@@ -374,10 +375,10 @@ static value *b_layer_norm(C *c, const builtin *self, call_args *a) {
 
 static value *b_data(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"name", "shape", "dtype", "lod_level", NULL};
-  if (!check_args(c, a, 4, names)) return VERR;
+  if (!pd_cmp_check_args(c, a, 4, names)) return VERR;
   pd_loc nloc, sloc, dloc, lloc;
-  value *name = arg(a, 0, "name", &nloc), *shape = arg(a, 1, "shape", &sloc);
-  value *dt = arg(a, 2, "dtype", &dloc), *lod = arg(a, 3, "lod_level", &lloc);
+  value *name = pd_cmp_arg(a, 0, "name", &nloc), *shape = pd_cmp_arg(a, 1, "shape", &sloc);
+  value *dt = pd_cmp_arg(a, 2, "dtype", &dloc), *lod = pd_cmp_arg(a, 3, "lod_level", &lloc);
   (void)self;
   if (!name || name->k != V_STR || !*name->s) {
     pd_cmp_error(c, nloc, "data needs a name (a non-empty string) first");
@@ -398,7 +399,7 @@ static value *b_data(C *c, const builtin *self, call_args *a) {
     pd_cmp_error(c, lloc, "data: 'lod_level' must be 0, 1 or 2");
     return VERR;
   }
-  if (!in_global_block(c)) {
+  if (!pd_cmp_in_global_block(c)) {
     pd_cmp_error(c, a->loc,
                  "data() declares an input of the program, so it must be at the top level");
     return VERR;
@@ -537,12 +538,12 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   sub.pos_loc += first;
   if (sub.pos_start) sub.pos_start += first;
   (void)self;
-  if (!check_args(c, &sub, 2, names)) return VERR;
+  if (!pd_cmp_check_args(c, &sub, 2, names)) return VERR;
   pd_loc sloc, iloc, nloc, dloc, kloc, tloc;
-  value *shape = arg(&sub, 0, "shape", &sloc), *init = arg(&sub, 1, "init", &iloc);
-  value *name = first ? a->pos[0] : arg(&sub, -1, "name", &nloc);
-  value *dt = arg(&sub, -1, "dtype", &dloc), *kind = arg(&sub, -1, "kind", &kloc);
-  value *trainable = arg(&sub, -1, "trainable", &tloc);
+  value *shape = pd_cmp_arg(&sub, 0, "shape", &sloc), *init = pd_cmp_arg(&sub, 1, "init", &iloc);
+  value *name = first ? a->pos[0] : pd_cmp_arg(&sub, -1, "name", &nloc);
+  value *dt = pd_cmp_arg(&sub, -1, "dtype", &dloc), *kind = pd_cmp_arg(&sub, -1, "kind", &kloc);
+  value *trainable = pd_cmp_arg(&sub, -1, "trainable", &tloc);
   if (first) nloc = a->pos_loc[0];
   if (!shape) {
     pd_cmp_error(c, a->loc, "param needs a shape, such as [784, 256]");
@@ -615,8 +616,8 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
 static value *b_get_variable(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"name", NULL};
   (void)self;
-  if (!check_args(c, a, 1, names)) return VERR;
-  value *name = need(c, a, 0, "name");
+  if (!pd_cmp_check_args(c, a, 1, names)) return VERR;
+  value *name = pd_cmp_need(c, a, 0, "name");
   if (name->k != V_STR) {
     if (name->k != V_ERROR)
       pd_cmp_error(c, a->loc, "get_variable needs a parameter name (a string)");
@@ -706,7 +707,7 @@ static value *const_tensor(C *c, const double *vals, size_t n, const int64_t *di
 
 static bool dtype_arg(C *c, call_args *a, int i, pd_dtype *dt) {
   pd_loc loc;
-  value *v = arg(a, i, "dtype", &loc);
+  value *v = pd_cmp_arg(a, i, "dtype", &loc);
   *dt = PD_FP32;
   if (!v) return true;
   if (v->k != V_DTYPE) {
@@ -720,9 +721,9 @@ static bool dtype_arg(C *c, call_args *a, int i, pd_dtype *dt) {
 /* var(1), var([1, 2]): a constant tensor. minibatch([10, 20, 30]): rows of a batch ([3, 1]). */
 static value *literal(C *c, call_args *a, bool rows) {
   static const char *const names[] = {"value", "dtype", NULL};
-  if (!check_args(c, a, 2, names)) return VERR;
+  if (!pd_cmp_check_args(c, a, 2, names)) return VERR;
   pd_loc loc;
-  value *v = arg(a, 0, "value", &loc);
+  value *v = pd_cmp_arg(a, 0, "value", &loc);
   pd_dtype dt;
   if (!v) {
     pd_cmp_error(c, a->loc, "%s needs a value", a->fname);
@@ -774,9 +775,9 @@ static value *set_lod(C *c, value *x, const int32_t *lod, int n, bool append, co
  * the LoD [[0, 2, 3], [0, 2, 3, 6]]. */
 static value *b_sequence(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"value", "dtype", "lod_level", NULL};
-  if (!check_args(c, a, 3, names)) return VERR;
+  if (!pd_cmp_check_args(c, a, 3, names)) return VERR;
   pd_loc loc, lloc;
-  value *v = arg(a, 0, "value", &loc), *lv = arg(a, 2, "lod_level", &lloc);
+  value *v = pd_cmp_arg(a, 0, "value", &loc), *lv = pd_cmp_arg(a, 2, "lod_level", &lloc);
   pd_dtype dt;
   if (!dtype_arg(c, a, 1, &dt)) return VERR;
   if (lv && (lv->k != V_INT || lv->i < 1 || lv->i > 2)) {
@@ -879,10 +880,10 @@ static value *b_fill(C *c, const builtin *self, call_args *a) {
   bool general = strcmp(self->name, "fill") == 0;
   static const char *const gnames[] = {"shape", "value", "dtype", NULL};
   static const char *const snames[] = {"shape", "dtype", NULL};
-  if (!check_args(c, a, general ? 3 : 2, general ? gnames : snames)) return VERR;
+  if (!pd_cmp_check_args(c, a, general ? 3 : 2, general ? gnames : snames)) return VERR;
   pd_loc sloc, vloc;
-  value *shape = arg(a, 0, "shape", &sloc);
-  value *val = general ? arg(a, 1, "value", &vloc) : NULL;
+  value *shape = pd_cmp_arg(a, 0, "shape", &sloc);
+  value *val = general ? pd_cmp_arg(a, 1, "value", &vloc) : NULL;
   pd_dtype dt;
   if (!shape || (general && !val)) {
     pd_cmp_error(c, a->loc, "%s needs a shape%s", a->fname, general ? " and a value" : "");
@@ -914,8 +915,8 @@ static value *b_fill(C *c, const builtin *self, call_args *a) {
 static value *b_len(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"x", NULL};
   (void)self;
-  if (!check_args(c, a, 1, names)) return VERR;
-  value *x = need(c, a, 0, "x");
+  if (!pd_cmp_check_args(c, a, 1, names)) return VERR;
+  value *x = pd_cmp_need(c, a, 0, "x");
   if (x->k == V_LIST) return pd_cmp_vint(c, x->list.n);
   if (x->k == V_STR) return pd_cmp_vint(c, (int64_t)strlen(x->s));
   if (x->k != V_ERROR)
@@ -926,8 +927,8 @@ static value *b_len(C *c, const builtin *self, call_args *a) {
 static value *b_range(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"start", "stop", NULL};
   (void)self;
-  if (!check_args(c, a, 2, names)) return VERR;
-  value *x = need(c, a, 0, "start"), *y = arg(a, 1, "stop", NULL);
+  if (!pd_cmp_check_args(c, a, 2, names)) return VERR;
+  value *x = pd_cmp_need(c, a, 0, "start"), *y = pd_cmp_arg(a, 1, "stop", NULL);
   if (x->k != V_INT || (y && y->k != V_INT)) {
     if (x->k != V_ERROR) pd_cmp_error(c, a->loc, "range needs integers");
     return VERR;
@@ -945,8 +946,8 @@ static value *b_range(C *c, const builtin *self, call_args *a) {
 static value *b_prod(C *c, const builtin *self, call_args *a) {
   static const char *const names[] = {"xs", NULL};
   (void)self;
-  if (!check_args(c, a, 1, names)) return VERR;
-  value *x = need(c, a, 0, "xs");
+  if (!pd_cmp_check_args(c, a, 1, names)) return VERR;
+  value *x = pd_cmp_need(c, a, 0, "xs");
   if (x->k != V_LIST) {
     if (x->k != V_ERROR) pd_cmp_error(c, a->loc, "prod needs a list of numbers");
     return VERR;
@@ -975,372 +976,6 @@ static value *b_prod(C *c, const builtin *self, call_args *a) {
   return ints ? pd_cmp_vint(c, ip) : pd_cmp_vfloat(c, p);
 }
 
-/* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
-
-static const struct spec {
-  const char *name;
-  const char *params[10];   /* in positional order; all may also be given by keyword */
-  int required;             /* how many of the first params must be given */
-} specs[] = {
-    {"adagrad", {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay",
-                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm",
-              "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
-               "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"csv", {"path", "label", "features", "header"}, 1},
-    {"fashion_mnist", {"split", "path"}, 1},
-    {"kaiming", {"uniform", "fan_in"}, 0},
-    {"lines", {"paths", "min_length", "max_length", "split", "test_every"}, 1},
-    {"mnist", {"split", "path"}, 1},
-    {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
-                  "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"normal", {"mean", "std"}, 2},
-    {"npy", {"path", "label_path"}, 1},
-    {"rmsprop", {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay",
-                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
-             "decay_rate"}, 1},
-    {"text", {"path", "length"}, 1},
-    {"uniform", {"low", "high"}, 2},
-    {"xavier", {NULL}, 0},
-};
-
-/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5): the arguments
- * are checked here, so that a mistake is reported at the argument before anything runs. */
-static bool check_lines_spec(C *c, call_args *a) {
-  pd_loc loc;
-  value *v = arg(a, 0, "paths", &loc);
-  if (v->k != V_STR && (v->k != V_LIST || v->list.n == 0)) {
-    pd_cmp_error(c, loc,
-                 "lines: 'paths' must be a file name or a non-empty list of file names, not %s",
-                 v->k == V_LIST ? "an empty list" : pd_cmp_vkind_phrase(v));
-    return false;
-  }
-  for (int i = 0; v->k == V_LIST && i < v->list.n; i++)
-    if (v->list.items[i]->k != V_STR) {
-      pd_cmp_error(c, loc, "lines: 'paths' lists file names, but item %d is %s", i,
-                   pd_cmp_vkind_phrase(v->list.items[i]));
-      return false;
-    }
-  int64_t min = 1;
-  if ((v = arg(a, 1, "min_length", &loc))) {
-    if (v->k != V_INT || v->i < 1) {
-      pd_cmp_error(c, loc, "lines: 'min_length' must be an integer >= 1");
-      return false;
-    }
-    min = v->i;
-  }
-  if ((v = arg(a, 2, "max_length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < min)) {
-    pd_cmp_error(c, loc, "lines: 'max_length' must be none or an integer >= min_length (%lld)",
-                 (long long)min);
-    return false;
-  }
-  if ((v = arg(a, 3, "split", &loc)) && v->k != V_NONE &&
-      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-    pd_cmp_error(c, loc, "lines: 'split' must be none, \"train\" or \"test\"");
-    return false;
-  }
-  if ((v = arg(a, 4, "test_every", &loc)) && (v->k != V_INT || v->i < 2)) {
-    pd_cmp_error(c, loc,
-                 "lines: 'test_every' must be an integer >= 2 (every test_every-th line of each "
-                 "file is a test line)");
-    return false;
-  }
-  return true;
-}
-
-/* The other readers' arguments, checked here too: an argument that is given must be of the
- * kind the reader reads (the run time falls back to a default for any other); `none` for an
- * optional one (position > 0) means its default. */
-static bool want_reader_arg(C *c, const char *reader, call_args *a, int i, const char *name,
-                            vkind want, const char *what) {
-  pd_loc loc;
-  value *v = arg(a, i, name, &loc);
-  if (!v || v->k == want || (i > 0 && v->k == V_NONE)) return true;
-  pd_cmp_error(c, loc, "%s: '%s' must be %s, not %s", reader, name, what, pd_cmp_vkind_phrase(v));
-  return false;
-}
-
-static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
-  const char *r = sp->name;
-  pd_loc loc;
-  value *v;
-  if (strcmp(r, "text") == 0) {
-    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name")) return false;
-    if ((v = arg(a, 1, "length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < 1)) {
-      pd_cmp_error(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
-      return false;
-    }
-  } else if (strcmp(r, "mnist") == 0 || strcmp(r, "fashion_mnist") == 0) {
-    if ((v = arg(a, 0, "split", &loc)) &&
-        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-      pd_cmp_error(c, loc, "%s: 'split' must be \"train\" or \"test\"", r);
-      return false;
-    }
-    if (!want_reader_arg(c, r, a, 1, "path", V_STR, "a folder name")) return false;
-  } else if (strcmp(r, "csv") == 0) {
-    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
-        !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
-        !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
-      return false;
-    if ((v = arg(a, 2, "features", &loc)) && v->k != V_NONE) {
-      bool names = v->k == V_LIST && v->list.n <= 256;
-      for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
-      if (!names) {
-        pd_cmp_error(c, loc, "csv: 'features' must be a list of at most 256 column names");
-        return false;
-      }
-    }
-  } else if (strcmp(r, "npy") == 0) {
-    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
-        !want_reader_arg(c, r, a, 1, "label_path", V_STR, "a file name"))
-      return false;
-  }
-  return true;
-}
-
-static value *b_record(C *c, const builtin *self, call_args *a) {
-  const struct spec *sp = NULL;
-  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
-    if (strcmp(specs[i].name, self->name) == 0) sp = &specs[i];
-  if (!sp) {
-    pd_cmp_error(c, a->loc, "internal: no spec for '%s'", self->name);
-    return VERR;
-  }
-  int np = 0;
-  while (np < 10 && sp->params[np]) np++;
-  if (!check_args(c, a, np, sp->params)) return VERR;
-  value *r = pd_cmp_vnew(c, V_RECORD);
-  if (r == VERR) return r;
-  r->rec.name = self->name;
-  r->rec.loc = a->loc;
-  r->rec.keys = pd_cmp_calloc(c, sizeof *r->rec.keys * (size_t)(np ? np : 1));
-  r->rec.vals = pd_cmp_calloc(c, sizeof *r->rec.vals * (size_t)(np ? np : 1));
-  r->rec.locs = pd_cmp_calloc(c, sizeof *r->rec.locs * (size_t)(np ? np : 1));
-  if (!r->rec.keys || !r->rec.vals || !r->rec.locs) return VERR;
-  for (int i = 0; i < np; i++) {
-    pd_loc loc;
-    value *v = arg(a, i, sp->params[i], &loc);
-    if (!v) {
-      if (i < sp->required) {
-        pd_cmp_error(c, a->loc, "%s needs argument '%s'", self->name, sp->params[i]);
-        return VERR;
-      }
-      continue;
-    }
-    if (v->k == V_TENSOR || v->k == V_ERROR) {
-      if (v->k == V_TENSOR)
-        pd_cmp_error(c, loc, "%s: '%s' must be a compile-time value, not a tensor", self->name,
-                     sp->params[i]);
-      return VERR;
-    }
-    r->rec.keys[r->rec.n] = sp->params[i];
-    r->rec.vals[r->rec.n] = v;
-    r->rec.locs[r->rec.n] = loc;
-    r->rec.n++;
-  }
-  if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
-    return VERR;
-  /* Initializer arguments are numbers. */
-  if (sp->required == 2 &&
-      (!pd_cmp_is_number(r->rec.vals[0]) || !pd_cmp_is_number(r->rec.vals[1]))) {
-    pd_cmp_error(c, a->loc, "%s needs two numbers", self->name);
-    return VERR;
-  }
-  return r;
-}
-
-/* ---- Actions ---- */
-
-static const pd_cval *to_cval(C *c, value *v) {
-  pd_cval *cv = pd_cmp_calloc(c, sizeof *cv);
-  if (!cv) return NULL;
-  switch (v->k) {
-  case V_NONE: cv->kind = PD_CVAL_NONE; break;
-  case V_BOOL: cv->kind = PD_CVAL_BOOL; cv->b = v->b; break;
-  case V_INT: cv->kind = PD_CVAL_INT; cv->i = v->i; break;
-  case V_FLOAT: cv->kind = PD_CVAL_FLOAT; cv->f = v->f; break;
-  case V_STR: cv->kind = PD_CVAL_STRING; cv->str = v->s; break;
-  case V_DTYPE: cv->kind = PD_CVAL_DTYPE; cv->dtype = v->dtype; break;
-  case V_TENSOR: cv->kind = PD_CVAL_TENSOR; cv->str = v->var->name; break;
-  case V_FUNC: cv->kind = PD_CVAL_FUNC; cv->str = v->fn.def->def.name->name.id; break;
-  case V_BUILTIN: cv->kind = PD_CVAL_FUNC; cv->str = v->bi->name; break;
-  case V_LIST:
-    cv->kind = PD_CVAL_LIST;
-    cv->n = v->list.n;
-    cv->items = pd_cmp_calloc(c, sizeof *cv->items * (size_t)(v->list.n ? v->list.n : 1));
-    if (!cv->items) return NULL;
-    for (int i = 0; i < v->list.n; i++)
-      if (!(cv->items[i] = to_cval(c, v->list.items[i]))) return NULL;
-    break;
-  case V_RECORD:
-    cv->kind = PD_CVAL_RECORD;
-    cv->str = v->rec.name;
-    cv->loc = v->rec.loc;
-    cv->n = v->rec.n;
-    cv->fields = pd_cmp_calloc(c, sizeof *cv->fields * (size_t)(v->rec.n ? v->rec.n : 1));
-    if (!cv->fields) return NULL;
-    for (int i = 0; i < v->rec.n; i++) {
-      cv->fields[i].key = v->rec.keys[i];
-      cv->fields[i].loc = v->rec.locs[i];
-      if (!(cv->fields[i].value = to_cval(c, v->rec.vals[i]))) return NULL;
-    }
-    break;
-  default: return NULL;
-  }
-  return cv;
-}
-
-static const struct action_spec {
-  const char *name;
-  pd_action_kind kind;
-  int min_pos, max_pos;     /* positional arguments */
-  const char *kw[10];       /* keyword options, NULL-terminated */
-} action_specs[] = {
-    {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}},
-    {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}},
-    {"load", PD_ACTION_LOAD, 1, 1, {NULL}},
-    {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}},
-    {"save", PD_ACTION_SAVE, 1, 64, {NULL}},
-    {"train",
-     PD_ACTION_TRAIN,
-     1,
-     1,
-     {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
-      NULL}},
-};
-
-static bool record_is(const value *v, const char *const *names) {
-  if (v->k != V_RECORD) return false;
-  for (int i = 0; names[i]; i++)
-    if (strcmp(v->rec.name, names[i]) == 0) return true;
-  return false;
-}
-
-static bool check_action(C *c, pd_action_kind kind, call_args *a) {
-  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
-                                        NULL};
-  static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "rmsprop",
-                                           "adagrad", NULL};
-  for (int i = 0; i < a->npos; i++)
-    if (a->pos[i]->k == V_ERROR) return false;
-  pd_loc rloc;
-  value *reader = arg(a, -1, "reader", &rloc);
-  if (reader && !record_is(reader, readers)) {
-    pd_cmp_error(c, rloc,
-                 "%s: 'reader' must be a reader such as fashion_mnist(\"train\") or csv(path)",
-                 a->fname);
-    return false;
-  }
-  switch (kind) {
-  case PD_ACTION_TRAIN: {
-    if (!want_tensor_arg(c, a->pos[0], a->pos_loc[0], "train", "cost")) return false;
-    pd_var_desc *v = a->pos[0]->var;
-    int64_t numel = 1;
-    for (int i = 0; i < v->ndims; i++) numel *= v->dims[i];
-    if (v->ndims < 0 || numel != 1 || (v->dtype != PD_FP32 && v->dtype != PD_FP64)) {
-      pd_cmp_error(c, a->pos_loc[0],
-                   "train needs a floating-point cost with one element (for example "
-                   "mean(...)), got %s %s",
-                   pd_dtype_name(v->dtype), pd_cmp_dims_str(c, v));
-      return false;
-    }
-    if (!reader) {
-      pd_cmp_error(c, a->loc, "train needs a reader, such as reader = fashion_mnist(\"train\")");
-      return false;
-    }
-    pd_loc oloc;
-    value *opt = arg(a, -1, "optimizer", &oloc);
-    if (opt && !record_is(opt, optimizers)) {
-      pd_cmp_error(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...), adam(...), "
-                   "adamw(...), rmsprop(...) or adagrad(...)");
-      return false;
-    }
-    static const char *const ints[] = {"batch", "epochs", "seed", "log_every"};
-    for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
-      pd_loc l;
-      value *v2 = arg(a, -1, ints[i], &l);
-      bool seed = strcmp(ints[i], "seed") == 0;
-      if (v2 && (v2->k != V_INT || v2->i < (seed ? 0 : 1))) {
-        pd_cmp_error(c, l, "train: '%s' must be a %s integer", ints[i],
-                     seed ? "non-negative" : "positive");
-        return false;
-      }
-    }
-    return true;
-  }
-  case PD_ACTION_EVAL:
-    for (int i = 0; i < a->npos; i++)
-      if (!want_tensor_arg(c, a->pos[i], a->pos_loc[i], "eval", "metric")) return false;
-    return true;
-  case PD_ACTION_PRINT:
-    return true;
-  case PD_ACTION_SAVE:
-  case PD_ACTION_LOAD:
-    if (a->pos[0]->k != V_STR || !*a->pos[0]->s) {
-      pd_cmp_error(c, a->pos_loc[0], "%s needs a file path (a string) first", a->fname);
-      return false;
-    }
-    for (int i = 1; i < a->npos; i++)
-      if (!want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, "target")) return false;
-    return true;
-  case PD_ACTION_ASSERT_CLOSE:
-    return want_tensor_arg(c, a->pos[0], a->pos_loc[0], "assert_close", "actual");
-  }
-  return true;
-}
-
-static value *b_action(C *c, const builtin *self, call_args *a) {
-  const struct action_spec *sp = NULL;
-  for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
-    if (strcmp(action_specs[i].name, self->name) == 0) sp = &action_specs[i];
-  if (!sp || !check_args_kw(c, a, sp->max_pos, sp->kw, 0)) return VERR;
-  if (a->npos < sp->min_pos) {
-    pd_cmp_error(c, a->loc, "%s needs at least %d argument%s", self->name, sp->min_pos,
-                 sp->min_pos == 1 ? "" : "s");
-    return VERR;
-  }
-  if (!in_global_block(c)) {
-    pd_cmp_error(c, a->loc,
-                 "'%s' runs the program, so it cannot be inside a block of the program (a "
-                 "tensor if or a loop)",
-                 self->name);
-    return VERR;
-  }
-  if (!check_action(c, sp->kind, a)) return VERR;
-  pd_unit *u = c->unit;
-  if (PD_GROW(u->actions, c->capactions, (size_t)u->nactions + 1)) {
-    c->oom = true;
-    return VERR;
-  }
-  pd_action *act = &u->actions[u->nactions];
-  memset(act, 0, sizeof *act);
-  act->kind = sp->kind;
-  act->loc = a->loc;
-  act->nargs = a->npos;
-  act->args = pd_cmp_calloc(c, sizeof *act->args * (size_t)(a->npos ? a->npos : 1));
-  act->nopts = a->nkw;
-  act->opts = pd_cmp_calloc(c, sizeof *act->opts * (size_t)(a->nkw ? a->nkw : 1));
-  if (!act->args || !act->opts) return VERR;
-  act->arg_text = pd_cmp_calloc(c, sizeof *act->arg_text * (size_t)(a->npos ? a->npos : 1));
-  if (!act->arg_text) return VERR;
-  act->arg_loc = pd_cmp_calloc(c, sizeof *act->arg_loc * (size_t)(a->npos ? a->npos : 1));
-  if (!act->arg_loc) return VERR;
-  for (int i = 0; i < a->npos; i++) {
-    if (!(act->args[i] = to_cval(c, a->pos[i]))) return VERR;
-    act->arg_loc[i] = a->pos_start ? a->pos_start[i] : a->pos_loc[i];
-    act->arg_text[i] = pd_cmp_arg_source_text(c, act->arg_loc[i]);
-  }
-  for (int k = 0; k < a->nkw; k++) {
-    act->opts[k].key = a->kw[k];
-    act->opts[k].loc = a->kw_loc ? a->kw_loc[k] : a->loc;
-    if (!(act->opts[k].value = to_cval(c, a->kwv[k]))) return VERR;
-  }
-  u->nactions++;
-  return VNONE;
-}
-
 /* ---- The table, sorted by name (binary search; tests check the order) ---- */
 
 #define OP1(n, op, out) {n, b_op, op, {"X", NULL, NULL}, out, {NULL, NULL}}
@@ -1353,18 +988,18 @@ static value *b_action(C *c, const builtin *self, call_args *a) {
 static const builtin builtins[] = {
     OP1("abs", "abs", "Out"),
     FN("accuracy", b_accuracy),
-    FN("adagrad", b_record),
-    FN("adam", b_record),
-    FN("adamw", b_record),
+    FN("adagrad", pd_cmp_b_record),
+    FN("adam", pd_cmp_b_record),
+    FN("adamw", pd_cmp_b_record),
     OP1A("argmax", "arg_max", "Out", "axis"),
-    FN("assert_close", b_action),
+    FN("assert_close", pd_cmp_b_action),
     FN("batch_norm_op", b_batch_norm),
     FN("cast", b_cast),
     OP1A2("clip", "clip", "Out", "min", "max"),
     {"concat", b_concat, "concat", {NULL, NULL, NULL}, "Out", {NULL, NULL}},
     OP2("conv2d", "conv2d", "Input", "Filter", "Output"),
     OP2("cross_entropy", "cross_entropy", "X", "Label", "Y"),
-    FN("csv", b_record),
+    FN("csv", pd_cmp_b_record),
     FN("data", b_data),
     OP1A("dropout", "dropout", "Out", "dropout_prob"),
     OP2("elementwise_add", "elementwise_add", "X", "Y", "Out"),
@@ -1372,10 +1007,10 @@ static const builtin builtins[] = {
     OP2("elementwise_mul", "elementwise_mul", "X", "Y", "Out"),
     OP2("elementwise_sub", "elementwise_sub", "X", "Y", "Out"),
     OP1A("elu", "elu", "Out", "alpha"),
-    FN("eval", b_action),
+    FN("eval", pd_cmp_b_action),
     OP1("exp", "exp", "Out"),
     OP1A("expand", "expand_v2", "Out", "shape"),
-    FN("fashion_mnist", b_record),
+    FN("fashion_mnist", pd_cmp_b_record),
     FN("fill", b_fill),
     OP1A2("flatten", "flatten_contiguous_range", "Out", "start_axis", "stop_axis"),
     {"gather", b_op, "gather", {"X", "Index", NULL}, "Out", {"axis", NULL}},
@@ -1383,13 +1018,13 @@ static const builtin builtins[] = {
     FN("get_variable", b_get_variable),
     OP1("hard_swish", "hard_swish", "Out"),
     OP2("huber_loss", "huber_loss", "X", "Y", "Out"),
-    FN("kaiming", b_record),
+    FN("kaiming", pd_cmp_b_record),
     OP2("kldiv_loss", "kldiv_loss", "X", "Target", "Loss"),
     FN("layer_norm_op", b_layer_norm),
     OP1A("leaky_relu", "leaky_relu", "Out", "alpha"),
     FN("len", b_len),
-    FN("lines", b_record),
-    FN("load", b_action),
+    FN("lines", pd_cmp_b_record),
+    FN("load", pd_cmp_b_action),
     OP1("log", "log", "Out"),
     OP1("log_sigmoid", "log_sigmoid", "Out"),
     OP1A("log_softmax", "log_softmax", "Out", "axis"),
@@ -1399,16 +1034,16 @@ static const builtin builtins[] = {
     OP1("mean", "mean", "Out"),
     FN("minibatch", b_minibatch),
     OP2("minimum", "elementwise_min", "X", "Y", "Out"),
-    FN("mnist", b_record),
-    FN("momentum", b_record),
+    FN("mnist", pd_cmp_b_record),
+    FN("momentum", pd_cmp_b_record),
     OP2("mul", "mul", "X", "Y", "Out"),
-    FN("normal", b_record),
-    FN("npy", b_record),
+    FN("normal", pd_cmp_b_record),
+    FN("npy", pd_cmp_b_record),
     FN("ones", b_fill),
     FN("param", b_param),
     OP1("pool2d", "pool2d", "Out"),
     OP2("pow", "elementwise_pow", "X", "Y", "Out"),
-    FN("print", b_action),
+    FN("print", pd_cmp_b_action),
     FN("prod", b_prod),
     FN("range", b_range),
     OP1A("reduce_max", "reduce_max", "Out", "dim"),
@@ -1418,13 +1053,13 @@ static const builtin builtins[] = {
     OP1("relu", "relu", "Out"),
     OP1A("relu6", "relu6", "Out", "threshold"),
     OP1A("reshape", "reshape2", "Out", "shape"),
-    FN("rmsprop", b_record),
-    FN("save", b_action),
+    FN("rmsprop", pd_cmp_b_record),
+    FN("save", pd_cmp_b_action),
     OP1A("scale", "scale", "Out", "scale"),
     FN("sequence", b_sequence),
     OP1A("sequence_pool", "sequence_pool", "Out", "pooltype"),
     OP1("sequence_softmax", "sequence_softmax", "Out"),
-    FN("sgd", b_record),
+    FN("sgd", pd_cmp_b_record),
     {"shape", b_op, "shape", {"Input", NULL, NULL}, "Out", {NULL, NULL}},
     OP1("sigmoid", "sigmoid", "Out"),
     OP2("sigmoid_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits", "X", "Label",
@@ -1442,16 +1077,16 @@ static const builtin builtins[] = {
     {"stack", b_concat, "stack", {NULL, NULL, NULL}, "Y", {NULL, NULL}},
     OP1A("swish", "swish", "Out", "beta"),
     OP1("tanh", "tanh", "Out"),
-    FN("text", b_record),
+    FN("text", pd_cmp_b_record),
     OP1A("tile", "tile", "Out", "repeat_times"),
     FN("top_k", b_top_k),
-    FN("train", b_action),
+    FN("train", pd_cmp_b_action),
     OP1A("transpose", "transpose2", "Out", "axis"),
-    FN("uniform", b_record),
+    FN("uniform", pd_cmp_b_record),
     OP1A("unsqueeze", "unsqueeze2", "Out", "axes"),
     FN("var", b_var),
     {"where", b_op, "where", {"Condition", "X", "Y"}, "Out", {NULL, NULL}},
-    FN("xavier", b_record),
+    FN("xavier", pd_cmp_b_record),
     FN("zeros", b_fill),
 };
 
@@ -1471,7 +1106,7 @@ const builtin *pd_cmp_builtin_at(int i) {
   return i >= 0 && (size_t)i < PD_ARRAY_LEN(builtins) ? &builtins[i] : NULL;
 }
 
-bool pd_cmp_builtin_is_action(const builtin *b) { return b->fn == b_action; }
+bool pd_cmp_builtin_is_action(const builtin *b) { return b->fn == pd_cmp_b_action; }
 
 int pd_builtin_names(const char *prefix, const char **out, int cap) {
   size_t plen = strlen(prefix);

@@ -2,7 +2,8 @@
 # actions, in three layers that call downwards only: run.c (print, assert_close, the dispatch)
 # -> train.c (train, eval, save, load) -> runner.c (the runner's core, lang/run_int.h).
 libpdlang_internal_la_SOURCES += lang/compile.h lang/compile_int.h lang/compile.c \
-	lang/compile_expr.c lang/compile_stmt.c lang/builtins.c
+	lang/compile_expr.c lang/compile_stmt.c lang/builtins.c \
+	lang/builtins_action.c lang/builtins_int.h
 dist_stdlib_DATA += stdlib/layers.pd
 libpdlang_internal_la_SOURCES += lang/run.h lang/run_int.h lang/runner.c lang/train.h \
 	lang/train.c lang/run.c

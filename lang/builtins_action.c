@@ -1,0 +1,374 @@
+/* builtins_action.c -- the builtins that describe rather than compute: reader, optimizer and
+ * initializer specs (records that keep their arguments by name, checked here so a mistake is
+ * reported at the argument) and the actions (train, eval, print, save, load, assert_close), which
+ * are recorded in the unit and run after compilation (lang/run.c). */
+#include "config.h"
+#include "lang/builtins_int.h"
+
+#include <string.h>
+
+/* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
+
+static const struct spec {
+  const char *name;
+  const char *params[10];   /* in positional order; all may also be given by keyword */
+  int required;             /* how many of the first params must be given */
+} specs[] = {
+    {"adagrad", {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay",
+                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm",
+              "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
+               "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"csv", {"path", "label", "features", "header"}, 1},
+    {"fashion_mnist", {"split", "path"}, 1},
+    {"kaiming", {"uniform", "fan_in"}, 0},
+    {"lines", {"paths", "min_length", "max_length", "split", "test_every"}, 1},
+    {"mnist", {"split", "path"}, 1},
+    {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
+                  "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"normal", {"mean", "std"}, 2},
+    {"npy", {"path", "label_path"}, 1},
+    {"rmsprop", {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay",
+                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
+    {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
+             "decay_rate"}, 1},
+    {"text", {"path", "length"}, 1},
+    {"uniform", {"low", "high"}, 2},
+    {"xavier", {NULL}, 0},
+};
+
+/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5): the arguments
+ * are checked here, so that a mistake is reported at the argument before anything runs. */
+static bool check_lines_spec(C *c, call_args *a) {
+  pd_loc loc;
+  value *v = pd_cmp_arg(a, 0, "paths", &loc);
+  if (v->k != V_STR && (v->k != V_LIST || v->list.n == 0)) {
+    pd_cmp_error(c, loc,
+                 "lines: 'paths' must be a file name or a non-empty list of file names, not %s",
+                 v->k == V_LIST ? "an empty list" : pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  for (int i = 0; v->k == V_LIST && i < v->list.n; i++)
+    if (v->list.items[i]->k != V_STR) {
+      pd_cmp_error(c, loc, "lines: 'paths' lists file names, but item %d is %s", i,
+                   pd_cmp_vkind_phrase(v->list.items[i]));
+      return false;
+    }
+  int64_t min = 1;
+  if ((v = pd_cmp_arg(a, 1, "min_length", &loc))) {
+    if (v->k != V_INT || v->i < 1) {
+      pd_cmp_error(c, loc, "lines: 'min_length' must be an integer >= 1");
+      return false;
+    }
+    min = v->i;
+  }
+  if ((v = pd_cmp_arg(a, 2, "max_length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < min)) {
+    pd_cmp_error(c, loc, "lines: 'max_length' must be none or an integer >= min_length (%lld)",
+                 (long long)min);
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, 3, "split", &loc)) && v->k != V_NONE &&
+      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
+    pd_cmp_error(c, loc, "lines: 'split' must be none, \"train\" or \"test\"");
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, 4, "test_every", &loc)) && (v->k != V_INT || v->i < 2)) {
+    pd_cmp_error(c, loc,
+                 "lines: 'test_every' must be an integer >= 2 (every test_every-th line of each "
+                 "file is a test line)");
+    return false;
+  }
+  return true;
+}
+
+/* The other readers' arguments, checked here too: an argument that is given must be of the
+ * kind the reader reads (the run time falls back to a default for any other); `none` for an
+ * optional one (position > 0) means its default. */
+static bool want_reader_arg(C *c, const char *reader, call_args *a, int i, const char *name,
+                            vkind want, const char *what) {
+  pd_loc loc;
+  value *v = pd_cmp_arg(a, i, name, &loc);
+  if (!v || v->k == want || (i > 0 && v->k == V_NONE)) return true;
+  pd_cmp_error(c, loc, "%s: '%s' must be %s, not %s", reader, name, what, pd_cmp_vkind_phrase(v));
+  return false;
+}
+
+static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
+  const char *r = sp->name;
+  pd_loc loc;
+  value *v;
+  if (strcmp(r, "text") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name")) return false;
+    if ((v = pd_cmp_arg(a, 1, "length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < 1)) {
+      pd_cmp_error(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
+      return false;
+    }
+  } else if (strcmp(r, "mnist") == 0 || strcmp(r, "fashion_mnist") == 0) {
+    if ((v = pd_cmp_arg(a, 0, "split", &loc)) &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
+      pd_cmp_error(c, loc, "%s: 'split' must be \"train\" or \"test\"", r);
+      return false;
+    }
+    if (!want_reader_arg(c, r, a, 1, "path", V_STR, "a folder name")) return false;
+  } else if (strcmp(r, "csv") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
+        !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
+        !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
+      return false;
+    if ((v = pd_cmp_arg(a, 2, "features", &loc)) && v->k != V_NONE) {
+      bool names = v->k == V_LIST && v->list.n <= 256;
+      for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
+      if (!names) {
+        pd_cmp_error(c, loc, "csv: 'features' must be a list of at most 256 column names");
+        return false;
+      }
+    }
+  } else if (strcmp(r, "npy") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
+        !want_reader_arg(c, r, a, 1, "label_path", V_STR, "a file name"))
+      return false;
+  }
+  return true;
+}
+
+value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
+  const struct spec *sp = NULL;
+  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
+    if (strcmp(specs[i].name, self->name) == 0) sp = &specs[i];
+  if (!sp) {
+    pd_cmp_error(c, a->loc, "internal: no spec for '%s'", self->name);
+    return VERR;
+  }
+  int np = 0;
+  while (np < 10 && sp->params[np]) np++;
+  if (!pd_cmp_check_args(c, a, np, sp->params)) return VERR;
+  value *r = pd_cmp_vnew(c, V_RECORD);
+  if (r == VERR) return r;
+  r->rec.name = self->name;
+  r->rec.loc = a->loc;
+  r->rec.keys = pd_cmp_calloc(c, sizeof *r->rec.keys * (size_t)(np ? np : 1));
+  r->rec.vals = pd_cmp_calloc(c, sizeof *r->rec.vals * (size_t)(np ? np : 1));
+  r->rec.locs = pd_cmp_calloc(c, sizeof *r->rec.locs * (size_t)(np ? np : 1));
+  if (!r->rec.keys || !r->rec.vals || !r->rec.locs) return VERR;
+  for (int i = 0; i < np; i++) {
+    pd_loc loc;
+    value *v = pd_cmp_arg(a, i, sp->params[i], &loc);
+    if (!v) {
+      if (i < sp->required) {
+        pd_cmp_error(c, a->loc, "%s needs argument '%s'", self->name, sp->params[i]);
+        return VERR;
+      }
+      continue;
+    }
+    if (v->k == V_TENSOR || v->k == V_ERROR) {
+      if (v->k == V_TENSOR)
+        pd_cmp_error(c, loc, "%s: '%s' must be a compile-time value, not a tensor", self->name,
+                     sp->params[i]);
+      return VERR;
+    }
+    r->rec.keys[r->rec.n] = sp->params[i];
+    r->rec.vals[r->rec.n] = v;
+    r->rec.locs[r->rec.n] = loc;
+    r->rec.n++;
+  }
+  if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
+    return VERR;
+  /* Initializer arguments are numbers. */
+  if (sp->required == 2 &&
+      (!pd_cmp_is_number(r->rec.vals[0]) || !pd_cmp_is_number(r->rec.vals[1]))) {
+    pd_cmp_error(c, a->loc, "%s needs two numbers", self->name);
+    return VERR;
+  }
+  return r;
+}
+
+/* ---- Actions ---- */
+
+static const pd_cval *to_cval(C *c, value *v) {
+  pd_cval *cv = pd_cmp_calloc(c, sizeof *cv);
+  if (!cv) return NULL;
+  switch (v->k) {
+  case V_NONE: cv->kind = PD_CVAL_NONE; break;
+  case V_BOOL: cv->kind = PD_CVAL_BOOL; cv->b = v->b; break;
+  case V_INT: cv->kind = PD_CVAL_INT; cv->i = v->i; break;
+  case V_FLOAT: cv->kind = PD_CVAL_FLOAT; cv->f = v->f; break;
+  case V_STR: cv->kind = PD_CVAL_STRING; cv->str = v->s; break;
+  case V_DTYPE: cv->kind = PD_CVAL_DTYPE; cv->dtype = v->dtype; break;
+  case V_TENSOR: cv->kind = PD_CVAL_TENSOR; cv->str = v->var->name; break;
+  case V_FUNC: cv->kind = PD_CVAL_FUNC; cv->str = v->fn.def->def.name->name.id; break;
+  case V_BUILTIN: cv->kind = PD_CVAL_FUNC; cv->str = v->bi->name; break;
+  case V_LIST:
+    cv->kind = PD_CVAL_LIST;
+    cv->n = v->list.n;
+    cv->items = pd_cmp_calloc(c, sizeof *cv->items * (size_t)(v->list.n ? v->list.n : 1));
+    if (!cv->items) return NULL;
+    for (int i = 0; i < v->list.n; i++)
+      if (!(cv->items[i] = to_cval(c, v->list.items[i]))) return NULL;
+    break;
+  case V_RECORD:
+    cv->kind = PD_CVAL_RECORD;
+    cv->str = v->rec.name;
+    cv->loc = v->rec.loc;
+    cv->n = v->rec.n;
+    cv->fields = pd_cmp_calloc(c, sizeof *cv->fields * (size_t)(v->rec.n ? v->rec.n : 1));
+    if (!cv->fields) return NULL;
+    for (int i = 0; i < v->rec.n; i++) {
+      cv->fields[i].key = v->rec.keys[i];
+      cv->fields[i].loc = v->rec.locs[i];
+      if (!(cv->fields[i].value = to_cval(c, v->rec.vals[i]))) return NULL;
+    }
+    break;
+  default: return NULL;
+  }
+  return cv;
+}
+
+static const struct action_spec {
+  const char *name;
+  pd_action_kind kind;
+  int min_pos, max_pos;     /* positional arguments */
+  const char *kw[10];       /* keyword options, NULL-terminated */
+} action_specs[] = {
+    {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}},
+    {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}},
+    {"load", PD_ACTION_LOAD, 1, 1, {NULL}},
+    {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}},
+    {"save", PD_ACTION_SAVE, 1, 64, {NULL}},
+    {"train",
+     PD_ACTION_TRAIN,
+     1,
+     1,
+     {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
+      NULL}},
+};
+
+static bool record_is(const value *v, const char *const *names) {
+  if (v->k != V_RECORD) return false;
+  for (int i = 0; names[i]; i++)
+    if (strcmp(v->rec.name, names[i]) == 0) return true;
+  return false;
+}
+
+static bool check_action(C *c, pd_action_kind kind, call_args *a) {
+  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
+                                        NULL};
+  static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "rmsprop",
+                                           "adagrad", NULL};
+  for (int i = 0; i < a->npos; i++)
+    if (a->pos[i]->k == V_ERROR) return false;
+  pd_loc rloc;
+  value *reader = pd_cmp_arg(a, -1, "reader", &rloc);
+  if (reader && !record_is(reader, readers)) {
+    pd_cmp_error(c, rloc,
+                 "%s: 'reader' must be a reader such as fashion_mnist(\"train\") or csv(path)",
+                 a->fname);
+    return false;
+  }
+  switch (kind) {
+  case PD_ACTION_TRAIN: {
+    if (!pd_cmp_want_tensor_arg(c, a->pos[0], a->pos_loc[0], "train", "cost")) return false;
+    pd_var_desc *v = a->pos[0]->var;
+    int64_t numel = 1;
+    for (int i = 0; i < v->ndims; i++) numel *= v->dims[i];
+    if (v->ndims < 0 || numel != 1 || (v->dtype != PD_FP32 && v->dtype != PD_FP64)) {
+      pd_cmp_error(c, a->pos_loc[0],
+                   "train needs a floating-point cost with one element (for example "
+                   "mean(...)), got %s %s",
+                   pd_dtype_name(v->dtype), pd_cmp_dims_str(c, v));
+      return false;
+    }
+    if (!reader) {
+      pd_cmp_error(c, a->loc, "train needs a reader, such as reader = fashion_mnist(\"train\")");
+      return false;
+    }
+    pd_loc oloc;
+    value *opt = pd_cmp_arg(a, -1, "optimizer", &oloc);
+    if (opt && !record_is(opt, optimizers)) {
+      pd_cmp_error(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...), adam(...), "
+                   "adamw(...), rmsprop(...) or adagrad(...)");
+      return false;
+    }
+    static const char *const ints[] = {"batch", "epochs", "seed", "log_every"};
+    for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
+      pd_loc l;
+      value *v2 = pd_cmp_arg(a, -1, ints[i], &l);
+      bool seed = strcmp(ints[i], "seed") == 0;
+      if (v2 && (v2->k != V_INT || v2->i < (seed ? 0 : 1))) {
+        pd_cmp_error(c, l, "train: '%s' must be a %s integer", ints[i],
+                     seed ? "non-negative" : "positive");
+        return false;
+      }
+    }
+    return true;
+  }
+  case PD_ACTION_EVAL:
+    for (int i = 0; i < a->npos; i++)
+      if (!pd_cmp_want_tensor_arg(c, a->pos[i], a->pos_loc[i], "eval", "metric")) return false;
+    return true;
+  case PD_ACTION_PRINT:
+    return true;
+  case PD_ACTION_SAVE:
+  case PD_ACTION_LOAD:
+    if (a->pos[0]->k != V_STR || !*a->pos[0]->s) {
+      pd_cmp_error(c, a->pos_loc[0], "%s needs a file path (a string) first", a->fname);
+      return false;
+    }
+    for (int i = 1; i < a->npos; i++)
+      if (!pd_cmp_want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, "target")) return false;
+    return true;
+  case PD_ACTION_ASSERT_CLOSE:
+    return pd_cmp_want_tensor_arg(c, a->pos[0], a->pos_loc[0], "assert_close", "actual");
+  }
+  return true;
+}
+
+value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
+  const struct action_spec *sp = NULL;
+  for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
+    if (strcmp(action_specs[i].name, self->name) == 0) sp = &action_specs[i];
+  if (!sp || !pd_cmp_check_args_kw(c, a, sp->max_pos, sp->kw, 0)) return VERR;
+  if (a->npos < sp->min_pos) {
+    pd_cmp_error(c, a->loc, "%s needs at least %d argument%s", self->name, sp->min_pos,
+                 sp->min_pos == 1 ? "" : "s");
+    return VERR;
+  }
+  if (!pd_cmp_in_global_block(c)) {
+    pd_cmp_error(c, a->loc,
+                 "'%s' runs the program, so it cannot be inside a block of the program (a "
+                 "tensor if or a loop)",
+                 self->name);
+    return VERR;
+  }
+  if (!check_action(c, sp->kind, a)) return VERR;
+  pd_unit *u = c->unit;
+  if (PD_GROW(u->actions, c->capactions, (size_t)u->nactions + 1)) {
+    c->oom = true;
+    return VERR;
+  }
+  pd_action *act = &u->actions[u->nactions];
+  memset(act, 0, sizeof *act);
+  act->kind = sp->kind;
+  act->loc = a->loc;
+  act->nargs = a->npos;
+  act->args = pd_cmp_calloc(c, sizeof *act->args * (size_t)(a->npos ? a->npos : 1));
+  act->nopts = a->nkw;
+  act->opts = pd_cmp_calloc(c, sizeof *act->opts * (size_t)(a->nkw ? a->nkw : 1));
+  if (!act->args || !act->opts) return VERR;
+  act->arg_text = pd_cmp_calloc(c, sizeof *act->arg_text * (size_t)(a->npos ? a->npos : 1));
+  if (!act->arg_text) return VERR;
+  act->arg_loc = pd_cmp_calloc(c, sizeof *act->arg_loc * (size_t)(a->npos ? a->npos : 1));
+  if (!act->arg_loc) return VERR;
+  for (int i = 0; i < a->npos; i++) {
+    if (!(act->args[i] = to_cval(c, a->pos[i]))) return VERR;
+    act->arg_loc[i] = a->pos_start ? a->pos_start[i] : a->pos_loc[i];
+    act->arg_text[i] = pd_cmp_arg_source_text(c, act->arg_loc[i]);
+  }
+  for (int k = 0; k < a->nkw; k++) {
+    act->opts[k].key = a->kw[k];
+    act->opts[k].loc = a->kw_loc ? a->kw_loc[k] : a->loc;
+    if (!(act->opts[k].value = to_cval(c, a->kwv[k]))) return VERR;
+  }
+  u->nactions++;
+  return VNONE;
+}

@@ -1,0 +1,30 @@
+/* builtins_int.h -- what the builtins' files (lang/builtins.c, lang/builtins_action.c) share:
+ * the argument helpers, defined once in builtins.c, and the builtin functions that the table in
+ * builtins.c names but another file defines. Internal to the compiler. */
+#ifndef PD_BUILTINS_INT_H
+#define PD_BUILTINS_INT_H
+
+#include "lang/compile_int.h"
+
+/* Positional argument i (i >= 0), or the keyword argument `name`; NULL when absent. *loc (when
+ * loc is not NULL) gets the argument's location, or the call's when absent. */
+value *pd_cmp_arg(call_args *a, int i, const char *name, pd_loc *loc);
+/* At most `npos` positional arguments; keywords among `names` (NULL-terminated). The first
+ * `named_pos` names are also positions, so a keyword may not repeat one given positionally.
+ * Reports the error and returns false otherwise. */
+bool pd_cmp_check_args_kw(C *c, call_args *a, int npos, const char *const *names, int named_pos);
+/* pd_cmp_check_args_kw with every positional argument named. */
+bool pd_cmp_check_args(C *c, call_args *a, int npos, const char *const *names);
+/* Argument i or `name`; reports its absence and returns VERR when it is missing. */
+value *pd_cmp_need(C *c, call_args *a, int i, const char *name);
+/* Whether v is a tensor; reports (unless v is already an error) and returns false otherwise. */
+bool pd_cmp_want_tensor_arg(C *c, value *v, pd_loc loc, const char *fname, const char *what);
+/* Whether the compiler is in the program's top-level block (actions and data live there). */
+bool pd_cmp_in_global_block(C *c);
+
+/* builtins_action.c: reader, optimizer and initializer specs (a record of the arguments) and the
+ * actions (recorded in the unit; run after compilation). */
+value *pd_cmp_b_record(C *c, const builtin *self, call_args *a);
+value *pd_cmp_b_action(C *c, const builtin *self, call_args *a);
+
+#endif /* PD_BUILTINS_INT_H */
