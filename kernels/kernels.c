@@ -88,6 +88,25 @@ pd_status pd_k_act_check(pd_k_act op, pd_dtype dt, int64_t n, const double *p) {
   return PD_OK;
 }
 
+/* ---- The checks of the optimizer updates (kernels_int.h) ---- */
+
+pd_status pd_k_opt_check(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p,
+                         const void *g, const void *const *s, void *p_out, void *const *s_out) {
+  if (!o || (unsigned)o->kind >= PD_K_OPT_COUNT_ || n < 0) return PD_EINVAL;
+  const double hyper[] = {o->lr, o->beta1, o->beta2, o->eps, o->decay, o->mu, o->rescale, o->l2,
+                          o->rho};
+  for (size_t i = 0; i < sizeof hyper / sizeof hyper[0]; i++)
+    if (!isfinite(hyper[i])) return PD_EINVAL;
+  int ns = pd_k_opt_nstates(o);
+  if (n > 0) {
+    if (!p || !g || !p_out || (ns > 0 && (!s || !s_out))) return PD_EINVAL;
+    for (int i = 0; i < ns; i++)
+      if (!s[i] || !s_out[i]) return PD_EINVAL;
+  }
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  return PD_OK;
+}
+
 /* ---- Shapes ---- */
 
 int64_t pd_k_numel(int nd, const int64_t *dims) {

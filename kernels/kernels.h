@@ -417,15 +417,53 @@ typedef pd_status pd_k_uniform_fn(pd_dtype dt, int64_t n, void *out, double low,
 typedef pd_status pd_k_gaussian_fn(pd_dtype dt, int64_t n, void *out, double mean, double std,
                                    pd_k_rng *rng);
 
-/* One Adam update of n elements (Fluid's adam, after the caller has folded the bias
- * corrections into lr_t and eps_t): in double precision,
- *   m1' = beta1 * m1 + (1 - beta1) * g;  m2' = beta2 * m2 + (1 - beta2) * g * g;
- *   p' = p - lr_t * m1' / (sqrt(m2') + eps_t).
- * Each output may be its own input (p_out == p, ...); no other overlap. fp32/fp64. */
-typedef pd_status pd_k_adam_fn(pd_dtype dt, int64_t n, const void *p, const void *g,
-                               const void *m1, const void *m2, double beta1, double beta2,
-                               double lr_t, double eps_t, void *p_out, void *m1_out,
-                               void *m2_out);
+/* ---- Optimizers: one update of n parameter elements, in double precision, for each kind
+ * (the ops of vm/ops/optim.c fold their attributes and scalar inputs into pd_k_opt):
+ *  - SGD:      p' = p - lr * g.
+ *  - MOMENTUM: g' = rescale * g + l2 * p;  v' = mu * v + g';
+ *              p' = p - lr * (nesterov ? g' + mu * v' : v').            s[0] = v
+ *  - ADAM:     m1' = beta1 * m1 + (1 - beta1) * g;  m2' = beta2 * m2 + (1 - beta2) * g * g;
+ *              p' = p * (1 - decay) - lr * m1' / (sqrt(m2') + eps)       s[0] = m1, s[1] = m2
+ *              (lr and eps with Adam's bias corrections folded in; decay is AdamW's decoupled
+ *              lr * coeff, 0 for Adam).
+ *  - RMSPROP:  ms' = rho * ms + (1 - rho) * g * g;  centered: mg' = rho * mg + (1 - rho) * g;
+ *              mom' = mu * mom + lr * g / sqrt(ms' + eps - (centered ? mg'^2 : 0));
+ *              p' = p - mom'.                               s[0] = ms, s[1] = mom, s[2] = mg
+ *  - ADAGRAD:  m' = m + g * g;  p' = p - lr * g / (sqrt(m') + eps).       s[0] = m
+ * s and s_out are host arrays of the kind's state buffers (unused entries ignored); each output
+ * may be its own input (p_out == p, s_out[i] == s[i]), no other overlap. fp32/fp64. ---- */
+typedef enum pd_k_opt_kind {
+  PD_K_OPT_SGD,
+  PD_K_OPT_MOMENTUM,
+  PD_K_OPT_ADAM,
+  PD_K_OPT_RMSPROP,
+  PD_K_OPT_ADAGRAD,
+  PD_K_OPT_COUNT_
+} pd_k_opt_kind;
+typedef struct pd_k_opt {
+  pd_k_opt_kind kind;
+  double lr;               /* every kind */
+  double beta1, beta2;     /* ADAM */
+  double eps;              /* ADAM, RMSPROP, ADAGRAD */
+  double decay;            /* ADAM: decoupled weight decay (p scaled by 1 - decay first) */
+  double mu;               /* MOMENTUM, RMSPROP: the momentum */
+  double rescale, l2;      /* MOMENTUM: gradient scale, L2 coefficient */
+  double rho;              /* RMSPROP: the decay of the mean square */
+  bool nesterov;           /* MOMENTUM */
+  bool centered;           /* RMSPROP */
+} pd_k_opt;
+/* How many state buffers o's kind reads and writes (RMSPROP: 3 when centered, else 2). */
+static inline int pd_k_opt_nstates(const pd_k_opt *o) {
+  switch (o->kind) {
+    case PD_K_OPT_MOMENTUM: case PD_K_OPT_ADAGRAD: return 1;
+    case PD_K_OPT_ADAM: return 2;
+    case PD_K_OPT_RMSPROP: return o->centered ? 3 : 2;
+    default: return 0;
+  }
+}
+typedef pd_status pd_k_opt_fn(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p,
+                              const void *g, const void *const *s, void *p_out,
+                              void *const *s_out);
 
 /* ---- Normalisation (batch_norm, layer_norm). fp32/fp64; statistics accumulate in double,
  * the variance in a second pass over (x - mean) (no cancellation). ---- */
@@ -533,7 +571,6 @@ typedef struct pd_k_backend {
   pd_k_scatter_add_rows_fn *scatter_add_rows;
   pd_k_uniform_fn *uniform;
   pd_k_gaussian_fn *gaussian;
-  pd_k_adam_fn *adam;
   pd_k_act_fn *act;
   pd_k_act_grad_fn *act_grad;
   pd_k_batch_norm_fn *batch_norm;
@@ -542,6 +579,7 @@ typedef struct pd_k_backend {
   pd_k_layer_norm_grad_fn *layer_norm_grad;
   pd_k_strided_copy_fn *strided_copy;
   pd_k_where_fn *where;
+  pd_k_opt_fn *opt;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

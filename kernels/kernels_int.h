@@ -56,6 +56,10 @@ pd_status pd_k_parts_check(pd_dtype dt, int nparts, const int64_t *sizes, int64_
 /* gather_rows / scatter_add_rows: fp32/fp64, [nrows, width] and [nids, width] sizes (the ids
  * themselves are the backend's to check: they may live on the device). */
 pd_status pd_k_rows_check(pd_dtype dt, int64_t nrows, int64_t width, int64_t nids);
+/* opt's check: a known kind, n >= 0, finite hyper-parameters, p, g, p_out and the kind's state
+ * buffers set when n > 0 (PD_EINVAL), then fp32/fp64 (PD_EUNSUPPORTED). */
+pd_status pd_k_opt_check(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p,
+                         const void *g, const void *const *s, void *p_out, void *const *s_out);
 /* strided_copy: a dtype of 1, 2, 4 or 8 bytes, 0 <= nd <= PD_K_MAX_DIMS, od >= 0 that fits,
  * sd >= 1, sstr >= 0 and off >= 0. */
 pd_status pd_k_strided_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *sd,

@@ -63,7 +63,7 @@
 PD_UNARY_(abs, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(accuracy, 0, accuracy, IN(ONE("Out"), ONE("Indices"), ONE("Label")),
       OUT(ONE("Accuracy"), ONE("Correct"), ONE("Total")), NONE)
-PD_OP(adagrad, FP_IN, optimizer,
+PD_OP(adagrad, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("Grad"), ONE("Moment"), ONE("LearningRate"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), ONE("MomentOut"), OPT("MasterParamOut")),
       ATTRS(FLOAT("epsilon", 1e-6), BOOL("multi_precision", false)))
@@ -76,7 +76,7 @@ PD_OP(adam, FP_IN | GPU, optimizer,
       ATTRS(FLOAT("beta1", 0.9), FLOAT("beta2", 0.999), FLOAT("epsilon", 1e-8),
             BOOL("lazy_mode", false), LONG("min_row_size_to_use_multithread", 1000),
             BOOL("multi_precision", false), BOOL("use_global_beta_pow", false)))
-PD_OP(adamw, FP_IN, optimizer,
+PD_OP(adamw, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("Grad"), ONE("LearningRate"), ONE("Moment1"), ONE("Moment2"),
          ONE("Beta1Pow"), ONE("Beta2Pow"), OPT("Beta1Tensor"), OPT("Beta2Tensor"),
          OPT("EpsilonTensor"), OPT("MasterParam"), OPT("SkipUpdate")),
@@ -189,7 +189,7 @@ PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), 
 PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
       IN(ONE("X"), ONE("Mask"), ONE("InTrue"), ONE("InFalse")), OUT(ONE("Out")),
       ATTRS(INT("level", 0)))
-PD_OP(momentum, FP_IN, optimizer,
+PD_OP(momentum, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("Grad"), ONE("Velocity"), ONE("LearningRate"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), ONE("VelocityOut"), OPT("MasterParamOut")),
       ATTRS(REQ(FLOAT, "mu"), BOOL("use_nesterov", false), STR("regularization_method", ""),
@@ -219,7 +219,7 @@ PD_UNARY_(relu, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_ACT_(relu6, FLOAT("threshold", 6.0))
 PD_OP(reshape2, DIFF, reshape2, IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")),
       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")))
-PD_OP(rmsprop, FP_IN, optimizer,
+PD_OP(rmsprop, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("MeanSquare"), ONE("Moment"), ONE("LearningRate"), ONE("Grad"),
          OPT("MeanGrad"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), ONE("MomentOut"), ONE("MeanSquareOut"), OPT("MeanGradOut"),
@@ -234,7 +234,7 @@ PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
             ENUM("pooltype", "AVERAGE", "SUM", "SQRT", "LAST", "FIRST", "MAX"),
             FLOAT("pad_value", 0.0)))
 PD_UNARY_(sequence_softmax, DIFF | FP_IN | SEQ_IN)
-PD_OP(sgd, FP_IN, optimizer,
+PD_OP(sgd, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("LearningRate"), ONE("Grad"), OPT("MasterParam")),
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
 PD_OP(shape, 0, shape, IN(ONE("Input")), OUT(ONE("Out")), NONE)

@@ -54,7 +54,6 @@ static const pd_k_backend cpu_backend = {
     .scatter_add_rows = pd_kcpu_scatter_add_rows,
     .uniform = pd_kcpu_uniform,
     .gaussian = pd_kcpu_gaussian,
-    .adam = pd_kcpu_adam,
     .act = pd_kcpu_act,
     .act_grad = pd_kcpu_act_grad,
     .batch_norm = pd_kcpu_batch_norm,
@@ -63,6 +62,7 @@ static const pd_k_backend cpu_backend = {
     .layer_norm_grad = pd_kcpu_layer_norm_grad,
     .strided_copy = pd_kcpu_strided_copy,
     .where = pd_kcpu_where,
+    .opt = pd_kcpu_opt,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -145,7 +145,7 @@ pd_k_gather_rows_fn pd_kcpu_gather_rows;
 pd_k_scatter_add_rows_fn pd_kcpu_scatter_add_rows;
 pd_k_uniform_fn pd_kcpu_uniform;
 pd_k_gaussian_fn pd_kcpu_gaussian;
-pd_k_adam_fn pd_kcpu_adam;
+pd_k_opt_fn pd_kcpu_opt;
 pd_k_act_fn pd_kcpu_act;            /* act.c */
 pd_k_act_grad_fn pd_kcpu_act_grad;
 pd_k_batch_norm_fn pd_kcpu_batch_norm;

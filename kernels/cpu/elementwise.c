@@ -7,9 +7,6 @@
 
 #include <string.h>
 #include <tgmath.h>
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
 
 /* One loop over a run of the innermost dim for out = EXPR(a, b), for the element type T of the
  * including context: p[0] = out (stride 1), p[1] = x, p[2] = y. Strides 0 and 1 get their own
@@ -55,13 +52,6 @@ typedef struct unary_job {
   void *out;                 /* result (out, dx) */
   double a, b;               /* scale: out = a * x + b */
 } unary_job;
-
-/* An Adam update split by pd_kcpu_parallel. */
-typedef struct adam_job {
-  const void *p, *g, *m1, *m2;
-  void *po, *m1o, *m2o;
-  double beta1, beta2, lr_t, eps_t;
-} adam_job;
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/elementwise_t.h"
 #include "kernels/cpu/each_type.h"
@@ -233,18 +223,4 @@ pd_status pd_kcpu_scale(pd_dtype dt, int64_t n, const void *x, double a, double 
     case PD_FP64: pd_kcpu_parallel(n, PD_KCPU_GRAIN, scale_range_f64, &job); return PD_OK;
     default: return PD_EUNSUPPORTED;
   }
-}
-
-pd_status pd_kcpu_adam(pd_dtype dt, int64_t n, const void *p, const void *g, const void *m1,
-                       const void *m2, double beta1, double beta2, double lr_t, double eps_t,
-                       void *p_out, void *m1_out, void *m2_out) {
-  if (n < 0) return PD_EINVAL;
-  adam_job job = {p, g, m1, m2, p_out, m1_out, m2_out, beta1, beta2, lr_t, eps_t};
-  /* A square root and a division per element: split sooner than a memory-bound loop. */
-  switch (dt) {
-    case PD_FP32: pd_kcpu_parallel(n, PD_KCPU_GRAIN_TRANSCENDENTAL, adam_range_f32, &job); break;
-    case PD_FP64: pd_kcpu_parallel(n, PD_KCPU_GRAIN_TRANSCENDENTAL, adam_range_f64, &job); break;
-    default: return PD_EUNSUPPORTED;
-  }
-  return PD_OK;
 }

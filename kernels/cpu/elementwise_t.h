@@ -141,41 +141,6 @@ static void TF(unary_grad_range)(void *vjob, int64_t b, int64_t e) {
 #undef UN_CASE_SCALAR
 #undef UN_CASE_FAST
 
-/* Adam on [b, e): the same double-precision arithmetic as Fluid's reference. The square root
- * and the division are done two at a time on x86-64 (_mm_sqrt_pd, _mm_div_pd: a call to sqrt,
- * which may set errno, keeps the compiler from vectorising the loop); the results are the same,
- * correctly rounded, either way. */
-static void TF(adam_range)(void *vjob, int64_t b, int64_t e) {
-  const adam_job *j = vjob;
-  const T *p = j->p, *g = j->g, *a = j->m1, *v = j->m2;
-  T *po = j->po, *ao = j->m1o, *vo = j->m2o;
-  const double b1 = j->beta1, b2 = j->beta2, lr = j->lr_t, eps = j->eps_t;
-  int64_t i = b;
-#ifdef __SSE2__
-  for (; i + 2 <= e; i += 2) {
-    double g0 = g[i], g1 = g[i + 1];
-    double a0 = b1 * a[i] + (1 - b1) * g0, a1 = b1 * a[i + 1] + (1 - b1) * g1;
-    double v0 = b2 * v[i] + (1 - b2) * g0 * g0, v1 = b2 * v[i + 1] + (1 - b2) * g1 * g1;
-    /* m1' / (sqrt(m2') + eps) for both lanes: the same IEEE operations as the scalar loop. */
-    __m128d den = _mm_add_pd(_mm_sqrt_pd(_mm_set_pd(v1, v0)), _mm_set1_pd(eps));
-    double q[2];
-    _mm_storeu_pd(q, _mm_div_pd(_mm_set_pd(a1, a0), den));
-    ao[i] = (T)a0;
-    ao[i + 1] = (T)a1;
-    vo[i] = (T)v0;
-    vo[i + 1] = (T)v1;
-    po[i] = (T)(p[i] - lr * q[0]);
-    po[i + 1] = (T)(p[i + 1] - lr * q[1]);
-  }
-#endif
-  for (; i < e; i++) {
-    double gi = g[i], mom1 = b1 * a[i] + (1 - b1) * gi, mom2 = b2 * v[i] + (1 - b2) * gi * gi;
-    ao[i] = (T)mom1;
-    vo[i] = (T)mom2;
-    po[i] = (T)(p[i] - lr * (mom1 / (sqrt(mom2) + eps)));
-  }
-}
-
 static void TF(scale_range)(void *vjob, int64_t b, int64_t e) {
   const unary_job *job = vjob;
   const T *x = (const T *)job->x + b;

@@ -195,7 +195,7 @@ pd_k_gather_rows_fn pd_kcu_gather_rows;
 pd_k_scatter_add_rows_fn pd_kcu_scatter_add_rows;
 pd_k_uniform_fn pd_kcu_uniform;
 pd_k_gaussian_fn pd_kcu_gaussian;
-pd_k_adam_fn pd_kcu_adam;
+pd_k_opt_fn pd_kcu_opt;
 pd_k_act_fn pd_kcu_act;            /* act.cu */
 pd_k_act_grad_fn pd_kcu_act_grad;
 pd_k_batch_norm_fn pd_kcu_batch_norm;

@@ -497,7 +497,6 @@ static const pd_k_backend cuda_backend = {
     .scatter_add_rows = entry<pd_kcu_scatter_add_rows>::call,
     .uniform = entry<pd_kcu_uniform>::call,
     .gaussian = entry<pd_kcu_gaussian>::call,
-    .adam = entry<pd_kcu_adam>::call,
     .act = entry<pd_kcu_act>::call,
     .act_grad = entry<pd_kcu_act_grad>::call,
     .batch_norm = entry<pd_kcu_batch_norm>::call,
@@ -506,6 +505,7 @@ static const pd_k_backend cuda_backend = {
     .layer_norm_grad = entry<pd_kcu_layer_norm_grad>::call,
     .strided_copy = entry<pd_kcu_strided_copy>::call,
     .where = entry<pd_kcu_where>::call,
+    .opt = entry<pd_kcu_opt>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

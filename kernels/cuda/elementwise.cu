@@ -384,36 +384,3 @@ pd_status pd_kcu_cast(pd_dtype src_dt, const void *src, pd_dtype dst_dt, void *d
     default: return cast_from<double>(src, dst_dt, dst, n);
   }
 }
-
-/* ---- Adam, in double precision as the CPU's. ---- */
-
-template <typename T>
-__global__ void adam_kernel(int64_t n, const T *p, const T *g, const T *a, const T *v, double b1,
-                            double b2, double lr, double eps, T *po, T *ao, T *vo) {
-  PD_KCU_LOOP(i, n) {
-    double gi = g[i], mom1 = b1 * a[i] + (1 - b1) * gi, mom2 = b2 * v[i] + (1 - b2) * gi * gi;
-    double pi = p[i];
-    ao[i] = (T)mom1;
-    vo[i] = (T)mom2;
-    po[i] = (T)(pi - lr * (mom1 / (sqrt(mom2) + eps)));
-  }
-}
-
-pd_status pd_kcu_adam(pd_dtype dt, int64_t n, const void *p, const void *g, const void *m1,
-                      const void *m2, double beta1, double beta2, double lr_t, double eps_t,
-                      void *p_out, void *m1_out, void *m2_out) {
-  if (n < 0) return PD_EINVAL;
-  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
-  if (n == 0) return PD_OK;
-  unsigned nb = pd_kcu_blocks(n);
-  if (dt == PD_FP32)
-    adam_kernel<float><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(
-        n, (const float *)p, (const float *)g, (const float *)m1, (const float *)m2, beta1, beta2,
-        lr_t, eps_t, (float *)p_out, (float *)m1_out, (float *)m2_out);
-  else
-    adam_kernel<double><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(
-        n, (const double *)p, (const double *)g, (const double *)m1, (const double *)m2, beta1,
-        beta2, lr_t, eps_t, (double *)p_out, (double *)m1_out, (double *)m2_out);
-  PD_KCU_LAUNCHED("adam kernel");
-  return PD_OK;
-}

@@ -120,143 +120,86 @@ static pd_status opt_begin(const pd_exec_ctx *ctx, const pd_tensor **param,
   return PD_OK;
 }
 
-/* sgd: ParamOut = Param - LearningRate * Grad. */
-pd_status pd_kernel_sgd(pd_exec_ctx *ctx) {
+/* The update itself, on the backend (ctx->k->opt, which kernels.h describes): Param and Grad, the
+ * kind's state inputs s[] and the outputs ParamOut and so[] (already sized), pointers read
+ * before the outputs were resized (an output may be its own input). */
+static pd_status opt_run(const pd_exec_ctx *ctx, const pd_k_opt *o, pd_dtype dt, int64_t n,
+                         const void *p, const void *g, const void *const *s, pd_tensor *pout,
+                         pd_tensor *const *so) {
+  void *sod[3] = {NULL, NULL, NULL};
+  for (int i = 0; i < pd_k_opt_nstates(o); i++) sod[i] = pd_tensor_data(so[i]);
+  return pd_ctx_check(ctx, ctx->k->opt(dt, n, o, p, g, s, pd_tensor_data(pout), sod),
+                      "the update");
+}
+
+/* The states of an optimizer: input slot in[i] (shaped like Param) and its output out[i],
+ * resized like it; the outputs must be distinct vars. */
+typedef struct opt_states {
+  int n;
+  const pd_tensor *in[3];
+  pd_tensor *out[3];
+  const void *data[3];
+} opt_states;
+
+static pd_status states_begin(const pd_exec_ctx *ctx, const pd_tensor *param,
+                              const char *const *ins, opt_states *st) {
+  pd_status r;
+  for (int i = 0; i < st->n; i++) {
+    if ((r = like_param(ctx, ins[i], param, &st->in[i]))) return r;
+    st->data[i] = pd_tensor_data(st->in[i]);
+  }
+  return PD_OK;
+}
+
+static pd_status states_out(const pd_exec_ctx *ctx, const pd_tensor *param, pd_tensor **pout,
+                            const char *const *outs, opt_states *st) {
+  pd_status r;
+  if ((r = update_out(ctx, "ParamOut", param, pout))) return r;
+  for (int i = 0; i < st->n; i++)
+    if ((r = update_out(ctx, outs[i], st->in[i], &st->out[i]))) return r;
+  for (int i = 0; i < st->n; i++)
+    for (int k = -1; k < i; k++)
+      if (st->out[i] == (k < 0 ? *pout : st->out[k]))
+        return pd_ctx_fail(ctx, PD_EINVAL, "%s and %s must be distinct vars",
+                           k < 0 ? "ParamOut" : outs[k], outs[i]);
+  return PD_OK;
+}
+
+/* One optimizer with nstates states named ins/outs: read, size, update. */
+static pd_status opt_simple(pd_exec_ctx *ctx, pd_k_opt *o, const char *const *ins,
+                            const char *const *outs) {
   const pd_tensor *param, *grad;
   pd_tensor *pout;
-  double lr;
+  opt_states sts = {.n = pd_k_opt_nstates(o)};
   pd_status st;
-  if ((st = opt_begin(ctx, &param, &grad, &lr))) return st;
+  if ((st = opt_begin(ctx, &param, &grad, &o->lr)) ||
+      (st = states_begin(ctx, param, ins, &sts)))
+    return st;
   const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad);
   int64_t n = pd_tensor_numel(param);
-  if ((st = update_out(ctx, "ParamOut", param, &pout))) return st;
-  FLOAT_SWITCH(param->dtype, {
-    const T *p = pd, *g = gd;
-    T *o = (T *)pd_tensor_data(pout);
-    for (int64_t i = 0; i < n; i++) o[i] = (T)(p[i] - lr * g[i]);
-  });
-  return PD_OK;
+  pd_dtype dt = param->dtype;
+  if ((st = states_out(ctx, param, &pout, outs, &sts))) return st;
+  return opt_run(ctx, o, dt, n, pd, gd, sts.data, pout, sts.out);
+}
+
+/* sgd: ParamOut = Param - LearningRate * Grad. */
+pd_status pd_kernel_sgd(pd_exec_ctx *ctx) {
+  pd_k_opt o = {.kind = PD_K_OPT_SGD};
+  return opt_simple(ctx, &o, NULL, NULL);
 }
 
 /* momentum (Fluid): g = Grad * rescale_grad (+ regularization_coeff * Param with l2_decay);
  * VelocityOut = mu * Velocity + g; ParamOut = Param - lr * VelocityOut, or with use_nesterov
  * Param - lr * (g + mu * VelocityOut). */
 pd_status pd_kernel_momentum(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *vel;
-  pd_tensor *pout, *vout;
-  double lr;
-  pd_status st;
-  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
-      (st = like_param(ctx, "Velocity", param, &vel)))
-    return st;
-  double mu = pd_ctx_attr_float(ctx, "mu"), rescale = pd_ctx_attr_float(ctx, "rescale_grad");
-  double l2 = strcmp(pd_ctx_attr_str(ctx, "regularization_method"), "l2_decay") == 0
-                  ? pd_ctx_attr_float(ctx, "regularization_coeff")
-                  : 0.0;
-  bool nesterov = pd_ctx_attr_bool(ctx, "use_nesterov");
-  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *vd = pd_tensor_data(vel);
-  int64_t n = pd_tensor_numel(param);
-  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
-      (st = update_out(ctx, "VelocityOut", vel, &vout)))
-    return st;
-  if (pout == vout) return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut and VelocityOut are one var");
-  FLOAT_SWITCH(param->dtype, {
-    const T *p = pd, *g = gd, *v = vd;
-    T *po = (T *)pd_tensor_data(pout), *vo = (T *)pd_tensor_data(vout);
-    for (int64_t i = 0; i < n; i++) {
-      double pi = p[i], gi = (double)g[i] * rescale + l2 * pi;
-      double vn = (double)v[i] * mu + gi;
-      vo[i] = (T)vn;
-      po[i] = (T)(pi - lr * (nesterov ? gi + vn * mu : vn));
-    }
-  });
-  return PD_OK;
-}
-
-/* adam (Fluid): lr_t = lr * sqrt(1 - beta2_pow) / (1 - beta1_pow); m1 = b1 m1 + (1 - b1) g;
- * m2 = b2 m2 + (1 - b2) g^2; p -= lr_t * m1 / (sqrt(m2) + epsilon * sqrt(1 - beta2_pow));
- * Beta1PowOut = beta1_pow * b1, Beta2PowOut likewise (unless use_global_beta_pow). Beta1Tensor,
- * Beta2Tensor, EpsilonTensor override the attributes; a true SkipUpdate copies the inputs to
- * the outputs unchanged. */
-pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *m1, *m2, *b1p, *b2p, *t;
-  pd_tensor *pout, *m1o, *m2o, *b1o = NULL, *b2o = NULL;
-  double lr, beta1 = pd_ctx_attr_float(ctx, "beta1"), beta2 = pd_ctx_attr_float(ctx, "beta2"),
-             eps = pd_ctx_attr_float(ctx, "epsilon"), bp1, bp2;
-  pd_status st;
-  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
-      (st = like_param(ctx, "Moment1", param, &m1)) ||
-      (st = like_param(ctx, "Moment2", param, &m2)) ||
-      (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
-      (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) ||
-      (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
-      (st = scalar_in(ctx, "Beta2Pow", b2p, &bp2)) || (st = want_float(ctx, "Beta1Pow", b1p)) ||
-      (st = want_float(ctx, "Beta2Pow", b2p)))
-    return st;
-  if ((t = in_if_set(ctx, "Beta1Tensor", 0)) && (st = scalar_in(ctx, "Beta1Tensor", t, &beta1)))
-    return st;
-  if ((t = in_if_set(ctx, "Beta2Tensor", 0)) && (st = scalar_in(ctx, "Beta2Tensor", t, &beta2)))
-    return st;
-  if ((t = in_if_set(ctx, "EpsilonTensor", 0)) && (st = scalar_in(ctx, "EpsilonTensor", t, &eps)))
-    return st;
-  double skip = 0;
-  if ((t = in_if_set(ctx, "SkipUpdate", 0)) && (st = scalar_in(ctx, "SkipUpdate", t, &skip)))
-    return st;
-  bool global_pow = pd_ctx_attr_bool(ctx, "use_global_beta_pow");
-  if (skip != 0) {
-    static const char *const pairs[][2] = {{"Param", "ParamOut"}, {"Moment1", "Moment1Out"},
-                                           {"Moment2", "Moment2Out"}, {"Beta1Pow", "Beta1PowOut"},
-                                           {"Beta2Pow", "Beta2PowOut"}};
-    for (size_t i = 0; i < PD_ARRAY_LEN(pairs) && !st; i++)
-      st = copy_var(ctx, pd_ctx_in_var(ctx, pairs[i][0], 0), pairs[i][0],
-                    pd_ctx_out_var(ctx, pairs[i][1], 0), pairs[i][1]);
-    return st;
-  }
-  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *m1d = pd_tensor_data(m1),
-             *m2d = pd_tensor_data(m2);
-  int64_t n = pd_tensor_numel(param);
-  pd_dtype b1dt = b1p->dtype, b2dt = b2p->dtype;
-  int b1nd = b1p->ndims, b2nd = b2p->ndims;
-  int64_t b1dims[MAXD], b2dims[MAXD];
-  memcpy(b1dims, b1p->dims, sizeof(int64_t) * (size_t)b1nd);
-  memcpy(b2dims, b2p->dims, sizeof(int64_t) * (size_t)b2nd);
-  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
-      (st = update_out(ctx, "Moment1Out", m1, &m1o)) ||
-      (st = update_out(ctx, "Moment2Out", m2, &m2o)))
-    return st;
-  if (pout == m1o || pout == m2o || m1o == m2o)
-    return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut, Moment1Out and Moment2Out must be distinct vars");
-  if (!global_pow && ((st = out_at(ctx, "Beta1PowOut", 0, true, &b1o)) ||
-                      (st = out_at(ctx, "Beta2PowOut", 0, true, &b2o))))
-    return st;
-  double lr_t = lr * sqrt(1 - bp2) / (1 - bp1), eps_t = eps * sqrt(1 - bp2);
-  if (ctx->k->adam) {  /* the backend's: split across threads */
-    if ((st = pd_ctx_check(ctx, ctx->k->adam(param->dtype, n, pd, gd, m1d, m2d, beta1, beta2,
-                                             lr_t, eps_t, pd_tensor_data(pout),
-                                             pd_tensor_data(m1o), pd_tensor_data(m2o)),
-                           "adam")))
-      return st;
-  } else FLOAT_SWITCH(param->dtype, {
-    const T *p = pd, *g = gd, *a = m1d, *b = m2d;
-    T *po = (T *)pd_tensor_data(pout), *ao = (T *)pd_tensor_data(m1o),
-      *bo = (T *)pd_tensor_data(m2o);
-    for (int64_t i = 0; i < n; i++) {
-      double gi = g[i], mom1 = beta1 * a[i] + (1 - beta1) * gi,
-             mom2 = beta2 * b[i] + (1 - beta2) * gi * gi;
-      ao[i] = (T)mom1;
-      bo[i] = (T)mom2;
-      po[i] = (T)(p[i] - lr_t * (mom1 / (sqrt(mom2) + eps_t)));
-    }
-  });
-  if (global_pow) return PD_OK;
-  if ((st = resize(ctx, b1o, b1dt, b1nd, b1dims, NULL)) ||
-      (st = resize(ctx, b2o, b2dt, b2nd, b2dims, NULL)))
-    return st;
-  if (b1dt == PD_FP32) PD_TENSOR_F32(b1o)[0] = (float)(bp1 * beta1);
-  else PD_TENSOR_F64(b1o)[0] = bp1 * beta1;
-  if (b2dt == PD_FP32) PD_TENSOR_F32(b2o)[0] = (float)(bp2 * beta2);
-  else PD_TENSOR_F64(b2o)[0] = bp2 * beta2;
-  return PD_OK;
+  static const char *const ins[] = {"Velocity"}, *const outs[] = {"VelocityOut"};
+  pd_k_opt o = {.kind = PD_K_OPT_MOMENTUM,
+                .mu = pd_ctx_attr_float(ctx, "mu"),
+                .rescale = pd_ctx_attr_float(ctx, "rescale_grad"),
+                .nesterov = pd_ctx_attr_bool(ctx, "use_nesterov")};
+  if (strcmp(pd_ctx_attr_str(ctx, "regularization_method"), "l2_decay") == 0)
+    o.l2 = pd_ctx_attr_float(ctx, "regularization_coeff");
+  return opt_simple(ctx, &o, ins, outs);
 }
 
 /* The beta pow accumulators' next values, bp * beta (in their own dtype and shape). */
@@ -270,20 +213,24 @@ static pd_status next_pow(const pd_exec_ctx *ctx, const char *slot, pd_dtype dt,
   return PD_OK;
 }
 
-/* adamw (Fluid): adam's update with decoupled weight decay. With lr' = lr * lr_ratio and
- * c = coeff when with_decay (else 0): p -= lr' * c * p, then adam's step with lr' (from the
- * moments of the undecayed gradient): p -= lr' * sqrt(1 - beta2_pow) / (1 - beta1_pow) * m1 /
- * (sqrt(m2) + epsilon * sqrt(1 - beta2_pow)). Beta1Tensor, Beta2Tensor, EpsilonTensor,
- * SkipUpdate and use_global_beta_pow as adam's. */
-pd_status pd_kernel_adamw(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *m1, *m2, *b1p, *b2p, *t;
-  pd_tensor *pout, *m1o, *m2o;
+/* adam and adamw (Fluid): lr_t = lr' * sqrt(1 - beta2_pow) / (1 - beta1_pow); m1 = b1 m1 +
+ * (1 - b1) g; m2 = b2 m2 + (1 - b2) g^2; p -= lr_t * m1 / (sqrt(m2) + epsilon * sqrt(1 -
+ * beta2_pow)); Beta1PowOut = beta1_pow * b1, Beta2PowOut likewise (unless use_global_beta_pow).
+ * Beta1Tensor, Beta2Tensor, EpsilonTensor override the attributes; a true SkipUpdate copies the
+ * inputs to the outputs unchanged. adamw first decays the parameter, decoupled from the
+ * gradient's moments: with lr' = lr * lr_ratio and c = coeff when with_decay (else 0),
+ * p -= lr' * c * p; adam has lr' = lr and c = 0. */
+static pd_status adam_like(pd_exec_ctx *ctx, bool adamw) {
+  static const char *const ins[] = {"Moment1", "Moment2"},
+                           *const outs[] = {"Moment1Out", "Moment2Out"};
+  const pd_tensor *param, *grad, *b1p, *b2p, *t;
+  pd_tensor *pout;
+  opt_states sts = {.n = 2};
   double lr, beta1 = pd_ctx_attr_float(ctx, "beta1"), beta2 = pd_ctx_attr_float(ctx, "beta2"),
              eps = pd_ctx_attr_float(ctx, "epsilon"), bp1, bp2, skip = 0;
   pd_status st;
   if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
-      (st = like_param(ctx, "Moment1", param, &m1)) ||
-      (st = like_param(ctx, "Moment2", param, &m2)) ||
+      (st = states_begin(ctx, param, ins, &sts)) ||
       (st = in_at(ctx, "Beta1Pow", 0, true, &b1p)) ||
       (st = scalar_in(ctx, "Beta1Pow", b1p, &bp1)) ||
       (st = in_at(ctx, "Beta2Pow", 0, true, &b2p)) ||
@@ -305,113 +252,51 @@ pd_status pd_kernel_adamw(pd_exec_ctx *ctx) {
                     pd_ctx_out_var(ctx, pairs[i][1], 0), pairs[i][1]);
     return st;
   }
-  lr *= pd_ctx_attr_float(ctx, "lr_ratio");
-  double coeff = pd_ctx_attr_bool(ctx, "with_decay") ? pd_ctx_attr_float(ctx, "coeff") : 0.0;
-  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *m1d = pd_tensor_data(m1),
-             *m2d = pd_tensor_data(m2);
+  double coeff = 0;
+  if (adamw) {
+    lr *= pd_ctx_attr_float(ctx, "lr_ratio");
+    if (pd_ctx_attr_bool(ctx, "with_decay")) coeff = pd_ctx_attr_float(ctx, "coeff");
+  }
+  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad);
   int64_t n = pd_tensor_numel(param);
-  pd_dtype b1dt = b1p->dtype, b2dt = b2p->dtype;
+  pd_dtype dt = param->dtype, b1dt = b1p->dtype, b2dt = b2p->dtype;
   int b1nd = b1p->ndims, b2nd = b2p->ndims;
   int64_t b1dims[MAXD], b2dims[MAXD];
   memcpy(b1dims, b1p->dims, sizeof(int64_t) * (size_t)b1nd);
   memcpy(b2dims, b2p->dims, sizeof(int64_t) * (size_t)b2nd);
-  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
-      (st = update_out(ctx, "Moment1Out", m1, &m1o)) ||
-      (st = update_out(ctx, "Moment2Out", m2, &m2o)))
-    return st;
-  if (pout == m1o || pout == m2o || m1o == m2o)
-    return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut, Moment1Out and Moment2Out must be distinct vars");
-  double lr_t = lr * sqrt(1 - bp2) / (1 - bp1), eps_t = eps * sqrt(1 - bp2);
-  FLOAT_SWITCH(param->dtype, {
-    const T *p = pd, *g = gd, *a = m1d, *b = m2d;
-    T *po = (T *)pd_tensor_data(pout), *ao = (T *)pd_tensor_data(m1o),
-      *bo = (T *)pd_tensor_data(m2o);
-    for (int64_t i = 0; i < n; i++) {
-      double gi = g[i], pi = p[i], mom1 = beta1 * a[i] + (1 - beta1) * gi,
-             mom2 = beta2 * b[i] + (1 - beta2) * gi * gi;
-      ao[i] = (T)mom1;
-      bo[i] = (T)mom2;
-      pi -= lr * coeff * pi;
-      po[i] = (T)(pi - lr_t * (mom1 / (sqrt(mom2) + eps_t)));
-    }
-  });
+  if ((st = states_out(ctx, param, &pout, outs, &sts))) return st;
+  pd_k_opt o = {.kind = PD_K_OPT_ADAM,
+                .lr = lr * sqrt(1 - bp2) / (1 - bp1),
+                .beta1 = beta1,
+                .beta2 = beta2,
+                .eps = eps * sqrt(1 - bp2),
+                .decay = lr * coeff};
+  if ((st = opt_run(ctx, &o, dt, n, pd, gd, sts.data, pout, sts.out))) return st;
   if (pd_ctx_attr_bool(ctx, "use_global_beta_pow")) return PD_OK;
   if ((st = next_pow(ctx, "Beta1PowOut", b1dt, b1nd, b1dims, bp1 * beta1))) return st;
   return next_pow(ctx, "Beta2PowOut", b2dt, b2nd, b2dims, bp2 * beta2);
 }
 
+pd_status pd_kernel_adam(pd_exec_ctx *ctx) { return adam_like(ctx, false); }
+pd_status pd_kernel_adamw(pd_exec_ctx *ctx) { return adam_like(ctx, true); }
+
 /* rmsprop (Fluid): ms = decay * ms + (1 - decay) * g^2; centered: mg = decay * mg +
  * (1 - decay) * g and mom = momentum * mom + lr * g / sqrt(ms - mg^2 + epsilon), else
  * mom = momentum * mom + lr * g / sqrt(ms + epsilon); p -= mom. */
 pd_status pd_kernel_rmsprop(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *ms, *mom, *mg = NULL;
-  pd_tensor *pout, *mso, *momo, *mgo = NULL;
-  double lr;
-  pd_status st;
-  bool centered = pd_ctx_attr_bool(ctx, "centered");
-  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
-      (st = like_param(ctx, "MeanSquare", param, &ms)) ||
-      (st = like_param(ctx, "Moment", param, &mom)) ||
-      (centered && (st = like_param(ctx, "MeanGrad", param, &mg))))
-    return st;
-  double eps = pd_ctx_attr_float(ctx, "epsilon"), rho = pd_ctx_attr_float(ctx, "decay"),
-         mu = pd_ctx_attr_float(ctx, "momentum");
-  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *msd = pd_tensor_data(ms),
-             *momd = pd_tensor_data(mom), *mgd = mg ? pd_tensor_data(mg) : NULL;
-  int64_t n = pd_tensor_numel(param);
-  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
-      (st = update_out(ctx, "MeanSquareOut", ms, &mso)) ||
-      (st = update_out(ctx, "MomentOut", mom, &momo)) ||
-      (centered && (st = update_out(ctx, "MeanGradOut", mg, &mgo))))
-    return st;
-  if (pout == mso || pout == momo || mso == momo ||
-      (mgo && (mgo == pout || mgo == mso || mgo == momo)))
-    return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut, MeanSquareOut, MomentOut and MeanGradOut must "
-                       "be distinct vars");
-  FLOAT_SWITCH(param->dtype, {
-    const T *p = pd, *g = gd, *s = msd, *m = momd, *a = mgd;
-    T *po = (T *)pd_tensor_data(pout), *so = (T *)pd_tensor_data(mso),
-      *mo = (T *)pd_tensor_data(momo), *ao = mgo ? (T *)pd_tensor_data(mgo) : NULL;
-    for (int64_t i = 0; i < n; i++) {
-      double gi = g[i], s2 = rho * s[i] + (1 - rho) * gi * gi, den = s2 + eps;
-      if (centered) {
-        double a2 = rho * a[i] + (1 - rho) * gi;
-        ao[i] = (T)a2;
-        den -= a2 * a2;
-      }
-      double m2 = mu * m[i] + lr * gi / sqrt(den);
-      so[i] = (T)s2;
-      mo[i] = (T)m2;
-      po[i] = (T)(p[i] - m2);
-    }
-  });
-  return PD_OK;
+  static const char *const ins[] = {"MeanSquare", "Moment", "MeanGrad"},
+                           *const outs[] = {"MeanSquareOut", "MomentOut", "MeanGradOut"};
+  pd_k_opt o = {.kind = PD_K_OPT_RMSPROP,
+                .eps = pd_ctx_attr_float(ctx, "epsilon"),
+                .rho = pd_ctx_attr_float(ctx, "decay"),
+                .mu = pd_ctx_attr_float(ctx, "momentum"),
+                .centered = pd_ctx_attr_bool(ctx, "centered")};
+  return opt_simple(ctx, &o, ins, outs);
 }
 
 /* adagrad (Fluid): moment += g^2; p -= lr * g / (sqrt(moment) + epsilon). */
 pd_status pd_kernel_adagrad(pd_exec_ctx *ctx) {
-  const pd_tensor *param, *grad, *mom;
-  pd_tensor *pout, *momo;
-  double lr;
-  pd_status st;
-  if ((st = opt_begin(ctx, &param, &grad, &lr)) ||
-      (st = like_param(ctx, "Moment", param, &mom)))
-    return st;
-  double eps = pd_ctx_attr_float(ctx, "epsilon");
-  const void *pd = pd_tensor_data(param), *gd = pd_tensor_data(grad), *md = pd_tensor_data(mom);
-  int64_t n = pd_tensor_numel(param);
-  if ((st = update_out(ctx, "ParamOut", param, &pout)) ||
-      (st = update_out(ctx, "MomentOut", mom, &momo)))
-    return st;
-  if (pout == momo) return pd_ctx_fail(ctx, PD_EINVAL, "ParamOut and MomentOut are one var");
-  FLOAT_SWITCH(param->dtype, {
-    const T *p = pd, *g = gd, *m = md;
-    T *po = (T *)pd_tensor_data(pout), *mo = (T *)pd_tensor_data(momo);
-    for (int64_t i = 0; i < n; i++) {
-      double gi = g[i], m2 = m[i] + gi * gi;
-      mo[i] = (T)m2;
-      po[i] = (T)(p[i] - lr * gi / (sqrt(m2) + eps));
-    }
-  });
-  return PD_OK;
+  static const char *const ins[] = {"Moment"}, *const outs[] = {"MomentOut"};
+  pd_k_opt o = {.kind = PD_K_OPT_ADAGRAD, .eps = pd_ctx_attr_float(ctx, "epsilon")};
+  return opt_simple(ctx, &o, ins, outs);
 }

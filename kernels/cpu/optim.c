@@ -1,0 +1,43 @@
+/* optim.c -- the CPU backend's optimizer updates (opt: sgd, momentum, adam/adamw, rmsprop,
+ * adagrad; kernels.h says the arithmetic), split across the thread pool; the typed loops come
+ * from optim_t.h. */
+#include "config.h"
+#include "kernels/cpu/cpu.h"
+#include "kernels/kernels_int.h"
+
+#include <math.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
+/* An optimizer update split by pd_kcpu_parallel. */
+typedef struct opt_job {
+  pd_k_opt o;
+  const void *p, *g, *s[3];
+  void *po, *so[3];
+} opt_job;
+
+#define T float
+#define TN f32
+#include "kernels/cpu/optim_t.h"
+#define T double
+#define TN f64
+#include "kernels/cpu/optim_t.h"
+
+pd_status pd_kcpu_opt(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p, const void *g,
+                      const void *const *s, void *p_out, void *const *s_out) {
+  pd_status st = pd_k_opt_check(dt, n, o, p, g, s, p_out, s_out);
+  if (st) return st;
+  opt_job job = {.o = *o, .p = p, .g = g, .po = p_out};
+  for (int i = 0; i < pd_k_opt_nstates(o); i++) {
+    job.s[i] = s[i];
+    job.so[i] = s_out[i];
+  }
+  /* sgd and momentum are memory-bound; the others take a square root and a division per
+   * element and split sooner. */
+  int64_t grain = o->kind == PD_K_OPT_SGD || o->kind == PD_K_OPT_MOMENTUM
+                      ? PD_KCPU_GRAIN
+                      : PD_KCPU_GRAIN_TRANSCENDENTAL;
+  pd_kcpu_parallel(n, grain, dt == PD_FP32 ? opt_range_f32 : opt_range_f64, &job);
+  return PD_OK;
+}

@@ -1,0 +1,97 @@
+/* optim_t.h -- template of the optimizer loops of optim.c for one float type; included by
+ * optim.c (which defines opt_job) with T (float or double) and TN (its suffix). Defines
+ * TF(opt_range). Arithmetic in double, as kernels.h says and the CUDA backend
+ * (kernels/cuda/optim.cu) does, expression for expression. */
+
+/* Adam on [b, e): the square root and the division are done two at a time on x86-64
+ * (_mm_sqrt_pd, _mm_div_pd: a call to sqrt, which may set errno, keeps the compiler from
+ * vectorising the loop); the results are the same, correctly rounded, either way. */
+static void TF(adam_range)(const opt_job *j, int64_t b, int64_t e) {
+  const T *p = j->p, *g = j->g, *a = j->s[0], *v = j->s[1];
+  T *po = j->po, *ao = j->so[0], *vo = j->so[1];
+  const double b1 = j->o.beta1, b2 = j->o.beta2, lr = j->o.lr, eps = j->o.eps,
+               keep = 1 - j->o.decay;
+  int64_t i = b;
+#ifdef __SSE2__
+  for (; i + 2 <= e; i += 2) {
+    double g0 = g[i], g1 = g[i + 1];
+    double a0 = b1 * a[i] + (1 - b1) * g0, a1 = b1 * a[i + 1] + (1 - b1) * g1;
+    double v0 = b2 * v[i] + (1 - b2) * g0 * g0, v1 = b2 * v[i + 1] + (1 - b2) * g1 * g1;
+    /* m1' / (sqrt(m2') + eps) for both lanes: the same IEEE operations as the scalar loop. */
+    __m128d den = _mm_add_pd(_mm_sqrt_pd(_mm_set_pd(v1, v0)), _mm_set1_pd(eps));
+    double q[2];
+    _mm_storeu_pd(q, _mm_div_pd(_mm_set_pd(a1, a0), den));
+    double p0 = (double)p[i] * keep, p1 = (double)p[i + 1] * keep;
+    ao[i] = (T)a0;
+    ao[i + 1] = (T)a1;
+    vo[i] = (T)v0;
+    vo[i + 1] = (T)v1;
+    po[i] = (T)(p0 - lr * q[0]);
+    po[i + 1] = (T)(p1 - lr * q[1]);
+  }
+#endif
+  for (; i < e; i++) {
+    double gi = g[i], mom1 = b1 * a[i] + (1 - b1) * gi, mom2 = b2 * v[i] + (1 - b2) * gi * gi;
+    ao[i] = (T)mom1;
+    vo[i] = (T)mom2;
+    po[i] = (T)((double)p[i] * keep - lr * (mom1 / (sqrt(mom2) + eps)));
+  }
+}
+
+static void TF(opt_range)(void *vjob, int64_t b, int64_t e) {
+  const opt_job *j = vjob;
+  const pd_k_opt *o = &j->o;
+  const T *p = j->p, *g = j->g;
+  T *po = j->po;
+  const double lr = o->lr;
+  switch (o->kind) {
+    case PD_K_OPT_SGD:
+      for (int64_t i = b; i < e; i++) po[i] = (T)((double)p[i] - lr * (double)g[i]);
+      break;
+    case PD_K_OPT_MOMENTUM: {
+      const T *v = j->s[0];
+      T *vo = j->so[0];
+      const double mu = o->mu, rescale = o->rescale, l2 = o->l2;
+      for (int64_t i = b; i < e; i++) {
+        double pi = p[i], gi = (double)g[i] * rescale + l2 * pi, vn = (double)v[i] * mu + gi;
+        vo[i] = (T)vn;
+        po[i] = (T)(pi - lr * (o->nesterov ? gi + vn * mu : vn));
+      }
+      break;
+    }
+    case PD_K_OPT_ADAM: TF(adam_range)(j, b, e); break;
+    case PD_K_OPT_RMSPROP: {
+      const T *s = j->s[0], *m = j->s[1], *a = j->s[2];
+      T *so = j->so[0], *mo = j->so[1], *ao = j->so[2];
+      const double rho = o->rho, mu = o->mu, eps = o->eps;
+      for (int64_t i = b; i < e; i++) {
+        double gi = g[i], s2 = rho * s[i] + (1 - rho) * gi * gi, den = s2 + eps;
+        if (o->centered) {
+          double a2 = rho * a[i] + (1 - rho) * gi;
+          ao[i] = (T)a2;
+          den -= a2 * a2;
+        }
+        double m2 = mu * m[i] + lr * gi / sqrt(den);
+        so[i] = (T)s2;
+        mo[i] = (T)m2;
+        po[i] = (T)(p[i] - m2);
+      }
+      break;
+    }
+    case PD_K_OPT_ADAGRAD: {
+      const T *m = j->s[0];
+      T *mo = j->so[0];
+      const double eps = o->eps;
+      for (int64_t i = b; i < e; i++) {
+        double gi = g[i], m2 = m[i] + gi * gi;
+        mo[i] = (T)m2;
+        po[i] = (T)(p[i] - lr * gi / (sqrt(m2) + eps));
+      }
+      break;
+    }
+    case PD_K_OPT_COUNT_: break;
+  }
+}
+
+#undef T
+#undef TN
