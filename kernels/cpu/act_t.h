@@ -9,6 +9,10 @@
 #define ACT_INV_SQRT_2PI 0.39894228040143267794
 #define ACT_GELU_C 0.044715
 
+/* c ? a : b of two values already loaded: a loop over it has no conditional load and
+ * vectorises (a ternary on d[j] is a branch per element, mispredicted half the time). */
+static inline T TF(sel)(int c, T a, T b) { return c ? a : b; }
+
 /* o[j] = e^a[j], tanh a[j] and 1 / (1 + e^-a[j]) for j < n (o may be a): fastmath.h's vector
  * code for fp32, libm for fp64 (the gradient checks). */
 static void TF(map_exp)(const T *a, T *o, int64_t n) {
@@ -140,12 +144,12 @@ static void TF(act_grad_range)(void *vjob, int64_t b, int64_t e) {
                              ((T)1 + (T)(3 * ACT_GELU_C) * x[j] * x[j]));
         break;
       case PD_K_LEAKY_RELU:
-        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = x[j] > 0 ? d[j] : p0 * d[j];
+        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = TF(sel)(x[j] > 0, d[j], p0 * d[j]);
         break;
       case PD_K_ELU: /* alpha e^x below 0 */
         PD_SIMD for (int64_t j = 0; j < n; j++) t[j] = x[j] > 0 ? (T)0 : x[j];
         TF(map_exp)(t, t, n);
-        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = x[j] > 0 ? d[j] : d[j] * p0 * t[j];
+        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = TF(sel)(x[j] > 0, d[j], d[j] * p0 * t[j]);
         break;
       case PD_K_SWISH: /* s + beta x s (1 - s), s = sigmoid(beta x) */
         PD_SIMD for (int64_t j = 0; j < n; j++) t[j] = p0 * x[j];
@@ -156,15 +160,15 @@ static void TF(act_grad_range)(void *vjob, int64_t b, int64_t e) {
       case PD_K_SOFTPLUS: /* sigmoid(beta x), 1 above the threshold */
         PD_SIMD for (int64_t j = 0; j < n; j++) t[j] = p0 * x[j];
         TF(map_sigmoid)(t, t, n);
-        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = p0 * x[j] > p1 ? d[j] : d[j] * t[j];
+        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = TF(sel)(p0 * x[j] > p1, d[j], d[j] * t[j]);
         break;
       case PD_K_RELU6:
-        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = x[j] > 0 && x[j] < p0 ? d[j] : (T)0;
+        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = TF(sel)((x[j] > 0) & (x[j] < p0), d[j], (T)0);
         break;
       case PD_K_HARD_SWISH:
         PD_SIMD for (int64_t j = 0; j < n; j++) {
           T v = x[j] + p2;
-          o[j] = v <= 0 ? (T)0 : d[j] * (v < p0 ? ((T)2 * x[j] + p2) / p1 : p0 / p1);
+          o[j] = TF(sel)(v <= 0, (T)0, d[j] * TF(sel)(v < p0, ((T)2 * x[j] + p2) / p1, p0 / p1));
         }
         break;
       case PD_K_LOG_SIGMOID: /* sigmoid(-x) */

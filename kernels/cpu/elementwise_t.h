@@ -117,6 +117,12 @@ static void TF(unary_range)(void *vjob, int64_t b, int64_t e) {
 
 /* dx = dout * f'(x); y is the forward output f(x). x or y is NULL when the op does not read
  * it (checked by the caller), so each case touches only what it reads. */
+/* relu's and abs's gradients select dout by the sign of y or x. Written as functions of both
+ * loaded values, so that the loop has no conditional load and vectorises (as a ternary on d[j]
+ * it was a branch per element, mispredicted half the time: 30x slower than relu itself). */
+static inline T TF(relu_dx)(T y, T d) { return y > 0 ? d : (T)0; }
+static inline T TF(abs_dx)(T x, T d) { return x > 0 ? d : x < 0 ? -d : (T)0; }
+
 static void TF(unary_grad_range)(void *vjob, int64_t b, int64_t e) {
   const unary_job *job = vjob;
   const T *x = job->x ? (const T *)job->x + b : NULL;
@@ -125,14 +131,14 @@ static void TF(unary_grad_range)(void *vjob, int64_t b, int64_t e) {
   T *o = (T *)job->out + b;
   int64_t n = e - b;
   switch (job->op) {
-    UN_CASE(PD_K_RELU, y[j] > 0 ? d[j] : (T)0)
+    UN_CASE(PD_K_RELU, TF(relu_dx)(y[j], d[j]))
     UN_CASE(PD_K_SIGMOID, d[j] * y[j] * ((T)1 - y[j]))
     UN_CASE(PD_K_TANH, d[j] * ((T)1 - y[j] * y[j]))
     UN_CASE(PD_K_EXP, d[j] * y[j])
     UN_CASE(PD_K_LOG, d[j] / x[j])
     UN_CASE(PD_K_SQRT, d[j] * (T)0.5 / y[j])
     UN_CASE(PD_K_SQUARE, d[j] * (T)2 * x[j])
-    UN_CASE(PD_K_ABS, x[j] > 0 ? d[j] : x[j] < 0 ? -d[j] : (T)0)
+    UN_CASE(PD_K_ABS, TF(abs_dx)(x[j], d[j]))
     case PD_K_UNOP_COUNT_: break;
   }
 }
