@@ -371,8 +371,70 @@ static void test_layer_norm(void) {
   rt_free(&r);
 }
 
+/* The CPU backend's wide cases, against the formulas: batch_norm over [n, c, 1] with more
+ * channels than kernels/cpu/norm.c sums together in one block (256), forward and backward, and
+ * layer_norm's parameter gradients over more columns than one block. */
+static void test_wide(void) {
+  enum { N = 5, C = 300 };
+  static double x[N * C], dy[N * C], sc[C], bi[C], rm[C], rv[C], y[N * C], mu[C], rr[C], mo[C],
+      vo[C], gy[N * C], ms[C], ss[C], mo2[C], vo2[C], dx[N * C], dsc[C], dbi[C];
+  fill_rand(x, N * C, 21);
+  fill_rand(dy, N * C, 22);
+  fill_rand(sc, C, 23);
+  fill_rand(bi, C, 24);
+  for (int i = 0; i < C; i++) rm[i] = 0.1 * i / C, rv[i] = 1 + 0.01 * i;
+  bn_ref(N, C, 1, x, sc, bi, rm, rv, false, 0.9, 1e-5, y, mu, rr, mo, vo);
+  const pd_k_backend *k = pd_k_cpu();
+  memcpy(mo2, rm, sizeof mo2);
+  memcpy(vo2, rv, sizeof vo2);
+  bool okf = k->batch_norm(PD_FP64, N, C, 1, x, sc, bi, mo2, vo2, false, 0.9, 1e-5, gy, mo2, vo2,
+                           ms, ss) == PD_OK;
+  double err = 0;
+  for (int i = 0; okf && i < N * C; i++) err = fmax(err, fabs(gy[i] - y[i]));
+  for (int i = 0; okf && i < C; i++)
+    err = fmax(err, fmax(fabs(ms[i] - mu[i]), fmax(fabs(ss[i] - rr[i]),
+                                                   fmax(fabs(mo2[i] - mo[i]), fabs(vo2[i] - vo[i])))));
+  ok(okf && err < 1e-12, "batch_norm NC [5, 300]: Y and the statistics (max error %g)", err);
+  /* Backward, from the formula: xhat = (x - mu) r, dbias = sum dy, dscale = sum dy xhat,
+   * dx = scale r (dy - (dbias + xhat dscale) / n). */
+  bool okb = k->batch_norm_grad(PD_FP64, N, C, 1, x, sc, ms, ss, false, dy, dx, dsc, dbi) == PD_OK;
+  err = 0;
+  for (int ch = 0; okb && ch < C; ch++) {
+    double b = 0, g = 0;
+    for (int i = 0; i < N; i++) {
+      b += dy[i * C + ch];
+      g += dy[i * C + ch] * (x[i * C + ch] - mu[ch]) * rr[ch];
+    }
+    err = fmax(err, fmax(fabs(dbi[ch] - b), fabs(dsc[ch] - g)));
+    for (int i = 0; i < N; i++) {
+      double xh = (x[i * C + ch] - mu[ch]) * rr[ch];
+      double want = sc[ch] * rr[ch] * (dy[i * C + ch] - (b + xh * g) / N);
+      err = fmax(err, fabs(dx[i * C + ch] - want));
+    }
+  }
+  ok(okb && err < 1e-12, "batch_norm_grad NC [5, 300]: dX, dScale, dBias (max error %g)", err);
+  /* layer_norm over rows of 300: dscale and dbias are column sums. */
+  double lm[N], lv[N];
+  bool okl = k->layer_norm(PD_FP64, N, C, x, sc, bi, 1e-5, gy, lm, lv) == PD_OK &&
+             k->layer_norm_grad(PD_FP64, N, C, x, sc, lm, lv, 1e-5, dy, dx, dsc, dbi) == PD_OK;
+  err = 0;
+  for (int col = 0; okl && col < C; col++) {
+    double b = 0, g = 0;
+    for (int i = 0; i < N; i++) {
+      double m = 0, v = 0;
+      for (int q = 0; q < C; q++) m += x[i * C + q] / C;
+      for (int q = 0; q < C; q++) v += (x[i * C + q] - m) * (x[i * C + q] - m) / C;
+      b += dy[i * C + col];
+      g += dy[i * C + col] * (x[i * C + col] - m) / sqrt(v + 1e-5);
+    }
+    err = fmax(err, fmax(fabs(dbi[col] - b), fabs(dsc[col] - g)));
+  }
+  ok(okl && err < 1e-12, "layer_norm_grad [5, 300]: dScale, dBias (max error %g)", err);
+}
+
 int main(void) {
   test_batch_norm();
+  test_wide();
   test_layer_norm();
   return tap_done();
 }
