@@ -2,9 +2,11 @@
  * the same models in PyTorch measured in the same run (bench/torch_train.py) when it is
  * installed. Not a test.
  *
- * Models (those of examples/train.pd and examples/cnn.pd): the MLP 784-256-10 (ReLU) at batch
- * 64 and 256, and LeNet (conv 6@5x5 pad 2, max pool 2, conv 16@5x5, max pool 2, fc 120, fc 84,
- * fc 10; ReLU) at batch 64; softmax cross entropy, Adam (lr 0.001), shuffled every epoch.
+ * Models (those of examples/train.pd, examples/cnn.pd and examples/resnet.pd): the MLP
+ * 784-256-10 (ReLU) at batch 64 and 256, LeNet (conv 6@5x5 pad 2, max pool 2, conv 16@5x5, max
+ * pool 2, fc 120, fc 84, fc 10; ReLU) at batch 64, and the residual network with batch norm of
+ * examples/resnet.pd (without its dropout) at batch 64; softmax cross entropy, Adam (lr 0.001),
+ * shuffled every epoch.
  *
  * pdlang side: the first samples of Fashion-MNIST's training set (synthetic images when the
  * data set is not installed) are written to .npy files in a temporary folder; a .pd script per
@@ -15,7 +17,8 @@
  * PyTorch side: torch_train.py reads the same .npy files and trains the same models with the
  * same batch, the same number of epochs and torch.set_num_threads(the threads pdlang uses).
  *
- * Usage: bench/bench_train [measured epochs, default 5] [mlp64|mlp256|cnn64: only that model]
+ * Usage: bench/bench_train [measured epochs, default 5] [mlp64|mlp256|cnn64|res64: only that
+ * model]
  * Environment: PDLANG_BENCH_PYTHON  the Python that has torch (default: python3);
  *              PDLANG_BENCH_TORCH   path of torch_train.py (default: beside this source file);
  *              PDLANG_BENCH_NO_TORCH=1  skip PyTorch.
@@ -60,10 +63,36 @@ static const char cnn_body[] =
     "y     = fc(h2, 10)\n"
     "cost  = mean(softmax_with_cross_entropy(y, label))\n";
 
+static const char res_body[] =
+    "def conv_bn(x, filters, size, stride = 1, act = none) {\n"
+    "    let padding = 0\n"
+    "    if (size == 3) {\n"
+    "        padding = 1\n"
+    "    }\n"
+    "    return batch_norm(conv(x, filters, size, stride = stride, padding = padding,\n"
+    "                           bias = false), act = act)\n"
+    "}\n"
+    "def res_block(x, filters, stride = 1) {\n"
+    "    h = conv_bn(x, filters, 3, stride = stride, act = relu)\n"
+    "    h = conv_bn(h, filters, 3)\n"
+    "    s = x\n"
+    "    if (stride != 1 or x.shape[1] != filters) {\n"
+    "        s = conv_bn(x, filters, 1, stride = stride)\n"
+    "    }\n"
+    "    return relu(h + s)\n"
+    "}\n"
+    "x     = data(\"images\", [-1, 1, 28, 28])\n"
+    "label = data(\"label\", [-1, 1], int64)\n"
+    "h     = res_block(res_block(res_block(conv_bn(x, 16, 3, act = relu), 16), 32, stride = 2),\n"
+    "                  64, stride = 2)\n"
+    "y     = fc(avg_pool(h, 7), 10)\n"
+    "cost  = mean(softmax_with_cross_entropy(y, label))\n";
+
 static const model models[] = {
     {"mlp64", "MLP 784-256-10, batch 64", mlp_body, 64, 12800},
     {"mlp256", "MLP 784-256-10, batch 256", mlp_body, 256, 12800},
     {"cnn64", "LeNet CNN, batch 64", cnn_body, 64, 3200},
+    {"res64", "residual CNN + BN, batch 64", res_body, 64, 1280},
 };
 #define NMODELS (int)(sizeof models / sizeof models[0])
 

@@ -12,14 +12,18 @@ bench_bench_train_LDADD = libpdlang-internal.la $(PD_LIBS)
 noinst_PROGRAMS += bench/bench_rnn
 bench_bench_rnn_SOURCES = bench/bench_rnn.c
 bench_bench_rnn_LDADD = libpdlang-internal.la $(PD_LIBS)
-EXTRA_DIST += bench/torch_train.py bench/torch_conv.py bench/torch_rnn.py bench/bench_rnn.sh \
+noinst_PROGRAMS += bench/bench_norm
+bench_bench_norm_SOURCES = bench/bench_norm.c
+bench_bench_norm_LDADD = libpdlang-internal.la $(PD_LIBS)
+EXTRA_DIST += bench/torch_resnet.py bench/torch_train.py bench/torch_conv.py bench/torch_rnn.py bench/bench_rnn.sh \
 	bench/README
 
 bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_kernels$(EXEEXT)
 	./bench/bench_exec$(EXEEXT)
+	./bench/bench_norm$(EXEEXT)
 	./bench/bench_train$(EXEEXT)
 	$(SHELL) $(srcdir)/bench/bench_rnn.sh ./pdlang$(EXEEXT)
 	./bench/bench_rnn$(EXEEXT) mem
-bench: bench/bench_train$(EXEEXT) bench/bench_rnn$(EXEEXT) pdlang$(EXEEXT)
+bench: bench/bench_train$(EXEEXT) bench/bench_rnn$(EXEEXT) bench/bench_norm$(EXEEXT) pdlang$(EXEEXT)
 .PHONY: bench

@@ -5,8 +5,9 @@
 warm-up epoch).
 
 bench_train runs it; by hand:
-    python3 bench/torch_train.py --data DIR --epochs 5 --threads 2 [--only mlp64|mlp256|cnn64]
-where DIR holds x12800.npy/y12800.npy and x3200.npy/y3200.npy (bench_train writes them).
+    python3 bench/torch_train.py --data DIR --epochs 5 --threads 2 [--only mlp64|...|res64]
+where DIR holds x12800.npy/y12800.npy, x3200.npy/y3200.npy and x1280.npy/y1280.npy
+(bench_train writes them).
 Prints "PyTorch not installed" when `import torch` fails. Installing it: see bench/README."""
 import argparse
 import statistics
@@ -26,10 +27,30 @@ MODELS = {  # key: (kind, batch, samples per epoch), as in bench_train.c
     "mlp64": ("mlp", 64, 12800),
     "mlp256": ("mlp", 256, 12800),
     "cnn64": ("cnn", 64, 3200),
+    "res64": ("res", 64, 1280),
 }
 
 
+def conv_bn(cin, cout, size, stride=1, act=True):
+    layers = [nn.Conv2d(cin, cout, size, stride=stride, padding=1 if size == 3 else 0, bias=False),
+              nn.BatchNorm2d(cout, eps=1e-5, momentum=0.1)]
+    return nn.Sequential(*layers, nn.ReLU()) if act else nn.Sequential(*layers)
+
+
+class Block(nn.Module):  # examples/resnet.pd's res_block
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.f = nn.Sequential(conv_bn(cin, cout, 3, stride), conv_bn(cout, cout, 3, act=False))
+        self.s = conv_bn(cin, cout, 1, stride, act=False) if stride != 1 or cin != cout else None
+
+    def forward(self, x):
+        return F.relu(self.f(x) + (self.s(x) if self.s is not None else x))
+
+
 def make(kind):
+    if kind == "res":
+        return nn.Sequential(conv_bn(1, 16, 3), Block(16, 16), Block(16, 32, 2), Block(32, 64, 2),
+                             nn.AvgPool2d(7), nn.Flatten(), nn.Linear(64, 10))
     if kind == "mlp":
         return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
     return nn.Sequential(
@@ -42,7 +63,7 @@ def bench(key, data, epochs):
     kind, batch, n = MODELS[key]
     x = torch.from_numpy(np.load(f"{data}/x{n}.npy"))
     y = torch.from_numpy(np.load(f"{data}/y{n}.npy"))
-    if kind == "cnn":
+    if kind in ("cnn", "res"):
         x = x.view(-1, 1, 28, 28)
     torch.manual_seed(1)
     model = make(kind)
