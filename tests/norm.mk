@@ -31,3 +31,8 @@ EXTRA_DIST += $(PD_NORM_RUN_TESTS) tests/run/batch_norm.sh \
 	tests/golden/run/batch_norm_bad_scale.err \
 	tests/golden/run/layer_norm_values.out \
 	tests/golden/run/layer_norm_bad_axis.err
+
+#   tests/run/resnet.sh: examples/resnet.pd (residual blocks, batch norm, dropout) in a short form
+#     learns, and its saved model classifies a batch of one image (running statistics).
+TESTS += tests/run/resnet.sh
+EXTRA_DIST += tests/run/resnet.sh
