@@ -552,9 +552,13 @@ symtab *pd_cmp_scope_push(C *c, scope_kind kind, symtab *parent) {
 }
 
 binding *pd_cmp_lookup_local(symtab *s, const char *name) {
-  for (binding *b = s->first; b; b = b->next)
-    if (strcmp(b->name, name) == 0) return b;
-  return NULL;
+  pd_strmap_entry *e = pd_strmap_find(&s->index, name);
+  return e ? e->val.p : NULL;
+}
+
+void pd_cmp_scopes_free(C *c) {
+  for (symtab *s = c->newest_scope; s; s = s->pushed_before) pd_strmap_free(&s->index);
+  c->newest_scope = NULL;
 }
 
 /* Find a name through the enclosing scopes (a function body sees its defining scope). */
@@ -576,8 +580,13 @@ binding *pd_cmp_bind_local(C *c, symtab *s, const char *name, value *v, pd_loc l
     return b;
   }
   b = pd_cmp_calloc(c, sizeof *b);
-  if (!b) return NULL;
-  b->name = pd_cmp_strdup(c, name);
+  if (!b || !(b->name = pd_cmp_strdup(c, name))) return NULL;
+  pd_strmap_entry *e = pd_strmap_add(&s->index, b->name, NULL);
+  if (!e) {
+    c->oom = true;
+    return NULL;
+  }
+  e->val.p = b;
   b->v = v;
   b->loc = loc;
   if (s->last) s->last->next = b;
@@ -586,9 +595,16 @@ binding *pd_cmp_bind_local(C *c, symtab *s, const char *name, value *v, pd_loc l
   return b;
 }
 
+static bool append_name(C *c, const char ***arr, int *n, int *cap, const char *name);
+
 bool pd_cmp_push_name(C *c, const char ***arr, int *n, int *cap, const char *name) {
   for (int i = 0; i < *n; i++)
     if (strcmp((*arr)[i], name) == 0) return true;
+  return append_name(c, arr, n, cap, name);
+}
+
+/* pd_cmp_push_name for a name known not to be in *arr. */
+static bool append_name(C *c, const char ***arr, int *n, int *cap, const char *name) {
   if (*n == *cap) {
     int ncap = *cap ? *cap * 2 : 8;
     const char **na = pd_cmp_calloc(c, sizeof *na * (size_t)ncap);
@@ -673,9 +689,9 @@ void pd_cmp_assign_name(C *c, const char *name, value *v, pd_loc loc, bool is_le
     }
     if (t->kind == SC_FUNC) break;
   }
-  if (!b) {
+  if (!b) {  /* new to every table up to the function's: not in s->news yet */
     if (pd_cmp_bind_local(c, s, name, v, loc))
-      pd_cmp_push_name(c, &s->news, &s->nnews, &s->capnews, name);
+      append_name(c, &s->news, &s->nnews, &s->capnews, name);
     adopt_name(c, v, name);
     return;
   }
@@ -692,8 +708,10 @@ void pd_cmp_assign_name(C *c, const char *name, value *v, pd_loc loc, bool is_le
     adopt_name(c, v, name);
     return;
   }
-  if (pd_cmp_bind_local(c, cf, name, v, loc))
-    pd_cmp_push_name(c, &cf->writes, &cf->nwrites, &cf->capwrites, name);
+  /* The first write in cf records the name (a binding of cf's own means it was recorded). */
+  bool first = !pd_cmp_lookup_local(cf, name);
+  if (pd_cmp_bind_local(c, cf, name, v, loc) && first)
+    append_name(c, &cf->writes, &cf->nwrites, &cf->capwrites, name);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1042,6 +1060,7 @@ done:
   priv->sources = c.sources;
   priv->nsources = c.nsources;
   pd_free(c.importing);
+  pd_cmp_scopes_free(&c);
   pd_strmap_free(&c.counters);
   pd_strmap_free(&c.modules);
   if (st) {

@@ -108,7 +108,9 @@ typedef struct cflow cflow;
 struct symtab {
   symtab *parent;
   scope_kind kind;
-  binding *first, *last;    /* in insertion order; small tables, linear search */
+  binding *first, *last;    /* in insertion order */
+  pd_strmap index;          /* name -> binding (keys borrowed from the bindings, in the arena);
+                             * its table is freed with the compiler (pd_cmp_scopes_free) */
   cflow *cf;                /* SC_BRANCH, SC_LOOP: the construct being lowered */
   struct inline_call *call; /* SC_FUNC: the call being inlined */
   /* Names this scope created by plain assignment that no enclosing scope had (candidates for an
@@ -230,6 +232,8 @@ bool pd_cmp_name_taken(C *c, const char *name);
 /* A new symbol table under parent, made the current one; NULL on out of memory. */
 symtab *pd_cmp_scope_push(C *c, scope_kind kind, symtab *parent);
 binding *pd_cmp_lookup_local(symtab *s, const char *name);
+/* Free every symbol table's index (the tables themselves live in the arena). */
+void pd_cmp_scopes_free(C *c);
 /* Find a name through the enclosing scopes (a function body sees its defining scope); *where
  * (may be NULL) receives the table that holds it. */
 binding *pd_cmp_lookup(symtab *s, const char *name, symtab **where);

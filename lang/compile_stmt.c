@@ -9,23 +9,63 @@
 /* ------------------------------------------------------------------------------------------ */
 /* Control flow.                                                                               */
 
-/* Names a block's statements assign at its own level (not in nested blocks), for deciding which
- * names every branch of an if defines. */
-static bool block_assigns(const pd_ast_node *block, const char *name) {
-  if (!block) return false;
+/* The names a block's statements assign at its own level (not in nested blocks), for deciding
+ * which names every branch of an if defines: added to *set (keys borrowed from the AST). A
+ * nested if defines a name when all of its branches, else included, do. False on out of
+ * memory. */
+static bool assigned_names(const pd_ast_node *block, pd_strmap *set) {
+  if (!block) return true;
   for (size_t i = 0; i < block->block.stmts.len; i++) {
     const pd_ast_node *s = block->block.stmts.items[i];
     if (s->kind == PD_AST_ASSIGN)
       for (size_t k = 0; k < s->assign.targets.len; k++)
-        if (strcmp(s->assign.targets.items[k]->name.id, name) == 0) return true;
-    if (s->kind == PD_AST_IF) { /* a nested if defines it if all of its branches do */
-      bool all = s->if_.else_block != NULL;
-      for (size_t k = 0; all && k < s->if_.branches.len; k++)
-        all = block_assigns(s->if_.branches.items[k]->branch.body, name);
-      if (all && block_assigns(s->if_.else_block, name)) return true;
+        if (!pd_strmap_add(set, s->assign.targets.items[k]->name.id, NULL)) return false;
+    if (s->kind == PD_AST_IF && s->if_.else_block) {
+      /* The intersection of the arms' sets: the first arm's, less what another arm lacks. */
+      pd_strmap all = {0}, arm = {0};
+      bool ok = assigned_names(s->if_.branches.items[0]->branch.body, &all);
+      for (size_t k = 1; ok && k <= s->if_.branches.len; k++) {
+        const pd_ast_node *body = k < s->if_.branches.len ? s->if_.branches.items[k]->branch.body
+                                                         : s->if_.else_block;
+        ok = assigned_names(body, &arm);
+        for (size_t e = 0; ok && e < all.cap; e++)
+          if (all.slots[e].key && !pd_strmap_find(&arm, all.slots[e].key))
+            all.slots[e].val.i = -1; /* marked: not in every arm */
+        pd_strmap_free(&arm);
+      }
+      for (size_t e = 0; ok && e < all.cap; e++)
+        if (all.slots[e].key && all.slots[e].val.i == 0)
+          ok = pd_strmap_add(set, all.slots[e].key, NULL) != NULL;
+      pd_strmap_free(&all);
+      if (!ok) return false;
     }
   }
-  return false;
+  return true;
+}
+
+/* The sets of names each arm of an if assigns: sets[k] for branch k, sets[nb] for the else (empty
+ * when there is none). NULL on out of memory (reported). Free with arm_sets_free. */
+static pd_strmap *arm_sets(C *c, const pd_ast_node *ifn) {
+  size_t nb = ifn->if_.branches.len;
+  pd_strmap *sets = pd_calloc(nb + 1, sizeof *sets);
+  bool ok = sets != NULL;
+  for (size_t k = 0; ok && k <= nb; k++)
+    ok = assigned_names(k < nb ? ifn->if_.branches.items[k]->branch.body : ifn->if_.else_block,
+                        &sets[k]);
+  if (!ok) {
+    c->oom = true;
+    if (sets)
+      for (size_t k = 0; k <= nb; k++) pd_strmap_free(&sets[k]);
+    pd_free(sets);
+    return NULL;
+  }
+  return sets;
+}
+
+static void arm_sets_free(const pd_ast_node *ifn, pd_strmap *sets) {
+  if (!sets) return;
+  for (size_t k = 0; k <= ifn->if_.branches.len; k++) pd_strmap_free(&sets[k]);
+  pd_free(sets);
 }
 
 /* Open a construct's sub-block and its scope. */
@@ -82,15 +122,17 @@ static void compile_branch_body(C *c, const pd_ast_node *ifn, size_t idx) {
   else if (idx > ifn->if_.branches.len) compile_if_chain(c, ifn, idx - ifn->if_.branches.len);
 }
 
-/* Does the arm `idx` (branch index, or len for else) assign name at its own level? */
-static bool arm_assigns(const pd_ast_node *ifn, size_t idx, const char *name) {
+/* Does the arm `idx` (branch index, or len for else) assign name at its own level? sets from
+ * arm_sets. */
+static bool arm_assigns(const pd_ast_node *ifn, const pd_strmap *sets, size_t idx,
+                        const char *name) {
   size_t nb = ifn->if_.branches.len;
-  if (idx < nb) return block_assigns(ifn->if_.branches.items[idx]->branch.body, name);
-  if (idx == nb) return block_assigns(ifn->if_.else_block, name);
-  /* the rest of an else-if chain starting at branch idx - nb */
-  for (size_t k = idx - nb; k < nb; k++)
-    if (!block_assigns(ifn->if_.branches.items[k]->branch.body, name)) return false;
-  return block_assigns(ifn->if_.else_block, name);
+  if (idx <= nb) return pd_strmap_find(&sets[idx], name) != NULL;
+  /* the rest of an else-if chain starting at branch idx - nb, with its else */
+  if (!ifn->if_.else_block) return false;
+  for (size_t k = idx - nb; k <= nb; k++)
+    if (!pd_strmap_find(&sets[k], name)) return false;
+  return true;
 }
 
 static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *cond) {
@@ -147,26 +189,26 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
   /* Outputs: outer names written in either arm, and new names assigned in both. */
   if_out *outs = NULL;
   int nouts = 0, capouts = 0;
-  for (int side = 0; side < 2; side++) {
+  pd_strmap *sets = arm_sets(c, ifn), seen = {0};  /* seen: the names in outs */
+  bool failed = sets == NULL;
+  for (int side = 0; side < 2 && !failed; side++) {
     symtab *s = arm_scope[side];
     if (!s) continue;
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 2 && !failed; pass++) {
       const char **names = pass ? s->news : s->writes;
       int n = pass ? s->nnews : s->nwrites;
-      for (int i = 0; i < n; i++) {
+      for (int i = 0; i < n && !failed; i++) {
         const char *name = names[i];
-        int j = 0;
-        while (j < nouts && strcmp(outs[j].name, name) != 0) j++;
-        if (j < nouts) continue;
+        if (pd_strmap_find(&seen, name)) continue;
         bool outer = pd_cmp_lookup(saved, name, NULL) != NULL;
         if (!outer) {
           /* New in this arm: an output only when every arm defines it. */
-          bool every =
-              arm_assigns(ifn, from, name) && has_false && arm_assigns(ifn, false_arm, name);
+          bool every = arm_assigns(ifn, sets, from, name) && has_false &&
+                       arm_assigns(ifn, sets, false_arm, name);
           binding *b = pd_cmp_lookup_local(s, name);
           if (!every) {
             value *u = pd_cmp_vnew(c, V_UNDEF);
-            if (u == VERR) return false;
+            if ((failed = u == VERR)) break;
             u->undef.loc = b ? b->loc : loc;
             u->undef.why =
                 pd_cmp_fmt(c,
@@ -180,9 +222,13 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
         if (nouts == capouts) {
           capouts = capouts ? capouts * 2 : 8;
           if_out *no = pd_cmp_calloc(c, sizeof *no * (size_t)capouts);
-          if (!no) return false;
+          if ((failed = !no)) break;
           if (nouts) memcpy(no, outs, sizeof *no * (size_t)nouts);
           outs = no;
+        }
+        if ((failed = !pd_strmap_add(&seen, name, NULL))) {
+          c->oom = true;
+          break;
         }
         memset(&outs[nouts], 0, sizeof outs[nouts]);
         outs[nouts].name = name;
@@ -192,6 +238,9 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
       }
     }
   }
+  arm_sets_free(ifn, sets);
+  pd_strmap_free(&seen);
+  if (failed) return false;
   /* Each arm copies its value of each output into a var of the enclosing block. */
   for (int j = 0; j < nouts; j++) {
     pd_var_desc *shared = NULL;
@@ -308,18 +357,17 @@ static void compile_staged_arm(C *c, const pd_ast_node *ifn, size_t arm, size_t 
   if (!s) return;
   compile_branch_body(c, ifn, arm);
   c->scope = saved;
+  pd_strmap *sets = s->nnews && has_else ? arm_sets(c, ifn) : NULL;
   for (int i = 0; i < s->nnews; i++) {
     const char *name = s->news[i];
     binding *b = pd_cmp_lookup_local(s, name);
-    bool every = has_else;
-    for (size_t k = 0; every && k < nb; k++)
-      every = block_assigns(ifn->if_.branches.items[k]->branch.body, name);
-    if (every) every = block_assigns(ifn->if_.else_block, name);
+    bool every = sets != NULL;
+    for (size_t k = 0; every && k <= nb; k++) every = pd_strmap_find(&sets[k], name) != NULL;
     if (every) {
       pd_cmp_assign_name(c, name, b->v, b->loc, false);
     } else {
       value *u = pd_cmp_vnew(c, V_UNDEF);
-      if (u == VERR) return;
+      if (u == VERR) break;
       u->undef.loc = b->loc;
       u->undef.why = pd_cmp_fmt(c,
                                 "it is assigned at %d:%d in only one branch of the if at %d:%d "
@@ -328,6 +376,7 @@ static void compile_staged_arm(C *c, const pd_ast_node *ifn, size_t arm, size_t 
       if (!pd_cmp_lookup(saved, name, NULL)) pd_cmp_bind_local(c, saved, name, u, b->loc);
     }
   }
+  arm_sets_free(ifn, sets);
 }
 
 static bool compile_if_chain(C *c, const pd_ast_node *ifn, size_t from) {
