@@ -896,7 +896,9 @@ static const char *installed_stdlib(C *c) {
   return NULL;
 }
 
-static const char *find_module(C *c, const char *name, const char *from_file, pd_buf *tried) {
+/* find_module's search; *dir (when not NULL) gets the first path that named a folder. */
+static const char *find_module(C *c, const char *name, const char *from_file, pd_buf *tried,
+                               const char **dir) {
   const char *dirs[64];
   int nd = 0;
   const char *env = getenv("PDLANG_PATH");
@@ -921,6 +923,7 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
     const char *path = pd_cmp_fmt(c, "%s/%s%s", dirs[i], name, has_ext ? "" : ".pd");
     struct stat st;
     if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return path;
+    if (dir && !*dir && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) *dir = path;
     pd_buf_printf(tried, "%s%s", i ? ", " : "", dirs[i]);
   }
   return NULL;
@@ -937,12 +940,35 @@ void pd_cmp_compile_import(C *c, const pd_ast_node *s) {
     pd_cmp_error(c, s->loc, "bad module name");
     return;
   }
+  if (c->nimporting >= PD_CMP_MAX_IMPORT_DEPTH) {
+    /* The chain's first and last files: main.pd -> a.pd -> b.pd -> ... -> z.pd. */
+    pd_buf chain;
+    pd_buf_init(&chain);
+    for (int j = 0; j < c->nimporting; j++) {
+      if (j == 3 && c->nimporting > 5) {
+        pd_buf_puts(&chain, " -> ...");
+        j = c->nimporting - 2;
+      }
+      const char *f = c->importing[j], *slash = strrchr(f, '/');
+      pd_buf_printf(&chain, "%s%s", j ? " -> " : "", slash ? slash + 1 : f);
+    }
+    pd_cmp_error(c, s->loc, "imports nested more than %d deep (%s): import the modules from "
+                 "fewer levels", PD_CMP_MAX_IMPORT_DEPTH,
+                 chain.oom || !chain.data ? "..." : chain.data);
+    pd_buf_free(&chain);
+    return;
+  }
   pd_buf tried;
   pd_buf_init(&tried);
-  const char *path = find_module(c, name, s->loc.file, &tried);
+  const char *dir = NULL;
+  const char *path = find_module(c, name, s->loc.file, &tried, &dir);
   if (!path) {
-    pd_cmp_error(c, s->loc, "cannot find module '%s' (looked in %s)", name,
-                 tried.data ? tried.data : "");
+    if (dir)
+      pd_cmp_error(c, s->loc, "cannot import '%s': '%s' is a directory, not a module", name,
+                   dir);
+    else
+      pd_cmp_error(c, s->loc, "cannot find module '%s' (looked in %s)", name,
+                   tried.data ? tried.data : "");
     pd_buf_free(&tried);
     return;
   }

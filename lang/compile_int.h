@@ -17,6 +17,10 @@ typedef struct pd_compiler C;
 typedef struct value value;
 typedef struct symtab symtab;
 
+/* Imports may nest this deep (each level recurses through the compiler: a chain of thousands
+ * overflowed the stack). */
+#define PD_CMP_MAX_IMPORT_DEPTH 100
+
 /* ---- Values ---- */
 typedef enum vkind {
   V_ERROR,    /* an error was reported: operations on it stay silent */

@@ -24,3 +24,7 @@ EXTRA_DIST += tests/run/stale_temps.sh
 # tests/run/ckpt_setup.sh: a checkpoint resumes only into the setup that wrote it.
 TESTS += tests/run/ckpt_setup.sh
 EXTRA_DIST += tests/run/ckpt_setup.sh
+# tests/run/imports.sh: nested imports are limited (100) with one error at the import that
+# crosses it; a module name that is a directory says so.
+TESTS += tests/run/imports.sh
+EXTRA_DIST += tests/run/imports.sh
