@@ -295,7 +295,7 @@ pd_var_desc *pd_cmp_var_new(C *c, pd_block *b, const char *hint, bool exact) {
 
 /* The var that the current block should read for an outer var: reading through each enclosing
  * construct between the var's block and here (a per-row branch reads its half of the rows). */
-static pd_var_desc *import_var(C *c, pd_var_desc *v);
+static pd_var_desc *import_var(C *c, pd_var_desc *v, pd_loc loc);
 
 pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc) {
   pd_op_desc *op = pd_block_add_op(c->block, type, -1);
@@ -324,7 +324,7 @@ bool pd_cmp_op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n
   for (int i = 0; i < n; i++) {
     if (!want_tensor(c, vs[i], loc, pd_cmp_fmt(c, "input '%s' of %s", slot, op->type)))
       return false;
-    pd_var_desc *v = import_var(c, vs[i]->var);
+    pd_var_desc *v = import_var(c, vs[i]->var, loc);
     if (!v) return false;
     names[i] = v->name;
   }
@@ -782,14 +782,17 @@ static pd_var_desc *cf_read(C *c, cflow *f, pd_var_desc *v) {
   return inner;
 }
 
-static pd_var_desc *import_var(C *c, pd_var_desc *v) {
+static pd_var_desc *import_var(C *c, pd_var_desc *v, pd_loc loc) {
   /* The constructs from the outermost one that does not hold v, inwards. */
-  cflow *chain[64];
+  cflow *chain[PD_MAX_BLOCK_DEPTH];
   int n = 0;
   for (cflow *f = c->cf; f; f = f->outer) {
     if (pd_block_find_var_local(f->block, v->name)) break;
     if (n == (int)PD_ARRAY_LEN(chain)) {
-      pd_cmp_error(c, (pd_loc){0}, "blocks nested too deeply");
+      if (!c->too_deep)  /* once: every later op in these blocks would say it again */
+        pd_cmp_error(c, loc, "blocks nested more than %d deep here (an 'else if' is an if "
+                     "inside the else: split a long chain of tensor ifs)", PD_MAX_BLOCK_DEPTH);
+      c->too_deep = true;
       return NULL;
     }
     chain[n++] = f;

@@ -176,6 +176,7 @@ struct pd_compiler {
   pd_source **sources;      /* loaded modules (owned by the unit) */
   int nsources;
   size_t capsources;
+  bool too_deep;            /* blocks nested past PD_MAX_BLOCK_DEPTH was reported */
   const char **importing;   /* the import chain (paths), for cycles */
   int nimporting;
   size_t capimporting;

@@ -28,3 +28,11 @@ EXTRA_DIST += tests/run/ckpt_setup.sh
 # crosses it; a module name that is a directory says so.
 TESTS += tests/run/imports.sh
 EXTRA_DIST += tests/run/imports.sh
+# Tensor else-if chains: 200 else-ifs (201 blocks deep) run and train; 300 are one error at the
+# line where blocks pass 256 deep (they said "blocks nested too deeply" twice, with no line, at 64).
+PD_HARD_ELSE_IF = tests/golden/run/else_if_chain.pd tests/golden/run/else_if_chain_train.pd \
+	tests/golden/run/else_if_too_deep.pd
+TESTS += $(PD_HARD_ELSE_IF)
+EXTRA_DIST += $(PD_HARD_ELSE_IF) tests/golden/run/else_if_chain.out \
+	tests/golden/run/else_if_chain_train.out tests/golden/run/else_if_chain.csv \
+	tests/golden/run/else_if_too_deep.err

@@ -327,6 +327,10 @@ static pd_var_desc *varx(pd_program *p, int b, const char *name) {
 static void c_parent_range(pd_program *p) { blk(p, 3)->parent_idx = 9; }
 static void c_parent_cycle(pd_program *p) { blk(p, 1)->parent_idx = 3; }
 static void c_own_parent(pd_program *p) { blk(p, 3)->parent_idx = 3; }
+static void c_too_deep(pd_program *p) { /* blocks 5, 6, ... each inside the one before */
+  for (int i = 0; i < 260; i++)
+    if (!pd_program_add_block(p, i ? p->nblocks - 1 : 0)) return;
+}
 static void c_global_parent(pd_program *p) { blk(p, 0)->parent_idx = 1; }
 static void c_forward_self(pd_program *p) { blk(p, 4)->forward_block_idx = 4; }
 static void c_forward_range(pd_program *p) { blk(p, 4)->forward_block_idx = -2; }
@@ -387,6 +391,7 @@ static const struct {
     {c_parent_range, "block 3 has parent 9, but the program has 5 blocks"},
     {c_parent_cycle, "block 1 never reaches block 0 through its parents: they form a cycle "
                      "(1 -> 3 -> 1 -> 3 -> 1 -> 3 -> 1 -> 3 -> ...)"},
+    {c_too_deep, "block 261 is nested 257 deep; programs may nest blocks at most 256 deep"},
     {c_own_parent, "block 3 never reaches block 0 through its parents: they form a cycle "
                    "(3 -> 3 -> 3 -> 3 -> 3 -> 3 -> 3 -> 3 -> ...)"},
     {c_global_parent, "block 0 (the global block) has parent 1; it must have none (-1)"},

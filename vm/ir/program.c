@@ -732,11 +732,16 @@ static pd_status check_block_links(const pd_program *p, const pd_block *b, pd_er
   return PD_OK;
 }
 
-/* Every chain of parents reaches block 0 (parents already checked to be in range). */
+/* Every chain of parents reaches block 0 (parents already checked to be in range), in at most
+ * PD_MAX_BLOCK_DEPTH steps. */
 static pd_status check_block_chain(const pd_program *p, const pd_block *b, pd_error *err) {
   int cur = b->idx;
   for (int steps = 0; steps <= p->nblocks; steps++) {
-    if (cur == 0) return PD_OK;
+    if (cur == 0)
+      return steps <= PD_MAX_BLOCK_DEPTH
+                 ? PD_OK
+                 : bad(err, "block %d is nested %d deep; programs may nest blocks at most %d deep",
+                       b->idx, steps, PD_MAX_BLOCK_DEPTH);
     cur = p->blocks[cur]->parent_idx;
   }
   /* A cycle: show its first links. */

@@ -38,6 +38,9 @@ bool pd_var_type_valid(int t);                 /* one of the values above */
  * LOD_TENSOR_ARRAY); the others (FEED_MINIBATCH, STEP_SCOPES, ...) ignore those fields. */
 bool pd_var_type_has_tensor(pd_var_type t);
 
+/* How deep sub-blocks may nest (a block's chain of parents up to block 0): the compiler, the
+ * passes and the executor recurse once per level, and pd_program_validate refuses more. */
+#define PD_MAX_BLOCK_DEPTH 256
 /* The most dimensions a var may have (Fluid's limit too). */
 #define PD_MAX_RANK 9
 /* The name Fluid binds to a slot that has no var (an unused gradient); ops may name it freely. */

@@ -299,9 +299,13 @@ typedef struct sub_spec {
   const char **wrt;       /* vars whose gradients are wanted */
 } sub_spec;
 
-static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec *sp) {
-  if (outer->depth > 32)
-    return pd_error_set(outer->err, PD_EUNSUPPORTED, (pd_loc){0}, "blocks nested too deeply");
+static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec *sp,
+                          pd_loc loc) {
+  /* The compiler nests blocks at most PD_MAX_BLOCK_DEPTH deep; a loaded program may nest more. */
+  if (outer->depth >= PD_MAX_BLOCK_DEPTH)
+    return pd_error_set(outer->err, PD_EUNSUPPORTED, loc,
+                        "blocks nested more than %d deep: the gradient cannot be built",
+                        PD_MAX_BLOCK_DEPTH);
   bw w = {.p = outer->p, .fb = fb, .gb = gb, .err = outer->err, .depth = outer->depth + 1};
   pd_buf_init(&w.name);
   vmap needed = {0};
@@ -491,7 +495,7 @@ static pd_status cf_grad(bw *w, const pd_op_desc *fwd) {
   }
   sp.wrt = wrt;
   sp.nwrt = nw;
-  st = sub_pass(w, fb, gb, &sp);
+  st = sub_pass(w, fb, gb, &sp, fwd->loc);
   if (!rnn) pd_free((void *)sp.seeds);
   pd_free(wrt);
   if (st) return st;

@@ -49,7 +49,7 @@ static void names_free(names *s) {
 
 static int block_io(const pd_program *p, int bidx, names *reads, names *writes, int depth);
 
-#define MAX_DEPTH 64 /* nesting of blocks the pass looks into; deeper loops are left alone */
+#define MAX_DEPTH PD_MAX_BLOCK_DEPTH /* nesting of blocks the pass looks into */
 
 /* Add op's input vars to reads and output vars to writes (either may be NULL), and those of
  * the ops of the blocks it owns. -1 on out of memory (or nesting past MAX_DEPTH, which

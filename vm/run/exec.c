@@ -148,7 +148,7 @@ static int table_find(const pd_strmap *m, const char *name) {
 static void mark_nested(const pd_program *p, int bidx, const pd_strmap *m, int user, int *last,
                         int depth) {
   const pd_block *blk = pd_program_block(p, bidx);
-  if (!blk || depth > 64) return;
+  if (!blk || depth > PD_MAX_BLOCK_DEPTH) return;  /* validated programs nest no deeper */
   for (int i = 0; i < blk->nops; i++) {
     const pd_op_desc *op = blk->ops[i];
     for (int io = 0; io < 2; io++) {
