@@ -127,8 +127,9 @@ const char *pd_cmp_arg_source_text(C *c, pd_loc loc) {
   return t;
 }
 
-/* Report an error. Inside inlined calls the error is shown at the call site in the caller's
- * file, with notes leading to the line inside the function. */
+/* Report an error at loc. Inside inlined calls (a `def`, in this file or a module), as
+ * compilers show an inlining chain: the error at the line inside the function, then a note at
+ * each call site, innermost first, out to the user's line. */
 void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
   pd_buf msg;
   pd_buf_init(&msg);
@@ -137,18 +138,15 @@ void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
   pd_buf_vprintf(&msg, fmt, ap);
   va_end(ap);
   const char *text = msg.data ? msg.data : "out of memory";
-  /* Find the outermost call frame: the user's line. */
-  inline_call *outermost = NULL;
-  for (inline_call *k = c->call; k; k = k->outer) outermost = k;
-  if (outermost && loc.file != outermost->site.file) {
-    pd_diag_report(c->diags, source_of(c, outermost->site.file), PD_DIAG_ERROR, outermost->site,
-                   "%s", text);
-    pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_NOTE, loc, "in '%s', here",
-                   c->call->def->def.name->name.id);
-  } else {
-    pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_ERROR, loc, "%s", text);
-  }
+  pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_ERROR, loc, "%s", text);
+  pd_cmp_note_calls(c);
   pd_buf_free(&msg);
+}
+
+void pd_cmp_note_calls(C *c) {
+  for (inline_call *k = c->call; k; k = k->outer)
+    pd_diag_report(c->diags, source_of(c, k->site.file), PD_DIAG_NOTE, k->site,
+                   "'%s' called from here", k->def->def.name->name.id);
 }
 
 /* The location an op records: in the user's file, where the outermost inlined call was made. */
@@ -303,7 +301,18 @@ pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc) {
     c->oom = true;
     return NULL;
   }
+  /* The op records the user's line; its own line (inside a def) is kept here for the errors
+   * of pd_cmp_op_finish, which follows soon after. */
+  c->recent[c->nrecent % PD_ARRAY_LEN(c->recent)] = (struct recent_op){op, loc};
+  c->nrecent++;
   return op;
+}
+
+/* Where op was written: its line inside a def when it was made recently, else its own loc. */
+static pd_loc written_at(C *c, const pd_op_desc *op) {
+  for (size_t i = 0; i < PD_ARRAY_LEN(c->recent) && i < c->nrecent; i++)
+    if (c->recent[i].op == op) return c->recent[i].loc;
+  return op->loc;
 }
 
 static bool want_tensor(C *c, value *v, pd_loc loc, const char *what) {
@@ -367,7 +376,7 @@ value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
   if (st) {
     if (st == PD_ENOMEM) c->oom = true;
     else
-      pd_cmp_error(c, op->loc.line ? op->loc : (pd_loc){0}, "%s",
+      pd_cmp_error(c, op->loc.line ? written_at(c, op) : (pd_loc){0}, "%s",
                    e.msg ? e.msg : pd_status_str(st));
     pd_error_clear(&e);
     return VERR;
@@ -899,9 +908,10 @@ static const char *installed_stdlib(C *c) {
   return NULL;
 }
 
-/* find_module's search; *dir (when not NULL) gets the first path that named a folder. */
+/* find_module's search; *dir (when not NULL) gets the first path that named a folder, *std
+ * whether the module is one of the standard library's. */
 static const char *find_module(C *c, const char *name, const char *from_file, pd_buf *tried,
-                               const char **dir) {
+                               const char **dir, bool *std) {
   const char *dirs[64];
   int nd = 0;
   const char *env = getenv("PDLANG_PATH");
@@ -913,19 +923,26 @@ static const char *find_module(C *c, const char *name, const char *from_file, pd
       dirs[nd++] = pd_cmp_strdup(c, tok);
   }
   pd_free(envcopy);
+  int first_std = nd;
   const char *installed = c->opts && c->opts->stdlib_dir ? NULL : installed_stdlib(c);
   if (installed) dirs[nd++] = installed;
   dirs[nd++] = c->opts && c->opts->stdlib_dir ? c->opts->stdlib_dir : PD_STDLIB_DIR;
 #ifdef PD_SRC_STDLIB_DIR
   if (!(c->opts && c->opts->stdlib_dir)) dirs[nd++] = PD_SRC_STDLIB_DIR;
 #endif
+  int end_std = nd;
   const char *slash = strrchr(from_file, '/');
   dirs[nd++] = slash ? pd_cmp_fmt(c, "%.*s", (int)(slash - from_file), from_file) : ".";
   bool has_ext = strlen(name) > 3 && strcmp(name + strlen(name) - 3, ".pd") == 0;
   for (int i = 0; i < nd; i++) {
-    const char *path = pd_cmp_fmt(c, "%s/%s%s", dirs[i], name, has_ext ? "" : ".pd");
+    const char *path = strcmp(dirs[i], ".") == 0  /* beside a script named without a folder */
+                           ? pd_cmp_fmt(c, "%s%s", name, has_ext ? "" : ".pd")
+                           : pd_cmp_fmt(c, "%s/%s%s", dirs[i], name, has_ext ? "" : ".pd");
     struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) return path;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+      *std = i >= first_std && i < end_std;
+      return path;
+    }
     if (dir && !*dir && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) *dir = path;
     pd_buf_printf(tried, "%s%s", i ? ", " : "", dirs[i]);
   }
@@ -964,7 +981,8 @@ void pd_cmp_compile_import(C *c, const pd_ast_node *s) {
   pd_buf tried;
   pd_buf_init(&tried);
   const char *dir = NULL;
-  const char *path = find_module(c, name, s->loc.file, &tried, &dir);
+  bool std = false;
+  const char *path = find_module(c, name, s->loc.file, &tried, &dir, &std);
   if (!path) {
     if (dir)
       pd_cmp_error(c, s->loc, "cannot import '%s': '%s' is a directory, not a module", name,
@@ -1003,6 +1021,17 @@ void pd_cmp_compile_import(C *c, const pd_ast_node *s) {
     pd_cmp_error(c, s->loc, "cannot import '%s': %s", name, e.msg ? e.msg : "error");
     pd_error_clear(&e);
     return;
+  }
+  if (std) {  /* messages name it <stdlib>/layers.pd, wherever pdlang is installed */
+    const char *base = strrchr(path, '/');
+    char *shown = pd_strdup(pd_cmp_fmt(c, "<stdlib>/%s", base ? base + 1 : path));
+    if (!shown) {
+      pd_source_free(msrc);
+      c->oom = true;
+      return;
+    }
+    pd_free(msrc->name);
+    msrc->name = shown;
   }
   if (PD_GROW(c->sources, c->capsources, (size_t)c->nsources + 1)) {
     pd_source_free(msrc);

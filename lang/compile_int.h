@@ -177,6 +177,11 @@ struct pd_compiler {
   int nsources;
   size_t capsources;
   bool too_deep;            /* blocks nested past PD_MAX_BLOCK_DEPTH was reported */
+  struct recent_op {        /* the last ops made, with the line each was written at */
+    const pd_op_desc *op;
+    pd_loc loc;
+  } recent[16];
+  size_t nrecent;
   const char **importing;   /* the import chain (paths), for cycles */
   int nimporting;
   size_t capimporting;
@@ -204,6 +209,9 @@ int pd_cmp_set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
 /* The source text of the call argument starting at loc. */
 const char *pd_cmp_arg_source_text(C *c, pd_loc loc);
 void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The notes of pd_cmp_error after an error reported another way: each inlined call site,
+ * innermost first. */
+void pd_cmp_note_calls(C *c);
 void *pd_cmp_calloc(C *c, size_t n);
 const char *pd_cmp_strdup(C *c, const char *s);
 const char *pd_cmp_fmt(C *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

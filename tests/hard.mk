@@ -36,3 +36,8 @@ TESTS += $(PD_HARD_ELSE_IF)
 EXTRA_DIST += $(PD_HARD_ELSE_IF) tests/golden/run/else_if_chain.out \
 	tests/golden/run/else_if_chain_train.out tests/golden/run/else_if_chain.csv \
 	tests/golden/run/else_if_too_deep.err
+# An error inside a def of a module, two calls deep: the module's line first, then each call
+# site as a note.
+TESTS += tests/golden/check/def_chain.pd
+EXTRA_DIST += tests/golden/check/def_chain.pd tests/golden/check/def_chain.err \
+	tests/golden/check/def_chain_mod.pd

@@ -35,6 +35,6 @@ mkdir sub.pd
 printf 'import "sub"\n' > d.pd
 out=$("$PDLANG" check d.pd 2>&1)
 rc=$?
-if [ $rc -eq 1 ] && echo "$out" | grep -qF "d.pd:1:1: error: cannot import 'sub': './sub.pd' is a directory, not a module"; then
+if [ $rc -eq 1 ] && echo "$out" | grep -qF "d.pd:1:1: error: cannot import 'sub': 'sub.pd' is a directory, not a module"; then
   echo "ok 3 - importing a directory says so"
 else echo "not ok 3 - import of a directory: rc $rc"; echo "$out" | sed 's/^/# /' | head; fi
