@@ -2,6 +2,7 @@
 #include "config.h"
 #include "base/diag.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static pd_status index_lines(pd_source *s) {
@@ -97,13 +98,16 @@ void pd_diag_render_snippet(pd_buf *out, const pd_source *src, pd_loc loc) {
     to = from + SNIPPET_WIDTH < len ? from + SNIPPET_WIDTH : len;
   }
   const char *lead = from > 0 ? "..." : "";
-  pd_buf_printf(out, "%5d | %s", loc.line, lead);
+  /* The gutter is as wide as the line number (at least 5), the caret line's too. */
+  char num[24];
+  int w = snprintf(num, sizeof num, "%5d", loc.line);
+  pd_buf_printf(out, "%s | %s", num, lead);
   for (size_t i = from; i < to; i++) {
     unsigned char c = (unsigned char)line[i];
     char ch = (c == '\t' || c >= 0x20) && c != 0x7f ? (char)c : '?';
     pd_buf_append(out, &ch, 1);
   }
-  pd_buf_printf(out, "%s\n      | %s", to < len ? "..." : "", lead);
+  pd_buf_printf(out, "%s\n%*s | %s", to < len ? "..." : "", w, "", lead);
   /* The caret sits under the column's character: one space per displayed character before it
    * (UTF-8 continuation bytes take no room), tabs copied so that the terminal aligns them. */
   for (size_t i = from; i < col; i++) {

@@ -82,6 +82,24 @@ static void test_diag(void) {
   pd_buf_free(&out);
   pd_source_free(src);
   free(big);
+  /* From line 100,000 on the number is six digits: the caret line's gutter widens with it. */
+  size_t nl = 100005;
+  char *far = malloc(nl + 8);
+  if (!far) return;
+  memset(far, '\n', nl);
+  memcpy(far + nl, "x = 1 +", 8);
+  ok(pd_source_from_string("far.pd", far, nl + 7, &src) == PD_OK, "a source of 100,006 lines");
+  pd_buf_init(&out);
+  pd_diag_render_snippet(&out, src, (pd_loc){"far.pd", 100006, 8});
+  is_str(out.data, "100006 | x = 1 +\n       |        ^\n",
+         "line 100006: the caret under column 8 (the gutter as wide as the number)");
+  pd_buf_free(&out);
+  pd_buf_init(&out);
+  pd_diag_render_snippet(&out, src, (pd_loc){"far.pd", 100006, 1});
+  is_str(out.data, "100006 | x = 1 +\n       | ^\n", "line 100006: the caret under column 1");
+  pd_buf_free(&out);
+  pd_source_free(src);
+  free(far);
 }
 
 static void test_atomic_write(void) {
