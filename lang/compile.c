@@ -997,6 +997,7 @@ void pd_cmp_compile_import(C *c, const pd_ast_node *s) {
   char *real = realpath(path, NULL);
   const char *key = real ? pd_cmp_strdup(c, real) : path;
   free(real);
+  if (!key) return;  /* out of memory (c->oom set) */
   for (int i = 0; i < c->nimporting; i++) {
     if (strcmp(c->importing[i], key) == 0) {
       /* Show the cycle by file names: a.pd -> b.pd -> a.pd. */

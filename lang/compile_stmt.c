@@ -560,8 +560,11 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     }
     int at = out_index(outs, nouts, ev->name); /* the same value emitted twice: stacked once */
     if (at < 0) {
-      if (PD_GROW(out_inner, capinner, (size_t)nouts + 1)) { c->oom = true; break; }
-      pd_cmp_push_name(c, &outs, &nouts, &capouts, ev->name);
+      if (PD_GROW(out_inner, capinner, (size_t)nouts + 1) ||
+          !pd_cmp_push_name(c, &outs, &nouts, &capouts, ev->name)) {
+        c->oom = true;
+        break;
+      }
       out_inner[nouts - 1] = ev;
       at = nouts - 1;
     }
@@ -631,8 +634,12 @@ static bool compile_for(C *c, const pd_ast_node *s) {
     pd_var_desc *st = pd_block_find_var_local(f->block, states[i]);
     state_at[i] = out_index(outs, nouts, states[i]);
     if (state_at[i] >= 0 && state_at[i] < nemit) continue;  /* emitted too: stacked once */
-    if (PD_GROW(out_inner, capinner, (size_t)nouts + 1)) { c->oom = true; ok = false; break; }
-    pd_cmp_push_name(c, &outs, &nouts, &capouts, st ? st->name : states[i]);
+    if (PD_GROW(out_inner, capinner, (size_t)nouts + 1) ||
+        !pd_cmp_push_name(c, &outs, &nouts, &capouts, st ? st->name : states[i])) {
+      c->oom = true;
+      ok = false;
+      break;
+    }
     out_inner[nouts - 1] = st;
     state_at[i] = nouts - 1;
   }

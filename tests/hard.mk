@@ -41,3 +41,8 @@ EXTRA_DIST += $(PD_HARD_ELSE_IF) tests/golden/run/else_if_chain.out \
 TESTS += tests/golden/check/def_chain.pd
 EXTRA_DIST += tests/golden/check/def_chain.pd tests/golden/check/def_chain.err \
 	tests/golden/check/def_chain_mod.pd
+# tests/frontend/test_compile_oom: the examples compiled with the k-th allocation failing.
+check_PROGRAMS += tests/frontend/test_compile_oom
+tests_frontend_test_compile_oom_SOURCES = tests/frontend/test_compile_oom.c
+tests_frontend_test_compile_oom_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/frontend/test_compile_oom
