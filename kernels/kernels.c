@@ -513,15 +513,15 @@ void pd_k_host_free(void *p) {
     pthread_mutex_lock(&cache.lock);
     bool keep = cache.bytes + h->cap <= CACHE_MAX;
     if (keep) {
+      /* Poisoned before it is on the free list: once the lock is released another thread may
+       * take it and unpoison it, and a late poison would then mark its live block. */
+      POISON(p, h->cap);
       h->next = cache.free[c];
       cache.free[c] = h;
       cache.bytes += h->cap;
     }
     pthread_mutex_unlock(&cache.lock);
-    if (keep) {
-      POISON(p, h->cap);
-      return;
-    }
+    if (keep) return;
   }
   pd_free(h->raw);
 }
