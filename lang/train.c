@@ -18,6 +18,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <float.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,18 +217,83 @@ typedef struct feeder {
   int64_t dims[16][PD_TENSOR_MAX_DIMS];
   pd_tensor *fields;        /* one per dataset field: the current batch */
   int nfields;
+  bool cast[16];            /* the field's dtype is not the var's: converted per batch ... */
+  pd_dtype dtype[16];       /* ... to the var's dtype ... */
+  pd_tensor conv[16];       /* ... into this tensor of the var's dtype */
   pd_exec_feed feeds[16];
 } feeder;
 
 static void feeder_release(feeder *f) {
   for (int i = 0; i < f->nfields; i++) pd_tensor_release(&f->fields[i]);
+  for (int i = 0; i < f->n; i++) pd_tensor_release(&f->conv[i]);
   pd_free(f->fields);
   f->fields = NULL;
+}
+
+/* A reader's numbers of another dtype than their data var's are converted when every value
+ * fits exactly (an integer label column feeding a float32 `data`, uint8 pixels feeding float32,
+ * float64 rounded to float32), else refused with the value that does not. */
+static bool convertible(pd_dtype from, pd_dtype to) {
+  bool fnum = pd_dtype_is_float(from) || from == PD_INT64 || from == PD_INT32 ||
+              from == PD_INT16 || from == PD_UINT8 || from == PD_INT8 || from == PD_BOOL;
+  return fnum && (pd_dtype_is_kernel_float(to) || to == PD_INT64 || to == PD_INT32);
+}
+
+static double elem(const pd_tensor *t, int64_t i) {
+  const void *d = pd_tensor_data(t);
+  switch (t->dtype) {
+    case PD_FP32: return ((const float *)d)[i];
+    case PD_FP64: return ((const double *)d)[i];
+    case PD_INT64: return (double)((const int64_t *)d)[i];
+    case PD_INT32: return ((const int32_t *)d)[i];
+    case PD_INT16: return ((const int16_t *)d)[i];
+    case PD_UINT8: case PD_BOOL: return ((const uint8_t *)d)[i];
+    case PD_INT8: return ((const int8_t *)d)[i];
+    default: return 0;
+  }
+}
+
+/* dst (the var's dtype) = src, value by value; an error naming the first value that does not
+ * fit (an integer past 2^24 into float32, a fraction or a value out of range into an integer). */
+static pd_status convert_batch(const feeder *f, int i, const pd_tensor *src, pd_tensor *dst,
+                               pd_dtype to, pd_loc loc, pd_error *err) {
+  pd_status st = pd_tensor_resize(dst, to, src->ndims, src->dims);
+  if (!st) st = pd_tensor_copy_lod(dst, src);
+  if (st) return pd_error_set(err, st, loc, "out of memory");
+  int64_t n = pd_tensor_numel(src);
+  void *d = pd_tensor_data(dst);
+  for (int64_t k = 0; k < n; k++) {
+    double v = elem(src, k);
+    bool fits;
+    switch (to) {
+      case PD_FP32:
+        fits = pd_dtype_is_float(src->dtype) ? !(fabs(v) > FLT_MAX) : (double)(float)v == v;
+        ((float *)d)[k] = (float)v;
+        break;
+      case PD_FP64: fits = true; ((double *)d)[k] = v; break;
+      case PD_INT64:
+        fits = v == floor(v) && fabs(v) < 9007199254740992.0;
+        ((int64_t *)d)[k] = fits ? (int64_t)v : 0;
+        break;
+      default: /* PD_INT32 */
+        fits = v == floor(v) && v >= INT32_MIN && v <= INT32_MAX;
+        ((int32_t *)d)[k] = fits ? (int32_t)v : 0;
+        break;
+    }
+    if (!fits)
+      return pd_error_set(err, PD_ETYPE, loc,
+                          "cannot feed '%s': it is declared %s, and the reader's value %.17g "
+                          "(element %lld of the batch, %s) does not convert to it exactly",
+                          f->vars[i], pd_dtype_name(to), v, (long long)k,
+                          pd_dtype_name(src->dtype));
+  }
+  return PD_OK;
 }
 
 static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program *p,
                              const pd_dataset *ds, feeder *f, pd_error *err) {
   memset(f, 0, sizeof *f);
+  for (int i = 0; i < 16; i++) pd_tensor_init(&f->conv[i]);
   const char *names[16];
   int n = pd_run_data_vars(r, p, names, 16);
   int nf = pd_dataset_nfields(ds);
@@ -265,6 +332,9 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
     bool same = v && v->ndims == fnd + 1;
     for (int k = 0; same && k < fnd; k++) same = v->dims[k + 1] < 0 || v->dims[k + 1] == fd[k];
     f->seq[i] = pd_dataset_field_is_seq(ds, f->field[i]);
+    if (v && pd_var_type_has_tensor(v->type) && v->dtype != pd_dataset_field_dtype(ds, f->field[i]))
+      f->cast[i] = convertible(pd_dataset_field_dtype(ds, f->field[i]), v->dtype),
+      f->dtype[i] = v->dtype;
     if (v && f->seq[i] && v->lod_level != 1) {
       /* Sequences of varying length only make sense to a sequence input. */
       pd_buf b;
@@ -341,6 +411,11 @@ static pd_status feeder_batch(feeder *f, int64_t rows, pd_loc loc, pd_error *err
       pd_status st = pd_tensor_set_lod(t, 1, &lv, &len);
       pd_free(off);
       if (st) return pd_error_set(err, st, loc, "out of memory");
+    }
+    if (f->cast[i]) {
+      pd_status st = convert_batch(f, i, t, &f->conv[i], f->dtype[i], loc, err);
+      if (st) return st;
+      t = &f->conv[i];
     }
     f->feeds[i] = (pd_exec_feed){f->vars[i], t};
   }

@@ -46,3 +46,13 @@ check_PROGRAMS += tests/frontend/test_compile_oom
 tests_frontend_test_compile_oom_SOURCES = tests/frontend/test_compile_oom.c
 tests_frontend_test_compile_oom_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/frontend/test_compile_oom
+# A reader's numbers convert to their data var's dtype when they fit exactly: an integer CSV
+# label column into float32 (it was read as int64 and refused), uint8 .npy pixels into float32;
+# 2^24 + 1 into float32 is refused naming the value.
+PD_HARD_CONVERT = tests/golden/run/csv_int_label.pd tests/golden/run/csv_int_label_big.pd \
+	tests/golden/run/npy_uint8.pd
+TESTS += $(PD_HARD_CONVERT)
+EXTRA_DIST += $(PD_HARD_CONVERT) tests/golden/run/csv_int_label.csv \
+	tests/golden/run/csv_int_label.out tests/golden/run/csv_int_label_big.csv \
+	tests/golden/run/csv_int_label_big.err tests/golden/run/npy_uint8.out \
+	tests/golden/run/npy_uint8_x.npy tests/golden/run/npy_uint8_y.npy
