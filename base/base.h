@@ -72,6 +72,11 @@ char *pd_strndup(const char *s, size_t n);
  * Returns how many allocations were counted since the last call. */
 long pd_alloc_fail_after(long n);
 
+/* "Did you mean": keep cand in *best (distance *bestd, start with 1000) when it is the closest
+ * to word so far and close enough to be a plausible typo (edit distance ignoring case: a case
+ * slip for names of 1-2 letters, 1 edit up to 4 letters, 2 beyond); word itself is skipped. */
+void pd_suggest_consider(const char *word, const char *cand, const char **best, int *bestd);
+
 /* ---- Growable byte buffer (always NUL-terminated when len > 0 or after any append). ---- */
 typedef struct pd_buf {
   char *data;

@@ -957,6 +957,16 @@ pd_repl_result pd_repl_feed(pd_repl *r, const char *line) {
       if (!r->o.echo && res != PD_REPL_QUIT) pd_buf_puts(&r->pending, "\n");
       return res;
     }
+    /* quit, exit, quit(), exit() as other prompts take them: say how to leave this one. */
+    static const char *const leave[] = {"quit", "exit", "quit()", "exit()"};
+    size_t len = strcspn(p, " \t\r\n");
+    bool alone = p[len + strspn(p + len, " \t\r\n")] == '\0';
+    for (size_t i = 0; alone && i < PD_ARRAY_LEN(leave); i++)
+      if (len == strlen(leave[i]) && !strncmp(p, leave[i], len)) {
+        say_error(r, "'%.*s' is not a command here: type :quit (or Ctrl-D) to leave", (int)len, p);
+        if (!r->o.echo) pd_buf_puts(&r->pending, "\n");
+        return PD_REPL_ERROR;
+      }
   }
   size_t n = strlen(line);
   pd_buf_append(&r->pending, line, n);

@@ -264,8 +264,21 @@ static value *eval_name(C *c, const pd_ast_node *e) {
                  id, id, lb->loc.line);
     return VERR;
   }
-  pd_cmp_error(c, e->loc, "'%s' is not defined", id);
+  const char *near = pd_cmp_suggest_name(c, id);
+  if (near) pd_cmp_error(c, e->loc, "'%s' is not defined (did you mean '%s'?)", id, near);
+  else pd_cmp_error(c, e->loc, "'%s' is not defined", id);
   return VERR;
+}
+
+const char *pd_cmp_suggest_name(C *c, const char *id) {
+  const char *best = NULL;
+  int bestd = 1000;
+  for (symtab *t = c->scope; t; t = t->parent)  /* the names visible here, innermost first */
+    for (const binding *b = t->first; b; b = b->next)
+      if (b->v->k != V_UNDEF && b->name[0] != '@') pd_suggest_consider(id, b->name, &best, &bestd);
+  const builtin *bi;
+  for (int i = 0; (bi = pd_cmp_builtin_at(i)); i++) pd_suggest_consider(id, bi->name, &best, &bestd);
+  return best;
 }
 
 /* x[i, lo:hi, ...] of a tensor: one slice op. Subscript k applies to dim k: an integer i keeps

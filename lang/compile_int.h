@@ -278,6 +278,9 @@ value *pd_cmp_binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc);
 /* Compile a block's statements in order, in the current scope and block. */
 void pd_cmp_compile_block(C *c, const pd_ast_node *block);
 
+/* The visible name or builtin closest to a misspelt id (pd_suggest_consider), or NULL. */
+const char *pd_cmp_suggest_name(C *c, const char *id);
+
 /* builtins.c */
 const builtin *pd_cmp_builtin_lookup(const char *name);
 const builtin *pd_cmp_builtin_at(int i);   /* NULL past the end */

@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..12"
+echo "1..13"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -190,6 +190,17 @@ pdlang: unknown command ':nope' (:help lists them)
 pdlang: :vars takes no argument or 'all', not 'all extra'
 EOF
 check ":reset forgets everything; unknown commands are errors; :quit stops reading" 0
+
+printf 'label = 1\nquit\nexit()\nprint(lable)\nprint(label)\n' | "$PDLANG" repl -i > out 2> err; rc=$?
+printf '1\n' > want.out
+cat > want.err <<'EOF'
+pdlang: 'quit' is not a command here: type :quit (or Ctrl-D) to leave
+pdlang: 'exit()' is not a command here: type :quit (or Ctrl-D) to leave
+<stdin>:2:7: error: 'lable' is not defined (did you mean 'label'?)
+    2 | print(lable)
+      |       ^
+EOF
+check "quit and exit() say how to leave; a misspelt name gets a 'did you mean'" 0
 
 printf 'print(1)\n' > first.pd
 printf 'print(2)\n' | "$PDLANG" repl first.pd > out 2> err; rc=$?

@@ -202,44 +202,10 @@ int pd_opdef_names(const char *prefix, const char **names, int cap) {
 
 /* ---- "Did you mean" ---- */
 
-/* Edit distance, ignoring case; large for words too long to be names. */
-static int edit_distance(const char *a, const char *b) {
-  enum { MAXLEN = 63 };
-  size_t la = strlen(a), lb = strlen(b);
-  if (la > MAXLEN || lb > MAXLEN) return 1000;
-  int row[MAXLEN + 1];
-  for (size_t j = 0; j <= lb; j++) row[j] = (int)j;
-  for (size_t i = 1; i <= la; i++) {
-    int diag = row[0];
-    row[0] = (int)i;
-    for (size_t j = 1; j <= lb; j++) {
-      int up = row[j];
-      int best = diag + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
-      if (up + 1 < best) best = up + 1;
-      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
-/* Keep cand in *best when it is the closest so far and close enough to be a plausible typo:
- * a case slip for names of 1-2 letters, 1 edit up to 4 letters, 2 beyond. */
-static void consider(const char *word, const char *cand, const char **best, int *bestd) {
-  size_t len = strlen(word);
-  int reach = len <= 2 ? 0 : len <= 4 ? 1 : 2;
-  int d = edit_distance(word, cand);
-  if (d <= reach && d < *bestd && strcmp(word, cand) != 0) {
-    *best = cand;
-    *bestd = d;
-  }
-}
-
 const char *pd_opdef_suggest(const char *type) {
   const char *best = NULL;
   int bestd = 1000;
-  for (int i = 0; type && i < PD_OP_COUNT_; i++) consider(type, pd_opdefs[i].type, &best, &bestd);
+  for (int i = 0; type && i < PD_OP_COUNT_; i++) pd_suggest_consider(type, pd_opdefs[i].type, &best, &bestd);
   return best;
 }
 
@@ -264,7 +230,7 @@ static void explain_unknown(char *buf, size_t cap, const char *word, const char 
                             const char *what, const char *const *names, int n) {
   const char *best = NULL;
   int bestd = 1000;
-  for (int i = 0; i < n; i++) consider(word, names[i], &best, &bestd);
+  for (int i = 0; i < n; i++) pd_suggest_consider(word, names[i], &best, &bestd);
   if (best) {
     snprintf(buf, cap, " (did you mean %s?)", best);
     return;
