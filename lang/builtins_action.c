@@ -20,7 +20,7 @@ static const struct spec {
               "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
                "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"csv", {"path", "label", "features", "header"}, 1},
+    {"csv", {"path", "label", "features", "header", "delimiter", "fill"}, 1},
     {"fashion_mnist", {"split", "path"}, 1},
     {"kaiming", {"uniform", "fan_in"}, 0},
     {"lines", {"paths", "min_length", "max_length", "split", "test_every"}, 1},
@@ -116,6 +116,18 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
         !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
         !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
       return false;
+    if ((v = pd_cmp_arg(a, 4, "delimiter", &loc)) && v->k != V_NONE &&
+        (v->k != V_STR || strlen(v->s) != 1 || strchr("\"\r\n ", v->s[0]))) {
+      pd_cmp_error(c, loc, "csv: 'delimiter' must be one character, not a quote, a space or a "
+                   "line end (\",\" by default; \";\" or \"\\t\" are common)");
+      return false;
+    }
+    if ((v = pd_cmp_arg(a, 5, "fill", &loc)) && v->k != V_NONE && v->k != V_INT &&
+        v->k != V_FLOAT) {
+      pd_cmp_error(c, loc, "csv: 'fill' (the value of missing cells) must be a number, not %s",
+                   pd_cmp_vkind_phrase(v));
+      return false;
+    }
     if ((v = pd_cmp_arg(a, 2, "features", &loc)) && v->k != V_NONE) {
       bool names = v->k == V_LIST && v->list.n <= 256;
       for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;

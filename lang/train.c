@@ -177,8 +177,15 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
                           "line naming the columns)");
     char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     if (!path) return pd_error_set(err, PD_ENOMEM, at, "out of memory");
-    st = pd_dataset_csv(path, label && label->kind == PD_CVAL_STRING ? label->str : NULL, nf,
-                        nf ? fnames : NULL, out, err);
+    pd_csv_options co = {.label = label && label->kind == PD_CVAL_STRING ? label->str : NULL,
+                         .nfeatures = nf, .features = nf ? fnames : NULL};
+    const pd_cval *delim = pd_cval_field(spec, "delimiter"), *fill = pd_cval_field(spec, "fill");
+    if (delim && delim->kind == PD_CVAL_STRING) co.delimiter = delim->str[0];
+    if (fill && (fill->kind == PD_CVAL_INT || fill->kind == PD_CVAL_FLOAT)) {
+      co.has_fill = true;
+      co.fill = fill->kind == PD_CVAL_INT ? (double)fill->i : fill->f;
+    }
+    st = pd_dataset_csv_opts(path, &co, out, err);
     pd_free(path);
   } else if (strcmp(name, "npy") == 0) {
     const pd_cval *p = pd_cval_field(spec, "path");

@@ -56,3 +56,10 @@ EXTRA_DIST += $(PD_HARD_CONVERT) tests/golden/run/csv_int_label.csv \
 	tests/golden/run/csv_int_label.out tests/golden/run/csv_int_label_big.csv \
 	tests/golden/run/csv_int_label_big.err tests/golden/run/npy_uint8.out \
 	tests/golden/run/npy_uint8_x.npy tests/golden/run/npy_uint8_y.npy
+# csv(..., delimiter = ";", fill = 2.5): another delimiter, missing cells filled in; without fill
+# a missing cell is an error naming line and column; a bad delimiter is a compile-time error.
+PD_HARD_CSV = tests/golden/run/csv_options.pd tests/golden/run/csv_missing.pd \
+	tests/golden/run/csv_bad_delimiter.pd
+TESTS += $(PD_HARD_CSV)
+EXTRA_DIST += $(PD_HARD_CSV) tests/golden/run/csv_options.csv tests/golden/run/csv_options.out \
+	tests/golden/run/csv_missing.err tests/golden/run/csv_bad_delimiter.err

@@ -113,6 +113,19 @@ pd_status pd_dataset_idx(const char *images_path, const char *labels_path, pd_da
  * Errors name the line and the column ("f.csv:7: column 'age' (2): 'n/a' is not a number"). */
 pd_status pd_dataset_csv(const char *path, const char *label, int nfeatures,
                          const char *const *features, pd_dataset **out, pd_error *err);
+/* pd_dataset_csv with options: the same three, a delimiter (0 means ','; ';' and '\t' are
+ * common; not a quote, a space or a line end), and a fill value for missing cells (empty, "NA",
+ * "N/A", "NaN", "nan", "null", "NULL"), which are otherwise an error naming line and column. */
+typedef struct pd_csv_options {
+  const char *label;
+  int nfeatures;
+  const char *const *features;
+  char delimiter;
+  bool has_fill;
+  double fill;
+} pd_csv_options;
+pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_dataset **out,
+                              pd_error *err);
 
 /* A NumPy .npy file (format version 1, 2 or 3; C order; dtype <f4 <f8 <i4 <i8 |u1 |i1 |b1,
  * little-endian host) holding an array of shape [N, ...], and optionally a second .npy

@@ -18,6 +18,9 @@ typedef struct cell {
 
 typedef struct csv {
   const char *path;
+  char sep;        /* the delimiter: ',' unless the options say otherwise */
+  bool has_fill;   /* missing cells (empty, NA, NaN, N/A) take fill instead of an error */
+  double fill;
   char *p, *end;   /* parse position in the file buffer */
   int line;        /* the line where the record being parsed starts */
   int next_line;   /* the line after it */
@@ -25,7 +28,8 @@ typedef struct csv {
   size_t ncells, cap;
 } csv;
 
-static bool is_blank(char c) { return c == ' ' || c == '\t'; }
+/* Spaces around cells are trimmed; so are tabs, unless they are the delimiter. */
+static bool is_blank_in(const csv *c, char ch) { return ch == ' ' || (ch == '\t' && c->sep != '\t'); }
 
 /* Parse the next record into c->cells, skipping empty lines. *eof when there is none. Quoted
  * cells ("a,b", "say ""hi""") are unquoted in place; they may span lines. */
@@ -49,7 +53,7 @@ static pd_status next_record(csv *c, bool *eof, pd_error *err) {
   *eof = false;
   c->line = c->next_line;
   for (;;) {
-    while (c->p < c->end && is_blank(*c->p)) c->p++;
+    while (c->p < c->end && is_blank_in(c, *c->p)) c->p++;
     char *start = c->p, *w = c->p;
     if (c->p < c->end && *c->p == '"') {
       int qline = c->next_line;
@@ -71,24 +75,24 @@ static pd_status next_record(csv *c, bool *eof, pd_error *err) {
         if (*c->p == '\n') c->next_line++;
         *w++ = *c->p++;
       }
-      while (c->p < c->end && is_blank(*c->p)) c->p++;
-      if (c->p < c->end && *c->p != ',' && *c->p != '\n' && *c->p != '\r')
+      while (c->p < c->end && is_blank_in(c, *c->p)) c->p++;
+      if (c->p < c->end && *c->p != c->sep && *c->p != '\n' && *c->p != '\r')
         return pd_error_set(err, PD_EFORMAT, nowhere,
                             "%s:%d: unexpected text after the closing quote of cell %zu",
                             c->path, c->next_line, c->ncells + 1);
     } else {
-      while (c->p < c->end && *c->p != ',' && *c->p != '\n' &&
+      while (c->p < c->end && *c->p != c->sep && *c->p != '\n' &&
              !(*c->p == '\r' && (c->p + 1 == c->end || c->p[1] == '\n')))
         c->p++;
       w = c->p;
-      while (w > start && is_blank(w[-1])) w--;
+      while (w > start && is_blank_in(c, w[-1])) w--;
     }
     if (PD_GROW(c->cells, c->cap, c->ncells + 1))
       return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
     c->cells[c->ncells].s = start;
     c->cells[c->ncells].len = (size_t)(w - start);
     c->ncells++;
-    if (c->p < c->end && *c->p == ',') {
+    if (c->p < c->end && *c->p == c->sep) {
       c->p++;
       continue;
     }
@@ -145,10 +149,22 @@ static pd_status no_column(const char *path, const header *h, const char *name, 
 static pd_status parse_cell(const csv *c, const header *h, size_t col, const cell *x, double *v,
                             bool *is_int, int64_t *iv, pd_error *err) {
   char buf[256], name[64];
-  if (x->len == 0)
+  static const char *const missing[] = {"NA", "N/A", "NaN", "nan", "null", "NULL"};
+  bool absent = x->len == 0;
+  for (size_t i = 0; !absent && i < PD_ARRAY_LEN(missing); i++) absent = cell_is(x, missing[i]);
+  if (absent && c->has_fill) {
+    *v = c->fill;
+    *iv = (int64_t)c->fill;
+    *is_int = c->fill == floor(c->fill) && fabs(c->fill) < 9007199254740992.0;
+    return PD_OK;
+  }
+  if (absent)
     return pd_error_set(err, PD_EFORMAT, nowhere,
-                        "%s:%d: column '%s' (%zu): the cell is empty, expected a number", c->path,
-                        c->line, cell_text(&h->names[col], name, sizeof name), col + 1);
+                        "%s:%d: column '%s' (%zu): %s%s%s, not a number (give csv(..., fill = "
+                        "VALUE) to fill missing cells in)", c->path, c->line,
+                        cell_text(&h->names[col], name, sizeof name), col + 1,
+                        x->len ? "'" : "the cell is empty", x->len ? cell_text(x, buf, 16) : "",
+                        x->len ? "' marks a missing value" : "");
   if (x->len >= sizeof buf)
     return pd_error_set(err, PD_EFORMAT, nowhere,
                         "%s:%d: column '%s' (%zu): '%s' is not a number (too long)", c->path,
@@ -321,15 +337,32 @@ static pd_status parse_csv(csv *c, const char *label, int nfeatures,
 
 pd_status pd_dataset_csv(const char *path, const char *label, int nfeatures,
                          const char *const *features, pd_dataset **out, pd_error *err) {
+  pd_csv_options o = {.label = label, .nfeatures = nfeatures, .features = features};
+  return pd_dataset_csv_opts(path, &o, out, err);
+}
+
+pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_dataset **out,
+                              pd_error *err) {
   *out = NULL;
   if (!path) return pd_error_set(err, PD_EINVAL, nowhere, "pd_dataset_csv needs a path");
+  const char *label = o->label;
+  int nfeatures = o->nfeatures;
+  const char *const *features = o->features;
+  char sep = o->delimiter ? o->delimiter : ',';
   if (nfeatures < 0)
     return pd_error_set(err, PD_EINVAL, nowhere, "nfeatures is %d, not >= 0", nfeatures);
+  if (sep == '"' || sep == '\n' || sep == '\r' || sep == ' ')
+    return pd_error_set(err, PD_EINVAL, nowhere, "a CSV delimiter cannot be a quote, a space or "
+                        "a line end");
+  if (o->has_fill && !isfinite(o->fill))
+    return pd_error_set(err, PD_EINVAL, nowhere, "the fill value of missing cells must be a "
+                        "finite number");
   char *text;
   size_t len;
   pd_status st = pd_reader_read_all(path, &text, &len, err);
   if (st) return st;
-  csv c = {path, text, text + len, 1, 1, NULL, 0, 0};
+  csv c = {.path = path, .sep = sep, .has_fill = o->has_fill, .fill = o->fill, .p = text,
+           .end = text + len, .line = 1, .next_line = 1};
   if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) c.p += 3;   /* UTF-8 BOM */
   if (memchr(text, '\0', len)) {
     size_t at = (size_t)((char *)memchr(text, '\0', len) - text);
