@@ -19,6 +19,7 @@ static const pd_command *const commands[] = {
 static void usage(FILE *out) {
   fprintf(out,
           "usage: pdlang COMMAND [ARGS...]\n"
+          "       pdlang -i [FILE.pd]   (run FILE.pd, then stay in the REPL: pdlang repl -i)\n"
           "       pdlang --help | --version\n"
           "\n"
           "pdlang compiles .pd deep-learning scripts to PaddlePaddle-style programs and runs them.\n"
@@ -46,6 +47,11 @@ int main(int argc, char **argv) {
   pd_k_init();
   if (argc < 2) return pd_cmd_repl.run(1, (char *[]){"repl", NULL}); /* the REPL, or stdin */
   const char *name = argv[1];
+  /* `pdlang -i [FILE.pd]`, as python -i: run the file, then stay at the prompt (pdlang repl -i). */
+  if (strcmp(name, "-i") == 0) {
+    argv[0] = (char *)"repl";
+    return pd_cmd_repl.run(argc, argv);
+  }
   if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
     usage(stdout);
     return 0;

@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..13"
+echo "1..14"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -201,6 +201,11 @@ pdlang: 'exit()' is not a command here: type :quit (or Ctrl-D) to leave
       |       ^
 EOF
 check "quit and exit() say how to leave; a misspelt name gets a 'did you mean'" 0
+
+printf 'x = 3\n' > first.pd
+printf 'x * 2\n' | "$PDLANG" -i first.pd > out 2> err; rc=$?
+printf '6\n' > want.out
+check "pdlang -i FILE.pd runs the file, then takes statements as at a prompt" 0
 
 printf 'print(1)\n' > first.pd
 printf 'print(2)\n' | "$PDLANG" repl first.pd > out 2> err; rc=$?
