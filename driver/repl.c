@@ -636,6 +636,7 @@ static void cmd_help(pd_repl *r) {
         "nothing to the session.\n"
         "\n"
         "  :help             this text\n"
+        "  :help NAME        a function's or layer's signature and what it does\n"
         "  :vars [all]       the session's names: shape, dtype and block of tensors, values of\n"
         "                    compile-time names, then the parameters; `all` lists every var\n"
         "                    of every block of the program\n"
@@ -650,6 +651,93 @@ static void cmd_help(pd_repl *r) {
         "Tab completes names; Ctrl-C interrupts a running action or clears the line.\n",
         r->o.out);
   fflush(r->o.out);
+}
+
+/* `def name(...)` in text, with the comment lines just above it: the signature (spaces
+ * collapsed) and the comment appended to out. False when text has no such def. */
+static bool def_help(const char *text, size_t len, const char *name, pd_buf *out) {
+  size_t nl = strlen(name);
+  for (size_t at = 0; at < len;) {
+    const char *line = text + at, *eol = memchr(line, '\n', len - at);
+    size_t ll = eol ? (size_t)(eol - line) : len - at;
+    const char *p = line;
+    while (p < line + ll && (*p == ' ' || *p == '\t')) p++;
+    if ((size_t)(line + ll - p) > 4 + nl && !strncmp(p, "def ", 4) && !strncmp(p + 4, name, nl) &&
+        (p[4 + nl] == '(' || p[4 + nl] == ' ')) {
+      /* The signature, to its closing parenthesis (it may span lines). */
+      int depth = 0;
+      bool space = false;
+      for (const char *q = p; q < text + len; q++) {
+        char ch = *q == '\n' || *q == '\t' || *q == '\r' ? ' ' : *q;
+        if (ch == ' ' && space) continue;
+        space = ch == ' ';
+        pd_buf_append(out, &ch, 1);
+        if (ch == '(') depth++;
+        if (ch == ')' && --depth == 0) break;
+      }
+      pd_buf_puts(out, "\n");
+      /* The comment block above it, first line first. */
+      const char *start = line;
+      while (start > text) {
+        const char *prev = start - 1;
+        while (prev > text && prev[-1] != '\n') prev--;
+        const char *c = prev;
+        while (c < start && (*c == ' ' || *c == '\t')) c++;
+        if (c >= start || *c != '#') break;
+        start = prev;
+      }
+      for (const char *c = start; c < line;) {
+        const char *e = memchr(c, '\n', (size_t)(line - c));
+        const char *h = c;
+        while (h < e && (*h == ' ' || *h == '\t')) h++;
+        h++; /* the '#' */
+        if (h < e && *h == ' ') h++;
+        pd_buf_printf(out, "  %.*s\n", (int)(e - h), h);
+        c = e + 1;
+      }
+      return true;
+    }
+    at += ll + 1;
+  }
+  return false;
+}
+
+/* :help NAME -- a def of the session or of the standard library (its signature and comment),
+ * else a builtin (as the compiler's tables describe it). */
+static bool help_name(pd_repl *r, const char *name) {
+  pd_buf b;
+  pd_buf_init(&b);
+  bool found = r->src && def_help(r->src->text, r->src->len, name, &b);
+  const char *dirs[2] = {PD_STDLIB_DIR, NULL};
+#ifdef PD_SRC_STDLIB_DIR
+  dirs[1] = PD_SRC_STDLIB_DIR;
+#endif
+  for (int d = 0; !found && d < 2 && dirs[d]; d++) {
+    DIR *dir = opendir(dirs[d]);
+    if (!dir) continue;
+    for (struct dirent *e; !found && (e = readdir(dir));) {
+      size_t len = strlen(e->d_name);
+      if (len < 4 || strcmp(e->d_name + len - 3, ".pd") != 0) continue;
+      pd_buf path;
+      pd_buf_init(&path);
+      pd_buf_printf(&path, "%s/%s", dirs[d], e->d_name);
+      char *text = NULL;
+      size_t tlen = 0;
+      if (!path.oom && pd_read_file(path.data, &text, &tlen, NULL) == PD_OK &&
+          def_help(text, tlen, name, &b)) {
+        found = true;
+        pd_buf_printf(&b, "  (import \"%.*s\")\n", (int)(len - 3), e->d_name);
+      }
+      pd_free(text);
+      pd_buf_free(&path);
+    }
+    closedir(dir);
+  }
+  if (!found) found = pd_builtin_describe(name, &b);
+  if (found) put_buf(r->o.out, &b);
+  else say_error(r, "no function or layer named '%s' (:help lists the commands)", name);
+  pd_buf_free(&b);
+  return found;
 }
 
 /* The names a script binds at top level: assignment targets (also those inside if, for and
@@ -880,7 +968,7 @@ static pd_repl_result command(pd_repl *r, const char *line) {
   }
   pd_repl_result res = PD_REPL_OK;
   bool takes_file = !strcmp(name, "dot") || !strcmp(name, "load") || !strcmp(name, "save");
-  bool takes_none = !strcmp(name, "help") || !strcmp(name, "program") || !strcmp(name, "reset") ||
+  bool takes_none = !strcmp(name, "program") || !strcmp(name, "reset") ||
                     !strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit");
   if (takes_file && !*a) {
     say_error(r, ":%s needs a file name (:%s FILE)", name, name);
@@ -889,7 +977,8 @@ static pd_repl_result command(pd_repl *r, const char *line) {
     say_error(r, ":%s takes no argument", name);
     res = PD_REPL_ERROR;
   } else if (!strcmp(name, "help")) {
-    cmd_help(r);
+    if (!*a) cmd_help(r);
+    else if (!help_name(r, a)) res = PD_REPL_ERROR;
   } else if (!strcmp(name, "vars")) {
     if (*a && strcmp(a, "all") != 0) {
       say_error(r, ":vars takes no argument or 'all', not '%s'", a);

@@ -1118,3 +1118,71 @@ int pd_builtin_names(const char *prefix, const char **out, int cap) {
   }
   return n;
 }
+
+/* ---- Help text ---- */
+
+static void put_default(pd_buf *b, const pd_attrdef *ad) {
+  const pd_attrval *v = &ad->def;
+  switch (ad->type) {
+    case PD_ATTR_INT: case PD_ATTR_LONG: pd_buf_printf(b, "%lld", (long long)v->i); break;
+    case PD_ATTR_BOOLEAN: pd_buf_puts(b, v->i ? "true" : "false"); break;
+    case PD_ATTR_FLOAT: case PD_ATTR_FLOAT64: pd_buf_printf(b, "%g", v->f); break;
+    case PD_ATTR_STRING: pd_buf_printf(b, "\"%s\"", v->s ? v->s : ""); break;
+    case PD_ATTR_INTS: case PD_ATTR_LONGS: case PD_ATTR_FLOATS: case PD_ATTR_STRINGS:
+      pd_buf_puts(b, "[");
+      for (int i = 0; i < v->n; i++) {
+        if (i) pd_buf_puts(b, ", ");
+        if (ad->type == PD_ATTR_INTS) pd_buf_printf(b, "%d", (int)v->l.ints[i]);
+        else if (ad->type == PD_ATTR_LONGS) pd_buf_printf(b, "%lld", (long long)v->l.longs[i]);
+        else if (ad->type == PD_ATTR_FLOATS) pd_buf_printf(b, "%g", (double)v->l.floats[i]);
+        else pd_buf_printf(b, "\"%s\"", v->l.strings[i]);
+      }
+      pd_buf_puts(b, "]");
+      break;
+    default: pd_buf_puts(b, "?"); break;
+  }
+}
+
+bool pd_builtin_describe(const char *name, pd_buf *out) {
+  const builtin *bi = pd_cmp_builtin_lookup(name);
+  if (!bi) return false;
+  const char *const *params, *pos;
+  int n;
+  if (bi->op) {  /* an op wrapper: inputs, then attributes (some positional), with defaults */
+    const pd_opdef *def = pd_opdef_lookup(bi->op);
+    pd_buf_printf(out, "%s(", name);
+    int k = 0;
+    for (int i = 0; i < 3 && bi->in[i]; i++) pd_buf_printf(out, "%s%s", k++ ? ", " : "", bi->in[i]);
+    if (!bi->in[0]) pd_buf_printf(out, "%s[tensors]", k++ ? ", " : "");
+    for (int i = 0; def && i < def->nattrs; i++) {
+      const pd_attrdef *ad = &def->attrs[i];
+      if (ad->type == PD_ATTR_BLOCK || ad->type == PD_ATTR_BLOCKS) continue;
+      pd_buf_printf(out, "%s%s", k++ ? ", " : "", ad->name);
+      if (!ad->required) {
+        pd_buf_puts(out, " = ");
+        put_default(out, ad);
+      }
+    }
+    pd_buf_printf(out, ")\n  Fluid's op '%s'; returns its output '%s'. Inputs in order, then %s",
+                  bi->op, bi->out ? bi->out : "?", bi->pattr[0] ? "" : "attributes by keyword");
+    for (int i = 0; i < 3 && bi->pattr[i]; i++)
+      pd_buf_printf(out, "%s%s", i ? ", " : "", bi->pattr[i]);
+    pd_buf_puts(out, bi->pattr[0] ? " by position or keyword, the other attributes by keyword\n"
+                                  : "\n");
+  } else if ((params = pd_cmp_record_params(name, &n))) {
+    pd_buf_printf(out, "%s(", name);
+    for (int i = 0; params[i]; i++)
+      pd_buf_printf(out, "%s%s%s", i ? ", " : "", params[i], i < n ? "" : " = ...");
+    pd_buf_puts(out, ")\n  a reader, optimizer or initializer spec: a record of its arguments, "
+                     "read by train, eval or param\n");
+  } else if ((params = pd_cmp_action_params(name, &pos))) {
+    pd_buf_printf(out, "%s(%s", name, pos);
+    for (int i = 0; params[i]; i++) pd_buf_printf(out, ", %s = ...", params[i]);
+    pd_buf_puts(out, ")\n  an action: run after the script compiles, in order "
+                     "(doc/language.md, 'Actions')\n");
+  } else {
+    pd_buf_printf(out, "%s(...)\n  a built-in function (doc/language.md, 'Built-in "
+                       "functions')\n", name);
+  }
+  return true;
+}

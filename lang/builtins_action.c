@@ -241,18 +241,20 @@ static const struct action_spec {
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
   const char *kw[10];       /* keyword options, NULL-terminated */
+  const char *pos;          /* the positional arguments, for help text */
 } action_specs[] = {
-    {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}},
-    {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}},
-    {"load", PD_ACTION_LOAD, 1, 1, {NULL}},
-    {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}},
-    {"save", PD_ACTION_SAVE, 1, 64, {NULL}},
+    {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}, "a, b"},
+    {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}, "metrics..."},
+    {"load", PD_ACTION_LOAD, 1, 1, {NULL}, "path"},
+    {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}, "values..."},
+    {"save", PD_ACTION_SAVE, 1, 64, {NULL}, "path, targets..."},
     {"train",
      PD_ACTION_TRAIN,
      1,
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
-      NULL}},
+      NULL},
+     "cost"},
 };
 
 static bool record_is(const value *v, const char *const *names) {
@@ -383,4 +385,22 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
   }
   u->nactions++;
   return VNONE;
+}
+
+const char *const *pd_cmp_record_params(const char *name, int *required) {
+  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
+    if (strcmp(specs[i].name, name) == 0) {
+      if (required) *required = specs[i].required;
+      return specs[i].params;
+    }
+  return NULL;
+}
+
+const char *const *pd_cmp_action_params(const char *name, const char **pos) {
+  for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
+    if (strcmp(action_specs[i].name, name) == 0) {
+      if (pos) *pos = action_specs[i].pos;
+      return action_specs[i].kw;
+    }
+  return NULL;
 }

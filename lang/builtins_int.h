@@ -26,5 +26,10 @@ bool pd_cmp_in_global_block(C *c);
  * actions (recorded in the unit; run after compilation). */
 value *pd_cmp_b_record(C *c, const builtin *self, call_args *a);
 value *pd_cmp_b_action(C *c, const builtin *self, call_args *a);
+/* For help text: the parameters of a reader/optimizer/initializer spec (NULL-terminated, the
+ * first *required of them required) or of an action (its keywords, NULL-terminated, and in
+ * *pos its positional arguments as text); NULL when name is not one. */
+const char *const *pd_cmp_record_params(const char *name, int *required);
+const char *const *pd_cmp_action_params(const char *name, const char **pos);
 
 #endif /* PD_BUILTINS_INT_H */

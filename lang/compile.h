@@ -130,5 +130,8 @@ const pd_source *pd_unit_source(const pd_unit *unit, const pd_source *main, cons
  * cap names go to out (static strings, not to be freed); returns how many match. For completion
  * at a prompt. */
 int pd_builtin_names(const char *prefix, const char **out, int cap);
+/* A built-in function's signature and what it is, as the compiler's tables say it (one or two
+ * lines, appended to out), for the REPL's :help. False when name is not a builtin. */
+bool pd_builtin_describe(const char *name, pd_buf *out);
 
 #endif /* PD_COMPILE_H */

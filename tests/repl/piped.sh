@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..14"
+echo "1..15"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -201,6 +201,19 @@ pdlang: 'exit()' is not a command here: type :quit (or Ctrl-D) to leave
       |       ^
 EOF
 check "quit and exit() say how to leave; a misspelt name gets a 'did you mean'" 0
+
+printf 'def twice(x, k = 2) {\n    return x * k\n}\n# Adds one.\ndef inc(x) {\n    return x + 1\n}\n:help inc\n:help fc\n:help relu\n:help nope\n' |
+  "$PDLANG" repl -i > out 2> err; rc=$?
+cat > want.out <<'EOF'
+def inc(x)
+def fc(x, size, act = none, name = none)
+  A fully connected layer: x is flattened to [batch, prod(x.shape[1:])].
+  (import "layers")
+relu(X)
+  Fluid's op 'relu'; returns its output 'Out'. Inputs in order, then attributes by keyword
+EOF
+echo "pdlang: no function or layer named 'nope' (:help lists the commands)" > want.err
+check ":help NAME: a def of the session, a stdlib layer (with its comment), a builtin op" 0
 
 printf 'x = 3\n' > first.pd
 printf 'x * 2\n' | "$PDLANG" -i first.pd > out 2> err; rc=$?
