@@ -625,12 +625,13 @@ static bool is_input(const pd_state *st, const char *name) {
   return false;
 }
 
-int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const int64_t *dims,
-                  const void *data) {
+/* pd_state_feed and pd_state_feed_sequences: lengths NULL for a plain tensor. */
+static int feed(pd_state *st, const char *fn, const char *name, int dtype, int ndims,
+                const int64_t *dims, const void *data, int64_t nseq, const int64_t *lengths) {
   if (!st) return PD_RESULT_EINVAL;
   begin(st);
-  if (!name) return fail(st, PD_EINVAL, "pd_state_feed: the name is NULL");
-  if (!program(st)) return no_program(st, "pd_state_feed");
+  if (!name) return fail(st, PD_EINVAL, "%s: the name is NULL", fn);
+  if (!program(st)) return no_program(st, fn);
   if (!pd_dtype_valid(dtype))
     return fail(st, PD_EINVAL, "feed '%s': %d is not a dtype (PD_DTYPE_*)", name, dtype);
   if (ndims < 0 || ndims > PD_STATE_MAX_DIMS || (ndims > 0 && !dims))
@@ -658,14 +659,47 @@ int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const in
     return rc;
   }
   const pd_var_desc *v = pd_block_find_var_local(program(st)->blocks[0], name);
-  if (v && v->lod_level > 0)
-    return fail(st, PD_EUNSUPPORTED, "input '%s' is a batch of sequences (lod_level %d); the C "
-                                     "API feeds plain tensors only", name, v->lod_level);
+  if (v && v->lod_level > 1)
+    return fail(st, PD_EUNSUPPORTED, "input '%s' has lod_level %d: the C API feeds one level of "
+                                     "sequences at most", name, v->lod_level);
+  if (v && v->lod_level == 1 && !lengths)
+    return fail(st, PD_EINVAL, "input '%s' is a batch of sequences: feed it with "
+                               "pd_state_feed_sequences (the rows and each sequence's length)",
+                name);
+  if (v && v->lod_level == 0 && lengths)
+    return fail(st, PD_EINVAL, "input '%s' is not a batch of sequences (lod_level 0): feed it "
+                               "with pd_state_feed", name);
+  int64_t *off = NULL;
+  if (lengths) {
+    if (nseq < 1 || ndims < 1)
+      return fail(st, PD_EINVAL, "feed '%s': a batch of sequences needs at least one sequence "
+                                 "and a first dimension (the rows)", name);
+    if (!(off = pd_malloc(sizeof *off * (size_t)(nseq + 1))))
+      return fail(st, PD_ENOMEM, "out of memory");
+    off[0] = 0;
+    for (int64_t i = 0; i < nseq; i++) {
+      if (lengths[i] < 0 || lengths[i] > dims[0] - off[i]) {
+        pd_free(off);
+        return fail(st, PD_ESHAPE, "feed '%s': sequence %lld has length %lld, but the %lld rows "
+                                   "hold only %lld more", name, (long long)i,
+                    (long long)lengths[i], (long long)dims[0], (long long)(dims[0] - off[i]));
+      }
+      off[i + 1] = off[i] + lengths[i];
+    }
+    if (off[nseq] != dims[0]) {
+      int rc = fail(st, PD_ESHAPE, "feed '%s': the %lld sequence lengths add up to %lld rows, "
+                                   "but the value has %lld", name, (long long)nseq,
+                    (long long)off[nseq], (long long)dims[0]);
+      pd_free(off);
+      return rc;
+    }
+  }
   bool dtype_ok = !v || v->ndims < 0 || (int)v->dtype == dtype;
   bool shape_ok = !v || v->ndims < 0 || v->ndims == ndims;
   for (int k = 0; shape_ok && v && k < ndims; k++)
     shape_ok = v->dims[k] < 0 || v->dims[k] == dims[k];
   if (!dtype_ok || !shape_ok) {
+    pd_free(off);
     pd_buf want, got;
     pd_buf_init(&want);
     pd_buf_init(&got);
@@ -683,6 +717,12 @@ int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const in
   int64_t d[PD_STATE_MAX_DIMS] = {0};
   for (int k = 0; k < ndims; k++) d[k] = dims[k];
   pd_status s = pd_tensor_set_data(&t, (pd_dtype)dtype, ndims, d, data);
+  if (!s && off) {
+    const int64_t *lv = off;
+    int64_t len = nseq + 1;
+    s = pd_tensor_set_lod(&t, 1, &lv, &len);
+  }
+  pd_free(off);
   if (s) {
     pd_tensor_release(&t);
     return fail(st, s, "feed '%s': %s", name, s == PD_ENOMEM ? "out of memory" : "bad shape");
@@ -695,6 +735,21 @@ int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const in
   pd_tensor_release(&e->t);
   e->t = t;  /* the storage moves over */
   return ok(st);
+}
+
+int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const int64_t *dims,
+                  const void *data) {
+  return feed(st, "pd_state_feed", name, dtype, ndims, dims, data, 0, NULL);
+}
+
+int pd_state_feed_sequences(pd_state *st, const char *name, int dtype, int ndims,
+                            const int64_t *dims, const void *data, int64_t nseq,
+                            const int64_t *lengths) {
+  if (st && !lengths) {
+    begin(st);
+    return fail(st, PD_EINVAL, "pd_state_feed_sequences: the lengths are NULL");
+  }
+  return feed(st, "pd_state_feed_sequences", name, dtype, ndims, dims, data, nseq, lengths);
 }
 
 /* ---------------------------------------------------------------- running */

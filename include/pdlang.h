@@ -198,6 +198,14 @@ int pd_state_describe(pd_state *st, const char *name, pd_tensor_info *info);
  * Needs a compiled or loaded program (PD_RESULT_EINVAL). */
 int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const int64_t *dims,
                   const void *data);
+/* Feed an input that is a batch of sequences (declared with lod_level = 1, as a `for` loop or a
+ * recurrent layer reads it): nseq sequences of lengths[0..nseq) rows (each >= 0), one after
+ * another in data, whose dims[0] is the total of the lengths (PD_RESULT_ESHAPE otherwise); the
+ * rest as pd_state_feed. pd_state_feed refuses such an input, and this function a plain one
+ * (PD_RESULT_EINVAL). */
+int pd_state_feed_sequences(pd_state *st, const char *name, int dtype, int ndims,
+                            const int64_t *dims, const void *data, int64_t nseq,
+                            const int64_t *lengths);
 
 /* Run the program. A script: run its actions (print, train, eval, save, load, assert_close) in
  * order, stopping at the first error; actions take their data from their readers, not from

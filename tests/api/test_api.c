@@ -552,6 +552,79 @@ static void test_model(void) {
 /* ---- Create / compile / run / free, over and over ---- */
 
 /* One whole use of the API; returns the first failing result (0 when all went well). */
+/* Batches of sequences through pd_state_feed_sequences: a script's for loop and sequence_pool,
+ * and the same loop saved as a model and run from the library (values from the recurrence,
+ * computed here). */
+static void test_sequences(void) {
+  static const char script_text[] =
+      "x = data(\"x\", [-1, 1], lod_level = 1)\n"
+      "s = sequence_pool(x, pooltype = \"SUM\")\n"
+      "h = var(0)\n"
+      "for (t in x) {\n"
+      "    h = tanh(t * 0.5 + h * 0.25)\n"
+      "}\n";
+  float x[5] = {1, 2, 3, -1, 0.5f};
+  int64_t dims[2] = {5, 1}, lengths[2] = {3, 2}, bad_len[2] = {3, 3};
+  double want_h[2];
+  for (int q = 0, at = 0; q < 2; q++) {  /* h = tanh(0.5 x_t + 0.25 h) along each sequence */
+    double h = 0;
+    for (int k = 0; k < lengths[q]; k++) h = tanh(0.5 * x[at + k] + 0.25 * h);
+    want_h[q] = h;
+    at += (int)lengths[q];
+  }
+  pd_state *st;
+  if (pd_state_new(&st)) return;
+  int rc = pd_state_compile_string(st, "seq.pd", script_text);
+  is_int(rc, PD_RESULT_OK, "a script with a sequence input compiles (%s)", pd_state_error(st)->text);
+  rc = pd_state_feed(st, "x", PD_DTYPE_FLOAT32, 2, dims, x);
+  ok(rc == PD_RESULT_EINVAL && has(pd_state_error(st)->message, "pd_state_feed_sequences"),
+     "pd_state_feed refuses a sequence input, naming the call to use (%s)",
+     pd_state_error(st)->message);
+  rc = pd_state_feed_sequences(st, "x", PD_DTYPE_FLOAT32, 2, dims, x, 2, bad_len);
+  ok(rc == PD_RESULT_ESHAPE && has(pd_state_error(st)->message, "sequence 1 has length 3"),
+     "lengths that do not add up to the rows: ESHAPE (%s)", pd_state_error(st)->message);
+  rc = pd_state_feed_sequences(st, "x", PD_DTYPE_FLOAT32, 2, dims, x, 2, lengths);
+  is_int(rc, PD_RESULT_OK, "feeding two sequences of 3 and 2 rows");
+  const char *const targets[2] = {"s", "h"};
+  rc = pd_state_run_targets(st, 2, targets);
+  is_int(rc, PD_RESULT_OK, "sequence_pool and the for loop run (%s)", pd_state_error(st)->text);
+  pd_tensor_info info;
+  rc = pd_state_fetch(st, "s", &info);
+  ok(rc == 0 && info.ndims == 2 && info.dims[0] == 2 && ((const float *)info.data)[0] == 6.0f &&
+         ((const float *)info.data)[1] == -0.5f,
+     "the sums of each sequence: 6 and -0.5");
+  rc = pd_state_fetch(st, "h", &info);
+  ok(rc == 0 && info.dims[0] == 2 &&
+         fabs(((const float *)info.data)[0] - want_h[0]) < 1e-6 &&
+         fabs(((const float *)info.data)[1] - want_h[1]) < 1e-6,
+     "the loop's last h of each sequence: %g and %g", want_h[0], want_h[1]);
+  /* The loop saved as a model, run through the library. */
+  char text[512], model[300];
+  snprintf(model, sizeof model, "%s/seq.pdmodel", tmpdir);
+  snprintf(text, sizeof text, "%ssave(\"%s\", h)\n", script_text, model);
+  pd_state *m;
+  if (pd_state_new(&m)) {
+    pd_state_free(st);
+    return;
+  }
+  rc = pd_state_compile_string(st, "seq.pd", text);
+  rc = rc ? rc : pd_state_run(st);
+  is_int(rc, PD_RESULT_OK, "the loop saved as a model (%s)", pd_state_error(st)->text);
+  rc = pd_state_load_model(m, model);
+  rc = rc ? rc : pd_state_feed_sequences(m, "x", PD_DTYPE_FLOAT32, 2, dims, x, 2, lengths);
+  rc = rc ? rc : pd_state_run(m);
+  is_int(rc, PD_RESULT_OK, "the model runs on fed sequences (%s)", pd_state_error(m)->text);
+  int n = 0;
+  const char *const *outs = NULL;
+  rc = rc ? rc : pd_state_outputs(m, &n, &outs);
+  rc = rc || n != 1 ? PD_RESULT_EINVAL : pd_state_fetch(m, outs[0], &info);
+  ok(rc == 0 && info.dims[0] == 2 && fabs(((const float *)info.data)[0] - want_h[0]) < 1e-6 &&
+         fabs(((const float *)info.data)[1] - want_h[1]) < 1e-6,
+     "the model's output: the last h of each sequence");
+  pd_state_free(m);
+  pd_state_free(st);
+}
+
 static int one_cycle(void) {
   pd_state *st = NULL;
   int rc = pd_state_new(&st);
@@ -638,6 +711,7 @@ int main(int argc, char **argv) {
   make_points();
   test_null_state();
   test_compile_errors();
+  test_sequences();
   test_runtime_errors();
   test_feed_fetch();
   test_denormals();
