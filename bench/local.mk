@@ -14,6 +14,7 @@ bench_bench_rnn_SOURCES = bench/bench_rnn.c
 bench_bench_rnn_LDADD = libpdlang-internal.la $(PD_LIBS)
 EXTRA_DIST += bench/torch_train.py bench/torch_conv.py bench/torch_rnn.py bench/bench_rnn.sh \
 	bench/README
+EXTRA_DIST += bench/bench_attention.sh bench/torch_attention.py
 
 bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_kernels$(EXEEXT)
@@ -21,5 +22,6 @@ bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_train$(EXEEXT)
 	$(SHELL) $(srcdir)/bench/bench_rnn.sh ./pdlang$(EXEEXT)
 	./bench/bench_rnn$(EXEEXT) mem
+	$(SHELL) $(srcdir)/bench/bench_attention.sh ./pdlang$(EXEEXT)
 bench: bench/bench_train$(EXEEXT) bench/bench_rnn$(EXEEXT) pdlang$(EXEEXT)
 .PHONY: bench
