@@ -2,8 +2,9 @@
  * helpers every builtin shares (lang/builtins_int.h), op wrappers (whose keyword arguments are the
  * op's Fluid attributes, typed by the op registry), tensor constructors (data, param, var,
  * minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range, prod, fail, and
- * sqrt/exp/log/abs of a number) and the one sorted table of builtins. Reader, optimizer and initializer specs and the actions are in
- * lang/builtins_action.c; layers built from these live in stdlib/ (written in pdlang). */
+ * sqrt/exp/log/abs of a number) and the one sorted table of builtins. Reader, optimizer and
+ * initializer specs and the actions are in lang/builtins_action.c; layers built from these live
+ * in stdlib/ (written in pdlang). */
 #include "config.h"
 #include "lang/builtins_int.h"
 
