@@ -1,12 +1,13 @@
-/* test_attention.c -- multi_head_attention, transformer_encoder_layer and causal_mask of
- * stdlib/layers.pd. Each case is a .pd script compiled in fp64 whose parameters are then set to
- * fixed, distinct values; its output is checked against a naive reference written here from
- * paddle.nn.MultiHeadAttention's and paddle.nn.TransformerEncoderLayer's formulas (projections
- * x W + b; per head softmax(q k^T / sqrt(d / heads) + mask) v; the heads joined and projected;
- * residual + layer_norm after the sublayer, or before it with normalize_before), with a bool
- * padding keep-mask [N, 1, 1, Tk], the additive causal mask [T, T] and no mask, self- and cross-
- * attention (k and v of another length and width); and every parameter's gradient (the input's
- * too, through a learned scale of it) against central finite differences. */
+/* test_attention.c -- multi_head_attention, transformer_encoder_layer, causal_mask and
+ * positional_embedding of stdlib/layers.pd. Each case is a .pd script compiled in fp64 whose
+ * parameters are then set to fixed, distinct values; its output is checked against a naive
+ * reference written here from paddle.nn.MultiHeadAttention's and
+ * paddle.nn.TransformerEncoderLayer's formulas (projections x W + b; per head softmax(q k^T /
+ * sqrt(d / heads) + mask) v; the heads joined and projected; residual + layer_norm after the
+ * sublayer, or before it with normalize_before), with a bool padding keep-mask [N, 1, 1, Tk],
+ * the additive causal mask [T, T] and no mask, self- and cross-attention (k and v of another
+ * length and width); and every parameter's gradient (the input's too, through a learned scale
+ * of it) against central finite differences. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,8 +314,26 @@ static void test_causal_mask(void) {
   pd_error_clear(&err);
 }
 
+/* positional_embedding(x): x plus a parameter [TQ, D] for every sequence. */
+static void test_positional(void) {
+  const char *name = "positional_embedding";
+  acase c;
+  if (!ok(setup(&c, name, PRELUDE "y = positional_embedding(x)\n" COST, false, 0), "%s: builds",
+          name)) {
+    acase_free(&c);
+    return;
+  }
+  const double *p = pv(&c, "positional_embedding_0.w_0");
+  double want[N * TQ * D];
+  for (int i = 0; p && i < N * TQ * D; i++) want[i] = xv[i] + p[i % (TQ * D)];
+  if (p) check_values(&c, name, want);
+  check_grads(&c, name, 2);
+  acase_free(&c);
+}
+
 int main(void) {
   test_causal_mask();
+  test_positional();
   test_mha("self-attention, no mask", "multi_head_attention(x, x, x, 2)", false, MASK_NONE);
   test_mha("self-attention, bool padding mask",
            "multi_head_attention(x, x, x, 2, mask = m > 0.5)", false, MASK_PAD);
