@@ -4,9 +4,9 @@
  * reference written here from paddle.nn.MultiHeadAttention's and
  * paddle.nn.TransformerEncoderLayer's formulas (projections x W + b; per head softmax(q k^T /
  * sqrt(d / heads) + mask) v; the heads joined and projected; residual + layer_norm after the
- * sublayer, or before it with normalize_before), with a bool padding keep-mask [N, 1, 1, Tk],
- * the additive causal mask [T, T] and no mask, self- and cross-attention (k and v of another
- * length and width); and every parameter's gradient (the input's too, through a learned scale
+ * sublayer, or before it with normalize_before), with a bool or int64 padding keep-mask [N, 1,
+ * 1, Tk], the additive causal mask [T, T] and no mask, self- and cross-attention (k and v of
+ * another length and width); and every parameter's gradient (the input's too, through a learned scale
  * of it) against central finite differences. */
 #include <math.h>
 #include <stdio.h>
@@ -337,6 +337,8 @@ int main(void) {
   test_mha("self-attention, no mask", "multi_head_attention(x, x, x, 2)", false, MASK_NONE);
   test_mha("self-attention, bool padding mask",
            "multi_head_attention(x, x, x, 2, mask = m > 0.5)", false, MASK_PAD);
+  test_mha("self-attention, int64 padding mask",
+           "multi_head_attention(x, x, x, 2, mask = cast(m, int64))", false, MASK_PAD);
   test_mha("self-attention, causal mask", "multi_head_attention(x, x, x, 2, mask = causal_mask(3))",
            false, MASK_CAUSAL);
   test_mha("cross-attention, float padding mask",
