@@ -1,9 +1,10 @@
 /* builtins.c -- the functions a script can call without importing anything: the argument
  * helpers every builtin shares (lang/builtins_int.h), op wrappers (whose keyword arguments are the
  * op's Fluid attributes, typed by the op registry), tensor constructors (data, param, var,
- * minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range, prod) and the one
- * sorted table of builtins. Reader, optimizer and initializer specs and the actions are in
- * lang/builtins_action.c; layers built from these live in stdlib/ (written in pdlang). */
+ * minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range, prod, fail, and
+ * sqrt/exp/log/abs of a number) and the one sorted table of builtins. Reader, optimizer and
+ * initializer specs and the actions are in lang/builtins_action.c; layers built from these live
+ * in stdlib/ (written in pdlang). */
 #include "config.h"
 #include "lang/builtins_int.h"
 
@@ -149,6 +150,25 @@ static bool kw_attrs(C *c, call_args *a, const pd_opdef *def, pd_op_desc *op,
   return true;
 }
 
+/* sqrt, exp, log and abs of a compile-time number: a number (a float; abs keeps an integer), as
+ * Python's math functions, so that a layer can compute a constant such as 1 / sqrt(d). NULL
+ * for the other ops (they need a tensor). */
+static value *fold_math(C *c, const builtin *self, call_args *a) {
+  double x = pd_cmp_num(a->pos[0]);
+  if (strcmp(self->op, "abs") == 0)
+    return a->pos[0]->k == V_INT ? pd_cmp_vint(c, a->pos[0]->i < 0 ? -a->pos[0]->i : a->pos[0]->i)
+                                 : pd_cmp_vfloat(c, fabs(x));
+  if (strcmp(self->op, "exp") == 0) return pd_cmp_vfloat(c, exp(x));
+  bool is_sqrt = strcmp(self->op, "sqrt") == 0;
+  if (!is_sqrt && strcmp(self->op, "log") != 0) return NULL;
+  if (is_sqrt ? x < 0 : x <= 0) {
+    pd_cmp_error(c, a->pos_loc[0], "%s of %g: the argument must be %s", self->name, x,
+                 is_sqrt ? "0 or more" : "more than 0");
+    return VERR;
+  }
+  return pd_cmp_vfloat(c, is_sqrt ? sqrt(x) : log(x));
+}
+
 /* ---- Generic op wrappers: inputs positionally, then `pattr` positionally, attrs by keyword ---- */
 
 static value *b_op(C *c, const builtin *self, call_args *a) {
@@ -166,6 +186,10 @@ static value *b_op(C *c, const builtin *self, call_args *a) {
                  npattr ? pd_cmp_fmt(c, " and optionally %s", self->pattr[0]) : "", a->npos,
                  a->npos == 1 ? "" : "s");
     return VERR;
+  }
+  if (nin == 1 && a->npos == 1 && a->nkw == 0 && pd_cmp_is_number(a->pos[0])) {
+    value *f = fold_math(c, self, a);
+    if (f) return f;
   }
   pd_op_desc *op = pd_cmp_op_new(c, self->op, a->loc);
   if (!op) return VERR;
@@ -976,6 +1000,28 @@ static value *b_prod(C *c, const builtin *self, call_args *a) {
   return ints ? pd_cmp_vint(c, ip) : pd_cmp_vfloat(c, p);
 }
 
+/* fail(parts...): stops the compilation with an error at the call (in a layer: at the line that
+ * called it, with a note), its message the arguments joined: strings as they are, other values
+ * as messages show them. How a stdlib layer reports an argument it cannot take. */
+static value *b_fail(C *c, const builtin *self, call_args *a) {
+  (void)self;
+  if (a->nkw) {
+    pd_cmp_error(c, a->kw_loc[0], "fail has no argument '%s' (it joins its positional ones)",
+                 a->kw[0]);
+    return VERR;
+  }
+  pd_buf b;
+  pd_buf_init(&b);
+  for (int i = 0; i < a->npos; i++) {
+    if (a->pos[i]->k == V_STR) pd_buf_puts(&b, a->pos[i]->s);
+    else pd_cmp_describe(c, a->pos[i], &b);
+  }
+  if (b.oom) c->oom = true;
+  else pd_cmp_error(c, a->loc, "%s", b.len ? b.data : "fail() called");
+  pd_buf_free(&b);
+  return VERR;
+}
+
 /* ---- The table, sorted by name (binary search; tests check the order) ---- */
 
 #define OP1(n, op, out) {n, b_op, op, {"X", NULL, NULL}, out, {NULL, NULL}}
@@ -1010,6 +1056,7 @@ static const builtin builtins[] = {
     FN("eval", pd_cmp_b_action),
     OP1("exp", "exp", "Out"),
     OP1A("expand", "expand_v2", "Out", "shape"),
+    FN("fail", b_fail),
     FN("fashion_mnist", pd_cmp_b_record),
     FN("fill", b_fill),
     OP1A2("flatten", "flatten_contiguous_range", "Out", "start_axis", "stop_axis"),
