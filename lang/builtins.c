@@ -1017,7 +1017,7 @@ static value *b_fail(C *c, const builtin *self, call_args *a) {
     else pd_cmp_describe(c, a->pos[i], &b);
   }
   if (b.oom) c->oom = true;
-  else pd_cmp_error(c, a->loc, "%s", b.len ? b.data : "fail() called");
+  else pd_cmp_error_at_caller(c, a->loc, "%s", b.len ? b.data : "fail() called");
   pd_buf_free(&b);
   return VERR;
 }

@@ -143,6 +143,27 @@ void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
   pd_buf_free(&msg);
 }
 
+void pd_cmp_error_at_caller(C *c, pd_loc loc, const char *fmt, ...) {
+  inline_call *outermost = NULL;
+  for (inline_call *k = c->call; k; k = k->outer) outermost = k;
+  pd_buf msg;
+  pd_buf_init(&msg);
+  va_list ap;
+  va_start(ap, fmt);
+  pd_buf_vprintf(&msg, fmt, ap);
+  va_end(ap);
+  const char *text = msg.data ? msg.data : "out of memory";
+  if (!outermost) {
+    pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_ERROR, loc, "%s", text);
+  } else {
+    pd_diag_report(c->diags, source_of(c, outermost->site.file), PD_DIAG_ERROR, outermost->site,
+                   "%s", text);
+    pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_NOTE, loc, "raised in '%s', here",
+                   c->call->def->def.name->name.id);
+  }
+  pd_buf_free(&msg);
+}
+
 void pd_cmp_note_calls(C *c) {
   for (inline_call *k = c->call; k; k = k->outer)
     pd_diag_report(c->diags, source_of(c, k->site.file), PD_DIAG_NOTE, k->site,

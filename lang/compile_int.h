@@ -212,6 +212,10 @@ void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(
 /* The notes of pd_cmp_error after an error reported another way: each inlined call site,
  * innermost first. */
 void pd_cmp_note_calls(C *c);
+/* An error about the arguments a function was called with (fail() in a layer): at the user's
+ * line (the outermost call), with a note at loc, where the function raised it. */
+void pd_cmp_error_at_caller(C *c, pd_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 void *pd_cmp_calloc(C *c, size_t n);
 const char *pd_cmp_strdup(C *c, const char *s);
 const char *pd_cmp_fmt(C *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,10 +1,10 @@
 #!/bin/sh
 # attention_errors.sh -- bad arguments of multi_head_attention and transformer_encoder_layer
 # (stdlib/layers.pd) stop `pdlang check` with exit status 1 and an error at the caller's line
-# and column (then a note inside the layer, whose path depends on the build, so only the first
-# line is compared): heads not dividing the features, k and v of different lengths, an input
-# of the wrong rank, x not [batch, length, d_model], a mask that does not broadcast, and a
-# positional_embedding of an input of rank 2.
+# and column (then a note inside the layer; only the first line is compared): heads not dividing
+# the features, k and v of different lengths, an input of the wrong rank, x not [batch, length,
+# d_model], and a positional_embedding of an input of rank 2. A mask that does not broadcast is
+# an op's error inside the layer: its line in <stdlib>/layers.pd first, then the call as a note.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 dir=${TMPDIR:-/tmp}/pd_attnerr.$$
@@ -25,6 +25,8 @@ PD
   "$PDLANG" check s.pd > s.out 2> s.err
   rc=$?
   first=$(head -n 1 s.err)
+  # An error inside the standard library: its line there (which moves as layers.pd changes).
+  case $2 in "<stdlib>/layers.pd:N:N"*) first=$(echo "$first" | sed 's/^\(<stdlib>\/layers.pd:\)[0-9]*:[0-9]*/\1N:N/') ;; esac
   if [ $rc -eq 1 ] && [ "$first" = "$2" ]; then
     echo "ok $n - $1"
   else
@@ -41,6 +43,6 @@ expect 'multi_head_attention(x[0], x, x, 2)' \
 expect 'transformer_encoder_layer(x, 8, 2, 16)' \
   's.pd:5:5: error: transformer_encoder_layer needs x of shape [batch, length, 8] (d_model), got [-1, 5, 6]'
 expect 'multi_head_attention(x, k, k, 2, mask = data("m", [-1, 1, 1, 5]))' \
-  's.pd:5:5: error: elementwise_add: cannot broadcast [-1, 2, 5, 4] and [-1, 1, 1, 5] (axis -1)'
+  '<stdlib>/layers.pd:N:N: error: elementwise_add: cannot broadcast [-1, 2, 5, 4] and [-1, 1, 1, 5] (axis -1)'
 expect 'positional_embedding(x[0])' \
   's.pd:5:5: error: positional_embedding needs x of shape [batch, length, features] with a known length, got [5, 6]'
