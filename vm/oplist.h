@@ -150,6 +150,19 @@ PD_OP(fill_constant, GPU, fill_constant,
 PD_UNARY_(fill_zeros_like, 0)
 PD_OP(flatten_contiguous_range, DIFF | GPU | GPU_GRAD, flatten_contiguous_range, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INT("start_axis", 1), INT("stop_axis", 1)))
+/* fused_gru, fused_lstm: pdlang's own ops (not Fluid's gru and lstm, whose gate order, slots
+ * and GRU reset form differ), made by vm/passes/fuse_gated.c from stdlib/layers.pd's gru and lstm
+ * loops after the input projection is hoisted: Input [T, 3 H] = x W_ih + b_ih (r, z, n), Weight
+ * [H, 3 H] = W_hh, Bias [3 H] = b_hh; n = tanh(x_n + r (h W_hn + b_hn)), h' = (1 - z) n + z h
+ * (PyTorch's and paddle.nn.GRU's). LSTM: Input [T, 4 H] = x W_ih + b (i, f, g, o), Weight
+ * [H, 4 H]; c' = f c + i g, h' = o tanh(c'); Cell the c of every step. H0, C0: [H] or
+ * [sequences, H]. BatchGate keeps the activations for the gradient. */
+PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN, fused_gru,
+      IN(ONE("Input"), OPT("H0"), ONE("Weight"), ONE("Bias")),
+      OUT(ONE("Hidden"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
+PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN, fused_lstm,
+      IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight")),
+      OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
 PD_OP(gather, DIFF, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")), OUT(ONE("Out")),
       ATTRS(INT("axis", 0), BOOL("overwrite", true)))
 PD_OP(gaussian_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),

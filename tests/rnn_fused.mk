@@ -1,0 +1,10 @@
+# tests/rnn_fused.mk -- the fused gated recurrences (vm/ops/rnn_fused.c, made by
+# vm/passes/fuse_gated.c): tests/ops/test_kern_rnn_fused runs fused_lstm and fused_gru as single
+# ops (values against a reference written from the equations, variable lengths with an empty
+# sequence, reverse, initial states per sequence / shared / absent, fp64 finite-difference
+# gradients of every input, fp32, bad shapes). The fusion of the stdlib layers themselves, fused
+# against the loop as written, is tests/vm/test_rnn_layers (tests/rnn_layers.mk).
+check_PROGRAMS += tests/ops/test_kern_rnn_fused
+tests_ops_test_kern_rnn_fused_SOURCES = tests/ops/test_kern_rnn_fused.c
+tests_ops_test_kern_rnn_fused_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/ops/test_kern_rnn_fused
