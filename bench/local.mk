@@ -13,13 +13,14 @@ noinst_PROGRAMS += bench/bench_rnn
 bench_bench_rnn_SOURCES = bench/bench_rnn.c
 bench_bench_rnn_LDADD = libpdlang-internal.la $(PD_LIBS)
 EXTRA_DIST += bench/torch_train.py bench/torch_conv.py bench/torch_rnn.py bench/bench_rnn.sh \
-	bench/README
+	bench/README bench/bench_gated.sh bench/torch_gated.py
 
 bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_kernels$(EXEEXT)
 	./bench/bench_exec$(EXEEXT)
 	./bench/bench_train$(EXEEXT)
 	$(SHELL) $(srcdir)/bench/bench_rnn.sh ./pdlang$(EXEEXT)
+	$(SHELL) $(srcdir)/bench/bench_gated.sh ./pdlang$(EXEEXT)
 	./bench/bench_rnn$(EXEEXT) mem
 bench: bench/bench_train$(EXEEXT) bench/bench_rnn$(EXEEXT) pdlang$(EXEEXT)
 .PHONY: bench
