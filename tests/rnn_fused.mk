@@ -4,7 +4,11 @@
 # sequence, reverse, initial states per sequence / shared / absent, fp64 finite-difference
 # gradients of every input, fp32, bad shapes). The fusion of the stdlib layers themselves, fused
 # against the loop as written, is tests/vm/test_rnn_layers (tests/rnn_layers.mk).
+# tests/run/char_lm.sh: examples/char_lm.pd (a two-layer LSTM language model) with 2 epochs
+# instead of 20 learns and writes its line.
 check_PROGRAMS += tests/ops/test_kern_rnn_fused
 tests_ops_test_kern_rnn_fused_SOURCES = tests/ops/test_kern_rnn_fused.c
 tests_ops_test_kern_rnn_fused_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/ops/test_kern_rnn_fused
+TESTS += tests/run/char_lm.sh
+EXTRA_DIST += tests/run/char_lm.sh
