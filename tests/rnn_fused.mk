@@ -10,5 +10,12 @@ check_PROGRAMS += tests/ops/test_kern_rnn_fused
 tests_ops_test_kern_rnn_fused_SOURCES = tests/ops/test_kern_rnn_fused.c
 tests_ops_test_kern_rnn_fused_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/ops/test_kern_rnn_fused
+# tests/ops/test_kern_rnn_op: PaddlePaddle's rnn op (vm/ops/rnn.c), every mode, 1 and 2 layers,
+# one direction and both, padded lengths or none: values against a reference from Paddle's
+# equations, fp64 finite-difference gradients of Input, PreState and WeightList, fp32, errors.
+check_PROGRAMS += tests/ops/test_kern_rnn_op
+tests_ops_test_kern_rnn_op_SOURCES = tests/ops/test_kern_rnn_op.c
+tests_ops_test_kern_rnn_op_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/ops/test_kern_rnn_op
 TESTS += tests/run/char_lm.sh
 EXTRA_DIST += tests/run/char_lm.sh

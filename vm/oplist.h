@@ -239,6 +239,16 @@ PD_OP(rmsprop, FP_IN, optimizer,
           OPT("MasterParamOut")),
       ATTRS(FLOAT("epsilon", 1e-10), FLOAT("decay", 0.9), FLOAT("momentum", 0.0),
             BOOL("centered", false), BOOL("multi_precision", false)))
+/* rnn: PaddlePaddle's (paddle.nn.LSTM / GRU / SimpleRNN in a static program), vm/ops/rnn.c.
+ * Input time-major [T, N, I]; PreState h (and c) [layers x directions, N, H]; WeightList the
+ * weight_ih, weight_hh of each (layer, direction), then their bias_ih, bias_hh. */
+PD_OP(rnn, DIFF | FP_IN, rnn,
+      IN(ONE("Input"), LIST("PreState"), LIST("WeightList"), OPT("SequenceLength")),
+      OUT(ONE("Out"), OPT("DropoutState"), TEMP("Reserve"), LIST("State")),
+      ATTRS(FLOAT("dropout_prob", 0.0), BOOL("is_bidirec", false), INT("input_size", 10),
+            INT("hidden_size", 100), INT("num_layers", 1),
+            REQ_ENUM("mode", "LSTM", "GRU", "RNN_TANH", "RNN_RELU"), INT("seed", 0),
+            BOOL("is_test", false)))
 PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
