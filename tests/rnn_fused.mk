@@ -17,5 +17,7 @@ check_PROGRAMS += tests/ops/test_kern_rnn_op
 tests_ops_test_kern_rnn_op_SOURCES = tests/ops/test_kern_rnn_op.c
 tests_ops_test_kern_rnn_op_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/ops/test_kern_rnn_op
+# tests/ops/paddle_rnn_check.py: the same reference against paddle.nn.LSTM / GRU, by hand.
+EXTRA_DIST += tests/ops/paddle_rnn_check.py
 TESTS += tests/run/char_lm.sh
 EXTRA_DIST += tests/run/char_lm.sh
