@@ -150,6 +150,19 @@ PD_OP(fill_constant, GPU, fill_constant,
 PD_UNARY_(fill_zeros_like, 0)
 PD_OP(flatten_contiguous_range, DIFF | GPU | GPU_GRAD, flatten_contiguous_range, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INT("start_axis", 1), INT("stop_axis", 1)))
+/* fused_gru, fused_lstm: pdlang's own ops (not Fluid's gru and lstm, whose gate order, slots
+ * and GRU reset form differ), made by vm/passes/fuse_gated.c from stdlib/layers.pd's gru and lstm
+ * loops after the input projection is hoisted: Input [T, 3 H] = x W_ih + b_ih (r, z, n), Weight
+ * [H, 3 H] = W_hh, Bias [3 H] = b_hh; n = tanh(x_n + r (h W_hn + b_hn)), h' = (1 - z) n + z h
+ * (PyTorch's and paddle.nn.GRU's). LSTM: Input [T, 4 H] = x W_ih + b (i, f, g, o), Weight
+ * [H, 4 H]; c' = f c + i g, h' = o tanh(c'); Cell the c of every step. H0, C0: [H] or
+ * [sequences, H]. BatchGate keeps the activations for the gradient. */
+PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN, fused_gru,
+      IN(ONE("Input"), OPT("H0"), ONE("Weight"), ONE("Bias")),
+      OUT(ONE("Hidden"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
+PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN, fused_lstm,
+      IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight")),
+      OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
 PD_OP(gather, DIFF, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")), OUT(ONE("Out")),
       ATTRS(INT("axis", 0), BOOL("overwrite", true)))
 PD_OP(gaussian_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
@@ -226,6 +239,16 @@ PD_OP(rmsprop, FP_IN | GPU, optimizer,
           OPT("MasterParamOut")),
       ATTRS(FLOAT("epsilon", 1e-10), FLOAT("decay", 0.9), FLOAT("momentum", 0.0),
             BOOL("centered", false), BOOL("multi_precision", false)))
+/* rnn: PaddlePaddle's (paddle.nn.LSTM / GRU / SimpleRNN in a static program), vm/ops/rnn.c.
+ * Input time-major [T, N, I]; PreState h (and c) [layers x directions, N, H]; WeightList the
+ * weight_ih, weight_hh of each (layer, direction), then their bias_ih, bias_hh. */
+PD_OP(rnn, DIFF | FP_IN, rnn,
+      IN(ONE("Input"), LIST("PreState"), LIST("WeightList"), OPT("SequenceLength")),
+      OUT(ONE("Out"), OPT("DropoutState"), TEMP("Reserve"), LIST("State")),
+      ATTRS(FLOAT("dropout_prob", 0.0), BOOL("is_bidirec", false), INT("input_size", 10),
+            INT("hidden_size", 100), INT("num_layers", 1),
+            REQ_ENUM("mode", "LSTM", "GRU", "RNN_TANH", "RNN_RELU"), INT("seed", 0),
+            BOOL("is_test", false)))
 PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),

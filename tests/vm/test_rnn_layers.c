@@ -7,7 +7,8 @@
  * reorders them), forwards and in reverse, with initial states per sequence, shared, or left
  * out; that the hoisting pass (vm/passes/hoist.h) moves the input projection x W_ih + b out of
  * the loop and leaves one product (h W_hh) in the step block, and that the passes of `train`
- * after it (vm/passes/pipeline.h) fuse no Elman cell and make the projection an fc op; and
+ * after it (vm/passes/pipeline.h) make the loop one fused_lstm / fused_gru op (equal to the loop
+ * as written) and the projection an fc op; and
  * every parameter's gradient, of the program as written, hoisted, and as `train` rewrites it,
  * against central finite differences (also through a layer inside a loop over sequences of
  * sequences). */
@@ -260,6 +261,9 @@ static const double *pvalues(rcase *c, const char *name) {
 
 static void run_case(lcase *lc) {
   static const char *const how[3] = {"", " (hoisted)", " (as train rewrites it)"};
+  double unfused[3][ROWS * H]; /* hs, h and c of the loop as written */
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < ROWS * H; j++) unfused[i][j] = NAN;
   for (int passes = 0; passes < 3; passes++) {
     char name[96];
     snprintf(name, sizeof name, "%s%s", lc->name, how[passes]);
@@ -297,6 +301,20 @@ static void run_case(lcase *lc) {
     pd_exec_io io = {1, &c.feed, lstm ? 3 : 2, f};
     pd_status st = pd_exec_run(c.fex, pd_runner_scope(c.r), &io, NULL, &c.err);
     if (!ok(st == PD_OK, "%s: runs", name)) printf("#   %s\n", c.err.msg ? c.err.msg : "?");
+    if (st == PD_OK && passes == 0)
+      for (int i = 0; i < 3; i++)
+        for (int64_t j = 0; j < ROWS * H; j++)
+          unfused[i][j] = out[i].dtype == PD_FP64 && j < pd_tensor_numel(&out[i])
+                              ? PD_TENSOR_F64(&out[i])[j] : NAN;
+    if (st == PD_OK && passes == 2) {
+      double d = 0;
+      for (int i = 0; i < (lstm ? 3 : 2); i++) {
+        double di = max_diff(&out[i], unfused[i], i ? NSEQ * H : ROWS * H);
+        if (!(di <= d)) d = di;
+      }
+      ok(d <= 1e-12, "%s: the fused op's outputs equal the loop's as written (max diff %.3g)",
+         name, d);
+    }
     if (st == PD_OK) {
       double d = max_diff(&out[0], &hs[0][0], ROWS * H);
       ok(d <= 1e-12 && out[0].nlod == 1 && out[0].lod[0].n == NSEQ + 1 &&
@@ -317,9 +335,17 @@ static void run_case(lcase *lc) {
          "%s: x W_ih + b leaves the loop (%d ops moved), one product per step [%s]", name,
          moved, buf);
     }
-    if (passes == 2)
-      ok(fused == 0 && fc >= 1, "%s: no Elman cell fused (%d), the projection an fc op (%d)",
-         name, fused, fc);
+    if (passes == 2) {
+      const char *want = lstm ? "fused_lstm" : "fused_gru";
+      int nfused = 0, nloops = 0;
+      for (int i = 0; i < c.fwd->blocks[0]->nops; i++) {
+        nfused += strcmp(c.fwd->blocks[0]->ops[i]->type, want) == 0;
+        nloops += strcmp(c.fwd->blocks[0]->ops[i]->type, "recurrent") == 0;
+      }
+      ok(fused == 1 && nfused == 1 && nloops == 0 && fc >= 1,
+         "%s: the loop became one %s op (%d fused, %d loops left), the projection an fc op (%d)",
+         name, want, fused, nloops, fc);
+    }
     check_grads(&c, name, lc->nparams);
     rcase_free(&c);
   }

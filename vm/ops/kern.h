@@ -531,4 +531,12 @@ static inline pd_status copy_var(const pd_exec_ctx *ctx, pd_variable *xv, const 
                      "tensor arrays", xslot, pd_var_name(xv), pd_var_type_name(xv->type));
 }
 
+/* ---- Batches of sequences ---- */
+
+/* The order in which the recurrent ops (vm/ops/recurrent.c, vm/ops/rnn_fused.c) run a batch of
+ * sequences, sequence s being offsets off[s] .. off[s + 1]: by length, longest first, then by
+ * index (so the sequences still running at any step are a prefix). order receives nseq indices;
+ * false when out of memory. */
+bool pd_seq_by_length(const int64_t *off, int64_t nseq, int64_t *order);
+
 #endif /* PD_OPS_KERN_H */

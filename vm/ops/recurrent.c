@@ -138,10 +138,8 @@ static int by_len_desc(const void *a, const void *b) {
   return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* The order in which recurrent and elman_rnn run a batch of sequences, sequence s being offsets
- * off[s] .. off[s + 1]: by length, longest first, then by index. order receives nseq indices;
- * false when out of memory. */
-static bool seq_by_length(const int64_t *off, int64_t nseq, int64_t *order) {
+/* vm/ops/kern.h: the order in which the recurrent ops run a batch of sequences. */
+bool pd_seq_by_length(const int64_t *off, int64_t nseq, int64_t *order) {
   len_idx *keys = pd_malloc(sizeof *keys * (size_t)(nseq + 1));
   if (!keys) return false;
   for (int64_t q = 0; q < nseq; q++) keys[q] = (len_idx){off[q + 1] - off[q], q};
@@ -573,7 +571,7 @@ static pd_status rnn_plan_make(pd_exec_ctx *ctx, rnn_plan *p, bool declared) {
   p->off = p->lod.lod[0].offsets;
   p->sub = p->lod.lod + 1;
   p->order = pd_malloc(sizeof *p->order * (size_t)(p->nseq + 1));
-  if (!p->order || !seq_by_length(p->off, p->nseq, p->order)) {
+  if (!p->order || !pd_seq_by_length(p->off, p->nseq, p->order)) {
     rnn_plan_free(p);
     return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
   }
@@ -1115,7 +1113,7 @@ static pd_status elman_make(pd_exec_ctx *ctx, elman *e, bool grad) {
   e->order = pd_malloc(sizeof *e->order * (size_t)(e->nseq + 1));
   e->koff = pd_malloc(sizeof *e->koff * (size_t)(e->maxlen + 1));
   e->row = pd_malloc(sizeof *e->row * (size_t)(e->total + 1));
-  if (!e->order || !e->koff || !e->row || !seq_by_length(e->off, e->nseq, e->order))
+  if (!e->order || !e->koff || !e->row || !pd_seq_by_length(e->off, e->nseq, e->order))
     return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
   bool rev = e->rev = pd_ctx_attr_bool(ctx, "is_reverse");
   e->uniform = e->nseq > 0 && e->maxlen > 0 && e->hid > 0 && e->total == e->nseq * e->maxlen;

@@ -1,4 +1,5 @@
-/* fuse_rnn.c -- a for-rnn whose body is one Elman cell becomes one elman_rnn op (see
+/* fuse_rnn.c -- a for-rnn whose body is one Elman cell becomes one elman_rnn op, one whose body
+ * is the lstm or gru layer's step a fused_lstm or fused_gru op (fuse_gated.c; see
  * vm/passes/fuse_rnn.h). */
 #include "config.h"
 #include "vm/passes/fuse_rnn.h"
@@ -44,8 +45,8 @@ static bool step_local(const pd_block *step, const char *name) {
 }
 
 /* Is block idx owned by exactly one op of p, with no block nested in it (and no op anywhere
- * owning a list of blocks, which this does not follow)? */
-static bool sole_leaf_block(const pd_program *p, int idx) {
+ * owning a list of blocks, which this does not follow)? (fuse_rnn.h) */
+bool pd_fuse_rnn_leaf_block(const pd_program *p, int idx) {
   int owners = 0;
   for (int b = 0; b < p->nblocks; b++) {
     if (p->blocks[b]->parent_idx == idx && b != idx) return false;
@@ -65,7 +66,7 @@ static bool elman_cell(const pd_program *p, const pd_block *outer, const pd_op_d
   const pd_attr *sa = pd_op_attr(op, "sub_block");
   const pd_block *step = sa && sa->type == PD_ATTR_BLOCK ? pd_program_block(p, sa->v.i) : NULL;
   if (!step || step == outer || step->parent_idx != outer->idx || step->nops != 3 ||
-      !sole_leaf_block(p, step->idx))
+      !pd_fuse_rnn_leaf_block(p, step->idx))
     return false;
   const char *mem = one_string(op, "ex_states"), *state = one_string(op, "states");
   const pd_attr *pp = pd_op_attr(op, "param_products");
@@ -144,11 +145,11 @@ pd_status pd_program_fuse_rnn(pd_program *p, int *fused, pd_error *err) {
     pd_block *blk = p->blocks[b];
     for (int i = 0; i < blk->nops; i++) {
       const char *u, *h0, *w, *act, *out;
-      if (!pd_opdef_is(blk->ops[i], PD_OP_recurrent) ||
-          !elman_cell(p, blk, blk->ops[i], &u, &h0, &w, &act, &out))
-        continue;
+      if (!pd_opdef_is(blk->ops[i], PD_OP_recurrent)) continue;
       bool done;
-      pd_status st = fuse_loop(blk, i, u, h0, w, act, out, &done, err);
+      pd_status st = elman_cell(p, blk, blk->ops[i], &u, &h0, &w, &act, &out)
+                         ? fuse_loop(blk, i, u, h0, w, act, out, &done, err)
+                         : pd_fuse_gated_loop(p, blk, i, &done, err);
       if (st) return st;
       if (done && fused) (*fused)++;
     }

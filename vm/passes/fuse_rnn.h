@@ -24,6 +24,24 @@
  * floating-point sums (its weight gradient is one GEMM over all steps, as the loop's
  * param_products is).
  *
+ * Gated loops. The step blocks of stdlib/layers.pd's lstm and gru, once pd_program_hoist has
+ * moved x W_ih + b out (u below, the loop's one step input, [T, 4 H] or [T, 3 H]), with any
+ * order of the operands of each add and multiply, are
+ *
+ *     LSTM (memories h, c):  i, f, g, o = split(u + mul(h, W), 4, axis 1)
+ *                            c' = sigmoid(f) * c + sigmoid(i) * tanh(g); h' = sigmoid(o) * tanh(c')
+ *     GRU (memory h):        xr, xz, xn = split(u, 3); hr, hz, hn = split(mul(h, W) + b, 3)
+ *                            r = sigmoid(xr + hr); z = sigmoid(xz + hz); n = tanh(xn + r * hn)
+ *                            h' = scale(z, -1, bias 1) * n + z * h
+ *
+ * with nothing else in the block, the loop's outputs among h (required) and c. They become
+ *
+ *     Hidden, Cell, BatchGate = fused_lstm(Input = u, H0, C0 = the initial values, Weight = W)
+ *     Hidden, BatchGate = fused_gru(Input = u, H0, Weight = W, Bias = b)
+ *
+ * (vm/ops/rnn_fused.c; is_reverse = the loop's reverse), Hidden and Cell writing the stacked
+ * outputs (Cell a new var when c is not emitted), BatchGate a new var NAME.gate beside h's.
+ *
  * When: after pd_program_hoist and before pd_append_backward (the op then gets its own gradient
  * op, elman_rnn_grad). Programs that already have a backward pass are left as they are.
  *
@@ -38,5 +56,13 @@
 /* Fuse every recurrent op of p that has the shape above; *fused (may be NULL) receives how
  * many were. */
 pd_status pd_program_fuse_rnn(pd_program *p, int *fused, pd_error *err);
+
+/* Internal to the pass (fuse_rnn.c, fuse_gated.c). Is block idx owned by exactly one op of p,
+ * with no block nested in it? */
+bool pd_fuse_rnn_leaf_block(const pd_program *p, int idx);
+/* The recurrent op at index at of outer becomes one fused_lstm or fused_gru op when its step
+ * block is the lstm or gru layer's (above); *done tells whether it did. Fails on out of memory
+ * only. */
+pd_status pd_fuse_gated_loop(pd_program *p, pd_block *outer, int at, bool *done, pd_error *err);
 
 #endif /* PD_FUSE_RNN_H */

@@ -1,0 +1,659 @@
+/* rnn_fused.c -- fused_lstm and fused_gru, the gated loops of stdlib/layers.pd's lstm and gru that
+ * the fuse_rnn pass (vm/passes/fuse_gated.c) makes into one op each: one GEMM a step for all
+ * gates against the recurrent weight (the input projection hoisted out of the loop), the gate
+ * math on the rows of the step, the activations kept for the backward pass. Shape functions,
+ * kernels and gradient kernels. */
+#include "config.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "vm/ops/infershape.h"
+#include "vm/ops/kern.h"
+
+/* ================================================================ shape functions */
+
+/* Input [T, G H] (one LoD level), Weight [H, G H], H0 (and C0) [H] or [sequences, H], Bias
+ * [G H]: H from Weight; Hidden (and Cell) [T, H] with Input's LoD, BatchGate [T, gate_cols]. */
+static pd_status infer_gated(pd_infer_ctx *c, int gates, int gate_cols, bool lstm) {
+  const pd_var_desc *x, *w, *s = NULL;
+  pd_infer_dims d, wd, sd;
+  char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "Input", 0, &x, &d);
+  if (!st) st = pd_infer_in(c, "Weight", 0, &w, &wd);
+  if (st) return st;
+  if (x->lod_level != 1 || (d.n >= 0 && d.n != 2))
+    return pd_infer_fail(c, PD_ESHAPE, "Input must be a batch of sequences of rows ([T, %d H], "
+                         "one LoD level); it is %s with %d LoD levels", gates,
+                         pd_infer_dims_str(&d, s1), x->lod_level);
+  if (w->dtype != x->dtype || (wd.n >= 0 && wd.n != 2))
+    return pd_infer_fail(c, PD_ESHAPE, "Weight must be [H, %d H] with Input's dtype; it is %s",
+                         gates, pd_infer_dims_str(&wd, s2));
+  int64_t hid = wd.n == 2 ? wd.d[0] : -1;
+  if (wd.n == 2 && ((hid >= 0 && wd.d[1] >= 0 && wd.d[1] != gates * hid) ||
+                    (d.n == 2 && !pd_infer_dim_compatible(d.d[1], wd.d[1]))))
+    return pd_infer_fail(c, PD_ESHAPE, "Weight must be [H, %d H] and Input [T, %d H]: Weight "
+                         "is %s, Input %s", gates, gates, pd_infer_dims_str(&wd, s2),
+                         pd_infer_dims_str(&d, s1));
+  const char *states[2] = {"H0", lstm ? "C0" : NULL};
+  for (int i = 0; i < 2 && states[i]; i++) {
+    if (pd_infer_nin(c, states[i]) == 0) continue;
+    if ((st = pd_infer_in(c, states[i], 0, &s, &sd))) return st;
+    if (s->dtype != x->dtype ||
+        (sd.n >= 0 && (sd.n < 1 || sd.n > 2 || !pd_infer_dim_compatible(sd.d[sd.n - 1], hid))))
+      return pd_infer_fail(c, PD_ESHAPE, "%s must be [H] or [sequences, H] with Weight's H and "
+                           "Input's dtype (Weight is %s); it is %s", states[i],
+                           pd_infer_dims_str(&wd, s2), pd_infer_dims_str(&sd, s1));
+  }
+  if (!lstm) {
+    if ((st = pd_infer_in(c, "Bias", 0, &s, &sd))) return st;
+    if (s->dtype != x->dtype ||
+        (sd.n >= 0 && (sd.n != 1 || (hid >= 0 && !pd_infer_dim_compatible(sd.d[0], 3 * hid)))))
+      return pd_infer_fail(c, PD_ESHAPE, "Bias must be [3 H] with Weight's H and Input's dtype "
+                           "(Weight is %s); it is %s", pd_infer_dims_str(&wd, s2),
+                           pd_infer_dims_str(&sd, s1));
+  }
+  pd_infer_dims o = {.n = 2, .d = {d.n == 2 ? d.d[0] : -1, hid}};
+  if ((st = pd_infer_set_out(c, "Hidden", 0, &o, x->dtype, 1))) return st;
+  if (lstm && (st = pd_infer_set_out(c, "Cell", 0, &o, x->dtype, 1))) return st;
+  o.d[1] = hid >= 0 ? gate_cols * hid : -1;
+  if (pd_infer_nout(c, "BatchGate") > 0)
+    return pd_infer_set_out(c, "BatchGate", 0, &o, x->dtype, 1);
+  return PD_OK;
+}
+
+/* fused_lstm: BatchGate holds the activated gates i, f, g, o of every row. */
+pd_status pd_infer_fused_lstm(pd_infer_ctx *c) { return infer_gated(c, 4, 4, true); }
+
+/* fused_gru: BatchGate holds r, z, n and h W_hn + b_hn of every row. */
+pd_status pd_infer_fused_gru(pd_infer_ctx *c) { return infer_gated(c, 3, 4, false); }
+
+/* ================================================================ the plan */
+
+/* The batch time-major: step k is rows koff[k] .. koff[k + 1] - 1, one per sequence still
+ * running (a prefix of the sequences by length), time-major row i being row row[i] of Input. */
+typedef struct gplan {
+  pd_dtype dt;
+  size_t es;
+  int64_t nseq, total, hid, maxlen;
+  pd_tensor lod;           /* a copy of Input's LoD */
+  const int64_t *off;
+  int64_t *order, *koff, *row;
+  bool rev;
+} gplan;
+
+static void gplan_free(gplan *p) {
+  pd_free(p->order);
+  pd_free(p->koff);
+  pd_free(p->row);
+  pd_tensor_release(&p->lod);
+}
+
+static int64_t running(const gplan *p, int64_t k) { return p->koff[k + 1] - p->koff[k]; }
+
+/* Check Input [T, gates H] (one LoD level), Weight [H, gates H], the initial states and Bias
+ * (GRU), and the forward outputs given to the gradient (fwd: Hidden, Cell, BatchGate); make the
+ * plan. p is ready for gplan_free whatever the result. */
+static pd_status gplan_make(pd_exec_ctx *ctx, gplan *p, int gates, int gate_cols, bool lstm,
+                            bool grad) {
+  memset(p, 0, sizeof *p);
+  pd_tensor_init(&p->lod);
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  char a[96], b[96];
+  if (!x || !w) return pd_ctx_fail(ctx, PD_EINVAL, "Input and Weight must be given");
+  if (x->ndims != 2 || x->nlod != 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input must be a batch of sequences of rows ([T, %d H], "
+                       "one LoD level); it is %s with %d LoD levels", gates,
+                       pd_ctx_shape_str(x, a, sizeof a), x->nlod);
+  p->dt = x->dtype;
+  if (!is_float(p->dt))
+    return pd_ctx_fail(ctx, PD_ETYPE, "Input must be float32 or float64, it is %s",
+                       pd_dtype_name(p->dt));
+  p->es = pd_dtype_size(p->dt);
+  p->total = x->dims[0];
+  if (w->ndims == 2) p->hid = w->dims[0];
+  if (w->dtype != p->dt || w->ndims != 2 || w->dims[1] != gates * p->hid ||
+      x->dims[1] != gates * p->hid)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Weight must be [H, %d H] %s and Input [T, %d H]: "
+                       "Weight is %s %s, Input %s", gates, pd_dtype_name(p->dt), gates,
+                       pd_ctx_shape_str(w, a, sizeof a), pd_dtype_name(w->dtype),
+                       pd_ctx_shape_str(x, b, sizeof b));
+  pd_status st = pd_tensor_validate_lod(x, ctx->err);
+  if (st) return pd_ctx_fail(ctx, st, "Input: %s", ctx->err && ctx->err->msg ? ctx->err->msg
+                                                                              : "bad LoD");
+  p->nseq = x->lod[0].n - 1;
+  const char *states[2] = {"H0", lstm ? "C0" : NULL};
+  for (int i = 0; i < 2 && states[i]; i++) {
+    const pd_tensor *s = pd_ctx_in(ctx, states[i]);
+    if (s && (s->dtype != p->dt || !((s->ndims == 1 && s->dims[0] == p->hid) ||
+                                     (s->ndims == 2 && s->dims[0] == p->nseq &&
+                                      s->dims[1] == p->hid))))
+      return pd_ctx_fail(ctx, PD_ESHAPE, "%s must be [%lld] (one state for every sequence) or "
+                         "[%lld, %lld] (one per sequence) %s; it is %s %s", states[i],
+                         (long long)p->hid, (long long)p->nseq, (long long)p->hid,
+                         pd_dtype_name(p->dt), pd_ctx_shape_str(s, a, sizeof a),
+                         pd_dtype_name(s->dtype));
+  }
+  if (!lstm) {
+    const pd_tensor *bias = pd_ctx_in(ctx, "Bias");
+    if (!bias || bias->dtype != p->dt || bias->ndims != 1 || bias->dims[0] != 3 * p->hid)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "Bias must be [%lld] %s; it is %s",
+                         (long long)(3 * p->hid), pd_dtype_name(p->dt),
+                         bias ? pd_ctx_shape_str(bias, a, sizeof a) : "missing");
+  }
+  if (grad) {
+    const char *fwd[3] = {"Hidden", "BatchGate", lstm ? "Cell" : NULL};
+    for (int i = 0; i < 3 && fwd[i]; i++) {
+      const pd_tensor *t = pd_ctx_in(ctx, fwd[i]);
+      int64_t cols = i == 1 ? gate_cols * p->hid : p->hid;
+      if (!t || t->dtype != p->dt || t->ndims != 2 || t->dims[0] != p->total ||
+          t->dims[1] != cols)
+        return pd_ctx_fail(ctx, PD_ESHAPE, "%s (a forward value) must be [%lld, %lld] %s; it "
+                           "is %s", fwd[i], (long long)p->total, (long long)cols,
+                           pd_dtype_name(p->dt), t ? pd_ctx_shape_str(t, a, sizeof a)
+                                                   : "missing");
+    }
+  }
+  if (pd_tensor_copy_lod(&p->lod, x)) return nomem(ctx);
+  p->off = p->lod.lod[0].offsets;
+  for (int64_t s = 0; s < p->nseq; s++)
+    if (p->off[s + 1] - p->off[s] > p->maxlen) p->maxlen = p->off[s + 1] - p->off[s];
+  p->order = pd_malloc(sizeof *p->order * (size_t)(p->nseq + 1));
+  p->koff = pd_malloc(sizeof *p->koff * (size_t)(p->maxlen + 1));
+  p->row = pd_malloc(sizeof *p->row * (size_t)(p->total + 1));
+  if (!p->order || !p->koff || !p->row || !pd_seq_by_length(p->off, p->nseq, p->order))
+    return nomem(ctx);
+  p->rev = pd_ctx_attr_bool(ctx, "is_reverse");
+  int64_t i = 0, n = p->nseq;
+  for (int64_t k = 0; k < p->maxlen; k++) {
+    while (n > 0 && p->off[p->order[n - 1] + 1] - p->off[p->order[n - 1]] <= k) n--;
+    p->koff[k] = i;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t s = p->order[r], len = p->off[s + 1] - p->off[s];
+      p->row[i++] = p->off[s] + (p->rev ? len - 1 - k : k);
+    }
+  }
+  p->koff[p->maxlen] = i;
+  return PD_OK;
+}
+
+/* Time-major dst (rows of cols elements) from src in Input's order, or back. */
+static void to_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
+  size_t rb = (size_t)cols * p->es;
+  for (int64_t i = 0; i < p->total; i++)
+    memcpy(dst + (size_t)i * rb, src + (size_t)p->row[i] * rb, rb);
+}
+
+static void from_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
+  size_t rb = (size_t)cols * p->es;
+  for (int64_t i = 0; i < p->total; i++)
+    memcpy(dst + (size_t)p->row[i] * rb, src + (size_t)i * rb, rb);
+}
+
+/* A state's initial rows in the sequences' order, [nseq, H] (zeros without it). */
+static void init_rows(const gplan *p, const pd_tensor *s, char *dst) {
+  size_t rb = (size_t)p->hid * p->es;
+  if (!s) {
+    memset(dst, 0, rb * (size_t)p->nseq);
+    return;
+  }
+  const char *src = pd_tensor_data(s);
+  bool shared = s->ndims == 1;
+  for (int64_t r = 0; r < p->nseq; r++)
+    memcpy(dst + (size_t)r * rb, src + (shared ? 0 : (size_t)p->order[r] * rb), rb);
+}
+
+/* A state's gradient from its rows in the sequences' order (the sequences running at step 0):
+ * scattered to the state's rows, or summed when the state is one shared row. */
+static pd_status state_grad(const pd_exec_ctx *ctx, const gplan *p, const pd_tensor *s,
+                            pd_tensor *ds, const char *rows) {
+  if (!ds || !s) return PD_OK;
+  pd_status st = pd_ctx_resize(ctx, ds, p->dt, s->ndims, s->dims);
+  if (st) return st;
+  size_t rb = (size_t)p->hid * p->es;
+  memset(pd_tensor_data(ds), 0, pd_tensor_nbytes(ds));
+  int64_t n0 = p->maxlen ? running(p, 0) : 0;
+  for (int64_t r = 0; r < n0; r++) {
+    const char *src = rows + (size_t)r * rb;
+    if (s->ndims == 2) {
+      memcpy((char *)pd_tensor_data(ds) + (size_t)p->order[r] * rb, src, rb);
+      continue;
+    }
+    for (int64_t j = 0; j < p->hid; j++) {
+      if (p->dt == PD_FP32) PD_TENSOR_F32(ds)[j] += ((const float *)src)[j];
+      else PD_TENSOR_F64(ds)[j] += ((const double *)src)[j];
+    }
+  }
+  return PD_OK;
+}
+
+/* C [m, n] = A [m, k] B [k, n] (or with A or B transposed) + beta C, row-major, packed. */
+static pd_status gemm(const pd_exec_ctx *ctx, const gplan *p, bool ta, bool tb, int64_t m,
+                      int64_t n, int64_t k, const void *a, const void *b, double beta, void *c) {
+  if (m == 0 || n == 0) return PD_OK;
+  return pd_ctx_check(ctx, ctx->k->gemm(p->dt, ta, tb, m, n, k, 1.0, a, ld(ta ? m : k), b,
+                                        ld(tb ? k : n), beta, c, ld(n)),
+                      "gemm");
+}
+
+/* The previous states of every time-major row: step k's rows take the first rows of step
+ * k - 1, step 0's the initial ones (init, in the sequences' order). */
+static void prev_rows(const gplan *p, const char *init, const char *states, char *prev) {
+  size_t rb = (size_t)p->hid * p->es;
+  if (p->maxlen) memcpy(prev, init, (size_t)running(p, 0) * rb);
+  for (int64_t k = 1; k < p->maxlen; k++)
+    memcpy(prev + (size_t)p->koff[k] * rb, states + (size_t)p->koff[k - 1] * rb,
+           (size_t)running(p, k) * rb);
+}
+
+/* Output o (resized to [T, cols] with Input's LoD) from time-major tm. */
+static pd_status put_out(const pd_exec_ctx *ctx, const gplan *p, pd_tensor *o, int64_t cols,
+                         const char *tm) {
+  if (!o) return PD_OK;
+  int64_t dims[2] = {p->total, cols};
+  pd_status st = pd_ctx_resize(ctx, o, p->dt, 2, dims);
+  if (!st) st = pd_ctx_check(ctx, pd_tensor_copy_lod(o, &p->lod), "lod");
+  if (!st) from_tm(p, cols, pd_tensor_data(o), tm);
+  return st;
+}
+
+/* ================================================================ the gate math */
+
+/* The arithmetic of a step, for float and double (n rows, hidden H); the sigmoids and tanhs
+ * are the backend's unary kernel (vectorised), called by the step functions below.
+ *   lstm_cell:  g [n, 4H] holds i, f, g, o activated: c = f pc + i g; h (holding tanh(c))
+ *               *= o.
+ *   lstm_bw:    tc = tanh(c); dh, dc the gradients of the step's h and c (dc then becomes
+ *               pc's); dg [n, 4H] receives the pre-activations' gradients.
+ *   gru_pre:    u [n, 3H] (x W_ih + b_ih), hp [n, 3H] (h W_hh), bias [3H]: s [n, 4H] receives
+ *               the pre-activations of r and z and hn = (h W_hh + b_hh)_n.
+ *   gru_cand:   s's third part receives n's pre-activation u_n + r hn.
+ *   gru_out:    h = (1 - z) n + z ph.
+ *   gru_bw:     dh the gradient of the step's h (becomes ph's direct part); du [n, 3H] and
+ *               dhp [n, 3H] the gradients of u and of h W_hh + b_hh. */
+#define PD_GATED_STEPS(T, SFX)                                                                   \
+  static void lstm_cell_##SFX(int64_t n, int64_t H, const T *g, const T *pc, T *c, T *h) {       \
+    for (int64_t r = 0; r < n; r++, g += 4 * H, pc += H, c += H, h += H)                         \
+      for (int64_t j = 0; j < H; j++) c[j] = g[H + j] * pc[j] + g[j] * g[2 * H + j];             \
+  }                                                                                              \
+  static void lstm_out_##SFX(int64_t n, int64_t H, const T *g, T *h) {                           \
+    for (int64_t r = 0; r < n; r++, g += 4 * H, h += H)                                          \
+      for (int64_t j = 0; j < H; j++) h[j] *= g[3 * H + j];                                      \
+  }                                                                                              \
+  static void lstm_bw_##SFX(int64_t n, int64_t H, const T *g, const T *pc, const T *tc, T *dh,   \
+                            T *dc, T *dg) {                                                      \
+    for (int64_t r = 0; r < n; r++, g += 4 * H, pc += H, tc += H, dh += H, dc += H, dg += 4 * H) \
+      for (int64_t j = 0; j < H; j++) {                                                          \
+        T i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j], t = tc[j];                \
+        T dcj = dc[j] + dh[j] * o * ((T)1 - t * t);                                              \
+        dg[j] = dcj * gg * i * ((T)1 - i);                                                       \
+        dg[H + j] = dcj * pc[j] * f * ((T)1 - f);                                                \
+        dg[2 * H + j] = dcj * i * ((T)1 - gg * gg);                                              \
+        dg[3 * H + j] = dh[j] * t * o * ((T)1 - o);                                              \
+        dc[j] = dcj * f;                                                                         \
+      }                                                                                          \
+  }                                                                                              \
+  static void gru_pre_##SFX(int64_t n, int64_t H, const T *u, const T *hp, const T *b, T *s) {   \
+    for (int64_t r = 0; r < n; r++, u += 3 * H, hp += 3 * H, s += 4 * H) {                       \
+      for (int64_t j = 0; j < 2 * H; j++) s[j] = u[j] + hp[j] + b[j];                            \
+      for (int64_t j = 0; j < H; j++) s[3 * H + j] = hp[2 * H + j] + b[2 * H + j];               \
+    }                                                                                            \
+  }                                                                                              \
+  static void gru_cand_##SFX(int64_t n, int64_t H, const T *u, T *s) {                           \
+    for (int64_t r = 0; r < n; r++, u += 3 * H, s += 4 * H)                                      \
+      for (int64_t j = 0; j < H; j++) s[2 * H + j] = u[2 * H + j] + s[j] * s[3 * H + j];         \
+  }                                                                                              \
+  static void gru_out_##SFX(int64_t n, int64_t H, const T *s, const T *ph, T *h) {               \
+    for (int64_t r = 0; r < n; r++, s += 4 * H, ph += H, h += H)                                 \
+      for (int64_t j = 0; j < H; j++) h[j] = ((T)1 - s[H + j]) * s[2 * H + j] + s[H + j] * ph[j]; \
+  }                                                                                              \
+  static void gru_bw_##SFX(int64_t n, int64_t H, const T *s, const T *ph, T *dh, T *du,          \
+                           T *dhp) {                                                             \
+    for (int64_t r = 0; r < n; r++, s += 4 * H, ph += H, dh += H, du += 3 * H, dhp += 3 * H)     \
+      for (int64_t j = 0; j < H; j++) {                                                          \
+        T rg = s[j], z = s[H + j], ng = s[2 * H + j], hn = s[3 * H + j], d = dh[j];              \
+        T dn = d * ((T)1 - z) * ((T)1 - ng * ng);                                                \
+        T dr = dn * hn * rg * ((T)1 - rg), dz = d * (ph[j] - ng) * z * ((T)1 - z);               \
+        du[j] = dhp[j] = dr;                                                                     \
+        du[H + j] = dhp[H + j] = dz;                                                             \
+        du[2 * H + j] = dn;                                                                      \
+        dhp[2 * H + j] = dn * rg;                                                                \
+        dh[j] = d * z;                                                                           \
+      }                                                                                          \
+  }
+PD_GATED_STEPS(float, f32)
+PD_GATED_STEPS(double, f64)
+#undef PD_GATED_STEPS
+
+#define F32(p) ((float *)(p))
+#define F64(p) ((double *)(p))
+
+/* f (sigmoid or tanh) in place on cols columns from column at of n rows of width w. */
+static pd_status act_cols(const pd_exec_ctx *ctx, const gplan *p, pd_k_unop f, int64_t n,
+                          int64_t w, int64_t at, int64_t cols, char *x) {
+  size_t rb = (size_t)w * p->es;
+  pd_status st = PD_OK;
+  for (int64_t r = 0; r < n && !st; r++) {
+    char *q = x + (size_t)r * rb + (size_t)at * p->es;
+    st = ctx->k->unary(f, p->dt, cols, q, q);
+  }
+  return pd_ctx_check(ctx, st, "gate activation");
+}
+
+/* dst[i] += src[i], n elements. */
+static void add_to(const gplan *p, int64_t n, char *dst, const char *src) {
+  if (p->dt == PD_FP32)
+    for (int64_t i = 0; i < n; i++) F32(dst)[i] += F32(src)[i];
+  else
+    for (int64_t i = 0; i < n; i++) F64(dst)[i] += F64(src)[i];
+}
+
+/* LSTM step forward on n rows: g (pre-activations) becomes the gates; c and h. */
+static pd_status lstm_fw(const pd_exec_ctx *ctx, const gplan *p, int64_t n, char *g,
+                         const char *pc, char *c, char *h) {
+  int64_t H = p->hid;
+  pd_status st = act_cols(ctx, p, PD_K_SIGMOID, n, 4 * H, 0, 2 * H, g);
+  if (!st) st = act_cols(ctx, p, PD_K_TANH, n, 4 * H, 2 * H, H, g);
+  if (!st) st = act_cols(ctx, p, PD_K_SIGMOID, n, 4 * H, 3 * H, H, g);
+  if (st) return st;
+  if (p->dt == PD_FP32) lstm_cell_f32(n, H, F32(g), F32(pc), F32(c), F32(h));
+  else lstm_cell_f64(n, H, F64(g), F64(pc), F64(c), F64(h));
+  if ((st = pd_ctx_check(ctx, ctx->k->unary(PD_K_TANH, p->dt, n * H, c, h), "tanh"))) return st;
+  if (p->dt == PD_FP32) lstm_out_f32(n, H, F32(g), F32(h));
+  else lstm_out_f64(n, H, F64(g), F64(h));
+  return PD_OK;
+}
+
+/* GRU step forward on n rows: s receives r, z, n, hn; h the new states. */
+static pd_status gru_fw(const pd_exec_ctx *ctx, const gplan *p, int64_t n, const char *u,
+                        const char *hp, const char *b, const char *ph, char *s, char *h) {
+  int64_t H = p->hid;
+  if (p->dt == PD_FP32) gru_pre_f32(n, H, F32(u), F32(hp), F32(b), F32(s));
+  else gru_pre_f64(n, H, F64(u), F64(hp), F64(b), F64(s));
+  pd_status st = act_cols(ctx, p, PD_K_SIGMOID, n, 4 * H, 0, 2 * H, s);
+  if (st) return st;
+  if (p->dt == PD_FP32) gru_cand_f32(n, H, F32(u), F32(s));
+  else gru_cand_f64(n, H, F64(u), F64(s));
+  if ((st = act_cols(ctx, p, PD_K_TANH, n, 4 * H, 2 * H, H, s))) return st;
+  if (p->dt == PD_FP32) gru_out_f32(n, H, F32(s), F32(ph), F32(h));
+  else gru_out_f64(n, H, F64(s), F64(ph), F64(h));
+  return PD_OK;
+}
+
+/* Allocate n host buffers of the given byte sizes (each at least 1 byte); false (all freed)
+ * when one fails. */
+static bool alloc_all(int n, char **bufs, const size_t *sizes) {
+  bool okay = true;
+  for (int i = 0; i < n; i++) okay = (bufs[i] = pd_k_host_alloc(sizes[i] + 1)) && okay;
+  if (!okay)
+    for (int i = 0; i < n; i++) {
+      pd_k_host_free(bufs[i]);
+      bufs[i] = NULL;
+    }
+  return okay;
+}
+
+static void free_all(int n, char **bufs) {
+  for (int i = 0; i < n; i++) pd_k_host_free(bufs[i]);
+}
+
+/* An output must not be bound to any input. */
+static pd_status distinct(const pd_exec_ctx *ctx, const pd_tensor *const *ins, int nin,
+                          pd_tensor *const *outs, int nout) {
+  for (int i = 0; i < nin; i++)
+    for (int o = 0; o < nout; o++)
+      if (ins[i] && ins[i] == outs[o])
+        return pd_ctx_fail(ctx, PD_EINVAL, "an output is bound to one of the inputs");
+  for (int o = 0; o < nout; o++)
+    for (int q = o + 1; q < nout; q++)
+      if (outs[o] && outs[o] == outs[q])
+        return pd_ctx_fail(ctx, PD_EINVAL, "two outputs are bound to one var");
+  return PD_OK;
+}
+
+/* ================================================================ fused_lstm */
+
+/* Per step k (rows of the sequences still running): G_k += h_k-1 W (one GEMM for the four
+ * gates), then the gate math; the activated gates, the cells and the states are kept. */
+pd_status pd_kernel_fused_lstm(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 4, 4, true, false);
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *c0 = pd_ctx_in(ctx, "C0");
+  pd_tensor *outs[3] = {pd_ctx_out(ctx, "Hidden"), pd_ctx_out(ctx, "Cell"),
+                        pd_ctx_out(ctx, "BatchGate")};
+  const pd_tensor *ins[4] = {x, w, h0, c0};
+  char *buf[5] = {0};
+  if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
+  if (!st) st = distinct(ctx, ins, 4, outs, 3);
+  if (st) goto out;
+  int64_t H = p.hid;
+  size_t rb = (size_t)H * p.es;
+  size_t sizes[5] = {4 * rb * (size_t)p.total, rb * (size_t)p.total, rb * (size_t)p.total,
+                     rb * (size_t)p.nseq, rb * (size_t)p.nseq};
+  if (!alloc_all(5, buf, sizes)) {
+    st = nomem(ctx);
+    goto out;
+  }
+  char *g = buf[0], *hs = buf[1], *cs = buf[2], *ih = buf[3], *ic = buf[4];
+  to_tm(&p, 4 * H, g, pd_tensor_data(x));
+  init_rows(&p, h0, ih);
+  init_rows(&p, c0, ic);
+  for (int64_t k = 0; k < p.maxlen && !st; k++) {
+    int64_t n = running(&p, k);
+    size_t at = (size_t)p.koff[k];
+    const char *ph = k ? hs + (size_t)p.koff[k - 1] * rb : ih;
+    const char *pc = k ? cs + (size_t)p.koff[k - 1] * rb : ic;
+    char *gk = g + at * 4 * rb;
+    if ((st = gemm(ctx, &p, false, false, n, 4 * H, H, ph, pd_tensor_data(w), 1.0, gk))) break;
+    st = lstm_fw(ctx, &p, n, gk, pc, cs + at * rb, hs + at * rb);
+  }
+  if (!st) st = put_out(ctx, &p, outs[0], H, hs);
+  if (!st) st = put_out(ctx, &p, outs[1], H, cs);
+  if (!st) st = put_out(ctx, &p, outs[2], 4 * H, g);
+out:
+  free_all(5, buf);
+  gplan_free(&p);
+  return st;
+}
+
+/* From the last step back: the gradients of h and c (their own plus what step k + 1 carried
+ * back) give the gates' pre-activation gradients dG_k (Input's gradient); h_k-1 gets dG_k W^T,
+ * c_k-1 dc f; Weight's gradient is the sum over the steps of h_k-1^T dG_k, one GEMM. */
+pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 4, 4, true, true);
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *c0 = pd_ctx_in(ctx, "C0");
+  const pd_tensor *hid = pd_ctx_in(ctx, "Hidden"), *cell = pd_ctx_in(ctx, "Cell");
+  const pd_tensor *gate = pd_ctx_in(ctx, "BatchGate");
+  const pd_tensor *dhid = pd_ctx_in(ctx, "Hidden@GRAD"), *dcell = pd_ctx_in(ctx, "Cell@GRAD");
+  pd_tensor *outs[4] = {pd_ctx_out(ctx, "Input@GRAD"), pd_ctx_out(ctx, "Weight@GRAD"),
+                        h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL,
+                        c0 ? pd_ctx_out(ctx, "C0@GRAD") : NULL};
+  const pd_tensor *ins[9] = {x, w, h0, c0, hid, cell, gate, dhid, dcell};
+  char *buf[8] = {0};
+  if (!st) st = distinct(ctx, ins, 9, outs, 4);
+  const pd_tensor *dgrads[2] = {dhid, dcell};
+  for (int i = 0; i < 2 && !st; i++)
+    if (dgrads[i] && (dgrads[i]->dtype != p.dt || pd_tensor_numel(dgrads[i]) != p.total * p.hid))
+      st = pd_ctx_fail(ctx, PD_ESHAPE, "%s must have [%lld, %lld] %s elements",
+                       i ? "Cell@GRAD" : "Hidden@GRAD", (long long)p.total, (long long)p.hid,
+                       pd_dtype_name(p.dt));
+  if (st) goto out;
+  int64_t H = p.hid;
+  size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
+  size_t sizes[8] = {4 * rb * T, rb * T, rb * T, rb * T, rb * T, 4 * rb * T, rb * N, rb * N};
+  if (!alloc_all(8, buf, sizes)) {
+    st = nomem(ctx);
+    goto out;
+  }
+  /* gates, cells, prev (c, then h), dh, dc (time-major); dg; the carried dh and dc */
+  char *g = buf[0], *cs = buf[1], *prev = buf[2], *dh = buf[3], *dc = buf[4], *dg = buf[5];
+  char *carry_h = buf[6], *carry_c = buf[7];
+  to_tm(&p, 4 * H, g, pd_tensor_data(gate));
+  to_tm(&p, H, cs, pd_tensor_data(cell));
+  if (dhid) to_tm(&p, H, dh, pd_tensor_data(dhid));
+  else memset(dh, 0, rb * T);
+  if (dcell) to_tm(&p, H, dc, pd_tensor_data(dcell));
+  else memset(dc, 0, rb * T);
+  init_rows(&p, c0, carry_c);
+  prev_rows(&p, carry_c, cs, prev);  /* the previous cells */
+  /* cs becomes tanh(c) */
+  st = pd_ctx_check(ctx, ctx->k->unary(PD_K_TANH, p.dt, p.total * H, cs, cs), "tanh");
+  for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
+    int64_t n = running(&p, k), m = k + 1 < p.maxlen ? running(&p, k + 1) : 0;
+    size_t at = (size_t)p.koff[k];
+    char *dhk = dh + at * rb, *dck = dc + at * rb;
+    /* add what step k + 1 carried back to its rows (the first m of step k) */
+    add_to(&p, m * H, dhk, carry_h);
+    add_to(&p, m * H, dck, carry_c);
+    char *dgk = dg + at * 4 * rb;
+    if (p.dt == PD_FP32)
+      lstm_bw_f32(n, H, F32(g + at * 4 * rb), F32(prev + at * rb), F32(cs + at * rb), F32(dhk),
+                  F32(dck), F32(dgk));
+    else
+      lstm_bw_f64(n, H, F64(g + at * 4 * rb), F64(prev + at * rb), F64(cs + at * rb), F64(dhk),
+                  F64(dck), F64(dgk));
+    memcpy(carry_c, dck, (size_t)n * rb);
+    st = gemm(ctx, &p, false, true, n, H, 4 * H, dgk, pd_tensor_data(w), 0.0, carry_h);
+  }
+  if (st) goto out;
+  if (!p.maxlen) memset(carry_h, 0, rb * N);
+  if ((st = state_grad(ctx, &p, h0, outs[2], carry_h))) goto out;
+  if ((st = state_grad(ctx, &p, c0, outs[3], carry_c))) goto out;
+  if ((st = put_out(ctx, &p, outs[0], 4 * H, dg))) goto out;
+  if (outs[1]) {
+    if ((st = pd_ctx_resize(ctx, outs[1], p.dt, 2, w->dims))) goto out;
+    /* the previous states h: hs into cs's buffer, the initial ones into carry_c */
+    to_tm(&p, H, cs, pd_tensor_data(hid));
+    init_rows(&p, h0, carry_c);
+    prev_rows(&p, carry_c, cs, prev);
+    if (p.total > 0) st = gemm(ctx, &p, true, false, H, 4 * H, p.total, prev, dg, 0.0,
+                               pd_tensor_data(outs[1]));
+    else memset(pd_tensor_data(outs[1]), 0, pd_tensor_nbytes(outs[1]));
+  }
+out:
+  free_all(8, buf);
+  gplan_free(&p);
+  return st;
+}
+
+/* ================================================================ fused_gru */
+
+/* Per step k: P = h_k-1 W (one GEMM for r, z and n), then the gate math with Bias (b_hh) and
+ * Input (x W_ih + b_ih); r, z, n and P_n + b_n are kept for the gradient. */
+pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 3, 4, false, false);
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *bias = pd_ctx_in(ctx, "Bias");
+  pd_tensor *outs[2] = {pd_ctx_out(ctx, "Hidden"), pd_ctx_out(ctx, "BatchGate")};
+  const pd_tensor *ins[4] = {x, w, h0, bias};
+  char *buf[5] = {0};
+  if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
+  if (!st) st = distinct(ctx, ins, 4, outs, 2);
+  if (st) goto out;
+  int64_t H = p.hid;
+  size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
+  size_t sizes[5] = {3 * rb * T, 4 * rb * T, rb * T, rb * N, 3 * rb * N};
+  if (!alloc_all(5, buf, sizes)) {
+    st = nomem(ctx);
+    goto out;
+  }
+  char *u = buf[0], *s = buf[1], *hs = buf[2], *ih = buf[3], *hp = buf[4];
+  to_tm(&p, 3 * H, u, pd_tensor_data(x));
+  init_rows(&p, h0, ih);
+  for (int64_t k = 0; k < p.maxlen && !st; k++) {
+    int64_t n = running(&p, k);
+    size_t at = (size_t)p.koff[k];
+    const char *ph = k ? hs + (size_t)p.koff[k - 1] * rb : ih;
+    if ((st = gemm(ctx, &p, false, false, n, 3 * H, H, ph, pd_tensor_data(w), 0.0, hp))) break;
+    st = gru_fw(ctx, &p, n, u + at * 3 * rb, hp, pd_tensor_data(bias), ph, s + at * 4 * rb,
+                hs + at * rb);
+  }
+  if (!st) st = put_out(ctx, &p, outs[0], H, hs);
+  if (!st) st = put_out(ctx, &p, outs[1], 4 * H, s);
+out:
+  free_all(5, buf);
+  gplan_free(&p);
+  return st;
+}
+
+/* From the last step back: dh (its own plus what step k + 1 carried back) gives the gradients
+ * of Input's row (r, z, n pre-activations) and of h_k-1 W + b (r, z and r dn); h_k-1 gets
+ * dh z + those times W^T. Weight's gradient is sum h_k-1^T dP_k, Bias's the column sums. */
+pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 3, 4, false, true);
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *bias = pd_ctx_in(ctx, "Bias");
+  const pd_tensor *hid = pd_ctx_in(ctx, "Hidden"), *gate = pd_ctx_in(ctx, "BatchGate");
+  const pd_tensor *dhid = pd_ctx_in(ctx, "Hidden@GRAD");
+  pd_tensor *outs[4] = {pd_ctx_out(ctx, "Input@GRAD"), pd_ctx_out(ctx, "Weight@GRAD"),
+                        h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL, pd_ctx_out(ctx, "Bias@GRAD")};
+  const pd_tensor *ins[7] = {x, w, h0, bias, hid, gate, dhid};
+  char *buf[7] = {0};
+  if (!st) st = distinct(ctx, ins, 7, outs, 4);
+  if (!st && dhid && (dhid->dtype != p.dt || pd_tensor_numel(dhid) != p.total * p.hid))
+    st = pd_ctx_fail(ctx, PD_ESHAPE, "Hidden@GRAD must have [%lld, %lld] %s elements",
+                     (long long)p.total, (long long)p.hid, pd_dtype_name(p.dt));
+  if (st) goto out;
+  int64_t H = p.hid;
+  size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
+  size_t sizes[7] = {4 * rb * T, rb * T, rb * T, rb * T, 3 * rb * T, 3 * rb * T, rb * N};
+  if (!alloc_all(7, buf, sizes)) {
+    st = nomem(ctx);
+    goto out;
+  }
+  /* gates, hs, prev, dh (time-major), du, dP, the carried dh */
+  char *s = buf[0], *hs = buf[1], *prev = buf[2], *dh = buf[3], *du = buf[4], *dp = buf[5];
+  char *carry = buf[6];
+  to_tm(&p, 4 * H, s, pd_tensor_data(gate));
+  to_tm(&p, H, hs, pd_tensor_data(hid));
+  if (dhid) to_tm(&p, H, dh, pd_tensor_data(dhid));
+  else memset(dh, 0, rb * T);
+  init_rows(&p, h0, carry);
+  prev_rows(&p, carry, hs, prev);
+  for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
+    int64_t n = running(&p, k), m = k + 1 < p.maxlen ? running(&p, k + 1) : 0;
+    size_t at = (size_t)p.koff[k];
+    char *dhk = dh + at * rb, *dpk = dp + at * 3 * rb;
+    add_to(&p, m * H, dhk, carry);
+    if (p.dt == PD_FP32)
+      gru_bw_f32(n, H, (const float *)(s + at * 4 * rb), (const float *)(prev + at * rb),
+                 (float *)dhk, (float *)(du + at * 3 * rb), (float *)dpk);
+    else
+      gru_bw_f64(n, H, (const double *)(s + at * 4 * rb), (const double *)(prev + at * rb),
+                 (double *)dhk, (double *)(du + at * 3 * rb), (double *)dpk);
+    memcpy(carry, dhk, (size_t)n * rb);
+    st = gemm(ctx, &p, false, true, n, H, 3 * H, dpk, pd_tensor_data(w), 1.0, carry);
+  }
+  if (st) goto out;
+  if (!p.maxlen) memset(carry, 0, rb * N);
+  if ((st = state_grad(ctx, &p, h0, outs[2], carry))) goto out;
+  if ((st = put_out(ctx, &p, outs[0], 3 * H, du))) goto out;
+  if (outs[1]) {
+    if ((st = pd_ctx_resize(ctx, outs[1], p.dt, 2, w->dims))) goto out;
+    if (p.total > 0) st = gemm(ctx, &p, true, false, H, 3 * H, p.total, prev, dp, 0.0,
+                               pd_tensor_data(outs[1]));
+    else memset(pd_tensor_data(outs[1]), 0, pd_tensor_nbytes(outs[1]));
+    if (st) goto out;
+  }
+  if (outs[3]) {
+    if ((st = pd_ctx_resize(ctx, outs[3], p.dt, 1, bias->dims))) goto out;
+    for (int64_t j = 0; j < 3 * H; j++) {
+      double sum = 0;
+      for (int64_t i = 0; i < p.total; i++)
+        sum += p.dt == PD_FP32 ? ((const float *)dp)[i * 3 * H + j]
+                               : ((const double *)dp)[i * 3 * H + j];
+      if (p.dt == PD_FP32) PD_TENSOR_F32(outs[3])[j] = (float)sum;
+      else PD_TENSOR_F64(outs[3])[j] = sum;
+    }
+  }
+out:
+  free_all(7, buf);
+  gplan_free(&p);
+  return st;
+}
