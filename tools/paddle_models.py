@@ -7,7 +7,8 @@ Run with a Python that has paddlepaddle installed (outside the source tree), e.g
 Each model NAME gets a folder OUTDIR/NAME holding what PaddlePaddle's legacy (ProgramDesc) mode
 saves (FLAGS_enable_pir_api=0): model.pdmodel + model.pdiparams (save_inference_model), the
 inputs in_<feed name>.npy and PaddlePaddle's outputs out_<fetch name>.npy (one per fetch
-target, in order, as the file fetch_names.txt lists them). Some models are also written in
+target, in order, as the file fetch_names.txt lists them; mlp also has x_float64.npy). The
+model `refused` carries attributes pdlang refuses, to test its errors. Some models are also written in
 Fluid's older layouts: fluid_dir/ (__model__ and one file per persistable var, named after it)
 and fluid_combined/ (__model__ + __params__). Those files are made from the saved pair by
 following Fluid's formats (the program bytes unchanged; the parameter file split into its
@@ -118,6 +119,8 @@ def save(name, outdir, feeds, fetches, inputs, fluid=False, exe=None):
         for t, v in zip(fetch_targets, outs):
             np.save(os.path.join(d, "out_%s.npy" % t.name), np.asarray(v))
             f.write(t.name + "\n")
+    if name == "mlp":  # the input as float64, for `pdlang exec`'s cast
+        np.save(os.path.join(d, "x_float64.npy"), inputs[0].astype("float64"))
     if fluid:
         model = open(prefix + ".pdmodel", "rb").read()
         params = open(prefix + ".pdiparams", "rb").read() if os.path.exists(
@@ -233,6 +236,33 @@ def transformer():
     return [x], [y], [rnd(2, 5, 8)]
 
 
+def refused(outdir):
+    """A conv net whose ops carry what pdlang refuses (a fused ReLU in conv2d, an attribute no
+    version of the op has) beside what it drops (oneDNN hints): only the model is saved."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    paddle.seed(24)
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        x = paddle.static.data("img", [-1, 1, 6, 6], "float32")
+        c = paddle.static.nn.conv2d(x, 2, 3)
+        y = paddle.static.nn.fc(c, 3)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        for op in main.global_block().ops:
+            if op.type == "conv2d":
+                op._set_attr("fuse_relu", True)
+                op._set_attr("fuse_activation", "relu")
+                op._set_attr("use_mkldnn", True)
+            if op.type == "elementwise_add":
+                op._set_attr("fancy_mode", 3)
+                op._set_attr("Scale_x", 0.5)
+        d = os.path.join(outdir, "refused")
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        paddle.static.save_inference_model(os.path.join(d, "model"), [x], [y], exe)
+    print("refused        saved")
+
+
 MODELS = [
     ("mlp", mlp, True), ("lenet", lenet, False), ("cnn_bn", cnn_bn, False), ("cond", cond, False),
     ("while_loop", while_loop, False), ("embedding_bag", embedding_bag, True),
@@ -249,6 +279,8 @@ def main():
     for name, fn, fluid in MODELS:
         if not only or name in only:
             build(name, fn, outdir, fluid)
+    if not only or "refused" in only:
+        refused(outdir)
 
 
 if __name__ == "__main__":
