@@ -11,3 +11,9 @@ tests_interop_test_interop_SOURCES = tests/interop/test_interop.c
 tests_interop_test_interop_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/interop/test_interop tests/interop/exec.sh
 EXTRA_DIST += tools/paddle_models.py tests/interop
+#   tests/ops/test_kern_select: select_input (vm/ops/select.c): values, shape function, errors
+#     and its finite-difference gradient.
+check_PROGRAMS += tests/ops/test_kern_select
+tests_ops_test_kern_select_SOURCES = tests/ops/test_kern_select.c
+tests_ops_test_kern_select_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/ops/test_kern_select

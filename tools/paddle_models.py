@@ -188,14 +188,18 @@ def cnn_bn():
     return [x], [y], [rnd(2, 3, 12, 12)]
 
 
-def cond():
+def cond(s_value):
+    return lambda: cond_model(s_value)
+
+
+def cond_model(s_value):
     x = paddle.static.data("x", [-1, 4], "float32")
     s = paddle.static.data("s", [1], "float32")
     zero = paddle.full([1], 0.0, "float32")
     pred = legacy_op("greater_than", {"X": [s], "Y": [zero]}, "bool", {"axis": -1})
     y = paddle.static.nn.cond(pred, lambda: paddle.scale(x, 2.0, 1.0),
                               lambda: paddle.scale(x, -1.0, 0.5))
-    return [x, s], [y], [rnd(3, 4), np.array([0.7], "float32")]
+    return [x, s], [y], [rnd(3, 4), np.array([s_value], "float32")]
 
 
 def while_loop():
@@ -264,7 +268,8 @@ def refused(outdir):
 
 
 MODELS = [
-    ("mlp", mlp, True), ("lenet", lenet, False), ("cnn_bn", cnn_bn, False), ("cond", cond, False),
+    ("mlp", mlp, True), ("lenet", lenet, False), ("cnn_bn", cnn_bn, False), ("cond", cond(0.7), False),
+    ("cond_false", cond(-0.3), False),
     ("while_loop", while_loop, False), ("embedding_bag", embedding_bag, True),
     ("lstm1", rnn("LSTM", 1, "forward"), False), ("lstm2_bidi", rnn("LSTM", 2, "bidirect"), False),
     ("gru1", rnn("GRU", 1, "forward"), False), ("gru2_bidi", rnn("GRU", 2, "bidirect"), False),
