@@ -6,10 +6,13 @@
 #     a float64 input cast with a note) and its errors on damaged and foreign files (a PIR
 #     JSON, a truncated __model__, a missing parameter file, one of the wrong shape or dtype,
 #     an attribute value pdlang cannot honour: every problem listed).
+#   tests/interop/roundtrip.sh: models `save(path, target)` writes load in PaddlePaddle
+#     (tests/interop/paddle_run.py) with pdlang's outputs; needs PDLANG_PADDLE_PYTHON, a Python
+#     with paddlepaddle installed (skipped with the reason otherwise).
 check_PROGRAMS += tests/interop/test_interop
 tests_interop_test_interop_SOURCES = tests/interop/test_interop.c
 tests_interop_test_interop_LDADD = libpdlang-internal.la $(PD_LIBS)
-TESTS += tests/interop/test_interop tests/interop/exec.sh
+TESTS += tests/interop/test_interop tests/interop/exec.sh tests/interop/roundtrip.sh
 EXTRA_DIST += tools/paddle_models.py tests/interop
 #   tests/ops/test_kern_select: select_input (vm/ops/select.c): values, shape function, errors
 #     and its finite-difference gradient.
