@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/base.h"
 #include "tests/tap.h"
+#include "vm/ops/compat.h"
 #include "vm/reader/reader.h"
 
 #define REL 1e-5
@@ -121,6 +123,27 @@ static void check_model(const char *name, const char *layout) {
   pd_state_free(st);
 }
 
+/* doc/language.md's table lists every fact of vm/ops/compat.c ("| `OP` | `NAME`"). */
+static void check_doc(void) {
+  char path[1024], *doc = NULL, row[256];
+  size_t len;
+  snprintf(path, sizeof path, "%s/doc/language.md", srcdir());
+  if (pd_read_file(path, &doc, &len, NULL)) {
+    ok(0, "doc/language.md is readable");
+    return;
+  }
+  int missing = 0;
+  for (int i = 0; i < pd_compat_nfacts; i++) {
+    const pd_compat_fact *f = &pd_compat_facts[i];
+    if (f->op) snprintf(row, sizeof row, "| `%s` | `%s`", f->op, f->name);
+    else snprintf(row, sizeof row, "| every op | `%s`", f->name);
+    if (!strstr(doc, row)) printf("# missing from doc/language.md: %s\n", row), missing++;
+  }
+  ok(missing == 0, "doc/language.md lists the %d attributes and slots loading drops",
+     pd_compat_nfacts);
+  pd_free(doc);
+}
+
 static int compare_files(const char *a, const char *b) {
   pd_dataset *ds;
   int dt, nd;
@@ -153,5 +176,6 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);
+  check_doc();
   return tap_done();
 }

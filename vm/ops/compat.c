@@ -13,7 +13,8 @@
 #define QUANT "an int8 quantization scale of the oneDNN backend"
 #define FUSED "a step fused into the op by Paddle's inference passes"
 
-/* Sorted by op (NULL, every op, first), then name. */
+/* Sorted by op (NULL, every op, first), then name. The attributes every op may carry
+ * (op_role, use_mkldnn, ...: common_attrs in vm/ops/ops.c) are accepted there, not listed here. */
 const pd_compat_fact pd_compat_facts[] = {
     {NULL, "Scale_in", PD_COMPAT_ANY, QUANT},
     {NULL, "Scale_in_eltwise", PD_COMPAT_ANY, QUANT},
@@ -22,16 +23,11 @@ const pd_compat_fact pd_compat_facts[] = {
     {NULL, "Scale_x", PD_COMPAT_ANY, QUANT},
     {NULL, "Scale_y", PD_COMPAT_ANY, QUANT},
     {NULL, "force_fp32_output", PD_COMPAT_ANY, ONEDNN},
-    {NULL, "mkldnn_data_type", PD_COMPAT_ANY, ONEDNN},
-    {NULL, "op_device", PD_COMPAT_ANY, "the device Paddle's pipeline placed the op on"},
     {NULL, "scale_out", PD_COMPAT_ANY, QUANT},
     {NULL, "scale_x", PD_COMPAT_ANY, QUANT},
     {NULL, "scale_y", PD_COMPAT_ANY, QUANT},
-    {NULL, "use_cudnn", PD_COMPAT_ANY, "a cuDNN backend hint"},
-    {NULL, "use_mkldnn", PD_COMPAT_ANY, ONEDNN},
     {NULL, "use_onednn", PD_COMPAT_ANY, ONEDNN},
     {NULL, "use_quantizer", PD_COMPAT_ANY, ONEDNN},
-    {NULL, "with_quant_attr", PD_COMPAT_ANY, "a quantization marker"},
     {NULL, "x_data_format", PD_COMPAT_ANY, "an unused layout hint of Fluid 1.x"},
     {NULL, "y_data_format", PD_COMPAT_ANY, "an unused layout hint of Fluid 1.x"},
     {"batch_norm", "fuse_with_relu", PD_COMPAT_FALSE, FUSED},
@@ -47,11 +43,7 @@ const pd_compat_fact pd_compat_facts[] = {
     {"conv2d", "use_addto", PD_COMPAT_FALSE, "a cuDNN accumulate-into-output mode"},
     {"conv2d", "workspace_size_MB", PD_COMPAT_ANY, "a cuDNN workspace size"},
     {"elementwise_add", "act", PD_COMPAT_EMPTY_STR, FUSED},
-    {"matmul_v2", "fused_reshape_Out", PD_COMPAT_ANY, ONEDNN},
-    {"matmul_v2", "fused_transpose_Out", PD_COMPAT_ANY, ONEDNN},
-    {"pool2d", "use_quantizer", PD_COMPAT_ANY, ONEDNN},
     {"scale", "BiasTensor", PD_COMPAT_EMPTY_SLOT, "a tensor bias, which Paddle 3.x binds to nothing"},
-    {"softmax", "is_test", PD_COMPAT_ANY, "an inference marker"},
 };
 const int pd_compat_nfacts = (int)PD_ARRAY_LEN(pd_compat_facts);
 
@@ -72,9 +64,6 @@ static bool value_ok(const pd_compat_fact *f, const pd_attr *a) {
       return (a->type == PD_ATTR_BOOLEAN && !a->v.b) || (a->type == PD_ATTR_INT && !a->v.i) ||
              (a->type == PD_ATTR_LONG && !a->v.l);
     case PD_COMPAT_EMPTY_STR: return a->type == PD_ATTR_STRING && (!a->v.s || !a->v.s[0]);
-    case PD_COMPAT_ONE:
-      return (a->type == PD_ATTR_FLOAT && a->v.f == 1.0f) ||
-             (a->type == PD_ATTR_FLOAT64 && a->v.d == 1.0);
     default: return false;
   }
 }
@@ -122,7 +111,7 @@ static void apply_op(const pd_block *b, int i, pd_buf *list, int *count) {
       value_text(a, val, sizeof val);
       snprintf(msg, sizeof msg, "attribute %s is %s, which pdlang cannot honour (%s; only %s "
                "keeps the math)", pd_program_excerpt(a->name, name, sizeof name), val, f->why,
-               f->rule == PD_COMPAT_FALSE ? "false (0)" : f->rule == PD_COMPAT_ONE ? "1.0" : "''");
+               f->rule == PD_COMPAT_FALSE ? "false (0)" : "''");
       problem(list, count, b, i, msg);
       k++;
       continue;

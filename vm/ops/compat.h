@@ -15,7 +15,6 @@ typedef enum pd_compat_rule {
   PD_COMPAT_ANY,        /* any value: dropped */
   PD_COMPAT_FALSE,      /* a bool (or integer): false/0 is dropped, anything else refused */
   PD_COMPAT_EMPTY_STR,  /* a string: "" is dropped, anything else refused */
-  PD_COMPAT_ONE,        /* a float: 1.0 is dropped, anything else refused */
   PD_COMPAT_EMPTY_SLOT, /* an input slot: bound to no var it is dropped; bound, refused */
 } pd_compat_rule;
 
