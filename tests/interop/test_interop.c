@@ -4,7 +4,8 @@
  * Fluid's folder of one file per parameter, __model__ + __params__, and a folder's __model__
  * named directly. The inputs are the in_FEED.npy files; the outputs must be named as the fetch
  * targets PaddlePaddle listed (fetch_names.txt) and agree with PaddlePaddle's out_NAME.npy
- * within 1e-5 relative (1e-6 absolute near zero: float32 sums in another order).
+ * within 1e-5 relative (1e-6 absolute near zero: float32 sums in another order). Also: a
+ * refused model's error record, and doc/language.md's table of what loading drops.
  *
  * `test_interop --compare A.npy B.npy` compares two files the same way (exit 0 when they
  * agree), for tests/interop/exec.sh. */
@@ -144,6 +145,27 @@ static void check_doc(void) {
   pd_free(doc);
 }
 
+/* A refused model through the C library: PD_RESULT_EINVAL, the message one line (the summary),
+ * the text every problem. */
+static void check_refused(void) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/tests/interop/refused/model.pdmodel", srcdir());
+  pd_state *st;
+  if (pd_state_new(&st)) {
+    ok(0, "refused: pd_state_new");
+    return;
+  }
+  int rc = pd_state_load_model(st, path);
+  const pd_error_info *e = pd_state_error(st);
+  is_int(rc, PD_RESULT_EINVAL, "refused model: pd_state_load_model is PD_RESULT_EINVAL");
+  ok(strstr(e->message, "pdlang cannot run this program (4 problems):") && !strchr(e->message, '\n'),
+     "refused model: the message is the one-line summary");
+  ok(strstr(e->text, "block 0 op 1 (conv2d): attribute fuse_relu is 1") &&
+     strstr(e->text, "block 0 op 4 (elementwise_add): unknown attribute fancy_mode"),
+     "refused model: the text lists every problem");
+  pd_state_free(st);
+}
+
 static int compare_files(const char *a, const char *b) {
   pd_dataset *ds;
   int dt, nd;
@@ -177,5 +199,6 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);
   check_doc();
+  check_refused();
   return tap_done();
 }
