@@ -167,6 +167,25 @@ def mlp():
     return [x], [y], [rnd(3, 8)]
 
 
+def mlp_old_attrs():
+    """The MLP with the attributes other Fluid versions put on its ops, at values that keep the
+    math (what pdlang drops on loading: vm/ops/compat.c)."""
+    feeds, fetches, inputs = mlp()
+    for op in paddle.static.default_main_program().global_block().ops:
+        op._set_attr("x_data_format", "")
+        op._set_attr("y_data_format", "")
+        op._set_attr("use_quantizer", False)
+        op._set_attr("Scale_x", 1.0)
+        op._set_attr("Scale_y", 1.0)
+        op._set_attr("Scale_out", 1.0)
+        op._set_attr("force_fp32_output", False)
+        op._set_attr("mkldnn_data_type", "float32")
+        op._set_attr("use_mkldnn", False)
+        if op.type == "elementwise_add":
+            op._set_attr("act", "")
+    return feeds, fetches, inputs
+
+
 def lenet():
     x = paddle.static.data("img", [-1, 1, 28, 28], "float32")
     c1 = paddle.static.nn.conv2d(x, 6, 5, padding=2, act="relu")
@@ -268,7 +287,7 @@ def refused(outdir):
 
 
 MODELS = [
-    ("mlp", mlp, True), ("lenet", lenet, False), ("cnn_bn", cnn_bn, False), ("cond", cond(0.7), False),
+    ("mlp", mlp, True), ("mlp_old_attrs", mlp_old_attrs, False), ("lenet", lenet, False), ("cnn_bn", cnn_bn, False), ("cond", cond(0.7), False),
     ("cond_false", cond(-0.3), False),
     ("while_loop", while_loop, False), ("embedding_bag", embedding_bag, True),
     ("lstm1", rnn("LSTM", 1, "forward"), False), ("lstm2_bidi", rnn("LSTM", 2, "bidirect"), False),

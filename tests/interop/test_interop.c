@@ -186,6 +186,7 @@ int main(int argc, char **argv) {
       {"mlp", "fluid_dir/__model__"},
       {"mlp", "fluid_combined"},
       {"mlp", "fluid_combined/__model__"},
+      {"mlp_old_attrs", "model.pdmodel"},
       {"lenet", "model.pdmodel"},
       {"cnn_bn", "model.pdmodel"},
       {"embedding_bag", "model.pdmodel"},
