@@ -110,7 +110,14 @@ static bool write_outputs(const pd_model *m, pd_tensor_array *got, const char *d
       pd_buf path;
       pd_buf_init(&path);
       if (j >= 0) pd_buf_puts(&path, files[j]);
-      else pd_buf_printf(&path, "%s/%s.npy", dir, var);
+      else {
+        /* A file in dir whatever the name: '/' (PaddlePaddle 2.x's fetch targets are named
+         * "save_infer_model/scale_0.tmp_0") and a leading '.' become '_'. */
+        pd_buf_printf(&path, "%s/", dir);
+        for (const char *c = var; *c; c++)
+          pd_buf_append(&path, *c == '/' || (c == var && *c == '.') ? "_" : c, 1);
+        pd_buf_puts(&path, ".npy");
+      }
       if (path.oom) {
         pd_buf_free(&path);
         fprintf(stderr, "pdlang exec: out of memory\n");
@@ -276,5 +283,6 @@ const pd_command pd_cmd_exec = {
              "holding __model__ (or that __model__) with __params__ or one file per\n"
              "parameter. Each input is given with --feed by its name (an unknown name is an\n"
              "error); a float32/float64 file for a float64/float32 input is cast, with a note.\n"
-             "--out DIR writes every output as DIR/NAME.npy, --out NAME=FILE.npy one output.",
+             "--out DIR writes every output as DIR/NAME.npy ('/' in NAME becomes '_'), --out\n"
+             "NAME=FILE.npy one output.",
 };

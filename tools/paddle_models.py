@@ -7,7 +7,7 @@ Run with a Python that has paddlepaddle installed (outside the source tree), e.g
 Each model NAME gets a folder OUTDIR/NAME holding what PaddlePaddle's legacy (ProgramDesc) mode
 saves (FLAGS_enable_pir_api=0): model.pdmodel + model.pdiparams (save_inference_model), the
 inputs in_<feed name>.npy and PaddlePaddle's outputs out_<fetch name>.npy (one per fetch
-target, in order, as the file fetch_names.txt lists them; mlp also has x_float64.npy). The
+target, in order, as the file fetch_names.txt lists them, a '/' in the name written '_'; mlp also has x_float64.npy). The
 model `refused` carries attributes pdlang refuses, to test its errors. Some models are also written in
 Fluid's older layouts: fluid_dir/ (__model__ and one file per persistable var, named after it)
 and fluid_combined/ (__model__ + __params__). Those files are made from the saved pair by
@@ -117,7 +117,7 @@ def save(name, outdir, feeds, fetches, inputs, fluid=False, exe=None):
         np.save(os.path.join(d, "in_%s.npy" % n), v)
     with open(os.path.join(d, "fetch_names.txt"), "w") as f:
         for t, v in zip(fetch_targets, outs):
-            np.save(os.path.join(d, "out_%s.npy" % t.name), np.asarray(v))
+            np.save(os.path.join(d, "out_%s.npy" % t.name.replace("/", "_")), np.asarray(v))
             f.write(t.name + "\n")
     if name == "mlp":  # the input as float64, for `pdlang exec`'s cast
         np.save(os.path.join(d, "x_float64.npy"), inputs[0].astype("float64"))
@@ -171,6 +171,13 @@ def mlp_old_attrs():
     """The MLP with the attributes other Fluid versions put on its ops, at values that keep the
     math (what pdlang drops on loading: vm/ops/compat.c)."""
     feeds, fetches, inputs = mlp()
+    # PaddlePaddle 2.x's save_inference_model ended each output with scale(1.0) into a var
+    # named like this one.
+    block = paddle.static.default_main_program().global_block()
+    out = block.create_var(name="save_infer_model/scale_0.tmp_0", dtype="float32")
+    block.append_op(type="scale", inputs={"X": [fetches[0]]}, outputs={"Out": [out]},
+                    attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+    fetches = [out]
     for op in paddle.static.default_main_program().global_block().ops:
         op._set_attr("x_data_format", "")
         op._set_attr("y_data_format", "")

@@ -58,6 +58,11 @@ refuses "an unknown feed name is an error, listing the inputs" \
 refuses "an unknown --out name is an error, listing the outputs" \
   "the model's outputs: $out" \
   "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/in_x.npy" --out "y=$tmp/y.npy"
+old=$models/mlp_old_attrs
+check "--out DIR: a '/' in an output's name (PaddlePaddle 2.x's) becomes '_'" \
+  "$PDLANG" exec "$old/model.pdmodel" --feed "x=$old/in_x.npy" --out "$tmp/olddir"
+check "... with PaddlePaddle's values" "$compare" --compare \
+  "$tmp/olddir/save_infer_model_scale_0.tmp_0.npy" "$old/out_save_infer_model_scale_0.tmp_0.npy"
 # x_float64.npy: the input as float64; cast to float32 with a note, the same outputs.
 check "a float64 input is cast, with a note naming both dtypes" \
   sh -c "'$PDLANG' exec '$mlp/model.pdmodel' --feed 'x=$mlp/x_float64.npy' --out '$tmp/o64' 2>&1 | grep -q 'holds float64; cast to float32, the dtype of input x'"
