@@ -44,6 +44,10 @@ const pd_compat_fact pd_compat_facts[] = {
     {"conv2d", "workspace_size_MB", PD_COMPAT_ANY, "a cuDNN workspace size"},
     {"elementwise_add", "act", PD_COMPAT_EMPTY_STR, FUSED},
     {"scale", "BiasTensor", PD_COMPAT_EMPTY_SLOT, "a tensor bias, which Paddle 3.x binds to nothing"},
+    {"slice", "EndsTensor", PD_COMPAT_EMPTY_SLOT, "ends given at run time"},
+    {"slice", "EndsTensorList", PD_COMPAT_EMPTY_SLOT, "ends given at run time"},
+    {"slice", "StartsTensor", PD_COMPAT_EMPTY_SLOT, "starts given at run time"},
+    {"slice", "StartsTensorList", PD_COMPAT_EMPTY_SLOT, "starts given at run time"},
 };
 const int pd_compat_nfacts = (int)PD_ARRAY_LEN(pd_compat_facts);
 
