@@ -1,8 +1,8 @@
-/* cmd_exec.c -- `pdlang exec MODEL --feed NAME=FILE.npy ... [--out ...]`: run a saved
- * inference program (as `save` writes it, or a Fluid/PaddlePaddle inference model with feed and
- * fetch ops, in any of the layouts api/model.h loads) on inputs read from NumPy files, print
- * what its fetch ops fetch and write it to .npy files with --out. Parameters come from
- * MODEL.pdiparams (or --params FILE, or the Fluid folder). The model is loaded and run by the library's own loader
+/* cmd_exec.c -- `pdlang exec MODEL --feed NAME=FILE.npy ... [--out ...]`: run a saved inference
+ * program (as `save` writes it, or a Fluid/PaddlePaddle inference model with feed and fetch ops,
+ * in any of the layouts api/model.h loads) on inputs read from NumPy files, print what its fetch
+ * ops fetch and write it to .npy files with --out. Parameters come from MODEL.pdiparams (or
+ * --params FILE, or the Fluid folder). The model is loaded and run by the library's own loader
  * (api/model.h, as pd_state_load_model). */
 #include "config.h"
 #include "driver/driver.h"

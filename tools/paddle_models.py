@@ -2,21 +2,24 @@
 """paddle_models.py -- regenerate the PaddlePaddle test models of tests/interop/.
 
 Run with a Python that has paddlepaddle installed (outside the source tree), e.g.
-    /tmp/paddlevenv/bin/python tools/paddle_models.py [OUTDIR]   (default tests/interop)
+    /tmp/paddlevenv/bin/python tools/paddle_models.py [OUTDIR [NAME...]]
+(OUTDIR defaults to tests/interop; NAMEs pick some of the models).
 
 Each model NAME gets a folder OUTDIR/NAME holding what PaddlePaddle's legacy (ProgramDesc) mode
 saves (FLAGS_enable_pir_api=0): model.pdmodel + model.pdiparams (save_inference_model), the
-inputs in_<feed name>.npy and PaddlePaddle's outputs out_<fetch name>.npy (one per fetch
-target, in order, as the file fetch_names.txt lists them, a '/' in the name written '_'; mlp also has x_float64.npy). The
-model `refused` carries attributes pdlang refuses, to test its errors. Some models are also written in
-Fluid's older layouts: fluid_dir/ (__model__ and one file per persistable var, named after it)
-and fluid_combined/ (__model__ + __params__). Those files are made from the saved pair by
-following Fluid's formats (the program bytes unchanged; the parameter file split into its
-LoDTensor streams, which save_inference_model writes in sorted name order).
+inputs in_<feed name>.npy and PaddlePaddle's outputs out_<fetch name>.npy (one per fetch target,
+in order, as the file fetch_names.txt lists them, a '/' in the name written '_'; mlp also has
+x_float64.npy and x_float16.npy). The model `refused` carries attributes pdlang refuses, to test
+its errors. Some models are also written in Fluid's older layouts: fluid_dir/ (__model__ and one
+file per persistable var, named after it) and fluid_combined/ (__model__ + __params__). Those
+files are made from the saved pair by following Fluid's formats (the program bytes unchanged;
+the parameter file split into its LoDTensor streams, which save_inference_model writes in sorted
+name order).
 
 PaddlePaddle 3.x in legacy mode refuses some of its own Python functions on a legacy Variable
 ("must be Value, but got Variable"); where that happens the script appends the legacy op
-directly (block.append_op). The seeds are fixed, so the files change only with PaddlePaddle.
+directly (block.append_op). The seeds are fixed, so the values change only with PaddlePaddle
+(the .pdmodel files also record the script's line numbers, in each op's op_callstack).
 """
 import os
 import shutil
@@ -119,14 +122,16 @@ def save(name, outdir, feeds, fetches, inputs, fluid=False, exe=None):
         for t, v in zip(fetch_targets, outs):
             np.save(os.path.join(d, "out_%s.npy" % t.name.replace("/", "_")), np.asarray(v))
             f.write(t.name + "\n")
-    if name == "mlp":  # the input as float64, for `pdlang exec`'s cast
+    if name == "mlp":  # the input as float64 and float16, for `pdlang exec`'s cast and refusal
         np.save(os.path.join(d, "x_float64.npy"), inputs[0].astype("float64"))
+        np.save(os.path.join(d, "x_float16.npy"), inputs[0].astype("float16"))
     if fluid:
         model = open(prefix + ".pdmodel", "rb").read()
         params = open(prefix + ".pdiparams", "rb").read() if os.path.exists(
             prefix + ".pdiparams") else b""
         names = sorted(v.name for v in prog.list_vars()
-                       if v.persistable and v.type == paddle.framework.core.VarDesc.VarType.LOD_TENSOR
+                       if v.persistable
+                       and v.type == paddle.framework.core.VarDesc.VarType.LOD_TENSOR
                        and v.name not in ("feed", "fetch"))
         streams = split_streams(params)
         assert len(streams) == len(names), (len(streams), names)
@@ -294,7 +299,8 @@ def refused(outdir):
 
 
 MODELS = [
-    ("mlp", mlp, True), ("mlp_old_attrs", mlp_old_attrs, False), ("lenet", lenet, False), ("cnn_bn", cnn_bn, False), ("cond", cond(0.7), False),
+    ("mlp", mlp, True), ("mlp_old_attrs", mlp_old_attrs, False), ("lenet", lenet, False),
+    ("cnn_bn", cnn_bn, False), ("cond", cond(0.7), False),
     ("cond_false", cond(-0.3), False),
     ("while_loop", while_loop, False), ("embedding_bag", embedding_bag, True),
     ("lstm1", rnn("LSTM", 1, "forward"), False), ("lstm2_bidi", rnn("LSTM", 2, "bidirect"), False),

@@ -1,10 +1,10 @@
 #!/bin/sh
-# exec.sh -- `pdlang exec` on PaddlePaddle's saved models of tests/interop/ (test_interop.c
-# checks the same models through the C library): outputs written with --out DIR and
-# --out NAME=FILE agree with PaddlePaddle's (test_interop --compare: 1e-5 relative), feeds by
-# name only, a float64 input cast with a note; and the errors on damaged and foreign files: a
-# PIR JSON, a truncated __model__, a missing parameter file, one of the wrong shape, one of the
-# wrong dtype, a model whose attributes pdlang refuses (every problem listed). TAP output.
+# exec.sh -- `pdlang exec` on PaddlePaddle's saved models of tests/interop/ (test_interop.c checks
+# the same models through the C library): outputs written with --out DIR and --out NAME=FILE agree
+# with PaddlePaddle's (test_interop --compare: 1e-5 relative), feeds by name only, a float64 input
+# cast with a note, a float16 one refused; and the errors on damaged and foreign files: a PIR
+# JSON, a truncated __model__, a missing parameter file, one of the wrong shape, one of the wrong
+# dtype, a model whose attributes pdlang refuses (every problem listed). TAP output.
 set -u
 : "${PDLANG:?}" "${top_srcdir:?}" "${top_builddir:?}"
 models=$top_srcdir/tests/interop
@@ -46,12 +46,14 @@ mlp=$models/mlp
 out=fc_1.tmp_1
 check "--out DIR writes every output as DIR/NAME.npy" \
   "$PDLANG" exec "$mlp/fluid_dir" --feed "x=$mlp/in_x.npy" --out "$tmp/outdir"
-check "... with PaddlePaddle's values" "$compare" --compare "$tmp/outdir/$out.npy" "$mlp/out_$out.npy"
+check "... with PaddlePaddle's values" \
+  "$compare" --compare "$tmp/outdir/$out.npy" "$mlp/out_$out.npy"
 check "--out NAME=FILE.npy writes that output" \
   "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/in_x.npy" --out "$out=$tmp/one.npy"
 check "... with PaddlePaddle's values" "$compare" --compare "$tmp/one.npy" "$mlp/out_$out.npy"
 check "the printed output is named by its fetch target" \
-  sh -c "'$PDLANG' exec '$mlp/fluid_combined' --feed 'x=$mlp/in_x.npy' | grep -q '^$out: Tensor(shape=\[3, 4\], dtype=float32)'"
+  sh -c "'$PDLANG' exec '$mlp/fluid_combined' --feed 'x=$mlp/in_x.npy' |
+         grep -q '^$out: Tensor(shape=\[3, 4\], dtype=float32)'"
 refuses "an unknown feed name is an error, listing the inputs" \
   "pdlang exec: --feed ids: the model has no input of that name" \
   "$PDLANG" exec "$mlp/model.pdmodel" --feed "ids=$mlp/in_x.npy"
@@ -65,8 +67,12 @@ check "... with PaddlePaddle's values" "$compare" --compare \
   "$tmp/olddir/save_infer_model_scale_0.tmp_0.npy" "$old/out_save_infer_model_scale_0.tmp_0.npy"
 # x_float64.npy: the input as float64; cast to float32 with a note, the same outputs.
 check "a float64 input is cast, with a note naming both dtypes" \
-  sh -c "'$PDLANG' exec '$mlp/model.pdmodel' --feed 'x=$mlp/x_float64.npy' --out '$tmp/o64' 2>&1 | grep -q 'holds float64; cast to float32, the dtype of input x'"
+  sh -c "'$PDLANG' exec '$mlp/model.pdmodel' --feed 'x=$mlp/x_float64.npy' --out '$tmp/o64' 2>&1 |
+         grep -q 'holds float64; cast to float32, the dtype of input x'"
 check "... with PaddlePaddle's values" "$compare" --compare "$tmp/o64/$out.npy" "$mlp/out_$out.npy"
+refuses "a float16 input is refused, naming the dtypes pdlang reads" \
+  "dtype '<f2' is not supported; expected one of <f4, <f8" \
+  "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/x_float16.npy"
 
 # Damaged and foreign files.
 refuses "a PIR JSON is recognised, with how to re-save it" "FLAGS_enable_pir_api=0" \
@@ -100,7 +106,8 @@ for want in "block 0 op 1 (conv2d): attribute fuse_activation is 'relu'" \
   "block 0 op 1 (conv2d): attribute fuse_relu is 1" \
   "block 0 op 2 (elementwise_add): unknown attribute fancy_mode" \
   "block 0 op 4 (elementwise_add): unknown attribute fancy_mode"; do
-  refuses "... $want" "$want" "$PDLANG" exec "$models/refused/model.pdmodel" --feed "img=$mlp/in_x.npy"
+  refuses "... $want" "$want" \
+    "$PDLANG" exec "$models/refused/model.pdmodel" --feed "img=$mlp/in_x.npy"
 done
 echo "1..$n"
 exit 0

@@ -84,7 +84,9 @@ for m in cnn mixed scalar_if loop; do
     continue
   fi
   feeds=""
-  while read -r f; do feeds="$feeds --feed $f=$tmp/$m.paddle/in_$f.npy"; done < "$tmp/$m.paddle/feeds.txt"
+  while read -r f; do
+    feeds="$feeds --feed $f=$tmp/$m.paddle/in_$f.npy"
+  done < "$tmp/$m.paddle/feeds.txt"
   # shellcheck disable=SC2086
   if ! "$PDLANG" exec "$tmp/$m.pdmodel" $feeds --out "$tmp/$m.pdlang" > "$tmp/$m.log" 2>&1; then
     echo "not ok $n - $m: pdlang exec runs it on PaddlePaddle's inputs"
@@ -97,7 +99,8 @@ for m in cnn mixed scalar_if loop; do
       { good=0; sed 's/^/# /' "$tmp/$m.cmp"; }
   done < "$tmp/$m.paddle/fetches.txt"
   if [ "$good" = 1 ] && [ -s "$tmp/$m.paddle/fetches.txt" ]; then
-    echo "ok $n - $m: PaddlePaddle loads it and its outputs ($(tr '\n' ' ' < "$tmp/$m.paddle/fetches.txt")) agree with pdlang's"
+    outs=$(tr '\n' ' ' < "$tmp/$m.paddle/fetches.txt")
+    echo "ok $n - $m: PaddlePaddle loads it and its outputs ($outs) agree with pdlang's"
   else
     echo "not ok $n - $m: PaddlePaddle loads it and its outputs agree with pdlang's"
   fi

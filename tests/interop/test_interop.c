@@ -93,7 +93,8 @@ static void check_model(const char *name, const char *layout) {
     good = read_npy(file, &inputs[i], &dt, &nd, dims) == 0 &&
            pd_state_describe(st, ins[i], &want) == PD_RESULT_OK;
     if (good && want.ndims == 1 && nd == 2 && dims[1] == 1) nd = 1;  /* a 1-D file: [N] */
-    good = good && pd_state_feed(st, ins[i], dt, nd, dims, pd_dataset_field_data(inputs[i], 0)) == 0;
+    good = good &&
+           pd_state_feed(st, ins[i], dt, nd, dims, pd_dataset_field_data(inputs[i], 0)) == 0;
   }
   if (good && pd_state_run(st) != PD_RESULT_OK) {
     printf("# %s\n", pd_state_error(st)->text);
@@ -160,7 +161,8 @@ static void check_refused(void) {
   int rc = pd_state_load_model(st, path);
   const pd_error_info *e = pd_state_error(st);
   is_int(rc, PD_RESULT_EINVAL, "refused model: pd_state_load_model is PD_RESULT_EINVAL");
-  ok(strstr(e->message, "pdlang cannot run this program (4 problems):") && !strchr(e->message, '\n'),
+  ok(strstr(e->message, "pdlang cannot run this program (4 problems):") &&
+         !strchr(e->message, '\n'),
      "refused model: the message is the one-line summary");
   ok(strstr(e->text, "block 0 op 1 (conv2d): attribute fuse_relu is 1") &&
      strstr(e->text, "block 0 op 4 (elementwise_add): unknown attribute fancy_mode"),
