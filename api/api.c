@@ -132,7 +132,10 @@ static int finish(pd_state *st, pd_status s) {
  * into a script. */
 static int fail_err(pd_state *st, const pd_error *err, const pd_source *src) {
   pd_status s = err->status ? err->status : PD_ERUNTIME;
-  pd_buf_puts(&st->msg, err->msg ? err->msg : pd_status_str(s));
+  /* The record's message is one line: the first of a list (a refused model's problems); the
+   * text keeps them all. */
+  const char *msg = err->msg ? err->msg : pd_status_str(s), *nl = strchr(msg, '\n');
+  pd_buf_append(&st->msg, msg, nl ? (size_t)(nl - msg) : strlen(msg));
   if (err->loc.file) st->file = pd_strdup(err->loc.file);
   if (st->file) {
     st->info.line = err->loc.line;

@@ -3,10 +3,13 @@
 #include "config.h"
 #include "api/model.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "vm/ir/params.h"
 #include "vm/ir/serialize.h"
+#include "vm/ops/compat.h"
 
 static const pd_loc nowhere = {0};
 
@@ -50,13 +53,126 @@ static pd_status find_io(const pd_program *p, const char *path, bool feed, pd_mo
   return PD_OK;
 }
 
+static bool is_dir(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+static bool is_file(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* dir + "/" + name, or NULL on out of memory. */
+static char *join(const char *dir, const char *name) {
+  size_t n = strlen(dir), k = strlen(name);
+  while (n > 1 && dir[n - 1] == '/') n--;
+  char *s = pd_malloc(n + k + 2);
+  if (!s) return NULL;
+  memcpy(s, dir, n);
+  s[n] = '/';
+  memcpy(s + n + 1, name, k + 1);
+  return s;
+}
+
+/* Fluid's layouts: a folder DIR holding __model__ (given as DIR or as DIR/__model__) sets
+ * m->fluid_dir and *model to DIR/__model__; any other path is the model file itself. */
+static pd_status find_layout(pd_model *m, const char *path, char **model, pd_error *err) {
+  *model = NULL;
+  size_t n = strlen(path), k = sizeof PD_MODEL_FLUID_PROGRAM - 1;
+  bool named = n >= k && strcmp(path + n - k, PD_MODEL_FLUID_PROGRAM) == 0 &&
+               (n == k || path[n - k - 1] == '/');
+  if (!named && !is_dir(path)) return PD_OK;
+  if (named) {
+    m->fluid_dir = pd_malloc(n - k + 2);
+    if (!m->fluid_dir) return oom(err);
+    if (n == k) strcpy(m->fluid_dir, ".");
+    else memcpy(m->fluid_dir, path, n - k - 1), m->fluid_dir[n - k - 1] = 0;
+    if (!m->fluid_dir[0]) strcpy(m->fluid_dir, "/");
+  } else if (!(m->fluid_dir = pd_strdup(path))) {
+    return oom(err);
+  }
+  if (!(*model = join(m->fluid_dir, PD_MODEL_FLUID_PROGRAM))) return oom(err);
+  if (!named && !is_file(*model))
+    return pd_error_set(err, PD_EIO, nowhere,
+                        "%s: a folder, but it holds no %s (a Fluid model folder holds %s and its "
+                        "parameters; else give the NAME.pdmodel file)",
+                        path, PD_MODEL_FLUID_PROGRAM, PD_MODEL_FLUID_PROGRAM);
+  return PD_OK;
+}
+
+/* PaddlePaddle 3.x's default format: a PIR program as JSON ({"base_code":{"magic":"pir",...}). */
+static bool is_pir_json(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  char head[257];
+  size_t n = fread(head, 1, sizeof head - 1, f);
+  fclose(f);
+  head[n] = 0;
+  size_t i = strspn(head, " \t\r\n");
+  return head[i] == '{' && strstr(head, "\"magic\"") && strstr(head, "\"pir\"");
+}
+
+static pd_status refuse_pir(const char *path, pd_error *err) {
+  return pd_error_set(err, PD_EFORMAT, nowhere,
+                      "%s: a PaddlePaddle 3.x PIR program (JSON), which pdlang does not read; "
+                      "save the model in the ProgramDesc format: run the script that saves it "
+                      "with the environment variable FLAGS_enable_pir_api=0 (set before paddle "
+                      "is imported), and paddle.static.save_inference_model or paddle.jit.save "
+                      "write NAME.pdmodel + NAME.pdiparams",
+                      path);
+}
+
 pd_status pd_model_load(pd_model *m, const char *path, pd_error *err) {
   *m = (pd_model){0};
-  pd_status s = pd_program_load(path, &m->program, err);
+  char *model = NULL;
+  pd_status s = find_layout(m, path, &model, err);
+  if (!s && is_pir_json(model ? model : path)) s = refuse_pir(model ? model : path, err);
+  if (!s && !model && !is_file(path)) {
+    /* NAME.pdmodel missing beside a NAME.json that PaddlePaddle 3.x wrote instead */
+    size_t n = strlen(path), k = sizeof ".pdmodel" - 1;
+    char *json = pd_malloc(n + 8);
+    if (!json) s = oom(err);
+    else if (n > k && strcmp(path + n - k, ".pdmodel") == 0) {
+      memcpy(json, path, n - k);
+      strcpy(json + n - k, ".json");
+      if (is_pir_json(json)) s = refuse_pir(json, err);
+    }
+    pd_free(json);
+  }
+  if (!s) s = pd_program_load(model ? model : path, &m->program, err);
+  if (!s) s = pd_compat_apply(m->program, model ? model : path, err);
+  pd_free(model);
   if (!s) s = find_io(m->program, path, true, &m->feeds, &m->nfeeds, &m->feed_list, err);
   if (!s) s = find_io(m->program, path, false, &m->fetches, &m->nfetches, &m->fetch_list, err);
   if (!s && !(m->scope = pd_scope_new(NULL))) s = oom(err);
   if (s) pd_model_free(m);
+  return s;
+}
+
+/* Fluid's folder layout: DIR/__params__ holds them all, or each is in DIR/NAME. */
+static pd_status load_fluid_params(pd_model *m, int n, const char **names, pd_error *err) {
+  char *combined = join(m->fluid_dir, PD_MODEL_FLUID_PARAMS);
+  if (!combined) return oom(err);
+  pd_status s = PD_OK;
+  if (is_file(combined)) {
+    s = pd_params_load(combined, m->scope, n, names, m->program, err);
+    pd_free(combined);
+    return s;
+  }
+  pd_free(combined);
+  for (int i = 0; i < n && !s; i++) {
+    char *file = join(m->fluid_dir, names[i]);
+    if (!file) return oom(err);
+    if (!is_file(file))
+      s = pd_error_set(err, PD_EIO, nowhere,
+                       "%s: no file for parameter '%s' (%s is missing; a Fluid model folder "
+                       "holds one file per parameter, named after it, or all of them in %s)",
+                       m->fluid_dir, names[i], file, PD_MODEL_FLUID_PARAMS);
+    else
+      s = pd_params_load(file, m->scope, 1, &names[i], m->program, err);
+    pd_free(file);
+  }
   return s;
 }
 
@@ -66,7 +182,9 @@ pd_status pd_model_load_params(pd_model *m, const char *path, const char *params
   int n;
   if (pd_params_names(m->program, &names, &n)) return oom(err);
   pd_status s = PD_OK;
-  if (n) {
+  if (n && m->fluid_dir && !params_path) {
+    s = load_fluid_params(m, n, names, err);
+  } else if (n) {
     char *ppath = params_path ? pd_strdup(params_path) : pd_params_path_for(path);
     s = !ppath ? oom(err) : pd_params_check_identity(m->program, ppath, err);
     if (!s) s = pd_params_load(ppath, m->scope, n, names, m->program, err);
@@ -119,5 +237,6 @@ void pd_model_free(pd_model *m) {
   pd_program_free(m->program);
   pd_free(m->feeds);
   pd_free(m->fetches);
+  pd_free(m->fluid_dir);
   *m = (pd_model){0};
 }

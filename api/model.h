@@ -35,16 +35,25 @@ typedef struct pd_model {
   pd_model_io *feeds, *fetches;        /* in column order: feeds[i].col == i */
   int nfeeds, nfetches;
   const char *feed_list, *fetch_list;  /* the FEED_MINIBATCH / FETCH_LIST vars; NULL: none */
+  char *fluid_dir;                     /* Fluid's folder layout: the folder; else NULL */
 } pd_model;
 
-/* Read the program at path and find its feed and fetch ops, whose "col" attributes (INT or
+/* Fluid's folder layout: the program file, and the file of all the parameters (when there is
+ * none, each parameter is in a file named after it). */
+#define PD_MODEL_FLUID_PROGRAM "__model__"
+#define PD_MODEL_FLUID_PARAMS "__params__"
+
+/* Read the program at path (NAME.pdmodel; or Fluid's layout: a folder holding __model__, or
+ * that folder's __model__) and find its feed and fetch ops, whose "col" attributes (INT or
  * LONG; absent: the op's position among its kind) must number them 0..n-1, each with its list
  * var, one list var per kind (else PD_EFORMAT "PATH: feed op K is malformed ..."). A model
  * without fetch ops loads (the caller says what that means to it). On failure *m is empty. */
 pd_status pd_model_load(pd_model *m, const char *path, pd_error *err);
 /* The parameters (every persistable tensor var, sorted by name, as `save` writes them) from
- * params_path, or when NULL from the file beside the model (pd_params_path_for(path)); none
- * to read when the program has none. */
+ * params_path, or when NULL from the file beside the model (pd_params_path_for(path)), or for
+ * Fluid's folder layout from FOLDER/__params__ when it exists, else from one file per
+ * parameter, FOLDER/NAME (a missing one is PD_EIO naming the parameter); none to read when
+ * the program has none. */
 pd_status pd_model_load_params(pd_model *m, const char *path, const char *params_path,
                                pd_error *err);
 /* The executor, with the given options. */

@@ -1,13 +1,16 @@
-/* cmd_exec.c -- `pdlang exec MODEL.pdmodel --feed NAME=FILE.npy ...`: run a saved inference
- * program (as `save` writes it, or a Fluid inference model with feed and fetch ops) on inputs
- * read from NumPy files, and print what its fetch ops fetch. Parameters come from
- * MODEL.pdiparams (or --params FILE). The model is loaded and run by the library's own loader
+/* cmd_exec.c -- `pdlang exec MODEL --feed NAME=FILE.npy ... [--out ...]`: run a saved inference
+ * program (as `save` writes it, or a Fluid/PaddlePaddle inference model with feed and fetch ops,
+ * in any of the layouts api/model.h loads) on inputs read from NumPy files, print what its fetch
+ * ops fetch and write it to .npy files with --out. Parameters come from MODEL.pdiparams (or
+ * --params FILE, or the Fluid folder). The model is loaded and run by the library's own loader
  * (api/model.h, as pd_state_load_model). */
 #include "config.h"
 #include "driver/driver.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/model.h"
@@ -30,11 +33,30 @@ static pd_status load_npy(const char *path, pd_tensor *t, pd_error *err) {
   return PD_OK;
 }
 
-/* Does the file's tensor fit the model's input var (dtype, rank, known dims)? Says why not. */
-static bool input_fits(const pd_program *p, const char *name, const pd_tensor *t,
-                       const char *file) {
+/* Make the file's tensor fit the model's input var where that changes no value: a 1-D file
+ * (read as [N, 1]) for a rank-1 input becomes [N]; a float file of the other float dtype is
+ * cast, with a note. Then check that it fits (dtype, rank, known dims); says why not. */
+static bool input_fits(const pd_program *p, const char *name, pd_tensor *t, const char *file) {
   const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
   if (!v || v->ndims < 0) return true;
+  if (v->ndims == 1 && t->ndims == 2 && t->dims[1] == 1) t->ndims = 1;
+  if (v->dtype != t->dtype && (v->dtype == PD_FP32 || v->dtype == PD_FP64) &&
+      (t->dtype == PD_FP32 || t->dtype == PD_FP64)) {
+    pd_tensor c;
+    pd_tensor_init(&c);
+    int64_t n = pd_tensor_numel(t);
+    if (pd_tensor_resize(&c, v->dtype, t->ndims, t->dims) ||
+        pd_k_cpu()->cast(t->dtype, pd_tensor_data(t), v->dtype, pd_tensor_data(&c), n)) {
+      fprintf(stderr, "pdlang exec: out of memory casting %s\n", file);
+      pd_tensor_release(&c);
+      return false;
+    }
+    fprintf(stderr, "pdlang: note: %s holds %s; cast to %s, the dtype of input %s%s\n", file,
+            pd_dtype_name(t->dtype), pd_dtype_name(v->dtype), name,
+            v->dtype == PD_FP32 ? " (values round to float32)" : "");
+    pd_tensor_release(t);
+    *t = c;
+  }
   bool ok = v->dtype == t->dtype && v->ndims == t->ndims;
   for (int k = 0; ok && k < v->ndims; k++) ok = v->dims[k] < 0 || v->dims[k] == t->dims[k];
   if (ok) return true;
@@ -70,20 +92,82 @@ static void print_notice(void *ud, const char *msg) {
   fprintf(stderr, "pdlang: note: %s\n", msg);
 }
 
+static void describe_outputs(const pd_model *m) {
+  fprintf(stderr, "the model's outputs:");
+  for (int i = 0; i < m->nfetches; i++) fprintf(stderr, " %s", m->fetches[i].var);
+  fprintf(stderr, "\n");
+}
+
+/* The .npy files of --out: DIR/NAME.npy for every output when dir is set, and FILE for each
+ * NAME=FILE. Names are the fetch targets' (the vars the fetch ops fetch). */
+static bool write_outputs(const pd_model *m, pd_tensor_array *got, const char *dir, int nouts,
+                          const char *const *names, const char *const *files) {
+  for (int i = 0; i < m->nfetches; i++) {
+    const pd_tensor *t = got ? pd_tensor_array_get(got, m->fetches[i].col) : NULL;
+    const char *var = m->fetches[i].var;
+    for (int j = -1; j < nouts; j++) {
+      if (j >= 0 ? strcmp(names[j], var) != 0 : !dir) continue;
+      pd_buf path;
+      pd_buf_init(&path);
+      if (j >= 0) pd_buf_puts(&path, files[j]);
+      else {
+        /* A file in dir whatever the name: '/' (PaddlePaddle 2.x's fetch targets are named
+         * "save_infer_model/scale_0.tmp_0") and a leading '.' become '_'. */
+        pd_buf_printf(&path, "%s/", dir);
+        for (const char *c = var; *c; c++)
+          pd_buf_append(&path, *c == '/' || (c == var && *c == '.') ? "_" : c, 1);
+        pd_buf_puts(&path, ".npy");
+      }
+      if (path.oom) {
+        pd_buf_free(&path);
+        fprintf(stderr, "pdlang exec: out of memory\n");
+        return false;
+      }
+      pd_error err = {0};
+      pd_status st = !t ? pd_error_set(&err, PD_ENOTFOUND, (pd_loc){0},
+                                       "%s: output %s was not fetched", path.data, var)
+                        : pd_npy_save(path.data, t, &err);
+      pd_buf_free(&path);
+      if (st) {
+        pd_driver_print_error(NULL, NULL, &err);
+        pd_error_clear(&err);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 static int run_exec(int argc, char **argv) {
-  const char *model = NULL, *params = NULL, *device = NULL;
+  const char *model = NULL, *params = NULL, *device = NULL, *out_dir = NULL;
   const char *feed_names[MAX_IO], *feed_files[MAX_IO];
-  int nfeed_args = 0;
+  const char *out_names[MAX_IO], *out_files[MAX_IO];
+  int nfeed_args = 0, nouts = 0;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "--feed") == 0 && i + 1 < argc) {
+    if ((strcmp(argv[i], "--feed") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
+      bool feed = argv[i][2] == 'f';
       char *eq = strchr(argv[++i], '=');
-      if (!eq || eq == argv[i] || nfeed_args == MAX_IO) {
-        fprintf(stderr, "pdlang exec: --feed takes NAME=FILE.npy, got '%s'\n", argv[i]);
+      if (!feed && !eq) {
+        if (out_dir) {
+          fprintf(stderr, "pdlang exec: --out DIR is given twice ('%s', '%s')\n", out_dir, argv[i]);
+          return 2;
+        }
+        out_dir = argv[i];
+        continue;
+      }
+      if (!eq || eq == argv[i] || !eq[1] || (feed ? nfeed_args : nouts) == MAX_IO) {
+        fprintf(stderr, "pdlang exec: %s takes NAME=FILE.npy%s, got '%s'\n", argv[i - 1],
+                feed ? "" : " or a folder", argv[i]);
         return 2;
       }
       *eq = 0;
-      feed_names[nfeed_args] = argv[i];
-      feed_files[nfeed_args++] = eq + 1;
+      if (feed) {
+        feed_names[nfeed_args] = argv[i];
+        feed_files[nfeed_args++] = eq + 1;
+      } else {
+        out_names[nouts] = argv[i];
+        out_files[nouts++] = eq + 1;
+      }
     } else if (strcmp(argv[i], "--params") == 0 && i + 1 < argc) {
       params = argv[++i];
     } else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) {
@@ -115,18 +199,38 @@ static int run_exec(int argc, char **argv) {
                     "save(path, target) in a script)\n", model);
     goto out;
   }
-  if ((st = pd_model_load_params(&m, model, params, &err))) goto fail;
-  /* Inputs: by name, or in order when the names are not the model's. */
+  /* Inputs strictly by name, each once; outputs named by --out must be the model's. */
+  for (int j = 0; j < nfeed_args; j++) {
+    int known = 0, twice = 0;
+    for (int i = 0; i < m.nfeeds; i++) known += strcmp(feed_names[j], m.feeds[i].var) == 0;
+    for (int k = 0; k < j; k++) twice += strcmp(feed_names[j], feed_names[k]) == 0;
+    if (!known || twice) {
+      fprintf(stderr, "pdlang exec: --feed %s: %s\n", feed_names[j],
+              twice ? "given twice" : "the model has no input of that name");
+      describe_inputs(&m);
+      goto out;
+    }
+  }
+  for (int j = 0; j < nouts; j++) {
+    int known = 0;
+    for (int i = 0; i < m.nfetches; i++) known += strcmp(out_names[j], m.fetches[i].var) == 0;
+    if (!known) {
+      fprintf(stderr, "pdlang exec: --out %s: the model has no output of that name\n",
+              out_names[j]);
+      describe_outputs(&m);
+      goto out;
+    }
+  }
   if (nfeed_args != m.nfeeds) {
     fprintf(stderr, "pdlang exec: the model takes %d input%s, %d given with --feed\n", m.nfeeds,
             m.nfeeds == 1 ? "" : "s", nfeed_args);
     describe_inputs(&m);
     goto out;
   }
+  if ((st = pd_model_load_params(&m, model, params, &err))) goto fail;
   for (int i = 0; i < m.nfeeds; i++) {
-    int k = i;
-    for (int j = 0; j < nfeed_args; j++)
-      if (strcmp(feed_names[j], m.feeds[i].var) == 0) k = j;
+    int k = 0;
+    while (strcmp(feed_names[k], m.feeds[i].var) != 0) k++;
     pd_tensor_init(&inputs[ninputs++]);
     if ((st = load_npy(feed_files[k], &inputs[ninputs - 1], &err))) goto fail;
     if (!input_fits(m.program, m.feeds[i].var, &inputs[ninputs - 1], feed_files[k])) goto out;
@@ -148,6 +252,12 @@ static int run_exec(int argc, char **argv) {
   }
   if (out.data) fputs(out.data, stdout);
   pd_buf_free(&out);
+  if (out_dir && mkdir(out_dir, 0777) != 0 && errno != EEXIST) {
+    fprintf(stderr, "pdlang exec: --out %s: cannot make the folder: %s\n", out_dir,
+            strerror(errno));
+    goto out;
+  }
+  if (!write_outputs(&m, got, out_dir, nouts, out_names, out_files)) goto out;
   rc = 0;
   goto out;
 fail:
@@ -162,12 +272,17 @@ out:
 const pd_command pd_cmd_exec = {
     .name = "exec",
     .run = run_exec,
-    .summary = "run a saved model (FILE.pdmodel) on inputs from .npy files",
-    .usage = "pdlang exec MODEL.pdmodel [--params FILE] [--device cpu|gpu[:N]]\n"
-             "            [--feed NAME=FILE.npy]...\n"
+    .summary = "run a saved model (FILE.pdmodel, or a Fluid model folder) on .npy inputs",
+    .usage = "pdlang exec MODEL [--params FILE] [--device cpu|gpu[:N]]\n"
+             "            [--feed NAME=FILE.npy]... [--out DIR | --out NAME=FILE.npy]...\n"
              "\n"
-             "Runs a saved inference program (save(path, target) in a script writes one) and\n"
-             "prints what its fetch ops fetch. Parameters are read from MODEL.pdiparams unless\n"
-             "--params names another file. Each input of the model is given with --feed, by\n"
-             "name (or in order); the file's first dimension is the batch.",
+             "Runs a saved inference program and prints what its fetch ops fetch, each under\n"
+             "its fetch target's name. MODEL is NAME.pdmodel (save(path, target) in a script\n"
+             "or PaddlePaddle's save_inference_model writes one; parameters from\n"
+             "NAME.pdiparams unless --params names another file), or Fluid's layout: a folder\n"
+             "holding __model__ (or that __model__) with __params__ or one file per\n"
+             "parameter. Each input is given with --feed by its name (an unknown name is an\n"
+             "error); a float32/float64 file for a float64/float32 input is cast, with a note.\n"
+             "--out DIR writes every output as DIR/NAME.npy ('/' in NAME becomes '_'), --out\n"
+             "NAME=FILE.npy one output.",
 };

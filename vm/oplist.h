@@ -251,6 +251,7 @@ PD_OP(rnn, DIFF | FP_IN, rnn,
             BOOL("is_test", false)))
 PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
+PD_OP(select_input, DIFF, select_input, IN(LIST("X"), ONE("Mask")), OUT(ONE("Out")), NONE)
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("MaxIndex")),
       ATTRS(BOOL("is_test", false),

@@ -14,7 +14,7 @@ for t in tests/ops/test_kern_math tests/ops/test_kern_math_matmul tests/ops/test
          tests/ops/test_kern_reduce tests/ops/test_kern_loss tests/ops/test_kern_tensor \
          tests/ops/test_kern_nn tests/ops/test_kern_index tests/vm/test_cf_grad \
          tests/ops/test_kern_act tests/ops/test_kern_norm tests/ops/test_kern_loss_elem \
-         tests/ops/test_kern_rnn_fused tests/ops/test_kern_rnn_op; do
+         tests/ops/test_kern_rnn_fused tests/ops/test_kern_rnn_op tests/ops/test_kern_select; do
   PD_GRADCHECK_LOG=$log ./$t > /dev/null 2>&1
 done
 if ! ops=$(./tests/ops/test_opdefs --diff-ops) || [ -z "$ops" ]; then

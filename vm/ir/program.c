@@ -589,6 +589,26 @@ static int slot_set(pd_slot **slots, int *n, const char *param, int nargs,
   return 0;
 }
 
+bool pd_op_remove_input(pd_op_desc *op, const char *param) {
+  int i = op ? slot_find(op->inputs, op->ninputs, param) : -1;
+  if (i < 0) return false;
+  slot_clear(&op->inputs[i]);
+  memmove(&op->inputs[i], &op->inputs[i + 1], (size_t)(op->ninputs - i - 1) * sizeof *op->inputs);
+  op->ninputs--;
+  return true;
+}
+
+bool pd_op_remove_attr(pd_op_desc *op, const char *name) {
+  for (int i = 0; op && name && i < op->nattrs; i++) {
+    if (!op->attrs[i].name || strcmp(op->attrs[i].name, name) != 0) continue;
+    attr_clear(&op->attrs[i]);
+    memmove(&op->attrs[i], &op->attrs[i + 1], (size_t)(op->nattrs - i - 1) * sizeof *op->attrs);
+    op->nattrs--;
+    return true;
+  }
+  return false;
+}
+
 int pd_op_set_input(pd_op_desc *op, const char *param, int nargs, const char *const *args) {
   return op ? slot_set(&op->inputs, &op->ninputs, param, nargs, args) : -1;
 }

@@ -174,6 +174,9 @@ pd_op_desc *pd_block_add_op(pd_block *b, const char *type, int pos);
 void pd_block_remove_op(pd_block *b, int i);
 /* Bind input/output slot `param` to the given vars (replaces an existing binding). 0 or -1. */
 int pd_op_set_input(pd_op_desc *op, const char *param, int nargs, const char *const *args);
+/* Remove input slot param / attribute name (freeing it); false when the op has none. */
+bool pd_op_remove_input(pd_op_desc *op, const char *param);
+bool pd_op_remove_attr(pd_op_desc *op, const char *name);
 int pd_op_set_output(pd_op_desc *op, const char *param, int nargs, const char *const *args);
 /* The slot named param, or NULL. */
 const pd_slot *pd_op_input(const pd_op_desc *op, const char *param);

@@ -3,4 +3,5 @@
 # sequence fields with their LoD, a prefetch thread).
 libpdlang_internal_la_SOURCES += vm/reader/reader.h vm/reader/reader_int.h vm/reader/reader.c \
 	vm/reader/reader_idx.c vm/reader/reader_csv.c vm/reader/reader_npy.c \
-	vm/reader/reader_batch.c vm/reader/reader_text.c vm/reader/reader_lines.c
+	vm/reader/reader_batch.c vm/reader/reader_text.c vm/reader/reader_lines.c \
+	vm/reader/npy_write.c

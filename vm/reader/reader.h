@@ -136,6 +136,9 @@ pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_data
  * arrays are refused. */
 pd_status pd_dataset_npy(const char *path, const char *label_path, pd_dataset **out,
                          pd_error *err);
+/* Write t (host memory; float32, float64, int32, int64 or bool) to path as a .npy file of its
+ * shape, atomically (vm/reader/npy_write.c). */
+pd_status pd_npy_save(const char *path, const pd_tensor *t, pd_error *err);
 
 /* A text file for character-level models (vm/reader/reader_text.c): its bytes cut into consecutive
  * windows of `length` characters; fields "x" (a window) and "y" (the next character of each

@@ -1,0 +1,113 @@
+#!/bin/sh
+# exec.sh -- `pdlang exec` on PaddlePaddle's saved models of tests/interop/ (test_interop.c checks
+# the same models through the C library): outputs written with --out DIR and --out NAME=FILE agree
+# with PaddlePaddle's (test_interop --compare: 1e-5 relative), feeds by name only, a float64 input
+# cast with a note, a float16 one refused; and the errors on damaged and foreign files: a PIR
+# JSON, a truncated __model__, a missing parameter file, one of the wrong shape, one of the wrong
+# dtype, a model whose attributes pdlang refuses (every problem listed). TAP output.
+set -u
+: "${PDLANG:?}" "${top_srcdir:?}" "${top_builddir:?}"
+models=$top_srcdir/tests/interop
+compare=$top_builddir/tests/interop/test_interop
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/pd-interop.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fails=0
+check() {  # check DESCRIPTION COMMAND...: ok when COMMAND succeeds
+  n=$((n + 1))
+  d=$1
+  shift
+  if "$@" > "$tmp/check.log" 2>&1; then
+    echo "ok $n - $d"
+  else
+    echo "not ok $n - $d"
+    sed 's/^/# /' "$tmp/check.log"
+    fails=$((fails + 1))
+  fi
+}
+# refuses DESCRIPTION TEXT COMMAND...: COMMAND fails (exit 1) and says TEXT on stderr
+refuses() {
+  n=$((n + 1))
+  d=$1
+  want=$2
+  shift 2
+  "$@" > "$tmp/out.log" 2> "$tmp/err.log"
+  rc=$?
+  if [ "$rc" -ne 0 ] && grep -qF -- "$want" "$tmp/err.log"; then
+    echo "ok $n - $d"
+  else
+    echo "not ok $n - $d (exit $rc; want \"$want\")"
+    sed 's/^/# /' "$tmp/err.log"
+    fails=$((fails + 1))
+  fi
+}
+
+mlp=$models/mlp
+out=fc_1.tmp_1
+check "--out DIR writes every output as DIR/NAME.npy" \
+  "$PDLANG" exec "$mlp/fluid_dir" --feed "x=$mlp/in_x.npy" --out "$tmp/outdir"
+check "... with PaddlePaddle's values" \
+  "$compare" --compare "$tmp/outdir/$out.npy" "$mlp/out_$out.npy"
+check "--out NAME=FILE.npy writes that output" \
+  "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/in_x.npy" --out "$out=$tmp/one.npy"
+check "... with PaddlePaddle's values" "$compare" --compare "$tmp/one.npy" "$mlp/out_$out.npy"
+check "the printed output is named by its fetch target" \
+  sh -c "'$PDLANG' exec '$mlp/fluid_combined' --feed 'x=$mlp/in_x.npy' |
+         grep -q '^$out: Tensor(shape=\[3, 4\], dtype=float32)'"
+refuses "an unknown feed name is an error, listing the inputs" \
+  "pdlang exec: --feed ids: the model has no input of that name" \
+  "$PDLANG" exec "$mlp/model.pdmodel" --feed "ids=$mlp/in_x.npy"
+refuses "an unknown --out name is an error, listing the outputs" \
+  "the model's outputs: $out" \
+  "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/in_x.npy" --out "y=$tmp/y.npy"
+old=$models/mlp_old_attrs
+check "--out DIR: a '/' in an output's name (PaddlePaddle 2.x's) becomes '_'" \
+  "$PDLANG" exec "$old/model.pdmodel" --feed "x=$old/in_x.npy" --out "$tmp/olddir"
+check "... with PaddlePaddle's values" "$compare" --compare \
+  "$tmp/olddir/save_infer_model_scale_0.tmp_0.npy" "$old/out_save_infer_model_scale_0.tmp_0.npy"
+# x_float64.npy: the input as float64; cast to float32 with a note, the same outputs.
+check "a float64 input is cast, with a note naming both dtypes" \
+  sh -c "'$PDLANG' exec '$mlp/model.pdmodel' --feed 'x=$mlp/x_float64.npy' --out '$tmp/o64' 2>&1 |
+         grep -q 'holds float64; cast to float32, the dtype of input x'"
+check "... with PaddlePaddle's values" "$compare" --compare "$tmp/o64/$out.npy" "$mlp/out_$out.npy"
+refuses "a float16 input is refused, naming the dtypes pdlang reads" \
+  "dtype '<f2' is not supported; expected one of <f4, <f8" \
+  "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/x_float16.npy"
+
+# Damaged and foreign files.
+refuses "a PIR JSON is recognised, with how to re-save it" "FLAGS_enable_pir_api=0" \
+  "$PDLANG" exec "$models/pir/scale.json"
+refuses "... also when NAME.pdmodel is missing beside NAME.json" "a PaddlePaddle 3.x PIR program" \
+  "$PDLANG" exec "$models/pir/scale.pdmodel"
+mkdir "$tmp/trunc"
+cp "$mlp/fluid_dir"/* "$tmp/trunc/"
+head -c 100 "$mlp/fluid_dir/__model__" > "$tmp/trunc/__model__"
+refuses "a truncated __model__" "__model__" "$PDLANG" exec "$tmp/trunc" --feed "x=$mlp/in_x.npy"
+mkdir "$tmp/missing"
+cp "$mlp/fluid_dir"/* "$tmp/missing/"
+rm "$tmp/missing/fc_1.w_0"
+refuses "a missing parameter file names the parameter" "no file for parameter 'fc_1.w_0'" \
+  "$PDLANG" exec "$tmp/missing" --feed "x=$mlp/in_x.npy"
+mkdir "$tmp/shape"
+cp "$mlp/fluid_dir"/* "$tmp/shape/"
+cp "$mlp/fluid_dir/fc_1.b_0" "$tmp/shape/fc_0.b_0"
+refuses "a parameter file of the wrong shape" "fc_0.b_0" \
+  "$PDLANG" exec "$tmp/shape" --feed "x=$mlp/in_x.npy"
+mkdir "$tmp/dtype"
+cp "$mlp/fluid_dir"/* "$tmp/dtype/"
+# Byte 21 of a tensor stream is its TensorDesc's data_type: FP32 (5) made INT32 (2), same size.
+printf '\002' | dd of="$tmp/dtype/fc_1.b_0" bs=1 seek=21 conv=notrunc 2> /dev/null
+refuses "a parameter file of the wrong dtype" "int32" \
+  "$PDLANG" exec "$tmp/dtype" --feed "x=$mlp/in_x.npy"
+refuses "refused attributes: every problem listed, with block and op index" \
+  "pdlang cannot run this program (4 problems):" \
+  "$PDLANG" exec "$models/refused/model.pdmodel" --feed "img=$mlp/in_x.npy"
+for want in "block 0 op 1 (conv2d): attribute fuse_activation is 'relu'" \
+  "block 0 op 1 (conv2d): attribute fuse_relu is 1" \
+  "block 0 op 2 (elementwise_add): unknown attribute fancy_mode" \
+  "block 0 op 4 (elementwise_add): unknown attribute fancy_mode"; do
+  refuses "... $want" "$want" \
+    "$PDLANG" exec "$models/refused/model.pdmodel" --feed "img=$mlp/in_x.npy"
+done
+echo "1..$n"
+exit 0

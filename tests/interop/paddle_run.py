@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""paddle_run.py -- the PaddlePaddle side of tests/interop/roundtrip.sh: load a model pdlang
+saved (PREFIX.pdmodel + PREFIX.pdiparams) with paddle.static.load_inference_model in legacy
+ProgramDesc mode (FLAGS_enable_pir_api=0), feed it inputs made from its feed vars' shapes
+(-1 dims become 3; floats uniform in [-1, 1), integers in [0, 20)), and write them and
+PaddlePaddle's outputs to OUTDIR as in_NAME.npy and out_NAME.npy, and the feed and fetch names
+to OUTDIR/feeds.txt and OUTDIR/fetches.txt.
+
+    PYTHON tests/interop/paddle_run.py PREFIX OUTDIR
+"""
+import os
+import sys
+
+os.environ["FLAGS_enable_pir_api"] = "0"
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+
+
+def main():
+    prefix, outdir = sys.argv[1], sys.argv[2]
+    paddle.enable_static()
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    prog, feeds, fetches = paddle.static.load_inference_model(prefix, exe)
+    rng = np.random.RandomState(24)
+    block = prog.global_block()
+    feed = {}
+    for name in feeds:
+        v = block.var(name)
+        shape = [3 if d < 0 else d for d in v.shape]
+        dtype = paddle.framework.dtype_to_str(v.dtype) if hasattr(
+            paddle.framework, "dtype_to_str") else str(v.dtype).split(".")[-1]
+        if "int" in dtype:
+            feed[name] = rng.randint(0, 20, shape).astype(dtype)
+        else:
+            feed[name] = rng.uniform(-1, 1, shape).astype(dtype)
+        np.save(os.path.join(outdir, "in_%s.npy" % name), feed[name])
+    outs = exe.run(prog, feed=feed, fetch_list=fetches)
+    for t, o in zip(fetches, outs):
+        np.save(os.path.join(outdir, "out_%s.npy" % t.name), np.asarray(o))
+    with open(os.path.join(outdir, "feeds.txt"), "w") as f:
+        f.write("".join(n + "\n" for n in feeds))
+    with open(os.path.join(outdir, "fetches.txt"), "w") as f:
+        f.write("".join(t.name + "\n" for t in fetches))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""paddle_models.py -- regenerate the PaddlePaddle test models of tests/interop/.
+
+Run with a Python that has paddlepaddle installed (outside the source tree), e.g.
+    /tmp/paddlevenv/bin/python tools/paddle_models.py [OUTDIR [NAME...]]
+(OUTDIR defaults to tests/interop; NAMEs pick some of the models).
+
+Each model NAME gets a folder OUTDIR/NAME holding what PaddlePaddle's legacy (ProgramDesc) mode
+saves (FLAGS_enable_pir_api=0): model.pdmodel + model.pdiparams (save_inference_model), the
+inputs in_<feed name>.npy and PaddlePaddle's outputs out_<fetch name>.npy (one per fetch target,
+in order, as the file fetch_names.txt lists them, a '/' in the name written '_'; mlp also has
+x_float64.npy and x_float16.npy). The model `refused` carries attributes pdlang refuses, to test
+its errors. Some models are also written in Fluid's older layouts: fluid_dir/ (__model__ and one
+file per persistable var, named after it) and fluid_combined/ (__model__ + __params__). Those
+files are made from the saved pair by following Fluid's formats (the program bytes unchanged;
+the parameter file split into its LoDTensor streams, which save_inference_model writes in sorted
+name order).
+
+PaddlePaddle 3.x in legacy mode refuses some of its own Python functions on a legacy Variable
+("must be Value, but got Variable"); where that happens the script appends the legacy op
+directly (block.append_op). The seeds are fixed, so the values change only with PaddlePaddle
+(the .pdmodel files also record the script's line numbers, in each op's op_callstack).
+"""
+import os
+import shutil
+import struct
+import sys
+
+os.environ["FLAGS_enable_pir_api"] = "0"
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+
+paddle.enable_static()
+
+
+def legacy_op(type_, inputs, out_dtype="float32", attrs=None, out_slot="Out", shape=None):
+    """Append the Fluid op type_ directly; returns its output var."""
+    block = paddle.static.default_main_program().current_block()
+    out = block.create_var(name=paddle.utils.unique_name.generate(type_ + ".out"),
+                           dtype=out_dtype, shape=shape)
+    block.append_op(type=type_, inputs=inputs, outputs={out_slot: [out]}, attrs=attrs or {})
+    return out
+
+
+# cond's Python code calls paddle.logical_not, which 3.x refuses on a legacy Variable.
+paddle.logical_not = lambda x, out=None, name=None: legacy_op("logical_not", {"X": [x]}, "bool")
+
+
+
+def _matmul(x, y, transpose_x=False, transpose_y=False, name=None):
+    return legacy_op("matmul_v2", {"X": [x], "Y": [y]},
+                     attrs={"trans_x": transpose_x, "trans_y": transpose_y})
+
+
+# nn.MultiHeadAttention calls paddle.tensor.matmul, refused the same way.
+paddle.matmul = sys.modules["paddle.tensor"].matmul = _matmul
+
+
+def read_varint(b, pos):
+    shift = v = 0
+    while True:
+        c = b[pos]
+        pos += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, pos
+
+
+DTYPE_SIZE = {0: 1, 1: 2, 2: 4, 3: 8, 4: 2, 5: 4, 6: 8, 20: 1, 21: 1, 22: 2}
+
+
+def split_streams(data):
+    """Fluid's LoDTensor streams of a combined parameter file, as a list of byte strings."""
+    out, pos = [], 0
+    while pos < len(data):
+        start = pos
+        pos += 4  # LoDTensor version
+        (lod_levels,) = struct.unpack_from("<Q", data, pos)
+        pos += 8
+        for _ in range(lod_levels):
+            (n,) = struct.unpack_from("<Q", data, pos)
+            pos += 8 + n
+        pos += 4  # Tensor version
+        (desc_len,) = struct.unpack_from("<i", data, pos)
+        pos += 4
+        desc, pos = data[pos:pos + desc_len], pos + desc_len
+        dtype, dims, p = 0, [], 0
+        while p < len(desc):
+            key, p = read_varint(desc, p)
+            if key == (1 << 3):
+                dtype, p = read_varint(desc, p)
+            elif key == (2 << 3):
+                d, p = read_varint(desc, p)
+                dims.append(d)
+            elif key == (2 << 3) | 2:
+                n, p = read_varint(desc, p)
+                end = p + n
+                while p < end:
+                    d, p = read_varint(desc, p)
+                    dims.append(d)
+            else:
+                raise ValueError("unexpected TensorDesc field %d" % key)
+        pos += int(np.prod(dims, dtype=np.int64)) * DTYPE_SIZE[dtype]
+        out.append(data[start:pos])
+    return out
+
+
+def save(name, outdir, feeds, fetches, inputs, fluid=False, exe=None):
+    d = os.path.join(outdir, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    prefix = os.path.join(d, "model")
+    paddle.static.save_inference_model(prefix, feeds, fetches, exe)
+    prog, feed_names, fetch_targets = paddle.static.load_inference_model(prefix, exe)
+    outs = exe.run(prog, feed=dict(zip(feed_names, inputs)), fetch_list=fetch_targets)
+    for n, v in zip(feed_names, inputs):
+        np.save(os.path.join(d, "in_%s.npy" % n), v)
+    with open(os.path.join(d, "fetch_names.txt"), "w") as f:
+        for t, v in zip(fetch_targets, outs):
+            np.save(os.path.join(d, "out_%s.npy" % t.name.replace("/", "_")), np.asarray(v))
+            f.write(t.name + "\n")
+    if name == "mlp":  # the input as float64 and float16, for `pdlang exec`'s cast and refusal
+        np.save(os.path.join(d, "x_float64.npy"), inputs[0].astype("float64"))
+        np.save(os.path.join(d, "x_float16.npy"), inputs[0].astype("float16"))
+    if fluid:
+        model = open(prefix + ".pdmodel", "rb").read()
+        params = open(prefix + ".pdiparams", "rb").read() if os.path.exists(
+            prefix + ".pdiparams") else b""
+        names = sorted(v.name for v in prog.list_vars()
+                       if v.persistable
+                       and v.type == paddle.framework.core.VarDesc.VarType.LOD_TENSOR
+                       and v.name not in ("feed", "fetch"))
+        streams = split_streams(params)
+        assert len(streams) == len(names), (len(streams), names)
+        fd = os.path.join(d, "fluid_dir")
+        fc = os.path.join(d, "fluid_combined")
+        os.makedirs(fd)
+        os.makedirs(fc)
+        for sub in (fd, fc):
+            open(os.path.join(sub, "__model__"), "wb").write(model)
+        open(os.path.join(fc, "__params__"), "wb").write(params)
+        for n, s in zip(names, streams):
+            open(os.path.join(fd, n), "wb").write(s)
+    print("%-14s feeds %s fetches %s ops %s" % (name, feed_names, [t.name for t in fetch_targets],
+          sorted({op.type for b in prog.blocks for op in b.ops})))
+
+
+def build(name, fn, outdir, fluid=False):
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    paddle.seed(24)
+    np.random.seed(24)
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        feeds, fetches, inputs = fn()
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        save(name, outdir, feeds, fetches, inputs, fluid, exe)
+
+
+def rnd(*shape):
+    return np.random.uniform(-1, 1, shape).astype("float32")
+
+
+def mlp():
+    x = paddle.static.data("x", [-1, 8], "float32")
+    h = paddle.static.nn.fc(x, 16, activation="relu")
+    w = paddle.static.create_parameter([16, 6], "float32", name="w_proj")
+    m = legacy_op("matmul_v2", {"X": [h], "Y": [w]}, attrs={"trans_x": False, "trans_y": False})
+    y = paddle.static.nn.fc(m, 4)
+    return [x], [y], [rnd(3, 8)]
+
+
+def mlp_old_attrs():
+    """The MLP with the attributes other Fluid versions put on its ops, at values that keep the
+    math (what pdlang drops on loading: vm/ops/compat.c)."""
+    feeds, fetches, inputs = mlp()
+    # PaddlePaddle 2.x's save_inference_model ended each output with scale(1.0) into a var
+    # named like this one.
+    block = paddle.static.default_main_program().global_block()
+    out = block.create_var(name="save_infer_model/scale_0.tmp_0", dtype="float32")
+    block.append_op(type="scale", inputs={"X": [fetches[0]]}, outputs={"Out": [out]},
+                    attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True})
+    fetches = [out]
+    for op in paddle.static.default_main_program().global_block().ops:
+        op._set_attr("x_data_format", "")
+        op._set_attr("y_data_format", "")
+        op._set_attr("use_quantizer", False)
+        op._set_attr("Scale_x", 1.0)
+        op._set_attr("Scale_y", 1.0)
+        op._set_attr("Scale_out", 1.0)
+        op._set_attr("force_fp32_output", False)
+        op._set_attr("mkldnn_data_type", "float32")
+        op._set_attr("use_mkldnn", False)
+        if op.type == "elementwise_add":
+            op._set_attr("act", "")
+    return feeds, fetches, inputs
+
+
+def lenet():
+    x = paddle.static.data("img", [-1, 1, 28, 28], "float32")
+    c1 = paddle.static.nn.conv2d(x, 6, 5, padding=2, act="relu")
+    p1 = paddle.nn.functional.max_pool2d(c1, 2, 2)
+    c2 = paddle.static.nn.conv2d(p1, 16, 5, act="relu")
+    p2 = paddle.nn.functional.avg_pool2d(c2, 2, 2)
+    f1 = paddle.static.nn.fc(p2, 32, activation="relu")
+    y = paddle.static.nn.fc(f1, 10, activation="softmax")
+    return [x], [y], [rnd(2, 1, 28, 28)]
+
+
+def cnn_bn():
+    x = paddle.static.data("img", [-1, 3, 12, 12], "float32")
+    c = paddle.static.nn.conv2d(x, 8, 3, padding=1)
+    b = paddle.static.nn.batch_norm(c, act="relu", is_test=True)
+    d = paddle.nn.functional.dropout(b, 0.3, training=False)
+    p = paddle.nn.functional.max_pool2d(d, 2, 2)
+    y = paddle.static.nn.fc(p, 5)
+    return [x], [y], [rnd(2, 3, 12, 12)]
+
+
+def cond(s_value):
+    return lambda: cond_model(s_value)
+
+
+def cond_model(s_value):
+    x = paddle.static.data("x", [-1, 4], "float32")
+    s = paddle.static.data("s", [1], "float32")
+    zero = paddle.full([1], 0.0, "float32")
+    pred = legacy_op("greater_than", {"X": [s], "Y": [zero]}, "bool", {"axis": -1})
+    y = paddle.static.nn.cond(pred, lambda: paddle.scale(x, 2.0, 1.0),
+                              lambda: paddle.scale(x, -1.0, 0.5))
+    return [x, s], [y], [rnd(3, 4), np.array([s_value], "float32")]
+
+
+def while_loop():
+    x = paddle.static.data("x", [-1, 4], "float32")
+    i = paddle.full([1], 0, "int64")
+    n = paddle.full([1], 3, "int64")
+
+    def body(i, acc):
+        return [paddle.increment(i), paddle.scale(acc, 0.5, 1.0)]
+
+    _, acc = paddle.static.nn.while_loop(lambda i, acc: paddle.less_than(i, n), body, [i, x])
+    return [x], [acc], [rnd(2, 4)]
+
+
+def embedding_bag():
+    ids = paddle.static.data("ids", [-1, 5], "int64")
+    emb = paddle.static.nn.embedding(ids, [20, 6])
+    bag = paddle.mean(emb, axis=1)
+    y = paddle.static.nn.fc(bag, 3)
+    return [ids], [y], [np.random.randint(0, 20, (4, 5)).astype("int64")]
+
+
+def rnn(cell, layers, direction):
+    def fn():
+        x = paddle.static.data("x", [-1, 6, 4], "float32")
+        lens = paddle.static.data("lens", [-1], "int64")
+        net = getattr(paddle.nn, cell)(4, 5, num_layers=layers, direction=direction)
+        y, _ = net(x, sequence_length=lens)
+        return [x, lens], [y], [rnd(3, 6, 4), np.array([6, 3, 5], "int64")]
+    return fn
+
+
+def transformer():
+    x = paddle.static.data("x", [-1, 5, 8], "float32")
+    layer = paddle.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    layer.eval()
+    y = layer(x)
+    return [x], [y], [rnd(2, 5, 8)]
+
+
+def refused(outdir):
+    """A conv net whose ops carry what pdlang refuses (a fused ReLU in conv2d, an attribute no
+    version of the op has) beside what it drops (oneDNN hints): only the model is saved."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    paddle.seed(24)
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        x = paddle.static.data("img", [-1, 1, 6, 6], "float32")
+        c = paddle.static.nn.conv2d(x, 2, 3)
+        y = paddle.static.nn.fc(c, 3)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        for op in main.global_block().ops:
+            if op.type == "conv2d":
+                op._set_attr("fuse_relu", True)
+                op._set_attr("fuse_activation", "relu")
+                op._set_attr("use_mkldnn", True)
+            if op.type == "elementwise_add":
+                op._set_attr("fancy_mode", 3)
+                op._set_attr("Scale_x", 0.5)
+        d = os.path.join(outdir, "refused")
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        paddle.static.save_inference_model(os.path.join(d, "model"), [x], [y], exe)
+    print("refused        saved")
+
+
+MODELS = [
+    ("mlp", mlp, True), ("mlp_old_attrs", mlp_old_attrs, False), ("lenet", lenet, False),
+    ("cnn_bn", cnn_bn, False), ("cond", cond(0.7), False),
+    ("cond_false", cond(-0.3), False),
+    ("while_loop", while_loop, False), ("embedding_bag", embedding_bag, True),
+    ("lstm1", rnn("LSTM", 1, "forward"), False), ("lstm2_bidi", rnn("LSTM", 2, "bidirect"), False),
+    ("gru1", rnn("GRU", 1, "forward"), False), ("gru2_bidi", rnn("GRU", 2, "bidirect"), False),
+    ("transformer", transformer, False),
+]
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "tests", "interop")
+    only = set(sys.argv[2:])
+    for name, fn, fluid in MODELS:
+        if not only or name in only:
+            build(name, fn, outdir, fluid)
+    if not only or "refused" in only:
+        refused(outdir)
+
+
+if __name__ == "__main__":
+    main()
