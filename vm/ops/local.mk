@@ -7,4 +7,4 @@ libpdlang_internal_la_SOURCES += vm/oplist.h vm/ops/ops.h vm/ops/ops.c vm/ops/op
 	vm/ops/subblock.h vm/ops/elementwise.c vm/ops/matmul.c vm/ops/reduce.c vm/ops/loss.c \
 	vm/ops/create.c vm/ops/shape.c vm/ops/nn.c vm/ops/sequence.c vm/ops/control.c \
 	vm/ops/recurrent.c vm/ops/optim.c vm/ops/activation.c vm/ops/norm.c \
-	vm/ops/index.c vm/ops/loss_elem.c
+	vm/ops/index.c vm/ops/loss_elem.c vm/ops/collective.c
