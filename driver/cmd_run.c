@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/diag.h"
 #include "lang/compile.h"
@@ -111,6 +112,15 @@ static int run_run(int argc, char **argv) {
     o.progress_mode = PD_PROGRESS_NONE;
   }
   if (nranks > 1 && place == PD_K_CUDA) o.gpu_index = pd_comm_local_rank();
+  /* Ranks that share a host share its cores: unless the user chose, each computes on its share
+   * (the kernels' pool starts later, at the first op, and reads PDLANG_THREADS then). */
+  const char *te = getenv("PDLANG_THREADS"), *oe = getenv("OMP_NUM_THREADS");
+  if (pd_comm_local_size() > 1 && !(te && *te) && !(oe && *oe)) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), share = cpus / pd_comm_local_size();
+    char v[24];
+    snprintf(v, sizeof v, "%ld", share > 1 ? share : 1);
+    setenv("PDLANG_THREADS", v, 1);
+  }
   pd_source *src;
   pd_unit *unit;
   if (pd_driver_compile_file(path, &src, &unit)) {

@@ -10,7 +10,7 @@ echo "1..3"
 make_data
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
   OMPI_MCA_btl_vader_single_copy_mechanism=none
-EP=40
+EP=300
 model mlp 8 true full.ckpt $EP > full.pd
 model mlp 8 true cut.ckpt $EP > cut.pd
 mpi 2 "$PDLANG" run --progress=none full.pd > full.out 2> full.err || sed 's/^/# /' full.err
@@ -19,7 +19,7 @@ mpi 2 "$PDLANG" run --progress=none full.pd > full.out 2> full.err || sed 's/^/#
   --progress=none cut.pd > cut.out 2> cut.err &
 job=$!
 i=0
-while [ ! -f cut.ckpt ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -f cut.ckpt ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i + 1)); done
 victim=$(pgrep -P $job | tail -n 1)
 if [ -n "$victim" ] && kill -0 $job 2>/dev/null; then
   kill -9 "$victim"

@@ -44,6 +44,7 @@ void pd_comm_abort(int code);
 int pd_comm_rank(void);        /* 0 .. size - 1 */
 int pd_comm_size(void);        /* >= 1 */
 int pd_comm_local_rank(void);  /* the rank among the processes of this host */
+int pd_comm_local_size(void);  /* the processes of this job on this host (>= 1) */
 /* "MPI" (Open MPI's version line) or "none": what data-parallel runs go through. */
 const char *pd_comm_backend(void);
 

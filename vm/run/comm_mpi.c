@@ -28,13 +28,13 @@ typedef struct pending {
 
 static struct {
   bool up;             /* MPI_Init_thread done by us */
-  int rank, size, local_rank;
+  int rank, size, local_rank, local_size;
   size_t bucket_bytes;
   bucket *buckets;     /* nb in use this step, cb allocated (buffers kept between steps) */
   int nb, cb;
   pending *grads;
   int ng, cg;
-} C = {.size = 1};
+} C = {.size = 1, .local_size = 1};
 
 static const pd_loc nowhere = {0};
 
@@ -71,6 +71,7 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, C.rank, MPI_INFO_NULL, &local) ==
       MPI_SUCCESS) {
     MPI_Comm_rank(local, &C.local_rank);
+    MPI_Comm_size(local, &C.local_size);
     MPI_Comm_free(&local);
   }
   return PD_OK;
@@ -102,6 +103,7 @@ void pd_comm_abort(int code) {
 int pd_comm_rank(void) { return C.rank; }
 int pd_comm_size(void) { return C.size; }
 int pd_comm_local_rank(void) { return C.local_rank; }
+int pd_comm_local_size(void) { return C.local_size; }
 
 const char *pd_comm_backend(void) {
   static char version[MPI_MAX_LIBRARY_VERSION_STRING];

@@ -18,6 +18,7 @@ void pd_comm_abort(int code) { (void)code; }
 int pd_comm_rank(void) { return 0; }
 int pd_comm_size(void) { return 1; }
 int pd_comm_local_rank(void) { return 0; }
+int pd_comm_local_size(void) { return 1; }
 const char *pd_comm_backend(void) { return "none"; }
 
 pd_status pd_comm_allreduce_f64(double *v, int n, pd_error *err) {
