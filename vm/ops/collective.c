@@ -124,6 +124,15 @@ pd_status pd_kernel_c_sync_comm_stream(pd_exec_ctx *ctx) {
                        "place)", i, pd_ctx_out_name(ctx, "Out", i), i, in_name(ctx, "X", i));
       break;
     }
+    if (o->storage && o->storage->refs > 1) {   /* never write through shared storage */
+      hold h;
+      hold_init(&h);
+      const pd_tensor *keep = o;
+      if (!(st = unalias(ctx, &h, o, &keep)))
+        st = resize(ctx, o, keep->dtype, keep->ndims, keep->dims, keep);
+      hold_free(&h);
+      if (st) break;
+    }
     int64_t k;
     pd_dtype dt;
     pd_comm_grad_info(i, &k, &dt);
