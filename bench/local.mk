@@ -31,3 +31,11 @@ bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	$(SHELL) $(srcdir)/bench/bench_attention.sh ./pdlang$(EXEEXT)
 bench: bench/bench_train$(EXEEXT) bench/bench_rnn$(EXEEXT) bench/bench_norm$(EXEEXT) pdlang$(EXEEXT)
 .PHONY: bench
+# Data-parallel training (bench/bench_mpi.sh runs them; with --with-mpi only): the gradient
+# buckets against MPI_Allreduce.
+if PD_HAVE_MPI
+noinst_PROGRAMS += bench/bench_allreduce
+bench_bench_allreduce_SOURCES = bench/bench_allreduce.c
+bench_bench_allreduce_LDADD = libpdlang-internal.la $(PD_LIBS)
+endif
+EXTRA_DIST += bench/bench_mpi.sh bench/bench_allreduce.c

@@ -1,16 +1,21 @@
-/* cmd_dump.c -- `pdlang dump [--dot] [--startup] [--prune NAMES] FILE`: print a program as a
+/* cmd_dump.c -- `pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAMES] FILE`:
+ * print a program as a
  * readable listing (the format of pd_program_dump, which golden tests compare) or as a Graphviz
  * digraph. FILE is a .pd script (compiled as `pdlang check` compiles it; its main program, or
  * with --startup its startup program) or a saved program (a .pdmodel: Fluid ProgramDesc bytes).
- * --prune lists what vm/passes/prune.h keeps for the given vars of the global block. */
+ * --prune lists what vm/passes/prune.h keeps for the given vars of the global block. --train
+ * shows the training program of the script's first train(...), and --nranks N the training or
+ * startup program of a data-parallel job of N processes (vm/passes/data_parallel.h). */
 #include "config.h"
 #include "driver/driver.h"
 
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
 #include "lang/compile.h"
+#include "lang/run.h"
 #include "vm/ir/serialize.h"
 #include "vm/passes/prune.h"
 
@@ -117,8 +122,9 @@ static int usage_error(void) {
 }
 
 static int run_dump(int argc, char **argv) {
-  bool dot = false, startup = false, options_done = false;
+  bool dot = false, startup = false, train = false, options_done = false;
   const char *path = NULL, *prune = NULL;
+  long nranks = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!options_done && strcmp(a, "--") == 0) {
@@ -127,6 +133,16 @@ static int run_dump(int argc, char **argv) {
       dot = true;
     } else if (!options_done && strcmp(a, "--startup") == 0) {
       startup = true;
+    } else if (!options_done && strcmp(a, "--train") == 0) {
+      train = true;
+    } else if (!options_done && (strcmp(a, "--nranks") == 0 || strncmp(a, "--nranks=", 9) == 0)) {
+      const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : "";
+      char *end;
+      nranks = strtol(v, &end, 10);
+      if (!*v || *end || nranks < 1 || nranks > 1000000) {
+        fprintf(stderr, "pdlang dump: --nranks needs a number of processes >= 1, got '%s'\n", v);
+        return usage_error();
+      }
     } else if (!options_done && strcmp(a, "--prune") == 0) {
       if (i + 1 >= argc) {
         fprintf(stderr, "pdlang dump: --prune needs var names (--prune NAME[,NAME...])\n");
@@ -146,6 +162,18 @@ static int run_dump(int argc, char **argv) {
     }
   }
   if (!path) return usage_error();
+  if ((train || nranks) && !has_suffix(path, ".pd")) {
+    fprintf(stderr, "%s: error: --train and --nranks need a .pd script\n", path);
+    return 1;
+  }
+  if (nranks && !train && !startup) {
+    fprintf(stderr, "pdlang dump: --nranks shows the --train or the --startup program; give one\n");
+    return usage_error();
+  }
+  if (train && startup) {
+    fprintf(stderr, "pdlang dump: --train and --startup show different programs; give one\n");
+    return usage_error();
+  }
 
   input in;
   if (load_input(path, startup, &in)) {
@@ -153,6 +181,16 @@ static int run_dump(int argc, char **argv) {
     return 1;
   }
   pd_program *pruned = NULL;
+  if (train || nranks) {   /* the program of a training job (replaces the unit's own) */
+    pd_error err = {0};
+    if (pd_run_train_program(in.unit, nranks ? (int)nranks : 1, startup, &in.loaded, &err)) {
+      pd_driver_print_error(in.unit, in.src, &err);
+      pd_error_clear(&err);
+      input_free(&in);
+      return 1;
+    }
+    in.program = in.loaded;
+  }
   int prc = prune ? prune_input(path, &in, prune, &pruned) : 0;
   if (prc) {
     input_free(&in);
@@ -181,10 +219,14 @@ static int run_dump(int argc, char **argv) {
 
 const pd_command pd_cmd_dump = {
     "dump", run_dump, "print a program (.pd script or .pdmodel) as a listing or a Graphviz graph",
-    "pdlang dump [--dot] [--startup] [--prune NAME[,NAME...]] FILE.pd|FILE.pdmodel\n"
+    "pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAME[,NAME...]]\n"
+    "            FILE.pd|FILE.pdmodel\n"
     "  Prints the program's blocks, vars and ops; --dot prints a Graphviz digraph instead\n"
     "  (pdlang dump --dot model.pdmodel | dot -Tsvg > model.svg).\n"
     "  A .pd script is compiled first (errors are reported as by 'pdlang check', exit 1) and its\n"
     "  main program is shown; --startup shows its startup program (the parameter\n"
     "  initialisers) instead. --prune keeps only the ops that compute the named vars of the\n"
-    "  global block (what an action that fetches them would run)."};
+    "  global block (what an action that fetches them would run). --train shows the training\n"
+    "  program of the script's first train(...) (backward pass and updates), and --nranks N\n"
+    "  the training (--train) or startup (--startup) program of a data-parallel job of N\n"
+    "  processes (mpirun -np N pdlang run): c_broadcast, c_allreduce_sum, c_sync_comm_stream."};

@@ -7,10 +7,12 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "lang/run.h"
+#include "vm/run/comm.h"
 #include "vm/run/exec.h"
 
 static volatile sig_atomic_t interrupted;
@@ -96,9 +98,37 @@ static int run_run(int argc, char **argv) {
   int place;
   if (pd_driver_device("run", device, &place, &o.gpu_index)) return 2;
   o.place = (pd_k_place)place;
+  /* Under mpirun: one rank of a data-parallel job (vm/run/comm.h). Rank 0 alone prints. */
+  pd_error cerr = {0};
+  if (pd_comm_init(&argc, &argv, &cerr)) {
+    fprintf(stderr, "pdlang run: %s\n", cerr.msg ? cerr.msg : "cannot start MPI");
+    pd_error_clear(&cerr);
+    pd_comm_abort(1);
+    return 1;
+  }
+  int rank = pd_comm_rank(), nranks = pd_comm_size();
+  if (rank != 0) {
+    o.out = NULL;
+    o.progress_mode = PD_PROGRESS_NONE;
+  }
+  if (nranks > 1 && place == PD_K_CUDA) o.gpu_index = pd_comm_local_rank();
+  /* Ranks that share a host share its cores: unless the user chose, each computes on its share
+   * (the kernels' pool starts later, at the first op, and reads PDLANG_THREADS then). */
+  const char *te = getenv("PDLANG_THREADS"), *oe = getenv("OMP_NUM_THREADS");
+  if (pd_comm_local_size() > 1 && !(te && *te) && !(oe && *oe)) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN), share = cpus / pd_comm_local_size();
+    char v[24];
+    snprintf(v, sizeof v, "%ld", share > 1 ? share : 1);
+    setenv("PDLANG_THREADS", v, 1);
+  }
   pd_source *src;
   pd_unit *unit;
-  if (pd_driver_compile_file(path, &src, &unit)) return 1;
+  if (pd_driver_compile_file(path, &src, &unit)) {
+    if (nranks > 1) fprintf(stderr, "pdlang: rank %d of %d failed; ending the job\n", rank, nranks);
+    pd_comm_abort(1);
+    pd_comm_finalize();
+    return 1;
+  }
   interrupted = 0;
   o.interrupt = &interrupted;
   struct sigaction sa, old;
@@ -125,6 +155,13 @@ static int run_run(int argc, char **argv) {
   pd_runner_free(r);
   pd_unit_free(unit);
   pd_source_free(src);
+  if (st && nranks > 1) {
+    /* The other ranks would wait for this one in their next sum: end the whole job now. */
+    fprintf(stderr, "pdlang: rank %d of %d failed; ending the job\n", rank, nranks);
+    fflush(stderr);
+    pd_comm_abort(st == PD_EINTR ? 130 : 1);
+  }
+  pd_comm_finalize();
   if (st == PD_EINTR) return 130;
   return st ? 1 : 0;
 }
@@ -144,5 +181,10 @@ const pd_command pd_cmd_run = {
              "  --device DEV      compute on the CPU (default) or a GPU: gpu, gpu:N (a CUDA\n"
              "                    build; also PDLANG_DEVICE=gpu)\n"
              "  --progress=MODE   training progress: a bar on a terminal (auto), bar, lines, none\n"
-             "  --profile         at the end, time per op type on stderr (also PDLANG_PROFILE=1)",
+             "  --profile         at the end, time per op type on stderr (also PDLANG_PROFILE=1)\n"
+             "\n"
+             "Under mpirun (mpirun with N processes) each process is one rank of a\n"
+             "data-parallel job: every reader gives each rank its shard, gradients are summed\n"
+             "over the ranks, rank 0 alone prints and writes files (PDLANG_MPI_BUCKET_KB: the\n"
+             "size of the gradient buckets, default 1024).",
 };

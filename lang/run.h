@@ -79,6 +79,13 @@ pd_status pd_runner_action(pd_runner *r, const pd_action *a, pd_error *err);
 /* Run every action of the unit in order, stopping at the first error. */
 pd_status pd_runner_run_all(pd_runner *r, pd_error *err);
 
+/* What `pdlang dump --train` shows: the training program that unit's first train action runs in
+ * a job of nranks processes (data-parallel ops included when nranks > 1; lang/train.c), or with
+ * startup, the startup program of such a job (broadcasts when nranks > 1). *out is a new program
+ * (pd_program_free). PD_ENOTFOUND when the script has no train action; the pipeline's errors. */
+pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd_program **out,
+                               pd_error *err);
+
 /* Compute vars of the main program's block 0 without data: prune to them, run once, copy each
  * into values[i] (caller's tensors). `why` names the caller in errors ("print"), at loc. */
 pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,

@@ -45,4 +45,11 @@ pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc
  * startup program of a unit (again after pd_runner_adopt), an optimizer's state. */
 pd_status pd_run_init_missing(pd_runner *r, const pd_program *init, pd_error *err);
 
+/* An identity of a program (FNV-1a of its serialised bytes, source locations left out), for
+ * checkpoints and for the data-parallel ranks' start-up check. PD_ENOMEM. */
+pd_status pd_run_program_hash(const pd_program *p, uint64_t *hash);
+/* Refuse a data-parallel job whose ranks run different programs: p's hash compared across the
+ * ranks (vm/run/comm.h), the error at loc naming `what` and the first rank that differs. */
+pd_status pd_run_same_program(const pd_program *p, const char *what, pd_loc loc, pd_error *err);
+
 #endif /* PD_RUN_INT_H */

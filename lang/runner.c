@@ -10,7 +10,10 @@
 #include <string.h>
 
 #include "lang/run_int.h"
+#include "vm/ir/serialize.h"
+#include "vm/passes/data_parallel.h"
 #include "vm/passes/prune.h"
+#include "vm/run/comm.h"
 
 static void exec_notice(void *ud, const char *msg) {
   pd_runner *r = ud;
@@ -123,6 +126,48 @@ pd_status pd_run_init_missing(pd_runner *r, const pd_program *init, pd_error *er
   return st;
 }
 
+pd_status pd_run_program_hash(const pd_program *p, uint64_t *hash) {
+  pd_program *q = pd_program_clone(p);
+  if (!q) return PD_ENOMEM;
+  for (int bi = 0; bi < q->nblocks; bi++)
+    for (int i = 0; i < q->blocks[bi]->nops; i++) pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
+  uint8_t *bytes = NULL;
+  size_t len = 0;
+  pd_status st = pd_program_to_bytes(q, &bytes, &len, NULL);
+  pd_program_free(q);
+  if (st) return PD_ENOMEM;
+  *hash = pd_hash_bytes(bytes, len);
+  pd_free(bytes);
+  return PD_OK;
+}
+
+pd_status pd_run_same_program(const pd_program *p, const char *what, pd_loc loc, pd_error *err) {
+  if (pd_comm_size() == 1) return PD_OK;
+  uint64_t h;
+  if (pd_run_program_hash(p, &h)) return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+  pd_error e = {0};
+  pd_status st = pd_comm_same(h, what, &e);
+  if (st) {
+    pd_error_set(err, st, loc, "%s", e.msg ? e.msg : pd_status_str(st));
+    pd_error_clear(&e);
+  }
+  return st;
+}
+
+/* The startup program of a data-parallel job: the same initialisers (every rank checks that it
+ * runs the same ones), then rank 0's values broadcast (vm/passes/data_parallel.h). */
+static pd_status run_startup(pd_runner *r, const pd_program *startup, pd_error *err) {
+  if (pd_comm_size() == 1) return pd_run_init_missing(r, startup, err);
+  pd_program *p = pd_program_clone(startup);
+  pd_status st = p ? PD_OK : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  if (!st) st = pd_run_same_program(r->unit->main, "main program", (pd_loc){0}, err);
+  if (!st) st = pd_program_broadcast_params(p, (pd_loc){0}, err);
+  if (!st) st = pd_run_same_program(p, "startup program", (pd_loc){0}, err);
+  if (!st) st = pd_run_init_missing(r, p, err);
+  pd_program_free(p);
+  return st;
+}
+
 pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runner **out,
                         pd_error *err) {
   *out = NULL;
@@ -141,7 +186,7 @@ pd_status pd_runner_new(const pd_unit *unit, const pd_run_options *opts, pd_runn
   }
   pd_status st = PD_OK;
   if (r->opts.place == PD_K_CUDA) st = pd_runner_set_place(r, PD_K_CUDA, r->opts.gpu_index, err);
-  if (!st) st = pd_run_init_missing(r, unit->startup, err);
+  if (!st) st = run_startup(r, unit->startup, err);
   if (st) {
     pd_runner_free(r);
     return st;

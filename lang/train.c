@@ -32,10 +32,12 @@
 #include "lang/run_int.h"
 #include "vm/ir/serialize.h"
 #include "lang/train.h"
+#include "vm/passes/data_parallel.h"
 #include "vm/passes/optimizer.h"
 #include "vm/passes/pipeline.h"
 #include "vm/passes/prune.h"
 #include "vm/reader/reader.h"
+#include "vm/run/comm.h"
 
 /* ---------------------------------------------------------------- options */
 
@@ -585,17 +587,8 @@ static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
 /* The setup text into out (PD_CKPT_SETUP_SIZE bytes). PD_ENOMEM or PD_OK. */
 static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_program *p,
                              const pd_optimizer *o, int64_t batch, char *out) {
-  pd_program *q = pd_program_clone(p);
-  if (!q) return PD_ENOMEM;
-  for (int bi = 0; bi < q->nblocks; bi++)
-    for (int i = 0; i < q->blocks[bi]->nops; i++) pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
-  uint8_t *bytes = NULL;
-  size_t len = 0;
-  pd_status st = pd_program_to_bytes(q, &bytes, &len, NULL);
-  pd_program_free(q);
-  if (st) return PD_ENOMEM;
-  uint64_t program = pd_hash_bytes(bytes, len);
-  pd_free(bytes);
+  uint64_t program;
+  if (pd_run_program_hash(p, &program)) return PD_ENOMEM;
   /* The model's parameters: the persistable vars of the training program that the model
    * declares (not the optimizer's state, which the optimizer entry covers). */
   pd_buf pb, b;
@@ -617,15 +610,18 @@ static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_pr
   const pd_cval *rd = opt(a, "reader");
   if (rd) pd_cval_format(rd, &b);
   pd_buf_printf(&b, ", batch %lld", (long long)batch);
-  st = pb.oom || b.oom ? PD_ENOMEM : PD_OK;
+  pd_status st = pb.oom || b.oom ? PD_ENOMEM : PD_OK;
   if (!st) snprintf(out, PD_CKPT_SETUP_SIZE, "%s", b.data);
   pd_buf_free(&pb);
   pd_buf_free(&b);
   return st;
 }
 
+/* Rank 0 alone writes checkpoints (every rank holds the same values); each rank of a later run
+ * resumes from it. */
 static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *path,
                                  const pd_ckpt_meta *meta, pd_error *err) {
+  if (pd_comm_rank() != 0) return PD_OK;
   const char **names;
   int n = persistables(r, p, &names);
   if (n < 0) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
@@ -651,15 +647,23 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_tensor loss_t;
   pd_tensor_init(&loss_t);
   /* The program: forward for the cost, its backward pass, the updates (vm/passes/pipeline.h). */
-  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc};
+  int nranks = pd_comm_size();
+  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks};
+  if (nranks > 1 && r->opts.place == PD_K_CUDA) {
+    st = pd_error_set(err, PD_EUNSUPPORTED, a->loc, "train: data-parallel training runs on the "
+                      "CPU for now (%d ranks with --device gpu)", nranks);
+    goto out;
+  }
   if ((st = pd_pipeline_train(r->unit->main, cost, &po, &p, &init, err))) goto out;
+  if ((st = pd_run_same_program(p, "training program", a->loc, err))) goto out;
   if ((st = pd_run_init_missing(r, init, err))) goto out;
   pd_exec_options eo = pd_run_exec_options(r, seed ^ 0x9e3779b97f4a7c15ull, false);
   if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
   /* The data. */
   if ((st = open_reader(a, opt(a, "reader"), &ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .shuffle = shuffle, .seed = seed,
-                            .prefetch = prefetch_pays()};
+                            .prefetch = prefetch_pays(), .shard_rank = pd_comm_rank(),
+                            .shard_count = nranks, .equal_shards = true};
   if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
   if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
   int64_t steps = pd_batcher_num_batches(bt), total = steps * epochs;
@@ -723,7 +727,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
       samples += rows;
       done = s + 1;
       gstep++;
-      progress_step(&pg, e + 1, (int)epochs, done, steps, sum / (double)samples, samples);
+      progress_step(&pg, e + 1, (int)epochs, done, steps, sum / (double)samples,
+                    samples * nranks);
       if (r->opts.interrupt && *r->opts.interrupt) {
         if (pg.bar) fputc('\n', pg.out);
         if (ckpt) {
@@ -747,9 +752,13 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     int64_t every = epochs > 20 ? (epochs + 19) / 20 : 1;
     if (pg.out && ((e + 1) % every == 0 || e == first_epoch || e + 1 == epochs)) {
       if (pg.bar) fputc('\n', pg.out);
-      fprintf(pg.out, "epoch %d/%d: loss %.4f, %lld samples in %.1f s (%.0f samples/s)\n", e + 1,
-              (int)epochs, samples ? sum / (double)samples : 0.0, (long long)samples, el,
-              el > 0 ? (double)samples / el : 0.0);
+      /* Several processes: the samples of all of them; the loss is rank 0's. */
+      int64_t all = samples * nranks;
+      fprintf(pg.out, "epoch %d/%d: loss %.4f, %lld samples in %.1f s (%.0f samples/s", e + 1,
+              (int)epochs, samples ? sum / (double)samples : 0.0, (long long)all, el,
+              el > 0 ? (double)all / el : 0.0);
+      if (nranks > 1) fprintf(pg.out, ", %d processes", nranks);
+      fputs(")\n", pg.out);
       fflush(pg.out);
     }
     if (ckpt) {
@@ -772,6 +781,31 @@ out:
   pd_program_free(p);
   pd_free(ckpt);
   return pd_run_at_loc(err, st, a->loc, NULL);
+}
+
+pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd_program **out,
+                               pd_error *err) {
+  *out = NULL;
+  if (startup) {
+    pd_program *p = pd_program_clone(unit->startup);
+    if (!p) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+    pd_status st = nranks > 1 ? pd_program_broadcast_params(p, (pd_loc){0}, err) : PD_OK;
+    if (st) pd_program_free(p);
+    else *out = p;
+    return st;
+  }
+  const pd_action *a = NULL;
+  for (int i = 0; i < unit->nactions && !a; i++)
+    if (unit->actions[i].kind == PD_ACTION_TRAIN) a = &unit->actions[i];
+  if (!a) return pd_error_set(err, PD_ENOTFOUND, (pd_loc){0}, "the script has no train(...)");
+  pd_optimizer o;
+  pd_status st = parse_optimizer(a, &o, err);
+  if (st) return st;
+  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks};
+  pd_program *init = NULL;
+  st = pd_pipeline_train(unit->main, a->args[0]->str, &po, out, &init, err);
+  pd_program_free(init);
+  return st;
 }
 
 /* ---------------------------------------------------------------- eval */
@@ -806,8 +840,8 @@ pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
   }
   if ((st = pd_run_prepare(r, n, names, a->loc, &p, &ex, err))) goto out;
   if ((st = open_reader(a, opt(a, "reader"), &ds, err))) goto out;
-  pd_batcher_options bo = {.batch = opt_int(a, "batch", 256),
-                            .prefetch = prefetch_pays()};
+  pd_batcher_options bo = {.batch = opt_int(a, "batch", 256), .prefetch = prefetch_pays(),
+                            .shard_rank = pd_comm_rank(), .shard_count = pd_comm_size()};
   if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
   if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
   if ((st = pd_batcher_start_epoch(bt, 0))) goto out;
@@ -839,6 +873,16 @@ pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
       goto out;
     }
   }
+  /* Several processes: each evaluated its shard; the metrics are the sums over every rank
+   * divided by every rank's samples (not a mean of means). */
+  sums[n] = (double)samples;
+  pd_error ce = {0};
+  if ((st = pd_comm_allreduce_f64(sums, n + 1, &ce))) {
+    st = pd_error_set(err, st, a->loc, "eval: %s", ce.msg ? ce.msg : pd_status_str(st));
+    pd_error_clear(&ce);
+    goto out;
+  }
+  samples = (int64_t)sums[n];
   if (r->opts.out) {
     fprintf(r->opts.out, "eval:");
     for (int i = 0; i < n; i++) {
@@ -894,7 +938,7 @@ static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *fee
   return PD_OK;
 }
 
-pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
+static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = script_path(a, a->args[0]->str);
   char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
   const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
@@ -962,6 +1006,21 @@ out:
   pd_free(targets);
   pd_free(ppath);
   pd_free(path);
+  return st;
+}
+
+/* Rank 0 alone writes the files; the others wait for it (a `load` that follows reads them) and
+ * fail with it. */
+pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
+  if (pd_comm_size() == 1) return save_model(r, a, err);
+  pd_status st = pd_comm_rank() == 0 ? save_model(r, a, err) : PD_OK;
+  double failed = st != PD_OK;
+  pd_error ce = {0};
+  pd_status cst = pd_comm_allreduce_f64(&failed, 1, &ce);
+  if (!st && cst) st = pd_error_set(err, cst, a->loc, "save: %s", ce.msg ? ce.msg : "?");
+  pd_error_clear(&ce);
+  if (!st && failed > 0)
+    st = pd_error_set(err, PD_EIO, arg_loc(a, 0), "save: rank 0 could not write the model");
   return st;
 }
 

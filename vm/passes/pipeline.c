@@ -1,9 +1,10 @@
 /* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> backward ->
- * optimizer, in that order (see vm/passes/pipeline.h). */
+ * data_parallel -> optimizer, in that order (see vm/passes/pipeline.h). */
 #include "config.h"
 #include "vm/passes/pipeline.h"
 
 #include "vm/passes/backward.h"
+#include "vm/passes/data_parallel.h"
 #include "vm/passes/fuse_fc.h"
 #include "vm/passes/fuse_rnn.h"
 #include "vm/passes/hoist.h"
@@ -24,6 +25,8 @@ pd_status pd_pipeline_train(const pd_program *main, const char *cost,
   if ((st = pd_program_fuse_rnn(p, NULL, err))) goto out;
   if ((st = pd_program_fuse_fc(p, NULL, err))) goto out;
   if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
+  if (opts->nranks > 1 && (st = pd_program_data_parallel(p, &bwd, opts->nranks, opts->loc, err)))
+    goto out;
   if (!(init = pd_program_new())) {
     st = pd_error_set(err, PD_ENOMEM, opts->loc, "out of memory");
     goto out;

@@ -5,6 +5,9 @@
  *   fuse_rnn (vm/passes/fuse_rnn.h)     a loop left with one Elman cell -> one elman_rnn op;
  *   fuse_fc (vm/passes/fuse_fc.h)       mul + elementwise_add of block 0 -> fc;
  *   backward (vm/passes/backward.h)     the gradient ops of every trainable parameter;
+ *   data_parallel (data_parallel.h)     with nranks >= 2: each gradient summed over the ranks
+ *                                       (c_allreduce_sum, c_sync_comm_stream) and scaled by
+ *                                       1/nranks, before any update reads it;
  *   optimizer (vm/passes/optimizer.h)   the updates, and the initialisers of their state.
  * Each pass documents why it runs where it does; this is the one place that chains them (the
  * `train` action, lang/train.c, calls it).
@@ -24,6 +27,7 @@ typedef struct pd_pipeline_options {
   const pd_optimizer *optimizer;   /* the updates to append (required) */
   pd_loc loc;                      /* where the appended optimizer ops, and an out-of-memory
                                       error of the pipeline itself, are placed (the train call) */
+  int nranks;                      /* the processes of a data-parallel job; 0 or 1: one */
 } pd_pipeline_options;
 
 /* The training program of the var `cost` of main's block 0. Errors are the passes' own (with

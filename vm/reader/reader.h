@@ -180,6 +180,14 @@ typedef struct pd_batcher_options {
   uint64_t seed;     /* with the epoch number, fixes the permutation (see below) */
   bool drop_last;    /* leave out a last batch smaller than `batch` */
   bool prefetch;     /* gather the next batch on a second thread */
+  /* Data parallelism: with shard_count N > 1 the batcher hands out the shard of rank
+   * shard_rank: the samples at the positions i of the epoch's order (the permutation, the same on
+   * every rank, or 0..n-1) with i mod N == shard_rank, in that order. equal_shards: every rank
+   * gets floor(n / N) of them (the last n mod N positions are left out), so that every rank runs
+   * as many batches of the same sizes (training); else rank r gets all of its positions
+   * (evaluation). */
+  int shard_rank, shard_count;
+  bool equal_shards;
 } pd_batcher_options;
 
 /* A batcher over d (borrowed). It starts at epoch 0, as if pd_batcher_start_epoch(b, 0) had been

@@ -1,5 +1,6 @@
 /* reader_batch.c -- minibatches over a dataset: a seeded per-epoch permutation (Fisher-Yates on
- * SplitMix64, the same everywhere), a last partial batch or drop_last, sequence fields
+ * SplitMix64, the same everywhere), the shard of one rank of a data-parallel job (every N-th
+ * position of that order), a last partial batch or drop_last, sequence fields
  * concatenated with their LoD, and a prefetch thread that gathers the next batch into staging
  * buffers while the caller computes.
  *
@@ -34,7 +35,9 @@ struct pd_batcher {
   int64_t *lod;       /* batch + 1 entries when a field is a sequence field: a batch's LoD */
   int64_t n;          /* samples */
   int64_t limit;      /* samples handed out per epoch (n, or whole batches with drop_last) */
-  int64_t *perm;      /* n entries with shuffle, else NULL (the identity) */
+  int64_t *perm;      /* n entries with shuffle or a shard, else NULL (the identity) */
+  int64_t full_n;     /* the dataset's samples (n is the shard's) */
+  int64_t *order;     /* sharded with shuffle: the epoch's permutation of all full_n samples */
   int64_t pos;        /* the first sample of the next batch */
   /* Prefetch (all below under mu, except the staging buffers, which belong to the thread while
    * state == JOB_REQUESTED and to the caller otherwise). */
@@ -160,18 +163,18 @@ static int cmp_desc(const void *x, const void *y) {
 static int64_t max_seq_rows(const pd_batcher *b, int f) {
   const int64_t *off = b->off[f];
   int64_t k = b->o.batch < b->n ? b->o.batch : b->n, most = 0;
-  if (!b->o.shuffle) {
+  if (!b->o.shuffle && b->o.shard_count <= 1) {
     for (int64_t pos = 0; pos < b->limit; pos += b->o.batch) {
       int64_t end = pos + rows_at(b, pos);
       if (off[end] - off[pos] > most) most = off[end] - off[pos];
     }
     return most;
   }
-  if (k == b->n) return off[b->n];
-  int64_t *len = pd_malloc((size_t)b->n * sizeof *len);
+  if (k == b->full_n) return off[b->full_n];
+  int64_t *len = pd_malloc((size_t)b->full_n * sizeof *len);
   if (!len) return -1;
-  for (int64_t i = 0; i < b->n; i++) len[i] = off[i + 1] - off[i];
-  qsort(len, (size_t)b->n, sizeof *len, cmp_desc);
+  for (int64_t i = 0; i < b->full_n; i++) len[i] = off[i + 1] - off[i];
+  qsort(len, (size_t)b->full_n, sizeof *len, cmp_desc);
   for (int64_t i = 0; i < k; i++) most += len[i];
   pd_free(len);
   return most;
@@ -199,7 +202,13 @@ pd_status pd_batcher_start_epoch(pd_batcher *b, int epoch) {
     b->state = JOB_IDLE;
     pthread_mutex_unlock(&b->mu);
   }
-  if (b->perm) make_perm(b->perm, b->n, b->o.seed, epoch);
+  if (b->perm && b->o.shard_count <= 1) {
+    make_perm(b->perm, b->n, b->o.seed, epoch);
+  } else if (b->perm) {   /* a shard: every N-th position of the epoch's order */
+    if (b->order) make_perm(b->order, b->full_n, b->o.seed, epoch);
+    int64_t nr = b->o.shard_count, r = b->o.shard_rank;
+    for (int64_t j = 0; j < b->n; j++) b->perm[j] = b->order ? b->order[r + j * nr] : r + j * nr;
+  }
   b->pos = 0;
   if (b->threaded) {
     pthread_mutex_lock(&b->mu);
@@ -212,6 +221,7 @@ pd_status pd_batcher_start_epoch(pd_batcher *b, int epoch) {
 static void free_parts(pd_batcher *b) {
   for (int f = 0; f < PD_DATASET_MAX_FIELDS; f++) pd_free(b->stage[f]);
   pd_free(b->perm);
+  pd_free(b->order);
   pd_free(b->lod);
   pd_free(b);
 }
@@ -230,7 +240,16 @@ pd_status pd_batcher_new(const pd_dataset *d, const pd_batcher_options *o, pd_ba
   if (!b) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
   b->d = d;
   b->o = *o;
-  b->n = pd_dataset_size(d);
+  b->full_n = b->n = pd_dataset_size(d);
+  bool sharded = o->shard_count > 1;
+  if (sharded && (o->shard_rank < 0 || o->shard_rank >= o->shard_count)) {
+    pd_free(b);
+    return pd_error_set(err, PD_EINVAL, nowhere, "shard %d of %d does not exist", o->shard_rank,
+                        o->shard_count);
+  }
+  if (sharded)
+    b->n = o->equal_shards ? b->full_n / o->shard_count
+                           : (b->full_n - o->shard_rank + o->shard_count - 1) / o->shard_count;
   b->nfields = pd_dataset_nfields(d);
   b->limit = o->drop_last ? b->n / o->batch * o->batch : b->n;
   int64_t stage_rows = o->batch < b->n ? o->batch : b->n;
@@ -248,7 +267,9 @@ pd_status pd_batcher_new(const pd_dataset *d, const pd_batcher_options *o, pd_ba
       return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for the batches' LoD");
     }
   }
-  if (o->shuffle && !(b->perm = pd_malloc((size_t)b->n * sizeof *b->perm))) {
+  size_t np = (size_t)(b->n ? b->n : 1), nall = (size_t)(b->full_n ? b->full_n : 1);
+  if (((o->shuffle || sharded) && !(b->perm = pd_malloc(np * sizeof *b->perm))) ||
+      (o->shuffle && sharded && !(b->order = pd_malloc(nall * sizeof *b->order)))) {
     free_parts(b);
     return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for the permutation");
   }

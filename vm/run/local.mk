@@ -3,3 +3,11 @@
 # (exec_profile.c).
 libpdlang_internal_la_SOURCES += vm/run/tensor.h vm/run/tensor.c vm/run/scope.h vm/run/scope.c \
 	vm/run/exec.h vm/run/exec.c vm/run/exec_place.h vm/run/exec_place.c vm/run/exec_profile.c
+# The communicator of data-parallel training (comm.h): on MPI with --with-mpi, else one process.
+libpdlang_internal_la_SOURCES += vm/run/comm.h
+if PD_HAVE_MPI
+libpdlang_internal_la_SOURCES += vm/run/comm_mpi.c
+else
+libpdlang_internal_la_SOURCES += vm/run/comm_none.c
+endif
+EXTRA_DIST += vm/run/comm_mpi.c vm/run/comm_none.c

@@ -1,0 +1,51 @@
+#!/bin/sh
+# equiv.sh -- data parallelism changes nothing but the speed: 2 ranks with batch b each end with
+# the parameters (and optimizer state) of 1 process with batch 2b, on the same data and seed,
+# with and without shuffling, within 1e-5 relative (tests/mpi/ckpt_close), for an MLP, a CNN
+# and an RNN with an `if` over rows; and the job prints once (rank 0) and counts its processes.
+set -u
+. "$top_srcdir/tests/mpi/lib.sh"
+need_mpi equiv.sh
+echo "1..8"
+make_data
+t=1
+for m in mlp cnn rnn; do
+  case $m in mlp) b=8 ;; cnn) b=4 ;; rnn) b=3 ;; esac
+  for shuf in false true; do
+    model $m $((2 * b)) $shuf one.ckpt > one.pd
+    model $m $b $shuf two.ckpt > two.pd
+    rm -f one.ckpt two.ckpt
+    "$PDLANG" run --progress=lines one.pd > one.out 2> one.err
+    r1=$?
+    mpi 2 "$PDLANG" run --progress=lines two.pd > two.out 2> two.err
+    r2=$?
+    if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && "$CLOSE" one.ckpt two.ckpt 1e-5 > close.out; then
+      echo "ok $t - $m, shuffle = $shuf: 2 ranks of batch $b = 1 process of batch $((2 * b)) ($(cat close.out))"
+    else
+      echo "not ok $t - $m, shuffle = $shuf: 2 ranks of batch $b differ from 1 process of batch $((2 * b))"
+      cat one.err two.err close.out 2>/dev/null | sed 's/^/# /'
+    fi
+    t=$((t + 1))
+  done
+done
+# One voice: eval printed once, by rank 0, with every rank's samples; the epoch lines say 2.
+n=$(grep -c '^eval:' two.out)
+if [ "$n" = 1 ] && grep -q '(24 samples' two.out && grep -q ', 2 processes)' two.err; then
+  echo "ok $t - rank 0 alone prints; eval counts every rank's samples; the progress says 2 processes"
+else
+  echo "not ok $t - the output of a 2-rank job"
+  sed 's/^/# /' two.out two.err
+fi
+t=$((t + 1))
+# Different programs on the ranks are refused at start-up, naming the rank.
+model mlp 8 false a.ckpt > a.pd
+sed 's/fc(x, 16/fc(x, 17/' a.pd > b.pd
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$MPIRUN" --allow-run-as-root \
+  --oversubscribe --bind-to none -np 1 "$PDLANG" run a.pd : -np 1 "$PDLANG" run b.pd > mm.out 2> mm.err
+rc=$?
+if [ $rc -ne 0 ] && grep -q 'the ranks run different programs: the main program of rank 1' mm.err; then
+  echo "ok $t - mismatched programs are refused at start-up"
+else
+  echo "not ok $t - mismatched programs (exit $rc)"
+  sed 's/^/# /' mm.err
+fi

@@ -1,0 +1,105 @@
+# lib.sh -- what the data-parallel tests (tests/mpi/*.sh) share: a scratch folder, `mpi N ARGS`
+# (the configured mpirun with the flags a test machine needs: root, more ranks than cores), the
+# skip of a build without MPI, and the scripts and data of the three models. Sourced.
+: "${PDLANG:?PDLANG must name the pdlang binary}"
+: "${top_builddir:?top_builddir must name the build folder}"
+dir=${TMPDIR:-/tmp}/pd_mpi.$$
+mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+CLOSE="$top_builddir/tests/mpi/ckpt_close"
+# In a sanitizer build: what Open MPI and its libraries keep until exit is theirs, not a leak of
+# pdlang's (LeakSanitizer still checks every allocation of pdlang's own code).
+printf 'leak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\nleak:libpmix.so\nleak:libhwloc.so\nleak:libevent\nleak:mca_\n' > "$dir/lsan.supp"
+LSAN_OPTIONS="suppressions=$dir/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export LSAN_OPTIONS
+
+need_mpi() { # $1: the plan's name, for the skip line
+  if [ -z "${MPIRUN:-}" ]; then
+    echo "1..0 # SKIP $1: pdlang was built without MPI (configure --with-mpi)"
+    exit 0
+  fi
+}
+
+# mpi N ARGS...: N ranks of ARGS. OMPI_MCA_* keep Open MPI to this host's loopback and shared
+# memory, without its warnings about the test machine.
+mpi() {
+  n=$1
+  shift
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
+    OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 \
+    "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np "$n" "$@"
+}
+
+# Data: 96 rows of 4 features and a class (mlp.csv), 48 images of 6 x 6 (cnn.csv), two text
+# files of 12 lines each of 5 to 27 characters (a.txt, b.txt). Generated, the same every time.
+make_data() {
+  awk 'BEGIN { print "a,b,c,d,y"; s = 7
+    for (i = 0; i < 96; i++) { r = ""; t = 0
+      for (k = 0; k < 4; k++) { s = (s * 1103515245 + 12345) % 2147483648; v = s / 2147483648 - 0.5
+        r = r sprintf("%.4f,", v); t += v * (k + 1) }
+      print r (t > 0 ? 1 : 0) } }' > mlp.csv
+  awk 'BEGIN { h = "p0"; for (k = 1; k < 36; k++) h = h ",p" k; print h ",y"; s = 11
+    for (i = 0; i < 48; i++) { r = ""; c = i % 3
+      for (k = 0; k < 36; k++) { s = (s * 1103515245 + 12345) % 2147483648
+        v = s / 2147483648 + (k % 6 == c * 2 ? 1 : 0); r = r sprintf("%.4f,", v) }
+      print r c } }' > cnn.csv
+  awk 'BEGIN { s = 5; for (i = 0; i < 24; i++) { s = (s * 1103515245 + 12345) % 2147483648
+      n = 5 + s % 23; l = ""; for (k = 0; k < n; k++) l = l substr(i < 12 ? "abcdefgh " : "stuvwxyz.", 1 + (k * 7 + i) % 9, 1)
+      print l > (i < 12 ? "a.txt" : "b.txt") } }'
+}
+
+# model NAME BATCH SHUFFLE CKPT [EPOCHS]: the script of model NAME (mlp, cnn, rnn) on stdout.
+model() {
+  ep=${5:-3}
+  case $1 in
+    mlp) cat <<PD
+import "layers"
+x = data("features", [-1, 4])
+label = data("label", [-1, 1], int64)
+h = fc(x, 16, act = tanh)
+y = fc(h, 2)
+cost = mean(softmax_with_cross_entropy(y, label))
+train(cost, reader = csv("mlp.csv"), batch = $2, epochs = $ep, optimizer = adam(0.01),
+      shuffle = $3, seed = 3, checkpoint = "$4")
+eval(accuracy(y, label), cost, reader = csv("mlp.csv"))
+PD
+    ;;
+    cnn) cat <<PD
+import "layers"
+x = data("features", [-1, 1, 6, 6])
+label = data("label", [-1, 1], int64)
+c = max_pool(conv(x, 4, 3, padding = 1, act = relu), 2)
+y = fc(c, 3)
+cost = mean(softmax_with_cross_entropy(y, label))
+train(cost, reader = csv("cnn.csv"), batch = $2, epochs = $ep, optimizer = momentum(0.05),
+      shuffle = $3, seed = 3, checkpoint = "$4")
+eval(accuracy(y, label), reader = csv("cnn.csv"))
+PD
+    ;;
+    rnn) cat <<PD
+import "layers"
+x = data("x", [-1, 1], int64, lod_level = 1)
+label = data("label", [-1, 1], int64)
+emb = param([256, 8], name = "emb", init = normal(0.0, 0.1))
+Wx = param([8, 12], name = "Wx")
+Wh = param([12, 12], name = "Wh")
+h = zeros([12])
+for (t in lookup_table(emb, x)) {
+    h = tanh(mul(t, Wx) + mul(h, Wh))
+    emit hs = h
+}
+f = sequence_max(hs)
+length = sequence_sum(cast(x, float32) * 0 + 1)
+if (length < 15) {
+    logits = fc(f, 2)
+} else {
+    logits = fc(f, 2)
+}
+cost = mean(softmax_with_cross_entropy(logits, label))
+train(cost, reader = lines(["a.txt", "b.txt"]), batch = $2, epochs = $ep, optimizer = adam(0.01),
+      shuffle = $3, seed = 3, checkpoint = "$4")
+eval(accuracy(logits, label), reader = lines(["a.txt", "b.txt"]))
+PD
+    ;;
+  esac
+}

@@ -1,0 +1,71 @@
+/* comm.h -- the communicator of data-parallel training: the one place that talks to MPI
+ * (vm/run/comm_mpi.c, built with --with-mpi) or, without MPI, a communicator of one process
+ * (vm/run/comm_none.c). It owns MPI's initialisation (MPI_THREAD_FUNNELED: only the thread that
+ * runs the executor calls MPI) and finalisation, and the gradient buckets of the c_allreduce_sum
+ * ops (vm/ops/collective.c).
+ *
+ * Process-wide, as MPI is: pd_comm_init once (the driver's `run`, before anything computes), then
+ * any call from the main thread, then pd_comm_finalize. Before init, and when the process was not
+ * started by mpirun (no OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK in the environment), the
+ * communicator is this process alone: rank 0 of 1, and every collective is the identity.
+ *
+ * Buckets (Horovod's tensor fusion, PyTorch DDP's gradient buckets): pd_comm_grad_start copies a
+ * gradient into the open bucket; a bucket that reaches the bucket size
+ * (PDLANG_MPI_BUCKET_KB, default PD_COMM_BUCKET_KB) starts its non-blocking MPI_Iallreduce at
+ * once, so that it runs while the backward pass goes on; pd_comm_grad_finish starts the last
+ * bucket, waits for all of them and copies the sums back, in the order the gradients were
+ * started. Open MPI moves a non-blocking collective forward only inside MPI calls, so each
+ * pd_comm_grad_start also tests the buckets in flight (MPI_Testall).
+ *
+ * Ownership: the communicator owns its buckets; the callers' buffers are only read or written
+ * during the call. Errors fill err (which may be NULL) with a location-free message; MPI's own
+ * errors come back as PD_ERUNTIME with MPI's text (the communicator returns errors rather than
+ * aborting, MPI_ERRORS_RETURN). */
+#ifndef PD_COMM_H
+#define PD_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "base/dtype.h"
+
+#define PD_COMM_BUCKET_KB 1024
+
+/* Start MPI when the process runs under mpirun (see above); a no-op otherwise and without MPI.
+ * PD_ERUNTIME when MPI cannot give the thread level. */
+pd_status pd_comm_init(int *argc, char ***argv, pd_error *err);
+/* Wait for the other ranks and end MPI (nothing when it was not started). */
+void pd_comm_finalize(void);
+/* End the whole job after this rank failed: MPI_Abort (mpirun then stops every rank). Without
+ * MPI, or when MPI was not started, it returns (the caller exits as usual). */
+void pd_comm_abort(int code);
+
+int pd_comm_rank(void);        /* 0 .. size - 1 */
+int pd_comm_size(void);        /* >= 1 */
+int pd_comm_local_rank(void);  /* the rank among the processes of this host */
+int pd_comm_local_size(void);  /* the processes of this job on this host (>= 1) */
+/* "MPI" (Open MPI's version line) or "none": what data-parallel runs go through. */
+const char *pd_comm_backend(void);
+
+/* Sum n doubles over every rank, in place (blocking). */
+pd_status pd_comm_allreduce_f64(double *v, int n, pd_error *err);
+/* Rank root's n bytes to every rank (blocking). */
+pd_status pd_comm_bcast(void *data, size_t n, int root, pd_error *err);
+/* Every rank's value of `hash`; PD_EINVAL when they differ, naming the first rank whose value is
+ * not rank 0's and both values, after `what` ("training program"). */
+pd_status pd_comm_same(uint64_t hash, const char *what, pd_error *err);
+
+/* The bucketed, overlapped sum of gradients (see above). dtype is fp32 or fp64. */
+pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_error *err);
+/* The number of gradients started and not yet finished. */
+int pd_comm_grad_pending(void);
+/* The k-th pending gradient's element count and dtype (0 <= k < pd_comm_grad_pending()). */
+void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype);
+/* Wait for every bucket; then out[k] (n elements of the k-th gradient started) receives its sum
+ * over the ranks. Afterwards nothing is pending. */
+pd_status pd_comm_grad_finish(void *const *out, pd_error *err);
+/* The bucket size in bytes in use (PDLANG_MPI_BUCKET_KB, else the default). */
+size_t pd_comm_bucket_bytes(void);
+
+#endif /* PD_COMM_H */
