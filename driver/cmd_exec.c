@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "api/model.h"
+#include "base/diag.h"
 #include "vm/reader/reader.h"
 
 #define MAX_IO 32
@@ -136,6 +137,37 @@ static bool write_outputs(const pd_model *m, pd_tensor_array *got, const char *d
     }
   }
   return true;
+}
+
+/* An error of the model's run: with its source line and caret when the .pd file its location
+ * names is readable (as given, or beside the model) and long enough; otherwise the location
+ * alone (a model travels without its script). */
+static void print_run_error(const char *model, const pd_error *err) {
+  pd_source *src = NULL;
+  const char *file = err->loc.file;
+  if (file && *file && err->loc.line > 0) {
+    if (pd_source_open(file, &src, NULL) != PD_OK && file[0] != '/' && model) {
+      const char *slash = strrchr(model, '/');
+      if (slash) {
+        pd_buf path;
+        pd_buf_init(&path);
+        pd_buf_printf(&path, "%.*s/%s", (int)(slash - model), model, file);
+        if (!path.oom && pd_source_open(path.data, &src, NULL) != PD_OK) src = NULL;
+        pd_buf_free(&path);
+      }
+    }
+    if (src && (size_t)err->loc.line > src->nlines) {  /* another file by that name */
+      pd_source_free(src);
+      src = NULL;
+    }
+  }
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_diag_render_error(&b, src, err);
+  if (b.data && !b.oom) fputs(b.data, stderr);
+  else fprintf(stderr, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
+  pd_buf_free(&b);
+  pd_source_free(src);
 }
 
 static int run_exec(int argc, char **argv) {
@@ -261,7 +293,7 @@ static int run_exec(int argc, char **argv) {
   rc = 0;
   goto out;
 fail:
-  pd_driver_print_error(NULL, NULL, &err);
+  print_run_error(model, &err);
 out:
   for (int i = 0; i < ninputs; i++) pd_tensor_release(&inputs[i]);
   pd_error_clear(&err);

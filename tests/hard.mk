@@ -63,3 +63,7 @@ PD_HARD_CSV = tests/golden/run/csv_options.pd tests/golden/run/csv_missing.pd \
 TESTS += $(PD_HARD_CSV)
 EXTRA_DIST += $(PD_HARD_CSV) tests/golden/run/csv_options.csv tests/golden/run/csv_options.out \
 	tests/golden/run/csv_missing.err tests/golden/run/csv_bad_delimiter.err
+# tests/run/exec_caret.sh: exec's run-time errors with the line and a caret when the script is
+# beside the model.
+TESTS += tests/run/exec_caret.sh
+EXTRA_DIST += tests/run/exec_caret.sh
