@@ -75,6 +75,16 @@ static char *join(const char *dir, const char *name) {
   return s;
 }
 
+char *pd_model_folder_program(const char *path) {
+  if (!path || !is_dir(path)) return NULL;
+  char *model = join(path, PD_MODEL_FLUID_PROGRAM);
+  if (model && !is_file(model)) {
+    pd_free(model);
+    return NULL;
+  }
+  return model;
+}
+
 /* Fluid's layouts: a folder DIR holding __model__ (given as DIR or as DIR/__model__) sets
  * m->fluid_dir and *model to DIR/__model__; any other path is the model file itself. */
 static pd_status find_layout(pd_model *m, const char *path, char **model, pd_error *err) {

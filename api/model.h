@@ -43,6 +43,9 @@ typedef struct pd_model {
 #define PD_MODEL_FLUID_PROGRAM "__model__"
 #define PD_MODEL_FLUID_PARAMS "__params__"
 
+/* For a folder holding __model__ (Fluid's layout), FOLDER/__model__ (the caller frees it);
+ * NULL for anything else (or on out of memory). For `pdlang dump FOLDER`. */
+char *pd_model_folder_program(const char *path);
 /* Read the program at path (NAME.pdmodel; or Fluid's layout: a folder holding __model__, or
  * that folder's __model__) and find its feed and fetch ops, whose "col" attributes (INT or
  * LONG; absent: the op's position among its kind) must number them 0..n-1, each with its list

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/model.h"
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "lang/run.h"
@@ -46,8 +47,9 @@ static void input_free(input *in) {
   pd_source_free(in->src);
 }
 
-/* Load FILE: a .pd script is compiled (diagnostics printed exactly as by `pdlang check`);
- * anything else is read as a saved ProgramDesc, whatever its name. 0, or 1 after printing. */
+/* Load FILE: a .pd script is compiled (diagnostics printed exactly as by `pdlang check`); a
+ * Fluid model folder is its __model__; anything else is read as a saved ProgramDesc, whatever
+ * its name. 0, or 1 after printing. */
 static int load_input(const char *path, bool startup, input *in) {
   *in = (input){0};
   if (has_suffix(path, ".pd")) {
@@ -61,7 +63,10 @@ static int load_input(const char *path, bool startup, input *in) {
     return 1;
   }
   pd_error err = {0};
-  if (pd_program_load(path, &in->loaded, &err)) {
+  char *folder_model = pd_model_folder_program(path);  /* Fluid's folder: its __model__ */
+  pd_status st = pd_program_load(folder_model ? folder_model : path, &in->loaded, &err);
+  pd_free(folder_model);
+  if (st) {
     print_error(&err);
     pd_error_clear(&err);
     return 1;
@@ -220,7 +225,7 @@ static int run_dump(int argc, char **argv) {
 const pd_command pd_cmd_dump = {
     "dump", run_dump, "print a program (.pd script or .pdmodel) as a listing or a Graphviz graph",
     "pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAME[,NAME...]]\n"
-    "            FILE.pd|FILE.pdmodel\n"
+    "            FILE.pd|FILE.pdmodel|DIR\n"
     "  Prints the program's blocks, vars and ops; --dot prints a Graphviz digraph instead\n"
     "  (pdlang dump --dot model.pdmodel | dot -Tsvg > model.svg).\n"
     "  A .pd script is compiled first (errors are reported as by 'pdlang check', exit 1) and its\n"
@@ -229,4 +234,5 @@ const pd_command pd_cmd_dump = {
     "  global block (what an action that fetches them would run). --train shows the training\n"
     "  program of the script's first train(...) (backward pass and updates), and --nranks N\n"
     "  the training (--train) or startup (--startup) program of a data-parallel job of N\n"
-    "  processes (mpirun -np N pdlang run): c_broadcast, c_allreduce_sum, c_sync_comm_stream."};
+    "  processes (mpirun -np N pdlang run): c_broadcast, c_allreduce_sum, c_sync_comm_stream.\n"
+    "  A folder holding __model__ (Fluid's model layout) shows that program."};

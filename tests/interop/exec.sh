@@ -74,6 +74,8 @@ refuses "a float16 input is refused, naming the dtypes pdlang reads" \
   "dtype '<f2' is not supported; expected one of <f4, <f8" \
   "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/x_float16.npy"
 
+check "pdlang dump of a Fluid model folder lists its __model__" \
+  sh -c "'$PDLANG' dump '$mlp/fluid_dir' | grep -q 'op .*: matmul_v2'"
 # Damaged and foreign files.
 refuses "a PIR JSON is recognised, with how to re-save it" "FLAGS_enable_pir_api=0" \
   "$PDLANG" exec "$models/pir/scale.json"
