@@ -200,6 +200,10 @@ int main(int argc, char **argv) {
       {"cond_false", "model.pdmodel"},
       {"while_loop", "model.pdmodel"},
       {"transformer", "model.pdmodel"},
+      {"lstm1", "model.pdmodel"},
+      {"lstm2_bidi", "model.pdmodel"},
+      {"gru1", "model.pdmodel"},
+      {"gru2_bidi", "model.pdmodel"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);

@@ -200,16 +200,21 @@ static pd_status rplan_make(pd_exec_ctx *ctx, rplan *p) {
   if (!(p->len = pd_malloc(sizeof *p->len * (size_t)(p->N + 1)))) return nomem(ctx);
   for (int64_t n = 0; n < p->N; n++) p->len[n] = (int32_t)p->T;
   if (sl) {
-    if (sl->dtype != PD_INT32 || sl->ndims != 1 || sl->dims[0] != p->N)
-      return pd_ctx_fail(ctx, PD_ESHAPE, "SequenceLength must be int32 [%lld]; it is %s %s",
-                         (long long)p->N, pd_ctx_shape_str(sl, a, sizeof a),
-                         pd_dtype_name(sl->dtype));
+    /* int32 as the op declares it; int64 too, as Paddle's kernel reads either (what
+     * paddle.nn.LSTM's sequence_length usually holds). */
+    if ((sl->dtype != PD_INT32 && sl->dtype != PD_INT64) || sl->ndims != 1 ||
+        sl->dims[0] != p->N)
+      return pd_ctx_fail(ctx, PD_ESHAPE,
+                         "SequenceLength must be int32 or int64 [%lld]; it is %s %s",
+                         (long long)p->N, pd_dtype_name(sl->dtype),
+                         pd_ctx_shape_str(sl, a, sizeof a));
     for (int64_t n = 0; n < p->N; n++) {
-      int32_t v = ((const int32_t *)pd_tensor_data(sl))[n];
+      int64_t v = sl->dtype == PD_INT32 ? ((const int32_t *)pd_tensor_data(sl))[n]
+                                        : ((const int64_t *)pd_tensor_data(sl))[n];
       if (v < 0 || v > p->T)
-        return pd_ctx_fail(ctx, PD_EINVAL, "SequenceLength[%lld] is %d, outside 0 .. %lld (T)",
-                           (long long)n, (int)v, (long long)p->T);
-      p->len[n] = v;
+        return pd_ctx_fail(ctx, PD_EINVAL, "SequenceLength[%lld] is %lld, outside 0 .. %lld (T)",
+                           (long long)n, (long long)v, (long long)p->T);
+      p->len[n] = (int32_t)v;
     }
   }
   return PD_OK;
