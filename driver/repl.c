@@ -13,6 +13,7 @@
 #include "lang/compile.h"
 #include "lang/parse.h"
 #include "lang/run.h"
+#include "vm/ir/params.h"
 #include "vm/ir/serialize.h"
 #include "vm/ir/program.h"
 #include "vm/run/scope.h"
@@ -643,7 +644,8 @@ static void cmd_help(pd_repl *r) {
         "  :program          the main program (ProgramDesc) so far\n"
         "  :dot FILE         write the main program as a Graphviz graph to FILE\n"
         "  :load FILE.pd     run a file's statements as if typed (all or nothing)\n"
-        "  :save FILE.pdmodel  write the main program (framework.proto)\n"
+        "  :save FILE.pdmodel  write the main program (framework.proto) and, beside it,\n"
+        "                    its parameters (FILE.pdiparams)\n"
         "  :device [DEV]     show or set where ops compute: cpu, gpu or gpu:N\n"
         "  :reset            forget every statement and parameter\n"
         "  :quit             leave (also Ctrl-D)\n"
@@ -938,13 +940,42 @@ static pd_repl_result write_program(pd_repl *r, const char *path, bool dot) {
   } else {
     st = pd_program_save(r->unit->main, path, &err);
   }
+  /* :save writes the parameters too, beside the program (NAME.pdiparams for NAME.pdmodel): those
+   * that hold a value (all of them once a statement has run), sorted by name as save() does. */
+  pd_buf ppath;
+  pd_buf_init(&ppath);
+  int np = 0;
+  if (!st && !dot) {
+    const char **names = NULL, **have = NULL;
+    int n = 0;
+    size_t len = strlen(path);
+    bool ext = len > 8 && !strcmp(path + len - 8, ".pdmodel");
+    pd_buf_printf(&ppath, "%.*s.pdiparams", (int)(ext ? len - 8 : len), path);
+    pd_scope *scope = r->runner ? pd_runner_scope(r->runner) : NULL;
+    if (ppath.oom || pd_params_names(r->unit->main, &names, &n) ||
+        !(have = pd_calloc((size_t)n + 1, sizeof *have))) {
+      st = pd_error_set(&err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+    } else {
+      for (int i = 0; scope && i < n; i++) {
+        pd_variable *v = pd_scope_find_local_var(scope, names[i]);
+        if (v && v->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&v->u.tensor))
+          have[np++] = names[i];
+      }
+      if (np) st = pd_params_save(ppath.data, scope, np, have, &err);
+    }
+    pd_free(names);
+    pd_free(have);
+  }
   if (st) {
     say_error(r, "%s", err.msg ? err.msg : pd_status_str(st));
     pd_error_clear(&err);
+    pd_buf_free(&ppath);
     return PD_REPL_ERROR;
   }
-  fprintf(r->o.out, "wrote %s\n", path);
+  if (np) fprintf(r->o.out, "wrote %s and %s (%d parameters)\n", path, ppath.data, np);
+  else fprintf(r->o.out, "wrote %s\n", path);
   fflush(r->o.out);
+  pd_buf_free(&ppath);
   return PD_REPL_OK;
 }
 

@@ -169,7 +169,7 @@ EOF
 "$PDLANG" repl -i < session.pd > out 2> err; rc=$?
 ok=1
 grep -q '^\[1, 4\]$' out || ok=0
-grep -q '^wrote model.pdmodel$' out && [ -s model.pdmodel ] || ok=0
+grep -q '^wrote model.pdmodel and model.pdiparams (2 parameters)$' out && [ -s model.pdmodel ] && [ -s model.pdiparams ] || ok=0
 grep -q '^wrote model.dot$' out && grep -q '^digraph' model.dot || ok=0
 grep -q '^program: 1 block' out &&
   grep -q 'var fc_0.w_0: LOD_TENSOR float32 \[3, 4\] persistable' out || ok=0
