@@ -5,6 +5,7 @@
 #include "config.h"
 #include "lang/builtins_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
@@ -228,7 +229,7 @@ static const struct action_spec {
   const char *name;
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
-  const char *kw[10];       /* keyword options, NULL-terminated */
+  const char *kw[20];       /* keyword options, NULL-terminated */
 } action_specs[] = {
     {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}},
     {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}},
@@ -240,7 +241,7 @@ static const struct action_spec {
      1,
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
-      NULL}},
+      "valid", "metrics", "valid_every", "early_stop", "monitor", "mode", "keep_best", NULL}},
 };
 
 static bool record_is(const value *v, const char *const *names) {
@@ -248,6 +249,72 @@ static bool record_is(const value *v, const char *const *names) {
   for (int i = 0; names[i]; i++)
     if (strcmp(v->rec.name, names[i]) == 0) return true;
   return false;
+}
+
+/* A metric of train's validation: a tensor of one element (mean(...), accuracy(...)). */
+static bool check_metric(C *c, value *v, pd_loc loc, int i, int n) {
+  char which[48] = "";
+  if (n > 1) snprintf(which, sizeof which, " (item %d of 'metrics')", i + 1);
+  if (v->k != V_TENSOR) {
+    pd_cmp_error(c, loc, "train: a metric%s must be a tensor of one element, such as "
+                 "accuracy(y, label), not %s", which, pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  int64_t numel = 1;
+  for (int k = 0; k < v->var->ndims; k++) numel *= v->var->dims[k];
+  if (v->var->ndims < 0 || numel != 1 || v->var->dtype == PD_BOOL) {
+    pd_cmp_error(c, loc, "train: a metric%s must be one number per batch (for example mean(...) "
+                 "or accuracy(y, label)), got %s %s", which, pd_dtype_name(v->var->dtype),
+                 pd_cmp_dims_str(c, v->var));
+    return false;
+  }
+  return true;
+}
+
+/* train's validation options: valid = READER, metrics = [...], valid_every = N,
+ * early_stop = PATIENCE, monitor = NAME, mode = "min" | "max", keep_best = BOOL. The names of
+ * monitor are checked when train runs (the metrics' names come from their vars). */
+static bool check_validation(C *c, call_args *a, const char *const *readers) {
+  pd_loc vloc, l;
+  value *valid = pd_cmp_arg(a, -1, "valid", &vloc), *v;
+  if (valid && !record_is(valid, readers)) {
+    pd_cmp_error(c, vloc, "train: 'valid' must be a reader such as mnist(\"test\"), not %s",
+                 pd_cmp_vkind_phrase(valid));
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, -1, "metrics", &l))) {
+    int n = v->k == V_LIST ? v->list.n : 1;
+    if (v->k == V_LIST && (n == 0 || n > 16)) {
+      pd_cmp_error(c, l, "train: 'metrics' lists 1 to 16 metrics, not %d", n);
+      return false;
+    }
+    for (int i = 0; i < n; i++)
+      if (!check_metric(c, v->k == V_LIST ? v->list.items[i] : v, l, i, n)) return false;
+  }
+  static const char *const need_valid[] = {"metrics", "valid_every", "early_stop", "keep_best",
+                                           "monitor", "mode"};
+  for (size_t i = 0; !valid && i < PD_ARRAY_LEN(need_valid); i++)
+    if (pd_cmp_arg(a, -1, need_valid[i], &l)) {
+      pd_cmp_error(c, l, "train: '%s' needs a validation reader to watch; add valid = READER "
+                   "(for example valid = mnist(\"test\"))", need_valid[i]);
+      return false;
+    }
+  if ((v = pd_cmp_arg(a, -1, "keep_best", &l)) && v->k != V_BOOL) {
+    pd_cmp_error(c, l, "train: 'keep_best' must be true or false, not %s", pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, -1, "mode", &l)) &&
+      (v->k != V_STR || (strcmp(v->s, "min") != 0 && strcmp(v->s, "max") != 0))) {
+    pd_cmp_error(c, l, "train: 'mode' must be \"min\" or \"max\" (whether a smaller or a "
+                 "larger monitored value is better)");
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, -1, "monitor", &l)) && (v->k != V_STR || !*v->s)) {
+    pd_cmp_error(c, l, "train: 'monitor' must name a metric (\"loss\" or one of 'metrics'), not "
+                 "%s", pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  return true;
 }
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
@@ -289,7 +356,8 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                    "adamw(...), rmsprop(...) or adagrad(...)");
       return false;
     }
-    static const char *const ints[] = {"batch", "epochs", "seed", "log_every"};
+    static const char *const ints[] = {"batch", "epochs", "seed", "log_every", "valid_every",
+                                       "early_stop"};
     for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
       pd_loc l;
       value *v2 = pd_cmp_arg(a, -1, ints[i], &l);
@@ -300,7 +368,7 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
         return false;
       }
     }
-    return true;
+    return check_validation(c, a, readers);
   }
   case PD_ACTION_EVAL:
     for (int i = 0; i < a->npos; i++)

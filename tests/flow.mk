@@ -1,0 +1,18 @@
+# tests/flow.mk -- the training workflow (issue 27): train's validation, metrics, early stopping
+# and keep_best (lang/train_valid.c).
+#   tests/golden/check: the compile-time errors of the new options (a metric that is not one
+#     number per batch, early_stop without valid, valid that is not a reader, mode, keep_best);
+#   tests/golden/run: a validation reader whose fields do not match the training reader's, an
+#     unknown monitor;
+#   tests/run/valid_train.sh: the validation's values against a hand computation, early stopping,
+#     keep_best, and a resume from a checkpoint with both, bit for bit.
+PD_FLOW_GOLDEN_TESTS = tests/golden/check/train_metric_shape.pd \
+	tests/golden/check/train_early_stop_no_valid.pd \
+	tests/golden/check/train_valid_not_reader.pd \
+	tests/golden/check/train_bad_mode.pd \
+	tests/golden/check/train_keep_best_bool.pd \
+	tests/golden/run/train_valid_fields.pd \
+	tests/golden/run/train_monitor_unknown.pd
+TESTS += $(PD_FLOW_GOLDEN_TESTS) tests/run/valid_train.sh
+EXTRA_DIST += $(PD_FLOW_GOLDEN_TESTS) $(PD_FLOW_GOLDEN_TESTS:.pd=.err) \
+	tests/golden/run/valid_two.csv tests/golden/run/valid_three.csv tests/run/valid_train.sh
