@@ -614,7 +614,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                             .prefetch = prefetch_pays()};
   if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
   if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
-  if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err))) goto out;
+  if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
+    goto out;
   int64_t steps = pd_batcher_num_batches(bt), total = steps * epochs;
   /* Resume. */
   pd_ckpt_meta meta = {0};
@@ -705,7 +706,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     double el = pd_train_now() - pg.t0, vsec = 0;
     bool stop = false;
     line.len = line2.len = 0;
-    if (vd && (st = pd_valid_epoch(vd, e, (int)epochs, &line, &line2, &stop, &vsec, err)))
+    if (vd && (st = pd_valid_epoch(vd, e, &line, &line2, &stop, &vsec, err)))
       goto out;
     if (line.oom || line2.oom) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");

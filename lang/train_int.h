@@ -49,7 +49,8 @@ typedef struct pd_valid pd_valid;
 /* The validation of a train action: NULL in *out when it has no valid = READER. Opens the
  * validation reader and checks that it feeds the program (an error names the validation
  * reader, at `valid`), names the metrics ("loss" for the cost, then each metric's var name
- * without ".tmp_N", made unique: "accuracy", "mean", "mean_2") and checks `monitor` against them. */
+ * without ".tmp_N", made unique: "accuracy", "mean", "mean_2") and checks `monitor` against
+ * them. */
 pd_status pd_valid_new(pd_runner *r, const pd_action *a, const char *cost, pd_valid **out,
                        pd_error *err);
 void pd_valid_free(pd_valid *v);
@@ -70,13 +71,14 @@ pd_status pd_valid_declare(pd_valid *v, pd_program *p, pd_error *err);
 /* Whether the record says that early stopping ended the run (a resumed checkpoint). */
 bool pd_valid_stopped(const pd_valid *v);
 
-/* After epoch `epoch` (0-based) of `epochs`: when validation is due (after every valid_every-th
- * epoch, counted from the first, so that a resumed run validates the same epochs), evaluates the cost and the metrics on the validation reader, appends
- * ", valid loss 0.1234, valid accuracy 0.9500" to line, updates the best value (keeping a copy of
- * the parameters with keep_best) and sets *stop when early_stop epochs passed without a better
- * value (a note why goes to line2). *seconds: how long the validation took. */
-pd_status pd_valid_epoch(pd_valid *v, int epoch, int epochs, pd_buf *line, pd_buf *line2,
-                         bool *stop, double *seconds, pd_error *err);
+/* After epoch `epoch` (0-based): when validation is due (after every valid_every-th epoch,
+ * counted from the first, so that a resumed run validates the same epochs), evaluates the cost
+ * and the metrics on the validation reader, appends ", valid loss 0.1234, valid accuracy
+ * 0.9500" to line, updates the best value (keeping a copy of the parameters with keep_best)
+ * and sets *stop when early_stop validations passed without a better value (a note why goes
+ * to line2). *seconds: how long the validation took. */
+pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bool *stop,
+                         double *seconds, pd_error *err);
 
 /* At the end of training: with keep_best, the best epoch's parameters (when an epoch was
  * validated) replace the model's, with a note on progress (which may be NULL). */

@@ -50,7 +50,8 @@ static pd_status at_valid(const pd_action *a, pd_error *err, pd_status st) {
   err->msg = NULL;
   const char *m = msg ? msg : pd_status_str(st);
   if (strncmp(m, "train: ", 7) == 0) m += 7;
-  pd_error_set(err, st, pd_train_opt_loc(a, "valid"), "train: the validation reader (valid): %s", m);
+  pd_error_set(err, st, pd_train_opt_loc(a, "valid"), "train: the validation reader (valid): %s",
+               m);
   pd_free(msg);
   return st;
 }
@@ -144,7 +145,8 @@ static pd_status state_io(pd_valid *v, double *s, bool put) {
     return PD_ERUNTIME;
   void *d = pd_tensor_data(t);
   size_t nb = sizeof *s * S_N;
-  return put ? pd_mem_copy(d, t->place, s, PD_K_HOST, nb) : pd_mem_copy(s, PD_K_HOST, d, t->place, nb);
+  return put ? pd_mem_copy(d, t->place, s, PD_K_HOST, nb)
+             : pd_mem_copy(s, PD_K_HOST, d, t->place, nb);
 }
 
 static pd_status declare_var(pd_program *p, const char *name, pd_dtype dt, int nd,
@@ -211,11 +213,10 @@ bool pd_valid_stopped(const pd_valid *v) {
   return v && !state_io((pd_valid *)v, s, false) && s[S_STOPPED] != 0;
 }
 
-pd_status pd_valid_epoch(pd_valid *v, int epoch, int epochs, pd_buf *line, pd_buf *line2,
-                         bool *stop, double *seconds, pd_error *err) {
+pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bool *stop,
+                         double *seconds, pd_error *err) {
   *stop = false;
   *seconds = 0;
-  (void)epochs;
   if ((epoch + 1) % v->every != 0) return PD_OK;
   double t0 = pd_train_now(), means[MAX_METRICS];
   int64_t samples;
