@@ -569,6 +569,56 @@ static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_pr
   return st;
 }
 
+/* ---- The learning-rate schedule across train calls: a call on the same cost with the same
+ * optimizer (kind and hyper-parameters) goes on with the global step and the schedule where
+ * the call before it left them; another optimizer, or another cost, starts a new schedule at
+ * step 0. The record, int64 [3] {the global step, the schedule's length in steps (what a
+ * cosine schedule without decay_steps spans: the steps of the call that started it), the
+ * optimizer's hash}, lives in the global scope as "@SCHEDULE@" + the cost's name. ---- */
+
+static uint64_t optimizer_hash(const pd_optimizer *o) {
+  pd_buf b;
+  pd_buf_init(&b);
+  describe_optimizer(o, &b);
+  uint64_t h = pd_hash_bytes(b.data ? b.data : "", b.len) ^ (b.oom ? 1u : 0u);
+  pd_buf_free(&b);
+  return h;
+}
+
+static pd_tensor *schedule_record(pd_runner *r, const char *cost, bool create) {
+  pd_buf name;
+  pd_buf_init(&name);
+  pd_buf_printf(&name, "@SCHEDULE@%s", cost);
+  pd_variable *v = name.oom ? NULL
+                   : create ? pd_scope_var(r->global, name.data)
+                            : pd_scope_find_local_var(r->global, name.data);
+  pd_buf_free(&name);
+  return v ? pd_var_tensor(v) : NULL;
+}
+
+/* Where the schedule of cost and o stands: true when an earlier call left one to go on with. */
+static bool schedule_resume(pd_runner *r, const char *cost, const pd_optimizer *o,
+                            int64_t *gstep, int64_t *total) {
+  pd_tensor *t = schedule_record(r, cost, false);
+  if (!t || !pd_tensor_initialized(t) || t->dtype != PD_INT64 || pd_tensor_numel(t) != 3 ||
+      t->place != PD_K_HOST || (uint64_t)PD_TENSOR_I64(t)[2] != optimizer_hash(o))
+    return false;
+  *gstep = PD_TENSOR_I64(t)[0];
+  *total = PD_TENSOR_I64(t)[1];
+  return true;
+}
+
+static pd_status schedule_save(pd_runner *r, const char *cost, const pd_optimizer *o,
+                               int64_t gstep, int64_t total) {
+  pd_tensor *t = schedule_record(r, cost, true);
+  int64_t three = 3;
+  if (!t || pd_tensor_resize(t, PD_INT64, 1, &three)) return PD_ENOMEM;
+  PD_TENSOR_I64(t)[0] = gstep;
+  PD_TENSOR_I64(t)[1] = total;
+  PD_TENSOR_I64(t)[2] = (int64_t)optimizer_hash(o);
+  return PD_OK;
+}
+
 static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *path,
                                  const pd_ckpt_meta *meta, pd_error *err) {
   const char **names;
@@ -591,6 +641,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_program *p = NULL, *init = NULL;
   pd_exec *ex = NULL;
   pd_valid *vd = NULL;
+  int64_t gstep = 0, total = 0;   /* the global step, the schedule's length */
+  bool scheduled = false;         /* gstep counts: the schedule is recorded at the end */
   pd_buf line, line2;   /* the epoch's validation, and a note after it */
   pd_buf_init(&line);
   pd_buf_init(&line2);
@@ -616,12 +668,18 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
   if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
     goto out;
-  int64_t steps = pd_batcher_num_batches(bt), total = steps * epochs;
+  int64_t steps = pd_batcher_num_batches(bt);
+  total = steps * epochs;
   /* Resume. */
   pd_ckpt_meta meta = {0};
   int first_epoch = 0;
-  int64_t skip = 0, gstep = 0;
+  int64_t skip = 0;
   progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
+  bool goes_on = schedule_resume(r, cost, &o, &gstep, &total);
+  scheduled = true;
+  if (goes_on && pg.out && gstep > 0)
+    fprintf(pg.out, "train: the learning-rate schedule goes on from step %lld\n",
+            (long long)gstep);
   char setup[PD_CKPT_SETUP_SIZE] = "";
   if (ckpt && (st = train_setup(r, a, p, &o, batch, vd, setup))) {
     st = pd_error_set(err, st, a->loc, "out of memory");
@@ -734,6 +792,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
    * epoch's (a later call with more epochs goes on from them) and the best as NAME@BEST. */
   if (!st && vd) st = pd_valid_finish(vd, pg.out, err);
 out:
+  if (scheduled && schedule_save(r, cost, &o, gstep, total) && !st)
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
   pd_buf_free(&line);
   pd_buf_free(&line2);
   pd_valid_free(vd);

@@ -3,7 +3,7 @@
 #   tests/golden/check: the compile-time errors of the new options (a metric that is not one
 #     number per batch, early_stop without valid, valid that is not a reader, mode, keep_best);
 #   tests/golden/run: a validation reader whose fields do not match the training reader's, an
-#     unknown monitor;
+#     unknown monitor; the learning-rate schedule going on across train calls;
 #   tests/run/valid_train.sh: the validation's values against a hand computation, early stopping,
 #     keep_best, and a resume from a checkpoint with both, bit for bit.
 PD_FLOW_GOLDEN_TESTS = tests/golden/check/train_metric_shape.pd \
@@ -13,6 +13,9 @@ PD_FLOW_GOLDEN_TESTS = tests/golden/check/train_metric_shape.pd \
 	tests/golden/check/train_keep_best_bool.pd \
 	tests/golden/run/train_valid_fields.pd \
 	tests/golden/run/train_monitor_unknown.pd
-TESTS += $(PD_FLOW_GOLDEN_TESTS) tests/run/valid_train.sh
+TESTS += $(PD_FLOW_GOLDEN_TESTS) tests/golden/run/train_schedule_continues.pd \
+	tests/run/valid_train.sh
 EXTRA_DIST += $(PD_FLOW_GOLDEN_TESTS) $(PD_FLOW_GOLDEN_TESTS:.pd=.err) \
-	tests/golden/run/valid_two.csv tests/golden/run/valid_three.csv tests/run/valid_train.sh
+	tests/golden/run/valid_two.csv tests/golden/run/valid_three.csv tests/run/valid_train.sh \
+	tests/golden/run/train_schedule_continues.pd tests/golden/run/train_schedule_continues.out \
+	tests/golden/run/schedule_one.csv
