@@ -5,6 +5,7 @@
 #include "config.h"
 #include "lang/builtins_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,11 +22,11 @@ static const struct spec {
               "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
                "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"csv", {"path", "label", "features", "header"}, 1},
-    {"fashion_mnist", {"split", "path"}, 1},
+    {"csv", {"path", "label", "features", "header", "split", "valid", "seed"}, 1},
+    {"fashion_mnist", {"split", "path", "valid", "seed"}, 1},
     {"kaiming", {"uniform", "fan_in"}, 0},
-    {"lines", {"paths", "min_length", "max_length", "split", "test_every"}, 1},
-    {"mnist", {"split", "path"}, 1},
+    {"lines", {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed"}, 1},
+    {"mnist", {"split", "path", "valid", "seed"}, 1},
     {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
                   "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"normal", {"mean", "std"}, 2},
@@ -34,10 +35,42 @@ static const struct spec {
                  "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
              "decay_rate"}, 1},
-    {"text", {"path", "length"}, 1},
+    {"text", {"path", "length", "split", "valid", "seed"}, 1},
     {"uniform", {"low", "high"}, 2},
     {"xavier", {NULL}, 0},
 };
+
+/* A validation split: split = "valid" (the held-out part) or "train" (the rest) with
+ * valid = F, the fraction held out (default 0.1 for "valid"), and seed = S (default 0), which
+ * picks the samples (lang/train.c applies it, vm/reader/reader_split.c). The arguments at
+ * positions si (split), vi (valid) and vi + 1 (seed). */
+static bool check_split(C *c, const char *reader, call_args *a, int si, int vi) {
+  pd_loc loc, sloc;
+  value *split = pd_cmp_arg(a, si, "split", &sloc), *v;
+  const char *s = split && split->k == V_STR ? split->s : NULL;
+  if ((v = pd_cmp_arg(a, vi + 1, "seed", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < 0)) {
+    pd_cmp_error(c, loc, "%s: 'seed' (which samples the validation split holds out) must be a "
+                 "non-negative integer", reader);
+    return false;
+  }
+  if (!(v = pd_cmp_arg(a, vi, "valid", &loc)) || v->k == V_NONE) return true;
+  double f = v->k == V_INT ? (double)v->i : v->k == V_FLOAT ? v->f : NAN;
+  if (!(f > 0 && f < 1)) {
+    char num[32];
+    snprintf(num, sizeof num, "%g", f);
+    pd_cmp_error(c, loc, "%s: 'valid' is the fraction of the training samples held out for "
+                 "validation, a number between 0 and 1 (0.1: a tenth), not %s", reader,
+                 pd_cmp_is_number(v) ? num : pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  if (!s || (strcmp(s, "train") != 0 && strcmp(s, "valid") != 0)) {
+    pd_cmp_error(c, split ? sloc : loc, "%s: 'valid' splits the training data: give split = "
+                 "\"train\" (the rest) or split = \"valid\" (the held-out part)%s", reader,
+                 s ? ", not \"test\"" : "");
+    return false;
+  }
+  return true;
+}
 
 /* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5): the arguments
  * are checked here, so that a mistake is reported at the argument before anything runs. */
@@ -70,8 +103,9 @@ static bool check_lines_spec(C *c, call_args *a) {
     return false;
   }
   if ((v = pd_cmp_arg(a, 3, "split", &loc)) && v->k != V_NONE &&
-      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-    pd_cmp_error(c, loc, "lines: 'split' must be none, \"train\" or \"test\"");
+      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0 &&
+                         strcmp(v->s, "valid") != 0))) {
+    pd_cmp_error(c, loc, "lines: 'split' must be none, \"train\", \"valid\" or \"test\"");
     return false;
   }
   if ((v = pd_cmp_arg(a, 4, "test_every", &loc)) && (v->k != V_INT || v->i < 2)) {
@@ -80,7 +114,7 @@ static bool check_lines_spec(C *c, call_args *a) {
                  "file is a test line)");
     return false;
   }
-  return true;
+  return check_split(c, "lines", a, 3, 5);
 }
 
 /* The other readers' arguments, checked here too: an argument that is given must be of the
@@ -105,18 +139,32 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
       pd_cmp_error(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
       return false;
     }
+    if ((v = pd_cmp_arg(a, 2, "split", &loc)) && v->k != V_NONE &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "text: 'split' must be none, \"train\" or \"valid\"");
+      return false;
+    }
+    if (!check_split(c, r, a, 2, 3)) return false;
   } else if (strcmp(r, "mnist") == 0 || strcmp(r, "fashion_mnist") == 0) {
     if ((v = pd_cmp_arg(a, 0, "split", &loc)) &&
-        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-      pd_cmp_error(c, loc, "%s: 'split' must be \"train\" or \"test\"", r);
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0 &&
+                           strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "%s: 'split' must be \"train\", \"valid\" or \"test\"", r);
       return false;
     }
     if (!want_reader_arg(c, r, a, 1, "path", V_STR, "a folder name")) return false;
+    if (!check_split(c, r, a, 0, 2)) return false;
   } else if (strcmp(r, "csv") == 0) {
     if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
         !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
         !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
       return false;
+    if ((v = pd_cmp_arg(a, 4, "split", &loc)) && v->k != V_NONE &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "csv: 'split' must be none, \"train\" or \"valid\"");
+      return false;
+    }
+    if (!check_split(c, r, a, 4, 5)) return false;
     if ((v = pd_cmp_arg(a, 2, "features", &loc)) && v->k != V_NONE) {
       bool names = v->k == V_LIST && v->list.n <= 256;
       for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
@@ -241,7 +289,8 @@ static const struct action_spec {
      1,
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
-      "valid", "metrics", "valid_every", "early_stop", "monitor", "mode", "keep_best", NULL}},
+      "valid", "metrics", "valid_every", "early_stop", "monitor", "mode", "keep_best", "log",
+      NULL}},
 };
 
 static bool record_is(const value *v, const char *const *names) {
@@ -367,6 +416,13 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                      seed ? "non-negative" : "positive");
         return false;
       }
+    }
+    pd_loc ll;
+    value *lv = pd_cmp_arg(a, -1, "log", &ll);
+    if (lv && (lv->k != V_STR || !*lv->s)) {
+      pd_cmp_error(c, ll, "train: 'log' must name a file (\"run.csv\", or \"run.jsonl\" for "
+                   "JSON lines), not %s", pd_cmp_vkind_phrase(lv));
+      return false;
     }
     return check_validation(c, a, readers);
   }

@@ -7,6 +7,6 @@ libpdlang_internal_la_SOURCES += lang/compile.h lang/compile_int.h lang/compile.
 dist_stdlib_DATA += stdlib/layers.pd
 libpdlang_internal_la_SOURCES += lang/run.h lang/run_int.h lang/runner.c lang/train.h \
 	lang/train.c lang/run.c
-# train's validation, early stopping and keep_best (lang/train_valid.c), and what it shares
-# with train.c (lang/train_int.h).
-libpdlang_internal_la_SOURCES += lang/train_int.h lang/train_valid.c
+# train's validation, early stopping and keep_best (lang/train_valid.c), its log
+# (lang/train_log.c), and what they share with train.c (lang/train_int.h).
+libpdlang_internal_la_SOURCES += lang/train_int.h lang/train_valid.c lang/train_log.c

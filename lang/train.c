@@ -1,11 +1,11 @@
 /* train.c -- the actions that run a program over data or move its parameters to and from disk:
  *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=,
- *         valid=, metrics=, valid_every=, early_stop=, monitor=, mode=, keep_best=)
+ *         valid=, metrics=, valid_every=, early_stop=, monitor=, mode=, keep_best=, log=)
  *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
  *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
  *       per minibatch in a fresh scope under the global one, with progress on the progress
  *       stream; Ctrl-C stops after the minibatch; the validation options are
- *       lang/train_valid.c's;
+ *       lang/train_valid.c's, the log lang/train_log.c's;
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
  *   save(path, target, ...) writes the inference program for the targets (feed and fetch ops
@@ -115,7 +115,7 @@ static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset 
       .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
       .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
                : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
-                                                     : PD_LINES_TRAIN,
+                                                     : PD_LINES_TRAIN,  /* "train", "valid" */
       .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5};
   int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
   char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
@@ -142,6 +142,34 @@ static bool prefetch_pays(void) {
   return t.cpus > t.threads;
 }
 
+/* A validation split (split = "valid", or "train" with valid = F; the compiler checked the
+ * arguments): *ds becomes its part (vm/reader/reader.h, pd_dataset_split). */
+static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err) {
+  const pd_cval *split = pd_cval_field(spec, "split");
+  const char *s = split && split->kind == PD_CVAL_STRING ? split->str : "";
+  double frac = 0.1;
+  bool given = num(pd_cval_field(spec, "valid"), &frac);
+  bool held_out = strcmp(s, "valid") == 0;
+  if (!held_out && !(given && strcmp(s, "train") == 0)) return PD_OK;
+  const pd_cval *seed = pd_cval_field(spec, "seed");
+  pd_dataset *part = NULL;
+  uint64_t sd = seed && seed->kind == PD_CVAL_INT ? (uint64_t)seed->i : 0;
+  pd_status st = pd_dataset_split(*ds, frac, sd, held_out, &part, err);
+  if (st) {
+    pd_error *e = err;
+    if (e && e->msg) { /* name the reader */
+      char *m = e->msg;
+      e->msg = NULL;
+      pd_error_set(e, st, e->loc, "%s: %s", spec->str, m);
+      pd_free(m);
+    }
+    return st;
+  }
+  pd_dataset_free(*ds);
+  *ds = part;
+  return PD_OK;
+}
+
 static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset **out,
                              pd_error *err) {
   *out = NULL;
@@ -155,9 +183,11 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
   pd_status st;
   if (strcmp(name, "fashion_mnist") == 0 || strcmp(name, "mnist") == 0) {
     const char *split = f0 && f0->kind == PD_CVAL_STRING ? f0->str : "train";
+    if (strcmp(split, "valid") == 0) split = "train";  /* held out of it below */
     if (strcmp(split, "train") && strcmp(split, "test"))
       return pd_error_set(err, PD_EINVAL, pd_cval_field_loc(spec, "split", at),
-                          "%s: split must be \"train\" or \"test\", not \"%s\"", name, split);
+                          "%s: split must be \"train\", \"valid\" or \"test\", not \"%s\"",
+                          name, split);
     const pd_cval *p = pd_cval_field(spec, "path");
     char *dir = p && p->kind == PD_CVAL_STRING ? script_path(a, p->str) : NULL;
     st = pd_dataset_mnist(name, split, dir, out, err);
@@ -203,6 +233,7 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
     return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
                         "unknown reader '%s'", name);
   }
+  if (!st) st = apply_split(spec, out, err);
   return pd_run_at_loc(err, st, at, NULL);
 }
 
@@ -641,6 +672,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_program *p = NULL, *init = NULL;
   pd_exec *ex = NULL;
   pd_valid *vd = NULL;
+  pd_train_log *lg = NULL;
+  char *log_path = NULL;
   int64_t gstep = 0, total = 0;   /* the global step, the schedule's length */
   bool scheduled = false;         /* gstep counts: the schedule is recorded at the end */
   pd_buf line, line2;   /* the epoch's validation, and a note after it */
@@ -672,6 +705,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   total = steps * epochs;
   /* Resume. */
   pd_ckpt_meta meta = {0};
+  bool resumed = false;
   int first_epoch = 0;
   int64_t skip = 0;
   progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
@@ -690,6 +724,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
       pd_run_at_loc(err, st, pd_train_opt_loc(a, "checkpoint"), "checkpoint");
       goto out;
     }
+    resumed = true;
     first_epoch = (int)meta.epoch;
     skip = meta.step;
     gstep = meta.global_step;
@@ -705,6 +740,15 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     else if (pg.out)
       fprintf(pg.out, "resuming from %s: epoch %d, step %lld\n", ckpt, first_epoch + 1,
               (long long)skip);
+  }
+  /* The log: train's log =, else the run's --log. */
+  const char *lname = opt_str(a, "log") ? opt_str(a, "log") : r->opts.log_path;
+  if (lname) {
+    if (!(log_path = opt_str(a, "log") ? script_path(a, lname) : pd_strdup(lname))) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    if ((st = pd_train_log_open(r, a, log_path, resumed, vd, &lg, err))) goto out;
   }
   pg.bar = pg.out && (r->opts.progress_mode == PD_PROGRESS_BAR ||
                       (r->opts.progress_mode == PD_PROGRESS_AUTO && isatty(fileno(pg.out))));
@@ -742,6 +786,13 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
       samples += rows;
       done = s + 1;
       gstep++;
+      pd_train_log_loss(lg, loss);
+      if (lg && done % pg.every == 0 && done != steps) {
+        double el = pd_train_now() - pg.t0;
+        if ((st = pd_train_log_step(lg, e + 1, gstep, lr, el > 0 ? (double)samples / el : 0,
+                                    pd_train_opt_loc(a, "log"), err)))
+          goto out;
+      }
       progress_step(&pg, e + 1, (int)epochs, done, steps, sum / (double)samples, samples);
       if (r->opts.interrupt && *r->opts.interrupt) {
         if (pg.bar) fputc('\n', pg.out);
@@ -777,6 +828,12 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     if ((e + 1) % every == 0 || e == first_epoch || e + 1 == epochs || line.len || stop)
       epoch_summary(&pg, e + 1, (int)epochs, samples ? sum / (double)samples : 0.0, samples, el,
                     lr, line.len ? line.data : "", line2.len ? line2.data : NULL);
+    if (lg && ((st = pd_train_log_step(lg, e + 1, gstep, lr, el > 0 ? (double)samples / el : 0,
+                                       pd_train_opt_loc(a, "log"), err)) ||
+               (st = pd_train_log_epoch(lg, e + 1, gstep, samples ? sum / (double)samples : 0.0,
+                                        lr, el > 0 ? (double)samples / el : 0, pd_valid_last(vd),
+                                        pd_train_opt_loc(a, "log"), err))))
+      goto out;
     if (ckpt) {
       meta = (pd_ckpt_meta){.epoch = e + 1, .step = 0, .global_step = gstep,
                             .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
@@ -794,6 +851,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
 out:
   if (scheduled && schedule_save(r, cost, &o, gstep, total) && !st)
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  pd_train_log_close(lg);
+  pd_free(log_path);
   pd_buf_free(&line);
   pd_buf_free(&line2);
   pd_valid_free(vd);

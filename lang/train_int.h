@@ -55,6 +55,13 @@ pd_status pd_valid_new(pd_runner *r, const pd_action *a, const char *cost, pd_va
                        pd_error *err);
 void pd_valid_free(pd_valid *v);
 
+/* How many values a validation gives (the cost and the metrics), the name of value i ("loss",
+ * "accuracy", ...: borrowed), and the values of the last epoch's validation (borrowed; NULL
+ * when that epoch did not validate). */
+int pd_valid_count(const pd_valid *v);
+const char *pd_valid_name(const pd_valid *v, int i);
+const double *pd_valid_last(const pd_valid *v);
+
 /* The averager of the validation's cost and metrics (borrowed). */
 pd_averager *pd_valid_averager(pd_valid *v);
 
@@ -83,5 +90,29 @@ pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bo
 /* At the end of training: with keep_best, the best epoch's parameters (when an epoch was
  * validated) replace the model's, with a note on progress (which may be NULL). */
 pd_status pd_valid_finish(pd_valid *v, FILE *progress, pd_error *err);
+
+/* ---- lang/train_log.c ---- */
+
+typedef struct pd_train_log pd_train_log;
+
+/* Open train's log at path (as the script names it, resolved): CSV, or JSON lines for a name
+ * ending in .jsonl. It starts over unless the run resumed from a checkpoint (resumed) or an
+ * earlier train call of this runner wrote it; then rows are appended. The CSV header:
+ * kind,epoch,step,loss,lr,samples_per_s,time_s and valid_NAME for each of vd's values (vd may be
+ * NULL). PD_EIO at `log` when it cannot be opened. */
+pd_status pd_train_log_open(pd_runner *r, const pd_action *a, const char *path, bool resumed,
+                            const pd_valid *vd, pd_train_log **out, pd_error *err);
+void pd_train_log_close(pd_train_log *l);   /* NULL: no-op */
+/* A step's loss, for the next step row (the mean of those since the last one). l may be NULL. */
+void pd_train_log_loss(pd_train_log *l, double loss);
+/* A step row ("step", the epoch (1-based), the global step, the mean loss since the last row,
+ * the learning rate, samples/s, the seconds since the log opened), flushed; nothing when no
+ * step was added since. An epoch row: the epoch's mean loss and the validation's values
+ * (valid: NULL when it did not validate: empty cells, absent JSON keys). PD_EIO at loc when
+ * the file cannot be written. l may be NULL. */
+pd_status pd_train_log_step(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
+                            pd_loc loc, pd_error *err);
+pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double loss, double lr,
+                             double sps, const double *valid, pd_loc loc, pd_error *err);
 
 #endif /* PD_TRAIN_INT_H */

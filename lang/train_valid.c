@@ -34,7 +34,15 @@ struct pd_valid {
   bool keep_best;
   int nparams;
   const char **params;                  /* the model's parameters (names borrowed from main) */
+  double last[MAX_METRICS];             /* the last validation's values, */
+  bool validated;                       /* when the last epoch validated */
 };
+
+int pd_valid_count(const pd_valid *v) { return v->n; }
+const char *pd_valid_name(const pd_valid *v, int i) { return v->names[i]; }
+const double *pd_valid_last(const pd_valid *v) {
+  return v && v->validated ? v->last : NULL;
+}
 
 void pd_valid_free(pd_valid *v) {
   if (!v) return;
@@ -217,12 +225,14 @@ pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bo
                          double *seconds, pd_error *err) {
   *stop = false;
   *seconds = 0;
+  v->validated = false;
   if ((epoch + 1) % v->every != 0) return PD_OK;
-  double t0 = pd_train_now(), means[MAX_METRICS];
+  double t0 = pd_train_now(), *means = v->last;
   int64_t samples;
   pd_status st = pd_averager_run(v->av, means, &samples, err);
   *seconds = pd_train_now() - t0;
   if (st) return st;
+  v->validated = true;
   for (int i = 0; i < v->n; i++)
     pd_buf_printf(line, ", valid %s %.4f", v->names[i], means[i]);
   double s[S_N];

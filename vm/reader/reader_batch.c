@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "vm/reader/reader_int.h"
 
 static const pd_loc nowhere = {0};
 
@@ -70,7 +71,7 @@ static uint64_t uniform(uint64_t *s, uint64_t k) {
   return r % k;
 }
 
-static void make_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
+void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
   uint64_t s = mix64(seed ^ mix64((uint64_t)epoch + 1));
   for (int64_t i = 0; i < n; i++) perm[i] = i;
   for (int64_t i = n - 1; i >= 1; i--) {
@@ -199,7 +200,7 @@ pd_status pd_batcher_start_epoch(pd_batcher *b, int epoch) {
     b->state = JOB_IDLE;
     pthread_mutex_unlock(&b->mu);
   }
-  if (b->perm) make_perm(b->perm, b->n, b->o.seed, epoch);
+  if (b->perm) pd_reader_perm(b->perm, b->n, b->o.seed, epoch);
   b->pos = 0;
   if (b->threaded) {
     pthread_mutex_lock(&b->mu);
