@@ -4,6 +4,7 @@
  * are recorded in the unit and run after compilation (lang/run.c). */
 #include "config.h"
 #include "lang/builtins_int.h"
+#include "lang/plot.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -290,7 +291,7 @@ static const struct action_spec {
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
       "valid", "metrics", "valid_every", "early_stop", "monitor", "mode", "keep_best", "log",
-      NULL}},
+      "plot", NULL}},
 };
 
 static bool record_is(const value *v, const char *const *names) {
@@ -422,6 +423,16 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     if (lv && (lv->k != V_STR || !*lv->s)) {
       pd_cmp_error(c, ll, "train: 'log' must name a file (\"run.csv\", or \"run.jsonl\" for "
                    "JSON lines), not %s", pd_cmp_vkind_phrase(lv));
+      return false;
+    }
+    if ((lv = pd_cmp_arg(a, -1, "plot", &ll)) && (lv->k != V_STR || !*lv->s)) {
+      pd_cmp_error(c, ll, "train: 'plot' must name a PNG file (\"curves.png\"), not %s",
+                   pd_cmp_vkind_phrase(lv));
+      return false;
+    }
+    if (lv && !pd_plot_available()) {
+      pd_cmp_error(c, ll, "train: 'plot' draws with cairo, and this pdlang was built without it "
+                   "(install libcairo2-dev and configure again)");
       return false;
     }
     return check_validation(c, a, readers);

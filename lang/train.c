@@ -1,11 +1,12 @@
 /* train.c -- the actions that run a program over data or move its parameters to and from disk:
  *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=,
- *         valid=, metrics=, valid_every=, early_stop=, monitor=, mode=, keep_best=, log=)
+ *         valid=, metrics=, valid_every=, early_stop=, monitor=, mode=, keep_best=, log=,
+ *         plot=)
  *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
  *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
  *       per minibatch in a fresh scope under the global one, with progress on the progress
  *       stream; Ctrl-C stops after the minibatch; the validation options are
- *       lang/train_valid.c's, the log lang/train_log.c's;
+ *       lang/train_valid.c's, the log lang/train_log.c's, the plot lang/plot.c's;
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
  *   save(path, target, ...) writes the inference program for the targets (feed and fetch ops
@@ -32,6 +33,7 @@
 #include "lang/run_int.h"
 #include "vm/ir/serialize.h"
 #include "lang/train.h"
+#include "lang/plot.h"
 #include "lang/train_int.h"
 #include "vm/passes/optimizer.h"
 #include "vm/passes/pipeline.h"
@@ -660,6 +662,15 @@ static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *
   return st;
 }
 
+/* The log a plot draws when train names no other: "curves.png" -> "curves.csv". Heap. */
+static char *plot_log_name(const char *png) {
+  size_t n = strlen(png);
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "%.*s.csv", (int)(n > 4 && strcmp(png + n - 4, ".png") == 0 ? n - 4 : n), png);
+  return pd_buf_take(&b);
+}
+
 pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   const char *cost = a->args[0]->str;
   int64_t batch = opt_int(a, "batch", 64), epochs = opt_int(a, "epochs", 1);
@@ -673,7 +684,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_exec *ex = NULL;
   pd_valid *vd = NULL;
   pd_train_log *lg = NULL;
-  char *log_path = NULL;
+  char *log_path = NULL, *plot_path = NULL;
   int64_t gstep = 0, total = 0;   /* the global step, the schedule's length */
   bool scheduled = false;         /* gstep counts: the schedule is recorded at the end */
   pd_buf line, line2;   /* the epoch's validation, and a note after it */
@@ -741,10 +752,16 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
       fprintf(pg.out, "resuming from %s: epoch %d, step %lld\n", ckpt, first_epoch + 1,
               (long long)skip);
   }
-  /* The log: train's log =, else the run's --log. */
+  /* The log: train's log =, else the run's --log, else with plot = "NAME.png" NAME.csv. */
   const char *lname = opt_str(a, "log") ? opt_str(a, "log") : r->opts.log_path;
-  if (lname) {
-    if (!(log_path = opt_str(a, "log") ? script_path(a, lname) : pd_strdup(lname))) {
+  if (opt_str(a, "plot") && !(plot_path = script_path(a, opt_str(a, "plot")))) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  if (lname || plot_path) {
+    if (lname) log_path = opt_str(a, "log") ? script_path(a, lname) : pd_strdup(lname);
+    else log_path = plot_log_name(plot_path);
+    if (!log_path) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
       goto out;
     }
@@ -848,11 +865,19 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   /* keep_best: the best epoch's parameters replace the model's. The checkpoint keeps the last
    * epoch's (a later call with more epochs goes on from them) and the best as NAME@BEST. */
   if (!st && vd) st = pd_valid_finish(vd, pg.out, err);
+  /* plot = "NAME.png": the curves of the log, drawn when training ends. */
+  if (!st && plot_path) {
+    pd_train_log_close(lg);
+    lg = NULL;
+    if ((st = pd_plot_log(log_path, plot_path, 0, 0, err)))
+      pd_run_at_loc(err, st, pd_train_opt_loc(a, "plot"), "plot");
+  }
 out:
   if (scheduled && schedule_save(r, cost, &o, gstep, total) && !st)
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
   pd_train_log_close(lg);
   pd_free(log_path);
+  pd_free(plot_path);
   pd_buf_free(&line);
   pd_buf_free(&line2);
   pd_valid_free(vd);

@@ -21,16 +21,24 @@ PD_FLOW_GOLDEN_TESTS = tests/golden/check/train_metric_shape.pd \
 	tests/golden/run/train_valid_fields.pd \
 	tests/golden/run/train_monitor_unknown.pd \
 	tests/golden/check/train_log_not_file.pd \
-	tests/golden/run/train_log_unwritable.pd
+	tests/golden/run/train_log_unwritable.pd \
+	tests/golden/check/train_plot_not_file.pd
 TESTS += $(PD_FLOW_GOLDEN_TESTS) tests/golden/run/train_schedule_continues.pd \
-	tests/run/valid_train.sh tests/run/train_log.sh
+	tests/run/valid_train.sh tests/run/train_log.sh tests/run/plot.sh
 EXTRA_DIST += $(PD_FLOW_GOLDEN_TESTS) $(PD_FLOW_GOLDEN_TESTS:.pd=.err) \
 	tests/golden/run/valid_two.csv tests/golden/run/valid_three.csv tests/run/valid_train.sh \
 	tests/golden/run/train_schedule_continues.pd tests/golden/run/train_schedule_continues.out \
-	tests/golden/run/schedule_one.csv tests/run/train_log.sh
+	tests/golden/run/schedule_one.csv tests/run/train_log.sh tests/run/plot.sh
 
 # tests/vm/test_reader_split: validation splits of a dataset (vm/reader/reader_split.c).
 check_PROGRAMS += tests/vm/test_reader_split
 tests_vm_test_reader_split_SOURCES = tests/vm/test_reader_split.c
 tests_vm_test_reader_split_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_reader_split
+
+# tests/vm/test_plot: the training curves of lang/plot.c, the PNG decoded with cairo (without
+# cairo: the error that says so); tests/run/plot.sh: `pdlang plot` and train(..., plot = ...).
+check_PROGRAMS += tests/vm/test_plot
+tests_vm_test_plot_SOURCES = tests/vm/test_plot.c
+tests_vm_test_plot_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/vm/test_plot
