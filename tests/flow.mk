@@ -23,6 +23,10 @@ PD_FLOW_GOLDEN_TESTS = tests/golden/check/train_metric_shape.pd \
 	tests/golden/check/train_log_not_file.pd \
 	tests/golden/run/train_log_unwritable.pd \
 	tests/golden/check/train_plot_not_file.pd
+# pdlang summary (tests/golden/summary: the counts checked against the parameters' sizes in
+# the script's comments) and the REPL's :summary (tests/run/summary.sh).
+TESTS += tests/golden/summary/layers.pd tests/run/summary.sh
+EXTRA_DIST += tests/golden/summary/layers.pd tests/golden/summary/layers.out tests/run/summary.sh
 TESTS += $(PD_FLOW_GOLDEN_TESTS) tests/golden/run/train_schedule_continues.pd \
 	tests/run/valid_train.sh tests/run/train_log.sh tests/run/plot.sh
 EXTRA_DIST += $(PD_FLOW_GOLDEN_TESTS) $(PD_FLOW_GOLDEN_TESTS:.pd=.err) \
