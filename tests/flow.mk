@@ -46,3 +46,9 @@ check_PROGRAMS += tests/vm/test_plot
 tests_vm_test_plot_SOURCES = tests/vm/test_plot.c
 tests_vm_test_plot_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_plot
+
+# LeakSanitizer ignores the caches fontconfig keeps for the process (tests/lsan.supp).
+EXTRA_DIST += tests/lsan.supp
+AM_TESTS_ENVIRONMENT += \
+	LSAN_OPTIONS=suppressions='$(abs_top_srcdir)/tests/lsan.supp':print_suppressions=0; \
+	export LSAN_OPTIONS;
