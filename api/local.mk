@@ -11,7 +11,7 @@ include_HEADERS += include/pdlang.h
 lib_LTLIBRARIES += libpdlang.la
 libpdlang_la_SOURCES = include/pdlang.h
 libpdlang_la_LIBADD = libpdlang-internal.la $(PROTOBUF_C_LIBS) $(OPENBLAS_LIBS) $(ZLIB_LIBS) \
-	$(MPI_LIBS) $(CUDA_LIBS) $(LIBS)
+	$(MPI_LIBS) $(CAIRO_LIBS) $(CUDA_LIBS) $(LIBS)
 libpdlang_la_LDFLAGS = $(AM_LDFLAGS) -shared -version-info $(PD_LT_VERSION) -no-undefined \
 	-export-symbols-regex '^pd_state_'
 pkgconfig_DATA += pdlang.pc

@@ -4,3 +4,5 @@
 # (tests/doc.mk).
 dist_man_MANS = doc/pdlang.1
 dist_doc_DATA = doc/language.md
+# The picture of training curves README.md shows (drawn by `pdlang plot`).
+EXTRA_DIST += doc/training-curves.png

@@ -66,6 +66,10 @@ static int run_run(int argc, char **argv) {
         fprintf(stderr, "pdlang run: --seed needs a non-negative integer, got '%s'\n", argv[i]);
         return 2;
       }
+    } else if (strcmp(a, "--log") == 0 && i + 1 < argc && *argv[i + 1]) {
+      o.log_path = argv[++i];
+    } else if (strncmp(a, "--log=", 6) == 0 && a[6]) {
+      o.log_path = a + 6;
     } else if (strcmp(a, "--check-nan-inf") == 0) {
       o.check_nan_inf = true;
     } else if (strcmp(a, "--profile") == 0) {
@@ -171,7 +175,7 @@ const pd_command pd_cmd_run = {
     .run = run_run,
     .summary = "compile a .pd script and run its actions (train, eval, print, ...)",
     .usage = "pdlang run [--seed N] [--check-nan-inf] [--device cpu|gpu[:N]]\n"
-             "           [--progress=auto|bar|lines|none] [--profile] FILE.pd\n"
+             "           [--progress=auto|bar|lines|none] [--log FILE] [--profile] FILE.pd\n"
              "\n"
              "Compiles FILE.pd (reporting every error before anything runs), then runs its\n"
              "actions in order.\n"
@@ -181,6 +185,8 @@ const pd_command pd_cmd_run = {
              "  --device DEV      compute on the CPU (default) or a GPU: gpu, gpu:N (a CUDA\n"
              "                    build; also PDLANG_DEVICE=gpu)\n"
              "  --progress=MODE   training progress: a bar on a terminal (auto), bar, lines, none\n"
+             "  --log FILE        train's log (a row per logged step and epoch) for every train\n"
+             "                    call without log = ...: CSV, or JSON lines for FILE.jsonl\n"
              "  --profile         at the end, time per op type on stderr (also PDLANG_PROFILE=1)\n"
              "\n"
              "Under mpirun (mpirun with N processes) each process is one rank of a\n"

@@ -11,3 +11,5 @@ pdlang_SOURCES += driver/cmd_check.c
 pdlang_SOURCES += driver/cmd_run.c
 pdlang_SOURCES += driver/cmd_exec.c
 pdlang_SOURCES += driver/cmd_repl.c driver/repl.h driver/repl.c
+pdlang_SOURCES += driver/cmd_plot.c
+pdlang_SOURCES += driver/cmd_summary.c

@@ -14,6 +14,8 @@ static const pd_command *const commands[] = {
     &pd_cmd_run,
     &pd_cmd_exec,
     &pd_cmd_repl,
+    &pd_cmd_plot,
+    &pd_cmd_summary,
 };
 
 static void usage(FILE *out) {

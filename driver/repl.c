@@ -13,6 +13,7 @@
 #include "lang/compile.h"
 #include "lang/parse.h"
 #include "lang/run.h"
+#include "lang/summary.h"
 #include "vm/ir/params.h"
 #include "vm/ir/serialize.h"
 #include "vm/ir/program.h"
@@ -43,7 +44,7 @@ struct pd_repl {
 };
 
 static const char *const commands[] = {"dot", "help", "load", "program", "quit",
-                                       "reset", "save", "vars"};
+                                       "reset", "save", "summary", "vars"};
 
 static const char *const keywords[] = {"and", "def", "else", "emit", "false", "for", "if",
                                        "import", "in", "let", "none", "not", "or", "return",
@@ -642,6 +643,7 @@ static void cmd_help(pd_repl *r) {
         "                    compile-time names, then the parameters; `all` lists every var\n"
         "                    of every block of the program\n"
         "  :program          the main program (ProgramDesc) so far\n"
+        "  :summary          its layers, output shapes and parameter counts\n"
         "  :dot FILE         write the main program as a Graphviz graph to FILE\n"
         "  :load FILE.pd     run a file's statements as if typed (all or nothing)\n"
         "  :save FILE.pdmodel  write the main program (framework.proto) and, beside it,\n"
@@ -1000,6 +1002,7 @@ static pd_repl_result command(pd_repl *r, const char *line) {
   pd_repl_result res = PD_REPL_OK;
   bool takes_file = !strcmp(name, "dot") || !strcmp(name, "load") || !strcmp(name, "save");
   bool takes_none = !strcmp(name, "program") || !strcmp(name, "reset") ||
+                    !strcmp(name, "summary") ||
                     !strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit");
   if (takes_file && !*a) {
     say_error(r, ":%s needs a file name (:%s FILE)", name, name);
@@ -1022,6 +1025,16 @@ static pd_repl_result command(pd_repl *r, const char *line) {
     pd_buf_init(&b);
     pd_program_dump(r->unit->main, &b);
     put_buf(r->o.out, &b);
+    pd_buf_free(&b);
+  } else if (!strcmp(name, "summary")) {
+    pd_buf b;
+    pd_buf_init(&b);
+    if (pd_unit_summary(r->unit, r->src, &b, NULL)) {
+      say_error(r, "out of memory");
+      res = PD_REPL_ERROR;
+    } else {
+      put_buf(r->o.out, &b);
+    }
     pd_buf_free(&b);
   } else if (!strcmp(name, "dot")) {
     res = write_program(r, a, true);

@@ -4,7 +4,10 @@
  * are recorded in the unit and run after compilation (lang/run.c). */
 #include "config.h"
 #include "lang/builtins_int.h"
+#include "lang/plot.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
@@ -20,11 +23,12 @@ static const struct spec {
               "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
                "lr_schedule", "decay_steps", "decay_rate"}, 1},
-    {"csv", {"path", "label", "features", "header", "delimiter", "fill"}, 1},
-    {"fashion_mnist", {"split", "path"}, 1},
+    {"csv", {"path", "label", "features", "header", "split", "valid", "seed", "delimiter",
+             "fill"}, 1},
+    {"fashion_mnist", {"split", "path", "valid", "seed"}, 1},
     {"kaiming", {"uniform", "fan_in"}, 0},
-    {"lines", {"paths", "min_length", "max_length", "split", "test_every"}, 1},
-    {"mnist", {"split", "path"}, 1},
+    {"lines", {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed"}, 1},
+    {"mnist", {"split", "path", "valid", "seed"}, 1},
     {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
                   "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"normal", {"mean", "std"}, 2},
@@ -33,10 +37,42 @@ static const struct spec {
                  "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
              "decay_rate"}, 1},
-    {"text", {"path", "length"}, 1},
+    {"text", {"path", "length", "split", "valid", "seed"}, 1},
     {"uniform", {"low", "high"}, 2},
     {"xavier", {NULL}, 0},
 };
+
+/* A validation split: split = "valid" (the held-out part) or "train" (the rest) with
+ * valid = F, the fraction held out (default 0.1 for "valid"), and seed = S (default 0), which
+ * picks the samples (lang/train.c applies it, vm/reader/reader_split.c). The arguments at
+ * positions si (split), vi (valid) and vi + 1 (seed). */
+static bool check_split(C *c, const char *reader, call_args *a, int si, int vi) {
+  pd_loc loc, sloc;
+  value *split = pd_cmp_arg(a, si, "split", &sloc), *v;
+  const char *s = split && split->k == V_STR ? split->s : NULL;
+  if ((v = pd_cmp_arg(a, vi + 1, "seed", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < 0)) {
+    pd_cmp_error(c, loc, "%s: 'seed' (which samples the validation split holds out) must be a "
+                 "non-negative integer", reader);
+    return false;
+  }
+  if (!(v = pd_cmp_arg(a, vi, "valid", &loc)) || v->k == V_NONE) return true;
+  double f = v->k == V_INT ? (double)v->i : v->k == V_FLOAT ? v->f : NAN;
+  if (!(f > 0 && f < 1)) {
+    char num[32];
+    snprintf(num, sizeof num, "%g", f);
+    pd_cmp_error(c, loc, "%s: 'valid' is the fraction of the training samples held out for "
+                 "validation, a number between 0 and 1 (0.1: a tenth), not %s", reader,
+                 pd_cmp_is_number(v) ? num : pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  if (!s || (strcmp(s, "train") != 0 && strcmp(s, "valid") != 0)) {
+    pd_cmp_error(c, split ? sloc : loc, "%s: 'valid' splits the training data: give split = "
+                 "\"train\" (the rest) or split = \"valid\" (the held-out part)%s", reader,
+                 s ? ", not \"test\"" : "");
+    return false;
+  }
+  return true;
+}
 
 /* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5): the arguments
  * are checked here, so that a mistake is reported at the argument before anything runs. */
@@ -69,8 +105,9 @@ static bool check_lines_spec(C *c, call_args *a) {
     return false;
   }
   if ((v = pd_cmp_arg(a, 3, "split", &loc)) && v->k != V_NONE &&
-      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-    pd_cmp_error(c, loc, "lines: 'split' must be none, \"train\" or \"test\"");
+      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0 &&
+                         strcmp(v->s, "valid") != 0))) {
+    pd_cmp_error(c, loc, "lines: 'split' must be none, \"train\", \"valid\" or \"test\"");
     return false;
   }
   if ((v = pd_cmp_arg(a, 4, "test_every", &loc)) && (v->k != V_INT || v->i < 2)) {
@@ -79,7 +116,7 @@ static bool check_lines_spec(C *c, call_args *a) {
                  "file is a test line)");
     return false;
   }
-  return true;
+  return check_split(c, "lines", a, 3, 5);
 }
 
 /* The other readers' arguments, checked here too: an argument that is given must be of the
@@ -104,25 +141,39 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
       pd_cmp_error(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
       return false;
     }
+    if ((v = pd_cmp_arg(a, 2, "split", &loc)) && v->k != V_NONE &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "text: 'split' must be none, \"train\" or \"valid\"");
+      return false;
+    }
+    if (!check_split(c, r, a, 2, 3)) return false;
   } else if (strcmp(r, "mnist") == 0 || strcmp(r, "fashion_mnist") == 0) {
     if ((v = pd_cmp_arg(a, 0, "split", &loc)) &&
-        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0))) {
-      pd_cmp_error(c, loc, "%s: 'split' must be \"train\" or \"test\"", r);
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "test") != 0 &&
+                           strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "%s: 'split' must be \"train\", \"valid\" or \"test\"", r);
       return false;
     }
     if (!want_reader_arg(c, r, a, 1, "path", V_STR, "a folder name")) return false;
+    if (!check_split(c, r, a, 0, 2)) return false;
   } else if (strcmp(r, "csv") == 0) {
     if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
         !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
         !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
       return false;
-    if ((v = pd_cmp_arg(a, 4, "delimiter", &loc)) && v->k != V_NONE &&
+    if ((v = pd_cmp_arg(a, 4, "split", &loc)) && v->k != V_NONE &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "csv: 'split' must be none, \"train\" or \"valid\"");
+      return false;
+    }
+    if (!check_split(c, r, a, 4, 5)) return false;
+    if ((v = pd_cmp_arg(a, 7, "delimiter", &loc)) && v->k != V_NONE &&
         (v->k != V_STR || strlen(v->s) != 1 || strchr("\"\r\n ", v->s[0]))) {
       pd_cmp_error(c, loc, "csv: 'delimiter' must be one character, not a quote, a space or a "
                    "line end (\",\" by default; \";\" or \"\\t\" are common)");
       return false;
     }
-    if ((v = pd_cmp_arg(a, 5, "fill", &loc)) && v->k != V_NONE && v->k != V_INT &&
+    if ((v = pd_cmp_arg(a, 8, "fill", &loc)) && v->k != V_NONE && v->k != V_INT &&
         v->k != V_FLOAT) {
       pd_cmp_error(c, loc, "csv: 'fill' (the value of missing cells) must be a number, not %s",
                    pd_cmp_vkind_phrase(v));
@@ -240,7 +291,7 @@ static const struct action_spec {
   const char *name;
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
-  const char *kw[10];       /* keyword options, NULL-terminated */
+  const char *kw[20];       /* keyword options, NULL-terminated */
   const char *pos;          /* the positional arguments, for help text */
 } action_specs[] = {
     {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}, "a, b"},
@@ -253,7 +304,8 @@ static const struct action_spec {
      1,
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
-      NULL},
+      "valid", "metrics", "valid_every", "early_stop", "monitor", "mode", "keep_best", "log",
+      "plot", NULL},
      "cost"},
 };
 
@@ -262,6 +314,72 @@ static bool record_is(const value *v, const char *const *names) {
   for (int i = 0; names[i]; i++)
     if (strcmp(v->rec.name, names[i]) == 0) return true;
   return false;
+}
+
+/* A metric of train's validation: a tensor of one element (mean(...), accuracy(...)). */
+static bool check_metric(C *c, value *v, pd_loc loc, int i, int n) {
+  char which[48] = "";
+  if (n > 1) snprintf(which, sizeof which, " (item %d of 'metrics')", i + 1);
+  if (v->k != V_TENSOR) {
+    pd_cmp_error(c, loc, "train: a metric%s must be a tensor of one element, such as "
+                 "accuracy(y, label), not %s", which, pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  int64_t numel = 1;
+  for (int k = 0; k < v->var->ndims; k++) numel *= v->var->dims[k];
+  if (v->var->ndims < 0 || numel != 1 || v->var->dtype == PD_BOOL) {
+    pd_cmp_error(c, loc, "train: a metric%s must be one number per batch (for example mean(...) "
+                 "or accuracy(y, label)), got %s %s", which, pd_dtype_name(v->var->dtype),
+                 pd_cmp_dims_str(c, v->var));
+    return false;
+  }
+  return true;
+}
+
+/* train's validation options: valid = READER, metrics = [...], valid_every = N,
+ * early_stop = PATIENCE, monitor = NAME, mode = "min" | "max", keep_best = BOOL. The names of
+ * monitor are checked when train runs (the metrics' names come from their vars). */
+static bool check_validation(C *c, call_args *a, const char *const *readers) {
+  pd_loc vloc, l;
+  value *valid = pd_cmp_arg(a, -1, "valid", &vloc), *v;
+  if (valid && !record_is(valid, readers)) {
+    pd_cmp_error(c, vloc, "train: 'valid' must be a reader such as mnist(\"test\"), not %s",
+                 pd_cmp_vkind_phrase(valid));
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, -1, "metrics", &l))) {
+    int n = v->k == V_LIST ? v->list.n : 1;
+    if (v->k == V_LIST && (n == 0 || n > 16)) {
+      pd_cmp_error(c, l, "train: 'metrics' lists 1 to 16 metrics, not %d", n);
+      return false;
+    }
+    for (int i = 0; i < n; i++)
+      if (!check_metric(c, v->k == V_LIST ? v->list.items[i] : v, l, i, n)) return false;
+  }
+  static const char *const need_valid[] = {"metrics", "valid_every", "early_stop", "keep_best",
+                                           "monitor", "mode"};
+  for (size_t i = 0; !valid && i < PD_ARRAY_LEN(need_valid); i++)
+    if (pd_cmp_arg(a, -1, need_valid[i], &l)) {
+      pd_cmp_error(c, l, "train: '%s' needs a validation reader to watch; add valid = READER "
+                   "(for example valid = mnist(\"test\"))", need_valid[i]);
+      return false;
+    }
+  if ((v = pd_cmp_arg(a, -1, "keep_best", &l)) && v->k != V_BOOL) {
+    pd_cmp_error(c, l, "train: 'keep_best' must be true or false, not %s", pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, -1, "mode", &l)) &&
+      (v->k != V_STR || (strcmp(v->s, "min") != 0 && strcmp(v->s, "max") != 0))) {
+    pd_cmp_error(c, l, "train: 'mode' must be \"min\" or \"max\" (whether a smaller or a "
+                 "larger monitored value is better)");
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, -1, "monitor", &l)) && (v->k != V_STR || !*v->s)) {
+    pd_cmp_error(c, l, "train: 'monitor' must name a metric (\"loss\" or one of 'metrics'), not "
+                 "%s", pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  return true;
 }
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
@@ -303,7 +421,8 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                    "adamw(...), rmsprop(...) or adagrad(...)");
       return false;
     }
-    static const char *const ints[] = {"batch", "epochs", "seed", "log_every"};
+    static const char *const ints[] = {"batch", "epochs", "seed", "log_every", "valid_every",
+                                       "early_stop"};
     for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
       pd_loc l;
       value *v2 = pd_cmp_arg(a, -1, ints[i], &l);
@@ -314,7 +433,24 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
         return false;
       }
     }
-    return true;
+    pd_loc ll;
+    value *lv = pd_cmp_arg(a, -1, "log", &ll);
+    if (lv && (lv->k != V_STR || !*lv->s)) {
+      pd_cmp_error(c, ll, "train: 'log' must name a file (\"run.csv\", or \"run.jsonl\" for "
+                   "JSON lines), not %s", pd_cmp_vkind_phrase(lv));
+      return false;
+    }
+    if ((lv = pd_cmp_arg(a, -1, "plot", &ll)) && (lv->k != V_STR || !*lv->s)) {
+      pd_cmp_error(c, ll, "train: 'plot' must name a PNG file (\"curves.png\"), not %s",
+                   pd_cmp_vkind_phrase(lv));
+      return false;
+    }
+    if (lv && !pd_plot_available()) {
+      pd_cmp_error(c, ll, "train: 'plot' draws with cairo, and this pdlang was built without it "
+                   "(install libcairo2-dev and configure again)");
+      return false;
+    }
+    return check_validation(c, a, readers);
   }
   case PD_ACTION_EVAL:
     for (int i = 0; i < a->npos; i++)

@@ -7,3 +7,9 @@ libpdlang_internal_la_SOURCES += lang/compile.h lang/compile_int.h lang/compile.
 dist_stdlib_DATA += stdlib/layers.pd
 libpdlang_internal_la_SOURCES += lang/run.h lang/run_int.h lang/runner.c lang/train.h \
 	lang/train.c lang/run.c
+# train's validation, early stopping and keep_best (lang/train_valid.c), its log
+# (lang/train_log.c), and what they share with train.c (lang/train_int.h); the training curves
+# of a log as a PNG (lang/plot.c, with cairo when configure finds it); a model's summary, its
+# layers and parameter counts (lang/summary.c).
+libpdlang_internal_la_SOURCES += lang/train_int.h lang/train_valid.c lang/train_log.c \
+	lang/plot.h lang/plot.c lang/summary.h lang/summary.c

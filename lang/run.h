@@ -44,6 +44,8 @@ typedef struct pd_run_options {
   volatile sig_atomic_t *interrupt;   /* Ctrl-C: non-zero stops at the next op or minibatch */
   pd_k_place place;                   /* where ops compute (see pd_exec_options) */
   int gpu_index;                      /* which GPU, with place PD_K_CUDA (0: the first) */
+  const char *log_path;               /* train's log for calls without log = (--log); NULL:
+                                         none. Borrowed: must outlive the runner */
 } pd_run_options;
 
 /* A device as users write it ("cpu", "gpu", "gpu:1", "cuda", "cuda:1"), for --device, the

@@ -1,9 +1,12 @@
 /* train.c -- the actions that run a program over data or move its parameters to and from disk:
- *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=)
+ *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=,
+ *         valid=, metrics=, valid_every=, early_stop=, monitor=, mode=, keep_best=, log=,
+ *         plot=)
  *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
  *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
  *       per minibatch in a fresh scope under the global one, with progress on the progress
- *       stream; Ctrl-C stops after the minibatch;
+ *       stream; Ctrl-C stops after the minibatch; the validation options are
+ *       lang/train_valid.c's, the log lang/train_log.c's, the plot lang/plot.c's;
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
  *   save(path, target, ...) writes the inference program for the targets (feed and fetch ops
@@ -33,6 +36,8 @@
 #include "vm/ir/serialize.h"
 #include "lang/train.h"
 #include "vm/passes/data_parallel.h"
+#include "lang/plot.h"
+#include "lang/train_int.h"
 #include "vm/passes/optimizer.h"
 #include "vm/passes/pipeline.h"
 #include "vm/passes/prune.h"
@@ -60,7 +65,7 @@ static const char *opt_str(const pd_action *a, const char *key) {
 
 /* Where a keyword argument, a positional one, was written (the action's call when unknown): file
  * errors point at the argument that named the file. */
-static pd_loc opt_loc(const pd_action *a, const char *key) {
+pd_loc pd_train_opt_loc(const pd_action *a, const char *key) {
   for (int i = 0; i < a->nopts; i++)
     if (strcmp(a->opts[i].key, key) == 0 && a->opts[i].loc.line > 0) return a->opts[i].loc;
   return a->loc;
@@ -78,7 +83,7 @@ static bool num(const pd_cval *v, double *out) {
   return true;
 }
 
-static double now(void) {
+double pd_train_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
@@ -116,7 +121,7 @@ static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset 
       .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
       .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
                : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
-                                                     : PD_LINES_TRAIN,
+                                                     : PD_LINES_TRAIN,  /* "train", "valid" */
       .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5};
   int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
   char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
@@ -143,6 +148,34 @@ static bool prefetch_pays(void) {
   return t.cpus > t.threads;
 }
 
+/* A validation split (split = "valid", or "train" with valid = F; the compiler checked the
+ * arguments): *ds becomes its part (vm/reader/reader.h, pd_dataset_split). */
+static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err) {
+  const pd_cval *split = pd_cval_field(spec, "split");
+  const char *s = split && split->kind == PD_CVAL_STRING ? split->str : "";
+  double frac = 0.1;
+  bool given = num(pd_cval_field(spec, "valid"), &frac);
+  bool held_out = strcmp(s, "valid") == 0;
+  if (!held_out && !(given && strcmp(s, "train") == 0)) return PD_OK;
+  const pd_cval *seed = pd_cval_field(spec, "seed");
+  pd_dataset *part = NULL;
+  uint64_t sd = seed && seed->kind == PD_CVAL_INT ? (uint64_t)seed->i : 0;
+  pd_status st = pd_dataset_split(*ds, frac, sd, held_out, &part, err);
+  if (st) {
+    pd_error *e = err;
+    if (e && e->msg) { /* name the reader */
+      char *m = e->msg;
+      e->msg = NULL;
+      pd_error_set(e, st, e->loc, "%s: %s", spec->str, m);
+      pd_free(m);
+    }
+    return st;
+  }
+  pd_dataset_free(*ds);
+  *ds = part;
+  return PD_OK;
+}
+
 static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset **out,
                              pd_error *err) {
   *out = NULL;
@@ -156,9 +189,11 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
   pd_status st;
   if (strcmp(name, "fashion_mnist") == 0 || strcmp(name, "mnist") == 0) {
     const char *split = f0 && f0->kind == PD_CVAL_STRING ? f0->str : "train";
+    if (strcmp(split, "valid") == 0) split = "train";  /* held out of it below */
     if (strcmp(split, "train") && strcmp(split, "test"))
       return pd_error_set(err, PD_EINVAL, pd_cval_field_loc(spec, "split", at),
-                          "%s: split must be \"train\" or \"test\", not \"%s\"", name, split);
+                          "%s: split must be \"train\", \"valid\" or \"test\", not \"%s\"",
+                          name, split);
     const pd_cval *p = pd_cval_field(spec, "path");
     char *dir = p && p->kind == PD_CVAL_STRING ? script_path(a, p->str) : NULL;
     st = pd_dataset_mnist(name, split, dir, out, err);
@@ -211,6 +246,7 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
     return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
                         "unknown reader '%s'", name);
   }
+  if (!st) st = apply_split(spec, out, err);
   return pd_run_at_loc(err, st, at, NULL);
 }
 
@@ -431,6 +467,9 @@ static pd_status feeder_batch(feeder *f, int64_t rows, pd_loc loc, pd_error *err
   return PD_OK;
 }
 
+static pd_status fields_like(const pd_averager *av, const feeder *f, const pd_dataset *ds,
+                             pd_loc loc, pd_error *err);
+
 /* ---------------------------------------------------------------- progress */
 
 typedef struct progress {
@@ -440,6 +479,7 @@ typedef struct progress {
   double min_gap;       /* and at least this many seconds after the last one */
   double t0;            /* epoch start */
   double last_draw;
+  double valid_secs;    /* how long the last validation took (for the ETA) */
 } progress;
 
 static void fmt_time(char *buf, size_t n, double s) {
@@ -455,7 +495,7 @@ static void fmt_time(char *buf, size_t n, double s) {
 static void progress_step(progress *pg, int epoch, int epochs, int64_t step, int64_t steps,
                           double loss, int64_t samples) {
   if (!pg->out) return;
-  double t = now(), el = t - pg->t0;
+  double t = pd_train_now(), el = t - pg->t0;
   double sps = el > 0 ? (double)samples / el : 0;
   if (pg->bar) {
     if (step != steps && t - pg->last_draw < 0.1) return;
@@ -464,7 +504,12 @@ static void progress_step(progress *pg, int epoch, int epochs, int64_t step, int
     char bar[32], eta[32];
     for (int i = 0; i < w; i++) bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
     bar[w] = 0;
-    fmt_time(eta, sizeof eta, step ? el / (double)step * (double)(steps - step) : -1);
+    /* The ETA of the whole run: this epoch's rest, the epochs after it at this epoch's pace,
+     * and a validation after each as long as the last one. */
+    double left = step ? el / (double)step * (double)(steps - step + steps * (epochs - epoch)) +
+                             pg->valid_secs * (epochs - epoch + 1)
+                       : -1;
+    fmt_time(eta, sizeof eta, left);
     fprintf(pg->out, "\repoch %d/%d [%s] %lld/%lld loss %.4f %.0f samples/s ETA %s\033[K", epoch,
             epochs, bar, (long long)step, (long long)steps, loss, sps, eta);
     fflush(pg->out);
@@ -474,6 +519,23 @@ static void progress_step(progress *pg, int epoch, int epochs, int64_t step, int
             (long long)step, (long long)steps, loss, sps);
     fflush(pg->out);
   }
+}
+
+/* The summary line of an epoch: the train loss, the validation (valid: ", valid loss ..."
+ * or ""), the learning rate, the time; note (NULL: none) on a line after it. */
+/* samples: of every process; the loss is rank 0's. */
+static void epoch_summary(progress *pg, int epoch, int epochs, double loss, int64_t samples,
+                          double el, double lr, const char *valid, const char *note,
+                          int nranks) {
+  if (!pg->out) return;
+  if (pg->bar) fputc('\n', pg->out);
+  fprintf(pg->out, "epoch %d/%d: loss %.4f%s, lr %.4g, %lld samples in %.1f s (%.0f samples/s",
+          epoch, epochs, loss, valid, lr, (long long)samples, el,
+          el > 0 ? (double)samples / el : 0.0);
+  if (nranks > 1) fprintf(pg->out, ", %d processes", nranks);
+  fputs(")\n", pg->out);
+  if (note) fprintf(pg->out, "%s\n", note);
+  fflush(pg->out);
 }
 
 /* ---------------------------------------------------------------- train */
@@ -534,7 +596,7 @@ static pd_status set_lr(pd_runner *r, double lr, pd_error *err) {
 
 /* The parameters of p (pd_params_names) that hold a tensor in the global scope, sorted by
  * name (heap array of borrowed names); -1 on out of memory. */
-static int persistables(pd_runner *r, const pd_program *p, const char ***out) {
+int pd_train_persistables(pd_runner *r, const pd_program *p, const char ***out) {
   int n;
   if (pd_params_names(p, out, &n)) return -1;
   int k = 0;
@@ -586,7 +648,8 @@ static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
 
 /* The setup text into out (PD_CKPT_SETUP_SIZE bytes). PD_ENOMEM or PD_OK. */
 static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_program *p,
-                             const pd_optimizer *o, int64_t batch, char *out) {
+                             const pd_optimizer *o, int64_t batch, const pd_valid *vd,
+                             char *out) {
   uint64_t program;
   if (pd_run_program_hash(p, &program)) return PD_ENOMEM;
   /* The model's parameters: the persistable vars of the training program that the model
@@ -610,11 +673,62 @@ static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_pr
   const pd_cval *rd = opt(a, "reader");
   if (rd) pd_cval_format(rd, &b);
   pd_buf_printf(&b, ", batch %lld", (long long)batch);
+  if (vd) pd_valid_describe(vd, &b);
   pd_status st = pb.oom || b.oom ? PD_ENOMEM : PD_OK;
   if (!st) snprintf(out, PD_CKPT_SETUP_SIZE, "%s", b.data);
   pd_buf_free(&pb);
   pd_buf_free(&b);
   return st;
+}
+
+/* ---- The learning-rate schedule across train calls: a call on the same cost with the same
+ * optimizer (kind and hyper-parameters) goes on with the global step and the schedule where
+ * the call before it left them; another optimizer, or another cost, starts a new schedule at
+ * step 0. The record, int64 [3] {the global step, the schedule's length in steps (what a
+ * cosine schedule without decay_steps spans: the steps of the call that started it), the
+ * optimizer's hash}, lives in the global scope as "@SCHEDULE@" + the cost's name. ---- */
+
+static uint64_t optimizer_hash(const pd_optimizer *o) {
+  pd_buf b;
+  pd_buf_init(&b);
+  describe_optimizer(o, &b);
+  uint64_t h = pd_hash_bytes(b.data ? b.data : "", b.len) ^ (b.oom ? 1u : 0u);
+  pd_buf_free(&b);
+  return h;
+}
+
+static pd_tensor *schedule_record(pd_runner *r, const char *cost, bool create) {
+  pd_buf name;
+  pd_buf_init(&name);
+  pd_buf_printf(&name, "@SCHEDULE@%s", cost);
+  pd_variable *v = name.oom ? NULL
+                   : create ? pd_scope_var(r->global, name.data)
+                            : pd_scope_find_local_var(r->global, name.data);
+  pd_buf_free(&name);
+  return v ? pd_var_tensor(v) : NULL;
+}
+
+/* Where the schedule of cost and o stands: true when an earlier call left one to go on with. */
+static bool schedule_resume(pd_runner *r, const char *cost, const pd_optimizer *o,
+                            int64_t *gstep, int64_t *total) {
+  pd_tensor *t = schedule_record(r, cost, false);
+  if (!t || !pd_tensor_initialized(t) || t->dtype != PD_INT64 || pd_tensor_numel(t) != 3 ||
+      t->place != PD_K_HOST || (uint64_t)PD_TENSOR_I64(t)[2] != optimizer_hash(o))
+    return false;
+  *gstep = PD_TENSOR_I64(t)[0];
+  *total = PD_TENSOR_I64(t)[1];
+  return true;
+}
+
+static pd_status schedule_save(pd_runner *r, const char *cost, const pd_optimizer *o,
+                               int64_t gstep, int64_t total) {
+  pd_tensor *t = schedule_record(r, cost, true);
+  int64_t three = 3;
+  if (!t || pd_tensor_resize(t, PD_INT64, 1, &three)) return PD_ENOMEM;
+  PD_TENSOR_I64(t)[0] = gstep;
+  PD_TENSOR_I64(t)[1] = total;
+  PD_TENSOR_I64(t)[2] = (int64_t)optimizer_hash(o);
+  return PD_OK;
 }
 
 /* Rank 0 alone writes checkpoints (every rank holds the same values); each rank of a later run
@@ -623,11 +737,20 @@ static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *
                                  const pd_ckpt_meta *meta, pd_error *err) {
   if (pd_comm_rank() != 0) return PD_OK;
   const char **names;
-  int n = persistables(r, p, &names);
+  int n = pd_train_persistables(r, p, &names);
   if (n < 0) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
   pd_status st = pd_checkpoint_save(path, r->global, n, names, meta, err);
   pd_free(names);
   return st;
+}
+
+/* The log a plot draws when train names no other: "curves.png" -> "curves.csv". Heap. */
+static char *plot_log_name(const char *png) {
+  size_t n = strlen(png);
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "%.*s.csv", (int)(n > 4 && strcmp(png + n - 4, ".png") == 0 ? n - 4 : n), png);
+  return pd_buf_take(&b);
 }
 
 pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
@@ -641,6 +764,14 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   char *ckpt = opt_str(a, "checkpoint") ? script_path(a, opt_str(a, "checkpoint")) : NULL;
   pd_program *p = NULL, *init = NULL;
   pd_exec *ex = NULL;
+  pd_valid *vd = NULL;
+  pd_train_log *lg = NULL;
+  char *log_path = NULL, *plot_path = NULL;
+  int64_t gstep = 0, total = 0;   /* the global step, the schedule's length */
+  bool scheduled = false;         /* gstep counts: the schedule is recorded at the end */
+  pd_buf line, line2;   /* the epoch's validation, and a note after it */
+  pd_buf_init(&line);
+  pd_buf_init(&line2);
   pd_dataset *ds = NULL;
   pd_batcher *bt = NULL;
   feeder f = {0};
@@ -657,6 +788,9 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   if ((st = pd_pipeline_train(r->unit->main, cost, &po, &p, &init, err))) goto out;
   if ((st = pd_run_same_program(p, "training program", a->loc, err))) goto out;
   if ((st = pd_run_init_missing(r, init, err))) goto out;
+  /* Validation: its reader is checked before training starts; its state joins the program. */
+  if ((st = pd_valid_new(r, a, cost, &vd, err))) goto out;
+  if (vd && (st = pd_valid_declare(vd, p, err))) goto out;
   pd_exec_options eo = pd_run_exec_options(r, seed ^ 0x9e3779b97f4a7c15ull, false);
   if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
   /* The data. */
@@ -666,32 +800,62 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                             .shard_count = nranks, .equal_shards = true};
   if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
   if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
-  int64_t steps = pd_batcher_num_batches(bt), total = steps * epochs;
+  if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
+    goto out;
+  int64_t steps = pd_batcher_num_batches(bt);
+  total = steps * epochs;
   /* Resume. */
   pd_ckpt_meta meta = {0};
+  bool resumed = false;
   int first_epoch = 0;
-  int64_t skip = 0, gstep = 0;
+  int64_t skip = 0;
   progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
+  bool goes_on = schedule_resume(r, cost, &o, &gstep, &total);
+  scheduled = true;
+  if (goes_on && pg.out && gstep > 0)
+    fprintf(pg.out, "train: the learning-rate schedule goes on from step %lld\n",
+            (long long)gstep);
   char setup[PD_CKPT_SETUP_SIZE] = "";
-  if (ckpt && (st = train_setup(r, a, p, &o, batch, setup))) {
+  if (ckpt && (st = train_setup(r, a, p, &o, batch, vd, setup))) {
     st = pd_error_set(err, st, a->loc, "out of memory");
     goto out;
   }
   if (ckpt && access(ckpt, F_OK) == 0) {
     if ((st = pd_checkpoint_load_setup(ckpt, r->global, p, setup, &meta, err))) {
-      pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+      pd_run_at_loc(err, st, pd_train_opt_loc(a, "checkpoint"), "checkpoint");
       goto out;
     }
+    resumed = true;
     first_epoch = (int)meta.epoch;
     skip = meta.step;
     gstep = meta.global_step;
     pd_exec_set_rng_offset(ex, meta.rng_offset);
-    if (pg.out && first_epoch >= epochs)
+    if (pd_valid_stopped(vd)) {
+      if (pg.out)
+        fprintf(pg.out, "%s: early stopping ended the run at epoch %lld; nothing to train\n",
+                ckpt, (long long)first_epoch);
+      first_epoch = (int)epochs;
+    } else if (pg.out && first_epoch >= epochs)
       fprintf(pg.out, "%s: the run already finished its %lld epochs; nothing to train\n", ckpt,
               (long long)epochs);
     else if (pg.out)
       fprintf(pg.out, "resuming from %s: epoch %d, step %lld\n", ckpt, first_epoch + 1,
               (long long)skip);
+  }
+  /* The log: train's log =, else the run's --log, else with plot = "NAME.png" NAME.csv. */
+  const char *lname = opt_str(a, "log") ? opt_str(a, "log") : r->opts.log_path;
+  if (opt_str(a, "plot") && !(plot_path = script_path(a, opt_str(a, "plot")))) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  if ((lname || plot_path) && pd_comm_rank() == 0) {  /* rank 0 alone writes (and plots) */
+    if (lname) log_path = opt_str(a, "log") ? script_path(a, lname) : pd_strdup(lname);
+    else log_path = plot_log_name(plot_path);
+    if (!log_path) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    if ((st = pd_train_log_open(r, a, log_path, resumed, vd, &lg, err))) goto out;
   }
   pg.bar = pg.out && (r->opts.progress_mode == PD_PROGRESS_BAR ||
                       (r->opts.progress_mode == PD_PROGRESS_AUTO && isatty(fileno(pg.out))));
@@ -700,18 +864,20 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
    * training); log_every = N: every N steps exactly. */
   pg.every = opt_int(a, "log_every", steps >= 10 ? steps / 10 : 1);
   pg.min_gap = opt(a, "log_every") ? 0 : 1.0;
-  if (!pg.bar) pg.last_draw = now();
+  if (!pg.bar) pg.last_draw = pd_train_now();
   pd_exec_fetch fetch = {cost, &loss_t};
+  double lr = pd_optimizer_lr(&o, gstep, total);
   for (int e = first_epoch; e < epochs && !st; e++) {
     if ((st = pd_batcher_start_epoch(bt, e))) break;
-    pg.t0 = now();
+    pg.t0 = pd_train_now();
     double sum = 0;
     int64_t samples = 0, done = 0, rows;
     for (int64_t s = 0; s < steps; s++) {
       if ((st = pd_batcher_next(bt, f.fields, &rows, err))) goto out;
       if (rows == 0) break;
       if (s < skip) continue; /* resuming mid-epoch: the same batches, not run again */
-      if ((st = set_lr(r, pd_optimizer_lr(&o, gstep, total), err))) goto out;
+      lr = pd_optimizer_lr(&o, gstep, total);
+      if ((st = set_lr(r, lr, err))) goto out;
       if ((st = feeder_batch(&f, rows, a->loc, err))) goto out;
       pd_exec_io io = {.nfeeds = f.n, .feeds = f.feeds, .nfetches = 1, .fetches = &fetch};
       if ((st = pd_exec_run(ex, r->global, &io, NULL, err))) goto out;
@@ -727,6 +893,13 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
       samples += rows;
       done = s + 1;
       gstep++;
+      pd_train_log_loss(lg, loss);
+      if (lg && done % pg.every == 0 && done != steps) {
+        double el = pd_train_now() - pg.t0;
+        if ((st = pd_train_log_step(lg, e + 1, gstep, lr, el > 0 ? (double)(samples * nranks) / el : 0,
+                                    pd_train_opt_loc(a, "log"), err)))
+          goto out;
+      }
       progress_step(&pg, e + 1, (int)epochs, done, steps, sum / (double)samples,
                     samples * nranks);
       if (r->opts.interrupt && *r->opts.interrupt) {
@@ -736,7 +909,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                                 .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
           memcpy(meta.setup, setup, sizeof meta.setup);
           if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
-            pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+            pd_run_at_loc(err, st, pd_train_opt_loc(a, "checkpoint"), "checkpoint");
             goto out;
           }
         }
@@ -747,31 +920,59 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
       }
     }
     skip = 0;
-    double el = now() - pg.t0;
-    /* A summary per epoch; for long runs of short epochs, about 20 in all. */
-    int64_t every = epochs > 20 ? (epochs + 19) / 20 : 1;
-    if (pg.out && ((e + 1) % every == 0 || e == first_epoch || e + 1 == epochs)) {
-      if (pg.bar) fputc('\n', pg.out);
-      /* Several processes: the samples of all of them; the loss is rank 0's. */
-      int64_t all = samples * nranks;
-      fprintf(pg.out, "epoch %d/%d: loss %.4f, %lld samples in %.1f s (%.0f samples/s", e + 1,
-              (int)epochs, samples ? sum / (double)samples : 0.0, (long long)all, el,
-              el > 0 ? (double)all / el : 0.0);
-      if (nranks > 1) fprintf(pg.out, ", %d processes", nranks);
-      fputs(")\n", pg.out);
-      fflush(pg.out);
+    double el = pd_train_now() - pg.t0, vsec = 0;
+    bool stop = false;
+    line.len = line2.len = 0;
+    if (vd && (st = pd_valid_epoch(vd, e, &line, &line2, &stop, &vsec, err)))
+      goto out;
+    if (line.oom || line2.oom) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
     }
+    pg.valid_secs = vsec;
+    /* A summary per epoch; for long runs of short epochs, about 20 in all (and each epoch that
+     * validated). */
+    int64_t every = epochs > 20 ? (epochs + 19) / 20 : 1;
+    if ((e + 1) % every == 0 || e == first_epoch || e + 1 == epochs || line.len || stop)
+      epoch_summary(&pg, e + 1, (int)epochs, samples ? sum / (double)samples : 0.0,
+                    samples * nranks, el, lr, line.len ? line.data : "",
+                    line2.len ? line2.data : NULL, nranks);
+    if (lg && ((st = pd_train_log_step(lg, e + 1, gstep, lr, el > 0 ? (double)samples / el : 0,
+                                       pd_train_opt_loc(a, "log"), err)) ||
+               (st = pd_train_log_epoch(lg, e + 1, gstep, samples ? sum / (double)samples : 0.0,
+                                        lr, el > 0 ? (double)samples / el : 0, pd_valid_last(vd),
+                                        pd_train_opt_loc(a, "log"), err))))
+      goto out;
     if (ckpt) {
       meta = (pd_ckpt_meta){.epoch = e + 1, .step = 0, .global_step = gstep,
                             .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
       memcpy(meta.setup, setup, sizeof meta.setup);
       if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
-        pd_run_at_loc(err, st, opt_loc(a, "checkpoint"), "checkpoint");
+        pd_run_at_loc(err, st, pd_train_opt_loc(a, "checkpoint"), "checkpoint");
         goto out;
       }
     }
+    if (stop) break;
+  }
+  /* keep_best: the best epoch's parameters replace the model's. The checkpoint keeps the last
+   * epoch's (a later call with more epochs goes on from them) and the best as NAME@BEST. */
+  if (!st && vd) st = pd_valid_finish(vd, pg.out, err);
+  /* plot = "NAME.png": the curves of the log, drawn when training ends. */
+  if (!st && plot_path && log_path) {  /* log_path: rank 0 */
+    pd_train_log_close(lg);
+    lg = NULL;
+    if ((st = pd_plot_log(log_path, plot_path, 0, 0, err)))
+      pd_run_at_loc(err, st, pd_train_opt_loc(a, "plot"), "plot");
   }
 out:
+  if (scheduled && schedule_save(r, cost, &o, gstep, total) && !st)
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  pd_train_log_close(lg);
+  pd_free(log_path);
+  pd_free(plot_path);
+  pd_buf_free(&line);
+  pd_buf_free(&line2);
+  pd_valid_free(vd);
   feeder_release(&f);
   pd_tensor_release(&loss_t);
   pd_batcher_free(bt);
@@ -811,101 +1012,186 @@ pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd
 /* ---------------------------------------------------------------- eval */
 
 /* "accuracy.tmp_0" -> "accuracy": a metric's name for people. */
-static void metric_name(const char *var, char *buf, size_t n) {
+void pd_train_metric_name(const char *var, char *buf, size_t n) {
   snprintf(buf, n, "%s", var);
   char *dot = strstr(buf, ".tmp_");
   if (dot) *dot = 0;
 }
 
-pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
-  int n = a->nargs;
-  const char **names = pd_calloc((size_t)n + 1, sizeof *names);
-  pd_tensor *vals = pd_calloc((size_t)n + 1, sizeof *vals);
-  pd_exec_fetch *fetches = pd_calloc((size_t)n + 1, sizeof *fetches);
-  double *sums = pd_calloc((size_t)n + 1, sizeof *sums);
-  pd_program *p = NULL;
-  pd_exec *ex = NULL;
-  pd_dataset *ds = NULL;
-  pd_batcher *bt = NULL;
-  feeder f = {0};
+/* The forward program of n one-element targets, run over a whole data set in test mode: eval,
+ * and train's validation (lang/train_int.h). */
+struct pd_averager {
+  pd_runner *r;
+  const pd_action *a;
+  const char *what;
+  int n;
+  const char *const *names;     /* borrowed */
+  pd_tensor *vals;
+  pd_exec_fetch *fetches;
+  pd_program *p;
+  pd_exec *ex;
+  pd_dataset *ds;
+  pd_batcher *bt;
+  feeder f;
+};
+
+void pd_averager_free(pd_averager *av) {
+  if (!av) return;
+  feeder_release(&av->f);
+  for (int i = 0; av->vals && i < av->n; i++) pd_tensor_release(&av->vals[i]);
+  pd_batcher_free(av->bt);
+  pd_dataset_free(av->ds);
+  pd_exec_free(av->ex);
+  pd_program_free(av->p);
+  pd_free(av->vals);
+  pd_free(av->fetches);
+  pd_free(av);
+}
+
+pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
+                          const pd_cval *spec, int64_t batch, int n, const char *const *names,
+                          pd_averager **out, pd_error *err) {
+  *out = NULL;
+  pd_averager *av = pd_calloc(1, sizeof *av);
+  if (!av) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  *av = (pd_averager){.r = r, .a = a, .what = what, .n = n, .names = names};
+  av->vals = pd_calloc((size_t)n + 1, sizeof *av->vals);
+  av->fetches = pd_calloc((size_t)n + 1, sizeof *av->fetches);
   pd_status st = PD_OK;
-  if (!names || !vals || !fetches || !sums) {
+  if (!av->vals || !av->fetches) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
   }
   for (int i = 0; i < n; i++) {
-    names[i] = a->args[i]->str;
-    pd_tensor_init(&vals[i]);
-    fetches[i] = (pd_exec_fetch){names[i], &vals[i]};
+    pd_tensor_init(&av->vals[i]);
+    av->fetches[i] = (pd_exec_fetch){names[i], &av->vals[i]};
   }
-  if ((st = pd_run_prepare(r, n, names, a->loc, &p, &ex, err))) goto out;
-  if ((st = open_reader(a, opt(a, "reader"), &ds, err))) goto out;
-  pd_batcher_options bo = {.batch = opt_int(a, "batch", 256), .prefetch = prefetch_pays(),
+  if ((st = pd_run_prepare(r, n, names, a->loc, &av->p, &av->ex, err))) goto out;
+  if ((st = open_reader(a, spec, &av->ds, err))) goto out;
+  pd_batcher_options bo = {.batch = batch, .prefetch = prefetch_pays(),
                             .shard_rank = pd_comm_rank(), .shard_count = pd_comm_size()};
-  if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
-  if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
-  if ((st = pd_batcher_start_epoch(bt, 0))) goto out;
-  int64_t samples = 0, rows;
-  double t0 = now();
+  if ((st = pd_batcher_new(av->ds, &bo, &av->bt, err))) goto out;
+  st = feeder_init(r, a, av->p, av->ds, &av->f, err);
+out:
+  if (st) pd_averager_free(av);
+  else *out = av;
+  return st;
+}
+
+pd_status pd_averager_run(pd_averager *av, double *means, int64_t *samples, pd_error *err) {
+  pd_runner *r = av->r;
+  const pd_action *a = av->a;
+  int n = av->n;
+  for (int i = 0; i < n; i++) means[i] = 0;
+  *samples = 0;
+  pd_status st = pd_batcher_start_epoch(av->bt, 0);
+  if (st) return pd_error_set(err, st, a->loc, "%s: cannot start the reader", av->what);
+  int64_t rows;
   for (;;) {
-    if ((st = pd_batcher_next(bt, f.fields, &rows, err))) goto out;
+    if ((st = pd_batcher_next(av->bt, av->f.fields, &rows, err))) return st;
     if (rows == 0) break;
-    if ((st = feeder_batch(&f, rows, a->loc, err))) goto out;
-    pd_exec_io io = {.nfeeds = f.n, .feeds = f.feeds, .nfetches = n, .fetches = fetches};
-    if ((st = pd_exec_run(ex, r->global, &io, NULL, err))) goto out;
+    if ((st = feeder_batch(&av->f, rows, a->loc, err))) return st;
+    pd_exec_io io = {.nfeeds = av->f.n, .feeds = av->f.feeds, .nfetches = n,
+                     .fetches = av->fetches};
+    if ((st = pd_exec_run(av->ex, r->global, &io, NULL, err))) return st;
     for (int i = 0; i < n; i++) {
-      if (pd_tensor_numel(&vals[i]) != 1) {
+      pd_tensor *t = &av->vals[i];
+      if (pd_tensor_numel(t) != 1) {
         char sh[96];
-        st = pd_error_set(err, PD_EINVAL, a->loc,
-                          "eval: a metric must be one value per batch (mean(...), accuracy(...)); "
-                          "'%s' has shape %s", names[i], pd_ctx_shape_str(&vals[i], sh, sizeof sh));
-        goto out;
+        return pd_error_set(err, PD_EINVAL, a->loc,
+                            "%s: a metric must be one value per batch (mean(...), "
+                            "accuracy(...)); '%s' has shape %s",
+                            av->what, av->names[i], pd_ctx_shape_str(t, sh, sizeof sh));
       }
-      double v = vals[i].dtype == PD_FP64   ? PD_TENSOR_F64(&vals[i])[0]
-                 : vals[i].dtype == PD_FP32 ? PD_TENSOR_F32(&vals[i])[0]
-                 : vals[i].dtype == PD_INT64 ? (double)PD_TENSOR_I64(&vals[i])[0]
-                                            : (double)PD_TENSOR_I32(&vals[i])[0];
-      sums[i] += v * (double)rows;
+      double v = t->dtype == PD_FP64    ? PD_TENSOR_F64(t)[0]
+                 : t->dtype == PD_FP32  ? PD_TENSOR_F32(t)[0]
+                 : t->dtype == PD_INT64 ? (double)PD_TENSOR_I64(t)[0]
+                                        : (double)PD_TENSOR_I32(t)[0];
+      means[i] += v * (double)rows;
     }
-    samples += rows;
-    if (r->opts.interrupt && *r->opts.interrupt) {
-      st = pd_error_set(err, PD_EINTR, a->loc, "eval interrupted");
-      goto out;
-    }
+    *samples += rows;
+    if (r->opts.interrupt && *r->opts.interrupt)
+      return pd_error_set(err, PD_EINTR, a->loc, "%s interrupted", av->what);
   }
   /* Several processes: each evaluated its shard; the metrics are the sums over every rank
    * divided by every rank's samples (not a mean of means). */
-  sums[n] = (double)samples;
-  pd_error ce = {0};
-  if ((st = pd_comm_allreduce_f64(sums, n + 1, &ce))) {
-    st = pd_error_set(err, st, a->loc, "eval: %s", ce.msg ? ce.msg : pd_status_str(st));
-    pd_error_clear(&ce);
+  if (pd_comm_size() > 1) {
+    means[n] = (double)*samples;
+    pd_error ce = {0};
+    if ((st = pd_comm_allreduce_f64(means, n + 1, &ce))) {
+      st = pd_error_set(err, st, a->loc, "%s: %s", av->what, ce.msg ? ce.msg : pd_status_str(st));
+      pd_error_clear(&ce);
+      return st;
+    }
+    *samples = (int64_t)means[n];
+  }
+  for (int i = 0; i < n && *samples; i++) means[i] /= (double)*samples;
+  return PD_OK;
+}
+
+/* The fields the averager av feeds must be those that train's feeder f takes from ds: each data
+ * var both read gets fields of the same dtype and per-sample shape (else PD_EINVAL at loc,
+ * naming the var and both fields), so a validation reader that does not fit is refused before
+ * training starts. */
+static pd_status fields_like(const pd_averager *av, const feeder *f, const pd_dataset *ds,
+                             pd_loc loc, pd_error *err) {
+  for (int i = 0; i < av->f.n; i++)
+    for (int j = 0; j < f->n; j++) {
+      if (strcmp(av->f.vars[i], f->vars[j]) != 0) continue;
+      int64_t vd[PD_TENSOR_MAX_DIMS], td[PD_TENSOR_MAX_DIMS];
+      int vn = pd_dataset_field_shape(av->ds, av->f.field[i], vd);
+      int tn = pd_dataset_field_shape(ds, f->field[j], td);
+      pd_dtype vt = pd_dataset_field_dtype(av->ds, av->f.field[i]);
+      pd_dtype tt = pd_dataset_field_dtype(ds, f->field[j]);
+      bool same = vn == tn && vt == tt &&
+                  pd_dataset_field_is_seq(av->ds, av->f.field[i]) ==
+                      pd_dataset_field_is_seq(ds, f->field[j]);
+      for (int k = 0; same && k < vn; k++) same = vd[k] == td[k];
+      if (same) continue;
+      char a1[96], a2[96];
+      return pd_error_set(err, PD_EINVAL, loc,
+                          "train: the validation reader (valid) feeds '%s' from its field '%s', "
+                          "%s %s per sample, but the training reader from '%s', %s %s",
+                          av->f.vars[i], pd_dataset_field_name(av->ds, av->f.field[i]),
+                          pd_dtype_name(vt), pd_dims_str(vn, vd, a1, sizeof a1),
+                          pd_dataset_field_name(ds, f->field[j]), pd_dtype_name(tt),
+                          pd_dims_str(tn, td, a2, sizeof a2));
+    }
+  return PD_OK;
+}
+
+pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
+  int n = a->nargs;
+  const char **names = pd_calloc((size_t)n + 1, sizeof *names);
+  double *means = pd_calloc((size_t)n + 1, sizeof *means);
+  pd_averager *av = NULL;
+  pd_status st = PD_OK;
+  if (!names || !means) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
   }
-  samples = (int64_t)sums[n];
+  for (int i = 0; i < n; i++) names[i] = a->args[i]->str;
+  double t0 = pd_train_now();
+  if ((st = pd_averager_new(r, a, "eval", opt(a, "reader"), opt_int(a, "batch", 256), n, names,
+                            &av, err)))
+    goto out;
+  int64_t samples;
+  if ((st = pd_averager_run(av, means, &samples, err))) goto out;
   if (r->opts.out) {
     fprintf(r->opts.out, "eval:");
     for (int i = 0; i < n; i++) {
       char mn[128];
-      metric_name(names[i], mn, sizeof mn);
+      pd_train_metric_name(names[i], mn, sizeof mn);
       const char *label = a->arg_text && a->arg_text[i] ? a->arg_text[i] : mn;
-      fprintf(r->opts.out, "%s %s = %.4f", i ? "," : "", label,
-              samples ? sums[i] / (double)samples : 0.0);
+      fprintf(r->opts.out, "%s %s = %.4f", i ? "," : "", label, means[i]);
     }
-    fprintf(r->opts.out, " (%lld samples, %.1f s)\n", (long long)samples, now() - t0);
+    fprintf(r->opts.out, " (%lld samples, %.1f s)\n", (long long)samples, pd_train_now() - t0);
     fflush(r->opts.out);
   }
 out:
-  feeder_release(&f);
-  for (int i = 0; vals && i < n; i++) pd_tensor_release(&vals[i]);
-  pd_batcher_free(bt);
-  pd_dataset_free(ds);
-  pd_exec_free(ex);
-  pd_program_free(p);
+  pd_averager_free(av);
   pd_free(names);
-  pd_free(vals);
-  pd_free(fetches);
-  pd_free(sums);
+  pd_free(means);
   return pd_run_at_loc(err, st, a->loc, NULL);
 }
 
@@ -952,7 +1238,7 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   int nt = 0;
   for (int i = 1; i < a->nargs; i++) targets[nt++] = a->args[i]->str;
   if (nt == 0) { /* every parameter, in one file */
-    int np = persistables(r, r->unit->main, &params);
+    int np = pd_train_persistables(r, r->unit->main, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     else st = pd_params_save(path, r->global, np, params, err);
     goto out;
@@ -965,7 +1251,7 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   const char *data[16];
   int nd = pd_run_data_vars(r, p, data, 16);
   if (nd > 16) nd = 16;
-  int np = persistables(r, p, &params);
+  int np = pd_train_persistables(r, p, &params);
   if (np < 0) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
@@ -1047,7 +1333,7 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     if (!(st = pd_params_check_identity(saved, ppath, err)))
       st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
   } else {
-    int np = persistables(r, r->unit->main, &params);
+    int np = pd_train_persistables(r, r->unit->main, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }

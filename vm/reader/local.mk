@@ -5,3 +5,5 @@ libpdlang_internal_la_SOURCES += vm/reader/reader.h vm/reader/reader_int.h vm/re
 	vm/reader/reader_idx.c vm/reader/reader_csv.c vm/reader/reader_npy.c \
 	vm/reader/reader_batch.c vm/reader/reader_text.c vm/reader/reader_lines.c \
 	vm/reader/npy_write.c
+# Validation splits of a dataset (reader_split.c).
+libpdlang_internal_la_SOURCES += vm/reader/reader_split.c

@@ -171,6 +171,20 @@ typedef struct pd_lines_options {
 pd_status pd_dataset_lines(int npaths, const char *const *paths, const pd_lines_options *o,
                            pd_dataset **out, pd_error *err);
 
+/* ---- Validation splits (reader_split.c) ---- */
+/* How many of n >= 2 samples a fraction in (0, 1) holds out: round(fraction * n), at least 1
+ * and at most n - 1. */
+int64_t pd_dataset_split_count(int64_t n, double fraction);
+/* A new dataset (the caller's) of the samples of d that a validation split of `fraction` puts
+ * in the held-out part (held_out) or in the rest, in d's order, every field copied (sequence
+ * fields with their lengths). The held-out samples are the first pd_dataset_split_count of the
+ * permutation pd_batcher_start_epoch describes, for epoch 0 and the seed
+ * seed ^ 0x5a17c0ffee5eed: the same seed always holds out the same samples, and the two parts
+ * of one seed are disjoint and together make d. PD_EINVAL for a fraction outside (0, 1) or a
+ * dataset of fewer than 2 samples. */
+pd_status pd_dataset_split(const pd_dataset *d, double fraction, uint64_t seed, bool held_out,
+                           pd_dataset **out, pd_error *err);
+
 /* ---- Minibatches ---- */
 typedef struct pd_batcher pd_batcher;
 

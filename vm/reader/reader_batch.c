@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "vm/reader/reader_int.h"
 
 static const pd_loc nowhere = {0};
 
@@ -73,7 +74,7 @@ static uint64_t uniform(uint64_t *s, uint64_t k) {
   return r % k;
 }
 
-static void make_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
+void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
   uint64_t s = mix64(seed ^ mix64((uint64_t)epoch + 1));
   for (int64_t i = 0; i < n; i++) perm[i] = i;
   for (int64_t i = n - 1; i >= 1; i--) {
@@ -203,9 +204,9 @@ pd_status pd_batcher_start_epoch(pd_batcher *b, int epoch) {
     pthread_mutex_unlock(&b->mu);
   }
   if (b->perm && b->o.shard_count <= 1) {
-    make_perm(b->perm, b->n, b->o.seed, epoch);
+    pd_reader_perm(b->perm, b->n, b->o.seed, epoch);
   } else if (b->perm) {   /* a shard: every N-th position of the epoch's order */
-    if (b->order) make_perm(b->order, b->full_n, b->o.seed, epoch);
+    if (b->order) pd_reader_perm(b->order, b->full_n, b->o.seed, epoch);
     int64_t nr = b->o.shard_count, r = b->o.shard_rank;
     for (int64_t j = 0; j < b->n; j++) b->perm[j] = b->order ? b->order[r + j * nr] : r + j * nr;
   }

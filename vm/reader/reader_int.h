@@ -49,4 +49,8 @@ void pd_rstream_close(pd_rstream *s);
 /* Read a whole file (gzipped or not) into a NUL-terminated heap buffer (pd_free). */
 pd_status pd_reader_read_all(const char *path, char **out, size_t *len, pd_error *err);
 
+/* The permutation of 0..n-1 of (seed, epoch) that the batcher shuffles by (pd_batcher_start_epoch
+ * gives the recipe), into perm[0..n) (reader_batch.c). */
+void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch);
+
 #endif /* PD_READER_INT_H */

@@ -1,0 +1,183 @@
+/* test_plot.c -- the training curves of lang/plot.c: a log written here (CSV, and the same as
+ * JSON lines) is drawn, the PNG decoded again with cairo and checked for its size, for pixels of
+ * each curve's colour in the panel each belongs to (the loss panel: the steps, the epochs and
+ * the validation; the accuracy panel: the validation only; a learning-rate panel only when the
+ * rate changes), and for a blank picture of no curves never passing; the errors of bad logs
+ * name the file and the line. Without cairo: the error that says so. */
+#include "config.h"
+#include "lang/plot.h"
+#include "tests/tap.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef PD_HAVE_CAIRO
+#include <cairo.h>
+#endif
+
+static char dir[256];
+
+static const char *path(const char *name) {
+  static char buf[4][320];
+  static int k;
+  char *p = buf[k++ % 4];
+  snprintf(p, 320, "%s/%s", dir, name);
+  return p;
+}
+
+static void write_text(const char *name, const char *text) {
+  FILE *f = fopen(path(name), "w");
+  if (f) {
+    fputs(text, f);
+    fclose(f);
+  }
+}
+
+/* A log of 4 epochs of 10 steps: the loss falls as 1 / step, the validation's loss and
+ * accuracy move each epoch; lr_changes: the rate halves each epoch. */
+static void make_log(const char *name, bool json, bool lr_changes) {
+  FILE *f = fopen(path(name), "w");
+  if (!f) return;
+  if (!json) fputs("kind,epoch,step,loss,lr,samples_per_s,time_s,valid_loss,valid_accuracy\n", f);
+  for (int e = 1; e <= 4; e++) {
+    double lr = lr_changes ? 0.1 / (1 << (e - 1)) : 0.1;
+    for (int s = 1; s <= 10; s++) {
+      int step = (e - 1) * 10 + s;
+      if (json)
+        fprintf(f, "{\"kind\": \"step\", \"epoch\": %d, \"step\": %d, \"loss\": %g, \"lr\": %g, "
+                "\"samples_per_s\": 1000, \"time_s\": %g}\n", e, step, 1.0 / step, lr, step * 0.01);
+      else fprintf(f, "step,%d,%d,%g,%g,1000,%g,,\n", e, step, 1.0 / step, lr, step * 0.01);
+    }
+    double vl = 0.5 / e + (e == 4 ? 0.1 : 0), acc = 0.7 + 0.05 * e;
+    if (json)
+      fprintf(f, "{\"kind\": \"epoch\", \"epoch\": %d, \"step\": %d, \"loss\": %g, \"lr\": %g, "
+              "\"samples_per_s\": 1000, \"time_s\": %g, \"valid_loss\": %g, \"valid_accuracy\": "
+              "%g}\n", e, e * 10, 0.3 / e, lr, e * 0.1, vl, acc);
+    else fprintf(f, "epoch,%d,%d,%g,%g,1000,%g,%g,%g\n", e, e * 10, 0.3 / e, lr, e * 0.1, vl, acc);
+  }
+  fclose(f);
+}
+
+#ifdef PD_HAVE_CAIRO
+/* Pixels of colour rgb in rows [y0, y1) of the decoded PNG (the callers skip the panels' top
+ * 50 rows, where the title and the legend's samples of the colours are). */
+static long count(cairo_surface_t *s, unsigned rgb, int y0, int y1) {
+  int w = cairo_image_surface_get_width(s), stride = cairo_image_surface_get_stride(s);
+  const unsigned char *d = cairo_image_surface_get_data(s);
+  long n = 0;
+  for (int y = y0; y < y1; y++)
+    for (int x = 0; x < w; x++) {
+      uint32_t px;
+      memcpy(&px, d + (size_t)y * stride + (size_t)x * 4, 4);
+      n += (px & 0xffffff) == rgb;
+    }
+  return n;
+}
+
+static void check_picture(const char *log, const char *png, int panels, const char *what) {
+  pd_error e = {0};
+  pd_status st = pd_plot_log(path(log), path(png), 0, 0, &e);
+  is_int(st, PD_OK, "%s: drawn (%s)", what, e.msg ? e.msg : "no error");
+  pd_error_clear(&e);
+  cairo_surface_t *s = cairo_image_surface_create_from_png(path(png));
+  ok(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS, "%s: the PNG decodes", what);
+  if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+    cairo_surface_destroy(s);
+    return;
+  }
+  cairo_surface_flush(s);
+  int w = cairo_image_surface_get_width(s), h = cairo_image_surface_get_height(s);
+  ok(w == 900 && h == 280 * panels, "%s: 900 x %d pixels (%d panels), got %d x %d", what,
+     280 * panels, panels, w, h);
+  int ph = h / panels;
+  long st_ = count(s, PD_PLOT_STEP_RGB, 50, ph), tr = count(s, PD_PLOT_TRAIN_RGB, 50, ph),
+       va = count(s, PD_PLOT_VALID_RGB, 50, ph);
+  ok(st_ > 50 && tr > 200 && va > 200,
+     "%s: the loss panel has the steps' (%ld), the epochs' (%ld) and the validation's (%ld) "
+     "curves", what, st_, tr, va);
+  int acc = panels - 1;  /* the accuracy panel is the last */
+  long av = count(s, PD_PLOT_VALID_RGB, acc * ph + 50, h);
+  ok(av > 200 && count(s, PD_PLOT_STEP_RGB, acc * ph, h) == 0 &&
+         count(s, PD_PLOT_TRAIN_RGB, acc * ph, h) == 0,
+     "%s: the accuracy panel has the validation's curve only (%ld)", what, av);
+  cairo_surface_destroy(s);
+}
+#endif
+
+int main(void) {
+  const char *t = getenv("TMPDIR");
+  snprintf(dir, sizeof dir, "%s/pdplot.XXXXXX", t && *t ? t : "/tmp");
+  if (!mkdtemp(dir)) {
+    printf("Bail out! no temporary folder\n");
+    return 1;
+  }
+  make_log("run.csv", false, false);
+  make_log("run.jsonl", true, false);
+  make_log("lr.csv", false, true);
+  pd_error e = {0};
+#ifdef PD_HAVE_CAIRO
+  ok(pd_plot_available(), "built with cairo");
+  check_picture("run.csv", "a.png", 2, "CSV");
+  check_picture("run.jsonl", "b.png", 2, "JSON lines");
+  check_picture("lr.csv", "c.png", 3, "a changing learning rate");
+  /* A chosen size. */
+  is_int(pd_plot_log(path("run.csv"), path("d.png"), 400, 300, NULL), PD_OK, "400 x 300 drawn");
+  cairo_surface_t *s = cairo_image_surface_create_from_png(path("d.png"));
+  ok(cairo_image_surface_get_width(s) == 400 && cairo_image_surface_get_height(s) == 300,
+     "  and it is 400 x 300");
+  cairo_surface_destroy(s);
+  /* The checks fail on a picture without curves: a blank one of the same size. */
+  cairo_surface_t *blank = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 900, 560);
+  cairo_t *cr = cairo_create(blank);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  cairo_destroy(cr);
+  cairo_surface_flush(blank);
+  ok(count(blank, PD_PLOT_TRAIN_RGB, 0, 560) == 0 && count(blank, PD_PLOT_VALID_RGB, 0, 560) == 0,
+     "a blank picture has no curve pixels (the counts can fail)");
+  cairo_surface_destroy(blank);
+#else
+  ok(!pd_plot_available(), "built without cairo");
+  is_int(pd_plot_log(path("run.csv"), path("a.png"), 0, 0, &e), PD_EUNSUPPORTED,
+         "drawing is refused");
+  ok(e.msg && strstr(e.msg, "built without cairo"), "  saying why: %s", e.msg ? e.msg : "");
+  pd_error_clear(&e);
+  ok(access(path("a.png"), F_OK) != 0, "  and writes nothing");
+#endif
+  /* Bad logs, with or without cairo. */
+  write_text("bad_header.csv", "epoch,loss\n1,2\n");
+  is_int(pd_plot_log(path("bad_header.csv"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+         "a CSV that is not a train log is refused");
+  ok(e.msg && strstr(e.msg, "line 1: not a train log") && e.loc.file &&
+         strstr(e.loc.file, "bad_header.csv"),
+     "  at its file and line: %s", e.msg ? e.msg : "");
+  pd_error_clear(&e);
+  write_text("bad_cell.csv", "kind,epoch,step,loss\nstep,1,1,0.5\nstep,1,2,zero\n");
+  is_int(pd_plot_log(path("bad_cell.csv"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+         "a cell that is not a number is refused");
+  ok(e.msg && strstr(e.msg, "line 3:"), "  naming line 3: %s", e.msg ? e.msg : "");
+  pd_error_clear(&e);
+  write_text("empty.csv", "kind,epoch,step,loss,lr\n");
+  is_int(pd_plot_log(path("empty.csv"), path("x.png"), 0, 0, &e), PD_EINVAL,
+         "a log without rows is refused");
+  ok(e.msg && strstr(e.msg, "no rows"), "  saying so: %s", e.msg ? e.msg : "");
+  pd_error_clear(&e);
+  write_text("bad.jsonl", "{\"kind\": \"step\", \"step\": 1, \"loss\": 1}\n{\"kind\": \"stop\"}\n");
+  is_int(pd_plot_log(path("bad.jsonl"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+         "a JSON line of another kind is refused");
+  pd_error_clear(&e);
+  is_int(pd_plot_log(path("missing.csv"), path("x.png"), 0, 0, &e), PD_EIO,
+         "a missing log is refused");
+  ok((e.msg && strstr(e.msg, "missing.csv")) || (e.loc.file && strstr(e.loc.file, "missing.csv")),
+     "  naming it: %s", e.msg ? e.msg : "");
+  pd_error_clear(&e);
+  ok(access(path("x.png"), F_OK) != 0, "no picture is written for a bad log");
+  const char *names[] = {"run.csv", "run.jsonl", "lr.csv", "a.png", "b.png", "c.png", "d.png",
+                         "bad_header.csv", "bad_cell.csv", "empty.csv", "bad.jsonl"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(path(names[i]));
+  rmdir(dir);
+  return tap_done();
+}
