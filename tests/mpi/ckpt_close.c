@@ -1,7 +1,7 @@
-/* ckpt_close.c -- the data-parallel tests' comparison of two checkpoints (tests/mpi/equiv.sh, faults.sh): every
- * var of A must be in B with the same dtype and shape and values within a relative tolerance of
- * the var's largest magnitude. Prints the worst var and exits 1 when they differ, 2 on a bad
- * file. Usage: ckpt_close A.ckpt B.ckpt [TOL]   (default 1e-5) */
+/* ckpt_close.c -- the data-parallel tests' comparison of two checkpoints (tests/mpi/equiv.sh,
+ * faults.sh): every var of A must be in B with the same dtype and shape and values within a
+ * relative tolerance of the var's largest magnitude. Prints the worst var and exits 1 when they
+ * differ, 2 on a bad file. Usage: ckpt_close A.ckpt B.ckpt [TOL]   (default 1e-5) */
 #include "config.h"
 
 #include <math.h>
@@ -36,7 +36,8 @@ int main(int argc, char **argv) {
   double worst = 0;
   const char *worst_name = "-";
   for (size_t k = 0; k < n; k++) {
-    pd_variable *va = pd_scope_find_local_var(a, names[k]), *vb = pd_scope_find_local_var(b, names[k]);
+    pd_variable *va = pd_scope_find_local_var(a, names[k]);
+    pd_variable *vb = pd_scope_find_local_var(b, names[k]);
     const pd_tensor *ta = va ? pd_var_tensor(va) : NULL, *tb = vb ? pd_var_tensor(vb) : NULL;
     if (!ta || !tb || ta->dtype != tb->dtype || pd_tensor_numel(ta) != pd_tensor_numel(tb)) {
       fprintf(stderr, "ckpt_close: '%s' is missing or differs in dtype or size\n", names[k]);

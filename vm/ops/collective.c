@@ -4,8 +4,8 @@
  * identity.
  *
  * c_allreduce_sum with use_calc_stream = false (what the pass emits) hands X to the gradient
- * buckets and returns at once (the sum runs while the backward pass goes on); the c_sync_comm_stream
- * that follows waits and writes each sum back into its var, so Out must be X. With
+ * buckets and returns at once (the sum runs while the backward pass goes on); the
+ * c_sync_comm_stream that follows waits and writes each sum back into its var, so Out must be X. With
  * use_calc_stream = true the sum is written before the op returns. c_broadcast is blocking. Host
  * tensors only (the ops have no GPU flag: the executor gives them host values). */
 #include "config.h"
