@@ -528,6 +528,31 @@ typedef pd_status pd_k_where_fn(pd_dtype dt, int nd, const int64_t *od, const in
                                 const int64_t *ystr, const void *y, void *out);
 
 /* ---- The backend table. ---- */
+/* The gate arithmetic of one step of the fused recurrences (vm/ops/rnn_fused.c), after the
+ * step's GEMMs, on n packed rows of hidden H (fp32/fp64; n, H >= 0):
+ *   lstm_cell       g [n, 4H] holds the pre-activations of i, f, g, o and becomes them
+ *                   activated (sigmoid, sigmoid, tanh, sigmoid); c = f pc + i g, h = o tanh(c)
+ *                   ([n, H] each).
+ *   lstm_cell_grad  from the gates g, the previous cells pc and the cells c: dg [n, 4H] receives
+ *                   the pre-activations' gradients from dh (the step's h, read) and dc (the
+ *                   step's c: its own plus what came back through h; it becomes pc's).
+ *   gru_cell        u [n, 3H] = x W_ih + b_ih, hp [n, 3H] = h W_hh, b [3H] = b_hh, ph [n, H]
+ *                   the previous states: s [n, 4H] receives r, z, n and hn = hp_n + b_n, h
+ *                   [n, H] the states (1 - z) n + z ph, with r, z = sigmoid(u + hp + b),
+ *                   n = tanh(u_n + r hn).
+ *   gru_cell_grad   from s and ph: dh [n, H] (the step's h) becomes ph's direct part dh z; du
+ *                   [n, 3H] and dhp [n, 3H] receive the gradients of u and of hp + b. */
+typedef pd_status pd_k_lstm_cell_fn(pd_dtype dt, int64_t n, int64_t h, void *g, const void *pc,
+                                    void *c, void *hout);
+typedef pd_status pd_k_lstm_cell_grad_fn(pd_dtype dt, int64_t n, int64_t h, const void *g,
+                                         const void *pc, const void *c, const void *dh,
+                                         void *dc, void *dg);
+typedef pd_status pd_k_gru_cell_fn(pd_dtype dt, int64_t n, int64_t h, const void *u,
+                                   const void *hp, const void *b, const void *ph, void *s,
+                                   void *hout);
+typedef pd_status pd_k_gru_cell_grad_fn(pd_dtype dt, int64_t n, int64_t h, const void *s,
+                                        const void *ph, void *dh, void *du, void *dhp);
+
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
   pd_k_gemm_fn *gemm;
@@ -580,6 +605,10 @@ typedef struct pd_k_backend {
   pd_k_strided_copy_fn *strided_copy;
   pd_k_where_fn *where;
   pd_k_opt_fn *opt;
+  pd_k_lstm_cell_fn *lstm_cell;
+  pd_k_lstm_cell_grad_fn *lstm_cell_grad;
+  pd_k_gru_cell_fn *gru_cell;
+  pd_k_gru_cell_grad_fn *gru_cell_grad;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

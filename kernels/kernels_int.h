@@ -86,6 +86,14 @@ static inline pd_status pd_k_norm_check(pd_dtype dt, int64_t n, int64_t c, int64
   return PD_OK;
 }
 
+/* lstm_cell, gru_cell and their gradients (kernels.h): fp32/fp64, n, h >= 0 whose product
+ * times 4 fits. */
+static inline pd_status pd_k_rnn_cell_check(pd_dtype dt, int64_t n, int64_t h) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (n < 0 || h < 0 || (h && n > INT64_MAX / 4 / h)) return PD_EINVAL;
+  return PD_OK;
+}
+
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {
   pd_dtype dt;

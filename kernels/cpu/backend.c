@@ -63,6 +63,10 @@ static const pd_k_backend cpu_backend = {
     .strided_copy = pd_kcpu_strided_copy,
     .where = pd_kcpu_where,
     .opt = pd_kcpu_opt,
+    .lstm_cell = pd_kcpu_lstm_cell,
+    .lstm_cell_grad = pd_kcpu_lstm_cell_grad,
+    .gru_cell = pd_kcpu_gru_cell,
+    .gru_cell_grad = pd_kcpu_gru_cell_grad,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -154,5 +154,9 @@ pd_k_layer_norm_fn pd_kcpu_layer_norm;
 pd_k_layer_norm_grad_fn pd_kcpu_layer_norm_grad;
 pd_k_strided_copy_fn pd_kcpu_strided_copy;
 pd_k_where_fn pd_kcpu_where;
+pd_k_lstm_cell_fn pd_kcpu_lstm_cell;            /* rnn_cell.c */
+pd_k_lstm_cell_grad_fn pd_kcpu_lstm_cell_grad;
+pd_k_gru_cell_fn pd_kcpu_gru_cell;
+pd_k_gru_cell_grad_fn pd_kcpu_gru_cell_grad;
 
 #endif /* PD_KERNELS_CPU_H */

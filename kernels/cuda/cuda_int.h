@@ -204,6 +204,10 @@ pd_k_layer_norm_fn pd_kcu_layer_norm;
 pd_k_layer_norm_grad_fn pd_kcu_layer_norm_grad;
 pd_k_strided_copy_fn pd_kcu_strided_copy;
 pd_k_where_fn pd_kcu_where;
+pd_k_lstm_cell_fn pd_kcu_lstm_cell; /* rnn_cell.cu */
+pd_k_lstm_cell_grad_fn pd_kcu_lstm_cell_grad;
+pd_k_gru_cell_fn pd_kcu_gru_cell;
+pd_k_gru_cell_grad_fn pd_kcu_gru_cell_grad;
 
 /* ---- Shared between files. ---- */
 /* Strided-batched GEMM on device buffers after the checks (gemm.cu): used by the convolutions.

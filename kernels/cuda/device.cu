@@ -506,6 +506,10 @@ static const pd_k_backend cuda_backend = {
     .strided_copy = entry<pd_kcu_strided_copy>::call,
     .where = entry<pd_kcu_where>::call,
     .opt = entry<pd_kcu_opt>::call,
+    .lstm_cell = entry<pd_kcu_lstm_cell>::call,
+    .lstm_cell_grad = entry<pd_kcu_lstm_cell_grad>::call,
+    .gru_cell = entry<pd_kcu_gru_cell>::call,
+    .gru_cell_grad = entry<pd_kcu_gru_cell_grad>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

@@ -1376,6 +1376,58 @@ static int test_without_cuda(const pd_error *err) {
   return tap_done();
 }
 
+/* lstm_cell, gru_cell and their gradients (the fused recurrences' gate arithmetic): n rows of
+ * hidden h, n 0, 5 and 37, h 3 and 64; every output and every buffer written in place. */
+static void test_rnn_cell(void) {
+  const int64_t ns[] = {0, 5, 37}, hs[] = {3, 64};
+  for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++)
+    for (size_t a = 0; a < PD_ARRAY_LEN(ns); a++)
+      for (size_t b = 0; b < PD_ARRAY_LEN(hs); b++) {
+        pd_dtype dt = floats[t];
+        int64_t n = ns[a], h = hs[b], nh = n * h;
+        size_t sz = pd_dtype_size(dt);
+        const char *d = dn(dt);
+        buf g = B_rand(dt, 4 * nh, -3, 3), pc = B_rand(dt, nh, -1, 1), c = B_out((size_t)nh * sz);
+        buf ho = B_out((size_t)nh * sz);
+        same_status(G->lstm_cell(dt, n, h, g.d, pc.d, c.d, ho.d),
+                    C->lstm_cell(dt, n, h, g.h, pc.h, c.h, ho.h), "lstm_cell %s: status", d);
+        same(dt, &g, 4 * nh, "lstm_cell %s [%lld, %lld]: gates", d, (long long)n, (long long)h);
+        same(dt, &c, nh, "lstm_cell %s [%lld, %lld]: c", d, (long long)n, (long long)h);
+        same(dt, &ho, nh, "lstm_cell %s [%lld, %lld]: h", d, (long long)n, (long long)h);
+        buf dh = B_rand(dt, nh, -1, 1), dc = B_rand(dt, nh, -1, 1), dg = B_out(4 * (size_t)nh * sz);
+        same_status(G->lstm_cell_grad(dt, n, h, g.d, pc.d, c.d, dh.d, dc.d, dg.d),
+                    C->lstm_cell_grad(dt, n, h, g.h, pc.h, c.h, dh.h, dc.h, dg.h),
+                    "lstm_cell_grad %s: status", d);
+        same(dt, &dc, nh, "lstm_cell_grad %s [%lld, %lld]: dc", d, (long long)n, (long long)h);
+        same(dt, &dg, 4 * nh, "lstm_cell_grad %s [%lld, %lld]: dg", d, (long long)n,
+             (long long)h);
+        buf u = B_rand(dt, 3 * nh, -2, 2), hp = B_rand(dt, 3 * nh, -2, 2);
+        buf bias = B_rand(dt, 3 * h, -1, 1), sg = B_out(4 * (size_t)nh * sz);
+        buf hg = B_out((size_t)nh * sz);
+        same_status(G->gru_cell(dt, n, h, u.d, hp.d, bias.d, pc.d, sg.d, hg.d),
+                    C->gru_cell(dt, n, h, u.h, hp.h, bias.h, pc.h, sg.h, hg.h),
+                    "gru_cell %s: status", d);
+        same(dt, &sg, 4 * nh, "gru_cell %s [%lld, %lld]: gates", d, (long long)n, (long long)h);
+        same(dt, &hg, nh, "gru_cell %s [%lld, %lld]: h", d, (long long)n, (long long)h);
+        buf du = B_out(3 * (size_t)nh * sz), dp = B_out(3 * (size_t)nh * sz);
+        same_status(G->gru_cell_grad(dt, n, h, sg.d, pc.d, dh.d, du.d, dp.d),
+                    C->gru_cell_grad(dt, n, h, sg.h, pc.h, dh.h, du.h, dp.h),
+                    "gru_cell_grad %s: status", d);
+        same(dt, &dh, nh, "gru_cell_grad %s [%lld, %lld]: dh", d, (long long)n, (long long)h);
+        same(dt, &du, 3 * nh, "gru_cell_grad %s [%lld, %lld]: du", d, (long long)n,
+             (long long)h);
+        same(dt, &dp, 3 * nh, "gru_cell_grad %s [%lld, %lld]: dhp", d, (long long)n,
+             (long long)h);
+        buf *all[] = {&g, &pc, &c, &ho, &dh, &dc, &dg, &u, &hp, &bias, &sg, &hg, &du, &dp};
+        for (size_t i = 0; i < PD_ARRAY_LEN(all); i++) B_free(all[i]);
+      }
+  same_status(G->lstm_cell(PD_INT32, 1, 1, NULL, NULL, NULL, NULL),
+              C->lstm_cell(PD_INT32, 1, 1, NULL, NULL, NULL, NULL), "lstm_cell int32: status");
+  same_status(G->gru_cell_grad(PD_FP32, -1, 1, NULL, NULL, NULL, NULL, NULL),
+              C->gru_cell_grad(PD_FP32, -1, 1, NULL, NULL, NULL, NULL, NULL),
+              "gru_cell_grad n -1: status");
+}
+
 int main(int argc, char **argv) {
   PD_UNUSED(argc);
   PD_UNUSED(argv);
@@ -1415,5 +1467,6 @@ int main(int argc, char **argv) {
   test_norm();
   test_strided_copy();
   test_where();
+  test_rnn_cell();
   return tap_done();
 }

@@ -185,7 +185,7 @@ static void short_list(rt *r, pd_op_desc *op) {
 }
 static void bad_weight(rt *r, pd_op_desc *op) {
   (void)op;
-  double v[16] = {0};
+  double v[24] = {0};
   rt_in_f64(r, "w1", "[8, 3]", v);
 }
 static void long_len(rt *r, pd_op_desc *op) {

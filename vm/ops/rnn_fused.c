@@ -1,8 +1,9 @@
 /* rnn_fused.c -- fused_lstm and fused_gru, the gated loops of stdlib/layers.pd's lstm and gru that
  * the fuse_rnn pass (vm/passes/fuse_gated.c) makes into one op each: one GEMM a step for all
  * gates against the recurrent weight (the input projection hoisted out of the loop), the gate
- * math on the rows of the step, the activations kept for the backward pass. Shape functions,
- * kernels and gradient kernels. */
+ * arithmetic on the rows of the step (the backend's lstm_cell / gru_cell, kernels.h), the
+ * activations kept for the backward pass. Shape functions, kernels and gradient kernels; the
+ * ops run on the host (their time-major reordering is host memory work). */
 #include "config.h"
 
 #include <math.h>
@@ -260,125 +261,12 @@ static pd_status put_out(const pd_exec_ctx *ctx, const gplan *p, pd_tensor *o, i
 
 /* ================================================================ the gate math */
 
-/* The arithmetic of a step, for float and double (n rows, hidden H); the sigmoids and tanhs
- * are the backend's unary kernel (vectorised), called by the step functions below.
- *   lstm_cell:  g [n, 4H] holds i, f, g, o activated: c = f pc + i g; h (holding tanh(c))
- *               *= o.
- *   lstm_bw:    tc = tanh(c); dh, dc the gradients of the step's h and c (dc then becomes
- *               pc's); dg [n, 4H] receives the pre-activations' gradients.
- *   gru_pre:    u [n, 3H] (x W_ih + b_ih), hp [n, 3H] (h W_hh), bias [3H]: s [n, 4H] receives
- *               the pre-activations of r and z and hn = (h W_hh + b_hh)_n.
- *   gru_cand:   s's third part receives n's pre-activation u_n + r hn.
- *   gru_out:    h = (1 - z) n + z ph.
- *   gru_bw:     dh the gradient of the step's h (becomes ph's direct part); du [n, 3H] and
- *               dhp [n, 3H] the gradients of u and of h W_hh + b_hh. */
-#define PD_GATED_STEPS(T, SFX)                                                                   \
-  static void lstm_cell_##SFX(int64_t n, int64_t H, const T *g, const T *pc, T *c, T *h) {       \
-    for (int64_t r = 0; r < n; r++, g += 4 * H, pc += H, c += H, h += H)                         \
-      for (int64_t j = 0; j < H; j++) c[j] = g[H + j] * pc[j] + g[j] * g[2 * H + j];             \
-  }                                                                                              \
-  static void lstm_out_##SFX(int64_t n, int64_t H, const T *g, T *h) {                           \
-    for (int64_t r = 0; r < n; r++, g += 4 * H, h += H)                                          \
-      for (int64_t j = 0; j < H; j++) h[j] *= g[3 * H + j];                                      \
-  }                                                                                              \
-  static void lstm_bw_##SFX(int64_t n, int64_t H, const T *g, const T *pc, const T *tc, T *dh,   \
-                            T *dc, T *dg) {                                                      \
-    for (int64_t r = 0; r < n; r++, g += 4 * H, pc += H, tc += H, dh += H, dc += H, dg += 4 * H) \
-      for (int64_t j = 0; j < H; j++) {                                                          \
-        T i = g[j], f = g[H + j], gg = g[2 * H + j], o = g[3 * H + j], t = tc[j];                \
-        T dcj = dc[j] + dh[j] * o * ((T)1 - t * t);                                              \
-        dg[j] = dcj * gg * i * ((T)1 - i);                                                       \
-        dg[H + j] = dcj * pc[j] * f * ((T)1 - f);                                                \
-        dg[2 * H + j] = dcj * i * ((T)1 - gg * gg);                                              \
-        dg[3 * H + j] = dh[j] * t * o * ((T)1 - o);                                              \
-        dc[j] = dcj * f;                                                                         \
-      }                                                                                          \
-  }                                                                                              \
-  static void gru_pre_##SFX(int64_t n, int64_t H, const T *u, const T *hp, const T *b, T *s) {   \
-    for (int64_t r = 0; r < n; r++, u += 3 * H, hp += 3 * H, s += 4 * H) {                       \
-      for (int64_t j = 0; j < 2 * H; j++) s[j] = u[j] + hp[j] + b[j];                            \
-      for (int64_t j = 0; j < H; j++) s[3 * H + j] = hp[2 * H + j] + b[2 * H + j];               \
-    }                                                                                            \
-  }                                                                                              \
-  static void gru_cand_##SFX(int64_t n, int64_t H, const T *u, T *s) {                           \
-    for (int64_t r = 0; r < n; r++, u += 3 * H, s += 4 * H)                                      \
-      for (int64_t j = 0; j < H; j++) s[2 * H + j] = u[2 * H + j] + s[j] * s[3 * H + j];         \
-  }                                                                                              \
-  static void gru_out_##SFX(int64_t n, int64_t H, const T *s, const T *ph, T *h) {               \
-    for (int64_t r = 0; r < n; r++, s += 4 * H, ph += H, h += H)                                 \
-      for (int64_t j = 0; j < H; j++) h[j] = ((T)1 - s[H + j]) * s[2 * H + j] + s[H + j] * ph[j]; \
-  }                                                                                              \
-  static void gru_bw_##SFX(int64_t n, int64_t H, const T *s, const T *ph, T *dh, T *du,          \
-                           T *dhp) {                                                             \
-    for (int64_t r = 0; r < n; r++, s += 4 * H, ph += H, dh += H, du += 3 * H, dhp += 3 * H)     \
-      for (int64_t j = 0; j < H; j++) {                                                          \
-        T rg = s[j], z = s[H + j], ng = s[2 * H + j], hn = s[3 * H + j], d = dh[j];              \
-        T dn = d * ((T)1 - z) * ((T)1 - ng * ng);                                                \
-        T dr = dn * hn * rg * ((T)1 - rg), dz = d * (ph[j] - ng) * z * ((T)1 - z);               \
-        du[j] = dhp[j] = dr;                                                                     \
-        du[H + j] = dhp[H + j] = dz;                                                             \
-        du[2 * H + j] = dn;                                                                      \
-        dhp[2 * H + j] = dn * rg;                                                                \
-        dh[j] = d * z;                                                                           \
-      }                                                                                          \
-  }
-PD_GATED_STEPS(float, f32)
-PD_GATED_STEPS(double, f64)
-#undef PD_GATED_STEPS
-
-#define F32(p) ((float *)(p))
-#define F64(p) ((double *)(p))
-
-/* f (sigmoid or tanh) in place on cols columns from column at of n rows of width w. */
-static pd_status act_cols(const pd_exec_ctx *ctx, const gplan *p, pd_k_unop f, int64_t n,
-                          int64_t w, int64_t at, int64_t cols, char *x) {
-  size_t rb = (size_t)w * p->es;
-  pd_status st = PD_OK;
-  for (int64_t r = 0; r < n && !st; r++) {
-    char *q = x + (size_t)r * rb + (size_t)at * p->es;
-    st = ctx->k->unary(f, p->dt, cols, q, q);
-  }
-  return pd_ctx_check(ctx, st, "gate activation");
-}
-
 /* dst[i] += src[i], n elements. */
 static void add_to(const gplan *p, int64_t n, char *dst, const char *src) {
   if (p->dt == PD_FP32)
-    for (int64_t i = 0; i < n; i++) F32(dst)[i] += F32(src)[i];
+    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] += ((const float *)src)[i];
   else
-    for (int64_t i = 0; i < n; i++) F64(dst)[i] += F64(src)[i];
-}
-
-/* LSTM step forward on n rows: g (pre-activations) becomes the gates; c and h. */
-static pd_status lstm_fw(const pd_exec_ctx *ctx, const gplan *p, int64_t n, char *g,
-                         const char *pc, char *c, char *h) {
-  int64_t H = p->hid;
-  pd_status st = act_cols(ctx, p, PD_K_SIGMOID, n, 4 * H, 0, 2 * H, g);
-  if (!st) st = act_cols(ctx, p, PD_K_TANH, n, 4 * H, 2 * H, H, g);
-  if (!st) st = act_cols(ctx, p, PD_K_SIGMOID, n, 4 * H, 3 * H, H, g);
-  if (st) return st;
-  if (p->dt == PD_FP32) lstm_cell_f32(n, H, F32(g), F32(pc), F32(c), F32(h));
-  else lstm_cell_f64(n, H, F64(g), F64(pc), F64(c), F64(h));
-  if ((st = pd_ctx_check(ctx, ctx->k->unary(PD_K_TANH, p->dt, n * H, c, h), "tanh"))) return st;
-  if (p->dt == PD_FP32) lstm_out_f32(n, H, F32(g), F32(h));
-  else lstm_out_f64(n, H, F64(g), F64(h));
-  return PD_OK;
-}
-
-/* GRU step forward on n rows: s receives r, z, n, hn; h the new states. */
-static pd_status gru_fw(const pd_exec_ctx *ctx, const gplan *p, int64_t n, const char *u,
-                        const char *hp, const char *b, const char *ph, char *s, char *h) {
-  int64_t H = p->hid;
-  if (p->dt == PD_FP32) gru_pre_f32(n, H, F32(u), F32(hp), F32(b), F32(s));
-  else gru_pre_f64(n, H, F64(u), F64(hp), F64(b), F64(s));
-  pd_status st = act_cols(ctx, p, PD_K_SIGMOID, n, 4 * H, 0, 2 * H, s);
-  if (st) return st;
-  if (p->dt == PD_FP32) gru_cand_f32(n, H, F32(u), F32(s));
-  else gru_cand_f64(n, H, F64(u), F64(s));
-  if ((st = act_cols(ctx, p, PD_K_TANH, n, 4 * H, 2 * H, H, s))) return st;
-  if (p->dt == PD_FP32) gru_out_f32(n, H, F32(s), F32(ph), F32(h));
-  else gru_out_f64(n, H, F64(s), F64(ph), F64(h));
-  return PD_OK;
+    for (int64_t i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i];
 }
 
 /* Allocate n host buffers of the given byte sizes (each at least 1 byte); false (all freed)
@@ -447,7 +335,8 @@ pd_status pd_kernel_fused_lstm(pd_exec_ctx *ctx) {
     const char *pc = k ? cs + (size_t)p.koff[k - 1] * rb : ic;
     char *gk = g + at * 4 * rb;
     if ((st = gemm(ctx, &p, false, false, n, 4 * H, H, ph, pd_tensor_data(w), 1.0, gk))) break;
-    st = lstm_fw(ctx, &p, n, gk, pc, cs + at * rb, hs + at * rb);
+    st = pd_ctx_check(ctx, ctx->k->lstm_cell(p.dt, n, H, gk, pc, cs + at * rb, hs + at * rb),
+                      "lstm gates");
   }
   if (!st) st = put_out(ctx, &p, outs[0], H, hs);
   if (!st) st = put_out(ctx, &p, outs[1], H, cs);
@@ -500,8 +389,6 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
   else memset(dc, 0, rb * T);
   init_rows(&p, c0, carry_c);
   prev_rows(&p, carry_c, cs, prev);  /* the previous cells */
-  /* cs becomes tanh(c) */
-  st = pd_ctx_check(ctx, ctx->k->unary(PD_K_TANH, p.dt, p.total * H, cs, cs), "tanh");
   for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
     int64_t n = running(&p, k), m = k + 1 < p.maxlen ? running(&p, k + 1) : 0;
     size_t at = (size_t)p.koff[k];
@@ -510,12 +397,10 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
     add_to(&p, m * H, dhk, carry_h);
     add_to(&p, m * H, dck, carry_c);
     char *dgk = dg + at * 4 * rb;
-    if (p.dt == PD_FP32)
-      lstm_bw_f32(n, H, F32(g + at * 4 * rb), F32(prev + at * rb), F32(cs + at * rb), F32(dhk),
-                  F32(dck), F32(dgk));
-    else
-      lstm_bw_f64(n, H, F64(g + at * 4 * rb), F64(prev + at * rb), F64(cs + at * rb), F64(dhk),
-                  F64(dck), F64(dgk));
+    if ((st = pd_ctx_check(ctx, ctx->k->lstm_cell_grad(p.dt, n, H, g + at * 4 * rb, prev + at * rb,
+                                                       cs + at * rb, dhk, dck, dgk),
+                           "lstm gate gradients")))
+      break;
     memcpy(carry_c, dck, (size_t)n * rb);
     st = gemm(ctx, &p, false, true, n, H, 4 * H, dgk, pd_tensor_data(w), 0.0, carry_h);
   }
@@ -570,8 +455,9 @@ pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
     size_t at = (size_t)p.koff[k];
     const char *ph = k ? hs + (size_t)p.koff[k - 1] * rb : ih;
     if ((st = gemm(ctx, &p, false, false, n, 3 * H, H, ph, pd_tensor_data(w), 0.0, hp))) break;
-    st = gru_fw(ctx, &p, n, u + at * 3 * rb, hp, pd_tensor_data(bias), ph, s + at * 4 * rb,
-                hs + at * rb);
+    st = pd_ctx_check(ctx, ctx->k->gru_cell(p.dt, n, H, u + at * 3 * rb, hp, pd_tensor_data(bias),
+                                            ph, s + at * 4 * rb, hs + at * rb),
+                      "gru gates");
   }
   if (!st) st = put_out(ctx, &p, outs[0], H, hs);
   if (!st) st = put_out(ctx, &p, outs[1], 4 * H, s);
@@ -621,12 +507,10 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
     size_t at = (size_t)p.koff[k];
     char *dhk = dh + at * rb, *dpk = dp + at * 3 * rb;
     add_to(&p, m * H, dhk, carry);
-    if (p.dt == PD_FP32)
-      gru_bw_f32(n, H, (const float *)(s + at * 4 * rb), (const float *)(prev + at * rb),
-                 (float *)dhk, (float *)(du + at * 3 * rb), (float *)dpk);
-    else
-      gru_bw_f64(n, H, (const double *)(s + at * 4 * rb), (const double *)(prev + at * rb),
-                 (double *)dhk, (double *)(du + at * 3 * rb), (double *)dpk);
+    if ((st = pd_ctx_check(ctx, ctx->k->gru_cell_grad(p.dt, n, H, s + at * 4 * rb, prev + at * rb,
+                                                      dhk, du + at * 3 * rb, dpk),
+                           "gru gate gradients")))
+      break;
     memcpy(carry, dhk, (size_t)n * rb);
     st = gemm(ctx, &p, false, true, n, H, 3 * H, dpk, pd_tensor_data(w), 1.0, carry);
   }
