@@ -13,7 +13,8 @@ noinst_PROGRAMS += bench/bench_rnn
 bench_bench_rnn_SOURCES = bench/bench_rnn.c
 bench_bench_rnn_LDADD = libpdlang-internal.la $(PD_LIBS)
 EXTRA_DIST += bench/torch_train.py bench/torch_conv.py bench/torch_rnn.py bench/bench_rnn.sh \
-	bench/README bench/bench_gated.sh bench/torch_gated.py
+	bench/README bench/bench_gated.sh bench/torch_gated.py \
+	bench/torch_char_lm.py
 
 bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_kernels$(EXEEXT)
