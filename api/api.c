@@ -681,11 +681,12 @@ static int feed(pd_state *st, const char *fn, const char *name, int dtype, int n
       return fail(st, PD_ENOMEM, "out of memory");
     off[0] = 0;
     for (int64_t i = 0; i < nseq; i++) {
-      if (lengths[i] < 0 || lengths[i] > dims[0] - off[i]) {
+      int64_t left = dims[0] - off[i];
+      if (lengths[i] < 0 || lengths[i] > left) {
         pd_free(off);
         return fail(st, PD_ESHAPE, "feed '%s': sequence %lld has length %lld, but the %lld rows "
                                    "hold only %lld more", name, (long long)i,
-                    (long long)lengths[i], (long long)dims[0], (long long)(dims[0] - off[i]));
+                    (long long)lengths[i], (long long)dims[0], (long long)left);
       }
       off[i + 1] = off[i] + lengths[i];
     }
