@@ -170,12 +170,73 @@ static void print_run_error(const char *model, const pd_error *err) {
   pd_source_free(src);
 }
 
+/* --lengths NAME=FILE.npy: t (the values of a sequence input, one row per step) becomes a
+ * batch of sequences of the lengths in the file (1-D, int32 or int64, adding up to t's rows). */
+static bool set_lengths(pd_tensor *t, const char *name, const char *file) {
+  pd_tensor lt;
+  pd_tensor_init(&lt);
+  pd_error err = {0};
+  bool ok = false;
+  if (load_npy(file, &lt, &err)) {
+    fprintf(stderr, "pdlang exec: --lengths %s: %s\n", name, err.msg ? err.msg : "cannot read it");
+    pd_error_clear(&err);
+    pd_tensor_release(&lt);
+    return false;
+  }
+  int64_t n = pd_tensor_numel(&lt), rows = t->ndims > 0 ? t->dims[0] : 0;
+  int64_t *off = NULL;
+  if ((lt.dtype != PD_INT64 && lt.dtype != PD_INT32) || n < 1) {
+    fprintf(stderr, "pdlang exec: --lengths %s: %s holds %s, not one or more int32/int64 lengths\n",
+            name, file, pd_dtype_name(lt.dtype));
+  } else if (!(off = pd_malloc(sizeof *off * (size_t)(n + 1)))) {
+    fprintf(stderr, "pdlang exec: out of memory\n");
+  } else {
+    off[0] = 0;
+    ok = true;
+    for (int64_t i = 0; ok && i < n; i++) {
+      int64_t len = lt.dtype == PD_INT64 ? PD_TENSOR_I64(&lt)[i] : PD_TENSOR_I32(&lt)[i];
+      ok = len >= 0 && len <= rows - off[i];
+      if (!ok)
+        fprintf(stderr, "pdlang exec: --lengths %s: sequence %lld has length %lld, but the %lld "
+                        "rows of the values hold only %lld more\n", name, (long long)i,
+                (long long)len, (long long)rows, (long long)(rows - off[i]));
+      else off[i + 1] = off[i] + len;
+    }
+    if (ok && off[n] != rows) {
+      fprintf(stderr, "pdlang exec: --lengths %s: the %lld lengths add up to %lld rows, but the "
+                      "values have %lld\n", name, (long long)n, (long long)off[n], (long long)rows);
+      ok = false;
+    }
+    const int64_t *lv = off;
+    int64_t len = n + 1;
+    if (ok && pd_tensor_set_lod(t, 1, &lv, &len)) {
+      fprintf(stderr, "pdlang exec: out of memory\n");
+      ok = false;
+    }
+  }
+  pd_free(off);
+  pd_tensor_release(&lt);
+  return ok;
+}
+
 static int run_exec(int argc, char **argv) {
   const char *model = NULL, *params = NULL, *device = NULL, *out_dir = NULL;
   const char *feed_names[MAX_IO], *feed_files[MAX_IO];
   const char *out_names[MAX_IO], *out_files[MAX_IO];
-  int nfeed_args = 0, nouts = 0;
+  const char *len_names[MAX_IO], *len_files[MAX_IO];
+  int nfeed_args = 0, nouts = 0, nlens = 0;
   for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--lengths") == 0 && i + 1 < argc) {
+      char *eq = strchr(argv[++i], '=');
+      if (!eq || eq == argv[i] || !eq[1] || nlens == MAX_IO) {
+        fprintf(stderr, "pdlang exec: --lengths takes NAME=FILE.npy, got '%s'\n", argv[i]);
+        return 2;
+      }
+      *eq = 0;
+      len_names[nlens] = argv[i];
+      len_files[nlens++] = eq + 1;
+      continue;
+    }
     if ((strcmp(argv[i], "--feed") == 0 || strcmp(argv[i], "--out") == 0) && i + 1 < argc) {
       bool feed = argv[i][2] == 'f';
       char *eq = strchr(argv[++i], '=');
@@ -243,6 +304,19 @@ static int run_exec(int argc, char **argv) {
       goto out;
     }
   }
+  for (int j = 0; j < nlens; j++) {
+    const pd_var_desc *v = NULL;
+    for (int i = 0; i < m.nfeeds; i++)
+      if (strcmp(len_names[j], m.feeds[i].var) == 0)
+        v = pd_block_find_var_local(m.program->blocks[0], len_names[j]);
+    if (!v || v->lod_level != 1) {
+      fprintf(stderr, "pdlang exec: --lengths %s: %s\n", len_names[j],
+              v ? "that input is not a batch of sequences (lod_level 1)"
+                : "the model has no input of that name");
+      describe_inputs(&m);
+      goto out;
+    }
+  }
   for (int j = 0; j < nouts; j++) {
     int known = 0;
     for (int i = 0; i < m.nfetches; i++) known += strcmp(out_names[j], m.fetches[i].var) == 0;
@@ -266,6 +340,17 @@ static int run_exec(int argc, char **argv) {
     pd_tensor_init(&inputs[ninputs++]);
     if ((st = load_npy(feed_files[k], &inputs[ninputs - 1], &err))) goto fail;
     if (!input_fits(m.program, m.feeds[i].var, &inputs[ninputs - 1], feed_files[k])) goto out;
+    int l = 0;
+    while (l < nlens && strcmp(len_names[l], m.feeds[i].var) != 0) l++;
+    const pd_var_desc *v = pd_block_find_var_local(m.program->blocks[0], m.feeds[i].var);
+    if (l == nlens && v && v->lod_level > 0) {
+      fprintf(stderr, "pdlang exec: input %s is a batch of sequences: give each sequence's "
+                      "length with --lengths %s=LENGTHS.npy (the rows of %s, one step a row, "
+                      "then the next sequence's)\n", m.feeds[i].var, m.feeds[i].var,
+              feed_files[k]);
+      goto out;
+    }
+    if (l < nlens && !set_lengths(&inputs[ninputs - 1], len_names[l], len_files[l])) goto out;
   }
   pd_exec_options eo = {.place = (pd_k_place)place, .notice = print_notice};
   if (place == PD_K_CUDA && (st = pd_k_cuda_open(gpu_index, &err))) goto fail;
@@ -306,7 +391,8 @@ const pd_command pd_cmd_exec = {
     .run = run_exec,
     .summary = "run a saved model (FILE.pdmodel, or a Fluid model folder) on .npy inputs",
     .usage = "pdlang exec MODEL [--params FILE] [--device cpu|gpu[:N]]\n"
-             "            [--feed NAME=FILE.npy]... [--out DIR | --out NAME=FILE.npy]...\n"
+             "            [--feed NAME=FILE.npy [--lengths NAME=LENGTHS.npy]]...\n"
+             "            [--out DIR | --out NAME=FILE.npy]...\n"
              "\n"
              "Runs a saved inference program and prints what its fetch ops fetch, each under\n"
              "its fetch target's name. MODEL is NAME.pdmodel (save(path, target) in a script\n"
@@ -316,5 +402,7 @@ const pd_command pd_cmd_exec = {
              "parameter. Each input is given with --feed by its name (an unknown name is an\n"
              "error); a float32/float64 file for a float64/float32 input is cast, with a note.\n"
              "--out DIR writes every output as DIR/NAME.npy ('/' in NAME becomes '_'), --out\n"
-             "NAME=FILE.npy one output.",
+             "NAME=FILE.npy one output. An input that is a batch of sequences (a for loop's,\n"
+             "an lstm's) takes its rows with --feed and each sequence's length (a 1-D int32 or\n"
+             "int64 .npy, adding up to the rows) with --lengths.",
 };

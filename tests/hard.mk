@@ -67,3 +67,6 @@ EXTRA_DIST += $(PD_HARD_CSV) tests/golden/run/csv_options.csv tests/golden/run/c
 # beside the model.
 TESTS += tests/run/exec_caret.sh
 EXTRA_DIST += tests/run/exec_caret.sh
+# tests/run/exec_sequences.sh: saved sequence models through pdlang exec (--lengths).
+TESTS += tests/run/exec_sequences.sh
+EXTRA_DIST += tests/run/exec_sequences.sh
