@@ -7,27 +7,12 @@
  * 50 calls each).
  * Usage: bench/bench_kernels [seconds per measurement, default 0.3]. */
 #include "config.h"
+#include "bench/bench_util.h"
 #include "kernels/kernels.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static float *randf(size_t n) {
-  float *p = pd_k_host_alloc(n * sizeof *p);
-  if (!p) {
-    fprintf(stderr, "bench_kernels: out of memory\n");
-    exit(1);
-  }
-  for (size_t i = 0; i < n; i++) p[i] = (float)((double)rand() / RAND_MAX - 0.5);
-  return p;
-}
 
 typedef void bench_fn(void *ctx);
 
@@ -35,11 +20,11 @@ typedef void bench_fn(void *ctx);
 static double time_it(bench_fn *fn, void *ctx, double budget) {
   fn(ctx);
   long calls = 0;
-  double t0 = now(), t;
+  double t0 = bench_now(), t;
   do {
     fn(ctx);
     calls++;
-    t = now() - t0;
+    t = bench_now() - t0;
   } while (t < budget);
   return t / (double)calls;
 }
@@ -50,9 +35,9 @@ static double best_of(bench_fn *fn, void *ctx, int reps) {
   fn(ctx);
   double best = 1e30;
   for (int i = 0; i < reps; i++) {
-    double t0 = now();
+    double t0 = bench_now();
     fn(ctx);
-    double t = now() - t0;
+    double t = bench_now() - t0;
     if (t < best) best = t;
   }
   return best;
@@ -124,8 +109,8 @@ static void bench_lenet(void) {
     pd_k_conv2d *p = &j.p;
     size_t nx = (size_t)(p->n * p->c * p->h * p->w), nw = (size_t)(p->oc * p->c * p->kh * p->kw);
     size_t ny = (size_t)(p->n * p->oc * p->oh * p->ow);
-    j.x = randf(nx), j.dx = randf(nx), j.w = randf(nw), j.dw = randf(nw), j.y = randf(ny);
-    j.dy = randf(ny);
+    j.x = bench_randf("bench_kernels", nx), j.dx = bench_randf("bench_kernels", nx), j.w = bench_randf("bench_kernels", nw), j.dw = bench_randf("bench_kernels", nw), j.y = bench_randf("bench_kernels", ny);
+    j.dy = bench_randf("bench_kernels", ny);
     for (j.which = 0; j.which < 3; j.which++) {
       if (i == 0 && j.which == 1) continue;  /* the data needs no gradient */
       double s = best_of(run_lenet, &j, 50);
@@ -141,7 +126,7 @@ static void bench_lenet(void) {
                          .w = pools[i][2], .kh = 2, .kw = 2, .stride_h = 2, .stride_w = 2}};
     pd_k_pool2d_setup(&j.q);
     size_t nx = (size_t)(64 * j.q.c * j.q.h * j.q.w), ny = (size_t)(64 * j.q.c * j.q.oh * j.q.ow);
-    j.x = randf(nx), j.dx = randf(nx), j.y = randf(ny), j.dy = randf(ny);
+    j.x = bench_randf("bench_kernels", nx), j.dx = bench_randf("bench_kernels", nx), j.y = bench_randf("bench_kernels", ny), j.dy = bench_randf("bench_kernels", ny);
     for (j.which = 3; j.which < 5; j.which++) {
       double s = best_of(run_lenet, &j, 50);
       total += s;
@@ -192,10 +177,10 @@ static void run_outgrad(void *ctx) {
 static void bench_outgrad(void) {
   outgrad_job j = {0};
   size_t nl = (size_t)OG_ROWS * OG_CLASSES;
-  j.sm = randf(nl), j.dlogits = randf(nl), j.dloss = randf(OG_ROWS);
-  j.h = randf((size_t)OG_ROWS * OG_HID), j.dh = randf((size_t)OG_ROWS * OG_HID);
-  j.w = randf((size_t)OG_HID * OG_CLASSES), j.dw = randf((size_t)OG_HID * OG_CLASSES);
-  j.db = randf(OG_CLASSES);
+  j.sm = bench_randf("bench_kernels", nl), j.dlogits = bench_randf("bench_kernels", nl), j.dloss = bench_randf("bench_kernels", OG_ROWS);
+  j.h = bench_randf("bench_kernels", (size_t)OG_ROWS * OG_HID), j.dh = bench_randf("bench_kernels", (size_t)OG_ROWS * OG_HID);
+  j.w = bench_randf("bench_kernels", (size_t)OG_HID * OG_CLASSES), j.dw = bench_randf("bench_kernels", (size_t)OG_HID * OG_CLASSES);
+  j.db = bench_randf("bench_kernels", OG_CLASSES);
   j.label = pd_k_host_alloc(OG_ROWS * sizeof *j.label);
   if (!j.label) {
     fprintf(stderr, "bench_kernels: out of memory\n");
@@ -242,9 +227,9 @@ int main(int argc, char **argv) {
   const int fc[][3] = {{64, 256, 784}, {64, 10, 256}, {256, 256, 784}, {256, 10, 256}};
   for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
     gemm_job g = {fc[i][0], fc[i][1], fc[i][2], NULL, NULL, NULL};
-    g.a = randf((size_t)g.m * g.k);
-    g.b = randf((size_t)g.k * g.n);
-    g.c = randf((size_t)g.m * g.n);
+    g.a = bench_randf("bench_kernels", (size_t)g.m * g.k);
+    g.b = bench_randf("bench_kernels", (size_t)g.k * g.n);
+    g.c = bench_randf("bench_kernels", (size_t)g.m * g.n);
     double s = time_it(run_gemm, &g, budget);
     printf("sgemm %4dx%-4d @ %4dx%-4d  %8.1f us  %7.2f GFLOP/s\n", g.m, g.k, g.k, g.n, s * 1e6,
            2.0 * g.m * g.n * g.k / s * 1e-9);
@@ -260,9 +245,9 @@ int main(int argc, char **argv) {
     conv_job c = {lenet[i], NULL, NULL, NULL};
     pd_k_conv2d_setup(&c.p);
     pd_k_conv2d *p = &c.p;
-    c.x = randf((size_t)(p->n * p->c * p->h * p->w));
-    c.w = randf((size_t)(p->oc * p->c * p->kh * p->kw));
-    c.y = randf((size_t)(p->n * p->oc * p->oh * p->ow));
+    c.x = bench_randf("bench_kernels", (size_t)(p->n * p->c * p->h * p->w));
+    c.w = bench_randf("bench_kernels", (size_t)(p->oc * p->c * p->kh * p->kw));
+    c.y = bench_randf("bench_kernels", (size_t)(p->n * p->oc * p->oh * p->ow));
     double s = time_it(run_conv, &c, budget);
     double flop = 2.0 * (double)(p->n * p->oc * p->oh * p->ow * p->c * p->kh * p->kw);
     printf("conv2d [%lld,%lld,%lld,%lld] -> [%lld,%lld,%lld,%lld] %lldx%lld  %8.1f us  %7.2f "
@@ -277,10 +262,10 @@ int main(int argc, char **argv) {
   bench_outgrad();
 
   mixed_job m = {{256, 256, 784, NULL, NULL, NULL}, NULL, 1 << 20};
-  m.g.a = randf(256 * 784);
-  m.g.b = randf(784 * 256);
-  m.g.c = randf(256 * 256);
-  m.big = randf((size_t)m.n);
+  m.g.a = bench_randf("bench_kernels", 256 * 784);
+  m.g.b = bench_randf("bench_kernels", 784 * 256);
+  m.g.c = bench_randf("bench_kernels", 256 * 256);
+  m.big = bench_randf("bench_kernels", (size_t)m.n);
   double gemm_alone = time_it(run_gemm, &m.g, budget);
   double mixed = time_it(run_mixed, &m, budget);
   printf("relu on 1M floats then sgemm 256x784 @ 784x256: %8.1f us (sgemm alone "

@@ -13,6 +13,7 @@
  *
  * Usage: bench/bench_norm [seconds per measurement, default 0.3]. */
 #include "config.h"
+#include "bench/bench_util.h"
 #include "kernels/kernels.h"
 
 #include <stdio.h>
@@ -20,34 +21,18 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static float *randf(size_t n) {
-  float *p = pd_k_host_alloc(n * sizeof *p);
-  if (!p) {
-    fprintf(stderr, "bench_norm: out of memory\n");
-    exit(1);
-  }
-  for (size_t i = 0; i < n; i++) p[i] = (float)((double)rand() / RAND_MAX - 0.5);
-  return p;
-}
-
 typedef void bench_fn(void *ctx);
 
 /* The best seconds per call over `budget` seconds, after a warm-up call. */
 static double best_time(bench_fn *fn, void *ctx, double budget) {
   fn(ctx);
-  double best = 1e30, end = now() + budget;
+  double best = 1e30, end = bench_now() + budget;
   do {
-    double t0 = now();
+    double t0 = bench_now();
     fn(ctx);
-    double t = now() - t0;
+    double t = bench_now() - t0;
     if (t < best) best = t;
-  } while (now() < end);
+  } while (bench_now() < end);
   return best;
 }
 
@@ -98,9 +83,9 @@ static void run_copy(void *vj) {
 
 static void bench(const char *label, int64_t n, int64_t c, int64_t s, bool layer, double budget) {
   size_t numel = (size_t)(n * c * s), stat = (size_t)(layer ? n : c), par = (size_t)c;
-  job j = {n, c, s, layer, randf(numel), randf(numel), randf(numel), randf(numel), randf(par),
-           randf(par), randf(stat), randf(stat), randf(stat), randf(stat), randf(par),
-           randf(par)};
+  job j = {n, c, s, layer, bench_randf("bench_norm", numel), bench_randf("bench_norm", numel), bench_randf("bench_norm", numel), bench_randf("bench_norm", numel), bench_randf("bench_norm", par),
+           bench_randf("bench_norm", par), bench_randf("bench_norm", stat), bench_randf("bench_norm", stat), bench_randf("bench_norm", stat), bench_randf("bench_norm", stat), bench_randf("bench_norm", par),
+           bench_randf("bench_norm", par)};
   for (size_t i = 0; i < stat; i++) j.var[i] = 1, j.sinv[i] = 1;
   double t = best_time(run_norm, &j, budget);
   copy_job cm = {numel, j.x, j.dx, false}, cp = {numel, j.x, j.dx, true};

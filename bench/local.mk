@@ -1,7 +1,7 @@
 # bench/local.mk -- micro-benchmarks (not tests; no timings belong in tests). `make bench`
 # builds and runs them.
 noinst_PROGRAMS += bench/bench_kernels
-bench_bench_kernels_SOURCES = bench/bench_kernels.c
+bench_bench_kernels_SOURCES = bench/bench_kernels.c bench/bench_util.h
 bench_bench_kernels_LDADD = libpdlang-internal.la $(PD_LIBS)
 noinst_PROGRAMS += bench/bench_exec
 bench_bench_exec_SOURCES = bench/bench_exec.c
@@ -13,7 +13,7 @@ noinst_PROGRAMS += bench/bench_rnn
 bench_bench_rnn_SOURCES = bench/bench_rnn.c
 bench_bench_rnn_LDADD = libpdlang-internal.la $(PD_LIBS)
 noinst_PROGRAMS += bench/bench_norm
-bench_bench_norm_SOURCES = bench/bench_norm.c
+bench_bench_norm_SOURCES = bench/bench_norm.c bench/bench_util.h
 bench_bench_norm_LDADD = libpdlang-internal.la $(PD_LIBS)
 EXTRA_DIST += bench/torch_resnet.py bench/torch_train.py bench/torch_conv.py bench/torch_rnn.py bench/bench_rnn.sh \
 	bench/README

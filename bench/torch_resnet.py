@@ -14,6 +14,7 @@ Prints "PyTorch not installed" when `import torch` fails (installing it: bench/R
 import argparse
 import gzip
 import math
+import os
 import sys
 import time
 
@@ -25,6 +26,8 @@ try:
 except ImportError:
     print("PyTorch not installed")
     sys.exit(0)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_train import Block, conv_bn  # noqa: E402 (the one definition of the blocks)
 
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -40,23 +43,7 @@ def load(split):
     return torch.from_numpy(x.reshape(-1, 1, 28, 28).copy()), torch.from_numpy(y.copy())
 
 
-def conv_bn(cin, cout, size, stride=1, act=True):
-    layers = [nn.Conv2d(cin, cout, size, stride=stride, padding=1 if size == 3 else 0, bias=False),
-              nn.BatchNorm2d(cout, eps=1e-5, momentum=0.1)]
-    return nn.Sequential(*layers, nn.ReLU()) if act else nn.Sequential(*layers)
-
-
-class Block(nn.Module):
-    def __init__(self, cin, cout, stride=1):
-        super().__init__()
-        self.f = nn.Sequential(conv_bn(cin, cout, 3, stride), conv_bn(cout, cout, 3, act=False))
-        self.s = conv_bn(cin, cout, 1, stride, act=False) if stride != 1 or cin != cout else None
-
-    def forward(self, x):
-        return F.relu(self.f(x) + (self.s(x) if self.s is not None else x))
-
-
-def model():
+def model():  # bench_train's res64 network (torch_train.py) with the example's dropout
     return nn.Sequential(conv_bn(1, 16, 3), Block(16, 16), Block(16, 32, 2), Block(32, 64, 2),
                          nn.AvgPool2d(7), nn.Flatten(), nn.Dropout(0.2), nn.Linear(64, 10))
 
@@ -73,7 +60,7 @@ def main():
     xt, yt = load("t10k")
     net = model()
     opt = torch.optim.Adam(net.parameters(), lr=0.002)
-    steps = a.epochs * math.ceil(len(x) / a.batch)
+    steps = max(1, a.epochs * math.ceil(len(x) / a.batch))
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: 0.5 * (1 + math.cos(math.pi * min(s, steps) / steps)))
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)

@@ -657,6 +657,38 @@ static void cmd_help(pd_repl *r) {
   fflush(r->o.out);
 }
 
+/* fn(file name, text, length, ctx) for each .pd file of the standard library (the installed
+ * one, else the source tree's), until fn returns true. */
+typedef bool stdlib_file_fn(const char *file, const char *text, size_t len, void *ctx);
+static void for_each_stdlib_file(stdlib_file_fn *fn, void *ctx) {
+  const char *dirs[2] = {PD_STDLIB_DIR, NULL};
+#ifdef PD_SRC_STDLIB_DIR
+  dirs[1] = PD_SRC_STDLIB_DIR;
+#endif
+  for (int d = 0; d < 2 && dirs[d]; d++) {
+    DIR *dir = opendir(dirs[d]);
+    if (!dir) continue;
+    bool any = false, stop = false;
+    for (struct dirent *e; !stop && (e = readdir(dir));) {
+      size_t len = strlen(e->d_name);
+      if (len < 4 || strcmp(e->d_name + len - 3, ".pd") != 0) continue;
+      pd_buf path;
+      pd_buf_init(&path);
+      pd_buf_printf(&path, "%s/%s", dirs[d], e->d_name);
+      char *text = NULL;
+      size_t tlen = 0;
+      if (!path.oom && pd_read_file(path.data, &text, &tlen, NULL) == PD_OK) {
+        any = true;
+        stop = fn(e->d_name, text, tlen, ctx);
+      }
+      pd_free(text);
+      pd_buf_free(&path);
+    }
+    closedir(dir);
+    if (any) break;  /* the installed stdlib, else the source tree's */
+  }
+}
+
 /* `def name(...)` in text, with the comment lines just above it: the signature (spaces
  * collapsed) and the comment appended to out. False when text has no such def. */
 static bool def_help(const char *text, size_t len, const char *name, pd_buf *out) {
@@ -706,36 +738,29 @@ static bool def_help(const char *text, size_t len, const char *name, pd_buf *out
   return false;
 }
 
+typedef struct help_find {
+  const char *name;
+  pd_buf *out;
+  bool found;
+} help_find;
+
+static bool help_in_file(const char *file, const char *text, size_t len, void *ctx) {
+  help_find *h = ctx;
+  if (!def_help(text, len, h->name, h->out)) return false;
+  pd_buf_printf(h->out, "  (import \"%.*s\")\n", (int)(strlen(file) - 3), file);
+  return h->found = true;
+}
+
 /* :help NAME -- a def of the session or of the standard library (its signature and comment),
  * else a builtin (as the compiler's tables describe it). */
 static bool help_name(pd_repl *r, const char *name) {
   pd_buf b;
   pd_buf_init(&b);
   bool found = r->src && def_help(r->src->text, r->src->len, name, &b);
-  const char *dirs[2] = {PD_STDLIB_DIR, NULL};
-#ifdef PD_SRC_STDLIB_DIR
-  dirs[1] = PD_SRC_STDLIB_DIR;
-#endif
-  for (int d = 0; !found && d < 2 && dirs[d]; d++) {
-    DIR *dir = opendir(dirs[d]);
-    if (!dir) continue;
-    for (struct dirent *e; !found && (e = readdir(dir));) {
-      size_t len = strlen(e->d_name);
-      if (len < 4 || strcmp(e->d_name + len - 3, ".pd") != 0) continue;
-      pd_buf path;
-      pd_buf_init(&path);
-      pd_buf_printf(&path, "%s/%s", dirs[d], e->d_name);
-      char *text = NULL;
-      size_t tlen = 0;
-      if (!path.oom && pd_read_file(path.data, &text, &tlen, NULL) == PD_OK &&
-          def_help(text, tlen, name, &b)) {
-        found = true;
-        pd_buf_printf(&b, "  (import \"%.*s\")\n", (int)(len - 3), e->d_name);
-      }
-      pd_free(text);
-      pd_buf_free(&path);
-    }
-    closedir(dir);
+  help_find hf = {name, &b, false};
+  if (!found) {
+    for_each_stdlib_file(help_in_file, &hf);
+    found = hf.found;
   }
   if (!found) found = pd_builtin_describe(name, &b);
   if (found) put_buf(r->o.out, &b);
@@ -1137,31 +1162,16 @@ static void add_idents(const char *s, size_t len, bool defs_only, char ***w, int
   }
 }
 
+static bool lib_idents(const char *file, const char *text, size_t len, void *ctx) {
+  (void)file;
+  pd_repl *r = ctx;
+  add_idents(text, len, true, &r->lib, &r->nlib);
+  return false;
+}
+
 static void load_lib(pd_repl *r) {
   r->lib_loaded = true;
-  const char *dirs[2] = {PD_STDLIB_DIR, NULL};
-#ifdef PD_SRC_STDLIB_DIR
-  dirs[1] = PD_SRC_STDLIB_DIR;
-#endif
-  for (int d = 0; d < 2 && dirs[d]; d++) {
-    DIR *dir = opendir(dirs[d]);
-    if (!dir) continue;
-    for (struct dirent *e; (e = readdir(dir));) {
-      size_t len = strlen(e->d_name);
-      if (len < 4 || strcmp(e->d_name + len - 3, ".pd") != 0) continue;
-      pd_buf path;
-      pd_buf_init(&path);
-      pd_buf_printf(&path, "%s/%s", dirs[d], e->d_name);
-      char *text = NULL;
-      size_t tlen = 0;
-      if (!path.oom && pd_read_file(path.data, &text, &tlen, NULL) == PD_OK)
-        add_idents(text, tlen, true, &r->lib, &r->nlib);
-      pd_free(text);
-      pd_buf_free(&path);
-    }
-    closedir(dir);
-    if (r->nlib) break;  /* the installed stdlib, else the source tree's */
-  }
+  for_each_stdlib_file(lib_idents, r);
 }
 
 int pd_repl_complete(pd_repl *r, const char *prefix, size_t plen, bool command,

@@ -127,41 +127,41 @@ const char *pd_cmp_arg_source_text(C *c, pd_loc loc) {
   return t;
 }
 
-/* Report an error at loc. Inside inlined calls (a `def`, in this file or a module), as
- * compilers show an inlining chain: the error at the line inside the function, then a note at
- * each call site, innermost first, out to the user's line. */
-void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
+/* Report text at loc as an error; when at_caller and inside inlined calls, at the user's line
+ * (the outermost call) with a note at loc, where the function raised it; else at loc, then a
+ * note at each call site, innermost first, out to the user's line (as compilers show an
+ * inlining chain). */
+static void report(C *c, pd_loc loc, bool at_caller, const char *fmt, va_list ap) {
   pd_buf msg;
   pd_buf_init(&msg);
-  va_list ap;
-  va_start(ap, fmt);
   pd_buf_vprintf(&msg, fmt, ap);
-  va_end(ap);
   const char *text = msg.data ? msg.data : "out of memory";
-  pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_ERROR, loc, "%s", text);
-  pd_cmp_note_calls(c);
-  pd_buf_free(&msg);
-}
-
-void pd_cmp_error_at_caller(C *c, pd_loc loc, const char *fmt, ...) {
   inline_call *outermost = NULL;
-  for (inline_call *k = c->call; k; k = k->outer) outermost = k;
-  pd_buf msg;
-  pd_buf_init(&msg);
-  va_list ap;
-  va_start(ap, fmt);
-  pd_buf_vprintf(&msg, fmt, ap);
-  va_end(ap);
-  const char *text = msg.data ? msg.data : "out of memory";
-  if (!outermost) {
-    pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_ERROR, loc, "%s", text);
-  } else {
+  for (inline_call *k = c->call; at_caller && k; k = k->outer) outermost = k;
+  if (outermost) {
     pd_diag_report(c->diags, source_of(c, outermost->site.file), PD_DIAG_ERROR, outermost->site,
                    "%s", text);
     pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_NOTE, loc, "raised in '%s', here",
                    c->call->def->def.name->name.id);
+  } else {
+    pd_diag_report(c->diags, source_of(c, loc.file), PD_DIAG_ERROR, loc, "%s", text);
+    if (!at_caller) pd_cmp_note_calls(c);
   }
   pd_buf_free(&msg);
+}
+
+void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report(c, loc, false, fmt, ap);
+  va_end(ap);
+}
+
+void pd_cmp_error_at_caller(C *c, pd_loc loc, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  report(c, loc, true, fmt, ap);
+  va_end(ap);
 }
 
 void pd_cmp_note_calls(C *c) {
