@@ -120,7 +120,8 @@ PD_OP(conditional_block, DIFF, conditional_block, IN(LIST("Cond"), OPT_LIST("Inp
       OUT(OPT_LIST("Out"), ONE("Scope")),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_scalar_condition", false),
             STRS_EMPTY("skip_eager_deletion_vars")))
-PD_OP(conv2d, DIFF | FP_IN, conv2d, IN(ONE("Input"), ONE("Filter")), OUT(ONE("Output")),
+PD_OP(conv2d, DIFF | FP_IN | GPU | GPU_GRAD, conv2d, IN(ONE("Input"), ONE("Filter")),
+      OUT(ONE("Output")),
       ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0),
             ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), INT("groups", 1),
             INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")))
@@ -204,7 +205,7 @@ PD_OP(logical_not, 0, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_LOGICAL_(logical_or)
 PD_LOOKUP_TABLE_(lookup_table)
 PD_LOOKUP_TABLE_(lookup_table_v2)
-PD_OP(matmul_v2, DIFF, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
@@ -238,8 +239,9 @@ PD_REDUCE_(reduce_prod, DIFF)
 PD_REDUCE_(reduce_sum, DIFF | GPU | GPU_GRAD)
 PD_UNARY_(relu, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_ACT_(relu6, FLOAT("threshold", 6.0))
-PD_OP(reshape2, DIFF, reshape2, IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")),
-      OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")))
+PD_OP(reshape2, DIFF | GPU | GPU_GRAD, reshape2,
+      IN(ONE("X"), OPT("Shape"), OPT_LIST("ShapeTensor")), OUT(ONE("Out"), TEMP("XShape")),
+      ATTRS(INTS_EMPTY("shape")))
 PD_OP(rmsprop, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("MeanSquare"), ONE("Moment"), ONE("LearningRate"), ONE("Grad"),
          OPT("MeanGrad"), OPT("MasterParam")),
@@ -304,7 +306,7 @@ PD_OP(tile, DIFF | GPU, tile, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("repeat_times")))
 PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
       ATTRS(INT("k", 1)))
-PD_OP(transpose2, DIFF, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
+PD_OP(transpose2, DIFF | GPU | GPU_GRAD, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
       ATTRS(REQ(INTS, "axis")))
 PD_OP(uniform_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
       OUT(ONE("Out")),

@@ -50,6 +50,8 @@ static const pd_exec_slot_rule rules[] = {
     {"fill_constant", "ShapeTensor", true, PD_WHERE_HOST},
     {"fill_constant", "ShapeTensorList", true, PD_WHERE_HOST},
     {"fill_constant", "ValueTensor", true, PD_WHERE_HOST},
+    {"reshape2", "Shape", true, PD_WHERE_HOST},
+    {"reshape2", "ShapeTensor", true, PD_WHERE_HOST},
     /* Control flow: the condition is read on the host; the vars a block reads and writes stay
      * where its ops put them. */
     {"conditional_block", "Cond", true, PD_WHERE_HOST},
