@@ -1,5 +1,5 @@
 /* bench_util.h -- what the C micro-benchmarks share (bench_kernels.c, bench_norm.c): a monotonic
- * clock and random fp32 buffers from the kernels' host allocator. Not a test. */
+ * clock, a thread's CPU clock and random fp32 buffers from the kernels' host allocator. Not a test. */
 #ifndef PD_BENCH_UTIL_H
 #define PD_BENCH_UTIL_H
 
@@ -13,6 +13,14 @@
 static inline double bench_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds of CPU time of the calling thread: a one-thread measurement that other processes on
+ * the machine (a loaded build machine) perturb far less than the wall clock. */
+static inline double bench_thread_cpu(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 

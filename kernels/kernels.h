@@ -503,7 +503,8 @@ typedef pd_status pd_k_layer_norm_fn(pd_dtype dt, int64_t rows, int64_t cols, co
 /* Its gradient given dy, from the forward mean and var: r = 1 / sqrt(var + epsilon),
  * xhat = (x - mean) * r, g = dy * scale (dy without scale),
  * dx = r * (g - mean_cols(g) - xhat * mean_cols(g * xhat)); dscale = sum_rows(dy * xhat),
- * dbias = sum_rows(dy). dx, dscale and dbias may each be NULL. dx may be dy. */
+ * dbias = sum_rows(dy). dx, dscale and dbias may each be NULL. dx may be dy. PD_ENOMEM when
+ * the scratch memory of dscale and dbias (the CPU: 2 x cols values per 32 rows) is not there. */
 typedef pd_status pd_k_layer_norm_grad_fn(pd_dtype dt, int64_t rows, int64_t cols,
                                           const void *x, const void *scale, const void *mean,
                                           const void *var, double epsilon, const void *dy,

@@ -1,7 +1,8 @@
 /* norm.c -- batch normalisation (per channel of [n, c, s]) and layer normalisation (per row of
  * [rows, cols]) with their gradients, for the batch_norm and layer_norm ops. Channels, rows or
- * columns are independent and split across the pool's threads; each keeps its sums in double,
- * so the results do not depend on the thread count. */
+ * columns are independent and split across the pool's threads (layer_norm_grad's rows in
+ * chunks of a fixed size, whose column sums are added in chunk order), so the results do not
+ * depend on the thread count. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
@@ -16,14 +17,19 @@ typedef struct norm_job {
   void *mean_out, *var_out;    /* forward outputs */
   void *saved_mean, *saved_r;  /* batch_norm's saved statistics */
   void *dscale, *dbias;
+  void *part;                  /* layer_norm_grad: each chunk's column sums (T [2, cols]) */
   int64_t n, c, s;
   double eps, momentum;
   bool global;
 } norm_job;
 
-/* Channels (batch_norm over [n, c, 1]) or columns (layer_norm's parameter gradients) summed
- * together, row by row: one double accumulator each on the stack. */
+/* Channels of batch_norm over [n, c, 1] summed together, row by row: one double accumulator
+ * each on the stack. */
 enum { NORM_BLOCK = 256 };
+/* Elements a sum in the element type takes before it is added into a double (norm_t.h). */
+enum { NORM_FOLD = 512 };
+/* Rows of a layer_norm_grad chunk, whose column sums are kept apart and added in order. */
+enum { NORM_ROWS = 32 };
 
 /* The loops twice: for the baseline (SSE2: two doubles a vector) and, where the compiler can
  * target it, for AVX2 (four), chosen at run time (pd_kcpu_simd). No FMA: the two give the same
@@ -106,8 +112,14 @@ pd_status pd_kcpu_layer_norm_grad(pd_dtype dt, int64_t rows, int64_t cols, const
   norm_job job = {.x = x, .scale = scale, .mean = mean, .var = var, .dy = dy, .y = dx,
                   .dscale = dscale, .dbias = dbias, .n = rows, .c = cols, .s = 1,
                   .eps = epsilon};
-  /* dscale and dbias first: dx may be dy. */
-  if (dscale || dbias) run(cols, rows * 2, BY_TYPE(dt, ln_dparam_range), &job);
-  if (dx && cols > 0) run(rows, cols * 3, BY_TYPE(dt, ln_dx_range), &job);
+  int64_t chunks = (rows + NORM_ROWS - 1) / NORM_ROWS;
+  bool params = dscale || dbias;
+  if (params && !(job.part = pd_k_host_alloc((size_t)(chunks * 2 * cols) * pd_dtype_size(dt))))
+    return PD_ENOMEM;
+  if (dx || params) run(chunks, NORM_ROWS * cols * 4, BY_TYPE(dt, ln_bwd_range), &job);
+  if (params) {
+    run(cols, chunks * 2, BY_TYPE(dt, ln_dparam_range), &job);
+    pd_k_host_free(job.part);
+  }
   return PD_OK;
 }
