@@ -5,10 +5,14 @@
  * (partial sums per vector lane, added at the end: a fixed order, whatever the thread count),
  * and the choices (scale given or not, global statistics or not) are made outside the loops.
  * batch_norm over [n, c, 1] (the NC layout) has no run of one channel to vectorise along, so it
- * goes row by row over a block of channels with one accumulator per channel (NORM_BLOCK).
+ * goes row by row over a block of channels with one accumulator per channel (NORM_BLOCK); so do
+ * the short planes of [n, c, s <= NORM_BLOCK], one accumulator per position of the plane.
  * Elsewhere the arithmetic is T's: sums in T over short runs added into double (sum_of), the
  * statistics of each plane or row from two passes over it while it is in cache (run_stats),
- * joined across planes by Chan's update; y and dx computed in T.
+ * joined across planes by Chan's update; y and dx computed in T, y from x - mean with the
+ * mean as two T (x - m is exact near the mean; the second keeps what m rounded off), so that
+ * data far from 0 keeps its deviations. The backward pass reads the mean the forward saved in
+ * T, as Fluid's kernels do.
  * NORM_ATTR is empty, or the target attribute of norm.c's AVX2 instance. */
 
 /* Sums over a run of T: partial sums in T over at most NORM_FOLD elements (each vector lane
@@ -74,45 +78,83 @@ NORM_ATTR static inline void TF(bn_fwd_stats)(const norm_job *j, int64_t ch, dou
   }
 }
 
-/* Channels [begin, end) of a batch_norm forward run, s == 1 (NC): NORM_BLOCK channels at a
- * time, row by row. */
-NORM_ATTR static void TF(bn_fwd_nc)(const norm_job *j, int64_t begin, int64_t end) {
-  const T *x = j->x, *scale = j->scale, *bias = j->bias, *mean = j->mean, *var = j->var;
-  T *y = j->y;
-  int64_t n = j->n, c = j->c;
-  double acc[NORM_BLOCK], mu[NORM_BLOCK], a[NORM_BLOCK], b[NORM_BLOCK];
-  for (int64_t c0 = begin; c0 < end; c0 += NORM_BLOCK) {
-    int64_t w = end - c0 < NORM_BLOCK ? end - c0 : NORM_BLOCK;
-    double v[NORM_BLOCK];
-    if (j->global) {
-      for (int64_t k = 0; k < w; k++) mu[k] = (double)mean[c0 + k], v[k] = (double)var[c0 + k];
-    } else {
-      for (int64_t k = 0; k < w; k++) acc[k] = 0;
-      for (int64_t i = 0; i < n; i++) {
-        const T *p = x + i * c + c0;
-        PD_SIMD for (int64_t k = 0; k < w; k++) acc[k] += (double)p[k];
-      }
-      for (int64_t k = 0; k < w; k++) mu[k] = acc[k] / (double)n, acc[k] = 0;
-      for (int64_t i = 0; i < n; i++) {
-        const T *p = x + i * c + c0;
+/* Column sums of a block of a batch_norm input: rows i in [0, n) at `stride`, columns [0, w)
+ * from x (w <= NORM_BLOCK), in T over NORM_FOLD / 8 rows at a time, added into double. Without
+ * shift: s1[k] = sum of the column; with it: s1[k] and s2[k] = the sums of (x - shift[k]) and
+ * of its square. */
+NORM_ATTR static void TF(col_sums)(const T *x, int64_t n, int64_t stride, int64_t w,
+                                   const T *shift, double *s1, double *s2) {
+  T u[NORM_BLOCK], v[NORM_BLOCK];
+  for (int64_t k = 0; k < w; k++) s1[k] = s2[k] = 0;
+  for (int64_t i0 = 0; i0 < n; i0 += NORM_FOLD / 8) {
+    int64_t i1 = n - i0 < NORM_FOLD / 8 ? n : i0 + NORM_FOLD / 8;
+    for (int64_t k = 0; k < w; k++) u[k] = v[k] = 0;
+    for (int64_t i = i0; i < i1; i++) {
+      const T *p = x + i * stride;
+      if (shift) {
         PD_SIMD for (int64_t k = 0; k < w; k++) {
-          double d = (double)p[k] - mu[k];
-          acc[k] += d * d;
+          T d = p[k] - shift[k];
+          u[k] += d;
+          v[k] += d * d;
         }
+      } else {
+        PD_SIMD for (int64_t k = 0; k < w; k++) u[k] += p[k];
       }
-      for (int64_t k = 0; k < w; k++) v[k] = acc[k] / (double)n;
     }
-    for (int64_t k = 0; k < w; k++) {
-      double r = 1.0 / sqrt(v[k] + j->eps);
-      a[k] = r * (double)scale[c0 + k];
-      b[k] = (double)bias[c0 + k] - mu[k] * a[k];
-      TF(bn_fwd_stats)(j, c0 + k, mu[k], v[k], r);
+    for (int64_t k = 0; k < w; k++) s1[k] += (double)u[k], s2[k] += (double)v[k];
+  }
+}
+
+/* A batch_norm forward run over a block laid out as columns (col_sums): with one_channel false
+ * each column is a channel (the NC layout: channels ch0 + k); with it true the w columns are
+ * the positions of one channel's planes (s = w, short planes: summed across the rows without
+ * a reduction per plane), channel ch0. */
+NORM_ATTR static void TF(bn_fwd_cols)(const norm_job *j, int64_t off, int64_t stride, int64_t w,
+                                      int64_t ch0, bool one_channel) {
+  const T *x = (const T *)j->x + off, *scale = j->scale, *bias = j->bias, *mean = j->mean,
+          *var = j->var;
+  T *y = (T *)j->y + off;
+  int64_t n = j->n, nch = one_channel ? 1 : w;
+  double mu[NORM_BLOCK], v[NORM_BLOCK], s1[NORM_BLOCK], s2[NORM_BLOCK];
+  T m[NORM_BLOCK] = {0}, a[NORM_BLOCK], b[NORM_BLOCK];
+  if (j->global) {
+    for (int64_t k = 0; k < nch; k++) mu[k] = (double)mean[ch0 + k], v[k] = (double)var[ch0 + k];
+  } else {
+    double cnt = (double)n * (one_channel ? (double)w : 1.0);
+    TF(col_sums)(x, n, stride, w, NULL, s1, s2);
+    if (one_channel) {
+      double t = 0;
+      for (int64_t k = 0; k < w; k++) t += s1[k];
+      mu[0] = t / cnt;
+      for (int64_t k = 0; k < w; k++) m[k] = (T)mu[0];
+    } else {
+      for (int64_t k = 0; k < w; k++) mu[k] = s1[k] / cnt, m[k] = (T)mu[k];
     }
-    for (int64_t i = 0; i < n; i++) {
-      const T *p = x + i * c + c0;
-      T *q = y + i * c + c0;
-      PD_SIMD for (int64_t k = 0; k < w; k++) q[k] = (T)((double)p[k] * a[k] + b[k]);
+    TF(col_sums)(x, n, stride, w, m, s1, s2);
+    if (one_channel) {
+      for (int64_t k = 1; k < w; k++) s1[0] += s1[k], s2[0] += s2[k];
     }
+    for (int64_t k = 0; k < nch; k++) {
+      double d = s1[k] / cnt, q = s2[k] / cnt - d * d;
+      mu[k] = (double)m[k] + d;
+      v[k] = q > 0 ? q : 0;
+    }
+  }
+  T ml[NORM_BLOCK];  /* the mean is m + ml: x - m is exact near the mean, ml keeps the rest */
+  for (int64_t k = 0; k < nch; k++) {
+    double r = 1.0 / sqrt(v[k] + j->eps);
+    a[k] = (T)(r * (double)scale[ch0 + k]);
+    b[k] = bias[ch0 + k];
+    m[k] = (T)mu[k];
+    ml[k] = (T)(mu[k] - (double)m[k]);
+    TF(bn_fwd_stats)(j, ch0 + k, mu[k], v[k], r);
+  }
+  if (one_channel)
+    for (int64_t k = 1; k < w; k++) a[k] = a[0], b[k] = b[0], m[k] = m[0], ml[k] = ml[0];
+  for (int64_t i = 0; i < n; i++) {
+    const T *p = x + i * stride;
+    T *q = y + i * stride;
+    PD_SIMD for (int64_t k = 0; k < w; k++) q[k] = ((p[k] - m[k]) - ml[k]) * a[k] + b[k];
   }
 }
 
@@ -120,7 +162,13 @@ NORM_ATTR static void TF(bn_fwd_nc)(const norm_job *j, int64_t begin, int64_t en
 NORM_ATTR static void TF(bn_fwd_range)(void *ctx, int64_t begin, int64_t end) {
   const norm_job *j = ctx;
   if (j->s == 1) {
-    TF(bn_fwd_nc)(j, begin, end);
+    for (int64_t c0 = begin; c0 < end; c0 += NORM_BLOCK)
+      TF(bn_fwd_cols)(j, c0, j->c, end - c0 < NORM_BLOCK ? end - c0 : NORM_BLOCK, c0, false);
+    return;
+  }
+  if (j->s <= NORM_BLOCK) {
+    for (int64_t ch = begin; ch < end; ch++)
+      TF(bn_fwd_cols)(j, ch * j->s, j->c * j->s, j->s, ch, true);
     return;
   }
   const T *x = j->x, *scale = j->scale, *bias = j->bias, *mean = j->mean, *var = j->var;
@@ -142,54 +190,66 @@ NORM_ATTR static void TF(bn_fwd_range)(void *ctx, int64_t begin, int64_t end) {
       v = m2 / count;
     }
     double r = 1.0 / sqrt(v + j->eps);
-    T a = (T)(r * (double)scale[ch]), b = bias[ch], m = (T)mu;
+    T a = (T)(r * (double)scale[ch]), b = bias[ch], m = (T)mu, ml = (T)(mu - (double)m);
     for (int64_t i = 0; i < n; i++) {
       const T *p = x + (i * c + ch) * s;
       T *q = y + (i * c + ch) * s;
-      PD_SIMD for (int64_t k = 0; k < s; k++) q[k] = (p[k] - m) * a + b;
+      PD_SIMD for (int64_t k = 0; k < s; k++) q[k] = ((p[k] - m) - ml) * a + b;
     }
     TF(bn_fwd_stats)(j, ch, mu, v, r);
   }
 }
 
-/* Channels [begin, end) of a batch_norm backward run, s == 1 (NC). */
-NORM_ATTR static void TF(bn_bwd_nc)(const norm_job *j, int64_t begin, int64_t end) {
-  const T *x = j->x, *scale = j->scale, *mean = j->mean, *rr = j->var, *dy = j->dy;
-  T *dx = j->y, *dscale = j->dscale, *dbias = j->dbias;
-  int64_t n = j->n, c = j->c;
-  double sb[NORM_BLOCK], ss[NORM_BLOCK], mu[NORM_BLOCK], r[NORM_BLOCK], a[NORM_BLOCK];
-  for (int64_t c0 = begin; c0 < end; c0 += NORM_BLOCK) {
-    int64_t w = end - c0 < NORM_BLOCK ? end - c0 : NORM_BLOCK;
-    for (int64_t k = 0; k < w; k++) {
-      sb[k] = ss[k] = 0;
-      mu[k] = (double)mean[c0 + k];
-      r[k] = (double)rr[c0 + k];
-      a[k] = (double)scale[c0 + k] * r[k];
-    }
-    for (int64_t i = 0; i < n; i++) {
-      const T *p = x + i * c + c0, *g = dy + i * c + c0;
+/* A batch_norm backward run over a block laid out as columns, as bn_fwd_cols. */
+NORM_ATTR static void TF(bn_bwd_cols)(const norm_job *j, int64_t off, int64_t stride, int64_t w,
+                                      int64_t ch0, bool one_channel) {
+  const T *x = (const T *)j->x + off, *dy = (const T *)j->dy + off, *scale = j->scale,
+          *mean = j->mean, *rr = j->var;
+  T *dx = j->y ? (T *)j->y + off : NULL, *dscale = j->dscale, *dbias = j->dbias;
+  int64_t n = j->n, nch = one_channel ? 1 : w;
+  double sb[NORM_BLOCK], ss[NORM_BLOCK];
+  T m[NORM_BLOCK], r[NORM_BLOCK], a[NORM_BLOCK], mb[NORM_BLOCK], ms[NORM_BLOCK];
+  T u[NORM_BLOCK], v[NORM_BLOCK];
+  for (int64_t k = 0; k < w; k++) {
+    int64_t ch = ch0 + (one_channel ? 0 : k);
+    m[k] = mean[ch];
+    r[k] = rr[ch];
+    sb[k] = ss[k] = 0;
+  }
+  for (int64_t i0 = 0; i0 < n; i0 += NORM_FOLD / 8) {
+    int64_t i1 = n - i0 < NORM_FOLD / 8 ? n : i0 + NORM_FOLD / 8;
+    for (int64_t k = 0; k < w; k++) u[k] = v[k] = 0;
+    for (int64_t i = i0; i < i1; i++) {
+      const T *p = x + i * stride, *g = dy + i * stride;
       PD_SIMD for (int64_t k = 0; k < w; k++) {
-        sb[k] += (double)g[k];
-        ss[k] += (double)g[k] * ((double)p[k] - mu[k]) * r[k];
+        u[k] += g[k];
+        v[k] += g[k] * (p[k] - m[k]);
       }
     }
-    for (int64_t k = 0; k < w; k++) {
-      if (dbias) dbias[c0 + k] = (T)sb[k];
-      if (dscale) dscale[c0 + k] = (T)ss[k];
-      sb[k] /= (double)n, ss[k] /= (double)n;
-    }
-    if (!dx) continue;
-    for (int64_t i = 0; i < n; i++) {
-      const T *p = x + i * c + c0, *g = dy + i * c + c0;
-      T *q = dx + i * c + c0;
-      if (j->global) {
-        PD_SIMD for (int64_t k = 0; k < w; k++) q[k] = (T)(a[k] * (double)g[k]);
-      } else {
-        PD_SIMD for (int64_t k = 0; k < w; k++) {
-          double xh = ((double)p[k] - mu[k]) * r[k];
-          q[k] = (T)(a[k] * ((double)g[k] - (sb[k] + xh * ss[k])));
-        }
-      }
+    for (int64_t k = 0; k < w; k++) sb[k] += (double)u[k], ss[k] += (double)v[k];
+  }
+  if (one_channel)
+    for (int64_t k = 1; k < w; k++) sb[0] += sb[k], ss[0] += ss[k];
+  double cnt = (double)n * (one_channel ? (double)w : 1.0);
+  for (int64_t k = 0; k < nch; k++) {
+    ss[k] *= (double)rr[ch0 + k];
+    if (dbias) dbias[ch0 + k] = (T)sb[k];
+    if (dscale) dscale[ch0 + k] = (T)ss[k];
+    a[k] = (T)((double)scale[ch0 + k] * (double)rr[ch0 + k]);
+    mb[k] = (T)(sb[k] / cnt);
+    ms[k] = (T)(ss[k] / cnt);
+  }
+  if (!dx) return;
+  if (one_channel)
+    for (int64_t k = 1; k < w; k++) a[k] = a[0], mb[k] = mb[0], ms[k] = ms[0];
+  for (int64_t i = 0; i < n; i++) {
+    const T *p = x + i * stride, *g = dy + i * stride;
+    T *q = dx + i * stride;
+    if (j->global) {
+      PD_SIMD for (int64_t k = 0; k < w; k++) q[k] = a[k] * g[k];
+    } else {
+      PD_SIMD for (int64_t k = 0; k < w; k++)
+        q[k] = a[k] * (g[k] - (mb[k] + (p[k] - m[k]) * r[k] * ms[k]));
     }
   }
 }
@@ -198,7 +258,13 @@ NORM_ATTR static void TF(bn_bwd_nc)(const norm_job *j, int64_t begin, int64_t en
 NORM_ATTR static void TF(bn_bwd_range)(void *ctx, int64_t begin, int64_t end) {
   const norm_job *j = ctx;
   if (j->s == 1) {
-    TF(bn_bwd_nc)(j, begin, end);
+    for (int64_t c0 = begin; c0 < end; c0 += NORM_BLOCK)
+      TF(bn_bwd_cols)(j, c0, j->c, end - c0 < NORM_BLOCK ? end - c0 : NORM_BLOCK, c0, false);
+    return;
+  }
+  if (j->s <= NORM_BLOCK) {
+    for (int64_t ch = begin; ch < end; ch++)
+      TF(bn_bwd_cols)(j, ch * j->s, j->c * j->s, j->s, ch, true);
     return;
   }
   const T *x = j->x, *scale = j->scale, *mean = j->mean, *rr = j->var, *dy = j->dy;
@@ -250,15 +316,16 @@ NORM_ATTR static void TF(ln_fwd_range)(void *ctx, int64_t begin, int64_t end) {
     double mu = 0, m2 = 0;
     if (cols) TF(run_stats)(p, cols, &mu, &m2);
     double v = cols ? m2 / (double)cols : 0;
-    T m = (T)mu, r = (T)(1.0 / sqrt(v + j->eps));
+    T m = (T)mu, ml = (T)(mu - (double)m), r = (T)(1.0 / sqrt(v + j->eps));
     if (scale && bias) {
-      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = (p[k] - m) * r * scale[k] + bias[k];
+      PD_SIMD for (int64_t k = 0; k < cols; k++)
+        q[k] = ((p[k] - m) - ml) * r * scale[k] + bias[k];
     } else if (scale) {
-      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = (p[k] - m) * r * scale[k];
+      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - m) - ml) * r * scale[k];
     } else if (bias) {
-      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = (p[k] - m) * r + bias[k];
+      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - m) - ml) * r + bias[k];
     } else {
-      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = (p[k] - m) * r;
+      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - m) - ml) * r;
     }
     if (mean) mean[i] = (T)mu;
     if (var) var[i] = (T)v;

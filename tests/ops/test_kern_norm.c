@@ -432,9 +432,177 @@ static void test_wide(void) {
   ok(okl && err < 1e-12, "layer_norm_grad [5, 300]: dScale, dBias (max error %g)", err);
 }
 
+/* The CPU backend's other layouts and long runs, in fp64 (against the formulas, to 1e-11) and
+ * fp32 (against the fp64 formulas, to 1e-6 relative to the values' scale), forward and backward:
+ * short planes (s <= 256, summed across rows without a reduction per plane) over more rows than
+ * one float partial sum takes (64), planes longer than a partial sum's run (512), and layer_norm
+ * over more rows than one chunk of its parameter sums (32) and rows longer than a run. fp32 data
+ * sits at 1000 +- 1 in every layout (the statistics must not lose the deviations to the mean). */
+static double rel_err(double got, double want, double scale) {
+  return fabs(got - want) / (scale + fabs(want));
+}
+
+static void check_bn_layout(int n, int c, int s) {
+  int numel = n * c * s;
+  double *x = malloc(sizeof(double) * (size_t)numel * 5), *dy = x + numel, *y = dy + numel,
+         *dx = y + numel, *got = dx + numel;
+  double *p = malloc(sizeof(double) * (size_t)c * 12), *sc = p, *bi = p + c, *rm = p + 2 * c,
+         *rv = p + 3 * c, *mu = p + 4 * c, *rr = p + 5 * c, *mo = p + 6 * c, *vo = p + 7 * c,
+         *dsc = p + 8 * c, *dbi = p + 9 * c, *ms = p + 10 * c, *ss = p + 11 * c;
+  float *f = malloc(sizeof(float) * ((size_t)numel * 3 + (size_t)c * 8));
+  float *fin = f, *fdy = fin + numel, *fy = fdy + numel, *fp = fy + numel;
+  fill_rand(x, numel, 31);
+  fill_rand(dy, numel, 32);
+  fill_rand(sc, c, 33);
+  fill_rand(bi, c, 34);
+  for (int i = 0; i < numel; i++) x[i] = 1000 + x[i];  /* fp32 at 1000 +- 1 */
+  for (int i = 0; i < c; i++) rm[i] = 0, rv[i] = 1;
+  bn_ref(n, c, s, x, sc, bi, rm, rv, false, 0.9, 1e-5, y, mu, rr, mo, vo);
+  /* Backward reference: xhat = (x - mu) r, dbias = sum dy, dscale = sum dy xhat,
+   * dx = scale r (dy - (dbias + xhat dscale) / cnt). */
+  double cnt = (double)n * s;
+  for (int ch = 0; ch < c; ch++) {
+    double b = 0, g = 0;
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < s; k++) {
+        int at = (i * c + ch) * s + k;
+        b += dy[at];
+        g += dy[at] * (x[at] - mu[ch]) * rr[ch];
+      }
+    dbi[ch] = b;
+    dsc[ch] = g;
+    for (int i = 0; i < n; i++)
+      for (int k = 0; k < s; k++) {
+        int at = (i * c + ch) * s + k;
+        dx[at] = sc[ch] * rr[ch] * (dy[at] - (b + (x[at] - mu[ch]) * rr[ch] * g) / cnt);
+      }
+  }
+  const pd_k_backend *k = pd_k_cpu();
+  /* fp64 */
+  double e64 = 0, *m2 = p + 6 * c, *v2 = p + 7 * c;
+  double *gsc = malloc(sizeof(double) * (size_t)c * 2), *gbi = gsc + c;
+  for (int i = 0; i < c; i++) m2[i] = 0, v2[i] = 1;
+  bool ok64 = k->batch_norm(PD_FP64, n, c, s, x, sc, bi, m2, v2, false, 0.9, 1e-5, got, m2, v2, ms,
+                            ss) == PD_OK;
+  for (int i = 0; ok64 && i < numel; i++) e64 = fmax(e64, rel_err(got[i], y[i], 1));
+  for (int i = 0; ok64 && i < c; i++)
+    e64 = fmax(e64, fmax(rel_err(ms[i], mu[i], 1), rel_err(ss[i], rr[i], 1)));
+  ok64 = ok64 && k->batch_norm_grad(PD_FP64, n, c, s, x, sc, ms, ss, false, dy, got, gsc, gbi) ==
+                     PD_OK;
+  for (int i = 0; ok64 && i < numel; i++) e64 = fmax(e64, rel_err(got[i], dx[i], 1));
+  for (int i = 0; ok64 && i < c; i++)
+    e64 = fmax(e64, fmax(rel_err(gsc[i], dsc[i], 1), rel_err(gbi[i], dbi[i], 1)));
+  ok(ok64 && e64 < 1e-11, "batch_norm fp64 [%d, %d, %d]: Y, statistics, dX, dScale, dBias (max "
+     "relative error %g)", n, c, s, e64);
+  /* fp32 */
+  float *fsc = fp, *fbi = fp + c, *fm = fp + 2 * c, *fv = fp + 3 * c, *fsm = fp + 4 * c,
+        *fsr = fp + 5 * c, *fgs = fp + 6 * c, *fgb = fp + 7 * c;
+  for (int i = 0; i < numel; i++) fin[i] = (float)x[i], fdy[i] = (float)dy[i];
+  for (int i = 0; i < c; i++) fsc[i] = (float)sc[i], fbi[i] = (float)bi[i], fm[i] = 0, fv[i] = 1;
+  double e32 = 0;
+  bool ok32 = k->batch_norm(PD_FP32, n, c, s, fin, fsc, fbi, fm, fv, false, 0.9, 1e-5, fy, fm, fv,
+                            fsm, fsr) == PD_OK;
+  /* The reference from the fp32-rounded inputs. */
+  for (int i = 0; i < numel; i++) x[i] = fin[i], dy[i] = fdy[i];
+  for (int i = 0; i < c; i++) sc[i] = fsc[i], bi[i] = fbi[i];
+  bn_ref(n, c, s, x, sc, bi, rm, rv, false, 0.9, 1e-5, y, mu, rr, mo, vo);
+  for (int i = 0; ok32 && i < numel; i++) e32 = fmax(e32, rel_err(fy[i], y[i], 1));
+  for (int i = 0; ok32 && i < c; i++)
+    e32 = fmax(e32, fmax(rel_err(fsm[i], mu[i], 1), rel_err(fsr[i], rr[i], 1)));
+  ok32 = ok32 && k->batch_norm_grad(PD_FP32, n, c, s, fin, fsc, fsm, fsr, false, fdy, fy, fgs,
+                                    fgb) == PD_OK;
+  /* The gradient of the statistics the forward saved (in fp32, as Fluid's SavedMean). */
+  for (int ch = 0; ch < c; ch++) mu[ch] = fsm[ch], rr[ch] = fsr[ch];
+  for (int ch = 0; ok32 && ch < c; ch++) {
+    double b = 0, g = 0;
+    for (int i = 0; i < n; i++)
+      for (int q = 0; q < s; q++) {
+        int at = (i * c + ch) * s + q;
+        b += dy[at];
+        g += dy[at] * (x[at] - mu[ch]) * rr[ch];
+      }
+    e32 = fmax(e32, fmax(rel_err(fgb[ch], b, sqrt(cnt)), rel_err(fgs[ch], g, sqrt(cnt))));
+    for (int i = 0; i < n; i++)
+      for (int q = 0; q < s; q++) {
+        int at = (i * c + ch) * s + q;
+        double want = sc[ch] * rr[ch] * (dy[at] - (b + (x[at] - mu[ch]) * rr[ch] * g) / cnt);
+        e32 = fmax(e32, rel_err(fy[at], want, 1));
+      }
+  }
+  ok(ok32 && e32 < 1e-6, "batch_norm fp32 [%d, %d, %d] at 1000 +- 1: Y, statistics, dX, dScale, "
+     "dBias (max relative error %g)", n, c, s, e32);
+  free(gsc);
+  free(f);
+  free(p);
+  free(x);
+}
+
+static void check_ln_layout(int rows, int cols) {
+  int numel = rows * cols;
+  double *x = malloc(sizeof(double) * (size_t)numel * 3), *dy = x + numel, *y = dy + numel;
+  double *sc = malloc(sizeof(double) * (size_t)(cols * 4 + rows * 2)), *bi = sc + cols,
+         *dsc = bi + cols, *dbi = dsc + cols, *mean = dbi + cols, *var = mean + rows;
+  float *f = malloc(sizeof(float) * ((size_t)numel * 4 + (size_t)cols * 4 + (size_t)rows * 2));
+  float *fin = f, *fdy = fin + numel, *fy = fdy + numel, *fdx = fy + numel, *fsc = fdx + numel,
+        *fbi = fsc + cols, *fgs = fbi + cols, *fgb = fgs + cols, *fm = fgb + cols, *fv = fm + rows;
+  fill_rand(x, numel, 41);
+  fill_rand(dy, numel, 42);
+  fill_rand(sc, cols, 43);
+  fill_rand(bi, cols, 44);
+  for (int i = 0; i < numel; i++) fin[i] = (float)(1000 + x[i]), x[i] = fin[i];
+  for (int i = 0; i < numel; i++) fdy[i] = (float)dy[i], dy[i] = fdy[i];
+  for (int i = 0; i < cols; i++) fsc[i] = (float)sc[i], sc[i] = fsc[i], fbi[i] = (float)bi[i],
+                                 bi[i] = fbi[i];
+  ln_ref(rows, cols, x, sc, bi, (double)1e-5f, y, mean, var);
+  const pd_k_backend *k = pd_k_cpu();
+  bool okf = k->layer_norm(PD_FP32, rows, cols, fin, fsc, fbi, 1e-5f, fy, fm, fv) == PD_OK &&
+             k->layer_norm_grad(PD_FP32, rows, cols, fin, fsc, fm, fv, 1e-5f, fdy, fdx, fgs, fgb) ==
+                 PD_OK;
+  double e = 0;
+  for (int i = 0; okf && i < numel; i++) e = fmax(e, rel_err(fy[i], y[i], 1));
+  for (int i = 0; okf && i < rows; i++)
+    e = fmax(e, fmax(rel_err(fm[i], mean[i], 1), rel_err(fv[i], var[i], 1)));
+  /* The gradient of the statistics the forward saved (in fp32). */
+  for (int i = 0; i < rows; i++) mean[i] = fm[i], var[i] = fv[i];
+  for (int k2 = 0; k2 < cols; k2++) dsc[k2] = dbi[k2] = 0;
+  for (int i = 0; okf && i < rows; i++) {
+    double r = 1 / sqrt(var[i] + (double)1e-5f), sg = 0, sgx = 0;
+    for (int q = 0; q < cols; q++) {
+      int at = i * cols + q;
+      double xh = (x[at] - mean[i]) * r;
+      sg += dy[at] * sc[q];
+      sgx += dy[at] * sc[q] * xh;
+      dbi[q] += dy[at];
+      dsc[q] += dy[at] * xh;
+    }
+    for (int q = 0; q < cols; q++) {
+      int at = i * cols + q;
+      double xh = (x[at] - mean[i]) * r;
+      double want = r * (dy[at] * sc[q] - sg / cols - xh * sgx / cols);
+      e = fmax(e, rel_err(fdx[at], want, 1));
+    }
+  }
+  for (int q = 0; okf && q < cols; q++)
+    e = fmax(e, fmax(rel_err(fgs[q], dsc[q], sqrt(rows)), rel_err(fgb[q], dbi[q], sqrt(rows))));
+  ok(okf && e < 1e-6, "layer_norm fp32 [%d, %d] at 1000 +- 1: Y, Mean, Variance, dX, dScale, "
+     "dBias (max relative error %g)", rows, cols, e);
+  free(f);
+  free(sc);
+  free(x);
+}
+
+static void test_layouts(void) {
+  check_bn_layout(70, 3, 49);    /* short planes, over 64 rows */
+  check_bn_layout(3, 2, 700);    /* planes longer than a 512-element run */
+  check_bn_layout(130, 5, 1);    /* NC over 64 rows */
+  check_ln_layout(70, 129);      /* three chunks of parameter sums */
+  check_ln_layout(5, 1100);      /* rows longer than a run */
+}
+
 int main(void) {
   test_batch_norm();
   test_wide();
+  test_layouts();
   test_layer_norm();
   return tap_done();
 }
