@@ -14,6 +14,8 @@ libpdlang_la_LIBADD = libpdlang-internal.la $(PROTOBUF_C_LIBS) $(OPENBLAS_LIBS) 
 	$(MPI_LIBS) $(CAIRO_LIBS) $(CUDA_LIBS) $(LIBS)
 libpdlang_la_LDFLAGS = $(AM_LDFLAGS) -shared -version-info $(PD_LT_VERSION) -no-undefined \
 	-export-symbols-regex '^pd_state_'
+# The image reader's libraries (vm/reader/local.mk).
+libpdlang_la_LIBADD += $(PNG_LIBS) $(JPEG_LIBS)
 pkgconfig_DATA += pdlang.pc
 # After `make install` as root into the system (no DESTDIR), refresh the dynamic linker's cache,
 # so that a program linking libpdlang runs without LD_LIBRARY_PATH (Debian's ld.so.conf lists
