@@ -1065,6 +1065,7 @@ static const builtin builtins[] = {
     FN("get_variable", b_get_variable),
     OP1("hard_swish", "hard_swish", "Out"),
     OP2("huber_loss", "huber_loss", "X", "Y", "Out"),
+    FN("images", pd_cmp_b_record),
     FN("kaiming", pd_cmp_b_record),
     OP2("kldiv_loss", "kldiv_loss", "X", "Target", "Loss"),
     FN("layer_norm_op", b_layer_norm),
