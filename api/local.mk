@@ -7,6 +7,8 @@
 # configure.ac's PD_LT_VERSION; shared only (-shared; configure refuses --enable-static), as an
 # archive could not hide the rest. pdlang.pc (from pdlang.pc.in) tells pkg-config about it.
 libpdlang_internal_la_SOURCES += api/api.c api/model.h api/model.c
+# The host program's data sets for host("NAME") readers (pd_state_set_dataset).
+libpdlang_internal_la_SOURCES += api/api_data.h api/api_data.c
 include_HEADERS += include/pdlang.h
 lib_LTLIBRARIES += libpdlang.la
 libpdlang_la_SOURCES = include/pdlang.h

@@ -1064,6 +1064,7 @@ static const builtin builtins[] = {
     OP1A("gelu", "gelu", "Out", "approximate"),
     FN("get_variable", b_get_variable),
     OP1("hard_swish", "hard_swish", "Out"),
+    FN("host", pd_cmp_b_record),
     OP2("huber_loss", "huber_loss", "X", "Y", "Out"),
     FN("images", pd_cmp_b_record),
     FN("kaiming", pd_cmp_b_record),

@@ -26,6 +26,7 @@ static const struct spec {
     {"csv", {"path", "label", "features", "header", "split", "valid", "seed", "delimiter",
              "fill"}, 1},
     {"fashion_mnist", {"split", "path", "valid", "seed"}, 1},
+    {"host", {"name", "split", "valid", "seed"}, 1},
     {"images", {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid",
                 "seed"}, 2},
     {"kaiming", {"uniform", "fan_in"}, 0},
@@ -240,6 +241,16 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
         return false;
       }
     }
+  } else if (strcmp(r, "host") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "name", V_STR, "the name of a data set the host program "
+                         "gave (pd_state_set_dataset)"))
+      return false;
+    if ((v = pd_cmp_arg(a, 1, "split", &loc)) && v->k != V_NONE &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "host: 'split' must be none, \"train\" or \"valid\"");
+      return false;
+    }
+    if (!check_split(c, r, a, 1, 2)) return false;
   } else if (strcmp(r, "images") == 0) {
     if (!check_images_spec(c, a)) return false;
   } else if (strcmp(r, "npy") == 0) {
@@ -439,7 +450,7 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
   static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
-                                        "images", NULL};
+                                        "images", "host", NULL};
   static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "rmsprop",
                                            "adagrad", NULL};
   for (int i = 0; i < a->npos; i++)
