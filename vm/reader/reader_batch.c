@@ -62,16 +62,15 @@ static uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-static uint64_t splitmix64_next(uint64_t *s) {
+uint64_t pd_reader_splitmix64(uint64_t *s) {
   *s += 0x9E3779B97F4A7C15ull;
   return mix64(*s);
 }
 
-/* Uniform in [0, k), k >= 1, without modulo bias. */
-static uint64_t uniform(uint64_t *s, uint64_t k) {
+uint64_t pd_reader_uniform(uint64_t *s, uint64_t k) {
   uint64_t threshold = (0 - k) % k;
   uint64_t r;
-  do r = splitmix64_next(s);
+  do r = pd_reader_splitmix64(s);
   while (r < threshold);
   return r % k;
 }
@@ -80,7 +79,7 @@ void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
   uint64_t s = mix64(seed ^ mix64((uint64_t)epoch + 1));
   for (int64_t i = 0; i < n; i++) perm[i] = i;
   for (int64_t i = n - 1; i >= 1; i--) {
-    int64_t j = (int64_t)uniform(&s, (uint64_t)i + 1);
+    int64_t j = (int64_t)pd_reader_uniform(&s, (uint64_t)i + 1);
     int64_t t = perm[i];
     perm[i] = perm[j];
     perm[j] = t;

@@ -306,30 +306,15 @@ out:
 
 /* ---------------------------------------------------------------- augmentation */
 
-static uint64_t next_draw(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-/* Uniform in [0, k), without modulo bias. */
-static uint64_t draw_below(uint64_t *s, uint64_t k) {
-  uint64_t threshold = (0 - k) % k, r;
-  do r = next_draw(s);
-  while (r < threshold);
-  return r % k;
-}
-
 static void augment_image(const void *ctx, void *sample, void *scratch, uint64_t key) {
   const pd_image_augment *a = ctx;
   int C = a->o.channels, H = a->o.height, W = a->o.width, pad = a->pad;
   size_t plane = (size_t)H * (size_t)W;
   float *x = sample, *t = scratch;
   uint64_t s = key;
-  int oy = pad ? (int)draw_below(&s, (uint64_t)(2 * pad + 1)) - pad : 0;
-  int ox = pad ? (int)draw_below(&s, (uint64_t)(2 * pad + 1)) - pad : 0;
-  bool flip = a->flip && (next_draw(&s) & 1);
+  int oy = pad ? (int)pd_reader_uniform(&s, (uint64_t)(2 * pad + 1)) - pad : 0;
+  int ox = pad ? (int)pd_reader_uniform(&s, (uint64_t)(2 * pad + 1)) - pad : 0;
+  bool flip = a->flip && (pd_reader_splitmix64(&s) & 1);
   if (!oy && !ox && !flip) return;
   memcpy(t, x, plane * (size_t)C * sizeof *x);
   for (int c = 0; c < C; c++) {
