@@ -1,6 +1,6 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
  * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (api/model.h), the
- * host's feeds and the fetched results, and turns the internal pd_error records and
+ * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
 #include "config.h"
