@@ -405,6 +405,12 @@ static void test_errors(void) {
   write_bytes("e_bad_jpg/c/j.jpg", junk, sizeof junk);
   expect_error("e_bad_jpg", &o, PD_EFORMAT, "j.jpg: corrupt JPEG", NULL,
                "a JPEG marker followed by garbage (libjpeg's error_exit)");
+  mkdirs("e_fifo/c");
+  if (mkfifo(path_of("e_fifo/c/pipe"), 0600) == 0)
+    expect_error("e_fifo", &o, PD_EFORMAT, "e_fifo/c/pipe' is neither an image file nor a folder",
+                 NULL, "a FIFO in a class folder: an error, not a read that blocks");
+  else
+    ok(0, "cannot make a FIFO");
   mkdirs("e_none");
   expect_error("e_none", &o, PD_EFORMAT, "has no class folders", NULL, "an empty folder");
   mkdirs("e_noimg/a");

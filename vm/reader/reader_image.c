@@ -77,6 +77,13 @@ static bool is_dir(const char *path) {
   return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+/* Not a folder and not a regular file (a FIFO, a socket, a device, a broken link): reading it
+ * could block or make no sense. */
+static bool is_special(const char *path) {
+  struct stat sb;
+  return stat(path, &sb) != 0 || !S_ISREG(sb.st_mode);
+}
+
 /* Every file under dir (recursively, sorted by path at each level) appended to files, each
  * with its class in labels. */
 static pd_status collect(const char *dir, int depth, int64_t label, names *files,
@@ -97,6 +104,13 @@ static pd_status collect(const char *dir, int depth, int64_t label, names *files
       st = collect(p, depth + 1, label, files, labels, lcap, err);
       pd_free(p);
       continue;
+    }
+    if (is_special(p)) {
+      st = pd_error_set(err, PD_EFORMAT, nowhere,
+                        "images: '%s' is neither an image file nor a folder (a broken link, a "
+                        "FIFO or a device)", p);
+      pd_free(p);
+      break;
     }
     if (PD_GROW(files->v, files->cap, files->n + 1) || PD_GROW(*labels, *lcap, files->n + 1)) {
       pd_free(p);
