@@ -1,6 +1,6 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
  * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (api/model.h), the
- * host's feeds and the fetched results, and turns the internal pd_error records and
+ * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
 #include "config.h"
@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api_data.h"
 #include "api/model.h"
 #include "base/diag.h"
 #include "base/dtype.h"
@@ -94,6 +95,9 @@ struct pd_state {
   int ninputs, noutputs;
 
   named_list feeds, results;
+
+  /* The host program's data sets (pd_state_set_dataset), for host("NAME") readers. */
+  pd_api_datasets data;
 
   /* The last call's error record; the strings point into the buffers below. */
   pd_error_info info;
@@ -312,6 +316,7 @@ void pd_state_free(pd_state *st) {
   clear_program(st);
   named_free(&st->feeds);
   named_free(&st->results);
+  pd_api_datasets_free(&st->data);
   pd_free(st->stdlib_dir);
   pd_free(st->file);
   pd_buf_free(&st->msg);
@@ -474,6 +479,8 @@ static int compile(pd_state *st, pd_source *src) {
       .interrupt = st->interrupt,
       .place = st->place,
       .gpu_index = st->gpu_index,
+      .host_dataset = pd_api_datasets_copy,
+      .host_ctx = &st->data,
   };
   pd_error err = {0};
   if ((s = pd_runner_new(unit, &ro, &st->runner, &err))) {
@@ -1069,6 +1076,34 @@ int pd_state_load_model(pd_state *st, const char *path) {
   int r = state_load_model(st, path);
   pd_k_fp_leave(fm);
   return r;
+}
+
+int pd_state_set_dataset(pd_state *st, const char *name, int nfields, const char *const *names,
+                         const pd_tensor_info *fields) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  pd_error err = {0};
+  pd_status s = pd_api_datasets_set(&st->data, name, nfields, names, fields, &err);
+  if (s) {
+    fail_err(st, &err, NULL);
+    pd_error_clear(&err);
+    return (int)s;
+  }
+  return ok(st);
+}
+
+int pd_state_add_sequences(pd_state *st, const char *name, const char *field, int64_t nseq,
+                           const int64_t *lengths, const pd_tensor_info *values) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  pd_error err = {0};
+  pd_status s = pd_api_datasets_add_seq(&st->data, name, field, nseq, lengths, values, &err);
+  if (s) {
+    fail_err(st, &err, NULL);
+    pd_error_clear(&err);
+    return (int)s;
+  }
+  return ok(st);
 }
 
 int pd_state_run(pd_state *st) {

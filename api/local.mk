@@ -7,6 +7,8 @@
 # configure.ac's PD_LT_VERSION; shared only (-shared; configure refuses --enable-static), as an
 # archive could not hide the rest. pdlang.pc (from pdlang.pc.in) tells pkg-config about it.
 libpdlang_internal_la_SOURCES += api/api.c api/model.h api/model.c
+# The host program's data sets for host("NAME") readers (pd_state_set_dataset).
+libpdlang_internal_la_SOURCES += api/api_data.h api/api_data.c
 include_HEADERS += include/pdlang.h
 lib_LTLIBRARIES += libpdlang.la
 libpdlang_la_SOURCES = include/pdlang.h
@@ -14,6 +16,8 @@ libpdlang_la_LIBADD = libpdlang-internal.la $(PROTOBUF_C_LIBS) $(OPENBLAS_LIBS) 
 	$(MPI_LIBS) $(CAIRO_LIBS) $(CUDA_LIBS) $(LIBS)
 libpdlang_la_LDFLAGS = $(AM_LDFLAGS) -shared -version-info $(PD_LT_VERSION) -no-undefined \
 	-export-symbols-regex '^pd_state_'
+# The image reader's libraries (vm/reader/local.mk).
+libpdlang_la_LIBADD += $(PNG_LIBS) $(JPEG_LIBS)
 pkgconfig_DATA += pdlang.pc
 # After `make install` as root into the system (no DESTDIR), refresh the dynamic linker's cache,
 # so that a program linking libpdlang runs without LD_LIBRARY_PATH (Debian's ld.so.conf lists

@@ -211,6 +211,31 @@ int pd_state_feed_sequences(pd_state *st, const char *name, int dtype, int ndims
                             const int64_t *dims, const void *data, int64_t nseq,
                             const int64_t *lengths);
 
+/* Give the script a data set to train or evaluate on: its readers name it host("NAME")
+ * (train(cost, reader = host("train"), ...), eval, a validation reader), as they would name a
+ * file. nfields fields (1 to 8), field i named names[i] with the values fields[i] (dtype,
+ * ndims >= 1, dims, data; nbytes 0 or the size the dims and dtype make): dims[0] counts the
+ * samples, the same for every field, and the rest is the shape of one sample. The fields feed
+ * the script's data(...) inputs by name (else by position), as a file reader's do, with the
+ * same conversions (an int64 label feeds a float32 input when its values fit). Everything is
+ * copied: the caller keeps its names and buffers. Setting a name again replaces its data; the
+ * data sets stay with the state (across compiles) until pd_state_free. PD_RESULT_EINVAL (a
+ * missing name, a float16 or unknown dtype, no data), PD_RESULT_ESHAPE (sample counts that
+ * differ, a dim < 1), PD_RESULT_ENOMEM; the message names the field. A host("NAME") that was
+ * not given is an error of the action, at the reader, listing the names there are. */
+int pd_state_set_dataset(pd_state *st, const char *name, int nfields, const char *const *names,
+                         const pd_tensor_info *fields);
+/* Add to the data set `name` a field of sequences, which feeds a sequence input
+ * (data(..., lod_level = 1)) a batch of whole sequences with their LoD, as the lines(...)
+ * reader's "x" does: nseq sequences (one per sample: nseq must equal the data set's samples),
+ * sequence i of lengths[i] >= 0 rows, one after another in values, whose dims[0] is the total
+ * of the lengths and the rest the shape of one row. When the data set does not exist yet, it
+ * is made with this field alone (then pd_state_set_dataset would replace it: give the other
+ * fields first). Copied, as pd_state_set_dataset; the same errors, PD_RESULT_ESHAPE also for
+ * lengths that do not add up to dims[0] or an nseq that is not the data set's size. */
+int pd_state_add_sequences(pd_state *st, const char *name, const char *field, int64_t nseq,
+                           const int64_t *lengths, const pd_tensor_info *values);
+
 /* Run the program. A script: run its actions (print, train, eval, save, load, assert_close) in
  * order, stopping at the first error; actions take their data from their readers, not from
  * feeds. A model: run it on the fed inputs (every input must be fed: PD_RESULT_EINVAL) and

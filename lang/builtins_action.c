@@ -26,6 +26,9 @@ static const struct spec {
     {"csv", {"path", "label", "features", "header", "split", "valid", "seed", "delimiter",
              "fill"}, 1},
     {"fashion_mnist", {"split", "path", "valid", "seed"}, 1},
+    {"host", {"name", "split", "valid", "seed"}, 1},
+    {"images", {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid",
+                "seed"}, 2},
     {"kaiming", {"uniform", "fan_in"}, 0},
     {"lines", {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed"}, 1},
     {"mnist", {"split", "path", "valid", "seed"}, 1},
@@ -131,6 +134,57 @@ static bool want_reader_arg(C *c, const char *reader, call_args *a, int i, const
   return false;
 }
 
+/* images(path, shape, mean = 0, std = 1, crop_padding = 0, flip = false, split, valid, seed):
+ * shape [C, H, W] with C 1, 3 or 4; mean and std a number or C numbers (std > 0). */
+static bool check_images_spec(C *c, call_args *a) {
+  pd_loc loc;
+  if (!want_reader_arg(c, "images", a, 0, "path", V_STR, "a folder name")) return false;
+  value *v = pd_cmp_arg(a, 1, "shape", &loc);
+  bool ok3 = v && v->k == V_LIST && v->list.n == 3;
+  for (int i = 0; ok3 && i < 3; i++)
+    ok3 = v->list.items[i]->k == V_INT && v->list.items[i]->i >= 1 && v->list.items[i]->i <= 4096;
+  if (!ok3) {
+    pd_cmp_error(c, loc, "images: 'shape' must be [channels, height, width], e.g. [3, 32, 32] "
+                 "(sizes 1 to 4096)");
+    return false;
+  }
+  int64_t ch = v->list.items[0]->i;
+  if (ch != 1 && ch != 3 && ch != 4) {
+    pd_cmp_error(c, loc, "images: an image has 1 (grey), 3 (RGB) or 4 (RGBA) channels, not %lld",
+                 (long long)ch);
+    return false;
+  }
+  static const char *const ms[2] = {"mean", "std"};
+  for (int k = 0; k < 2; k++) {
+    if (!(v = pd_cmp_arg(a, 2 + k, ms[k], &loc)) || v->k == V_NONE) continue;
+    bool good = pd_cmp_is_number(v) || (v->k == V_LIST && v->list.n == ch);
+    for (int i = 0; good && v->k == V_LIST && i < v->list.n; i++)
+      good = pd_cmp_is_number(v->list.items[i]) &&
+             (k == 0 || (v->list.items[i]->k == V_INT ? v->list.items[i]->i > 0
+                                                      : v->list.items[i]->f > 0));
+    if (good && k == 1 && v->k != V_LIST) good = v->k == V_INT ? v->i > 0 : v->f > 0;
+    if (!good) {
+      pd_cmp_error(c, loc, "images: '%s' must be a number or a list of %lld numbers (one per "
+                   "channel)%s", ms[k], (long long)ch, k ? ", each above 0" : "");
+      return false;
+    }
+  }
+  if ((v = pd_cmp_arg(a, 4, "crop_padding", &loc)) && v->k != V_NONE &&
+      (v->k != V_INT || v->i < 0 || v->i > 4096)) {
+    pd_cmp_error(c, loc, "images: 'crop_padding' (the pixels a training image is padded by "
+                 "before a random crop back to its size; 0: no crop) must be an integer >= 0");
+    return false;
+  }
+  if (!want_reader_arg(c, "images", a, 5, "flip", V_BOOL, "true or false")) return false;
+  if ((v = pd_cmp_arg(a, 6, "split", &loc)) && v->k != V_NONE &&
+      (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
+    pd_cmp_error(c, loc, "images: 'split' must be none, \"train\" or \"valid\" (a test set is "
+                 "a folder of its own)");
+    return false;
+  }
+  return check_split(c, "images", a, 6, 7);
+}
+
 static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
   const char *r = sp->name;
   pd_loc loc;
@@ -187,6 +241,18 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
         return false;
       }
     }
+  } else if (strcmp(r, "host") == 0) {
+    if (!want_reader_arg(c, r, a, 0, "name", V_STR, "the name of a data set the host program "
+                         "gave (pd_state_set_dataset)"))
+      return false;
+    if ((v = pd_cmp_arg(a, 1, "split", &loc)) && v->k != V_NONE &&
+        (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
+      pd_cmp_error(c, loc, "host: 'split' must be none, \"train\" or \"valid\"");
+      return false;
+    }
+    if (!check_split(c, r, a, 1, 2)) return false;
+  } else if (strcmp(r, "images") == 0) {
+    if (!check_images_spec(c, a)) return false;
   } else if (strcmp(r, "npy") == 0) {
     if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
         !want_reader_arg(c, r, a, 1, "label_path", V_STR, "a file name"))
@@ -238,7 +304,7 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
   if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
     return VERR;
   /* Initializer arguments are numbers. */
-  if (sp->required == 2 &&
+  if ((strcmp(sp->name, "normal") == 0 || strcmp(sp->name, "uniform") == 0) &&
       (!pd_cmp_is_number(r->rec.vals[0]) || !pd_cmp_is_number(r->rec.vals[1]))) {
     pd_cmp_error(c, a->loc, "%s needs two numbers", self->name);
     return VERR;
@@ -384,7 +450,7 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
   static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
-                                        NULL};
+                                        "images", "host", NULL};
   static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "rmsprop",
                                            "adagrad", NULL};
   for (int i = 0; i < a->npos; i++)

@@ -26,6 +26,7 @@
 #include "base/base.h"
 #include "lang/compile.h"
 #include "vm/run/scope.h"
+#include "vm/reader/reader.h"
 #include "vm/run/tensor.h"
 
 typedef enum pd_progress_mode {
@@ -46,6 +47,12 @@ typedef struct pd_run_options {
   int gpu_index;                      /* which GPU, with place PD_K_CUDA (0: the first) */
   const char *log_path;               /* train's log for calls without log = (--log); NULL:
                                          none. Borrowed: must outlive the runner */
+  /* The data sets of host("NAME") readers (the C library's pd_state_set_dataset): a new copy
+   * of NAME's in *out (the caller's), or an error; NULL: none (pdlang run). host_ctx is
+   * passed to it (borrowed: must outlive the runner). */
+  pd_status (*host_dataset)(void *host_ctx, const char *name, pd_dataset **out,
+                            pd_error *err);
+  void *host_ctx;
 } pd_run_options;
 
 /* A device as users write it ("cpu", "gpu", "gpu:1", "cuda", "cuda:1"), for --device, the

@@ -176,8 +176,9 @@ static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err
   return PD_OK;
 }
 
-static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset **out,
-                             pd_error *err) {
+/* note: where the images reader lists its classes (NULL: nowhere). */
+static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *spec, FILE *note,
+                             pd_dataset **out, pd_error *err) {
   *out = NULL;
   if (!spec || spec->kind != PD_CVAL_RECORD)
     return pd_error_set(err, PD_EINVAL, a->loc, "%s needs a reader, e.g. reader = "
@@ -242,6 +243,20 @@ static pd_status open_reader(const pd_action *a, const pd_cval *spec, pd_dataset
   } else if (strcmp(name, "lines") == 0) {
     at = pd_cval_field_loc(spec, "paths", a->loc);
     st = open_lines(a, spec, out, err);
+  } else if (strcmp(name, "host") == 0) {   /* the C library's pd_state_set_dataset */
+    const pd_cval *n = pd_cval_field(spec, "name");
+    at = pd_cval_field_loc(spec, "name", a->loc);
+    const char *dname = n && n->kind == PD_CVAL_STRING ? n->str : "";
+    st = r->opts.host_dataset
+             ? r->opts.host_dataset(r->opts.host_ctx, dname, out, err)
+             : pd_error_set(err, PD_ENOTFOUND, at, "host: no data set named '%s': host(...) "
+                            "reads the data sets of a program embedding pdlang "
+                            "(pd_state_set_dataset), and this run has none", dname);
+  } else if (pd_train_is_images(spec)) {
+    const pd_cval *p = pd_cval_field(spec, "path");
+    char *dir = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    st = dir ? pd_train_images_open(spec, dir, note, out, err) : PD_ENOMEM;
+    pd_free(dir);
   } else {
     return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
                         "unknown reader '%s'", name);
@@ -794,10 +809,19 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_exec_options eo = pd_run_exec_options(r, seed ^ 0x9e3779b97f4a7c15ull, false);
   if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
   /* The data. */
-  if ((st = open_reader(a, opt(a, "reader"), &ds, err))) goto out;
+  FILE *note = r->opts.progress_mode == PD_PROGRESS_NONE || pd_comm_rank() != 0
+                   ? NULL : r->opts.progress;
+  if ((st = open_reader(r, a, opt(a, "reader"), note, &ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .shuffle = shuffle, .seed = seed,
                             .prefetch = prefetch_pays(), .shard_rank = pd_comm_rank(),
                             .shard_count = nranks, .equal_shards = true};
+  /* Augmentations (images(..., crop_padding, flip)) in training only, seeded by train's seed. */
+  pd_image_augment aug;
+  pd_batch_augment baug;
+  if (pd_train_images_augment(opt(a, "reader"), &aug)) {
+    baug = pd_image_augmenter(&aug);
+    bo.augment = &baug;
+  }
   if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
   if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
   if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
@@ -1067,7 +1091,7 @@ pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
     av->fetches[i] = (pd_exec_fetch){names[i], &av->vals[i]};
   }
   if ((st = pd_run_prepare(r, n, names, a->loc, &av->p, &av->ex, err))) goto out;
-  if ((st = open_reader(a, spec, &av->ds, err))) goto out;
+  if ((st = open_reader(r, a, spec, NULL, &av->ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .prefetch = prefetch_pays(),
                             .shard_rank = pd_comm_rank(), .shard_count = pd_comm_size()};
   if ((st = pd_batcher_new(av->ds, &bo, &av->bt, err))) goto out;

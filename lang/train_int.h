@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "lang/run_int.h"
+#include "vm/reader/reader.h"
 
 /* ---- lang/train.c ---- */
 
@@ -115,5 +116,17 @@ pd_status pd_train_log_step(pd_train_log *l, int epoch, int64_t step, double lr,
                             pd_loc loc, pd_error *err);
 pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double loss, double lr,
                              double sps, const double *valid, pd_loc loc, pd_error *err);
+
+/* ---- lang/train_image.c ---- */
+
+/* Whether spec is an images(...) reader. */
+bool pd_train_is_images(const pd_cval *spec);
+/* The images of folder dir (resolved) as spec describes them; with note, a line on it naming
+ * the classes and their numbers. */
+pd_status pd_train_images_open(const pd_cval *spec, const char *dir, FILE *note,
+                               pd_dataset **out, pd_error *err);
+/* train's augmentation of an images(...) reader with crop_padding > 0 or flip = true into aug
+ * (true); false for any other reader or spec. */
+bool pd_train_images_augment(const pd_cval *spec, pd_image_augment *aug);
 
 #endif /* PD_TRAIN_INT_H */

@@ -6,7 +6,9 @@
 # declares; pdlang.h compiles on its own (C99, and C++ when there is a C++ compiler); pkg-config
 # finds pdlang.pc, whose --static flags are usable; examples/embed builds against the installed library with its Makefile
 # (pkg-config --cflags --libs pdlang), and classifies a made-up data set (tests/api/mkidx.pl)
-# with a model that `pdlang run` trains on it and saves. TAP output.
+# with a model that `pdlang run` trains on it and saves; and examples/embed/lines serves a saved
+# sequence model (an LSTM line classifier, fed through pd_state_feed_sequences) with the same
+# accuracy as `pdlang run`'s eval over the same lines. TAP output.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 : "${top_srcdir:?}" "${top_builddir:?}" "${PD_LIBDIR:?}" "${PD_INCLUDEDIR:?}" "${PD_PKGCONFIGDIR:?}"
@@ -14,7 +16,7 @@ dir=${TMPDIR:-/tmp}/pd_install.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 dest=$dir/dest
 cc=${PD_CC:-cc}
-echo "1..9"
+echo "1..11"
 
 # The test runs inside `make check`: the sub-make must not think it shares a jobserver.
 if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${PD_MAKE:-make} -C "$top_builddir" \
@@ -75,7 +77,8 @@ case "$sflags" in
 esac
 
 # Build the example as a user would, with the sanitizer flags of this build (if any).
-mkdir -p "$dir/embed" && cp "$top_srcdir/examples/embed/Makefile" "$top_srcdir/examples/embed/classify.c" "$dir/embed/"
+mkdir -p "$dir/embed" && cp "$top_srcdir/examples/embed/Makefile" "$top_srcdir/examples/embed/classify.c" \
+  "$top_srcdir/examples/embed/lines.c" "$dir/embed/"
 if env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL ${PD_MAKE:-make} -C "$dir/embed" CC="$cc" \
      CFLAGS="-O1 -g -Wall -Wextra -Werror ${PD_SAN_CFLAGS:-}" LDFLAGS="${PD_SAN_CFLAGS:-}" \
      > "$dir/embed.log" 2>&1; then
@@ -116,4 +119,42 @@ if [ $rc -eq 0 ] && [ "$lines" -eq 100 ] && [ "$linked" -eq 1 ] && [ -n "$acc" ]
 else
   echo "not ok 9 - classify (rc $rc, $lines lines, linked $linked, accuracy '$acc')"
   sed 's/^/# /' classify.out classify.err | tail -n 20
+fi
+
+# A sequence model: an LSTM classifier of made-up lines (class 0: letters a-p, class 1: k-z,
+# 1 to 8 of them, so that some lines could be either: the accuracy is not 1), trained and saved by `pdlang run`, served by examples/embed/lines in batches
+# of 7 (so that batches differ from eval's): the same accuracy as eval's over the same lines.
+awk 'BEGIN { srand(7); for (f = 0; f < 2; f++) { file = f ? "b.txt" : "a.txt";
+  for (i = 0; i < 120; i++) { n = 1 + int(rand() * 8); s = "";
+    for (j = 0; j < n; j++) s = s sprintf("%c", 97 + 10 * f + int(rand() * 16));
+    print s > file; if (i % 10 == 0) print "" > file } } }'
+cat > seq.pd <<'PD'
+import "layers"
+x      = data("x", [-1, 1], int64, lod_level = 1)
+label  = data("label", [-1, 1], int64)
+hs, h, c = lstm(embedding(x, 256, 8), 16)
+logits = fc(concat([sequence_max(hs), h], 1), 2)
+cost   = mean(softmax_with_cross_entropy(logits, label))
+train(cost, reader = lines(["a.txt", "b.txt"]), batch = 16, epochs = 2, optimizer = adam(0.02),
+      seed = 3)
+eval(accuracy(logits, label), reader = lines(["a.txt", "b.txt"]))
+save("lines.pdmodel", logits)
+PD
+if "$PDLANG" run --progress=none seq.pd > seq.log 2>&1 && [ -f lines.pdiparams ]; then
+  echo "ok 10 - pdlang run trains and saves the line classifier lines.pdmodel"
+else
+  echo "not ok 10 - training the line classifier"; sed 's/^/# /' seq.log
+fi
+want=$(sed -n 's/^eval: accuracy(logits, label) = \([0-9.]*\) (240 samples.*/\1/p' seq.log)
+LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ./embed/lines -b 7 lines.pdmodel \
+  a.txt b.txt > lines.out 2> lines.err
+rc=$?
+got=$(sed -n 's/^accuracy: \([0-9.]*\) (\([0-9]*\) of 240 lines, 2 files)$/\1/p' lines.out)
+n=$(grep -c ': predicted [01]  true [01]' lines.out)
+if [ $rc -eq 0 ] && [ "$n" -eq 240 ] && [ -n "$want" ] && [ "$got" = "$want" ] &&
+   awk "BEGIN { exit !($got >= 0.8) }"; then
+  echo "ok 11 - embed/lines serves the sequence model: accuracy $got on 240 lines, as eval's $want"
+else
+  echo "not ok 11 - embed/lines (rc $rc, $n lines, accuracy '$got', eval's '$want')"
+  sed 's/^/# /' lines.out lines.err seq.log | tail -n 20
 fi

@@ -7,3 +7,9 @@ libpdlang_internal_la_SOURCES += vm/reader/reader.h vm/reader/reader_int.h vm/re
 	vm/reader/npy_write.c
 # Validation splits of a dataset (reader_split.c).
 libpdlang_internal_la_SOURCES += vm/reader/reader_split.c
+# Folders of PNG and JPEG images (reader_image.c), decoded by libpng and libjpeg when configure
+# finds them (image_decode.c).
+libpdlang_internal_la_SOURCES += vm/reader/image.h vm/reader/image_decode.c \
+	vm/reader/reader_image.c
+AM_CPPFLAGS += $(PNG_CFLAGS) $(JPEG_CFLAGS)
+PD_LIBS += $(PNG_LIBS) $(JPEG_LIBS)

@@ -202,7 +202,23 @@ typedef struct pd_batcher_options {
    * (evaluation). */
   int shard_rank, shard_count;
   bool equal_shards;
+  /* Seeded augmentation (NULL: none): the batcher calls augment->fn on every sample of field
+   * augment->field (a fixed-shape field) after gathering it, on the prefetch thread with
+   * prefetch; borrowed, it must outlive the batcher. */
+  const struct pd_batch_augment *augment;
 } pd_batcher_options;
+
+/* An augmentation: fn(ctx, sample, scratch, key) changes one sample (the field's per-sample
+ * bytes) in place, drawing its random numbers from key alone, which is a function of the
+ * batcher's seed, the epoch and the sample's index in the dataset (SplitMix64's finalizer
+ * mixes them), so that a seed gives the same samples whatever the threads do; scratch holds
+ * scratch_bytes for the call. fn must not allocate (it runs on the prefetch thread). */
+typedef struct pd_batch_augment {
+  int field;
+  void (*fn)(const void *ctx, void *sample, void *scratch, uint64_t key);
+  const void *ctx;
+  size_t scratch_bytes;
+} pd_batch_augment;
 
 /* A batcher over d (borrowed). It starts at epoch 0, as if pd_batcher_start_epoch(b, 0) had been
  * called. PD_EINVAL for batch < 1; PD_ERUNTIME when the prefetch thread cannot start. With
@@ -231,5 +247,47 @@ pd_status pd_batcher_next(pd_batcher *b, pd_tensor *fields, int64_t *rows, pd_er
 int64_t pd_batcher_num_batches(const pd_batcher *b);
 /* Stops and joins the prefetch thread (also in mid-epoch) and frees b. NULL is a no-op. */
 void pd_batcher_free(pd_batcher *b);
+
+/* ---- Folders of images (vm/reader/reader_image.c; PNG through libpng, JPEG through libjpeg) */
+
+/* How images are read: every image becomes `channels` x height x width float32 values (CHW),
+ * its samples scaled to [0, 1] (divided by 255, or 65535 for a 16-bit PNG), converted to the
+ * channels (1: grey, from RGB as ITU-R 601-2 luma, 0.299 R + 0.587 G + 0.114 B; 3: RGB, grey
+ * repeated, alpha dropped; 4: RGBA, alpha 1 when the file has none), resized bilinearly with
+ * half-pixel centres (torch.nn.functional.interpolate(mode = "bilinear", align_corners =
+ * False), no antialiasing) when its size differs, then normalised per channel:
+ * (value - mean[c]) / std[c]. */
+typedef struct pd_image_options {
+  int channels, height, width;   /* channels 1, 3 or 4; height and width 1..4096 */
+  double mean[4], std[4];        /* per channel; std > 0 */
+} pd_image_options;
+
+/* The images of a folder of class folders, as torchvision's ImageFolder reads them:
+ * DIR/CLASS/FILE, the class folders sorted by name (byte order) and numbered 0..K-1, the files
+ * of each class found in it and its subfolders, sorted by path. Names starting with '.' are
+ * skipped, and so are plain files directly in DIR. Every other file must be a PNG or a JPEG (by
+ * its content, whatever its name). Fields: "images", float32 [channels, height, width]
+ * (pd_image_options); "label", int64 [1], the class number. classes (may be NULL) receives the
+ * K class names (a heap array of heap strings: pd_image_classes_free) and nclasses K.
+ * Errors name the file or folder: DIR missing or not a folder (PD_ENOTFOUND, PD_EIO), no
+ * class folder or a class folder without a file (PD_EFORMAT), a file that is not an image or
+ * is corrupt or truncated (PD_EFORMAT), what pd_image_decode refuses; bad options PD_EINVAL. */
+pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_dataset **out,
+                            char ***classes, int *nclasses, pd_error *err);
+void pd_image_classes_free(char **classes, int nclasses);
+
+/* The training augmentations of torchvision's RandomCrop(padding = pad) and
+ * RandomHorizontalFlip(): a sample of field 0 of pd_dataset_images' datasets is padded by pad
+ * pixels on every side with the value a black pixel normalises to (-mean[c] / std[c]: a 0
+ * padded before normalising, as torchvision pads), cropped back to height x width at an offset
+ * drawn uniformly in [0, 2 pad] for y, then x, and mirrored left to right when the next draw is
+ * odd (flip). The draws come from SplitMix64 seeded by the batcher's key. */
+typedef struct pd_image_augment {
+  pd_image_options o;
+  int pad;
+  bool flip;
+} pd_image_augment;
+/* The batcher's augmentation of a (borrowed, it must outlive the batcher). */
+pd_batch_augment pd_image_augmenter(const pd_image_augment *a);
 
 #endif /* PD_READER_H */

@@ -1,8 +1,8 @@
 /* reader_batch.c -- minibatches over a dataset: a seeded per-epoch permutation (Fisher-Yates on
  * SplitMix64, the same everywhere), the shard of one rank of a data-parallel job (every N-th
  * position of that order), a last partial batch or drop_last, sequence fields
- * concatenated with their LoD, and a prefetch thread that gathers the next batch into staging
- * buffers while the caller computes.
+ * concatenated with their LoD, seeded augmentations (applied as samples are gathered), and a
+ * prefetch thread that gathers the next batch into staging buffers while the caller computes.
  *
  * Threads: the prefetch thread only reads the dataset and the permutation and writes the staging
  * buffers; it never allocates (so the pd_malloc hook stays single-threaded) and never touches
@@ -40,6 +40,8 @@ struct pd_batcher {
   int64_t full_n;     /* the dataset's samples (n is the shard's) */
   int64_t *order;     /* sharded with shuffle: the epoch's permutation of all full_n samples */
   int64_t pos;        /* the first sample of the next batch */
+  int epoch;          /* the epoch being handed out (augmentations draw from it) */
+  void *scratch;      /* the augmentation's scratch bytes (used by whichever thread gathers) */
   /* Prefetch (all below under mu, except the staging buffers, which belong to the thread while
    * state == JOB_REQUESTED and to the caller otherwise). */
   bool threaded;
@@ -60,16 +62,15 @@ static uint64_t mix64(uint64_t z) {
   return z ^ (z >> 31);
 }
 
-static uint64_t splitmix64_next(uint64_t *s) {
+uint64_t pd_reader_splitmix64(uint64_t *s) {
   *s += 0x9E3779B97F4A7C15ull;
   return mix64(*s);
 }
 
-/* Uniform in [0, k), k >= 1, without modulo bias. */
-static uint64_t uniform(uint64_t *s, uint64_t k) {
+uint64_t pd_reader_uniform(uint64_t *s, uint64_t k) {
   uint64_t threshold = (0 - k) % k;
   uint64_t r;
-  do r = splitmix64_next(s);
+  do r = pd_reader_splitmix64(s);
   while (r < threshold);
   return r % k;
 }
@@ -78,7 +79,7 @@ void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
   uint64_t s = mix64(seed ^ mix64((uint64_t)epoch + 1));
   for (int64_t i = 0; i < n; i++) perm[i] = i;
   for (int64_t i = n - 1; i >= 1; i--) {
-    int64_t j = (int64_t)uniform(&s, (uint64_t)i + 1);
+    int64_t j = (int64_t)pd_reader_uniform(&s, (uint64_t)i + 1);
     int64_t t = perm[i];
     perm[i] = perm[j];
     perm[j] = t;
@@ -86,6 +87,22 @@ void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
 }
 
 /* ---- Gathering ---- */
+
+/* The augmentation's key of sample idx in the epoch: a function of (seed, epoch, idx) only. */
+static uint64_t augment_key(uint64_t seed, int epoch, int64_t idx) {
+  return mix64(seed ^ mix64(((uint64_t)epoch + 1) * 0x9E3779B97F4A7C15ull ^
+                            mix64((uint64_t)idx + 0x632BE59BD9B4E019ull)));
+}
+
+/* The batch's samples of the augmented field (at dst, in batch order) augmented in place. */
+static void augment(const pd_batcher *b, int64_t pos, int64_t rows, unsigned char *dst) {
+  const pd_batch_augment *a = b->o.augment;
+  size_t sb = b->sample_bytes[a->field];
+  for (int64_t r = 0; r < rows; r++) {
+    int64_t idx = b->perm ? b->perm[pos + r] : pos + r;
+    a->fn(a->ctx, dst + (size_t)r * sb, b->scratch, augment_key(b->o.seed, b->epoch, idx));
+  }
+}
 
 static void gather(const pd_batcher *b, int64_t pos, int64_t rows, unsigned char *const *dst) {
   for (int f = 0; f < b->nfields; f++) {
@@ -115,6 +132,7 @@ static void gather(const pd_batcher *b, int64_t pos, int64_t rows, unsigned char
     const unsigned char *src = b->src[f];
     for (int64_t r = 0; r < rows; r++) memcpy(out + (size_t)r * sb, src + (size_t)idx[r] * sb, sb);
   }
+  if (b->o.augment) augment(b, pos, rows, dst[b->o.augment->field]);
 }
 
 static void *prefetch_main(void *arg) {
@@ -211,6 +229,7 @@ pd_status pd_batcher_start_epoch(pd_batcher *b, int epoch) {
     for (int64_t j = 0; j < b->n; j++) b->perm[j] = b->order ? b->order[r + j * nr] : r + j * nr;
   }
   b->pos = 0;
+  b->epoch = epoch;
   if (b->threaded) {
     pthread_mutex_lock(&b->mu);
     request_locked(b);
@@ -224,6 +243,7 @@ static void free_parts(pd_batcher *b) {
   pd_free(b->perm);
   pd_free(b->order);
   pd_free(b->lod);
+  pd_free(b->scratch);
   pd_free(b);
 }
 
@@ -252,6 +272,17 @@ pd_status pd_batcher_new(const pd_dataset *d, const pd_batcher_options *o, pd_ba
     b->n = o->equal_shards ? b->full_n / o->shard_count
                            : (b->full_n - o->shard_rank + o->shard_count - 1) / o->shard_count;
   b->nfields = pd_dataset_nfields(d);
+  const pd_batch_augment *aug = o->augment;
+  if (aug && (aug->field < 0 || aug->field >= b->nfields || !aug->fn ||
+              pd_dataset_field_is_seq(d, aug->field))) {
+    pd_free(b);
+    return pd_error_set(err, PD_EINVAL, nowhere, "an augmentation needs a function and a "
+                        "fixed-shape field of the dataset");
+  }
+  if (aug && !(b->scratch = pd_malloc(aug->scratch_bytes ? aug->scratch_bytes : 1))) {
+    pd_free(b);
+    return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for the augmentation");
+  }
   b->limit = o->drop_last ? b->n / o->batch * o->batch : b->n;
   int64_t stage_rows = o->batch < b->n ? o->batch : b->n;
   for (int f = 0; f < b->nfields; f++) {

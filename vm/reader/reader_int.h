@@ -49,6 +49,12 @@ void pd_rstream_close(pd_rstream *s);
 /* Read a whole file (gzipped or not) into a NUL-terminated heap buffer (pd_free). */
 pd_status pd_reader_read_all(const char *path, char **out, size_t *len, pd_error *err);
 
+/* SplitMix64's next value from state *s, and a draw uniform in [0, k) (k >= 1, without modulo
+ * bias: values below (2^64 - k) % k are drawn again), as the batcher shuffles with them
+ * (reader_batch.c); the image augmentations draw from them too (reader_image.c). */
+uint64_t pd_reader_splitmix64(uint64_t *s);
+uint64_t pd_reader_uniform(uint64_t *s, uint64_t k);
+
 /* The permutation of 0..n-1 of (seed, epoch) that the batcher shuffles by (pd_batcher_start_epoch
  * gives the recipe), into perm[0..n) (reader_batch.c). */
 void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch);
