@@ -3,10 +3,12 @@
 # the parameters (and optimizer state) of 1 process with batch 2b, on the same data and seed,
 # with and without shuffling, within 1e-5 relative (tests/mpi/ckpt_close), for an MLP, a CNN
 # and an RNN with an `if` over rows; and the job prints once (rank 0) and counts its processes.
+# With buckets of 1 KiB (a sum in flight during most of the backward pass), the same with the
+# progress thread and with the ops' own tests (PDLANG_MPI_PROGRESS).
 set -u
 . "$top_srcdir/tests/mpi/lib.sh"
 need_mpi equiv.sh
-echo "1..8"
+echo "1..10"
 make_data
 t=1
 for m in mlp cnn rnn; do
@@ -49,3 +51,23 @@ else
   echo "not ok $t - mismatched programs (exit $rc)"
   sed 's/^/# /' mm.err
 fi
+t=$((t + 1))
+# Small buckets: every gradient starts its own sum during the backward pass; moved forward by
+# the progress thread (the default) or by the ops' tests alone.
+model cnn 8 true one.ckpt > one.pd
+model cnn 4 true two.ckpt > two.pd
+rm -f one.ckpt
+"$PDLANG" run --progress=none one.pd > one.out 2> one.err
+for pm in thread test; do
+  rm -f two.ckpt
+  mpi 2 -x PDLANG_MPI_BUCKET_KB=1 -x PDLANG_MPI_PROGRESS=$pm "$PDLANG" run --progress=none \
+    two.pd > two.out 2> two.err
+  r2=$?
+  if [ $r2 -eq 0 ] && "$CLOSE" one.ckpt two.ckpt 1e-5 > close.out; then
+    echo "ok $t - cnn, buckets of 1 KiB, progress $pm: 2 ranks = 1 process ($(cat close.out))"
+  else
+    echo "not ok $t - cnn, buckets of 1 KiB, progress $pm (exit $r2)"
+    cat two.err close.out 2>/dev/null | sed 's/^/# /'
+  fi
+  t=$((t + 1))
+done
