@@ -18,21 +18,7 @@ dir=${TMPDIR:-/tmp}/pd_bench_overlap.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
   OMPI_MCA_btl_vader_single_copy_mechanism=none PDLANG_THREADS=1
-net() { # $1: mlp or cnn; $2: epochs
-  echo 'import "layers"'
-  if [ "$1" = mlp ]; then
-    echo 'x = data("images", [-1, 784])'
-    echo 'h = fc(x, 256, act = relu)'
-  else
-    echo 'x = data("images", [-1, 1, 28, 28])'
-    echo 'c1 = max_pool(conv(x, 20, 5, padding = 2, act = relu), 2)'
-    echo 'h = fc(max_pool(conv(c1, 50, 5, act = relu), 2), 500, act = relu)'
-  fi
-  echo 'label = data("label", [-1, 1], int64)'
-  echo 'y = fc(h, 10)'
-  echo 'cost = mean(softmax_with_cross_entropy(y, label))'
-  echo "train(cost, reader = fashion_mnist(\"test\"), batch = 32, epochs = $2, optimizer = adam(0.001))"
-}
+. "$(dirname "$0")/mpi_nets.sh"
 # ms per step of each epoch after the first: 64 images per step over the samples/s of the line.
 steps() {
   sed -n 's/^epoch \([0-9]*\)\/.*(\([0-9.]*\) samples\/s, 2 processes).*/\1 \2/p' |
@@ -46,9 +32,9 @@ median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)
 printf '%-5s %14s %14s %10s   (2 x 1 thread, batch 32 each; bucket %s KiB, progress %s)\n' \
   model "ms/step sums" "ms/step none" overhead "${PDLANG_MPI_BUCKET_KB:-1024}" \
   "${PDLANG_MPI_PROGRESS:-thread}"
-for m in mlp cnn; do
+for m in mlp lenet; do
   if [ $m = mlp ]; then ep=4; else ep=2; fi
-  net $m $ep > "$dir/$m.pd"
+  net $m 32 $ep > "$dir/$m.pd"
   : > "$dir/with" && : > "$dir/without"
   r=0
   while [ $r -lt "$rounds" ]; do

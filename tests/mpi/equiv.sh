@@ -14,14 +14,7 @@ t=1
 for m in mlp cnn rnn; do
   case $m in mlp) b=8 ;; cnn) b=4 ;; rnn) b=3 ;; esac
   for shuf in false true; do
-    model $m $((2 * b)) $shuf one.ckpt > one.pd
-    model $m $b $shuf two.ckpt > two.pd
-    rm -f one.ckpt two.ckpt
-    "$PDLANG" run --progress=lines one.pd > one.out 2> one.err
-    r1=$?
-    mpi 2 "$PDLANG" run --progress=lines two.pd > two.out 2> two.err
-    r2=$?
-    if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && "$CLOSE" one.ckpt two.ckpt 1e-5 > close.out; then
+    if same_as_one $m $b $shuf 1e-5 --progress=lines; then
       echo "ok $t - $m, shuffle = $shuf: 2 ranks of batch $b = 1 process of batch $((2 * b)) ($(cat close.out))"
     else
       echo "not ok $t - $m, shuffle = $shuf: 2 ranks of batch $b differ from 1 process of batch $((2 * b))"

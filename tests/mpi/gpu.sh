@@ -38,17 +38,10 @@ for m in mlp cnn; do
     echo "ok $t # SKIP $m on 2 GPU ranks: $gpus GPU(s) here (nvidia-smi -L), and NCCL needs a GPU per rank"
   else
     case $m in mlp) b=8 ;; cnn) b=4 ;; esac
-    model $m $((2 * b)) true one.ckpt > one.pd
-    model $m $b true two.ckpt > two.pd
-    rm -f one.ckpt two.ckpt
-    "$PDLANG" run --device gpu --progress=none one.pd > one.out 2> one.err
-    r1=$?
-    mpi 2 "$PDLANG" run --device gpu --progress=none two.pd > two.out 2> two.err
-    r2=$?
-    if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && "$CLOSE" one.ckpt two.ckpt 1e-4 > close.out; then
+    if same_as_one $m $b true 1e-4 --device gpu --progress=none; then
       echo "ok $t - $m: 2 GPU ranks of batch $b (NCCL) = 1 GPU process of batch $((2 * b)) ($(cat close.out))"
     else
-      echo "not ok $t - $m: 2 GPU ranks of batch $b differ from 1 GPU process (exits $r1, $r2)"
+      echo "not ok $t - $m: 2 GPU ranks of batch $b differ from 1 GPU process"
       cat one.err two.err close.out 2> /dev/null | sed 's/^/# /'
     fi
   fi
