@@ -90,7 +90,9 @@ static pd_status open_comm(const unsigned char id[PD_K_NCCL_ID_BYTES], pd_error 
                                                                 cudaEventDisableTiming));
   ncclUniqueId u;
   memcpy(u.internal, id, NCCL_UNIQUE_ID_BYTES);
-  NCCL_TRY("ncclCommInitRank", ncclCommInitRank(&N.comm, N.nranks, u, N.rank));
+  ncclComm_t comm = NULL;   /* N.comm only once made: a failed init leaves nothing to free */
+  NCCL_TRY("ncclCommInitRank", ncclCommInitRank(&comm, N.nranks, u, N.rank));
+  N.comm = comm;
   return PD_OK;
 }
 
