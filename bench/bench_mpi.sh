@@ -12,20 +12,7 @@ dir=${TMPDIR:-/tmp}/pd_bench_mpi.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
   OMPI_MCA_btl_vader_single_copy_mechanism=none
-net() { # $1: mlp or cnn, $2: batch
-  echo 'import "layers"'
-  if [ "$1" = mlp ]; then
-    echo 'x = data("images", [-1, 784])'
-    echo 'h = fc(x, 256, act = relu)'
-  else
-    echo 'x = data("images", [-1, 1, 28, 28])'
-    echo 'h = fc(max_pool(conv(max_pool(conv(x, 8, 5, padding = 2, act = relu), 2), 16, 5, act = relu), 2), 128, act = relu)'
-  fi
-  echo 'label = data("label", [-1, 1], int64)'
-  echo 'y = fc(h, 10)'
-  echo 'cost = mean(softmax_with_cross_entropy(y, label))'
-  echo "train(cost, reader = fashion_mnist(\"test\"), batch = $2, epochs = 1, optimizer = adam(0.001))"
-}
+. "$(dirname "$0")/mpi_nets.sh"
 for m in mlp cnn; do
   net $m 64 > "$dir/one.pd"
   net $m 32 > "$dir/two.pd"

@@ -38,4 +38,4 @@ noinst_PROGRAMS += bench/bench_allreduce
 bench_bench_allreduce_SOURCES = bench/bench_allreduce.c
 bench_bench_allreduce_LDADD = libpdlang-internal.la $(PD_LIBS)
 endif
-EXTRA_DIST += bench/bench_mpi.sh bench/bench_allreduce.c
+EXTRA_DIST += bench/bench_mpi.sh bench/bench_allreduce.c bench/bench_overlap.sh bench/mpi_nets.sh

@@ -115,7 +115,16 @@ static int run_run(int argc, char **argv) {
     o.out = NULL;
     o.progress_mode = PD_PROGRESS_NONE;
   }
-  if (nranks > 1 && place == PD_K_CUDA) o.gpu_index = pd_comm_local_rank();
+  if (nranks > 1 && place == PD_K_CUDA) { /* GPU ranks: GPU local_rank each, through NCCL */
+    if (pd_comm_gpu_check(&cerr)) {
+      fprintf(stderr, "pdlang run: rank %d of %d: %s\n", rank, nranks, cerr.msg ? cerr.msg : "");
+      pd_error_clear(&cerr);
+      pd_comm_abort(2);
+      pd_comm_finalize();
+      return 2;
+    }
+    o.gpu_index = pd_comm_local_rank();
+  }
   /* Ranks that share a host share its cores: unless the user chose, each computes on its share
    * (the kernels' pool starts later, at the first op, and reads PDLANG_THREADS then). */
   const char *te = getenv("PDLANG_THREADS"), *oe = getenv("OMP_NUM_THREADS");

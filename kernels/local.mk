@@ -37,10 +37,21 @@ libpdlang_internal_la_SOURCES += kernels/cuda/none.c
 endif
 EXTRA_DIST += kernels/cuda/nvcc-lo.sh
 
+# The GPU collectives of data-parallel jobs (kernels/nccl.h): NCCL with CUDA and MPI (configure
+# finds it), else kernels/nccl_none.c, which says that NCCL is absent.
+libpdlang_internal_la_SOURCES += kernels/nccl.h
+if PD_HAVE_NCCL
+libpdlang_internal_la_SOURCES += kernels/cuda/nccl.cu
+kernels/cuda/nccl.lo: kernels/cuda/cuda_int.h kernels/kernels.h kernels/kernels_int.h \
+	kernels/nccl.h base/base.h base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
+else
+libpdlang_internal_la_SOURCES += kernels/nccl_none.c
+endif
+
 # nvcc: C++20 (designated initializers), fp32 denormals flushed to zero (as the CPU after
 # pd_k_init), the architectures of --with-cuda-arch, host code with our warnings.
 PD_NVCC_FLAGS = -std=c++20 -O2 -g -ftz=true $(NVCC_ARCH_FLAGS) $(NVCC_WARN_FLAGS) \
-	-I$(top_srcdir) -I$(top_builddir)
+	-I$(top_srcdir) -I$(top_builddir) $(NCCL_CFLAGS)
 AM_V_NVCC = $(am__v_NVCC_@AM_V@)
 am__v_NVCC_ = $(am__v_NVCC_@AM_DEFAULT_V@)
 am__v_NVCC_0 = @echo "  NVCC    " $@;

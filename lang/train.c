@@ -795,10 +795,13 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   /* The program: forward for the cost, its backward pass, the updates (vm/passes/pipeline.h). */
   int nranks = pd_comm_size();
   pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks};
-  if (nranks > 1 && r->opts.place == PD_K_CUDA) {
-    st = pd_error_set(err, PD_EUNSUPPORTED, a->loc, "train: data-parallel training runs on the "
-                      "CPU for now (%d ranks with --device gpu)", nranks);
-    goto out;
+  if (r->opts.place == PD_K_CUDA) {   /* GPU ranks need NCCL (vm/run/comm.h) */
+    pd_error ge = {0};
+    if ((st = pd_comm_gpu_check(&ge))) {
+      st = pd_error_set(err, st, a->loc, "train: %s", ge.msg ? ge.msg : pd_status_str(st));
+      pd_error_clear(&ge);
+      goto out;
+    }
   }
   if ((st = pd_pipeline_train(r->unit->main, cost, &po, &p, &init, err))) goto out;
   if ((st = pd_run_same_program(p, "training program", a->loc, err))) goto out;

@@ -102,12 +102,13 @@ PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
             ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
             BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
 /* The collective ops of data-parallel training (vm/ops/collective.c, vm/passes/data_parallel.h):
- * Fluid's names, slots and attributes; ring 0 is every rank of the job. */
-PD_OP(c_allreduce_sum, 0, collective, IN(ONE("X")), OUT(ONE("Out")),
+ * Fluid's names, slots and attributes; ring 0 is every rank of the job. On GPU ranks they sum
+ * device memory through NCCL. */
+PD_OP(c_allreduce_sum, GPU, collective, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("ring_id", 0), BOOL("use_calc_stream", false), BOOL("use_model_parallel", false)))
-PD_OP(c_broadcast, 0, collective, IN(ONE("X")), OUT(ONE("Out")),
+PD_OP(c_broadcast, GPU, collective, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("ring_id", 0), INT("root", 0), BOOL("use_calc_stream", false)))
-PD_OP(c_sync_comm_stream, 0, c_sync_comm_stream, IN(LIST("X")), OUT(LIST("Out")),
+PD_OP(c_sync_comm_stream, GPU, c_sync_comm_stream, IN(LIST("X")), OUT(LIST("Out")),
       ATTRS(INT("ring_id", 0)))
 PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))

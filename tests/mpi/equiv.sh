@@ -3,23 +3,18 @@
 # the parameters (and optimizer state) of 1 process with batch 2b, on the same data and seed,
 # with and without shuffling, within 1e-5 relative (tests/mpi/ckpt_close), for an MLP, a CNN
 # and an RNN with an `if` over rows; and the job prints once (rank 0) and counts its processes.
+# With buckets of 1 KiB (a sum in flight during most of the backward pass), the same with the
+# progress thread and with the ops' own tests (PDLANG_MPI_PROGRESS).
 set -u
 . "$top_srcdir/tests/mpi/lib.sh"
 need_mpi equiv.sh
-echo "1..8"
+echo "1..10"
 make_data
 t=1
 for m in mlp cnn rnn; do
   case $m in mlp) b=8 ;; cnn) b=4 ;; rnn) b=3 ;; esac
   for shuf in false true; do
-    model $m $((2 * b)) $shuf one.ckpt > one.pd
-    model $m $b $shuf two.ckpt > two.pd
-    rm -f one.ckpt two.ckpt
-    "$PDLANG" run --progress=lines one.pd > one.out 2> one.err
-    r1=$?
-    mpi 2 "$PDLANG" run --progress=lines two.pd > two.out 2> two.err
-    r2=$?
-    if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && "$CLOSE" one.ckpt two.ckpt 1e-5 > close.out; then
+    if same_as_one $m $b $shuf 1e-5 --progress=lines; then
       echo "ok $t - $m, shuffle = $shuf: 2 ranks of batch $b = 1 process of batch $((2 * b)) ($(cat close.out))"
     else
       echo "not ok $t - $m, shuffle = $shuf: 2 ranks of batch $b differ from 1 process of batch $((2 * b))"
@@ -49,3 +44,23 @@ else
   echo "not ok $t - mismatched programs (exit $rc)"
   sed 's/^/# /' mm.err
 fi
+t=$((t + 1))
+# Small buckets: every gradient starts its own sum during the backward pass; moved forward by
+# the progress thread (the default) or by the ops' tests alone.
+model cnn 8 true one.ckpt > one.pd
+model cnn 4 true two.ckpt > two.pd
+rm -f one.ckpt
+"$PDLANG" run --progress=none one.pd > one.out 2> one.err
+for pm in thread test; do
+  rm -f two.ckpt
+  mpi 2 -x PDLANG_MPI_BUCKET_KB=1 -x PDLANG_MPI_PROGRESS=$pm "$PDLANG" run --progress=none \
+    two.pd > two.out 2> two.err
+  r2=$?
+  if [ $r2 -eq 0 ] && "$CLOSE" one.ckpt two.ckpt 1e-5 > close.out; then
+    echo "ok $t - cnn, buckets of 1 KiB, progress $pm: 2 ranks = 1 process ($(cat close.out))"
+  else
+    echo "not ok $t - cnn, buckets of 1 KiB, progress $pm (exit $r2)"
+    cat two.err close.out 2>/dev/null | sed 's/^/# /'
+  fi
+  t=$((t + 1))
+done

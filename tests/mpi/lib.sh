@@ -1,6 +1,7 @@
 # lib.sh -- what the data-parallel tests (tests/mpi/*.sh) share: a scratch folder, `mpi N ARGS`
 # (the configured mpirun with the flags a test machine needs: root, more ranks than cores), the
-# skip of a build without MPI, and the scripts and data of the three models. Sourced.
+# skip of a build without MPI, the scripts and data of the three models, and `same_as_one`, the
+# comparison of a 2-rank job with one process. Sourced.
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 : "${top_builddir:?top_builddir must name the build folder}"
 dir=${TMPDIR:-/tmp}/pd_mpi.$$
@@ -103,4 +104,19 @@ eval(accuracy(logits, label), reader = lines(["a.txt", "b.txt"]))
 PD
     ;;
   esac
+}
+
+# same_as_one MODEL B SHUFFLE TOL [RUN ARGS...]: MODEL trained by 1 process of batch 2B
+# (one.ckpt) and by 2 ranks of batch B (two.ckpt), `pdlang run ARGS` each; success when both
+# ran and their checkpoints agree within TOL (tests/mpi/ckpt_close's line in close.out). The
+# runs' outputs are one.out, one.err, two.out, two.err.
+same_as_one() {
+  sm=$1 sb=$2 ss=$3 st=$4
+  shift 4
+  model "$sm" $((2 * sb)) "$ss" one.ckpt > one.pd
+  model "$sm" "$sb" "$ss" two.ckpt > two.pd
+  rm -f one.ckpt two.ckpt close.out
+  "$PDLANG" run "$@" one.pd > one.out 2> one.err || return 1
+  mpi 2 "$PDLANG" run "$@" two.pd > two.out 2> two.err || return 1
+  "$CLOSE" one.ckpt two.ckpt "$st" > close.out
 }

@@ -6,8 +6,10 @@
  * c_allreduce_sum with use_calc_stream = false (what the pass emits) hands X to the gradient
  * buckets and returns at once (the sum runs while the backward pass goes on); the
  * c_sync_comm_stream that follows waits and writes each sum back into its var, so Out must be X. With
- * use_calc_stream = true the sum is written before the op returns. c_broadcast is blocking. Host
- * tensors only (the ops have no GPU flag: the executor gives them host values). */
+ * use_calc_stream = true the sum is written before the op returns. c_broadcast is blocking.
+ * On the GPU place (GPU ranks, flag GPU) the tensors are device memory and the communicator
+ * sums and broadcasts them through NCCL, queued on the GPU: "written" then means queued before
+ * any later kernel. */
 #include "config.h"
 
 #include "vm/ops/infershape.h"
@@ -76,8 +78,10 @@ pd_status pd_kernel_c_allreduce_sum(pd_exec_ctx *ctx) {
     return pd_ctx_fail(ctx, PD_EINVAL, "use_calc_stream = true while %d sums are in flight; a "
                        "c_sync_comm_stream must come first", pd_comm_grad_pending());
   pd_error e = {0};
-  if ((st = pd_comm_grad_start(pd_tensor_data(out), pd_tensor_numel(out), out->dtype, &e)))
-    return comm_fail(ctx, st, &e);
+  st = pd_ctx_place(ctx) == PD_K_CUDA
+           ? pd_comm_grad_start_dev(pd_tensor_data(out), pd_tensor_numel(out), out->dtype, &e)
+           : pd_comm_grad_start(pd_tensor_data(out), pd_tensor_numel(out), out->dtype, &e);
+  if (st) return comm_fail(ctx, st, &e);
   if (!now) return PD_OK;
   void *dst = pd_tensor_data(out);
   if ((st = pd_comm_grad_finish(&dst, &e))) return comm_fail(ctx, st, &e);
@@ -96,8 +100,9 @@ pd_status pd_kernel_c_broadcast(pd_exec_ctx *ctx) {
   if (pd_comm_size() == 1) return PD_OK;
   pd_error e = {0};
   size_t bytes = (size_t)pd_tensor_numel(out) * pd_dtype_size(out->dtype);
-  if ((st = pd_comm_bcast(pd_tensor_data(out), bytes, (int)root, &e)))
-    return comm_fail(ctx, st, &e);
+  st = pd_ctx_place(ctx) == PD_K_CUDA ? pd_comm_bcast_dev(pd_tensor_data(out), bytes, (int)root, &e)
+                                       : pd_comm_bcast(pd_tensor_data(out), bytes, (int)root, &e);
+  if (st) return comm_fail(ctx, st, &e);
   return PD_OK;
 }
 

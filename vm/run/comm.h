@@ -1,8 +1,9 @@
 /* comm.h -- the communicator of data-parallel training: the one place that talks to MPI
  * (vm/run/comm_mpi.c, built with --with-mpi) or, without MPI, a communicator of one process
- * (vm/run/comm_none.c). It owns MPI's initialisation (MPI_THREAD_FUNNELED: only the thread that
- * runs the executor calls MPI) and finalisation, and the gradient buckets of the c_allreduce_sum
- * ops (vm/ops/collective.c).
+ * (vm/run/comm_none.c). It owns MPI's initialisation (MPI_THREAD_MULTIPLE: the thread that runs
+ * the executor and the communicator's progress thread call MPI; MPI_THREAD_FUNNELED, without the
+ * progress thread, with PDLANG_MPI_PROGRESS=test or an MPI that lacks the level) and
+ * finalisation, and the gradient buckets of the c_allreduce_sum ops (vm/ops/collective.c).
  *
  * Process-wide, as MPI is: pd_comm_init once (the driver's `run`, before anything computes), then
  * any call from the main thread, then pd_comm_finalize. Before init, and when the process was not
@@ -14,8 +15,12 @@
  * (PDLANG_MPI_BUCKET_KB, default PD_COMM_BUCKET_KB) starts its non-blocking MPI_Iallreduce at
  * once, so that it runs while the backward pass goes on; pd_comm_grad_finish starts the last
  * bucket, waits for all of them and copies the sums back, in the order the gradients were
- * started. Open MPI moves a non-blocking collective forward only inside MPI calls, so each
- * pd_comm_grad_start also tests the buckets in flight (MPI_Testall).
+ * started. Open MPI moves a non-blocking collective forward only inside MPI calls (about one
+ * fragment per call), so a progress thread tests the buckets in flight every 50 us while there
+ * are any, and sleeps otherwise (PDLANG_MPI_PROGRESS=thread, the default); with
+ * PDLANG_MPI_PROGRESS=test, each pd_comm_grad_start tests them instead.
+ * PDLANG_MPI_SKIP_ALLREDUCE=1 is a benchmark switch only: the gradients are then not summed at
+ * all (each rank keeps its own; the step without its communication, to measure what it adds).
  *
  * Ownership: the communicator owns its buckets; the callers' buffers are only read or written
  * during the call. Errors fill err (which may be NULL) with a location-free message; MPI's own
@@ -67,5 +72,21 @@ void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype);
 pd_status pd_comm_grad_finish(void *const *out, pd_error *err);
 /* The bucket size in bytes in use (PDLANG_MPI_BUCKET_KB, else the default). */
 size_t pd_comm_bucket_bytes(void);
+
+/* GPU ranks (--device gpu under mpirun): each rank computes on GPU local_rank and the sums and
+ * broadcasts go through NCCL (kernels/nccl.h) on device memory, its communicator made at the
+ * first GPU collective from a unique id that rank 0 broadcasts over MPI. The gradient buckets
+ * are then device buffers: a bucket's ncclAllReduce starts once it is full, on the sums' stream,
+ * and overlaps the backward kernels queued after it; pd_comm_grad_finish queues the wait and the
+ * copies back on the backend's stream (the host does not wait).
+ * PD_OK when a job of this size can compute on GPUs (one process, or NCCL built); else
+ * PD_EUNSUPPORTED saying why (this pdlang has no NCCL: there is no fallback through host
+ * copies, as CPU ranks are the way to train without NCCL). */
+pd_status pd_comm_gpu_check(pd_error *err);
+/* pd_comm_grad_start for a gradient in device memory (see above); pd_comm_grad_finish then
+ * takes a device pointer for it. */
+pd_status pd_comm_grad_start_dev(const void *dev, int64_t n, pd_dtype dtype, pd_error *err);
+/* pd_comm_bcast of device memory, through NCCL (queued; the backend's stream waits for it). */
+pd_status pd_comm_bcast_dev(void *dev, size_t n, int root, pd_error *err);
 
 #endif /* PD_COMM_H */

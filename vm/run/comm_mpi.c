@@ -1,15 +1,27 @@
 /* comm_mpi.c -- the communicator on MPI (vm/run/comm.h): initialisation under mpirun, the
  * blocking collectives of the runner (metric sums, program hashes, broadcasts) and the gradient
- * buckets, each summed by one non-blocking MPI_Iallreduce started as soon as it is full. Built
- * with --with-mpi only (vm/run/comm_none.c otherwise). */
+ * buckets, each summed by one non-blocking MPI_Iallreduce started as soon as it is full and
+ * moved forward by the progress thread while the backward pass computes. Built with --with-mpi
+ * only (vm/run/comm_none.c otherwise). */
 #include "config.h"
 #include "vm/run/comm.h"
 
+#include "kernels/kernels.h"
+#include "kernels/nccl.h"
+
 #include <inttypes.h>
 #include <mpi.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* How often the progress thread tests the buckets in flight. Open MPI advances a large
+ * non-blocking collective by about one fragment per test (a 2.5 MB sum took some 60 tests on
+ * 2 ranks), so tests between ops only leave most of it to the final wait; a test every 50 us
+ * finishes it within the backward pass while costing little of a core. */
+#define PROGRESS_NS (50 * 1000)
 
 typedef struct bucket {
   unsigned char *buf;  /* the packed gradients; cap bytes */
@@ -17,10 +29,11 @@ typedef struct bucket {
   pd_dtype dtype;
   MPI_Request req;     /* MPI_REQUEST_NULL until started (and again once complete) */
   bool started;
+  bool dev;            /* buf is device memory, summed through NCCL (no MPI request) */
 } bucket;
 
 typedef struct pending {
-  int bucket;          /* where the gradient's elements were packed */
+  int bucket;          /* where the gradient's elements were packed; -1: not sent (skip) */
   size_t off;          /* byte offset in it */
   int64_t n;
   pd_dtype dtype;
@@ -30,11 +43,22 @@ static struct {
   bool up;             /* MPI_Init_thread done by us */
   int rank, size, local_rank, local_size;
   size_t bucket_bytes;
+  bool skip;           /* PDLANG_MPI_SKIP_ALLREDUCE: gradients are not summed (benchmarks) */
+  /* The progress thread (MPI_THREAD_MULTIPLE): `mu` guards the buckets, nb and `inflight`
+   * (buckets started and not yet known complete), which it tests while non-zero; it sleeps on
+   * `cv` otherwise. Without it (PDLANG_MPI_PROGRESS=test, or MPI without the thread level), the
+   * buckets are tested at each pd_comm_grad_start only. */
+  bool threaded, thread_up, stop;
+  int inflight;
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
   bucket *buckets;     /* nb in use this step, cb allocated (buffers kept between steps) */
   int nb, cb;
   pending *grads;
   int ng, cg;
-} C = {.size = 1, .local_size = 1};
+} C = {.size = 1, .local_size = 1, .mu = PTHREAD_MUTEX_INITIALIZER,
+       .cv = PTHREAD_COND_INITIALIZER};
 
 static const pd_loc nowhere = {0};
 
@@ -56,8 +80,18 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
    * share cores with their kernel threads and, on a small machine, with each other (spinning
    * made an epoch of 2 ranks on 2 busy cores 25 times slower). The user's setting wins. */
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  const char *prog = getenv("PDLANG_MPI_PROGRESS");
+  bool want_thread = true;
+  if (prog && *prog) {
+    if (strcmp(prog, "test") == 0) want_thread = false;
+    else if (strcmp(prog, "thread") != 0)
+      return pd_error_set(err, PD_EINVAL, nowhere, "PDLANG_MPI_PROGRESS is '%s'; expected "
+                          "'thread' (the default: a thread moves the gradient sums forward) or "
+                          "'test' (only the ops' own tests do)", prog);
+  }
   int provided = 0;
-  int rc = MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  int rc = MPI_Init_thread(argc, argv, want_thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
+                           &provided);
   if (rc != MPI_SUCCESS) return pd_error_set(err, PD_ERUNTIME, nowhere, "MPI_Init_thread failed");
   C.up = true;
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -67,6 +101,12 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
     return pd_error_set(err, PD_ERUNTIME, nowhere,
                         "MPI gives thread level %d, below MPI_THREAD_FUNNELED (%d) that pdlang's "
                         "kernel threads need", provided, MPI_THREAD_FUNNELED);
+  /* An MPI without MPI_THREAD_MULTIPLE still trains: the ops' own tests move the sums. */
+  C.threaded = want_thread && provided >= MPI_THREAD_MULTIPLE;
+  /* A benchmark switch, not a mode of training: every rank then steps on its own gradients
+   * (bench/bench_overlap.sh measures what the sums add to a step against it). */
+  const char *skip = getenv("PDLANG_MPI_SKIP_ALLREDUCE");
+  C.skip = skip && *skip && strcmp(skip, "0") != 0;
   MPI_Comm local;
   if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, C.rank, MPI_INFO_NULL, &local) ==
       MPI_SUCCESS) {
@@ -80,7 +120,8 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
 static void release_buckets(void) {
   for (int i = 0; i < C.cb; i++) {
     if (C.buckets[i].req != MPI_REQUEST_NULL) MPI_Request_free(&C.buckets[i].req);
-    pd_free(C.buckets[i].buf);
+    if (C.buckets[i].dev) pd_k_dev_free(C.buckets[i].buf);
+    else pd_free(C.buckets[i].buf);
   }
   pd_free(C.buckets);
   pd_free(C.grads);
@@ -89,7 +130,20 @@ static void release_buckets(void) {
   C.nb = C.cb = C.ng = C.cg = 0;
 }
 
+static void stop_thread(void) {
+  if (!C.thread_up) return;
+  pthread_mutex_lock(&C.mu);
+  C.stop = true;
+  pthread_cond_signal(&C.cv);
+  pthread_mutex_unlock(&C.mu);
+  pthread_join(C.thread, NULL);
+  C.thread_up = false;
+  C.stop = false;
+}
+
 void pd_comm_finalize(void) {
+  stop_thread();
+  pd_k_nccl_close();
   release_buckets();
   if (!C.up) return;
   MPI_Finalize();
@@ -172,28 +226,79 @@ static MPI_Datatype mpi_type(pd_dtype t) { return t == PD_FP64 ? MPI_DOUBLE : MP
 static pd_status start_bucket(bucket *b, pd_error *err) {
   size_t esz = pd_dtype_size(b->dtype);
   size_t n = b->used / esz;
+  if (b->dev) {
+    pd_status st = pd_k_nccl_allreduce_start(b->buf, n, b->dtype, err);
+    if (st) return st;
+    b->started = true;
+    return PD_OK;
+  }
   if (n > INT32_MAX)
     return pd_error_set(err, PD_EUNSUPPORTED, nowhere, "a gradient bucket of %zu elements", n);
   int rc = MPI_Iallreduce(MPI_IN_PLACE, b->buf, (int)n, mpi_type(b->dtype), MPI_SUM,
                           MPI_COMM_WORLD, &b->req);
   if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Iallreduce");
   b->started = true;
+  C.inflight++;
   return PD_OK;
 }
 
-/* The bucket that takes `bytes` more of dtype: the open one, or a new one (the open one is then
- * started). -1 on out of memory or an MPI error. */
-static int open_bucket(size_t bytes, pd_dtype dtype, pd_error *err) {
+/* Test the buckets in flight once, C.mu held (Open MPI has no progress thread of its own by
+ * default). Completed requests become MPI_REQUEST_NULL. */
+static int test_inflight(void) {
+  for (int i = 0; i < C.nb && C.inflight > 0; i++) {
+    bucket *b = &C.buckets[i];
+    if (!b->started || b->req == MPI_REQUEST_NULL) continue;
+    int done = 0;
+    int rc = MPI_Test(&b->req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) return rc;
+    if (done) C.inflight--;
+  }
+  return MPI_SUCCESS;
+}
+
+/* The progress thread: while sums are in flight, a test every PROGRESS_NS; else it sleeps.
+ * An MPI error here is left for pd_comm_grad_finish's wait to report. */
+static void *progress_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&C.mu);
+  while (!C.stop) {
+    if (C.inflight == 0) {
+      pthread_cond_wait(&C.cv, &C.mu);
+      continue;
+    }
+    if (test_inflight() != MPI_SUCCESS) C.inflight = 0;   /* stop testing a failed request */
+    pthread_mutex_unlock(&C.mu);
+    nanosleep(&(struct timespec){0, PROGRESS_NS}, NULL);
+    pthread_mutex_lock(&C.mu);
+  }
+  pthread_mutex_unlock(&C.mu);
+  return NULL;
+}
+
+/* An empty bucket's buffer: at least `want` bytes, in device memory when dev (its contents are
+ * dropped). */
+static pd_status reserve(bucket *b, size_t want, bool dev, pd_error *err) {
+  if (b->cap >= want && b->dev == dev) return PD_OK;
+  if (b->dev) pd_k_dev_free(b->buf);
+  else pd_free(b->buf);
+  b->buf = dev ? pd_k_dev_alloc(want) : pd_malloc(want);
+  b->dev = dev;
+  b->cap = b->buf ? want : 0;
+  if (b->buf) return PD_OK;
+  if (dev) return pd_error_set(err, PD_ENOMEM, nowhere, "rank %d of %d: a gradient bucket of %zu "
+                               "bytes on the GPU: %s", C.rank, C.size, want, pd_k_cuda_error());
+  return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+}
+
+/* The bucket that takes `bytes` more of dtype, in device memory when dev: the open one, or a
+ * new one (the open one is then started). -1 on out of memory or an MPI / NCCL error. */
+static int open_bucket(size_t bytes, pd_dtype dtype, bool dev, pd_error *err) {
   if (C.nb > 0) {
     bucket *b = &C.buckets[C.nb - 1];
-    if (!b->started && b->dtype == dtype && b->used + bytes <= b->cap) return C.nb - 1;
-    if (!b->started && b->dtype == dtype && b->used == 0) { /* an empty bucket grows */
-      unsigned char *nb = pd_realloc(b->buf, bytes);
-      if (!nb) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory"), -1;
-      b->buf = nb;
-      b->cap = bytes;
-      return C.nb - 1;
-    }
+    bool same = !b->started && b->dtype == dtype && b->dev == dev;
+    if (same && b->used + bytes <= b->cap) return C.nb - 1;
+    if (same && b->used == 0) /* an empty bucket grows */
+      return reserve(b, bytes, dev, err) ? -1 : C.nb - 1;
     if (!b->started && start_bucket(b, err)) return -1;
   }
   if (C.nb == C.cb) {
@@ -206,12 +311,7 @@ static int open_bucket(size_t bytes, pd_dtype dtype, pd_error *err) {
   }
   bucket *b = &C.buckets[C.nb];
   size_t want = bytes > pd_comm_bucket_bytes() ? bytes : pd_comm_bucket_bytes();
-  if (b->cap < want) {
-    unsigned char *nb = pd_realloc(b->buf, want);
-    if (!nb) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory"), -1;
-    b->buf = nb;
-    b->cap = want;
-  }
+  if (reserve(b, want, dev, err)) return -1;
   b->used = 0;
   b->dtype = dtype;
   b->started = false;
@@ -219,18 +319,59 @@ static int open_bucket(size_t bytes, pd_dtype dtype, pd_error *err) {
   return C.nb++;
 }
 
-/* Let the buckets in flight progress (Open MPI has no progress thread by default). */
+/* After a bucket was started: wake the progress thread (started at the first sum), or, without
+ * one, test the buckets in flight here. C.mu held. */
 static pd_status progress(pd_error *err) {
-  for (int i = 0; i < C.nb; i++) {
-    if (!C.buckets[i].started || C.buckets[i].req == MPI_REQUEST_NULL) continue;
-    int done = 0;
-    int rc = MPI_Test(&C.buckets[i].req, &done, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Test");
+  if (C.inflight == 0) return PD_OK;
+  if (C.threaded) {
+    if (!C.thread_up) {
+      int rc = pthread_create(&C.thread, NULL, progress_main, NULL);
+      if (rc != 0) return pd_error_set(err, PD_ERUNTIME, nowhere, "rank %d of %d: cannot start "
+                                       "the MPI progress thread: %s", C.rank, C.size,
+                                       strerror(rc));
+      C.thread_up = true;
+    }
+    pthread_cond_signal(&C.cv);
+    return PD_OK;
   }
-  return PD_OK;
+  int rc = test_inflight();
+  return rc == MPI_SUCCESS ? PD_OK : mpi_fail(err, rc, "MPI_Test");
 }
 
-pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_error *err) {
+/* GPU ranks: the NCCL communicator, made at the first GPU collective (every rank gets there in
+ * the same order): rank 0 draws the id and broadcasts it with a flag saying whether it could,
+ * so that no rank waits in ncclCommInitRank for a rank 0 that failed. */
+static pd_status nccl_up(pd_error *err) {
+  if (pd_k_nccl_is_open()) return PD_OK;
+  pd_status st = pd_comm_gpu_check(err);
+  if (st) return st;
+  unsigned char msg[1 + PD_K_NCCL_ID_BYTES] = {0};
+  if (C.rank == 0) msg[0] = pd_k_nccl_unique_id(msg + 1, err) == PD_OK;
+  int rc = MPI_Bcast(msg, (int)sizeof msg, MPI_BYTE, 0, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS) return mpi_fail(err, rc, "MPI_Bcast (NCCL's unique id)");
+  if (!msg[0])
+    return C.rank == 0 ? err && err->status ? err->status : PD_ERUNTIME
+                       : pd_error_set(err, PD_ERUNTIME, nowhere, "rank %d of %d: rank 0 could "
+                                      "not make NCCL's unique id", C.rank, C.size);
+  return pd_k_nccl_open(msg + 1, C.rank, C.size, err);
+}
+
+pd_status pd_comm_gpu_check(pd_error *err) {
+  if (C.size == 1 || pd_k_nccl_built()) return PD_OK;
+  return pd_error_set(err, PD_EUNSUPPORTED, nowhere, "%d ranks with --device gpu sum their "
+                      "gradients through NCCL, and this pdlang was built without it (configure "
+                      "--with-cuda with MPI and NCCL); train on CPU ranks (--device cpu)",
+                      C.size);
+}
+
+pd_status pd_comm_bcast_dev(void *dev, size_t n, int root, pd_error *err) {
+  if (C.size == 1) return PD_OK;
+  pd_status st = nccl_up(err);
+  return st ? st : pd_k_nccl_bcast(dev, n, root, err);
+}
+
+static pd_status grad_start(const void *data, int64_t n, pd_dtype dtype, bool dev,
+                            pd_error *err) {
   if (dtype != PD_FP32 && dtype != PD_FP64)
     return pd_error_set(err, PD_ETYPE, nowhere, "gradients to sum must be fp32 or fp64, not %s",
                         pd_dtype_name(dtype));
@@ -242,15 +383,38 @@ pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_err
     C.grads = ng;
     C.cg = nc;
   }
-  int bi = open_bucket(bytes, dtype, err);
+  if (C.skip) {
+    C.grads[C.ng++] = (pending){.bucket = -1, .n = n, .dtype = dtype};
+    return PD_OK;
+  }
+  pd_status st;
+  if (dev && (st = nccl_up(err))) return st;
+  int bi = open_bucket(bytes, dtype, dev, err);
   if (bi < 0) return err && err->status ? err->status : PD_ENOMEM;
   bucket *b = &C.buckets[bi];
-  if (bytes) memcpy(b->buf + b->used, data, bytes);
+  if (bytes && dev && pd_k_dev_copy(b->buf + b->used, data, bytes))
+    return pd_error_set(err, PD_ERUNTIME, nowhere, "rank %d of %d: a gradient into its bucket: "
+                        "%s", C.rank, C.size, pd_k_cuda_error());
+  if (bytes && !dev) memcpy(b->buf + b->used, data, bytes);
   C.grads[C.ng++] = (pending){.bucket = bi, .off = b->used, .n = n, .dtype = dtype};
   b->used += bytes;
-  pd_status st = PD_OK;
+  st = PD_OK;
   if (b->used >= pd_comm_bucket_bytes()) st = start_bucket(b, err);
   return st ? st : progress(err);
+}
+
+pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_error *err) {
+  pthread_mutex_lock(&C.mu);
+  pd_status st = grad_start(data, n, dtype, false, err);
+  pthread_mutex_unlock(&C.mu);
+  return st;
+}
+
+pd_status pd_comm_grad_start_dev(const void *dev, int64_t n, pd_dtype dtype, pd_error *err) {
+  pthread_mutex_lock(&C.mu);
+  pd_status st = grad_start(dev, n, dtype, true, err);
+  pthread_mutex_unlock(&C.mu);
+  return st;
 }
 
 int pd_comm_grad_pending(void) { return C.ng; }
@@ -261,20 +425,32 @@ void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype) {
 }
 
 pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
+  pthread_mutex_lock(&C.mu);
   pd_status st = PD_OK;
+  bool dev = false;
   for (int i = 0; i < C.nb && !st; i++) {
     bucket *b = &C.buckets[i];
     if (!b->started) st = start_bucket(b, err);
     if (st) break;
+    dev = dev || b->dev;
+    if (b->dev) continue;   /* joined below, on the GPU */
     int rc = MPI_Wait(&b->req, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) st = mpi_fail(err, rc, "MPI_Wait");
   }
+  if (!st && dev) st = pd_k_nccl_join(err);
   for (int k = 0; k < C.ng && !st; k++) {
     const pending *g = &C.grads[k];
-    if (g->n) memcpy(out[k], C.buckets[g->bucket].buf + g->off,
-                     (size_t)g->n * pd_dtype_size(g->dtype));
+    if (!g->n || g->bucket < 0) continue;
+    const bucket *b = &C.buckets[g->bucket];
+    size_t bytes = (size_t)g->n * pd_dtype_size(g->dtype);
+    if (!b->dev) memcpy(out[k], b->buf + g->off, bytes);
+    else if (pd_k_dev_copy(out[k], b->buf + g->off, bytes))
+      st = pd_error_set(err, PD_ERUNTIME, nowhere, "rank %d of %d: a summed gradient from its "
+                        "bucket: %s", C.rank, C.size, pd_k_cuda_error());
   }
   C.nb = 0;
   C.ng = 0;
+  C.inflight = 0;
+  pthread_mutex_unlock(&C.mu);
   return st;
 }

@@ -66,3 +66,16 @@ pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
 }
 
 size_t pd_comm_bucket_bytes(void) { return (size_t)PD_COMM_BUCKET_KB * 1024; }
+
+pd_status pd_comm_gpu_check(pd_error *err) {
+  (void)err;
+  return PD_OK;   /* one process: no collective to run */
+}
+
+pd_status pd_comm_grad_start_dev(const void *dev, int64_t n, pd_dtype dtype, pd_error *err) {
+  return pd_comm_grad_start(dev, n, dtype, err);
+}
+
+pd_status pd_comm_bcast_dev(void *dev, size_t n, int root, pd_error *err) {
+  return pd_comm_bcast(dev, n, root, err);
+}

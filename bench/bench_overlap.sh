@@ -1,0 +1,54 @@
+#!/bin/sh
+# bench_overlap.sh -- what the gradient sums add to a data-parallel training step: the models of
+# examples/train.pd (MLP 784-256-10) and examples/cnn.pd (LeNet: conv 20@5x5 - pool - conv 50@5x5
+# - pool - fc 500 - fc 10), Adam, batch 32 per process, 2 processes x 1 thread, on the 10,000
+# Fashion-MNIST test images; each run once with the sums (c_allreduce_sum, bucketed and
+# overlapped) and once with PDLANG_MPI_SKIP_ALLREDUCE=1 (the same program and steps, the
+# communication skipped: a benchmark switch, not a way to train), alternately, ROUNDS times
+# (default 3). Prints ms per step (64 images: one per process and step) of each, medians of the
+# epochs after the first, and the overhead (with - without) / without. Indicative numbers: run
+# it alone (flock /tmp/bench.lock sh bench/bench_overlap.sh BUILD).
+# Usage: bench_overlap.sh BUILD_DIR [ROUNDS]; PDLANG_MPI_BUCKET_KB etc. pass through.
+set -u
+b=${1:?usage: bench_overlap.sh BUILD_DIR [ROUNDS]}
+rounds=${2:-3}
+pd="$b/pdlang"
+mpirun=${MPIRUN:-mpirun}
+dir=${TMPDIR:-/tmp}/pd_bench_overlap.$$
+mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
+  OMPI_MCA_btl_vader_single_copy_mechanism=none PDLANG_THREADS=1
+. "$(dirname "$0")/mpi_nets.sh"
+# ms per step of each epoch after the first: 64 images per step over the samples/s of the line.
+steps() {
+  sed -n 's/^epoch \([0-9]*\)\/.*(\([0-9.]*\) samples\/s, 2 processes).*/\1 \2/p' |
+    awk '$1 > 1 { printf "%.3f\n", 64000 / $2 }'
+}
+xs=""   # the settings of the sums that are set reach both ranks
+for v in PDLANG_MPI_BUCKET_KB PDLANG_MPI_PROGRESS; do
+  eval "[ -n \"\${$v+set}\" ]" && xs="$xs -x $v"
+done
+median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
+printf '%-5s %14s %14s %10s   (2 x 1 thread, batch 32 each; bucket %s KiB, progress %s)\n' \
+  model "ms/step sums" "ms/step none" overhead "${PDLANG_MPI_BUCKET_KB:-1024}" \
+  "${PDLANG_MPI_PROGRESS:-thread}"
+for m in mlp lenet; do
+  if [ $m = mlp ]; then ep=4; else ep=2; fi
+  net $m 32 $ep > "$dir/$m.pd"
+  : > "$dir/with" && : > "$dir/without"
+  r=0
+  while [ $r -lt "$rounds" ]; do
+    for mode in with without; do
+      skip=0
+      [ $mode = without ] && skip=1
+      PDLANG_MPI_SKIP_ALLREDUCE=$skip "$mpirun" --oversubscribe --bind-to none -np 2 \
+        -x PDLANG_THREADS -x PDLANG_MPI_SKIP_ALLREDUCE $xs \
+        "$pd" run --progress=lines "$dir/$m.pd" 2>&1 | steps >> "$dir/$mode"
+    done
+    r=$((r + 1))
+  done
+  w=$(median < "$dir/with")
+  o=$(median < "$dir/without")
+  printf '%-5s %14s %14s %9s%%\n' $m "$w" "$o" \
+    "$(awk -v w="$w" -v o="$o" 'BEGIN { if (o > 0) printf "%.1f", 100 * (w - o) / o; else print "?" }')"
+done
