@@ -123,7 +123,7 @@ static void print_error(pd_repl *r, const pd_unit *unit, const pd_source *src,
   fflush(r->o.out);
   pd_buf b;
   pd_buf_init(&b);
-  pd_diag_render_error(&b, pd_unit_source(unit, src, err->loc.file), err);
+  pd_unit_render_error(&b, unit, src, err);
   if (b.data && !b.oom) fputs(b.data, r->o.err);
   else fprintf(r->o.err, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
   pd_buf_free(&b);

@@ -130,7 +130,10 @@ pd_status pd_run_program_hash(const pd_program *p, uint64_t *hash) {
   pd_program *q = pd_program_clone(p);
   if (!q) return PD_ENOMEM;
   for (int bi = 0; bi < q->nblocks; bi++)
-    for (int i = 0; i < q->blocks[bi]->nops; i++) pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
+    for (int i = 0; i < q->blocks[bi]->nops; i++) {
+      pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
+      pd_op_set_calls(q->blocks[bi]->ops[i], NULL);
+    }
   uint8_t *bytes = NULL;
   size_t len = 0;
   pd_status st = pd_program_to_bytes(q, &bytes, &len, NULL);

@@ -326,6 +326,13 @@ static void dump_op(pd_buf *out, const pd_op_desc *op, int j) {
   if (op->loc.line > 0) {
     pd_buf_puts(out, " @ ");
     put_loc(out, op->loc);
+    /* The calls it is inside, innermost first: "@ lib.pd:3:9 in f @ main.pd:5:5". */
+    for (int k = 0; op->calls && k < op->calls->n; k++) {
+      pd_buf_puts(out, " in ");
+      put_name(out, op->calls->sites[k].fn);
+      pd_buf_puts(out, " @ ");
+      put_loc(out, op->calls->sites[k].loc);
+    }
   }
   pd_buf_puts(out, "\n");
   dump_slots(out, op->inputs, op->ninputs, "in ");
