@@ -12,3 +12,7 @@ PD_CALLS_GOLDEN = tests/golden/run/def_error_same_file.pd tests/golden/run/def_e
 TESTS += $(PD_CALLS_GOLDEN) tests/run/exec_calls.sh
 EXTRA_DIST += $(PD_CALLS_GOLDEN) $(PD_CALLS_GOLDEN:.pd=.err) \
 	tests/golden/run/def_error_module_mod.pd tests/run/exec_calls.sh
+# tests/program/dot_calls.sh: `pdlang dump --dot` clusters per def call, nested; a long program
+# in columns (issue 27).
+TESTS += tests/program/dot_calls.sh
+EXTRA_DIST += tests/program/dot_calls.sh

@@ -261,7 +261,10 @@ pd_status pd_program_validate(const pd_program *p, pd_error *err);
  * Safe on programs that fail validation. On out of memory out->oom is set. */
 void pd_program_dump(const pd_program *p, pd_buf *out);
 /* Append a Graphviz digraph of the program, each block a cluster nested in its parent's, ops
- * and vars as nodes, data-flow edges, and dashed edges from an op to its sub-block. */
+ * and vars as nodes, data-flow edges, and dashed edges from an op to its sub-block. Inside a
+ * block, the ops of each `def` call (pd_op_desc.calls) and the vars they make form a cluster
+ * labelled "fn (file:line)" of the call, nested as the calls nest; a long block 0 is laid out
+ * in columns (cut between the user's calls) side by side instead of one strip. */
 void pd_program_dump_dot(const pd_program *p, pd_buf *out);
 /* A name made safe for a message into buf (size n >= 8): printable ASCII kept, other bytes as
  * \xHH, cut with "..." when longer than buf; "(null)" for NULL. Returns buf. */
