@@ -24,6 +24,9 @@ struct pd_repl {
   pd_repl_options o;
   pd_source *src;       /* the text of the statements that succeeded (unit was compiled from it) */
   int src_lines;        /* newlines in src's text */
+  int gap;              /* lines typed after src's text that it does not keep (statements that
+                           failed, bare expressions, commands): blank lines before the next
+                           statement, so that line numbers only grow */
   pd_unit *unit;
   pd_runner *runner;    /* runs unit; holds the global scope */
   int nrun;             /* unit's actions that have run */
@@ -153,6 +156,7 @@ static pd_status compile_with(pd_repl *r, const char *chunk, size_t n, bool quie
   pd_buf b;
   pd_buf_init(&b);
   if (r->src && r->src->len) pd_buf_append(&b, r->src->text, r->src->len);
+  for (int i = 0; i < r->gap; i++) pd_buf_puts(&b, "\n");
   if (n) pd_buf_append(&b, chunk, n);
   pd_source *src = NULL;
   pd_status st = b.oom ? PD_ENOMEM
@@ -425,7 +429,7 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
   if (st && eval && r->shown) {
     /* Back to the expression's own lines: the wrapper's `print(` line came before them. */
     if (err.loc.file && strcmp(err.loc.file, r->o.source_name) == 0 &&
-        err.loc.line > r->src_lines + 1)
+        err.loc.line > r->src_lines + r->gap + 1)
       err.loc.line--;
     print_error(r, unit, r->shown, &err);
   } else if (st) {
@@ -454,6 +458,7 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
     r->src = src;
     r->gen++;
     r->src_lines = count_lines(src->text, src->len);
+    r->gap = 0;  /* src holds them now */
     r->nrun = unit->nactions;
   }
   snap_free(&snap);
@@ -466,17 +471,21 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
 
 bool pd_repl_pending(const pd_repl *r) { return r->incomplete; }
 
-void pd_repl_discard(pd_repl *r) {
+/* Forget the pending lines; unless the session's text kept them, their numbers stay used. */
+static void drop_pending(pd_repl *r, bool kept) {
+  if (!kept) r->gap += count_lines(r->pending.data ? r->pending.data : "", r->pending.len);
   pd_buf_clear(&r->pending);
   r->incomplete = false;
 }
+
+void pd_repl_discard(pd_repl *r) { drop_pending(r, false); }
 
 /* The pending text behind as many newlines as the session's text has, so that lines are
  * numbered as they will be when compiled. */
 static pd_status pending_source(pd_repl *r, pd_source **out) {
   pd_buf b;
   pd_buf_init(&b);
-  for (int i = 0; i < r->src_lines; i++) pd_buf_puts(&b, "\n");
+  for (int i = 0; i < r->src_lines + r->gap; i++) pd_buf_puts(&b, "\n");
   pd_buf_append(&b, r->pending.data ? r->pending.data : "", r->pending.len);
   pd_status st = b.oom ? PD_ENOMEM
                        : pd_source_from_string(r->o.source_name, b.data ? b.data : "", b.len, out);
@@ -564,12 +573,13 @@ static pd_repl_result try_pending(pd_repl *r) {
   } else {
     r->incomplete = false;
     const pd_ast_node *s0 = prog->block.stmts.items[0];
+    unsigned gen = r->gen;  /* changes when the session's text takes the statement */
     if (r->o.echo && prog->block.stmts.len == 1 && s0->kind == PD_AST_EXPR_STMT &&
         !is_action_call(s0->expr_stmt.expr))
       res = eval_pending(r, s0->expr_stmt.expr, s0->loc);
     else
       res = run_chunk(r, r->pending.data, r->pending.len, false, (pd_loc){0});
-    pd_repl_discard(r);
+    drop_pending(r, r->gen != gen);
   }
   pd_diags_free(&d);
   pd_ast_arena_free(arena);
@@ -1088,6 +1098,7 @@ static pd_repl_result command(pd_repl *r, const char *line) {
     }
   } else if (!strcmp(name, "reset")) {
     pd_error err = {0};
+    r->gap += r->src_lines;  /* numbers stay used */
     session_close(r);
     if (session_open(r, &err)) {
       say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
@@ -1111,8 +1122,10 @@ pd_repl_result pd_repl_feed(pd_repl *r, const char *line) {
     while (*p == ' ' || *p == '\t') p++;
     if (*p == ':') {
       pd_repl_result res = command(r, p);
-      /* A script keeps its line numbers: the command's line counts as a blank one. */
+      /* A script keeps its line numbers: the command's line counts as a blank one (at a
+       * prompt, as a line the session does not keep). */
       if (!r->o.echo && res != PD_REPL_QUIT) pd_buf_puts(&r->pending, "\n");
+      else if (res != PD_REPL_QUIT) r->gap++;
       return res;
     }
     /* quit, exit, quit(), exit() as other prompts take them: say how to leave this one. */
@@ -1123,6 +1136,7 @@ pd_repl_result pd_repl_feed(pd_repl *r, const char *line) {
       if (len == strlen(leave[i]) && !strncmp(p, leave[i], len)) {
         say_error(r, "'%.*s' is not a command here: type :quit (or Ctrl-D) to leave", (int)len, p);
         if (!r->o.echo) pd_buf_puts(&r->pending, "\n");
+        else r->gap++;
         return PD_REPL_ERROR;
       }
   }

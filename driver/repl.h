@@ -13,11 +13,13 @@
  * expression (not a call of an action such as print or train) is evaluated and its value
  * printed, and is not kept.
  *
- * Line numbers in diagnostics are those of the session's text, where the statement just typed
- * (bare expression or not) comes right after the statements kept, under the source name given
- * in the options ("<repl>", "<stdin>"). A script read from a pipe keeps every line, blank lines
- * and comments included, so its line numbers are those of the input. Statements of a file
- * loaded with :load are numbered the same way, in the session's text.
+ * Line numbers in diagnostics are those of the session's text, under the source name given in
+ * the options ("<repl>", "<stdin>"): every line typed keeps its number, those of statements that
+ * failed, bare expressions, commands and blank lines included (the session's text holds blank
+ * lines in their place), so numbers only grow and an error never reuses the number of a
+ * statement that was dropped; a script read from a pipe is numbered as its input. Statements
+ * of a file loaded with :load are numbered the same way, in the session's text, after the lines
+ * typed before.
  *
  * Ownership: pd_repl_new's session is freed with pd_repl_free; it borrows the options' FILEs and
  * interrupt flag. Strings returned by pd_repl_complete belong to the session. */

@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..15"
+echo "1..16"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -86,9 +86,9 @@ cat > want.err <<'EOF'
 EOF
 check "a syntax error stops a piped script" 1
 
-# -i: values of bare expressions; errors go on; failed statements add nothing. Lines are
-# numbered in the session's text, which keeps neither bare expressions nor failed statements:
-# what is typed is always on the line after it.
+# -i: values of bare expressions; errors go on; failed statements add nothing. Lines keep the
+# numbers they were typed at, bare expressions and failed statements included: numbers only
+# grow, and an error after a statement that was dropped does not reuse its number.
 cat > session.pd <<'EOF'
 import "layers"
 x = minibatch([[1.0, 2.0]])
@@ -108,11 +108,11 @@ EOF
 { sed -n '1,2p' out; sed -n '1,2p' out; echo 7; echo 6; echo '"text"'; echo 'function relu'; } \
   > want.out
 cat > want.err <<'EOF'
-<stdin>:4:9: error: 'nope' is not defined
-    4 | y = h + nope
+<stdin>:6:9: error: 'nope' is not defined
+    6 | y = h + nope
       |         ^
-<stdin>:4:1: error: 'y' is not defined
-    4 | y
+<stdin>:7:1: error: 'y' is not defined
+    7 | y
       | ^
 EOF
 check "-i: bare expressions print values; parameters keep their values; errors add nothing" 0
@@ -183,8 +183,8 @@ printf 'a = 1\n:reset\na\n:nope\n:vars all extra\n:quit\nprint(9)\n' |
   "$PDLANG" repl -i > out 2> err; rc=$?
 : > want.out
 cat > want.err <<'EOF'
-<stdin>:1:1: error: 'a' is not defined
-    1 | a
+<stdin>:3:1: error: 'a' is not defined
+    3 | a
       | ^
 pdlang: unknown command ':nope' (:help lists them)
 pdlang: :vars takes no argument or 'all', not 'all extra'
@@ -196,11 +196,26 @@ printf '1\n' > want.out
 cat > want.err <<'EOF'
 pdlang: 'quit' is not a command here: type :quit (or Ctrl-D) to leave
 pdlang: 'exit()' is not a command here: type :quit (or Ctrl-D) to leave
-<stdin>:2:7: error: 'lable' is not defined (did you mean 'label'?)
-    2 | print(lable)
+<stdin>:4:7: error: 'lable' is not defined (did you mean 'label'?)
+    4 | print(lable)
       |       ^
 EOF
 check "quit and exit() say how to leave; a misspelt name gets a 'did you mean'" 0
+
+# Numbers only grow: a statement dropped at run time and a block over three lines keep theirs.
+printf 'x = var(1, int64)\nz = var(0, int64)\nprint(x / z)\nq = x * 2\n' > grow.pd
+printf 'def f(v) {\n    return v\n}\nprint(nope)\nprint(f(q))\n' >> grow.pd
+"$PDLANG" repl -i < grow.pd > out 2> err; rc=$?
+printf 'Tensor(shape=[1], dtype=int64)\n[2]\n' > want.out
+cat > want.err <<'EOF'
+<stdin>:3:9: error: elementwise_div: integer division by zero: element 0 of Y (var 'z') [1] is 0
+    3 | print(x / z)
+      |         ^
+<stdin>:8:7: error: 'nope' is not defined
+    8 | print(nope)
+      |       ^
+EOF
+check "-i: line numbers only grow (after a run-time error, across a block)" 0
 
 printf 'def twice(x, k = 2) {\n    return x * k\n}\n# Adds one.\ndef inc(x) {\n    return x + 1\n}\n:help inc\n:help fc\n:help relu\n:help nope\n' |
   "$PDLANG" repl -i > out 2> err; rc=$?
