@@ -192,6 +192,20 @@ static void history_save(History *hist, const char *path) {
   pd_buf_free(&tmp);
 }
 
+/* Enter the statement's lines as one history entry (not when they are all blank) and save
+ * the history; stmt is emptied. */
+static void enter_history(History *hist, const char *hpath, pd_buf *stmt) {
+  const char *p = stmt->data ? stmt->data : "";
+  while (*p && isspace((unsigned char)*p)) p++;
+  if (*p && !stmt->oom) {
+    HistEvent ev;
+    history(hist, &ev, H_ENTER, stmt->data);
+    if (hpath) history_save(hist, hpath);
+  }
+  pd_buf_free(stmt);
+  pd_buf_init(stmt);
+}
+
 static int edit_loop(pd_repl *repl) {
   setlocale(LC_CTYPE, "");
   EditLine *el = el_init("pdlang", stdin, stdout, stderr);
@@ -218,6 +232,8 @@ static int edit_loop(pd_repl *repl) {
   el_source(el, NULL); /* the user's ~/.editrc, if any */
   printf("%s -- :help for help, :quit or Ctrl-D to leave\n", PACKAGE_STRING);
   fflush(stdout);
+  pd_buf stmt;  /* the lines of the statement being typed: one history entry when it ends */
+  pd_buf_init(&stmt);
   for (;;) {
     interrupted = 0;
     drain_wake();
@@ -234,6 +250,7 @@ static int edit_loop(pd_repl *repl) {
       fputc('\n', stdout);
       fflush(stdout);
       pd_repl_discard(repl);
+      pd_buf_clear(&stmt);
       continue;
     }
     if (!line) {
@@ -241,23 +258,24 @@ static int edit_loop(pd_repl *repl) {
       fflush(stdout);
       if (count == 0 && pd_repl_pending(repl)) {
         pd_repl_end(repl); /* Ctrl-D inside a statement: report it, stay */
+        enter_history(hist, hpath, &stmt);
         continue;
       }
       break; /* Ctrl-D, or the terminal went away */
     }
-    size_t n = strcspn(line, "\r\n");
-    const char *p = line;
-    while (p < line + n && isspace((unsigned char)*p)) p++;
-    if (p < line + n) {
-      char *entry = pd_strndup(line, n);
-      if (entry) {
-        history(hist, &ev, H_ENTER, entry);
-        if (hpath) history_save(hist, hpath);
-        pd_free(entry);
-      }
+    /* The line joins the statement's entry (a recalled entry of several lines comes back
+     * whole, newlines included); the entry goes into the history when the statement ends. */
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+    if (stmt.len || n) {
+      if (stmt.len) pd_buf_puts(&stmt, "\n");
+      pd_buf_append(&stmt, line, n);
     }
-    if (pd_repl_feed(repl, line) == PD_REPL_QUIT) break;
+    pd_repl_result res = pd_repl_feed(repl, line);
+    if (!pd_repl_pending(repl)) enter_history(hist, hpath, &stmt);
+    if (res == PD_REPL_QUIT) break;
   }
+  pd_buf_free(&stmt);
   pd_free(hpath);
   el_end(el);
   history_end(hist);

@@ -1,9 +1,9 @@
 /* test_pty.c -- drives the interactive REPL through a real pseudo-terminal, typing the way a
  * person does and reading the screen: `pdlang` with no arguments on a terminal, a multi-line
- * `if` block at the continuation prompt, an error followed by a correct line, a bare expression,
- * history recall with the up arrow (also in a second session, from the history file), Tab
- * completion, :vars, Ctrl-C at the prompt and during a running action, Ctrl-D inside a block,
- * :quit and Ctrl-D. Each session must end with status 0 and no sanitizer report. TAP output. */
+ * `if` block at the continuation prompt (one history entry), an error followed by a correct
+ * line, a bare expression, history recall with the up arrow (also in a second session, from the
+ * history file), Tab completion, :vars, Ctrl-C at the prompt and during a running action, Ctrl-D
+ * inside a block, :quit and Ctrl-D. Each session must end with status 0 and no sanitizer report. TAP output. */
 #include "config.h"
 
 #include <errno.h>
@@ -220,6 +220,17 @@ int main(void) {
   ok(more && expect(&s, "pd> "), "an if block over several lines, with the continuation prompt");
   type(&s, "print(o)\r");
   ok(expect(&s, "[[10],\n [40],\n [60]]\npd> "), "its outputs merged row by row");
+
+  /* The block is one history entry: three up arrows (past "o = x" and "print(o)") recall it
+   * whole, and Enter runs it again, so o is the merged value once more. */
+  type(&s, "o = x\r");
+  expect(&s, "pd> ");
+  type(&s, "\x1b[A\x1b[A\x1b[A\r");
+  size_t at = s.mark;
+  ok(expect(&s, "o = x * 2") && expect(&s, "pd> ") && !strstr(s.text + at, "... "),
+     "a block typed over several lines comes back from the history whole");
+  type(&s, "print(o)\r");
+  ok(expect(&s, "[[10],\n [40],\n [60]]\npd> "), "and runs whole");
 
   /* An error, then a correct line: the session goes on, its state intact. */
   type(&s, "y = o + undefined_name\r");
