@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..16"
+echo "1..17"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -201,6 +201,32 @@ pdlang: 'exit()' is not a command here: type :quit (or Ctrl-D) to leave
       |       ^
 EOF
 check "quit and exit() say how to leave; a misspelt name gets a 'did you mean'" 0
+
+# Orphan parameters: fc(x, 3)'s, once h is bound again, are marked by :vars; :gc drops the
+# statement (its line stays blank: numbers stay) and their values; the layers after it are
+# numbered anew and keep their values (g prints the same).
+printf 'import "layers"\nx = minibatch([[1.0, 2.0]])\nh = fc(x, 3)\nh = fc(x, 5)\ng = fc(h, 2)\n' > gc.pd
+printf 'print(g)\n:vars\n:gc\n:vars\nprint(g)\n:gc\nprint(nope)\n' >> gc.pd
+"$PDLANG" repl -i < gc.pd > out 2> err; rc=$?
+cat > want.err <<'EOF'
+<stdin>:12:7: error: 'nope' is not defined
+   12 | print(nope)
+      |       ^
+EOF
+ok=1
+[ "$(grep -c 'orphan (:gc frees it)$' out)" -eq 2 ] &&
+  grep -q '^  fc_0.w_0  \[2, 3\] float32  block 0, orphan (:gc frees it)$' out &&
+  grep -q '^dropped 1 statement; freed 2 parameters: fc_0.w_0, fc_0.b_0$' out &&
+  grep -q '^  fc_0.w_0  \[2, 5\] float32  block 0$' out &&
+  [ "$(sed -n '/^dropped/,$p' out | grep -c '^  fc_2')" -eq 0 ] &&
+  [ "$(sed -n 2p out)" = "$(sed -n '/^dropped/,$p' out | grep -A1 '^Tensor' | sed -n 2p)" ] &&
+  grep -q '^no orphan parameters$' out || ok=0
+# A layer whose result was read before its name was bound again is no orphan.
+printf 'import "layers"\nx = minibatch([[1.0, 2.0]])\nk = fc(x, 4)\nm = k + 1\nk = fc(x, 4)\n:gc\n' |
+  "$PDLANG" repl -i > out.read 2>&1 && [ "$(cat out.read)" = "no orphan parameters" ] || ok=0
+: > want.out
+[ $ok -eq 1 ] && : > out
+check ":vars marks orphan parameters; :gc frees them and keeps the others' values" 0
 
 # Numbers only grow: a statement dropped at run time and a block over three lines keep theirs.
 printf 'x = var(1, int64)\nz = var(0, int64)\nprint(x / z)\nq = x * 2\n' > grow.pd
