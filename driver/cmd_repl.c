@@ -60,8 +60,6 @@ static char *prompt(EditLine *el) {
   return r && pd_repl_pending(r) ? prompt_more : prompt_main;
 }
 
-static bool ident_char(int c) { return isalnum(c) || c == '_'; }
-
 /* libedit's character reader: one (multibyte) character from stdin, or -1 with errno EINTR as
  * soon as Ctrl-C was pressed (before or during the wait), which ends el_gets. */
 static int read_char(EditLine *el, wchar_t *wc) {
@@ -104,23 +102,21 @@ static int read_char(EditLine *el, wchar_t *wc) {
   }
 }
 
-/* Tab: complete the name before the cursor (a command after a leading ':'); list the candidates
- * when they share no longer prefix. At the start of a line (only blanks before the cursor), Tab
- * indents. */
+/* Tab: complete the word before the cursor in its context (pd_repl_complete_at: a name, a
+ * command after a leading ':', a file name in a string, an attribute after `x.`, a keyword
+ * argument of the call); list the candidates when they share no longer prefix. At the start of
+ * a line (only blanks before the cursor), Tab indents. */
 static unsigned char complete(EditLine *el, int ch) {
   (void)ch;
   pd_repl *r = session_of(el);
   const LineInfo *li = el_line(el);
-  const char *start = li->cursor;
-  while (start > li->buffer && ident_char((unsigned char)start[-1])) start--;
-  size_t plen = (size_t)(li->cursor - start);
   const char *q = li->buffer;
-  while (q < start && (*q == ' ' || *q == '\t')) q++;
-  bool command = !pd_repl_pending(r) && start > li->buffer && start[-1] == ':' && q == start - 1;
-  if (!command && q == li->cursor) return el_insertstr(el, "    ") ? CC_ERROR : CC_REFRESH;
-  if (!command && plen == 0) return CC_ERROR;
+  while (q < li->cursor && (*q == ' ' || *q == '\t')) q++;
+  if (q == li->cursor) return el_insertstr(el, "    ") ? CC_ERROR : CC_REFRESH;
   const char *const *cands;
-  int n = pd_repl_complete(r, start, plen, command, &cands);
+  size_t word = 0;
+  int n = pd_repl_complete_at(r, li->buffer, (size_t)(li->cursor - li->buffer), &word, &cands);
+  size_t plen = (size_t)(li->cursor - li->buffer) - word;
   if (n == 0) return CC_ERROR;
   size_t common = strlen(cands[0]);
   for (int i = 1; i < n; i++) {

@@ -308,6 +308,7 @@ void pd_repl_free(pd_repl *r) {
   if (!r) return;
   session_close(r);
   pd_buf_free(&r->pending);
+  pd_buf_free(&r->made);
   free_words(r->words, r->nwords);
   free_words(r->lib, r->nlib);
   pd_free(r->cands);
@@ -651,7 +652,8 @@ static void cmd_help(pd_repl *r) {
         "  :reset            forget every statement and parameter\n"
         "  :quit             leave (also Ctrl-D)\n"
         "\n"
-        "Tab completes names; Ctrl-C interrupts a running action or clears the line.\n",
+        "Tab completes names, keyword arguments in a call, attributes after `x.` and file\n"
+        "names in a string; Ctrl-C interrupts a running action or clears the line.\n",
         r->o.out);
   fflush(r->o.out);
 }
@@ -752,25 +754,25 @@ static bool help_in_file(const char *file, const char *text, size_t len, void *c
 
 /* :help NAME -- a def of the session or of the standard library (its signature and comment),
  * else a builtin (as the compiler's tables describe it). */
-static bool help_name(pd_repl *r, const char *name) {
-  pd_buf b;
-  pd_buf_init(&b);
-  bool found = r->src && def_help(r->src->text, r->src->len, name, &b);
-  help_find hf = {name, &b, false};
+bool pd_repl_help_text(pd_repl *r, const char *name, pd_buf *out) {
+  bool found = r->src && def_help(r->src->text, r->src->len, name, out);
+  help_find hf = {name, out, false};
   if (!found) {
     for_each_stdlib_file(help_in_file, &hf);
     found = hf.found;
   }
-  if (!found) found = pd_builtin_describe(name, &b);
+  return found || pd_builtin_describe(name, out);
+}
+
+static bool help_name(pd_repl *r, const char *name) {
+  pd_buf b;
+  pd_buf_init(&b);
+  bool found = pd_repl_help_text(r, name, &b);
   if (found) put_buf(r->o.out, &b);
   else pd_repl_say_error(r, "no function or layer named '%s' (:help lists the commands)", name);
   pd_buf_free(&b);
   return found;
 }
-
-/* The names a script binds at top level: assignment targets (also those inside if, for and
- * while bodies, which write the outer names or become the if's outputs), emitted sequences,
- * top-level `let` and `def`. In order of first appearance, without duplicates. */
 
 void pd_repl_names_add(namelist *l, const char *name) {
   for (size_t i = 0; i < l->n; i++)
@@ -782,6 +784,9 @@ void pd_repl_names_add(namelist *l, const char *name) {
   l->names[l->n++] = name;
 }
 
+/* The names a script binds at top level: assignment targets (also those inside if, for and
+ * while bodies, which write the outer names or become the if's outputs), emitted sequences,
+ * top-level `let` and `def`. In order of first appearance, without duplicates. */
 static void collect_names(const pd_ast_node *block, bool top, namelist *l) {
   for (size_t i = 0; i < block->block.stmts.len; i++) {
     const pd_ast_node *s = block->block.stmts.items[i];

@@ -77,5 +77,13 @@ pd_repl_result pd_repl_load(pd_repl *r, const char *path);
  * session, valid until the next call) holds the returned count of names. */
 int pd_repl_complete(pd_repl *r, const char *prefix, size_t plen, bool command,
                      const char *const **out);
+/* Completion in context, for the line before the cursor (len bytes): the word completed starts
+ * at line + *word. Inside a string literal, file and folder names (a folder ends in '/'); after
+ * `NAME.`, a tensor's attributes (shape, ndim, dtype, lod_level, name); at the start of an
+ * argument of a call `f(`, f's keyword parameters as "name = " and the names of
+ * pd_repl_complete; else those names (a command's after a leading ':'). Sorted, without
+ * duplicates; *out as for pd_repl_complete. */
+int pd_repl_complete_at(pd_repl *r, const char *line, size_t len, size_t *word,
+                        const char *const **out);
 
 #endif /* PD_REPL_H */

@@ -37,6 +37,8 @@ struct pd_repl {
   bool lib_loaded;
   const char **cands;   /* the last candidates returned */
   size_t capcands;
+  pd_buf made;          /* candidates made for the last completion (file names, "name = "),
+                           NUL-separated */
 };
 
 typedef struct namelist {
@@ -60,6 +62,10 @@ pd_status pd_repl_compile_text(pd_repl *r, const char *text, size_t len, bool qu
                                pd_source **src_out, pd_unit **unit_out);
 /* Add name (borrowed) unless it is there already; l->oom on out of memory. */
 void pd_repl_names_add(namelist *l, const char *name);
+
+/* The first line of :help NAME's text (a def's signature, a builtin's) appended to out, and
+ * the rest; false when there is no such function. */
+bool pd_repl_help_text(pd_repl *r, const char *name, pd_buf *out);
 
 /* repl_gc.c: orphan parameters. A statement whose names are all bound again before anything
  * reads them (h = fc(x, 3), later h = fc(x, 5)) leaves parameters that nothing reaches. */

@@ -2,8 +2,9 @@
  * person does and reading the screen: `pdlang` with no arguments on a terminal, a multi-line
  * `if` block at the continuation prompt (one history entry), an error followed by a correct
  * line, a bare expression, history recall with the up arrow (also in a second session, from the
- * history file), Tab completion, :vars, Ctrl-C at the prompt and during a running action, Ctrl-D
- * inside a block, :quit and Ctrl-D. Each session must end with status 0 and no sanitizer report. TAP output. */
+ * history file), Tab completion (names, keyword arguments, attributes, file names), :vars,
+ * Ctrl-C at the prompt and during a running action, Ctrl-D inside a block, :quit and Ctrl-D.
+ * Each session must end with status 0 and no sanitizer report. TAP output. */
 #include "config.h"
 
 #include <errno.h>
@@ -271,6 +272,26 @@ int main(void) {
   ok(expect(&s, ":vars") && expect(&s, "  x  ") && expect(&s, "[3, 1] float32  block 0") &&
          expect(&s, "my_long_name  int = 21") && expect(&s, "pd> "),
      ":vars (completed from :va) lists names, shapes, dtypes and blocks");
+
+  /* Tab in context: a keyword argument of the function called, a tensor's attribute after
+   * `x.`, a file name inside a string. */
+  type(&s, "import \"layers\"\r");
+  expect(&s, "pd> ");
+  type(&s, "q = fc(x, 2, act\trelu)\r");
+  size_t before = s.mark;  /* (the terminal may skip drawing the blank it already shows) */
+  ok(expect(&s, "relu)") && expect(&s, "pd> ") && !strstr(s.text + before, "error"),
+     "Tab completes a keyword argument of the function being called");
+  type(&s, "q.sh\t\r");
+  ok(expect(&s, "q.shape") && expect(&s, "[3, 2]\npd> "), "Tab completes an attribute after x.");
+  char path[300], typed[400];
+  snprintf(path, sizeof path, "%s/complete_me.csv", dir);
+  FILE *cf = fopen(path, "w");
+  if (cf) fclose(cf);
+  snprintf(typed, sizeof typed, "\"%s/compl\t\"\r", dir);
+  type(&s, typed);
+  ok(expect(&s, "complete_me.csv\"") && expect(&s, "complete_me.csv\"\npd> "),
+     "Tab completes a file name inside a string");
+  unlink(path);
 
   /* Ctrl-C at the prompt clears the line. */
   type(&s, "print(12345)");
