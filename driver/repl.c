@@ -391,6 +391,35 @@ static pd_status show_value(pd_repl *r, const pd_unit *unit, const pd_action *a,
   return st;
 }
 
+/* At a prompt, a statement's values are computed when it is typed (when they need no data), so
+ * that one that fails at run time (a runaway while interrupted, a division by zero) is dropped
+ * like one that fails to compile, rather than staying and failing in every later statement
+ * that uses it: the vars of block 0 that the ops the statement added write. */
+static pd_status compute_new(pd_repl *r, const pd_unit *unit, pd_error *err) {
+  const pd_block *old = r->unit->main->blocks[0], *b0 = unit->main->blocks[0];
+  namelist l = {0};
+  for (int i = old->nops; i < b0->nops; i++) {
+    const pd_op_desc *op = b0->ops[i];
+    for (int s = 0; s < op->noutputs; s++)
+      for (int a = 0; a < op->outputs[s].nargs; a++) {
+        const pd_var_desc *v = pd_block_find_var_local(b0, op->outputs[s].args[a]);
+        if (v && !v->persistable && v->type == PD_VAR_LOD_TENSOR) pd_repl_names_add(&l, v->name);
+      }
+  }
+  pd_status st = l.oom ? pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory") : PD_OK;
+  pd_tensor *t = !st && l.n ? pd_calloc(l.n, sizeof *t) : NULL;
+  if (!st && l.n && !t) st = pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  if (!st && l.n) {
+    for (size_t i = 0; i < l.n; i++) pd_tensor_init(&t[i]);
+    bool needs_data;
+    st = pd_runner_try_compute(r->runner, (int)l.n, l.names, t, (pd_loc){0}, &needs_data, err);
+    for (size_t i = 0; i < l.n; i++) pd_tensor_release(&t[i]);
+  }
+  pd_free(t);
+  pd_free(l.names);
+  return st;
+}
+
 /* Compile the session's text + chunk and run the actions chunk added. A statement (eval false)
  * is kept when all went well; a bare expression (eval true: chunk is `print(\nEXPR\n)`) has its
  * value shown and is never kept. Whatever fails is undone: the runner goes back to the session's
@@ -413,6 +442,7 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
   int end = eval ? unit->nactions - 1 : unit->nactions;
   for (int i = r->nrun; !st && i < end; i++)
     st = pd_runner_action(r->runner, &unit->actions[i], &err);
+  if (!st && !eval && r->o.echo) st = compute_new(r, unit, &err);
   if (!st && eval && end >= 0) st = show_value(r, unit, &unit->actions[end], loc, &err);
   if (st && eval && r->shown) {
     /* Back to the expression's own lines: the wrapper's `print(` line came before them. */

@@ -9,7 +9,9 @@
  * statement added. If anything fails -- syntax, compilation, an action at run time, Ctrl-C --
  * the diagnostic is printed, the runner goes back to the previous unit, the variables the
  * statement created in the global scope are dropped, and the text is not extended: a failed
- * statement adds nothing. With `echo` set (an interactive session), a statement that is a bare
+ * statement adds nothing. At a prompt (`echo`), the values a statement's ops make are computed
+ * when it is typed, unless they need data a reader feeds, so that a statement that fails at run
+ * time (a runaway while stopped with Ctrl-C) is dropped there too. With `echo` set (an interactive session), a statement that is a bare
  * expression (not a call of an action such as print or train) is evaluated and its value
  * printed, and is not kept.
  *

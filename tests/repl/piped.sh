@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..17"
+echo "1..18"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -201,6 +201,19 @@ pdlang: 'exit()' is not a command here: type :quit (or Ctrl-D) to leave
       |       ^
 EOF
 check "quit and exit() say how to leave; a misspelt name gets a 'did you mean'" 0
+
+# A statement is computed when typed (when it needs no data): one that fails at run time is
+# dropped like one that fails to compile, and i keeps its value; one over data is kept.
+printf 'i = var(1, int64)\nz = var(0, int64)\nwhile (i < 3) {\n  i = i / z\n}\nprint(i)\n' > rt.pd
+printf 'x = data("x", [-1, 2])\ny = x * 2\nprint(y.shape)\n' >> rt.pd
+"$PDLANG" repl -i < rt.pd > out 2> err; rc=$?
+printf 'Tensor(shape=[1], dtype=int64)\n[1]\n[-1, 2]\n' > want.out
+cat > want.err <<'EOF'
+<stdin>:4:9: error: elementwise_div: integer division by zero: element 0 of Y (var 'z') [1] is 0
+    4 |   i = i / z
+      |         ^
+EOF
+check "-i: a statement that fails at run time is dropped; one over data is kept" 0
 
 # Orphan parameters: fc(x, 3)'s, once h is bound again, are marked by :vars; :gc drops the
 # statement (its line stays blank: numbers stay) and their values; the layers after it are

@@ -301,18 +301,20 @@ int main(void) {
   type(&s, "print(2 + 2)\r");
   ok(expect(&s, "\n4\npd> ") && !strstr(s.text, "\n12345\n"), "... and the line was dropped");
 
-  /* Ctrl-C during a running action stops it and returns to the prompt. */
-  /* (Nested: a single while stops itself after a million iterations.) */
+  /* A statement's values are computed as it is typed: Ctrl-C stops a runaway while there, and
+   * the statement is dropped, so later statements do not run it again. (Nested: a single while
+   * stops itself after a million iterations.) */
   type(&s, "j = var(0); k = var(0)\r");
   expect(&s, "pd> ");
   type(&s, "while (j < 1000) { j = j + 1; let i = var(0); "
            "while (i < 900000) { i = i + 1; k = k + 1 } }\r");
-  expect(&s, "pd> ");
-  type(&s, "print(k)\r");
-  expect(&s, "print(k)\n");
+  expect(&s, "} }\n");
   usleep(1500 * 1000);
   type(&s, "\x03");
-  ok(expect(&s, "error: interrupted") && expect(&s, "pd> "), "Ctrl-C interrupts a running action");
+  ok(expect(&s, "error: interrupted") && expect(&s, "pd> "),
+     "Ctrl-C interrupts a statement's loop running");
+  type(&s, "print(k)\r");
+  ok(expect(&s, "\n[0]\npd> "), "the statement was dropped: k is as it was, computed at once");
   type(&s, "print(5 + 5)\r");
   ok(expect(&s, "\n10\npd> "), "the session goes on after the interrupt");
 
