@@ -11,9 +11,9 @@
  * statement created in the global scope are dropped, and the text is not extended: a failed
  * statement adds nothing. At a prompt (`echo`), the values a statement's ops make are computed
  * when it is typed, unless they need data a reader feeds, so that a statement that fails at run
- * time (a runaway while stopped with Ctrl-C) is dropped there too. With `echo` set (an interactive session), a statement that is a bare
- * expression (not a call of an action such as print or train) is evaluated and its value
- * printed, and is not kept.
+ * time (a runaway while stopped with Ctrl-C) is dropped there too. With `echo` set, a
+ * statement that is a bare expression (not a call of an action such as print or train) is
+ * evaluated and its value printed, and is not kept.
  *
  * Line numbers in diagnostics are those of the session's text, under the source name given in
  * the options ("<repl>", "<stdin>"): every line typed keeps its number, those of statements that

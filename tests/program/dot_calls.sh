@@ -53,7 +53,9 @@ awk '/label="block \(t.pd:6\)"/ {on = 1} on && /label="fc/ {exit} on && /label="
      END {exit !found}' t.dot
 result $? "an op written in the function's body is in the function's cluster" t.dot
 parses t.dot
-result $? "the digraph parses (dot -Tsvg$([ $has_dot -eq 1 ] || echo ': skipped, no graphviz'))" t.dot.err
+rc=$?
+skipped=$([ $has_dot -eq 1 ] || echo ': skipped, no graphviz')
+result $rc "the digraph parses (dot -Tsvg$skipped)" t.dot.err
 
 "$PDLANG" run t.pd > r.out 2>&1 && "$PDLANG" dump --dot t.pdmodel > m.dot 2> m.err &&
   [ "$(grep -c 'subgraph cluster_b0_c' m.dot)" -eq 5 ] && grep -q 'label="block (t.pd:7)"' m.dot
