@@ -133,8 +133,8 @@ static int finish(pd_state *st, pd_status s) {
 }
 
 /* Record err (the location's file copied), rendering it against src when the location points
- * into a script. */
-static int fail_err(pd_state *st, const pd_error *err, const pd_source *src) {
+ * into a script, or (in_unit) against the unit's sources, its calls' lines too. */
+static int fail_err(pd_state *st, const pd_error *err, const pd_source *src, bool in_unit) {
   pd_status s = err->status ? err->status : PD_ERUNTIME;
   /* The record's message is one line: the first of a list (a refused model's problems); the
    * text keeps them all. */
@@ -146,16 +146,14 @@ static int fail_err(pd_state *st, const pd_error *err, const pd_source *src) {
     st->info.col = err->loc.col;
   }
   if (src && err->loc.file && strcmp(src->name, err->loc.file) != 0) src = NULL;
-  pd_diag_render_error(&st->text, src, err);
+  if (in_unit && st->unit) pd_unit_render_error(&st->text, st->unit, st->src, err);
+  else pd_diag_render_error(&st->text, src, err);
   return finish(st, s);
 }
 
-/* The same for an error the runner or executor reported: its location may point into an
- * imported module, whose source the unit keeps. */
-static int fail_run(pd_state *st, const pd_error *err) {
-  const pd_source *src = st->unit ? pd_unit_source(st->unit, st->src, err->loc.file) : NULL;
-  return fail_err(st, err, src);
-}
+/* The same for an error the runner or executor reported: its location, and the calls it is
+ * inside, may point into imported modules, whose sources the unit keeps. */
+static int fail_run(pd_state *st, const pd_error *err) { return fail_err(st, err, NULL, true); }
 
 static int fail(pd_state *st, pd_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -165,7 +163,7 @@ static int fail(pd_state *st, pd_status s, const char *fmt, ...) {
   va_start(ap, fmt);
   pd_error_setv(&err, s, nowhere, fmt, ap);
   va_end(ap);
-  fail_err(st, &err, NULL);
+  fail_err(st, &err, NULL, false);
   pd_error_clear(&err);
   return (int)s;
 }
@@ -516,7 +514,7 @@ static int state_compile_file(pd_state *st, const char *path) {
   pd_error err = {0};
   pd_status s = pd_source_open(path, &src, &err);
   if (s) {
-    fail_err(st, &err, NULL);
+    fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }
@@ -556,7 +554,7 @@ static int state_load_model(pd_state *st, const char *path) {
   ok(st);
   goto out;
 err:
-  fail_err(st, &err, NULL);
+  fail_err(st, &err, NULL, false);
 out:
   pd_error_clear(&err);
   if (s) clear_program(st);
@@ -786,7 +784,7 @@ static int run_model(pd_state *st) {
   pd_tensor_array *got = NULL;
   if (!s) s = pd_model_run(m, &got, &err);
   if (s) {
-    fail_err(st, &err, NULL);
+    fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }

@@ -134,6 +134,9 @@ pd_status pd_error_setv(pd_error *err, pd_status st, pd_loc loc, const char *fmt
   pd_buf_free(&b);
   err->status = st;
   err->loc = loc;
+  pd_free(err->calls);
+  err->calls = NULL;
+  err->ncalls = 0;
   if (loc.file) {
     snprintf(err->file_buf, sizeof err->file_buf, "%s", loc.file);
     err->loc.file = err->file_buf;
@@ -152,7 +155,40 @@ pd_status pd_error_set(pd_error *err, pd_status st, pd_loc loc, const char *fmt,
 void pd_error_clear(pd_error *err) {
   if (!err) return;
   pd_free(err->msg);
+  pd_free(err->calls);
   memset(err, 0, sizeof *err);
+}
+
+pd_status pd_error_set_calls(pd_error *err, const pd_call_site *calls, int n) {
+  if (!err) return PD_OK;
+  pd_free(err->calls);
+  err->calls = NULL;
+  err->ncalls = 0;
+  if (n <= 0 || !calls) return PD_OK;
+  /* One block: the array, then each file name and function name. */
+  size_t size = sizeof *calls * (size_t)n;
+  for (int i = 0; i < n; i++)
+    size += (calls[i].loc.file ? strlen(calls[i].loc.file) + 1 : 0) +
+            (calls[i].fn ? strlen(calls[i].fn) + 1 : 0);
+  pd_call_site *out = pd_malloc(size);
+  if (!out) return PD_ENOMEM;
+  char *text = (char *)(out + n);
+  for (int i = 0; i < n; i++) {
+    out[i] = calls[i];
+    if (calls[i].loc.file) {
+      size_t len = strlen(calls[i].loc.file) + 1;
+      out[i].loc.file = memcpy(text, calls[i].loc.file, len);
+      text += len;
+    }
+    if (calls[i].fn) {
+      size_t len = strlen(calls[i].fn) + 1;
+      out[i].fn = memcpy(text, calls[i].fn, len);
+      text += len;
+    }
+  }
+  err->calls = out;
+  err->ncalls = n;
+  return PD_OK;
 }
 
 /* ---- Buffers ---- */

@@ -45,6 +45,13 @@ typedef struct pd_loc {
   int col;
 } pd_loc;
 
+/* A call that a location is inside (an inlined `def`): where the call was written and the
+ * function it called. */
+typedef struct pd_call_site {
+  pd_loc loc;
+  const char *fn;
+} pd_call_site;
+
 /* The error record a failing call fills in (when the caller passes one). The message is owned
  * by the record; the location's file name is copied into `file_buf` so the record stands alone. */
 typedef struct pd_error {
@@ -52,6 +59,9 @@ typedef struct pd_error {
   char *msg;      /* heap, owned; NULL when status == PD_OK */
   pd_loc loc;     /* loc.file points into file_buf, or is NULL */
   char file_buf[256];
+  pd_call_site *calls; /* heap, owned (their strings in the same block), or NULL: the `def`
+                        * calls loc is inside, innermost first (pd_error_set_calls) */
+  int ncalls;
 } pd_error;
 
 /* Record an error (printf-style message) and return `st`, so `return pd_error_set(...)` reads well.
@@ -60,6 +70,10 @@ pd_status pd_error_set(pd_error *err, pd_status st, pd_loc loc, const char *fmt,
     __attribute__((format(printf, 4, 5)));
 pd_status pd_error_setv(pd_error *err, pd_status st, pd_loc loc, const char *fmt, va_list ap);
 void pd_error_clear(pd_error *err);
+/* Attach the calls (innermost first) that err's location is inside, copied; a new
+ * pd_error_set drops them. On out of memory err keeps its message without calls (PD_ENOMEM is
+ * returned; the error itself is unchanged). */
+pd_status pd_error_set_calls(pd_error *err, const pd_call_site *calls, int n);
 
 /* ---- Memory: one hook for the whole program. ---- */
 void *pd_malloc(size_t n);                  /* NULL on failure (n == 0 returns a unique pointer) */

@@ -159,6 +159,38 @@ int pd_diag_report(pd_diags *d, const pd_source *src, pd_diag_kind kind, pd_loc 
   return r;
 }
 
+/* The text of a call's note, one format for compile-time and run-time chains. */
+static void render_call(pd_buf *out, const pd_source *src, pd_loc site, const char *fn) {
+  pd_buf msg;
+  pd_buf_init(&msg);
+  pd_buf_printf(&msg, "'%s' called from here", fn ? fn : "?");
+  render(out, src, PD_DIAG_NOTE, site, msg.oom ? NULL : msg.data);
+  pd_buf_free(&msg);
+}
+
+int pd_diag_report_call(pd_diags *d, const pd_source *src, pd_loc site, const char *fn) {
+  if (d->nerrors > d->max_errors) return 1;
+  render_call(&d->text, src, site, fn);
+  return d->nerrors >= d->max_errors;
+}
+
+static const pd_source *same_file(void *ctx, const char *file) {
+  const pd_source *src = ctx;
+  return src && file && src->name && strcmp(src->name, file) == 0 ? src : NULL;
+}
+
 void pd_diag_render_error(pd_buf *out, const pd_source *src, const pd_error *err) {
   render(out, src, PD_DIAG_ERROR, err->loc, err->msg ? err->msg : pd_status_str(err->status));
+  for (int i = 0; i < err->ncalls; i++)
+    render_call(out, same_file((void *)src, err->calls[i].loc.file), err->calls[i].loc,
+                err->calls[i].fn);
+}
+
+void pd_diag_render_error_in(pd_buf *out, pd_source_find find, void *ctx, const pd_error *err) {
+  render(out, err->loc.file ? find(ctx, err->loc.file) : NULL, PD_DIAG_ERROR, err->loc,
+         err->msg ? err->msg : pd_status_str(err->status));
+  for (int i = 0; i < err->ncalls; i++) {
+    const char *file = err->calls[i].loc.file;
+    render_call(out, file ? find(ctx, file) : NULL, err->calls[i].loc, err->calls[i].fn);
+  }
 }

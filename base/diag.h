@@ -43,8 +43,18 @@ int pd_diag_report(pd_diags *d, const pd_source *src, pd_diag_kind kind, pd_loc 
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 int pd_diag_reportv(pd_diags *d, const pd_source *src, pd_diag_kind kind, pd_loc loc,
                     const char *fmt, va_list ap);
-/* Render a pd_error (with its location, if any) the same way, appending to `out`. */
+/* The note that shows one call a diagnostic's location is inside ("FILE:L:C: note: 'fn' called
+ * from here" and the call's line): compile-time and run-time errors inside a `def` both show
+ * their chain of calls with it, innermost first. Returns as pd_diag_report. */
+int pd_diag_report_call(pd_diags *d, const pd_source *src, pd_loc site, const char *fn);
+/* Render a pd_error (with its location, if any) the same way, appending to `out`, then a note
+ * per call it is inside (err->calls). src is the source of the error's file; a call's line is
+ * shown when it is in that file too. */
 void pd_diag_render_error(pd_buf *out, const pd_source *src, const pd_error *err);
+/* The source of a file a location names, or NULL when it is not available. */
+typedef const pd_source *(*pd_source_find)(void *ctx, const char *file);
+/* The same with each location's source (the error's and its calls') from find(ctx, file). */
+void pd_diag_render_error_in(pd_buf *out, pd_source_find find, void *ctx, const pd_error *err);
 /* Render only the "   3 | line\n     |    ^\n" part for loc into `out`. */
 void pd_diag_render_snippet(pd_buf *out, const pd_source *src, pd_loc loc);
 

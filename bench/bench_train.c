@@ -215,7 +215,7 @@ static rate run_pdlang(const model *m, const char *dir, int epochs) {
   if (st) {
     pd_buf b;
     pd_buf_init(&b);
-    pd_diag_render_error(&b, pd_unit_source(unit, src, err.loc.file), &err);
+    pd_unit_render_error(&b, unit, src, &err);
     fprintf(stderr, "%s", b.data ? b.data : "");
     pd_buf_free(&b);
     die("training failed");

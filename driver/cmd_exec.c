@@ -139,35 +139,77 @@ static bool write_outputs(const pd_model *m, pd_tensor_array *got, const char *d
   return true;
 }
 
-/* An error of the model's run: with its source line and caret when the .pd file its location
- * names is readable (as given, or beside the model) and long enough; otherwise the location
- * alone (a model travels without its script). */
-static void print_run_error(const char *model, const pd_error *err) {
+/* The sources an error of the model's run names (its line's, its calls'), opened once each:
+ * as given, or beside the model (a model travels without its script). */
+typedef struct run_sources {
+  const char *model;
+  pd_source *open[8];
+  int n;
+} run_sources;
+
+static const pd_source *find_source(void *ctx, const char *file) {
+  run_sources *rs = ctx;
+  for (int i = 0; i < rs->n; i++)
+    if (strcmp(rs->open[i]->name, file) == 0) return rs->open[i];
+  if (!*file || rs->n == (int)PD_ARRAY_LEN(rs->open)) return NULL;
   pd_source *src = NULL;
-  const char *file = err->loc.file;
-  if (file && *file && err->loc.line > 0) {
-    if (pd_source_open(file, &src, NULL) != PD_OK && file[0] != '/' && model) {
-      const char *slash = strrchr(model, '/');
-      if (slash) {
-        pd_buf path;
-        pd_buf_init(&path);
-        pd_buf_printf(&path, "%.*s/%s", (int)(slash - model), model, file);
-        if (!path.oom && pd_source_open(path.data, &src, NULL) != PD_OK) src = NULL;
-        pd_buf_free(&path);
-      }
-    }
-    if (src && (size_t)err->loc.line > src->nlines) {  /* another file by that name */
-      pd_source_free(src);
-      src = NULL;
+  if (pd_source_open(file, &src, NULL) != PD_OK && file[0] != '/' && rs->model) {
+    const char *slash = strrchr(rs->model, '/');
+    if (slash) {
+      pd_buf path;
+      pd_buf_init(&path);
+      pd_buf_printf(&path, "%.*s/%s", (int)(slash - rs->model), rs->model, file);
+      if (!path.oom && pd_source_open(path.data, &src, NULL) != PD_OK) src = NULL;
+      pd_buf_free(&path);
     }
   }
+  if (!src) return NULL;
+  /* Named as the locations name it, so that the next lookup finds it. */
+  char *name = pd_strdup(file);
+  if (!name) {
+    pd_source_free(src);
+    return NULL;
+  }
+  pd_free(src->name);
+  src->name = name;
+  rs->open[rs->n++] = src;
+  return src;
+}
+
+/* Lines past the end of the file found: another file by that name, not shown. */
+static const pd_source *find_line(run_sources *rs, const char *file, int line) {
+  const pd_source *src = find_source(rs, file);
+  return src && (size_t)line <= src->nlines ? src : NULL;
+}
+
+typedef struct located { run_sources *rs; const pd_error *err; } located;
+
+static const pd_source *find_checked(void *ctx, const char *file) {
+  const located *l = ctx;
+  const pd_error *err = l->err;
+  int line = 0;
+  if (err->loc.file && strcmp(err->loc.file, file) == 0 && err->loc.line > line)
+    line = err->loc.line;
+  for (int i = 0; i < err->ncalls; i++)
+    if (err->calls[i].loc.file && strcmp(err->calls[i].loc.file, file) == 0 &&
+        err->calls[i].loc.line > line)
+      line = err->calls[i].loc.line;
+  return find_line(l->rs, file, line);
+}
+
+/* An error of the model's run: with the source lines and carets of its location and the calls
+ * it is inside, where the .pd files they name are readable (as given, or beside the model) and
+ * long enough; otherwise the locations alone. */
+static void print_run_error(const char *model, const pd_error *err) {
+  run_sources rs = {.model = model};
+  located l = {&rs, err};
   pd_buf b;
   pd_buf_init(&b);
-  pd_diag_render_error(&b, src, err);
+  pd_diag_render_error_in(&b, find_checked, &l, err);
   if (b.data && !b.oom) fputs(b.data, stderr);
   else fprintf(stderr, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
   pd_buf_free(&b);
-  pd_source_free(src);
+  for (int i = 0; i < rs.n; i++) pd_source_free(rs.open[i]);
 }
 
 /* --lengths NAME=FILE.npy: t (the values of a sequence input, one row per step) becomes a

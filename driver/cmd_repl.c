@@ -60,8 +60,6 @@ static char *prompt(EditLine *el) {
   return r && pd_repl_pending(r) ? prompt_more : prompt_main;
 }
 
-static bool ident_char(int c) { return isalnum(c) || c == '_'; }
-
 /* libedit's character reader: one (multibyte) character from stdin, or -1 with errno EINTR as
  * soon as Ctrl-C was pressed (before or during the wait), which ends el_gets. */
 static int read_char(EditLine *el, wchar_t *wc) {
@@ -104,23 +102,21 @@ static int read_char(EditLine *el, wchar_t *wc) {
   }
 }
 
-/* Tab: complete the name before the cursor (a command after a leading ':'); list the candidates
- * when they share no longer prefix. At the start of a line (only blanks before the cursor), Tab
- * indents. */
+/* Tab: complete the word before the cursor in its context (pd_repl_complete_at: a name, a
+ * command after a leading ':', a file name in a string, an attribute after `x.`, a keyword
+ * argument of the call); list the candidates when they share no longer prefix. At the start of
+ * a line (only blanks before the cursor), Tab indents. */
 static unsigned char complete(EditLine *el, int ch) {
   (void)ch;
   pd_repl *r = session_of(el);
   const LineInfo *li = el_line(el);
-  const char *start = li->cursor;
-  while (start > li->buffer && ident_char((unsigned char)start[-1])) start--;
-  size_t plen = (size_t)(li->cursor - start);
   const char *q = li->buffer;
-  while (q < start && (*q == ' ' || *q == '\t')) q++;
-  bool command = !pd_repl_pending(r) && start > li->buffer && start[-1] == ':' && q == start - 1;
-  if (!command && q == li->cursor) return el_insertstr(el, "    ") ? CC_ERROR : CC_REFRESH;
-  if (!command && plen == 0) return CC_ERROR;
+  while (q < li->cursor && (*q == ' ' || *q == '\t')) q++;
+  if (q == li->cursor) return el_insertstr(el, "    ") ? CC_ERROR : CC_REFRESH;
   const char *const *cands;
-  int n = pd_repl_complete(r, start, plen, command, &cands);
+  size_t word = 0;
+  int n = pd_repl_complete_at(r, li->buffer, (size_t)(li->cursor - li->buffer), &word, &cands);
+  size_t plen = (size_t)(li->cursor - li->buffer) - word;
   if (n == 0) return CC_ERROR;
   size_t common = strlen(cands[0]);
   for (int i = 1; i < n; i++) {
@@ -192,6 +188,20 @@ static void history_save(History *hist, const char *path) {
   pd_buf_free(&tmp);
 }
 
+/* Enter the statement's lines as one history entry (not when they are all blank) and save
+ * the history; stmt is emptied. */
+static void enter_history(History *hist, const char *hpath, pd_buf *stmt) {
+  const char *p = stmt->data ? stmt->data : "";
+  while (*p && isspace((unsigned char)*p)) p++;
+  if (*p && !stmt->oom) {
+    HistEvent ev;
+    history(hist, &ev, H_ENTER, stmt->data);
+    if (hpath) history_save(hist, hpath);
+  }
+  pd_buf_free(stmt);
+  pd_buf_init(stmt);
+}
+
 static int edit_loop(pd_repl *repl) {
   setlocale(LC_CTYPE, "");
   EditLine *el = el_init("pdlang", stdin, stdout, stderr);
@@ -218,6 +228,8 @@ static int edit_loop(pd_repl *repl) {
   el_source(el, NULL); /* the user's ~/.editrc, if any */
   printf("%s -- :help for help, :quit or Ctrl-D to leave\n", PACKAGE_STRING);
   fflush(stdout);
+  pd_buf stmt;  /* the lines of the statement being typed: one history entry when it ends */
+  pd_buf_init(&stmt);
   for (;;) {
     interrupted = 0;
     drain_wake();
@@ -234,6 +246,7 @@ static int edit_loop(pd_repl *repl) {
       fputc('\n', stdout);
       fflush(stdout);
       pd_repl_discard(repl);
+      pd_buf_clear(&stmt);
       continue;
     }
     if (!line) {
@@ -241,23 +254,24 @@ static int edit_loop(pd_repl *repl) {
       fflush(stdout);
       if (count == 0 && pd_repl_pending(repl)) {
         pd_repl_end(repl); /* Ctrl-D inside a statement: report it, stay */
+        enter_history(hist, hpath, &stmt);
         continue;
       }
       break; /* Ctrl-D, or the terminal went away */
     }
-    size_t n = strcspn(line, "\r\n");
-    const char *p = line;
-    while (p < line + n && isspace((unsigned char)*p)) p++;
-    if (p < line + n) {
-      char *entry = pd_strndup(line, n);
-      if (entry) {
-        history(hist, &ev, H_ENTER, entry);
-        if (hpath) history_save(hist, hpath);
-        pd_free(entry);
-      }
+    /* The line joins the statement's entry (a recalled entry of several lines comes back
+     * whole, newlines included); the entry goes into the history when the statement ends. */
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) n--;
+    if (stmt.len || n) {
+      if (stmt.len) pd_buf_puts(&stmt, "\n");
+      pd_buf_append(&stmt, line, n);
     }
-    if (pd_repl_feed(repl, line) == PD_REPL_QUIT) break;
+    pd_repl_result res = pd_repl_feed(repl, line);
+    if (!pd_repl_pending(repl)) enter_history(hist, hpath, &stmt);
+    if (res == PD_REPL_QUIT) break;
   }
+  pd_buf_free(&stmt);
   pd_free(hpath);
   el_end(el);
   history_end(hist);

@@ -26,7 +26,7 @@ static void on_sigint(int sig) {
 void pd_driver_print_error(const pd_unit *unit, const pd_source *src, const pd_error *err) {
   pd_buf b;
   pd_buf_init(&b);
-  pd_diag_render_error(&b, pd_unit_source(unit, src, err->loc.file), err);
+  pd_unit_render_error(&b, unit, src, err);
   if (b.data) fputs(b.data, stderr);
   else fprintf(stderr, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
   pd_buf_free(&b);

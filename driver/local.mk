@@ -10,6 +10,6 @@ pdlang_SOURCES += driver/cmd_parse.c
 pdlang_SOURCES += driver/cmd_check.c
 pdlang_SOURCES += driver/cmd_run.c
 pdlang_SOURCES += driver/cmd_exec.c
-pdlang_SOURCES += driver/cmd_repl.c driver/repl.h driver/repl.c
+pdlang_SOURCES += driver/cmd_repl.c driver/repl.h driver/repl.c driver/repl_int.h driver/repl_gc.c driver/repl_complete.c
 pdlang_SOURCES += driver/cmd_plot.c
 pdlang_SOURCES += driver/cmd_summary.c

@@ -1,8 +1,9 @@
 /* repl.c -- the REPL session (see driver/repl.h): the text of the statements that succeeded,
- * recompiled with each new statement and run on one runner; bare expressions; the `:` commands;
- * the names offered by Tab completion. */
+ * recompiled with each new statement and run on one runner; bare expressions; the `:` commands
+ * (:gc and the orphan parameters :vars marks: repl_gc.c); the names offered by Tab completion. */
 #include "config.h"
 #include "driver/repl.h"
+#include "driver/repl_int.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -20,30 +21,8 @@
 #include "vm/run/scope.h"
 #include "vm/run/tensor.h"
 
-struct pd_repl {
-  pd_repl_options o;
-  pd_source *src;       /* the text of the statements that succeeded (unit was compiled from it) */
-  int src_lines;        /* newlines in src's text */
-  pd_unit *unit;
-  pd_runner *runner;    /* runs unit; holds the global scope */
-  int nrun;             /* unit's actions that have run */
-  pd_buf pending;       /* lines of the statement being read */
-  bool incomplete;      /* pending is an unfinished statement */
-  const char *label;    /* the bare expression being shown when it is a name, else NULL */
-  const pd_source *shown; /* the text errors of a bare expression are shown in (see eval_pending) */
-  /* Completion */
-  unsigned gen;         /* bumped whenever src changes */
-  char **words;         /* identifiers of src, as of generation words_gen */
-  int nwords;
-  unsigned words_gen;
-  char **lib;           /* functions defined by the stdlib modules */
-  int nlib;
-  bool lib_loaded;
-  const char **cands;   /* the last candidates returned */
-  size_t capcands;
-};
 
-static const char *const commands[] = {"dot", "help", "load", "program", "quit",
+static const char *const commands[] = {"dot", "gc", "help", "load", "program", "quit",
                                        "reset", "save", "summary", "vars"};
 
 static const char *const keywords[] = {"and", "def", "else", "emit", "false", "for", "if",
@@ -58,12 +37,11 @@ static const char *const action_names[] = {"print", "train", "eval", "save", "lo
 /* A rough scanner for text that already parsed: identifiers, and where the code ends. Strings   */
 /* and comments are skipped.                                                                     */
 
-enum { T_END, T_IDENT, T_NEWLINE, T_SEMI, T_OTHER };
 
 static bool ident_start(int c) { return isalpha(c) || c == '_'; }
 static bool ident_char(int c) { return isalnum(c) || c == '_'; }
 
-static int scan(const char *s, size_t len, size_t *pos, size_t *start) {
+int pd_repl_scan(const char *s, size_t len, size_t *pos, size_t *start) {
   size_t i = *pos;
   for (;;) {
     while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\f' || s[i] == '\v'))
@@ -118,20 +96,19 @@ static void put_buf(FILE *f, pd_buf *b) {
   fflush(f);
 }
 
-static void print_error(pd_repl *r, const pd_unit *unit, const pd_source *src,
+void pd_repl_print_error(pd_repl *r, const pd_unit *unit, const pd_source *src,
                         const pd_error *err) {
   fflush(r->o.out);
   pd_buf b;
   pd_buf_init(&b);
-  pd_diag_render_error(&b, pd_unit_source(unit, src, err->loc.file), err);
+  pd_unit_render_error(&b, unit, src, err);
   if (b.data && !b.oom) fputs(b.data, r->o.err);
   else fprintf(r->o.err, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
   pd_buf_free(&b);
   fflush(r->o.err);
 }
 
-static void say_error(pd_repl *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void say_error(pd_repl *r, const char *fmt, ...) {
+void pd_repl_say_error(pd_repl *r, const char *fmt, ...) {
   fflush(r->o.out);
   va_list ap;
   va_start(ap, fmt);
@@ -145,21 +122,15 @@ static void say_error(pd_repl *r, const char *fmt, ...) {
 /* ------------------------------------------------------------------------------------------ */
 /* Compiling and running.                                                                      */
 
-/* Compile the session's text followed by chunk. Diagnostics are printed unless quiet. */
-static pd_status compile_with(pd_repl *r, const char *chunk, size_t n, bool quiet,
+/* Compile text as the session's source. Diagnostics are printed unless quiet. */
+pd_status pd_repl_compile_text(pd_repl *r, const char *text, size_t len, bool quiet,
                               pd_source **src_out, pd_unit **unit_out) {
   *src_out = NULL;
   *unit_out = NULL;
-  pd_buf b;
-  pd_buf_init(&b);
-  if (r->src && r->src->len) pd_buf_append(&b, r->src->text, r->src->len);
-  if (n) pd_buf_append(&b, chunk, n);
   pd_source *src = NULL;
-  pd_status st = b.oom ? PD_ENOMEM
-                       : pd_source_from_string(r->o.source_name, b.data ? b.data : "", b.len, &src);
-  pd_buf_free(&b);
+  pd_status st = pd_source_from_string(r->o.source_name, text, len, &src);
   if (st) {
-    if (!quiet) say_error(r, "out of memory");
+    if (!quiet) pd_repl_say_error(r, "out of memory");
     return st;
   }
   pd_diags d;
@@ -180,6 +151,26 @@ static pd_status compile_with(pd_repl *r, const char *chunk, size_t n, bool quie
   *src_out = src;
   *unit_out = unit;
   return PD_OK;
+}
+
+/* Compile the session's text followed by chunk. Diagnostics are printed unless quiet. */
+static pd_status compile_with(pd_repl *r, const char *chunk, size_t n, bool quiet,
+                              pd_source **src_out, pd_unit **unit_out) {
+  pd_buf b;
+  pd_buf_init(&b);
+  if (r->src && r->src->len) pd_buf_append(&b, r->src->text, r->src->len);
+  for (int i = 0; i < r->gap; i++) pd_buf_puts(&b, "\n");
+  if (n) pd_buf_append(&b, chunk, n);
+  pd_status st = b.oom ? PD_ENOMEM
+                       : pd_repl_compile_text(r, b.data ? b.data : "", b.len, quiet, src_out,
+                                              unit_out);
+  if (b.oom) {
+    *src_out = NULL;
+    *unit_out = NULL;
+    if (!quiet) pd_repl_say_error(r, "out of memory");
+  }
+  pd_buf_free(&b);
+  return st;
 }
 
 /* The names of the global scope's variables (copies, sorted), to drop what a statement that
@@ -275,7 +266,7 @@ static bool ensure_session(pd_repl *r) {
   if (r->runner) return true;
   pd_error err = {0};
   if (session_open(r, &err) == PD_OK) return true;
-  say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
+  pd_repl_say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
   pd_error_clear(&err);
   return false;
 }
@@ -317,6 +308,7 @@ void pd_repl_free(pd_repl *r) {
   if (!r) return;
   session_close(r);
   pd_buf_free(&r->pending);
+  pd_buf_free(&r->made);
   free_words(r->words, r->nwords);
   free_words(r->lib, r->nlib);
   pd_free(r->cands);
@@ -399,6 +391,35 @@ static pd_status show_value(pd_repl *r, const pd_unit *unit, const pd_action *a,
   return st;
 }
 
+/* At a prompt, a statement's values are computed when it is typed (when they need no data), so
+ * that one that fails at run time (a runaway while interrupted, a division by zero) is dropped
+ * like one that fails to compile, rather than staying and failing in every later statement
+ * that uses it: the vars of block 0 that the ops the statement added write. */
+static pd_status compute_new(pd_repl *r, const pd_unit *unit, pd_error *err) {
+  const pd_block *old = r->unit->main->blocks[0], *b0 = unit->main->blocks[0];
+  namelist l = {0};
+  for (int i = old->nops; i < b0->nops; i++) {
+    const pd_op_desc *op = b0->ops[i];
+    for (int s = 0; s < op->noutputs; s++)
+      for (int a = 0; a < op->outputs[s].nargs; a++) {
+        const pd_var_desc *v = pd_block_find_var_local(b0, op->outputs[s].args[a]);
+        if (v && !v->persistable && v->type == PD_VAR_LOD_TENSOR) pd_repl_names_add(&l, v->name);
+      }
+  }
+  pd_status st = l.oom ? pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory") : PD_OK;
+  pd_tensor *t = !st && l.n ? pd_calloc(l.n, sizeof *t) : NULL;
+  if (!st && l.n && !t) st = pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  if (!st && l.n) {
+    for (size_t i = 0; i < l.n; i++) pd_tensor_init(&t[i]);
+    bool needs_data;
+    st = pd_runner_try_compute(r->runner, (int)l.n, l.names, t, (pd_loc){0}, &needs_data, err);
+    for (size_t i = 0; i < l.n; i++) pd_tensor_release(&t[i]);
+  }
+  pd_free(t);
+  pd_free(l.names);
+  return st;
+}
+
 /* Compile the session's text + chunk and run the actions chunk added. A statement (eval false)
  * is kept when all went well; a bare expression (eval true: chunk is `print(\nEXPR\n)`) has its
  * value shown and is never kept. Whatever fails is undone: the runner goes back to the session's
@@ -411,7 +432,7 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
   pd_scope *global = pd_runner_scope(r->runner);
   snapshot snap;
   if (snap_take(global, &snap)) {
-    say_error(r, "out of memory");
+    pd_repl_say_error(r, "out of memory");
     pd_unit_free(unit);
     pd_source_free(src);
     return PD_REPL_ERROR;
@@ -421,27 +442,28 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
   int end = eval ? unit->nactions - 1 : unit->nactions;
   for (int i = r->nrun; !st && i < end; i++)
     st = pd_runner_action(r->runner, &unit->actions[i], &err);
+  if (!st && !eval && r->o.echo) st = compute_new(r, unit, &err);
   if (!st && eval && end >= 0) st = show_value(r, unit, &unit->actions[end], loc, &err);
   if (st && eval && r->shown) {
     /* Back to the expression's own lines: the wrapper's `print(` line came before them. */
     if (err.loc.file && strcmp(err.loc.file, r->o.source_name) == 0 &&
-        err.loc.line > r->src_lines + 1)
+        err.loc.line > r->src_lines + r->gap + 1)
       err.loc.line--;
-    print_error(r, unit, r->shown, &err);
+    pd_repl_print_error(r, unit, r->shown, &err);
   } else if (st) {
-    print_error(r, unit, src, &err);
+    pd_repl_print_error(r, unit, src, &err);
   }
   pd_error_clear(&err);
   if (st || eval) {
     snap_restore(global, &snap);
     if (pd_runner_adopt(r->runner, r->unit, &err)) {
       /* Only out of memory gets here; the runner may hold the new unit: start afresh. */
-      print_error(r, r->unit, r->src, &err);
+      pd_repl_print_error(r, r->unit, r->src, &err);
       pd_error_clear(&err);
-      say_error(r, "the session could not be restored and starts afresh");
+      pd_repl_say_error(r, "the session could not be restored and starts afresh");
       session_close(r);
       if (session_open(r, &err)) {
-        print_error(r, NULL, NULL, &err);
+        pd_repl_print_error(r, NULL, NULL, &err);
         pd_error_clear(&err);
       }
     }
@@ -454,6 +476,7 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
     r->src = src;
     r->gen++;
     r->src_lines = count_lines(src->text, src->len);
+    r->gap = 0;  /* src holds them now */
     r->nrun = unit->nactions;
   }
   snap_free(&snap);
@@ -466,17 +489,21 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
 
 bool pd_repl_pending(const pd_repl *r) { return r->incomplete; }
 
-void pd_repl_discard(pd_repl *r) {
+/* Forget the pending lines; unless the session's text kept them, their numbers stay used. */
+static void drop_pending(pd_repl *r, bool kept) {
+  if (!kept) r->gap += count_lines(r->pending.data ? r->pending.data : "", r->pending.len);
   pd_buf_clear(&r->pending);
   r->incomplete = false;
 }
+
+void pd_repl_discard(pd_repl *r) { drop_pending(r, false); }
 
 /* The pending text behind as many newlines as the session's text has, so that lines are
  * numbered as they will be when compiled. */
 static pd_status pending_source(pd_repl *r, pd_source **out) {
   pd_buf b;
   pd_buf_init(&b);
-  for (int i = 0; i < r->src_lines; i++) pd_buf_puts(&b, "\n");
+  for (int i = 0; i < r->src_lines + r->gap; i++) pd_buf_puts(&b, "\n");
   pd_buf_append(&b, r->pending.data ? r->pending.data : "", r->pending.len);
   pd_status st = b.oom ? PD_ENOMEM
                        : pd_source_from_string(r->o.source_name, b.data ? b.data : "", b.len, out);
@@ -504,7 +531,7 @@ static pd_repl_result eval_pending(pd_repl *r, const pd_ast_node *expr, pd_loc l
   pd_unit_free(punit);
   const char *s = r->pending.data;
   size_t len = r->pending.len, pos = 0, start, end = 0;
-  for (int k; (k = scan(s, len, &pos, &start)) != T_END;)
+  for (int k; (k = pd_repl_scan(s, len, &pos, &start)) != T_END;)
     if (k != T_NEWLINE && k != T_SEMI) end = pos;
   pd_buf chunk;
   pd_buf_init(&chunk);
@@ -514,7 +541,7 @@ static pd_repl_result eval_pending(pd_repl *r, const pd_ast_node *expr, pd_loc l
   if (chunk.oom) {
     pd_buf_free(&chunk);
     pd_source_free(plain);
-    say_error(r, "out of memory");
+    pd_repl_say_error(r, "out of memory");
     return PD_REPL_ERROR;
   }
   loc.file = r->o.source_name;
@@ -537,7 +564,7 @@ static pd_repl_result try_pending(pd_repl *r) {
   if (st) {
     pd_ast_arena_free(arena);
     pd_repl_discard(r);
-    say_error(r, "out of memory");
+    pd_repl_say_error(r, "out of memory");
     return PD_REPL_ERROR;
   }
   pd_diags d;
@@ -564,12 +591,13 @@ static pd_repl_result try_pending(pd_repl *r) {
   } else {
     r->incomplete = false;
     const pd_ast_node *s0 = prog->block.stmts.items[0];
+    unsigned gen = r->gen;  /* changes when the session's text takes the statement */
     if (r->o.echo && prog->block.stmts.len == 1 && s0->kind == PD_AST_EXPR_STMT &&
         !is_action_call(s0->expr_stmt.expr))
       res = eval_pending(r, s0->expr_stmt.expr, s0->loc);
     else
       res = run_chunk(r, r->pending.data, r->pending.len, false, (pd_loc){0});
-    pd_repl_discard(r);
+    drop_pending(r, r->gen != gen);
   }
   pd_diags_free(&d);
   pd_ast_arena_free(arena);
@@ -609,7 +637,7 @@ pd_repl_result pd_repl_load(pd_repl *r, const char *path) {
   size_t len = 0;
   pd_error err = {0};
   if (pd_read_file(path, &text, &len, &err)) {
-    say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
+    pd_repl_say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
     pd_error_clear(&err);
     return PD_REPL_ERROR;
   }
@@ -620,7 +648,7 @@ pd_repl_result pd_repl_load(pd_repl *r, const char *path) {
   pd_free(text);
   pd_repl_result res;
   if (b.oom) {
-    say_error(r, "out of memory");
+    pd_repl_say_error(r, "out of memory");
     res = PD_REPL_ERROR;
   } else {
     res = run_chunk(r, b.data ? b.data : "", b.len, false, (pd_loc){0});
@@ -640,8 +668,10 @@ static void cmd_help(pd_repl *r) {
         "  :help             this text\n"
         "  :help NAME        a function's or layer's signature and what it does\n"
         "  :vars [all]       the session's names: shape, dtype and block of tensors, values of\n"
-        "                    compile-time names, then the parameters; `all` lists every var\n"
-        "                    of every block of the program\n"
+        "                    compile-time names, then the parameters (an orphan: made by a\n"
+        "                    statement whose names were all bound again); `all` lists every\n"
+        "                    var of every block of the program\n"
+        "  :gc               drop the statements of orphan parameters, and their values\n"
         "  :program          the main program (ProgramDesc) so far\n"
         "  :summary          its layers, output shapes and parameter counts\n"
         "  :dot FILE         write the main program as a Graphviz graph to FILE\n"
@@ -652,7 +682,8 @@ static void cmd_help(pd_repl *r) {
         "  :reset            forget every statement and parameter\n"
         "  :quit             leave (also Ctrl-D)\n"
         "\n"
-        "Tab completes names; Ctrl-C interrupts a running action or clears the line.\n",
+        "Tab completes names, keyword arguments in a call, attributes after `x.` and file\n"
+        "names in a string; Ctrl-C interrupts a running action or clears the line.\n",
         r->o.out);
   fflush(r->o.out);
 }
@@ -753,32 +784,27 @@ static bool help_in_file(const char *file, const char *text, size_t len, void *c
 
 /* :help NAME -- a def of the session or of the standard library (its signature and comment),
  * else a builtin (as the compiler's tables describe it). */
-static bool help_name(pd_repl *r, const char *name) {
-  pd_buf b;
-  pd_buf_init(&b);
-  bool found = r->src && def_help(r->src->text, r->src->len, name, &b);
-  help_find hf = {name, &b, false};
+bool pd_repl_help_text(pd_repl *r, const char *name, pd_buf *out) {
+  bool found = r->src && def_help(r->src->text, r->src->len, name, out);
+  help_find hf = {name, out, false};
   if (!found) {
     for_each_stdlib_file(help_in_file, &hf);
     found = hf.found;
   }
-  if (!found) found = pd_builtin_describe(name, &b);
+  return found || pd_builtin_describe(name, out);
+}
+
+static bool help_name(pd_repl *r, const char *name) {
+  pd_buf b;
+  pd_buf_init(&b);
+  bool found = pd_repl_help_text(r, name, &b);
   if (found) put_buf(r->o.out, &b);
-  else say_error(r, "no function or layer named '%s' (:help lists the commands)", name);
+  else pd_repl_say_error(r, "no function or layer named '%s' (:help lists the commands)", name);
   pd_buf_free(&b);
   return found;
 }
 
-/* The names a script binds at top level: assignment targets (also those inside if, for and
- * while bodies, which write the outer names or become the if's outputs), emitted sequences,
- * top-level `let` and `def`. In order of first appearance, without duplicates. */
-typedef struct namelist {
-  const char **names;
-  size_t n, cap;
-  bool oom;
-} namelist;
-
-static void names_add(namelist *l, const char *name) {
+void pd_repl_names_add(namelist *l, const char *name) {
   for (size_t i = 0; i < l->n; i++)
     if (strcmp(l->names[i], name) == 0) return;
   if (PD_GROW(l->names, l->cap, l->n + 1)) {
@@ -788,6 +814,9 @@ static void names_add(namelist *l, const char *name) {
   l->names[l->n++] = name;
 }
 
+/* The names a script binds at top level: assignment targets (also those inside if, for and
+ * while bodies, which write the outer names or become the if's outputs), emitted sequences,
+ * top-level `let` and `def`. In order of first appearance, without duplicates. */
 static void collect_names(const pd_ast_node *block, bool top, namelist *l) {
   for (size_t i = 0; i < block->block.stmts.len; i++) {
     const pd_ast_node *s = block->block.stmts.items[i];
@@ -798,10 +827,10 @@ static void collect_names(const pd_ast_node *block, bool top, namelist *l) {
     case PD_AST_ASSIGN:
       for (size_t k = 0; k < s->assign.targets.len; k++)
         if (s->assign.targets.items[k]->kind == PD_AST_NAME)
-          names_add(l, s->assign.targets.items[k]->name.id);
+          pd_repl_names_add(l, s->assign.targets.items[k]->name.id);
       break;
     case PD_AST_DEF:
-      if (top) names_add(l, s->def.name->name.id);
+      if (top) pd_repl_names_add(l, s->def.name->name.id);
       break;
     case PD_AST_IF:
       for (size_t k = 0; k < s->if_.branches.len; k++)
@@ -812,7 +841,7 @@ static void collect_names(const pd_ast_node *block, bool top, namelist *l) {
     case PD_AST_WHILE: collect_names(s->while_.body, false, l); break;
     case PD_AST_EMIT:
       for (size_t k = 0; k < s->emit.outputs.len; k++)
-        names_add(l, s->emit.outputs.items[k]->binding.name);
+        pd_repl_names_add(l, s->emit.outputs.items[k]->binding.name);
       break;
     default: break;
     }
@@ -935,8 +964,13 @@ static void cmd_vars(pd_repl *r, bool all) {
   }
   pd_unit_free(unit);
   pd_source_free(src);
-  /* Then the parameters (and optimizer state), which are not names of the script. */
+  /* Then the parameters (and optimizer state), which are not names of the script; those of
+   * statements whose names were all bound again are orphans, which :gc frees. */
   bool header = false;
+  pd_source *gsrc;
+  pd_unit *kept;
+  namelist orphans;
+  if (pd_repl_gc_plan(r, &gsrc, &kept, &orphans) < 0) b.oom = 1;
   for (int i = 0; i < b0->nvars; i++) {
     const pd_var_desc *v = b0->vars[i];
     if (!v->persistable) continue;
@@ -944,8 +978,12 @@ static void cmd_vars(pd_repl *r, bool all) {
     header = true;
     pd_buf_printf(&b, "  %-*s  ", width, v->name);
     describe_var(v, &b);
-    pd_buf_puts(&b, "  block 0\n");
+    pd_buf_puts(&b, pd_repl_names_has(&orphans, v->name) ? "  block 0, orphan (:gc frees it)\n"
+                                                 : "  block 0\n");
   }
+  pd_repl_names_free(&orphans);
+  pd_unit_free(kept);
+  pd_source_free(gsrc);
   if (!l.n && !header) pd_buf_puts(&b, "(no names yet)\n");
   if (l.oom) b.oom = 1;
   put_buf(r->o.out, &b);
@@ -994,7 +1032,7 @@ static pd_repl_result write_program(pd_repl *r, const char *path, bool dot) {
     pd_free(have);
   }
   if (st) {
-    say_error(r, "%s", err.msg ? err.msg : pd_status_str(st));
+    pd_repl_say_error(r, "%s", err.msg ? err.msg : pd_status_str(st));
     pd_error_clear(&err);
     pd_buf_free(&ppath);
     return PD_REPL_ERROR;
@@ -1021,30 +1059,32 @@ static pd_repl_result command(pd_repl *r, const char *line) {
   while (alen && isspace((unsigned char)arg[alen - 1])) alen--;
   char *a = pd_strndup(arg, alen);
   if (!a) {
-    say_error(r, "out of memory");
+    pd_repl_say_error(r, "out of memory");
     return PD_REPL_ERROR;
   }
   pd_repl_result res = PD_REPL_OK;
   bool takes_file = !strcmp(name, "dot") || !strcmp(name, "load") || !strcmp(name, "save");
-  bool takes_none = !strcmp(name, "program") || !strcmp(name, "reset") ||
+  bool takes_none = !strcmp(name, "program") || !strcmp(name, "reset") || !strcmp(name, "gc") ||
                     !strcmp(name, "summary") ||
                     !strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit");
   if (takes_file && !*a) {
-    say_error(r, ":%s needs a file name (:%s FILE)", name, name);
+    pd_repl_say_error(r, ":%s needs a file name (:%s FILE)", name, name);
     res = PD_REPL_ERROR;
   } else if (takes_none && *a) {
-    say_error(r, ":%s takes no argument", name);
+    pd_repl_say_error(r, ":%s takes no argument", name);
     res = PD_REPL_ERROR;
   } else if (!strcmp(name, "help")) {
     if (!*a) cmd_help(r);
     else if (!help_name(r, a)) res = PD_REPL_ERROR;
   } else if (!strcmp(name, "vars")) {
     if (*a && strcmp(a, "all") != 0) {
-      say_error(r, ":vars takes no argument or 'all', not '%s'", a);
+      pd_repl_say_error(r, ":vars takes no argument or 'all', not '%s'", a);
       res = PD_REPL_ERROR;
     } else {
       cmd_vars(r, *a != 0);
     }
+  } else if (!strcmp(name, "gc")) {
+    res = pd_repl_gc(r);
   } else if (!strcmp(name, "program")) {
     pd_buf b;
     pd_buf_init(&b);
@@ -1055,7 +1095,7 @@ static pd_repl_result command(pd_repl *r, const char *line) {
     pd_buf b;
     pd_buf_init(&b);
     if (pd_unit_summary(r->unit, r->src, &b, NULL)) {
-      say_error(r, "out of memory");
+      pd_repl_say_error(r, "out of memory");
       res = PD_REPL_ERROR;
     } else {
       put_buf(r->o.out, &b);
@@ -1079,7 +1119,7 @@ static pd_repl_result command(pd_repl *r, const char *line) {
       fflush(r->o.out);
     } else if (pd_run_parse_device(a, &place, &index, &err) ||
                !ensure_session(r) || pd_runner_set_place(r->runner, place, index, &err)) {
-      if (err.msg) say_error(r, "%s", err.msg);
+      if (err.msg) pd_repl_say_error(r, "%s", err.msg);
       pd_error_clear(&err);
       res = PD_REPL_ERROR;
     } else {
@@ -1088,16 +1128,18 @@ static pd_repl_result command(pd_repl *r, const char *line) {
     }
   } else if (!strcmp(name, "reset")) {
     pd_error err = {0};
+    r->gap += r->src_lines;  /* numbers stay used */
     session_close(r);
     if (session_open(r, &err)) {
-      say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
+      pd_repl_say_error(r, "%s", err.msg ? err.msg : pd_status_str(err.status));
       pd_error_clear(&err);
       res = PD_REPL_QUIT;
     }
   } else if (!strcmp(name, "quit") || !strcmp(name, "q") || !strcmp(name, "exit")) {
     res = PD_REPL_QUIT;
   } else {
-    say_error(r, "unknown command '%.*s' (:help lists them)", (int)strcspn(line, "\r\n"), line);
+    pd_repl_say_error(r, "unknown command '%.*s' (:help lists them)", (int)strcspn(line, "\r\n"),
+                      line);
     res = PD_REPL_ERROR;
   }
   pd_free(a);
@@ -1111,8 +1153,10 @@ pd_repl_result pd_repl_feed(pd_repl *r, const char *line) {
     while (*p == ' ' || *p == '\t') p++;
     if (*p == ':') {
       pd_repl_result res = command(r, p);
-      /* A script keeps its line numbers: the command's line counts as a blank one. */
+      /* A script keeps its line numbers: the command's line counts as a blank one (at a
+       * prompt, as a line the session does not keep). */
       if (!r->o.echo && res != PD_REPL_QUIT) pd_buf_puts(&r->pending, "\n");
+      else if (res != PD_REPL_QUIT) r->gap++;
       return res;
     }
     /* quit, exit, quit(), exit() as other prompts take them: say how to leave this one. */
@@ -1121,8 +1165,10 @@ pd_repl_result pd_repl_feed(pd_repl *r, const char *line) {
     bool alone = p[len + strspn(p + len, " \t\r\n")] == '\0';
     for (size_t i = 0; alone && i < PD_ARRAY_LEN(leave); i++)
       if (len == strlen(leave[i]) && !strncmp(p, leave[i], len)) {
-        say_error(r, "'%.*s' is not a command here: type :quit (or Ctrl-D) to leave", (int)len, p);
+        pd_repl_say_error(r, "'%.*s' is not a command here: type :quit (or Ctrl-D) to leave",
+                          (int)len, p);
         if (!r->o.echo) pd_buf_puts(&r->pending, "\n");
+        else r->gap++;
         return PD_REPL_ERROR;
       }
   }
@@ -1133,7 +1179,7 @@ pd_repl_result pd_repl_feed(pd_repl *r, const char *line) {
     pd_buf_free(&r->pending);
     pd_buf_init(&r->pending);
     r->incomplete = false;
-    say_error(r, "out of memory");
+    pd_repl_say_error(r, "out of memory");
     return PD_REPL_ERROR;
   }
   return try_pending(r);
@@ -1150,7 +1196,7 @@ static int cmp_str(const void *a, const void *b) {
 static void add_idents(const char *s, size_t len, bool defs_only, char ***w, int *n) {
   size_t pos = 0, start, cap = (size_t)*n;
   bool after_def = false;
-  for (int k; (k = scan(s, len, &pos, &start)) != T_END;) {
+  for (int k; (k = pd_repl_scan(s, len, &pos, &start)) != T_END;) {
     bool is_def = k == T_IDENT && pos - start == 3 && memcmp(s + start, "def", 3) == 0;
     if (k == T_IDENT && !is_def && (!defs_only || after_def)) {
       if (PD_GROW(*w, cap, (size_t)*n + 1)) return;

@@ -9,15 +9,19 @@
  * statement added. If anything fails -- syntax, compilation, an action at run time, Ctrl-C --
  * the diagnostic is printed, the runner goes back to the previous unit, the variables the
  * statement created in the global scope are dropped, and the text is not extended: a failed
- * statement adds nothing. With `echo` set (an interactive session), a statement that is a bare
- * expression (not a call of an action such as print or train) is evaluated and its value
- * printed, and is not kept.
+ * statement adds nothing. At a prompt (`echo`), the values a statement's ops make are computed
+ * when it is typed, unless they need data a reader feeds, so that a statement that fails at run
+ * time (a runaway while stopped with Ctrl-C) is dropped there too. With `echo` set, a
+ * statement that is a bare expression (not a call of an action such as print or train) is
+ * evaluated and its value printed, and is not kept.
  *
- * Line numbers in diagnostics are those of the session's text, where the statement just typed
- * (bare expression or not) comes right after the statements kept, under the source name given
- * in the options ("<repl>", "<stdin>"). A script read from a pipe keeps every line, blank lines
- * and comments included, so its line numbers are those of the input. Statements of a file
- * loaded with :load are numbered the same way, in the session's text.
+ * Line numbers in diagnostics are those of the session's text, under the source name given in
+ * the options ("<repl>", "<stdin>"): every line typed keeps its number, those of statements that
+ * failed, bare expressions, commands and blank lines included (the session's text holds blank
+ * lines in their place), so numbers only grow and an error never reuses the number of a
+ * statement that was dropped; a script read from a pipe is numbered as its input. Statements
+ * of a file loaded with :load are numbered the same way, in the session's text, after the lines
+ * typed before.
  *
  * Ownership: pd_repl_new's session is freed with pd_repl_free; it borrows the options' FILEs and
  * interrupt flag. Strings returned by pd_repl_complete belong to the session. */
@@ -75,5 +79,13 @@ pd_repl_result pd_repl_load(pd_repl *r, const char *path);
  * session, valid until the next call) holds the returned count of names. */
 int pd_repl_complete(pd_repl *r, const char *prefix, size_t plen, bool command,
                      const char *const **out);
+/* Completion in context, for the line before the cursor (len bytes): the word completed starts
+ * at line + *word. Inside a string literal, file and folder names (a folder ends in '/'); after
+ * `NAME.`, a tensor's attributes (shape, ndim, dtype, lod_level, name); at the start of an
+ * argument of a call `f(`, f's keyword parameters as "name = " and the names of
+ * pd_repl_complete; else those names (a command's after a leading ':'). Sorted, without
+ * duplicates; *out as for pd_repl_complete. */
+int pd_repl_complete_at(pd_repl *r, const char *line, size_t len, size_t *word,
+                        const char *const **out);
 
 #endif /* PD_REPL_H */

@@ -531,7 +531,7 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   }
   pd_op_desc *op = pd_block_add_op(sb, type, -1);
   const char *out = v->name;
-  if (!op || pd_op_set_loc(op, pd_cmp_op_loc(c, loc)) || pd_op_set_output(op, "Out", 1, &out) ||
+  if (!op || !pd_cmp_op_set_loc(c, op, loc) || pd_op_set_output(op, "Out", 1, &out) ||
       pd_op_set_attr_longs(op, "shape", v->ndims, v->dims) ||
       pd_op_set_attr_int(op, "dtype", (int)v->dtype) || pd_op_set_attr_float(op, k1, (float)x1) ||
       (k2 && pd_op_set_attr_float(op, k2, (float)x2))) {

@@ -166,15 +166,27 @@ void pd_cmp_error_at_caller(C *c, pd_loc loc, const char *fmt, ...) {
 
 void pd_cmp_note_calls(C *c) {
   for (inline_call *k = c->call; k; k = k->outer)
-    pd_diag_report(c->diags, source_of(c, k->site.file), PD_DIAG_NOTE, k->site,
-                   "'%s' called from here", k->def->def.name->name.id);
+    pd_diag_report_call(c->diags, source_of(c, k->site.file), k->site, k->def->def.name->name.id);
 }
 
-/* The location an op records: in the user's file, where the outermost inlined call was made. */
-pd_loc pd_cmp_op_loc(C *c, pd_loc loc) {
-  inline_call *outermost = NULL;
-  for (inline_call *k = c->call; k; k = k->outer) outermost = k;
-  return outermost ? outermost->site : loc;
+/* op at loc inside the call k (NULL: none) and the calls k is inside. */
+static bool op_set_loc_in(C *c, pd_op_desc *op, pd_loc loc, inline_call *k) {
+  if (k && !k->chain) {  /* the first op of this call: its chain, shared by the call's ops */
+    int depth = 0;
+    for (inline_call *o = k; o; o = o->outer) depth++;
+    pd_call_site *sites = pd_cmp_calloc(c, sizeof *sites * (size_t)depth);
+    int n = 0;
+    for (inline_call *o = k; sites && o; o = o->outer)
+      sites[n++] = (pd_call_site){o->site, o->def->def.name->name.id};
+    if (!sites || !(k->chain = pd_callchain_new(sites, n))) return false;
+  }
+  if (pd_op_set_loc(op, loc)) return false;
+  pd_op_set_calls(op, k ? k->chain : NULL);
+  return true;
+}
+
+bool pd_cmp_op_set_loc(C *c, pd_op_desc *op, pd_loc loc) {
+  return op_set_loc_in(c, op, loc, c->call);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -318,22 +330,11 @@ static pd_var_desc *import_var(C *c, pd_var_desc *v, pd_loc loc);
 
 pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc) {
   pd_op_desc *op = pd_block_add_op(c->block, type, -1);
-  if (!op || pd_op_set_loc(op, pd_cmp_op_loc(c, loc))) {
+  if (!op || !pd_cmp_op_set_loc(c, op, loc)) {
     c->oom = true;
     return NULL;
   }
-  /* The op records the user's line; its own line (inside a def) is kept here for the errors
-   * of pd_cmp_op_finish, which follows soon after. */
-  c->recent[c->nrecent % PD_ARRAY_LEN(c->recent)] = (struct recent_op){op, loc};
-  c->nrecent++;
   return op;
-}
-
-/* Where op was written: its line inside a def when it was made recently, else its own loc. */
-static pd_loc written_at(C *c, const pd_op_desc *op) {
-  for (size_t i = 0; i < PD_ARRAY_LEN(c->recent) && i < c->nrecent; i++)
-    if (c->recent[i].op == op) return c->recent[i].loc;
-  return op->loc;
 }
 
 static bool want_tensor(C *c, value *v, pd_loc loc, const char *what) {
@@ -397,7 +398,7 @@ value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
   if (st) {
     if (st == PD_ENOMEM) c->oom = true;
     else
-      pd_cmp_error(c, op->loc.line ? written_at(c, op) : (pd_loc){0}, "%s",
+      pd_cmp_error(c, op->loc, "%s",
                    e.msg ? e.msg : pd_status_str(st));
     pd_error_clear(&e);
     return VERR;
@@ -769,7 +770,7 @@ static pd_var_desc *rows_part(C *c, cflow *f, pd_var_desc *v) {
   pd_op_desc *op = pd_block_add_op(r->at, "split_lod_tensor", -1);
   pd_var_desc *t = pd_cmp_var_new(c, r->at, pd_cmp_fmt(c, "%s.true", v->name), true);
   pd_var_desc *fl = pd_cmp_var_new(c, r->at, pd_cmp_fmt(c, "%s.false", v->name), true);
-  if (!op || !t || !fl || pd_op_set_loc(op, pd_cmp_op_loc(c, r->loc))) {
+  if (!op || !t || !fl || !op_set_loc_in(c, op, r->loc, r->call)) {
     c->oom = true;
     return NULL;
   }
@@ -848,8 +849,8 @@ value *pd_cmp_call_def(C *c, value *fnv, call_args *a) {
       return VERR;
     }
   }
-  if (c->call_depth >= 200) {
-    pd_cmp_error(c, a->loc, "function calls nested too deeply (limit 200)");
+  if (c->call_depth >= PD_MAX_CALL_DEPTH) {
+    pd_cmp_error(c, a->loc, "function calls nested too deeply (limit %d)", PD_MAX_CALL_DEPTH);
     return VERR;
   }
   size_t np = def->def.params.len;
@@ -898,6 +899,7 @@ value *pd_cmp_call_def(C *c, value *fnv, call_args *a) {
   c->call_depth++;
   pd_cmp_compile_block(c, def->def.body);
   c->call_depth--;
+  pd_callchain_unref(call.chain);  /* the call's ops hold their references */
   c->call = call.outer;
   c->scope = saved_scope;
   return call.ret ? call.ret : VNONE;
@@ -1098,6 +1100,22 @@ const pd_source *pd_unit_source(const pd_unit *u, const pd_source *main, const c
   for (int i = 0; p && i < p->nsources; i++)
     if (p->sources[i]->name && strcmp(p->sources[i]->name, file) == 0) return p->sources[i];
   return NULL;
+}
+
+typedef struct unit_sources {
+  const pd_unit *unit;
+  const pd_source *main;
+} unit_sources;
+
+static const pd_source *find_unit_source(void *ctx, const char *file) {
+  const unit_sources *us = ctx;
+  return pd_unit_source(us->unit, us->main, file);
+}
+
+void pd_unit_render_error(pd_buf *out, const pd_unit *unit, const pd_source *main,
+                          const pd_error *err) {
+  unit_sources us = {unit, main};
+  pd_diag_render_error_in(out, find_unit_source, &us, err);
 }
 
 pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_diags *diags,

@@ -125,6 +125,10 @@ void pd_unit_free(pd_unit *unit);
  * file is its name, else the imported module of that name; NULL when none. For rendering
  * run-time errors, whose locations come from the ops, with the line and a caret. */
 const pd_source *pd_unit_source(const pd_unit *unit, const pd_source *main, const char *file);
+/* Render a run-time error of the unit's programs (pd_diag_render_error_in): its line and each
+ * call it is inside, innermost first, shown from main or the module they are in. */
+void pd_unit_render_error(pd_buf *out, const pd_unit *unit, const pd_source *main,
+                          const pd_error *err);
 
 /* The built-in functions whose names start with prefix ("" for all), in sorted order: the first
  * cap names go to out (static strings, not to be freed); returns how many match. For completion

@@ -137,6 +137,7 @@ typedef struct rows_split {
   pd_var_desc *cond;
   pd_block *at;             /* where split ops go (the block holding the if) */
   pd_loc loc;               /* the if's condition, for the split ops' source location */
+  struct inline_call *call; /* the call the if is in (NULL: none), for the split ops' calls */
   int n, cap;
   struct { const char *outer; pd_var_desc *part[2]; } *e;
 } rows_split;
@@ -164,6 +165,7 @@ typedef struct inline_call {
   value *ret;               /* the returned value (NULL until `return`) */
   bool returned;
   struct inline_call *outer;
+  pd_callchain *chain;      /* this call and the outer ones, for its ops (made at the first) */
 } inline_call;
 
 
@@ -177,11 +179,6 @@ struct pd_compiler {
   int nsources;
   size_t capsources;
   bool too_deep;            /* blocks nested past PD_MAX_BLOCK_DEPTH was reported */
-  struct recent_op {        /* the last ops made, with the line each was written at */
-    const pd_op_desc *op;
-    pd_loc loc;
-  } recent[16];
-  size_t nrecent;
   const char **importing;   /* the import chain (paths), for cycles */
   int nimporting;
   size_t capimporting;
@@ -230,7 +227,9 @@ const char *pd_cmp_dims_str(C *c, const pd_var_desc *v);
 bool pd_cmp_is_number(const value *v);
 double pd_cmp_num(const value *v);
 
-pd_loc pd_cmp_op_loc(C *c, pd_loc loc);
+/* Give op the location loc, where it was written, and the calls being inlined (pd_op_desc.calls);
+ * false on out of memory. */
+bool pd_cmp_op_set_loc(C *c, pd_op_desc *op, pd_loc loc);
 pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc);
 bool pd_cmp_op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc);
 bool pd_cmp_op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc);

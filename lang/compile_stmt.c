@@ -164,6 +164,7 @@ static bool lower_tensor_if(C *c, const pd_ast_node *ifn, size_t from, value *co
     rs->cond = cv;
     rs->at = c->block;
     rs->loc = br->branch.cond->loc;
+    rs->call = c->call;
   }
   pd_var_desc *not_cond = NULL;
   symtab *saved = c->scope;

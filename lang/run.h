@@ -99,5 +99,9 @@ pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd
  * into values[i] (caller's tensors). `why` names the caller in errors ("print"), at loc. */
 pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
                             const char *why, pd_loc loc, pd_error *err);
+/* The same when the vars need no data; when they need a var that a reader feeds, nothing runs,
+ * *needs_data is set and PD_OK returned (the REPL computes what a statement made, if it can). */
+pd_status pd_runner_try_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
+                                pd_loc loc, bool *needs_data, pd_error *err);
 
 #endif /* PD_RUN_H */

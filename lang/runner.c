@@ -130,7 +130,10 @@ pd_status pd_run_program_hash(const pd_program *p, uint64_t *hash) {
   pd_program *q = pd_program_clone(p);
   if (!q) return PD_ENOMEM;
   for (int bi = 0; bi < q->nblocks; bi++)
-    for (int i = 0; i < q->blocks[bi]->nops; i++) pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
+    for (int i = 0; i < q->blocks[bi]->nops; i++) {
+      pd_op_set_loc(q->blocks[bi]->ops[i], (pd_loc){0});
+      pd_op_set_calls(q->blocks[bi]->ops[i], NULL);
+    }
   uint8_t *bytes = NULL;
   size_t len = 0;
   pd_status st = pd_program_to_bytes(q, &bytes, &len, NULL);
@@ -290,14 +293,20 @@ pd_status pd_run_prepare(pd_runner *r, int n, const char *const *targets, pd_loc
   return PD_OK;
 }
 
-pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
-                            const char *why, pd_loc loc, pd_error *err) {
+/* pd_runner_compute, or with needs_data, pd_runner_try_compute. */
+static pd_status compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
+                         const char *why, pd_loc loc, bool *needs_data, pd_error *err) {
   pd_program *p;
   pd_exec *ex;
   pd_status st = pd_run_prepare(r, n, names, loc, &p, &ex, err);
   if (st) return st;
   const char *data[1];
-  if (pd_run_data_vars(r, p, data, 1) > 0) {
+  bool fed = pd_run_data_vars(r, p, data, 1) > 0;
+  if (fed && needs_data) {
+    *needs_data = true;
+    goto out;
+  }
+  if (fed) {
     st = pd_error_set(err, PD_EINVAL, loc,
                       "%s computes without data, but this needs '%s', which a reader feeds; "
                       "use eval(..., reader = ...) to compute over a data set",
@@ -317,4 +326,15 @@ out:
   pd_exec_free(ex);
   pd_program_free(p);
   return st;
+}
+
+pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
+                            const char *why, pd_loc loc, pd_error *err) {
+  return compute(r, n, names, values, why, loc, NULL, err);
+}
+
+pd_status pd_runner_try_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
+                                pd_loc loc, bool *needs_data, pd_error *err) {
+  *needs_data = false;
+  return compute(r, n, names, values, "a statement", loc, needs_data, err);
 }

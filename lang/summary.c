@@ -67,10 +67,10 @@ pd_status pd_unit_summary(const pd_unit *unit, const pd_source *src, pd_buf *out
   for (int k = 0; k < 81; k++) pd_buf_puts(out, "=");
   pd_buf_puts(out, "\n");
   for (int i = 0; i < b0->nops;) {
-    pd_loc loc = b0->ops[i]->loc;
+    pd_loc loc = pd_op_user_loc(b0->ops[i]);  /* a layer's ops: where the user called it */
     int j = i;
     int64_t params = 0;
-    for (; j < b0->nops && same_loc(b0->ops[j]->loc, loc); j++) {
+    for (; j < b0->nops && same_loc(pd_op_user_loc(b0->ops[j]), loc); j++) {
       const pd_op_desc *op = b0->ops[j];
       for (int s = 0; s < op->ninputs; s++)
         for (int a = 0; a < op->inputs[s].nargs; a++)

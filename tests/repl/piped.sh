@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..15"
+echo "1..18"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -86,9 +86,9 @@ cat > want.err <<'EOF'
 EOF
 check "a syntax error stops a piped script" 1
 
-# -i: values of bare expressions; errors go on; failed statements add nothing. Lines are
-# numbered in the session's text, which keeps neither bare expressions nor failed statements:
-# what is typed is always on the line after it.
+# -i: values of bare expressions; errors go on; failed statements add nothing. Lines keep the
+# numbers they were typed at, bare expressions and failed statements included: numbers only
+# grow, and an error after a statement that was dropped does not reuse its number.
 cat > session.pd <<'EOF'
 import "layers"
 x = minibatch([[1.0, 2.0]])
@@ -108,11 +108,11 @@ EOF
 { sed -n '1,2p' out; sed -n '1,2p' out; echo 7; echo 6; echo '"text"'; echo 'function relu'; } \
   > want.out
 cat > want.err <<'EOF'
-<stdin>:4:9: error: 'nope' is not defined
-    4 | y = h + nope
+<stdin>:6:9: error: 'nope' is not defined
+    6 | y = h + nope
       |         ^
-<stdin>:4:1: error: 'y' is not defined
-    4 | y
+<stdin>:7:1: error: 'y' is not defined
+    7 | y
       | ^
 EOF
 check "-i: bare expressions print values; parameters keep their values; errors add nothing" 0
@@ -183,8 +183,8 @@ printf 'a = 1\n:reset\na\n:nope\n:vars all extra\n:quit\nprint(9)\n' |
   "$PDLANG" repl -i > out 2> err; rc=$?
 : > want.out
 cat > want.err <<'EOF'
-<stdin>:1:1: error: 'a' is not defined
-    1 | a
+<stdin>:3:1: error: 'a' is not defined
+    3 | a
       | ^
 pdlang: unknown command ':nope' (:help lists them)
 pdlang: :vars takes no argument or 'all', not 'all extra'
@@ -196,11 +196,65 @@ printf '1\n' > want.out
 cat > want.err <<'EOF'
 pdlang: 'quit' is not a command here: type :quit (or Ctrl-D) to leave
 pdlang: 'exit()' is not a command here: type :quit (or Ctrl-D) to leave
-<stdin>:2:7: error: 'lable' is not defined (did you mean 'label'?)
-    2 | print(lable)
+<stdin>:4:7: error: 'lable' is not defined (did you mean 'label'?)
+    4 | print(lable)
       |       ^
 EOF
 check "quit and exit() say how to leave; a misspelt name gets a 'did you mean'" 0
+
+# A statement is computed when typed (when it needs no data): one that fails at run time is
+# dropped like one that fails to compile, and i keeps its value; one over data is kept.
+printf 'i = var(1, int64)\nz = var(0, int64)\nwhile (i < 3) {\n  i = i / z\n}\nprint(i)\n' > rt.pd
+printf 'x = data("x", [-1, 2])\ny = x * 2\nprint(y.shape)\n' >> rt.pd
+"$PDLANG" repl -i < rt.pd > out 2> err; rc=$?
+printf 'Tensor(shape=[1], dtype=int64)\n[1]\n[-1, 2]\n' > want.out
+cat > want.err <<'EOF'
+<stdin>:4:9: error: elementwise_div: integer division by zero: element 0 of Y (var 'z') [1] is 0
+    4 |   i = i / z
+      |         ^
+EOF
+check "-i: a statement that fails at run time is dropped; one over data is kept" 0
+
+# Orphan parameters: fc(x, 3)'s, once h is bound again, are marked by :vars; :gc drops the
+# statement (its line stays blank: numbers stay) and their values; the layers after it are
+# numbered anew and keep their values (g prints the same).
+printf 'import "layers"\nx = minibatch([[1.0, 2.0]])\nh = fc(x, 3)\nh = fc(x, 5)\ng = fc(h, 2)\n' > gc.pd
+printf 'print(g)\n:vars\n:gc\n:vars\nprint(g)\n:gc\nprint(nope)\n' >> gc.pd
+"$PDLANG" repl -i < gc.pd > out 2> err; rc=$?
+cat > want.err <<'EOF'
+<stdin>:12:7: error: 'nope' is not defined
+   12 | print(nope)
+      |       ^
+EOF
+ok=1
+[ "$(grep -c 'orphan (:gc frees it)$' out)" -eq 2 ] &&
+  grep -q '^  fc_0.w_0  \[2, 3\] float32  block 0, orphan (:gc frees it)$' out &&
+  grep -q '^dropped 1 statement; freed 2 parameters: fc_0.w_0, fc_0.b_0$' out &&
+  grep -q '^  fc_0.w_0  \[2, 5\] float32  block 0$' out &&
+  [ "$(sed -n '/^dropped/,$p' out | grep -c '^  fc_2')" -eq 0 ] &&
+  [ "$(sed -n 2p out)" = "$(sed -n '/^dropped/,$p' out | grep -A1 '^Tensor' | sed -n 2p)" ] &&
+  grep -q '^no orphan parameters$' out || ok=0
+# A layer whose result was read before its name was bound again is no orphan.
+printf 'import "layers"\nx = minibatch([[1.0, 2.0]])\nk = fc(x, 4)\nm = k + 1\nk = fc(x, 4)\n:gc\n' |
+  "$PDLANG" repl -i > out.read 2>&1 && [ "$(cat out.read)" = "no orphan parameters" ] || ok=0
+: > want.out
+[ $ok -eq 1 ] && : > out
+check ":vars marks orphan parameters; :gc frees them and keeps the others' values" 0
+
+# Numbers only grow: a statement dropped at run time and a block over three lines keep theirs.
+printf 'x = var(1, int64)\nz = var(0, int64)\nprint(x / z)\nq = x * 2\n' > grow.pd
+printf 'def f(v) {\n    return v\n}\nprint(nope)\nprint(f(q))\n' >> grow.pd
+"$PDLANG" repl -i < grow.pd > out 2> err; rc=$?
+printf 'Tensor(shape=[1], dtype=int64)\n[2]\n' > want.out
+cat > want.err <<'EOF'
+<stdin>:3:9: error: elementwise_div: integer division by zero: element 0 of Y (var 'z') [1] is 0
+    3 | print(x / z)
+      |         ^
+<stdin>:8:7: error: 'nope' is not defined
+    8 | print(nope)
+      |       ^
+EOF
+check "-i: line numbers only grow (after a run-time error, across a block)" 0
 
 printf 'def twice(x, k = 2) {\n    return x * k\n}\n# Adds one.\ndef inc(x) {\n    return x + 1\n}\n:help inc\n:help fc\n:help relu\n:help nope\n' |
   "$PDLANG" repl -i > out 2> err; rc=$?

@@ -1,9 +1,10 @@
 /* test_pty.c -- drives the interactive REPL through a real pseudo-terminal, typing the way a
  * person does and reading the screen: `pdlang` with no arguments on a terminal, a multi-line
- * `if` block at the continuation prompt, an error followed by a correct line, a bare expression,
- * history recall with the up arrow (also in a second session, from the history file), Tab
- * completion, :vars, Ctrl-C at the prompt and during a running action, Ctrl-D inside a block,
- * :quit and Ctrl-D. Each session must end with status 0 and no sanitizer report. TAP output. */
+ * `if` block at the continuation prompt (one history entry), an error followed by a correct
+ * line, a bare expression, history recall with the up arrow (also in a second session, from the
+ * history file), Tab completion (names, keyword arguments, attributes, file names), :vars,
+ * Ctrl-C at the prompt and during a running action, Ctrl-D inside a block, :quit and Ctrl-D.
+ * Each session must end with status 0 and no sanitizer report. TAP output. */
 #include "config.h"
 
 #include <errno.h>
@@ -221,6 +222,17 @@ int main(void) {
   type(&s, "print(o)\r");
   ok(expect(&s, "[[10],\n [40],\n [60]]\npd> "), "its outputs merged row by row");
 
+  /* The block is one history entry: three up arrows (past "o = x" and "print(o)") recall it
+   * whole, and Enter runs it again, so o is the merged value once more. */
+  type(&s, "o = x\r");
+  expect(&s, "pd> ");
+  type(&s, "\x1b[A\x1b[A\x1b[A\r");
+  size_t at = s.mark;
+  ok(expect(&s, "o = x * 2") && expect(&s, "pd> ") && !strstr(s.text + at, "... "),
+     "a block typed over several lines comes back from the history whole");
+  type(&s, "print(o)\r");
+  ok(expect(&s, "[[10],\n [40],\n [60]]\npd> "), "and runs whole");
+
   /* An error, then a correct line: the session goes on, its state intact. */
   type(&s, "y = o + undefined_name\r");
   ok(expect(&s, "<repl>:") && expect(&s, "error: 'undefined_name' is not defined") &&
@@ -261,6 +273,26 @@ int main(void) {
          expect(&s, "my_long_name  int = 21") && expect(&s, "pd> "),
      ":vars (completed from :va) lists names, shapes, dtypes and blocks");
 
+  /* Tab in context: a keyword argument of the function called, a tensor's attribute after
+   * `x.`, a file name inside a string. */
+  type(&s, "import \"layers\"\r");
+  expect(&s, "pd> ");
+  type(&s, "q = fc(x, 2, act\trelu)\r");
+  size_t before = s.mark;  /* (the terminal may skip drawing the blank it already shows) */
+  ok(expect(&s, "relu)") && expect(&s, "pd> ") && !strstr(s.text + before, "error"),
+     "Tab completes a keyword argument of the function being called");
+  type(&s, "q.sh\t\r");
+  ok(expect(&s, "q.shape") && expect(&s, "[3, 2]\npd> "), "Tab completes an attribute after x.");
+  char path[300], typed[400];
+  snprintf(path, sizeof path, "%s/complete_me.csv", dir);
+  FILE *cf = fopen(path, "w");
+  if (cf) fclose(cf);
+  snprintf(typed, sizeof typed, "\"%s/compl\t\"\r", dir);
+  type(&s, typed);
+  ok(expect(&s, "complete_me.csv\"") && expect(&s, "complete_me.csv\"\npd> "),
+     "Tab completes a file name inside a string");
+  unlink(path);
+
   /* Ctrl-C at the prompt clears the line. */
   type(&s, "print(12345)");
   expect(&s, "print(12345)");
@@ -269,18 +301,20 @@ int main(void) {
   type(&s, "print(2 + 2)\r");
   ok(expect(&s, "\n4\npd> ") && !strstr(s.text, "\n12345\n"), "... and the line was dropped");
 
-  /* Ctrl-C during a running action stops it and returns to the prompt. */
-  /* (Nested: a single while stops itself after a million iterations.) */
+  /* A statement's values are computed as it is typed: Ctrl-C stops a runaway while there, and
+   * the statement is dropped, so later statements do not run it again. (Nested: a single while
+   * stops itself after a million iterations.) */
   type(&s, "j = var(0); k = var(0)\r");
   expect(&s, "pd> ");
   type(&s, "while (j < 1000) { j = j + 1; let i = var(0); "
            "while (i < 900000) { i = i + 1; k = k + 1 } }\r");
-  expect(&s, "pd> ");
-  type(&s, "print(k)\r");
-  expect(&s, "print(k)\n");
+  expect(&s, "} }\n");
   usleep(1500 * 1000);
   type(&s, "\x03");
-  ok(expect(&s, "error: interrupted") && expect(&s, "pd> "), "Ctrl-C interrupts a running action");
+  ok(expect(&s, "error: interrupted") && expect(&s, "pd> "),
+     "Ctrl-C interrupts a statement's loop running");
+  type(&s, "print(k)\r");
+  ok(expect(&s, "\n[0]\npd> "), "the statement was dropped: k is as it was, computed at once");
   type(&s, "print(5 + 5)\r");
   ok(expect(&s, "\n10\npd> "), "the session goes on after the interrupt");
 

@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -208,6 +209,7 @@ static void op_free(pd_op_desc *op) {
   for (int i = 0; i < op->nattrs; i++) attr_clear(&op->attrs[i]);
   pd_free(op->attrs);
   pd_free((char *)op->loc.file);
+  pd_callchain_unref(op->calls);
   pd_free(op);
 }
 
@@ -337,7 +339,7 @@ static pd_op_desc *op_clone(const pd_op_desc *src) {
   if (!op) return NULL;
   if (slots_copy(&op->inputs, &op->ninputs, src->inputs, src->ninputs) ||
       slots_copy(&op->outputs, &op->noutputs, src->outputs, src->noutputs) ||
-      pd_op_set_loc(op, src->loc))
+      pd_op_copy_loc(op, src))
     goto fail;
   for (int i = 0; i < src->nattrs; i++) {
     if (GROW_BY_ONE(op->attrs, op->nattrs) || attr_copy(&op->attrs[op->nattrs], &src->attrs[i]))
@@ -647,6 +649,66 @@ int pd_op_set_loc(pd_op_desc *op, pd_loc loc) {
   return 0;
 }
 
+pd_callchain *pd_callchain_new(const pd_call_site *sites, int n) {
+  if (n < 1 || !sites) return NULL;
+  size_t size = sizeof(pd_callchain) + sizeof *sites * (size_t)n;
+  for (int i = 0; i < n; i++)
+    size += (sites[i].loc.file ? strlen(sites[i].loc.file) + 1 : 0) +
+            (sites[i].fn ? strlen(sites[i].fn) + 1 : 0);
+  pd_callchain *ch = pd_malloc(size);
+  if (!ch) return NULL;
+  atomic_init(&ch->refs, 1);
+  ch->n = n;
+  char *text = (char *)&ch->sites[n];
+  for (int i = 0; i < n; i++) {
+    ch->sites[i] = sites[i];
+    const char *from[2] = {sites[i].loc.file, sites[i].fn};
+    const char **to[2] = {&ch->sites[i].loc.file, &ch->sites[i].fn};
+    for (int k = 0; k < 2; k++) {
+      if (!from[k]) continue;
+      size_t len = strlen(from[k]) + 1;
+      *to[k] = memcpy(text, from[k], len);
+      text += len;
+    }
+  }
+  return ch;
+}
+
+pd_callchain *pd_callchain_ref(pd_callchain *ch) {
+  if (ch) atomic_fetch_add(&ch->refs, 1);
+  return ch;
+}
+
+void pd_callchain_unref(pd_callchain *ch) {
+  if (ch && atomic_fetch_sub(&ch->refs, 1) == 1) pd_free(ch);
+}
+
+void pd_op_set_calls(pd_op_desc *op, pd_callchain *ch) {
+  if (!op) return;
+  pd_callchain *old = op->calls;
+  op->calls = pd_callchain_ref(ch);
+  pd_callchain_unref(old);
+}
+
+int pd_op_copy_loc(pd_op_desc *dst, const pd_op_desc *src) {
+  if (pd_op_set_loc(dst, src->loc)) return -1;
+  pd_op_set_calls(dst, src->calls);
+  return 0;
+}
+
+pd_loc pd_op_user_loc(const pd_op_desc *op) {
+  return op->calls ? op->calls->sites[op->calls->n - 1].loc : op->loc;
+}
+
+pd_status pd_op_error_calls(pd_error *err, const pd_op_desc *op, pd_status st) {
+  if (!err || !op || !op->calls || err->ncalls || err->loc.line != op->loc.line ||
+      err->loc.col != op->loc.col || !err->loc.file || !op->loc.file ||
+      strcmp(err->loc.file, op->loc.file) != 0)
+    return st;
+  pd_error_set_calls(err, op->calls->sites, op->calls->n); /* out of memory: the error alone */
+  return st;
+}
+
 /* ---- Attributes ---- */
 
 static int attr_find(const pd_op_desc *op, const char *name) {
@@ -898,6 +960,11 @@ static pd_status check_op(const pd_program *p, const pd_block *b, int j, pd_erro
     if ((st = check_attr(p, b, op, k, ctx, err))) return st;
   if (op->loc.line < 0 || op->loc.col < 0)
     return bad(err, "%s: bad source position %d:%d", ctx, op->loc.line, op->loc.col);
+  for (int k = 0; op->calls && k < op->calls->n; k++) {
+    pd_loc at = op->calls->sites[k].loc;
+    if (at.line < 1 || at.col < 0 || !op->calls->sites[k].fn)
+      return bad(err, "%s: bad call site %d:%d", ctx, at.line, at.col);
+  }
   return PD_OK;
 }
 

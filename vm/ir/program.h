@@ -108,14 +108,31 @@ typedef struct pd_slot {
   char **args;
 } pd_slot;
 
+/* `def` calls nest at most this deep (the compiler's limit; a chain read from a file longer than
+ * this is not taken as one). */
+#define PD_MAX_CALL_DEPTH 200
+
+/* The `def` calls an op was written inside, innermost first: sites[0] is the call of the
+ * function whose body holds the op, sites[n-1] the call in the user's code. Immutable and
+ * shared (reference-counted) by the ops of one call and their copies, so a layer's ops cost one
+ * chain; the strings live in the same block. */
+typedef struct pd_callchain {
+  _Atomic int refs;
+  int n;                  /* >= 1 */
+  pd_call_site sites[];
+} pd_callchain;
+
 typedef struct pd_op_desc {
   char *type;           /* "mul", "elementwise_add", "conditional_block", ... */
   int ninputs, noutputs, nattrs;
   pd_slot *inputs;
   pd_slot *outputs;
   pd_attr *attrs;
-  pd_loc loc;           /* .pd source position; loc.file is owned by the op (serialized as the
-                           STRINGS attribute "op_callstack" = {"FILE:LINE:COL"}) */
+  pd_loc loc;           /* .pd source position where the op was written (inside a def: the
+                           line in its body); loc.file is owned by the op */
+  pd_callchain *calls;  /* the calls loc is inside, or NULL (a reference the op holds).
+                           loc and calls are serialized as the STRINGS attribute
+                           "op_callstack" (vm/ir/serialize.h) */
 } pd_op_desc;
 
 typedef struct pd_block {
@@ -185,6 +202,21 @@ const pd_slot *pd_op_output(const pd_op_desc *op, const char *param);
 const char *pd_op_input1(const pd_op_desc *op, const char *param);
 const char *pd_op_output1(const pd_op_desc *op, const char *param);
 int pd_op_set_loc(pd_op_desc *op, pd_loc loc);  /* copies loc.file */
+/* The chain of calls: a new one copying sites (n >= 1; NULL on out of memory), another
+ * reference to one (NULL stays NULL), and the release of a reference. */
+pd_callchain *pd_callchain_new(const pd_call_site *sites, int n);
+pd_callchain *pd_callchain_ref(pd_callchain *ch);
+void pd_callchain_unref(pd_callchain *ch);
+/* op holds a reference to ch (NULL: none) instead of its chain before. */
+void pd_op_set_calls(pd_op_desc *op, pd_callchain *ch);
+/* dst takes src's location and chain of calls (an op made from another: a gradient, a fused
+ * op). 0, or -1 on out of memory. */
+int pd_op_copy_loc(pd_op_desc *dst, const pd_op_desc *src);
+/* Where the user wrote the op: the outermost call's site when it is inside calls, else loc. */
+pd_loc pd_op_user_loc(const pd_op_desc *op);
+/* An error reported at op's location gets op's calls (err->calls), innermost first, unless it
+ * has calls already or is located elsewhere. Returns st. */
+pd_status pd_op_error_calls(pd_error *err, const pd_op_desc *op, pd_status st);
 
 /* Attributes: setters replace an attribute of the same name. 0, or -1 on out of memory. */
 int pd_op_set_attr_int(pd_op_desc *op, const char *name, int32_t v);
@@ -229,7 +261,10 @@ pd_status pd_program_validate(const pd_program *p, pd_error *err);
  * Safe on programs that fail validation. On out of memory out->oom is set. */
 void pd_program_dump(const pd_program *p, pd_buf *out);
 /* Append a Graphviz digraph of the program, each block a cluster nested in its parent's, ops
- * and vars as nodes, data-flow edges, and dashed edges from an op to its sub-block. */
+ * and vars as nodes, data-flow edges, and dashed edges from an op to its sub-block. Inside a
+ * block, the ops of each `def` call (pd_op_desc.calls) and the vars they make form a cluster
+ * labelled "fn (file:line)" of the call, nested as the calls nest; a long block 0 is laid out
+ * in columns (cut between the user's calls) side by side instead of one strip. */
 void pd_program_dump_dot(const pd_program *p, pd_buf *out);
 /* A name made safe for a message into buf (size n >= 8): printable ASCII kept, other bytes as
  * \xHH, cut with "..." when longer than buf; "(null)" for NULL. Returns buf. */

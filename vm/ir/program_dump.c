@@ -326,6 +326,13 @@ static void dump_op(pd_buf *out, const pd_op_desc *op, int j) {
   if (op->loc.line > 0) {
     pd_buf_puts(out, " @ ");
     put_loc(out, op->loc);
+    /* The calls it is inside, innermost first: "@ lib.pd:3:9 in f @ main.pd:5:5". */
+    for (int k = 0; op->calls && k < op->calls->n; k++) {
+      pd_buf_puts(out, " in ");
+      put_name(out, op->calls->sites[k].fn);
+      pd_buf_puts(out, " @ ");
+      put_loc(out, op->calls->sites[k].loc);
+    }
   }
   pd_buf_puts(out, "\n");
   dump_slots(out, op->inputs, op->ninputs, "in ");
@@ -417,8 +424,184 @@ static void dot_op_node(pd_buf *out, const pd_op_desc *op, int bi, int j, int de
   pd_buf_puts(out, "\", shape=box, style=rounded];\n");
 }
 
-/* The nodes of block i inside its cluster (the caller closes it after the nested clusters). */
-static void dot_open_block(pd_buf *out, const pd_program *p, int i, int depth) {
+/* ---- The ops of one `def` call as a cluster of their own, nested as the calls nest ---- */
+typedef struct dot_call {
+  int parent;                 /* the enclosing call, or -1 */
+  const pd_call_site *site;
+  const pd_callchain *direct; /* the chain of the ops directly inside (the first one seen) */
+} dot_call;
+
+typedef struct dot_calls {
+  dot_call *calls;
+  int n;
+  size_t cap;
+  int *op_call;               /* per op of the block: its innermost call, or -1 */
+  int *var_call;              /* per var: the call of the op that makes it, or -1 */
+  int *var_op;                /* per var: the op that makes it, else its first reader, or -1 */
+  /* A long block is laid out in columns side by side rather than one strip (dot_columns). */
+  int ncols;                  /* 1: one column */
+  int *op_col;                /* per op: its column (NULL when one) */
+} dot_calls;
+
+static bool same_site(const pd_call_site *a, const pd_call_site *b) {
+  return a->loc.line == b->loc.line && a->loc.col == b->loc.col &&
+         (a->loc.file == b->loc.file ||
+          (a->loc.file && b->loc.file && strcmp(a->loc.file, b->loc.file) == 0)) &&
+         (a->fn == b->fn || (a->fn && b->fn && strcmp(a->fn, b->fn) == 0));
+}
+
+static void dot_calls_free(dot_calls *dc) {
+  pd_free(dc->calls);
+  pd_free(dc->op_call);
+  pd_free(dc->var_call);
+  pd_free(dc->var_op);
+  pd_free(dc->op_col);
+  *dc = (dot_calls){0};
+}
+
+/* Which call each op and var of b belongs to. Consecutive ops whose chains agree on the outer
+ * calls are in the same clusters; a chain object of its own for the same call site starts a
+ * new call (a function called twice from one line). Returns false on out of memory. */
+static bool dot_calls_find(const pd_block *b, dot_calls *dc) {
+  *dc = (dot_calls){0};
+  dc->op_call = pd_malloc(sizeof *dc->op_call * (size_t)(b->nops + 1));
+  dc->var_call = pd_malloc(sizeof *dc->var_call * (size_t)(b->nvars + 1));
+  dc->var_op = pd_malloc(sizeof *dc->var_op * (size_t)(b->nvars + 1));
+  dc->ncols = 1;
+  int *open = pd_malloc(sizeof *open * (PD_MAX_CALL_DEPTH + 1)), depth = 0;
+  bool okay = dc->op_call && dc->var_call && dc->var_op && open;
+  for (int j = 0; okay && j < b->nops; j++) {
+    const pd_callchain *ch = b->ops[j] ? b->ops[j]->calls : NULL;
+    int n = ch ? (ch->n < PD_MAX_CALL_DEPTH ? ch->n : PD_MAX_CALL_DEPTH) : 0, common = 0;
+    while (common < depth && common < n &&
+           same_site(dc->calls[open[common]].site, &ch->sites[ch->n - 1 - common]))
+      common++;
+    if (n && common == n && dc->calls[open[n - 1]].direct && dc->calls[open[n - 1]].direct != ch)
+      common--;  /* the same site, another call */
+    depth = common;
+    for (; okay && depth < n; depth++) {
+      if (PD_GROW(dc->calls, dc->cap, (size_t)dc->n + 1)) okay = false;
+      else {
+        dc->calls[dc->n] = (dot_call){depth ? open[depth - 1] : -1,
+                                      &ch->sites[ch->n - 1 - depth], NULL};
+        open[depth] = dc->n++;
+      }
+    }
+    if (okay && n && !dc->calls[open[n - 1]].direct) dc->calls[open[n - 1]].direct = ch;
+    if (okay) dc->op_call[j] = n ? open[n - 1] : -1;
+  }
+  pd_free(open);
+  /* A var goes with the op that makes it; a parameter (made by no op here) with its first
+   * reader; anything else stays in the block. */
+  for (int v = 0; okay && v < b->nvars; v++) {
+    dc->var_call[v] = -1;
+    const pd_var_desc *var = b->vars[v];
+    int reader = -1, maker = -1;
+    for (int j = 0; var && j < b->nops && maker < 0; j++) {
+      const pd_op_desc *op = b->ops[j];
+      for (int s = 0; op && s < op->noutputs && maker < 0; s++)
+        for (int a = 0; a < op->outputs[s].nargs && maker < 0; a++)
+          if (op->outputs[s].args[a] && strcmp(op->outputs[s].args[a], var->name) == 0) maker = j;
+      for (int s = 0; op && reader < 0 && s < op->ninputs; s++)
+        for (int a = 0; a < op->inputs[s].nargs && reader < 0; a++)
+          if (op->inputs[s].args[a] && strcmp(op->inputs[s].args[a], var->name) == 0) reader = j;
+    }
+    if (maker >= 0) dc->var_call[v] = dc->op_call[maker];
+    else if (var && var->persistable && reader >= 0) dc->var_call[v] = dc->op_call[reader];
+    dc->var_op[v] = maker >= 0 ? maker : reader;
+  }
+  if (!okay) dot_calls_free(dc);
+  return okay;
+}
+
+/* Ops per column of a long block (about; a column ends where a call of the user's code does). */
+enum { DOT_COLUMN_OPS = 40 };
+
+/* The outermost call op j is inside, or -1. */
+static int root_call(const dot_calls *dc, int j) {
+  int root = dc->op_call[j];
+  while (root >= 0 && dc->calls[root].parent >= 0) root = dc->calls[root].parent;
+  return root;
+}
+
+/* Split the ops of a long block into columns of about equal length, cut only between units (an
+ * outermost call, or one op outside calls): a unit starts the next column when more than half
+ * of it would overflow the current one. false on out of memory. */
+static bool dot_columns(const pd_block *b, dot_calls *dc) {
+  int ncols = (b->nops + DOT_COLUMN_OPS - 1) / DOT_COLUMN_OPS;
+  if (ncols < 2) return true;
+  if (!(dc->op_col = pd_malloc(sizeof *dc->op_col * (size_t)b->nops))) return false;
+  int target = (b->nops + ncols - 1) / ncols, col = 0, count = 0;
+  for (int j = 0; j < b->nops;) {
+    int root = root_call(dc, j), len = 1;
+    while (root >= 0 && j + len < b->nops && root_call(dc, j + len) == root) len++;
+    if (count > 0 && count + len / 2 >= target && col < ncols - 1) {
+      col++;
+      count = 0;
+    }
+    for (int k = 0; k < len; k++) dc->op_col[j + k] = col;
+    count += len;
+    j += len;
+  }
+  dc->ncols = col + 1;
+  return true;
+}
+
+static int var_col(const dot_calls *dc, int v) {
+  return dc->op_col && dc->var_op[v] >= 0 ? dc->op_col[dc->var_op[v]] : 0;
+}
+
+static void put_file_line(pd_buf *out, pd_loc loc) {
+  put_dot_text(out, loc.file && loc.file[0] ? loc.file : "?");
+  pd_buf_printf(out, ":%d", loc.line);
+}
+
+/* The nodes of block i (vars and ops of call c: -1 for those outside calls) at depth. */
+static void dot_nodes(pd_buf *out, const pd_block *b, const dot_calls *dc, int c, int depth) {
+  for (int j = 0; b->vars && j < b->nvars; j++)
+    if (b->vars[j] && (dc ? dc->var_call[j] : -1) == c)
+      dot_var_node(out, b->vars[j], b->idx, j, depth);
+  for (int j = 0; b->ops && j < b->nops; j++)
+    if (b->ops[j] && (dc ? dc->op_call[j] : -1) == c)
+      dot_op_node(out, b->ops[j], b->idx, j, depth);
+}
+
+/* The calls of block b as clusters "cluster_bB_cK" labelled "fc (main.pd:12)", each inside the
+ * cluster of the call that made it (calls come in pre-order: a call after its parent). */
+static void dot_call_clusters(pd_buf *out, const pd_block *b, const dot_calls *dc, int depth) {
+  int *stack = dc->n ? pd_malloc(sizeof *stack * (size_t)dc->n) : NULL, top = 0;
+  if (dc->n && !stack) {
+    out->oom = 1;
+    return;
+  }
+  for (int k = 0; k < dc->n; k++) {
+    while (top > 0 && stack[top - 1] != dc->calls[k].parent) {
+      put_indent(out, depth + --top);
+      pd_buf_puts(out, "}\n");
+    }
+    put_indent(out, depth + top);
+    pd_buf_printf(out, "subgraph cluster_b%d_c%d {\n", b->idx, k);
+    put_indent(out, depth + top + 1);
+    pd_buf_puts(out, "label=\"");
+    put_dot_text(out, dc->calls[k].site->fn);
+    pd_buf_puts(out, " (");
+    put_file_line(out, dc->calls[k].site->loc);
+    pd_buf_printf(out, ")\"; style=\"rounded,filled\"; fillcolor=\"%s\";\n",
+                  top % 2 ? "#fff6e0" : "#eaf2ff");
+    dot_nodes(out, b, dc, k, depth + top + 1);
+    stack[top++] = k;
+  }
+  while (top > 0) {
+    put_indent(out, depth + --top);
+    pd_buf_puts(out, "}\n");
+  }
+  pd_free(stack);
+}
+
+/* The nodes of block i inside its cluster (the caller closes it after the nested clusters);
+ * dc0: block 0's calls (NULL: none were found). */
+static void dot_open_block(pd_buf *out, const pd_program *p, int i, int depth,
+                           const dot_calls *dc0) {
   const pd_block *b = p->blocks[i];
   put_indent(out, depth);
   pd_buf_printf(out, "subgraph cluster_b%d {\n", i);
@@ -430,10 +613,16 @@ static void dot_open_block(pd_buf *out, const pd_program *p, int i, int depth) {
   /* An invisible anchor, so that edges can point at the cluster (lhead). */
   put_indent(out, depth + 1);
   pd_buf_printf(out, "b%d [shape=point, style=invis];\n", i);
-  for (int j = 0; b->vars && j < b->nvars; j++)
-    if (b->vars[j]) dot_var_node(out, b->vars[j], i, j, depth + 1);
-  for (int j = 0; b->ops && j < b->nops; j++)
-    if (b->ops[j]) dot_op_node(out, b->ops[j], i, j, depth + 1);
+  dot_calls own = {0};
+  const dot_calls *dc = i == 0 ? dc0 : NULL;
+  bool has_ops = b->ops && b->nops > 0;
+  if (i != 0 && has_ops) {
+    if (dot_calls_find(b, &own)) dc = &own;
+    else out->oom = 1;
+  }
+  dot_nodes(out, b, dc, -1, depth + 1);
+  if (dc) dot_call_clusters(out, b, dc, depth + 1);
+  dot_calls_free(&own);
 }
 
 static void dot_close_block(pd_buf *out, int depth) {
@@ -441,34 +630,40 @@ static void dot_close_block(pd_buf *out, int depth) {
   pd_buf_puts(out, "}\n");
 }
 
-/* The node of the var `name` as seen from block b, written as "bB_vJ"; false if not found. */
-static bool put_var_ref(pd_buf *out, const pd_block *b, const char *name) {
+/* The node of the var `name` as seen from block b, written as "bB_vJ"; false if not found.
+ * *var receives J when the var is b's own, else -1. */
+static bool put_var_ref(pd_buf *out, const pd_block *b, const char *name, int *var) {
   const pd_block *owner = NULL;
   const pd_var_desc *v = name ? pd_block_find_var_visible(b, name, &owner) : NULL;
+  *var = -1;
   if (!v) return false;
   for (int j = 0; j < owner->nvars; j++) {
     if (owner->vars[j] == v) {
       pd_buf_printf(out, "b%d_v%d", owner->idx, j);
+      if (owner == b) *var = j;
       return true;
     }
   }
   return false;
 }
 
+/* dc: the block's columns, or NULL; an edge between columns does not rank its ends. */
 static void dot_slot_edges(pd_buf *out, const pd_block *b, int j, const pd_slot *slots, int n,
-                           bool input) {
+                           bool input, const dot_calls *dc) {
   for (int k = 0; slots && k < n; k++) {
     for (int a = 0; slots[k].args && a < slots[k].nargs; a++) {
       pd_buf edge;
       pd_buf_init(&edge);
-      bool found = put_var_ref(&edge, b, slots[k].args[a]);
+      int v;
+      bool found = put_var_ref(&edge, b, slots[k].args[a], &v);
       if (found && !edge.oom) {
         if (input)
           pd_buf_printf(out, "  %s -> b%d_o%d [label=\"", edge.data, b->idx, j);
         else
           pd_buf_printf(out, "  b%d_o%d -> %s [label=\"", b->idx, j, edge.data);
         put_dot_text(out, slots[k].param);
-        pd_buf_puts(out, "\"];\n");
+        bool across = dc && dc->op_col && v >= 0 && var_col(dc, v) != dc->op_col[j];
+        pd_buf_puts(out, across ? "\", constraint=false];\n" : "\"];\n");
       }
       if (edge.oom) out->oom = 1;
       pd_buf_free(&edge);
@@ -476,7 +671,7 @@ static void dot_slot_edges(pd_buf *out, const pd_block *b, int j, const pd_slot 
   }
 }
 
-static void dot_edges(pd_buf *out, const pd_program *p) {
+static void dot_edges(pd_buf *out, const pd_program *p, const dot_calls *dc0) {
   for (int i = 0; i < p->nblocks; i++) {
     const pd_block *b = p->blocks[i];
     if (!b) continue;
@@ -488,8 +683,8 @@ static void dot_edges(pd_buf *out, const pd_program *p) {
     for (int j = 0; b->ops && j < b->nops; j++) {
       const pd_op_desc *op = b->ops[j];
       if (!op) continue;
-      dot_slot_edges(out, b, j, op->inputs, op->ninputs, true);
-      dot_slot_edges(out, b, j, op->outputs, op->noutputs, false);
+      dot_slot_edges(out, b, j, op->inputs, op->ninputs, true, i == 0 ? dc0 : NULL);
+      dot_slot_edges(out, b, j, op->outputs, op->noutputs, false, i == 0 ? dc0 : NULL);
       for (int k = 0; op->attrs && k < op->nattrs; k++) {
         const pd_attr *a = &op->attrs[k];
         if (a->type != PD_ATTR_BLOCK && a->type != PD_ATTR_BLOCKS) continue;
@@ -517,11 +712,17 @@ void pd_program_dump_dot(const pd_program *p, pd_buf *out) {
   }
   block_info *info = block_infos(p, out);
   if (!info) return;
+  const pd_block *b0 = p->blocks[0];
+  dot_calls dc0 = {0};
+  bool has0 = b0->ops && b0->nops > 0 && dot_calls_find(b0, &dc0);
+  if (b0->ops && b0->nops > 0 && (!has0 || !dot_columns(b0, &dc0))) out->oom = 1;
+  /* The columns' first ops on one rank (newrank: across clusters). */
+  if (dc0.ncols > 1) pd_buf_puts(out, "  newrank=true;\n");
   /* Pre-order over the tree; on the way to the next block, close the clusters being left. */
   int depth = 0;
   for (int u = 0; u >= 0;) {
     info[u].in_tree = true;
-    dot_open_block(out, p, u, depth + 1);
+    dot_open_block(out, p, u, depth + 1, has0 ? &dc0 : NULL);
     int next_depth = depth;
     int next = tree_next(p, info, u, &next_depth);
     int close_to = next < 0 ? 0 : next_depth;
@@ -532,10 +733,20 @@ void pd_program_dump_dot(const pd_program *p, pd_buf *out) {
   /* Blocks whose parents never reach block 0 (only in invalid programs) stand alone. */
   for (int i = 1; i < p->nblocks; i++) {
     if (info[i].in_tree || !p->blocks[i]) continue;
-    dot_open_block(out, p, i, 1);
+    dot_open_block(out, p, i, 1, NULL);
     dot_close_block(out, 1);
   }
   pd_free(info);
-  dot_edges(out, p);
+  if (dc0.ncols > 1) {
+    pd_buf_puts(out, "  { rank=same;");
+    for (int j = 0, col = -1; j < b0->nops; j++) {
+      if (dc0.op_col[j] == col) continue;
+      col = dc0.op_col[j];
+      pd_buf_printf(out, " b0_o%d;", j);
+    }
+    pd_buf_puts(out, " }\n");
+  }
+  dot_edges(out, p, has0 ? &dc0 : NULL);
+  dot_calls_free(&dc0);
   pd_buf_puts(out, "}\n");
 }

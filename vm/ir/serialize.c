@@ -5,6 +5,7 @@
 #include "config.h"
 #include "vm/ir/serialize.h"
 
+#include <ctype.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -232,19 +233,27 @@ static pb_attr *write_attr(arena *ar, const pd_attr *a) {
   return pa;
 }
 
-/* The "op_callstack" attribute carrying loc as "FILE:LINE:COL". */
-static pb_attr *write_callstack(arena *ar, pd_loc loc) {
-  const char *file = loc.file ? loc.file : "";
-  int len = snprintf(NULL, 0, "%s:%d:%d", file, loc.line, loc.col);
+/* The "op_callstack" attribute: the op's location "FILE:LINE:COL", then each call it is
+ * inside, innermost first, as "FILE:LINE:COL: NAME()". */
+static pb_attr *write_callstack(arena *ar, const pd_op_desc *op) {
+  int n = 1 + (op->calls ? op->calls->n : 0);
   pb_attr *pa = NEW_MSG(ar, pb_attr, PADDLE__FRAMEWORK__PROTO__OP_DESC__ATTR__INIT);
-  char **strings = arena_alloc(ar, 1, sizeof *strings);
-  char *text = len < 0 ? NULL : arena_alloc(ar, (size_t)len + 1, 1);
-  if (!pa || !strings || !text) return NULL;
-  snprintf(text, (size_t)len + 1, "%s:%d:%d", file, loc.line, loc.col);
-  strings[0] = text;
+  char **strings = arena_alloc(ar, (size_t)n, sizeof *strings);
+  if (!pa || !strings) return NULL;
+  for (int i = 0; i < n; i++) {
+    pd_loc loc = i == 0 ? op->loc : op->calls->sites[i - 1].loc;
+    const char *file = loc.file ? loc.file : "", *fn = i == 0 ? NULL : op->calls->sites[i - 1].fn;
+    int len = fn ? snprintf(NULL, 0, "%s:%d:%d: %s()", file, loc.line, loc.col, fn)
+                 : snprintf(NULL, 0, "%s:%d:%d", file, loc.line, loc.col);
+    char *text = len < 0 ? NULL : arena_alloc(ar, (size_t)len + 1, 1);
+    if (!text) return NULL;
+    if (fn) snprintf(text, (size_t)len + 1, "%s:%d:%d: %s()", file, loc.line, loc.col, fn);
+    else snprintf(text, (size_t)len + 1, "%s:%d:%d", file, loc.line, loc.col);
+    strings[i] = text;
+  }
   pa->name = (char *)CALLSTACK_ATTR;
   pa->type = PB_AT(STRINGS);
-  pa->n_strings = 1;
+  pa->n_strings = (size_t)n;
   pa->strings = strings;
   return pa;
 }
@@ -264,7 +273,7 @@ static pb_op *write_op(arena *ar, const pd_op_desc *op) {
     if (has_loc && strcmp(op->attrs[k].name, CALLSTACK_ATTR) == 0) continue; /* loc wins */
     if (!(od->attrs[od->n_attrs++] = write_attr(ar, &op->attrs[k]))) return NULL;
   }
-  if (has_loc && !(od->attrs[od->n_attrs++] = write_callstack(ar, op->loc))) return NULL;
+  if (has_loc && !(od->attrs[od->n_attrs++] = write_callstack(ar, op))) return NULL;
   return od;
 }
 
@@ -452,27 +461,93 @@ static bool parse_count(const char *s, const char *e, int *out) {
   return true;
 }
 
-/* "FILE:LINE:COL" (FILE may itself hold colons, or be empty) -> op->loc. Returns 1 if the text
- * has that form and was taken, 0 if not, -1 on out of memory. */
-static int read_callstack(pd_op_desc *op, const char *text) {
-  const char *c2 = strrchr(text, ':');
-  if (!c2 || c2 == text) return 0;
+/* "FILE:LINE:COL" in [text, end) (FILE may itself hold colons, or be empty) -> *loc, whose
+ * file (NULL when empty) the caller frees. 1 if the text has that form, 0 if not, -1 on out of
+ * memory. */
+static int parse_loc(const char *text, const char *end, pd_loc *loc) {
+  if (end - text < 4) return 0;  /* ":L:C" at least */
+  const char *c2 = end - 1;
+  while (c2 > text && *c2 != ':') c2--;
+  if (c2 == text) return 0;
   const char *c1 = c2 - 1;
   while (c1 > text && *c1 != ':') c1--;
-  pd_loc loc = {0};
-  if (*c1 != ':' || !parse_count(c1 + 1, c2, &loc.line) ||
-      !parse_count(c2 + 1, c2 + strlen(c2), &loc.col) || loc.line < 1)
+  *loc = (pd_loc){0};
+  if (*c1 != ':' || !parse_count(c1 + 1, c2, &loc->line) || !parse_count(c2 + 1, end, &loc->col) ||
+      loc->line < 1)
     return 0;
-  char *file = c1 > text ? pd_strndup(text, (size_t)(c1 - text)) : NULL;
-  if (c1 > text && !file) return -1;
-  loc.file = file;
-  int r = pd_op_set_loc(op, loc);
-  pd_free(file);
-  return r ? -1 : 1;
+  if (c1 > text && !(loc->file = pd_strndup(text, (size_t)(c1 - text)))) return -1;
+  return 1;
 }
 
-static pd_status read_attr(pd_op_desc *op, const pb_attr *pa, size_t k, const char *ctx,
-                           pd_error *err) {
+/* A call site "FILE:LINE:COL: NAME()" (NAME an identifier) -> *site, whose strings the caller
+ * frees. 1, 0 (another form) or -1 (out of memory). */
+static int parse_call(const char *text, pd_call_site *site) {
+  size_t len = strlen(text);
+  if (len < 3 || strcmp(text + len - 2, "()") != 0) return 0;
+  const char *name_end = text + len - 2, *name = name_end;
+  while (name > text && (isalnum((unsigned char)name[-1]) || name[-1] == '_')) name--;
+  if (name == name_end || isdigit((unsigned char)*name) || name - text < 3 || name[-1] != ' ' ||
+      name[-2] != ':')
+    return 0;
+  int r = parse_loc(text, name - 2, &site->loc);
+  if (r <= 0) return r;
+  if (!(site->fn = pd_strndup(name, (size_t)(name_end - name)))) {
+    pd_free((char *)site->loc.file);
+    site->loc.file = NULL;
+    return -1;
+  }
+  return 1;
+}
+
+static bool same_str(const char *a, const char *b) {
+  return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* Does ch hold exactly the n sites? */
+static bool same_chain(const pd_callchain *ch, const pd_call_site *sites, int n) {
+  if (!ch || ch->n != n) return false;
+  for (int i = 0; i < n; i++)
+    if (ch->sites[i].loc.line != sites[i].loc.line || ch->sites[i].loc.col != sites[i].loc.col ||
+        !same_str(ch->sites[i].loc.file, sites[i].loc.file) ||
+        !same_str(ch->sites[i].fn, sites[i].fn))
+      return false;
+  return true;
+}
+
+/* An op_callstack of n strings written by write_callstack -> op->loc and op->calls (shared with
+ * the previous op of b when equal: a layer's ops share one chain in memory). 1 if taken, 0 if
+ * it has another form (Paddle's Python stack: it stays an attribute), -1 on out of memory. */
+static int read_callstack(pd_block *b, pd_op_desc *op, char *const *text, size_t n) {
+  if (n < 1 || n > 1 + (size_t)PD_MAX_CALL_DEPTH) return 0;
+  pd_loc loc;
+  int r = parse_loc(text[0], text[0] + strlen(text[0]), &loc);
+  if (r <= 0) return r;
+  pd_call_site *sites = n > 1 ? pd_calloc(n - 1, sizeof *sites) : NULL;
+  r = n > 1 && !sites ? -1 : 1;
+  size_t got = 0;
+  for (; r > 0 && got + 1 < n; got++)
+    r = text[got + 1] ? parse_call(text[got + 1], &sites[got]) : 0;
+  if (r > 0) r = pd_op_set_loc(op, loc) ? -1 : 1;
+  if (r > 0 && n > 1) {
+    const pd_op_desc *prev = b->nops >= 2 ? b->ops[b->nops - 2] : NULL;
+    pd_callchain *ch = prev && same_chain(prev->calls, sites, (int)n - 1)
+                           ? pd_callchain_ref(prev->calls)
+                           : pd_callchain_new(sites, (int)n - 1);
+    if (!ch) r = -1;
+    pd_op_set_calls(op, ch);
+    pd_callchain_unref(ch);
+  }
+  for (size_t i = 0; i < got; i++) {
+    pd_free((char *)sites[i].loc.file);
+    pd_free((char *)sites[i].fn);
+  }
+  pd_free(sites);
+  pd_free((char *)loc.file);
+  return r;
+}
+
+static pd_status read_attr(pd_block *b, pd_op_desc *op, const pb_attr *pa, size_t k,
+                           const char *ctx, pd_error *err) {
   char name[ROOM];
   if (!pa || !pa->name || !pa->name[0])
     return MALFORMED(err, "%s: attribute %zu has no name", ctx, k);
@@ -486,8 +561,8 @@ static pd_status read_attr(pd_op_desc *op, const pb_attr *pa, size_t k, const ch
     return bad_enum(err, &pd_pb_attr_type__descriptor, actx, "type",
                     (int)pa->type);
   pd_attr_type type = (pd_attr_type)pa->type;
-  if (is_callstack && type == PD_ATTR_STRINGS && pa->n_strings == 1 && pa->strings[0]) {
-    int r = read_callstack(op, pa->strings[0]);
+  if (is_callstack && type == PD_ATTR_STRINGS && pa->n_strings >= 1 && pa->strings[0]) {
+    int r = read_callstack(b, op, pa->strings, pa->n_strings);
     if (r < 0) return NOMEM(err);
     if (r > 0) return PD_OK;
   }
@@ -546,7 +621,7 @@ static pd_status read_op(pd_block *b, const pb_op *od, size_t j, pd_error *err) 
                        ctx, err)))
     return st;
   for (size_t k = 0; k < od->n_attrs; k++)
-    if ((st = read_attr(op, od->attrs[k], k, ctx, err))) return st;
+    if ((st = read_attr(b, op, od->attrs[k], k, ctx, err))) return st;
   return PD_OK;
 }
 

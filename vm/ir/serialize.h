@@ -13,10 +13,13 @@
  *                             (without it, no dims means a 0-d tensor, as in Paddle)
  *   pd_op_desc                OpDesc: type, inputs/outputs (parameter + arguments), attrs
  *   pd_attr                   OpDesc.Attr: name, type and the value field of that type
- *   pd_op_desc.loc            the STRINGS attribute "op_callstack" = {"FILE:LINE:COL"}; when an
- *                             op has a location, it replaces an "op_callstack" attribute of the
- *                             op. Reading, a one-element op_callstack of that form becomes the
- *                             location; any other (Paddle's Python stacks) stays an attribute.
+ *   pd_op_desc.loc, .calls    the STRINGS attribute "op_callstack" = {"FILE:LINE:COL"} and,
+ *                             for an op written inside `def` calls, one "FILE:LINE:COL: NAME()"
+ *                             per call, innermost first; when an op has a location, it replaces
+ *                             an "op_callstack" attribute of the op. Reading, an op_callstack of
+ *                             that form becomes the location and the calls (equal chains of
+ *                             consecutive ops shared); any other (Paddle's Python stacks) stays
+ *                             an attribute.
  * Left out on reading: OpDesc.is_target, VarDesc need_check_feed / is_parameter / attrs,
  * ProgramDesc.op_version_map. Reading refuses (PD_EUNSUPPORTED) what the IR cannot hold: var
  * kinds such as READER, element types such as BF16, attributes of type VAR, VARS, SCALAR(S).

@@ -455,6 +455,8 @@ pd_status pd_opdef_infer_shape(pd_op_desc *op, pd_block *block, pd_error *err) {
 
 pd_status pd_opdef_prepare(pd_op_desc *op, pd_block *block, pd_error *err) {
   pd_status st;
-  if ((st = pd_opdef_check(op, block, err)) || (st = pd_opdef_fill_defaults(op, err))) return st;
-  return pd_opdef_infer_shape(op, block, err);
+  if ((st = pd_opdef_check(op, block, err)) || (st = pd_opdef_fill_defaults(op, err)) ||
+      (st = pd_opdef_infer_shape(op, block, err)))
+    return pd_op_error_calls(err, op, st);
+  return PD_OK;
 }

@@ -87,13 +87,15 @@ static pd_var_desc *declare(bw *w, const char *name, const pd_var_desc *like) {
   return v;
 }
 
-static pd_status finish_op(bw *w, pd_op_desc *op, pd_loc loc, int role) {
-  if (pd_op_set_loc(op, loc) || pd_op_set_attr_int(op, "op_role", role)) return oom(w);
+/* op takes the location (and calls) of from, the forward op it comes from (NULL: none). */
+static pd_status finish_op(bw *w, pd_op_desc *op, const pd_op_desc *from, int role) {
+  if ((from && pd_op_copy_loc(op, from)) || pd_op_set_attr_int(op, "op_role", role))
+    return oom(w);
   return pd_opdef_prepare(op, w->gb, w->err);
 }
 
 /* Add up the gradients of var (when more than one was made) into <var>@GRAD. */
-static pd_status total(bw *w, vinfo *vi, pd_loc loc) {
+static pd_status total(bw *w, vinfo *vi, const pd_op_desc *from) {
   if (vi->contribs <= 1) return PD_OK;
   int n = vi->contribs;
   char **names = pd_calloc((size_t)n, sizeof *names);
@@ -108,7 +110,7 @@ static pd_status total(bw *w, vinfo *vi, pd_loc loc) {
   if (!st && (pd_op_set_input(op, "X", n, (const char *const *)names) ||
               pd_op_set_output(op, "Out", 1, (const char *const *)names)))
     st = oom(w);
-  if (!st) st = finish_op(w, op, loc, PD_OP_ROLE_BACKWARD);
+  if (!st) st = finish_op(w, op, from, PD_OP_ROLE_BACKWARD);
   for (int k = 0; k < n; k++) pd_free(names[k]);
   pd_free(names);
   if (!st) vi->contribs = 1;
@@ -165,7 +167,7 @@ static pd_status totals_of_outputs(bw *w, const pd_op_desc *fwd) {
   for (int s = 0; s < fwd->noutputs; s++)
     for (int a = 0; a < fwd->outputs[s].nargs; a++) {
       vinfo *vi = vmap_get(&w->m, fwd->outputs[s].args[a], false);
-      pd_status st = vi ? total(w, vi, fwd->loc) : PD_OK;
+      pd_status st = vi ? total(w, vi, fwd) : PD_OK;
       if (st) return st;
     }
   return PD_OK;
@@ -223,7 +225,7 @@ static pd_status start_grad_op(bw *w, const pd_op_desc *fwd, pd_op_desc **out) {
 static pd_status grad_op(bw *w, const pd_op_desc *fwd) {
   pd_op_desc *g = NULL;
   pd_status st = start_grad_op(w, fwd, &g);
-  if (!st) st = finish_op(w, g, fwd->loc, PD_OP_ROLE_BACKWARD);
+  if (!st) st = finish_op(w, g, fwd, PD_OP_ROLE_BACKWARD);
   return st;
 }
 
@@ -349,7 +351,7 @@ static pd_status sub_pass(bw *outer, pd_block *fb, pd_block *gb, const sub_spec 
   /* The wanted gradients as totals. */
   for (int i = 0; !st && i < sp->nwrt; i++) {
     vinfo *vi = vmap_get(&w.m, sp->wrt[i], false);
-    if (vi) st = total(&w, vi, (pd_loc){0});
+    if (vi) st = total(&w, vi, NULL);
   }
   pd_free(relevant);
   vmap_free(&needed);
@@ -507,7 +509,7 @@ static pd_status cf_grad(bw *w, const pd_op_desc *fwd) {
     const char **params = slot_args(fwd, "parameters", true, &nparams);
     if ((st = defer_param_products(w, gb, params, nparams, g))) return st;
   }
-  return finish_op(w, g, fwd->loc, PD_OP_ROLE_BACKWARD);
+  return finish_op(w, g, fwd, PD_OP_ROLE_BACKWARD);
 }
 
 /* The gradient ops of the relevant ops of w->fb (the first nops), last to first. */
@@ -540,15 +542,17 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
   bool *relevant = pd_calloc((size_t)nops + 1, sizeof *relevant);
   vmap needed = {0};
   pd_status st = PD_OK;
-  pd_loc cost_loc = {0};
+  const pd_op_desc *cost_op = NULL;  /* the last op the cost depends on */
+  pd_loc cost_loc = {0};             /* where the user wrote it */
   if (!relevant || !vmap_get(&needed, cost, true)) {
     st = oom(w);
     goto out;
   }
   /* 1. The ops the cost depends on. */
   if ((st = mark_relevant(w, &needed, relevant, nops))) goto out;
-  for (int i = nops - 1; i >= 0 && !cost_loc.line; i--)
-    if (relevant[i]) cost_loc = b0->ops[i]->loc;
+  for (int i = nops - 1; i >= 0 && !cost_op; i--)
+    if (relevant[i] && b0->ops[i]->loc.line) cost_op = b0->ops[i];
+  if (cost_op) cost_loc = pd_op_user_loc(cost_op);
   /* 2. Which vars need a gradient. */
   for (int i = 0; i < b0->nvars; i++) {
     const pd_var_desc *v = b0->vars[i];
@@ -582,7 +586,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
       st = oom(w);
       goto out;
     }
-    if ((st = finish_op(w, fill, cost_loc, PD_OP_ROLE_BACKWARD | PD_OP_ROLE_LOSS))) goto out;
+    if ((st = finish_op(w, fill, cost_op, PD_OP_ROLE_BACKWARD | PD_OP_ROLE_LOSS))) goto out;
     ci->contribs = 1;
   }
   if ((st = diff_block(w, relevant, nops))) goto out;
@@ -597,7 +601,7 @@ static pd_status run_pass(bw *w, const char *cost, pd_backward *out) {
     if (!v->persistable) continue;
     vinfo *vi = vmap_get(&w->m, v->name, false);
     if (!vi || !vi->needs || vi->contribs == 0) continue;
-    if ((st = total(w, vi, cost_loc))) goto out;
+    if ((st = total(w, vi, cost_op))) goto out;
     const char *g = grad_name(w, v->name, 0);
     pd_param_grad *pg = &out->pairs[out->n];
     if (!g || !(pg->param = pd_strdup(v->name)) || !(pg->grad = pd_strdup(g))) {

@@ -69,7 +69,7 @@ static pd_status fuse_pair(pd_block *blk, int at, const char *x, const char *w, 
                            pd_error *err) {
   *done = false;
   pd_op_desc *f = pd_block_add_op(blk, "fc", at + 2);
-  if (!f || pd_op_set_loc(f, blk->ops[at + 1]->loc) || pd_op_set_input(f, "Input", 1, &x) ||
+  if (!f || pd_op_copy_loc(f, blk->ops[at + 1]) || pd_op_set_input(f, "Input", 1, &x) ||
       pd_op_set_input(f, "W", 1, &w) || pd_op_set_input(f, "Bias", 1, &b) ||
       pd_op_set_output(f, "Out", 1, &out) ||
       pd_op_set_attr_int(f, "in_num_col_dims", (int32_t)ncd))

@@ -342,7 +342,7 @@ pd_status pd_fuse_gated_loop(pd_program *p, pd_block *outer, int at, bool *done,
   if (!(gate = new_seq_var(outer, states[hi], "gate", ud->dtype,
                            hid >= 0 ? (lstm ? hid : hid / 3 * 4) : -1)))
     goto nomem;
-  if (pd_op_set_loc(f, op->loc) || pd_op_set_input(f, "Input", 1, &u) ||
+  if (pd_op_copy_loc(f, op) || pd_op_set_input(f, "Input", 1, &u) ||
       (h0 && pd_op_set_input(f, "H0", 1, &h0)) || (c0 && pd_op_set_input(f, "C0", 1, &c0)) ||
       pd_op_set_input(f, "Weight", 1, &w) || (bias && pd_op_set_input(f, "Bias", 1, &bias)) ||
       pd_op_set_output(f, "Hidden", 1, &states[hi]) ||

@@ -110,7 +110,7 @@ static pd_status fuse_loop(pd_block *outer, int at, const char *u, const char *h
   pd_op_desc *op = outer->ops[at];
   pd_op_desc *f = pd_block_add_op(outer, "elman_rnn", at);
   *done = false;
-  if (!f || pd_op_set_loc(f, op->loc) || pd_op_set_input(f, "Input", 1, &u) ||
+  if (!f || pd_op_copy_loc(f, op) || pd_op_set_input(f, "Input", 1, &u) ||
       pd_op_set_input(f, "H0", 1, &h0) || pd_op_set_input(f, "Weight", 1, &w) ||
       pd_op_set_output(f, "Hidden", 1, &out) || pd_op_set_attr_string(f, "activation", act) ||
       pd_op_set_attr_bool(f, "is_reverse", bool_attr(op, "reverse")))

@@ -227,7 +227,7 @@ static pd_status oom(pd_error *err) {
 /* A copy of op at position pos of b, X and Y exchanged when swap. */
 static int copy_op(pd_block *b, int pos, const pd_op_desc *op, bool swap) {
   pd_op_desc *c = pd_block_add_op(b, op->type, pos);
-  if (!c || pd_op_set_loc(c, op->loc)) return -1;
+  if (!c || pd_op_copy_loc(c, op)) return -1;
   for (int s = 0; s < op->ninputs; s++) {
     const char *param = op->inputs[s].param;
     if (swap && strcmp(param, "X") == 0) param = "Y";

@@ -575,6 +575,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
   if (!vars) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory running a block");
   pd_scope *global = NULL;
   pd_status st = PD_OK;
+  const pd_op_desc *at = NULL;  /* the op running: an error at its line gets its calls */
   for (int i = 0; i < b->nnames; i++) {
     pd_variable *v = NULL;
     switch (b->where[i]) {
@@ -606,6 +607,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
                      .rng = &ex->rng, .err = err};
   for (int i = 0; i < b->nops; i++) {
     const pd_exec_op *x = &b->ops[i];
+    at = x->op;
     ctx.xop = x;
     ctx.op = x->op;
     ctx.def = x->def;
@@ -623,7 +625,8 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
       st = x->kernel(&ctx);
       if (!st && ex->gpu && x->place == PD_K_CUDA && (st = pd_k_dev_sync()))
         pd_ctx_check(&ctx, st, "waiting for its GPU work");
-      pd_exec_profile_end(x->def, &x->op->loc, t0, saved);
+      pd_loc at_user = pd_op_user_loc(x->op);  /* a layer's ops count at the user's call */
+      pd_exec_profile_end(x->def, &at_user, t0, saved);
     } else {
       st = x->kernel(&ctx);
     }
@@ -636,7 +639,9 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
     if (ex->opts.check_nan_inf && (st = check_outputs_finite(&ctx))) goto out;
     if (ex->release_io && b == ex->blocks) release_after(ex, b, vars, i);
   }
+  at = NULL;
 out:
+  if (st && at) pd_op_error_calls(err, at, st);
   pd_free(vars);
   return st;
 }
