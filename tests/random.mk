@@ -11,7 +11,8 @@
 #   tests/golden/run/for_stages.pd: training staged in a compile-time for, the weight after each
 #     stage against a hand computation; tests/golden/summary/for_layers.pd: layers called in
 #     the loop make parameters on each pass;
-#   tests/run/for_unroll.sh: the unrolled loop prints what the explicit calls print.
+#   tests/run/for_unroll.sh: the unrolled loop prints what the explicit calls print;
+#   tests/run/char_rnn.sh: examples/char_rnn.pd in a short form samples a line of text.
 check_PROGRAMS += tests/ops/test_kern_random
 tests_ops_test_kern_random_SOURCES = tests/ops/test_kern_random.c
 tests_ops_test_kern_random_LDADD = libpdlang-internal.la $(PD_LIBS)
@@ -27,3 +28,5 @@ TESTS += $(PD_FOR_GOLDEN_TESTS) tests/golden/run/for_stages.pd \
 EXTRA_DIST += $(PD_FOR_GOLDEN_TESTS) $(PD_FOR_GOLDEN_TESTS:.pd=.err) \
 	tests/golden/run/for_stages.pd tests/golden/run/for_stages.out \
 	tests/golden/summary/for_layers.pd tests/golden/summary/for_layers.out tests/run/for_unroll.sh
+TESTS += tests/run/char_rnn.sh
+EXTRA_DIST += tests/run/char_rnn.sh
