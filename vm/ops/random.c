@@ -49,12 +49,15 @@ pd_status pd_kernel_sampling_id(pd_exec_ctx *ctx) {
   int64_t n = x->dims[0], k = x->dims[1];
   if (k < 1 && n > 0)
     return pd_ctx_fail(ctx, PD_ESHAPE, "X %s has no classes to sample from", shape_str(x, s));
-  for (int64_t i = 0; i < n * k; i++) {
-    double p = elem_f(x, i);
-    if (!(p >= 0) || isinf(p))
-      return pd_ctx_fail(ctx, PD_EINVAL, "X[%" PRId64 ", %" PRId64 "] is %g: probabilities must "
-                         "be finite and not negative", i / k, i % k, p);
-  }
+  int64_t bad = -1;
+  FLOAT_SWITCH(x->dtype, {
+    const T *xs = pd_tensor_data(x);
+    for (int64_t i = 0; i < n * k && bad < 0; i++)
+      if (!(xs[i] >= 0) || isinf(xs[i])) bad = i;
+  });
+  if (bad >= 0)
+    return pd_ctx_fail(ctx, PD_EINVAL, "X[%" PRId64 ", %" PRId64 "] is %g: probabilities must "
+                       "be finite and not negative", bad / k, bad % k, elem_f(x, bad));
   hold h;
   hold_init(&h);
   if ((st = out1(ctx, "Out", &out)) || (st = unalias(ctx, &h, out, &x))) return st;
@@ -74,16 +77,19 @@ pd_status pd_kernel_sampling_id(pd_exec_ctx *ctx) {
   for (int64_t b = 0; b < n && !st; b += 256) {
     int64_t e = n - b < 256 ? n - b : 256;
     if ((st = pd_ctx_check(ctx, ctx->k->uniform(PD_FP64, e, u, lo, hi, rng), "uniform"))) break;
-    for (int64_t i = 0; i < e; i++) {
-      double r = u[i];
-      int64_t id = k - 1;
-      for (int64_t j = 0; j < k; j++)
-        if ((r -= elem_f(x, (b + i) * k + j)) < 0) {
-          id = j;
-          break;
-        }
-      ids[b + i] = id;
-    }
+    FLOAT_SWITCH(x->dtype, {
+      for (int64_t i = 0; i < e; i++) {
+        const T *row = (const T *)pd_tensor_data(x) + (b + i) * k;
+        double r = u[i];
+        int64_t id = k - 1;
+        for (int64_t j = 0; j < k; j++)
+          if ((r -= (double)row[j]) < 0) {
+            id = j;
+            break;
+          }
+        ids[b + i] = id;
+      }
+    });
   }
   hold_free(&h);
   return st;
