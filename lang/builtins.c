@@ -1,7 +1,7 @@
 /* builtins.c -- the functions a script can call without importing anything: the argument
  * helpers every builtin shares (lang/builtins_int.h), op wrappers (whose keyword arguments are the
  * op's Fluid attributes, typed by the op registry), tensor constructors (data, param, var,
- * minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range, prod, fail, and
+ * minibatch, sequence, zeros/ones/fill), compile-time helpers (len, range, str, prod, fail, and
  * sqrt/exp/log/abs of a number) and the one sorted table of builtins. Reader, optimizer and
  * initializer specs and the actions are in lang/builtins_action.c; layers built from these live
  * in stdlib/ (written in pdlang). */
@@ -9,6 +9,8 @@
 #include "lang/builtins_int.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- Argument helpers ---- */
@@ -79,8 +81,8 @@ bool pd_cmp_want_tensor_arg(C *c, value *v, pd_loc loc, const char *fname, const
 
 bool pd_cmp_in_global_block(C *c) { return c->block == c->unit->main->blocks[0]; }
 
-static bool value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t *dims, int *n,
-                          bool allow_unknown) {
+bool pd_cmp_value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t *dims, int *n,
+                                 bool allow_unknown) {
   if (v->k != V_LIST) {
     if (v->k != V_ERROR)
       pd_cmp_error(c, loc, "%s must be a list of integers, got %s", what, pd_cmp_vkind_phrase(v));
@@ -414,7 +416,7 @@ static value *b_data(C *c, const builtin *self, call_args *a) {
   }
   int64_t dims[PD_MAX_RANK];
   int nd;
-  if (!value_to_dims(c, shape, sloc, "the shape of data", dims, &nd, true)) return VERR;
+  if (!pd_cmp_value_to_dims(c, shape, sloc, "the shape of data", dims, &nd, true)) return VERR;
   if (dt && dt->k != V_DTYPE) {
     pd_cmp_error(c, dloc, "data: 'dtype' must be a dtype such as float32 or int64");
     return VERR;
@@ -575,7 +577,8 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   }
   int64_t dims[PD_MAX_RANK];
   int nd;
-  if (!value_to_dims(c, shape, sloc, "the shape of a parameter", dims, &nd, false)) return VERR;
+  if (!pd_cmp_value_to_dims(c, shape, sloc, "the shape of a parameter", dims, &nd, false))
+    return VERR;
   if (nd == 0) {
     pd_cmp_error(c, sloc, "a parameter needs at least one dimension");
     return VERR;
@@ -729,7 +732,7 @@ static value *const_tensor(C *c, const double *vals, size_t n, const int64_t *di
   return pd_cmp_op_finish(c, op, out);
 }
 
-static bool dtype_arg(C *c, call_args *a, int i, pd_dtype *dt) {
+bool pd_cmp_dtype_arg(C *c, call_args *a, int i, pd_dtype *dt) {
   pd_loc loc;
   value *v = pd_cmp_arg(a, i, "dtype", &loc);
   *dt = PD_FP32;
@@ -753,7 +756,7 @@ static value *literal(C *c, call_args *a, bool rows) {
     pd_cmp_error(c, a->loc, "%s needs a value", a->fname);
     return VERR;
   }
-  if (!dtype_arg(c, a, 1, &dt)) return VERR;
+  if (!pd_cmp_dtype_arg(c, a, 1, &dt)) return VERR;
   if (!rows && pd_cmp_is_number(v)) return pd_cmp_tensor_const(c, pd_cmp_num(v), dt, loc);
   double *vals = NULL;
   size_t n = 0, cap = 0;
@@ -803,7 +806,7 @@ static value *b_sequence(C *c, const builtin *self, call_args *a) {
   pd_loc loc, lloc;
   value *v = pd_cmp_arg(a, 0, "value", &loc), *lv = pd_cmp_arg(a, 2, "lod_level", &lloc);
   pd_dtype dt;
-  if (!dtype_arg(c, a, 1, &dt)) return VERR;
+  if (!pd_cmp_dtype_arg(c, a, 1, &dt)) return VERR;
   if (lv && (lv->k != V_INT || lv->i < 1 || lv->i > 2)) {
     pd_cmp_error(c, lloc, "sequence: 'lod_level' must be 1 or 2");
     return VERR;
@@ -913,14 +916,14 @@ static value *b_fill(C *c, const builtin *self, call_args *a) {
     pd_cmp_error(c, a->loc, "%s needs a shape%s", a->fname, general ? " and a value" : "");
     return VERR;
   }
-  if (!dtype_arg(c, a, general ? 2 : 1, &dt)) return VERR;
+  if (!pd_cmp_dtype_arg(c, a, general ? 2 : 1, &dt)) return VERR;
   if (val && !pd_cmp_is_number(val)) {
     pd_cmp_error(c, vloc, "fill: 'value' must be a number");
     return VERR;
   }
   int64_t dims[PD_MAX_RANK];
   int nd;
-  if (!value_to_dims(c, shape, sloc, "the shape", dims, &nd, false)) return VERR;
+  if (!pd_cmp_value_to_dims(c, shape, sloc, "the shape", dims, &nd, false)) return VERR;
   double v = general ? pd_cmp_num(val) : strcmp(self->name, "ones") == 0 ? 1 : 0;
   pd_op_desc *op = pd_cmp_op_new(c, "fill_constant", a->loc);
   if (!op || pd_op_set_attr_longs(op, "shape", nd, dims) ||
@@ -946,6 +949,33 @@ static value *b_len(C *c, const builtin *self, call_args *a) {
   if (x->k != V_ERROR)
     pd_cmp_error(c, a->loc, "len needs a list or a string, got %s", pd_cmp_vkind_phrase(x));
   return VERR;
+}
+
+/* str(x): a compile-time number, boolean or string as text ("model_" + str(e)); a float in the
+ * fewest digits that read back as the same double. */
+static value *b_str(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"x", NULL};
+  (void)self;
+  if (!pd_cmp_check_args(c, a, 1, names)) return VERR;
+  value *x = pd_cmp_need(c, a, 0, "x");
+  switch (x->k) {
+  case V_STR: return x;
+  case V_BOOL: return pd_cmp_vstr(c, x->b ? "true" : "false");
+  case V_INT: return pd_cmp_vstr(c, pd_cmp_fmt(c, "%lld", (long long)x->i));
+  case V_FLOAT: {
+    char buf[40];
+    for (int prec = 1; prec <= 17; prec++) {
+      snprintf(buf, sizeof buf, "%.*g", prec, x->f);
+      if (strtod(buf, NULL) == x->f || x->f != x->f) break;
+    }
+    return pd_cmp_vstr(c, buf);
+  }
+  case V_ERROR: return VERR;
+  default:
+    pd_cmp_error(c, a->loc, "str needs a number, a boolean or a string known when compiling, "
+                 "got %s", pd_cmp_vkind_phrase(x));
+    return VERR;
+  }
 }
 
 static value *b_range(C *c, const builtin *self, call_args *a) {
@@ -1061,6 +1091,7 @@ static const builtin builtins[] = {
     FN("fill", b_fill),
     OP1A2("flatten", "flatten_contiguous_range", "Out", "start_axis", "stop_axis"),
     {"gather", b_op, "gather", {"X", "Index", NULL}, "Out", {"axis", NULL}},
+    FN("gaussian_random", pd_cmp_b_random_fill),
     OP1A("gelu", "gelu", "Out", "approximate"),
     FN("get_variable", b_get_variable),
     OP1("hard_swish", "hard_swish", "Out"),
@@ -1103,6 +1134,7 @@ static const builtin builtins[] = {
     OP1A("relu6", "relu6", "Out", "threshold"),
     OP1A("reshape", "reshape2", "Out", "shape"),
     FN("rmsprop", pd_cmp_b_record),
+    FN("sample", pd_cmp_b_sample),
     FN("save", pd_cmp_b_action),
     OP1A("scale", "scale", "Out", "scale"),
     FN("sequence", b_sequence),
@@ -1124,6 +1156,7 @@ static const builtin builtins[] = {
     OP1("square", "square", "Out"),
     OP1A("squeeze", "squeeze2", "Out", "axes"),
     {"stack", b_concat, "stack", {NULL, NULL, NULL}, "Y", {NULL, NULL}},
+    FN("str", b_str),
     OP1A("swish", "swish", "Out", "beta"),
     OP1("tanh", "tanh", "Out"),
     FN("text", pd_cmp_b_record),
@@ -1132,6 +1165,7 @@ static const builtin builtins[] = {
     FN("train", pd_cmp_b_action),
     OP1A("transpose", "transpose2", "Out", "axis"),
     FN("uniform", pd_cmp_b_record),
+    FN("uniform_random", pd_cmp_b_random_fill),
     OP1A("unsqueeze", "unsqueeze2", "Out", "axes"),
     FN("var", b_var),
     {"where", b_op, "where", {"Condition", "X", "Y"}, "Out", {NULL, NULL}},

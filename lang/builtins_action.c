@@ -371,7 +371,7 @@ static const struct action_spec {
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
       "valid", "metrics", "valid_every", "early_stop", "monitor", "mode", "keep_best", "log",
-      "plot", NULL},
+      "plot", "valid_every_steps", NULL},
      "cost"},
 };
 
@@ -402,9 +402,10 @@ static bool check_metric(C *c, value *v, pd_loc loc, int i, int n) {
   return true;
 }
 
-/* train's validation options: valid = READER, metrics = [...], valid_every = N,
- * early_stop = PATIENCE, monitor = NAME, mode = "min" | "max", keep_best = BOOL. The names of
- * monitor are checked when train runs (the metrics' names come from their vars). */
+/* train's validation options: valid = READER, metrics = [...], valid_every = N (epochs) or
+ * valid_every_steps = N (steps), early_stop = PATIENCE, monitor = NAME, mode = "min" | "max",
+ * keep_best = BOOL. The names of monitor are checked when train runs (the metrics' names come
+ * from their vars). */
 static bool check_validation(C *c, call_args *a, const char *const *readers) {
   pd_loc vloc, l;
   value *valid = pd_cmp_arg(a, -1, "valid", &vloc), *v;
@@ -422,14 +423,20 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
     for (int i = 0; i < n; i++)
       if (!check_metric(c, v->k == V_LIST ? v->list.items[i] : v, l, i, n)) return false;
   }
-  static const char *const need_valid[] = {"metrics", "valid_every", "early_stop", "keep_best",
-                                           "monitor", "mode"};
+  static const char *const need_valid[] = {"metrics", "valid_every", "valid_every_steps",
+                                           "early_stop", "keep_best", "monitor", "mode"};
   for (size_t i = 0; !valid && i < PD_ARRAY_LEN(need_valid); i++)
     if (pd_cmp_arg(a, -1, need_valid[i], &l)) {
       pd_cmp_error(c, l, "train: '%s' needs a validation reader to watch; add valid = READER "
                    "(for example valid = mnist(\"test\"))", need_valid[i]);
       return false;
     }
+  pd_loc el;
+  if (pd_cmp_arg(a, -1, "valid_every", &el) && pd_cmp_arg(a, -1, "valid_every_steps", &l)) {
+    pd_cmp_error(c, l, "train: give either valid_every (in epochs) or valid_every_steps (in "
+                 "steps), not both");
+    return false;
+  }
   if ((v = pd_cmp_arg(a, -1, "keep_best", &l)) && v->k != V_BOOL) {
     pd_cmp_error(c, l, "train: 'keep_best' must be true or false, not %s", pd_cmp_vkind_phrase(v));
     return false;
@@ -488,7 +495,7 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
       return false;
     }
     static const char *const ints[] = {"batch", "epochs", "seed", "log_every", "valid_every",
-                                       "early_stop"};
+                                       "valid_every_steps", "early_stop"};
     for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
       pd_loc l;
       value *v2 = pd_cmp_arg(a, -1, ints[i], &l);

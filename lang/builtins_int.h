@@ -21,6 +21,13 @@ value *pd_cmp_need(C *c, call_args *a, int i, const char *name);
 bool pd_cmp_want_tensor_arg(C *c, value *v, pd_loc loc, const char *fname, const char *what);
 /* Whether the compiler is in the program's top-level block (actions and data live there). */
 bool pd_cmp_in_global_block(C *c);
+/* A compile-time list of dimensions (each positive, or -1 with allow_unknown) into dims[*n];
+ * reports "WHAT must be a list of ..." at loc and returns false otherwise. */
+bool pd_cmp_value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t *dims, int *n,
+                          bool allow_unknown);
+/* The `dtype` argument (position i, or by keyword) into *dt, float32 when absent; reports and
+ * returns false when it is not a dtype. */
+bool pd_cmp_dtype_arg(C *c, call_args *a, int i, pd_dtype *dt);
 
 /* builtins_action.c: reader, optimizer and initializer specs (a record of the arguments) and the
  * actions (recorded in the unit; run after compilation). */
@@ -31,5 +38,9 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a);
  * *pos its positional arguments as text); NULL when name is not one. */
 const char *const *pd_cmp_record_params(const char *name, int *required);
 const char *const *pd_cmp_action_params(const char *name, const char **pos);
+
+/* builtins_random.c: the random ops of the language (uniform_random, gaussian_random, sample). */
+value *pd_cmp_b_random_fill(C *c, const builtin *self, call_args *a);
+value *pd_cmp_b_sample(C *c, const builtin *self, call_args *a);
 
 #endif /* PD_BUILTINS_INT_H */

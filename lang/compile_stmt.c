@@ -438,10 +438,51 @@ static int out_index(const char *const *names, int n, const char *name) {
   return -1;
 }
 
+/* A for over a compile-time list (range(3), [0.1, 0.01], a list name) is unrolled: the body is
+ * compiled once per item, in order, each time in a plain scope of its own (same block) where the
+ * loop variable is that item, a compile-time value. So actions in the body (train, eval, save,
+ * print) are recorded once per item, and layers called in it make new parameters each time (the
+ * body is written out once per item: a stack of layers). Names the body assigns that were
+ * defined before the loop are updated (the next item sees the new value); names it defines
+ * first stay inside its pass. Unrolling stops after a pass that reported errors. */
+static bool compile_for_unrolled(C *c, const pd_ast_node *s, const value *list) {
+  if (s->for_.option) {
+    pd_cmp_error(c, s->for_.option->loc,
+                 "'%s' is an option of a loop over sequences; a for over a compile-time list "
+                 "takes none (it unrolls over the items in their order)",
+                 s->for_.option->binding.name);
+    return false;
+  }
+  symtab *saved = c->scope;
+  const char *name = s->for_.var->name.id;
+  for (int i = 0; i < list->list.n && !c->oom; i++) {
+    int errors = c->diags->nerrors;
+    if (!pd_cmp_scope_push(c, SC_PLAIN, saved)) return false;
+    if (!pd_cmp_bind_local(c, c->scope, name, list->list.items[i], s->for_.var->loc)) {
+      c->scope = saved;
+      return false;
+    }
+    pd_cmp_compile_block(c, s->for_.body);
+    c->scope = saved;
+    if (c->diags->nerrors > errors) return false;
+    if (c->call && c->call->returned) break;
+  }
+  return !c->oom;
+}
+
 static bool compile_for(C *c, const pd_ast_node *s) {
   value *seq = pd_cmp_eval(c, s->for_.iter);
   if (seq->k == V_ERROR) return false;
-  if (seq->k != V_TENSOR || seq->var->lod_level < 1) {
+  if (seq->k == V_LIST) return compile_for_unrolled(c, s, seq);
+  if (seq->k != V_TENSOR) {
+    pd_cmp_error(c, s->for_.iter->loc,
+                 "for (e in x) needs x to be a compile-time list to unroll (range(3), [1, 2], a "
+                 "name bound to a list) or a batch of sequences (a tensor with LoD) to loop "
+                 "over, got %s",
+                 pd_cmp_vkind_phrase(seq));
+    return false;
+  }
+  if (seq->var->lod_level < 1) {
     pd_buf b;
     pd_buf_init(&b);
     pd_cmp_describe(c, seq, &b);

@@ -195,7 +195,15 @@ typedef struct series {
   double width;
   bool dots;
   const char *label;
+  bool any_row;       /* rows of either kind that have a value (validation: epoch rows, or step
+                         rows with valid_every_steps) */
 } series;
+
+/* Whether row r of the log has a point of series s. */
+static bool has_point(const logdata *d, const series *s, int64_t r, int xs) {
+  const double *v = d->v + r * MAX_COLS;
+  return (s->any_row || d->epoch_row[r] == s->epochs) && isfinite(v[s->col]) && isfinite(v[xs]);
+}
 
 typedef struct panel {
   char title[96];
@@ -225,8 +233,7 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
   for (int k = 0; k < pn->ns; k++)
     for (int64_t r = 0; r < d->nrows; r++) {
       const double *v = d->v + r * MAX_COLS;
-      if (d->epoch_row[r] != pn->s[k].epochs || !isfinite(v[pn->s[k].col]) || !isfinite(v[xs]))
-        continue;
+      if (!has_point(d, &pn->s[k], r, xs)) continue;
       ymin = fmin(ymin, v[pn->s[k].col]), ymax = fmax(ymax, v[pn->s[k].col]);
     }
   if (!(xmin <= xmax) || !(ymin <= ymax)) return;
@@ -278,7 +285,7 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
     bool started = false;
     for (int64_t r = 0; r < d->nrows; r++) {
       const double *v = d->v + r * MAX_COLS;
-      if (d->epoch_row[r] != s->epochs || !isfinite(v[s->col]) || !isfinite(v[xs])) continue;
+      if (!has_point(d, s, r, xs)) continue;
       double x = L + (v[xs] - xmin) / (xmax - xmin) * (R - L);
       double y = B - (v[s->col] - ymin) / (ymax - ymin) * (B - T);
       if (started) cairo_line_to(cr, x, y);
@@ -288,7 +295,7 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
     cairo_stroke(cr);
     for (int64_t r = 0; s->dots && r < d->nrows; r++) {
       const double *v = d->v + r * MAX_COLS;
-      if (d->epoch_row[r] != s->epochs || !isfinite(v[s->col]) || !isfinite(v[xs])) continue;
+      if (!has_point(d, s, r, xs)) continue;
       cairo_arc(cr, L + (v[xs] - xmin) / (xmax - xmin) * (R - L),
                 B - (v[s->col] - ymin) / (ymax - ymin) * (B - T), 3, 0, 2 * M_PI);
       cairo_fill(cr);
@@ -333,9 +340,10 @@ pd_status pd_plot_log(const char *log_path, const char *png_path, int width, int
   int lc = col(&d, "loss"), vl = col(&d, "valid_loss"), lr = col(&d, "lr");
   panel *p = &panels[np++];
   *p = (panel){.title = "loss"};
-  p->s[p->ns++] = (series){lc, false, PD_PLOT_STEP_RGB, 1.2, false, "train (steps)"};
-  p->s[p->ns++] = (series){lc, true, PD_PLOT_TRAIN_RGB, 2.2, true, "train (epochs)"};
-  if (vl >= 0) p->s[p->ns++] = (series){vl, true, PD_PLOT_VALID_RGB, 2.2, true, "validation"};
+  p->s[p->ns++] = (series){lc, false, PD_PLOT_STEP_RGB, 1.2, false, "train (steps)", false};
+  p->s[p->ns++] = (series){lc, true, PD_PLOT_TRAIN_RGB, 2.2, true, "train (epochs)", false};
+  if (vl >= 0)
+    p->s[p->ns++] = (series){vl, true, PD_PLOT_VALID_RGB, 2.2, true, "validation", true};
   double lo = INFINITY, hi = -INFINITY;
   for (int64_t r = 0; lr >= 0 && r < d.nrows; r++)
     if (isfinite(d.v[r * MAX_COLS + lr]))
@@ -343,14 +351,14 @@ pd_status pd_plot_log(const char *log_path, const char *png_path, int width, int
   if (lo < hi) {
     p = &panels[np++];
     *p = (panel){.title = "learning rate"};
-    p->s[p->ns++] = (series){lr, false, PD_PLOT_TRAIN_RGB, 1.6, false, "learning rate"};
+    p->s[p->ns++] = (series){lr, false, PD_PLOT_TRAIN_RGB, 1.6, false, "learning rate", false};
   }
   for (int c = 0; c < d.ncols; c++)
     if (strncmp(d.cols[c], "valid_", 6) == 0 && c != vl) {
       p = &panels[np++];
       *p = (panel){.ns = 0};
       snprintf(p->title, sizeof p->title, "%s", d.cols[c] + 6);
-      p->s[p->ns++] = (series){c, true, PD_PLOT_VALID_RGB, 2.2, true, "validation"};
+      p->s[p->ns++] = (series){c, true, PD_PLOT_VALID_RGB, 2.2, true, "validation", true};
     }
   int W = width > 0 ? width : 900, H = height > 0 ? height : 280 * np;
   cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);

@@ -1,7 +1,7 @@
 /* train.c -- the actions that run a program over data or move its parameters to and from disk:
  *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=,
- *         valid=, metrics=, valid_every=, early_stop=, monitor=, mode=, keep_best=, log=,
- *         plot=)
+ *         valid=, metrics=, valid_every=, valid_every_steps=, early_stop=, monitor=, mode=,
+ *         keep_best=, log=, plot=)
  *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
  *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
  *       per minibatch in a fresh scope under the global one, with progress on the progress
@@ -553,6 +553,17 @@ static void epoch_summary(progress *pg, int epoch, int epochs, double loss, int6
   fflush(pg->out);
 }
 
+/* The line of a validation after a step (valid_every_steps): "step 26 (epoch 2/30), valid loss
+ * 0.4741, valid accuracy 1.0000", and the early-stopping note (may be NULL) below it. */
+static void step_validation_line(progress *pg, int64_t step, int epoch, int epochs,
+                                 const char *valid, const char *note) {
+  if (!pg->out) return;
+  if (pg->bar) fputc('\n', pg->out);
+  fprintf(pg->out, "step %lld (epoch %d/%d)%s\n", (long long)step, epoch, epochs, valid);
+  if (note) fprintf(pg->out, "%s\n", note);
+  fflush(pg->out);
+}
+
 /* ---------------------------------------------------------------- train */
 
 static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *err) {
@@ -894,7 +905,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   if (!pg.bar) pg.last_draw = pd_train_now();
   pd_exec_fetch fetch = {cost, &loss_t};
   double lr = pd_optimizer_lr(&o, gstep, total);
-  for (int e = first_epoch; e < epochs && !st; e++) {
+  bool stop = false;
+  for (int e = first_epoch; e < epochs && !st && !stop; e++) {
     if ((st = pd_batcher_start_epoch(bt, e))) break;
     pg.t0 = pd_train_now();
     double sum = 0;
@@ -929,6 +941,27 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
       }
       progress_step(&pg, e + 1, (int)epochs, done, steps, sum / (double)samples,
                     samples * nranks);
+      /* valid_every_steps = N: validation after the call's steps N, 2N, ... (over its epochs). */
+      if (vd) {
+        double vsec, el = pd_train_now() - pg.t0;
+        line.len = line2.len = 0;
+        if ((st = pd_valid_step(vd, (int64_t)e * steps + done, &line, &line2, &stop, &vsec,
+                                err)))
+          goto out;
+        if (line.oom || line2.oom) {
+          st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+          goto out;
+        }
+        if (line.len) {
+          step_validation_line(&pg, (int64_t)e * steps + done, e + 1, (int)epochs, line.data,
+                               line2.len ? line2.data : NULL);
+          if ((st = pd_train_log_valid(lg, e + 1, gstep, lr,
+                                       el > 0 ? (double)(samples * nranks) / el : 0,
+                                       pd_valid_last(vd), pd_train_opt_loc(a, "log"), err)))
+            goto out;
+        }
+        if (stop) break;
+      }
       if (r->opts.interrupt && *r->opts.interrupt) {
         if (pg.bar) fputc('\n', pg.out);
         if (ckpt) {
@@ -948,14 +981,15 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     }
     skip = 0;
     double el = pd_train_now() - pg.t0, vsec = 0;
-    bool stop = false;
+    bool estop = false;  /* a stop after a step (valid_every_steps) is already in stop */
     line.len = line2.len = 0;
-    if (vd && (st = pd_valid_epoch(vd, e, &line, &line2, &stop, &vsec, err)))
+    if (vd && (st = pd_valid_epoch(vd, e, &line, &line2, &estop, &vsec, err)))
       goto out;
     if (line.oom || line2.oom) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
       goto out;
     }
+    stop = stop || estop;
     pg.valid_secs = vsec;
     /* A summary per epoch; for long runs of short epochs, about 20 in all (and each epoch that
      * validated). */
@@ -979,7 +1013,6 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
         goto out;
       }
     }
-    if (stop) break;
   }
   /* keep_best: the best epoch's parameters replace the model's. The checkpoint keeps the last
    * epoch's (a later call with more epochs goes on from them) and the best as NAME@BEST. */

@@ -89,6 +89,13 @@ bool pd_valid_stopped(const pd_valid *v);
 pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bool *stop,
                          double *seconds, pd_error *err);
 
+/* With valid_every_steps = N, after step `step` of the call (1-based, counted over its epochs
+ * from its first, so that a resumed run validates the same steps): when step is a multiple of
+ * N, the same as pd_valid_epoch (the best's "epoch" is then its step). A no-op otherwise, and
+ * without valid_every_steps (pd_valid_epoch then validates by epochs and this never does). */
+pd_status pd_valid_step(pd_valid *v, int64_t step, pd_buf *line, pd_buf *line2, bool *stop,
+                        double *seconds, pd_error *err);
+
 /* At the end of training: with keep_best, the best epoch's parameters (when an epoch was
  * validated) replace the model's, with a note on progress (which may be NULL). */
 pd_status pd_valid_finish(pd_valid *v, FILE *progress, pd_error *err);
@@ -116,6 +123,10 @@ pd_status pd_train_log_step(pd_train_log *l, int epoch, int64_t step, double lr,
                             pd_loc loc, pd_error *err);
 pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double loss, double lr,
                              double sps, const double *valid, pd_loc loc, pd_error *err);
+/* A validation after a step (valid_every_steps): a step row with the validation's values (its
+ * loss, the mean since the last row, empty when there was none). l may be NULL. */
+pd_status pd_train_log_valid(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
+                             const double *valid, pd_loc loc, pd_error *err);
 
 /* ---- lang/train_image.c ---- */
 

@@ -151,3 +151,13 @@ pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double lo
   if (l->failed) return pd_error_set(err, PD_EIO, loc, "log: cannot write %s", l->path);
   return PD_OK;
 }
+
+pd_status pd_train_log_valid(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
+                             const double *valid, pd_loc loc, pd_error *err) {
+  if (!l) return PD_OK;
+  row(l, "step", epoch, step, l->nsum ? l->sum / (double)l->nsum : NAN, lr, sps, valid);
+  l->sum = 0;
+  l->nsum = 0;
+  if (l->failed) return pd_error_set(err, PD_EIO, loc, "log: cannot write %s", l->path);
+  return PD_OK;
+}

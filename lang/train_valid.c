@@ -1,8 +1,9 @@
-/* train_valid.c -- train's validation: after an epoch (every valid_every epochs and after the
- * last) the cost and the metrics are evaluated on the validation reader in test mode (dropout
- * off, batch norm's running statistics, as eval does), early stopping watches one of them, and
- * keep_best keeps a copy of the parameters of the best epoch, restored at the end. The state
- * (the best value, its epoch, the epochs since, whether the run stopped, the copies) lives in
+/* train_valid.c -- train's validation: after every valid_every-th epoch, or every
+ * valid_every_steps-th step of the call, the cost and the metrics are evaluated on the
+ * validation reader in test mode (dropout off, batch norm's running statistics, as eval does),
+ * early stopping watches one of them, and keep_best keeps a copy of the parameters of the best
+ * validation, restored at the end. The state (the best value, its epoch or step, the
+ * validations since, whether the run stopped, the copies) lives in
  * persistable vars of the training program, so checkpoints carry it and a resumed run goes on
  * bit for bit. lang/train.c calls it (lang/train_int.h). */
 #include "config.h"
@@ -12,8 +13,9 @@
 
 #include "lang/train_int.h"
 
-/* The early-stopping record, fp64 [4]: the best value, its epoch (1-based; 0: none yet), the
- * validated epochs since it without a better value, and 1 once early stopping ended the run. */
+/* The early-stopping record, fp64 [4]: the best value, its epoch (1-based; 0: none yet; with
+ * valid_every_steps its step of the call), the validations since it without a better value, and
+ * 1 once early stopping ended the run. */
 #define STATE_VAR "@VALID@STATE"
 #define BEST_SUFFIX "@BEST"
 enum { S_BEST, S_BEST_EPOCH, S_BAD, S_STOPPED, S_N };
@@ -27,7 +29,8 @@ struct pd_valid {
   int n;                                /* the cost, then the metrics */
   const char *vars[MAX_METRICS];        /* borrowed from the action */
   char names[MAX_METRICS][64];          /* "loss", "accuracy", ... */
-  int64_t every;                        /* valid_every */
+  int64_t every;                        /* valid_every (epochs) */
+  int64_t steps;                        /* valid_every_steps; 0: validate by epochs */
   int64_t patience;                     /* early_stop; 0: none */
   int monitor;                          /* index into names */
   bool maximize;
@@ -95,6 +98,7 @@ pd_status pd_valid_new(pd_runner *r, const pd_action *a, const char *cost, pd_va
   }
   const pd_cval *o;
   v->every = (o = pd_action_opt(a, "valid_every")) && o->kind == PD_CVAL_INT ? o->i : 1;
+  v->steps = (o = pd_action_opt(a, "valid_every_steps")) && o->kind == PD_CVAL_INT ? o->i : 0;
   v->patience = (o = pd_action_opt(a, "early_stop")) && o->kind == PD_CVAL_INT ? o->i : 0;
   v->keep_best = (o = pd_action_opt(a, "keep_best")) && o->kind == PD_CVAL_BOOL && o->b;
   o = pd_action_opt(a, "monitor");
@@ -134,7 +138,8 @@ void pd_valid_describe(const pd_valid *v, pd_buf *b) {
   pd_buf_puts(b, "\nvalidation=");
   pd_cval_format(pd_action_opt(v->a, "valid"), b);
   for (int i = 1; i < v->n; i++) pd_buf_printf(b, "%s%s", i == 1 ? ", metrics " : " ", v->vars[i]);
-  pd_buf_printf(b, ", every %lld", (long long)v->every);
+  if (v->steps) pd_buf_printf(b, ", every %lld steps", (long long)v->steps);
+  else pd_buf_printf(b, ", every %lld", (long long)v->every);
   if (v->patience)
     pd_buf_printf(b, ", early_stop %lld on %s (%s)", (long long)v->patience,
                   v->names[v->monitor], v->maximize ? "max" : "min");
@@ -222,12 +227,10 @@ bool pd_valid_stopped(const pd_valid *v) {
   return v && !state_io((pd_valid *)v, s, false) && s[S_STOPPED] != 0;
 }
 
-pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bool *stop,
-                         double *seconds, pd_error *err) {
-  *stop = false;
-  *seconds = 0;
-  v->validated = false;
-  if ((epoch + 1) % v->every != 0) return PD_OK;
+/* One validation, after epoch or step `at` (1-based; its unit: v->steps ? step : epoch). */
+static pd_status validate(pd_valid *v, int64_t at, pd_buf *line, pd_buf *line2, bool *stop,
+                          double *seconds, pd_error *err) {
+  const char *unit = v->steps ? "step" : "epoch";
   double t0 = pd_train_now(), *means = v->last;
   int64_t samples;
   pd_status st = pd_averager_run(v->av, means, &samples, err);
@@ -243,7 +246,7 @@ pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bo
   bool better = v->maximize ? x > s[S_BEST] : x < s[S_BEST];
   if (better) {
     s[S_BEST] = x;
-    s[S_BEST_EPOCH] = epoch + 1;
+    s[S_BEST_EPOCH] = (double)at;
     s[S_BAD] = 0;
     if (v->keep_best && (st = copy_params(v, true)))
       return pd_error_set(err, st, v->a->loc, "keep_best: cannot copy the parameters");
@@ -253,14 +256,32 @@ pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bo
       s[S_STOPPED] = 1;
       *stop = true;
       pd_buf_printf(line2, "early stop: valid %s has not %s for %lld validation%s (best %.4f "
-                    "at epoch %d)", v->names[v->monitor], v->maximize ? "risen" : "fallen",
-                    (long long)v->patience, v->patience == 1 ? "" : "s", s[S_BEST],
-                    (int)s[S_BEST_EPOCH]);
+                    "at %s %lld)", v->names[v->monitor], v->maximize ? "risen" : "fallen",
+                    (long long)v->patience, v->patience == 1 ? "" : "s", s[S_BEST], unit,
+                    (long long)s[S_BEST_EPOCH]);
     }
   }
   if (state_io(v, s, true)) return pd_error_set(err, PD_ERUNTIME, v->a->loc,
                                                 "train: the validation's record is missing");
   return PD_OK;
+}
+
+pd_status pd_valid_epoch(pd_valid *v, int epoch, pd_buf *line, pd_buf *line2, bool *stop,
+                         double *seconds, pd_error *err) {
+  *stop = false;
+  *seconds = 0;
+  v->validated = false;
+  if (v->steps || (epoch + 1) % v->every != 0) return PD_OK;
+  return validate(v, epoch + 1, line, line2, stop, seconds, err);
+}
+
+pd_status pd_valid_step(pd_valid *v, int64_t step, pd_buf *line, pd_buf *line2, bool *stop,
+                        double *seconds, pd_error *err) {
+  *stop = false;
+  *seconds = 0;
+  v->validated = false;
+  if (!v->steps || step % v->steps != 0) return PD_OK;
+  return validate(v, step, line, line2, stop, seconds, err);
 }
 
 pd_status pd_valid_finish(pd_valid *v, FILE *progress, pd_error *err) {
@@ -270,8 +291,9 @@ pd_status pd_valid_finish(pd_valid *v, FILE *progress, pd_error *err) {
   pd_status st = copy_params(v, false);
   if (st) return pd_error_set(err, st, v->a->loc, "keep_best: cannot restore the parameters");
   if (progress) {
-    fprintf(progress, "keep_best: the parameters of epoch %d (valid %s %.4f) restored\n",
-            (int)s[S_BEST_EPOCH], v->names[v->monitor], s[S_BEST]);
+    fprintf(progress, "keep_best: the parameters of %s %lld (valid %s %.4f) restored\n",
+            v->steps ? "step" : "epoch", (long long)s[S_BEST_EPOCH], v->names[v->monitor],
+            s[S_BEST]);
     fflush(progress);
   }
   return PD_OK;

@@ -7,7 +7,9 @@
 #   tests/golden/run: a validation reader whose fields do not match the training reader's, an
 #     unknown monitor; the learning-rate schedule going on across train calls;
 #   tests/run/valid_train.sh: the validation's values against a hand computation, early stopping,
-#     keep_best, and a resume from a checkpoint with both, bit for bit;
+#     keep_best, and a resume from a checkpoint with both, bit for bit; the same with validation
+#     counted in steps (valid_every_steps); tests/golden/check/train_valid_every_both.pd its
+#     errors;
 #   tests/run/train_log.sh: train's log (CSV and JSON lines) parsed back; its errors are golden
 #     tests (train_log_not_file, train_log_unwritable).
 PD_FLOW_GOLDEN_TESTS = tests/golden/check/train_metric_shape.pd \
@@ -22,7 +24,8 @@ PD_FLOW_GOLDEN_TESTS = tests/golden/check/train_metric_shape.pd \
 	tests/golden/run/train_monitor_unknown.pd \
 	tests/golden/check/train_log_not_file.pd \
 	tests/golden/run/train_log_unwritable.pd \
-	tests/golden/check/train_plot_not_file.pd
+	tests/golden/check/train_plot_not_file.pd \
+	tests/golden/check/train_valid_every_both.pd
 # pdlang summary (tests/golden/summary: the counts checked against the parameters' sizes in
 # the script's comments) and the REPL's :summary (tests/run/summary.sh).
 TESTS += tests/golden/summary/layers.pd tests/run/summary.sh

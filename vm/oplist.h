@@ -260,6 +260,8 @@ PD_OP(rnn, DIFF | FP_IN, rnn,
             INT("hidden_size", 100), INT("num_layers", 1),
             REQ_ENUM("mode", "LSTM", "GRU", "RNN_TANH", "RNN_RELU"), INT("seed", 0),
             BOOL("is_test", false)))
+PD_OP(sampling_id, 0, sampling_id, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(FLOAT("min", 0.0), FLOAT("max", 1.0), INT("seed", 0)))
 PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(select_input, DIFF, select_input, IN(LIST("X"), ONE("Mask")), OUT(ONE("Out")), NONE)

@@ -3,13 +3,15 @@
 # validation's values on the epoch line against a hand computation, early stopping, keep_best
 # restoring the best epoch's parameters, and a run stopped after 2 epochs and resumed from its
 # checkpoint that ends, early stop and keep_best included, with exactly the parameters of an
-# uninterrupted run. TAP output.
+# uninterrupted run; the same with valid_every_steps (validation counted in steps: its lines on
+# the progress output and in the log, early stopping counting validations, the resume bit for
+# bit). TAP output.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 dir=${TMPDIR:-/tmp}/pd_valid.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-echo "1..8"
+echo "1..13"
 i=0
 report() { # $1: 0 = ok, $2: the test's name, $3: a file to show on failure
   i=$((i + 1))
@@ -90,3 +92,39 @@ grep -q "^ck: early stopping ended the run at epoch $last; nothing to train" d.e
   cmp -s a.params c.params
 report $? "a finished run's checkpoint trains nothing and restores the same best parameters" d.err
 
+
+# 9-13. valid_every_steps = 5: 200 rows in batches of 16 are 13 steps an epoch; validation after
+# the call's steps 5, 10, 15, ... (over the epochs), on a line of its own and in the log.
+script 30 ', valid_every_steps = 5, log = "e.csv", checkpoint = "cke"' e.params > e.pd
+"$PDLANG" run --progress=lines e.pd > e.out 2> e.err
+rc=$?
+vsteps=$(sed -n 's/^step \([0-9]*\) (epoch [0-9]*\/30), valid loss [0-9.]*, valid accuracy [0-9.]*$/\1/p' e.err | tr '\n' ' ')
+lsteps=$(awk -F, 'NR > 1 && $1 == "step" && $8 != "" { n++ } END { print n + 0 }' e.csv)
+want=""
+k=5
+for s in $vsteps; do want="$want$k "; k=$((k + 5)); done
+[ $rc -eq 0 ] && [ -n "$vsteps" ] && [ "$vsteps" = "$want" ] &&
+  [ "$lsteps" -eq "$(echo $vsteps | wc -w)" ] && ! grep -q '^epoch.*valid loss' e.err
+report $? "validation after steps $vsteps(each on a line, $lsteps log rows, none on the epoch lines)" e.err
+vbest=$(sed -n 's/^keep_best: the parameters of step \([0-9]*\) .*/\1/p' e.err)
+vlast=$(echo $vsteps | awk '{ print $NF }')
+grep -q "^early stop: valid loss has not fallen for 2 validations (best [0-9.]* at step $vbest)" e.err &&
+  [ -n "$vbest" ] && [ "$vlast" -eq $((vbest + 10)) ]
+report $? "early stopping counts validations: the last at step $vlast, 2 after the best, $vbest" e.err
+bestloss=$(sed -n "s|^step $vbest (epoch [0-9]*/30), valid loss \([0-9.]*\),.*|\1|p" e.err)
+evalloss=$(sed -n 's/^eval: cost = \([0-9.]*\) .*/\1/p' e.out)
+[ -n "$bestloss" ] && [ "$bestloss" = "$evalloss" ]
+report $? "keep_best: eval sees the best step's validation loss ($bestloss, eval $evalloss)" e.err
+# Resume: 1 epoch (validations at steps 5 and 10) with a checkpoint, then the whole run from it.
+script 1 ', valid_every_steps = 5, checkpoint = "ck2"' f.params > f.pd
+"$PDLANG" run --progress=none f.pd > f.out 2>&1
+cp ck2 ck2.epoch1
+script 30 ', valid_every_steps = 5, checkpoint = "ck2"' g.params > g.pd
+"$PDLANG" run --progress=lines g.pd > g.out 2> g.err
+grep -q 'resuming from ck2: epoch 2' g.err && [ "$(grep -c '^step [0-9]* (epoch' g.err)" -ge 1 ] &&
+  ! grep -q '^step [0-9]* (epoch 1/30)' g.err
+report $? "the run resumes from the checkpoint and validates the steps after it" g.err
+# The checkpoints hold the last step's parameters, the optimizer's state, the best copies and
+# the early-stopping record: the resumed run's ends equal to the uninterrupted run's.
+cmp -s e.params g.params && cmp -s cke ck2 && ! cmp -s cke ck2.epoch1
+report $? "the resumed run stops at the same step with the same parameters and checkpoint, bit for bit" g.err

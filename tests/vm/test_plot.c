@@ -2,7 +2,8 @@
  * JSON lines) is drawn, the PNG decoded again with cairo and checked for its size, for pixels of
  * each curve's colour in the panel each belongs to (the loss panel: the steps, the epochs and
  * the validation; the accuracy panel: the validation only; a learning-rate panel only when the
- * rate changes), and for a blank picture of no curves never passing; the errors of bad logs
+ * rate changes; the validation from epoch rows, or from step rows as valid_every_steps writes
+ * them), and for a blank picture of no curves never passing; the errors of bad logs
  * name the file and the line. Without cairo: the error that says so. */
 #include "config.h"
 #include "lang/plot.h"
@@ -37,8 +38,9 @@ static void write_text(const char *name, const char *text) {
 }
 
 /* A log of 4 epochs of 10 steps: the loss falls as 1 / step, the validation's loss and
- * accuracy move each epoch; lr_changes: the rate halves each epoch. */
-static void make_log(const char *name, bool json, bool lr_changes) {
+ * accuracy move each epoch; lr_changes: the rate halves each epoch; step_valid: the validation
+ * is on step rows, every 5 steps, as valid_every_steps = 5 writes it (CSV only). */
+static void make_log(const char *name, bool json, bool lr_changes, bool step_valid) {
   FILE *f = fopen(path(name), "w");
   if (!f) return;
   if (!json) fputs("kind,epoch,step,loss,lr,samples_per_s,time_s,valid_loss,valid_accuracy\n", f);
@@ -50,9 +52,14 @@ static void make_log(const char *name, bool json, bool lr_changes) {
         fprintf(f, "{\"kind\": \"step\", \"epoch\": %d, \"step\": %d, \"loss\": %g, \"lr\": %g, "
                 "\"samples_per_s\": 1000, \"time_s\": %g}\n", e, step, 1.0 / step, lr, step * 0.01);
       else fprintf(f, "step,%d,%d,%g,%g,1000,%g,,\n", e, step, 1.0 / step, lr, step * 0.01);
+      if (step_valid && step % 5 == 0)
+        fprintf(f, "step,%d,%d,,%g,1000,%g,%g,%g\n", e, step, lr, step * 0.01, 0.5 / step + 0.1,
+                0.7 + 0.005 * step);
     }
     double vl = 0.5 / e + (e == 4 ? 0.1 : 0), acc = 0.7 + 0.05 * e;
-    if (json)
+    if (step_valid)
+      fprintf(f, "epoch,%d,%d,%g,%g,1000,%g,,\n", e, e * 10, 0.3 / e, lr, e * 0.1);
+    else if (json)
       fprintf(f, "{\"kind\": \"epoch\", \"epoch\": %d, \"step\": %d, \"loss\": %g, \"lr\": %g, "
               "\"samples_per_s\": 1000, \"time_s\": %g, \"valid_loss\": %g, \"valid_accuracy\": "
               "%g}\n", e, e * 10, 0.3 / e, lr, e * 0.1, vl, acc);
@@ -114,15 +121,17 @@ int main(void) {
     printf("Bail out! no temporary folder\n");
     return 1;
   }
-  make_log("run.csv", false, false);
-  make_log("run.jsonl", true, false);
-  make_log("lr.csv", false, true);
+  make_log("run.csv", false, false, false);
+  make_log("run.jsonl", true, false, false);
+  make_log("lr.csv", false, true, false);
+  make_log("steps.csv", false, false, true);
   pd_error e = {0};
 #ifdef PD_HAVE_CAIRO
   ok(pd_plot_available(), "built with cairo");
   check_picture("run.csv", "a.png", 2, "CSV");
   check_picture("run.jsonl", "b.png", 2, "JSON lines");
   check_picture("lr.csv", "c.png", 3, "a changing learning rate");
+  check_picture("steps.csv", "e.png", 2, "validation on step rows (valid_every_steps)");
   /* A chosen size. */
   is_int(pd_plot_log(path("run.csv"), path("d.png"), 400, 300, NULL), PD_OK, "400 x 300 drawn");
   cairo_surface_t *s = cairo_image_surface_create_from_png(path("d.png"));
@@ -176,7 +185,8 @@ int main(void) {
   pd_error_clear(&e);
   ok(access(path("x.png"), F_OK) != 0, "no picture is written for a bad log");
   const char *names[] = {"run.csv", "run.jsonl", "lr.csv", "a.png", "b.png", "c.png", "d.png",
-                         "bad_header.csv", "bad_cell.csv", "empty.csv", "bad.jsonl"};
+                         "bad_header.csv", "bad_cell.csv", "empty.csv", "bad.jsonl",
+                         "steps.csv", "e.png"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(path(names[i]));
   rmdir(dir);
   return tap_done();
