@@ -1083,7 +1083,7 @@ int pd_state_set_dataset(pd_state *st, const char *name, int nfields, const char
   pd_error err = {0};
   pd_status s = pd_api_datasets_set(&st->data, name, nfields, names, fields, &err);
   if (s) {
-    fail_err(st, &err, NULL);
+    fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }
@@ -1097,7 +1097,7 @@ int pd_state_add_sequences(pd_state *st, const char *name, const char *field, in
   pd_error err = {0};
   pd_status s = pd_api_datasets_add_seq(&st->data, name, field, nseq, lengths, values, &err);
   if (s) {
-    fail_err(st, &err, NULL);
+    fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }
