@@ -55,8 +55,11 @@ tests/fuzz/fuzz_ckpt$(EXEEXT): fuzz-lib $(srcdir)/tests/fuzz/fuzz_ckpt.c
 	  $(srcdir)/tests/fuzz/fuzz_ckpt.c tests/fuzz/libfuzz.a $(PD_LIBS) -lpthread -ldl
 # Each run fuzzes a copy of its seeds (tests/fuzz/NAME.run: what the fuzzer adds stays in the
 # build tree) and writes crashes, leaks, timeouts and out-of-memory inputs to tests/fuzz/NAME-*.
+# FUZZ_KEEP_GOING: a run goes on after a finding (one child process at a time); set it empty to
+# stop at the first.
+FUZZ_KEEP_GOING = -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1
 FUZZ_RUN_FLAGS = -max_total_time=$(FUZZ_RUN_SECONDS) -timeout=$(FUZZ_TIMEOUT) \
-	-rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1
+	-rss_limit_mb=$(FUZZ_RSS_MB) -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1 $(FUZZ_KEEP_GOING)
 fuzz-compile-run: tests/fuzz/fuzz_compile$(EXEEXT)
 	$(MKDIR_P) tests/fuzz/compile.run
 	cp $(srcdir)/tests/fuzz/corpus_compile/* $(srcdir)/examples/*.pd tests/fuzz/compile.run/
