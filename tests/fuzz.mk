@@ -80,3 +80,9 @@ endif
 clean-local: clean-fuzz-all
 clean-fuzz-all:
 	rm -rf tests/fuzz/obj tests/fuzz/compile.run tests/fuzz/ckpt.run
+
+# What the fuzzers found that a replay cannot keep fixed (cost: allocation counts, no timings).
+check_PROGRAMS += tests/fuzz/test_findings
+tests_fuzz_test_findings_SOURCES = tests/fuzz/test_findings.c
+tests_fuzz_test_findings_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/fuzz/test_findings
