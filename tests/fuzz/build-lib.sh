@@ -11,7 +11,7 @@ set -eu
 archive=$1 objdir=$2 srcdir=$3 jobs=$4 cc=$5
 shift 5
 mkdir -p "$objdir"
-list=$objdir/sources.txt
+list=$objdir/sources.$$
 : > "$list.tmp"
 : > "$list.tmp.all"
 while test $# -gt 0 && test "x$1" != x--; do

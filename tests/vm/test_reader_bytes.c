@@ -19,27 +19,19 @@ enum { N = 300, ROWS = 28, COLS = 28, PIX = ROWS * COLS };
 /* Pixel j of sample i: every byte value occurs. */
 static unsigned char pixel(int64_t i, int64_t j) { return (unsigned char)((i * 131 + j * 17) & 255); }
 
-static void be32(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)(v >> 24);
-  p[1] = (unsigned char)(v >> 16);
-  p[2] = (unsigned char)(v >> 8);
-  p[3] = (unsigned char)v;
-}
-
-/* The IDX pair of N samples in dir: images (rank 3) and labels i % 10. */
+/* The IDX pair of N samples: images (rank 3) and labels i % 10. */
 static bool write_idx(const char *img, const char *lab) {
-  unsigned char h[16] = {0, 0, 8, 3};
-  be32(h + 4, N);
-  be32(h + 8, ROWS);
-  be32(h + 12, COLS);
+  /* Big-endian headers: magic 00 00 08 RANK, then the dims. */
+  const uint32_t dims[3] = {N, ROWS, COLS};
+  unsigned char h[16] = {0, 0, 8, 3}, hl[8] = {0, 0, 8, 1};
+  for (int k = 0; k < 12; k++) h[4 + k] = (unsigned char)(dims[k / 4] >> (24 - 8 * (k % 4)));
+  for (int k = 0; k < 4; k++) hl[4 + k] = h[4 + k];
   FILE *f = fopen(img, "wb");
   if (!f) return false;
   fwrite(h, 1, 16, f);
   for (int64_t i = 0; i < N; i++)
     for (int64_t j = 0; j < PIX; j++) fputc(pixel(i, j), f);
   if (fclose(f)) return false;
-  unsigned char hl[8] = {0, 0, 8, 1};
-  be32(hl + 4, N);
   if (!(f = fopen(lab, "wb"))) return false;
   fwrite(hl, 1, 8, f);
   for (int i = 0; i < N; i++) fputc(i % 10, f);
