@@ -32,6 +32,7 @@ struct pd_batcher {
   int64_t dims[PD_DATASET_MAX_FIELDS][PD_TENSOR_MAX_DIMS];
   size_t sample_bytes[PD_DATASET_MAX_FIELDS];   /* a sequence field: the bytes of one row */
   bool unit_bytes[PD_DATASET_MAX_FIELDS];       /* held as bytes b, batched as fp32 b / 255 */
+  float unit_value[256];                        /* b / 255.0f for each byte b */
   const int64_t *off[PD_DATASET_MAX_FIELDS];    /* a sequence field's row offsets, else NULL */
   const unsigned char *src[PD_DATASET_MAX_FIELDS];
   int64_t *lod;       /* batch + 1 entries when a field is a sequence field: a batch's LoD */
@@ -89,14 +90,16 @@ void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch) {
 /* ---- Gathering ---- */
 
 /* A unit-bytes field (pd_dataset_add_unit_bytes_field): each byte b becomes the fp32 b / 255.0f,
- * exactly as the IDX reader once converted the whole dataset. */
+ * exactly as the IDX reader once converted the whole dataset (looked up: a division per
+ * element cost the prefetch thread, which shares the cores with the computation, about 5% of
+ * the training throughput). */
 static void gather_unit_bytes(const pd_batcher *b, int f, int64_t pos, int64_t rows, float *dst) {
   size_t k = b->sample_bytes[f] / sizeof(float);   /* elements of a sample */
   for (int64_t r = 0; r < rows; r++) {
     int64_t i = b->perm ? b->perm[pos + r] : pos + r;
     const unsigned char *s = b->src[f] + (size_t)i * k;
     float *o = dst + (size_t)r * k;
-    for (size_t j = 0; j < k; j++) o[j] = (float)s[j] / 255.0f;
+    for (size_t j = 0; j < k; j++) o[j] = b->unit_value[s[j]];
   }
 }
 
@@ -271,6 +274,7 @@ pd_status pd_batcher_new(const pd_dataset *d, const pd_batcher_options *o, pd_ba
   b->nfields = pd_dataset_nfields(d);
   b->limit = o->drop_last ? b->n / o->batch * o->batch : b->n;
   int64_t stage_rows = o->batch < b->n ? o->batch : b->n;
+  for (int v = 0; v < 256; v++) b->unit_value[v] = (float)v / 255.0f;
   for (int f = 0; f < b->nfields; f++) {
     b->dtype[f] = pd_dataset_field_dtype(d, f);
     b->ndims[f] = pd_dataset_field_shape(d, f, b->dims[f]);
