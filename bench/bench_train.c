@@ -143,8 +143,9 @@ static const char *make_data(const char *dir, int64_t most) {
   pd_dataset *ds = NULL;
   if (pd_dataset_mnist("fashion_mnist", "train", NULL, &ds, NULL) == PD_OK &&
       pd_dataset_size(ds) >= most) {
-    memcpy(images, pd_dataset_field_data(ds, pd_dataset_field_index(ds, "images")),
-           (size_t)most * 784 * sizeof *images);
+    /* The reader holds the pixels as bytes and batches them as byte / 255.0f (reader.h). */
+    const unsigned char *px = pd_dataset_field_data(ds, pd_dataset_field_index(ds, "images"));
+    for (int64_t i = 0; i < most * 784; i++) images[i] = (float)px[i] / 255.0f;
     memcpy(labels, pd_dataset_field_data(ds, pd_dataset_field_index(ds, "label")),
            (size_t)most * sizeof *labels);
   } else {

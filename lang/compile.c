@@ -304,10 +304,16 @@ const char *pd_cmp_unique_name(C *c, const char *prefix) {
 const char *pd_cmp_name_prefix(C *c) { return c->call ? c->call->prefix : NULL; }
 
 bool pd_cmp_name_taken(C *c, const char *name) {
-  pd_program *p = c->unit->main;
-  for (int i = 0; i < p->nblocks; i++)
-    if (pd_block_find_var_local(p->blocks[i], name)) return true;
-  return false;
+  return pd_program_has_var_name(c->unit->main, name);
+}
+
+const char *pd_cmp_suffixed_name(C *c, const char *hint) {
+  int64_t k = pd_program_free_suffix(c->unit->main, hint);
+  if (k < 0) {
+    c->oom = true;
+    return hint;
+  }
+  return pd_cmp_fmt(c, "%s.%lld", hint, (long long)k);
 }
 
 /* A new var in block b. With exact, the name is used as given when free, else made unique by a
@@ -318,7 +324,7 @@ pd_var_desc *pd_cmp_var_new(C *c, pd_block *b, const char *hint, bool exact) {
     const char *pre = pd_cmp_name_prefix(c);
     name = pd_cmp_unique_name(c, pre ? pd_cmp_fmt(c, "%s.%s", pre, hint) : hint);
   }
-  for (int k = 1; pd_cmp_name_taken(c, name); k++) name = pd_cmp_fmt(c, "%s.%d", hint, k);
+  if (pd_cmp_name_taken(c, name)) name = pd_cmp_suffixed_name(c, hint);
   pd_var_desc *v = pd_block_var(b, name);
   if (!v) c->oom = true;
   return v;

@@ -245,6 +245,9 @@ value *pd_cmp_tensor_const(C *c, double v, pd_dtype dt, pd_loc loc);
 value *pd_cmp_vbool(C *c, bool b);
 /* Is `name` a var of the main program (any block) already? */
 bool pd_cmp_name_taken(C *c, const char *name);
+/* The first "hint.K", K = 1, 2, ..., that no var of the program has (pd_program_free_suffix:
+ * amortized constant time; hint itself on out of memory, c->oom set). */
+const char *pd_cmp_suffixed_name(C *c, const char *hint);
 /* A new symbol table under parent, made the current one; NULL on out of memory. */
 symtab *pd_cmp_scope_push(C *c, scope_kind kind, symtab *parent);
 binding *pd_cmp_lookup_local(symtab *s, const char *name);

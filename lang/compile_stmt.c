@@ -912,8 +912,7 @@ static bool sees_var_of(const pd_program *p, const pd_block *in, const pd_block 
  * fetches and prunes find `hs`, not `tanh.tmp_0`. The ops of b and of the blocks inside it that
  * read v are updated. */
 static void rename_step_var(C *c, pd_block *b, pd_var_desc *v, const char *hint) {
-  const char *name = hint;
-  for (int k = 1; pd_cmp_name_taken(c, name); k++) name = pd_cmp_fmt(c, "%s.%d", hint, k);
+  const char *name = pd_cmp_name_taken(c, hint) ? pd_cmp_suffixed_name(c, hint) : hint;
   char *old = pd_strdup(v->name);
   pd_program *p = c->unit->main;
   bool *sees = pd_calloc((size_t)p->nblocks, sizeof *sees);

@@ -2,7 +2,8 @@
  * parse inputs (tests/golden/parse/\*.pd) through the fuzz target (tests/fuzz/fuzz_parse.c), so
  * that `make check` exercises them with any compiler; the target traps on a broken promise. One
  * TAP line per folder. Folders are relative to $top_srcdir (set by the test harness), or given
- * as arguments. */
+ * as arguments. Built again with another target and PD_REPLAY_DIRS, its folders, for the fuzz
+ * targets of tests/fuzz.mk. */
 #include "config.h"
 #include "base/base.h"
 #include "tests/tap.h"
@@ -52,8 +53,12 @@ static int replay(const char *dir) {
   return ran;
 }
 
+#ifndef PD_REPLAY_DIRS
+#define PD_REPLAY_DIRS "tests/fuzz/corpus_parse", "tests/golden/parse"
+#endif
+
 int main(int argc, char **argv) {
-  static const char *const defaults[] = {"tests/fuzz/corpus_parse", "tests/golden/parse"};
+  static const char *const defaults[] = {PD_REPLAY_DIRS};
   const char *top = getenv("top_srcdir");
   if (argc > 1) {
     for (int i = 1; i < argc; i++) {

@@ -141,11 +141,11 @@ static bool msg_has(const pd_error *e, const char *needle) {
 
 static bool check_idx_values(const pd_dataset *d, int n, int rows, int cols) {
   if (!d || pd_dataset_size(d) != n || pd_dataset_nfields(d) != 2) return false;
-  const float *im = pd_dataset_field_data(d, 0);
+  const unsigned char *im = pd_dataset_field_data(d, 0);   /* held as the bytes (reader.h) */
   const int64_t *lb = pd_dataset_field_data(d, 1);
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < rows * cols; j++)
-      if (im[i * rows * cols + j] != (float)pixel(i, j) / 255.0f) return false;
+      if (im[i * rows * cols + j] != pixel(i, j)) return false;
     if (lb[i] != (3 * i) % 10) return false;
   }
   return true;
@@ -172,7 +172,7 @@ static void test_idx(void) {
   ok(pd_dataset_field_shape(d, 2, dims) == -1 && pd_dataset_field_name(d, 2) == NULL &&
          pd_dataset_field_data(d, -1) == NULL,
      "out-of-range field index gives -1 / NULL");
-  ok(check_idx_values(d, 5, 3, 4), "pixels are byte/255, labels as stored");
+  ok(check_idx_values(d, 5, 3, 4), "pixels held as the bytes, labels as stored");
   pd_dataset_free(d);
 
   const char *gi = write_gz("img.idx.gz", img, ni), *gl = write_gz("lab.idx.gz", lab, nl);
@@ -361,14 +361,14 @@ static void test_fashion_real(void) {
       continue;
     }
     is_int(pd_dataset_size(d), sizes[s], "%s has %lld samples", splits[s], (long long)sizes[s]);
-    const float *im = pd_dataset_field_data(d, 0);
+    const unsigned char *im = pd_dataset_field_data(d, 0);   /* held as the bytes */
     const int64_t *lb = pd_dataset_field_data(d, 1);
-    float lo = 1, hi = 0;
+    unsigned char lo = 255, hi = 0;
     for (int64_t i = 0; i < sizes[s] * 784; i++) {
       if (im[i] < lo) lo = im[i];
       if (im[i] > hi) hi = im[i];
     }
-    ok(lo == 0.0f && hi == 1.0f, "%s pixels span [0, 1] exactly", splits[s]);
+    ok(lo == 0 && hi == 255, "%s pixel bytes span 0..255 (batched as [0, 1])", splits[s]);
     int64_t count[10] = {0};
     bool in_range = true;
     for (int64_t i = 0; i < sizes[s]; i++) {

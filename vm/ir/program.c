@@ -236,6 +236,10 @@ void pd_program_free(pd_program *p) {
   if (!p) return;
   for (int i = 0; i < p->nblocks; i++) block_free(p->blocks[i]);
   pd_free(p->blocks);
+  if (p->name_counts) pd_strmap_free(p->name_counts);
+  pd_free(p->name_counts);
+  if (p->suffix_next) pd_strmap_free(p->suffix_next);
+  pd_free(p->suffix_next);
   pd_free(p);
 }
 
@@ -397,12 +401,81 @@ pd_block *pd_block_parent(const pd_block *b) {
   return pd_program_block(b->program, b->parent_idx);
 }
 
+/* A name "HINT.K" no block declares any more: the search for HINT's free suffix must start at K
+ * again (or lower). */
+static void suffix_freed(pd_program *p, const char *name) {
+  const char *dot = strrchr(name, '.');
+  if (!p->suffix_next || !dot || !dot[1]) return;
+  int64_t k = 0;
+  for (const char *q = dot + 1; *q; q++) {
+    if (*q < '0' || *q > '9' || k > INT64_MAX / 10 - 1) return;
+    k = k * 10 + (*q - '0');
+  }
+  pd_buf hint;
+  pd_buf_init(&hint);
+  pd_buf_printf(&hint, "%.*s", (int)(dot - name), name);
+  pd_strmap_entry *e = hint.oom ? NULL : pd_strmap_find(p->suffix_next, hint.data);
+  if (e && e->val.i > k) e->val.i = k;
+  if (hint.oom && p->suffix_next) {   /* cannot say which: forget every search */
+    pd_strmap_free(p->suffix_next);
+    pd_strmap_init(p->suffix_next, true);
+  }
+  pd_buf_free(&hint);
+}
+
+/* The program-wide count of the blocks that declare each name (pd_program_has_var_name): +1
+ * when a block gains the name, -1 when it loses it. 0, or -1 on out of memory (nothing
+ * changed). */
+static int count_name(pd_program *p, const char *name, int delta) {
+  if (!p->name_counts) {
+    if (delta < 0 || !(p->name_counts = pd_malloc(sizeof(pd_strmap)))) return delta < 0 ? 0 : -1;
+    pd_strmap_init(p->name_counts, true);
+  }
+  int64_t n = 0;
+  pd_strmap_get_int(p->name_counts, name, &n);
+  if (n + delta <= 0) {
+    pd_strmap_remove(p->name_counts, name);
+    suffix_freed(p, name);
+    return 0;
+  }
+  return pd_strmap_set_int(p->name_counts, name, n + delta) ? -1 : 0;
+}
+
+bool pd_program_has_var_name(const pd_program *p, const char *name) {
+  return p && name && p->name_counts && pd_strmap_find(p->name_counts, name);
+}
+
+int64_t pd_program_free_suffix(pd_program *p, const char *hint) {
+  if (!p || !hint) return -1;
+  if (!p->suffix_next) {
+    if (!(p->suffix_next = pd_malloc(sizeof(pd_strmap)))) return -1;
+    pd_strmap_init(p->suffix_next, true);
+  }
+  int64_t k = 1;
+  pd_strmap_get_int(p->suffix_next, hint, &k);
+  pd_buf name;
+  pd_buf_init(&name);
+  for (;; k++) {   /* every "hint.K" below the remembered K is declared */
+    name.len = 0;
+    pd_buf_printf(&name, "%s.%lld", hint, (long long)k);
+    if (name.oom || !pd_program_has_var_name(p, name.data)) break;
+  }
+  bool oom = name.oom;
+  pd_buf_free(&name);
+  if (oom || pd_strmap_set_int(p->suffix_next, hint, k)) return -1;
+  return k;
+}
+
 /* Add v (a fresh var whose name b does not hold) to b. 0, or -1 (v not taken). */
 static int block_append_var(pd_block *b, pd_var_desc *v) {
   pd_strmap *ix = block_index(b);
   if (!v->name || pd_strmap_find(ix, v->name) || GROW_BY_ONE(b->vars, b->nvars) ||
-      pd_strmap_set_ptr(ix, v->name, v))
+      count_name(b->program, v->name, 1))
     return -1;
+  if (pd_strmap_set_ptr(ix, v->name, v)) {
+    count_name(b->program, v->name, -1);
+    return -1;
+  }
   b->vars[b->nvars++] = v;
   return 0;
 }
@@ -506,6 +579,7 @@ pd_var_desc *pd_block_var(pd_block *b, const char *name) {
 int pd_block_remove_var(pd_block *b, const char *name) {
   pd_var_desc *v = pd_block_find_var_local(b, name);
   if (!v) return -1;
+  count_name(b->program, v->name, -1);
   pd_strmap_remove(block_index(b), name);
   for (int i = 0; i < b->nvars; i++) {
     if (b->vars[i] == v) {
@@ -537,10 +611,16 @@ int pd_block_rename_var(pd_block *b, pd_var_desc *v, const char *new_name) {
   if (pd_block_find_var_local(b, new_name)) return -1;
   char *name = pd_strdup(new_name);
   pd_strmap *ix = block_index(b);
-  if (!name || pd_strmap_set_ptr(ix, name, v)) {  /* the new name first: it may fail */
+  if (!name || count_name(b->program, name, 1)) {  /* the new name first: it may fail */
     pd_free(name);
     return -1;
   }
+  if (pd_strmap_set_ptr(ix, name, v)) {
+    count_name(b->program, name, -1);
+    pd_free(name);
+    return -1;
+  }
+  count_name(b->program, v->name, -1);
   pd_strmap_remove(ix, v->name);
   pd_free(v->name);
   v->name = name;

@@ -150,6 +150,8 @@ typedef struct pd_program {
   int nblocks;
   pd_block **blocks;      /* blocks[i]->idx == i; blocks[0] is the global block */
   int64_t version;        /* ProgramDesc.version */
+  void *name_counts;      /* private: var name -> how many blocks declare it (NULL: none yet) */
+  void *suffix_next;      /* private: hint -> the least K for which "hint.K" may be free */
 } pd_program;
 
 /* ---- Program and blocks ---- */
@@ -175,6 +177,13 @@ pd_var_desc *pd_block_find_var(const pd_block *b, const char *name);
  * Terminates on malformed programs (parent cycles). NULL if not found. */
 pd_var_desc *pd_block_find_var_visible(const pd_block *b, const char *name,
                                        const pd_block **owner);
+/* Whether any block of p declares a var of this name, in constant time (the compiler's unique
+ * names: scanning every block made compiling quadratic in the number of blocks). */
+bool pd_program_has_var_name(const pd_program *p, const char *name);
+/* The least K >= 1 for which no block of p declares a var named "hint.K" (the compiler's ".K"
+ * suffixes). Amortized constant time: p remembers where the search for each hint stopped, and
+ * goes back when a var of such a name is removed or renamed. -1 on out of memory. */
+int64_t pd_program_free_suffix(pd_program *p, const char *hint);
 /* Remove a var from b (frees it). Returns 0, or -1 if b has no such var. */
 int pd_block_remove_var(pd_block *b, const char *name);
 /* Set the shape (copies dims; ndims -1 = unknown, 0 = a scalar). 0, or -1 on out of memory or

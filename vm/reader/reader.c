@@ -17,6 +17,7 @@
 typedef struct dataset_field {
   char name[PD_DATASET_NAME_MAX + 1];
   pd_dtype dtype;
+  pd_dtype stored;    /* what data holds: dtype, or PD_UINT8 for a unit-bytes field */
   int ndims;
   int64_t dims[PD_TENSOR_MAX_DIMS];
   void *data;         /* n samples (a sequence field: all their rows), owned */
@@ -79,18 +80,19 @@ static void put_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims
                       const int64_t *dims, void *data, int64_t *offsets) {
   dataset_field *f = &d->f[d->nfields++];
   memcpy(f->name, name, strlen(name) + 1);
-  f->dtype = dtype;
+  f->dtype = f->stored = dtype;
   f->ndims = ndims;
   for (int k = 0; k < ndims; k++) f->dims[k] = dims[k];
   f->data = data;
   f->offsets = offsets;
 }
 
-pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
-                               const int64_t *dims, void **data, pd_error *err) {
+/* A fixed-shape field of `dtype` whose samples are held as `stored`. */
+static pd_status add_fixed(pd_dataset *d, const char *name, pd_dtype dtype, pd_dtype stored,
+                           int ndims, const int64_t *dims, void **data, pd_error *err) {
   *data = NULL;
   uint64_t bytes;
-  pd_status st = check_field(d, name, dtype, ndims, dims, &bytes, err);
+  pd_status st = check_field(d, name, stored, ndims, dims, &bytes, err);
   if (st) return st;
   if (bytes > SIZE_MAX / (uint64_t)d->n || bytes * (uint64_t)d->n > (uint64_t)INT64_MAX)
     return pd_error_set(err, PD_EINVAL, nowhere,
@@ -102,8 +104,19 @@ pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, 
                         "out of memory for field '%s' (%lld samples of %llu bytes)", name,
                         (long long)d->n, (unsigned long long)bytes);
   put_field(d, name, dtype, ndims, dims, p, NULL);
+  d->f[d->nfields - 1].stored = stored;
   *data = p;
   return PD_OK;
+}
+
+pd_status pd_dataset_add_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
+                               const int64_t *dims, void **data, pd_error *err) {
+  return add_fixed(d, name, dtype, dtype, ndims, dims, data, err);
+}
+
+pd_status pd_dataset_add_unit_bytes_field(pd_dataset *d, const char *name, int ndims,
+                                          const int64_t *dims, void **data, pd_error *err) {
+  return add_fixed(d, name, PD_FP32, PD_UINT8, ndims, dims, data, err);
 }
 
 pd_status pd_dataset_add_seq_field(pd_dataset *d, const char *name, pd_dtype dtype, int ndims,
@@ -177,6 +190,19 @@ int pd_dataset_field_shape(const pd_dataset *d, int i, int64_t *dims) {
   if (!f) return -1;
   for (int k = 0; k < f->ndims; k++) dims[k] = f->dims[k];
   return f->ndims;
+}
+
+pd_dtype pd_dataset_field_stored_dtype(const pd_dataset *d, int i) {
+  const dataset_field *f = field_at(d, i);
+  return f ? f->stored : PD_FP32;
+}
+
+int64_t pd_dataset_field_stored_bytes(const pd_dataset *d, int i) {
+  const dataset_field *f = field_at(d, i);
+  if (!f) return -1;
+  int64_t b = (int64_t)pd_dtype_size(f->stored) * (f->offsets ? f->offsets[d->n] : d->n);
+  for (int k = 0; k < f->ndims; k++) b *= f->dims[k];   /* fits: the storage was allocated */
+  return b;
 }
 
 const void *pd_dataset_field_data(const pd_dataset *d, int i) {

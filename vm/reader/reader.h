@@ -53,8 +53,9 @@ pd_dtype pd_dataset_field_dtype(const pd_dataset *d, int i);
 /* Writes the per-sample dims into dims (room for PD_TENSOR_MAX_DIMS) and returns the per-sample
  * rank (>= 1 for the loaders below). For a sequence field: the dims and rank of one row. */
 int pd_dataset_field_shape(const pd_dataset *d, int i, int64_t *dims);
-/* The N samples of field i, contiguous (owned by d; NULL when i is out of range). For a
- * sequence field: all the rows, sample after sample. */
+/* The N samples of field i, contiguous, as the dataset holds them: in the field's stored dtype
+ * (below; its dtype but for a unit-bytes field), owned by d; NULL when i is out of range. For
+ * a sequence field: all the rows, sample after sample. */
 const void *pd_dataset_field_data(const pd_dataset *d, int i);
 /* Whether field i is a sequence field (false when i is out of range). */
 bool pd_dataset_field_is_seq(const pd_dataset *d, int i);
@@ -62,6 +63,20 @@ bool pd_dataset_field_is_seq(const pd_dataset *d, int i);
  * NULL for a fixed-shape field or i out of range. */
 const int64_t *pd_dataset_field_offsets(const pd_dataset *d, int i);
 void pd_dataset_free(pd_dataset *d);   /* NULL is a no-op */
+/* ---- Fields held more compactly than they batch. A unit-bytes field (IDX images) batches as
+ * fp32 (its dtype) but holds one unsigned byte b per element, which a batch reads as
+ * b / 255.0f (converted in pd_batcher_next's gather: on the prefetch thread when there is one);
+ * 60,000 Fashion-MNIST images take 47 MB instead of 188 MB. ---- */
+/* The dtype field i's data is held in: PD_UINT8 for a unit-bytes field, else its dtype (PD_FP32
+ * when i is out of range). */
+pd_dtype pd_dataset_field_stored_dtype(const pd_dataset *d, int i);
+/* The bytes field i's data takes (all N samples); -1 when i is out of range. */
+int64_t pd_dataset_field_stored_bytes(const pd_dataset *d, int i);
+/* Add a unit-bytes field (dtype PD_FP32; the rules of pd_dataset_add_field for name and shape):
+ * its storage, n * per-sample elements bytes, zero-filled, owned by d, is returned in *data for
+ * the caller to fill with the bytes. */
+pd_status pd_dataset_add_unit_bytes_field(pd_dataset *d, const char *name, int ndims,
+                                          const int64_t *dims, void **data, pd_error *err);
 
 /* ---- Building a dataset in memory (the loaders use these; so can tests and programs). ---- */
 /* An empty dataset of n >= 1 samples and no fields. */
@@ -88,14 +103,16 @@ pd_status pd_dataset_add_seq_field(pd_dataset *d, const char *name, pd_dtype dty
  * dir NULL means $PDLANG_FASHION_MNIST (resp. $PDLANG_MNIST) when set and not empty, else
  * /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist; resp.
  * /usr/share/datasets/mnist). Fields as pd_dataset_idx gives them:
- *   "images": fp32 [784], the 28x28 pixels row by row, byte b read as b / 255.0f, so in [0, 1];
+ *   "images": fp32 [784], the 28x28 pixels row by row, byte b read as b / 255.0f, so in [0, 1]
+ *             (a unit-bytes field: held as the bytes, converted per batch);
  *   "label":  int64 [1], the class 0..9. */
 pd_status pd_dataset_mnist(const char *which, const char *split, const char *dir,
                            pd_dataset **out, pd_error *err);
 
 /* A pair of IDX files (unsigned-byte data, gzipped or not): images of shape [N, d1, ..., dk]
  * and labels of shape [N]. Fields "images": fp32 [d1*...*dk] (flattened; bytes scaled by
- * 1/255 to [0, 1]) and "label": int64 [1]. The two N must agree, and each file must hold
+ * 1/255 to [0, 1]; a unit-bytes field, held as the bytes) and "label": int64 [1]. The two N
+ * must agree, and each file must hold
  * exactly the bytes its header announces. */
 pd_status pd_dataset_idx(const char *images_path, const char *labels_path, pd_dataset **out,
                          pd_error *err);

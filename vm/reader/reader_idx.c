@@ -1,6 +1,7 @@
 /* reader_idx.c -- IDX files (the MNIST format: big-endian header, unsigned bytes), gzipped or
- * not, into a dataset of "images" (fp32, scaled to [0, 1]) and "label" (int64); and the MNIST /
- * Fashion-MNIST file layout with its directory defaults. */
+ * not, into a dataset of "images" (fp32 scaled to [0, 1], held as the bytes: a unit-bytes field,
+ * converted per batch) and "label" (int64); and the MNIST / Fashion-MNIST file layout with its
+ * directory defaults. */
 #include "config.h"
 #include "vm/reader/reader.h"
 #include "vm/reader/reader_int.h"
@@ -135,9 +136,8 @@ static pd_status read_header(pd_rstream *s, int min_rank, int max_rank, const ch
 /* Read the data (n bytes) through a chunk buffer, calling convert on each chunk. */
 typedef void (*convert_fn)(const unsigned char *src, size_t n, void *dst, size_t at);
 
-static void to_unit_fp32(const unsigned char *src, size_t n, void *dst, size_t at) {
-  float *out = (float *)dst + at;
-  for (size_t i = 0; i < n; i++) out[i] = (float)src[i] / 255.0f;
+static void to_bytes(const unsigned char *src, size_t n, void *dst, size_t at) {
+  memcpy((unsigned char *)dst + at, src, n);
 }
 
 static void to_int64(const unsigned char *src, size_t n, void *dst, size_t at) {
@@ -197,9 +197,9 @@ pd_status pd_dataset_idx(const char *images_path, const char *labels_path, pd_da
   if (!st) st = pd_dataset_new((int64_t)hi.dims[0], &d, err);
   void *images = NULL, *labels = NULL;
   int64_t sample = (int64_t)hi.sample, one = 1;
-  if (!st) st = pd_dataset_add_field(d, "images", PD_FP32, 1, &sample, &images, err);
+  if (!st) st = pd_dataset_add_unit_bytes_field(d, "images", 1, &sample, &images, err);
   if (!st) st = pd_dataset_add_field(d, "label", PD_INT64, 1, &one, &labels, err);
-  if (!st) st = read_data(&si, &hi, "images", chunk, to_unit_fp32, images, err);
+  if (!st) st = read_data(&si, &hi, "images", chunk, to_bytes, images, err);
   if (!st) st = read_data(&sl, &hl, "labels", chunk, to_int64, labels, err);
   pd_free(chunk);
   pd_rstream_close(&si);

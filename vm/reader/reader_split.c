@@ -50,8 +50,8 @@ pd_status pd_dataset_split(const pd_dataset *d, double fraction, uint64_t seed, 
   for (int f = 0; f < pd_dataset_nfields(d) && !st; f++) {
     int64_t dims[PD_TENSOR_MAX_DIMS];
     int nd = pd_dataset_field_shape(d, f, dims);
-    pd_dtype dt = pd_dataset_field_dtype(d, f);
-    size_t row = pd_dtype_size(dt);
+    pd_dtype dt = pd_dataset_field_dtype(d, f), held = pd_dataset_field_stored_dtype(d, f);
+    size_t row = pd_dtype_size(held);
     for (int i = 0; i < nd; i++) row *= (size_t)dims[i];
     const char *src = pd_dataset_field_data(d, f);
     const int64_t *off = pd_dataset_field_offsets(d, f);
@@ -66,8 +66,10 @@ pd_status pd_dataset_split(const pd_dataset *d, double fraction, uint64_t seed, 
         dst += nb;
       }
     } else {
-      st = pd_dataset_add_field(o, pd_dataset_field_name(d, f), dt, nd, dims, (void **)&dst,
-                                err);
+      st = held != dt ? pd_dataset_add_unit_bytes_field(o, pd_dataset_field_name(d, f), nd, dims,
+                                                        (void **)&dst, err)
+                      : pd_dataset_add_field(o, pd_dataset_field_name(d, f), dt, nd, dims,
+                                             (void **)&dst, err);
       for (int64_t i = 0; i < m && !st; i++)
         memcpy(dst + (size_t)i * row, src + (size_t)pick[i] * row, row);
     }
