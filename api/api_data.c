@@ -113,12 +113,7 @@ pd_status pd_api_datasets_set(pd_api_datasets *l, const char *name, int nfields,
   }
   if (st) {
     pd_dataset_free(d);
-    if (err && err->msg) {   /* name the call */
-      char *m = err->msg;
-      err->msg = NULL;
-      pd_error_set(err, st, nowhere, "pd_state_set_dataset: '%s': %s", name, m);
-      pd_free(m);
-    }
+    pd_error_prefix(err, "pd_state_set_dataset: '%s'", name);  /* name the call */
     return st;
   }
   int at = find(l, name);

@@ -152,6 +152,22 @@ pd_status pd_error_set(pd_error *err, pd_status st, pd_loc loc, const char *fmt,
   return st;
 }
 
+void pd_error_prefix(pd_error *err, const char *fmt, ...) {
+  if (!err || !err->msg) return;
+  pd_buf b;
+  pd_buf_init(&b);
+  va_list ap;
+  va_start(ap, fmt);
+  pd_buf_vprintf(&b, fmt, ap);
+  va_end(ap);
+  pd_buf_printf(&b, ": %s", err->msg);
+  if (!b.oom) {
+    pd_free(err->msg);
+    err->msg = pd_buf_take(&b);
+  }
+  pd_buf_free(&b);
+}
+
 void pd_error_clear(pd_error *err) {
   if (!err) return;
   pd_free(err->msg);

@@ -70,6 +70,10 @@ pd_status pd_error_set(pd_error *err, pd_status st, pd_loc loc, const char *fmt,
     __attribute__((format(printf, 4, 5)));
 pd_status pd_error_setv(pd_error *err, pd_status st, pd_loc loc, const char *fmt, va_list ap);
 void pd_error_clear(pd_error *err);
+/* Put the formatted prefix and ": " before err's message (a reader or a call naming itself in
+ * front of what went wrong inside it), keeping its status, location and calls. Nothing happens
+ * when err is NULL or has no message; on out of memory the message stays as it was. */
+void pd_error_prefix(pd_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Attach the calls (innermost first) that err's location is inside, copied; a new
  * pd_error_set drops them. On out of memory err keeps its message without calls (PD_ENOMEM is
  * returned; the error itself is unchanged). */

@@ -162,13 +162,7 @@ static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err
   uint64_t sd = seed && seed->kind == PD_CVAL_INT ? (uint64_t)seed->i : 0;
   pd_status st = pd_dataset_split(*ds, frac, sd, held_out, &part, err);
   if (st) {
-    pd_error *e = err;
-    if (e && e->msg) { /* name the reader */
-      char *m = e->msg;
-      e->msg = NULL;
-      pd_error_set(e, st, e->loc, "%s: %s", spec->str, m);
-      pd_free(m);
-    }
+    pd_error_prefix(err, "%s", spec->str);  /* name the reader */
     return st;
   }
   pd_dataset_free(*ds);

@@ -282,12 +282,7 @@ pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_datas
     size_t len;
     if ((st = pd_read_file(files.v[i], &bytes, &len, err)) ||
         (st = pd_image_decode(files.v[i], (unsigned char *)bytes, len, &im, err))) {
-      if (err && err->msg) {   /* name the reader */
-        char *m = err->msg;
-        err->msg = NULL;
-        pd_error_set(err, st, nowhere, "images: %s", m);
-        pd_free(m);
-      }
+      pd_error_prefix(err, "images");  /* name the reader */
       goto out;
     }
     convert(&im, o, (float *)xs + (size_t)i * per);
