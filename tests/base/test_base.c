@@ -43,7 +43,8 @@ static void test_error(void) {
   is_str(e.msg, "cannot add [2] and [3]", "message formatted");
   is_str(e.loc.file, "a.pd", "file copied into the record");
   pd_error_prefix(&e, "reader '%s'", "x.csv");
-  is_str(e.msg, "reader 'x.csv': cannot add [2] and [3]", "pd_error_prefix: prefix, then the message");
+  is_str(e.msg, "reader 'x.csv': cannot add [2] and [3]",
+         "pd_error_prefix: prefix, then the message");
   ok(e.status == PD_ESHAPE && e.loc.line == 3 && e.loc.col == 7 && e.loc.file == e.file_buf,
      "pd_error_prefix keeps the status and the location");
   pd_error_prefix(NULL, "x");
