@@ -24,7 +24,7 @@ static const struct spec {
     {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
                "lr_schedule", "decay_steps", "decay_rate"}, 1},
     {"csv", {"path", "label", "features", "header", "split", "valid", "seed", "delimiter",
-             "fill"}, 1},
+             "fill", "categorical"}, 1},
     {"fashion_mnist", {"split", "path", "valid", "seed"}, 1},
     {"host", {"name", "split", "valid", "seed"}, 1},
     {"images", {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid",
@@ -238,6 +238,15 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
       for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
       if (!names) {
         pd_cmp_error(c, loc, "csv: 'features' must be a list of at most 256 column names");
+        return false;
+      }
+    }
+    if ((v = pd_cmp_arg(a, 9, "categorical", &loc)) && v->k != V_NONE) {
+      bool names = v->k == V_LIST && v->list.n <= 256;
+      for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
+      if (!names) {
+        pd_cmp_error(c, loc, "csv: 'categorical' must be a list of at most 256 column names "
+                     "(the label or features whose cells are text)");
         return false;
       }
     }

@@ -15,6 +15,7 @@ struct pd_runner {
   pd_scope *global;
   uint64_t startup_rng;   /* where the startup programs' random stream stands */
   pd_buf noticed;         /* op types already reported as running on the CPU ("|a|b|") */
+  pd_categories *categories; /* the CSV readers' categorical columns (NULL: none yet); owned */
 };
 
 /* The executor options of an action: the runner's seed (or `seed`), NaN checking, place, and

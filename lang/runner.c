@@ -208,6 +208,7 @@ void pd_runner_free(pd_runner *r) {
   if (!r) return;
   pd_scope_free(r->global);
   pd_buf_free(&r->noticed);
+  pd_categories_free(r->categories);
   pd_free(r);
 }
 

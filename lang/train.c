@@ -209,8 +209,19 @@ static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *sp
                           "line naming the columns)");
     char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     if (!path) return pd_error_set(err, PD_ENOMEM, at, "out of memory");
+    const pd_cval *cats = pd_cval_field(spec, "categorical");
+    const char *cnames[256];
+    int nc = 0;
+    if (cats && cats->kind == PD_CVAL_LIST)
+      for (int i = 0; i < cats->n && nc < 256; i++)
+        if (cats->items[i]->kind == PD_CVAL_STRING) cnames[nc++] = cats->items[i]->str;
+    if (nc && !r->categories && !(r->categories = pd_categories_new())) {
+      pd_free(path);
+      return pd_error_set(err, PD_ENOMEM, at, "out of memory");
+    }
     pd_csv_options co = {.label = label && label->kind == PD_CVAL_STRING ? label->str : NULL,
-                         .nfeatures = nf, .features = nf ? fnames : NULL};
+                         .nfeatures = nf, .features = nf ? fnames : NULL, .ncategorical = nc,
+                         .categorical = nc ? cnames : NULL, .categories = r->categories};
     const pd_cval *delim = pd_cval_field(spec, "delimiter"), *fill = pd_cval_field(spec, "fill");
     if (delim && delim->kind == PD_CVAL_STRING) co.delimiter = delim->str[0];
     if (fill && (fill->kind == PD_CVAL_INT || fill->kind == PD_CVAL_FLOAT)) {
@@ -1278,6 +1289,47 @@ static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *fee
   return PD_OK;
 }
 
+/* The categories of the run's CSV readers go beside a saved model or parameter file:
+ * "m.pdmodel" -> "m.categories" (also for .pdiparams; other names gain ".categories"). Heap. */
+static char *categories_path(const char *path) {
+  size_t n = strlen(path);
+  static const char *const exts[] = {".pdmodel", ".pdiparams"};
+  for (size_t i = 0; i < PD_ARRAY_LEN(exts); i++) {
+    size_t e = strlen(exts[i]);
+    if (n > e && strcmp(path + n - e, exts[i]) == 0) n -= e;
+  }
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "%.*s.categories", (int)n, path);
+  return pd_buf_take(&b);
+}
+
+/* After a save: the categories file, when the run's CSV readers have categorical columns. */
+static pd_status save_categories(const pd_runner *r, const char *path, pd_error *err) {
+  if (pd_categories_count(r->categories) == 0) return PD_OK;
+  char *cp = categories_path(path);
+  pd_status st = cp ? pd_categories_save(r->categories, cp, err)
+                    : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_free(cp);
+  return st;
+}
+
+/* After a load: the categories saved beside it (when there), so that this run's CSV readers
+ * map text the same way. */
+static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) {
+  char *cp = categories_path(path);
+  if (!cp) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_status st = PD_OK;
+  if (access(cp, F_OK) == 0) {
+    if (!r->categories && !(r->categories = pd_categories_new()))
+      st = pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+    else
+      st = pd_categories_load(r->categories, cp, err);
+  }
+  pd_free(cp);
+  return st;
+}
+
 static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = script_path(a, a->args[0]->str);
   char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
@@ -1295,6 +1347,7 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
     int np = pd_train_persistables(r, r->unit->main, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     else st = pd_params_save(path, r->global, np, params, err);
+    if (!st) st = save_categories(r, path, err);
     goto out;
   }
   if ((st = pd_program_prune(r->unit->main, nt, targets, &p, err))) goto out;
@@ -1334,6 +1387,7 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
     st = pd_commit_file(mtmp, path, err);
   else
     pd_discard_file(ptmp), pd_discard_file(mtmp);  /* nothing of a failed save stays */
+  if (!st) st = save_categories(r, path, err);
   pd_free(mb);
 out_buf:
   pd_buf_free(&pb);
@@ -1391,6 +1445,7 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }
+  if (!st) st = load_categories(r, path, err);
 out:
   pd_run_at_loc(err, st, arg_loc(a, 0), "load");
   pd_program_free(saved);

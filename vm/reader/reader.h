@@ -133,6 +133,25 @@ pd_status pd_dataset_csv(const char *path, const char *label, int nfeatures,
 /* pd_dataset_csv with options: the same three, a delimiter (0 means ','; ';' and '\t' are
  * common; not a quote, a space or a line end), and a fill value for missing cells (empty, "NA",
  * "N/A", "NaN", "nan", "null", "NULL"), which are otherwise an error naming line and column. */
+/* The categories of a run's CSV text columns (vm/reader/reader_categories.c): for each column
+ * name, its values in id order. The first reader of a column fixes them (its distinct values
+ * sorted by their bytes); later readers map through them and refuse a value it did not have.
+ * Owned by the caller. */
+typedef struct pd_categories pd_categories;
+pd_categories *pd_categories_new(void);   /* NULL when out of memory */
+void pd_categories_free(pd_categories *c);
+int pd_categories_count(const pd_categories *c);   /* columns */
+/* Write them to path atomically: a comment line, then "COLUMN<tab>VALUE" per value in id
+ * order (tab, newline, carriage return and backslash written \t \n \r \\). */
+pd_status pd_categories_save(const pd_categories *c, const char *path, pd_error *err);
+/* Read a file pd_categories_save wrote into c: its columns join c; a column c has already must
+ * have the same values (else PD_EINVAL naming it). PD_ENOTFOUND when the file is not there. */
+pd_status pd_categories_load(pd_categories *c, const char *path, pd_error *err);
+
+/* categorical names columns of text (the label or features) mapped to ids through categories
+ * (when NULL, through a set of this file's own): the label becomes int64 [1], the id; a
+ * feature becomes its category's one-hot vector of K values in "features" (K the column's
+ * category count), in the feature's place. */
 typedef struct pd_csv_options {
   const char *label;
   int nfeatures;
@@ -140,6 +159,9 @@ typedef struct pd_csv_options {
   char delimiter;
   bool has_fill;
   double fill;
+  int ncategorical;
+  const char *const *categorical;
+  pd_categories *categories;
 } pd_csv_options;
 pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_dataset **out,
                               pd_error *err);

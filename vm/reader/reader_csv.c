@@ -196,6 +196,62 @@ static pd_status parse_cell(const csv *c, const header *h, size_t col, const cel
   return PD_OK;
 }
 
+/* The cells of the categorical columns, row by row (ncat a row), with their lines. */
+typedef struct cat_cells {
+  const char **s;
+  size_t *len;
+  int *line;
+  size_t cap_s, cap_len, cap_line;
+} cat_cells;
+
+static pd_status cat_cells_grow(cat_cells *cc, size_t n, const char *path, pd_error *err) {
+  if (PD_GROW(cc->s, cc->cap_s, n) || PD_GROW(cc->len, cc->cap_len, n) ||
+      PD_GROW(cc->line, cc->cap_line, n))
+    return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", path);
+  return PD_OK;
+}
+
+static void cat_cells_put(cat_cells *cc, size_t at, const cell *x, int line) {
+  cc->s[at] = x->s;
+  cc->len[at] = x->len;
+  cc->line[at] = line;
+}
+
+static void cat_cells_free(cat_cells *cc) {
+  pd_free(cc->s);
+  pd_free(cc->len);
+  pd_free(cc->line);
+}
+
+/* Which of the chosen columns are categorical (slot[i] for feature i, lslot for the label: an
+ * index into the categorical cells, or -1), checked against the header. */
+static pd_status categorical_slots(const csv *c, const header *h, const pd_csv_options *o,
+                                   int lcol, int k, const int *cols, int *slot, int *lslot,
+                                   int *ncat, pd_error *err) {
+  *ncat = 0;
+  *lslot = -1;
+  for (int i = 0; i < k; i++) slot[i] = -1;
+  for (int j = 0; j < o->ncategorical; j++) {
+    const char *name = o->categorical[j];
+    int col = name ? find_column(h, name) : -1;
+    if (!name) return pd_error_set(err, PD_EINVAL, nowhere, "categorical column name %d is NULL", j);
+    if (col < 0) return no_column(c->path, h, name, err);
+    int at = -2;
+    if (col == lcol) at = -1;
+    for (int i = 0; i < k; i++)
+      if (cols[i] == col) at = i;
+    if (at == -2)
+      return pd_error_set(err, PD_EINVAL, nowhere, "%s: column '%s' is listed as categorical "
+                          "but is neither the label nor a feature", c->path, name);
+    if ((at == -1 ? *lslot : slot[at]) >= 0)
+      return pd_error_set(err, PD_EINVAL, nowhere, "%s: categorical column '%s' is listed twice",
+                          c->path, name);
+    if (at == -1) *lslot = (*ncat)++;
+    else slot[at] = (*ncat)++;
+  }
+  return PD_OK;
+}
+
 typedef struct values {
   float *feat;
   size_t feat_cap;
@@ -205,8 +261,84 @@ typedef struct values {
   size_t ilab_cap;
 } values;
 
-static pd_status parse_csv(csv *c, const char *label, int nfeatures,
-                           const char *const *features, pd_dataset **out, pd_error *err) {
+/* Map each categorical column through the categories (o's, or a set of this file's own), then
+ * widen the features: a categorical feature's one slot becomes its one-hot vector. The label's
+ * ids go to v->ilab (*all_int). *kk: the features' width. */
+static pd_status map_categories(const csv *c, const header *h, const pd_csv_options *o,
+                                const cat_cells *cc, int ncat, int64_t n, int k, const int *cols,
+                                const int *slot, int lcol, int lslot, values *v, int64_t *kk,
+                                bool *all_int, pd_error *err) {
+  pd_categories *own = o->categories ? NULL : pd_categories_new();
+  pd_categories *cats = o->categories ? o->categories : own;
+  const char **s = pd_malloc((size_t)n * sizeof *s);
+  size_t *len = pd_malloc((size_t)n * sizeof *len);
+  int *lines = pd_malloc((size_t)n * sizeof *lines);
+  int64_t *ids = pd_malloc((size_t)n * (size_t)ncat * sizeof *ids);
+  int64_t *kc = pd_malloc((size_t)ncat * sizeof *kc);
+  float *wide = NULL;
+  pd_status st = cats && s && len && lines && ids && kc ? PD_OK : PD_ENOMEM;
+  if (st) st = pd_error_set(err, st, nowhere, "out of memory reading '%s'", c->path);
+  for (int j = 0; j < ncat && !st; j++) {
+    int col = -1;
+    for (int i = 0; i < k; i++)
+      if (slot[i] == j) col = cols[i];
+    if (lslot == j) col = lcol;
+    char name[256];
+    size_t nl = h->names[col].len < sizeof name - 1 ? h->names[col].len : sizeof name - 1;
+    memcpy(name, h->names[col].s, nl);
+    name[nl] = '\0';
+    for (int64_t r = 0; r < n; r++) {
+      size_t at = (size_t)r * (size_t)ncat + (size_t)j;
+      s[r] = cc->s[at];
+      len[r] = cc->len[at];
+      lines[r] = cc->line[at];
+    }
+    int64_t *jid = ids + (size_t)j * (size_t)n;
+    st = pd_categories_map(cats, name, c->path, n, s, len, lines, jid, &kc[j], err);
+  }
+  if (!st && lslot >= 0) {
+    for (int64_t r = 0; r < n; r++) v->ilab[r] = ids[(size_t)lslot * (size_t)n + (size_t)r];
+    *all_int = true;
+  }
+  int64_t width = 0;
+  bool any = false;
+  for (int i = 0; !st && i < k; i++) {
+    width += slot[i] >= 0 ? kc[slot[i]] : 1;
+    any = any || slot[i] >= 0;
+  }
+  if (!st && any) {
+    if (!(wide = pd_calloc((size_t)(n ? n : 1) * (size_t)(width ? width : 1), sizeof *wide))) {
+      st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
+    } else {
+      for (int64_t r = 0; r < n; r++) {
+        float *out = wide + (size_t)r * (size_t)width;
+        for (int i = 0; i < k; i++) {
+          if (slot[i] < 0) {
+            *out++ = v->feat[(size_t)r * (size_t)k + (size_t)i];
+          } else {
+            out[ids[(size_t)slot[i] * (size_t)n + (size_t)r]] = 1;
+            out += kc[slot[i]];
+          }
+        }
+      }
+      pd_free(v->feat);
+      v->feat = wide;
+      v->feat_cap = (size_t)n * (size_t)width;
+    }
+  }
+  if (!st) *kk = any ? width : k;
+  pd_free(s);
+  pd_free(len);
+  pd_free(lines);
+  pd_free(ids);
+  pd_free(kc);
+  pd_categories_free(own);
+  return st;
+}
+
+static pd_status parse_csv(csv *c, const pd_csv_options *o, pd_dataset **out, pd_error *err) {
+  const char *label = o->label, *const *features = o->features;
+  int nfeatures = o->nfeatures;
   bool eof;
   header h = {NULL, 0};
   values v = {NULL, 0, NULL, 0, NULL, 0};
@@ -270,6 +402,12 @@ static pd_status parse_csv(csv *c, const char *label, int nfeatures,
     for (int i = 0, j = 0; j < (int)h.n; j++)
       if (j != lcol) cols[i++] = j;
   }
+  /* The categorical columns, whose cells are kept (with their lines) and mapped at the end. */
+  int *slot = NULL, lslot = -1, ncat = 0;
+  cat_cells cc = {0};
+  if (!st && !(slot = pd_malloc((size_t)(k ? k : 1) * sizeof *slot)))
+    st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
+  if (!st) st = categorical_slots(c, &h, o, lcol, k, cols, slot, &lslot, &ncat, err);
   /* The rows. */
   int64_t n = 0;
   bool all_int = true;
@@ -288,17 +426,28 @@ static pd_status parse_csv(csv *c, const char *label, int nfeatures,
       st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory reading '%s'", c->path);
       break;
     }
+    if (ncat && (st = cat_cells_grow(&cc, (size_t)(n + 1) * (size_t)ncat, c->path, err))) break;
     for (int i = 0; i < k && !st; i++) {
       double x;
       bool xi;
       int64_t xl;
+      if (slot[i] >= 0) {
+        cat_cells_put(&cc, (size_t)n * (size_t)ncat + (size_t)slot[i], &c->cells[cols[i]], c->line);
+        v.feat[(size_t)n * (size_t)k + (size_t)i] = 0;
+        continue;
+      }
       st = parse_cell(c, &h, (size_t)cols[i], &c->cells[cols[i]], &x, &xi, &xl, err);
       if (!st) v.feat[(size_t)n * (size_t)k + (size_t)i] = (float)x;
     }
     if (st) break;
-    bool li;
+    bool li = true;
     int64_t ll = 0;
-    st = parse_cell(c, &h, (size_t)lcol, &c->cells[lcol], &v.lab[n], &li, &ll, err);
+    if (lslot >= 0) {
+      cat_cells_put(&cc, (size_t)n * (size_t)ncat + (size_t)lslot, &c->cells[lcol], c->line);
+      v.lab[n] = 0;
+    } else {
+      st = parse_cell(c, &h, (size_t)lcol, &c->cells[lcol], &v.lab[n], &li, &ll, err);
+    }
     if (st) break;
     if (all_int && li) v.ilab[n] = ll;
     all_int = all_int && li;
@@ -307,14 +456,17 @@ static pd_status parse_csv(csv *c, const char *label, int nfeatures,
   if (!st && n == 0)
     st = pd_error_set(err, PD_EFORMAT, nowhere, "%s: the file has a header but no data rows",
                       c->path);
+  /* The categorical columns' ids; the features' width with their one-hot vectors. */
+  int64_t kk = k, one = 1;
+  if (!st && ncat) st = map_categories(c, &h, o, &cc, ncat, n, k, cols, slot, lcol, lslot, &v,
+                                       &kk, &all_int, err);
   /* The dataset. */
   void *fd = NULL, *ld = NULL;
-  int64_t kk = k, one = 1;
   if (!st) st = pd_dataset_new(n, &d, err);
   if (!st) st = pd_dataset_add_field(d, "features", PD_FP32, 1, &kk, &fd, err);
   if (!st) st = pd_dataset_add_field(d, "label", all_int ? PD_INT64 : PD_FP32, 1, &one, &ld, err);
   if (!st) {
-    memcpy(fd, v.feat, (size_t)n * (size_t)k * sizeof(float));
+    memcpy(fd, v.feat, (size_t)n * (size_t)kk * sizeof(float));
     if (all_int) {
       memcpy(ld, v.ilab, (size_t)n * sizeof(int64_t));
     } else {
@@ -324,6 +476,8 @@ static pd_status parse_csv(csv *c, const char *label, int nfeatures,
   }
   pd_free(h.names);
   pd_free(cols);
+  pd_free(slot);
+  cat_cells_free(&cc);
   pd_free(v.feat);
   pd_free(v.lab);
   pd_free(v.ilab);
@@ -345,10 +499,11 @@ pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_data
                               pd_error *err) {
   *out = NULL;
   if (!path) return pd_error_set(err, PD_EINVAL, nowhere, "pd_dataset_csv needs a path");
-  const char *label = o->label;
   int nfeatures = o->nfeatures;
-  const char *const *features = o->features;
   char sep = o->delimiter ? o->delimiter : ',';
+  if (o->ncategorical < 0 || (o->ncategorical > 0 && !o->categorical))
+    return pd_error_set(err, PD_EINVAL, nowhere, "ncategorical is %d without its names",
+                        o->ncategorical);
   if (nfeatures < 0)
     return pd_error_set(err, PD_EINVAL, nowhere, "nfeatures is %d, not >= 0", nfeatures);
   if (sep == '"' || sep == '\n' || sep == '\r' || sep == ' ')
@@ -369,7 +524,7 @@ pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_data
     st = pd_error_set(err, PD_EFORMAT, nowhere,
                       "%s: not a text file: it has a NUL byte at byte %zu", path, at);
   } else {
-    st = parse_csv(&c, label, nfeatures, features, out, err);
+    st = parse_csv(&c, o, out, err);
   }
   pd_free(c.cells);
   pd_free(text);

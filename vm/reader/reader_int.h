@@ -59,4 +59,13 @@ uint64_t pd_reader_uniform(uint64_t *s, uint64_t k);
  * gives the recipe), into perm[0..n) (reader_batch.c). */
 void pd_reader_perm(int64_t *perm, int64_t n, uint64_t seed, int epoch);
 
+/* reader_categories.c: the ids of the n values (s[i], len[i] bytes, on line lines[i] of path)
+ * of the categorical column `name`; the column's categories are defined from them when c does
+ * not have it yet. *k: how many categories the column has. A value not among them is
+ * PD_EFORMAT naming the line, the column and its first categories. */
+struct pd_categories;
+pd_status pd_categories_map(struct pd_categories *c, const char *name, const char *path, int64_t n,
+                            const char *const *s, const size_t *len, const int *lines,
+                            int64_t *ids, int64_t *k, pd_error *err);
+
 #endif /* PD_READER_INT_H */
