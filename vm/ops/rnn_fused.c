@@ -238,6 +238,17 @@ static pd_status gemm(const pd_exec_ctx *ctx, const gplan *p, bool ta, bool tb, 
                       "gemm");
 }
 
+/* wt [cols, rows] = w [rows, cols] transposed, once before a backward loop: each step's
+ * dG W^T then reads W^T in place (a product with B transposed copies B, or takes a slower
+ * kernel, at every one of the steps). */
+static pd_status transposed(const pd_exec_ctx *ctx, const gplan *p, const pd_tensor *w,
+                            int64_t rows, int64_t cols, void *wt) {
+  int64_t dims[2] = {rows, cols};
+  int perm[2] = {1, 0};
+  return pd_ctx_check(ctx, ctx->k->transpose(p->dt, 2, dims, perm, pd_tensor_data(w), wt),
+                      "transpose");
+}
+
 /* The previous states of every time-major row: step k's rows take the first rows of step
  * k - 1, step 0's the initial ones (init, in the sequences' order). */
 static void prev_rows(const gplan *p, const char *init, const char *states, char *prev) {
@@ -362,7 +373,7 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
                         h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL,
                         c0 ? pd_ctx_out(ctx, "C0@GRAD") : NULL};
   const pd_tensor *ins[9] = {x, w, h0, c0, hid, cell, gate, dhid, dcell};
-  char *buf[8] = {0};
+  char *buf[9] = {0};
   if (!st) st = distinct(ctx, ins, 9, outs, 4);
   const pd_tensor *dgrads[2] = {dhid, dcell};
   for (int i = 0; i < 2 && !st; i++)
@@ -373,14 +384,16 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
   if (st) goto out;
   int64_t H = p.hid;
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
-  size_t sizes[8] = {4 * rb * T, rb * T, rb * T, rb * T, rb * T, 4 * rb * T, rb * N, rb * N};
-  if (!alloc_all(8, buf, sizes)) {
+  size_t sizes[9] = {4 * rb * T, rb * T,     rb * T, rb * T, rb * T, 4 * rb * T, rb * N, rb * N,
+                     4 * rb * (size_t)H};
+  if (!alloc_all(9, buf, sizes)) {
     st = nomem(ctx);
     goto out;
   }
   /* gates, cells, prev (c, then h), dh, dc (time-major); dg; the carried dh and dc */
   char *g = buf[0], *cs = buf[1], *prev = buf[2], *dh = buf[3], *dc = buf[4], *dg = buf[5];
-  char *carry_h = buf[6], *carry_c = buf[7];
+  char *carry_h = buf[6], *carry_c = buf[7], *wt = buf[8];
+  if ((st = transposed(ctx, &p, w, H, 4 * H, wt))) goto out;
   to_tm(&p, 4 * H, g, pd_tensor_data(gate));
   to_tm(&p, H, cs, pd_tensor_data(cell));
   if (dhid) to_tm(&p, H, dh, pd_tensor_data(dhid));
@@ -402,7 +415,7 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
                            "lstm gate gradients")))
       break;
     memcpy(carry_c, dck, (size_t)n * rb);
-    st = gemm(ctx, &p, false, true, n, H, 4 * H, dgk, pd_tensor_data(w), 0.0, carry_h);
+    st = gemm(ctx, &p, false, false, n, H, 4 * H, dgk, wt, 0.0, carry_h);
   }
   if (st) goto out;
   if (!p.maxlen) memset(carry_h, 0, rb * N);
@@ -420,7 +433,7 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
     else memset(pd_tensor_data(outs[1]), 0, pd_tensor_nbytes(outs[1]));
   }
 out:
-  free_all(8, buf);
+  free_all(9, buf);
   gplan_free(&p);
   return st;
 }
@@ -480,7 +493,7 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
   pd_tensor *outs[4] = {pd_ctx_out(ctx, "Input@GRAD"), pd_ctx_out(ctx, "Weight@GRAD"),
                         h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL, pd_ctx_out(ctx, "Bias@GRAD")};
   const pd_tensor *ins[7] = {x, w, h0, bias, hid, gate, dhid};
-  char *buf[7] = {0};
+  char *buf[8] = {0};
   if (!st) st = distinct(ctx, ins, 7, outs, 4);
   if (!st && dhid && (dhid->dtype != p.dt || pd_tensor_numel(dhid) != p.total * p.hid))
     st = pd_ctx_fail(ctx, PD_ESHAPE, "Hidden@GRAD must have [%lld, %lld] %s elements",
@@ -488,14 +501,16 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
   if (st) goto out;
   int64_t H = p.hid;
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
-  size_t sizes[7] = {4 * rb * T, rb * T, rb * T, rb * T, 3 * rb * T, 3 * rb * T, rb * N};
-  if (!alloc_all(7, buf, sizes)) {
+  size_t sizes[8] = {4 * rb * T, rb * T, rb * T, rb * T, 3 * rb * T, 3 * rb * T, rb * N,
+                     3 * rb * (size_t)H};
+  if (!alloc_all(8, buf, sizes)) {
     st = nomem(ctx);
     goto out;
   }
   /* gates, hs, prev, dh (time-major), du, dP, the carried dh */
   char *s = buf[0], *hs = buf[1], *prev = buf[2], *dh = buf[3], *du = buf[4], *dp = buf[5];
-  char *carry = buf[6];
+  char *carry = buf[6], *wt = buf[7];
+  if ((st = transposed(ctx, &p, w, H, 3 * H, wt))) goto out;
   to_tm(&p, 4 * H, s, pd_tensor_data(gate));
   to_tm(&p, H, hs, pd_tensor_data(hid));
   if (dhid) to_tm(&p, H, dh, pd_tensor_data(dhid));
@@ -512,7 +527,7 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
                            "gru gate gradients")))
       break;
     memcpy(carry, dhk, (size_t)n * rb);
-    st = gemm(ctx, &p, false, true, n, H, 3 * H, dpk, pd_tensor_data(w), 1.0, carry);
+    st = gemm(ctx, &p, false, false, n, H, 3 * H, dpk, wt, 1.0, carry);
   }
   if (st) goto out;
   if (!p.maxlen) memset(carry, 0, rb * N);
@@ -537,7 +552,7 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
     }
   }
 out:
-  free_all(7, buf);
+  free_all(8, buf);
   gplan_free(&p);
   return st;
 }
