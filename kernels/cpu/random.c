@@ -21,13 +21,37 @@ typedef struct rand_job {
 
 static const double two_pi = 6.283185307179586476925286766559;
 
-/* The values of counter c (at most 4). */
-static void counter_values(const rand_job *job, uint64_t c, double v[4]) {
-  uint64_t ctr64 = job->offset + c;
-  uint32_t ctr[4] = {(uint32_t)ctr64, (uint32_t)(ctr64 >> 32), 0, 0};
-  uint32_t key[2] = {(uint32_t)job->seed, (uint32_t)(job->seed >> 32)};
-  uint32_t w[4];
-  pd_k_philox4x32_10(ctr, key, w);
+/* Philox4x32-10 of PHILOX_LANES consecutive counters from ctr at once: the words of
+ * pd_k_philox4x32_10, bit for bit (w[j][l]: word j of counter ctr + l), in loops over the lanes
+ * that the compiler turns into vector multiplies (one counter at a time, through the call, took
+ * most of a dropout's time). */
+#define PHILOX_LANES 8
+static void philox_lanes(uint64_t ctr, uint64_t seed, uint32_t w[4][PHILOX_LANES]) {
+  uint32_t c0[PHILOX_LANES], c1[PHILOX_LANES], c2[PHILOX_LANES], c3[PHILOX_LANES];
+  for (int l = 0; l < PHILOX_LANES; l++) {
+    c0[l] = (uint32_t)(ctr + (uint64_t)l);
+    c1[l] = (uint32_t)((ctr + (uint64_t)l) >> 32);
+    c2[l] = c3[l] = 0;
+  }
+  uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+  for (int round = 0; round < 10; round++) {
+    PD_SIMD for (int l = 0; l < PHILOX_LANES; l++) {
+      uint64_t p0 = (uint64_t)0xD2511F53u * c0[l], p1 = (uint64_t)0xCD9E8D57u * c2[l];
+      uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
+      c1[l] = (uint32_t)p1;
+      c3[l] = (uint32_t)p0;
+      c0[l] = n0;
+      c2[l] = n2;
+    }
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  for (int l = 0; l < PHILOX_LANES; l++) w[0][l] = c0[l], w[1][l] = c1[l], w[2][l] = c2[l],
+                                         w[3][l] = c3[l];
+}
+
+/* The values (at most 4) of a counter whose words are w. */
+static void words_values(const rand_job *job, const uint32_t w[4], double v[4]) {
   bool f32 = job->dt == PD_FP32;
   if (!job->normal) {
     if (f32) {
@@ -56,9 +80,13 @@ static void counter_values(const rand_job *job, uint64_t c, double v[4]) {
 
 static void rand_range(void *vjob, int64_t b, int64_t e) {
   const rand_job *job = vjob;
+  uint32_t lanes[4][PHILOX_LANES];
   for (int64_t c = b; c < e; c++) {
+    int64_t l = (c - b) % PHILOX_LANES;
+    if (l == 0) philox_lanes(job->offset + (uint64_t)c, job->seed, lanes);
+    uint32_t w[4] = {lanes[0][l], lanes[1][l], lanes[2][l], lanes[3][l]};
     double v[4];
-    counter_values(job, (uint64_t)c, v);
+    words_values(job, w, v);
     for (int64_t lane = 0; lane < job->per; lane++) {
       int64_t i = c * job->per + lane;
       if (i >= job->n) break;

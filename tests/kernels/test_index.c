@@ -205,6 +205,35 @@ static void test_philox(void) {
   }
 }
 
+/* uniform fp32 is the Philox words of its counters (24 bits of each), whatever the backend
+ * does to draw them (the CPU: eight counters at a time across its threads): element i from
+ * word i % 4 of counter offset + i / 4, with the counter's high word and the key's from a
+ * seed and an offset past 2^32 (the carry into the high word), over sizes that end inside a
+ * group of eight counters. */
+static void test_uniform_words(void) {
+  const int64_t sizes[] = {1, 5, 31, 33, 100003};
+  bool same = true;
+  for (size_t s = 0; s < PD_ARRAY_LEN(sizes) && same; s++) {
+    int64_t n = sizes[s];
+    float *u = kt_alloc((size_t)n * 4);
+    pd_k_rng r;
+    pd_k_rng_init(&r, 0x123456789abcdefull);
+    r.offset = 0xfffffffcull;  /* a group of eight counters straddles 2^32 */
+    uint64_t off = r.offset;
+    K->uniform(PD_FP32, n, u, 0, 1, &r);
+    for (int64_t i = 0; i < n && same; i++) {
+      uint64_t c = off + (uint64_t)(i / 4);
+      uint32_t ctr[4] = {(uint32_t)c, (uint32_t)(c >> 32), 0, 0};
+      uint32_t key[2] = {(uint32_t)r.seed, (uint32_t)(r.seed >> 32)}, w[4];
+      pd_k_philox4x32_10(ctr, key, w);
+      same = u[i] == (float)((double)(w[i % 4] >> 8) * 0x1p-24);
+    }
+    same = same && r.offset == off + (uint64_t)((n + 3) / 4);
+    free(u);
+  }
+  ok(same, "uniform fp32: element i is 24 bits of word i %% 4 of counter offset + i / 4");
+}
+
 static void test_random(void) {
   const int64_t n = 200000;
   for (size_t t = 0; t < 2; t++) {
@@ -330,6 +359,7 @@ int main(int argc, char **argv) {
   test_concat_split();
   test_gather_scatter();
   test_philox();
+  test_uniform_words();
   test_random();
   test_init();
   return tap_done();
