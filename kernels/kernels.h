@@ -554,6 +554,48 @@ typedef pd_status pd_k_gru_cell_fn(pd_dtype dt, int64_t n, int64_t h, const void
 typedef pd_status pd_k_gru_cell_grad_fn(pd_dtype dt, int64_t n, int64_t h, const void *s,
                                         const void *ph, void *dh, void *du, void *dhp);
 
+/* A whole fused recurrence at once (vm/ops/rnn_fused.c), on backends that have such a kernel
+ * (the CPU's: kernels/cpu/rnn_seq.c, which splits each step's products and gate math by hidden
+ * units across the pool, so that the gate math runs on every thread and each thread's share of
+ * the weights stays in its cache); NULL elsewhere, where the op runs the steps itself through
+ * gemm and the cell entries above. The same arithmetic as those: results differ only in the
+ * order of a product's or a sum's terms.
+ *
+ * The batch: nseq sequences of which step k has running(k) = koff[k + 1] - koff[k] rows, the
+ * sequences sorted by length (longest first), so that step k's rows are the first running(k)
+ * sequences and row r of step k + 1 continues row r of step k. Time-major row koff[k] + r is
+ * row row[koff[k] + r] of the batch-major tensors (Input and the outputs, [T, .] with T =
+ * koff[steps]); the initial states h0 and c0 and the gradients dh0 and dc0 are [nseq, H] in the
+ * sorted order. Every buffer is the caller's; outputs must not overlap inputs.
+ *   lstm_seq       x [T, 4H] (x W_ih + b, i f g o) and w [H, 4H]: hidden and cell [T, H] and
+ *                  gate [T, 4H] (the activated gates), as lstm_cell step by step.
+ *   lstm_seq_grad  from the forward's values and dhidden, dcell ([T, H]; NULL for zeros): dx
+ *                  [T, 4H], dw [H, 4H], dh0 and dc0 (rows of sequences of length 0 get zeros).
+ *   gru_seq        x [T, 3H] (x W_ih + b_ih), w [H, 3H], b [3H] (b_hh): hidden [T, H] and gate
+ *                  [T, 4H] (r, z, n, hn as gru_cell's s).
+ *   gru_seq_grad   dx [T, 3H], dw [H, 3H], db [3H] and dh0 from dhidden (NULL for zeros). */
+typedef struct pd_k_rnn_seq {
+  pd_dtype dt;          /* fp32, fp64 */
+  int64_t hid;          /* H */
+  int64_t nseq, steps;  /* sequences; the longest one's length */
+  const int64_t *koff;  /* [steps + 1], koff[0] = 0, non-decreasing */
+  const int64_t *row;   /* [koff[steps]], each in [0, koff[steps]) */
+} pd_k_rnn_seq;
+typedef pd_status pd_k_lstm_seq_fn(const pd_k_rnn_seq *s, const void *x, const void *w,
+                                   const void *h0, const void *c0, void *hidden, void *cell,
+                                   void *gate);
+typedef pd_status pd_k_lstm_seq_grad_fn(const pd_k_rnn_seq *s, const void *w, const void *h0,
+                                        const void *c0, const void *hidden, const void *cell,
+                                        const void *gate, const void *dhidden,
+                                        const void *dcell, void *dx, void *dw, void *dh0,
+                                        void *dc0);
+typedef pd_status pd_k_gru_seq_fn(const pd_k_rnn_seq *s, const void *x, const void *w,
+                                  const void *b, const void *h0, void *hidden, void *gate);
+typedef pd_status pd_k_gru_seq_grad_fn(const pd_k_rnn_seq *s, const void *w, const void *h0,
+                                       const void *hidden, const void *gate,
+                                       const void *dhidden, void *dx, void *dw, void *db,
+                                       void *dh0);
+
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
   pd_k_gemm_fn *gemm;
@@ -610,6 +652,10 @@ typedef struct pd_k_backend {
   pd_k_lstm_cell_grad_fn *lstm_cell_grad;
   pd_k_gru_cell_fn *gru_cell;
   pd_k_gru_cell_grad_fn *gru_cell_grad;
+  pd_k_lstm_seq_fn *lstm_seq;            /* NULL: run step by step */
+  pd_k_lstm_seq_grad_fn *lstm_seq_grad;
+  pd_k_gru_seq_fn *gru_seq;
+  pd_k_gru_seq_grad_fn *gru_seq_grad;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

@@ -94,6 +94,25 @@ static inline pd_status pd_k_rnn_cell_check(pd_dtype dt, int64_t n, int64_t h) {
   return PD_OK;
 }
 
+/* A whole-sequence recurrence's batch (kernels.h: pd_k_rnn_seq): dtype, sizes, and koff and
+ * row describing steps of non-increasing sizes, at most nseq rows each, every row in range. */
+static inline pd_status pd_k_rnn_seq_check(const pd_k_rnn_seq *s) {
+  if (!s) return PD_EINVAL;
+  if (s->dt != PD_FP32 && s->dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (s->hid < 0 || s->nseq < 0 || s->steps < 0 || (s->hid && s->nseq > INT64_MAX / 4 / s->hid))
+    return PD_EINVAL;
+  if (s->steps == 0) return PD_OK;
+  if (!s->koff || !s->row || s->koff[0] != 0) return PD_EINVAL;
+  for (int64_t k = 0; k < s->steps; k++) {
+    int64_t n = s->koff[k + 1] - s->koff[k];
+    if (n < 0 || n > s->nseq || (k && n > s->koff[k] - s->koff[k - 1])) return PD_EINVAL;
+  }
+  int64_t total = s->koff[s->steps];
+  for (int64_t i = 0; i < total; i++)
+    if (s->row[i] < 0 || s->row[i] >= total) return PD_EINVAL;
+  return PD_OK;
+}
+
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {
   pd_dtype dt;

@@ -12,7 +12,8 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/random.c kernels/cpu/strided.c \
 	kernels/cpu/act.c kernels/cpu/act_t.h \
 	kernels/cpu/norm.c kernels/cpu/norm_t.h \
-	kernels/cpu/optim.c kernels/cpu/optim_t.h kernels/cpu/rnn_cell.c
+	kernels/cpu/optim.c kernels/cpu/optim_t.h kernels/cpu/rnn_cell.c \
+	kernels/cpu/rnn_seq.c kernels/cpu/rnn_seq_t.h
 
 # The CUDA backend (configure --with-cuda): its .cu files go into the same convenience library,
 # compiled by nvcc through kernels/cuda/nvcc-lo.sh, which writes the PIC object and the .lo

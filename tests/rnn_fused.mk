@@ -21,3 +21,11 @@ TESTS += tests/ops/test_kern_rnn_op
 EXTRA_DIST += tests/ops/paddle_rnn_check.py
 TESTS += tests/run/char_lm.sh
 EXTRA_DIST += tests/run/char_lm.sh
+# tests/kernels/test_rnn_seq: the CPU backend's whole-sequence kernels behind fused_lstm and
+# fused_gru (kernels/cpu/rnn_seq.c) against a reference from the equations (forward and
+# backpropagation through time by hand), at hidden sizes split across three threads unevenly,
+# interleaved rows, reversed, fp64 and fp32; argument checks.
+check_PROGRAMS += tests/kernels/test_rnn_seq
+tests_kernels_test_rnn_seq_SOURCES = tests/kernels/test_rnn_seq.c tests/kernels/kt.h
+tests_kernels_test_rnn_seq_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/kernels/test_rnn_seq

@@ -67,6 +67,10 @@ static const pd_k_backend cpu_backend = {
     .lstm_cell_grad = pd_kcpu_lstm_cell_grad,
     .gru_cell = pd_kcpu_gru_cell,
     .gru_cell_grad = pd_kcpu_gru_cell_grad,
+    .lstm_seq = pd_kcpu_lstm_seq,
+    .lstm_seq_grad = pd_kcpu_lstm_seq_grad,
+    .gru_seq = pd_kcpu_gru_seq,
+    .gru_seq_grad = pd_kcpu_gru_seq_grad,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

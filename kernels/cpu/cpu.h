@@ -158,5 +158,9 @@ pd_k_lstm_cell_fn pd_kcpu_lstm_cell;            /* rnn_cell.c */
 pd_k_lstm_cell_grad_fn pd_kcpu_lstm_cell_grad;
 pd_k_gru_cell_fn pd_kcpu_gru_cell;
 pd_k_gru_cell_grad_fn pd_kcpu_gru_cell_grad;
+pd_k_lstm_seq_fn pd_kcpu_lstm_seq;              /* rnn_seq.c */
+pd_k_lstm_seq_grad_fn pd_kcpu_lstm_seq_grad;
+pd_k_gru_seq_fn pd_kcpu_gru_seq;
+pd_k_gru_seq_grad_fn pd_kcpu_gru_seq_grad;
 
 #endif /* PD_KERNELS_CPU_H */

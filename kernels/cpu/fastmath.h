@@ -81,6 +81,20 @@ void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const float *a, i
 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                         const float *bias, float *c, int64_t ldc);
+/* gemm_avx512.c, for a B that many products share (an RNN's weights, multiplied at every
+ * step): pd_kcpu_gemm16_pack_f32 copies B [k, n] (row stride ldb) into panels of
+ * PD_KCPU_GEMM16_NR columns, each k rows of PD_KCPU_GEMM16_NR floats in a row (the last panel
+ * padded with zeros): pd_kcpu_gemm16_packed_size(k, n) floats. Each panel is then read
+ * contiguously, where a B whose rows are 4 KB apart (a [256, 1024] weight) put every row of a
+ * panel in the same L1 sets and was fetched from L2 for every tile. pd_kcpu_gemm16p_f32: C [m,
+ * n] = op(A) B + beta C with B so packed (beta 0 does not read C), the same sums in the same
+ * order as pd_kcpu_gemm16_f32; false, with C untouched, when there is no memory for the
+ * partial sums (m past 128 with k past 192). Under the same condition. */
+#define PD_KCPU_GEMM16_NR 32
+int64_t pd_kcpu_gemm16_packed_size(int64_t k, int64_t n);
+void pd_kcpu_gemm16_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack);
+bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                         const float *pack, float beta, float *c, int64_t ldc);
 /* acc[j] += x[q * ld + j] for rows q = 0 .. rows - 1 in order, j < w: reduce.c's column sums
  * (the bias gradient of an fc layer), each column's additions in the scalar loop's order, in
  * double, so the sums are the same bits. */

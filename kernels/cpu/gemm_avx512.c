@@ -17,6 +17,7 @@
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
 #include <immintrin.h>
+#include <string.h>
 
 #define AVX512 __attribute__((target("avx512f,fma")))
 #define INLINE inline __attribute__((always_inline))
@@ -192,6 +193,40 @@ AVX512 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k
     else panel_na(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
   }
   if (pack != pack_stack) pd_k_host_free(pack);
+  if (part && part != part_stack) pd_k_host_free(part);
+  return true;
+}
+
+/* ---- pd_kcpu_gemm16p_f32: B packed once by pd_kcpu_gemm16_pack_f32 (fastmath.h) ---- */
+
+int64_t pd_kcpu_gemm16_packed_size(int64_t k, int64_t n) { return (n + NR - 1) / NR * NR * k; }
+
+void pd_kcpu_gemm16_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack) {
+  for (int64_t j = 0; j < n; j += NR) {
+    int64_t w = n - j < NR ? n - j : NR;
+    float *p = pack + j * k; /* panel j / NR: k rows of NR */
+    for (int64_t q = 0; q < k; q++) {
+      memcpy(p + q * NR, b + q * ldb + j, (size_t)w * sizeof(float));
+      if (w < NR) memset(p + q * NR + w, 0, (size_t)(NR - w) * sizeof(float));
+    }
+  }
+}
+
+AVX512 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
+                                int64_t lda, const float *pack, float beta, float *c,
+                                int64_t ldc) {
+  float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
+  if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float))))
+    return false;
+  ep16 ep = {1.0f, beta, NULL};
+  for (int64_t j = 0; j < n; j += NR) {
+    int64_t w = n - j < NR ? n - j : NR;
+    int nv = w > 16 ? 2 : 1;
+    __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
+    const float *bp = pack + j * k;
+    if (ta) panel_ta(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
+    else panel_na(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
+  }
   if (part && part != part_stack) pd_k_host_free(part);
   return true;
 }

@@ -5,6 +5,7 @@
 
 #include <sched.h>
 
+#include "kernels/cpu/fastmath.h"
 #include "kernels/kernels.h"
 #include "tests/kernels/kt.h"
 
@@ -209,8 +210,9 @@ static void test_philox(void) {
  * does to draw them (the CPU: eight counters at a time across its threads): element i from
  * word i % 4 of counter offset + i / 4, with the counter's high word and the key's from a
  * seed and an offset past 2^32 (the carry into the high word), over sizes that end inside a
- * group of eight counters. */
-static void test_uniform_words(void) {
+ * group of eight counters; on the CPU's baseline code and (where the CPU has it) its AVX-512
+ * one. */
+static void test_uniform_words(int level) {
   const int64_t sizes[] = {1, 5, 31, 33, 100003};
   bool same = true;
   for (size_t s = 0; s < PD_ARRAY_LEN(sizes) && same; s++) {
@@ -231,7 +233,8 @@ static void test_uniform_words(void) {
     same = same && r.offset == off + (uint64_t)((n + 3) / 4);
     free(u);
   }
-  ok(same, "uniform fp32: element i is 24 bits of word i %% 4 of counter offset + i / 4");
+  ok(same, "uniform fp32 (SIMD level %d): element i is 24 bits of word i %% 4 of counter "
+     "offset + i / 4", level);
 }
 
 static void test_random(void) {
@@ -359,7 +362,15 @@ int main(int argc, char **argv) {
   test_concat_split();
   test_gather_scatter();
   test_philox();
-  test_uniform_words();
+#if PD_KCPU_FASTMATH_f32
+  int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
+  pd_kcpu_simd_force(PD_KCPU_SIMD_BASE);
+  test_uniform_words(PD_KCPU_SIMD_BASE);
+  pd_kcpu_simd_force(best);
+  test_uniform_words(best);
+#else
+  test_uniform_words(0);
+#endif
   test_random();
   test_init();
   return tap_done();

@@ -311,6 +311,147 @@ static pd_status distinct(const pd_exec_ctx *ctx, const pd_tensor *const *ins, i
   return PD_OK;
 }
 
+/* ================================================================ whole sequences */
+
+/* Where the backend has a whole-sequence kernel (kernels.h: lstm_seq etc.; the CPU's), the op
+ * hands it the plan and the batch-major tensors: it reads and writes their rows in place. */
+static pd_k_rnn_seq seq_of(const gplan *p) {
+  pd_k_rnn_seq s = {p->dt, p->hid, p->nseq, p->maxlen, p->koff, p->row};
+  return s;
+}
+
+/* Output o resized to [T, cols] with Input's LoD, its data in *data; when o is not bound, a
+ * scratch buffer of that size (*scratch, to free). */
+static pd_status seq_out(const pd_exec_ctx *ctx, const gplan *p, pd_tensor *o, int64_t cols,
+                         char **data, char **scratch) {
+  *scratch = NULL;
+  if (!o) {
+    if (!(*scratch = *data = pd_k_host_alloc((size_t)(p->total * cols) * p->es + 1)))
+      return nomem(ctx);
+    return PD_OK;
+  }
+  int64_t dims[2] = {p->total, cols};
+  pd_status st = pd_ctx_resize(ctx, o, p->dt, 2, dims);
+  if (!st) st = pd_ctx_check(ctx, pd_tensor_copy_lod(o, &p->lod), "lod");
+  *data = st ? NULL : pd_tensor_data(o);
+  return st;
+}
+
+/* Weight's (or Bias's) gradient resized like the forward input, or scratch when not bound. */
+static pd_status seq_like(const pd_exec_ctx *ctx, pd_tensor *o, const pd_tensor *like,
+                          char **data, char **scratch) {
+  *scratch = NULL;
+  if (!o) {
+    if (!(*scratch = *data = pd_k_host_alloc(pd_tensor_nbytes(like) + 1))) return nomem(ctx);
+    return PD_OK;
+  }
+  pd_status st = pd_ctx_resize(ctx, o, like->dtype, like->ndims, like->dims);
+  *data = st ? NULL : pd_tensor_data(o);
+  return st;
+}
+
+/* fused_lstm through lstm_seq: outs are Hidden, Cell, BatchGate. */
+static pd_status lstm_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x,
+                            const pd_tensor *w, const pd_tensor *h0, const pd_tensor *c0,
+                            pd_tensor *const *outs) {
+  int64_t H = p->hid, cols[3] = {H, H, 4 * H};
+  size_t rb = (size_t)H * p->es;
+  char *data[3] = {0}, *scratch[3] = {0}, *init[2] = {0};
+  size_t sizes[2] = {rb * (size_t)p->nseq, rb * (size_t)p->nseq};
+  pd_status st = PD_OK;
+  for (int i = 0; i < 3 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
+  if (!st && !alloc_all(2, init, sizes)) st = nomem(ctx);
+  if (!st) {
+    init_rows(p, h0, init[0]);
+    init_rows(p, c0, init[1]);
+    pd_k_rnn_seq s = seq_of(p);
+    st = pd_ctx_check(ctx, ctx->k->lstm_seq(&s, pd_tensor_data(x), pd_tensor_data(w), init[0],
+                                            init[1], data[0], data[1], data[2]),
+                      "lstm");
+    free_all(2, init);
+  }
+  free_all(3, scratch);
+  return st;
+}
+
+/* fused_lstm_grad through lstm_seq_grad: outs are Input@GRAD, Weight@GRAD, H0@GRAD, C0@GRAD. */
+static pd_status lstm_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *const *in,
+                                 pd_tensor *const *outs) {
+  /* in: Weight, H0, C0, Hidden, Cell, BatchGate, Hidden@GRAD, Cell@GRAD */
+  const pd_tensor *w = in[0], *h0 = in[1], *c0 = in[2];
+  size_t rb = (size_t)p->hid * p->es, N = (size_t)p->nseq;
+  char *dx, *dw, *scratch[2] = {0}, *buf[4] = {0};
+  size_t sizes[4] = {rb * N, rb * N, rb * N, rb * N};
+  pd_status st = seq_out(ctx, p, outs[0], 4 * p->hid, &dx, &scratch[0]);
+  if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
+  if (!st && !alloc_all(4, buf, sizes)) st = nomem(ctx);
+  if (!st) {
+    init_rows(p, h0, buf[0]);
+    init_rows(p, c0, buf[1]);
+    pd_k_rnn_seq s = seq_of(p);
+    st = pd_ctx_check(ctx, ctx->k->lstm_seq_grad(&s, pd_tensor_data(w), buf[0], buf[1],
+                                                 pd_tensor_data(in[3]), pd_tensor_data(in[4]),
+                                                 pd_tensor_data(in[5]),
+                                                 in[6] ? pd_tensor_data(in[6]) : NULL,
+                                                 in[7] ? pd_tensor_data(in[7]) : NULL, dx, dw,
+                                                 buf[2], buf[3]),
+                      "lstm gradients");
+    if (!st) st = state_grad(ctx, p, h0, outs[2], buf[2]);
+    if (!st) st = state_grad(ctx, p, c0, outs[3], buf[3]);
+    free_all(4, buf);
+  }
+  free_all(2, scratch);
+  return st;
+}
+
+/* fused_gru through gru_seq: outs are Hidden, BatchGate. */
+static pd_status gru_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x,
+                           const pd_tensor *w, const pd_tensor *bias, const pd_tensor *h0,
+                           pd_tensor *const *outs) {
+  int64_t H = p->hid, cols[2] = {H, 4 * H};
+  char *data[2] = {0}, *scratch[2] = {0}, *init = NULL;
+  pd_status st = PD_OK;
+  for (int i = 0; i < 2 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
+  if (!st && !(init = pd_k_host_alloc((size_t)H * p->es * (size_t)p->nseq + 1))) st = nomem(ctx);
+  if (!st) {
+    init_rows(p, h0, init);
+    pd_k_rnn_seq s = seq_of(p);
+    st = pd_ctx_check(ctx, ctx->k->gru_seq(&s, pd_tensor_data(x), pd_tensor_data(w),
+                                           pd_tensor_data(bias), init, data[0], data[1]),
+                      "gru");
+  }
+  pd_k_host_free(init);
+  free_all(2, scratch);
+  return st;
+}
+
+/* fused_gru_grad through gru_seq_grad: outs are Input@GRAD, Weight@GRAD, H0@GRAD, Bias@GRAD. */
+static pd_status gru_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *const *in,
+                                pd_tensor *const *outs) {
+  /* in: Weight, H0, Bias, Hidden, BatchGate, Hidden@GRAD */
+  const pd_tensor *w = in[0], *h0 = in[1];
+  size_t rb = (size_t)p->hid * p->es, N = (size_t)p->nseq;
+  char *dx, *dw, *db, *scratch[3] = {0}, *buf[2] = {0};
+  size_t sizes[2] = {rb * N, rb * N};
+  pd_status st = seq_out(ctx, p, outs[0], 3 * p->hid, &dx, &scratch[0]);
+  if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
+  if (!st) st = seq_like(ctx, outs[3], in[2], &db, &scratch[2]);
+  if (!st && !alloc_all(2, buf, sizes)) st = nomem(ctx);
+  if (!st) {
+    init_rows(p, h0, buf[0]);
+    pd_k_rnn_seq s = seq_of(p);
+    st = pd_ctx_check(ctx, ctx->k->gru_seq_grad(&s, pd_tensor_data(w), buf[0],
+                                                pd_tensor_data(in[3]), pd_tensor_data(in[4]),
+                                                in[5] ? pd_tensor_data(in[5]) : NULL, dx, dw,
+                                                db, buf[1]),
+                      "gru gradients");
+    if (!st) st = state_grad(ctx, p, h0, outs[2], buf[1]);
+    free_all(2, buf);
+  }
+  free_all(3, scratch);
+  return st;
+}
+
 /* ================================================================ fused_lstm */
 
 /* Per step k (rows of the sequences still running): G_k += h_k-1 W (one GEMM for the four
@@ -326,7 +467,8 @@ pd_status pd_kernel_fused_lstm(pd_exec_ctx *ctx) {
   char *buf[5] = {0};
   if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
   if (!st) st = distinct(ctx, ins, 4, outs, 3);
-  if (st) goto out;
+  if (!st && ctx->k->lstm_seq) st = lstm_whole(ctx, &p, x, w, h0, c0, outs);
+  if (st || ctx->k->lstm_seq) goto out;
   int64_t H = p.hid;
   size_t rb = (size_t)H * p.es;
   size_t sizes[5] = {4 * rb * (size_t)p.total, rb * (size_t)p.total, rb * (size_t)p.total,
@@ -381,7 +523,11 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
       st = pd_ctx_fail(ctx, PD_ESHAPE, "%s must have [%lld, %lld] %s elements",
                        i ? "Cell@GRAD" : "Hidden@GRAD", (long long)p.total, (long long)p.hid,
                        pd_dtype_name(p.dt));
-  if (st) goto out;
+  if (!st && ctx->k->lstm_seq_grad) {
+    const pd_tensor *seq_in[8] = {w, h0, c0, hid, cell, gate, dhid, dcell};
+    st = lstm_whole_grad(ctx, &p, seq_in, outs);
+  }
+  if (st || ctx->k->lstm_seq_grad) goto out;
   int64_t H = p.hid;
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
   size_t sizes[9] = {4 * rb * T, rb * T,     rb * T, rb * T, rb * T, 4 * rb * T, rb * N, rb * N,
@@ -452,7 +598,8 @@ pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
   char *buf[5] = {0};
   if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
   if (!st) st = distinct(ctx, ins, 4, outs, 2);
-  if (st) goto out;
+  if (!st && ctx->k->gru_seq) st = gru_whole(ctx, &p, x, w, bias, h0, outs);
+  if (st || ctx->k->gru_seq) goto out;
   int64_t H = p.hid;
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
   size_t sizes[5] = {3 * rb * T, 4 * rb * T, rb * T, rb * N, 3 * rb * N};
@@ -498,7 +645,11 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
   if (!st && dhid && (dhid->dtype != p.dt || pd_tensor_numel(dhid) != p.total * p.hid))
     st = pd_ctx_fail(ctx, PD_ESHAPE, "Hidden@GRAD must have [%lld, %lld] %s elements",
                      (long long)p.total, (long long)p.hid, pd_dtype_name(p.dt));
-  if (st) goto out;
+  if (!st && ctx->k->gru_seq_grad) {
+    const pd_tensor *seq_in[6] = {w, h0, bias, hid, gate, dhid};
+    st = gru_whole_grad(ctx, &p, seq_in, outs);
+  }
+  if (st || ctx->k->gru_seq_grad) goto out;
   int64_t H = p.hid;
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
   size_t sizes[8] = {4 * rb * T, rb * T, rb * T, rb * T, 3 * rb * T, 3 * rb * T, rb * N,

@@ -1,0 +1,253 @@
+/* rnn_seq_t.h -- the typed parts of rnn_seq.c (included once per float type with T and TN set;
+ * cpu.h's template convention): one part's share of one step of the fused LSTM and GRU,
+ * forward and backward, and the weights' column permutation. Part t owns the hidden units
+ * cut[t] .. cut[t + 1] - 1 (u of them); "own columns" are those units' columns of every gate.
+ * In the permuted layout (wp, dwp, the backward's dg) part t's columns are side by side from
+ * gates * cut[t] on, gate by gate: column gates * lo + q u + x is gate q's unit lo + x. */
+
+/* wp = w [H, gates H] with its columns permuted, or (trans) that transposed, [gates H, H]:
+ * for the products without packed weights (fp64, CPUs without AVX-512). Row by row of w. */
+static void TF(seq_permute)(const seq_job *j, const T *w, T *wp, bool trans) {
+  const int64_t H = j->s->hid, G = j->gates * H;
+  for (int64_t i = 0; i < H; i++)
+    for (int t = 0; t < j->nparts; t++) {
+      const int64_t lo = j->cut[t], u = j->cut[t + 1] - lo;
+      for (int q = 0; q < j->gates; q++)
+        for (int64_t x = 0; x < u; x++) {
+          const int64_t to = j->gates * lo + q * u + x;
+          if (trans) wp[to * H + i] = w[i * G + q * H + lo + x];
+          else wp[i * G + to] = w[i * G + q * H + lo + x];
+        }
+    }
+}
+
+/* dw [H, gates H] from dwp (row stride ldw) in the permuted layout, and db [gates H] from dbp
+ * when given. */
+static void TF(seq_unpermute)(const seq_job *j, const T *dwp, T *dw, const double *dbp, T *db) {
+  const int64_t H = j->s->hid, G = j->gates * H;
+  for (int64_t i = -1; i < H; i++) /* i = -1: db */
+    for (int t = 0; t < j->nparts; t++) {
+      const int64_t lo = j->cut[t], u = j->cut[t + 1] - lo;
+      for (int q = 0; q < j->gates; q++)
+        for (int64_t x = 0; x < u; x++) {
+          const int64_t to = q * H + lo + x, from = j->gates * lo + q * u + x;
+          if (i >= 0) dw[i * G + to] = dwp[i * j->ldw + from];
+          else if (db) db[to] = (T)dbp[from];
+        }
+    }
+}
+
+/* h of step k - 1 for the rows of step `it`, [m, H]: the initial states for step 0, else the
+ * forward's hidden rows of step k - 1 gathered into the part's scratch. */
+static const T *TF(seq_prev_h)(const seq_job *j, int64_t it, int64_t m, T *scratch) {
+  const pd_k_rnn_seq *s = j->s;
+  const int64_t H = s->hid;
+  if (it == 0) return (const T *)j->h0;
+  const int64_t *prow = s->row + s->koff[it - 1];
+  for (int64_t r = 0; r < m; r++)
+    memcpy(scratch + r * H, (const T *)j->hidden_in + prow[r] * H, (size_t)H * sizeof(T));
+  return scratch;
+}
+
+/* out = a + b over n elements, either absent (NULL) counting as zeros. */
+static void TF(seq_sum)(int64_t n, const T *restrict a, const T *restrict b, T *restrict out) {
+  if (a && b) {
+    PD_SIMD for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+  } else if (a || b) {
+    memcpy(out, a ? a : b, (size_t)n * sizeof(T));
+  } else {
+    memset(out, 0, (size_t)n * sizeof(T));
+  }
+}
+
+/* One row of lstm_cell_grad's arithmetic (rnn_cell.c) on u units: the gates i f g o, the
+ * previous cells, tanh of the cells, dh and dc in; the four gates' gradients and the previous
+ * cells' (dc f) out. */
+static void TF(lstm_bw_row)(int64_t u, const T *restrict gi, const T *restrict gf,
+                            const T *restrict gg, const T *restrict go, const T *restrict pc,
+                            const T *restrict tc, const T *restrict dh, const T *restrict dc,
+                            T *restrict di, T *restrict df, T *restrict dgg, T *restrict dgo,
+                            T *restrict dpc) {
+  PD_SIMD for (int64_t x = 0; x < u; x++) {
+    T i = gi[x], f = gf[x], g = gg[x], o = go[x], th = tc[x];
+    T dcj = dc[x] + dh[x] * o * ((T)1 - th * th);
+    di[x] = dcj * g * i * ((T)1 - i);
+    df[x] = dcj * pc[x] * f * ((T)1 - f);
+    dgg[x] = dcj * i * ((T)1 - g * g);
+    dgo[x] = dh[x] * th * o * ((T)1 - o);
+    dpc[x] = dcj * f;
+  }
+}
+
+/* ---- LSTM */
+
+/* Step k, part t: its gate columns of x's rows, plus h_k-1 times its columns of w, activated;
+ * then its units' c and h, written to the outputs and to hbuf[k & 1] for step k + 1. */
+static pd_status TF(lstm_fwd_part)(seq_job *j, int t) {
+  const pd_k_rnn_seq *s = j->s;
+  const int64_t H = s->hid, lo = j->cut[t], u = j->cut[t + 1] - lo, k = j->k;
+  const int64_t n = s->koff[k + 1] - s->koff[k], *rows = s->row + s->koff[k];
+  const int64_t *prow = k ? s->row + s->koff[k - 1] : NULL;
+  if (u == 0 || n == 0) return PD_OK;
+  T *g = (T *)(j->scratch + (size_t)t * j->part_bytes); /* [n, 4u] */
+  const T *x = (const T *)j->x;
+  for (int64_t r = 0; r < n; r++)
+    for (int q = 0; q < 4; q++)
+      memcpy(g + r * 4 * u + q * u, x + rows[r] * 4 * H + q * H + lo, (size_t)u * sizeof(T));
+  const T *hp = k ? (const T *)j->hbuf[(k - 1) & 1] : (const T *)j->h0;
+  pd_status st = seq_gemm_w(j, t, n, 4 * u, H, hp, H, (const T *)j->wp + 4 * lo, 4 * H, 1.0,
+                            g, 4 * u);
+  T *hn = (T *)j->hbuf[k & 1], *cell = (T *)j->cell, *hid = (T *)j->hidden;
+  T *gate = (T *)j->gate;
+  for (int64_t r = 0; r < n && !st; r++) {
+    T *gr = g + r * 4 * u;
+    if ((st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, 2 * u, gr, gr)) ||
+        (st = pd_kcpu_unary(PD_K_TANH, s->dt, u, gr + 2 * u, gr + 2 * u)) ||
+        (st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, u, gr + 3 * u, gr + 3 * u)))
+      break;
+    const T *pc = prow ? cell + prow[r] * H + lo : (const T *)j->c0 + r * H + lo;
+    T *c = cell + rows[r] * H + lo, *h = hid + rows[r] * H + lo;
+    for (int64_t i = 0; i < u; i++) c[i] = gr[u + i] * pc[i] + gr[i] * gr[2 * u + i];
+    if ((st = pd_kcpu_unary(PD_K_TANH, s->dt, u, c, h))) break;
+    for (int64_t i = 0; i < u; i++) h[i] *= gr[3 * u + i];
+    memcpy(hn + r * H + lo, h, (size_t)u * sizeof(T));
+    for (int q = 0; q < 4; q++)
+      memcpy(gate + rows[r] * 4 * H + q * H + lo, gr + q * u, (size_t)u * sizeof(T));
+  }
+  return st;
+}
+
+/* Iteration `it` (steps down to 0), part t: step it's products, when it < steps (the carry
+ * into step it - 1's h, dg_it w^T, on the part's units; w's gradient, h_it-1^T dg_it, on its
+ * gate columns), then step it - 1's gate gradients on its units, when it >= 1. */
+static pd_status TF(lstm_bwd_part)(seq_job *j, int t) {
+  const pd_k_rnn_seq *s = j->s;
+  const int64_t H = s->hid, lo = j->cut[t], u = j->cut[t + 1] - lo, it = j->k;
+  if (u == 0) return PD_OK;
+  T *hprev = (T *)(j->scratch + (size_t)t * j->part_bytes); /* [nseq, H] */
+  T *tc = hprev + s->nseq * H, *dh = tc + u, *dc = dh + u;  /* [u] each */
+  T *carry_h = (T *)j->carry_h, *carry_c = (T *)j->carry_c;
+  pd_status st = PD_OK;
+  int64_t m = 0;
+  if (it < s->steps && (m = s->koff[it + 1] - s->koff[it]) > 0) {
+    const T *dgs = (const T *)j->dg[it & 1];
+    if ((st = seq_gemm_w(j, t, m, u, 4 * H, dgs, j->ldg, (const T *)j->wp + lo, H, 0.0,
+                         carry_h + lo, H)))
+      return st;
+    const T *hp = TF(seq_prev_h)(j, it, m, hprev);
+    if ((st = pd_kcpu_gemm(s->dt, true, false, H, 4 * u, m, 1.0, hp, H, dgs + 4 * lo, j->ldg,
+                           1.0, (T *)j->dwp + 4 * lo, j->ldw)))
+      return st;
+  }
+  if (it == 0) return PD_OK;
+  const int64_t k = it - 1, n = s->koff[k + 1] - s->koff[k], *rows = s->row + s->koff[k];
+  const int64_t *prow = k ? s->row + s->koff[k - 1] : NULL;
+  const T *gate = (const T *)j->gate_in, *cell = (const T *)j->cell_in;
+  const T *dhid = (const T *)j->dhidden, *dcell = (const T *)j->dcell;
+  T *dgo = (T *)j->dg[k & 1], *dx = (T *)j->dx;
+  for (int64_t r = 0; r < n; r++) {
+    const int64_t at = rows[r];
+    const T *gi = gate + at * 4 * H + lo;
+    const T *pc = prow ? cell + prow[r] * H + lo : (const T *)j->c0 + r * H + lo;
+    if ((st = pd_kcpu_unary(PD_K_TANH, s->dt, u, cell + at * H + lo, tc))) return st;
+    /* dh, dc: the step's own gradients plus what step k + 1 carried back to its rows */
+    TF(seq_sum)(u, dhid ? dhid + at * H + lo : NULL, r < m ? carry_h + r * H + lo : NULL, dh);
+    TF(seq_sum)(u, dcell ? dcell + at * H + lo : NULL, r < m ? carry_c + r * H + lo : NULL, dc);
+    T *d = dgo + r * j->ldg + 4 * lo;
+    TF(lstm_bw_row)(u, gi, gi + H, gi + 2 * H, gi + 3 * H, pc, tc, dh, dc, d, d + u, d + 2 * u,
+                    d + 3 * u, carry_c + r * H + lo);
+    for (int q = 0; q < 4; q++)
+      memcpy(dx + at * 4 * H + q * H + lo, d + q * u, (size_t)u * sizeof(T));
+  }
+  return PD_OK;
+}
+
+/* ---- GRU */
+
+/* Step k, part t: P = h_k-1 times its columns of w; r, z, n and hn on its units (gru_cell's
+ * arithmetic), h to the outputs and to hbuf[k & 1]. */
+static pd_status TF(gru_fwd_part)(seq_job *j, int t) {
+  const pd_k_rnn_seq *s = j->s;
+  const int64_t H = s->hid, lo = j->cut[t], u = j->cut[t + 1] - lo, k = j->k;
+  const int64_t n = s->koff[k + 1] - s->koff[k], *rows = s->row + s->koff[k];
+  if (u == 0 || n == 0) return PD_OK;
+  T *p = (T *)(j->scratch + (size_t)t * j->part_bytes); /* [n, 3u] */
+  T *sg = p + n * 3 * u;                                /* [n, 4u] */
+  const T *hp = k ? (const T *)j->hbuf[(k - 1) & 1] : (const T *)j->h0;
+  pd_status st = seq_gemm_w(j, t, n, 3 * u, H, hp, H, (const T *)j->wp + 3 * lo, 3 * H, 0.0,
+                            p, 3 * u);
+  const T *x = (const T *)j->x, *b = (const T *)j->b + lo;
+  T *hn = (T *)j->hbuf[k & 1], *hid = (T *)j->hidden, *gate = (T *)j->gate;
+  for (int64_t r = 0; r < n && !st; r++) {
+    const T *xr = x + rows[r] * 3 * H + lo, *pr = p + r * 3 * u, *ph = hp + r * H + lo;
+    T *sr = sg + r * 4 * u, *h = hid + rows[r] * H + lo;
+    for (int64_t i = 0; i < u; i++) {
+      sr[i] = xr[i] + pr[i] + b[i];
+      sr[u + i] = xr[H + i] + pr[u + i] + b[H + i];
+      sr[3 * u + i] = pr[2 * u + i] + b[2 * H + i];
+    }
+    if ((st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, 2 * u, sr, sr))) break;
+    for (int64_t i = 0; i < u; i++) sr[2 * u + i] = xr[2 * H + i] + sr[i] * sr[3 * u + i];
+    if ((st = pd_kcpu_unary(PD_K_TANH, s->dt, u, sr + 2 * u, sr + 2 * u))) break;
+    for (int64_t i = 0; i < u; i++)
+      h[i] = ((T)1 - sr[u + i]) * sr[2 * u + i] + sr[u + i] * ph[i];
+    memcpy(hn + r * H + lo, h, (size_t)u * sizeof(T));
+    for (int q = 0; q < 4; q++)
+      memcpy(gate + rows[r] * 4 * H + q * H + lo, sr + q * u, (size_t)u * sizeof(T));
+  }
+  return st;
+}
+
+/* Iteration `it`, part t: step it's products when it < steps (carry_h, which holds step it's
+ * direct part dh z, gets dP_it w^T on the part's units; w's gradient h_it-1^T dP_it and b's
+ * column sums on its gate columns), then step it - 1's gate gradients when it >= 1. */
+static pd_status TF(gru_bwd_part)(seq_job *j, int t) {
+  const pd_k_rnn_seq *s = j->s;
+  const int64_t H = s->hid, lo = j->cut[t], u = j->cut[t + 1] - lo, it = j->k;
+  if (u == 0) return PD_OK;
+  T *hprev = (T *)(j->scratch + (size_t)t * j->part_bytes); /* [nseq, H] */
+  T *carry_h = (T *)j->carry_h;
+  pd_status st = PD_OK;
+  int64_t m = 0;
+  if (it < s->steps && (m = s->koff[it + 1] - s->koff[it]) > 0) {
+    const T *dps = (const T *)j->dg[it & 1];
+    if ((st = seq_gemm_w(j, t, m, u, 3 * H, dps, j->ldg, (const T *)j->wp + lo, H, 1.0,
+                         carry_h + lo, H)))
+      return st;
+    const T *hp = TF(seq_prev_h)(j, it, m, hprev);
+    if ((st = pd_kcpu_gemm(s->dt, true, false, H, 3 * u, m, 1.0, hp, H, dps + 3 * lo, j->ldg,
+                           1.0, (T *)j->dwp + 3 * lo, j->ldw)))
+      return st;
+    double *db = j->db + 3 * lo;
+    for (int64_t r = 0; r < m; r++)
+      for (int64_t c = 0; c < 3 * u; c++) db[c] += dps[r * j->ldg + 3 * lo + c];
+  }
+  if (it == 0) return PD_OK;
+  const int64_t k = it - 1, n = s->koff[k + 1] - s->koff[k], *rows = s->row + s->koff[k];
+  const int64_t *prow = k ? s->row + s->koff[k - 1] : NULL;
+  const T *gate = (const T *)j->gate_in, *hid = (const T *)j->hidden_in;
+  const T *dhid = (const T *)j->dhidden;
+  T *dpo = (T *)j->dg[k & 1], *dx = (T *)j->dx;
+  for (int64_t r = 0; r < n; r++) {
+    const int64_t at = rows[r];
+    const T *sg = gate + at * 4 * H + lo;
+    const T *ph = prow ? hid + prow[r] * H + lo : (const T *)j->h0 + r * H + lo;
+    T *dp = dpo + r * j->ldg + 3 * lo, *dxr = dx + at * 3 * H + lo, *ch = carry_h + r * H + lo;
+    for (int64_t x = 0; x < u; x++) {
+      T d = dhid ? dhid[at * H + lo + x] : (T)0;
+      if (r < m) d += ch[x];
+      T rg = sg[x], z = sg[H + x], ng = sg[2 * H + x], hn = sg[3 * H + x];
+      T dn = d * ((T)1 - z) * ((T)1 - ng * ng);
+      T dr = dn * hn * rg * ((T)1 - rg), dz = d * (ph[x] - ng) * z * ((T)1 - z);
+      dxr[x] = dp[x] = dr;
+      dxr[H + x] = dp[u + x] = dz;
+      dxr[2 * H + x] = dn;
+      dp[2 * u + x] = dn * rg;
+      ch[x] = d * z;
+    }
+  }
+  return PD_OK;
+}
+
+#undef T
+#undef TN
