@@ -21,6 +21,9 @@
  * loses nothing that matters: a lane's partial sum of 32 to 128 terms is within a few units in
  * the last place of float. */
 NORM_ATTR static inline double TF(sum_of)(const T *p, int64_t len) {
+#ifdef NORM_SUMS16
+  return norm_sum16(p, len);
+#endif
   double sum = 0;
   for (int64_t k0 = 0; k0 < len; k0 += NORM_FOLD) {
     int64_t e = len - k0 < NORM_FOLD ? len : k0 + NORM_FOLD;
@@ -35,9 +38,13 @@ NORM_ATTR static inline double TF(sum_of)(const T *p, int64_t len) {
  * first, then the deviations from it rounded to T (d = p - mean is exact or nearly, and small)
  * with their sum, which corrects both. The second pass reads what the first just brought into
  * the cache: a plane of an image or a row of a layer norm. */
-NORM_ATTR static inline void TF(run_stats)(const T *p, int64_t len, double *mean, double *m2) {
-  T m0 = (T)(TF(sum_of)(p, len) / (double)len);
-  double s1 = 0, s2 = 0;
+NORM_ATTR static inline void TF(dev_sums)(const T *p, int64_t len, T m0, double *s1,
+                                          double *s2) {
+#ifdef NORM_SUMS16
+  norm_dev16(p, len, m0, s1, s2);
+  return;
+#endif
+  *s1 = *s2 = 0;
   for (int64_t k0 = 0; k0 < len; k0 += NORM_FOLD) {
     int64_t e = len - k0 < NORM_FOLD ? len : k0 + NORM_FOLD;
     T u = 0, v = 0;
@@ -46,9 +53,15 @@ NORM_ATTR static inline void TF(run_stats)(const T *p, int64_t len, double *mean
       u += d;
       v += d * d;
     }
-    s1 += (double)u;
-    s2 += (double)v;
+    *s1 += (double)u;
+    *s2 += (double)v;
   }
+}
+
+NORM_ATTR static inline void TF(run_stats)(const T *p, int64_t len, double *mean, double *m2) {
+  T m0 = (T)(TF(sum_of)(p, len) / (double)len);
+  double s1, s2;
+  TF(dev_sums)(p, len, m0, &s1, &s2);
   *mean = (double)m0 + s1 / (double)len;
   double q = s2 - s1 * s1 / (double)len;
   *m2 = q > 0 ? q : 0;
@@ -304,39 +317,63 @@ NORM_ATTR static void TF(bn_bwd_range)(void *ctx, int64_t begin, int64_t end) {
   }
 }
 
-/* Rows [begin, end) of a layer_norm forward run. */
+/* Rows [begin, end) of a layer_norm forward run, LN_BLOCK rows at a time, each phase over all
+ * the block's rows before the next: a row's statistics are a chain of dependent steps (its sum,
+ * the mean, the deviations' sums, a division, a square root) that for a row of 128 took longer
+ * than the row's loads; the rows of a block run their chains side by side. The arithmetic of
+ * each row is run_stats's. */
 NORM_ATTR static void TF(ln_fwd_range)(void *ctx, int64_t begin, int64_t end) {
   const norm_job *j = ctx;
   const T *x = j->x, *scale = j->scale, *bias = j->bias;
   T *y = j->y, *mean = j->mean_out, *var = j->var_out;
   int64_t cols = j->c;
-  for (int64_t i = begin; i < end; i++) {
-    const T *p = x + i * cols;
-    T *q = y + i * cols;
-    double mu = 0, m2 = 0;
-    if (cols) TF(run_stats)(p, cols, &mu, &m2);
-    double v = cols ? m2 / (double)cols : 0;
-    T m = (T)mu, ml = (T)(mu - (double)m), r = (T)(1.0 / sqrt(v + j->eps));
-    if (scale && bias) {
-      PD_SIMD for (int64_t k = 0; k < cols; k++)
-        q[k] = ((p[k] - m) - ml) * r * scale[k] + bias[k];
-    } else if (scale) {
-      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - m) - ml) * r * scale[k];
-    } else if (bias) {
-      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - m) - ml) * r + bias[k];
-    } else {
-      PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - m) - ml) * r;
+  for (int64_t i0 = begin; i0 < end; i0 += LN_BLOCK) {
+    int64_t nb = end - i0 < LN_BLOCK ? end - i0 : LN_BLOCK;
+    double mu[LN_BLOCK] = {0}, m2[LN_BLOCK] = {0}, s1[LN_BLOCK] = {0}, s2[LN_BLOCK] = {0};
+    T m0[LN_BLOCK], m[LN_BLOCK], ml[LN_BLOCK], r[LN_BLOCK];
+    if (cols) {
+      for (int64_t b = 0; b < nb; b++)
+        m0[b] = (T)(TF(sum_of)(x + (i0 + b) * cols, cols) / (double)cols);
+      for (int64_t b = 0; b < nb; b++)
+        TF(dev_sums)(x + (i0 + b) * cols, cols, m0[b], &s1[b], &s2[b]);
+      for (int64_t b = 0; b < nb; b++) {
+        mu[b] = (double)m0[b] + s1[b] / (double)cols;
+        double q = s2[b] - s1[b] * s1[b] / (double)cols;
+        m2[b] = q > 0 ? q : 0;
+      }
     }
-    if (mean) mean[i] = (T)mu;
-    if (var) var[i] = (T)v;
+    for (int64_t b = 0; b < nb; b++) {
+      double v = cols ? m2[b] / (double)cols : 0;
+      m[b] = (T)mu[b];
+      ml[b] = (T)(mu[b] - (double)m[b]);
+      r[b] = (T)(1.0 / sqrt(v + j->eps));
+      if (mean) mean[i0 + b] = (T)mu[b];
+      if (var) var[i0 + b] = (T)v;
+    }
+    for (int64_t b = 0; b < nb; b++) {
+      const T *p = x + (i0 + b) * cols;
+      T *q = y + (i0 + b) * cols;
+      T mb = m[b], mlb = ml[b], rb = r[b];
+      if (scale && bias) {
+        PD_SIMD for (int64_t k = 0; k < cols; k++)
+          q[k] = ((p[k] - mb) - mlb) * rb * scale[k] + bias[k];
+      } else if (scale) {
+        PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - mb) - mlb) * rb * scale[k];
+      } else if (bias) {
+        PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - mb) - mlb) * rb + bias[k];
+      } else {
+        PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ((p[k] - mb) - mlb) * rb;
+      }
+    }
   }
 }
 
-/* Chunks [begin, end) of a layer_norm backward run (chunk b: rows [b * NORM_ROWS, ...)), one
- * pass over x and dy: each row's two sums and its dx (which may be dy: a row is read before it
- * is written), and, when dscale or dbias is wanted, the chunk's column sums of dy * xhat and dy
- * into its own slice of j->part (T: [2, cols] a chunk), which norm.c adds up chunk after chunk.
- * The chunks do not depend on the thread count, nor do the sums. */
+/* Chunks [begin, end) of a layer_norm backward run (chunk b: rows [b * NORM_ROWS, ...)): each
+ * row's two sums, then its dx (which may be dy: a row is read before it is written) in the
+ * same pass that, when dscale or dbias is wanted, adds the row into the chunk's column sums of
+ * dy * xhat and dy (its own slice of j->part, T: [2, cols] a chunk, which norm.c adds up chunk
+ * after chunk). As the forward, each phase runs over the chunk's rows before the next. The
+ * chunks do not depend on the thread count, nor do the sums. */
 NORM_ATTR static void TF(ln_bwd_range)(void *ctx, int64_t begin, int64_t end) {
   const norm_job *j = ctx;
   const T *x = j->x, *scale = j->scale, *mean = j->mean, *var = j->var, *dy = j->dy;
@@ -346,62 +383,96 @@ NORM_ATTR static void TF(ln_bwd_range)(void *ctx, int64_t begin, int64_t end) {
     T *ps = j->part ? (T *)j->part + b * 2 * cols : NULL, *pb = ps ? ps + cols : NULL;
     if (ps)
       for (int64_t k = 0; k < 2 * cols; k++) ps[k] = 0;
-    int64_t r1 = (b + 1) * NORM_ROWS < rows ? (b + 1) * NORM_ROWS : rows;
-    for (int64_t i = b * NORM_ROWS; i < r1; i++) {
-      const T *p = x + i * cols, *g = dy + i * cols;
-      T m = mean[i], r = (T)(1.0 / sqrt((double)var[i] + j->eps));
+    int64_t i0 = b * NORM_ROWS, nr = (b + 1) * NORM_ROWS < rows ? NORM_ROWS : rows - i0;
+    T r[NORM_ROWS], mg[NORM_ROWS], mx[NORM_ROWS];
+    double sg[NORM_ROWS], sgx[NORM_ROWS];
+    for (int64_t i = 0; i < nr; i++) r[i] = (T)(1.0 / sqrt((double)var[i0 + i] + j->eps));
+    if (dx) {
+      for (int64_t i = 0; i < nr; i++) {
+        const T *p = x + (i0 + i) * cols, *g = dy + (i0 + i) * cols;
+        T m = mean[i0 + i];
+        sg[i] = sgx[i] = 0;
+#ifdef NORM_SUMS16
+        norm_grad16(g, scale, p, m, cols, &sg[i], &sgx[i]);
+        continue;
+#endif
+        for (int64_t k0 = 0; k0 < cols; k0 += NORM_FOLD) {
+          int64_t e = cols - k0 < NORM_FOLD ? cols : k0 + NORM_FOLD;
+          T u = 0, w = 0;
+          if (scale) {
+            PD_SIMD_WITH(reduction(+ : u, w)) for (int64_t k = k0; k < e; k++) {
+              T gk = g[k] * scale[k];
+              u += gk;
+              w += gk * (p[k] - m);
+            }
+          } else {
+            PD_SIMD_WITH(reduction(+ : u, w)) for (int64_t k = k0; k < e; k++) {
+              u += g[k];
+              w += g[k] * (p[k] - m);
+            }
+          }
+          sg[i] += (double)u;
+          sgx[i] += (double)w;
+        }
+      }
+      for (int64_t i = 0; i < nr; i++) {
+        mg[i] = (T)(sg[i] / (double)cols);
+        mx[i] = (T)(sgx[i] * (double)r[i] / (double)cols);
+      }
+    }
+    for (int64_t i = 0; i < nr; i++) {
+      const T *p = x + (i0 + i) * cols, *g = dy + (i0 + i) * cols;
+      T m = mean[i0 + i], ri = r[i];
+      T *q = dx ? dx + (i0 + i) * cols : NULL, mgi = dx ? mg[i] : 0, mxi = dx ? mx[i] : 0;
+      if (ps && q && scale) { /* one pass: each element read before its dx is written */
+        PD_SIMD for (int64_t k = 0; k < cols; k++) {
+          T gk = g[k], d = p[k] - m;
+          pb[k] += gk;
+          ps[k] += gk * (d * ri);
+          q[k] = ri * (gk * scale[k] - mgi - d * ri * mxi);
+        }
+        continue;
+      }
       if (ps) {
         PD_SIMD for (int64_t k = 0; k < cols; k++) {
           pb[k] += g[k];
-          ps[k] += g[k] * ((p[k] - m) * r);
+          ps[k] += g[k] * ((p[k] - m) * ri);
         }
       }
-      if (!dx) continue;
-      double sg = 0, sgx = 0;
-      for (int64_t k0 = 0; k0 < cols; k0 += NORM_FOLD) {
-        int64_t e = cols - k0 < NORM_FOLD ? cols : k0 + NORM_FOLD;
-        T u = 0, w = 0;
-        if (scale) {
-          PD_SIMD_WITH(reduction(+ : u, w)) for (int64_t k = k0; k < e; k++) {
-            T gk = g[k] * scale[k];
-            u += gk;
-            w += gk * (p[k] - m);
-          }
-        } else {
-          PD_SIMD_WITH(reduction(+ : u, w)) for (int64_t k = k0; k < e; k++) {
-            u += g[k];
-            w += g[k] * (p[k] - m);
-          }
-        }
-        sg += (double)u;
-        sgx += (double)w;
-      }
-      T mg = (T)(sg / (double)cols), mx = (T)(sgx * (double)r / (double)cols);
-      T *q = dx + i * cols;
+      if (!q) continue;
       if (scale) {
         PD_SIMD for (int64_t k = 0; k < cols; k++)
-          q[k] = r * (g[k] * scale[k] - mg - (p[k] - m) * r * mx);
+          q[k] = ri * (g[k] * scale[k] - mgi - (p[k] - m) * ri * mxi);
       } else {
-        PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = r * (g[k] - mg - (p[k] - m) * r * mx);
+        PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ri * (g[k] - mgi - (p[k] - m) * ri * mxi);
       }
     }
   }
 }
 
-/* Columns [begin, end) of layer_norm's dscale and dbias: the chunks' sums added in order. */
+/* Columns [begin, end) of layer_norm's dscale and dbias: the chunks' sums added in order, in
+ * double, NORM_BLOCK columns at a time (a vector of columns a chunk, not one column down the
+ * chunks). */
 NORM_ATTR static void TF(ln_dparam_range)(void *ctx, int64_t begin, int64_t end) {
   const norm_job *j = ctx;
   const T *part = j->part;
   T *dscale = j->dscale, *dbias = j->dbias;
   int64_t cols = j->c, chunks = (j->n + NORM_ROWS - 1) / NORM_ROWS;
-  for (int64_t k = begin; k < end; k++) {
-    double ss = 0, sb = 0;
+  double ss[NORM_BLOCK], sb[NORM_BLOCK];
+  for (int64_t k0 = begin; k0 < end; k0 += NORM_BLOCK) {
+    int64_t w = end - k0 < NORM_BLOCK ? end - k0 : NORM_BLOCK;
+    for (int64_t k = 0; k < w; k++) ss[k] = sb[k] = 0;
     for (int64_t b = 0; b < chunks; b++) {
-      ss += (double)part[b * 2 * cols + k];
-      sb += (double)part[b * 2 * cols + cols + k];
+      const T *cs = part + b * 2 * cols + k0, *cb = cs + cols;
+      PD_SIMD for (int64_t k = 0; k < w; k++) {
+        ss[k] += (double)cs[k];
+        sb[k] += (double)cb[k];
+      }
     }
-    if (dscale) dscale[k] = (T)ss;
-    if (dbias) dbias[k] = (T)sb;
+    for (int64_t k = 0; k < w; k++) {
+      if (dscale) dscale[k0 + k] = (T)ss[k];
+      if (dbias) dbias[k0 + k] = (T)sb[k];
+    }
   }
 }
 
