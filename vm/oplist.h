@@ -128,7 +128,8 @@ PD_OP(conv2d, DIFF | FP_IN | GPU | GPU_GRAD, conv2d, IN(ONE("Input"), ONE("Filte
             INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")))
 PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
       ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
-PD_OP(dropout, DIFF | FP_IN, dropout, IN(ONE("X"), OPT("Seed")), OUT(ONE("Out"), TEMP("Mask")),
+PD_OP(dropout, DIFF | FP_IN | GPU | GPU_GRAD, dropout, IN(ONE("X"), OPT("Seed")),
+      OUT(ONE("Out"), TEMP("Mask")),
       ATTRS(FLOAT("dropout_prob", 0.5), BOOL("is_test", false), BOOL("fix_seed", false),
             INT("seed", 0),
             ENUM("dropout_implementation", "downgrade_in_infer", "upscale_in_train")))
@@ -183,10 +184,11 @@ PD_ACT_(gelu, BOOL("approximate", false))
 PD_COMPARE_(greater_equal)
 PD_COMPARE_(greater_than)
 PD_ACT_(hard_swish, FLOAT("threshold", 6.0), FLOAT("scale", 6.0), FLOAT("offset", 3.0))
-PD_OP(huber_loss, DIFF | FP_IN, huber_loss, IN(ONE("X"), ONE("Y")),
+PD_OP(huber_loss, DIFF | FP_IN | GPU | GPU_GRAD, huber_loss, IN(ONE("X"), ONE("Y")),
       OUT(ONE("Out"), TEMP("Residual")), ATTRS(FLOAT("delta", 1.0)))
 PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
-PD_OP(kldiv_loss, DIFF | FP_IN, kldiv_loss, IN(ONE("X"), ONE("Target")), OUT(ONE("Loss")),
+PD_OP(kldiv_loss, DIFF | FP_IN | GPU | GPU_GRAD, kldiv_loss, IN(ONE("X"), ONE("Target")),
+      OUT(ONE("Loss")),
       ATTRS(ENUM("reduction", "mean", "none", "batchmean", "sum")))
 PD_OP(layer_norm, DIFF | FP_IN | GPU | GPU_GRAD, layer_norm,
       IN(ONE("X"), OPT("Scale"), OPT("Bias")),
@@ -276,14 +278,15 @@ PD_OP(sgd, FP_IN | GPU, optimizer,
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
 PD_OP(shape, 0, shape, IN(ONE("Input")), OUT(ONE("Out")), NONE)
 PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
-PD_OP(sigmoid_cross_entropy_with_logits, DIFF | FP_IN, sigmoid_cross_entropy_with_logits,
+PD_OP(sigmoid_cross_entropy_with_logits, DIFF | FP_IN | GPU | GPU_GRAD,
+      sigmoid_cross_entropy_with_logits,
       IN(ONE("X"), ONE("Label")), OUT(ONE("Out")),
       ATTRS(BOOL("normalize", false), INT("ignore_index", -100)))
 PD_UNARY_(silu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(slice, DIFF | GPU | GPU_GRAD, slice, IN(ONE("Input")), OUT(ONE("Out")),
       ATTRS(REQ(INTS, "axes"), INTS_EMPTY("starts"), INTS_EMPTY("ends"), INTS_EMPTY("infer_flags"),
             INTS_EMPTY("decrease_axis")))
-PD_OP(smooth_l1_loss, DIFF | FP_IN, smooth_l1_loss,
+PD_OP(smooth_l1_loss, DIFF | FP_IN | GPU | GPU_GRAD, smooth_l1_loss,
       IN(ONE("X"), ONE("Y"), OPT("InsideWeight"), OPT("OutsideWeight")),
       OUT(TEMP("Diff"), ONE("Out")), ATTRS(FLOAT("sigma", 1.0)))
 PD_OP(softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),

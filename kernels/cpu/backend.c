@@ -67,6 +67,16 @@ static const pd_k_backend cpu_backend = {
     .lstm_cell_grad = pd_kcpu_lstm_cell_grad,
     .gru_cell = pd_kcpu_gru_cell,
     .gru_cell_grad = pd_kcpu_gru_cell_grad,
+    .sigmoid_xent = pd_kcpu_sigmoid_xent,
+    .sigmoid_xent_grad = pd_kcpu_sigmoid_xent_grad,
+    .smooth_l1 = pd_kcpu_smooth_l1,
+    .smooth_l1_grad = pd_kcpu_smooth_l1_grad,
+    .huber = pd_kcpu_huber,
+    .huber_grad = pd_kcpu_huber_grad,
+    .kldiv = pd_kcpu_kldiv,
+    .kldiv_grad = pd_kcpu_kldiv_grad,
+    .dropout = pd_kcpu_dropout,
+    .dropout_grad = pd_kcpu_dropout_grad,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -158,5 +158,15 @@ pd_k_lstm_cell_fn pd_kcpu_lstm_cell;            /* rnn_cell.c */
 pd_k_lstm_cell_grad_fn pd_kcpu_lstm_cell_grad;
 pd_k_gru_cell_fn pd_kcpu_gru_cell;
 pd_k_gru_cell_grad_fn pd_kcpu_gru_cell_grad;
+pd_k_sigmoid_xent_fn pd_kcpu_sigmoid_xent;      /* loss.c */
+pd_k_sigmoid_xent_grad_fn pd_kcpu_sigmoid_xent_grad;
+pd_k_smooth_l1_fn pd_kcpu_smooth_l1;
+pd_k_smooth_l1_grad_fn pd_kcpu_smooth_l1_grad;
+pd_k_huber_fn pd_kcpu_huber;
+pd_k_huber_grad_fn pd_kcpu_huber_grad;
+pd_k_kldiv_fn pd_kcpu_kldiv;
+pd_k_kldiv_grad_fn pd_kcpu_kldiv_grad;
+pd_k_dropout_fn pd_kcpu_dropout;                /* dropout.c */
+pd_k_dropout_grad_fn pd_kcpu_dropout_grad;
 
 #endif /* PD_KERNELS_CPU_H */

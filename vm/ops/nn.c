@@ -391,14 +391,12 @@ pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
   uint8_t *m = mask ? PD_TENSOR_BOOL(mask) : NULL;
   if (c.is_test || c.p == 0 || c.p == 1) { /* no random numbers needed */
     double scale = c.is_test ? (c.upscale ? 1.0 : 1.0 - c.p) : c.p == 1 ? 0.0 : 1.0;
-    if (m && n) memset(m, c.is_test || c.p == 0 ? 1 : 0, (size_t)n);
-    FLOAT_SWITCH(dt, {
-      const T *xs = xd;
-      T *o = (T *)pd_tensor_data(out);
-      for (int64_t i = 0; i < n; i++) o[i] = (T)(xs[i] * scale);
-    });
+    st = k_check(ctx,
+                 ctx->k->dropout(dt, n, xd, NULL, c.is_test ? 0.0 : c.p, scale,
+                                 pd_tensor_data(out), m),
+                 dt);
     hold_free(&h);
-    return PD_OK;
+    return st;
   }
   pd_k_rng local, *rng = ctx->rng;
   if (seed != 0) {
@@ -406,24 +404,14 @@ pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
     rng = &local;
   }
   double scale = c.upscale ? 1.0 / (1.0 - c.p) : 1.0;
-  /* The draws of the whole tensor in one call, which the backend splits across its threads
-   * (the same numbers as any chunking: element i comes from counter offset + i / 4). In
-   * chunks of 1024, each too small to split, they took a third of a transformer's step. */
-  float *u = n ? pd_k_host_alloc((size_t)n * sizeof *u) : NULL;
-  if (n && !u) st = nomem(ctx);
+  /* The draws of the whole tensor in one call where the op computes, which the backend splits
+   * across its threads (the same numbers as any chunking: element i comes from counter
+   * offset + i / 4; the GPU's are the CPU's bit for bit). In chunks of 1024, each too small to
+   * split, they took a third of a transformer's step. */
+  float *u = n ? pd_ctx_scratch(ctx, (size_t)n * sizeof *u, &st) : NULL;
   if (!st && n) st = pd_ctx_check(ctx, ctx->k->uniform(PD_FP32, n, u, 0.0, 1.0, rng), "uniform");
-  if (!st) {
-    FLOAT_SWITCH(dt, {
-      const T *xs = (const T *)xd;
-      T *o = (T *)pd_tensor_data(out);
-      for (int64_t i = 0; i < n; i++) {
-        bool keep = u[i] >= c.p;
-        o[i] = keep ? (T)(xs[i] * scale) : (T)0;
-        if (m) m[i] = keep;
-      }
-    });
-  }
-  pd_k_host_free(u);
+  if (!st) st = k_check(ctx, ctx->k->dropout(dt, n, xd, u, c.p, scale, pd_tensor_data(out), m), dt);
+  if (u) pd_ctx_scratch_free(ctx, u);
   hold_free(&h);
   return st;
 }
@@ -460,13 +448,9 @@ pd_status pd_kernel_dropout_grad(pd_exec_ctx *ctx) {
   if (mask == dx && (st = unalias(ctx, &h, dx, &mask))) return st;
   if (mask) m = PD_TENSOR_BOOL(mask);
   int64_t n = pd_tensor_numel(dy);
-  if (!(st = resize(ctx, dx, dy->dtype, dy->ndims, dy->dims, x ? x : dy))) {
-    FLOAT_SWITCH(dy->dtype, {
-      const T *g = dyd;
-      T *o = (T *)pd_tensor_data(dx);
-      for (int64_t i = 0; i < n; i++) o[i] = (m && !m[i]) ? (T)0 : (T)(g[i] * scale);
-    });
-  }
+  if (!(st = resize(ctx, dx, dy->dtype, dy->ndims, dy->dims, x ? x : dy)))
+    st = k_check(ctx, ctx->k->dropout_grad(dy->dtype, n, dyd, m, scale, pd_tensor_data(dx)),
+                 dy->dtype);
   hold_free(&h);
   return st;
 }

@@ -52,6 +52,7 @@ static const pd_exec_slot_rule rules[] = {
     {"fill_constant", "ValueTensor", true, PD_WHERE_HOST},
     {"reshape2", "Shape", true, PD_WHERE_HOST},
     {"reshape2", "ShapeTensor", true, PD_WHERE_HOST},
+    {"dropout", "Seed", true, PD_WHERE_HOST},
     /* Control flow: the condition is read on the host; the vars a block reads and writes stay
      * where its ops put them. */
     {"conditional_block", "Cond", true, PD_WHERE_HOST},
