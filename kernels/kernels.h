@@ -619,6 +619,17 @@ typedef pd_status pd_k_dropout_fn(pd_dtype dt, int64_t n, const void *x, const f
 typedef pd_status pd_k_dropout_grad_fn(pd_dtype dt, int64_t n, const void *dy,
                                        const uint8_t *mask, double scale, void *dx);
 
+/* Row copies through index lists (the fused recurrences' time-major reordering, initial states
+ * and state gradients): for i < n, row (dst_ids ? dst_ids[i] : i) of dst = row (src_ids ?
+ * src_ids[i] : i) of src, rows of width elements of dt (any dtype of 1, 2, 4 or 8 bytes: the
+ * bytes move). The ids are the caller's own lists (on the backend's side, like the buffers),
+ * which it made in range: no backend reads them to check (that would wait for the GPU); two
+ * dst rows must not be the same, src and dst must not overlap. PD_EINVAL for n or width < 0, a
+ * product that does not fit, or a buffer NULL with elements to copy; PD_EUNSUPPORTED for
+ * another element size (pd_k_copy_rows_check). */
+typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const void *src,
+                                    const int64_t *src_ids, void *dst, const int64_t *dst_ids);
+
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
   pd_k_gemm_fn *gemm;
@@ -685,6 +696,7 @@ typedef struct pd_k_backend {
   pd_k_kldiv_grad_fn *kldiv_grad;
   pd_k_dropout_fn *dropout;
   pd_k_dropout_grad_fn *dropout_grad;
+  pd_k_copy_rows_fn *copy_rows;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

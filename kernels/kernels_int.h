@@ -143,6 +143,16 @@ static inline pd_status pd_k_dropout_check(pd_dtype dt, int64_t n, double p, dou
   return n > 0 && (!x || !out) ? PD_EINVAL : PD_OK;
 }
 
+/* copy_rows (kernels.h): an element of 1, 2, 4 or 8 bytes (PD_EUNSUPPORTED), n and width >= 0
+ * whose product fits, src and dst set when there are elements (PD_EINVAL). */
+static inline pd_status pd_k_copy_rows_check(pd_dtype dt, int64_t n, int64_t width,
+                                             const void *src, const void *dst) {
+  size_t es = pd_dtype_size(dt);
+  if (es != 1 && es != 2 && es != 4 && es != 8) return PD_EUNSUPPORTED;
+  if (n < 0 || width < 0 || (width && n > INT64_MAX / width)) return PD_EINVAL;
+  return n && width && (!src || !dst) ? PD_EINVAL : PD_OK;
+}
+
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {
   pd_dtype dt;

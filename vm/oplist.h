@@ -168,10 +168,10 @@ PD_OP(flatten_contiguous_range, DIFF | GPU | GPU_GRAD, flatten_contiguous_range,
  * (PyTorch's and paddle.nn.GRU's). LSTM: Input [T, 4 H] = x W_ih + b (i, f, g, o), Weight
  * [H, 4 H]; c' = f c + i g, h' = o tanh(c'); Cell the c of every step. H0, C0: [H] or
  * [sequences, H]. BatchGate keeps the activations for the gradient. */
-PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN, fused_gru,
+PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_gru,
       IN(ONE("Input"), OPT("H0"), ONE("Weight"), ONE("Bias")),
       OUT(ONE("Hidden"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
-PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN, fused_lstm,
+PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_lstm,
       IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight")),
       OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
 PD_OP(gather, DIFF, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")), OUT(ONE("Out")),

@@ -77,6 +77,7 @@ static const pd_k_backend cpu_backend = {
     .kldiv_grad = pd_kcpu_kldiv_grad,
     .dropout = pd_kcpu_dropout,
     .dropout_grad = pd_kcpu_dropout_grad,
+    .copy_rows = pd_kcpu_copy_rows,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -168,5 +168,6 @@ pd_k_kldiv_fn pd_kcpu_kldiv;
 pd_k_kldiv_grad_fn pd_kcpu_kldiv_grad;
 pd_k_dropout_fn pd_kcpu_dropout;                /* dropout.c */
 pd_k_dropout_grad_fn pd_kcpu_dropout_grad;
+pd_k_copy_rows_fn pd_kcpu_copy_rows;             /* copy_rows.c */
 
 #endif /* PD_KERNELS_CPU_H */

@@ -520,6 +520,7 @@ static const pd_k_backend cuda_backend = {
     .kldiv_grad = entry<pd_kcu_kldiv_grad>::call,
     .dropout = entry<pd_kcu_dropout>::call,
     .dropout_grad = entry<pd_kcu_dropout_grad>::call,
+    .copy_rows = entry<pd_kcu_copy_rows>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

@@ -5,7 +5,9 @@
  *    every attribute (ignore_index, normalize, sigma, the weights, delta, the reductions),
  *    gradients with some outputs absent; the GPU's sums the same bits on a second run;
  *  - dropout and its gradient from the backends' own uniform draws of one seed: outputs and
- *    masks bit for bit.
+ *    masks bit for bit;
+ *  - copy_rows (the fused recurrences' reordering) through gather and scatter lists, every
+ *    element size, bit for bit.
  * The comparison of test_cuda_backend.c (cuda_cmp.h): fp32 within 1e-5, fp64 within 1e-12 of
  * the largest magnitude. The argument checks both backends share run on the CPU (and the GPU)
  * in every build; the comparison skips without a GPU. Its own program: test_cuda_backend.c is
@@ -58,6 +60,10 @@ static void test_checks(void) {
   BOTH(PD_EINVAL, dropout(PD_FP32, -1, p, NULL, 0.5, 1, p, NULL), "dropout n -1");
   BOTH(PD_EINVAL, dropout_grad(PD_FP64, 2, p, NULL, NAN, p), "dropout_grad scale NaN");
   BOTH(PD_EINVAL, dropout_grad(PD_FP64, 2, NULL, NULL, 1, p), "dropout_grad no dy");
+  BOTH(PD_EINVAL, copy_rows(PD_FP32, -1, 2, p, NULL, p, NULL), "copy_rows n -1");
+  BOTH(PD_EINVAL, copy_rows(PD_FP32, 2, 2, NULL, NULL, p, NULL), "copy_rows no src");
+  BOTH(PD_EINVAL, copy_rows(PD_INT8, INT64_MAX, 2, p, NULL, p, NULL), "copy_rows overflows");
+  BOTH(PD_OK, copy_rows(PD_FP64, 0, 5, NULL, NULL, NULL, NULL), "copy_rows n 0");
 #undef BOTH
 }
 
@@ -259,6 +265,49 @@ static void test_dropout(pd_dtype dt) {
     }
 }
 
+/* copy_rows: a gather through a permutation, a scatter through it, a gather of one row to
+ * every row (a shared initial state), for element sizes 1, 2, 4 and 8. */
+static void test_copy_rows(void) {
+  const pd_dtype dts[] = {PD_UINT8, PD_INT16, PD_FP32, PD_FP64};
+  const int64_t ns[] = {0, 1, 37, 5000}, widths[] = {1, 3, 64};
+  for (size_t t = 0; t < PD_ARRAY_LEN(dts); t++)
+    for (size_t a = 0; a < PD_ARRAY_LEN(ns); a++)
+      for (size_t b = 0; b < PD_ARRAY_LEN(widths); b++) {
+        pd_dtype dt = dts[t];
+        int64_t n = ns[a], w = widths[b];
+        size_t bytes = (size_t)(n * w) * pd_dtype_size(dt);
+        uint8_t *raw = kt_alloc(bytes);
+        for (size_t i = 0; i < bytes; i++) raw[i] = (uint8_t)(kt_rand() * 256);
+        int64_t *perm = kt_alloc(sizeof *perm * (size_t)(n + 1)), *zeros;
+        for (int64_t i = 0; i < n; i++) perm[i] = i;
+        for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates */
+          int64_t j = (int64_t)(kt_rand() * (double)(i + 1)), v = perm[i];
+          perm[i] = perm[j];
+          perm[j] = v;
+        }
+        zeros = kt_alloc(sizeof *zeros * (size_t)(n + 1));
+        buf src = B_copy(raw, bytes), ids = B_copy(perm, sizeof *perm * (size_t)n);
+        buf zid = B_copy(zeros, sizeof *zeros * (size_t)n);
+        buf g = B_out(bytes), sc = B_out(bytes), one = B_out(bytes);
+        const char *d = dn(dt);
+        same_status(G->copy_rows(dt, n, w, src.d, ids.d, g.d, NULL),
+                    C->copy_rows(dt, n, w, src.h, ids.h, g.h, NULL), "copy_rows %s gather", d);
+        same_bits(&g, "copy_rows %s [%lld, %lld]: gather", d, (long long)n, (long long)w);
+        same_status(G->copy_rows(dt, n, w, src.d, NULL, sc.d, ids.d),
+                    C->copy_rows(dt, n, w, src.h, NULL, sc.h, ids.h), "copy_rows %s scatter", d);
+        same_bits(&sc, "copy_rows %s [%lld, %lld]: scatter", d, (long long)n, (long long)w);
+        same_status(G->copy_rows(dt, n, w, src.d, zid.d, one.d, NULL),
+                    C->copy_rows(dt, n, w, src.h, zid.h, one.h, NULL), "copy_rows %s row 0", d);
+        same_bits(&one, "copy_rows %s [%lld, %lld]: row 0 everywhere", d, (long long)n,
+                  (long long)w);
+        buf *all_b[] = {&src, &ids, &zid, &g, &sc, &one};
+        for (size_t i = 0; i < PD_ARRAY_LEN(all_b); i++) B_free(all_b[i]);
+        free(raw);
+        free(perm);
+        free(zeros);
+      }
+}
+
 /* sigmoid_xent's count is a sum on the GPU too: normalised results the same bits twice. */
 static void test_repeat(void) {
   int64_t n = 300007;
@@ -297,5 +346,6 @@ int main(int argc, char **argv) {
     test_dropout(floats[t]);
   }
   test_repeat();
+  test_copy_rows();
   return tap_done();
 }
