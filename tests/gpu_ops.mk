@@ -8,3 +8,9 @@ tests_kernels_test_cuda_ops_SOURCES = tests/kernels/test_cuda_ops.c tests/kernel
 	tests/kernels/kt.h
 tests_kernels_test_cuda_ops_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_cuda_ops
+
+#   tests/golden/run/gpu_ops.pd: the losses' gradients, lookup_table, split, concat and dropout
+#     in one SGD step against gradients worked out by hand; tests/run/device.sh runs it on a
+#     GPU too and compares what it prints with the CPU's (dropout's mask included).
+TESTS += tests/golden/run/gpu_ops.pd
+EXTRA_DIST += tests/golden/run/gpu_ops.pd tests/golden/run/gpu_ops.out

@@ -56,7 +56,8 @@
         ATTRS(INTS("dim", 0), BOOL("keep_dim", false), BOOL("reduce_all", false),               \
               INT("in_dtype", -1), INT("out_dtype", -1)))
 #define PD_LOOKUP_TABLE_(name)                                                                  \
-  PD_OP(name, DIFF | ROW_IDS, lookup_table, IN(ONE("W"), ONE("Ids")), OUT(ONE("Out")),          \
+  PD_OP(name, DIFF | GPU | GPU_GRAD | ROW_IDS, lookup_table, IN(ONE("W"), ONE("Ids")),          \
+        OUT(ONE("Out")),                                                                        \
         ATTRS(BOOL("is_sparse", false), BOOL("is_distributed", false),                          \
               LONG("padding_idx", -1), BOOL("remote_prefetch", false)))
 
@@ -115,7 +116,8 @@ PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
 PD_OP(clip, DIFF | FP_IN | GPU | GPU_GRAD, clip, IN(ONE("X"), OPT("Min"), OPT("Max")),
       OUT(ONE("Out")),
       ATTRS(REQ(FLOAT, "min"), REQ(FLOAT, "max")))
-PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
+PD_OP(concat, DIFF | GPU | GPU_GRAD, concat, IN(LIST("X"), OPT("AxisTensor")),
+      OUT(ONE("Out")),
       ATTRS(INT("axis", 0)))
 PD_OP(conditional_block, DIFF, conditional_block, IN(LIST("Cond"), OPT_LIST("Input")),
       OUT(OPT_LIST("Out"), ONE("Scope")),
@@ -296,7 +298,8 @@ PD_OP(softmax_with_cross_entropy, DIFF | FP_IN | GPU | GPU_GRAD, softmax_with_cr
       ATTRS(BOOL("soft_label", false), BOOL("numeric_stable_mode", true),
             INT("ignore_index", -100), INT("axis", -1)))
 PD_ACT_(softplus, FLOAT("beta", 1.0), FLOAT("threshold", 20.0))
-PD_OP(split, DIFF, split, IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTensorList")),
+PD_OP(split, DIFF | GPU | GPU_GRAD, split,
+      IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTensorList")),
       OUT(LIST("Out")), ATTRS(INT("axis", 0), INT("num", 0), INTS_EMPTY("sections")))
 PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
       OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))

@@ -274,6 +274,17 @@ static pd_status lookup_shape(const pd_exec_ctx *ctx, const pd_tensor *w, const 
   return PD_OK;
 }
 
+/* The checked ids (*p, on the host: Ids are read there, vm/run/exec_place.c) where the op
+ * computes: a copy in scratch (*tmp, for pd_ctx_scratch_free) on a GPU. */
+static pd_status ids_at_place(const pd_exec_ctx *ctx, const pd_tensor *ids, const int64_t **p,
+                              void **tmp) {
+  pd_status st;
+  size_t n = (size_t)pd_tensor_numel(ids) * sizeof **p;
+  const void *at = pd_ctx_at_place(ctx, *p, n ? n : 1, tmp, &st);
+  if (at) *p = at;
+  return st;
+}
+
 /* lookup_table, lookup_table_v2: Out = the rows of W picked by Ids (a zero row for padding_idx);
  * Out takes Ids' LoD. An id outside the table is an error naming it. */
 static pd_status lookup(pd_exec_ctx *ctx) {
@@ -290,13 +301,15 @@ static pd_status lookup(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   const int64_t *p = NULL;
+  void *tmp = NULL;
   if (!(st = unalias(ctx, &h, out, &w)) && !(st = unalias(ctx, &h, out, &ids)) &&
-      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
+      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) && !(st = ids_at_place(ctx, ids, &p, &tmp)) &&
       !(st = resize(ctx, out, w->dtype, nd, dims, ids)))
     st = pd_ctx_check(ctx, ctx->k->gather_rows(w->dtype, w->dims[0], w->dims[1],
                                                pd_tensor_data(w), pd_tensor_numel(ids), p, pad,
                                                pd_tensor_data(out)),
                       "gather_rows");
+  pd_ctx_scratch_free(ctx, tmp);
   local_free(&sc);
   hold_free(&h);
   return st;
@@ -322,14 +335,15 @@ static pd_status lookup_grad(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   const int64_t *p = NULL;
+  void *tmp = NULL;
   if (!(st = unalias(ctx, &h, dw, &dy)) && !(st = unalias(ctx, &h, dw, &ids)) &&
-      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
-      !(st = resize(ctx, dw, dt, 2, (int64_t[]){rows, width}, w))) {
-    if (pd_tensor_nbytes(dw)) memset(pd_tensor_data(dw), 0, pd_tensor_nbytes(dw));
+      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) && !(st = ids_at_place(ctx, ids, &p, &tmp)) &&
+      !(st = resize(ctx, dw, dt, 2, (int64_t[]){rows, width}, w)) &&
+      !(st = k_check(ctx, ctx->k->fill(dt, rows * width, pd_tensor_data(dw), 0), dt)))
     st = pd_ctx_check(ctx, ctx->k->scatter_add_rows(dt, rows, width, pd_tensor_data(dw),
                                                     pd_tensor_numel(ids), p, pad, pd_tensor_data(dy)),
                       "scatter_add_rows");
-  }
+  pd_ctx_scratch_free(ctx, tmp);
   local_free(&sc);
   hold_free(&h);
   return st;
