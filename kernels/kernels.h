@@ -595,6 +595,81 @@ typedef pd_status pd_k_gru_seq_grad_fn(const pd_k_rnn_seq *s, const void *w, con
                                        const void *hidden, const void *gate,
                                        const void *dhidden, void *dx, void *dw, void *db,
                                        void *dh0);
+/* The element-wise losses of vm/ops/loss_elem.c (Fluid's sigmoid_cross_entropy_with_logits,
+ * smooth_l1_loss, huber_loss, kldiv_loss) and their gradients, fp32/fp64: every value is
+ * computed in double from the inputs and stored in dt. Outputs must not overlap inputs; a NULL
+ * output is not written (so an op computes only the gradients it is asked for).
+ *   sigmoid_xent       out[i] = (max(x, 0) - x z + log1p(exp(-|x|))) / norm over n elements
+ *                      (z = label[i]), 0 where the label is ignored (|z| < 9.2e18 and its
+ *                      integer part is ignore_index); norm is the number of labels not ignored
+ *                      (1 when there are none) with `normalize`, else 1.
+ *   sigmoid_xent_grad  dx = (sigmoid(x) - z) dout / norm, dlabel = -x dout / norm; 0 where the
+ *                      label is ignored.
+ *   smooth_l1          over [rows, cols]: d = (x - y) iw (iw NULL: 1), diff[i] = d; out[r] (rows
+ *                      elements) = the sum over row r of ow (NULL: 1) times 0.5 s2 d^2 where
+ *                      |d| < 1 / s2, else |d| - 0.5 / s2 (s2 = sigma^2 > 0).
+ *   smooth_l1_grad     with g = dout[r] ow (s2 d where |d| < 1 / s2, else sign(d)): dx = g iw,
+ *                      dy = -dx, diw = g (x - y), dow = dout[r] times the element's loss.
+ *   huber              r = y - x: res = r, out = 0.5 r^2 where |r| <= delta, else
+ *                      delta (|r| - 0.5 delta) (delta > 0).
+ *   huber_grad         dy = dout (r where |r| <= delta, else delta sign(r)), dx = -dy.
+ *   kldiv              l = t (log(t) - x) where t > 0, else 0: reduce false: loss[i] = l;
+ *                      reduce true: loss[0] = scale times the sum of every l.
+ *   kldiv_grad         where t > 0: dx = -t g, dtarget = (log(t) + 1 - x) g, with g = dloss[i]
+ *                      (reduce false) or dloss[0] scale (reduce true); 0 elsewhere.
+ * Sums (a row of smooth_l1, kldiv's total, sigmoid_xent's count) accumulate in double in an
+ * order fixed by the sizes: the CPU adds in index order on one thread, the GPU in a fixed tree
+ * (no atomics), so each backend gives the same bits on every run. PD_EUNSUPPORTED for another
+ * dtype, PD_EINVAL for a negative size, s2 or delta not > 0, a scale that is not finite, or a
+ * required buffer NULL with elements to compute (pd_k_loss_check). */
+typedef pd_status pd_k_sigmoid_xent_fn(pd_dtype dt, int64_t n, const void *x, const void *label,
+                                       int64_t ignore_index, bool normalize, void *out);
+typedef pd_status pd_k_sigmoid_xent_grad_fn(pd_dtype dt, int64_t n, const void *x,
+                                            const void *label, const void *dout,
+                                            int64_t ignore_index, bool normalize, void *dx,
+                                            void *dlabel);
+typedef pd_status pd_k_smooth_l1_fn(pd_dtype dt, int64_t rows, int64_t cols, const void *x,
+                                    const void *y, const void *iw, const void *ow, double s2,
+                                    void *diff, void *out);
+typedef pd_status pd_k_smooth_l1_grad_fn(pd_dtype dt, int64_t rows, int64_t cols, const void *x,
+                                         const void *y, const void *iw, const void *ow,
+                                         double s2, const void *dout, void *dx, void *dy,
+                                         void *diw, void *dow);
+typedef pd_status pd_k_huber_fn(pd_dtype dt, int64_t n, const void *x, const void *y,
+                                double delta, void *res, void *out);
+typedef pd_status pd_k_huber_grad_fn(pd_dtype dt, int64_t n, const void *x, const void *y,
+                                     const void *dout, double delta, void *dx, void *dy);
+typedef pd_status pd_k_kldiv_fn(pd_dtype dt, int64_t n, const void *x, const void *target,
+                                bool reduce, double scale, void *loss);
+typedef pd_status pd_k_kldiv_grad_fn(pd_dtype dt, int64_t n, const void *x, const void *target,
+                                     const void *dloss, bool reduce, double scale, void *dx,
+                                     void *dtarget);
+
+/* dropout (Fluid's, both implementations) and its gradient, fp32/fp64, n elements; products in
+ * double, rounded to dt once:
+ *   dropout       with draws u (fp32, n of them, uniform's stream in [0, 1)): element i is
+ *                 kept where u[i] >= p: out[i] = x[i] * scale, mask[i] = 1; else out[i] = 0,
+ *                 mask[i] = 0. Without draws (u NULL: is_test, p 0 or 1) every out[i] =
+ *                 x[i] * scale and every mask[i] = (p < 1).
+ *   dropout_grad  dx[i] = 0 where mask[i] == 0, else dy[i] * scale (mask NULL: no zeros).
+ * mask (bytes) may be NULL (not written); out may be x, dx may be dy. PD_EUNSUPPORTED for
+ * another dtype, PD_EINVAL for n < 0, p outside [0, 1], a scale that is not finite, or the
+ * data buffers NULL with n > 0 (pd_k_dropout_check). */
+typedef pd_status pd_k_dropout_fn(pd_dtype dt, int64_t n, const void *x, const float *u,
+                                  double p, double scale, void *out, uint8_t *mask);
+typedef pd_status pd_k_dropout_grad_fn(pd_dtype dt, int64_t n, const void *dy,
+                                       const uint8_t *mask, double scale, void *dx);
+
+/* Row copies through index lists (the fused recurrences' time-major reordering, initial states
+ * and state gradients): for i < n, row (dst_ids ? dst_ids[i] : i) of dst = row (src_ids ?
+ * src_ids[i] : i) of src, rows of width elements of dt (any dtype of 1, 2, 4 or 8 bytes: the
+ * bytes move). The ids are the caller's own lists (on the backend's side, like the buffers),
+ * which it made in range: no backend reads them to check (that would wait for the GPU); two
+ * dst rows must not be the same, src and dst must not overlap. PD_EINVAL for n or width < 0, a
+ * product that does not fit, or a buffer NULL with elements to copy; PD_EUNSUPPORTED for
+ * another element size (pd_k_copy_rows_check). */
+typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const void *src,
+                                    const int64_t *src_ids, void *dst, const int64_t *dst_ids);
 
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
@@ -656,6 +731,17 @@ typedef struct pd_k_backend {
   pd_k_lstm_seq_grad_fn *lstm_seq_grad;
   pd_k_gru_seq_fn *gru_seq;
   pd_k_gru_seq_grad_fn *gru_seq_grad;
+  pd_k_sigmoid_xent_fn *sigmoid_xent;        /* the element-wise losses */
+  pd_k_sigmoid_xent_grad_fn *sigmoid_xent_grad;
+  pd_k_smooth_l1_fn *smooth_l1;
+  pd_k_smooth_l1_grad_fn *smooth_l1_grad;
+  pd_k_huber_fn *huber;
+  pd_k_huber_grad_fn *huber_grad;
+  pd_k_kldiv_fn *kldiv;
+  pd_k_kldiv_grad_fn *kldiv_grad;
+  pd_k_dropout_fn *dropout;
+  pd_k_dropout_grad_fn *dropout_grad;
+  pd_k_copy_rows_fn *copy_rows;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */

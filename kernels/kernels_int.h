@@ -113,6 +113,65 @@ static inline pd_status pd_k_rnn_seq_check(const pd_k_rnn_seq *s) {
   return PD_OK;
 }
 
+/* The element-wise losses and their gradients (kernels.h; grad false: the forward, which needs
+ * `out`; grad true: the gradient, which needs `dout`): fp32/fp64 (PD_EUNSUPPORTED), then
+ * (PD_EINVAL) sizes >= 0 whose product fits, s2 and delta > 0, kldiv's scale finite, and the
+ * buffers read or written set (`out`: the forward's output, or the gradient's dout): the inputs
+ * when there are elements, smooth_l1's out or dout when there are rows, kldiv's loss always
+ * when it reduces (it writes the sum of nothing). */
+static inline pd_status pd_k_loss_sizes(pd_dtype dt, int64_t rows, int64_t cols) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (rows < 0 || cols < 0 || (cols && rows > INT64_MAX / cols)) return PD_EINVAL;
+  return PD_OK;
+}
+static inline pd_status pd_k_sigmoid_xent_check(pd_dtype dt, int64_t n, const void *x,
+                                                const void *label, const void *out) {
+  pd_status st = pd_k_loss_sizes(dt, n, 1);
+  if (st) return st;
+  return n > 0 && (!x || !label || !out) ? PD_EINVAL : PD_OK;
+}
+static inline pd_status pd_k_smooth_l1_check(pd_dtype dt, int64_t rows, int64_t cols, double s2,
+                                             const void *x, const void *y, const void *out) {
+  pd_status st = pd_k_loss_sizes(dt, rows, cols);
+  if (st) return st;
+  if (!(s2 > 0) || (rows && cols && (!x || !y)) || (rows && !out)) return PD_EINVAL;
+  return PD_OK;
+}
+static inline pd_status pd_k_huber_check(pd_dtype dt, int64_t n, double delta, const void *x,
+                                         const void *y, const void *out) {
+  pd_status st = pd_k_loss_sizes(dt, n, 1);
+  if (st) return st;
+  return !(delta > 0) || (n > 0 && (!x || !y || !out)) ? PD_EINVAL : PD_OK;
+}
+static inline pd_status pd_k_kldiv_check(pd_dtype dt, int64_t n, bool reduce, double scale,
+                                         const void *x, const void *target, bool grad,
+                                         const void *out) {
+  pd_status st = pd_k_loss_sizes(dt, n, 1);
+  if (st) return st;
+  if (!(scale - scale == 0) || (n > 0 && (!x || !target))) return PD_EINVAL;
+  if (!out && (n > 0 || (reduce && !grad))) return PD_EINVAL;
+  return PD_OK;
+}
+
+/* dropout / dropout_grad (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), then n >= 0, p in [0, 1],
+ * scale finite, x and out (dy and dx) set when n > 0 (PD_EINVAL). */
+static inline pd_status pd_k_dropout_check(pd_dtype dt, int64_t n, double p, double scale,
+                                           const void *x, const void *out) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (n < 0 || !(p >= 0 && p <= 1) || !(scale - scale == 0)) return PD_EINVAL;
+  return n > 0 && (!x || !out) ? PD_EINVAL : PD_OK;
+}
+
+/* copy_rows (kernels.h): an element of 1, 2, 4 or 8 bytes (PD_EUNSUPPORTED), n and width >= 0
+ * whose product fits, src and dst set when there are elements (PD_EINVAL). */
+static inline pd_status pd_k_copy_rows_check(pd_dtype dt, int64_t n, int64_t width,
+                                             const void *src, const void *dst) {
+  size_t es = pd_dtype_size(dt);
+  if (es != 1 && es != 2 && es != 4 && es != 8) return PD_EUNSUPPORTED;
+  if (n < 0 || width < 0 || (width && n > INT64_MAX / width)) return PD_EINVAL;
+  return n && width && (!src || !dst) ? PD_EINVAL : PD_OK;
+}
+
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {
   pd_dtype dt;

@@ -36,7 +36,8 @@ TESTS += tests/kernels/test_fastmath
 # The CUDA backend against the CPU backend, entry by entry; built in every build: skipped
 # without a GPU, and in a build without CUDA it checks that the device API says so.
 check_PROGRAMS += tests/kernels/test_cuda_backend
-tests_kernels_test_cuda_backend_SOURCES = tests/kernels/test_cuda_backend.c tests/kernels/kt.h
+tests_kernels_test_cuda_backend_SOURCES = tests/kernels/test_cuda_backend.c tests/kernels/kt.h \
+	tests/kernels/cuda_cmp.h
 tests_kernels_test_cuda_backend_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_cuda_backend
 

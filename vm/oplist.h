@@ -56,7 +56,8 @@
         ATTRS(INTS("dim", 0), BOOL("keep_dim", false), BOOL("reduce_all", false),               \
               INT("in_dtype", -1), INT("out_dtype", -1)))
 #define PD_LOOKUP_TABLE_(name)                                                                  \
-  PD_OP(name, DIFF | ROW_IDS, lookup_table, IN(ONE("W"), ONE("Ids")), OUT(ONE("Out")),          \
+  PD_OP(name, DIFF | GPU | GPU_GRAD | ROW_IDS, lookup_table, IN(ONE("W"), ONE("Ids")),          \
+        OUT(ONE("Out")),                                                                        \
         ATTRS(BOOL("is_sparse", false), BOOL("is_distributed", false),                          \
               LONG("padding_idx", -1), BOOL("remote_prefetch", false)))
 
@@ -115,7 +116,8 @@ PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
 PD_OP(clip, DIFF | FP_IN | GPU | GPU_GRAD, clip, IN(ONE("X"), OPT("Min"), OPT("Max")),
       OUT(ONE("Out")),
       ATTRS(REQ(FLOAT, "min"), REQ(FLOAT, "max")))
-PD_OP(concat, DIFF, concat, IN(LIST("X"), OPT("AxisTensor")), OUT(ONE("Out")),
+PD_OP(concat, DIFF | GPU | GPU_GRAD, concat, IN(LIST("X"), OPT("AxisTensor")),
+      OUT(ONE("Out")),
       ATTRS(INT("axis", 0)))
 PD_OP(conditional_block, DIFF, conditional_block, IN(LIST("Cond"), OPT_LIST("Input")),
       OUT(OPT_LIST("Out"), ONE("Scope")),
@@ -128,7 +130,8 @@ PD_OP(conv2d, DIFF | FP_IN | GPU | GPU_GRAD, conv2d, IN(ONE("Input"), ONE("Filte
             INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")))
 PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
       ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
-PD_OP(dropout, DIFF | FP_IN, dropout, IN(ONE("X"), OPT("Seed")), OUT(ONE("Out"), TEMP("Mask")),
+PD_OP(dropout, DIFF | FP_IN | GPU | GPU_GRAD, dropout, IN(ONE("X"), OPT("Seed")),
+      OUT(ONE("Out"), TEMP("Mask")),
       ATTRS(FLOAT("dropout_prob", 0.5), BOOL("is_test", false), BOOL("fix_seed", false),
             INT("seed", 0),
             ENUM("dropout_implementation", "downgrade_in_infer", "upscale_in_train")))
@@ -167,10 +170,10 @@ PD_OP(flatten_contiguous_range, DIFF | GPU | GPU_GRAD, flatten_contiguous_range,
  * (PyTorch's and paddle.nn.GRU's). LSTM: Input [T, 4 H] = x W_ih + b (i, f, g, o), Weight
  * [H, 4 H]; c' = f c + i g, h' = o tanh(c'); Cell the c of every step. H0, C0: [H] or
  * [sequences, H]. BatchGate keeps the activations for the gradient. */
-PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN, fused_gru,
+PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_gru,
       IN(ONE("Input"), OPT("H0"), ONE("Weight"), ONE("Bias")),
       OUT(ONE("Hidden"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
-PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN, fused_lstm,
+PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_lstm,
       IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight")),
       OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
 PD_OP(gather, DIFF, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")), OUT(ONE("Out")),
@@ -183,10 +186,11 @@ PD_ACT_(gelu, BOOL("approximate", false))
 PD_COMPARE_(greater_equal)
 PD_COMPARE_(greater_than)
 PD_ACT_(hard_swish, FLOAT("threshold", 6.0), FLOAT("scale", 6.0), FLOAT("offset", 3.0))
-PD_OP(huber_loss, DIFF | FP_IN, huber_loss, IN(ONE("X"), ONE("Y")),
+PD_OP(huber_loss, DIFF | FP_IN | GPU | GPU_GRAD, huber_loss, IN(ONE("X"), ONE("Y")),
       OUT(ONE("Out"), TEMP("Residual")), ATTRS(FLOAT("delta", 1.0)))
 PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
-PD_OP(kldiv_loss, DIFF | FP_IN, kldiv_loss, IN(ONE("X"), ONE("Target")), OUT(ONE("Loss")),
+PD_OP(kldiv_loss, DIFF | FP_IN | GPU | GPU_GRAD, kldiv_loss, IN(ONE("X"), ONE("Target")),
+      OUT(ONE("Loss")),
       ATTRS(ENUM("reduction", "mean", "none", "batchmean", "sum")))
 PD_OP(layer_norm, DIFF | FP_IN | GPU | GPU_GRAD, layer_norm,
       IN(ONE("X"), OPT("Scale"), OPT("Bias")),
@@ -276,14 +280,15 @@ PD_OP(sgd, FP_IN | GPU, optimizer,
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
 PD_OP(shape, 0, shape, IN(ONE("Input")), OUT(ONE("Out")), NONE)
 PD_UNARY_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
-PD_OP(sigmoid_cross_entropy_with_logits, DIFF | FP_IN, sigmoid_cross_entropy_with_logits,
+PD_OP(sigmoid_cross_entropy_with_logits, DIFF | FP_IN | GPU | GPU_GRAD,
+      sigmoid_cross_entropy_with_logits,
       IN(ONE("X"), ONE("Label")), OUT(ONE("Out")),
       ATTRS(BOOL("normalize", false), INT("ignore_index", -100)))
 PD_UNARY_(silu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(slice, DIFF | GPU | GPU_GRAD, slice, IN(ONE("Input")), OUT(ONE("Out")),
       ATTRS(REQ(INTS, "axes"), INTS_EMPTY("starts"), INTS_EMPTY("ends"), INTS_EMPTY("infer_flags"),
             INTS_EMPTY("decrease_axis")))
-PD_OP(smooth_l1_loss, DIFF | FP_IN, smooth_l1_loss,
+PD_OP(smooth_l1_loss, DIFF | FP_IN | GPU | GPU_GRAD, smooth_l1_loss,
       IN(ONE("X"), ONE("Y"), OPT("InsideWeight"), OPT("OutsideWeight")),
       OUT(TEMP("Diff"), ONE("Out")), ATTRS(FLOAT("sigma", 1.0)))
 PD_OP(softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
@@ -293,7 +298,8 @@ PD_OP(softmax_with_cross_entropy, DIFF | FP_IN | GPU | GPU_GRAD, softmax_with_cr
       ATTRS(BOOL("soft_label", false), BOOL("numeric_stable_mode", true),
             INT("ignore_index", -100), INT("axis", -1)))
 PD_ACT_(softplus, FLOAT("beta", 1.0), FLOAT("threshold", 20.0))
-PD_OP(split, DIFF, split, IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTensorList")),
+PD_OP(split, DIFF | GPU | GPU_GRAD, split,
+      IN(ONE("X"), OPT("AxisTensor"), OPT_LIST("SectionsTensorList")),
       OUT(LIST("Out")), ATTRS(INT("axis", 0), INT("num", 0), INTS_EMPTY("sections")))
 PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
       OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))

@@ -71,6 +71,17 @@ static const pd_k_backend cpu_backend = {
     .lstm_seq_grad = pd_kcpu_lstm_seq_grad,
     .gru_seq = pd_kcpu_gru_seq,
     .gru_seq_grad = pd_kcpu_gru_seq_grad,
+    .sigmoid_xent = pd_kcpu_sigmoid_xent,
+    .sigmoid_xent_grad = pd_kcpu_sigmoid_xent_grad,
+    .smooth_l1 = pd_kcpu_smooth_l1,
+    .smooth_l1_grad = pd_kcpu_smooth_l1_grad,
+    .huber = pd_kcpu_huber,
+    .huber_grad = pd_kcpu_huber_grad,
+    .kldiv = pd_kcpu_kldiv,
+    .kldiv_grad = pd_kcpu_kldiv_grad,
+    .dropout = pd_kcpu_dropout,
+    .dropout_grad = pd_kcpu_dropout_grad,
+    .copy_rows = pd_kcpu_copy_rows,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -162,5 +162,16 @@ pd_k_lstm_seq_fn pd_kcpu_lstm_seq;              /* rnn_seq.c */
 pd_k_lstm_seq_grad_fn pd_kcpu_lstm_seq_grad;
 pd_k_gru_seq_fn pd_kcpu_gru_seq;
 pd_k_gru_seq_grad_fn pd_kcpu_gru_seq_grad;
+pd_k_sigmoid_xent_fn pd_kcpu_sigmoid_xent;      /* loss.c */
+pd_k_sigmoid_xent_grad_fn pd_kcpu_sigmoid_xent_grad;
+pd_k_smooth_l1_fn pd_kcpu_smooth_l1;
+pd_k_smooth_l1_grad_fn pd_kcpu_smooth_l1_grad;
+pd_k_huber_fn pd_kcpu_huber;
+pd_k_huber_grad_fn pd_kcpu_huber_grad;
+pd_k_kldiv_fn pd_kcpu_kldiv;
+pd_k_kldiv_grad_fn pd_kcpu_kldiv_grad;
+pd_k_dropout_fn pd_kcpu_dropout;                /* dropout.c */
+pd_k_dropout_grad_fn pd_kcpu_dropout_grad;
+pd_k_copy_rows_fn pd_kcpu_copy_rows;             /* copy_rows.c */
 
 #endif /* PD_KERNELS_CPU_H */

@@ -208,6 +208,17 @@ pd_k_lstm_cell_fn pd_kcu_lstm_cell; /* rnn_cell.cu */
 pd_k_lstm_cell_grad_fn pd_kcu_lstm_cell_grad;
 pd_k_gru_cell_fn pd_kcu_gru_cell;
 pd_k_gru_cell_grad_fn pd_kcu_gru_cell_grad;
+pd_k_sigmoid_xent_fn pd_kcu_sigmoid_xent; /* loss.cu */
+pd_k_sigmoid_xent_grad_fn pd_kcu_sigmoid_xent_grad;
+pd_k_smooth_l1_fn pd_kcu_smooth_l1;
+pd_k_smooth_l1_grad_fn pd_kcu_smooth_l1_grad;
+pd_k_huber_fn pd_kcu_huber;
+pd_k_huber_grad_fn pd_kcu_huber_grad;
+pd_k_kldiv_fn pd_kcu_kldiv;
+pd_k_kldiv_grad_fn pd_kcu_kldiv_grad;
+pd_k_dropout_fn pd_kcu_dropout; /* dropout.cu */
+pd_k_dropout_grad_fn pd_kcu_dropout_grad;
+pd_k_copy_rows_fn pd_kcu_copy_rows; /* copy_rows.cu */
 
 /* ---- Shared between files. ---- */
 /* Strided-batched GEMM on device buffers after the checks (gemm.cu): used by the convolutions.

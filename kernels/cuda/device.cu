@@ -510,6 +510,17 @@ static const pd_k_backend cuda_backend = {
     .lstm_cell_grad = entry<pd_kcu_lstm_cell_grad>::call,
     .gru_cell = entry<pd_kcu_gru_cell>::call,
     .gru_cell_grad = entry<pd_kcu_gru_cell_grad>::call,
+    .sigmoid_xent = entry<pd_kcu_sigmoid_xent>::call,
+    .sigmoid_xent_grad = entry<pd_kcu_sigmoid_xent_grad>::call,
+    .smooth_l1 = entry<pd_kcu_smooth_l1>::call,
+    .smooth_l1_grad = entry<pd_kcu_smooth_l1_grad>::call,
+    .huber = entry<pd_kcu_huber>::call,
+    .huber_grad = entry<pd_kcu_huber_grad>::call,
+    .kldiv = entry<pd_kcu_kldiv>::call,
+    .kldiv_grad = entry<pd_kcu_kldiv_grad>::call,
+    .dropout = entry<pd_kcu_dropout>::call,
+    .dropout_grad = entry<pd_kcu_dropout_grad>::call,
+    .copy_rows = entry<pd_kcu_copy_rows>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

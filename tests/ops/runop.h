@@ -23,10 +23,16 @@ typedef struct rt {
   pd_op_desc *op;      /* the last op added */
   uint64_t seed;       /* executor seed */
   bool no_shape_check; /* skip the inferred-vs-actual shape comparison */
+  const pd_k_backend *host; /* the executor's host backend (NULL: the CPU's) */
 } rt;
+
+/* The host backend every new rt starts with (NULL: the CPU's); a test sets it to run all its
+ * ops through another one. */
+static const pd_k_backend *rt_default_host __attribute__((unused));
 
 static inline void rt_init(rt *r) {
   memset(r, 0, sizeof *r);
+  r->host = rt_default_host;
   fx_init(&r->f);
   if (!(r->scope = pd_scope_new(NULL))) bail("out of memory");
 }
@@ -83,7 +89,7 @@ static inline pd_status rt_run(rt *r) {
     if (st) return st;
   }
   pd_exec *ex = NULL;
-  pd_exec_options o = {.seed = r->seed};
+  pd_exec_options o = {.seed = r->seed, .host = r->host};
   pd_status st = pd_exec_new(r->f.p, &o, &ex, &r->f.err);
   if (st) return st;
   st = pd_exec_run_block(ex, 0, r->scope, &r->f.err);

@@ -1,12 +1,12 @@
 /* loss_elem.c -- the losses computed element by element, with Fluid's slots and attributes:
  * sigmoid_cross_entropy_with_logits, smooth_l1_loss, huber_loss and kldiv_loss: their shape
  * functions, kernels and gradient kernels (the gradients of every input, weights and labels
- * included). They run on the host, compute in double and store in X's dtype. */
+ * included). The arithmetic is the backend's (sigmoid_xent, smooth_l1, huber, kldiv and their
+ * gradients: kernels/cpu/loss.c, kernels/cuda/loss.cu), in double, stored in X's dtype; the
+ * kernels here check the operands, read the attributes and size the outputs, so the ops run on
+ * the GPU too. */
 #include "config.h"
 
-#include <inttypes.h>
-#include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "vm/ops/infershape.h"
@@ -103,17 +103,8 @@ static pd_status want_like(const pd_exec_ctx *ctx, const char *xs, const pd_tens
                      shape_str(t, s2));
 }
 
-/* Element i of float tensor t (NULL: `dflt`). */
-static inline double at(const pd_tensor *t, int64_t i, double dflt) {
-  if (!t) return dflt;
-  return t->dtype == PD_FP32 ? PD_TENSOR_F32(t)[i] : PD_TENSOR_F64(t)[i];
-}
-
-static inline void put(pd_tensor *t, int64_t i, double v) {
-  if (!t) return;
-  if (t->dtype == PD_FP32) PD_TENSOR_F32(t)[i] = (float)v;
-  else PD_TENSOR_F64(t)[i] = v;
-}
+/* The data of an optional tensor (NULL when it is absent). */
+static inline void *data_of(const pd_tensor *t) { return t ? pd_tensor_data(t) : NULL; }
 
 /* The gradient outputs of a kernel: each resized like its forward input. Inputs an output
  * aliases are read through h. */
@@ -139,19 +130,6 @@ static pd_status grads_begin(const pd_exec_ctx *ctx, hold *h, gouts *g, const ch
 
 /* ================================================================ sigmoid_cross_entropy_with_logits */
 
-/* A label is ignored when its integer part is ignore_index (Fluid casts it to int). */
-static inline bool ignored(double l, int64_t ignore) {
-  return l > -9.2e18 && l < 9.2e18 && (int64_t)l == ignore;
-}
-
-/* The normaliser: with `normalize`, the number of labels not ignored (1 when there are none). */
-static double xent_norm(const pd_exec_ctx *ctx, const pd_tensor *label, int64_t n, int64_t ignore) {
-  if (!pd_ctx_attr_bool(ctx, "normalize")) return 1;
-  int64_t cnt = 0;
-  for (int64_t i = 0; i < n; i++) cnt += !ignored(at(label, i, 0), ignore);
-  return cnt > 0 ? (double)cnt : 1;
-}
-
 /* Out = (max(x, 0) - x * z + log(1 + exp(-|x|))) / norm; 0 where the label is ignored. */
 pd_status pd_kernel_sigmoid_cross_entropy_with_logits(pd_exec_ctx *ctx) {
   const pd_tensor *x, *label;
@@ -160,26 +138,20 @@ pd_status pd_kernel_sigmoid_cross_entropy_with_logits(pd_exec_ctx *ctx) {
   if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Label", &label)) || (st = out1(ctx, "Out", &out)) ||
       (st = want_float(ctx, "X", x)) || (st = want_like(ctx, "X", x, "Label", label)))
     return st;
-  int64_t ignore = pd_ctx_attr_int(ctx, "ignore_index"), n = pd_tensor_numel(x);
+  int64_t ignore = pd_ctx_attr_int(ctx, "ignore_index");
   hold h;
   hold_init(&h);
   if ((st = unalias(ctx, &h, out, &x)) || (st = unalias(ctx, &h, out, &label)) ||
       (st = resize_like(ctx, out, x, x)))
     goto done;
-  double norm = xent_norm(ctx, label, n, ignore);
-  for (int64_t i = 0; i < n; i++) {
-    double xi = at(x, i, 0), z = at(label, i, 0);
-    put(out, i, ignored(z, ignore) ? 0 : (fmax(xi, 0) - xi * z + log1p(exp(-fabs(xi)))) / norm);
-  }
+  st = k_check(ctx,
+               ctx->k->sigmoid_xent(x->dtype, pd_tensor_numel(x), pd_tensor_data(x),
+                                    pd_tensor_data(label), ignore,
+                                    pd_ctx_attr_bool(ctx, "normalize"), pd_tensor_data(out)),
+               x->dtype);
 done:
   hold_free(&h);
   return st;
-}
-
-static inline double sigmoid(double x) {
-  if (x >= 0) return 1 / (1 + exp(-x));
-  double e = exp(x);
-  return e / (1 + e);
 }
 
 /* dX = (sigmoid(x) - z) * dOut / norm, dLabel = -x * dOut / norm; 0 where ignored. */
@@ -191,7 +163,7 @@ pd_status pd_kernel_sigmoid_cross_entropy_with_logits_grad(pd_exec_ctx *ctx) {
       (st = want_like(ctx, "X", x, "Label", label)) ||
       (st = want_like(ctx, "X", x, "Out@GRAD", dout)))
     return st;
-  int64_t ignore = pd_ctx_attr_int(ctx, "ignore_index"), n = pd_tensor_numel(x);
+  int64_t ignore = pd_ctx_attr_int(ctx, "ignore_index");
   hold h;
   hold_init(&h);
   gouts g;
@@ -200,13 +172,12 @@ pd_status pd_kernel_sigmoid_cross_entropy_with_logits_grad(pd_exec_ctx *ctx) {
     goto done;
   for (int k = 0; k < g.n; k++)
     if (g.out[k] && (st = resize_like(ctx, g.out[k], x, x))) goto done;
-  double norm = xent_norm(ctx, label, n, ignore);
-  for (int64_t i = 0; i < n; i++) {
-    double xi = at(x, i, 0), z = at(label, i, 0), d = at(dout, i, 0) / norm;
-    bool ig = ignored(z, ignore);
-    put(g.out[0], i, ig ? 0 : (sigmoid(xi) - z) * d);
-    put(g.out[1], i, ig ? 0 : -xi * d);
-  }
+  st = k_check(ctx,
+               ctx->k->sigmoid_xent_grad(x->dtype, pd_tensor_numel(x), pd_tensor_data(x),
+                                         pd_tensor_data(label), pd_tensor_data(dout), ignore,
+                                         pd_ctx_attr_bool(ctx, "normalize"), data_of(g.out[0]),
+                                         data_of(g.out[1])),
+               x->dtype);
 done:
   hold_free(&h);
   return st;
@@ -259,16 +230,11 @@ pd_status pd_kernel_smooth_l1_loss(pd_exec_ctx *ctx) {
   if (st || (diff && (st = resize_like(ctx, diff, p.x, NULL))) ||
       (st = resize(ctx, out, p.x->dtype, 2, od, NULL)))
     goto done;
-  for (int64_t r = 0; r < p.rows; r++) {
-    double sum = 0;
-    for (int64_t j = 0; j < p.cols; j++) {
-      int64_t i = r * p.cols + j;
-      double d = (at(p.x, i, 0) - at(p.y, i, 0)) * at(p.iw, i, 1), a = fabs(d);
-      put(diff, i, d);
-      sum += at(p.ow, i, 1) * (a < 1 / p.s2 ? 0.5 * p.s2 * d * d : a - 0.5 / p.s2);
-    }
-    put(out, r, sum);
-  }
+  st = k_check(ctx,
+               ctx->k->smooth_l1(p.x->dtype, p.rows, p.cols, pd_tensor_data(p.x),
+                                 pd_tensor_data(p.y), data_of(p.iw), data_of(p.ow), p.s2,
+                                 data_of(diff), pd_tensor_data(out)),
+               p.x->dtype);
 done:
   hold_free(&h);
   return st;
@@ -294,20 +260,12 @@ pd_status pd_kernel_smooth_l1_loss_grad(pd_exec_ctx *ctx) {
     goto done;
   for (int k = 0; k < g.n; k++)
     if (g.out[k] && (st = resize_like(ctx, g.out[k], p.x, NULL))) goto done;
-  for (int64_t r = 0; r < p.rows; r++) {
-    double dr = at(dout, r, 0);
-    for (int64_t j = 0; j < p.cols; j++) {
-      int64_t i = r * p.cols + j;
-      double xy = at(p.x, i, 0) - at(p.y, i, 0), iw = at(p.iw, i, 1), ow = at(p.ow, i, 1);
-      double d = xy * iw, a = fabs(d);
-      bool quad = a < 1 / p.s2;
-      double gi = dr * ow * (quad ? p.s2 * d : (d > 0) - (d < 0));
-      put(g.out[0], i, gi * iw);
-      put(g.out[1], i, -gi * iw);
-      put(g.out[2], i, gi * xy);
-      put(g.out[3], i, dr * (quad ? 0.5 * p.s2 * d * d : a - 0.5 / p.s2));
-    }
-  }
+  st = k_check(ctx,
+               ctx->k->smooth_l1_grad(p.x->dtype, p.rows, p.cols, pd_tensor_data(p.x),
+                                      pd_tensor_data(p.y), data_of(p.iw), data_of(p.ow), p.s2,
+                                      pd_tensor_data(dout), data_of(g.out[0]), data_of(g.out[1]),
+                                      data_of(g.out[2]), data_of(g.out[3])),
+               p.x->dtype);
 done:
   hold_free(&h);
   return st;
@@ -342,12 +300,10 @@ pd_status pd_kernel_huber_loss(pd_exec_ctx *ctx) {
       (st = unalias(ctx, &h, res, &x)) || (st = unalias(ctx, &h, res, &y)) ||
       (st = resize_like(ctx, out, x, x)) || (res && (st = resize_like(ctx, res, x, x))))
     goto done;
-  int64_t n = pd_tensor_numel(x);
-  for (int64_t i = 0; i < n; i++) {
-    double r = at(y, i, 0) - at(x, i, 0), a = fabs(r);
-    put(res, i, r);
-    put(out, i, a <= delta ? 0.5 * r * r : delta * (a - 0.5 * delta));
-  }
+  st = k_check(ctx,
+               ctx->k->huber(x->dtype, pd_tensor_numel(x), pd_tensor_data(x), pd_tensor_data(y),
+                             delta, data_of(res), pd_tensor_data(out)),
+               x->dtype);
 done:
   hold_free(&h);
   return st;
@@ -369,13 +325,11 @@ pd_status pd_kernel_huber_loss_grad(pd_exec_ctx *ctx) {
     goto done;
   for (int k = 0; k < g.n; k++)
     if (g.out[k] && (st = resize_like(ctx, g.out[k], x, x))) goto done;
-  int64_t n = pd_tensor_numel(x);
-  for (int64_t i = 0; i < n; i++) {
-    double r = at(y, i, 0) - at(x, i, 0);
-    double d = at(dout, i, 0) * (fabs(r) <= delta ? r : delta * ((r > 0) - (r < 0)));
-    put(g.out[0], i, -d);
-    put(g.out[1], i, d);
-  }
+  st = k_check(ctx,
+               ctx->k->huber_grad(x->dtype, pd_tensor_numel(x), pd_tensor_data(x),
+                                  pd_tensor_data(y), pd_tensor_data(dout), delta,
+                                  data_of(g.out[0]), data_of(g.out[1])),
+               x->dtype);
 done:
   hold_free(&h);
   return st;
@@ -409,13 +363,10 @@ pd_status pd_kernel_kldiv_loss(pd_exec_ctx *ctx) {
   if ((st = unalias(ctx, &h, loss, &x)) || (st = unalias(ctx, &h, loss, &t)) ||
       (st = scale == 0 ? resize_like(ctx, loss, x, x) : resize(ctx, loss, x->dtype, 1, &one, NULL)))
     goto done;
-  double sum = 0;
-  for (int64_t i = 0; i < n; i++) {
-    double ti = at(t, i, 0), l = ti > 0 ? ti * (log(ti) - at(x, i, 0)) : 0;
-    if (scale == 0) put(loss, i, l);
-    else sum += l;
-  }
-  if (scale != 0) put(loss, 0, sum * scale);
+  st = k_check(ctx,
+               ctx->k->kldiv(x->dtype, n, pd_tensor_data(x), pd_tensor_data(t), scale != 0,
+                             scale, pd_tensor_data(loss)),
+               x->dtype);
 done:
   hold_free(&h);
   return st;
@@ -443,13 +394,11 @@ pd_status pd_kernel_kldiv_loss_grad(pd_exec_ctx *ctx) {
     goto done;
   for (int k = 0; k < g.n; k++)
     if (g.out[k] && (st = resize_like(ctx, g.out[k], x, x))) goto done;
-  int64_t n = pd_tensor_numel(x);
-  double g0 = scale == 0 ? 0 : at(dl, 0, 0) * scale;
-  for (int64_t i = 0; i < n; i++) {
-    double ti = at(t, i, 0), gi = scale == 0 ? at(dl, i, 0) : g0;
-    put(g.out[0], i, ti > 0 ? -ti * gi : 0);
-    put(g.out[1], i, ti > 0 ? (log(ti) + 1 - at(x, i, 0)) * gi : 0);
-  }
+  st = k_check(ctx,
+               ctx->k->kldiv_grad(x->dtype, pd_tensor_numel(x), pd_tensor_data(x),
+                                  pd_tensor_data(t), pd_tensor_data(dl), scale != 0, scale,
+                                  data_of(g.out[0]), data_of(g.out[1])),
+               x->dtype);
 done:
   hold_free(&h);
   return st;

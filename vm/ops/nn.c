@@ -274,6 +274,17 @@ static pd_status lookup_shape(const pd_exec_ctx *ctx, const pd_tensor *w, const 
   return PD_OK;
 }
 
+/* The checked ids (*p, on the host: Ids are read there, vm/run/exec_place.c) where the op
+ * computes: a copy in scratch (*tmp, for pd_ctx_scratch_free) on a GPU. */
+static pd_status ids_at_place(const pd_exec_ctx *ctx, const pd_tensor *ids, const int64_t **p,
+                              void **tmp) {
+  pd_status st;
+  size_t n = (size_t)pd_tensor_numel(ids) * sizeof **p;
+  const void *at = pd_ctx_at_place(ctx, *p, n ? n : 1, tmp, &st);
+  if (at) *p = at;
+  return st;
+}
+
 /* lookup_table, lookup_table_v2: Out = the rows of W picked by Ids (a zero row for padding_idx);
  * Out takes Ids' LoD. An id outside the table is an error naming it. */
 static pd_status lookup(pd_exec_ctx *ctx) {
@@ -290,13 +301,15 @@ static pd_status lookup(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   const int64_t *p = NULL;
+  void *tmp = NULL;
   if (!(st = unalias(ctx, &h, out, &w)) && !(st = unalias(ctx, &h, out, &ids)) &&
-      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
+      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) && !(st = ids_at_place(ctx, ids, &p, &tmp)) &&
       !(st = resize(ctx, out, w->dtype, nd, dims, ids)))
     st = pd_ctx_check(ctx, ctx->k->gather_rows(w->dtype, w->dims[0], w->dims[1],
                                                pd_tensor_data(w), pd_tensor_numel(ids), p, pad,
                                                pd_tensor_data(out)),
                       "gather_rows");
+  pd_ctx_scratch_free(ctx, tmp);
   local_free(&sc);
   hold_free(&h);
   return st;
@@ -322,14 +335,15 @@ static pd_status lookup_grad(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   const int64_t *p = NULL;
+  void *tmp = NULL;
   if (!(st = unalias(ctx, &h, dw, &dy)) && !(st = unalias(ctx, &h, dw, &ids)) &&
-      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) &&
-      !(st = resize(ctx, dw, dt, 2, (int64_t[]){rows, width}, w))) {
-    if (pd_tensor_nbytes(dw)) memset(pd_tensor_data(dw), 0, pd_tensor_nbytes(dw));
+      !(st = read_ids(ctx, ids, w, pad, &sc, &p)) && !(st = ids_at_place(ctx, ids, &p, &tmp)) &&
+      !(st = resize(ctx, dw, dt, 2, (int64_t[]){rows, width}, w)) &&
+      !(st = k_check(ctx, ctx->k->fill(dt, rows * width, pd_tensor_data(dw), 0), dt)))
     st = pd_ctx_check(ctx, ctx->k->scatter_add_rows(dt, rows, width, pd_tensor_data(dw),
                                                     pd_tensor_numel(ids), p, pad, pd_tensor_data(dy)),
                       "scatter_add_rows");
-  }
+  pd_ctx_scratch_free(ctx, tmp);
   local_free(&sc);
   hold_free(&h);
   return st;
@@ -391,14 +405,12 @@ pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
   uint8_t *m = mask ? PD_TENSOR_BOOL(mask) : NULL;
   if (c.is_test || c.p == 0 || c.p == 1) { /* no random numbers needed */
     double scale = c.is_test ? (c.upscale ? 1.0 : 1.0 - c.p) : c.p == 1 ? 0.0 : 1.0;
-    if (m && n) memset(m, c.is_test || c.p == 0 ? 1 : 0, (size_t)n);
-    FLOAT_SWITCH(dt, {
-      const T *xs = xd;
-      T *o = (T *)pd_tensor_data(out);
-      for (int64_t i = 0; i < n; i++) o[i] = (T)(xs[i] * scale);
-    });
+    st = k_check(ctx,
+                 ctx->k->dropout(dt, n, xd, NULL, c.is_test ? 0.0 : c.p, scale,
+                                 pd_tensor_data(out), m),
+                 dt);
     hold_free(&h);
-    return PD_OK;
+    return st;
   }
   pd_k_rng local, *rng = ctx->rng;
   if (seed != 0) {
@@ -406,24 +418,14 @@ pd_status pd_kernel_dropout(pd_exec_ctx *ctx) {
     rng = &local;
   }
   double scale = c.upscale ? 1.0 / (1.0 - c.p) : 1.0;
-  /* The draws of the whole tensor in one call, which the backend splits across its threads
-   * (the same numbers as any chunking: element i comes from counter offset + i / 4). In
-   * chunks of 1024, each too small to split, they took a third of a transformer's step. */
-  float *u = n ? pd_k_host_alloc((size_t)n * sizeof *u) : NULL;
-  if (n && !u) st = nomem(ctx);
+  /* The draws of the whole tensor in one call where the op computes, which the backend splits
+   * across its threads (the same numbers as any chunking: element i comes from counter
+   * offset + i / 4; the GPU's are the CPU's bit for bit). In chunks of 1024, each too small to
+   * split, they took a third of a transformer's step. */
+  float *u = n ? pd_ctx_scratch(ctx, (size_t)n * sizeof *u, &st) : NULL;
   if (!st && n) st = pd_ctx_check(ctx, ctx->k->uniform(PD_FP32, n, u, 0.0, 1.0, rng), "uniform");
-  if (!st) {
-    FLOAT_SWITCH(dt, {
-      const T *xs = (const T *)xd;
-      T *o = (T *)pd_tensor_data(out);
-      for (int64_t i = 0; i < n; i++) {
-        bool keep = u[i] >= c.p;
-        o[i] = keep ? (T)(xs[i] * scale) : (T)0;
-        if (m) m[i] = keep;
-      }
-    });
-  }
-  pd_k_host_free(u);
+  if (!st) st = k_check(ctx, ctx->k->dropout(dt, n, xd, u, c.p, scale, pd_tensor_data(out), m), dt);
+  if (u) pd_ctx_scratch_free(ctx, u);
   hold_free(&h);
   return st;
 }
@@ -460,13 +462,9 @@ pd_status pd_kernel_dropout_grad(pd_exec_ctx *ctx) {
   if (mask == dx && (st = unalias(ctx, &h, dx, &mask))) return st;
   if (mask) m = PD_TENSOR_BOOL(mask);
   int64_t n = pd_tensor_numel(dy);
-  if (!(st = resize(ctx, dx, dy->dtype, dy->ndims, dy->dims, x ? x : dy))) {
-    FLOAT_SWITCH(dy->dtype, {
-      const T *g = dyd;
-      T *o = (T *)pd_tensor_data(dx);
-      for (int64_t i = 0; i < n; i++) o[i] = (m && !m[i]) ? (T)0 : (T)(g[i] * scale);
-    });
-  }
+  if (!(st = resize(ctx, dx, dy->dtype, dy->ndims, dy->dims, x ? x : dy)))
+    st = k_check(ctx, ctx->k->dropout_grad(dy->dtype, n, dyd, m, scale, pd_tensor_data(dx)),
+                 dy->dtype);
   hold_free(&h);
   return st;
 }

@@ -2,8 +2,10 @@
  * the fuse_rnn pass (vm/passes/fuse_gated.c) makes into one op each: one GEMM a step for all
  * gates against the recurrent weight (the input projection hoisted out of the loop), the gate
  * arithmetic on the rows of the step (the backend's lstm_cell / gru_cell, kernels.h), the
- * activations kept for the backward pass. Shape functions, kernels and gradient kernels; the
- * ops run on the host (their time-major reordering is host memory work). */
+ * activations kept for the backward pass. Shape functions, kernels and gradient kernels; every
+ * buffer is the op's place's (pd_ctx_scratch), and every move of data is a backend call (the
+ * time-major reordering, the initial states and the state gradients: copy_rows; the carried
+ * gradients: binary add; fills, copies, reductions), so the ops run on the GPU too. */
 #include "config.h"
 
 #include <math.h>
@@ -82,12 +84,19 @@ typedef struct gplan {
   const int64_t *off;
   int64_t *order, *koff, *row;
   bool rev;
+  /* At the op's place, for the backend: row, order and nseq zeros, one after another. */
+  const pd_exec_ctx *ctx;
+  int64_t *ids;
+  const int64_t *at_row, *at_order, *at_zero;
+  void *at_tmp;
 } gplan;
 
 static void gplan_free(gplan *p) {
   pd_free(p->order);
   pd_free(p->koff);
   pd_free(p->row);
+  pd_free(p->ids);
+  if (p->ctx) pd_ctx_scratch_free(p->ctx, p->at_tmp);
   pd_tensor_release(&p->lod);
 }
 
@@ -100,6 +109,7 @@ static pd_status gplan_make(pd_exec_ctx *ctx, gplan *p, int gates, int gate_cols
                             bool grad) {
   memset(p, 0, sizeof *p);
   pd_tensor_init(&p->lod);
+  p->ctx = ctx;
   const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
   char a[96], b[96];
   if (!x || !w) return pd_ctx_fail(ctx, PD_EINVAL, "Input and Weight must be given");
@@ -176,57 +186,65 @@ static pd_status gplan_make(pd_exec_ctx *ctx, gplan *p, int gates, int gate_cols
     }
   }
   p->koff[p->maxlen] = i;
+  /* The index lists at the op's place. */
+  size_t nids = (size_t)(p->total + 2 * p->nseq);
+  if (!(p->ids = pd_malloc(sizeof *p->ids * (nids + 1)))) return nomem(ctx);
+  memcpy(p->ids, p->row, sizeof *p->ids * (size_t)p->total);
+  memcpy(p->ids + p->total, p->order, sizeof *p->ids * (size_t)p->nseq);
+  memset(p->ids + p->total + p->nseq, 0, sizeof *p->ids * (size_t)p->nseq);
+  pd_status ps;
+  const int64_t *at = pd_ctx_at_place(ctx, p->ids, sizeof *p->ids * (nids + 1), &p->at_tmp, &ps);
+  if (!at) return ps;
+  p->at_row = at;
+  p->at_order = at + p->total;
+  p->at_zero = at + p->total + p->nseq;
   return PD_OK;
 }
 
-/* Time-major dst (rows of cols elements) from src in Input's order, or back. */
-static void to_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
-  size_t rb = (size_t)cols * p->es;
-  for (int64_t i = 0; i < p->total; i++)
-    memcpy(dst + (size_t)i * rb, src + (size_t)p->row[i] * rb, rb);
+/* The backend's copy_rows, n rows of cols elements, with an error at the op. */
+static pd_status rows(const gplan *p, int64_t n, int64_t cols, const void *src,
+                      const int64_t *sids, void *dst, const int64_t *dids) {
+  const pd_exec_ctx *ctx = p->ctx;
+  return pd_ctx_check(ctx, ctx->k->copy_rows(p->dt, n, cols, src, sids, dst, dids), "copy_rows");
 }
 
-static void from_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
-  size_t rb = (size_t)cols * p->es;
-  for (int64_t i = 0; i < p->total; i++)
-    memcpy(dst + (size_t)p->row[i] * rb, src + (size_t)i * rb, rb);
+/* n zeros at dst. */
+static pd_status zero(const gplan *p, int64_t n, void *dst) {
+  const pd_exec_ctx *ctx = p->ctx;
+  return n ? pd_ctx_check(ctx, ctx->k->fill(p->dt, n, dst, 0.0), "fill") : PD_OK;
+}
+
+/* Time-major dst (rows of cols elements) from src in Input's order, or back. */
+static pd_status to_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
+  return rows(p, p->total, cols, src, p->at_row, dst, NULL);
+}
+
+static pd_status from_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
+  return rows(p, p->total, cols, src, NULL, dst, p->at_row);
 }
 
 /* A state's initial rows in the sequences' order, [nseq, H] (zeros without it). */
-static void init_rows(const gplan *p, const pd_tensor *s, char *dst) {
-  size_t rb = (size_t)p->hid * p->es;
-  if (!s) {
-    memset(dst, 0, rb * (size_t)p->nseq);
-    return;
-  }
-  const char *src = pd_tensor_data(s);
-  bool shared = s->ndims == 1;
-  for (int64_t r = 0; r < p->nseq; r++)
-    memcpy(dst + (size_t)r * rb, src + (shared ? 0 : (size_t)p->order[r] * rb), rb);
+static pd_status init_rows(const gplan *p, const pd_tensor *s, char *dst) {
+  if (!s) return zero(p, p->nseq * p->hid, dst);
+  return rows(p, p->nseq, p->hid, pd_tensor_data(s), s->ndims == 1 ? p->at_zero : p->at_order,
+              dst, NULL);
 }
 
 /* A state's gradient from its rows in the sequences' order (the sequences running at step 0):
  * scattered to the state's rows, or summed when the state is one shared row. */
 static pd_status state_grad(const pd_exec_ctx *ctx, const gplan *p, const pd_tensor *s,
-                            pd_tensor *ds, const char *rows) {
+                            pd_tensor *ds, const char *src) {
   if (!ds || !s) return PD_OK;
   pd_status st = pd_ctx_resize(ctx, ds, p->dt, s->ndims, s->dims);
-  if (st) return st;
-  size_t rb = (size_t)p->hid * p->es;
-  memset(pd_tensor_data(ds), 0, pd_tensor_nbytes(ds));
+  if (st || (st = zero(p, pd_tensor_numel(ds), pd_tensor_data(ds)))) return st;
   int64_t n0 = p->maxlen ? running(p, 0) : 0;
-  for (int64_t r = 0; r < n0; r++) {
-    const char *src = rows + (size_t)r * rb;
-    if (s->ndims == 2) {
-      memcpy((char *)pd_tensor_data(ds) + (size_t)p->order[r] * rb, src, rb);
-      continue;
-    }
-    for (int64_t j = 0; j < p->hid; j++) {
-      if (p->dt == PD_FP32) PD_TENSOR_F32(ds)[j] += ((const float *)src)[j];
-      else PD_TENSOR_F64(ds)[j] += ((const double *)src)[j];
-    }
-  }
-  return PD_OK;
+  if (n0 == 0) return PD_OK;
+  if (s->ndims == 2) return rows(p, n0, p->hid, src, NULL, pd_tensor_data(ds), p->at_order);
+  int64_t dims[2] = {n0, p->hid};
+  int axis = 0;
+  return pd_ctx_check(ctx, ctx->k->reduce(PD_K_RSUM, p->dt, 2, dims, src, 1, &axis,
+                                          pd_tensor_data(ds)),
+                      "reduce");
 }
 
 /* C [m, n] = A [m, k] B [k, n] (or with A or B transposed) + beta C, row-major, packed. */
@@ -251,12 +269,13 @@ static pd_status transposed(const pd_exec_ctx *ctx, const gplan *p, const pd_ten
 
 /* The previous states of every time-major row: step k's rows take the first rows of step
  * k - 1, step 0's the initial ones (init, in the sequences' order). */
-static void prev_rows(const gplan *p, const char *init, const char *states, char *prev) {
+static pd_status prev_rows(const gplan *p, const char *init, const char *states, char *prev) {
   size_t rb = (size_t)p->hid * p->es;
-  if (p->maxlen) memcpy(prev, init, (size_t)running(p, 0) * rb);
-  for (int64_t k = 1; k < p->maxlen; k++)
-    memcpy(prev + (size_t)p->koff[k] * rb, states + (size_t)p->koff[k - 1] * rb,
-           (size_t)running(p, k) * rb);
+  pd_status st = p->maxlen ? pd_ctx_copy(p->ctx, prev, init, (size_t)running(p, 0) * rb) : PD_OK;
+  for (int64_t k = 1; k < p->maxlen && !st; k++)
+    st = pd_ctx_copy(p->ctx, prev + (size_t)p->koff[k] * rb, states + (size_t)p->koff[k - 1] * rb,
+                     (size_t)running(p, k) * rb);
+  return st;
 }
 
 /* Output o (resized to [T, cols] with Input's LoD) from time-major tm. */
@@ -266,35 +285,35 @@ static pd_status put_out(const pd_exec_ctx *ctx, const gplan *p, pd_tensor *o, i
   int64_t dims[2] = {p->total, cols};
   pd_status st = pd_ctx_resize(ctx, o, p->dt, 2, dims);
   if (!st) st = pd_ctx_check(ctx, pd_tensor_copy_lod(o, &p->lod), "lod");
-  if (!st) from_tm(p, cols, pd_tensor_data(o), tm);
+  if (!st) st = from_tm(p, cols, pd_tensor_data(o), tm);
   return st;
 }
 
 /* ================================================================ the gate math */
 
-/* dst[i] += src[i], n elements. */
-static void add_to(const gplan *p, int64_t n, char *dst, const char *src) {
-  if (p->dt == PD_FP32)
-    for (int64_t i = 0; i < n; i++) ((float *)dst)[i] += ((const float *)src)[i];
-  else
-    for (int64_t i = 0; i < n; i++) ((double *)dst)[i] += ((const double *)src)[i];
+/* dst[i] += src[i], n elements (the backend's add, in place). */
+static pd_status add_to(const gplan *p, int64_t n, char *dst, const char *src) {
+  const pd_exec_ctx *ctx = p->ctx;
+  if (n == 0) return PD_OK;
+  return pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, p->dt, 1, &n, dst, 1, &n, src, -1, dst),
+                      "add");
 }
 
-/* Allocate n host buffers of the given byte sizes (each at least 1 byte); false (all freed)
- * when one fails. */
-static bool alloc_all(int n, char **bufs, const size_t *sizes) {
-  bool okay = true;
-  for (int i = 0; i < n; i++) okay = (bufs[i] = pd_k_host_alloc(sizes[i] + 1)) && okay;
-  if (!okay)
+/* Allocate n buffers of the given byte sizes (each at least 1 byte) at the op's place; an
+ * error at the op (all freed) when one fails. */
+static pd_status alloc_all(const pd_exec_ctx *ctx, int n, char **bufs, const size_t *sizes) {
+  pd_status st = PD_OK;
+  for (int i = 0; i < n && !st; i++) bufs[i] = pd_ctx_scratch(ctx, sizes[i] + 1, &st);
+  if (st)
     for (int i = 0; i < n; i++) {
-      pd_k_host_free(bufs[i]);
+      pd_ctx_scratch_free(ctx, bufs[i]);
       bufs[i] = NULL;
     }
-  return okay;
+  return st;
 }
 
-static void free_all(int n, char **bufs) {
-  for (int i = 0; i < n; i++) pd_k_host_free(bufs[i]);
+static void free_all(const pd_exec_ctx *ctx, int n, char **bufs) {
+  for (int i = 0; i < n; i++) pd_ctx_scratch_free(ctx, bufs[i]);
 }
 
 /* An output must not be bound to any input. */
@@ -326,9 +345,9 @@ static pd_status seq_out(const pd_exec_ctx *ctx, const gplan *p, pd_tensor *o, i
                          char **data, char **scratch) {
   *scratch = NULL;
   if (!o) {
-    if (!(*scratch = *data = pd_k_host_alloc((size_t)(p->total * cols) * p->es + 1)))
-      return nomem(ctx);
-    return PD_OK;
+    pd_status st = PD_OK;
+    *scratch = *data = pd_ctx_scratch(ctx, (size_t)(p->total * cols) * p->es + 1, &st);
+    return st;
   }
   int64_t dims[2] = {p->total, cols};
   pd_status st = pd_ctx_resize(ctx, o, p->dt, 2, dims);
@@ -342,8 +361,9 @@ static pd_status seq_like(const pd_exec_ctx *ctx, pd_tensor *o, const pd_tensor 
                           char **data, char **scratch) {
   *scratch = NULL;
   if (!o) {
-    if (!(*scratch = *data = pd_k_host_alloc(pd_tensor_nbytes(like) + 1))) return nomem(ctx);
-    return PD_OK;
+    pd_status st = PD_OK;
+    *scratch = *data = pd_ctx_scratch(ctx, pd_tensor_nbytes(like) + 1, &st);
+    return st;
   }
   pd_status st = pd_ctx_resize(ctx, o, like->dtype, like->ndims, like->dims);
   *data = st ? NULL : pd_tensor_data(o);
@@ -360,17 +380,16 @@ static pd_status lstm_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x
   size_t sizes[2] = {rb * (size_t)p->nseq, rb * (size_t)p->nseq};
   pd_status st = PD_OK;
   for (int i = 0; i < 3 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
-  if (!st && !alloc_all(2, init, sizes)) st = nomem(ctx);
+  if (!st) st = alloc_all(ctx, 2, init, sizes);
   if (!st) {
-    init_rows(p, h0, init[0]);
-    init_rows(p, c0, init[1]);
     pd_k_rnn_seq s = seq_of(p);
-    st = pd_ctx_check(ctx, ctx->k->lstm_seq(&s, pd_tensor_data(x), pd_tensor_data(w), init[0],
-                                            init[1], data[0], data[1], data[2]),
-                      "lstm");
-    free_all(2, init);
+    if (!(st = init_rows(p, h0, init[0])) && !(st = init_rows(p, c0, init[1])))
+      st = pd_ctx_check(ctx, ctx->k->lstm_seq(&s, pd_tensor_data(x), pd_tensor_data(w), init[0],
+                                              init[1], data[0], data[1], data[2]),
+                        "lstm");
+    free_all(ctx, 2, init);
   }
-  free_all(3, scratch);
+  free_all(ctx, 3, scratch);
   return st;
 }
 
@@ -384,23 +403,22 @@ static pd_status lstm_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tens
   size_t sizes[4] = {rb * N, rb * N, rb * N, rb * N};
   pd_status st = seq_out(ctx, p, outs[0], 4 * p->hid, &dx, &scratch[0]);
   if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
-  if (!st && !alloc_all(4, buf, sizes)) st = nomem(ctx);
+  if (!st) st = alloc_all(ctx, 4, buf, sizes);
   if (!st) {
-    init_rows(p, h0, buf[0]);
-    init_rows(p, c0, buf[1]);
     pd_k_rnn_seq s = seq_of(p);
-    st = pd_ctx_check(ctx, ctx->k->lstm_seq_grad(&s, pd_tensor_data(w), buf[0], buf[1],
-                                                 pd_tensor_data(in[3]), pd_tensor_data(in[4]),
-                                                 pd_tensor_data(in[5]),
-                                                 in[6] ? pd_tensor_data(in[6]) : NULL,
-                                                 in[7] ? pd_tensor_data(in[7]) : NULL, dx, dw,
-                                                 buf[2], buf[3]),
-                      "lstm gradients");
+    if (!(st = init_rows(p, h0, buf[0])) && !(st = init_rows(p, c0, buf[1])))
+      st = pd_ctx_check(ctx, ctx->k->lstm_seq_grad(&s, pd_tensor_data(w), buf[0], buf[1],
+                                                   pd_tensor_data(in[3]), pd_tensor_data(in[4]),
+                                                   pd_tensor_data(in[5]),
+                                                   in[6] ? pd_tensor_data(in[6]) : NULL,
+                                                   in[7] ? pd_tensor_data(in[7]) : NULL, dx,
+                                                   dw, buf[2], buf[3]),
+                        "lstm gradients");
     if (!st) st = state_grad(ctx, p, h0, outs[2], buf[2]);
     if (!st) st = state_grad(ctx, p, c0, outs[3], buf[3]);
-    free_all(4, buf);
+    free_all(ctx, 4, buf);
   }
-  free_all(2, scratch);
+  free_all(ctx, 2, scratch);
   return st;
 }
 
@@ -409,19 +427,20 @@ static pd_status gru_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x,
                            const pd_tensor *w, const pd_tensor *bias, const pd_tensor *h0,
                            pd_tensor *const *outs) {
   int64_t H = p->hid, cols[2] = {H, 4 * H};
-  char *data[2] = {0}, *scratch[2] = {0}, *init = NULL;
+  char *data[2] = {0}, *scratch[2] = {0}, *init[1] = {0};
+  size_t sizes[1] = {(size_t)H * p->es * (size_t)p->nseq};
   pd_status st = PD_OK;
   for (int i = 0; i < 2 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
-  if (!st && !(init = pd_k_host_alloc((size_t)H * p->es * (size_t)p->nseq + 1))) st = nomem(ctx);
+  if (!st) st = alloc_all(ctx, 1, init, sizes);
   if (!st) {
-    init_rows(p, h0, init);
     pd_k_rnn_seq s = seq_of(p);
-    st = pd_ctx_check(ctx, ctx->k->gru_seq(&s, pd_tensor_data(x), pd_tensor_data(w),
-                                           pd_tensor_data(bias), init, data[0], data[1]),
-                      "gru");
+    if (!(st = init_rows(p, h0, init[0])))
+      st = pd_ctx_check(ctx, ctx->k->gru_seq(&s, pd_tensor_data(x), pd_tensor_data(w),
+                                             pd_tensor_data(bias), init[0], data[0], data[1]),
+                        "gru");
+    free_all(ctx, 1, init);
   }
-  pd_k_host_free(init);
-  free_all(2, scratch);
+  free_all(ctx, 2, scratch);
   return st;
 }
 
@@ -436,19 +455,19 @@ static pd_status gru_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tenso
   pd_status st = seq_out(ctx, p, outs[0], 3 * p->hid, &dx, &scratch[0]);
   if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
   if (!st) st = seq_like(ctx, outs[3], in[2], &db, &scratch[2]);
-  if (!st && !alloc_all(2, buf, sizes)) st = nomem(ctx);
+  if (!st) st = alloc_all(ctx, 2, buf, sizes);
   if (!st) {
-    init_rows(p, h0, buf[0]);
     pd_k_rnn_seq s = seq_of(p);
-    st = pd_ctx_check(ctx, ctx->k->gru_seq_grad(&s, pd_tensor_data(w), buf[0],
-                                                pd_tensor_data(in[3]), pd_tensor_data(in[4]),
-                                                in[5] ? pd_tensor_data(in[5]) : NULL, dx, dw,
-                                                db, buf[1]),
-                      "gru gradients");
+    if (!(st = init_rows(p, h0, buf[0])))
+      st = pd_ctx_check(ctx, ctx->k->gru_seq_grad(&s, pd_tensor_data(w), buf[0],
+                                                  pd_tensor_data(in[3]), pd_tensor_data(in[4]),
+                                                  in[5] ? pd_tensor_data(in[5]) : NULL, dx, dw,
+                                                  db, buf[1]),
+                        "gru gradients");
     if (!st) st = state_grad(ctx, p, h0, outs[2], buf[1]);
-    free_all(2, buf);
+    free_all(ctx, 2, buf);
   }
-  free_all(3, scratch);
+  free_all(ctx, 3, scratch);
   return st;
 }
 
@@ -473,14 +492,11 @@ pd_status pd_kernel_fused_lstm(pd_exec_ctx *ctx) {
   size_t rb = (size_t)H * p.es;
   size_t sizes[5] = {4 * rb * (size_t)p.total, rb * (size_t)p.total, rb * (size_t)p.total,
                      rb * (size_t)p.nseq, rb * (size_t)p.nseq};
-  if (!alloc_all(5, buf, sizes)) {
-    st = nomem(ctx);
-    goto out;
-  }
+  if ((st = alloc_all(ctx, 5, buf, sizes))) goto out;
   char *g = buf[0], *hs = buf[1], *cs = buf[2], *ih = buf[3], *ic = buf[4];
-  to_tm(&p, 4 * H, g, pd_tensor_data(x));
-  init_rows(&p, h0, ih);
-  init_rows(&p, c0, ic);
+  if ((st = to_tm(&p, 4 * H, g, pd_tensor_data(x))) || (st = init_rows(&p, h0, ih)) ||
+      (st = init_rows(&p, c0, ic)))
+    goto out;
   for (int64_t k = 0; k < p.maxlen && !st; k++) {
     int64_t n = running(&p, k);
     size_t at = (size_t)p.koff[k];
@@ -495,7 +511,7 @@ pd_status pd_kernel_fused_lstm(pd_exec_ctx *ctx) {
   if (!st) st = put_out(ctx, &p, outs[1], H, cs);
   if (!st) st = put_out(ctx, &p, outs[2], 4 * H, g);
 out:
-  free_all(5, buf);
+  free_all(ctx, 5, buf);
   gplan_free(&p);
   return st;
 }
@@ -532,54 +548,49 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
   size_t sizes[9] = {4 * rb * T, rb * T,     rb * T, rb * T, rb * T, 4 * rb * T, rb * N, rb * N,
                      4 * rb * (size_t)H};
-  if (!alloc_all(9, buf, sizes)) {
-    st = nomem(ctx);
-    goto out;
-  }
+  if ((st = alloc_all(ctx, 9, buf, sizes))) goto out;
   /* gates, cells, prev (c, then h), dh, dc (time-major); dg; the carried dh and dc */
   char *g = buf[0], *cs = buf[1], *prev = buf[2], *dh = buf[3], *dc = buf[4], *dg = buf[5];
   char *carry_h = buf[6], *carry_c = buf[7], *wt = buf[8];
-  if ((st = transposed(ctx, &p, w, H, 4 * H, wt))) goto out;
-  to_tm(&p, 4 * H, g, pd_tensor_data(gate));
-  to_tm(&p, H, cs, pd_tensor_data(cell));
-  if (dhid) to_tm(&p, H, dh, pd_tensor_data(dhid));
-  else memset(dh, 0, rb * T);
-  if (dcell) to_tm(&p, H, dc, pd_tensor_data(dcell));
-  else memset(dc, 0, rb * T);
-  init_rows(&p, c0, carry_c);
-  prev_rows(&p, carry_c, cs, prev);  /* the previous cells */
+  if ((st = transposed(ctx, &p, w, H, 4 * H, wt)) ||
+      (st = to_tm(&p, 4 * H, g, pd_tensor_data(gate))) ||
+      (st = to_tm(&p, H, cs, pd_tensor_data(cell))) ||
+      (st = dhid ? to_tm(&p, H, dh, pd_tensor_data(dhid)) : zero(&p, p.total * H, dh)) ||
+      (st = dcell ? to_tm(&p, H, dc, pd_tensor_data(dcell)) : zero(&p, p.total * H, dc)) ||
+      (st = init_rows(&p, c0, carry_c)) ||
+      (st = prev_rows(&p, carry_c, cs, prev)))  /* the previous cells */
+    goto out;
   for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
     int64_t n = running(&p, k), m = k + 1 < p.maxlen ? running(&p, k + 1) : 0;
     size_t at = (size_t)p.koff[k];
     char *dhk = dh + at * rb, *dck = dc + at * rb;
     /* add what step k + 1 carried back to its rows (the first m of step k) */
-    add_to(&p, m * H, dhk, carry_h);
-    add_to(&p, m * H, dck, carry_c);
+    if ((st = add_to(&p, m * H, dhk, carry_h)) || (st = add_to(&p, m * H, dck, carry_c))) break;
     char *dgk = dg + at * 4 * rb;
     if ((st = pd_ctx_check(ctx, ctx->k->lstm_cell_grad(p.dt, n, H, g + at * 4 * rb, prev + at * rb,
                                                        cs + at * rb, dhk, dck, dgk),
                            "lstm gate gradients")))
       break;
-    memcpy(carry_c, dck, (size_t)n * rb);
+    if ((st = pd_ctx_copy(ctx, carry_c, dck, (size_t)n * rb))) break;
     st = gemm(ctx, &p, false, false, n, H, 4 * H, dgk, wt, 0.0, carry_h);
   }
   if (st) goto out;
-  if (!p.maxlen) memset(carry_h, 0, rb * N);
+  if (!p.maxlen && (st = zero(&p, p.nseq * H, carry_h))) goto out;
   if ((st = state_grad(ctx, &p, h0, outs[2], carry_h))) goto out;
   if ((st = state_grad(ctx, &p, c0, outs[3], carry_c))) goto out;
   if ((st = put_out(ctx, &p, outs[0], 4 * H, dg))) goto out;
   if (outs[1]) {
     if ((st = pd_ctx_resize(ctx, outs[1], p.dt, 2, w->dims))) goto out;
     /* the previous states h: hs into cs's buffer, the initial ones into carry_c */
-    to_tm(&p, H, cs, pd_tensor_data(hid));
-    init_rows(&p, h0, carry_c);
-    prev_rows(&p, carry_c, cs, prev);
+    if ((st = to_tm(&p, H, cs, pd_tensor_data(hid))) || (st = init_rows(&p, h0, carry_c)) ||
+        (st = prev_rows(&p, carry_c, cs, prev)))
+      goto out;
     if (p.total > 0) st = gemm(ctx, &p, true, false, H, 4 * H, p.total, prev, dg, 0.0,
                                pd_tensor_data(outs[1]));
-    else memset(pd_tensor_data(outs[1]), 0, pd_tensor_nbytes(outs[1]));
+    else st = zero(&p, pd_tensor_numel(outs[1]), pd_tensor_data(outs[1]));
   }
 out:
-  free_all(9, buf);
+  free_all(ctx, 9, buf);
   gplan_free(&p);
   return st;
 }
@@ -603,13 +614,9 @@ pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
   int64_t H = p.hid;
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
   size_t sizes[5] = {3 * rb * T, 4 * rb * T, rb * T, rb * N, 3 * rb * N};
-  if (!alloc_all(5, buf, sizes)) {
-    st = nomem(ctx);
-    goto out;
-  }
+  if ((st = alloc_all(ctx, 5, buf, sizes))) goto out;
   char *u = buf[0], *s = buf[1], *hs = buf[2], *ih = buf[3], *hp = buf[4];
-  to_tm(&p, 3 * H, u, pd_tensor_data(x));
-  init_rows(&p, h0, ih);
+  if ((st = to_tm(&p, 3 * H, u, pd_tensor_data(x))) || (st = init_rows(&p, h0, ih))) goto out;
   for (int64_t k = 0; k < p.maxlen && !st; k++) {
     int64_t n = running(&p, k);
     size_t at = (size_t)p.koff[k];
@@ -622,7 +629,7 @@ pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
   if (!st) st = put_out(ctx, &p, outs[0], H, hs);
   if (!st) st = put_out(ctx, &p, outs[1], 4 * H, s);
 out:
-  free_all(5, buf);
+  free_all(ctx, 5, buf);
   gplan_free(&p);
   return st;
 }
@@ -654,56 +661,50 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
   size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
   size_t sizes[8] = {4 * rb * T, rb * T, rb * T, rb * T, 3 * rb * T, 3 * rb * T, rb * N,
                      3 * rb * (size_t)H};
-  if (!alloc_all(8, buf, sizes)) {
-    st = nomem(ctx);
-    goto out;
-  }
+  if ((st = alloc_all(ctx, 8, buf, sizes))) goto out;
   /* gates, hs, prev, dh (time-major), du, dP, the carried dh */
   char *s = buf[0], *hs = buf[1], *prev = buf[2], *dh = buf[3], *du = buf[4], *dp = buf[5];
   char *carry = buf[6], *wt = buf[7];
-  if ((st = transposed(ctx, &p, w, H, 3 * H, wt))) goto out;
-  to_tm(&p, 4 * H, s, pd_tensor_data(gate));
-  to_tm(&p, H, hs, pd_tensor_data(hid));
-  if (dhid) to_tm(&p, H, dh, pd_tensor_data(dhid));
-  else memset(dh, 0, rb * T);
-  init_rows(&p, h0, carry);
-  prev_rows(&p, carry, hs, prev);
+  if ((st = transposed(ctx, &p, w, H, 3 * H, wt)) ||
+      (st = to_tm(&p, 4 * H, s, pd_tensor_data(gate))) ||
+      (st = to_tm(&p, H, hs, pd_tensor_data(hid))) ||
+      (st = dhid ? to_tm(&p, H, dh, pd_tensor_data(dhid)) : zero(&p, p.total * H, dh)) ||
+      (st = init_rows(&p, h0, carry)) || (st = prev_rows(&p, carry, hs, prev)))
+    goto out;
   for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
     int64_t n = running(&p, k), m = k + 1 < p.maxlen ? running(&p, k + 1) : 0;
     size_t at = (size_t)p.koff[k];
     char *dhk = dh + at * rb, *dpk = dp + at * 3 * rb;
-    add_to(&p, m * H, dhk, carry);
+    if ((st = add_to(&p, m * H, dhk, carry))) break;
     if ((st = pd_ctx_check(ctx, ctx->k->gru_cell_grad(p.dt, n, H, s + at * 4 * rb, prev + at * rb,
                                                       dhk, du + at * 3 * rb, dpk),
                            "gru gate gradients")))
       break;
-    memcpy(carry, dhk, (size_t)n * rb);
+    if ((st = pd_ctx_copy(ctx, carry, dhk, (size_t)n * rb))) break;
     st = gemm(ctx, &p, false, false, n, H, 3 * H, dpk, wt, 1.0, carry);
   }
   if (st) goto out;
-  if (!p.maxlen) memset(carry, 0, rb * N);
+  if (!p.maxlen && (st = zero(&p, p.nseq * H, carry))) goto out;
   if ((st = state_grad(ctx, &p, h0, outs[2], carry))) goto out;
   if ((st = put_out(ctx, &p, outs[0], 3 * H, du))) goto out;
   if (outs[1]) {
     if ((st = pd_ctx_resize(ctx, outs[1], p.dt, 2, w->dims))) goto out;
     if (p.total > 0) st = gemm(ctx, &p, true, false, H, 3 * H, p.total, prev, dp, 0.0,
                                pd_tensor_data(outs[1]));
-    else memset(pd_tensor_data(outs[1]), 0, pd_tensor_nbytes(outs[1]));
+    else st = zero(&p, pd_tensor_numel(outs[1]), pd_tensor_data(outs[1]));
     if (st) goto out;
   }
   if (outs[3]) {
     if ((st = pd_ctx_resize(ctx, outs[3], p.dt, 1, bias->dims))) goto out;
-    for (int64_t j = 0; j < 3 * H; j++) {
-      double sum = 0;
-      for (int64_t i = 0; i < p.total; i++)
-        sum += p.dt == PD_FP32 ? ((const float *)dp)[i * 3 * H + j]
-                               : ((const double *)dp)[i * 3 * H + j];
-      if (p.dt == PD_FP32) PD_TENSOR_F32(outs[3])[j] = (float)sum;
-      else PD_TENSOR_F64(outs[3])[j] = sum;
-    }
+    /* The column sums of dP (the backend's reduction: fp32 accumulates in double). */
+    int64_t dims[2] = {p.total, 3 * H};
+    int axis = 0;
+    st = pd_ctx_check(ctx, ctx->k->reduce(PD_K_RSUM, p.dt, 2, dims, dp, 1, &axis,
+                                          pd_tensor_data(outs[3])),
+                      "reduce");
   }
 out:
-  free_all(8, buf);
+  free_all(ctx, 8, buf);
   gplan_free(&p);
   return st;
 }

@@ -258,17 +258,17 @@ static pd_status op_axis(const pd_exec_ctx *ctx, const pd_tensor *x, const char 
 }
 
 /* Copy between a dense [pre, len, post] block and the slab [off, off + len) of the middle axis
- * of a [pre, total, post] tensor: to_slab false reads the slab into dense. */
-static void slab_copy(void *dense, void *whole, int64_t pre, int64_t total, int64_t off,
-                      int64_t len, int64_t post, size_t esz, bool to_slab) {
-  size_t part = (size_t)(len * post) * esz;
-  if (!part) return;
-  for (int64_t i = 0; i < pre; i++) {
-    char *d = (char *)dense + (size_t)i * part;
-    char *w = (char *)whole + ((size_t)(i * total + off) * (size_t)post) * esz;
-    if (to_slab) memcpy(w, d, part);
-    else memcpy(d, w, part);
-  }
+ * of a [pre, total, post] tensor, through the backend's strided_copy (a run of len * post
+ * elements a row, at the op's place): to_slab false reads the slab into dense. */
+static pd_status slab_copy(const pd_exec_ctx *ctx, pd_dtype dt, void *dense, void *whole,
+                           int64_t pre, int64_t total, int64_t off, int64_t len, int64_t post,
+                           bool to_slab) {
+  if (!pre || !len || !post) return PD_OK;
+  int64_t od[2] = {pre, len * post}, str[2] = {total * post, 1};
+  return k_check(ctx,
+                 ctx->k->strided_copy(dt, 2, od, od, str, off * post, to_slab ? dense : whole,
+                                      to_slab ? whole : dense, to_slab),
+                 dt);
 }
 
 /* ================================================================ concat, split */
@@ -361,7 +361,6 @@ pd_status pd_kernel_concat_grad(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   int64_t pre = prod(dims, 0, axis), post = prod(dims, axis + 1, nd), off = 0;
-  size_t esz = pd_dtype_size(dy->dtype);
   for (int i = 0; i < n && !st; i++) {
     const pd_tensor *x = pd_ctx_in_at(ctx, "X", i);
     pd_tensor *dx;
@@ -369,8 +368,8 @@ pd_status pd_kernel_concat_grad(pd_exec_ctx *ctx) {
     if (!st && dx) st = unalias(ctx, &h, dx, &dy);
     if (!st && dx) st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
     if (!st && dx)
-      slab_copy(pd_tensor_data(dx), pd_tensor_data(dy), pre, total, off, x->dims[axis], post,
-                esz, false);
+      st = slab_copy(ctx, dy->dtype, pd_tensor_data(dx), pd_tensor_data(dy), pre, total, off,
+                     x->dims[axis], post, false);
     off += x->dims[axis];
   }
   hold_free(&h);
@@ -453,8 +452,8 @@ pd_status pd_kernel_split(pd_exec_ctx *ctx) {
     d[axis] = sizes[i];
     if (!(st = out_at(ctx, "Out", i, false, &o)) && o &&
         !(st = resize(ctx, o, x->dtype, x->ndims, d, axis != 0 ? x : NULL)))
-      slab_copy(pd_tensor_data(o), pd_tensor_data(x), pre, x->dims[axis], off, sizes[i], post,
-                pd_dtype_size(x->dtype), false);
+      st = slab_copy(ctx, x->dtype, pd_tensor_data(o), pd_tensor_data(x), pre, x->dims[axis], off,
+                     sizes[i], post, false);
     off += sizes[i];
   }
 out:
@@ -488,8 +487,14 @@ pd_status pd_kernel_split_grad(pd_exec_ctx *ctx) {
       st = nomem(ctx);
   if (!st) st = split_sizes(ctx, x, axis, nout, sizes);
   int64_t pre = prod(x->dims, 0, axis), post = prod(x->dims, axis + 1, x->ndims), off = 0;
-  size_t esz = pd_dtype_size(x->dtype);
   if (!st) st = resize(ctx, dx, x->dtype, x->ndims, x->dims, x);
+  /* A part without a gradient is 0: all of X@GRAD zeroed first, as bytes (bool's fill writes
+   * zero bytes; 0 is all zero bytes in every dtype). */
+  bool missing = false;
+  for (int i = 0; i < nout; i++) missing = missing || !in_if_set(ctx, "Out@GRAD", i);
+  if (!st && missing && pd_tensor_nbytes(dx))
+    st = k_check(ctx, ctx->k->fill(PD_BOOL, (int64_t)pd_tensor_nbytes(dx), pd_tensor_data(dx), 0),
+                 PD_BOOL);
   for (int i = 0; i < nout && !st; i++) {
     const pd_tensor *g = in_if_set(ctx, "Out@GRAD", i);
     if (g == dx) g = &tg;
@@ -497,15 +502,9 @@ pd_status pd_kernel_split_grad(pd_exec_ctx *ctx) {
     memcpy(d, x->dims, sizeof(int64_t) * (size_t)x->ndims);
     d[axis] = sizes[i];
     if (g && (st = want_grad_shape(ctx, "Out@GRAD", g, x->ndims, d, x->dtype))) break;
-    if (g) {
-      slab_copy(pd_tensor_data(g), pd_tensor_data(dx), pre, x->dims[axis], off, sizes[i], post,
-                esz, true);
-    } else {
-      size_t part = (size_t)(sizes[i] * post) * esz;
-      char *base = pd_tensor_data(dx);
-      for (int64_t k = 0; k < pre && part; k++)
-        memset(base + ((size_t)(k * x->dims[axis] + off) * (size_t)post) * esz, 0, part);
-    }
+    if (g)
+      st = slab_copy(ctx, x->dtype, pd_tensor_data(g), pd_tensor_data(dx), pre, x->dims[axis],
+                     off, sizes[i], post, true);
     off += sizes[i];
   }
   hold_free(&h);

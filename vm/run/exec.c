@@ -56,6 +56,7 @@ struct pd_exec {
   const pd_exec_io *release_io; /* during pd_exec_run without keep: its fetches (kept), and
                                    block 0's temporaries are released after their last use */
   const pd_k_backend *gpu;     /* the GPU backend when opts.place is PD_K_CUDA */
+  const pd_k_backend *host;    /* opts.host, or the CPU's */
 };
 
 /* ---------------------------------------------------------------- preparing */
@@ -385,6 +386,7 @@ pd_status pd_exec_new(const pd_program *p, const pd_exec_options *opts, pd_exec 
   if (!ex) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory preparing a program");
   ex->p = p;
   if (opts) ex->opts = *opts;
+  ex->host = ex->opts.host ? ex->opts.host : pd_k_cpu();
   const char *env = getenv("PDLANG_CHECK_NAN_INF");
   if (env && *env && strcmp(env, "0") != 0) ex->opts.check_nan_inf = true;
   pd_k_rng_init(&ex->rng, ex->opts.seed);
@@ -603,7 +605,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
     vars[i] = v;
   }
   bool profile = pd_exec_profile_enabled();  /* read once per block run, not per op */
-  pd_exec_ctx ctx = {.ex = ex, .scope = scope, .vars = vars, .k = pd_k_cpu(),
+  pd_exec_ctx ctx = {.ex = ex, .scope = scope, .vars = vars, .k = ex->host,
                      .rng = &ex->rng, .err = err};
   for (int i = 0; i < b->nops; i++) {
     const pd_exec_op *x = &b->ops[i];
@@ -617,7 +619,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
     }
     if ((st = check_inputs(&ctx))) goto out;
     if (ex->gpu) {
-      ctx.k = x->place == PD_K_CUDA ? ex->gpu : pd_k_cpu();
+      ctx.k = x->place == PD_K_CUDA ? ex->gpu : ex->host;
       if ((st = place_args(&ctx))) goto out;
     }
     if (profile) {

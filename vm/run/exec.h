@@ -68,6 +68,11 @@ typedef struct pd_exec_options {
    * place is the GPU ("op 'accuracy' has no GPU kernel: it runs on the CPU"). May be NULL. */
   void (*notice)(void *ud, const char *msg);
   void *notice_ud;
+  /* The backend of the ops that run on the host: NULL for the CPU's (pd_k_cpu()). The kernel
+   * tests give a copy of it without its optional entries (kernels.h: lstm_seq, ...), to run
+   * the code that ops take on backends without them (the GPU's) on the CPU. Borrowed: it must
+   * outlive the executor. */
+  const pd_k_backend *host;
 } pd_exec_options;
 
 /* Prepare every block of p. Unknown op types, ops without a kernel and sub-block attributes

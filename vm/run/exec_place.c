@@ -52,6 +52,19 @@ static const pd_exec_slot_rule rules[] = {
     {"fill_constant", "ValueTensor", true, PD_WHERE_HOST},
     {"reshape2", "Shape", true, PD_WHERE_HOST},
     {"reshape2", "ShapeTensor", true, PD_WHERE_HOST},
+    {"dropout", "Seed", true, PD_WHERE_HOST},
+    {"concat", "AxisTensor", true, PD_WHERE_HOST},
+    {"concat_grad", "AxisTensor", true, PD_WHERE_HOST},
+    {"split", "AxisTensor", true, PD_WHERE_HOST},
+    {"split", "SectionsTensorList", true, PD_WHERE_HOST},
+    {"split_grad", "AxisTensor", true, PD_WHERE_HOST},
+    {"split_grad", "SectionsTensorList", true, PD_WHERE_HOST},
+    /* lookup_table checks its ids on the host (an error names the one out of range) and
+     * hands the backend a copy where it computes. */
+    {"lookup_table", "Ids", true, PD_WHERE_HOST},
+    {"lookup_table_grad", "Ids", true, PD_WHERE_HOST},
+    {"lookup_table_v2", "Ids", true, PD_WHERE_HOST},
+    {"lookup_table_v2_grad", "Ids", true, PD_WHERE_HOST},
     /* Control flow: the condition is read on the host; the vars a block reads and writes stay
      * where its ops put them. */
     {"conditional_block", "Cond", true, PD_WHERE_HOST},

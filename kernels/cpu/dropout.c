@@ -1,0 +1,46 @@
+/* dropout.c -- the CPU backend's dropout and dropout_grad (kernels.h): the mask from draws the
+ * caller made with uniform (so the CPU and the GPU drop the same elements), the products in
+ * double rounded to the element type once (the typed loops: dropout_t.h); elements split
+ * across the pool's threads. */
+#include "config.h"
+#include "kernels/cpu/cpu.h"
+#include "kernels/kernels_int.h"
+
+typedef struct drop_job {
+  const void *x;
+  const float *u;
+  const uint8_t *m;
+  double p, scale;
+  void *out;
+  uint8_t *mask;
+} drop_job;
+
+#define PD_KCPU_TEMPLATE "kernels/cpu/dropout_t.h"
+#define T float
+#define TN f32
+#define T_FLOAT 1
+#include PD_KCPU_TEMPLATE
+#define T double
+#define TN f64
+#define T_FLOAT 1
+#include PD_KCPU_TEMPLATE
+#undef PD_KCPU_TEMPLATE
+
+pd_status pd_kcpu_dropout(pd_dtype dt, int64_t n, const void *x, const float *u, double p,
+                          double scale, void *out, uint8_t *mask) {
+  pd_status st = pd_k_dropout_check(dt, n, p, scale, x, out);
+  if (st || n == 0) return st;
+  drop_job j = {.x = x, .u = u, .p = p, .scale = scale, .out = out, .mask = mask};
+  pd_kcpu_parallel(n, PD_KCPU_GRAIN, dt == PD_FP32 ? drop_range_f32 : drop_range_f64, &j);
+  return PD_OK;
+}
+
+pd_status pd_kcpu_dropout_grad(pd_dtype dt, int64_t n, const void *dy, const uint8_t *mask,
+                               double scale, void *dx) {
+  pd_status st = pd_k_dropout_check(dt, n, 0, scale, dy, dx);
+  if (st || n == 0) return st;
+  drop_job j = {.x = dy, .m = mask, .scale = scale, .out = dx};
+  pd_kcpu_parallel(n, PD_KCPU_GRAIN, dt == PD_FP32 ? drop_grad_range_f32 : drop_grad_range_f64,
+                   &j);
+  return PD_OK;
+}
