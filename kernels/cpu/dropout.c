@@ -1,9 +1,10 @@
 /* dropout.c -- the CPU backend's dropout and dropout_grad (kernels.h): the mask from draws the
  * caller made with uniform (so the CPU and the GPU drop the same elements), the products in
- * double rounded to the element type once (the typed loops: dropout_t.h); elements split
- * across the pool's threads. */
+ * double rounded to the element type once (the typed loops: dropout_t.h, also compiled for
+ * AVX-512); elements split across the pool's threads. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/fastmath.h"
 #include "kernels/kernels_int.h"
 
 typedef struct drop_job {
@@ -16,6 +17,7 @@ typedef struct drop_job {
 } drop_job;
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/dropout_t.h"
+#define DROP_ATTR
 #define T float
 #define TN f32
 #define T_FLOAT 1
@@ -24,6 +26,26 @@ typedef struct drop_job {
 #define TN f64
 #define T_FLOAT 1
 #include PD_KCPU_TEMPLATE
+#undef DROP_ATTR
+/* An AVX-512 instance, chosen at run time (the same values: products in double rounded once,
+ * no sums): the baseline's SSE2 converts two floats to double at a time. */
+#if PD_KCPU_HAVE_AVX512
+#define DROP_ATTR __attribute__((target("avx512f,avx512bw")))
+#define T float
+#define TN f32_avx512
+#define T_FLOAT 1
+#include PD_KCPU_TEMPLATE
+#define T double
+#define TN f64_avx512
+#define T_FLOAT 1
+#include PD_KCPU_TEMPLATE
+#undef DROP_ATTR
+#define DROP_FN(dt, fn)                                                               \
+  (pd_kcpu_simd() >= PD_KCPU_SIMD_AVX512 ? ((dt) == PD_FP32 ? fn##_f32_avx512 : fn##_f64_avx512) \
+                                         : ((dt) == PD_FP32 ? fn##_f32 : fn##_f64))
+#else
+#define DROP_FN(dt, fn) ((dt) == PD_FP32 ? fn##_f32 : fn##_f64)
+#endif
 #undef PD_KCPU_TEMPLATE
 
 pd_status pd_kcpu_dropout(pd_dtype dt, int64_t n, const void *x, const float *u, double p,
@@ -31,7 +53,7 @@ pd_status pd_kcpu_dropout(pd_dtype dt, int64_t n, const void *x, const float *u,
   pd_status st = pd_k_dropout_check(dt, n, p, scale, x, out);
   if (st || n == 0) return st;
   drop_job j = {.x = x, .u = u, .p = p, .scale = scale, .out = out, .mask = mask};
-  pd_kcpu_parallel(n, PD_KCPU_GRAIN, dt == PD_FP32 ? drop_range_f32 : drop_range_f64, &j);
+  pd_kcpu_parallel(n, PD_KCPU_GRAIN, DROP_FN(dt, drop_range), &j);
   return PD_OK;
 }
 
@@ -40,7 +62,6 @@ pd_status pd_kcpu_dropout_grad(pd_dtype dt, int64_t n, const void *dy, const uin
   pd_status st = pd_k_dropout_check(dt, n, 0, scale, dy, dx);
   if (st || n == 0) return st;
   drop_job j = {.x = dy, .m = mask, .scale = scale, .out = dx};
-  pd_kcpu_parallel(n, PD_KCPU_GRAIN, dt == PD_FP32 ? drop_grad_range_f32 : drop_grad_range_f64,
-                   &j);
+  pd_kcpu_parallel(n, PD_KCPU_GRAIN, DROP_FN(dt, drop_grad_range), &j);
   return PD_OK;
 }
