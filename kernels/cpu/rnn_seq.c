@@ -292,7 +292,7 @@ static pd_status seq_backward(seq_job *j, const void *w, part_fn *fn, void *dw, 
   pd_status st = seq_pack(j, true, &packed);
   if (!packed) bytes[0] = H * G * es;
   if (!st && !seq_alloc(7, bufs, bytes)) st = PD_ENOMEM;
-  /* hprev [nseq, H]; tanh(c), dh and dc [u] */
+  /* hprev [nseq, H]; tanh(c), dh and dc [u] (the GRU: dh) */
   if (!st && !seq_scratch(j, (N * H + 3 * (size_t)seq_widest(j)) * es)) st = PD_ENOMEM;
   if (st) {
     seq_free(j, 7, bufs);

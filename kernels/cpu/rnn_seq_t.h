@@ -79,6 +79,60 @@ static void TF(lstm_bw_row)(int64_t u, const T *restrict gi, const T *restrict g
   }
 }
 
+/* acc[c] += the sum of the m rows of x (row stride ld) in column c, in double, rows in order. */
+static void TF(seq_colsum)(int64_t m, int64_t w, const T *restrict x, int64_t ld,
+                           double *restrict acc) {
+  for (int64_t r = 0; r < m; r++) {
+    const T *restrict xr = x + r * ld;
+    PD_SIMD for (int64_t c = 0; c < w; c++) acc[c] += (double)xr[c];
+  }
+}
+
+/* One row of gru_cell_grad's arithmetic (rnn_cell.c) on u units: r, z, n, hn and the previous
+ * h in, with d the step's dh; Input's gradients (dr, dz, dn), those of h W + b (dr, dz, dn r)
+ * and h's direct part (d z) out. */
+static void TF(gru_bw_row)(int64_t u, const T *restrict sr, const T *restrict sz,
+                           const T *restrict sn, const T *restrict shn, const T *restrict ph,
+                           const T *restrict dh, T *restrict dxr, T *restrict dxz,
+                           T *restrict dxn, T *restrict dpr, T *restrict dpz, T *restrict dpn,
+                           T *restrict direct) {
+  PD_SIMD for (int64_t x = 0; x < u; x++) {
+    T d = dh[x], rg = sr[x], z = sz[x], ng = sn[x], hn = shn[x];
+    T dn = d * ((T)1 - z) * ((T)1 - ng * ng);
+    T dr = dn * hn * rg * ((T)1 - rg), dz = d * (ph[x] - ng) * z * ((T)1 - z);
+    dxr[x] = dpr[x] = dr;
+    dxz[x] = dpz[x] = dz;
+    dxn[x] = dn;
+    dpn[x] = dn * rg;
+    direct[x] = d * z;
+  }
+}
+
+/* gru_cell's arithmetic on one row of u units (rnn_cell.c's order of additions): the
+ * pre-activations of r and z, and hn = P_n + b_n. */
+static void TF(gru_pre_row)(int64_t u, const T *restrict xr, const T *restrict xz,
+                            const T *restrict pr, const T *restrict pz, const T *restrict pn,
+                            const T *restrict br, const T *restrict bz, const T *restrict bn,
+                            T *restrict r, T *restrict z, T *restrict hn) {
+  PD_SIMD for (int64_t i = 0; i < u; i++) {
+    r[i] = xr[i] + pr[i] + br[i];
+    z[i] = xz[i] + pz[i] + bz[i];
+    hn[i] = pn[i] + bn[i];
+  }
+}
+
+/* n's pre-activation x_n + r hn. */
+static void TF(gru_cand_row)(int64_t u, const T *restrict xn, const T *restrict r,
+                             const T *restrict hn, T *restrict n) {
+  PD_SIMD for (int64_t i = 0; i < u; i++) n[i] = xn[i] + r[i] * hn[i];
+}
+
+/* h = (1 - z) n + z h_prev. */
+static void TF(gru_out_row)(int64_t u, const T *restrict z, const T *restrict n,
+                            const T *restrict ph, T *restrict h) {
+  PD_SIMD for (int64_t i = 0; i < u; i++) h[i] = ((T)1 - z[i]) * n[i] + z[i] * ph[i];
+}
+
 /* ---- LSTM */
 
 /* Step k, part t: its gate columns of x's rows, plus h_k-1 times its columns of w, activated;
@@ -181,16 +235,12 @@ static pd_status TF(gru_fwd_part)(seq_job *j, int t) {
   for (int64_t r = 0; r < n && !st; r++) {
     const T *xr = x + rows[r] * 3 * H + lo, *pr = p + r * 3 * u, *ph = hp + r * H + lo;
     T *sr = sg + r * 4 * u, *h = hid + rows[r] * H + lo;
-    for (int64_t i = 0; i < u; i++) {
-      sr[i] = xr[i] + pr[i] + b[i];
-      sr[u + i] = xr[H + i] + pr[u + i] + b[H + i];
-      sr[3 * u + i] = pr[2 * u + i] + b[2 * H + i];
-    }
+    TF(gru_pre_row)(u, xr, xr + H, pr, pr + u, pr + 2 * u, b, b + H, b + 2 * H, sr, sr + u,
+                    sr + 3 * u);
     if ((st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, 2 * u, sr, sr))) break;
-    for (int64_t i = 0; i < u; i++) sr[2 * u + i] = xr[2 * H + i] + sr[i] * sr[3 * u + i];
+    TF(gru_cand_row)(u, xr + 2 * H, sr, sr + 3 * u, sr + 2 * u);
     if ((st = pd_kcpu_unary(PD_K_TANH, s->dt, u, sr + 2 * u, sr + 2 * u))) break;
-    for (int64_t i = 0; i < u; i++)
-      h[i] = ((T)1 - sr[u + i]) * sr[2 * u + i] + sr[u + i] * ph[i];
+    TF(gru_out_row)(u, sr + u, sr + 2 * u, ph, h);
     memcpy(hn + r * H + lo, h, (size_t)u * sizeof(T));
     for (int q = 0; q < 4; q++)
       memcpy(gate + rows[r] * 4 * H + q * H + lo, sr + q * u, (size_t)u * sizeof(T));
@@ -218,9 +268,7 @@ static pd_status TF(gru_bwd_part)(seq_job *j, int t) {
     if ((st = pd_kcpu_gemm(s->dt, true, false, H, 3 * u, m, 1.0, hp, H, dps + 3 * lo, j->ldg,
                            1.0, (T *)j->dwp + 3 * lo, j->ldw)))
       return st;
-    double *db = j->db + 3 * lo;
-    for (int64_t r = 0; r < m; r++)
-      for (int64_t c = 0; c < 3 * u; c++) db[c] += dps[r * j->ldg + 3 * lo + c];
+    TF(seq_colsum)(m, 3 * u, dps + 3 * lo, j->ldg, j->db + 3 * lo);
   }
   if (it == 0) return PD_OK;
   const int64_t k = it - 1, n = s->koff[k + 1] - s->koff[k], *rows = s->row + s->koff[k];
@@ -228,23 +276,15 @@ static pd_status TF(gru_bwd_part)(seq_job *j, int t) {
   const T *gate = (const T *)j->gate_in, *hid = (const T *)j->hidden_in;
   const T *dhid = (const T *)j->dhidden;
   T *dpo = (T *)j->dg[k & 1], *dx = (T *)j->dx;
+  T *dh = hprev + s->nseq * H; /* [u] */
   for (int64_t r = 0; r < n; r++) {
     const int64_t at = rows[r];
     const T *sg = gate + at * 4 * H + lo;
     const T *ph = prow ? hid + prow[r] * H + lo : (const T *)j->h0 + r * H + lo;
     T *dp = dpo + r * j->ldg + 3 * lo, *dxr = dx + at * 3 * H + lo, *ch = carry_h + r * H + lo;
-    for (int64_t x = 0; x < u; x++) {
-      T d = dhid ? dhid[at * H + lo + x] : (T)0;
-      if (r < m) d += ch[x];
-      T rg = sg[x], z = sg[H + x], ng = sg[2 * H + x], hn = sg[3 * H + x];
-      T dn = d * ((T)1 - z) * ((T)1 - ng * ng);
-      T dr = dn * hn * rg * ((T)1 - rg), dz = d * (ph[x] - ng) * z * ((T)1 - z);
-      dxr[x] = dp[x] = dr;
-      dxr[H + x] = dp[u + x] = dz;
-      dxr[2 * H + x] = dn;
-      dp[2 * u + x] = dn * rg;
-      ch[x] = d * z;
-    }
+    TF(seq_sum)(u, dhid ? dhid + at * H + lo : NULL, r < m ? ch : NULL, dh);
+    TF(gru_bw_row)(u, sg, sg + H, sg + 2 * H, sg + 3 * H, ph, dh, dxr, dxr + H, dxr + 2 * H, dp,
+                   dp + u, dp + 2 * u, ch);
   }
   return PD_OK;
 }
