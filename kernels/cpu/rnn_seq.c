@@ -401,7 +401,7 @@ pd_status pd_kcpu_gru_seq(const pd_k_rnn_seq *s, const void *x, const void *w, c
   j.h0 = h0;
   j.hidden = hidden;
   j.gate = gate;
-  return seq_forward(&j, w, gru_fwd, (size_t)(s->nseq * 7 * seq_widest(&j)));
+  return seq_forward(&j, w, gru_fwd, (size_t)(s->nseq * 3 * seq_widest(&j)));
 }
 
 pd_status pd_kcpu_gru_seq_grad(const pd_k_rnn_seq *s, const void *w, const void *h0,

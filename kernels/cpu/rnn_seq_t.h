@@ -133,6 +133,17 @@ static void TF(gru_out_row)(int64_t u, const T *restrict z, const T *restrict n,
   PD_SIMD for (int64_t i = 0; i < u; i++) h[i] = ((T)1 - z[i]) * n[i] + z[i] * ph[i];
 }
 
+/* c = f pc + i g (lstm_cell's order). */
+static void TF(lstm_c_row)(int64_t u, const T *restrict i, const T *restrict f,
+                           const T *restrict g, const T *restrict pc, T *restrict c) {
+  PD_SIMD for (int64_t x = 0; x < u; x++) c[x] = f[x] * pc[x] + i[x] * g[x];
+}
+
+/* h *= o. */
+static void TF(seq_mul_row)(int64_t u, const T *restrict o, T *restrict h) {
+  PD_SIMD for (int64_t x = 0; x < u; x++) h[x] *= o[x];
+}
+
 /* ---- LSTM */
 
 /* Step k, part t: its gate columns of x's rows, plus h_k-1 times its columns of w, activated;
@@ -154,19 +165,19 @@ static pd_status TF(lstm_fwd_part)(seq_job *j, int t) {
   T *hn = (T *)j->hbuf[k & 1], *cell = (T *)j->cell, *hid = (T *)j->hidden;
   T *gate = (T *)j->gate;
   for (int64_t r = 0; r < n && !st; r++) {
-    T *gr = g + r * 4 * u;
-    if ((st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, 2 * u, gr, gr)) ||
-        (st = pd_kcpu_unary(PD_K_TANH, s->dt, u, gr + 2 * u, gr + 2 * u)) ||
-        (st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, u, gr + 3 * u, gr + 3 * u)))
+    const T *gr = g + r * 4 * u;
+    T *ga = gate + rows[r] * 4 * H + lo; /* the activations go straight to the output's row */
+    if ((st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, u, gr, ga)) ||
+        (st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, u, gr + u, ga + H)) ||
+        (st = pd_kcpu_unary(PD_K_TANH, s->dt, u, gr + 2 * u, ga + 2 * H)) ||
+        (st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, u, gr + 3 * u, ga + 3 * H)))
       break;
     const T *pc = prow ? cell + prow[r] * H + lo : (const T *)j->c0 + r * H + lo;
     T *c = cell + rows[r] * H + lo, *h = hid + rows[r] * H + lo;
-    for (int64_t i = 0; i < u; i++) c[i] = gr[u + i] * pc[i] + gr[i] * gr[2 * u + i];
+    TF(lstm_c_row)(u, ga, ga + H, ga + 2 * H, pc, c);
     if ((st = pd_kcpu_unary(PD_K_TANH, s->dt, u, c, h))) break;
-    for (int64_t i = 0; i < u; i++) h[i] *= gr[3 * u + i];
+    TF(seq_mul_row)(u, ga + 3 * H, h);
     memcpy(hn + r * H + lo, h, (size_t)u * sizeof(T));
-    for (int q = 0; q < 4; q++)
-      memcpy(gate + rows[r] * 4 * H + q * H + lo, gr + q * u, (size_t)u * sizeof(T));
   }
   return st;
 }
@@ -226,7 +237,6 @@ static pd_status TF(gru_fwd_part)(seq_job *j, int t) {
   const int64_t n = s->koff[k + 1] - s->koff[k], *rows = s->row + s->koff[k];
   if (u == 0 || n == 0) return PD_OK;
   T *p = (T *)(j->scratch + (size_t)t * j->part_bytes); /* [n, 3u] */
-  T *sg = p + n * 3 * u;                                /* [n, 4u] */
   const T *hp = k ? (const T *)j->hbuf[(k - 1) & 1] : (const T *)j->h0;
   pd_status st = seq_gemm_w(j, t, n, 3 * u, H, hp, H, (const T *)j->wp + 3 * lo, 3 * H, 0.0,
                             p, 3 * u);
@@ -234,16 +244,16 @@ static pd_status TF(gru_fwd_part)(seq_job *j, int t) {
   T *hn = (T *)j->hbuf[k & 1], *hid = (T *)j->hidden, *gate = (T *)j->gate;
   for (int64_t r = 0; r < n && !st; r++) {
     const T *xr = x + rows[r] * 3 * H + lo, *pr = p + r * 3 * u, *ph = hp + r * H + lo;
-    T *sr = sg + r * 4 * u, *h = hid + rows[r] * H + lo;
-    TF(gru_pre_row)(u, xr, xr + H, pr, pr + u, pr + 2 * u, b, b + H, b + 2 * H, sr, sr + u,
-                    sr + 3 * u);
-    if ((st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, 2 * u, sr, sr))) break;
-    TF(gru_cand_row)(u, xr + 2 * H, sr, sr + 3 * u, sr + 2 * u);
-    if ((st = pd_kcpu_unary(PD_K_TANH, s->dt, u, sr + 2 * u, sr + 2 * u))) break;
-    TF(gru_out_row)(u, sr + u, sr + 2 * u, ph, h);
+    T *sr = gate + rows[r] * 4 * H + lo, *h = hid + rows[r] * H + lo; /* r z n hn, in place */
+    TF(gru_pre_row)(u, xr, xr + H, pr, pr + u, pr + 2 * u, b, b + H, b + 2 * H, sr, sr + H,
+                    sr + 3 * H);
+    if ((st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, u, sr, sr)) ||
+        (st = pd_kcpu_unary(PD_K_SIGMOID, s->dt, u, sr + H, sr + H)))
+      break;
+    TF(gru_cand_row)(u, xr + 2 * H, sr, sr + 3 * H, sr + 2 * H);
+    if ((st = pd_kcpu_unary(PD_K_TANH, s->dt, u, sr + 2 * H, sr + 2 * H))) break;
+    TF(gru_out_row)(u, sr + H, sr + 2 * H, ph, h);
     memcpy(hn + r * H + lo, h, (size_t)u * sizeof(T));
-    for (int q = 0; q < 4; q++)
-      memcpy(gate + rows[r] * 4 * H + q * H + lo, sr + q * u, (size_t)u * sizeof(T));
   }
   return st;
 }
