@@ -61,20 +61,22 @@ static void TF(seq_sum)(int64_t n, const T *restrict a, const T *restrict b, T *
 }
 
 /* One row of lstm_cell_grad's arithmetic (rnn_cell.c) on u units: the gates i f g o, the
- * previous cells, tanh of the cells, dh and dc in; the four gates' gradients and the previous
- * cells' (dc f) out. */
+ * previous cells, tanh of the cells, dh and dc in; the four gates' gradients out twice (into
+ * the step's dg and Input's gradient row), and the previous cells' (dc f). */
 static void TF(lstm_bw_row)(int64_t u, const T *restrict gi, const T *restrict gf,
                             const T *restrict gg, const T *restrict go, const T *restrict pc,
                             const T *restrict tc, const T *restrict dh, const T *restrict dc,
-                            T *restrict di, T *restrict df, T *restrict dgg, T *restrict dgo,
-                            T *restrict dpc) {
+                            T *restrict d, T *restrict dx, int64_t ldx, T *restrict dpc) {
+  /* d: the four gradients side by side (u apart), dx: the same, ldx apart */
   PD_SIMD for (int64_t x = 0; x < u; x++) {
     T i = gi[x], f = gf[x], g = gg[x], o = go[x], th = tc[x];
     T dcj = dc[x] + dh[x] * o * ((T)1 - th * th);
-    di[x] = dcj * g * i * ((T)1 - i);
-    df[x] = dcj * pc[x] * f * ((T)1 - f);
-    dgg[x] = dcj * i * ((T)1 - g * g);
-    dgo[x] = dh[x] * th * o * ((T)1 - o);
+    T vi = dcj * g * i * ((T)1 - i), vf = dcj * pc[x] * f * ((T)1 - f);
+    T vg = dcj * i * ((T)1 - g * g), vo = dh[x] * th * o * ((T)1 - o);
+    d[x] = dx[x] = vi;
+    d[u + x] = dx[ldx + x] = vf;
+    d[2 * u + x] = dx[2 * ldx + x] = vg;
+    d[3 * u + x] = dx[3 * ldx + x] = vo;
     dpc[x] = dcj * f;
   }
 }
@@ -219,10 +221,8 @@ static pd_status TF(lstm_bwd_part)(seq_job *j, int t) {
     TF(seq_sum)(u, dhid ? dhid + at * H + lo : NULL, r < m ? carry_h + r * H + lo : NULL, dh);
     TF(seq_sum)(u, dcell ? dcell + at * H + lo : NULL, r < m ? carry_c + r * H + lo : NULL, dc);
     T *d = dgo + r * j->ldg + 4 * lo;
-    TF(lstm_bw_row)(u, gi, gi + H, gi + 2 * H, gi + 3 * H, pc, tc, dh, dc, d, d + u, d + 2 * u,
-                    d + 3 * u, carry_c + r * H + lo);
-    for (int q = 0; q < 4; q++)
-      memcpy(dx + at * 4 * H + q * H + lo, d + q * u, (size_t)u * sizeof(T));
+    TF(lstm_bw_row)(u, gi, gi + H, gi + 2 * H, gi + 3 * H, pc, tc, dh, dc, d,
+                    dx + at * 4 * H + lo, H, carry_c + r * H + lo);
   }
   return PD_OK;
 }
