@@ -671,6 +671,17 @@ typedef pd_status pd_k_dropout_grad_fn(pd_dtype dt, int64_t n, const void *dy,
 typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const void *src,
                                     const int64_t *src_ids, void *dst, const int64_t *dst_ids);
 
+/* Adaptive pooling (Fluid's pool2d with `adaptive`): p gives type, n, c, h, w and the output
+ * size oh, ow (the window fields are ignored); window (i, j) covers rows [floor(i h / oh),
+ * ceil((i + 1) h / oh)) and the columns likewise (windows may overlap). Max takes the window's
+ * first maximum in row-major order (an element replaces it only when greater), avg the mean,
+ * summed in double in row-major order. The gradient (y unused, may be NULL) overwrites dx: each
+ * element gets, added in T in the windows' row-major order, dy of each window whose first
+ * maximum it is (max), or dy / count of each window holding it (avg), as a scatter over the
+ * windows would add them. fp32/fp64 (PD_EUNSUPPORTED), n, c >= 0 and h, w, oh, ow >= 1 whose
+ * products fit (PD_EINVAL; pd_k_adaptive_pool_check). Uses pd_k_pool2d_fn and
+ * pd_k_pool2d_grad_fn. */
+
 typedef struct pd_k_backend {
   const char *name;                 /* "cpu", "cuda" */
   pd_k_gemm_fn *gemm;
@@ -742,6 +753,8 @@ typedef struct pd_k_backend {
   pd_k_dropout_fn *dropout;
   pd_k_dropout_grad_fn *dropout_grad;
   pd_k_copy_rows_fn *copy_rows;
+  pd_k_pool2d_fn *adaptive_pool2d;
+  pd_k_pool2d_grad_fn *adaptive_pool2d_grad;
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */
@@ -772,7 +785,9 @@ const pd_k_backend *pd_k_cpu(void);
  * sin and cos, so its values agree with the CPU's to a few ulp of double, not bit for bit.
  * Bit for bit the same as the CPU: uniform (both dtypes), fill, cast (but for NaN payloads),
  * compare, logical, transpose, concat, split, gather_rows, argmax, top_k, im2col, col2im (the
- * same additions in the same order), pooling and its gradient (idem). fp32 kernels flush
+ * same additions in the same order), pooling and its gradient (idem), adaptive pooling and its
+ * gradient (idem), dropout and its gradient, copy_rows. The element-wise losses agree within
+ * rounding (the device's exp and log; their sums in another fixed order). fp32 kernels flush
  * denormals to zero (as the CPU after pd_k_init). top_k (a stable segmented sort) takes rows
  * of up to 2^31 - 1 elements (PD_EUNSUPPORTED beyond). ---- */
 typedef enum pd_k_place { PD_K_HOST = 0, PD_K_CUDA = 1 } pd_k_place;

@@ -172,6 +172,26 @@ static inline pd_status pd_k_copy_rows_check(pd_dtype dt, int64_t n, int64_t wid
   return n && width && (!src || !dst) ? PD_EINVAL : PD_OK;
 }
 
+/* adaptive_pool2d / its gradient (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), a known type, n,
+ * c >= 0, h, w, oh, ow >= 1, n c h w, n c oh ow, oh h and ow w fitting, and with planes the
+ * buffers x, a and b set (x, y, y; or x, dy, dx) (PD_EINVAL). */
+static inline pd_status pd_k_adaptive_pool_check(pd_dtype dt, const pd_k_pool2d *p,
+                                                 const void *x, const void *a, const void *b) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (!p || (p->type != PD_K_POOL_MAX && p->type != PD_K_POOL_AVG) || p->n < 0 || p->c < 0 ||
+      p->h < 1 || p->w < 1 || p->oh < 1 || p->ow < 1)
+    return PD_EINVAL;
+  if (p->c && p->n > INT64_MAX / p->c) return PD_EINVAL;
+  int64_t planes = p->n * p->c;
+  /* the windows' bounds compute i h and (i + 1) w with i < oh, ow */
+  if (p->h > INT64_MAX / p->w || p->oh > INT64_MAX / p->ow || p->oh > INT64_MAX / p->h ||
+      p->ow > INT64_MAX / p->w)
+    return PD_EINVAL;
+  int64_t big = p->h * p->w > p->oh * p->ow ? p->h * p->w : p->oh * p->ow;
+  if (planes && big > INT64_MAX / planes) return PD_EINVAL;
+  return planes && (!x || !a || !b) ? PD_EINVAL : PD_OK;
+}
+
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {
   pd_dtype dt;

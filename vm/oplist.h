@@ -225,7 +225,7 @@ PD_OP(momentum, FP_IN | GPU, optimizer,
 PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
 PD_COMPARE_(not_equal)
-PD_OP(pool2d, DIFF | FP_IN, pool2d, IN(ONE("X")), OUT(ONE("Out")),
+PD_OP(pool2d, DIFF | FP_IN | GPU | GPU_GRAD, pool2d, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ_ENUM("pooling_type", "max", "avg"), REQ(INTS, "ksize"),
             BOOL("global_pooling", false), INTS("strides", 1, 1), INTS("paddings", 0, 0),
             BOOL("exclusive", true), BOOL("adaptive", false), BOOL("ceil_mode", false),

@@ -82,6 +82,8 @@ static const pd_k_backend cpu_backend = {
     .dropout = pd_kcpu_dropout,
     .dropout_grad = pd_kcpu_dropout_grad,
     .copy_rows = pd_kcpu_copy_rows,
+    .adaptive_pool2d = pd_kcpu_adaptive_pool2d,
+    .adaptive_pool2d_grad = pd_kcpu_adaptive_pool2d_grad,
 };
 
 const pd_k_backend *pd_k_cpu(void) { return &cpu_backend; }

@@ -173,5 +173,7 @@ pd_k_kldiv_grad_fn pd_kcpu_kldiv_grad;
 pd_k_dropout_fn pd_kcpu_dropout;                /* dropout.c */
 pd_k_dropout_grad_fn pd_kcpu_dropout_grad;
 pd_k_copy_rows_fn pd_kcpu_copy_rows;             /* copy_rows.c */
+pd_k_pool2d_fn pd_kcpu_adaptive_pool2d;          /* adaptive_pool.c */
+pd_k_pool2d_grad_fn pd_kcpu_adaptive_pool2d_grad;
 
 #endif /* PD_KERNELS_CPU_H */

@@ -219,6 +219,8 @@ pd_k_kldiv_grad_fn pd_kcu_kldiv_grad;
 pd_k_dropout_fn pd_kcu_dropout; /* dropout.cu */
 pd_k_dropout_grad_fn pd_kcu_dropout_grad;
 pd_k_copy_rows_fn pd_kcu_copy_rows; /* copy_rows.cu */
+pd_k_pool2d_fn pd_kcu_adaptive_pool2d; /* adaptive_pool.cu */
+pd_k_pool2d_grad_fn pd_kcu_adaptive_pool2d_grad;
 
 /* ---- Shared between files. ---- */
 /* Strided-batched GEMM on device buffers after the checks (gemm.cu): used by the convolutions.

@@ -521,6 +521,8 @@ static const pd_k_backend cuda_backend = {
     .dropout = entry<pd_kcu_dropout>::call,
     .dropout_grad = entry<pd_kcu_dropout_grad>::call,
     .copy_rows = entry<pd_kcu_copy_rows>::call,
+    .adaptive_pool2d = entry<pd_kcu_adaptive_pool2d>::call,
+    .adaptive_pool2d_grad = entry<pd_kcu_adaptive_pool2d_grad>::call,
 };
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

@@ -7,7 +7,9 @@
  *  - dropout and its gradient from the backends' own uniform draws of one seed: outputs and
  *    masks bit for bit;
  *  - copy_rows (the fused recurrences' reordering) through gather and scatter lists, every
- *    element size, bit for bit.
+ *    element size, bit for bit;
+ *  - adaptive pooling and its gradient (max and avg, windows that overlap, outputs larger than
+ *    the input), bit for bit.
  * The comparison of test_cuda_backend.c (cuda_cmp.h): fp32 within 1e-5, fp64 within 1e-12 of
  * the largest magnitude. The argument checks both backends share run on the CPU (and the GPU)
  * in every build; the comparison skips without a GPU. Its own program: test_cuda_backend.c is
@@ -64,6 +66,15 @@ static void test_checks(void) {
   BOTH(PD_EINVAL, copy_rows(PD_FP32, 2, 2, NULL, NULL, p, NULL), "copy_rows no src");
   BOTH(PD_EINVAL, copy_rows(PD_INT8, INT64_MAX, 2, p, NULL, p, NULL), "copy_rows overflows");
   BOTH(PD_OK, copy_rows(PD_FP64, 0, 5, NULL, NULL, NULL, NULL), "copy_rows n 0");
+  pd_k_pool2d ap = {.type = PD_K_POOL_AVG, .n = 1, .c = 1, .h = 2, .w = 2, .oh = 1, .ow = 1};
+  BOTH(PD_EUNSUPPORTED, adaptive_pool2d(PD_INT32, &ap, p, p), "adaptive_pool2d int32");
+  BOTH(PD_EINVAL, adaptive_pool2d(PD_FP32, &ap, p, NULL), "adaptive_pool2d no y");
+  BOTH(PD_EINVAL, adaptive_pool2d_grad(PD_FP32, &ap, p, NULL, NULL, p), "adaptive grad no dy");
+  ap.oh = 0;
+  BOTH(PD_EINVAL, adaptive_pool2d(PD_FP32, &ap, p, p), "adaptive_pool2d oh 0");
+  ap.oh = 1;
+  ap.type = (pd_k_pool)7;
+  BOTH(PD_EINVAL, adaptive_pool2d(PD_FP64, &ap, p, p), "adaptive_pool2d bad type");
 #undef BOTH
 }
 
@@ -308,6 +319,42 @@ static void test_copy_rows(void) {
       }
 }
 
+/* Adaptive pooling: output sizes that divide the input, that do not (overlapping windows) and
+ * that exceed it (windows repeat), one window per plane; max with ties (rounded inputs). */
+static void test_adaptive_pool(pd_dtype dt) {
+  const struct {
+    int64_t n, c, h, w, oh, ow;
+  } cs[] = {{2, 3, 8, 8, 4, 4}, {1, 2, 7, 5, 3, 2}, {2, 1, 3, 4, 7, 9},
+            {3, 5, 6, 6, 1, 1}, {1, 1, 1, 1, 1, 1}, {0, 4, 5, 5, 2, 2}};
+  size_t sz = pd_dtype_size(dt);
+  for (size_t a = 0; a < PD_ARRAY_LEN(cs); a++)
+    for (int t = 0; t < 2; t++) {
+      pd_k_pool2d p = {.type = t ? PD_K_POOL_MAX : PD_K_POOL_AVG, .n = cs[a].n, .c = cs[a].c,
+                       .h = cs[a].h, .w = cs[a].w, .oh = cs[a].oh, .ow = cs[a].ow};
+      int64_t nin = p.n * p.c * p.h * p.w, nout = p.n * p.c * p.oh * p.ow;
+      const char *d = dn(dt);
+      /* Inputs rounded to quarters: max pooling meets ties. */
+      void *h = kt_alloc((size_t)nin * sz);
+      for (int64_t i = 0; i < nin; i++) kt_set(dt, h, i, floor(kt_uniform(-8, 8)) / 4);
+      buf x = B_copy(h, (size_t)nin * sz), y = B_out((size_t)nout * sz);
+      buf dy = B_rand(dt, nout, -1, 1), dx = B_out((size_t)nin * sz);
+      free(h);
+      same_status(G->adaptive_pool2d(dt, &p, x.d, y.d), C->adaptive_pool2d(dt, &p, x.h, y.h),
+                  "adaptive_pool2d %s: status", d);
+      same_bits(&y, "adaptive_pool2d %s %s [%lld, %lld, %lld, %lld] -> [%lld, %lld]", d,
+                t ? "max" : "avg", (long long)p.n, (long long)p.c, (long long)p.h,
+                (long long)p.w, (long long)p.oh, (long long)p.ow);
+      same_status(G->adaptive_pool2d_grad(dt, &p, x.d, NULL, dy.d, dx.d),
+                  C->adaptive_pool2d_grad(dt, &p, x.h, NULL, dy.h, dx.h),
+                  "adaptive_pool2d_grad %s: status", d);
+      same_bits(&dx, "adaptive_pool2d_grad %s %s [%lld, %lld, %lld, %lld] -> [%lld, %lld]", d,
+                t ? "max" : "avg", (long long)p.n, (long long)p.c, (long long)p.h,
+                (long long)p.w, (long long)p.oh, (long long)p.ow);
+      buf *all_b[] = {&x, &y, &dy, &dx};
+      for (size_t i = 0; i < PD_ARRAY_LEN(all_b); i++) B_free(all_b[i]);
+    }
+}
+
 /* sigmoid_xent's count is a sum on the GPU too: normalised results the same bits twice. */
 static void test_repeat(void) {
   int64_t n = 300007;
@@ -344,6 +391,7 @@ int main(int argc, char **argv) {
     test_huber(floats[t]);
     test_kldiv(floats[t]);
     test_dropout(floats[t]);
+    test_adaptive_pool(floats[t]);
   }
   test_repeat();
   test_copy_rows();

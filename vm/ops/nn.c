@@ -621,8 +621,8 @@ pd_status pd_kernel_conv2d_grad(pd_exec_ctx *ctx) {
 }
 
 /* The pooling of X as the attributes say. Adaptive pooling (ksize = the output size, windows
- * [floor(i * H / OH), ceil((i + 1) * H / OH))) is done here, not by the backend: *adaptive
- * says so, and p then holds only the sizes. */
+ * [floor(i * H / OH), ceil((i + 1) * H / OH))) is the backend's adaptive_pool2d, not pool2d:
+ * *adaptive says so, and p then holds only the sizes. */
 static pd_status pool_setup(const pd_exec_ctx *ctx, const pd_tensor *x, pd_k_pool2d *p,
                             bool *adaptive) {
   char sx[DIMS_BUF];
@@ -686,44 +686,6 @@ static pd_status pool_setup(const pd_exec_ctx *ctx, const pd_tensor *x, pd_k_poo
   return PD_OK;
 }
 
-/* Adaptive pooling (and its gradient when dy != NULL: dx overwritten; max sends each window's
- * gradient to its first maximum, as Fluid). */
-static void adaptive_pool(const pd_k_pool2d *p, pd_dtype dt, const void *xv, void *yv,
-                          const void *dyv, void *dxv) {
-  FLOAT_SWITCH(dt, {
-    for (int64_t pl = 0; pl < p->n * p->c; pl++) {
-      const T *x = (const T *)xv + pl * p->h * p->w;
-      T *y = yv ? (T *)yv + pl * p->oh * p->ow : NULL;
-      const T *dy = dyv ? (const T *)dyv + pl * p->oh * p->ow : NULL;
-      T *dx = dxv ? (T *)dxv + pl * p->h * p->w : NULL;
-      if (dx) memset(dx, 0, (size_t)(p->h * p->w) * sizeof(T));
-      for (int64_t oy = 0; oy < p->oh; oy++) {
-        int64_t hs = oy * p->h / p->oh, he = ((oy + 1) * p->h + p->oh - 1) / p->oh;
-        for (int64_t ox = 0; ox < p->ow; ox++) {
-          int64_t ws = ox * p->w / p->ow, we = ((ox + 1) * p->w + p->ow - 1) / p->ow;
-          int64_t count = (he - hs) * (we - ws), at = hs * p->w + ws;
-          double sum = 0;
-          for (int64_t iy = hs; iy < he; iy++)
-            for (int64_t ix = ws; ix < we; ix++) {
-              sum += x[iy * p->w + ix];
-              if (x[iy * p->w + ix] > x[at]) at = iy * p->w + ix;
-            }
-          bool mx = p->type == PD_K_POOL_MAX;
-          if (y) y[oy * p->ow + ox] = mx ? x[at] : (T)(sum / (double)count);
-          if (!dx) continue;
-          T g = dy[oy * p->ow + ox];
-          if (mx) {
-            dx[at] += g;
-          } else {
-            for (int64_t iy = hs; iy < he; iy++)
-              for (int64_t ix = ws; ix < we; ix++) dx[iy * p->w + ix] += (T)(g / (double)count);
-          }
-        }
-      }
-    }
-  });
-}
-
 /* pool2d: max or avg pooling of X [N, C, H, W] (NCHW only): ksize windows moved by strides over
  * the padded input (paddings, or SAME / VALID), global_pooling (one window over the image),
  * ceil_mode, exclusive (avg divides by the in-bounds count), adaptive (ksize is the output). */
@@ -740,10 +702,9 @@ pd_status pd_kernel_pool2d(pd_exec_ctx *ctx) {
   hold_init(&h);
   if (!(st = unalias(ctx, &h, out, &x)) &&
       !(st = resize(ctx, out, x->dtype, 4, (int64_t[]){p.n, p.c, p.oh, p.ow}, NULL))) {
-    if (adaptive) adaptive_pool(&p, x->dtype, pd_tensor_data(x), pd_tensor_data(out), NULL, NULL);
-    else
-      st = pd_ctx_check(ctx, ctx->k->pool2d(x->dtype, &p, pd_tensor_data(x), pd_tensor_data(out)),
-                        "pool2d");
+    st = pd_ctx_check(ctx, (adaptive ? ctx->k->adaptive_pool2d : ctx->k->pool2d)(
+                               x->dtype, &p, pd_tensor_data(x), pd_tensor_data(out)),
+                      "pool2d");
   }
   hold_free(&h);
   return st;
@@ -777,6 +738,7 @@ pd_status pd_kernel_pool2d_grad(pd_exec_ctx *ctx) {
       (st = unalias(ctx, &h, dx, &y)))
     goto out;
   if (!adaptive && !y && p.type == PD_K_POOL_MAX) {
+    ty.place = pd_ctx_place(ctx); /* made where the op computes */
     if (pd_tensor_resize(&ty, x->dtype, 4, od)) {
       st = nomem(ctx);
       goto out;
@@ -788,13 +750,11 @@ pd_status pd_kernel_pool2d_grad(pd_exec_ctx *ctx) {
     y = &ty;
   }
   if ((st = resize(ctx, dx, x->dtype, 4, x->dims, x))) goto out;
-  if (adaptive)
-    adaptive_pool(&p, x->dtype, pd_tensor_data(x), NULL, pd_tensor_data(dy), pd_tensor_data(dx));
-  else /* avg does not read y: dy stands in for it */
-    st = pd_ctx_check(ctx, ctx->k->pool2d_grad(x->dtype, &p, pd_tensor_data(x),
-                                               pd_tensor_data(y ? y : dy), pd_tensor_data(dy),
-                                               pd_tensor_data(dx)),
-                      "pool2d_grad");
+  /* avg does not read y, nor does adaptive pooling: dy stands in for it */
+  st = pd_ctx_check(ctx, (adaptive ? ctx->k->adaptive_pool2d_grad : ctx->k->pool2d_grad)(
+                             x->dtype, &p, pd_tensor_data(x), pd_tensor_data(y ? y : dy),
+                             pd_tensor_data(dy), pd_tensor_data(dx)),
+                    "pool2d_grad");
 out:
   hold_free(&h);
   pd_tensor_release(&ty);

@@ -191,7 +191,7 @@ static pd_status gplan_make(pd_exec_ctx *ctx, gplan *p, int gates, int gate_cols
   if (!(p->ids = pd_malloc(sizeof *p->ids * (nids + 1)))) return nomem(ctx);
   memcpy(p->ids, p->row, sizeof *p->ids * (size_t)p->total);
   memcpy(p->ids + p->total, p->order, sizeof *p->ids * (size_t)p->nseq);
-  memset(p->ids + p->total + p->nseq, 0, sizeof *p->ids * (size_t)p->nseq);
+  memset(p->ids + p->total + p->nseq, 0, sizeof *p->ids * (size_t)(p->nseq + 1));
   pd_status ps;
   const int64_t *at = pd_ctx_at_place(ctx, p->ids, sizeof *p->ids * (nids + 1), &p->at_tmp, &ps);
   if (!at) return ps;

@@ -1,0 +1,42 @@
+/* adaptive_pool_t.h -- template of adaptive_pool.c's loops for one float type; included by
+ * adaptive_pool.c (which defines apool_job) with T (float or double), TN (its suffix) and
+ * T_FLOAT. Each range function covers planes [b, e) of [n c, h, w]. */
+
+static void TF(apool_range)(void *ctx, int64_t b, int64_t e) {
+  const apool_job *j = ctx;
+  const pd_k_pool2d *p = j->p;
+  bool mx = p->type == PD_K_POOL_MAX;
+  for (int64_t pl = b; pl < e; pl++) {
+    const T *x = (const T *)j->x + pl * p->h * p->w;
+    T *y = j->y ? (T *)j->y + pl * p->oh * p->ow : NULL;
+    const T *dy = j->dy ? (const T *)j->dy + pl * p->oh * p->ow : NULL;
+    T *dx = j->dx ? (T *)j->dx + pl * p->h * p->w : NULL;
+    if (dx) memset(dx, 0, (size_t)(p->h * p->w) * sizeof(T));
+    for (int64_t oy = 0; oy < p->oh; oy++) {
+      int64_t hs = oy * p->h / p->oh, he = ((oy + 1) * p->h + p->oh - 1) / p->oh;
+      for (int64_t ox = 0; ox < p->ow; ox++) {
+        int64_t ws = ox * p->w / p->ow, we = ((ox + 1) * p->w + p->ow - 1) / p->ow;
+        int64_t count = (he - hs) * (we - ws), at = hs * p->w + ws;
+        double sum = 0;
+        for (int64_t iy = hs; iy < he; iy++)
+          for (int64_t ix = ws; ix < we; ix++) {
+            sum += x[iy * p->w + ix];
+            if (x[iy * p->w + ix] > x[at]) at = iy * p->w + ix;
+          }
+        if (y) y[oy * p->ow + ox] = mx ? x[at] : (T)(sum / (double)count);
+        if (!dx) continue;
+        T g = dy[oy * p->ow + ox];
+        if (mx) {
+          dx[at] += g;
+        } else {
+          for (int64_t iy = hs; iy < he; iy++)
+            for (int64_t ix = ws; ix < we; ix++) dx[iy * p->w + ix] += (T)(g / (double)count);
+        }
+      }
+    }
+  }
+}
+
+#undef T
+#undef TN
+#undef T_FLOAT
