@@ -809,8 +809,9 @@ bool pd_k_cuda_is_open(void);
 const char *pd_k_cuda_device_name(void);
 /* The CUDA backend: NULL until pd_k_cuda_open succeeded. Its entries take DEVICE pointers for
  * every buffer (host arrays of sizes, dims, axes, perm, and the xs/outs arrays of concat/split,
- * whose elements are device pointers, stay on the host); entries without a CUDA kernel would
- * be NULL (this build implements all of them). */
+ * whose elements are device pointers, stay on the host); entries without a CUDA kernel are
+ * NULL: this build implements all of them but the optional whole-sequence RNN kernels
+ * (lstm_seq, lstm_seq_grad, gru_seq, gru_seq_grad), whose ops then run step by step. */
 const pd_k_backend *pd_k_cuda(void);
 /* Device memory through a caching allocator (training must not call cudaMalloc per step):
  * blocks are rounded up to a size class (512 bytes, then four classes per power of two);
