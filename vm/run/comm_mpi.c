@@ -533,7 +533,7 @@ pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
     dev = dev || b->dev;
     if (b->dev) continue;   /* joined below, on the GPU */
     int rc = wait_bucket(b);
-    if (rc != MPI_SUCCESS) st = mpi_fail(err, rc, "MPI_Wait");
+    if (rc != MPI_SUCCESS) st = mpi_fail(err, rc, "MPI_Test");
   }
   if (!st && dev) st = pd_k_nccl_join(err);
   for (int k = 0; k < C.ng && !st; k++) {
