@@ -16,8 +16,8 @@
  * once, so that it runs while the backward pass goes on; a gradient of the bucket size or more
  * is a bucket by itself, summed in place in its own buffer (pd_comm_grad_start_in_place: no
  * copy in or out, as DDP's gradient_as_bucket_view). pd_comm_grad_finish starts the last
- * bucket, waits for all of them (testing every 20 us, sleeping between: a rank that spun in
- * MPI_Wait took the core that the other rank's computation needed) and copies the sums back, in
+ * bucket, waits for all of them (tests back to back for up to 1 ms, then every 20 us, sleeping
+ * between: MPI_Wait spins for as long as the other rank is late) and copies the sums back, in
  * the order the gradients were started. Open MPI moves a non-blocking collective forward only
  * inside MPI calls (about one fragment per call when its shared memory copies in and out, one
  * call per message when it reads the other process's memory directly, CMA), so a progress
