@@ -8,7 +8,10 @@
 # (default 3). Prints ms per step (64 images: one per process and step) of each, medians of the
 # epochs after the first, and the overhead (with - without) / without. Indicative numbers: run
 # it alone (flock /tmp/bench.lock sh bench/bench_overlap.sh BUILD).
-# Usage: bench_overlap.sh BUILD_DIR [ROUNDS]; PDLANG_MPI_BUCKET_KB etc. pass through.
+# Usage: bench_overlap.sh BUILD_DIR [ROUNDS]; PDLANG_MPI_BUCKET_KB etc. pass through, and so
+# does OMPI_MCA_btl_vader_single_copy_mechanism (default none, as in the tests: shared memory
+# copied in and out; cma, Open MPI's own default where the kernel lets one process read
+# another's memory, moves a message in one call).
 set -u
 b=${1:?usage: bench_overlap.sh BUILD_DIR [ROUNDS]}
 rounds=${2:-3}
@@ -17,7 +20,8 @@ mpirun=${MPIRUN:-mpirun}
 dir=${TMPDIR:-/tmp}/pd_bench_overlap.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
-  OMPI_MCA_btl_vader_single_copy_mechanism=none PDLANG_THREADS=1
+  OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none} \
+  PDLANG_THREADS=1
 . "$(dirname "$0")/mpi_nets.sh"
 # ms per step of each epoch after the first: 64 images per step over the samples/s of the line.
 steps() {
@@ -29,9 +33,9 @@ for v in PDLANG_MPI_BUCKET_KB PDLANG_MPI_PROGRESS; do
   eval "[ -n \"\${$v+set}\" ]" && xs="$xs -x $v"
 done
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-printf '%-5s %14s %14s %10s   (2 x 1 thread, batch 32 each; bucket %s KiB, progress %s)\n' \
+printf '%-5s %14s %14s %10s   (2 x 1 thread, batch 32 each; bucket %s KiB, progress %s, copy %s)\n' \
   model "ms/step sums" "ms/step none" overhead "${PDLANG_MPI_BUCKET_KB:-1024}" \
-  "${PDLANG_MPI_PROGRESS:-thread}"
+  "${PDLANG_MPI_PROGRESS:-thread}" "$OMPI_MCA_btl_vader_single_copy_mechanism"
 for m in mlp lenet; do
   if [ $m = mlp ]; then ep=4; else ep=2; fi
   net $m 32 $ep > "$dir/$m.pd"

@@ -4,11 +4,12 @@
 # with and without shuffling, within 1e-5 relative (tests/mpi/ckpt_close), for an MLP, a CNN
 # and an RNN with an `if` over rows; and the job prints once (rank 0) and counts its processes.
 # With buckets of 1 KiB (a sum in flight during most of the backward pass), the same with the
-# progress thread and with the ops' own tests (PDLANG_MPI_PROGRESS).
+# progress thread and with the ops' own tests (PDLANG_MPI_PROGRESS); and a gradient that fills
+# a bucket by itself, summed in place in its own var, gives the very bits of the packed sums.
 set -u
 . "$top_srcdir/tests/mpi/lib.sh"
 need_mpi equiv.sh
-echo "1..10"
+echo "1..12"
 make_data
 t=1
 for m in mlp cnn rnn; do
@@ -61,6 +62,27 @@ for pm in thread test; do
   else
     echo "not ok $t - cnn, buckets of 1 KiB, progress $pm (exit $r2)"
     cat two.err close.out 2>/dev/null | sed 's/^/# /'
+  fi
+  t=$((t + 1))
+done
+# A gradient of a bucket's size or more is summed in place (no copy into a bucket and back): the
+# rnn's embedding gradient (8 KiB) with buckets of 1 KiB, under either kind of progress, ends
+# with the same bits as with the default buckets, where it is packed with the others.
+model rnn 3 true two.ckpt > two.pd
+rm -f two.ckpt
+mpi 2 "$PDLANG" run --progress=none two.pd > packed.out 2> packed.err
+r1=$?
+mv two.ckpt packed.ckpt 2> /dev/null
+for pm in thread test; do
+  rm -f two.ckpt
+  mpi 2 -x PDLANG_MPI_BUCKET_KB=1 -x PDLANG_MPI_PROGRESS=$pm "$PDLANG" run --progress=none \
+    two.pd > two.out 2> two.err
+  r2=$?
+  if [ $r1 -eq 0 ] && [ $r2 -eq 0 ] && "$CLOSE" packed.ckpt two.ckpt 0 > close.out; then
+    echo "ok $t - rnn, the embedding's gradient summed in place, progress $pm: the bits of the packed sums ($(cat close.out))"
+  else
+    echo "not ok $t - rnn, the embedding's gradient summed in place, progress $pm (exit $r1, $r2)"
+    cat packed.err two.err close.out 2>/dev/null | sed 's/^/# /'
   fi
   t=$((t + 1))
 done

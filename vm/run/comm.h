@@ -13,12 +13,17 @@
  * Buckets (Horovod's tensor fusion, PyTorch DDP's gradient buckets): pd_comm_grad_start copies a
  * gradient into the open bucket; a bucket that reaches the bucket size
  * (PDLANG_MPI_BUCKET_KB, default PD_COMM_BUCKET_KB) starts its non-blocking MPI_Iallreduce at
- * once, so that it runs while the backward pass goes on; pd_comm_grad_finish starts the last
- * bucket, waits for all of them and copies the sums back, in the order the gradients were
- * started. Open MPI moves a non-blocking collective forward only inside MPI calls (about one
- * fragment per call), so a progress thread tests the buckets in flight every 50 us while there
- * are any, and sleeps otherwise (PDLANG_MPI_PROGRESS=thread, the default); with
- * PDLANG_MPI_PROGRESS=test, each pd_comm_grad_start tests them instead.
+ * once, so that it runs while the backward pass goes on; a gradient of the bucket size or more
+ * is a bucket by itself, summed in place in its own buffer (pd_comm_grad_start_in_place: no
+ * copy in or out, as DDP's gradient_as_bucket_view). pd_comm_grad_finish starts the last
+ * bucket, waits for all of them (tests back to back for up to 1 ms, then every 20 us, sleeping
+ * between: MPI_Wait spins for as long as the other rank is late) and copies the sums back, in
+ * the order the gradients were started. Open MPI moves a non-blocking collective forward only
+ * inside MPI calls (about one fragment per call when its shared memory copies in and out, one
+ * call per message when it reads the other process's memory directly, CMA), so a progress
+ * thread tests the buckets in flight every 50 us while there are any, and sleeps otherwise
+ * (PDLANG_MPI_PROGRESS=thread, the default); with PDLANG_MPI_PROGRESS=test, the executor tests
+ * them after each op instead (pd_comm_progress), and each pd_comm_grad_start.
  * PDLANG_MPI_SKIP_ALLREDUCE=1 is a benchmark switch only: the gradients are then not summed at
  * all (each rank keeps its own; the step without its communication, to measure what it adds).
  *
@@ -29,6 +34,7 @@
 #ifndef PD_COMM_H
 #define PD_COMM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,12 +69,31 @@ pd_status pd_comm_same(uint64_t hash, const char *what, pd_error *err);
 
 /* The bucketed, overlapped sum of gradients (see above). dtype is fp32 or fp64. */
 pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_error *err);
+/* Whether a gradient of n elements of dtype is summed in place rather than packed: it fills a
+ * bucket by itself (at least the bucket size), as PyTorch DDP's gradient_as_bucket_view saves
+ * the copies into the bucket and back. */
+bool pd_comm_grad_in_place_fits(int64_t n, pd_dtype dtype);
+/* pd_comm_grad_start for such a gradient (PD_EINVAL for another), host memory: the sum is made
+ * in data itself, which the caller must neither read nor write until pd_comm_grad_finish, and
+ * whose memory it keeps alive through keep: the communicator calls release(keep) once the sum
+ * is written (in pd_comm_grad_finish, or pd_comm_finalize after a failure), or at once when it
+ * fails to start the sum. */
+pd_status pd_comm_grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
+                                      void (*release)(void *keep), void *keep, pd_error *err);
+/* Move the sums in flight forward where no progress thread does (PDLANG_MPI_PROGRESS=test):
+ * one test of each, which the executor makes after every op while there are any; nothing
+ * otherwise. An MPI error is left for pd_comm_grad_finish to report. */
+void pd_comm_progress(void);
 /* The number of gradients started and not yet finished. */
 int pd_comm_grad_pending(void);
 /* The k-th pending gradient's element count and dtype (0 <= k < pd_comm_grad_pending()). */
 void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype);
+/* The buffer the k-th pending gradient is summed in (pd_comm_grad_start_in_place), or NULL when
+ * it was packed into a bucket. */
+const void *pd_comm_grad_in_place(int k);
 /* Wait for every bucket; then out[k] (n elements of the k-th gradient started) receives its sum
- * over the ranks. Afterwards nothing is pending. */
+ * over the ranks (nothing is copied when out[k] is the buffer it was summed in place in).
+ * Afterwards nothing is pending. */
 pd_status pd_comm_grad_finish(void *const *out, pd_error *err);
 /* The bucket size in bytes in use (PDLANG_MPI_BUCKET_KB, else the default). */
 size_t pd_comm_bucket_bytes(void);

@@ -1,7 +1,8 @@
 /* comm_mpi.c -- the communicator on MPI (vm/run/comm.h): initialisation under mpirun, the
  * blocking collectives of the runner (metric sums, program hashes, broadcasts) and the gradient
- * buckets, each summed by one non-blocking MPI_Iallreduce started as soon as it is full and
- * moved forward by the progress thread while the backward pass computes. Built with --with-mpi
+ * buckets, each summed by one non-blocking MPI_Iallreduce started as soon as it is full (in
+ * place for a gradient that fills one) and moved forward by the progress thread, or by the
+ * executor between ops, while the backward pass computes. Built with --with-mpi
  * only (vm/run/comm_none.c otherwise). */
 #include "config.h"
 #include "vm/run/comm.h"
@@ -22,9 +23,14 @@
  * 2 ranks), so tests between ops only leave most of it to the final wait; a test every 50 us
  * finishes it within the backward pass while costing little of a core. */
 #define PROGRESS_NS (50 * 1000)
+/* pd_comm_grad_finish's wait for a bucket (wait_bucket): tests back to back for up to SPIN_NS,
+ * then a test every WAIT_NS, sleeping in between. */
+#define SPIN_NS (1000 * 1000)
+#define WAIT_NS (20 * 1000)
 
 typedef struct bucket {
-  unsigned char *buf;  /* the packed gradients; cap bytes */
+  unsigned char *buf;  /* what is summed: `mine`, or a gradient's own buffer (summed in place) */
+  unsigned char *mine; /* the bucket's own buffer of cap bytes (kept between steps) */
   size_t cap, used;
   pd_dtype dtype;
   MPI_Request req;     /* MPI_REQUEST_NULL until started (and again once complete) */
@@ -37,6 +43,9 @@ typedef struct pending {
   size_t off;          /* byte offset in it */
   int64_t n;
   pd_dtype dtype;
+  void *in_place;      /* the caller's buffer when summed in it, else NULL */
+  void (*release)(void *keep);   /* called on keep once the sum is written (in place only) */
+  void *keep;
 } pending;
 
 static struct {
@@ -117,12 +126,20 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
   return PD_OK;
 }
 
+/* Give the in-place gradients back to their owners (pd_comm_grad_start_in_place). */
+static void release_grads(void) {
+  for (int k = 0; k < C.ng; k++)
+    if (C.grads[k].release) C.grads[k].release(C.grads[k].keep);
+  C.ng = 0;
+}
+
 static void release_buckets(void) {
   for (int i = 0; i < C.cb; i++) {
     if (C.buckets[i].req != MPI_REQUEST_NULL) MPI_Request_free(&C.buckets[i].req);
-    if (C.buckets[i].dev) pd_k_dev_free(C.buckets[i].buf);
-    else pd_free(C.buckets[i].buf);
+    if (C.buckets[i].dev) pd_k_dev_free(C.buckets[i].mine);
+    else pd_free(C.buckets[i].mine);
   }
+  release_grads();
   pd_free(C.buckets);
   pd_free(C.grads);
   C.buckets = NULL;
@@ -278,16 +295,38 @@ static void *progress_main(void *arg) {
 /* An empty bucket's buffer: at least `want` bytes, in device memory when dev (its contents are
  * dropped). */
 static pd_status reserve(bucket *b, size_t want, bool dev, pd_error *err) {
+  b->buf = b->mine;
   if (b->cap >= want && b->dev == dev) return PD_OK;
-  if (b->dev) pd_k_dev_free(b->buf);
-  else pd_free(b->buf);
-  b->buf = dev ? pd_k_dev_alloc(want) : pd_malloc(want);
+  if (b->dev) pd_k_dev_free(b->mine);
+  else pd_free(b->mine);
+  b->buf = b->mine = dev ? pd_k_dev_alloc(want) : pd_malloc(want);
   b->dev = dev;
   b->cap = b->buf ? want : 0;
   if (b->buf) return PD_OK;
   if (dev) return pd_error_set(err, PD_ENOMEM, nowhere, "rank %d of %d: a gradient bucket of %zu "
                                "bytes on the GPU: %s", C.rank, C.size, want, pd_k_cuda_error());
   return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+}
+
+/* A new bucket after the open one (which is then started), its buffer not yet chosen. -1 on
+ * out of memory or an MPI / NCCL error. */
+static int new_bucket(pd_dtype dtype, pd_error *err) {
+  if (C.nb > 0 && !C.buckets[C.nb - 1].started && start_bucket(&C.buckets[C.nb - 1], err))
+    return -1;
+  if (C.nb == C.cb) {
+    int nc = C.cb ? 2 * C.cb : 4;
+    bucket *nbk = pd_realloc(C.buckets, sizeof *nbk * (size_t)nc);
+    if (!nbk) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory"), -1;
+    for (int i = C.cb; i < nc; i++) nbk[i] = (bucket){.req = MPI_REQUEST_NULL};
+    C.buckets = nbk;
+    C.cb = nc;
+  }
+  bucket *b = &C.buckets[C.nb];
+  b->used = 0;
+  b->dtype = dtype;
+  b->started = false;
+  b->req = MPI_REQUEST_NULL;
+  return C.nb++;
 }
 
 /* The bucket that takes `bytes` more of dtype, in device memory when dev: the open one, or a
@@ -299,24 +338,10 @@ static int open_bucket(size_t bytes, pd_dtype dtype, bool dev, pd_error *err) {
     if (same && b->used + bytes <= b->cap) return C.nb - 1;
     if (same && b->used == 0) /* an empty bucket grows */
       return reserve(b, bytes, dev, err) ? -1 : C.nb - 1;
-    if (!b->started && start_bucket(b, err)) return -1;
   }
-  if (C.nb == C.cb) {
-    int nc = C.cb ? 2 * C.cb : 4;
-    bucket *nbk = pd_realloc(C.buckets, sizeof *nbk * (size_t)nc);
-    if (!nbk) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory"), -1;
-    for (int i = C.cb; i < nc; i++) nbk[i] = (bucket){.req = MPI_REQUEST_NULL};
-    C.buckets = nbk;
-    C.cb = nc;
-  }
-  bucket *b = &C.buckets[C.nb];
+  int bi = new_bucket(dtype, err);
   size_t want = bytes > pd_comm_bucket_bytes() ? bytes : pd_comm_bucket_bytes();
-  if (reserve(b, want, dev, err)) return -1;
-  b->used = 0;
-  b->dtype = dtype;
-  b->started = false;
-  b->req = MPI_REQUEST_NULL;
-  return C.nb++;
+  return bi < 0 || reserve(&C.buckets[bi], want, dev, err) ? -1 : bi;
 }
 
 /* After a bucket was started: wake the progress thread (started at the first sum), or, without
@@ -336,6 +361,12 @@ static pd_status progress(pd_error *err) {
   }
   int rc = test_inflight();
   return rc == MPI_SUCCESS ? PD_OK : mpi_fail(err, rc, "MPI_Test");
+}
+
+void pd_comm_progress(void) {
+  /* Without the thread, C.inflight is the executor thread's alone (no lock needed). */
+  if (C.threaded || C.inflight == 0) return;
+  if (test_inflight() != MPI_SUCCESS) C.inflight = 0;   /* pd_comm_grad_finish reports it */
 }
 
 /* GPU ranks: the NCCL communicator, made at the first GPU collective (every rank gets there in
@@ -370,24 +401,32 @@ pd_status pd_comm_bcast_dev(void *dev, size_t n, int root, pd_error *err) {
   return st ? st : pd_k_nccl_bcast(dev, n, root, err);
 }
 
+/* A free entry in C.grads (C.grads[C.ng]). */
+static pd_status grow_grads(pd_error *err) {
+  if (C.ng < C.cg) return PD_OK;
+  int nc = C.cg ? 2 * C.cg : 16;
+  pending *ng = pd_realloc(C.grads, sizeof *ng * (size_t)nc);
+  if (!ng) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  C.grads = ng;
+  C.cg = nc;
+  return PD_OK;
+}
+
+static pd_status want_float(pd_dtype dtype, pd_error *err) {
+  if (dtype == PD_FP32 || dtype == PD_FP64) return PD_OK;
+  return pd_error_set(err, PD_ETYPE, nowhere, "gradients to sum must be fp32 or fp64, not %s",
+                      pd_dtype_name(dtype));
+}
+
 static pd_status grad_start(const void *data, int64_t n, pd_dtype dtype, bool dev,
                             pd_error *err) {
-  if (dtype != PD_FP32 && dtype != PD_FP64)
-    return pd_error_set(err, PD_ETYPE, nowhere, "gradients to sum must be fp32 or fp64, not %s",
-                        pd_dtype_name(dtype));
+  pd_status st;
+  if ((st = want_float(dtype, err)) || (st = grow_grads(err))) return st;
   size_t bytes = (size_t)n * pd_dtype_size(dtype);
-  if (C.ng == C.cg) {
-    int nc = C.cg ? 2 * C.cg : 16;
-    pending *ng = pd_realloc(C.grads, sizeof *ng * (size_t)nc);
-    if (!ng) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
-    C.grads = ng;
-    C.cg = nc;
-  }
   if (C.skip) {
     C.grads[C.ng++] = (pending){.bucket = -1, .n = n, .dtype = dtype};
     return PD_OK;
   }
-  pd_status st;
   if (dev && (st = nccl_up(err))) return st;
   int bi = open_bucket(bytes, dtype, dev, err);
   if (bi < 0) return err && err->status ? err->status : PD_ENOMEM;
@@ -417,11 +456,79 @@ pd_status pd_comm_grad_start_dev(const void *dev, int64_t n, pd_dtype dtype, pd_
   return st;
 }
 
+bool pd_comm_grad_in_place_fits(int64_t n, pd_dtype dtype) {
+  return n > 0 && (size_t)n * pd_dtype_size(dtype) >= pd_comm_bucket_bytes();
+}
+
+/* A bucket of its own for data, summed where it is. */
+static pd_status grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
+                                     void (*release)(void *), void *keep, pd_error *err) {
+  pd_status st;
+  if ((st = want_float(dtype, err)) || (st = grow_grads(err))) return st;
+  if (!pd_comm_grad_in_place_fits(n, dtype))
+    return pd_error_set(err, PD_EINVAL, nowhere, "a gradient of %" PRId64 " elements is packed "
+                        "into a bucket, not summed in place (%zu bytes at least)", n,
+                        pd_comm_bucket_bytes());
+  if (C.skip) {
+    release(keep);
+    C.grads[C.ng++] = (pending){.bucket = -1, .n = n, .dtype = dtype};
+    return PD_OK;
+  }
+  int bi = new_bucket(dtype, err);
+  if (bi < 0) return err && err->status ? err->status : PD_ENOMEM;
+  bucket *b = &C.buckets[bi];
+  if (b->dev) {   /* a device buffer left by an earlier job on the GPU: not needed here */
+    pd_k_dev_free(b->mine);
+    b->mine = NULL;
+    b->cap = 0;
+    b->dev = false;
+  }
+  b->buf = data;
+  b->used = (size_t)n * pd_dtype_size(dtype);
+  C.grads[C.ng++] = (pending){.bucket = bi, .n = n, .dtype = dtype, .in_place = data,
+                              .release = release, .keep = keep};
+  st = start_bucket(b, err);
+  return st ? st : progress(err);
+}
+
+pd_status pd_comm_grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
+                                      void (*release)(void *), void *keep, pd_error *err) {
+  pthread_mutex_lock(&C.mu);
+  int ng = C.ng;
+  pd_status st = grad_start_in_place(data, n, dtype, release, keep, err);
+  if (st && C.ng == ng) release(keep);   /* not recorded: given back at once */
+  pthread_mutex_unlock(&C.mu);
+  return st;
+}
+
 int pd_comm_grad_pending(void) { return C.ng; }
 
 void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype) {
   *n = C.grads[k].n;
   *dtype = C.grads[k].dtype;
+}
+
+const void *pd_comm_grad_in_place(int k) { return C.grads[k].in_place; }
+
+static double seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Wait for a bucket's sum: tests back to back for up to SPIN_NS, then a test every WAIT_NS with
+ * sleeps between. A sum on the critical path (the MLP's only bucket, LeNet's last) moves forward
+ * at each test, and needs many with Open MPI's copy-in/copy-out shared memory: sleeping from the
+ * start made the MLP's step 3.5-3.9 ms instead of 1.1-1.4 (bench/README); spinning without end,
+ * as MPI_Wait does (yielding), keeps a core busy for as long as the other rank is late. */
+static int wait_bucket(bucket *b) {
+  double spin_until = seconds() + SPIN_NS * 1e-9;
+  for (;;) {
+    int done = 0;
+    int rc = MPI_Test(&b->req, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS || done) return rc;
+    if (seconds() > spin_until) nanosleep(&(struct timespec){0, WAIT_NS}, NULL);
+  }
 }
 
 pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
@@ -434,8 +541,8 @@ pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
     if (st) break;
     dev = dev || b->dev;
     if (b->dev) continue;   /* joined below, on the GPU */
-    int rc = MPI_Wait(&b->req, MPI_STATUS_IGNORE);
-    if (rc != MPI_SUCCESS) st = mpi_fail(err, rc, "MPI_Wait");
+    int rc = wait_bucket(b);
+    if (rc != MPI_SUCCESS) st = mpi_fail(err, rc, "MPI_Test");
   }
   if (!st && dev) st = pd_k_nccl_join(err);
   for (int k = 0; k < C.ng && !st; k++) {
@@ -443,13 +550,14 @@ pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
     if (!g->n || g->bucket < 0) continue;
     const bucket *b = &C.buckets[g->bucket];
     size_t bytes = (size_t)g->n * pd_dtype_size(g->dtype);
+    if (b->buf + g->off == out[k]) continue;   /* summed where it is */
     if (!b->dev) memcpy(out[k], b->buf + g->off, bytes);
     else if (pd_k_dev_copy(out[k], b->buf + g->off, bytes))
       st = pd_error_set(err, PD_ERUNTIME, nowhere, "rank %d of %d: a summed gradient from its "
                         "bucket: %s", C.rank, C.size, pd_k_cuda_error());
   }
+  release_grads();
   C.nb = 0;
-  C.ng = 0;
   C.inflight = 0;
   pthread_mutex_unlock(&C.mu);
   return st;

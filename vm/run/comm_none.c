@@ -51,12 +51,31 @@ pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_err
                       "this pdlang was built without MPI (configure --with-mpi)");
 }
 
+bool pd_comm_grad_in_place_fits(int64_t n, pd_dtype dtype) {
+  (void)n;
+  (void)dtype;
+  return false;
+}
+
+pd_status pd_comm_grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
+                                      void (*release)(void *keep), void *keep, pd_error *err) {
+  release(keep);
+  return pd_comm_grad_start(data, n, dtype, err);
+}
+
+void pd_comm_progress(void) {}
+
 int pd_comm_grad_pending(void) { return 0; }
 
 void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype) {
   (void)k;
   *n = 0;
   *dtype = PD_FP32;
+}
+
+const void *pd_comm_grad_in_place(int k) {
+  (void)k;
+  return NULL;
 }
 
 pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/strmap.h"
+#include "vm/run/comm.h"
 #include "vm/run/exec_place.h"
 #include "vm/ops/opkernels.h"
 
@@ -633,6 +634,7 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
       st = x->kernel(&ctx);
     }
     ex->ops_run++;
+    pd_comm_progress();   /* the gradient sums in flight, where no thread moves them */
     if (st) {
       if (!err || !err->msg || err->status != st)
         pd_ctx_fail(&ctx, st, "%s", pd_status_str(st));
