@@ -67,6 +67,17 @@ NORM_ATTR static inline void TF(run_stats)(const T *p, int64_t len, double *mean
   *m2 = q > 0 ? q : 0;
 }
 
+/* Planes of at most this many elements are summed across the rows as columns (one
+ * accumulator per position: bn_fwd_cols, bn_bwd_cols), longer ones plane by plane with a
+ * reduction each. With the AVX-512 instance's tree sums a reduction costs little: there the
+ * planes of [64, 32, 14, 14] go plane by plane (forward + backward on two threads 172 -> 132
+ * us, bench_norm); elsewhere planes up to NORM_BLOCK go as columns. */
+#ifdef NORM_SUMS16
+static const int64_t TF(short_plane) = 64;
+#else
+static const int64_t TF(short_plane) = NORM_BLOCK;
+#endif
+
 /* Chan et al.'s update: the statistics (count, mean, m2) of a set joined with those of a run
  * of len elements (mean mb, squared deviations m2b). Stable however far apart the means. */
 static inline void TF(stats_join)(double *count, double *mean, double *m2, double len, double mb,
@@ -90,6 +101,108 @@ NORM_ATTR static inline void TF(bn_fwd_stats)(const norm_job *j, int64_t ch, dou
     if (vo) vo[ch] = (T)(m * (double)var[ch] + (1 - m) * v);
   }
 }
+
+#ifdef NORM_SUMS16
+/* The AVX-512 fp32 instance's channels of short planes (2 <= s <= 64: one to four vectors a
+ * plane, the last masked), summed flat: every plane of the channel into one accumulator of 16
+ * lanes, folded into a double every NORM_FOLD / 8 planes (bn_fwd_cols kept an accumulator per
+ * position of the plane and loaded and stored it at every plane). The statistics are
+ * bn_fwd_cols's (the mean, then the deviations from it). */
+NORM_ATTR static void TF(bn_fwd_flat)(const norm_job *j, int64_t ch) {
+  const float *x = (const float *)j->x + ch * j->s, *scale = j->scale, *bias = j->bias;
+  float *y = (float *)j->y + ch * j->s;
+  const int64_t n = j->n, s = j->s, stride = j->c * j->s, nv = (s + 15) / 16;
+  __mmask16 mk[4];
+  for (int v = 0; v < 4; v++) mk[v] = v < nv ? norm_tail(s - 16 * v) : 0;
+  double mu, var;
+  if (j->global) {
+    mu = (double)((const float *)j->mean)[ch];
+    var = (double)((const float *)j->var)[ch];
+  } else {
+    double cnt = (double)n * (double)s, sum = 0, s1 = 0, s2 = 0;
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_FOLD / 8) {
+      int64_t i1 = n - i0 < NORM_FOLD / 8 ? n : i0 + NORM_FOLD / 8;
+      __m512 acc = _mm512_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t v = 0; v < nv; v++)
+          acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mk[v], x + i * stride + 16 * v));
+      sum += (double)_mm512_reduce_add_ps(acc);
+    }
+    const float m0 = (float)(sum / cnt);
+    const __m512 vm = _mm512_set1_ps(m0);
+    for (int64_t i0 = 0; i0 < n; i0 += NORM_FOLD / 8) {
+      int64_t i1 = n - i0 < NORM_FOLD / 8 ? n : i0 + NORM_FOLD / 8;
+      __m512 u = _mm512_setzero_ps(), q = _mm512_setzero_ps();
+      for (int64_t i = i0; i < i1; i++)
+        for (int64_t v = 0; v < nv; v++) {
+          __m512 d = _mm512_maskz_sub_ps(mk[v], _mm512_maskz_loadu_ps(mk[v], x + i * stride + 16 * v), vm);
+          u = _mm512_add_ps(u, d);
+          q = _mm512_fmadd_ps(d, d, q);
+        }
+      s1 += (double)_mm512_reduce_add_ps(u);
+      s2 += (double)_mm512_reduce_add_ps(q);
+    }
+    double d = s1 / cnt, qv = s2 / cnt - d * d;
+    mu = (double)m0 + d;
+    var = qv > 0 ? qv : 0;
+  }
+  double r = 1.0 / sqrt(var + j->eps);
+  float m = (float)mu, ml = (float)(mu - (double)m);
+  __m512 va = _mm512_set1_ps((float)(r * (double)scale[ch])), vb = _mm512_set1_ps(bias[ch]);
+  __m512 vm = _mm512_set1_ps(m), vml = _mm512_set1_ps(ml);
+  TF(bn_fwd_stats)(j, ch, mu, var, r);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t v = 0; v < nv; v++) {
+      __m512 xv = _mm512_maskz_loadu_ps(mk[v], x + i * stride + 16 * v);
+      __m512 yv = _mm512_fmadd_ps(_mm512_sub_ps(_mm512_sub_ps(xv, vm), vml), va, vb);
+      _mm512_mask_storeu_ps(y + i * stride + 16 * v, mk[v], yv);
+    }
+}
+
+/* The backward of such a channel: bn_bwd_cols's sums, flat, then dx. */
+NORM_ATTR static void TF(bn_bwd_flat)(const norm_job *j, int64_t ch) {
+  const float *x = (const float *)j->x + ch * j->s, *dy = (const float *)j->dy + ch * j->s;
+  float *dx = j->y ? (float *)j->y + ch * j->s : NULL;
+  float *dscale = j->dscale, *dbias = j->dbias;
+  const int64_t n = j->n, s = j->s, stride = j->c * j->s, nv = (s + 15) / 16;
+  const float m = ((const float *)j->mean)[ch], rf = ((const float *)j->var)[ch];
+  __mmask16 mk[4];
+  for (int v = 0; v < 4; v++) mk[v] = v < nv ? norm_tail(s - 16 * v) : 0;
+  const __m512 vm = _mm512_set1_ps(m);
+  double sb = 0, ss = 0, cnt = (double)n * (double)s;
+  for (int64_t i0 = 0; i0 < n; i0 += NORM_FOLD / 8) {
+    int64_t i1 = n - i0 < NORM_FOLD / 8 ? n : i0 + NORM_FOLD / 8;
+    __m512 u = _mm512_setzero_ps(), w = _mm512_setzero_ps();
+    for (int64_t i = i0; i < i1; i++)
+      for (int64_t v = 0; v < nv; v++) {
+        __m512 g = _mm512_maskz_loadu_ps(mk[v], dy + i * stride + 16 * v);
+        __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(mk[v], x + i * stride + 16 * v), vm);
+        u = _mm512_add_ps(u, g);
+        w = _mm512_fmadd_ps(g, d, w);
+      }
+    sb += (double)_mm512_reduce_add_ps(u);
+    ss += (double)_mm512_reduce_add_ps(w);
+  }
+  ss *= (double)rf;
+  if (dbias) dbias[ch] = (float)sb;
+  if (dscale) dscale[ch] = (float)ss;
+  if (!dx) return;
+  __m512 va = _mm512_set1_ps((float)((double)((const float *)j->scale)[ch] * (double)rf));
+  __m512 vmb = _mm512_set1_ps((float)(sb / cnt)), vms = _mm512_set1_ps((float)(ss / cnt));
+  __m512 vr = _mm512_set1_ps(rf);
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t v = 0; v < nv; v++) {
+      __m512 g = _mm512_maskz_loadu_ps(mk[v], dy + i * stride + 16 * v), q;
+      if (j->global) {
+        q = _mm512_mul_ps(va, g);
+      } else {
+        __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(mk[v], x + i * stride + 16 * v), vm);
+        q = _mm512_mul_ps(va, _mm512_sub_ps(g, _mm512_fmadd_ps(_mm512_mul_ps(d, vr), vms, vmb)));
+      }
+      _mm512_mask_storeu_ps(dx + i * stride + 16 * v, mk[v], q);
+    }
+}
+#endif
 
 /* Column sums of a block of a batch_norm input: rows i in [0, n) at `stride`, columns [0, w)
  * from x (w <= NORM_BLOCK), in T over NORM_FOLD / 8 rows at a time, added into double. Without
@@ -179,7 +292,13 @@ NORM_ATTR static void TF(bn_fwd_range)(void *ctx, int64_t begin, int64_t end) {
       TF(bn_fwd_cols)(j, c0, j->c, end - c0 < NORM_BLOCK ? end - c0 : NORM_BLOCK, c0, false);
     return;
   }
-  if (j->s <= NORM_BLOCK) {
+#ifdef NORM_SUMS16
+  if (j->s <= 64) {
+    for (int64_t ch = begin; ch < end; ch++) TF(bn_fwd_flat)(j, ch);
+    return;
+  }
+#endif
+  if (j->s <= TF(short_plane)) {
     for (int64_t ch = begin; ch < end; ch++)
       TF(bn_fwd_cols)(j, ch * j->s, j->c * j->s, j->s, ch, true);
     return;
@@ -275,7 +394,13 @@ NORM_ATTR static void TF(bn_bwd_range)(void *ctx, int64_t begin, int64_t end) {
       TF(bn_bwd_cols)(j, c0, j->c, end - c0 < NORM_BLOCK ? end - c0 : NORM_BLOCK, c0, false);
     return;
   }
-  if (j->s <= NORM_BLOCK) {
+#ifdef NORM_SUMS16
+  if (j->s <= 64) {
+    for (int64_t ch = begin; ch < end; ch++) TF(bn_bwd_flat)(j, ch);
+    return;
+  }
+#endif
+  if (j->s <= TF(short_plane)) {
     for (int64_t ch = begin; ch < end; ch++)
       TF(bn_bwd_cols)(j, ch * j->s, j->c * j->s, j->s, ch, true);
     return;
