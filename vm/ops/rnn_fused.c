@@ -5,7 +5,9 @@
  * activations kept for the backward pass. Shape functions, kernels and gradient kernels; every
  * buffer is the op's place's (pd_ctx_scratch), and every move of data is a backend call (the
  * time-major reordering, the initial states and the state gradients: copy_rows; the carried
- * gradients: binary add; fills, copies, reductions), so the ops run on the GPU too. */
+ * gradients: binary add; fills, copies, reductions), so the ops run on the GPU too. A backend
+ * with whole-sequence kernels (kernels.h: lstm_seq, gru_seq and their gradients; the CPU's)
+ * gets the plan and the batch-major tensors instead, and runs every step itself. */
 #include "config.h"
 
 #include <math.h>
