@@ -87,8 +87,8 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
  * padded with zeros): pd_kcpu_gemm16_packed_size(k, n) floats, each panel then read
  * contiguously (rnn_seq.c packs each thread's columns of the weights, by that thread). On the
  * project's CPU a [32, 256] x [256, 512] product took the same time either way (~82 us, one
- * thread, the weights in L2): rows 4 KB apart did not cost here, but they fall in the same L1
- * sets, which other CPUs' prefetchers handle worse. pd_kcpu_gemm16p_f32: C [m,
+ * thread, the weights in L2), and so did LSTM steps with and without it: rows 4 KB apart did
+ * not cost here. pd_kcpu_gemm16p_f32: C [m,
  * n] = op(A) B + beta C with B so packed (beta 0 does not read C), the same sums in the same
  * order as pd_kcpu_gemm16_f32; false, with C untouched, when there is no memory for the
  * partial sums (m past 128 with k past 192). Under the same condition. */
