@@ -21,8 +21,9 @@
 enum {
   SEQ_ALIGN = 16,      /* units a part owns: a multiple of this (whole vectors of a gate) */
   SEQ_MAX_PARTS = 64,
-  SEQ_PAD = 16,        /* elements added to the row stride of dg and dwp: rows gates H apart
-                        * (4 KB for an LSTM of hidden 256) fall in the same L1 sets */
+  SEQ_PAD = 16,        /* elements added to the row stride of dg and dwp, so that rows are
+                        * not 4 KB apart (an LSTM of hidden 256) and in the same L1 sets; as
+                        * for the packed weights (fastmath.h), no difference measured here */
 };
 /* Multiply-adds of a step below which one part does all: the fork-join would cost more. */
 #define SEQ_MIN_STEP_WORK ((int64_t)1 << 16)
