@@ -7,9 +7,8 @@
  * math, and writes its columns of the outputs. The step after needs all of h, so the parts
  * meet at the end of each step: one fork-join a step, as before, but the gate math is split
  * too (one thread did it while the other spun: 17% of an LSTM training step's perf samples on
- * two threads, 0.1% after), the rows are read from
- * and written to the batch-major tensors directly (no time-major copies of Input and the
- * outputs), and the backward pass adds each step's share of the weights' gradient, h_k-1^T dg_k,
+ * two threads, 0.1% after), the rows are read from and written to the batch-major tensors
+ * directly (no time-major copies of Input and the outputs), and the backward pass adds each step's share of the weights' gradient, h_k-1^T dg_k,
  * while that step's gate gradients are still in cache, instead of one product over all steps at
  * the end. The parts never depend on which thread runs them (pool.c may run them all on the
  * caller), only on one another's results of the step before. bench_gated.sh's LSTM (hidden
