@@ -22,15 +22,7 @@ typedef struct act_job {
 enum { ACT_BLOCK = 256 };
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/act_t.h"
-#define T float
-#define TN f32
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#define T double
-#define TN f64
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#undef PD_KCPU_TEMPLATE
+#include "kernels/cpu/each_float.h"
 
 /* Piecewise-linear ones are as cheap as relu; the others call e^x, tanh or libm. */
 static int64_t act_grain(pd_k_act op) {

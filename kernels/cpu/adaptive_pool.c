@@ -15,15 +15,7 @@ typedef struct apool_job {
 } apool_job;
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/adaptive_pool_t.h"
-#define T float
-#define TN f32
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#define T double
-#define TN f64
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#undef PD_KCPU_TEMPLATE
+#include "kernels/cpu/each_float.h"
 
 static pd_status run(pd_dtype dt, const pd_k_pool2d *p, const void *x, void *y, const void *dy,
                      void *dx) {

@@ -32,15 +32,7 @@ static inline double loss_sigmoid(double x) {
 }
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/loss_t.h"
-#define T float
-#define TN f32
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#define T double
-#define TN f64
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#undef PD_KCPU_TEMPLATE
+#include "kernels/cpu/each_float.h"
 
 #define BY_TYPE(dt, fn) ((dt) == PD_FP32 ? fn##_f32 : fn##_f64)
 
