@@ -16,6 +16,14 @@ text=/usr/share/common-licenses/GPL-3
 tmp=${TMPDIR:-/tmp}/pd_bench_attn.$$
 mkdir -p "$tmp" && trap 'rm -rf "$tmp"' EXIT
 threads=$(nproc 2>/dev/null || echo 1)
+# PDLANG_BENCH_DEVICE=gpu (or gpu:N) runs both on that GPU: pdlang --device, torch's cuda.
+device=${PDLANG_BENCH_DEVICE:-cpu}
+case $device in
+  cpu) tdevice=cpu ;;
+  gpu) tdevice=cuda ;;
+  gpu:*) tdevice=cuda:${device#gpu:} ;;
+  *) echo "PDLANG_BENCH_DEVICE: '$device' is not cpu, gpu or gpu:N"; exit 2 ;;
+esac
 cat > "$tmp/attn.pd" <<PD
 import "layers"
 x = data("x", [-1, 64], int64)
@@ -29,12 +37,12 @@ PD
 # Epoch summaries: "... N samples in S s (R samples/s)"; the first epoch is warm-up, the median
 # of the others is the figure. The output goes to a file (a reader of a pipe would wake at every
 # line and take a core from the training).
-"$pdlang" run --progress=lines "$tmp/attn.pd" > "$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
+"$pdlang" run --device "$device" --progress=lines "$tmp/attn.pd" > "$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }
 sps=$(sed -n 's/.*(\([0-9.]*\) samples\/s)$/\1/p' "$tmp/out" | tail -n +2 | sort -n |
       awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
 pd_ms=$(awk -v s="$sps" 'BEGIN { if (s > 0) printf "%.3f", 32000 / s; else print "?" }')
 line="transformer encoder layer (d 128, 4 heads, length 64, batch 32): pdlang $pd_ms ms/step"
-out=$(OMP_WAIT_POLICY= "$py" "$here/torch_attention.py" --threads "$threads" 2>&1)
+out=$(OMP_WAIT_POLICY= "$py" "$here/torch_attention.py" --threads "$threads" --device "$tdevice" 2>&1)
 ms=$(echo "$out" | sed -n 's/^step //p')
 if [ -z "$ms" ]; then
   case "$out" in

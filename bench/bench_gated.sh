@@ -15,6 +15,14 @@ text=/usr/share/common-licenses/GPL-3
 tmp=${TMPDIR:-/tmp}/pd_bench_gated.$$
 mkdir -p "$tmp" && trap 'rm -rf "$tmp"' EXIT
 threads=$(nproc 2>/dev/null || echo 1)
+# PDLANG_BENCH_DEVICE=gpu (or gpu:N) runs both on that GPU: pdlang --device, torch's cuda.
+device=${PDLANG_BENCH_DEVICE:-cpu}
+case $device in
+  cpu) tdevice=cpu ;;
+  gpu) tdevice=cuda ;;
+  gpu:*) tdevice=cuda:${device#gpu:} ;;
+  *) echo "PDLANG_BENCH_DEVICE: '$device' is not cpu, gpu or gpu:N"; exit 2 ;;
+esac
 epochs=${PDLANG_BENCH_EPOCHS:-4}
 # pdlang first, then PyTorch (bench_rnn.sh: pdlang runs after a PyTorch run measured slower).
 for cell in lstm gru; do
@@ -35,7 +43,7 @@ train(cost, reader = text("$text", length = 50), batch = 32, epochs = $epochs,
       optimizer = adam(0.001), shuffle = false)
 PD
   # The first epoch is warm-up; the median of the others' samples/s is the figure.
-  "$pdlang" run --progress=lines "$tmp/$cell.pd" > "$tmp/out" 2>&1
+  "$pdlang" run --device "$device" --progress=lines "$tmp/$cell.pd" > "$tmp/out" 2>&1
   sps=$(sed -n 's/.*(\([0-9.]*\) samples\/s)$/\1/p' "$tmp/out" | tail -n +2 | sort -n |
         awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }')
   pd_ms=$(awk -v s="$sps" 'BEGIN { if (s > 0) printf "%.3f", 32000 / s; else print "?" }')
@@ -45,7 +53,7 @@ done
 for cell in lstm gru; do
   eval "pd_ms=\$pd_ms_$cell"
   line="$cell hidden 256: pdlang $pd_ms ms/step"
-  out=$(OMP_WAIT_POLICY= "$py" "$here/torch_gated.py" --cell "$cell" --threads "$threads" 2>&1)
+  out=$(OMP_WAIT_POLICY= "$py" "$here/torch_gated.py" --cell "$cell" --threads "$threads" --device "$tdevice" 2>&1)
   t=$(echo "$out" | sed -n 's/^nn //p')
   if [ -z "$t" ]; then
     case "$out" in

@@ -4,7 +4,7 @@ feed-forward 512, dropout 0.1, post-norm, relu) on 32 windows of 64 bytes: an em
 classes, softmax cross entropy over every position, Adam -- the model bench_attention.sh runs
 in pdlang. Prints "step MS" (milliseconds per step, median of the repeats), or "PyTorch not
 installed".
-Usage: torch_attention.py --threads T [--steps N]"""
+Usage: torch_attention.py --threads T [--steps N] [--device cpu|cuda]"""
 import sys
 import time
 
@@ -13,6 +13,7 @@ def main():
     a = sys.argv[1:]
     threads = int(a[a.index("--threads") + 1]) if "--threads" in a else 1
     steps = int(a[a.index("--steps") + 1]) if "--steps" in a else 30
+    device = a[a.index("--device") + 1] if "--device" in a else "cpu"
     try:
         import torch
     except ImportError:
@@ -23,11 +24,16 @@ def main():
     B, T, D, H, FF, V = 32, 64, 128, 4, 512, 256
     x = torch.randint(0, V, (B, T))
     y = torch.randint(0, V, (B, T))
-    print("# torch %s, %d threads" % (torch.__version__, torch.get_num_threads()))
+    if device != "cpu" and not torch.cuda.is_available():
+        print("PyTorch sees no GPU")
+        return
+    x, y = x.to(device), y.to(device)
+    print("# torch %s, %d threads, %s" % (torch.__version__, torch.get_num_threads(), device))
     emb = torch.nn.Embedding(V, D)
     layer = torch.nn.TransformerEncoderLayer(D, H, dim_feedforward=FF, dropout=0.1,
                                              activation="relu", batch_first=True)
     out = torch.nn.Linear(D, V)
+    emb, layer, out = emb.to(device), layer.to(device), out.to(device)
     params = list(emb.parameters()) + list(layer.parameters()) + list(out.parameters())
     opt = torch.optim.Adam(params, lr=0.001)
     layer.train()
@@ -39,6 +45,8 @@ def main():
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), y.reshape(-1))
         loss.backward()
         opt.step()
+        if device != "cpu":
+            torch.cuda.synchronize()
         if i >= 3:
             times.append(time.perf_counter() - t0)
     times.sort()

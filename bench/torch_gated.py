@@ -2,7 +2,7 @@
 torch.nn.LSTM or torch.nn.GRU of hidden 256, a linear layer to 256 classes, softmax cross
 entropy, Adam, on 32 sequences of 50 characters. Prints "nn MS" (milliseconds per step, the
 median of the repeats), or "PyTorch not installed".
-Usage: torch_gated.py --cell lstm|gru --threads T [--steps N]"""
+Usage: torch_gated.py --cell lstm|gru --threads T [--steps N] [--device cpu|cuda]"""
 import sys
 import time
 
@@ -12,6 +12,7 @@ def main():
     cell = a[a.index("--cell") + 1] if "--cell" in a else "lstm"
     threads = int(a[a.index("--threads") + 1]) if "--threads" in a else 1
     steps = int(a[a.index("--steps") + 1]) if "--steps" in a else 20
+    device = a[a.index("--device") + 1] if "--device" in a else "cpu"
     try:
         import torch
     except ImportError:
@@ -22,10 +23,15 @@ def main():
     B, T, E, V, H = 32, 50, 32, 256, 256
     x = torch.randint(0, V, (B, T))
     y = torch.randint(0, V, (B, T))
-    print("# torch %s, %d threads" % (torch.__version__, torch.get_num_threads()))
+    if device != "cpu" and not torch.cuda.is_available():
+        print("PyTorch sees no GPU")
+        return
+    x, y = x.to(device), y.to(device)
+    print("# torch %s, %d threads, %s" % (torch.__version__, torch.get_num_threads(), device))
     emb = torch.nn.Embedding(V, E)
     rnn = (torch.nn.LSTM if cell == "lstm" else torch.nn.GRU)(E, H, batch_first=True)
     out = torch.nn.Linear(H, V)
+    emb, rnn, out = emb.to(device), rnn.to(device), out.to(device)
     params = list(emb.parameters()) + list(rnn.parameters()) + list(out.parameters())
     opt = torch.optim.Adam(params, lr=0.001)
     times = []
@@ -36,6 +42,8 @@ def main():
         loss = torch.nn.functional.cross_entropy(out(hs).reshape(-1, V), y.reshape(-1))
         loss.backward()
         opt.step()
+        if device != "cpu":
+            torch.cuda.synchronize()
         if i >= 3:
             times.append(time.perf_counter() - t0)
     times.sort()

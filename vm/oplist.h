@@ -90,7 +90,7 @@ PD_OP(adamw, FP_IN | GPU, optimizer,
 PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
             INT("dtype", PD_INT64)))
-PD_UNARY_(assign, DIFF | ROW_X)
+PD_UNARY_(assign, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("shape"), INT("dtype", PD_FP32), FLOATS_EMPTY("fp32_values"),
             INTS_EMPTY("int32_values"), LONGS_EMPTY("int64_values"), INTS_EMPTY("bool_values")))
@@ -266,7 +266,7 @@ PD_OP(rnn, DIFF | FP_IN, rnn,
             BOOL("is_test", false)))
 PD_OP(sampling_id, 0, sampling_id, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(FLOAT("min", 0.0), FLOAT("max", 1.0), INT("seed", 0)))
-PD_OP(scale, DIFF | GPU | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
+PD_OP(scale, DIFF | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(select_input, DIFF, select_input, IN(LIST("X"), ONE("Mask")), OUT(ONE("Out")), NONE)
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),

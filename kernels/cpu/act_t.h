@@ -13,21 +13,13 @@
  * vectorises (a ternary on d[j] is a branch per element, mispredicted half the time). */
 static inline T TF(sel)(int c, T a, T b) { return c ? a : b; }
 
-/* o[j] = e^a[j], tanh a[j] and 1 / (1 + e^-a[j]) for j < n (o may be a): fastmath.h's vector
+/* o[j] = e^a[j] and 1 / (1 + e^-a[j]) for j < n (o may be a): fastmath.h's vector
  * code for fp32, libm for fp64 (the gradient checks). */
 static void TF(map_exp)(const T *a, T *o, int64_t n) {
 #if TF(PD_KCPU_FASTMATH)
   pd_kcpu_map_f32(PD_KCPU_FM_EXP, a, o, n);
 #else
   for (int64_t j = 0; j < n; j++) o[j] = exp(a[j]);
-#endif
-}
-
-static void TF(map_tanh)(const T *a, T *o, int64_t n) {
-#if TF(PD_KCPU_FASTMATH)
-  pd_kcpu_map_f32(PD_KCPU_FM_TANH, a, o, n);
-#else
-  for (int64_t j = 0; j < n; j++) o[j] = tanh(a[j]);
 #endif
 }
 
@@ -71,11 +63,11 @@ static void TF(act_range)(void *vjob, int64_t b, int64_t e) {
         for (int64_t j = 0; j < n; j++)
           o[j] = (T)0.5 * x[j] * ((T)1 + erf(x[j] * (T)ACT_SQRT1_2));
         break;
-      case PD_K_GELU_TANH:
+      case PD_K_GELU_TANH: /* x (1 + tanh u) / 2 = x sigmoid(2u): no 1 + tanh u to cancel */
         PD_SIMD for (int64_t j = 0; j < n; j++)
-          t[j] = (T)ACT_SQRT_2_PI * (x[j] + (T)ACT_GELU_C * x[j] * x[j] * x[j]);
-        TF(map_tanh)(t, t, n);
-        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = (T)0.5 * x[j] * ((T)1 + t[j]);
+          t[j] = (T)(2 * ACT_SQRT_2_PI) * (x[j] + (T)ACT_GELU_C * x[j] * x[j] * x[j]);
+        TF(map_sigmoid)(t, t, n);
+        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = x[j] * t[j];
         break;
       case PD_K_LEAKY_RELU:
         PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = x[j] > 0 ? x[j] : p0 * x[j];
@@ -134,13 +126,15 @@ static void TF(act_grad_range)(void *vjob, int64_t b, int64_t e) {
           o[j] = d[j] * ((T)0.5 * ((T)1 + erf(x[j] * (T)ACT_SQRT1_2)) +
                          x[j] * (T)ACT_INV_SQRT_2PI * t[j]);
         break;
-      case PD_K_GELU_TANH:
+      case PD_K_GELU_TANH: /* s + 2 x s (1 - s) u', s = sigmoid(2u): (1 + tanh u) / 2 = s and
+                              (1 - tanh^2 u) / 2 = 2 s (1 - s), which lose nothing where
+                              tanh u is near -1 (the CUDA kernel computes the same) */
         PD_SIMD for (int64_t j = 0; j < n; j++)
-          t[j] = (T)ACT_SQRT_2_PI * (x[j] + (T)ACT_GELU_C * x[j] * x[j] * x[j]);
-        TF(map_tanh)(t, t, n);
+          t[j] = (T)(2 * ACT_SQRT_2_PI) * (x[j] + (T)ACT_GELU_C * x[j] * x[j] * x[j]);
+        TF(map_sigmoid)(t, t, n);
         PD_SIMD for (int64_t j = 0; j < n; j++)
-          o[j] = d[j] * ((T)0.5 * ((T)1 + t[j]) +
-                         (T)0.5 * x[j] * ((T)1 - t[j] * t[j]) * (T)ACT_SQRT_2_PI *
+          o[j] = d[j] * t[j] *
+                 ((T)1 + (T)(2 * ACT_SQRT_2_PI) * x[j] * ((T)1 - t[j]) *
                              ((T)1 + (T)(3 * ACT_GELU_C) * x[j] * x[j]));
         break;
       case PD_K_LEAKY_RELU:

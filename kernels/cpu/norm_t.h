@@ -572,6 +572,10 @@ NORM_ATTR static void TF(ln_bwd_range)(void *ctx, int64_t begin, int64_t end) {
         PD_SIMD for (int64_t k = 0; k < cols; k++) q[k] = ri * (g[k] - mgi - (p[k] - m) * ri * mxi);
       }
     }
+    /* A row of one element normalises to 0 whatever x is: its dx is 0 exactly (g - mean(g)
+     * above can leave the rounding of g * scale, where the product fuses into a subtraction). */
+    if (dx && cols == 1)
+      for (int64_t i = 0; i < nr; i++) dx[i0 + i] = 0;
   }
 }
 

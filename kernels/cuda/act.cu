@@ -10,8 +10,6 @@
 /* ---- Per-type math (the overloads glibc's <tgmath.h> picks on the CPU). ---- */
 __device__ __forceinline__ float a_erf(float v) { return erff(v); }
 __device__ __forceinline__ double a_erf(double v) { return erf(v); }
-__device__ __forceinline__ float a_tanh(float v) { return tanhf(v); }
-__device__ __forceinline__ double a_tanh(double v) { return tanh(v); }
 __device__ __forceinline__ float a_expm1(float v) { return expm1f(v); }
 __device__ __forceinline__ double a_expm1(double v) { return expm1(v); }
 __device__ __forceinline__ float a_log1p(float v) { return log1pf(v); }
@@ -41,9 +39,8 @@ template <typename T>
 __device__ __forceinline__ T act_fwd(int op, T x, act_params<T> p) {
   switch (op) {
     case PD_K_GELU: return (T)0.5 * x * ((T)1 + a_erf(x * (T)ACT_SQRT1_2));
-    case PD_K_GELU_TANH:
-      return (T)0.5 * x *
-             ((T)1 + a_tanh((T)ACT_SQRT_2_PI * (x + (T)ACT_GELU_C * x * x * x)));
+    case PD_K_GELU_TANH: /* x (1 + tanh u) / 2 = x sigmoid(2u), as act_t.h */
+      return x * a_sigmoid((T)(2 * ACT_SQRT_2_PI) * (x + (T)ACT_GELU_C * x * x * x));
     case PD_K_LEAKY_RELU: return x > 0 ? x : p.p0 * x;
     case PD_K_ELU: return x > 0 ? x : p.p0 * a_expm1(x);
     case PD_K_SWISH: return x * a_sigmoid(p.p0 * x);
@@ -67,10 +64,10 @@ __device__ __forceinline__ T act_bwd(int op, T x, T d, act_params<T> p) {
     case PD_K_GELU:
       return d * ((T)0.5 * ((T)1 + a_erf(x * (T)ACT_SQRT1_2)) +
                   x * (T)ACT_INV_SQRT_2PI * pd_kcu_exp((T)-0.5 * x * x));
-    case PD_K_GELU_TANH: {
-      T t = a_tanh((T)ACT_SQRT_2_PI * (x + (T)ACT_GELU_C * x * x * x));
-      return d * ((T)0.5 * ((T)1 + t) + (T)0.5 * x * ((T)1 - t * t) * (T)ACT_SQRT_2_PI *
-                                            ((T)1 + (T)(3 * ACT_GELU_C) * x * x));
+    case PD_K_GELU_TANH: { /* s + 2 x s (1 - s) u', s = sigmoid(2u), as act_t.h */
+      T s = a_sigmoid((T)(2 * ACT_SQRT_2_PI) * (x + (T)ACT_GELU_C * x * x * x));
+      return d * s *
+             ((T)1 + (T)(2 * ACT_SQRT_2_PI) * x * ((T)1 - s) * ((T)1 + (T)(3 * ACT_GELU_C) * x * x));
     }
     case PD_K_LEAKY_RELU: return x > 0 ? d : p.p0 * d;
     case PD_K_ELU: return x > 0 ? d : d * p.p0 * pd_kcu_exp(x);

@@ -1,6 +1,6 @@
 /* norm.cu -- the CUDA backend's batch normalisation (one block per channel of [n, c, s]) and
  * layer normalisation (one block per row of [rows, cols]) with their gradients; layer_norm's
- * dscale and dbias take one thread per column over the rows. Sums accumulate in double, in an
+ * dscale and dbias sum chunks of rows per column, then the chunks' sums. Sums accumulate in double, in an
  * order fixed by the launch shape, as on the CPU (which sums in order: results agree within
  * rounding). */
 #include "config.h"
@@ -186,21 +186,82 @@ __global__ void ln_dx_kernel(int64_t rows, int64_t cols, const T *x, const T *sc
   }
 }
 
-/* One thread per column, down the rows (neighbouring threads read neighbouring elements). */
+/* dscale and dbias in two passes, so that a few hundred columns still fill the GPU: the rows
+ * split into LN_CHUNKS_MAX chunks at most (of LN_CHUNK_ROWS rows at least); a block of
+ * LN_TX x LN_TY threads sums LN_TX columns of one chunk (thread (tx, ty) its column's rows ty,
+ * ty + LN_TY, ...; then the LN_TY partial sums in order) into part[chunk][col] (dscale's sums,
+ * then dbias's after chunks * cols of them); the second pass adds a column's chunk sums in
+ * order. Neighbouring threads read neighbouring elements; the order of every sum is fixed by
+ * the shape alone. */
+#define LN_TX 32
+#define LN_TY 8
+#define LN_CHUNK_ROWS 64
+#define LN_CHUNKS_MAX 256
+
 template <typename T>
-__global__ void ln_dparam_kernel(int64_t rows, int64_t cols, const T *x, const T *mean,
-                                 const T *var, double eps, const T *dy, T *dscale, T *dbias) {
+__global__ void ln_dparam_part_kernel(int64_t rows, int64_t cols, int64_t chunk_rows,
+                                      const T *x, const T *mean, const T *var, double eps,
+                                      const T *dy, double *part) {
+  __shared__ double ss_buf[LN_TY][LN_TX], sb_buf[LN_TY][LN_TX];
+  int64_t k = (int64_t)blockIdx.x * LN_TX + threadIdx.x, c = blockIdx.y;
+  int64_t i0 = c * chunk_rows, i1 = i0 + chunk_rows < rows ? i0 + chunk_rows : rows;
+  double ss = 0, sb = 0;
+  if (k < cols)
+    for (int64_t i = i0 + threadIdx.y; i < i1; i += LN_TY) {
+      double g = (double)dy[i * cols + k];
+      sb += g;
+      ss += g * ((double)x[i * cols + k] - (double)mean[i]) * (1.0 / sqrt((double)var[i] + eps));
+    }
+  ss_buf[threadIdx.y][threadIdx.x] = ss;
+  sb_buf[threadIdx.y][threadIdx.x] = sb;
+  __syncthreads();
+  if (threadIdx.y == 0 && k < cols) {
+    for (int t = 1; t < LN_TY; t++) {
+      ss += ss_buf[t][threadIdx.x];
+      sb += sb_buf[t][threadIdx.x];
+    }
+    part[c * cols + k] = ss;
+    part[(gridDim.y + c) * cols + k] = sb;
+  }
+}
+
+template <typename T>
+__global__ void ln_dparam_sum_kernel(int64_t chunks, int64_t cols, const double *part,
+                                     T *dscale, T *dbias) {
   PD_KCU_LOOP(k, cols) {
     double ss = 0, sb = 0;
-    for (int64_t i = 0; i < rows; i++) {
-      double g = (double)dy[i * cols + k];
-      double r = 1.0 / sqrt((double)var[i] + eps);
-      sb += g;
-      ss += g * ((double)x[i * cols + k] - (double)mean[i]) * r;
+    for (int64_t c = 0; c < chunks; c++) {
+      ss += part[c * cols + k];
+      sb += part[(chunks + c) * cols + k];
     }
     if (dscale) dscale[k] = (T)ss;
     if (dbias) dbias[k] = (T)sb;
   }
+}
+
+template <typename T>
+static pd_status ln_dparam(int64_t rows, int64_t cols, const T *x, const T *mean, const T *var,
+                           double eps, const T *dy, T *dscale, T *dbias) {
+  int64_t chunks = (rows + LN_CHUNK_ROWS - 1) / LN_CHUNK_ROWS;
+  if (chunks > LN_CHUNKS_MAX) chunks = LN_CHUNKS_MAX;
+  if (chunks < 1) chunks = 1;
+  int64_t chunk_rows = (rows + chunks - 1) / chunks;
+  int64_t tiles = (cols + LN_TX - 1) / LN_TX;
+  if (tiles > 2147483647) return PD_EINVAL;
+  double *part = (double *)pd_kcu_scratch((size_t)(2 * chunks * cols) * sizeof(double));
+  if (!part) return PD_ENOMEM;
+  ln_dparam_part_kernel<T><<<dim3((unsigned)tiles, (unsigned)chunks), dim3(LN_TX, LN_TY), 0,
+                             pd_kcu_stream>>>(rows, cols, chunk_rows, x, mean, var, eps, dy,
+                                              part);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) {
+    ln_dparam_sum_kernel<T><<<pd_kcu_blocks(cols), PD_KCU_THREADS, 0, pd_kcu_stream>>>(
+        chunks, cols, part, dscale, dbias);
+    e = cudaGetLastError();
+  }
+  pd_k_dev_free(part); /* stream order: reused only by work queued after these kernels */
+  if (e != cudaSuccess) return pd_kcu_cuda_fail("layer_norm_grad (scale, bias) kernel", e);
+  return PD_OK;
 }
 
 pd_status pd_kcu_layer_norm(pd_dtype dt, int64_t rows, int64_t cols, const void *x,
@@ -227,14 +288,14 @@ pd_status pd_kcu_layer_norm_grad(pd_dtype dt, int64_t rows, int64_t cols, const 
   if (cols == 0) return PD_OK;
   /* dscale and dbias first (stream order): dx may be dy. */
   if (dscale || dbias) {
-#define LN_DPARAM(T)                                                                           \
-  ln_dparam_kernel<T><<<pd_kcu_blocks(cols), PD_KCU_THREADS, 0, pd_kcu_stream>>>(              \
-      rows, cols, (const T *)x, (const T *)mean, (const T *)var, epsilon, (const T *)dy,       \
-      (T *)dscale, (T *)dbias)
-    if (dt == PD_FP32) LN_DPARAM(float);
-    else LN_DPARAM(double);
-#undef LN_DPARAM
-    PD_KCU_LAUNCHED("layer_norm_grad (scale, bias) kernel");
+    if (dt == PD_FP32)
+      PD_KCU_TRY(ln_dparam(rows, cols, (const float *)x, (const float *)mean,
+                           (const float *)var, epsilon, (const float *)dy, (float *)dscale,
+                           (float *)dbias));
+    else
+      PD_KCU_TRY(ln_dparam(rows, cols, (const double *)x, (const double *)mean,
+                           (const double *)var, epsilon, (const double *)dy, (double *)dscale,
+                           (double *)dbias));
   }
   if (dx && rows > 0) {
 #define LN_DX(T)                                                                               \

@@ -1113,7 +1113,7 @@ static void test_random(void) {
 static void test_norm(void) {
   /* [n, c, s] views: NCHW, NC (s = 1), one long channel, many channels (blocks loop). */
   static const int64_t nshapes[][3] = {{4, 3, 5}, {7, 6, 1}, {2, 2, 700}, {3, 70000, 1}};
-  static const int64_t lshapes[][2] = {{5, 7}, {3, 1000}, {70000, 3}, {1, 1}};
+  static const int64_t lshapes[][2] = {{5, 7}, {3, 1000}, {70000, 3}, {2048, 130}, {1, 1}};
   for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
     pd_dtype dt = floats[t];
     size_t sz = pd_dtype_size(dt);

@@ -212,6 +212,10 @@ static void test_matmul(void) {
   matmul_case("[3, 2]", "[4, 3]", true, true, "[2, 4]", "matmul trans_x and trans_y");
   matmul_case("[2, 2, 3]", "[2, 3, 4]", false, false, "[2, 2, 4]", "matmul batched");
   matmul_case("[2, 3, 2]", "[2, 4, 3]", true, true, "[2, 2, 4]", "matmul batched, both transposed");
+  matmul_case("[3, 3, 2]", "[3, 3, 4]", true, false, "[3, 2, 4]", "matmul batched, trans_x");
+  matmul_case("[3, 2, 3]", "[3, 4, 3]", false, true, "[3, 2, 4]", "matmul batched, trans_y");
+  matmul_case("[3, 2]", "[2, 4, 3]", true, true, "[2, 2, 4]",
+              "matmul, X shared by the batch, both transposed");
   matmul_case("[2, 2, 3]", "[3, 4]", false, false, "[2, 2, 4]", "matmul, Y shared by the batch");
   matmul_case("[2, 2, 3]", "[4, 3]", false, true, "[2, 2, 4]",
               "matmul, Y shared by the batch, trans_y");

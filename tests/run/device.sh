@@ -3,7 +3,8 @@
 # errors; a GPU asked for where none can be opened is a clear error (exit 1), not a crash. With a
 # GPU (a CUDA build on a machine that has one), the scripts of tests/golden/run and the quick
 # examples run there too: each must still pass its own assert_close checks, and print the same
-# numbers as on the CPU within 1e-4 relative.
+# numbers as on the CPU within 1e-4 relative; a golden that stops with an error (one with a .err
+# beside its .out) must stop with the CPU's exit status and error.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 : "${top_srcdir:?top_srcdir must name the source tree}"
@@ -65,11 +66,20 @@ same() {
 for f in "$top_srcdir"/tests/golden/run/*.pd; do
   [ -f "${f%.pd}.out" ] || continue   # the .err ones are error reports
   name=$(basename "$f")
-  (cd "$(dirname "$f")" && "$PDLANG" run --progress=none "$name") >"$tmp/cpu.out" 2>/dev/null
+  (cd "$(dirname "$f")" && "$PDLANG" run --progress=none "$name") >"$tmp/cpu.out" 2>"$tmp/cpu.err"
+  crc=$?
   (cd "$(dirname "$f")" && "$PDLANG" run --progress=none --device gpu "$name") >"$tmp/gpu.out" 2>"$tmp/err"
   rc=$?
-  [ $rc -eq 0 ] && same "$tmp/gpu.out" "$tmp/cpu.out" >>"$tmp/err"
-  t "tests/golden/run/$name on the GPU: passes, prints the CPU's numbers" $?
+  # A golden with a .err too stops with an error after its output: the GPU's run must stop
+  # with the same exit status and the same error (less the notes of ops that ran on the CPU).
+  { [ $rc -eq $crc ] || echo "exit $rc on the GPU, $crc on the CPU"; } >>"$tmp/err"
+  [ $rc -eq $crc ] && same "$tmp/gpu.out" "$tmp/cpu.out" >>"$tmp/err" &&
+    if [ $crc -ne 0 ]; then
+      grep -v '^pdlang: note: ' "$tmp/err" >"$tmp/gpu.err"
+      grep -v '^pdlang: note: ' "$tmp/cpu.err" | cmp -s - "$tmp/gpu.err" ||
+        { echo "the GPU's error differs from the CPU's:"; cat "$tmp/cpu.err"; false; } >>"$tmp/err"
+    fi
+  t "tests/golden/run/$name on the GPU: ends as on the CPU, prints the CPU's numbers" $?
 done
 for ex in fit_a_line ifelse rnn char_rnn; do
   [ "$ex" = char_rnn ] && [ -z "${PDLANG_SLOW_TESTS:-}" ] && continue

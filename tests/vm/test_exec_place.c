@@ -34,11 +34,14 @@ static void test_gpu_ops(void) {
   ok(n > 40, "%d ops run on the GPU", n);
   ok(!pd_exec_gpu_op(pd_opdef_lookup("accuracy")) &&
          !pd_exec_gpu_op(pd_opdef_lookup("recurrent")) &&
-         !pd_exec_gpu_op(pd_opdef_lookup("scale_grad")) && !pd_exec_gpu_op(NULL),
+         !pd_exec_gpu_op(pd_opdef_lookup("sampling_id")) && !pd_exec_gpu_op(NULL),
      "ops not marked GPU are not GPU ops");
   ok(pd_exec_gpu_op(pd_opdef_lookup("mul")) && pd_exec_gpu_op(pd_opdef_lookup("mul_grad")) &&
-         pd_exec_gpu_op(pd_opdef_lookup("scale")),
-     "mul, mul_grad and scale are GPU ops");
+         pd_exec_gpu_op(pd_opdef_lookup("scale")) &&
+         pd_exec_gpu_op(pd_opdef_lookup("scale_grad")) &&
+         pd_exec_gpu_op(pd_opdef_lookup("assign")) &&
+         pd_exec_gpu_op(pd_opdef_lookup("assign_grad")),
+     "mul, scale, assign and their gradients are GPU ops");
 }
 
 static void test_slot_rules(void) {

@@ -529,9 +529,33 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
     goto done;
   }
   bool xsum = p.xbatch != p.batch, ysum = p.ybatch != p.batch;
-  if (dx && xsum) st = ctx->k->fill(dt, pd_tensor_numel(dx), dxd, 0.0);
+  if ((p.xbatch == p.batch || p.xbatch == 1) && (p.ybatch == p.batch || p.ybatch == 1)) {
+    /* Strided operands (a broadcast one has stride 0): a gradient that needs no sum over the
+     * batch is one batched GEMM (on the GPU one launch, not two per batch element); one that
+     * sums (X or Y broadcast) takes the loop below. */
+    int64_t sx = p.xbatch == 1 ? 0 : p.xmat, sy = p.ybatch == 1 ? 0 : p.ymat;
+    if (dx && !xsum) {
+      if (!p.tx)
+        st = ctx->k->gemm_batched(dt, false, !p.ty, p.batch, p.m, p.k, p.n, 1.0, gd, ldo, p.omat,
+                                  yd, ldy, sy, 0.0, dxd, ld(p.k), p.xmat);
+      else
+        st = ctx->k->gemm_batched(dt, p.ty, true, p.batch, p.k, p.m, p.n, 1.0, yd, ldy, sy, gd,
+                                  ldo, p.omat, 0.0, dxd, ld(p.m), p.xmat);
+      dx = NULL;
+    }
+    if (!st && dy && !ysum) {
+      if (!p.ty)
+        st = ctx->k->gemm_batched(dt, !p.tx, false, p.batch, p.k, p.n, p.m, 1.0, xd, ldx, sx, gd,
+                                  ldo, p.omat, 0.0, dyd, ldo, p.ymat);
+      else
+        st = ctx->k->gemm_batched(dt, true, p.tx, p.batch, p.n, p.k, p.m, 1.0, gd, ldo, p.omat,
+                                  xd, ldx, sx, 0.0, dyd, ld(p.k), p.ymat);
+      dy = NULL;
+    }
+  }
+  if (!st && dx && xsum) st = ctx->k->fill(dt, pd_tensor_numel(dx), dxd, 0.0);
   if (!st && dy && ysum) st = ctx->k->fill(dt, pd_tensor_numel(dy), dyd, 0.0);
-  for (int64_t b = 0; b < p.batch && !st; b++) {
+  for (int64_t b = 0; b < p.batch && !st && (dx || dy); b++) {
     int64_t xi, yi;
     mm_batch_index(&p, b, &xi, &yi);
     const char *xm = xd + (size_t)(xi * p.xmat) * sz, *ym = yd + (size_t)(yi * p.ymat) * sz;

@@ -40,6 +40,7 @@ static const pd_exec_slot_rule rules[] = {
     {"rmsprop", "LearningRate", true, PD_WHERE_HOST},
     {"sgd", "LearningRate", true, PD_WHERE_HOST},
     {"scale", "ScaleTensor", true, PD_WHERE_HOST},
+    {"scale_grad", "ScaleTensor", true, PD_WHERE_HOST},
     {"batch_norm", "MomentumTensor", true, PD_WHERE_HOST},
     {"batch_norm_grad", "MomentumTensor", true, PD_WHERE_HOST},
     {"clip", "Min", true, PD_WHERE_HOST},
