@@ -12,6 +12,9 @@ bench_bench_train_LDADD = libpdlang-internal.la $(PD_LIBS)
 noinst_PROGRAMS += bench/bench_rnn
 bench_bench_rnn_SOURCES = bench/bench_rnn.c
 bench_bench_rnn_LDADD = libpdlang-internal.la $(PD_LIBS)
+noinst_PROGRAMS += bench/bench_rnn_op
+bench_bench_rnn_op_SOURCES = bench/bench_rnn_op.c
+bench_bench_rnn_op_LDADD = libpdlang-internal.la $(PD_LIBS)
 noinst_PROGRAMS += bench/bench_norm
 bench_bench_norm_SOURCES = bench/bench_norm.c bench/bench_util.h
 bench_bench_norm_LDADD = libpdlang-internal.la $(PD_LIBS)
@@ -25,6 +28,7 @@ bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_exec$(EXEEXT)
 	./bench/bench_norm$(EXEEXT)
 	./bench/bench_train$(EXEEXT)
+	./bench/bench_rnn_op$(EXEEXT)
 	$(SHELL) $(srcdir)/bench/bench_rnn.sh ./pdlang$(EXEEXT)
 	$(SHELL) $(srcdir)/bench/bench_gated.sh ./pdlang$(EXEEXT)
 	./bench/bench_rnn$(EXEEXT) mem

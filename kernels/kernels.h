@@ -565,7 +565,7 @@ typedef pd_status pd_k_gru_cell_grad_fn(pd_dtype dt, int64_t n, int64_t h, const
  * sequences sorted by length (longest first), so that step k's rows are the first running(k)
  * sequences and row r of step k + 1 continues row r of step k. Time-major row koff[k] + r is
  * row row[koff[k] + r] of the batch-major tensors (Input and the outputs, [T, .] with T =
- * koff[steps]); the initial states h0 and c0 and the gradients dh0 and dc0 are [nseq, H] in the
+ * koff[steps], or `rows`); the initial states h0 and c0 and the gradients dh0 and dc0 are [nseq, H] in the
  * sorted order. Every buffer is the caller's; outputs must not overlap inputs.
  *   lstm_seq       x [T, 4H] (x W_ih + b, i f g o) and w [H, 4H]: hidden and cell [T, H] and
  *                  gate [T, 4H] (the activated gates), as lstm_cell step by step.
@@ -579,7 +579,9 @@ typedef struct pd_k_rnn_seq {
   int64_t hid;          /* H */
   int64_t nseq, steps;  /* sequences; the longest one's length */
   const int64_t *koff;  /* [steps + 1], koff[0] = 0, non-decreasing */
-  const int64_t *row;   /* [koff[steps]], each in [0, koff[steps]) */
+  const int64_t *row;   /* [koff[steps]], each in [0, koff[steps]), or [0, rows) */
+  int64_t rows;         /* the tensors' rows when more than koff[steps] (a padded batch, whose
+                           rows past a sequence's end no step reads or writes); 0: koff[steps] */
 } pd_k_rnn_seq;
 typedef pd_status pd_k_lstm_seq_fn(const pd_k_rnn_seq *s, const void *x, const void *w,
                                    const void *h0, const void *c0, void *hidden, void *cell,

@@ -95,7 +95,8 @@ static inline pd_status pd_k_rnn_cell_check(pd_dtype dt, int64_t n, int64_t h) {
 }
 
 /* A whole-sequence recurrence's batch (kernels.h: pd_k_rnn_seq): dtype, sizes, and koff and
- * row describing steps of non-increasing sizes, at most nseq rows each, every row in range. */
+ * row describing steps of non-increasing sizes, at most nseq rows each, every row in range
+ * (below rows, which is 0 or at least koff[steps]). */
 static inline pd_status pd_k_rnn_seq_check(const pd_k_rnn_seq *s) {
   if (!s) return PD_EINVAL;
   if (s->dt != PD_FP32 && s->dt != PD_FP64) return PD_EUNSUPPORTED;
@@ -107,9 +108,10 @@ static inline pd_status pd_k_rnn_seq_check(const pd_k_rnn_seq *s) {
     int64_t n = s->koff[k + 1] - s->koff[k];
     if (n < 0 || n > s->nseq || (k && n > s->koff[k] - s->koff[k - 1])) return PD_EINVAL;
   }
-  int64_t total = s->koff[s->steps];
+  int64_t total = s->koff[s->steps], rows = s->rows ? s->rows : total;
+  if (rows < total) return PD_EINVAL;
   for (int64_t i = 0; i < total; i++)
-    if (s->row[i] < 0 || s->row[i] >= total) return PD_EINVAL;
+    if (s->row[i] < 0 || s->row[i] >= rows) return PD_EINVAL;
   return PD_OK;
 }
 

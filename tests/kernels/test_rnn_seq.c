@@ -188,7 +188,7 @@ static void gru_ref(const batch *b, bool rev, const double *x, const double *w, 
 }
 
 static pd_k_rnn_seq seq_of(const batch *b, pd_dtype dt) {
-  pd_k_rnn_seq s = {dt, b->H, b->nseq, b->steps, b->koff, b->row};
+  pd_k_rnn_seq s = {dt, b->H, b->nseq, b->steps, b->koff, b->row, 0};
   return s;
 }
 
@@ -271,8 +271,8 @@ static void test_gru(pd_dtype dt, int64_t H, int64_t nseq, const int64_t *lens, 
 
 static void test_args(void) {
   int64_t koff[3] = {0, 2, 4}, row[4] = {0, 1, 2, 3};
-  float buf[128] = {0}, *out = buf + 64; /* inputs in the first half */
-  pd_k_rnn_seq s = {PD_FP32, 2, 2, 2, koff, row};
+  float buf[256] = {0}, *out = buf + 128; /* inputs in the first half */
+  pd_k_rnn_seq s = {PD_FP32, 2, 2, 2, koff, row, 0};
   ok(K->lstm_seq(&s, buf, buf, buf, buf, out, out + 16, out + 32) == PD_OK,
      "args: a valid batch runs");
   pd_k_rnn_seq bad = s;
@@ -290,6 +290,12 @@ static void test_args(void) {
   ok(K->lstm_seq_grad(&bad, buf, buf, buf, buf, buf, buf, NULL, NULL, out, out + 32,
                       out + 48, out + 56) == PD_EINVAL,
      "args: a row past the batch is refused");
+  bad.rows = 5; /* a padded batch of 5 rows: row 4 is in it */
+  ok(K->lstm_seq(&bad, buf, buf, buf, buf, out, out + 16, out + 32) == PD_OK,
+     "args: a row past koff[steps] but inside `rows` runs");
+  bad.rows = 3;
+  ok(K->lstm_seq(&bad, buf, buf, buf, buf, out, out + 16, out + 32) == PD_EINVAL,
+     "args: rows fewer than koff[steps] are refused");
   bad = s;
   bad.nseq = 1;
   ok(K->gru_seq_grad(&bad, buf, buf, buf, buf, NULL, out, out + 32, out + 48, out + 56) ==

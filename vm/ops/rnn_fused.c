@@ -337,7 +337,7 @@ static pd_status distinct(const pd_exec_ctx *ctx, const pd_tensor *const *ins, i
 /* Where the backend has a whole-sequence kernel (kernels.h: lstm_seq etc.; the CPU's), the op
  * hands it the plan and the batch-major tensors: it reads and writes their rows in place. */
 static pd_k_rnn_seq seq_of(const gplan *p) {
-  pd_k_rnn_seq s = {p->dt, p->hid, p->nseq, p->maxlen, p->koff, p->row};
+  pd_k_rnn_seq s = {p->dt, p->hid, p->nseq, p->maxlen, p->koff, p->row, 0};
   return s;
 }
 
