@@ -554,12 +554,12 @@ typedef pd_status pd_k_gru_cell_fn(pd_dtype dt, int64_t n, int64_t h, const void
 typedef pd_status pd_k_gru_cell_grad_fn(pd_dtype dt, int64_t n, int64_t h, const void *s,
                                         const void *ph, void *dh, void *du, void *dhp);
 
-/* A whole fused recurrence at once (vm/ops/rnn_fused.c), on backends that have such a kernel
- * (the CPU's: kernels/cpu/rnn_seq.c, which splits each step's products and gate math by hidden
- * units across the pool, so that the gate math runs on every thread and each thread's share of
- * the weights stays in its cache); NULL elsewhere, where the op runs the steps itself through
- * gemm and the cell entries above. The same arithmetic as those: results differ only in the
- * order of a product's or a sum's terms.
+/* A whole fused recurrence at once (vm/ops/rnn_fused.c, the rnn op of vm/ops/rnn.c). The CPU's
+ * (kernels/cpu/rnn_seq.c) split each step's products and gate math by hidden units across the
+ * pool, so that the gate math runs on every thread and each thread's share of the weights
+ * stays in its cache; the CUDA backend's compose them of its GEMM and the cell entries above,
+ * a step at a time (pd_k_lstm_seq_steps etc., below). The same arithmetic as those: results
+ * differ only in the order of a product's or a sum's terms.
  *
  * The batch: nseq sequences of which step k has running(k) = koff[k + 1] - koff[k] rows, the
  * sequences sorted by length (longest first), so that step k's rows are the first running(k)
@@ -761,6 +761,33 @@ typedef struct pd_k_backend {
 
 /* The CPU backend: every entry is set. A static table; never freed. */
 const pd_k_backend *pd_k_cpu(void);
+
+/* The same four recurrences composed of a backend's other entries, one step at a time
+ * (kernels/rnn_steps.c: the rows gathered time-major by copy_rows, a GEMM and a cell entry a
+ * step, the results scattered back): what a backend without kernels of its own puts in those
+ * entries (the CUDA one), given its table, its memory and s->row where it computes. Same
+ * contracts and arguments as the entries; a failure of alloc is PD_ENOMEM. */
+typedef struct pd_k_steps_env {
+  const pd_k_backend *k;                    /* the entries that compute the steps */
+  const int64_t *row;                       /* s->row, readable where k computes */
+  void *(*alloc)(size_t nbytes);            /* k's memory: scratch (NULL when out of it) */
+  void (*release)(void *p);                 /* frees what alloc gave (NULL: nothing) */
+  pd_status (*copy)(void *dst, const void *src, size_t nbytes);  /* within k's memory */
+} pd_k_steps_env;
+pd_status pd_k_lstm_seq_steps(const pd_k_steps_env *e, const pd_k_rnn_seq *s, const void *x,
+                              const void *w, const void *h0, const void *c0, void *hidden,
+                              void *cell, void *gate);
+pd_status pd_k_lstm_seq_grad_steps(const pd_k_steps_env *e, const pd_k_rnn_seq *s,
+                                   const void *w, const void *h0, const void *c0,
+                                   const void *hidden, const void *cell, const void *gate,
+                                   const void *dhidden, const void *dcell, void *dx, void *dw,
+                                   void *dh0, void *dc0);
+pd_status pd_k_gru_seq_steps(const pd_k_steps_env *e, const pd_k_rnn_seq *s, const void *x,
+                             const void *w, const void *bias, const void *h0, void *hidden,
+                             void *gate);
+pd_status pd_k_gru_seq_grad_steps(const pd_k_steps_env *e, const pd_k_rnn_seq *s, const void *w,
+                                  const void *h0, const void *hidden, const void *gate,
+                                  const void *dhidden, void *dx, void *dw, void *db, void *dh0);
 
 /* ---- Devices: the CUDA backend (kernels/cuda/, built with configure --with-cuda; a build
  * without it has these functions too, reporting that CUDA is absent: kernels/cuda/none.c).

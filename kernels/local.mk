@@ -16,7 +16,7 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/rnn_seq.c kernels/cpu/rnn_seq_t.h \
 	kernels/cpu/loss.c kernels/cpu/loss_t.h kernels/cpu/dropout.c kernels/cpu/dropout_t.h \
 	kernels/cpu/copy_rows.c kernels/cpu/adaptive_pool.c kernels/cpu/adaptive_pool_t.h \
-	kernels/cpu/each_float.h
+	kernels/cpu/each_float.h kernels/rnn_steps.c
 
 # The CUDA backend (configure --with-cuda): its .cu files go into the same convenience library,
 # compiled by nvcc through kernels/cuda/nvcc-lo.sh, which writes the PIC object and the .lo
@@ -29,7 +29,7 @@ libpdlang_internal_la_SOURCES += kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh
 	kernels/cuda/index.cu kernels/cuda/topk.cu kernels/cuda/random.cu kernels/cuda/strided.cu \
 	kernels/cuda/act.cu kernels/cuda/norm.cu kernels/cuda/optim.cu kernels/cuda/rnn_cell.cu \
 	kernels/cuda/loss.cu kernels/cuda/dropout.cu kernels/cuda/copy_rows.cu \
-	kernels/cuda/adaptive_pool.cu
+	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu
 # nvcc's dependency output does not reach automake's tracking: every object depends on every
 # header it may include.
 kernels/cuda/device.lo kernels/cuda/gemm.lo kernels/cuda/elementwise.lo \
@@ -37,7 +37,7 @@ kernels/cuda/reduce.lo kernels/cuda/softmax.lo kernels/cuda/conv.lo \
 kernels/cuda/index.lo kernels/cuda/topk.lo kernels/cuda/random.lo kernels/cuda/strided.lo \
 kernels/cuda/act.lo kernels/cuda/norm.lo kernels/cuda/optim.lo kernels/cuda/rnn_cell.lo \
 kernels/cuda/loss.lo kernels/cuda/dropout.lo kernels/cuda/copy_rows.lo \
-kernels/cuda/adaptive_pool.lo: \
+kernels/cuda/adaptive_pool.lo kernels/cuda/rnn_seq.lo: \
 	kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh kernels/kernels.h kernels/kernels_int.h \
 	base/base.h base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
 else

@@ -257,7 +257,7 @@ PD_OP(rmsprop, FP_IN | GPU, optimizer,
 /* rnn: PaddlePaddle's (paddle.nn.LSTM / GRU / SimpleRNN in a static program), vm/ops/rnn.c.
  * Input time-major [T, N, I]; PreState h (and c) [layers x directions, N, H]; WeightList the
  * weight_ih, weight_hh of each (layer, direction), then their bias_ih, bias_hh. */
-PD_OP(rnn, DIFF | FP_IN, rnn,
+PD_OP(rnn, DIFF | FP_IN | GPU | GPU_GRAD, rnn,
       IN(ONE("Input"), LIST("PreState"), LIST("WeightList"), OPT("SequenceLength")),
       OUT(ONE("Out"), OPT("DropoutState"), TEMP("Reserve"), LIST("State")),
       ATTRS(FLOAT("dropout_prob", 0.0), BOOL("is_bidirec", false), INT("input_size", 10),

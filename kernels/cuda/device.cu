@@ -510,11 +510,11 @@ static const pd_k_backend cuda_backend = {
     .lstm_cell_grad = entry<pd_kcu_lstm_cell_grad>::call,
     .gru_cell = entry<pd_kcu_gru_cell>::call,
     .gru_cell_grad = entry<pd_kcu_gru_cell_grad>::call,
-    /* no whole-sequence RNN kernels: fused_lstm / fused_gru run step by step */
-    .lstm_seq = nullptr,
-    .lstm_seq_grad = nullptr,
-    .gru_seq = nullptr,
-    .gru_seq_grad = nullptr,
+    /* the whole-sequence recurrences step by step (kernels/rnn_steps.c) */
+    .lstm_seq = entry<pd_kcu_lstm_seq>::call,
+    .lstm_seq_grad = entry<pd_kcu_lstm_seq_grad>::call,
+    .gru_seq = entry<pd_kcu_gru_seq>::call,
+    .gru_seq_grad = entry<pd_kcu_gru_seq_grad>::call,
     .sigmoid_xent = entry<pd_kcu_sigmoid_xent>::call,
     .sigmoid_xent_grad = entry<pd_kcu_sigmoid_xent_grad>::call,
     .smooth_l1 = entry<pd_kcu_smooth_l1>::call,

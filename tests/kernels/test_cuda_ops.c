@@ -9,7 +9,9 @@
  *  - copy_rows (the fused recurrences' reordering) through gather and scatter lists, every
  *    element size, bit for bit;
  *  - adaptive pooling and its gradient (max and avg, windows that overlap, outputs larger than
- *    the input), bit for bit.
+ *    the input), bit for bit;
+ *  - the whole-sequence LSTM and GRU and their gradients (kernels/rnn_steps.c on the GPU
+ *    against kernels/cpu/rnn_seq.c), a padded batch of unequal lengths, forward and reversed.
  * The comparison of test_cuda_backend.c (cuda_cmp.h): fp32 within 1e-5, fp64 within 1e-12 of
  * the largest magnitude. The argument checks both backends share run on the CPU (and the GPU)
  * in every build; the comparison skips without a GPU. Its own program: test_cuda_backend.c is
@@ -319,6 +321,85 @@ static void test_copy_rows(void) {
       }
 }
 
+/* Zero-filled buffers (the rows of a padded batch that no step writes stay 0 on both sides). */
+static buf B_zero(size_t bytes) {
+  void *h = kt_alloc(bytes);
+  memset(h, 0, bytes);
+  buf b = B_copy(h, bytes);
+  free(h);
+  return b;
+}
+
+/* The whole-sequence recurrences (the CUDA backend composes them of its GEMM and cell kernels a
+ * step at a time, kernels/rnn_steps.c) against the CPU's kernels: a padded batch (more rows
+ * than steps take, as the rnn op hands them) of five sequences of lengths 7, 5, 5, 2 and 0,
+ * forward and reversed, hidden 3 and 64; the gradients with and without dcell. */
+static void test_rnn_seq(pd_dtype dt) {
+  enum { NS = 5, MAXT = 7, ROWS = NS * MAXT };
+  const int64_t lens[NS] = {7, 5, 5, 2, 0}, hs[2] = {3, 64};
+  size_t sz = pd_dtype_size(dt);
+  for (int hi = 0; hi < 2; hi++)
+    for (int rev = 0; rev < 2; rev++) {
+      int64_t H = hs[hi], koff[MAXT + 1], row[ROWS], i = 0;
+      for (int64_t k = 0; k < MAXT; k++) {
+        koff[k] = i;
+        for (int64_t r = 0; r < NS && lens[r] > k; r++)
+          row[i++] = (rev ? lens[r] - 1 - k : k) * NS + r;
+      }
+      koff[MAXT] = i;
+      pd_k_rnn_seq s = {dt, H, NS, MAXT, koff, row, ROWS};
+      const char *d = dn(dt);
+      char what[64];
+      snprintf(what, sizeof what, "%s H %lld%s", d, (long long)H, rev ? " reversed" : "");
+      for (int lstm = 0; lstm < 2; lstm++) {
+        int64_t ng = lstm ? 4 : 3; /* gates */
+        buf x = B_rand(dt, ROWS * ng * H, -1, 1), w = B_rand(dt, H * ng * H, -0.5, 0.5);
+        buf b = B_rand(dt, ng * H, -0.5, 0.5), h0 = B_rand(dt, NS * H, -1, 1);
+        buf c0 = B_rand(dt, NS * H, -1, 1), hid = B_zero((size_t)(ROWS * H) * sz);
+        buf cel = B_zero((size_t)(ROWS * H) * sz), gat = B_zero((size_t)(ROWS * 4 * H) * sz);
+        buf dh = B_rand(dt, ROWS * H, -1, 1), dc = B_rand(dt, ROWS * H, -1, 1);
+        buf dx = B_zero((size_t)(ROWS * ng * H) * sz), dw = B_zero((size_t)(H * ng * H) * sz);
+        buf db = B_zero((size_t)(ng * H) * sz), dh0 = B_zero((size_t)(NS * H) * sz);
+        buf dc0 = B_zero((size_t)(NS * H) * sz);
+        const char *name = lstm ? "lstm_seq" : "gru_seq";
+        if (lstm)
+          same_status(G->lstm_seq(&s, x.d, w.d, h0.d, c0.d, hid.d, cel.d, gat.d),
+                      C->lstm_seq(&s, x.h, w.h, h0.h, c0.h, hid.h, cel.h, gat.h),
+                      "%s %s: status", name, what);
+        else
+          same_status(G->gru_seq(&s, x.d, w.d, b.d, h0.d, hid.d, gat.d),
+                      C->gru_seq(&s, x.h, w.h, b.h, h0.h, hid.h, gat.h), "%s %s: status", name,
+                      what);
+        same(dt, &hid, ROWS * H, "%s %s: hidden", name, what);
+        if (lstm) same(dt, &cel, ROWS * H, "%s %s: cell", name, what);
+        same(dt, &gat, ROWS * 4 * H, "%s %s: gates", name, what);
+        for (int with_dc = 0; with_dc < (lstm ? 2 : 1); with_dc++) {
+          if (lstm)
+            same_status(G->lstm_seq_grad(&s, w.d, h0.d, c0.d, hid.d, cel.d, gat.d, dh.d,
+                                         with_dc ? dc.d : NULL, dx.d, dw.d, dh0.d, dc0.d),
+                        C->lstm_seq_grad(&s, w.h, h0.h, c0.h, hid.h, cel.h, gat.h, dh.h,
+                                         with_dc ? dc.h : NULL, dx.h, dw.h, dh0.h, dc0.h),
+                        "%s_grad %s: status", name, what);
+          else
+            same_status(G->gru_seq_grad(&s, w.d, h0.d, hid.d, gat.d, dh.d, dx.d, dw.d, db.d,
+                                        dh0.d),
+                        C->gru_seq_grad(&s, w.h, h0.h, hid.h, gat.h, dh.h, dx.h, dw.h, db.h,
+                                        dh0.h),
+                        "%s_grad %s: status", name, what);
+          const char *dcs = with_dc ? ", dcell" : "";
+          same(dt, &dx, ROWS * ng * H, "%s_grad %s%s: dx", name, what, dcs);
+          same(dt, &dw, H * ng * H, "%s_grad %s%s: dw", name, what, dcs);
+          same(dt, &dh0, NS * H, "%s_grad %s%s: dh0", name, what, dcs);
+          if (lstm) same(dt, &dc0, NS * H, "%s_grad %s%s: dc0", name, what, dcs);
+          else same(dt, &db, ng * H, "%s_grad %s: db", name, what);
+        }
+        buf *all_b[] = {&x, &w, &b, &h0, &c0, &hid, &cel, &gat, &dh, &dc, &dx, &dw, &db, &dh0,
+                        &dc0};
+        for (size_t k = 0; k < PD_ARRAY_LEN(all_b); k++) B_free(all_b[k]);
+      }
+    }
+}
+
 /* Adaptive pooling: output sizes that divide the input, that do not (overlapping windows) and
  * that exceed it (windows repeat), one window per plane; max with ties (rounded inputs). */
 static void test_adaptive_pool(pd_dtype dt) {
@@ -392,6 +473,7 @@ int main(int argc, char **argv) {
     test_kldiv(floats[t]);
     test_dropout(floats[t]);
     test_adaptive_pool(floats[t]);
+    test_rnn_seq(floats[t]);
   }
   test_repeat();
   test_copy_rows();

@@ -1,11 +1,14 @@
-/* test_rnn_seq.c -- the CPU backend's whole-sequence LSTM and GRU (kernels/cpu/rnn_seq.c:
- * lstm_seq, gru_seq and their gradients) against a reference written here from the equations,
+/* test_rnn_seq.c -- the whole-sequence LSTM and GRU (lstm_seq, gru_seq and their gradients) of
+ * the CPU backend (kernels/cpu/rnn_seq.c) and of kernels/rnn_steps.c's composition of a
+ * backend's GEMM and cell entries (what the CUDA backend runs; here over the CPU's entries,
+ * tests/kernels/steps_backend.h) against a reference written here from the equations,
  * one sequence at a time in double (forward, and backpropagation through time by hand): batches
  * of sequences of unequal lengths (one empty) whose rows are interleaved in the batch-major
  * tensors, forward and reversed, at hidden sizes that split into uneven parts across three
  * threads (and one that stays in one part), fp64 and fp32; and the argument checks. */
 #include "config.h"
 #include "tests/kernels/kt.h"
+#include "tests/kernels/steps_backend.h"
 
 enum { MAXH = 64, MAXN = 24, MAXLEN = 9 };
 
@@ -312,17 +315,22 @@ int main(int argc, char **argv) {
   static const int64_t lens16[16] = {9, 9, 8, 8, 7, 7, 7, 6, 5, 5, 4, 3, 3, 2, 1, 0};
   static const int64_t lens3[3] = {4, 2, 0};
   static const int64_t none[2] = {0, 0};
-  for (int d = 0; d < 2; d++) {
-    pd_dtype dt = kt_float_types[d];
-    test_lstm(dt, 40, 16, lens16, false, "lstm H 40 (uneven parts)");
-    test_lstm(dt, 64, 16, lens16, true, "lstm H 64 reversed");
-    test_lstm(dt, 5, 3, lens3, false, "lstm H 5 (one part)");
-    test_lstm(dt, 8, 2, none, false, "lstm, empty sequences only");
-    test_gru(dt, 40, 16, lens16, true, "gru H 40 reversed (uneven parts)");
-    test_gru(dt, 64, 16, lens16, false, "gru H 64");
-    test_gru(dt, 5, 3, lens3, true, "gru H 5 (one part)");
-    test_gru(dt, 8, 2, none, false, "gru, empty sequences only");
+  const pd_k_backend *backends[2] = {pd_k_cpu(), steps_backend()};
+  for (int b = 0; b < 2; b++) {
+    K = backends[b];
+    printf("# %s\n", b ? "kernels/rnn_steps.c over the CPU's entries" : "the CPU backend's");
+    for (int d = 0; d < 2; d++) {
+      pd_dtype dt = kt_float_types[d];
+      test_lstm(dt, 40, 16, lens16, false, "lstm H 40 (uneven parts)");
+      test_lstm(dt, 64, 16, lens16, true, "lstm H 64 reversed");
+      test_lstm(dt, 5, 3, lens3, false, "lstm H 5 (one part)");
+      test_lstm(dt, 8, 2, none, false, "lstm, empty sequences only");
+      test_gru(dt, 40, 16, lens16, true, "gru H 40 reversed (uneven parts)");
+      test_gru(dt, 64, 16, lens16, false, "gru H 64");
+      test_gru(dt, 5, 3, lens3, true, "gru H 5 (one part)");
+      test_gru(dt, 8, 2, none, false, "gru, empty sequences only");
+    }
+    test_args();
   }
-  test_args();
   return tap_done();
 }

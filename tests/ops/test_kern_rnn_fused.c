@@ -6,11 +6,13 @@
  * f c + i g, h' = o tanh(c'); GRU r, z, n: n = tanh(u_n + r (h W_hn + b_hn)), h' = (1 - z) n +
  * z h), the LoD, every input's gradient against finite differences (through Hidden and Cell),
  * fp32 values, and the errors of bad shapes; the values and gradients both through the CPU
- * backend's whole-sequence kernels and step by step (the path of backends without them). */
+ * backend's whole-sequence kernels and step by step (kernels/rnn_steps.c, what the CUDA backend
+ * runs, over the CPU's entries). */
 #include "config.h"
 
 #include <math.h>
 
+#include "tests/kernels/steps_backend.h"
 #include "tests/ops/test_kern_math.h"
 
 enum { H = 3, ROWS = 6 };
@@ -140,15 +142,12 @@ int main(void) {
   vals(b3, 9, -0.5, 0.5, 5, false);
   vals(h0, 12, -0.9, 0.9, 6, false);
   vals(c0, 12, -0.9, 0.9, 7, false);
-  /* Twice: through the CPU backend, whose lstm_seq / gru_seq take the whole sequence, and
-   * through a copy without them, where the ops run step by step as on the GPU. */
-  pd_k_backend stepwise = *pd_k_cpu();
-  stepwise.lstm_seq = NULL, stepwise.lstm_seq_grad = NULL;
-  stepwise.gru_seq = NULL, stepwise.gru_seq_grad = NULL;
+  /* Twice: through the CPU backend's whole-sequence kernels, and through kernels/rnn_steps.c's
+   * composition of its GEMM and cell entries (the CUDA backend's code, on the CPU). */
   for (int path = 0; path < 2; path++) {
-    printf("# %s\n", path ? "step by step (the GPU's code path, on the CPU)"
+    printf("# %s\n", path ? "step by step (kernels/rnn_steps.c, the GPU's code, on the CPU)"
                            : "whole sequences (the CPU backend's lstm_seq / gru_seq)");
-    rt_default_host = path ? &stepwise : NULL;
+    rt_default_host = path ? steps_backend() : NULL;
     for (int lstm = 0; lstm < 2; lstm++)
       for (size_t l = 0; l < PD_ARRAY_LEN(lays); l++)
         for (int rev = 0; rev < 2; rev++)

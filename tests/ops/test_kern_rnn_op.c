@@ -5,11 +5,14 @@
  * Paddle's equations (the weights [G H, in] as WeightList orders them, the GRU's reset applied to
  * h W_hn^T + b_hn), the gradients of Input, PreState and every weight and bias against finite
  * differences through Out and State, fp32 values, and the errors (a WeightList of the wrong
- * length, a weight of the wrong shape, a length past T, dropout in training). */
+ * length, a weight of the wrong shape, a length past T, dropout in training). LSTM and GRU run
+ * through the CPU backend's whole-sequence kernels, and again through kernels/rnn_steps.c (the
+ * CUDA backend's composition of them, over the CPU's entries). */
 #include "config.h"
 
 #include <math.h>
 
+#include "tests/kernels/steps_backend.h"
 #include "tests/ops/test_kern_math.h"
 
 enum { T = 3, N = 4, I = 2, H = 2 };
@@ -207,6 +210,13 @@ int main(void) {
     for (int L = 1; L <= 2; L++)
       for (int D = 1; D <= 2; D++)
         for (int ul = 0; ul < 2; ul++) one(m, L, D, ul);
+  /* LSTM and GRU again through kernels/rnn_steps.c (the CUDA backend's recurrences, over the
+   * CPU's entries): the padded rows of a batch with lengths included. */
+  printf("# LSTM and GRU step by step (kernels/rnn_steps.c)\n");
+  rt_default_host = steps_backend();
+  for (int m = 0; m < 2; m++)
+    for (int D = 1; D <= 2; D++) one(m, 2, D, 1);
+  rt_default_host = NULL;
   /* fp32: the same values within rounding. */
   for (int m = 0; m < 2; m++) {
     const char *what = m ? "rnn GRU fp32" : "rnn LSTM fp32";

@@ -1,11 +1,12 @@
 /* rnn.c -- PaddlePaddle's `rnn` op, the one paddle.nn.LSTM / GRU / SimpleRNN write into a static
  * program: multi-layer, optionally bidirectional LSTM, GRU or Elman (tanh / relu) networks over a
  * padded, time-major batch with optional sequence lengths. Shape function, kernel and gradient
- * kernel (CPU). LSTM and GRU run in Input's dtype through the backend's whole-sequence kernels
- * (kernels.h: lstm_seq, gru_seq and their gradients, the ones fused_lstm and fused_gru use): per
- * cell one GEMM for the input projection of every step, then the recurrence in one call.
- * RNN_TANH and RNN_RELU compute in double whatever the dtype, the products through the
- * backend's GEMM.
+ * kernel, on the CPU and the GPU. LSTM and GRU run in Input's dtype through the backend's
+ * whole-sequence kernels (kernels.h: lstm_seq, gru_seq and their gradients, the ones fused_lstm
+ * and fused_gru use): per cell one GEMM for the input projection of every step, then the
+ * recurrence in one call; every move of data a backend call at the op's place. RNN_TANH and
+ * RNN_RELU compute in double on the host whatever the dtype and the place (a GPU run copies
+ * their tensors there and back).
  *
  * Slots and weights as Paddle's: Input [T, N, I]; PreState the initial states, [L D, N, H] each
  * (h; for an LSTM h then c); WeightList, for each layer l and direction d in the order
@@ -230,52 +231,6 @@ static pd_status rplan_make(pd_exec_ctx *ctx, rplan *p) {
   return PD_OK;
 }
 
-/* ================================================================ helpers */
-
-static void to_f64(const pd_tensor *t, double *dst) {
-  pd_k_cpu()->cast(t->dtype, pd_tensor_data(t), PD_FP64, dst, pd_tensor_numel(t));
-}
-
-/* out (resized to dims, p->dt) from n doubles. */
-static pd_status put(const pd_exec_ctx *ctx, const rplan *p, pd_tensor *out, int nd,
-                     const int64_t *dims, const double *src) {
-  if (!out) return PD_OK;
-  pd_status st = pd_ctx_resize(ctx, out, p->dt, nd, dims);
-  if (!st) pd_k_cpu()->cast(PD_FP64, src, p->dt, pd_tensor_data(out), pd_tensor_numel(out));
-  return st;
-}
-
-/* C [m, n] = op(A) op(B) + beta C, in double. */
-static pd_status gemm(const pd_exec_ctx *ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
-                      const double *a, const double *b, double beta, double *c) {
-  if (m == 0 || n == 0) return PD_OK;
-  return pd_ctx_check(ctx, ctx->k->gemm(PD_FP64, ta, tb, m, n, k, 1.0, a, ld(ta ? m : k), b,
-                                        ld(tb ? k : n), beta, c, ld(n)),
-                      "gemm");
-}
-
-/* A cell's weights in double: wih [GH, in], whh [GH, H], bih, bhh [GH]. */
-typedef struct cellw {
-  double *wih, *whh, *bih, *bhh;
-} cellw;
-
-/* Every cell's weights, one block. */
-static double *load_weights(const rplan *p, cellw *cw) {
-  size_t n = 0;
-  for (int c = 0; c < p->L * p->D; c++)
-    for (int k = 0; k < 4; k++) n += (size_t)pd_tensor_numel(p->w[4 * c + k]);
-  double *all = pd_malloc(sizeof *all * (n + 1)), *q = all;
-  for (int c = 0; all && c < p->L * p->D; c++) {
-    double **dst[4] = {&cw[c].wih, &cw[c].whh, &cw[c].bih, &cw[c].bhh};
-    for (int k = 0; k < 4; k++) {
-      *dst[k] = q;
-      to_f64(p->w[4 * c + k], q);
-      q += pd_tensor_numel(p->w[4 * c + k]);
-    }
-  }
-  return all;
-}
-
 /* ================================================================ LSTM and GRU: whole sequences */
 
 /* The batch as the whole-sequence kernels take it (kernels.h: pd_k_rnn_seq): the sequences by
@@ -288,9 +243,12 @@ typedef struct wplan {
   int64_t *koff;            /* [steps + 1] */
   int64_t *row[2];          /* [koff[steps]]: direction d's rows */
   int64_t *last[2];         /* [N]: the row of sequence n's last step in direction d; -1: none */
+  const int64_t *at_order;  /* order where the op computes (for copy_rows) */
+  void *at_tmp;             /* its scratch copy there, if one was made */
 } wplan;
 
-static void wplan_free(wplan *w) {
+static void wplan_free(const pd_exec_ctx *ctx, wplan *w) {
+  pd_ctx_scratch_free(ctx, w->at_tmp);
   pd_free(w->order);
   pd_free(w->rank);
   pd_free(w->koff);
@@ -337,7 +295,10 @@ static pd_status wplan_make(const pd_exec_ctx *ctx, const rplan *p, wplan *w) {
     w->last[0][n] = p->len[n] ? (p->len[n] - 1) * N + n : -1;
     w->last[1][n] = p->len[n] ? n : -1;
   }
-  return PD_OK;
+  pd_status st = PD_OK;
+  w->at_order = pd_ctx_at_place(ctx, w->order, sizeof *w->order * (size_t)(N + 1), &w->at_tmp,
+                                &st);
+  return st;
 }
 
 /* C [m, n] = op(A) op(B) + beta C in the op's dtype, leading dimensions given. */
@@ -369,23 +330,6 @@ static pd_status transposed(const pd_exec_ctx *ctx, pd_dtype dt, int64_t rows, i
   return pd_ctx_check(ctx, ctx->k->transpose(dt, 2, dims, perm, w, wt), "transpose");
 }
 
-/* n buffers of the given sizes in bytes (each at least one byte); all freed on failure. */
-static pd_status alloc_all(const pd_exec_ctx *ctx, int n, char **bufs, const size_t *sizes) {
-  pd_status st = PD_OK;
-  for (int i = 0; i < n; i++) bufs[i] = NULL;
-  for (int i = 0; i < n && !st; i++) bufs[i] = pd_ctx_scratch(ctx, sizes[i] + 1, &st);
-  if (st)
-    for (int i = 0; i < n; i++) {
-      pd_ctx_scratch_free(ctx, bufs[i]);
-      bufs[i] = NULL;
-    }
-  return st;
-}
-
-static void free_all(const pd_exec_ctx *ctx, int n, char **bufs) {
-  for (int i = 0; i < n; i++) pd_ctx_scratch_free(ctx, bufs[i]);
-}
-
 /* The cell's initial states in the sequences' order (h0s, and c0s for the LSTM), [N, H]. */
 static pd_status cell_init(const pd_exec_ctx *ctx, const rplan *p, const wplan *w, int c,
                            char *h0s, char *c0s) {
@@ -395,7 +339,7 @@ static pd_status cell_init(const pd_exec_ctx *ctx, const rplan *p, const wplan *
     st = pd_ctx_check(ctx, ctx->k->copy_rows(p->dt, p->N, p->H,
                                              (const char *)pd_tensor_data(
                                                  pd_ctx_in_at(ctx, "PreState", i)) + at,
-                                             w->order, i ? c0s : h0s, NULL),
+                                             w->at_order, i ? c0s : h0s, NULL),
                       "copy_rows");
   return st;
 }
@@ -411,7 +355,7 @@ static pd_status gated_forward(const pd_exec_ctx *ctx, const rplan *p, const wpl
   char *b[5]; /* xp [TN, GH], wt [H, GH], the biases' sum [GH], h0s and c0s [N, H] */
   size_t sizes[5] = {(size_t)(TN * GH) * es, (size_t)(H * GH) * es, (size_t)GH * es,
                      (size_t)(N * H) * es, (size_t)(N * H) * es};
-  pd_status st = alloc_all(ctx, 5, b, sizes);
+  pd_status st = pd_ctx_scratch_n(ctx, 5, b, sizes);
   for (int l = 0; l < p->L && !st; l++)
     for (int d = 0; d < p->D && !st; d++) {
       int c = l * p->D + d;
@@ -455,7 +399,7 @@ static pd_status gated_forward(const pd_exec_ctx *ctx, const rplan *p, const wpl
         }
       }
     }
-  free_all(ctx, 5, b);
+  pd_ctx_scratch_free_n(ctx, 5, b);
   return st;
 }
 
@@ -571,7 +515,7 @@ static pd_status gated_backward(pd_exec_ctx *ctx, const rplan *p, const wplan *w
                                (size_t)(TN * GH) * es, (size_t)(H * GH) * es,
                                (size_t)(H * GH) * es, (size_t)(TN * H) * es,
                                (size_t)(TN * H) * es, nh, nh, nh, nh, (size_t)GH * es};
-  pd_status st = alloc_all(ctx, 4 + GB_BUFS, a, sizes);
+  pd_status st = pd_ctx_scratch_n(ctx, 4 + GB_BUFS, a, sizes);
   if (st) return st;
   char *dy = a[0], *dx = a[1], *dps[2] = {a[2], a[3]};
   if (dout) st = pd_ctx_copy(ctx, dy, pd_tensor_data(dout), (size_t)(TN * DH) * es);
@@ -602,7 +546,7 @@ static pd_status gated_backward(pd_exec_ctx *ctx, const rplan *p, const wplan *w
     if (!(st = pd_ctx_resize(ctx, o, dt, s->ndims, s->dims)))
       st = pd_ctx_copy(ctx, pd_tensor_data(o), dps[i], (size_t)SS * es);
   }
-  free_all(ctx, 4 + GB_BUFS, a);
+  pd_ctx_scratch_free_n(ctx, 4 + GB_BUFS, a);
   return st;
 }
 
@@ -636,7 +580,7 @@ static pd_status gated_run(pd_exec_ctx *ctx, const rplan *p, bool grad) {
   for (int i = 0; i < ns && !st; i++) st = out_at(ctx, "State", i, false, &state[i]);
   char *b[3] = {NULL, NULL, NULL}; /* Reserve's data when not bound; the final h and c */
   size_t sizes[3] = {reserve ? 0 : rn * es, (size_t)SS * es, (size_t)SS * es};
-  if (st || (st = alloc_all(ctx, 3, b, sizes))) goto out;
+  if (st || (st = pd_ctx_scratch_n(ctx, 3, b, sizes))) goto out;
   int64_t rd = (int64_t)rn;
   char *res = b[0];
   if (reserve && !(st = pd_ctx_resize(ctx, reserve, p->dt, 1, &rd))) res = pd_tensor_data(reserve);
@@ -648,13 +592,89 @@ static pd_status gated_run(pd_exec_ctx *ctx, const rplan *p, bool grad) {
   for (int i = 0; i < ns && !st; i++)
     if (state[i] && !(st = pd_ctx_resize(ctx, state[i], p->dt, 3, sd)))
       st = pd_ctx_copy(ctx, pd_tensor_data(state[i]), b[1 + i], (size_t)SS * es);
-  free_all(ctx, 3, b);
+  pd_ctx_scratch_free_n(ctx, 3, b);
 out:
-  wplan_free(&w);
+  wplan_free(ctx, &w);
   return st;
 }
 
 /* ================================================================ RNN_TANH and RNN_RELU */
+
+/* The Elman modes compute in double on the host, wherever the op's tensors are (the GPU too:
+ * they are copied in and out). */
+
+/* t's values in double. */
+static pd_status to_f64(const pd_exec_ctx *ctx, const pd_tensor *t, double *dst) {
+  void *tmp = NULL;
+  pd_status st = PD_OK;
+  const void *h = pd_ctx_host_data(ctx, t, &tmp, &st);
+  if (h) pd_k_cpu()->cast(t->dtype, h, PD_FP64, dst, pd_tensor_numel(t));
+  pd_k_host_free(tmp);
+  return h ? PD_OK : st;
+}
+
+/* nbytes between the host and the op's place (dir 1: to the place). */
+static pd_status host_move(const pd_exec_ctx *ctx, void *place_buf, void *host, size_t nbytes,
+                           int dir) {
+  pd_k_place at = pd_ctx_place(ctx);
+  pd_status st = dir ? pd_mem_copy(place_buf, at, host, PD_K_HOST, nbytes)
+                     : pd_mem_copy(host, PD_K_HOST, place_buf, at, nbytes);
+  return pd_ctx_check(ctx, st, "copy");
+}
+
+/* out (resized to dims, p->dt) from n doubles. */
+static pd_status put(const pd_exec_ctx *ctx, const rplan *p, pd_tensor *out, int nd,
+                     const int64_t *dims, const double *src) {
+  if (!out) return PD_OK;
+  pd_status st = pd_ctx_resize(ctx, out, p->dt, nd, dims);
+  if (st) return st;
+  int64_t n = pd_tensor_numel(out);
+  if (pd_ctx_place(ctx) == PD_K_HOST) {
+    pd_k_cpu()->cast(PD_FP64, src, p->dt, pd_tensor_data(out), n);
+    return PD_OK;
+  }
+  size_t bytes = (size_t)n * pd_dtype_size(p->dt);
+  void *tmp = pd_k_host_alloc(bytes + 1);
+  if (!tmp) return nomem(ctx);
+  pd_k_cpu()->cast(PD_FP64, src, p->dt, tmp, n);
+  st = host_move(ctx, pd_tensor_data(out), tmp, bytes, 1);
+  pd_k_host_free(tmp);
+  return st;
+}
+
+/* C [m, n] = op(A) op(B) + beta C, in double on the host. */
+static pd_status gemm(const pd_exec_ctx *ctx, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                      const double *a, const double *b, double beta, double *c) {
+  if (m == 0 || n == 0) return PD_OK;
+  return pd_ctx_check(ctx, pd_k_cpu()->gemm(PD_FP64, ta, tb, m, n, k, 1.0, a, ld(ta ? m : k), b,
+                                            ld(tb ? k : n), beta, c, ld(n)),
+                      "gemm");
+}
+
+/* A cell's weights in double: wih [GH, in], whh [GH, H], bih, bhh [GH]. */
+typedef struct cellw {
+  double *wih, *whh, *bih, *bhh;
+} cellw;
+
+/* Every cell's weights, one block (*all, to free; NULL on failure). */
+static pd_status load_weights(const pd_exec_ctx *ctx, const rplan *p, cellw *cw, double **all) {
+  size_t n = 0;
+  for (int c = 0; c < p->L * p->D; c++)
+    for (int k = 0; k < 4; k++) n += (size_t)pd_tensor_numel(p->w[4 * c + k]);
+  double *q = *all = pd_malloc(sizeof *q * (n + 1));
+  if (!q) return nomem(ctx);
+  pd_status st = PD_OK;
+  for (int c = 0; c < p->L * p->D && !st; c++) {
+    double **dst[4] = {&cw[c].wih, &cw[c].whh, &cw[c].bih, &cw[c].bhh};
+    for (int k = 0; k < 4 && !st; k++) {
+      *dst[k] = q;
+      st = to_f64(ctx, p->w[4 * c + k], q);
+      q += pd_tensor_numel(p->w[4 * c + k]);
+    }
+  }
+  return st;
+}
+
 
 /* One Elman cell (layer l, direction d) over the batch, in double: x [T N, in] the layer's
  * input, h [N, H] the initial states; writes the cell's states into the reserve and its half of
@@ -715,18 +735,18 @@ pd_status pd_kernel_rnn(pd_exec_ctx *ctx) {
     goto out;
   int cells = p.L * p.D;
   size_t TN = (size_t)(p.T * p.N), NH = (size_t)(p.N * p.H), SS = (size_t)cells * NH;
-  wall = load_weights(&p, cw);
   res = pd_malloc(sizeof *res * (reserve_size(&p) + 1));
   x0 = pd_malloc(sizeof *x0 * (TN * (size_t)p.I + 1));
   st0 = pd_malloc(sizeof *st0 * (SS + 1));
   xp = pd_malloc(sizeof *xp * (TN * (size_t)p.H + 1));
   hp = pd_malloc(sizeof *hp * (NH + 1));
-  if (!wall || !res || !x0 || !st0 || !xp || !hp) {
+  if (!res || !x0 || !st0 || !xp || !hp) {
     st = nomem(ctx);
     goto out;
   }
-  to_f64(pd_ctx_in(ctx, "Input"), x0);
-  to_f64(pd_ctx_in_at(ctx, "PreState", 0), st0);
+  if ((st = load_weights(ctx, &p, cw, &wall)) || (st = to_f64(ctx, pd_ctx_in(ctx, "Input"), x0)) ||
+      (st = to_f64(ctx, pd_ctx_in_at(ctx, "PreState", 0), st0)))
+    goto out;
   for (int l = 0; l < p.L && !st; l++)
     for (int d = 0; d < p.D && !st; d++) {
       int c = l * p.D + d;
@@ -741,7 +761,7 @@ pd_status pd_kernel_rnn(pd_exec_ctx *ctx) {
   if (reserve) {
     int64_t rd = (int64_t)reserve_size(&p);
     if ((st = pd_ctx_resize(ctx, reserve, PD_FP64, 1, &rd))) goto out;
-    memcpy(pd_tensor_data(reserve), res, sizeof *res * reserve_size(&p));
+    st = host_move(ctx, pd_tensor_data(reserve), res, sizeof *res * reserve_size(&p), 1);
   }
 out:
   pd_free(wall);
@@ -819,8 +839,8 @@ pd_status pd_kernel_rnn_grad(pd_exec_ctx *ctx) {
   }
   size_t TN = (size_t)(p.T * p.N), NH = (size_t)(p.N * p.H), SS = (size_t)cells * NH;
   size_t wmax = (size_t)(p.I > p.D * p.H ? p.I : p.D * p.H);
-  wall = load_weights(&p, cw);
-  dwall = load_weights(&p, dcw);
+  if ((st = load_weights(ctx, &p, cw, &wall)) || (st = load_weights(ctx, &p, dcw, &dwall)))
+    goto out;
   res = pd_malloc(sizeof *res * (reserve_size(&p) + 1));
   x0 = pd_malloc(sizeof *x0 * (TN * (size_t)p.I + 1));
   st0 = pd_malloc(sizeof *st0 * (SS + 1));
@@ -831,18 +851,20 @@ pd_status pd_kernel_rnn_grad(pd_exec_ctx *ctx) {
   dgh = pd_malloc(sizeof *dgh * (NH + 1));
   carry = pd_malloc(sizeof *carry * (NH + 1));
   prev = pd_malloc(sizeof *prev * (NH + 1));
-  if (!wall || !dwall || !res || !x0 || !st0 || !dst || !dy || !dx || !dgx || !dgh || !carry ||
-      !prev) {
+  if (!res || !x0 || !st0 || !dst || !dy || !dx || !dgx || !dgh || !carry || !prev) {
     st = nomem(ctx);
     goto out;
   }
   for (size_t i = 0; i < (size_t)(dcw[cells - 1].bhh - dwall) + (size_t)p.H; i++) dwall[i] = 0;
-  memcpy(res, pd_tensor_data(reserve), sizeof *res * reserve_size(&p));
-  to_f64(pd_ctx_in(ctx, "Input"), x0);
-  to_f64(pd_ctx_in_at(ctx, "PreState", 0), st0);
+  if ((st = host_move(ctx, (void *)pd_tensor_data(reserve), res,
+                      sizeof *res * reserve_size(&p), 0)) ||
+      (st = to_f64(ctx, pd_ctx_in(ctx, "Input"), x0)) ||
+      (st = to_f64(ctx, pd_ctx_in_at(ctx, "PreState", 0), st0)))
+    goto out;
   const pd_tensor *ds = in_if_set(ctx, "State@GRAD", 0);
-  if (ds && (size_t)pd_tensor_numel(ds) == SS && ds->dtype == p.dt) to_f64(ds, dst);
-  else if (ds) {
+  if (ds && (size_t)pd_tensor_numel(ds) == SS && ds->dtype == p.dt) {
+    if ((st = to_f64(ctx, ds, dst))) goto out;
+  } else if (ds) {
     st = pd_ctx_fail(ctx, PD_ESHAPE, "State@GRAD[0] must have %lld %s values", (long long)SS,
                      pd_dtype_name(p.dt));
     goto out;
@@ -853,7 +875,7 @@ pd_status pd_kernel_rnn_grad(pd_exec_ctx *ctx) {
                        (long long)p.T, (long long)p.N, (long long)(p.D * p.H), pd_dtype_name(p.dt));
       goto out;
     }
-    to_f64(dout, dy);
+    if ((st = to_f64(ctx, dout, dy))) goto out;
   }
   for (int l = p.L - 1; l >= 0 && !st; l--) {
     int64_t in = in_of(&p, l);

@@ -1,13 +1,12 @@
 /* rnn_fused.c -- fused_lstm and fused_gru, the gated loops of stdlib/layers.pd's lstm and gru that
  * the fuse_rnn pass (vm/passes/fuse_gated.c) makes into one op each: one GEMM a step for all
  * gates against the recurrent weight (the input projection hoisted out of the loop), the gate
- * arithmetic on the rows of the step (the backend's lstm_cell / gru_cell, kernels.h), the
- * activations kept for the backward pass. Shape functions, kernels and gradient kernels; every
- * buffer is the op's place's (pd_ctx_scratch), and every move of data is a backend call (the
- * time-major reordering, the initial states and the state gradients: copy_rows; the carried
- * gradients: binary add; fills, copies, reductions), so the ops run on the GPU too. A backend
- * with whole-sequence kernels (kernels.h: lstm_seq, gru_seq and their gradients; the CPU's)
- * gets the plan and the batch-major tensors instead, and runs every step itself. */
+ * arithmetic on the rows of the step, the activations kept for the backward pass. Shape
+ * functions, kernels and gradient kernels. The steps are the backend's whole-sequence kernels
+ * (kernels.h: lstm_seq, gru_seq and their gradients; the CPU's rnn_seq.c, the CUDA backend's
+ * kernels/rnn_steps.c), given the plan and the batch-major tensors; the op makes the plan, the
+ * initial states in the plan's order and the state gradients back (copy_rows, reduce: backend
+ * calls, at the op's place), so the ops run on the GPU too. */
 #include "config.h"
 
 #include <math.h>
@@ -86,10 +85,10 @@ typedef struct gplan {
   const int64_t *off;
   int64_t *order, *koff, *row;
   bool rev;
-  /* At the op's place, for the backend: row, order and nseq zeros, one after another. */
+  /* At the op's place, for the backend: order and nseq zeros, one after the other. */
   const pd_exec_ctx *ctx;
   int64_t *ids;
-  const int64_t *at_row, *at_order, *at_zero;
+  const int64_t *at_order, *at_zero;
   void *at_tmp;
 } gplan;
 
@@ -189,17 +188,15 @@ static pd_status gplan_make(pd_exec_ctx *ctx, gplan *p, int gates, int gate_cols
   }
   p->koff[p->maxlen] = i;
   /* The index lists at the op's place. */
-  size_t nids = (size_t)(p->total + 2 * p->nseq);
+  size_t nids = (size_t)(2 * p->nseq);
   if (!(p->ids = pd_malloc(sizeof *p->ids * (nids + 1)))) return nomem(ctx);
-  memcpy(p->ids, p->row, sizeof *p->ids * (size_t)p->total);
-  memcpy(p->ids + p->total, p->order, sizeof *p->ids * (size_t)p->nseq);
-  memset(p->ids + p->total + p->nseq, 0, sizeof *p->ids * (size_t)(p->nseq + 1));
+  memcpy(p->ids, p->order, sizeof *p->ids * (size_t)p->nseq);
+  memset(p->ids + p->nseq, 0, sizeof *p->ids * (size_t)(p->nseq + 1));
   pd_status ps;
   const int64_t *at = pd_ctx_at_place(ctx, p->ids, sizeof *p->ids * (nids + 1), &p->at_tmp, &ps);
   if (!at) return ps;
-  p->at_row = at;
-  p->at_order = at + p->total;
-  p->at_zero = at + p->total + p->nseq;
+  p->at_order = at;
+  p->at_zero = at + p->nseq;
   return PD_OK;
 }
 
@@ -214,15 +211,6 @@ static pd_status rows(const gplan *p, int64_t n, int64_t cols, const void *src,
 static pd_status zero(const gplan *p, int64_t n, void *dst) {
   const pd_exec_ctx *ctx = p->ctx;
   return n ? pd_ctx_check(ctx, ctx->k->fill(p->dt, n, dst, 0.0), "fill") : PD_OK;
-}
-
-/* Time-major dst (rows of cols elements) from src in Input's order, or back. */
-static pd_status to_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
-  return rows(p, p->total, cols, src, p->at_row, dst, NULL);
-}
-
-static pd_status from_tm(const gplan *p, int64_t cols, char *dst, const char *src) {
-  return rows(p, p->total, cols, src, NULL, dst, p->at_row);
 }
 
 /* A state's initial rows in the sequences' order, [nseq, H] (zeros without it). */
@@ -249,74 +237,7 @@ static pd_status state_grad(const pd_exec_ctx *ctx, const gplan *p, const pd_ten
                       "reduce");
 }
 
-/* C [m, n] = A [m, k] B [k, n] (or with A or B transposed) + beta C, row-major, packed. */
-static pd_status gemm(const pd_exec_ctx *ctx, const gplan *p, bool ta, bool tb, int64_t m,
-                      int64_t n, int64_t k, const void *a, const void *b, double beta, void *c) {
-  if (m == 0 || n == 0) return PD_OK;
-  return pd_ctx_check(ctx, ctx->k->gemm(p->dt, ta, tb, m, n, k, 1.0, a, ld(ta ? m : k), b,
-                                        ld(tb ? k : n), beta, c, ld(n)),
-                      "gemm");
-}
-
-/* wt [cols, rows] = w [rows, cols] transposed, once before a backward loop: each step's
- * dG W^T then reads W^T in place (a product with B transposed copies B, or takes a slower
- * kernel, at every one of the steps). */
-static pd_status transposed(const pd_exec_ctx *ctx, const gplan *p, const pd_tensor *w,
-                            int64_t rows, int64_t cols, void *wt) {
-  int64_t dims[2] = {rows, cols};
-  int perm[2] = {1, 0};
-  return pd_ctx_check(ctx, ctx->k->transpose(p->dt, 2, dims, perm, pd_tensor_data(w), wt),
-                      "transpose");
-}
-
-/* The previous states of every time-major row: step k's rows take the first rows of step
- * k - 1, step 0's the initial ones (init, in the sequences' order). */
-static pd_status prev_rows(const gplan *p, const char *init, const char *states, char *prev) {
-  size_t rb = (size_t)p->hid * p->es;
-  pd_status st = p->maxlen ? pd_ctx_copy(p->ctx, prev, init, (size_t)running(p, 0) * rb) : PD_OK;
-  for (int64_t k = 1; k < p->maxlen && !st; k++)
-    st = pd_ctx_copy(p->ctx, prev + (size_t)p->koff[k] * rb, states + (size_t)p->koff[k - 1] * rb,
-                     (size_t)running(p, k) * rb);
-  return st;
-}
-
-/* Output o (resized to [T, cols] with Input's LoD) from time-major tm. */
-static pd_status put_out(const pd_exec_ctx *ctx, const gplan *p, pd_tensor *o, int64_t cols,
-                         const char *tm) {
-  if (!o) return PD_OK;
-  int64_t dims[2] = {p->total, cols};
-  pd_status st = pd_ctx_resize(ctx, o, p->dt, 2, dims);
-  if (!st) st = pd_ctx_check(ctx, pd_tensor_copy_lod(o, &p->lod), "lod");
-  if (!st) st = from_tm(p, cols, pd_tensor_data(o), tm);
-  return st;
-}
-
-/* ================================================================ the gate math */
-
-/* dst[i] += src[i], n elements (the backend's add, in place). */
-static pd_status add_to(const gplan *p, int64_t n, char *dst, const char *src) {
-  const pd_exec_ctx *ctx = p->ctx;
-  if (n == 0) return PD_OK;
-  return pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, p->dt, 1, &n, dst, 1, &n, src, -1, dst),
-                      "add");
-}
-
-/* Allocate n buffers of the given byte sizes (each at least 1 byte) at the op's place; an
- * error at the op (all freed) when one fails. */
-static pd_status alloc_all(const pd_exec_ctx *ctx, int n, char **bufs, const size_t *sizes) {
-  pd_status st = PD_OK;
-  for (int i = 0; i < n && !st; i++) bufs[i] = pd_ctx_scratch(ctx, sizes[i] + 1, &st);
-  if (st)
-    for (int i = 0; i < n; i++) {
-      pd_ctx_scratch_free(ctx, bufs[i]);
-      bufs[i] = NULL;
-    }
-  return st;
-}
-
-static void free_all(const pd_exec_ctx *ctx, int n, char **bufs) {
-  for (int i = 0; i < n; i++) pd_ctx_scratch_free(ctx, bufs[i]);
-}
+/* ================================================================ helpers */
 
 /* An output must not be bound to any input. */
 static pd_status distinct(const pd_exec_ctx *ctx, const pd_tensor *const *ins, int nin,
@@ -382,16 +303,16 @@ static pd_status lstm_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x
   size_t sizes[2] = {rb * (size_t)p->nseq, rb * (size_t)p->nseq};
   pd_status st = PD_OK;
   for (int i = 0; i < 3 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
-  if (!st) st = alloc_all(ctx, 2, init, sizes);
+  if (!st) st = pd_ctx_scratch_n(ctx, 2, init, sizes);
   if (!st) {
     pd_k_rnn_seq s = seq_of(p);
     if (!(st = init_rows(p, h0, init[0])) && !(st = init_rows(p, c0, init[1])))
       st = pd_ctx_check(ctx, ctx->k->lstm_seq(&s, pd_tensor_data(x), pd_tensor_data(w), init[0],
                                               init[1], data[0], data[1], data[2]),
                         "lstm");
-    free_all(ctx, 2, init);
+    pd_ctx_scratch_free_n(ctx, 2, init);
   }
-  free_all(ctx, 3, scratch);
+  pd_ctx_scratch_free_n(ctx, 3, scratch);
   return st;
 }
 
@@ -405,7 +326,7 @@ static pd_status lstm_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tens
   size_t sizes[4] = {rb * N, rb * N, rb * N, rb * N};
   pd_status st = seq_out(ctx, p, outs[0], 4 * p->hid, &dx, &scratch[0]);
   if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
-  if (!st) st = alloc_all(ctx, 4, buf, sizes);
+  if (!st) st = pd_ctx_scratch_n(ctx, 4, buf, sizes);
   if (!st) {
     pd_k_rnn_seq s = seq_of(p);
     if (!(st = init_rows(p, h0, buf[0])) && !(st = init_rows(p, c0, buf[1])))
@@ -418,9 +339,9 @@ static pd_status lstm_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tens
                         "lstm gradients");
     if (!st) st = state_grad(ctx, p, h0, outs[2], buf[2]);
     if (!st) st = state_grad(ctx, p, c0, outs[3], buf[3]);
-    free_all(ctx, 4, buf);
+    pd_ctx_scratch_free_n(ctx, 4, buf);
   }
-  free_all(ctx, 2, scratch);
+  pd_ctx_scratch_free_n(ctx, 2, scratch);
   return st;
 }
 
@@ -433,16 +354,16 @@ static pd_status gru_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x,
   size_t sizes[1] = {(size_t)H * p->es * (size_t)p->nseq};
   pd_status st = PD_OK;
   for (int i = 0; i < 2 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
-  if (!st) st = alloc_all(ctx, 1, init, sizes);
+  if (!st) st = pd_ctx_scratch_n(ctx, 1, init, sizes);
   if (!st) {
     pd_k_rnn_seq s = seq_of(p);
     if (!(st = init_rows(p, h0, init[0])))
       st = pd_ctx_check(ctx, ctx->k->gru_seq(&s, pd_tensor_data(x), pd_tensor_data(w),
                                              pd_tensor_data(bias), init[0], data[0], data[1]),
                         "gru");
-    free_all(ctx, 1, init);
+    pd_ctx_scratch_free_n(ctx, 1, init);
   }
-  free_all(ctx, 2, scratch);
+  pd_ctx_scratch_free_n(ctx, 2, scratch);
   return st;
 }
 
@@ -457,7 +378,7 @@ static pd_status gru_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tenso
   pd_status st = seq_out(ctx, p, outs[0], 3 * p->hid, &dx, &scratch[0]);
   if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
   if (!st) st = seq_like(ctx, outs[3], in[2], &db, &scratch[2]);
-  if (!st) st = alloc_all(ctx, 2, buf, sizes);
+  if (!st) st = pd_ctx_scratch_n(ctx, 2, buf, sizes);
   if (!st) {
     pd_k_rnn_seq s = seq_of(p);
     if (!(st = init_rows(p, h0, buf[0])))
@@ -467,16 +388,22 @@ static pd_status gru_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tenso
                                                   db, buf[1]),
                         "gru gradients");
     if (!st) st = state_grad(ctx, p, h0, outs[2], buf[1]);
-    free_all(ctx, 2, buf);
+    pd_ctx_scratch_free_n(ctx, 2, buf);
   }
-  free_all(ctx, 3, scratch);
+  pd_ctx_scratch_free_n(ctx, 3, scratch);
   return st;
 }
 
 /* ================================================================ fused_lstm */
 
-/* Per step k (rows of the sequences still running): G_k += h_k-1 W (one GEMM for the four
- * gates), then the gate math; the activated gates, the cells and the states are kept. */
+/* The backend's whole-sequence kernels (kernels.h: the CPU's rnn_seq.c; the CUDA backend's
+ * composes them of a GEMM and a cell kernel a step, kernels/rnn_steps.c). */
+static pd_status need_seq(pd_exec_ctx *ctx, bool have) {
+  return have ? PD_OK
+              : pd_ctx_fail(ctx, PD_EUNSUPPORTED, "the %s backend has no whole-sequence "
+                            "recurrence kernels", ctx->k->name);
+}
+
 pd_status pd_kernel_fused_lstm(pd_exec_ctx *ctx) {
   gplan p;
   pd_status st = gplan_make(ctx, &p, 4, 4, true, false);
@@ -485,42 +412,17 @@ pd_status pd_kernel_fused_lstm(pd_exec_ctx *ctx) {
   pd_tensor *outs[3] = {pd_ctx_out(ctx, "Hidden"), pd_ctx_out(ctx, "Cell"),
                         pd_ctx_out(ctx, "BatchGate")};
   const pd_tensor *ins[4] = {x, w, h0, c0};
-  char *buf[5] = {0};
   if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
   if (!st) st = distinct(ctx, ins, 4, outs, 3);
-  if (!st && ctx->k->lstm_seq) st = lstm_whole(ctx, &p, x, w, h0, c0, outs);
-  if (st || ctx->k->lstm_seq) goto out;
-  int64_t H = p.hid;
-  size_t rb = (size_t)H * p.es;
-  size_t sizes[5] = {4 * rb * (size_t)p.total, rb * (size_t)p.total, rb * (size_t)p.total,
-                     rb * (size_t)p.nseq, rb * (size_t)p.nseq};
-  if ((st = alloc_all(ctx, 5, buf, sizes))) goto out;
-  char *g = buf[0], *hs = buf[1], *cs = buf[2], *ih = buf[3], *ic = buf[4];
-  if ((st = to_tm(&p, 4 * H, g, pd_tensor_data(x))) || (st = init_rows(&p, h0, ih)) ||
-      (st = init_rows(&p, c0, ic)))
-    goto out;
-  for (int64_t k = 0; k < p.maxlen && !st; k++) {
-    int64_t n = running(&p, k);
-    size_t at = (size_t)p.koff[k];
-    const char *ph = k ? hs + (size_t)p.koff[k - 1] * rb : ih;
-    const char *pc = k ? cs + (size_t)p.koff[k - 1] * rb : ic;
-    char *gk = g + at * 4 * rb;
-    if ((st = gemm(ctx, &p, false, false, n, 4 * H, H, ph, pd_tensor_data(w), 1.0, gk))) break;
-    st = pd_ctx_check(ctx, ctx->k->lstm_cell(p.dt, n, H, gk, pc, cs + at * rb, hs + at * rb),
-                      "lstm gates");
-  }
-  if (!st) st = put_out(ctx, &p, outs[0], H, hs);
-  if (!st) st = put_out(ctx, &p, outs[1], H, cs);
-  if (!st) st = put_out(ctx, &p, outs[2], 4 * H, g);
-out:
-  free_all(ctx, 5, buf);
+  if (!st) st = need_seq(ctx, ctx->k->lstm_seq);
+  if (!st) st = lstm_whole(ctx, &p, x, w, h0, c0, outs);
   gplan_free(&p);
   return st;
 }
 
-/* From the last step back: the gradients of h and c (their own plus what step k + 1 carried
- * back) give the gates' pre-activation gradients dG_k (Input's gradient); h_k-1 gets dG_k W^T,
- * c_k-1 dc f; Weight's gradient is the sum over the steps of h_k-1^T dG_k, one GEMM. */
+/* From the last step back (the kernel's): the gradients of h and c (their own plus what step
+ * k + 1 carried back) give the gates' pre-activation gradients dG_k (Input's gradient); h_k-1
+ * gets dG_k W^T, c_k-1 dc f; Weight's gradient is the sum over the steps of h_k-1^T dG_k. */
 pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
   gplan p;
   pd_status st = gplan_make(ctx, &p, 4, 4, true, true);
@@ -533,7 +435,6 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
                         h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL,
                         c0 ? pd_ctx_out(ctx, "C0@GRAD") : NULL};
   const pd_tensor *ins[9] = {x, w, h0, c0, hid, cell, gate, dhid, dcell};
-  char *buf[9] = {0};
   if (!st) st = distinct(ctx, ins, 9, outs, 4);
   const pd_tensor *dgrads[2] = {dhid, dcell};
   for (int i = 0; i < 2 && !st; i++)
@@ -541,66 +442,19 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
       st = pd_ctx_fail(ctx, PD_ESHAPE, "%s must have [%lld, %lld] %s elements",
                        i ? "Cell@GRAD" : "Hidden@GRAD", (long long)p.total, (long long)p.hid,
                        pd_dtype_name(p.dt));
-  if (!st && ctx->k->lstm_seq_grad) {
+  if (!st) st = need_seq(ctx, ctx->k->lstm_seq_grad);
+  if (!st) {
     const pd_tensor *seq_in[8] = {w, h0, c0, hid, cell, gate, dhid, dcell};
     st = lstm_whole_grad(ctx, &p, seq_in, outs);
   }
-  if (st || ctx->k->lstm_seq_grad) goto out;
-  int64_t H = p.hid;
-  size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
-  size_t sizes[9] = {4 * rb * T, rb * T,     rb * T, rb * T, rb * T, 4 * rb * T, rb * N, rb * N,
-                     4 * rb * (size_t)H};
-  if ((st = alloc_all(ctx, 9, buf, sizes))) goto out;
-  /* gates, cells, prev (c, then h), dh, dc (time-major); dg; the carried dh and dc */
-  char *g = buf[0], *cs = buf[1], *prev = buf[2], *dh = buf[3], *dc = buf[4], *dg = buf[5];
-  char *carry_h = buf[6], *carry_c = buf[7], *wt = buf[8];
-  if ((st = transposed(ctx, &p, w, H, 4 * H, wt)) ||
-      (st = to_tm(&p, 4 * H, g, pd_tensor_data(gate))) ||
-      (st = to_tm(&p, H, cs, pd_tensor_data(cell))) ||
-      (st = dhid ? to_tm(&p, H, dh, pd_tensor_data(dhid)) : zero(&p, p.total * H, dh)) ||
-      (st = dcell ? to_tm(&p, H, dc, pd_tensor_data(dcell)) : zero(&p, p.total * H, dc)) ||
-      (st = init_rows(&p, c0, carry_c)) ||
-      (st = prev_rows(&p, carry_c, cs, prev)))  /* the previous cells */
-    goto out;
-  for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
-    int64_t n = running(&p, k), m = k + 1 < p.maxlen ? running(&p, k + 1) : 0;
-    size_t at = (size_t)p.koff[k];
-    char *dhk = dh + at * rb, *dck = dc + at * rb;
-    /* add what step k + 1 carried back to its rows (the first m of step k) */
-    if ((st = add_to(&p, m * H, dhk, carry_h)) || (st = add_to(&p, m * H, dck, carry_c))) break;
-    char *dgk = dg + at * 4 * rb;
-    if ((st = pd_ctx_check(ctx, ctx->k->lstm_cell_grad(p.dt, n, H, g + at * 4 * rb, prev + at * rb,
-                                                       cs + at * rb, dhk, dck, dgk),
-                           "lstm gate gradients")))
-      break;
-    if ((st = pd_ctx_copy(ctx, carry_c, dck, (size_t)n * rb))) break;
-    st = gemm(ctx, &p, false, false, n, H, 4 * H, dgk, wt, 0.0, carry_h);
-  }
-  if (st) goto out;
-  if (!p.maxlen && (st = zero(&p, p.nseq * H, carry_h))) goto out;
-  if ((st = state_grad(ctx, &p, h0, outs[2], carry_h))) goto out;
-  if ((st = state_grad(ctx, &p, c0, outs[3], carry_c))) goto out;
-  if ((st = put_out(ctx, &p, outs[0], 4 * H, dg))) goto out;
-  if (outs[1]) {
-    if ((st = pd_ctx_resize(ctx, outs[1], p.dt, 2, w->dims))) goto out;
-    /* the previous states h: hs into cs's buffer, the initial ones into carry_c */
-    if ((st = to_tm(&p, H, cs, pd_tensor_data(hid))) || (st = init_rows(&p, h0, carry_c)) ||
-        (st = prev_rows(&p, carry_c, cs, prev)))
-      goto out;
-    if (p.total > 0) st = gemm(ctx, &p, true, false, H, 4 * H, p.total, prev, dg, 0.0,
-                               pd_tensor_data(outs[1]));
-    else st = zero(&p, pd_tensor_numel(outs[1]), pd_tensor_data(outs[1]));
-  }
-out:
-  free_all(ctx, 9, buf);
   gplan_free(&p);
   return st;
 }
 
 /* ================================================================ fused_gru */
 
-/* Per step k: P = h_k-1 W (one GEMM for r, z and n), then the gate math with Bias (b_hh) and
- * Input (x W_ih + b_ih); r, z, n and P_n + b_n are kept for the gradient. */
+/* Per step k (the kernel's): P = h_k-1 W (one GEMM for r, z and n), then the gate math with
+ * Bias (b_hh) and Input (x W_ih + b_ih); r, z, n and P_n + b_n are kept for the gradient. */
 pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
   gplan p;
   pd_status st = gplan_make(ctx, &p, 3, 4, false, false);
@@ -608,37 +462,18 @@ pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
   const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *bias = pd_ctx_in(ctx, "Bias");
   pd_tensor *outs[2] = {pd_ctx_out(ctx, "Hidden"), pd_ctx_out(ctx, "BatchGate")};
   const pd_tensor *ins[4] = {x, w, h0, bias};
-  char *buf[5] = {0};
   if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
   if (!st) st = distinct(ctx, ins, 4, outs, 2);
-  if (!st && ctx->k->gru_seq) st = gru_whole(ctx, &p, x, w, bias, h0, outs);
-  if (st || ctx->k->gru_seq) goto out;
-  int64_t H = p.hid;
-  size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
-  size_t sizes[5] = {3 * rb * T, 4 * rb * T, rb * T, rb * N, 3 * rb * N};
-  if ((st = alloc_all(ctx, 5, buf, sizes))) goto out;
-  char *u = buf[0], *s = buf[1], *hs = buf[2], *ih = buf[3], *hp = buf[4];
-  if ((st = to_tm(&p, 3 * H, u, pd_tensor_data(x))) || (st = init_rows(&p, h0, ih))) goto out;
-  for (int64_t k = 0; k < p.maxlen && !st; k++) {
-    int64_t n = running(&p, k);
-    size_t at = (size_t)p.koff[k];
-    const char *ph = k ? hs + (size_t)p.koff[k - 1] * rb : ih;
-    if ((st = gemm(ctx, &p, false, false, n, 3 * H, H, ph, pd_tensor_data(w), 0.0, hp))) break;
-    st = pd_ctx_check(ctx, ctx->k->gru_cell(p.dt, n, H, u + at * 3 * rb, hp, pd_tensor_data(bias),
-                                            ph, s + at * 4 * rb, hs + at * rb),
-                      "gru gates");
-  }
-  if (!st) st = put_out(ctx, &p, outs[0], H, hs);
-  if (!st) st = put_out(ctx, &p, outs[1], 4 * H, s);
-out:
-  free_all(ctx, 5, buf);
+  if (!st) st = need_seq(ctx, ctx->k->gru_seq);
+  if (!st) st = gru_whole(ctx, &p, x, w, bias, h0, outs);
   gplan_free(&p);
   return st;
 }
 
-/* From the last step back: dh (its own plus what step k + 1 carried back) gives the gradients
- * of Input's row (r, z, n pre-activations) and of h_k-1 W + b (r, z and r dn); h_k-1 gets
- * dh z + those times W^T. Weight's gradient is sum h_k-1^T dP_k, Bias's the column sums. */
+/* From the last step back (the kernel's): dh (its own plus what step k + 1 carried back) gives
+ * the gradients of Input's row (r, z, n pre-activations) and of h_k-1 W + b (r, z and r dn);
+ * h_k-1 gets dh z + those times W^T. Weight's gradient is sum h_k-1^T dP_k, Bias's the column
+ * sums. */
 pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
   gplan p;
   pd_status st = gplan_make(ctx, &p, 3, 4, false, true);
@@ -649,64 +484,15 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
   pd_tensor *outs[4] = {pd_ctx_out(ctx, "Input@GRAD"), pd_ctx_out(ctx, "Weight@GRAD"),
                         h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL, pd_ctx_out(ctx, "Bias@GRAD")};
   const pd_tensor *ins[7] = {x, w, h0, bias, hid, gate, dhid};
-  char *buf[8] = {0};
   if (!st) st = distinct(ctx, ins, 7, outs, 4);
   if (!st && dhid && (dhid->dtype != p.dt || pd_tensor_numel(dhid) != p.total * p.hid))
     st = pd_ctx_fail(ctx, PD_ESHAPE, "Hidden@GRAD must have [%lld, %lld] %s elements",
                      (long long)p.total, (long long)p.hid, pd_dtype_name(p.dt));
-  if (!st && ctx->k->gru_seq_grad) {
+  if (!st) st = need_seq(ctx, ctx->k->gru_seq_grad);
+  if (!st) {
     const pd_tensor *seq_in[6] = {w, h0, bias, hid, gate, dhid};
     st = gru_whole_grad(ctx, &p, seq_in, outs);
   }
-  if (st || ctx->k->gru_seq_grad) goto out;
-  int64_t H = p.hid;
-  size_t rb = (size_t)H * p.es, T = (size_t)p.total, N = (size_t)p.nseq;
-  size_t sizes[8] = {4 * rb * T, rb * T, rb * T, rb * T, 3 * rb * T, 3 * rb * T, rb * N,
-                     3 * rb * (size_t)H};
-  if ((st = alloc_all(ctx, 8, buf, sizes))) goto out;
-  /* gates, hs, prev, dh (time-major), du, dP, the carried dh */
-  char *s = buf[0], *hs = buf[1], *prev = buf[2], *dh = buf[3], *du = buf[4], *dp = buf[5];
-  char *carry = buf[6], *wt = buf[7];
-  if ((st = transposed(ctx, &p, w, H, 3 * H, wt)) ||
-      (st = to_tm(&p, 4 * H, s, pd_tensor_data(gate))) ||
-      (st = to_tm(&p, H, hs, pd_tensor_data(hid))) ||
-      (st = dhid ? to_tm(&p, H, dh, pd_tensor_data(dhid)) : zero(&p, p.total * H, dh)) ||
-      (st = init_rows(&p, h0, carry)) || (st = prev_rows(&p, carry, hs, prev)))
-    goto out;
-  for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
-    int64_t n = running(&p, k), m = k + 1 < p.maxlen ? running(&p, k + 1) : 0;
-    size_t at = (size_t)p.koff[k];
-    char *dhk = dh + at * rb, *dpk = dp + at * 3 * rb;
-    if ((st = add_to(&p, m * H, dhk, carry))) break;
-    if ((st = pd_ctx_check(ctx, ctx->k->gru_cell_grad(p.dt, n, H, s + at * 4 * rb, prev + at * rb,
-                                                      dhk, du + at * 3 * rb, dpk),
-                           "gru gate gradients")))
-      break;
-    if ((st = pd_ctx_copy(ctx, carry, dhk, (size_t)n * rb))) break;
-    st = gemm(ctx, &p, false, false, n, H, 3 * H, dpk, wt, 1.0, carry);
-  }
-  if (st) goto out;
-  if (!p.maxlen && (st = zero(&p, p.nseq * H, carry))) goto out;
-  if ((st = state_grad(ctx, &p, h0, outs[2], carry))) goto out;
-  if ((st = put_out(ctx, &p, outs[0], 3 * H, du))) goto out;
-  if (outs[1]) {
-    if ((st = pd_ctx_resize(ctx, outs[1], p.dt, 2, w->dims))) goto out;
-    if (p.total > 0) st = gemm(ctx, &p, true, false, H, 3 * H, p.total, prev, dp, 0.0,
-                               pd_tensor_data(outs[1]));
-    else st = zero(&p, pd_tensor_numel(outs[1]), pd_tensor_data(outs[1]));
-    if (st) goto out;
-  }
-  if (outs[3]) {
-    if ((st = pd_ctx_resize(ctx, outs[3], p.dt, 1, bias->dims))) goto out;
-    /* The column sums of dP (the backend's reduction: fp32 accumulates in double). */
-    int64_t dims[2] = {p.total, 3 * H};
-    int axis = 0;
-    st = pd_ctx_check(ctx, ctx->k->reduce(PD_K_RSUM, p.dt, 2, dims, dp, 1, &axis,
-                                          pd_tensor_data(outs[3])),
-                      "reduce");
-  }
-out:
-  free_all(ctx, 8, buf);
   gplan_free(&p);
   return st;
 }

@@ -918,6 +918,21 @@ void pd_ctx_scratch_free(const pd_exec_ctx *ctx, void *p) {
   else pd_k_host_free(p);
 }
 
+pd_status pd_ctx_scratch_n(const pd_exec_ctx *ctx, int n, char **bufs, const size_t *sizes) {
+  pd_status st = PD_OK;
+  for (int i = 0; i < n; i++) bufs[i] = NULL;
+  for (int i = 0; i < n && !st; i++) bufs[i] = pd_ctx_scratch(ctx, sizes[i] + 1, &st);
+  if (st) pd_ctx_scratch_free_n(ctx, n, bufs);
+  return st;
+}
+
+void pd_ctx_scratch_free_n(const pd_exec_ctx *ctx, int n, char **bufs) {
+  for (int i = 0; i < n; i++) {
+    pd_ctx_scratch_free(ctx, bufs[i]);
+    bufs[i] = NULL;
+  }
+}
+
 pd_status pd_ctx_copy(const pd_exec_ctx *ctx, void *dst, const void *src, size_t nbytes) {
   pd_k_place place = pd_ctx_place(ctx);
   pd_status st = pd_mem_copy(dst, place, src, place, nbytes);

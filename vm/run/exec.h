@@ -223,6 +223,11 @@ pd_k_place pd_ctx_place(const pd_exec_ctx *ctx);
  * with pd_ctx_scratch_free. */
 void *pd_ctx_scratch(const pd_exec_ctx *ctx, size_t nbytes, pd_status *st);
 void pd_ctx_scratch_free(const pd_exec_ctx *ctx, void *p);
+/* n scratch buffers at once, bufs[i] of sizes[i] bytes (at least one byte each): all or none
+ * (an error at the op, every one freed and NULL, when one fails). Free with
+ * pd_ctx_scratch_free_n. */
+pd_status pd_ctx_scratch_n(const pd_exec_ctx *ctx, int n, char **bufs, const size_t *sizes);
+void pd_ctx_scratch_free_n(const pd_exec_ctx *ctx, int n, char **bufs);
 /* Copy nbytes between two buffers of the op's place. */
 pd_status pd_ctx_copy(const pd_exec_ctx *ctx, void *dst, const void *src, size_t nbytes);
 /* t's data readable on the host: t's own data for a host tensor, else a host copy in *tmp

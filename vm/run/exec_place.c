@@ -54,6 +54,8 @@ static const pd_exec_slot_rule rules[] = {
     {"reshape2", "Shape", true, PD_WHERE_HOST},
     {"reshape2", "ShapeTensor", true, PD_WHERE_HOST},
     {"dropout", "Seed", true, PD_WHERE_HOST},
+    {"rnn", "SequenceLength", true, PD_WHERE_HOST},
+    {"rnn_grad", "SequenceLength", true, PD_WHERE_HOST},
     {"concat", "AxisTensor", true, PD_WHERE_HOST},
     {"concat_grad", "AxisTensor", true, PD_WHERE_HOST},
     {"split", "AxisTensor", true, PD_WHERE_HOST},
