@@ -178,7 +178,7 @@ PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_lstm,
       OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
 PD_OP(gather, DIFF, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")), OUT(ONE("Out")),
       ATTRS(INT("axis", 0), BOOL("overwrite", true)))
-PD_OP(gaussian_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
+PD_OP(gaussian_random, GPU, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
       OUT(ONE("Out")),
       ATTRS(LONGS_EMPTY("shape"), FLOAT("mean", 0.0), FLOAT("std", 1.0), INT("seed", 0),
             INT("dtype", PD_FP32)))
@@ -317,7 +317,7 @@ PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")
       ATTRS(INT("k", 1)))
 PD_OP(transpose2, DIFF | GPU | GPU_GRAD, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
       ATTRS(REQ(INTS, "axis")))
-PD_OP(uniform_random, 0, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
+PD_OP(uniform_random, GPU, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
       OUT(ONE("Out")),
       ATTRS(LONGS_EMPTY("shape"), FLOAT("min", -1.0), FLOAT("max", 1.0), INT("seed", 0),
             INT("diag_num", 0), INT("diag_step", 0), FLOAT("diag_val", 1.0),

@@ -392,10 +392,12 @@ static pd_status random_fill(pd_exec_ctx *ctx, bool normal) {
       return pd_ctx_fail(ctx, PD_EINVAL, "diag_num %" PRId64 " with diag_step %" PRId64
                          " does not fit in %" PRId64 " elements", diag, step, n);
     double dv = pd_ctx_attr_float(ctx, "diag_val");
-    FLOAT_SWITCH(dt, {
-      T *o = (T *)pd_tensor_data(out);
-      for (int64_t i = 0; i < diag; i++) o[i * step + i] = (T)dv;
-    });
+    char *o = pd_tensor_data(out);
+    size_t es = pd_dtype_size(dt);
+    /* one element at a time through the backend: the tensor may be on the GPU */
+    for (int64_t i = 0; i < diag && !st; i++)
+      st = ctx->k->fill(dt, 1, o + (size_t)(i * step + i) * es, dv);
+    if (st) return pd_ctx_check(ctx, st, "fill");
   }
   return PD_OK;
 }
