@@ -6,7 +6,8 @@
 # `pdlang run`, next to the same model with torch.nn.TransformerEncoderLayer
 # (bench/torch_attention.py) when PyTorch is installed. Prints milliseconds per step and the
 # ratio. Not a test.
-# Usage: bench/bench_attention.sh [PDLANG] ; PDLANG_BENCH_PYTHON names the Python that has torch.
+# Usage: bench/bench_attention.sh [PDLANG] ; PDLANG_BENCH_PYTHON names the Python that has torch,
+# PDLANG_BENCH_DEVICE=gpu runs both on the GPU.
 set -u
 pdlang=${1:-./pdlang}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,14 +17,7 @@ text=/usr/share/common-licenses/GPL-3
 tmp=${TMPDIR:-/tmp}/pd_bench_attn.$$
 mkdir -p "$tmp" && trap 'rm -rf "$tmp"' EXIT
 threads=$(nproc 2>/dev/null || echo 1)
-# PDLANG_BENCH_DEVICE=gpu (or gpu:N) runs both on that GPU: pdlang --device, torch's cuda.
-device=${PDLANG_BENCH_DEVICE:-cpu}
-case $device in
-  cpu) tdevice=cpu ;;
-  gpu) tdevice=cuda ;;
-  gpu:*) tdevice=cuda:${device#gpu:} ;;
-  *) echo "PDLANG_BENCH_DEVICE: '$device' is not cpu, gpu or gpu:N"; exit 2 ;;
-esac
+. "$here/bench_device.sh"  # PDLANG_BENCH_DEVICE=gpu: both on the GPU
 cat > "$tmp/attn.pd" <<PD
 import "layers"
 x = data("x", [-1, 64], int64)

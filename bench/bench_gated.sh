@@ -5,7 +5,8 @@
 # loops fused into fused_lstm / fused_gru by train's passes), next to the same model with
 # torch.nn.LSTM / torch.nn.GRU (bench/torch_gated.py) when PyTorch is installed, measured in the
 # same run. Prints milliseconds per step and the ratios. Not a test.
-# Usage: bench/bench_gated.sh [PDLANG] ; PDLANG_BENCH_PYTHON names the Python that has torch.
+# Usage: bench/bench_gated.sh [PDLANG] ; PDLANG_BENCH_PYTHON names the Python that has torch,
+# PDLANG_BENCH_DEVICE=gpu runs both on the GPU.
 set -u
 pdlang=${1:-./pdlang}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -15,14 +16,7 @@ text=/usr/share/common-licenses/GPL-3
 tmp=${TMPDIR:-/tmp}/pd_bench_gated.$$
 mkdir -p "$tmp" && trap 'rm -rf "$tmp"' EXIT
 threads=$(nproc 2>/dev/null || echo 1)
-# PDLANG_BENCH_DEVICE=gpu (or gpu:N) runs both on that GPU: pdlang --device, torch's cuda.
-device=${PDLANG_BENCH_DEVICE:-cpu}
-case $device in
-  cpu) tdevice=cpu ;;
-  gpu) tdevice=cuda ;;
-  gpu:*) tdevice=cuda:${device#gpu:} ;;
-  *) echo "PDLANG_BENCH_DEVICE: '$device' is not cpu, gpu or gpu:N"; exit 2 ;;
-esac
+. "$here/bench_device.sh"  # PDLANG_BENCH_DEVICE=gpu: both on the GPU
 epochs=${PDLANG_BENCH_EPOCHS:-4}
 # pdlang first, then PyTorch (bench_rnn.sh: pdlang runs after a PyTorch run measured slower).
 for cell in lstm gru; do
