@@ -176,7 +176,8 @@ PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_gru,
 PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_lstm,
       IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight")),
       OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
-PD_OP(gather, DIFF, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")), OUT(ONE("Out")),
+PD_OP(gather, DIFF | GPU | GPU_GRAD, gather, IN(ONE("X"), ONE("Index"), OPT("Axis")),
+      OUT(ONE("Out")),
       ATTRS(INT("axis", 0), BOOL("overwrite", true)))
 PD_OP(gaussian_random, GPU, random, IN(OPT("ShapeTensor"), OPT_LIST("ShapeTensorList")),
       OUT(ONE("Out")),
@@ -268,7 +269,8 @@ PD_OP(sampling_id, 0, sampling_id, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(FLOAT("min", 0.0), FLOAT("max", 1.0), INT("seed", 0)))
 PD_OP(scale, DIFF | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor")), OUT(ONE("Out")),
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
-PD_OP(select_input, DIFF, select_input, IN(LIST("X"), ONE("Mask")), OUT(ONE("Out")), NONE)
+PD_OP(select_input, DIFF | GPU | GPU_GRAD, select_input, IN(LIST("X"), ONE("Mask")),
+      OUT(ONE("Out")), NONE)
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("MaxIndex")),
       ATTRS(BOOL("is_test", false),
@@ -311,7 +313,7 @@ PD_OP(stack, DIFF | GPU | GPU_GRAD, stack, IN(LIST("X")), OUT(ONE("Y")), ATTRS(I
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
 PD_ACT_(swish, FLOAT("beta", 1.0))
 PD_UNARY_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
-PD_OP(tile, DIFF | GPU, tile, IN(ONE("X")), OUT(ONE("Out")),
+PD_OP(tile, DIFF | GPU | GPU_GRAD, tile, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("repeat_times")))
 PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
       ATTRS(INT("k", 1)))

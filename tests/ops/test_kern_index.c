@@ -448,6 +448,12 @@ static void test_expand_tile(void) {
   set_ints(rt_op(&r, "tile", "X=x", "Out=y"), "repeat_times", 3, (const int32_t[]){3, 2, 2});
   grad_check(&r, "X", "Out", "tile");
   rt_free(&r);
+
+  rt_init(&r); /* a lower rank than repeat_times, an untiled dim between two tiled ones */
+  rt_in_f64(&r, "x", "[2, 3]", g);
+  set_ints(rt_op(&r, "tile", "X=x", "Out=y"), "repeat_times", 3, (const int32_t[]){2, 1, 3});
+  grad_check(&r, "X", "Out", "tile [2, 3] by [2, 1, 3]");
+  rt_free(&r);
 }
 
 /* ---------------------------------------------------------------- gather */
@@ -499,6 +505,19 @@ static void test_gather(void) {
   pd_op_set_attr_int(rt_op(&r, "gather", "X=x Index=i", "Out=y"), "axis", 3);
   rt_fails(&r, PD_EINVAL, "axis 3 is out of range for X [4, 3, 2] (expected -3 to 2)",
            "gather: axis out of range");
+  rt_free(&r);
+
+  rt_init(&r); /* bools move as bytes */
+  rt_in(&r, "x", PD_BOOL, "[3, 2]", (uint8_t[]){1, 0, 0, 1, 1, 1});
+  rt_in_i64(&r, "i", "[3]", (int64_t[]){2, 2, 0});
+  rt_op(&r, "gather", "X=x Index=i", "Out=y");
+  if (rt_ok(&r, "gather of bools")) {
+    const pd_tensor *y = rt_get(&r, "y");
+    const uint8_t want[6] = {1, 1, 1, 1, 1, 0};
+    ok(y && y->dtype == PD_BOOL && has_dims(y, 2, (int64_t[]){3, 2}) &&
+           !memcmp(pd_tensor_data(y), want, sizeof want),
+       "gather of bools: rows 2, 2, 0");
+  }
   rt_free(&r);
 
   rt_init(&r); /* repeated indices: the gradient adds up */

@@ -25,40 +25,44 @@ static void strides_of(int nd, const int64_t *dims, int64_t *str) {
   }
 }
 
-/* The element of a source of dims sd (rank nd, padded with leading 1s) that out index idx reads
- * when the source repeats along every dim: sum over k of (idx[k] mod sd[k]) * sstr[k]. A dim of
- * 1 is broadcast, a dim equal to out's is read in place (expand_v2, tile, where). */
-static int64_t rep_off(int nd, const int64_t *idx, const int64_t *sd, const int64_t *sstr) {
-  int64_t off = 0;
-  for (int k = 0; k < nd; k++) off += (sd[k] == 1 ? 0 : idx[k] % sd[k]) * sstr[k];
-  return off;
-}
-
-/* Advance the index idx of a tensor of dims od to the next element in row-major order. */
-static void next_idx(int nd, const int64_t *od, int64_t *idx) {
-  for (int k = nd - 1; k >= 0; k--) {
-    if (++idx[k] < od[k]) return;
-    idx[k] = 0;
-  }
-}
-
 /* dims (rank n) padded with leading 1s to rank nd. */
 static void pad_dims(int n, const int64_t *dims, int nd, int64_t *out) {
   for (int i = 0; i < nd; i++) out[i] = i < nd - n ? 1 : dims[i - (nd - n)];
 }
 
-/* The adjoint of repeating x (dims xd, padded to rank nd) to out (dims od) along every dim: dx
- * (zeroed here) = the sum of the dout elements that read each x element. dt is fp32 or fp64. */
-static void repeat_sum(pd_dtype dt, int nd, const int64_t *od, const int64_t *xd,
-                       const void *dout, void *dx) {
-  int64_t idx[MAXD] = {0}, xstr[MAXD], n = pd_k_numel(nd, od), nx = pd_k_numel(nd, xd);
-  strides_of(nd, xd, xstr);
-  FLOAT_SWITCH(dt, {
-    T *d = dx;
-    const T *g = dout;
-    for (int64_t i = 0; i < nx; i++) d[i] = 0;
-    for (int64_t j = 0; j < n; j++, next_idx(nd, od, idx)) d[rep_off(nd, idx, xd, xstr)] += g[j];
-  });
+/* tile's gradient, on the op's place: dx (dims xd, padded to rank nd) = the sum of the dout
+ * elements (dims od = xd times the repeats) that read each x element. One tiled dim at a time,
+ * dout viewed as [pre, r, x_i post] with the repeats r outermost along the dim (tile's layout)
+ * and summed over r (the backend's reduce); dt is fp32 or fp64. */
+static pd_status tile_sum(const pd_exec_ctx *ctx, pd_dtype dt, int nd, const int64_t *od,
+                          const int64_t *xd, const void *dout, void *dx) {
+  int64_t cur[MAXD], nx = pd_k_numel(nd, xd);
+  size_t es = pd_dtype_size(dt);
+  int last = -1;
+  for (int i = 0; i < nd; i++) {
+    cur[i] = od[i];
+    if (od[i] != xd[i]) last = i;
+  }
+  if (nx == 0 || pd_k_numel(nd, od) == 0) return nx ? ctx->k->fill(dt, nx, dx, 0.0) : PD_OK;
+  if (last < 0) return pd_ctx_copy(ctx, dx, dout, (size_t)nx * es);
+  const void *src = dout;
+  void *held = NULL; /* src, when a scratch buffer of an earlier pass */
+  pd_status st = PD_OK;
+  for (int i = 0; i <= last && !st; i++) {
+    if (od[i] == xd[i]) continue;
+    int64_t pre = pd_k_numel(i, cur), post = pd_k_numel(nd - i - 1, cur + i + 1);
+    int64_t dims[3] = {pre, od[i] / xd[i], xd[i] * post};
+    int axis = 1;
+    cur[i] = xd[i];
+    void *dst = i == last ? dx : pd_ctx_scratch(ctx, (size_t)pd_k_numel(nd, cur) * es + 1, &st);
+    if (!dst) break;
+    st = ctx->k->reduce(PD_K_RSUM, dt, 3, dims, src, 1, &axis, dst);
+    pd_ctx_scratch_free(ctx, held);
+    held = dst == dx ? NULL : dst;
+    src = dst;
+  }
+  pd_ctx_scratch_free(ctx, held);
+  return st;
 }
 
 /* ================================================================ slice */
@@ -455,7 +459,9 @@ static pd_status repeat_grad(pd_exec_ctx *ctx, bool is_tile) {
       !(st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x))) {
     /* expand_v2's dims of X are 1 or Out's: a broadcast's gradient, on the op's place. */
     if (!is_tile) st = sum_to(ctx, dy->dtype, nd, od, xd, pd_tensor_data(dy), pd_tensor_data(dx), 1.0);
-    else repeat_sum(dy->dtype, nd, od, xd, pd_tensor_data(dy), pd_tensor_data(dx));
+    else st = k_check(ctx, tile_sum(ctx, dy->dtype, nd, od, xd, pd_tensor_data(dy),
+                                    pd_tensor_data(dx)),
+                      dy->dtype);
   }
   hold_free(&h);
   return st;
@@ -523,6 +529,23 @@ static pd_status gather_plan(const pd_exec_ctx *ctx, const pd_tensor *x, const p
   return PD_OK;
 }
 
+/* The rows Out takes of X viewed as [pre n, post]: p n + Index[i] for row p m + i, made in
+ * *host (to pd_free) and returned at the op's place (*tmp: a scratch copy there, to free;
+ * NULL on failure, with *st). */
+static const int64_t *gather_ids(const pd_exec_ctx *ctx, const pd_tensor *ix, int64_t pre,
+                                 int64_t n, int64_t m, int64_t **host, void **tmp,
+                                 pd_status *st) {
+  *tmp = NULL;
+  size_t bytes = sizeof **host * (size_t)(pre * m + 1);
+  if (!(*host = pd_malloc(bytes))) {
+    *st = nomem(ctx);
+    return NULL;
+  }
+  for (int64_t p = 0; p < pre; p++)
+    for (int64_t i = 0; i < m; i++) (*host)[p * m + i] = p * n + elem_i(ix, i);
+  return pd_ctx_at_place(ctx, *host, bytes, tmp, st);
+}
+
 pd_status pd_kernel_gather(pd_exec_ctx *ctx) {
   const pd_tensor *x, *ix;
   pd_tensor *out;
@@ -538,15 +561,17 @@ pd_status pd_kernel_gather(pd_exec_ctx *ctx) {
   od[axis] = m;
   hold h;
   hold_init(&h);
+  void *tmp = NULL;
+  int64_t *host = NULL;
+  const int64_t *ids = NULL;
   if (!(st = unalias(ctx, &h, out, &x)) && !(st = unalias(ctx, &h, out, &ix)) &&
-      !(st = resize(ctx, out, x->dtype, x->ndims, od, NULL))) {
-    size_t row = (size_t)post * pd_dtype_size(x->dtype);
-    const char *src = pd_tensor_data(x);
-    char *dst = pd_tensor_data(out);
-    for (int64_t p = 0; p < pre && row; p++)
-      for (int64_t i = 0; i < m; i++)
-        memcpy(dst + (size_t)(p * m + i) * row, src + (size_t)(p * n + elem_i(ix, i)) * row, row);
-  }
+      !(st = resize(ctx, out, x->dtype, x->ndims, od, NULL)) &&
+      (ids = gather_ids(ctx, ix, pre, n, m, &host, &tmp, &st)))
+    st = k_check(ctx, ctx->k->copy_rows(x->dtype, pre * m, post, pd_tensor_data(x), ids,
+                                        pd_tensor_data(out), NULL),
+                 x->dtype);
+  pd_ctx_scratch_free(ctx, tmp);
+  pd_free(host);
   hold_free(&h);
   return st;
 }
@@ -568,20 +593,21 @@ pd_status pd_kernel_gather_grad(pd_exec_ctx *ctx) {
   if ((st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, od, dy->dtype))) return st;
   hold h;
   hold_init(&h);
+  void *tmp = NULL;
+  int64_t *host = NULL;
+  const int64_t *ids = NULL;
   if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &ix)) &&
-      !(st = unalias(ctx, &h, dx, &x)) && !(st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x))) {
-    FLOAT_SWITCH(dy->dtype, {
-      T *d = pd_tensor_data(dx);
-      const T *g = pd_tensor_data(dy);
-      for (int64_t i = 0; i < pre * n * post; i++) d[i] = 0;
-      for (int64_t p = 0; p < pre; p++)
-        for (int64_t i = 0; i < m; i++) {
-          T *dr = d + (p * n + elem_i(ix, i)) * post;
-          const T *gr = g + (p * m + i) * post;
-          for (int64_t k = 0; k < post; k++) dr[k] += gr[k];
-        }
-    });
+      !(st = unalias(ctx, &h, dx, &x)) && !(st = resize(ctx, dx, dy->dtype, x->ndims, x->dims, x)) &&
+      (ids = gather_ids(ctx, ix, pre, n, m, &host, &tmp, &st))) {
+    pd_dtype dt = dy->dtype;
+    st = ctx->k->fill(dt, pd_tensor_numel(dx), pd_tensor_data(dx), 0.0);
+    if (!st && pre * m > 0 && post > 0)
+      st = ctx->k->scatter_add_rows(dt, pre * n, post, pd_tensor_data(dx), pre * m, ids, -1,
+                                    pd_tensor_data(dy));
+    st = k_check(ctx, st, dt);
   }
+  pd_ctx_scratch_free(ctx, tmp);
+  pd_free(host);
   hold_free(&h);
   return st;
 }
