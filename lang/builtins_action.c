@@ -378,9 +378,9 @@ static const struct action_spec {
      PD_ACTION_TRAIN,
      1,
      1,
-     {"reader", "batch", "epochs", "optimizer", "shuffle", "seed", "checkpoint", "log_every",
-      "valid", "metrics", "valid_every", "early_stop", "monitor", "mode", "keep_best", "log",
-      "plot", "valid_every_steps", NULL},
+     {"reader", "batch", "epochs", "optimizer", "shuffle", "drop_last", "seed", "checkpoint",
+      "log_every", "valid", "metrics", "valid_every", "early_stop", "monitor", "mode",
+      "keep_best", "log", "plot", "valid_every_steps", NULL},
      "cost"},
 };
 
@@ -512,6 +512,16 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
       if (v2 && (v2->k != V_INT || v2->i < (seed ? 0 : 1))) {
         pd_cmp_error(c, l, "train: '%s' must be a %s integer", ints[i],
                      seed ? "non-negative" : "positive");
+        return false;
+      }
+    }
+    static const char *const bools[] = {"shuffle", "drop_last"};
+    for (size_t i = 0; i < PD_ARRAY_LEN(bools); i++) {
+      pd_loc l;
+      value *v2 = pd_cmp_arg(a, -1, bools[i], &l);
+      if (v2 && v2->k != V_BOOL) {
+        pd_cmp_error(c, l, "train: '%s' must be true or false, not %s", bools[i],
+                     pd_cmp_vkind_phrase(v2));
         return false;
       }
     }

@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -788,7 +789,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   const char *cost = a->args[0]->str;
   int64_t batch = opt_int(a, "batch", 64), epochs = opt_int(a, "epochs", 1);
   uint64_t seed = (uint64_t)opt_int(a, "seed", (int64_t)r->opts.seed);
-  bool shuffle = opt_bool(a, "shuffle", true);
+  bool shuffle = opt_bool(a, "shuffle", true), drop_last = opt_bool(a, "drop_last", false);
   pd_optimizer o;
   pd_status st = parse_optimizer(a, &o, err);
   if (st) return st;
@@ -832,7 +833,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                    ? NULL : r->opts.progress;
   if ((st = open_reader(r, a, opt(a, "reader"), note, &ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .shuffle = shuffle, .seed = seed,
-                            .prefetch = prefetch_pays(), .shard_rank = pd_comm_rank(),
+                            .drop_last = drop_last, .prefetch = prefetch_pays(),
+                            .shard_rank = pd_comm_rank(),
                             .shard_count = nranks, .equal_shards = true};
   /* Augmentations (images(..., crop_padding, flip)) in training only, seeded by train's seed. */
   pd_image_augment aug;
@@ -846,6 +848,14 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
     goto out;
   int64_t steps = pd_batcher_num_batches(bt);
+  if (steps == 0 && drop_last) {
+    st = pd_error_set(err, PD_EINVAL, pd_train_opt_loc(a, "drop_last"),
+                      "train: drop_last = true leaves no batch: the reader has %" PRId64
+                      " sample%s%s, fewer than one batch of %" PRId64,
+                      pd_dataset_size(ds), pd_dataset_size(ds) == 1 ? "" : "s",
+                      nranks > 1 ? " for all the processes" : "", batch);
+    goto out;
+  }
   total = steps * epochs;
   /* Resume. */
   pd_ckpt_meta meta = {0};

@@ -18,11 +18,17 @@ tests_vm_test_norm_train_SOURCES = tests/vm/test_norm_train.c tests/vm/fp64.h
 tests_vm_test_norm_train_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/vm/test_norm_train
 
+# The goldens: batch_norm in eval and on a one-row batch, bad Scale, layer_norm's values and a
+# bad axis; train's drop_last leaving out a one-row last batch (and leaving no batch), and its
+# boolean options checked.
 PD_NORM_RUN_TESTS = tests/golden/run/batch_norm_eval.pd \
 	tests/golden/run/batch_norm_one_row.pd \
 	tests/golden/run/batch_norm_bad_scale.pd \
 	tests/golden/run/layer_norm_values.pd \
-	tests/golden/run/layer_norm_bad_axis.pd
+	tests/golden/run/layer_norm_bad_axis.pd \
+	tests/golden/run/batch_norm_drop_last.pd \
+	tests/golden/run/drop_last_no_batch.pd \
+	tests/golden/run/train_bool_option.pd
 TESTS += $(PD_NORM_RUN_TESTS) tests/run/batch_norm.sh
 EXTRA_DIST += $(PD_NORM_RUN_TESTS) tests/run/batch_norm.sh \
 	tests/golden/run/batch_norm_rows.csv \
@@ -30,7 +36,10 @@ EXTRA_DIST += $(PD_NORM_RUN_TESTS) tests/run/batch_norm.sh \
 	tests/golden/run/batch_norm_one_row.err \
 	tests/golden/run/batch_norm_bad_scale.err \
 	tests/golden/run/layer_norm_values.out \
-	tests/golden/run/layer_norm_bad_axis.err
+	tests/golden/run/layer_norm_bad_axis.err \
+	tests/golden/run/batch_norm_drop_last.out \
+	tests/golden/run/drop_last_no_batch.err \
+	tests/golden/run/train_bool_option.err
 
 #   tests/run/resnet.sh: examples/resnet.pd (residual blocks, batch norm, dropout) in a short form
 #     learns, and its saved model classifies a batch of one image (running statistics).

@@ -173,7 +173,8 @@ pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) {
                        "training normalises each channel by the batch's own statistics, but X "
                        "(var '%s') %s has %s value per channel (N * H * W = %" PRId64 "), "
                        "which has no variance to estimate; use a batch of at least 2 rows (or "
-                       "is_test / use_global_stats)", in_name(ctx, "X", 0), shape_str(x, s),
+                       "is_test / use_global_stats; train(..., drop_last = true) leaves out a "
+                       "smaller last batch)", in_name(ctx, "X", 0), shape_str(x, s),
                        v.n * v.s == 1 ? "one" : "no", v.n * v.s);
   hold h;
   hold_init(&h);
