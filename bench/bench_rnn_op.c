@@ -70,7 +70,8 @@ static void rnn_op(const char *mode, double *best, double *med) {
   shape(s, sizeof s, 3, 1, N, H), rt_in_f32(&r, "h0", s, v + 1), rt_in_f32(&r, "c0", s, v + 2);
   shape(s, sizeof s, 2, G * H, I, 0), rt_in_f32(&r, "wih", s, v + 3);
   shape(s, sizeof s, 2, G * H, H, 0), rt_in_f32(&r, "whh", s, v + 4);
-  shape(s, sizeof s, 1, G * H, 0, 0), rt_in_f32(&r, "bih", s, v + 5), rt_in_f32(&r, "bhh", s, v + 6);
+  shape(s, sizeof s, 1, G * H, 0, 0), rt_in_f32(&r, "bih", s, v + 5);
+  rt_in_f32(&r, "bhh", s, v + 6);
   shape(s, sizeof s, 3, T, N, H), rt_in_f32(&r, "dy", s, v + 7);
   const char *ins = lstm ? "Input=x PreState=h0,c0 WeightList=wih,whh,bih,bhh"
                          : "Input=x PreState=h0 WeightList=wih,whh,bih,bhh";
@@ -144,8 +145,8 @@ int main(int argc, char **argv) {
     rnn_op(mode, &rb, &rm);
     fused_ops(mode, &fb, &fm);
     printf("%-4s rnn op %.2f ms (median %.2f); fc + fused_%s %.2f ms (median %.2f); rnn op / "
-           "fused %.2fx the time\n", mode, rb * 1e3, rm * 1e3, !strcmp(mode, "LSTM") ? "lstm" : "gru",
-           fb * 1e3, fm * 1e3, rm / fm);
+           "fused %.2fx the time\n", mode, rb * 1e3, rm * 1e3,
+           !strcmp(mode, "LSTM") ? "lstm" : "gru", fb * 1e3, fm * 1e3, rm / fm);
   }
   return 0;
 }

@@ -565,8 +565,8 @@ typedef pd_status pd_k_gru_cell_grad_fn(pd_dtype dt, int64_t n, int64_t h, const
  * sequences sorted by length (longest first), so that step k's rows are the first running(k)
  * sequences and row r of step k + 1 continues row r of step k. Time-major row koff[k] + r is
  * row row[koff[k] + r] of the batch-major tensors (Input and the outputs, [T, .] with T =
- * koff[steps], or `rows`); the initial states h0 and c0 and the gradients dh0 and dc0 are [nseq, H] in the
- * sorted order. Every buffer is the caller's; outputs must not overlap inputs.
+ * koff[steps], or `rows`); the initial states h0 and c0 and the gradients dh0 and dc0 are
+ * [nseq, H] in the sorted order. Every buffer is the caller's; outputs must not overlap inputs.
  *   lstm_seq       x [T, 4H] (x W_ih + b, i f g o) and w [H, 4H]: hidden and cell [T, H] and
  *                  gate [T, 4H] (the activated gates), as lstm_cell step by step.
  *   lstm_seq_grad  from the forward's values and dhidden, dcell ([T, H]; NULL for zeros): dx

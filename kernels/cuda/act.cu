@@ -67,7 +67,8 @@ __device__ __forceinline__ T act_bwd(int op, T x, T d, act_params<T> p) {
     case PD_K_GELU_TANH: { /* s + 2 x s (1 - s) u', s = sigmoid(2u), as act_t.h */
       T s = a_sigmoid((T)(2 * ACT_SQRT_2_PI) * (x + (T)ACT_GELU_C * x * x * x));
       return d * s *
-             ((T)1 + (T)(2 * ACT_SQRT_2_PI) * x * ((T)1 - s) * ((T)1 + (T)(3 * ACT_GELU_C) * x * x));
+             ((T)1 + (T)(2 * ACT_SQRT_2_PI) * x * ((T)1 - s) *
+                         ((T)1 + (T)(3 * ACT_GELU_C) * x * x));
     }
     case PD_K_LEAKY_RELU: return x > 0 ? d : p.p0 * d;
     case PD_K_ELU: return x > 0 ? d : d * p.p0 * pd_kcu_exp(x);

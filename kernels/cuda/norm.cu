@@ -1,8 +1,8 @@
 /* norm.cu -- the CUDA backend's batch normalisation (one block per channel of [n, c, s]) and
  * layer normalisation (one block per row of [rows, cols]) with their gradients; layer_norm's
- * dscale and dbias sum chunks of rows per column, then the chunks' sums. Sums accumulate in double, in an
- * order fixed by the launch shape, as on the CPU (which sums in order: results agree within
- * rounding). */
+ * dscale and dbias sum chunks of rows per column, then the chunks' sums. Sums accumulate in
+ * double, in an order fixed by the launch shape, as on the CPU (which sums in order: results
+ * agree within rounding). */
 #include "config.h"
 #include "kernels/cuda/cuda_int.h"
 

@@ -1,0 +1,124 @@
+"""torch_lstm_classify.py -- examples/lstm_classify.pd in PyTorch, on the same data and epochs:
+the lines of GPL-3, Apache-2.0 and MPL-2.0 (/usr/share/common-licenses) read as pdlang's lines()
+reads them (split at \\n, a \\r before it dropped, blank lines skipped, the non-blank lines
+numbered from 1 and every 5th held out for the test, each cut to 80 bytes), an embedding of the
+bytes to 16 (init normal(0, 0.1)), an LSTM of 32 over each line forwards and another backwards
+(stdlib's lstm: W_ih and W_hh xavier-uniform, one bias per gate, 0), the maximum over the
+steps of the forward outputs next to both last states, a linear layer to 3 (xavier, bias 0);
+Adam 0.005 with the gradients' global norm clipped to 5 and a cosine rate over the steps;
+batches of 32 in a new random order every epoch, 20 epochs. Prints the share of GPL-3 in the
+test lines and the accuracy on the training and test lines.
+Usage: torch_lstm_classify.py [--seed S] [--epochs E] [--threads T]"""
+import math
+import sys
+import time
+
+MAXLEN, E, H = 80, 16, 32
+FILES = ["GPL-3", "Apache-2.0", "MPL-2.0"]
+
+
+def read_lines(path, split):
+    data = open(path, "rb").read()
+    out, k = [], 0
+    for line in data.split(b"\n"):
+        if line.endswith(b"\r"):
+            line = line[:-1]
+        if line.strip(b" \t") == b"":
+            continue
+        k += 1
+        if (k % 5 == 0) != (split == "test"):
+            continue
+        out.append(list(line[:MAXLEN]))
+    return out
+
+
+def main():
+    a = sys.argv[1:]
+    seed = int(a[a.index("--seed") + 1]) if "--seed" in a else 0
+    epochs = int(a[a.index("--epochs") + 1]) if "--epochs" in a else 20
+    threads = int(a[a.index("--threads") + 1]) if "--threads" in a else 2
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch not installed")
+        return
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    sets = {}
+    for split in ("train", "test"):
+        xs, ys = [], []
+        for label, name in enumerate(FILES):
+            rows = read_lines("/usr/share/common-licenses/" + name, split)
+            xs += rows
+            ys += [label] * len(rows)
+        lens = torch.tensor([len(r) for r in xs])
+        pad = torch.zeros(len(xs), MAXLEN, dtype=torch.long)
+        for i, r in enumerate(xs):
+            pad[i, :len(r)] = torch.tensor(r)
+        sets[split] = (pad, lens, torch.tensor(ys))
+
+    pack = torch.nn.utils.rnn.pack_padded_sequence
+
+    def lstm(in_dim):
+        m = torch.nn.LSTM(in_dim, H, batch_first=True)
+        torch.nn.init.xavier_uniform_(m.weight_ih_l0)
+        torch.nn.init.xavier_uniform_(m.weight_hh_l0)
+        torch.nn.init.zeros_(m.bias_ih_l0)
+        torch.nn.init.zeros_(m.bias_hh_l0)
+        m.bias_hh_l0.requires_grad_(False)  # stdlib's lstm has one bias a gate
+        return m
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(256, E)
+            torch.nn.init.normal_(self.emb.weight, 0.0, 0.1)
+            self.fwd, self.bwd = lstm(E), lstm(E)
+            self.out = torch.nn.Linear(3 * H, 3)
+            torch.nn.init.xavier_uniform_(self.out.weight)
+            torch.nn.init.zeros_(self.out.bias)
+
+        def forward(self, x, lens):
+            e = self.emb(x)
+            hs, (h, _) = self.fwd(pack(e, lens, batch_first=True, enforce_sorted=False))
+            hs, _ = torch.nn.utils.rnn.pad_packed_sequence(hs, batch_first=True,
+                                                           total_length=MAXLEN)
+            valid = torch.arange(MAXLEN)[None, :] < lens[:, None]
+            top = hs.masked_fill(~valid[:, :, None], float("-inf")).max(1).values
+            # each line reversed within its length: the backward LSTM's last state is the one
+            # after the line's first character
+            idx = (lens[:, None] - 1 - torch.arange(MAXLEN)[None, :]).clamp(min=0)
+            rev = torch.gather(e, 1, idx[:, :, None].expand(-1, -1, E))
+            _, (r, _) = self.bwd(pack(rev, lens, batch_first=True, enforce_sorted=False))
+            return self.out(torch.cat([top, h[0], r[0]], 1))
+
+    model = Model()
+    xtr, ltr, ytr = sets["train"]
+    xte, lte, yte = sets["test"]
+    print("share of GPL-3 in the test lines: %.4f" % (yte == 0).float().mean().item())
+    steps = epochs * math.ceil(len(ytr) / 32)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=0.005)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (1 + math.cos(math.pi * s / steps)) / 2)
+    t0 = time.perf_counter()
+    for _ in range(epochs):
+        model.train()
+        perm = torch.randperm(len(ytr))
+        for b in range(0, len(ytr), 32):
+            idx = perm[b:b + 32]
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(xtr[idx], ltr[idx]), ytr[idx])
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 5.0)
+            opt.step()
+            sched.step()
+    took = time.perf_counter() - t0
+    model.eval()
+    with torch.no_grad():
+        for name, (x, lens, y) in (("train", (xtr, ltr, ytr)), ("test", (xte, lte, yte))):
+            acc = (model(x, lens).argmax(1) == y).float().mean().item()
+            print("accuracy on the %s lines: %.4f (%d lines)" % (name, acc, len(y)))
+    print("training took %.1f s (%d steps)" % (took, steps))
+
+
+main()
