@@ -24,6 +24,7 @@ typedef struct rt {
   uint64_t seed;       /* executor seed */
   bool no_shape_check; /* skip the inferred-vs-actual shape comparison */
   const pd_k_backend *host; /* the executor's host backend (NULL: the CPU's) */
+  pd_k_place place;         /* where the executor computes (PD_K_CUDA: an open GPU) */
 } rt;
 
 /* The host backend every new rt starts with (NULL: the CPU's); a test sets it to run all its
@@ -89,7 +90,7 @@ static inline pd_status rt_run(rt *r) {
     if (st) return st;
   }
   pd_exec *ex = NULL;
-  pd_exec_options o = {.seed = r->seed, .host = r->host};
+  pd_exec_options o = {.seed = r->seed, .host = r->host, .place = r->place};
   pd_status st = pd_exec_new(r->f.p, &o, &ex, &r->f.err);
   if (st) return st;
   st = pd_exec_run_block(ex, 0, r->scope, &r->f.err);
@@ -121,10 +122,13 @@ static inline pd_status rt_run(rt *r) {
   return PD_OK;
 }
 
-/* The value of a var after a run (NULL when it has none). */
+/* The value of a var after a run (NULL when it has none), moved to the host when a GPU run left
+ * it on the GPU. */
 static inline const pd_tensor *rt_get(rt *r, const char *name) {
   pd_variable *v = pd_scope_find_var(r->scope, name);
   if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) return NULL;
+  if (pd_tensor_on_gpu(&v->u.tensor) && pd_tensor_to_place(&v->u.tensor, PD_K_HOST))
+    bail("moving a result to the host");
   return &v->u.tensor;
 }
 

@@ -7,7 +7,8 @@
  * differences through Out and State, fp32 values, and the errors (a WeightList of the wrong
  * length, a weight of the wrong shape, a length past T, dropout in training). LSTM and GRU run
  * through the CPU backend's whole-sequence kernels, and again through kernels/rnn_steps.c (the
- * CUDA backend's composition of them, over the CPU's entries). */
+ * CUDA backend's composition of them, over the CPU's entries); with a GPU, the op and its
+ * gradient there against the CPU's, every mode. */
 #include "config.h"
 
 #include <math.h>
@@ -200,6 +201,85 @@ static void dropout(rt *r, pd_op_desc *op) {
   pd_op_set_attr_float(op, "dropout_prob", 0.5f);
 }
 
+/* With a GPU: the op and its gradient op (through Out and State) computed there give the CPU's
+ * values, for every mode, 2 layers, both directions, padded lengths; skipped without one. */
+enum { GPU_VALS = 4 * T * N * 2 * H + 16 * 4 * H * 2 * H };
+static int64_t gpu_run(int m, pd_k_place place, double *got) {
+  int ns = m == 0 ? 2 : 1, cells = 4;
+  rt r;
+  rt_init(&r);
+  r.place = place;
+  r.no_shape_check = true;
+  setup(&r, m, 2, 2, true, false);
+  double d[T * N * 2 * H];
+  char shape[64], gins[480], gouts[400];
+  vals(d, T * N * 2 * H, -1, 1, 77, false);
+  snprintf(shape, sizeof shape, "[%d, %d, %d]", T, N, 2 * H);
+  rt_in_f64(&r, "dy", shape, d);
+  snprintf(shape, sizeof shape, "[%d, %d, %d]", cells, N, H);
+  rt_in_f64(&r, "dhT", shape, d + 1);
+  rt_in_f64(&r, "dcT", shape, d + 2);
+  const pd_op_desc *f = r.op;
+  size_t at = 0;
+  for (int s = 0; s < f->ninputs; s++) {
+    at += (size_t)snprintf(gins + at, sizeof gins - at, "%s=", f->inputs[s].param);
+    for (int a = 0; a < f->inputs[s].nargs; a++)
+      at += (size_t)snprintf(gins + at, sizeof gins - at, "%s%s", a ? "," : "",
+                             f->inputs[s].args[a]);
+    at += (size_t)snprintf(gins + at, sizeof gins - at, " ");
+  }
+  snprintf(gins + at, sizeof gins - at, "Out=y Reserve=res State=%s Out@GRAD=dy State@GRAD=%s",
+           ns > 1 ? "hT,cT" : "hT", ns > 1 ? "dhT,dcT" : "dhT");
+  at = (size_t)snprintf(gouts, sizeof gouts, "Input@GRAD=dx PreState@GRAD=%s WeightList@GRAD=",
+                        ns > 1 ? "dh0,dc0" : "dh0");
+  for (int k = 0; k < 4 * cells; k++)
+    at += (size_t)snprintf(gouts + at, sizeof gouts - at, "%sdw%d", k ? "," : "", k);
+  pd_op_desc *g = rt_op(&r, "rnn_grad", gins, gouts);
+  for (int i = 0; i < f->nattrs; i++)
+    if (pd_op_set_attr(g, &f->attrs[i])) bail("out of memory");
+  int64_t n = 0;
+  if (rt_run(&r) != PD_OK) {
+    printf("#   %s: %s\n", place == PD_K_CUDA ? "GPU" : "CPU", r.f.err.msg ? r.f.err.msg : "?");
+    n = -1;
+  }
+  const char *outs[8] = {"y", "hT", "dx", "dh0", ns > 1 ? "cT" : NULL, ns > 1 ? "dc0" : NULL};
+  for (int i = 0; n >= 0 && i < 6; i++) {
+    const pd_tensor *t = outs[i] ? rt_get(&r, outs[i]) : NULL;
+    if (t && n + pd_tensor_numel(t) > GPU_VALS) bail("gpu_run: more values than GPU_VALS");
+    for (int64_t j = 0; t && j < pd_tensor_numel(t); j++) got[n++] = PD_TENSOR_F64(t)[j];
+  }
+  for (int k = 0; n >= 0 && k < 4 * cells; k++) {
+    char nm[8];
+    snprintf(nm, sizeof nm, "dw%d", k);
+    const pd_tensor *t = rt_get(&r, nm);
+    if (t && n + pd_tensor_numel(t) > GPU_VALS) bail("gpu_run: more values than GPU_VALS");
+    for (int64_t j = 0; t && j < pd_tensor_numel(t); j++) got[n++] = PD_TENSOR_F64(t)[j];
+  }
+  rt_free(&r);
+  return n;
+}
+
+static void test_gpu(void) {
+  pd_error e = {0};
+  if (pd_k_cuda_open(0, &e) != PD_OK) {
+    char why[300];
+    snprintf(why, sizeof why, "the rnn op on the GPU needs one: %s", e.msg ? e.msg : "?");
+    tap_skip(why);
+    pd_error_clear(&e);
+    return;
+  }
+  static double cpu[GPU_VALS], gpu[GPU_VALS];
+  for (int m = 0; m < 4; m++) {
+    int64_t nc = gpu_run(m, PD_K_HOST, cpu), ng = gpu_run(m, PD_K_CUDA, gpu);
+    double scale = 1e-300, worst = 0;
+    for (int64_t i = 0; i < nc && nc == ng; i++) scale = fmax(scale, fabs(cpu[i]));
+    for (int64_t i = 0; i < nc && nc == ng; i++) worst = fmax(worst, fabs(gpu[i] - cpu[i]) / scale);
+    ok(nc > 0 && nc == ng && worst <= 1e-10,
+       "rnn %s, 2 layers, bidirectional, lengths: on the GPU, Out, State and every gradient as on "
+       "the CPU (%lld values, worst %.2g of the largest)", modes[m], (long long)nc, worst);
+  }
+}
+
 int main(void) {
   pd_k_init();
   vals(vin, T * N * I, -1.5, 1.5, 1, false);
@@ -239,5 +319,6 @@ int main(void) {
         "rnn: a length past T");
   fails(0, 1, 1, dropout, PD_EUNSUPPORTED, "dropout between layers",
         "rnn: dropout in training");
+  test_gpu();
   return tap_done();
 }
