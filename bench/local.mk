@@ -22,7 +22,7 @@ EXTRA_DIST += bench/torch_resnet.py bench/torch_train.py bench/torch_conv.py ben
 	bench/README
 EXTRA_DIST += bench/bench_attention.sh bench/torch_attention.py
 EXTRA_DIST += bench/bench_gated.sh bench/torch_gated.py bench/torch_char_lm.py bench/bench_device.sh \
-	bench/torch_lstm_classify.py
+	bench/torch_lstm_classify.py bench/torch_util.py
 
 bench: bench/bench_kernels$(EXEEXT) bench/bench_exec$(EXEEXT)
 	./bench/bench_kernels$(EXEEXT)

@@ -9,48 +9,19 @@ Adam 0.005 with the gradients' global norm clipped to 5 and a cosine rate over t
 batches of 32 in a new random order every epoch, 20 epochs. Prints the share of GPL-3 in the
 test lines and the accuracy on the training and test lines.
 Usage: torch_lstm_classify.py [--seed S] [--epochs E] [--threads T]"""
-import math
-import sys
-import time
+from torch_util import fit_and_report, int_opt, license_lines, torch_or_none
 
 MAXLEN, E, H = 80, 16, 32
-FILES = ["GPL-3", "Apache-2.0", "MPL-2.0"]
-
-
-def read_lines(path, split):
-    data = open(path, "rb").read()
-    out, k = [], 0
-    for line in data.split(b"\n"):
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        if line.strip(b" \t") == b"":
-            continue
-        k += 1
-        if (k % 5 == 0) != (split == "test"):
-            continue
-        out.append(list(line[:MAXLEN]))
-    return out
 
 
 def main():
-    a = sys.argv[1:]
-    seed = int(a[a.index("--seed") + 1]) if "--seed" in a else 0
-    epochs = int(a[a.index("--epochs") + 1]) if "--epochs" in a else 20
-    threads = int(a[a.index("--threads") + 1]) if "--threads" in a else 2
-    try:
-        import torch
-    except ImportError:
-        print("PyTorch not installed")
+    torch = torch_or_none(int_opt("--threads", 2), int_opt("--seed", 0))
+    if torch is None:
         return
-    torch.set_num_threads(threads)
-    torch.manual_seed(seed)
+    epochs = int_opt("--epochs", 20)
     sets = {}
     for split in ("train", "test"):
-        xs, ys = [], []
-        for label, name in enumerate(FILES):
-            rows = read_lines("/usr/share/common-licenses/" + name, split)
-            xs += rows
-            ys += [label] * len(rows)
+        xs, ys = license_lines(split, max_length=MAXLEN)
         lens = torch.tensor([len(r) for r in xs])
         pad = torch.zeros(len(xs), MAXLEN, dtype=torch.long)
         for i, r in enumerate(xs):
@@ -93,32 +64,8 @@ def main():
             return self.out(torch.cat([top, h[0], r[0]], 1))
 
     model = Model()
-    xtr, ltr, ytr = sets["train"]
-    xte, lte, yte = sets["test"]
-    print("share of GPL-3 in the test lines: %.4f" % (yte == 0).float().mean().item())
-    steps = epochs * math.ceil(len(ytr) / 32)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.Adam(params, lr=0.005)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: (1 + math.cos(math.pi * s / steps)) / 2)
-    t0 = time.perf_counter()
-    for _ in range(epochs):
-        model.train()
-        perm = torch.randperm(len(ytr))
-        for b in range(0, len(ytr), 32):
-            idx = perm[b:b + 32]
-            opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(xtr[idx], ltr[idx]), ytr[idx])
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 5.0)
-            opt.step()
-            sched.step()
-    took = time.perf_counter() - t0
-    model.eval()
-    with torch.no_grad():
-        for name, (x, lens, y) in (("train", (xtr, ltr, ytr)), ("test", (xte, lte, yte))):
-            acc = (model(x, lens).argmax(1) == y).float().mean().item()
-            print("accuracy on the %s lines: %.4f (%d lines)" % (name, acc, len(y)))
-    print("training took %.1f s (%d steps)" % (took, steps))
+    (xtr, ltr, ytr), (xte, lte, yte) = sets["train"], sets["test"]
+    fit_and_report(torch, model, ((xtr, ltr), ytr), ((xte, lte), yte), epochs, 0.005)
 
 
 main()
