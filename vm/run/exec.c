@@ -368,6 +368,12 @@ static pd_status place_ops(pd_exec *ex) {
           seen = y->def == x->def && y->place == PD_K_HOST;
         }
       if (seen) continue;
+      /* An op whose every slot has a placement rule (vm/run/exec_place.c: feed, fetch, shape,
+       * conditional_block) runs on the host by design and moves only what its rules say. */
+      bool ruled = true;
+      for (int d = 0; d < x->def->ninputs && ruled; d++) ruled = x->in_where[d] != PD_WHERE_OP;
+      for (int d = 0; d < x->def->noutputs && ruled; d++) ruled = x->out_where[d] != PD_WHERE_OP;
+      if (ruled) continue;
       char msg[200];
       if (pd_exec_gpu_op(x->def))
         snprintf(msg, sizeof msg, "op '%s' runs on the CPU inside a loop (its block is run step "

@@ -66,6 +66,12 @@ static const pd_exec_slot_rule rules[] = {
     {"select_input_grad", "Mask", true, PD_WHERE_HOST},
     /* shape reads only the dims of its input: the data stays where it is */
     {"shape", "Input", true, PD_WHERE_ANY},
+    {"shape", "Out", false, PD_WHERE_HOST},
+    /* A saved program's feed and fetch ops: data enters and leaves on the host. */
+    {"feed", "X", true, PD_WHERE_HOST},
+    {"feed", "Out", false, PD_WHERE_HOST},
+    {"fetch", "X", true, PD_WHERE_HOST},
+    {"fetch", "Out", false, PD_WHERE_HOST},
     {"rnn", "SequenceLength", true, PD_WHERE_HOST},
     {"rnn_grad", "SequenceLength", true, PD_WHERE_HOST},
     {"concat", "AxisTensor", true, PD_WHERE_HOST},
