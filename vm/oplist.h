@@ -50,7 +50,7 @@
 #define PD_COMPARE_(name)                                                                       \
   PD_OP(name, GPU, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),                            \
         ATTRS(INT("axis", -1), BOOL("force_cpu", false)))
-#define PD_LOGICAL_(name) PD_OP(name, 0, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")), NONE)
+#define PD_LOGICAL_(name) PD_OP(name, GPU, compare, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")), NONE)
 #define PD_REDUCE_(name, flags)                                                                 \
   PD_OP(name, flags, reduce, IN(ONE("X")), OUT(ONE("Out")),                                     \
         ATTRS(INTS("dim", 0), BOOL("keep_dim", false), BOOL("reduce_all", false),               \
@@ -207,7 +207,7 @@ PD_UNARY_(log_sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X)
 PD_OP(log_softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1)))
 PD_LOGICAL_(logical_and)
-PD_OP(logical_not, 0, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
+PD_OP(logical_not, GPU, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_LOGICAL_(logical_or)
 PD_LOOKUP_TABLE_(lookup_table)
 PD_LOOKUP_TABLE_(lookup_table_v2)
