@@ -643,8 +643,8 @@ int pd_train_persistables(pd_runner *r, const pd_program *p, const char ***out) 
 /* ---- What identifies a training setup, stored in its checkpoints (pd_ckpt_meta.setup) so that a
  * resume into another one is refused: the training program (its ops and vars, without source
  * locations, so that editing comments or moving the script does not count), the parameters of the
- * model (names, dtypes, shapes), the optimizer and its hyper-parameters, the reader and
- * batch. ---- */
+ * model (names, dtypes, shapes), the optimizer and its hyper-parameters, the reader, batch
+ * and drop_last. ---- */
 
 static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
   static const char *const sched[] = {"constant", "step", "cosine"};
@@ -680,8 +680,8 @@ static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
 
 /* The setup text into out (PD_CKPT_SETUP_SIZE bytes). PD_ENOMEM or PD_OK. */
 static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_program *p,
-                             const pd_optimizer *o, int64_t batch, const pd_valid *vd,
-                             char *out) {
+                             const pd_optimizer *o, int64_t batch, bool drop_last,
+                             const pd_valid *vd, char *out) {
   uint64_t program;
   if (pd_run_program_hash(p, &program)) return PD_ENOMEM;
   /* The model's parameters: the persistable vars of the training program that the model
@@ -704,7 +704,7 @@ static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_pr
   pd_buf_puts(&b, "\nreader=");
   const pd_cval *rd = opt(a, "reader");
   if (rd) pd_cval_format(rd, &b);
-  pd_buf_printf(&b, ", batch %lld", (long long)batch);
+  pd_buf_printf(&b, ", batch %lld%s", (long long)batch, drop_last ? ", drop_last" : "");
   if (vd) pd_valid_describe(vd, &b);
   pd_status st = pb.oom || b.oom ? PD_ENOMEM : PD_OK;
   if (!st) snprintf(out, PD_CKPT_SETUP_SIZE, "%s", b.data);
@@ -869,7 +869,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     fprintf(pg.out, "train: the learning-rate schedule goes on from step %lld\n",
             (long long)gstep);
   char setup[PD_CKPT_SETUP_SIZE] = "";
-  if (ckpt && (st = train_setup(r, a, p, &o, batch, vd, setup))) {
+  if (ckpt && (st = train_setup(r, a, p, &o, batch, drop_last, vd, setup))) {
     st = pd_error_set(err, st, a->loc, "out of memory");
     goto out;
   }

@@ -1,14 +1,15 @@
 #!/bin/sh
 # ckpt_setup.sh -- a checkpoint resumes only into the training setup that wrote it (issue 26):
 # the same script resumes (more epochs are the same setup); another optimizer, an extra
-# parameter, another program with the same parameters, another batch size are refused at the
-# checkpoint argument, saying what differs, and leave the checkpoint as it was. TAP output.
+# parameter, another program with the same parameters, another batch size, drop_last (which
+# can change the steps of an epoch) are refused at the checkpoint argument, saying what
+# differs, and leave the checkpoint as it was. TAP output.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 dir=${TMPDIR:-/tmp}/pd_setup.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-echo "1..6"
+echo "1..7"
 printf 'x1,x2,t\n1,2,1.5\n3,4,0.5\n5,6,1.5\n7,8,0.5\n' > r.csv
 script() { # $1: the cost's expression, $2: epochs, $3: optimizer, $4: batch, $5: extra line
   cat <<PD
@@ -49,3 +50,5 @@ script "$sq" 2 'sgd(0.01)' 4 '' > f.pd
 refused 5 "another batch size" f.pd "the reader is csv(path = \"r.csv\", label = \"t\"), batch 2 in the checkpoint but .*batch 4 now"
 script "$sq" 2 'sgd(0.02)' 2 '' > g.pd
 refused 6 "another learning rate" g.pd "the optimizer is sgd(lr=0.01) in the checkpoint but sgd(lr=0.02) now"
+script "$sq" 2 'sgd(0.01)' '2, drop_last = true' '' > h.pd
+refused 7 "drop_last" h.pd "the reader is csv(path = \"r.csv\", label = \"t\"), batch 2 in the checkpoint but .*batch 2, drop_last now"
