@@ -849,11 +849,16 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     goto out;
   int64_t steps = pd_batcher_num_batches(bt);
   if (steps == 0 && drop_last) {
+    int64_t n = pd_dataset_size(ds);
+    pd_buf why;
+    pd_buf_init(&why);
+    pd_buf_printf(&why, "the reader has %" PRId64 " sample%s", n, n == 1 ? "" : "s");
+    if (nranks > 1) pd_buf_printf(&why, ", %" PRId64 " for each of the %d processes", n / nranks,
+                                  nranks);
     st = pd_error_set(err, PD_EINVAL, pd_train_opt_loc(a, "drop_last"),
-                      "train: drop_last = true leaves no batch: the reader has %" PRId64
-                      " sample%s%s, fewer than one batch of %" PRId64,
-                      pd_dataset_size(ds), pd_dataset_size(ds) == 1 ? "" : "s",
-                      nranks > 1 ? " for all the processes" : "", batch);
+                      "train: drop_last = true leaves no batch: %s, fewer than one batch of %"
+                      PRId64, why.oom ? "too few samples" : why.data, batch);
+    pd_buf_free(&why);
     goto out;
   }
   total = steps * epochs;
