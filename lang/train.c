@@ -1,7 +1,7 @@
 /* train.c -- the actions that run a program over data or move its parameters to and from disk:
- *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, seed=, checkpoint=, log_every=,
- *         valid=, metrics=, valid_every=, valid_every_steps=, early_stop=, monitor=, mode=,
- *         keep_best=, log=, plot=)
+ *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, drop_last=, seed=, checkpoint=,
+ *         log_every=, valid=, metrics=, valid_every=, valid_every_steps=, early_stop=, monitor=,
+ *         mode=, keep_best=, log=, plot=)
  *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
  *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
  *       per minibatch in a fresh scope under the global one, with progress on the progress
@@ -9,10 +9,7 @@
  *       lang/train_valid.c's, the log lang/train_log.c's, the plot lang/plot.c's;
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
- *   save(path, target, ...) writes the inference program for the targets (feed and fetch ops
- *       as Fluid's save_inference_model adds them) and its parameters (path.pdiparams);
- *       save(path) alone writes every parameter;
- *   load(path) reads parameters back into the global scope.
+ *   save and load are lang/train_save.c's.
  * Data vars (vars of the program that a reader must feed) are matched to the reader's fields by
  * name, else by position; a field whose per-sample size matches a var of another shape (images
  * [784] for a [-1, 1, 28, 28] input) is reshaped. A sequence field (lines(...)) comes with its
@@ -72,7 +69,7 @@ pd_loc pd_train_opt_loc(const pd_action *a, const char *key) {
   return a->loc;
 }
 
-static pd_loc arg_loc(const pd_action *a, int i) {
+pd_loc pd_train_arg_loc(const pd_action *a, int i) {
   return a->arg_loc && i < a->nargs && a->arg_loc[i].line > 0 ? a->arg_loc[i] : a->loc;
 }
 
@@ -92,7 +89,7 @@ double pd_train_now(void) {
 
 /* A path named in a script: relative paths are taken from the script's folder when the file is
  * there, else from the working directory. Heap string. */
-static char *script_path(const pd_action *a, const char *path) {
+char *pd_train_script_path(const pd_action *a, const char *path) {
   if (!path || path[0] == '/' || !a->loc.file) return pd_strdup(path ? path : "");
   const char *slash = strrchr(a->loc.file, '/');
   if (!slash) return pd_strdup(path);
@@ -129,7 +126,7 @@ static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset 
   pd_status st = paths ? PD_OK : PD_ENOMEM;
   for (int i = 0; i < n && !st; i++) {
     const pd_cval *v = p->kind == PD_CVAL_LIST ? p->items[i] : p;
-    if (!(paths[i] = script_path(a, v->kind == PD_CVAL_STRING ? v->str : ""))) st = PD_ENOMEM;
+    if (!(paths[i] = pd_train_script_path(a, v->kind == PD_CVAL_STRING ? v->str : ""))) st = PD_ENOMEM;
   }
   if (st) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
   else st = pd_dataset_lines(n, (const char *const *)paths, &o, out, err);
@@ -191,7 +188,7 @@ static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *sp
                           "%s: split must be \"train\", \"valid\" or \"test\", not \"%s\"",
                           name, split);
     const pd_cval *p = pd_cval_field(spec, "path");
-    char *dir = p && p->kind == PD_CVAL_STRING ? script_path(a, p->str) : NULL;
+    char *dir = p && p->kind == PD_CVAL_STRING ? pd_train_script_path(a, p->str) : NULL;
     st = pd_dataset_mnist(name, split, dir, out, err);
     pd_free(dir);
   } else if (strcmp(name, "csv") == 0) {
@@ -208,7 +205,7 @@ static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *sp
       return pd_error_set(err, PD_EUNSUPPORTED, pd_cval_field_loc(spec, "header", at),
                           "csv: files without a header row are not supported yet (add a first "
                           "line naming the columns)");
-    char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     if (!path) return pd_error_set(err, PD_ENOMEM, at, "out of memory");
     const pd_cval *cats = pd_cval_field(spec, "categorical");
     const char *cnames[256];
@@ -234,15 +231,15 @@ static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *sp
   } else if (strcmp(name, "npy") == 0) {
     const pd_cval *p = pd_cval_field(spec, "path");
     const pd_cval *lp = pd_cval_field(spec, "label_path");
-    char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    char *lpath = lp && lp->kind == PD_CVAL_STRING ? script_path(a, lp->str) : NULL;
+    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    char *lpath = lp && lp->kind == PD_CVAL_STRING ? pd_train_script_path(a, lp->str) : NULL;
     st = path ? pd_dataset_npy(path, lpath, out, err) : PD_ENOMEM;
     pd_free(path);
     pd_free(lpath);
   } else if (strcmp(name, "text") == 0) {
     const pd_cval *p = pd_cval_field(spec, "path");
     const pd_cval *len = pd_cval_field(spec, "length");
-    char *path = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out, err)
               : PD_ENOMEM;
     pd_free(path);
@@ -260,7 +257,7 @@ static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *sp
                             "(pd_state_set_dataset), and this run has none", dname);
   } else if (pd_train_is_images(spec)) {
     const pd_cval *p = pd_cval_field(spec, "path");
-    char *dir = script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
+    char *dir = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     st = dir ? pd_train_images_open(spec, dir, note, out, err) : PD_ENOMEM;
     pd_free(dir);
   } else {
@@ -793,7 +790,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_optimizer o;
   pd_status st = parse_optimizer(a, &o, err);
   if (st) return st;
-  char *ckpt = opt_str(a, "checkpoint") ? script_path(a, opt_str(a, "checkpoint")) : NULL;
+  char *ckpt = opt_str(a, "checkpoint") ? pd_train_script_path(a, opt_str(a, "checkpoint")) : NULL;
   pd_program *p = NULL, *init = NULL;
   pd_exec *ex = NULL;
   pd_valid *vd = NULL;
@@ -902,12 +899,12 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   }
   /* The log: train's log =, else the run's --log, else with plot = "NAME.png" NAME.csv. */
   const char *lname = opt_str(a, "log") ? opt_str(a, "log") : r->opts.log_path;
-  if (opt_str(a, "plot") && !(plot_path = script_path(a, opt_str(a, "plot")))) {
+  if (opt_str(a, "plot") && !(plot_path = pd_train_script_path(a, opt_str(a, "plot")))) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
   }
   if ((lname || plot_path) && pd_comm_rank() == 0) {  /* rank 0 alone writes (and plots) */
-    if (lname) log_path = opt_str(a, "log") ? script_path(a, lname) : pd_strdup(lname);
+    if (lname) log_path = opt_str(a, "log") ? pd_train_script_path(a, lname) : pd_strdup(lname);
     else log_path = plot_log_name(plot_path);
     if (!log_path) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
@@ -1273,199 +1270,4 @@ out:
   pd_free(names);
   pd_free(means);
   return pd_run_at_loc(err, st, a->loc, NULL);
-}
-
-/* ---------------------------------------------------------------- save / load */
-
-/* Fluid's save_inference_model shape: a "feed" var (FEED_MINIBATCH) and a feed op per data var
- * at the start, a "fetch" var (FETCH_LIST) and a fetch op per target at the end. */
-static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *feeds, int nfetch,
-                                const char *const *fetches, pd_loc loc, pd_error *err) {
-  pd_block *b = p->blocks[0];
-  pd_var_desc *fv = pd_block_var(b, "feed"), *tv = pd_block_var(b, "fetch");
-  if (!fv || !tv) return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
-  fv->type = PD_VAR_FEED_MINIBATCH;
-  fv->persistable = true;
-  tv->type = PD_VAR_FETCH_LIST;
-  tv->persistable = true;
-  const char *feed = "feed", *fetch = "fetch";
-  for (int i = 0; i < nfeed; i++) {
-    pd_op_desc *op = pd_block_add_op(b, "feed", i);
-    if (!op || pd_op_set_input(op, "X", 1, &feed) || pd_op_set_output(op, "Out", 1, &feeds[i]) ||
-        pd_op_set_attr_int(op, "col", i) || pd_op_set_loc(op, loc))
-      return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
-  }
-  for (int i = 0; i < nfetch; i++) {
-    pd_op_desc *op = pd_block_add_op(b, "fetch", -1);
-    if (!op || pd_op_set_input(op, "X", 1, &fetches[i]) || pd_op_set_output(op, "Out", 1, &fetch) ||
-        pd_op_set_attr_int(op, "col", i) || pd_op_set_loc(op, loc))
-      return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
-  }
-  return PD_OK;
-}
-
-/* The categories of the run's CSV readers go beside a saved model or parameter file:
- * "m.pdmodel" -> "m.categories" (also for .pdiparams; other names gain ".categories"). Heap. */
-static char *categories_path(const char *path) {
-  size_t n = strlen(path);
-  static const char *const exts[] = {".pdmodel", ".pdiparams"};
-  for (size_t i = 0; i < PD_ARRAY_LEN(exts); i++) {
-    size_t e = strlen(exts[i]);
-    if (n > e && strcmp(path + n - e, exts[i]) == 0) n -= e;
-  }
-  pd_buf b;
-  pd_buf_init(&b);
-  pd_buf_printf(&b, "%.*s.categories", (int)n, path);
-  return pd_buf_take(&b);
-}
-
-/* After a save: the categories file, when the run's CSV readers have categorical columns. */
-static pd_status save_categories(const pd_runner *r, const char *path, pd_error *err) {
-  if (pd_categories_count(r->categories) == 0) return PD_OK;
-  char *cp = categories_path(path);
-  pd_status st = cp ? pd_categories_save(r->categories, cp, err)
-                    : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
-  pd_free(cp);
-  return st;
-}
-
-/* After a load: the categories saved beside it (when there), so that this run's CSV readers
- * map text the same way. */
-static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) {
-  char *cp = categories_path(path);
-  if (!cp) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
-  pd_status st = PD_OK;
-  if (access(cp, F_OK) == 0) {
-    if (!r->categories && !(r->categories = pd_categories_new()))
-      st = pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
-    else
-      st = pd_categories_load(r->categories, cp, err);
-  }
-  pd_free(cp);
-  return st;
-}
-
-static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
-  char *path = script_path(a, a->args[0]->str);
-  char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
-  const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
-  const char **params = NULL;
-  pd_program *p = NULL;
-  pd_status st = PD_OK;
-  if (!path || !targets) {
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    goto out;
-  }
-  int nt = 0;
-  for (int i = 1; i < a->nargs; i++) targets[nt++] = a->args[i]->str;
-  if (nt == 0) { /* every parameter, in one file */
-    int np = pd_train_persistables(r, r->unit->main, &params);
-    if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    else st = pd_params_save(path, r->global, np, params, err);
-    if (!st) st = save_categories(r, path, err);
-    goto out;
-  }
-  if ((st = pd_program_prune(r->unit->main, nt, targets, &p, err))) goto out;
-  if ((st = pd_run_set_test_mode(p))) {
-    st = pd_error_set(err, st, a->loc, "out of memory");
-    goto out;
-  }
-  const char *data[16];
-  int nd = pd_run_data_vars(r, p, data, 16);
-  if (nd > 16) nd = 16;
-  int np = pd_train_persistables(r, p, &params);
-  if (np < 0) {
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    goto out;
-  }
-  if ((st = add_feed_fetch(p, nd, data, nt, targets, a->loc, err))) goto out;
-  if (!(ppath = pd_params_path_for(path))) {
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    goto out;
-  }
-  /* The pair is written to temporaries, then renamed parameters first, model last: a model
-   * always records the identity of its parameter file (pd_params_set_identity), so that a
-   * failure between the two renames leaves a pair that loading refuses, never runs. */
-  pd_buf pb;
-  pd_buf_init(&pb);
-  if ((st = pd_params_encode(ppath, r->global, np, params, &pb, err))) goto out_buf;
-  if (pb.oom || pd_params_set_identity(p, pb.data ? pb.data : "", pb.len)) {
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    goto out_buf;
-  }
-  uint8_t *mb = NULL;
-  size_t mlen = 0;
-  if ((st = pd_program_to_bytes(p, &mb, &mlen, err))) goto out_buf;
-  if (!(st = pd_write_file_temp(ppath, pb.data ? pb.data : "", pb.len, &ptmp, err)) &&
-      !(st = pd_write_file_temp(path, mb, mlen, &mtmp, err)) &&
-      !(st = pd_commit_file(ptmp, ppath, err)))
-    st = pd_commit_file(mtmp, path, err);
-  else
-    pd_discard_file(ptmp), pd_discard_file(mtmp);  /* nothing of a failed save stays */
-  if (!st) st = save_categories(r, path, err);
-  pd_free(mb);
-out_buf:
-  pd_buf_free(&pb);
-out:
-  pd_run_at_loc(err, st, arg_loc(a, 0), "save");
-  pd_free(ptmp);
-  pd_free(mtmp);
-  pd_program_free(p);
-  pd_free(params);
-  pd_free(targets);
-  pd_free(ppath);
-  pd_free(path);
-  return st;
-}
-
-/* Rank 0 alone writes the files; the others wait for it (a `load` that follows reads them) and
- * fail with it. */
-pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
-  if (pd_comm_size() == 1) return save_model(r, a, err);
-  pd_status st = pd_comm_rank() == 0 ? save_model(r, a, err) : PD_OK;
-  double failed = st != PD_OK;
-  pd_error ce = {0};
-  pd_status cst = pd_comm_allreduce_f64(&failed, 1, &ce);
-  if (!st && cst) st = pd_error_set(err, cst, a->loc, "save: %s", ce.msg ? ce.msg : "?");
-  pd_error_clear(&ce);
-  if (!st && failed > 0)
-    st = pd_error_set(err, PD_EIO, arg_loc(a, 0), "save: rank 0 could not write the model");
-  return st;
-}
-
-pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
-  char *path = script_path(a, a->args[0]->str);
-  const char **params = NULL;
-  pd_program *saved = NULL;
-  char *ppath = NULL;
-  pd_status st = PD_OK;
-  if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-  size_t len = strlen(path);
-  if (len > 8 && strcmp(path + len - 8, ".pdmodel") == 0) {
-    /* An inference model: its persistable vars, in the order save wrote them. */
-    if ((st = pd_program_load(path, &saved, err))) goto out;
-    int np;
-    if (pd_params_names(saved, &params, &np)) {
-      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-      goto out;
-    }
-    if (!(ppath = pd_params_path_for(path))) {
-      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-      goto out;
-    }
-    if (!(st = pd_params_check_identity(saved, ppath, err)))
-      st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
-  } else {
-    int np = pd_train_persistables(r, r->unit->main, &params);
-    if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
-  }
-  if (!st) st = load_categories(r, path, err);
-out:
-  pd_run_at_loc(err, st, arg_loc(a, 0), "load");
-  pd_program_free(saved);
-  pd_free(params);
-  pd_free(ppath);
-  pd_free(path);
-  return st;
 }

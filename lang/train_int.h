@@ -1,4 +1,5 @@
-/* train_int.h -- what lang/train.c shares with train's validation (lang/train_valid.c): the
+/* train_int.h -- what lang/train.c shares with train's validation (lang/train_valid.c) and
+ * save / load (lang/train_save.c): the
  * averager, which runs the forward program of one-element targets over a whole data set in test
  * mode (eval, and the validation after an epoch), the model's parameters, metric names; and
  * the validation itself (valid = READER, metrics, early_stop, keep_best). Private to lang/.
@@ -40,6 +41,11 @@ double pd_train_now(void);
 
 /* Where the action's option `key` was written (the action's call when it was not). */
 pd_loc pd_train_opt_loc(const pd_action *a, const char *key);
+/* Where the action's positional argument i was written (the action's call when unknown). */
+pd_loc pd_train_arg_loc(const pd_action *a, int i);
+/* A path named in a script: relative paths are taken from the script's folder when the file
+ * is there, else from the working directory. Heap string (pd_free). */
+char *pd_train_script_path(const pd_action *a, const char *path);
 
 /* "accuracy.tmp_0" -> "accuracy": a metric's name for people (into buf, n bytes). */
 void pd_train_metric_name(const char *var, char *buf, size_t n);

@@ -1,0 +1,213 @@
+/* train_save.c -- the actions that move a program's parameters to and from disk:
+ *   save(path, target, ...) writes the inference program for the targets (feed and fetch ops
+ *       as Fluid's save_inference_model adds them) and its parameters (path.pdiparams);
+ *       save(path) alone writes every parameter;
+ *   load(path) reads parameters back into the global scope.
+ * A model's categories (a reader's class names) travel beside it. */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/run_int.h"
+#include "lang/train.h"
+#include "lang/train_int.h"
+#include "vm/ir/params.h"
+#include "vm/ir/serialize.h"
+#include "vm/passes/prune.h"
+#include "vm/run/comm.h"
+
+/* ---------------------------------------------------------------- save / load */
+
+/* Fluid's save_inference_model shape: a "feed" var (FEED_MINIBATCH) and a feed op per data var
+ * at the start, a "fetch" var (FETCH_LIST) and a fetch op per target at the end. */
+static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *feeds, int nfetch,
+                                const char *const *fetches, pd_loc loc, pd_error *err) {
+  pd_block *b = p->blocks[0];
+  pd_var_desc *fv = pd_block_var(b, "feed"), *tv = pd_block_var(b, "fetch");
+  if (!fv || !tv) return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+  fv->type = PD_VAR_FEED_MINIBATCH;
+  fv->persistable = true;
+  tv->type = PD_VAR_FETCH_LIST;
+  tv->persistable = true;
+  const char *feed = "feed", *fetch = "fetch";
+  for (int i = 0; i < nfeed; i++) {
+    pd_op_desc *op = pd_block_add_op(b, "feed", i);
+    if (!op || pd_op_set_input(op, "X", 1, &feed) || pd_op_set_output(op, "Out", 1, &feeds[i]) ||
+        pd_op_set_attr_int(op, "col", i) || pd_op_set_loc(op, loc))
+      return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+  }
+  for (int i = 0; i < nfetch; i++) {
+    pd_op_desc *op = pd_block_add_op(b, "fetch", -1);
+    if (!op || pd_op_set_input(op, "X", 1, &fetches[i]) || pd_op_set_output(op, "Out", 1, &fetch) ||
+        pd_op_set_attr_int(op, "col", i) || pd_op_set_loc(op, loc))
+      return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+  }
+  return PD_OK;
+}
+
+/* The categories of the run's CSV readers go beside a saved model or parameter file:
+ * "m.pdmodel" -> "m.categories" (also for .pdiparams; other names gain ".categories"). Heap. */
+static char *categories_path(const char *path) {
+  size_t n = strlen(path);
+  static const char *const exts[] = {".pdmodel", ".pdiparams"};
+  for (size_t i = 0; i < PD_ARRAY_LEN(exts); i++) {
+    size_t e = strlen(exts[i]);
+    if (n > e && strcmp(path + n - e, exts[i]) == 0) n -= e;
+  }
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "%.*s.categories", (int)n, path);
+  return pd_buf_take(&b);
+}
+
+/* After a save: the categories file, when the run's CSV readers have categorical columns. */
+static pd_status save_categories(const pd_runner *r, const char *path, pd_error *err) {
+  if (pd_categories_count(r->categories) == 0) return PD_OK;
+  char *cp = categories_path(path);
+  pd_status st = cp ? pd_categories_save(r->categories, cp, err)
+                    : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_free(cp);
+  return st;
+}
+
+/* After a load: the categories saved beside it (when there), so that this run's CSV readers
+ * map text the same way. */
+static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) {
+  char *cp = categories_path(path);
+  if (!cp) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_status st = PD_OK;
+  if (access(cp, F_OK) == 0) {
+    if (!r->categories && !(r->categories = pd_categories_new()))
+      st = pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+    else
+      st = pd_categories_load(r->categories, cp, err);
+  }
+  pd_free(cp);
+  return st;
+}
+
+static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
+  char *path = pd_train_script_path(a, a->args[0]->str);
+  char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
+  const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
+  const char **params = NULL;
+  pd_program *p = NULL;
+  pd_status st = PD_OK;
+  if (!path || !targets) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  int nt = 0;
+  for (int i = 1; i < a->nargs; i++) targets[nt++] = a->args[i]->str;
+  if (nt == 0) { /* every parameter, in one file */
+    int np = pd_train_persistables(r, r->unit->main, &params);
+    if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    else st = pd_params_save(path, r->global, np, params, err);
+    if (!st) st = save_categories(r, path, err);
+    goto out;
+  }
+  if ((st = pd_program_prune(r->unit->main, nt, targets, &p, err))) goto out;
+  if ((st = pd_run_set_test_mode(p))) {
+    st = pd_error_set(err, st, a->loc, "out of memory");
+    goto out;
+  }
+  const char *data[16];
+  int nd = pd_run_data_vars(r, p, data, 16);
+  if (nd > 16) nd = 16;
+  int np = pd_train_persistables(r, p, &params);
+  if (np < 0) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  if ((st = add_feed_fetch(p, nd, data, nt, targets, a->loc, err))) goto out;
+  if (!(ppath = pd_params_path_for(path))) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out;
+  }
+  /* The pair is written to temporaries, then renamed parameters first, model last: a model
+   * always records the identity of its parameter file (pd_params_set_identity), so that a
+   * failure between the two renames leaves a pair that loading refuses, never runs. */
+  pd_buf pb;
+  pd_buf_init(&pb);
+  if ((st = pd_params_encode(ppath, r->global, np, params, &pb, err))) goto out_buf;
+  if (pb.oom || pd_params_set_identity(p, pb.data ? pb.data : "", pb.len)) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto out_buf;
+  }
+  uint8_t *mb = NULL;
+  size_t mlen = 0;
+  if ((st = pd_program_to_bytes(p, &mb, &mlen, err))) goto out_buf;
+  if (!(st = pd_write_file_temp(ppath, pb.data ? pb.data : "", pb.len, &ptmp, err)) &&
+      !(st = pd_write_file_temp(path, mb, mlen, &mtmp, err)) &&
+      !(st = pd_commit_file(ptmp, ppath, err)))
+    st = pd_commit_file(mtmp, path, err);
+  else
+    pd_discard_file(ptmp), pd_discard_file(mtmp);  /* nothing of a failed save stays */
+  if (!st) st = save_categories(r, path, err);
+  pd_free(mb);
+out_buf:
+  pd_buf_free(&pb);
+out:
+  pd_run_at_loc(err, st, pd_train_arg_loc(a, 0), "save");
+  pd_free(ptmp);
+  pd_free(mtmp);
+  pd_program_free(p);
+  pd_free(params);
+  pd_free(targets);
+  pd_free(ppath);
+  pd_free(path);
+  return st;
+}
+
+/* Rank 0 alone writes the files; the others wait for it (a `load` that follows reads them) and
+ * fail with it. */
+pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
+  if (pd_comm_size() == 1) return save_model(r, a, err);
+  pd_status st = pd_comm_rank() == 0 ? save_model(r, a, err) : PD_OK;
+  double failed = st != PD_OK;
+  pd_error ce = {0};
+  pd_status cst = pd_comm_allreduce_f64(&failed, 1, &ce);
+  if (!st && cst) st = pd_error_set(err, cst, a->loc, "save: %s", ce.msg ? ce.msg : "?");
+  pd_error_clear(&ce);
+  if (!st && failed > 0)
+    st = pd_error_set(err, PD_EIO, pd_train_arg_loc(a, 0), "save: rank 0 could not write the model");
+  return st;
+}
+
+pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
+  char *path = pd_train_script_path(a, a->args[0]->str);
+  const char **params = NULL;
+  pd_program *saved = NULL;
+  char *ppath = NULL;
+  pd_status st = PD_OK;
+  if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  size_t len = strlen(path);
+  if (len > 8 && strcmp(path + len - 8, ".pdmodel") == 0) {
+    /* An inference model: its persistable vars, in the order save wrote them. */
+    if ((st = pd_program_load(path, &saved, err))) goto out;
+    int np;
+    if (pd_params_names(saved, &params, &np)) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    if (!(ppath = pd_params_path_for(path))) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    if (!(st = pd_params_check_identity(saved, ppath, err)))
+      st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
+  } else {
+    int np = pd_train_persistables(r, r->unit->main, &params);
+    if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
+  }
+  if (!st) st = load_categories(r, path, err);
+out:
+  pd_run_at_loc(err, st, pd_train_arg_loc(a, 0), "load");
+  pd_program_free(saved);
+  pd_free(params);
+  pd_free(ppath);
+  pd_free(path);
+  return st;
+}
