@@ -16,29 +16,17 @@ typedef struct drop_job {
   uint8_t *mask;
 } drop_job;
 
-#define PD_KCPU_TEMPLATE "kernels/cpu/dropout_t.h"
 #define DROP_ATTR
-#define T float
-#define TN f32
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#define T double
-#define TN f64
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
+#define PD_KCPU_TEMPLATE "kernels/cpu/dropout_t.h"
+#include "kernels/cpu/each_float.h"
 #undef DROP_ATTR
 /* An AVX-512 instance, chosen at run time (the same values: products in double rounded once,
  * no sums): the baseline's SSE2 converts two floats to double at a time. */
 #if PD_KCPU_HAVE_AVX512
 #define DROP_ATTR __attribute__((target("avx512f,avx512bw")))
-#define T float
-#define TN f32_avx512
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
-#define T double
-#define TN f64_avx512
-#define T_FLOAT 1
-#include PD_KCPU_TEMPLATE
+#define PD_KCPU_TEMPLATE "kernels/cpu/dropout_t.h"
+#define PD_KCPU_EACH_SUFFIX avx512
+#include "kernels/cpu/each_float.h"
 #undef DROP_ATTR
 #define DROP_FN(dt, fn)                                                               \
   (pd_kcpu_simd() >= PD_KCPU_SIMD_AVX512 ? ((dt) == PD_FP32 ? fn##_f32_avx512 : fn##_f64_avx512) \
@@ -46,7 +34,6 @@ typedef struct drop_job {
 #else
 #define DROP_FN(dt, fn) ((dt) == PD_FP32 ? fn##_f32 : fn##_f64)
 #endif
-#undef PD_KCPU_TEMPLATE
 
 pd_status pd_kcpu_dropout(pd_dtype dt, int64_t n, const void *x, const float *u, double p,
                           double scale, void *out, uint8_t *mask) {

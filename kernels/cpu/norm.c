@@ -41,21 +41,14 @@ enum { LN_BLOCK = 8 };
  * time), layer_norm [2048, 128] forward + backward took 1.09 ns an element before the AVX-512
  * instance with its tree sums (below) and norm_t.h's row blocks, 0.68 after. */
 #define NORM_ATTR
-#define T float
-#define TN f32
-#include "kernels/cpu/norm_t.h"
-#define T double
-#define TN f64
-#include "kernels/cpu/norm_t.h"
+#define PD_KCPU_TEMPLATE "kernels/cpu/norm_t.h"
+#include "kernels/cpu/each_float.h"
 #undef NORM_ATTR
 #if PD_KCPU_HAVE_AVX2
 #define NORM_ATTR __attribute__((target("avx2")))
-#define T float
-#define TN f32_avx2
-#include "kernels/cpu/norm_t.h"
-#define T double
-#define TN f64_avx2
-#include "kernels/cpu/norm_t.h"
+#define PD_KCPU_TEMPLATE "kernels/cpu/norm_t.h"
+#define PD_KCPU_EACH_SUFFIX avx2
+#include "kernels/cpu/each_float.h"
 #undef NORM_ATTR
 #define NORM_ATTR __attribute__((target("avx512f")))
 #include <immintrin.h>

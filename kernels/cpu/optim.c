@@ -17,12 +17,8 @@ typedef struct opt_job {
   void *po, *so[3];
 } opt_job;
 
-#define T float
-#define TN f32
-#include "kernels/cpu/optim_t.h"
-#define T double
-#define TN f64
-#include "kernels/cpu/optim_t.h"
+#define PD_KCPU_TEMPLATE "kernels/cpu/optim_t.h"
+#include "kernels/cpu/each_float.h"
 
 pd_status pd_kcpu_opt(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p, const void *g,
                       const void *const *s, void *p_out, void *const *s_out) {

@@ -76,12 +76,8 @@ static pd_status seq_gemm_w(const seq_job *j, int t, int64_t m, int64_t n, int64
   return pd_kcpu_gemm(j->s->dt, false, false, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
-#define T float
-#define TN f32
-#include "kernels/cpu/rnn_seq_t.h"
-#define T double
-#define TN f64
-#include "kernels/cpu/rnn_seq_t.h"
+#define PD_KCPU_TEMPLATE "kernels/cpu/rnn_seq_t.h"
+#include "kernels/cpu/each_float.h"
 
 /* The parts and their units: as many as the pool has threads when a step is worth splitting,
  * each owning a multiple of SEQ_ALIGN units (the last one the rest). */
