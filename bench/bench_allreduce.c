@@ -2,8 +2,8 @@
  * MPI_Allreduce on the same bytes (run under mpirun -np 2; bench/bench_mpi.sh). For each total
  * size, the gradients are tensors of 64 KiB (like a model's layers): "mpi" sums the whole buffer
  * with one MPI_Allreduce; "buckets" starts each tensor with pd_comm_grad_start (fused into
- * buckets of PDLANG_MPI_BUCKET_KB) and waits with pd_comm_grad_finish, copies in and out
- * included. Prints the time per sum (the best of the repetitions), the bus bandwidth
+ * buckets of PDLANG_MPI_BUCKET_KB; the last one summed by pd_comm_grad_finish) and waits with
+ * pd_comm_grad_finish, copies in and out included. Prints the time per sum (the best of the repetitions), the bus bandwidth
  * 2 (N - 1) / N x bytes / time (the ring all-reduce's traffic per rank) and the CPU time of
  * rank 0's process per sum (the mean, its threads included: what a sum takes from the
  * computation when every core computes), rank 0 only. */
@@ -64,7 +64,9 @@ int main(int argc, char **argv) {
       t0 = now();
       c0 = cpu();
       for (int64_t k = 0; k < ntensors; k++)
-        if (pd_comm_grad_start(buf + k * tensor, tensor, PD_FP32, &err)) return 1;
+        if (pd_comm_grad_start(&(pd_comm_grad){.data = buf + k * tensor, .n = tensor,
+                                               .dtype = PD_FP32}, &err))
+          return 1;
       if (pd_comm_grad_finish(dst, &err)) return 1;
       t1 = now();
       c_b += cpu() - c0;

@@ -3,8 +3,10 @@
 # the MLP, the CNN and the RNN with an `if` of tests/mpi/lib.sh: the startup program broadcasts
 # each of its persistable vars exactly once from rank 0; the training program hands every
 # gradient the optimizer reads (its ops' Grad inputs) to exactly one c_allreduce_sum, before a
-# c_sync_comm_stream that lists each exactly once, then scales it by 1/2, all before the first
-# update; with one rank there is no collective op. Needs no MPI. TAP output.
+# c_sync_comm_stream that lists each exactly once, all before the first update; the cost's
+# gradient (the op with op_role 257, backward | loss) is scaled by 1/2 by the op right after it,
+# and that is the one scale by 1/2 (no gradient is scaled after its sum); with one rank there is
+# no collective op. Needs no MPI. TAP output.
 set -u
 . "$top_srcdir/tests/mpi/lib.sh"
 echo "1..4"
@@ -27,22 +29,27 @@ for m in mlp cnn rnn; do
           if (roots != n) print "roots " roots + 0 " of " n
           if (n == 0) print "no parameters" }' s1.txt s2.txt)
   # Training: the Grad of each update op; one all-reduce each, before the sync; the sync lists
-  # each once; a scale by 0.5 of each; the first update after all of them.
-  bad2=$(awk '/^  op [0-9]+: / { op = $3; idx++ }
+  # each once; the first update after it; the loss gradient's scale by 0.5 right after the op
+  # that sets it, and no other scale by 0.5.
+  bad2=$(awk '/^  op [0-9]+: / { op = $3; idx++; sc_x = "" }
+    /^    out Out: / { out = $3; gsub(/[][]/, "", out) }
+    /attr op_role: INT 257$/ { loss = out; lossidx = idx }
     op == "c_allreduce_sum" && /^    in  X: / { x = $3; gsub(/[][]/, "", x); ar[x]++; if (sync) late++ }
     op == "c_sync_comm_stream" && /^    in  X: / { sync = idx; s = $0; sub(/.*\[/, "", s); sub(/\].*/, "", s)
       k = split(s, l, ", "); for (i = 1; i <= k; i++) sy[l[i]]++ }
-    op == "scale" && /^    in  X: / { x = $3; gsub(/[][]/, "", x); sc_x = x }
-    op == "scale" && /attr scale: FLOAT 0.5$/ { sc[sc_x]++; lastscale = idx }
+    op == "scale" && /^    in  X: / { sc_x = $3; gsub(/[][]/, "", sc_x) }
+    op == "scale" && /attr scale: FLOAT 0.5$/ { scales++; sc[sc_x]++; if (sc_x == loss && idx == lossidx + 1) lossscaled++ }
     /^    in  Grad: / && op != "" { g = $3; gsub(/[][]/, "", g); grad[g] = 1; if (!first) first = idx }
     END { n = 0; for (g in grad) { n++
-            if (ar[g] != 1 || sy[g] != 1 || sc[g] != 1) print g ": " ar[g] + 0 " all-reduces, " sy[g] + 0 " in the sync, " sc[g] + 0 " scales" }
+            if (ar[g] != 1 || sy[g] != 1 || sc[g] != 0) print g ": " ar[g] + 0 " all-reduces, " sy[g] + 0 " in the sync, " sc[g] + 0 " scales" }
           for (g in ar) if (!(g in grad)) print "all-reduce of " g " that no update reads"
           if (late) print late " all-reduces after the sync"
-          if (!(sync < first && lastscale < first)) print "the sync or a scale comes after the first update"
+          if (!(sync < first)) print "the sync comes after the first update"
+          if (loss == "") print "no op with op_role 257 (the loss gradient)"
+          else if (lossscaled != 1 || scales != 1) print "the loss gradient " loss ": " lossscaled + 0 " scales by 0.5 right after it, " scales + 0 " in all"
           if (n == 0) print "no gradients" }' t2.txt)
   if [ $rc -eq 0 ] && [ -z "$bad" ] && [ -z "$bad2" ]; then
-    echo "ok $t - $m: one broadcast per parameter, one all-reduce per gradient, synced and scaled before the updates"
+    echo "ok $t - $m: one broadcast per parameter, the loss gradient scaled by 1/2, one all-reduce per gradient, synced before the updates"
   else
     echo "not ok $t - $m: the 2-rank programs"
     printf '%s\n%s\n' "$bad" "$bad2" | sed 's/^/# /'

@@ -6,9 +6,9 @@
  * c_allreduce_sum with use_calc_stream = false (what the pass emits) hands X to the gradient
  * buckets and returns at once (the sum runs while the backward pass goes on); the
  * c_sync_comm_stream that follows waits and writes each sum back into its var, so Out must be X.
- * A gradient that fills a bucket by itself is summed in its var's own storage, as Fluid's
- * c_allreduce_sum does on its communication stream: its value is then unspecified until the
- * c_sync_comm_stream (the ops between read and write other vars). With
+ * A gradient that fills a bucket by itself, or one of the last bucket's large ones, is summed in
+ * its var's own storage, as Fluid's c_allreduce_sum does on its communication stream: its value
+ * is then unspecified until the c_sync_comm_stream (the ops between read and write other vars). With
  * use_calc_stream = true the sum is written before the op returns. c_broadcast is blocking.
  * On the GPU place (GPU ranks, flag GPU) the tensors are device memory and the communicator
  * sums and broadcasts them through NCCL, queued on the GPU: "written" then means queued before
@@ -83,22 +83,25 @@ pd_status pd_kernel_c_allreduce_sum(pd_exec_ctx *ctx) {
     return pd_ctx_fail(ctx, PD_EINVAL, "use_calc_stream = true while %d sums are in flight; a "
                        "c_sync_comm_stream must come first", pd_comm_grad_pending());
   pd_error e = {0};
-  if (pd_ctx_place(ctx) == PD_K_CUDA)
+  if (pd_ctx_place(ctx) == PD_K_CUDA) {
     st = pd_comm_grad_start_dev(pd_tensor_data(out), pd_tensor_numel(out), out->dtype, &e);
-  else if (pd_comm_grad_in_place_fits(pd_tensor_numel(out), out->dtype) && out->storage &&
-           out->storage->refs == 1) {
-    /* Summed in the var's own storage, which a second reference keeps alive until the sum is
-     * written (a later op that wrote the var would get new storage, and c_sync_comm_stream then
-     * copies the sum into it). */
-    pd_tensor *keep = pd_tensor_new();
-    if (!keep || pd_tensor_share(keep, out)) {
-      pd_tensor_free(keep);
-      return nomem(ctx);
-    }
-    st = pd_comm_grad_start_in_place(pd_tensor_data(out), pd_tensor_numel(out), out->dtype,
-                                     release_keep, keep, &e);
   } else {
-    st = pd_comm_grad_start(pd_tensor_data(out), pd_tensor_numel(out), out->dtype, &e);
+    /* The communicator reads the var's storage when it packs its bucket, or sums it there
+     * (when no other var shares it); a second reference keeps it alive until then (a later op
+     * that wrote the var would get new storage, and c_sync_comm_stream then copies the sum into
+     * it). */
+    pd_comm_grad g = {.data = pd_tensor_data(out), .n = pd_tensor_numel(out),
+                      .dtype = out->dtype, .own = out->storage && out->storage->refs == 1};
+    if (out->storage) {
+      pd_tensor *keep = pd_tensor_new();
+      if (!keep || pd_tensor_share(keep, out)) {
+        pd_tensor_free(keep);
+        return nomem(ctx);
+      }
+      g.release = release_keep;
+      g.keep = keep;
+    }
+    st = pd_comm_grad_start(&g, &e);
   }
   if (st) return comm_fail(ctx, st, &e);
   if (!now) return PD_OK;
@@ -148,10 +151,10 @@ pd_status pd_kernel_c_sync_comm_stream(pd_exec_ctx *ctx) {
                        "place)", i, pd_ctx_out_name(ctx, "Out", i), i, in_name(ctx, "X", i));
       break;
     }
-    /* Never write through shared storage; the communicator's own reference to a var summed in
-     * place is not another user. */
-    const void *in_place = pd_comm_grad_in_place(i);
-    int mine = in_place && o->storage && o->storage->data == in_place;
+    /* Never write through shared storage; the communicator's own reference to a var it still
+     * holds (summed in place, or not yet packed) is not another user. */
+    const void *held = pd_comm_grad_held(i);
+    int mine = held && o->storage && o->storage->data == held;
     if (o->storage && o->storage->refs > 1 + mine) {
       hold h;
       hold_init(&h);

@@ -28,6 +28,30 @@ static pd_op_desc *add_op(pd_block *b, const char *type, const char *var, int po
   return op;
 }
 
+/* Whether op starts the backward pass: cost@GRAD = 1 (op_role backward | loss). */
+static bool loss_grad_op(const pd_op_desc *op) {
+  const pd_attr *a = pd_op_attr(op, "op_role");
+  int want = PD_OP_ROLE_BACKWARD | PD_OP_ROLE_LOSS;
+  return a && a->type == PD_ATTR_INT && (a->v.i & want) == want && op->noutputs > 0 &&
+         op->outputs[0].nargs == 1;
+}
+
+/* The loss gradient scaled by 1 / nranks right after the op that sets it, so that the sums of
+ * the gradients are their means (every gradient is linear in it). */
+static pd_status scale_loss_grad(pd_block *b, int nranks, pd_loc loc, pd_error *err) {
+  for (int i = b->nops - 1; i >= 0; i--) {
+    if (!loss_grad_op(b->ops[i])) continue;
+    pd_status st = PD_OK;
+    pd_op_desc *op = add_op(b, "scale", b->ops[i]->outputs[0].args[0], i + 1,
+                            PD_OP_ROLE_BACKWARD, loc, err, &st);
+    if (!op || pd_op_set_attr_float(op, "scale", (float)(1.0 / nranks)))
+      return st ? st : pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+    return pd_opdef_prepare(op, b, err);
+  }
+  return pd_error_set(err, PD_EINVAL, loc, "data parallel: no op sets the cost's gradient "
+                      "(op_role backward | loss)");
+}
+
 typedef struct placed {
   int pos;   /* the index of the op that makes the gradient final */
   int k;     /* the pair */
@@ -49,6 +73,7 @@ pd_status pd_program_data_parallel(pd_program *p, const pd_backward *bwd, int nr
     st = pd_error_set(err, PD_ENOMEM, loc, "out of memory");
     goto out;
   }
+  if ((st = scale_loss_grad(b, nranks, loc, err))) goto out;
   for (int k = 0; k < n; k++) {
     pl[k] = (placed){-1, k};
     for (int i = b->nops - 1; i >= 0 && pl[k].pos < 0; i--)
@@ -79,15 +104,7 @@ pd_status pd_program_data_parallel(pd_program *p, const pd_backward *bwd, int nr
     st = pd_error_set(err, PD_ENOMEM, loc, "out of memory");
     goto out;
   }
-  if ((st = pd_opdef_prepare(sync, b, err))) goto out;
-  for (int j = 0; j < n; j++) {
-    pd_op_desc *op = add_op(b, "scale", names[j], -1, PD_OP_ROLE_BACKWARD, loc, err, &st);
-    if (!op || pd_op_set_attr_float(op, "scale", (float)(1.0 / nranks))) {
-      if (!st) st = pd_error_set(err, PD_ENOMEM, loc, "out of memory");
-      goto out;
-    }
-    if ((st = pd_opdef_prepare(op, b, err))) goto out;
-  }
+  st = pd_opdef_prepare(sync, b, err);
 out:
   pd_free(pl);
   pd_free(names);

@@ -10,25 +10,29 @@
  * started by mpirun (no OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK in the environment), the
  * communicator is this process alone: rank 0 of 1, and every collective is the identity.
  *
- * Buckets (Horovod's tensor fusion, PyTorch DDP's gradient buckets): pd_comm_grad_start copies a
- * gradient into the open bucket; a bucket that reaches the bucket size
- * (PDLANG_MPI_BUCKET_KB, default PD_COMM_BUCKET_KB) starts its non-blocking MPI_Iallreduce at
- * once, so that it runs while the backward pass goes on; a gradient of the bucket size or more
- * is a bucket by itself, summed in place in its own buffer (pd_comm_grad_start_in_place: no
- * copy in or out, as DDP's gradient_as_bucket_view). pd_comm_grad_finish starts the last
- * bucket, waits for all of them (tests back to back for up to 1 ms, then every 20 us, sleeping
- * between: MPI_Wait spins for as long as the other rank is late) and copies the sums back, in
- * the order the gradients were started. Open MPI moves a non-blocking collective forward only
- * inside MPI calls (about one fragment per call when its shared memory copies in and out, one
- * call per message when it reads the other process's memory directly, CMA), so a progress
- * thread tests the buckets in flight every 50 us while there are any, and sleeps otherwise
- * (PDLANG_MPI_PROGRESS=thread, the default); with PDLANG_MPI_PROGRESS=test, the executor tests
- * them after each op instead (pd_comm_progress), and each pd_comm_grad_start.
+ * Buckets (Horovod's tensor fusion, PyTorch DDP's gradient buckets): pd_comm_grad_start adds a
+ * gradient to the open bucket, holding the caller's buffer (no copy yet); a bucket that reaches
+ * the bucket size (PDLANG_MPI_BUCKET_KB, default PD_COMM_BUCKET_KB) packs its gradients and
+ * starts its non-blocking MPI_Iallreduce at once, so that it runs while the backward pass goes
+ * on; a gradient of the bucket size or more is a bucket by itself, summed in place in its own
+ * buffer (no copy in or out, as DDP's gradient_as_bucket_view). pd_comm_grad_finish waits for
+ * the buckets started (tests back to back for up to 1 ms, then every 20 us, sleeping between:
+ * MPI_Wait spins for as long as the other rank is late), then sums the last bucket, which nothing
+ * is left to overlap with, by a blocking MPI_Allreduce (Open MPI's blocking algorithms have both
+ * ranks reduce where its non-blocking one has rank 0 reduce for both: 0.5 to 0.7 of the time
+ * for 0.8 MB on 2 ranks here), each of its gradients of a quarter bucket or more in the caller's output itself, and
+ * copies the packed sums back, in the order the gradients were started. Open MPI moves a
+ * non-blocking collective forward only inside MPI calls (about one fragment per call when its
+ * shared memory copies in and out, one call per message when it reads the other process's
+ * memory directly, CMA), so a progress thread tests the buckets in flight every 50 us while
+ * there are any, and sleeps otherwise (PDLANG_MPI_PROGRESS=thread, the default); with
+ * PDLANG_MPI_PROGRESS=test, the executor tests them after each op instead (pd_comm_progress),
+ * and each pd_comm_grad_start.
  * PDLANG_MPI_SKIP_ALLREDUCE=1 is a benchmark switch only: the gradients are then not summed at
  * all (each rank keeps its own; the step without its communication, to measure what it adds).
  *
- * Ownership: the communicator owns its buckets; the callers' buffers are only read or written
- * during the call. Errors fill err (which may be NULL) with a location-free message; MPI's own
+ * Ownership: the communicator owns its buckets; it holds the callers' gradient buffers as
+ * pd_comm_grad_start says, and other buffers only during the call. Errors fill err (which may be NULL) with a location-free message; MPI's own
  * errors come back as PD_ERUNTIME with MPI's text (the communicator returns errors rather than
  * aborting, MPI_ERRORS_RETURN). */
 #ifndef PD_COMM_H
@@ -44,6 +48,9 @@
 #define PD_COMM_BUCKET_KB 1024
 
 /* Start MPI when the process runs under mpirun (see above); a no-op otherwise and without MPI.
+ * Unless the user set them, it sets Open MPI's OMPI_MCA_mpi_yield_when_idle=1 (a waiting rank
+ * yields its core) and 64 fragments in flight per message (OMPI_MCA_pml_ob1_*_pipeline_depth:
+ * a sum started during the backward pass then moves whole between the progress thread's tests).
  * PD_ERUNTIME when MPI cannot give the thread level. */
 pd_status pd_comm_init(int *argc, char ***argv, pd_error *err);
 /* Wait for the other ranks and end MPI (nothing when it was not started). */
@@ -67,19 +74,27 @@ pd_status pd_comm_bcast(void *data, size_t n, int root, pd_error *err);
  * not rank 0's and both values, after `what` ("training program"). */
 pd_status pd_comm_same(uint64_t hash, const char *what, pd_error *err);
 
-/* The bucketed, overlapped sum of gradients (see above). dtype is fp32 or fp64. */
-pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_error *err);
-/* Whether a gradient of n elements of dtype is summed in place rather than packed: it fills a
- * bucket by itself (at least the bucket size), as PyTorch DDP's gradient_as_bucket_view saves
- * the copies into the bucket and back. */
+/* A gradient in host memory for pd_comm_grad_start. */
+typedef struct pd_comm_grad {
+  void *data;                  /* n elements of dtype, fp32 or fp64 */
+  int64_t n;
+  pd_dtype dtype;
+  bool own;                    /* no other var shares data: it may be summed where it is */
+  void (*release)(void *keep); /* NULL when data outlives the sum */
+  void *keep;
+} pd_comm_grad;
+
+/* The bucketed, overlapped sum of a gradient in host memory (see above). The communicator reads
+ * g->data until it packs it into its bucket (when the bucket starts, or in pd_comm_grad_finish);
+ * when g->own and the gradient fills a bucket by itself (pd_comm_grad_in_place_fits), it sums it
+ * in g->data itself, whose value is then unspecified until pd_comm_grad_finish (the caller must
+ * neither read nor write it). Either way it keeps the memory alive through keep: it calls
+ * release(keep) once it no longer needs data (packed, or the sum written; pd_comm_finalize after
+ * a failure), and at once when the call fails. */
+pd_status pd_comm_grad_start(const pd_comm_grad *g, pd_error *err);
+/* Whether a gradient of n elements of dtype fills a bucket by itself (at least the bucket
+ * size): summed in place at once when the caller owns its buffer. */
 bool pd_comm_grad_in_place_fits(int64_t n, pd_dtype dtype);
-/* pd_comm_grad_start for such a gradient (PD_EINVAL for another), host memory: the sum is made
- * in data itself, which the caller must neither read nor write until pd_comm_grad_finish, and
- * whose memory it keeps alive through keep: the communicator calls release(keep) once the sum
- * is written (in pd_comm_grad_finish, or pd_comm_finalize after a failure), or at once when it
- * fails to start the sum. */
-pd_status pd_comm_grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
-                                      void (*release)(void *keep), void *keep, pd_error *err);
 /* Move the sums in flight forward where no progress thread does (PDLANG_MPI_PROGRESS=test):
  * one test of each, which the executor makes after every op while there are any; nothing
  * otherwise. An MPI error is left for pd_comm_grad_finish to report. */
@@ -88,12 +103,12 @@ void pd_comm_progress(void);
 int pd_comm_grad_pending(void);
 /* The k-th pending gradient's element count and dtype (0 <= k < pd_comm_grad_pending()). */
 void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype);
-/* The buffer the k-th pending gradient is summed in (pd_comm_grad_start_in_place), or NULL when
- * it was packed into a bucket. */
-const void *pd_comm_grad_in_place(int k);
-/* Wait for every bucket; then out[k] (n elements of the k-th gradient started) receives its sum
- * over the ranks (nothing is copied when out[k] is the buffer it was summed in place in).
- * Afterwards nothing is pending. */
+/* The caller's buffer that the communicator still holds for the k-th pending gradient (summed in
+ * it, or not yet packed: its release not yet called), or NULL. */
+const void *pd_comm_grad_held(int k);
+/* Wait for every bucket (see above); then out[k] (n elements of the k-th gradient started)
+ * receives its sum over the ranks; out[k] may be the gradient's own buffer (the sum made there,
+ * or copied into it). Afterwards nothing is pending. */
 pd_status pd_comm_grad_finish(void *const *out, pd_error *err);
 /* The bucket size in bytes in use (PDLANG_MPI_BUCKET_KB, else the default). */
 size_t pd_comm_bucket_bytes(void);

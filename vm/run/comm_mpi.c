@@ -2,8 +2,8 @@
  * blocking collectives of the runner (metric sums, program hashes, broadcasts) and the gradient
  * buckets, each summed by one non-blocking MPI_Iallreduce started as soon as it is full (in
  * place for a gradient that fills one) and moved forward by the progress thread, or by the
- * executor between ops, while the backward pass computes. Built with --with-mpi
- * only (vm/run/comm_none.c otherwise). */
+ * executor between ops, while the backward pass computes; the last one by blocking
+ * MPI_Allreduce calls at the end. Built with --with-mpi only (vm/run/comm_none.c otherwise). */
 #include "config.h"
 #include "vm/run/comm.h"
 
@@ -27,11 +27,14 @@
  * then a test every WAIT_NS, sleeping in between. */
 #define SPIN_NS (1000 * 1000)
 #define WAIT_NS (20 * 1000)
+/* The fragments of a message Open MPI's ob1 keeps in flight (pd_comm_init). */
+#define PD_COMM_PIPELINE_DEPTH "64"
 
 typedef struct bucket {
   unsigned char *buf;  /* what is summed: `mine`, or a gradient's own buffer (summed in place) */
   unsigned char *mine; /* the bucket's own buffer of cap bytes (kept between steps) */
   size_t cap, used;
+  int first, count;    /* its gradients: C.grads[first .. first + count - 1] */
   pd_dtype dtype;
   MPI_Request req;     /* MPI_REQUEST_NULL until started (and again once complete) */
   bool started;
@@ -39,12 +42,14 @@ typedef struct bucket {
 } bucket;
 
 typedef struct pending {
-  int bucket;          /* where the gradient's elements were packed; -1: not sent (skip) */
-  size_t off;          /* byte offset in it */
+  int bucket;          /* its bucket; -1: not sent (skip) */
+  size_t off;          /* byte offset in it, where it is packed */
   int64_t n;
   pd_dtype dtype;
-  void *in_place;      /* the caller's buffer when summed in it, else NULL */
-  void (*release)(void *keep);   /* called on keep once the sum is written (in place only) */
+  void *held;          /* the caller's buffer while held (not yet packed, or summed in it) */
+  bool in_place;       /* summed in `held` itself (a bucket by itself) */
+  bool summed;         /* its sum is already in the caller's output (pd_comm_grad_finish) */
+  void (*release)(void *keep);   /* called on keep once `held` is no longer needed */
   void *keep;
 } pending;
 
@@ -89,6 +94,14 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
    * share cores with their kernel threads and, on a small machine, with each other (spinning
    * made an epoch of 2 ranks on 2 busy cores 25 times slower). The user's setting wins. */
   setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+  /* A large message through shared memory that is copied in and out (no single-copy
+   * mechanism: containers, the tests) moves in fragments of 32 KiB, of which Open MPI keeps 3
+   * (send) and 4 (receive) in flight by default: a non-blocking sum then advances a few
+   * fragments per MPI_Test, and LeNet's 1.6 MB gradient, started early in the backward pass,
+   * was still in flight at its end (4.1-4.7 ms of waiting a step). With 64 in flight the
+   * progress thread's tests move it whole: 0.1-0.3 ms (bench/README). */
+  setenv("OMPI_MCA_pml_ob1_send_pipeline_depth", PD_COMM_PIPELINE_DEPTH, 0);
+  setenv("OMPI_MCA_pml_ob1_recv_pipeline_depth", PD_COMM_PIPELINE_DEPTH, 0);
   const char *prog = getenv("PDLANG_MPI_PROGRESS");
   bool want_thread = true;
   if (prog && *prog) {
@@ -126,10 +139,15 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
   return PD_OK;
 }
 
-/* Give the in-place gradients back to their owners (pd_comm_grad_start_in_place). */
+/* Give a gradient's buffer back to its owner (pd_comm_grad_start). */
+static void unhold(pending *g) {
+  if (g->release) g->release(g->keep);
+  g->release = NULL;
+  g->held = NULL;
+}
+
 static void release_grads(void) {
-  for (int k = 0; k < C.ng; k++)
-    if (C.grads[k].release) C.grads[k].release(C.grads[k].keep);
+  for (int k = 0; k < C.ng; k++) unhold(&C.grads[k]);
   C.ng = 0;
 }
 
@@ -240,9 +258,20 @@ size_t pd_comm_bucket_bytes(void) {
 
 static MPI_Datatype mpi_type(pd_dtype t) { return t == PD_FP64 ? MPI_DOUBLE : MPI_FLOAT; }
 
+/* Copy the bucket's gradients still held into its buffer, and give them back. */
+static void pack(bucket *b) {
+  for (int k = b->first; k < b->first + b->count; k++) {
+    pending *g = &C.grads[k];
+    if (!g->held || g->in_place) continue;
+    memcpy(b->buf + g->off, g->held, (size_t)g->n * pd_dtype_size(g->dtype));
+    unhold(g);
+  }
+}
+
 static pd_status start_bucket(bucket *b, pd_error *err) {
   size_t esz = pd_dtype_size(b->dtype);
   size_t n = b->used / esz;
+  if (!b->dev) pack(b);
   if (b->dev) {
     pd_status st = pd_k_nccl_allreduce_start(b->buf, n, b->dtype, err);
     if (st) return st;
@@ -323,6 +352,8 @@ static int new_bucket(pd_dtype dtype, pd_error *err) {
   }
   bucket *b = &C.buckets[C.nb];
   b->used = 0;
+  b->first = C.ng;
+  b->count = 0;
   b->dtype = dtype;
   b->started = false;
   b->req = MPI_REQUEST_NULL;
@@ -418,8 +449,58 @@ static pd_status want_float(pd_dtype dtype, pd_error *err) {
                       pd_dtype_name(dtype));
 }
 
-static pd_status grad_start(const void *data, int64_t n, pd_dtype dtype, bool dev,
-                            pd_error *err) {
+bool pd_comm_grad_in_place_fits(int64_t n, pd_dtype dtype) {
+  return n > 0 && (size_t)n * pd_dtype_size(dtype) >= pd_comm_bucket_bytes();
+}
+
+/* g (host memory) into the open bucket, held until the bucket is packed; or, owned and filling a
+ * bucket by itself, a bucket of its own summed where it is, started at once. */
+static pd_status grad_start(const pd_comm_grad *g, pd_error *err) {
+  pd_status st;
+  if ((st = want_float(g->dtype, err)) || (st = grow_grads(err))) return st;
+  pending *p = &C.grads[C.ng];
+  *p = (pending){.bucket = -1, .n = g->n, .dtype = g->dtype, .held = g->data,
+                 .release = g->release, .keep = g->keep};
+  size_t bytes = (size_t)g->n * pd_dtype_size(g->dtype);
+  if (C.skip || !bytes) {
+    C.ng++;
+    unhold(p);
+    return PD_OK;
+  }
+  bool alone = g->own && pd_comm_grad_in_place_fits(g->n, g->dtype);
+  int bi = alone ? new_bucket(g->dtype, err) : open_bucket(bytes, g->dtype, false, err);
+  if (bi < 0) return err && err->status ? err->status : PD_ENOMEM;
+  bucket *b = &C.buckets[bi];
+  if (alone) {
+    if (b->dev) {   /* a device buffer left by an earlier job on the GPU: not needed here */
+      pd_k_dev_free(b->mine);
+      b->mine = NULL;
+      b->cap = 0;
+      b->dev = false;
+    }
+    b->buf = g->data;
+    p->in_place = true;
+  }
+  p->bucket = bi;
+  p->off = b->used;
+  b->used += bytes;
+  b->count++;
+  C.ng++;
+  st = b->used >= pd_comm_bucket_bytes() ? start_bucket(b, err) : PD_OK;
+  return st ? st : progress(err);
+}
+
+pd_status pd_comm_grad_start(const pd_comm_grad *g, pd_error *err) {
+  pthread_mutex_lock(&C.mu);
+  int ng = C.ng;
+  pd_status st = grad_start(g, err);
+  if (st && C.ng == ng && g->release) g->release(g->keep);   /* not recorded: given back */
+  pthread_mutex_unlock(&C.mu);
+  return st;
+}
+
+/* A gradient in device memory: copied into a device bucket at once (NCCL sums it). */
+static pd_status grad_start_dev(const void *data, int64_t n, pd_dtype dtype, pd_error *err) {
   pd_status st;
   if ((st = want_float(dtype, err)) || (st = grow_grads(err))) return st;
   size_t bytes = (size_t)n * pd_dtype_size(dtype);
@@ -427,76 +508,23 @@ static pd_status grad_start(const void *data, int64_t n, pd_dtype dtype, bool de
     C.grads[C.ng++] = (pending){.bucket = -1, .n = n, .dtype = dtype};
     return PD_OK;
   }
-  if (dev && (st = nccl_up(err))) return st;
-  int bi = open_bucket(bytes, dtype, dev, err);
+  if ((st = nccl_up(err))) return st;
+  int bi = open_bucket(bytes, dtype, true, err);
   if (bi < 0) return err && err->status ? err->status : PD_ENOMEM;
   bucket *b = &C.buckets[bi];
-  if (bytes && dev && pd_k_dev_copy(b->buf + b->used, data, bytes))
+  if (bytes && pd_k_dev_copy(b->buf + b->used, data, bytes))
     return pd_error_set(err, PD_ERUNTIME, nowhere, "rank %d of %d: a gradient into its bucket: "
                         "%s", C.rank, C.size, pd_k_cuda_error());
-  if (bytes && !dev) memcpy(b->buf + b->used, data, bytes);
   C.grads[C.ng++] = (pending){.bucket = bi, .off = b->used, .n = n, .dtype = dtype};
   b->used += bytes;
-  st = PD_OK;
-  if (b->used >= pd_comm_bucket_bytes()) st = start_bucket(b, err);
+  b->count++;
+  st = b->used >= pd_comm_bucket_bytes() ? start_bucket(b, err) : PD_OK;
   return st ? st : progress(err);
-}
-
-pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_error *err) {
-  pthread_mutex_lock(&C.mu);
-  pd_status st = grad_start(data, n, dtype, false, err);
-  pthread_mutex_unlock(&C.mu);
-  return st;
 }
 
 pd_status pd_comm_grad_start_dev(const void *dev, int64_t n, pd_dtype dtype, pd_error *err) {
   pthread_mutex_lock(&C.mu);
-  pd_status st = grad_start(dev, n, dtype, true, err);
-  pthread_mutex_unlock(&C.mu);
-  return st;
-}
-
-bool pd_comm_grad_in_place_fits(int64_t n, pd_dtype dtype) {
-  return n > 0 && (size_t)n * pd_dtype_size(dtype) >= pd_comm_bucket_bytes();
-}
-
-/* A bucket of its own for data, summed where it is. */
-static pd_status grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
-                                     void (*release)(void *), void *keep, pd_error *err) {
-  pd_status st;
-  if ((st = want_float(dtype, err)) || (st = grow_grads(err))) return st;
-  if (!pd_comm_grad_in_place_fits(n, dtype))
-    return pd_error_set(err, PD_EINVAL, nowhere, "a gradient of %" PRId64 " elements is packed "
-                        "into a bucket, not summed in place (%zu bytes at least)", n,
-                        pd_comm_bucket_bytes());
-  if (C.skip) {
-    release(keep);
-    C.grads[C.ng++] = (pending){.bucket = -1, .n = n, .dtype = dtype};
-    return PD_OK;
-  }
-  int bi = new_bucket(dtype, err);
-  if (bi < 0) return err && err->status ? err->status : PD_ENOMEM;
-  bucket *b = &C.buckets[bi];
-  if (b->dev) {   /* a device buffer left by an earlier job on the GPU: not needed here */
-    pd_k_dev_free(b->mine);
-    b->mine = NULL;
-    b->cap = 0;
-    b->dev = false;
-  }
-  b->buf = data;
-  b->used = (size_t)n * pd_dtype_size(dtype);
-  C.grads[C.ng++] = (pending){.bucket = bi, .n = n, .dtype = dtype, .in_place = data,
-                              .release = release, .keep = keep};
-  st = start_bucket(b, err);
-  return st ? st : progress(err);
-}
-
-pd_status pd_comm_grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
-                                      void (*release)(void *), void *keep, pd_error *err) {
-  pthread_mutex_lock(&C.mu);
-  int ng = C.ng;
-  pd_status st = grad_start_in_place(data, n, dtype, release, keep, err);
-  if (st && C.ng == ng) release(keep);   /* not recorded: given back at once */
+  pd_status st = grad_start_dev(dev, n, dtype, err);
   pthread_mutex_unlock(&C.mu);
   return st;
 }
@@ -508,7 +536,7 @@ void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype) {
   *dtype = C.grads[k].dtype;
 }
 
-const void *pd_comm_grad_in_place(int k) { return C.grads[k].in_place; }
+const void *pd_comm_grad_held(int k) { return C.grads[k].held; }
 
 static double seconds(void) {
   struct timespec ts;
@@ -531,12 +559,52 @@ static int wait_bucket(bucket *b) {
   }
 }
 
+/* A blocking sum of n elements of dtype in buf. */
+static pd_status allreduce_now(void *buf, size_t n, pd_dtype dtype, pd_error *err) {
+  if (n > INT32_MAX)
+    return pd_error_set(err, PD_EUNSUPPORTED, nowhere, "a gradient bucket of %zu elements", n);
+  int rc = MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, mpi_type(dtype), MPI_SUM, MPI_COMM_WORLD);
+  return rc == MPI_SUCCESS ? PD_OK : mpi_fail(err, rc, "MPI_Allreduce");
+}
+
+/* The last bucket (host memory, not started): nothing is left to overlap its sum with, so
+ * blocking MPI_Allreduce calls make it. A gradient of a quarter bucket or more, or the bucket's
+ * only one, is summed in out[k] itself (copied there first when out[k] is not its buffer: no
+ * copy in the usual case); the others are packed together, summed by one call, and copied back
+ * by the caller. */
+static pd_status sum_last(bucket *b, void *const *out, pd_error *err) {
+  size_t big = pd_comm_bucket_bytes() / 4, used = 0;
+  pd_status st = PD_OK;
+  for (int k = b->first; k < b->first + b->count && !st; k++) {
+    pending *g = &C.grads[k];
+    size_t bytes = (size_t)g->n * pd_dtype_size(g->dtype);
+    if (b->count > 1 && bytes < big) {
+      memcpy(b->buf + used, g->held, bytes);
+      g->off = used;
+      used += bytes;
+    } else {
+      if (out[k] != g->held) memcpy(out[k], g->held, bytes);
+      st = allreduce_now(out[k], (size_t)g->n, g->dtype, err);
+      g->summed = true;
+    }
+    unhold(g);
+  }
+  b->used = used;
+  b->started = true;
+  if (!st && used) st = allreduce_now(b->buf, used / pd_dtype_size(b->dtype), b->dtype, err);
+  return st;
+}
+
 pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
   pthread_mutex_lock(&C.mu);
   pd_status st = PD_OK;
   bool dev = false;
   for (int i = 0; i < C.nb && !st; i++) {
     bucket *b = &C.buckets[i];
+    if (!b->started && !b->dev) {   /* the last one; those before it are summed */
+      st = sum_last(b, out, err);
+      continue;
+    }
     if (!b->started) st = start_bucket(b, err);
     if (st) break;
     dev = dev || b->dev;
@@ -547,7 +615,7 @@ pd_status pd_comm_grad_finish(void *const *out, pd_error *err) {
   if (!st && dev) st = pd_k_nccl_join(err);
   for (int k = 0; k < C.ng && !st; k++) {
     const pending *g = &C.grads[k];
-    if (!g->n || g->bucket < 0) continue;
+    if (!g->n || g->bucket < 0 || g->summed) continue;
     const bucket *b = &C.buckets[g->bucket];
     size_t bytes = (size_t)g->n * pd_dtype_size(g->dtype);
     if (b->buf + g->off == out[k]) continue;   /* summed where it is */

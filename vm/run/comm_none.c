@@ -43,24 +43,20 @@ pd_status pd_comm_same(uint64_t hash, const char *what, pd_error *err) {
   return PD_OK;
 }
 
-pd_status pd_comm_grad_start(const void *data, int64_t n, pd_dtype dtype, pd_error *err) {
-  (void)data;
-  (void)n;
-  (void)dtype;
+static pd_status no_mpi(pd_error *err) {
   return pd_error_set(err, PD_EUNSUPPORTED, nowhere,
                       "this pdlang was built without MPI (configure --with-mpi)");
+}
+
+pd_status pd_comm_grad_start(const pd_comm_grad *g, pd_error *err) {
+  if (g->release) g->release(g->keep);
+  return no_mpi(err);
 }
 
 bool pd_comm_grad_in_place_fits(int64_t n, pd_dtype dtype) {
   (void)n;
   (void)dtype;
   return false;
-}
-
-pd_status pd_comm_grad_start_in_place(void *data, int64_t n, pd_dtype dtype,
-                                      void (*release)(void *keep), void *keep, pd_error *err) {
-  release(keep);
-  return pd_comm_grad_start(data, n, dtype, err);
 }
 
 void pd_comm_progress(void) {}
@@ -73,7 +69,7 @@ void pd_comm_grad_info(int k, int64_t *n, pd_dtype *dtype) {
   *dtype = PD_FP32;
 }
 
-const void *pd_comm_grad_in_place(int k) {
+const void *pd_comm_grad_held(int k) {
   (void)k;
   return NULL;
 }
@@ -92,7 +88,10 @@ pd_status pd_comm_gpu_check(pd_error *err) {
 }
 
 pd_status pd_comm_grad_start_dev(const void *dev, int64_t n, pd_dtype dtype, pd_error *err) {
-  return pd_comm_grad_start(dev, n, dtype, err);
+  (void)dev;
+  (void)n;
+  (void)dtype;
+  return no_mpi(err);
 }
 
 pd_status pd_comm_bcast_dev(void *dev, size_t n, int root, pd_error *err) {
