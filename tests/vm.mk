@@ -27,6 +27,11 @@ tests_kernels_test_index_SOURCES = tests/kernels/test_index.c tests/kernels/kt.h
 tests_kernels_test_index_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_index
 
+check_PROGRAMS += tests/kernels/test_optim
+tests_kernels_test_optim_SOURCES = tests/kernels/test_optim.c tests/kernels/kt.h
+tests_kernels_test_optim_LDADD = libpdlang-internal.la $(PD_LIBS)
+TESTS += tests/kernels/test_optim
+
 # fastmath.h's vector e^x, tanh and logistic function (the fp32 kernels') against libm, in ulp.
 check_PROGRAMS += tests/kernels/test_fastmath
 tests_kernels_test_fastmath_SOURCES = tests/kernels/test_fastmath.c

@@ -10,6 +10,11 @@
 #include <emmintrin.h>
 #endif
 
+#include "kernels/cpu/fastmath.h"
+#if PD_KCPU_HAVE_AVX2
+#include <immintrin.h>
+#endif
+
 /* An optimizer update split by pd_kcpu_parallel. */
 typedef struct opt_job {
   pd_k_opt o;
