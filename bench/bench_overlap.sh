@@ -8,7 +8,10 @@
 # times (default 3). BATCH is the batch of each process: 32 (the default: a step takes the 64
 # images of one process at the examples' batch) or 64 (the examples' own `batch = 64`, which
 # `mpirun -np 2 pdlang run examples/train.pd` gives each rank). Prints ms per step of each,
-# medians of the epochs after the first, and the overhead (with - without) / without.
+# medians of the epochs after the first, and the overhead (with - without) / without; then the
+# reference, measured in the same run: one MPI_Allreduce of the model's gradient bytes on idle
+# ranks (bench/bench_allreduce, the best of 20), what a step's sums cost at the least when
+# nothing overlaps them, and its share of the step without sums.
 # Indicative numbers: run it alone (flock /tmp/bench.lock sh bench/bench_overlap.sh BUILD).
 # Usage: bench_overlap.sh BUILD_DIR [ROUNDS [BATCH [MODELS]]] (MODELS: "mlp lenet", the default,
 # or one of them); PDLANG_MPI_BUCKET_KB etc. pass through, and so does
@@ -38,9 +41,20 @@ for v in PDLANG_MPI_BUCKET_KB PDLANG_MPI_PROGRESS; do
   eval "[ -n \"\${$v+set}\" ]" && xs="$xs -x $v"
 done
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-printf '%-5s %14s %14s %10s   (2 x 1 thread, batch %s each; bucket %s KiB, progress %s, copy %s)\n' \
-  model "ms/step sums" "ms/step none" overhead "$batch" "${PDLANG_MPI_BUCKET_KB:-1024}" \
-  "${PDLANG_MPI_PROGRESS:-thread}" "$OMPI_MCA_btl_vader_single_copy_mechanism"
+# The bytes of the parameters (fp32 and fp64) of the model in $1: its plain startup program's
+# persistable vars.
+grad_bytes() {
+  "$pd" dump --startup "$1" | awk '/^  var / && / persistable/ {
+      n = 1; s = $0; sub(/.*\[/, "", s); sub(/\].*/, "", s); k = split(s, d, ", ")
+      for (i = 1; i <= k; i++) n *= d[i]
+      b += n * (/ float64 / ? 8 : 4) }
+    END { print b + 0 }'
+}
+printf '(2 x 1 thread, batch %s each; bucket %s KiB, progress %s, copy %s)\n' "$batch" \
+  "${PDLANG_MPI_BUCKET_KB:-1024}" "${PDLANG_MPI_PROGRESS:-thread}" \
+  "$OMPI_MCA_btl_vader_single_copy_mechanism"
+printf '%-5s %14s %14s %10s %10s %14s %8s\n' model "ms/step sums" "ms/step none" overhead \
+  "grad MB" "MPI_Allreduce" "share"
 for m in $models; do
   if [ $m = mlp ]; then ep=4; else ep=2; fi
   net $m "$batch" $ep > "$dir/$m.pd"
@@ -58,6 +72,12 @@ for m in $models; do
   done
   w=$(median < "$dir/with")
   o=$(median < "$dir/without")
-  printf '%-5s %14s %14s %9s%%\n' $m "$w" "$o" \
-    "$(awk -v w="$w" -v o="$o" 'BEGIN { if (o > 0) printf "%.1f", 100 * (w - o) / o; else print "?" }')"
+  gb=$(grad_bytes "$dir/$m.pd")
+  ar=$("$mpirun" --oversubscribe -np 2 "$b/bench/bench_allreduce" "$gb" 2>&1 |
+    awk -v b="$gb" '$1 == b { print $2 / 1000 }')
+  awk -v m=$m -v w="$w" -v o="$o" -v gb="$gb" -v ar="${ar:-0}" 'BEGIN {
+    ov = "?"; sh = "?"
+    if (o > 0) ov = sprintf("%.1f", 100 * (w - o) / o)
+    if (o > 0 && ar > 0) sh = sprintf("%.1f", 100 * ar / o)
+    printf "%-5s %14s %14s %9s%% %10.2f %11.3f ms %7s%%\n", m, w, o, ov, gb / 1e6, ar, sh }'
 done

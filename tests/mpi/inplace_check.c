@@ -7,8 +7,8 @@
  * alone and for H with S: the sums land in the vars' own storage, which the communicator then
  * no longer holds; a var written while its sum is in flight (or its buffer held) gets the sum
  * of the values it had at c_allreduce_sum; storage shared with another var is never written
- * through (the other var keeps its values); use_calc_stream = true. Rank 0 prints TAP; every
- * rank exits non-zero on a failure. */
+ * through (the other var keeps its values); use_calc_stream = true, on storage of its own and
+ * shared. Rank 0 prints TAP; every rank exits non-zero on a failure. */
 #include "config.h"
 
 #include <stdio.h>
@@ -136,14 +136,32 @@ static void test_shared(const kase *c) {
   rt_free(&r);
 }
 
-static void test_calc_stream(const kase *c) {
+/* use_calc_stream = true: the sum when the op returns; with `shared`, the var's storage is
+ * shared with T, which keeps its values. */
+static void test_calc_stream(const kase *c, bool shared) {
   rt r;
   rt_init(&r);
   set_var(&r, c->vars[0], c->n[0]);
+  if (shared) {
+    char shape[16];
+    snprintf(shape, sizeof shape, "[%d]", c->n[0]);
+    decl(r.f.b, "T", PD_FP32, shape);
+    pd_variable *tv = pd_scope_var(r.scope, "T");
+    if (!tv || pd_tensor_share(pd_var_tensor(tv), rt_get(&r, c->vars[0]))) bail("out of memory");
+    set_var(&r, "U", c->n[0]);
+  }
   allreduce(&r, c->vars[0], true);
-  if (rt_ok(&r, "c_allreduce_sum with use_calc_stream = true"))
-    ok(summed(rt_get(&r, c->vars[0]), c->n[0]), "%s: %s is the sum when the op returns",
-       c->name, c->vars[0]);
+  if (rt_ok(&r, "c_allreduce_sum with use_calc_stream = true")) {
+    ok(summed(rt_get(&r, c->vars[0]), c->n[0]), "%s%s: %s is the sum when the op returns",
+       c->name, shared ? ", shared with T" : "", c->vars[0]);
+    if (shared) {
+      const pd_tensor *t = rt_get(&r, "T"), *u = rt_get(&r, "U");
+      bool kept = t && u && pd_tensor_numel(t) == c->n[0];
+      for (int i = 0; kept && i < c->n[0]; i++)
+        kept = PD_TENSOR_F32(t)[i] == PD_TENSOR_F32(u)[i];
+      ok(kept, "%s, use_calc_stream = true: T keeps its values", c->name);
+    }
+  }
   rt_free(&r);
 }
 
@@ -172,7 +190,8 @@ int main(int argc, char **argv) {
     test_in_place(&cases[k]);
     test_rewritten(&cases[k]);
     test_shared(&cases[k]);
-    test_calc_stream(&cases[k]);
+    test_calc_stream(&cases[k], false);
+    test_calc_stream(&cases[k], true);
   }
   pd_comm_finalize();
   return tap_done();

@@ -8,7 +8,8 @@
  * c_sync_comm_stream that follows waits and writes each sum back into its var, so Out must be X.
  * A gradient that fills a bucket by itself, or one of the last bucket's large ones, is summed in
  * its var's own storage, as Fluid's c_allreduce_sum does on its communication stream: its value
- * is then unspecified until the c_sync_comm_stream (the ops between read and write other vars). With
+ * is then unspecified until the c_sync_comm_stream (the ops between read and write other vars).
+ * Storage a var shares with another is never written through: the other var keeps its values. With
  * use_calc_stream = true the sum is written before the op returns. c_broadcast is blocking.
  * On the GPU place (GPU ranks, flag GPU) the tensors are device memory and the communicator
  * sums and broadcasts them through NCCL, queued on the GPU: "written" then means queued before
@@ -82,6 +83,14 @@ pd_status pd_kernel_c_allreduce_sum(pd_exec_ctx *ctx) {
   if (now && pd_comm_grad_pending())
     return pd_ctx_fail(ctx, PD_EINVAL, "use_calc_stream = true while %d sums are in flight; a "
                        "c_sync_comm_stream must come first", pd_comm_grad_pending());
+  if (now && out->storage && out->storage->refs > 1) {
+    /* Summed before the op returns, where the sum is made: never through storage that another
+     * var shares (which keeps its values); Out gets a copy of its own first. */
+    pd_tensor *shared = pd_tensor_new();
+    st = !shared || pd_tensor_share(shared, out) || pd_tensor_copy(out, shared) ? PD_ENOMEM : PD_OK;
+    pd_tensor_free(shared);
+    if (st) return nomem(ctx);
+  }
   pd_error e = {0};
   if (pd_ctx_place(ctx) == PD_K_CUDA) {
     st = pd_comm_grad_start_dev(pd_tensor_data(out), pd_tensor_numel(out), out->dtype, &e);
