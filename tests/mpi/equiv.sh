@@ -6,10 +6,12 @@
 # With buckets of 1 KiB (a sum in flight during most of the backward pass), the same with the
 # progress thread and with the ops' own tests (PDLANG_MPI_PROGRESS); and a gradient that fills
 # a bucket by itself, summed in place in its own var, gives the very bits of the packed sums.
+# Ranks started with different programs, bucket sizes or PDLANG_MPI_SKIP_ALLREDUCE are refused
+# at start-up, and a malformed PDLANG_MPI_BUCKET_KB is an error.
 set -u
 . "$top_srcdir/tests/mpi/lib.sh"
 need_mpi equiv.sh
-echo "1..12"
+echo "1..14"
 make_data
 t=1
 for m in mlp cnn rnn; do
@@ -44,6 +46,33 @@ if [ $rc -ne 0 ] && grep -q 'the ranks run different programs: the main program 
 else
   echo "not ok $t - mismatched programs (exit $rc)"
   sed 's/^/# /' mm.err
+fi
+t=$((t + 1))
+# Ranks that would pack different buckets, or one that skips the sums, are refused at start-up
+# (each would wait in a sum the other never starts); a malformed bucket size is an error.
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$MPIRUN" --allow-run-as-root \
+  --oversubscribe --bind-to none -np 1 env PDLANG_MPI_BUCKET_KB=64 "$PDLANG" run a.pd : \
+  -np 1 "$PDLANG" run a.pd > mm.out 2> mm.err
+r1=$?
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$MPIRUN" --allow-run-as-root \
+  --oversubscribe --bind-to none -np 1 "$PDLANG" run a.pd : \
+  -np 1 env PDLANG_MPI_SKIP_ALLREDUCE=1 "$PDLANG" run a.pd > ms.out 2> ms.err
+r2=$?
+if [ $r1 -ne 0 ] && grep -q 'rank 1 packs gradients into buckets of 1024 KiB and rank 0 into buckets of 64 KiB (PDLANG_MPI_BUCKET_KB)' mm.err &&
+   [ $r2 -ne 0 ] && grep -q 'PDLANG_MPI_SKIP_ALLREDUCE is set on rank 1 and not on rank 0' ms.err; then
+  echo "ok $t - ranks with different buckets or sums are refused at start-up"
+else
+  echo "not ok $t - different PDLANG_MPI_BUCKET_KB (exit $r1) or PDLANG_MPI_SKIP_ALLREDUCE (exit $r2)"
+  sed 's/^/# /' mm.err ms.err
+fi
+t=$((t + 1))
+mpi 2 -x PDLANG_MPI_BUCKET_KB=12k "$PDLANG" run a.pd > mb.out 2> mb.err
+rc=$?
+if [ $rc -ne 0 ] && grep -q "PDLANG_MPI_BUCKET_KB is '12k'; expected the size of the gradient buckets in KiB" mb.err; then
+  echo "ok $t - a malformed PDLANG_MPI_BUCKET_KB is an error"
+else
+  echo "not ok $t - PDLANG_MPI_BUCKET_KB=12k (exit $rc)"
+  sed 's/^/# /' mb.err
 fi
 t=$((t + 1))
 # Small buckets: every gradient starts its own sum during the backward pass; moved forward by

@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "kernels/nccl.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -88,6 +89,44 @@ static bool launched_by_mpirun(void) {
   return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMIX_RANK") || getenv("PMI_SIZE");
 }
 
+/* The largest PDLANG_MPI_BUCKET_KB: 4 GiB. */
+#define BUCKET_KB_MAX (4LL << 20)
+
+/* PDLANG_MPI_BUCKET_KB in bytes: the default when unset or empty, 0 when malformed. */
+static size_t bucket_env(void) {
+  const char *s = getenv("PDLANG_MPI_BUCKET_KB");
+  if (!s || !*s) return (size_t)PD_COMM_BUCKET_KB * 1024;
+  char *end = NULL;
+  errno = 0;
+  long long kb = strtoll(s, &end, 10);
+  return kb > 0 && kb <= BUCKET_KB_MAX && !*end && !errno ? (size_t)kb * 1024 : 0;
+}
+
+/* Every rank must pack the same buckets and make the same sums (a rank whose differ would wait
+ * in a collective the others never start, or sum other counts): their bucket sizes and
+ * PDLANG_MPI_SKIP_ALLREDUCE are compared at start-up. */
+static pd_status same_settings(pd_error *err) {
+  uint64_t mine[2] = {pd_comm_bucket_bytes(), C.skip};
+  uint64_t *all = pd_malloc(sizeof *all * 2 * (size_t)C.size);
+  if (!all) return pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  int rc = MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, MPI_COMM_WORLD);
+  pd_status st = rc == MPI_SUCCESS ? PD_OK : mpi_fail(err, rc, "MPI_Allgather");
+  for (int i = 1; i < C.size && !st; i++) {
+    if (all[2 * i] != all[0])
+      st = pd_error_set(err, PD_EINVAL, nowhere, "rank %d packs gradients into buckets of %" PRIu64
+                        " KiB and rank 0 into buckets of %" PRIu64 " KiB (PDLANG_MPI_BUCKET_KB): "
+                        "every rank must pack the same buckets; give each the same value "
+                        "(mpirun -x PDLANG_MPI_BUCKET_KB)", i, all[2 * i] / 1024, all[0] / 1024);
+    else if (all[2 * i + 1] != all[1])
+      st = pd_error_set(err, PD_EINVAL, nowhere, "PDLANG_MPI_SKIP_ALLREDUCE is set on rank %d "
+                        "and not on rank %d: every rank must make the same sums; give each the "
+                        "same value (mpirun -x PDLANG_MPI_SKIP_ALLREDUCE)", all[1] ? 0 : i,
+                        all[1] ? i : 0);
+  }
+  pd_free(all);
+  return st;
+}
+
 pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
   if (C.up || !launched_by_mpirun()) return PD_OK;
   /* A rank that waits for the others yields its core rather than spinning in MPI_Wait: ranks
@@ -111,6 +150,11 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
                           "'thread' (the default: a thread moves the gradient sums forward) or "
                           "'test' (only the ops' own tests do)", prog);
   }
+  if (!bucket_env())
+    return pd_error_set(err, PD_EINVAL, nowhere, "PDLANG_MPI_BUCKET_KB is '%s'; expected the "
+                        "size of the gradient buckets in KiB, a whole number from 1 to %lld "
+                        "(default %d)", getenv("PDLANG_MPI_BUCKET_KB"), BUCKET_KB_MAX,
+                        PD_COMM_BUCKET_KB);
   int provided = 0;
   int rc = MPI_Init_thread(argc, argv, want_thread ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED,
                            &provided);
@@ -136,7 +180,7 @@ pd_status pd_comm_init(int *argc, char ***argv, pd_error *err) {
     MPI_Comm_size(local, &C.local_size);
     MPI_Comm_free(&local);
   }
-  return PD_OK;
+  return C.size > 1 ? same_settings(err) : PD_OK;
 }
 
 /* Give a gradient's buffer back to its owner (pd_comm_grad_start). */
@@ -248,10 +292,8 @@ pd_status pd_comm_same(uint64_t hash, const char *what, pd_error *err) {
 
 size_t pd_comm_bucket_bytes(void) {
   if (!C.bucket_bytes) {
-    const char *s = getenv("PDLANG_MPI_BUCKET_KB");
-    char *end = NULL;
-    long long kb = s && *s ? strtoll(s, &end, 10) : 0;
-    C.bucket_bytes = (size_t)(kb > 0 && end && !*end ? kb : PD_COMM_BUCKET_KB) * 1024;
+    size_t b = bucket_env();
+    C.bucket_bytes = b ? b : (size_t)PD_COMM_BUCKET_KB * 1024;
   }
   return C.bucket_bytes;
 }
