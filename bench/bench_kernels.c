@@ -4,10 +4,13 @@
  * threads steal cores from the GEMM that follows (kernels/cpu/pool.c), and the
  * convolution and pooling kernels of a LeNet training step, and the output layer's backward
  * kernels of bench_rnn.sh's model, each alone and right after the softmax gradient (the best of
- * 50 calls each).
+ * 50 calls each), and the updates of the MLP's 200,704 first-layer weights that take a square
+ * root and a division per element (Adam, RMSProp, Adagrad) with the widest vectors the CPU has
+ * against the baseline loops (pd_kcpu_simd).
  * Usage: bench/bench_kernels [seconds per measurement, default 0.3]. */
 #include "config.h"
 #include "bench/bench_util.h"
+#include "kernels/cpu/fastmath.h"
 #include "kernels/kernels.h"
 
 #include <stdio.h>
@@ -217,6 +220,60 @@ static void run_mixed(void *ctx) {
   run_gemm(&m->g);                                                /* then a split GEMM */
 }
 
+typedef struct opt_bench {
+  pd_k_opt o;
+  int64_t n;
+  float *p, *g, *s[3];
+} opt_bench;
+
+static void run_opt(void *ctx) {
+  opt_bench *b = ctx;
+  const void *s[3] = {b->s[0], b->s[1], b->s[2]};
+  pd_k_cpu()->opt(PD_FP32, b->n, &b->o, b->p, b->g, s, b->p, (void *const *)b->s);
+}
+
+/* One update of the MLP's first layer (784 x 256 fp32) in place, at the CPU's widest level and
+ * at the baseline (scalar, Adam's two SSE2 lanes): the best of 50 calls each. */
+static void bench_optim(void) {
+  const struct {
+    const char *name;
+    pd_k_opt o;
+  } kinds[] = {
+      {"adam", {.kind = PD_K_OPT_ADAM, .lr = 1e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}},
+      {"rmsprop", {.kind = PD_K_OPT_RMSPROP, .lr = 1e-3, .rho = 0.95, .mu = 0.9, .eps = 1e-6}},
+      {"adagrad", {.kind = PD_K_OPT_ADAGRAD, .lr = 1e-2, .eps = 1e-6}},
+  };
+  opt_bench b = {.n = 784 * 256};
+  b.p = bench_randf("bench_kernels", (size_t)b.n);
+  b.g = bench_randf("bench_kernels", (size_t)b.n);
+  for (int k = 0; k < 3; k++) {
+    b.s[k] = bench_randf("bench_kernels", (size_t)b.n);
+    for (int64_t i = 0; i < b.n; i++) b.s[k][i] = b.s[k][i] * b.s[k][i];  /* >= 0 */
+  }
+#if PD_KCPU_HAVE_AVX2
+  int best = pd_kcpu_simd();
+#else
+  int best = 0;
+#endif
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    b.o = kinds[k].o;
+    double t[2];
+    for (int l = 0; l < 2; l++) {
+#if PD_KCPU_HAVE_AVX2
+      pd_kcpu_simd_force(l == 0 ? best : PD_KCPU_SIMD_BASE);
+#endif
+      t[l] = best_of(run_opt, &b, 50);
+    }
+#if PD_KCPU_HAVE_AVX2
+    pd_kcpu_simd_force(best);
+#endif
+    printf("%-8s update of [784, 256] fp32  %8.1f us at level %d, %8.1f us at the baseline: "
+           "%.2fx\n", kinds[k].name, t[0] * 1e6, best, t[1] * 1e6, t[1] / t[0]);
+  }
+  pd_k_host_free(b.p), pd_k_host_free(b.g);
+  for (int k = 0; k < 3; k++) pd_k_host_free(b.s[k]);
+}
+
 int main(int argc, char **argv) {
   double budget = argc > 1 ? atof(argv[1]) : 0.3;
   pd_k_init();
@@ -260,6 +317,7 @@ int main(int argc, char **argv) {
 
   bench_lenet();
   bench_outgrad();
+  bench_optim();
 
   mixed_job m = {{256, 256, 784, NULL, NULL, NULL}, NULL, 1 << 20};
   m.g.a = bench_randf("bench_kernels", 256 * 784);

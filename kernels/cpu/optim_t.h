@@ -43,6 +43,52 @@ static __attribute__((target("avx2"))) int64_t TF(adam_avx2)(const opt_job *j, i
   }
   return i;
 }
+
+/* RMSProp (centered or not) and Adagrad on [b, e) four elements at a time, as TF(adam_avx2):
+ * the scalar loops' operations in their order. Return where they stopped. */
+static __attribute__((target("avx2"))) int64_t TF(rmsprop_avx2)(const opt_job *j, int64_t b,
+                                                                 int64_t e) {
+  const T *p = j->p, *g = j->g, *s = j->s[0], *m = j->s[1], *a = j->s[2];
+  T *po = j->po, *so = j->so[0], *mo = j->so[1], *ao = j->so[2];
+  const __m256d rho = _mm256_set1_pd(j->o.rho), c = _mm256_set1_pd(1 - j->o.rho),
+                mu = _mm256_set1_pd(j->o.mu), eps = _mm256_set1_pd(j->o.eps),
+                lr = _mm256_set1_pd(j->o.lr);
+  int64_t i = b;
+  for (; i + 4 <= e; i += 4) {
+    __m256d gi = TF(opt_ld4)(g + i);
+    __m256d s2 = _mm256_add_pd(_mm256_mul_pd(rho, TF(opt_ld4)(s + i)),
+                               _mm256_mul_pd(_mm256_mul_pd(c, gi), gi));
+    __m256d den = _mm256_add_pd(s2, eps);
+    if (j->o.centered) {
+      __m256d a2 = _mm256_add_pd(_mm256_mul_pd(rho, TF(opt_ld4)(a + i)), _mm256_mul_pd(c, gi));
+      TF(opt_st4)(ao + i, a2);
+      den = _mm256_sub_pd(den, _mm256_mul_pd(a2, a2));
+    }
+    __m256d m2 = _mm256_add_pd(_mm256_mul_pd(mu, TF(opt_ld4)(m + i)),
+                               _mm256_div_pd(_mm256_mul_pd(lr, gi), _mm256_sqrt_pd(den)));
+    TF(opt_st4)(so + i, s2);
+    TF(opt_st4)(mo + i, m2);
+    TF(opt_st4)(po + i, _mm256_sub_pd(TF(opt_ld4)(p + i), m2));
+  }
+  return i;
+}
+
+static __attribute__((target("avx2"))) int64_t TF(adagrad_avx2)(const opt_job *j, int64_t b,
+                                                                 int64_t e) {
+  const T *p = j->p, *g = j->g, *m = j->s[0];
+  T *po = j->po, *mo = j->so[0];
+  const __m256d eps = _mm256_set1_pd(j->o.eps), lr = _mm256_set1_pd(j->o.lr);
+  int64_t i = b;
+  for (; i + 4 <= e; i += 4) {
+    __m256d gi = TF(opt_ld4)(g + i);
+    __m256d m2 = _mm256_add_pd(TF(opt_ld4)(m + i), _mm256_mul_pd(gi, gi));
+    TF(opt_st4)(mo + i, m2);
+    TF(opt_st4)(po + i, _mm256_sub_pd(TF(opt_ld4)(p + i),
+                                      _mm256_div_pd(_mm256_mul_pd(lr, gi),
+                                                    _mm256_add_pd(_mm256_sqrt_pd(m2), eps))));
+  }
+  return i;
+}
 #endif
 
 /* Adam on [b, e): the square root and the division are done four at a time on CPUs with AVX2
@@ -110,7 +156,11 @@ static void TF(opt_range)(void *vjob, int64_t b, int64_t e) {
       const T *s = j->s[0], *m = j->s[1], *a = j->s[2];
       T *so = j->so[0], *mo = j->so[1], *ao = j->so[2];
       const double rho = o->rho, mu = o->mu, eps = o->eps;
-      for (int64_t i = b; i < e; i++) {
+      int64_t i = b;
+#if PD_KCPU_HAVE_AVX2
+      if (pd_kcpu_simd() >= PD_KCPU_SIMD_AVX2) i = TF(rmsprop_avx2)(j, b, e);
+#endif
+      for (; i < e; i++) {
         double gi = g[i], s2 = rho * s[i] + (1 - rho) * gi * gi, den = s2 + eps;
         if (o->centered) {
           double a2 = rho * a[i] + (1 - rho) * gi;
@@ -128,7 +178,11 @@ static void TF(opt_range)(void *vjob, int64_t b, int64_t e) {
       const T *m = j->s[0];
       T *mo = j->so[0];
       const double eps = o->eps;
-      for (int64_t i = b; i < e; i++) {
+      int64_t i = b;
+#if PD_KCPU_HAVE_AVX2
+      if (pd_kcpu_simd() >= PD_KCPU_SIMD_AVX2) i = TF(adagrad_avx2)(j, b, e);
+#endif
+      for (; i < e; i++) {
         double gi = g[i], m2 = m[i] + gi * gi;
         mo[i] = (T)m2;
         po[i] = (T)(p[i] - lr * gi / (sqrt(m2) + eps));

@@ -1,10 +1,11 @@
-/* test_optim.c -- the CPU backend's Adam / AdamW update (kernels/cpu/optim_t.h) at each
- * instruction set it has (pd_kcpu_simd: the scalar and two-lane SSE2 loop; AVX2, four lanes) on
- * random states, fp32 and fp64, lengths that leave every remainder of the four-lane loop and
- * split across threads: every instance gives exactly the bits of kernels.h's formula computed
- * here element by element in double (the vector code rounds each product and sum as the scalar
- * code does), in place and into other buffers. The ops' own tests (tests/ops/test_kern_optim.c)
- * check the update against hand-computed values. */
+/* test_optim.c -- the CPU backend's updates that take a square root and a division per element
+ * (Adam / AdamW, RMSProp plain and centered, Adagrad; kernels/cpu/optim_t.h) at each instruction
+ * set it has (pd_kcpu_simd: the scalar loops, Adam's two SSE2 lanes; AVX2, four lanes) on random
+ * states, fp32 and fp64, lengths that leave every remainder of the four-lane loops and split
+ * across threads: every instance gives exactly the bits of kernels.h's formulas computed here
+ * element by element in double (the vector code rounds each product and sum as the scalar code
+ * does), into other buffers and in place. The ops' own tests (tests/ops/test_kern_optim.c)
+ * check the updates against hand-computed values. */
 #include "config.h"
 #include "kernels/cpu/fastmath.h"
 #include "kernels/kernels.h"
@@ -21,77 +22,111 @@ static void put(pd_dtype dt, void *x, int64_t i, double v) {
   else ((double *)x)[i] = v;
 }
 
-/* kernels.h's Adam, one element at a time, into p2, m2o and v2o. */
-static void adam_ref(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p, const void *g,
-                     const void *m, const void *v, void *p2, void *m2o, void *v2o) {
-  for (int64_t i = 0; i < n; i++) {
-    double gi = get(dt, g, i);
-    double m1 = o->beta1 * get(dt, m, i) + (1 - o->beta1) * gi;
-    double m2 = o->beta2 * get(dt, v, i) + (1 - o->beta2) * gi * gi;
-    put(dt, m2o, i, m1);
-    put(dt, v2o, i, m2);
-    put(dt, p2, i, get(dt, p, i) * (1 - o->decay) - o->lr * (m1 / (sqrt(m2) + o->eps)));
+/* kernels.h's update of element i: p into po, the states s[] into so[]. */
+static void ref_at(pd_dtype dt, const pd_k_opt *o, int64_t i, const void *p, const void *g,
+                   void *const *s, void *po, void *const *so) {
+  double gi = get(dt, g, i), pi = get(dt, p, i);
+  switch (o->kind) {
+    case PD_K_OPT_ADAM: {
+      double m1 = o->beta1 * get(dt, s[0], i) + (1 - o->beta1) * gi;
+      double m2 = o->beta2 * get(dt, s[1], i) + (1 - o->beta2) * gi * gi;
+      put(dt, so[0], i, m1);
+      put(dt, so[1], i, m2);
+      put(dt, po, i, pi * (1 - o->decay) - o->lr * (m1 / (sqrt(m2) + o->eps)));
+      break;
+    }
+    case PD_K_OPT_RMSPROP: {
+      double ms = o->rho * get(dt, s[0], i) + (1 - o->rho) * gi * gi, den = ms + o->eps;
+      if (o->centered) {
+        double mg = o->rho * get(dt, s[2], i) + (1 - o->rho) * gi;
+        put(dt, so[2], i, mg);
+        den -= mg * mg;
+      }
+      double mom = o->mu * get(dt, s[1], i) + o->lr * gi / sqrt(den);
+      put(dt, so[0], i, ms);
+      put(dt, so[1], i, mom);
+      put(dt, po, i, pi - mom);
+      break;
+    }
+    case PD_K_OPT_ADAGRAD: {
+      double m = get(dt, s[0], i) + gi * gi;
+      put(dt, so[0], i, m);
+      put(dt, po, i, pi - o->lr * gi / (sqrt(m) + o->eps));
+      break;
+    }
+    default: /* sgd and momentum: no square root, no vector instance */
+      break;
   }
 }
 
-static void test_adam(void) {
-  const int64_t lens[] = {1, 3, 4, 5, 7, 1037, 40003};
-  const double decays[] = {0, 1e-4};   /* Adam; AdamW's decoupled decay lr * coeff */
+/* The update o of n elements at every level against ref_at, bit for bit. */
+static void check(const char *what, const pd_k_opt *o, pd_dtype dt, int64_t n, int best) {
+  size_t bytes = (size_t)n * pd_dtype_size(dt);
+  int ns = pd_k_opt_nstates(o);
+  void *p = kt_random(dt, n, -2, 2), *g = kt_random(dt, n, -1, 1), *s[3] = {0}, *ws[3] = {0};
+  for (int k = 0; k < ns; k++) {
+    /* First moments and momenta signed; second moments (and Adagrad's sum) not. */
+    bool sq = (o->kind == PD_K_OPT_ADAM && k == 1) || (o->kind == PD_K_OPT_RMSPROP && k == 0) ||
+              o->kind == PD_K_OPT_ADAGRAD;
+    s[k] = kt_random(dt, n, sq ? 0.5 : -0.1, sq ? 1 : 0.1);
+    ws[k] = kt_alloc(bytes);
+  }
+  void *wp = kt_alloc(bytes);
+  for (int64_t i = 0; i < n; i++) ref_at(dt, o, i, p, g, s, wp, ws);
+  bool good = true;
+  for (int level = 0; level <= best; level++) {
 #if PD_KCPU_HAVE_AVX2
-  int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
-#else
-  int best = 0;
+    pd_kcpu_simd_force(level);
 #endif
-  for (size_t t = 0; t < PD_ARRAY_LEN(kt_float_types); t++) {
-    pd_dtype dt = kt_float_types[t];
-    size_t es = pd_dtype_size(dt);
-    for (size_t k = 0; k < PD_ARRAY_LEN(lens); k++) {
-      for (size_t d = 0; d < PD_ARRAY_LEN(decays); d++) {
-        int64_t n = lens[k];
-        pd_k_opt o = {.kind = PD_K_OPT_ADAM, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999,
-                      .eps = 1e-8, .decay = decays[d]};
-        void *p = kt_random(dt, n, -2, 2), *g = kt_random(dt, n, -1, 1);
-        void *m = kt_random(dt, n, -0.1, 0.1), *v = kt_random(dt, n, 0, 0.01);
-        void *want[3] = {kt_alloc((size_t)n * es), kt_alloc((size_t)n * es),
-                         kt_alloc((size_t)n * es)};
-        adam_ref(dt, n, &o, p, g, m, v, want[0], want[1], want[2]);
-        bool good = true;
-        for (int level = 0; level <= best; level++) {
-#if PD_KCPU_HAVE_AVX2
-          pd_kcpu_simd_force(level);
-#endif
-          /* Into other buffers, then in place (p_out == p, s_out == s) on copies. */
-          void *po = kt_alloc((size_t)n * es), *so[2] = {kt_alloc((size_t)n * es),
-                                                        kt_alloc((size_t)n * es)};
-          const void *s[2] = {m, v};
-          good = good && K->opt(dt, n, &o, p, g, s, po, so) == PD_OK &&
-                 memcmp(po, want[0], (size_t)n * es) == 0 &&
-                 memcmp(so[0], want[1], (size_t)n * es) == 0 &&
-                 memcmp(so[1], want[2], (size_t)n * es) == 0;
-          memcpy(po, p, (size_t)n * es);
-          memcpy(so[0], m, (size_t)n * es);
-          memcpy(so[1], v, (size_t)n * es);
-          const void *si[2] = {so[0], so[1]};
-          good = good && K->opt(dt, n, &o, po, g, si, po, so) == PD_OK &&
-                 memcmp(po, want[0], (size_t)n * es) == 0 &&
-                 memcmp(so[0], want[1], (size_t)n * es) == 0 &&
-                 memcmp(so[1], want[2], (size_t)n * es) == 0;
-          free(po), free(so[0]), free(so[1]);
-        }
-        ok(good, "adam %s n = %lld decay %g: levels 0 to %d give the formula's bits, into other "
-           "buffers and in place", pd_dtype_name(dt), (long long)n, decays[d], best);
-        free(p), free(g), free(m), free(v), free(want[0]), free(want[1]), free(want[2]);
+    for (int inplace = 0; inplace < 2; inplace++) {
+      void *po = kt_alloc(bytes), *so[3] = {0};
+      const void *si[3] = {0};
+      for (int k = 0; k < ns; k++) {
+        so[k] = kt_alloc(bytes);
+        if (inplace) memcpy(so[k], s[k], bytes);
+        si[k] = inplace ? so[k] : s[k];
       }
+      if (inplace) memcpy(po, p, bytes);
+      good = good && K->opt(dt, n, o, inplace ? po : p, g, si, po, so) == PD_OK &&
+             memcmp(po, wp, bytes) == 0;
+      for (int k = 0; k < ns; k++) good = good && memcmp(so[k], ws[k], bytes) == 0;
+      free(po);
+      for (int k = 0; k < ns; k++) free(so[k]);
     }
   }
-#if PD_KCPU_HAVE_AVX2
-  pd_kcpu_simd_force(best);
-#endif
+  ok(good, "%s %s n = %lld: levels 0 to %d give the formula's bits, into other buffers and in "
+     "place", what, pd_dtype_name(dt), (long long)n, best);
+  free(p), free(g), free(wp);
+  for (int k = 0; k < ns; k++) free(s[k]), free(ws[k]);
 }
 
 int main(int argc, char **argv) {
   PD_UNUSED(argc);
   kt_begin(argv);
-  test_adam();
+#if PD_KCPU_HAVE_AVX2
+  int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
+#else
+  int best = 0;
+#endif
+  const struct {
+    const char *what;
+    pd_k_opt o;
+  } kinds[] = {
+      {"adam", {.kind = PD_K_OPT_ADAM, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8}},
+      {"adamw", {.kind = PD_K_OPT_ADAM, .lr = 3e-3, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+                 .decay = 1e-4}},
+      {"rmsprop", {.kind = PD_K_OPT_RMSPROP, .lr = 1e-2, .rho = 0.95, .mu = 0.9, .eps = 1e-6}},
+      {"rmsprop centered", {.kind = PD_K_OPT_RMSPROP, .lr = 1e-2, .rho = 0.95, .mu = 0.9,
+                            .eps = 1e-6, .centered = true}},
+      {"adagrad", {.kind = PD_K_OPT_ADAGRAD, .lr = 1e-2, .eps = 1e-6}},
+  };
+  const int64_t lens[] = {1, 3, 4, 5, 7, 1037, 40003};
+  for (size_t k = 0; k < PD_ARRAY_LEN(kinds); k++)
+    for (size_t t = 0; t < PD_ARRAY_LEN(kt_float_types); t++)
+      for (size_t l = 0; l < PD_ARRAY_LEN(lens); l++)
+        check(kinds[k].what, &kinds[k].o, kt_float_types[t], lens[l], best);
+#if PD_KCPU_HAVE_AVX2
+  pd_kcpu_simd_force(best);
+#endif
   return tap_done();
 }
