@@ -11,7 +11,7 @@
 set -u
 . "$top_srcdir/tests/mpi/lib.sh"
 need_mpi equiv.sh
-echo "1..14"
+echo "1..15"
 make_data
 t=1
 for m in mlp cnn rnn; do
@@ -35,46 +35,39 @@ else
   sed 's/^/# /' two.out two.err
 fi
 t=$((t + 1))
-# Different programs on the ranks are refused at start-up, naming the rank.
+# refused WHAT PATTERN ARGS...: the job `mpi ARGS` (1 rank, then ": -np 1 ..." for a second
+# one started otherwise) exits non-zero with PATTERN in its errors: refused at start-up.
+refused() {
+  what=$1
+  pat=$2
+  shift 2
+  mpi "$@" > rf.out 2> rf.err
+  rc=$?
+  if [ $rc -ne 0 ] && grep -q "$pat" rf.err; then
+    echo "ok $t - $what"
+  else
+    echo "not ok $t - $what (exit $rc)"
+    sed 's/^/# /' rf.err
+  fi
+  t=$((t + 1))
+}
+# Ranks that run different programs, would pack different buckets, or of which one skips the
+# sums, are refused at start-up, naming the rank (each would wait in a sum the other never
+# starts); a malformed bucket size is an error.
 model mlp 8 false a.ckpt > a.pd
 sed 's/fc(x, 16/fc(x, 17/' a.pd > b.pd
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$MPIRUN" --allow-run-as-root \
-  --oversubscribe --bind-to none -np 1 "$PDLANG" run a.pd : -np 1 "$PDLANG" run b.pd > mm.out 2> mm.err
-rc=$?
-if [ $rc -ne 0 ] && grep -q 'the ranks run different programs: the main program of rank 1' mm.err; then
-  echo "ok $t - mismatched programs are refused at start-up"
-else
-  echo "not ok $t - mismatched programs (exit $rc)"
-  sed 's/^/# /' mm.err
-fi
-t=$((t + 1))
-# Ranks that would pack different buckets, or one that skips the sums, are refused at start-up
-# (each would wait in a sum the other never starts); a malformed bucket size is an error.
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$MPIRUN" --allow-run-as-root \
-  --oversubscribe --bind-to none -np 1 env PDLANG_MPI_BUCKET_KB=64 "$PDLANG" run a.pd : \
-  -np 1 "$PDLANG" run a.pd > mm.out 2> mm.err
-r1=$?
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$MPIRUN" --allow-run-as-root \
-  --oversubscribe --bind-to none -np 1 "$PDLANG" run a.pd : \
-  -np 1 env PDLANG_MPI_SKIP_ALLREDUCE=1 "$PDLANG" run a.pd > ms.out 2> ms.err
-r2=$?
-if [ $r1 -ne 0 ] && grep -q 'rank 1 packs gradients into buckets of 1024 KiB and rank 0 into buckets of 64 KiB (PDLANG_MPI_BUCKET_KB)' mm.err &&
-   [ $r2 -ne 0 ] && grep -q 'PDLANG_MPI_SKIP_ALLREDUCE is set on rank 1 and not on rank 0' ms.err; then
-  echo "ok $t - ranks with different buckets or sums are refused at start-up"
-else
-  echo "not ok $t - different PDLANG_MPI_BUCKET_KB (exit $r1) or PDLANG_MPI_SKIP_ALLREDUCE (exit $r2)"
-  sed 's/^/# /' mm.err ms.err
-fi
-t=$((t + 1))
-mpi 2 -x PDLANG_MPI_BUCKET_KB=12k "$PDLANG" run a.pd > mb.out 2> mb.err
-rc=$?
-if [ $rc -ne 0 ] && grep -q "PDLANG_MPI_BUCKET_KB is '12k'; expected the size of the gradient buckets in KiB" mb.err; then
-  echo "ok $t - a malformed PDLANG_MPI_BUCKET_KB is an error"
-else
-  echo "not ok $t - PDLANG_MPI_BUCKET_KB=12k (exit $rc)"
-  sed 's/^/# /' mb.err
-fi
-t=$((t + 1))
+refused "mismatched programs are refused at start-up" \
+  'the ranks run different programs: the main program of rank 1' \
+  1 "$PDLANG" run a.pd : -np 1 "$PDLANG" run b.pd
+refused "ranks with different bucket sizes are refused at start-up" \
+  'rank 1 packs gradients into buckets of 1024 KiB and rank 0 into buckets of 64 KiB' \
+  1 env PDLANG_MPI_BUCKET_KB=64 "$PDLANG" run a.pd : -np 1 "$PDLANG" run a.pd
+refused "a rank that skips the sums is refused at start-up" \
+  'PDLANG_MPI_SKIP_ALLREDUCE is set on rank 1 and not on rank 0' \
+  1 "$PDLANG" run a.pd : -np 1 env PDLANG_MPI_SKIP_ALLREDUCE=1 "$PDLANG" run a.pd
+refused "a malformed PDLANG_MPI_BUCKET_KB is an error" \
+  "PDLANG_MPI_BUCKET_KB is '12k'; expected the size of the gradient buckets in KiB" \
+  2 -x PDLANG_MPI_BUCKET_KB=12k "$PDLANG" run a.pd
 # Small buckets: every gradient starts its own sum during the backward pass; moved forward by
 # the progress thread (the default) or by the ops' tests alone.
 model cnn 8 true one.ckpt > one.pd
