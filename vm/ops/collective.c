@@ -9,8 +9,9 @@
  * A gradient that fills a bucket by itself, or one of the last bucket's large ones, is summed in
  * its var's own storage, as Fluid's c_allreduce_sum does on its communication stream: its value
  * is then unspecified until the c_sync_comm_stream (the ops between read and write other vars).
- * Storage a var shares with another is never written through: the other var keeps its values. With
- * use_calc_stream = true the sum is written before the op returns. c_broadcast is blocking.
+ * Storage a var shares with another is never written through: the other var keeps its values.
+ * With use_calc_stream = true the sum is written before the op returns. c_broadcast is
+ * blocking.
  * On the GPU place (GPU ranks, flag GPU) the tensors are device memory and the communicator
  * sums and broadcasts them through NCCL, queued on the GPU: "written" then means queued before
  * any later kernel. */

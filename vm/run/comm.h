@@ -20,21 +20,21 @@
  * MPI_Wait spins for as long as the other rank is late), then sums the last bucket, which nothing
  * is left to overlap with, by a blocking MPI_Allreduce (Open MPI's blocking algorithms have both
  * ranks reduce where its non-blocking one has rank 0 reduce for both: 0.5 to 0.7 of the time
- * for 0.8 MB on 2 ranks here), each of its gradients of a quarter bucket or more in the caller's output itself, and
- * copies the packed sums back, in the order the gradients were started. Open MPI moves a
- * non-blocking collective forward only inside MPI calls (about one fragment per call when its
- * shared memory copies in and out, one call per message when it reads the other process's
- * memory directly, CMA), so a progress thread tests the buckets in flight every 50 us while
- * there are any, and sleeps otherwise (PDLANG_MPI_PROGRESS=thread, the default); with
- * PDLANG_MPI_PROGRESS=test, the executor tests them after each op instead (pd_comm_progress),
- * and each pd_comm_grad_start.
+ * for 0.8 MB on 2 ranks here), each of its gradients of a quarter bucket or more in the
+ * caller's output itself, and copies the packed sums back, in the order the gradients were
+ * started. Open MPI moves a non-blocking collective forward only inside MPI calls (about one
+ * fragment per call when its shared memory copies in and out, one call per message when it
+ * reads the other process's memory directly, CMA), so a progress thread tests the buckets in
+ * flight every 50 us while there are any, and sleeps otherwise (PDLANG_MPI_PROGRESS=thread, the
+ * default); with PDLANG_MPI_PROGRESS=test, the executor tests them after each op instead
+ * (pd_comm_progress), and each pd_comm_grad_start.
  * PDLANG_MPI_SKIP_ALLREDUCE=1 is a benchmark switch only: the gradients are then not summed at
  * all (each rank keeps its own; the step without its communication, to measure what it adds).
  *
  * Ownership: the communicator owns its buckets; it holds the callers' gradient buffers as
- * pd_comm_grad_start says, and other buffers only during the call. Errors fill err (which may be NULL) with a location-free message; MPI's own
- * errors come back as PD_ERUNTIME with MPI's text (the communicator returns errors rather than
- * aborting, MPI_ERRORS_RETURN). */
+ * pd_comm_grad_start says, and other buffers only during the call. Errors fill err (which may
+ * be NULL) with a location-free message; MPI's own errors come back as PD_ERUNTIME with MPI's
+ * text (the communicator returns errors rather than aborting, MPI_ERRORS_RETURN). */
 #ifndef PD_COMM_H
 #define PD_COMM_H
 
