@@ -1,6 +1,7 @@
-/* test_conv.c -- GEMM (and GEMM with an activation) against a triple loop, conv2d against a direct convolution, pool2d
- * against direct pooling, im2col/col2im as adjoints, and the conv/pool gradients by central
- * finite differences in fp64. */
+/* test_conv.c -- GEMM (and GEMM with an activation) against a triple loop, conv2d against a
+ * direct convolution, pool2d against direct pooling, im2col/col2im as adjoints, the conv/pool
+ * gradients by central finite differences in fp64, and 2x2 max pooling's fp32 gradient at each
+ * vector level against its definition. */
 #include "config.h"
 #include "kernels/kernels.h"
 #include "kernels/cpu/fastmath.h"
@@ -682,6 +683,59 @@ static void test_pool(void) {
      "ceil mode drops a last window that starts in the padding");
 }
 
+/* 2x2 max pooling's fp32 gradient (LeNet's), which AVX2 CPUs compute eight windows at a time:
+ * on inputs full of ties (values from {0, 1, 2}), widths that leave every remainder of eight
+ * windows and an odd last row or column no window covers, each level gives the bits of the
+ * definition: each window's gradient on its first element (row by row) equal to its max, 0
+ * everywhere else. */
+static void test_pool_grad_2x2(void) {
+  const int64_t shapes[][2] = {{28, 28}, {10, 10}, {4, 16}, {5, 33}, {7, 34}, {2, 2}, {3, 47}};
+#if PD_KCPU_HAVE_AVX2
+  int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
+#else
+  int best = 0;
+#endif
+  for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
+    pd_k_pool2d p = {PD_K_POOL_MAX, 3, 5, shapes[k][0], shapes[k][1], 2, 2, 2, 2, 0, 0, 0, 0,
+                     false, true, 0, 0};
+    if (pd_k_pool2d_setup(&p) != PD_OK) {
+      ok(0, "pool2d setup %lldx%lld", (long long)p.h, (long long)p.w);
+      continue;
+    }
+    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.oh * p.ow;
+    float *x = kt_alloc((size_t)nx * 4), *y = kt_alloc((size_t)ny * 4);
+    float *dy = kt_random(PD_FP32, ny, -1, 1), *want = kt_alloc((size_t)nx * 4);
+    for (int64_t i = 0; i < nx; i++) x[i] = (float)(int)(3 * kt_rand());
+    bool good = K->pool2d(PD_FP32, &p, x, y) == PD_OK;
+    memset(want, 0, (size_t)nx * 4);
+    for (int64_t pl = 0; pl < p.n * p.c; pl++)
+      for (int64_t o = 0; o < p.oh * p.ow; o++) {
+        int64_t oy = o / p.ow, ox = o % p.ow, at = -1;
+        for (int64_t q = 0; q < 4 && at < 0; q++) {
+          int64_t i = (pl * p.h + 2 * oy + q / 2) * p.w + 2 * ox + q % 2;
+          if (x[i] == y[pl * p.oh * p.ow + o]) at = i;
+        }
+        if (at >= 0) want[at] = dy[pl * p.oh * p.ow + o];
+      }
+    for (int level = 0; level <= best; level++) {
+#if PD_KCPU_HAVE_AVX2
+      pd_kcpu_simd_force(level);
+#endif
+      float *dx = kt_alloc((size_t)nx * 4);
+      for (int64_t i = 0; i < nx; i++) dx[i] = NAN;   /* every element must be written */
+      good = good && K->pool2d_grad(PD_FP32, &p, x, y, dy, dx) == PD_OK &&
+             memcmp(dx, want, (size_t)nx * 4) == 0;
+      free(dx);
+    }
+    ok(good, "2x2 max pool gradient fp32 of [3, 5, %lld, %lld], ties: levels 0 to %d give the "
+       "definition's bits", (long long)p.h, (long long)p.w, best);
+    free(x), free(y), free(dy), free(want);
+  }
+#if PD_KCPU_HAVE_AVX2
+  pd_kcpu_simd_force(best);
+#endif
+}
+
 int main(int argc, char **argv) {
   PD_UNUSED(argc);
   kt_begin(argv);
@@ -694,5 +748,6 @@ int main(int argc, char **argv) {
   test_im2col_adjoint();
   test_conv_backward();
   test_pool();
+  test_pool_grad_2x2();
   return tap_done();
 }
