@@ -1,7 +1,8 @@
 /* conv.c -- 2-d convolution (NCHW) as im2col + GEMM per image and group, its data and filter
- * gradients (GEMM + col2im), and max/avg pooling with its gradient. A 1x1 convolution with unit
- * stride and no padding skips im2col: the image already is the column matrix. Images are split
- * across the thread pool (cpu.h). */
+ * gradients (GEMM + col2im), and max/avg pooling with its gradient (2x2 max pooling's fp32
+ * gradient eight windows at a time on AVX2 CPUs). A 1x1 convolution with unit stride and no
+ * padding skips im2col: the image already is the column matrix. Images are split across the
+ * thread pool (cpu.h). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
