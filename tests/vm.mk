@@ -27,6 +27,7 @@ tests_kernels_test_index_SOURCES = tests/kernels/test_index.c tests/kernels/kt.h
 tests_kernels_test_index_LDADD = libpdlang-internal.la $(PD_LIBS)
 TESTS += tests/kernels/test_index
 
+# The optimizer updates' vector instances (kernels/cpu/optim_t.h) against the formulas' bits.
 check_PROGRAMS += tests/kernels/test_optim
 tests_kernels_test_optim_SOURCES = tests/kernels/test_optim.c tests/kernels/kt.h
 tests_kernels_test_optim_LDADD = libpdlang-internal.la $(PD_LIBS)
