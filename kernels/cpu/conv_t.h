@@ -27,10 +27,58 @@ static void TF(add_run)(T *restrict dst, const T *restrict r, int64_t lo, int64_
   PD_SIMD for (int64_t ox = lo; ox < hi; ox++) dst[ox] += r[ox];
 }
 
+/* im2col of a convolution with unit strides and dilations whose output is as wide as its
+ * input ("same" padding across: 3x3 with 1, LeNet's first 5x5 with 2): a row of the column
+ * matrix is then the input plane shifted by (i - pt) rows and (j - pl) columns, so each row is
+ * one contiguous copy from the plane, after which the columns outside the image (read from the
+ * neighbouring row, or not read at all where the copy was clipped to the plane) and the rows
+ * outside it are set to 0. The copy per output row of the general loop (runs of 7 to 28
+ * elements) cost 0.2 to 0.85 ns an element on ResNet-like shapes, most of a convolution's
+ * time next to its GEMM. */
+static bool TF(im2col_same_width)(const pd_k_conv2d *p) {
+  return p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 && p->dil_w == 1 &&
+         p->ow == p->w;
+}
+
+static void TF(im2col_shifted)(const pd_k_conv2d *p, const T *img, T *col) {
+  int64_t ohw = p->oh * p->ow, ow = p->ow, plane = p->h * p->w;
+  for (int64_t ci = 0; ci < p->c; ci++) {
+    const T *src = img + ci * plane;
+    for (int64_t i = 0; i < p->kh; i++) {
+      int64_t yoff = i - p->pad_top;
+      int64_t oy0 = yoff < 0 ? -yoff : 0, oy1 = p->h - yoff < p->oh ? p->h - yoff : p->oh;
+      if (oy0 > p->oh) oy0 = p->oh;
+      if (oy1 < oy0) oy1 = oy0;
+      for (int64_t j = 0; j < p->kw; j++) {
+        T *row = col + ((ci * p->kh + i) * p->kw + j) * ohw;
+        int64_t xoff = j - p->pad_left, lo, hi;
+        TF(valid_cols)(ow, p->w, 1, xoff, &lo, &hi);
+        memset(row, 0, (size_t)(oy0 * ow) * sizeof(T));
+        memset(row + oy1 * ow, 0, (size_t)((p->oh - oy1) * ow) * sizeof(T));
+        /* Output element k of rows [oy0, oy1) reads plane element k + shift, clipped to the
+         * plane: the elements clipped off are in columns outside [lo, hi), zeroed below. */
+        int64_t b = oy0 * ow, e = oy1 * ow, shift = yoff * p->w + xoff;
+        if (b + shift < 0) b = -shift;
+        if (e + shift > plane) e = plane - shift;
+        if (e > b) memcpy(row + b, src + b + shift, (size_t)(e - b) * sizeof(T));
+        for (int64_t oy = oy0; oy < oy1; oy++) {
+          T *r = row + oy * ow;
+          for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;
+          for (int64_t ox = hi; ox < ow; ox++) r[ox] = 0;
+        }
+      }
+    }
+  }
+}
+
 /* col[(ci * kh + i) * kw + j][oy * ow + ox] =
  *     img[ci][oy * sh - pt + i * dh][ox * sw - pl + j * dw], 0 in the padding.
  * to_col false runs the adjoint: img[...] += col[...]. */
 static void TF(im2col_dir)(const pd_k_conv2d *p, T *img, T *col, bool to_col) {
+  if (to_col && TF(im2col_same_width)(p)) {
+    TF(im2col_shifted)(p, img, col);
+    return;
+  }
   int64_t ohw = p->oh * p->ow, ow = p->ow, sw = p->stride_w;
   for (int64_t ci = 0; ci < p->c; ci++) {
     for (int64_t i = 0; i < p->kh; i++) {

@@ -462,6 +462,14 @@ static const ccase ccases[] = {
     {"1x1 direct", {2, 5, 4, 3, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
     {"asymmetric padding, 3x2 kernel", {1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1, 0, 0, 2, 1, 1, 0, 0}},
     {"LeNet conv1 1->6 5x5 on 28x28", {2, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
+    /* Output as wide as the input at unit strides: im2col's shifted-plane copies. */
+    {"5x5 pad 2 (same size)", {2, 2, 9, 7, 3, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0}},
+    {"3x3 pad 1 on 1x1", {2, 3, 1, 1, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"3x3 pad 1 on 2x5", {1, 2, 2, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"3x2 kernel, pads 2 above, 1 left (same width)",
+     {1, 2, 4, 6, 3, 3, 2, 1, 1, 1, 2, 0, 1, 0, 1, 1, 0, 0}},
+    {"3x3 pad 3 above and below (same width, taller)",
+     {1, 1, 3, 4, 2, 3, 3, 1, 1, 1, 3, 3, 1, 1, 1, 1, 0, 0}},
 };
 
 static void naive_conv(const pd_k_conv2d *p, const double *x, const double *w, double *y) {
