@@ -9,24 +9,25 @@ Adam 0.005 with the gradients' global norm clipped to 5 and a cosine rate over t
 batches of 32 in a new random order every epoch, 20 epochs. Prints the share of GPL-3 in the
 test lines and the accuracy on the training and test lines.
 Usage: torch_lstm_classify.py [--seed S] [--epochs E] [--threads T]"""
-from torch_util import fit_and_report, int_opt, license_lines, torch_or_none
+from torch_util import example_options, fit_and_report, license_splits
 
 MAXLEN, E, H = 80, 16, 32
 
 
 def main():
-    torch = torch_or_none(int_opt("--threads", 2), int_opt("--seed", 0))
-    if torch is None:
+    opts = example_options()
+    if opts is None:
         return
-    epochs = int_opt("--epochs", 20)
-    sets = {}
-    for split in ("train", "test"):
-        xs, ys = license_lines(split, max_length=MAXLEN)
+    torch, epochs = opts
+
+    def tensors(xs, ys):  # the lines padded to MAXLEN, their lengths, the labels
         lens = torch.tensor([len(r) for r in xs])
         pad = torch.zeros(len(xs), MAXLEN, dtype=torch.long)
         for i, r in enumerate(xs):
             pad[i, :len(r)] = torch.tensor(r)
-        sets[split] = (pad, lens, torch.tensor(ys))
+        return pad, lens, torch.tensor(ys)
+
+    train, test = license_splits(tensors, max_length=MAXLEN)
 
     pack = torch.nn.utils.rnn.pack_padded_sequence
 
@@ -64,7 +65,7 @@ def main():
             return self.out(torch.cat([top, h[0], r[0]], 1))
 
     model = Model()
-    (xtr, ltr, ytr), (xte, lte, yte) = sets["train"], sets["test"]
+    (xtr, ltr, ytr), (xte, lte, yte) = train, test
     fit_and_report(torch, model, ((xtr, ltr), ytr), ((xte, lte), yte), epochs, 0.005)
 
 

@@ -10,20 +10,18 @@ positions, a linear layer to 3; Adam 0.003 with the gradients' global norm clipp
 cosine rate over the steps; batches of 32 in a new random order every epoch, 20 epochs.
 Prints the share of GPL-3 in the test lines and the accuracy on the training and test lines.
 Usage: torch_transformer_classify.py [--seed S] [--epochs E] [--threads T]"""
-from torch_util import fit_and_report, int_opt, license_lines, torch_or_none
+from torch_util import example_options, fit_and_report, license_splits
 
 L, D, HEADS, FF = 48, 32, 4, 64
 
 
 def main():
-    torch = torch_or_none(int_opt("--threads", 2), int_opt("--seed", 0))
-    if torch is None:
+    opts = example_options()
+    if opts is None:
         return
-    epochs = int_opt("--epochs", 20)
-    sets = {}
-    for split in ("train", "test"):
-        xs, ys = license_lines(split, min_length=L, max_length=L)
-        sets[split] = (torch.tensor(xs), torch.tensor(ys))
+    torch, epochs = opts
+    train, test = license_splits(lambda xs, ys: (torch.tensor(xs), torch.tensor(ys)),
+                                 min_length=L, max_length=L)
 
     class Model(torch.nn.Module):
         def __init__(self):
@@ -51,7 +49,7 @@ def main():
             return self.out(h.mean(1))
 
     model = Model()
-    (xtr, ytr), (xte, yte) = sets["train"], sets["test"]
+    (xtr, ytr), (xte, yte) = train, test
     fit_and_report(torch, model, ((xtr,), ytr), ((xte,), yte), epochs, 0.003)
 
 

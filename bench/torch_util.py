@@ -52,6 +52,19 @@ def license_lines(split, min_length=1, max_length=None):
     return xs, ys
 
 
+def example_options():
+    """The license examples' command line: (torch, epochs), torch set to --threads (default 2)
+    threads and seeded with --seed (0), epochs --epochs (20); None (having said so) without
+    PyTorch."""
+    torch = torch_or_none(int_opt("--threads", 2), int_opt("--seed", 0))
+    return None if torch is None else (torch, int_opt("--epochs", 20))
+
+
+def license_splits(tensors, min_length=1, max_length=None):
+    """The train and the test split of license_lines as tensors(rows, labels) makes them."""
+    return [tensors(*license_lines(split, min_length, max_length)) for split in ("train", "test")]
+
+
 def fit_and_report(torch, model, train, test, epochs, lr, batch=32, clip=5.0):
     """Train `model` on train = (inputs, labels) (inputs: a tuple of tensors indexed by sample)
     as the examples' train(...) does: cross entropy, Adam at lr with the gradients' global norm
