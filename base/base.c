@@ -399,11 +399,8 @@ pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, p
 
 uint64_t pd_hash_bytes(const void *data, size_t n) {
   const unsigned char *p = data;
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
+  uint64_t h = PD_FNV_BASIS;
+  for (size_t i = 0; i < n; i++) h = pd_fnv_step(h, p[i]);
   return h;
 }
 

@@ -142,7 +142,13 @@ pd_status pd_write_file_temp(const char *path, const void *data, size_t len, cha
 pd_status pd_commit_file(const char *tmp, const char *path, pd_error *err);
 void pd_discard_file(const char *tmp);
 
-/* FNV-1a 64 of n bytes: an identity of a file's content (not a cryptographic hash). */
+/* FNV-1a, 64-bit: the one hash of pdlang (file identities, the string map's keys). A hash
+ * starts at PD_FNV_BASIS and takes one byte at a time through pd_fnv_step. Not cryptographic. */
+#define PD_FNV_BASIS 0xcbf29ce484222325ull
+static inline uint64_t pd_fnv_step(uint64_t h, unsigned char byte) {
+  return (h ^ byte) * 0x100000001b3ull;
+}
+/* FNV-1a 64 of n bytes: an identity of a file's content. */
 uint64_t pd_hash_bytes(const void *data, size_t n);
 
 #define PD_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))

@@ -43,14 +43,11 @@ typedef struct pd_strmap {
   bool copy_keys;
 } pd_strmap;
 
-/* FNV-1a, 64-bit (offset basis 0xcbf29ce484222325, prime 0x100000001b3). Inline, with the
- * lookups below: the executor looks names up in its scopes' maps on every block run. */
+/* The FNV-1a hash of base.h over a string's bytes. Inline, with the lookups below: the executor
+ * looks names up in its scopes' maps on every block run. */
 static inline uint64_t pd_str_hash(const char *s) {
-  uint64_t h = 0xcbf29ce484222325u;
-  for (; *s; s++) {
-    h ^= (unsigned char)*s;
-    h *= 0x100000001b3u;
-  }
+  uint64_t h = PD_FNV_BASIS;
+  for (; *s; s++) h = pd_fnv_step(h, (unsigned char)*s);
   return h;
 }
 

@@ -36,8 +36,13 @@ static const char *const cmpop_names[] = {PD_K_CMPOP_LIST(PD_K_NAME_)};
 static const char *const logop_names[] = {PD_K_LOGOP_LIST(PD_K_NAME_)};
 static const char *const unop_names[] = {PD_K_UNOP_LIST(PD_K_NAME_)};
 static const char *const redop_names[] = {PD_K_REDOP_LIST(PD_K_NAME_)};
-static const char *const act_names[] = {PD_K_ACT_LIST(PD_K_NAME_)};
 #undef PD_K_NAME_
+#define PD_K_ACT_NAME_(e, name, nparams) name,
+static const char *const act_names[] = {PD_K_ACT_LIST(PD_K_ACT_NAME_)};
+#undef PD_K_ACT_NAME_
+#define PD_K_ACT_NPARAMS_(e, name, nparams) nparams,
+static const int act_nparams[] = {PD_K_ACT_LIST(PD_K_ACT_NPARAMS_)};
+#undef PD_K_ACT_NPARAMS_
 _Static_assert(PD_ARRAY_LEN(binop_names) == PD_K_BINOP_COUNT_, "binop names out of sync");
 _Static_assert(PD_ARRAY_LEN(cmpop_names) == PD_K_CMPOP_COUNT_, "cmpop names out of sync");
 _Static_assert(PD_ARRAY_LEN(logop_names) == PD_K_LOGOP_COUNT_, "logop names out of sync");
@@ -71,11 +76,15 @@ int pd_k_act_from_name(const char *n) { return index_of(act_names, PD_K_ACT_COUN
 /* ---- The checks of the activations with parameters (kernels_int.h) ---- */
 
 int pd_k_act_nparams(pd_k_act op) {
-  switch (op) {
-    case PD_K_LEAKY_RELU: case PD_K_ELU: case PD_K_SWISH: case PD_K_RELU6: return 1;
-    case PD_K_SOFTPLUS: return 2;
-    case PD_K_HARD_SWISH: return 3;
-    default: return 0;
+  return (unsigned)op < PD_K_ACT_COUNT_ ? act_nparams[op] : 0;
+}
+
+void pd_k_act_canon(pd_k_act *op, const double *p, double q[3]) {
+  q[0] = q[1] = q[2] = 0;
+  for (int i = 0; i < pd_k_act_nparams(*op); i++) q[i] = p[i];
+  if (*op == PD_K_SILU) { /* swish with beta 1 */
+    *op = PD_K_SWISH;
+    q[0] = 1;
   }
 }
 

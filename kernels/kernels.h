@@ -50,12 +50,13 @@
   X(PD_K_LOG, "log") X(PD_K_SQRT, "sqrt") X(PD_K_SQUARE, "square") X(PD_K_ABS, "abs")
 #define PD_K_REDOP_LIST(X) \
   X(PD_K_RSUM, "sum") X(PD_K_RMEAN, "mean") X(PD_K_RMAX, "max") X(PD_K_RMIN, "min")
-/* The activations with parameters (pd_k_act_fn): Fluid's op names, but for gelu_tanh (gelu with
- * approximate = true); Fluid's silu is swish with beta 1. */
+/* The activations with parameters (pd_k_act_fn): X(ENUM, "name", number of parameters), Fluid's
+ * op names, but for gelu_tanh (gelu with approximate = true). */
 #define PD_K_ACT_LIST(X) \
-  X(PD_K_GELU, "gelu") X(PD_K_GELU_TANH, "gelu_tanh") X(PD_K_LEAKY_RELU, "leaky_relu") \
-  X(PD_K_ELU, "elu") X(PD_K_SWISH, "swish") X(PD_K_SOFTPLUS, "softplus") \
-  X(PD_K_RELU6, "relu6") X(PD_K_HARD_SWISH, "hard_swish") X(PD_K_LOG_SIGMOID, "log_sigmoid")
+  X(PD_K_GELU, "gelu", 0) X(PD_K_GELU_TANH, "gelu_tanh", 0) X(PD_K_LEAKY_RELU, "leaky_relu", 1) \
+  X(PD_K_ELU, "elu", 1) X(PD_K_SWISH, "swish", 1) X(PD_K_SOFTPLUS, "softplus", 2) \
+  X(PD_K_RELU6, "relu6", 1) X(PD_K_HARD_SWISH, "hard_swish", 3) \
+  X(PD_K_LOG_SIGMOID, "log_sigmoid", 0) X(PD_K_SILU, "silu", 0)
 
 #define PD_K_ENUM_(e, name) e,
 typedef enum pd_k_binop { PD_K_BINOP_LIST(PD_K_ENUM_) PD_K_BINOP_COUNT_ } pd_k_binop;
@@ -63,11 +64,14 @@ typedef enum pd_k_cmpop { PD_K_CMPOP_LIST(PD_K_ENUM_) PD_K_CMPOP_COUNT_ } pd_k_c
 typedef enum pd_k_logop { PD_K_LOGOP_LIST(PD_K_ENUM_) PD_K_LOGOP_COUNT_ } pd_k_logop;
 typedef enum pd_k_unop { PD_K_UNOP_LIST(PD_K_ENUM_) PD_K_UNOP_COUNT_ } pd_k_unop;
 typedef enum pd_k_redop { PD_K_REDOP_LIST(PD_K_ENUM_) PD_K_REDOP_COUNT_ } pd_k_redop;
-typedef enum pd_k_act { PD_K_ACT_LIST(PD_K_ENUM_) PD_K_ACT_COUNT_ } pd_k_act;
 #undef PD_K_ENUM_
+#define PD_K_ACT_ENUM_(e, name, nparams) e,
+typedef enum pd_k_act { PD_K_ACT_LIST(PD_K_ACT_ENUM_) PD_K_ACT_COUNT_ } pd_k_act;
+#undef PD_K_ACT_ENUM_
 
 /* Names of the enum values ("add", "less_than", ...); "?" when out of range. The *_from_name
- * functions return the enum value, or -1 for an unknown name. */
+ * functions return the enum value, or -1 for an unknown name. pd_k_act_nparams: how many
+ * parameters an activation takes (PD_K_ACT_LIST; 0 out of range). */
 const char *pd_k_binop_name(pd_k_binop op);
 const char *pd_k_cmpop_name(pd_k_cmpop op);
 const char *pd_k_logop_name(pd_k_logop op);
@@ -80,6 +84,7 @@ int pd_k_logop_from_name(const char *name);
 int pd_k_unop_from_name(const char *name);
 int pd_k_redop_from_name(const char *name);
 int pd_k_act_from_name(const char *name);
+int pd_k_act_nparams(pd_k_act op);
 
 /* ---- Parameters of convolution and pooling (NCHW). Fill the inputs, then call the setup
  * function, which validates them and computes the output size. ---- */
@@ -283,6 +288,7 @@ typedef pd_status pd_k_unary_grad_fn(pd_k_unop op, pd_dtype dt, int64_t n, const
  *   hard_swish  x min(max(x + offset, 0), threshold) / scale          p = {threshold, scale,
  *                                                                          offset}
  *   log_sigmoid log(1 / (1 + e^-x))
+ *   silu        x sigmoid(x) (swish with beta 1)
  * softplus and log_sigmoid are computed as max(z, 0) + log1p(e^-|z|) (z = beta x, resp. -x),
  * which neither overflows nor loses the small values for large |x|. PD_EINVAL for an unknown op,
  * n < 0, p NULL where the op takes parameters, softplus's beta or hard_swish's scale 0. */
@@ -684,79 +690,91 @@ typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const
  * products fit (PD_EINVAL; pd_k_adaptive_pool_check). Uses pd_k_pool2d_fn and
  * pd_k_pool2d_grad_fn. */
 
+/* ---- The backend table: every entry once, in table order. PD_K_BACKEND_LIST(X) calls
+ * X(name, type, cuda) for each; the struct below, the CPU backend's declarations and table
+ * (kernels/cpu/cpu.h, backend.c: pd_kcpu_<name>) and the CUDA backend's (kernels/cuda/cuda_int.h,
+ * device.cu: pd_kcu_<name>) are all made from it. `cuda` says whether the CUDA backend has the
+ * entry: CUDA (a kernel of its own, pd_kcu_<name>) or NO_CUDA (its table holds NULL there: the
+ * op falls back to the CPU or reports PD_EUNSUPPORTED). A new entry is one line here, its type
+ * above, and its kernels (HACKING.md, "Adding a kernel entry"). ---- */
+#define PD_K_BACKEND_LIST(X) \
+  X(gemm, pd_k_gemm_fn, CUDA)                                                                      \
+  X(gemm_batched, pd_k_gemm_batched_fn, CUDA)                                                      \
+  X(gemm_act, pd_k_gemm_act_fn, CUDA)                                                              \
+  X(gemm_bias, pd_k_gemm_bias_fn, CUDA)                                                            \
+  X(gemm_act_chain, pd_k_gemm_act_chain_fn, CUDA)                                                  \
+  X(binary, pd_k_binary_fn, CUDA)                                                                  \
+  X(binary_grad, pd_k_binary_grad_fn, CUDA)                                                        \
+  X(compare, pd_k_compare_fn, CUDA)                                                                \
+  X(logical, pd_k_logical_fn, CUDA)                                                                \
+  X(logical_not, pd_k_logical_not_fn, CUDA)                                                        \
+  X(unary, pd_k_unary_fn, CUDA)                                                                    \
+  X(unary_grad, pd_k_unary_grad_fn, CUDA)                                                          \
+  X(scale, pd_k_scale_fn, CUDA)                                                                    \
+  X(fill, pd_k_fill_fn, CUDA)                                                                      \
+  X(reduce, pd_k_reduce_fn, CUDA)                                                                  \
+  X(reduce_grad, pd_k_reduce_grad_fn, CUDA)                                                        \
+  X(softmax, pd_k_softmax_fn, CUDA)                                                                \
+  X(softmax_grad, pd_k_softmax_grad_fn, CUDA)                                                      \
+  X(log_softmax, pd_k_softmax_fn, CUDA)                                                            \
+  X(log_softmax_grad, pd_k_softmax_grad_fn, CUDA)                                                  \
+  X(cross_entropy, pd_k_cross_entropy_fn, CUDA)                                                    \
+  X(cross_entropy_grad, pd_k_cross_entropy_grad_fn, CUDA)                                          \
+  X(softmax_xent, pd_k_softmax_xent_fn, CUDA)                                                      \
+  X(softmax_xent_grad, pd_k_softmax_xent_grad_fn, CUDA)                                            \
+  X(im2col, pd_k_im2col_fn, CUDA)                                                                  \
+  X(col2im, pd_k_col2im_fn, CUDA)                                                                  \
+  X(conv2d, pd_k_conv2d_fn, CUDA)                                                                  \
+  X(conv2d_bwd_data, pd_k_conv2d_bwd_data_fn, CUDA)                                                \
+  X(conv2d_bwd_filter, pd_k_conv2d_bwd_filter_fn, CUDA)                                            \
+  X(pool2d, pd_k_pool2d_fn, CUDA)                                                                  \
+  X(pool2d_grad, pd_k_pool2d_grad_fn, CUDA)                                                        \
+  X(argmax, pd_k_argmax_fn, CUDA)                                                                  \
+  X(top_k, pd_k_top_k_fn, CUDA)                                                                    \
+  X(cast, pd_k_cast_fn, CUDA)                                                                      \
+  X(transpose, pd_k_transpose_fn, CUDA)                                                            \
+  X(concat, pd_k_concat_fn, CUDA)                                                                  \
+  X(split, pd_k_split_fn, CUDA)                                                                    \
+  X(gather_rows, pd_k_gather_rows_fn, CUDA)                                                        \
+  X(scatter_add_rows, pd_k_scatter_add_rows_fn, CUDA)                                              \
+  X(uniform, pd_k_uniform_fn, CUDA)                                                                \
+  X(gaussian, pd_k_gaussian_fn, CUDA)                                                              \
+  X(act, pd_k_act_fn, CUDA)                                                                        \
+  X(act_grad, pd_k_act_grad_fn, CUDA)                                                              \
+  X(batch_norm, pd_k_batch_norm_fn, CUDA)                                                          \
+  X(batch_norm_grad, pd_k_batch_norm_grad_fn, CUDA)                                                \
+  X(layer_norm, pd_k_layer_norm_fn, CUDA)                                                          \
+  X(layer_norm_grad, pd_k_layer_norm_grad_fn, CUDA)                                                \
+  X(strided_copy, pd_k_strided_copy_fn, CUDA)                                                      \
+  X(where, pd_k_where_fn, CUDA)                                                                    \
+  X(opt, pd_k_opt_fn, CUDA)                                                                        \
+  X(lstm_cell, pd_k_lstm_cell_fn, CUDA)                                                            \
+  X(lstm_cell_grad, pd_k_lstm_cell_grad_fn, CUDA)                                                  \
+  X(gru_cell, pd_k_gru_cell_fn, CUDA)                                                              \
+  X(gru_cell_grad, pd_k_gru_cell_grad_fn, CUDA)                                                    \
+  X(lstm_seq, pd_k_lstm_seq_fn, CUDA)                                                              \
+  X(lstm_seq_grad, pd_k_lstm_seq_grad_fn, CUDA)                                                    \
+  X(gru_seq, pd_k_gru_seq_fn, CUDA)                                                                \
+  X(gru_seq_grad, pd_k_gru_seq_grad_fn, CUDA)                                                      \
+  X(sigmoid_xent, pd_k_sigmoid_xent_fn, CUDA)                                                      \
+  X(sigmoid_xent_grad, pd_k_sigmoid_xent_grad_fn, CUDA)                                            \
+  X(smooth_l1, pd_k_smooth_l1_fn, CUDA)                                                            \
+  X(smooth_l1_grad, pd_k_smooth_l1_grad_fn, CUDA)                                                  \
+  X(huber, pd_k_huber_fn, CUDA)                                                                    \
+  X(huber_grad, pd_k_huber_grad_fn, CUDA)                                                          \
+  X(kldiv, pd_k_kldiv_fn, CUDA)                                                                    \
+  X(kldiv_grad, pd_k_kldiv_grad_fn, CUDA)                                                          \
+  X(dropout, pd_k_dropout_fn, CUDA)                                                                \
+  X(dropout_grad, pd_k_dropout_grad_fn, CUDA)                                                      \
+  X(copy_rows, pd_k_copy_rows_fn, CUDA)                                                            \
+  X(adaptive_pool2d, pd_k_pool2d_fn, CUDA)                                                         \
+  X(adaptive_pool2d_grad, pd_k_pool2d_grad_fn, CUDA)
+
 typedef struct pd_k_backend {
-  const char *name;                 /* "cpu", "cuda" */
-  pd_k_gemm_fn *gemm;
-  pd_k_gemm_batched_fn *gemm_batched;
-  pd_k_gemm_act_fn *gemm_act;
-  pd_k_gemm_bias_fn *gemm_bias;
-  pd_k_gemm_act_chain_fn *gemm_act_chain;
-  pd_k_binary_fn *binary;
-  pd_k_binary_grad_fn *binary_grad;
-  pd_k_compare_fn *compare;
-  pd_k_logical_fn *logical;
-  pd_k_logical_not_fn *logical_not;
-  pd_k_unary_fn *unary;
-  pd_k_unary_grad_fn *unary_grad;
-  pd_k_scale_fn *scale;
-  pd_k_fill_fn *fill;
-  pd_k_reduce_fn *reduce;
-  pd_k_reduce_grad_fn *reduce_grad;
-  pd_k_softmax_fn *softmax;
-  pd_k_softmax_grad_fn *softmax_grad;
-  pd_k_softmax_fn *log_softmax;
-  pd_k_softmax_grad_fn *log_softmax_grad;
-  pd_k_cross_entropy_fn *cross_entropy;
-  pd_k_cross_entropy_grad_fn *cross_entropy_grad;
-  pd_k_softmax_xent_fn *softmax_xent;
-  pd_k_softmax_xent_grad_fn *softmax_xent_grad;
-  pd_k_im2col_fn *im2col;
-  pd_k_col2im_fn *col2im;
-  pd_k_conv2d_fn *conv2d;
-  pd_k_conv2d_bwd_data_fn *conv2d_bwd_data;
-  pd_k_conv2d_bwd_filter_fn *conv2d_bwd_filter;
-  pd_k_pool2d_fn *pool2d;
-  pd_k_pool2d_grad_fn *pool2d_grad;
-  pd_k_argmax_fn *argmax;
-  pd_k_top_k_fn *top_k;
-  pd_k_cast_fn *cast;
-  pd_k_transpose_fn *transpose;
-  pd_k_concat_fn *concat;
-  pd_k_split_fn *split;
-  pd_k_gather_rows_fn *gather_rows;
-  pd_k_scatter_add_rows_fn *scatter_add_rows;
-  pd_k_uniform_fn *uniform;
-  pd_k_gaussian_fn *gaussian;
-  pd_k_act_fn *act;
-  pd_k_act_grad_fn *act_grad;
-  pd_k_batch_norm_fn *batch_norm;
-  pd_k_batch_norm_grad_fn *batch_norm_grad;
-  pd_k_layer_norm_fn *layer_norm;
-  pd_k_layer_norm_grad_fn *layer_norm_grad;
-  pd_k_strided_copy_fn *strided_copy;
-  pd_k_where_fn *where;
-  pd_k_opt_fn *opt;
-  pd_k_lstm_cell_fn *lstm_cell;
-  pd_k_lstm_cell_grad_fn *lstm_cell_grad;
-  pd_k_gru_cell_fn *gru_cell;
-  pd_k_gru_cell_grad_fn *gru_cell_grad;
-  pd_k_lstm_seq_fn *lstm_seq;            /* NULL: run step by step */
-  pd_k_lstm_seq_grad_fn *lstm_seq_grad;
-  pd_k_gru_seq_fn *gru_seq;
-  pd_k_gru_seq_grad_fn *gru_seq_grad;
-  pd_k_sigmoid_xent_fn *sigmoid_xent;        /* the element-wise losses */
-  pd_k_sigmoid_xent_grad_fn *sigmoid_xent_grad;
-  pd_k_smooth_l1_fn *smooth_l1;
-  pd_k_smooth_l1_grad_fn *smooth_l1_grad;
-  pd_k_huber_fn *huber;
-  pd_k_huber_grad_fn *huber_grad;
-  pd_k_kldiv_fn *kldiv;
-  pd_k_kldiv_grad_fn *kldiv_grad;
-  pd_k_dropout_fn *dropout;
-  pd_k_dropout_grad_fn *dropout_grad;
-  pd_k_copy_rows_fn *copy_rows;
-  pd_k_pool2d_fn *adaptive_pool2d;
-  pd_k_pool2d_grad_fn *adaptive_pool2d_grad;
+  const char *name; /* "cpu", "cuda" */
+#define PD_K_FIELD_(name, type, cuda) type *name;
+  PD_K_BACKEND_LIST(PD_K_FIELD_)
+#undef PD_K_FIELD_
 } pd_k_backend;
 
 /* The CPU backend: every entry is set. A static table; never freed. */
@@ -838,9 +856,9 @@ bool pd_k_cuda_is_open(void);
 const char *pd_k_cuda_device_name(void);
 /* The CUDA backend: NULL until pd_k_cuda_open succeeded. Its entries take DEVICE pointers for
  * every buffer (host arrays of sizes, dims, axes, perm, and the xs/outs arrays of concat/split,
- * whose elements are device pointers, stay on the host); entries without a CUDA kernel are
- * NULL: this build implements all of them but the optional whole-sequence RNN kernels
- * (lstm_seq, lstm_seq_grad, gru_seq, gru_seq_grad), whose ops then run step by step. */
+ * whose elements are device pointers, stay on the host); the entries PD_K_BACKEND_LIST marks
+ * NO_CUDA are NULL (none at present: the whole-sequence RNN entries are kernels/rnn_steps.c's
+ * compositions of the GPU's GEMM and cell kernels). */
 const pd_k_backend *pd_k_cuda(void);
 /* Device memory through a caching allocator (training must not call cudaMalloc per step):
  * blocks are rounded up to a size class (512 bytes, then four classes per power of two);

@@ -39,8 +39,10 @@ pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
 /* The arguments of act/act_grad (kernels.h): PD_EINVAL for an unknown op, n < 0, p NULL where
  * the op takes parameters (pd_k_act_nparams of them), softplus's beta or hard_swish's scale 0;
  * then PD_EUNSUPPORTED for a dtype other than fp32/fp64. */
-int pd_k_act_nparams(pd_k_act op);
 pd_status pd_k_act_check(pd_k_act op, pd_dtype dt, int64_t n, const double *p);
+/* After the check: the activation a backend computes and its three parameters q (the ones the
+ * op does not take 0): silu becomes swish with beta 1, the others stay. */
+void pd_k_act_canon(pd_k_act *op, const double *p, double q[3]);
 /* gemm_act / gemm_act_chain: fp32/fp64, a fused activation (tanh, sigmoid, relu), the GEMM's
  * check, and for the gradient a pre-activation h whose rows hold n. */
 pd_status pd_k_gemm_act_check(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,

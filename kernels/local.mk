@@ -22,23 +22,19 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 # compiled by nvcc through kernels/cuda/nvcc-lo.sh, which writes the PIC object and the .lo
 # file libtool reads. Without CUDA, kernels/cuda/none.c provides the device API of kernels.h
 # (reporting that CUDA is absent) and no .cu file is compiled; the tarball has both.
-if PD_HAVE_CUDA
-libpdlang_internal_la_SOURCES += kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh \
-	kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementwise.cu \
+# PD_CUDA_SRCS: every .cu file of the backend, once.
+PD_CUDA_SRCS = kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementwise.cu \
 	kernels/cuda/reduce.cu kernels/cuda/softmax.cu kernels/cuda/conv.cu \
 	kernels/cuda/index.cu kernels/cuda/topk.cu kernels/cuda/random.cu kernels/cuda/strided.cu \
 	kernels/cuda/act.cu kernels/cuda/norm.cu kernels/cuda/optim.cu kernels/cuda/rnn_cell.cu \
 	kernels/cuda/loss.cu kernels/cuda/dropout.cu kernels/cuda/copy_rows.cu \
 	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu
+PD_CUDA_HDRS = kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh
+if PD_HAVE_CUDA
+libpdlang_internal_la_SOURCES += $(PD_CUDA_HDRS) $(PD_CUDA_SRCS)
 # nvcc's dependency output does not reach automake's tracking: every object depends on every
 # header it may include.
-kernels/cuda/device.lo kernels/cuda/gemm.lo kernels/cuda/elementwise.lo \
-kernels/cuda/reduce.lo kernels/cuda/softmax.lo kernels/cuda/conv.lo \
-kernels/cuda/index.lo kernels/cuda/topk.lo kernels/cuda/random.lo kernels/cuda/strided.lo \
-kernels/cuda/act.lo kernels/cuda/norm.lo kernels/cuda/optim.lo kernels/cuda/rnn_cell.lo \
-kernels/cuda/loss.lo kernels/cuda/dropout.lo kernels/cuda/copy_rows.lo \
-kernels/cuda/adaptive_pool.lo kernels/cuda/rnn_seq.lo: \
-	kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh kernels/kernels.h kernels/kernels_int.h \
+$(PD_CUDA_SRCS:.cu=.lo): $(PD_CUDA_HDRS) kernels/kernels.h kernels/kernels_int.h \
 	base/base.h base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
 else
 libpdlang_internal_la_SOURCES += kernels/cuda/none.c
@@ -50,7 +46,7 @@ EXTRA_DIST += kernels/cuda/nvcc-lo.sh
 libpdlang_internal_la_SOURCES += kernels/nccl.h
 if PD_HAVE_NCCL
 libpdlang_internal_la_SOURCES += kernels/cuda/nccl.cu
-kernels/cuda/nccl.lo: kernels/cuda/cuda_int.h kernels/kernels.h kernels/kernels_int.h \
+kernels/cuda/nccl.lo: $(PD_CUDA_HDRS) kernels/kernels.h kernels/kernels_int.h \
 	kernels/nccl.h base/base.h base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
 else
 libpdlang_internal_la_SOURCES += kernels/nccl_none.c

@@ -1,5 +1,5 @@
 /* act.c -- the CPU backend's activations with parameters (act, act_grad: gelu, leaky_relu, elu,
- * swish, softplus, relu6, hard_swish, log_sigmoid): the typed loops come from act_t.h, the fp32
+ * swish, softplus, relu6, hard_swish, log_sigmoid; silu as swish): the typed loops come from act_t.h, the fp32
  * e^x, tanh and logistic function from fastmath.h's vector code. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
@@ -35,7 +35,8 @@ static pd_status run(pd_k_act op, pd_dtype dt, int64_t n, const double *p, const
   pd_status st = pd_k_act_check(op, dt, n, p);
   if (st) return st;
   act_job job = {.op = op, .x = x, .dout = dout, .out = out};
-  for (int i = 0; i < pd_k_act_nparams(op); i++) job.p[i] = p[i];
+  pd_k_act_canon(&job.op, p, job.p);
+  op = job.op;
   pd_kcpu_range_fn *fn = dt == PD_FP32 ? (grad ? act_grad_range_f32 : act_range_f32)
                                        : (grad ? act_grad_range_f64 : act_range_f64);
   pd_kcpu_parallel(n, act_grain(op), fn, &job);

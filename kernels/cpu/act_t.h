@@ -104,6 +104,7 @@ static void TF(act_range)(void *vjob, int64_t b, int64_t e) {
         TF(map_exp)(t, t, n);
         for (int64_t j = 0; j < n; j++) o[j] = (x[j] < 0 ? x[j] : (T)0) - log1p(t[j]);
         break;
+      case PD_K_SILU: /* swish by now (pd_k_act_canon) */
       case PD_K_ACT_COUNT_: break;
     }
   }
@@ -170,6 +171,7 @@ static void TF(act_grad_range)(void *vjob, int64_t b, int64_t e) {
         TF(map_sigmoid)(t, t, n);
         PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = d[j] * t[j];
         break;
+      case PD_K_SILU: /* swish by now (pd_k_act_canon) */
       case PD_K_ACT_COUNT_: break;
     }
   }

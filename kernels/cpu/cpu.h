@@ -103,77 +103,10 @@ pd_status pd_kcpu_bcast_iter(pd_kcpu_iter *it, int xnd, const int64_t *xdims, in
                              const int64_t *ydims, int axis, size_t out_size, size_t x_size,
                              size_t y_size);
 
-/* ---- The CPU kernels (pd_k_cpu() table entries; see kernels.h for the contracts). ---- */
-pd_k_gemm_fn pd_kcpu_gemm;
-pd_k_gemm_batched_fn pd_kcpu_gemm_batched;
-pd_k_gemm_act_fn pd_kcpu_gemm_act;
-pd_k_gemm_bias_fn pd_kcpu_gemm_bias;
-pd_k_gemm_act_chain_fn pd_kcpu_gemm_act_chain;
-pd_k_binary_fn pd_kcpu_binary;
-pd_k_binary_grad_fn pd_kcpu_binary_grad;
-pd_k_compare_fn pd_kcpu_compare;
-pd_k_logical_fn pd_kcpu_logical;
-pd_k_logical_not_fn pd_kcpu_logical_not;
-pd_k_unary_fn pd_kcpu_unary;
-pd_k_unary_grad_fn pd_kcpu_unary_grad;
-pd_k_scale_fn pd_kcpu_scale;
-pd_k_fill_fn pd_kcpu_fill;
-pd_k_reduce_fn pd_kcpu_reduce;
-pd_k_reduce_grad_fn pd_kcpu_reduce_grad;
-pd_k_softmax_fn pd_kcpu_softmax;
-pd_k_softmax_grad_fn pd_kcpu_softmax_grad;
-pd_k_softmax_fn pd_kcpu_log_softmax;
-pd_k_softmax_grad_fn pd_kcpu_log_softmax_grad;
-pd_k_cross_entropy_fn pd_kcpu_cross_entropy;
-pd_k_cross_entropy_grad_fn pd_kcpu_cross_entropy_grad;
-pd_k_softmax_xent_fn pd_kcpu_softmax_xent;
-pd_k_softmax_xent_grad_fn pd_kcpu_softmax_xent_grad;
-pd_k_im2col_fn pd_kcpu_im2col;
-pd_k_col2im_fn pd_kcpu_col2im;
-pd_k_conv2d_fn pd_kcpu_conv2d;
-pd_k_conv2d_bwd_data_fn pd_kcpu_conv2d_bwd_data;
-pd_k_conv2d_bwd_filter_fn pd_kcpu_conv2d_bwd_filter;
-pd_k_pool2d_fn pd_kcpu_pool2d;
-pd_k_pool2d_grad_fn pd_kcpu_pool2d_grad;
-pd_k_argmax_fn pd_kcpu_argmax;
-pd_k_top_k_fn pd_kcpu_top_k;
-pd_k_cast_fn pd_kcpu_cast;
-pd_k_transpose_fn pd_kcpu_transpose;
-pd_k_concat_fn pd_kcpu_concat;
-pd_k_split_fn pd_kcpu_split;
-pd_k_gather_rows_fn pd_kcpu_gather_rows;
-pd_k_scatter_add_rows_fn pd_kcpu_scatter_add_rows;
-pd_k_uniform_fn pd_kcpu_uniform;
-pd_k_gaussian_fn pd_kcpu_gaussian;
-pd_k_opt_fn pd_kcpu_opt;
-pd_k_act_fn pd_kcpu_act;            /* act.c */
-pd_k_act_grad_fn pd_kcpu_act_grad;
-pd_k_batch_norm_fn pd_kcpu_batch_norm;
-pd_k_batch_norm_grad_fn pd_kcpu_batch_norm_grad;
-pd_k_layer_norm_fn pd_kcpu_layer_norm;
-pd_k_layer_norm_grad_fn pd_kcpu_layer_norm_grad;
-pd_k_strided_copy_fn pd_kcpu_strided_copy;
-pd_k_where_fn pd_kcpu_where;
-pd_k_lstm_cell_fn pd_kcpu_lstm_cell;            /* rnn_cell.c */
-pd_k_lstm_cell_grad_fn pd_kcpu_lstm_cell_grad;
-pd_k_gru_cell_fn pd_kcpu_gru_cell;
-pd_k_gru_cell_grad_fn pd_kcpu_gru_cell_grad;
-pd_k_lstm_seq_fn pd_kcpu_lstm_seq;              /* rnn_seq.c */
-pd_k_lstm_seq_grad_fn pd_kcpu_lstm_seq_grad;
-pd_k_gru_seq_fn pd_kcpu_gru_seq;
-pd_k_gru_seq_grad_fn pd_kcpu_gru_seq_grad;
-pd_k_sigmoid_xent_fn pd_kcpu_sigmoid_xent;      /* loss.c */
-pd_k_sigmoid_xent_grad_fn pd_kcpu_sigmoid_xent_grad;
-pd_k_smooth_l1_fn pd_kcpu_smooth_l1;
-pd_k_smooth_l1_grad_fn pd_kcpu_smooth_l1_grad;
-pd_k_huber_fn pd_kcpu_huber;
-pd_k_huber_grad_fn pd_kcpu_huber_grad;
-pd_k_kldiv_fn pd_kcpu_kldiv;
-pd_k_kldiv_grad_fn pd_kcpu_kldiv_grad;
-pd_k_dropout_fn pd_kcpu_dropout;                /* dropout.c */
-pd_k_dropout_grad_fn pd_kcpu_dropout_grad;
-pd_k_copy_rows_fn pd_kcpu_copy_rows;             /* copy_rows.c */
-pd_k_pool2d_fn pd_kcpu_adaptive_pool2d;          /* adaptive_pool.c */
-pd_k_pool2d_grad_fn pd_kcpu_adaptive_pool2d_grad;
+/* ---- The CPU kernels: pd_kcpu_<name> for every entry of PD_K_BACKEND_LIST (kernels.h has
+ * their contracts; the file is the entry's family: elementwise.c, reduce.c, conv.c, ...). ---- */
+#define PD_KCPU_DECL_(name, type, cuda) type pd_kcpu_##name;
+PD_K_BACKEND_LIST(PD_KCPU_DECL_)
+#undef PD_KCPU_DECL_
 
 #endif /* PD_KERNELS_CPU_H */

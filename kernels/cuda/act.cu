@@ -99,9 +99,7 @@ __global__ void act_grad_kernel(int op, int64_t n, act_params<T> p, const T *x, 
 }
 
 template <typename T>
-static act_params<T> params_of(pd_k_act op, const double *p) {
-  double q[3] = {0, 0, 0};
-  for (int i = 0; i < pd_k_act_nparams(op); i++) q[i] = p[i];
+static act_params<T> params_of(const double q[3]) {
   return act_params<T>{(T)q[0], (T)q[1], (T)q[2]};
 }
 
@@ -110,13 +108,15 @@ pd_status pd_kcu_act(pd_k_act op, pd_dtype dt, int64_t n, const double *p, const
   pd_status st = pd_k_act_check(op, dt, n, p);
   if (st) return st;
   if (n == 0) return PD_OK;
+  double q[3];
+  pd_k_act_canon(&op, p, q); /* silu: swish with beta 1 */
   unsigned nb = pd_kcu_blocks(n);
   if (dt == PD_FP32)
     act_kernel<float><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(
-        op, n, params_of<float>(op, p), (const float *)x, (float *)out);
+        op, n, params_of<float>(q), (const float *)x, (float *)out);
   else
     act_kernel<double><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(
-        op, n, params_of<double>(op, p), (const double *)x, (double *)out);
+        op, n, params_of<double>(q), (const double *)x, (double *)out);
   PD_KCU_LAUNCHED("act kernel");
   return PD_OK;
 }
@@ -126,14 +126,15 @@ pd_status pd_kcu_act_grad(pd_k_act op, pd_dtype dt, int64_t n, const double *p, 
   pd_status st = pd_k_act_check(op, dt, n, p);
   if (st) return st;
   if (n == 0) return PD_OK;
+  double q[3];
+  pd_k_act_canon(&op, p, q);
   unsigned nb = pd_kcu_blocks(n);
   if (dt == PD_FP32)
     act_grad_kernel<float><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(
-        op, n, params_of<float>(op, p), (const float *)x, (const float *)dout, (float *)dx);
+        op, n, params_of<float>(q), (const float *)x, (const float *)dout, (float *)dx);
   else
     act_grad_kernel<double><<<nb, PD_KCU_THREADS, 0, pd_kcu_stream>>>(
-        op, n, params_of<double>(op, p), (const double *)x, (const double *)dout,
-        (double *)dx);
+        op, n, params_of<double>(q), (const double *)x, (const double *)dout, (double *)dx);
   PD_KCU_LAUNCHED("act_grad kernel");
   return PD_OK;
 }

@@ -153,78 +153,15 @@ static inline int pd_kcu_row_threads(int64_t n) {
   return t;
 }
 
-/* ---- The CUDA kernels (pd_k_cuda() table entries; see kernels.h for the contracts). ---- */
-pd_k_gemm_fn pd_kcu_gemm;
-pd_k_gemm_act_fn pd_kcu_gemm_act;
-pd_k_gemm_bias_fn pd_kcu_gemm_bias;
-pd_k_gemm_act_chain_fn pd_kcu_gemm_act_chain;
-pd_k_gemm_batched_fn pd_kcu_gemm_batched;
-pd_k_lstm_seq_fn pd_kcu_lstm_seq;
-pd_k_lstm_seq_grad_fn pd_kcu_lstm_seq_grad;
-pd_k_gru_seq_fn pd_kcu_gru_seq;
-pd_k_gru_seq_grad_fn pd_kcu_gru_seq_grad;
-pd_k_binary_fn pd_kcu_binary;
-pd_k_binary_grad_fn pd_kcu_binary_grad;
-pd_k_compare_fn pd_kcu_compare;
-pd_k_logical_fn pd_kcu_logical;
-pd_k_logical_not_fn pd_kcu_logical_not;
-pd_k_unary_fn pd_kcu_unary;
-pd_k_unary_grad_fn pd_kcu_unary_grad;
-pd_k_scale_fn pd_kcu_scale;
-pd_k_fill_fn pd_kcu_fill;
-pd_k_reduce_fn pd_kcu_reduce;
-pd_k_reduce_grad_fn pd_kcu_reduce_grad;
-pd_k_softmax_fn pd_kcu_softmax;
-pd_k_softmax_grad_fn pd_kcu_softmax_grad;
-pd_k_softmax_fn pd_kcu_log_softmax;
-pd_k_softmax_grad_fn pd_kcu_log_softmax_grad;
-pd_k_cross_entropy_fn pd_kcu_cross_entropy;
-pd_k_cross_entropy_grad_fn pd_kcu_cross_entropy_grad;
-pd_k_softmax_xent_fn pd_kcu_softmax_xent;
-pd_k_softmax_xent_grad_fn pd_kcu_softmax_xent_grad;
-pd_k_im2col_fn pd_kcu_im2col;
-pd_k_col2im_fn pd_kcu_col2im;
-pd_k_conv2d_fn pd_kcu_conv2d;
-pd_k_conv2d_bwd_data_fn pd_kcu_conv2d_bwd_data;
-pd_k_conv2d_bwd_filter_fn pd_kcu_conv2d_bwd_filter;
-pd_k_pool2d_fn pd_kcu_pool2d;
-pd_k_pool2d_grad_fn pd_kcu_pool2d_grad;
-pd_k_argmax_fn pd_kcu_argmax;
-pd_k_top_k_fn pd_kcu_top_k;
-pd_k_cast_fn pd_kcu_cast;
-pd_k_transpose_fn pd_kcu_transpose;
-pd_k_concat_fn pd_kcu_concat;
-pd_k_split_fn pd_kcu_split;
-pd_k_gather_rows_fn pd_kcu_gather_rows;
-pd_k_scatter_add_rows_fn pd_kcu_scatter_add_rows;
-pd_k_uniform_fn pd_kcu_uniform;
-pd_k_gaussian_fn pd_kcu_gaussian;
-pd_k_opt_fn pd_kcu_opt;
-pd_k_act_fn pd_kcu_act;            /* act.cu */
-pd_k_act_grad_fn pd_kcu_act_grad;
-pd_k_batch_norm_fn pd_kcu_batch_norm;
-pd_k_batch_norm_grad_fn pd_kcu_batch_norm_grad;
-pd_k_layer_norm_fn pd_kcu_layer_norm;
-pd_k_layer_norm_grad_fn pd_kcu_layer_norm_grad;
-pd_k_strided_copy_fn pd_kcu_strided_copy;
-pd_k_where_fn pd_kcu_where;
-pd_k_lstm_cell_fn pd_kcu_lstm_cell; /* rnn_cell.cu */
-pd_k_lstm_cell_grad_fn pd_kcu_lstm_cell_grad;
-pd_k_gru_cell_fn pd_kcu_gru_cell;
-pd_k_gru_cell_grad_fn pd_kcu_gru_cell_grad;
-pd_k_sigmoid_xent_fn pd_kcu_sigmoid_xent; /* loss.cu */
-pd_k_sigmoid_xent_grad_fn pd_kcu_sigmoid_xent_grad;
-pd_k_smooth_l1_fn pd_kcu_smooth_l1;
-pd_k_smooth_l1_grad_fn pd_kcu_smooth_l1_grad;
-pd_k_huber_fn pd_kcu_huber;
-pd_k_huber_grad_fn pd_kcu_huber_grad;
-pd_k_kldiv_fn pd_kcu_kldiv;
-pd_k_kldiv_grad_fn pd_kcu_kldiv_grad;
-pd_k_dropout_fn pd_kcu_dropout; /* dropout.cu */
-pd_k_dropout_grad_fn pd_kcu_dropout_grad;
-pd_k_copy_rows_fn pd_kcu_copy_rows; /* copy_rows.cu */
-pd_k_pool2d_fn pd_kcu_adaptive_pool2d; /* adaptive_pool.cu */
-pd_k_pool2d_grad_fn pd_kcu_adaptive_pool2d_grad;
+/* ---- The CUDA kernels: pd_kcu_<name> for every entry PD_K_BACKEND_LIST (kernels.h) marks
+ * CUDA; kernels.h has their contracts. ---- */
+#define PD_KCU_DECL_CUDA(name, type) type pd_kcu_##name;
+#define PD_KCU_DECL_NO_CUDA(name, type)
+#define PD_KCU_DECL_(name, type, cuda) PD_KCU_DECL_##cuda(name, type)
+PD_K_BACKEND_LIST(PD_KCU_DECL_)
+#undef PD_KCU_DECL_
+#undef PD_KCU_DECL_CUDA
+#undef PD_KCU_DECL_NO_CUDA
 
 /* ---- Shared between files. ---- */
 /* Strided-batched GEMM on device buffers after the checks (gemm.cu): used by the convolutions.

@@ -453,81 +453,17 @@ struct entry<F> {
   }
 };
 
-/* Designated initializers (C++20): listed in the order of pd_k_backend, as C++ requires. */
+/* Designated initializers (C++20), in the order of pd_k_backend, as C++ requires: the order of
+ * PD_K_BACKEND_LIST, which makes both. An entry marked NO_CUDA is NULL. */
+#define PD_KCU_ROW_CUDA(name) entry<pd_kcu_##name>::call
+#define PD_KCU_ROW_NO_CUDA(name) nullptr
+#define PD_KCU_ROW_(name, type, cuda) .name = PD_KCU_ROW_##cuda(name),
 static const pd_k_backend cuda_backend = {
     .name = "cuda",
-    .gemm = entry<pd_kcu_gemm>::call,
-    .gemm_batched = entry<pd_kcu_gemm_batched>::call,
-    .gemm_act = entry<pd_kcu_gemm_act>::call,
-    .gemm_bias = entry<pd_kcu_gemm_bias>::call,
-    .gemm_act_chain = entry<pd_kcu_gemm_act_chain>::call,
-    .binary = entry<pd_kcu_binary>::call,
-    .binary_grad = entry<pd_kcu_binary_grad>::call,
-    .compare = entry<pd_kcu_compare>::call,
-    .logical = entry<pd_kcu_logical>::call,
-    .logical_not = entry<pd_kcu_logical_not>::call,
-    .unary = entry<pd_kcu_unary>::call,
-    .unary_grad = entry<pd_kcu_unary_grad>::call,
-    .scale = entry<pd_kcu_scale>::call,
-    .fill = entry<pd_kcu_fill>::call,
-    .reduce = entry<pd_kcu_reduce>::call,
-    .reduce_grad = entry<pd_kcu_reduce_grad>::call,
-    .softmax = entry<pd_kcu_softmax>::call,
-    .softmax_grad = entry<pd_kcu_softmax_grad>::call,
-    .log_softmax = entry<pd_kcu_log_softmax>::call,
-    .log_softmax_grad = entry<pd_kcu_log_softmax_grad>::call,
-    .cross_entropy = entry<pd_kcu_cross_entropy>::call,
-    .cross_entropy_grad = entry<pd_kcu_cross_entropy_grad>::call,
-    .softmax_xent = entry<pd_kcu_softmax_xent>::call,
-    .softmax_xent_grad = entry<pd_kcu_softmax_xent_grad>::call,
-    .im2col = entry<pd_kcu_im2col>::call,
-    .col2im = entry<pd_kcu_col2im>::call,
-    .conv2d = entry<pd_kcu_conv2d>::call,
-    .conv2d_bwd_data = entry<pd_kcu_conv2d_bwd_data>::call,
-    .conv2d_bwd_filter = entry<pd_kcu_conv2d_bwd_filter>::call,
-    .pool2d = entry<pd_kcu_pool2d>::call,
-    .pool2d_grad = entry<pd_kcu_pool2d_grad>::call,
-    .argmax = entry<pd_kcu_argmax>::call,
-    .top_k = entry<pd_kcu_top_k>::call,
-    .cast = entry<pd_kcu_cast>::call,
-    .transpose = entry<pd_kcu_transpose>::call,
-    .concat = entry<pd_kcu_concat>::call,
-    .split = entry<pd_kcu_split>::call,
-    .gather_rows = entry<pd_kcu_gather_rows>::call,
-    .scatter_add_rows = entry<pd_kcu_scatter_add_rows>::call,
-    .uniform = entry<pd_kcu_uniform>::call,
-    .gaussian = entry<pd_kcu_gaussian>::call,
-    .act = entry<pd_kcu_act>::call,
-    .act_grad = entry<pd_kcu_act_grad>::call,
-    .batch_norm = entry<pd_kcu_batch_norm>::call,
-    .batch_norm_grad = entry<pd_kcu_batch_norm_grad>::call,
-    .layer_norm = entry<pd_kcu_layer_norm>::call,
-    .layer_norm_grad = entry<pd_kcu_layer_norm_grad>::call,
-    .strided_copy = entry<pd_kcu_strided_copy>::call,
-    .where = entry<pd_kcu_where>::call,
-    .opt = entry<pd_kcu_opt>::call,
-    .lstm_cell = entry<pd_kcu_lstm_cell>::call,
-    .lstm_cell_grad = entry<pd_kcu_lstm_cell_grad>::call,
-    .gru_cell = entry<pd_kcu_gru_cell>::call,
-    .gru_cell_grad = entry<pd_kcu_gru_cell_grad>::call,
-    /* the whole-sequence recurrences step by step (kernels/rnn_steps.c) */
-    .lstm_seq = entry<pd_kcu_lstm_seq>::call,
-    .lstm_seq_grad = entry<pd_kcu_lstm_seq_grad>::call,
-    .gru_seq = entry<pd_kcu_gru_seq>::call,
-    .gru_seq_grad = entry<pd_kcu_gru_seq_grad>::call,
-    .sigmoid_xent = entry<pd_kcu_sigmoid_xent>::call,
-    .sigmoid_xent_grad = entry<pd_kcu_sigmoid_xent_grad>::call,
-    .smooth_l1 = entry<pd_kcu_smooth_l1>::call,
-    .smooth_l1_grad = entry<pd_kcu_smooth_l1_grad>::call,
-    .huber = entry<pd_kcu_huber>::call,
-    .huber_grad = entry<pd_kcu_huber_grad>::call,
-    .kldiv = entry<pd_kcu_kldiv>::call,
-    .kldiv_grad = entry<pd_kcu_kldiv_grad>::call,
-    .dropout = entry<pd_kcu_dropout>::call,
-    .dropout_grad = entry<pd_kcu_dropout_grad>::call,
-    .copy_rows = entry<pd_kcu_copy_rows>::call,
-    .adaptive_pool2d = entry<pd_kcu_adaptive_pool2d>::call,
-    .adaptive_pool2d_grad = entry<pd_kcu_adaptive_pool2d_grad>::call,
+    PD_K_BACKEND_LIST(PD_KCU_ROW_)
 };
+#undef PD_KCU_ROW_
+#undef PD_KCU_ROW_CUDA
+#undef PD_KCU_ROW_NO_CUDA
 
 extern "C" const pd_k_backend *pd_k_cuda(void) { return is_open ? &cuda_backend : NULL; }

@@ -1,6 +1,6 @@
 /* test_exec_place.c -- the executor's placement rules (vm/run/exec_place.c) and the GPU place's
  * errors: an op runs on the GPU exactly when vm/oplist.h says so (GPU, and GPU_GRAD for its
- * gradient op), and has a kernel; every slot rule names a real slot of a real op; asking an
+ * gradient op), and has a kernel; the slots' places come from the op table; asking an
  * executor for the GPU when none is open fails cleanly. With a GPU, outputs of GPU ops are made
  * there (and tests/run/device.sh runs whole programs there and checks their results). */
 #include <stdlib.h>
@@ -9,12 +9,6 @@
 #include "tests/ops/fixture.h"
 #include "vm/run/exec.h"
 #include "vm/run/exec_place.h"
-
-static bool has_slot(const pd_slotdef *defs, int n, const char *name) {
-  for (int i = 0; i < n; i++)
-    if (strcmp(defs[i].name, name) == 0) return true;
-  return false;
-}
 
 static void test_gpu_ops(void) {
   int n = 0;
@@ -44,18 +38,43 @@ static void test_gpu_ops(void) {
      "mul, scale, assign and their gradients are GPU ops");
 }
 
+/* Where slot `slot` of op `type` (input or output) must be. */
+static int where(const char *type, const char *slot, bool input) {
+  const pd_opdef *d = pd_opdef_lookup(type);
+  const pd_slotdef *s = !d ? NULL : input ? pd_opdef_input(d, slot) : pd_opdef_output(d, slot);
+  if (!s) bail("no such slot");
+  return pd_exec_slot_where(s);
+}
+
 static void test_slot_rules(void) {
-  size_t n;
-  const pd_exec_slot_rule *r = pd_exec_slot_rules(&n);
-  for (size_t i = 0; i < n; i++) {
-    const pd_opdef *d = pd_opdef_lookup(r[i].op);
-    bool found = d && (r[i].input ? has_slot(d->inputs, d->ninputs, r[i].slot)
-                                  : has_slot(d->outputs, d->noutputs, r[i].slot));
-    ok(found, "rule %zu: op '%s' has %s slot '%s'", i, r[i].op, r[i].input ? "input" : "output",
-       r[i].slot);
-    is_int(pd_exec_slot_where(r[i].op, r[i].slot, r[i].input), r[i].where, "rule %zu applies", i);
+  /* The slots' places, as vm/oplist.h marks them (HOST, ANY), and as gradient ops derive them. */
+  is_int(where("adam", "LearningRate", true), PD_WHERE_HOST, "adam's learning rate: on the host");
+  is_int(where("adam", "Beta1PowOut", false), PD_WHERE_HOST, "adam's beta pows: on the host");
+  is_int(where("adam", "Moment1", true), PD_WHERE_OP, "adam's moments: where it computes");
+  is_int(where("clip_grad", "Min", true), PD_WHERE_HOST, "a gradient op's host inputs: the host");
+  is_int(where("gather_grad", "Index", true), PD_WHERE_HOST, "gather_grad's ids: on the host");
+  is_int(where("gather_grad", "Index@GRAD", false), PD_WHERE_OP,
+         "the gradient of a host input is made where the op computes");
+  is_int(where("shape", "Input", true), PD_WHERE_ANY, "shape reads its input where it is");
+  is_int(where("shape", "Out", false), PD_WHERE_HOST, "shape writes on the host");
+  is_int(where("conditional_block_grad", "Out@GRAD", true), PD_WHERE_ANY,
+         "the gradient of a block's output stays where it is");
+  is_int(where("conditional_block_grad", "Input@GRAD", false), PD_WHERE_ANY,
+         "the gradient of a block's input stays where it is");
+  is_int(where("while_grad", "StepScopes", true), PD_WHERE_ANY, "while_grad's step scopes");
+  is_int(where("mul", "X", true), PD_WHERE_OP, "other slots follow their op");
+  /* Every slot of every op and gradient op is one of the three. */
+  int odd = 0;
+  for (int k = 0; k < PD_OP_COUNT_; k++) {
+    const pd_opdef *defs[2] = {&pd_opdefs[k], pd_opdef_grad(&pd_opdefs[k])};
+    for (int g = 0; g < 2; g++)
+      for (int io = 0; defs[g] && io < 2; io++)
+        for (int s = 0; s < (io ? defs[g]->noutputs : defs[g]->ninputs); s++) {
+          unsigned fl = (io ? defs[g]->outputs : defs[g]->inputs)[s].flags;
+          odd += (fl & PD_SLOT_HOST) && (fl & PD_SLOT_ANY);
+        }
   }
-  is_int(pd_exec_slot_where("mul", "X", true), PD_WHERE_OP, "other slots follow their op");
+  is_int(odd, 0, "no slot is both HOST and ANY");
   ok(pd_exec_host_sub_block(pd_opdef_lookup("recurrent")) &&
          pd_exec_host_sub_block(pd_opdef_lookup("recurrent_grad")) &&
          pd_exec_host_sub_block(pd_opdef_lookup("while")) &&

@@ -62,28 +62,48 @@ done:
   return st;
 }
 
-/* Each op's kernel and gradient kernel: the backend op and its parameters (kernels.h's order)
- * from the op's attributes. */
-#define ACT_KERNELS(name, OP, P0, P1, P2)                                  \
-  pd_status pd_kernel_##name(pd_exec_ctx *ctx) {                           \
-    const double p[3] = {P0, P1, P2};                                      \
-    return act(ctx, OP, p);                                                \
-  }                                                                        \
-  pd_status pd_kernel_##name##_grad(pd_exec_ctx *ctx) {                    \
-    const double p[3] = {P0, P1, P2};                                      \
-    return act_grad(ctx, OP, p);                                           \
-  }
-#define ATTR(n) pd_ctx_attr_float(ctx, n)
+/* The parameters of the backend's activation: the op's FLOAT attributes, in the order vm/oplist.h
+ * declares them (hard_swish: threshold, scale, offset), as many as the activation takes. */
+static pd_status params(const pd_exec_ctx *ctx, pd_k_act op, double p[3]) {
+  int k = 0;
+  p[0] = p[1] = p[2] = 0;
+  for (int i = 0; i < ctx->def->nattrs; i++)
+    if (ctx->def->attrs[i].type == PD_ATTR_FLOAT && k < 3)
+      p[k++] = pd_ctx_attr_float(ctx, ctx->def->attrs[i].name);
+  if (k != pd_k_act_nparams(op))
+    return pd_ctx_fail(ctx, PD_EINVAL, "%s has %d float attributes, but the activation %s takes "
+                       "%d parameters (vm/oplist.h)", ctx->def->type, k, pd_k_act_name(op),
+                       pd_k_act_nparams(op));
+  return PD_OK;
+}
 
-ACT_KERNELS(elu, PD_K_ELU, ATTR("alpha"), 0, 0)
-ACT_KERNELS(gelu, pd_ctx_attr_bool(ctx, "approximate") ? PD_K_GELU_TANH : PD_K_GELU, 0, 0, 0)
-ACT_KERNELS(hard_swish, PD_K_HARD_SWISH, ATTR("threshold"), ATTR("scale"), ATTR("offset"))
-ACT_KERNELS(leaky_relu, PD_K_LEAKY_RELU, ATTR("alpha"), 0, 0)
-ACT_KERNELS(log_sigmoid, PD_K_LOG_SIGMOID, 0, 0, 0)
-ACT_KERNELS(relu6, PD_K_RELU6, ATTR("threshold"), 0, 0)
-ACT_KERNELS(silu, PD_K_SWISH, 1, 0, 0) /* swish with beta 1 */
-ACT_KERNELS(softplus, PD_K_SOFTPLUS, ATTR("beta"), ATTR("threshold"), 0)
-ACT_KERNELS(swish, PD_K_SWISH, ATTR("beta"), 0, 0)
+/* The family's kernels: the backend's activation is the op's constant (vm/oplist.h's
+ * KERNEL(act, PD_K_ELU)). */
+pd_status pd_kernel_act(pd_exec_ctx *ctx) {
+  const pd_k_act op = (pd_k_act)ctx->def->karg;
+  double p[3];
+  pd_status st = params(ctx, op, p);
+  return st ? st : act(ctx, op, p);
+}
 
-#undef ATTR
-#undef ACT_KERNELS
+pd_status pd_kernel_act_grad(pd_exec_ctx *ctx) {
+  const pd_k_act op = (pd_k_act)ctx->def->karg;
+  double p[3];
+  pd_status st = params(ctx, op, p);
+  return st ? st : act_grad(ctx, op, p);
+}
+
+/* gelu: the exact form, or tanh's when `approximate` is set. */
+static pd_k_act gelu_form(const pd_exec_ctx *ctx) {
+  return pd_ctx_attr_bool(ctx, "approximate") ? PD_K_GELU_TANH : PD_K_GELU;
+}
+
+pd_status pd_kernel_gelu(pd_exec_ctx *ctx) {
+  const double p[3] = {0, 0, 0};
+  return act(ctx, gelu_form(ctx), p);
+}
+
+pd_status pd_kernel_gelu_grad(pd_exec_ctx *ctx) {
+  const double p[3] = {0, 0, 0};
+  return act_grad(ctx, gelu_form(ctx), p);
+}

@@ -357,7 +357,8 @@ pd_status pd_kernel_assign_value(pd_exec_ctx *ctx) {
  * executor's generator (reproducible from its seed, different on every call); any other seed
  * gives the same numbers on every run, as Fluid. uniform_random's diag_num > 0 then sets
  * diag_num elements i * (diag_step + 1) to diag_val (Fluid's diagonal initialiser). */
-static pd_status random_fill(pd_exec_ctx *ctx, bool normal) {
+pd_status pd_kernel_random_fill(pd_exec_ctx *ctx) {
+  const bool normal = ctx->def->karg == PD_OPV_GAUSSIAN;
   int64_t dims[MAXD];
   int nd;
   pd_status st = fill_shape(ctx, dims, &nd);
@@ -401,10 +402,6 @@ static pd_status random_fill(pd_exec_ctx *ctx, bool normal) {
   }
   return PD_OK;
 }
-
-pd_status pd_kernel_uniform_random(pd_exec_ctx *ctx) { return random_fill(ctx, false); }
-
-pd_status pd_kernel_gaussian_random(pd_exec_ctx *ctx) { return random_fill(ctx, true); }
 
 /* increment: Out = X + step for a one-element X of any numeric dtype (a loop counter). */
 pd_status pd_kernel_increment(pd_exec_ctx *ctx) {

@@ -137,7 +137,10 @@ static pd_status want_no_int_zero(const pd_exec_ctx *ctx, const pd_tensor *y) {
                      (long long)at, in_name(ctx, "Y", 0), shape_str(y, sy));
 }
 
-static pd_status elementwise(pd_exec_ctx *ctx, pd_k_binop op) {
+/* elementwise_add, _sub, _mul, _div, _max, _min, _pow: Out = X op Y with broadcasting (op, a
+ * pd_k_binop, is the entry's constant). */
+pd_status pd_kernel_elementwise(pd_exec_ctx *ctx) {
+  const pd_k_binop op = (pd_k_binop)ctx->def->karg;
   const pd_tensor *x, *y;
   pd_tensor *out;
   pd_status st;
@@ -166,21 +169,9 @@ done:
   return st;
 }
 
-pd_status pd_kernel_elementwise_add(pd_exec_ctx *ctx) { return elementwise(ctx, PD_K_ADD); }
-
-pd_status pd_kernel_elementwise_sub(pd_exec_ctx *ctx) { return elementwise(ctx, PD_K_SUB); }
-
-pd_status pd_kernel_elementwise_mul(pd_exec_ctx *ctx) { return elementwise(ctx, PD_K_MUL); }
-
-pd_status pd_kernel_elementwise_div(pd_exec_ctx *ctx) { return elementwise(ctx, PD_K_DIV); }
-
-pd_status pd_kernel_elementwise_max(pd_exec_ctx *ctx) { return elementwise(ctx, PD_K_MAX); }
-
-pd_status pd_kernel_elementwise_min(pd_exec_ctx *ctx) { return elementwise(ctx, PD_K_MIN); }
-
-pd_status pd_kernel_elementwise_pow(pd_exec_ctx *ctx) { return elementwise(ctx, PD_K_POW); }
-
-static pd_status elementwise_grad(pd_exec_ctx *ctx, pd_k_binop op) {
+/* Their gradients: dX and dY, each summed over the dims it was broadcast along. */
+pd_status pd_kernel_elementwise_grad(pd_exec_ctx *ctx) {
+  const pd_k_binop op = (pd_k_binop)ctx->def->karg;
   const pd_tensor *x, *y, *dout;
   pd_tensor *dx, *dy;
   bool none;
@@ -227,20 +218,6 @@ done:
   return st;
 }
 
-pd_status pd_kernel_elementwise_add_grad(pd_exec_ctx *ctx) { return elementwise_grad(ctx, PD_K_ADD); }
-
-pd_status pd_kernel_elementwise_sub_grad(pd_exec_ctx *ctx) { return elementwise_grad(ctx, PD_K_SUB); }
-
-pd_status pd_kernel_elementwise_mul_grad(pd_exec_ctx *ctx) { return elementwise_grad(ctx, PD_K_MUL); }
-
-pd_status pd_kernel_elementwise_div_grad(pd_exec_ctx *ctx) { return elementwise_grad(ctx, PD_K_DIV); }
-
-pd_status pd_kernel_elementwise_max_grad(pd_exec_ctx *ctx) { return elementwise_grad(ctx, PD_K_MAX); }
-
-pd_status pd_kernel_elementwise_min_grad(pd_exec_ctx *ctx) { return elementwise_grad(ctx, PD_K_MIN); }
-
-pd_status pd_kernel_elementwise_pow_grad(pd_exec_ctx *ctx) { return elementwise_grad(ctx, PD_K_POW); }
-
 /* ================================================================ unary ops */
 
 /* relu, square and abs of int32/int64 through the broadcast binary kernels (the unary ones are
@@ -280,7 +257,9 @@ static pd_status unary_int_with(const pd_exec_ctx *ctx, pd_k_unop op, const pd_t
   }
 }
 
-static pd_status unary(pd_exec_ctx *ctx, pd_k_unop op) {
+/* abs, exp, log, relu, sigmoid, sqrt, square, tanh: Out = f(X), f the entry's pd_k_unop. */
+pd_status pd_kernel_unary(pd_exec_ctx *ctx) {
+  const pd_k_unop op = (pd_k_unop)ctx->def->karg;
   const pd_tensor *x;
   pd_tensor *out;
   pd_status st;
@@ -305,25 +284,10 @@ done:
   return st;
 }
 
-pd_status pd_kernel_abs(pd_exec_ctx *ctx) { return unary(ctx, PD_K_ABS); }
-
-pd_status pd_kernel_exp(pd_exec_ctx *ctx) { return unary(ctx, PD_K_EXP); }
-
-pd_status pd_kernel_log(pd_exec_ctx *ctx) { return unary(ctx, PD_K_LOG); }
-
-pd_status pd_kernel_relu(pd_exec_ctx *ctx) { return unary(ctx, PD_K_RELU); }
-
-pd_status pd_kernel_sigmoid(pd_exec_ctx *ctx) { return unary(ctx, PD_K_SIGMOID); }
-
-pd_status pd_kernel_sqrt(pd_exec_ctx *ctx) { return unary(ctx, PD_K_SQRT); }
-
-pd_status pd_kernel_square(pd_exec_ctx *ctx) { return unary(ctx, PD_K_SQUARE); }
-
-pd_status pd_kernel_tanh(pd_exec_ctx *ctx) { return unary(ctx, PD_K_TANH); }
-
 /* dX = dOut * f'(X), from X (log, square, abs) or from Out (the others), as the backend
  * prefers. */
-static pd_status unary_grad(pd_exec_ctx *ctx, pd_k_unop op) {
+pd_status pd_kernel_unary_grad(pd_exec_ctx *ctx) {
+  const pd_k_unop op = (pd_k_unop)ctx->def->karg;
   const pd_tensor *x, *o, *dout;
   pd_tensor *dx;
   pd_status st;
@@ -358,22 +322,6 @@ done:
   hold_free(&h);
   return st;
 }
-
-pd_status pd_kernel_abs_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_ABS); }
-
-pd_status pd_kernel_exp_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_EXP); }
-
-pd_status pd_kernel_log_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_LOG); }
-
-pd_status pd_kernel_relu_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_RELU); }
-
-pd_status pd_kernel_sigmoid_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_SIGMOID); }
-
-pd_status pd_kernel_sqrt_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_SQRT); }
-
-pd_status pd_kernel_square_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_SQUARE); }
-
-pd_status pd_kernel_tanh_grad(pd_exec_ctx *ctx) { return unary_grad(ctx, PD_K_TANH); }
 
 /* ---- scale: Out = scale * X + bias (bias_after_scale), else scale * (X + bias). The scale
  * comes from the ScaleTensor input when one is bound. ---- */
@@ -630,7 +578,8 @@ pd_status pd_kernel_sum_grad(pd_exec_ctx *ctx) {
 /* ================================================================ comparisons, logic */
 
 /* less_than, ..., not_equal: Out (bool) = X CMP Y with broadcasting; X's LoD. */
-static pd_status compare(pd_exec_ctx *ctx, pd_k_cmpop op) {
+pd_status pd_kernel_compare(pd_exec_ctx *ctx) {
+  const pd_k_cmpop op = (pd_k_cmpop)ctx->def->karg;
   const pd_tensor *x, *y;
   pd_tensor *out;
   pd_status st;
@@ -655,18 +604,6 @@ static pd_status compare(pd_exec_ctx *ctx, pd_k_cmpop op) {
   return st;
 }
 
-pd_status pd_kernel_equal(pd_exec_ctx *ctx) { return compare(ctx, PD_K_EQ); }
-
-pd_status pd_kernel_not_equal(pd_exec_ctx *ctx) { return compare(ctx, PD_K_NE); }
-
-pd_status pd_kernel_less_than(pd_exec_ctx *ctx) { return compare(ctx, PD_K_LT); }
-
-pd_status pd_kernel_less_equal(pd_exec_ctx *ctx) { return compare(ctx, PD_K_LE); }
-
-pd_status pd_kernel_greater_than(pd_exec_ctx *ctx) { return compare(ctx, PD_K_GT); }
-
-pd_status pd_kernel_greater_equal(pd_exec_ctx *ctx) { return compare(ctx, PD_K_GE); }
-
 /* A logical operand as bools: a bool tensor as it is, a number converted (x != 0) into
  * scratch *buf (the caller frees it). */
 static pd_status as_bools(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
@@ -683,7 +620,9 @@ static pd_status as_bools(const pd_exec_ctx *ctx, const char *slot, const pd_ten
   return k_check(ctx, ctx->k->cast(t->dtype, pd_tensor_data(t), PD_BOOL, *buf, n), t->dtype);
 }
 
-static pd_status logical(pd_exec_ctx *ctx, pd_k_logop op) {
+/* logical_and, logical_or: Out (bool) = X op Y with broadcasting. */
+pd_status pd_kernel_logical(pd_exec_ctx *ctx) {
+  const pd_k_logop op = (pd_k_logop)ctx->def->karg;
   const pd_tensor *x, *y;
   pd_tensor *out;
   pd_status st;
@@ -712,10 +651,6 @@ done:
   hold_free(&h);
   return st;
 }
-
-pd_status pd_kernel_logical_and(pd_exec_ctx *ctx) { return logical(ctx, PD_K_AND); }
-
-pd_status pd_kernel_logical_or(pd_exec_ctx *ctx) { return logical(ctx, PD_K_OR); }
 
 pd_status pd_kernel_logical_not(pd_exec_ctx *ctx) {
   const pd_tensor *x;

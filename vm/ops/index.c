@@ -416,7 +416,10 @@ static pd_status repeat_plan(const pd_exec_ctx *ctx, const pd_tensor *x, bool is
   return PD_OK;
 }
 
-static pd_status repeat_fwd(pd_exec_ctx *ctx, bool is_tile) {
+/* expand_v2 (X broadcast to shape; -1 keeps X's dim) and tile (X repeated repeat_times[i]
+ * times along dim i). */
+pd_status pd_kernel_repeat(pd_exec_ctx *ctx) {
+  const bool is_tile = ctx->def->karg == PD_OPV_TILE;
   const pd_tensor *x;
   pd_tensor *out;
   pd_status st = in_at(ctx, "X", 0, true, &x);
@@ -439,7 +442,8 @@ static pd_status repeat_fwd(pd_exec_ctx *ctx, bool is_tile) {
 }
 
 /* X@GRAD = Out@GRAD summed over the copies of each X element. */
-static pd_status repeat_grad(pd_exec_ctx *ctx, bool is_tile) {
+pd_status pd_kernel_repeat_grad(pd_exec_ctx *ctx) {
+  const bool is_tile = ctx->def->karg == PD_OPV_TILE;
   pd_tensor *dx;
   const pd_tensor *x, *dy;
   pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
@@ -466,13 +470,6 @@ static pd_status repeat_grad(pd_exec_ctx *ctx, bool is_tile) {
   hold_free(&h);
   return st;
 }
-
-/* expand_v2: X broadcast to shape (-1 keeps X's dim). */
-pd_status pd_kernel_expand_v2(pd_exec_ctx *ctx) { return repeat_fwd(ctx, false); }
-pd_status pd_kernel_expand_v2_grad(pd_exec_ctx *ctx) { return repeat_grad(ctx, false); }
-/* tile: X repeated repeat_times[i] times along dim i. */
-pd_status pd_kernel_tile(pd_exec_ctx *ctx) { return repeat_fwd(ctx, true); }
-pd_status pd_kernel_tile_grad(pd_exec_ctx *ctx) { return repeat_grad(ctx, true); }
 
 /* ================================================================ gather */
 

@@ -113,8 +113,9 @@ pd_status pd_infer_same_as_x(pd_infer_ctx *c, int dtype);
 pd_status pd_infer_check_sub_block(pd_infer_ctx *c);
 
 /* The shape functions, one per `infer` name in the op list. */
-#define PD_OP(name, flags, infer, inputs, outputs, attrs) pd_status pd_infer_##infer(pd_infer_ctx *c);
+#define PD_OPK(name, flags, infer, inputs, outputs, attrs, kernel) \
+  pd_status pd_infer_##infer(pd_infer_ctx *c);
 #include "vm/oplist.h"
-#undef PD_OP
+#undef PD_OPK
 
 #endif /* PD_INFERSHAPE_H */

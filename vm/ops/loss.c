@@ -181,7 +181,8 @@ static pd_status hard_labels(const pd_exec_ctx *ctx, const pd_tensor *label, int
   return st;
 }
 
-static pd_status softmax_fwd(pd_exec_ctx *ctx, bool log) {
+pd_status pd_kernel_softmax(pd_exec_ctx *ctx) {
+  const bool log = ctx->def->karg == PD_OPV_LOG_SOFTMAX;
   const pd_tensor *x;
   pd_tensor *out;
   pd_status st;
@@ -206,13 +207,10 @@ done:
   return st;
 }
 
-pd_status pd_kernel_softmax(pd_exec_ctx *ctx) { return softmax_fwd(ctx, false); }
-
-pd_status pd_kernel_log_softmax(pd_exec_ctx *ctx) { return softmax_fwd(ctx, true); }
-
 /* From the forward output: softmax: dX = Out * (dOut - sum(dOut * Out)); log_softmax:
  * dX = dOut - exp(Out) * sum(dOut). */
-static pd_status softmax_bwd(pd_exec_ctx *ctx, bool log) {
+pd_status pd_kernel_softmax_grad(pd_exec_ctx *ctx) {
+  const bool log = ctx->def->karg == PD_OPV_LOG_SOFTMAX;
   const pd_tensor *x, *o, *dout;
   pd_tensor *dx;
   pd_status st;
@@ -242,10 +240,6 @@ done:
   hold_free(&h);
   return st;
 }
-
-pd_status pd_kernel_softmax_grad(pd_exec_ctx *ctx) { return softmax_bwd(ctx, false); }
-
-pd_status pd_kernel_log_softmax_grad(pd_exec_ctx *ctx) { return softmax_bwd(ctx, true); }
 
 /* The label of a loss over classes along `axis` of scores x ([pre, classes, post]): hard labels
  * (int64/int32) hold one class per slice (shape: x's with 1 at axis), soft ones a distribution

@@ -287,7 +287,7 @@ static pd_status ids_at_place(const pd_exec_ctx *ctx, const pd_tensor *ids, cons
 
 /* lookup_table, lookup_table_v2: Out = the rows of W picked by Ids (a zero row for padding_idx);
  * Out takes Ids' LoD. An id outside the table is an error naming it. */
-static pd_status lookup(pd_exec_ctx *ctx) {
+pd_status pd_kernel_lookup(pd_exec_ctx *ctx) {
   const pd_tensor *w, *ids;
   pd_tensor *out;
   pd_status st;
@@ -318,7 +318,7 @@ static pd_status lookup(pd_exec_ctx *ctx) {
 /* lookup_table(_v2)_grad: a dense W@GRAD [rows, width]: zeros, plus each Out@GRAD row added to
  * the row of its id (repeated ids add up; padding_idx gets nothing). is_sparse is not honoured
  * (pdlang has no SelectedRows). */
-static pd_status lookup_grad(pd_exec_ctx *ctx) {
+pd_status pd_kernel_lookup_grad(pd_exec_ctx *ctx) {
   pd_tensor *dw;
   const pd_tensor *w, *ids, *dy;
   pd_status st = out_at(ctx, "W@GRAD", 0, false, &dw);
@@ -348,14 +348,6 @@ static pd_status lookup_grad(pd_exec_ctx *ctx) {
   hold_free(&h);
   return st;
 }
-
-pd_status pd_kernel_lookup_table(pd_exec_ctx *ctx) { return lookup(ctx); }
-
-pd_status pd_kernel_lookup_table_v2(pd_exec_ctx *ctx) { return lookup(ctx); }
-
-pd_status pd_kernel_lookup_table_grad(pd_exec_ctx *ctx) { return lookup_grad(ctx); }
-
-pd_status pd_kernel_lookup_table_v2_grad(pd_exec_ctx *ctx) { return lookup_grad(ctx); }
 
 /* ================================================================ dropout */
 

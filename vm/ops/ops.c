@@ -26,11 +26,15 @@
 #define OUT(...) __VA_ARGS__,
 #define ATTRS(...) __VA_ARGS__,
 #define NONE
-#define ONE(nm) {nm, 0}
-#define LIST(nm) {nm, PD_SLOT_DUPLICABLE}
-#define OPT(nm) {nm, PD_SLOT_DISPENSABLE}
-#define OPT_LIST(nm) {nm, PD_SLOT_DUPLICABLE | PD_SLOT_DISPENSABLE}
-#define TEMP(nm) {nm, PD_SLOT_DISPENSABLE | PD_SLOT_INTERMEDIATE}
+#define HOST PD_SLOT_HOST
+#define ANY PD_SLOT_ANY
+/* A slot: its name, then optionally where its values must be (HOST, ANY). */
+#define SLOT_(flags, nm, where, ...) {nm, (flags) | (where)}
+#define ONE(...) SLOT_(0, __VA_ARGS__, 0, ~)
+#define LIST(...) SLOT_(PD_SLOT_DUPLICABLE, __VA_ARGS__, 0, ~)
+#define OPT(...) SLOT_(PD_SLOT_DISPENSABLE, __VA_ARGS__, 0, ~)
+#define OPT_LIST(...) SLOT_(PD_SLOT_DUPLICABLE | PD_SLOT_DISPENSABLE, __VA_ARGS__, 0, ~)
+#define TEMP(...) SLOT_(PD_SLOT_DISPENSABLE | PD_SLOT_INTERMEDIATE, __VA_ARGS__, 0, ~)
 #define INT(nm, v) {.name = nm, .type = PD_ATTR_INT, .def = {.i = (v)}}
 #define LONG(nm, v) {.name = nm, .type = PD_ATTR_LONG, .def = {.i = (v)}}
 #define FLOAT(nm, v) {.name = nm, .type = PD_ATTR_FLOAT, .def = {.f = (v)}}
@@ -51,18 +55,29 @@
 #define FLOATS_EMPTY(nm) {.name = nm, .type = PD_ATTR_FLOATS}
 #define STRS_EMPTY(nm) {.name = nm, .type = PD_ATTR_STRINGS}
 #define REQ(T, nm) {.name = nm, .type = PD_ATTR_##T, .required = true}
+/* The kernel: pd_kernel_<forward> and the constant it reads (PD_KERNEL_FWD_, PD_KERNEL_ARG_:
+ * vm/ops/opkernels.h). */
+#define KERNELS(fwd, grad, arg) fwd, grad, arg
+#define KERNEL(family, arg) family, family##_grad, arg
 
 /* Per op: its input slots, output slots and attributes, each list ended by a zeroed entry (so
  * that an empty list is still a valid array). */
-#define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                     \
+#define PD_OPK(n_, f_, infer_, ins_, outs_, ats_, k_)                \
+  static const pd_slotdef inputs_##n_[] = {ins_ {0}};                  \
+  static const pd_slotdef outputs_##n_[] = {outs_ {0}};                \
+  static const pd_attrdef attrs_##n_[] = {ats_ {0}};
+#define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                       \
   static const pd_slotdef inputs_##n_[] = {ins_ {0}};                  \
   static const pd_slotdef outputs_##n_[] = {outs_ {0}};                \
   static const pd_attrdef attrs_##n_[] = {ats_ {0}};
 #include "vm/oplist.h"
+#undef PD_OPK
 #undef PD_OP
 
+/* (PD_OP: PD_OPK with the op's own kernel; the lists it does not pass on are ~.) */
+#define PD_OP(n_, f_, infer_, ins_, outs_, ats_) PD_OPK(n_, f_, infer_, ~, ~, ~, KERNEL(n_, 0))
 const pd_opdef pd_opdefs[] = {
-#define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                     \
+#define PD_OPK(n_, f_, infer_, ins_, outs_, ats_, k_)                \
   {.kind = PD_OP_##n_,                                                 \
    .type = #n_,                                                        \
    .flags = (f_),                                                      \
@@ -73,16 +88,17 @@ const pd_opdef pd_opdefs[] = {
    .outputs = outputs_##n_,                                            \
    .attrs = attrs_##n_,                                                \
    .infer_shape = pd_infer_##infer_,                                   \
-   .kernel = pd_kernel_##n_,                                           \
+   .kernel = PD_KERNEL_FWD_(k_),                                       \
+   .karg = PD_KERNEL_ARG_(k_),                                         \
    .forward = NULL},
 #include "vm/oplist.h"
-#undef PD_OP
+#undef PD_OPK
 };
 _Static_assert(PD_ARRAY_LEN(pd_opdefs) == PD_OP_COUNT_, "pd_opdefs out of sync with pd_op_kind");
 
 /* The flags' rules the compiler can check: DIFF is written first (PD_IF_DIFF finds it there);
  * GPU_GRAD only on a DIFF op; one row-wise flag at most. */
-#define PD_OP(n_, f_, infer_, ins_, outs_, ats_)                                                 \
+#define PD_OPK(n_, f_, infer_, ins_, outs_, ats_, k_)                                            \
   _Static_assert(!((f_) & PD_OPF_DIFF) == !PD_IS_DIFF_(f_),                                      \
                  #n_ ": write DIFF first in its flags (vm/oplist.h)");                           \
   _Static_assert(!((f_) & PD_OPF_GPU_GRAD) || ((f_) & PD_OPF_DIFF),                             \
@@ -90,6 +106,7 @@ _Static_assert(PD_ARRAY_LEN(pd_opdefs) == PD_OP_COUNT_, "pd_opdefs out of sync w
   _Static_assert((((f_) & PD_OPF_ROW_ANY) & (((f_) & PD_OPF_ROW_ANY) - 1u)) == 0,              \
                  #n_ ": more than one ROW_ flag (vm/oplist.h)");
 #include "vm/oplist.h"
+#undef PD_OPK
 #undef PD_OP
 
 /* Attributes Fluid's framework puts on every op (roles, name scopes, call stacks, device and
@@ -113,6 +130,9 @@ static const pd_attrdef common_attrs[] = {
 #undef OUT
 #undef ATTRS
 #undef NONE
+#undef HOST
+#undef ANY
+#undef SLOT_
 #undef ONE
 #undef LIST
 #undef OPT
@@ -131,6 +151,8 @@ static const pd_attrdef common_attrs[] = {
 #undef FLOATS_EMPTY
 #undef STRS_EMPTY
 #undef REQ
+#undef KERNELS
+#undef KERNEL
 
 /* ---- Lookup ---- */
 

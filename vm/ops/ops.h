@@ -30,9 +30,9 @@
 
 /* ---- The op kinds: PD_OP_mul, PD_OP_elementwise_add, ... (vm/oplist.h, sorted by name). ---- */
 typedef enum pd_op_kind {
-#define PD_OP(name, flags, infer, inputs, outputs, attrs) PD_OP_##name,
+#define PD_OPK(name, flags, infer, inputs, outputs, attrs, kernel) PD_OP_##name,
 #include "vm/oplist.h"
-#undef PD_OP
+#undef PD_OPK
   PD_OP_COUNT_
 } pd_op_kind;
 
@@ -42,6 +42,22 @@ enum {
   PD_SLOT_DISPENSABLE = 1u << 1,  /* optional: may be absent or bound to no var (AsDispensable) */
   PD_SLOT_INTERMEDIATE = 1u << 2, /* an output only the backward pass reads (AsIntermediate:
                                      XShape, Mask, MaxIndex); always also dispensable here */
+  /* Where the slot's values must be when the op computes on the GPU (vm/run/exec_place.h);
+   * neither: where the op computes. */
+  PD_SLOT_HOST = 1u << 3,         /* [HOST] on the host: scalars and shapes the kernel reads
+                                     there (a learning rate, a ShapeTensor) */
+  PD_SLOT_ANY = 1u << 4,          /* [ANY] wherever they are: vars a control-flow op only hands
+                                     to its block, or whose dims alone it reads (shape) */
+};
+
+/* The constants family kernels read from pd_opdef.karg where the backend's enums (pd_k_binop,
+ * pd_k_unop, pd_k_redop, pd_k_act, ...) name none: which member of its family an op is. */
+enum {
+  PD_OPV_SOFTMAX = 0, PD_OPV_LOG_SOFTMAX = 1,  /* softmax */
+  PD_OPV_UNIFORM = 0, PD_OPV_GAUSSIAN = 1,     /* random_fill */
+  PD_OPV_EXPAND = 0, PD_OPV_TILE = 1,          /* repeat: expand_v2, tile */
+  PD_OPV_ADAM = 0, PD_OPV_ADAMW = 1,           /* adam */
+  PD_OPV_REDUCE_PROD = 100,                    /* reduce, beside the pd_k_redop values */
 };
 
 /* Op flags, written in vm/oplist.h as the names in brackets (see its header). A gradient op's
@@ -78,6 +94,16 @@ enum {
 #define PD_IF_SECOND__(a, b, ...) b
 #define PD_IF_0(...)
 #define PD_IF_1(...) __VA_ARGS__
+
+/* The parts of an entry's kernel, once vm/oplist.h's KERNEL(family, constant) or
+ * KERNELS(forward, gradient, constant) has become "forward, gradient, constant" (what the
+ * list's consumers define them to): the kernel, the gradient kernel, the constant. */
+#define PD_KERNEL_FWD_(...) PD_KERNEL_FWD__(__VA_ARGS__)
+#define PD_KERNEL_FWD__(f, g, a) pd_kernel_##f
+#define PD_KERNEL_GRAD_(...) PD_KERNEL_GRAD__(__VA_ARGS__)
+#define PD_KERNEL_GRAD__(f, g, a) pd_kernel_##g
+#define PD_KERNEL_ARG_(...) PD_KERNEL_ARG__(__VA_ARGS__)
+#define PD_KERNEL_ARG__(f, g, a) (a)
 
 typedef struct pd_slotdef {
   const char *name;  /* "X", "Y", "Input", "Filter", "Label", ... as in Fluid */
@@ -137,6 +163,10 @@ struct pd_opdef {
   const pd_attrdef *attrs;      /* nattrs attributes */
   pd_infer_fn infer_shape;      /* never NULL */
   pd_kernel_fn kernel;          /* never NULL */
+  int karg;                     /* the constant of a family kernel (vm/oplist.h's KERNEL(family,
+                                   constant): PD_K_ADD for elementwise_add), which the kernel
+                                   reads from ctx->def->karg; 0 for an op's own kernel. A gradient
+                                   op has its forward op's */
   const pd_opdef *forward;      /* a gradient op ("mul_grad"): the op it differentiates; else NULL.
                                    Its kind is the forward op's. */
 };

@@ -6,7 +6,9 @@
  *   attrs    the forward op's;
  *   shape    each X@GRAD var takes the dtype, shape and LoD level of the forward var it is the
  *            gradient of (the var bound at the same position of slot X);
- *   kernel   pd_kernel_<type>_grad.
+ *   kernel   the entry's gradient kernel (vm/ops/opkernels.h), with the forward op's constant;
+ *   slots    where their values must be on the GPU as the forward slots they derive from, but
+ *            that the gradient of a host input is made where the op computes.
  * This is Fluid's default grad-op maker: a gradient op may read any forward value (the scopes
  * the forward pass left behind hold them all), and binds only the gradients someone needs. The
  * defs are built once, on first use, into static storage (no allocation, so they cannot fail). */
@@ -36,18 +38,22 @@ static bool has_grad[PD_OP_COUNT_];
 static pthread_once_t grads_once = PTHREAD_ONCE_INIT;
 
 /* The gradient kernel of each DIFF op, by kind; NULL for the others. */
+#define KERNELS(fwd, grad, arg) fwd, grad, arg
+#define KERNEL(family, arg) family, family##_grad, arg
 static const pd_kernel_fn grad_kernels[PD_OP_COUNT_] = {
-#define PD_OP(name, flags, infer, inputs, outputs, attrs) \
-  PD_IF_DIFF(flags, [PD_OP_##name] = pd_kernel_##name##_grad, )
+#define PD_OPK(name, flags, infer, inputs, outputs, attrs, kernel) \
+  PD_IF_DIFF(flags, [PD_OP_##name] = PD_KERNEL_GRAD_(kernel), )
 #include "vm/oplist.h"
-#undef PD_OP
+#undef PD_OPK
 };
+#undef KERNEL
+#undef KERNELS
 
 /* How many: one per DIFF op. */
 static const int ngrads = 0
-#define PD_OP(name, flags, infer, inputs, outputs, attrs) PD_IF_DIFF(flags, +1)
+#define PD_OPK(name, flags, infer, inputs, outputs, attrs, kernel) PD_IF_DIFF(flags, +1)
 #include "vm/oplist.h"
-#undef PD_OP
+#undef PD_OPK
     ;
 
 static pd_status infer_grad(pd_infer_ctx *c);
@@ -69,9 +75,11 @@ static void build_one(pd_op_kind kind, pd_kernel_fn kernel) {
                                (f->outputs[i].flags & ~PD_SLOT_INTERMEDIATE) | PD_SLOT_DISPENSABLE};
   }
   int no = 0;
+  /* A gradient is computed where the op computes, even of an input read on the host. */
   for (int i = 0; i < f->ninputs; i++) {
     snprintf(g->names[nn], NAME_MAX_, "%s" GRAD_SUFFIX, f->inputs[i].name);
-    g->out[no++] = (pd_slotdef){g->names[nn++], f->inputs[i].flags | PD_SLOT_DISPENSABLE};
+    g->out[no++] = (pd_slotdef){g->names[nn++],
+                                (f->inputs[i].flags & ~PD_SLOT_HOST) | PD_SLOT_DISPENSABLE};
   }
   g->def = (pd_opdef){.kind = kind,
                       .type = g->type,
@@ -84,6 +92,7 @@ static void build_one(pd_op_kind kind, pd_kernel_fn kernel) {
                       .attrs = f->attrs,
                       .infer_shape = infer_grad,
                       .kernel = kernel,
+                      .karg = f->karg,
                       .forward = f};
   has_grad[kind] = true;
 }

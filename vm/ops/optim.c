@@ -220,7 +220,8 @@ static pd_status next_pow(const pd_exec_ctx *ctx, const char *slot, pd_dtype dt,
  * inputs to the outputs unchanged. adamw first decays the parameter, decoupled from the
  * gradient's moments: with lr' = lr * lr_ratio and c = coeff when with_decay (else 0),
  * p -= lr' * c * p; adam has lr' = lr and c = 0. */
-static pd_status adam_like(pd_exec_ctx *ctx, bool adamw) {
+pd_status pd_kernel_adam(pd_exec_ctx *ctx) {
+  const bool adamw = ctx->def->karg == PD_OPV_ADAMW;
   static const char *const ins[] = {"Moment1", "Moment2"},
                            *const outs[] = {"Moment1Out", "Moment2Out"};
   const pd_tensor *param, *grad, *b1p, *b2p, *t;
@@ -276,9 +277,6 @@ static pd_status adam_like(pd_exec_ctx *ctx, bool adamw) {
   if ((st = next_pow(ctx, "Beta1PowOut", b1dt, b1nd, b1dims, bp1 * beta1))) return st;
   return next_pow(ctx, "Beta2PowOut", b2dt, b2nd, b2dims, bp2 * beta2);
 }
-
-pd_status pd_kernel_adam(pd_exec_ctx *ctx) { return adam_like(ctx, false); }
-pd_status pd_kernel_adamw(pd_exec_ctx *ctx) { return adam_like(ctx, true); }
 
 /* rmsprop (Fluid): ms = decay * ms + (1 - decay) * g^2; centered: mg = decay * mg +
  * (1 - decay) * g and mom = momentum * mom + lr * g / sqrt(ms - mg^2 + epsilon), else

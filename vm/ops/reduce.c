@@ -297,9 +297,9 @@ static pd_status reduce_prod_grad(const pd_exec_ctx *ctx, pd_dtype dt, int nd,
   return PD_OK;
 }
 
-enum { RED_PROD = PD_K_REDOP_COUNT_ };  /* reduce_prod, beside the backend's pd_k_redop */
-
-static pd_status reduce(pd_exec_ctx *ctx, int op) {
+/* reduce_sum, reduce_mean, reduce_max, reduce_min (the backend's reduce entry) and reduce_prod. */
+pd_status pd_kernel_reduce(pd_exec_ctx *ctx) {
+  const int op = ctx->def->karg; /* a pd_k_redop, or PD_OPV_REDUCE_PROD */
   const pd_tensor *x;
   pd_tensor *out;
   pd_status st;
@@ -326,7 +326,7 @@ static pd_status reduce(pd_exec_ctx *ctx, int op) {
     xd = conv;
   }
   if ((st = resize(ctx, out, dt, p.ond, p.od, p.keeps_rows ? x : NULL))) goto done;
-  if (op == RED_PROD) {
+  if (op == PD_OPV_REDUCE_PROD) {
     st = reduce_prod(ctx, dt, x->ndims, x->dims, p.red, xd, pd_tensor_data(out));
   } else {
     st = ctx->k->reduce((pd_k_redop)op, dt, x->ndims, x->dims, xd, p.naxes, p.axes,
@@ -345,19 +345,10 @@ done:
   return st;
 }
 
-pd_status pd_kernel_reduce_sum(pd_exec_ctx *ctx) { return reduce(ctx, PD_K_RSUM); }
-
-pd_status pd_kernel_reduce_mean(pd_exec_ctx *ctx) { return reduce(ctx, PD_K_RMEAN); }
-
-pd_status pd_kernel_reduce_max(pd_exec_ctx *ctx) { return reduce(ctx, PD_K_RMAX); }
-
-pd_status pd_kernel_reduce_min(pd_exec_ctx *ctx) { return reduce(ctx, PD_K_RMIN); }
-
-pd_status pd_kernel_reduce_prod(pd_exec_ctx *ctx) { return reduce(ctx, RED_PROD); }
-
 /* sum: dOut copied along the reduced dims; mean: divided by their size; max/min: dOut to every
  * element equal to the result (as Fluid); prod: see reduce_prod_grad. */
-static pd_status reduce_grad(pd_exec_ctx *ctx, int op) {
+pd_status pd_kernel_reduce_grad(pd_exec_ctx *ctx) {
+  const int op = ctx->def->karg;
   const pd_tensor *x, *o = NULL, *dout;
   pd_tensor *dx;
   pd_status st;
@@ -387,7 +378,7 @@ static pd_status reduce_grad(pd_exec_ctx *ctx, int op) {
     gd = conv;
   }
   if ((st = resize_like(ctx, dx, x, x))) goto done;
-  if (op == RED_PROD)
+  if (op == PD_OPV_REDUCE_PROD)
     st = reduce_prod_grad(ctx, dt, x->ndims, x->dims, p.red, pd_tensor_data(x), gd,
                           pd_tensor_data(dx));
   else
@@ -401,16 +392,6 @@ done:
   hold_free(&h);
   return st;
 }
-
-pd_status pd_kernel_reduce_sum_grad(pd_exec_ctx *ctx) { return reduce_grad(ctx, PD_K_RSUM); }
-
-pd_status pd_kernel_reduce_mean_grad(pd_exec_ctx *ctx) { return reduce_grad(ctx, PD_K_RMEAN); }
-
-pd_status pd_kernel_reduce_max_grad(pd_exec_ctx *ctx) { return reduce_grad(ctx, PD_K_RMAX); }
-
-pd_status pd_kernel_reduce_min_grad(pd_exec_ctx *ctx) { return reduce_grad(ctx, PD_K_RMIN); }
-
-pd_status pd_kernel_reduce_prod_grad(pd_exec_ctx *ctx) { return reduce_grad(ctx, RED_PROD); }
 
 /* ================================================================ arg_max, top_k */
 

@@ -618,7 +618,7 @@ pd_status pd_kernel_reshape2(pd_exec_ctx *ctx) {
 
 /* reshape2_grad (and that of flatten_contiguous_range, squeeze2, unsqueeze2): X@GRAD =
  * Out@GRAD in X's shape (and with X's LoD). */
-static pd_status reshape_back(const pd_exec_ctx *ctx) {
+pd_status pd_kernel_xshape_grad(pd_exec_ctx *ctx) {
   pd_tensor *dx;
   const pd_tensor *dy, *x;
   pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
@@ -643,8 +643,6 @@ static pd_status reshape_back(const pd_exec_ctx *ctx) {
     return pd_ctx_copy(ctx, pd_tensor_data(dx), pd_tensor_data(dy), pd_tensor_nbytes(dy));
   return PD_OK;
 }
-
-pd_status pd_kernel_reshape2_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
 
 /* The permutation of transpose2 (attribute axis) for a tensor of rank nd. */
 static pd_status transpose_perm(const pd_exec_ctx *ctx, int nd, const int64_t *dims, int *perm) {
@@ -887,8 +885,6 @@ pd_status pd_kernel_flatten_contiguous_range(pd_exec_ctx *ctx) {
   return copy_reshaped(ctx, x, nd, d);
 }
 
-pd_status pd_kernel_flatten_contiguous_range_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
-
 /* squeeze2: X without the listed size-1 dims (no axes: without all of them). */
 pd_status pd_kernel_squeeze2(pd_exec_ctx *ctx) {
   const pd_tensor *x;
@@ -911,8 +907,6 @@ pd_status pd_kernel_squeeze2(pd_exec_ctx *ctx) {
   return copy_reshaped(ctx, x, nd, d);
 }
 
-pd_status pd_kernel_squeeze2_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
-
 /* unsqueeze2: X with a size-1 dim inserted at each of axes, in turn. */
 pd_status pd_kernel_unsqueeze2(pd_exec_ctx *ctx) {
   const pd_tensor *x;
@@ -932,8 +926,6 @@ pd_status pd_kernel_unsqueeze2(pd_exec_ctx *ctx) {
                        -(x->ndims + bad) - 1, x->ndims + bad);
   return copy_reshaped(ctx, x, nd, d);
 }
-
-pd_status pd_kernel_unsqueeze2_grad(pd_exec_ctx *ctx) { return reshape_back(ctx); }
 
 /* ================================================================ stack, shape */
 

@@ -343,10 +343,10 @@ static pd_status place_ops(pd_exec *ex) {
       x->place = pd_exec_gpu_op(def) ? PD_K_CUDA : PD_K_HOST;
       x->in_where = w;
       for (int d = 0; d < def->ninputs; d++)
-        *w++ = (unsigned char)pd_exec_slot_where(def->type, def->inputs[d].name, true);
+        *w++ = (unsigned char)pd_exec_slot_where(&def->inputs[d]);
       x->out_where = w;
       for (int d = 0; d < def->noutputs; d++)
-        *w++ = (unsigned char)pd_exec_slot_where(def->type, def->outputs[d].name, false);
+        *w++ = (unsigned char)pd_exec_slot_where(&def->outputs[d]);
     }
   }
   /* Loops read their steps' values on the host (vm/ops/control.c, vm/ops/recurrent.c): their blocks stay there. */
@@ -368,8 +368,8 @@ static pd_status place_ops(pd_exec *ex) {
           seen = y->def == x->def && y->place == PD_K_HOST;
         }
       if (seen) continue;
-      /* An op whose every slot has a placement rule (vm/run/exec_place.c: feed, fetch, shape,
-       * conditional_block) runs on the host by design and moves only what its rules say. */
+      /* An op whose every slot has a place (HOST or ANY in vm/oplist.h: feed, fetch, shape,
+       * conditional_block) runs on the host by design and moves only what its slots say. */
       bool ruled = true;
       for (int d = 0; d < x->def->ninputs && ruled; d++) ruled = x->in_where[d] != PD_WHERE_OP;
       for (int d = 0; d < x->def->noutputs && ruled; d++) ruled = x->out_where[d] != PD_WHERE_OP;

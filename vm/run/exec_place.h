@@ -19,18 +19,11 @@ enum {
  * GPU? The flags of vm/oplist.h say: GPU for a forward op, its forward op's GPU_GRAD for a
  * gradient op. */
 bool pd_exec_gpu_op(const pd_opdef *def);
-/* Where the values of slot `slot` (an input when `input`, else an output) of op `type` must be. */
-int pd_exec_slot_where(const char *type, const char *slot, bool input);
+/* Where the values of a slot of an op's def must be: PD_WHERE_HOST for a slot vm/oplist.h marks
+ * HOST, PD_WHERE_ANY for one marked ANY, else PD_WHERE_OP. */
+int pd_exec_slot_where(const pd_slotdef *slot);
 /* Ops that run their sub-block themselves, step by step, reading the step scopes' values on
  * the host (recurrent, while and their gradients): every op of such a block runs on the host. */
 bool pd_exec_host_sub_block(const pd_opdef *def);
-
-/* The slot rules, for tests. Static; never freed. */
-typedef struct pd_exec_slot_rule {
-  const char *op, *slot;
-  bool input;
-  int where;
-} pd_exec_slot_rule;
-const pd_exec_slot_rule *pd_exec_slot_rules(size_t *n);
 
 #endif /* PD_EXEC_PLACE_H */
