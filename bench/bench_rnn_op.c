@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "kernels/kernels.h"
-#include "tests/ops/runop.h"
+#include "tests/vm/ops/runop.h"
 
 enum { T = 50, N = 32, I = 32, H = 256, REPS = 15 };
 

@@ -1,13 +1,31 @@
-# tests/local.mk -- test programs and golden tests. Areas with their own tests keep them in
-# tests/<area>.mk fragments included here.
+# tests/local.mk -- the test suite (`make check`, automake's TAP driver). Tests are laid out as
+# the source is: tests/F/ tests folder F/ (base, kernels, vm/{ir,ops,passes,run,reader}, lang,
+# stdlib, api, driver, doc), beside the suites of whole runs (golden, fuzz, interop, mpi); each
+# folder's local.mk lists its tests, and is included here. A C test tests/F/test_x.c is
+# `check_PROGRAMS += tests/F/test_x` and `TESTS += tests/F/test_x` there (it links the
+# convenience library: LDADD); a golden test is its files only (tests/golden/local.mk).
 EXTRA_DIST += tests/tap.h tests/golden.sh
+LDADD = libpdlang-internal.la $(PD_LIBS)
 
-# Unit tests of base/.
-check_PROGRAMS += tests/base/test_base
-tests_base_test_base_SOURCES = tests/base/test_base.c
-tests_base_test_base_LDADD = libpdlang-internal.la $(PD_LIBS)
-TESTS += tests/base/test_base
-check_PROGRAMS += tests/base/test_strmap
-tests_base_test_strmap_SOURCES = tests/base/test_strmap.c
-tests_base_test_strmap_LDADD = libpdlang-internal.la $(PD_LIBS)
-TESTS += tests/base/test_strmap
+# LeakSanitizer ignores the caches fontconfig keeps for the process (tests/lsan.supp).
+EXTRA_DIST += tests/lsan.supp
+AM_TESTS_ENVIRONMENT += \
+	LSAN_OPTIONS=suppressions='$(abs_top_srcdir)/tests/lsan.supp':print_suppressions=0; \
+	export LSAN_OPTIONS;
+
+include tests/base/local.mk
+include tests/kernels/local.mk
+include tests/vm/ir/local.mk
+include tests/vm/ops/local.mk
+include tests/vm/passes/local.mk
+include tests/vm/run/local.mk
+include tests/vm/reader/local.mk
+include tests/lang/local.mk
+include tests/stdlib/local.mk
+include tests/api/local.mk
+include tests/driver/local.mk
+include tests/doc/local.mk
+include tests/golden/local.mk
+include tests/fuzz/local.mk
+include tests/interop/local.mk
+include tests/mpi/local.mk

@@ -3,7 +3,7 @@
 # an archive for the libFuzzer targets that need all of pdlang (fuzz_compile, fuzz_ckpt; the
 # gcc-built libpdlang-internal.la would mix sanitizer runtimes). Incremental: a source is
 # recompiled when its object is missing or older than the source or any header it included
-# (clang -MMD), and the archive is rewritten only when an object changed. Called by tests/fuzz.mk:
+# (clang -MMD), and the archive is rewritten only when an object changed. Called by tests/fuzz/local.mk:
 #   build-lib.sh ARCHIVE OBJDIR SRCDIR JOBS CC SOURCE... -- CFLAGS...
 # A SOURCE is found in the build tree (generated files) or under SRCDIR; one that is not a .c file,
 # or is listed again, is ignored. Objects are OBJDIR/PATH_OF_SOURCE.o (slashes as _).

@@ -6,7 +6,7 @@
  * fuzzer gets past the checksum into the parser. Every load must succeed or fail with a status
  * and a message, leaving the scope as it was; what loads must save, load again and save to the
  * same bytes. The bytes go through one temporary file made once per process (the functions read
- * a path). Built with clang by `make fuzz-ckpt`; tests/fuzz.mk replays the seed corpus through
+ * a path). Built with clang by `make fuzz-ckpt`; tests/fuzz/replay.c replays the seed corpus through
  * it in `make check` with any compiler. */
 #include "config.h"
 

@@ -5,7 +5,7 @@
  * Nothing runs: actions are compiled, never executed, so no reader opens a file. The script is
  * named as if it sat in the source tree's stdlib folder and $PDLANG_PATH is cleared, so that
  * `import` finds the standard library's modules and nothing else (the only file I/O).
- * Built with clang by `make fuzz-compile`; tests/fuzz/replay_compile.c replays the seed corpus
+ * Built with clang by `make fuzz-compile`; tests/fuzz/replay.c replays the seed corpus
  * through it in `make check` with any compiler. */
 #include "config.h"
 

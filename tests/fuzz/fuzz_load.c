@@ -1,7 +1,7 @@
 /* fuzz_load.c -- libFuzzer target for the .pdmodel loader: any bytes go through
  * pd_program_from_bytes, which must fail cleanly (a status and a message) or return a program
  * that validates, lists, graphs, clones and survives a save/load round trip unchanged.
- * Built with clang by `make fuzz-load`; tests/program/replay_load.c runs the seed corpus
+ * Built with clang by `make fuzz-load`; tests/fuzz/replay_load.c runs the seed corpus
  * (tests/fuzz/corpus_load) through it in `make check` without clang. */
 #include "config.h"
 

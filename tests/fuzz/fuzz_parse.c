@@ -1,6 +1,6 @@
 /* fuzz_parse.c -- libFuzzer target for the front end: any bytes go through the lexer and the
  * parser, as a script and as REPL input; a tree that comes back is checked and dumped. Built with
- * clang by `make fuzz-parse`; tests/frontend/test_corpus.c replays the seed corpus through the same
+ * clang by `make fuzz-parse`; tests/fuzz/replay.c replays the seed corpus through the same
  * function in `make check` (with gcc, no libFuzzer needed). */
 #include "config.h"
 #include "base/diag.h"

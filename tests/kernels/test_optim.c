@@ -4,7 +4,7 @@
  * states, fp32 and fp64, lengths that leave every remainder of the four-lane loops and split
  * across threads: every instance gives exactly the bits of kernels.h's formulas computed here
  * element by element in double (the vector code rounds each product and sum as the scalar code
- * does), into other buffers and in place. The ops' own tests (tests/ops/test_kern_optim.c)
+ * does), into other buffers and in place. The ops' own tests (tests/vm/ops/test_kern_optim.c)
  * check the updates against hand-computed values. */
 #include "config.h"
 #include "kernels/cpu/fastmath.h"

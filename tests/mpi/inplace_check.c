@@ -13,7 +13,7 @@
 
 #include <stdio.h>
 
-#include "tests/ops/runop.h"
+#include "tests/vm/ops/runop.h"
 #include "tests/tap.h"
 #include "vm/run/comm.h"
 

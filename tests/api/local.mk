@@ -1,0 +1,28 @@
+# tests/api/local.mk -- the tests of the embeddable library (include/pdlang.h, api/):
+#   test_api: the C API, linked with the convenience library: compile and run-time errors with
+#     their locations, feeds of the wrong shape or dtype, unknown names, a NULL state, silence
+#     (nothing on stdout or stderr), running a saved model, a create / compile / run / free loop
+#     that leaks nothing, and every allocation failing in turn;
+#   test_api_data: training from a host program (pd_state_set_dataset, host("NAME") readers): the
+#     cost falls, the weights equal those of the same script on .npy files with the same values
+#     and seed, eval and validation splits, copies and replacement, every bad argument, an unknown
+#     name at the reader, allocation failures;
+#   install.sh: `make install` of the library into a temporary DESTDIR, then: it exports exactly
+#     the functions pdlang.h declares; pdlang.h compiles alone (C99, C++); examples/embed builds
+#     against the installed library with pkg-config and classifies a data set made up by the test
+#     (mkidx.pl) with a model that `pdlang run` trains on it;
+#   symbols.sh: every external symbol of the convenience library starts with pd_;
+#   install_prefix.sh: the pdlang program and the stdlib installed into a temporary DESTDIR: the
+#     installed program imports the installed stdlib (found beside it at run time, whatever
+#     prefix it was built for), not the build tree's.
+check_PROGRAMS += tests/api/test_api tests/api/test_api_data
+TESTS += tests/api/test_api tests/api/test_api_data tests/api/install.sh tests/api/symbols.sh \
+	tests/api/install_prefix.sh
+EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
+	tests/api/mkidx.pl
+# What install.sh and install_prefix.sh need to know about this build.
+AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
+	PD_SAN_CFLAGS='$(PD_SAN_CFLAGS)' PD_LIBDIR='$(libdir)' PD_INCLUDEDIR='$(includedir)' \
+	PD_PKGCONFIGDIR='$(pkgconfigdir)' PD_BINDIR='$(bindir)' PD_STDLIBDIR='$(stdlibdir)'; \
+	export PD_MAKE PD_CC PD_SAN_CFLAGS PD_LIBDIR PD_INCLUDEDIR PD_PKGCONFIGDIR PD_BINDIR \
+	PD_STDLIBDIR;

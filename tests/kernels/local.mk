@@ -1,0 +1,24 @@
+# tests/kernels/local.mk -- the tests of kernels/: each entry of the CPU backend against a naive
+# reference written in the test (kt.h: what they share), the CUDA backend against the CPU's.
+#   test_elementwise, test_reduce, test_conv, test_pool, test_index: the entries of their names;
+#   test_optim: the optimizer updates' vector instances (kernels/cpu/optim_t.h) against the
+#     formulas' bits;
+#   test_fastmath: fastmath.h's vector e^x, tanh and logistic function (the fp32 kernels') against
+#     libm, in ulp;
+#   test_rnn_seq: the whole-sequence kernels behind fused_lstm, fused_gru and the rnn op, the CPU
+#     backend's (kernels/cpu/rnn_seq.c) and kernels/rnn_steps.c's composition (the CUDA backend's,
+#     over the CPU's entries: steps_backend.h), against a reference from the equations (forward
+#     and backpropagation through time by hand), at hidden sizes split across three threads
+#     unevenly, interleaved rows, reversed, fp64 and fp32; argument checks;
+#   test_cuda_backend, test_cuda_ops: the CUDA backend against the CPU backend, entry by entry
+#     (fp32 to 1e-5 and fp64 to 1e-12 of the largest value; the bit-exact entries bit for bit;
+#     cuda_cmp.h); built in every build: they skip their comparisons without a GPU, and in a
+#     build without CUDA check that the device API says so. The ops on the GPU are checked op
+#     by op by tests/vm/ops/test_optable.
+KERNELS_TESTS = tests/kernels/test_elementwise tests/kernels/test_reduce tests/kernels/test_conv \
+	tests/kernels/test_pool tests/kernels/test_index tests/kernels/test_optim \
+	tests/kernels/test_fastmath tests/kernels/test_rnn_seq tests/kernels/test_cuda_backend \
+	tests/kernels/test_cuda_ops
+check_PROGRAMS += $(KERNELS_TESTS)
+TESTS += $(KERNELS_TESTS)
+EXTRA_DIST += tests/kernels/kt.h tests/kernels/cuda_cmp.h tests/kernels/steps_backend.h

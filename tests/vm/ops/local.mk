@@ -1,0 +1,24 @@
+# tests/vm/ops/local.mk -- the tests of vm/ops/ and of the op table vm/oplist.h:
+#   test_opdefs: the registry itself (sorted, flags, slots, attributes, gradient ops);
+#   test_opcheck: pd_opdef_check and the defaults;
+#   test_infer_*: shape inference family by family (fixture.h builds the programs);
+#   test_kern_*: each op run through the real executor (runop.h: run-time shapes checked
+#     against shape inference) against values computed in the test, bad input, and fp64
+#     finite-difference gradients (gradcheck.h): the math ops (test_kern_math.h: what they
+#     share), elementwise and comparisons, matmul, reductions, losses, the activations with
+#     parameters, norms, shape and index ops, tensors and random ops, conv and pooling,
+#     optimizers, select_input, the fused recurrences and Paddle's rnn op (paddle_rnn_check.py:
+#     the same reference against paddle.nn.LSTM / GRU, by hand).
+VM_OPS_TESTS = tests/vm/ops/test_opdefs tests/vm/ops/test_opcheck \
+	tests/vm/ops/test_infer_elementwise tests/vm/ops/test_infer_math \
+	tests/vm/ops/test_infer_tensor tests/vm/ops/test_infer_nn tests/vm/ops/test_infer_control \
+	tests/vm/ops/test_kern_math tests/vm/ops/test_kern_math_matmul \
+	tests/vm/ops/test_kern_elementwise tests/vm/ops/test_kern_reduce tests/vm/ops/test_kern_loss \
+	tests/vm/ops/test_kern_loss_elem tests/vm/ops/test_kern_act tests/vm/ops/test_kern_norm \
+	tests/vm/ops/test_kern_index tests/vm/ops/test_kern_tensor tests/vm/ops/test_kern_nn \
+	tests/vm/ops/test_kern_optim tests/vm/ops/test_kern_optim_more tests/vm/ops/test_kern_random \
+	tests/vm/ops/test_kern_select tests/vm/ops/test_kern_rnn_fused tests/vm/ops/test_kern_rnn_op
+check_PROGRAMS += $(VM_OPS_TESTS)
+TESTS += $(VM_OPS_TESTS) tests/vm/ops/grad_coverage.sh
+EXTRA_DIST += tests/vm/ops/fixture.h tests/vm/ops/runop.h tests/vm/ops/gradcheck.h \
+	tests/vm/ops/test_kern_math.h tests/vm/ops/paddle_rnn_check.py tests/vm/ops/grad_coverage.sh
