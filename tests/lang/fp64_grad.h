@@ -47,10 +47,10 @@ static inline double fp64_run_cost(const fp64_grad_run *g) {
 }
 
 /* want parameters get gradients, and each matches central differences of the cost (step 1e-6
- * relative, to 1e-6 relative). */
-static inline void fp64_check_grads(const fp64_grad_run *g, const char *name, int want) {
+ * relative, to 1e-6 relative). Returns whether all of it held. */
+static inline bool fp64_check_grads(const fp64_grad_run *g, const char *name, int want) {
   int n = g->pg->n;
-  ok(n == want, "%s: %d parameters get gradients (want %d)", name, n, want);
+  bool all = ok(n == want, "%s: %d parameters get gradients (want %d)", name, n, want);
   pd_tensor *gt = calloc((size_t)n + 1, sizeof *gt);
   pd_exec_fetch *f = calloc((size_t)n + 1, sizeof *f);
   if (!gt || !f) n = 0;
@@ -60,8 +60,10 @@ static inline void fp64_check_grads(const fp64_grad_run *g, const char *name, in
   }
   pd_exec_io io = {g->feeds.nfeeds, g->feeds.feeds, n, f};
   pd_status st = pd_exec_run(g->bex, g->scope, &io, NULL, g->err);
-  if (!ok(st == PD_OK, "%s: forward + backward runs", name))
+  if (!ok(st == PD_OK, "%s: forward + backward runs", name)) {
     printf("#   %s\n", g->err->msg ? g->err->msg : "?");
+    all = false;
+  }
   for (int i = 0; st == PD_OK && i < n; i++) {
     pd_tensor *p = fp64_param(g->scope, g->pg->pairs[i].param);
     bool shaped = p && gt[i].dtype == PD_FP64 && pd_tensor_numel(p) == pd_tensor_numel(&gt[i]);
@@ -83,14 +85,16 @@ static inline void fp64_check_grads(const fp64_grad_run *g, const char *name, in
         at_n = num;
       }
     }
-    if (!ok(shaped && worst <= 1e-6, "%s: d cost / d %s matches finite differences", name,
-            g->pg->pairs[i].param))
+    bool pass = shaped && worst <= 1e-6;
+    all = all && pass;
+    if (!ok(pass, "%s: d cost / d %s matches finite differences", name, g->pg->pairs[i].param))
       printf("#   element %lld: analytic %.12g, numeric %.12g (rel %.3g)%s\n", (long long)at,
              at_a, at_n, worst, shaped ? "" : " (gradient missing or misshapen)");
   }
   for (int i = 0; i < n; i++) pd_tensor_release(&gt[i]);
   free(gt);
   free(f);
+  return all;
 }
 
 #endif /* PD_TESTS_FP64_GRAD_H */

@@ -2,9 +2,8 @@
  * (tests/vm/ops/runop.h) holding one forward op over fp64 inputs, it
  *   1. runs the op, and weighs its outputs with fixed pseudo-random weights w:
  *      L = sum_o sum_j w_oj * out_oj over the chosen output slots;
- *   2. runs the op's gradient op (<type>_grad, built the way the backward pass builds it: every
- *      forward input and output bound, Out@GRAD = w, X@GRAD outputs for the chosen inputs) in a
- *      sub-block of the program, so the forward op is not rerun;
+ *   2. runs the op's gradient op (<type>_grad, built the way the backward pass builds it:
+ *      gc_add_grad_op) in a sub-block of the program, so the forward op is not rerun;
  *   3. compares each gradient element with the central difference (L(x+h) - L(x-h)) / 2h,
  *      h = 1e-6 * max(1, |x|), by relative error max(1, |numeric|) (default tolerance 1e-6).
  * One TAP line per gradient compared. Inputs must be away from kinks (relu at 0, ties of max).
@@ -43,39 +42,13 @@ static inline double gc_loss_(rt *r, const pd_op_desc *op, const char *outs) {
   return L;
 }
 
-/* With PD_GRADCHECK_LOG set, the type of every op whose gradients all passed is appended to
- * that file: tests/vm/ops/grad_coverage.sh checks that every differentiable op is there. */
-static inline void gc_log_(const char *type, bool passed) {
-  const char *path = getenv("PD_GRADCHECK_LOG");
-  FILE *f = passed && path ? fopen(path, "a") : NULL;
-  if (f) {
-    fprintf(f, "%s\n", type);
-    fclose(f);
-  }
-}
-
-#define grad_check(r, wrt, outs, what) grad_check_tol((r), (wrt), (outs), 1e-6, (what))
-#define grad_check_tol(r, wrt, outs, tol, what) \
-  grad_check_((r), (wrt), (outs), (tol), (what), __LINE__)
-
-static inline void grad_check_(rt *r, const char *wrt, const char *outs, double tol,
-                               const char *what, int line) {
+/* The gradient op of r's last op, as the backward pass builds it, in a new block (a child of
+ * block 0: it runs in a child scope of the forward's): every forward input and output bound,
+ * Out@GRAD = fixed pseudo-random weights for the output slots `outs` (in block 0 and r's scope),
+ * X@GRAD outputs (in the new block) for the input slots `wrt`. Returns the new block's index. */
+static inline int gc_add_grad_op(rt *r, const char *wrt, const char *outs) {
   pd_op_desc *fwd = r->op;
   pd_block *b0 = r->f.b;
-  /* 1. Forward. */
-  pd_error_clear(&r->f.err);
-  pd_status st = pd_opdef_prepare(fwd, b0, &r->f.err);
-  pd_exec *ex = NULL;
-  if (!st) st = pd_exec_new(r->f.p, NULL, &ex, &r->f.err);
-  if (!st) st = pd_exec_run_block(ex, 0, r->scope, &r->f.err);
-  pd_exec_free(ex);
-  ex = NULL;
-  if (st) {
-    tap_ok_(0, __FILE__, line, "%s: forward runs", what);
-    printf("#   %s\n", r->f.err.msg ? r->f.err.msg : pd_status_str(st));
-    return;
-  }
-  /* 2. The gradient op in block 1: Out@GRAD = w for the chosen outputs. */
   pd_block *b1 = pd_program_add_block(r->f.p, 0);
   char gtype[96];
   snprintf(gtype, sizeof gtype, "%s_grad", fwd->type);
@@ -91,7 +64,7 @@ static inline void grad_check_(rt *r, const char *wrt, const char *outs, double 
     if (pd_op_set_input(g, fwd->outputs[s].param, fwd->outputs[s].nargs,
                         (const char *const *)fwd->outputs[s].args))
       bail("out of memory");
-  char buf[256], name[128], slot[128];
+  char buf[256], slot[128];
   uint64_t seed = 42;
   snprintf(buf, sizeof buf, "%s", outs);
   for (char *sv = NULL, *o = strtok_r(buf, " ", &sv); o; o = strtok_r(NULL, " ", &sv)) {
@@ -101,16 +74,21 @@ static inline void grad_check_(rt *r, const char *wrt, const char *outs, double 
     char gstore[16][128];
     for (int a = 0; a < s->nargs && a < 16; a++) {
       const pd_tensor *t = rt_get(r, s->args[a]);
+      if (!t) bail("gradcheck: an output has no value");
       snprintf(gstore[a], sizeof gstore[a], "%s@GRAD", s->args[a]);
       gnames[a] = gstore[a];
       pd_var_desc *vd = pd_block_var(b0, gstore[a]);
       pd_var_desc *fv = pd_block_find_var(b0, s->args[a]);
       if (!vd || !fv || pd_var_set_shape(vd, fv->ndims, fv->dims)) bail("out of memory");
-      vd->dtype = PD_FP64;
+      vd->dtype = t->dtype;
       pd_tensor *w = pd_var_tensor(pd_scope_var(r->scope, gstore[a]));
-      if (!w || pd_tensor_resize(w, PD_FP64, t->ndims, t->dims) || pd_tensor_copy_lod(w, t))
+      if (!w || pd_tensor_resize(w, t->dtype, t->ndims, t->dims) || pd_tensor_copy_lod(w, t))
         bail("out of memory");
-      for (int64_t j = 0; j < pd_tensor_numel(w); j++) PD_TENSOR_F64(w)[j] = gc_weight_(&seed);
+      for (int64_t j = 0; j < pd_tensor_numel(w); j++) {
+        double v = gc_weight_(&seed);
+        if (t->dtype == PD_FP64) PD_TENSOR_F64(w)[j] = v;
+        else PD_TENSOR_F32(w)[j] = (float)v;
+      }
     }
     snprintf(slot, sizeof slot, "%s@GRAD", o);
     if (pd_op_set_input(g, slot, s->nargs, gnames)) bail("out of memory");
@@ -129,17 +107,45 @@ static inline void grad_check_(rt *r, const char *wrt, const char *outs, double 
     snprintf(slot, sizeof slot, "%s@GRAD", x);
     if (pd_op_set_output(g, slot, s->nargs, gnames)) bail("out of memory");
   }
-  st = pd_opdef_prepare(g, b1, &r->f.err);
+  return b1->idx;
+}
+
+/* Returns whether every gradient matched. */
+#define grad_check(r, wrt, outs, what) grad_check_tol((r), (wrt), (outs), 1e-6, (what))
+#define grad_check_tol(r, wrt, outs, tol, what) \
+  grad_check_((r), (wrt), (outs), (tol), (what), __LINE__)
+
+static inline bool grad_check_(rt *r, const char *wrt, const char *outs, double tol,
+                               const char *what, int line) {
+  pd_op_desc *fwd = r->op;
+  /* 1. Forward. */
+  pd_error_clear(&r->f.err);
+  pd_status st = pd_opdef_prepare(fwd, r->f.b, &r->f.err);
+  pd_exec *ex = NULL;
+  if (!st) st = pd_exec_new(r->f.p, NULL, &ex, &r->f.err);
+  if (!st) st = pd_exec_run_block(ex, 0, r->scope, &r->f.err);
+  pd_exec_free(ex);
+  ex = NULL;
+  if (st) {
+    tap_ok_(0, __FILE__, line, "%s: forward runs", what);
+    printf("#   %s\n", r->f.err.msg ? r->f.err.msg : pd_status_str(st));
+    return false;
+  }
+  /* 2. The gradient op in a block of its own: Out@GRAD = w for the chosen outputs. */
+  int gb = gc_add_grad_op(r, wrt, outs);
+  pd_op_desc *g = pd_program_block(r->f.p, gb)->ops[0];
+  st = pd_opdef_prepare(g, pd_program_block(r->f.p, gb), &r->f.err);
   if (!st) st = pd_exec_new(r->f.p, NULL, &ex, &r->f.err);
   pd_scope *gscope = st ? NULL : pd_scope_new(r->scope);
   if (!st && !gscope) bail("out of memory");
-  if (!st) st = pd_exec_run_block(ex, 1, gscope, &r->f.err);
+  if (!st) st = pd_exec_run_block(ex, gb, gscope, &r->f.err);
   if (st) {
-    tap_ok_(0, __FILE__, line, "%s: %s runs", what, gtype);
+    tap_ok_(0, __FILE__, line, "%s: %s runs", what, g->type);
     printf("#   %s\n", r->f.err.msg ? r->f.err.msg : pd_status_str(st));
     pd_exec_free(ex);
-    return;
+    return false;
   }
+  char buf[256], name[128];
   /* 3. Central differences, one input element at a time (rerunning block 0: the forward op). */
   bool all_passed = true;
   snprintf(buf, sizeof buf, "%s", wrt);
@@ -189,10 +195,10 @@ static inline void grad_check_(rt *r, const char *wrt, const char *outs, double 
     }
   }
   pd_exec_free(ex);
-  gc_log_(fwd->type, all_passed);
   /* Restore the forward values (the last rerun used x - h). */
   if (pd_exec_new(r->f.p, NULL, &ex, &r->f.err) == PD_OK) pd_exec_run_block(ex, 0, r->scope, NULL);
   pd_exec_free(ex);
+  return all_passed;
 }
 
 #endif /* PD_TESTS_OPS_GRADCHECK_H */

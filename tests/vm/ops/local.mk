@@ -1,4 +1,8 @@
 # tests/vm/ops/local.mk -- the tests of vm/ops/ and of the op table vm/oplist.h:
+#   test_optable: the op-test table (optest.h): every op flagged GPU, GPU_GRAD or DIFF, case by
+#     case, on the CPU against a reference (fp64 and fp32), on the GPU against the CPU (where a
+#     GPU opens), and through the fp64 finite-difference check of its gradient; the rows are in
+#     optest_<family>.c, one file per family file of vm/ops/;
 #   test_opdefs: the registry itself (sorted, flags, slots, attributes, gradient ops);
 #   test_opcheck: pd_opdef_check and the defaults;
 #   test_infer_*: shape inference family by family (fixture.h builds the programs);
@@ -9,7 +13,7 @@
 #     parameters, norms, shape and index ops, tensors and random ops, conv and pooling,
 #     optimizers, select_input, the fused recurrences and Paddle's rnn op (paddle_rnn_check.py:
 #     the same reference against paddle.nn.LSTM / GRU, by hand).
-VM_OPS_TESTS = tests/vm/ops/test_opdefs tests/vm/ops/test_opcheck \
+VM_OPS_TESTS = tests/vm/ops/test_optable tests/vm/ops/test_opdefs tests/vm/ops/test_opcheck \
 	tests/vm/ops/test_infer_elementwise tests/vm/ops/test_infer_math \
 	tests/vm/ops/test_infer_tensor tests/vm/ops/test_infer_nn tests/vm/ops/test_infer_control \
 	tests/vm/ops/test_kern_math tests/vm/ops/test_kern_math_matmul \
@@ -22,3 +26,11 @@ check_PROGRAMS += $(VM_OPS_TESTS)
 TESTS += $(VM_OPS_TESTS) tests/vm/ops/grad_coverage.sh
 EXTRA_DIST += tests/vm/ops/fixture.h tests/vm/ops/runop.h tests/vm/ops/gradcheck.h \
 	tests/vm/ops/test_kern_math.h tests/vm/ops/paddle_rnn_check.py tests/vm/ops/grad_coverage.sh
+tests_vm_ops_test_optable_SOURCES = tests/vm/ops/test_optable.c tests/vm/ops/optest.h \
+	tests/vm/ops/optest_activation.c tests/vm/ops/optest_collective.c \
+	tests/vm/ops/optest_control.c tests/vm/ops/optest_create.c tests/vm/ops/optest_elementwise.c \
+	tests/vm/ops/optest_index.c tests/vm/ops/optest_loss.c tests/vm/ops/optest_loss_elem.c \
+	tests/vm/ops/optest_matmul.c tests/vm/ops/optest_nn.c tests/vm/ops/optest_norm.c \
+	tests/vm/ops/optest_optim.c tests/vm/ops/optest_recurrent.c tests/vm/ops/optest_reduce.c \
+	tests/vm/ops/optest_rnn.c tests/vm/ops/optest_rnn_fused.c tests/vm/ops/optest_select.c \
+	tests/vm/ops/optest_sequence.c tests/vm/ops/optest_shape.c
