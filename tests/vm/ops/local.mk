@@ -23,9 +23,9 @@ VM_OPS_TESTS = tests/vm/ops/test_optable tests/vm/ops/test_opdefs tests/vm/ops/t
 	tests/vm/ops/test_kern_optim tests/vm/ops/test_kern_optim_more tests/vm/ops/test_kern_random \
 	tests/vm/ops/test_kern_select tests/vm/ops/test_kern_rnn_fused tests/vm/ops/test_kern_rnn_op
 check_PROGRAMS += $(VM_OPS_TESTS)
-TESTS += $(VM_OPS_TESTS) tests/vm/ops/grad_coverage.sh
+TESTS += $(VM_OPS_TESTS)
 EXTRA_DIST += tests/vm/ops/fixture.h tests/vm/ops/runop.h tests/vm/ops/gradcheck.h \
-	tests/vm/ops/test_kern_math.h tests/vm/ops/paddle_rnn_check.py tests/vm/ops/grad_coverage.sh
+	tests/vm/ops/test_kern_math.h tests/vm/ops/paddle_rnn_check.py
 tests_vm_ops_test_optable_SOURCES = tests/vm/ops/test_optable.c tests/vm/ops/optest.h \
 	tests/vm/ops/optest_activation.c tests/vm/ops/optest_collective.c \
 	tests/vm/ops/optest_control.c tests/vm/ops/optest_create.c tests/vm/ops/optest_elementwise.c \

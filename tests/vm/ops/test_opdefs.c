@@ -1,9 +1,7 @@
 /* test_opdefs.c -- the registry itself: every entry well formed, names unique and sorted, lookup
  * finds every op and nothing else, listing by prefix, "did you mean", the differentiable ops and
  * their gradient ops, kind tests on op descs, and spot checks of slot and attribute names
- * against PaddlePaddle Fluid's OpMakers.
- * `test_opdefs --diff-ops` prints the ops marked DIFF instead, one a line: the list
- * tests/vm/ops/grad_coverage.sh wants a passing gradient test for. */
+ * against PaddlePaddle Fluid's OpMakers. */
 #include "config.h"
 
 #include <stdio.h>
@@ -282,15 +280,7 @@ static void test_fluid_names(void) {
   ok(a && strcmp(a->def.s, "AVERAGE") == 0, "sequence_pool pooltype: AVERAGE");
 }
 
-/* For grad_coverage.sh: the ops marked DIFF, one a line. */
-static int print_diff_ops(void) {
-  for (int i = 0; i < PD_OP_COUNT_; i++)
-    if (pd_opdefs[i].flags & PD_OPF_DIFF) printf("%s\n", pd_opdefs[i].type);
-  return 0;
-}
-
-int main(int argc, char **argv) {
-  if (argc == 2 && strcmp(argv[1], "--diff-ops") == 0) return print_diff_ops();
+int main(void) {
   test_entries();
   test_sorted_lookup();
   test_names();
