@@ -382,7 +382,8 @@ static bool close_enough(const ot_val *got, const ot_val *want, bool exact, doub
   }
   for (int64_t i = 0; i < got->n; i++) {
     double g = got->v[i], w = want->v[i], s = fabs(w) > 1 ? fabs(w) : 1;
-    bool same = exact ? g == w : fabs(g - w) <= tol * s || (isnan(g) && isnan(w));
+    bool same = exact ? g == w
+                      : g == w || (isfinite(w) && fabs(g - w) <= tol * s) || (isnan(g) && isnan(w));
     if (!same) {
       snprintf(why, n, "element %lld: %.10g, want %.10g", (long long)i, g, w);
       return false;
