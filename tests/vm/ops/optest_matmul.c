@@ -1,8 +1,155 @@
-/* optest_matmul.c -- the op-test table's rows of vm/ops/matmul.c (optest.h). */
+/* optest_matmul.c -- the op-test table's rows of vm/ops/matmul.c (optest.h): mul (X and Y
+ * flattened to matrices at x_num_col_dims and y_num_col_dims), fc (Input flattened at
+ * in_num_col_dims times W, plus an optional Bias row) and matmul_v2 (NumPy's matmul: trans_x,
+ * trans_y, 1-d operands, batch dims that broadcast). The references are the sums of products
+ * written out in double, element by element. */
 #include "config.h"
+
+#include <stdbool.h>
 
 #include "tests/vm/ops/optest.h"
 
+/* The product of dims [from, to). */
+static int64_t dims_prod(const int64_t *dims, int from, int to) {
+  int64_t p = 1;
+  for (int d = from; d < to; d++) p *= dims[d];
+  return p;
+}
+
+/* Out [M, N] = A [M, K] B [K, N] (row-major), plus bias[j] when bias is given. */
+static void matrix_product(const double *a, const double *b, const double *bias, int64_t m,
+                           int64_t k, int64_t n, double *out) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double s = bias ? bias[j] : 0;
+      for (int64_t t = 0; t < k; t++) s += a[i * k + t] * b[t * n + j];
+      out[i * n + j] = s;
+    }
+}
+
+/* mul: X [x0 .. xn-1 | rest] as a matrix [prod(X.dims[:x_num_col_dims]), prod(rest)], Y
+ * likewise at y_num_col_dims; Out = X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:]. */
+static void ref_mul(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *y = ot_in(r, "Y");
+  int xn = (int)ot_int(r, "x_num_col_dims"), yn = (int)ot_int(r, "y_num_col_dims");
+  int64_t od[OT_MAX_DIMS];
+  int ond = 0;
+  for (int d = 0; d < xn; d++) od[ond++] = x->dims[d];
+  for (int d = yn; d < y->nd; d++) od[ond++] = y->dims[d];
+  matrix_product(x->v, y->v, NULL, dims_prod(x->dims, 0, xn), dims_prod(x->dims, xn, x->nd),
+                 dims_prod(y->dims, yn, y->nd), ot_out(r, "Out", ond, od));
+}
+
+/* fc: Input flattened at in_num_col_dims times W [K, N], plus Bias ([N] or [1, N]) on every
+ * row; Out = Input.dims[:in_num_col_dims] + [N]. */
+static void ref_fc(ot_ref *r) {
+  const ot_val *x = ot_in(r, "Input"), *w = ot_in(r, "W"), *b = ot_in(r, "Bias");
+  int xn = (int)ot_int(r, "in_num_col_dims");
+  int64_t od[OT_MAX_DIMS];
+  for (int d = 0; d < xn; d++) od[d] = x->dims[d];
+  od[xn] = w->dims[1];
+  matrix_product(x->v, w->v, b ? b->v : NULL, dims_prod(x->dims, 0, xn),
+                 dims_prod(x->dims, xn, x->nd), w->dims[1], ot_out(r, "Out", xn + 1, od));
+}
+
+/* matmul_v2 as NumPy's matmul: X is [..., M, K] ([..., K, M] stored when trans_x), Y
+ * [..., K, N] ([..., N, K] when trans_y); a 1-d X is the row [1, K] and a 1-d Y the column
+ * [K, 1] (trans ignored for them), the added dim left out of Out; the batch dims (all but the
+ * last two) align from the right and broadcast; vector . vector is [1]. */
+static void ref_matmul_v2(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *y = ot_in(r, "Y");
+  bool tx = ot_bool(r, "trans_x") && x->nd > 1, ty = ot_bool(r, "trans_y") && y->nd > 1;
+  int64_t xr = x->nd > 1 ? x->dims[x->nd - 2] : 1, xc = x->dims[x->nd - 1];
+  int64_t yr = y->nd > 1 ? y->dims[y->nd - 2] : y->dims[0], yc = y->nd > 1 ? y->dims[y->nd - 1] : 1;
+  int64_t m = tx ? xc : xr, k = tx ? xr : xc, n = ty ? yr : yc;
+  int xb = x->nd > 2 ? x->nd - 2 : 0, yb = y->nd > 2 ? y->nd - 2 : 0;
+  int nb = xb > yb ? xb : yb;
+  int64_t xbd[OT_MAX_DIMS], ybd[OT_MAX_DIMS], od[OT_MAX_DIMS];
+  for (int d = 0; d < nb; d++) {
+    xbd[d] = d >= nb - xb ? x->dims[d - (nb - xb)] : 1;
+    ybd[d] = d >= nb - yb ? y->dims[d - (nb - yb)] : 1;
+    od[d] = xbd[d] > ybd[d] ? xbd[d] : ybd[d];
+  }
+  int ond = nb;
+  if (x->nd > 1) od[ond++] = m;
+  if (y->nd > 1) od[ond++] = n;
+  if (ond == 0) od[ond++] = 1;
+  double *o = ot_out(r, "Out", ond, od);
+  int64_t batch = dims_prod(od, 0, nb);
+  for (int64_t b = 0; b < batch; b++) {
+    /* The batch coordinates of b, and the matrices of X and Y they pick (dims of 1 repeat). */
+    int64_t rest = b, xm = 0, ym = 0, xs = 1, ys = 1;
+    for (int d = nb - 1; d >= 0; d--) {
+      int64_t c = rest % od[d];
+      rest /= od[d];
+      xm += (xbd[d] == 1 ? 0 : c) * xs;
+      ym += (ybd[d] == 1 ? 0 : c) * ys;
+      xs *= xbd[d];
+      ys *= ybd[d];
+    }
+    const double *xv = x->v + xm * m * k, *yv = y->v + ym * k * n;
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t t = 0; t < k; t++)
+          s += (tx ? xv[t * xc + i] : xv[i * xc + t]) * (ty ? yv[j * yc + t] : yv[t * yc + j]);
+        o[(b * m + i) * n + j] = s;
+      }
+  }
+}
+
+/* ---------------------------------------------------------------- the rows */
+
 const ot_row ot_rows_matmul[] = {
+    /* mul: plain matrices; X split after 2 of 3 dims; X's 3 dims flattened to 1 row dim and
+     * Y's trailing dims kept in Out; Y split after 2 dims. */
+    {.op = "mul", .in = {{"X", "[2, 3]"}, {"Y", "[3, 4]"}}, .ref = ref_mul},
+    {.op = "mul", .what = "x_num_col_dims 2", .attrs = "x_num_col_dims=2",
+     .in = {{"X", "[2, 3, 4]"}, {"Y", "[4, 2]"}}, .ref = ref_mul},
+    {.op = "mul", .what = "X flattened, Y [3, 2, 2]",
+     .in = {{"X", "[2, 1, 3]"}, {"Y", "[3, 2, 2]"}}, .ref = ref_mul},
+    {.op = "mul", .what = "y_num_col_dims 2", .attrs = "x_num_col_dims=1 y_num_col_dims=2",
+     .in = {{"X", "[3, 2, 2]"}, {"Y", "[2, 2, 3]"}}, .ref = ref_mul},
+
+    /* fc (activation_type is refused by the op: only ""): Bias [N] and [1, N], no Bias,
+     * in_num_col_dims 2 and 1 on a 3-d Input. */
+    {.op = "fc", .in = {{"Input", "[3, 4]"}, {"W", "[4, 5]"}, {"Bias", "[5]"}}, .ref = ref_fc},
+    {.op = "fc", .what = "no Bias", .in = {{"Input", "[2, 3]"}, {"W", "[3, 4]"}}, .ref = ref_fc},
+    {.op = "fc", .what = "in_num_col_dims 2, Bias [1, N]", .attrs = "in_num_col_dims=2",
+     .in = {{"Input", "[2, 3, 4]"}, {"W", "[4, 2]"}, {"Bias", "[1, 2]"}}, .ref = ref_fc},
+    {.op = "fc", .what = "3-d Input flattened", .attrs = "in_num_col_dims=1",
+     .in = {{"Input", "[2, 2, 3]"}, {"W", "[6, 3]"}, {"Bias", "[3]"}}, .ref = ref_fc},
+
+    /* matmul_v2: matrices with each transpose; batches, equal and broadcast (one operand 2-d,
+     * a batch dim of 1 on either side, batch ranks that differ); 1-d operands. */
+    {.op = "matmul_v2", .in = {{"X", "[2, 3]"}, {"Y", "[3, 4]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "trans_x", .attrs = "trans_x=true",
+     .in = {{"X", "[3, 2]"}, {"Y", "[3, 4]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "trans_y", .attrs = "trans_y=true",
+     .in = {{"X", "[2, 3]"}, {"Y", "[4, 3]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "trans_x trans_y", .attrs = "trans_x=true trans_y=true",
+     .in = {{"X", "[3, 2]"}, {"Y", "[4, 3]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "batched", .in = {{"X", "[2, 2, 3]"}, {"Y", "[2, 3, 2]"}},
+     .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "batched, trans_x trans_y", .attrs = "trans_x=true trans_y=true",
+     .in = {{"X", "[2, 3, 2]"}, {"Y", "[2, 2, 3]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "batch times a matrix", .in = {{"X", "[3, 2, 3]"}, {"Y", "[3, 2]"}},
+     .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "batch times a matrix, trans_x", .attrs = "trans_x=true",
+     .in = {{"X", "[2, 3, 2]"}, {"Y", "[3, 4]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "a matrix times a batch, trans_y", .attrs = "trans_y=true",
+     .in = {{"X", "[2, 3]"}, {"Y", "[3, 2, 3]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "batch dims of 1 broadcast both ways",
+     .in = {{"X", "[2, 1, 2, 3]"}, {"Y", "[1, 3, 3, 2]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "batch ranks differ", .attrs = "trans_y=true",
+     .in = {{"X", "[2, 3, 2, 2]"}, {"Y", "[3, 4, 2]"}}, .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "vector . vector", .in = {{"X", "[4]"}, {"Y", "[4]"}},
+     .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "vector times a batch", .in = {{"X", "[3]"}, {"Y", "[2, 3, 2]"}},
+     .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "batch times a vector", .in = {{"X", "[2, 2, 3]"}, {"Y", "[3]"}},
+     .ref = ref_matmul_v2},
+    {.op = "matmul_v2", .what = "1-d operands ignore trans", .attrs = "trans_x=true trans_y=true",
+     .in = {{"X", "[3]"}, {"Y", "[2, 3]"}}, .ref = ref_matmul_v2},
     {0},
 };

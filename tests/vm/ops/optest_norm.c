@@ -1,8 +1,132 @@
-/* optest_norm.c -- the op-test table's rows of vm/ops/norm.c (optest.h). */
+/* optest_norm.c -- the op-test table's rows of vm/ops/norm.c (optest.h): batch_norm (training
+ * on the batch's statistics with Fluid's update of the running ones, is_test and
+ * use_global_stats on the running ones; NCHW, NHWC, [N, C] and [N, C, L]; MomentumTensor) and
+ * layer_norm (begin_norm_axis, with and without Scale and Bias). The references compute the
+ * statistics in double from the definitions. */
 #include "config.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
 
 #include "tests/vm/ops/optest.h"
 
+/* batch_norm, X viewed as [n, c, s] (NCHW [N, C, rest...]: s = prod(rest); NHWC [..., C]:
+ * n = prod(...), s = 1). Fluid normalises with the running Mean and Variance when is_test
+ * (unless trainable_statistics) or use_global_stats; MeanOut and VarianceOut are then Mean and
+ * Variance (one var each in Fluid's programs). Otherwise with the batch's mean m and biased
+ * variance v per channel: MeanOut = momentum * Mean + (1 - momentum) * m (VarianceOut likewise
+ * with v; MomentumTensor, when given, is the momentum), SavedMean = m, SavedVariance = 1 /
+ * sqrt(v + epsilon) (the inverse std, as Fluid saves it). Y = (X - mean) / sqrt(var + epsilon)
+ * * Scale + Bias with the statistics used. */
+static void ref_batch_norm(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *scale = ot_in(r, "Scale"), *bias = ot_in(r, "Bias");
+  const ot_val *mean = ot_in(r, "Mean"), *var = ot_in(r, "Variance");
+  const ot_val *mt = ot_in(r, "MomentumTensor");
+  bool nhwc = strcmp(ot_str(r, "data_layout"), "NHWC") == 0;
+  int64_t c = x->dims[nhwc ? x->nd - 1 : 1], n = nhwc ? x->n / c : x->dims[0];
+  int64_t s = x->n / (n * c);
+  bool global = (ot_bool(r, "is_test") && !ot_bool(r, "trainable_statistics")) ||
+                ot_bool(r, "use_global_stats");
+  double eps = ot_float(r, "epsilon"), mom = mt ? mt->v[0] : ot_float(r, "momentum");
+  double *y = ot_out_like(r, "Y", x);
+  double *mo = ot_out_like(r, "MeanOut", mean), *vo = ot_out_like(r, "VarianceOut", var);
+  double *sm = global ? NULL : ot_out_like(r, "SavedMean", mean);
+  double *sv = global ? NULL : ot_out_like(r, "SavedVariance", var);
+  for (int64_t ch = 0; ch < c; ch++) {
+    double m = mean->v[ch], v = var->v[ch];
+    if (!global) {
+      double sum = 0, sq = 0;
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < s; j++) sum += x->v[(i * c + ch) * s + j];
+      m = sum / (double)(n * s);
+      for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < s; j++) sq += pow(x->v[(i * c + ch) * s + j] - m, 2);
+      v = sq / (double)(n * s);
+      sm[ch] = m;
+      sv[ch] = 1 / sqrt(v + eps);
+    }
+    mo[ch] = global ? m : mom * mean->v[ch] + (1 - mom) * m;
+    vo[ch] = global ? v : mom * var->v[ch] + (1 - mom) * v;
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < s; j++) {
+        int64_t e = (i * c + ch) * s + j;
+        y[e] = (x->v[e] - m) / sqrt(v + eps) * scale->v[ch] + bias->v[ch];
+      }
+  }
+}
+
+/* layer_norm: X as [rows, cols] split at begin_norm_axis; each row's mean and biased variance
+ * (Mean, Variance [rows]); Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias (Scale 1
+ * and Bias 0 when not given). */
+static void ref_layer_norm(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *scale = ot_in(r, "Scale"), *bias = ot_in(r, "Bias");
+  int64_t b = ot_int(r, "begin_norm_axis"), rows = ot_numel((int)b, x->dims);
+  int64_t cols = x->n / rows;
+  double eps = ot_float(r, "epsilon");
+  double *y = ot_out_like(r, "Y", x);
+  double *mean = ot_out(r, "Mean", 1, &rows), *var = ot_out(r, "Variance", 1, &rows);
+  for (int64_t i = 0; i < rows; i++) {
+    const double *xr = x->v + i * cols;
+    double sum = 0, sq = 0;
+    for (int64_t j = 0; j < cols; j++) sum += xr[j];
+    mean[i] = sum / (double)cols;
+    for (int64_t j = 0; j < cols; j++) sq += pow(xr[j] - mean[i], 2);
+    var[i] = sq / (double)cols;
+    for (int64_t j = 0; j < cols; j++)
+      y[i * cols + j] = (xr[j] - mean[i]) / sqrt(var[i] + eps) * (scale ? scale->v[j] : 1) +
+                        (bias ? bias->v[j] : 0);
+  }
+}
+
+/* ---------------------------------------------------------------- the rows */
+
+/* batch_norm's per-channel inputs for C channels: the running variance positive. */
+#define BN_VECS(C)                                                                             \
+  {"Scale", C}, {"Bias", C}, {"Mean", C}, {"Variance", C, .lo = 0.5, .hi = 2}
+
+/* batch_norm's gradient check weighs Y only, with respect to X, Scale and Bias (Fluid's
+ * batch_norm_grad gives no gradient of the running statistics). */
+#define BN_GRAD .loss = "Y", .wrt = "X Scale Bias"
+
 const ot_row ot_rows_norm[] = {
+    /* Training: the batch's statistics, every layout. */
+    {.op = "batch_norm", .what = "NCHW", .in = {{"X", "[2, 3, 2, 2]"}, BN_VECS("[3]")},
+     .ref = ref_batch_norm, BN_GRAD},
+    {.op = "batch_norm", .what = "NHWC", .attrs = "data_layout=NHWC",
+     .in = {{"X", "[2, 2, 2, 3]"}, BN_VECS("[3]")}, .ref = ref_batch_norm, BN_GRAD},
+    {.op = "batch_norm", .what = "[N, C]", .in = {{"X", "[4, 3]"}, BN_VECS("[3]")},
+     .ref = ref_batch_norm, BN_GRAD},
+    {.op = "batch_norm", .what = "[N, C, L], momentum 0.5, epsilon 1e-3",
+     .attrs = "momentum=0.5 epsilon=0.001", .in = {{"X", "[3, 2, 3]"}, BN_VECS("[2]")},
+     .ref = ref_batch_norm, BN_GRAD},
+    {.op = "batch_norm", .what = "MomentumTensor", .attrs = "momentum=0.9",
+     .in = {{"X", "[3, 2, 2]"}, BN_VECS("[2]"),
+            {"MomentumTensor", "[1]", .v = (const double[]){0.25}}},
+     .ref = ref_batch_norm, BN_GRAD},
+    /* The running statistics: is_test, use_global_stats (NHWC too); trainable_statistics
+     * brings the batch's back at test time. */
+    {.op = "batch_norm", .what = "is_test", .attrs = "is_test=true",
+     .in = {{"X", "[2, 3, 2, 2]"}, BN_VECS("[3]")}, .ref = ref_batch_norm, BN_GRAD},
+    {.op = "batch_norm", .what = "use_global_stats NHWC",
+     .attrs = "use_global_stats=true data_layout=NHWC",
+     .in = {{"X", "[2, 3, 2]"}, BN_VECS("[2]")}, .ref = ref_batch_norm, BN_GRAD},
+    {.op = "batch_norm", .what = "is_test, trainable_statistics",
+     .attrs = "is_test=true trainable_statistics=true",
+     .in = {{"X", "[3, 2, 2]"}, BN_VECS("[2]")}, .ref = ref_batch_norm, BN_GRAD},
+
+    /* layer_norm: begin_norm_axis 1 and 2, Scale and Bias each optional. */
+    {.op = "layer_norm", .in = {{"X", "[3, 4]"}, {"Scale", "[4]"}, {"Bias", "[4]"}},
+     .ref = ref_layer_norm},
+    {.op = "layer_norm", .what = "begin_norm_axis 2", .attrs = "begin_norm_axis=2",
+     .in = {{"X", "[2, 3, 4]"}, {"Scale", "[4]"}, {"Bias", "[4]"}}, .ref = ref_layer_norm},
+    {.op = "layer_norm", .what = "begin_norm_axis 1 of 3 dims",
+     .in = {{"X", "[2, 2, 3]"}, {"Scale", "[6]"}, {"Bias", "[6]"}}, .ref = ref_layer_norm},
+    {.op = "layer_norm", .what = "no Scale, no Bias", .in = {{"X", "[2, 5]"}},
+     .ref = ref_layer_norm},
+    {.op = "layer_norm", .what = "Scale only, epsilon 1e-3", .attrs = "epsilon=0.001",
+     .in = {{"X", "[3, 4]"}, {"Scale", "[4]"}}, .ref = ref_layer_norm},
+    {.op = "layer_norm", .what = "Bias only", .attrs = "begin_norm_axis=2",
+     .in = {{"X", "[2, 2, 3]"}, {"Bias", "[3]"}}, .ref = ref_layer_norm},
     {0},
 };
