@@ -1,8 +1,115 @@
-/* optest_rnn_fused.c -- the op-test table's rows of vm/ops/rnn_fused.c (optest.h). */
+/* optest_rnn_fused.c -- the op-test table's rows of vm/ops/rnn_fused.c (optest.h): fused_lstm and
+ * fused_gru, pdlang's gated recurrences over a batch of sequences of different lengths (one of
+ * them empty), forwards and reversed, with initial states per sequence, shared by all, or
+ * absent. The reference runs each sequence on its own from the equations of vm/oplist.h: Input
+ * holds each row's input projection (the gates' columns side by side), the recurrent product is
+ * h Weight (a row times [H, G H]). */
 #include "config.h"
+
+#include <math.h>
+#include <string.h>
 
 #include "tests/vm/ops/optest.h"
 
+enum { MAX_H = 8 };
+
+static double sigm(double v) { return 1 / (1 + exp(-v)); }
+
+/* Initial state j of sequence s: the slot's row s ([sequences, H]), its one row ([H]), or 0. */
+static double init_state(const ot_val *v, int64_t s, int64_t j, int64_t H) {
+  if (!v) return 0;
+  return v->nd == 1 ? v->v[j] : v->v[s * H + j];
+}
+
+/* Per step of a sequence (from its last row back with is_reverse), with x the row of Input and
+ * p = h Weight (+ Bias for the GRU):
+ *   LSTM  i, f, g, o = s(x_i + p_i), s(x_f + p_f), tanh(x_g + p_g), s(x_o + p_o);
+ *         c' = f c + i g, h' = o tanh(c'); BatchGate keeps i, f, g, o.
+ *   GRU   r, z = s(x_r + p_r), s(x_z + p_z); n = tanh(x_n + r p_n); h' = (1 - z) n + z h;
+ *         BatchGate keeps r, z, n, p_n.
+ * Hidden (and Cell) [T, H] hold each row's new state, in Input's row order. */
+static void ref_fused(ot_ref *r) {
+  bool lstm = !strcmp(ot_op(r), "fused_lstm");
+  const ot_val *x = ot_in(r, "Input"), *w = ot_in(r, "Weight"), *b = ot_in(r, "Bias");
+  const ot_val *h0 = ot_in(r, "H0"), *c0 = ot_in(r, "C0");
+  int64_t H = w->dims[0], G = (lstm ? 4 : 3) * H, T = x->dims[0];
+  int64_t dh[2] = {T, H}, dg[2] = {T, 4 * H};
+  double *hid = ot_out(r, "Hidden", 2, dh), *cell = lstm ? ot_out(r, "Cell", 2, dh) : NULL;
+  double *gate = ot_out(r, "BatchGate", 2, dg);
+  bool rev = ot_bool(r, "is_reverse");
+  for (int s = 0; s + 1 < x->nlod; s++) {
+    int64_t len = x->lod[s + 1] - x->lod[s];
+    double h[MAX_H], c[MAX_H], p[4 * MAX_H];
+    for (int64_t j = 0; j < H; j++) {
+      h[j] = init_state(h0, s, j, H);
+      c[j] = init_state(c0, s, j, H);
+    }
+    for (int64_t k = 0; k < len; k++) {
+      int64_t row = x->lod[s] + (rev ? len - 1 - k : k);
+      const double *xr = x->v + row * G;
+      double *gr = gate + row * 4 * H;
+      for (int64_t q = 0; q < G; q++) {
+        p[q] = b ? b->v[q] : 0;
+        for (int64_t i = 0; i < H; i++) p[q] += h[i] * w->v[i * G + q];
+      }
+      for (int64_t j = 0; j < H; j++) {
+        if (lstm) {
+          gr[j] = sigm(xr[j] + p[j]);
+          gr[H + j] = sigm(xr[H + j] + p[H + j]);
+          gr[2 * H + j] = tanh(xr[2 * H + j] + p[2 * H + j]);
+          gr[3 * H + j] = sigm(xr[3 * H + j] + p[3 * H + j]);
+          c[j] = gr[H + j] * c[j] + gr[j] * gr[2 * H + j];
+          cell[row * H + j] = c[j];
+          hid[row * H + j] = gr[3 * H + j] * tanh(c[j]);
+        } else {
+          gr[j] = sigm(xr[j] + p[j]);
+          gr[H + j] = sigm(xr[H + j] + p[H + j]);
+          gr[2 * H + j] = tanh(xr[2 * H + j] + gr[j] * p[2 * H + j]);
+          gr[3 * H + j] = p[2 * H + j];
+          hid[row * H + j] = (1 - gr[H + j]) * gr[2 * H + j] + gr[H + j] * h[j];
+        }
+      }
+      for (int64_t j = 0; j < H; j++) h[j] = hid[row * H + j];
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- the rows */
+
+/* Hidden 3; four sequences of 2, 0, 3 and 1 rows (six rows), or one of four. */
+#define SEQS .lod = (const int64_t[]){0, 2, 2, 5, 6}, .nlod = 5
+#define ONE_SEQ .lod = (const int64_t[]){0, 4}, .nlod = 2
+/* Inputs in [-1.5, 1.5): the gates neither saturate nor stay linear. */
+#define INPUT(shape, lod) {"Input", shape, .lo = -1.5, .hi = 1.5, lod}
+
 const ot_row ot_rows_rnn_fused[] = {
+    {.op = "fused_lstm", .what = "H0 and C0 per sequence",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 3]"}, {"C0", "[4, 3]"}, {"Weight", "[3, 12]"}},
+     .loss = "Hidden Cell", .ref = ref_fused},
+    {.op = "fused_lstm", .what = "no initial states",
+     .in = {INPUT("[6, 12]", SEQS), {"Weight", "[3, 12]"}}, .loss = "Hidden Cell",
+     .ref = ref_fused},
+    {.op = "fused_lstm", .what = "is_reverse, shared H0 and C0", .attrs = "is_reverse=true",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[3]"}, {"C0", "[3]"}, {"Weight", "[3, 12]"}},
+     .loss = "Hidden Cell", .ref = ref_fused},
+    {.op = "fused_lstm", .what = "one sequence, reversed, H0 only", .attrs = "is_reverse=true",
+     .in = {INPUT("[4, 8]", ONE_SEQ), {"H0", "[1, 2]"}, {"Weight", "[2, 8]"}},
+     .loss = "Hidden Cell", .ref = ref_fused},
+    /* Hidden alone weighs the last step's cell only through the output gate. */
+    {.op = "fused_lstm", .what = "through Hidden only",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 3]"}, {"C0", "[4, 3]"}, {"Weight", "[3, 12]"}},
+     .ref = ref_fused},
+
+    {.op = "fused_gru", .what = "H0 per sequence",
+     .in = {INPUT("[6, 9]", SEQS), {"H0", "[4, 3]"}, {"Weight", "[3, 9]"}, {"Bias", "[9]"}},
+     .ref = ref_fused},
+    {.op = "fused_gru", .what = "no H0",
+     .in = {INPUT("[6, 9]", SEQS), {"Weight", "[3, 9]"}, {"Bias", "[9]"}}, .ref = ref_fused},
+    {.op = "fused_gru", .what = "is_reverse, shared H0", .attrs = "is_reverse=true",
+     .in = {INPUT("[6, 9]", SEQS), {"H0", "[3]"}, {"Weight", "[3, 9]"}, {"Bias", "[9]"}},
+     .ref = ref_fused},
+    {.op = "fused_gru", .what = "one sequence, reversed", .attrs = "is_reverse=true",
+     .in = {INPUT("[4, 6]", ONE_SEQ), {"H0", "[1, 2]"}, {"Weight", "[2, 6]"}, {"Bias", "[6]"}},
+     .ref = ref_fused},
     {0},
 };
