@@ -44,7 +44,7 @@
  * gradient check); the others are fixed. */
 typedef enum ot_type { OT_F = 0, OT_I64, OT_I32, OT_BOOL, OT_F32 } ot_type;
 
-enum { OT_MAX_IN = 12, OT_MAX_DIMS = 9 };
+enum { OT_MAX_IN = 20, OT_MAX_DIMS = 9 };
 
 typedef struct ot_input {
   const char *slot;       /* the op's input slot ("X"); NULL ends the list */

@@ -107,11 +107,14 @@ static void ref_rnn(ot_ref *r) {
 #define STATE(cells, n) {"PreState", "[" cells ", " n ", 2]"}
 #define WCELL(gh, in) {"WeightList", "[" gh ", " in "]"}, {"WeightList", "[" gh ", 2]"}
 #define BCELL(gh) {"WeightList", "[" gh "]"}, {"WeightList", "[" gh "]"}
-/* One layer, one direction; two layers; one layer both ways. Two layers both ways take 16
- * WeightList tensors, more inputs than a row holds (OT_MAX_IN 12). */
+/* One layer, one direction; two layers; one layer both ways; two layers both ways (the second
+ * layer reads both directions' hidden states: 4 columns). */
 #define W_1(gh) WCELL(gh, "3"), BCELL(gh)
 #define W_2L(gh) WCELL(gh, "3"), WCELL(gh, "2"), BCELL(gh), BCELL(gh)
 #define W_BI(gh) WCELL(gh, "3"), WCELL(gh, "3"), BCELL(gh), BCELL(gh)
+#define W_2BI(gh)                                                                             \
+  WCELL(gh, "3"), WCELL(gh, "3"), WCELL(gh, "4"), WCELL(gh, "4"), BCELL(gh), BCELL(gh),       \
+      BCELL(gh), BCELL(gh)
 /* Lengths 1 and 3 of T 3 (the longer second); 2, 0 and 3. */
 #define LEN_2 {"SequenceLength", "[2]", OT_I32, .v = (const double[]){1, 3}}
 #define LEN_3 {"SequenceLength", "[3]", OT_I32, .v = (const double[]){2, 0, 3}}
@@ -134,6 +137,10 @@ const ot_row ot_rows_rnn[] = {
      .attrs = RNN_ATTRS("LSTM", "num_layers=2"),
      .in = {X_IN("3"), STATE("2", "3"), STATE("2", "3"), W_2L("8"), LEN_3}, LSTM_OUTS,
      .ref = ref_rnn},
+    {.op = "rnn", .what = "LSTM, two layers, bidirectional, lengths",
+     .attrs = RNN_ATTRS("LSTM", "num_layers=2 is_bidirec=true"),
+     .in = {X_IN("2"), STATE("4", "2"), STATE("4", "2"), W_2BI("8"), LEN_2}, LSTM_OUTS,
+     .ref = ref_rnn},
 
     {.op = "rnn", .what = "GRU", .attrs = RNN_ATTRS("GRU", ""),
      .in = {X_IN("2"), STATE("1", "2"), W_1("6")}, OUTS, .ref = ref_rnn},
@@ -145,6 +152,9 @@ const ot_row ot_rows_rnn[] = {
     {.op = "rnn", .what = "GRU, two layers, lengths with 0",
      .attrs = RNN_ATTRS("GRU", "num_layers=2"),
      .in = {X_IN("3"), STATE("2", "3"), W_2L("6"), LEN_3}, OUTS, .ref = ref_rnn},
+    {.op = "rnn", .what = "GRU, two layers, bidirectional, lengths with 0",
+     .attrs = RNN_ATTRS("GRU", "num_layers=2 is_bidirec=true"),
+     .in = {X_IN("3"), STATE("4", "3"), W_2BI("6"), LEN_3}, OUTS, .ref = ref_rnn},
 
     {.op = "rnn", .what = "RNN_TANH", .attrs = RNN_ATTRS("RNN_TANH", ""),
      .in = {X_IN("2"), STATE("1", "2"), W_1("2")}, OUTS, .ref = ref_rnn},
@@ -154,6 +164,9 @@ const ot_row ot_rows_rnn[] = {
     {.op = "rnn", .what = "RNN_TANH, bidirectional, lengths with 0",
      .attrs = RNN_ATTRS("RNN_TANH", "is_bidirec=true"),
      .in = {X_IN("3"), STATE("2", "3"), W_BI("2"), LEN_3}, OUTS, .ref = ref_rnn},
+    {.op = "rnn", .what = "RNN_TANH, two layers, bidirectional",
+     .attrs = RNN_ATTRS("RNN_TANH", "num_layers=2 is_bidirec=true"),
+     .in = {X_IN("2"), STATE("4", "2"), W_2BI("2")}, OUTS, .ref = ref_rnn},
 
     /* relu: the pre-activations are random, none within the check's step of 0. */
     {.op = "rnn", .what = "RNN_RELU", .attrs = RNN_ATTRS("RNN_RELU", ""),

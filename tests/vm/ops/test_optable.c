@@ -151,7 +151,8 @@ static bool to_val(const pd_tensor *t, ot_val *v) {
       case PD_FP64: v->v[i] = PD_TENSOR_F64(t)[i]; break;
       case PD_INT32: v->v[i] = PD_TENSOR_I32(t)[i]; break;
       case PD_INT64: v->v[i] = (double)PD_TENSOR_I64(t)[i]; break;
-      case PD_BOOL: v->v[i] = PD_TENSOR_BOOL(t)[i]; break;
+      case PD_BOOL:
+      case PD_UINT8: v->v[i] = PD_TENSOR_BOOL(t)[i]; break;
       default: val_free(v); return false;
     }
   if (t->nlod > 0) {
@@ -169,7 +170,8 @@ static void var_name(char *buf, size_t n, const char *slot, int k, bool output) 
   if (k > 0) snprintf(buf + strlen(buf), n - strlen(buf), "_%d", k);
 }
 
-/* Deterministic values in [0, 1) for a row and an input (an LCG seeded by their names). */
+/* Deterministic values in [0, 1): an LCG seeded by the row and the input (their names,
+ * attributes and shape: a row's inputs do not change when other rows come or go). */
 static double uniform01(uint64_t *s) {
   *s = *s * 6364136223846793005ull + 1442695040888963407ull;
   return (double)(*s >> 11) / 9007199254740992.0;
@@ -276,7 +278,7 @@ static int out_slots(const ot_row *row, char names[][64], int *counts, int cap) 
 
 /* Build the row's op in r (inputs valued, attributes set) for a pass in dtype fdt; the
  * reference's view of the inputs goes to f. */
-static void build(const ot_row *row, int rowno, rt *r, pd_dtype fdt, ot_ref *f) {
+static void build(const ot_row *row, rt *r, pd_dtype fdt, ot_ref *f) {
   rt_init(r);
   r->seed = row->seed;
   memset(f, 0, sizeof *f);
@@ -302,8 +304,9 @@ static void build(const ot_row *row, int rowno, rt *r, pd_dtype fdt, ot_ref *f) 
     for (int d = 0; d < nd; d++) nv->val.dims[d] = dims[d];
     nv->val.n = n;
     if (!(nv->val.v = calloc((size_t)n + 1, sizeof(double)))) bail("out of memory");
-    char key[256];
-    snprintf(key, sizeof key, "%d/%s/%s/%d", rowno, row->op, in->slot, k);
+    char key[512];
+    snprintf(key, sizeof key, "%s/%s/%s/%s/%d/%s", row->op, row->what ? row->what : "",
+             row->attrs ? row->attrs : "", in->slot, k, in->shape);
     uint64_t s = pd_hash_bytes(key, strlen(key));
     double lo = in->lo, hi = in->hi;
     if (lo == 0 && hi == 0) lo = -1, hi = 1;
@@ -404,13 +407,13 @@ typedef struct coverage {
 static bool gpu_open;
 
 /* The forward pass of a row in one dtype against its reference (or check). */
-static void check_values(const ot_row *row, int rowno, pd_dtype fdt) {
+static void check_values(const ot_row *row, pd_dtype fdt) {
   char lab[160];
   label(row, lab, sizeof lab);
   const char *dn = fdt == PD_FP64 ? "fp64" : "fp32";
   rt r;
   ot_ref f;
-  build(row, rowno, &r, fdt, &f);
+  build(row, &r, fdt, &f);
   pd_status st = rt_run(&r);
   if (!ok(st == PD_OK, "%s %s: runs", lab, dn)) {
     printf("#   %s\n", r.f.err.msg ? r.f.err.msg : pd_status_str(st));
@@ -494,7 +497,7 @@ static void loss_of(const ot_row *row, char *buf, size_t n) {
 }
 
 /* The GPU against the CPU: the outputs (GPU) and the gradients (GPU_GRAD), fp32. */
-static void check_gpu(const ot_row *row, int rowno, const pd_opdef *def) {
+static void check_gpu(const ot_row *row, const pd_opdef *def) {
   char lab[160];
   label(row, lab, sizeof lab);
   bool grad = (def->flags & PD_OPF_GPU_GRAD) && !row->no_grad;
@@ -507,7 +510,7 @@ static void check_gpu(const ot_row *row, int rowno, const pd_opdef *def) {
   pd_status st = PD_OK;
   int gb = -1;
   for (int p = 0; p < 2; p++) {
-    build(row, rowno, &r[p], PD_FP32, &f[p]);
+    build(row, &r[p], PD_FP32, &f[p]);
     r[p].place = p ? PD_K_CUDA : PD_K_HOST;
     if (!st) st = rt_run(&r[p]);
     if (!st && grad) {
@@ -583,7 +586,7 @@ static void check_gpu(const ot_row *row, int rowno, const pd_opdef *def) {
 }
 
 /* The fp64 finite-difference check of the op's gradient. */
-static bool check_grad(const ot_row *row, int rowno) {
+static bool check_grad(const ot_row *row) {
   char lab[160], wrt[256], loss[256];
   label(row, lab, sizeof lab);
   wrt_of(row, wrt, sizeof wrt);
@@ -594,7 +597,7 @@ static bool check_grad(const ot_row *row, int rowno) {
   }
   rt r;
   ot_ref f;
-  build(row, rowno, &r, PD_FP64, &f);
+  build(row, &r, PD_FP64, &f);
   bool pass = grad_check_tol(&r, wrt, loss, row->gtol > 0 ? row->gtol : 1e-6, lab);
   ref_free(&f);
   rt_free(&r);
@@ -676,7 +679,7 @@ done:
   return pass;
 }
 
-static void run_row(const ot_row *row, int rowno, coverage *cov) {
+static void run_row(const ot_row *row, coverage *cov) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", row->covers ? row->covers : row->op);
   for (char *sv = NULL, *t = strtok_r(buf, " ", &sv); t; t = strtok_r(NULL, " ", &sv)) {
@@ -692,10 +695,10 @@ static void run_row(const ot_row *row, int rowno, coverage *cov) {
     return;
   }
   const pd_opdef *def = pd_opdef_lookup(row->op);
-  if (!row->no_fp64) check_values(row, rowno, PD_FP64);
-  check_values(row, rowno, PD_FP32);
-  if (gpu_open && (def->flags & PD_OPF_GPU)) check_gpu(row, rowno, def);
-  if ((def->flags & PD_OPF_DIFF) && !row->no_grad && !row->no_fp64 && check_grad(row, rowno))
+  if (!row->no_fp64) check_values(row, PD_FP64);
+  check_values(row, PD_FP32);
+  if (gpu_open && (def->flags & PD_OPF_GPU)) check_gpu(row, def);
+  if ((def->flags & PD_OPF_DIFF) && !row->no_grad && !row->no_fp64 && check_grad(row))
     cov->fd[def->kind] = true;
 }
 
@@ -722,12 +725,11 @@ int main(int argc, char **argv) {
     pd_error_clear(&err);
   }
   const char *only_op = getenv("OT_OP");
-  int rowno = 0;
   for (size_t i = 0; i < PD_ARRAY_LEN(families); i++) {
     bool chosen = argc < 2;
     for (int a = 1; a < argc; a++) chosen = chosen || strcmp(argv[a], families[i].name) == 0;
-    for (const ot_row *row = families[i].rows; row->op; row++, rowno++)
-      if (chosen && (!only_op || strcmp(only_op, row->op) == 0)) run_row(row, rowno, &cov);
+    for (const ot_row *row = families[i].rows; row->op; row++)
+      if (chosen && (!only_op || strcmp(only_op, row->op) == 0)) run_row(row, &cov);
   }
   if (!gpu_open) tap_skip("the GPU against the CPU: no GPU opens here");
   if (argc < 2 && !only_op) {
