@@ -56,7 +56,8 @@
   X(PD_K_GELU, "gelu", 0) X(PD_K_GELU_TANH, "gelu_tanh", 0) X(PD_K_LEAKY_RELU, "leaky_relu", 1) \
   X(PD_K_ELU, "elu", 1) X(PD_K_SWISH, "swish", 1) X(PD_K_SOFTPLUS, "softplus", 2) \
   X(PD_K_RELU6, "relu6", 1) X(PD_K_HARD_SWISH, "hard_swish", 3) \
-  X(PD_K_LOG_SIGMOID, "log_sigmoid", 0) X(PD_K_SILU, "silu", 0)
+  X(PD_K_LOG_SIGMOID, "log_sigmoid", 0) X(PD_K_SILU, "silu", 0) \
+  X(PD_K_HARD_SIGMOID, "hard_sigmoid", 2)
 
 #define PD_K_ENUM_(e, name) e,
 typedef enum pd_k_binop { PD_K_BINOP_LIST(PD_K_ENUM_) PD_K_BINOP_COUNT_ } pd_k_binop;
@@ -289,6 +290,7 @@ typedef pd_status pd_k_unary_grad_fn(pd_k_unop op, pd_dtype dt, int64_t n, const
  *                                                                          offset}
  *   log_sigmoid log(1 / (1 + e^-x))
  *   silu        x sigmoid(x) (swish with beta 1)
+ *   hard_sigmoid min(max(slope x + offset, 0), 1)                     p = {slope, offset}
  * softplus and log_sigmoid are computed as max(z, 0) + log1p(e^-|z|) (z = beta x, resp. -x),
  * which neither overflows nor loses the small values for large |x|. PD_EINVAL for an unknown op,
  * n < 0, p NULL where the op takes parameters, softplus's beta or hard_swish's scale 0. */
@@ -297,7 +299,8 @@ typedef pd_status pd_k_act_fn(pd_k_act op, pd_dtype dt, int64_t n, const double 
 /* dx[i] = dout[i] * f'(x[i]) for the same f, from x; dx may be dout (not x). At the kinks:
  * leaky_relu and elu take the x <= 0 side at 0; relu6 has slope 1 on (0, threshold) only;
  * hard_swish has (2 x + offset) / scale on (-offset, threshold - offset), 0 below, threshold /
- * scale above; softplus has slope 1 above its threshold. */
+ * scale above; softplus has slope 1 above its threshold; hard_sigmoid has slope where
+ * 0 < slope x + offset < 1, else 0. */
 typedef pd_status pd_k_act_grad_fn(pd_k_act op, pd_dtype dt, int64_t n, const double *p,
                                    const void *x, const void *dout, void *dx);
 /* out = a * x + b (Fluid's scale op with bias_after_scale; for scale * (x + bias) pass

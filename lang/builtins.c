@@ -1094,6 +1094,7 @@ static const builtin builtins[] = {
     FN("gaussian_random", pd_cmp_b_random_fill),
     OP1A("gelu", "gelu", "Out", "approximate"),
     FN("get_variable", b_get_variable),
+    OP1("hard_sigmoid", "hard_sigmoid", "Out"),
     OP1("hard_swish", "hard_swish", "Out"),
     FN("host", pd_cmp_b_record),
     OP2("huber_loss", "huber_loss", "X", "Y", "Out"),

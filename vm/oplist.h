@@ -233,6 +233,7 @@ PD_OP(gelu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE(
       ATTRS(BOOL("approximate", false)))
 PD_COMPARE_(greater_equal, PD_K_GE)
 PD_COMPARE_(greater_than, PD_K_GT)
+PD_ACT_(hard_sigmoid, PD_K_HARD_SIGMOID, FLOAT("slope", 0.2), FLOAT("offset", 0.5))
 PD_ACT_(hard_swish, PD_K_HARD_SWISH, FLOAT("threshold", 6.0), FLOAT("scale", 6.0),
         FLOAT("offset", 3.0))
 PD_OP(huber_loss, DIFF | FP_IN | GPU | GPU_GRAD, huber_loss, IN(ONE("X"), ONE("Y")),

@@ -1,5 +1,5 @@
 /* act.c -- the CPU backend's activations with parameters (act, act_grad: gelu, leaky_relu, elu,
- * swish, softplus, relu6, hard_swish, log_sigmoid; silu as swish): the typed loops come from act_t.h, the fp32
+ * swish, softplus, relu6, hard_swish, log_sigmoid, hard_sigmoid; silu as swish): the typed loops come from act_t.h, the fp32
  * e^x, tanh and logistic function from fastmath.h's vector code. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
@@ -26,7 +26,8 @@ enum { ACT_BLOCK = 256 };
 
 /* Piecewise-linear ones are as cheap as relu; the others call e^x, tanh or libm. */
 static int64_t act_grain(pd_k_act op) {
-  bool linear = op == PD_K_LEAKY_RELU || op == PD_K_RELU6 || op == PD_K_HARD_SWISH;
+  bool linear = op == PD_K_LEAKY_RELU || op == PD_K_RELU6 || op == PD_K_HARD_SWISH ||
+                op == PD_K_HARD_SIGMOID;
   return linear ? PD_KCPU_GRAIN : PD_KCPU_GRAIN_TRANSCENDENTAL;
 }
 

@@ -99,6 +99,12 @@ static void TF(act_range)(void *vjob, int64_t b, int64_t e) {
           o[j] = x[j] * (v < 0 ? (T)0 : v > p0 ? p0 : v) / p1;
         }
         break;
+      case PD_K_HARD_SIGMOID:
+        PD_SIMD for (int64_t j = 0; j < n; j++) {
+          T v = p0 * x[j] + p1;
+          o[j] = v < 0 ? (T)0 : v > 1 ? (T)1 : v;
+        }
+        break;
       case PD_K_LOG_SIGMOID: /* min(x, 0) - log1p(e^-|x|) */
         PD_SIMD for (int64_t j = 0; j < n; j++) t[j] = -fabs(x[j]);
         TF(map_exp)(t, t, n);
@@ -164,6 +170,12 @@ static void TF(act_grad_range)(void *vjob, int64_t b, int64_t e) {
         PD_SIMD for (int64_t j = 0; j < n; j++) {
           T v = x[j] + p2;
           o[j] = TF(sel)(v <= 0, (T)0, d[j] * TF(sel)(v < p0, ((T)2 * x[j] + p2) / p1, p0 / p1));
+        }
+        break;
+      case PD_K_HARD_SIGMOID:
+        PD_SIMD for (int64_t j = 0; j < n; j++) {
+          T v = p0 * x[j] + p1;
+          o[j] = TF(sel)((v > 0) & (v < 1), d[j] * p0, (T)0);
         }
         break;
       case PD_K_LOG_SIGMOID: /* sigmoid(-x) */

@@ -53,6 +53,10 @@ __device__ __forceinline__ T act_fwd(int op, T x, act_params<T> p) {
       T v = x + p.p2;
       return x * (v < 0 ? (T)0 : v > p.p0 ? p.p0 : v) / p.p1;
     }
+    case PD_K_HARD_SIGMOID: {
+      T v = p.p0 * x + p.p1;
+      return v < 0 ? (T)0 : v > 1 ? (T)1 : v;
+    }
     default: /* PD_K_LOG_SIGMOID */
       return (x < 0 ? x : (T)0) - a_log1p(pd_kcu_exp(-a_fabs(x)));
   }
@@ -81,6 +85,10 @@ __device__ __forceinline__ T act_bwd(int op, T x, T d, act_params<T> p) {
     case PD_K_HARD_SWISH: {
       T v = x + p.p2;
       return v <= 0 ? (T)0 : d * (v < p.p0 ? ((T)2 * x + p.p2) / p.p1 : p.p0 / p.p1);
+    }
+    case PD_K_HARD_SIGMOID: {
+      T v = p.p0 * x + p.p1;
+      return v > 0 && v < 1 ? d * p.p0 : (T)0;
     }
     default: /* PD_K_LOG_SIGMOID */
       return d * a_sigmoid(-x);

@@ -1,8 +1,8 @@
 /* optest_activation.c -- the op-test table's rows of vm/ops/activation.c (optest.h): gelu (exact
- * and approximate), elu, hard_swish, leaky_relu, log_sigmoid, relu6, silu, softplus and swish,
- * each at its default attributes and at others. The references are Fluid's formulas in long
- * double, where e^800 does not overflow, so they may be written naively; the ops must give the
- * same without a wider type. */
+ * and approximate), elu, hard_sigmoid, hard_swish, leaky_relu, log_sigmoid, relu6, silu,
+ * softplus and swish, each at its default attributes and at others. The references are Fluid's
+ * formulas in long double, where e^800 does not overflow, so they may be written naively; the
+ * ops must give the same without a wider type. */
 #include "config.h"
 
 #include <math.h>
@@ -30,6 +30,10 @@ static long double act(ot_ref *r, long double x) {
   if (!strcmp(op, "hard_swish")) {
     long double t = ot_float(r, "threshold"), v = x + ot_float(r, "offset");
     return x * (v < 0 ? 0 : v > t ? t : v) / ot_float(r, "scale");
+  }
+  if (!strcmp(op, "hard_sigmoid")) {
+    long double v = ot_float(r, "slope") * x + ot_float(r, "offset");
+    return v < 0 ? 0 : v > 1 ? 1 : v;
   }
   if (!strcmp(op, "silu")) return x / (1 + expl(-x));
   if (!strcmp(op, "swish")) return x / (1 + expl(-ot_float(r, "beta") * x));
@@ -66,6 +70,10 @@ const ot_row ot_rows_activation[] = {
     {.op = "elu", .what = "alpha 0.5", .attrs = "alpha=0.5", .in = {PTS}, .ref = ref_act},
     {.op = "elu", .what = "alpha 2.5", .attrs = "alpha=2.5",
      .in = {{"X", "[2, 5]", .lo = -3, .hi = 3}}, .ref = ref_act},
+    /* hard_sigmoid's kinks: -2.5 and 2.5 by default, -3 and 3 at paddle.nn's slope 1/6. */
+    {.op = "hard_sigmoid", .in = {PTS}, .ref = ref_act},
+    {.op = "hard_sigmoid", .what = "slope 1/6", .attrs = "slope=0.1666667", .in = {PTS},
+     .ref = ref_act},
     {.op = "hard_swish", .in = {PTS}, .ref = ref_act},
     {.op = "hard_swish", .what = "threshold 4 scale 5 offset 1",
      .attrs = "threshold=4 scale=5 offset=1", .in = {PTS}, .ref = ref_act},
