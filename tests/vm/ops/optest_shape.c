@@ -1,8 +1,278 @@
-/* optest_shape.c -- the op-test table's rows of vm/ops/shape.c (optest.h). */
+/* optest_shape.c -- the op-test table's rows of vm/ops/shape.c (optest.h): concat, split and
+ * stack (axes, negative axes, the AxisTensor and SectionsTensorList inputs, several Out vars),
+ * transpose2, and the reshapes reshape2 (0 and -1, the Shape and ShapeTensor inputs),
+ * flatten_contiguous_range, squeeze2 and unsqueeze2. The references are the definitions in
+ * double: the joins and cuts view their tensors as [pre, axis, post] blocks; a reshape keeps
+ * X's elements in order, and its XShape is [0] followed by X's dims (it holds no elements; only
+ * its dims say anything). The gradient check weighs Out (or stack's Y) alone. */
 #include "config.h"
+
+#include <string.h>
 
 #include "tests/vm/ops/optest.h"
 
+/* The product of dims [from, to). */
+static int64_t prod(const int64_t *dims, int from, int to) {
+  int64_t p = 1;
+  for (int d = from; d < to; d++) p *= dims[d];
+  return p;
+}
+
+/* The axis of concat and split: the AxisTensor's value when given, else the attribute;
+ * negative counts from the end of rank nd. */
+static int axis_of(ot_ref *r, int nd) {
+  const ot_val *at = ot_in(r, "AxisTensor");
+  int64_t a = at ? (int64_t)at->v[0] : ot_int(r, "axis");
+  return (int)(a < 0 ? a + nd : a);
+}
+
+/* ---------------------------------------------------------------- joins and cuts */
+
+/* concat: the X joined along the axis; over [pre, len_k, post] views, each block of Out's is
+ * X[0]'s block p, then X[1]'s, ... */
+static void ref_concat(ot_ref *r) {
+  const ot_val *x0 = ot_in(r, "X");
+  int n = ot_nin(r, "X"), nd = x0->nd, axis = axis_of(r, nd);
+  int64_t od[OT_MAX_DIMS];
+  memcpy(od, x0->dims, sizeof od);
+  od[axis] = 0;
+  for (int k = 0; k < n; k++) od[axis] += ot_in_at(r, "X", k)->dims[axis];
+  double *o = ot_out(r, "Out", nd, od);
+  int64_t pre = prod(od, 0, axis), post = prod(od, axis + 1, nd);
+  for (int64_t p = 0; p < pre; p++)
+    for (int k = 0; k < n; k++) {
+      const ot_val *x = ot_in_at(r, "X", k);
+      int64_t len = x->dims[axis] * post;
+      memcpy(o, x->v + p * len, sizeof(double) * (size_t)len);
+      o += len;
+    }
+}
+
+/* split: X cut along the axis into num equal parts, or into parts of the sizes in sections
+ * (the SectionsTensorList's values when given), where one -1 takes what the others leave. */
+static void ref_split(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X");
+  int nd = x->nd, axis = axis_of(r, nd), nout;
+  int64_t sizes[16], dim = x->dims[axis], num = ot_int(r, "num");
+  if (ot_nin(r, "SectionsTensorList") > 0) {
+    nout = ot_nin(r, "SectionsTensorList");
+    for (int k = 0; k < nout; k++) sizes[k] = (int64_t)ot_in_at(r, "SectionsTensorList", k)->v[0];
+  } else if (num > 0) {
+    nout = (int)num;
+    for (int k = 0; k < nout; k++) sizes[k] = dim / num;
+  } else {
+    nout = ot_ints(r, "sections", sizes, 16);
+  }
+  int64_t rest = dim;
+  for (int k = 0; k < nout; k++) rest -= sizes[k] == -1 ? 0 : sizes[k];
+  for (int k = 0; k < nout; k++) sizes[k] = sizes[k] == -1 ? rest : sizes[k];
+  int64_t pre = prod(x->dims, 0, axis), post = prod(x->dims, axis + 1, nd), off = 0;
+  for (int k = 0; k < nout; k++) {
+    int64_t od[OT_MAX_DIMS];
+    memcpy(od, x->dims, sizeof od);
+    od[axis] = sizes[k];
+    double *o = ot_out_at(r, "Out", k, nd, od);
+    for (int64_t p = 0; p < pre; p++)
+      memcpy(o + p * sizes[k] * post, x->v + (p * dim + off) * post,
+             sizeof(double) * (size_t)(sizes[k] * post));
+    off += sizes[k];
+  }
+}
+
+/* stack: the n X (one shape) joined along a new axis of size n (-(rank + 1)..rank): Y viewed
+ * as [pre, n, post] holds X[k]'s block p at (p, k). */
+static void ref_stack(ot_ref *r) {
+  const ot_val *x0 = ot_in(r, "X");
+  int n = ot_nin(r, "X"), nd = x0->nd;
+  int64_t a = ot_int(r, "axis"), od[OT_MAX_DIMS];
+  int axis = (int)(a < 0 ? a + nd + 1 : a);
+  for (int d = 0, j = 0; d <= nd; d++) od[d] = d == axis ? n : x0->dims[j++];
+  double *y = ot_out(r, "Y", nd + 1, od);
+  int64_t pre = prod(x0->dims, 0, axis), post = prod(x0->dims, axis, nd);
+  for (int64_t p = 0; p < pre; p++)
+    for (int k = 0; k < n; k++)
+      memcpy(y + (p * n + k) * post, ot_in_at(r, "X", k)->v + p * post,
+             sizeof(double) * (size_t)post);
+}
+
+/* ---------------------------------------------------------------- transpose2, reshapes */
+
+/* XShape: [0] then X's dims, no elements. */
+static void out_xshape(ot_ref *r, const ot_val *x) {
+  int64_t xs[OT_MAX_DIMS + 1] = {0};
+  memcpy(xs + 1, x->dims, sizeof(int64_t) * (size_t)x->nd);
+  ot_out(r, "XShape", x->nd + 1, xs);
+}
+
+/* transpose2: Out's dim i is X's dim axis[i]; Out's element at c is X's at x_c with
+ * x_c[axis[i]] = c[i]. */
+static void ref_transpose2(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X");
+  int nd = x->nd;
+  int64_t perm[OT_MAX_DIMS], od[OT_MAX_DIMS], xstr[OT_MAX_DIMS];
+  ot_ints(r, "axis", perm, OT_MAX_DIMS);
+  for (int d = nd - 1; d >= 0; d--) xstr[d] = d == nd - 1 ? 1 : xstr[d + 1] * x->dims[d + 1];
+  for (int i = 0; i < nd; i++) od[i] = x->dims[perm[i]];
+  double *o = ot_out(r, "Out", nd, od);
+  for (int64_t i = 0; i < x->n; i++) {
+    int64_t rest = i, xi = 0;
+    for (int d = nd - 1; d >= 0; d--) {
+      xi += rest % od[d] * xstr[perm[d]];
+      rest /= od[d];
+    }
+    o[i] = x->v[xi];
+  }
+  out_xshape(r, x);
+}
+
+/* Out's dims of the reshape ops for X (returns the rank):
+ *   reshape2: the ShapeTensor values (one var per dim), else Shape's, else the attribute;
+ *             0 copies X's dim at that place, one -1 takes the elements left;
+ *   flatten_contiguous_range: dims start_axis..stop_axis (negative: from the end) become one;
+ *   squeeze2: X's dims without the axes listed (each of size 1), or without every 1;
+ *   unsqueeze2: a 1 inserted at each of axes in turn, against the rank so far (negative: from
+ *             the end of the dims so far plus one). */
+static int reshaped_dims(ot_ref *r, const ot_val *x, int64_t *od) {
+  const char *op = ot_op(r);
+  int64_t a[OT_MAX_DIMS];
+  int nx = x->nd, n = 0;
+  if (strcmp(op, "reshape2") == 0) {
+    const ot_val *sh = ot_in(r, "Shape");
+    if (ot_nin(r, "ShapeTensor") > 0) {
+      n = ot_nin(r, "ShapeTensor");
+      for (int i = 0; i < n; i++) od[i] = (int64_t)ot_in_at(r, "ShapeTensor", i)->v[0];
+    } else if (sh) {
+      n = (int)sh->n;
+      for (int i = 0; i < n; i++) od[i] = (int64_t)sh->v[i];
+    } else {
+      n = ot_ints(r, "shape", od, OT_MAX_DIMS);
+    }
+    int64_t known = 1;
+    for (int i = 0; i < n; i++) {
+      if (od[i] == 0) od[i] = x->dims[i];
+      if (od[i] != -1) known *= od[i];
+    }
+    for (int i = 0; i < n; i++)
+      if (od[i] == -1) od[i] = x->n / known;
+  } else if (strcmp(op, "flatten_contiguous_range") == 0) {
+    int start = (int)ot_int(r, "start_axis"), stop = (int)ot_int(r, "stop_axis");
+    start += start < 0 ? nx : 0;
+    stop += stop < 0 ? nx : 0;
+    for (int d = 0; d < start; d++) od[n++] = x->dims[d];
+    od[n++] = prod(x->dims, start, stop + 1);
+    for (int d = stop + 1; d < nx; d++) od[n++] = x->dims[d];
+  } else if (strcmp(op, "squeeze2") == 0) {
+    int na = ot_ints(r, "axes", a, OT_MAX_DIMS);
+    for (int d = 0; d < nx; d++) {
+      bool drop = na == 0 && x->dims[d] == 1;
+      for (int i = 0; i < na; i++) drop = drop || (a[i] < 0 ? a[i] + nx : a[i]) == d;
+      if (!drop) od[n++] = x->dims[d];
+    }
+  } else {
+    int na = ot_ints(r, "axes", a, OT_MAX_DIMS);
+    n = nx;
+    memcpy(od, x->dims, sizeof(int64_t) * (size_t)nx);
+    for (int i = 0; i < na; i++, n++) {
+      int64_t at = a[i] < 0 ? a[i] + n + 1 : a[i];
+      memmove(od + at + 1, od + at, sizeof(int64_t) * (size_t)(n - at));
+      od[at] = 1;
+    }
+  }
+  return n;
+}
+
+/* The reshapes: Out holds X's elements in order, in the new dims. */
+static void ref_reshaped(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X");
+  int64_t od[OT_MAX_DIMS];
+  int nd = reshaped_dims(r, x, od);
+  double *o = ot_out(r, "Out", nd, od);
+  memcpy(o, x->v, sizeof(double) * (size_t)x->n);
+  out_xshape(r, x);
+}
+
+/* ---------------------------------------------------------------- the rows */
+
+/* One-element integer inputs: an axis, a dim, a section size. */
+#define I32_1(val) "[1]", OT_I32, .v = (const double[]) { val }
+#define I64_1(val) "[1]", OT_I64, .v = (const double[]) { val }
+
 const ot_row ot_rows_shape[] = {
+    /* concat: along axis 0 (the default), a middle axis, -1; the AxisTensor over the
+     * attribute. The gradient of every X is checked. */
+    {.op = "concat", .in = {{"X", "[2, 3]"}, {"X", "[1, 3]"}, {"X", "[3, 3]"}}, .ref = ref_concat},
+    {.op = "concat", .what = "axis 1", .attrs = "axis=1",
+     .in = {{"X", "[2, 1, 3]"}, {"X", "[2, 4, 3]"}}, .ref = ref_concat},
+    {.op = "concat", .what = "axis -1", .attrs = "axis=-1",
+     .in = {{"X", "[2, 2]"}, {"X", "[2, 3]"}, {"X", "[2, 1]"}}, .ref = ref_concat},
+    {.op = "concat", .what = "AxisTensor", .attrs = "axis=0",
+     .in = {{"X", "[3, 2]"}, {"X", "[3, 4]"}, {"AxisTensor", I32_1(1)}}, .ref = ref_concat},
+    {.op = "concat", .what = "int64",
+     .in = {{"X", "[2]", OT_I64, -9, 9}, {"X", "[3]", OT_I64, -9, 9}}, .ref = ref_concat,
+     .no_grad = true},
+
+    /* split: num equal parts; sections with a -1; the AxisTensor; the SectionsTensorList over
+     * the attribute. The gradient weighs every Out var. */
+    {.op = "split", .what = "num 3, axis 1", .attrs = "num=3 axis=1", .in = {{"X", "[2, 6]"}},
+     .outs = "Out:3", .ref = ref_split},
+    {.op = "split", .what = "sections with -1", .attrs = "sections=[2, -1, 1]",
+     .in = {{"X", "[6, 2]"}}, .outs = "Out:3", .ref = ref_split},
+    {.op = "split", .what = "axis -1", .attrs = "sections=[1, 3] axis=-1",
+     .in = {{"X", "[2, 2, 4]"}}, .outs = "Out:2", .ref = ref_split},
+    {.op = "split", .what = "AxisTensor", .attrs = "num=2 axis=0",
+     .in = {{"X", "[3, 4]"}, {"AxisTensor", I64_1(1)}}, .outs = "Out:2", .ref = ref_split},
+    {.op = "split", .what = "SectionsTensorList", .attrs = "sections=[1, 1] axis=1",
+     .in = {{"X", "[2, 5]"}, {"SectionsTensorList", I32_1(3)}, {"SectionsTensorList", I32_1(-1)}},
+     .outs = "Out:2", .ref = ref_split},
+
+    /* stack: a new first, middle and last axis (-1). */
+    {.op = "stack", .in = {{"X", "[2, 3]"}, {"X", "[2, 3]"}, {"X", "[2, 3]"}}, .ref = ref_stack},
+    {.op = "stack", .what = "axis 1", .attrs = "axis=1",
+     .in = {{"X", "[2, 3]"}, {"X", "[2, 3]"}}, .ref = ref_stack},
+    {.op = "stack", .what = "axis -1", .attrs = "axis=-1",
+     .in = {{"X", "[3, 2]"}, {"X", "[3, 2]"}, {"X", "[3, 2]"}}, .ref = ref_stack},
+
+    /* transpose2: a matrix, a rotation of three dims, four dims. */
+    {.op = "transpose2", .attrs = "axis=[1, 0]", .in = {{"X", "[3, 4]"}}, .ref = ref_transpose2},
+    {.op = "transpose2", .what = "rank 3", .attrs = "axis=[2, 0, 1]", .in = {{"X", "[2, 3, 4]"}},
+     .ref = ref_transpose2},
+    {.op = "transpose2", .what = "rank 4", .attrs = "axis=[0, 2, 3, 1]",
+     .in = {{"X", "[2, 3, 2, 2]"}}, .ref = ref_transpose2},
+
+    /* reshape2: 0 and -1 in the attribute; the Shape input; the ShapeTensor list (it wins
+     * over the attribute). */
+    {.op = "reshape2", .what = "0 and -1", .attrs = "shape=[0, -1]", .in = {{"X", "[2, 3, 4]"}},
+     .ref = ref_reshaped},
+    {.op = "reshape2", .what = "more dims", .attrs = "shape=[3, -1, 2, 1]",
+     .in = {{"X", "[4, 3]"}}, .ref = ref_reshaped},
+    {.op = "reshape2", .what = "Shape", .attrs = "shape=[24]",
+     .in = {{"X", "[2, 3, 4]"}, {"Shape", "[3]", OT_I32, .v = (const double[]){4, 0, -1}}},
+     .ref = ref_reshaped},
+    {.op = "reshape2", .what = "ShapeTensor", .attrs = "shape=[6, 2]",
+     .in = {{"X", "[2, 6]"}, {"ShapeTensor", I64_1(4)}, {"ShapeTensor", I64_1(3)}},
+     .ref = ref_reshaped},
+    {.op = "reshape2", .what = "int64", .attrs = "shape=[-1]",
+     .in = {{"X", "[2, 3]", OT_I64, -9, 9}}, .ref = ref_reshaped, .no_grad = true},
+
+    /* flatten_contiguous_range: the default (dim 1 alone: no change), a middle range, all. */
+    {.op = "flatten_contiguous_range", .what = "default axes", .in = {{"X", "[2, 3, 4]"}},
+     .ref = ref_reshaped},
+    {.op = "flatten_contiguous_range", .what = "axes 1 to 2", .attrs = "start_axis=1 stop_axis=2",
+     .in = {{"X", "[2, 3, 2, 2]"}}, .ref = ref_reshaped},
+    {.op = "flatten_contiguous_range", .what = "axes 0 to -1",
+     .attrs = "start_axis=0 stop_axis=-1", .in = {{"X", "[2, 3, 4]"}}, .ref = ref_reshaped},
+
+    /* squeeze2: listed axes (one negative), and every size-1 dim. */
+    {.op = "squeeze2", .what = "axes", .attrs = "axes=[1, -1]", .in = {{"X", "[3, 1, 4, 1]"}},
+     .ref = ref_reshaped},
+    {.op = "squeeze2", .what = "every 1", .in = {{"X", "[1, 3, 1, 2]"}}, .ref = ref_reshaped},
+    {.op = "squeeze2", .what = "a 1 left", .attrs = "axes=[0]", .in = {{"X", "[1, 4, 1]"}},
+     .ref = ref_reshaped},
+
+    /* unsqueeze2: axes in turn ([0, -1] on [3, 4] is [1, 3, 4, 1]); a repeated axis. */
+    {.op = "unsqueeze2", .what = "first and last", .attrs = "axes=[0, -1]",
+     .in = {{"X", "[3, 4]"}}, .ref = ref_reshaped},
+    {.op = "unsqueeze2", .what = "in turn", .attrs = "axes=[1, 1, 4]", .in = {{"X", "[2, 3]"}},
+     .ref = ref_reshaped},
     {0},
 };
