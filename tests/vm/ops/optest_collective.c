@@ -15,6 +15,14 @@ static void ref_one_rank(ot_ref *r) {
   memcpy(ot_out_like(r, "Out", x), x->v, sizeof(double) * (size_t)x->n);
 }
 
+/* c_sync_comm_stream in place (Out is X, as Fluid's programs bind it): each Out[i] is X[i]. */
+static void ref_sync(ot_ref *r) {
+  for (int i = 0; i < ot_nin(r, "X"); i++) {
+    const ot_val *x = ot_in_at(r, "X", i);
+    memcpy(ot_out_at(r, "Out", i, x->nd, x->dims), x->v, sizeof(double) * (size_t)x->n);
+  }
+}
+
 /* c_sync_comm_stream waits for the sums in flight and writes each into its var, which Out must
  * list as X does (the sums are written in place). Here the table binds Out to vars of their
  * own, and with one rank no sum is in flight: the op succeeds and leaves them without value (it
@@ -31,7 +39,12 @@ const ot_row ot_rows_collective[] = {
     {.op = "c_broadcast", .in = {{"X", "[3, 4]"}}, .ref = ref_one_rank},
     {.op = "c_broadcast", .what = "use_calc_stream", .attrs = "root=0 use_calc_stream=true",
      .in = {{"X", "[6]"}}, .ref = ref_one_rank},
-    {.op = "c_sync_comm_stream", .in = {{"X", "[3]"}, {"X", "[2, 2]"}}, .outs = "Out:2",
-     .check = check_sync},
+    /* In place, as the data-parallel pass writes them: Out is X's var. */
+    {.op = "c_allreduce_sum", .what = "in place", .in = {{"X", "[3, 2]"}}, .outs = "Out=X",
+     .ref = ref_one_rank},
+    {.op = "c_sync_comm_stream", .what = "in place", .in = {{"X", "[3]"}, {"X", "[2, 2]"}},
+     .outs = "Out=X", .ref = ref_sync},
+    {.op = "c_sync_comm_stream", .what = "other vars", .in = {{"X", "[3]"}, {"X", "[2, 2]"}},
+     .outs = "Out:2", .check = check_sync},
     {0},
 };

@@ -183,6 +183,8 @@ const ot_row ot_rows_create[] = {
     {.op = "fill_constant", .what = "str_value",
      .attrs = "dtype=$F shape=[3] value=9 str_value=0.1",
      .ref = ref_fill_constant},
+    {.op = "fill_constant", .what = "str_value -inf",
+     .attrs = "dtype=$F shape=[2] str_value=-inf", .ref = ref_fill_constant},
     {.op = "fill_constant", .what = "int64 str_value",
      .attrs = "dtype=3 shape=[2] str_value=123456789012", .ref = ref_fill_constant},
     {.op = "fill_constant", .what = "ValueTensor", .attrs = "dtype=$F shape=[2, 2] value=9",

@@ -252,13 +252,15 @@ static void set_attrs(const ot_row *row, pd_op_desc *op, pd_dtype fdt) {
   }
 }
 
-/* The output slots to bind: "Out Y:2" (two vars in Y), or the op's needed and TEMP ones. */
+/* The output slots to bind: "Out Y:2" (two vars in Y; "Out=X": Out is bound to the vars of
+ * input slot X, in place), or the op's needed and TEMP ones. */
 static int out_slots(const ot_row *row, char names[][64], int *counts, int cap) {
   int n = 0;
   if (row->outs) {
     char buf[256];
     snprintf(buf, sizeof buf, "%s", row->outs);
-    for (char *sv = NULL, *t = strtok_r(buf, " ", &sv); t && n < cap; t = strtok_r(NULL, " ", &sv)) {
+    char *sv = NULL;
+    for (char *t = strtok_r(buf, " ", &sv); t && n < cap; t = strtok_r(NULL, " ", &sv)) {
       char *colon = strchr(t, ':');
       counts[n] = colon ? atoi(colon + 1) : 1;
       if (colon) *colon = '\0';
@@ -315,7 +317,8 @@ static void build(const ot_row *row, rt *r, pd_dtype fdt, ot_ref *f) {
     for (int64_t e = 0; e < n; e++) {
       double v = in->v ? in->v[e] : 0;
       bool is_int = dt == PD_INT64 || dt == PD_INT32 || dt == PD_BOOL;
-      if (!in->v) v = is_int ? lo + floor(uniform01(&s) * (hi - lo + 1)) : lo + (hi - lo) * uniform01(&s);
+      if (!in->v)
+        v = is_int ? lo + floor(uniform01(&s) * (hi - lo + 1)) : lo + (hi - lo) * uniform01(&s);
       switch (dt) {
         case PD_FP32: ((float *)data)[e] = (float)v; v = (float)v; break;
         case PD_FP64: ((double *)data)[e] = v; break;
@@ -350,17 +353,34 @@ static void build(const ot_row *row, rt *r, pd_dtype fdt, ot_ref *f) {
   int counts[16];
   int ns = out_slots(row, slots, counts, 16);
   for (int s = 0; s < ns; s++) {
+    /* "Out=X": Out is bound to X's vars */
+    size_t eq = strcspn(slots[s], "=");
+    bool in_place = slots[s][eq] == '=';
+    char slot[64], src[64];
+    snprintf(slot, sizeof slot, "%.*s", (int)eq, slots[s]);
+    snprintf(src, sizeof src, "%s", in_place ? slots[s] + eq + 1 : slot);
+    if (in_place) {
+      counts[s] = 0;
+      for (int i = 0; i < OT_MAX_IN && row->in[i].slot; i++)
+        counts[s] += strcmp(row->in[i].slot, src) == 0;
+    }
     size_t l = strlen(outs);
-    snprintf(outs + l, sizeof outs - l, "%s%s=", l ? " " : "", slots[s]);
+    snprintf(outs + l, sizeof outs - l, "%s%s=", l ? " " : "", slot);
     for (int k = 0; k < counts[s]; k++) {
       char name[80];
-      var_name(name, sizeof name, slots[s], k, true);
+      var_name(name, sizeof name, src, k, !in_place);
       l = strlen(outs);
       snprintf(outs + l, sizeof outs - l, "%s%s", k ? "," : "", name);
     }
   }
   pd_op_desc *op = rt_op(r, row->op, ins, outs);
   set_attrs(row, op, fdt);
+}
+
+/* The name of var i of the row's op's output slot (NULL when it has none). */
+static const char *out_name(rt *r, const char *slot, int i) {
+  const pd_slot *s = pd_op_output(r->op, slot);
+  return s && i < s->nargs ? s->args[i] : NULL;
 }
 
 /* The TAP name of a row. */
@@ -395,6 +415,17 @@ static bool close_enough(const ot_val *got, const ot_val *want, bool exact, doub
   return true;
 }
 
+/* Do got's dims equal want's? Fills why with both when not. */
+static bool same_shape(const ot_val *got, const ot_val *want, char *why, size_t n) {
+  bool same = got->nd == want->nd;
+  for (int d = 0; same && d < got->nd; d++) same = got->dims[d] == want->dims[d];
+  if (same) return true;
+  char g[128], w[128];
+  snprintf(why, n, "dims %s, want %s", pd_dims_str(got->nd, got->dims, g, sizeof g),
+           pd_dims_str(want->nd, want->dims, w, sizeof w));
+  return false;
+}
+
 static bool is_exact(pd_dtype dt) { return dt != PD_FP32 && dt != PD_FP64; }
 
 /* ---------------------------------------------------------------- the checks */
@@ -422,19 +453,19 @@ static void check_values(const ot_row *row, pd_dtype fdt) {
     bool all = f.nexp > 0;
     char why[300] = "the reference expects nothing";
     for (int e = 0; e < f.nexp && all; e++) {
-      char name[80];
-      var_name(name, sizeof name, f.exp[e].slot, f.exp[e].idx, true);
-      const pd_tensor *t = rt_get(&r, name);
+      const char *name = out_name(&r, f.exp[e].slot, f.exp[e].idx);
+      const pd_tensor *t = name ? rt_get(&r, name) : NULL;
       ot_val got;
       if (!t || !to_val(t, &got)) {
-        snprintf(why, sizeof why, "%s has no value", name);
+        snprintf(why, sizeof why, "%s %d has no value", f.exp[e].slot, f.exp[e].idx);
         all = false;
         break;
       }
       double tol = fdt == PD_FP64 ? (row->tol64 > 0 ? row->tol64 : 1e-10)
                                   : (row->tol > 0 ? row->tol : 1e-5);
       char w[240];
-      if (!close_enough(&got, &f.exp[e].val, is_exact(t->dtype), tol, w, sizeof w)) {
+      if (!same_shape(&got, &f.exp[e].val, w, sizeof w) ||
+          !close_enough(&got, &f.exp[e].val, is_exact(t->dtype), tol, w, sizeof w)) {
         snprintf(why, sizeof why, "%s: %s", name, w);
         all = false;
       }
@@ -453,10 +484,9 @@ const ot_val *ot_got_at(ot_ref *f, const char *slot, int i) {
   for (int k = 0; k < f->ngot; k++)
     if (f->got[k].idx == i && strcmp(f->got[k].slot, slot) == 0) return &f->got[k].val;
   if (f->ngot == MAX_VALS) bail("optest: too many outputs read");
-  char name[80];
-  var_name(name, sizeof name, slot, i, true);
+  const char *name = out_name(f->r, slot, i);
   named_val *g = &f->got[f->ngot];
-  if (!value_of(f->r, name, &g->val)) return NULL;
+  if (!name || !value_of(f->r, name, &g->val)) return NULL;
   snprintf(g->slot, sizeof g->slot, "%s", slot);
   g->idx = i;
   f->ngot++;
@@ -494,6 +524,7 @@ static void loss_of(const ot_row *row, char *buf, size_t n) {
   int counts[16];
   int ns = out_slots(row, slots, counts, 16);
   snprintf(buf, n, "%s", ns ? slots[0] : "");
+  buf[strcspn(buf, "=")] = '\0';
 }
 
 /* The GPU against the CPU: the outputs (GPU) and the gradients (GPU_GRAD), fp32. */
