@@ -13,19 +13,22 @@ AM_TESTS_ENVIRONMENT += \
 	LSAN_OPTIONS=suppressions='$(abs_top_srcdir)/tests/lsan.supp':print_suppressions=0; \
 	export LSAN_OPTIONS;
 
-include tests/base/local.mk
+# make -j starts the tests in the order of TESTS: the folders with the longest tests come first,
+# their slowest first (under the sanitizers test_compile_oom and resnet.sh take a minute each),
+# so that the long ones run beside all the others instead of alone at the end.
+include tests/lang/local.mk
+include tests/driver/local.mk
 include tests/kernels/local.mk
+include tests/mpi/local.mk
+include tests/base/local.mk
 include tests/vm/ir/local.mk
 include tests/vm/ops/local.mk
 include tests/vm/passes/local.mk
 include tests/vm/run/local.mk
 include tests/vm/reader/local.mk
-include tests/lang/local.mk
 include tests/stdlib/local.mk
 include tests/api/local.mk
-include tests/driver/local.mk
 include tests/doc/local.mk
 include tests/golden/local.mk
 include tests/fuzz/local.mk
 include tests/interop/local.mk
-include tests/mpi/local.mk

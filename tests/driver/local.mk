@@ -36,9 +36,9 @@
 #     second session), Tab completion, :vars, Ctrl-C at the prompt and during an action, Ctrl-D,
 #     :quit; repl_piped.sh: stdin that is not a terminal (a script; -i: as at a prompt) and the
 #     session's commands.
-DRIVER_SH = tests/driver/examples.sh tests/driver/train_save_exec.sh tests/driver/profile.sh \
-	tests/driver/lstm_classify.sh tests/driver/resnet.sh tests/driver/char_lm.sh \
-	tests/driver/char_rnn.sh tests/driver/transformer_classify.sh tests/driver/images.sh \
+DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm.sh \
+	tests/driver/examples.sh tests/driver/transformer_classify.sh tests/driver/lstm_classify.sh \
+	tests/driver/train_save_exec.sh tests/driver/profile.sh tests/driver/images.sh \
 	tests/driver/batch_norm.sh tests/driver/optimizers.sh tests/driver/valid_train.sh \
 	tests/driver/train_log.sh tests/driver/plot.sh tests/driver/csv_categories.sh \
 	tests/driver/file_errors.sh tests/driver/save_pair.sh tests/driver/stale_temps.sh \

@@ -4,7 +4,7 @@
 # with cairo (test_plot; without cairo: the error that says so). fp64.h compiles a script in fp64
 # and fp64_grad.h checks every parameter's gradient against finite differences of the cost (for
 # the tests of scripts: tests/stdlib, tests/vm/passes).
-LANG_TESTS = tests/lang/test_lexer tests/lang/test_parse tests/lang/test_compile_oom \
+LANG_TESTS = tests/lang/test_compile_oom tests/lang/test_lexer tests/lang/test_parse \
 	tests/lang/test_plot
 check_PROGRAMS += $(LANG_TESTS)
 TESTS += $(LANG_TESTS) tests/lang/stress.sh

@@ -1,8 +1,8 @@
-/* activation.c -- the activations with parameters, Fluid's ops gelu (exact and `approximate`),
- * leaky_relu, elu, silu, swish, softplus, relu6, hard_swish and log_sigmoid: their kernels and
- * gradient kernels, through the backend's act/act_grad entries (kernels/kernels.h gives the
- * formulas). Their shape function is the unary family's (pd_infer_unary: X's shape, dtype and
- * LoD). Every gradient reads X. */
+/* activation.c -- the activations with parameters (vm/oplist.h's PD_ACT_ rows: elu, leaky_relu,
+ * swish, hard_sigmoid, ...; and gelu, exact or `approximate`): their kernels and gradient
+ * kernels, through the backend's act/act_grad entries (kernels/kernels.h gives the formulas).
+ * Their shape function is the unary family's (pd_infer_unary: X's shape, dtype and LoD). Every
+ * gradient reads X. */
 #include "config.h"
 
 #include "vm/ops/kern.h"

@@ -61,7 +61,8 @@
 #define KERNEL(family, arg) family, family##_grad, arg
 
 /* Per op: its input slots, output slots and attributes, each list ended by a zeroed entry (so
- * that an empty list is still a valid array). */
+ * that an empty list is still a valid array). The same body for PD_OP: it cannot hand the lists
+ * on to PD_OPK, whose arguments their commas would split. */
 #define PD_OPK(n_, f_, infer_, ins_, outs_, ats_, k_)                \
   static const pd_slotdef inputs_##n_[] = {ins_ {0}};                  \
   static const pd_slotdef outputs_##n_[] = {outs_ {0}};                \
