@@ -19,9 +19,9 @@
  * the row, the same in both passes), or given (.v); an input slot given twice is a list. Its
  * outputs are every output slot the op cannot do without and every TEMP one (or .outs). The
  * reference fills the expected values of the outputs it knows (ot_out) from the inputs (ot_in)
- * and attributes (ot_int, ...), in double; each is compared with the op's, within .tol of
- * max(1, |want|) in fp32 (1e-5 by default) and .tol64 in fp64 (1e-10). Integer and bool
- * outputs must be equal.
+ * and attributes (ot_int, ...), in double; each is compared with the op's: the same dims, and
+ * values within .tol of max(1, |want|) in fp32 (1e-5 by default) and .tol64 in fp64 (1e-10).
+ * Integer and bool outputs must be equal.
  *
  * A row of an op that owns a block (conditional_block, while, recurrent, and the ops the
  * language's if/else makes) is a script instead: .script, its .cost (a one-element var) and the
@@ -74,7 +74,8 @@ typedef struct ot_row {
   const char *what;       /* what the case is about, for the TAP lines ("axis 1") */
   const char *attrs;      /* "axis=1 keep_dim=true dim=[0, 1]" */
   ot_input in[OT_MAX_IN];
-  const char *outs;       /* output slots to bind ("Y MeanOut"); NULL: the op's needed ones */
+  const char *outs;       /* output slots to bind: "Y MeanOut", "Out:3" (three vars), "Out=X"
+                             (in place: X's vars); NULL: the op's needed ones */
   const char *loss;       /* outputs the gradient check weighs; NULL: the first bound output */
   const char *wrt;        /* inputs whose gradients are checked; NULL: every OT_F input */
   void (*ref)(ot_ref *r); /* fills the expected outputs (ot_out); or: */
