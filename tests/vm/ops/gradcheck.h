@@ -70,11 +70,13 @@ static inline int gc_add_grad_op(rt *r, const char *wrt, const char *outs) {
   for (char *sv = NULL, *o = strtok_r(buf, " ", &sv); o; o = strtok_r(NULL, " ", &sv)) {
     const pd_slot *s = pd_op_output(fwd, o);
     if (!s) bail("gradcheck: no such output slot");
+    if (s->nargs > 16) bail("gradcheck: more than 16 vars in a slot");
     const char *gnames[16];
     char gstore[16][128];
-    for (int a = 0; a < s->nargs && a < 16; a++) {
+    for (int a = 0; a < s->nargs; a++) {
       const pd_tensor *t = rt_get(r, s->args[a]);
-      if (!t) bail("gradcheck: an output has no value");
+      if (!t || (t->dtype != PD_FP64 && t->dtype != PD_FP32))
+        bail("gradcheck: an output weighed has no float value");
       snprintf(gstore[a], sizeof gstore[a], "%s@GRAD", s->args[a]);
       gnames[a] = gstore[a];
       pd_var_desc *vd = pd_block_var(b0, gstore[a]);
@@ -97,9 +99,10 @@ static inline int gc_add_grad_op(rt *r, const char *wrt, const char *outs) {
   for (char *sv = NULL, *x = strtok_r(buf, " ", &sv); x; x = strtok_r(NULL, " ", &sv)) {
     const pd_slot *s = pd_op_input(fwd, x);
     if (!s) bail("gradcheck: no such input slot");
+    if (s->nargs > 16) bail("gradcheck: more than 16 vars in a slot");
     const char *gnames[16];
     char gstore[16][128];
-    for (int a = 0; a < s->nargs && a < 16; a++) {
+    for (int a = 0; a < s->nargs; a++) {
       snprintf(gstore[a], sizeof gstore[a], "%s@GRAD", s->args[a]);
       gnames[a] = gstore[a];
       if (!pd_block_var(b1, gstore[a])) bail("out of memory");

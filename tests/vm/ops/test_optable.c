@@ -199,9 +199,13 @@ static void set_attrs(const ot_row *row, pd_op_desc *op, pd_dtype fdt) {
     char name[64], val[256];
     snprintf(name, sizeof name, "%.*s", (int)(eq - p), p);
     const char *v = eq + 1, *end;
-    if (*v == '[') end = strchr(v, ']') + 1;
-    else if (*v == '"') end = strchr(v + 1, '"') + 1;
-    else end = v + strcspn(v, " ");
+    if (*v == '[' || *v == '"') {
+      end = strchr(v + 1, *v == '[' ? ']' : '"');
+      if (!end) bail("optest: an attribute's list or string is not closed");
+      end++;
+    } else {
+      end = v + strcspn(v, " ");
+    }
     snprintf(val, sizeof val, "%.*s", (int)(end - v), v);
     p = end;
     if (strcmp(val, "$F") == 0) snprintf(val, sizeof val, "%d", (int)fdt);
