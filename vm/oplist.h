@@ -164,13 +164,19 @@ PD_OP(conditional_block, DIFF, conditional_block,
       IN(LIST("Cond", HOST), OPT_LIST("Input", ANY)), OUT(OPT_LIST("Out", ANY), ONE("Scope", ANY)),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_scalar_condition", false),
             STRS_EMPTY("skip_eager_deletion_vars")))
-PD_OP(conv2d, DIFF | FP_IN | GPU | GPU_GRAD, conv2d, IN(ONE("Input"), ONE("Filter")),
-      OUT(ONE("Output")),
-      ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0),
-            ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), INT("groups", 1),
-            INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")))
+/* conv2d's signature; depthwise_conv2d is the name Paddle gives a conv2d whose groups are its
+ * input channels (the same math: one kernel). */
+#define PD_CONV2D_(name)                                                                       \
+  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, conv2d, IN(ONE("Input"), ONE("Filter")),          \
+         OUT(ONE("Output")),                                                                    \
+         ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0),                                   \
+               ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), INT("groups", 1),        \
+               INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")),      \
+         KERNEL(conv2d, 0))
+PD_CONV2D_(conv2d)
 PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
       ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
+PD_CONV2D_(depthwise_conv2d)
 PD_OP(dropout, DIFF | FP_IN | GPU | GPU_GRAD, dropout, IN(ONE("X"), OPT("Seed", HOST)),
       OUT(ONE("Out"), TEMP("Mask")),
       ATTRS(FLOAT("dropout_prob", 0.5), BOOL("is_test", false), BOOL("fix_seed", false),
@@ -396,6 +402,7 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
 #undef PD_OP_DEFAULT_
 #endif
 #undef PD_UNARY_
+#undef PD_CONV2D_
 #undef PD_MATH_
 #undef PD_ACT_
 #undef PD_ELEMENTWISE_

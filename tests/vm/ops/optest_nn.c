@@ -226,6 +226,9 @@ const ot_row ot_rows_nn[] = {
      .in = {{"Input", "[1, 4, 3, 4]"}, {"Filter", "[4, 2, 3, 2]"}}, .ref = ref_conv2d},
     {.op = "conv2d", .what = "depthwise", .attrs = "groups=3 paddings=[1, 1]",
      .in = {{"Input", "[1, 3, 3, 3]"}, {"Filter", "[3, 1, 3, 3]"}}, .ref = ref_conv2d},
+    {.op = "depthwise_conv2d", .what = "stride 2, 2 filters a channel",
+     .attrs = "groups=3 paddings=[1, 1] strides=[2, 2]",
+     .in = {{"Input", "[2, 3, 5, 4]"}, {"Filter", "[6, 1, 3, 3]"}}, .ref = ref_conv2d},
     /* SAME ignores the paddings and the dilations; VALID the paddings. */
     {.op = "conv2d", .what = "SAME stride 2",
      .attrs = "padding_algorithm=SAME strides=[2, 2] paddings=[3, 3] dilations=[2, 2]",
