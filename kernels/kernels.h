@@ -324,6 +324,13 @@ typedef pd_status pd_k_reduce_grad_fn(pd_k_redop op, pd_dtype dt, int nd, const 
                                       const void *x, const void *out, const void *dout,
                                       int naxes, const int *axes, void *dx);
 
+/* Running sums along the middle axis of x viewed as [pre, n, post]: out[p, j, q] = the sum of
+ * x[p, i, q] over i <= j (exclusive: i < j; reverse: i >= j, exclusive i > j). Floats add in
+ * double, integers in int64 (wrapping). fp32, fp64, int32, int64. out may be x. The gradient of
+ * a cumsum is the cumsum of dOut in the other direction. */
+typedef pd_status pd_k_cumsum_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t post,
+                                 bool exclusive, bool reverse, const void *x, void *out);
+
 /* Softmax over the middle axis of x viewed as [pre, n, post] (the last axis: post = 1), made
  * stable by subtracting each slice's max: inputs of +-1000 give exact results, -inf gives 0.
  * log_softmax = x - max - log(sum(exp(x - max))). out may be x. */
@@ -717,6 +724,7 @@ typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const
   X(fill, pd_k_fill_fn, CUDA)                                                                      \
   X(reduce, pd_k_reduce_fn, CUDA)                                                                  \
   X(reduce_grad, pd_k_reduce_grad_fn, CUDA)                                                        \
+  X(cumsum, pd_k_cumsum_fn, CUDA)                                                                  \
   X(softmax, pd_k_softmax_fn, CUDA)                                                                \
   X(softmax_grad, pd_k_softmax_grad_fn, CUDA)                                                      \
   X(log_softmax, pd_k_softmax_fn, CUDA)                                                            \

@@ -1076,6 +1076,7 @@ static const builtin builtins[] = {
     OP2("conv2d", "conv2d", "Input", "Filter", "Output"),
     OP2("cross_entropy", "cross_entropy", "X", "Label", "Y"),
     FN("csv", pd_cmp_b_record),
+    OP1A("cumsum", "cumsum", "Out", "axis"),
     FN("data", b_data),
     OP1A("dropout", "dropout", "Out", "dropout_prob"),
     OP2("elementwise_add", "elementwise_add", "X", "Y", "Out"),

@@ -79,7 +79,7 @@ def recipe(name, shape):
 
 # ---------------------------------------------------------------- legacy-mode patches
 
-def _legacy_binary(op_type, reverse=False):
+def _legacy_binary(op_type, reverse=False, attrs=None, out_dtype=None):
     """x OP y appended as the Fluid op op_type (Paddle 3.3's own functions refuse a legacy
     Variable: "must be Value, but got Variable")."""
     def f(x, y, name=None):
@@ -93,34 +93,63 @@ def _legacy_binary(op_type, reverse=False):
             x = paddle.full([1], float(x), dtype=ref.dtype)
         if reverse:
             x, y = y, x
-        out = block.create_var(name=paddle.utils.unique_name.generate(op_type), dtype=ref.dtype)
+        out = block.create_var(name=paddle.utils.unique_name.generate(op_type),
+                               dtype=out_dtype or ref.dtype)
         block.append_op(type=op_type, inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
-                        attrs={"axis": -1})
+                        attrs={"axis": -1} if attrs is None else attrs)
         return out
     return f
 
 
-def _legacy_unary(op_type):
-    def f(x, name=None):
+def _legacy_unary(op_type, attrs=None, original=None):
+    def f(x, *args, name=None, **kw):
+        if not isinstance(x, Variable):
+            return original(x, *args, **kw)
         block = paddle.static.default_main_program().current_block()
         out = block.create_var(name=paddle.utils.unique_name.generate(op_type), dtype=x.dtype)
-        block.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]})
+        a = attrs(*args, **kw) if attrs else {}
+        block.append_op(type=op_type, inputs={"X": [x]}, outputs={"Out": [out]}, attrs=a)
         return out
     return f
+
+
+def _legacy_matmul(x, y, transpose_x=False, transpose_y=False, name=None):
+    block = paddle.static.default_main_program().current_block()
+    out = block.create_var(name=paddle.utils.unique_name.generate("matmul_v2"), dtype=x.dtype)
+    block.append_op(type="matmul_v2", inputs={"X": [x], "Y": [y]}, outputs={"Out": [out]},
+                    attrs={"trans_x": transpose_x, "trans_y": transpose_y})
+    return out
+
+
+# Paddle 3.3 replaces these functions (paddle/base/dygraph/generated_tensor_methods_patch.py)
+# with ones that take only dygraph tensors or PIR values: a legacy Variable goes to the Fluid op.
+UNARY = {"abs": "abs", "exp": "exp", "sigmoid": "sigmoid", "tanh": "tanh", "sqrt": "sqrt",
+         "rsqrt": "rsqrt", "log": "log", "floor": "floor", "ceil": "ceil", "round": "round",
+         "sin": "sin", "cos": "cos", "logical_not": "logical_not"}
+BINARY = {"multiply": "elementwise_mul", "add": "elementwise_add",
+          "subtract": "elementwise_sub", "divide": "elementwise_div",
+          "maximum": "elementwise_max", "minimum": "elementwise_min"}
 
 
 def patch_legacy():
-    for op, fn in (("elementwise_mul", "multiply"), ("elementwise_add", "add"),
-                   ("elementwise_sub", "subtract"), ("elementwise_div", "divide")):
-        setattr(paddle, fn, _legacy_binary(op))
-        setattr(paddle.tensor, fn, getattr(paddle, fn))
+    mods = (paddle, sys.modules["paddle.tensor"], paddle.nn.functional)
+    for fn, op in UNARY.items():
+        for m in mods:
+            if hasattr(m, fn):
+                setattr(m, fn, _legacy_unary(op, original=getattr(m, fn)))
+    gelu = paddle.nn.functional.gelu
+    paddle.nn.functional.gelu = _legacy_unary(
+        "gelu", lambda approximate=False: {"approximate": bool(approximate)}, gelu)
+    for fn, op in BINARY.items():
+        for m in mods[:2]:
+            setattr(m, fn, _legacy_binary(op))
+    for fn in ("logical_and", "logical_or", "logical_xor"):
+        setattr(paddle, fn, _legacy_binary(fn, attrs={}, out_dtype="bool"))
+    paddle.matmul = sys.modules["paddle.tensor"].matmul = _legacy_matmul
     for dunder, op in (("mul", "elementwise_mul"), ("add", "elementwise_add"),
                        ("sub", "elementwise_sub"), ("truediv", "elementwise_div")):
         setattr(Variable, "__%s__" % dunder, _legacy_binary(op))
         setattr(Variable, "__r%s__" % dunder, _legacy_binary(op, reverse=True))
-    for fn in ("sigmoid", "tanh", "relu", "exp"):
-        setattr(paddle, fn, _legacy_unary(fn))
-        setattr(paddle.nn.functional, fn, getattr(paddle, fn))
 
 
 # ---------------------------------------------------------------- the families
@@ -146,6 +175,32 @@ def cls(arch, **kw):
     return make
 
 
+def seg(arch):
+    def make():
+        import paddleseg.models as sm
+        if arch == "pp_liteseg":
+            m = sm.PPLiteSeg(num_classes=4, backbone=sm.backbones.STDC1())
+        else:
+            m = sm.UNet(num_classes=4)
+        return m, image()
+    return make
+
+
+def ernie():
+    from paddlenlp.transformers import ErnieConfig, ErnieForSequenceClassification
+    # ernie-3.0-tiny-micro-v2's shape (4 layers, 384 wide, 12 heads) on a small vocabulary.
+    cfg = ErnieConfig(vocab_size=1000, hidden_size=384, num_hidden_layers=4,
+                      num_attention_heads=12, intermediate_size=1536, max_position_embeddings=64,
+                      type_vocab_size=4, num_labels=3)
+    m = ErnieForSequenceClassification(cfg)
+    rs = np.random.RandomState(7)
+    spec = [paddle.static.InputSpec([None, None], "int64", "input_ids"),
+            paddle.static.InputSpec([None, None], "int64", "token_type_ids")]
+    return m, (spec, {"input_ids": rs.randint(1, 1000, (2, 16)).astype("int64"),
+                      "token_type_ids": (np.arange(16)[None, :] >= 9).repeat(2, 0).astype(
+                          "int64")})
+
+
 FAMILIES = {
     # name: (builder, where the architecture comes from)
     "mobilenet_v1": (cls("MobileNetV1"), "paddleclas ppcls MobileNetV1"),
@@ -154,6 +209,10 @@ FAMILIES = {
     "pp_lcnet": (cls("PPLCNet_x1_0"), "paddleclas ppcls PPLCNet_x1_0"),
     "resnet50_vd": (cls("ResNet50_vd"), "paddleclas ppcls ResNet50_vd"),
     "pp_hgnet": (cls("PPHGNet_tiny"), "paddleclas ppcls PPHGNet_tiny"),
+    "pp_liteseg": (seg("pp_liteseg"), "paddleseg PPLiteSeg(num_classes=4, backbone=STDC1())"),
+    "unet": (seg("unet"), "paddleseg UNet(num_classes=4)"),
+    "ernie3_tiny": (ernie, "paddlenlp ErnieForSequenceClassification, ernie-3.0-tiny-micro's "
+                    "shape, vocab 1000"),
 }
 
 

@@ -176,6 +176,10 @@ PD_OP(conditional_block, DIFF, conditional_block,
 PD_CONV2D_(conv2d)
 PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
       ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
+/* cumsum: the running sums along axis (of all of X when flatten). */
+PD_OP(cumsum, DIFF | GPU | GPU_GRAD, cumsum, IN(ONE("X")), OUT(ONE("Out")),
+      ATTRS(INT("axis", -1), BOOL("flatten", false), BOOL("exclusive", false),
+            BOOL("reverse", false)))
 PD_CONV2D_(depthwise_conv2d)
 PD_OP(dropout, DIFF | FP_IN | GPU | GPU_GRAD, dropout, IN(ONE("X"), OPT("Seed", HOST)),
       OUT(ONE("Out"), TEMP("Mask")),

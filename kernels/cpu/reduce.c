@@ -1,4 +1,4 @@
-/* reduce.c -- sum/mean/max/min over any set of axes, and their gradients. The shape is first
+/* reduce.c -- sum/mean/max/min over any set of axes, and their gradients; running sums (cumsum). The shape is first
  * coalesced into alternating groups of kept and reduced dims; [.., r] and [k1, r, k2] layouts
  * get cache-friendly loops, anything else a generic odometer (reduce_t.h holds the typed code). */
 #include "config.h"
@@ -155,5 +155,72 @@ pd_status pd_kcpu_reduce_grad(pd_k_redop op, pd_dtype dt, int nd, const int64_t 
   double inv = 1.0 / (double)count;
   void *base[4] = {dx, (void *)x, (void *)out, (void *)dout};
   pd_kcpu_iter_run(&it, base, loop, op == PD_K_RMEAN ? &inv : NULL, true, PD_KCPU_GRAIN);
+  return PD_OK;
+}
+
+/* ---- cumsum: one lane (p, q) of [pre, n, post] per item. ---- */
+typedef struct cumsum_job {
+  const void *x;
+  void *out;
+  int64_t n, post;
+  bool exclusive, reverse;
+} cumsum_job;
+
+#define CUMSUM_RANGE(NAME, T, ACC)                                                  \
+  static void NAME(void *vjob, int64_t b, int64_t e) {                            \
+    const cumsum_job *j = vjob;                                                    \
+    for (int64_t lane = b; lane < e; lane++) {                                     \
+      int64_t p = lane / j->post, q = lane % j->post;                              \
+      const T *x = (const T *)j->x + p * j->n * j->post + q;                       \
+      T *o = (T *)j->out + p * j->n * j->post + q;                                 \
+      ACC acc = 0;                                                                 \
+      for (int64_t k = 0; k < j->n; k++) {                                         \
+        int64_t i = (j->reverse ? j->n - 1 - k : k) * j->post;                     \
+        ACC v = (ACC)x[i];                                                         \
+        if (j->exclusive) o[i] = (T)acc;                                           \
+        acc += v;                                                                  \
+        if (!j->exclusive) o[i] = (T)acc;                                          \
+      }                                                                            \
+    }                                                                              \
+  }
+CUMSUM_RANGE(cumsum_f32, float, double)
+CUMSUM_RANGE(cumsum_f64, double, double)
+#undef CUMSUM_RANGE
+
+/* Integers wrap through uint64_t (no signed overflow). */
+#define CUMSUM_INT_RANGE(NAME, T)                                                   \
+  static void NAME(void *vjob, int64_t b, int64_t e) {                            \
+    const cumsum_job *j = vjob;                                                    \
+    for (int64_t lane = b; lane < e; lane++) {                                     \
+      int64_t p = lane / j->post, q = lane % j->post;                              \
+      const T *x = (const T *)j->x + p * j->n * j->post + q;                       \
+      T *o = (T *)j->out + p * j->n * j->post + q;                                 \
+      uint64_t acc = 0;                                                            \
+      for (int64_t k = 0; k < j->n; k++) {                                         \
+        int64_t i = (j->reverse ? j->n - 1 - k : k) * j->post;                     \
+        uint64_t v = (uint64_t)(int64_t)x[i];                                      \
+        if (j->exclusive) o[i] = (T)(int64_t)acc;                                  \
+        acc += v;                                                                  \
+        if (!j->exclusive) o[i] = (T)(int64_t)acc;                                 \
+      }                                                                            \
+    }                                                                              \
+  }
+CUMSUM_INT_RANGE(cumsum_i32, int32_t)
+CUMSUM_INT_RANGE(cumsum_i64, int64_t)
+#undef CUMSUM_INT_RANGE
+
+pd_status pd_kcpu_cumsum(pd_dtype dt, int64_t pre, int64_t n, int64_t post, bool exclusive,
+                         bool reverse, const void *x, void *out) {
+  pd_kcpu_range_fn *fn = dt == PD_FP32   ? cumsum_f32
+                         : dt == PD_FP64 ? cumsum_f64
+                         : dt == PD_INT32 ? cumsum_i32
+                         : dt == PD_INT64 ? cumsum_i64
+                                          : NULL;
+  if (!fn) return PD_EUNSUPPORTED;
+  pd_status st = pd_k_slices_check(pre, n, post);
+  if (st) return st;
+  cumsum_job job = {.x = x, .out = out, .n = n, .post = post, .exclusive = exclusive,
+                    .reverse = reverse};
+  pd_kcpu_parallel(pre * post, grain_for(n), fn, &job);
   return PD_OK;
 }

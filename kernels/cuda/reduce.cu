@@ -1,7 +1,8 @@
 /* reduce.cu -- the CUDA backend's reductions: sum/mean/max/min over any set of axes and their
  * gradient, and the gradient of broadcast binary ops (each operand's gradient summed over the
  * dims it was broadcast along). All go through the generic reduction of reduce.cuh; sums and
- * means of floats accumulate in double, integer sums in int64 (wrapping), as on the CPU. */
+ * means of floats accumulate in double, integer sums in int64 (wrapping), as on the CPU; running
+ * sums (cumsum). */
 #include "config.h"
 #include "kernels/cuda/reduce.cuh"
 
@@ -240,5 +241,49 @@ pd_status pd_kcu_binary_grad(pd_k_binop op, pd_dtype dt, int xnd, const int64_t 
     else st = grad_side<double>(op, side, nd, od, pad, s, dout, x, y, dg);
     if (st) return st;
   }
+  return PD_OK;
+}
+
+/* ---- cumsum: one thread per lane (p, q) of [pre, n, post], the lane's elements in order
+ * (floats in double, integers in uint64_t: wrapping), as the CPU. ---- */
+template <typename T, typename A>
+__global__ void cumsum_kernel(int64_t lanes, int64_t n, int64_t post, bool exclusive,
+                              bool reverse, const T *x, T *out) {
+  for (int64_t lane = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lane < lanes;
+       lane += (int64_t)gridDim.x * blockDim.x) {
+    int64_t base = lane / post * n * post + lane % post;
+    A acc = 0;
+    for (int64_t k = 0; k < n; k++) {
+      int64_t i = base + (reverse ? n - 1 - k : k) * post;
+      A v;
+      if constexpr (cuda::std::is_floating_point<T>::value) v = (A)x[i];
+      else v = (A)(int64_t)x[i];
+      if (exclusive) out[i] = (T)acc;
+      acc += v;
+      if (!exclusive) out[i] = (T)acc;
+    }
+  }
+}
+
+template <typename T, typename A>
+static void launch_cumsum(int64_t pre, int64_t n, int64_t post, bool exclusive, bool reverse,
+                          const void *x, void *out) {
+  int64_t lanes = pre * post;
+  cumsum_kernel<T, A><<<pd_kcu_blocks(lanes), PD_KCU_THREADS, 0, pd_kcu_stream>>>(
+      lanes, n, post, exclusive, reverse, (const T *)x, (T *)out);
+}
+
+pd_status pd_kcu_cumsum(pd_dtype dt, int64_t pre, int64_t n, int64_t post, bool exclusive,
+                        bool reverse, const void *x, void *out) {
+  if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64) return PD_EUNSUPPORTED;
+  PD_KCU_TRY(pd_k_slices_check(pre, n, post));
+  if (pre == 0) return PD_OK;
+  switch (dt) {
+    case PD_FP32: launch_cumsum<float, double>(pre, n, post, exclusive, reverse, x, out); break;
+    case PD_FP64: launch_cumsum<double, double>(pre, n, post, exclusive, reverse, x, out); break;
+    case PD_INT32: launch_cumsum<int32_t, uint64_t>(pre, n, post, exclusive, reverse, x, out); break;
+    default: launch_cumsum<int64_t, uint64_t>(pre, n, post, exclusive, reverse, x, out); break;
+  }
+  PD_KCU_LAUNCHED("cumsum kernel");
   return PD_OK;
 }

@@ -393,6 +393,94 @@ done:
   return st;
 }
 
+/* ================================================================ cumsum */
+
+/* cumsum: Out has X's shape (flatten: [numel]) and dtype. */
+pd_status pd_infer_cumsum(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  if (pd_infer_attr_bool(c, "flatten")) {
+    pd_infer_dims out = {.n = 1, .d = {-1}};
+    if (d.n >= 0) {
+      out.d[0] = 1;
+      for (int i = 0; i < d.n && out.d[0] >= 0; i++) out.d[0] = d.d[i] < 0 ? -1 : out.d[0] * d.d[i];
+    }
+    return pd_infer_set_out(c, "Out", 0, &out, (int)x->dtype, 0);
+  }
+  if (d.n >= 0) {
+    int axis;
+    if ((st = pd_infer_axis(c, "axis", pd_infer_attr_int(c, "axis"), "X", &d, &axis))) return st;
+  }
+  return pd_infer_same_as_x(c, -1);
+}
+
+/* X as [pre, n, post] around the axis (flatten: [1, numel, 1]). */
+static pd_status cumsum_split(pd_exec_ctx *ctx, const pd_tensor *x, int64_t *pre, int64_t *n,
+                              int64_t *post) {
+  if (pd_ctx_attr_bool(ctx, "flatten")) {
+    *pre = *post = 1;
+    *n = pd_tensor_numel(x);
+    return PD_OK;
+  }
+  int axis = 0;
+  pd_status st = norm_axis(ctx, "axis", pd_ctx_attr_int(ctx, "axis"), "X", x, &axis);
+  if (!st) split_at(x, axis, pre, n, post);
+  return st;
+}
+
+/* Out = the running sums of X along the axis (exclusive, reverse as the attributes say). */
+pd_status pd_kernel_cumsum(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  pd_status st;
+  int64_t pre = 1, n = 1, post = 1;
+  if ((st = in1(ctx, "X", &x)) || (st = out1(ctx, "Out", &out)) ||
+      (st = want_number(ctx, "X", x)) || (st = cumsum_split(ctx, x, &pre, &n, &post)))
+    return st;
+  bool flat = pd_ctx_attr_bool(ctx, "flatten");
+  int64_t numel = pd_tensor_numel(x);
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, out, &x)) ||
+      (st = flat ? resize(ctx, out, x->dtype, 1, &numel, NULL) : resize_like(ctx, out, x, x)))
+    goto done;
+  if (numel > 0)
+    st = k_check(ctx, ctx->k->cumsum(x->dtype, pre, n, post, pd_ctx_attr_bool(ctx, "exclusive"),
+                                     pd_ctx_attr_bool(ctx, "reverse"), pd_tensor_data(x),
+                                     pd_tensor_data(out)),
+                 x->dtype);
+done:
+  hold_free(&h);
+  return st;
+}
+
+/* X@GRAD = the running sums of Out@GRAD in the other direction (same exclusiveness). */
+pd_status pd_kernel_cumsum_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *dout;
+  pd_tensor *dx;
+  pd_status st;
+  int64_t pre = 1, n = 1, post = 1;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || !dx) return st;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Out@GRAD", &dout)) ||
+      (st = want_float(ctx, "X", x)) || (st = cumsum_split(ctx, x, &pre, &n, &post)) ||
+      (st = want_numel(ctx, "Out@GRAD", dout, x->ndims, x->dims, "X")) ||
+      (st = want_same_dtype(ctx, "Out@GRAD", dout, "X", x)))
+    return st;
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, dx, &dout)) || (st = resize_like(ctx, dx, x, x))) goto done;
+  if (pd_tensor_numel(x) > 0)
+    st = k_check(ctx, ctx->k->cumsum(x->dtype, pre, n, post, pd_ctx_attr_bool(ctx, "exclusive"),
+                                     !pd_ctx_attr_bool(ctx, "reverse"), pd_tensor_data(dout),
+                                     pd_tensor_data(dx)),
+                 x->dtype);
+done:
+  hold_free(&h);
+  return st;
+}
+
 /* ================================================================ arg_max, top_k */
 
 /* arg_max: the index of the largest element along `axis` (of all of X when flatten; the first

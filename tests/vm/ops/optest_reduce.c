@@ -1,6 +1,6 @@
 /* optest_reduce.c -- the op-test table's rows of vm/ops/reduce.c (optest.h): mean, the
  * reduce_* ops (dim lists with negative entries, keep_dim, reduce_all, the default dim,
- * integers, out_dtype) and top_k (k or the K input; Out and the exact Indices). The references
+ * integers, out_dtype), cumsum (any axis, flatten, exclusive, reverse, integers) and top_k (k or the K input; Out and the exact Indices). The references
  * walk X element by element in double. */
 #include "config.h"
 
@@ -95,7 +95,52 @@ static const double distinct_ints[] = {4, -7, 12, 0, 9, -3, 5, 11, -1, 8};
 
 #define DISTINCT .v = distinct
 
+/* cumsum: Out[.., j, ..] = the sum of X[.., i, ..] over i <= j along the axis (exclusive: i < j;
+ * reverse: i >= j, or i > j); flatten: over all of X in row-major order, Out [numel]. */
+static void ref_cumsum(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X");
+  bool flat = ot_bool(r, "flatten"), excl = ot_bool(r, "exclusive"), rev = ot_bool(r, "reverse");
+  int64_t axis = ot_int(r, "axis"), pre = 1, n = x->n, post = 1;
+  double *o = flat ? ot_out(r, "Out", 1, (int64_t[]){x->n}) : ot_out_like(r, "Out", x);
+  if (!flat) {
+    if (axis < 0) axis += x->nd;
+    n = x->dims[axis];
+    for (int d = 0; d < axis; d++) pre *= x->dims[d];
+    for (int d = (int)axis + 1; d < x->nd; d++) post *= x->dims[d];
+  }
+  for (int64_t p = 0; p < pre; p++)
+    for (int64_t q = 0; q < post; q++)
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++)
+          if (rev ? (excl ? i > j : i >= j) : (excl ? i < j : i <= j))
+            s += x->v[(p * n + i) * post + q];
+        o[(p * n + j) * post + q] = s;
+      }
+}
+
 const ot_row ot_rows_reduce[] = {
+    /* cumsum: the last axis (default), a middle one, a negative one, flatten, exclusive,
+     * reverse, both, int64 (position ids: ERNIE's cumsum of ones). */
+    {.op = "cumsum", .in = {{"X", "[2, 5]"}}, .ref = ref_cumsum},
+    {.op = "cumsum", .what = "axis 1 of 3", .attrs = "axis=1", .in = {{"X", "[2, 4, 3]"}},
+     .ref = ref_cumsum},
+    {.op = "cumsum", .what = "axis -3", .attrs = "axis=-3", .in = {{"X", "[3, 2, 2]"}},
+     .ref = ref_cumsum},
+    {.op = "cumsum", .what = "flatten", .attrs = "flatten=true", .in = {{"X", "[2, 3, 2]"}},
+     .ref = ref_cumsum},
+    {.op = "cumsum", .what = "exclusive", .attrs = "exclusive=true axis=0",
+     .in = {{"X", "[4, 3]"}}, .ref = ref_cumsum},
+    {.op = "cumsum", .what = "reverse", .attrs = "reverse=true", .in = {{"X", "[3, 4]"}},
+     .ref = ref_cumsum},
+    {.op = "cumsum", .what = "exclusive reverse", .attrs = "exclusive=true reverse=true axis=1",
+     .in = {{"X", "[2, 4, 2]"}}, .ref = ref_cumsum},
+    {.op = "cumsum", .what = "int64", .in = {{"X", "[2, 6]", .type = OT_I64, .lo = -9, .hi = 9}},
+     .no_grad = true, .ref = ref_cumsum},
+    {.op = "cumsum", .what = "int32 reverse", .attrs = "reverse=true",
+     .in = {{"X", "[3, 3]", .type = OT_I32, .lo = -9, .hi = 9}}, .no_grad = true,
+     .ref = ref_cumsum},
+
     {.op = "mean", .in = {{"X", "[3, 4]"}}, .ref = ref_mean},
     {.op = "mean", .what = "3-d", .in = {{"X", "[2, 3, 2]"}}, .ref = ref_mean},
 
