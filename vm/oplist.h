@@ -307,6 +307,20 @@ PD_OP(momentum, FP_IN | GPU, optimizer,
 PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
 PD_COMPARE_(not_equal, PD_K_NE)
+/* pad, pad2d, pad3d: X padded in every dim (pad: constant), in H and W (pad2d), in D, H and W
+ * (pad3d) through the backend's pad entry (vm/ops/pad.c); Paddings gives the paddings at run
+ * time. */
+PD_OPK(pad, DIFF | GPU | GPU_GRAD, pad, IN(ONE("X")), OUT(ONE("Out")),
+       ATTRS(REQ(INTS, "paddings"), FLOAT("pad_value", 0.0)), KERNEL(pad, 0))
+PD_OPK(pad2d, DIFF | GPU | GPU_GRAD, pad, IN(ONE("X"), OPT("Paddings", HOST)), OUT(ONE("Out")),
+       ATTRS(INTS("paddings", 0, 0, 0, 0), FLOAT("pad_value", 0.0),
+             ENUM("mode", "constant", "reflect", "edge"), ENUM("data_format", "NCHW", "NHWC")),
+       KERNEL(pad, 0))
+PD_OPK(pad3d, DIFF | GPU | GPU_GRAD, pad, IN(ONE("X"), OPT("Paddings", HOST)), OUT(ONE("Out")),
+       ATTRS(INTS("paddings", 0, 0, 0, 0, 0, 0),
+             ENUM("mode", "constant", "reflect", "replicate", "circular"), FLOAT("value", 0.0),
+             ENUM("data_format", "NCDHW", "NDHWC")),
+       KERNEL(pad, 0))
 PD_SHUFFLE_(pixel_shuffle, INT("upscale_factor", 1), ENUM("data_format", "NCHW", "NHWC"))
 PD_OP(pool2d, DIFF | FP_IN | GPU | GPU_GRAD, pool2d, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ_ENUM("pooling_type", "max", "avg"), REQ(INTS, "ksize"),

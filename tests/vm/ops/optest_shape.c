@@ -228,8 +228,10 @@ static void ref_shuffle(ot_ref *r) {
         for (int64_t xx = 0; xx < ow; xx++) {
           int64_t ic = pixel ? c * k * k + y % k * k + xx % k : c % k * (ch / k) + c / k;
           int64_t iy = pixel ? y / k : y, ix = pixel ? xx / k : xx;
-          int64_t src = nhwc ? ((b * h + iy) * w + ix) * ch + ic : ((b * ch + ic) * h + iy) * w + ix;
-          int64_t dst = nhwc ? ((b * oh + y) * ow + xx) * oc + c : ((b * oc + c) * oh + y) * ow + xx;
+          int64_t src = nhwc ? ((b * h + iy) * w + ix) * ch + ic
+                             : ((b * ch + ic) * h + iy) * w + ix;
+          int64_t dst = nhwc ? ((b * oh + y) * ow + xx) * oc + c
+                             : ((b * oc + c) * oh + y) * ow + xx;
           o[dst] = x->v[src];
         }
 }
