@@ -99,9 +99,15 @@
   PD_OPK(name, DIFF | GPU | GPU_GRAD, reshape2,                                                 \
          IN(ONE("X"), OPT("Shape", HOST), OPT_LIST("ShapeTensor", HOST)), OUT(__VA_ARGS__),     \
          ATTRS(INTS_EMPTY("shape")), KERNELS(reshape2, xshape_grad, 0))
-#define PD_SQUEEZE_(name, infer, ...)                                                           \
-  PD_OPK(name, DIFF | GPU | GPU_GRAD, infer, IN(ONE("X")), OUT(__VA_ARGS__),                    \
-         ATTRS(INTS_EMPTY("axes")), KERNELS(infer, xshape_grad, 0))
+#define PD_SQUEEZE_(name, ...)                                                                  \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, squeeze2, IN(ONE("X")), OUT(__VA_ARGS__),                 \
+         ATTRS(INTS_EMPTY("axes")), KERNELS(squeeze2, xshape_grad, 0))
+/* unsqueeze's axes may come at run time: AxesTensor (a 1-D int tensor), AxesTensorList (one int
+ * tensor an axis). */
+#define PD_UNSQUEEZE_(name, ...)                                                                \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, unsqueeze2,                                               \
+         IN(ONE("X"), OPT("AxesTensor", HOST), OPT_LIST("AxesTensorList", HOST)),               \
+         OUT(__VA_ARGS__), ATTRS(INTS_EMPTY("axes")), KERNELS(unsqueeze2, xshape_grad, 0))
 #define PD_FLATTEN_(name, ...)                                                                  \
   PD_OPK(name, DIFF | GPU | GPU_GRAD, flatten2, IN(ONE("X")), OUT(__VA_ARGS__),                 \
          ATTRS(INT("axis", 1)), KERNELS(flatten2, xshape_grad, 0))
@@ -406,8 +412,8 @@ PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
       OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))
 PD_MATH_(sqrt, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_SQRT)
 PD_MATH_(square, DIFF | GPU | GPU_GRAD | ROW_X, PD_K_SQUARE)
-PD_SQUEEZE_(squeeze, squeeze2, ONE("Out"))
-PD_SQUEEZE_(squeeze2, squeeze2, ONE("Out"), TEMP("XShape"))
+PD_SQUEEZE_(squeeze, ONE("Out"))
+PD_SQUEEZE_(squeeze2, ONE("Out"), TEMP("XShape"))
 PD_OP(stack, DIFF | GPU | GPU_GRAD, stack, IN(LIST("X")), OUT(ONE("Y")), ATTRS(INT("axis", 0)))
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
 PD_ACT_(swish, PD_K_SWISH, FLOAT("beta", 1.0))
@@ -424,8 +430,8 @@ PD_OPK(uniform_random, GPU, random,
              INT("diag_num", 0), INT("diag_step", 0), FLOAT("diag_val", 1.0),
              INT("dtype", PD_FP32)),
        KERNEL(random_fill, PD_OPV_UNIFORM))
-PD_SQUEEZE_(unsqueeze, unsqueeze2, ONE("Out"))
-PD_SQUEEZE_(unsqueeze2, unsqueeze2, ONE("Out"), TEMP("XShape"))
+PD_UNSQUEEZE_(unsqueeze, ONE("Out"))
+PD_UNSQUEEZE_(unsqueeze2, ONE("Out"), TEMP("XShape"))
 PD_OP(where, DIFF | GPU | GPU_GRAD, where, IN(ONE("Condition"), ONE("X"), ONE("Y")),
       OUT(ONE("Out")), NONE)
 PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
@@ -450,4 +456,5 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
 #undef PD_TRANSPOSE_
 #undef PD_RESHAPE_
 #undef PD_SQUEEZE_
+#undef PD_UNSQUEEZE_
 #undef PD_FLATTEN_

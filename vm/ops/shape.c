@@ -869,7 +869,14 @@ pd_status pd_infer_unsqueeze2(pd_infer_ctx *c) {
   pd_status st = pd_infer_in(c, "X", 0, &x, &d);
   if (st) return st;
   int na = pd_infer_attr_ints(c, "axes", axes, PD_MAX_RANK + 1);
-  if (d.n < 0) {
+  int nlist = pd_infer_nin(c, "AxesTensorList");
+  if (nlist > 0 || pd_infer_nin(c, "AxesTensor") > 0) {
+    /* The axes come at run time: only how many, at best. */
+    pd_infer_dims ad;
+    if (nlist == 0 && (st = pd_infer_in(c, "AxesTensor", 0, NULL, &ad))) return st;
+    na = nlist > 0 ? nlist : ad.n == 1 ? (int)ad.d[0] : -1;
+    out = pd_infer_dims_unknown(d.n < 0 || na < 0 || d.n + na > PD_MAX_RANK ? -1 : d.n + na);
+  } else if (d.n < 0) {
     out = pd_infer_dims_unknown(-1);
   } else {
     int bad = 0;
@@ -940,14 +947,22 @@ pd_status pd_kernel_squeeze2(pd_exec_ctx *ctx) {
   return copy_reshaped(ctx, x, nd, d);
 }
 
-/* unsqueeze2: X with a size-1 dim inserted at each of axes, in turn. */
+/* unsqueeze2: X with a size-1 dim inserted at each of axes (AxesTensorList, AxesTensor, else
+ * the attribute), in turn. */
 pd_status pd_kernel_unsqueeze2(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_status st = in_at(ctx, "X", 0, true, &x);
   if (st) return st;
   int64_t axes[MAXD + 1], d[MAXD];
   char s[DIMS_BUF], sa[LIST_BUF];
-  int na = pd_ctx_attr_ints(ctx, "axes", axes, MAXD + 1), bad = 0;
+  int na = 0, bad = 0;
+  bool given;
+  if (pd_ctx_nin(ctx, "AxesTensorList") > 0 || in_if_set(ctx, "AxesTensor", 0)) {
+    if ((st = shape_from(ctx, "AxesTensorList", "AxesTensor", "axes", axes, &na, &given)))
+      return st;
+  } else {
+    na = pd_ctx_attr_ints(ctx, "axes", axes, MAXD + 1);
+  }
   int nd = na > MAXD ? -3 : unsqueeze_dims(x->ndims, x->dims, na, axes, d, &bad);
   if (nd == -3)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "unsqueezing X %s at %d axes gives %d dims; at most "

@@ -138,8 +138,9 @@ static void ref_transpose2(ot_ref *r) {
  *   flatten_contiguous_range: dims start_axis..stop_axis (negative: from the end) become one;
  *   flatten2: [the product of the dims before axis, that of the others];
  *   squeeze2: X's dims without the axes listed whose size is 1, or without every 1;
- *   unsqueeze2: a 1 inserted at each of axes in turn, against the rank so far (negative: from
- *             the end of the dims so far plus one). */
+ *   unsqueeze2: a 1 inserted at each of axes (AxesTensorList's values, AxesTensor's, else
+ *             the attribute's) in turn, against the rank so far (negative: from the end of the
+ *             dims so far plus one). */
 static int reshaped_dims(ot_ref *r, const ot_val *x, int64_t *od) {
   const char *op = ot_op(r);
   int64_t a[OT_MAX_DIMS];
@@ -182,7 +183,11 @@ static int reshaped_dims(ot_ref *r, const ot_val *x, int64_t *od) {
       if (!listed || x->dims[d] != 1) od[n++] = x->dims[d];
     }
   } else {
-    int na = ot_ints(r, "axes", a, OT_MAX_DIMS);
+    const ot_val *axt = ot_in(r, "AxesTensor");
+    int nl = ot_nin(r, "AxesTensorList"), na = nl > 0 ? nl : axt ? (int)axt->n : 0;
+    for (int i = 0; i < na; i++)
+      a[i] = (int64_t)(nl > 0 ? ot_in_at(r, "AxesTensorList", i)->v[0] : axt->v[i]);
+    if (na == 0) na = ot_ints(r, "axes", a, OT_MAX_DIMS);
     n = nx;
     memcpy(od, x->dims, sizeof(int64_t) * (size_t)nx);
     for (int i = 0; i < na; i++, n++) {
@@ -340,6 +345,9 @@ const ot_row ot_rows_shape[] = {
     {.op = "squeeze", .what = "every 1", .in = {{"X", "[1, 3, 1]"}}, .ref = ref_reshaped},
     {.op = "unsqueeze", .what = "axes", .attrs = "axes=[0, 2]", .in = {{"X", "[3, 4]"}},
      .ref = ref_reshaped},
+    {.op = "unsqueeze", .what = "AxesTensorList",
+     .in = {{"X", "[3, 4]"}, {"AxesTensorList", I32_1(-1)}, {"AxesTensorList", I32_1(1)}},
+     .ref = ref_reshaped},
 
     /* The channel shuffles. */
     {.op = "pixel_shuffle", .what = "r 2 NCHW", .attrs = "upscale_factor=2",
@@ -357,6 +365,10 @@ const ot_row ot_rows_shape[] = {
      .in = {{"X", "[2, 2, 3, 6]"}}, .ref = ref_shuffle},
     {.op = "pixel_shuffle", .what = "int64", .attrs = "upscale_factor=2",
      .in = {{"X", "[1, 4, 1, 2]", OT_I64, -9, 9}}, .ref = ref_shuffle, .no_grad = true},
+
+    {.op = "unsqueeze2", .what = "AxesTensor",
+     .in = {{"X", "[2, 3]"}, {"AxesTensor", "[2]", OT_I64, .v = (const double[]){0, 3}}},
+     .ref = ref_reshaped},
 
     /* unsqueeze2: axes in turn ([0, -1] on [3, 4] is [1, 3, 4, 1]); a repeated axis. */
     {.op = "unsqueeze2", .what = "first and last", .attrs = "axes=[0, -1]",
