@@ -371,6 +371,23 @@ pd_status pd_k_where_check(pd_dtype dt, int nd, const int64_t *od, const int64_t
   return PD_OK;
 }
 
+pd_status pd_k_pad_check(pd_dtype dt, int nd, const int64_t *xd, const int64_t *before,
+                         const int64_t *after, pd_k_pad_mode mode, bool grad, int64_t *od) {
+  if ((unsigned)mode >= PD_K_PAD_COUNT_ || nd < 0 || nd > PD_K_MAX_DIMS) return PD_EINVAL;
+  for (int k = 0; k < nd; k++) {
+    int64_t b = before[k], a = after[k], n = xd[k];
+    if (n < 0 || b < 0 || a < 0 || b > INT64_MAX - n || a > INT64_MAX - n - b) return PD_EINVAL;
+    if (mode != PD_K_PAD_CONSTANT && (b || a) && (n == 0 || (mode == PD_K_PAD_REFLECT &&
+                                                             (b >= n || a >= n))))
+      return PD_EINVAL;
+    od[k] = n + b + a;
+  }
+  if (pd_k_numel(nd, xd) < 0 || pd_k_numel(nd, od) < 0) return PD_EINVAL;
+  if (dt != PD_FP32 && dt != PD_FP64 && (grad || (dt != PD_INT32 && dt != PD_INT64)))
+    return PD_EUNSUPPORTED;
+  return PD_OK;
+}
+
 pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post) {
   if (pre < 0 || n < 1 || post < 1) return PD_EINVAL;
   int64_t sizes[] = {pre, n, post};

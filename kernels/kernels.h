@@ -544,6 +544,29 @@ typedef pd_status pd_k_where_fn(pd_dtype dt, int nd, const int64_t *od, const in
                                 const uint8_t *cond, const int64_t *xstr, const void *x,
                                 const int64_t *ystr, const void *y, void *out);
 
+/* Padding (pad, pad2d, pad3d): where a border element of pad's out reads x. */
+typedef enum pd_k_pad_mode {
+  PD_K_PAD_CONSTANT, /* nowhere: it is the value */
+  PD_K_PAD_REFLECT,  /* x mirrored about its edge element, which is not repeated */
+  PD_K_PAD_EDGE,     /* the edge element repeated (Paddle's edge and replicate) */
+  PD_K_PAD_CIRCULAR, /* x repeated periodically */
+  PD_K_PAD_COUNT_
+} pd_k_pad_mode;
+/* out (rank nd, dims xd[k] + before[k] + after[k]) = x (dims xd) at offset before[k] in every
+ * dim k; the element at out index o of dim k, with i = o - before[k] outside [0, xd[k]), reads
+ * x at -i or 2 (xd[k] - 1) - i (reflect), 0 or xd[k] - 1 (edge), i mod xd[k] (circular), or is
+ * value (constant; every element outside x in some dim). before, after >= 0; in a mode other
+ * than constant a padded dim (before or after > 0) holds an element, and for reflect more than
+ * either padding. fp32, fp64, int32, int64 (value converted to dt). pad_grad: dx (dims xd) =
+ * the sum of dout over the elements of out that read each element of x (fp32/fp64; dx is
+ * overwritten). out must not overlap x, nor dx dout. */
+typedef pd_status pd_k_pad_fn(pd_dtype dt, int nd, const int64_t *xd, const int64_t *before,
+                              const int64_t *after, pd_k_pad_mode mode, double value,
+                              const void *x, void *out);
+typedef pd_status pd_k_pad_grad_fn(pd_dtype dt, int nd, const int64_t *xd, const int64_t *before,
+                                   const int64_t *after, pd_k_pad_mode mode, const void *dout,
+                                   void *dx);
+
 /* ---- The backend table. ---- */
 /* The gate arithmetic of one step of the fused recurrences (vm/ops/rnn_fused.c), after the
  * step's GEMMs, on n packed rows of hidden H (fp32/fp64; n, H >= 0):
@@ -779,7 +802,9 @@ typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const
   X(dropout_grad, pd_k_dropout_grad_fn, CUDA)                                                      \
   X(copy_rows, pd_k_copy_rows_fn, CUDA)                                                            \
   X(adaptive_pool2d, pd_k_pool2d_fn, CUDA)                                                         \
-  X(adaptive_pool2d_grad, pd_k_pool2d_grad_fn, CUDA)
+  X(adaptive_pool2d_grad, pd_k_pool2d_grad_fn, CUDA)                                              \
+  X(pad, pd_k_pad_fn, CUDA)                                                                        \
+  X(pad_grad, pd_k_pad_grad_fn, CUDA)
 
 typedef struct pd_k_backend {
   const char *name; /* "cpu", "cuda" */

@@ -70,6 +70,31 @@ pd_status pd_k_strided_check(pd_dtype dt, int nd, const int64_t *od, const int64
  * >= 0. */
 pd_status pd_k_where_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *cstr,
                            const int64_t *xstr, const int64_t *ystr);
+/* pad / pad_grad (kernels.h): a known mode, 0 <= nd <= PD_K_MAX_DIMS, xd, before, after >= 0
+ * whose out dims (to od) and element counts fit, a padded dim of a mode other than constant
+ * not empty and, for reflect, larger than either padding (PD_EINVAL); then fp32, fp64, int32
+ * or int64 (grad: fp32 or fp64; PD_EUNSUPPORTED). */
+pd_status pd_k_pad_check(pd_dtype dt, int nd, const int64_t *xd, const int64_t *before,
+                         const int64_t *after, pd_k_pad_mode mode, bool grad, int64_t *od);
+#ifdef __CUDACC__
+#define PD_K_HOST_DEVICE __host__ __device__
+#else
+#define PD_K_HOST_DEVICE
+#endif
+/* The index of x that index o of a padded dim reads (n elements, b padded before), or -1 for
+ * the value of constant padding; the arguments are pd_k_pad_check's. */
+PD_K_HOST_DEVICE static inline int64_t pd_k_pad_src(int64_t o, int64_t n, int64_t b,
+                                                    pd_k_pad_mode mode) {
+  int64_t i = o - b;
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case PD_K_PAD_REFLECT: return i < 0 ? -i : 2 * (n - 1) - i;
+    case PD_K_PAD_EDGE: return i < 0 ? 0 : n - 1;
+    case PD_K_PAD_CIRCULAR: return (i % n + n) % n;
+    default: return -1;
+  }
+}
+
 /* softmax-like slices [pre, n, post]: pre >= 0, n and post >= 1, the product fits. */
 pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post);
 /* p is what pd_k_conv2d_setup accepts, with its output size. */

@@ -9,7 +9,7 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/softmax.c kernels/cpu/softmax_t.h \
 	kernels/cpu/conv.c kernels/cpu/conv_t.h \
 	kernels/cpu/index.c kernels/cpu/index_t.h \
-	kernels/cpu/random.c kernels/cpu/strided.c \
+	kernels/cpu/random.c kernels/cpu/strided.c kernels/cpu/pad.c \
 	kernels/cpu/act.c kernels/cpu/act_t.h \
 	kernels/cpu/norm.c kernels/cpu/norm_t.h \
 	kernels/cpu/optim.c kernels/cpu/optim_t.h kernels/cpu/rnn_cell.c \
@@ -28,7 +28,7 @@ PD_CUDA_SRCS = kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementw
 	kernels/cuda/index.cu kernels/cuda/topk.cu kernels/cuda/random.cu kernels/cuda/strided.cu \
 	kernels/cuda/act.cu kernels/cuda/norm.cu kernels/cuda/optim.cu kernels/cuda/rnn_cell.cu \
 	kernels/cuda/loss.cu kernels/cuda/dropout.cu kernels/cuda/copy_rows.cu \
-	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu
+	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu kernels/cuda/pad.cu
 PD_CUDA_HDRS = kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh
 if PD_HAVE_CUDA
 libpdlang_internal_la_SOURCES += $(PD_CUDA_HDRS) $(PD_CUDA_SRCS)

@@ -84,6 +84,33 @@
          ATTRS(INTS("dim", 0), BOOL("keep_dim", false), BOOL("reduce_all", false),              \
                INT("in_dtype", -1), INT("out_dtype", -1)),                                      \
          KERNEL(reduce, op))
+/* pixel_shuffle, shuffle_channel, channel_shuffle: transposes of X viewed in more dims
+ * (vm/ops/shape.c: one kernel, which tells them apart by the op's kind). */
+#define PD_SHUFFLE_(name, ...)                                                                  \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, shuffle, IN(ONE("X")), OUT(ONE("Out")),                   \
+         ATTRS(__VA_ARGS__), KERNEL(shuffle, 0))
+/* The old versions of the reshapes, without XShape (Fluid 1.x: reshape, transpose, squeeze,
+ * unsqueeze, flatten) share their successors' shape functions and kernels (vm/ops/shape.c);
+ * their gradient finds X's shape in X. */
+#define PD_TRANSPOSE_(name, ...)                                                                \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, transpose2, IN(ONE("X")), OUT(__VA_ARGS__),               \
+         ATTRS(REQ(INTS, "axis"), STR("data_format", "AnyLayout")), KERNEL(transpose2, 0))
+#define PD_RESHAPE_(name, ...)                                                                  \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, reshape2,                                                 \
+         IN(ONE("X"), OPT("Shape", HOST), OPT_LIST("ShapeTensor", HOST)), OUT(__VA_ARGS__),     \
+         ATTRS(INTS_EMPTY("shape")), KERNELS(reshape2, xshape_grad, 0))
+#define PD_SQUEEZE_(name, ...)                                                                  \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, squeeze2, IN(ONE("X")), OUT(__VA_ARGS__),                 \
+         ATTRS(INTS_EMPTY("axes")), KERNELS(squeeze2, xshape_grad, 0))
+/* unsqueeze's axes may come at run time: AxesTensor (a 1-D int tensor), AxesTensorList (one int
+ * tensor an axis). */
+#define PD_UNSQUEEZE_(name, ...)                                                                \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, unsqueeze2,                                               \
+         IN(ONE("X"), OPT("AxesTensor", HOST), OPT_LIST("AxesTensorList", HOST)),               \
+         OUT(__VA_ARGS__), ATTRS(INTS_EMPTY("axes")), KERNELS(unsqueeze2, xshape_grad, 0))
+#define PD_FLATTEN_(name, ...)                                                                  \
+  PD_OPK(name, DIFF | GPU | GPU_GRAD, flatten2, IN(ONE("X")), OUT(__VA_ARGS__),                 \
+         ATTRS(INT("axis", 1)), KERNELS(flatten2, xshape_grad, 0))
 /* lookup_table checks its ids on the host (an error names the one out of range) and hands the
  * backend a copy where it computes. */
 #define PD_LOOKUP_TABLE_(name)                                                                  \
@@ -151,6 +178,7 @@ PD_OP(c_sync_comm_stream, GPU, c_sync_comm_stream, IN(LIST("X")), OUT(LIST("Out"
       ATTRS(INT("ring_id", 0)))
 PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
+PD_SHUFFLE_(channel_shuffle, REQ(INT, "groups"), ENUM("data_format", "NCHW", "NHWC"))
 PD_OP(clip, DIFF | FP_IN | GPU | GPU_GRAD, clip,
       IN(ONE("X"), OPT("Min", HOST), OPT("Max", HOST)),
       OUT(ONE("Out")),
@@ -214,6 +242,8 @@ PD_OP(fill_constant, GPU, fill_constant,
       ATTRS(INT("dtype", PD_FP32), LONGS_EMPTY("shape"), FLOAT("value", 0.0),
             STR("str_value", ""), BOOL("force_cpu", false), INT("place_type", -1)))
 PD_UNARY_(fill_zeros_like, 0)
+PD_FLATTEN_(flatten, ONE("Out"))
+PD_FLATTEN_(flatten2, ONE("Out"), TEMP("XShape"))
 PD_OPK(flatten_contiguous_range, DIFF | GPU | GPU_GRAD, flatten_contiguous_range, IN(ONE("X")),
        OUT(ONE("Out"), TEMP("XShape")), ATTRS(INT("start_axis", 1), INT("stop_axis", 1)),
        KERNELS(flatten_contiguous_range, xshape_grad, 0))
@@ -287,6 +317,21 @@ PD_OP(momentum, FP_IN | GPU, optimizer,
 PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
 PD_COMPARE_(not_equal, PD_K_NE)
+/* pad, pad2d, pad3d: X padded in every dim (pad: constant), in H and W (pad2d), in D, H and W
+ * (pad3d) through the backend's pad entry (vm/ops/pad.c); Paddings gives the paddings at run
+ * time. */
+PD_OPK(pad, DIFF | GPU | GPU_GRAD, pad, IN(ONE("X")), OUT(ONE("Out")),
+       ATTRS(REQ(INTS, "paddings"), FLOAT("pad_value", 0.0)), KERNEL(pad, 0))
+PD_OPK(pad2d, DIFF | GPU | GPU_GRAD, pad, IN(ONE("X"), OPT("Paddings", HOST)), OUT(ONE("Out")),
+       ATTRS(INTS("paddings", 0, 0, 0, 0), FLOAT("pad_value", 0.0),
+             ENUM("mode", "constant", "reflect", "edge"), ENUM("data_format", "NCHW", "NHWC")),
+       KERNEL(pad, 0))
+PD_OPK(pad3d, DIFF | GPU | GPU_GRAD, pad, IN(ONE("X"), OPT("Paddings", HOST)), OUT(ONE("Out")),
+       ATTRS(INTS("paddings", 0, 0, 0, 0, 0, 0),
+             ENUM("mode", "constant", "reflect", "replicate", "circular"), FLOAT("value", 0.0),
+             ENUM("data_format", "NCDHW", "NDHWC")),
+       KERNEL(pad, 0))
+PD_SHUFFLE_(pixel_shuffle, INT("upscale_factor", 1), ENUM("data_format", "NCHW", "NHWC"))
 PD_OP(pool2d, DIFF | FP_IN | GPU | GPU_GRAD, pool2d, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ_ENUM("pooling_type", "max", "avg"), REQ(INTS, "ksize"),
             BOOL("global_pooling", false), INTS("strides", 1, 1), INTS("paddings", 0, 0),
@@ -306,10 +351,8 @@ PD_REDUCE_(reduce_prod, DIFF, PD_OPV_REDUCE_PROD)
 PD_REDUCE_(reduce_sum, DIFF | GPU | GPU_GRAD, PD_K_RSUM)
 PD_MATH_(relu, DIFF | GPU | GPU_GRAD | ROW_X, PD_K_RELU)
 PD_ACT_(relu6, PD_K_RELU6, FLOAT("threshold", 6.0))
-PD_OPK(reshape2, DIFF | GPU | GPU_GRAD, reshape2,
-       IN(ONE("X"), OPT("Shape", HOST), OPT_LIST("ShapeTensor", HOST)),
-       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("shape")),
-       KERNELS(reshape2, xshape_grad, 0))
+PD_RESHAPE_(reshape, ONE("Out"))
+PD_RESHAPE_(reshape2, ONE("Out"), TEMP("XShape"))
 PD_OP(rmsprop, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("MeanSquare"), ONE("Moment"), ONE("LearningRate", HOST), ONE("Grad"),
          OPT("MeanGrad"), OPT("MasterParam")),
@@ -345,6 +388,7 @@ PD_OP(sgd, FP_IN | GPU, optimizer,
       OUT(ONE("ParamOut"), OPT("MasterParamOut")), ATTRS(BOOL("multi_precision", false)))
 /* shape reads only the dims of its input: the data stays where it is. */
 PD_OP(shape, 0, shape, IN(ONE("Input", ANY)), OUT(ONE("Out", HOST)), NONE)
+PD_SHUFFLE_(shuffle_channel, INT("group", 1))
 PD_MATH_(sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_SIGMOID)
 PD_OP(sigmoid_cross_entropy_with_logits, DIFF | FP_IN | GPU | GPU_GRAD,
       sigmoid_cross_entropy_with_logits,
@@ -372,9 +416,8 @@ PD_OP(split_lod_tensor, DIFF, split_lod_tensor, IN(ONE("X"), ONE("Mask")),
       OUT(ONE("OutTrue"), ONE("OutFalse")), ATTRS(INT("level", 0)))
 PD_MATH_(sqrt, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_SQRT)
 PD_MATH_(square, DIFF | GPU | GPU_GRAD | ROW_X, PD_K_SQUARE)
-PD_OPK(squeeze2, DIFF | GPU | GPU_GRAD, squeeze2, IN(ONE("X")),
-       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("axes")),
-       KERNELS(squeeze2, xshape_grad, 0))
+PD_SQUEEZE_(squeeze, ONE("Out"))
+PD_SQUEEZE_(squeeze2, ONE("Out"), TEMP("XShape"))
 PD_OP(stack, DIFF | GPU | GPU_GRAD, stack, IN(LIST("X")), OUT(ONE("Y")), ATTRS(INT("axis", 0)))
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
 PD_ACT_(swish, PD_K_SWISH, FLOAT("beta", 1.0))
@@ -383,17 +426,16 @@ PD_OPK(tile, DIFF | GPU | GPU_GRAD, tile, IN(ONE("X")), OUT(ONE("Out")),
        ATTRS(INTS_EMPTY("repeat_times")), KERNEL(repeat, PD_OPV_TILE))
 PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
       ATTRS(INT("k", 1)))
-PD_OP(transpose2, DIFF | GPU | GPU_GRAD, transpose2, IN(ONE("X")), OUT(ONE("Out"), TEMP("XShape")),
-      ATTRS(REQ(INTS, "axis")))
+PD_TRANSPOSE_(transpose, ONE("Out"))
+PD_TRANSPOSE_(transpose2, ONE("Out"), TEMP("XShape"))
 PD_OPK(uniform_random, GPU, random,
        IN(OPT("ShapeTensor", HOST), OPT_LIST("ShapeTensorList", HOST)), OUT(ONE("Out")),
        ATTRS(LONGS_EMPTY("shape"), FLOAT("min", -1.0), FLOAT("max", 1.0), INT("seed", 0),
              INT("diag_num", 0), INT("diag_step", 0), FLOAT("diag_val", 1.0),
              INT("dtype", PD_FP32)),
        KERNEL(random_fill, PD_OPV_UNIFORM))
-PD_OPK(unsqueeze2, DIFF | GPU | GPU_GRAD, unsqueeze2, IN(ONE("X")),
-       OUT(ONE("Out"), TEMP("XShape")), ATTRS(INTS_EMPTY("axes")),
-       KERNELS(unsqueeze2, xshape_grad, 0))
+PD_UNSQUEEZE_(unsqueeze, ONE("Out"))
+PD_UNSQUEEZE_(unsqueeze2, ONE("Out"), TEMP("XShape"))
 PD_OP(where, DIFF | GPU | GPU_GRAD, where, IN(ONE("Condition"), ONE("X"), ONE("Y")),
       OUT(ONE("Out")), NONE)
 PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
@@ -414,3 +456,9 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
 #undef PD_LOGICAL_
 #undef PD_REDUCE_
 #undef PD_LOOKUP_TABLE_
+#undef PD_SHUFFLE_
+#undef PD_TRANSPOSE_
+#undef PD_RESHAPE_
+#undef PD_SQUEEZE_
+#undef PD_UNSQUEEZE_
+#undef PD_FLATTEN_

@@ -11,7 +11,8 @@
  *  - adaptive pooling and its gradient (max and avg, windows that overlap, outputs larger than
  *    the input), bit for bit;
  *  - the whole-sequence LSTM and GRU and their gradients (kernels/rnn_steps.c on the GPU
- *    against kernels/cpu/rnn_seq.c), a padded batch of unequal lengths, forward and reversed.
+ *    against kernels/cpu/rnn_seq.c), a padded batch of unequal lengths, forward and reversed;
+ *  - pad and its gradient in every mode (kernels/cuda/pad.cu against kernels/cpu/pad.c).
  * The comparison of test_cuda_backend.c (cuda_cmp.h): fp32 within 1e-5, fp64 within 1e-12 of
  * the largest magnitude. The argument checks both backends share run on the CPU (and the GPU)
  * in every build; the comparison skips without a GPU. Its own program: test_cuda_backend.c is
@@ -77,6 +78,18 @@ static void test_checks(void) {
   ap.oh = 1;
   ap.type = (pd_k_pool)7;
   BOTH(PD_EINVAL, adaptive_pool2d(PD_FP64, &ap, p, p), "adaptive_pool2d bad type");
+  const int64_t xd[2] = {2, 3}, zero[2] = {0, 0}, one[2] = {1, 1}, three[2] = {0, 3};
+  const int64_t neg[2] = {0, -1}, empty[2] = {0, 3};
+  BOTH(PD_EUNSUPPORTED, pad(PD_BOOL, 2, xd, one, one, PD_K_PAD_CONSTANT, 0, p, p), "pad bool");
+  BOTH(PD_EUNSUPPORTED, pad_grad(PD_INT32, 2, xd, one, one, PD_K_PAD_EDGE, p, p),
+       "pad_grad int32");
+  BOTH(PD_EINVAL, pad(PD_FP32, 2, xd, neg, one, PD_K_PAD_CONSTANT, 0, p, p), "pad negative");
+  BOTH(PD_EINVAL, pad(PD_FP32, 2, xd, zero, three, PD_K_PAD_REFLECT, 0, p, p),
+       "pad reflect by the dim");
+  BOTH(PD_EINVAL, pad(PD_FP32, 2, empty, one, zero, PD_K_PAD_CIRCULAR, 0, p, p),
+       "pad circular of an empty dim");
+  BOTH(PD_EINVAL, pad(PD_FP32, 2, xd, one, one, (pd_k_pad_mode)9, 0, p, p), "pad bad mode");
+  BOTH(PD_OK, pad(PD_FP64, 2, empty, zero, zero, PD_K_PAD_EDGE, 0, NULL, NULL), "pad empty");
 #undef BOTH
 }
 
@@ -436,6 +449,53 @@ static void test_adaptive_pool(pd_dtype dt) {
     }
 }
 
+/* pad in every mode, on shapes with one dim, odd sizes, several padded dims and circular
+ * padding past a period: the forward bit for bit (every numeric dtype), the gradient (fp32,
+ * fp64) within the tolerance (the GPU adds a border's repeats in any order). */
+static void test_pad(void) {
+  const struct {
+    int nd;
+    int64_t xd[5], b[5], a[5];
+  } cs[] = {{1, {5}, {2}, {3}},
+            {2, {3, 4}, {1, 2}, {2, 3}},
+            {4, {2, 3, 3, 5}, {0, 0, 2, 4}, {0, 0, 1, 3}},
+            {5, {1, 2, 2, 3, 2}, {0, 1, 1, 2, 0}, {0, 0, 1, 1, 0}},
+            {3, {2, 1, 2}, {0, 0, 1}, {0, 0, 1}}};
+  for (size_t c = 0; c < PD_ARRAY_LEN(cs); c++)
+    for (int m = 0; m < PD_K_PAD_COUNT_; m++) {
+      int nd = cs[c].nd;
+      int64_t nx = 1, no = 1;
+      bool fits = true;
+      for (int k = 0; k < nd; k++) {
+        nx *= cs[c].xd[k];
+        no *= cs[c].xd[k] + cs[c].b[k] + cs[c].a[k];
+        fits = fits && (m != PD_K_PAD_REFLECT || (cs[c].b[k] < cs[c].xd[k] &&
+                                                  cs[c].a[k] < cs[c].xd[k]));
+      }
+      pd_k_pad_mode mode = (pd_k_pad_mode)m;
+      for (size_t t = 0; fits && t < PD_ARRAY_LEN(nums); t++) {
+        pd_dtype dt = nums[t];
+        size_t sz = pd_dtype_size(dt);
+        buf x = B_rand(dt, nx, -5, 5), y = B_out((size_t)no * sz);
+        same_status(G->pad(dt, nd, cs[c].xd, cs[c].b, cs[c].a, mode, 1.5, x.d, y.d),
+                    C->pad(dt, nd, cs[c].xd, cs[c].b, cs[c].a, mode, 1.5, x.h, y.h),
+                    "pad case %zu mode %d %s: status", c, m, dn(dt));
+        same_bits(&y, "pad case %zu mode %d %s", c, m, dn(dt));
+        if (dt == PD_FP32 || dt == PD_FP64) {
+          buf dy = B_rand(dt, no, -1, 1), dx = B_out((size_t)nx * sz);
+          same_status(G->pad_grad(dt, nd, cs[c].xd, cs[c].b, cs[c].a, mode, dy.d, dx.d),
+                      C->pad_grad(dt, nd, cs[c].xd, cs[c].b, cs[c].a, mode, dy.h, dx.h),
+                      "pad_grad case %zu mode %d %s: status", c, m, dn(dt));
+          same(dt, &dx, nx, "pad_grad case %zu mode %d %s", c, m, dn(dt));
+          B_free(&dy);
+          B_free(&dx);
+        }
+        B_free(&x);
+        B_free(&y);
+      }
+    }
+}
+
 /* sigmoid_xent's count is a sum on the GPU too: normalised results the same bits twice. */
 static void test_repeat(void) {
   int64_t n = 300007;
@@ -477,5 +537,6 @@ int main(int argc, char **argv) {
   }
   test_repeat();
   test_copy_rows();
+  test_pad();
   return tap_done();
 }

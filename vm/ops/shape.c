@@ -1,6 +1,9 @@
 /* shape.c -- the ops that rearrange a tensor without computing: concat, split, stack, reshape2,
- * transpose2, flatten_contiguous_range, squeeze2 and unsqueeze2 (with Fluid's XShape), and shape:
- * their shape functions, kernels and gradient kernels. */
+ * transpose2, flatten_contiguous_range, flatten2, squeeze2 and unsqueeze2 (with Fluid's XShape)
+ * and their Fluid 1.x versions without it (reshape, transpose, flatten, squeeze, unsqueeze: the
+ * same shape functions and kernels, which leave an unbound XShape alone), the channel shuffles
+ * (pixel_shuffle, shuffle_channel, channel_shuffle: transposes of X seen in more dims), and
+ * shape: their shape functions, kernels and gradient kernels. */
 #include "config.h"
 
 #include <errno.h>
@@ -739,9 +742,10 @@ static int flatten_dims(int nd, const int64_t *dims, int start, int stop, int64_
 
 static int64_t mul_known(int64_t a, int64_t b) { return a * b; }
 
-/* Which dims squeeze2 removes: the listed axes (each -nd..nd-1; its dim must be 1, or unknown:
- * -1), or with no axes every dim of size 1. Returns the rank of out, or -1 with *bad the index
- * in axes of an axis out of range, or -2 with *bad that of an axis whose dim is not 1. */
+/* Which dims squeeze2 removes: the listed axes (each -nd..nd-1) whose dim is 1 (or unknown, -1,
+ * at compile time), a listed dim of another size staying (Paddle 1.8 on), or with no axes every
+ * dim of size 1. Returns the rank of out, or -1 with *bad the index in axes of an axis out of
+ * range. */
 static int squeeze_dims(int nd, const int64_t *dims, int na, const int64_t *axes, int64_t *out,
                         int *bad) {
   bool drop[MAXD] = {false};
@@ -750,8 +754,7 @@ static int squeeze_dims(int nd, const int64_t *dims, int na, const int64_t *axes
     *bad = i;
     if (a < -nd || a >= nd) return -1;
     if (a < 0) a += nd;
-    if (dims[a] != 1 && dims[a] != -1) return -2;
-    drop[a] = true;
+    drop[a] = drop[a] || dims[a] == 1 || dims[a] == -1;
   }
   for (int i = 0; na == 0 && i < nd; i++) drop[i] = dims[i] == 1;
   int n = 0;
@@ -809,6 +812,30 @@ pd_status pd_infer_flatten_contiguous_range(pd_infer_ctx *c) {
   return set_xshape(c, x, &d);
 }
 
+/* flatten2 (and flatten): X as a matrix, dims before axis (0..rank) its rows, the rest its
+ * columns; mul multiplies two dims as flatten_dims's does. */
+static void flatten2_dims(int nd, const int64_t *dims, int axis, int64_t *out,
+                          int64_t (*mul)(int64_t, int64_t)) {
+  out[0] = out[1] = 1;
+  for (int i = 0; i < nd; i++) out[i >= axis] = mul(out[i >= axis], dims[i]);
+}
+
+pd_status pd_infer_flatten2(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out = {.n = 2, .d = {-1, -1}};
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  int64_t axis = pd_infer_attr_int(c, "axis");
+  if (d.n >= 0 && (axis < 0 || axis > d.n))
+    return pd_infer_fail(c, PD_EINVAL, "axis %" PRId64 " is out of range for X %s (expected 0 to "
+                         "%d)", axis, pd_infer_dims_str(&d, s), d.n);
+  if (d.n >= 0) flatten2_dims(d.n, d.d, (int)axis, out.d, pd_infer_dim_mul);
+  bool same_rows = d.n > 0 && d.d[0] == out.d[0];
+  if ((st = pd_infer_set_out(c, "Out", 0, &out, x->dtype, same_rows ? x->lod_level : 0))) return st;
+  return set_xshape(c, x, &d);
+}
+
 pd_status pd_infer_squeeze2(pd_infer_ctx *c) {
   const pd_var_desc *x;
   pd_infer_dims d, out, axes;
@@ -828,10 +855,6 @@ pd_status pd_infer_squeeze2(pd_infer_ctx *c) {
       return pd_infer_fail(c, PD_EINVAL, "axis %" PRId64 " of axes %s is out of range for X %s "
                            "(expected %d to %d)", axes.d[bad], pd_infer_attr_ints_str(c, "axes", sa),
                            pd_infer_dims_str(&d, s), -d.n, d.n - 1);
-    if (out.n == -2)
-      return pd_infer_fail(c, PD_ESHAPE, "cannot squeeze dim %" PRId64 " of X %s: its size is %"
-                           PRId64 ", not 1", axes.d[bad], pd_infer_dims_str(&d, s),
-                           d.d[axes.d[bad] < 0 ? axes.d[bad] + d.n : axes.d[bad]]);
   }
   bool same_rows = d.n > 0 && out.n > 0 && d.d[0] == out.d[0];
   if ((st = pd_infer_set_out(c, "Out", 0, &out, x->dtype, same_rows ? x->lod_level : 0))) return st;
@@ -846,7 +869,14 @@ pd_status pd_infer_unsqueeze2(pd_infer_ctx *c) {
   pd_status st = pd_infer_in(c, "X", 0, &x, &d);
   if (st) return st;
   int na = pd_infer_attr_ints(c, "axes", axes, PD_MAX_RANK + 1);
-  if (d.n < 0) {
+  int nlist = pd_infer_nin(c, "AxesTensorList");
+  if (nlist > 0 || pd_infer_nin(c, "AxesTensor") > 0) {
+    /* The axes come at run time: only how many, at best. */
+    pd_infer_dims ad;
+    if (nlist == 0 && (st = pd_infer_in(c, "AxesTensor", 0, NULL, &ad))) return st;
+    na = nlist > 0 ? nlist : ad.n == 1 ? (int)ad.d[0] : -1;
+    out = pd_infer_dims_unknown(d.n < 0 || na < 0 || d.n + na > PD_MAX_RANK ? -1 : d.n + na);
+  } else if (d.n < 0) {
     out = pd_infer_dims_unknown(-1);
   } else {
     int bad = 0;
@@ -885,7 +915,21 @@ pd_status pd_kernel_flatten_contiguous_range(pd_exec_ctx *ctx) {
   return copy_reshaped(ctx, x, nd, d);
 }
 
-/* squeeze2: X without the listed size-1 dims (no axes: without all of them). */
+/* flatten2: X as a matrix, its dims before axis the rows. */
+pd_status pd_kernel_flatten2(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st) return st;
+  int64_t axis = pd_ctx_attr_int(ctx, "axis"), d[2];
+  char s[DIMS_BUF];
+  if (axis < 0 || axis > x->ndims)
+    return pd_ctx_fail(ctx, PD_EINVAL, "axis %" PRId64 " is out of range for X %s (expected 0 to "
+                       "%d)", axis, shape_str(x, s), x->ndims);
+  flatten2_dims(x->ndims, x->dims, (int)axis, d, mul_known);
+  return copy_reshaped(ctx, x, 2, d);
+}
+
+/* squeeze2: X without the listed dims of size 1 (no axes: without all of them). */
 pd_status pd_kernel_squeeze2(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_status st = in_at(ctx, "X", 0, true, &x);
@@ -900,21 +944,25 @@ pd_status pd_kernel_squeeze2(pd_exec_ctx *ctx) {
     return pd_ctx_fail(ctx, PD_EINVAL, "axis %" PRId64 " of axes %s is out of range for X %s "
                        "(expected %d to %d)", axes[bad], dims_str(na, axes, sa, sizeof sa),
                        shape_str(x, s), -x->ndims, x->ndims - 1);
-  if (nd == -2)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot squeeze dim %" PRId64 " of X %s: its size is %"
-                       PRId64 ", not 1", axes[bad], shape_str(x, s),
-                       x->dims[axes[bad] < 0 ? axes[bad] + x->ndims : axes[bad]]);
   return copy_reshaped(ctx, x, nd, d);
 }
 
-/* unsqueeze2: X with a size-1 dim inserted at each of axes, in turn. */
+/* unsqueeze2: X with a size-1 dim inserted at each of axes (AxesTensorList, AxesTensor, else
+ * the attribute), in turn. */
 pd_status pd_kernel_unsqueeze2(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_status st = in_at(ctx, "X", 0, true, &x);
   if (st) return st;
   int64_t axes[MAXD + 1], d[MAXD];
   char s[DIMS_BUF], sa[LIST_BUF];
-  int na = pd_ctx_attr_ints(ctx, "axes", axes, MAXD + 1), bad = 0;
+  int na = 0, bad = 0;
+  bool given;
+  if (pd_ctx_nin(ctx, "AxesTensorList") > 0 || in_if_set(ctx, "AxesTensor", 0)) {
+    if ((st = shape_from(ctx, "AxesTensorList", "AxesTensor", "axes", axes, &na, &given)))
+      return st;
+  } else {
+    na = pd_ctx_attr_ints(ctx, "axes", axes, MAXD + 1);
+  }
   int nd = na > MAXD ? -3 : unsqueeze_dims(x->ndims, x->dims, na, axes, d, &bad);
   if (nd == -3)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "unsqueezing X %s at %d axes gives %d dims; at most "
@@ -925,6 +973,156 @@ pd_status pd_kernel_unsqueeze2(pd_exec_ctx *ctx) {
                        dims_str(na, axes, sa, sizeof sa), shape_str(x, s), bad,
                        -(x->ndims + bad) - 1, x->ndims + bad);
   return copy_reshaped(ctx, x, nd, d);
+}
+
+/* ================================================================ the channel shuffles */
+
+/* pixel_shuffle (upscale factor r): X [N, C r r, H, W] -> [N, C, H r, W r], Out[n, c, h r + i,
+ * w r + j] = X[n, c r r + i r + j, h, w]; NHWC likewise with C last. shuffle_channel and
+ * channel_shuffle (g groups): the channels, seen as [g, C / g], transposed to [C / g, g]. Each
+ * is a transpose of X viewed in more dims. */
+typedef struct shuffle_geom {
+  bool pixel, nhwc;
+  int64_t k;      /* r, or g */
+  const char *attr;
+} shuffle_geom;
+
+static shuffle_geom shuffle_of(pd_op_kind kind, int64_t (*attr_int)(const void *, const char *),
+                               const char *(*attr_str)(const void *, const char *),
+                               const void *c) {
+  shuffle_geom g = {.pixel = kind == PD_OP_pixel_shuffle};
+  g.attr = g.pixel ? "upscale_factor" : kind == PD_OP_channel_shuffle ? "groups" : "group";
+  g.k = attr_int(c, g.attr);
+  g.nhwc = kind != PD_OP_shuffle_channel && strcmp(attr_str(c, "data_format"), "NHWC") == 0;
+  return g;
+}
+
+static int64_t infer_int(const void *c, const char *n) { return pd_infer_attr_int(c, n); }
+static const char *infer_str(const void *c, const char *n) { return pd_infer_attr_str(c, n); }
+static int64_t ctx_int(const void *c, const char *n) { return pd_ctx_attr_int(c, n); }
+static const char *ctx_str(const void *c, const char *n) { return pd_ctx_attr_str(c, n); }
+
+/* The channels X [4 dims] must divide into (r r, or g): NULL when they do (or are unknown),
+ * else the message, in msg. */
+static const char *shuffle_bad(const shuffle_geom *g, int nd, const int64_t *xd, char *msg,
+                               size_t cap) {
+  char s[DIMS_BUF];
+  int64_t parts = g->pixel ? g->k * g->k : g->k, ch = nd == 4 ? xd[g->nhwc ? 3 : 1] : -1;
+  if (nd != 4) snprintf(msg, cap, "X must have 4 dims (%s), got %s", g->nhwc ? "NHWC" : "NCHW",
+                        dims_str(nd, xd, s, sizeof s));
+  else if (g->k < 1 || g->k > INT32_MAX)
+    snprintf(msg, cap, "%s must be at least 1, got %" PRId64, g->attr, g->k);
+  else if (ch >= 0 && ch % parts)
+    snprintf(msg, cap, "the %" PRId64 " channels of X %s do not divide by %s%s %" PRId64, ch,
+             dims_str(nd, xd, s, sizeof s), g->attr, g->pixel ? " squared," : "", parts);
+  else return NULL;
+  return msg;
+}
+
+/* Out's dims for X's (known: -1 stays unknown through pd_infer_dim_mul). */
+static void shuffle_out_dims(const shuffle_geom *g, const int64_t *xd, int64_t *od) {
+  memcpy(od, xd, 4 * sizeof *od);
+  if (!g->pixel) return;
+  int cd = g->nhwc ? 3 : 1, hd = g->nhwc ? 1 : 2;
+  od[cd] = xd[cd] < 0 ? -1 : xd[cd] / (g->k * g->k);
+  od[hd] = pd_infer_dim_mul(xd[hd], g->k);
+  od[hd + 1] = pd_infer_dim_mul(xd[hd + 1], g->k);
+}
+
+/* X [4 dims, known] as the view vd that the transpose perm turns into Out; returns its rank. */
+static int shuffle_view(const shuffle_geom *g, const int64_t *xd, int64_t *vd, int *perm) {
+  int64_t k = g->k, n = xd[0];
+  if (g->pixel) {
+    static const int p6[6] = {0, 1, 4, 2, 5, 3};
+    int64_t c = xd[g->nhwc ? 3 : 1] / (k * k);
+    const int64_t nchw[6] = {n, c, k, k, xd[2], xd[3]}, nhwc[6] = {n, xd[1], xd[2], c, k, k};
+    memcpy(vd, g->nhwc ? nhwc : nchw, sizeof nchw);
+    memcpy(perm, p6, sizeof p6);
+    return 6;
+  }
+  if (g->nhwc) {
+    const int64_t v[3] = {n * xd[1] * xd[2], k, xd[3] / k};
+    memcpy(vd, v, sizeof v);
+    memcpy(perm, (const int[3]){0, 2, 1}, 3 * sizeof *perm);
+    return 3;
+  }
+  const int64_t v[4] = {n, k, xd[1] / k, xd[2] * xd[3]};
+  memcpy(vd, v, sizeof v);
+  memcpy(perm, (const int[4]){0, 2, 1, 3}, 4 * sizeof *perm);
+  return 4;
+}
+
+pd_status pd_infer_shuffle(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  char msg[LIST_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  shuffle_geom g = shuffle_of(c->def->kind, infer_int, infer_str, c);
+  if (d.n < 0) {
+    out = pd_infer_dims_unknown(4);
+  } else {
+    if (shuffle_bad(&g, d.n, d.d, msg, sizeof msg)) return pd_infer_fail(c, PD_ESHAPE, "%s", msg);
+    out.n = 4;
+    shuffle_out_dims(&g, d.d, out.d);
+  }
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+}
+
+/* The transpose of a shuffle (grad false) or of its inverse, from src to dst of dims dd. */
+static pd_status shuffle_move(const pd_exec_ctx *ctx, const shuffle_geom *g, const int64_t *xd,
+                              bool grad, const pd_tensor *src, pd_tensor *dst, const int64_t *dd) {
+  int64_t vd[6], pd[6];
+  int perm[6], inv[6];
+  int vn = shuffle_view(g, xd, vd, perm);
+  for (int i = 0; i < vn; i++) {
+    pd[i] = vd[perm[i]];
+    inv[perm[i]] = i;
+  }
+  hold h;
+  hold_init(&h);
+  pd_status st = unalias(ctx, &h, dst, &src);
+  if (!st) st = resize(ctx, dst, src->dtype, 4, dd, NULL);
+  if (!st)
+    st = pd_ctx_check(ctx, ctx->k->transpose(src->dtype, vn, grad ? pd : vd, grad ? inv : perm,
+                                             pd_tensor_data(src), pd_tensor_data(dst)),
+                      "transpose");
+  hold_free(&h);
+  return st;
+}
+
+pd_status pd_kernel_shuffle(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  char msg[LIST_BUF];
+  pd_status st = in_at(ctx, "X", 0, true, &x);
+  if (st || (st = out_at(ctx, "Out", 0, true, &out))) return st;
+  shuffle_geom g = shuffle_of(ctx->def->kind, ctx_int, ctx_str, ctx);
+  if (shuffle_bad(&g, x->ndims, x->dims, msg, sizeof msg))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "%s", msg);
+  int64_t xd[4], od[4];
+  memcpy(xd, x->dims, sizeof xd);
+  shuffle_out_dims(&g, xd, od);
+  return shuffle_move(ctx, &g, xd, false, x, out, od);
+}
+
+/* X@GRAD = Out@GRAD moved back by the inverse transpose. */
+pd_status pd_kernel_shuffle_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *dy;
+  pd_tensor *dx;
+  char msg[LIST_BUF];
+  pd_status st = out_at(ctx, "X@GRAD", 0, false, &dx);
+  if (st || !dx) return st;
+  if ((st = in_at(ctx, "X", 0, true, &x)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)))
+    return st;
+  shuffle_geom g = shuffle_of(ctx->def->kind, ctx_int, ctx_str, ctx);
+  if (shuffle_bad(&g, x->ndims, x->dims, msg, sizeof msg))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "%s", msg);
+  int64_t xd[4], od[4];
+  memcpy(xd, x->dims, sizeof xd);
+  shuffle_out_dims(&g, xd, od);
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, 4, od, x->dtype))) return st;
+  return shuffle_move(ctx, &g, xd, true, dy, dx, xd);
 }
 
 /* ================================================================ stack, shape */

@@ -1,10 +1,14 @@
 /* optest_shape.c -- the op-test table's rows of vm/ops/shape.c (optest.h): concat, split and
  * stack (axes, negative axes, the AxisTensor and SectionsTensorList inputs, several Out vars),
  * transpose2, and the reshapes reshape2 (0 and -1, the Shape and ShapeTensor inputs),
- * flatten_contiguous_range, squeeze2 and unsqueeze2. The references are the definitions in
- * double: the joins and cuts view their tensors as [pre, axis, post] blocks; a reshape keeps
- * X's elements in order, and its XShape is [0] followed by X's dims (it holds no elements; only
- * its dims say anything). The gradient check weighs Out (or stack's Y) alone. */
+ * flatten_contiguous_range, flatten2, squeeze2 (a listed dim other than 1 stays) and
+ * unsqueeze2; the Fluid 1.x versions without XShape through their own names (transpose,
+ * reshape, flatten, squeeze, unsqueeze); the channel shuffles pixel_shuffle (NCHW, NHWC),
+ * shuffle_channel and channel_shuffle (2 and 3 groups, NHWC). The references are the
+ * definitions in double: the joins and cuts view their tensors as [pre, axis, post] blocks; a
+ * reshape keeps X's elements in order, and its XShape is [0] followed by X's dims (it holds no
+ * elements; only its dims say anything); a shuffle's Out element is read from X by its index
+ * formula. The gradient check weighs Out (or stack's Y) alone. */
 #include "config.h"
 
 #include <string.h>
@@ -97,8 +101,11 @@ static void ref_stack(ot_ref *r) {
 
 /* ---------------------------------------------------------------- transpose2, reshapes */
 
-/* XShape: [0] then X's dims, no elements. */
+/* XShape: [0] then X's dims, no elements; the Fluid 1.x versions (a name without the 2) have
+ * none. */
 static void out_xshape(ot_ref *r, const ot_val *x) {
+  const char *op = ot_op(r);
+  if (op[strlen(op) - 1] != '2') return;
   int64_t xs[OT_MAX_DIMS + 1] = {0};
   memcpy(xs + 1, x->dims, sizeof(int64_t) * (size_t)x->nd);
   ot_out(r, "XShape", x->nd + 1, xs);
@@ -125,18 +132,20 @@ static void ref_transpose2(ot_ref *r) {
   out_xshape(r, x);
 }
 
-/* Out's dims of the reshape ops for X (returns the rank):
+/* Out's dims of the reshape ops for X (returns the rank; the 1.x versions as the others):
  *   reshape2: the ShapeTensor values (one var per dim), else Shape's, else the attribute;
  *             0 copies X's dim at that place, one -1 takes the elements left;
  *   flatten_contiguous_range: dims start_axis..stop_axis (negative: from the end) become one;
- *   squeeze2: X's dims without the axes listed (each of size 1), or without every 1;
- *   unsqueeze2: a 1 inserted at each of axes in turn, against the rank so far (negative: from
- *             the end of the dims so far plus one). */
+ *   flatten2: [the product of the dims before axis, that of the others];
+ *   squeeze2: X's dims without the axes listed whose size is 1, or without every 1;
+ *   unsqueeze2: a 1 inserted at each of axes (AxesTensorList's values, AxesTensor's, else
+ *             the attribute's) in turn, against the rank so far (negative: from the end of the
+ *             dims so far plus one). */
 static int reshaped_dims(ot_ref *r, const ot_val *x, int64_t *od) {
   const char *op = ot_op(r);
   int64_t a[OT_MAX_DIMS];
   int nx = x->nd, n = 0;
-  if (strcmp(op, "reshape2") == 0) {
+  if (strncmp(op, "reshape", 7) == 0) {
     const ot_val *sh = ot_in(r, "Shape");
     if (ot_nin(r, "ShapeTensor") > 0) {
       n = ot_nin(r, "ShapeTensor");
@@ -161,15 +170,24 @@ static int reshaped_dims(ot_ref *r, const ot_val *x, int64_t *od) {
     for (int d = 0; d < start; d++) od[n++] = x->dims[d];
     od[n++] = prod(x->dims, start, stop + 1);
     for (int d = stop + 1; d < nx; d++) od[n++] = x->dims[d];
-  } else if (strcmp(op, "squeeze2") == 0) {
+  } else if (strncmp(op, "flatten", 7) == 0) {
+    int axis = (int)ot_int(r, "axis");
+    od[0] = prod(x->dims, 0, axis);
+    od[1] = prod(x->dims, axis, nx);
+    n = 2;
+  } else if (strncmp(op, "squeeze", 7) == 0) {
     int na = ot_ints(r, "axes", a, OT_MAX_DIMS);
     for (int d = 0; d < nx; d++) {
-      bool drop = na == 0 && x->dims[d] == 1;
-      for (int i = 0; i < na; i++) drop = drop || (a[i] < 0 ? a[i] + nx : a[i]) == d;
-      if (!drop) od[n++] = x->dims[d];
+      bool listed = na == 0;
+      for (int i = 0; i < na; i++) listed = listed || (a[i] < 0 ? a[i] + nx : a[i]) == d;
+      if (!listed || x->dims[d] != 1) od[n++] = x->dims[d];
     }
   } else {
-    int na = ot_ints(r, "axes", a, OT_MAX_DIMS);
+    const ot_val *axt = ot_in(r, "AxesTensor");
+    int nl = ot_nin(r, "AxesTensorList"), na = nl > 0 ? nl : axt ? (int)axt->n : 0;
+    for (int i = 0; i < na; i++)
+      a[i] = (int64_t)(nl > 0 ? ot_in_at(r, "AxesTensorList", i)->v[0] : axt->v[i]);
+    if (na == 0) na = ot_ints(r, "axes", a, OT_MAX_DIMS);
     n = nx;
     memcpy(od, x->dims, sizeof(int64_t) * (size_t)nx);
     for (int i = 0; i < na; i++, n++) {
@@ -189,6 +207,38 @@ static void ref_reshaped(ot_ref *r) {
   double *o = ot_out(r, "Out", nd, od);
   memcpy(o, x->v, sizeof(double) * (size_t)x->n);
   out_xshape(r, x);
+}
+
+/* ---------------------------------------------------------------- the channel shuffles */
+
+/* pixel_shuffle (r = upscale_factor): Out [N, C, H r, W r] (NCHW; NHWC: [N, H r, W r, C]) with
+ * Out[n, c, y, x] = X[n, c r r + (y mod r) r + x mod r, y / r, x / r].
+ * shuffle_channel (group) and channel_shuffle (groups, data_format): g groups of C / g
+ * channels; Out's channel a g + b is X's channel b (C / g) + a. */
+static void ref_shuffle(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X");
+  const char *op = ot_op(r);
+  bool pixel = strcmp(op, "pixel_shuffle") == 0;
+  bool nhwc = strcmp(op, "shuffle_channel") != 0 && strcmp(ot_str(r, "data_format"), "NHWC") == 0;
+  int64_t k = ot_int(r, pixel ? "upscale_factor" : strcmp(op, "shuffle_channel") == 0 ? "group"
+                                                                                     : "groups");
+  int64_t n = x->dims[0], ch = x->dims[nhwc ? 3 : 1], h = x->dims[nhwc ? 1 : 2];
+  int64_t w = x->dims[nhwc ? 2 : 3], oc = pixel ? ch / (k * k) : ch, oh = pixel ? h * k : h;
+  int64_t ow = pixel ? w * k : w;
+  int64_t od[4] = {n, oc, oh, ow}, odh[4] = {n, oh, ow, oc};
+  double *o = ot_out(r, "Out", 4, nhwc ? odh : od);
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t c = 0; c < oc; c++)
+      for (int64_t y = 0; y < oh; y++)
+        for (int64_t xx = 0; xx < ow; xx++) {
+          int64_t ic = pixel ? c * k * k + y % k * k + xx % k : c % k * (ch / k) + c / k;
+          int64_t iy = pixel ? y / k : y, ix = pixel ? xx / k : xx;
+          int64_t src = nhwc ? ((b * h + iy) * w + ix) * ch + ic
+                             : ((b * ch + ic) * h + iy) * w + ix;
+          int64_t dst = nhwc ? ((b * oh + y) * ow + xx) * oc + c
+                             : ((b * oc + c) * oh + y) * ow + xx;
+          o[dst] = x->v[src];
+        }
 }
 
 /* ---------------------------------------------------------------- the rows */
@@ -267,6 +317,57 @@ const ot_row ot_rows_shape[] = {
      .ref = ref_reshaped},
     {.op = "squeeze2", .what = "every 1", .in = {{"X", "[1, 3, 1, 2]"}}, .ref = ref_reshaped},
     {.op = "squeeze2", .what = "a 1 left", .attrs = "axes=[0]", .in = {{"X", "[1, 4, 1]"}},
+     .ref = ref_reshaped},
+
+    /* squeeze2 on a listed dim other than 1: it stays (Paddle 1.8 on). */
+    {.op = "squeeze2", .what = "a listed dim not 1", .attrs = "axes=[0, 1]",
+     .in = {{"X", "[3, 1, 4]"}}, .ref = ref_reshaped},
+
+    /* flatten2: the default axis 1, axis 0 ([1, all]), axis rank ([all, 1]). */
+    {.op = "flatten2", .what = "axis 1", .in = {{"X", "[2, 3, 4]"}}, .ref = ref_reshaped},
+    {.op = "flatten2", .what = "axis 0", .attrs = "axis=0", .in = {{"X", "[2, 3]"}},
+     .ref = ref_reshaped},
+    {.op = "flatten2", .what = "axis 3", .attrs = "axis=3", .in = {{"X", "[2, 3, 2]"}},
+     .ref = ref_reshaped},
+
+    /* The Fluid 1.x versions, without XShape: each through its own name. */
+    {.op = "transpose", .what = "rank 3", .attrs = "axis=[1, 2, 0]", .in = {{"X", "[2, 3, 4]"}},
+     .ref = ref_transpose2},
+    {.op = "reshape", .what = "0 and -1", .attrs = "shape=[0, -1, 2]", .in = {{"X", "[2, 3, 4]"}},
+     .ref = ref_reshaped},
+    {.op = "reshape", .what = "Shape", .attrs = "shape=[24]",
+     .in = {{"X", "[2, 3, 4]"}, {"Shape", "[2]", OT_I32, .v = (const double[]){-1, 4}}},
+     .ref = ref_reshaped},
+    {.op = "flatten", .what = "axis 2", .attrs = "axis=2", .in = {{"X", "[2, 3, 2, 2]"}},
+     .ref = ref_reshaped},
+    {.op = "squeeze", .what = "axes", .attrs = "axes=[-1]", .in = {{"X", "[3, 4, 1]"}},
+     .ref = ref_reshaped},
+    {.op = "squeeze", .what = "every 1", .in = {{"X", "[1, 3, 1]"}}, .ref = ref_reshaped},
+    {.op = "unsqueeze", .what = "axes", .attrs = "axes=[0, 2]", .in = {{"X", "[3, 4]"}},
+     .ref = ref_reshaped},
+    {.op = "unsqueeze", .what = "AxesTensorList",
+     .in = {{"X", "[3, 4]"}, {"AxesTensorList", I32_1(-1)}, {"AxesTensorList", I32_1(1)}},
+     .ref = ref_reshaped},
+
+    /* The channel shuffles. */
+    {.op = "pixel_shuffle", .what = "r 2 NCHW", .attrs = "upscale_factor=2",
+     .in = {{"X", "[2, 8, 2, 3]"}}, .ref = ref_shuffle},
+    {.op = "pixel_shuffle", .what = "r 3 NHWC", .attrs = "upscale_factor=3 data_format=NHWC",
+     .in = {{"X", "[1, 2, 2, 18]"}}, .ref = ref_shuffle},
+    {.op = "pixel_shuffle", .what = "r 1", .in = {{"X", "[1, 3, 2, 2]"}}, .ref = ref_shuffle},
+    {.op = "shuffle_channel", .what = "group 2", .attrs = "group=2",
+     .in = {{"X", "[2, 6, 2, 2]"}}, .ref = ref_shuffle},
+    {.op = "shuffle_channel", .what = "group 3", .attrs = "group=3",
+     .in = {{"X", "[1, 6, 3, 2]"}}, .ref = ref_shuffle},
+    {.op = "channel_shuffle", .what = "groups 2", .attrs = "groups=2",
+     .in = {{"X", "[2, 4, 2, 3]"}}, .ref = ref_shuffle},
+    {.op = "channel_shuffle", .what = "groups 3 NHWC", .attrs = "groups=3 data_format=NHWC",
+     .in = {{"X", "[2, 2, 3, 6]"}}, .ref = ref_shuffle},
+    {.op = "pixel_shuffle", .what = "int64", .attrs = "upscale_factor=2",
+     .in = {{"X", "[1, 4, 1, 2]", OT_I64, -9, 9}}, .ref = ref_shuffle, .no_grad = true},
+
+    {.op = "unsqueeze2", .what = "AxesTensor",
+     .in = {{"X", "[2, 3]"}, {"AxesTensor", "[2]", OT_I64, .v = (const double[]){0, 3}}},
      .ref = ref_reshaped},
 
     /* unsqueeze2: axes in turn ([0, -1] on [3, 4] is [1, 3, 4, 1]); a repeated axis. */
