@@ -167,6 +167,12 @@ PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
       ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),
             ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
             BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
+/* The detection ops (vm/ops/detection.c): the box post-processing of PaddleDetection's exports,
+ * on the host. The prior-box ops read only their inputs' dims. */
+PD_OP(box_coder, FP_IN, box_coder, IN(ONE("PriorBox"), OPT("PriorBoxVar"), ONE("TargetBox")),
+      OUT(ONE("OutputBox")),
+      ATTRS(ENUM("code_type", "encode_center_size", "decode_center_size"),
+            BOOL("box_normalized", true), INT("axis", 0), FLOATS_EMPTY("variance")))
 /* The collective ops of data-parallel training (vm/ops/collective.c, vm/passes/data_parallel.h):
  * Fluid's names, slots and attributes; ring 0 is every rank of the job. On GPU ranks they sum
  * device memory through NCCL. */
@@ -208,6 +214,11 @@ PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OU
 PD_OP(cumsum, DIFF | GPU | GPU_GRAD, cumsum, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(INT("axis", -1), BOOL("flatten", false), BOOL("exclusive", false),
             BOOL("reverse", false)))
+PD_OP(density_prior_box, FP_IN, density_prior_box, IN(ONE("Input", ANY), ONE("Image", ANY)),
+      OUT(ONE("Boxes"), ONE("Variances")),
+      ATTRS(REQ(FLOATS, "variances"), BOOL("clip", true), BOOL("flatten_to_2d", false),
+            FLOAT("step_w", 0.0), FLOAT("step_h", 0.0), FLOAT("offset", 0.5),
+            FLOATS_EMPTY("fixed_sizes"), FLOATS_EMPTY("fixed_ratios"), INTS_EMPTY("densities")))
 PD_CONV2D_(depthwise_conv2d)
 PD_OP(dropout, DIFF | FP_IN | GPU | GPU_GRAD, dropout, IN(ONE("X"), OPT("Seed", HOST)),
       OUT(ONE("Out"), TEMP("Mask")),
@@ -316,6 +327,21 @@ PD_OP(momentum, FP_IN | GPU, optimizer,
             FLOAT("rescale_grad", 1.0)))
 PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
+/* The multi-class NMS, three versions of one kernel (the constant): 2 adds Index, 3 RoisNum
+ * and NmsRoisNum. Paddle runs it on the CPU: its values are read and written on the host. */
+#define PD_MULTICLASS_NMS_ATTRS_                                                                \
+  ATTRS(INT("background_label", 0), REQ(FLOAT, "score_threshold"), REQ(INT, "nms_top_k"),      \
+        FLOAT("nms_threshold", 0.3), FLOAT("nms_eta", 1.0), REQ(INT, "keep_top_k"),            \
+        BOOL("normalized", true))
+PD_OPK(multiclass_nms, 0, multiclass_nms, IN(ONE("BBoxes", HOST), ONE("Scores", HOST)),
+       OUT(ONE("Out", HOST)), PD_MULTICLASS_NMS_ATTRS_, KERNEL(multiclass_nms, 1))
+PD_OPK(multiclass_nms2, 0, multiclass_nms, IN(ONE("BBoxes", HOST), ONE("Scores", HOST)),
+       OUT(ONE("Out", HOST), OPT("Index", HOST)), PD_MULTICLASS_NMS_ATTRS_,
+       KERNEL(multiclass_nms, 2))
+PD_OPK(multiclass_nms3, 0, multiclass_nms,
+       IN(ONE("BBoxes", HOST), ONE("Scores", HOST), OPT("RoisNum", HOST)),
+       OUT(ONE("Out", HOST), ONE("Index", HOST), OPT("NmsRoisNum", HOST)),
+       PD_MULTICLASS_NMS_ATTRS_, KERNEL(multiclass_nms, 3))
 PD_COMPARE_(not_equal, PD_K_NE)
 /* pad, pad2d, pad3d: X padded in every dim (pad: constant), in H and W (pad2d), in D, H and W
  * (pad3d) through the backend's pad entry (vm/ops/pad.c); Paddings gives the paddings at run
@@ -338,6 +364,12 @@ PD_OP(pool2d, DIFF | FP_IN | GPU | GPU_GRAD, pool2d, IN(ONE("X")), OUT(ONE("Out"
             BOOL("exclusive", true), BOOL("adaptive", false), BOOL("ceil_mode", false),
             ENUM("data_format", "NCHW", "NHWC", "AnyLayout"),
             ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID")))
+PD_OP(prior_box, FP_IN, prior_box, IN(ONE("Input", ANY), ONE("Image", ANY)),
+      OUT(ONE("Boxes"), ONE("Variances")),
+      ATTRS(REQ(FLOATS, "min_sizes"), FLOATS_EMPTY("max_sizes"), FLOATS_EMPTY("aspect_ratios"),
+            FLOATS_EMPTY("variances"), BOOL("flip", true), BOOL("clip", true),
+            FLOAT("step_w", 0.0), FLOAT("step_h", 0.0), FLOAT("offset", 0.5),
+            BOOL("min_max_aspect_ratios_order", false)))
 PD_OP(recurrent, DIFF, recurrent,
       IN(LIST("inputs"), OPT_LIST("initial_states"), OPT_LIST("parameters", ANY)),
       OUT(OPT_LIST("outputs"), ONE("step_scopes", ANY)),
@@ -442,6 +474,10 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
       OUT(OPT_LIST("Out", ANY), ONE("StepScopes", ANY)),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),
             STRS_EMPTY("skip_eager_deletion_vars"), LONG("max_iterations", 1000000)))
+PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"), ONE("Scores")),
+      ATTRS(INTS_EMPTY("anchors"), INT("class_num", 1), FLOAT("conf_thresh", 0.01),
+            INT("downsample_ratio", 32), BOOL("clip_bbox", true), FLOAT("scale_x_y", 1.0),
+            BOOL("iou_aware", false), FLOAT("iou_aware_factor", 0.5)))
 
 #ifdef PD_OP_DEFAULT_
 #undef PD_OP
@@ -462,3 +498,4 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
 #undef PD_SQUEEZE_
 #undef PD_UNSQUEEZE_
 #undef PD_FLATTEN_
+#undef PD_MULTICLASS_NMS_ATTRS_
