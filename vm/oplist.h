@@ -174,9 +174,22 @@ PD_OP(conditional_block, DIFF, conditional_block,
                INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")),      \
          KERNEL(conv2d, 0))
 PD_CONV2D_(conv2d)
+/* conv2d_transpose's signature (Filter [in channels, out channels / groups, KH, KW], an
+ * optional Bias [out channels]); depthwise_conv2d_transpose is its name with groups = the
+ * input channels. One kernel, over conv2d's backend entries (vm/ops/nn.c). */
+#define PD_CONV2D_TRANSPOSE_(name)                                                             \
+  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, conv2d_transpose,                                 \
+         IN(ONE("Input"), ONE("Filter"), OPT("Bias")), OUT(ONE("Output")),                      \
+         ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0), INTS_EMPTY("output_padding"),     \
+               INTS_EMPTY("output_size"), ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), \
+               INT("groups", 1), INTS("dilations", 1, 1),                                       \
+               ENUM("data_format", "NCHW", "NHWC", "AnyLayout")),                               \
+         KERNEL(conv2d_transpose, 0))
+PD_CONV2D_TRANSPOSE_(conv2d_transpose)
 PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
       ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
 PD_CONV2D_(depthwise_conv2d)
+PD_CONV2D_TRANSPOSE_(depthwise_conv2d_transpose)
 PD_OP(dropout, DIFF | FP_IN | GPU | GPU_GRAD, dropout, IN(ONE("X"), OPT("Seed", HOST)),
       OUT(ONE("Out"), TEMP("Mask")),
       ATTRS(FLOAT("dropout_prob", 0.5), BOOL("is_test", false), BOOL("fix_seed", false),
@@ -403,6 +416,7 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
 #endif
 #undef PD_UNARY_
 #undef PD_CONV2D_
+#undef PD_CONV2D_TRANSPOSE_
 #undef PD_MATH_
 #undef PD_ACT_
 #undef PD_ELEMENTWISE_
