@@ -252,12 +252,22 @@ PD_OP(gelu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE(
       ATTRS(BOOL("approximate", false)))
 PD_COMPARE_(greater_equal, PD_K_GE)
 PD_COMPARE_(greater_than, PD_K_GT)
+/* group_norm and instance_norm share a shape function and kernels (vm/ops/norm.c): a
+ * layer_norm over each group, then the per-channel Scale and Bias. */
+PD_OPK(group_norm, DIFF | FP_IN | GPU | GPU_GRAD, group_norm,
+       IN(ONE("X"), OPT("Scale"), OPT("Bias")), OUT(ONE("Y"), TEMP("Mean"), TEMP("Variance")),
+       ATTRS(FLOAT("epsilon", 1e-5), INT("groups", -1), ENUM("data_layout", "NCHW", "NHWC")),
+       KERNEL(group_norm, 0))
 PD_ACT_(hard_sigmoid, PD_K_HARD_SIGMOID, FLOAT("slope", 0.2), FLOAT("offset", 0.5))
 PD_ACT_(hard_swish, PD_K_HARD_SWISH, FLOAT("threshold", 6.0), FLOAT("scale", 6.0),
         FLOAT("offset", 3.0))
 PD_OP(huber_loss, DIFF | FP_IN | GPU | GPU_GRAD, huber_loss, IN(ONE("X"), ONE("Y")),
       OUT(ONE("Out"), TEMP("Residual")), ATTRS(FLOAT("delta", 1.0)))
 PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
+PD_OPK(instance_norm, DIFF | FP_IN | GPU | GPU_GRAD, group_norm,
+       IN(ONE("X"), OPT("Scale"), OPT("Bias")),
+       OUT(ONE("Y"), TEMP("SavedMean"), TEMP("SavedVariance")), ATTRS(FLOAT("epsilon", 1e-5)),
+       KERNEL(group_norm, 0))
 PD_OP(kldiv_loss, DIFF | FP_IN | GPU | GPU_GRAD, kldiv_loss, IN(ONE("X"), ONE("Target")),
       OUT(ONE("Loss")),
       ATTRS(ENUM("reduction", "mean", "none", "batchmean", "sum")))
