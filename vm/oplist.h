@@ -312,6 +312,10 @@ PD_OP(pool2d, DIFF | FP_IN | GPU | GPU_GRAD, pool2d, IN(ONE("X")), OUT(ONE("Out"
             BOOL("exclusive", true), BOOL("adaptive", false), BOOL("ceil_mode", false),
             ENUM("data_format", "NCHW", "NHWC", "AnyLayout"),
             ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID")))
+/* prelu (vm/ops/activation.c): Alpha one slope (mode all), one per channel or one per element
+ * of an instance. */
+PD_OP(prelu, DIFF | FP_IN | GPU | GPU_GRAD, prelu, IN(ONE("X"), ONE("Alpha")), OUT(ONE("Out")),
+      ATTRS(ENUM("mode", "all", "channel", "element"), ENUM("data_format", "NCHW", "NHWC")))
 PD_OP(recurrent, DIFF, recurrent,
       IN(LIST("inputs"), OPT_LIST("initial_states"), OPT_LIST("parameters", ANY)),
       OUT(OPT_LIST("outputs"), ONE("step_scopes", ANY)),
