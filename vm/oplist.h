@@ -125,6 +125,10 @@ PD_OPK(adamw, FP_IN | GPU, optimizer,
              BOOL("multi_precision", false), BOOL("use_global_beta_pow", false),
              FLOAT("lr_ratio", 1.0), FLOAT("coeff", 0.01), BOOL("with_decay", false)),
        KERNEL(adam, PD_OPV_ADAMW))
+/* affine_channel: Out = X * Scale + Bias per channel (vm/ops/norm.c). */
+PD_OP(affine_channel, DIFF | FP_IN | GPU | GPU_GRAD, affine_channel,
+      IN(ONE("X"), ONE("Scale"), ONE("Bias")), OUT(ONE("Out")),
+      ATTRS(ENUM("data_layout", "AnyLayout", "NCHW", "NHWC")))
 PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
             INT("dtype", PD_INT64)))

@@ -2,9 +2,10 @@
  * with Fluid's update of the running mean and variance, the running ones with is_test or
  * use_global_stats), layer_norm (begin_norm_axis, optional Scale and Bias), and group_norm
  * (NCHW and NHWC) and instance_norm (group_norm with a group per channel), each a layer_norm
- * over the groups followed by a per-channel Scale and Bias: their shape functions, kernels and
- * gradient kernels. The math is the backend's (kernels/kernels.h: batch_norm, layer_norm and
- * their gradients, with binary, reduce and transpose for the rest), so all run on the GPU. */
+ * over the groups followed by a per-channel Scale and Bias, and affine_channel (that Scale and
+ * Bias alone): their shape functions, kernels and gradient kernels. The math is the backend's
+ * (kernels/kernels.h: batch_norm, layer_norm and their gradients, with binary, reduce and
+ * transpose for the rest), so all run on the GPU. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -129,6 +130,25 @@ pd_status pd_infer_group_norm(pd_infer_ctx *c) {
       (st = pd_infer_set_out(c, inst ? "SavedMean" : "Mean", 0, &v, x->dtype, 0)))
     return st;
   return pd_infer_set_out(c, inst ? "SavedVariance" : "Variance", 0, &v, x->dtype, 0);
+}
+
+/* affine_channel: X [N, C, ...] (data_layout NCHW) or [N, ..., C] (any other: NHWC and Fluid's
+ * default AnyLayout, as Paddle reads them), Scale and Bias [C]; Out like X. */
+pd_status pd_infer_affine_channel(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  if (d.n >= 0 && d.n < 2)
+    return pd_infer_fail(c, PD_ESHAPE, "X must have at least 2 dims ([N, C, ...]), got %s",
+                         pd_infer_dims_str(&d, s));
+  bool nhwc = strcmp(pd_infer_attr_str(c, "data_layout"), "NCHW") != 0;
+  int64_t ch = d.n < 0 ? -1 : d.d[nhwc ? d.n - 1 : 1];
+  if ((st = infer_vec(c, "Scale", ch, "channels of X", x->dtype)) ||
+      (st = infer_vec(c, "Bias", ch, "channels of X", x->dtype)))
+    return st;
+  return pd_infer_set_out(c, "Out", 0, &d, x->dtype, x->lod_level);
 }
 
 /* ================================================================ kernels */
@@ -592,6 +612,104 @@ pd_status pd_kernel_group_norm_grad(pd_exec_ctx *ctx) {
     st = gn_transpose(ctx, dt, &v, false, dxs, pd_tensor_data(dx));
 done:
   if (bufs[0]) pd_ctx_scratch_free_n(ctx, NBUF, bufs);
+  hold_free(&h);
+  return st;
+}
+
+/* ---- affine_channel ---- */
+
+/* X as [n, c, s]: NCHW [N, C, rest] or otherwise (NHWC, AnyLayout) [N * rest, C, 1]; Scale and
+ * Bias [c]. */
+static pd_status ac_setup(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *scale,
+                          const pd_tensor *bias, gn_view *v) {
+  char s[DIMS_BUF];
+  pd_status st;
+  if ((st = want_float(ctx, "X", x))) return st;
+  if (x->ndims < 2)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X (var '%s') must have at least 2 dims ([N, C, ...]), "
+                       "got %s", in_name(ctx, "X", 0), shape_str(x, s));
+  bool nhwc = strcmp(pd_ctx_attr_str(ctx, "data_layout"), "NCHW") != 0;
+  *v = nhwc ? (gn_view){prod(x->dims, 0, x->ndims - 1), x->dims[x->ndims - 1], 1, 1, true, false}
+            : (gn_view){x->dims[0], x->dims[1], prod(x->dims, 2, x->ndims), 1, false, false};
+  if ((st = want_vec(ctx, "Scale", scale, x, v->c, "channels")) ||
+      (st = want_vec(ctx, "Bias", bias, x, v->c, "channels")))
+    return st;
+  return PD_OK;
+}
+
+/* affine_channel: Out = X * Scale + Bias per channel. */
+pd_status pd_kernel_affine_channel(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias;
+  pd_tensor *out;
+  pd_status st;
+  gn_view v;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Scale", &scale)) ||
+      (st = in1(ctx, "Bias", &bias)) || (st = ac_setup(ctx, x, scale, bias, &v)) ||
+      (st = out1(ctx, "Out", &out)))
+    return st;
+  pd_dtype dt = x->dtype;
+  hold h;
+  hold_init(&h);
+  if (!in_place(out, x, dt, x->ndims, x->dims)) st = unalias(ctx, &h, out, &x);
+  if (!st && !(st = unalias(ctx, &h, out, &scale)) && !(st = unalias(ctx, &h, out, &bias)) &&
+      !(st = resize_like(ctx, out, x, x)) && pd_tensor_numel(x) > 0 &&
+      !(st = gn_channel(ctx, dt, &v, PD_K_MUL, pd_tensor_data(x), scale, pd_tensor_data(out))))
+    st = gn_channel(ctx, dt, &v, PD_K_ADD, pd_tensor_data(out), bias, pd_tensor_data(out));
+  hold_free(&h);
+  return st;
+}
+
+/* Its gradient: X@GRAD = Out@GRAD * Scale, Scale@GRAD = the sum of Out@GRAD * X and
+ * Bias@GRAD that of Out@GRAD, per channel. */
+pd_status pd_kernel_affine_channel_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias, *dy;
+  pd_tensor *dx, *dscale, *dbias;
+  pd_status st;
+  gn_view v;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Scale@GRAD", &dscale)) ||
+      (st = out_opt(ctx, "Bias@GRAD", &dbias)))
+    return st;
+  if (!dx && !dscale && !dbias) return PD_OK;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Scale", &scale)) ||
+      (st = in1(ctx, "Bias", &bias)) || (st = in1(ctx, "Out@GRAD", &dy)) ||
+      (st = ac_setup(ctx, x, scale, bias, &v)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)))
+    return st;
+  pd_dtype dt = x->dtype;
+  int64_t d3[3] = {v.n, v.c, v.s}, numel = pd_tensor_numel(x);
+  const int axes[2] = {0, 2};
+  void *tmp = NULL;
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {dx, dscale, dbias};
+  const pd_tensor **ins[4] = {&x, &scale, &bias, &dy};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; i < 4 && !st; i++) st = unalias(ctx, &h, outs[o], ins[i]);
+  if (st || (dx && (st = resize_like(ctx, dx, x, x))) ||
+      (dscale && (st = resize_like(ctx, dscale, scale, scale))) ||
+      (dbias && (st = resize_like(ctx, dbias, bias, bias))))
+    goto done;
+  if (numel == 0) {
+    for (int o = 1; o < 3 && !st; o++)
+      if (outs[o]) st = k_check(ctx, ctx->k->fill(dt, v.c, pd_tensor_data(outs[o]), 0), dt);
+    goto done;
+  }
+  if (dbias && (st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, 3, d3, pd_tensor_data(dy), 2,
+                                                 axes, pd_tensor_data(dbias)),
+                             dt)))
+    goto done;
+  if (dscale &&
+      (!(tmp = pd_ctx_scratch(ctx, (size_t)numel * pd_dtype_size(dt), &st)) ||
+       (st = k_check(ctx, ctx->k->binary(PD_K_MUL, dt, 3, d3, pd_tensor_data(dy), 3, d3,
+                                         pd_tensor_data(x), -1, tmp),
+                     dt)) ||
+       (st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, 3, d3, tmp, 2, axes,
+                                         pd_tensor_data(dscale)),
+                     dt))))
+    goto done;
+  if (dx) st = gn_channel(ctx, dt, &v, PD_K_MUL, pd_tensor_data(dy), scale, pd_tensor_data(dx));
+done:
+  pd_ctx_scratch_free(ctx, tmp);
   hold_free(&h);
   return st;
 }

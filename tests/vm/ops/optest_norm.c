@@ -2,8 +2,8 @@
  * on the batch's statistics with Fluid's update of the running ones, is_test and
  * use_global_stats on the running ones; NCHW, NHWC, [N, C] and [N, C, L]; MomentumTensor),
  * layer_norm (begin_norm_axis, with and without Scale and Bias), group_norm (groups, NCHW and
- * NHWC, Scale and Bias optional) and instance_norm. The references compute the statistics in
- * double from the definitions. */
+ * NHWC, Scale and Bias optional), instance_norm and affine_channel. The references compute the
+ * statistics in double from the definitions. */
 #include "config.h"
 
 #include <math.h>
@@ -118,6 +118,19 @@ static void ref_group_norm(ot_ref *r) {
 #undef AT_
 }
 
+/* affine_channel: Out = X * Scale[ch] + Bias[ch], ch the element's channel (dim 1 with
+ * data_layout NCHW; the last with any other, Fluid's default AnyLayout included). */
+static void ref_affine_channel(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *scale = ot_in(r, "Scale"), *bias = ot_in(r, "Bias");
+  bool nhwc = strcmp(ot_str(r, "data_layout"), "NCHW") != 0;
+  int64_t c = x->dims[nhwc ? x->nd - 1 : 1], inner = nhwc ? 1 : x->n / (x->dims[0] * c);
+  double *out = ot_out_like(r, "Out", x);
+  for (int64_t i = 0; i < x->n; i++) {
+    int64_t ch = i / inner % c;
+    out[i] = x->v[i] * scale->v[ch] + bias->v[ch];
+  }
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 /* batch_norm's per-channel inputs for C channels: the running variance positive. */
@@ -187,5 +200,13 @@ const ot_row ot_rows_norm[] = {
      .in = {{"X", "[2, 2, 5]"}}, .ref = ref_group_norm},
     {.op = "instance_norm", .what = "Scale only, 5 dims",
      .in = {{"X", "[1, 2, 2, 2, 2]"}, {"Scale", "[2]"}}, .ref = ref_group_norm},
+    {.op = "affine_channel", .what = "NCHW", .attrs = "data_layout=NCHW",
+     .in = {{"X", "[2, 3, 2, 2]"}, {"Scale", "[3]"}, {"Bias", "[3]"}}, .ref = ref_affine_channel},
+    {.op = "affine_channel", .what = "AnyLayout: channels last",
+     .in = {{"X", "[2, 2, 2, 3]"}, {"Scale", "[3]"}, {"Bias", "[3]"}}, .ref = ref_affine_channel},
+    {.op = "affine_channel", .what = "NHWC", .attrs = "data_layout=NHWC",
+     .in = {{"X", "[2, 2, 3]"}, {"Scale", "[3]"}, {"Bias", "[3]"}}, .ref = ref_affine_channel},
+    {.op = "affine_channel", .what = "[N, C]", .attrs = "data_layout=NCHW",
+     .in = {{"X", "[3, 4]"}, {"Scale", "[4]"}, {"Bias", "[4]"}}, .ref = ref_affine_channel},
     {0},
 };
