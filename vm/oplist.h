@@ -152,6 +152,10 @@ PD_OPK(adamw, FP_IN | GPU, optimizer,
              BOOL("multi_precision", false), BOOL("use_global_beta_pow", false),
              FLOAT("lr_ratio", 1.0), FLOAT("coeff", 0.01), BOOL("with_decay", false)),
        KERNEL(adam, PD_OPV_ADAMW))
+/* affine_channel: Out = X * Scale + Bias per channel (vm/ops/norm.c). */
+PD_OP(affine_channel, DIFF | FP_IN | GPU | GPU_GRAD, affine_channel,
+      IN(ONE("X"), ONE("Scale"), ONE("Bias")), OUT(ONE("Out")),
+      ATTRS(ENUM("data_layout", "AnyLayout", "NCHW", "NHWC")))
 PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
             INT("dtype", PD_INT64)))
@@ -208,6 +212,18 @@ PD_OP(conditional_block, DIFF, conditional_block,
                INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "NHWC", "AnyLayout")),      \
          KERNEL(conv2d, 0))
 PD_CONV2D_(conv2d)
+/* conv2d_transpose's signature (Filter [in channels, out channels / groups, KH, KW], an
+ * optional Bias [out channels]); depthwise_conv2d_transpose is its name with groups = the
+ * input channels. One kernel, over conv2d's backend entries (vm/ops/nn.c). */
+#define PD_CONV2D_TRANSPOSE_(name)                                                             \
+  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, conv2d_transpose,                                 \
+         IN(ONE("Input"), ONE("Filter"), OPT("Bias")), OUT(ONE("Output")),                      \
+         ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0), INTS_EMPTY("output_padding"),     \
+               INTS_EMPTY("output_size"), ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), \
+               INT("groups", 1), INTS("dilations", 1, 1),                                       \
+               ENUM("data_format", "NCHW", "NHWC", "AnyLayout")),                               \
+         KERNEL(conv2d_transpose, 0))
+PD_CONV2D_TRANSPOSE_(conv2d_transpose)
 PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
       ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
 /* cumsum: the running sums along axis (of all of X when flatten). */
@@ -220,6 +236,7 @@ PD_OP(density_prior_box, FP_IN, density_prior_box, IN(ONE("Input", ANY), ONE("Im
             FLOAT("step_w", 0.0), FLOAT("step_h", 0.0), FLOAT("offset", 0.5),
             FLOATS_EMPTY("fixed_sizes"), FLOATS_EMPTY("fixed_ratios"), INTS_EMPTY("densities")))
 PD_CONV2D_(depthwise_conv2d)
+PD_CONV2D_TRANSPOSE_(depthwise_conv2d_transpose)
 PD_OP(dropout, DIFF | FP_IN | GPU | GPU_GRAD, dropout, IN(ONE("X"), OPT("Seed", HOST)),
       OUT(ONE("Out"), TEMP("Mask")),
       ATTRS(FLOAT("dropout_prob", 0.5), BOOL("is_test", false), BOOL("fix_seed", false),
@@ -284,12 +301,22 @@ PD_OP(gelu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE(
       ATTRS(BOOL("approximate", false)))
 PD_COMPARE_(greater_equal, PD_K_GE)
 PD_COMPARE_(greater_than, PD_K_GT)
+/* group_norm and instance_norm share a shape function and kernels (vm/ops/norm.c): a
+ * layer_norm over each group, then the per-channel Scale and Bias. */
+PD_OPK(group_norm, DIFF | FP_IN | GPU | GPU_GRAD, group_norm,
+       IN(ONE("X"), OPT("Scale"), OPT("Bias")), OUT(ONE("Y"), TEMP("Mean"), TEMP("Variance")),
+       ATTRS(FLOAT("epsilon", 1e-5), INT("groups", -1), ENUM("data_layout", "NCHW", "NHWC")),
+       KERNEL(group_norm, 0))
 PD_ACT_(hard_sigmoid, PD_K_HARD_SIGMOID, FLOAT("slope", 0.2), FLOAT("offset", 0.5))
 PD_ACT_(hard_swish, PD_K_HARD_SWISH, FLOAT("threshold", 6.0), FLOAT("scale", 6.0),
         FLOAT("offset", 3.0))
 PD_OP(huber_loss, DIFF | FP_IN | GPU | GPU_GRAD, huber_loss, IN(ONE("X"), ONE("Y")),
       OUT(ONE("Out"), TEMP("Residual")), ATTRS(FLOAT("delta", 1.0)))
 PD_OP(increment, 0, increment, IN(ONE("X")), OUT(ONE("Out")), ATTRS(FLOAT("step", 1.0)))
+PD_OPK(instance_norm, DIFF | FP_IN | GPU | GPU_GRAD, group_norm,
+       IN(ONE("X"), OPT("Scale"), OPT("Bias")),
+       OUT(ONE("Y"), TEMP("SavedMean"), TEMP("SavedVariance")), ATTRS(FLOAT("epsilon", 1e-5)),
+       KERNEL(group_norm, 0))
 PD_OP(kldiv_loss, DIFF | FP_IN | GPU | GPU_GRAD, kldiv_loss, IN(ONE("X"), ONE("Target")),
       OUT(ONE("Loss")),
       ATTRS(ENUM("reduction", "mean", "none", "batchmean", "sum")))
@@ -364,6 +391,10 @@ PD_OP(pool2d, DIFF | FP_IN | GPU | GPU_GRAD, pool2d, IN(ONE("X")), OUT(ONE("Out"
             BOOL("exclusive", true), BOOL("adaptive", false), BOOL("ceil_mode", false),
             ENUM("data_format", "NCHW", "NHWC", "AnyLayout"),
             ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID")))
+/* prelu (vm/ops/activation.c): Alpha one slope (mode all), one per channel or one per element
+ * of an instance. */
+PD_OP(prelu, DIFF | FP_IN | GPU | GPU_GRAD, prelu, IN(ONE("X"), ONE("Alpha")), OUT(ONE("Out")),
+      ATTRS(ENUM("mode", "all", "channel", "element"), ENUM("data_format", "NCHW", "NHWC")))
 PD_OP(prior_box, FP_IN, prior_box, IN(ONE("Input", ANY), ONE("Image", ANY)),
       OUT(ONE("Boxes"), ONE("Variances")),
       ATTRS(REQ(FLOATS, "min_sizes"), FLOATS_EMPTY("max_sizes"), FLOATS_EMPTY("aspect_ratios"),
@@ -485,6 +516,7 @@ PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"),
 #endif
 #undef PD_UNARY_
 #undef PD_CONV2D_
+#undef PD_CONV2D_TRANSPOSE_
 #undef PD_MATH_
 #undef PD_ACT_
 #undef PD_ELEMENTWISE_

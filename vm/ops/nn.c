@@ -1,7 +1,8 @@
 /* nn.c -- the layers' own ops: conv2d and pool2d (NCHW and NHWC, paddings, dilations, groups,
- * adaptive and global pooling), dropout (both of Fluid's implementations) and the embedding lookups
- * lookup_table and lookup_table_v2 (padding_idx): their shape functions, kernels and gradient
- * kernels. */
+ * adaptive and global pooling), conv2d_transpose (and its depthwise name: output_padding,
+ * output_size, NCHW and NHWC, an optional Bias) through conv2d's backend entries, dropout
+ * (both of Fluid's implementations) and the embedding lookups lookup_table and
+ * lookup_table_v2 (padding_idx): their shape functions, kernels and gradient kernels. */
 #include "config.h"
 
 #include <errno.h>
@@ -153,6 +154,158 @@ pd_status pd_infer_conv2d(pd_infer_ctx *c) {
   out.d[L.c] = m;
   out.d[L.h] = o[0];
   out.d[L.w] = o[1];
+  return pd_infer_set_out(c, "Output", 0, &out, in->dtype, 0);
+}
+
+/* Fluid's SAME padding of one spatial dim: out = ceil(in / stride), the total padding split
+ * with the extra one at the end. */
+static void same_pads(int64_t in, int64_t k, int64_t stride, int64_t *p0, int64_t *p1) {
+  int64_t out = (in + stride - 1) / stride, sum = (out - 1) * stride + k - in;
+  if (sum < 0) sum = 0;
+  *p0 = sum / 2;
+  *p1 = sum - *p0;
+}
+
+/* ---- conv2d_transpose: the geometry both its shape function and its kernels use ---- */
+
+/* Its attributes as read (the counts are the lists' lengths). */
+typedef struct tconv_attrs {
+  int64_t stride[4], dil[4], pad[4], opad[4], osize[4];
+  int nstride, ndil, npad, nopad, nosize;
+  const char *algo;
+} tconv_attrs;
+
+/* The geometry: the output's spatial size (-1 where the input's is unknown), the paddings (top,
+ * bottom, left, right) and dilations padding_algorithm leaves. */
+typedef struct tconv_geom {
+  int64_t out[2], pad[4], dil[2];
+  int64_t grow[2]; /* what output_padding or output_size added to out */
+} tconv_geom;
+
+static int list_len(int n) { return n < 0 ? 0 : n > 4 ? 4 : n; }
+
+/* Checks a's lists and works out the output of the input's spatial dims in[2] (-1: unknown)
+ * and window k[2] (Fluid's ConvTransposeInferMeta): out = (in - 1) * stride - paddings +
+ * dilation * (k - 1) + 1, then output_size (in [out, out + stride)) if given, else plus
+ * output_padding (less than max(stride, dilation)). SAME pads as conv2d's SAME over the input
+ * (and resets the dilations), VALID pads nothing. Fails with a message in why. */
+static pd_status tconv_geometry(const tconv_attrs *a, const int64_t in[2], const int64_t k[2],
+                                tconv_geom *g, char *why, size_t n) {
+  static const char *const dim_name[2] = {"height", "width"};
+  char s[5][64];
+  bool ok = a->nstride == 2 && a->ndil == 2 && (a->npad == 2 || a->npad == 4) &&
+            (a->nopad == 0 || a->nopad == 2) && (a->nosize == 0 || a->nosize == 2);
+  for (int i = 0; ok && i < 2; i++)
+    ok = a->stride[i] >= 1 && a->dil[i] >= 1 && (a->nopad == 0 || a->opad[i] >= 0);
+  for (int i = 0; ok && i < a->npad; i++) ok = a->pad[i] >= 0;
+  if (!ok) {
+    snprintf(why, n, "strides %s and dilations %s must be 2 positive numbers, paddings %s 2 or "
+             "4 non-negative ones, output_padding %s none or 2 non-negative ones, output_size %s "
+             "none or 2", pd_dims_str(list_len(a->nstride), a->stride, s[0], 64),
+             pd_dims_str(list_len(a->ndil), a->dil, s[1], 64),
+             pd_dims_str(list_len(a->npad), a->pad, s[2], 64),
+             pd_dims_str(list_len(a->nopad), a->opad, s[3], 64),
+             pd_dims_str(list_len(a->nosize), a->osize, s[4], 64));
+    return PD_EINVAL;
+  }
+  bool same = strcmp(a->algo, "SAME") == 0, valid = strcmp(a->algo, "VALID") == 0;
+  for (int i = 0; i < 2; i++) {
+    int64_t *p0 = &g->pad[2 * i], *p1 = &g->pad[2 * i + 1], st = a->stride[i];
+    *p0 = valid ? 0 : a->npad == 4 ? a->pad[2 * i] : a->pad[i];
+    *p1 = valid ? 0 : a->npad == 4 ? a->pad[2 * i + 1] : a->pad[i];
+    g->dil[i] = same ? 1 : a->dil[i];
+    g->out[i] = -1;
+    g->grow[i] = 0;
+    if (in[i] < 0 || k[i] < 0) continue;
+    if (same) same_pads(in[i], k[i], st, p0, p1);
+    int64_t o = (in[i] - 1) * st - *p0 - *p1 + g->dil[i] * (k[i] - 1) + 1;
+    if (o < 1) {
+      snprintf(why, n, "the output %s would be %" PRId64 " (input %" PRId64 ", window %" PRId64
+               ", stride %" PRId64 ", paddings %" PRId64 " and %" PRId64 ")", dim_name[i], o,
+               in[i], k[i], st, *p0, *p1);
+      return PD_ESHAPE;
+    }
+    if (a->nosize == 2) {
+      if (a->osize[i] < o || a->osize[i] >= o + st) {
+        snprintf(why, n, "output_size %s: its %s %" PRId64 " must be in [%" PRId64 ", %" PRId64
+                 "), the sizes this input and stride give", pd_dims_str(2, a->osize, s[0], 64),
+                 dim_name[i], a->osize[i], o, o + st);
+        return PD_EINVAL;
+      }
+      o = a->osize[i];
+    } else if (a->nopad == 2) {
+      int64_t most = st > g->dil[i] ? st : g->dil[i];
+      if (a->opad[i] >= most) {
+        snprintf(why, n, "output_padding %s: its %s %" PRId64 " must be less than the stride "
+                 "%" PRId64 " or the dilation %" PRId64, pd_dims_str(2, a->opad, s[0], 64),
+                 dim_name[i], a->opad[i], st, g->dil[i]);
+        return PD_EINVAL;
+      }
+      o += a->opad[i];
+    }
+    g->grow[i] = o - ((in[i] - 1) * st - *p0 - *p1 + g->dil[i] * (k[i] - 1) + 1);
+    g->out[i] = o;
+  }
+  return PD_OK;
+}
+
+/* conv2d_transpose, depthwise_conv2d_transpose: Input [N, C, H, W] (or NHWC) and Filter
+ * [C, M / groups, KH, KW] give Output [N, M, OH, OW]; an optional Bias [M]. */
+pd_status pd_infer_conv2d_transpose(pd_infer_ctx *c) {
+  const pd_var_desc *in, *f, *b;
+  pd_infer_dims di, df, db, out;
+  char si[PD_DIMS_BUF], sf[PD_DIMS_BUF], why[512];
+  pd_status st;
+  if ((st = pd_infer_in(c, "Input", 0, &in, &di)) || (st = pd_infer_in(c, "Filter", 0, &f, &df)) ||
+      (st = pd_infer_same_dtype(c, "Input", in->dtype, "Filter", f->dtype)))
+    return st;
+  layout L = image_layout(c);
+  if (di.n >= 0 && di.n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "Input must have 4 dims (%s), got %s",
+                         L.c == 1 ? "NCHW" : "NHWC", pd_infer_dims_str(&di, si));
+  if (df.n >= 0 && df.n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "Filter must have 4 dims [in channels, out channels / "
+                         "groups, height, width], got %s", pd_infer_dims_str(&df, sf));
+  int64_t groups = pd_infer_attr_int(c, "groups");
+  if (groups < 1)
+    return pd_infer_fail(c, PD_EINVAL, "groups must be at least 1, got %" PRId64, groups);
+  if (di.n < 0) di = pd_infer_dims_unknown(4);
+  if (df.n < 0) df = pd_infer_dims_unknown(4);
+  int64_t ch = di.d[L.c], fch = df.d[0];
+  if (ch >= 0 && fch >= 0 && ch != fch)
+    return pd_infer_fail(c, PD_ESHAPE, "Input %s has %" PRId64 " channels but Filter %s takes %"
+                         PRId64, pd_infer_dims_str(&di, si), ch, pd_infer_dims_str(&df, sf), fch);
+  if (fch >= 0 && fch % groups != 0)
+    return pd_infer_fail(c, PD_ESHAPE, "Filter %s has %" PRId64 " input channels, which groups %"
+                         PRId64 " does not divide", pd_infer_dims_str(&df, sf), fch, groups);
+  if (df.d[2] == 0 || df.d[3] == 0)
+    return pd_infer_fail(c, PD_ESHAPE, "Filter %s has an empty window", pd_infer_dims_str(&df, sf));
+  int64_t m = df.d[1] < 0 ? -1 : pd_infer_dim_mul(df.d[1], groups);
+  if (pd_infer_nin(c, "Bias")) {
+    if ((st = pd_infer_in(c, "Bias", 0, &b, &db)) ||
+        (st = pd_infer_same_dtype(c, "Input", in->dtype, "Bias", b->dtype)))
+      return st;
+    if (db.n >= 0 && (db.n != 1 || (db.d[0] >= 0 && m >= 0 && db.d[0] != m)))
+      return pd_infer_fail(c, PD_ESHAPE, "Bias %s must be [%" PRId64 "] (the output channels of "
+                           "Filter %s with groups %" PRId64 ")", pd_infer_dims_str(&db, si), m,
+                           pd_infer_dims_str(&df, sf), groups);
+  }
+  tconv_attrs a = {.algo = pd_infer_attr_str(c, "padding_algorithm")};
+  a.nstride = pd_infer_attr_ints(c, "strides", a.stride, 4);
+  a.ndil = pd_infer_attr_ints(c, "dilations", a.dil, 4);
+  a.npad = pd_infer_attr_ints(c, "paddings", a.pad, 4);
+  a.nopad = pd_infer_attr_ints(c, "output_padding", a.opad, 4);
+  a.nosize = pd_infer_attr_ints(c, "output_size", a.osize, 4);
+  tconv_geom g;
+  int64_t sp[2] = {di.d[L.h], di.d[L.w]}, k[2] = {df.d[2], df.d[3]};
+  if ((st = tconv_geometry(&a, sp, k, &g, why, sizeof why)))
+    return pd_infer_fail(c, st, "Input %s, Filter %s: %s", pd_infer_dims_str(&di, si),
+                         pd_infer_dims_str(&df, sf), why);
+  out.n = 4;
+  out.d[0] = di.d[0];
+  out.d[L.c] = m;
+  out.d[L.h] = g.out[0];
+  out.d[L.w] = g.out[1];
   return pd_infer_set_out(c, "Output", 0, &out, in->dtype, 0);
 }
 
@@ -491,15 +644,6 @@ static pd_status attr_pads(const pd_exec_ctx *ctx, int64_t pad[4]) {
   return PD_OK;
 }
 
-/* Fluid's SAME padding of one spatial dim: out = ceil(in / stride), the total padding split
- * with the extra one at the end. */
-static void same_pads(int64_t in, int64_t k, int64_t stride, int64_t *p0, int64_t *p1) {
-  int64_t out = (in + stride - 1) / stride, sum = (out - 1) * stride + k - in;
-  if (sum < 0) sum = 0;
-  *p0 = sum / 2;
-  *p1 = sum - *p0;
-}
-
 static pd_status need_nchw(const pd_exec_ctx *ctx) {
   if (strcmp(pd_ctx_attr_str(ctx, "data_format"), "NHWC") == 0)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "data_format NHWC is not supported (use NCHW)");
@@ -608,6 +752,205 @@ pd_status pd_kernel_conv2d_grad(pd_exec_ctx *ctx) {
     st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_filter(in->dtype, &p, pd_tensor_data(in),
                                                      pd_tensor_data(dy), pd_tensor_data(dw)),
                       "conv2d_bwd_filter");
+  hold_free(&h);
+  return st;
+}
+
+/* ---- conv2d_transpose ---- */
+
+/* A transposed convolution is the adjoint of the conv2d that maps an image of Output's size
+ * [N, M, OH, OW] to one of Input's [N, C, H, W] through the same Filter [C, M / groups, KH, KW]
+ * (that conv's [out channels, in channels / groups, ...]) with the same strides, paddings and
+ * dilations: Output is that conv's backward data of Input, Input@GRAD its forward of
+ * Output@GRAD, Filter@GRAD its backward filter. The rows output_padding or output_size add at
+ * the bottom (and the columns at the right) lie where the conv's windows read its bottom
+ * padding, which shrinks by as much: they get no contributions but the bias. NHWC is computed
+ * in NCHW copies. */
+typedef struct tconv {
+  pd_k_conv2d p;
+  bool nhwc;
+  int64_t in_nchw[4], out_nchw[4]; /* Input's and Output's dims, NCHW */
+  int64_t out_dims[4];             /* Output's dims in the op's layout */
+} tconv;
+
+static const int to_nchw[4] = {0, 3, 1, 2}, to_nhwc[4] = {0, 2, 3, 1};
+
+static pd_status tconv_setup(const pd_exec_ctx *ctx, const pd_tensor *in, const pd_tensor *f,
+                             const pd_tensor *bias, tconv *t) {
+  char si[DIMS_BUF], sf[DIMS_BUF], sb[DIMS_BUF], why[512];
+  pd_status st;
+  if ((st = want_float(ctx, "Input", in)) ||
+      (st = want_same_dtype(ctx, "Filter", f, "Input", in)) ||
+      (bias && (st = want_same_dtype(ctx, "Bias", bias, "Input", in))))
+    return st;
+  t->nhwc = strcmp(pd_ctx_attr_str(ctx, "data_format"), "NHWC") == 0;
+  if (in->ndims != 4)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input must have 4 dims (%s), got %s",
+                       t->nhwc ? "NHWC" : "NCHW", shape_str(in, si));
+  if (f->ndims != 4)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Filter must have 4 dims [in channels, out channels / "
+                       "groups, height, width], got %s", shape_str(f, sf));
+  int64_t groups = pd_ctx_attr_int(ctx, "groups");
+  if (groups < 1) return pd_ctx_fail(ctx, PD_EINVAL, "groups must be at least 1, got %" PRId64,
+                                     groups);
+  int64_t n = in->dims[0], ch = in->dims[t->nhwc ? 3 : 1];
+  int64_t h = in->dims[t->nhwc ? 1 : 2], w = in->dims[t->nhwc ? 2 : 3];
+  if (ch != f->dims[0])
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Input %s has %" PRId64 " channels but Filter %s takes %"
+                       PRId64, shape_str(in, si), ch, shape_str(f, sf), f->dims[0]);
+  if (ch % groups || f->dims[1] > INT64_MAX / groups)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Filter %s does not fit groups %" PRId64 " (its %" PRId64
+                       " input channels must be a multiple)", shape_str(f, sf), groups, ch);
+  int64_t m = f->dims[1] * groups;
+  if (bias && (bias->ndims != 1 || bias->dims[0] != m))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Bias %s must be [%" PRId64 "] (the output channels of "
+                       "Filter %s with groups %" PRId64 ")", shape_str(bias, sb), m,
+                       shape_str(f, sf), groups);
+  tconv_attrs a = {.algo = pd_ctx_attr_str(ctx, "padding_algorithm")};
+  a.nstride = pd_ctx_attr_ints(ctx, "strides", a.stride, 4);
+  a.ndil = pd_ctx_attr_ints(ctx, "dilations", a.dil, 4);
+  a.npad = pd_ctx_attr_ints(ctx, "paddings", a.pad, 4);
+  a.nopad = pd_ctx_attr_ints(ctx, "output_padding", a.opad, 4);
+  a.nosize = pd_ctx_attr_ints(ctx, "output_size", a.osize, 4);
+  tconv_geom g;
+  if ((st = tconv_geometry(&a, (int64_t[]){h, w}, f->dims + 2, &g, why, sizeof why)))
+    return pd_ctx_fail(ctx, st, "Input %s, Filter %s: %s", shape_str(in, si), shape_str(f, sf),
+                       why);
+  int64_t pb = g.pad[1] - g.grow[0], pr = g.pad[3] - g.grow[1];
+  t->p = (pd_k_conv2d){.n = n, .c = m, .h = g.out[0], .w = g.out[1], .oc = ch,
+                       .kh = f->dims[2], .kw = f->dims[3], .groups = groups,
+                       .stride_h = a.stride[0], .stride_w = a.stride[1], .pad_top = g.pad[0],
+                       .pad_bottom = pb > 0 ? pb : 0, .pad_left = g.pad[2],
+                       .pad_right = pr > 0 ? pr : 0, .dil_h = g.dil[0], .dil_w = g.dil[1]};
+  if (pd_k_conv2d_setup(&t->p) || t->p.oh != h || t->p.ow != w)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "Input %s, Filter %s: an output [%" PRId64 ", %"
+                       PRId64 "] grown past the stride beyond the paddings (output_padding "
+                       "with a dilation larger than the stride) is not supported",
+                       shape_str(in, si), shape_str(f, sf), g.out[0], g.out[1]);
+  int64_t nchw_in[4] = {n, ch, h, w}, nchw_out[4] = {n, m, g.out[0], g.out[1]};
+  memcpy(t->in_nchw, nchw_in, sizeof nchw_in);
+  memcpy(t->out_nchw, nchw_out, sizeof nchw_out);
+  for (int i = 0; i < 4; i++) t->out_dims[i] = nchw_out[t->nhwc ? to_nhwc[i] : i];
+  return PD_OK;
+}
+
+/* Scratch for the NCHW copies of an NHWC op: bufs[i] holds dims[i] (NCHW) and gets src[i]'s
+ * data transposed, unless src[i] is NULL. */
+static pd_status tconv_scratch(const pd_exec_ctx *ctx, pd_dtype dt, int n,
+                               const pd_tensor *const *src, const int64_t (*dims)[4],
+                               char **bufs) {
+  size_t sizes[3];
+  for (int i = 0; i < n; i++) {
+    int64_t k = prod(dims[i], 0, 4);
+    sizes[i] = (size_t)(k > 0 ? k : 1) * pd_dtype_size(dt);
+  }
+  pd_status st = pd_ctx_scratch_n(ctx, n, bufs, sizes);
+  for (int i = 0; i < n && !st; i++)
+    if (src[i])
+      st = pd_ctx_check(ctx, ctx->k->transpose(dt, 4, src[i]->dims, to_nchw,
+                                               pd_tensor_data(src[i]), bufs[i]),
+                        "transpose");
+  return st;
+}
+
+/* conv2d_transpose, depthwise_conv2d_transpose: Output = the transposed convolution of Input
+ * by Filter, plus Bias per output channel when given. */
+pd_status pd_kernel_conv2d_transpose(pd_exec_ctx *ctx) {
+  const pd_tensor *in, *f, *b;
+  pd_tensor *out;
+  tconv t;
+  pd_status st;
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = in_opt(ctx, "Bias", &b)) || (st = tconv_setup(ctx, in, f, b, &t)) ||
+      (st = out_at(ctx, "Output", 0, true, &out)))
+    return st;
+  pd_dtype dt = in->dtype;
+  char *bufs[2] = {NULL, NULL};
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, out, &in)) || (st = unalias(ctx, &h, out, &f)) ||
+      (st = unalias(ctx, &h, out, &b)) || (st = resize(ctx, out, dt, 4, t.out_dims, NULL)))
+    goto done;
+  const void *x = pd_tensor_data(in);
+  void *y = pd_tensor_data(out);
+  if (t.nhwc) {
+    const pd_tensor *src[2] = {in, NULL};
+    const int64_t dims[2][4] = {{t.in_nchw[0], t.in_nchw[1], t.in_nchw[2], t.in_nchw[3]},
+                                {t.out_nchw[0], t.out_nchw[1], t.out_nchw[2], t.out_nchw[3]}};
+    if ((st = tconv_scratch(ctx, dt, 2, src, dims, bufs))) goto done;
+    x = bufs[0];
+    y = bufs[1];
+  }
+  st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_data(dt, &t.p, pd_tensor_data(f), x, y),
+                    "conv2d_bwd_data");
+  if (!st && t.nhwc)
+    st = pd_ctx_check(ctx, ctx->k->transpose(dt, 4, t.out_nchw, to_nhwc, y, pd_tensor_data(out)),
+                      "transpose");
+  if (!st && b)
+    st = k_check(ctx, ctx->k->binary(PD_K_ADD, dt, 4, t.out_dims, pd_tensor_data(out), 1,
+                                      b->dims, pd_tensor_data(b), t.nhwc ? 3 : 1,
+                                      pd_tensor_data(out)),
+                 dt);
+done:
+  if (bufs[0]) pd_ctx_scratch_free_n(ctx, 2, bufs);
+  hold_free(&h);
+  return st;
+}
+
+/* Its gradient: Input@GRAD = conv2d(Output@GRAD, Filter), Filter@GRAD = conv2d's backward
+ * filter of Output@GRAD and Input, Bias@GRAD = Output@GRAD summed per channel. */
+pd_status pd_kernel_conv2d_transpose_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *in, *f, *b, *dy;
+  pd_tensor *dx, *dw, *db;
+  tconv t;
+  pd_status st;
+  if ((st = out_opt(ctx, "Input@GRAD", &dx)) || (st = out_opt(ctx, "Filter@GRAD", &dw)) ||
+      (st = out_opt(ctx, "Bias@GRAD", &db)))
+    return st;
+  if (!dx && !dw && !db) return PD_OK;
+  if ((dx && (dx == dw || dx == db)) || (dw && dw == db))
+    return pd_ctx_fail(ctx, PD_EINVAL, "two of Input@GRAD, Filter@GRAD and Bias@GRAD are one var");
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = in_opt(ctx, "Bias", &b)) || (st = in_at(ctx, "Output@GRAD", 0, true, &dy)) ||
+      (st = tconv_setup(ctx, in, f, b, &t)) ||
+      (st = want_grad_shape(ctx, "Output@GRAD", dy, 4, t.out_dims, in->dtype)))
+    return st;
+  if (db && !b) return pd_ctx_fail(ctx, PD_EINVAL, "Bias@GRAD is wanted but Bias is not bound");
+  pd_dtype dt = in->dtype;
+  char *bufs[3] = {NULL, NULL, NULL};
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {dx, dw, db};
+  const pd_tensor **ins[4] = {&in, &f, &b, &dy};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; i < 4 && !st; i++) st = unalias(ctx, &h, outs[o], ins[i]);
+  if (st) goto done;
+  const void *x = pd_tensor_data(in), *g = pd_tensor_data(dy);
+  if (t.nhwc) {
+    const pd_tensor *src[3] = {dy, in, NULL};
+    const int64_t dims[3][4] = {{t.out_nchw[0], t.out_nchw[1], t.out_nchw[2], t.out_nchw[3]},
+                                {t.in_nchw[0], t.in_nchw[1], t.in_nchw[2], t.in_nchw[3]},
+                                {t.in_nchw[0], t.in_nchw[1], t.in_nchw[2], t.in_nchw[3]}};
+    if ((st = tconv_scratch(ctx, dt, 3, src, dims, bufs))) goto done;
+    g = bufs[0];
+    x = bufs[1];
+  }
+  if (dx && !(st = resize_like(ctx, dx, in, in))) {
+    void *gx = t.nhwc ? bufs[2] : pd_tensor_data(dx);
+    st = pd_ctx_check(ctx, ctx->k->conv2d(dt, &t.p, g, pd_tensor_data(f), gx), "conv2d");
+    if (!st && t.nhwc)
+      st = pd_ctx_check(ctx, ctx->k->transpose(dt, 4, t.in_nchw, to_nhwc, gx, pd_tensor_data(dx)),
+                        "transpose");
+  }
+  if (!st && dw && !(st = resize_like(ctx, dw, f, f)))
+    st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_filter(dt, &t.p, g, x, pd_tensor_data(dw)),
+                      "conv2d_bwd_filter");
+  if (!st && db && !(st = resize_like(ctx, db, b, b)))
+    st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, 4, t.out_nchw, g, 3, (int[]){0, 2, 3},
+                                     pd_tensor_data(db)),
+                 dt);
+done:
+  if (bufs[0]) pd_ctx_scratch_free_n(ctx, 3, bufs);
   hold_free(&h);
   return st;
 }

@@ -1,8 +1,11 @@
 /* norm.c -- the normalisation ops: batch_norm (NCHW, NHWC and NC; batch statistics in training
  * with Fluid's update of the running mean and variance, the running ones with is_test or
- * use_global_stats) and layer_norm (begin_norm_axis, optional Scale and Bias): their shape
- * functions, kernels and gradient kernels. The math is the backend's (kernels/kernels.h,
- * batch_norm, layer_norm and their gradients), so both ops run on the GPU. */
+ * use_global_stats), layer_norm (begin_norm_axis, optional Scale and Bias), and group_norm
+ * (NCHW and NHWC) and instance_norm (group_norm with a group per channel), each a layer_norm
+ * over the groups followed by a per-channel Scale and Bias, and affine_channel (that Scale and
+ * Bias alone): their shape functions, kernels and gradient kernels. The math is the backend's
+ * (kernels/kernels.h: batch_norm, layer_norm and their gradients, with binary, reduce and
+ * transpose for the rest), so all run on the GPU. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -95,6 +98,57 @@ pd_status pd_infer_layer_norm(pd_infer_ctx *c) {
       (st = pd_infer_set_out(c, "Mean", 0, &v, x->dtype, 0)))
     return st;
   return pd_infer_set_out(c, "Variance", 0, &v, x->dtype, 0);
+}
+
+/* group_norm: X [N, C, ...] (NCHW) or [N, ..., C] (NHWC), groups dividing C; Scale and Bias
+ * [C]; Y like X; Mean and Variance [N, groups]. instance_norm: X [N, C, ...] of 2 to 5 dims,
+ * a group per channel; SavedMean and SavedVariance [N * C]. */
+pd_status pd_infer_group_norm(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  bool inst = c->def->kind == PD_OP_instance_norm;
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st || (st = infer_epsilon(c))) return st;
+  if (d.n >= 0 && (d.n < 2 || (inst && d.n > 5)))
+    return pd_infer_fail(c, PD_ESHAPE, "X must have %s dims ([N, C, ...]), got %s",
+                         inst ? "2 to 5" : "at least 2", pd_infer_dims_str(&d, s));
+  bool nhwc = !inst && strcmp(pd_infer_attr_str(c, "data_layout"), "NHWC") == 0;
+  int64_t n = d.n < 0 ? -1 : d.d[0], ch = d.n < 0 ? -1 : d.d[nhwc ? d.n - 1 : 1];
+  int64_t groups = inst ? ch : pd_infer_attr_int(c, "groups");
+  if (!inst && (groups < 1 || (ch >= 0 && (groups > ch || ch % groups))))
+    return pd_infer_fail(c, PD_EINVAL, "groups %" PRId64 " must divide the %" PRId64 " channels "
+                         "of X %s (data_layout %s)", groups, ch, pd_infer_dims_str(&d, s),
+                         nhwc ? "NHWC" : "NCHW");
+  static const char *const vecs[] = {"Scale", "Bias"};
+  for (int i = 0; i < 2; i++)
+    if (pd_infer_nin(c, vecs[i]) && (st = infer_vec(c, vecs[i], ch, "channels of X", x->dtype)))
+      return st;
+  pd_infer_dims v = {.n = 2, .d = {n, groups}};
+  if (inst) v = (pd_infer_dims){.n = 1, .d = {n < 0 || ch < 0 ? -1 : pd_infer_dim_mul(n, ch)}};
+  if ((st = pd_infer_set_out(c, "Y", 0, &d, x->dtype, x->lod_level)) ||
+      (st = pd_infer_set_out(c, inst ? "SavedMean" : "Mean", 0, &v, x->dtype, 0)))
+    return st;
+  return pd_infer_set_out(c, inst ? "SavedVariance" : "Variance", 0, &v, x->dtype, 0);
+}
+
+/* affine_channel: X [N, C, ...] (data_layout NCHW) or [N, ..., C] (any other: NHWC and Fluid's
+ * default AnyLayout, as Paddle reads them), Scale and Bias [C]; Out like X. */
+pd_status pd_infer_affine_channel(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  if (d.n >= 0 && d.n < 2)
+    return pd_infer_fail(c, PD_ESHAPE, "X must have at least 2 dims ([N, C, ...]), got %s",
+                         pd_infer_dims_str(&d, s));
+  bool nhwc = strcmp(pd_infer_attr_str(c, "data_layout"), "NCHW") != 0;
+  int64_t ch = d.n < 0 ? -1 : d.d[nhwc ? d.n - 1 : 1];
+  if ((st = infer_vec(c, "Scale", ch, "channels of X", x->dtype)) ||
+      (st = infer_vec(c, "Bias", ch, "channels of X", x->dtype)))
+    return st;
+  return pd_infer_set_out(c, "Out", 0, &d, x->dtype, x->lod_level);
 }
 
 /* ================================================================ kernels */
@@ -351,6 +405,311 @@ pd_status pd_kernel_layer_norm_grad(pd_exec_ctx *ctx) {
                           dscale ? pd_tensor_data(dscale) : NULL,
                           dbias ? pd_tensor_data(dbias) : NULL),
                  x->dtype);
+  hold_free(&h);
+  return st;
+}
+
+/* ---- group_norm, instance_norm ---- */
+
+/* X as the backend sees it: [n, c, s] in NCHW order (an NHWC X is [n, s, c] and computes in an
+ * NCHW copy), in g groups of c / g channels: rows n * g of cols (c / g) * s values, each
+ * normalised as layer_norm does a row. */
+typedef struct gn_view {
+  int64_t n, c, s, g;
+  bool nhwc, inst;
+} gn_view;
+
+static pd_status gn_setup(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *scale,
+                          const pd_tensor *bias, gn_view *v) {
+  char s[DIMS_BUF];
+  pd_status st;
+  v->inst = ctx->def->kind == PD_OP_instance_norm;
+  if ((st = want_float(ctx, "X", x))) return st;
+  if (x->ndims < 2 || (v->inst && x->ndims > 5))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X (var '%s') must have %s dims ([N, C, ...]), got %s",
+                       in_name(ctx, "X", 0), v->inst ? "2 to 5" : "at least 2", shape_str(x, s));
+  v->nhwc = !v->inst && strcmp(pd_ctx_attr_str(ctx, "data_layout"), "NHWC") == 0;
+  v->n = x->dims[0];
+  v->c = x->dims[v->nhwc ? x->ndims - 1 : 1];
+  v->s = v->nhwc ? prod(x->dims, 1, x->ndims - 1) : prod(x->dims, 2, x->ndims);
+  v->g = v->inst ? v->c : pd_ctx_attr_int(ctx, "groups");
+  if (v->g < 1 || v->g > v->c || v->c % v->g)
+    return pd_ctx_fail(ctx, PD_EINVAL, "groups %" PRId64 " must divide the %" PRId64 " channels "
+                       "of X (var '%s') %s (data_layout %s)", v->g, v->c, in_name(ctx, "X", 0),
+                       shape_str(x, s), v->nhwc ? "NHWC" : "NCHW");
+  if ((scale && (st = want_vec(ctx, "Scale", scale, x, v->c, "channels"))) ||
+      (bias && (st = want_vec(ctx, "Bias", bias, x, v->c, "channels"))))
+    return st;
+  double eps = pd_ctx_attr_float(ctx, "epsilon");
+  if (!(eps >= 0)) return pd_ctx_fail(ctx, PD_EINVAL, "epsilon must be non-negative, got %g", eps);
+  return PD_OK;
+}
+
+/* dst [n, c, s] = src [n, s, c] (to_nchw) or the reverse. */
+static pd_status gn_transpose(const pd_exec_ctx *ctx, pd_dtype dt, const gn_view *v,
+                              bool to_nchw, const void *src, void *dst) {
+  int64_t d[3] = {v->n, to_nchw ? v->s : v->c, to_nchw ? v->c : v->s};
+  return pd_ctx_check(ctx, ctx->k->transpose(dt, 3, d, (int[]){0, 2, 1}, src, dst), "transpose");
+}
+
+/* y [n, c, s] op= p [c] per channel. */
+static pd_status gn_channel(const pd_exec_ctx *ctx, pd_dtype dt, const gn_view *v, pd_k_binop op,
+                            const void *y, const pd_tensor *p, void *out) {
+  return k_check(ctx, ctx->k->binary(op, dt, 3, (int64_t[]){v->n, v->c, v->s}, y, 1, &v->c,
+                                     pd_tensor_data(p), 1, out),
+                 dt);
+}
+
+/* group_norm, instance_norm: Y = (X - mean) / sqrt(variance + epsilon) * Scale + Bias, mean
+ * and (biased) variance over each group of each instance. group_norm's Mean and Variance are
+ * those; instance_norm's SavedVariance is 1 / sqrt(variance + epsilon), as Paddle saves it. */
+pd_status pd_kernel_group_norm(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias;
+  pd_tensor *y, *mean, *var;
+  pd_status st;
+  gn_view v;
+  bool inst = ctx->def->kind == PD_OP_instance_norm;
+  if ((st = in1(ctx, "X", &x)) || (st = in_opt(ctx, "Scale", &scale)) ||
+      (st = in_opt(ctx, "Bias", &bias)) || (st = gn_setup(ctx, x, scale, bias, &v)) ||
+      (st = out1(ctx, "Y", &y)) || (st = out_opt(ctx, inst ? "SavedMean" : "Mean", &mean)) ||
+      (st = out_opt(ctx, inst ? "SavedVariance" : "Variance", &var)))
+    return st;
+  pd_dtype dt = x->dtype;
+  double eps = pd_ctx_attr_float(ctx, "epsilon");
+  char *bufs[2] = {NULL, NULL};
+  void *tmp = NULL;
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {y, mean, var};
+  const pd_tensor **ins[3] = {&x, &scale, &bias};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; i < 3 && !st; i++) st = unalias(ctx, &h, outs[o], ins[i]);
+  int64_t sd[2] = {v.n, v.g}, nc = v.n * v.c;
+  if (st || (st = resize_like(ctx, y, x, x)) ||
+      (mean && (st = resize(ctx, mean, dt, inst ? 1 : 2, inst ? &nc : sd, NULL))) ||
+      (var && (st = resize(ctx, var, dt, inst ? 1 : 2, inst ? &nc : sd, NULL))))
+    goto done;
+  if (pd_tensor_numel(x) == 0) goto done;
+  const void *xs = pd_tensor_data(x);
+  void *ys = pd_tensor_data(y);
+  if (v.nhwc) {
+    size_t bytes = (size_t)pd_tensor_numel(x) * pd_dtype_size(dt);
+    if ((st = pd_ctx_scratch_n(ctx, 2, bufs, (size_t[]){bytes, bytes})) ||
+        (st = gn_transpose(ctx, dt, &v, true, xs, bufs[0])))
+      goto done;
+    xs = bufs[0];
+    ys = bufs[1];
+  }
+  if ((st = k_check(ctx, ctx->k->layer_norm(dt, v.n * v.g, v.c / v.g * v.s, xs, NULL, NULL, eps,
+                                            ys, mean ? pd_tensor_data(mean) : NULL,
+                                            var ? pd_tensor_data(var) : NULL),
+                    dt)) ||
+      (scale && (st = gn_channel(ctx, dt, &v, PD_K_MUL, ys, scale, ys))) ||
+      (bias && (st = gn_channel(ctx, dt, &v, PD_K_ADD, ys, bias, ys))) ||
+      (v.nhwc && (st = gn_transpose(ctx, dt, &v, false, ys, pd_tensor_data(y)))))
+    goto done;
+  if (inst && var) { /* variance -> 1 / sqrt(variance + epsilon) */
+    scalar half = make_scalar(dt, -0.5);
+    const void *hp = pd_ctx_at_place(ctx, &half, sizeof half, &tmp, &st);
+    void *vd = pd_tensor_data(var);
+    if (hp && !(st = k_check(ctx, ctx->k->scale(dt, nc, vd, 1.0, eps, vd), dt)))
+      st = k_check(ctx, ctx->k->binary(PD_K_POW, dt, 1, &nc, vd, 0, NULL, hp, -1, vd), dt);
+  }
+done:
+  pd_ctx_scratch_free(ctx, tmp);
+  if (bufs[0]) pd_ctx_scratch_free_n(ctx, 2, bufs);
+  hold_free(&h);
+  return st;
+}
+
+/* Their gradient: the statistics and the normalised X recomputed from X (instance_norm keeps
+ * only the inverse std), then dBias = sum(dY), dScale = sum(dY * xhat) per channel, and dX the
+ * layer_norm gradient of each group given dY * Scale. */
+pd_status pd_kernel_group_norm_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias, *dy;
+  pd_tensor *dx, *dscale, *dbias;
+  pd_status st;
+  gn_view v;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Scale@GRAD", &dscale)) ||
+      (st = out_opt(ctx, "Bias@GRAD", &dbias)))
+    return st;
+  if (!dx && !dscale && !dbias) return PD_OK;
+  if ((st = in1(ctx, "X", &x)) || (st = in_opt(ctx, "Scale", &scale)) ||
+      (st = in_opt(ctx, "Bias", &bias)) || (st = in1(ctx, "Y@GRAD", &dy)) ||
+      (st = gn_setup(ctx, x, scale, bias, &v)) ||
+      (st = want_grad_shape(ctx, "Y@GRAD", dy, x->ndims, x->dims, x->dtype)))
+    return st;
+  if (dscale && !scale)
+    return pd_ctx_fail(ctx, PD_EINVAL, "Scale@GRAD is wanted but Scale is not bound");
+  if (dbias && !bias)
+    return pd_ctx_fail(ctx, PD_EINVAL, "Bias@GRAD is wanted but Bias is not bound");
+  pd_dtype dt = x->dtype;
+  double eps = pd_ctx_attr_float(ctx, "epsilon");
+  int64_t rows = v.n * v.g, cols = v.c / v.g * v.s, numel = pd_tensor_numel(x);
+  int64_t d3[3] = {v.n, v.c, v.s};
+  size_t sz = pd_dtype_size(dt), bytes = (size_t)(numel > 0 ? numel : 1) * sz;
+  /* X and dY in NCHW (NHWC only), the normalised X, a product, dX in NCHW (NHWC only), the
+   * mean and variance of each group. */
+  enum { XS, GS, XHAT, TMP, DXS, MEAN, VAR, NBUF };
+  char *bufs[NBUF] = {NULL};
+  size_t sizes[NBUF] = {v.nhwc ? bytes : 1, v.nhwc ? bytes : 1, bytes, bytes,
+                        v.nhwc && dx ? bytes : 1, (size_t)(rows > 0 ? rows : 1) * sz,
+                        (size_t)(rows > 0 ? rows : 1) * sz};
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {dx, dscale, dbias};
+  const pd_tensor **ins[4] = {&x, &scale, &bias, &dy};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; i < 4 && !st; i++) {
+      if (o == 0 && i == 3 && in_place(dx, dy, dt, x->ndims, x->dims) && !v.nhwc) continue;
+      st = unalias(ctx, &h, outs[o], ins[i]);
+    }
+  if (st || (dx && (st = resize_like(ctx, dx, x, x))) ||
+      (dscale && (st = resize(ctx, dscale, dt, 1, &v.c, NULL))) ||
+      (dbias && (st = resize(ctx, dbias, dt, 1, &v.c, NULL))))
+    goto done;
+  if (numel == 0) {
+    for (int o = 1; o < 3 && !st; o++)
+      if (outs[o]) st = k_check(ctx, ctx->k->fill(dt, v.c, pd_tensor_data(outs[o]), 0), dt);
+    goto done;
+  }
+  if ((st = pd_ctx_scratch_n(ctx, NBUF, bufs, sizes))) goto done;
+  const void *xs = pd_tensor_data(x), *gs = pd_tensor_data(dy);
+  if (v.nhwc) {
+    if ((st = gn_transpose(ctx, dt, &v, true, xs, bufs[XS])) ||
+        (st = gn_transpose(ctx, dt, &v, true, gs, bufs[GS])))
+      goto done;
+    xs = bufs[XS];
+    gs = bufs[GS];
+  }
+  const int axes[2] = {0, 2};
+  if ((st = k_check(ctx, ctx->k->layer_norm(dt, rows, cols, xs, NULL, NULL, eps, bufs[XHAT],
+                                            bufs[MEAN], bufs[VAR]),
+                    dt)) ||
+      (dbias && (st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, 3, d3, gs, 2, axes,
+                                                  pd_tensor_data(dbias)),
+                              dt))))
+    goto done;
+  if (dscale &&
+      ((st = k_check(ctx, ctx->k->binary(PD_K_MUL, dt, 3, d3, gs, 3, d3, bufs[XHAT], -1,
+                                         bufs[TMP]),
+                     dt)) ||
+       (st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, 3, d3, bufs[TMP], 2, axes,
+                                         pd_tensor_data(dscale)),
+                     dt))))
+    goto done;
+  if (!dx) goto done;
+  const void *g = gs;
+  if (scale) {
+    if ((st = gn_channel(ctx, dt, &v, PD_K_MUL, gs, scale, bufs[TMP]))) goto done;
+    g = bufs[TMP];
+  }
+  void *dxs = v.nhwc ? bufs[DXS] : pd_tensor_data(dx);
+  if (!(st = k_check(ctx, ctx->k->layer_norm_grad(dt, rows, cols, xs, NULL, bufs[MEAN],
+                                                  bufs[VAR], eps, g, dxs, NULL, NULL),
+                     dt)) &&
+      v.nhwc)
+    st = gn_transpose(ctx, dt, &v, false, dxs, pd_tensor_data(dx));
+done:
+  if (bufs[0]) pd_ctx_scratch_free_n(ctx, NBUF, bufs);
+  hold_free(&h);
+  return st;
+}
+
+/* ---- affine_channel ---- */
+
+/* X as [n, c, s]: NCHW [N, C, rest] or otherwise (NHWC, AnyLayout) [N * rest, C, 1]; Scale and
+ * Bias [c]. */
+static pd_status ac_setup(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *scale,
+                          const pd_tensor *bias, gn_view *v) {
+  char s[DIMS_BUF];
+  pd_status st;
+  if ((st = want_float(ctx, "X", x))) return st;
+  if (x->ndims < 2)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X (var '%s') must have at least 2 dims ([N, C, ...]), "
+                       "got %s", in_name(ctx, "X", 0), shape_str(x, s));
+  bool nhwc = strcmp(pd_ctx_attr_str(ctx, "data_layout"), "NCHW") != 0;
+  *v = nhwc ? (gn_view){prod(x->dims, 0, x->ndims - 1), x->dims[x->ndims - 1], 1, 1, true, false}
+            : (gn_view){x->dims[0], x->dims[1], prod(x->dims, 2, x->ndims), 1, false, false};
+  if ((st = want_vec(ctx, "Scale", scale, x, v->c, "channels")) ||
+      (st = want_vec(ctx, "Bias", bias, x, v->c, "channels")))
+    return st;
+  return PD_OK;
+}
+
+/* affine_channel: Out = X * Scale + Bias per channel. */
+pd_status pd_kernel_affine_channel(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias;
+  pd_tensor *out;
+  pd_status st;
+  gn_view v;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Scale", &scale)) ||
+      (st = in1(ctx, "Bias", &bias)) || (st = ac_setup(ctx, x, scale, bias, &v)) ||
+      (st = out1(ctx, "Out", &out)))
+    return st;
+  pd_dtype dt = x->dtype;
+  hold h;
+  hold_init(&h);
+  if (!in_place(out, x, dt, x->ndims, x->dims)) st = unalias(ctx, &h, out, &x);
+  if (!st && !(st = unalias(ctx, &h, out, &scale)) && !(st = unalias(ctx, &h, out, &bias)) &&
+      !(st = resize_like(ctx, out, x, x)) && pd_tensor_numel(x) > 0 &&
+      !(st = gn_channel(ctx, dt, &v, PD_K_MUL, pd_tensor_data(x), scale, pd_tensor_data(out))))
+    st = gn_channel(ctx, dt, &v, PD_K_ADD, pd_tensor_data(out), bias, pd_tensor_data(out));
+  hold_free(&h);
+  return st;
+}
+
+/* Its gradient: X@GRAD = Out@GRAD * Scale, Scale@GRAD = the sum of Out@GRAD * X and
+ * Bias@GRAD that of Out@GRAD, per channel. */
+pd_status pd_kernel_affine_channel_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *scale, *bias, *dy;
+  pd_tensor *dx, *dscale, *dbias;
+  pd_status st;
+  gn_view v;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Scale@GRAD", &dscale)) ||
+      (st = out_opt(ctx, "Bias@GRAD", &dbias)))
+    return st;
+  if (!dx && !dscale && !dbias) return PD_OK;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Scale", &scale)) ||
+      (st = in1(ctx, "Bias", &bias)) || (st = in1(ctx, "Out@GRAD", &dy)) ||
+      (st = ac_setup(ctx, x, scale, bias, &v)) ||
+      (st = want_grad_shape(ctx, "Out@GRAD", dy, x->ndims, x->dims, x->dtype)))
+    return st;
+  pd_dtype dt = x->dtype;
+  int64_t d3[3] = {v.n, v.c, v.s}, numel = pd_tensor_numel(x);
+  const int axes[2] = {0, 2};
+  void *tmp = NULL;
+  hold h;
+  hold_init(&h);
+  pd_tensor *outs[3] = {dx, dscale, dbias};
+  const pd_tensor **ins[4] = {&x, &scale, &bias, &dy};
+  for (int o = 0; o < 3 && !st; o++)
+    for (int i = 0; i < 4 && !st; i++) st = unalias(ctx, &h, outs[o], ins[i]);
+  if (st || (dx && (st = resize_like(ctx, dx, x, x))) ||
+      (dscale && (st = resize_like(ctx, dscale, scale, scale))) ||
+      (dbias && (st = resize_like(ctx, dbias, bias, bias))))
+    goto done;
+  if (numel == 0) {
+    for (int o = 1; o < 3 && !st; o++)
+      if (outs[o]) st = k_check(ctx, ctx->k->fill(dt, v.c, pd_tensor_data(outs[o]), 0), dt);
+    goto done;
+  }
+  if (dbias && (st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, 3, d3, pd_tensor_data(dy), 2,
+                                                 axes, pd_tensor_data(dbias)),
+                             dt)))
+    goto done;
+  if (dscale &&
+      (!(tmp = pd_ctx_scratch(ctx, (size_t)numel * pd_dtype_size(dt), &st)) ||
+       (st = k_check(ctx, ctx->k->binary(PD_K_MUL, dt, 3, d3, pd_tensor_data(dy), 3, d3,
+                                         pd_tensor_data(x), -1, tmp),
+                     dt)) ||
+       (st = k_check(ctx, ctx->k->reduce(PD_K_RSUM, dt, 3, d3, tmp, 2, axes,
+                                         pd_tensor_data(dscale)),
+                     dt))))
+    goto done;
+  if (dx) st = gn_channel(ctx, dt, &v, PD_K_MUL, pd_tensor_data(dy), scale, pd_tensor_data(dx));
+done:
+  pd_ctx_scratch_free(ctx, tmp);
   hold_free(&h);
   return st;
 }

@@ -1,8 +1,8 @@
 /* optest_activation.c -- the op-test table's rows of vm/ops/activation.c (optest.h): gelu (exact
  * and approximate), elu, hard_sigmoid, hard_swish, leaky_relu, log_sigmoid, relu6, silu,
- * softplus and swish, each at its default attributes and at others. The references are Fluid's
- * formulas in long double, where e^800 does not overflow, so they may be written naively; the
- * ops must give the same without a wider type. */
+ * softplus and swish, each at its default attributes and at others; prelu in each mode. The
+ * references are Fluid's formulas in long double, where e^800 does not overflow, so they may be
+ * written naively; the ops must give the same without a wider type. */
 #include "config.h"
 
 #include <math.h>
@@ -60,6 +60,22 @@ static const double pts[] = {-800,  -40,  -7.5, -3.01, -2.99, -1.02, -0.98, -0.5
                              3.02,  5.98,  6.02, 8.5,   19.5,  20.5,  40,    800};
 #define PTS {"X", "[3, 8]", .v = pts}
 
+/* prelu: Out = X where X > 0, else slope * X, the slope Alpha[0] (mode all), Alpha[the
+ * element's channel] (channel: dim 1, the last with NHWC) or Alpha[the element's index within
+ * its instance] (element). */
+static void ref_prelu(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *a = ot_in(r, "Alpha");
+  const char *mode = ot_str(r, "mode");
+  bool nhwc = strcmp(ot_str(r, "data_format"), "NHWC") == 0;
+  double *out = ot_out_like(r, "Out", x);
+  int64_t c = x->nd > 1 ? x->dims[nhwc ? x->nd - 1 : 1] : 1, per = x->n / x->dims[0];
+  int64_t inner = nhwc ? 1 : per / c;
+  for (int64_t i = 0; i < x->n; i++) {
+    int64_t k = !strcmp(mode, "channel") ? i / inner % c : !strcmp(mode, "element") ? i % per : 0;
+    out[i] = x->v[i] > 0 ? x->v[i] : a->v[k] * x->v[i];
+  }
+}
+
 const ot_row ot_rows_activation[] = {
     {.op = "gelu", .in = {PTS}, .ref = ref_act},
     {.op = "gelu", .what = "approximate", .attrs = "approximate=true", .in = {PTS},
@@ -94,5 +110,17 @@ const ot_row ot_rows_activation[] = {
     {.op = "swish", .in = {PTS}, .ref = ref_act},
     {.op = "swish", .what = "beta 1.7", .attrs = "beta=1.7", .in = {PTS}, .ref = ref_act},
     {.op = "swish", .what = "beta -0.6", .attrs = "beta=-0.6", .in = {PTS}, .ref = ref_act},
+    /* prelu, every mode. */
+    {.op = "prelu", .what = "all", .in = {{"X", "[2, 3, 2]"}, {"Alpha", "[1]"}}, .ref = ref_prelu},
+    {.op = "prelu", .what = "channel", .attrs = "mode=channel",
+     .in = {{"X", "[2, 3, 2, 2]"}, {"Alpha", "[3]"}}, .ref = ref_prelu},
+    {.op = "prelu", .what = "channel NHWC", .attrs = "mode=channel data_format=NHWC",
+     .in = {{"X", "[2, 2, 2, 3]"}, {"Alpha", "[3]"}}, .ref = ref_prelu},
+    {.op = "prelu", .what = "channel [N, C]", .attrs = "mode=channel",
+     .in = {{"X", "[3, 4]"}, {"Alpha", "[4]"}}, .ref = ref_prelu},
+    {.op = "prelu", .what = "element", .attrs = "mode=element",
+     .in = {{"X", "[2, 3, 2]"}, {"Alpha", "[1, 3, 2]"}}, .ref = ref_prelu},
+    {.op = "prelu", .what = "element NHWC", .attrs = "mode=element data_format=NHWC",
+     .in = {{"X", "[2, 2, 3]"}, {"Alpha", "[1, 2, 3]"}}, .ref = ref_prelu},
     {0},
 };

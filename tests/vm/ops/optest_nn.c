@@ -1,6 +1,7 @@
 /* optest_nn.c -- the op-test table's rows of vm/ops/nn.c (optest.h): conv2d and pool2d (NCHW:
  * strides, 2 and 4 paddings, dilations, groups, SAME and VALID; max and avg pooling, global,
- * exclusive, ceil_mode, adaptive), the embedding lookups (padding_idx, repeated ids) and
+ * exclusive, ceil_mode, adaptive), conv2d_transpose (output_padding, output_size, NHWC, Bias),
+ * the embedding lookups (padding_idx, repeated ids) and
  * dropout (is_test in both implementations against values, training by properties of its
  * outputs). The references are Fluid's definitions written out in double, window by window. */
 #include "config.h"
@@ -83,6 +84,65 @@ static void ref_conv2d(ot_ref *r) {
               }
           o[((b * m + oc) * g.o[0] + i) * g.o[1] + j] = s;
         }
+}
+
+/* conv2d_transpose (Paddle's ConvTransposeInferMeta and its definition): each Input element
+ * [b, ic, i, j] adds Input times Filter[ic, o, a, e] to Output[b, group * M / groups + o,
+ * i * sh - top + a * dh, j * sw - left + e * dw] where that lies in the output (group = ic's).
+ * The output size is (in - 1) * stride - paddings + dilation * (k - 1) + 1, then output_size
+ * if given, else plus output_padding. SAME pads as conv2d's SAME over the input and undoes the
+ * dilation; VALID pads nothing. NHWC: the same with the channels last. Bias adds per channel. */
+static void ref_conv2d_transpose(ot_ref *r) {
+  const ot_val *x = ot_in(r, "Input"), *f = ot_in(r, "Filter"), *bias = ot_in(r, "Bias");
+  bool nhwc = strcmp(ot_str(r, "data_format"), "NHWC") == 0;
+  int64_t n = x->dims[0], c = x->dims[nhwc ? 3 : 1], h = x->dims[nhwc ? 1 : 2];
+  int64_t w = x->dims[nhwc ? 2 : 3], groups = ot_int(r, "groups");
+  int64_t mg = f->dims[1], m = mg * groups, cg = c / groups, kh = f->dims[2], kw = f->dims[3];
+  int64_t in[2] = {h, w}, k[2] = {kh, kw}, s[2], d[2], p[4], pad[4], opad[2], osize[2], o[2];
+  ot_ints(r, "strides", s, 2);
+  ot_ints(r, "dilations", d, 2);
+  int np = ot_ints(r, "paddings", p, 4);
+  int nopad = ot_ints(r, "output_padding", opad, 2), nosize = ot_ints(r, "output_size", osize, 2);
+  const char *algo = ot_str(r, "padding_algorithm");
+  for (int i = 0; i < 2; i++) {
+    pad[2 * i] = np == 4 ? p[2 * i] : p[i];
+    pad[2 * i + 1] = np == 4 ? p[2 * i + 1] : p[i];
+    if (strcmp(algo, "VALID") == 0) pad[2 * i] = pad[2 * i + 1] = 0;
+    if (strcmp(algo, "SAME") == 0) {
+      int64_t sum = ((in[i] + s[i] - 1) / s[i] - 1) * s[i] + k[i] - in[i];
+      if (sum < 0) sum = 0;
+      pad[2 * i] = sum / 2;
+      pad[2 * i + 1] = sum - sum / 2;
+      d[i] = 1;
+    }
+    o[i] = (in[i] - 1) * s[i] - pad[2 * i] - pad[2 * i + 1] + d[i] * (k[i] - 1) + 1;
+    if (nosize == 2) o[i] = osize[i];
+    else if (nopad == 2) o[i] += opad[i];
+  }
+  int64_t od[4] = {n, m, o[0], o[1]};
+  if (nhwc) od[1] = o[0], od[2] = o[1], od[3] = m;
+  double *y = ot_out(r, "Output", 4, od);
+#define AT_(b, ch, i, j, H, W, C)                       \
+  (nhwc ? (((b) * (H) + (i)) * (W) + (j)) * (C) + (ch) \
+        : (((b) * (C) + (ch)) * (H) + (i)) * (W) + (j))
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t ic = 0; ic < c; ic++)
+      for (int64_t i = 0; i < h; i++)
+        for (int64_t j = 0; j < w; j++)
+          for (int64_t oc = 0; oc < mg; oc++)
+            for (int64_t a = 0; a < kh; a++)
+              for (int64_t e = 0; e < kw; e++) {
+                int64_t yy = i * s[0] - pad[0] + a * d[0], xx = j * s[1] - pad[2] + e * d[1];
+                if (yy < 0 || yy >= o[0] || xx < 0 || xx >= o[1]) continue;
+                y[AT_(b, ic / cg * mg + oc, yy, xx, o[0], o[1], m)] +=
+                    x->v[AT_(b, ic, i, j, h, w, c)] * f->v[((ic * mg + oc) * kh + a) * kw + e];
+              }
+  if (bias)
+    for (int64_t b = 0; b < n; b++)
+      for (int64_t ch = 0; ch < m; ch++)
+        for (int64_t i = 0; i < o[0]; i++)
+          for (int64_t j = 0; j < o[1]; j++) y[AT_(b, ch, i, j, o[0], o[1], m)] += bias->v[ch];
+#undef AT_
 }
 
 /* pool2d (NCHW), Fluid's windows: rows [i * sh - top, that + kh) clipped to the image (and
@@ -236,6 +296,43 @@ const ot_row ot_rows_nn[] = {
     {.op = "conv2d", .what = "VALID", .attrs = "padding_algorithm=VALID strides=[2, 1] "
                                                "paddings=[2, 2]",
      .in = {{"Input", "[1, 2, 5, 4]"}, {"Filter", "[2, 2, 2, 2]"}}, .ref = ref_conv2d},
+
+    /* conv2d_transpose: the output size from strides, paddings, dilations, output_padding,
+     * output_size and padding_algorithm; groups; NHWC; a Bias. */
+    {.op = "conv2d_transpose", .what = "3x3",
+     .in = {{"Input", "[1, 2, 3, 3]"}, {"Filter", "[2, 3, 3, 3]"}}, .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "stride 2, paddings 1, output_padding 1",
+     .attrs = "strides=[2, 2] paddings=[1, 1] output_padding=[1, 1]",
+     .in = {{"Input", "[2, 2, 3, 4]"}, {"Filter", "[2, 2, 3, 3]"}}, .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "groups 2, stride 2, Bias",
+     .attrs = "groups=2 strides=[2, 2]",
+     .in = {{"Input", "[1, 4, 3, 3]"}, {"Filter", "[4, 3, 2, 2]"}, {"Bias", "[6]"}},
+     .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "dilations (2, 1), 4 paddings, strides (1, 2)",
+     .attrs = "dilations=[2, 1] paddings=[1, 0, 0, 1] strides=[1, 2]",
+     .in = {{"Input", "[1, 2, 4, 3]"}, {"Filter", "[2, 2, 2, 3]"}}, .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "dilation 2 > stride, output_padding 1",
+     .attrs = "dilations=[2, 2] paddings=[1, 1] output_padding=[1, 1]",
+     .in = {{"Input", "[1, 1, 3, 3]"}, {"Filter", "[1, 2, 2, 2]"}}, .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "NHWC, stride 2, output_padding 1, Bias",
+     .attrs = "data_format=NHWC strides=[2, 2] paddings=[1, 1] output_padding=[1, 0]",
+     .in = {{"Input", "[2, 3, 3, 2]"}, {"Filter", "[2, 3, 3, 3]"}, {"Bias", "[3]"}},
+     .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "NHWC, groups 2",
+     .attrs = "data_format=NHWC groups=2 paddings=[1, 1]",
+     .in = {{"Input", "[1, 3, 2, 4]"}, {"Filter", "[4, 1, 3, 3]"}}, .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "SAME stride 2 (dilations undone)",
+     .attrs = "padding_algorithm=SAME strides=[2, 2] paddings=[3, 3] dilations=[2, 2]",
+     .in = {{"Input", "[1, 2, 5, 4]"}, {"Filter", "[2, 2, 3, 3]"}}, .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "VALID", .attrs = "padding_algorithm=VALID paddings=[1, 1]",
+     .in = {{"Input", "[1, 2, 3, 2]"}, {"Filter", "[2, 1, 2, 3]"}}, .ref = ref_conv2d_transpose},
+    {.op = "conv2d_transpose", .what = "output_size",
+     .attrs = "strides=[2, 3] output_size=[8, 8] output_padding=[0, 0]",
+     .in = {{"Input", "[1, 2, 3, 2]"}, {"Filter", "[2, 2, 3, 3]"}}, .ref = ref_conv2d_transpose},
+    {.op = "depthwise_conv2d_transpose", .what = "stride 2, paddings 1, output_padding 1",
+     .attrs = "groups=3 strides=[2, 2] paddings=[1, 1] output_padding=[1, 1]",
+     .in = {{"Input", "[2, 3, 3, 3]"}, {"Filter", "[3, 1, 3, 3]"}, {"Bias", "[3]"}},
+     .ref = ref_conv2d_transpose},
 
     /* pool2d: max over distinct values (no ties for a finite difference to swap). */
     {.op = "pool2d", .what = "max 2x2 stride 2",

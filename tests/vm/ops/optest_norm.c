@@ -1,7 +1,8 @@
 /* optest_norm.c -- the op-test table's rows of vm/ops/norm.c (optest.h): batch_norm (training
  * on the batch's statistics with Fluid's update of the running ones, is_test and
- * use_global_stats on the running ones; NCHW, NHWC, [N, C] and [N, C, L]; MomentumTensor) and
- * layer_norm (begin_norm_axis, with and without Scale and Bias). The references compute the
+ * use_global_stats on the running ones; NCHW, NHWC, [N, C] and [N, C, L]; MomentumTensor),
+ * layer_norm (begin_norm_axis, with and without Scale and Bias), group_norm (groups, NCHW and
+ * NHWC, Scale and Bias optional), instance_norm and affine_channel. The references compute the
  * statistics in double from the definitions. */
 #include "config.h"
 
@@ -79,6 +80,57 @@ static void ref_layer_norm(ot_ref *r) {
   }
 }
 
+/* group_norm: the C channels of X (dim 1, or the last with NHWC) in `groups` groups of C /
+ * groups; for each instance n and group g, the mean and biased variance of its channels'
+ * values (Mean, Variance [N, groups]); Y = (X - mean) / sqrt(variance + epsilon) * Scale[ch]
+ * + Bias[ch] (1 and 0 when not given). instance_norm: a group per channel, NCHW; SavedMean
+ * the means and SavedVariance 1 / sqrt(variance + epsilon), [N * C]. */
+static void ref_group_norm(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *scale = ot_in(r, "Scale"), *bias = ot_in(r, "Bias");
+  bool inst = strcmp(ot_op(r), "instance_norm") == 0;
+  bool nhwc = !inst && strcmp(ot_str(r, "data_layout"), "NHWC") == 0;
+  int64_t n = x->dims[0], c = x->dims[nhwc ? x->nd - 1 : 1], s = x->n / (n * c);
+  int64_t g = inst ? c : ot_int(r, "groups"), cg = c / g, sd[2] = {n, g}, nc = n * c;
+  double eps = ot_float(r, "epsilon");
+  double *y = ot_out_like(r, "Y", x);
+  double *mean = inst ? ot_out(r, "SavedMean", 1, &nc) : ot_out(r, "Mean", 2, sd);
+  double *var = inst ? ot_out(r, "SavedVariance", 1, &nc) : ot_out(r, "Variance", 2, sd);
+  /* element j of channel ch of instance b */
+#define AT_(b, ch, j) (nhwc ? ((b) * s + (j)) * c + (ch) : ((b) * c + (ch)) * s + (j))
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t k = 0; k < g; k++) {
+      double sum = 0, sq = 0, cnt = (double)(cg * s);
+      for (int64_t ch = k * cg; ch < (k + 1) * cg; ch++)
+        for (int64_t j = 0; j < s; j++) sum += x->v[AT_(b, ch, j)];
+      double m = sum / cnt;
+      for (int64_t ch = k * cg; ch < (k + 1) * cg; ch++)
+        for (int64_t j = 0; j < s; j++) sq += pow(x->v[AT_(b, ch, j)] - m, 2);
+      double v = sq / cnt;
+      mean[b * g + k] = m;
+      var[b * g + k] = inst ? 1 / sqrt(v + eps) : v;
+      for (int64_t ch = k * cg; ch < (k + 1) * cg; ch++)
+        for (int64_t j = 0; j < s; j++) {
+          int64_t e = AT_(b, ch, j);
+          y[e] = (x->v[e] - m) / sqrt(v + eps) * (scale ? scale->v[ch] : 1) +
+                 (bias ? bias->v[ch] : 0);
+        }
+    }
+#undef AT_
+}
+
+/* affine_channel: Out = X * Scale[ch] + Bias[ch], ch the element's channel (dim 1 with
+ * data_layout NCHW; the last with any other, Fluid's default AnyLayout included). */
+static void ref_affine_channel(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *scale = ot_in(r, "Scale"), *bias = ot_in(r, "Bias");
+  bool nhwc = strcmp(ot_str(r, "data_layout"), "NCHW") != 0;
+  int64_t c = x->dims[nhwc ? x->nd - 1 : 1], inner = nhwc ? 1 : x->n / (x->dims[0] * c);
+  double *out = ot_out_like(r, "Out", x);
+  for (int64_t i = 0; i < x->n; i++) {
+    int64_t ch = i / inner % c;
+    out[i] = x->v[i] * scale->v[ch] + bias->v[ch];
+  }
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 /* batch_norm's per-channel inputs for C channels: the running variance positive. */
@@ -128,5 +180,33 @@ const ot_row ot_rows_norm[] = {
      .in = {{"X", "[3, 4]"}, {"Scale", "[4]"}}, .ref = ref_layer_norm},
     {.op = "layer_norm", .what = "Bias only", .attrs = "begin_norm_axis=2",
      .in = {{"X", "[2, 2, 3]"}, {"Bias", "[3]"}}, .ref = ref_layer_norm},
+    /* group_norm: groups, NCHW and NHWC, Scale and Bias each optional; instance_norm. */
+    {.op = "group_norm", .what = "2 groups", .attrs = "groups=2",
+     .in = {{"X", "[2, 4, 2, 2]"}, {"Scale", "[4]"}, {"Bias", "[4]"}}, .ref = ref_group_norm},
+    {.op = "group_norm", .what = "3 groups, [N, C, L], epsilon 1e-3",
+     .attrs = "groups=3 epsilon=0.001",
+     .in = {{"X", "[2, 6, 3]"}, {"Scale", "[6]"}, {"Bias", "[6]"}}, .ref = ref_group_norm},
+    {.op = "group_norm", .what = "1 group, no Scale, no Bias", .attrs = "groups=1",
+     .in = {{"X", "[2, 3, 2, 2]"}}, .ref = ref_group_norm},
+    {.op = "group_norm", .what = "a group per channel, Scale only", .attrs = "groups=3",
+     .in = {{"X", "[2, 3, 4]"}, {"Scale", "[3]"}}, .ref = ref_group_norm},
+    {.op = "group_norm", .what = "NHWC, 2 groups", .attrs = "groups=2 data_layout=NHWC",
+     .in = {{"X", "[2, 2, 3, 4]"}, {"Scale", "[4]"}, {"Bias", "[4]"}}, .ref = ref_group_norm},
+    {.op = "group_norm", .what = "NHWC, Bias only, [N, C]", .attrs = "groups=2 data_layout=NHWC",
+     .in = {{"X", "[3, 4]"}, {"Bias", "[4]"}}, .ref = ref_group_norm},
+    {.op = "instance_norm", .in = {{"X", "[2, 3, 2, 2]"}, {"Scale", "[3]"}, {"Bias", "[3]"}},
+     .ref = ref_group_norm},
+    {.op = "instance_norm", .what = "no Scale, no Bias, [N, C, L]", .attrs = "epsilon=0.001",
+     .in = {{"X", "[2, 2, 5]"}}, .ref = ref_group_norm},
+    {.op = "instance_norm", .what = "Scale only, 5 dims",
+     .in = {{"X", "[1, 2, 2, 2, 2]"}, {"Scale", "[2]"}}, .ref = ref_group_norm},
+    {.op = "affine_channel", .what = "NCHW", .attrs = "data_layout=NCHW",
+     .in = {{"X", "[2, 3, 2, 2]"}, {"Scale", "[3]"}, {"Bias", "[3]"}}, .ref = ref_affine_channel},
+    {.op = "affine_channel", .what = "AnyLayout: channels last",
+     .in = {{"X", "[2, 2, 2, 3]"}, {"Scale", "[3]"}, {"Bias", "[3]"}}, .ref = ref_affine_channel},
+    {.op = "affine_channel", .what = "NHWC", .attrs = "data_layout=NHWC",
+     .in = {{"X", "[2, 2, 3]"}, {"Scale", "[3]"}, {"Bias", "[3]"}}, .ref = ref_affine_channel},
+    {.op = "affine_channel", .what = "[N, C]", .attrs = "data_layout=NCHW",
+     .in = {{"X", "[3, 4]"}, {"Scale", "[4]"}, {"Bias", "[4]"}}, .ref = ref_affine_channel},
     {0},
 };
