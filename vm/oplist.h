@@ -93,6 +93,18 @@
                LONG("padding_idx", -1), BOOL("remote_prefetch", false)),                        \
          KERNEL(lookup, 0))
 
+/* The resize ops (vm/ops/interp.c): Fluid's nearest_interp and bilinear_interp (one float scale;
+ * the constant 1) and their _v2 (a scale per axis; 2). interp_method picks the method. */
+#define PD_INTERP_(name, version, scale)                                                        \
+  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, interp,                                           \
+         IN(ONE("X"), OPT("OutSize", HOST), OPT_LIST("SizeTensor", HOST), OPT("Scale", HOST)),  \
+         OUT(ONE("Out")),                                                                       \
+         ATTRS(ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), INT("out_d", 0),               \
+               INT("out_h", 0), INT("out_w", 0), scale,                                         \
+               ENUM("interp_method", "bilinear", "nearest"), BOOL("align_corners", true),       \
+               INT("align_mode", 1)),                                                           \
+         KERNEL(interp, version))
+
 PD_MATH_(abs, DIFF | GPU | GPU_GRAD | ROW_X, PD_K_ABS)
 PD_OP(accuracy, 0, accuracy, IN(ONE("Out"), ONE("Indices"), ONE("Label")),
       OUT(ONE("Accuracy"), ONE("Correct"), ONE("Total")), NONE)
@@ -140,6 +152,8 @@ PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
       ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),
             ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
             BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
+PD_INTERP_(bilinear_interp, 1, FLOAT("scale", 0.0))
+PD_INTERP_(bilinear_interp_v2, 2, FLOATS_EMPTY("scale"))
 /* The collective ops of data-parallel training (vm/ops/collective.c, vm/passes/data_parallel.h):
  * Fluid's names, slots and attributes; ring 0 is every rank of the job. On GPU ranks they sum
  * device memory through NCCL. */
@@ -282,6 +296,8 @@ PD_OP(momentum, FP_IN | GPU, optimizer,
             FLOAT("rescale_grad", 1.0)))
 PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
+PD_INTERP_(nearest_interp, 1, FLOAT("scale", 0.0))
+PD_INTERP_(nearest_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_COMPARE_(not_equal, PD_K_NE)
 PD_OP(pool2d, DIFF | FP_IN | GPU | GPU_GRAD, pool2d, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ_ENUM("pooling_type", "max", "avg"), REQ(INTS, "ksize"),
@@ -410,3 +426,4 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
 #undef PD_LOGICAL_
 #undef PD_REDUCE_
 #undef PD_LOOKUP_TABLE_
+#undef PD_INTERP_
