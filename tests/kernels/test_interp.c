@@ -29,7 +29,8 @@ static void one_case(pd_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, in
   const double *ly0 = lam, *ly1 = lam + oh, *lx0 = lam + 2 * oh, *lx1 = lx0 + ow;
   void *x = kt_random(dt, nin, -1, 1), *dy = kt_random(dt, nout, -1, 1);
   void *y = kt_alloc((size_t)nout * pd_dtype_size(dt)), *dx = kt_random(dt, nin, 5, 6);
-  double *want = kt_alloc((size_t)nout * sizeof *want), *gwant = kt_alloc((size_t)nin * sizeof *gwant);
+  double *want = kt_alloc((size_t)nout * sizeof *want);
+  double *gwant = kt_alloc((size_t)nin * sizeof *gwant);
   for (int64_t b = 0; b < n; b++)
     for (int64_t ch = 0; ch < c; ch++)
       for (int64_t k = 0; k < oh; k++)
@@ -56,8 +57,8 @@ static void one_case(pd_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, in
   ok(kt_err(dt, dx, gwant, nin) <= kt_tol(dt), "interp2d_grad %s: values", what);
   if (have_gpu) {
     buf bi = B_copy(idx, (size_t)m * sizeof *idx), bl = B_copy(lam, (size_t)m * sizeof *lam);
-    buf bx = B_copy(x, (size_t)nin * pd_dtype_size(dt)), bdy = B_copy(dy, (size_t)nout *
-                                                                          pd_dtype_size(dt));
+    buf bx = B_copy(x, (size_t)nin * pd_dtype_size(dt));
+    buf bdy = B_copy(dy, (size_t)nout * pd_dtype_size(dt));
     buf by = B_out((size_t)nout * pd_dtype_size(dt)), bdx = B_out((size_t)nin * pd_dtype_size(dt));
     pd_k_interp2d q = p;
     q.idx = bi.d;

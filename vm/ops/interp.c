@@ -71,10 +71,10 @@ pd_status pd_infer_interp(pd_infer_ctx *c) {
   if (d.n < 0) d = pd_infer_dims_unknown(4);
   int hd = nhwc ? 1 : 2;
   int64_t o[2] = {-1, -1};
-  double sc[2];
-  if ((st = infer_scale(c, &sc[0], &sc[1]))) return st;
+  double sc[2] = {0, 0};
   bool from_inputs = pd_infer_nin(c, "SizeTensor") > 0 || pd_infer_nin(c, "OutSize") > 0 ||
                      pd_infer_nin(c, "Scale") > 0;
+  if (!from_inputs && (st = infer_scale(c, &sc[0], &sc[1]))) return st;
   if (!from_inputs && sc[0] > 0) {
     for (int i = 0; i < 2; i++) {
       int64_t in = d.d[hd + i];
