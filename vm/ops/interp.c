@@ -118,9 +118,11 @@ static pd_status out_size(const pd_exec_ctx *ctx, interp_cfg *g) {
   char s[DIMS_BUF];
   pd_status st;
   int64_t o[2] = {pd_ctx_attr_int(ctx, "out_h"), pd_ctx_attr_int(ctx, "out_w")};
+  const char *from = "out_h, out_w";
   g->scale[0] = g->scale[1] = -1;
   int nl = pd_ctx_nin(ctx, "SizeTensor");
   if (nl > 0) {
+    from = "SizeTensor";
     if (nl != 2)
       return pd_ctx_fail(ctx, PD_EINVAL, "SizeTensor has %d tensors; a 4-D X takes 2 (height, "
                          "width)", nl);
@@ -157,6 +159,7 @@ static pd_status out_size(const pd_exec_ctx *ctx, interp_cfg *g) {
         return st;
     }
     if (g->scale[0] > 0) {
+      from = t ? "Scale" : "scale";
       o[0] = (int64_t)((float)g->p.h * g->scale[0]);
       o[1] = (int64_t)((float)g->p.w * g->scale[1]);
     }
@@ -165,13 +168,14 @@ static pd_status out_size(const pd_exec_ctx *ctx, interp_cfg *g) {
       if (!is_int(os->dtype) || pd_tensor_numel(os) != 2)
         return pd_ctx_fail(ctx, PD_EINVAL, "OutSize must hold 2 ints (height, width), got %s %s",
                            pd_dtype_name(os->dtype), shape_str(os, s));
+      from = "OutSize";
       o[0] = elem_i(os, 0);
       o[1] = elem_i(os, 1);
     }
   }
   if (o[0] <= 0 || o[1] <= 0)
-    return pd_ctx_fail(ctx, PD_EINVAL, "the output size [%" PRId64 ", %" PRId64 "] must be "
-                       "positive", o[0], o[1]);
+    return pd_ctx_fail(ctx, PD_EINVAL, "the output size [%" PRId64 ", %" PRId64 "] (from %s) "
+                       "must be positive", o[0], o[1], from);
   g->p.oh = o[0];
   g->p.ow = o[1];
   return PD_OK;
