@@ -723,6 +723,31 @@ typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const
  * products fit (PD_EINVAL; pd_k_adaptive_pool_check). Uses pd_k_pool2d_fn and
  * pd_k_pool2d_grad_fn. */
 
+/* Resampling of images by separable tables (the interp ops: nearest_interp(_v2),
+ * bilinear_interp(_v2)): x [n, c, h, w] (or [n, h, w, c] when nhwc) to y [n, c, oh, ow] (or
+ * [n, oh, ow, c]). Output row k reads input rows iy0 = idx[k] and iy1 = idx[oh + k] with weights
+ * ly0 = lam[k] and ly1 = lam[oh + k]; output column l reads columns ix0 = idx[2 oh + l] and
+ * ix1 = idx[2 oh + ow + l] with weights lx0 = lam[2 oh + l] and lx1 = lam[2 oh + ow + l]:
+ *   bilinear  y = x[iy0, ix0] ly0 lx0 + x[iy1, ix0] ly1 lx0 + x[iy0, ix1] ly0 lx1
+ *               + x[iy1, ix1] ly1 lx1, left to right, in dt (fp32: the weights as floats);
+ *   nearest   y = x[iy0, ix0] (the other taps and the weights unused).
+ * The caller builds the tables (where the backend computes, like the buffers) with every index
+ * in range: no backend reads them to check. The gradient overwrites dx with the adjoint: each
+ * dy element added to the taps it read, times their weights, in the order above (the CPU adds
+ * in output order, plane by plane; the GPU with atomics, in no fixed order). fp32/fp64
+ * (PD_EUNSUPPORTED); n, c >= 0, h, w, oh, ow >= 1 whose products fit, the buffers and tables
+ * set when there are elements (PD_EINVAL; pd_k_interp2d_check). */
+typedef struct pd_k_interp2d {
+  int64_t n, c, h, w, oh, ow;
+  bool nhwc;     /* channels last */
+  bool nearest;  /* one tap per axis */
+  const int64_t *idx;  /* 2 (oh + ow) row and column indices */
+  const double *lam;   /* 2 (oh + ow) weights */
+} pd_k_interp2d;
+typedef pd_status pd_k_interp2d_fn(pd_dtype dt, const pd_k_interp2d *p, const void *x, void *y);
+typedef pd_status pd_k_interp2d_grad_fn(pd_dtype dt, const pd_k_interp2d *p, const void *dy,
+                                        void *dx);
+
 /* ---- The backend table: every entry once, in table order. PD_K_BACKEND_LIST(X) calls
  * X(name, type, cuda) for each; the struct below, the CPU backend's declarations and table
  * (kernels/cpu/cpu.h, backend.c: pd_kcpu_<name>) and the CUDA backend's (kernels/cuda/cuda_int.h,
@@ -804,7 +829,9 @@ typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const
   X(adaptive_pool2d, pd_k_pool2d_fn, CUDA)                                                         \
   X(adaptive_pool2d_grad, pd_k_pool2d_grad_fn, CUDA)                                              \
   X(pad, pd_k_pad_fn, CUDA)                                                                        \
-  X(pad_grad, pd_k_pad_grad_fn, CUDA)
+  X(pad_grad, pd_k_pad_grad_fn, CUDA)                                                              \
+  X(interp2d, pd_k_interp2d_fn, CUDA)                                                              \
+  X(interp2d_grad, pd_k_interp2d_grad_fn, CUDA)
 
 typedef struct pd_k_backend {
   const char *name; /* "cpu", "cuda" */

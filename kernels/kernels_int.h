@@ -221,6 +221,23 @@ static inline pd_status pd_k_adaptive_pool_check(pd_dtype dt, const pd_k_pool2d 
   return planes && (!x || !a || !b) ? PD_EINVAL : PD_OK;
 }
 
+/* interp2d / its gradient (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), n, c >= 0, h, w, oh,
+ * ow >= 1, n c h w and n c oh ow fitting, and with elements the buffers a, b and the tables
+ * set (PD_EINVAL). */
+static inline pd_status pd_k_interp2d_check(pd_dtype dt, const pd_k_interp2d *p, const void *a,
+                                            const void *b) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (!p || p->n < 0 || p->c < 0 || p->h < 1 || p->w < 1 || p->oh < 1 || p->ow < 1)
+    return PD_EINVAL;
+  if (p->c && p->n > INT64_MAX / p->c) return PD_EINVAL;
+  int64_t planes = p->n * p->c;
+  if (p->h > INT64_MAX / p->w || p->oh > INT64_MAX / p->ow || p->oh > INT64_MAX / 4 - p->ow)
+    return PD_EINVAL;
+  int64_t big = p->h * p->w > p->oh * p->ow ? p->h * p->w : p->oh * p->ow;
+  if (planes && big > INT64_MAX / planes) return PD_EINVAL;
+  return planes && (!a || !b || !p->idx || !p->lam) ? PD_EINVAL : PD_OK;
+}
+
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {
   pd_dtype dt;

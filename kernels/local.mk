@@ -16,7 +16,7 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/rnn_seq.c kernels/cpu/rnn_seq_t.h \
 	kernels/cpu/loss.c kernels/cpu/loss_t.h kernels/cpu/dropout.c kernels/cpu/dropout_t.h \
 	kernels/cpu/copy_rows.c kernels/cpu/adaptive_pool.c kernels/cpu/adaptive_pool_t.h \
-	kernels/cpu/each_float.h kernels/rnn_steps.c
+	kernels/cpu/each_float.h kernels/cpu/interp.c kernels/cpu/interp_t.h kernels/rnn_steps.c
 
 # The CUDA backend (configure --with-cuda): its .cu files go into the same convenience library,
 # compiled by nvcc through kernels/cuda/nvcc-lo.sh, which writes the PIC object and the .lo
@@ -28,7 +28,8 @@ PD_CUDA_SRCS = kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementw
 	kernels/cuda/index.cu kernels/cuda/topk.cu kernels/cuda/random.cu kernels/cuda/strided.cu \
 	kernels/cuda/act.cu kernels/cuda/norm.cu kernels/cuda/optim.cu kernels/cuda/rnn_cell.cu \
 	kernels/cuda/loss.cu kernels/cuda/dropout.cu kernels/cuda/copy_rows.cu \
-	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu kernels/cuda/pad.cu
+	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu kernels/cuda/pad.cu \
+	kernels/cuda/interp.cu
 PD_CUDA_HDRS = kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh
 if PD_HAVE_CUDA
 libpdlang_internal_la_SOURCES += $(PD_CUDA_HDRS) $(PD_CUDA_SRCS)

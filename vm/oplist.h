@@ -120,6 +120,18 @@
                LONG("padding_idx", -1), BOOL("remote_prefetch", false)),                        \
          KERNEL(lookup, 0))
 
+/* The resize ops (vm/ops/interp.c): Fluid's nearest_interp and bilinear_interp (one float scale;
+ * the constant 1) and their _v2 (a scale per axis; 2). interp_method picks the method. */
+#define PD_INTERP_(name, version, scale)                                                        \
+  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, interp,                                           \
+         IN(ONE("X"), OPT("OutSize", HOST), OPT_LIST("SizeTensor", HOST), OPT("Scale", HOST)),  \
+         OUT(ONE("Out")),                                                                       \
+         ATTRS(ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), INT("out_d", 0),               \
+               INT("out_h", 0), INT("out_w", 0), scale,                                         \
+               ENUM("interp_method", "bilinear", "nearest"), BOOL("align_corners", true),       \
+               INT("align_mode", 1)),                                                           \
+         KERNEL(interp, version))
+
 PD_MATH_(abs, DIFF | GPU | GPU_GRAD | ROW_X, PD_K_ABS)
 PD_OP(accuracy, 0, accuracy, IN(ONE("Out"), ONE("Indices"), ONE("Label")),
       OUT(ONE("Accuracy"), ONE("Correct"), ONE("Total")), NONE)
@@ -171,6 +183,8 @@ PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
       ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),
             ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
             BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
+PD_INTERP_(bilinear_interp, 1, FLOAT("scale", 0.0))
+PD_INTERP_(bilinear_interp_v2, 2, FLOATS_EMPTY("scale"))
 /* The detection ops (vm/ops/detection.c): the box post-processing of PaddleDetection's exports,
  * on the host. The prior-box ops read only their inputs' dims. */
 PD_OP(box_coder, FP_IN, box_coder, IN(ONE("PriorBox"), OPT("PriorBoxVar"), ONE("TargetBox")),
@@ -369,6 +383,8 @@ PD_OPK(multiclass_nms3, 0, multiclass_nms,
        IN(ONE("BBoxes", HOST), ONE("Scores", HOST), OPT("RoisNum", HOST)),
        OUT(ONE("Out", HOST), ONE("Index", HOST), OPT("NmsRoisNum", HOST)),
        PD_MULTICLASS_NMS_ATTRS_, KERNEL(multiclass_nms, 3))
+PD_INTERP_(nearest_interp, 1, FLOAT("scale", 0.0))
+PD_INTERP_(nearest_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_COMPARE_(not_equal, PD_K_NE)
 /* pad, pad2d, pad3d: X padded in every dim (pad: constant), in H and W (pad2d), in D, H and W
  * (pad3d) through the backend's pad entry (vm/ops/pad.c); Paddings gives the paddings at run
@@ -531,3 +547,4 @@ PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"),
 #undef PD_UNSQUEEZE_
 #undef PD_FLATTEN_
 #undef PD_MULTICLASS_NMS_ATTRS_
+#undef PD_INTERP_

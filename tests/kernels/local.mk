@@ -1,6 +1,8 @@
 # tests/kernels/local.mk -- the tests of kernels/: each entry of the CPU backend against a naive
 # reference written in the test (kt.h: what they share), the CUDA backend against the CPU's.
 #   test_elementwise, test_reduce, test_conv, test_pool, test_index: the entries of their names;
+#   test_interp: interp2d and its gradient (the resize ops' entries), the GPU's against the CPU's
+#     where a GPU opens;
 #   test_optim: the optimizer updates' vector instances (kernels/cpu/optim_t.h) against the
 #     formulas' bits;
 #   test_fastmath: fastmath.h's vector e^x, tanh and logistic function (the fp32 kernels') against
@@ -18,7 +20,7 @@
 KERNELS_TESTS = tests/kernels/test_elementwise tests/kernels/test_reduce tests/kernels/test_conv \
 	tests/kernels/test_pool tests/kernels/test_index tests/kernels/test_optim \
 	tests/kernels/test_fastmath tests/kernels/test_rnn_seq tests/kernels/test_cuda_backend \
-	tests/kernels/test_cuda_ops
+	tests/kernels/test_cuda_ops tests/kernels/test_interp
 check_PROGRAMS += $(KERNELS_TESTS)
 TESTS += $(KERNELS_TESTS)
 EXTRA_DIST += tests/kernels/kt.h tests/kernels/cuda_cmp.h tests/kernels/steps_backend.h

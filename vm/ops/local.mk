@@ -9,4 +9,4 @@ libpdlang_internal_la_SOURCES += vm/oplist.h vm/ops/ops.h vm/ops/ops.c vm/ops/op
 	vm/ops/recurrent.c vm/ops/optim.c vm/ops/activation.c vm/ops/norm.c \
 	vm/ops/index.c vm/ops/loss_elem.c vm/ops/rnn_fused.c vm/ops/rnn.c vm/ops/compat.h \
 	vm/ops/compat.c vm/ops/select.c vm/ops/collective.c vm/ops/random.c vm/ops/pad.c \
-	vm/ops/detection.c
+	vm/ops/detection.c vm/ops/interp.c

@@ -33,7 +33,8 @@ tests_vm_ops_test_optable_SOURCES = tests/vm/ops/test_optable.c tests/vm/ops/opt
 	tests/vm/ops/optest_activation.c tests/vm/ops/optest_collective.c \
 	tests/vm/ops/optest_control.c tests/vm/ops/optest_create.c tests/vm/ops/optest_detection.c \
 	tests/vm/ops/optest_elementwise.c \
-	tests/vm/ops/optest_index.c tests/vm/ops/optest_loss.c tests/vm/ops/optest_loss_elem.c \
+	tests/vm/ops/optest_index.c tests/vm/ops/optest_interp.c \
+	tests/vm/ops/optest_loss.c tests/vm/ops/optest_loss_elem.c \
 	tests/vm/ops/optest_matmul.c tests/vm/ops/optest_nn.c tests/vm/ops/optest_norm.c \
 	tests/vm/ops/optest_optim.c tests/vm/ops/optest_pad.c tests/vm/ops/optest_recurrent.c \
 	tests/vm/ops/optest_reduce.c tests/vm/ops/optest_rnn.c tests/vm/ops/optest_rnn_fused.c \

@@ -1,0 +1,338 @@
+/* interp.c -- the resize ops of segmentation, detection and OCR models: nearest_interp,
+ * bilinear_interp (Fluid's first versions, one float scale) and nearest_interp_v2,
+ * bilinear_interp_v2 (a scale per axis), 4-D X in NCHW or NHWC: their shape function, kernel
+ * and gradient kernel. The op builds the row and column tables on the host as PaddlePaddle 3.3.1's
+ * CPU kernels compute them and hands them to the backend's interp2d entries.
+ *
+ * The output size: SizeTensor (two one-element int tensors) first; else the Scale input (one
+ * float for both axes, or height and width), else the scale attribute (v2: height and width;
+ * v1: one float, used when > 0) give floor(in * scale), and OutSize (an int tensor [2]), when
+ * bound, overrides that size but not the scale; else out_h and out_w. interp_method, not the
+ * op's name, picks the method (as Paddle's kernels do).
+ *
+ * The ratio of an axis (float, as Paddle): 0 for an output of 1; (in - 1) / (out - 1) with
+ * align_corners; else 1 / scale when a scale was given (even with OutSize), else in / out.
+ * nearest: index trunc(ratio k), or trunc(ratio k + 0.5) with align_corners. bilinear:
+ * source src = ratio (k + 0.5) - 0.5 when align_mode is 0 without align_corners, else ratio k;
+ * clamped at 0; taps trunc(src) and the next one (the last again at the border), weights
+ * 1 - frac and frac. Paddle 3.3.1 computes the height's src in double from the float ratio and
+ * rounds it to float, the width's in float arithmetic; both are reproduced, so the forward
+ * pass gives its bits. Its indices are not clamped at the far border (a scale with OutSize can
+ * read past the input there); here they are. The gradient is the forward pass's adjoint: dy
+ * added to the taps each output read, times their weights. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vm/ops/infershape.h"
+#include "vm/ops/kern.h"
+
+/* ================================================================ shape function */
+
+/* A scale attribute: *sh, *sw (0 when none), from v1's float or v2's list. */
+static pd_status infer_scale(pd_infer_ctx *c, double *sh, double *sw) {
+  *sh = *sw = 0;
+  if (c->def->karg == 1) {
+    double s = pd_infer_attr_float(c, "scale");
+    if (s > 0) *sh = *sw = (float)s;
+    return PD_OK;
+  }
+  const pd_attr *a = pd_op_attr(c->op, "scale");
+  if (!a || a->n == 0) return PD_OK;
+  if (a->type != PD_ATTR_FLOATS && a->type != PD_ATTR_FLOAT64S)
+    return pd_infer_fail(c, PD_ETYPE, "scale must be a list of floats");
+  double v[2] = {0, 0};
+  for (int i = 0; i < 2 && i < a->n; i++)
+    v[i] = a->type == PD_ATTR_FLOATS ? a->floats[i] : (float)a->doubles[i];
+  if (a->n < 2)
+    return pd_infer_fail(c, PD_EINVAL, "scale must have 2 entries (height, width) for a 4-D X, "
+                         "got [%g]", v[0]);
+  if (!(v[0] > 0 && v[1] > 0))
+    return pd_infer_fail(c, PD_EINVAL, "scale [%g, %g] must be positive", v[0], v[1]);
+  *sh = v[0];
+  *sw = v[1];
+  return PD_OK;
+}
+
+/* Out: X with its height and width resized; unknown when an input gives the size. */
+pd_status pd_infer_interp(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  bool nhwc = strcmp(pd_infer_attr_str(c, "data_layout"), "NHWC") == 0;
+  if (d.n >= 0 && d.n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "X must have 4 dims (%s), got %s (3-D and 5-D inputs are "
+                         "not supported)", nhwc ? "NHWC" : "NCHW", pd_infer_dims_str(&d, s));
+  if (d.n < 0) d = pd_infer_dims_unknown(4);
+  int hd = nhwc ? 1 : 2;
+  int64_t o[2] = {-1, -1};
+  double sc[2] = {0, 0};
+  bool from_inputs = pd_infer_nin(c, "SizeTensor") > 0 || pd_infer_nin(c, "OutSize") > 0 ||
+                     pd_infer_nin(c, "Scale") > 0;
+  if (!from_inputs && (st = infer_scale(c, &sc[0], &sc[1]))) return st;
+  if (!from_inputs && sc[0] > 0) {
+    for (int i = 0; i < 2; i++) {
+      int64_t in = d.d[hd + i];
+      o[i] = in < 0 ? -1 : (int64_t)((float)in * (float)sc[i]);
+      if (o[i] == 0)
+        return pd_infer_fail(c, PD_ESHAPE, "X %s scaled by [%g, %g] is empty",
+                             pd_infer_dims_str(&d, s), sc[0], sc[1]);
+    }
+  } else if (!from_inputs) {
+    o[0] = pd_infer_attr_int(c, "out_h");
+    o[1] = pd_infer_attr_int(c, "out_w");
+    if (o[0] <= 0 || o[1] <= 0)
+      return pd_infer_fail(c, PD_EINVAL, "out_h %" PRId64 " and out_w %" PRId64 " must be "
+                           "positive when no SizeTensor, OutSize, Scale or scale gives the size",
+                           o[0], o[1]);
+  }
+  d.d[hd] = o[0];
+  d.d[hd + 1] = o[1];
+  return pd_infer_set_out(c, "Out", 0, &d, x->dtype, 0);
+}
+
+/* ================================================================ sizes and tables */
+
+typedef struct interp_cfg {
+  pd_k_interp2d p;
+  bool align_corners;
+  int64_t align_mode;
+  float scale[2];  /* the scale of each axis, -1 when none was given */
+} interp_cfg;
+
+/* One float of a scale input or attribute, which must be positive. */
+static pd_status positive_scale(const pd_exec_ctx *ctx, const char *what, double v, float *s) {
+  if (!(v > 0))
+    return pd_ctx_fail(ctx, PD_EINVAL, "%s %g must be positive", what, v);
+  *s = (float)v;
+  return PD_OK;
+}
+
+/* The output size and the scales, as the top of the file says. */
+static pd_status out_size(const pd_exec_ctx *ctx, interp_cfg *g) {
+  char s[DIMS_BUF];
+  pd_status st;
+  int64_t o[2] = {pd_ctx_attr_int(ctx, "out_h"), pd_ctx_attr_int(ctx, "out_w")};
+  const char *from = "out_h, out_w";
+  g->scale[0] = g->scale[1] = -1;
+  int nl = pd_ctx_nin(ctx, "SizeTensor");
+  if (nl > 0) {
+    from = "SizeTensor";
+    if (nl != 2)
+      return pd_ctx_fail(ctx, PD_EINVAL, "SizeTensor has %d tensors; a 4-D X takes 2 (height, "
+                         "width)", nl);
+    for (int i = 0; i < 2; i++) {
+      const pd_tensor *t;
+      if ((st = in_at(ctx, "SizeTensor", i, true, &t)) ||
+          (st = int_scalar_in(ctx, "SizeTensor", t, &o[i])))
+        return st;
+    }
+  } else {
+    const pd_tensor *t = in_if_set(ctx, "Scale", 0);
+    if (t) {
+      if (!is_float(t->dtype) || pd_tensor_numel(t) < 1)
+        return pd_ctx_fail(ctx, PD_ETYPE, "Scale must hold 1 or 2 floats, got %s %s",
+                           pd_dtype_name(t->dtype), shape_str(t, s));
+      int64_t last = pd_tensor_numel(t) > 1;
+      if ((st = positive_scale(ctx, "Scale", (float)elem_f(t, 0), &g->scale[0])) ||
+          (st = positive_scale(ctx, "Scale", (float)elem_f(t, last), &g->scale[1])))
+        return st;
+    } else if (ctx->def->karg == 1) {
+      double v = pd_ctx_attr_float(ctx, "scale");
+      if (v > 0) g->scale[0] = g->scale[1] = (float)v;
+    } else {
+      const pd_attr *a = pd_ctx_attr_raw(ctx, "scale");
+      int n = a && (a->type == PD_ATTR_FLOATS || a->type == PD_ATTR_FLOAT64S) ? a->n : 0;
+      double v[2] = {0, 0};
+      for (int i = 0; i < 2 && i < n; i++)
+        v[i] = a->type == PD_ATTR_FLOATS ? a->floats[i] : (float)a->doubles[i];
+      if (n == 1)
+        return pd_ctx_fail(ctx, PD_EINVAL, "scale must have 2 entries (height, width) for a "
+                           "4-D X, got [%g]", v[0]);
+      if (n > 1 && ((st = positive_scale(ctx, "scale", v[0], &g->scale[0])) ||
+                    (st = positive_scale(ctx, "scale", v[1], &g->scale[1]))))
+        return st;
+    }
+    if (g->scale[0] > 0) {
+      from = t ? "Scale" : "scale";
+      o[0] = (int64_t)((float)g->p.h * g->scale[0]);
+      o[1] = (int64_t)((float)g->p.w * g->scale[1]);
+    }
+    const pd_tensor *os = in_if_set(ctx, "OutSize", 0);
+    if (os) {
+      if (!is_int(os->dtype) || pd_tensor_numel(os) != 2)
+        return pd_ctx_fail(ctx, PD_EINVAL, "OutSize must hold 2 ints (height, width), got %s %s",
+                           pd_dtype_name(os->dtype), shape_str(os, s));
+      from = "OutSize";
+      o[0] = elem_i(os, 0);
+      o[1] = elem_i(os, 1);
+    }
+  }
+  if (o[0] <= 0 || o[1] <= 0)
+    return pd_ctx_fail(ctx, PD_EINVAL, "the output size [%" PRId64 ", %" PRId64 "] (from %s) "
+                       "must be positive", o[0], o[1], from);
+  g->p.oh = o[0];
+  g->p.ow = o[1];
+  return PD_OK;
+}
+
+/* X's sizes, the attributes and the output size. */
+static pd_status interp_setup(const pd_exec_ctx *ctx, const pd_tensor *x, interp_cfg *g) {
+  char s[DIMS_BUF];
+  pd_status st = want_float(ctx, "X", x);
+  if (st) return st;
+  bool nhwc = strcmp(pd_ctx_attr_str(ctx, "data_layout"), "NHWC") == 0;
+  if (x->ndims != 4)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have 4 dims (%s), got %s (3-D and 5-D inputs are "
+                       "not supported)", nhwc ? "NHWC" : "NCHW", shape_str(x, s));
+  const char *method = pd_ctx_attr_str(ctx, "interp_method");
+  bool nearest = strcmp(method, "nearest") == 0;
+  if (!nearest && strcmp(method, "bilinear") != 0)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "interp_method '%s' is not supported (nearest, "
+                       "bilinear)", method);
+  memset(g, 0, sizeof *g);
+  g->p = (pd_k_interp2d){.n = x->dims[0], .c = x->dims[nhwc ? 3 : 1], .h = x->dims[nhwc ? 1 : 2],
+                         .w = x->dims[nhwc ? 2 : 3], .nhwc = nhwc, .nearest = nearest};
+  if (g->p.h < 1 || g->p.w < 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s has an empty image", shape_str(x, s));
+  g->align_corners = pd_ctx_attr_bool(ctx, "align_corners");
+  g->align_mode = pd_ctx_attr_int(ctx, "align_mode");
+  return out_size(ctx, g);
+}
+
+static void out_dims(const interp_cfg *g, int64_t d[4]) {
+  const pd_k_interp2d *p = &g->p;
+  d[0] = p->n;
+  if (p->nhwc) {
+    d[1] = p->oh, d[2] = p->ow, d[3] = p->c;
+  } else {
+    d[1] = p->c, d[2] = p->oh, d[3] = p->ow;
+  }
+}
+
+/* The float ratio of an axis of in -> out. */
+static float axis_ratio(int64_t in, int64_t out, bool align_corners, float scale) {
+  if (out <= 1) return 0.0f;
+  if (align_corners) return (float)(in - 1) / (float)(out - 1);
+  if (scale > 0) return (float)(1.0 / (double)scale);
+  return (float)in / (float)out;
+}
+
+/* The taps i0, i1 and weights l0, l1 of the out positions of one axis (the top of the file);
+ * float_src: the source index in float arithmetic (Paddle's width), else in double rounded to
+ * float (its height). */
+static void axis_table(const interp_cfg *g, int64_t in, int64_t out, float r, bool float_src,
+                       int64_t *i0, int64_t *i1, double *l0, double *l1) {
+  bool ac = g->align_corners, half = g->align_mode == 0 && !ac;
+  for (int64_t k = 0; k < out; k++) {
+    float rk = r * (float)k;
+    int64_t t;
+    float frac = 0;
+    if (g->p.nearest) {
+      t = ac ? (int64_t)((double)rk + 0.5) : (int64_t)rk;
+    } else if (float_src) {
+      float src = half ? r * ((float)k + 0.5f) - 0.5f : rk;
+      if (src < 0) src = 0;
+      t = (int64_t)src;
+      frac = src - (float)t;
+    } else {
+      double src = (double)r * ((double)k + 0.5) - 0.5;
+      t = half ? (int64_t)src : (int64_t)rk;
+      if (t < 0) t = 0;
+      float fsrc = (float)src > 0 ? (float)src : 0.0f;
+      frac = half ? fsrc - (float)t : rk - (float)t;
+    }
+    if (t > in - 1) t = in - 1;
+    i0[k] = t;
+    i1[k] = t + 1 < in ? t + 1 : in - 1;
+    l1[k] = frac;
+    l0[k] = 1.0f - frac;
+  }
+}
+
+/* src -> dst through the backend's interp2d (grad: its gradient), with the tables built here
+ * and moved where the op computes; a copy when the size does not change (Paddle's too). */
+static pd_status interp_run(const pd_exec_ctx *ctx, const interp_cfg *g, pd_dtype dt,
+                            const void *src, void *dst, bool grad) {
+  const pd_k_interp2d *p = &g->p;
+  if (p->h == p->oh && p->w == p->ow) {
+    int64_t n = p->n * p->c * p->h * p->w;
+    return n ? pd_ctx_copy(ctx, dst, src, (size_t)n * pd_dtype_size(dt)) : PD_OK;
+  }
+  if (p->oh > INT64_MAX / 64 - p->ow)
+    return pd_ctx_fail(ctx, PD_EINVAL, "the output size [%" PRId64 ", %" PRId64 "] is too large",
+                       p->oh, p->ow);
+  int64_t m = 2 * (p->oh + p->ow);
+  local_buf sc = {0};
+  int64_t *idx = local_get(&sc, (size_t)m * (sizeof(int64_t) + sizeof(double)));
+  if (!idx) return nomem(ctx);
+  double *lam = (double *)(idx + m);
+  float rh = axis_ratio(p->h, p->oh, g->align_corners, g->scale[0]);
+  float rw = axis_ratio(p->w, p->ow, g->align_corners, g->scale[1]);
+  axis_table(g, p->h, p->oh, rh, false, idx, idx + p->oh, lam, lam + p->oh);
+  axis_table(g, p->w, p->ow, rw, true, idx + 2 * p->oh, idx + 2 * p->oh + p->ow, lam + 2 * p->oh,
+             lam + 2 * p->oh + p->ow);
+  pd_status st;
+  void *tmp = NULL;
+  const int64_t *at = pd_ctx_at_place(ctx, idx, (size_t)m * (sizeof(int64_t) + sizeof(double)),
+                                      &tmp, &st);
+  if (at) {
+    pd_k_interp2d q = *p;
+    q.idx = at;
+    q.lam = (const double *)(at + m);
+    st = grad ? pd_ctx_check(ctx, ctx->k->interp2d_grad(dt, &q, src, dst), "interp2d_grad")
+              : pd_ctx_check(ctx, ctx->k->interp2d(dt, &q, src, dst), "interp2d");
+  }
+  pd_ctx_scratch_free(ctx, tmp);
+  local_free(&sc);
+  return st;
+}
+
+/* ================================================================ kernels */
+
+/* nearest_interp(_v2), bilinear_interp(_v2): Out = X resized (the top of the file). */
+pd_status pd_kernel_interp(pd_exec_ctx *ctx) {
+  const pd_tensor *x;
+  pd_tensor *out;
+  interp_cfg g;
+  pd_status st;
+  if ((st = in1(ctx, "X", &x)) || (st = interp_setup(ctx, x, &g)) ||
+      (st = out1(ctx, "Out", &out)))
+    return st;
+  int64_t od[4];
+  out_dims(&g, od);
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) && !(st = resize(ctx, out, x->dtype, 4, od, NULL)))
+    st = interp_run(ctx, &g, x->dtype, pd_tensor_data(x), pd_tensor_data(out), false);
+  hold_free(&h);
+  return st;
+}
+
+/* Their gradient: X@GRAD, X's shape, gets each Out@GRAD element on the taps its output read,
+ * times their weights. */
+pd_status pd_kernel_interp_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx;
+  const pd_tensor *x, *dy;
+  interp_cfg g;
+  pd_status st = out_opt(ctx, "X@GRAD", &dx);
+  if (st || !dx) return st;
+  int64_t od[4];
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Out@GRAD", &dy)) ||
+      (st = interp_setup(ctx, x, &g)))
+    return st;
+  out_dims(&g, od);
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, 4, od, x->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &x)) &&
+      !(st = resize_like(ctx, dx, x, x)))
+    st = interp_run(ctx, &g, x->dtype, pd_tensor_data(dy), pd_tensor_data(dx), true);
+  hold_free(&h);
+  return st;
+}
