@@ -5,9 +5,9 @@
  * named directly. The inputs are the in_FEED.npy files; the outputs must be named as the fetch
  * targets PaddlePaddle listed (fetch_names.txt) and agree with PaddlePaddle's out_NAME.npy
  * within 1e-5 relative (1e-6 absolute near zero: float32 sums in another order). Also: a
- * refused model's error record, and doc/language.md's table of what loading drops. The model
- * families of tests/interop/zoo/ (tools/paddle_zoo.py) run with parameters made from their
- * weights.txt, against Paddle's outputs within 1e-4.
+ * refused model's error record (tests/vm/ops/test_compat checks doc/language.md's table of what
+ * loading drops). The model families of tests/interop/zoo/ (tools/paddle_zoo.py) run with
+ * parameters made from their weights.txt, against Paddle's outputs within 1e-4.
  *
  * `test_interop --compare A.npy B.npy` compares two files the same way (exit 0 when they
  * agree), for tests/interop/exec.sh. */
@@ -22,7 +22,6 @@
 
 #include "base/base.h"
 #include "tests/tap.h"
-#include "vm/ops/compat.h"
 #include "vm/ir/params.h"
 #include "vm/ir/serialize.h"
 #include "vm/reader/reader.h"
@@ -215,27 +214,6 @@ static void check_zoo(const char *name) {
      name);
 }
 
-/* doc/language.md's table lists every fact of vm/ops/compat.c ("| `OP` | `NAME`"). */
-static void check_doc(void) {
-  char path[1024], *doc = NULL, row[256];
-  size_t len;
-  snprintf(path, sizeof path, "%s/doc/language.md", srcdir());
-  if (pd_read_file(path, &doc, &len, NULL)) {
-    ok(0, "doc/language.md is readable");
-    return;
-  }
-  int missing = 0;
-  for (int i = 0; i < pd_compat_nfacts; i++) {
-    const pd_compat_fact *f = &pd_compat_facts[i];
-    if (f->op) snprintf(row, sizeof row, "| `%s` | `%s`", f->op, f->name);
-    else snprintf(row, sizeof row, "| every op | `%s`", f->name);
-    if (!strstr(doc, row)) printf("# missing from doc/language.md: %s\n", row), missing++;
-  }
-  ok(missing == 0, "doc/language.md lists the %d attributes and slots loading drops",
-     pd_compat_nfacts);
-  pd_free(doc);
-}
-
 /* A refused model through the C library: PD_RESULT_EINVAL, the message one line (the summary),
  * the text every problem. */
 static void check_refused(void) {
@@ -298,7 +276,6 @@ int main(int argc, char **argv) {
   static const char *const zoo[] = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
                                      "resnet50_vd", "pp_hgnet"};
   for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) check_zoo(zoo[i]);
-  check_doc();
   check_refused();
   return tap_done();
 }

@@ -1,10 +1,12 @@
 /* compat.c -- the facts of compat.h (what other PaddlePaddle/Fluid versions write that does not
- * change the math) and pd_compat_apply, which drops them from a loaded program and lists every
- * problem of a program pdlang cannot run. */
+ * change the math) and pd_compat_apply, which drops them from a loaded program, converts the
+ * attributes older versions typed otherwise, and lists every problem of a program pdlang cannot
+ * run. */
 #include "config.h"
 #include "vm/ops/compat.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vm/ops/ops.h"
@@ -12,64 +14,163 @@
 #define ONEDNN "a oneDNN (MKL-DNN) backend hint"
 #define QUANT "an int8 quantization scale of the oneDNN backend"
 #define FUSED "a step fused into the op by Paddle's inference passes"
+#define FUSED_ARG "the parameter of a fused activation"
+#define LAYOUT "Fluid 1.x's layout hint for oneDNN (unused)"
+#define PSERVER "a parameter-server setting of distributed training, unused by a local lookup"
+#define RUNTIME "an attribute given as a tensor at run time"
+#define LOOKUPS "lookup_table lookup_table_v2"
 
-/* Sorted by op (NULL, every op, first), then name. The attributes every op may carry
- * (op_role, use_mkldnn, ...: common_attrs in vm/ops/ops.c) are accepted there, not listed here. */
+/* A rule per attribute (or slot) name, for every op that Paddle writes it on (ops NULL), or for
+ * the ops listed; sorted by ops (NULL first), then name. The attributes every op may carry
+ * (op_role, use_mkldnn, use_cudnn, mkldnn_data_type, is_test, ...: common_attrs in
+ * vm/ops/ops.c) are accepted there, not listed here. An op's own attribute (vm/oplist.h) is
+ * never dropped: the facts apply to the names its def lacks. */
 const pd_compat_fact pd_compat_facts[] = {
-    {NULL, "Scale_in", PD_COMPAT_ANY, QUANT},
-    {NULL, "Scale_in_eltwise", PD_COMPAT_ANY, QUANT},
-    {NULL, "Scale_out", PD_COMPAT_ANY, QUANT},
-    {NULL, "Scale_weights", PD_COMPAT_ANY, QUANT},
-    {NULL, "Scale_x", PD_COMPAT_ANY, QUANT},
-    {NULL, "Scale_y", PD_COMPAT_ANY, QUANT},
-    {NULL, "force_fp32_output", PD_COMPAT_ANY, ONEDNN},
-    {NULL, "scale_out", PD_COMPAT_ANY, QUANT},
-    {NULL, "scale_x", PD_COMPAT_ANY, QUANT},
-    {NULL, "scale_y", PD_COMPAT_ANY, QUANT},
-    {NULL, "use_onednn", PD_COMPAT_ANY, ONEDNN},
-    {NULL, "use_quantizer", PD_COMPAT_ANY, ONEDNN},
-    {NULL, "x_data_format", PD_COMPAT_ANY, "an unused layout hint of Fluid 1.x"},
-    {NULL, "y_data_format", PD_COMPAT_ANY, "an unused layout hint of Fluid 1.x"},
-    {"batch_norm", "fuse_with_relu", PD_COMPAT_FALSE, FUSED},
-    {"batch_norm", "trainable_statistics", PD_COMPAT_FALSE,
+    {NULL, "*Tensor", PD_COMPAT_EMPTY_SLOT, NULL, RUNTIME},
+    {NULL, "*TensorList", PD_COMPAT_EMPTY_SLOT, NULL, "an attribute given as tensors at run time"},
+    {NULL, "Scale_in", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "Scale_in_eltwise", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "Scale_out", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "Scale_weights", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "Scale_x", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "Scale_y", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "exhaustive_search", PD_COMPAT_ANY, NULL, "a cuDNN algorithm search hint"},
+    {NULL, "force_fp32_output", PD_COMPAT_ANY, NULL, ONEDNN},
+    {NULL, "fuse_activation", PD_COMPAT_KEEPS, "\"\"", FUSED},
+    {NULL, "fuse_alpha", PD_COMPAT_ANY, NULL, FUSED_ARG},
+    {NULL, "fuse_beta", PD_COMPAT_ANY, NULL, FUSED_ARG},
+    {NULL, "fuse_brelu", PD_COMPAT_KEEPS, "false", FUSED},
+    {NULL, "fuse_brelu_threshold", PD_COMPAT_ANY, NULL, FUSED_ARG},
+    {NULL, "fuse_relu", PD_COMPAT_KEEPS, "false", FUSED},
+    {NULL, "fuse_relu_before_depthwise_conv", PD_COMPAT_KEEPS, "false", FUSED},
+    {NULL, "fuse_residual_connection", PD_COMPAT_KEEPS, "false", FUSED},
+    {NULL, "fuse_with_relu", PD_COMPAT_KEEPS, "false", FUSED},
+    {NULL, "onednn_data_type", PD_COMPAT_ANY, NULL, ONEDNN},
+    {NULL, "scale_out", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "scale_x", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "scale_y", PD_COMPAT_ANY, NULL, QUANT},
+    {NULL, "use_addto", PD_COMPAT_KEEPS, "false", "a cuDNN accumulate-into-output mode"},
+    {NULL, "use_onednn", PD_COMPAT_ANY, NULL, ONEDNN},
+    {NULL, "use_quantizer", PD_COMPAT_ANY, NULL, ONEDNN},
+    {NULL, "workspace_size_MB", PD_COMPAT_ANY, NULL, "a cuDNN workspace size"},
+    {NULL, "x_data_format", PD_COMPAT_ANY, NULL, LAYOUT},
+    {NULL, "y_data_format", PD_COMPAT_ANY, NULL, LAYOUT},
+    {"batch_norm", "trainable_statistics", PD_COMPAT_KEEPS, "false",
      "batch statistics in inference (pdlang uses the running ones when is_test)"},
-    {"conv2d", "exhaustive_search", PD_COMPAT_ANY, "a cuDNN algorithm search hint"},
-    {"conv2d", "fuse_activation", PD_COMPAT_EMPTY_STR, FUSED},
-    {"conv2d", "fuse_alpha", PD_COMPAT_ANY, "the parameter of a fused activation"},
-    {"conv2d", "fuse_beta", PD_COMPAT_ANY, "the parameter of a fused activation"},
-    {"conv2d", "fuse_relu", PD_COMPAT_FALSE, FUSED},
-    {"conv2d", "fuse_relu_before_depthwise_conv", PD_COMPAT_FALSE, FUSED},
-    {"conv2d", "fuse_residual_connection", PD_COMPAT_FALSE, FUSED},
-    {"conv2d", "use_addto", PD_COMPAT_FALSE, "a cuDNN accumulate-into-output mode"},
-    {"conv2d", "workspace_size_MB", PD_COMPAT_ANY, "a cuDNN workspace size"},
-    {"elementwise_add", "act", PD_COMPAT_EMPTY_STR, FUSED},
-    {"scale", "BiasTensor", PD_COMPAT_EMPTY_SLOT,
-     "a tensor bias, which Paddle 3.x binds to nothing"},
-    {"slice", "EndsTensor", PD_COMPAT_EMPTY_SLOT, "ends given at run time"},
-    {"slice", "EndsTensorList", PD_COMPAT_EMPTY_SLOT, "ends given at run time"},
-    {"slice", "StartsTensor", PD_COMPAT_EMPTY_SLOT, "starts given at run time"},
-    {"slice", "StartsTensorList", PD_COMPAT_EMPTY_SLOT, "starts given at run time"},
+    {"conv2d depthwise_conv2d", "Bias", PD_COMPAT_EMPTY_SLOT, NULL,
+     "a bias the oneDNN kernel adds, which Paddle binds to nothing"},
+    {"conv2d depthwise_conv2d", "ResidualData", PD_COMPAT_EMPTY_SLOT, NULL,
+     "a residual the oneDNN kernel adds (fuse_residual_connection)"},
+    {"elementwise_add", "act", PD_COMPAT_KEEPS, "\"\"", FUSED},
+    {"expand_v2 reshape2", "Shape", PD_COMPAT_EMPTY_SLOT, NULL, "the shape given at run time"},
+    {"expand_v2", "expand_shapes_tensor", PD_COMPAT_EMPTY_SLOT, NULL,
+     "the shape given as tensors at run time"},
+    {"fc", "fused_output_scale", PD_COMPAT_KEEPS, "1.0", "an output scale fused in by Paddle's "
+     "oneDNN passes"},
+    {"fc", "fused_reshape2_shape", PD_COMPAT_KEEPS, "{}", "a reshape fused in by Paddle's oneDNN "
+     "passes"},
+    {LOOKUPS, "entry", PD_COMPAT_ANY, NULL, PSERVER},
+    {LOOKUPS, "entry_config", PD_COMPAT_ANY, NULL, PSERVER},
+    {LOOKUPS, "epmap", PD_COMPAT_ANY, NULL, PSERVER},
+    {LOOKUPS, "grad_inplace", PD_COMPAT_ANY, NULL, "whether the gradient op reuses a var"},
+    {LOOKUPS, "height_sections", PD_COMPAT_ANY, NULL, PSERVER},
+    {LOOKUPS, "slot", PD_COMPAT_ANY, NULL, PSERVER},
+    {LOOKUPS, "table_class", PD_COMPAT_ANY, NULL, PSERVER},
+    {LOOKUPS, "table_names", PD_COMPAT_ANY, NULL, PSERVER},
+    {LOOKUPS, "trainer_id", PD_COMPAT_ANY, NULL, PSERVER},
+    {"sequence_softmax softmax", "data_format", PD_COMPAT_KEEPS,
+     "\"AnyLayout\"|\"NCHW\"", "the layout Paddle picks its kernel for; pdlang's tensors are NCHW"},
+    {"tile", "RepeatTimes", PD_COMPAT_EMPTY_SLOT, NULL, "the repeats given at run time"},
+    {"tile", "repeat_times_tensor", PD_COMPAT_EMPTY_SLOT, NULL,
+     "the repeats given as tensors at run time"},
 };
 const int pd_compat_nfacts = (int)PD_ARRAY_LEN(pd_compat_facts);
 
-static const pd_compat_fact *find_fact(const char *op, const char *name, bool slot) {
+bool pd_compat_names_op(const pd_compat_fact *f, const char *type) {
+  if (!f->ops) return true;
+  size_t n = strlen(type);
+  for (const char *p = f->ops; *p;) {
+    size_t w = strcspn(p, " ");
+    if (w == n && strncmp(p, type, n) == 0) return true;
+    p += w;
+    p += strspn(p, " ");
+  }
+  return false;
+}
+
+/* Whether name matches pattern: the same, or "*SUFFIX" and name ends with SUFFIX. */
+static bool name_matches(const char *pattern, const char *name) {
+  if (pattern[0] != '*') return strcmp(pattern, name) == 0;
+  size_t pn = strlen(pattern + 1), n = strlen(name);
+  return n > pn && strcmp(name + n - pn, pattern + 1) == 0;
+}
+
+const pd_compat_fact *pd_compat_find(const char *type, const char *name, bool slot) {
   for (int i = 0; i < pd_compat_nfacts; i++) {
     const pd_compat_fact *f = &pd_compat_facts[i];
-    if ((f->rule == PD_COMPAT_EMPTY_SLOT) != slot || strcmp(f->name, name) != 0) continue;
-    if (!f->op || strcmp(f->op, op) == 0) return f;
+    if ((f->rule == PD_COMPAT_EMPTY_SLOT) != slot || !name_matches(f->name, name)) continue;
+    if (pd_compat_names_op(f, type)) return f;
   }
   return NULL;
 }
 
-/* Whether attribute a keeps the math at the value the fact allows. */
-static bool value_ok(const pd_compat_fact *f, const pd_attr *a) {
-  switch (f->rule) {
-    case PD_COMPAT_ANY: return true;
-    case PD_COMPAT_FALSE:
-      return (a->type == PD_ATTR_BOOLEAN && !a->v.b) || (a->type == PD_ATTR_INT && !a->v.i) ||
-             (a->type == PD_ATTR_LONG && !a->v.l);
-    case PD_COMPAT_EMPTY_STR: return a->type == PD_ATTR_STRING && (!a->v.s || !a->v.s[0]);
-    default: return false;
+/* The number text t (n chars) writes, in *v; false and true stand for 0 and 1. */
+static bool number_of(const char *t, size_t n, double *v) {
+  char buf[48], *end;
+  if (n >= sizeof buf) return false;
+  memcpy(buf, t, n);
+  buf[n] = '\0';
+  if (strcmp(buf, "false") == 0 || strcmp(buf, "true") == 0) {
+    *v = buf[0] == 't';
+    return true;
+  }
+  *v = strtod(buf, &end);
+  return end != buf && !*end;
+}
+
+/* Whether a has the value t (n chars) writes. */
+static bool keeps_one(const pd_attr *a, const char *t, size_t n) {
+  double d;
+  bool num = number_of(t, n, &d);
+  switch (a->type) {
+    case PD_ATTR_BOOLEAN: return num && d == a->v.b;
+    case PD_ATTR_INT: return num && d == a->v.i;
+    case PD_ATTR_LONG: return num && d == (double)a->v.l;
+    case PD_ATTR_FLOAT: return num && (float)d == a->v.f;
+    case PD_ATTR_FLOAT64: return num && d == a->v.d;
+    case PD_ATTR_STRING: {
+      const char *s = a->v.s ? a->v.s : "";
+      return n >= 2 && t[0] == '"' && strlen(s) == n - 2 && strncmp(s, t + 1, n - 2) == 0;
+    }
+    default: return pd_attr_type_is_list(a->type) && a->n == 0 && n == 2 && !strncmp(t, "{}", 2);
+  }
+}
+
+bool pd_compat_keeps(const pd_compat_fact *f, const pd_attr *a) {
+  if (f->rule == PD_COMPAT_ANY) return true;
+  if (f->rule != PD_COMPAT_KEEPS || !f->keeps) return false;
+  for (const char *p = f->keeps;; p++) {
+    size_t w = strcspn(p, "|");
+    if (keeps_one(a, p, w)) return true;
+    p += w;
+    if (!*p) return false;
+  }
+}
+
+/* The values f keeps, for a message: "false (0)", "''", "'AnyLayout' or 'NCHW'". */
+static void keeps_text(const pd_compat_fact *f, char *buf, size_t cap) {
+  size_t len = 0;
+  buf[0] = '\0';
+  for (const char *p = f->keeps ? f->keeps : ""; *p && len < cap;) {
+    size_t w = strcspn(p, "|");
+    const char *sep = len ? " or " : "";
+    if (w == 5 && !strncmp(p, "false", 5))
+      len += (size_t)snprintf(buf + len, cap - len, "%sfalse (0)", sep);
+    else if (p[0] == '"' && w >= 2)
+      len += (size_t)snprintf(buf + len, cap - len, "%s'%.*s'", sep, (int)w - 2, p + 1);
+    else
+      len += (size_t)snprintf(buf + len, cap - len, "%s%.*s", sep, (int)w, p);
+    p += w + (p[w] == '|');
   }
 }
 
@@ -98,25 +199,40 @@ static void problem(pd_buf *list, int *count, const pd_block *b, int i, const ch
   (*count)++;
 }
 
-/* Drop what the facts allow from op i of b; note each refused value in list. */
-static void apply_op(const pd_block *b, int i, pd_buf *list, int *count) {
+/* The message of e without the "TYPE: " the problem line says already. */
+static const char *msg_of(const pd_error *e, const char *type) {
+  const char *msg = e->msg ? e->msg : pd_status_str(e->status);
+  size_t tn = strlen(type);
+  if (strncmp(msg, type, tn) == 0 && strncmp(msg + tn, ": ", 2) == 0) msg += tn + 2;
+  return msg;
+}
+
+/* Drop what the facts allow from op i of b and convert the attributes typed otherwise; note
+ * each refused value in list. PD_ENOMEM, else PD_OK. */
+static pd_status apply_op(const pd_block *b, int i, pd_buf *list, int *count) {
   pd_op_desc *op = b->ops[i];
   const pd_opdef *def = pd_opdef_lookup(op->type);
-  if (!def) return;  /* pd_opdef_check names it */
-  char msg[400], name[64], val[96];
+  if (!def) return PD_OK; /* pd_opdef_check names it */
+  char msg[480], name[64], val[96], keeps[96];
   for (int k = 0; k < op->nattrs;) {
-    const pd_attr *a = &op->attrs[k];
+    pd_attr *a = &op->attrs[k];
     const pd_compat_fact *f =
-        a->name && !pd_opdef_attr(def, a->name) ? find_fact(op->type, a->name, false) : NULL;
+        a->name && !pd_opdef_attr(def, a->name) ? pd_compat_find(op->type, a->name, false) : NULL;
     if (!f) {
+      pd_error e = {0};
+      pd_status st = pd_opdef_convert_attr(def, op, a, &e);
+      if (st && st != PD_ENOMEM) problem(list, count, b, i, msg_of(&e, op->type));
+      pd_error_clear(&e);
+      if (st == PD_ENOMEM) return st;
       k++;
       continue;
     }
-    if (!value_ok(f, a)) {
+    if (!pd_compat_keeps(f, a)) {
       value_text(a, val, sizeof val);
+      keeps_text(f, keeps, sizeof keeps);
       snprintf(msg, sizeof msg, "attribute %s is %s, which pdlang cannot honour (%s; only %s "
                "keeps the math)", pd_program_excerpt(a->name, name, sizeof name), val, f->why,
-               f->rule == PD_COMPAT_FALSE ? "false (0)" : "''");
+               keeps);
       problem(list, count, b, i, msg);
       k++;
       continue;
@@ -126,7 +242,8 @@ static void apply_op(const pd_block *b, int i, pd_buf *list, int *count) {
   for (int k = 0; k < op->ninputs;) {
     const pd_slot *s = &op->inputs[k];
     const pd_compat_fact *f =
-        s->param && !pd_opdef_input(def, s->param) ? find_fact(op->type, s->param, true) : NULL;
+        s->param && !pd_opdef_input(def, s->param) ? pd_compat_find(op->type, s->param, true)
+                                                   : NULL;
     if (!f) {
       k++;
       continue;
@@ -141,6 +258,7 @@ static void apply_op(const pd_block *b, int i, pd_buf *list, int *count) {
     }
     pd_op_remove_input(op, s->param);
   }
+  return PD_OK;
 }
 
 pd_status pd_compat_apply(pd_program *p, const char *what, pd_error *err) {
@@ -151,23 +269,15 @@ pd_status pd_compat_apply(pd_program *p, const char *what, pd_error *err) {
     const pd_block *b = p->blocks[bi];
     for (int i = 0; i < b->nops; i++) {
       int before = count;
-      apply_op(b, i, &list, &count);
-      if (count > before) continue;  /* the op's own check would repeat the refusal */
       pd_error e = {0};
-      if (pd_opdef_check(b->ops[i], b, &e)) {
-        if (e.status == PD_ENOMEM) {
-          pd_error_clear(&e);
-          pd_buf_free(&list);
-          return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
-        }
-        /* The check's message starts "TYPE: ", which the line says already. */
-        const char *msg = e.msg ? e.msg : pd_status_str(e.status);
-        size_t tn = strlen(b->ops[i]->type);
-        if (strncmp(msg, b->ops[i]->type, tn) == 0 && strncmp(msg + tn, ": ", 2) == 0)
-          msg += tn + 2;
-        problem(&list, &count, b, i, msg);
-      }
+      pd_status st = apply_op(b, i, &list, &count);
+      if (!st && count == before && (st = pd_opdef_check(b->ops[i], b, &e)) && st != PD_ENOMEM)
+        problem(&list, &count, b, i, msg_of(&e, b->ops[i]->type));
       pd_error_clear(&e);
+      if (st == PD_ENOMEM) {
+        pd_buf_free(&list);
+        return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+      }
     }
   }
   pd_status st = PD_OK;

@@ -406,6 +406,97 @@ static pd_status check_attrs(const pd_opdef *def, const pd_op_desc *op, const pd
   return PD_OK;
 }
 
+/* ---- Attributes an older version wrote in another type ---- */
+
+/* Whether the float64 d survives as a float (NaN and the infinities do). */
+static bool fits_float(double d) { return d != d || (double)(float)d == d; }
+
+/* Replace the elements of list attribute a by n elements of type t (data: pd_attr_list's
+ * layout for t); 0 or -1 (out of memory, a unchanged). */
+static int retype_list(pd_attr *a, pd_attr_type t, const void *data, int n) {
+  size_t es = pd_attr_list_elem_size(t);
+  void *copy = pd_malloc(es * (size_t)(n ? n : 1));
+  if (!copy) return -1;
+  if (n) memcpy(copy, data, es * (size_t)n);
+  pd_free(a->ints), pd_free(a->longs), pd_free(a->floats), pd_free(a->doubles);
+  a->ints = NULL, a->longs = NULL, a->floats = NULL, a->doubles = NULL;
+  if (t == PD_ATTR_INTS) a->ints = copy;
+  else if (t == PD_ATTR_LONGS) a->longs = copy;
+  else a->floats = copy;
+  a->type = t;
+  return 0;
+}
+
+const pd_attrdef *pd_opdef_attr_any(const pd_opdef *def, const char *name) {
+  const pd_attrdef *ad = name ? pd_opdef_attr(def, name) : NULL;
+  return ad || !name ? ad : find_common_attr(name);
+}
+
+pd_status pd_opdef_convert_attr(const pd_opdef *def, const pd_op_desc *op, pd_attr *a,
+                                pd_error *err) {
+  const pd_attrdef *ad = pd_opdef_attr_any(def, a->name);
+  if (!ad || ad->type == a->type) return PD_OK;
+  pd_attr_type want = ad->type, got = a->type;
+  int64_t iv = got == PD_ATTR_INT ? a->v.i : got == PD_ATTR_LONG ? a->v.l : 0;
+  bool is_int = got == PD_ATTR_INT || got == PD_ATTR_LONG;
+  const char *loss = NULL;
+  char value[72] = "";
+  if (want == PD_ATTR_BOOLEAN && is_int) {
+    if (iv == 0 || iv == 1) a->v.b = iv == 1, a->type = want;
+    else loss = "only 0 and 1 stand for a BOOLEAN";
+    snprintf(value, sizeof value, " %lld", (long long)iv);
+  } else if ((want == PD_ATTR_INT || want == PD_ATTR_LONG) &&
+             (is_int || got == PD_ATTR_BOOLEAN)) {
+    if (got == PD_ATTR_BOOLEAN) iv = a->v.b;
+    if (want == PD_ATTR_INT && !fits_int32(iv)) loss = "out of INT's range";
+    else if (want == PD_ATTR_INT) a->v.i = (int32_t)iv, a->type = want;
+    else a->v.l = iv, a->type = want;
+    snprintf(value, sizeof value, " %lld", (long long)iv);
+  } else if (want == PD_ATTR_FLOAT && got == PD_ATTR_FLOAT64) {
+    if (fits_float(a->v.d)) a->v.f = (float)a->v.d, a->type = want;
+    else loss = "a FLOAT cannot hold it exactly";
+    snprintf(value, sizeof value, " %.17g", a->v.d);
+  } else if (want == PD_ATTR_FLOAT64 && got == PD_ATTR_FLOAT) {
+    a->v.d = a->v.f, a->type = want;
+  } else if (want == PD_ATTR_INTS && got == PD_ATTR_LONGS) {
+    int32_t *v = pd_malloc(sizeof *v * (size_t)(a->n ? a->n : 1));
+    if (!v) return pd_error_set(err, PD_ENOMEM, op->loc, "out of memory");
+    for (int i = 0; i < a->n && !loss; i++) {
+      v[i] = (int32_t)a->longs[i];
+      if (!fits_int32(a->longs[i])) {
+        loss = "out of INT's range";
+        snprintf(value, sizeof value, " with element %d %lld", i, (long long)a->longs[i]);
+      }
+    }
+    if (!loss && retype_list(a, want, v, a->n)) loss = "";
+    pd_free(v);
+  } else if (want == PD_ATTR_LONGS && got == PD_ATTR_INTS) {
+    int64_t *v = pd_malloc(sizeof *v * (size_t)(a->n ? a->n : 1));
+    if (!v) return pd_error_set(err, PD_ENOMEM, op->loc, "out of memory");
+    for (int i = 0; i < a->n; i++) v[i] = a->ints[i];
+    if (retype_list(a, want, v, a->n)) loss = "";
+    pd_free(v);
+  } else if (want == PD_ATTR_FLOATS && got == PD_ATTR_FLOAT64S) {
+    float *v = pd_malloc(sizeof *v * (size_t)(a->n ? a->n : 1));
+    if (!v) return pd_error_set(err, PD_ENOMEM, op->loc, "out of memory");
+    for (int i = 0; i < a->n && !loss; i++) {
+      v[i] = (float)a->doubles[i];
+      if (!fits_float(a->doubles[i])) {
+        loss = "a FLOAT cannot hold it exactly";
+        snprintf(value, sizeof value, " with element %d %.17g", i, a->doubles[i]);
+      }
+    }
+    if (!loss && retype_list(a, want, v, a->n)) loss = "";
+    pd_free(v);
+  }
+  if (loss && !*loss) return pd_error_set(err, PD_ENOMEM, op->loc, "out of memory");
+  if (loss)
+    return pd_error_set(err, PD_ETYPE, op->loc,
+                        "%s: attribute %s is %s%s, which does not convert to %s (%s)", def->type,
+                        ad->name, pd_attr_type_name(got), value, pd_attr_type_name(want), loss);
+  return PD_OK; /* converted, or a pair pd_opdef_check names */
+}
+
 pd_status pd_opdef_check(const pd_op_desc *op, const pd_block *block, pd_error *err) {
   const pd_opdef *def = pd_opdef_lookup(op->type);
   if (!def) return unknown_op(op, err);

@@ -218,6 +218,17 @@ const char *pd_opdef_suggest(const char *type);
  * (unknown type, undeclared var), PD_EINVAL or PD_ETYPE, with a message at the op's loc
  * ("mul: unknown attribute x_num_col_dim (did you mean x_num_col_dims?)"). */
 pd_status pd_opdef_check(const pd_op_desc *op, const pd_block *block, pd_error *err);
+/* Give attribute a of op (of type def) the type its def, or the framework-wide attributes, say,
+ * where an older version wrote it in another type and the value survives: INT or LONG 0/1 for
+ * a BOOLEAN, an integer of the other width (LONG to INT in range), FLOAT for FLOAT64 and
+ * FLOAT64 for FLOAT (when the float holds it exactly), LONGS/INTS, FLOAT64S for FLOATS likewise.
+ * PD_OK (converted, or nothing this converts: pd_opdef_check judges it), PD_ETYPE naming the
+ * attribute, its type and value when the value would not survive, PD_ENOMEM. */
+pd_status pd_opdef_convert_attr(const pd_opdef *def, const pd_op_desc *op, pd_attr *a,
+                                pd_error *err);
+/* def's attribute `name`, or the framework-wide one every op may carry (op_role, is_test, ...),
+ * or NULL: what pd_opdef_convert_attr converts to. */
+const pd_attrdef *pd_opdef_attr_any(const pd_opdef *def, const char *name);
 
 /* Give op every attribute its def declares with a default that op does not set.
  * PD_OK, PD_ENOTFOUND for an unknown type, or PD_ENOMEM (op keeps what was added before). */

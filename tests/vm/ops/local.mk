@@ -39,3 +39,9 @@ tests_vm_ops_test_optable_SOURCES = tests/vm/ops/test_optable.c tests/vm/ops/opt
 	tests/vm/ops/optest_optim.c tests/vm/ops/optest_pad.c tests/vm/ops/optest_recurrent.c \
 	tests/vm/ops/optest_reduce.c tests/vm/ops/optest_rnn.c tests/vm/ops/optest_rnn_fused.c \
 	tests/vm/ops/optest_select.c tests/vm/ops/optest_sequence.c tests/vm/ops/optest_shape.c
+# test_compat: vm/ops/compat.c's facts against what PaddlePaddle's definitions say its ops carry
+# (vm/ops/compat_paddle.txt, tools/paddle_compat.py), pd_compat_apply on programs with each kind
+# of thing, and doc/language.md's table of the facts (`test_compat --doc` prints it).
+check_PROGRAMS += tests/vm/ops/test_compat
+TESTS += tests/vm/ops/test_compat
+EXTRA_DIST += vm/ops/compat_paddle.txt tools/paddle_compat.py
