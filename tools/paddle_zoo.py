@@ -201,6 +201,54 @@ def ernie():
                           "int64")})
 
 
+def det_inputs(size=64, names=("image", "im_shape", "scale_factor")):
+    """PaddleDetection's export inputs: the image, its size and the scale it was resized by
+    (those of names: the exporter drops the ones the model does not read)."""
+    spec = {"image": paddle.static.InputSpec([None, 3, size, size], "float32", "image"),
+            "im_shape": paddle.static.InputSpec([None, 2], "float32", "im_shape"),
+            "scale_factor": paddle.static.InputSpec([None, 2], "float32", "scale_factor")}
+    rs = np.random.RandomState(7)
+    feeds = {"image": rs.uniform(-1, 1, (2, 3, size, size)).astype("float32"),
+             "im_shape": np.array([[size, size]] * 2, "float32"),
+             "scale_factor": np.array([[1.0, 1.0], [0.5, 0.5]], "float32")}
+    return [{k: v for k, v in spec.items() if k in names}], feeds
+
+
+def nms():
+    from ppdet.modeling.layers import MultiClassNMS
+    return MultiClassNMS(score_threshold=0.01, nms_top_k=100, keep_top_k=20, nms_threshold=0.45)
+
+
+def yolov3():
+    from ppdet.modeling.architectures.yolo import YOLOv3
+    from ppdet.modeling.backbones.mobilenet_v1 import MobileNet
+    from ppdet.modeling.heads.yolo_head import YOLOv3Head
+    from ppdet.modeling.layers import YOLOBox
+    from ppdet.modeling.necks.yolo_fpn import YOLOv3FPN
+    from ppdet.modeling.post_process import BBoxPostProcess
+    bb = MobileNet(feature_maps=[4, 6, 13], with_extra_blocks=False)
+    neck = YOLOv3FPN(in_channels=[s.channels for s in bb.out_shape])
+    head = YOLOv3Head(in_channels=[s.channels for s in neck.out_shape], num_classes=4)
+    pp = BBoxPostProcess(decode=YOLOBox(num_classes=4), nms=nms())
+    return YOLOv3(bb, neck, head, post_process=pp), det_inputs()
+
+
+def ppyoloe():
+    from ppdet.modeling.architectures.yolo import YOLOv3
+    from ppdet.modeling.backbones.cspresnet import CSPResNet
+    from ppdet.modeling.heads.ppyoloe_head import PPYOLOEHead
+    from ppdet.modeling.necks.custom_pan import CustomCSPPAN
+    # PP-YOLOE-s's widths (width_mult 0.5, depth_mult 0.33).
+    bb = CSPResNet(layers=[3, 6, 6, 3], channels=[64, 128, 256, 512, 1024], return_idx=[1, 2, 3],
+                   use_large_stem=True, width_mult=0.5, depth_mult=0.33)
+    neck = CustomCSPPAN(in_channels=[s.channels for s in bb.out_shape],
+                        out_channels=[768, 384, 192], stage_num=1, block_num=3, act="swish",
+                        spp=True, width_mult=0.5, depth_mult=0.33)
+    head = PPYOLOEHead(in_channels=[s.channels for s in neck.out_shape], num_classes=4,
+                       static_assigner_epoch=-1, nms=nms())
+    return YOLOv3(bb, neck, head, post_process=None), det_inputs(names=("image", "scale_factor"))
+
+
 FAMILIES = {
     # name: (builder, where the architecture comes from)
     "mobilenet_v1": (cls("MobileNetV1"), "paddleclas ppcls MobileNetV1"),
@@ -211,6 +259,10 @@ FAMILIES = {
     "pp_hgnet": (cls("PPHGNet_tiny"), "paddleclas ppcls PPHGNet_tiny"),
     "pp_liteseg": (seg("pp_liteseg"), "paddleseg PPLiteSeg(num_classes=4, backbone=STDC1())"),
     "unet": (seg("unet"), "paddleseg UNet(num_classes=4)"),
+    "yolov3": (yolov3, "paddledet YOLOv3, MobileNetV1 backbone, YOLOv3FPN, YOLOv3Head, "
+               "YOLOBox + MultiClassNMS (yolov3_mobilenet_v1), 4 classes"),
+    "ppyoloe": (ppyoloe, "paddledet PP-YOLOE-s (CSPResNet, CustomCSPPAN, PPYOLOEHead with "
+                "MultiClassNMS), 4 classes"),
     "ernie3_tiny": (ernie, "paddlenlp ErnieForSequenceClassification, ernie-3.0-tiny-micro's "
                     "shape, vocab 1000"),
 }
@@ -246,7 +298,9 @@ def export(name, outdir):
             scope.find_var(v.name).get_tensor().set(weights(v.name, shape, scale, offset),
                                                     paddle.CPUPlace())
             lines.append("%s %.9g %.9g\n" % (v.name, scale, offset))
-        outs = exe.run(prog, feed={n: feeds[n] for n in feed_names}, fetch_list=fetch_targets)
+        outs = exe.run(prog, feed={n: feeds[n] for n in feed_names}, fetch_list=fetch_targets,
+                       return_numpy=False)
+        outs = [np.array(o) for o in outs]
     os.remove(prefix + ".pdiparams")
     with open(os.path.join(d, "weights.txt"), "w") as f:
         f.writelines(lines)

@@ -69,6 +69,29 @@ static bool agrees(const char *what, const float *got, int gnd, const int64_t *g
   return same;
 }
 
+/* An integer output (NMS counts, indices, argmax) against the file want: equal. */
+static bool agrees_int(const char *what, const pd_tensor_info *t, const char *want_path) {
+  pd_dataset *ds;
+  int dt, nd;
+  int64_t dims[PD_STATE_MAX_DIMS + 1];
+  if (read_npy(want_path, &ds, &dt, &nd, dims)) return false;
+  if (nd == 2 && dims[1] == 1 && t->ndims == 1) nd = 1;  /* a 1-D file: [N] */
+  bool same = dt == (int)t->dtype && nd == t->ndims;
+  int64_t n = 1;
+  for (int k = 0; same && k < nd; k++) same = dims[k] == t->dims[k], n *= dims[k];
+  if (!same)
+    printf("# %s: the shape or dtype differs from %s (dtype %d rank %d there, %d rank %d here)\n",
+           what, want_path, dt, nd, (int)t->dtype, t->ndims);
+  const void *want = pd_dataset_field_data(ds, 0);
+  size_t size = dt == PD_DTYPE_INT64 ? 8 : 4;
+  if (same && memcmp(t->data, want, (size_t)n * size) != 0) {
+    printf("# %s: the values differ from %s\n", what, want_path);
+    same = false;
+  }
+  pd_dataset_free(ds);
+  return same;
+}
+
 static const char *srcdir(void) {
   const char *s = getenv("top_srcdir");
   return s && *s ? s : ".";
@@ -118,8 +141,12 @@ static bool run_model(const char *dir, const char *path, double rel, double abs_
     snprintf(file, sizeof file, "%s/out_%s.npy", dir, line);
     for (char *c = file + strlen(dir) + 5; *c; c++)  /* a '/' in the name is '_' there */
       if (*c == '/') *c = '_';
-    good = pd_state_fetch(st, line, &t) == PD_RESULT_OK && t.dtype == PD_DTYPE_FLOAT32 &&
-           agrees(line, t.data, t.ndims, t.dims, file, rel, abs_);
+    good = pd_state_fetch(st, line, &t) == PD_RESULT_OK;
+    if (good && (t.dtype == PD_DTYPE_INT32 || t.dtype == PD_DTYPE_INT64))
+      good = agrees_int(line, &t, file);
+    else
+      good = good && t.dtype == PD_DTYPE_FLOAT32 &&
+             agrees(line, t.data, t.ndims, t.dims, file, rel, abs_);
     k++;
   }
   if (f) fclose(f);
@@ -273,7 +300,7 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);
-  static const char *const zoo[] = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
+  static const char *const zoo[] = {"yolov3", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
                                      "resnet50_vd", "pp_hgnet", "pp_liteseg", "unet",
                                      "ernie3_tiny"};
   for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) check_zoo(zoo[i]);
