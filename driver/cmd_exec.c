@@ -7,6 +7,7 @@
 #include "config.h"
 #include "driver/driver.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -262,6 +263,75 @@ static bool set_lengths(pd_tensor *t, const char *name, const char *file) {
   return ok;
 }
 
+static bool exists(const char *path, bool dir) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && (dir ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode));
+}
+
+static bool ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), k = strlen(tail);
+  return n > k && strcmp(s + n - k, tail) == 0;
+}
+
+/* MODEL as PaddlePaddle takes it: a path prefix NAME for NAME.pdmodel (NAME.json alone: that
+ * file, which loading refuses as PIR with how to re-save it), or a folder that holds no
+ * __model__ but exactly one *.pdmodel (else one *.json). Any other path is left as given (the
+ * loader's errors say what it is not). *found: a heap path, or NULL when MODEL is used as it is;
+ * false after saying why not (several models in the folder). */
+static bool find_model(const char *model, char **found) {
+  *found = NULL;
+  pd_buf b;
+  pd_buf_init(&b);
+  if (!exists(model, false) && !exists(model, true)) {
+    static const char *const exts[] = {".pdmodel", ".json"};
+    for (size_t i = 0; i < PD_ARRAY_LEN(exts) && !*found; i++) {
+      pd_buf_clear(&b);
+      pd_buf_printf(&b, "%s%s", model, exts[i]);
+      if (!b.oom && exists(b.data, false)) *found = pd_buf_take(&b);
+    }
+    pd_buf_free(&b);
+    return true;
+  }
+  char *fluid = pd_model_folder_program(model);
+  bool folder = exists(model, true) && !fluid;
+  pd_free(fluid);
+  DIR *d = folder ? opendir(model) : NULL;
+  if (!d) return true;
+  int nmodels = 0, njson = 0;
+  char *json = NULL;
+  pd_buf names;
+  pd_buf_init(&names);
+  for (struct dirent *e; (e = readdir(d));) {
+    bool pdm = ends_with(e->d_name, ".pdmodel"), js = ends_with(e->d_name, ".json");
+    if (!pdm && !js) continue;
+    pd_buf_clear(&b);
+    pd_buf_printf(&b, "%s/%s", model, e->d_name);
+    if (b.oom || !exists(b.data, false)) continue;
+    if (pdm) {
+      pd_buf_printf(&names, "%s%s", nmodels ? ", " : "", e->d_name);
+      if (nmodels++ == 0) *found = pd_buf_take(&b);
+    } else if (njson++ == 0) {
+      json = pd_buf_take(&b);
+    }
+  }
+  closedir(d);
+  bool ok = true;
+  if (nmodels > 1) {
+    fprintf(stderr, "pdlang exec: %s holds %d models (%s); give the one to run\n", model,
+            nmodels, names.data ? names.data : "");
+    pd_free(*found);
+    *found = NULL;
+    ok = false;
+  } else if (nmodels == 0 && njson == 1) {
+    *found = json;
+    json = NULL;
+  }
+  pd_free(json);
+  pd_buf_free(&names);
+  pd_buf_free(&b);
+  return ok;
+}
+
 /* A padded sequence input of a saved model (vm/passes/paddle_export.h) given as rows with
  * --lengths: t (rows with the LoD of set_lengths) becomes the padded batch [N, T, ...], and
  * lengths (the model's NAME_lengths input) each sequence's length. */
@@ -362,6 +432,9 @@ static int run_exec(int argc, char **argv) {
   pd_tensor inputs[MAX_IO];
   int ninputs = 0;
   int rc = 1;
+  char *found = NULL;
+  if (!find_model(model, &found)) return 1;
+  if (found) model = found;
   pd_status st = pd_model_load(&m, model, &err);
   if (st) goto fail;
   if (m.nfetches == 0) {
@@ -491,6 +564,7 @@ out:
   for (int i = 0; i < ninputs; i++) pd_tensor_release(&inputs[i]);
   pd_error_clear(&err);
   pd_model_free(&m);
+  pd_free(found);
   return rc;
 }
 
@@ -505,12 +579,14 @@ const pd_command pd_cmd_exec = {
              "Runs a saved inference program and prints what its fetch ops fetch, each under\n"
              "its fetch target's name. MODEL is NAME.pdmodel (save(path, target) in a script\n"
              "or PaddlePaddle's save_inference_model writes one; parameters from\n"
-             "NAME.pdiparams unless --params names another file), or Fluid's layout: a folder\n"
-             "holding __model__ (or that __model__) with __params__ or one file per\n"
+             "NAME.pdiparams unless --params names another file), or its path prefix NAME as\n"
+             "PaddlePaddle takes it, or a folder holding one *.pdmodel, or Fluid's layout: a\n"
+             "folder holding __model__ (or that __model__) with __params__ or one file per\n"
              "parameter. Each input is given with --feed by its name (an unknown name is an\n"
              "error); a float32/float64 file for a float64/float32 input is cast, with a note.\n"
              "--out DIR writes every output as DIR/NAME.npy ('/' in NAME becomes '_'), --out\n"
              "NAME=FILE.npy one output. An input that is a batch of sequences (a for loop's,\n"
              "an lstm's) takes its rows with --feed and each sequence's length (a 1-D int32 or\n"
-             "int64 .npy, adding up to the rows) with --lengths.",
+             "int64 .npy, adding up to the rows) with --lengths; a model that save wrote takes\n"
+             "it so too, or padded [N, T, ...] with --feed NAME_lengths=LENGTHS.npy.",
 };

@@ -6,6 +6,7 @@
  * A model's categories (a reader's class names) travel beside it. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,11 +195,27 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   if (pd_program_needs_paddle_export(p)) {
     /* Loops and sequences as ops PaddlePaddle runs (vm/passes/paddle_export.h). */
     pd_program *q = NULL;
-    if ((st = pd_program_for_paddle(p, nd, data, nt, targets, &q, &exp_feeds, &nd, err)))
+    int nx = nd;
+    st = pd_program_for_paddle(p, nd, data, nt, targets, &q, &exp_feeds, &nx, err);
+    if (st == PD_EUNSUPPORTED) {
+      /* Saved as pdlang runs it (batches of sequences with LoD), which PaddlePaddle cannot. */
+      if (r->opts.progress && err && err->loc.file)
+        fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: "
+                "%s:%d: %s\n", a->args[0]->str, err->loc.file, err->loc.line,
+                err->msg ? err->msg : "?");
+      else if (r->opts.progress)
+        fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: %s\n",
+                a->args[0]->str, err && err->msg ? err->msg : "?");
+      pd_error_clear(err);
+      st = PD_OK;
+    } else if (st) {
       goto out;
-    pd_program_free(p);
-    p = q;
-    feeds = exp_feeds;
+    } else {
+      pd_program_free(p);
+      p = q;
+      feeds = exp_feeds;
+      nd = nx;
+    }
   }
   int np = pd_train_persistables(r, p, &params);
   if (np < 0) {

@@ -85,8 +85,7 @@ static pd_status refuse(ex *e, const pd_op_desc *op, const char *fmt, const char
   snprintf(msg, sizeof msg, fmt, what);
   pd_loc l = pd_op_user_loc(op);
   e->st = pd_error_set(e->err, PD_EUNSUPPORTED, l,
-                       "save: op %s cannot be written for PaddlePaddle: %s (a saved model takes "
-                       "batches of sequences as padded rows and lengths; see doc/language.md, "
+                       "op %s cannot be written for PaddlePaddle: %s (see doc/language.md, "
                        "\"Models for PaddlePaddle\")",
                        op->type, msg);
   return e->st;
@@ -817,7 +816,7 @@ pd_status pd_program_for_paddle(const pd_program *in, int nfeed, const char *con
     fl[nf++] = v ? v->name : feed_names[k];
     if (!v || v->lod_level == 0) continue;
     if (v->lod_level > 1) {
-      e.st = pd_error_set(err, PD_EUNSUPPORTED, (pd_loc){0}, "save: input %s holds nested "
+      e.st = pd_error_set(err, PD_EUNSUPPORTED, (pd_loc){0}, "input %s holds nested "
                           "sequences (%d LoD levels), which a model for PaddlePaddle cannot take "
                           "(one level: padded rows and lengths)", v->name, v->lod_level);
       break;
@@ -825,7 +824,7 @@ pd_status pd_program_for_paddle(const pd_program *in, int nfeed, const char *con
     char ln[256];
     snprintf(ln, sizeof ln, "%s%s", v->name, PD_EXPORT_LENGTHS_SUFFIX);
     if (pd_program_has_var_name(e.p, ln)) {
-      e.st = pd_error_set(err, PD_EINVAL, (pd_loc){0}, "save: the lengths of sequence input %s "
+      e.st = pd_error_set(err, PD_EUNSUPPORTED, (pd_loc){0}, "the lengths of sequence input %s "
                           "would be the input %s, but the model has a var of that name", v->name,
                           ln);
       break;
@@ -848,7 +847,7 @@ pd_status pd_program_for_paddle(const pd_program *in, int nfeed, const char *con
   }
   for (int k = 0; k < ntargets && !e.st; k++)
     if (pd_strmap_find(&e.nocell, targets[k]))
-      e.st = pd_error_set(err, PD_EUNSUPPORTED, (pd_loc){0}, "save: %s is the cell state of "
+      e.st = pd_error_set(err, PD_EUNSUPPORTED, (pd_loc){0}, "%s is the cell state of "
                           "every step of an lstm, which the rnn op of a model for PaddlePaddle "
                           "does not give (its last one, the lstm's third result, it does)",
                           targets[k]);

@@ -14,8 +14,8 @@
  *   - a recurrent op that pd_fuse_gated_loop recognises (stdlib/layers.pd's lstm, gru) becomes
  *     Paddle's `rnn` op (mode LSTM or GRU, weights transposed to Paddle's [G H, in] by transpose2
  *     ops, a zero bias_hh for the LSTM's one bias; a reverse loop is the reverse half of a
- *     bidirectional rnn, and a forward and a reverse loop over the same input with the same size
- *     are one bidirectional rnn), with transpose2 to and from time-major;
+ *     bidirectional rnn whose forward half has zero weights), with transpose2 to and from
+ *     time-major;
  *   - any other recurrent op (a `for` loop) becomes a `while` op over the time steps t = 0 .. T-1
  *     (T-1 .. 0 when reverse): its body gathers step t of each input, runs the loop's step block,
  *     keeps a sequence's memories unchanged once t is past its length (mask m = t < length:
@@ -25,7 +25,8 @@
  *     lookup_table, assign) work on the padded rows (mul's x_num_col_dims and fc's
  *     in_num_col_dims count the time dim).
  * Anything else that reads a sequence (another pooling, a sequence op, a nested loop) is
- * refused, naming the op and its source location.
+ * refused (PD_EUNSUPPORTED), naming the op and its source location: save then writes the
+ * program as pdlang runs it, for pdlang only, with a note.
  *
  * Ownership: `in` is not changed. On success *out is a new program (the caller frees it) whose
  * inputs are *feeds (*nfeeds names, an array the caller frees with pd_free; the names belong to
