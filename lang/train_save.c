@@ -60,9 +60,9 @@ static bool is_name(const char *s) {
 
 /* The fetch targets take the script's names: names = [...] when given (checked when compiling:
  * one string a target), else each target argument written as a plain name (`logits`), else the
- * var's own name. The var is renamed in p (targets[i] then points at the new name) unless it is
- * an input, a parameter, a loop's output or fetched twice: then an assign op copies it to the name. A name that a
- * var of p already has is an error when given in names, and is left unused otherwise. */
+ * var's own name. The var is renamed in p unless it is an input, a parameter, a loop's output
+ * or fetched twice: then an assign op copies it to the name. targets[i] becomes the name. A name
+ * that a var of p already has is an error when given in names, and is left unused otherwise. */
 static pd_status name_targets(pd_program *p, const pd_action *a, int nt, const char **targets,
                               pd_error *err) {
   const pd_cval *names = pd_action_opt(a, "names");

@@ -330,60 +330,175 @@ static const char *in_arg(const pd_op_desc *op, const char *slot) {
 
 /* ---------------------------------------------------------------- gated loops -> rnn */
 
-/* fused_lstm / fused_gru at e->b0->ops[i], its Input x W_ih + b computed by the hoisted mul and
- * elementwise_add: one rnn op (the reverse half of a bidirectional one for a reverse loop). */
-static pd_status gated_to_rnn(ex *e, int i) {
+/* A fused_lstm / fused_gru op and what its rnn op needs: the sequence x whose projection
+ * x W_ih + b (the hoisted mul and elementwise_add) is its Input, the weights, the initial
+ * states. */
+typedef struct gated {
+  const pd_op_desc *f;
+  bool lstm, rev;
+  const char *x, *wih, *bih, *whh, *bhh, *s0[2];
+  int64_t hid, in, g;
+} gated;
+
+/* Match the op at b0->ops[i]; false (nothing refused) when it does not fit. Its x must be a
+ * padded sequence already when seq (a later op's, not yet: the walk has not reached it). */
+static bool match_gated(ex *e, int i, gated *m, bool seq) {
   pd_block *b0 = e->b0;
-  pd_op_desc *f = b0->ops[i];
-  bool lstm = strcmp(f->type, "fused_lstm") == 0;
-  const char *u = in_arg(f, "Input"), *whh = in_arg(f, "Weight");
+  const pd_op_desc *f = b0->ops[i];
+  memset(m, 0, sizeof *m);
+  m->f = f;
+  m->lstm = strcmp(f->type, "fused_lstm") == 0;
+  if (!m->lstm && strcmp(f->type, "fused_gru") != 0) return false;
+  const char *u = in_arg(f, "Input");
+  m->whh = in_arg(f, "Weight");
   int ia = u ? writer_of(b0, i, u) : -1;
   const pd_op_desc *add = ia >= 0 ? b0->ops[ia] : NULL;
-  if (!add || strcmp(add->type, "elementwise_add") != 0)
-    return refuse(e, f, "its input projection is not %s", "x W_ih + b");
-  const char *m = in_arg(add, "X"), *bih = in_arg(add, "Y");
-  int im = m ? writer_of(b0, ia, m) : -1;
+  if (!add || strcmp(add->type, "elementwise_add") != 0) return false;
+  const char *mo = in_arg(add, "X");
+  m->bih = in_arg(add, "Y");
+  int im = mo ? writer_of(b0, ia, mo) : -1;
   if (im < 0 || strcmp(b0->ops[im]->type, "mul") != 0) {
-    const char *t = m;
-    m = bih, bih = t;
-    im = m ? writer_of(b0, ia, m) : -1;
+    const char *t = mo;
+    mo = m->bih, m->bih = t;
+    im = mo ? writer_of(b0, ia, mo) : -1;
   }
   const pd_op_desc *mul = im >= 0 ? b0->ops[im] : NULL;
-  const char *x = mul && strcmp(mul->type, "mul") == 0 ? in_arg(mul, "X") : NULL;
-  const char *wih = mul ? in_arg(mul, "Y") : NULL;
-  const char *L = lengths_of(e, x);
+  m->x = mul && strcmp(mul->type, "mul") == 0 ? in_arg(mul, "X") : NULL;
+  m->wih = mul ? in_arg(mul, "Y") : NULL;
   int64_t dw[8], di[8], db[8];
-  if (!x || !L || var_rank(e, b0, wih, di) != 2 || var_rank(e, b0, whh, dw) != 2 ||
-      var_rank(e, b0, bih, db) != 1)
-    return refuse(e, f, "its input projection is not %s", "mul(x, W_ih) + b on a sequence x");
-  int64_t hid = dw[0], in = di[0], g = dw[1];
-  pd_dtype dt = var_dtype(b0, x);
+  if (!m->x || (seq && !lengths_of(e, m->x)) || var_rank(e, b0, m->wih, di) != 2 ||
+      var_rank(e, b0, m->whh, dw) != 2 || var_rank(e, b0, m->bih, db) != 1)
+    return false;
+  m->hid = dw[0], m->in = di[0], m->g = dw[1];
+  m->bhh = m->lstm ? NULL : in_arg(f, "Bias");
+  m->s0[0] = in_arg(f, "H0");
+  m->s0[1] = m->lstm ? in_arg(f, "C0") : NULL;
   const pd_attr *ra = pd_op_attr(f, "is_reverse");
-  bool rev = ra && ra->v.b;
-  int dirs = rev ? 2 : 1;
+  m->rev = ra && ra->v.b;
+  return true;
+}
+
+/* The var that name copies (through assign ops of block 0 before op `before`), or name. */
+static const char *copied(const ex *e, const char *name, int before) {
+  for (int w; name && (w = writer_of(e->b0, before, name)) >= 0; before = w) {
+    const pd_op_desc *op = e->b0->ops[w];
+    if (strcmp(op->type, "assign") != 0) break;
+    name = in_arg(op, "X");
+  }
+  return name;
+}
+
+/* A reverse loop of the same kind, input and sizes after the forward one at i, whose initial
+ * states are ready at i (or made by a fill_constant between them, which moves up to i): the
+ * two are one bidirectional rnn op. Its index, else -1. */
+static int find_pair(ex *e, int i, const gated *fw, gated *bw) {
+  pd_block *b0 = e->b0;
+  for (int j = i + 1; j < b0->nops; j++) {
+    if (!match_gated(e, j, bw, false) || !bw->rev || bw->lstm != fw->lstm || bw->hid != fw->hid ||
+        bw->in != fw->in || strcmp(copied(e, bw->x, j), copied(e, fw->x, i)) != 0)
+      continue;
+    int moves[2], nm = 0;
+    for (int k = 0; k < 2; k++) {
+      int w = bw->s0[k] ? writer_of(b0, j, bw->s0[k]) : -1;
+      if (w <= i) continue;
+      const pd_op_desc *op = b0->ops[w];
+      if (strcmp(op->type, "fill_constant") != 0 || op->ninputs > 0) return -1;
+      moves[nm++] = w;
+    }
+    for (int k = 0; k < nm; k++) {  /* move the fill_constant ops up, before the forward op */
+      pd_op_desc *op = b0->ops[moves[k]];
+      memmove(&b0->ops[i + 1], &b0->ops[i], sizeof *b0->ops * (size_t)(moves[k] - i));
+      b0->ops[i++] = op;
+      if (k + 1 < nm && moves[k + 1] < moves[k]) moves[k + 1]++;
+    }
+    return j;  /* unchanged: the moves stay below it */
+  }
+  return -1;
+}
+
+/* One direction's weights in Paddle's layout: w[0..1] weight_ih, weight_hh; w[2..3] the biases
+ * (zeros for a missing direction). */
+static void dir_weights(ex *e, const gated *m, bool zero, pd_dtype dt, const char **w) {
+  const int32_t t2[2] = {1, 0};
+  int64_t gi[2] = {m->g, m->in}, gh[2] = {m->g, m->hid}, gg[1] = {m->g};
+  if (zero) {
+    w[0] = fill(e, e->b0, dt, 2, gi, 0.0f);
+    w[1] = fill(e, e->b0, dt, 2, gh, 0.0f);
+    w[2] = w[3] = fill(e, e->b0, dt, 1, gg, 0.0f);
+    return;
+  }
+  w[0] = transpose(e, e->b0, m->wih, NULL, 2, t2);
+  w[1] = transpose(e, e->b0, m->whh, NULL, 2, t2);
+  w[2] = m->bih;
+  w[3] = m->lstm ? fill(e, e->b0, dt, 1, gg, 0.0f) : m->bhh;
+}
+
+/* The outputs of one direction d of the rnn op: its Hidden (and Cell) vars padded batch-major
+ * from Out's half d, its final states from State's entry d. */
+static void dir_outputs(ex *e, const gated *m, int d, int dirs, const char *L, const char *out,
+                        const char *const *state) {
+  const int32_t tm3[3] = {1, 0, 2};
+  pd_block *b0 = e->b0;
+  const char *o = dirs == 2 ? slice(e, b0, out, 2, (int)(d * m->hid), (int)((d + 1) * m->hid),
+                                    false, NULL)
+                            : out;
+  const char *hs = pd_op_output1(m->f, "Hidden"), *cs = m->lstm ? pd_op_output1(m->f, "Cell") : NULL;
+  char *hsn = hs ? pd_strdup(hs) : NULL, *csn = cs ? pd_strdup(cs) : NULL;
+  if (!hsn || (cs && !csn)) oom(e);
+  if (!e->st) make_seq(e, hsn, L);
+  if (csn && !e->st) make_seq(e, csn, L);
+  if (csn && !e->st && pd_strmap_set_int(&e->nocell, csn, 1)) oom(e);
+  if (!e->st) transpose(e, b0, o, hsn, 3, tm3);
+  for (int k = 0; k < (m->lstm ? 2 : 1) && !e->st; k++) {
+    const char *name = k ? csn : hsn;
+    const char *fv = slice(e, b0, state[k], 0, d, d + 1, true, NULL);
+    if (!e->st && (pd_strmap_set_ptr(&e->fin, name, (void *)fv) ||
+                   pd_strmap_set_int(&e->rev, name, m->rev)))
+      oom(e);
+  }
+  pd_free(hsn);
+  pd_free(csn);
+}
+
+/* fused_lstm / fused_gru at e->b0->ops[i]: one rnn op. A reverse loop alone is the reverse half
+ * of a bidirectional rnn (the forward half's weights zero); a forward loop with a reverse one
+ * over the same input (find_pair) is one bidirectional rnn with both. */
+static pd_status gated_to_rnn(ex *e, int i) {
+  pd_block *b0 = e->b0;
+  gated m[2];
+  if (!match_gated(e, i, &m[0], true))
+    return refuse(e, b0->ops[i], "its input projection is not %s",
+                  "mul(x, W_ih) + b on a sequence x");
+  int j = m[0].rev ? -1 : find_pair(e, i, &m[0], &m[1]);
+  if (j >= 0) {  /* the moves may have shifted the forward op */
+    while (b0->ops[i] != m[0].f) i++;
+  }
+  bool pair = j >= 0;
+  int dirs = pair || m[0].rev ? 2 : 1;
+  const gated *fw = m[0].rev ? NULL : &m[0], *bw = pair ? &m[1] : m[0].rev ? &m[0] : NULL;
+  const gated *g = &m[0];
+  const char *L = lengths_of(e, g->x);
+  pd_dtype dt = var_dtype(b0, g->x);
   e->at = i;
-  const int32_t tm3[3] = {1, 0, 2}, t2[2] = {1, 0}, zero[1] = {0};
-  const char *xt = transpose(e, b0, x, NULL, 3, tm3);
-  const char *w[8];
-  int64_t gi[2] = {g, in}, gh[2] = {g, hid}, gg[1] = {g};
-  w[rev ? 2 : 0] = transpose(e, b0, wih, NULL, 2, t2);
-  w[rev ? 3 : 1] = transpose(e, b0, whh, NULL, 2, t2);
-  w[rev ? 6 : 2] = bih;
-  w[rev ? 7 : 3] = lstm ? fill(e, b0, dt, 1, gg, 0.0f) : in_arg(f, "Bias");
-  if (rev) {
-    w[0] = fill(e, b0, dt, 2, gi, 0.0f);
-    w[1] = fill(e, b0, dt, 2, gh, 0.0f);
-    w[4] = w[5] = fill(e, b0, dt, 1, gg, 0.0f);
+  const int32_t tm3[3] = {1, 0, 2}, zero[1] = {0};
+  const char *xt = transpose(e, b0, g->x, NULL, 3, tm3);
+  const char *w[8], *dw[2][4];
+  dir_weights(e, fw ? fw : g, !fw, dt, dw[0]);
+  if (dirs == 2) dir_weights(e, bw, false, dt, dw[1]);
+  for (int d = 0; d < dirs; d++) {
+    w[2 * d] = dw[d][0], w[2 * d + 1] = dw[d][1];
+    w[2 * dirs + 2 * d] = dw[d][2], w[2 * dirs + 2 * d + 1] = dw[d][3];
   }
   const char *pre[2], *state[2];
-  int64_t sd[3] = {dirs, -1, hid}, od[3] = {-1, -1, dirs * hid};
-  for (int k = 0; k < (lstm ? 2 : 1); k++) {
-    const char *s0 = batch_state(e, in_arg(f, k ? "C0" : "H0"), L, dt, hid);
-    int64_t d1[3] = {1, -1, hid};
-    const char *s1 = s0 ? shaped(e, b0, "unsqueeze2", "axes", 1, zero, s0, NULL, dt, 3, d1)
-                        : NULL;
-    const char *two[2] = {s1, s1};
-    pre[k] = rev && s1 ? concat(e, b0, 2, two, 0, NULL) : s1;
+  int64_t sd[3] = {dirs, -1, g->hid}, od[3] = {-1, -1, dirs * g->hid}, d1[3] = {1, -1, g->hid};
+  for (int k = 0; k < (g->lstm ? 2 : 1); k++) {
+    const char *s1[2];
+    for (int d = 0; d < dirs; d++) {
+      const gated *md = d == 0 ? (fw ? fw : bw) : bw;
+      const char *s0 = batch_state(e, md->s0[k], L, dt, g->hid);
+      s1[d] = s0 ? shaped(e, b0, "unsqueeze2", "axes", 1, zero, s0, NULL, dt, 3, d1) : NULL;
+    }
+    pre[k] = dirs == 2 && s1[0] && s1[1] ? concat(e, b0, 2, s1, 0, NULL) : s1[0];
     state[k] = new_var(e, b0, "rnn.state", dt, 3, sd);
   }
   const char *out = new_var(e, b0, "rnn.out", dt, 3, od);
@@ -391,42 +506,32 @@ static pd_status gated_to_rnn(ex *e, int i) {
   const char *drop = new_var(e, b0, "rnn.dropout_state", PD_UINT8, -1, NULL);
   pd_op_desc *r = add_op(e, b0, "rnn");
   set_in(e, r, "Input", 1, &xt);
-  set_in(e, r, "PreState", lstm ? 2 : 1, pre);
+  set_in(e, r, "PreState", g->lstm ? 2 : 1, pre);
   set_in(e, r, "WeightList", 4 * dirs, w);
   set_in(e, r, "SequenceLength", 1, &L);
   set_out(e, r, "Out", 1, &out);
-  set_out(e, r, "State", lstm ? 2 : 1, state);
+  set_out(e, r, "State", g->lstm ? 2 : 1, state);
   set_out(e, r, "Reserve", 1, &res);
   set_out(e, r, "DropoutState", 1, &drop);
   attr_f(e, r, "dropout_prob", 0.0f);
-  attr_b(e, r, "is_bidirec", rev);
-  attr_i(e, r, "input_size", (int)in);
-  attr_i(e, r, "hidden_size", (int)hid);
+  attr_b(e, r, "is_bidirec", dirs == 2);
+  attr_i(e, r, "input_size", (int)g->in);
+  attr_i(e, r, "hidden_size", (int)g->hid);
   attr_i(e, r, "num_layers", 1);
-  if (r && !e->st && pd_op_set_attr_string(r, "mode", lstm ? "LSTM" : "GRU")) oom(e);
+  if (r && !e->st && pd_op_set_attr_string(r, "mode", g->lstm ? "LSTM" : "GRU")) oom(e);
   attr_i(e, r, "seed", 0);
   attr_b(e, r, "is_test", true);
-  /* The outputs: Hidden (and Cell) padded batch-major; the final states [N, H]. */
-  const char *o = rev ? slice(e, b0, out, 2, (int)hid, (int)(2 * hid), false, NULL) : out;
-  const char *hs = pd_op_output1(f, "Hidden"), *cs = lstm ? pd_op_output1(f, "Cell") : NULL;
-  if (e->st || !hs) return e->st ? e->st : refuse(e, f, "%s", "it has no Hidden");
-  char *hsn = pd_strdup(hs), *csn = cs ? pd_strdup(cs) : NULL;
-  if (!hsn || (cs && !csn)) oom(e);
-  if (!e->st) make_seq(e, hsn, L);
-  if (csn && !e->st) make_seq(e, csn, L);
-  if (csn && !e->st && pd_strmap_set_int(&e->nocell, csn, 1)) oom(e);
-  transpose(e, b0, o, hsn, 3, tm3);
-  for (int k = 0; k < (lstm ? 2 : 1); k++) {
-    const char *name = k ? csn : hsn;
-    const char *fv = slice(e, b0, state[k], 0, dirs - 1, dirs, true, NULL);
-    if (!e->st && (pd_strmap_set_ptr(&e->fin, name, (void *)fv) ||
-                   pd_strmap_set_int(&e->rev, name, rev)))
-      oom(e);
+  if (fw) dir_outputs(e, fw, 0, dirs, L, out, state);
+  if (bw) dir_outputs(e, bw, 1, dirs, L, out, state);
+  if (e->st) return e->st;
+  /* The fused ops go: the reverse one first (it is after the forward one). */
+  if (pair) {
+    int k = e->at;
+    while (k < b0->nops && b0->ops[k] != bw->f) k++;
+    if (k < b0->nops) pd_block_remove_op(b0, k);
   }
-  pd_free(hsn);
-  pd_free(csn);
-  if (!e->st) pd_block_remove_op(b0, e->at);  /* the fused op, now after what replaced it */
-  return e->st;
+  pd_block_remove_op(b0, e->at);  /* the forward (or only) fused op, now after its rnn op */
+  return PD_OK;
 }
 
 /* ---------------------------------------------------------------- other loops -> while */

@@ -13,9 +13,11 @@
  * Ops, block 0 (after pd_program_hoist, as training does):
  *   - a recurrent op that pd_fuse_gated_loop recognises (stdlib/layers.pd's lstm, gru) becomes
  *     Paddle's `rnn` op (mode LSTM or GRU, weights transposed to Paddle's [G H, in] by transpose2
- *     ops, a zero bias_hh for the LSTM's one bias; a reverse loop is the reverse half of a
- *     bidirectional rnn whose forward half has zero weights), with transpose2 to and from
- *     time-major;
+ *     ops, a zero bias_hh for the LSTM's one bias), with transpose2 to and from time-major; a
+ *     forward loop and a later reverse loop of the same kind and sizes over the same input (up
+ *     to assign copies) are one bidirectional rnn (the fill_constant ops that make the reverse
+ *     loop's initial states move up before it), and a reverse loop alone is the reverse half of
+ *     a bidirectional rnn whose forward half has zero weights;
  *   - any other recurrent op (a `for` loop) becomes a `while` op over the time steps t = 0 .. T-1
  *     (T-1 .. 0 when reverse): its body gathers step t of each input, runs the loop's step block,
  *     keeps a sequence's memories unchanged once t is past its length (mask m = t < length:

@@ -2,8 +2,9 @@
  * (vm/passes/paddle_export.h): each script's program, in fp64, run on a batch of sequences
  * with LoD (lengths 3, 1, 4) and, rewritten, on the same batch padded [3, 4, D] with its
  * lengths, gives the same outputs (1e-12), the sequences' rows compared up to each length; the
- * ops the rewrite writes (rnn for the lstm and gru layers, while for other loops, no recurrent
- * or sequence_pool left); the refusals (a pooling other than a loop's last memory); the
+ * ops the rewrite writes (rnn for the lstm and gru layers, one bidirectional rnn for a forward
+ * and a reverse layer over the same input, while for other loops, no recurrent or sequence_pool
+ * left); the refusals (a pooling other than a loop's last memory); the
  * original program unchanged. tests/interop/roundtrip.sh runs the same kinds of models in
  * PaddlePaddle. */
 #include "config.h"
@@ -24,12 +25,13 @@ static const int64_t lens[N] = {3, 1, 4};
 /* The values of the batch: row r, column k. */
 static double val(int r, int k, bool ids) { return ids ? (r * 7 + 3) % 20 : sin(1.7 * r + k); }
 
-static bool has_op(const pd_program *p, const char *type) {
+static int count_op(const pd_program *p, const char *type) {
+  int n = 0;
   for (int b = 0; b < p->nblocks; b++)
-    for (int i = 0; i < p->blocks[b]->nops; i++)
-      if (strcmp(p->blocks[b]->ops[i]->type, type) == 0) return true;
-  return false;
+    for (int i = 0; i < p->blocks[b]->nops; i++) n += strcmp(p->blocks[b]->ops[i]->type, type) == 0;
+  return n;
 }
+static bool has_op(const pd_program *p, const char *type) { return count_op(p, type) > 0; }
 
 /* Run ex on x (rows with LoD, or padded with x_lengths) and fetch the targets into out. */
 static pd_status run(pd_exec *ex, pd_runner *r, bool padded, bool ids, int d, int nt,
@@ -87,9 +89,9 @@ static bool same(const pd_tensor *a, const pd_tensor *b, double *worst) {
 }
 
 /* Compile text in fp64, run its program to the targets on the LoD batch, rewrite it, run that
- * on the padded batch; the rewrite holds `want` ops and no recurrent or sequence_pool. */
+ * on the padded batch; the rewrite holds nwant `want` ops and no recurrent or sequence_pool. */
 static void check(const char *name, const char *text, int nt, const char *const *targets,
-                  bool ids, int d, const char *want) {
+                  bool ids, int d, const char *want, int nwant) {
   pd_source *src = NULL;
   pd_unit *unit = NULL;
   pd_runner *r = NULL;
@@ -119,9 +121,10 @@ static void check(const char *name, const char *text, int nt, const char *const 
     snprintf(ln, sizeof ln, "%s_lengths", feed);
     ok(nf == 2 && strcmp(feeds[0], feed) == 0 && strcmp(feeds[1], ln) == 0,
        "%s: inputs %s, %s", name, feed, ln);
-    ok(has_op(q, want) && !has_op(q, "recurrent") && !has_op(q, "sequence_pool") &&
+    ok(count_op(q, want) == nwant && !has_op(q, "recurrent") && !has_op(q, "sequence_pool") &&
            !has_op(q, "fused_lstm") && !has_op(q, "fused_gru"),
-       "%s: a %s op, no recurrent, fused or sequence_pool op", name, want);
+       "%s: %d %s op%s, no recurrent, fused or sequence_pool op", name, nwant, want,
+       nwant > 1 ? "s" : "");
     st = pd_program_validate(q, &err);
     if (!st) {
       uint8_t *bytes = NULL;
@@ -179,25 +182,32 @@ int main(void) {
   static const char *const one[] = {"y"}, *const two[] = {"y", "hs"},
                            *const three[] = {"y", "hs", "as"};
   check("lstm", "import \"layers\"\nx = data(\"x\", [-1, 4], lod_level = 1)\n"
-        "hs, h, c = lstm(x, 5)\ny = fc(concat([h, c], 1), 3) * 1.0\n", 2, two, false, 4, "rnn");
+        "hs, h, c = lstm(x, 5)\ny = fc(concat([h, c], 1), 3) * 1.0\n", 2, two, false, 4, "rnn", 1);
   check("lstm_reverse_ids", "import \"layers\"\nids = data(\"ids\", [-1, 1], int64, lod_level = 1)\n"
         "e = embedding(ids, 20, 6)\nhs, h, c = lstm(e, 4, reverse = true)\n"
-        "y = softmax(fc(concat([h, c], 1), 3))\n", 2, two, true, 1, "rnn");
+        "y = softmax(fc(concat([h, c], 1), 3))\n", 2, two, true, 1, "rnn", 1);
   check("gru_both_ways", "import \"layers\"\nx = data(\"x\", [-1, 3], lod_level = 1)\n"
         "hs, f = gru(x, 5, h0 = var([0.1, 0.2, 0.3, 0.4, 0.5]))\n"
         "bs, b = gru(x, 5, reverse = true)\ny = fc(concat([f, b], 1), 2) * 1.0\n", 2, two, false, 3,
-        "rnn");
+        "rnn", 1);
+  check("lstm_both_ways", "import \"layers\"\nx = data(\"x\", [-1, 3], lod_level = 1)\n"
+        "fs, f, fc_ = lstm(x, 4, c0 = var([0.5, -0.5, 0.25, 0.0]))\nm = mean(f)\n"
+        "bs, b, bc = lstm(x, 4, h0 = var([0.1, 0.2, 0.3, 0.4]), reverse = true)\n"
+        "y = concat([f, fc_, b, bc], 1) + m\n", 2, two, false, 3, "rnn", 1);
+  check("gru_other_sizes", "import \"layers\"\nx = data(\"x\", [-1, 3], lod_level = 1)\n"
+        "fs, f = gru(x, 5)\nbs, b = gru(x, 4, reverse = true)\ny = concat([f, b], 1) * 1.0\n",
+        1, one, false, 3, "rnn", 2);
   check("for_loop", "x = data(\"x\", [-1, 4], lod_level = 1)\nW = param([4, 5])\n"
         "U = param([5, 5])\nV = param([5, 5])\nh = zeros([5])\nm = zeros([5])\n"
         "for (t in x) {\n    a = tanh(mul(t, W) + mul(h, U))\n"
         "    m = sigmoid(mul(a, V) + m * 0.5)\n    h = a * m\n    emit hs = h, as = a\n}\n"
-        "y = h + m\n", 3, three, false, 4, "while");
+        "y = h + m\n", 3, three, false, 4, "while", 1);
   check("for_loop_reverse", "x = data(\"x\", [-1, 1], lod_level = 1)\nh = var(0)\n"
         "for (t in x, reverse = true) {\n    h = tanh(t * 0.5 + h * 0.25)\n    emit hs = h\n}\n"
-        "y = h * 2\n", 2, two, false, 1, "while");
+        "y = h * 2\n", 2, two, false, 1, "while", 1);
   check("for_loop_one", "x = data(\"x\", [-1, 1], lod_level = 1)\nh = var(0)\n"
         "for (t in x) {\n    h = tanh(t * 0.5 + h * 0.25)\n}\ny = h\n", 1, one, false, 1,
-        "while");
+        "while", 1);
   refused("max_pool", "import \"layers\"\nx = data(\"x\", [-1, 4], lod_level = 1)\n"
           "hs, h, c = lstm(x, 5)\ny = sequence_max(hs) * 1.0\n", "y",
           "a sequence_pool other than a loop's last memory (MAX of it)");
