@@ -79,12 +79,14 @@ refuses "a float16 input is refused, naming the dtypes pdlang reads" \
 # MODEL as PaddlePaddle takes it: a path prefix, a folder holding one *.pdmodel.
 check "a path prefix NAME finds NAME.pdmodel" \
   "$PDLANG" exec "$mlp/model" --feed "x=$mlp/in_x.npy" --out "$tmp/prefix"
-check "... with PaddlePaddle's values" "$compare" --compare "$tmp/prefix/$out.npy" "$mlp/out_$out.npy"
+check "... with PaddlePaddle's values" \
+  "$compare" --compare "$tmp/prefix/$out.npy" "$mlp/out_$out.npy"
 mkdir "$tmp/one"
 cp "$mlp/model.pdmodel" "$mlp/model.pdiparams" "$tmp/one/"
 check "a folder holding one *.pdmodel finds it" \
   "$PDLANG" exec "$tmp/one" --feed "x=$mlp/in_x.npy" --out "$tmp/onedir"
-check "... with PaddlePaddle's values" "$compare" --compare "$tmp/onedir/$out.npy" "$mlp/out_$out.npy"
+check "... with PaddlePaddle's values" \
+  "$compare" --compare "$tmp/onedir/$out.npy" "$mlp/out_$out.npy"
 cp "$models/lenet/model.pdmodel" "$tmp/one/lenet.pdmodel"
 refuses "a folder holding two *.pdmodel: which to run" "holds 2 models" \
   "$PDLANG" exec "$tmp/one" --feed "x=$mlp/in_x.npy"

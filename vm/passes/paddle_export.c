@@ -442,7 +442,8 @@ static void dir_outputs(ex *e, const gated *m, int d, int dirs, const char *L, c
   const char *o = dirs == 2 ? slice(e, b0, out, 2, (int)(d * m->hid), (int)((d + 1) * m->hid),
                                     false, NULL)
                             : out;
-  const char *hs = pd_op_output1(m->f, "Hidden"), *cs = m->lstm ? pd_op_output1(m->f, "Cell") : NULL;
+  const char *hs = pd_op_output1(m->f, "Hidden");
+  const char *cs = m->lstm ? pd_op_output1(m->f, "Cell") : NULL;
   char *hsn = hs ? pd_strdup(hs) : NULL, *csn = cs ? pd_strdup(cs) : NULL;
   if (!hsn || (cs && !csn)) oom(e);
   if (!e->st) make_seq(e, hsn, L);
@@ -864,7 +865,8 @@ static int rewrite_op(ex *e, int i) {
   }
   if (strcmp(op->type, "mul") == 0 || strcmp(op->type, "fc") == 0) {
     bool mul = op->type[0] == 'm';
-    if (lengths_of(e, in_arg(op, mul ? "Y" : "W")) || !lengths_of(e, in_arg(op, mul ? "X" : "Input")))
+    if (lengths_of(e, in_arg(op, mul ? "Y" : "W")) ||
+        !lengths_of(e, in_arg(op, mul ? "X" : "Input")))
       return refuse(e, op, "%s", "its weight is a sequence"), i;
     bump_attr(e, op, mul ? "x_num_col_dims" : "in_num_col_dims", 1);
   } else if (d && (d->flags & PD_OPF_ROW_XY)) {

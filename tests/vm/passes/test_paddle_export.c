@@ -183,7 +183,8 @@ int main(void) {
                            *const three[] = {"y", "hs", "as"};
   check("lstm", "import \"layers\"\nx = data(\"x\", [-1, 4], lod_level = 1)\n"
         "hs, h, c = lstm(x, 5)\ny = fc(concat([h, c], 1), 3) * 1.0\n", 2, two, false, 4, "rnn", 1);
-  check("lstm_reverse_ids", "import \"layers\"\nids = data(\"ids\", [-1, 1], int64, lod_level = 1)\n"
+  check("lstm_reverse_ids",
+        "import \"layers\"\nids = data(\"ids\", [-1, 1], int64, lod_level = 1)\n"
         "e = embedding(ids, 20, 6)\nhs, h, c = lstm(e, 4, reverse = true)\n"
         "y = softmax(fc(concat([h, c], 1), 3))\n", 2, two, true, 1, "rnn", 1);
   check("gru_both_ways", "import \"layers\"\nx = data(\"x\", [-1, 3], lod_level = 1)\n"
