@@ -18,6 +18,7 @@
 #include "lang/compile.h"
 #include "lang/run.h"
 #include "vm/run/exec.h"
+#include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
 
 /* The public numbers are the internal ones (the library passes statuses through unchanged). */
@@ -633,6 +634,43 @@ static bool is_input(const pd_state *st, const char *name) {
   return false;
 }
 
+static int feed(pd_state *st, const char *fn, const char *name, int dtype, int ndims,
+                const int64_t *dims, const void *data, int64_t nseq, const int64_t *lengths);
+
+/* Sequences fed as rows and lengths to a padded input of a saved model (save writes batches of
+ * sequences so, vm/passes/paddle_export.h): the rows padded into `name`, the lengths into
+ * name_lengths. */
+static int feed_padded(pd_state *st, const char *fn, const char *name, int dtype, int ndims,
+                       const int64_t *dims, const void *data, int64_t nseq,
+                       const int64_t *lengths) {
+  if (nseq < 1 || ndims < 1)
+    return fail(st, PD_EINVAL, "feed '%s': a batch of sequences needs at least one sequence "
+                               "and a first dimension (the rows)", name);
+  int64_t total = 0;
+  for (int64_t i = 0; i < nseq; i++) {
+    if (lengths[i] < 0 || lengths[i] > dims[0] - total)
+      return fail(st, PD_ESHAPE, "feed '%s': sequence %lld has length %lld, but the %lld rows "
+                                 "hold only %lld more", name, (long long)i,
+                  (long long)lengths[i], (long long)dims[0], (long long)(dims[0] - total));
+    total += lengths[i];
+  }
+  if (total != dims[0])
+    return fail(st, PD_ESHAPE, "feed '%s': the %lld sequence lengths add up to %lld rows, but "
+                               "the value has %lld", name, (long long)nseq, (long long)total,
+                (long long)dims[0]);
+  pd_tensor p;
+  pd_tensor_init(&p);
+  pd_status s = pd_export_pad_rows((pd_dtype)dtype, ndims, dims, data, nseq, lengths, &p);
+  if (s) return fail(st, s, "feed '%s': %s", name, s == PD_ENOMEM ? "out of memory" : "bad shape");
+  char ln[256];
+  snprintf(ln, sizeof ln, "%s%s", name, PD_EXPORT_LENGTHS_SUFFIX);
+  int64_t nd[1] = {nseq};
+  int rc = feed(st, fn, name, dtype, p.ndims, p.dims, pd_tensor_data(&p), 0, NULL);
+  if (rc == PD_RESULT_OK) rc = feed(st, fn, ln, PD_INT64, 1, nd, lengths, 0, NULL);
+  pd_tensor_release(&p);
+  return rc;
+}
+
 /* pd_state_feed and pd_state_feed_sequences: lengths NULL for a plain tensor. */
 static int feed(pd_state *st, const char *fn, const char *name, int dtype, int ndims,
                 const int64_t *dims, const void *data, int64_t nseq, const int64_t *lengths) {
@@ -667,6 +705,8 @@ static int feed(pd_state *st, const char *fn, const char *name, int dtype, int n
     return rc;
   }
   const pd_var_desc *v = pd_block_find_var_local(program(st)->blocks[0], name);
+  if (v && lengths && pd_export_padded_input(program(st), name))
+    return feed_padded(st, fn, name, dtype, ndims, dims, data, nseq, lengths);
   if (v && v->lod_level > 1)
     return fail(st, PD_EUNSUPPORTED, "input '%s' has lod_level %d: the C API feeds one level of "
                                      "sequences at most", name, v->lod_level);

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "driver/driver.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include "api/model.h"
 #include "base/diag.h"
+#include "vm/passes/paddle_export.h"
 #include "vm/reader/reader.h"
 
 #define MAX_IO 32
@@ -261,6 +263,109 @@ static bool set_lengths(pd_tensor *t, const char *name, const char *file) {
   return ok;
 }
 
+static bool exists(const char *path, bool dir) {
+  struct stat sb;
+  return stat(path, &sb) == 0 && (dir ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode));
+}
+
+static bool ends_with(const char *s, const char *tail) {
+  size_t n = strlen(s), k = strlen(tail);
+  return n > k && strcmp(s + n - k, tail) == 0;
+}
+
+/* MODEL as PaddlePaddle takes it: a path prefix NAME for NAME.pdmodel (NAME.json alone: that
+ * file, which loading refuses as PIR with how to re-save it), or a folder that holds no
+ * __model__ but exactly one *.pdmodel (else one *.json). Any other path is left as given (the
+ * loader's errors say what it is not). *found: a heap path, or NULL when MODEL is used as it is;
+ * false after saying why not (several models in the folder). */
+static bool find_model(const char *model, char **found) {
+  *found = NULL;
+  pd_buf b;
+  pd_buf_init(&b);
+  if (!exists(model, false) && !exists(model, true)) {
+    static const char *const exts[] = {".pdmodel", ".json"};
+    for (size_t i = 0; i < PD_ARRAY_LEN(exts) && !*found; i++) {
+      pd_buf_clear(&b);
+      pd_buf_printf(&b, "%s%s", model, exts[i]);
+      if (!b.oom && exists(b.data, false)) *found = pd_buf_take(&b);
+    }
+    pd_buf_free(&b);
+    return true;
+  }
+  char *fluid = pd_model_folder_program(model);
+  bool folder = exists(model, true) && !fluid;
+  pd_free(fluid);
+  DIR *d = folder ? opendir(model) : NULL;
+  if (!d) return true;
+  int nmodels = 0, njson = 0;
+  char *json = NULL;
+  pd_buf names;
+  pd_buf_init(&names);
+  for (struct dirent *e; (e = readdir(d));) {
+    bool pdm = ends_with(e->d_name, ".pdmodel"), js = ends_with(e->d_name, ".json");
+    if (!pdm && !js) continue;
+    pd_buf_clear(&b);
+    pd_buf_printf(&b, "%s/%s", model, e->d_name);
+    if (b.oom || !exists(b.data, false)) continue;
+    if (pdm) {
+      pd_buf_printf(&names, "%s%s", nmodels ? ", " : "", e->d_name);
+      if (nmodels++ == 0) *found = pd_buf_take(&b);
+    } else if (njson++ == 0) {
+      json = pd_buf_take(&b);
+    }
+  }
+  closedir(d);
+  bool ok = true;
+  if (nmodels > 1) {
+    fprintf(stderr, "pdlang exec: %s holds %d models (%s); give the one to run\n", model,
+            nmodels, names.data ? names.data : "");
+    pd_free(*found);
+    *found = NULL;
+    ok = false;
+  } else if (nmodels == 0 && njson == 1) {
+    *found = json;
+    json = NULL;
+  }
+  pd_free(json);
+  pd_buf_free(&names);
+  pd_buf_free(&b);
+  return ok;
+}
+
+/* A padded sequence input of a saved model (vm/passes/paddle_export.h) given as rows with
+ * --lengths: t (rows with the LoD of set_lengths) becomes the padded batch [N, T, ...], and
+ * lengths (the model's NAME_lengths input) each sequence's length. */
+static bool pad_input(pd_tensor *t, pd_tensor *lengths) {
+  int64_t nseq = t->nlod ? t->lod[0].n - 1 : 0;
+  int64_t *len = pd_malloc(sizeof *len * (size_t)(nseq > 0 ? nseq : 1));
+  if (!len) {
+    fprintf(stderr, "pdlang exec: out of memory\n");
+    return false;
+  }
+  for (int64_t i = 0; i < nseq; i++) len[i] = t->lod[0].offsets[i + 1] - t->lod[0].offsets[i];
+  pd_tensor p;
+  pd_tensor_init(&p);
+  int64_t nd[1] = {nseq};
+  pd_status st = pd_export_pad_rows(t->dtype, t->ndims, t->dims, pd_tensor_data(t), nseq, len, &p);
+  if (!st) st = pd_tensor_set_data(lengths, PD_INT64, 1, nd, len);
+  pd_free(len);
+  if (st) {
+    fprintf(stderr, "pdlang exec: cannot pad the sequences: %s\n", pd_status_str(st));
+    pd_tensor_release(&p);
+    return false;
+  }
+  pd_tensor_release(t);
+  *t = p;
+  return true;
+}
+
+/* The index of --lengths NAME among len_names, else nlens. */
+static int find_name(int n, const char *const *names, const char *name) {
+  int i = 0;
+  while (i < n && strcmp(names[i], name) != 0) i++;
+  return i;
+}
+
 static int run_exec(int argc, char **argv) {
   const char *model = NULL, *params = NULL, *device = NULL, *out_dir = NULL;
   const char *feed_names[MAX_IO], *feed_files[MAX_IO];
@@ -327,6 +432,9 @@ static int run_exec(int argc, char **argv) {
   pd_tensor inputs[MAX_IO];
   int ninputs = 0;
   int rc = 1;
+  char *found = NULL;
+  if (!find_model(model, &found)) return 1;
+  if (found) model = found;
   pd_status st = pd_model_load(&m, model, &err);
   if (st) goto fail;
   if (m.nfetches == 0) {
@@ -351,7 +459,7 @@ static int run_exec(int argc, char **argv) {
     for (int i = 0; i < m.nfeeds; i++)
       if (strcmp(len_names[j], m.feeds[i].var) == 0)
         v = pd_block_find_var_local(m.program->blocks[0], len_names[j]);
-    if (!v || v->lod_level != 1) {
+    if (!v || (v->lod_level != 1 && !pd_export_padded_input(m.program, len_names[j]))) {
       fprintf(stderr, "pdlang exec: --lengths %s: %s\n", len_names[j],
               v ? "that input is not a batch of sequences (lod_level 1)"
                 : "the model has no input of that name");
@@ -369,21 +477,52 @@ static int run_exec(int argc, char **argv) {
       goto out;
     }
   }
-  if (nfeed_args != m.nfeeds) {
-    fprintf(stderr, "pdlang exec: the model takes %d input%s, %d given with --feed\n", m.nfeeds,
-            m.nfeeds == 1 ? "" : "s", nfeed_args);
+  /* A padded sequence input given as rows with --lengths also gives its NAME_lengths input. */
+  int padded = 0;
+  for (int j = 0; j < nlens; j++) padded += pd_export_padded_input(m.program, len_names[j]);
+  for (int j = 0; j < nfeed_args; j++) {
+    char ln[256];
+    snprintf(ln, sizeof ln, "%s%s", feed_names[j], PD_EXPORT_LENGTHS_SUFFIX);
+    if (pd_export_padded_input(m.program, feed_names[j]) &&
+        find_name(nlens, len_names, feed_names[j]) == nlens &&
+        find_name(nfeed_args, feed_names, ln) == nfeed_args) {
+      fprintf(stderr, "pdlang exec: input %s is a batch of sequences: give each sequence's "
+                      "length with --lengths %s=LENGTHS.npy (%s then holds the rows, one step "
+                      "a row, then the next sequence's), or %s padded [N, T, ...] and --feed "
+                      "%s=LENGTHS.npy\n", feed_names[j], feed_names[j], feed_files[j],
+              feed_names[j], ln);
+      goto out;
+    }
+  }
+  if (nfeed_args + padded != m.nfeeds) {
+    fprintf(stderr, "pdlang exec: the model takes %d input%s, %d given with --feed\n",
+            m.nfeeds - padded, m.nfeeds - padded == 1 ? "" : "s", nfeed_args);
     describe_inputs(&m);
     goto out;
   }
   if ((st = pd_model_load_params(&m, model, params, &err))) goto fail;
+  for (int i = 0; i < m.nfeeds; i++) pd_tensor_init(&inputs[ninputs++]);
   for (int i = 0; i < m.nfeeds; i++) {
-    int k = 0;
-    while (strcmp(feed_names[k], m.feeds[i].var) != 0) k++;
-    pd_tensor_init(&inputs[ninputs++]);
-    if ((st = load_npy(feed_files[k], &inputs[ninputs - 1], &err))) goto fail;
-    if (!input_fits(m.program, m.feeds[i].var, &inputs[ninputs - 1], feed_files[k])) goto out;
-    int l = 0;
-    while (l < nlens && strcmp(len_names[l], m.feeds[i].var) != 0) l++;
+    int k = find_name(nfeed_args, feed_names, m.feeds[i].var);
+    if (k == nfeed_args) continue;  /* NAME_lengths, from --lengths NAME */
+    if ((st = load_npy(feed_files[k], &inputs[i], &err))) goto fail;
+    int l = find_name(nlens, len_names, m.feeds[i].var);
+    if (l < nlens && pd_export_padded_input(m.program, m.feeds[i].var)) {
+      char ln[256];
+      snprintf(ln, sizeof ln, "%s%s", m.feeds[i].var, PD_EXPORT_LENGTHS_SUFFIX);
+      int li = 0;
+      while (li < m.nfeeds && strcmp(m.feeds[li].var, ln) != 0) li++;
+      if (li == m.nfeeds || find_name(nfeed_args, feed_names, ln) < nfeed_args) {
+        fprintf(stderr, "pdlang exec: --lengths %s and --feed %s: give one of them\n",
+                m.feeds[i].var, ln);
+        goto out;
+      }
+      if (!set_lengths(&inputs[i], len_names[l], len_files[l]) ||
+          !pad_input(&inputs[i], &inputs[li]))
+        goto out;
+      l = nlens;
+    }
+    if (!input_fits(m.program, m.feeds[i].var, &inputs[i], feed_files[k])) goto out;
     const pd_var_desc *v = pd_block_find_var_local(m.program->blocks[0], m.feeds[i].var);
     if (l == nlens && v && v->lod_level > 0) {
       fprintf(stderr, "pdlang exec: input %s is a batch of sequences: give each sequence's "
@@ -392,7 +531,7 @@ static int run_exec(int argc, char **argv) {
               feed_files[k]);
       goto out;
     }
-    if (l < nlens && !set_lengths(&inputs[ninputs - 1], len_names[l], len_files[l])) goto out;
+    if (l < nlens && !set_lengths(&inputs[i], len_names[l], len_files[l])) goto out;
   }
   pd_exec_options eo = {.place = (pd_k_place)place, .notice = print_notice};
   if (place == PD_K_CUDA && (st = pd_k_cuda_open(gpu_index, &err))) goto fail;
@@ -425,6 +564,7 @@ out:
   for (int i = 0; i < ninputs; i++) pd_tensor_release(&inputs[i]);
   pd_error_clear(&err);
   pd_model_free(&m);
+  pd_free(found);
   return rc;
 }
 
@@ -439,12 +579,14 @@ const pd_command pd_cmd_exec = {
              "Runs a saved inference program and prints what its fetch ops fetch, each under\n"
              "its fetch target's name. MODEL is NAME.pdmodel (save(path, target) in a script\n"
              "or PaddlePaddle's save_inference_model writes one; parameters from\n"
-             "NAME.pdiparams unless --params names another file), or Fluid's layout: a folder\n"
-             "holding __model__ (or that __model__) with __params__ or one file per\n"
+             "NAME.pdiparams unless --params names another file), or its path prefix NAME as\n"
+             "PaddlePaddle takes it, or a folder holding one *.pdmodel, or Fluid's layout: a\n"
+             "folder holding __model__ (or that __model__) with __params__ or one file per\n"
              "parameter. Each input is given with --feed by its name (an unknown name is an\n"
              "error); a float32/float64 file for a float64/float32 input is cast, with a note.\n"
              "--out DIR writes every output as DIR/NAME.npy ('/' in NAME becomes '_'), --out\n"
              "NAME=FILE.npy one output. An input that is a batch of sequences (a for loop's,\n"
              "an lstm's) takes its rows with --feed and each sequence's length (a 1-D int32 or\n"
-             "int64 .npy, adding up to the rows) with --lengths.",
+             "int64 .npy, adding up to the rows) with --lengths; a model that save wrote takes\n"
+             "it so too, or padded [N, T, ...] with --feed NAME_lengths=LENGTHS.npy.",
 };

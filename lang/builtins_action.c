@@ -373,7 +373,7 @@ static const struct action_spec {
     {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}, "metrics..."},
     {"load", PD_ACTION_LOAD, 1, 1, {NULL}, "path"},
     {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}, "values..."},
-    {"save", PD_ACTION_SAVE, 1, 64, {NULL}, "path, targets..."},
+    {"save", PD_ACTION_SAVE, 1, 64, {"names", NULL}, "path, targets..."},
     {"train",
      PD_ACTION_TRAIN,
      1,
@@ -460,6 +460,53 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
     pd_cmp_error(c, l, "train: 'monitor' must name a metric (\"loss\" or one of 'metrics'), not "
                  "%s", pd_cmp_vkind_phrase(v));
     return false;
+  }
+  return true;
+}
+
+/* save's names = ["logits", ...]: one distinct, non-empty string per target (the fetch targets'
+ * names in the saved model). */
+static bool check_save_names(C *c, call_args *a) {
+  pd_loc l;
+  value *v = pd_cmp_arg(a, -1, "names", &l);
+  if (!v) return true;
+  int nt = a->npos - 1;
+  if (nt == 0) {
+    pd_cmp_error(c, l, "save: 'names' names the targets, and there are none (save(path) alone "
+                 "writes the parameters)");
+    return false;
+  }
+  if (v->k != V_LIST) {
+    pd_cmp_error(c, l, "save: 'names' must be a list of %d string%s, one for each target, not %s",
+                 nt, nt == 1 ? "" : "s", pd_cmp_vkind_phrase(v));
+    return false;
+  }
+  if (v->list.n != nt) {
+    pd_cmp_error(c, l, "save: 'names' has %d name%s for %d target%s", v->list.n,
+                 v->list.n == 1 ? "" : "s", nt, nt == 1 ? "" : "s");
+    return false;
+  }
+  for (int i = 0; i < nt; i++) {
+    const value *s = v->list.items[i];
+    if (s->k != V_STR) {
+      pd_cmp_error(c, l, "save: names[%d] must be a string, not %s", i, pd_cmp_vkind_phrase(s));
+      return false;
+    }
+    bool plain = *s->s && !(s->s[0] >= '0' && s->s[0] <= '9');
+    for (const char *q = s->s; plain && *q; q++)
+      plain = *q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
+              (*q >= '0' && *q <= '9');
+    if (!plain) {
+      pd_cmp_error(c, l, "save: names[%d] \"%s\" is not a plain name (a letter or '_', then "
+                   "letters, digits and '_')", i, s->s);
+      return false;
+    }
+    for (int j = 0; j < i; j++)
+      if (strcmp(v->list.items[j]->s, s->s) == 0) {
+        pd_cmp_error(c, l, "save: names[%d] and names[%d] are both '%s'; each output needs its "
+                     "own name", j, i, s->s);
+        return false;
+      }
   }
   return true;
 }
@@ -558,7 +605,7 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     }
     for (int i = 1; i < a->npos; i++)
       if (!pd_cmp_want_tensor_arg(c, a->pos[i], a->pos_loc[i], a->fname, "target")) return false;
-    return true;
+    return kind != PD_ACTION_SAVE || check_save_names(c, a);
   case PD_ACTION_ASSERT_CLOSE:
     return pd_cmp_want_tensor_arg(c, a->pos[0], a->pos_loc[0], "assert_close", "actual");
   }

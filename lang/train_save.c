@@ -6,6 +6,7 @@
  * A model's categories (a reader's class names) travel beside it. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,6 +15,7 @@
 #include "lang/train_int.h"
 #include "vm/ir/params.h"
 #include "vm/ir/serialize.h"
+#include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
 #include "vm/run/comm.h"
 
@@ -44,6 +46,79 @@ static pd_status add_feed_fetch(pd_program *p, int nfeed, const char *const *fee
       return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
   }
   return PD_OK;
+}
+
+/* A plain name as a script writes one: a letter or '_', then letters, digits, '_'. */
+static bool is_name(const char *s) {
+  if (!s || !(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z'))) return false;
+  for (s++; *s; s++)
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9')))
+      return false;
+  return true;
+}
+
+/* The fetch targets take the script's names: names = [...] when given (checked when compiling:
+ * one string a target), else each target argument written as a plain name (`logits`), else the
+ * var's own name. The var is renamed in p unless it is an input, a parameter, a loop's output
+ * or fetched twice: then an assign op copies it to the name. targets[i] becomes the name. A name
+ * that a var of p already has is an error when given in names, and is left unused otherwise. */
+static pd_status name_targets(pd_program *p, const pd_action *a, int nt, const char **targets,
+                              pd_error *err) {
+  const pd_cval *names = pd_action_opt(a, "names");
+  pd_loc nloc = a->loc;
+  for (int k = 0; k < a->nopts; k++)
+    if (strcmp(a->opts[k].key, "names") == 0) nloc = a->opts[k].loc;
+  pd_block *b0 = p->blocks[0];
+  for (int i = 0; i < nt; i++) {
+    const char *want = names ? names->items[i]->str : a->arg_text[i + 1];
+    if (!want || !is_name(want) || strcmp(want, targets[i]) == 0) {
+      if (names && strcmp(want, targets[i]) != 0)
+        return pd_error_set(err, PD_EINVAL, nloc, "save: names[%d] '%s' is not a plain "
+                            "name (a letter or '_', then letters, digits, '_')", i, want);
+      continue;
+    }
+    if (pd_program_has_var_name(p, want)) {
+      if (!names) continue;
+      return pd_error_set(err, PD_EINVAL, nloc, "save: names[%d] '%s' is already the name "
+                          "of a var of the model; choose another", i, want);
+    }
+    pd_var_desc *v = pd_block_find_var_local(b0, targets[i]);
+    if (!v) return pd_error_set(err, PD_ENOTFOUND, a->loc, "save: no var %s", targets[i]);
+    bool shared = v->persistable;
+    for (int j = 0; j < nt; j++) shared |= j != i && strcmp(targets[j], targets[i]) == 0;
+    /* Written by an op of block 0 that owns no block (a loop's outputs are named after its
+     * step block's vars, so they keep their names). */
+    bool written = false;
+    for (int k = 0; k < b0->nops; k++) {
+      const pd_op_desc *op = b0->ops[k];
+      bool w = false, owner = false;
+      for (int s = 0; s < op->noutputs; s++)
+        for (int q = 0; q < op->outputs[s].nargs; q++)
+          w |= strcmp(op->outputs[s].args[q], targets[i]) == 0;
+      for (int t = 0; t < op->nattrs; t++)
+        owner |= op->attrs[t].type == PD_ATTR_BLOCK || op->attrs[t].type == PD_ATTR_BLOCKS;
+      written |= w;
+      shared |= w && owner;
+    }
+    if (!shared && written) {
+      if (pd_program_rename_var(p, targets[i], want)) goto oom;
+    } else {
+      /* an input (never written), a parameter, or a var fetched under two names: a copy */
+      pd_var_desc *nv = pd_block_var(b0, want);
+      pd_op_desc *op = pd_block_add_op(b0, "assign", -1);
+      if (!nv || !op || pd_var_set_shape(nv, v->ndims, v->dims) ||
+          pd_op_set_input(op, "X", 1, &targets[i]) || pd_op_set_output(op, "Out", 1, &want) ||
+          pd_op_set_loc(op, a->loc))
+        goto oom;
+      nv->dtype = v->dtype;
+      nv->lod_level = v->lod_level;
+    }
+    targets[i] = want;
+  }
+  return PD_OK;
+oom:
+  return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
 }
 
 /* The categories of the run's CSV readers go beside a saved model or parameter file:
@@ -91,7 +166,7 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = pd_train_script_path(a, a->args[0]->str);
   char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
   const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
-  const char **params = NULL;
+  const char **params = NULL, **exp_feeds = NULL;
   pd_program *p = NULL;
   pd_status st = PD_OK;
   if (!path || !targets) {
@@ -112,15 +187,42 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
     st = pd_error_set(err, st, a->loc, "out of memory");
     goto out;
   }
+  if ((st = name_targets(p, a, nt, targets, err))) goto out;
   const char *data[16];
   int nd = pd_run_data_vars(r, p, data, 16);
   if (nd > 16) nd = 16;
+  const char **feeds = data;
+  if (pd_program_needs_paddle_export(p)) {
+    /* Loops and sequences as ops PaddlePaddle runs (vm/passes/paddle_export.h). */
+    pd_program *q = NULL;
+    int nx = nd;
+    st = pd_program_for_paddle(p, nd, data, nt, targets, &q, &exp_feeds, &nx, err);
+    if (st == PD_EUNSUPPORTED) {
+      /* Saved as pdlang runs it (batches of sequences with LoD), which PaddlePaddle cannot. */
+      if (r->opts.progress && err && err->loc.file)
+        fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: "
+                "%s:%d: %s\n", a->args[0]->str, err->loc.file, err->loc.line,
+                err->msg ? err->msg : "?");
+      else if (r->opts.progress)
+        fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: %s\n",
+                a->args[0]->str, err && err->msg ? err->msg : "?");
+      pd_error_clear(err);
+      st = PD_OK;
+    } else if (st) {
+      goto out;
+    } else {
+      pd_program_free(p);
+      p = q;
+      feeds = exp_feeds;
+      nd = nx;
+    }
+  }
   int np = pd_train_persistables(r, p, &params);
   if (np < 0) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
   }
-  if ((st = add_feed_fetch(p, nd, data, nt, targets, a->loc, err))) goto out;
+  if ((st = add_feed_fetch(p, nd, feeds, nt, targets, a->loc, err))) goto out;
   if (!(ppath = pd_params_path_for(path))) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
@@ -154,6 +256,7 @@ out:
   pd_free(mtmp);
   pd_program_free(p);
   pd_free(params);
+  pd_free(exp_feeds);
   pd_free(targets);
   pd_free(ppath);
   pd_free(path);

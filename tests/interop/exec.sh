@@ -2,9 +2,11 @@
 # exec.sh -- `pdlang exec` on PaddlePaddle's saved models of tests/interop/ (test_interop.c checks
 # the same models through the C library): outputs written with --out DIR and --out NAME=FILE agree
 # with PaddlePaddle's (test_interop --compare: 1e-5 relative), feeds by name only, a float64 input
-# cast with a note, a float16 one refused; and the errors on damaged and foreign files: a PIR
-# JSON, a truncated __model__, a missing parameter file, one of the wrong shape, one of the wrong
-# dtype, a model whose attributes pdlang refuses (every problem listed). TAP output.
+# cast with a note, a float16 one refused; MODEL given as a path prefix NAME (NAME.pdmodel) or a
+# folder holding one *.pdmodel, as PaddlePaddle takes it (two are an error, NAME.json alone PIR);
+# and the errors on damaged and foreign files: a PIR JSON, a truncated __model__, a missing
+# parameter file, one of the wrong shape, one of the wrong dtype, a model whose attributes pdlang
+# refuses (every problem listed). TAP output.
 set -u
 : "${PDLANG:?}" "${top_srcdir:?}" "${top_builddir:?}"
 models=$top_srcdir/tests/interop
@@ -73,6 +75,27 @@ check "... with PaddlePaddle's values" "$compare" --compare "$tmp/o64/$out.npy" 
 refuses "a float16 input is refused, naming the dtypes pdlang reads" \
   "dtype '<f2' is not supported; expected one of <f4, <f8" \
   "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/x_float16.npy"
+
+# MODEL as PaddlePaddle takes it: a path prefix, a folder holding one *.pdmodel.
+check "a path prefix NAME finds NAME.pdmodel" \
+  "$PDLANG" exec "$mlp/model" --feed "x=$mlp/in_x.npy" --out "$tmp/prefix"
+check "... with PaddlePaddle's values" \
+  "$compare" --compare "$tmp/prefix/$out.npy" "$mlp/out_$out.npy"
+mkdir "$tmp/one"
+cp "$mlp/model.pdmodel" "$mlp/model.pdiparams" "$tmp/one/"
+check "a folder holding one *.pdmodel finds it" \
+  "$PDLANG" exec "$tmp/one" --feed "x=$mlp/in_x.npy" --out "$tmp/onedir"
+check "... with PaddlePaddle's values" \
+  "$compare" --compare "$tmp/onedir/$out.npy" "$mlp/out_$out.npy"
+cp "$models/lenet/model.pdmodel" "$tmp/one/lenet.pdmodel"
+refuses "a folder holding two *.pdmodel: which to run" "holds 2 models" \
+  "$PDLANG" exec "$tmp/one" --feed "x=$mlp/in_x.npy"
+refuses "a prefix found only as NAME.json: PIR, with how to re-save it" \
+  "a PaddlePaddle 3.x PIR program" "$PDLANG" exec "$models/pir/scale"
+mkdir "$tmp/pirdir"
+cp "$models/pir/scale.json" "$tmp/pirdir/"
+refuses "... also a folder holding only a NAME.json" "FLAGS_enable_pir_api=0" \
+  "$PDLANG" exec "$tmp/pirdir"
 
 check "pdlang dump of a Fluid model folder lists its __model__" \
   sh -c "'$PDLANG' dump '$mlp/fluid_dir' | grep -q 'op .*: matmul_v2'"

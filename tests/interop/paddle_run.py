@@ -2,7 +2,9 @@
 """paddle_run.py -- the PaddlePaddle side of tests/interop/roundtrip.sh: load a model pdlang
 saved (PREFIX.pdmodel + PREFIX.pdiparams) with paddle.static.load_inference_model in legacy
 ProgramDesc mode (FLAGS_enable_pir_api=0), feed it inputs made from its feed vars' shapes
-(-1 dims become 3; floats uniform in [-1, 1), integers in [0, 20)), and write them and
+(-1 dims become 3; floats uniform in [-1, 1), integers in [0, 20); the lengths NAME_lengths
+of a sequence input NAME, padded [N, T = 5, ...], in [1, T], with NAME's rows past each length
+zero), and write them and
 PaddlePaddle's outputs to OUTDIR as in_NAME.npy and out_NAME.npy, and the feed and fetch names
 to OUTDIR/feeds.txt and OUTDIR/fetches.txt.
 
@@ -28,12 +30,25 @@ def main():
     for name in feeds:
         v = block.var(name)
         shape = [3 if d < 0 else d for d in v.shape]
+        if name + "_lengths" in feeds and v.shape[1] < 0:
+            shape[1] = 5  # the padded time steps of a sequence input
         dtype = paddle.framework.dtype_to_str(v.dtype) if hasattr(
             paddle.framework, "dtype_to_str") else str(v.dtype).split(".")[-1]
         if "int" in dtype:
             feed[name] = rng.randint(0, 20, shape).astype(dtype)
         else:
             feed[name] = rng.uniform(-1, 1, shape).astype(dtype)
+    for name in feeds:
+        seq = name[:-len("_lengths")] if name.endswith("_lengths") else None
+        if seq in feed and "int" in str(feed[name].dtype):
+            x = feed[seq]
+            n, t = x.shape[0], x.shape[1]
+            lens = rng.randint(1, t + 1, n).astype(feed[name].dtype)
+            lens[0] = t  # one sequence of the whole padded length
+            for i in range(n):
+                x[i, lens[i]:] = 0
+            feed[name] = lens
+    for name in feeds:
         np.save(os.path.join(outdir, "in_%s.npy" % name), feed[name])
     outs = exe.run(prog, feed=feed, fetch_list=fetches)
     for t, o in zip(fetches, outs):

@@ -11,7 +11,8 @@
 #     update for the running statistics), and what print / eval / save prune to.
 VM_PASSES_TESTS = tests/vm/passes/test_prune tests/vm/passes/test_hoist \
 	tests/vm/passes/test_cf_grad tests/vm/passes/test_optimizer \
-	tests/vm/passes/test_optimizer_more tests/vm/passes/test_norm_train
+	tests/vm/passes/test_optimizer_more tests/vm/passes/test_norm_train \
+	tests/vm/passes/test_paddle_export
 check_PROGRAMS += $(VM_PASSES_TESTS)
 TESTS += $(VM_PASSES_TESTS)
 EXTRA_DIST += tests/vm/passes/opt_fixture.h
