@@ -330,6 +330,13 @@ PD_OP(scale, DIFF | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(select_input, DIFF | GPU | GPU_GRAD, select_input, IN(LIST("X"), ONE("Mask", HOST)),
       OUT(ONE("Out")), NONE)
+/* sequence_conv: Fluid's context projection and product: Out row t of a sequence is the rows
+ * t + contextStart .. t + contextStart + contextLength - 1 of its sequence side by side (zeros
+ * outside it, or PaddingData's rows with paddingTrainable) times Filter [contextLength D, M]. */
+PD_OP(sequence_conv, DIFF | FP_IN | SEQ_IN, sequence_conv,
+      IN(ONE("X"), OPT("PaddingData"), ONE("Filter")), OUT(ONE("Out")),
+      ATTRS(BOOL("paddingTrainable", false), REQ(INT, "contextLength"), INT("contextStart", 0),
+            INT("contextStride", 1)))
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("MaxIndex")),
       ATTRS(BOOL("is_test", false),
