@@ -239,6 +239,16 @@ PD_OP(gelu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE(
       ATTRS(BOOL("approximate", false)))
 PD_COMPARE_(greater_equal, PD_K_GE)
 PD_COMPARE_(greater_than, PD_K_GT)
+/* gru, lstm: Fluid's recurrences over a batch of sequences (the dynamic_gru and dynamic_lstm
+ * layers; vm/ops/rnn_fused.c says the equations): Input [T, 3 H] (u, r, c) or [T, 4 H] (c~, i,
+ * f, o) holds the input projections; GRU Weight's memory W_ur [H, 2 H] then W_c [H, H], LSTM
+ * Weight [H, 4 H] and Bias [1, 4 H] (use_peepholes: [1, 7 H], then W_ic, W_fc, W_oc); H0, C0
+ * [sequences, H]. The Batch* outputs keep values for the gradient. On the CPU. */
+PD_OP(gru, DIFF | FP_IN | SEQ_IN, gru, IN(ONE("Input"), OPT("H0"), ONE("Weight"), OPT("Bias")),
+      OUT(TEMP("BatchGate"), TEMP("BatchResetHiddenPrev"), TEMP("BatchHidden"), ONE("Hidden")),
+      ATTRS(ENUM("activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
+            BOOL("is_reverse", false), BOOL("origin_mode", false)))
 PD_ACT_(hard_sigmoid, PD_K_HARD_SIGMOID, FLOAT("slope", 0.2), FLOAT("offset", 0.5))
 PD_ACT_(hard_swish, PD_K_HARD_SWISH, FLOAT("threshold", 6.0), FLOAT("scale", 6.0),
         FLOAT("offset", 3.0))
@@ -267,6 +277,13 @@ PD_OP(logical_not, GPU, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_LOGICAL_(logical_or, PD_K_OR)
 PD_LOOKUP_TABLE_(lookup_table)
 PD_LOOKUP_TABLE_(lookup_table_v2)
+PD_OP(lstm, DIFF | FP_IN | SEQ_IN, lstm,
+      IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight"), ONE("Bias")),
+      OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate"), TEMP("BatchCellPreAct")),
+      ATTRS(BOOL("use_peepholes", true), BOOL("is_reverse", false),
+            ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
+            ENUM("cell_activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity")))
 PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
