@@ -1,9 +1,10 @@
 /* optest_rnn_fused.c -- the op-test table's rows of vm/ops/rnn_fused.c (optest.h): fused_lstm and
  * fused_gru, pdlang's gated recurrences over a batch of sequences of different lengths (one of
  * them empty), forwards and reversed, with initial states per sequence, shared by all, or
- * absent; and Fluid's lstm (peepholes or not, other activations) and gru (origin_mode or not). The reference runs each sequence on its own from the equations of vm/oplist.h: Input
- * holds each row's input projection (the gates' columns side by side), the recurrent product is
- * h Weight (a row times [H, G H]). */
+ * absent; and Fluid's lstm (peepholes or not, other activations) and gru (origin_mode or not).
+ * The references run each sequence on its own from the equations of vm/oplist.h and
+ * vm/ops/rnn_fused.c: Input holds each row's input projection (the gates' columns side by
+ * side), the recurrent product is h Weight (a row times [H, G H]). */
 #include "config.h"
 
 #include <math.h>
