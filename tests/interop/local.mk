@@ -6,9 +6,16 @@
 #     cast with a note) and its errors on damaged and foreign files (a PIR JSON, a truncated
 #     __model__, a missing parameter file, one of the wrong shape or dtype, an attribute value
 #     pdlang cannot honour: every problem listed);
+#   the model families (test_interop): tests/interop/zoo/NAME, the field's architectures as
+#     their packages export them (tools/paddle_zoo.py), parameters made from weights.txt into
+#     zoo-NAME/ of the build folder, outputs within 1e-4 of Paddle's;
 #   roundtrip.sh: models `save(path, target)` writes load in PaddlePaddle (paddle_run.py) with
 #     pdlang's outputs; needs PDLANG_PADDLE_PYTHON, a Python with paddlepaddle installed (skipped
 #     with the reason otherwise).
 check_PROGRAMS += tests/interop/test_interop
 TESTS += tests/interop/test_interop tests/interop/exec.sh tests/interop/roundtrip.sh
-EXTRA_DIST += tools/paddle_models.py tests/interop
+EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tests/interop
+clean-local: clean-interop-zoo
+clean-interop-zoo:
+	rm -rf zoo-*
+.PHONY: clean-interop-zoo

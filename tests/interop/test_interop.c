@@ -6,7 +6,9 @@
  * gives their lengths); the outputs must be named as the fetch targets PaddlePaddle listed
  * (fetch_names.txt) and agree with PaddlePaddle's out_NAME.npy within 1e-5 relative (1e-6
  * absolute near zero: float32 sums in another order). Also: a refused model's error record, and
- * doc/language.md's table of what loading drops.
+ * doc/language.md's table of what loading drops. The model families of tests/interop/zoo/
+ * (tools/paddle_zoo.py) run with parameters made from their weights.txt, against Paddle's
+ * outputs within 1e-4.
  *
  * `test_interop --compare A.npy B.npy` compares two files the same way (exit 0 when they
  * agree), for tests/interop/exec.sh. */
@@ -17,11 +19,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/base.h"
 #include "tests/tap.h"
 #include "vm/ops/compat.h"
+#include "vm/ir/params.h"
+#include "vm/ir/serialize.h"
 #include "vm/reader/reader.h"
+#include "vm/reader/reader_int.h"
+#include "vm/run/scope.h"
 
 #define REL 1e-5
 #define ABS 1e-6
@@ -43,7 +50,7 @@ static int read_npy(const char *path, pd_dataset **ds, int *dtype, int *nd, int6
 
 /* got (float32, shape gnd/gdims) against the file want; prints the first difference. */
 static bool agrees(const char *what, const float *got, int gnd, const int64_t *gdims,
-                   const char *want_path) {
+                   const char *want_path, double rel, double abs_) {
   pd_dataset *ds;
   int dt, nd;
   int64_t dims[PD_STATE_MAX_DIMS + 1];
@@ -55,7 +62,7 @@ static bool agrees(const char *what, const float *got, int gnd, const int64_t *g
   const float *want = pd_dataset_field_data(ds, 0);
   for (int64_t i = 0; same && i < n; i++) {
     double g = got[i], w = want[i];
-    if (!(fabs(g - w) <= REL * fabs(w) + ABS)) {
+    if (!(fabs(g - w) <= rel * fabs(w) + abs_)) {
       printf("# %s: element %lld is %.9g, PaddlePaddle's %.9g\n", what, (long long)i, g, w);
       same = false;
     }
@@ -69,17 +76,12 @@ static const char *srcdir(void) {
   return s && *s ? s : ".";
 }
 
-/* The model `name` loaded from `layout` (a path under tests/interop/NAME/) and run on its
- * inputs; its outputs named and valued as PaddlePaddle's. */
-static void check_model(const char *name, const char *layout) {
-  char dir[1024], path[1200], file[1400];
-  snprintf(dir, sizeof dir, "%s/tests/interop/%s", srcdir(), name);
-  snprintf(path, sizeof path, "%s/%s", dir, layout);
+/* The model at path run on the inputs of dir (in_FEED.npy); its outputs named and valued as
+ * PaddlePaddle's (dir's fetch_names.txt and out_NAME.npy) within rel and abs_. */
+static bool run_model(const char *dir, const char *path, double rel, double abs_) {
+  char file[1400];
   pd_state *st;
-  if (pd_state_new(&st)) {
-    ok(0, "%s (%s): pd_state_new", name, layout);
-    return;
-  }
+  if (pd_state_new(&st)) return false;
   bool good = pd_state_load_model(st, path) == PD_RESULT_OK;
   if (!good) printf("# %s\n", pd_state_error(st)->text);
   int nin = 0, nout = 0;
@@ -110,7 +112,7 @@ static void check_model(const char *name, const char *layout) {
                                        pd_dataset_field_data(lens, 0)) == 0;
         pd_dataset_free(lens);
       }
-      if (!good) printf("# %s: cannot feed %s as sequences\n", name, ins[i]);
+      if (!good) printf("# %s: cannot feed %s as sequences\n", dir, ins[i]);
       continue;
     }
     good = good &&
@@ -138,13 +140,99 @@ static void check_model(const char *name, const char *layout) {
     for (char *c = file + strlen(dir) + 5; *c; c++)  /* a '/' in the name is '_' there */
       if (*c == '/') *c = '_';
     good = pd_state_fetch(st, line, &t) == PD_RESULT_OK && t.dtype == PD_DTYPE_FLOAT32 &&
-           agrees(line, t.data, t.ndims, t.dims, file);
+           agrees(line, t.data, t.ndims, t.dims, file, rel, abs_);
     k++;
   }
   if (f) fclose(f);
-  ok(good && f && k == nout, "%s (%s): PaddlePaddle's outputs, by its fetch names", name, layout);
   for (int i = 0; i < 8; i++) pd_dataset_free(inputs[i]);
   pd_state_free(st);
+  return good && f && k == nout;
+}
+
+/* The model `name` loaded from `layout` (a path under tests/interop/NAME/). */
+static void check_model(const char *name, const char *layout) {
+  char dir[1024], path[1200];
+  snprintf(dir, sizeof dir, "%s/tests/interop/%s", srcdir(), name);
+  snprintf(path, sizeof path, "%s/%s", dir, layout);
+  ok(run_model(dir, path, REL, ABS), "%s (%s): PaddlePaddle's outputs, by its fetch names", name,
+     layout);
+}
+
+/* ---- The model families (tests/interop/zoo/NAME, tools/paddle_zoo.py): the program as
+ * Paddle exported it, its parameters made from weights.txt by the generator the tool's
+ * docstring defines: element i of P is OFFSET + SCALE (2u - 1), u the top 24 bits of
+ * splitmix64(fnv1a64(P) + i) over 2^24, in double rounded to float. */
+static float zoo_weight(uint64_t seed, int64_t i, double scale, double offset) {
+  uint64_t s = seed + (uint64_t)i;
+  double u = (double)(pd_reader_splitmix64(&s) >> 40) / (double)(1 << 24);
+  return (float)(offset + scale * (2.0 * u - 1.0));
+}
+
+/* Write dir/inference.pdmodel's parameters, made from dir/weights.txt, to params_path. */
+static bool zoo_params(const char *dir, const char *params_path) {
+  char path[1200], *text = NULL;
+  size_t len;
+  pd_program *p = NULL;
+  pd_scope *scope = pd_scope_new(NULL);
+  const char **names = NULL;
+  int n = 0, made = 0;
+  pd_error err = {0};
+  snprintf(path, sizeof path, "%s/inference.pdmodel", dir);
+  bool good = scope && !pd_program_load(path, &p, &err) && !pd_params_names(p, &names, &n);
+  snprintf(path, sizeof path, "%s/weights.txt", dir);
+  good = good && !pd_read_file(path, &text, &len, &err);
+  for (char *line = text, *next; good && line && *line; line = next) {
+    next = strchr(line, '\n');
+    if (next) *next++ = 0;
+    char name[256];
+    double scale, offset;
+    if (sscanf(line, "%255s %lf %lf", name, &scale, &offset) != 3) {
+      printf("# %s: bad line '%s'\n", path, line);
+      good = false;
+      break;
+    }
+    pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
+    pd_tensor *t = v && v->persistable ? pd_var_tensor(pd_scope_var(scope, name)) : NULL;
+    if (!t || v->ndims < 0 || pd_tensor_resize(t, PD_FP32, v->ndims, v->dims)) {
+      printf("# %s: '%s' is not a parameter of the model with a known shape\n", path, name);
+      good = false;
+      break;
+    }
+    float *d = pd_tensor_data(t);
+    uint64_t seed = pd_hash_bytes(name, strlen(name));
+    for (int64_t i = 0; i < pd_tensor_numel(t); i++) d[i] = zoo_weight(seed, i, scale, offset);
+    made++;
+  }
+  if (good && made != n) printf("# %s: %d lines for %d parameters\n", path, made, n), good = false;
+  good = good && !pd_params_save(params_path, scope, n, names, &err);
+  if (err.msg) printf("# %s\n", err.msg);
+  pd_error_clear(&err);
+  pd_free(names);
+  pd_free(text);
+  pd_program_free(p);
+  pd_scope_free(scope);
+  return good;
+}
+
+/* A family's model: its parameters made beside a copy of its program in the build folder, then
+ * run through the C library against Paddle's outputs (1e-4 relative: float32 sums over tens of
+ * layers in another order). */
+static void check_zoo(const char *name) {
+  char dir[1024], work[1024], path[1200], *bytes = NULL;
+  size_t len;
+  snprintf(dir, sizeof dir, "%s/tests/interop/zoo/%s", srcdir(), name);
+  snprintf(work, sizeof work, "zoo-%s", name);
+  mkdir(work, 0777);
+  snprintf(path, sizeof path, "%s/inference.pdmodel", dir);
+  bool good = !pd_read_file(path, &bytes, &len, NULL);
+  snprintf(path, sizeof path, "%s/inference.pdmodel", work);
+  good = good && !pd_write_file_atomic(path, bytes, len, NULL);
+  pd_free(bytes);
+  snprintf(path, sizeof path, "%s/inference.pdiparams", work);
+  good = good && zoo_params(dir, path);
+  snprintf(path, sizeof path, "%s/inference.pdmodel", work);
+  ok(good && run_model(dir, path, 1e-4, 1e-6), "%s: PaddlePaddle's outputs (tools/paddle_zoo.py)",
+     name);
 }
 
 /* doc/language.md's table lists every fact of vm/ops/compat.c ("| `OP` | `NAME`"). */
@@ -195,7 +283,7 @@ static int compare_files(const char *a, const char *b) {
   int dt, nd;
   int64_t dims[PD_STATE_MAX_DIMS + 1];
   if (read_npy(a, &ds, &dt, &nd, dims)) return 1;
-  bool same = dt == PD_DTYPE_FLOAT32 && agrees(a, pd_dataset_field_data(ds, 0), nd, dims, b);
+  bool same = dt == PD_DTYPE_FLOAT32 && agrees(a, pd_dataset_field_data(ds, 0), nd, dims, b, REL, ABS);
   pd_dataset_free(ds);
   return same ? 0 : 1;
 }
@@ -230,6 +318,9 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);
+  static const char *const zoo[] = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
+                                     "resnet50_vd", "pp_hgnet"};
+  for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) check_zoo(zoo[i]);
   check_doc();
   check_refused();
   return tap_done();
