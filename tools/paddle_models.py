@@ -7,7 +7,8 @@ Run with a Python that has paddlepaddle installed (outside the source tree), e.g
 
 Each model NAME gets a folder OUTDIR/NAME holding what PaddlePaddle's legacy (ProgramDesc) mode
 saves (FLAGS_enable_pir_api=0): model.pdmodel + model.pdiparams (save_inference_model), the
-inputs in_<feed name>.npy and PaddlePaddle's outputs out_<fetch name>.npy (one per fetch target,
+inputs in_<feed name>.npy (and lens_<feed name>.npy, the sequence lengths of an input with a
+LoD) and PaddlePaddle's outputs out_<fetch name>.npy (one per fetch target,
 in order, as the file fetch_names.txt lists them, a '/' in the name written '_'; mlp also has
 x_float64.npy and x_float16.npy). The model `refused` carries attributes pdlang refuses, to test
 its errors. Some models are also written in Fluid's older layouts: fluid_dir/ (__model__ and one
@@ -115,9 +116,25 @@ def save(name, outdir, feeds, fetches, inputs, fluid=False, exe=None):
     prefix = os.path.join(d, "model")
     paddle.static.save_inference_model(prefix, feeds, fetches, exe)
     prog, feed_names, fetch_targets = paddle.static.load_inference_model(prefix, exe)
-    outs = exe.run(prog, feed=dict(zip(feed_names, inputs)), fetch_list=fetch_targets)
+    # An input given as (values, lengths) is a batch of sequences (a LoDTensor of one level);
+    # its lengths go to lens_NAME.npy.
+    feed = {}
     for n, v in zip(feed_names, inputs):
+        if isinstance(v, tuple):
+            v, lens = v
+            np.save(os.path.join(d, "lens_%s.npy" % n), np.asarray(lens, "int64"))
+            feed[n] = paddle.base.create_lod_tensor(v, [list(lens)], paddle.CPUPlace())
+        else:
+            feed[n] = v
         np.save(os.path.join(d, "in_%s.npy" % n), v)
+    # PaddlePaddle 3.3 drops gru's intermediate outputs from the saved program and then crashes
+    # in its shape function: the gru models' outputs come from the program as built.
+    if any(op.type == "gru" for op in prog.global_block().ops):
+        outs = exe.run(paddle.static.default_main_program(), feed=feed, fetch_list=fetches,
+                       return_numpy=False)
+        outs = [np.array(o) for o in outs]
+    else:
+        outs = exe.run(prog, feed=feed, fetch_list=fetch_targets)
     with open(os.path.join(d, "fetch_names.txt"), "w") as f:
         for t, v in zip(fetch_targets, outs):
             np.save(os.path.join(d, "out_%s.npy" % t.name.replace("/", "_")), np.asarray(v))
@@ -263,6 +280,103 @@ def rnn(cell, layers, direction):
     return fn
 
 
+def seq_ids(vocab, lens):
+    """Word ids [rows] of sequences of the given lengths, and the lengths."""
+    return (np.random.randint(0, vocab, (sum(lens),)).astype("int64"), lens)
+
+
+def seq_embed(vocab, dim):
+    """A Fluid 1.x text model's input: ids with one LoD level, embedded ([rows, dim])."""
+    ids = paddle.static.data("ids", [-1], "int64", lod_level=1)
+    return ids, paddle.static.nn.embedding(ids, [vocab, dim])
+
+
+def uniform_param(shape, name, scale=0.5):
+    init = paddle.nn.initializer.Uniform(-scale, scale)
+    return paddle.static.create_parameter(shape, "float32", name=name,
+                                          attr=paddle.ParamAttr(name=name, initializer=init))
+
+
+def seq_pool(x, pooltype):
+    block = paddle.static.default_main_program().current_block()
+    out = block.create_var(name=paddle.utils.unique_name.generate("seqpool.out"),
+                           dtype="float32")
+    idx = block.create_var(name=paddle.utils.unique_name.generate("seqpool.idx"), dtype="int32")
+    block.append_op(type="sequence_pool", inputs={"X": [x]},
+                    outputs={"Out": [out], "MaxIndex": [idx]},
+                    attrs={"pooltype": pooltype, "is_test": True, "pad_value": 0.0})
+    return out
+
+
+def concat(xs):
+    return legacy_op("concat", {"X": xs}, attrs={"axis": 1})
+
+
+def seqconv_textcnn():
+    """Fluid 1.x's text CNN: sequence_conv over the embedded words (zero padding, and trainable
+    padding rows before and after), a bias and tanh, max pooling over each sentence, fc."""
+    ids, emb = seq_embed(30, 6)
+    pooled = []
+    for k, (length, start, trainable) in enumerate([(3, -1, False), (4, -2, True)]):
+        filt = uniform_param([length * 6, 5], "conv%d.w" % k)
+        ins = {"X": [emb], "Filter": [filt]}
+        if trainable:
+            pad = (max(0, -start) + max(0, start + length - 1))
+            ins["PaddingData"] = [uniform_param([pad, 6], "conv%d.pad" % k)]
+        c = legacy_op("sequence_conv", ins, attrs={
+            "contextLength": length, "contextStart": start, "contextStride": 1,
+            "paddingTrainable": trainable})
+        b = uniform_param([5], "conv%d.b" % k)
+        c = legacy_op("tanh", {"X": [legacy_op("elementwise_add", {"X": [c], "Y": [b]},
+                                               attrs={"axis": 1})]})
+        pooled.append(seq_pool(c, "MAX"))
+    y = paddle.static.nn.fc(concat(pooled), 3)
+    return [ids], [y], [seq_ids(30, [5, 1, 3, 2])]
+
+
+def fluid_rnn(type_, x, hidden, outs, attrs, peep=False):
+    """Fluid's lstm or gru op on x [rows, gates * hidden]; returns its Hidden."""
+    block = paddle.static.default_main_program().current_block()
+    gates = 4 if type_ == "lstm" else 3
+    k = paddle.utils.unique_name.generate(type_)
+    w = uniform_param([hidden, gates * hidden], k + ".w")
+    b = uniform_param([1, (7 if peep else gates) * hidden], k + ".b")
+    o = {n: [block.create_var(name=k + "." + n, dtype="float32")] for n in outs}
+    attrs = dict(attrs, is_test=True)
+    block.append_op(type=type_, inputs={"Input": [x], "Weight": [w], "Bias": [b]}, outputs=o,
+                    attrs=attrs)
+    return o["Hidden"][0]
+
+
+def fluid_lstm():
+    """dynamic_lstm as Fluid 1.x wrote it: fc to the 4 gates, lstm (peepholes; and reversed
+    without), the last step of each sentence."""
+    ids, emb = seq_embed(30, 6)
+    outs = ["Hidden", "Cell", "BatchGate", "BatchCellPreAct"]
+    fwd = fluid_rnn("lstm", paddle.static.nn.fc(emb, 16), 4, outs, {
+        "use_peepholes": True, "is_reverse": False, "gate_activation": "sigmoid",
+        "cell_activation": "tanh", "candidate_activation": "tanh"}, peep=True)
+    bwd = fluid_rnn("lstm", paddle.static.nn.fc(emb, 16), 4, outs, {
+        "use_peepholes": False, "is_reverse": True, "gate_activation": "sigmoid",
+        "cell_activation": "tanh", "candidate_activation": "tanh"})
+    y = concat([seq_pool(fwd, "LAST"), seq_pool(bwd, "FIRST")])
+    return [ids], [y], [seq_ids(30, [4, 1, 6, 3])]
+
+
+def fluid_gru():
+    """dynamic_gru: fc to the 3 gates, gru (and reversed in origin_mode), max over the rows."""
+    ids, emb = seq_embed(30, 6)
+    outs = ["Hidden", "BatchGate", "BatchResetHiddenPrev", "BatchHidden"]
+    fwd = fluid_rnn("gru", paddle.static.nn.fc(emb, 12), 4, outs, {
+        "activation": "tanh", "gate_activation": "sigmoid", "is_reverse": False,
+        "origin_mode": False})
+    bwd = fluid_rnn("gru", paddle.static.nn.fc(emb, 12), 4, outs, {
+        "activation": "tanh", "gate_activation": "sigmoid", "is_reverse": True,
+        "origin_mode": True})
+    y = concat([seq_pool(fwd, "MAX"), seq_pool(bwd, "AVERAGE")])
+    return [ids], [y], [seq_ids(30, [4, 1, 6, 3])]
+
+
 def transformer():
     x = paddle.static.data("x", [-1, 5, 8], "float32")
     layer = paddle.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
@@ -306,6 +420,8 @@ MODELS = [
     ("lstm1", rnn("LSTM", 1, "forward"), False), ("lstm2_bidi", rnn("LSTM", 2, "bidirect"), False),
     ("gru1", rnn("GRU", 1, "forward"), False), ("gru2_bidi", rnn("GRU", 2, "bidirect"), False),
     ("transformer", transformer, False),
+    ("seqconv_textcnn", seqconv_textcnn, False), ("fluid_lstm", fluid_lstm, False),
+    ("fluid_gru", fluid_gru, False),
 ]
 
 

@@ -321,6 +321,16 @@ PD_OPK(group_norm, DIFF | FP_IN | GPU | GPU_GRAD, group_norm,
        IN(ONE("X"), OPT("Scale"), OPT("Bias")), OUT(ONE("Y"), TEMP("Mean"), TEMP("Variance")),
        ATTRS(FLOAT("epsilon", 1e-5), INT("groups", -1), ENUM("data_layout", "NCHW", "NHWC")),
        KERNEL(group_norm, 0))
+/* gru, lstm: Fluid's recurrences over a batch of sequences (the dynamic_gru and dynamic_lstm
+ * layers; vm/ops/rnn_fused.c says the equations): Input [T, 3 H] (u, r, c) or [T, 4 H] (c~, i,
+ * f, o) holds the input projections; GRU Weight's memory W_ur [H, 2 H] then W_c [H, H], LSTM
+ * Weight [H, 4 H] and Bias [1, 4 H] (use_peepholes: [1, 7 H], then W_ic, W_fc, W_oc); H0, C0
+ * [sequences, H]. The Batch* outputs keep values for the gradient. On the CPU. */
+PD_OP(gru, DIFF | FP_IN | SEQ_IN, gru, IN(ONE("Input"), OPT("H0"), ONE("Weight"), OPT("Bias")),
+      OUT(TEMP("BatchGate"), TEMP("BatchResetHiddenPrev"), TEMP("BatchHidden"), ONE("Hidden")),
+      ATTRS(ENUM("activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
+            BOOL("is_reverse", false), BOOL("origin_mode", false)))
 PD_ACT_(hard_sigmoid, PD_K_HARD_SIGMOID, FLOAT("slope", 0.2), FLOAT("offset", 0.5))
 PD_ACT_(hard_swish, PD_K_HARD_SWISH, FLOAT("threshold", 6.0), FLOAT("scale", 6.0),
         FLOAT("offset", 3.0))
@@ -353,6 +363,13 @@ PD_OP(logical_not, GPU, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_LOGICAL_(logical_or, PD_K_OR)
 PD_LOOKUP_TABLE_(lookup_table)
 PD_LOOKUP_TABLE_(lookup_table_v2)
+PD_OP(lstm, DIFF | FP_IN | SEQ_IN, lstm,
+      IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight"), ONE("Bias")),
+      OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate"), TEMP("BatchCellPreAct")),
+      ATTRS(BOOL("use_peepholes", true), BOOL("is_reverse", false),
+            ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
+            ENUM("cell_activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity")))
 PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
@@ -456,6 +473,13 @@ PD_OP(scale, DIFF | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X"), OPT("ScaleTensor
       ATTRS(FLOAT("scale", 1.0), FLOAT("bias", 0.0), BOOL("bias_after_scale", true)))
 PD_OP(select_input, DIFF | GPU | GPU_GRAD, select_input, IN(LIST("X"), ONE("Mask", HOST)),
       OUT(ONE("Out")), NONE)
+/* sequence_conv: Fluid's context projection and product: Out row t of a sequence is the rows
+ * t + contextStart .. t + contextStart + contextLength - 1 of its sequence side by side (zeros
+ * outside it, or PaddingData's rows with paddingTrainable) times Filter [contextLength D, M]. */
+PD_OP(sequence_conv, DIFF | FP_IN | SEQ_IN, sequence_conv,
+      IN(ONE("X"), OPT("PaddingData"), ONE("Filter")), OUT(ONE("Out")),
+      ATTRS(BOOL("paddingTrainable", false), REQ(INT, "contextLength"), INT("contextStart", 0),
+            INT("contextStride", 1)))
 PD_OP(sequence_pool, DIFF | SEQ_IN, sequence_pool, IN(ONE("X")),
       OUT(ONE("Out"), TEMP("MaxIndex")),
       ATTRS(BOOL("is_test", false),

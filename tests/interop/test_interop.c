@@ -2,12 +2,13 @@
  * tools/paddle_models.py with PaddlePaddle 3.3 in legacy ProgramDesc mode) run through the C
  * library (pd_state_load_model) in each layout they were saved in: NAME.pdmodel + .pdiparams,
  * Fluid's folder of one file per parameter, __model__ + __params__, and a folder's __model__
- * named directly. The inputs are the in_FEED.npy files; the outputs must be named as the fetch
- * targets PaddlePaddle listed (fetch_names.txt) and agree with PaddlePaddle's out_NAME.npy
- * within 1e-5 relative (1e-6 absolute near zero: float32 sums in another order). Also: a
- * refused model's error record (tests/vm/ops/test_compat checks doc/language.md's table of what
- * loading drops). The model families of tests/interop/zoo/ (tools/paddle_zoo.py) run with
- * parameters made from their weights.txt, against Paddle's outputs within 1e-4.
+ * named directly. The inputs are the in_FEED.npy files (batches of sequences where lens_FEED.npy
+ * gives their lengths); the outputs must be named as the fetch targets PaddlePaddle listed
+ * (fetch_names.txt) and agree with PaddlePaddle's out_NAME.npy within 1e-5 relative (1e-6
+ * absolute near zero: float32 sums in another order). Also: a refused model's error record
+ * (tests/vm/ops/test_compat checks doc/language.md's table of what loading drops). The model
+ * families of tests/interop/zoo/ (tools/paddle_zoo.py) run with parameters made from their
+ * weights.txt, against Paddle's outputs within 1e-4.
  *
  * `test_interop --compare A.npy B.npy` compares two files the same way (exit 0 when they
  * agree), for tests/interop/exec.sh. */
@@ -117,6 +118,25 @@ static bool run_model(const char *dir, const char *path, double rel, double abs_
     good = read_npy(file, &inputs[i], &dt, &nd, dims) == 0 &&
            pd_state_describe(st, ins[i], &want) == PD_RESULT_OK;
     if (good && want.ndims == 1 && nd == 2 && dims[1] == 1) nd = 1;  /* a 1-D file: [N] */
+    /* A batch of sequences has its lengths beside it (int64). */
+    snprintf(file, sizeof file, "%s/lens_%s.npy", dir, ins[i]);
+    FILE *lf = good ? fopen(file, "rb") : NULL;
+    if (lf) {
+      fclose(lf);
+      pd_dataset *lens;
+      int ldt, lnd;
+      int64_t ldims[PD_STATE_MAX_DIMS + 1];
+      good = read_npy(file, &lens, &ldt, &lnd, ldims) == 0;
+      if (good) {
+        good = ldt == PD_DTYPE_INT64 &&
+               pd_state_feed_sequences(st, ins[i], dt, nd, dims,
+                                       pd_dataset_field_data(inputs[i], 0), ldims[0],
+                                       pd_dataset_field_data(lens, 0)) == 0;
+        pd_dataset_free(lens);
+      }
+      if (!good) printf("# %s: cannot feed %s as sequences\n", dir, ins[i]);
+      continue;
+    }
     good = good &&
            pd_state_feed(st, ins[i], dt, nd, dims, pd_dataset_field_data(inputs[i], 0)) == 0;
   }
@@ -297,6 +317,9 @@ int main(int argc, char **argv) {
       {"lstm2_bidi", "model.pdmodel"},
       {"gru1", "model.pdmodel"},
       {"gru2_bidi", "model.pdmodel"},
+      {"seqconv_textcnn", "model.pdmodel"},
+      {"fluid_lstm", "model.pdmodel"},
+      {"fluid_gru", "model.pdmodel"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);

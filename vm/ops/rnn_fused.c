@@ -6,7 +6,9 @@
  * (kernels.h: lstm_seq, gru_seq and their gradients; the CPU's rnn_seq.c, the CUDA backend's
  * kernels/rnn_steps.c), given the plan and the batch-major tensors; the op makes the plan, the
  * initial states in the plan's order and the state gradients back (copy_rows, reduce: backend
- * calls, at the op's place), so the ops run on the GPU too. */
+ * calls, at the op's place), so the ops run on the GPU too. Also Fluid's own lstm and gru (the
+ * dynamic_lstm and dynamic_gru layers), whose gate order, peepholes, GRU reset form and
+ * activations differ: the same plan, their steps on the host (the end of the file). */
 #include "config.h"
 
 #include <math.h>
@@ -18,9 +20,10 @@
 
 /* ================================================================ shape functions */
 
-/* Input [T, G H] (one LoD level), Weight [H, G H], H0 (and C0) [H] or [sequences, H], Bias
- * [G H]: H from Weight; Hidden (and Cell) [T, H] with Input's LoD, BatchGate [T, gate_cols]. */
-static pd_status infer_gated(pd_infer_ctx *c, int gates, int gate_cols, bool lstm) {
+/* Input [T, G H] (one LoD level), Weight [H, G H], H0 (and C0) [H] or [sequences, H], Bias:
+ * H from Weight; Hidden (and Cell) [T, H] with Input's LoD, BatchGate [T, gate_cols]; fluid:
+ * Fluid's lstm and gru. */
+static pd_status infer_gated(pd_infer_ctx *c, int gates, int gate_cols, bool lstm, bool fluid) {
   const pd_var_desc *x, *w, *s = NULL;
   pd_infer_dims d, wd, sd;
   char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF];
@@ -50,17 +53,28 @@ static pd_status infer_gated(pd_infer_ctx *c, int gates, int gate_cols, bool lst
                            "Input's dtype (Weight is %s); it is %s", states[i],
                            pd_infer_dims_str(&wd, s2), pd_infer_dims_str(&sd, s1));
   }
-  if (!lstm) {
+  /* Bias: fused_gru's [3 H]; Fluid's gru [1, 3 H] (optional), lstm [1, 4 H] or [1, 7 H]. */
+  int64_t bcols = gates == 4 ? (pd_infer_attr_bool(c, "use_peepholes") ? 7 : 4) : 3;
+  if ((!lstm || fluid) && pd_infer_nin(c, "Bias") > 0) {
     if ((st = pd_infer_in(c, "Bias", 0, &s, &sd))) return st;
+    int n = fluid ? 2 : 1;
     if (s->dtype != x->dtype ||
-        (sd.n >= 0 && (sd.n != 1 || (hid >= 0 && !pd_infer_dim_compatible(sd.d[0], 3 * hid)))))
-      return pd_infer_fail(c, PD_ESHAPE, "Bias must be [3 H] with Weight's H and Input's dtype "
-                           "(Weight is %s); it is %s", pd_infer_dims_str(&wd, s2),
+        (sd.n >= 0 && (sd.n != n || (n == 2 && !pd_infer_dim_compatible(sd.d[0], 1)) ||
+                       (hid >= 0 && !pd_infer_dim_compatible(sd.d[n - 1], bcols * hid)))))
+      return pd_infer_fail(c, PD_ESHAPE, "Bias must be [%s%lld H] with Weight's H and Input's "
+                           "dtype (Weight is %s); it is %s", fluid ? "1, " : "",
+                           (long long)bcols, pd_infer_dims_str(&wd, s2),
                            pd_infer_dims_str(&sd, s1));
   }
   pd_infer_dims o = {.n = 2, .d = {d.n == 2 ? d.d[0] : -1, hid}};
   if ((st = pd_infer_set_out(c, "Hidden", 0, &o, x->dtype, 1))) return st;
   if (lstm && (st = pd_infer_set_out(c, "Cell", 0, &o, x->dtype, 1))) return st;
+  /* Fluid's other [T, H] values: lstm's BatchCellPreAct, gru's BatchResetHiddenPrev and
+   * BatchHidden. */
+  const char *more[3] = {"BatchCellPreAct", "BatchResetHiddenPrev", "BatchHidden"};
+  for (int i = 0; i < 3 && fluid; i++)
+    if (pd_infer_nout(c, more[i]) > 0 && (st = pd_infer_set_out(c, more[i], 0, &o, x->dtype, 1)))
+      return st;
   o.d[1] = hid >= 0 ? gate_cols * hid : -1;
   if (pd_infer_nout(c, "BatchGate") > 0)
     return pd_infer_set_out(c, "BatchGate", 0, &o, x->dtype, 1);
@@ -68,10 +82,16 @@ static pd_status infer_gated(pd_infer_ctx *c, int gates, int gate_cols, bool lst
 }
 
 /* fused_lstm: BatchGate holds the activated gates i, f, g, o of every row. */
-pd_status pd_infer_fused_lstm(pd_infer_ctx *c) { return infer_gated(c, 4, 4, true); }
+pd_status pd_infer_fused_lstm(pd_infer_ctx *c) { return infer_gated(c, 4, 4, true, false); }
 
 /* fused_gru: BatchGate holds r, z, n and h W_hn + b_hn of every row. */
-pd_status pd_infer_fused_gru(pd_infer_ctx *c) { return infer_gated(c, 3, 4, false); }
+pd_status pd_infer_fused_gru(pd_infer_ctx *c) { return infer_gated(c, 3, 4, false, false); }
+
+/* lstm (Fluid's): BatchGate holds c~, i, f, o; BatchCellPreAct act_cell(c). */
+pd_status pd_infer_lstm(pd_infer_ctx *c) { return infer_gated(c, 4, 4, true, true); }
+
+/* gru (Fluid's): BatchGate holds u, r, c. */
+pd_status pd_infer_gru(pd_infer_ctx *c) { return infer_gated(c, 3, 3, false, true); }
 
 /* ================================================================ the plan */
 
@@ -147,13 +167,6 @@ static pd_status gplan_make(pd_exec_ctx *ctx, gplan *p, int gates, int gate_cols
                          pd_dtype_name(p->dt), pd_ctx_shape_str(s, a, sizeof a),
                          pd_dtype_name(s->dtype));
   }
-  if (!lstm) {
-    const pd_tensor *bias = pd_ctx_in(ctx, "Bias");
-    if (!bias || bias->dtype != p->dt || bias->ndims != 1 || bias->dims[0] != 3 * p->hid)
-      return pd_ctx_fail(ctx, PD_ESHAPE, "Bias must be [%lld] %s; it is %s",
-                         (long long)(3 * p->hid), pd_dtype_name(p->dt),
-                         bias ? pd_ctx_shape_str(bias, a, sizeof a) : "missing");
-  }
   if (grad) {
     const char *fwd[3] = {"Hidden", "BatchGate", lstm ? "Cell" : NULL};
     for (int i = 0; i < 3 && fwd[i]; i++) {
@@ -197,6 +210,17 @@ static pd_status gplan_make(pd_exec_ctx *ctx, gplan *p, int gates, int gate_cols
   if (!at) return ps;
   p->at_order = at;
   p->at_zero = at + p->nseq;
+  return PD_OK;
+}
+
+/* fused_gru's Bias: [3 H]. */
+static pd_status gru_bias(const pd_exec_ctx *ctx, const gplan *p) {
+  const pd_tensor *bias = pd_ctx_in(ctx, "Bias");
+  char a[96];
+  if (!bias || bias->dtype != p->dt || bias->ndims != 1 || bias->dims[0] != 3 * p->hid)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Bias must be [%lld] %s; it is %s",
+                       (long long)(3 * p->hid), pd_dtype_name(p->dt),
+                       bias ? pd_ctx_shape_str(bias, a, sizeof a) : "missing");
   return PD_OK;
 }
 
@@ -458,6 +482,7 @@ pd_status pd_kernel_fused_lstm_grad(pd_exec_ctx *ctx) {
 pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
   gplan p;
   pd_status st = gplan_make(ctx, &p, 3, 4, false, false);
+  if (!st) st = gru_bias(ctx, &p);
   const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
   const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *bias = pd_ctx_in(ctx, "Bias");
   pd_tensor *outs[2] = {pd_ctx_out(ctx, "Hidden"), pd_ctx_out(ctx, "BatchGate")};
@@ -477,6 +502,7 @@ pd_status pd_kernel_fused_gru(pd_exec_ctx *ctx) {
 pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
   gplan p;
   pd_status st = gplan_make(ctx, &p, 3, 4, false, true);
+  if (!st) st = gru_bias(ctx, &p);
   const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight");
   const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *bias = pd_ctx_in(ctx, "Bias");
   const pd_tensor *hid = pd_ctx_in(ctx, "Hidden"), *gate = pd_ctx_in(ctx, "BatchGate");
@@ -493,6 +519,411 @@ pd_status pd_kernel_fused_gru_grad(pd_exec_ctx *ctx) {
     const pd_tensor *seq_in[6] = {w, h0, bias, hid, gate, dhid};
     st = gru_whole_grad(ctx, &p, seq_in, outs);
   }
+  gplan_free(&p);
+  return st;
+}
+
+/* ================================================================ Fluid's lstm and gru */
+
+/* Fluid's own recurrences (the dynamic_lstm and dynamic_gru layers of Fluid 1.x), on the host:
+ * their gate order, peepholes, GRU reset form and activations are not the fused ones', so
+ * they run on the same plan with the step's products through the backend's GEMM and the gate
+ * arithmetic here, in double. */
+
+typedef enum fact { FA_SIGMOID, FA_TANH, FA_RELU, FA_IDENTITY } fact;
+
+static fact fact_of(const pd_exec_ctx *ctx, const char *attr) {
+  const char *s = pd_ctx_attr_str(ctx, attr);
+  return !strcmp(s, "sigmoid") ? FA_SIGMOID : !strcmp(s, "tanh") ? FA_TANH
+         : !strcmp(s, "relu")  ? FA_RELU    : FA_IDENTITY;
+}
+
+static double fact_f(fact a, double v) {
+  switch (a) {
+    case FA_SIGMOID: return 1 / (1 + exp(-v));
+    case FA_TANH: return tanh(v);
+    case FA_RELU: return v > 0 ? v : 0;
+    default: return v;
+  }
+}
+
+/* The derivative at the input whose activation is y, from y. */
+static double fact_d(fact a, double y) {
+  switch (a) {
+    case FA_SIGMOID: return y * (1 - y);
+    case FA_TANH: return 1 - y * y;
+    case FA_RELU: return y > 0 ? 1 : 0;
+    default: return 1;
+  }
+}
+
+static double get(const void *b, pd_dtype dt, int64_t i) {
+  return dt == PD_FP32 ? (double)((const float *)b)[i] : ((const double *)b)[i];
+}
+
+static void put(void *b, pd_dtype dt, int64_t i, double v) {
+  if (dt == PD_FP32) ((float *)b)[i] = (float)v;
+  else ((double *)b)[i] = v;
+}
+
+/* C (ldc) = A op(B) + beta C through the backend, A [m, k] (lda), B [k, n] or [n, k]. */
+static pd_status mm(const pd_exec_ctx *ctx, pd_dtype dt, bool ta, bool tb, int64_t m, int64_t n,
+                    int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb,
+                    double beta, void *c, int64_t ldc) {
+  if (m == 0 || n == 0) return PD_OK;
+  return k_check(ctx, ctx->k->gemm(dt, ta, tb, m, n, k, 1.0, a, ld(lda), b, ld(ldb), beta, c,
+                                   ld(ldc)),
+                 dt);
+}
+
+/* The previous state of time-major row r of step k: the state output's row of step k - 1, or
+ * the initial row r (the sequences' order) at step 0. */
+static const char *prev_row(const gplan *p, int64_t k, int64_t r, const char *out,
+                            const char *init) {
+  size_t rb = (size_t)p->hid * p->es;
+  return k ? out + (size_t)p->row[p->koff[k - 1] + r] * rb : init + (size_t)r * rb;
+}
+
+/* Bias: [1, cols] (or [cols]) with Input's dtype; NULL and fine when absent and optional. */
+static pd_status fluid_bias(const pd_exec_ctx *ctx, const gplan *p, int64_t cols,
+                            const char *why, const pd_tensor **bias) {
+  char a[96];
+  const pd_tensor *b = *bias = pd_ctx_in(ctx, "Bias");
+  if (!b && !why) return PD_OK;
+  if (!b || b->dtype != p->dt || pd_tensor_numel(b) != cols || b->ndims > 2 ||
+      (b->ndims == 2 && b->dims[0] != 1))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Bias must be [1, %lld] %s%s; it is %s", (long long)cols,
+                       pd_dtype_name(p->dt), why ? why : "",
+                       b ? pd_ctx_shape_str(b, a, sizeof a) : "missing");
+  return PD_OK;
+}
+
+/* Outputs resized to [T, cols[i]] with Input's LoD (scratch where not bound). */
+static pd_status fluid_outs(const pd_exec_ctx *ctx, const gplan *p, int n, pd_tensor *const *o,
+                            const int64_t *cols, char **data, char **scratch) {
+  pd_status st = PD_OK;
+  for (int i = 0; i < n && !st; i++) st = seq_out(ctx, p, o[i], cols[i], &data[i], &scratch[i]);
+  return st;
+}
+
+/* Fluid's lstm: Input [T, 4H] holds x W_x of the gates c~, i, f, o; Bias [1, 4H] their biases
+ * (use_peepholes: [1, 7H], then W_ic, W_fc, W_oc). Per step, with g = x + b + h W:
+ *   c~ = act_cand(g_c), i = act_gate(g_i + W_ic c'), f = act_gate(g_f + W_fc c'),
+ *   c = f c' + i c~, o = act_gate(g_o + W_oc c), h = o act_cell(c)
+ * (c', h' the previous states). BatchGate keeps c~, i, f, o; BatchCellPreAct act_cell(c). */
+pd_status pd_kernel_lstm(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 4, 4, true, false);
+  bool peep = pd_ctx_attr_bool(ctx, "use_peepholes");
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight"), *bias = NULL;
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *c0 = pd_ctx_in(ctx, "C0");
+  pd_tensor *outs[4] = {pd_ctx_out(ctx, "Hidden"), pd_ctx_out(ctx, "Cell"),
+                        pd_ctx_out(ctx, "BatchGate"), pd_ctx_out(ctx, "BatchCellPreAct")};
+  if (!st) st = fluid_bias(ctx, &p, (peep ? 7 : 4) * p.hid,
+                           peep ? " (use_peepholes)" : " (no peepholes)", &bias);
+  const pd_tensor *ins[5] = {x, w, h0, c0, bias};
+  if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
+  if (!st) st = distinct(ctx, ins, 5, outs, 4);
+  int64_t H = p.hid, cols[4] = {H, H, 4 * H, H};
+  char *o[4] = {0}, *scratch[4] = {0}, *buf[3] = {0};
+  size_t rb = (size_t)H * p.es, sizes[3] = {rb * (size_t)p.nseq, rb * (size_t)p.nseq,
+                                             4 * rb * (size_t)p.nseq};
+  if (!st) st = fluid_outs(ctx, &p, 4, outs, cols, o, scratch);
+  if (!st) st = pd_ctx_scratch_n(ctx, 3, buf, sizes);
+  if (!st && !(st = init_rows(&p, h0, buf[0]))) st = init_rows(&p, c0, buf[1]);
+  fact ag = fact_of(ctx, "gate_activation"), ac = fact_of(ctx, "cell_activation");
+  fact an = fact_of(ctx, "candidate_activation");
+  pd_dtype dt = p.dt;
+  const char *xd = st ? NULL : pd_tensor_data(x), *b = st ? NULL : pd_tensor_data(bias);
+  char *hs = buf[0], *cs = buf[1], *g = buf[2];
+  for (int64_t k = 0; k < p.maxlen && !st; k++) {
+    int64_t n = running(&p, k);
+    for (int64_t r = 0; r < n; r++)
+      for (int64_t q = 0; q < 4 * H; q++)
+        put(g, dt, r * 4 * H + q, get(xd, dt, p.row[p.koff[k] + r] * 4 * H + q) + get(b, dt, q));
+    if ((st = mm(ctx, dt, false, false, n, 4 * H, H, hs, H, pd_tensor_data(w), 4 * H, 1.0, g,
+                 4 * H)))
+      break;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t row = p.row[p.koff[k] + r], gr = r * 4 * H;
+      for (int64_t j = 0; j < H; j++) {
+        double cp = get(cs, dt, r * H + j);
+        double cand = fact_f(an, get(g, dt, gr + j));
+        double ig = fact_f(ag, get(g, dt, gr + H + j) + (peep ? get(b, dt, 4 * H + j) * cp : 0));
+        double fg = fact_f(ag, get(g, dt, gr + 2 * H + j) +
+                                   (peep ? get(b, dt, 5 * H + j) * cp : 0));
+        double c = fg * cp + ig * cand;
+        double og = fact_f(ag, get(g, dt, gr + 3 * H + j) + (peep ? get(b, dt, 6 * H + j) * c : 0));
+        double a = fact_f(ac, c), gates[4] = {cand, ig, fg, og};
+        for (int q = 0; q < 4; q++) put(o[2], dt, row * 4 * H + q * H + j, gates[q]);
+        put(o[0], dt, row * H + j, og * a);
+        put(o[1], dt, row * H + j, c);
+        put(o[3], dt, row * H + j, a);
+        put(hs, dt, r * H + j, og * a);
+        put(cs, dt, r * H + j, c);
+      }
+    }
+  }
+  pd_ctx_scratch_free_n(ctx, 3, buf);
+  pd_ctx_scratch_free_n(ctx, 4, scratch);
+  gplan_free(&p);
+  return st;
+}
+
+/* lstm_grad, from the last step back: dh (Hidden's gradient plus what step k + 1 carried
+ * back) and dc (Cell's plus the carried one) give the pre-activations' gradients dG (Input's
+ * rows), the peepholes' and Bias's sums; h' gets dG W^T, c' dc f + the peepholes' terms;
+ * Weight's gradient is the sum of h'^T dG. */
+pd_status pd_kernel_lstm_grad(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 4, 4, true, true);
+  bool peep = pd_ctx_attr_bool(ctx, "use_peepholes");
+  const pd_tensor *w = pd_ctx_in(ctx, "Weight"), *bias = NULL;
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0"), *c0 = pd_ctx_in(ctx, "C0");
+  const pd_tensor *hid = pd_ctx_in(ctx, "Hidden"), *cell = pd_ctx_in(ctx, "Cell");
+  const pd_tensor *gate = pd_ctx_in(ctx, "BatchGate");
+  const pd_tensor *dhid = pd_ctx_in(ctx, "Hidden@GRAD"), *dcell = pd_ctx_in(ctx, "Cell@GRAD");
+  pd_tensor *outs[5] = {pd_ctx_out(ctx, "Input@GRAD"), pd_ctx_out(ctx, "Weight@GRAD"),
+                        pd_ctx_out(ctx, "Bias@GRAD"), h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL,
+                        c0 ? pd_ctx_out(ctx, "C0@GRAD") : NULL};
+  int64_t H = p.hid, nb = (peep ? 7 : 4) * H;
+  if (!st) st = fluid_bias(ctx, &p, nb, peep ? " (use_peepholes)" : " (no peepholes)", &bias);
+  const pd_tensor *ins[10] = {pd_ctx_in(ctx, "Input"), w, h0, c0, bias, hid, cell, gate, dhid,
+                              dcell};
+  if (!st) st = distinct(ctx, ins, 10, outs, 5);
+  const pd_tensor *dg_in[2] = {dhid, dcell};
+  for (int i = 0; i < 2 && !st; i++)
+    if (dg_in[i] && (dg_in[i]->dtype != p.dt || pd_tensor_numel(dg_in[i]) != p.total * H))
+      st = pd_ctx_fail(ctx, PD_ESHAPE, "%s must have [%lld, %lld] %s elements",
+                       i ? "Cell@GRAD" : "Hidden@GRAD", (long long)p.total, (long long)H,
+                       pd_dtype_name(p.dt));
+  pd_dtype dt = p.dt;
+  size_t rb = (size_t)H * p.es, N = (size_t)p.nseq;
+  char *dx = NULL, *dw = NULL, *db = NULL, *scratch[3] = {0}, *buf[6] = {0};
+  size_t sizes[6] = {rb * N, rb * N, rb * N, rb * N, 4 * rb * N, (size_t)nb * sizeof(double)};
+  if (!st) st = seq_out(ctx, &p, outs[0], 4 * H, &dx, &scratch[0]);
+  if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
+  if (!st) st = seq_like(ctx, outs[2], bias, &db, &scratch[2]);
+  if (!st) st = pd_ctx_scratch_n(ctx, 6, buf, sizes);
+  if (!st && !(st = init_rows(&p, h0, buf[0]))) st = init_rows(&p, c0, buf[1]);
+  if (!st) st = zero(&p, pd_tensor_numel(w), dw);
+  char *dhs = buf[2], *dcs = buf[3], *dgs = buf[4];
+  double *dbias = (double *)buf[5];
+  if (!st) {
+    memset(dhs, 0, rb * N);
+    memset(dcs, 0, rb * N);
+    memset(dbias, 0, (size_t)nb * sizeof(double));
+  }
+  fact ag = fact_of(ctx, "gate_activation"), ac = fact_of(ctx, "cell_activation");
+  fact an = fact_of(ctx, "candidate_activation");
+  const char *b = st ? NULL : pd_tensor_data(bias), *gd = st ? NULL : pd_tensor_data(gate);
+  const char *hd = st ? NULL : pd_tensor_data(hid), *cd = st ? NULL : pd_tensor_data(cell);
+  const char *dhd = dhid ? pd_tensor_data(dhid) : NULL, *dcd = dcell ? pd_tensor_data(dcell)
+                                                                      : NULL;
+  for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
+    int64_t n = running(&p, k);
+    for (int64_t r = 0; r < n; r++) {
+      int64_t row = p.row[p.koff[k] + r], gr = row * 4 * H;
+      const char *cprev = prev_row(&p, k, r, cd, buf[1]);
+      for (int64_t j = 0; j < H; j++) {
+        double cp = get(cprev, dt, j), c = get(cd, dt, row * H + j);
+        double cand = get(gd, dt, gr + j), ig = get(gd, dt, gr + H + j);
+        double fg = get(gd, dt, gr + 2 * H + j), og = get(gd, dt, gr + 3 * H + j);
+        double dh = get(dhs, dt, r * H + j) + (dhd ? get(dhd, dt, row * H + j) : 0);
+        double dc = get(dcs, dt, r * H + j) + (dcd ? get(dcd, dt, row * H + j) : 0);
+        double a = fact_f(ac, c);
+        double dop = dh * a * fact_d(ag, og);
+        dc += dh * og * fact_d(ac, a) + (peep ? dop * get(b, dt, 6 * H + j) : 0);
+        double dcand = dc * ig * fact_d(an, cand), dip = dc * cand * fact_d(ag, ig);
+        double dfp = dc * cp * fact_d(ag, fg), d[4] = {dcand, dip, dfp, dop};
+        double dcp = dc * fg;
+        if (peep) {
+          dcp += dip * get(b, dt, 4 * H + j) + dfp * get(b, dt, 5 * H + j);
+          dbias[4 * H + j] += dip * cp;
+          dbias[5 * H + j] += dfp * cp;
+          dbias[6 * H + j] += dop * c;
+        }
+        put(dcs, dt, r * H + j, dcp);
+        for (int q = 0; q < 4; q++) {
+          put(dgs, dt, r * 4 * H + q * H + j, d[q]);
+          put(dx, dt, gr + q * H + j, d[q]);
+          dbias[q * H + j] += d[q];
+        }
+      }
+    }
+    /* Weight's gradient: h'^T dG, h' gathered into dhs's rows (their carried values are read;
+     * dhs becomes dG W^T right after). */
+    for (int64_t r = 0; r < n; r++)
+      memcpy(dhs + (size_t)r * rb, prev_row(&p, k, r, hd, buf[0]), rb);
+    if ((st = mm(ctx, dt, true, false, H, 4 * H, n, dhs, H, dgs, 4 * H, 1.0, dw, 4 * H)) ||
+        (st = mm(ctx, dt, false, true, n, H, 4 * H, dgs, 4 * H, pd_tensor_data(w), 4 * H, 0.0,
+                 dhs, H)))
+      break;
+  }
+  for (int64_t q = 0; q < nb && !st; q++) put(db, dt, q, dbias[q]);
+  if (!st) st = state_grad(ctx, &p, h0, outs[3], dhs);
+  if (!st) st = state_grad(ctx, &p, c0, outs[4], dcs);
+  pd_ctx_scratch_free_n(ctx, 6, buf);
+  pd_ctx_scratch_free_n(ctx, 3, scratch);
+  gplan_free(&p);
+  return st;
+}
+
+/* Fluid's gru: Input [T, 3H] holds x W_x of the update gate u, the reset gate r and the
+ * candidate; Bias [1, 3H] (optional) their biases; Weight's memory holds W_ur [H, 2H] then
+ * W_c [H, H]. Per step, with g = x + b:
+ *   u, r = act_gate(g_ur + h' W_ur), c = act(g_c + (r h') W_c),
+ *   h = u c + (1 - u) h' (origin_mode: u h' + (1 - u) c).
+ * BatchGate keeps u, r, c; BatchResetHiddenPrev r h'; BatchHidden h. */
+pd_status pd_kernel_gru(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 3, 3, false, false);
+  const pd_tensor *x = pd_ctx_in(ctx, "Input"), *w = pd_ctx_in(ctx, "Weight"), *bias = NULL;
+  const pd_tensor *h0 = pd_ctx_in(ctx, "H0");
+  pd_tensor *outs[4] = {pd_ctx_out(ctx, "Hidden"), pd_ctx_out(ctx, "BatchGate"),
+                        pd_ctx_out(ctx, "BatchResetHiddenPrev"), pd_ctx_out(ctx, "BatchHidden")};
+  if (!st) st = fluid_bias(ctx, &p, 3 * p.hid, NULL, &bias);
+  const pd_tensor *ins[4] = {x, w, h0, bias};
+  if (!st && !outs[0]) st = pd_ctx_fail(ctx, PD_EINVAL, "Hidden must be given");
+  if (!st) st = distinct(ctx, ins, 4, outs, 4);
+  int64_t H = p.hid, cols[4] = {H, 3 * H, H, H};
+  char *o[4] = {0}, *scratch[4] = {0}, *buf[3] = {0};
+  size_t rb = (size_t)H * p.es, N = (size_t)p.nseq, sizes[3] = {rb * N, rb * N, 3 * rb * N};
+  if (!st) st = fluid_outs(ctx, &p, 4, outs, cols, o, scratch);
+  if (!st) st = pd_ctx_scratch_n(ctx, 3, buf, sizes);
+  if (!st) st = init_rows(&p, h0, buf[0]);
+  fact ag = fact_of(ctx, "gate_activation"), an = fact_of(ctx, "activation");
+  bool origin = pd_ctx_attr_bool(ctx, "origin_mode");
+  pd_dtype dt = p.dt;
+  const char *xd = st ? NULL : pd_tensor_data(x), *b = bias ? pd_tensor_data(bias) : NULL;
+  const char *wur = st ? NULL : pd_tensor_data(w), *wc = wur ? wur + 2 * rb * (size_t)H : NULL;
+  char *hs = buf[0], *rh = buf[1], *g = buf[2];
+  for (int64_t k = 0; k < p.maxlen && !st; k++) {
+    int64_t n = running(&p, k);
+    for (int64_t r = 0; r < n; r++)
+      for (int64_t q = 0; q < 3 * H; q++)
+        put(g, dt, r * 3 * H + q,
+            get(xd, dt, p.row[p.koff[k] + r] * 3 * H + q) + (b ? get(b, dt, q) : 0));
+    if ((st = mm(ctx, dt, false, false, n, 2 * H, H, hs, H, wur, 2 * H, 1.0, g, 3 * H))) break;
+    for (int64_t r = 0; r < n; r++)
+      for (int64_t j = 0; j < H; j++) {
+        double u = fact_f(ag, get(g, dt, r * 3 * H + j));
+        double rg = fact_f(ag, get(g, dt, r * 3 * H + H + j));
+        put(g, dt, r * 3 * H + j, u);
+        put(g, dt, r * 3 * H + H + j, rg);
+        put(rh, dt, r * H + j, rg * get(hs, dt, r * H + j));
+      }
+    if ((st = mm(ctx, dt, false, false, n, H, H, rh, H, wc, H, 1.0, g + 2 * rb, 3 * H))) break;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t row = p.row[p.koff[k] + r];
+      for (int64_t j = 0; j < H; j++) {
+        double u = get(g, dt, r * 3 * H + j), hp = get(hs, dt, r * H + j);
+        double c = fact_f(an, get(g, dt, r * 3 * H + 2 * H + j));
+        double h = origin ? u * hp + (1 - u) * c : u * c + (1 - u) * hp;
+        double gates[3] = {u, get(g, dt, r * 3 * H + H + j), c};
+        for (int q = 0; q < 3; q++) put(o[1], dt, row * 3 * H + q * H + j, gates[q]);
+        put(o[2], dt, row * H + j, get(rh, dt, r * H + j));
+        put(o[3], dt, row * H + j, h);
+        put(o[0], dt, row * H + j, h);
+        put(hs, dt, r * H + j, h);
+      }
+    }
+  }
+  pd_ctx_scratch_free_n(ctx, 3, buf);
+  pd_ctx_scratch_free_n(ctx, 4, scratch);
+  gplan_free(&p);
+  return st;
+}
+
+/* gru_grad, from the last step back: dh (Hidden's gradient plus what step k + 1 carried back)
+ * gives du, dc and h's direct part; dc's pre-activation gradient (Input's candidate columns)
+ * times W_c^T is (r h')'s, which gives r's and more of h''s; u's and r's pre-activation
+ * gradients (Input's first 2H columns) times W_ur^T the rest of h''s. Weight's gradient: the
+ * sums of h'^T [du, dr] and (r h')^T dc; Bias's the column sums of Input's. */
+pd_status pd_kernel_gru_grad(pd_exec_ctx *ctx) {
+  gplan p;
+  pd_status st = gplan_make(ctx, &p, 3, 3, false, true);
+  const pd_tensor *w = pd_ctx_in(ctx, "Weight"), *bias = NULL, *h0 = pd_ctx_in(ctx, "H0");
+  const pd_tensor *hid = pd_ctx_in(ctx, "Hidden"), *gate = pd_ctx_in(ctx, "BatchGate");
+  const pd_tensor *dhid = pd_ctx_in(ctx, "Hidden@GRAD");
+  pd_tensor *outs[4] = {pd_ctx_out(ctx, "Input@GRAD"), pd_ctx_out(ctx, "Weight@GRAD"), NULL,
+                        h0 ? pd_ctx_out(ctx, "H0@GRAD") : NULL};
+  if (!st) st = fluid_bias(ctx, &p, 3 * p.hid, NULL, &bias);
+  if (bias) outs[2] = pd_ctx_out(ctx, "Bias@GRAD");
+  const pd_tensor *ins[7] = {pd_ctx_in(ctx, "Input"), w, h0, bias, hid, gate, dhid};
+  if (!st) st = distinct(ctx, ins, 7, outs, 4);
+  int64_t H = p.hid;
+  if (!st && dhid && (dhid->dtype != p.dt || pd_tensor_numel(dhid) != p.total * H))
+    st = pd_ctx_fail(ctx, PD_ESHAPE, "Hidden@GRAD must have [%lld, %lld] %s elements",
+                     (long long)p.total, (long long)H, pd_dtype_name(p.dt));
+  pd_dtype dt = p.dt;
+  size_t rb = (size_t)H * p.es, N = (size_t)p.nseq;
+  char *dx = NULL, *dw = NULL, *db = NULL, *scratch[3] = {0}, *buf[6] = {0};
+  size_t sizes[6] = {rb * N, rb * N, rb * N, rb * N, 3 * rb * N, 3 * (size_t)H * sizeof(double)};
+  if (!st) st = seq_out(ctx, &p, outs[0], 3 * H, &dx, &scratch[0]);
+  if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
+  if (!st && bias) st = seq_like(ctx, outs[2], bias, &db, &scratch[2]);
+  if (!st) st = pd_ctx_scratch_n(ctx, 6, buf, sizes);
+  if (!st) st = init_rows(&p, h0, buf[0]);
+  if (!st) st = zero(&p, pd_tensor_numel(w), dw);
+  /* buf: h0's rows, dh (carried), h' of the step, r h' then its gradient, dG, Bias's sums */
+  char *dhs = buf[1], *hps = buf[2], *rhs = buf[3], *dgs = buf[4];
+  double *dbias = (double *)buf[5];
+  if (!st) {
+    memset(dhs, 0, rb * N);
+    memset(dbias, 0, 3 * (size_t)H * sizeof(double));
+  }
+  fact ag = fact_of(ctx, "gate_activation"), an = fact_of(ctx, "activation");
+  bool origin = pd_ctx_attr_bool(ctx, "origin_mode");
+  const char *gd = st ? NULL : pd_tensor_data(gate), *hd = st ? NULL : pd_tensor_data(hid);
+  const char *dhd = dhid ? pd_tensor_data(dhid) : NULL;
+  const char *wur = st ? NULL : pd_tensor_data(w), *wc = wur ? wur + 2 * rb * (size_t)H : NULL;
+  char *dwc = dw ? dw + 2 * rb * (size_t)H : NULL;
+  for (int64_t k = p.maxlen - 1; k >= 0 && !st; k--) {
+    int64_t n = running(&p, k);
+    /* dh into dhs: h's direct part stays there; dc's pre-activation into dG. */
+    for (int64_t r = 0; r < n; r++) {
+      int64_t row = p.row[p.koff[k] + r], gr = row * 3 * H;
+      const char *hprev = prev_row(&p, k, r, hd, buf[0]);
+      memcpy(hps + (size_t)r * rb, hprev, rb);
+      for (int64_t j = 0; j < H; j++) {
+        double hp = get(hprev, dt, j), u = get(gd, dt, gr + j), c = get(gd, dt, gr + 2 * H + j);
+        double dh = get(dhs, dt, r * H + j) + (dhd ? get(dhd, dt, row * H + j) : 0);
+        double du = origin ? dh * (hp - c) : dh * (c - hp);
+        double dc = (origin ? dh * (1 - u) : dh * u) * fact_d(an, c);
+        put(dhs, dt, r * H + j, origin ? dh * u : dh * (1 - u));
+        put(dgs, dt, r * 3 * H + j, du * fact_d(ag, u));
+        put(dgs, dt, r * 3 * H + 2 * H + j, dc);
+        put(rhs, dt, r * H + j, get(gd, dt, gr + H + j) * hp);
+      }
+    }
+    /* W_c's gradient (r h')^T dc, then r h''s gradient into rhs. */
+    if ((st = mm(ctx, dt, true, false, H, H, n, rhs, H, dgs + 2 * rb, 3 * H, 1.0, dwc, H)) ||
+        (st = mm(ctx, dt, false, true, n, H, H, dgs + 2 * rb, 3 * H, wc, H, 0.0, rhs, H)))
+      break;
+    for (int64_t r = 0; r < n; r++) {
+      int64_t gr = p.row[p.koff[k] + r] * 3 * H;
+      for (int64_t j = 0; j < H; j++) {
+        double drh = get(rhs, dt, r * H + j), rg = get(gd, dt, gr + H + j);
+        double hp = get(hps, dt, r * H + j);
+        put(dgs, dt, r * 3 * H + H + j, drh * hp * fact_d(ag, rg));
+        put(dhs, dt, r * H + j, get(dhs, dt, r * H + j) + drh * rg);
+      }
+      for (int64_t q = 0; q < 3 * H; q++) {
+        double v = get(dgs, dt, r * 3 * H + q);
+        put(dx, dt, gr + q, v);
+        dbias[q] += v;
+      }
+    }
+    /* W_ur's gradient h'^T [du, dr]; h' gets [du, dr] W_ur^T. */
+    if ((st = mm(ctx, dt, true, false, H, 2 * H, n, hps, H, dgs, 3 * H, 1.0, dw, 2 * H)) ||
+        (st = mm(ctx, dt, false, true, n, H, 2 * H, dgs, 3 * H, wur, 2 * H, 1.0, dhs, H)))
+      break;
+  }
+  for (int64_t q = 0; db && q < 3 * H && !st; q++) put(db, dt, q, dbias[q]);
+  if (!st) st = state_grad(ctx, &p, h0, outs[3], dhs);
+  pd_ctx_scratch_free_n(ctx, 6, buf);
+  pd_ctx_scratch_free_n(ctx, 3, scratch);
   gplan_free(&p);
   return st;
 }

@@ -1,6 +1,6 @@
-/* sequence.c -- the ops on the LoD of sequence batches: lod_reset, sequence_pool (average, sum,
- * sqrt, last, first, max) and sequence_softmax: their shape functions, kernels and gradient
- * kernels. */
+/* sequence.c -- the ops on the LoD of sequence batches: lod_reset, sequence_conv, sequence_pool
+ * (average, sum, sqrt, last, first, max) and sequence_softmax: their shape functions, kernels and
+ * gradient kernels. */
 #include "config.h"
 
 #include <errno.h>
@@ -28,6 +28,48 @@ pd_status pd_infer_sequence_pool(pd_infer_ctx *c) {
   int lod = x->lod_level > 0 ? x->lod_level - 1 : 0;
   if ((st = pd_infer_set_out(c, "Out", 0, &d, x->dtype, lod))) return st;
   return pd_infer_set_out(c, "MaxIndex", 0, &d, PD_INT32, lod);
+}
+
+/* sequence_conv: X [T, D] (a batch of sequences), Filter [contextLength D, M], PaddingData
+ * [up + down, D] with paddingTrainable (up = max(0, -contextStart), down = max(0, contextStart +
+ * contextLength - 1)): Out [T, M] with X's LoD. */
+pd_status pd_infer_sequence_conv(pd_infer_ctx *c) {
+  const pd_var_desc *x, *f, *p;
+  pd_infer_dims d, fd, pdd;
+  char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (!st) st = pd_infer_in(c, "Filter", 0, &f, &fd);
+  if (st) return st;
+  int64_t len = pd_infer_attr_int(c, "contextLength"), start = pd_infer_attr_int(c, "contextStart");
+  if (pd_infer_attr_int(c, "contextStride") != 1)
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "contextStride must be 1 (Fluid's only one), got %lld",
+                         (long long)pd_infer_attr_int(c, "contextStride"));
+  if (len < 1)
+    return pd_infer_fail(c, PD_EINVAL, "contextLength must be at least 1, got %lld",
+                         (long long)len);
+  if ((d.n >= 0 && d.n != 2) || (fd.n >= 0 && fd.n != 2) || f->dtype != x->dtype)
+    return pd_infer_fail(c, PD_ESHAPE, "X [T, D] and Filter [contextLength D, M] must be 2-D of "
+                         "one dtype; X is %s, Filter %s", pd_infer_dims_str(&d, s1),
+                         pd_infer_dims_str(&fd, s2));
+  if (d.n == 2 && fd.n == 2 && d.d[1] >= 0 && !pd_infer_dim_compatible(fd.d[0], len * d.d[1]))
+    return pd_infer_fail(c, PD_ESHAPE, "Filter %s must have contextLength (%lld) x D rows, X is "
+                         "%s", pd_infer_dims_str(&fd, s2), (long long)len,
+                         pd_infer_dims_str(&d, s1));
+  if (pd_infer_attr_bool(c, "paddingTrainable")) {
+    int64_t pad = (start < 0 ? -start : 0) + (start + len - 1 > 0 ? start + len - 1 : 0);
+    if (pd_infer_nin(c, "PaddingData") == 0)
+      return pd_infer_fail(c, PD_EINVAL, "paddingTrainable needs PaddingData [%lld, D]",
+                           (long long)pad);
+    if ((st = pd_infer_in(c, "PaddingData", 0, &p, &pdd))) return st;
+    if (p->dtype != x->dtype || (pdd.n >= 0 && pdd.n != 2) ||
+        (pdd.n == 2 && (!pd_infer_dim_compatible(pdd.d[0], pad) ||
+                        (d.n == 2 && !pd_infer_dim_compatible(pdd.d[1], d.d[1])))))
+      return pd_infer_fail(c, PD_ESHAPE, "PaddingData must be [%lld, D] with X's dtype (X is %s); "
+                           "it is %s", (long long)pad, pd_infer_dims_str(&d, s1),
+                           pd_infer_dims_str(&pdd, s2));
+  }
+  pd_infer_dims o = {.n = 2, .d = {d.n == 2 ? d.d[0] : -1, fd.n == 2 ? fd.d[1] : -1}};
+  return pd_infer_set_out(c, "Out", 0, &o, x->dtype, x->lod_level);
 }
 
 /* lod_reset: X's data with new sequence boundaries: those of Y (its LoD, or its data when it has
@@ -215,6 +257,179 @@ pd_status pd_kernel_lod_reset_grad(pd_exec_ctx *ctx) {
     return nomem(ctx);
   }
   return PD_OK;
+}
+
+/* ================================================================ sequence_conv */
+
+/* sequence_conv's operands, checked: X [T, D] with its innermost LoD, Filter [L D, M], the
+ * padding rows (NULL without paddingTrainable: zeros), the context's start and length. */
+typedef struct seqconv {
+  const pd_tensor *x, *filter, *pad;
+  const pd_lod_level *lv;
+  int64_t len, start, up, down, t, d, m;
+} seqconv;
+
+static pd_status seqconv_in(const pd_exec_ctx *ctx, seqconv *c) {
+  char a[DIMS_BUF], b[DIMS_BUF];
+  pd_status st;
+  memset(c, 0, sizeof *c);
+  if ((st = in_at(ctx, "X", 0, true, &c->x)) || (st = want_float(ctx, "X", c->x)) ||
+      (st = last_level(ctx, "X", c->x, &c->lv)) || (st = in_at(ctx, "Filter", 0, true, &c->filter)))
+    return st;
+  c->len = pd_ctx_attr_int(ctx, "contextLength");
+  c->start = pd_ctx_attr_int(ctx, "contextStart");
+  c->up = c->start < 0 ? -c->start : 0;
+  c->down = c->start + c->len - 1 > 0 ? c->start + c->len - 1 : 0;
+  if (pd_ctx_attr_int(ctx, "contextStride") != 1 || c->len < 1)
+    return pd_ctx_fail(ctx, PD_EINVAL, "contextLength must be at least 1 (it is %lld) and "
+                       "contextStride 1 (it is %lld)", (long long)c->len,
+                       (long long)pd_ctx_attr_int(ctx, "contextStride"));
+  const pd_tensor *x = c->x, *f = c->filter;
+  if (x->ndims != 2 || f->ndims != 2 || f->dtype != x->dtype || f->dims[0] != c->len * x->dims[1])
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must be [T, D] and Filter [contextLength (%lld) x D, M] "
+                       "%s; X is %s, Filter %s %s", (long long)c->len, pd_dtype_name(x->dtype),
+                       shape_str(x, a), shape_str(f, b), pd_dtype_name(f->dtype));
+  c->t = x->dims[0];
+  c->d = x->dims[1];
+  c->m = f->dims[1];
+  if (!pd_ctx_attr_bool(ctx, "paddingTrainable")) return PD_OK;
+  if ((st = in_at(ctx, "PaddingData", 0, true, &c->pad))) return st;
+  if (c->pad->dtype != x->dtype || c->pad->ndims != 2 || c->pad->dims[0] != c->up + c->down ||
+      c->pad->dims[1] != c->d)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "PaddingData must be [%lld, %lld] %s; it is %s %s",
+                       (long long)(c->up + c->down), (long long)c->d, pd_dtype_name(x->dtype),
+                       shape_str(c->pad, a), pd_dtype_name(c->pad->dtype));
+  return PD_OK;
+}
+
+/* Where slot j of row k of a sequence of n rows starting at row b reads: X's row (>= 0), a
+ * padding row (-2 - its index), or nothing (-1): the row at k + start + j, before the sequence
+ * PaddingData's row up + (k + start + j), after it row up + (k + start + j - n). */
+static int64_t seqconv_src(const seqconv *c, int64_t b, int64_t n, int64_t k, int64_t j) {
+  int64_t at = k + c->start + j;
+  if (at >= 0 && at < n) return b + at;
+  if (!c->pad) return -1;
+  return -2 - (at < 0 ? c->up + at : c->up + at - n);
+}
+
+/* The context rows of every row: col [T, L D] (the projection Filter multiplies). */
+static void seqconv_cols(const seqconv *c, void *col) {
+  FLOAT_SWITCH(c->x->dtype, {
+    const T *xd = (const T *)pd_tensor_data(c->x);
+    const T *pd = c->pad ? (const T *)pd_tensor_data(c->pad) : NULL;
+    T *cd = (T *)col;
+    for (int64_t s = 0; s + 1 < c->lv->n; s++) {
+      int64_t b = c->lv->offsets[s], n = c->lv->offsets[s + 1] - b;
+      for (int64_t k = 0; k < n; k++)
+        for (int64_t j = 0; j < c->len; j++) {
+          int64_t src = seqconv_src(c, b, n, k, j);
+          T *o = cd + ((b + k) * c->len + j) * c->d;
+          if (src == -1) memset(o, 0, sizeof(T) * (size_t)c->d);
+          else memcpy(o, src >= 0 ? xd + src * c->d : pd + (-2 - src) * c->d,
+                      sizeof(T) * (size_t)c->d);
+        }
+    }
+  });
+}
+
+/* sequence_conv: Out = col Filter, col the context rows of every row (seqconv_src). */
+pd_status pd_kernel_sequence_conv(pd_exec_ctx *ctx) {
+  seqconv c;
+  pd_tensor *out;
+  pd_status st;
+  if ((st = seqconv_in(ctx, &c)) || (st = out_at(ctx, "Out", 0, true, &out))) return st;
+  hold h;
+  hold_init(&h);
+  void *col = NULL;
+  int64_t dims[2] = {c.t, c.m};
+  size_t es = pd_dtype_size(c.x->dtype);
+  if ((st = unalias(ctx, &h, out, &c.x)) || (st = unalias(ctx, &h, out, &c.filter)) ||
+      (st = unalias(ctx, &h, out, &c.pad)))
+    goto out;
+  c.lv = &c.x->lod[c.x->nlod - 1];
+  if (!(col = pd_ctx_scratch(ctx, (size_t)(c.t * c.len * c.d) * es + 1, &st))) goto out;
+  seqconv_cols(&c, col);
+  if ((st = resize(ctx, out, c.x->dtype, 2, dims, c.x))) goto out;
+  st = k_check(ctx, ctx->k->gemm(c.x->dtype, false, false, c.t, c.m, c.len * c.d, 1.0, col,
+                                 ld(c.len * c.d), pd_tensor_data(c.filter), ld(c.m), 0.0,
+                                 pd_tensor_data(out), ld(c.m)),
+               c.x->dtype);
+out:
+  if (col) pd_ctx_scratch_free(ctx, col);
+  hold_free(&h);
+  return st;
+}
+
+/* sequence_conv_grad: dcol = dOut Filter^T goes back to the rows each slot read (X's rows and,
+ * with paddingTrainable, PaddingData's; zeros elsewhere), Filter's gradient is col^T dOut. */
+pd_status pd_kernel_sequence_conv_grad(pd_exec_ctx *ctx) {
+  seqconv c;
+  const pd_tensor *dy;
+  pd_tensor *dx, *df, *dp;
+  pd_status st;
+  if ((st = seqconv_in(ctx, &c)) || (st = in_at(ctx, "Out@GRAD", 0, true, &dy)) ||
+      (st = out_at(ctx, "X@GRAD", 0, false, &dx)) ||
+      (st = out_at(ctx, "Filter@GRAD", 0, false, &df)) ||
+      (st = out_at(ctx, "PaddingData@GRAD", 0, false, &dp)))
+    return st;
+  int64_t dims[2] = {c.t, c.m}, kd = c.len * c.d;
+  const pd_tensor *pad_in = in_if_set(ctx, "PaddingData", 0);
+  if (!pad_in) dp = NULL;
+  if ((st = want_grad_shape(ctx, "Out@GRAD", dy, 2, dims, c.x->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  void *col = NULL, *dcol = NULL;
+  size_t es = pd_dtype_size(c.x->dtype);
+  pd_tensor *outs[3] = {dx, df, dp};
+  for (int i = 0; i < 3 && !st; i++)
+    if (outs[i] && !(st = unalias(ctx, &h, outs[i], &c.x)) &&
+        !(st = unalias(ctx, &h, outs[i], &c.filter)) && !(st = unalias(ctx, &h, outs[i], &c.pad)))
+      st = unalias(ctx, &h, outs[i], &dy);
+  if (st) goto out;
+  c.lv = &c.x->lod[c.x->nlod - 1];
+  if (!(col = pd_ctx_scratch(ctx, (size_t)(c.t * kd) * es + 1, &st)) ||
+      !(dcol = pd_ctx_scratch(ctx, (size_t)(c.t * kd) * es + 1, &st)))
+    goto out;
+  if (df) {
+    seqconv_cols(&c, col);
+    if ((st = resize_like(ctx, df, c.filter, NULL)) ||
+        (st = k_check(ctx, ctx->k->gemm(c.x->dtype, true, false, kd, c.m, c.t, 1.0, col, ld(kd),
+                                        pd_tensor_data(dy), ld(c.m), 0.0, pd_tensor_data(df),
+                                        ld(c.m)),
+                      c.x->dtype)))
+      goto out;
+  }
+  if (!dx && !dp) goto out;
+  if ((st = k_check(ctx, ctx->k->gemm(c.x->dtype, false, true, c.t, kd, c.m, 1.0,
+                                      pd_tensor_data(dy), ld(c.m), pd_tensor_data(c.filter),
+                                      ld(c.m), 0.0, dcol, ld(kd)),
+                    c.x->dtype)) ||
+      (dx && (st = resize_like(ctx, dx, c.x, c.x))) ||
+      (dp && (st = resize_like(ctx, dp, pad_in, NULL))))
+    goto out;
+  if (dx && pd_tensor_nbytes(dx)) memset(pd_tensor_data(dx), 0, pd_tensor_nbytes(dx));
+  if (dp && pd_tensor_nbytes(dp)) memset(pd_tensor_data(dp), 0, pd_tensor_nbytes(dp));
+  FLOAT_SWITCH(c.x->dtype, {
+    T *gx = dx ? (T *)pd_tensor_data(dx) : NULL, *gp = dp ? (T *)pd_tensor_data(dp) : NULL;
+    const T *gc = (const T *)dcol;
+    for (int64_t s = 0; s + 1 < c.lv->n; s++) {
+      int64_t b = c.lv->offsets[s], n = c.lv->offsets[s + 1] - b;
+      for (int64_t k = 0; k < n; k++)
+        for (int64_t j = 0; j < c.len; j++) {
+          int64_t src = seqconv_src(&c, b, n, k, j);
+          T *g = src >= 0 ? gx : src < -1 ? gp : NULL;
+          if (!g) continue;
+          g += (src >= 0 ? src : -2 - src) * c.d;
+          const T *from = gc + ((b + k) * c.len + j) * c.d;
+          for (int64_t e = 0; e < c.d; e++) g[e] += from[e];
+        }
+    }
+  });
+out:
+  if (col) pd_ctx_scratch_free(ctx, col);
+  if (dcol) pd_ctx_scratch_free(ctx, dcol);
+  hold_free(&h);
+  return st;
 }
 
 typedef enum seqpool { SP_AVERAGE, SP_SUM, SP_SQRT, SP_LAST, SP_FIRST, SP_MAX } seqpool;

@@ -1,9 +1,10 @@
 /* optest_rnn_fused.c -- the op-test table's rows of vm/ops/rnn_fused.c (optest.h): fused_lstm and
  * fused_gru, pdlang's gated recurrences over a batch of sequences of different lengths (one of
  * them empty), forwards and reversed, with initial states per sequence, shared by all, or
- * absent. The reference runs each sequence on its own from the equations of vm/oplist.h: Input
- * holds each row's input projection (the gates' columns side by side), the recurrent product is
- * h Weight (a row times [H, G H]). */
+ * absent; and Fluid's lstm (peepholes or not, other activations) and gru (origin_mode or not).
+ * The references run each sequence on its own from the equations of vm/oplist.h and
+ * vm/ops/rnn_fused.c: Input holds each row's input projection (the gates' columns side by
+ * side), the recurrent product is h Weight (a row times [H, G H]). */
 #include "config.h"
 
 #include <math.h>
@@ -74,6 +75,83 @@ static void ref_fused(ot_ref *r) {
   }
 }
 
+/* ---------------------------------------------------------------- Fluid's lstm and gru */
+
+static double act(const char *name, double v) {
+  if (!strcmp(name, "sigmoid")) return sigm(v);
+  if (!strcmp(name, "tanh")) return tanh(v);
+  if (!strcmp(name, "relu")) return v > 0 ? v : 0;
+  return v;
+}
+
+/* Fluid's lstm, each sequence on its own (from its last row back with is_reverse); x the row
+ * of Input plus Bias's first 4H (c~, i, f, o), p = h Weight, peepholes Bias[4H..7H]:
+ *   c~ = cand(x_c + p_c), i = gate(x_i + p_i + W_ic c), f = gate(x_f + p_f + W_fc c),
+ *   c' = f c + i c~, o = gate(x_o + p_o + W_oc c'), h' = o cell(c').
+ * Fluid's gru, x the row plus Bias (u, r, c), Weight's memory W_ur [H, 2H] then W_c [H, H]:
+ *   u, r = gate(x_u + (h W_ur)_u), gate(x_r + (h W_ur)_r), c = act(x_c + (r h) W_c),
+ *   h' = u c + (1 - u) h (origin_mode: u h + (1 - u) c). */
+static void ref_fluid(ot_ref *r) {
+  bool lstm = !strcmp(ot_op(r), "lstm");
+  const ot_val *x = ot_in(r, "Input"), *w = ot_in(r, "Weight"), *b = ot_in(r, "Bias");
+  const ot_val *h0 = ot_in(r, "H0"), *c0 = ot_in(r, "C0");
+  int64_t H = w->dims[0], G = (lstm ? 4 : 3) * H, T = x->dims[0];
+  int64_t dh[2] = {T, H}, dg[2] = {T, G};
+  double *hid = ot_out(r, "Hidden", 2, dh), *gate = ot_out(r, "BatchGate", 2, dg);
+  double *cell = lstm ? ot_out(r, "Cell", 2, dh) : NULL;
+  double *pre = lstm ? ot_out(r, "BatchCellPreAct", 2, dh) : NULL;
+  double *rhp = lstm ? NULL : ot_out(r, "BatchResetHiddenPrev", 2, dh);
+  double *bh = lstm ? NULL : ot_out(r, "BatchHidden", 2, dh);
+  bool rev = ot_bool(r, "is_reverse"), peep = lstm && ot_bool(r, "use_peepholes");
+  bool origin = !lstm && ot_bool(r, "origin_mode");
+  const char *ga = ot_str(r, "gate_activation");
+  const char *ca = lstm ? ot_str(r, "cell_activation") : ot_str(r, "activation");
+  const char *na = lstm ? ot_str(r, "candidate_activation") : NULL;
+  for (int s = 0; s + 1 < x->nlod; s++) {
+    int64_t len = x->lod[s + 1] - x->lod[s];
+    double h[MAX_H], c[MAX_H], g[4 * MAX_H], rh[MAX_H];
+    for (int64_t j = 0; j < H; j++) {
+      h[j] = init_state(h0, s, j, H);
+      c[j] = init_state(c0, s, j, H);
+    }
+    for (int64_t k = 0; k < len; k++) {
+      int64_t row = x->lod[s] + (rev ? len - 1 - k : k);
+      for (int64_t q = 0; q < G; q++) g[q] = x->v[row * G + q] + (b ? b->v[q] : 0);
+      double *gr = gate + row * G;
+      if (lstm) {
+        for (int64_t q = 0; q < G; q++)
+          for (int64_t i = 0; i < H; i++) g[q] += h[i] * w->v[i * G + q];
+        for (int64_t j = 0; j < H; j++) {
+          gr[j] = act(na, g[j]);
+          gr[H + j] = act(ga, g[H + j] + (peep ? b->v[4 * H + j] * c[j] : 0));
+          gr[2 * H + j] = act(ga, g[2 * H + j] + (peep ? b->v[5 * H + j] * c[j] : 0));
+          c[j] = gr[2 * H + j] * c[j] + gr[H + j] * gr[j];
+          gr[3 * H + j] = act(ga, g[3 * H + j] + (peep ? b->v[6 * H + j] * c[j] : 0));
+          cell[row * H + j] = c[j];
+          pre[row * H + j] = act(ca, c[j]);
+          hid[row * H + j] = gr[3 * H + j] * act(ca, c[j]);
+        }
+      } else {
+        for (int64_t q = 0; q < 2 * H; q++)
+          for (int64_t i = 0; i < H; i++) g[q] += h[i] * w->v[i * 2 * H + q];
+        for (int64_t j = 0; j < H; j++) {
+          gr[j] = act(ga, g[j]);
+          gr[H + j] = act(ga, g[H + j]);
+          rh[j] = rhp[row * H + j] = gr[H + j] * h[j];
+        }
+        for (int64_t j = 0; j < H; j++) {
+          double v = g[2 * H + j];
+          for (int64_t i = 0; i < H; i++) v += rh[i] * w->v[2 * H * H + i * H + j];
+          double u = gr[j], cand = gr[2 * H + j] = act(ca, v);
+          hid[row * H + j] = bh[row * H + j] = origin ? u * h[j] + (1 - u) * cand
+                                                      : u * cand + (1 - u) * h[j];
+        }
+      }
+      for (int64_t j = 0; j < H; j++) h[j] = hid[row * H + j];
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 /* Hidden 3; four sequences of 2, 0, 3 and 1 rows (six rows), or one of four. */
@@ -111,5 +189,43 @@ const ot_row ot_rows_rnn_fused[] = {
     {.op = "fused_gru", .what = "one sequence, reversed", .attrs = "is_reverse=true",
      .in = {INPUT("[4, 6]", ONE_SEQ), {"H0", "[1, 2]"}, {"Weight", "[2, 6]"}, {"Bias", "[6]"}},
      .ref = ref_fused},
+
+    /* Fluid's lstm: Bias [1, 7 H] with the peepholes (the default), [1, 4 H] without. */
+    {.op = "lstm", .what = "peepholes, H0 and C0",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 3]"}, {"C0", "[4, 3]"}, {"Weight", "[3, 12]"},
+            {"Bias", "[1, 21]"}},
+     .loss = "Hidden Cell", .ref = ref_fluid},
+    {.op = "lstm", .what = "no peepholes, no initial states", .attrs = "use_peepholes=false",
+     .in = {INPUT("[6, 12]", SEQS), {"Weight", "[3, 12]"}, {"Bias", "[1, 12]"}},
+     .loss = "Hidden Cell", .ref = ref_fluid},
+    {.op = "lstm", .what = "is_reverse, peepholes", .attrs = "is_reverse=true",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 3]"}, {"C0", "[4, 3]"}, {"Weight", "[3, 12]"},
+            {"Bias", "[1, 21]"}},
+     .ref = ref_fluid},
+    {.op = "lstm", .what = "other activations",
+     .attrs = "gate_activation=tanh cell_activation=identity candidate_activation=sigmoid",
+     .in = {INPUT("[6, 8]", SEQS), {"H0", "[4, 2]"}, {"C0", "[4, 2]"}, {"Weight", "[2, 8]"},
+            {"Bias", "[1, 14]"}},
+     .loss = "Hidden Cell", .ref = ref_fluid},
+    /* relu's kink: only its forward values (a finite difference across it would not agree). */
+    {.op = "lstm", .what = "relu cell activation", .attrs = "cell_activation=relu",
+     .in = {INPUT("[6, 8]", SEQS), {"Weight", "[2, 8]"}, {"Bias", "[1, 14]"}}, .no_grad = true,
+     .ref = ref_fluid},
+
+    /* Fluid's gru: Weight's memory W_ur [H, 2 H] then W_c [H, H]. */
+    {.op = "gru", .what = "H0, Bias",
+     .in = {INPUT("[6, 9]", SEQS), {"H0", "[4, 3]"}, {"Weight", "[3, 9]"}, {"Bias", "[1, 9]"}},
+     .loss = "Hidden", .ref = ref_fluid},
+    {.op = "gru", .what = "origin_mode, no H0", .attrs = "origin_mode=true",
+     .in = {INPUT("[6, 9]", SEQS), {"Weight", "[3, 9]"}, {"Bias", "[1, 9]"}}, .loss = "Hidden",
+     .ref = ref_fluid},
+    {.op = "gru", .what = "is_reverse, origin_mode, no Bias",
+     .attrs = "is_reverse=true origin_mode=true",
+     .in = {INPUT("[6, 9]", SEQS), {"H0", "[4, 3]"}, {"Weight", "[3, 9]"}}, .loss = "Hidden",
+     .ref = ref_fluid},
+    {.op = "gru", .what = "is_reverse, sigmoid candidate, one sequence",
+     .attrs = "is_reverse=true activation=sigmoid gate_activation=tanh",
+     .in = {INPUT("[4, 6]", ONE_SEQ), {"H0", "[1, 2]"}, {"Weight", "[2, 6]"}, {"Bias", "[1, 6]"}},
+     .loss = "Hidden", .ref = ref_fluid},
     {0},
 };

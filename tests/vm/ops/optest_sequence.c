@@ -1,5 +1,6 @@
 /* optest_sequence.c -- the op-test table's rows of vm/ops/sequence.c (optest.h): lod_reset (to
- * target_lod, to Y's data, to Y's LoD, appended, grouping X's sequences), sequence_pool (every
+ * target_lod, to Y's data, to Y's LoD, appended, grouping X's sequences), sequence_conv (contexts
+ * before, around and after the row, zero and trainable padding), sequence_pool (every
  * pooltype, an empty sequence, rows of more than one element) and sequence_softmax, over
  * batches of sequences of different lengths. The references read the LoD as Fluid defines it:
  * sequence s is rows lod[s] .. lod[s + 1] - 1. */
@@ -95,6 +96,33 @@ static void ref_seqpool(ot_ref *r) {
   }
 }
 
+/* ---------------------------------------------------------------- sequence_conv */
+
+/* Out[t] = sum over j < contextLength of r_j Filter[j D .. j D + D - 1], r_j the row at
+ * p = k + contextStart + j of t's sequence (t its row k, n rows): X's row when 0 <= p < n, else
+ * with paddingTrainable PaddingData's row up + p (before the sequence, up = -contextStart when
+ * negative) or up + p - n (after it), else zeros (Fluid's context projection). */
+static void ref_seqconv(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *f = ot_in(r, "Filter"), *pad = ot_in(r, "PaddingData");
+  int64_t L = ot_int(r, "contextLength"), cs = ot_int(r, "contextStart"), up = cs < 0 ? -cs : 0;
+  int64_t D = x->dims[1], M = f->dims[1], dims[2] = {x->dims[0], M};
+  bool trainable = ot_bool(r, "paddingTrainable");
+  double *o = ot_out(r, "Out", 2, dims);
+  for (int s = 0; s + 1 < x->nlod; s++) {
+    int64_t b = x->lod[s], n = x->lod[s + 1] - b;
+    for (int64_t k = 0; k < n; k++)
+      for (int64_t j = 0; j < L; j++) {
+        int64_t p = k + cs + j;
+        const double *row = p >= 0 && p < n ? x->v + (b + p) * D
+                            : !trainable     ? NULL
+                            : p < 0          ? pad->v + (up + p) * D
+                                             : pad->v + (up + p - n) * D;
+        for (int64_t e = 0; row && e < D; e++)
+          for (int64_t m = 0; m < M; m++) o[(b + k) * M + m] += row[e] * f->v[(j * D + e) * M + m];
+      }
+  }
+}
+
 /* ---------------------------------------------------------------- sequence_softmax */
 
 /* A softmax over each sequence's rows (one value a row). */
@@ -136,6 +164,38 @@ const ot_row ot_rows_sequence[] = {
      .wrt = "X", .check = check_lod_from_y},
     {.op = "lod_reset", .what = "append", .attrs = "target_lod=[0, 1, 2, 3, 5, 6] append=true",
      .in = {{"X", "[6, 2]", LOD_6}}, .check = check_append},
+
+    /* Context 3 around the row: one row before, one after; D 2, M 3. */
+    {.op = "sequence_conv", .what = "start -1, zero padding",
+     .attrs = "contextLength=3 contextStart=-1",
+     .in = {{"X", "[6, 2]", LOD_6}, {"Filter", "[6, 3]"}}, .ref = ref_seqconv},
+    {.op = "sequence_conv", .what = "start -1, trainable padding",
+     .attrs = "contextLength=3 contextStart=-1 paddingTrainable=true",
+     .in = {{"X", "[6, 2]", LOD_6}, {"PaddingData", "[2, 2]"}, {"Filter", "[6, 3]"}},
+     .ref = ref_seqconv},
+    /* Two rows before and the row itself: up padding only. */
+    {.op = "sequence_conv", .what = "start -2, trainable padding",
+     .attrs = "contextLength=3 contextStart=-2 paddingTrainable=true",
+     .in = {{"X", "[6, 3]", LOD_6}, {"PaddingData", "[2, 3]"}, {"Filter", "[9, 2]"}},
+     .ref = ref_seqconv},
+    /* The row and the next three, longer than most sequences: down padding only. */
+    {.op = "sequence_conv", .what = "start 0, length 4, trainable padding",
+     .attrs = "contextLength=4 contextStart=0 paddingTrainable=true",
+     .in = {{"X", "[6, 2]", LOD_6}, {"PaddingData", "[3, 2]"}, {"Filter", "[8, 2]"}},
+     .ref = ref_seqconv},
+    /* From the next row on: padding rows beyond the first of a short sequence. */
+    {.op = "sequence_conv", .what = "start 2, trainable padding",
+     .attrs = "contextLength=2 contextStart=2 paddingTrainable=true",
+     .in = {{"X", "[6, 2]", LOD_6}, {"PaddingData", "[3, 2]"}, {"Filter", "[4, 3]"}},
+     .ref = ref_seqconv},
+    {.op = "sequence_conv", .what = "length 1, one sequence", .attrs = "contextLength=1",
+     .in = {{"X", "[3, 4]", .lod = (const int64_t[]){0, 3}, .nlod = 2}, {"Filter", "[4, 2]"}},
+     .ref = ref_seqconv},
+    /* PaddingData given but not trainable: zeros, and no gradient into it. */
+    {.op = "sequence_conv", .what = "PaddingData not trainable",
+     .attrs = "contextLength=3 contextStart=-1",
+     .in = {{"X", "[6, 2]", LOD_6}, {"PaddingData", "[2, 2]"}, {"Filter", "[6, 2]"}},
+     .wrt = "X Filter", .ref = ref_seqconv},
 
     POOL("SUM", "[6, 2]", ""),
     POOL("AVERAGE", "[6, 2]", ""),
