@@ -6,7 +6,7 @@
 # folder holding one *.pdmodel, as PaddlePaddle takes it (two are an error, NAME.json alone PIR);
 # and the errors on damaged and foreign files: a PIR JSON, a truncated __model__, a missing
 # parameter file, one of the wrong shape, one of the wrong dtype, a model whose attributes pdlang
-# refuses (every problem listed). TAP output.
+# refuses (every problem listed); the model families of tests/interop/zoo. TAP output.
 set -u
 : "${PDLANG:?}" "${top_srcdir:?}" "${top_builddir:?}"
 models=$top_srcdir/tests/interop
@@ -134,5 +134,27 @@ for want in "block 0 op 1 (conv2d): attribute fuse_activation is 'relu'" \
   refuses "... $want" "$want" \
     "$PDLANG" exec "$models/refused/model.pdmodel" --feed "img=$mlp/in_x.npy"
 done
+# The model families (tests/interop/zoo, tools/paddle_zoo.py): a classifier, a detector with its
+# NMS (integer counts), a segmenter and a transformer on int64 ids, through `pdlang exec` with
+# every input by name and every output compared (1e-4: tens of layers in float32).
+for m in mobilenet_v3 yolov3 pp_liteseg ernie3_tiny; do
+  zoo=$models/zoo/$m
+  check "$m: its parameters made (test_interop --zoo-params)" \
+    "$compare" --zoo-params "$m" "$tmp/zoo-$m"
+  feeds=
+  for f in "$zoo"/in_*.npy; do
+    name=${f##*/in_}
+    feeds="$feeds --feed ${name%.npy}=$f"
+  done
+  # shellcheck disable=SC2086 # feeds is a list of words without spaces
+  check "$m: pdlang exec runs it" "$PDLANG" exec "$tmp/zoo-$m/inference.pdmodel" $feeds \
+    --out "$tmp/zoo-$m/out"
+  while read -r out; do
+    file=$(printf '%s' "$out" | tr / _)
+    check "$m: $out is PaddlePaddle's" \
+      "$compare" --compare "$tmp/zoo-$m/out/$file.npy" "$zoo/out_$file.npy" 1e-4
+  done < "$zoo/fetch_names.txt"
+done
+
 echo "1..$n"
 exit 0

@@ -10,8 +10,9 @@
  * families of tests/interop/zoo/ (tools/paddle_zoo.py) run with parameters made from their
  * weights.txt, against Paddle's outputs within 1e-4.
  *
- * `test_interop --compare A.npy B.npy` compares two files the same way (exit 0 when they
- * agree), for tests/interop/exec.sh. */
+ * `test_interop --compare A.npy B.npy [REL]` compares two files the same way (exit 0 when they
+ * agree; integers exactly), `test_interop --zoo-params NAME DIR` writes the family NAME's program
+ * and made parameters into DIR: for tests/interop/exec.sh. */
 #include "config.h"
 #include "include/pdlang.h"
 
@@ -243,11 +244,10 @@ static bool zoo_params(const char *dir, const char *params_path) {
 /* A family's model: its parameters made beside a copy of its program in the build folder, then
  * run through the C library against Paddle's outputs (1e-4 relative: float32 sums over tens of
  * layers in another order). */
-static void check_zoo(const char *name) {
-  char dir[1024], work[1024], path[1200], *bytes = NULL;
+static bool zoo_setup(const char *name, const char *work) {
+  char dir[1024], path[1200], *bytes = NULL;
   size_t len;
   snprintf(dir, sizeof dir, "%s/tests/interop/zoo/%s", srcdir(), name);
-  snprintf(work, sizeof work, "zoo-%s", name);
   mkdir(work, 0777);
   snprintf(path, sizeof path, "%s/inference.pdmodel", dir);
   bool good = !pd_read_file(path, &bytes, &len, NULL);
@@ -255,10 +255,16 @@ static void check_zoo(const char *name) {
   good = good && !pd_write_file_atomic(path, bytes, len, NULL);
   pd_free(bytes);
   snprintf(path, sizeof path, "%s/inference.pdiparams", work);
-  good = good && zoo_params(dir, path);
+  return good && zoo_params(dir, path);
+}
+
+static void check_zoo(const char *name) {
+  char dir[1024], work[1024], path[1200];
+  snprintf(dir, sizeof dir, "%s/tests/interop/zoo/%s", srcdir(), name);
+  snprintf(work, sizeof work, "zoo-%s", name);
   snprintf(path, sizeof path, "%s/inference.pdmodel", work);
-  ok(good && run_model(dir, path, 1e-4, 1e-6), "%s: PaddlePaddle's outputs (tools/paddle_zoo.py)",
-     name);
+  ok(zoo_setup(name, work) && run_model(dir, path, 1e-4, 1e-6),
+     "%s: PaddlePaddle's outputs (tools/paddle_zoo.py)", name);
 }
 
 /* A refused model through the C library: PD_RESULT_EINVAL, the message one line (the summary),
@@ -283,18 +289,28 @@ static void check_refused(void) {
   pd_state_free(st);
 }
 
-static int compare_files(const char *a, const char *b) {
+/* File a against file b: floats within rel (1e-6 absolute), integers equal. */
+static int compare_files(const char *a, const char *b, double rel) {
   pd_dataset *ds;
   int dt, nd;
   int64_t dims[PD_STATE_MAX_DIMS + 1];
   if (read_npy(a, &ds, &dt, &nd, dims)) return 1;
-  bool same = dt == PD_DTYPE_FLOAT32 && agrees(a, pd_dataset_field_data(ds, 0), nd, dims, b, REL, ABS);
+  bool same;
+  if (dt == PD_DTYPE_INT32 || dt == PD_DTYPE_INT64) {
+    pd_tensor_info t = {.dtype = dt, .ndims = nd, .data = pd_dataset_field_data(ds, 0)};
+    for (int k = 0; k < nd; k++) t.dims[k] = dims[k];
+    same = agrees_int(a, &t, b);
+  } else {
+    same = dt == PD_DTYPE_FLOAT32 && agrees(a, pd_dataset_field_data(ds, 0), nd, dims, b, rel, ABS);
+  }
   pd_dataset_free(ds);
   return same ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
-  if (argc == 4 && strcmp(argv[1], "--compare") == 0) return compare_files(argv[2], argv[3]);
+  if ((argc == 4 || argc == 5) && strcmp(argv[1], "--compare") == 0)
+    return compare_files(argv[2], argv[3], argc == 5 ? atof(argv[4]) : REL);
+  if (argc == 4 && strcmp(argv[1], "--zoo-params") == 0) return zoo_setup(argv[2], argv[3]) ? 0 : 1;
   static const struct {
     const char *name, *layout;
   } cases[] = {
