@@ -249,6 +249,53 @@ def ppyoloe():
     return YOLOv3(bb, neck, head, post_process=None), det_inputs(names=("image", "scale_factor"))
 
 
+def ssd():
+    from ppdet.modeling.architectures.ssd import SSD
+    from ppdet.modeling.backbones.mobilenet_v1 import MobileNet
+    from ppdet.modeling.heads.ssd_head import SSDHead
+    from ppdet.modeling.layers import SSDBox
+    from ppdet.modeling.post_process import BBoxPostProcess
+    # ssd_mobilenet_v1_300_120e_voc's architecture on a 128x128 image (the anchors' steps and
+    # sizes as the config gives them for 300x300).
+    bb = MobileNet(norm_type="bn", with_extra_blocks=True, feature_maps=[11, 13, 14, 15, 16, 17])
+    head = SSDHead(num_classes=4, in_channels=[s.channels for s in bb.out_shape],
+                   anchor_generator=dict(
+                       steps=[0, 0, 0, 0, 0, 0],
+                       aspect_ratios=[[2.], [2., 3.], [2., 3.], [2., 3.], [2., 3.], [2., 3.]],
+                       min_ratio=20, max_ratio=90, base_size=300,
+                       min_sizes=[60.0, 105.0, 150.0, 195.0, 240.0, 285.0],
+                       max_sizes=[[], 150.0, 195.0, 240.0, 285.0, 300.0], offset=0.5,
+                       flip=True, min_max_aspect_ratios_order=False),
+                   kernel_size=3, padding=1)
+    pp = BBoxPostProcess(decode=SSDBox(), nms=nms())
+    return SSD(bb, head, pp), det_inputs(128)
+
+
+def blazeface():
+    from ppdet.modeling.architectures.blazeface import BlazeFace
+    from ppdet.modeling.backbones.blazenet import BlazeNet
+    from ppdet.modeling.heads.face_head import FaceHead
+    from ppdet.modeling.layers import MultiClassNMS, SSDBox
+    from ppdet.modeling.necks.blazeface_fpn import BlazeNeck
+    from ppdet.modeling.post_process import BBoxPostProcess
+    # blazeface_1000e.yml's architecture.
+    bb = BlazeNet(blaze_filters=[[24, 24], [24, 24], [24, 48, 2], [48, 48], [48, 48]],
+                  double_blaze_filters=[[48, 24, 96, 2], [96, 24, 96], [96, 24, 96],
+                                        [96, 24, 96, 2], [96, 24, 96], [96, 24, 96]],
+                  use_5x5kernel=True)
+    neck = BlazeNeck(in_channel=[96, 96], neck_type="None", data_format="NCHW")
+    head = FaceHead(in_channels=[96, 96], num_classes=1,
+                    anchor_generator=dict(steps=[8., 16.], aspect_ratios=[[1.], [1.]],
+                                          min_sizes=[[16., 24.], [32., 48., 64., 80., 96., 128.]],
+                                          max_sizes=[[], []], offset=0.5, flip=False,
+                                          min_max_aspect_ratios_order=False),
+                    kernel_size=3, padding=1)
+    pp = BBoxPostProcess(decode=SSDBox(),
+                         nms=MultiClassNMS(keep_top_k=20, score_threshold=0.01,
+                                           nms_threshold=0.3, nms_top_k=100))
+    return BlazeFace(bb, head, neck, pp), det_inputs(128)
+
+
 FAMILIES = {
     # name: (builder, where the architecture comes from)
     "mobilenet_v1": (cls("MobileNetV1"), "paddleclas ppcls MobileNetV1"),
@@ -263,6 +310,10 @@ FAMILIES = {
                "YOLOBox + MultiClassNMS (yolov3_mobilenet_v1), 4 classes"),
     "ppyoloe": (ppyoloe, "paddledet PP-YOLOE-s (CSPResNet, CustomCSPPAN, PPYOLOEHead with "
                 "MultiClassNMS), 4 classes"),
+    "ssd": (ssd, "paddledet SSD, MobileNetV1 with extra blocks, SSDHead (prior_box anchors), "
+            "SSDBox (box_coder) + MultiClassNMS (ssd_mobilenet_v1_300_120e_voc), 4 classes"),
+    "blazeface": (blazeface, "paddledet BlazeFace: BlazeNet, BlazeNeck, FaceHead, SSDBox + "
+                  "MultiClassNMS (blazeface_1000e)"),
     "ernie3_tiny": (ernie, "paddlenlp ErnieForSequenceClassification, ernie-3.0-tiny-micro's "
                     "shape, vocab 1000"),
 }
