@@ -137,6 +137,8 @@ def patch_legacy():
         for m in mods:
             if hasattr(m, fn):
                 setattr(m, fn, _legacy_unary(op, original=getattr(m, fn)))
+    for fn, op in UNARY.items():  # x.sqrt() and the like
+        setattr(Variable, fn, _legacy_unary(op))
     gelu = paddle.nn.functional.gelu
     paddle.nn.functional.gelu = _legacy_unary(
         "gelu", lambda approximate=False: {"approximate": bool(approximate)}, gelu)
@@ -249,6 +251,28 @@ def ppyoloe():
     return YOLOv3(bb, neck, head, post_process=None), det_inputs(names=("image", "scale_factor"))
 
 
+def picodet():
+    from ppdet.modeling.architectures.picodet import PicoDet
+    from ppdet.modeling.backbones.lcnet import LCNet
+    from ppdet.modeling.heads.pico_head import PicoFeat, PicoHeadV2
+    from ppdet.modeling.losses.gfocal_loss import DistributionFocalLoss
+    from ppdet.modeling.losses.iou_loss import GIoULoss
+    from ppdet.modeling.losses.varifocal_loss import VarifocalLoss
+    from ppdet.modeling.necks.lc_pan import LCPAN
+    # picodet_s_416_coco_lcnet.yml's architecture, 4 classes, on a 64x64 image.
+    bb = LCNet(scale=0.75, feature_maps=[3, 4, 5])
+    neck = LCPAN(in_channels=[s.channels for s in bb.out_shape], out_channels=96,
+                 use_depthwise=True, num_features=4)
+    feat = PicoFeat(feat_in=96, feat_out=96, num_convs=2, num_fpn_stride=4, norm_type="bn",
+                    share_cls_reg=True, use_se=True)
+    head = PicoHeadV2(conv_feat=feat, num_classes=4, fpn_stride=[8, 16, 32, 64],
+                      feat_in_chan=96, prior_prob=0.01, reg_max=7, cell_offset=0.5,
+                      grid_cell_scale=5.0, static_assigner_epoch=100, use_align_head=True,
+                      loss_class=VarifocalLoss(use_sigmoid=True, iou_weighted=True),
+                      loss_dfl=DistributionFocalLoss(), loss_bbox=GIoULoss(), nms=nms())
+    return PicoDet(bb, neck, head), det_inputs(names=("image", "scale_factor"))
+
+
 def ssd():
     from ppdet.modeling.architectures.ssd import SSD
     from ppdet.modeling.backbones.mobilenet_v1 import MobileNet
@@ -310,6 +334,8 @@ FAMILIES = {
                "YOLOBox + MultiClassNMS (yolov3_mobilenet_v1), 4 classes"),
     "ppyoloe": (ppyoloe, "paddledet PP-YOLOE-s (CSPResNet, CustomCSPPAN, PPYOLOEHead with "
                 "MultiClassNMS), 4 classes"),
+    "picodet": (picodet, "paddledet PicoDet-S: LCNet x0.75, LCPAN, PicoHeadV2 with "
+                "MultiClassNMS (picodet_s_416_coco_lcnet), 4 classes"),
     "ssd": (ssd, "paddledet SSD, MobileNetV1 with extra blocks, SSDHead (prior_box anchors), "
             "SSDBox (box_coder) + MultiClassNMS (ssd_mobilenet_v1_300_120e_voc), 4 classes"),
     "blazeface": (blazeface, "paddledet BlazeFace: BlazeNet, BlazeNeck, FaceHead, SSDBox + "
