@@ -417,6 +417,9 @@ PD_OP(prior_box, FP_IN, prior_box, IN(ONE("Input", ANY), ONE("Image", ANY)),
             FLOATS_EMPTY("variances"), BOOL("flip", true), BOOL("clip", true),
             FLOAT("step_w", 0.0), FLOAT("step_h", 0.0), FLOAT("offset", 0.5),
             BOOL("min_max_aspect_ratios_order", false)))
+/* range: Start, Start + Step, ... short of End (vm/ops/create.c); values made on the host. */
+PD_OP(range, GPU, range, IN(ONE("Start", HOST), ONE("End", HOST), ONE("Step", HOST)),
+      OUT(ONE("Out")), NONE)
 PD_OP(recurrent, DIFF, recurrent,
       IN(LIST("inputs"), OPT_LIST("initial_states"), OPT_LIST("parameters", ANY)),
       OUT(OPT_LIST("outputs"), ONE("step_scopes", ANY)),

@@ -1,6 +1,7 @@
 /* create.c -- the ops that make and copy values: feed and fetch (the executor's ends),
  * fill_constant, fill_zeros_like, assign, assign_value, the random initialisers (uniform_random,
- * gaussian_random) and increment: their shape functions and kernels (and assign's gradient). */
+ * gaussian_random), increment and range: their shape functions and kernels (and assign's
+ * gradient). */
 #include "config.h"
 
 #include <errno.h>
@@ -130,6 +131,28 @@ pd_status pd_infer_assign_value(pd_infer_ctx *c) {
     return pd_infer_fail(c, PD_EINVAL, "%s holds %d values but the shape has %lld elements", list,
                          a ? a->n : 0, (long long)n);
   return pd_infer_set_out(c, "Out", 0, &d, dtype, 0);
+}
+
+/* range: Out [ceil((End - Start) / Step)] of Start's dtype, the three one-element tensors whose
+ * values come at run time (so Out's one dim is unknown here). */
+pd_status pd_infer_range(pd_infer_ctx *c) {
+  static const char *const slots[] = {"Start", "End", "Step"};
+  const pd_var_desc *v[3];
+  pd_infer_dims d[3];
+  char s[PD_DIMS_BUF];
+  pd_status st;
+  for (int i = 0; i < 3; i++) {
+    if ((st = pd_infer_in(c, slots[i], 0, &v[i], &d[i]))) return st;
+    if (pd_infer_dims_numel(&d[i]) > 1)
+      return pd_infer_fail(c, PD_ESHAPE, "%s must hold one element, got %s", slots[i],
+                           pd_infer_dims_str(&d[i], s));
+  }
+  pd_dtype dt = v[0]->dtype;
+  if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64)
+    return pd_infer_fail(c, PD_ETYPE, "Start must be float32, float64, int32 or int64, got %s",
+                         pd_dtype_name(dt));
+  pd_infer_dims out = pd_infer_dims_unknown(1);
+  return pd_infer_set_out(c, "Out", 0, &out, dt, 0);
 }
 
 /* A shape to fill: every dim non-negative. */
@@ -429,4 +452,69 @@ pd_status pd_kernel_increment(pd_exec_ctx *ctx) {
     default: PD_TENSOR_I64(out)[0] = iv + (int64_t)step; break;
   }
   return PD_OK;
+}
+
+/* range: Out[i] = Start + i * Step for i < size, where size is 0 when Step points away from End,
+ * else ceil(|End - Start| / |Step|) (in integers for int32/int64; in Start's float type for
+ * floats, as Paddle's arange). Start, End and Step are one-element host tensors, converted to
+ * Start's dtype; the values are made on the host and uploaded when the op computes on the GPU. */
+pd_status pd_kernel_range(pd_exec_ctx *ctx) {
+  static const char *const slots[] = {"Start", "End", "Step"};
+  const pd_tensor *t[3];
+  double f[3];
+  int64_t l[3];
+  pd_status st;
+  for (int i = 0; i < 3; i++)
+    if ((st = in_at(ctx, slots[i], 0, true, &t[i])) ||
+        (st = scalar_in(ctx, slots[i], t[i], &f[i])))
+      return st;
+  pd_dtype dt = t[0]->dtype;
+  if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64)
+    return pd_ctx_fail(ctx, PD_ETYPE, "Start must be float32, float64, int32 or int64, got %s",
+                       pd_dtype_name(dt));
+  bool integral = is_int(dt);
+  for (int i = 0; i < 3; i++) {
+    l[i] = elem_i(t[i], 0);
+    if (integral) f[i] = (double)l[i];
+    else if (dt == PD_FP32) f[i] = (float)f[i];
+  }
+  if (integral ? l[2] == 0 : f[2] == 0)
+    return pd_ctx_fail(ctx, PD_EINVAL, "Step must not be 0");
+  int64_t n = 0;
+  if (!((f[0] < f[1] && f[2] < 0) || (f[0] > f[1] && f[2] > 0))) {
+    if (integral) {
+      uint64_t hi = (uint64_t)(l[1] > l[0] ? l[1] : l[0]), lo = (uint64_t)(l[1] > l[0] ? l[0] : l[1]);
+      uint64_t span = hi - lo;
+      uint64_t step = l[2] < 0 ? 0 - (uint64_t)l[2] : (uint64_t)l[2];
+      n = (int64_t)(span / step + (span % step != 0));
+    } else {
+      double q = dt == PD_FP32 ? (double)fabsf((float)((float)(f[1] - f[0]) / (float)f[2]))
+                               : fabs((f[1] - f[0]) / f[2]);
+      q = ceil(q);
+      if (!(q < 9.2e18))
+        return pd_ctx_fail(ctx, PD_EINVAL, "range from %g to %g by %g has too many elements",
+                           f[0], f[1], f[2]);
+      n = (int64_t)q;
+    }
+  }
+  pd_tensor *out;
+  if ((st = out_at(ctx, "Out", 0, true, &out)) || (st = resize(ctx, out, dt, 1, &n, NULL)))
+    return st;
+  if (n == 0) return PD_OK;
+  size_t bytes = (size_t)n * pd_dtype_size(dt);
+  bool host = pd_ctx_place(ctx) == PD_K_HOST;
+  void *o = host ? pd_tensor_data(out) : pd_k_host_alloc(bytes);
+  if (!o) return nomem(ctx);
+  for (int64_t i = 0; i < n; i++) {
+    switch (dt) {
+      case PD_FP32: ((float *)o)[i] = (float)(f[0] + (double)i * f[2]); break;
+      case PD_FP64: ((double *)o)[i] = f[0] + (double)i * f[2]; break;
+      case PD_INT32: ((int32_t *)o)[i] = (int32_t)(l[0] + i * l[2]); break;
+      default: ((int64_t *)o)[i] = l[0] + i * l[2]; break;
+    }
+  }
+  if (host) return PD_OK;
+  st = pd_mem_copy(pd_tensor_data(out), PD_K_CUDA, o, PD_K_HOST, bytes);
+  pd_k_host_free(o);
+  return pd_ctx_check(ctx, st, "upload");
 }

@@ -4,7 +4,7 @@
  * whose values cannot be foretold: their rows check properties that a wrong distribution
  * fails (range, mean, variance and shares of the range, within 4 standard errors for a few
  * thousand draws), for a fixed seed attribute and for seed 0 (the executor's generator, seeded
- * by the row). */
+ * by the row); range (integer and float, steps up and down, empty). */
 #include "config.h"
 
 #include <math.h>
@@ -158,6 +158,22 @@ static void check_gaussian(ot_ref *r) {
   near(r, "the share beyond 2 std", out2 / n, p2, sqrt(p2 * (1 - p2) / n));
 }
 
+/* ---------------------------------------------------------------- range */
+
+/* range: Start, Start + Step, ... while short of End; none when Step points away from End. The
+ * count is ceil(|End - Start| / |Step|), the quotient taken in Start's type (float32 rounds). */
+static void ref_range(ot_ref *r) {
+  const ot_val *st = ot_in(r, "Start");
+  double a = st->v[0], b = ot_in(r, "End")->v[0], s = ot_in(r, "Step")->v[0];
+  int64_t n = 0;
+  if (!((a < b && s < 0) || (a > b && s > 0))) {
+    double q = st->dt == PD_FP32 ? (double)((float)(b - a) / (float)s) : (b - a) / s;
+    n = (int64_t)ceil(fabs(q));
+  }
+  double *o = ot_out(r, "Out", 1, &n);
+  for (int64_t i = 0; i < n; i++) o[i] = st->dt == PD_FP32 ? (float)(a + i * s) : a + i * s;
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 static const int64_t assign_lod[] = {0, 2, 5};
@@ -222,5 +238,30 @@ const ot_row ot_rows_create[] = {
      .in = {{"ShapeTensorList", "[1]", OT_I32, .v = (const double[]){50}},
             {"ShapeTensorList", "[1]", OT_I32, .v = (const double[]){60}}},
      .check = check_gaussian},
+    /* range: int64 (PP-YOLOE's anchors), int32 down, an empty one, floats (a fraction left). */
+    {.op = "range", .what = "int64",
+     .in = {{"Start", "[1]", OT_I64, .v = (const double[]){0}},
+            {"End", "[1]", OT_I64, .v = (const double[]){10}},
+            {"Step", "[1]", OT_I64, .v = (const double[]){3}}},
+     .ref = ref_range},
+    {.op = "range", .what = "int32 down",
+     .in = {{"Start", "[1]", OT_I32, .v = (const double[]){5}},
+            {"End", "[1]", OT_I32, .v = (const double[]){-4}},
+            {"Step", "[1]", OT_I32, .v = (const double[]){-2}}},
+     .ref = ref_range},
+    {.op = "range", .what = "empty",
+     .in = {{"Start", "[1]", OT_I64, .v = (const double[]){1}},
+            {"End", "[1]", OT_I64, .v = (const double[]){4}},
+            {"Step", "[1]", OT_I64, .v = (const double[]){-1}}},
+     .ref = ref_range},
+    {.op = "range", .what = "float",
+     .in = {{"Start", "[1]", .v = (const double[]){-1.5}},
+            {"End", "[1]", .v = (const double[]){2.25}},
+            {"Step", "[1]", .v = (const double[]){0.5}}},
+     .ref = ref_range},
+    {.op = "range", .what = "float down",
+     .in = {{"Start", "[1]", .v = (const double[]){3}}, {"End", "[1]", .v = (const double[]){0}},
+            {"Step", "[1]", .v = (const double[]){-0.75}}},
+     .ref = ref_range},
     {0},
 };
