@@ -359,6 +359,8 @@ PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), 
 PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
       IN(ONE("X"), ONE("Mask"), ONE("InTrue"), ONE("InFalse")), OUT(ONE("Out")),
       ATTRS(INT("level", 0)))
+/* meshgrid: Out[i] = X[i] (rank 0 or 1) broadcast over the grid of every X (vm/ops/index.c). */
+PD_OP(meshgrid, DIFF | GPU | GPU_GRAD, meshgrid, IN(LIST("X")), OUT(LIST("Out")), NONE)
 PD_OP(momentum, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("Grad"), ONE("Velocity"), ONE("LearningRate", HOST),
          OPT("MasterParam")),

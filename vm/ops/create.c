@@ -483,8 +483,8 @@ pd_status pd_kernel_range(pd_exec_ctx *ctx) {
   int64_t n = 0;
   if (!((f[0] < f[1] && f[2] < 0) || (f[0] > f[1] && f[2] > 0))) {
     if (integral) {
-      uint64_t hi = (uint64_t)(l[1] > l[0] ? l[1] : l[0]), lo = (uint64_t)(l[1] > l[0] ? l[0] : l[1]);
-      uint64_t span = hi - lo;
+      bool up = l[1] > l[0];
+      uint64_t span = (uint64_t)(up ? l[1] : l[0]) - (uint64_t)(up ? l[0] : l[1]);
       uint64_t step = l[2] < 0 ? 0 - (uint64_t)l[2] : (uint64_t)l[2];
       n = (int64_t)(span / step + (span % step != 0));
     } else {
