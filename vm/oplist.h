@@ -283,6 +283,11 @@ PD_OP(fill_constant, GPU, fill_constant,
       OUT(ONE("Out")),
       ATTRS(INT("dtype", PD_FP32), LONGS_EMPTY("shape"), FLOAT("value", 0.0),
             STR("str_value", ""), BOOL("force_cpu", false), INT("place_type", -1)))
+/* fill_constant_batch_size_like: fill_constant with one dim of shape from Input's dims. */
+PD_OP(fill_constant_batch_size_like, GPU, fill_constant_batch_size_like, IN(ONE("Input", ANY)),
+      OUT(ONE("Out")),
+      ATTRS(REQ(INTS, "shape"), INT("dtype", PD_FP32), FLOAT("value", 0.0), STR("str_value", ""),
+            INT("input_dim_idx", 0), INT("output_dim_idx", 0), BOOL("force_cpu", false)))
 PD_UNARY_(fill_zeros_like, 0)
 PD_FLATTEN_(flatten, ONE("Out"))
 PD_FLATTEN_(flatten2, ONE("Out"), TEMP("XShape"))

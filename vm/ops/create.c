@@ -1,7 +1,7 @@
 /* create.c -- the ops that make and copy values: feed and fetch (the executor's ends),
- * fill_constant, fill_zeros_like, assign, assign_value, the random initialisers (uniform_random,
- * gaussian_random), increment and range: their shape functions and kernels (and assign's
- * gradient). */
+ * fill_constant, fill_constant_batch_size_like, fill_zeros_like, assign, assign_value, the random
+ * initialisers (uniform_random, gaussian_random), increment and range: their shape functions and
+ * kernels (and assign's gradient). */
 #include "config.h"
 
 #include <errno.h>
@@ -88,6 +88,35 @@ pd_status pd_infer_fill_constant(pd_infer_ctx *c) {
   pd_status st;
   if ((st = pd_infer_attr_dtype(c, "dtype", &dtype)) || (st = infer_fill_shape(c, &d))) return st;
   return pd_infer_set_out(c, "Out", 0, &d, dtype, 0);
+}
+
+/* fill_constant_batch_size_like: Out has `shape` and `dtype`, its dim output_dim_idx taken from
+ * Input's dim input_dim_idx (unknown for dim 0 of a sequence batch: its sequence count). */
+pd_status pd_infer_fill_constant_batch_size_like(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  pd_dtype dtype;
+  char s[PD_DIMS_BUF], sl[PD_LIST_BUF];
+  pd_status st;
+  if ((st = pd_infer_attr_dtype(c, "dtype", &dtype)) || (st = pd_infer_in(c, "Input", 0, &x, &d)))
+    return st;
+  int64_t ii = pd_infer_attr_int(c, "input_dim_idx"), oi = pd_infer_attr_int(c, "output_dim_idx");
+  out.n = pd_infer_attr_ints(c, "shape", out.d, PD_MAX_RANK);
+  if (out.n < 1 || pd_infer_attr_len(c, "shape") > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EINVAL, "shape %s must have 1 to %d dims",
+                         pd_infer_attr_ints_str(c, "shape", sl), PD_MAX_RANK);
+  if (oi < 0 || oi >= out.n)
+    return pd_infer_fail(c, PD_EINVAL, "output_dim_idx %" PRId64 " is out of range for shape %s",
+                         oi, pd_infer_attr_ints_str(c, "shape", sl));
+  if (d.n >= 0 && (ii < 0 || ii >= d.n))
+    return pd_infer_fail(c, PD_EINVAL, "input_dim_idx %" PRId64 " is out of range for Input %s",
+                         ii, pd_infer_dims_str(&d, s));
+  out.d[oi] = d.n >= 0 && !(ii == 0 && x->lod_level > 0) ? d.d[ii] : -1;
+  for (int i = 0; i < out.n; i++)
+    if (i != oi && out.d[i] < 0)
+      return pd_infer_fail(c, PD_EINVAL, "shape %s has a negative dim at %d (only "
+                           "output_dim_idx's may be)", pd_infer_attr_ints_str(c, "shape", sl), i);
+  return pd_infer_set_out(c, "Out", 0, &out, dtype, 0);
 }
 
 /* uniform_random, gaussian_random: like fill_constant, but the dtype must be floating point and
@@ -214,15 +243,42 @@ pd_status pd_kernel_fetch(pd_exec_ctx *ctx) {
 
 /* ================================================================ constants and copies */
 
-/* fill_constant: Out [shape] of dtype, every element value. The value comes from ValueTensor,
- * else str_value when set (parsed; "inf", "-inf", "nan" too), else value; the shape from
- * ShapeTensorList / ShapeTensor, else the attribute. int64 values from str_value or ValueTensor
- * are exact beyond 2^53. */
-pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
-  int64_t dims[MAXD];
-  int nd;
-  pd_status st = fill_shape(ctx, dims, &nd);
-  if (st) return st;
+/* The value of a filling op: the ValueTensor's (vt, when given), else str_value's when set
+ * (parsed; "inf", "-inf", "nan" too), else value's. *iv holds it exactly when *exact (an
+ * integer from str_value or an integer ValueTensor, exact beyond 2^53). */
+static pd_status fill_value(const pd_exec_ctx *ctx, const pd_tensor *vt, double *v, int64_t *iv,
+                            bool *exact) {
+  const char *sv = pd_ctx_attr_str(ctx, "str_value");
+  pd_status st;
+  *v = pd_ctx_attr_float(ctx, "value");
+  *iv = 0;
+  *exact = false;
+  if (vt) {
+    if ((st = scalar_in(ctx, "ValueTensor", vt, v))) return st;
+    if (is_int(vt->dtype)) {
+      *iv = elem_i(vt, 0);
+      *exact = true;
+    }
+  } else if (*sv) {
+    char *end;
+    errno = 0;
+    long long ll = strtoll(sv, &end, 10);
+    if (*end == '\0' && errno == 0) {
+      *iv = ll;
+      *exact = true;
+      *v = (double)ll;
+    } else {
+      *v = strtod(sv, &end);
+      if (end == sv || *end != '\0')
+        return pd_ctx_fail(ctx, PD_EINVAL, "str_value '%s' is not a number", sv);
+    }
+  }
+  return PD_OK;
+}
+
+/* Out [dims] of the dtype attribute's type (float32, float64, int32, int64 or bool), every
+ * element the filling value (fill_value). */
+static pd_status fill_out(pd_exec_ctx *ctx, const pd_tensor *vt, int nd, const int64_t *dims) {
   int64_t t = pd_ctx_attr_int(ctx, "dtype");
   if (t != (int)t || !pd_dtype_valid((int)t))
     return pd_ctx_fail(ctx, PD_EINVAL, "dtype %" PRId64 " is not a data type", t);
@@ -230,33 +286,13 @@ pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
   if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64 && dt != PD_BOOL)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "dtype %s is not supported (float32, float64, "
                        "int32, int64 and bool are)", pd_dtype_name(dt));
-  double v = pd_ctx_attr_float(ctx, "value");
-  int64_t iv = 0;
-  bool exact = false;
-  const pd_tensor *vt = in_if_set(ctx, "ValueTensor", 0);
-  const char *sv = pd_ctx_attr_str(ctx, "str_value");
-  if (vt) {
-    if ((st = scalar_in(ctx, "ValueTensor", vt, &v))) return st;
-    if (is_int(vt->dtype)) {
-      iv = elem_i(vt, 0);
-      exact = true;
-    }
-  } else if (*sv) {
-    char *end;
-    errno = 0;
-    long long ll = strtoll(sv, &end, 10);
-    if (*end == '\0' && errno == 0) {
-      iv = ll;
-      exact = true;
-      v = (double)ll;
-    } else {
-      v = strtod(sv, &end);
-      if (end == sv || *end != '\0')
-        return pd_ctx_fail(ctx, PD_EINVAL, "str_value '%s' is not a number", sv);
-    }
-  }
+  double v;
+  int64_t iv;
+  bool exact;
   pd_tensor *out;
-  if ((st = out_at(ctx, "Out", 0, true, &out)) || (st = resize(ctx, out, dt, nd, dims, NULL)))
+  pd_status st;
+  if ((st = fill_value(ctx, vt, &v, &iv, &exact)) || (st = out_at(ctx, "Out", 0, true, &out)) ||
+      (st = resize(ctx, out, dt, nd, dims, NULL)))
     return st;
   int64_t n = pd_tensor_numel(out);
   if (dt == PD_INT64 && exact && pd_ctx_place(ctx) == PD_K_HOST) {
@@ -275,6 +311,44 @@ pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
   }
   if (dt == PD_INT64 && exact) v = (double)iv;
   return pd_ctx_check(ctx, ctx->k->fill(dt, n, pd_tensor_data(out), v), "fill");
+}
+
+/* fill_constant: Out [shape] of dtype, every element value (fill_value, with ValueTensor); the
+ * shape from ShapeTensorList / ShapeTensor, else the attribute. */
+pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
+  int64_t dims[MAXD];
+  int nd;
+  pd_status st = fill_shape(ctx, dims, &nd);
+  if (st) return st;
+  return fill_out(ctx, in_if_set(ctx, "ValueTensor", 0), nd, dims);
+}
+
+/* fill_constant_batch_size_like: fill_constant of shape, whose dim output_dim_idx is Input's
+ * dim input_dim_idx (Input's sequence count when it has LoD and input_dim_idx is 0, as Fluid);
+ * only Input's dims are read. */
+pd_status pd_kernel_fill_constant_batch_size_like(pd_exec_ctx *ctx) {
+  const pd_tensor *in;
+  int64_t dims[MAXD + 1];
+  char s[DIMS_BUF], sl[LIST_BUF];
+  pd_status st = in_at(ctx, "Input", 0, true, &in);
+  if (st) return st;
+  int nd = pd_ctx_attr_ints(ctx, "shape", dims, MAXD + 1);
+  int64_t ii = pd_ctx_attr_int(ctx, "input_dim_idx"), oi = pd_ctx_attr_int(ctx, "output_dim_idx");
+  if (nd < 1 || nd > MAXD)
+    return pd_ctx_fail(ctx, PD_EINVAL, "shape %s must have 1 to %d dims",
+                       dims_str(nd < 0 ? 0 : nd, dims, sl, sizeof sl), MAXD);
+  if (oi < 0 || oi >= nd)
+    return pd_ctx_fail(ctx, PD_EINVAL, "output_dim_idx %" PRId64 " is out of range for shape %s",
+                       oi, dims_str(nd, dims, sl, sizeof sl));
+  if (ii < 0 || ii >= in->ndims)
+    return pd_ctx_fail(ctx, PD_EINVAL, "input_dim_idx %" PRId64 " is out of range for Input %s",
+                       ii, shape_str(in, s));
+  dims[oi] = ii == 0 && in->nlod ? in->lod[in->nlod - 1].n - 1 : in->dims[ii];
+  for (int i = 0; i < nd; i++)
+    if (dims[i] < 0)
+      return pd_ctx_fail(ctx, PD_EINVAL, "shape %s has a negative dim",
+                         dims_str(nd, dims, sl, sizeof sl));
+  return fill_out(ctx, NULL, nd, dims);
 }
 
 /* fill_zeros_like: zeros with X's dtype, shape and LoD. */

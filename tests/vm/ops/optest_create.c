@@ -4,7 +4,8 @@
  * whose values cannot be foretold: their rows check properties that a wrong distribution
  * fails (range, mean, variance and shares of the range, within 4 standard errors for a few
  * thousand draws), for a fixed seed attribute and for seed 0 (the executor's generator, seeded
- * by the row); range (integer and float, steps up and down, empty). */
+ * by the row); fill_constant_batch_size_like (the dims' indices, a sequence batch); range
+ * (integer and float, steps up and down, empty). */
 #include "config.h"
 
 #include <math.h>
@@ -37,9 +38,16 @@ static void check_assign_lod(ot_ref *r) {
 }
 
 /* The dims a filling op gives Out: the ShapeTensorList's values (one var a dim), else the
- * ShapeTensor's, else the shape attribute. Returns the rank. */
+ * ShapeTensor's, else the shape attribute; fill_constant_batch_size_like's dim output_dim_idx is
+ * Input's dim input_dim_idx (its sequence count when it has LoD and input_dim_idx is 0). Returns
+ * the rank. */
 static int fill_dims(ot_ref *r, int64_t *d) {
-  const ot_val *st = ot_in(r, "ShapeTensor");
+  const ot_val *st = ot_in(r, "ShapeTensor"), *in = ot_in(r, "Input");
+  if (in) {
+    int n = ot_ints(r, "shape", d, OT_MAX_DIMS), ii = (int)ot_int(r, "input_dim_idx");
+    d[ot_int(r, "output_dim_idx")] = ii == 0 && in->nlod ? in->nlod - 1 : in->dims[ii];
+    return n;
+  }
   int n = ot_nin(r, "ShapeTensorList");
   if (n > 0) {
     for (int i = 0; i < n; i++) d[i] = (int64_t)ot_in_at(r, "ShapeTensorList", i)->v[0];
@@ -213,6 +221,21 @@ const ot_row ot_rows_create[] = {
     {.op = "fill_constant", .what = "ShapeTensorList", .attrs = "dtype=$F shape=[1] value=-2",
      .in = {{"ShapeTensorList", "[1]", OT_I32, .v = (const double[]){2}},
             {"ShapeTensorList", "[1]", OT_I32, .v = (const double[]){4}}},
+     .ref = ref_fill_constant},
+
+    /* fill_constant_batch_size_like: the batch from dim 0, from another dim into another, from
+     * a sequence batch (its sequence count), an int64 str_value. */
+    {.op = "fill_constant_batch_size_like", .what = "dim 0",
+     .attrs = "shape=[-1, 3] dtype=$F value=0.5", .in = {{"Input", "[4, 2]"}},
+     .ref = ref_fill_constant},
+    {.op = "fill_constant_batch_size_like", .what = "dim 2 into 1",
+     .attrs = "shape=[2, -1, 1] dtype=2 value=-3.5 input_dim_idx=2 output_dim_idx=1",
+     .in = {{"Input", "[1, 2, 5]"}}, .ref = ref_fill_constant},
+    {.op = "fill_constant_batch_size_like", .what = "LoD",
+     .attrs = "shape=[-1, 2] dtype=$F value=1",
+     .in = {{"Input", "[5, 2]", .lod = assign_lod, .nlod = 3}}, .ref = ref_fill_constant},
+    {.op = "fill_constant_batch_size_like", .what = "int64 str_value",
+     .attrs = "shape=[-1] dtype=3 str_value=123456789012", .in = {{"Input", "[3, 1]"}},
      .ref = ref_fill_constant},
 
     /* uniform_random: a fixed seed; seed 0 (the executor's); the diagonal of a [60, 70]
