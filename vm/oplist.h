@@ -283,6 +283,11 @@ PD_OP(fill_constant, GPU, fill_constant,
       OUT(ONE("Out")),
       ATTRS(INT("dtype", PD_FP32), LONGS_EMPTY("shape"), FLOAT("value", 0.0),
             STR("str_value", ""), BOOL("force_cpu", false), INT("place_type", -1)))
+/* fill_constant_batch_size_like: fill_constant with one dim of shape from Input's dims. */
+PD_OP(fill_constant_batch_size_like, GPU, fill_constant_batch_size_like, IN(ONE("Input", ANY)),
+      OUT(ONE("Out")),
+      ATTRS(REQ(INTS, "shape"), INT("dtype", PD_FP32), FLOAT("value", 0.0), STR("str_value", ""),
+            INT("input_dim_idx", 0), INT("output_dim_idx", 0), BOOL("force_cpu", false)))
 PD_UNARY_(fill_zeros_like, 0)
 PD_FLATTEN_(flatten, ONE("Out"))
 PD_FLATTEN_(flatten2, ONE("Out"), TEMP("XShape"))
@@ -376,6 +381,8 @@ PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), 
 PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
       IN(ONE("X"), ONE("Mask"), ONE("InTrue"), ONE("InFalse")), OUT(ONE("Out")),
       ATTRS(INT("level", 0)))
+/* meshgrid: Out[i] = X[i] (rank 0 or 1) broadcast over the grid of every X (vm/ops/index.c). */
+PD_OP(meshgrid, DIFF | GPU | GPU_GRAD, meshgrid, IN(LIST("X")), OUT(LIST("Out")), NONE)
 PD_OP(momentum, FP_IN | GPU, optimizer,
       IN(ONE("Param"), ONE("Grad"), ONE("Velocity"), ONE("LearningRate", HOST),
          OPT("MasterParam")),
@@ -434,6 +441,9 @@ PD_OP(prior_box, FP_IN, prior_box, IN(ONE("Input", ANY), ONE("Image", ANY)),
             FLOATS_EMPTY("variances"), BOOL("flip", true), BOOL("clip", true),
             FLOAT("step_w", 0.0), FLOAT("step_h", 0.0), FLOAT("offset", 0.5),
             BOOL("min_max_aspect_ratios_order", false)))
+/* range: Start, Start + Step, ... short of End (vm/ops/create.c); values made on the host. */
+PD_OP(range, GPU, range, IN(ONE("Start", HOST), ONE("End", HOST), ONE("Step", HOST)),
+      OUT(ONE("Out")), NONE)
 PD_OP(recurrent, DIFF, recurrent,
       IN(LIST("inputs"), OPT_LIST("initial_states"), OPT_LIST("parameters", ANY)),
       OUT(OPT_LIST("outputs"), ONE("step_scopes", ANY)),

@@ -1,6 +1,7 @@
 /* create.c -- the ops that make and copy values: feed and fetch (the executor's ends),
- * fill_constant, fill_zeros_like, assign, assign_value, the random initialisers (uniform_random,
- * gaussian_random) and increment: their shape functions and kernels (and assign's gradient). */
+ * fill_constant, fill_constant_batch_size_like, fill_zeros_like, assign, assign_value, the random
+ * initialisers (uniform_random, gaussian_random), increment and range: their shape functions and
+ * kernels (and assign's gradient). */
 #include "config.h"
 
 #include <errno.h>
@@ -89,6 +90,35 @@ pd_status pd_infer_fill_constant(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Out", 0, &d, dtype, 0);
 }
 
+/* fill_constant_batch_size_like: Out has `shape` and `dtype`, its dim output_dim_idx taken from
+ * Input's dim input_dim_idx (unknown for dim 0 of a sequence batch: its sequence count). */
+pd_status pd_infer_fill_constant_batch_size_like(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d, out;
+  pd_dtype dtype;
+  char s[PD_DIMS_BUF], sl[PD_LIST_BUF];
+  pd_status st;
+  if ((st = pd_infer_attr_dtype(c, "dtype", &dtype)) || (st = pd_infer_in(c, "Input", 0, &x, &d)))
+    return st;
+  int64_t ii = pd_infer_attr_int(c, "input_dim_idx"), oi = pd_infer_attr_int(c, "output_dim_idx");
+  out.n = pd_infer_attr_ints(c, "shape", out.d, PD_MAX_RANK);
+  if (out.n < 1 || pd_infer_attr_len(c, "shape") > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EINVAL, "shape %s must have 1 to %d dims",
+                         pd_infer_attr_ints_str(c, "shape", sl), PD_MAX_RANK);
+  if (oi < 0 || oi >= out.n)
+    return pd_infer_fail(c, PD_EINVAL, "output_dim_idx %" PRId64 " is out of range for shape %s",
+                         oi, pd_infer_attr_ints_str(c, "shape", sl));
+  if (d.n >= 0 && (ii < 0 || ii >= d.n))
+    return pd_infer_fail(c, PD_EINVAL, "input_dim_idx %" PRId64 " is out of range for Input %s",
+                         ii, pd_infer_dims_str(&d, s));
+  out.d[oi] = d.n >= 0 && !(ii == 0 && x->lod_level > 0) ? d.d[ii] : -1;
+  for (int i = 0; i < out.n; i++)
+    if (i != oi && out.d[i] < 0)
+      return pd_infer_fail(c, PD_EINVAL, "shape %s has a negative dim at %d (only "
+                           "output_dim_idx's may be)", pd_infer_attr_ints_str(c, "shape", sl), i);
+  return pd_infer_set_out(c, "Out", 0, &out, dtype, 0);
+}
+
 /* uniform_random, gaussian_random: like fill_constant, but the dtype must be floating point and
  * the shape given; uniform_random's range must not be empty. */
 pd_status pd_infer_random(pd_infer_ctx *c) {
@@ -130,6 +160,28 @@ pd_status pd_infer_assign_value(pd_infer_ctx *c) {
     return pd_infer_fail(c, PD_EINVAL, "%s holds %d values but the shape has %lld elements", list,
                          a ? a->n : 0, (long long)n);
   return pd_infer_set_out(c, "Out", 0, &d, dtype, 0);
+}
+
+/* range: Out [ceil((End - Start) / Step)] of Start's dtype, the three one-element tensors whose
+ * values come at run time (so Out's one dim is unknown here). */
+pd_status pd_infer_range(pd_infer_ctx *c) {
+  static const char *const slots[] = {"Start", "End", "Step"};
+  const pd_var_desc *v[3];
+  pd_infer_dims d[3];
+  char s[PD_DIMS_BUF];
+  pd_status st;
+  for (int i = 0; i < 3; i++) {
+    if ((st = pd_infer_in(c, slots[i], 0, &v[i], &d[i]))) return st;
+    if (pd_infer_dims_numel(&d[i]) > 1)
+      return pd_infer_fail(c, PD_ESHAPE, "%s must hold one element, got %s", slots[i],
+                           pd_infer_dims_str(&d[i], s));
+  }
+  pd_dtype dt = v[0]->dtype;
+  if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64)
+    return pd_infer_fail(c, PD_ETYPE, "Start must be float32, float64, int32 or int64, got %s",
+                         pd_dtype_name(dt));
+  pd_infer_dims out = pd_infer_dims_unknown(1);
+  return pd_infer_set_out(c, "Out", 0, &out, dt, 0);
 }
 
 /* A shape to fill: every dim non-negative. */
@@ -191,15 +243,42 @@ pd_status pd_kernel_fetch(pd_exec_ctx *ctx) {
 
 /* ================================================================ constants and copies */
 
-/* fill_constant: Out [shape] of dtype, every element value. The value comes from ValueTensor,
- * else str_value when set (parsed; "inf", "-inf", "nan" too), else value; the shape from
- * ShapeTensorList / ShapeTensor, else the attribute. int64 values from str_value or ValueTensor
- * are exact beyond 2^53. */
-pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
-  int64_t dims[MAXD];
-  int nd;
-  pd_status st = fill_shape(ctx, dims, &nd);
-  if (st) return st;
+/* The value of a filling op: the ValueTensor's (vt, when given), else str_value's when set
+ * (parsed; "inf", "-inf", "nan" too), else value's. *iv holds it exactly when *exact (an
+ * integer from str_value or an integer ValueTensor, exact beyond 2^53). */
+static pd_status fill_value(const pd_exec_ctx *ctx, const pd_tensor *vt, double *v, int64_t *iv,
+                            bool *exact) {
+  const char *sv = pd_ctx_attr_str(ctx, "str_value");
+  pd_status st;
+  *v = pd_ctx_attr_float(ctx, "value");
+  *iv = 0;
+  *exact = false;
+  if (vt) {
+    if ((st = scalar_in(ctx, "ValueTensor", vt, v))) return st;
+    if (is_int(vt->dtype)) {
+      *iv = elem_i(vt, 0);
+      *exact = true;
+    }
+  } else if (*sv) {
+    char *end;
+    errno = 0;
+    long long ll = strtoll(sv, &end, 10);
+    if (*end == '\0' && errno == 0) {
+      *iv = ll;
+      *exact = true;
+      *v = (double)ll;
+    } else {
+      *v = strtod(sv, &end);
+      if (end == sv || *end != '\0')
+        return pd_ctx_fail(ctx, PD_EINVAL, "str_value '%s' is not a number", sv);
+    }
+  }
+  return PD_OK;
+}
+
+/* Out [dims] of the dtype attribute's type (float32, float64, int32, int64 or bool), every
+ * element the filling value (fill_value). */
+static pd_status fill_out(pd_exec_ctx *ctx, const pd_tensor *vt, int nd, const int64_t *dims) {
   int64_t t = pd_ctx_attr_int(ctx, "dtype");
   if (t != (int)t || !pd_dtype_valid((int)t))
     return pd_ctx_fail(ctx, PD_EINVAL, "dtype %" PRId64 " is not a data type", t);
@@ -207,33 +286,13 @@ pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
   if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64 && dt != PD_BOOL)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "dtype %s is not supported (float32, float64, "
                        "int32, int64 and bool are)", pd_dtype_name(dt));
-  double v = pd_ctx_attr_float(ctx, "value");
-  int64_t iv = 0;
-  bool exact = false;
-  const pd_tensor *vt = in_if_set(ctx, "ValueTensor", 0);
-  const char *sv = pd_ctx_attr_str(ctx, "str_value");
-  if (vt) {
-    if ((st = scalar_in(ctx, "ValueTensor", vt, &v))) return st;
-    if (is_int(vt->dtype)) {
-      iv = elem_i(vt, 0);
-      exact = true;
-    }
-  } else if (*sv) {
-    char *end;
-    errno = 0;
-    long long ll = strtoll(sv, &end, 10);
-    if (*end == '\0' && errno == 0) {
-      iv = ll;
-      exact = true;
-      v = (double)ll;
-    } else {
-      v = strtod(sv, &end);
-      if (end == sv || *end != '\0')
-        return pd_ctx_fail(ctx, PD_EINVAL, "str_value '%s' is not a number", sv);
-    }
-  }
+  double v;
+  int64_t iv;
+  bool exact;
   pd_tensor *out;
-  if ((st = out_at(ctx, "Out", 0, true, &out)) || (st = resize(ctx, out, dt, nd, dims, NULL)))
+  pd_status st;
+  if ((st = fill_value(ctx, vt, &v, &iv, &exact)) || (st = out_at(ctx, "Out", 0, true, &out)) ||
+      (st = resize(ctx, out, dt, nd, dims, NULL)))
     return st;
   int64_t n = pd_tensor_numel(out);
   if (dt == PD_INT64 && exact && pd_ctx_place(ctx) == PD_K_HOST) {
@@ -252,6 +311,44 @@ pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
   }
   if (dt == PD_INT64 && exact) v = (double)iv;
   return pd_ctx_check(ctx, ctx->k->fill(dt, n, pd_tensor_data(out), v), "fill");
+}
+
+/* fill_constant: Out [shape] of dtype, every element value (fill_value, with ValueTensor); the
+ * shape from ShapeTensorList / ShapeTensor, else the attribute. */
+pd_status pd_kernel_fill_constant(pd_exec_ctx *ctx) {
+  int64_t dims[MAXD];
+  int nd;
+  pd_status st = fill_shape(ctx, dims, &nd);
+  if (st) return st;
+  return fill_out(ctx, in_if_set(ctx, "ValueTensor", 0), nd, dims);
+}
+
+/* fill_constant_batch_size_like: fill_constant of shape, whose dim output_dim_idx is Input's
+ * dim input_dim_idx (Input's sequence count when it has LoD and input_dim_idx is 0, as Fluid);
+ * only Input's dims are read. */
+pd_status pd_kernel_fill_constant_batch_size_like(pd_exec_ctx *ctx) {
+  const pd_tensor *in;
+  int64_t dims[MAXD + 1];
+  char s[DIMS_BUF], sl[LIST_BUF];
+  pd_status st = in_at(ctx, "Input", 0, true, &in);
+  if (st) return st;
+  int nd = pd_ctx_attr_ints(ctx, "shape", dims, MAXD + 1);
+  int64_t ii = pd_ctx_attr_int(ctx, "input_dim_idx"), oi = pd_ctx_attr_int(ctx, "output_dim_idx");
+  if (nd < 1 || nd > MAXD)
+    return pd_ctx_fail(ctx, PD_EINVAL, "shape %s must have 1 to %d dims",
+                       dims_str(nd < 0 ? 0 : nd, dims, sl, sizeof sl), MAXD);
+  if (oi < 0 || oi >= nd)
+    return pd_ctx_fail(ctx, PD_EINVAL, "output_dim_idx %" PRId64 " is out of range for shape %s",
+                       oi, dims_str(nd, dims, sl, sizeof sl));
+  if (ii < 0 || ii >= in->ndims)
+    return pd_ctx_fail(ctx, PD_EINVAL, "input_dim_idx %" PRId64 " is out of range for Input %s",
+                       ii, shape_str(in, s));
+  dims[oi] = ii == 0 && in->nlod ? in->lod[in->nlod - 1].n - 1 : in->dims[ii];
+  for (int i = 0; i < nd; i++)
+    if (dims[i] < 0)
+      return pd_ctx_fail(ctx, PD_EINVAL, "shape %s has a negative dim",
+                         dims_str(nd, dims, sl, sizeof sl));
+  return fill_out(ctx, NULL, nd, dims);
 }
 
 /* fill_zeros_like: zeros with X's dtype, shape and LoD. */
@@ -429,4 +526,69 @@ pd_status pd_kernel_increment(pd_exec_ctx *ctx) {
     default: PD_TENSOR_I64(out)[0] = iv + (int64_t)step; break;
   }
   return PD_OK;
+}
+
+/* range: Out[i] = Start + i * Step for i < size, where size is 0 when Step points away from End,
+ * else ceil(|End - Start| / |Step|) (in integers for int32/int64; in Start's float type for
+ * floats, as Paddle's arange). Start, End and Step are one-element host tensors, converted to
+ * Start's dtype; the values are made on the host and uploaded when the op computes on the GPU. */
+pd_status pd_kernel_range(pd_exec_ctx *ctx) {
+  static const char *const slots[] = {"Start", "End", "Step"};
+  const pd_tensor *t[3];
+  double f[3];
+  int64_t l[3];
+  pd_status st;
+  for (int i = 0; i < 3; i++)
+    if ((st = in_at(ctx, slots[i], 0, true, &t[i])) ||
+        (st = scalar_in(ctx, slots[i], t[i], &f[i])))
+      return st;
+  pd_dtype dt = t[0]->dtype;
+  if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64)
+    return pd_ctx_fail(ctx, PD_ETYPE, "Start must be float32, float64, int32 or int64, got %s",
+                       pd_dtype_name(dt));
+  bool integral = is_int(dt);
+  for (int i = 0; i < 3; i++) {
+    l[i] = elem_i(t[i], 0);
+    if (integral) f[i] = (double)l[i];
+    else if (dt == PD_FP32) f[i] = (float)f[i];
+  }
+  if (integral ? l[2] == 0 : f[2] == 0)
+    return pd_ctx_fail(ctx, PD_EINVAL, "Step must not be 0");
+  int64_t n = 0;
+  if (!((f[0] < f[1] && f[2] < 0) || (f[0] > f[1] && f[2] > 0))) {
+    if (integral) {
+      bool up = l[1] > l[0];
+      uint64_t span = (uint64_t)(up ? l[1] : l[0]) - (uint64_t)(up ? l[0] : l[1]);
+      uint64_t step = l[2] < 0 ? 0 - (uint64_t)l[2] : (uint64_t)l[2];
+      n = (int64_t)(span / step + (span % step != 0));
+    } else {
+      double q = dt == PD_FP32 ? (double)fabsf((float)((float)(f[1] - f[0]) / (float)f[2]))
+                               : fabs((f[1] - f[0]) / f[2]);
+      q = ceil(q);
+      if (!(q < 9.2e18))
+        return pd_ctx_fail(ctx, PD_EINVAL, "range from %g to %g by %g has too many elements",
+                           f[0], f[1], f[2]);
+      n = (int64_t)q;
+    }
+  }
+  pd_tensor *out;
+  if ((st = out_at(ctx, "Out", 0, true, &out)) || (st = resize(ctx, out, dt, 1, &n, NULL)))
+    return st;
+  if (n == 0) return PD_OK;
+  size_t bytes = (size_t)n * pd_dtype_size(dt);
+  bool host = pd_ctx_place(ctx) == PD_K_HOST;
+  void *o = host ? pd_tensor_data(out) : pd_k_host_alloc(bytes);
+  if (!o) return nomem(ctx);
+  for (int64_t i = 0; i < n; i++) {
+    switch (dt) {
+      case PD_FP32: ((float *)o)[i] = (float)(f[0] + (double)i * f[2]); break;
+      case PD_FP64: ((double *)o)[i] = f[0] + (double)i * f[2]; break;
+      case PD_INT32: ((int32_t *)o)[i] = (int32_t)(l[0] + i * l[2]); break;
+      default: ((int64_t *)o)[i] = l[0] + i * l[2]; break;
+    }
+  }
+  if (host) return PD_OK;
+  st = pd_mem_copy(pd_tensor_data(out), PD_K_CUDA, o, PD_K_HOST, bytes);
+  pd_k_host_free(o);
+  return pd_ctx_check(ctx, st, "upload");
 }

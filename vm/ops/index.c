@@ -1,8 +1,9 @@
-/* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile, where
- * and clip: their shape functions, kernels and gradient kernels. slice, expand_v2 and tile move
- * elements through the backend's strided_copy, where through its where, clip through its
- * compare and binary kernels (so these run on the GPU too); gather and tile's gradient are host
- * loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
+/* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile,
+ * meshgrid, where and clip: their shape functions, kernels and gradient kernels. slice,
+ * expand_v2, tile and meshgrid move elements through the backend's strided_copy (meshgrid's
+ * gradient is a broadcast's sum), where through its where, clip through its compare and binary
+ * kernels (so these run on the GPU too); gather and tile's gradient are host loops. Any dtype
+ * moves as bytes forward; gradients are fp32/fp64. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -466,6 +467,122 @@ pd_status pd_kernel_repeat_grad(pd_exec_ctx *ctx) {
     else st = k_check(ctx, tile_sum(ctx, dy->dtype, nd, od, xd, pd_tensor_data(dy),
                                     pd_tensor_data(dx)),
                       dy->dtype);
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ meshgrid */
+
+/* meshgrid: N tensors of rank 0 or 1 (n_i elements; rank 0 is one) -> N outputs of dims
+ * [n_0, ..., n_{N-1}], Out[i] holding X[i] along dim i ("ij" indexing), of X[i]'s dtype. */
+pd_status pd_infer_meshgrid(pd_infer_ctx *c) {
+  int n = pd_infer_nin(c, "X");
+  char s[PD_DIMS_BUF];
+  if (n < 1) return pd_infer_fail(c, PD_EINVAL, "input X is not given");
+  if (n > PD_MAX_RANK)
+    return pd_infer_fail(c, PD_EUNSUPPORTED, "X has %d tensors (at most %d)", n, PD_MAX_RANK);
+  if (pd_infer_nout(c, "Out") != n)
+    return pd_infer_fail(c, PD_EINVAL, "Out has %d vars but X has %d tensors",
+                         pd_infer_nout(c, "Out"), n);
+  pd_infer_dims out;
+  const pd_var_desc *x[PD_MAX_RANK];
+  out.n = n;
+  for (int i = 0; i < n; i++) {
+    pd_infer_dims d;
+    pd_status st = pd_infer_in(c, "X", i, &x[i], &d);
+    if (st) return st;
+    if (d.n > 1)
+      return pd_infer_fail(c, PD_ESHAPE, "X[%d] must have rank 0 or 1, got %s", i,
+                           pd_infer_dims_str(&d, s));
+    out.d[i] = d.n == 1 ? d.d[0] : d.n == 0 ? 1 : -1;
+  }
+  for (int i = 0; i < n; i++) {
+    pd_status st = pd_infer_set_out(c, "Out", i, &out, x[i]->dtype, 0);
+    if (st) return st;
+  }
+  return PD_OK;
+}
+
+/* The inputs of meshgrid (or of its gradient) at run time: *n of them, od the outputs' dims. */
+static pd_status meshgrid_dims(const pd_exec_ctx *ctx, const pd_tensor **x, int *n, int64_t *od) {
+  char s[DIMS_BUF];
+  *n = pd_ctx_nin(ctx, "X");
+  if (*n < 1) return pd_ctx_fail(ctx, PD_EINVAL, "input X is not given");
+  if (*n > MAXD)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "X has %d tensors; at most %d are supported", *n,
+                       MAXD);
+  for (int i = 0; i < *n; i++) {
+    pd_status st = in_at(ctx, "X", i, true, &x[i]);
+    if (st) return st;
+    if (x[i]->ndims > 1)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "X[%d] must have rank 0 or 1, got %s", i,
+                         shape_str(x[i], s));
+    od[i] = pd_tensor_numel(x[i]);
+  }
+  return PD_OK;
+}
+
+/* The dims of X[i] in Out[i]: 1 but n_i at dim i. */
+static void meshgrid_in_dims(int n, const int64_t *od, int i, int64_t *xd) {
+  for (int k = 0; k < n; k++) xd[k] = k == i ? od[i] : 1;
+}
+
+/* Out[i] = X[i] broadcast along the other dims. */
+pd_status pd_kernel_meshgrid(pd_exec_ctx *ctx) {
+  const pd_tensor *x[MAXD];
+  int n;
+  int64_t od[MAXD];
+  pd_status st = meshgrid_dims(ctx, x, &n, od);
+  if (st) return st;
+  if (pd_ctx_nout(ctx, "Out") != n)
+    return pd_ctx_fail(ctx, PD_EINVAL, "Out has %d vars but X has %d tensors",
+                       pd_ctx_nout(ctx, "Out"), n);
+  hold h;
+  hold_init(&h);
+  for (int i = 0; i < n && !st; i++) {
+    pd_tensor *o;
+    st = out_at(ctx, "Out", i, false, &o);
+    for (int j = 0; j < n && !st && o; j++) st = unalias(ctx, &h, o, &x[j]);
+  }
+  for (int i = 0; i < n && !st; i++) {
+    pd_tensor *o;
+    int64_t xd[MAXD], xstr[MAXD];
+    if ((st = out_at(ctx, "Out", i, false, &o)) || !o) continue;
+    meshgrid_in_dims(n, od, i, xd);
+    strides_of(n, xd, xstr);
+    if (!(st = resize(ctx, o, x[i]->dtype, n, od, NULL)) && pd_k_numel(n, od))
+      st = pd_ctx_check(ctx, ctx->k->strided_copy(x[i]->dtype, n, od, xd, xstr, 0,
+                                                  pd_tensor_data(x[i]), pd_tensor_data(o), false),
+                        "strided_copy");
+  }
+  hold_free(&h);
+  return st;
+}
+
+/* X[i]@GRAD = Out[i]@GRAD summed over every dim but i; 0 where Out[i] has no gradient. */
+pd_status pd_kernel_meshgrid_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x[MAXD];
+  int n;
+  int64_t od[MAXD];
+  pd_status st = meshgrid_dims(ctx, x, &n, od);
+  if (st) return st;
+  hold h;
+  hold_init(&h);
+  for (int i = 0; i < n && !st; i++) {
+    pd_tensor *dx;
+    const pd_tensor *g = in_if_set(ctx, "Out@GRAD", i);
+    int64_t xd[MAXD];
+    if ((st = out_at(ctx, "X@GRAD", i, false, &dx)) || !dx) continue;
+    if ((st = want_float(ctx, "X", x[i])) || (st = unalias(ctx, &h, dx, &x[i]))) break;
+    if (g && ((st = want_grad_shape(ctx, "Out@GRAD", g, n, od, x[i]->dtype)) ||
+              (st = unalias(ctx, &h, dx, &g))))
+      break;
+    if ((st = resize(ctx, dx, x[i]->dtype, x[i]->ndims, x[i]->dims, x[i]))) break;
+    meshgrid_in_dims(n, od, i, xd);
+    if (!g) st = k_check(ctx, ctx->k->fill(dx->dtype, od[i], pd_tensor_data(dx), 0.0), dx->dtype);
+    else if (od[i]) st = sum_to(ctx, dx->dtype, n, od, xd, pd_tensor_data(g), pd_tensor_data(dx),
+                               1.0);
   }
   hold_free(&h);
   return st;

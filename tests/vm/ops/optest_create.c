@@ -4,7 +4,8 @@
  * whose values cannot be foretold: their rows check properties that a wrong distribution
  * fails (range, mean, variance and shares of the range, within 4 standard errors for a few
  * thousand draws), for a fixed seed attribute and for seed 0 (the executor's generator, seeded
- * by the row). */
+ * by the row); fill_constant_batch_size_like (the dims' indices, a sequence batch); range
+ * (integer and float, steps up and down, empty). */
 #include "config.h"
 
 #include <math.h>
@@ -37,9 +38,16 @@ static void check_assign_lod(ot_ref *r) {
 }
 
 /* The dims a filling op gives Out: the ShapeTensorList's values (one var a dim), else the
- * ShapeTensor's, else the shape attribute. Returns the rank. */
+ * ShapeTensor's, else the shape attribute; fill_constant_batch_size_like's dim output_dim_idx is
+ * Input's dim input_dim_idx (its sequence count when it has LoD and input_dim_idx is 0). Returns
+ * the rank. */
 static int fill_dims(ot_ref *r, int64_t *d) {
-  const ot_val *st = ot_in(r, "ShapeTensor");
+  const ot_val *st = ot_in(r, "ShapeTensor"), *in = ot_in(r, "Input");
+  if (in) {
+    int n = ot_ints(r, "shape", d, OT_MAX_DIMS), ii = (int)ot_int(r, "input_dim_idx");
+    d[ot_int(r, "output_dim_idx")] = ii == 0 && in->nlod ? in->nlod - 1 : in->dims[ii];
+    return n;
+  }
   int n = ot_nin(r, "ShapeTensorList");
   if (n > 0) {
     for (int i = 0; i < n; i++) d[i] = (int64_t)ot_in_at(r, "ShapeTensorList", i)->v[0];
@@ -158,6 +166,22 @@ static void check_gaussian(ot_ref *r) {
   near(r, "the share beyond 2 std", out2 / n, p2, sqrt(p2 * (1 - p2) / n));
 }
 
+/* ---------------------------------------------------------------- range */
+
+/* range: Start, Start + Step, ... while short of End; none when Step points away from End. The
+ * count is ceil(|End - Start| / |Step|), the quotient taken in Start's type (float32 rounds). */
+static void ref_range(ot_ref *r) {
+  const ot_val *st = ot_in(r, "Start");
+  double a = st->v[0], b = ot_in(r, "End")->v[0], s = ot_in(r, "Step")->v[0];
+  int64_t n = 0;
+  if (!((a < b && s < 0) || (a > b && s > 0))) {
+    double q = st->dt == PD_FP32 ? (double)((float)(b - a) / (float)s) : (b - a) / s;
+    n = (int64_t)ceil(fabs(q));
+  }
+  double *o = ot_out(r, "Out", 1, &n);
+  for (int64_t i = 0; i < n; i++) o[i] = st->dt == PD_FP32 ? (float)(a + i * s) : a + i * s;
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 static const int64_t assign_lod[] = {0, 2, 5};
@@ -199,6 +223,21 @@ const ot_row ot_rows_create[] = {
             {"ShapeTensorList", "[1]", OT_I32, .v = (const double[]){4}}},
      .ref = ref_fill_constant},
 
+    /* fill_constant_batch_size_like: the batch from dim 0, from another dim into another, from
+     * a sequence batch (its sequence count), an int64 str_value. */
+    {.op = "fill_constant_batch_size_like", .what = "dim 0",
+     .attrs = "shape=[-1, 3] dtype=$F value=0.5", .in = {{"Input", "[4, 2]"}},
+     .ref = ref_fill_constant},
+    {.op = "fill_constant_batch_size_like", .what = "dim 2 into 1",
+     .attrs = "shape=[2, -1, 1] dtype=2 value=-3.5 input_dim_idx=2 output_dim_idx=1",
+     .in = {{"Input", "[1, 2, 5]"}}, .ref = ref_fill_constant},
+    {.op = "fill_constant_batch_size_like", .what = "LoD",
+     .attrs = "shape=[-1, 2] dtype=$F value=1",
+     .in = {{"Input", "[5, 2]", .lod = assign_lod, .nlod = 3}}, .ref = ref_fill_constant},
+    {.op = "fill_constant_batch_size_like", .what = "int64 str_value",
+     .attrs = "shape=[-1] dtype=3 str_value=123456789012", .in = {{"Input", "[3, 1]"}},
+     .ref = ref_fill_constant},
+
     /* uniform_random: a fixed seed; seed 0 (the executor's); the diagonal of a [60, 70]
      * matrix set to 2.5 (outside the range, so that a misplaced one fails); the ShapeTensor. */
     {.op = "uniform_random", .what = "seed 7", .attrs = "shape=[4000] min=-2 max=3 seed=7 dtype=$F",
@@ -222,5 +261,30 @@ const ot_row ot_rows_create[] = {
      .in = {{"ShapeTensorList", "[1]", OT_I32, .v = (const double[]){50}},
             {"ShapeTensorList", "[1]", OT_I32, .v = (const double[]){60}}},
      .check = check_gaussian},
+    /* range: int64 (PP-YOLOE's anchors), int32 down, an empty one, floats (a fraction left). */
+    {.op = "range", .what = "int64",
+     .in = {{"Start", "[1]", OT_I64, .v = (const double[]){0}},
+            {"End", "[1]", OT_I64, .v = (const double[]){10}},
+            {"Step", "[1]", OT_I64, .v = (const double[]){3}}},
+     .ref = ref_range},
+    {.op = "range", .what = "int32 down",
+     .in = {{"Start", "[1]", OT_I32, .v = (const double[]){5}},
+            {"End", "[1]", OT_I32, .v = (const double[]){-4}},
+            {"Step", "[1]", OT_I32, .v = (const double[]){-2}}},
+     .ref = ref_range},
+    {.op = "range", .what = "empty",
+     .in = {{"Start", "[1]", OT_I64, .v = (const double[]){1}},
+            {"End", "[1]", OT_I64, .v = (const double[]){4}},
+            {"Step", "[1]", OT_I64, .v = (const double[]){-1}}},
+     .ref = ref_range},
+    {.op = "range", .what = "float",
+     .in = {{"Start", "[1]", .v = (const double[]){-1.5}},
+            {"End", "[1]", .v = (const double[]){2.25}},
+            {"Step", "[1]", .v = (const double[]){0.5}}},
+     .ref = ref_range},
+    {.op = "range", .what = "float down",
+     .in = {{"Start", "[1]", .v = (const double[]){3}}, {"End", "[1]", .v = (const double[]){0}},
+            {"Step", "[1]", .v = (const double[]){-0.75}}},
+     .ref = ref_range},
     {0},
 };

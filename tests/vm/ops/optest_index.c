@@ -1,9 +1,10 @@
 /* optest_index.c -- the op-test table's rows of vm/ops/index.c (optest.h): clip (attributes and
  * the Min / Max tensors), expand_v2 and tile (shorter and longer lists than X's rank), gather
  * (axis attribute and Axis tensor, int32 and int64 Index, the [n, 1] Index), slice (negative
- * and out-of-range bounds, negative axes, decrease_axis) and where (NumPy broadcasting of the
- * three operands). The references are the definitions, in double, by coordinates: an output
- * element's coordinates say which input element it reads. */
+ * and out-of-range bounds, negative axes, decrease_axis), meshgrid (two and three inputs, a
+ * rank-0 one, int64) and where (NumPy broadcasting of the three operands). The references are
+ * the definitions, in double, by coordinates: an output element's coordinates say which input
+ * element it reads. */
 #include "config.h"
 
 #include <math.h>
@@ -138,6 +139,21 @@ static void ref_where(ot_ref *r) {
   }
 }
 
+/* meshgrid: Out[i] has dims [n_0, ..., n_{N-1}] (n_k the elements of X[k]) and holds at
+ * coordinates (c_0, ..., c_{N-1}) the element c_i of X[i]. */
+static void ref_meshgrid(ot_ref *r) {
+  int n = ot_nin(r, "X");
+  int64_t od[OT_MAX_DIMS];
+  for (int i = 0; i < n; i++) od[i] = ot_in_at(r, "X", i)->n;
+  int64_t total = ot_numel(n, od);
+  for (int i = 0; i < n; i++) {
+    const ot_val *x = ot_in_at(r, "X", i);
+    double *o = ot_out_at(r, "Out", i, n, od);
+    int64_t inner = ot_numel(n - i - 1, od + i + 1);
+    for (int64_t e = 0; e < total; e++) o[e] = x->v[(e / inner) % od[i]];
+  }
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 const ot_row ot_rows_index[] = {
@@ -232,5 +248,13 @@ const ot_row ot_rows_index[] = {
      .in = {{"Condition", "[5]", OT_BOOL, 0, 1}, {"X", "[5]", OT_I64, -9, 9},
             {"Y", "[5]", OT_I64, -9, 9}},
      .ref = ref_where, .no_grad = true},
+    /* meshgrid: two inputs (PP-YOLOE's anchor grid, int64 there), three with a rank-0 one. */
+    {.op = "meshgrid", .what = "2 inputs", .in = {{"X", "[3]"}, {"X", "[4]"}}, .outs = "Out:2",
+     .ref = ref_meshgrid},
+    {.op = "meshgrid", .what = "3 inputs, rank 0", .in = {{"X", "[2]"}, {"X", "[]"}, {"X", "[3]"}},
+     .outs = "Out:3", .ref = ref_meshgrid},
+    {.op = "meshgrid", .what = "int64",
+     .in = {{"X", "[2]", OT_I64, 0, 40}, {"X", "[5]", OT_I64, -9, 9}}, .outs = "Out:2",
+     .ref = ref_meshgrid, .no_grad = true},
     {0},
 };
