@@ -319,6 +319,52 @@ def blazeface():
                                            nms_threshold=0.3, nms_top_k=100))
     return BlazeFace(bb, head, neck, pp), det_inputs(128)
 
+def _ppocr():
+    """PaddleOCR's ppocr package from the checkout PADDLEOCR_SRC names: PaddleOCR is not
+    pip-installable (the paddleocr 3.x wheel has only wrappers). A clone of PaddleOCR's
+    repository does; the files used were taken at these commits
+    (ppocr/modeling/...): backbones/det_mobilenet_v3.py 1127fe0d4a4156ccf5b24f571dde4d7d9180bf93,
+    necks/db_fpn.py 0401e5203e3abf9f54ae20c7f42f7c4203d1f041,
+    heads/det_db_head.py 01c4ee5de01d04482e32216dedbdf5e5c911444c. Only those modules are
+    imported (not ppocr/modeling/*/__init__.py, which import every architecture)."""
+    src = os.environ.get("PADDLEOCR_SRC", "/opt/paddleocr_src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+
+
+class OCRModel(paddle.nn.Layer):
+    """backbone -> neck -> head, as ppocr's BaseModel chains them."""
+    def __init__(self, backbone, neck, head):
+        super().__init__()
+        self.backbone, self.neck, self.head = backbone, neck, head
+
+    def forward(self, x):
+        x = self.backbone(x)
+        if self.neck is not None:
+            x = self.neck(x)
+        return self.head(x)
+
+
+def db_det(neck_name):
+    """DB text detection: PP-OCRv3 det's student (MobileNetV3 large x0.5 without SE, RSEFPN 96
+    with shortcut, DBHead k=50) or PP-OCRv2's (DBFPN 96)."""
+    def make():
+        _ppocr()
+        from ppocr.modeling.backbones.det_mobilenet_v3 import MobileNetV3
+        from ppocr.modeling.heads.det_db_head import DBHead
+        from ppocr.modeling.necks import db_fpn
+        from ppocr.modeling.backbones.det_mobilenet_v3 import SEModule
+        # This det_mobilenet_v3's SEModule names its parameters from name="" by default, which
+        # RSELayer leaves: every RSELayer would get the same names, refused in dygraph.
+        db_fpn.SEModule = lambda c: SEModule(c, name=paddle.utils.unique_name.generate("rse"))
+        bb = MobileNetV3(in_channels=3, model_name="large", scale=0.5, disable_se=True)
+        if neck_name == "RSEFPN":
+            neck = db_fpn.RSEFPN(bb.out_channels, 96, shortcut=True)
+        else:
+            neck = db_fpn.DBFPN(bb.out_channels, 96)
+        return OCRModel(bb, neck, DBHead(96, k=50)), image()
+    return make
+
 
 FAMILIES = {
     # name: (builder, where the architecture comes from)
@@ -342,6 +388,10 @@ FAMILIES = {
                   "MultiClassNMS (blazeface_1000e)"),
     "ernie3_tiny": (ernie, "paddlenlp ErnieForSequenceClassification, ernie-3.0-tiny-micro's "
                     "shape, vocab 1000"),
+    "db_det": (db_det("RSEFPN"), "PaddleOCR PP-OCRv3 det student: det_mobilenet_v3.MobileNetV3("
+               "large, 0.5, disable_se), RSEFPN(96, shortcut), DBHead(k=50)"),
+    "db_det_dbfpn": (db_det("DBFPN"), "PaddleOCR PP-OCRv2 det: det_mobilenet_v3.MobileNetV3("
+                     "large, 0.5, disable_se), DBFPN(96), DBHead(k=50)"),
 }
 
 

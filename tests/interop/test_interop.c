@@ -339,9 +339,10 @@ int main(int argc, char **argv) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);
-  static const char *const zoo[] = {"yolov3", "ssd", "blazeface", "mobilenet_v1", "mobilenet_v2",
-                                    "mobilenet_v3", "pp_lcnet", "resnet50_vd", "pp_hgnet",
-                                    "pp_liteseg", "unet", "ernie3_tiny"};
+  static const char *const zoo[] = {"yolov3", "ssd", "blazeface", "ppyoloe", "picodet",
+                                    "mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
+                                    "resnet50_vd", "pp_hgnet", "pp_liteseg", "unet",
+                                    "ernie3_tiny", "db_det", "db_det_dbfpn"};
   for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) check_zoo(zoo[i]);
   check_refused();
   return tap_done();
