@@ -203,13 +203,13 @@ def ernie():
                           "int64")})
 
 
-def det_inputs(size=64, names=("image", "im_shape", "scale_factor")):
+def det_inputs(size=64, names=("image", "im_shape", "scale_factor"), seed=7):
     """PaddleDetection's export inputs: the image, its size and the scale it was resized by
     (those of names: the exporter drops the ones the model does not read)."""
     spec = {"image": paddle.static.InputSpec([None, 3, size, size], "float32", "image"),
             "im_shape": paddle.static.InputSpec([None, 2], "float32", "im_shape"),
             "scale_factor": paddle.static.InputSpec([None, 2], "float32", "scale_factor")}
-    rs = np.random.RandomState(7)
+    rs = np.random.RandomState(seed)
     feeds = {"image": rs.uniform(-1, 1, (2, 3, size, size)).astype("float32"),
              "im_shape": np.array([[size, size]] * 2, "float32"),
              "scale_factor": np.array([[1.0, 1.0], [0.5, 0.5]], "float32")}
@@ -270,7 +270,9 @@ def picodet():
                       grid_cell_scale=5.0, static_assigner_epoch=100, use_align_head=True,
                       loss_class=VarifocalLoss(use_sigmoid=True, iou_weighted=True),
                       loss_dfl=DistributionFocalLoss(), loss_bbox=GIoULoss(), nms=nms())
-    return PicoDet(bb, neck, head), det_inputs(names=("image", "scale_factor"))
+    # Seed 7's image gives two boxes scores equal to float32 rounding, which NMS may order
+    # either way: not a test of anything.
+    return PicoDet(bb, neck, head), det_inputs(names=("image", "scale_factor"), seed=8)
 
 
 def ssd():
