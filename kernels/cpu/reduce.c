@@ -1,6 +1,7 @@
-/* reduce.c -- sum/mean/max/min over any set of axes, and their gradients; running sums (cumsum). The shape is first
- * coalesced into alternating groups of kept and reduced dims; [.., r] and [k1, r, k2] layouts
- * get cache-friendly loops, anything else a generic odometer (reduce_t.h holds the typed code). */
+/* reduce.c -- sum/mean/max/min over any set of axes, and their gradients; running sums
+ * (cumsum). The shape is first coalesced into alternating groups of kept and reduced dims;
+ * [.., r] and [k1, r, k2] layouts get cache-friendly loops, anything else a generic odometer
+ * (reduce_t.h holds the typed code). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"

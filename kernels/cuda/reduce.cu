@@ -281,7 +281,9 @@ pd_status pd_kcu_cumsum(pd_dtype dt, int64_t pre, int64_t n, int64_t post, bool 
   switch (dt) {
     case PD_FP32: launch_cumsum<float, double>(pre, n, post, exclusive, reverse, x, out); break;
     case PD_FP64: launch_cumsum<double, double>(pre, n, post, exclusive, reverse, x, out); break;
-    case PD_INT32: launch_cumsum<int32_t, uint64_t>(pre, n, post, exclusive, reverse, x, out); break;
+    case PD_INT32:
+      launch_cumsum<int32_t, uint64_t>(pre, n, post, exclusive, reverse, x, out);
+      break;
     default: launch_cumsum<int64_t, uint64_t>(pre, n, post, exclusive, reverse, x, out); break;
   }
   PD_KCU_LAUNCHED("cumsum kernel");

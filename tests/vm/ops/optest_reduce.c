@@ -1,7 +1,8 @@
 /* optest_reduce.c -- the op-test table's rows of vm/ops/reduce.c (optest.h): mean, the
  * reduce_* ops (dim lists with negative entries, keep_dim, reduce_all, the default dim,
- * integers, out_dtype), cumsum (any axis, flatten, exclusive, reverse, integers) and top_k (k or the K input; Out and the exact Indices). The references
- * walk X element by element in double. */
+ * integers, out_dtype), cumsum (any axis, flatten, exclusive, reverse, integers) and top_k (k
+ * or the K input; Out and the exact Indices). The references walk X element by element in
+ * double. */
 #include "config.h"
 
 #include <math.h>
