@@ -167,48 +167,29 @@ typedef struct cumsum_job {
   bool exclusive, reverse;
 } cumsum_job;
 
-#define CUMSUM_RANGE(NAME, T, ACC)                                                  \
-  static void NAME(void *vjob, int64_t b, int64_t e) {                            \
-    const cumsum_job *j = vjob;                                                    \
-    for (int64_t lane = b; lane < e; lane++) {                                     \
-      int64_t p = lane / j->post, q = lane % j->post;                              \
-      const T *x = (const T *)j->x + p * j->n * j->post + q;                       \
-      T *o = (T *)j->out + p * j->n * j->post + q;                                 \
-      ACC acc = 0;                                                                 \
-      for (int64_t k = 0; k < j->n; k++) {                                         \
-        int64_t i = (j->reverse ? j->n - 1 - k : k) * j->post;                     \
-        ACC v = (ACC)x[i];                                                         \
-        if (j->exclusive) o[i] = (T)acc;                                           \
-        acc += v;                                                                  \
-        if (!j->exclusive) o[i] = (T)acc;                                          \
-      }                                                                            \
-    }                                                                              \
+/* Floats add in double; integers in uint64_t through int64_t (wrapping, no signed overflow). */
+#define CUMSUM_RANGE(NAME, T, ACC, IN)                                               \
+  static void NAME(void *vjob, int64_t b, int64_t e) {                             \
+    const cumsum_job *j = vjob;                                                     \
+    for (int64_t lane = b; lane < e; lane++) {                                      \
+      int64_t p = lane / j->post, q = lane % j->post;                               \
+      const T *x = (const T *)j->x + p * j->n * j->post + q;                        \
+      T *o = (T *)j->out + p * j->n * j->post + q;                                  \
+      ACC acc = 0;                                                                  \
+      for (int64_t k = 0; k < j->n; k++) {                                          \
+        int64_t i = (j->reverse ? j->n - 1 - k : k) * j->post;                      \
+        ACC v = (ACC)(IN)x[i];                                                      \
+        if (j->exclusive) o[i] = (T)(IN)acc;                                        \
+        acc += v;                                                                   \
+        if (!j->exclusive) o[i] = (T)(IN)acc;                                       \
+      }                                                                             \
+    }                                                                               \
   }
-CUMSUM_RANGE(cumsum_f32, float, double)
-CUMSUM_RANGE(cumsum_f64, double, double)
+CUMSUM_RANGE(cumsum_f32, float, double, double)
+CUMSUM_RANGE(cumsum_f64, double, double, double)
+CUMSUM_RANGE(cumsum_i32, int32_t, uint64_t, int64_t)
+CUMSUM_RANGE(cumsum_i64, int64_t, uint64_t, int64_t)
 #undef CUMSUM_RANGE
-
-/* Integers wrap through uint64_t (no signed overflow). */
-#define CUMSUM_INT_RANGE(NAME, T)                                                   \
-  static void NAME(void *vjob, int64_t b, int64_t e) {                            \
-    const cumsum_job *j = vjob;                                                    \
-    for (int64_t lane = b; lane < e; lane++) {                                     \
-      int64_t p = lane / j->post, q = lane % j->post;                              \
-      const T *x = (const T *)j->x + p * j->n * j->post + q;                       \
-      T *o = (T *)j->out + p * j->n * j->post + q;                                 \
-      uint64_t acc = 0;                                                            \
-      for (int64_t k = 0; k < j->n; k++) {                                         \
-        int64_t i = (j->reverse ? j->n - 1 - k : k) * j->post;                     \
-        uint64_t v = (uint64_t)(int64_t)x[i];                                      \
-        if (j->exclusive) o[i] = (T)(int64_t)acc;                                  \
-        acc += v;                                                                  \
-        if (!j->exclusive) o[i] = (T)(int64_t)acc;                                 \
-      }                                                                            \
-    }                                                                              \
-  }
-CUMSUM_INT_RANGE(cumsum_i32, int32_t)
-CUMSUM_INT_RANGE(cumsum_i64, int64_t)
-#undef CUMSUM_INT_RANGE
 
 pd_status pd_kcpu_cumsum(pd_dtype dt, int64_t pre, int64_t n, int64_t post, bool exclusive,
                          bool reverse, const void *x, void *out) {
