@@ -14,7 +14,7 @@
 #     with the reason otherwise).
 check_PROGRAMS += tests/interop/test_interop
 TESTS += tests/interop/test_interop tests/interop/exec.sh tests/interop/roundtrip.sh
-EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tests/interop
+EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tools/paddle_pir_models.py tests/interop
 clean-local: clean-interop-zoo
 clean-interop-zoo:
 	rm -rf zoo-*

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""paddle_pir_models.py -- regenerate the PIR (PaddlePaddle 3 JSON) test models of
+tests/interop/pir/.
+
+Run with a Python that has paddlepaddle 3.3 installed, e.g.
+    /work/venv-paddle/bin/python tools/paddle_pir_models.py [OUTDIR [NAME...]]
+(OUTDIR defaults to tests/interop/pir). Each model NAME gets a folder OUTDIR/NAME holding what
+PaddlePaddle 3's default (PIR) mode saves with save_inference_model: model.json +
+model.pdiparams, the inputs in_<feed name>.npy, and PaddlePaddle's outputs out_<i>.npy (one per
+fetch target, in order). The seeds are fixed.
+"""
+import os
+import sys
+
+import numpy as np
+import paddle
+
+paddle.enable_static()
+
+
+def mlp():
+    x = paddle.static.data("x", [None, 4], "float32")
+    h = paddle.nn.functional.relu(paddle.static.nn.fc(x, 8))
+    y = paddle.nn.functional.softmax(paddle.static.nn.fc(h, 3))
+    return [x], [y], [np.random.rand(2, 4).astype("float32")]
+
+
+def lenet():
+    x = paddle.static.data("img", [None, 1, 12, 12], "float32")
+    c = paddle.nn.functional.relu(paddle.nn.Conv2D(1, 4, 3)(x))
+    p = paddle.nn.functional.max_pool2d(c, 2, 2)
+    c = paddle.nn.functional.relu(paddle.nn.Conv2D(4, 6, 3, padding=1)(p))
+    p = paddle.nn.functional.avg_pool2d(c, 2, 2)
+    f = paddle.flatten(p, 1)
+    y = paddle.nn.functional.softmax(paddle.static.nn.fc(f, 5))
+    return [x], [y], [np.random.rand(2, 1, 12, 12).astype("float32")]
+
+
+def cnn_bn():
+    x = paddle.static.data("img", [None, 3, 8, 8], "float32")
+    c = paddle.nn.Conv2D(3, 4, 3, padding=1)(x)
+    bn = paddle.nn.BatchNorm2D(4)
+    bn.eval()
+    b = paddle.nn.functional.relu(bn(c))
+    d = paddle.nn.functional.dropout(b, 0.3, training=False)
+    r = paddle.reshape(d, [-1, 4, 64])
+    t = paddle.transpose(r, [0, 2, 1])
+    f = paddle.flatten(t, 1)
+    y = paddle.scale(paddle.static.nn.fc(f, 3), 2.0, 1.0)
+    return [x], [y], [np.random.rand(2, 3, 8, 8).astype("float32")]
+
+
+MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn}
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/interop/pir"
+    names = sys.argv[2:] or list(MODELS)
+    for name in names:
+        paddle.seed(1)
+        np.random.seed(1)
+        main_p, start = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main_p, start):
+            feeds, fetches, inputs = MODELS[name]()
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(start)
+        d = os.path.join(outdir, name)
+        os.makedirs(d, exist_ok=True)
+        paddle.static.save_inference_model(os.path.join(d, "model"), feeds, fetches, exe,
+                                           program=main_p)
+        outs = exe.run(main_p, feed={f.name: v for f, v in zip(feeds, inputs)},
+                       fetch_list=fetches)
+        for f, v in zip(feeds, inputs):
+            np.save(os.path.join(d, "in_%s.npy" % f.name), v)
+        for i, v in enumerate(outs):
+            np.save(os.path.join(d, "out_%d.npy" % i), np.asarray(v))
+
+
+if __name__ == "__main__":
+    main()
