@@ -7,7 +7,8 @@
 # alone: PaddlePaddle 3's PIR program, lowered to Fluid's ops);
 # and the errors on damaged and foreign files: a truncated PIR JSON, one with unknown ops, a
 # truncated __model__, a missing parameter file, one of the wrong shape, one of the wrong dtype,
-# a model whose attributes pdlang refuses (every problem listed); the model families of tests/interop/zoo. TAP output.
+# a model whose attributes pdlang refuses (every problem listed); the model families of
+# tests/interop/zoo. TAP output.
 set -u
 : "${PDLANG:?}" "${top_srcdir:?}" "${top_builddir:?}"
 models=$top_srcdir/tests/interop
