@@ -6,8 +6,9 @@ Run with a Python that has paddlepaddle 3.3 installed, e.g.
     /work/venv-paddle/bin/python tools/paddle_pir_models.py [OUTDIR [NAME...]]
 (OUTDIR defaults to tests/interop/pir). Each model NAME gets a folder OUTDIR/NAME holding what
 PaddlePaddle 3's default (PIR) mode saves with save_inference_model: model.json +
-model.pdiparams, the inputs in_<feed name>.npy, and PaddlePaddle's outputs out_<i>.npy (one per
-fetch target, in order). The seeds are fixed.
+model.pdiparams, the inputs in_<feed name>.npy, and PaddlePaddle's outputs out_<fetch name>.npy
+(one per fetch target, in order, as fetch_names.txt lists them: fetch_name_0, ...). The seeds
+are fixed, so the files change only with PaddlePaddle.
 """
 import os
 import sys
@@ -72,8 +73,12 @@ def main():
                        fetch_list=fetches)
         for f, v in zip(feeds, inputs):
             np.save(os.path.join(d, "in_%s.npy" % f.name), v)
-        for i, v in enumerate(outs):
-            np.save(os.path.join(d, "out_%d.npy" % i), np.asarray(v))
+        # PIR names the fetch targets fetch_name_0, fetch_name_1, ... (the fetch ops' "name")
+        names = ["fetch_name_%d" % i for i in range(len(outs))]
+        with open(os.path.join(d, "fetch_names.txt"), "w") as f:
+            f.write("".join(n + "\n" for n in names))
+        for n, v in zip(names, outs):
+            np.save(os.path.join(d, "out_%s.npy" % n), np.asarray(v))
 
 
 if __name__ == "__main__":

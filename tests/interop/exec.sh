@@ -95,12 +95,12 @@ refuses "a folder holding two *.pdmodel: which to run" "holds 2 models" \
 pir=$models/pir/mlp
 check "a PIR program (PaddlePaddle 3's NAME.json) runs, found from a path prefix" \
   "$PDLANG" exec "$pir/model" --feed "x=$pir/in_x.npy" --out "fetch_name_0=$tmp/pir1.npy"
-check "... with PaddlePaddle's values" "$compare" --compare "$tmp/pir1.npy" "$pir/out_0.npy"
+check "... with PaddlePaddle's values" "$compare" --compare "$tmp/pir1.npy" "$pir/out_fetch_name_0.npy"
 mkdir "$tmp/pirdir"
 cp "$pir/model.json" "$pir/model.pdiparams" "$tmp/pirdir/"
 check "... also from a folder holding only a NAME.json" \
   "$PDLANG" exec "$tmp/pirdir" --feed "x=$pir/in_x.npy" --out "fetch_name_0=$tmp/pir2.npy"
-check "... with PaddlePaddle's values" "$compare" --compare "$tmp/pir2.npy" "$pir/out_0.npy"
+check "... with PaddlePaddle's values" "$compare" --compare "$tmp/pir2.npy" "$pir/out_fetch_name_0.npy"
 
 check "pdlang dump of a Fluid model folder lists its __model__" \
   sh -c "'$PDLANG' dump '$mlp/fluid_dir' | grep -q 'op .*: matmul_v2'"

@@ -234,6 +234,7 @@ typedef struct pir_value {
   const char *var;
   const char *fetch_name; /* the name a fetch op gives it (its var is named so) */
   bool defined, isconst;
+  bool unmade;            /* no op makes its var (a full_int_array, folded where it is used) */
   int nconst;
   double cval[PD_MAX_RANK];
 } pir_value;
@@ -276,8 +277,10 @@ static pd_status malformed(lower *L, int opi, const char *op, const char *what) 
                       op, what);
 }
 
+#define PIR_MAX_ID (1 << 24)
+
+/* The entry of value id (1 <= id <= PIR_MAX_ID); NULL on out of memory. */
 static pir_value *value(lower *L, int64_t id) {
-  if (id <= 0 || id > (1 << 24)) return NULL;
   if ((size_t)id >= L->nvals) {
     size_t cap = L->nvals;
     if (PD_GROW(L->vals, cap, (size_t)id + 1)) return NULL;
@@ -444,9 +447,11 @@ static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, cons
   if (var) *var = NULL;
   if (!id || !id->isint) return malformed(L, opi, opn, "an output without an id");
   if (id->i == 0) return PD_OK;
+  if (id->i < 0 || id->i > PIR_MAX_ID)
+    return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s): value id %lld is out of "
+                        "range", L->what, opi, opn, (long long)id->i);
   pir_value *v = value(L, id->i);
-  if (!v) return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s): value id %lld is "
-                              "out of range", L->what, opi, opn, (long long)id->i);
+  if (!v) return oom(L);
   if (v->defined) return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s) defines "
                                       "value %%%lld again", L->what, opi, opn, (long long)id->i);
   char buf[40];
@@ -556,7 +561,10 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
       return oom(L);
     for (int i = 0; i < outs->n; i++) { /* the fetched value is the input's var */
       const jv *id = jget(&outs->items[i], "%");
-      pir_value *v = id && id->isint ? value(L, id->i) : NULL;
+      if (!id || !id->isint || id->i < 0 || id->i > PIR_MAX_ID)
+        return malformed(L, opi, opn, "an output without an id");
+      pir_value *v = id->i ? value(L, id->i) : NULL;
+      if (id->i && !v) return oom(L);
       if (v) v->defined = true, v->var = iv[0]->var;
     }
     return PD_OK;
@@ -570,7 +578,7 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     pir_value *v = &L->vals[jget(&outs->items[0], "%")->i];
     if (!vals || vals->kind != J_ARR || vals->n > PD_MAX_RANK)
       return problem(L, opi, opn, "a value list pdlang does not read");
-    v->isconst = true;
+    v->isconst = v->unmade = true;
     v->nconst = vals->n;
     for (int i = 0; i < vals->n; i++) {
       const jv *d = jget(&vals->items[i], "D");
@@ -603,9 +611,9 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
       continue;
     }
     if (!iv[i]) continue;
-    if (iv[i]->isconst && !pd_block_find_var_local(L->b, iv[i]->var)->persistable &&
-        iv[i]->nconst > 1)
-      return problem(L, opi, opn, "input %s is a constant list pdlang does not make", slot);
+    if (iv[i]->unmade)
+      return problem(L, opi, opn, "input %s is a pd_op.full_int_array, which pdlang takes only "
+                     "where Fluid has an attribute", slot);
     if (pd_op_set_input(f, slot, 1, &iv[i]->var)) return oom(L);
   }
   for (int i = 0; i < outs->n; i++) {
@@ -630,9 +638,10 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
       const jv *d = jget(at, "D");
       if (!d || d->kind != J_NUM) return malformed(L, opi, opn, "a value that is not a number");
       if (pd_op_set_attr_float(f, "value", (float)d->num)) return oom(L);
-      if (outs->n == 1) {
-        pir_value *v = value(L, jget(&outs->items[0], "%")->i);
-        if (v) v->isconst = true, v->nconst = 1, v->cval[0] = d->num;
+      const jv *id = outs->n == 1 ? jget(&outs->items[0], "%") : NULL;
+      if (id && id->isint && id->i > 0 && (size_t)id->i < L->nvals) {
+        pir_value *v = &L->vals[id->i];
+        v->isconst = true, v->nconst = 1, v->cval[0] = d->num;
       }
       continue;
     }
@@ -675,9 +684,11 @@ pd_status pd_pir_from_json(const char *data, size_t len, const char *what, pd_pr
   for (int i = 0; !s && i < ops->n; i++) { /* a fetched value's var is named as its fetch */
     const jv *op = &ops->items[i], *nm = jget(op, "#"), *id = jget(jidx(jget(op, "I"), 0), "%");
     const char *name = attr_str(op, "name");
-    pir_value *v = nm && nm->kind == J_STR && strcmp(nm->s, "1.fetch") == 0 && name && id &&
-                   id->isint ? value(&L, id->i) : NULL;
-    if (v && !v->fetch_name ) v->fetch_name = name;
+    bool fetch = nm && nm->kind == J_STR && strcmp(nm->s, "1.fetch") == 0 && name && id &&
+                 id->isint && id->i > 0 && id->i <= PIR_MAX_ID;
+    pir_value *v = fetch ? value(&L, id->i) : NULL;
+    if (fetch && !v) s = oom(&L);
+    if (v && !v->fetch_name) v->fetch_name = name;
   }
   if (!s) {
     L.b = L.p->blocks[0];
