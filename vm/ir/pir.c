@@ -525,7 +525,7 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
   }
   if (!ins || ins->kind != J_ARR || !outs || outs->kind != J_ARR)
     return malformed(L, opi, opn, "no input (\"I\") or output (\"O\") list");
-  pir_value *iv[8] = {0};
+  pir_value *iv[8] = {0}; /* into L->vals: valid until value() grows it (an output's) */
   if (ins->n > 8) return problem(L, opi, opn, "%d inputs: pdlang reads at most 8", ins->n);
   for (int i = 0; i < ins->n; i++) {
     pd_status s = use_value(L, opi, opn, &ins->items[i], &iv[i]);
@@ -559,13 +559,14 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     if (pd_op_set_input(f, "X", 1, &iv[0]->var) || pd_op_set_output(f, "Out", 1, &o) ||
         pd_op_set_attr_int(f, "col", (int32_t)col->i))
       return oom(L);
+    const char *in_var = iv[0]->var; /* iv points into L->vals, which value() may move */
     for (int i = 0; i < outs->n; i++) { /* the fetched value is the input's var */
       const jv *id = jget(&outs->items[i], "%");
       if (!id || !id->isint || id->i < 0 || id->i > PIR_MAX_ID)
         return malformed(L, opi, opn, "an output without an id");
       pir_value *v = id->i ? value(L, id->i) : NULL;
       if (id->i && !v) return oom(L);
-      if (v) v->defined = true, v->var = iv[0]->var;
+      if (v) v->defined = true, v->var = in_var;
     }
     return PD_OK;
   }
