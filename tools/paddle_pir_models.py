@@ -51,7 +51,27 @@ def cnn_bn():
     return [x], [y], [np.random.rand(2, 3, 8, 8).astype("float32")]
 
 
-MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn}
+def cond(threshold):
+    def make():
+        x = paddle.static.data("x", [None, 4], "float32")
+        s = paddle.sum(x)
+        y = paddle.static.nn.cond(s > paddle.full([], threshold), lambda: x * 2.0,
+                                  lambda: paddle.nn.functional.relu(x - 1.0))
+        return [x], [y], [np.random.rand(2, 4).astype("float32")]
+    return make
+
+
+def while_loop():
+    x = paddle.static.data("x", [2, 4], "float32")
+    i = paddle.full([1], 0, "int64")
+    n = paddle.full([1], 3, "int64")
+    _, y, z = paddle.static.nn.while_loop(
+        lambda i, x, z: i < n, lambda i, x, z: [i + 1, x * 2.0 + 1.0, x - z], [i, x, x * 0.5])
+    return [x], [y, z], [np.random.rand(2, 4).astype("float32")]
+
+
+MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn, "cond": cond(2.0),
+          "cond_false": cond(100.0), "while_loop": while_loop}
 
 
 def main():

@@ -249,6 +249,10 @@ typedef struct lower {
   size_t probs_len, probs_cap;
   int nprobs;
   int nfeeds;
+  int nops;           /* ops lowered so far: an op's number in errors (nested ones counted) */
+  int nextra;         /* vars the lowering adds (conditions, scopes): their ".K" */
+  const char **ydst;  /* where the cf.yield ending the region now lowered assigns its values */
+  int ny;
   pd_error *err;
 } lower;
 
@@ -279,15 +283,29 @@ static pd_status malformed(lower *L, int opi, const char *op, const char *what) 
 
 #define PIR_MAX_ID (1 << 24)
 
-/* The entry of value id (1 <= id <= PIR_MAX_ID); NULL on out of memory. */
+/* Where value id lives in L->vals: ops' results have ids 1, 2, ..., a region's block
+ * arguments -1, -2, ... (0 is no value). */
+static size_t slot_of(int64_t id) { return id > 0 ? 2 * (size_t)id : 2 * (size_t)-id + 1; }
+static bool id_ok(const jv *id) {
+  return id && id->isint && id->i != 0 && id->i >= -PIR_MAX_ID && id->i <= PIR_MAX_ID;
+}
+
+/* The entry of value id (0 < |id| <= PIR_MAX_ID); NULL on out of memory. */
 static pir_value *value(lower *L, int64_t id) {
-  if ((size_t)id >= L->nvals) {
+  size_t k = slot_of(id);
+  if (k >= L->nvals) {
     size_t cap = L->nvals;
-    if (PD_GROW(L->vals, cap, (size_t)id + 1)) return NULL;
+    if (PD_GROW(L->vals, cap, k + 1)) return NULL;
     memset(L->vals + L->nvals, 0, (cap - L->nvals) * sizeof *L->vals);
     L->nvals = cap;
   }
-  return &L->vals[id];
+  return &L->vals[k];
+}
+
+/* The defined value id, or NULL. */
+static pir_value *known(lower *L, int64_t id) {
+  size_t k = id ? slot_of(id) : 0;
+  return k && k < L->nvals && L->vals[k].defined ? &L->vals[k] : NULL;
 }
 
 static int pir_dtype(const char *t) {
@@ -331,41 +349,62 @@ static pd_status set_type(lower *L, int opi, const char *op, pd_var_desc *v, con
   return pd_var_set_shape(v, dims->n, shape) ? oom(L) : PD_OK;
 }
 
-/* One pd_op op's Fluid form: input slots by position ("" for one taken as an attribute or
- * left out), output slots by position ("" dropped), attributes renamed (pir name, fluid name). */
+/* One pd_op op's Fluid form: input slots by position ("" for the one Fluid takes as the
+ * attribute fold: a list of ints, or a float), output slots by position ("" dropped),
+ * attributes renamed (pir name, fluid name). */
 typedef struct op_map {
   const char *pir, *fluid;
   const char *in[6], *out[6];
   const char *rename[4][2];
+  const char *fold;
+  bool fold_list;
 } op_map;
 
 static const op_map op_maps[] = {
     {"pd_op.matmul", "matmul_v2", {"X", "Y"}, {"Out"},
-     {{"transpose_x", "trans_x"}, {"transpose_y", "trans_y"}}},
-    {"pd_op.add", "elementwise_add", {"X", "Y"}, {"Out"}, {{0}}},
-    {"pd_op.subtract", "elementwise_sub", {"X", "Y"}, {"Out"}, {{0}}},
-    {"pd_op.multiply", "elementwise_mul", {"X", "Y"}, {"Out"}, {{0}}},
-    {"pd_op.divide", "elementwise_div", {"X", "Y"}, {"Out"}, {{0}}},
-    {"pd_op.relu", "relu", {"X"}, {"Out"}, {{0}}},
-    {"pd_op.tanh", "tanh", {"X"}, {"Out"}, {{0}}},
-    {"pd_op.sigmoid", "sigmoid", {"X"}, {"Out"}, {{0}}},
-    {"pd_op.softmax", "softmax", {"X"}, {"Out"}, {{0}}},
-    {"pd_op.conv2d", "conv2d", {"Input", "Filter"}, {"Output"}, {{0}}},
-    {"pd_op.depthwise_conv2d", "depthwise_conv2d", {"Input", "Filter"}, {"Output"}, {{0}}},
-    {"pd_op.pool2d", "pool2d", {"X", ""}, {"Out"}, {{"kernel_size", "ksize"}}},
-    {"pd_op.flatten", "flatten_contiguous_range", {"X"}, {"Out", "XShape"}, {{0}}},
-    {"pd_op.reshape", "reshape2", {"X", ""}, {"Out", "XShape"}, {{0}}},
-    {"pd_op.transpose", "transpose2", {"X"}, {"Out", "XShape"}, {{"perm", "axis"}}},
-    {"pd_op.scale", "scale", {"X", ""}, {"Out"}, {{0}}},
+     {{"transpose_x", "trans_x"}, {"transpose_y", "trans_y"}}, NULL, false},
+    {"pd_op.add", "elementwise_add", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.subtract", "elementwise_sub", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.multiply", "elementwise_mul", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.divide", "elementwise_div", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.relu", "relu", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.tanh", "tanh", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.sigmoid", "sigmoid", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.softmax", "softmax", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.conv2d", "conv2d", {"Input", "Filter"}, {"Output"}, {{0}}, NULL, false},
+    {"pd_op.depthwise_conv2d", "depthwise_conv2d", {"Input", "Filter"}, {"Output"}, {{0}}, NULL,
+     false},
+    {"pd_op.pool2d", "pool2d", {"X", ""}, {"Out"}, {{0}}, "ksize", true},
+    {"pd_op.flatten", "flatten_contiguous_range", {"X"}, {"Out", "XShape"}, {{0}}, NULL, false},
+    {"pd_op.reshape", "reshape2", {"X", ""}, {"Out", "XShape"}, {{0}}, "shape", true},
+    {"pd_op.transpose", "transpose2", {"X"}, {"Out", "XShape"}, {{"perm", "axis"}}, NULL, false},
+    {"pd_op.scale", "scale", {"X", ""}, {"Out"}, {{0}}, "scale", false},
     {"pd_op.dropout", "dropout", {"X", "Seed", ""}, {"Out", "Mask"},
-     {{"mode", "dropout_implementation"}, {"p", "dropout_prob"}}},
+     {{"mode", "dropout_implementation"}}, "dropout_prob", false},
     {"pd_op.batch_norm_", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"},
      {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"},
-     {{"data_format", "data_layout"}}},
+     {{"data_format", "data_layout"}}, NULL, false},
     {"pd_op.batch_norm", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"},
      {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"},
-     {{"data_format", "data_layout"}}},
-    {"pd_op.full", "fill_constant", {0}, {"Out"}, {{0}}},
+     {{"data_format", "data_layout"}}, NULL, false},
+    {"pd_op.full", "fill_constant", {0}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.sum", "reduce_sum", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
+    {"pd_op.mean", "reduce_mean", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
+    {"pd_op.max", "reduce_max", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
+    {"pd_op.greater_than", "greater_than", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.greater_equal", "greater_equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.less_than", "less_than", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.less_equal", "less_equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.equal", "equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.not_equal", "not_equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.logical_not", "logical_not", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.logical_and", "logical_and", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.assign", "assign", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.exp", "exp", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.sqrt", "sqrt", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.gelu", "gelu", {"X"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.maximum", "elementwise_max", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.minimum", "elementwise_min", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
 };
 
 /* Attribute a (an "AT" object) as pd_attr named name on op; a problem for an unknown kind. */
@@ -383,6 +422,9 @@ static pd_status set_attr(lower *L, int opi, const char *opn, pd_op_desc *op, co
   else if (strcmp(t, "0.a_f64") == 0 && d->kind == J_NUM)
     r = pd_op_set_attr_float(op, name, (float)d->num);
   else if (strcmp(t, "0.a_str") == 0 && d->kind == J_STR) r = pd_op_set_attr_string(op, name, d->s);
+  else if (strcmp(t, "1.a_dtype") == 0 && d->kind == J_STR &&
+           strncmp(d->s, "Undefined", 9) == 0)
+    return PD_OK; /* no dtype asked: the op's own */
   else if (strcmp(t, "1.a_dtype") == 0 && d->kind == J_STR) {
     int dt = dtype_by_name(d->s);
     if (dt < 0) return problem(L, opi, opn, "attribute %s: dtype %s is not one pdlang has", name,
@@ -447,7 +489,7 @@ static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, cons
   if (var) *var = NULL;
   if (!id || !id->isint) return malformed(L, opi, opn, "an output without an id");
   if (id->i == 0) return PD_OK;
-  if (id->i < 0 || id->i > PIR_MAX_ID)
+  if (!id_ok(id))
     return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s): value id %lld is out of "
                         "range", L->what, opi, opn, (long long)id->i);
   pir_value *v = value(L, id->i);
@@ -475,8 +517,8 @@ static pd_status use_value(lower *L, int opi, const char *opn, const jv *in, pir
   *v = NULL;
   if (!id || !id->isint) return malformed(L, opi, opn, "an input without an id");
   if (id->i == 0) return PD_OK;
-  pir_value *x = id->i > 0 && (size_t)id->i < L->nvals ? &L->vals[id->i] : NULL;
-  if (!x || !x->defined)
+  pir_value *x = id_ok(id) ? known(L, id->i) : NULL;
+  if (!x)
     return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s) uses value %%%lld, which "
                         "no op before it defines", L->what, opi, opn, (long long)id->i);
   *v = x;
@@ -503,6 +545,142 @@ static const jv *attr_data(const jv *op, const char *name) {
   return NULL;
 }
 
+static pd_status lower_op(lower *L, int opi, const jv *op);
+
+/* The ops of a block (a JSON list) into L->b. */
+static pd_status lower_ops(lower *L, const jv *ops) {
+  pd_status s = PD_OK;
+  for (int i = 0; i < ops->n && !s; i++) s = lower_op(L, L->nops++, &ops->items[i]);
+  return s;
+}
+
+/* A var the lowering adds to L->b: "pir_WHAT.K" of type t (dtype FP32 / BOOL for a
+ * condition). */
+static const char *extra_var(lower *L, const char *what, pd_var_type t, pd_dtype dt) {
+  char name[64];
+  snprintf(name, sizeof name, "pir_%s.%d", what, ++L->nextra);
+  pd_var_desc *v = pd_block_var(L->b, name);
+  if (!v) return NULL;
+  v->type = t, v->dtype = dt;
+  return v->name;
+}
+
+/* An op type with X and Out in L->b (assign, logical_not). */
+static pd_status unary(lower *L, const char *type, const char *x, const char *out) {
+  pd_op_desc *f = pd_block_add_op(L->b, type, -1);
+  return !f || pd_op_set_input(f, "X", 1, &x) || pd_op_set_output(f, "Out", 1, &out) ? oom(L)
+                                                                                     : PD_OK;
+}
+
+/* The one block of region r of op (its "regions" list), or NULL. */
+static const jv *region_block(const jv *op, int r) {
+  const jv *b = jidx(jget(jidx(jget(op, "regions"), r), "blocks"), 0);
+  return jget(b, "ops") && jget(b, "ops")->kind == J_ARR ? b : NULL;
+}
+
+/* The region block rb as a new sub-block of L->b, its cf.yield assigning to dst (n vars). The
+ * block's arguments ("args": {"#": -K, "TT": type}) are the vars args names (nargs of them). */
+static pd_status lower_region(lower *L, int opi, const char *opn, const jv *rb, int *idx,
+                              const char **dst, int n, const char **args, int nargs) {
+  const jv *a = jget(rb, "args");
+  if (!a || a->kind != J_ARR || a->n != nargs)
+    return malformed(L, opi, opn, "a region whose block arguments are not its values");
+  for (int i = 0; i < nargs; i++) {
+    const jv *id = jget(&a->items[i], "#");
+    pir_value *v = id_ok(id) ? value(L, id->i) : NULL;
+    if (!id_ok(id)) return malformed(L, opi, opn, "a block argument without an id");
+    if (!v) return oom(L);
+    *v = (pir_value){.var = args[i], .defined = true};
+  }
+  pd_block *outer = L->b, *nb = pd_program_add_block(L->p, outer->idx);
+  if (!nb) return oom(L);
+  *idx = nb->idx;
+  const char **ydst = L->ydst;
+  int ny = L->ny;
+  L->b = nb, L->ydst = dst, L->ny = n;
+  pd_status s = lower_ops(L, jget(rb, "ops"));
+  L->b = outer, L->ydst = ydst, L->ny = ny;
+  return s;
+}
+
+/* pd_op.if (two regions: then, else) as Fluid's pair of conditional_blocks, on the condition
+ * and its negation, each assigning the if's results; pd_op.while (one region: its block's
+ * arguments the loop values, its yield the next condition and values) as Fluid's while on
+ * vars holding the values, which the body assigns at its end (through temporaries, as a
+ * yield may swap them). */
+static pd_status lower_control(lower *L, int opi, const char *opn, const jv *op, const jv *outs,
+                               pir_value **iv, int nin) {
+  bool is_if = strcmp(opn, "pd_op.if") == 0;
+  int n = outs->n;
+  if (n > 64 || (is_if ? nin != 1 : nin != n + 1) || !iv[0])
+    return malformed(L, opi, opn, "its inputs are not a condition and the loop values");
+  const char *dst[65], *cond = iv[0]->var, *init[64];
+  for (int i = 1; i < nin; i++) {
+    if (!iv[i]) return malformed(L, opi, opn, "a loop value that is none");
+    init[i - 1] = iv[i]->var;
+  }
+  for (int i = 0; i < n; i++) {
+    pd_status s = def_value(L, opi, opn, &outs->items[i], NULL, &dst[i + 1]);
+    if (s) return s;
+    if (!dst[i + 1]) return malformed(L, opi, opn, "a result that is none");
+  }
+  const char *scope = extra_var(L, "scope", PD_VAR_STEP_SCOPES, PD_FP32);
+  if (!scope) return oom(L);
+  if (is_if) {
+    const char *neg = extra_var(L, "not", PD_VAR_LOD_TENSOR, PD_BOOL);
+    const jv *rb[2] = {region_block(op, 0), region_block(op, 1)};
+    if (!rb[0] || !rb[1]) return malformed(L, opi, opn, "not two regions of one block each");
+    if (!neg) return oom(L);
+    pd_status s = unary(L, "logical_not", cond, neg);
+    for (int r = 0; r < 2 && !s; r++) {
+      pd_op_desc *f = pd_block_add_op(L->b, "conditional_block", -1);
+      const char *c = r ? neg : cond;
+      int idx;
+      if (!f || pd_op_set_input(f, "Cond", 1, &c) || pd_op_set_output(f, "Scope", 1, &scope) ||
+          (n && pd_op_set_output(f, "Out", n, dst + 1)) ||
+          pd_op_set_attr_bool(f, "is_scalar_condition", true))
+        return oom(L);
+      s = lower_region(L, opi, opn, rb[r], &idx, dst + 1, n, NULL, 0);
+      if (!s && pd_op_set_attr_block(f, "sub_block", idx)) s = oom(L);
+    }
+    return s;
+  }
+  const jv *rb = region_block(op, 0);
+  if (!rb) return malformed(L, opi, opn, "not one region of one block");
+  if (!(dst[0] = extra_var(L, "cond", PD_VAR_LOD_TENSOR, PD_BOOL))) return oom(L);
+  pd_status s = unary(L, "assign", cond, dst[0]);
+  for (int i = 0; i < n && !s; i++) s = unary(L, "assign", init[i], dst[i + 1]);
+  pd_op_desc *f = s ? NULL : pd_block_add_op(L->b, "while", -1);
+  if (s) return s;
+  int idx;
+  if (!f || pd_op_set_input(f, "X", n + 1, dst) || pd_op_set_input(f, "Condition", 1, dst) ||
+      pd_op_set_output(f, "Out", n + 1, dst) || pd_op_set_output(f, "StepScopes", 1, &scope))
+    return oom(L);
+  s = lower_region(L, opi, opn, rb, &idx, dst, n + 1, dst + 1, n);
+  if (!s && pd_op_set_attr_block(f, "sub_block", idx)) s = oom(L);
+  return s;
+}
+
+/* cf.yield: the region's values assigned to L->ydst, through temporaries when there are
+ * several (one may be another's source). */
+static pd_status lower_yield(lower *L, int opi, const char *opn, pir_value **iv, int nin) {
+  if (!L->ydst || nin != L->ny) return malformed(L, opi, opn, "not the values its region ends");
+  const char *tmp[65];
+  pd_status s = PD_OK;
+  for (int i = 0; i < nin && !s; i++) {
+    if (!iv[i]) return malformed(L, opi, opn, "a value that is none");
+    tmp[i] = iv[i]->var;
+    if (nin > 1) {
+      const pd_var_desc *src = pd_block_find_var(L->b, iv[i]->var);
+      if (!(tmp[i] = extra_var(L, "yield", PD_VAR_LOD_TENSOR, src ? src->dtype : PD_FP32)))
+        return oom(L);
+      s = unary(L, "assign", iv[i]->var, tmp[i]);
+    }
+  }
+  for (int i = 0; i < nin && !s; i++) s = unary(L, "assign", tmp[i], L->ydst[i]);
+  return s;
+}
+
 static pd_status lower_op(lower *L, int opi, const jv *op) {
   const jv *nm = jget(op, "#"), *ins = jget(op, "I"), *outs = jget(op, "O");
   if (!nm || nm->kind != J_STR) return malformed(L, opi, "?", "no name (\"#\")");
@@ -511,9 +689,10 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
   if (strcmp(raw, "p") == 0) snprintf(opn, sizeof opn, "builtin.parameter");
   else if (strncmp(raw, "0.", 2) == 0) snprintf(opn, sizeof opn, "builtin.%.100s", raw + 2);
   else if (strncmp(raw, "1.", 2) == 0) snprintf(opn, sizeof opn, "pd_op.%.100s", raw + 2);
+  else if (strncmp(raw, "2.", 2) == 0) snprintf(opn, sizeof opn, "cf.%.100s", raw + 2);
   else
     return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%.100s): not an op of a dialect "
-                        "pdlang knows (builtin, pd_op)", L->what, opi, raw);
+                        "pdlang knows (builtin, pd_op, cf)", L->what, opi, raw);
   if (strcmp(opn, "builtin.parameter") == 0) {
     const jv *a = jget(op, "A"), *name = jidx(a, 3);
     if (!name || name->kind != J_STR || !outs || outs->kind != J_OBJ)
@@ -525,12 +704,17 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
   }
   if (!ins || ins->kind != J_ARR || !outs || outs->kind != J_ARR)
     return malformed(L, opi, opn, "no input (\"I\") or output (\"O\") list");
-  pir_value *iv[8] = {0}; /* into L->vals: valid until value() grows it (an output's) */
-  if (ins->n > 8) return problem(L, opi, opn, "%d inputs: pdlang reads at most 8", ins->n);
+  pir_value *iv[65] = {0}; /* into L->vals: valid until value() grows it (an output's) */
+  if (ins->n > 65) return problem(L, opi, opn, "%d inputs: pdlang reads at most 65", ins->n);
   for (int i = 0; i < ins->n; i++) {
     pd_status s = use_value(L, opi, opn, &ins->items[i], &iv[i]);
     if (s) return s;
   }
+  if (strcmp(opn, "pd_op.if") == 0 || strcmp(opn, "pd_op.while") == 0) {
+    /* the values of iv may move when the results are defined: keep their vars */
+    return lower_control(L, opi, opn, op, outs, iv, ins->n);
+  }
+  if (strcmp(opn, "cf.yield") == 0) return lower_yield(L, opi, opn, iv, ins->n);
   if (strcmp(opn, "pd_op.data") == 0) {
     const char *name = attr_str(op, "name");
     if (!name || outs->n != 1) return malformed(L, opi, opn, "no name or not one output");
@@ -562,7 +746,7 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     const char *in_var = iv[0]->var; /* iv points into L->vals, which value() may move */
     for (int i = 0; i < outs->n; i++) { /* the fetched value is the input's var */
       const jv *id = jget(&outs->items[i], "%");
-      if (!id || !id->isint || id->i < 0 || id->i > PIR_MAX_ID)
+      if (!id || !id->isint || (id->i && !id_ok(id)))
         return malformed(L, opi, opn, "an output without an id");
       pir_value *v = id->i ? value(L, id->i) : NULL;
       if (id->i && !v) return oom(L);
@@ -576,7 +760,7 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     if (outs->n != 1) return malformed(L, opi, opn, "not one output");
     pd_status s = def_value(L, opi, opn, &outs->items[0], NULL, &var);
     if (s || !var) return s;
-    pir_value *v = &L->vals[jget(&outs->items[0], "%")->i];
+    pir_value *v = known(L, jget(&outs->items[0], "%")->i);
     if (!vals || vals->kind != J_ARR || vals->n > PD_MAX_RANK)
       return problem(L, opi, opn, "a value list pdlang does not read");
     v->isconst = v->unmade = true;
@@ -603,12 +787,11 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     if (i >= 6 || !m->in[i]) return problem(L, opi, opn, "%d inputs: pdlang knows %d", ins->n, i);
     const char *slot = m->in[i];
     if (!*slot) { /* an input Fluid takes as an attribute */
-      const char *an = strcmp(opn, "pd_op.pool2d") == 0 ? "ksize"
-                     : strcmp(opn, "pd_op.reshape") == 0 ? "shape"
-                     : strcmp(opn, "pd_op.dropout") == 0 ? "dropout_prob" : "scale";
-      pd_status s = fold(L, opi, opn, f, an, iv[i], strcmp(an, "ksize") == 0 ||
-                         strcmp(an, "shape") == 0);
+      pd_status s = fold(L, opi, opn, f, m->fold, iv[i], m->fold_list);
       if (s) return s;
+      if (strcmp(m->fold, "dim") == 0 && iv[i] && iv[i]->isconst && iv[i]->nconst == 0 &&
+          pd_op_set_attr_bool(f, "reduce_all", true))
+        return oom(L);
       continue;
     }
     if (!iv[i]) continue;
@@ -640,10 +823,8 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
       if (!d || d->kind != J_NUM) return malformed(L, opi, opn, "a value that is not a number");
       if (pd_op_set_attr_float(f, "value", (float)d->num)) return oom(L);
       const jv *id = outs->n == 1 ? jget(&outs->items[0], "%") : NULL;
-      if (id && id->isint && id->i > 0 && (size_t)id->i < L->nvals) {
-        pir_value *v = &L->vals[id->i];
-        v->isconst = true, v->nconst = 1, v->cval[0] = d->num;
-      }
+      pir_value *v = id_ok(id) ? known(L, id->i) : NULL;
+      if (v) v->isconst = true, v->nconst = 1, v->cval[0] = d->num;
       continue;
     }
     pd_status s = set_attr(L, opi, opn, f, name, at);
@@ -686,14 +867,14 @@ pd_status pd_pir_from_json(const char *data, size_t len, const char *what, pd_pr
     const jv *op = &ops->items[i], *nm = jget(op, "#"), *id = jget(jidx(jget(op, "I"), 0), "%");
     const char *name = attr_str(op, "name");
     bool fetch = nm && nm->kind == J_STR && strcmp(nm->s, "1.fetch") == 0 && name && id &&
-                 id->isint && id->i > 0 && id->i <= PIR_MAX_ID;
+                 id_ok(id);
     pir_value *v = fetch ? value(&L, id->i) : NULL;
     if (fetch && !v) s = oom(&L);
     if (v && !v->fetch_name) v->fetch_name = name;
   }
   if (!s) {
     L.b = L.p->blocks[0];
-    for (int i = 0; i < ops->n && !s; i++) s = lower_op(&L, i, &ops->items[i]);
+    s = lower_ops(&L, ops);
   }
   if (!s && L.nprobs)
     s = pd_error_set(err, PD_EINVAL, nowhere, "%s: pdlang cannot run this program (%d problem%s):"
