@@ -70,8 +70,16 @@ def while_loop():
     return [x], [y, z], [np.random.rand(2, 4).astype("float32")]
 
 
+def transformer():
+    x = paddle.static.data("x", [None, 5, 8], "float32")
+    layer = paddle.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1)
+    layer.eval()
+    return [x], [layer(x)], [np.random.rand(2, 5, 8).astype("float32")]
+
+
 MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn, "cond": cond(2.0),
-          "cond_false": cond(100.0), "while_loop": while_loop}
+          "cond_false": cond(100.0), "while_loop": while_loop,
+          "transformer": transformer}
 
 
 def main():

@@ -388,6 +388,8 @@ static const op_map op_maps[] = {
      {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"},
      {{"data_format", "data_layout"}}, NULL, false},
     {"pd_op.full", "fill_constant", {0}, {"Out"}, {{0}}, NULL, false},
+    {"pd_op.layer_norm", "layer_norm", {"X", "Scale", "Bias"}, {"Y", "Mean", "Variance"}, {{0}},
+     NULL, false},
     {"pd_op.sum", "reduce_sum", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
     {"pd_op.mean", "reduce_mean", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
     {"pd_op.max", "reduce_max", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
