@@ -77,9 +77,21 @@ def transformer():
     return [x], [layer(x)], [np.random.rand(2, 5, 8).astype("float32")]
 
 
+def lstm():
+    x = paddle.static.data("x", [None, 5, 4], "float32")
+    y, (h, _) = paddle.nn.LSTM(4, 6)(x)
+    return [x], [y, h], [np.random.rand(2, 5, 4).astype("float32")]
+
+
+def gru_bidi():
+    x = paddle.static.data("x", [None, 5, 4], "float32")
+    y, _ = paddle.nn.GRU(4, 6, direction="bidirect")(x)
+    return [x], [y], [np.random.rand(2, 5, 4).astype("float32")]
+
+
 MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn, "cond": cond(2.0),
           "cond_false": cond(100.0), "while_loop": while_loop,
-          "transformer": transformer}
+          "transformer": transformer, "lstm": lstm, "gru_bidi": gru_bidi}
 
 
 def main():

@@ -235,6 +235,8 @@ typedef struct pir_value {
   const char *fetch_name; /* the name a fetch op gives it (its var is named so) */
   bool defined, isconst;
   bool unmade;            /* no op makes its var (a full_int_array, folded where it is used) */
+  int nlist;              /* a list (builtin.combine, a vector result): its vars, heap */
+  const char **list;
   int nconst;
   double cval[PD_MAX_RANK];
 } pir_value;
@@ -356,57 +358,64 @@ typedef struct op_map {
   const char *pir, *fluid;
   const char *in[6], *out[6];
   const char *rename[4][2];
-  const char *fold;
+  const char *fold[2];    /* the attributes of the "" inputs, in order */
   bool fold_list;
 } op_map;
 
 static const op_map op_maps[] = {
     {"pd_op.matmul", "matmul_v2", {"X", "Y"}, {"Out"},
-     {{"transpose_x", "trans_x"}, {"transpose_y", "trans_y"}}, NULL, false},
-    {"pd_op.add", "elementwise_add", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.subtract", "elementwise_sub", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.multiply", "elementwise_mul", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.divide", "elementwise_div", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.relu", "relu", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.tanh", "tanh", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.sigmoid", "sigmoid", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.softmax", "softmax", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.conv2d", "conv2d", {"Input", "Filter"}, {"Output"}, {{0}}, NULL, false},
-    {"pd_op.depthwise_conv2d", "depthwise_conv2d", {"Input", "Filter"}, {"Output"}, {{0}}, NULL,
+     {{"transpose_x", "trans_x"}, {"transpose_y", "trans_y"}}, {NULL}, false},
+    {"pd_op.add", "elementwise_add", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.subtract", "elementwise_sub", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.multiply", "elementwise_mul", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.divide", "elementwise_div", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.relu", "relu", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.tanh", "tanh", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.sigmoid", "sigmoid", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.softmax", "softmax", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.conv2d", "conv2d", {"Input", "Filter"}, {"Output"}, {{0}}, {NULL}, false},
+    {"pd_op.depthwise_conv2d", "depthwise_conv2d", {"Input", "Filter"}, {"Output"}, {{0}}, {NULL},
      false},
-    {"pd_op.pool2d", "pool2d", {"X", ""}, {"Out"}, {{0}}, "ksize", true},
-    {"pd_op.flatten", "flatten_contiguous_range", {"X"}, {"Out", "XShape"}, {{0}}, NULL, false},
-    {"pd_op.reshape", "reshape2", {"X", ""}, {"Out", "XShape"}, {{0}}, "shape", true},
-    {"pd_op.transpose", "transpose2", {"X"}, {"Out", "XShape"}, {{"perm", "axis"}}, NULL, false},
-    {"pd_op.scale", "scale", {"X", ""}, {"Out"}, {{0}}, "scale", false},
+    {"pd_op.pool2d", "pool2d", {"X", ""}, {"Out"}, {{0}}, {"ksize"}, true},
+    {"pd_op.flatten", "flatten_contiguous_range", {"X"}, {"Out", "XShape"}, {{0}}, {NULL}, false},
+    {"pd_op.reshape", "reshape2", {"X", ""}, {"Out", "XShape"}, {{0}}, {"shape"}, true},
+    {"pd_op.transpose", "transpose2", {"X"}, {"Out", "XShape"}, {{"perm", "axis"}}, {NULL}, false},
+    {"pd_op.scale", "scale", {"X", ""}, {"Out"}, {{0}}, {"scale"}, false},
     {"pd_op.dropout", "dropout", {"X", "Seed", ""}, {"Out", "Mask"},
-     {{"mode", "dropout_implementation"}}, "dropout_prob", false},
+     {{"mode", "dropout_implementation"}}, {"dropout_prob"}, false},
     {"pd_op.batch_norm_", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"},
      {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"},
-     {{"data_format", "data_layout"}}, NULL, false},
+     {{"data_format", "data_layout"}}, {NULL}, false},
     {"pd_op.batch_norm", "batch_norm", {"X", "Mean", "Variance", "Scale", "Bias"},
      {"Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"},
-     {{"data_format", "data_layout"}}, NULL, false},
-    {"pd_op.full", "fill_constant", {0}, {"Out"}, {{0}}, NULL, false},
+     {{"data_format", "data_layout"}}, {NULL}, false},
+    {"pd_op.full", "fill_constant", {0}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.layer_norm", "layer_norm", {"X", "Scale", "Bias"}, {"Y", "Mean", "Variance"}, {{0}},
-     NULL, false},
-    {"pd_op.sum", "reduce_sum", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
-    {"pd_op.mean", "reduce_mean", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
-    {"pd_op.max", "reduce_max", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, "dim", true},
-    {"pd_op.greater_than", "greater_than", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.greater_equal", "greater_equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.less_than", "less_than", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.less_equal", "less_equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.equal", "equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.not_equal", "not_equal", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.logical_not", "logical_not", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.logical_and", "logical_and", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.assign", "assign", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.exp", "exp", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.sqrt", "sqrt", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.gelu", "gelu", {"X"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.maximum", "elementwise_max", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
-    {"pd_op.minimum", "elementwise_min", {"X", "Y"}, {"Out"}, {{0}}, NULL, false},
+     {NULL}, false},
+    {"pd_op.sum", "reduce_sum", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, {"dim"}, true},
+    {"pd_op.mean", "reduce_mean", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, {"dim"}, true},
+    {"pd_op.max", "reduce_max", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, {"dim"}, true},
+    {"pd_op.greater_than", "greater_than", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.greater_equal", "greater_equal", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.less_than", "less_than", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.less_equal", "less_equal", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.equal", "equal", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.not_equal", "not_equal", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.logical_not", "logical_not", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.logical_and", "logical_and", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.assign", "assign", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.exp", "exp", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.sqrt", "sqrt", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.gelu", "gelu", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.maximum", "elementwise_max", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.minimum", "elementwise_min", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.slice", "slice", {"Input", "", ""}, {"Out"}, {{0}}, {"starts", "ends"}, true},
+    {"pd_op.stack", "stack", {"X"}, {"Y"}, {{0}}, {NULL}, false},
+    {"pd_op.concat", "concat", {"X", ""}, {"Out"}, {{0}}, {"axis"}, false},
+    {"pd_op.rnn", "rnn", {"Input", "PreState", "WeightList", "SequenceLength", "-"},
+     {"Out", "DropoutState", "State", "Reserve"}, {{0}}, {NULL}, false},
+    {"pd_op.full_with_tensor", "fill_constant", {"", "ShapeTensor"}, {"Out"}, {{0}}, {"value"},
+     false},
 };
 
 /* Attribute a (an "AT" object) as pd_attr named name on op; a problem for an unknown kind. */
@@ -478,6 +487,8 @@ static pd_status fold(lower *L, int opi, const char *opn, pd_op_desc *op, const 
   if (!v || !v->isconst)
     return problem(L, opi, opn, "its input %s is computed; pdlang needs it constant (made by "
                    "pd_op.full or pd_op.full_int_array)", name);
+  if (!as_list && strcmp(name, "axis") == 0) /* an int in Fluid */
+    return pd_op_set_attr_int(op, name, (int32_t)v->cval[0]) ? oom(L) : PD_OK;
   if (!as_list) return pd_op_set_attr_float(op, name, (float)v->cval[0]) ? oom(L) : PD_OK;
   int32_t xs[PD_MAX_RANK];
   for (int i = 0; i < v->nconst; i++) xs[i] = (int32_t)v->cval[i];
@@ -511,6 +522,30 @@ static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, cons
   v->var = d->name;
   if (var) *var = d->name;
   return set_type(L, opi, opn, d, jget(o, "TT"));
+}
+
+/* A vector result ({"%": id, "TT": {"#": "0.t_vec", "D": [types]}}): a var "pir_ID.K" for each
+ * element, the value their list. */
+static pd_status def_list(lower *L, int opi, const char *opn, const jv *o) {
+  const jv *id = jget(o, "%"), *types = jget(jget(o, "TT"), "D");
+  if (!id_ok(id) || !types || types->kind != J_ARR)
+    return malformed(L, opi, opn, "a vector result without an id or types");
+  pir_value *v = value(L, id->i);
+  if (!v) return oom(L);
+  if (v->defined) return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s) defines "
+                                      "value %%%lld again", L->what, opi, opn, (long long)id->i);
+  v->defined = true;
+  if (!(v->list = pd_calloc((size_t)types->n + 1, sizeof *v->list))) return oom(L);
+  for (int k = 0; k < types->n; k++) {
+    char name[64];
+    snprintf(name, sizeof name, "pir_%lld.%d", (long long)id->i, k);
+    pd_var_desc *d = pd_block_var(L->b, name);
+    if (!d) return oom(L);
+    v->list[v->nlist++] = d->name;
+    pd_status s = set_type(L, opi, opn, d, &types->items[k]);
+    if (s) return s;
+  }
+  return PD_OK;
 }
 
 /* The value of input i ({"%": id}); *v NULL for id 0 (none). */
@@ -701,6 +736,8 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
       return malformed(L, opi, opn, "no parameter name or output");
     const char *var;
     pd_status s = def_value(L, opi, opn, outs, name->s, &var);
+    /* every parameter is in the .pdiparams, in sorted name order, those Paddle marks not
+     * persistable too (an RNN's "dropout_state__non_persistable", of 0 elements) */
     if (!s && var) pd_block_find_var_local(L->b, var)->persistable = true;
     return s;
   }
@@ -712,11 +749,68 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     pd_status s = use_value(L, opi, opn, &ins->items[i], &iv[i]);
     if (s) return s;
   }
+  bool lists = strcmp(opn, "builtin.split") == 0;
+  for (size_t i = 0; i < sizeof op_maps / sizeof *op_maps && !lists; i++)
+    lists = strcmp(op_maps[i].pir, opn) == 0;
+  for (int i = 0; i < ins->n && !lists; i++)
+    if (iv[i] && iv[i]->list) return malformed(L, opi, opn, "a list where it takes a tensor");
   if (strcmp(opn, "pd_op.if") == 0 || strcmp(opn, "pd_op.while") == 0) {
     /* the values of iv may move when the results are defined: keep their vars */
     return lower_control(L, opi, opn, op, outs, iv, ins->n);
   }
   if (strcmp(opn, "cf.yield") == 0) return lower_yield(L, opi, opn, iv, ins->n);
+  if (strcmp(opn, "builtin.combine") == 0) { /* a list of its inputs' vars; no op */
+    const jv *id = outs->n == 1 ? jget(&outs->items[0], "%") : NULL;
+    const char **list = pd_calloc((size_t)ins->n + 1, sizeof *list);
+    if (!list) return oom(L);
+    for (int i = 0; i < ins->n; i++) list[i] = iv[i] ? iv[i]->var : NULL;
+    for (int i = 0; i < ins->n; i++)
+      if (!list[i] || (iv[i] && iv[i]->list)) {
+        pd_free(list);
+        return malformed(L, opi, opn, "an element that is none or a list");
+      }
+    pir_value *v = id_ok(id) ? value(L, id->i) : NULL;
+    if (!v || v->defined) {
+      pd_free(list);
+      return !id_ok(id) || (v && v->defined) ? malformed(L, opi, opn, "not one new result")
+                                             : oom(L);
+    }
+    v->defined = true, v->list = list, v->nlist = ins->n;
+    return PD_OK;
+  }
+  if (strcmp(opn, "builtin.split") == 0) { /* its results are the list's vars */
+    if (ins->n != 1 || !iv[0] || !iv[0]->list || iv[0]->nlist != outs->n)
+      return malformed(L, opi, opn, "not a list split into its elements");
+    const char **list = iv[0]->list;
+    for (int i = 0; i < outs->n; i++) {
+      const jv *id = jget(&outs->items[i], "%");
+      if (!id || !id->isint || (id->i && !id_ok(id)))
+        return malformed(L, opi, opn, "a result without an id");
+      pir_value *v = id->i ? value(L, id->i) : NULL;
+      if (id->i && !v) return oom(L);
+      if (v && v->defined) return malformed(L, opi, opn, "a result defined again");
+      if (v) v->defined = true, v->var = list[i];
+    }
+    return PD_OK;
+  }
+  if (strcmp(opn, "pd_op.shape64") == 0 || strcmp(opn, "pd_op.shape") == 0) {
+    /* Fluid's shape makes int32: cast to the int64 pd_op.shape64 makes */
+    bool to64 = strcmp(opn, "pd_op.shape64") == 0;
+    const char *var, *x = ins->n == 1 && iv[0] ? iv[0]->var : NULL;
+    if (!x || outs->n != 1) return malformed(L, opi, opn, "not one input and one result");
+    pd_status s = def_value(L, opi, opn, &outs->items[0], NULL, &var);
+    if (s || !var) return s;
+    const char *tmp = to64 ? extra_var(L, "shape", PD_VAR_LOD_TENSOR, PD_INT32) : var;
+    pd_op_desc *f = tmp ? pd_block_add_op(L->b, "shape", -1) : NULL;
+    if (!f || pd_op_set_input(f, "Input", 1, &x) || pd_op_set_output(f, "Out", 1, &tmp))
+      return oom(L);
+    if (!to64) return PD_OK;
+    pd_op_desc *c = pd_block_add_op(L->b, "cast", -1);
+    if (!c || pd_op_set_input(c, "X", 1, &tmp) || pd_op_set_output(c, "Out", 1, &var) ||
+        pd_op_set_attr_int(c, "in_dtype", PD_INT32) || pd_op_set_attr_int(c, "out_dtype", PD_INT64))
+      return oom(L);
+    return PD_OK;
+  }
   if (strcmp(opn, "pd_op.data") == 0) {
     const char *name = attr_str(op, "name");
     if (!name || outs->n != 1) return malformed(L, opi, opn, "no name or not one output");
@@ -737,12 +831,25 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     const jv *col = attr_data(op, "col");
     if (ins->n != 1 || !iv[0] || !col || !col->isint)
       return malformed(L, opi, opn, "no input or col");
+    const char *name = attr_str(op, "name"), *x = iv[0]->var;
+    if (name && strcmp(name, x) != 0 && !pd_block_find_var(L->b, name)) {
+      /* a value whose var has another name (a list's element, a feed): copied to one named as
+       * the fetch target */
+      const pd_var_desc *src = pd_block_find_var(L->b, x);
+      pd_var_desc *d = pd_block_var(L->b, name);
+      if (!d) return oom(L);
+      d->dtype = src ? src->dtype : PD_FP32;
+      if (src && pd_var_set_shape(d, src->ndims, src->dims)) return oom(L);
+      pd_status s = unary(L, "assign", x, d->name);
+      if (s) return s;
+      iv[0]->var = x = d->name;
+    }
     pd_op_desc *f = pd_block_add_op(L->b, "fetch", -1);
     pd_var_desc *fv = pd_block_var(L->b, "fetch");
     if (!f || !fv) return oom(L);
     fv->type = PD_VAR_FETCH_LIST, fv->persistable = true;
     const char *o = "fetch";
-    if (pd_op_set_input(f, "X", 1, &iv[0]->var) || pd_op_set_output(f, "Out", 1, &o) ||
+    if (pd_op_set_input(f, "X", 1, &x) || pd_op_set_output(f, "Out", 1, &o) ||
         pd_op_set_attr_int(f, "col", (int32_t)col->i))
       return oom(L);
     const char *in_var = iv[0]->var; /* iv points into L->vals, which value() may move */
@@ -785,13 +892,18 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
   }
   pd_op_desc *f = pd_block_add_op(L->b, m->fluid, -1);
   if (!f) return oom(L);
+  int nfold = 0;
   for (int i = 0; i < ins->n; i++) {
     if (i >= 6 || !m->in[i]) return problem(L, opi, opn, "%d inputs: pdlang knows %d", ins->n, i);
     const char *slot = m->in[i];
+    if (strcmp(slot, "-") == 0) continue; /* an input Fluid's op does not have */
     if (!*slot) { /* an input Fluid takes as an attribute */
-      pd_status s = fold(L, opi, opn, f, m->fold, iv[i], m->fold_list);
+      const char *an = m->fold[nfold < 2 ? nfold : 1];
+      nfold++;
+      if (!an) return problem(L, opi, opn, "input %d: pdlang has no attribute for it", i);
+      pd_status s = fold(L, opi, opn, f, an, iv[i], m->fold_list);
       if (s) return s;
-      if (strcmp(m->fold, "dim") == 0 && iv[i] && iv[i]->isconst && iv[i]->nconst == 0 &&
+      if (strcmp(an, "dim") == 0 && iv[i] && iv[i]->isconst && iv[i]->nconst == 0 &&
           pd_op_set_attr_bool(f, "reduce_all", true))
         return oom(L);
       continue;
@@ -800,16 +912,24 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     if (iv[i]->unmade)
       return problem(L, opi, opn, "input %s is a pd_op.full_int_array, which pdlang takes only "
                      "where Fluid has an attribute", slot);
-    if (pd_op_set_input(f, slot, 1, &iv[i]->var)) return oom(L);
+    if (iv[i]->list ? pd_op_set_input(f, slot, iv[i]->nlist, iv[i]->list)
+                    : pd_op_set_input(f, slot, 1, &iv[i]->var))
+      return oom(L);
   }
   for (int i = 0; i < outs->n; i++) {
     const char *var;
-    pd_status s = def_value(L, opi, opn, &outs->items[i], NULL, &var);
+    const jv *tk = jget(jget(&outs->items[i], "TT"), "#");
+    bool vec = tk && tk->kind == J_STR && strcmp(tk->s, "0.t_vec") == 0;
+    pd_status s = vec ? def_list(L, opi, opn, &outs->items[i])
+                      : def_value(L, opi, opn, &outs->items[i], NULL, &var);
     if (s) return s;
-    if (!var) continue;
+    const pir_value *v = vec ? known(L, jget(&outs->items[i], "%")->i) : NULL;
+    if (!vec && !var) continue;
     if (i >= 6 || !m->out[i])
       return problem(L, opi, opn, "%d outputs: pdlang knows %d", outs->n, i);
-    if (*m->out[i] && pd_op_set_output(f, m->out[i], 1, &var)) return oom(L);
+    if (*m->out[i] && (v ? pd_op_set_output(f, m->out[i], v->nlist, v->list)
+                         : pd_op_set_output(f, m->out[i], 1, &var)))
+      return oom(L);
   }
   const jv *a = jget(op, "A");
   for (int i = 0; a && a->kind == J_ARR && i < a->n; i++) {
@@ -831,6 +951,18 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     }
     pd_status s = set_attr(L, opi, opn, f, name, at);
     if (s) return s;
+  }
+  const pd_attr *dec = strcmp(m->fluid, "slice") == 0 ? pd_op_attr(f, "decrease_axis") : NULL;
+  const pd_slot *so = pd_op_output(f, "Out");
+  const pd_var_desc *ov = so && so->nargs == 1 ? pd_block_find_var(L->b, so->args[0]) : NULL;
+  if (dec && dec->n && ov && ov->ndims == 0) {
+    /* a slice to 0-D: Fluid's keeps [1]; squeeze2 makes the 0-D pd_op's makes */
+    const char *mid = extra_var(L, "slice", PD_VAR_LOD_TENSOR, ov->dtype), *out = ov->name;
+    pd_op_desc *r = mid ? pd_block_add_op(L->b, "squeeze2", -1) : NULL;
+    const int32_t axis0 = 0;
+    if (!r || pd_op_set_output(f, "Out", 1, &mid) || pd_op_set_input(r, "X", 1, &mid) ||
+        pd_op_set_output(r, "Out", 1, &out) || pd_op_set_attr_ints(r, "axes", 1, &axis0))
+      return oom(L);
   }
   if (strcmp(m->fluid, "fill_constant") == 0) { /* Fluid's shape is LONGS */
     const pd_attr *sh = pd_op_attr(f, "shape");
@@ -884,6 +1016,7 @@ pd_status pd_pir_from_json(const char *data, size_t len, const char *what, pd_pr
                      (int)(L.probs_len ? L.probs_len - 1 : 0), L.probs ? L.probs : "");
   if (!s) s = pd_compat_apply(L.p, what, err);
   jv_free(&root);
+  for (size_t i = 0; i < L.nvals; i++) pd_free(L.vals[i].list);
   pd_free(L.vals);
   pd_free(L.probs);
   if (s) pd_program_free(L.p);
