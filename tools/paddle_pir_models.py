@@ -89,6 +89,37 @@ def gru_bidi():
     return [x], [y], [np.random.rand(2, 5, 4).astype("float32")]
 
 
+class JitNet(paddle.nn.Layer):
+    """Saved by paddle.jit.save (dygraph to static), not save_inference_model."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 4, 3)
+        self.bn = paddle.nn.BatchNorm2D(4)
+        self.fc = paddle.nn.Linear(4 * 6 * 6, 5)
+
+    def forward(self, x):
+        y = paddle.nn.functional.relu(self.bn(self.conv(x)))
+        return paddle.nn.functional.softmax(self.fc(paddle.flatten(y, 1)))
+
+
+def save_jit(d):
+    paddle.disable_static()
+    paddle.seed(1)
+    np.random.seed(1)
+    net = JitNet()
+    net.eval()
+    x = np.random.rand(2, 3, 8, 8).astype("float32")
+    out = net(paddle.to_tensor(x)).numpy()
+    spec = [paddle.static.InputSpec([None, 3, 8, 8], "float32", "x")]
+    paddle.jit.save(net, os.path.join(d, "model"), input_spec=spec)
+    paddle.enable_static()
+    np.save(os.path.join(d, "in_x.npy"), x)
+    with open(os.path.join(d, "fetch_names.txt"), "w") as f:
+        f.write("fetch_name_0\n")
+    np.save(os.path.join(d, "out_fetch_name_0.npy"), out)
+
+
 MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn, "cond": cond(2.0),
           "cond_false": cond(100.0), "while_loop": while_loop,
           "transformer": transformer, "lstm": lstm, "gru_bidi": gru_bidi}
@@ -96,8 +127,11 @@ MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn, "cond": cond(2.0),
 
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else "tests/interop/pir"
-    names = sys.argv[2:] or list(MODELS)
+    names = sys.argv[2:] or list(MODELS) + ["jit_cnn"]
     for name in names:
+        if name == "jit_cnn":
+            save_jit(os.path.join(outdir, name))
+            continue
         paddle.seed(1)
         np.random.seed(1)
         main_p, start = paddle.static.Program(), paddle.static.Program()

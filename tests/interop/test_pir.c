@@ -219,7 +219,8 @@ static void check_damaged(void) {
 
 int main(void) {
   static const char *const models[] = {"mlp", "lenet", "cnn_bn", "cond", "cond_false",
-                                       "while_loop", "transformer", "lstm", "gru_bidi"};
+                                       "while_loop", "transformer", "lstm", "gru_bidi",
+                                       "jit_cnn"};
   for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/interop/pir/%s", srcdir(), models[i]);
