@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vm/ops/compat.h"
-
 static const pd_loc nowhere = {0};
 
 /* ---- JSON ---- */
@@ -1014,7 +1012,6 @@ pd_status pd_pir_from_json(const char *data, size_t len, const char *what, pd_pr
     s = pd_error_set(err, PD_EINVAL, nowhere, "%s: pdlang cannot run this program (%d problem%s):"
                      "\n%.*s", what, L.nprobs, L.nprobs == 1 ? "" : "s",
                      (int)(L.probs_len ? L.probs_len - 1 : 0), L.probs ? L.probs : "");
-  if (!s) s = pd_compat_apply(L.p, what, err);
   jv_free(&root);
   for (size_t i = 0; i < L.nvals; i++) pd_free(L.vals[i].list);
   pd_free(L.vals);
