@@ -120,9 +120,20 @@ def save_jit(d):
     np.save(os.path.join(d, "out_fetch_name_0.npy"), out)
 
 
+def misc():
+    ids = paddle.static.data("ids", [None, 6], "int64")
+    e = paddle.nn.Embedding(20, 8)(ids)
+    a = paddle.nn.functional.leaky_relu(paddle.mean(e, axis=1), 0.1)
+    s = paddle.squeeze(paddle.unsqueeze(a, [1]), [1])
+    c = paddle.concat([paddle.tanh(s), paddle.nn.functional.sigmoid(s)], axis=1)
+    y = paddle.cast(paddle.cast(paddle.nn.functional.gelu(c), "float64"), "float32")
+    return [ids], [y], [np.random.randint(0, 20, (2, 6)).astype("int64")]
+
+
 MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn, "cond": cond(2.0),
           "cond_false": cond(100.0), "while_loop": while_loop,
-          "transformer": transformer, "lstm": lstm, "gru_bidi": gru_bidi}
+          "transformer": transformer, "lstm": lstm, "gru_bidi": gru_bidi,
+          "misc": misc}
 
 
 def main():

@@ -233,7 +233,7 @@ static void check_oom(const char *name) {
 int main(void) {
   static const char *const models[] = {"mlp", "lenet", "cnn_bn", "cond", "cond_false",
                                        "while_loop", "transformer", "lstm", "gru_bidi",
-                                       "jit_cnn"};
+                                       "jit_cnn", "misc"};
   for (size_t i = 0; i < sizeof models / sizeof *models; i++) {
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/tests/interop/pir/%s", srcdir(), models[i]);

@@ -407,6 +407,13 @@ static const op_map op_maps[] = {
     {"pd_op.gelu", "gelu", {"X"}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.maximum", "elementwise_max", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.minimum", "elementwise_min", {"X", "Y"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.embedding", "lookup_table_v2", {"Ids", "W"}, {"Out"}, {{"sparse", "is_sparse"}},
+     {NULL}, false},
+    {"pd_op.leaky_relu", "leaky_relu", {"X"}, {"Out"}, {{"negative_slope", "alpha"}}, {NULL},
+     false},
+    {"pd_op.unsqueeze", "unsqueeze2", {"X", ""}, {"Out", "XShape"}, {{0}}, {"axes"}, true},
+    {"pd_op.squeeze", "squeeze2", {"X", ""}, {"Out", "XShape"}, {{0}}, {"axes"}, true},
+    {"pd_op.cast", "cast", {"X"}, {"Out"}, {{"dtype", "out_dtype"}}, {NULL}, false},
     {"pd_op.slice", "slice", {"Input", "", ""}, {"Out"}, {{0}}, {"starts", "ends"}, true},
     {"pd_op.stack", "stack", {"X"}, {"Y"}, {{0}}, {NULL}, false},
     {"pd_op.concat", "concat", {"X", ""}, {"Out"}, {{0}}, {"axis"}, false},
@@ -961,6 +968,11 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     if (!r || pd_op_set_output(f, "Out", 1, &mid) || pd_op_set_input(r, "X", 1, &mid) ||
         pd_op_set_output(r, "Out", 1, &out) || pd_op_set_attr_ints(r, "axes", 1, &axis0))
       return oom(L);
+  }
+  if (strcmp(m->fluid, "cast") == 0) { /* Fluid's cast names the input's dtype too */
+    const pd_slot *x = pd_op_input(f, "X");
+    const pd_var_desc *xv = x && x->nargs == 1 ? pd_block_find_var(L->b, x->args[0]) : NULL;
+    if (xv && pd_op_set_attr_int(f, "in_dtype", (int32_t)xv->dtype)) return oom(L);
   }
   if (strcmp(m->fluid, "fill_constant") == 0) { /* Fluid's shape is LONGS */
     const pd_attr *sh = pd_op_attr(f, "shape");
