@@ -111,44 +111,18 @@ static pd_status find_layout(pd_model *m, const char *path, char **model, pd_err
   return PD_OK;
 }
 
-/* PaddlePaddle 3.x's default format: a PIR program as JSON ({"base_code":{"magic":"pir",...}). */
-static bool is_pir_json(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  char head[257];
-  size_t n = fread(head, 1, sizeof head - 1, f);
-  fclose(f);
-  head[n] = 0;
-  size_t i = strspn(head, " \t\r\n");
-  return head[i] == '{' && strstr(head, "\"magic\"") && strstr(head, "\"pir\"");
-}
-
-static pd_status refuse_pir(const char *path, pd_error *err) {
-  return pd_error_set(err, PD_EFORMAT, nowhere,
-                      "%s: a PaddlePaddle 3.x PIR program (JSON), which pdlang does not read; "
-                      "save the model in the ProgramDesc format: run the script that saves it "
-                      "with the environment variable FLAGS_enable_pir_api=0 (set before paddle "
-                      "is imported), and paddle.static.save_inference_model or paddle.jit.save "
-                      "write NAME.pdmodel + NAME.pdiparams",
-                      path);
-}
-
 pd_status pd_model_load(pd_model *m, const char *path, pd_error *err) {
   *m = (pd_model){0};
   char *model = NULL;
   pd_status s = find_layout(m, path, &model, err);
-  if (!s && is_pir_json(model ? model : path)) s = refuse_pir(model ? model : path, err);
   if (!s && !model && !is_file(path)) {
-    /* NAME.pdmodel missing beside a NAME.json that PaddlePaddle 3.x wrote instead */
+    /* NAME.pdmodel missing beside a NAME.json (PIR) that PaddlePaddle 3.x wrote instead */
     size_t n = strlen(path), k = sizeof ".pdmodel" - 1;
-    char *json = pd_malloc(n + 8);
-    if (!json) s = oom(err);
-    else if (n > k && strcmp(path + n - k, ".pdmodel") == 0) {
-      memcpy(json, path, n - k);
-      strcpy(json + n - k, ".json");
-      if (is_pir_json(json)) s = refuse_pir(json, err);
+    if (n > k && strcmp(path + n - k, ".pdmodel") == 0) {
+      if (!(model = pd_malloc(n + 8))) s = oom(err);
+      else memcpy(model, path, n - k), strcpy(model + n - k, ".json");
+      if (model && !is_file(model)) pd_free(model), model = NULL;
     }
-    pd_free(json);
   }
   if (!s) s = pd_program_load(model ? model : path, &m->program, err);
   if (!s) s = pd_compat_apply(m->program, model ? model : path, err);

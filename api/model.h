@@ -46,11 +46,13 @@ typedef struct pd_model {
 /* For a folder holding __model__ (Fluid's layout), FOLDER/__model__ (the caller frees it);
  * NULL for anything else (or on out of memory). For `pdlang dump FOLDER`. */
 char *pd_model_folder_program(const char *path);
-/* Read the program at path (NAME.pdmodel; or Fluid's layout: a folder holding __model__, or
- * that folder's __model__) and find its feed and fetch ops, whose "col" attributes (INT or
- * LONG; absent: the op's position among its kind) must number them 0..n-1, each with its list
- * var, one list var per kind (else PD_EFORMAT "PATH: feed op K is malformed ..."). A model
- * without fetch ops loads (the caller says what that means to it). On failure *m is empty. */
+/* Read the program at path (NAME.pdmodel; PaddlePaddle 3's PIR NAME.json, vm/ir/pir.h, also
+ * when NAME.pdmodel is named but only NAME.json exists; or Fluid's layout: a folder holding
+ * __model__, or that folder's __model__) and find its feed and fetch ops, whose "col"
+ * attributes (INT or LONG; absent: the op's position among its kind) must number them 0..n-1,
+ * each with its list var, one list var per kind (else PD_EFORMAT "PATH: feed op K is
+ * malformed ..."). A model without fetch ops loads (the caller says what that means to it).
+ * On failure *m is empty. */
 pd_status pd_model_load(pd_model *m, const char *path, pd_error *err);
 /* The parameters (every persistable tensor var, sorted by name, as `save` writes them) from
  * params_path, or when NULL from the file beside the model (pd_params_path_for(path)), or for

@@ -223,9 +223,9 @@ static int run_dump(int argc, char **argv) {
 }
 
 const pd_command pd_cmd_dump = {
-    "dump", run_dump, "print a program (.pd script or .pdmodel) as a listing or a Graphviz graph",
+    "dump", run_dump, "print a program (.pd script, .pdmodel or PIR .json) as a listing or a graph",
     "pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAME[,NAME...]]\n"
-    "            FILE.pd|FILE.pdmodel|DIR\n"
+    "            FILE.pd|FILE.pdmodel|FILE.json|DIR\n"
     "  Prints the program's blocks, vars and ops; --dot prints a Graphviz digraph instead\n"
     "  (pdlang dump --dot model.pdmodel | dot -Tsvg > model.svg).\n"
     "  A .pd script is compiled first (errors are reported as by 'pdlang check', exit 1) and its\n"

@@ -274,7 +274,7 @@ static bool ends_with(const char *s, const char *tail) {
 }
 
 /* MODEL as PaddlePaddle takes it: a path prefix NAME for NAME.pdmodel (NAME.json alone: that
- * file, which loading refuses as PIR with how to re-save it), or a folder that holds no
+ * file, a PIR program, vm/ir/pir.h), or a folder that holds no
  * __model__ but exactly one *.pdmodel (else one *.json). Any other path is left as given (the
  * loader's errors say what it is not). *found: a heap path, or NULL when MODEL is used as it is;
  * false after saying why not (several models in the folder). */

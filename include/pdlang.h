@@ -170,8 +170,9 @@ int pd_state_compile_file(pd_state *st, const char *path);
  * ops, as a script's save(path, target, ...) writes it) and its parameters are read from the
  * .pdiparams file beside it (X.pdiparams for X.pdmodel). PaddlePaddle's models load too, also
  * in Fluid's folder layout: `path` is a folder holding __model__ (or that __model__), with the
- * parameters in __params__ or one file per parameter named after it; attributes of other
- * versions that do not change the math are dropped, and a program pdlang cannot run is
+ * parameters in __params__ or one file per parameter named after it; PaddlePaddle 3's PIR
+ * JSON (`path` NAME.json, parameters in NAME.pdiparams) is lowered to the same ops; attributes
+ * of other versions that do not change the math are dropped, and a program pdlang cannot run is
  * PD_RESULT_EINVAL listing every problem. Malformed files give PD_RESULT_EFORMAT, never a
  * crash; a model without fetch ops is PD_RESULT_EINVAL. */
 int pd_state_load_model(pd_state *st, const char *path);

@@ -3,10 +3,12 @@
 # the same models through the C library): outputs written with --out DIR and --out NAME=FILE agree
 # with PaddlePaddle's (test_interop --compare: 1e-5 relative), feeds by name only, a float64 input
 # cast with a note, a float16 one refused; MODEL given as a path prefix NAME (NAME.pdmodel) or a
-# folder holding one *.pdmodel, as PaddlePaddle takes it (two are an error, NAME.json alone PIR);
-# and the errors on damaged and foreign files: a PIR JSON, a truncated __model__, a missing
-# parameter file, one of the wrong shape, one of the wrong dtype, a model whose attributes pdlang
-# refuses (every problem listed); the model families of tests/interop/zoo. TAP output.
+# folder holding one *.pdmodel, as PaddlePaddle takes it (two are an error; NAME.json
+# alone: PaddlePaddle 3's PIR program, lowered to Fluid's ops);
+# and the errors on damaged and foreign files: a truncated PIR JSON, one with unknown ops, a
+# truncated __model__, a missing parameter file, one of the wrong shape, one of the wrong dtype,
+# a model whose attributes pdlang refuses (every problem listed); the model families of
+# tests/interop/zoo. TAP output.
 set -u
 : "${PDLANG:?}" "${top_srcdir:?}" "${top_builddir:?}"
 models=$top_srcdir/tests/interop
@@ -90,20 +92,32 @@ check "... with PaddlePaddle's values" \
 cp "$models/lenet/model.pdmodel" "$tmp/one/lenet.pdmodel"
 refuses "a folder holding two *.pdmodel: which to run" "holds 2 models" \
   "$PDLANG" exec "$tmp/one" --feed "x=$mlp/in_x.npy"
-refuses "a prefix found only as NAME.json: PIR, with how to re-save it" \
-  "a PaddlePaddle 3.x PIR program" "$PDLANG" exec "$models/pir/scale"
+pir=$models/pir/mlp
+check "a PIR program (PaddlePaddle 3's NAME.json) runs, found from a path prefix" \
+  "$PDLANG" exec "$pir/model" --feed "x=$pir/in_x.npy" --out "fetch_name_0=$tmp/pir1.npy"
+check "... with PaddlePaddle's values" "$compare" --compare "$tmp/pir1.npy" "$pir/out_fetch_name_0.npy"
 mkdir "$tmp/pirdir"
-cp "$models/pir/scale.json" "$tmp/pirdir/"
-refuses "... also a folder holding only a NAME.json" "FLAGS_enable_pir_api=0" \
-  "$PDLANG" exec "$tmp/pirdir"
+cp "$pir/model.json" "$pir/model.pdiparams" "$tmp/pirdir/"
+check "... also from a folder holding only a NAME.json" \
+  "$PDLANG" exec "$tmp/pirdir" --feed "x=$pir/in_x.npy" --out "fetch_name_0=$tmp/pir2.npy"
+check "... with PaddlePaddle's values" "$compare" --compare "$tmp/pir2.npy" "$pir/out_fetch_name_0.npy"
 
 check "pdlang dump of a Fluid model folder lists its __model__" \
   sh -c "'$PDLANG' dump '$mlp/fluid_dir' | grep -q 'op .*: matmul_v2'"
 # Damaged and foreign files.
-refuses "a PIR JSON is recognised, with how to re-save it" "FLAGS_enable_pir_api=0" \
-  "$PDLANG" exec "$models/pir/scale.json"
-refuses "... also when NAME.pdmodel is missing beside NAME.json" "a PaddlePaddle 3.x PIR program" \
-  "$PDLANG" exec "$models/pir/scale.pdmodel"
+check "a PIR JSON named directly runs" \
+  "$PDLANG" exec "$pir/model.json" --feed "x=$pir/in_x.npy" --out "fetch_name_0=$tmp/pir3.npy"
+check "... also as NAME.pdmodel missing beside NAME.json" \
+  "$PDLANG" exec "$pir/model.pdmodel" --feed "x=$pir/in_x.npy" --out "fetch_name_0=$tmp/pir4.npy"
+check "pdlang dump of a PIR JSON lists it lowered to Fluid's ops" \
+  sh -c "'$PDLANG' dump '$pir/model.json' | grep -q 'op .*: matmul_v2'"
+head -c 700 "$pir/model.json" > "$tmp/pirdir/model.json"
+refuses "a truncated PIR JSON: the byte offset" "damaged JSON at byte 700" \
+  "$PDLANG" exec "$tmp/pirdir" --feed "x=$pir/in_x.npy"
+sed 's/"1.relu"/"1.frobnicate"/; s/"1.softmax"/"1.softmaxx"/' "$pir/model.json" \
+  > "$tmp/pirdir/model.json"
+refuses "a PIR JSON with ops pdlang lacks: each listed" "op 7 (pd_op.frobnicate)" \
+  "$PDLANG" exec "$tmp/pirdir" --feed "x=$pir/in_x.npy"
 mkdir "$tmp/trunc"
 cp "$mlp/fluid_dir"/* "$tmp/trunc/"
 head -c 100 "$mlp/fluid_dir/__model__" > "$tmp/trunc/__model__"

@@ -2,6 +2,8 @@
 # (tools/paddle_models.py writes them) run by the library and by `pdlang exec`.
 #   test_interop: each model in each layout it was saved in through the C API, outputs named and
 #     valued (1e-5 relative) as PaddlePaddle's;
+#   test_pir: PaddlePaddle 3's PIR JSON models of tests/interop/pir/ (tools/paddle_pir_models.py)
+#     through the C API against Paddle's outputs, and damaged JSON refused (vm/ir/pir.c);
 #   exec.sh: `pdlang exec` on them (--out DIR / NAME=FILE, strict feed names, a float64 input
 #     cast with a note) and its errors on damaged and foreign files (a PIR JSON, a truncated
 #     __model__, a missing parameter file, one of the wrong shape or dtype, an attribute value
@@ -12,9 +14,10 @@
 #   roundtrip.sh: models `save(path, target)` writes load in PaddlePaddle (paddle_run.py) with
 #     pdlang's outputs; needs PDLANG_PADDLE_PYTHON, a Python with paddlepaddle installed (skipped
 #     with the reason otherwise).
-check_PROGRAMS += tests/interop/test_interop
-TESTS += tests/interop/test_interop tests/interop/exec.sh tests/interop/roundtrip.sh
-EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tests/interop
+check_PROGRAMS += tests/interop/test_interop tests/interop/test_pir
+TESTS += tests/interop/test_interop tests/interop/test_pir tests/interop/exec.sh \
+	tests/interop/roundtrip.sh
+EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tools/paddle_pir_models.py tests/interop
 clean-local: clean-interop-zoo
 clean-interop-zoo:
 	rm -rf zoo-*

@@ -720,6 +720,7 @@ char *pd_params_path_for(const char *model_path) {
   static const char model_ext[] = ".pdmodel", params_ext[] = ".pdiparams";
   size_t n = strlen(model_path), m = sizeof model_ext - 1;
   if (n > m && strcmp(model_path + n - m, model_ext) == 0) n -= m;
+  else if (n > 5 && strcmp(model_path + n - 5, ".json") == 0) n -= 5; /* a PIR program */
   char *s = pd_malloc(n + sizeof params_ext);
   if (!s) return NULL;
   memcpy(s, model_path, n);

@@ -111,7 +111,7 @@ pd_status pd_params_set_identity(pd_program *p, const void *data, size_t len);
  * A model without one (PaddlePaddle's own files) passes. Errors name params_path. */
 pd_status pd_params_check_identity(const pd_program *p, const char *params_path, pd_error *err);
 
-/* "X.pdiparams" for "X.pdmodel", else model_path + ".pdiparams". Heap (pd_free); NULL on out of
+/* "X.pdiparams" for "X.pdmodel" or "X.json" (PIR), else model_path + ".pdiparams". Heap (pd_free); NULL on out of
  * memory or a NULL argument. */
 char *pd_params_path_for(const char *model_path);
 

@@ -13,6 +13,7 @@
 
 #include "vm/ir/framework.pb-c.h"
 #include "vm/ir/pb_alloc.h"
+#include "vm/ir/pir.h"
 
 typedef Paddle__Framework__Proto__ProgramDesc pb_program;
 typedef Paddle__Framework__Proto__Version pb_version;
@@ -705,6 +706,11 @@ pd_status pd_program_load(const char *path, pd_program **out, pd_error *err) {
   *out = NULL;
   pd_status st = pd_read_file(path, &bytes, &len, err);
   if (st) return st;
+  if (pd_pir_is_json(bytes, len)) { /* PaddlePaddle 3's PIR JSON (its errors name the file) */
+    st = pd_pir_from_json(bytes, len, path, out, err);
+    pd_free(bytes);
+    return st;
+  }
   st = pd_program_from_bytes((const uint8_t *)bytes, len, out, err);
   pd_free(bytes);
   if (st && err) {
