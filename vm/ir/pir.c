@@ -7,6 +7,7 @@
  * {"%": id, "TT": type}; an attribute {"N": name, "AT": {"#": "D.a_kind", "D": data}}. Inputs
  * that pd_op takes as tensors and Fluid as attributes (a reshape's shape, a pool's kernel size,
  * a dropout's probability, a scale) are folded from the full / full_int_array that made them. */
+#include "config.h"
 #include "vm/ir/pir.h"
 
 #include <errno.h>
