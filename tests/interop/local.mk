@@ -1,9 +1,9 @@
 # tests/interop/local.mk -- PaddlePaddle interop: PaddlePaddle's saved models of tests/interop/
 # (tools/paddle_models.py writes them) run by the library and by `pdlang exec`.
 #   test_interop: each model in each layout it was saved in through the C API, outputs named and
-#     valued (1e-5 relative) as PaddlePaddle's;
-#   test_pir: PaddlePaddle 3's PIR JSON models of tests/interop/pir/ (tools/paddle_pir_models.py)
-#     through the C API against Paddle's outputs, and damaged JSON refused (vm/ir/pir.c);
+#     valued (1e-5 relative) as PaddlePaddle's, PaddlePaddle 3's PIR JSON models of
+#     tests/interop/pir/ (tools/paddle_pir_models.py) among them;
+#   test_pir: damaged and foreign PIR JSON refused (vm/ir/pir.c);
 #   exec.sh: `pdlang exec` on them (--out DIR / NAME=FILE, strict feed names, a float64 input
 #     cast with a note) and its errors on damaged and foreign files (a PIR JSON, a truncated
 #     __model__, a missing parameter file, one of the wrong shape or dtype, an attribute value

@@ -2,8 +2,9 @@
  * tools/paddle_models.py with PaddlePaddle 3.3 in legacy ProgramDesc mode) run through the C
  * library (pd_state_load_model) in each layout they were saved in: NAME.pdmodel + .pdiparams,
  * Fluid's folder of one file per parameter, __model__ + __params__, and a folder's __model__
- * named directly. The inputs are the in_FEED.npy files (batches of sequences where lens_FEED.npy
- * gives their lengths); the outputs must be named as the fetch targets PaddlePaddle listed
+ * named directly, and the PIR JSON programs of tests/interop/pir/NAME/ (model.json). The
+ * inputs are the in_FEED.npy files (batches of sequences where lens_FEED.npy gives their
+ * lengths); the outputs must be named as the fetch targets PaddlePaddle listed
  * (fetch_names.txt) and agree with PaddlePaddle's out_NAME.npy within 1e-5 relative (1e-6
  * absolute near zero: float32 sums in another order). Also: a refused model's error record
  * (tests/vm/ops/test_compat checks doc/language.md's table of what loading drops). The model
@@ -333,6 +334,12 @@ int main(int argc, char **argv) {
       {"lstm2_bidi", "model.pdmodel"},
       {"gru1", "model.pdmodel"},
       {"gru2_bidi", "model.pdmodel"},
+      /* Saved by Paddle 3.3 in its default mode, PIR JSON (tools/paddle_pir_models.py). */
+      {"pir/mlp", "model.json"}, {"pir/lenet", "model.json"}, {"pir/cnn_bn", "model.json"},
+      {"pir/cond", "model.json"}, {"pir/cond_false", "model.json"},
+      {"pir/while_loop", "model.json"}, {"pir/transformer", "model.json"},
+      {"pir/lstm", "model.json"}, {"pir/gru_bidi", "model.json"}, {"pir/jit_cnn", "model.json"},
+      {"pir/misc", "model.json"},
       {"seqconv_textcnn", "model.pdmodel"},
       {"fluid_lstm", "model.pdmodel"},
       {"fluid_gru", "model.pdmodel"},

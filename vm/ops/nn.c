@@ -113,27 +113,43 @@ static pd_status slide(pd_infer_ctx *c, const int64_t in[2], const int64_t k[2],
   return PD_OK;
 }
 
+/* The operands of conv2d and conv2d_transpose: Input and Filter of one dtype, both 4-D (an
+ * unknown rank becomes 4 unknown dims), groups >= 1. filter_dims names Filter's dims for the
+ * message. */
+static pd_status conv_operands(pd_infer_ctx *c, const char *filter_dims, const pd_var_desc **in,
+                               pd_infer_dims *di, pd_infer_dims *df, layout *L, int64_t *groups) {
+  const pd_var_desc *f;
+  char s[PD_DIMS_BUF];
+  pd_status st;
+  if ((st = pd_infer_in(c, "Input", 0, in, di)) || (st = pd_infer_in(c, "Filter", 0, &f, df)) ||
+      (st = pd_infer_same_dtype(c, "Input", (*in)->dtype, "Filter", f->dtype)))
+    return st;
+  *L = image_layout(c);
+  if (di->n >= 0 && di->n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "Input must have 4 dims (%s), got %s",
+                         L->c == 1 ? "NCHW" : "NHWC", pd_infer_dims_str(di, s));
+  if (df->n >= 0 && df->n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "Filter must have 4 dims %s, got %s", filter_dims,
+                         pd_infer_dims_str(df, s));
+  *groups = pd_infer_attr_int(c, "groups");
+  if (*groups < 1)
+    return pd_infer_fail(c, PD_EINVAL, "groups must be at least 1, got %" PRId64, *groups);
+  if (di->n < 0) *di = pd_infer_dims_unknown(4);
+  if (df->n < 0) *df = pd_infer_dims_unknown(4);
+  return PD_OK;
+}
+
 /* conv2d: Input [N, C, H, W] (or NHWC) convolved with Filter [M, C / groups, KH, KW] gives
  * Output [N, M, OH, OW]. */
 pd_status pd_infer_conv2d(pd_infer_ctx *c) {
-  const pd_var_desc *in, *f;
+  const pd_var_desc *in;
   pd_infer_dims di, df, out;
   char si[PD_DIMS_BUF], sf[PD_DIMS_BUF], what[2 * PD_DIMS_BUF + 64];
-  pd_status st;
-  if ((st = pd_infer_in(c, "Input", 0, &in, &di)) || (st = pd_infer_in(c, "Filter", 0, &f, &df)) ||
-      (st = pd_infer_same_dtype(c, "Input", in->dtype, "Filter", f->dtype)))
-    return st;
-  layout L = image_layout(c);
-  if (di.n >= 0 && di.n != 4)
-    return pd_infer_fail(c, PD_ESHAPE, "Input must have 4 dims (%s), got %s",
-                         L.c == 1 ? "NCHW" : "NHWC", pd_infer_dims_str(&di, si));
-  if (df.n >= 0 && df.n != 4)
-    return pd_infer_fail(c, PD_ESHAPE, "Filter must have 4 dims [out channels, in channels / "
-                         "groups, height, width], got %s", pd_infer_dims_str(&df, sf));
-  int64_t groups = pd_infer_attr_int(c, "groups");
-  if (groups < 1) return pd_infer_fail(c, PD_EINVAL, "groups must be at least 1, got %" PRId64, groups);
-  if (di.n < 0) di = pd_infer_dims_unknown(4);
-  if (df.n < 0) df = pd_infer_dims_unknown(4);
+  layout L;
+  int64_t groups;
+  pd_status st = conv_operands(c, "[out channels, in channels / groups, height, width]", &in, &di,
+                               &df, &L, &groups);
+  if (st) return st;
   int64_t ch = di.d[L.c], fch = df.d[1], m = df.d[0];
   if (ch >= 0 && fch >= 0 && ch != fch * groups)
     return pd_infer_fail(c, PD_ESHAPE, "Input %s has %" PRId64 " channels but Filter %s with groups %"
@@ -252,25 +268,14 @@ static pd_status tconv_geometry(const tconv_attrs *a, const int64_t in[2], const
 /* conv2d_transpose, depthwise_conv2d_transpose: Input [N, C, H, W] (or NHWC) and Filter
  * [C, M / groups, KH, KW] give Output [N, M, OH, OW]; an optional Bias [M]. */
 pd_status pd_infer_conv2d_transpose(pd_infer_ctx *c) {
-  const pd_var_desc *in, *f, *b;
+  const pd_var_desc *in, *b;
   pd_infer_dims di, df, db, out;
   char si[PD_DIMS_BUF], sf[PD_DIMS_BUF], why[512];
-  pd_status st;
-  if ((st = pd_infer_in(c, "Input", 0, &in, &di)) || (st = pd_infer_in(c, "Filter", 0, &f, &df)) ||
-      (st = pd_infer_same_dtype(c, "Input", in->dtype, "Filter", f->dtype)))
-    return st;
-  layout L = image_layout(c);
-  if (di.n >= 0 && di.n != 4)
-    return pd_infer_fail(c, PD_ESHAPE, "Input must have 4 dims (%s), got %s",
-                         L.c == 1 ? "NCHW" : "NHWC", pd_infer_dims_str(&di, si));
-  if (df.n >= 0 && df.n != 4)
-    return pd_infer_fail(c, PD_ESHAPE, "Filter must have 4 dims [in channels, out channels / "
-                         "groups, height, width], got %s", pd_infer_dims_str(&df, sf));
-  int64_t groups = pd_infer_attr_int(c, "groups");
-  if (groups < 1)
-    return pd_infer_fail(c, PD_EINVAL, "groups must be at least 1, got %" PRId64, groups);
-  if (di.n < 0) di = pd_infer_dims_unknown(4);
-  if (df.n < 0) df = pd_infer_dims_unknown(4);
+  layout L;
+  int64_t groups;
+  pd_status st = conv_operands(c, "[in channels, out channels / groups, height, width]", &in, &di,
+                               &df, &L, &groups);
+  if (st) return st;
   int64_t ch = di.d[L.c], fch = df.d[0];
   if (ch >= 0 && fch >= 0 && ch != fch)
     return pd_infer_fail(c, PD_ESHAPE, "Input %s has %" PRId64 " channels but Filter %s takes %"
