@@ -14,6 +14,7 @@
 #include "lang/train.h"
 #include "lang/train_int.h"
 #include "vm/ir/params.h"
+#include "vm/ir/pir.h"
 #include "vm/ir/serialize.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
@@ -233,13 +234,28 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_buf pb;
   pd_buf_init(&pb);
   if ((st = pd_params_encode(ppath, r->global, np, params, &pb, err))) goto out_buf;
-  if (pb.oom || pd_params_set_identity(p, pb.data ? pb.data : "", pb.len)) {
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    goto out_buf;
-  }
   uint8_t *mb = NULL;
   size_t mlen = 0;
-  if ((st = pd_program_to_bytes(p, &mb, &mlen, err))) goto out_buf;
+  size_t plen = strlen(path);
+  if (plen > 5 && strcmp(path + plen - 5, ".json") == 0) {
+    /* PaddlePaddle 3's PIR program (vm/ir/pir.h): its format has no place for the parameter
+     * file's identity */
+    pd_buf jb;
+    pd_buf_init(&jb);
+    st = pb.oom ? pd_error_set(err, PD_ENOMEM, a->loc, "out of memory")
+                : pd_pir_to_json(p, np, params, a->args[0]->str, &jb, err);
+    mb = (uint8_t *)pd_buf_take(&jb);
+    mlen = mb ? strlen((char *)mb) : 0;
+    pd_buf_free(&jb);
+    if (!st && !mb) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    if (st) goto out_buf;
+  } else {
+    if (pb.oom || pd_params_set_identity(p, pb.data ? pb.data : "", pb.len)) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out_buf;
+    }
+    if ((st = pd_program_to_bytes(p, &mb, &mlen, err))) goto out_buf;
+  }
   if (!(st = pd_write_file_temp(ppath, pb.data ? pb.data : "", pb.len, &ptmp, err)) &&
       !(st = pd_write_file_temp(path, mb, mlen, &mtmp, err)) &&
       !(st = pd_commit_file(ptmp, ppath, err)))

@@ -4,7 +4,8 @@
 # stream, combined .pdiparams files, pdlang's checkpoints).
 libpdlang_internal_la_SOURCES += vm/ir/program.h vm/ir/program.c vm/ir/program_dump.c \
 	vm/ir/framework.pb-c.c vm/ir/framework.pb-c.h vm/ir/pb_alloc.h vm/ir/serialize.h vm/ir/serialize.c \
-	vm/ir/params.h vm/ir/params.c vm/ir/pir.h vm/ir/pir.c
+	vm/ir/params.h vm/ir/params.c vm/ir/pir.h vm/ir/pir.c \
+	vm/ir/pir_write.c
 # framework.pb-c.[ch] are made by protoc-c in the build tree, shipped in the dist tarball (a
 # release builds without protoc-c) and never committed. protoc-c names the functions and
 # descriptors after the proto package (paddle__framework__proto__program_desc__pack); the rule

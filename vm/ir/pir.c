@@ -420,6 +420,10 @@ static const op_map op_maps[] = {
     {"pd_op.concat", "concat", {"X", ""}, {"Out"}, {{0}}, {"axis"}, false},
     {"pd_op.rnn", "rnn", {"Input", "PreState", "WeightList", "SequenceLength", "-"},
      {"Out", "DropoutState", "State", "Reserve"}, {{0}}, {NULL}, false},
+    {"pd_op.assign_value", "assign_value", {0}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.assign_value_", "assign_value", {"-"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.increment", "increment", {"X"}, {"Out"}, {{"value", "step"}}, {NULL}, false},
+    {"pd_op.gather", "gather", {"X", "Index", ""}, {"Out"}, {{0}}, {"axis"}, false},
     {"pd_op.full_with_tensor", "fill_constant", {"", "ShapeTensor"}, {"Out"}, {{0}}, {"value"},
      false},
 };
@@ -974,6 +978,41 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
     const pd_slot *x = pd_op_input(f, "X");
     const pd_var_desc *xv = x && x->nargs == 1 ? pd_block_find_var(L->b, x->args[0]) : NULL;
     if (xv && pd_op_set_attr_int(f, "in_dtype", (int32_t)xv->dtype)) return oom(L);
+  }
+  if (strcmp(m->fluid, "assign_value") == 0) { /* the values as the dtype's list */
+    const jv *vals = attr_data(op, "values");
+    const pd_attr *dta = pd_op_attr(f, "dtype");
+    int dt = dta && dta->type == PD_ATTR_INT ? dta->v.i : -1;
+    const char *list = dt == PD_FP32 || dt == PD_FP64 ? "fp32_values"
+                       : dt == PD_INT32              ? "int32_values"
+                       : dt == PD_INT64              ? "int64_values"
+                       : dt == PD_BOOL               ? "bool_values"
+                                                     : NULL;
+    if (!list || !vals || vals->kind != J_ARR)
+      return problem(L, opi, opn, "no values of a dtype pdlang has");
+    pd_op_remove_attr(f, "values");
+    size_t n = (size_t)vals->n;
+    union { float *f; int32_t *i; int64_t *l; bool *b; void *p; } u;
+    u.p = pd_calloc(n + 1, sizeof(int64_t));
+    if (!u.p) return oom(L);
+    bool bad = false;
+    for (size_t i = 0; i < n; i++) {
+      const jv *d = jget(&vals->items[i], "D");
+      bad |= !d || (dt == PD_BOOL ? d->kind != J_BOOL : d->kind != J_NUM);
+      if (bad) break;
+      if (dt == PD_BOOL) u.b[i] = d->b;
+      else if (dt == PD_INT64) u.l[i] = d->isint ? d->i : (int64_t)d->num;
+      else if (dt == PD_INT32) u.i[i] = (int32_t)d->num;
+      else u.f[i] = (float)d->num;
+    }
+    int r = bad ? 0
+          : dt == PD_BOOL  ? pd_op_set_attr_bools(f, list, (int)n, u.b)
+          : dt == PD_INT64 ? pd_op_set_attr_longs(f, list, (int)n, u.l)
+          : dt == PD_INT32 ? pd_op_set_attr_ints(f, list, (int)n, u.i)
+                           : pd_op_set_attr_floats(f, list, (int)n, u.f);
+    pd_free(u.p);
+    if (bad) return malformed(L, opi, opn, "a value that is not of its dtype");
+    if (r) return oom(L);
   }
   if (strcmp(m->fluid, "fill_constant") == 0) { /* Fluid's shape is LONGS */
     const pd_attr *sh = pd_op_attr(f, "shape");

@@ -26,4 +26,16 @@ pd_status pd_pir_from_json(const char *data, size_t len, const char *what, pd_pr
 /* pd_pir_from_json on the file at path. */
 pd_status pd_pir_load(const char *path, pd_program **out, pd_error *err);
 
+/* The writer (pir_write.c): p, an inference program with its feed and fetch ops (as `save`
+ * makes it), as a PIR program Paddle 3.3 loads in its default mode, appended to out (JSON, one
+ * line). params are the names of its parameters in the order of the .pdiparams beside it
+ * (sorted, as Paddle reads them); each becomes a builtin.parameter. feed ops become pd_op.data
+ * (named as their var), fetch ops pd_op.fetch (named as theirs), conditional_block with a
+ * scalar condition pd_op.if, while pd_op.while. An op the writer has no PIR form for is a
+ * problem: PD_EUNSUPPORTED lists them all, each with its source location. PD_ENOMEM. */
+pd_status pd_pir_to_json(const pd_program *p, int nparams, const char *const *params,
+                         const char *what, pd_buf *out, pd_error *err);
+/* Whether the writer has a PIR form for the Fluid op type. */
+bool pd_pir_writes_op(const char *type);
+
 #endif /* PD_VM_IR_PIR_H */
