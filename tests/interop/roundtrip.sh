@@ -1,13 +1,17 @@
 #!/bin/sh
 # roundtrip.sh -- the other direction of PaddlePaddle interop: models that `save(path, target)`
 # writes (convolutions, pooling, fc, gelu, layer_norm, batch_norm, embedding, reductions,
-# softmax; a scalar if, a while loop; two inputs and two outputs; recurrent models: the stdlib
-# lstm layer over an embedding, a gru layer both ways (a forward and a reverse gru), a `for` loop
-# with two memories run in reverse, whose sequence inputs are saved padded with NAME_lengths and
-# whose loops become rnn and while ops, vm/passes/paddle_export.h) load in PaddlePaddle
-# (paddle.static.load_inference_model with FLAGS_enable_pir_api=0, tests/interop/paddle_run.py)
-# and give pdlang's outputs (`pdlang exec`, compared by test_interop --compare: 1e-5 relative),
-# under the script's names (`save(path, y, m)` fetches y and m; `names = [...]` renames).
+# softmax; a transformer encoder layer with a causal mask; a scalar if, a while loop; two inputs
+# and two outputs; recurrent models: the stdlib lstm layer over an embedding, a gru layer both
+# ways (a forward and a reverse gru), a `for` loop with two memories run in reverse, whose
+# sequence inputs are saved padded with NAME_lengths and whose loops become rnn and while ops,
+# vm/passes/paddle_export.h), each saved twice: as a ProgramDesc (m.pdmodel) and as a PIR
+# program (m.json, vm/ir/pir.h). pdlang runs its own .json to the .pdmodel's outputs
+# (test_interop --same, always). PaddlePaddle loads each (paddle.static.load_inference_model:
+# the .pdmodel with FLAGS_enable_pir_api=0, the .json in its default mode, no flag;
+# tests/interop/paddle_run.py) and gives pdlang's outputs (`pdlang exec`, compared by
+# test_interop --compare: 1e-5 relative), under the script's names (`save(path, y, m)` fetches y
+# and m; `names = [...]` renames).
 # PaddlePaddle runs when the environment variable PDLANG_PADDLE_PYTHON names a Python that
 # imports paddle (e.g. PDLANG_PADDLE_PYTHON=/path/to/venv/bin/python make check); otherwise
 # only pdlang's side runs and the comparisons are skipped with the reason. TAP output.
@@ -98,55 +102,88 @@ for (t in x, reverse = true) {
 y = h + m
 save("$tmp/for_rnn.pdmodel", y, hs, as)
 EOS
+cat > "$tmp/attn.pd" <<EOS
+import "layers"
+x = data("x", [-1, 6, 8])
+h = transformer_encoder_layer(positional_embedding(x), 8, 2, 16, mask = causal_mask(6))
+y = softmax(linear(reduce_mean(h, [1]), 3))
+save("$tmp/attn.pdmodel", y)
+EOS
+cat > "$tmp/convbn.pd" <<EOS
+import "layers"
+x = data("img", [-1, 3, 8, 8])
+c = batch_norm(conv(x, 4, 3, padding = 1), act = relu)
+d = conv(c, 4, 3, stride = 2, padding = 1)
+r = relu(batch_norm(d) + max_pool(c, 2))
+y = softmax(fc(avg_pool(r, 2), 5))
+save("$tmp/convbn.pdmodel", y)
+EOS
 # The fetch targets each model must have, in order (the script's names).
 want_lstm="scores steps" want_gru_bidi="y fs bs" want_for_rnn="y hs as" want_mixed="y m"
-for m in cnn mixed scalar_if loop lstm gru_bidi for_rnn; do
+for m in cnn convbn mixed attn scalar_if loop lstm gru_bidi for_rnn; do
+  # the same script saving m.json: its parameters are made by the same seeds
+  sed "s|$tmp/$m.pdmodel|$tmp/$m.json|" "$tmp/$m.pd" > "$tmp/${m}_json.pd"
+  for ext in pdmodel json; do
+    s=$m; [ "$ext" = json ] && s=${m}_json
+    n=$((n + 1))
+    if "$PDLANG" run "$tmp/$s.pd" > "$tmp/$s.log" 2>&1 && [ -f "$tmp/$m.$ext" ]; then
+      echo "ok $n - $m: pdlang saves the model as .$ext"
+    else
+      echo "not ok $n - $m: pdlang saves the model as .$ext"
+      sed 's/^/# /' "$tmp/$s.log"
+      continue
+    fi
+  done
   n=$((n + 1))
-  if "$PDLANG" run "$tmp/$m.pd" > "$tmp/$m.log" 2>&1 && [ -f "$tmp/$m.pdmodel" ]; then
-    echo "ok $n - $m: pdlang saves the model"
+  if "$compare" --same "$tmp/$m.pdmodel" "$tmp/$m.json" > "$tmp/$m.same" 2>&1; then
+    echo "ok $n - $m: pdlang runs its .json to its .pdmodel's outputs"
   else
-    echo "not ok $n - $m: pdlang saves the model"
-    sed 's/^/# /' "$tmp/$m.log"
-    continue
+    echo "not ok $n - $m: pdlang runs its .json to its .pdmodel's outputs"
+    sed 's/^/# /' "$tmp/$m.same"
   fi
-  n=$((n + 1))
-  if [ -n "$skip" ]; then
-    echo "ok $n # SKIP $m: PaddlePaddle loads it and agrees: $skip"
-    continue
-  fi
-  mkdir "$tmp/$m.paddle" "$tmp/$m.pdlang"
-  if ! "$py" "$top_srcdir/tests/interop/paddle_run.py" "$tmp/$m" "$tmp/$m.paddle" \
-      > "$tmp/$m.log" 2>&1; then
-    echo "not ok $n - $m: PaddlePaddle loads and runs it"
-    grep -v -i "warn" "$tmp/$m.log" | tail -n 5 | sed 's/^/# /'
-    continue
-  fi
-  feeds=""
-  while read -r f; do
-    feeds="$feeds --feed $f=$tmp/$m.paddle/in_$f.npy"
-  done < "$tmp/$m.paddle/feeds.txt"
-  # shellcheck disable=SC2086
-  if ! "$PDLANG" exec "$tmp/$m.pdmodel" $feeds --out "$tmp/$m.pdlang" > "$tmp/$m.log" 2>&1; then
-    echo "not ok $n - $m: pdlang exec runs it on PaddlePaddle's inputs"
-    sed 's/^/# /' "$tmp/$m.log"
-    continue
-  fi
-  good=1
-  while read -r o; do
-    "$compare" --compare "$tmp/$m.pdlang/$o.npy" "$tmp/$m.paddle/out_$o.npy" > "$tmp/$m.cmp" 2>&1 ||
-      { good=0; sed 's/^/# /' "$tmp/$m.cmp"; }
-  done < "$tmp/$m.paddle/fetches.txt"
-  outs=$(tr '\n' ' ' < "$tmp/$m.paddle/fetches.txt")
-  want=$(eval "echo \${want_$m:-}")
-  if [ -n "$want" ] && [ "$outs" != "$want " ]; then
-    good=0
-    echo "# the fetch targets are '$outs', not '$want'"
-  fi
-  if [ "$good" = 1 ] && [ -s "$tmp/$m.paddle/fetches.txt" ]; then
-    echo "ok $n - $m: PaddlePaddle loads it and its outputs ($outs) agree with pdlang's"
-  else
-    echo "not ok $n - $m: PaddlePaddle loads it and its outputs agree with pdlang's"
-  fi
+  for ext in pdmodel json; do
+    n=$((n + 1))
+    if [ -n "$skip" ]; then
+      echo "ok $n # SKIP $m.$ext: PaddlePaddle loads it and agrees: $skip"
+      continue
+    fi
+    out=$tmp/$m.$ext.paddle
+    mkdir "$out" "$tmp/$m.$ext.pdlang"
+    mode=""; [ "$ext" = json ] && mode=--pir
+    if ! "$py" "$top_srcdir/tests/interop/paddle_run.py" $mode "$tmp/$m" "$out" \
+        > "$tmp/$m.log" 2>&1; then
+      echo "not ok $n - $m.$ext: PaddlePaddle loads and runs it"
+      grep -v -i "warn" "$tmp/$m.log" | tail -n 5 | sed 's/^/# /'
+      continue
+    fi
+    feeds=""
+    while read -r f; do
+      feeds="$feeds --feed $f=$out/in_$f.npy"
+    done < "$out/feeds.txt"
+    # shellcheck disable=SC2086
+    if ! "$PDLANG" exec "$tmp/$m.$ext" $feeds --out "$tmp/$m.$ext.pdlang" > "$tmp/$m.log" 2>&1
+    then
+      echo "not ok $n - $m.$ext: pdlang exec runs it on PaddlePaddle's inputs"
+      sed 's/^/# /' "$tmp/$m.log"
+      continue
+    fi
+    good=1
+    while read -r o; do
+      "$compare" --compare "$tmp/$m.$ext.pdlang/$o.npy" "$out/out_$o.npy" > "$tmp/$m.cmp" 2>&1 ||
+        { good=0; sed 's/^/# /' "$tmp/$m.cmp"; }
+    done < "$out/fetches.txt"
+    outs=$(tr '\n' ' ' < "$out/fetches.txt")
+    want=$(eval "echo \${want_$m:-}")
+    if [ -n "$want" ] && [ "$outs" != "$want " ]; then
+      good=0
+      echo "# the fetch targets are '$outs', not '$want'"
+    fi
+    if [ "$good" = 1 ] && [ -s "$out/fetches.txt" ]; then
+      echo "ok $n - $m.$ext: PaddlePaddle loads it and its outputs ($outs) agree with pdlang's"
+    else
+      echo "not ok $n - $m.$ext: PaddlePaddle loads it and its outputs agree with pdlang's"
+    fi
+  done
 done
 echo "1..$n"
 exit 0

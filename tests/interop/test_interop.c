@@ -12,7 +12,8 @@
  * weights.txt, against Paddle's outputs within 1e-4.
  *
  * `test_interop --compare A.npy B.npy [REL]` compares two files the same way (exit 0 when they
- * agree; integers exactly), `test_interop --zoo-params NAME DIR` writes the family NAME's program
+ * agree; integers exactly), `test_interop --same A B` runs two files of one model (its .pdmodel
+ * and its .json) on the same made inputs and compares their outputs, `test_interop --zoo-params NAME DIR` writes the family NAME's program
  * and made parameters into DIR: for tests/interop/exec.sh. */
 #include "config.h"
 #include "include/pdlang.h"
@@ -308,7 +309,99 @@ static int compare_files(const char *a, const char *b, double rel) {
   return same ? 0 : 1;
 }
 
+/* Models a and b (two files of one model: its .pdmodel and its .json) run on the same inputs
+ * and give the same outputs (1e-5 relative). The inputs are made from a's declarations: -1
+ * dims are 3, floats in [-1, 1), integers in [0, 20); a padded sequence input x beside
+ * x_lengths gets 5 time steps, the lengths 5, 1, 3, ... with x's rows past them zero. */
+static int same_models(const char *a, const char *b) {
+  pd_state *st[2] = {NULL, NULL};
+  const char *path[2] = {a, b};
+  int bad = 0;
+  for (int k = 0; k < 2 && !bad; k++)
+    if (pd_state_new(&st[k]) || pd_state_load_model(st[k], path[k])) {
+      printf("# %s: %s\n", path[k], st[k] ? pd_state_error(st[k])->text : "out of memory");
+      bad = 1;
+    }
+  int nin = 0, nout = 0, nout_b = 0;
+  const char *const *ins = NULL, *const *outs = NULL, *const *outs_b = NULL;
+  if (!bad && (pd_state_inputs(st[0], &nin, &ins) || pd_state_outputs(st[0], &nout, &outs) ||
+               pd_state_outputs(st[1], &nout_b, &outs_b) || nout != nout_b)) {
+    printf("# the models have other outputs (%d and %d)\n", nout, nout_b);
+    bad = 1;
+  }
+  uint64_t seed = 24;
+  for (int i = 0; i < nin && !bad; i++) {
+    pd_tensor_info t;
+    if (pd_state_describe(st[0], ins[i], &t)) {
+      printf("# no input %s\n", ins[i]);
+      bad = 1;
+      break;
+    }
+    char lname[256];
+    snprintf(lname, sizeof lname, "%s_lengths", ins[i]);
+    bool seq = false, lens = strlen(ins[i]) > 8 && !strcmp(ins[i] + strlen(ins[i]) - 8, "_lengths");
+    for (int k = 0; k < nin; k++) seq |= strcmp(ins[k], lname) == 0;
+    int64_t n = 1;
+    for (int d = 0; d < t.ndims; d++) {
+      if (t.dims[d] < 0) t.dims[d] = seq && d == 1 ? 5 : 3;
+      n *= t.dims[d];
+    }
+    size_t es = t.dtype == PD_DTYPE_INT64 ? 8 : t.dtype == PD_DTYPE_BOOL ? 1 : 4;
+    char *data = calloc((size_t)n + 1, es);
+    if (!data) {
+      bad = 1;
+      break;
+    }
+    for (int64_t e = 0; e < n; e++) {
+      double u = (double)(pd_reader_splitmix64(&seed) >> 40) / (double)(1 << 24);
+      if (t.dtype == PD_DTYPE_FLOAT32) ((float *)data)[e] = (float)(2 * u - 1);
+      else if (t.dtype == PD_DTYPE_INT64) ((int64_t *)data)[e] = lens ? 1 + (5 * e + 4) % 5 : (int64_t)(20 * u);
+      else if (t.dtype == PD_DTYPE_INT32) ((int32_t *)data)[e] = (int32_t)(20 * u);
+      else if (t.dtype == PD_DTYPE_BOOL) data[e] = u < 0.5;
+    }
+    if (seq) { /* zero the rows past each length (5, 1, 3, 5, ...: those made above) */
+      int64_t row = n / (t.dims[0] * t.dims[1]);
+      for (int64_t s = 0; s < t.dims[0]; s++)
+        for (int64_t tt = 1 + (5 * s + 4) % 5; tt < t.dims[1]; tt++)
+          memset(data + (size_t)((s * t.dims[1] + tt) * row) * es, 0, (size_t)row * es);
+    }
+    for (int k = 0; k < 2 && !bad; k++)
+      if (pd_state_feed(st[k], ins[i], t.dtype, t.ndims, t.dims, data)) {
+        printf("# %s: %s\n", path[k], pd_state_error(st[k])->text);
+        bad = 1;
+      }
+    free(data);
+  }
+  for (int k = 0; k < 2 && !bad; k++)
+    if (pd_state_run(st[k])) {
+      printf("# %s: %s\n", path[k], pd_state_error(st[k])->text);
+      bad = 1;
+    }
+  for (int i = 0; i < nout && !bad; i++) {
+    pd_tensor_info x, y;
+    if (pd_state_fetch(st[0], outs[i], &x) || pd_state_fetch(st[1], outs_b[i], &y)) {
+      printf("# no output %s\n", outs[i]);
+      bad = 1;
+      break;
+    }
+    bool same = x.dtype == y.dtype && x.ndims == y.ndims && x.nbytes == y.nbytes;
+    for (int d = 0; same && d < x.ndims; d++) same = x.dims[d] == y.dims[d];
+    if (same && x.dtype == PD_DTYPE_FLOAT32) {
+      const float *p = x.data, *q = y.data;
+      for (size_t e = 0; same && e < x.nbytes / 4; e++)
+        same = fabs((double)p[e] - q[e]) <= ABS + REL * fabs((double)q[e]);
+    } else if (same) {
+      same = memcmp(x.data, y.data, x.nbytes) == 0;
+    }
+    if (!same) printf("# output %d (%s, %s) differs\n", i, outs[i], outs_b[i]);
+    bad |= !same;
+  }
+  for (int k = 0; k < 2; k++) pd_state_free(st[k]);
+  return bad;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "--same") == 0) return same_models(argv[2], argv[3]);
   if ((argc == 4 || argc == 5) && strcmp(argv[1], "--compare") == 0)
     return compare_files(argv[2], argv[3], argc == 5 ? atof(argv[4]) : REL);
   if (argc == 4 && strcmp(argv[1], "--zoo-params") == 0) return zoo_setup(argv[2], argv[3]) ? 0 : 1;
