@@ -29,7 +29,7 @@ import json
 import os
 import sys
 
-os.environ["FLAGS_enable_pir_api"] = "0"
+os.environ.setdefault("FLAGS_enable_pir_api", "0")  # tools/paddle_zoo_pir.py sets "1"
 
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402

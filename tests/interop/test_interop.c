@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/base.h"
 #include "tests/tap.h"
@@ -101,9 +102,10 @@ static const char *srcdir(void) {
   return s && *s ? s : ".";
 }
 
-/* The model at path run on the inputs of dir (in_FEED.npy); its outputs named and valued as
+/* The model at path run on the inputs of indir (in_FEED.npy); its outputs named and valued as
  * PaddlePaddle's (dir's fetch_names.txt and out_NAME.npy) within rel and abs_. */
-static bool run_model(const char *dir, const char *path, double rel, double abs_) {
+static bool run_model_on(const char *indir, const char *dir, const char *path, double rel,
+                         double abs_) {
   char file[1400];
   pd_state *st;
   if (pd_state_new(&st)) return false;
@@ -116,13 +118,13 @@ static bool run_model(const char *dir, const char *path, double rel, double abs_
   for (int i = 0; good && i < nin && i < 8; i++) {
     int dt, nd;
     int64_t dims[PD_STATE_MAX_DIMS + 1];
-    snprintf(file, sizeof file, "%s/in_%s.npy", dir, ins[i]);
+    snprintf(file, sizeof file, "%s/in_%s.npy", indir, ins[i]);
     pd_tensor_info want;
     good = read_npy(file, &inputs[i], &dt, &nd, dims) == 0 &&
            pd_state_describe(st, ins[i], &want) == PD_RESULT_OK;
     if (good && want.ndims == 1 && nd == 2 && dims[1] == 1) nd = 1;  /* a 1-D file: [N] */
     /* A batch of sequences has its lengths beside it (int64). */
-    snprintf(file, sizeof file, "%s/lens_%s.npy", dir, ins[i]);
+    snprintf(file, sizeof file, "%s/lens_%s.npy", indir, ins[i]);
     FILE *lf = good ? fopen(file, "rb") : NULL;
     if (lf) {
       fclose(lf);
@@ -178,6 +180,10 @@ static bool run_model(const char *dir, const char *path, double rel, double abs_
   return good && f && k == nout;
 }
 
+static bool run_model(const char *dir, const char *path, double rel, double abs_) {
+  return run_model_on(dir, dir, path, rel, abs_);
+}
+
 /* The model `name` loaded from `layout` (a path under tests/interop/NAME/). */
 static void check_model(const char *name, const char *layout) {
   char dir[1024], path[1200];
@@ -197,7 +203,8 @@ static float zoo_weight(uint64_t seed, int64_t i, double scale, double offset) {
   return (float)(offset + scale * (2.0 * u - 1.0));
 }
 
-/* Write dir/inference.pdmodel's parameters, made from dir/weights.txt, to params_path. */
+/* Write the parameters of dir's program (inference.pdmodel, or inference.json), made from
+ * dir/weights.txt, to params_path. */
 static bool zoo_params(const char *dir, const char *params_path) {
   char path[1200], *text = NULL;
   size_t len;
@@ -207,6 +214,7 @@ static bool zoo_params(const char *dir, const char *params_path) {
   int n = 0, made = 0;
   pd_error err = {0};
   snprintf(path, sizeof path, "%s/inference.pdmodel", dir);
+  if (access(path, F_OK) != 0) snprintf(path, sizeof path, "%s/inference.json", dir);
   bool good = scope && !pd_program_load(path, &p, &err) && !pd_params_names(p, &names, &n);
   snprintf(path, sizeof path, "%s/weights.txt", dir);
   good = good && !pd_read_file(path, &text, &len, &err);
@@ -249,15 +257,32 @@ static bool zoo_params(const char *dir, const char *params_path) {
 static bool zoo_setup(const char *name, const char *work) {
   char dir[1024], path[1200], *bytes = NULL;
   size_t len;
-  snprintf(dir, sizeof dir, "%s/tests/interop/zoo/%s", srcdir(), name);
+  /* NAME, or pir/NAME: the family as PaddlePaddle's default mode exports it (zoo_pir/NAME) */
+  bool pir = strncmp(name, "pir/", 4) == 0;
+  snprintf(dir, sizeof dir, "%s/tests/interop/%s/%s", srcdir(), pir ? "zoo_pir" : "zoo",
+           name + (pir ? 4 : 0));
+  const char *prog = pir ? "inference.json" : "inference.pdmodel";
   mkdir(work, 0777);
-  snprintf(path, sizeof path, "%s/inference.pdmodel", dir);
+  snprintf(path, sizeof path, "%s/%s", dir, prog);
   bool good = !pd_read_file(path, &bytes, &len, NULL);
-  snprintf(path, sizeof path, "%s/inference.pdmodel", work);
+  snprintf(path, sizeof path, "%s/%s", work, prog);
   good = good && !pd_write_file_atomic(path, bytes, len, NULL);
   pd_free(bytes);
   snprintf(path, sizeof path, "%s/inference.pdiparams", work);
   return good && zoo_params(dir, path);
+}
+
+/* The family NAME as PaddlePaddle's default mode exports it (tests/interop/zoo_pir/NAME,
+ * tools/paddle_zoo_pir.py): on the legacy export's inputs, against its own outputs. */
+static void check_zoo_pir(const char *name) {
+  char dir[1024], indir[1024], work[1024], path[1200], pname[256];
+  snprintf(dir, sizeof dir, "%s/tests/interop/zoo_pir/%s", srcdir(), name);
+  snprintf(indir, sizeof indir, "%s/tests/interop/zoo/%s", srcdir(), name);
+  snprintf(work, sizeof work, "zoo-pir-%s", name);
+  snprintf(path, sizeof path, "%s/inference.json", work);
+  snprintf(pname, sizeof pname, "pir/%s", name);
+  ok(zoo_setup(pname, work) && run_model_on(indir, dir, path, 1e-4, 1e-6),
+     "%s, PaddlePaddle 3's PIR export: PaddlePaddle's outputs (tools/paddle_zoo_pir.py)", name);
 }
 
 static void check_zoo(const char *name) {
@@ -444,6 +469,11 @@ int main(int argc, char **argv) {
                                     "resnet50_vd", "pp_hgnet", "pp_liteseg", "unet",
                                     "ernie3_tiny", "db_det", "db_det_dbfpn"};
   for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) check_zoo(zoo[i]);
+  static const char *const zoo_pir[] = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3",
+                                        "pp_lcnet",     "resnet50_vd",  "pp_hgnet",
+                                        "pp_liteseg",   "unet",         "ernie3_tiny",
+                                        "db_det"};
+  for (size_t i = 0; i < sizeof zoo_pir / sizeof zoo_pir[0]; i++) check_zoo_pir(zoo_pir[i]);
   check_refused();
   return tap_done();
 }

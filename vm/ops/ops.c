@@ -488,6 +488,11 @@ pd_status pd_opdef_convert_attr(const pd_opdef *def, const pd_op_desc *op, pd_at
     }
     if (!loss && retype_list(a, want, v, a->n)) loss = "";
     pd_free(v);
+  } else if (a->n == 0 && (want == PD_ATTR_INTS || want == PD_ATTR_LONGS || want == PD_ATTR_FLOATS) &&
+             (got == PD_ATTR_INTS || got == PD_ATTR_LONGS || got == PD_ATTR_FLOATS ||
+              got == PD_ATTR_FLOAT64S)) {
+    /* an empty list: a PIR program's empty a_array says no element kind */
+    if (retype_list(a, want, NULL, 0)) loss = "";
   }
   if (loss && !*loss) return pd_error_set(err, PD_ENOMEM, op->loc, "out of memory");
   if (loss)
