@@ -170,6 +170,8 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   const char **params = NULL, **exp_feeds = NULL;
   pd_program *p = NULL;
   pd_status st = PD_OK;
+  size_t plen = path ? strlen(path) : 0;
+  bool is_json = plen > 5 && strcmp(path + plen - 5, ".json") == 0; /* a PIR program */
   if (!path || !targets) {
     st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     goto out;
@@ -198,7 +200,12 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
     pd_program *q = NULL;
     int nx = nd;
     st = pd_program_for_paddle(p, nd, data, nt, targets, &q, &exp_feeds, &nx, err);
-    if (st == PD_EUNSUPPORTED) {
+    if (st == PD_EUNSUPPORTED && is_json) {
+      /* a PIR program is for PaddlePaddle alone: what it cannot run is an error */
+      pd_error_prefix(err, "%s: PaddlePaddle cannot run this model (save it as .pdmodel to run "
+                      "it in pdlang)", a->args[0]->str);
+      goto out;
+    } else if (st == PD_EUNSUPPORTED) {
       /* Saved as pdlang runs it (batches of sequences with LoD), which PaddlePaddle cannot. */
       if (r->opts.progress && err && err->loc.file)
         fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: "
@@ -236,8 +243,7 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   if ((st = pd_params_encode(ppath, r->global, np, params, &pb, err))) goto out_buf;
   uint8_t *mb = NULL;
   size_t mlen = 0;
-  size_t plen = strlen(path);
-  if (plen > 5 && strcmp(path + plen - 5, ".json") == 0) {
+  if (is_json) {
     /* PaddlePaddle 3's PIR program (vm/ir/pir.h): its format has no place for the parameter
      * file's identity */
     pd_buf jb;

@@ -10,14 +10,18 @@
 #     pdlang cannot honour: every problem listed);
 #   the model families (test_interop): tests/interop/zoo/NAME, the field's architectures as
 #     their packages export them (tools/paddle_zoo.py), parameters made from weights.txt into
-#     zoo-NAME/ of the build folder, outputs within 1e-4 of Paddle's;
-#   roundtrip.sh: models `save(path, target)` writes load in PaddlePaddle (paddle_run.py) with
-#     pdlang's outputs; needs PDLANG_PADDLE_PYTHON, a Python with paddlepaddle installed (skipped
-#     with the reason otherwise).
+#     zoo-NAME/ of the build folder, outputs within 1e-4 of Paddle's; and tests/interop/zoo_pir/NAME,
+#     the same families as PaddlePaddle 3's default mode exports them (PIR JSON,
+#     tools/paddle_zoo_pir.py), on the legacy exports' inputs;
+#   roundtrip.sh: models `save(path, target)` writes, as .pdmodel and as .json, load in
+#     PaddlePaddle (paddle_run.py) with pdlang's outputs (needs PDLANG_PADDLE_PYTHON, a Python with
+#     paddlepaddle installed; skipped with the reason otherwise), and pdlang runs its .json to its
+#     .pdmodel's outputs.
 check_PROGRAMS += tests/interop/test_interop tests/interop/test_pir
 TESTS += tests/interop/test_interop tests/interop/test_pir tests/interop/exec.sh \
 	tests/interop/roundtrip.sh
-EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tools/paddle_pir_models.py tests/interop
+EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tools/paddle_zoo_pir.py \
+	tools/paddle_pir_models.py tests/interop
 clean-local: clean-interop-zoo
 clean-interop-zoo:
 	rm -rf zoo-*

@@ -185,5 +185,40 @@ for m in cnn convbn mixed attn scalar_if loop lstm gru_bidi for_rnn; do
     fi
   done
 done
+# What PaddlePaddle cannot run is refused by save("m.json"), every problem listed with its
+# source location, and nothing is written: a pooling over sequences (which a .pdmodel keeps, for
+# pdlang alone), an if over a batch's rows.
+cat > "$tmp/seqpool.pd" <<EOS
+import "layers"
+x = data("x", [-1, 4], lod_level = 1)
+y = fc(sequence_max(x), 3)
+save("$tmp/seqpool.json", y)
+EOS
+cat > "$tmp/rowif.pd" <<EOS
+x = data("x", [-1, 4])
+y = x
+if (reduce_sum(x, [1], keep_dim = true) > 0.0) {
+    y = x * 2.0
+} else {
+    y = x * -1.0
+}
+save("$tmp/rowif.json", y)
+EOS
+want_seqpool="seqpool.pd:3:8: error: $tmp/seqpool.json: PaddlePaddle cannot run this model"
+want_rowif="rowif.pd:3:1: conditional_block: an if over a batch's rows"
+for m in seqpool rowif; do
+  n=$((n + 1))
+  want=$(eval "echo \"\$want_$m\"")
+  if "$PDLANG" run "$tmp/$m.pd" > "$tmp/$m.log" 2>&1; then
+    echo "not ok $n - $m: save(\"$m.json\") is refused"
+  elif ! grep -qF "$want" "$tmp/$m.log"; then
+    echo "not ok $n - $m: save(\"$m.json\") is refused, saying '$want'"
+    sed 's/^/# /' "$tmp/$m.log"
+  elif [ -e "$tmp/$m.json" ] || [ -e "$tmp/$m.pdiparams" ]; then
+    echo "not ok $n - $m: a refused save writes nothing"
+  else
+    echo "ok $n - $m: save(\"$m.json\") is refused, saying where and why"
+  fi
+done
 echo "1..$n"
 exit 0

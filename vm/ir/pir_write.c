@@ -754,6 +754,7 @@ static void mul(wr *w, const pd_block *b, const pd_op_desc *op) {
   const char *o = pd_op_output1(op, "Out");
   if (!x || !y || !o || x->ndims < 0 || y->ndims != 2 || yk != 1 || xk < 1 || xk >= x->ndims) {
     problem(w, op, "a mul pdlang writes only with a 2-D Y and x_num_col_dims < rank(X)");
+    poison(w, op);
     return;
   }
   int64_t xv = use(w, op, x->name);
@@ -809,6 +810,7 @@ static void fill_constant(wr *w, const pd_block *b, const pd_op_desc *op) {
   if (pd_op_input1(op, "ShapeTensor") || pd_op_input(op, "ShapeTensorList") ||
       pd_op_input1(op, "ValueTensor")) {
     problem(w, op, "a shape or value given as a tensor: pdlang writes constant ones only");
+    poison(w, op);
     return;
   }
   int64_t shape[PD_MAX_RANK];
@@ -937,12 +939,13 @@ static void cond_block(wr *w, const pd_block *b, const pd_op_desc *op) {
   const pd_block *body = sub_block(w, op);
   if (!sc || sc->type != PD_ATTR_BOOLEAN || !sc->v.b || !cs || cs->nargs != 1) {
     problem(w, op, "an if over a batch's rows: PaddlePaddle 3's if takes one condition");
+    poison(w, op);
     return;
   }
-  if (!body) return;
   int n = os ? os->nargs : 0;
-  if (n > 64) {
-    problem(w, op, "more than 64 outputs");
+  if (n > 64) problem(w, op, "more than 64 outputs");
+  if (!body || n > 64) {
+    poison(w, op);
     return;
   }
   int64_t c = use(w, op, cs->args[0]), before[64] = {0}, res[64] = {0};
@@ -995,6 +998,7 @@ static void while_op(wr *w, const pd_block *b, const pd_op_desc *op) {
   const pd_block *body = sub_block(w, op);
   if (!body || !cname) {
     if (!cname) problem(w, op, "no Condition");
+    poison(w, op);
     return;
   }
   const char *names[65];
@@ -1010,6 +1014,7 @@ static void while_op(wr *w, const pd_block *b, const pd_op_desc *op) {
     if (dup) continue;
     if (n == 64) {
       problem(w, op, "more than 64 loop-carried vars");
+      poison(w, op);
       return;
     }
     names[n] = v;
