@@ -7,7 +7,7 @@
 # integers or do not add up to the rows, and --lengths for a plain input are clear errors. save
 # writes a sequence input padded with its lengths beside it (vm/passes/paddle_export.h): the loop
 # model given by its path prefix, fed padded [2, 3, 1] and x_lengths, gives the same h; a model
-# PaddlePaddle cannot run (a sequence_max) is saved for pdlang only, with a note, and runs.
+# PaddlePaddle cannot run (a sequence_softmax) is saved for pdlang only, with a note, and runs.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 echo "1..8"
@@ -55,10 +55,10 @@ vals=$(echo "$out" | tr -d '[],' | awk 'NR > 1 { printf "%s ", $1 }')
 if echo "$vals" | awk '{ exit !(($1 - 0.935597)^2 < 1e-10 && ($2 - 0.133666)^2 < 1e-10) }'; then
   echo "ok 7 - the padded batch and its lengths, the model by its path prefix: $vals"
 else echo "not ok 7 - exec of the loop model on the padded batch"; echo "$out" | sed 's/^/# /'; fi
-printf 'import "layers"\nx = data("x", [-1, 1], lod_level = 1)\nhs, h, c = lstm(x, 3)\ny = sequence_max(hs)\nsave("mx.pdmodel", y)\n' > mx.pd
+printf 'import "layers"\nx = data("x", [-1, 1], lod_level = 1)\nhs, h, c = lstm(x, 3)\ny = sequence_max(sequence_softmax(fc(hs, 1)) * hs)\nsave("mx.pdmodel", y)\n' > mx.pd
 note=$("$PDLANG" run mx.pd 2>&1)
 out=$("$PDLANG" exec mx.pdmodel --feed x=x.npy --lengths x=len.npy 2>&1)
-if echo "$note" | grep -qF "note: mx.pdmodel is a model for pdlang only, not PaddlePaddle: mx.pd:4: op sequence_pool" &&
+if echo "$note" | grep -qF "note: mx.pdmodel is a model for pdlang only, not PaddlePaddle: mx.pd:4: op sequence_softmax" &&
    echo "$out" | grep -q 'Tensor(shape=\[2, 3\], dtype=float32)'; then
-  echo "ok 8 - a sequence_max model: saved for pdlang only, with a note, and run on rows and lengths"
-else echo "not ok 8 - a sequence_max model"; echo "$note $out" | sed 's/^/# /'; fi
+  echo "ok 8 - a sequence_softmax model: saved for pdlang only, with a note, and run on rows and lengths"
+else echo "not ok 8 - a sequence_softmax model"; echo "$note $out" | sed 's/^/# /'; fi

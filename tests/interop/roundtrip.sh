@@ -5,7 +5,8 @@
 # and two outputs; recurrent models: the stdlib lstm layer over an embedding, a gru layer both
 # ways (a forward and a reverse gru), a `for` loop with two memories run in reverse, whose
 # sequence inputs are saved padded with NAME_lengths and whose loops become rnn and while ops,
-# vm/passes/paddle_export.h), each saved twice: as a ProgramDesc (m.pdmodel) and as a PIR
+# vm/passes/paddle_export.h; the poolings of sequences, as masked reductions of the padded
+# steps), each saved twice: as a ProgramDesc (m.pdmodel) and as a PIR
 # program (m.json, vm/ir/pir.h). pdlang runs its own .json to the .pdmodel's outputs
 # (test_interop --same, always). PaddlePaddle loads each (paddle.static.load_inference_model:
 # the .pdmodel with FLAGS_enable_pir_api=0, the .json in its default mode, no flag;
@@ -118,9 +119,18 @@ r = relu(batch_norm(d) + max_pool(c, 2))
 y = softmax(fc(avg_pool(r, 2), 5))
 save("$tmp/convbn.pdmodel", y)
 EOS
+cat > "$tmp/pools.pd" <<EOS
+import "layers"
+x = data("x", [-1, 4], lod_level = 1)
+hs, h = gru(x, 5)
+y = concat([sequence_pool(hs, "SUM"), sequence_pool(hs, "AVERAGE"), sequence_pool(hs, "SQRT"),
+            sequence_max(hs), sequence_pool(x, "FIRST"), sequence_pool(x, "LAST"),
+            sequence_pool(x * 2.0 + 1.0, "MAX")], 1)
+save("$tmp/pools.pdmodel", y)
+EOS
 # The fetch targets each model must have, in order (the script's names).
 want_lstm="scores steps" want_gru_bidi="y fs bs" want_for_rnn="y hs as" want_mixed="y m"
-for m in cnn convbn mixed attn scalar_if loop lstm gru_bidi for_rnn; do
+for m in cnn convbn mixed attn scalar_if loop lstm gru_bidi for_rnn pools; do
   # the same script saving m.json: its parameters are made by the same seeds
   sed "s|$tmp/$m.pdmodel|$tmp/$m.json|" "$tmp/$m.pd" > "$tmp/${m}_json.pd"
   for ext in pdmodel json; do
@@ -186,12 +196,12 @@ for m in cnn convbn mixed attn scalar_if loop lstm gru_bidi for_rnn; do
   done
 done
 # What PaddlePaddle cannot run is refused by save("m.json"), every problem listed with its
-# source location, and nothing is written: a pooling over sequences (which a .pdmodel keeps, for
-# pdlang alone), an if over a batch's rows.
+# source location, and nothing is written: a softmax over each sequence (which a .pdmodel keeps,
+# for pdlang alone), an if over a batch's rows.
 cat > "$tmp/seqpool.pd" <<EOS
 import "layers"
-x = data("x", [-1, 4], lod_level = 1)
-y = fc(sequence_max(x), 3)
+x = data("x", [-1, 1], lod_level = 1)
+y = fc(sequence_max(sequence_softmax(x) * x), 3)
 save("$tmp/seqpool.json", y)
 EOS
 cat > "$tmp/rowif.pd" <<EOS
@@ -204,7 +214,7 @@ if (reduce_sum(x, [1], keep_dim = true) > 0.0) {
 }
 save("$tmp/rowif.json", y)
 EOS
-want_seqpool="seqpool.pd:3:8: error: $tmp/seqpool.json: PaddlePaddle cannot run this model"
+want_seqpool="seqpool.pd:3:21: error: $tmp/seqpool.json: PaddlePaddle cannot run this model"
 want_rowif="rowif.pd:3:1: conditional_block: an if over a batch's rows"
 for m in seqpool rowif; do
   n=$((n + 1))

@@ -815,6 +815,87 @@ static void outputs_seq(ex *e, const pd_op_desc *op, const char *L) {
       for (int k = 0; k < op->outputs[s].nargs; k++) make_seq(e, op->outputs[s].args[k], L);
 }
 
+/* reduce_TYPE of x over axis 1 (the time steps) into out. */
+static const char *reduce_t(ex *e, const char *type, const char *x, const char *out) {
+  int64_t d[8] = {0};
+  int nd = var_rank(e, e->b0, x, d);
+  for (int i = 1; i + 1 < nd; i++) d[i] = d[i + 1];
+  out = unary(e, e->b0, type, x, out, var_dtype(e->b0, x), nd - 1, d);
+  pd_op_desc *op = e->st ? NULL : e->b0->ops[e->at - 1];
+  const int32_t one[1] = {1};
+  attr_is(e, op, "dim", 1, one);
+  attr_b(e, op, "keep_dim", false);
+  attr_b(e, op, "reduce_all", false);
+  return out;
+}
+
+/* v ([N]) as [N, 1, ...] of rank nd. */
+static const char *col(ex *e, const char *v, int nd) {
+  int32_t axes[8];
+  int64_t d[8] = {-1};
+  for (int i = 1; i < nd && i < 8; i++) axes[i - 1] = i, d[i] = 1;
+  return shaped(e, e->b0, "unsqueeze2", "axes", nd - 1, axes, v, NULL, var_dtype(e->b0, v), nd, d);
+}
+
+/* sequence_pool of a padded sequence x [N, T, D...] (lengths L [N]) into out [N, D...]: a
+ * reduction over T of the steps within each length, masked by the positions t + 1 (a cumsum of
+ * ones) compared with the lengths. AVERAGE and SQRT divide by the length (1 for an empty
+ * sequence, whose sum is 0); MAX sets the steps past the length to -3e38 first; FIRST is step 0;
+ * LAST the step at length - 1. */
+static void pool_padded(ex *e, const pd_op_desc *op, const char *x, const char *L,
+                        const char *type, const char *out) {
+  int64_t d[8] = {0};
+  int nd = var_rank(e, e->b0, x, d);
+  pd_dtype dt = var_dtype(e->b0, x);
+  if (nd < 3 || nd > 8 || !pd_dtype_is_float(dt)) {
+    refuse(e, op, "a sequence_pool (%s) of a sequence pdlang cannot mask", type);
+    return;
+  }
+  if (strcmp(type, "FIRST") == 0) {
+    slice(e, e->b0, x, 1, 0, 1, true, out);
+    return;
+  }
+  const char *one = x;
+  for (int a = 2; a < nd && one; a++) one = slice(e, e->b0, one, a, 0, 1, false, NULL);
+  const char *ones = one ? scale(e, e->b0, one, 0.0f, 1.0f) : NULL;
+  int64_t pd[8] = {0};
+  var_rank(e, e->b0, ones, pd);
+  const char *pos = ones ? unary(e, e->b0, "cumsum", ones, NULL, dt, nd, pd) : NULL;
+  attr_i(e, e->st ? NULL : e->b0->ops[e->at - 1], "axis", 1);
+  const char *lf = pos ? cast(e, e->b0, L, dt) : NULL;
+  const char *lr = lf ? col(e, lf, nd) : NULL;
+  bool last = strcmp(type, "LAST") == 0;
+  const char *cmp = lr ? binary(e, e->b0, last ? "equal" : "less_equal", pos, lr, NULL, PD_BOOL,
+                                nd, pd)
+                       : NULL;
+  const char *m = cmp ? cast(e, e->b0, cmp, dt) : NULL;
+  const char *xm = m ? binary(e, e->b0, "elementwise_mul", x, m, NULL, dt, nd, d) : NULL;
+  if (!xm) return;
+  if (strcmp(type, "MAX") == 0) {
+    const char *big = scale(e, e->b0, m, 3.0e38f, -3.0e38f); /* 0 within, -3e38 past */
+    const char *xb = big ? binary(e, e->b0, "elementwise_add", xm, big, NULL, dt, nd, d) : NULL;
+    if (xb) reduce_t(e, "reduce_max", xb, out);
+    return;
+  }
+  if (last || strcmp(type, "SUM") == 0) {
+    reduce_t(e, "reduce_sum", xm, out);
+    return;
+  }
+  if (strcmp(type, "AVERAGE") != 0 && strcmp(type, "SQRT") != 0) {
+    refuse(e, op, "a sequence_pool of type %s", type);
+    return;
+  }
+  const char *sum = reduce_t(e, "reduce_sum", xm, NULL);
+  int64_t one1[1] = {1}, n1[1] = {-1};
+  const char *f1 = sum ? fill(e, e->b0, dt, 1, one1, 1.0f) : NULL;
+  const char *n = f1 ? binary(e, e->b0, "elementwise_max", lf, f1, NULL, dt, 1, n1) : NULL;
+  if (n && type[0] == 'S') n = unary(e, e->b0, "sqrt", n, NULL, dt, 1, n1);
+  const char *nc = n ? col(e, n, nd - 1) : NULL;
+  int64_t od[8] = {0};
+  var_rank(e, e->b0, sum, od);
+  if (nc) binary(e, e->b0, "elementwise_div", sum, nc, out, dt, nd - 1, od);
+}
+
 static void bump_attr(ex *e, pd_op_desc *op, const char *name, int def) {
   const pd_attr *a = pd_op_attr(op, name);
   attr_i(e, op, name, (a && a->type == PD_ATTR_INT ? a->v.i : def) + 1);
@@ -848,18 +929,20 @@ static int rewrite_op(ex *e, int i) {
     int64_t rev = 0;
     pd_strmap_get_int(&e->rev, x ? x : "", &rev);
     const char *want = rev ? "FIRST" : "LAST";
-    if (!fv || !pt || pt->type != PD_ATTR_STRING || strcmp(pt->v.s, want) != 0 || !out)
-      return refuse(e, op, "a sequence_pool other than a loop's last memory (%s of it)",
-                    pt && pt->type == PD_ATTR_STRING ? pt->v.s : "?"),
-             i;
-    char *o = pd_strdup(out);
-    if (!o) {
+    if (!pt || pt->type != PD_ATTR_STRING || !out || !x || !L)
+      return refuse(e, op, "%s", "a sequence_pool without its input, output or pooltype"), i;
+    char *o = pd_strdup(out), *xs = pd_strdup(x);
+    if (!o || !xs) {
+      pd_free(o), pd_free(xs);
       oom(e);
       return i;
     }
     e->at = i;
-    unary(e, e->b0, "assign", fv, o, var_dtype(e->b0, fv), -1, NULL);
-    pd_free(o);
+    if (fv && strcmp(pt->v.s, want) == 0) /* a loop's last memory: its final value */
+      unary(e, e->b0, "assign", fv, o, var_dtype(e->b0, fv), -1, NULL);
+    else
+      pool_padded(e, op, xs, L, pt->v.s, o);
+    pd_free(o), pd_free(xs);
     if (!e->st) pd_block_remove_op(e->b0, e->at);
     return e->at;
   }

@@ -23,10 +23,11 @@
  *     keeps a sequence's memories unchanged once t is past its length (mask m = t < length:
  *     new = m * step + (1 - m) * old), and concatenates the masked per-step outputs;
  *   - sequence_pool LAST (FIRST for a reverse loop) of a loop's memory is the memory's final
- *     value; row-wise ops (mul, fc, elementwise ops with a non-sequence operand, unary maps,
+ *     value; any other sequence_pool is a reduction over the padded steps masked by the
+ *     lengths (the positions, a cumsum of ones, compared with them); row-wise ops (mul, fc, elementwise ops with a non-sequence operand, unary maps,
  *     lookup_table, assign) work on the padded rows (mul's x_num_col_dims and fc's
  *     in_num_col_dims count the time dim).
- * Anything else that reads a sequence (another pooling, a sequence op, a nested loop) is
+ * Anything else that reads a sequence (another sequence op, a nested loop) is
  * refused (PD_EUNSUPPORTED), naming the op and its source location: save then writes the
  * program as pdlang runs it, for pdlang only, with a note.
  *

@@ -3,8 +3,9 @@
  * with LoD (lengths 3, 1, 4) and, rewritten, on the same batch padded [3, 4, D] with its
  * lengths, gives the same outputs (1e-12), the sequences' rows compared up to each length; the
  * ops the rewrite writes (rnn for the lstm and gru layers, one bidirectional rnn for a forward
- * and a reverse layer over the same input, while for other loops, no recurrent or sequence_pool
- * left); the refusals (a pooling other than a loop's last memory); the
+ * and a reverse layer over the same input, while for other loops, the poolings of sequences as
+ * masked reductions over the steps, no recurrent or sequence_pool left); the refusals (a softmax
+ * over each sequence); the
  * original program unchanged. tests/interop/roundtrip.sh runs the same kinds of models in
  * PaddlePaddle. */
 #include "config.h"
@@ -209,9 +210,12 @@ int main(void) {
   check("for_loop_one", "x = data(\"x\", [-1, 1], lod_level = 1)\nh = var(0)\n"
         "for (t in x) {\n    h = tanh(t * 0.5 + h * 0.25)\n}\ny = h\n", 1, one, false, 1,
         "while", 1);
-  refused("max_pool", "import \"layers\"\nx = data(\"x\", [-1, 4], lod_level = 1)\n"
-          "hs, h, c = lstm(x, 5)\ny = sequence_max(hs) * 1.0\n", "y",
-          "a sequence_pool other than a loop's last memory (MAX of it)");
+  check("pools", "import \"layers\"\nx = data(\"x\", [-1, 4], lod_level = 1)\n"
+        "hs, h = gru(x, 5)\n"
+        "y = concat([sequence_pool(hs, \"SUM\"), sequence_pool(hs, \"AVERAGE\"),\n"
+        "            sequence_pool(hs, \"SQRT\"), sequence_max(hs), sequence_pool(x, \"FIRST\"),\n"
+        "            sequence_pool(x, \"LAST\"), sequence_pool(x * 2.0 - 5.0, \"MAX\")], 1)\n",
+        1, one, false, 4, "cumsum", 6);
   refused("sequence_softmax", "x = data(\"x\", [-1, 1], lod_level = 1)\n"
           "y = sequence_softmax(x)\n", "y", "op sequence_softmax cannot be written");
   tap_done();
