@@ -1,12 +1,13 @@
 #!/bin/sh
 # roundtrip.sh -- the other direction of PaddlePaddle interop: models that `save(path, target)`
 # writes (convolutions, pooling, fc, gelu, layer_norm, batch_norm, embedding, reductions,
-# softmax; a transformer encoder layer with a causal mask; a scalar if, a while loop; two inputs
+# softmax; the activations, element-wise maps, clip, tile, expand, argmax of `maps`; a
+# transformer encoder layer with a causal mask; a scalar if, a while loop; two inputs
 # and two outputs; recurrent models: the stdlib lstm layer over an embedding, a gru layer both
 # ways (a forward and a reverse gru), a `for` loop with two memories run in reverse, whose
 # sequence inputs are saved padded with NAME_lengths and whose loops become rnn and while ops,
 # vm/passes/paddle_export.h; the poolings of sequences, as masked reductions of the padded
-# steps), each saved twice: as a ProgramDesc (m.pdmodel) and as a PIR
+# steps; an if over a batch's rows, as both sides and where), each saved twice: as a ProgramDesc (m.pdmodel) and as a PIR
 # program (m.json, vm/ir/pir.h). pdlang runs its own .json to the .pdmodel's outputs
 # (test_interop --same, always). PaddlePaddle loads each (paddle.static.load_inference_model:
 # the .pdmodel with FLAGS_enable_pir_api=0, the .json in its default mode, no flag;
@@ -128,9 +129,33 @@ y = concat([sequence_pool(hs, "SUM"), sequence_pool(hs, "AVERAGE"), sequence_poo
             sequence_pool(x * 2.0 + 1.0, "MAX")], 1)
 save("$tmp/pools.pdmodel", y)
 EOS
+cat > "$tmp/rowif.pd" <<EOS
+import "layers"
+x = data("x", [-1, 4])
+y = fc(x, 3)
+if (reduce_sum(x, [1], keep_dim = true) > 0.0) {
+    y = tanh(fc(x, 3)) * 2.0
+} else {
+    y = y - 1.0
+}
+save("$tmp/rowif.pdmodel", y)
+EOS
+cat > "$tmp/maps.pd" <<EOS
+import "layers"
+x = data("x", [-1, 4])
+img = data("img", [-1, 4, 6, 6])
+a = abs(x) + exp(x * 0.1) + log(abs(x) + 1.0) + sqrt(abs(x)) + square(x) + silu(x)
+b = relu6(x * 4.0) + leaky_relu(x) + elu(x) + softplus(x) + swish(x) + hard_swish(x)
+c = hard_sigmoid(x) + log_softmax(x) + minimum(x, a) + maximum(b, x)
+d = pow(abs(x) + 1.0, x) + clip(x, -0.5, 0.5) + tile(reduce_min(x, [1], keep_dim = true), [1, 4])
+e = expand(reduce_max(x, [1], keep_dim = true), [-1, 4]) + reshape(cast(argmax(x, 1), float32), [-1, 1])
+f = flatten(conv2d(img, param([4, 1, 3, 3]), paddings = [1, 1], groups = 4), 1, 3)
+y = concat([a, b, c, d, e], 1)
+save("$tmp/maps.pdmodel", y, f)
+EOS
 # The fetch targets each model must have, in order (the script's names).
 want_lstm="scores steps" want_gru_bidi="y fs bs" want_for_rnn="y hs as" want_mixed="y m"
-for m in cnn convbn mixed attn scalar_if loop lstm gru_bidi for_rnn pools; do
+for m in cnn convbn mixed attn maps scalar_if rowif loop lstm gru_bidi for_rnn pools; do
   # the same script saving m.json: its parameters are made by the same seeds
   sed "s|$tmp/$m.pdmodel|$tmp/$m.json|" "$tmp/$m.pd" > "$tmp/${m}_json.pd"
   for ext in pdmodel json; do
@@ -197,26 +222,24 @@ for m in cnn convbn mixed attn scalar_if loop lstm gru_bidi for_rnn pools; do
 done
 # What PaddlePaddle cannot run is refused by save("m.json"), every problem listed with its
 # source location, and nothing is written: a softmax over each sequence (which a .pdmodel keeps,
-# for pdlang alone), an if over a batch's rows.
+# for pdlang alone), an if over a batch's rows whose block is not row-wise.
 cat > "$tmp/seqpool.pd" <<EOS
 import "layers"
 x = data("x", [-1, 1], lod_level = 1)
 y = fc(sequence_max(sequence_softmax(x) * x), 3)
 save("$tmp/seqpool.json", y)
 EOS
-cat > "$tmp/rowif.pd" <<EOS
+cat > "$tmp/rowif_mean.pd" <<EOS
 x = data("x", [-1, 4])
 y = x
 if (reduce_sum(x, [1], keep_dim = true) > 0.0) {
-    y = x * 2.0
-} else {
-    y = x * -1.0
+    y = x - mean(x)
 }
-save("$tmp/rowif.json", y)
+save("$tmp/rowif_mean.json", y)
 EOS
 want_seqpool="seqpool.pd:3:21: error: $tmp/seqpool.json: PaddlePaddle cannot run this model"
-want_rowif="rowif.pd:3:1: conditional_block: an if over a batch's rows"
-for m in seqpool rowif; do
+want_rowif_mean="rowif_mean.pd:4:13: error: $tmp/rowif_mean.json: PaddlePaddle cannot run this model"
+for m in seqpool rowif_mean; do
   n=$((n + 1))
   want=$(eval "echo \"\$want_$m\"")
   if "$PDLANG" run "$tmp/$m.pd" > "$tmp/$m.log" 2>&1; then

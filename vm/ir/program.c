@@ -639,6 +639,16 @@ pd_op_desc *pd_block_add_op(pd_block *b, const char *type, int pos) {
   return op;
 }
 
+pd_op_desc *pd_block_copy_op(pd_block *b, int pos, const pd_op_desc *src) {
+  if (!b || !src || pos < -1 || pos > b->nops) return NULL;
+  pd_op_desc *op = op_clone(src);
+  if (!op || block_append_op(b, op, pos)) {
+    op_free(op);
+    return NULL;
+  }
+  return op;
+}
+
 void pd_block_remove_op(pd_block *b, int i) {
   if (!b || i < 0 || i >= b->nops) return;
   op_free(b->ops[i]);

@@ -196,6 +196,9 @@ int pd_block_rename_var(pd_block *b, pd_var_desc *v, const char *new_name);
 /* Append an op of the given type at the end of b (pos = -1) or insert before position pos
  * (0 <= pos <= nops). NULL on out of memory or a pos out of range. */
 pd_op_desc *pd_block_add_op(pd_block *b, const char *type, int pos);
+/* A deep copy of src (slots, attributes, location and calls) added as pd_block_add_op adds an
+ * op; src may belong to another block or program. NULL on out of memory or a pos out of range. */
+pd_op_desc *pd_block_copy_op(pd_block *b, int pos, const pd_op_desc *src);
 /* Remove (and free) the op at index i; nothing happens when i is out of range. */
 void pd_block_remove_op(pd_block *b, int i);
 /* Bind input/output slot `param` to the given vars (replaces an existing binding). 0 or -1. */

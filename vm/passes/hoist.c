@@ -226,21 +226,13 @@ static pd_status oom(pd_error *err) {
 
 /* A copy of op at position pos of b, X and Y exchanged when swap. */
 static int copy_op(pd_block *b, int pos, const pd_op_desc *op, bool swap) {
-  pd_op_desc *c = pd_block_add_op(b, op->type, pos);
-  if (!c || pd_op_copy_loc(c, op)) return -1;
-  for (int s = 0; s < op->ninputs; s++) {
-    const char *param = op->inputs[s].param;
-    if (swap && strcmp(param, "X") == 0) param = "Y";
-    else if (swap && strcmp(param, "Y") == 0) param = "X";
-    if (pd_op_set_input(c, param, op->inputs[s].nargs, (const char *const *)op->inputs[s].args))
-      return -1;
-  }
-  for (int s = 0; s < op->noutputs; s++)
-    if (pd_op_set_output(c, op->outputs[s].param, op->outputs[s].nargs,
-                         (const char *const *)op->outputs[s].args))
-      return -1;
-  for (int a = 0; a < op->nattrs; a++)
-    if (pd_op_set_attr(c, &op->attrs[a])) return -1;
+  pd_op_desc *c = pd_block_copy_op(b, pos, op);
+  if (!c) return -1;
+  const pd_slot *x = pd_op_input(op, "X"), *y = pd_op_input(op, "Y");
+  if (swap && x && y &&
+      (pd_op_set_input(c, "X", y->nargs, (const char *const *)y->args) ||
+       pd_op_set_input(c, "Y", x->nargs, (const char *const *)x->args)))
+    return -1;
   return 0;
 }
 

@@ -969,12 +969,124 @@ static int rewrite_op(ex *e, int i) {
   return i + 1;
 }
 
+/* ---------------------------------------------------------------- an if over rows */
+
+/* Whether op computes row i of its outputs from row i of its row inputs alone (and whole
+ * tensors otherwise): then it gives the same rows run on all of a batch as on a part. */
+static bool row_wise(const pd_op_desc *op) {
+  const pd_opdef *d = pd_opdef_lookup(op->type);
+  return (d && (d->flags & PD_OPF_ROW_ANY)) || strcmp(op->type, "assign") == 0 ||
+         strcmp(op->type, "fill_constant") == 0 || strcmp(op->type, "fc") == 0 ||
+         strcmp(op->type, "cast") == 0;
+}
+
+/* An if over a batch's rows (split_lod_tensor, a conditional_block a side, merge_lod_tensor),
+ * which PaddlePaddle 2.5 on lacks, as both sides computed on every row and `where` choosing
+ * each row's: the splits become copies, the blocks' ops (row-wise ones only) move into block 0,
+ * each merge is where(mask, true side, false side), the mask [N, 1] broadcast to the side's
+ * shape by adding zeros made from it (cast to bool and back, times 0: no NaN comes through). */
+static void rows_if_to_where(ex *e) {
+  pd_block *b0 = e->b0;
+  for (int i = 0; i < b0->nops && !e->st; i++) {
+    pd_op_desc *op = b0->ops[i];
+    e->loc = op->loc;
+    e->src = op;
+    if (strcmp(op->type, "split_lod_tensor") == 0) {
+      const char *x = pd_op_input1(op, "X");
+      const char *sides[2] = {pd_op_output1(op, "OutTrue"), pd_op_output1(op, "OutFalse")};
+      char *xs = x ? pd_strdup(x) : NULL, *o[2] = {NULL, NULL};
+      for (int k = 0; k < 2; k++) o[k] = sides[k] ? pd_strdup(sides[k]) : NULL;
+      if (!xs) {
+        refuse(e, op, "%s", "a split without its input");
+      } else {
+        e->at = i + 1;
+        for (int k = 0; k < 2 && !e->st; k++)
+          if (o[k]) unary(e, b0, "assign", xs, o[k], var_dtype(b0, xs), -1, NULL);
+        if (!e->st) pd_block_remove_op(b0, i);
+        i = e->at - 2;
+      }
+      pd_free(xs), pd_free(o[0]), pd_free(o[1]);
+    } else if (strcmp(op->type, "conditional_block") == 0) {
+      const pd_attr *sc = pd_op_attr(op, "is_scalar_condition");
+      const pd_attr *sb = pd_op_attr(op, "sub_block");
+      if (sc && sc->type == PD_ATTR_BOOLEAN && sc->v.b) continue;
+      pd_block *body = sb && sb->type == PD_ATTR_BLOCK ? pd_program_block(e->p, sb->v.i) : NULL;
+      if (!body) {
+        refuse(e, op, "%s", "an if over rows without its block");
+        break;
+      }
+      for (int k = 0; k < body->nops; k++)
+        if (!row_wise(body->ops[k])) {
+          char what[160];
+          snprintf(what, sizeof what, "an if over a batch's rows whose block has %s, which is "
+                   "not row-wise (PaddlePaddle runs both sides on every row)", body->ops[k]->type);
+          e->src = body->ops[k];
+          refuse(e, body->ops[k], "%s", what);
+          break;
+        }
+      for (int k = 0; k < body->nvars && !e->st; k++) {
+        const pd_var_desc *v = body->vars[k];
+        pd_var_desc *nv = pd_block_find_var_local(b0, v->name) ? NULL : pd_block_var(b0, v->name);
+        if (!nv || pd_var_set_shape(nv, v->ndims, v->dims)) {
+          if (nv) oom(e);
+          else refuse(e, op, "an if over rows whose block declares %s again", v->name);
+          break;
+        }
+        nv->dtype = v->dtype, nv->type = v->type, nv->lod_level = v->lod_level;
+      }
+      for (int k = 0; k < body->nops && !e->st; k++)
+        if (!pd_block_copy_op(b0, i + 1 + k, body->ops[k])) oom(e);
+      if (e->st) break;
+      int n = body->nops;
+      while (body->nops) pd_block_remove_op(body, body->nops - 1);
+      pd_block_remove_op(b0, i);
+      i += n - 1;
+    } else if (strcmp(op->type, "merge_lod_tensor") == 0) {
+      const char *m = pd_op_input1(op, "Mask"), *t = pd_op_input1(op, "InTrue");
+      const char *f = pd_op_input1(op, "InFalse"), *out = pd_op_output1(op, "Out");
+      if (!m || !t || !f || !out) {
+        refuse(e, op, "%s", "a merge without its mask, sides or output");
+        break;
+      }
+      char *names = NULL;
+      size_t lm = strlen(m) + 1, lt = strlen(t) + 1, lf = strlen(f) + 1, lo = strlen(out) + 1;
+      if (!(names = pd_malloc(lm + lt + lf + lo))) {
+        oom(e);
+        break;
+      }
+      char *M = memcpy(names, m, lm), *Ts = memcpy(names + lm, t, lt);
+      char *Fs = memcpy(names + lm + lt, f, lf), *O = memcpy(names + lm + lt + lf, out, lo);
+      int64_t d[8] = {0};
+      int nd = var_rank(e, b0, Ts, d);
+      pd_dtype dt = var_dtype(b0, Ts);
+      e->at = i;
+      const char *tb = cast(e, b0, Ts, PD_BOOL);
+      const char *tf = tb ? cast(e, b0, tb, dt) : NULL;
+      const char *z = tf ? scale(e, b0, tf, 0.0f, 0.0f) : NULL;
+      const char *mf = z ? cast(e, b0, M, dt) : NULL;
+      const char *mz = mf ? binary(e, b0, "elementwise_add", z, mf, NULL, dt, nd, d) : NULL;
+      const char *cb = mz ? cast(e, b0, mz, PD_BOOL) : NULL;
+      pd_op_desc *w = cb ? add_op(e, b0, "where") : NULL;
+      set_in(e, w, "Condition", 1, &cb);
+      set_in(e, w, "X", 1, (const char *const *)&Ts);
+      set_in(e, w, "Y", 1, (const char *const *)&Fs);
+      set_out(e, w, "Out", 1, (const char *const *)&O);
+      pd_free(names);
+      if (e->st) break;
+      pd_block_remove_op(b0, e->at);
+      i = e->at - 1;
+    }
+  }
+}
+
 bool pd_program_needs_paddle_export(const pd_program *p) {
   const pd_block *b0 = p->blocks[0];
   for (int i = 0; i < b0->nvars; i++)
     if (b0->vars[i]->lod_level > 0) return true;
   for (int i = 0; i < b0->nops; i++)
-    if (strcmp(b0->ops[i]->type, "recurrent") == 0) return true;
+    if (strcmp(b0->ops[i]->type, "recurrent") == 0 ||
+        strcmp(b0->ops[i]->type, "split_lod_tensor") == 0)
+      return true;
   return false;
 }
 
@@ -994,6 +1106,8 @@ pd_status pd_program_for_paddle(const pd_program *in, int nfeed, const char *con
   if (!e.st) e.st = pd_program_hoist(e.p, NULL, err);
   int nf = 0;
   if (!e.st) e.b0 = e.p->blocks[0];
+  /* An if over rows first: its blocks' ops join block 0, where the rest may rewrite them. */
+  if (!e.st) rows_if_to_where(&e);
   /* The lstm and gru layers' loops first, while their inputs are still sequences. */
   for (int i = 0; !e.st && e.b0 && i < e.b0->nops; i++) {
     bool done;
