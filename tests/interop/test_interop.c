@@ -28,6 +28,7 @@
 #include "base/base.h"
 #include "tests/tap.h"
 #include "vm/ir/params.h"
+#include "vm/ir/pir.h"
 #include "vm/ir/serialize.h"
 #include "vm/reader/reader.h"
 #include "vm/reader/reader_int.h"
@@ -272,6 +273,51 @@ static bool zoo_setup(const char *name, const char *work) {
   return good && zoo_params(dir, path);
 }
 
+/* pdlang's PIR writer on PaddlePaddle's own programs: the program at src (as the reader
+ * lowers it) written again as work/model.json (pd_pir_to_json) beside a copy of src_params
+ * (NULL: none); the path of the new file in out. */
+static bool rewrite_json(const char *src, const char *src_params, const char *work, char *out,
+                         size_t outsz) {
+  pd_program *p = NULL;
+  pd_error err = {0};
+  const char **names = NULL;
+  int n = 0;
+  pd_buf b;
+  pd_buf_init(&b);
+  char *bytes = NULL, path[1200];
+  size_t len = 0;
+  mkdir(work, 0777);
+  snprintf(out, outsz, "%s/model.json", work);
+  bool good = !pd_program_load(src, &p, &err) && !pd_params_names(p, &names, &n) &&
+              !pd_pir_to_json(p, n, names, src, &b, &err) && !b.oom &&
+              !pd_write_file_atomic(out, b.data, b.len, &err);
+  if (good && src_params) {
+    snprintf(path, sizeof path, "%s/model.pdiparams", work);
+    good = !pd_read_file(src_params, &bytes, &len, &err) &&
+           !pd_write_file_atomic(path, bytes, len, &err);
+  }
+  if (err.msg) printf("# %s\n", err.msg);
+  pd_error_clear(&err);
+  pd_free(bytes);
+  pd_buf_free(&b);
+  pd_free(names);
+  pd_program_free(p);
+  return good;
+}
+
+/* A PaddlePaddle PIR model of tests/interop/pir/NAME written again by pdlang: its outputs as
+ * PaddlePaddle's. */
+static void check_rewritten(const char *name) {
+  char dir[1024], src[1200], params[1200], work[1024], path[1200];
+  snprintf(dir, sizeof dir, "%s/tests/interop/pir/%s", srcdir(), name);
+  snprintf(src, sizeof src, "%s/model.json", dir);
+  snprintf(params, sizeof params, "%s/model.pdiparams", dir);
+  snprintf(work, sizeof work, "rewritten-%s", name);
+  ok(rewrite_json(src, access(params, F_OK) == 0 ? params : NULL, work, path, sizeof path) &&
+         run_model(dir, path, REL, ABS),
+     "pir/%s written again by pdlang's PIR writer: PaddlePaddle's outputs", name);
+}
+
 /* The family NAME as PaddlePaddle's default mode exports it (tests/interop/zoo_pir/NAME,
  * tools/paddle_zoo_pir.py): on the legacy export's inputs, against its own outputs. */
 static void check_zoo_pir(const char *name) {
@@ -283,6 +329,13 @@ static void check_zoo_pir(const char *name) {
   snprintf(pname, sizeof pname, "pir/%s", name);
   ok(zoo_setup(pname, work) && run_model_on(indir, dir, path, 1e-4, 1e-6),
      "%s, PaddlePaddle 3's PIR export: PaddlePaddle's outputs (tools/paddle_zoo_pir.py)", name);
+  char again[1024], params[1200], rpath[1200];
+  snprintf(again, sizeof again, "zoo-pir-%s-rewritten", name);
+  snprintf(params, sizeof params, "%s/inference.pdiparams", work);
+  ok(rewrite_json(path, params, again, rpath, sizeof rpath) &&
+         run_model_on(indir, dir, rpath, 1e-4, 1e-6),
+     "%s, PaddlePaddle 3's PIR export written again by pdlang's PIR writer: the same outputs",
+     name);
 }
 
 static void check_zoo(const char *name) {
@@ -474,6 +527,11 @@ int main(int argc, char **argv) {
                                         "pp_liteseg",   "unet",         "ernie3_tiny",
                                         "db_det"};
   for (size_t i = 0; i < sizeof zoo_pir / sizeof zoo_pir[0]; i++) check_zoo_pir(zoo_pir[i]);
+  static const char *const pir_models[] = {"mlp", "lenet", "cnn_bn", "cond", "cond_false",
+                                           "while_loop", "transformer", "lstm", "gru_bidi",
+                                           "jit_cnn", "misc"};
+  for (size_t i = 0; i < sizeof pir_models / sizeof *pir_models; i++)
+    check_rewritten(pir_models[i]);
   check_refused();
   return tap_done();
 }

@@ -37,7 +37,7 @@ static const pd_loc nowhere = {0};
  * outs: the results: SLOT, or "-DT" (a result Fluid does not have: dtype DT, the first
  *   operand's shape; "-null": no type), "-DT:1" (rank 1, unknown size).
  * attrs: NAME:KIND=FLUID|DEFAULT, space-separated; KIND is b, i32, i64, f32, f64, s, ai32,
- *   ai64 (a_array of those), dt (a dtype, from Fluid's dtype number). FLUID empty: the default
+ *   ai64, af64 (a_array of those), dt (a dtype, from Fluid's dtype number). FLUID empty: the default
  *   alone; DEFAULT empty: the attribute must be there. */
 typedef struct wmap {
   const char *fluid, *pir, *ins, *outs, *attrs;
@@ -102,6 +102,13 @@ static const wmap wmaps[] = {
     {"dropout", "dropout", "X - %dropout_prob:float32", "Out -uint8",
      "is_test:b=|true mode:s=dropout_implementation|downgrade_in_infer seed:i32=seed|0 "
      "fix_seed:b=fix_seed|false"},
+#define INTERP(f, p)                                                                          \
+  {f, p, "X OutSize @SizeTensor Scale", "Out",                                                \
+   "data_format:s=data_layout|NCHW out_d:i32=out_d|-1 out_h:i32=out_h|-1 out_w:i32=out_w|-1 "    \
+   "scale:af64=scale| interp_method:s=interp_method align_corners:b=align_corners|false "         \
+   "align_mode:i32=align_mode|1"}
+    INTERP("nearest_interp_v2", "nearest_interp"), INTERP("bilinear_interp_v2", "bilinear_interp"),
+#undef INTERP
     {"reshape2", "reshape", "X #shape", "Out", ""},
     {"transpose2", "transpose", "X", "Out", "perm:ai32=axis"},
     {"flatten_contiguous_range", "flatten", "X", "Out",
@@ -481,6 +488,20 @@ static bool spec_attr(wr *w, const pd_op_desc *op, const char *spec, size_t len,
   int64_t ints[64];
   if (strcmp(kind, "s") == 0) {
     a_str(a, name, fa && fa->type == PD_ATTR_STRING ? fa->v.s : def ? def : "");
+  } else if (strcmp(kind, "af64") == 0) { /* a_array of a_f64 */
+    const pd_attr *fl = fa && (fa->type == PD_ATTR_FLOATS || fa->type == PD_ATTR_FLOAT64S) ? fa
+                                                                                          : NULL;
+    attr_head(a, "0.a_array");
+    pd_buf_puts(a, "[");
+    for (int i = 0; fl && i < fl->n; i++) {
+      double v = fl->type == PD_ATTR_FLOATS ? fl->floats[i] : fl->doubles[i];
+      pd_buf_printf(a, "%s{\"#\":\"0.a_f64\",\"D\":", i ? "," : "");
+      jnum(a, isfinite(v) ? v : 0, false);
+      pd_buf_puts(a, "}");
+      if (!isfinite(v)) problem(w, op, "attribute %s is not finite", src);
+    }
+    pd_buf_puts(a, "]");
+    attr_tail(a, name);
   } else if (kind[0] == 'a') { /* ai32, ai64 */
     int n = fa ? attr_ints(op, src, ints, 64) : 0;
     if (n < 0) n = 0;
@@ -802,10 +823,31 @@ static void lookup_v1(wr *w, const pd_block *b, const pd_op_desc *op) {
 
 static void fill_constant(wr *w, const pd_block *b, const pd_op_desc *op) {
   const char *o = pd_op_output1(op, "Out");
-  if (pd_op_input1(op, "ShapeTensor") || pd_op_input(op, "ShapeTensorList") ||
+  const char *st = pd_op_input1(op, "ShapeTensor");
+  if ((pd_op_input(op, "ShapeTensorList") && pd_op_input(op, "ShapeTensorList")->nargs) ||
       pd_op_input1(op, "ValueTensor")) {
-    problem(w, op, "a shape or value given as a tensor: pdlang writes constant ones only");
+    problem(w, op, "a shape given as a list of tensors or a value as a tensor: pdlang writes "
+            "a shape tensor or constant ones only");
     poison(w, op);
+    return;
+  }
+  if (st) { /* full_with_tensor(value, shape) */
+    double v = 0, dt = PD_FP32;
+    attr_num(op, "value", &v);
+    attr_num(op, "dtype", &dt);
+    const pd_attr *sv = pd_op_attr(op, "str_value");
+    if (sv && sv->type == PD_ATTR_STRING && sv->v.s[0]) v = strtod(sv->v.s, NULL);
+    if (!dt_name((int)dt)) problem(w, op, "dtype %d has no PIR name", (int)dt);
+    int64_t one = 1;
+    int64_t in[2] = {full(w, 1, &one, (int)dt, isfinite(v) ? v : 0), use(w, op, st)}, id;
+    pd_buf a;
+    pd_buf_init(&a);
+    a_dtype(&a, "dtype", (int)dt);
+    wtype t = var_type(find_var(w, b, o));
+    emit(w, "1.full_with_tensor", 2, in, 1, &t, &id, &a);
+    w->o->oom |= a.oom;
+    pd_buf_free(&a);
+    if (o && !bind(w, o, id)) w->o->oom = true;
     return;
   }
   int64_t shape[PD_MAX_RANK];
