@@ -179,7 +179,9 @@ pd_status pd_model_load_params(pd_model *m, const char *path, const char *params
 }
 
 pd_status pd_model_prepare(pd_model *m, const pd_exec_options *eo, pd_error *err) {
-  return pd_exec_new(m->program, eo, &m->ex, err);
+  /* the load-time passes (vm/passes/infer_opt.h), on the parameters just loaded */
+  pd_status s = m->no_optimize ? PD_OK : pd_program_infer_opt(m->program, m->scope, &m->opt, err);
+  return s ? s : pd_exec_new(m->program, eo, &m->ex, err);
 }
 
 /* The feed list, made a FEED_MINIBATCH of nfeeds entries; NULL on out of memory. */

@@ -5,7 +5,8 @@
  *
  * The steps are separate calls so that each caller checks what it must between them, with its
  * own messages: pd_model_load (program, feed and fetch ops), pd_model_load_params,
- * pd_model_prepare (the executor), then per run pd_model_feed for each input and
+ * pd_model_prepare (the load-time passes of vm/passes/infer_opt.h unless no_optimize, then the
+ * executor), then per run pd_model_feed for each input and
  * pd_model_run. Errors carry no source location; out of memory is "out of memory".
  *
  * Ownership: a pd_model owns its program, scope, executor and io arrays; pd_model_free
@@ -19,6 +20,7 @@
 #include "base/base.h"
 #include "vm/run/exec.h"
 #include "vm/ir/program.h"
+#include "vm/passes/infer_opt.h"
 #include "vm/run/scope.h"
 #include "vm/run/tensor.h"
 
@@ -36,6 +38,8 @@ typedef struct pd_model {
   int nfeeds, nfetches;
   const char *feed_list, *fetch_list;  /* the FEED_MINIBATCH / FETCH_LIST vars; NULL: none */
   char *fluid_dir;                     /* Fluid's folder layout: the folder; else NULL */
+  bool no_optimize;                    /* pd_model_prepare runs the program as loaded */
+  pd_infer_opt_stats opt;              /* what pd_model_prepare's passes did */
 } pd_model;
 
 /* Fluid's folder layout: the program file, and the file of all the parameters (when there is

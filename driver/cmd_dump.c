@@ -1,11 +1,13 @@
-/* cmd_dump.c -- `pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAMES] FILE`:
- * print a program as a
+/* cmd_dump.c -- `pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAMES]
+ * [--optimized] FILE`: print a program as a
  * readable listing (the format of pd_program_dump, which golden tests compare) or as a Graphviz
  * digraph. FILE is a .pd script (compiled as `pdlang check` compiles it; its main program, or
  * with --startup its startup program) or a saved program (a .pdmodel: Fluid ProgramDesc bytes).
  * --prune lists what vm/passes/prune.h keeps for the given vars of the global block. --train
  * shows the training program of the script's first train(...), and --nranks N the training or
- * startup program of a data-parallel job of N processes (vm/passes/data_parallel.h). */
+ * startup program of a data-parallel job of N processes (vm/passes/data_parallel.h). --optimized
+ * shows a saved model as `pdlang exec` runs it: after the load-time passes
+ * (vm/passes/infer_opt.h) on its parameters, with a line saying what they did. */
 #include "config.h"
 #include "driver/driver.h"
 
@@ -121,13 +123,33 @@ static int prune_input(const char *path, const input *in, const char *list, pd_p
   return rc;
 }
 
+/* The saved model at path with its parameters, after the load-time passes; *out the program
+ * (owned by *m), a note of what the passes did in note. 0, or 1 after printing. */
+static int optimize_input(const char *path, pd_model *m, const pd_program **out, char *note,
+                          size_t n) {
+  pd_error err = {0};
+  pd_status st = pd_model_load(m, path, &err);
+  if (!st) st = pd_model_load_params(m, path, NULL, &err);
+  if (!st) st = pd_program_infer_opt(m->program, m->scope, &m->opt, &err);
+  if (st) {
+    print_error(&err);
+    pd_error_clear(&err);
+    return 1;
+  }
+  snprintf(note, n, "# load-time passes: %d batch norm%s folded, %d dropout or scale op%s "
+           "removed, %d fc fused\n", m->opt.bn_folded, m->opt.bn_folded == 1 ? "" : "s",
+           m->opt.removed, m->opt.removed == 1 ? "" : "s", m->opt.fc_fused);
+  *out = m->program;
+  return 0;
+}
+
 static int usage_error(void) {
   pd_driver_usage(stderr, &pd_cmd_dump);
   return 2;
 }
 
 static int run_dump(int argc, char **argv) {
-  bool dot = false, startup = false, train = false, options_done = false;
+  bool dot = false, startup = false, train = false, optimized = false, options_done = false;
   const char *path = NULL, *prune = NULL;
   long nranks = 0;
   for (int i = 1; i < argc; i++) {
@@ -140,6 +162,8 @@ static int run_dump(int argc, char **argv) {
       startup = true;
     } else if (!options_done && strcmp(a, "--train") == 0) {
       train = true;
+    } else if (!options_done && strcmp(a, "--optimized") == 0) {
+      optimized = true;
     } else if (!options_done && (strcmp(a, "--nranks") == 0 || strncmp(a, "--nranks=", 9) == 0)) {
       const char *v = a[8] == '=' ? a + 9 : i + 1 < argc ? argv[++i] : "";
       char *end;
@@ -180,8 +204,20 @@ static int run_dump(int argc, char **argv) {
     return usage_error();
   }
 
-  input in;
-  if (load_input(path, startup, &in)) {
+  if (optimized && (startup || train || nranks || has_suffix(path, ".pd"))) {
+    fprintf(stderr, "pdlang dump: --optimized shows a saved model (.pdmodel, .json or a Fluid "
+                    "folder) as exec runs it; give one, without --startup, --train or --nranks\n");
+    return usage_error();
+  }
+  pd_model model = {0};
+  char note[200] = "";
+  input in = {0};
+  if (optimized) {
+    if (optimize_input(path, &model, &in.program, note, sizeof note)) {
+      pd_model_free(&model);
+      return 1;
+    }
+  } else if (load_input(path, startup, &in)) {
     input_free(&in);
     return 1;
   }
@@ -204,12 +240,15 @@ static int run_dump(int argc, char **argv) {
   const pd_program *p = pruned ? pruned : in.program;
   pd_buf out;
   pd_buf_init(&out);
-  if (dot)
+  if (dot) {
     pd_program_dump_dot(p, &out);
-  else
+  } else {
+    pd_buf_puts(&out, note);
     pd_program_dump(p, &out);
+  }
   pd_program_free(pruned);
   input_free(&in);
+  pd_model_free(&model);
   int rc = 0;
   if (out.oom) {
     fputs("error: out of memory listing the program\n", stderr);
@@ -225,7 +264,7 @@ static int run_dump(int argc, char **argv) {
 const pd_command pd_cmd_dump = {
     "dump", run_dump, "print a program (.pd script, .pdmodel or PIR .json) as a listing or a graph",
     "pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAME[,NAME...]]\n"
-    "            FILE.pd|FILE.pdmodel|FILE.json|DIR\n"
+    "            [--optimized] FILE.pd|FILE.pdmodel|FILE.json|DIR\n"
     "  Prints the program's blocks, vars and ops; --dot prints a Graphviz digraph instead\n"
     "  (pdlang dump --dot model.pdmodel | dot -Tsvg > model.svg).\n"
     "  A .pd script is compiled first (errors are reported as by 'pdlang check', exit 1) and its\n"
@@ -235,4 +274,7 @@ const pd_command pd_cmd_dump = {
     "  program of the script's first train(...) (backward pass and updates), and --nranks N\n"
     "  the training (--train) or startup (--startup) program of a data-parallel job of N\n"
     "  processes (mpirun -np N pdlang run): c_broadcast, c_allreduce_sum, c_sync_comm_stream.\n"
-    "  A folder holding __model__ (Fluid's model layout) shows that program."};
+    "  A folder holding __model__ (Fluid's model layout) shows that program. --optimized shows\n"
+    "  a saved model as exec runs it: its parameters loaded, batch norms folded into the\n"
+    "  convolution or product before them, test-mode dropout and identity scales removed,\n"
+    "  mul + bias add fused into fc (a first line says how many)."};

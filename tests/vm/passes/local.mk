@@ -8,11 +8,14 @@
 #     rmsprop, adagrad, weight decay, clipping, schedules) against updates by hand, Fluid's state
 #     var names (opt_fixture.h);
 #   test_norm_train: the training program of batch_norm and layer_norm layers (no gradient or
-#     update for the running statistics), and what print / eval / save prune to.
+#     update for the running statistics), and what print / eval / save prune to;
+#   test_paddle_export: the rewrite of a saved model for PaddlePaddle against the program run
+#     in memory; test_infer_opt: the load-time passes of an inference model (batch norm folding,
+#     dropout and identity scales removed) against the unoptimised program.
 VM_PASSES_TESTS = tests/vm/passes/test_prune tests/vm/passes/test_hoist \
 	tests/vm/passes/test_cf_grad tests/vm/passes/test_optimizer \
 	tests/vm/passes/test_optimizer_more tests/vm/passes/test_norm_train \
-	tests/vm/passes/test_paddle_export
+	tests/vm/passes/test_paddle_export tests/vm/passes/test_infer_opt
 check_PROGRAMS += $(VM_PASSES_TESTS)
 TESTS += $(VM_PASSES_TESTS)
 EXTRA_DIST += tests/vm/passes/opt_fixture.h

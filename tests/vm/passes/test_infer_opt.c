@@ -1,0 +1,138 @@
+/* test_infer_opt.c -- the load-time passes of an inference model (vm/passes/infer_opt.h): each
+ * script's program, in fp64 and test mode, with batch norms' statistics and affine parameters
+ * drawn away from 0 and 1, runs to the same outputs (1e-12 relative) before and after the
+ * passes, which fold the batch norms (after a convolution with and without its bias, after an
+ * fc), remove test-mode dropout and identity scales (or scale by 1 - p for downgrade_in_infer),
+ * and fuse mul + add into fc; what must stay stays (a batch norm whose input is read twice, a
+ * dropout whose output is fetched). */
+#include "config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/run_int.h"
+#include "tests/lang/fp64.h"
+#include "tests/tap.h"
+#include "vm/passes/infer_opt.h"
+#include "vm/run/exec.h"
+
+static int count_op(const pd_program *p, const char *type) {
+  int n = 0;
+  for (int i = 0; i < p->blocks[0]->nops; i++) n += strcmp(p->blocks[0]->ops[i]->type, type) == 0;
+  return n;
+}
+
+/* The batch norms' inputs of p given values away from the identity (seeded). */
+static void draw_norms(const pd_program *p, pd_scope *scope) {
+  static const char *const slots[] = {"Mean", "Variance", "Scale", "Bias"};
+  uint64_t seed = 7;
+  for (int i = 0; i < p->blocks[0]->nops; i++) {
+    const pd_op_desc *op = p->blocks[0]->ops[i];
+    if (strcmp(op->type, "batch_norm") != 0) continue;
+    for (int s = 0; s < 4; s++) {
+      const char *n = pd_op_input1(op, slots[s]);
+      pd_variable *v = n ? pd_scope_find_var(scope, n) : NULL;
+      pd_tensor *t = v ? pd_var_tensor(v) : NULL;
+      for (int64_t e = 0; t && e < pd_tensor_numel(t); e++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(seed >> 11) / 9007199254740992.0;
+        PD_TENSOR_F64(t)[e] = s == 1 ? 0.5 + u : s == 2 ? 0.5 + u : u - 0.5;
+      }
+    }
+  }
+}
+
+/* Run p on x (dims nd/dims, values sin(i)) to target into out. */
+static pd_status run(const pd_program *p, pd_scope *scope, int nd, const int64_t *dims,
+                     const char *target, pd_tensor *out, pd_error *err) {
+  pd_exec *ex = NULL;
+  pd_tensor x;
+  pd_tensor_init(&x);
+  pd_status st = pd_tensor_resize(&x, PD_FP64, nd, dims);
+  for (int64_t i = 0; !st && i < pd_tensor_numel(&x); i++) PD_TENSOR_F64(&x)[i] = sin(0.7 * i);
+  pd_exec_feed f = {"x", &x};
+  pd_exec_fetch fe = {target, out};
+  pd_exec_io io = {1, &f, 1, &fe};
+  if (!st) st = pd_exec_new(p, NULL, &ex, err);
+  if (!st) st = pd_exec_run(ex, scope, &io, NULL, err);
+  pd_exec_free(ex);
+  pd_tensor_release(&x);
+  return st;
+}
+
+/* Compile text (its input x of shape dims, -1 as 2), put it in test mode, run it, optimise a
+ * copy, run that: the same target values, and the counts the stats and op lists must show. */
+static void check(const char *name, const char *text, const char *target, int nd,
+                  const int64_t *dims, int folded, int removed, const char *gone,
+                  const char *kept) {
+  pd_source *src = NULL;
+  pd_unit *unit = NULL;
+  pd_runner *r = NULL;
+  pd_program *fwd = NULL, *q = NULL;
+  pd_error err = {0};
+  pd_tensor a, b;
+  pd_tensor_init(&a);
+  pd_tensor_init(&b);
+  pd_infer_opt_stats s = {0};
+  pd_status st = fp64_setup(name, text, target, &src, &unit, &r, &fwd, &err);
+  if (!st) st = pd_run_set_test_mode(fwd);
+  if (!st) draw_norms(fwd, pd_runner_scope(r));
+  if (!st) st = run(fwd, pd_runner_scope(r), nd, dims, target, &a, &err);
+  if (!st && !(q = pd_program_clone(fwd))) st = PD_ENOMEM;
+  if (!st) st = pd_program_infer_opt(q, pd_runner_scope(r), &s, &err);
+  if (!st) st = pd_program_validate(q, &err);
+  if (!st) st = run(q, pd_runner_scope(r), nd, dims, target, &b, &err);
+  if (st) printf("# %s: %s\n", name, err.msg ? err.msg : pd_status_str(st));
+  double worst = 0;
+  bool same = !st && a.ndims == b.ndims && pd_tensor_numel(&a) == pd_tensor_numel(&b) &&
+              pd_tensor_numel(&a) > 0;
+  for (int64_t i = 0; same && i < pd_tensor_numel(&a); i++) {
+    double x = PD_TENSOR_F64(&a)[i], y = PD_TENSOR_F64(&b)[i];
+    double e = fabs(x - y) / (fabs(x) > 1 ? fabs(x) : 1);
+    if (e > worst) worst = e;
+  }
+  same = same && worst < 1e-12;
+  ok(same, "%s: the optimised program's %s is the original's (worst %.1e)", name, target, worst);
+  ok(!st && s.bn_folded == folded && s.removed == removed,
+     "%s: %d batch norm%s folded, %d op%s removed (got %d, %d)", name, folded,
+     folded == 1 ? "" : "s", removed, removed == 1 ? "" : "s", s.bn_folded, s.removed);
+  if (gone) ok(!st && count_op(q, gone) == 0, "%s: no %s op left", name, gone);
+  if (kept) ok(!st && count_op(q, kept) > 0, "%s: its %s op kept", name, kept);
+  pd_tensor_release(&a);
+  pd_tensor_release(&b);
+  pd_program_free(q);
+  pd_program_free(fwd);
+  pd_runner_free(r);
+  pd_unit_free(unit);
+  pd_source_free(src);
+  pd_error_clear(&err);
+}
+
+int main(void) {
+  const int64_t img[4] = {2, 3, 5, 5}, vec[2] = {3, 4};
+  check("conv_bias_bn",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
+        "y = tanh(batch_norm(conv(x, 4, 3, padding = 1), act = relu))\n",
+        "y", 4, img, 1, 0, "batch_norm", NULL);
+  check("conv_bn_no_bias",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
+        "y = tanh(batch_norm(conv(x, 4, 3, stride = 2, bias = false)) * 1.0)\n",
+        "y", 4, img, 1, 1, "batch_norm", NULL);
+  check("fc_bn", "import \"layers\"\nx = data(\"x\", [-1, 4])\ny = tanh(batch_norm(fc(x, 5)))\n", "y", 2,
+        vec, 1, 0, "batch_norm", NULL);
+  check("conv_read_twice",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nc = conv(x, 4, 3, padding = 1)\n"
+        "y = batch_norm(c) + c\n",
+        "y", 4, img, 0, 0, NULL, "batch_norm");
+  check("dropouts",
+        "import \"layers\"\nx = data(\"x\", [-1, 4])\n"
+        "h = dropout(fc(x, 5), 0.3, dropout_implementation = \"upscale_in_train\")\n"
+        "y = dropout(h, 0.25) + h\n",
+        "y", 2, vec, 0, 2, "dropout", NULL);
+  check("dropout_fetched",
+        "import \"layers\"\nx = data(\"x\", [-1, 4])\ny = dropout(fc(x, 5), 0.3)\n", "y", 2, vec, 0,
+        1, "dropout", NULL);
+  tap_done();
+  return 0;
+}
