@@ -101,7 +101,11 @@ int main(int argc, char **argv) {
   if (pd_state_load_model(st, model) || pd_state_inputs(st, &nin, &inputs) ||
       pd_state_outputs(st, &nout, &outputs))
     goto fail;
-  if (nin != 1 || nout != 1) {
+  /* A model saved for PaddlePaddle takes a batch of sequences x as x padded and x_lengths,
+   * which pd_state_feed_sequences fills together from the rows and lengths. */
+  char lengths_name[256] = "";
+  if (nin == 2) snprintf(lengths_name, sizeof lengths_name, "%s_lengths", inputs[0]);
+  if ((nin != 1 && !(nin == 2 && strcmp(inputs[1], lengths_name) == 0)) || nout != 1) {
     fprintf(stderr, "lines: %s has %d inputs and %d outputs; this program wants one each\n",
             model, nin, nout);
     goto out;
