@@ -211,9 +211,11 @@ value *pd_cmp_vfloat(C *c, double f) {
   return v;
 }
 
+/* The copy first: a string value never exists without its text (save and load read it). */
 value *pd_cmp_vstr(C *c, const char *s) {
-  value *v = pd_cmp_vnew(c, V_STR);
-  if (v != VERR) v->s = pd_cmp_strdup(c, s);
+  const char *copy = pd_cmp_strdup(c, s);
+  value *v = copy ? pd_cmp_vnew(c, V_STR) : VERR;
+  if (v != VERR) v->s = copy;
   return v;
 }
 

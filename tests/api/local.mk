@@ -15,8 +15,8 @@
 #   install_prefix.sh: the pdlang program and the stdlib installed into a temporary DESTDIR: the
 #     installed program imports the installed stdlib (found beside it at run time, whatever
 #     prefix it was built for), not the build tree's.
-check_PROGRAMS += tests/api/test_api tests/api/test_api_data
-TESTS += tests/api/test_api tests/api/test_api_data tests/api/install.sh tests/api/symbols.sh \
+check_PROGRAMS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep
+TESTS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep tests/api/install.sh tests/api/symbols.sh \
 	tests/api/install_prefix.sh
 EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
 	tests/api/mkidx.pl
