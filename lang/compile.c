@@ -26,8 +26,8 @@
 
 #include "lang/parse.h"
 
-value pd_cmp_v_error = {.k = V_ERROR};
-value pd_cmp_v_none = {.k = V_NONE};
+const value pd_cmp_v_error = {.k = V_ERROR};
+const value pd_cmp_v_none = {.k = V_NONE};
 
 /* ------------------------------------------------------------------------------------------ */
 /* Counters by name (unique-name counters, imported modules): base/strmap.h maps whose keys are

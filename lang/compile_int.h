@@ -196,9 +196,11 @@ struct pd_compiler {
   bool oom;
 };
 
-extern value pd_cmp_v_error, pd_cmp_v_none;
-#define VERR (&pd_cmp_v_error)
-#define VNONE (&pd_cmp_v_none)
+/* The shared error and none values: read-only (a write through VERR or VNONE faults), handed
+ * out as value * like every other value. */
+extern const value pd_cmp_v_error, pd_cmp_v_none;
+#define VERR ((value *)&pd_cmp_v_error)
+#define VNONE ((value *)&pd_cmp_v_none)
 
 /* compile.c: memory, messages, values, vars and ops */
 /* fill_constant's exact value for float64 / int64 constants. */
