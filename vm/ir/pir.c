@@ -181,8 +181,10 @@ static pd_status jvalue(jparser *p, jv *v, int depth) {
   }
   if (c == '-' || (c >= '0' && c <= '9')) {
     char buf[64];
-    size_t n = strspn(p->t + p->pos, "+-0123456789.eE");
-    if (n >= sizeof buf || p->pos + n > p->len) return jerr(p, "bad number");
+    size_t n = 0; /* within len: the text need not end in a NUL */
+    while (p->pos + n < p->len && p->t[p->pos + n] && strchr("+-0123456789.eE", p->t[p->pos + n]))
+      n++;
+    if (n >= sizeof buf) return jerr(p, "bad number");
     memcpy(buf, p->t + p->pos, n);
     buf[n] = 0;
     char *end;
