@@ -2,8 +2,9 @@
 # mkseeds_pir.sh -- regenerates the seeds of tests/fuzz/corpus_pir (fuzz_pir.c): the small PIR
 # models PaddlePaddle 3.3 saved under tests/interop/pir/ (valid_NAME.json), and damaged variants
 # of the mlp, cond and while_loop ones, each changing one thing the reader checks (bad_*.json),
-# plus a few hand-written texts at the JSON parser's edges. Files whose names start with crash-
-# (inputs the fuzzer found) are left alone.
+# plus a few hand-written texts at the JSON parser's edges. Files whose names start with crash_
+# (inputs the fuzzer found: crash_dim_below_minus1.json, a dimension of -2, made a program that
+# did not validate) are left alone.
 #   tests/fuzz/mkseeds_pir.sh [SRCDIR]
 set -eu
 srcdir=${1:-$(dirname "$0")/../..}
@@ -41,6 +42,7 @@ bad defined_twice mlp 's/"%":8,/"%":7,/'
 bad huge_id mlp 's/"%":8,/"%":99999999999,/'
 bad negative_id mlp 's/"%":8,/"%":-3,/'
 bad rank mlp 's/\[-1,4\],"NCHW"/[-1,4,1,1,1,1,1,1,1,1],"NCHW"/'
+bad dim_below_minus1 mlp 's/\[-1,4\],"NCHW"/[-2,4],"NCHW"/'
 bad dims_float mlp 's/\[4,8\],"NCHW"/[4.5,8],"NCHW"/'
 bad param_name mlp 's/"fc_0\.w_0"/7/'
 bad param_dup mlp 's/"fc_0\.w_0"/"fc_0.b_0"/'

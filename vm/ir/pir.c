@@ -1027,6 +1027,9 @@ pd_status pd_pir_from_json(const char *data, size_t len, const char *what, pd_pr
     s = pd_error_set(err, PD_EINVAL, nowhere, "%s: pdlang cannot run this program (%d problem%s):"
                      "\n%.*s", what, L.nprobs, L.nprobs == 1 ? "" : "s",
                      (int)(L.probs_len ? L.probs_len - 1 : 0), L.probs ? L.probs : "");
+  /* what the reader made holds the promises of a loaded ProgramDesc (pd_exec_new relies on
+   * them): a damaged file's dims (below -1), names or types fail here, naming the file */
+  if (!s && (s = pd_program_validate(L.p, err)) != PD_OK) pd_error_prefix(err, "%s", what);
   jv_free(&root);
   for (size_t i = 0; i < L.nvals; i++) pd_free(L.vals[i].list);
   pd_free(L.vals);
