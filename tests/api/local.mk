@@ -7,6 +7,8 @@
 #     cost falls, the weights equal those of the same script on .npy files with the same values
 #     and seed, eval and validation splits, copies and replacement, every bad argument, an unknown
 #     name at the reader, allocation failures;
+#   test_alloc_sweep: every allocation failing in turn, every k, through the library: a script
+#     that trains from a host data set, evaluates, saves and loads, then its saved model run;
 #   install.sh: `make install` of the library into a temporary DESTDIR, then: it exports exactly
 #     the functions pdlang.h declares; pdlang.h compiles alone (C99, C++); examples/embed builds
 #     against the installed library with pkg-config and classifies a data set made up by the test
