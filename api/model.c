@@ -3,11 +3,14 @@
 #include "config.h"
 #include "api/model.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "vm/ir/params.h"
+#include "vm/ir/pir.h"
 #include "vm/ir/serialize.h"
 #include "vm/ops/compat.h"
 
@@ -85,6 +88,53 @@ char *pd_model_folder_program(const char *path) {
   return model;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Whether the file at path starts as a PIR program does (pd_pir_is_json). */
+static bool pir_file(const char *path) {
+  char head[256];
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t n = fread(head, 1, sizeof head, f);
+  fclose(f);
+  return pd_pir_is_json(head, n);
+}
+
+/* The models a folder without __model__ holds: its NAME.pdmodel files and its NAME.json files
+ * that are PIR programs, in name order, into *names ("a.json, b.pdmodel"; empty when none).
+ * Non-zero on out of memory. */
+static int models_in_folder(const char *dir, pd_buf *names) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  char **found = NULL;
+  size_t n = 0, cap = 0;
+  int r = 0;
+  struct dirent *e;
+  while (!r && (e = readdir(d)) != NULL) {
+    size_t k = strlen(e->d_name);
+    bool pdm = k > 8 && strcmp(e->d_name + k - 8, ".pdmodel") == 0;
+    bool js = k > 5 && strcmp(e->d_name + k - 5, ".json") == 0;
+    if (!pdm && !js) continue;
+    char *full = join(dir, e->d_name), *name = NULL;
+    if (!full) r = -1;
+    else if (is_file(full) && (pdm || pir_file(full)) &&
+             (PD_GROW(found, cap, n + 1) || !(name = pd_strdup(e->d_name))))
+      r = -1;
+    if (name) found[n++] = name;
+    pd_free(full);
+  }
+  closedir(d);
+  if (n) qsort(found, n, sizeof *found, by_name);
+  for (size_t i = 0; i < n; i++) {
+    if (pd_buf_printf(names, "%s%s", i ? ", " : "", found[i])) r = -1;
+    pd_free(found[i]);
+  }
+  pd_free(found);
+  return r;
+}
+
 /* Fluid's layouts: a folder DIR holding __model__ (given as DIR or as DIR/__model__) sets
  * m->fluid_dir and *model to DIR/__model__; any other path is the model file itself. */
 static pd_status find_layout(pd_model *m, const char *path, char **model, pd_error *err) {
@@ -103,11 +153,27 @@ static pd_status find_layout(pd_model *m, const char *path, char **model, pd_err
     return oom(err);
   }
   if (!(*model = join(m->fluid_dir, PD_MODEL_FLUID_PROGRAM))) return oom(err);
-  if (!named && !is_file(*model))
-    return pd_error_set(err, PD_EIO, nowhere,
-                        "%s: a folder, but it holds no %s (a Fluid model folder holds %s and its "
-                        "parameters; else give the NAME.pdmodel file)",
-                        path, PD_MODEL_FLUID_PROGRAM, PD_MODEL_FLUID_PROGRAM);
+  if (!named && !is_file(*model)) {
+    pd_buf names;
+    pd_buf_init(&names);
+    if (models_in_folder(path, &names)) {
+      pd_buf_free(&names);
+      return oom(err);
+    }
+    pd_status s;
+    if (names.len)
+      s = pd_error_set(err, PD_EIO, nowhere,
+                       "%s: a folder, but it holds no %s (a Fluid model folder holds %s and its "
+                       "parameters); it holds %s: give the model file's path", path,
+                       PD_MODEL_FLUID_PROGRAM, PD_MODEL_FLUID_PROGRAM, names.data);
+    else
+      s = pd_error_set(err, PD_EIO, nowhere,
+                       "%s: a folder, but it holds no %s (a Fluid model folder holds %s and its "
+                       "parameters; else give the NAME.pdmodel or NAME.json file)",
+                       path, PD_MODEL_FLUID_PROGRAM, PD_MODEL_FLUID_PROGRAM);
+    pd_buf_free(&names);
+    return s;
+  }
   return PD_OK;
 }
 

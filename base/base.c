@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -29,19 +30,21 @@ const char *pd_status_str(pd_status st) {
 
 /* ---- Allocation ---- */
 
-static long alloc_fail_at;   /* 0: never fail; otherwise fail when alloc_count reaches it */
-static long alloc_count;
+/* The failure hook's state: atomic, as the batcher's and the kernels' pool threads allocate
+ * while the thread that set the hook runs. */
+static atomic_long alloc_fail_at;   /* 0: never fail; otherwise fail when alloc_count reaches it */
+static atomic_long alloc_count;
 
 long pd_alloc_fail_after(long n) {
-  long counted = alloc_count;
-  alloc_count = 0;
-  alloc_fail_at = n;
+  long counted = atomic_exchange_explicit(&alloc_count, 0, memory_order_relaxed);
+  atomic_store_explicit(&alloc_fail_at, n, memory_order_relaxed);
   return counted;
 }
 
 static int alloc_should_fail(void) {
-  alloc_count++;
-  return alloc_fail_at > 0 && alloc_count >= alloc_fail_at;
+  long count = atomic_fetch_add_explicit(&alloc_count, 1, memory_order_relaxed) + 1;
+  long at = atomic_load_explicit(&alloc_fail_at, memory_order_relaxed);
+  return at > 0 && count >= at;
 }
 
 void *pd_malloc(size_t n) {

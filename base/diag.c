@@ -123,8 +123,10 @@ static const char *const kind_names[] = {"error", "warning", "note"};
 static void render(pd_buf *out, const pd_source *src, pd_diag_kind kind, pd_loc loc,
                    const char *msg) {
   const char *file = loc.file ? loc.file : (src ? src->name : NULL);
-  if (file && loc.line > 0)
+  if (file && loc.line > 0 && loc.col > 0)
     pd_buf_printf(out, "%s:%d:%d: ", file, loc.line, loc.col);
+  else if (file && loc.line > 0) /* a line of a data file, no column: FILE:LINE: */
+    pd_buf_printf(out, "%s:%d: ", file, loc.line);
   else if (file)
     pd_buf_printf(out, "%s: ", file);
   pd_buf_printf(out, "%s: %s\n", kind_names[kind], msg ? msg : "(no message)");

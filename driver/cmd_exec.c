@@ -9,6 +9,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -16,6 +19,7 @@
 
 #include "api/model.h"
 #include "base/diag.h"
+#include "vm/ir/pir.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/reader/reader.h"
 
@@ -36,42 +40,203 @@ static pd_status load_npy(const char *path, pd_tensor *t, pd_error *err) {
   return PD_OK;
 }
 
+/* What a .npy file's header says: its dtype (the name of NumPy's descr, e.g. "float16", or the
+ * descr itself when pdlang has no name for it), rank and dims. The reader (load_npy) refuses
+ * files it cannot read with its own message; this tells, beside it, a 1-D file from an [N, 1]
+ * one and names a dtype the reader does not take. False when the header cannot be read. */
+typedef struct npy_head {
+  char dtype[24];
+  int rank;
+  int64_t dims[PD_TENSOR_MAX_DIMS];
+} npy_head;
+
+static bool read_npy_head(const char *path, npy_head *h) {
+  unsigned char pre[12];
+  char text[1024];
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t n = fread(pre, 1, sizeof pre, f), len = 0, off = 10;
+  if (n == sizeof pre && memcmp(pre, "\x93NUMPY", 6) == 0) {
+    len = pre[6] == 1 ? (size_t)pre[8] | (size_t)pre[9] << 8
+                      : (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
+                            (size_t)pre[11] << 24;
+    off = pre[6] == 1 ? 10 : 12;
+  }
+  bool ok = len > 0 && len < sizeof text && fseek(f, (long)off, SEEK_SET) == 0 &&
+            fread(text, 1, len, f) == len;
+  fclose(f);
+  if (!ok) return false;
+  text[len] = 0;
+  const char *d = strstr(text, "'descr'"), *sh = strstr(text, "'shape'");
+  if (!d || !sh || !(d = strchr(d + 7, '\'')) || !(sh = strchr(sh, '('))) return false;
+  size_t k = strcspn(d + 1, "'");
+  if (k >= sizeof h->dtype) return false;
+  static const char *const names[][2] = {
+      {"f2", "float16"}, {"f4", "float32"}, {"f8", "float64"}, {"i1", "int8"}, {"i2", "int16"},
+      {"i4", "int32"}, {"i8", "int64"}, {"u1", "uint8"}, {"u2", "uint16"}, {"u4", "uint32"},
+      {"u8", "uint64"}, {"b1", "bool"}, {"c8", "complex64"}, {"c16", "complex128"}};
+  snprintf(h->dtype, sizeof h->dtype, "%.*s", (int)k, d + 1);
+  for (size_t i = 0; i < PD_ARRAY_LEN(names); i++)
+    if (strchr("<|=", h->dtype[0]) && strcmp(h->dtype + 1, names[i][0]) == 0)
+      snprintf(h->dtype, sizeof h->dtype, "%s", names[i][1]);
+  h->rank = 0;
+  for (const char *c = sh + 1; *c && *c != ')';) {
+    char *end;
+    long long x = strtoll(c, &end, 10);
+    if (end == c) {
+      c++;
+      continue;
+    }
+    if (h->rank == PD_TENSOR_MAX_DIMS) return false;
+    h->dims[h->rank++] = x;
+    c = end;
+  }
+  return true;
+}
+
+/* ---- What an input takes: one rule for every file given for one ----
+ * A file of the input's dtype is taken as it is. One of another dtype is converted to the
+ * input's, with a note, when the input is float32, float64, int32 or int64 and every value of
+ * the file converts to it exactly (a float file's values round to float32), as the readers of
+ * training convert a data set's values (lang/train.c); anything else is refused, in one message
+ * form that says what the input takes. */
+
+/* The dtypes the .npy reader reads (vm/reader/reader.h), in the order messages list them. */
+static const pd_dtype npy_dtypes[] = {PD_FP32, PD_FP64, PD_INT64, PD_INT32, PD_UINT8, PD_INT8,
+                                      PD_BOOL};
+
+/* Whether the reader reads a file of this dtype (a read_npy_head name). */
+static bool npy_reads(const char *dtype) {
+  for (size_t i = 0; i < PD_ARRAY_LEN(npy_dtypes); i++)
+    if (strcmp(dtype, pd_dtype_name(npy_dtypes[i])) == 0) return true;
+  return false;
+}
+
+static bool converts_to(pd_dtype to) {
+  return to == PD_FP32 || to == PD_FP64 || to == PD_INT64 || to == PD_INT32;
+}
+
+/* "it takes float32 [-1, 4], or float64 (rounded), int64, ... whose values convert to it
+ * exactly" into b. */
+static void put_takes(pd_buf *b, const pd_var_desc *v) {
+  pd_buf_printf(b, "it takes %s ", pd_dtype_name(v->dtype));
+  pd_buf_put_dims(b, v->ndims, v->dims);
+  if (!converts_to(v->dtype)) {
+    pd_buf_puts(b, " only");
+    return;
+  }
+  pd_buf_puts(b, ", or");
+  int k = 0;
+  for (size_t i = 0; i < PD_ARRAY_LEN(npy_dtypes); i++) {
+    if (npy_dtypes[i] == v->dtype) continue;
+    pd_buf_printf(b, "%s %s%s", k++ ? "," : "", pd_dtype_name(npy_dtypes[i]),
+                  v->dtype == PD_FP32 && npy_dtypes[i] == PD_FP64 ? " (rounded)" : "");
+  }
+  pd_buf_printf(b, " whose values convert to %s exactly", pd_dtype_name(v->dtype));
+}
+
+/* The one message of a file an input does not take: the input, what the file holds (its
+ * dtype name, its dims), why (NULL: the dtype or shape), and what the input takes. */
+static void refuse_input(const pd_var_desc *v, const char *file, const char *dtype, int nd,
+                         const int64_t *dims, const char *why) {
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "pdlang exec: input %s is %s ", v->name, pd_dtype_name(v->dtype));
+  pd_buf_put_dims(&b, v->ndims, v->dims);
+  pd_buf_printf(&b, ", but %s holds %s ", file, dtype);
+  pd_buf_put_dims(&b, nd, dims);
+  if (why) pd_buf_printf(&b, ": %s", why);
+  pd_buf_puts(&b, "; ");
+  put_takes(&b, v);
+  if (!b.oom) fprintf(stderr, "%s\n", b.data);
+  pd_buf_free(&b);
+}
+
+static double value_at(const pd_tensor *t, int64_t i) {
+  const void *d = pd_tensor_data(t);
+  switch (t->dtype) {
+    case PD_FP32: return ((const float *)d)[i];
+    case PD_FP64: return ((const double *)d)[i];
+    case PD_INT64: return (double)((const int64_t *)d)[i];
+    case PD_INT32: return ((const int32_t *)d)[i];
+    case PD_INT8: return ((const int8_t *)d)[i];
+    default: return ((const uint8_t *)d)[i]; /* uint8, bool */
+  }
+}
+
+/* The index of the first value of t that does not convert to dtype `to` exactly (floats into
+ * float32: rounded, within its range), or -1. */
+static int64_t first_inexact(const pd_tensor *t, pd_dtype to) {
+  int64_t n = pd_tensor_numel(t);
+  bool from_float = t->dtype == PD_FP32 || t->dtype == PD_FP64;
+  for (int64_t i = 0; i < n; i++) {
+    bool fits;
+    if (t->dtype == PD_INT64 && (to == PD_FP32 || to == PD_FP64)) {
+      int64_t x = ((const int64_t *)pd_tensor_data(t))[i];  /* beyond a double's 2^53 */
+      bool inside = (double)x > -9.2e18 && (double)x < 9.2e18;  /* the round trip is defined */
+      fits = inside && (to == PD_FP32 ? (int64_t)(float)x == x : (int64_t)(double)x == x);
+    } else {
+      double x = value_at(t, i);
+      switch (to) {
+        case PD_FP32: fits = from_float ? !(fabs(x) > FLT_MAX) : (double)(float)x == x; break;
+        case PD_FP64: fits = true; break;
+        case PD_INT64: fits = x == floor(x) && fabs(x) < 9007199254740992.0; break;
+        default: fits = x == floor(x) && x >= INT32_MIN && x <= INT32_MAX; break;
+      }
+    }
+    if (!fits) return i;
+  }
+  return -1;
+}
+
 /* Make the file's tensor fit the model's input var where that changes no value: a 1-D file
- * (read as [N, 1]) for a rank-1 input becomes [N]; a float file of the other float dtype is
- * cast, with a note. Then check that it fits (dtype, rank, known dims); says why not. */
+ * (read as [N, 1]) for a rank-1 input becomes [N] (and an [N, 1] file too); a file of another
+ * dtype is converted by the rule above, with a note. Then check that it fits (dtype, rank,
+ * known dims); says why not. */
 static bool input_fits(const pd_program *p, const char *name, pd_tensor *t, const char *file) {
   const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
   if (!v || v->ndims < 0) return true;
   if (v->ndims == 1 && t->ndims == 2 && t->dims[1] == 1) t->ndims = 1;
-  if (v->dtype != t->dtype && (v->dtype == PD_FP32 || v->dtype == PD_FP64) &&
-      (t->dtype == PD_FP32 || t->dtype == PD_FP64)) {
-    pd_tensor c;
-    pd_tensor_init(&c);
-    int64_t n = pd_tensor_numel(t);
-    if (pd_tensor_resize(&c, v->dtype, t->ndims, t->dims) ||
-        pd_k_cpu()->cast(t->dtype, pd_tensor_data(t), v->dtype, pd_tensor_data(&c), n)) {
-      fprintf(stderr, "pdlang exec: out of memory casting %s\n", file);
-      pd_tensor_release(&c);
-      return false;
-    }
-    fprintf(stderr, "pdlang: note: %s holds %s; cast to %s, the dtype of input %s%s\n", file,
-            pd_dtype_name(t->dtype), pd_dtype_name(v->dtype), name,
-            v->dtype == PD_FP32 ? " (values round to float32)" : "");
-    pd_tensor_release(t);
-    *t = c;
+  bool shape = v->ndims == t->ndims;
+  for (int k = 0; shape && k < v->ndims; k++) shape = v->dims[k] < 0 || v->dims[k] == t->dims[k];
+  if (!shape || (v->dtype != t->dtype && !converts_to(v->dtype))) {
+    refuse_input(v, file, pd_dtype_name(t->dtype), t->ndims, t->dims, NULL);
+    return false;
   }
-  bool ok = v->dtype == t->dtype && v->ndims == t->ndims;
-  for (int k = 0; ok && k < v->ndims; k++) ok = v->dims[k] < 0 || v->dims[k] == t->dims[k];
-  if (ok) return true;
-  pd_buf b;
-  pd_buf_init(&b);
-  pd_buf_printf(&b, "pdlang exec: input %s is %s ", name, pd_dtype_name(v->dtype));
-  pd_buf_put_dims(&b, v->ndims, v->dims);
-  pd_buf_printf(&b, " but %s holds %s ", file, pd_dtype_name(t->dtype));
-  pd_buf_put_dims(&b, t->ndims, t->dims);
-  if (!b.oom) fprintf(stderr, "%s\n", b.data);
-  pd_buf_free(&b);
-  return false;
+  if (v->dtype == t->dtype) return true;
+  int64_t bad = first_inexact(t, v->dtype);
+  if (bad >= 0) {
+    char why[160];
+    snprintf(why, sizeof why, "its value %.17g (element %lld) does not convert to %s exactly",
+             value_at(t, bad), (long long)bad, pd_dtype_name(v->dtype));
+    refuse_input(v, file, pd_dtype_name(t->dtype), t->ndims, t->dims, why);
+    return false;
+  }
+  pd_tensor c;
+  pd_tensor_init(&c);
+  if (pd_tensor_resize(&c, v->dtype, t->ndims, t->dims)) {
+    fprintf(stderr, "pdlang exec: out of memory converting %s\n", file);
+    pd_tensor_release(&c);
+    return false;
+  }
+  void *d = pd_tensor_data(&c);
+  const int64_t *i64 = t->dtype == PD_INT64 ? pd_tensor_data(t) : NULL;
+  for (int64_t i = 0, n = pd_tensor_numel(t); i < n; i++) {
+    double x = value_at(t, i);  /* exact: first_inexact said so (int64 read directly) */
+    switch (v->dtype) {
+      case PD_FP32: ((float *)d)[i] = i64 ? (float)i64[i] : (float)x; break;
+      case PD_FP64: ((double *)d)[i] = i64 ? (double)i64[i] : x; break;
+      case PD_INT64: ((int64_t *)d)[i] = (int64_t)x; break;
+      default: ((int32_t *)d)[i] = i64 ? (int32_t)i64[i] : (int32_t)x; break;
+    }
+  }
+  bool rounds = v->dtype == PD_FP32 && t->dtype == PD_FP64;
+  fprintf(stderr, "pdlang: note: %s holds %s; cast to %s, the dtype of input %s (%s)\n",
+          file, pd_dtype_name(t->dtype), pd_dtype_name(v->dtype), name,
+          rounds ? "values round to float32" : "every value exact");
+  pd_tensor_release(t);
+  *t = c;
+  return true;
 }
 
 static void describe_inputs(const pd_model *m) {
@@ -229,9 +394,17 @@ static bool set_lengths(pd_tensor *t, const char *name, const char *file) {
   }
   int64_t n = pd_tensor_numel(&lt), rows = t->ndims > 0 ? t->dims[0] : 0;
   int64_t *off = NULL;
-  if ((lt.dtype != PD_INT64 && lt.dtype != PD_INT32) || n < 1) {
-    fprintf(stderr, "pdlang exec: --lengths %s: %s holds %s, not one or more int32/int64 lengths\n",
-            name, file, pd_dtype_name(lt.dtype));
+  npy_head h;
+  if (!read_npy_head(file, &h)) h.rank = 1;  /* the reader read it: its rank is unknown here */
+  if ((lt.dtype != PD_INT64 && lt.dtype != PD_INT32) || n < 1 || h.rank != 1) {
+    pd_buf b;
+    pd_buf_init(&b);
+    if (h.rank != 1) pd_buf_put_dims(&b, h.rank, h.dims);
+    else pd_buf_printf(&b, "[%lld]", (long long)n);
+    fprintf(stderr, "pdlang exec: --lengths %s: %s holds %s %s; it takes a 1-D int32 or int64 "
+                    "array of one or more lengths\n", name, file, pd_dtype_name(lt.dtype),
+            b.data ? b.data : "?");
+    pd_buf_free(&b);
   } else if (!(off = pd_malloc(sizeof *off * (size_t)(n + 1)))) {
     fprintf(stderr, "pdlang exec: out of memory\n");
   } else {
@@ -273,9 +446,19 @@ static bool ends_with(const char *s, const char *tail) {
   return n > k && strcmp(s + n - k, tail) == 0;
 }
 
+/* Whether the file at path starts as a PIR program does (a folder may hold other JSON). */
+static bool pir_file(const char *path) {
+  char head[256];
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t n = fread(head, 1, sizeof head, f);
+  fclose(f);
+  return pd_pir_is_json(head, n);
+}
+
 /* MODEL as PaddlePaddle takes it: a path prefix NAME for NAME.pdmodel (NAME.json alone: that
  * file, a PIR program, vm/ir/pir.h), or a folder that holds no
- * __model__ but exactly one *.pdmodel (else one *.json). Any other path is left as given (the
+ * __model__ but exactly one *.pdmodel (else one *.json that is a PIR program). Any other path is left as given (the
  * loader's errors say what it is not). *found: a heap path, or NULL when MODEL is used as it is;
  * false after saying why not (several models in the folder). */
 static bool find_model(const char *model, char **found) {
@@ -306,7 +489,7 @@ static bool find_model(const char *model, char **found) {
     if (!pdm && !js) continue;
     pd_buf_clear(&b);
     pd_buf_printf(&b, "%s/%s", model, e->d_name);
-    if (b.oom || !exists(b.data, false)) continue;
+    if (b.oom || !exists(b.data, false) || (js && !pir_file(b.data))) continue;
     if (pdm) {
       pd_buf_printf(&names, "%s%s", nmodels ? ", " : "", e->d_name);
       if (nmodels++ == 0) *found = pd_buf_take(&b);
@@ -505,7 +688,17 @@ static int run_exec(int argc, char **argv) {
   for (int i = 0; i < m.nfeeds; i++) {
     int k = find_name(nfeed_args, feed_names, m.feeds[i].var);
     if (k == nfeed_args) continue;  /* NAME_lengths, from --lengths NAME */
-    if ((st = load_npy(feed_files[k], &inputs[i], &err))) goto fail;
+    const pd_var_desc *fv = pd_block_find_var_local(m.program->blocks[0], m.feeds[i].var);
+    npy_head h;
+    if ((st = load_npy(feed_files[k], &inputs[i], &err))) {
+      if (!fv || fv->ndims < 0 || st == PD_ENOMEM || !read_npy_head(feed_files[k], &h) ||
+          npy_reads(h.dtype))
+        goto fail;
+      /* a dtype the reader does not read: what the input takes, in the one form */
+      refuse_input(fv, feed_files[k], h.dtype, h.rank, h.dims, NULL);
+      pd_error_clear(&err);
+      goto out;
+    }
     int l = find_name(nlens, len_names, m.feeds[i].var);
     if (l < nlens && pd_export_padded_input(m.program, m.feeds[i].var)) {
       char ln[256];
@@ -580,10 +773,12 @@ const pd_command pd_cmd_exec = {
              "its fetch target's name. MODEL is NAME.pdmodel (save(path, target) in a script\n"
              "or PaddlePaddle's save_inference_model writes one; parameters from\n"
              "NAME.pdiparams unless --params names another file), or its path prefix NAME as\n"
-             "PaddlePaddle takes it, or a folder holding one *.pdmodel, or Fluid's layout: a\n"
-             "folder holding __model__ (or that __model__) with __params__ or one file per\n"
-             "parameter. Each input is given with --feed by its name (an unknown name is an\n"
-             "error); a float32/float64 file for a float64/float32 input is cast, with a note.\n"
+             "PaddlePaddle takes it, or a folder holding one *.pdmodel (else one PIR\n"
+             "NAME.json), or Fluid's layout: a folder holding __model__ (or that __model__)\n"
+             "with __params__ or one file per parameter. Each input is given with --feed by\n"
+             "its name (an unknown name is an error). A file of another dtype than a float32,\n"
+             "float64, int32 or int64 input's is cast, with a note, when every value converts\n"
+             "exactly (float64 rounds to float32), and refused otherwise.\n"
              "--out DIR writes every output as DIR/NAME.npy ('/' in NAME becomes '_'), --out\n"
              "NAME=FILE.npy one output. An input that is a batch of sequences (a for loop's,\n"
              "an lstm's) takes its rows with --feed and each sequence's length (a 1-D int32 or\n"

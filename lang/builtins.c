@@ -107,7 +107,8 @@ bool pd_cmp_value_to_dims(C *c, value *v, pd_loc loc, const char *what, int64_t 
   return true;
 }
 
-static value *list_of(C *c, int n) {
+static value *list_of(C *c, int n, pd_loc loc) {
+  if (!pd_cmp_spend(c, n, loc)) return VERR;
   value *l = pd_cmp_vnew(c, V_LIST);
   if (l == VERR) return l;
   l->list.n = n;
@@ -250,7 +251,7 @@ static value *b_concat(C *c, const builtin *self, call_args *a) {
 
 /* An op with several outputs, returned as a list (slots[i] gets one new var each). */
 static value *multi_out(C *c, pd_op_desc *op, const char *const *slots, int n, const char *hint) {
-  value *l = list_of(c, n);
+  value *l = list_of(c, n, op->loc);
   if (l == VERR) return VERR;
   for (int i = 0; i < n; i++) {
     pd_var_desc *v = pd_cmp_op_out(c, op, slots[i], hint);
@@ -286,7 +287,7 @@ static value *b_split(C *c, const builtin *self, call_args *a) {
     return VERR;
   }
   if (axis && !set_attr_named(c, op, "axis", axis, aloc)) return VERR;
-  value *l = list_of(c, n);
+  value *l = list_of(c, n, a->loc);
   const char **outs = pd_cmp_calloc(c, sizeof *outs * (size_t)n);
   if (l == VERR || !outs) return VERR;
   for (int i = 0; i < n; i++) {
@@ -992,7 +993,7 @@ static value *b_range(C *c, const builtin *self, call_args *a) {
     pd_cmp_error(c, a->loc, "range is too long for a compile-time list (at most 1000000 items)");
     return VERR;
   }
-  value *l = list_of(c, hi > lo ? (int)(hi - lo) : 0);
+  value *l = list_of(c, hi > lo ? (int)(hi - lo) : 0, a->loc);
   for (int64_t i = lo; l != VERR && i < hi; i++) l->list.items[i - lo] = pd_cmp_vint(c, i);
   return l;
 }

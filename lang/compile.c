@@ -26,8 +26,8 @@
 
 #include "lang/parse.h"
 
-value pd_cmp_v_error = {.k = V_ERROR};
-value pd_cmp_v_none = {.k = V_NONE};
+const value pd_cmp_v_error = {.k = V_ERROR};
+const value pd_cmp_v_none = {.k = V_NONE};
 
 /* ------------------------------------------------------------------------------------------ */
 /* Counters by name (unique-name counters, imported modules): base/strmap.h maps whose keys are
@@ -189,10 +189,33 @@ bool pd_cmp_op_set_loc(C *c, pd_op_desc *op, pd_loc loc) {
   return op_set_loc_in(c, op, loc, c->call);
 }
 
+bool pd_cmp_spend(C *c, int64_t n, pd_loc loc) {
+  if (c->over_budget) return false;
+  c->work += n;
+  if (c->work <= PD_CMP_WORK_BUDGET) return true;
+  c->over_budget = true;
+  const unrolling *u = c->unrolling;
+  while (u && u->outer) u = u->outer;
+  if (u)
+    pd_cmp_error(c, u->loop->loc,
+                 "this loop takes more compile-time work than a program may (%d steps: "
+                 "statements, values, ops, passes), in its pass %d of %d: a for over a "
+                 "compile-time list is written out once per item, so loops inside it multiply; "
+                 "loop over fewer items, or over a tensor",
+                 PD_CMP_WORK_BUDGET, u->pass + 1, u->passes);
+  else
+    pd_cmp_error(c, loc,
+                 "this takes more compile-time work than a program may (%d steps: statements, "
+                 "values, ops, function calls)",
+                 PD_CMP_WORK_BUDGET);
+  return false;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Values.                                                                                     */
 
 value *pd_cmp_vnew(C *c, vkind k) {
+  c->work++;
   value *v = pd_cmp_calloc(c, sizeof *v);
   if (!v) return VERR;
   v->k = k;
@@ -211,9 +234,11 @@ value *pd_cmp_vfloat(C *c, double f) {
   return v;
 }
 
+/* The copy first: a string value never exists without its text (save and load read it). */
 value *pd_cmp_vstr(C *c, const char *s) {
-  value *v = pd_cmp_vnew(c, V_STR);
-  if (v != VERR) v->s = pd_cmp_strdup(c, s);
+  const char *copy = pd_cmp_strdup(c, s);
+  value *v = copy ? pd_cmp_vnew(c, V_STR) : VERR;
+  if (v != VERR) v->s = copy;
   return v;
 }
 
@@ -335,6 +360,7 @@ pd_var_desc *pd_cmp_var_new(C *c, pd_block *b, const char *hint, bool exact) {
 static pd_var_desc *import_var(C *c, pd_var_desc *v, pd_loc loc);
 
 pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc) {
+  c->work += PD_CMP_WORK_OP;
   pd_op_desc *op = pd_block_add_op(c->block, type, -1);
   if (!op || !pd_cmp_op_set_loc(c, op, loc)) {
     c->oom = true;
@@ -859,6 +885,7 @@ value *pd_cmp_call_def(C *c, value *fnv, call_args *a) {
     pd_cmp_error(c, a->loc, "function calls nested too deeply (limit %d)", PD_MAX_CALL_DEPTH);
     return VERR;
   }
+  if (!pd_cmp_spend(c, PD_CMP_WORK_CALL, a->loc)) return VERR;
   size_t np = def->def.params.len;
   if ((size_t)a->npos > np) {
     pd_cmp_error(c, a->loc, "'%s' takes %zu argument%s, got %d", fname, np, np == 1 ? "" : "s",

@@ -49,9 +49,13 @@ static value *fold_binary(C *c, pd_ast_op op, value *l, value *r, pd_loc loc) {
     bool eq = values_equal(l, r);
     return pd_cmp_vbool(c, op == PD_AST_OP_EQ ? eq : !eq);
   }
-  if (op == PD_AST_OP_ADD && l->k == V_STR && r->k == V_STR)
+  if (op == PD_AST_OP_ADD && l->k == V_STR && r->k == V_STR) {
+    /* a step per 16 bytes made: a string doubled in a loop grows as fast as the loop runs */
+    if (!pd_cmp_spend(c, (int64_t)((strlen(l->s) + strlen(r->s)) / 16), loc)) return VERR;
     return pd_cmp_vstr(c, pd_cmp_fmt(c, "%s%s", l->s, r->s));
+  }
   if (op == PD_AST_OP_ADD && l->k == V_LIST && r->k == V_LIST) {
+    if (!pd_cmp_spend(c, (int64_t)l->list.n + r->list.n, loc)) return VERR;
     value *v = pd_cmp_vnew(c, V_LIST);
     if (v == VERR) return v;
     v->list.n = l->list.n + r->list.n;

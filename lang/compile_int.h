@@ -21,6 +21,17 @@ typedef struct symtab symtab;
  * overflowed the stack). */
 #define PD_CMP_MAX_IMPORT_DEPTH 100
 
+/* The compile-time work of one compilation, in steps: a statement compiled, a value or list
+ * item made, a pass of a loop unrolled, a step each; a function inlined (its scope, its names)
+ * PD_CMP_WORK_CALL steps, an op made (with its vars and attributes) PD_CMP_WORK_OP. Loops
+ * unrolled inside each other (and functions calling functions) multiply, so one budget for the
+ * whole compilation refuses a program past it before memory grows: a step is about a hundred
+ * bytes of memory, so the compiler stays under some 300 MB. The examples take under 1% of it,
+ * the largest test (tests/fuzz/corpus_compile/slow_sequential_ifs.pd) 9%. */
+#define PD_CMP_WORK_BUDGET 3000000
+#define PD_CMP_WORK_OP 32
+#define PD_CMP_WORK_CALL 8
+
 /* ---- Values ---- */
 typedef enum vkind {
   V_ERROR,    /* an error was reported: operations on it stay silent */
@@ -168,6 +179,13 @@ typedef struct inline_call {
   pd_callchain *chain;      /* this call and the outer ones, for its ops (made at the first) */
 } inline_call;
 
+/* A for loop being unrolled (compile_for_unrolled), for the budget's message. */
+typedef struct unrolling {
+  const pd_ast_node *loop;
+  int pass, passes;         /* the pass running (from 0), of how many */
+  struct unrolling *outer;
+} unrolling;
+
 
 struct pd_compiler {
   pd_unit *unit;
@@ -194,13 +212,21 @@ struct pd_compiler {
   pd_var_desc *last_param;  /* the newest parameter made outside a function (renamable) */
   size_t capactions;        /* capacity of unit->actions */
   bool oom;
+  int64_t work;             /* compile-time work so far (PD_CMP_WORK_BUDGET) */
+  bool over_budget;         /* it went past the budget: reported, and everything stops */
+  unrolling *unrolling;     /* the innermost loop being unrolled */
 };
 
-extern value pd_cmp_v_error, pd_cmp_v_none;
-#define VERR (&pd_cmp_v_error)
-#define VNONE (&pd_cmp_v_none)
+/* The shared error and none values: read-only (a write through VERR or VNONE faults), handed
+ * out as value * like every other value. */
+extern const value pd_cmp_v_error, pd_cmp_v_none;
+#define VERR ((value *)&pd_cmp_v_error)
+#define VNONE ((value *)&pd_cmp_v_none)
 
 /* compile.c: memory, messages, values, vars and ops */
+/* Count n steps of compile-time work; false once past the budget (reported once, at the
+ * outermost loop being unrolled, else at loc: then nothing more compiles). */
+bool pd_cmp_spend(C *c, int64_t n, pd_loc loc);
 /* fill_constant's exact value for float64 / int64 constants. */
 int pd_cmp_set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
 /* The source text of the call argument starting at loc. */

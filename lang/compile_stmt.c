@@ -455,19 +455,28 @@ static bool compile_for_unrolled(C *c, const pd_ast_node *s, const value *list) 
   }
   symtab *saved = c->scope;
   const char *name = s->for_.var->name.id;
-  for (int i = 0; i < list->list.n && !c->oom; i++) {
+  unrolling u = {.loop = s, .passes = list->list.n, .outer = c->unrolling};
+  c->unrolling = &u;
+  bool ok = true;
+  for (int i = 0; ok && i < list->list.n && !c->oom; i++) {
     int errors = c->diags->nerrors;
-    if (!pd_cmp_scope_push(c, SC_PLAIN, saved)) return false;
+    u.pass = i;
+    if (!pd_cmp_spend(c, 1, s->loc) || !pd_cmp_scope_push(c, SC_PLAIN, saved)) {
+      ok = false;
+      break;
+    }
     if (!pd_cmp_bind_local(c, c->scope, name, list->list.items[i], s->for_.var->loc)) {
       c->scope = saved;
-      return false;
+      ok = false;
+      break;
     }
     pd_cmp_compile_block(c, s->for_.body);
     c->scope = saved;
-    if (c->diags->nerrors > errors) return false;
-    if (c->call && c->call->returned) break;
+    if (c->diags->nerrors > errors || c->over_budget) ok = false;
+    else if (c->call && c->call->returned) break;
   }
-  return !c->oom;
+  c->unrolling = u.outer;
+  return ok && !c->oom;
 }
 
 static bool compile_for(C *c, const pd_ast_node *s) {
@@ -1059,6 +1068,7 @@ static void quiet_names(C *c, const pd_ast_node *s) {
 }
 
 static void compile_stmt(C *c, const pd_ast_node *s) {
+  c->work++;
   switch (s->kind) {
   case PD_AST_ASSIGN: compile_assign(c, s, false); break;
   case PD_AST_LET: compile_assign(c, s, true); break;
@@ -1099,7 +1109,7 @@ static void compile_stmt(C *c, const pd_ast_node *s) {
 }
 
 void pd_cmp_compile_block(C *c, const pd_ast_node *block) {
-  for (size_t i = 0; i < block->block.stmts.len && !c->oom; i++) {
+  for (size_t i = 0; i < block->block.stmts.len && !c->oom && !c->over_budget; i++) {
     if (c->call && c->call->returned) break;
     if (c->diags->nerrors > c->diags->max_errors) break;
     compile_stmt(c, block->block.stmts.items[i]);

@@ -54,10 +54,17 @@ static pd_status add_row(logdata *d, bool epoch, double **vals) {
   return PD_OK;
 }
 
+/* An error at line `line` of the log: "FILE:LINE: error: what", as the readers say theirs. */
 static pd_status bad(pd_error *err, const char *path, int line, const char *what) {
-  pd_status st = pd_error_set(err, PD_EFORMAT, (pd_loc){0}, "line %d: %s", line, what);
-  if (err) err->loc.file = path;
-  return st;
+  return pd_error_set(err, PD_EFORMAT, (pd_loc){path, line, 0}, "%s", what);
+}
+
+/* A cell that is not a number: its column and its text. */
+static pd_status bad_cell(pd_error *err, const char *path, int line, const char *column,
+                          const char *cell, size_t n) {
+  return pd_error_set(err, PD_EFORMAT, (pd_loc){path, line, 0},
+                      "a cell is not a number: column %s, value \"%.*s\"", column,
+                      (int)(n > 60 ? 60 : n), cell);
 }
 
 /* A number, or NaN for an empty cell / null; false when the text is neither. */
@@ -101,7 +108,7 @@ static pd_status read_csv(const char *path, char *text, logdata *d, pd_error *er
     for (int i = 0; i < d->ncols; i++) {
       char *e = strchr(c, ',');
       size_t n = e ? (size_t)(e - c) : strlen(c);
-      if (!parse_num(c, n, &vals[i])) return bad(err, path, ln, "a cell is not a number");
+      if (!parse_num(c, n, &vals[i])) return bad_cell(err, path, ln, d->cols[i], c, n);
       if (!e) {
         if (i + 1 < d->ncols) return bad(err, path, ln, "fewer cells than the header's columns");
         break;
@@ -156,7 +163,8 @@ static pd_status read_jsonl(const char *path, char *text, logdata *d, pd_error *
         if (d->ncols == MAX_COLS) return bad(err, path, ln, "more than 24 keys");
         snprintf(d->cols[c = d->ncols++], sizeof d->cols[0], "%s", name);
       }
-      if (!parse_num(p, (size_t)(ve - p), &vals[c])) return bad(err, path, ln, "a bad number");
+      if (!parse_num(p, (size_t)(ve - p), &vals[c]))
+        return bad_cell(err, path, ln, d->cols[c], p, (size_t)(ve - p));
       p = ve;
     }
     if (!kind) return bad(err, path, ln, "a row without \"kind\"");
@@ -170,10 +178,11 @@ static pd_status read_log(const char *path, logdata *d, pd_error *err) {
   size_t len = 0;
   pd_status st = pd_read_file(path, &text, &len, err);
   if (st) return st;
-  size_t n = strlen(path);
+  /* A last line without its newline is still being written (plot runs beside a training that
+   * writes the log): it is left out, as if not there yet. */
+  while (len > 0 && text[len - 1] != '\n') text[--len] = 0;
   bool json = len > 0 && text[strspn(text, " \n\r")] == '{';
-  (void)n;
-  st = json ? read_jsonl(path, text, d, err) : read_csv(path, text, d, err);
+  st = len == 0 ? PD_OK : json ? read_jsonl(path, text, d, err) : read_csv(path, text, d, err);
   pd_free(text);
   if (!st && (d->nrows == 0 || col(d, "step") < 0 || col(d, "loss") < 0))
     st = pd_error_set(err, d->nrows ? PD_EFORMAT : PD_EINVAL, (pd_loc){0}, "%s",

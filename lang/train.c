@@ -291,6 +291,7 @@ static void feeder_release(feeder *f) {
   for (int i = 0; i < f->n; i++) pd_tensor_release(&f->conv[i]);
   pd_free(f->fields);
   f->fields = NULL;
+  f->nfields = 0;
 }
 
 /* A reader's numbers of another dtype than their data var's are converted when every value
@@ -446,10 +447,12 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
       memcpy(f->dims[i], v->dims, sizeof *v->dims * (size_t)v->ndims);
     }
   }
+  /* fields and nfields are set together, once the array exists: feeder_release reads them */
+  pd_tensor *fields = pd_calloc((size_t)nf + 1, sizeof *fields);
+  if (!fields) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  for (int k = 0; k < nf; k++) pd_tensor_init(&fields[k]);
+  f->fields = fields;
   f->nfields = nf;
-  if (!(f->fields = pd_calloc((size_t)nf + 1, sizeof *f->fields)))
-    return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-  for (int k = 0; k < nf; k++) pd_tensor_init(&f->fields[k]);
   return PD_OK;
 }
 

@@ -1,10 +1,11 @@
 /* test_base.c -- unit tests for base/: buffers, shapes as text, growth, errors, allocation
- * failure, diagnostics. */
+ * failure (its counter shared by threads), diagnostics. */
 #include "config.h"
 #include "base/base.h"
 #include "base/diag.h"
 #include "tests/tap.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -33,6 +34,46 @@ static void test_alloc_failure(void) {
   ok(p != NULL, "allocation works again after the hook is cleared");
   pd_free(p);
   ok(pd_calloc((size_t)-1, 16) == NULL, "calloc overflow is refused");
+}
+
+/* The hook counts every allocation of every thread once (the batcher's and the pool's threads
+ * allocate beside the one that set it): a plain counter lost increments between threads. */
+enum { HOOK_THREADS = 4, HOOK_ALLOCS = 200000 };
+
+static void *allocate_many(void *arg) {
+  long *failed = arg;
+  for (int i = 0; i < HOOK_ALLOCS; i++) {
+    void *p = pd_malloc(8);
+    if (p) pd_free(p);
+    else ++*failed;
+  }
+  return NULL;
+}
+
+static long run_threads(long failed[HOOK_THREADS]) {
+  pthread_t t[HOOK_THREADS];
+  int started = 0;
+  for (int i = 0; i < HOOK_THREADS; i++) {
+    failed[i] = 0;
+    started += pthread_create(&t[i], NULL, allocate_many, &failed[i]) == 0;
+  }
+  long all = 0;
+  for (int i = 0; i < started; i++) pthread_join(t[i], NULL), all += failed[i];
+  return started == HOOK_THREADS ? all : -1;
+}
+
+static void test_alloc_threads(void) {
+  long failed[HOOK_THREADS];
+  const long total = (long)HOOK_THREADS * HOOK_ALLOCS, at = total / 2;
+  pd_alloc_fail_after(0);
+  long nfailed = run_threads(failed);
+  long counted = pd_alloc_fail_after(at);
+  is_int(counted, total, "%d threads: every allocation counted once", HOOK_THREADS);
+  ok(nfailed == 0, "none failed with the hook off");
+  nfailed = run_threads(failed);
+  counted = pd_alloc_fail_after(0);
+  is_int(nfailed, total - at + 1, "failing from the %ld-th on: the rest fail, across threads", at);
+  is_int(counted, total, "and all were counted");
 }
 
 static void test_error(void) {
@@ -150,6 +191,7 @@ int main(void) {
   test_buf();
   test_dims();
   test_alloc_failure();
+  test_alloc_threads();
   test_error();
   test_diag();
   test_atomic_write();

@@ -46,7 +46,7 @@ check() { # $1 what, $2 expected message, then the exec arguments
 }
 n=2
 check "a sequence input without --lengths" "input x is a batch of sequences: give each sequence's length with --lengths x=LENGTHS.npy" m.pdmodel --feed x=x.npy
-check "lengths that are not integers" "--lengths x: x.npy holds float32, not one or more int32/int64 lengths" m.pdmodel --feed x=x.npy --lengths x=x.npy
+check "lengths that are not integers" "--lengths x: x.npy holds float32 [5, 1]; it takes a 1-D int32 or int64 array of one or more lengths" m.pdmodel --feed x=x.npy --lengths x=x.npy
 check "lengths past the rows" "--lengths x: sequence 1 has length 3, but the 5 rows of the values hold only 2 more" m.pdmodel --feed x=x.npy --lengths x=badlen.npy
 check "--lengths for a plain input" "--lengths x: that input is not a batch of sequences (lod_level 1)" p.pdmodel --feed x=x.npy --lengths x=len.npy
 npy '<f4' '(2, 3, 1)' 55 '\000\000\200\077\000\000\000\100\000\000\100\100\000\000\200\277\000\000\000\077\000\000\000\000' > xp.npy

@@ -1,8 +1,9 @@
 #!/bin/sh
 # plot.sh -- `pdlang plot LOG -o FILE.png` and train(..., plot = "curves.png") end to end: the
 # PNGs are written with the size asked for (read from their IHDR chunk; tests/lang/test_plot
-# decodes the pictures themselves), train's plot writes its log beside it, and bad logs and bad
-# arguments are errors. Skips when pdlang was built without cairo. TAP output.
+# decodes the pictures themselves), train's plot writes its log beside it, a log whose last line
+# is still being written draws without it, and bad logs (at FILE:LINE:, a cell's column and
+# value) and bad arguments are errors. Skips when pdlang was built without cairo. TAP output.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 dir=${TMPDIR:-/tmp}/pd_plot.$$
@@ -13,7 +14,7 @@ if "$PDLANG" plot tiny.csv -o tiny.png 2>&1 | grep -q "built without cairo"; the
   echo "1..0 # SKIP pdlang was built without cairo"
   exit 0
 fi
-echo "1..7"
+echo "1..9"
 i=0
 report() { # $1: 0 = ok, $2: the test's name, $3: a file to show on failure
   i=$((i + 1))
@@ -49,8 +50,16 @@ report $? "--width and --height" p.err
 printf 'epoch,loss\n1,2\n' > other.csv
 "$PDLANG" plot other.csv -o x.png 2> p.err
 rc=$?
-[ $rc -eq 1 ] && grep -q '^other.csv: error: line 1: not a train log' p.err && [ ! -e x.png ]
-report $? "a file that is not a train log: an error naming it, status 1, no picture" p.err
+[ $rc -eq 1 ] && grep -q '^other.csv:1: error: not a train log' p.err && [ ! -e x.png ]
+report $? "a file that is not a train log: an error at its FILE:LINE, status 1, no picture" p.err
+printf 'kind,epoch,step,loss\nstep,1,1,0.5\nstep,1,2,0.4\nstep,1,3,zero\n' > cell.csv
+"$PDLANG" plot cell.csv -o x.png 2> p.err
+[ $? -eq 1 ] && grep -qx 'cell.csv:4: error: a cell is not a number: column loss, value "zero"' p.err
+report $? "a cell that is not a number: FILE:LINE:, its column and value" p.err
+grep -v ',3,' cell.csv > part.csv && printf 'step,1,' >> part.csv
+"$PDLANG" plot part.csv -o part.png 2> p.err
+[ $? -eq 0 ] && [ ! -s p.err ] && [ -s part.png ]
+report $? "a log whose last line is still being written draws without it" p.err
 "$PDLANG" plot nothing.csv -o x.png 2> p.err
 [ $? -eq 1 ] && grep -q 'nothing.csv' p.err
 report $? "a missing log: an error naming it, status 1" p.err

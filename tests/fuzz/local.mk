@@ -1,18 +1,20 @@
 # tests/fuzz/local.mk -- the fuzz targets (HACKING.md, Fuzzing): fuzz_parse.c (the lexer and
 # parser), fuzz_load.c (the .pdmodel loader), fuzz_compile.c (parse + compile + InferShape, and the
 # training program; nothing runs) and fuzz_ckpt.c (.pdiparams and checkpoints against
-# ckpt_model.pd). `make check` replays their seed corpora (and the golden inputs) through them with
-# $(CC): replay.c, one build per target, and replay_load.c (valid_* seeds must load, bad_* must
-# not); test_findings keeps what the fuzzers found that a replay cannot (allocation counts, no
-# timings). `make fuzz-NAME` builds a libFuzzer target with clang, `make fuzz-NAME-run` runs it.
+# ckpt_model.pd), fuzz_pir.c (PaddlePaddle 3's PIR JSON programs: vm/ir/pir.c, then the op
+# checks and the executor's preparation; its seeds: mkseeds_pir.sh). `make check` replays their
+# seed corpora (and the golden inputs) through them with $(CC): replay.c, one build per target,
+# and replay_load.c (valid_* seeds must load, bad_* must not); test_findings keeps what the
+# fuzzers found that a replay cannot (allocation counts, no timings). `make fuzz-NAME` builds a
+# libFuzzer target with clang, `make fuzz-NAME-run` runs it.
 
 FUZZ_CKPT_MODEL_DEF = -DPD_FUZZ_CKPT_MODEL='"$(abs_top_srcdir)/tests/fuzz/ckpt_model.pd"'
 
 # ---- The replays. ----
 check_PROGRAMS += tests/fuzz/replay_parse tests/fuzz/replay_load tests/fuzz/replay_compile \
-	tests/fuzz/replay_ckpt tests/fuzz/test_findings
+	tests/fuzz/replay_ckpt tests/fuzz/replay_pir tests/fuzz/test_findings
 TESTS += tests/fuzz/replay_parse tests/fuzz/replay_load tests/fuzz/replay_compile \
-	tests/fuzz/replay_ckpt tests/fuzz/test_findings
+	tests/fuzz/replay_ckpt tests/fuzz/replay_pir tests/fuzz/test_findings
 tests_fuzz_replay_parse_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_parse.c
 tests_fuzz_replay_load_SOURCES = tests/fuzz/replay_load.c tests/fuzz/fuzz_load.c
 tests_fuzz_replay_compile_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_compile.c
@@ -22,7 +24,10 @@ tests_fuzz_replay_compile_CPPFLAGS = $(AM_CPPFLAGS) -DPD_REPLAY_DIRS='"tests/fuz
 tests_fuzz_replay_ckpt_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_ckpt.c
 tests_fuzz_replay_ckpt_CPPFLAGS = $(AM_CPPFLAGS) $(FUZZ_CKPT_MODEL_DEF) \
 	-DPD_REPLAY_DIRS='"tests/fuzz/corpus_ckpt"'
+tests_fuzz_replay_pir_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_pir.c
+tests_fuzz_replay_pir_CPPFLAGS = $(AM_CPPFLAGS) -DPD_REPLAY_DIRS='"tests/fuzz/corpus_pir"'
 EXTRA_DIST += tests/fuzz/corpus_parse tests/fuzz/corpus_load tests/fuzz/corpus_compile \
+	tests/fuzz/corpus_pir tests/fuzz/mkseeds_pir.sh \
 	tests/fuzz/corpus_ckpt tests/fuzz/ckpt_model.pd tests/fuzz/ckpt_model.csv \
 	tests/fuzz/mkseeds_ckpt.sh tests/fuzz/build-lib.sh
 
@@ -106,11 +111,14 @@ FUZZ_LIB_SRCS = $(libpdlang_internal_la_SOURCES) lang/parser.c kernels/cuda/none
 # -Wno-pass-failed: at -O1 clang does not vectorize the loops PD_SIMD asks it to.
 FUZZ_FLAGS = $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(PD_WARN_CFLAGS) $(PD_SIMD_CFLAGS) \
 	-Wno-pass-failed
-CLEANFILES += tests/fuzz/fuzz_compile$(EXEEXT) tests/fuzz/fuzz_ckpt$(EXEEXT) tests/fuzz/libfuzz.a
-.PHONY: fuzz-compile fuzz-compile-run fuzz-ckpt fuzz-ckpt-run fuzz-lib clean-fuzz-all
+CLEANFILES += tests/fuzz/fuzz_compile$(EXEEXT) tests/fuzz/fuzz_ckpt$(EXEEXT) \
+	tests/fuzz/fuzz_pir$(EXEEXT) tests/fuzz/libfuzz.a
+.PHONY: fuzz-compile fuzz-compile-run fuzz-ckpt fuzz-ckpt-run fuzz-pir fuzz-pir-run fuzz-lib \
+	clean-fuzz-all
 if PD_HAVE_CLANG
 fuzz-compile: tests/fuzz/fuzz_compile$(EXEEXT)
 fuzz-ckpt: tests/fuzz/fuzz_ckpt$(EXEEXT)
+fuzz-pir: tests/fuzz/fuzz_pir$(EXEEXT)
 # Always asked: the script decides what is out of date.
 fuzz-lib: $(BUILT_SOURCES)
 	@$(SHELL) $(srcdir)/tests/fuzz/build-lib.sh tests/fuzz/libfuzz.a tests/fuzz/obj $(srcdir) \
@@ -121,6 +129,9 @@ tests/fuzz/fuzz_compile$(EXEEXT): fuzz-lib $(srcdir)/tests/fuzz/fuzz_compile.c
 tests/fuzz/fuzz_ckpt$(EXEEXT): fuzz-lib $(srcdir)/tests/fuzz/fuzz_ckpt.c
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_FLAGS) $(FUZZ_CKPT_MODEL_DEF) $(FUZZ_TARGET_CFLAGS) -o $@ \
 	  $(srcdir)/tests/fuzz/fuzz_ckpt.c tests/fuzz/libfuzz.a $(PD_LIBS) -lpthread -ldl
+tests/fuzz/fuzz_pir$(EXEEXT): fuzz-lib $(srcdir)/tests/fuzz/fuzz_pir.c
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_FLAGS) $(FUZZ_TARGET_CFLAGS) -o $@ \
+	  $(srcdir)/tests/fuzz/fuzz_pir.c tests/fuzz/libfuzz.a $(PD_LIBS) -lpthread -ldl
 # Each run fuzzes a copy of its seeds (tests/fuzz/NAME.run: what the fuzzer adds stays in the
 # build tree) and writes crashes, leaks, timeouts and out-of-memory inputs to tests/fuzz/NAME-*.
 # FUZZ_KEEP_GOING: a run goes on after a finding (one child process at a time); set it empty to
@@ -141,10 +152,15 @@ fuzz-ckpt-run: tests/fuzz/fuzz_ckpt$(EXEEXT)
 	cp $(srcdir)/tests/fuzz/corpus_ckpt/* tests/fuzz/ckpt.run/
 	tests/fuzz/fuzz_ckpt$(EXEEXT) $(FUZZ_RUN_FLAGS) -artifact_prefix=tests/fuzz/ckpt- \
 	  tests/fuzz/ckpt.run
+fuzz-pir-run: tests/fuzz/fuzz_pir$(EXEEXT)
+	$(MKDIR_P) tests/fuzz/pir.run
+	cp $(srcdir)/tests/fuzz/corpus_pir/* tests/fuzz/pir.run/
+	tests/fuzz/fuzz_pir$(EXEEXT) $(FUZZ_RUN_FLAGS) -artifact_prefix=tests/fuzz/pir- \
+	  tests/fuzz/pir.run
 else
-fuzz-compile fuzz-compile-run fuzz-ckpt fuzz-ckpt-run fuzz-lib:
+fuzz-compile fuzz-compile-run fuzz-ckpt fuzz-ckpt-run fuzz-pir fuzz-pir-run fuzz-lib:
 	@echo "$@: libFuzzer targets need clang, which configure did not find" >&2; exit 1
 endif
 clean-local: clean-fuzz-all
 clean-fuzz-all:
-	rm -rf tests/fuzz/obj tests/fuzz/compile.run tests/fuzz/ckpt.run
+	rm -rf tests/fuzz/obj tests/fuzz/compile.run tests/fuzz/ckpt.run tests/fuzz/pir.run

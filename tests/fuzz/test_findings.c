@@ -4,7 +4,9 @@
  * 1). The names the program index gives (pd_program_has_var_name, pd_program_free_suffix) are
  * checked against a plain scan of every block through adds, removes and renames, and the
  * compiler's allocations must grow linearly with a script of sequential tensor ifs (allocation
- * counts, not timings: pd_alloc_fail_after). */
+ * counts, not timings: pd_alloc_fail_after). The PIR JSON reader read a number past the end
+ * of its text (up to a NUL, which a file need not have): the bytes after the length are set so
+ * that the reader sees them when it looks too far. */
 #include "config.h"
 
 #include <stdio.h>
@@ -14,6 +16,7 @@
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "tests/tap.h"
+#include "vm/ir/pir.h"
 #include "vm/ir/program.h"
 
 /* ---- The index against a scan ---- */
@@ -126,8 +129,29 @@ static void test_linear(void) {
      "4 times the ifs take at most 5 times the allocations (%.2f times)", a > 0 ? (double)b / a : 0.0);
 }
 
+/* ---- The PIR JSON reader within its length ---- */
+
+static void pir_case(const char *text, size_t len, const char *want, const char *what) {
+  pd_program *p = NULL;
+  pd_error err = {0};
+  pd_status st = pd_pir_from_json(text, len, "m.json", &p, &err);
+  ok(st == PD_EFORMAT && !p && err.msg && strstr(err.msg, want), "%s: %s", what,
+     err.msg ? err.msg : "no message");
+  pd_error_clear(&err);
+  pd_program_free(p);
+}
+
+static void test_pir_bounds(void) {
+  /* "123" followed in memory by more digits: the number is 123, the text a number, not a
+   * program (reading on gave "bad number", or a number that is not in the text) */
+  pir_case("12345", 3, "not a PIR program", "a number ending the text");
+  pir_case("{\"a\":12345", 8, "damaged JSON at byte 8: unterminated object",
+           "a number ending a cut object");
+}
+
 int main(void) {
   test_index();
   test_linear();
+  test_pir_bounds();
   return tap_done();
 }

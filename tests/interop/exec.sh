@@ -74,8 +74,8 @@ check "a float64 input is cast, with a note naming both dtypes" \
   sh -c "'$PDLANG' exec '$mlp/model.pdmodel' --feed 'x=$mlp/x_float64.npy' --out '$tmp/o64' 2>&1 |
          grep -q 'holds float64; cast to float32, the dtype of input x'"
 check "... with PaddlePaddle's values" "$compare" --compare "$tmp/o64/$out.npy" "$mlp/out_$out.npy"
-refuses "a float16 input is refused, naming the dtypes pdlang reads" \
-  "dtype '<f2' is not supported; expected one of <f4, <f8" \
+refuses "a float16 input is refused, saying what the input takes" \
+  "holds float16 [3, 8]; it takes float32 [-1, 8], or float64 (rounded), int64, int32" \
   "$PDLANG" exec "$mlp/model.pdmodel" --feed "x=$mlp/x_float16.npy"
 
 # MODEL as PaddlePaddle takes it: a path prefix, a folder holding one *.pdmodel.

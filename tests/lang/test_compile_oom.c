@@ -4,7 +4,10 @@
  * diagnostic's text, with its errors reported) and leave nothing behind: a sanitizer build
  * checks the heap on every path, a plain build at least that nothing crashes. A failed
  * allocation that the compiler ignored wrote out of bounds (push_name) or linked a NULL name
- * (bind_local). */
+ * (bind_local). Also every k of a script saving to and loading from a path of 300 KB (a string
+ * that large is an allocation of its own in every build, not a slice of the arena's chunk):
+ * a string value whose copy failed came out as a string with a NULL text, which save's and
+ * load's path check read (issue 44). */
 #include "config.h"
 
 #include <stdio.h>
@@ -64,6 +67,40 @@ static void one_script(const char *dir, const char *name, const pd_compile_optio
   pd_source_free(src);
 }
 
+/* save and load of a path long enough to be an allocation of its own. */
+static void long_path(const pd_compile_options *opts) {
+  enum { LEN = 300 * 1024 };
+  pd_buf text;
+  pd_buf_init(&text);
+  pd_buf_puts(&text, "x = data(\"x\", [-1, 2])\nw = param([2, 1])\ny = x @ w\nsave(\"");
+  for (int i = 0; i < LEN; i++) pd_buf_puts(&text, "p");
+  pd_buf_puts(&text, "\", y)\nload(\"");
+  for (int i = 0; i < LEN; i++) pd_buf_puts(&text, "q");
+  pd_buf_puts(&text, "\")\n");
+  pd_source *src = NULL;
+  if (text.oom || pd_source_from_string("long_path.pd", text.data, text.len, &src)) {
+    ok(0, "long_path.pd: cannot make it");
+    pd_buf_free(&text);
+    return;
+  }
+  pd_buf_free(&text);
+  pd_alloc_fail_after(0);
+  pd_status clean = compile_once(src, opts);
+  long total = pd_alloc_fail_after(0);
+  int nomem = 0, other = 0;
+  for (long k = 1; clean == PD_OK && k <= total; k++) {
+    pd_alloc_fail_after(k);
+    pd_status st = compile_once(src, opts);
+    pd_alloc_fail_after(0);
+    if (st == PD_ENOMEM) nomem++;
+    else if (st != PD_OK) other++;
+  }
+  ok(clean == PD_OK && nomem > 0 && other == 0,
+     "save and load of a 300 KB path: each of %ld allocations failing in turn: %d ENOMEM, %d "
+     "other statuses", total, nomem, other);
+  pd_source_free(src);
+}
+
 int main(void) {
   const char *top = getenv("top_srcdir");
   if (!top) top = ".";
@@ -75,5 +112,6 @@ int main(void) {
                                         "lstm_classify.pd", "resnet.pd"};
   for (size_t i = 0; i < sizeof scripts / sizeof scripts[0]; i++)
     one_script(top, scripts[i], &opts);
+  long_path(&opts);
   return tap_done();
 }

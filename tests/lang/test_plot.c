@@ -4,7 +4,8 @@
  * the validation; the accuracy panel: the validation only; a learning-rate panel only when the
  * rate changes; the validation from epoch rows, or from step rows as valid_every_steps writes
  * them), and for a blank picture of no curves never passing; the errors of bad logs
- * name the file and the line. Without cairo: the error that says so. */
+ * name the file and the line (a cell: its column and value), and a last line without its newline
+ * (still being written) is left out. Without cairo: the error that says so. */
 #include "config.h"
 #include "lang/plot.h"
 #include "tests/tap.h"
@@ -160,14 +161,39 @@ int main(void) {
   write_text("bad_header.csv", "epoch,loss\n1,2\n");
   is_int(pd_plot_log(path("bad_header.csv"), path("x.png"), 0, 0, &e), PD_EFORMAT,
          "a CSV that is not a train log is refused");
-  ok(e.msg && strstr(e.msg, "line 1: not a train log") && e.loc.file &&
+  ok(e.msg && strstr(e.msg, "not a train log") && e.loc.file && e.loc.line == 1 &&
          strstr(e.loc.file, "bad_header.csv"),
      "  at its file and line: %s", e.msg ? e.msg : "");
   pd_error_clear(&e);
   write_text("bad_cell.csv", "kind,epoch,step,loss\nstep,1,1,0.5\nstep,1,2,zero\n");
   is_int(pd_plot_log(path("bad_cell.csv"), path("x.png"), 0, 0, &e), PD_EFORMAT,
          "a cell that is not a number is refused");
-  ok(e.msg && strstr(e.msg, "line 3:"), "  naming line 3: %s", e.msg ? e.msg : "");
+  ok(e.loc.line == 3 && e.msg && !strcmp(e.msg, "a cell is not a number: column loss, value \"zero\""),
+     "  at line 3, naming the column and the value: %s", e.msg ? e.msg : "");
+  pd_error_clear(&e);
+  write_text("bad_cell.jsonl", "{\"kind\": \"step\", \"step\": 1, \"loss\": 1e}\n");
+  is_int(pd_plot_log(path("bad_cell.jsonl"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+         "a JSON value that is not a number is refused");
+  ok(e.loc.line == 1 && e.msg && !strcmp(e.msg, "a cell is not a number: column loss, value \"1e\""),
+     "  at line 1, naming the key and the value: %s", e.msg ? e.msg : "");
+  pd_error_clear(&e);
+  /* The last line without its newline is still being written: left out. */
+  write_text("partial.csv", "kind,epoch,step,loss\nstep,1,1,0.5\nstep,1,2,0.4\nstep,1,");
+  write_text("partial.jsonl", "{\"kind\": \"step\", \"step\": 1, \"loss\": 1}\n"
+                              "{\"kind\": \"step\", \"step\": 2, \"loss\": 0.5}\n{\"kind\": \"st");
+  write_text("partial_header.csv", "kind,epoch,st");
+#ifdef PD_HAVE_CAIRO
+  is_int(pd_plot_log(path("partial.csv"), path("x.png"), 0, 0, &e), PD_OK,
+         "a CSV log whose last line is being written draws without it");
+  pd_error_clear(&e);
+  is_int(pd_plot_log(path("partial.jsonl"), path("x.png"), 0, 0, &e), PD_OK,
+         "a JSON-lines log whose last line is being written draws without it");
+  pd_error_clear(&e);
+  unlink(path("x.png"));
+#endif
+  is_int(pd_plot_log(path("partial_header.csv"), path("x.png"), 0, 0, &e), PD_EINVAL,
+         "a log whose header is being written has no rows yet");
+  ok(e.msg && strstr(e.msg, "no rows"), "  saying so: %s", e.msg ? e.msg : "");
   pd_error_clear(&e);
   write_text("empty.csv", "kind,epoch,step,loss,lr\n");
   is_int(pd_plot_log(path("empty.csv"), path("x.png"), 0, 0, &e), PD_EINVAL,
@@ -186,6 +212,7 @@ int main(void) {
   ok(access(path("x.png"), F_OK) != 0, "no picture is written for a bad log");
   const char *names[] = {"run.csv", "run.jsonl", "lr.csv", "a.png", "b.png", "c.png", "d.png",
                          "bad_header.csv", "bad_cell.csv", "empty.csv", "bad.jsonl",
+                         "bad_cell.jsonl", "partial.csv", "partial.jsonl", "partial_header.csv",
                          "steps.csv", "e.png"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(path(names[i]));
   rmdir(dir);

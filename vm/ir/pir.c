@@ -181,8 +181,10 @@ static pd_status jvalue(jparser *p, jv *v, int depth) {
   }
   if (c == '-' || (c >= '0' && c <= '9')) {
     char buf[64];
-    size_t n = strspn(p->t + p->pos, "+-0123456789.eE");
-    if (n >= sizeof buf || p->pos + n > p->len) return jerr(p, "bad number");
+    size_t n = 0; /* within len: the text need not end in a NUL */
+    while (p->pos + n < p->len && p->t[p->pos + n] && strchr("+-0123456789.eE", p->t[p->pos + n]))
+      n++;
+    if (n >= sizeof buf) return jerr(p, "bad number");
     memcpy(buf, p->t + p->pos, n);
     buf[n] = 0;
     char *end;
@@ -1099,6 +1101,9 @@ pd_status pd_pir_from_json(const char *data, size_t len, const char *what, pd_pr
     s = pd_error_set(err, PD_EINVAL, nowhere, "%s: pdlang cannot run this program (%d problem%s):"
                      "\n%.*s", what, L.nprobs, L.nprobs == 1 ? "" : "s",
                      (int)(L.probs_len ? L.probs_len - 1 : 0), L.probs ? L.probs : "");
+  /* what the reader made holds the promises of a loaded ProgramDesc (pd_exec_new relies on
+   * them): a damaged file's dims (below -1), names or types fail here, naming the file */
+  if (!s && (s = pd_program_validate(L.p, err)) != PD_OK) pd_error_prefix(err, "%s", what);
   jv_free(&root);
   for (size_t i = 0; i < L.nvals; i++) pd_free(L.vals[i].list);
   pd_free(L.vals);
