@@ -24,6 +24,7 @@ extern const pd_command pd_cmd_check;   /* driver/cmd_check.c */
 extern const pd_command pd_cmd_compile; /* driver/cmd_check.c */
 extern const pd_command pd_cmd_run;     /* driver/cmd_run.c */
 extern const pd_command pd_cmd_exec;    /* driver/cmd_exec.c */
+extern const pd_command pd_cmd_bench;   /* driver/cmd_bench.c */
 extern const pd_command pd_cmd_repl;    /* driver/cmd_repl.c */
 extern const pd_command pd_cmd_plot;    /* driver/cmd_plot.c */
 extern const pd_command pd_cmd_summary; /* driver/cmd_summary.c */
@@ -43,5 +44,34 @@ void pd_driver_print_error(const struct pd_unit *unit, const struct pd_source *s
  * the command named cmd. Returns 0, or 2 after printing the error to stderr. place is a
  * pd_k_place (kernels/kernels.h). */
 int pd_driver_device(const char *cmd, const char *spec, int *place, int *gpu_index);
+
+/* ---- Saved models and their inputs (driver/model_inputs.c: exec and bench) ---- */
+
+#define PD_DRIVER_MAX_IO 32
+/* The --feed NAME=FILE.npy and --lengths NAME=LENGTHS.npy of a command line (the strings point
+ * into argv). */
+typedef struct pd_driver_feeds {
+  int nfeeds, nlens;
+  const char *feed_names[PD_DRIVER_MAX_IO], *feed_files[PD_DRIVER_MAX_IO];
+  const char *len_names[PD_DRIVER_MAX_IO], *len_files[PD_DRIVER_MAX_IO];
+} pd_driver_feeds;
+/* argv[*i] as --feed or --lengths of command cmd: 1 when it was one (its value taken, *i moved
+ * past it), 0 when it is another argument, -1 after printing a usage error. */
+int pd_driver_feed_arg(const char *cmd, int argc, char **argv, int *i, pd_driver_feeds *f);
+struct pd_model;
+struct pd_tensor;
+/* Find MODEL as exec does (NAME.pdmodel, NAME.json, a path prefix, a folder), load it into *m
+ * (which must be zeroed; the caller frees it with pd_model_free, also on failure), then its
+ * parameters (params, else the file beside it), and make inputs[0 .. m->nfeeds) from f (each
+ * input by name, once; sequences as rows with --lengths; PD_DRIVER_MAX_IO entries at most).
+ * *ninputs says how many of inputs are initialised (the caller releases them), *found the
+ * model path found (heap, or NULL: MODEL itself; the caller frees it). 0, or 1 after printing
+ * the error as "pdlang CMD: ...". */
+int pd_driver_load_model(const char *cmd, const char *model, const char *params,
+                         const pd_driver_feeds *f, struct pd_model *m, struct pd_tensor *inputs,
+                         int *ninputs, char **found);
+/* Print an error of loading or running the model at path: at the model's source line when the
+ * op that failed has one, else as "error: message". */
+void pd_driver_print_model_error(const char *model, const struct pd_error *err);
 
 #endif /* PD_DRIVER_H */
