@@ -2,7 +2,9 @@
  * gradients (GEMM + col2im), and max/avg pooling with its gradient (2x2 max pooling's fp32
  * gradient eight windows at a time on AVX2 CPUs). A 1x1 convolution with unit stride and no
  * padding skips im2col: the image already is the column matrix. Images are split across the
- * thread pool (cpu.h). */
+ * thread pool (cpu.h); a forward pass of fewer images than threads splits each image's output
+ * columns instead; a depthwise forward pass (a filter per channel) is computed directly, its
+ * output planes split across the pool. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
@@ -178,13 +180,67 @@ static pd_status conv_run(conv_job *j, pd_kcpu_team_fn *fn) {
   return PD_OK;
 }
 
+/* y = w @ col for one image (col: its column matrix, or the image of a direct convolution),
+ * the output columns cut into one range per part: a batch smaller than the pool still uses
+ * every thread. */
+typedef struct cols_job {
+  const conv_job *j;
+  const void *col;
+  int64_t n;
+} cols_job;
+
+static void conv_cols_part(void *vjob, int t, int nt) {
+  const cols_job *c = vjob;
+  const pd_k_conv_plan *kp = &c->j->cp->k;
+  int64_t b, e;
+  image_range(kp->ohw, t, nt, &b, &e);
+  for (int64_t g = 0; g < kp->g && e > b; g++)
+    pd_kcpu_gemm(c->j->dt, false, false, kp->ocg, e - b, kp->kdim, 1.0,
+                 AT(c->j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
+                 AT(c->col, g * kp->kdim * kp->ohw + b, kp->sz), kp->ohw, 0.0,
+                 AT(c->j->y, c->n * kp->out_img + g * kp->ocg * kp->ohw + b, kp->sz), kp->ohw);
+}
+
+typedef struct dw_job {
+  pd_dtype dt;
+  const pd_k_conv2d *p;
+  const void *x, *w;
+  void *y;
+} dw_job;
+
+static void depthwise_range(void *vjob, int64_t b, int64_t e) {
+  const dw_job *j = vjob;
+  if (j->dt == PD_FP32) depthwise_planes_f32(j->p, j->x, j->w, j->y, b, e);
+  else depthwise_planes_f64(j->p, j->x, j->w, j->y, b, e);
+}
+
 pd_status pd_kcpu_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const void *w,
                          void *y) {
   conv_plan cp;
   pd_status st = conv_begin(&cp, dt, p);
   if (st || p->n == 0) return st;
+  if (p->groups == p->c && p->groups > 1) { /* depthwise: direct, plane by plane */
+    dw_job d = {.dt = dt, .p = p, .x = x, .w = w, .y = y};
+    int64_t per = p->oh * p->ow * p->kh * p->kw;
+    pd_kcpu_parallel(p->n * p->oc, per > 0 ? ((int64_t)1 << 15) / per + 1 : 1, depthwise_range,
+                     &d);
+    return PD_OK;
+  }
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .x = x, .w = w, .y = y};
-  return conv_run(&j, conv_fwd_part);
+  int nt = pd_kcpu_blas_team();
+  if (p->n >= nt || nt < 2 || p->n * cp.k.out_img * cp.k.kdim < CONV_MIN_WORK)
+    return conv_run(&j, conv_fwd_part);
+  /* fewer images than threads: each image's columns split across the threads */
+  void *col = cp.col_bytes ? pd_k_host_alloc(cp.col_bytes) : NULL;
+  if (cp.col_bytes && !col) return PD_ENOMEM;
+  for (int64_t n = 0; n < p->n; n++) {
+    const void *xn = AT(x, n * cp.k.in_img, cp.k.sz);
+    if (col) pd_kcpu_im2col(dt, p, xn, col);
+    cols_job c = {.j = &j, .col = col ? col : xn, .n = n};
+    pd_kcpu_team(nt, conv_cols_part, &c);
+  }
+  pd_k_host_free(col);
+  return PD_OK;
 }
 
 pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w,

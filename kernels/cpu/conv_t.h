@@ -242,5 +242,38 @@ static void TF(pool_grad_range)(void *vjob, int64_t b, int64_t e) {
   }
 }
 
+/* A depthwise convolution (groups = input channels; each filter reads one channel) directly,
+ * output planes [b, e) of the n * oc: per filter tap, one multiply-add over each output row's
+ * valid columns (a contiguous run when the stride is 1), where im2col + a GEMM per group
+ * spent its time on GEMMs of one row. */
+static void TF(depthwise_planes)(const pd_k_conv2d *p, const T *x, const T *w, T *y, int64_t b,
+                                 int64_t e) {
+  int64_t ocg = p->oc / p->groups, ohw = p->oh * p->ow;
+  for (int64_t pl = b; pl < e; pl++) {
+    int64_t n = pl / p->oc, oc = pl % p->oc, ic = oc / ocg;
+    const T *xc = x + (n * p->c + ic) * p->h * p->w;
+    const T *wc = w + oc * p->kh * p->kw;
+    T *yc = y + pl * ohw;
+    for (int64_t i = 0; i < ohw; i++) yc[i] = 0;
+    for (int64_t i = 0; i < p->kh; i++)
+      for (int64_t j = 0; j < p->kw; j++) {
+        T wv = wc[i * p->kw + j];
+        int64_t off = j * p->dil_w - p->pad_left, lo, hi;
+        TF(valid_cols)(p->ow, p->w, p->stride_w, off, &lo, &hi);
+        for (int64_t oy = 0; oy < p->oh; oy++) {
+          int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+          if (iy < 0 || iy >= p->h) continue;
+          const T *xr = xc + iy * p->w + off;
+          T *yr = yc + oy * p->ow;
+          if (p->stride_w == 1) {
+            PD_SIMD for (int64_t ox = lo; ox < hi; ox++) yr[ox] += wv * xr[ox];
+          } else {
+            for (int64_t ox = lo; ox < hi; ox++) yr[ox] += wv * xr[ox * p->stride_w];
+          }
+        }
+      }
+  }
+}
+
 #undef T
 #undef TN

@@ -459,6 +459,12 @@ static const ccase ccases[] = {
     {"dilation 2", {1, 2, 9, 9, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0}},
     {"groups 2", {2, 4, 5, 5, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
     {"depthwise (groups = c)", {1, 3, 5, 4, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    /* the direct depthwise kernel: a channel multiplier, strides, uneven pads, dilation */
+    {"depthwise x2, stride 2, pads 1/0/1/0", {2, 3, 9, 8, 6, 3, 3, 3, 2, 2, 1, 0, 1, 0, 1, 1, 0, 0}},
+    {"depthwise 5x5, dilation 2", {1, 4, 11, 10, 4, 5, 5, 4, 1, 1, 4, 4, 4, 4, 2, 2, 0, 0}},
+    /* one image, more work than one thread gets: its columns split across the threads */
+    {"1 image, 16->64 3x3 on 32x32", {1, 16, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"1 image, 1x1 direct 32->48 on 24x24", {1, 32, 24, 24, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
     {"1x1 direct", {2, 5, 4, 3, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
     {"asymmetric padding, 3x2 kernel", {1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1, 0, 0, 2, 1, 1, 0, 0}},
     {"LeNet conv1 1->6 5x5 on 28x28", {2, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},

@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""infer_compare.py -- inference of the field's model families (tests/interop/zoo/NAME, with the
+parameters their weights.txt makes) timed in pdlang (`pdlang bench`), Paddle Inference (plain
+and with oneDNN), ONNX Runtime (the model converted by paddle2onnx at opset 17) and OpenVINO
+(which reads the .pdmodel itself), in the same run, each in a process of its own (its peak
+resident memory is the process's), at the same batch and number of threads. Every framework's
+outputs are first checked against pdlang's (`pdlang exec`, 1e-4 relative); then the median and
+p90 latency of --runs calls after --warmup calls, the first call's time (the load and the first
+inference), and the peak memory; the ratios are pdlang's median over each other's (above 1:
+pdlang is faster). pdlang runs first: a run measured right after another framework's measured
+slower here.
+
+A call is what a server does per request in each: pdlang bench times pd_model_feed + run (the
+outputs left in the fetch list); the others copy the input in, run, and copy the outputs out,
+from Python (the per-call cost of the binding, a few microseconds, is inside their figure).
+
+    PY_PADDLE=/path/venv-with-paddle+paddle2onnx/bin/python \\
+    PY_BENCH=/path/venv-with-onnxruntime+openvino/bin/python \\
+      python3 bench/infer_compare.py BUILD_DIR [--models a,b] [--batches 1,16] [--runs N]
+
+BUILD_DIR is the build folder (its pdlang and tests/interop/test_interop, which writes a
+family's program and parameters with --zoo-params). Without PY_PADDLE or PY_BENCH those
+frameworks are left out, with the reason.
+"""
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+
+
+def child(kind, model_dir, feeds, runs, warmup, threads):
+    """Time one framework in this process; print one JSON line."""
+    pdmodel = os.path.join(model_dir, "inference.pdmodel")
+    pdiparams = os.path.join(model_dir, "inference.pdiparams")
+    inputs = {n: np.load(f) for n, f in feeds}
+    t0 = time.perf_counter()
+    if kind.startswith("paddle"):
+        import paddle.inference as pi
+        config = pi.Config(pdmodel, pdiparams)
+        config.disable_gpu()
+        config.set_cpu_math_library_num_threads(threads)
+        if kind == "paddle-onednn":
+            config.enable_mkldnn()
+        else:
+            config.disable_mkldnn()
+        config.disable_glog_info()
+        pred = pi.create_predictor(config)
+        names = pred.get_input_names()
+
+        def call():
+            for n in names:
+                pred.get_input_handle(n).copy_from_cpu(inputs[n])
+            pred.run()
+            return [pred.get_output_handle(o).copy_to_cpu() for o in pred.get_output_names()]
+    elif kind == "onnxruntime":
+        import onnxruntime as ort
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so.inter_op_num_threads = 1
+        sess = ort.InferenceSession(os.path.join(model_dir, "model.onnx"), so,
+                                    providers=["CPUExecutionProvider"])
+
+        def call():
+            return sess.run(None, {i.name: inputs[i.name] for i in sess.get_inputs()})
+    elif kind == "openvino":
+        import openvino as ov
+        core = ov.Core()
+        compiled = core.compile_model(core.read_model(pdmodel), "CPU",
+                                      {"INFERENCE_NUM_THREADS": threads,
+                                       "PERFORMANCE_HINT": "LATENCY"})
+        req = compiled.create_infer_request()
+        names = [i.get_any_name() for i in compiled.inputs]
+
+        def call():
+            req.infer({n: inputs[n] for n in names})
+            return [req.get_output_tensor(i).data.copy() for i in range(len(compiled.outputs))]
+    else:
+        raise SystemExit("unknown framework " + kind)
+    outs = call()
+    first = (time.perf_counter() - t0) * 1e3
+    for _ in range(warmup):
+        call()
+    lat = []
+    for _ in range(runs):
+        s = time.perf_counter()
+        call()
+        lat.append((time.perf_counter() - s) * 1e3)
+    lat.sort()
+    out_file = os.path.join(model_dir, "out_%s.npy" % kind)
+    np.save(out_file, np.asarray(outs[0]))
+    print(json.dumps({"median": lat[len(lat) // 2], "p90": lat[min(len(lat) - 1, int(0.9 * len(lat)))],
+                      "first": first, "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "out": out_file}))
+
+
+def pdlang_bench(build, model_dir, feeds, runs, warmup, threads):
+    args = [os.path.join(build, "pdlang"), "bench", os.path.join(model_dir, "inference.pdmodel"),
+            "--runs", str(runs), "--warmup", str(warmup), "--threads", str(threads)]
+    for n, f in feeds:
+        args += ["--feed", "%s=%s" % (n, f)]
+    text = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    r = {}
+    for line in text.splitlines():
+        w = line.replace(",", "").split()
+        if line.startswith("load and first run:"):
+            r["first"] = float(w[4])
+        elif line.startswith("latency over"):
+            r["median"] = float(w[w.index("median") + 1])
+            r["p90"] = float(w[w.index("p90") + 1])
+        elif line.startswith("peak resident memory:"):
+            r["rss_mib"] = float(w[3])
+    out_dir = os.path.join(model_dir, "pdlang_out")
+    exec_args = [os.path.join(build, "pdlang"), "exec", os.path.join(model_dir, "inference.pdmodel"),
+                 "--out", out_dir] + args[args.index("--threads") + 2:]
+    subprocess.run(exec_args, capture_output=True, text=True, check=True)
+    r["outs"] = sorted(os.path.join(out_dir, f) for f in os.listdir(out_dir))
+    return r
+
+
+def agrees(a, b, rel=1e-4):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 1e-5 + rel * np.abs(b)))
+
+
+def main(argv):
+    if argv[:1] == ["--child"]:
+        kind, model_dir, runs, warmup, threads = argv[1], argv[2], int(argv[3]), int(argv[4]), int(argv[5])
+        feeds = [tuple(a.split("=", 1)) for a in argv[6:]]
+        child(kind, model_dir, feeds, runs, warmup, threads)
+        return
+    build = os.path.abspath(argv[0])
+    opts = dict(zip(argv[1::2], argv[2::2]))
+    models = opts.get("--models", "mobilenet_v3,pp_lcnet,resnet50_vd,db_det,ernie3_tiny").split(",")
+    batches = [int(b) for b in opts.get("--batches", "1,16").split(",")]
+    runs, warmup, threads = int(opts.get("--runs", "50")), int(opts.get("--warmup", "5")), 2
+    py_paddle, py_bench = os.environ.get("PY_PADDLE"), os.environ.get("PY_BENCH")
+    work = tempfile.mkdtemp(prefix="pd-infer-")
+    print("threads %d, %d runs after %d warm-up; median / p90 / first call ms, peak MiB; "
+          "ratio = other's median / pdlang's" % (threads, runs, warmup))
+    for name in models:
+        zoo = os.path.join(SRC, "tests", "interop", "zoo", name)
+        for batch in batches:
+            d = os.path.join(work, "%s-b%d" % (name, batch))
+            subprocess.run([os.path.join(build, "tests", "interop", "test_interop"), "--zoo-params",
+                            name, d], check=True, capture_output=True,
+                           env=dict(os.environ, top_srcdir=SRC))
+            feeds = []
+            for f in sorted(os.listdir(zoo)):
+                if f.startswith("in_") and f.endswith(".npy"):
+                    x = np.load(os.path.join(zoo, f))
+                    x = np.concatenate([x] * ((batch + len(x) - 1) // len(x)))[:batch]
+                    np.save(os.path.join(d, f), x)
+                    feeds.append((f[3:-4], os.path.join(d, f)))
+            rows = {"pdlang": pdlang_bench(build, d, feeds, runs, warmup, threads)}
+            ref = np.load(rows["pdlang"]["outs"][0]) if rows["pdlang"]["outs"] else None
+            kinds = []
+            if py_paddle:
+                kinds += [("paddle", py_paddle), ("paddle-onednn", py_paddle)]
+                conv = subprocess.run([py_paddle, "-m", "paddle2onnx.command", "--model_dir", d,
+                                       "--model_filename", "inference.pdmodel",
+                                       "--params_filename", "inference.pdiparams",
+                                       "--save_file", os.path.join(d, "model.onnx"),
+                                       "--opset_version", "17"], capture_output=True, text=True)
+                if conv.returncode != 0 or not os.path.exists(os.path.join(d, "model.onnx")):
+                    rows["onnxruntime"] = {"error": "paddle2onnx: " + (conv.stderr.strip().splitlines() or ["?"])[-1][:120]}
+            if py_bench:
+                if "onnxruntime" not in rows:
+                    kinds.append(("onnxruntime", py_bench))
+                kinds.append(("openvino", py_bench))
+            for kind, py in kinds:
+                p = subprocess.run([py, os.path.abspath(__file__), "--child", kind, d, str(runs),
+                                    str(warmup), str(threads)] + ["%s=%s" % f for f in feeds],
+                                   capture_output=True, text=True,
+                                   env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+                if p.returncode != 0:
+                    rows[kind] = {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:120]}
+                    continue
+                r = json.loads(p.stdout.strip().splitlines()[-1])
+                r["same"] = ref is not None and agrees(np.load(r["out"]), ref)
+                rows[kind] = r
+            print("\n%s, batch %d:" % (name, batch))
+            base = rows["pdlang"]["median"]
+            for kind, r in rows.items():
+                if "error" in r:
+                    print("  %-14s %s" % (kind, r["error"]))
+                    continue
+                note = "" if kind == "pdlang" else ("  %.2fx%s" % (r["median"] / base, "" if r.get("same") else "  OUTPUTS DIFFER"))
+                print("  %-14s %9.3f %9.3f %9.1f %8.1f%s" % (kind, r["median"], r["p90"], r["first"], r["rss_mib"], note))
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
