@@ -20,7 +20,7 @@ bench_bench_norm_SOURCES = bench/bench_norm.c bench/bench_util.h
 bench_bench_norm_LDADD = libpdlang-internal.la $(PD_LIBS)
 EXTRA_DIST += bench/torch_resnet.py bench/torch_train.py bench/torch_conv.py bench/torch_rnn.py bench/bench_rnn.sh \
 	bench/README
-EXTRA_DIST += bench/bench_attention.sh bench/torch_attention.py
+EXTRA_DIST += bench/bench_attention.sh bench/torch_attention.py bench/infer_compare.py
 EXTRA_DIST += bench/bench_gated.sh bench/torch_gated.py bench/torch_char_lm.py bench/bench_device.sh \
 	bench/torch_lstm_classify.py bench/torch_util.py
 
