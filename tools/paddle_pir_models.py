@@ -89,6 +89,29 @@ def gru_bidi():
     return [x], [y], [np.random.rand(2, 5, 4).astype("float32")]
 
 
+def lstm2_bidi_lengths():
+    """Two layers, both directions, each sequence's length given (padded steps past it)."""
+    x = paddle.static.data("x", [None, 5, 4], "float32")
+    lens = paddle.static.data("lens", [None], "int64")
+    y, (h, c) = paddle.nn.LSTM(4, 6, num_layers=2, direction="bidirect")(x, sequence_length=lens)
+    xv = np.random.rand(3, 5, 4).astype("float32")
+    lv = np.array([5, 2, 4], "int64")
+    for i, n in enumerate(lv):
+        xv[i, n:] = 0
+    return [x, lens], [y, h, c], [xv, lv]
+
+
+def gru2_lengths():
+    x = paddle.static.data("x", [None, 5, 4], "float32")
+    lens = paddle.static.data("lens", [None], "int64")
+    y, h = paddle.nn.GRU(4, 6, num_layers=2)(x, sequence_length=lens)
+    xv = np.random.rand(3, 5, 4).astype("float32")
+    lv = np.array([3, 5, 1], "int64")
+    for i, n in enumerate(lv):
+        xv[i, n:] = 0
+    return [x, lens], [y, h], [xv, lv]
+
+
 class JitNet(paddle.nn.Layer):
     """Saved by paddle.jit.save (dygraph to static), not save_inference_model."""
 
@@ -133,6 +156,7 @@ def misc():
 MODELS = {"mlp": mlp, "lenet": lenet, "cnn_bn": cnn_bn, "cond": cond(2.0),
           "cond_false": cond(100.0), "while_loop": while_loop,
           "transformer": transformer, "lstm": lstm, "gru_bidi": gru_bidi,
+          "lstm2_bidi_lengths": lstm2_bidi_lengths, "gru2_lengths": gru2_lengths,
           "misc": misc}
 
 

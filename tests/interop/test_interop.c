@@ -510,6 +510,7 @@ int main(int argc, char **argv) {
       {"pir/cond", "model.json"}, {"pir/cond_false", "model.json"},
       {"pir/while_loop", "model.json"}, {"pir/transformer", "model.json"},
       {"pir/lstm", "model.json"}, {"pir/gru_bidi", "model.json"}, {"pir/jit_cnn", "model.json"},
+      {"pir/lstm2_bidi_lengths", "model.json"}, {"pir/gru2_lengths", "model.json"},
       {"pir/misc", "model.json"},
       {"seqconv_textcnn", "model.pdmodel"},
       {"fluid_lstm", "model.pdmodel"},
@@ -529,7 +530,8 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof zoo_pir / sizeof zoo_pir[0]; i++) check_zoo_pir(zoo_pir[i]);
   static const char *const pir_models[] = {"mlp", "lenet", "cnn_bn", "cond", "cond_false",
                                            "while_loop", "transformer", "lstm", "gru_bidi",
-                                           "jit_cnn", "misc"};
+                                           "lstm2_bidi_lengths", "gru2_lengths", "jit_cnn",
+                                           "misc"};
   for (size_t i = 0; i < sizeof pir_models / sizeof *pir_models; i++)
     check_rewritten(pir_models[i]);
   check_refused();
