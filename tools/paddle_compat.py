@@ -37,6 +37,8 @@ OPMAKER_SOURCES = {
     "conv_op": ("paddle/fluid/operators/conv_op.cc", "8b501f694b91169155370003b18368f54d366304"),
     "lookup_table_op": ("paddle/fluid/operators/lookup_table_op.cc",
                         "2c470f5a4840b2c4094256981ed6c27ca3bc8785"),
+    "matmul_v2_op": ("paddle/fluid/operators/matmul_v2_op.cc",
+                     "464a640271a51e17924f7420c1c2fd8d559d5d5b"),
 }
 # Conv2DOpMaker (conv2d and depthwise_conv2d): the fused-ReLU6 flags of the oneDNN kernel and
 # the dispensable, extra Bias / ResidualData inputs.
@@ -62,6 +64,15 @@ OPMAKERS = {
         ("attr", "table_names", "STRINGS", "{}"), ("attr", "trainer_id", "INT", "0"),
         ("attr", "grad_inplace", "BOOLEAN", "false"), ("attr", "epmap", "STRINGS", "{}"),
         ("attr", "height_sections", "LONGS", "{}"),
+    ]},
+    # MatMulV2OpMaker of Paddle 2.x: the reshapes and transposes Paddle's oneDNN passes fused
+    # in (PaddleOCR's released mobile v2 direction classifier carries them, empty).
+    "matmul_v2_op": {"matmul_v2": [
+        ("attr", "fused_reshape_Out", "INTS", "{}"), ("attr", "fused_transpose_Out", "INTS", "{}"),
+        ("attr", "use_mkldnn", "BOOLEAN", "false"),
+        ("attr", "mkldnn_data_type", "STRING", '"float32"'),
+        ("attr", "fused_reshape_X", "INTS", "{}"), ("attr", "fused_reshape_Y", "INTS", "{}"),
+        ("attr", "fused_transpose_X", "INTS", "{}"), ("attr", "fused_transpose_Y", "INTS", "{}"),
     ]},
 }
 
