@@ -222,12 +222,15 @@ static inline pd_status pd_k_adaptive_pool_check(pd_dtype dt, const pd_k_pool2d 
 }
 
 /* interp2d / its gradient (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), n, c >= 0, h, w, oh,
- * ow >= 1, n c h w and n c oh ow fitting, and with elements the buffers a, b and the tables
- * set (PD_EINVAL). */
+ * ow >= 1, taps (1, 1), (1, 2), (2, 2) or (4, 4), n c h w and n c oh ow fitting, and with
+ * elements the buffers a, b and the tables set (PD_EINVAL). */
 static inline pd_status pd_k_interp2d_check(pd_dtype dt, const pd_k_interp2d *p, const void *a,
                                             const void *b) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
   if (!p || p->n < 0 || p->c < 0 || p->h < 1 || p->w < 1 || p->oh < 1 || p->ow < 1)
+    return PD_EINVAL;
+  if (!(p->th == 1 && (p->tw == 1 || p->tw == 2)) && !(p->th == 2 && p->tw == 2) &&
+      !(p->th == 4 && p->tw == 4))
     return PD_EINVAL;
   if (p->c && p->n > INT64_MAX / p->c) return PD_EINVAL;
   int64_t planes = p->n * p->c;

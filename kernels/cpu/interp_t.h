@@ -2,28 +2,50 @@
  * defines interp_job and strides_of) with T (float or double), TN (its suffix) and T_FLOAT.
  * Each range function covers planes [b, e) of the n c planes. */
 
-/* Forward: every output of the planes from its taps (kernels.h's sum, left to right). */
+/* Forward: every output of the planes from its taps (kernels.h's sums, left to right). */
 static void TF(interp_fwd)(void *ctx, int64_t b, int64_t e) {
   const interp_job *j = ctx;
   const pd_k_interp2d *p = j->p;
   interp_strides si = strides_of(p, p->h, p->w), so = strides_of(p, p->oh, p->ow);
-  const int64_t *iy0 = p->idx, *iy1 = iy0 + p->oh, *ix0 = iy1 + p->oh, *ix1 = ix0 + p->ow;
-  const double *ly0 = p->lam, *ly1 = ly0 + p->oh, *lx0 = ly1 + p->oh, *lx1 = lx0 + p->ow;
+  const int64_t *iy = p->idx, *ix = iy + p->th * p->oh;
+  const double *ly = p->lam, *lx = ly + p->th * p->oh;
+  bool nearest = p->th == 1 && p->tw == 1, cubic = p->th == 4;
   for (int64_t pl = b; pl < e; pl++) {
     const T *x = (const T *)j->src + pl / p->c * si.n + pl % p->c * si.c;
     T *y = (T *)j->dst + pl / p->c * so.n + pl % p->c * so.c;
     for (int64_t k = 0; k < p->oh; k++) {
-      const T *r0 = x + iy0[k] * si.y, *r1 = x + iy1[k] * si.y;
-      T wy0 = (T)ly0[k], wy1 = (T)ly1[k];
+      const T *r[4];
+      T wy[4];
+      for (int i = 0; i < p->th; i++) {
+        r[i] = x + iy[i * p->oh + k] * si.y;
+        wy[i] = (T)ly[i * p->oh + k];
+      }
       for (int64_t l = 0; l < p->ow; l++) {
         T *o = y + k * so.y + l * so.x;
-        int64_t a = ix0[l] * si.x, c = ix1[l] * si.x;
-        if (p->nearest) {
-          *o = r0[a];
+        if (nearest) {
+          *o = r[0][ix[l] * si.x];
           continue;
         }
-        T wx0 = (T)lx0[l], wx1 = (T)lx1[l];
-        *o = r0[a] * wy0 * wx0 + r1[a] * wy1 * wx0 + r0[c] * wy0 * wx1 + r1[c] * wy1 * wx1;
+        int64_t q[4];
+        T wx[4];
+        for (int t = 0; t < p->tw; t++) {
+          q[t] = ix[t * p->ow + l] * si.x;
+          wx[t] = (T)lx[t * p->ow + l];
+        }
+        T s;
+        if (cubic) {
+          s = 0;
+          for (int i = 0; i < 4; i++) {
+            T row = r[i][q[0]] * wx[0] + r[i][q[1]] * wx[1] + r[i][q[2]] * wx[2] +
+                    r[i][q[3]] * wx[3];
+            s = i ? s + row * wy[i] : row * wy[i];
+          }
+        } else {
+          s = r[0][q[0]] * wy[0] * wx[0];
+          for (int t = 0; t < p->tw; t++)
+            for (int i = t ? 0 : 1; i < p->th; i++) s = s + r[i][q[t]] * wy[i] * wx[t];
+        }
+        *o = s;
       }
     }
   }
@@ -34,28 +56,32 @@ static void TF(interp_bwd)(void *ctx, int64_t b, int64_t e) {
   const interp_job *j = ctx;
   const pd_k_interp2d *p = j->p;
   interp_strides si = strides_of(p, p->h, p->w), so = strides_of(p, p->oh, p->ow);
-  const int64_t *iy0 = p->idx, *iy1 = iy0 + p->oh, *ix0 = iy1 + p->oh, *ix1 = ix0 + p->ow;
-  const double *ly0 = p->lam, *ly1 = ly0 + p->oh, *lx0 = ly1 + p->oh, *lx1 = lx0 + p->ow;
+  const int64_t *iy = p->idx, *ix = iy + p->th * p->oh;
+  const double *ly = p->lam, *lx = ly + p->th * p->oh;
+  bool nearest = p->th == 1 && p->tw == 1;
   for (int64_t pl = b; pl < e; pl++) {
     T *dx = (T *)j->dst + pl / p->c * si.n + pl % p->c * si.c;
     const T *dy = (const T *)j->src + pl / p->c * so.n + pl % p->c * so.c;
     for (int64_t r = 0; r < p->h; r++)
       for (int64_t q = 0; q < p->w; q++) dx[r * si.y + q * si.x] = 0;
     for (int64_t k = 0; k < p->oh; k++) {
-      T *r0 = dx + iy0[k] * si.y, *r1 = dx + iy1[k] * si.y;
-      T wy0 = (T)ly0[k], wy1 = (T)ly1[k];
+      T *r[4];
+      T wy[4];
+      for (int i = 0; i < p->th; i++) {
+        r[i] = dx + iy[i * p->oh + k] * si.y;
+        wy[i] = (T)ly[i * p->oh + k];
+      }
       for (int64_t l = 0; l < p->ow; l++) {
         T g = dy[k * so.y + l * so.x];
-        int64_t a = ix0[l] * si.x, c = ix1[l] * si.x;
-        if (p->nearest) {
-          r0[a] += g;
+        if (nearest) {
+          r[0][ix[l] * si.x] += g;
           continue;
         }
-        T wx0 = (T)lx0[l], wx1 = (T)lx1[l];
-        r0[a] += g * wy0 * wx0;
-        r1[a] += g * wy1 * wx0;
-        r0[c] += g * wy0 * wx1;
-        r1[c] += g * wy1 * wx1;
+        for (int t = 0; t < p->tw; t++) {
+          int64_t q = ix[t * p->ow + l] * si.x;
+          T wx = (T)lx[t * p->ow + l];
+          for (int i = 0; i < p->th; i++) r[i][q] += g * wy[i] * wx;
+        }
       }
     }
   }

@@ -1,8 +1,8 @@
 /* interp.cu -- the CUDA backend's image resampling by separable tables and its gradient
- * (kernels.h: interp2d, interp2d_grad), the CPU's arithmetic (kernels/cpu/interp_t.h): the
- * forward pass a thread per output, its taps summed in the CPU's order; the gradient a zeroed
- * dx and a thread per dy element adding to its taps with atomics (in no fixed order, so within
- * rounding of the CPU's). */
+ * (kernels.h: interp2d, interp2d_grad: nearest, linear and cubic taps), the CPU's arithmetic
+ * (kernels/cpu/interp_t.h): the forward pass a thread per output, its taps summed in the CPU's
+ * order; the gradient a zeroed dx and a thread per dy element adding to its taps with atomics
+ * (in no fixed order, so within rounding of the CPU's). */
 #include "config.h"
 #include "kernels/cuda/cuda_int.h"
 
@@ -24,39 +24,51 @@ __device__ __forceinline__ int64_t interp_off(const pd_k_interp2d &p, int64_t n,
 
 template <typename T>
 __global__ void interp_fwd_kernel(const pd_k_interp2d p, const T *x, T *y) {
-  const int64_t *iy0 = p.idx, *iy1 = iy0 + p.oh, *ix0 = iy1 + p.oh, *ix1 = ix0 + p.ow;
-  const double *ly0 = p.lam, *ly1 = ly0 + p.oh, *lx0 = ly1 + p.oh, *lx1 = lx0 + p.ow;
+  const int64_t *iy = p.idx, *ix = iy + p.th * p.oh;
+  const double *ly = p.lam, *lx = ly + p.th * p.oh;
   PD_KCU_LOOP(o, p.n * p.c * p.oh * p.ow) {
     interp_at a = interp_split(p, o);
-    T v00 = x[interp_off(p, a.n, a.c, iy0[a.k], ix0[a.l])];
-    if (p.nearest) {
-      y[o] = v00;
+    if (p.th == 1 && p.tw == 1) {
+      y[o] = x[interp_off(p, a.n, a.c, iy[a.k], ix[a.l])];
       continue;
     }
-    T v10 = x[interp_off(p, a.n, a.c, iy1[a.k], ix0[a.l])];
-    T v01 = x[interp_off(p, a.n, a.c, iy0[a.k], ix1[a.l])];
-    T v11 = x[interp_off(p, a.n, a.c, iy1[a.k], ix1[a.l])];
-    T wy0 = (T)ly0[a.k], wy1 = (T)ly1[a.k], wx0 = (T)lx0[a.l], wx1 = (T)lx1[a.l];
-    y[o] = v00 * wy0 * wx0 + v10 * wy1 * wx0 + v01 * wy0 * wx1 + v11 * wy1 * wx1;
+    T s = 0;
+    if (p.th == 4) {
+      for (int i = 0; i < 4; i++) {
+        int64_t r = iy[i * p.oh + a.k];
+        T row = x[interp_off(p, a.n, a.c, r, ix[a.l])] * (T)lx[a.l];
+        for (int t = 1; t < 4; t++)
+          row = row + x[interp_off(p, a.n, a.c, r, ix[t * p.ow + a.l])] * (T)lx[t * p.ow + a.l];
+        T term = row * (T)ly[i * p.oh + a.k];
+        s = i ? s + term : term;
+      }
+    } else {
+      for (int t = 0; t < p.tw; t++)
+        for (int i = 0; i < p.th; i++) {
+          T term = x[interp_off(p, a.n, a.c, iy[i * p.oh + a.k], ix[t * p.ow + a.l])] *
+                   (T)ly[i * p.oh + a.k] * (T)lx[t * p.ow + a.l];
+          s = t || i ? s + term : term;
+        }
+    }
+    y[o] = s;
   }
 }
 
 template <typename T>
 __global__ void interp_bwd_kernel(const pd_k_interp2d p, const T *dy, T *dx) {
-  const int64_t *iy0 = p.idx, *iy1 = iy0 + p.oh, *ix0 = iy1 + p.oh, *ix1 = ix0 + p.ow;
-  const double *ly0 = p.lam, *ly1 = ly0 + p.oh, *lx0 = ly1 + p.oh, *lx1 = lx0 + p.ow;
+  const int64_t *iy = p.idx, *ix = iy + p.th * p.oh;
+  const double *ly = p.lam, *lx = ly + p.th * p.oh;
   PD_KCU_LOOP(o, p.n * p.c * p.oh * p.ow) {
     interp_at a = interp_split(p, o);
     T g = dy[o];
-    if (p.nearest) {
-      atomicAdd(dx + interp_off(p, a.n, a.c, iy0[a.k], ix0[a.l]), g);
+    if (p.th == 1 && p.tw == 1) {
+      atomicAdd(dx + interp_off(p, a.n, a.c, iy[a.k], ix[a.l]), g);
       continue;
     }
-    T wy0 = (T)ly0[a.k], wy1 = (T)ly1[a.k], wx0 = (T)lx0[a.l], wx1 = (T)lx1[a.l];
-    atomicAdd(dx + interp_off(p, a.n, a.c, iy0[a.k], ix0[a.l]), g * wy0 * wx0);
-    atomicAdd(dx + interp_off(p, a.n, a.c, iy1[a.k], ix0[a.l]), g * wy1 * wx0);
-    atomicAdd(dx + interp_off(p, a.n, a.c, iy0[a.k], ix1[a.l]), g * wy0 * wx1);
-    atomicAdd(dx + interp_off(p, a.n, a.c, iy1[a.k], ix1[a.l]), g * wy1 * wx1);
+    for (int t = 0; t < p.tw; t++)
+      for (int i = 0; i < p.th; i++)
+        atomicAdd(dx + interp_off(p, a.n, a.c, iy[i * p.oh + a.k], ix[t * p.ow + a.l]),
+                  g * (T)ly[i * p.oh + a.k] * (T)lx[t * p.ow + a.l]);
   }
 }
 

@@ -1,9 +1,10 @@
 /* test_interp.c -- the backends' interp2d and interp2d_grad (kernels.h) on random tables
- * (indices anywhere in the input, so taps repeat and skip; weights in [0, 1)), nearest and
- * bilinear, NCHW and NHWC, fp32 and fp64, an empty batch: the CPU's against a naive reference
- * of kernels.h's sum, its gradient against the adjoint written out; the GPU's against the CPU's
- * where a GPU opens (within rounding: its gradient adds with atomics); the argument checks on
- * both. The ops' rows (tests/vm/ops/optest_interp.c) check the tables the ops build. */
+ * (indices anywhere in the input, so taps repeat and skip; weights in [0, 1)), nearest (1, 1
+ * taps), linear (1, 2), bilinear (2, 2) and cubic (4, 4), NCHW and NHWC, fp32 and fp64, an
+ * empty batch: the CPU's against a naive reference of kernels.h's sum, its gradient against the
+ * adjoint written out; the GPU's against the CPU's where a GPU opens (within rounding: its
+ * gradient adds with atomics); the argument checks on both. The ops' rows
+ * (tests/vm/ops/optest_interp.c) check the tables the ops build. */
 #include "config.h"
 #include "tests/kernels/cuda_cmp.h"
 
@@ -15,33 +16,36 @@ static int64_t off(bool nhwc, int64_t c, int64_t h, int64_t w, int64_t b, int64_
   return nhwc ? ((b * h + r) * w + q) * c + ch : ((b * c + ch) * h + r) * w + q;
 }
 
+static const char *const tap_names[] = {"nearest", "linear", "bilinear", "cubic"};
+static const int taps_of[][2] = {{1, 1}, {1, 2}, {2, 2}, {4, 4}};
+
 static void one_case(pd_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, int64_t oh,
-                     int64_t ow, bool nhwc, bool nearest) {
-  int64_t m = 2 * (oh + ow), nin = n * c * h * w, nout = n * c * oh * ow;
+                     int64_t ow, bool nhwc, int kind) {
+  int th = taps_of[kind][0], tw = taps_of[kind][1];
+  int64_t m = th * oh + tw * ow, nin = n * c * h * w, nout = n * c * oh * ow;
   int64_t *idx = kt_alloc((size_t)m * sizeof *idx);
   double *lam = kt_alloc((size_t)m * sizeof *lam);
   for (int64_t i = 0; i < m; i++) {
-    idx[i] = (int64_t)(kt_rand() * (double)(i < 2 * oh ? h : w)); /* rows, then columns */
+    idx[i] = (int64_t)(kt_rand() * (double)(i < th * oh ? h : w)); /* rows, then columns */
     lam[i] = (float)kt_rand();
   }
-  pd_k_interp2d p = {n, c, h, w, oh, ow, nhwc, nearest, idx, lam};
-  const int64_t *iy0 = idx, *iy1 = idx + oh, *ix0 = idx + 2 * oh, *ix1 = ix0 + ow;
-  const double *ly0 = lam, *ly1 = lam + oh, *lx0 = lam + 2 * oh, *lx1 = lx0 + ow;
+  pd_k_interp2d p = {n, c, h, w, oh, ow, nhwc, th, tw, idx, lam};
+  const int64_t *iy = idx, *ix = idx + th * oh;
+  const double *ly = lam, *lx = lam + th * oh;
   void *x = kt_random(dt, nin, -1, 1), *dy = kt_random(dt, nout, -1, 1);
   void *y = kt_alloc((size_t)nout * pd_dtype_size(dt)), *dx = kt_random(dt, nin, 5, 6);
   double *want = kt_alloc((size_t)nout * sizeof *want);
   double *gwant = kt_alloc((size_t)nin * sizeof *gwant);
+  bool nearest = kind == 0;
   for (int64_t b = 0; b < n; b++)
     for (int64_t ch = 0; ch < c; ch++)
       for (int64_t k = 0; k < oh; k++)
         for (int64_t l = 0; l < ow; l++) {
-          int64_t ys[2] = {iy0[k], iy1[k]}, xs[2] = {ix0[l], ix1[l]};
-          double wy[2] = {ly0[k], ly1[k]}, wx[2] = {lx0[l], lx1[l]}, s = 0;
-          double g = kt_get(dt, dy, off(nhwc, c, oh, ow, b, ch, k, l));
-          for (int j = 0; j < (nearest ? 1 : 2); j++)
-            for (int i = 0; i < (nearest ? 1 : 2); i++) {
-              double wt = nearest ? 1 : wy[i] * wx[j];
-              int64_t at = off(nhwc, c, h, w, b, ch, ys[i], xs[j]);
+          double s = 0, g = kt_get(dt, dy, off(nhwc, c, oh, ow, b, ch, k, l));
+          for (int j = 0; j < tw; j++)
+            for (int i = 0; i < th; i++) {
+              double wt = nearest ? 1 : ly[i * oh + k] * lx[j * ow + l];
+              int64_t at = off(nhwc, c, h, w, b, ch, iy[i * oh + k], ix[j * ow + l]);
               s += kt_get(dt, x, at) * wt;
               gwant[at] += g * wt;
             }
@@ -49,7 +53,7 @@ static void one_case(pd_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, in
         }
   char what[128];
   snprintf(what, sizeof what, "%s %s %s [%lld, %lld, %lld, %lld] -> [%lld, %lld]", dn(dt),
-           nearest ? "nearest" : "bilinear", nhwc ? "NHWC" : "NCHW", (long long)n, (long long)c,
+           tap_names[kind], nhwc ? "NHWC" : "NCHW", (long long)n, (long long)c,
            (long long)h, (long long)w, (long long)oh, (long long)ow);
   is_int(C->interp2d(dt, &p, x, y), PD_OK, "interp2d %s: runs", what);
   ok(kt_err(dt, y, want, nout) <= kt_tol(dt), "interp2d %s: values", what);
@@ -84,8 +88,13 @@ static void one_case(pd_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, in
 static void test_checks(void) {
   int64_t idx[8] = {0};
   double lam[8] = {0}, b[8] = {0};
-  pd_k_interp2d p = {1, 1, 1, 1, 2, 2, false, false, idx, lam};
+  pd_k_interp2d p = {1, 1, 1, 1, 2, 2, false, 2, 2, idx, lam};
   BOTH(PD_EUNSUPPORTED, interp2d(PD_INT32, &p, b, b), "interp2d int32");
+  p.th = 2, p.tw = 1;
+  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d taps (2, 1)");
+  p.th = 4, p.tw = 2;
+  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d taps (4, 2)");
+  p.th = p.tw = 2;
   BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, NULL), "interp2d without y");
   BOTH(PD_EINVAL, interp2d_grad(PD_FP64, &p, NULL, b), "interp2d_grad without dy");
   p.oh = 0;
@@ -107,12 +116,12 @@ int main(int argc, char **argv) {
   test_checks();
   for (int t = 0; t < 2; t++)
     for (int lay = 0; lay < 2; lay++)
-      for (int nn = 0; nn < 2; nn++) {
-        one_case(floats[t], 2, 3, 4, 5, 7, 3, lay, nn);
-        one_case(floats[t], 1, 2, 1, 6, 3, 1, lay, nn);
-        one_case(floats[t], 3, 40, 9, 11, 17, 23, lay, nn); /* planes split across threads */
+      for (int kind = 0; kind < 4; kind++) {
+        one_case(floats[t], 2, 3, 4, 5, 7, 3, lay, kind);
+        one_case(floats[t], 1, 2, 1, 6, 3, 1, lay, kind);
+        one_case(floats[t], 3, 40, 9, 11, 17, 23, lay, kind); /* planes split across threads */
       }
-  one_case(PD_FP32, 0, 3, 2, 2, 3, 3, false, false);
+  one_case(PD_FP32, 0, 3, 2, 2, 3, 3, false, 2);
   if (!have_gpu) tap_skip("the GPU against the CPU: no GPU opens here");
   return tap_done();
 }

@@ -1,9 +1,9 @@
 /* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile,
- * meshgrid, where and clip: their shape functions, kernels and gradient kernels. slice,
- * expand_v2, tile and meshgrid move elements through the backend's strided_copy (meshgrid's
- * gradient is a broadcast's sum), where through its where, clip through its compare and binary
- * kernels (so these run on the GPU too); gather and tile's gradient are host loops. Any dtype
- * moves as bytes forward; gradients are fp32/fp64. */
+ * meshgrid, where, clip and one_hot (v1 and v2): their shape functions, kernels and gradient
+ * kernels. slice, expand_v2, tile and meshgrid move elements through the backend's strided_copy
+ * (meshgrid's gradient is a broadcast's sum), where through its where, clip through its compare
+ * and binary kernels (so these run on the GPU too); gather, tile's gradient and one_hot are host
+ * loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -961,6 +961,117 @@ pd_status pd_kernel_clip_grad(pd_exec_ctx *ctx) {
 done:
   pd_ctx_scratch_free(ctx, mask);
   pd_ctx_scratch_free(ctx, tmp);
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ one_hot, one_hot_v2 */
+
+/* The dtype attribute of one_hot: one the kernel writes. */
+static bool one_hot_dtype(int64_t t) {
+  return t == PD_FP32 || t == PD_FP64 || t == PD_INT32 || t == PD_INT64;
+}
+
+/* Out: one_hot: X [..., 1] (rank 2 or more) with its last dim depth; one_hot_v2: X's dims and
+ * depth; depth unknown (-1) when the depth_tensor input gives it. Type `dtype`, X's LoD. */
+pd_status pd_infer_one_hot(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  if (x->dtype != PD_INT32 && x->dtype != PD_INT64)
+    return pd_infer_fail(c, PD_ETYPE, "X must hold int32 or int64 ids, got %s",
+                         pd_dtype_name(x->dtype));
+  int64_t t = pd_infer_attr_int(c, "dtype"), depth = pd_infer_attr_int(c, "depth");
+  if (!one_hot_dtype(t))
+    return pd_infer_fail(c, PD_EINVAL, "dtype %" PRId64 " is not one of float32 (%d), float64 "
+                         "(%d), int32 (%d), int64 (%d)", t, PD_FP32, PD_FP64, PD_INT32, PD_INT64);
+  if (pd_infer_nin(c, "depth_tensor") > 0) {
+    depth = -1;
+  } else if (depth < 1) {
+    return pd_infer_fail(c, PD_EINVAL, "depth must be at least 1 when no depth_tensor gives it, "
+                         "got %" PRId64, depth);
+  }
+  if (d.n < 0) {
+    d = pd_infer_dims_unknown(-1);
+  } else if (c->def->karg == PD_OPV_ONE_HOT) {
+    if (d.n < 2 || d.d[d.n - 1] > 1 || d.d[d.n - 1] == 0)
+      return pd_infer_fail(c, PD_ESHAPE, "X must be [..., 1] with at least 2 dims, got %s",
+                           pd_infer_dims_str(&d, s));
+    d.d[d.n - 1] = depth;
+  } else {
+    if (d.n >= PD_MAX_RANK)
+      return pd_infer_fail(c, PD_ESHAPE, "X %s has too many dims for one more",
+                           pd_infer_dims_str(&d, s));
+    d.d[d.n++] = depth;
+  }
+  return pd_infer_set_out(c, "Out", 0, &d, (pd_dtype)t, x->lod_level);
+}
+
+/* one_hot, one_hot_v2: each id i of X (row-major) becomes a row of depth zeros with a one at i
+ * (Out as the shape function says). An id outside [0, depth) is an error, or, with
+ * allow_out_of_range, a row of zeros. depth is the depth_tensor input's (one int) when bound. */
+pd_status pd_kernel_one_hot(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *dt_in;
+  pd_tensor *out;
+  pd_status st;
+  char s[DIMS_BUF];
+  if ((st = in1(ctx, "X", &x)) || (st = in_opt(ctx, "depth_tensor", &dt_in)) ||
+      (st = out1(ctx, "Out", &out)))
+    return st;
+  if (!is_int(x->dtype))
+    return pd_ctx_fail(ctx, PD_ETYPE, "X must hold int32 or int64 ids, got %s",
+                       pd_dtype_name(x->dtype));
+  int64_t t = pd_ctx_attr_int(ctx, "dtype"), depth = pd_ctx_attr_int(ctx, "depth");
+  if (!one_hot_dtype(t))
+    return pd_ctx_fail(ctx, PD_EINVAL, "dtype %" PRId64 " is not one of float32, float64, int32, "
+                       "int64", t);
+  if (dt_in && (st = int_scalar_in(ctx, "depth_tensor", dt_in, &depth))) return st;
+  if (depth < 1)
+    return pd_ctx_fail(ctx, PD_EINVAL, "depth must be at least 1, got %" PRId64, depth);
+  int64_t od[MAXD];
+  int ond = x->ndims;
+  memcpy(od, x->dims, sizeof(int64_t) * (size_t)x->ndims);
+  if (ctx->def->karg == PD_OPV_ONE_HOT) {
+    if (x->ndims < 2 || x->dims[x->ndims - 1] != 1)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "X must be [..., 1] with at least 2 dims, got %s",
+                         shape_str(x, s));
+    od[ond - 1] = depth;
+  } else {
+    if (ond >= MAXD)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "X %s has too many dims for one more", shape_str(x, s));
+    od[ond++] = depth;
+  }
+  int64_t n = pd_tensor_numel(x);
+  if (n > 0 && depth > INT64_MAX / n)
+    return pd_ctx_fail(ctx, PD_EINVAL, "X %s with depth %" PRId64 " is too large",
+                       shape_str(x, s), depth);
+  bool lenient = pd_ctx_attr_bool(ctx, "allow_out_of_range");
+  for (int64_t i = 0; i < n && !lenient; i++) {
+    int64_t id = elem_i(x, i);
+    if (id < 0 || id >= depth)
+      return pd_ctx_fail(ctx, PD_EINVAL, "id %" PRId64 " (element %" PRId64 " of X %s) is "
+                         "outside [0, %" PRId64 ")", id, i, shape_str(x, s), depth);
+  }
+  hold h;
+  hold_init(&h);
+  pd_dtype odt = (pd_dtype)t;
+  if ((st = unalias(ctx, &h, out, &x)) || (st = resize(ctx, out, odt, ond, od, x)) ||
+      (st = k_check(ctx, ctx->k->fill(odt, n * depth, pd_tensor_data(out), 0.0), odt)))
+    goto done;
+  void *o = pd_tensor_data(out);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t id = elem_i(x, i), at = i * depth + id;
+    if (id < 0 || id >= depth) continue;
+    switch (odt) {
+      case PD_FP32: ((float *)o)[at] = 1.0f; break;
+      case PD_FP64: ((double *)o)[at] = 1.0; break;
+      case PD_INT32: ((int32_t *)o)[at] = 1; break;
+      default: ((int64_t *)o)[at] = 1; break;
+    }
+  }
+done:
   hold_free(&h);
   return st;
 }
