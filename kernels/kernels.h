@@ -753,6 +753,35 @@ typedef pd_status pd_k_interp2d_fn(pd_dtype dt, const pd_k_interp2d *p, const vo
 typedef pd_status pd_k_interp2d_grad_fn(pd_dtype dt, const pd_k_interp2d *p, const void *dy,
                                         void *dx);
 
+/* Sampling of images at the points of a grid (grid_sampler, PaddlePaddle's grid_sample): x
+ * [n, c, h, w], grid [n, oh, ow, 2] of (x, y) in [-1, 1], y [n, c, oh, ow]. A grid value g of
+ * an axis of size s maps to the source coordinate u = (g + 1) ((s - 1) / 2) with align_corners,
+ * else (g + 1) (s / 2) - 1/2, each step in dt; then padding border clamps u into [0, s - 1],
+ * reflection reflects it off the borders (align_corners: at 0 and s - 1, r = |u| mod 2 (s - 1),
+ * u = min(r, 2 (s - 1) - r), 0 when s is 1; else at -1/2 and s - 1/2, r = |u + 1/2| mod 2 s,
+ * u = min(r, 2 s - r) - 1/2 clamped into [0, s - 1]), zeros leaves it. bilinear: the corners
+ * x0 = floor(u), x1 = x0 + 1 (and y0, y1 likewise) weighted by the distances to the other side,
+ * y = v00 (x1 - u)(y1 - v) + v01 (u - x0)(y1 - v) + v10 (x1 - u)(v - y0) + v11 (u - x0)(v - y0)
+ * left to right (v_yx the pixel, 0 outside the image); nearest: the pixel at (round(v),
+ * round(u)), halves away from zero, 0 outside. The gradient overwrites dx (when not NULL) with
+ * each dy element times its corner weights added to the corners inside the image, and dgrid
+ * (when not NULL) with the derivative of y by the grid values summed over the channels (0 for
+ * nearest, and where border or reflection clamp; reflection flips its sign), through the
+ * mapping above. fp32/fp64 (PD_EUNSUPPORTED); n, c >= 0, h, w, oh, ow >= 1 whose products fit,
+ * padding 0 (zeros), 1 (border) or 2 (reflection), the buffers set when there are elements
+ * (PD_EINVAL; pd_k_grid_sample_check). */
+typedef struct pd_k_grid_sample {
+  int64_t n, c, h, w, oh, ow;
+  bool nearest;        /* else bilinear */
+  int padding;         /* 0 zeros, 1 border, 2 reflection */
+  bool align_corners;
+} pd_k_grid_sample;
+typedef pd_status pd_k_grid_sample_fn(pd_dtype dt, const pd_k_grid_sample *p, const void *x,
+                                      const void *grid, void *y);
+typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *p,
+                                           const void *x, const void *grid, const void *dy,
+                                           void *dx, void *dgrid);
+
 /* ---- The backend table: every entry once, in table order. PD_K_BACKEND_LIST(X) calls
  * X(name, type, cuda) for each; the struct below, the CPU backend's declarations and table
  * (kernels/cpu/cpu.h, backend.c: pd_kcpu_<name>) and the CUDA backend's (kernels/cuda/cuda_int.h,
@@ -836,7 +865,9 @@ typedef pd_status pd_k_interp2d_grad_fn(pd_dtype dt, const pd_k_interp2d *p, con
   X(pad, pd_k_pad_fn, CUDA)                                                                        \
   X(pad_grad, pd_k_pad_grad_fn, CUDA)                                                              \
   X(interp2d, pd_k_interp2d_fn, CUDA)                                                              \
-  X(interp2d_grad, pd_k_interp2d_grad_fn, CUDA)
+  X(interp2d_grad, pd_k_interp2d_grad_fn, CUDA)                                                    \
+  X(grid_sample, pd_k_grid_sample_fn, CUDA)                                                        \
+  X(grid_sample_grad, pd_k_grid_sample_grad_fn, CUDA)
 
 typedef struct pd_k_backend {
   const char *name; /* "cpu", "cuda" */

@@ -131,8 +131,25 @@ BINARY = {"multiply": "elementwise_mul", "add": "elementwise_add",
           "maximum": "elementwise_max", "minimum": "elementwise_min"}
 
 
+def _legacy_grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=True,
+                        name=None):
+    if not isinstance(x, Variable):
+        return _grid_sample(x, grid, mode, padding_mode, align_corners, name)
+    block = paddle.static.default_main_program().current_block()
+    out = block.create_var(name=paddle.utils.unique_name.generate("grid_sampler"), dtype=x.dtype)
+    block.append_op(type="grid_sampler", inputs={"X": [x], "Grid": [grid]},
+                    outputs={"Output": [out]},
+                    attrs={"mode": mode, "padding_mode": padding_mode,
+                           "align_corners": bool(align_corners)})
+    return out
+
+
+_grid_sample = paddle.nn.functional.grid_sample
+
+
 def patch_legacy():
     mods = (paddle, sys.modules["paddle.tensor"], paddle.nn.functional)
+    paddle.nn.functional.grid_sample = _legacy_grid_sample
     for fn, op in UNARY.items():
         for m in mods:
             if hasattr(m, fn):
@@ -341,12 +358,15 @@ def _ppocr():
 
 
 class OCRModel(paddle.nn.Layer):
-    """backbone -> neck -> head, as ppocr's BaseModel chains them."""
-    def __init__(self, backbone, neck, head):
+    """[transform ->] backbone -> neck -> head, as ppocr's BaseModel chains them."""
+    def __init__(self, backbone, neck, head, transform=None):
         super().__init__()
         self.backbone, self.neck, self.head = backbone, neck, head
+        self.transform = transform
 
     def forward(self, x):
+        if self.transform is not None:
+            x = self.transform(x)
         x = self.backbone(x)
         if self.neck is not None:
             x = self.neck(x)
@@ -435,22 +455,28 @@ def svtr_lcnet_rec(version):
 
 
 def svtr_rec():
-    """SVTR-Tiny (rec_svtrnet.yml without its STN_ON transform): SVTRNet (patch merging by
-    convolution, 6 local + 6 global mixers, last stage), SequenceEncoder "reshape", CTCHead; its
-    img_size is the input's, 48x160, so out_char_num is W/4 = 40. The local mixers' masks (0 in
-    the 7x11 window, -inf outside) are persistable tensors of the program (eager_tmp_N), made from
+    """SVTR-Tiny as rec_svtrnet.yml builds it: the STN_ON transform (a TPS rectification: a
+    localization network on the image resized to 32x64 predicting 20 control points, the TPS grid
+    of a 32x100 output, grid_sample), SVTRNet (patch merging by convolution, 6 local + 6 global
+    mixers, last stage), SequenceEncoder "reshape", CTCHead. The input is 1x3x32x128 (the config
+    evaluates 64x256; the STN resamples any size to 32x100). The local mixers' masks (0 in the
+    7x11 window, -inf outside) are persistable tensors of the program (eager_tmp_N), made from
     weights.txt like every parameter: the test runs them with the generator's values; the model
     with its own masks (paddle.jit.save's parameters) agrees with Paddle as well."""
     _ppocr()
     from ppocr.modeling.backbones.rec_svtrnet import SVTRNet
     from ppocr.modeling.heads.rec_ctc_head import CTCHead
     from ppocr.modeling.necks.rnn import SequenceEncoder
-    bb = SVTRNet(img_size=[48, 160], out_char_num=40, out_channels=192, patch_merging="Conv",
+    from ppocr.modeling.transforms.stn import STN_ON
+    stn = STN_ON(3, tps_inputsize=[32, 64], tps_outputsize=[32, 100], num_control_points=20,
+                 tps_margins=[0.05, 0.05], stn_activation="none")
+    bb = SVTRNet(img_size=[32, 100], out_char_num=25, out_channels=192, patch_merging="Conv",
                  embed_dim=[64, 128, 256], depth=[3, 6, 3], num_heads=[2, 4, 8],
                  mixer=["Local"] * 6 + ["Global"] * 6, local_mixer=[[7, 11]] * 3,
                  last_stage=True, prenorm=False)
     neck = SequenceEncoder(bb.out_channels, "reshape")
-    return OCRModel(bb, neck, CTCHead(neck.out_channels, REC_CLASSES)), rec_image()
+    return (OCRModel(bb, neck, CTCHead(neck.out_channels, REC_CLASSES), transform=stn),
+            image(3, 32, 128, n=1))
 
 
 def text_cls():
@@ -499,7 +525,8 @@ FAMILIES = {
     "ppocrv4_rec": (svtr_lcnet_rec(4), "PaddleOCR commit %s PP-OCRv4 rec (SVTR_LCNet): PPLCNetV3(0.95, "
                     "repped), MultiHead(CTCHead(97) with SequenceEncoder(svtr, 120, depth 2, 120, "
                     "kernel [1,3]), NRTRHead)" % PADDLEOCR_COMMIT),
-    "svtr_rec": (svtr_rec, "PaddleOCR commit %s SVTR-Tiny: SVTRNet(img_size [48,160], out_char_num 40), "
+    "svtr_rec": (svtr_rec, "PaddleOCR commit %s SVTR-Tiny (rec_svtrnet.yml): STN_ON (TPS, 20 "
+                 "control points), SVTRNet(img_size [32,100], out_char_num 25), "
                  "SequenceEncoder(reshape), CTCHead(97)" % PADDLEOCR_COMMIT),
     "text_cls": (text_cls, "PaddleOCR commit %s text direction classifier: rec_mobilenet_v3.MobileNetV3("
                  "small, 0.35), ClsHead(2)" % PADDLEOCR_COMMIT),
@@ -572,12 +599,16 @@ def main(argv):
     outdir = argv[0] if argv else os.path.join(os.path.dirname(__file__), "..", "tests",
                                                "interop", "zoo")
     names = argv[1:] or list(FAMILIES)
+    if len(names) > 1:
+        # One process per family: the names Paddle generates (parameters, temporaries, and the
+        # eager_tmp_N of tensors a model makes itself, whose counter no guard resets) then do not
+        # depend on which families ran before it.
+        import subprocess
+        for n in names:
+            subprocess.run([sys.executable, os.path.abspath(__file__), outdir, n], check=True)
+        return
     patch_legacy()
-    for n in names:
-        # Fresh generated names (parameters, temporaries) for each family, so that a family's
-        # files do not depend on which families ran before it in this process.
-        with paddle.utils.unique_name.guard():
-            export(n, outdir)
+    export(names[0], outdir)
 
 
 if __name__ == "__main__":

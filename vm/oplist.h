@@ -277,7 +277,8 @@ PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), O
 PD_ACT_(elu, PD_K_ELU, FLOAT("alpha", 1.0))
 PD_COMPARE_(equal, PD_K_EQ)
 PD_MATH_(exp, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_EXP)
-PD_OPK(expand_v2, DIFF | GPU | GPU_GRAD, expand_v2, IN(ONE("X")), OUT(ONE("Out")),
+PD_OPK(expand_v2, DIFF | GPU | GPU_GRAD, expand_v2,
+       IN(ONE("X"), OPT("Shape", HOST), OPT_LIST("expand_shapes_tensor", HOST)), OUT(ONE("Out")),
        ATTRS(INTS_EMPTY("shape")), KERNEL(repeat, PD_OPV_EXPAND))
 PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
       OUT(ONE("Out")),
@@ -328,6 +329,12 @@ PD_OP(gelu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE(
       ATTRS(BOOL("approximate", false)))
 PD_COMPARE_(greater_equal, PD_K_GE)
 PD_COMPARE_(greater_than, PD_K_GT)
+/* grid_sampler (vm/ops/interp.c): X [N, C, H, W] sampled at Grid [N, Ho, Wo, 2]'s points. */
+PD_OP(grid_sampler, DIFF | FP_IN | GPU | GPU_GRAD, grid_sampler, IN(ONE("X"), ONE("Grid")),
+      OUT(ONE("Output")),
+      ATTRS(ENUM("mode", "bilinear", "nearest"), ENUM("padding_mode", "zeros", "border",
+                                                        "reflection"),
+            BOOL("align_corners", true)))
 /* group_norm and instance_norm share a shape function and kernels (vm/ops/norm.c): a
  * layer_norm over each group, then the per-channel Scale and Bias. */
 PD_OPK(group_norm, DIFF | FP_IN | GPU | GPU_GRAD, group_norm,

@@ -319,6 +319,10 @@ static int expand_dims(int xn, const int64_t *xd, int sn, const int64_t *shape, 
   return sn;
 }
 
+/* expand_v2: X broadcast to `shape` (the Shape input, else the expand_shapes_tensor list, else
+ * the attribute, as PaddlePaddle picks them). With a shape given at run time the rank is the
+ * list's length, Shape's size or the attribute's length, and a dim is known where the attribute
+ * has a positive entry (Paddle writes -1 where a tensor gives it). */
 pd_status pd_infer_expand_v2(pd_infer_ctx *c) {
   const pd_var_desc *x;
   pd_infer_dims d, out;
@@ -330,6 +334,22 @@ pd_status pd_infer_expand_v2(pd_infer_ctx *c) {
   if (sn > PD_MAX_RANK)
     return pd_infer_fail(c, PD_EUNSUPPORTED, "shape %s has more than %d dims",
                          pd_infer_attr_ints_str(c, "shape", sl), PD_MAX_RANK);
+  int nlist = pd_infer_nin(c, "expand_shapes_tensor");
+  if (pd_infer_nin(c, "Shape") > 0 || nlist > 0) {
+    int rank = nlist > 0 ? nlist : sn > 0 ? sn : -1;
+    if (pd_infer_nin(c, "Shape") > 0) {
+      pd_infer_dims sd;
+      if ((st = pd_infer_in(c, "Shape", 0, NULL, &sd))) return st;
+      rank = sd.n == 1 && sd.d[0] >= 0 ? (int)sd.d[0] : sn > 0 ? sn : -1;
+    }
+    if (rank > PD_MAX_RANK)
+      return pd_infer_fail(c, PD_EUNSUPPORTED, "the shape has %d dims; at most %d are supported",
+                           rank, PD_MAX_RANK);
+    out = pd_infer_dims_unknown(rank);
+    for (int i = 0; rank == sn && i < sn; i++)
+      if (shape[i] > 0) out.d[i] = shape[i];
+    return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+  }
   if (d.n < 0) {
     out.n = sn;
     for (int i = 0; i < sn; i++) out.d[i] = shape[i] > 0 ? shape[i] : -1;
@@ -389,13 +409,32 @@ pd_status pd_infer_tile(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
 }
 
-/* The out dims of expand_v2 or tile (is_tile) for x at run time. */
+/* The out dims of expand_v2 or tile (is_tile) for x at run time. expand_v2's shape: the Shape
+ * input, else the expand_shapes_tensor list, else the attribute. */
 static pd_status repeat_plan(const pd_exec_ctx *ctx, const pd_tensor *x, bool is_tile, int *nd,
                              int64_t *od) {
   const char *attr = is_tile ? "repeat_times" : "shape";
   int64_t v[MAXD + 1];
   char s[DIMS_BUF], sl[LIST_BUF];
-  int n = pd_ctx_attr_ints(ctx, attr, v, MAXD + 1), bad = 0;
+  int n = 0, bad = 0;
+  bool given;
+  pd_status st;
+  const pd_tensor *sh = is_tile ? NULL : in_if_set(ctx, "Shape", 0);
+  if (sh) {
+    if (!is_int(sh->dtype) || sh->ndims != 1)
+      return pd_ctx_fail(ctx, PD_ETYPE, "Shape must be a 1-D int32 or int64 tensor, got %s %s",
+                         pd_dtype_name(sh->dtype), shape_str(sh, s));
+    if (sh->dims[0] > MAXD)
+      return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "Shape gives %" PRId64 " dims; at most %d are "
+                         "supported", sh->dims[0], MAXD);
+    n = (int)sh->dims[0];
+    for (int i = 0; i < n; i++) v[i] = elem_i(sh, i);
+  } else if (!is_tile) {
+    /* Shape is unbound here: the list, else the attribute. */
+    if ((st = shape_from(ctx, "expand_shapes_tensor", "Shape", attr, v, &n, &given))) return st;
+  } else {
+    n = pd_ctx_attr_ints(ctx, attr, v, MAXD + 1);
+  }
   if (n < 0) n = 0;
   if (n > MAXD)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "%s has %d entries; at most %d are supported", attr,

@@ -28,7 +28,11 @@
  * by Keys' cubic convolution with A = -0.75 (cc2(t + 1), cc1(t), cc1(1 - t), cc2(2 - t), cc1(x)
  * = ((A + 2) x - (A + 3)) x x + 1, cc2(x) = ((A x - 5 A) x + 8 A) x - 4 A), computed in T. The
  * gradient is the forward pass's adjoint: dy added to the taps each output read, times their
- * weights. */
+ * weights.
+ *
+ * grid_sampler (PaddlePaddle's grid_sample on a 4-D X; 5-D is refused) samples X at the points of
+ * Grid through the backend's grid_sample entries, which kernels.h defines as Paddle's CPU kernel
+ * computes; its gradient has X's and Grid's parts. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -426,6 +430,113 @@ pd_status pd_kernel_interp_grad(pd_exec_ctx *ctx) {
   if (!(st = unalias(ctx, &h, dx, &dy)) && !(st = unalias(ctx, &h, dx, &x)) &&
       !(st = resize_like(ctx, dx, x, x)))
     st = interp_run(ctx, &g, x->dtype, pd_tensor_data(dy), pd_tensor_data(dx), true);
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ grid_sampler */
+
+/* Output: [N, C, Ho, Wo] from X [N, C, H, W] and Grid [N, Ho, Wo, 2], X's dtype. */
+pd_status pd_infer_grid_sampler(pd_infer_ctx *c) {
+  const pd_var_desc *x, *g;
+  pd_infer_dims d, gd;
+  char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (!st) st = pd_infer_in(c, "Grid", 0, &g, &gd);
+  if (st) return st;
+  if (d.n >= 0 && d.n != 4)
+    return pd_infer_fail(c, PD_ESHAPE, "X must have 4 dims [N, C, H, W], got %s (5-D inputs are "
+                         "not supported)", pd_infer_dims_str(&d, s1));
+  if (gd.n >= 0 && (gd.n != 4 || (gd.d[3] >= 0 && gd.d[3] != 2)))
+    return pd_infer_fail(c, PD_ESHAPE, "Grid must be [N, Ho, Wo, 2], got %s",
+                         pd_infer_dims_str(&gd, s1));
+  if (g->dtype != x->dtype)
+    return pd_infer_fail(c, PD_ETYPE, "Grid is %s but X is %s", pd_dtype_name(g->dtype),
+                         pd_dtype_name(x->dtype));
+  if (d.n < 0) d = pd_infer_dims_unknown(4);
+  if (gd.n < 0) gd = pd_infer_dims_unknown(4);
+  if (d.d[0] >= 0 && gd.d[0] >= 0 && d.d[0] != gd.d[0])
+    return pd_infer_fail(c, PD_ESHAPE, "X %s and Grid %s have different batch sizes",
+                         pd_infer_dims_str(&d, s1), pd_infer_dims_str(&gd, s2));
+  pd_infer_dims out = {.n = 4, .d = {d.d[0] >= 0 ? d.d[0] : gd.d[0], d.d[1], gd.d[1], gd.d[2]}};
+  return pd_infer_set_out(c, "Output", 0, &out, x->dtype, 0);
+}
+
+/* X and Grid checked against each other, and the attributes, as the backend's parameters. */
+static pd_status grid_setup(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *g,
+                            pd_k_grid_sample *p) {
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  pd_status st;
+  if ((st = want_float(ctx, "X", x)) || (st = want_same_dtype(ctx, "Grid", g, "X", x))) return st;
+  if (x->ndims != 4)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have 4 dims [N, C, H, W], got %s (5-D inputs are "
+                       "not supported)", shape_str(x, s1));
+  if (g->ndims != 4 || g->dims[3] != 2 || g->dims[0] != x->dims[0])
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Grid must be [N, Ho, Wo, 2] for X %s, got %s",
+                       shape_str(x, s1), shape_str(g, s2));
+  if (x->dims[2] < 1 || x->dims[3] < 1 || g->dims[1] < 1 || g->dims[2] < 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X %s or Grid %s has an empty image", shape_str(x, s1),
+                       shape_str(g, s2));
+  const char *pad = pd_ctx_attr_str(ctx, "padding_mode");
+  *p = (pd_k_grid_sample){.n = x->dims[0], .c = x->dims[1], .h = x->dims[2], .w = x->dims[3],
+                          .oh = g->dims[1], .ow = g->dims[2],
+                          .nearest = strcmp(pd_ctx_attr_str(ctx, "mode"), "nearest") == 0,
+                          .padding = strcmp(pad, "border") == 0       ? 1
+                                     : strcmp(pad, "reflection") == 0 ? 2
+                                                                      : 0,
+                          .align_corners = pd_ctx_attr_bool(ctx, "align_corners")};
+  return PD_OK;
+}
+
+/* grid_sampler: Output = X sampled at Grid's points (kernels.h's grid_sample). */
+pd_status pd_kernel_grid_sampler(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *g;
+  pd_tensor *out;
+  pd_k_grid_sample p;
+  pd_status st;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Grid", &g)) || (st = grid_setup(ctx, x, g, &p)) ||
+      (st = out1(ctx, "Output", &out)))
+    return st;
+  int64_t od[4] = {p.n, p.c, p.oh, p.ow};
+  hold h;
+  hold_init(&h);
+  if (!(st = unalias(ctx, &h, out, &x)) && !(st = unalias(ctx, &h, out, &g)) &&
+      !(st = resize(ctx, out, x->dtype, 4, od, NULL)))
+    st = pd_ctx_check(ctx, ctx->k->grid_sample(x->dtype, &p, pd_tensor_data(x), pd_tensor_data(g),
+                                               pd_tensor_data(out)),
+                      "grid_sample");
+  hold_free(&h);
+  return st;
+}
+
+/* Its gradient: X@GRAD gets each Output@GRAD element on the corners its output read, times
+ * their weights; Grid@GRAD the derivative of the output by the grid values (kernels.h). */
+pd_status pd_kernel_grid_sampler_grad(pd_exec_ctx *ctx) {
+  pd_tensor *dx, *dg;
+  const pd_tensor *x, *g, *dy;
+  pd_k_grid_sample p;
+  pd_status st;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || (st = out_opt(ctx, "Grid@GRAD", &dg))) return st;
+  if (!dx && !dg) return PD_OK;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Grid", &g)) ||
+      (st = in1(ctx, "Output@GRAD", &dy)) || (st = grid_setup(ctx, x, g, &p)))
+    return st;
+  int64_t od[4] = {p.n, p.c, p.oh, p.ow};
+  if ((st = want_grad_shape(ctx, "Output@GRAD", dy, 4, od, x->dtype))) return st;
+  hold h;
+  hold_init(&h);
+  if (dx && ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &g)) ||
+             (st = unalias(ctx, &h, dx, &dy)) || (st = resize_like(ctx, dx, x, x))))
+    goto done;
+  if (dg && ((st = unalias(ctx, &h, dg, &x)) || (st = unalias(ctx, &h, dg, &g)) ||
+             (st = unalias(ctx, &h, dg, &dy)) || (st = resize_like(ctx, dg, g, g))))
+    goto done;
+  st = pd_ctx_check(ctx, ctx->k->grid_sample_grad(x->dtype, &p, pd_tensor_data(x),
+                                                  pd_tensor_data(g), pd_tensor_data(dy),
+                                                  dx ? pd_tensor_data(dx) : NULL,
+                                                  dg ? pd_tensor_data(dg) : NULL),
+                    "grid_sample_grad");
+done:
   hold_free(&h);
   return st;
 }

@@ -108,6 +108,9 @@ pd_status pd_infer_top_k(pd_infer_ctx *c) {
         (st = pd_infer_axis(c, "axis", pd_infer_attr_int(c, "axis"), "X", &d, &axis)))
       return st;
     int64_t n = d.d[axis];
+    if (k > 0 && n >= 0 && k > n && c->def->karg != PD_OPV_TOP_K_V2)
+      return pd_infer_fail(c, PD_ESHAPE, "k %" PRId64 " is larger than the last dim of X %s", k,
+                           pd_infer_dims_str(&d, s));
     if (k > 0 && n >= 0 && k > n)
       return pd_infer_fail(c, PD_ESHAPE, "k %" PRId64 " is larger than dim %d of X %s", k, axis,
                            pd_infer_dims_str(&d, s));
@@ -590,6 +593,9 @@ pd_status pd_kernel_top_k(pd_exec_ctx *ctx) {
   char s[DIMS_BUF];
   int64_t pre, n, post;
   split_at(x, axis, &pre, &n, &post);
+  if ((k < 1 || k > n) && ctx->def->karg != PD_OPV_TOP_K_V2)
+    return pd_ctx_fail(ctx, PD_EINVAL, "k %" PRId64 " is out of range for X %s (expected 1 to %"
+                       PRId64 ")", k, shape_str(x, s), n);
   if (k < 1 || k > n)
     return pd_ctx_fail(ctx, PD_EINVAL, "k %" PRId64 " is out of range for X %s along axis %d "
                        "(expected 1 to %" PRId64 ")", k, shape_str(x, s), axis, n);

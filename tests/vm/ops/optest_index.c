@@ -51,10 +51,16 @@ static void ref_clip(ot_ref *r) {
  * and X's dims of 1 are broadcast; tile: Out's dim is X's times the repeat, and X repeats
  * whole along it. Either way Out's element at c reads X's at c modulo X's (padded) dims. */
 static void ref_repeat(ot_ref *r) {
-  const ot_val *x = ot_in(r, "X");
+  const ot_val *x = ot_in(r, "X"), *sh = ot_in(r, "Shape");
   bool tile = strcmp(ot_op(r), "tile") == 0;
   int64_t a[OT_MAX_DIMS], xd[OT_MAX_DIMS], od[OT_MAX_DIMS], c[OT_MAX_DIMS];
   int na = ot_ints(r, tile ? "repeat_times" : "shape", a, OT_MAX_DIMS);
+  /* expand_v2's shape at run time: Shape, else the expand_shapes_tensor list. */
+  if (!tile && (sh || ot_nin(r, "expand_shapes_tensor") > 0)) {
+    na = sh ? (int)sh->n : ot_nin(r, "expand_shapes_tensor");
+    for (int i = 0; i < na; i++)
+      a[i] = (int64_t)(sh ? sh->v[i] : ot_in_at(r, "expand_shapes_tensor", i)->v[0]);
+  }
   int nd = na > x->nd ? na : x->nd;
   pad_dims(x, nd, xd);
   for (int d = 0; d < nd; d++) {
@@ -222,6 +228,17 @@ const ot_row ot_rows_index[] = {
      * leading 1s). */
     {.op = "tile", .what = "fewer repeats than dims", .attrs = "repeat_times=[2]",
      .in = {{"X", "[2, 3]"}}, .ref = ref_repeat},
+    /* expand_v2 with the shape given at run time: the Shape input over the list and the
+     * attribute; the list (a -1 keeps X's dim) over the attribute, where Paddle writes -1. */
+    {.op = "expand_v2", .what = "Shape input", .attrs = "shape=[9, 9]",
+     .in = {{"X", "[3, 1]"}, {"Shape", "[3]", OT_I32, .v = (const double[]){2, 3, 4}},
+            {"expand_shapes_tensor", "[1]", OT_I64, .v = (const double[]){5}}},
+     .ref = ref_repeat},
+    {.op = "expand_v2", .what = "expand_shapes_tensor", .attrs = "shape=[-1, -1, 2]",
+     .in = {{"X", "[1, 3, 1]"}, {"expand_shapes_tensor", "[1]", OT_I64, .v = (const double[]){4}},
+            {"expand_shapes_tensor", "[1]", OT_I32, .v = (const double[]){-1}},
+            {"expand_shapes_tensor", "[1]", OT_I64, .v = (const double[]){2}}},
+     .ref = ref_repeat},
     {.op = "tile", .what = "as many", .attrs = "repeat_times=[2, 3, 1]",
      .in = {{"X", "[2, 1, 3]"}}, .ref = ref_repeat},
     {.op = "tile", .what = "more repeats than dims", .attrs = "repeat_times=[2, 1, 2]",

@@ -6,7 +6,10 @@
  * written out output by output: its ratios and bilinear weights are floats (3.3.1's CPU kernel:
  * the height's source index computed in double and rounded to float, the width's in float
  * arithmetic; linear's like bilinear's height), bicubic's weights Keys' cubic convolution (A =
- * -0.75) in double, the sums in double. */
+ * -0.75) in double, the sums in double. grid_sampler: bilinear and nearest, zeros, border and
+ * reflection padding, with and without align_corners, grid points inside and outside the
+ * image, gradients for X and Grid; the reference is Paddle's grid_sample written out point by
+ * point in double. */
 #include "config.h"
 
 #include <math.h>
@@ -120,6 +123,51 @@ static void interp_with(ot_ref *r, int64_t oh, int64_t ow, double sh, double sw)
             }
           o[nhwc ? ((b * oh + k) * ow + l) * c + ch : ((b * c + ch) * oh + k) * ow + l] = s;
         }
+}
+
+/* grid_sampler: a grid value g of an axis of size n maps to u = (g + 1) (n - 1) / 2
+ * (align_corners) or (g + 1) n / 2 - 1/2; border clamps u into [0, n - 1]; reflection folds it
+ * back off 0 and n - 1 (align_corners) or off -1/2 and n - 1/2 (then clamps). */
+static double grid_coord(double g, int64_t n, bool ac, const char *pad) {
+  double hi = (double)(n - 1), u = ac ? (g + 1) * hi / 2 : (g + 1) * (double)n / 2 - 0.5;
+  if (strcmp(pad, "reflection") == 0) {
+    double lo = ac ? 0 : -0.5, top = ac ? hi : hi + 0.5, span = top - lo;
+    if (span == 0) return 0;
+    double r = fmod(fabs(u - lo), 2 * span);
+    u = lo + (r > span ? 2 * span - r : r);
+  }
+  if (strcmp(pad, "zeros") != 0) u = fmin(fmax(u, 0), hi);
+  return u;
+}
+
+/* X's pixel (y, x) of image b, channel ch; 0 outside the image. */
+static double pixel(const ot_val *x, int64_t b, int64_t ch, double y, double xx) {
+  int64_t h = x->dims[2], w = x->dims[3];
+  if (y < 0 || y > (double)(h - 1) || xx < 0 || xx > (double)(w - 1)) return 0;
+  return x->v[((b * x->dims[1] + ch) * h + (int64_t)y) * w + (int64_t)xx];
+}
+
+/* Output[b, ch, k, l]: X at Grid[b, k, l]'s point: the 4 pixels around it weighted by the
+ * distances to the opposite ones (bilinear), or the nearest pixel (halves away from zero). */
+static void ref_grid_sampler(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *g = ot_in(r, "Grid");
+  bool ac = ot_bool(r, "align_corners"), nearest = strcmp(ot_str(r, "mode"), "nearest") == 0;
+  const char *pad = ot_str(r, "padding_mode");
+  int64_t n = x->dims[0], c = x->dims[1], oh = g->dims[1], ow = g->dims[2];
+  double *o = ot_out(r, "Output", 4, (int64_t[]){n, c, oh, ow});
+  for (int64_t b = 0; b < n; b++)
+    for (int64_t k = 0; k < oh * ow; k++) {
+      const double *gp = g->v + (b * oh * ow + k) * 2;
+      double u = grid_coord(gp[0], x->dims[3], ac, pad), v = grid_coord(gp[1], x->dims[2], ac, pad);
+      double x0 = floor(u), y0 = floor(v), fx = u - x0, fy = v - y0;
+      for (int64_t ch = 0; ch < c; ch++)
+        o[(b * c + ch) * oh * ow + k] =
+            nearest ? pixel(x, b, ch, round(v), round(u))
+                    : pixel(x, b, ch, y0, x0) * (1 - fx) * (1 - fy) +
+                          pixel(x, b, ch, y0, x0 + 1) * fx * (1 - fy) +
+                          pixel(x, b, ch, y0 + 1, x0) * (1 - fx) * fy +
+                          pixel(x, b, ch, y0 + 1, x0 + 1) * fx * fy;
+    }
 }
 
 /* The size as the op's inputs and attributes give it: SizeTensor; else OutSize over the Scale
@@ -288,6 +336,32 @@ const ot_row ot_rows_interp[] = {
      .attrs = "interp_method=linear align_corners=false align_mode=0",
      .in = {{"X", "[2, 1, 7]"}, {"Scale", "[1]", OT_F32, .v = scale_06}}, .ref = ref_interp,
      .no_grad = true},
+    /* grid_sampler: F.grid_sample writes mode bilinear, padding_mode zeros, align_corners
+     * true by default; grids reach past [-1, 1] for the paddings to act. */
+    {.op = "grid_sampler", .what = "bilinear, zeros, align_corners",
+     .in = {{"X", "[2, 3, 4, 5]"}, {"Grid", "[2, 3, 2, 2]", .lo = -1.2, .hi = 1.2}},
+     .ref = ref_grid_sampler},
+    {.op = "grid_sampler", .what = "bilinear, zeros", .attrs = "align_corners=false",
+     .in = {{"X", "[1, 2, 5, 4]"}, {"Grid", "[1, 4, 3, 2]", .lo = -1.2, .hi = 1.2}},
+     .ref = ref_grid_sampler},
+    {.op = "grid_sampler", .what = "bilinear, border", .attrs = "padding_mode=border",
+     .in = {{"X", "[1, 2, 4, 4]"}, {"Grid", "[1, 3, 3, 2]", .lo = -1.4, .hi = 1.4}},
+     .ref = ref_grid_sampler},
+    {.op = "grid_sampler", .what = "bilinear, reflection, align_corners",
+     .attrs = "padding_mode=reflection",
+     .in = {{"X", "[1, 2, 4, 5]"}, {"Grid", "[1, 3, 3, 2]", .lo = -1.6, .hi = 1.6}},
+     .ref = ref_grid_sampler},
+    {.op = "grid_sampler", .what = "bilinear, reflection",
+     .attrs = "padding_mode=reflection align_corners=false",
+     .in = {{"X", "[2, 1, 3, 5]"}, {"Grid", "[2, 2, 4, 2]", .lo = -1.6, .hi = 1.6}},
+     .ref = ref_grid_sampler},
+    {.op = "grid_sampler", .what = "nearest, zeros", .attrs = "mode=nearest",
+     .in = {{"X", "[1, 2, 4, 5]"}, {"Grid", "[1, 3, 4, 2]", .lo = -1.2, .hi = 1.2}},
+     .ref = ref_grid_sampler, .wrt = "X"},
+    {.op = "grid_sampler", .what = "nearest, border", .attrs = "mode=nearest padding_mode=border "
+                                                             "align_corners=false",
+     .in = {{"X", "[1, 1, 3, 4]"}, {"Grid", "[1, 2, 3, 2]", .lo = -1.3, .hi = 1.3}},
+     .ref = ref_grid_sampler, .no_grad = true},
     /* bilinear_interp. */
     {.op = "bilinear_interp", .what = "scale 2, align_mode 0",
      .attrs = "interp_method=bilinear align_corners=false align_mode=0 scale=2.0",
