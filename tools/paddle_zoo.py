@@ -10,9 +10,12 @@ packages installed, outside the source tree:
     python3 -m venv /opt/pdvenv && /opt/pdvenv/bin/pip install paddlepaddle==3.3.1 \\
         scikit-learn opencv-python-headless pyyaml six colorlog scipy tqdm shapely pyclipper
     /opt/pdvenv/bin/pip install --no-deps paddleclas paddleseg paddledet paddlenlp
-    /opt/pdvenv/bin/python tools/paddle_zoo.py [--list] [OUTDIR [NAME...]]
+    PADDLEOCR_SRC=/opt/paddleocr_one /opt/pdvenv/bin/python tools/paddle_zoo.py \
+        [--list] [OUTDIR [NAME...]]
 
-OUTDIR defaults to tests/interop/zoo. Each model NAME gets OUTDIR/NAME holding:
+PADDLEOCR_SRC names a folder holding PaddleOCR's ppocr/ tree of commit PADDLEOCR_COMMIT (below,
+_ppocr()). OUTDIR defaults to tests/interop/zoo. Several NAMEs are exported one process each.
+Each model NAME gets OUTDIR/NAME holding:
   inference.pdmodel   the program exactly as Paddle saved it;
   weights.txt         how to make its parameters (below), one line "NAME SCALE OFFSET" each;
   in_FEED.npy         the inputs;  fetch_names.txt, out_FETCH.npy: Paddle's outputs;
@@ -514,22 +517,23 @@ FAMILIES = {
     "db_det": (db_det("RSEFPN"), "PaddleOCR commit %s PP-OCRv3 det student: det_mobilenet_v3."
                "MobileNetV3(large, 0.5, disable_se), RSEFPN(96, shortcut), DBHead(k=50)"
                % PADDLEOCR_COMMIT),
-    "db_det_dbfpn": (db_det("DBFPN"), "PaddleOCR commit %s PP-OCRv2 det: det_mobilenet_v3.MobileNetV3("
-                     "large, 0.5, disable_se), DBFPN(96), DBHead(k=50)" % PADDLEOCR_COMMIT),
+    "db_det_dbfpn": (db_det("DBFPN"), "PaddleOCR commit %s PP-OCRv2 det: det_mobilenet_v3."
+                     "MobileNetV3(large, 0.5, disable_se), DBFPN(96), DBHead(k=50)"
+                     % PADDLEOCR_COMMIT),
     "crnn_rec": (crnn_rec, "PaddleOCR commit %s CRNN (PP-OCR mobile v2.0 rec): rec_mobilenet_v3."
                  "MobileNetV3(small, 0.5, small_stride [1,2,2,2]), SequenceEncoder(rnn, 48), "
                  "CTCHead(97)" % PADDLEOCR_COMMIT),
     "ppocrv3_rec": (svtr_lcnet_rec(3), "PaddleOCR commit %s PP-OCRv3 rec (SVTR_LCNet): "
                     "MobileNetV1Enhance(0.5), MultiHead(CTCHead(97) with SequenceEncoder(svtr, "
                     "64, depth 2, 120), SARHead)" % PADDLEOCR_COMMIT),
-    "ppocrv4_rec": (svtr_lcnet_rec(4), "PaddleOCR commit %s PP-OCRv4 rec (SVTR_LCNet): PPLCNetV3(0.95, "
-                    "repped), MultiHead(CTCHead(97) with SequenceEncoder(svtr, 120, depth 2, 120, "
-                    "kernel [1,3]), NRTRHead)" % PADDLEOCR_COMMIT),
+    "ppocrv4_rec": (svtr_lcnet_rec(4), "PaddleOCR commit %s PP-OCRv4 rec (SVTR_LCNet): "
+                    "PPLCNetV3(0.95, repped), MultiHead(CTCHead(97) with SequenceEncoder(svtr, "
+                    "120, depth 2, 120, kernel [1,3]), NRTRHead)" % PADDLEOCR_COMMIT),
     "svtr_rec": (svtr_rec, "PaddleOCR commit %s SVTR-Tiny (rec_svtrnet.yml): STN_ON (TPS, 20 "
                  "control points), SVTRNet(img_size [32,100], out_char_num 25), "
                  "SequenceEncoder(reshape), CTCHead(97)" % PADDLEOCR_COMMIT),
-    "text_cls": (text_cls, "PaddleOCR commit %s text direction classifier: rec_mobilenet_v3.MobileNetV3("
-                 "small, 0.35), ClsHead(2)" % PADDLEOCR_COMMIT),
+    "text_cls": (text_cls, "PaddleOCR commit %s text direction classifier: rec_mobilenet_v3."
+                 "MobileNetV3(small, 0.35), ClsHead(2)" % PADDLEOCR_COMMIT),
 }
 
 
