@@ -14,8 +14,8 @@ static void TF(interp_fwd)(void *ctx, int64_t b, int64_t e) {
     const T *x = (const T *)j->src + pl / p->c * si.n + pl % p->c * si.c;
     T *y = (T *)j->dst + pl / p->c * so.n + pl % p->c * so.c;
     for (int64_t k = 0; k < p->oh; k++) {
-      const T *r[4];
-      T wy[4];
+      const T *r[4] = {x, x, x, x};
+      T wy[4] = {0, 0, 0, 0};
       for (int i = 0; i < p->th; i++) {
         r[i] = x + iy[i * p->oh + k] * si.y;
         wy[i] = (T)ly[i * p->oh + k];
@@ -26,14 +26,17 @@ static void TF(interp_fwd)(void *ctx, int64_t b, int64_t e) {
           *o = r[0][ix[l] * si.x];
           continue;
         }
-        int64_t q[4];
-        T wx[4];
+        int64_t q[4] = {0, 0, 0, 0};
+        T wx[4] = {0, 0, 0, 0};
         for (int t = 0; t < p->tw; t++) {
           q[t] = ix[t * p->ow + l] * si.x;
           wx[t] = (T)lx[t * p->ow + l];
         }
         T s;
-        if (cubic) {
+        if (p->th == 2 && p->tw == 2) {  /* bilinear, written out: the common case */
+          s = r[0][q[0]] * wy[0] * wx[0] + r[1][q[0]] * wy[1] * wx[0] + r[0][q[1]] * wy[0] * wx[1] +
+              r[1][q[1]] * wy[1] * wx[1];
+        } else if (cubic) {
           s = 0;
           for (int i = 0; i < 4; i++) {
             T row = r[i][q[0]] * wx[0] + r[i][q[1]] * wx[1] + r[i][q[2]] * wx[2] +
