@@ -392,15 +392,17 @@ typedef pd_status pd_k_pool2d_grad_fn(pd_dtype dt, const pd_k_pool2d *p, const v
                                       const void *y, const void *dy, void *dx);
 
 /* Index of the maximum along the middle axis of x viewed as [pre, n, post]: out [pre, post].
- * The first maximum wins; NaN counts as the maximum (as NumPy). n >= 1. fp32, fp64, int32,
- * int64. */
+ * The first maximum wins; NaN counts as the maximum (as NumPy). smallest: the minimum instead,
+ * the first minimum winning and NaN counting as the largest (never the minimum of a row that
+ * has a number: PaddlePaddle's arg_min). n >= 1. fp32, fp64, int32, int64. */
 typedef pd_status pd_k_argmax_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t post,
-                                 const void *x, int64_t *out);
+                                 bool smallest, const void *x, int64_t *out);
 /* The k largest of each row of x [rows, n], in descending order: values (dt) and indices
- * [rows, k]. Equal values keep their original order; NaN is the largest. 1 <= k <= n.
- * fp32, fp64, int32, int64. */
-typedef pd_status pd_k_top_k_fn(pd_dtype dt, int64_t rows, int64_t n, int64_t k, const void *x,
-                                void *values, int64_t *indices);
+ * [rows, k]. Equal values keep their original order; NaN is the largest. smallest: the k
+ * smallest in ascending order (NaN still the largest: last). 1 <= k <= n. fp32, fp64, int32,
+ * int64. */
+typedef pd_status pd_k_top_k_fn(pd_dtype dt, int64_t rows, int64_t n, int64_t k, bool smallest,
+                                const void *x, void *values, int64_t *indices);
 /* dst = src converted, n elements, between bool, int32, int64, fp32 and fp64. To bool: x != 0.
  * Float to integer truncates toward zero and saturates (NaN gives 0); int64 to int32 wraps. */
 typedef pd_status pd_k_cast_fn(pd_dtype src_dt, const void *src, pd_dtype dst_dt, void *dst,
@@ -724,29 +726,61 @@ typedef pd_status pd_k_copy_rows_fn(pd_dtype dt, int64_t n, int64_t width, const
  * pd_k_pool2d_grad_fn. */
 
 /* Resampling of images by separable tables (the interp ops: nearest_interp(_v2),
- * bilinear_interp(_v2)): x [n, c, h, w] (or [n, h, w, c] when nhwc) to y [n, c, oh, ow] (or
- * [n, oh, ow, c]). Output row k reads input rows iy0 = idx[k] and iy1 = idx[oh + k] with weights
- * ly0 = lam[k] and ly1 = lam[oh + k]; output column l reads columns ix0 = idx[2 oh + l] and
- * ix1 = idx[2 oh + ow + l] with weights lx0 = lam[2 oh + l] and lx1 = lam[2 oh + ow + l]:
- *   bilinear  y = x[iy0, ix0] ly0 lx0 + x[iy1, ix0] ly1 lx0 + x[iy0, ix1] ly0 lx1
- *               + x[iy1, ix1] ly1 lx1, left to right, in dt (fp32: the weights as floats);
- *   nearest   y = x[iy0, ix0] (the other taps and the weights unused).
- * The caller builds the tables (where the backend computes, like the buffers) with every index
- * in range: no backend reads them to check. The gradient overwrites dx with the adjoint: each
- * dy element added to the taps it read, times their weights, in the order above (the CPU adds
- * in output order, plane by plane; the GPU with atomics, in no fixed order). fp32/fp64
- * (PD_EUNSUPPORTED); n, c >= 0, h, w, oh, ow >= 1 whose products fit, the buffers and tables
- * set when there are elements (PD_EINVAL; pd_k_interp2d_check). */
+ * bilinear_interp(_v2), bicubic_interp_v2, linear_interp_v2 as images of one row): x [n, c, h,
+ * w] (or [n, h, w, c] when nhwc) to y [n, c, oh, ow] (or [n, oh, ow, c]). Output row k reads
+ * th input rows, tap i being iy_i = idx[i oh + k] with weight ly_i = lam[i oh + k]; output
+ * column l reads tw columns, tap j being ix_j = idx[th oh + j ow + l] with weight
+ * lx_j = lam[th oh + j ow + l]. The taps (th, tw) are (1, 1), (1, 2), (2, 2) or (4, 4):
+ *   (1, 1)  nearest   y = x[iy_0, ix_0] (the weights unused);
+ *   (1, 2), (2, 2)    y = the sum over j, then i within j, of x[iy_i, ix_j] ly_i lx_j, left
+ *                     to right (bilinear: x00 ly0 lx0 + x10 ly1 lx0 + x01 ly0 lx1 + x11 ly1 lx1);
+ *   (4, 4)  cubic     y = the sum over i of (the sum over j of x[iy_i, ix_j] lx_j) ly_i, each
+ *                     left to right;
+ * in dt (fp32: the weights as floats). The caller builds the tables (where the backend
+ * computes, like the buffers) with every index in range: no backend reads them to check. The
+ * gradient overwrites dx with the adjoint: each dy element times ly_i lx_j added to each tap it
+ * read (the CPU adds in output order, plane by plane; the GPU with atomics, in no fixed order).
+ * fp32/fp64 (PD_EUNSUPPORTED); n, c >= 0, h, w, oh, ow >= 1 whose products fit, taps as above,
+ * the buffers and tables set when there are elements (PD_EINVAL; pd_k_interp2d_check). */
 typedef struct pd_k_interp2d {
   int64_t n, c, h, w, oh, ow;
-  bool nhwc;     /* channels last */
-  bool nearest;  /* one tap per axis */
-  const int64_t *idx;  /* 2 (oh + ow) row and column indices */
-  const double *lam;   /* 2 (oh + ow) weights */
+  bool nhwc;       /* channels last */
+  int th, tw;      /* taps per output row and column */
+  const int64_t *idx;  /* th oh + tw ow row and column indices */
+  const double *lam;   /* th oh + tw ow weights */
 } pd_k_interp2d;
 typedef pd_status pd_k_interp2d_fn(pd_dtype dt, const pd_k_interp2d *p, const void *x, void *y);
 typedef pd_status pd_k_interp2d_grad_fn(pd_dtype dt, const pd_k_interp2d *p, const void *dy,
                                         void *dx);
+
+/* Sampling of images at the points of a grid (grid_sampler, PaddlePaddle's grid_sample): x
+ * [n, c, h, w], grid [n, oh, ow, 2] of (x, y) in [-1, 1], y [n, c, oh, ow]. A grid value g of
+ * an axis of size s maps to the source coordinate u = (g + 1) ((s - 1) / 2) with align_corners,
+ * else (g + 1) (s / 2) - 1/2, each step in dt; then padding border clamps u into [0, s - 1],
+ * reflection reflects it off the borders (align_corners: at 0 and s - 1, r = |u| mod 2 (s - 1),
+ * u = min(r, 2 (s - 1) - r), 0 when s is 1; else at -1/2 and s - 1/2, r = |u + 1/2| mod 2 s,
+ * u = min(r, 2 s - r) - 1/2 clamped into [0, s - 1]), zeros leaves it. bilinear: the corners
+ * x0 = floor(u), x1 = x0 + 1 (and y0, y1 likewise) weighted by the distances to the other side,
+ * y = v00 (x1 - u)(y1 - v) + v01 (u - x0)(y1 - v) + v10 (x1 - u)(v - y0) + v11 (u - x0)(v - y0)
+ * left to right (v_yx the pixel, 0 outside the image); nearest: the pixel at (round(v),
+ * round(u)), halves away from zero, 0 outside. The gradient overwrites dx (when not NULL) with
+ * each dy element times its corner weights added to the corners inside the image, and dgrid
+ * (when not NULL) with the derivative of y by the grid values summed over the channels (0 for
+ * nearest, and where border or reflection clamp; reflection flips its sign), through the
+ * mapping above. fp32/fp64 (PD_EUNSUPPORTED); n, c >= 0, h, w, oh, ow >= 1 whose products fit,
+ * padding 0 (zeros), 1 (border) or 2 (reflection), the buffers set when there are elements
+ * (PD_EINVAL; pd_k_grid_sample_check). */
+typedef struct pd_k_grid_sample {
+  int64_t n, c, h, w, oh, ow;
+  bool nearest;        /* else bilinear */
+  int padding;         /* 0 zeros, 1 border, 2 reflection */
+  bool align_corners;
+} pd_k_grid_sample;
+typedef pd_status pd_k_grid_sample_fn(pd_dtype dt, const pd_k_grid_sample *p, const void *x,
+                                      const void *grid, void *y);
+typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *p,
+                                           const void *x, const void *grid, const void *dy,
+                                           void *dx, void *dgrid);
 
 /* ---- The backend table: every entry once, in table order. PD_K_BACKEND_LIST(X) calls
  * X(name, type, cuda) for each; the struct below, the CPU backend's declarations and table
@@ -831,7 +865,9 @@ typedef pd_status pd_k_interp2d_grad_fn(pd_dtype dt, const pd_k_interp2d *p, con
   X(pad, pd_k_pad_fn, CUDA)                                                                        \
   X(pad_grad, pd_k_pad_grad_fn, CUDA)                                                              \
   X(interp2d, pd_k_interp2d_fn, CUDA)                                                              \
-  X(interp2d_grad, pd_k_interp2d_grad_fn, CUDA)
+  X(interp2d_grad, pd_k_interp2d_grad_fn, CUDA)                                                    \
+  X(grid_sample, pd_k_grid_sample_fn, CUDA)                                                        \
+  X(grid_sample_grad, pd_k_grid_sample_grad_fn, CUDA)
 
 typedef struct pd_k_backend {
   const char *name; /* "cpu", "cuda" */

@@ -222,12 +222,15 @@ static inline pd_status pd_k_adaptive_pool_check(pd_dtype dt, const pd_k_pool2d 
 }
 
 /* interp2d / its gradient (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), n, c >= 0, h, w, oh,
- * ow >= 1, n c h w and n c oh ow fitting, and with elements the buffers a, b and the tables
- * set (PD_EINVAL). */
+ * ow >= 1, taps (1, 1), (1, 2), (2, 2) or (4, 4), n c h w and n c oh ow fitting, and with
+ * elements the buffers a, b and the tables set (PD_EINVAL). */
 static inline pd_status pd_k_interp2d_check(pd_dtype dt, const pd_k_interp2d *p, const void *a,
                                             const void *b) {
   if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
   if (!p || p->n < 0 || p->c < 0 || p->h < 1 || p->w < 1 || p->oh < 1 || p->ow < 1)
+    return PD_EINVAL;
+  if (!(p->th == 1 && (p->tw == 1 || p->tw == 2)) && !(p->th == 2 && p->tw == 2) &&
+      !(p->th == 4 && p->tw == 4))
     return PD_EINVAL;
   if (p->c && p->n > INT64_MAX / p->c) return PD_EINVAL;
   int64_t planes = p->n * p->c;
@@ -236,6 +239,22 @@ static inline pd_status pd_k_interp2d_check(pd_dtype dt, const pd_k_interp2d *p,
   int64_t big = p->h * p->w > p->oh * p->ow ? p->h * p->w : p->oh * p->ow;
   if (planes && big > INT64_MAX / planes) return PD_EINVAL;
   return planes && (!a || !b || !p->idx || !p->lam) ? PD_EINVAL : PD_OK;
+}
+
+/* grid_sample / its gradient (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), n, c >= 0, h, w, oh,
+ * ow >= 1, padding 0 to 2, n c h w, n c oh ow and n oh ow 2 fitting, x and the channel-wise
+ * buffer b (y, dy) set when there are channels, grid when there are images (PD_EINVAL). */
+static inline pd_status pd_k_grid_sample_check(pd_dtype dt, const pd_k_grid_sample *p,
+                                               const void *x, const void *grid, const void *b) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (!p || p->n < 0 || p->c < 0 || p->h < 1 || p->w < 1 || p->oh < 1 || p->ow < 1 ||
+      p->padding < 0 || p->padding > 2)
+    return PD_EINVAL;
+  int64_t in[] = {p->n, p->c, p->h, p->w}, o[] = {p->n, p->c, p->oh, p->ow},
+          g[] = {p->n, p->oh, p->ow, 2};
+  if (pd_k_numel(4, in) < 0 || pd_k_numel(4, o) < 0 || pd_k_numel(4, g) < 0) return PD_EINVAL;
+  if (p->n > 0 && !grid) return PD_EINVAL;
+  return p->n > 0 && p->c > 0 && (!x || !b) ? PD_EINVAL : PD_OK;
 }
 
 /* ---- A convolution's GEMM sizes, per image ---- */

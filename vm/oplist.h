@@ -121,14 +121,16 @@
          KERNEL(lookup, 0))
 
 /* The resize ops (vm/ops/interp.c): Fluid's nearest_interp and bilinear_interp (one float scale;
- * the constant 1) and their _v2 (a scale per axis; 2). interp_method picks the method. */
+ * the constant 1) and the _v2 ops (a scale per axis; 2). interp_method picks the method (linear:
+ * a 3-D X), as in PaddlePaddle. */
 #define PD_INTERP_(name, version, scale)                                                        \
   PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, interp,                                           \
          IN(ONE("X"), OPT("OutSize", HOST), OPT_LIST("SizeTensor", HOST), OPT("Scale", HOST)),  \
          OUT(ONE("Out")),                                                                       \
          ATTRS(ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), INT("out_d", 0),               \
                INT("out_h", 0), INT("out_w", 0), scale,                                         \
-               ENUM("interp_method", "bilinear", "nearest"), BOOL("align_corners", true),       \
+               ENUM("interp_method", "bilinear", "nearest", "bicubic", "linear"),              \
+               BOOL("align_corners", true),                                                     \
                INT("align_mode", 1)),                                                           \
          KERNEL(interp, version))
 
@@ -168,9 +170,14 @@ PD_OPK(adamw, FP_IN | GPU, optimizer,
 PD_OP(affine_channel, DIFF | FP_IN | GPU | GPU_GRAD, affine_channel,
       IN(ONE("X"), ONE("Scale"), ONE("Bias")), OUT(ONE("Out")),
       ATTRS(ENUM("data_layout", "AnyLayout", "NCHW", "NHWC")))
-PD_OP(arg_max, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),
-      ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),
-            INT("dtype", PD_INT64)))
+/* arg_max, arg_min (vm/ops/reduce.c): the index of the largest / smallest element. */
+#define PD_ARG_(name, karg)                                                                     \
+  PD_OPK(name, 0, arg_max, IN(ONE("X")), OUT(ONE("Out")),                                       \
+         ATTRS(REQ(LONG, "axis"), BOOL("keepdims", false), BOOL("flatten", false),              \
+               INT("dtype", PD_INT64)),                                                         \
+         KERNEL(arg_max, karg))
+PD_ARG_(arg_max, PD_OPV_ARG_MAX)
+PD_ARG_(arg_min, PD_OPV_ARG_MIN)
 PD_UNARY_(assign, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("shape"), INT("dtype", PD_FP32), FLOATS_EMPTY("fp32_values"),
@@ -183,6 +190,7 @@ PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
       ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),
             ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
             BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
+PD_INTERP_(bicubic_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_INTERP_(bilinear_interp, 1, FLOAT("scale", 0.0))
 PD_INTERP_(bilinear_interp_v2, 2, FLOATS_EMPTY("scale"))
 /* The detection ops (vm/ops/detection.c): the box post-processing of PaddleDetection's exports,
@@ -269,7 +277,8 @@ PD_OP(elman_rnn, DIFF | FP_IN | SEQ_IN, elman_rnn, IN(ONE("Input"), OPT("H0"), O
 PD_ACT_(elu, PD_K_ELU, FLOAT("alpha", 1.0))
 PD_COMPARE_(equal, PD_K_EQ)
 PD_MATH_(exp, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_EXP)
-PD_OPK(expand_v2, DIFF | GPU | GPU_GRAD, expand_v2, IN(ONE("X")), OUT(ONE("Out")),
+PD_OPK(expand_v2, DIFF | GPU | GPU_GRAD, expand_v2,
+       IN(ONE("X"), OPT("Shape", HOST), OPT_LIST("expand_shapes_tensor", HOST)), OUT(ONE("Out")),
        ATTRS(INTS_EMPTY("shape")), KERNEL(repeat, PD_OPV_EXPAND))
 PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
       OUT(ONE("Out")),
@@ -320,6 +329,12 @@ PD_OP(gelu, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE(
       ATTRS(BOOL("approximate", false)))
 PD_COMPARE_(greater_equal, PD_K_GE)
 PD_COMPARE_(greater_than, PD_K_GT)
+/* grid_sampler (vm/ops/interp.c): X [N, C, H, W] sampled at Grid [N, Ho, Wo, 2]'s points. */
+PD_OP(grid_sampler, DIFF | FP_IN | GPU | GPU_GRAD, grid_sampler, IN(ONE("X"), ONE("Grid")),
+      OUT(ONE("Output")),
+      ATTRS(ENUM("mode", "bilinear", "nearest"), ENUM("padding_mode", "zeros", "border",
+                                                        "reflection"),
+            BOOL("align_corners", true)))
 /* group_norm and instance_norm share a shape function and kernels (vm/ops/norm.c): a
  * layer_norm over each group, then the per-channel Scale and Bias. */
 PD_OPK(group_norm, DIFF | FP_IN | GPU | GPU_GRAD, group_norm,
@@ -356,6 +371,7 @@ PD_OP(layer_norm, DIFF | FP_IN | GPU | GPU_GRAD, layer_norm,
 PD_ACT_(leaky_relu, PD_K_LEAKY_RELU, FLOAT("alpha", 0.02))
 PD_COMPARE_(less_equal, PD_K_LE)
 PD_COMPARE_(less_than, PD_K_LT)
+PD_INTERP_(linear_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_OP(lod_reset, DIFF, lod_reset, IN(ONE("X"), OPT("Y")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("target_lod"), BOOL("append", false)))
 PD_MATH_(log, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_LOG)
@@ -410,6 +426,14 @@ PD_OPK(multiclass_nms3, 0, multiclass_nms,
 PD_INTERP_(nearest_interp, 1, FLOAT("scale", 0.0))
 PD_INTERP_(nearest_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_COMPARE_(not_equal, PD_K_NE)
+/* one_hot (Fluid 1.x: X [..., 1], the last dim becoming depth) and one_hot_v2 (a new last dim
+ * of depth), vm/ops/index.c: ids to rows of zeros with a one, of type `dtype`. */
+#define PD_ONE_HOT_(name, version)                                                              \
+  PD_OPK(name, 0, one_hot, IN(ONE("X"), OPT("depth_tensor")), OUT(ONE("Out")),                  \
+         ATTRS(INT("depth", -1), INT("dtype", PD_FP32), BOOL("allow_out_of_range", false)),     \
+         KERNEL(one_hot, version))
+PD_ONE_HOT_(one_hot, PD_OPV_ONE_HOT)
+PD_ONE_HOT_(one_hot_v2, PD_OPV_ONE_HOT_V2)
 /* pad, pad2d, pad3d: X padded in every dim (pad: constant), in H and W (pad2d), in D, H and W
  * (pad3d) through the backend's pad entry (vm/ops/pad.c); Paddings gives the paddings at run
  * time. */
@@ -537,8 +561,11 @@ PD_ACT_(swish, PD_K_SWISH, FLOAT("beta", 1.0))
 PD_MATH_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_TANH)
 PD_OPK(tile, DIFF | GPU | GPU_GRAD, tile, IN(ONE("X")), OUT(ONE("Out")),
        ATTRS(INTS_EMPTY("repeat_times")), KERNEL(repeat, PD_OPV_TILE))
-PD_OP(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
-      ATTRS(INT("k", 1)))
+PD_OPK(top_k, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
+       ATTRS(INT("k", 1)), KERNEL(top_k, PD_OPV_TOP_K))
+PD_OPK(top_k_v2, DIFF, top_k, IN(ONE("X"), OPT("K")), OUT(ONE("Out"), ONE("Indices")),
+       ATTRS(INT("k", 1), INT("axis", -1), BOOL("largest", true), BOOL("sorted", true)),
+       KERNEL(top_k, PD_OPV_TOP_K_V2))
 PD_TRANSPOSE_(transpose, ONE("Out"))
 PD_TRANSPOSE_(transpose2, ONE("Out"), TEMP("XShape"))
 PD_OPK(uniform_random, GPU, random,
@@ -582,3 +609,5 @@ PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"),
 #undef PD_FLATTEN_
 #undef PD_MULTICLASS_NMS_ATTRS_
 #undef PD_INTERP_
+#undef PD_ARG_
+#undef PD_ONE_HOT_

@@ -11,16 +11,17 @@ typedef struct arg_job {
   void *values;
   int64_t *idx;
   int64_t pre, n, post, k;
+  bool smallest; /* the minimum / the k smallest (kernels.h) */
 } arg_job;
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/index_t.h"
 #include "kernels/cpu/each_type.h"
 
-pd_status pd_kcpu_argmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, const void *x,
-                         int64_t *out) {
+pd_status pd_kcpu_argmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, bool smallest,
+                         const void *x, int64_t *out) {
   int64_t sizes[] = {pre, n, post};
   if (pre < 0 || n < 1 || post < 0 || pd_k_numel(3, sizes) < 0) return PD_EINVAL;
-  arg_job job = {.x = x, .idx = out, .pre = pre, .n = n, .post = post};
+  arg_job job = {.x = x, .idx = out, .pre = pre, .n = n, .post = post, .smallest = smallest};
   switch (dt) {
     case PD_FP32: argmax_f32(&job); return PD_OK;
     case PD_FP64: argmax_f64(&job); return PD_OK;
@@ -30,8 +31,8 @@ pd_status pd_kcpu_argmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, cons
   }
 }
 
-pd_status pd_kcpu_top_k(pd_dtype dt, int64_t rows, int64_t n, int64_t k, const void *x,
-                        void *values, int64_t *indices) {
+pd_status pd_kcpu_top_k(pd_dtype dt, int64_t rows, int64_t n, int64_t k, bool smallest,
+                        const void *x, void *values, int64_t *indices) {
   int64_t sizes[] = {rows, n};
   if (rows < 0 || k < 1 || k > n || pd_k_numel(2, sizes) < 0) return PD_EINVAL;
   pd_kcpu_range_fn *fn;
@@ -42,7 +43,7 @@ pd_status pd_kcpu_top_k(pd_dtype dt, int64_t rows, int64_t n, int64_t k, const v
     case PD_INT64: fn = top_k_range_i64; break;
     default: return PD_EUNSUPPORTED;
   }
-  arg_job job = {.x = x, .values = values, .idx = indices, .n = n, .k = k};
+  arg_job job = {.x = x, .values = values, .idx = indices, .n = n, .k = k, .smallest = smallest};
   int64_t grain = n >= PD_KCPU_GRAIN ? 1 : PD_KCPU_GRAIN / n;
   pd_kcpu_parallel(rows, grain, fn, &job);
   return PD_OK;

@@ -8,15 +8,17 @@
 
 #include <string.h>
 
-/* ---- argmax: the first maximum; NaN counts as the maximum. ---- */
+/* ---- argmax: the first maximum; NaN counts as the maximum (smallest: the first minimum, NaN
+ * the largest). ---- */
 
-/* Strict "comes before" (the CPU's top_k/argmax order): larger value first, NaN the largest,
- * equal values by index. A total order, so any reduction tree finds the CPU's answer. */
+/* Strict "comes before" (the CPU's top_k/argmax order): larger value first (smallest: smaller
+ * first), NaN the largest, equal values by index. A total order, so any reduction tree finds
+ * the CPU's answer. */
 template <typename T>
-__device__ __forceinline__ bool before(T va, int64_t ia, T vb, int64_t ib) {
+__device__ __forceinline__ bool before(T va, int64_t ia, T vb, int64_t ib, bool smallest) {
   bool na = pd_kcu_isnan(va), nb = pd_kcu_isnan(vb);
-  if (na || nb) return na && nb ? ia < ib : na;
-  if (va != vb) return va > vb;
+  if (na || nb) return na && nb ? ia < ib : smallest ? nb : na;
+  if (va != vb) return smallest ? va < vb : va > vb;
   return ia < ib;
 }
 
@@ -27,68 +29,69 @@ struct cand {
 };
 
 struct fold_best {
+  bool smallest;
   template <typename T>
   __device__ cand<T> operator()(cand<T> a, cand<T> b) const {
     if (a.i < 0) return b;
     if (b.i < 0) return a;
-    return before(b.v, b.i, a.v, a.i) ? b : a;
+    return before(b.v, b.i, a.v, a.i, smallest) ? b : a;
   }
 };
 
 /* One block per slice (blocks loop over slices; the bound is uniform within a block). */
 template <typename T>
-__global__ void argmax_block_kernel(int64_t pre, int64_t n, int64_t post, const T *x,
-                                    int64_t *out) {
+__global__ void argmax_block_kernel(int64_t pre, int64_t n, int64_t post, bool smallest,
+                                    const T *x, int64_t *out) {
   for (int64_t s = blockIdx.x; s < pre * post; s += gridDim.x) {
     const T *xs = x + s / post * n * post + s % post;
     cand<T> best = {(T)0, -1};
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-      best = fold_best()(best, cand<T>{xs[j * post], j});
-    best = pd_kcu_block_reduce(best, fold_best());
+      best = fold_best{smallest}(best, cand<T>{xs[j * post], j});
+    best = pd_kcu_block_reduce(best, fold_best{smallest});
     if (threadIdx.x == 0) out[s] = best.i;
   }
 }
 
 /* One thread per slice, in index order as the CPU. */
 template <typename T>
-__global__ void argmax_thread_kernel(int64_t pre, int64_t n, int64_t post, const T *x,
-                                     int64_t *out) {
+__global__ void argmax_thread_kernel(int64_t pre, int64_t n, int64_t post, bool smallest,
+                                     const T *x, int64_t *out) {
   PD_KCU_LOOP(s, pre * post) {
     const T *xs = x + s / post * n * post + s % post;
     int64_t best = 0;
     for (int64_t j = 1; j < n; j++)
-      if (before(xs[j * post], j, xs[best * post], best)) best = j;
+      if (before(xs[j * post], j, xs[best * post], best, smallest)) best = j;
     out[s] = best;
   }
 }
 
 template <typename T>
-static pd_status launch_argmax(int64_t pre, int64_t n, int64_t post, const void *x,
-                               int64_t *out) {
+static pd_status launch_argmax(int64_t pre, int64_t n, int64_t post, bool smallest,
+                               const void *x, int64_t *out) {
   int64_t count = pre * post;
   if (post == 1 || count < 2048) {
     unsigned nb = (unsigned)(count < 65535 ? count : 65535);
-    argmax_block_kernel<T><<<nb, pd_kcu_row_threads(n), 0, pd_kcu_stream>>>(pre, n, post,
-                                                                            (const T *)x, out);
+    argmax_block_kernel<T><<<nb, pd_kcu_row_threads(n), 0, pd_kcu_stream>>>(
+        pre, n, post, smallest, (const T *)x, out);
   } else {
     argmax_thread_kernel<T><<<pd_kcu_blocks(count), PD_KCU_THREADS, 0, pd_kcu_stream>>>(
-        pre, n, post, (const T *)x, out);
+        pre, n, post, smallest, (const T *)x, out);
   }
   PD_KCU_LAUNCHED("argmax kernel");
   return PD_OK;
 }
 
-pd_status pd_kcu_argmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, const void *x,
-                        int64_t *out) {
+pd_status pd_kcu_argmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, bool smallest,
+                        const void *x, int64_t *out) {
   int64_t sizes[] = {pre, n, post};
   if (pre < 0 || n < 1 || post < 0 || pd_k_numel(3, sizes) < 0) return PD_EINVAL;
   if (dt != PD_FP32 && dt != PD_FP64 && dt != PD_INT32 && dt != PD_INT64) return PD_EUNSUPPORTED;
   if (pre * post == 0) return PD_OK;
   switch (dt) {
-    case PD_FP32: return launch_argmax<float>(pre, n, post, x, out);
-    case PD_FP64: return launch_argmax<double>(pre, n, post, x, out);
-    case PD_INT32: return launch_argmax<int32_t>(pre, n, post, x, out);
-    default: return launch_argmax<int64_t>(pre, n, post, x, out);
+    case PD_FP32: return launch_argmax<float>(pre, n, post, smallest, x, out);
+    case PD_FP64: return launch_argmax<double>(pre, n, post, smallest, x, out);
+    case PD_INT32: return launch_argmax<int32_t>(pre, n, post, smallest, x, out);
+    default: return launch_argmax<int64_t>(pre, n, post, smallest, x, out);
   }
 }
 

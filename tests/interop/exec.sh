@@ -149,9 +149,10 @@ for want in "block 0 op 1 (conv2d): attribute fuse_activation is 'relu'" \
     "$PDLANG" exec "$models/refused/model.pdmodel" --feed "img=$mlp/in_x.npy"
 done
 # The model families (tests/interop/zoo, tools/paddle_zoo.py): a classifier, a detector with its
-# NMS (integer counts), a segmenter and a transformer on int64 ids, through `pdlang exec` with
-# every input by name and every output compared (1e-4: tens of layers in float32).
-for m in mobilenet_v3 yolov3 pp_liteseg ernie3_tiny; do
+# NMS (integer counts), a segmenter, a transformer on int64 ids and a text recogniser with an
+# LSTM, through `pdlang exec` with every input by name and every output compared (1e-4: tens of
+# layers in float32).
+for m in mobilenet_v3 yolov3 pp_liteseg ernie3_tiny crnn_rec; do
   zoo=$models/zoo/$m
   check "$m: its parameters made (test_interop --zoo-params)" \
     "$compare" --zoo-params "$m" "$tmp/zoo-$m"

@@ -521,7 +521,8 @@ int main(int argc, char **argv) {
   static const char *const zoo[] = {"yolov3", "ssd", "blazeface", "ppyoloe", "picodet",
                                     "mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
                                     "resnet50_vd", "pp_hgnet", "pp_liteseg", "unet",
-                                    "ernie3_tiny", "db_det", "db_det_dbfpn"};
+                                    "ernie3_tiny", "db_det", "db_det_dbfpn", "crnn_rec",
+                                    "ppocrv3_rec", "ppocrv4_rec", "svtr_rec", "text_cls"};
   for (size_t i = 0; i < sizeof zoo / sizeof zoo[0]; i++) check_zoo(zoo[i]);
   static const char *const zoo_pir[] = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3",
                                         "pp_lcnet",     "resnet50_vd",  "pp_hgnet",

@@ -866,10 +866,12 @@ static void test_argmax_top_k(void) {
         B_sync_up(&x, x.h);
       }
       buf o = B_out((size_t)(pre * post) * 8);
-      same_status(G->argmax(dt, pre, n, post, x.d, o.d), C->argmax(dt, pre, n, post, x.h, o.h),
-                  "argmax %s: status", dn(dt));
-      same_bits(&o, "argmax %s [%lld, %lld, %lld]", dn(dt), (long long)pre, (long long)n,
-                (long long)post);
+      for (int sm = 0; sm < 2; sm++) {
+        same_status(G->argmax(dt, pre, n, post, sm, x.d, o.d),
+                    C->argmax(dt, pre, n, post, sm, x.h, o.h), "argmax %s: status", dn(dt));
+        same_bits(&o, "arg%s %s [%lld, %lld, %lld]", sm ? "min" : "max", dn(dt), (long long)pre,
+                  (long long)n, (long long)post);
+      }
       B_free(&x), B_free(&o);
     }
     const int64_t tk[][3] = {{5, 17, 1}, {5, 17, 3}, {5, 17, 17}, {1, 1, 1},
@@ -883,18 +885,20 @@ static void test_argmax_top_k(void) {
         B_sync_up(&x, x.h);
       }
       buf v = B_out((size_t)(rows * k) * pd_dtype_size(dt)), ix = B_out((size_t)(rows * k) * 8);
-      same_status(G->top_k(dt, rows, n, k, x.d, v.d, (int64_t *)ix.d),
-                  C->top_k(dt, rows, n, k, x.h, v.h, (int64_t *)ix.h), "top_k %s: status",
-                  dn(dt));
-      same_bits(&ix, "top_k %s [%lld, %lld] k=%lld: indices", dn(dt), (long long)rows,
-                (long long)n, (long long)k);
-      same_tol(dt, &v, rows * k, 0, "top_k %s [%lld, %lld] k=%lld: values", dn(dt),
-               (long long)rows, (long long)n, (long long)k);
+      for (int sm = 0; sm < 2; sm++) {
+        same_status(G->top_k(dt, rows, n, k, sm, x.d, v.d, (int64_t *)ix.d),
+                    C->top_k(dt, rows, n, k, sm, x.h, v.h, (int64_t *)ix.h), "top_k %s: status",
+                    dn(dt));
+        same_bits(&ix, "top_k %s [%lld, %lld] k=%lld smallest=%d: indices", dn(dt),
+                  (long long)rows, (long long)n, (long long)k, sm);
+        same_tol(dt, &v, rows * k, 0, "top_k %s [%lld, %lld] k=%lld smallest=%d: values", dn(dt),
+                 (long long)rows, (long long)n, (long long)k, sm);
+      }
       B_free(&x), B_free(&v), B_free(&ix);
     }
     buf z = B_out(64);
-    same_status(G->top_k(dt, 2, 3, 4, z.d, z.d, (int64_t *)z.d),
-                C->top_k(dt, 2, 3, 4, z.h, z.h, (int64_t *)z.h), "top_k %s: k > n", dn(dt));
+    same_status(G->top_k(dt, 2, 3, 4, false, z.d, z.d, (int64_t *)z.d),
+                C->top_k(dt, 2, 3, 4, false, z.h, z.h, (int64_t *)z.h), "top_k %s: k > n", dn(dt));
     B_free(&z);
   }
 }

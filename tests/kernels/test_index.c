@@ -15,72 +15,85 @@ static void test_argmax(void) {
   const int64_t shapes[][3] = {{1, 1, 1}, {3, 17, 1}, {2, 5, 3}, {1, 64, 7}};
   for (size_t t = 0; t < PD_ARRAY_LEN(all4); t++) {
     pd_dtype dt = all4[t];
-    bool good = true;
-    for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++) {
-      int64_t pre = shapes[s][0], n = shapes[s][1], post = shapes[s][2];
-      void *x = kt_random(dt, pre * n * post, -5, 5);  /* ints: many ties */
-      int64_t *got = kt_alloc(pre * post * 8);
-      good &= K->argmax(dt, pre, n, post, x, got) == PD_OK;
-      for (int64_t i = 0; i < pre; i++)
-        for (int64_t k = 0; k < post; k++) {
-          int64_t best = 0;
-          for (int64_t j = 1; j < n; j++)
-            if (kt_get(dt, x, (i * n + j) * post + k) > kt_get(dt, x, (i * n + best) * post + k))
-              best = j;
-          good &= got[i * post + k] == best;
-        }
-      free(x), free(got);
+    for (int sm = 0; sm < 2; sm++) {
+      bool good = true;
+      for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++) {
+        int64_t pre = shapes[s][0], n = shapes[s][1], post = shapes[s][2];
+        void *x = kt_random(dt, pre * n * post, -5, 5);  /* ints: many ties */
+        int64_t *got = kt_alloc(pre * post * 8);
+        good &= K->argmax(dt, pre, n, post, sm, x, got) == PD_OK;
+        for (int64_t i = 0; i < pre; i++)
+          for (int64_t k = 0; k < post; k++) {
+            int64_t best = 0;
+            for (int64_t j = 1; j < n; j++) {
+              double v = kt_get(dt, x, (i * n + j) * post + k);
+              double b = kt_get(dt, x, (i * n + best) * post + k);
+              if (sm ? v < b : v > b) best = j;
+            }
+            good &= got[i * post + k] == best;
+          }
+        free(x), free(got);
+      }
+      ok(good, "arg%s %s matches the naive loop (the first one wins)", sm ? "min" : "max",
+         pd_dtype_name(dt));
     }
-    ok(good, "argmax %s matches the naive loop (first maximum wins)", pd_dtype_name(dt));
   }
-  float x[4] = {1, NAN, 3, NAN};
+  float x[4] = {1, NAN, 3, NAN}, y[4] = {NAN, 2, NAN, 2}, z[2] = {NAN, NAN};
   int64_t i;
-  K->argmax(PD_FP32, 1, 4, 1, x, &i);
+  K->argmax(PD_FP32, 1, 4, 1, false, x, &i);
   is_int(i, 1, "argmax: the first NaN counts as the maximum");
+  K->argmax(PD_FP32, 1, 4, 1, true, y, &i);
+  is_int(i, 1, "argmin: NaN counts as the largest, never the minimum of numbers");
+  K->argmax(PD_FP32, 1, 2, 1, true, z, &i);
+  is_int(i, 0, "argmin of NaNs only: the first");
 }
 
-/* Reference order of top_k: larger first, NaN largest, ties by index. */
-static bool before(double va, int64_t ia, double vb, int64_t ib) {
-  if (isnan(va) || isnan(vb)) return isnan(va) && isnan(vb) ? ia < ib : isnan(va);
-  return va != vb ? va > vb : ia < ib;
+/* Reference order of top_k: larger first (smallest: smaller first), NaN largest, ties by
+ * index. */
+static bool before(double va, int64_t ia, double vb, int64_t ib, bool sm) {
+  if (isnan(va) || isnan(vb)) return isnan(va) && isnan(vb) ? ia < ib : sm ? isnan(vb) : isnan(va);
+  return va != vb ? (sm ? va < vb : va > vb) : ia < ib;
 }
 
 static void test_top_k(void) {
   for (size_t t = 0; t < PD_ARRAY_LEN(all4); t++) {
     pd_dtype dt = all4[t];
     const int64_t ks[] = {1, 3, 17};
-    bool good = true;
-    for (size_t q = 0; q < PD_ARRAY_LEN(ks); q++) {
-      int64_t rows = 5, n = 17, k = ks[q];
-      void *x = kt_random(dt, rows * n, -4, 4);
-      if (dt == PD_FP32) kt_set(dt, x, 5, NAN);
-      void *v = kt_alloc(rows * k * 8);
-      int64_t *ix = kt_alloc(rows * k * 8);
-      good &= K->top_k(dt, rows, n, k, x, v, ix) == PD_OK;
-      for (int64_t r = 0; r < rows; r++) {
-        /* Selection sort of the row's (value, index) pairs by the reference order. */
-        int64_t order[17];
-        for (int64_t j = 0; j < n; j++) order[j] = j;
-        for (int64_t a = 0; a < n; a++)
-          for (int64_t b = a + 1; b < n; b++)
-            if (before(kt_get(dt, x, r * n + order[b]), order[b], kt_get(dt, x, r * n + order[a]),
-                       order[a])) {
-              int64_t tmp = order[a];
-              order[a] = order[b];
-              order[b] = tmp;
-            }
-        for (int64_t j = 0; j < k; j++) {
-          double want = kt_get(dt, x, r * n + order[j]), got = kt_get(dt, v, r * k + j);
-          good &= ix[r * k + j] == order[j] && (got == want || (isnan(got) && isnan(want)));
+    for (int sm = 0; sm < 2; sm++) {
+      bool good = true;
+      for (size_t q = 0; q < PD_ARRAY_LEN(ks); q++) {
+        int64_t rows = 5, n = 17, k = ks[q];
+        void *x = kt_random(dt, rows * n, -4, 4);
+        if (dt == PD_FP32) kt_set(dt, x, 5, NAN);
+        void *v = kt_alloc(rows * k * 8);
+        int64_t *ix = kt_alloc(rows * k * 8);
+        good &= K->top_k(dt, rows, n, k, sm, x, v, ix) == PD_OK;
+        for (int64_t r = 0; r < rows; r++) {
+          /* Selection sort of the row's (value, index) pairs by the reference order. */
+          int64_t order[17];
+          for (int64_t j = 0; j < n; j++) order[j] = j;
+          for (int64_t a = 0; a < n; a++)
+            for (int64_t b = a + 1; b < n; b++)
+              if (before(kt_get(dt, x, r * n + order[b]), order[b],
+                         kt_get(dt, x, r * n + order[a]), order[a], sm)) {
+                int64_t tmp = order[a];
+                order[a] = order[b];
+                order[b] = tmp;
+              }
+          for (int64_t j = 0; j < k; j++) {
+            double want = kt_get(dt, x, r * n + order[j]), got = kt_get(dt, v, r * k + j);
+            good &= ix[r * k + j] == order[j] && (got == want || (isnan(got) && isnan(want)));
+          }
         }
+        free(x), free(v), free(ix);
       }
-      free(x), free(v), free(ix);
+      ok(good, "top_k %s (k = 1, 3, n)%s: sorted, ties by index, NaN largest", pd_dtype_name(dt),
+         sm ? ", the smallest" : "");
     }
-    ok(good, "top_k %s (k = 1, 3, n): sorted, ties by index, NaN largest", pd_dtype_name(dt));
   }
   float x[3];
   int64_t ix[3];
-  is_int(K->top_k(PD_FP32, 1, 3, 4, x, x, ix), PD_EINVAL, "k > n is refused");
+  is_int(K->top_k(PD_FP32, 1, 3, 4, false, x, x, ix), PD_EINVAL, "k > n is refused");
 }
 
 static void test_transpose(void) {

@@ -63,9 +63,6 @@ const pd_compat_fact pd_compat_facts[] = {
     {"conv2d depthwise_conv2d", "ResidualData", PD_COMPAT_EMPTY_SLOT, NULL,
      "a residual the oneDNN kernel adds (fuse_residual_connection)"},
     {"elementwise_add", "act", PD_COMPAT_KEEPS, "\"\"", FUSED},
-    {"expand_v2 reshape2", "Shape", PD_COMPAT_EMPTY_SLOT, NULL, "the shape given at run time"},
-    {"expand_v2", "expand_shapes_tensor", PD_COMPAT_EMPTY_SLOT, NULL,
-     "the shape given as tensors at run time"},
     {"fc", "fused_output_scale", PD_COMPAT_KEEPS, "1.0", "an output scale fused in by Paddle's "
      "oneDNN passes"},
     {"fc", "fused_reshape2_shape", PD_COMPAT_KEEPS, "{}", "a reshape fused in by Paddle's oneDNN "

@@ -1,9 +1,9 @@
 /* index.c -- the ops that pick, repeat or bound elements: slice, gather, expand_v2, tile,
- * meshgrid, where and clip: their shape functions, kernels and gradient kernels. slice,
- * expand_v2, tile and meshgrid move elements through the backend's strided_copy (meshgrid's
- * gradient is a broadcast's sum), where through its where, clip through its compare and binary
- * kernels (so these run on the GPU too); gather and tile's gradient are host loops. Any dtype
- * moves as bytes forward; gradients are fp32/fp64. */
+ * meshgrid, where, clip and one_hot (v1 and v2): their shape functions, kernels and gradient
+ * kernels. slice, expand_v2, tile and meshgrid move elements through the backend's strided_copy
+ * (meshgrid's gradient is a broadcast's sum), where through its where, clip through its compare
+ * and binary kernels (so these run on the GPU too); gather, tile's gradient and one_hot are host
+ * loops. Any dtype moves as bytes forward; gradients are fp32/fp64. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -319,6 +319,10 @@ static int expand_dims(int xn, const int64_t *xd, int sn, const int64_t *shape, 
   return sn;
 }
 
+/* expand_v2: X broadcast to `shape` (the Shape input, else the expand_shapes_tensor list, else
+ * the attribute, as PaddlePaddle picks them). With a shape given at run time the rank is the
+ * list's length, Shape's size or the attribute's length, and a dim is known where the attribute
+ * has a positive entry (Paddle writes -1 where a tensor gives it). */
 pd_status pd_infer_expand_v2(pd_infer_ctx *c) {
   const pd_var_desc *x;
   pd_infer_dims d, out;
@@ -330,6 +334,22 @@ pd_status pd_infer_expand_v2(pd_infer_ctx *c) {
   if (sn > PD_MAX_RANK)
     return pd_infer_fail(c, PD_EUNSUPPORTED, "shape %s has more than %d dims",
                          pd_infer_attr_ints_str(c, "shape", sl), PD_MAX_RANK);
+  int nlist = pd_infer_nin(c, "expand_shapes_tensor");
+  if (pd_infer_nin(c, "Shape") > 0 || nlist > 0) {
+    int rank = nlist > 0 ? nlist : sn > 0 ? sn : -1;
+    if (pd_infer_nin(c, "Shape") > 0) {
+      pd_infer_dims sd;
+      if ((st = pd_infer_in(c, "Shape", 0, NULL, &sd))) return st;
+      rank = sd.n == 1 && sd.d[0] >= 0 ? (int)sd.d[0] : sn > 0 ? sn : -1;
+    }
+    if (rank > PD_MAX_RANK)
+      return pd_infer_fail(c, PD_EUNSUPPORTED, "the shape has %d dims; at most %d are supported",
+                           rank, PD_MAX_RANK);
+    out = pd_infer_dims_unknown(rank);
+    for (int i = 0; rank == sn && i < sn; i++)
+      if (shape[i] > 0) out.d[i] = shape[i];
+    return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+  }
   if (d.n < 0) {
     out.n = sn;
     for (int i = 0; i < sn; i++) out.d[i] = shape[i] > 0 ? shape[i] : -1;
@@ -389,13 +409,32 @@ pd_status pd_infer_tile(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
 }
 
-/* The out dims of expand_v2 or tile (is_tile) for x at run time. */
+/* The out dims of expand_v2 or tile (is_tile) for x at run time. expand_v2's shape: the Shape
+ * input, else the expand_shapes_tensor list, else the attribute. */
 static pd_status repeat_plan(const pd_exec_ctx *ctx, const pd_tensor *x, bool is_tile, int *nd,
                              int64_t *od) {
   const char *attr = is_tile ? "repeat_times" : "shape";
   int64_t v[MAXD + 1];
   char s[DIMS_BUF], sl[LIST_BUF];
-  int n = pd_ctx_attr_ints(ctx, attr, v, MAXD + 1), bad = 0;
+  int n = 0, bad = 0;
+  bool given;
+  pd_status st;
+  const pd_tensor *sh = is_tile ? NULL : in_if_set(ctx, "Shape", 0);
+  if (sh) {
+    if (!is_int(sh->dtype) || sh->ndims != 1)
+      return pd_ctx_fail(ctx, PD_ETYPE, "Shape must be a 1-D int32 or int64 tensor, got %s %s",
+                         pd_dtype_name(sh->dtype), shape_str(sh, s));
+    if (sh->dims[0] > MAXD)
+      return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "Shape gives %" PRId64 " dims; at most %d are "
+                         "supported", sh->dims[0], MAXD);
+    n = (int)sh->dims[0];
+    for (int i = 0; i < n; i++) v[i] = elem_i(sh, i);
+  } else if (!is_tile) {
+    /* Shape is unbound here: the list, else the attribute. */
+    if ((st = shape_from(ctx, "expand_shapes_tensor", "Shape", attr, v, &n, &given))) return st;
+  } else {
+    n = pd_ctx_attr_ints(ctx, attr, v, MAXD + 1);
+  }
   if (n < 0) n = 0;
   if (n > MAXD)
     return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "%s has %d entries; at most %d are supported", attr,
@@ -961,6 +1000,117 @@ pd_status pd_kernel_clip_grad(pd_exec_ctx *ctx) {
 done:
   pd_ctx_scratch_free(ctx, mask);
   pd_ctx_scratch_free(ctx, tmp);
+  hold_free(&h);
+  return st;
+}
+
+/* ================================================================ one_hot, one_hot_v2 */
+
+/* The dtype attribute of one_hot: one the kernel writes. */
+static bool one_hot_dtype(int64_t t) {
+  return t == PD_FP32 || t == PD_FP64 || t == PD_INT32 || t == PD_INT64;
+}
+
+/* Out: one_hot: X [..., 1] (rank 2 or more) with its last dim depth; one_hot_v2: X's dims and
+ * depth; depth unknown (-1) when the depth_tensor input gives it. Type `dtype`, X's LoD. */
+pd_status pd_infer_one_hot(pd_infer_ctx *c) {
+  const pd_var_desc *x;
+  pd_infer_dims d;
+  char s[PD_DIMS_BUF];
+  pd_status st = pd_infer_in(c, "X", 0, &x, &d);
+  if (st) return st;
+  if (x->dtype != PD_INT32 && x->dtype != PD_INT64)
+    return pd_infer_fail(c, PD_ETYPE, "X must hold int32 or int64 ids, got %s",
+                         pd_dtype_name(x->dtype));
+  int64_t t = pd_infer_attr_int(c, "dtype"), depth = pd_infer_attr_int(c, "depth");
+  if (!one_hot_dtype(t))
+    return pd_infer_fail(c, PD_EINVAL, "dtype %" PRId64 " is not one of float32 (%d), float64 "
+                         "(%d), int32 (%d), int64 (%d)", t, PD_FP32, PD_FP64, PD_INT32, PD_INT64);
+  if (pd_infer_nin(c, "depth_tensor") > 0) {
+    depth = -1;
+  } else if (depth < 1) {
+    return pd_infer_fail(c, PD_EINVAL, "depth must be at least 1 when no depth_tensor gives it, "
+                         "got %" PRId64, depth);
+  }
+  if (d.n < 0) {
+    d = pd_infer_dims_unknown(-1);
+  } else if (c->def->karg == PD_OPV_ONE_HOT) {
+    if (d.n < 2 || d.d[d.n - 1] > 1 || d.d[d.n - 1] == 0)
+      return pd_infer_fail(c, PD_ESHAPE, "X must be [..., 1] with at least 2 dims, got %s",
+                           pd_infer_dims_str(&d, s));
+    d.d[d.n - 1] = depth;
+  } else {
+    if (d.n >= PD_MAX_RANK)
+      return pd_infer_fail(c, PD_ESHAPE, "X %s has too many dims for one more",
+                           pd_infer_dims_str(&d, s));
+    d.d[d.n++] = depth;
+  }
+  return pd_infer_set_out(c, "Out", 0, &d, (pd_dtype)t, x->lod_level);
+}
+
+/* one_hot, one_hot_v2: each id i of X (row-major) becomes a row of depth zeros with a one at i
+ * (Out as the shape function says). An id outside [0, depth) is an error, or, with
+ * allow_out_of_range, a row of zeros. depth is the depth_tensor input's (one int) when bound. */
+pd_status pd_kernel_one_hot(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *dt_in;
+  pd_tensor *out;
+  pd_status st;
+  char s[DIMS_BUF];
+  if ((st = in1(ctx, "X", &x)) || (st = in_opt(ctx, "depth_tensor", &dt_in)) ||
+      (st = out1(ctx, "Out", &out)))
+    return st;
+  if (!is_int(x->dtype))
+    return pd_ctx_fail(ctx, PD_ETYPE, "X must hold int32 or int64 ids, got %s",
+                       pd_dtype_name(x->dtype));
+  int64_t t = pd_ctx_attr_int(ctx, "dtype"), depth = pd_ctx_attr_int(ctx, "depth");
+  if (!one_hot_dtype(t))
+    return pd_ctx_fail(ctx, PD_EINVAL, "dtype %" PRId64 " is not one of float32, float64, int32, "
+                       "int64", t);
+  if (dt_in && (st = int_scalar_in(ctx, "depth_tensor", dt_in, &depth))) return st;
+  if (depth < 1)
+    return pd_ctx_fail(ctx, PD_EINVAL, "depth must be at least 1, got %" PRId64, depth);
+  int64_t od[MAXD];
+  int ond = x->ndims;
+  memcpy(od, x->dims, sizeof(int64_t) * (size_t)x->ndims);
+  if (ctx->def->karg == PD_OPV_ONE_HOT) {
+    if (x->ndims < 2 || x->dims[x->ndims - 1] != 1)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "X must be [..., 1] with at least 2 dims, got %s",
+                         shape_str(x, s));
+    od[ond - 1] = depth;
+  } else {
+    if (ond >= MAXD)
+      return pd_ctx_fail(ctx, PD_ESHAPE, "X %s has too many dims for one more", shape_str(x, s));
+    od[ond++] = depth;
+  }
+  int64_t n = pd_tensor_numel(x);
+  if (n > 0 && depth > INT64_MAX / n)
+    return pd_ctx_fail(ctx, PD_EINVAL, "X %s with depth %" PRId64 " is too large",
+                       shape_str(x, s), depth);
+  bool lenient = pd_ctx_attr_bool(ctx, "allow_out_of_range");
+  for (int64_t i = 0; i < n && !lenient; i++) {
+    int64_t id = elem_i(x, i);
+    if (id < 0 || id >= depth)
+      return pd_ctx_fail(ctx, PD_EINVAL, "id %" PRId64 " (element %" PRId64 " of X %s) is "
+                         "outside [0, %" PRId64 ")", id, i, shape_str(x, s), depth);
+  }
+  hold h;
+  hold_init(&h);
+  pd_dtype odt = (pd_dtype)t;
+  if ((st = unalias(ctx, &h, out, &x)) || (st = resize(ctx, out, odt, ond, od, x)) ||
+      (st = k_check(ctx, ctx->k->fill(odt, n * depth, pd_tensor_data(out), 0.0), odt)))
+    goto done;
+  void *o = pd_tensor_data(out);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t id = elem_i(x, i), at = i * depth + id;
+    if (id < 0 || id >= depth) continue;
+    switch (odt) {
+      case PD_FP32: ((float *)o)[at] = 1.0f; break;
+      case PD_FP64: ((double *)o)[at] = 1.0; break;
+      case PD_INT32: ((int32_t *)o)[at] = 1; break;
+      default: ((int64_t *)o)[at] = 1; break;
+    }
+  }
+done:
   hold_free(&h);
   return st;
 }

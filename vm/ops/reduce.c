@@ -1,6 +1,6 @@
 /* reduce.c -- reductions: mean, reduce_sum/mean/max/min/prod over any set of dims (keep_dim,
- * reduce_all), arg_max and top_k along an axis: their shape functions, kernels and gradient
- * kernels. */
+ * reduce_all), arg_max / arg_min and top_k / top_k_v2 along an axis: their shape functions,
+ * kernels and gradient kernels. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -59,8 +59,8 @@ pd_status pd_infer_mean(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
 }
 
-/* arg_max: the index of the largest element along `axis` (of all of X when flatten), as int64
- * or int32 (`dtype`). */
+/* arg_max, arg_min: the index of the largest / smallest element along `axis` (of all of X when
+ * flatten), as int64 or int32 (`dtype`). */
 pd_status pd_infer_arg_max(pd_infer_ctx *c) {
   const pd_var_desc *x;
   pd_infer_dims d, out;
@@ -89,8 +89,9 @@ pd_status pd_infer_arg_max(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Out", 0, &out, dtype, 0);
 }
 
-/* top_k: the k largest entries along the last dim (Out, X's dtype) and their indices (Indices,
- * int64). With the K input, k is only known at run time. */
+/* top_k, top_k_v2: the k largest (v2: or smallest) entries along the last dim (v2: `axis`) (Out,
+ * X's dtype) and their indices (Indices, int64). With the K input, k is only known at run
+ * time. */
 pd_status pd_infer_top_k(pd_infer_ctx *c) {
   const pd_var_desc *x;
   pd_infer_dims d;
@@ -102,11 +103,18 @@ pd_status pd_infer_top_k(pd_infer_ctx *c) {
     return pd_infer_fail(c, PD_EINVAL, "k must be at least 1, got %" PRId64, k);
   if (d.n == 0) return pd_infer_fail(c, PD_ESHAPE, "X must have at least 1 dim, got []");
   if (d.n > 0) {
-    int64_t last = d.d[d.n - 1];
-    if (k > 0 && last >= 0 && k > last)
+    int axis = d.n - 1;
+    if (c->def->karg == PD_OPV_TOP_K_V2 &&
+        (st = pd_infer_axis(c, "axis", pd_infer_attr_int(c, "axis"), "X", &d, &axis)))
+      return st;
+    int64_t n = d.d[axis];
+    if (k > 0 && n >= 0 && k > n && c->def->karg != PD_OPV_TOP_K_V2)
       return pd_infer_fail(c, PD_ESHAPE, "k %" PRId64 " is larger than the last dim of X %s", k,
                            pd_infer_dims_str(&d, s));
-    d.d[d.n - 1] = k;
+    if (k > 0 && n >= 0 && k > n)
+      return pd_infer_fail(c, PD_ESHAPE, "k %" PRId64 " is larger than dim %d of X %s", k, axis,
+                           pd_infer_dims_str(&d, s));
+    d.d[axis] = k;
   }
   if ((st = pd_infer_set_out(c, "Out", 0, &d, x->dtype, x->lod_level))) return st;
   return pd_infer_set_out(c, "Indices", 0, &d, PD_INT64, x->lod_level);
@@ -481,11 +489,11 @@ done:
   return st;
 }
 
-/* ================================================================ arg_max, top_k */
+/* ======================================================= arg_max, arg_min, top_k, top_k_v2 */
 
-/* arg_max: the index of the largest element along `axis` (of all of X when flatten; the first
- * of equal ones), as int64 or int32 (`dtype`); Out drops the axis (keepdims: keeps it as 1),
- * and a rank-0 result is [1]. */
+/* arg_max, arg_min: the index of the largest (smallest) element along `axis` (of all of X when
+ * flatten; the first of equal ones; NaN the largest, as kernels.h's argmax says), as int64 or
+ * int32 (`dtype`); Out drops the axis (keepdims: keeps it as 1), and a rank-0 result is [1]. */
 pd_status pd_kernel_arg_max(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_tensor *out;
@@ -513,8 +521,8 @@ pd_status pd_kernel_arg_max(pd_exec_ctx *ctx) {
   if (ond == 0) od[ond++] = 1;
   char s[DIMS_BUF];
   if (n == 0 && pre * post > 0)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot take the arg_max of an empty axis of X %s",
-                       shape_str(x, s));
+    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot take the %s of an empty axis of X %s",
+                       ctx->def->type, shape_str(x, s));
   hold h;
   hold_init(&h);
   int64_t *idx = NULL;
@@ -522,7 +530,9 @@ pd_status pd_kernel_arg_max(pd_exec_ctx *ctx) {
   if (pre * post == 0) goto done;
   idx = dt == PD_INT64 ? PD_TENSOR_I64(out) : pd_ctx_scratch(ctx, (size_t)(pre * post) * sizeof *idx, &st);
   if (!idx) goto done;
-  st = k_check(ctx, ctx->k->argmax(x->dtype, pre, n, post, pd_tensor_data(x), idx), x->dtype);
+  st = k_check(ctx, ctx->k->argmax(x->dtype, pre, n, post, ctx->def->karg == PD_OPV_ARG_MIN,
+                                     pd_tensor_data(x), idx),
+               x->dtype);
   if (!st && dt == PD_INT32)
     st = k_check(ctx, ctx->k->cast(PD_INT64, idx, PD_INT32, pd_tensor_data(out), pre * post),
                  PD_INT64);
@@ -547,81 +557,151 @@ static pd_status top_k_k(const pd_exec_ctx *ctx, int64_t *k) {
   return PD_OK;
 }
 
-/* top_k: the k largest entries of each row along the last dim, in descending order (equal
- * values by index), and their indices (int64); both with X's LoD. */
+/* The axis top_k works along: the last (top_k), or `axis` (top_k_v2). */
+static pd_status top_k_axis(const pd_exec_ctx *ctx, const pd_tensor *x, int *axis) {
+  char s[DIMS_BUF];
+  if (x->ndims == 0)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have at least 1 dim, got %s", shape_str(x, s));
+  *axis = x->ndims - 1;
+  if (ctx->def->karg != PD_OPV_TOP_K_V2) return PD_OK;
+  return norm_axis(ctx, "axis", pd_ctx_attr_int(ctx, "axis"), "X", x, axis);
+}
+
+/* src [pre, a, b] -> dst [pre, b, a] (elements of dt). */
+static pd_status swap_last2(const pd_exec_ctx *ctx, pd_dtype dt, int64_t pre, int64_t a,
+                            int64_t b, const void *src, void *dst) {
+  int64_t d[3] = {pre, a, b};
+  return k_check(ctx, ctx->k->transpose(dt, 3, d, (int[]){0, 2, 1}, src, dst), dt);
+}
+
+/* top_k, top_k_v2: the k largest entries of each row along the axis (top_k_v2 with largest
+ * false: the k smallest), in descending (ascending) order, equal values by index, NaN the
+ * largest; and their indices (int64); both with X's LoD. sorted false leaves the order to the
+ * kernel in PaddlePaddle: here it is the sorted one. Along an inner axis, X is transposed to
+ * put it last, and the results back. */
 pd_status pd_kernel_top_k(pd_exec_ctx *ctx) {
   const pd_tensor *x;
   pd_tensor *out, *ind;
   pd_status st;
   int64_t k;
+  int axis;
   if ((st = in1(ctx, "X", &x)) || (st = out1(ctx, "Out", &out)) ||
       (st = out1(ctx, "Indices", &ind)) || (st = want_number(ctx, "X", x)) ||
-      (st = top_k_k(ctx, &k)))
+      (st = top_k_k(ctx, &k)) || (st = top_k_axis(ctx, x, &axis)))
     return st;
+  bool smallest = ctx->def->karg == PD_OPV_TOP_K_V2 && !pd_ctx_attr_bool(ctx, "largest");
   char s[DIMS_BUF];
-  if (x->ndims == 0)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "X must have at least 1 dim, got %s", shape_str(x, s));
-  int last = x->ndims - 1;
-  int64_t n = x->dims[last], rows = prod(x->dims, 0, last);
-  if (k < 1 || k > n)
+  int64_t pre, n, post;
+  split_at(x, axis, &pre, &n, &post);
+  if ((k < 1 || k > n) && ctx->def->karg != PD_OPV_TOP_K_V2)
     return pd_ctx_fail(ctx, PD_EINVAL, "k %" PRId64 " is out of range for X %s (expected 1 to %"
                        PRId64 ")", k, shape_str(x, s), n);
+  if (k < 1 || k > n)
+    return pd_ctx_fail(ctx, PD_EINVAL, "k %" PRId64 " is out of range for X %s along axis %d "
+                       "(expected 1 to %" PRId64 ")", k, shape_str(x, s), axis, n);
   int64_t od[PD_K_MAX_DIMS];
   memcpy(od, x->dims, sizeof od);
-  od[last] = k;
+  od[axis] = k;
+  pd_dtype dt = x->dtype;
+  size_t sz = pd_dtype_size(dt);
   hold h;
   hold_init(&h);
-  if (!(st = unalias(ctx, &h, out, &x)) && !(st = unalias(ctx, &h, ind, &x)) &&
-      !(st = resize(ctx, out, x->dtype, x->ndims, od, x)) &&
-      !(st = resize(ctx, ind, PD_INT64, x->ndims, od, x)) && rows > 0)
-    st = k_check(ctx, ctx->k->top_k(x->dtype, rows, n, k, pd_tensor_data(x), pd_tensor_data(out),
-                                    PD_TENSOR_I64(ind)),
-                 x->dtype);
+  char *buf[3] = {NULL, NULL, NULL};
+  if ((st = unalias(ctx, &h, out, &x)) || (st = unalias(ctx, &h, ind, &x)) ||
+      (st = resize(ctx, out, dt, x->ndims, od, x)) ||
+      (st = resize(ctx, ind, PD_INT64, x->ndims, od, x)) || pre * post == 0)
+    goto done;
+  if (post == 1) {
+    st = k_check(ctx, ctx->k->top_k(dt, pre, n, k, smallest, pd_tensor_data(x),
+                                    pd_tensor_data(out), PD_TENSOR_I64(ind)),
+                 dt);
+    goto done;
+  }
+  /* X [pre, n, post] -> [pre, post, n]; the results [pre, post, k] -> [pre, k, post]. */
+  size_t sizes[3] = {(size_t)(pre * n * post) * sz, (size_t)(pre * post * k) * sz,
+                     (size_t)(pre * post * k) * sizeof(int64_t)};
+  if ((st = pd_ctx_scratch_n(ctx, 3, buf, sizes)) ||
+      (st = swap_last2(ctx, dt, pre, n, post, pd_tensor_data(x), buf[0])) ||
+      (st = k_check(ctx, ctx->k->top_k(dt, pre * post, n, k, smallest, buf[0], buf[1],
+                                       (int64_t *)buf[2]),
+                    dt)) ||
+      (st = swap_last2(ctx, dt, pre, post, k, buf[1], pd_tensor_data(out))))
+    goto done;
+  st = swap_last2(ctx, PD_INT64, pre, post, k, buf[2], PD_TENSOR_I64(ind));
+done:
+  if (buf[0]) pd_ctx_scratch_free_n(ctx, 3, buf);
   hold_free(&h);
   return st;
 }
 
-/* dX: zeros, with each row's dOut entries put back where Indices says they came from. */
-pd_status pd_kernel_top_k_grad(pd_exec_ctx *ctx) {
-  const pd_tensor *x, *ind, *dout;
-  pd_tensor *dx;
-  pd_status st;
-  if ((st = out_opt(ctx, "X@GRAD", &dx)) || !dx) return st;
-  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Indices", &ind)) ||
-      (st = in1(ctx, "Out@GRAD", &dout)) || (st = want_float(ctx, "X", x)) ||
-      (st = want_same_dtype(ctx, "Out@GRAD", dout, "X", x)))
-    return st;
-  char s1[DIMS_BUF], s2[DIMS_BUF];
-  if (x->ndims == 0 || ind->dtype != PD_INT64 || ind->ndims != x->ndims)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "Indices %s %s does not fit X %s",
-                       pd_dtype_name(ind->dtype), shape_str(ind, s1), shape_str(x, s2));
-  int last = x->ndims - 1;
-  int64_t n = x->dims[last], rows = prod(x->dims, 0, last), k = ind->dims[last];
-  if (prod(ind->dims, 0, last) != rows)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "Indices %s does not fit X %s", shape_str(ind, s1),
-                       shape_str(x, s2));
-  if ((st = want_numel(ctx, "Out@GRAD", dout, ind->ndims, ind->dims, "Indices"))) return st;
-  hold h;
-  hold_init(&h);
-  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &ind)) ||
-      (st = unalias(ctx, &h, dx, &dout)) || (st = resize_like(ctx, dx, x, x)))
-    goto done;
-  pd_dtype dt = x->dtype;
+/* Each of rows rows of dx [rows, n] (zeroed first) gets its dout [rows, k] entries added
+ * where ind [rows, k] says they came from. */
+static pd_status top_k_scatter(const pd_exec_ctx *ctx, pd_dtype dt, int64_t rows, int64_t n,
+                               int64_t k, const int64_t *ind, const void *dout, void *dx) {
   size_t sz = pd_dtype_size(dt);
-  if ((st = k_check(ctx, ctx->k->fill(dt, pd_tensor_numel(dx), pd_tensor_data(dx), 0.0), dt)))
-    goto done;
-  const int64_t *iv = PD_TENSOR_I64(ind);
+  pd_status st = k_check(ctx, ctx->k->fill(dt, rows * n, dx, 0.0), dt);
   for (int64_t r = 0; r < rows && !st; r++) {
-    st = ctx->k->scatter_add_rows(dt, n, 1, (char *)pd_tensor_data(dx) + (size_t)(r * n) * sz, k,
-                                  iv + r * k, -1,
-                                  (const char *)pd_tensor_data(dout) + (size_t)(r * k) * sz);
+    st = ctx->k->scatter_add_rows(dt, n, 1, (char *)dx + (size_t)(r * n) * sz, k, ind + r * k, -1,
+                                  (const char *)dout + (size_t)(r * k) * sz);
     if (st == PD_EINVAL)
       st = pd_ctx_fail(ctx, PD_EINVAL, "Indices row %" PRId64 " has an index outside [0, %" PRId64
                        ")", r, n);
     else
       st = k_check(ctx, st, dt);
   }
+  return st;
+}
+
+/* dX: zeros, with each row's dOut entries (along the op's axis) put back where Indices says
+ * they came from. */
+pd_status pd_kernel_top_k_grad(pd_exec_ctx *ctx) {
+  const pd_tensor *x, *ind, *dout;
+  pd_tensor *dx;
+  pd_status st;
+  int axis;
+  if ((st = out_opt(ctx, "X@GRAD", &dx)) || !dx) return st;
+  if ((st = in1(ctx, "X", &x)) || (st = in1(ctx, "Indices", &ind)) ||
+      (st = in1(ctx, "Out@GRAD", &dout)) || (st = want_float(ctx, "X", x)) ||
+      (st = want_same_dtype(ctx, "Out@GRAD", dout, "X", x)) || (st = top_k_axis(ctx, x, &axis)))
+    return st;
+  char s1[DIMS_BUF], s2[DIMS_BUF];
+  bool fits = ind->dtype == PD_INT64 && ind->ndims == x->ndims;
+  for (int d = 0; fits && d < x->ndims; d++) fits = d == axis || ind->dims[d] == x->dims[d];
+  if (!fits)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "Indices %s %s does not fit X %s along axis %d",
+                       pd_dtype_name(ind->dtype), shape_str(ind, s1), shape_str(x, s2), axis);
+  int64_t pre, n, post, k = ind->dims[axis];
+  split_at(x, axis, &pre, &n, &post);
+  if ((st = want_numel(ctx, "Out@GRAD", dout, ind->ndims, ind->dims, "Indices"))) return st;
+  hold h;
+  hold_init(&h);
+  pd_dtype dt = x->dtype;
+  size_t sz = pd_dtype_size(dt);
+  char *buf[3] = {NULL, NULL, NULL};
+  if ((st = unalias(ctx, &h, dx, &x)) || (st = unalias(ctx, &h, dx, &ind)) ||
+      (st = unalias(ctx, &h, dx, &dout)) || (st = resize_like(ctx, dx, x, x)) ||
+      pre * n * post == 0)
+    goto done;
+  if (post == 1) {
+    st = top_k_scatter(ctx, dt, pre, n, k, PD_TENSOR_I64(ind), pd_tensor_data(dout),
+                       pd_tensor_data(dx));
+    goto done;
+  }
+  /* Indices and dOut [pre, k, post] -> [pre, post, k]; dX made as [pre, post, n]. */
+  size_t sizes[3] = {(size_t)(pre * post * k) * sizeof(int64_t), (size_t)(pre * post * k) * sz,
+                     (size_t)(pre * post * n) * sz};
+  if (k == 0) {
+    st = k_check(ctx, ctx->k->fill(dt, pd_tensor_numel(dx), pd_tensor_data(dx), 0.0), dt);
+    goto done;
+  }
+  if ((st = pd_ctx_scratch_n(ctx, 3, buf, sizes)) ||
+      (st = swap_last2(ctx, PD_INT64, pre, k, post, PD_TENSOR_I64(ind), buf[0])) ||
+      (st = swap_last2(ctx, dt, pre, k, post, pd_tensor_data(dout), buf[1])) ||
+      (st = top_k_scatter(ctx, dt, pre * post, n, k, (const int64_t *)buf[0], buf[1], buf[2])))
+    goto done;
+  st = swap_last2(ctx, dt, pre, post, n, buf[2], pd_tensor_data(dx));
 done:
+  if (buf[0]) pd_ctx_scratch_free_n(ctx, 3, buf);
   hold_free(&h);
   return st;
 }

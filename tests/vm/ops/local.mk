@@ -45,3 +45,7 @@ tests_vm_ops_test_optable_SOURCES = tests/vm/ops/test_optable.c tests/vm/ops/opt
 check_PROGRAMS += tests/vm/ops/test_compat
 TESTS += tests/vm/ops/test_compat
 EXTRA_DIST += vm/ops/compat_paddle.txt tools/paddle_compat.py
+# Outside make check (it needs PaddlePaddle): tools/paddle_op_check.py runs single ops in Paddle
+# and through `pdlang exec` and compares them bit for bit (the resize ops, grid_sampler,
+# top_k_v2, arg_min, one_hot_v2).
+EXTRA_DIST += tools/paddle_op_check.py

@@ -2,7 +2,8 @@
  * the Min / Max tensors), expand_v2 and tile (shorter and longer lists than X's rank), gather
  * (axis attribute and Axis tensor, int32 and int64 Index, the [n, 1] Index), slice (negative
  * and out-of-range bounds, negative axes, decrease_axis), meshgrid (two and three inputs, a
- * rank-0 one, int64) and where (NumPy broadcasting of the three operands). The references are
+ * rank-0 one, int64), where (NumPy broadcasting of the three operands) and one_hot, one_hot_v2
+ * (int32 and int64 ids, the output dtypes, depth_tensor, allow_out_of_range). The references are
  * the definitions, in double, by coordinates: an output element's coordinates say which input
  * element it reads. */
 #include "config.h"
@@ -50,10 +51,16 @@ static void ref_clip(ot_ref *r) {
  * and X's dims of 1 are broadcast; tile: Out's dim is X's times the repeat, and X repeats
  * whole along it. Either way Out's element at c reads X's at c modulo X's (padded) dims. */
 static void ref_repeat(ot_ref *r) {
-  const ot_val *x = ot_in(r, "X");
+  const ot_val *x = ot_in(r, "X"), *sh = ot_in(r, "Shape");
   bool tile = strcmp(ot_op(r), "tile") == 0;
   int64_t a[OT_MAX_DIMS], xd[OT_MAX_DIMS], od[OT_MAX_DIMS], c[OT_MAX_DIMS];
   int na = ot_ints(r, tile ? "repeat_times" : "shape", a, OT_MAX_DIMS);
+  /* expand_v2's shape at run time: Shape, else the expand_shapes_tensor list. */
+  if (!tile && (sh || ot_nin(r, "expand_shapes_tensor") > 0)) {
+    na = sh ? (int)sh->n : ot_nin(r, "expand_shapes_tensor");
+    for (int i = 0; i < na; i++)
+      a[i] = (int64_t)(sh ? sh->v[i] : ot_in_at(r, "expand_shapes_tensor", i)->v[0]);
+  }
   int nd = na > x->nd ? na : x->nd;
   pad_dims(x, nd, xd);
   for (int d = 0; d < nd; d++) {
@@ -156,7 +163,44 @@ static void ref_meshgrid(ot_ref *r) {
 
 /* ---------------------------------------------------------------- the rows */
 
+/* one_hot: X [..., 1] -> [..., depth]; one_hot_v2: X -> [X's dims, depth]; each id a row of
+ * zeros with a one at the id (none when it is outside [0, depth), allow_out_of_range). */
+static void ref_one_hot(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *dt = ot_in(r, "depth_tensor");
+  int64_t depth = dt ? (int64_t)dt->v[0] : ot_int(r, "depth"), od[OT_MAX_DIMS];
+  int nd = x->nd;
+  for (int d = 0; d < nd; d++) od[d] = x->dims[d];
+  if (strcmp(ot_op(r), "one_hot") == 0)
+    od[nd - 1] = depth;
+  else
+    od[nd++] = depth;
+  double *o = ot_out(r, "Out", nd, od);
+  for (int64_t i = 0; i < x->n; i++) {
+    int64_t id = (int64_t)x->v[i];
+    if (id >= 0 && id < depth) o[i * depth + id] = 1;
+  }
+}
+
+static const double ids_5[] = {3, 0, 4, 4, 1, 2}, ids_oor[] = {2, -1, 5, 0};
+
 const ot_row ot_rows_index[] = {
+    /* one_hot_v2 (F.one_hot writes allow_out_of_range false) and Fluid 1.x's one_hot. */
+    {.op = "one_hot_v2", .what = "int64 ids [2, 3], depth 5, float32",
+     .attrs = "depth=5 dtype=5", .in = {{"X", "[2, 3]", OT_I64, .v = ids_5}},
+     .ref = ref_one_hot},
+    {.op = "one_hot_v2", .what = "int32 ids [6], float64", .attrs = "depth=5 dtype=6",
+     .in = {{"X", "[6]", OT_I32, .v = ids_5}}, .ref = ref_one_hot},
+    {.op = "one_hot_v2", .what = "depth_tensor over depth, int64 Out", .attrs = "depth=2 dtype=3",
+     .in = {{"X", "[3, 2]", OT_I64, .v = ids_5}, {"depth_tensor", "[1]", OT_I32,
+                                                   .v = (const double[]){6}}},
+     .ref = ref_one_hot},
+    {.op = "one_hot_v2", .what = "allow_out_of_range: zero rows",
+     .attrs = "depth=4 allow_out_of_range=true", .in = {{"X", "[4]", OT_I64, .v = ids_oor}},
+     .ref = ref_one_hot},
+    {.op = "one_hot", .what = "X [6, 1], depth 5", .attrs = "depth=5",
+     .in = {{"X", "[6, 1]", OT_I64, .v = ids_5}}, .ref = ref_one_hot},
+    {.op = "one_hot", .what = "X [2, 3, 1] int32, int32 Out", .attrs = "depth=5 dtype=2",
+     .in = {{"X", "[2, 3, 1]", OT_I32, .v = ids_5}}, .ref = ref_one_hot},
     /* clip: bounds inside the inputs' range [-1, 1), so that both clamp; the gradient is 1
      * inside and 0 outside (no input falls within the difference step of a bound). Gradients
      * are taken for X only: the op has none for Min and Max. */
@@ -184,6 +228,17 @@ const ot_row ot_rows_index[] = {
      * leading 1s). */
     {.op = "tile", .what = "fewer repeats than dims", .attrs = "repeat_times=[2]",
      .in = {{"X", "[2, 3]"}}, .ref = ref_repeat},
+    /* expand_v2 with the shape given at run time: the Shape input over the list and the
+     * attribute; the list (a -1 keeps X's dim) over the attribute, where Paddle writes -1. */
+    {.op = "expand_v2", .what = "Shape input", .attrs = "shape=[9, 9]",
+     .in = {{"X", "[3, 1]"}, {"Shape", "[3]", OT_I32, .v = (const double[]){2, 3, 4}},
+            {"expand_shapes_tensor", "[1]", OT_I64, .v = (const double[]){5}}},
+     .ref = ref_repeat},
+    {.op = "expand_v2", .what = "expand_shapes_tensor", .attrs = "shape=[-1, -1, 2]",
+     .in = {{"X", "[1, 3, 1]"}, {"expand_shapes_tensor", "[1]", OT_I64, .v = (const double[]){4}},
+            {"expand_shapes_tensor", "[1]", OT_I32, .v = (const double[]){-1}},
+            {"expand_shapes_tensor", "[1]", OT_I64, .v = (const double[]){2}}},
+     .ref = ref_repeat},
     {.op = "tile", .what = "as many", .attrs = "repeat_times=[2, 3, 1]",
      .in = {{"X", "[2, 1, 3]"}}, .ref = ref_repeat},
     {.op = "tile", .what = "more repeats than dims", .attrs = "repeat_times=[2, 1, 2]",

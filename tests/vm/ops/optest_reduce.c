@@ -1,8 +1,8 @@
 /* optest_reduce.c -- the op-test table's rows of vm/ops/reduce.c (optest.h): mean, the
  * reduce_* ops (dim lists with negative entries, keep_dim, reduce_all, the default dim,
- * integers, out_dtype), cumsum (any axis, flatten, exclusive, reverse, integers) and top_k (k
- * or the K input; Out and the exact Indices). The references walk X element by element in
- * double. */
+ * integers, out_dtype), cumsum (any axis, flatten, exclusive, reverse, integers), top_k and
+ * top_k_v2 (k or the K input, any axis, the largest or the smallest; Out and the exact Indices)
+ * and arg_max / arg_min. The references walk X element by element in double. */
 #include "config.h"
 
 #include <math.h>
@@ -66,25 +66,67 @@ static void ref_reduce(ot_ref *r) {
     for (int64_t j = 0; j < on; j++) o[j] /= (double)count;
 }
 
-/* top_k: along the last dim, the k largest values in descending order (Out) and where they
- * were (Indices); k is the K input's value when it is given. Values are distinct here. */
+/* top_k: along the last dim (top_k_v2: `axis`), the k largest values in descending order
+ * (top_k_v2 with largest false: the k smallest, ascending) (Out) and where they were (Indices);
+ * k is the K input's value when it is given. Values are distinct here. */
 static void ref_top_k(ot_ref *r) {
   const ot_val *x = ot_in(r, "X"), *kt = ot_in(r, "K");
-  int64_t k = kt ? (int64_t)kt->v[0] : ot_int(r, "k"), n = x->dims[x->nd - 1], od[OT_MAX_DIMS];
-  for (int d = 0; d < x->nd; d++) od[d] = x->dims[d];
-  od[x->nd - 1] = k;
+  bool v2 = strcmp(ot_op(r), "top_k_v2") == 0, small = v2 && !ot_bool(r, "largest");
+  int64_t axis = v2 ? ot_int(r, "axis") : -1;
+  if (axis < 0) axis += x->nd;
+  int64_t k = kt ? (int64_t)kt->v[0] : ot_int(r, "k"), n = x->dims[axis], od[OT_MAX_DIMS];
+  int64_t pre = 1, post = 1;
+  for (int d = 0; d < x->nd; d++) {
+    od[d] = x->dims[d];
+    if (d < axis) pre *= x->dims[d];
+    if (d > axis) post *= x->dims[d];
+  }
+  od[axis] = k;
   double *o = ot_out(r, "Out", x->nd, od), *ind = ot_out(r, "Indices", x->nd, od);
-  for (int64_t row = 0; row < x->n / n; row++) {
-    const double *xr = x->v + row * n;
-    /* The j-th pick: the largest value below the previous pick. */
-    for (int64_t j = 0; j < k; j++) {
-      int64_t best = -1;
-      for (int64_t i = 0; i < n; i++)
-        if ((j == 0 || xr[i] < o[row * k + j - 1]) && (best < 0 || xr[i] > xr[best])) best = i;
-      o[row * k + j] = xr[best];
-      ind[row * k + j] = (double)best;
+  for (int64_t p = 0; p < pre; p++)
+    for (int64_t q = 0; q < post; q++) {
+      const double *xr = x->v + p * n * post + q;
+      double *orow = o + p * k * post + q, *irow = ind + p * k * post + q;
+      /* The j-th pick: the best value past the previous pick. */
+      for (int64_t j = 0; j < k; j++) {
+        int64_t best = -1;
+        for (int64_t i = 0; i < n; i++) {
+          double v = xr[i * post];
+          bool past = j == 0 || (small ? v > orow[(j - 1) * post] : v < orow[(j - 1) * post]);
+          if (past && (best < 0 || (small ? v < xr[best * post] : v > xr[best * post]))) best = i;
+        }
+        orow[j * post] = xr[best * post];
+        irow[j * post] = (double)best;
+      }
+    }
+}
+
+/* arg_max, arg_min: the index of the largest / smallest element along axis (the first of equal
+ * ones), Out without the axis (keepdims: with it as 1), or of all of X (flatten: Out [1]). */
+static void ref_arg(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X");
+  bool small = strcmp(ot_op(r), "arg_min") == 0, flat = ot_bool(r, "flatten");
+  int64_t axis = ot_int(r, "axis"), od[OT_MAX_DIMS], pre = 1, n = x->n, post = 1;
+  int ond = 0;
+  if (axis < 0) axis += x->nd;
+  if (!flat) {
+    n = x->dims[axis];
+    for (int d = 0; d < x->nd; d++) {
+      if (d < axis) pre *= x->dims[d];
+      if (d > axis) post *= x->dims[d];
+      if (d != axis || ot_bool(r, "keepdims")) od[ond++] = d == axis ? 1 : x->dims[d];
     }
   }
+  if (ond == 0) od[ond++] = 1;
+  double *o = ot_out(r, "Out", ond, od);
+  for (int64_t p = 0; p < pre; p++)
+    for (int64_t q = 0; q < post; q++) {
+      const double *xr = x->v + p * n * post + q;
+      int64_t best = 0;
+      for (int64_t i = 1; i < n; i++)
+        if (small ? xr[i * post] < xr[best * post] : xr[i * post] > xr[best * post]) best = i;
+      o[p * post + q] = (double)best;
+    }
 }
 
 /* ---------------------------------------------------------------- the rows */
@@ -214,5 +256,33 @@ const ot_row ot_rows_reduce[] = {
      .ref = ref_top_k},
     {.op = "top_k", .what = "int64", .attrs = "k=2",
      .in = {{"X", "[2, 5]", OT_I64, .v = distinct_ints}}, .ref = ref_top_k, .no_grad = true},
+    /* top_k_v2: the last axis by default, an inner axis (X transposed there and back), the k
+     * smallest, K given as an input, int64 values; the gradient along an inner axis. */
+    {.op = "top_k_v2", .what = "k 2, the last axis", .attrs = "k=2",
+     .in = {{"X", "[3, 5]", DISTINCT}}, .ref = ref_top_k},
+    {.op = "top_k_v2", .what = "axis 1 of 3, k 3", .attrs = "k=3 axis=1",
+     .in = {{"X", "[2, 4, 3]", DISTINCT}}, .ref = ref_top_k},
+    {.op = "top_k_v2", .what = "axis 0, the smallest", .attrs = "k=2 axis=0 largest=false",
+     .in = {{"X", "[3, 2, 4]", DISTINCT}}, .ref = ref_top_k},
+    {.op = "top_k_v2", .what = "axis -2, K input, sorted false",
+     .attrs = "k=1 axis=-2 sorted=false",
+     .in = {{"X", "[2, 5, 2]", DISTINCT}, {"K", "[1]", OT_I32, .v = (const double[]){3}}},
+     .ref = ref_top_k},
+    {.op = "top_k_v2", .what = "int64, the smallest, axis 0", .attrs = "k=2 axis=0 largest=false",
+     .in = {{"X", "[5, 2]", OT_I64, .v = distinct_ints}}, .ref = ref_top_k, .no_grad = true},
+    /* arg_max, arg_min: an axis (negative too), keepdims, flatten, integers, int32 Out. */
+    {.op = "arg_max", .what = "axis 1", .attrs = "axis=1", .in = {{"X", "[3, 4, 2]", DISTINCT}},
+     .ref = ref_arg},
+    {.op = "arg_max", .what = "flatten", .attrs = "axis=0 flatten=true",
+     .in = {{"X", "[3, 4]", DISTINCT}}, .ref = ref_arg},
+    {.op = "arg_min", .what = "axis 1", .attrs = "axis=1", .in = {{"X", "[3, 4, 2]", DISTINCT}},
+     .ref = ref_arg},
+    {.op = "arg_min", .what = "axis -1, keepdims, int32 Out",
+     .attrs = "axis=-1 keepdims=true dtype=2",
+     .in = {{"X", "[2, 3, 4]", DISTINCT}}, .ref = ref_arg},
+    {.op = "arg_min", .what = "flatten", .attrs = "axis=0 flatten=true",
+     .in = {{"X", "[3, 4]", DISTINCT}}, .ref = ref_arg},
+    {.op = "arg_min", .what = "int64 with ties (the first wins)", .attrs = "axis=0",
+     .in = {{"X", "[4, 3]", OT_I64, -2, 2}}, .ref = ref_arg},
     {0},
 };

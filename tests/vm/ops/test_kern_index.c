@@ -1,9 +1,10 @@
 /* test_kern_index.c -- the shape and indexing ops of vm/ops/shape.c and vm/ops/index.c:
  * flatten_contiguous_range, squeeze2, unsqueeze2, stack, shape, slice, expand_v2, tile, gather,
- * where and clip. Each runs through the executor (tests/vm/ops/runop.h, which also compares the
- * run-time shapes with shape inference) against values computed here from the definition; every
- * gradient is checked against finite differences (tests/vm/ops/gradcheck.h); bad axes, shapes and
- * indices fail with a message at the op. */
+ * where, clip and the errors of one_hot / one_hot_v2 (their values are the op-test table's).
+ * Each runs through the executor (tests/vm/ops/runop.h, which also compares the run-time shapes
+ * with shape inference) against values computed here from the definition; every gradient is
+ * checked against finite differences (tests/vm/ops/gradcheck.h); bad axes, shapes and indices
+ * fail with a message at the op. */
 #include "config.h"
 
 #include "tests/vm/ops/gradcheck.h"
@@ -641,8 +642,35 @@ static void test_clip(void) {
   rt_free(&r);
 }
 
+/* ---------------------------------------------------------------- one_hot */
+
+static void test_one_hot_errors(void) {
+  rt r;
+  rt_init(&r);
+  rt_in_i64(&r, "x", "[2, 2]", (int64_t[]){1, 0, 4, 2});
+  pd_op_set_attr_int(rt_op(&r, "one_hot_v2", "X=x", "Out=y"), "depth", 4);
+  rt_fails(&r, PD_EINVAL, "id 4 (element 2 of X [2, 2]) is outside [0, 4)",
+           "one_hot_v2: an id out of range");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_in_i64(&r, "x", "[3]", (int64_t[]){1, -1, 2});
+  pd_op_set_attr_int(rt_op(&r, "one_hot_v2", "X=x", "Out=y"), "depth", 3);
+  rt_fails(&r, PD_EINVAL, "id -1 (element 1 of X [3]) is outside [0, 3)",
+           "one_hot_v2: a negative id");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_in_i64(&r, "x", "[3, 2]", (int64_t[]){1, 0, 2, 2, 0, 1});
+  pd_op_set_attr_int(rt_op(&r, "one_hot", "X=x", "Out=y"), "depth", 3);
+  rt_fails(&r, PD_ESHAPE, "X must be [..., 1] with at least 2 dims, got [3, 2]",
+           "one_hot: X's last dim must be 1");
+  rt_free(&r);
+}
+
 int main(void) {
   pd_k_init();
+  test_one_hot_errors();
   test_flatten();
   test_squeeze();
   test_unsqueeze();

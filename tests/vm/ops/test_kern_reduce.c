@@ -361,6 +361,13 @@ static void test_top_k(void) {
   rt_fails(&r, PD_EINVAL, "top_k: k 4 is out of range for X [2, 3] (expected 1 to 3)",
            "top_k: k larger than the row at run time");
   rt_free(&r);
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[2, 3]", F(1, 3, 2, -1, -3, -2));
+  rt_in_i64(&r, "k", "[1]", L(3));
+  pd_op_set_attr_int(rt_op(&r, "top_k_v2", "X=x K=k", "Out=v Indices=i"), "axis", 0);
+  rt_fails(&r, PD_EINVAL, "top_k_v2: k 3 is out of range for X [2, 3] along axis 0 (expected 1 to "
+           "2)", "top_k_v2: k larger than the axis at run time");
+  rt_free(&r);
 
   /* The gradient op: zeros but at the indices. */
   rt_init(&r);
