@@ -2,7 +2,7 @@
 """infer_compare.py -- inference of the field's model families (tests/interop/zoo/NAME, with the
 parameters their weights.txt makes) timed in pdlang (`pdlang bench`), Paddle Inference (plain
 and with oneDNN), ONNX Runtime (the model converted by paddle2onnx at opset 17) and OpenVINO
-(which reads the .pdmodel itself), in the same run, each in a process of its own (its peak
+(which reads the .pdmodel itself; in float32: on this CPU it would pick bfloat16), in the same run, each in a process of its own (its peak
 resident memory is the process's), at the same batch and number of threads. Every framework's
 outputs are first checked against pdlang's (`pdlang exec`, 1e-4 relative); then the median and
 p90 latency of --runs calls after --warmup calls, the first call's time (the load and the first
@@ -75,7 +75,9 @@ def child(kind, model_dir, feeds, runs, warmup, threads):
         core = ov.Core()
         compiled = core.compile_model(core.read_model(pdmodel), "CPU",
                                       {"INFERENCE_NUM_THREADS": threads,
-                                       "PERFORMANCE_HINT": "LATENCY"})
+                                       "PERFORMANCE_HINT": "LATENCY",
+                                       # on CPUs with AVX512-BF16 it computes in bf16 unless told
+                                       "INFERENCE_PRECISION_HINT": "f32"})
         req = compiled.create_infer_request()
         names = [i.get_any_name() for i in compiled.inputs]
 

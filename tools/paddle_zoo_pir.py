@@ -26,7 +26,8 @@ from paddle.static.pir_io import get_pir_parameters  # noqa: E402
 import paddle_zoo as zoo  # noqa: E402
 
 FAMILIES = ["mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet", "resnet50_vd",
-            "pp_hgnet", "pp_liteseg", "unet", "ernie3_tiny", "db_det"]
+            "pp_hgnet", "pp_liteseg", "unet", "ernie3_tiny", "db_det", "crnn_rec", "ppocrv3_rec",
+            "ppocrv4_rec", "svtr_rec", "text_cls"]
 
 
 def export(name, outdir):

@@ -231,14 +231,17 @@ static bool zoo_params(const char *dir, const char *params_path) {
     }
     pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
     pd_tensor *t = v && v->persistable ? pd_var_tensor(pd_scope_var(scope, name)) : NULL;
-    if (!t || v->ndims < 0 || pd_tensor_resize(t, PD_FP32, v->ndims, v->dims)) {
+    /* float32 made from the recipe; another dtype (an rnn's uint8 dropout state) zeros */
+    pd_dtype dt = v && v->dtype != PD_FP32 ? v->dtype : PD_FP32;
+    if (!t || v->ndims < 0 || pd_tensor_resize(t, dt, v->ndims, v->dims)) {
       printf("# %s: '%s' is not a parameter of the model with a known shape\n", path, name);
       good = false;
       break;
     }
-    float *d = pd_tensor_data(t);
     uint64_t seed = pd_hash_bytes(name, strlen(name));
-    for (int64_t i = 0; i < pd_tensor_numel(t); i++) d[i] = zoo_weight(seed, i, scale, offset);
+    if (dt != PD_FP32) memset(pd_tensor_data(t), 0, (size_t)pd_tensor_numel(t) * pd_dtype_size(dt));
+    for (int64_t i = 0; dt == PD_FP32 && i < pd_tensor_numel(t); i++)
+      ((float *)pd_tensor_data(t))[i] = zoo_weight(seed, i, scale, offset);
     made++;
   }
   if (good && made != n) printf("# %s: %d lines for %d parameters\n", path, made, n), good = false;
@@ -527,7 +530,8 @@ int main(int argc, char **argv) {
   static const char *const zoo_pir[] = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3",
                                         "pp_lcnet",     "resnet50_vd",  "pp_hgnet",
                                         "pp_liteseg",   "unet",         "ernie3_tiny",
-                                        "db_det"};
+                                        "db_det",       "crnn_rec",     "ppocrv3_rec",
+                                        "ppocrv4_rec",  "svtr_rec",     "text_cls"};
   for (size_t i = 0; i < sizeof zoo_pir / sizeof zoo_pir[0]; i++) check_zoo_pir(zoo_pir[i]);
   static const char *const pir_models[] = {"mlp", "lenet", "cnn_bn", "cond", "cond_false",
                                            "while_loop", "transformer", "lstm", "gru_bidi",

@@ -363,6 +363,15 @@ typedef struct op_map {
   bool fold_list;
 } op_map;
 
+/* The slots a computed "" input goes to instead of its attribute, as one tensor or as a list
+ * (builtin.combine): the shapes of reshape and expand, known only at run time. */
+static const struct op_dyn {
+  const char *pir, *dyn, *dyn_list;
+} op_dyns[] = {
+    {"pd_op.reshape", "Shape", "ShapeTensor"},
+    {"pd_op.expand", "Shape", "expand_shapes_tensor"},
+};
+
 static const op_map op_maps[] = {
     {"pd_op.matmul", "matmul_v2", {"X", "Y"}, {"Out"},
      {{"transpose_x", "trans_x"}, {"transpose_y", "trans_y"}}, {NULL}, false},
@@ -437,6 +446,7 @@ static const op_map op_maps[] = {
     {"pd_op.clip", "clip", {"X", "", ""}, {"Out"}, {{0}}, {"min", "max"}, false},
     {"pd_op.tile", "tile", {"X", ""}, {"Out"}, {{0}}, {"repeat_times"}, true},
     {"pd_op.expand", "expand_v2", {"X", ""}, {"Out"}, {{0}}, {"shape"}, true},
+    {"pd_op.grid_sample", "grid_sampler", {"X", "Grid"}, {"Output"}, {{0}}, {NULL}, false},
     {"pd_op.argmax", "arg_max", {"X", ""}, {"Out"}, {{0}}, {"axis"}, false},
     {"pd_op.min", "reduce_min", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, {"dim"}, true},
     {"pd_op.prod", "reduce_prod", {"X", ""}, {"Out"}, {{"keepdim", "keep_dim"}}, {"dim"}, true},
@@ -948,6 +958,16 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
       const char *an = m->fold[nfold < 2 ? nfold : 1];
       nfold++;
       if (!an) return problem(L, opi, opn, "input %d: pdlang has no attribute for it", i);
+      const struct op_dyn *dy = NULL;
+      for (size_t k = 0; k < sizeof op_dyns / sizeof *op_dyns; k++)
+        if (strcmp(op_dyns[k].pir, opn) == 0) dy = &op_dyns[k];
+      if (dy && iv[i] && !iv[i]->isconst && !iv[i]->unmade) {
+        /* computed at run time: Fluid's op takes it as a tensor (or a list of them) */
+        if (iv[i]->list ? pd_op_set_input(f, dy->dyn_list, iv[i]->nlist, iv[i]->list)
+                        : pd_op_set_input(f, dy->dyn, 1, &iv[i]->var))
+          return oom(L);
+        continue;
+      }
       pd_status s = fold(L, opi, opn, f, an, iv[i], m->fold_list);
       if (s) return s;
       if (strcmp(an, "dim") == 0 && iv[i] && iv[i]->isconst && iv[i]->nconst == 0 &&

@@ -31,7 +31,8 @@ static const pd_loc nowhere = {0};
 
 /* ---- The table ----
  * ins: the operands, space-separated: SLOT (the Fluid input slot's var; none when absent),
- *   "-" (none), "#ATTR" (a full_int_array int64 of the Fluid attribute's integers), "%ATTR:DT"
+ *   "-" (none), "#ATTR" (a full_int_array int64 of the Fluid attribute's integers; "#ATTR|SLOT|
+ *   LIST": unless the op binds SLOT, a tensor, or LIST, tensors combined), "%ATTR:DT"
  *   (a full of shape [1] and dtype DT holding the numeric attribute), "@ATTR" (the list of the
  *   slot's vars as one builtin.combine: "@X").
  * outs: the results: SLOT, or "-DT" (a result Fluid does not have: dtype DT, the first
@@ -109,7 +110,7 @@ static const wmap wmaps[] = {
    "align_mode:i32=align_mode|1"}
     INTERP("nearest_interp_v2", "nearest_interp"), INTERP("bilinear_interp_v2", "bilinear_interp"),
 #undef INTERP
-    {"reshape2", "reshape", "X #shape", "Out", ""},
+    {"reshape2", "reshape", "X #shape|Shape|ShapeTensor", "Out", ""},
     {"transpose2", "transpose", "X", "Out", "perm:ai32=axis"},
     {"flatten_contiguous_range", "flatten", "X", "Out",
      "start_axis:i32=start_axis|1 stop_axis:i32=stop_axis|-1"},
@@ -139,7 +140,9 @@ static const wmap wmaps[] = {
     {"pad3d", "pad3d", "X #paddings", "Out",
      "mode:s=mode|constant pad_value:f64=value|0 data_format:s=data_format|NCDHW"},
     {"tile", "tile", "X #repeat_times", "Out", ""},
-    {"expand_v2", "expand", "X #shape", "Out", ""},
+    {"expand_v2", "expand", "X #shape|Shape|expand_shapes_tensor", "Out", ""},
+    {"grid_sampler", "grid_sample", "X Grid", "Output",
+     "mode:s=mode|bilinear padding_mode:s=padding_mode|zeros align_corners:b=align_corners|true"},
     {"split", "split_with_num", "X %axis:int32", "", "num:i32=num"},
     {"rnn", "rnn", "Input @PreState @WeightList SequenceLength %dropout_state:float32",
      "Out -uint8 @State -float32",
@@ -620,6 +623,17 @@ static void table_op(wr *w, const pd_block *b, const pd_op_desc *op, const wmap 
     if (strcmp(tok, "-") == 0) {
       in[nin++] = 0;
     } else if (tok[0] == '#') {
+      /* #ATTR|SLOT|LIST: the attribute unless the op gives it at run time, as the tensor SLOT
+       * or the tensors LIST */
+      char *slot = strchr(tok, '|'), *list = NULL;
+      if (slot) *slot++ = 0, list = strchr(slot, '|');
+      if (list) *list++ = 0;
+      const char *sv = slot ? pd_op_input1(op, slot) : NULL;
+      const pd_slot *lv = list ? pd_op_input(op, list) : NULL;
+      if (sv || (lv && lv->nargs)) {
+        in[nin++] = sv ? use(w, op, sv) : combine(w, op, lv);
+        continue;
+      }
       int64_t v[PD_MAX_RANK * 2 + 8];
       int n = attr_ints(op, tok + 1, v, (int)(sizeof v / sizeof *v));
       if (n < 0) n = 0; /* reduce_all: an empty list */
