@@ -1109,7 +1109,7 @@ static const builtin builtins[] = {
     FN("lines", pd_cmp_b_record),
     FN("load", pd_cmp_b_action),
     OP1("log", "log", "Out"),
-    OP1("log_sigmoid", "log_sigmoid", "Out"),
+    OP1("log_sigmoid", "logsigmoid", "Out"),
     OP1A("log_softmax", "log_softmax", "Out", "axis"),
     OP2("lookup_table", "lookup_table", "W", "Ids", "Out"),
     OP2("matmul", "matmul_v2", "X", "Y", "Out"),

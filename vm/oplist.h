@@ -375,13 +375,14 @@ PD_INTERP_(linear_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_OP(lod_reset, DIFF, lod_reset, IN(ONE("X"), OPT("Y")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("target_lod"), BOOL("append", false)))
 PD_MATH_(log, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_LOG)
-PD_OPK(log_sigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE("Out")),
-       NONE, KERNEL(act, PD_K_LOG_SIGMOID))
 PD_OPK(log_softmax, DIFF | FP_IN | GPU | GPU_GRAD, softmax, IN(ONE("X")), OUT(ONE("Out")),
        ATTRS(INT("axis", -1)), KERNEL(softmax, PD_OPV_LOG_SOFTMAX))
 PD_LOGICAL_(logical_and, PD_K_AND)
 PD_OP(logical_not, GPU, unary_bool, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_LOGICAL_(logical_or, PD_K_OR)
+/* logsigmoid, Fluid's name of log(1 / (1 + e^-x)) (the script's log_sigmoid). */
+PD_OPK(logsigmoid, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE("Out")),
+       NONE, KERNEL(act, PD_K_LOG_SIGMOID))
 PD_LOOKUP_TABLE_(lookup_table)
 PD_LOOKUP_TABLE_(lookup_table_v2)
 PD_OP(lstm, DIFF | FP_IN | SEQ_IN, lstm,

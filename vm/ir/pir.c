@@ -436,7 +436,7 @@ static const op_map op_maps[] = {
     {"pd_op.square", "square", {"X"}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.silu", "silu", {"X"}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.swish", "swish", {"X"}, {"Out"}, {{0}}, {NULL}, false},
-    {"pd_op.logsigmoid", "log_sigmoid", {"X"}, {"Out"}, {{0}}, {NULL}, false},
+    {"pd_op.logsigmoid", "logsigmoid", {"X"}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.elu", "elu", {"X"}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.softplus", "softplus", {"X"}, {"Out"}, {{0}}, {NULL}, false},
     {"pd_op.log_softmax", "log_softmax", {"X"}, {"Out"}, {{0}}, {NULL}, false},

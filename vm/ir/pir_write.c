@@ -49,7 +49,7 @@ typedef struct wmap {
 static const wmap wmaps[] = {
     UNARY("abs", "abs"), UNARY("exp", "exp"), UNARY("log", "log"), UNARY("sqrt", "sqrt"),
     UNARY("relu", "relu"), UNARY("tanh", "tanh"), UNARY("sigmoid", "sigmoid"),
-    UNARY("square", "square"), UNARY("silu", "silu"), UNARY("log_sigmoid", "logsigmoid"),
+    UNARY("square", "square"), UNARY("silu", "silu"), UNARY("logsigmoid", "logsigmoid"),
     UNARY("assign", "assign"), UNARY("logical_not", "logical_not"),
     {"relu6", "relu6", "X", "Out", ""},
     {"gelu", "gelu", "X", "Out", "approximate:b=approximate|false"},

@@ -41,7 +41,7 @@ static long double act(ot_ref *r, long double x) {
     long double b = ot_float(r, "beta");
     return b * x > ot_float(r, "threshold") ? x : logl(1 + expl(b * x)) / b;
   }
-  if (!strcmp(op, "log_sigmoid")) return logl(1 / (1 + expl(-x)));
+  if (!strcmp(op, "logsigmoid")) return logl(1 / (1 + expl(-x)));
   return NAN;
 }
 
@@ -97,7 +97,7 @@ const ot_row ot_rows_activation[] = {
     {.op = "leaky_relu", .what = "alpha 0.3", .attrs = "alpha=0.3", .in = {PTS}, .ref = ref_act},
     {.op = "leaky_relu", .what = "alpha -1.5", .attrs = "alpha=-1.5", .in = {PTS},
      .ref = ref_act},
-    {.op = "log_sigmoid", .in = {PTS}, .ref = ref_act},
+    {.op = "logsigmoid", .in = {PTS}, .ref = ref_act},
     {.op = "relu6", .in = {PTS}, .ref = ref_act},
     {.op = "relu6", .what = "threshold 2", .attrs = "threshold=2", .in = {PTS}, .ref = ref_act},
     {.op = "silu", .in = {PTS}, .ref = ref_act},

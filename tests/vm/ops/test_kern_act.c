@@ -59,7 +59,7 @@ static const act_case cases[] = {
     {"relu6 threshold 2", "relu6", 1, {"threshold"}, {2.0}},
     {"hard_swish", "hard_swish", 3, {"threshold", "scale", "offset"}, {6.0, 6.0, 3.0}},
     {"hard_swish 4 5 1", "hard_swish", 3, {"threshold", "scale", "offset"}, {4.0, 5.0, 1.0}},
-    {"log_sigmoid", "log_sigmoid", 0, {NULL}, {0}},
+    {"logsigmoid", "logsigmoid", 0, {NULL}, {0}},
 };
 
 static void set_attrs(pd_op_desc *op, const act_case *c) {
@@ -136,7 +136,7 @@ static void test_far_out(void) {
     rt r;
     rt_init(&r);
     rt_in_f64(&r, "x", "[6]", xs);
-    pd_op_desc *op = rt_op(&r, t ? "log_sigmoid" : "softplus", "X=x", "Out=y");
+    pd_op_desc *op = rt_op(&r, t ? "logsigmoid" : "softplus", "X=x", "Out=y");
     if (!t && pd_op_set_attr_float(op, "threshold", 1e30f)) bail("out of memory");
     const char *what = t ? "log_sigmoid float64 at |x| up to 700"
                          : "softplus float64 at |x| up to 700 (no threshold)";
@@ -158,7 +158,7 @@ static void test_far_out(void) {
     to_f32(xs, xf, 6);
     rt_init(&r);
     rt_in_f32(&r, "x", "[6]", xf);
-    rt_op(&r, t ? "log_sigmoid" : "softplus", "X=x", "Out=y");
+    rt_op(&r, t ? "logsigmoid" : "softplus", "X=x", "Out=y");
     what = t ? "log_sigmoid float32 at |x| up to 700" : "softplus float32 at |x| up to 700";
     if (rt_ok(&r, what)) {
       const float *y = PD_TENSOR_F32(rt_get(&r, "y"));
@@ -218,7 +218,7 @@ static void test_grads(void) {
     rt r;
     rt_init(&r);
     rt_in_f64(&r, "x", "[2, 3]", far);
-    pd_op_desc *op = rt_op(&r, t ? "log_sigmoid" : "softplus", "X=x", "Out=y");
+    pd_op_desc *op = rt_op(&r, t ? "logsigmoid" : "softplus", "X=x", "Out=y");
     if (!t && pd_op_set_attr_float(op, "threshold", 1e30f)) bail("out of memory");
     grad_check(&r, "X", "Out", t ? "log_sigmoid gradient at |x| up to 700"
                                  : "softplus gradient at |x| up to 700 (no threshold)");
