@@ -26,8 +26,9 @@ typedef struct symtab symtab;
  * PD_CMP_WORK_CALL steps, an op made (with its vars and attributes) PD_CMP_WORK_OP. Loops
  * unrolled inside each other (and functions calling functions) multiply, so one budget for the
  * whole compilation refuses a program past it before memory grows: a step is about a hundred
- * bytes of memory, so the compiler stays under some 300 MB. The examples take under 1% of it,
- * the largest test (tests/fuzz/corpus_compile/slow_sequential_ifs.pd) 9%. */
+ * bytes of memory, so the compiler stays under some 300 MB. The examples and golden scripts take
+ * at most 2.3% of it (tests/golden/run/else_if_too_deep.pd), the largest fuzz seed
+ * (tests/fuzz/corpus_compile/slow_sequential_ifs.pd) 9%. */
 #define PD_CMP_WORK_BUDGET 3000000
 #define PD_CMP_WORK_OP 32
 #define PD_CMP_WORK_CALL 8

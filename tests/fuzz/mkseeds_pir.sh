@@ -4,7 +4,8 @@
 # of the mlp, cond and while_loop ones, each changing one thing the reader checks (bad_*.json),
 # plus a few hand-written texts at the JSON parser's edges. Files whose names start with crash_
 # (inputs the fuzzer found: crash_dim_below_minus1.json, a dimension of -2, made a program that
-# did not validate) are left alone.
+# did not validate; crash_fold_past_int32.json, a shape constant past int32 converted) are left
+# alone.
 #   tests/fuzz/mkseeds_pir.sh [SRCDIR]
 set -eu
 srcdir=${1:-$(dirname "$0")/../..}

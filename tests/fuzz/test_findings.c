@@ -6,7 +6,8 @@
  * compiler's allocations must grow linearly with a script of sequential tensor ifs (allocation
  * counts, not timings: pd_alloc_fail_after). The PIR JSON reader read a number past the end
  * of its text (up to a NUL, which a file need not have): the bytes after the length are set so
- * that the reader sees them when it looks too far. */
+ * that the reader sees them when it looks too far; a constant past int32 folded into an INTS
+ * attribute was converted (undefined behaviour) where it is now refused. */
 #include "config.h"
 
 #include <stdio.h>
@@ -147,6 +148,25 @@ static void test_pir_bounds(void) {
   pir_case("12345", 3, "not a PIR program", "a number ending the text");
   pir_case("{\"a\":12345", 8, "damaged JSON at byte 8: unterminated object",
            "a number ending a cut object");
+  /* A shape constant past int32, folded into reshape2's INTS attribute: converting it was
+   * undefined (fuzz_pir, corpus_pir/crash_fold_past_int32.json); now a problem naming it. */
+  static const char reshape[] =
+      "{\"base_code\":{\"magic\":\"pir\",\"version\":4},\"program\":{\"regions\":[{\"blocks\":[{"
+      "\"ops\":[{\"#\":\"1.data\",\"A\":[{\"AT\":{\"#\":\"0.a_str\",\"D\":\"x\"},\"N\":\"name\"}],"
+      "\"I\":[],\"O\":[{\"%\":1,\"TT\":{\"#\":\"0.t_dtensor\",\"D\":[{\"#\":\"0.t_f32\"},[-1,4],"
+      "\"NCHW\",[],0]}}]},{\"#\":\"1.full_int_array\",\"A\":[{\"AT\":{\"#\":\"0.a_array\",\"D\":["
+      "{\"#\":\"0.a_i64\",\"D\":-1},{\"#\":\"0.a_i64\",\"D\":1e30}]},\"N\":\"value\"}],\"I\":[],"
+      "\"O\":[{\"%\":2,\"TT\":{\"#\":\"0.t_dtensor\",\"D\":[{\"#\":\"0.t_i64\"},[2],\"NCHW\",[],0]}}]},"
+      "{\"#\":\"1.reshape\",\"A\":[],\"I\":[{\"%\":1},{\"%\":2}],\"O\":[{\"%\":3,\"TT\":{\"#\":"
+      "\"0.t_dtensor\",\"D\":[{\"#\":\"0.t_f32\"},[-1,4],\"NCHW\",[],0]}},{\"%\":0}]}]}]}]}}";
+  pd_program *p = NULL;
+  pd_error err = {0};
+  pd_status st = pd_pir_from_json(reshape, strlen(reshape), "m.json", &p, &err);
+  ok(st == PD_EINVAL && !p && err.msg && strstr(err.msg, "op 2 (pd_op.reshape): its input shape "
+                                                         "holds 1e+30, past the int32"),
+     "a reshape's shape past int32: %s", err.msg ? err.msg : "no message");
+  pd_error_clear(&err);
+  pd_program_free(p);
 }
 
 int main(void) {

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,8 +545,12 @@ static pd_status fold(lower *L, int opi, const char *opn, pd_op_desc *op, const 
   if (!v || !v->isconst)
     return problem(L, opi, opn, "its input %s is computed; pdlang needs it constant (made by "
                    "pd_op.full or pd_op.full_int_array)", name);
-  if (!as_list && strcmp(name, "axis") == 0) /* an int in Fluid */
-    return pd_op_set_attr_int(op, name, (int32_t)v->cval[0]) ? oom(L) : PD_OK;
+  bool ints = as_list || strcmp(name, "axis") == 0; /* an int in Fluid */
+  for (int i = 0; ints && i < (as_list ? v->nconst : 1); i++) /* past int32: UB to convert */
+    if (!(v->cval[i] >= INT32_MIN && v->cval[i] <= INT32_MAX))
+      return problem(L, opi, opn, "its input %s holds %g, past the int32 of Fluid's attribute",
+                     name, v->cval[i]);
+  if (!as_list && ints) return pd_op_set_attr_int(op, name, (int32_t)v->cval[0]) ? oom(L) : PD_OK;
   if (!as_list) return pd_op_set_attr_float(op, name, (float)v->cval[0]) ? oom(L) : PD_OK;
   int32_t xs[PD_MAX_RANK];
   for (int i = 0; i < v->nconst; i++) xs[i] = (int32_t)v->cval[i];
