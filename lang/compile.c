@@ -157,6 +157,24 @@ void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+const char *pd_cmp_suggest_kw(const char *word, const char *const *names, int n) {
+  const char *best = NULL;
+  int bestd = 1000;
+  for (int i = 0; i < n; i++) pd_suggest_consider(word, names[i], &best, &bestd);
+  if (best) return best;
+  size_t lw = strlen(word), bestgap = SIZE_MAX;
+  for (int i = 0; i < n; i++) {
+    size_t ln = strlen(names[i]), m = ln < lw ? ln : lw;
+    if (m < 3 || strncmp(word, names[i], m) != 0) continue;
+    size_t gap = ln < lw ? lw - ln : ln - lw;
+    if (gap < bestgap) {
+      best = names[i];
+      bestgap = gap;
+    }
+  }
+  return best;
+}
+
 void pd_cmp_error_at_caller(C *c, pd_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -899,7 +917,12 @@ value *pd_cmp_call_def(C *c, value *fnv, call_args *a) {
     size_t i = 0;
     while (i < np && strcmp(def->def.params.items[i]->binding.name, a->kw[k]) != 0) i++;
     if (i == np) {
-      pd_cmp_error(c, a->kw_loc[k], "'%s' has no parameter '%s'", fname, a->kw[k]);
+      const char **names = pd_cmp_calloc(c, sizeof *names * (np ? np : 1));
+      if (!names) return VERR;
+      for (size_t j = 0; j < np; j++) names[j] = def->def.params.items[j]->binding.name;
+      const char *near = pd_cmp_suggest_kw(a->kw[k], names, (int)np);
+      pd_cmp_error(c, a->kw_loc[k], "'%s' has no parameter '%s'%s", fname, a->kw[k],
+                   near ? pd_cmp_fmt(c, "; did you mean '%s'?", near) : "");
       return VERR;
     }
     if (vals[i]) {
