@@ -57,8 +57,14 @@ static int run_run(int argc, char **argv) {
   const char *penv = getenv("PDLANG_PROFILE");
   bool profile = penv && *penv && strcmp(penv, "0") != 0;
   pd_run_options o = {.out = stdout, .progress = stderr, .progress_mode = PD_PROGRESS_AUTO};
+  pd_compile_set sets[PD_DRIVER_MAX_SETS];
+  char set_text[PD_DRIVER_MAX_SETS][PD_DRIVER_SET_TEXT];
+  int nsets = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
+    int sr = pd_driver_set_arg("run", argc, argv, &i, sets, set_text, &nsets);
+    if (sr < 0) return 2;
+    if (sr) continue;
     if (strcmp(a, "--seed") == 0 && i + 1 < argc) {
       char *end;
       o.seed = strtoull(argv[++i], &end, 10);
@@ -136,7 +142,7 @@ static int run_run(int argc, char **argv) {
   }
   pd_source *src;
   pd_unit *unit;
-  if (pd_driver_compile_file(path, &src, &unit)) {
+  if (pd_driver_compile_file_set(path, nsets, sets, &src, &unit)) {
     if (nranks > 1) fprintf(stderr, "pdlang: rank %d of %d failed; ending the job\n", rank, nranks);
     pd_comm_abort(1);
     pd_comm_finalize();
@@ -184,10 +190,14 @@ const pd_command pd_cmd_run = {
     .run = run_run,
     .summary = "compile a .pd script and run its actions (train, eval, print, ...)",
     .usage = "pdlang run [--seed N] [--check-nan-inf] [--device cpu|gpu[:N]]\n"
-             "           [--progress=auto|bar|lines|none] [--log FILE] [--profile] FILE.pd\n"
+             "           [--progress=auto|bar|lines|none] [--log FILE] [--profile]\n"
+             "           [--set NAME=VALUE]... FILE.pd\n"
              "\n"
              "Compiles FILE.pd (reporting every error before anything runs), then runs its\n"
              "actions in order.\n"
+             "  --set NAME=VALUE  compile with VALUE in place of the literal of the script's\n"
+             "                    top-level binding NAME (batch = 64: --set batch=128), read\n"
+             "                    as its type (integer, number, true/false, text); repeatable\n"
              "  --seed N          seed of parameter initialisers and random ops (default 0)\n"
              "  --check-nan-inf   stop at the first op that makes a NaN or Inf\n"
              "                    (also PDLANG_CHECK_NAN_INF=1)\n"

@@ -34,6 +34,19 @@ struct pd_unit;
 /* Load and compile a script, printing diagnostics to stderr. Returns 0 with *src and *unit set
  * (the caller frees both: pd_unit_free, then pd_source_free), or 1 with both NULL. */
 int pd_driver_compile_file(const char *path, struct pd_source **src, struct pd_unit **unit);
+/* The same with the --set NAME=VALUE overrides of the command line (sets[0..nsets), from
+ * pd_driver_set_arg; see pd_compile_options). */
+struct pd_compile_set;
+int pd_driver_compile_file_set(const char *path, int nsets, const struct pd_compile_set *sets,
+                               struct pd_source **src, struct pd_unit **unit);
+/* argv[*i] as `--set NAME=VALUE` of command cmd: 1 when it was one (added to sets[*nsets], *i
+ * moved past its value), 0 when it is another argument, -1 after printing a usage error
+ * (sets holds PD_DRIVER_MAX_SETS). The strings point into argv, except option, which points
+ * into the caller's `text` (PD_DRIVER_MAX_SETS rows of PD_DRIVER_SET_TEXT bytes). */
+#define PD_DRIVER_MAX_SETS 64
+#define PD_DRIVER_SET_TEXT 160
+int pd_driver_set_arg(const char *cmd, int argc, char **argv, int *i, struct pd_compile_set *sets,
+                      char (*text)[PD_DRIVER_SET_TEXT], int *nsets);
 /* Print a run-time error to stderr the way compile errors look (file:line:col, line, caret),
  * finding the source of the error's location among unit's (main is src). */
 struct pd_error;

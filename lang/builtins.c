@@ -46,6 +46,12 @@ bool pd_cmp_check_args_kw(C *c, call_args *a, int npos, const char *const *names
     int i = 0;
     while (names[i] && strcmp(names[i], a->kw[k]) != 0) i++;
     if (!names[i]) {
+      const char *near = pd_cmp_suggest_kw(a->kw[k], names, i);
+      if (near) {
+        pd_cmp_error(c, a->kw_loc[k], "%s has no argument '%s'; did you mean '%s'?", a->fname,
+                     a->kw[k], near);
+        return false;
+      }
       pd_buf b;
       pd_buf_init(&b);
       list_names(&b, names);
@@ -135,6 +141,17 @@ static bool kw_attrs(C *c, call_args *a, const pd_opdef *def, pd_op_desc *op,
     if (skipped) continue;
     const pd_attrdef *ad = pd_opdef_attr(def, a->kw[k]);
     if (!ad || ad->type == PD_ATTR_BLOCK) {
+      const char *names[64];
+      int nn = 0;
+      for (int j = 0; skip && skip[j] && nn < 64; j++) names[nn++] = skip[j];
+      for (int j = 0; j < def->nattrs && nn < 64; j++)
+        if (def->attrs[j].type != PD_ATTR_BLOCK) names[nn++] = def->attrs[j].name;
+      const char *near = pd_cmp_suggest_kw(a->kw[k], names, nn);
+      if (near) {
+        pd_cmp_error(c, a->kw_loc[k], "%s has no argument '%s'; did you mean '%s'?", a->fname,
+                     a->kw[k], near);
+        return false;
+      }
       pd_buf b;
       pd_buf_init(&b);
       for (int j = 0; skip && skip[j]; j++) pd_buf_printf(&b, "%s%s", b.len ? ", " : "", skip[j]);

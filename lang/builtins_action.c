@@ -14,15 +14,15 @@
 
 static const struct spec {
   const char *name;
-  const char *params[10];   /* in positional order; all may also be given by keyword */
+  const char *params[12];   /* in positional order; all may also be given by keyword */
   int required;             /* how many of the first params must be given */
 } specs[] = {
     {"adagrad", {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay",
-                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
+                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
     {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm",
-              "lr_schedule", "decay_steps", "decay_rate"}, 1},
+              "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
     {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
-               "lr_schedule", "decay_steps", "decay_rate"}, 1},
+               "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
     {"csv", {"path", "label", "features", "header", "split", "valid", "seed", "delimiter",
              "fill", "categorical"}, 1},
     {"fashion_mnist", {"split", "path", "valid", "seed"}, 1},
@@ -33,13 +33,13 @@ static const struct spec {
     {"lines", {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed"}, 1},
     {"mnist", {"split", "path", "valid", "seed"}, 1},
     {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
-                  "lr_schedule", "decay_steps", "decay_rate"}, 1},
+                  "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
     {"normal", {"mean", "std"}, 2},
     {"npy", {"path", "label_path"}, 1},
     {"rmsprop", {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay",
-                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate"}, 1},
+                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
     {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
-             "decay_rate"}, 1},
+             "decay_rate", "warmup_steps"}, 1},
     {"text", {"path", "length", "split", "valid", "seed"}, 1},
     {"uniform", {"low", "high"}, 2},
     {"xavier", {NULL}, 0},
@@ -279,7 +279,7 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
     return VERR;
   }
   int np = 0;
-  while (np < 10 && sp->params[np]) np++;
+  while (np < (int)PD_ARRAY_LEN(sp->params) && sp->params[np]) np++;
   if (!pd_cmp_check_args(c, a, np, sp->params)) return VERR;
   value *r = pd_cmp_vnew(c, V_RECORD);
   if (r == VERR) return r;
@@ -312,6 +312,19 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
   }
   if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
     return VERR;
+  /* An optimizer's warmup: a whole number of steps. */
+  for (int i = 0; i < r->rec.n; i++) {
+    value *w = r->rec.vals[i];
+    pd_loc wloc = r->rec.locs[i];
+    if (strcmp(r->rec.keys[i], "warmup_steps") != 0 || w->k == V_NONE ||
+        (w->k == V_INT && w->i >= 0))
+      continue;
+    pd_cmp_error(c, wloc, "%s: 'warmup_steps' (the steps over which the learning rate rises "
+                 "linearly from 0 to its value) must be an integer >= 0, not %s", self->name,
+                 w->k == V_INT ? pd_cmp_fmt(c, "%lld", (long long)w->i)
+                 : w->k == V_FLOAT ? pd_cmp_fmt(c, "%g", w->f) : pd_cmp_vkind_phrase(w));
+    return VERR;
+  }
   /* Initializer arguments are numbers. */
   if ((strcmp(sp->name, "normal") == 0 || strcmp(sp->name, "uniform") == 0) &&
       (!pd_cmp_is_number(r->rec.vals[0]) || !pd_cmp_is_number(r->rec.vals[1]))) {

@@ -157,6 +157,24 @@ void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) {
   va_end(ap);
 }
 
+const char *pd_cmp_suggest_kw(const char *word, const char *const *names, int n) {
+  const char *best = NULL;
+  int bestd = 1000;
+  for (int i = 0; i < n; i++) pd_suggest_consider(word, names[i], &best, &bestd);
+  if (best) return best;
+  size_t lw = strlen(word), bestgap = SIZE_MAX;
+  for (int i = 0; i < n; i++) {
+    size_t ln = strlen(names[i]), m = ln < lw ? ln : lw;
+    if (m < 3 || strncmp(word, names[i], m) != 0) continue;
+    size_t gap = ln < lw ? lw - ln : ln - lw;
+    if (gap < bestgap) {
+      best = names[i];
+      bestgap = gap;
+    }
+  }
+  return best;
+}
+
 void pd_cmp_error_at_caller(C *c, pd_loc loc, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -899,7 +917,12 @@ value *pd_cmp_call_def(C *c, value *fnv, call_args *a) {
     size_t i = 0;
     while (i < np && strcmp(def->def.params.items[i]->binding.name, a->kw[k]) != 0) i++;
     if (i == np) {
-      pd_cmp_error(c, a->kw_loc[k], "'%s' has no parameter '%s'", fname, a->kw[k]);
+      const char **names = pd_cmp_calloc(c, sizeof *names * (np ? np : 1));
+      if (!names) return VERR;
+      for (size_t j = 0; j < np; j++) names[j] = def->def.params.items[j]->binding.name;
+      const char *near = pd_cmp_suggest_kw(a->kw[k], names, (int)np);
+      pd_cmp_error(c, a->kw_loc[k], "'%s' has no parameter '%s'%s", fname, a->kw[k],
+                   near ? pd_cmp_fmt(c, "; did you mean '%s'?", near) : "");
       return VERR;
     }
     if (vals[i]) {
@@ -1151,6 +1174,146 @@ void pd_unit_render_error(pd_buf *out, const pd_unit *unit, const pd_source *mai
   pd_diag_render_error_in(out, find_unit_source, &us, err);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Overrides of top-level bindings (pd_compile_options.sets: `pdlang run --set NAME=VALUE`).   */
+
+/* The literal kind of a binding's value (INT, FLOAT, BOOL, STRING; a negative number is a
+ * UNARY NEG over INT or FLOAT), or PD_AST_KIND_COUNT_ when it is an expression. */
+static pd_ast_kind literal_kind(const pd_ast_node *v) {
+  if (v->kind == PD_AST_UNARY && v->unary.op == PD_AST_OP_NEG &&
+      (v->unary.operand->kind == PD_AST_INT || v->unary.operand->kind == PD_AST_FLOAT))
+    return v->unary.operand->kind;
+  if (v->kind == PD_AST_INT || v->kind == PD_AST_FLOAT || v->kind == PD_AST_BOOL ||
+      v->kind == PD_AST_STRING)
+    return v->kind;
+  return PD_AST_KIND_COUNT_;
+}
+
+/* The top-level statement binding `name` alone (`name = e`, `let name = e`); i-th from *from. */
+static pd_ast_node *top_binding(pd_ast_node *prog, const char *name, size_t *from) {
+  for (size_t i = *from; i < prog->block.stmts.len; i++) {
+    pd_ast_node *st = prog->block.stmts.items[i];
+    if (st->kind != PD_AST_ASSIGN && st->kind != PD_AST_LET) continue;
+    for (size_t t = 0; t < st->assign.targets.len; t++)
+      if (strcmp(st->assign.targets.items[t]->name.id, name) == 0) {
+        *from = i + 1;
+        return st;
+      }
+  }
+  return NULL;
+}
+
+/* The literal node of `text` read as kind (negative numbers as NEG over the number); NULL with
+ * *bad set when text is not of that kind, NULL alone on out of memory. */
+static pd_ast_node *set_literal(C *c, pd_ast_kind kind, const char *text, pd_loc loc, bool *bad) {
+  *bad = false;
+  bool neg = false;
+  const char *num = text;
+  if (kind == PD_AST_INT || kind == PD_AST_FLOAT) {
+    while (*num == ' ') num++;
+    neg = *num == '-';
+    if (neg || *num == '+') num++;
+    if (!(*num >= '0' && *num <= '9') && *num != '.') {
+      *bad = true;
+      return NULL;
+    }
+  }
+  pd_ast_node *lit = NULL;
+  char *end;
+  errno = 0;
+  if (kind == PD_AST_INT) {
+    long long v = strtoll(num, &end, 10);
+    if (*end || errno) {
+      *bad = true;
+      return NULL;
+    }
+    if ((lit = pd_ast_new(c->arena, PD_AST_INT, loc))) lit->int_value = v;
+  } else if (kind == PD_AST_FLOAT) {
+    double v = strtod(num, &end);
+    if (*end || errno || !isfinite(v)) {
+      *bad = true;
+      return NULL;
+    }
+    if ((lit = pd_ast_new(c->arena, PD_AST_FLOAT, loc))) lit->float_value = v;
+  } else if (kind == PD_AST_BOOL) {
+    if (strcmp(text, "true") != 0 && strcmp(text, "false") != 0) {
+      *bad = true;
+      return NULL;
+    }
+    if ((lit = pd_ast_new(c->arena, PD_AST_BOOL, loc))) lit->bool_value = text[0] == 't';
+  } else {
+    size_t n = strlen(text);
+    if ((lit = pd_ast_new(c->arena, PD_AST_STRING, loc)) &&
+        (lit->str.data = pd_ast_strndup(c->arena, text, n)))
+      lit->str.len = n;
+    else
+      lit = NULL;
+  }
+  if (!lit || !neg) return lit;
+  pd_ast_node *u = pd_ast_new(c->arena, PD_AST_UNARY, loc);
+  if (!u) return NULL;
+  u->unary.op = PD_AST_OP_NEG;
+  u->unary.operand = lit;
+  pd_ast_update_height(u);
+  return u;
+}
+
+static const char *literal_phrase(pd_ast_kind k) {
+  return k == PD_AST_INT     ? "an integer"
+         : k == PD_AST_FLOAT ? "a number"
+         : k == PD_AST_BOOL  ? "a boolean (true or false)"
+                             : "a string";
+}
+
+/* Apply opts->sets to the parsed main script; errors go to the diags. */
+static void apply_sets(C *c, pd_ast_node *prog) {
+  for (int k = 0; c->opts && k < c->opts->nsets; k++) {
+    const pd_compile_set *s = &c->opts->sets[k];
+    size_t from = 0;
+    pd_ast_node *st = top_binding(prog, s->name, &from);
+    if (!st) {
+      const char *best = NULL;
+      int bestd = 1000;
+      for (size_t i = 0; i < prog->block.stmts.len; i++) {
+        const pd_ast_node *b = prog->block.stmts.items[i];
+        if (b->kind != PD_AST_ASSIGN && b->kind != PD_AST_LET) continue;
+        for (size_t t = 0; t < b->assign.targets.len; t++)
+          pd_suggest_consider(s->name, b->assign.targets.items[t]->name.id, &best, &bestd);
+      }
+      pd_cmp_error(c, (pd_loc){.file = c->main_src->name}, "%s: the script binds no '%s' at its "
+                   "top level%s", s->option, s->name,
+                   best ? pd_cmp_fmt(c, " (did you mean '%s'?)", best) : "");
+      continue;
+    }
+    pd_ast_node *again = top_binding(prog, s->name, &from);
+    if (again) {
+      pd_cmp_error(c, again->loc, "%s: '%s' is bound at the top level on line %d and again "
+                   "here: --set overrides a name bound once", s->option, s->name, st->loc.line);
+      continue;
+    }
+    pd_ast_kind kind = st->assign.targets.len == 1 ? literal_kind(st->assign.value)
+                                                   : PD_AST_KIND_COUNT_;
+    if (kind == PD_AST_KIND_COUNT_) {
+      pd_cmp_error(c, st->assign.value->loc, "%s: '%s' is bound on line %d to %s, not to a "
+                   "literal number, string or boolean, which --set can replace", s->option,
+                   s->name, st->loc.line, pd_ast_kind_phrase(st->assign.value->kind));
+      continue;
+    }
+    bool bad;
+    pd_ast_node *lit = set_literal(c, kind, s->value, st->assign.value->loc, &bad);
+    if (bad) {
+      pd_cmp_error(c, st->assign.value->loc, "%s: '%s' (line %d) is %s, not '%s'", s->option,
+                   s->name, st->loc.line, literal_phrase(kind), s->value);
+      continue;
+    }
+    if (!lit) {
+      c->oom = true;
+      return;
+    }
+    st->assign.value = lit;
+  }
+}
+
 pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_diags *diags,
                      pd_unit **out) {
   *out = NULL;
@@ -1179,6 +1342,11 @@ pd_status pd_compile(const pd_source *src, const pd_compile_options *opts, pd_di
   int errors_before = diags->nerrors;
   st = pd_parse(src, c.arena, diags, &prog);
   if (st) goto done;
+  apply_sets(&c, prog);
+  if (c.oom || diags->nerrors > errors_before) {
+    st = c.oom ? PD_ENOMEM : PD_ECOMPILE;
+    goto done;
+  }
   c.block = u->main->blocks[0];
   if (!pd_cmp_scope_push(&c, SC_GLOBAL, NULL)) {
     st = PD_ENOMEM;

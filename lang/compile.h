@@ -110,9 +110,25 @@ typedef struct pd_unit {
 /* Where `import "name"` looks, in order: the directories in $PDLANG_PATH (':'-separated), the
  * stdlib directory, then the importing script's folder. `stdlib_dir` NULL means the built-in
  * default (the installed stdlib, else the source tree's). */
+typedef struct pd_compile_set pd_compile_set;
 typedef struct pd_compile_options {
   const char *stdlib_dir;
+  /* Overrides of the script's top-level bindings (`pdlang run --set NAME=VALUE`), applied to
+   * the parsed script before it compiles: each names a binding that the main script makes once
+   * at its top level (`batch = 64`, `let lr = 0.01`) to a literal number, string or boolean,
+   * and replaces that literal with `value`, read as the literal's type (an integer for an
+   * integer, any number for a float, true or false, any text for a string). An unknown name,
+   * a name bound more than once or to an expression, or a value of another type is an error
+   * (reported to the diags like a compile error, naming `option`). Borrowed. */
+  int nsets;
+  const pd_compile_set *sets;
 } pd_compile_options;
+
+struct pd_compile_set {
+  const char *name;    /* the binding */
+  const char *value;   /* its new value, as written on the command line */
+  const char *option;  /* the option as the user wrote it ("--set batch=64"), for messages */
+};
 
 /* Compile a whole script. Returns PD_OK and *out, or PD_ECOMPILE / PD_ESYNTAX with every error
  * reported to diags (compilation goes on after an error to find more, up to the diags' limit),

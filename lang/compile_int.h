@@ -233,6 +233,11 @@ int pd_cmp_set_exact_value(pd_op_desc *op, double v, pd_dtype dt);
 /* The source text of the call argument starting at loc. */
 const char *pd_cmp_arg_source_text(C *c, pd_loc loc);
 void pd_cmp_error(C *c, pd_loc loc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "Did you mean" for a keyword argument `word` that names no parameter among names[0..n): the
+ * closest within pd_suggest_consider's reach of a typo, else a name that word begins with or
+ * that begins with word (3 letters at least: `activation` -> `act`), the nearest in length;
+ * NULL when none is close. */
+const char *pd_cmp_suggest_kw(const char *word, const char *const *names, int n);
 /* The notes of pd_cmp_error after an error reported another way: each inlined call site,
  * innermost first. */
 void pd_cmp_note_calls(C *c);

@@ -602,6 +602,7 @@ static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *
   if (num(pd_cval_field(spec, "clip_norm"), &v)) o->clip_norm = v;
   if (num(pd_cval_field(spec, "decay_steps"), &v)) o->decay_steps = (int64_t)v;
   if (num(pd_cval_field(spec, "decay_rate"), &v)) o->decay_rate = v;
+  if (num(pd_cval_field(spec, "warmup_steps"), &v)) o->warmup_steps = (int64_t)v;
   const pd_cval *sch = pd_cval_field(spec, "lr_schedule");
   if (sch && sch->kind == PD_CVAL_STRING) {
     if (strcmp(sch->str, "step") == 0) o->schedule = PD_LR_STEP;
@@ -675,6 +676,7 @@ static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
     pd_buf_printf(b, ", lr_schedule=%s, decay_steps=%lld, decay_rate=%.9g",
                   (unsigned)o->schedule < 3 ? sched[o->schedule] : "?", (long long)o->decay_steps,
                   o->decay_rate);
+  if (o->warmup_steps > 0) pd_buf_printf(b, ", warmup_steps=%lld", (long long)o->warmup_steps);
   pd_buf_puts(b, ")");
 }
 

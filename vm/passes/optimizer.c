@@ -24,6 +24,11 @@ void pd_optimizer_defaults(pd_optimizer *o, pd_opt_kind kind, double lr) {
 }
 
 double pd_optimizer_lr(const pd_optimizer *o, int64_t step, int64_t total_steps) {
+  if (o->warmup_steps > 0) {
+    if (step < o->warmup_steps) return o->lr * (double)step / (double)o->warmup_steps;
+    step -= o->warmup_steps;
+    total_steps -= o->warmup_steps;
+  }
   switch (o->schedule) {
     case PD_LR_STEP:
       if (o->decay_steps > 0) return o->lr * pow(o->decay_rate, (double)(step / o->decay_steps));

@@ -53,6 +53,9 @@ typedef struct pd_optimizer {
   int64_t decay_steps;       /* step: every decay_steps steps; cosine: the length of the cosine
                                 (0 means the whole run, set by the trainer) */
   double decay_rate;         /* step: multiply by this */
+  int64_t warmup_steps;      /* 0: none; else the learning rate rises linearly from 0 over the
+                                first warmup_steps steps (Paddle's LinearWarmup: lr * step / N),
+                                then the schedule runs, counting its steps from there */
 } pd_optimizer;
 
 /* Defaults as Fluid's (paddle.optimizer): momentum mu 0.9; adam and adamw 0.9, 0.999, 1e-8,
@@ -67,7 +70,9 @@ void pd_optimizer_defaults(pd_optimizer *o, pd_opt_kind kind, double lr);
 pd_status pd_append_optimizer(pd_program *main, pd_program *init, const pd_backward *pg,
                               const pd_optimizer *o, pd_loc loc, pd_error *err);
 
-/* The learning rate at step `step` (0-based) of a run of total_steps steps. */
+/* The learning rate at step `step` (0-based) of a run of total_steps steps: the warmup's
+ * lr * step / warmup_steps for step < warmup_steps, then the schedule at step - warmup_steps
+ * (a cosine without decay_steps spans the total_steps - warmup_steps steps left). */
 double pd_optimizer_lr(const pd_optimizer *o, int64_t step, int64_t total_steps);
 
 #endif /* PD_OPTIMIZER_H */

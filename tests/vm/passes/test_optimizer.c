@@ -68,5 +68,20 @@ int main(void) {
   is_close(pd_optimizer_lr(&o, 0, 100), 0.1, 1e-15, "cosine: starts at lr");
   is_close(pd_optimizer_lr(&o, 50, 100), 0.05, 1e-15, "cosine: half way, half lr");
   is_close(pd_optimizer_lr(&o, 100, 100), 0.0, 1e-15, "cosine: ends at 0");
+  /* Warmup (Paddle's LinearWarmup from 0): lr * step / N, then the schedule from its step 0;
+   * a cosine without decay_steps spans the steps after the warmup. */
+  o.warmup_steps = 20;
+  is_close(pd_optimizer_lr(&o, 0, 120), 0.0, 1e-15, "warmup: starts at 0");
+  is_close(pd_optimizer_lr(&o, 5, 120), 0.025, 1e-15, "warmup: a quarter of the way");
+  is_close(pd_optimizer_lr(&o, 20, 120), 0.1, 1e-15, "warmup then cosine: its start");
+  is_close(pd_optimizer_lr(&o, 70, 120), 0.05, 1e-15, "warmup then cosine: half of the rest");
+  is_close(pd_optimizer_lr(&o, 120, 120), 0.0, 1e-15, "warmup then cosine: ends at 0");
+  o.schedule = PD_LR_STEP;
+  o.decay_steps = 10;
+  is_close(pd_optimizer_lr(&o, 29, 100), 0.1, 1e-15, "warmup then step: unchanged");
+  is_close(pd_optimizer_lr(&o, 30, 100), 0.05, 1e-15, "warmup then step: halved 10 after");
+  o.schedule = PD_LR_CONSTANT;
+  is_close(pd_optimizer_lr(&o, 19, 100), 0.095, 1e-15, "warmup then constant: last warmup step");
+  is_close(pd_optimizer_lr(&o, 1000, 100), 0.1, 1e-15, "warmup then constant");
   return tap_done();
 }
