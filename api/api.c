@@ -1,5 +1,5 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (api/model.h), the
+ * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (vm/run/model.h), the
  * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "api/api_data.h"
-#include "api/model.h"
+#include "vm/run/model.h"
 #include "base/diag.h"
 #include "base/dtype.h"
 #include "lang/compile.h"

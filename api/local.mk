@@ -1,12 +1,12 @@
 # api/local.mk -- the embeddable library: include/pdlang.h (installed) and its implementation
-# api/api.c, with api/model.c, the loader of saved models (`pdlang exec` uses it too). They go
+# api/api.c, with the loader of saved models in vm/run/model.c (`pdlang exec` and `import_model` use it too). They go
 # into the convenience library with everything else, so the in-tree tests reach them together
 # with the internals (pd_alloc_fail_after, ...); the installed libpdlang.la
 # is that convenience library linked whole into a shared library that exports only the public
 # functions (pd_state_*: tests/api/install.sh checks the list against pdlang.h), versioned with
 # configure.ac's PD_LT_VERSION; shared only (-shared; configure refuses --enable-static), as an
 # archive could not hide the rest. pdlang.pc (from pdlang.pc.in) tells pkg-config about it.
-libpdlang_internal_la_SOURCES += api/api.c api/model.h api/model.c
+libpdlang_internal_la_SOURCES += api/api.c
 # The host program's data sets for host("NAME") readers (pd_state_set_dataset).
 libpdlang_internal_la_SOURCES += api/api_data.h api/api_data.c
 include_HEADERS += include/pdlang.h

@@ -271,6 +271,19 @@ char *pd_buf_take(pd_buf *b) {
 
 /* ---- Files ---- */
 
+char *pd_path_beside(const char *file, const char *path) {
+  const char *slash = file && path[0] != '/' ? strrchr(file, '/') : NULL;
+  if (!slash) return pd_strdup(path);
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_printf(&b, "%.*s/%s", (int)(slash - file), file, path);
+  char *joined = pd_buf_take(&b);
+  struct stat sb;
+  if (!joined || stat(joined, &sb) == 0) return joined;
+  pd_free(joined);
+  return pd_strdup(path);
+}
+
 pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err) {
   pd_loc nowhere = {0};
   *out = NULL;

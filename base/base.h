@@ -129,6 +129,11 @@ const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n);
 int pd_grow(void **ptr, size_t *cap, size_t need, size_t elem);
 #define PD_GROW(ptr, cap, need) pd_grow((void **)&(ptr), &(cap), (need), sizeof *(ptr))
 
+/* A path a file names (a script's "data/x.csv"): a relative path is taken from the folder of
+ * `file` when something exists there by that name, else as given (from the working directory).
+ * Absolute paths, and a NULL or folderless `file`, give path itself. Heap string (pd_free);
+ * NULL on out of memory. */
+char *pd_path_beside(const char *file, const char *path);
 /* Read a whole file into a heap buffer (NUL-terminated, not counted in *len). */
 pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err);
 /* Write a file atomically: temp file in the same directory, fsync, rename. */

@@ -14,7 +14,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "api/model.h"
+#include "vm/run/model.h"
 #include "vm/run/exec.h"
 
 static double now_ms(void) {

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/model.h"
+#include "vm/run/model.h"
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "lang/run.h"

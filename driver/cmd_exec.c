@@ -1,9 +1,9 @@
 /* cmd_exec.c -- `pdlang exec MODEL --feed NAME=FILE.npy ... [--out ...]`: run a saved inference
  * program (as `save` writes it, or a Fluid/PaddlePaddle inference model with feed and fetch ops,
- * in any of the layouts api/model.h loads) on inputs read from NumPy files, print what its fetch
+ * in any of the layouts vm/run/model.h loads) on inputs read from NumPy files, print what its fetch
  * ops fetch and write it to .npy files with --out. Parameters come from MODEL.pdiparams (or
  * --params FILE, or the Fluid folder). The model is loaded and run by the library's own loader
- * (api/model.h, as pd_state_load_model); finding it and making its inputs is
+ * (vm/run/model.h, as pd_state_load_model); finding it and making its inputs is
  * driver/model_inputs.c's, which bench shares. */
 #include "config.h"
 #include "driver/driver.h"
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "api/model.h"
+#include "vm/run/model.h"
 #include "vm/reader/reader.h"
 
 static void print_notice(void *ud, const char *msg) {

@@ -7,7 +7,6 @@
 #include "config.h"
 #include "driver/driver.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -15,12 +14,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/model.h"
+#include "vm/run/model.h"
 #include "base/diag.h"
-#include "vm/ir/pir.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/reader/reader.h"
 
@@ -396,85 +393,6 @@ static bool set_lengths(pd_tensor *t, const char *name, const char *file) {
   return ok;
 }
 
-static bool exists(const char *path, bool dir) {
-  struct stat sb;
-  return stat(path, &sb) == 0 && (dir ? S_ISDIR(sb.st_mode) : S_ISREG(sb.st_mode));
-}
-
-static bool ends_with(const char *s, const char *tail) {
-  size_t n = strlen(s), k = strlen(tail);
-  return n > k && strcmp(s + n - k, tail) == 0;
-}
-
-/* Whether the file at path starts as a PIR program does (a folder may hold other JSON). */
-static bool pir_file(const char *path) {
-  char head[256];
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  size_t n = fread(head, 1, sizeof head, f);
-  fclose(f);
-  return pd_pir_is_json(head, n);
-}
-
-/* MODEL as PaddlePaddle takes it: a path prefix NAME for NAME.pdmodel (NAME.json alone: that
- * file, a PIR program, vm/ir/pir.h), or a folder that holds no
- * __model__ but exactly one *.pdmodel (else one *.json that is a PIR program). Any other path is left as given (the
- * loader's errors say what it is not). *found: a heap path, or NULL when MODEL is used as it is;
- * false after saying why not (several models in the folder). */
-static bool find_model(const char *model, char **found) {
-  *found = NULL;
-  pd_buf b;
-  pd_buf_init(&b);
-  if (!exists(model, false) && !exists(model, true)) {
-    static const char *const exts[] = {".pdmodel", ".json"};
-    for (size_t i = 0; i < PD_ARRAY_LEN(exts) && !*found; i++) {
-      pd_buf_clear(&b);
-      pd_buf_printf(&b, "%s%s", model, exts[i]);
-      if (!b.oom && exists(b.data, false)) *found = pd_buf_take(&b);
-    }
-    pd_buf_free(&b);
-    return true;
-  }
-  char *fluid = pd_model_folder_program(model);
-  bool folder = exists(model, true) && !fluid;
-  pd_free(fluid);
-  DIR *d = folder ? opendir(model) : NULL;
-  if (!d) return true;
-  int nmodels = 0, njson = 0;
-  char *json = NULL;
-  pd_buf names;
-  pd_buf_init(&names);
-  for (struct dirent *e; (e = readdir(d));) {
-    bool pdm = ends_with(e->d_name, ".pdmodel"), js = ends_with(e->d_name, ".json");
-    if (!pdm && !js) continue;
-    pd_buf_clear(&b);
-    pd_buf_printf(&b, "%s/%s", model, e->d_name);
-    if (b.oom || !exists(b.data, false) || (js && !pir_file(b.data))) continue;
-    if (pdm) {
-      pd_buf_printf(&names, "%s%s", nmodels ? ", " : "", e->d_name);
-      if (nmodels++ == 0) *found = pd_buf_take(&b);
-    } else if (njson++ == 0) {
-      json = pd_buf_take(&b);
-    }
-  }
-  closedir(d);
-  bool ok = true;
-  if (nmodels > 1) {
-    say("%s holds %d models (%s); give the one to run\n", model,
-            nmodels, names.data ? names.data : "");
-    pd_free(*found);
-    *found = NULL;
-    ok = false;
-  } else if (nmodels == 0 && njson == 1) {
-    *found = json;
-    json = NULL;
-  }
-  pd_free(json);
-  pd_buf_free(&names);
-  pd_buf_free(&b);
-  return ok;
-}
-
 /* A padded sequence input of a saved model (vm/passes/paddle_export.h) given as rows with
  * --lengths: t (rows with the LoD of set_lengths) becomes the padded batch [N, T, ...], and
  * lengths (the model's NAME_lengths input) each sequence's length. */
@@ -538,9 +456,14 @@ int pd_driver_load_model(const char *cmd, const char *model, const char *params,
   const char *const *len_names = f->len_names, *const *len_files = f->len_files;
   *ninputs = 0;
   *found = NULL;
-  if (!find_model(model, found)) return 1;
+  pd_status st = pd_model_find(model, found, &err);
+  if (st) {
+    say("%s\n", err.msg ? err.msg : pd_status_str(st));
+    pd_error_clear(&err);
+    return 1;
+  }
   if (*found) model = *found;
-  pd_status st = pd_model_load(&m, model, &err);
+  st = pd_model_load(&m, model, &err);
   if (st) goto fail;
   if (m.nfetches == 0) {
     say("%s has no fetch ops, so nothing to show (save it with "

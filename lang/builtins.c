@@ -1118,6 +1118,7 @@ static const builtin builtins[] = {
     FN("host", pd_cmp_b_record),
     OP2("huber_loss", "huber_loss", "X", "Y", "Out"),
     FN("images", pd_cmp_b_record),
+    FN("import_model", pd_cmp_b_import_model),
     FN("kaiming", pd_cmp_b_record),
     OP2("kldiv_loss", "kldiv_loss", "X", "Target", "Loss"),
     FN("layer_norm_op", b_layer_norm),

@@ -349,6 +349,10 @@ static const pd_cval *to_cval(C *c, value *v) {
   case V_TENSOR: cv->kind = PD_CVAL_TENSOR; cv->str = v->var->name; break;
   case V_FUNC: cv->kind = PD_CVAL_FUNC; cv->str = v->fn.def->def.name->name.id; break;
   case V_BUILTIN: cv->kind = PD_CVAL_FUNC; cv->str = v->bi->name; break;
+  case V_MODEL:
+    cv->kind = PD_CVAL_FUNC;
+    cv->str = pd_cmp_fmt(c, "import_model(\"%s\")", pd_cmp_model_path(v));
+    break;
   case V_LIST:
     cv->kind = PD_CVAL_LIST;
     cv->n = v->list.n;

@@ -39,6 +39,9 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a);
 const char *const *pd_cmp_record_params(const char *name, int *required);
 const char *const *pd_cmp_action_params(const char *name, const char **pos);
 
+/* import_model.c: import_model(path, prefix =, trainable =, freeze =). */
+value *pd_cmp_b_import_model(C *c, const builtin *self, call_args *a);
+
 /* builtins_random.c: the random ops of the language (uniform_random, gaussian_random, sample). */
 value *pd_cmp_b_random_fill(C *c, const builtin *self, call_args *a);
 value *pd_cmp_b_sample(C *c, const builtin *self, call_args *a);

@@ -294,6 +294,8 @@ const char *pd_cmp_vkind_phrase(const value *v) {
   case V_BUILTIN: return "a function";
   case V_DTYPE: return "a dtype";
   case V_RECORD: return "a spec";
+  case V_MODEL: return "a saved model";
+  case V_METHOD: return "a method";
   }
   return "a value";
 }
@@ -330,6 +332,7 @@ void pd_cmp_describe(C *c, const value *v, pd_buf *out) {
   case V_FUNC: pd_buf_printf(out, "function %s", v->fn.def->def.name->name.id); break;
   case V_BUILTIN: pd_buf_printf(out, "function %s", v->bi->name); break;
   case V_RECORD: pd_buf_printf(out, "%s(...)", v->rec.name); break;
+  case V_MODEL: pd_buf_printf(out, "import_model(\"%s\")", pd_cmp_model_path(v)); break;
   default: pd_buf_puts(out, pd_cmp_vkind_phrase(v)); break;
   }
 }
@@ -434,15 +437,17 @@ pd_var_desc *pd_cmp_op_out(C *c, pd_op_desc *op, const char *slot, const char *h
 
 /* Check the op, fill default attributes, infer output shapes. Returns the result var as a value,
  * or VERR after reporting. */
-value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
-  if (!op || !result || c->oom) return VERR;
-  /* Outputs only the backward pass reads (Softmax, Mask, XShape, MaxIndex) always get a var:
-   * the forward run must leave them for the gradient ops. */
+bool pd_cmp_op_temps(C *c, pd_op_desc *op) {
   const pd_opdef *def = pd_opdef_lookup(op->type);
   for (int i = 0; def && i < def->noutputs; i++)
     if ((def->outputs[i].flags & PD_SLOT_INTERMEDIATE) && !pd_op_output(op, def->outputs[i].name) &&
         !pd_cmp_op_out(c, op, def->outputs[i].name, op->type))
-      return VERR;
+      return false;
+  return true;
+}
+
+value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
+  if (!op || !result || c->oom || !pd_cmp_op_temps(c, op)) return VERR;
   pd_error e = {0};
   pd_status st = pd_opdef_prepare(op, c->block, &e);
   if (st) {
@@ -1359,6 +1364,7 @@ done:
   priv->sources = c.sources;
   priv->nsources = c.nsources;
   pd_free(c.importing);
+  pd_cmp_models_free(&c);
   pd_cmp_scopes_free(&c);
   pd_strmap_free(&c.counters);
   pd_strmap_free(&c.modules);

@@ -1,10 +1,12 @@
-# lang/compile.mk -- the compiler (AST -> ProgramDesc) and its builtins; the runner of a unit's
+# lang/compile.mk -- the compiler (AST -> ProgramDesc) and its builtins (saved models as layers:
+# import_model.c); the runner of a unit's
 # actions, in three layers that call downwards only: run.c (print, assert_close, the dispatch)
 # -> train.c (train, eval) and train_save.c (save, load) -> runner.c (the runner's core,
 # lang/run_int.h).
 libpdlang_internal_la_SOURCES += lang/compile.h lang/compile_int.h lang/compile.c \
 	lang/compile_expr.c lang/compile_stmt.c lang/builtins.c \
-	lang/builtins_action.c lang/builtins_int.h lang/builtins_random.c
+	lang/builtins_action.c lang/builtins_int.h lang/builtins_random.c \
+	lang/import_model.c
 dist_stdlib_DATA += stdlib/layers.pd
 libpdlang_internal_la_SOURCES += lang/run.h lang/run_int.h lang/runner.c lang/train.h \
 	lang/train.c lang/train_save.c lang/run.c

@@ -423,6 +423,7 @@ static value *eval_attr(C *c, const pd_ast_node *e) {
     return VERR;
   }
   if (obj->k == V_LIST && strcmp(a, "len") == 0) return pd_cmp_vint(c, obj->list.n);
+  if (obj->k == V_MODEL) return pd_cmp_model_attr(c, obj, a, e->loc);
   if (obj->k == V_RECORD) {
     for (int i = 0; i < obj->rec.n; i++)
       if (obj->rec.keys[i] && strcmp(obj->rec.keys[i], a) == 0) return obj->rec.vals[i];
@@ -434,6 +435,8 @@ static value *eval_attr(C *c, const pd_ast_node *e) {
 value *pd_cmp_call_value(C *c, value *fn, call_args *a) {
   if (fn->k == V_BUILTIN) return fn->bi->fn(c, fn->bi, a);
   if (fn->k == V_FUNC) return pd_cmp_call_def(c, fn, a);
+  if (fn->k == V_MODEL) return pd_cmp_call_model(c, fn, a);
+  if (fn->k == V_METHOD) return pd_cmp_call_method(c, fn, a);
   if (fn->k != V_ERROR) pd_cmp_error(c, a->loc, "%s is not a function", pd_cmp_vkind_phrase(fn));
   return VERR;
 }

@@ -48,7 +48,11 @@ typedef enum vkind {
   V_BUILTIN,  /* a function written in C (lang/builtins.c) */
   V_DTYPE,
   V_RECORD,   /* a reader, optimizer or initializer spec: name(args...) */
+  V_MODEL,    /* a saved model imported as a layer (lang/import_model.c) */
+  V_METHOD,   /* a method of a value, such as m.layer: called with its object */
 } vkind;
+
+typedef struct pd_cmp_model pd_cmp_model;
 
 typedef struct builtin builtin;
 
@@ -73,6 +77,8 @@ struct value {
       pd_loc loc;   /* where the call was */
     } rec;
     struct { pd_loc loc; const char *why; } undef;
+    pd_cmp_model *model;              /* V_MODEL */
+    struct { value *self; const char *name; } method;  /* V_METHOD */
   };
 };
 
@@ -216,6 +222,7 @@ struct pd_compiler {
   int64_t work;             /* compile-time work so far (PD_CMP_WORK_BUDGET) */
   bool over_budget;         /* it went past the budget: reported, and everything stops */
   unrolling *unrolling;     /* the innermost loop being unrolled */
+  pd_cmp_model *models;     /* the saved models imported (pd_cmp_models_free) */
 };
 
 /* The shared error and none values: read-only (a write through VERR or VNONE faults), handed
@@ -267,6 +274,9 @@ bool pd_cmp_op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc);
 bool pd_cmp_op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc);
 pd_var_desc *pd_cmp_op_out(C *c, pd_op_desc *op, const char *slot, const char *hint);
 value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result);
+/* The outputs only the backward pass reads (Softmax, Mask, XShape, MaxIndex), given a var when
+ * op has none: the forward run must leave them for the gradient ops. False on out of memory. */
+bool pd_cmp_op_temps(C *c, pd_op_desc *op);
 pd_var_desc *pd_cmp_var_new(C *c, pd_block *b, const char *hint, bool exact);
 const char *pd_cmp_unique_name(C *c, const char *prefix);
 const char *pd_cmp_name_prefix(C *c);
@@ -318,6 +328,15 @@ void pd_cmp_compile_block(C *c, const pd_ast_node *block);
 
 /* The visible name or builtin closest to a misspelt id (pd_suggest_consider), or NULL. */
 const char *pd_cmp_suggest_name(C *c, const char *id);
+
+/* import_model.c: saved models as layers. A call of the model value mv (its ops written into
+ * the current block), an attribute of it (inputs, outputs, path, layer), a call of its method
+ * fn (m.layer("name")), and the release of every model loaded, when the compilation ends. */
+value *pd_cmp_call_model(C *c, value *mv, call_args *a);
+value *pd_cmp_model_attr(C *c, value *mv, const char *name, pd_loc loc);
+value *pd_cmp_call_method(C *c, value *fn, call_args *a);
+void pd_cmp_models_free(C *c);
+const char *pd_cmp_model_path(const value *mv);  /* the path the script gave import_model */
 
 /* builtins.c */
 const builtin *pd_cmp_builtin_lookup(const char *name);

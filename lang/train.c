@@ -90,17 +90,7 @@ double pd_train_now(void) {
 /* A path named in a script: relative paths are taken from the script's folder when the file is
  * there, else from the working directory. Heap string. */
 char *pd_train_script_path(const pd_action *a, const char *path) {
-  if (!path || path[0] == '/' || !a->loc.file) return pd_strdup(path ? path : "");
-  const char *slash = strrchr(a->loc.file, '/');
-  if (!slash) return pd_strdup(path);
-  pd_buf b;
-  pd_buf_init(&b);
-  pd_buf_printf(&b, "%.*s/%s", (int)(slash - a->loc.file), a->loc.file, path);
-  char *joined = pd_buf_take(&b);
-  struct stat sb;
-  if (joined && stat(joined, &sb) == 0) return joined;
-  pd_free(joined);
-  return pd_strdup(path);
+  return pd_path_beside(a->loc.file, path ? path : "");
 }
 
 /* ---------------------------------------------------------------- readers */

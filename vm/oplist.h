@@ -372,6 +372,11 @@ PD_ACT_(leaky_relu, PD_K_LEAKY_RELU, FLOAT("alpha", 0.02))
 PD_COMPARE_(less_equal, PD_K_LE)
 PD_COMPARE_(less_than, PD_K_LT)
 PD_INTERP_(linear_interp_v2, 2, FLOATS_EMPTY("scale"))
+/* A combined parameters file read into the vars of Out, in order (what a script's import_model
+ * puts in the startup program; Fluid's load_combine). */
+PD_OPK(load_combine, 0, declared, NONE, OUT(LIST("Out", HOST)),
+       ATTRS(STR("file_path", ""), BOOL("load_as_fp16", false), BOOL("model_from_memory", false)),
+       KERNEL(load_combine, 0))
 PD_OP(lod_reset, DIFF, lod_reset, IN(ONE("X"), OPT("Y")), OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("target_lod"), BOOL("append", false)))
 PD_MATH_(log, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_LOG)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "vm/ir/params.h"
 #include "vm/ops/infershape.h"
 #include "vm/ops/kern.h"
 
@@ -239,6 +240,32 @@ pd_status pd_kernel_fetch(pd_exec_ctx *ctx) {
   if (pd_tensor_array_reserve(a, col + 1)) return nomem(ctx);
   if (pd_tensor_copy(a->items[col], x)) return nomem(ctx);
   return PD_OK;
+}
+
+/* load_combine: the tensors of the combined parameters file file_path (vm/ir/params.h), which
+ * must hold exactly as many as Out names, installed in order as the values of those vars. */
+pd_status pd_kernel_load_combine(pd_exec_ctx *ctx) {
+  const char *path = pd_ctx_attr_str(ctx, "file_path");
+  if (!*path) return pd_ctx_fail(ctx, PD_EINVAL, "file_path is empty: no file to load");
+  if (pd_ctx_attr_bool(ctx, "model_from_memory"))
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "model_from_memory is not supported: file_path must "
+                       "name a file");
+  if (pd_ctx_attr_bool(ctx, "load_as_fp16"))
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "load_as_fp16 is not supported");
+  int n = pd_ctx_nout(ctx, "Out");
+  const char **names = pd_calloc((size_t)n + 1, sizeof *names);
+  if (!names) return nomem(ctx);
+  for (int i = 0; i < n; i++) names[i] = pd_ctx_out_name(ctx, "Out", i);
+  pd_error e = {0};
+  pd_status st = pd_params_load(path, ctx->scope, n, names, NULL, &e);
+  pd_free(names);
+  if (st) {
+    if (st == PD_ENOMEM) st = nomem(ctx);
+    else st = pd_ctx_fail(ctx, st, "%s%s%s", e.loc.file ? e.loc.file : "", e.loc.file ? ": " : "",
+                          e.msg ? e.msg : pd_status_str(st));
+    pd_error_clear(&e);
+  }
+  return st;
 }
 
 /* ================================================================ constants and copies */

@@ -1,7 +1,7 @@
-/* model.c -- loading and running a saved inference model (api/model.h): the program and its
+/* model.c -- loading and running a saved inference model (vm/run/model.h): the program and its
  * feed and fetch ops, the parameters, the executor, the feed and fetch lists. */
 #include "config.h"
-#include "api/model.h"
+#include "vm/run/model.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -133,6 +133,68 @@ static int models_in_folder(const char *dir, pd_buf *names) {
   }
   pd_free(found);
   return r;
+}
+
+pd_status pd_model_find(const char *model, char **found, pd_error *err) {
+  *found = NULL;
+  bool file = is_file(model), dir = is_dir(model);
+  if (!file && !dir) {  /* a path prefix NAME: NAME.pdmodel, else NAME.json */
+    static const char *const exts[] = {".pdmodel", ".json"};
+    size_t n = strlen(model);
+    for (size_t i = 0; i < PD_ARRAY_LEN(exts); i++) {
+      char *s = pd_malloc(n + strlen(exts[i]) + 1);
+      if (!s) return oom(err);
+      memcpy(s, model, n);
+      strcpy(s + n, exts[i]);
+      if (is_file(s)) {
+        *found = s;
+        return PD_OK;
+      }
+      pd_free(s);
+    }
+    return PD_OK;
+  }
+  char *fluid = pd_model_folder_program(model);
+  if (fluid || !dir) {
+    pd_free(fluid);
+    return PD_OK;
+  }
+  DIR *d = opendir(model);
+  if (!d) return PD_OK;
+  int npdmodel = 0, njson = 0;
+  char *pdmodel = NULL, *json = NULL;
+  pd_buf names;
+  pd_buf_init(&names);
+  pd_status s = PD_OK;
+  for (struct dirent *e; !s && (e = readdir(d));) {
+    size_t k = strlen(e->d_name);
+    bool pdm = k > 8 && strcmp(e->d_name + k - 8, ".pdmodel") == 0;
+    bool js = k > 5 && strcmp(e->d_name + k - 5, ".json") == 0;
+    if (!pdm && !js) continue;
+    char *full = join(model, e->d_name);
+    if (!full) {
+      s = oom(err);
+      break;
+    }
+    if (!is_file(full) || (js && !pir_file(full))) {
+      pd_free(full);
+      continue;
+    }
+    if (pdm && pd_buf_printf(&names, "%s%s", npdmodel ? ", " : "", e->d_name)) s = oom(err);
+    char **slot = pdm ? &pdmodel : &json;
+    if ((pdm ? npdmodel++ : njson++) == 0) *slot = full;
+    else pd_free(full);
+  }
+  closedir(d);
+  if (!s && npdmodel > 1)
+    s = pd_error_set(err, PD_EINVAL, nowhere, "%s holds %d models (%s); give the one to run",
+                     model, npdmodel, names.data ? names.data : "");
+  if (!s && npdmodel == 1) *found = pdmodel, pdmodel = NULL;
+  else if (!s && njson == 1) *found = json, json = NULL;
+  pd_free(pdmodel);
+  pd_free(json);
+  pd_buf_free(&names);
+  return s;
 }
 
 /* Fluid's layouts: a folder DIR holding __model__ (given as DIR or as DIR/__model__) sets

@@ -1,4 +1,4 @@
-/* model.h -- a saved inference model made ready to run: its program, its feed and fetch ops
+/* model.h (vm/run) -- a saved inference model made ready to run: its program, its feed and fetch ops
  * (ordered by their "col" attribute), its parameters in a scope of its own, and its executor.
  * The one loader behind pd_state_load_model (api.c) and `pdlang exec` (driver/cmd_exec.c);
  * not installed.
@@ -14,8 +14,8 @@
  * borrowed from the program. A fed tensor is shared (pd_tensor_share), not copied, and the
  * feed list is emptied by pd_model_run; the fetch list it hands back lives in the model's
  * scope until the next run. */
-#ifndef PD_API_MODEL_H
-#define PD_API_MODEL_H
+#ifndef PD_VM_RUN_MODEL_H
+#define PD_VM_RUN_MODEL_H
 
 #include "base/base.h"
 #include "vm/run/exec.h"
@@ -50,6 +50,13 @@ typedef struct pd_model {
 /* For a folder holding __model__ (Fluid's layout), FOLDER/__model__ (the caller frees it);
  * NULL for anything else (or on out of memory). For `pdlang dump FOLDER`. */
 char *pd_model_folder_program(const char *path);
+/* MODEL as PaddlePaddle takes it: a path prefix NAME for NAME.pdmodel (else NAME.json, a PIR
+ * program), or a folder that holds no __model__ but exactly one *.pdmodel (else exactly one
+ * *.json that is a PIR program). *found: a heap path (pd_free) of the file to load, or NULL
+ * when MODEL is to be loaded as it is given (a file, a Fluid folder, or nothing there: the
+ * loader's errors say what it is not). PD_EINVAL naming them when a folder holds several
+ * models; PD_ENOMEM. */
+pd_status pd_model_find(const char *model, char **found, pd_error *err);
 /* Read the program at path (NAME.pdmodel; PaddlePaddle 3's PIR NAME.json, vm/ir/pir.h, also
  * when NAME.pdmodel is named but only NAME.json exists; or Fluid's layout: a folder holding
  * __model__, or that folder's __model__) and find its feed and fetch ops, whose "col"
@@ -75,4 +82,4 @@ pd_status pd_model_feed(pd_model *m, int i, const pd_tensor *t, pd_error *err);
 pd_status pd_model_run(pd_model *m, pd_tensor_array **fetched, pd_error *err);
 void pd_model_free(pd_model *m);
 
-#endif /* PD_API_MODEL_H */
+#endif /* PD_VM_RUN_MODEL_H */
