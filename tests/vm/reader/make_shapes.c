@@ -1,7 +1,10 @@
-/* make_shapes.c -- writes the small image folder that examples/images.pd trains on:
- *     make_shapes DIR [N]
+/* make_shapes.c -- writes the small image folders that examples/images.pd trains on and
+ * examples/finetune.pd fine-tunes its model on:
+ *     make_shapes DIR [N] [corners]
  * makes DIR/train/CLASS/ and DIR/test/CLASS/ for the classes "cross", "horizontal" (a bar) and
- * "vertical" (a bar), N training images per class (default 60) and N / 3 test ones: a shape of
+ * "vertical" (a bar), or with `corners` the four corners "down_right" (the bars of an L that
+ * leave the corner rightwards and downwards), "down_left", "up_right" and "up_left", N training
+ * images per class (default 60) and N / 3 test ones (at least 20): a shape of
  * a random colour at a random place on a dark background with noise, 16 to 24 pixels square
  * (the reader resizes them), as RGB PNG, greyscale PNG and RGB JPEG in turn. Deterministic (a
  * fixed seed). Needs libpng and libjpeg; without them it says so and exits 77. */
@@ -27,9 +30,10 @@ static unsigned rnd(unsigned n) {   /* xorshift64*, uniform enough in [0, n) for
 }
 
 static const char *const classes[3] = {"cross", "horizontal", "vertical"};
+static const char *const corners[4] = {"down_right", "down_left", "up_right", "up_left"};
 
-/* One image of class k, size s x s, into px (RGB). */
-static void draw(int k, int s, unsigned char *px) {
+/* One image of class k (of the corners when `corner`), size s x s, into px (RGB). */
+static void draw(int k, bool corner, int s, unsigned char *px) {
   unsigned char col[3] = {(unsigned char)(150 + rnd(106)), (unsigned char)(150 + rnd(106)),
                           (unsigned char)(150 + rnd(106))};
   for (int i = 0; i < s * s * 3; i++) px[i] = (unsigned char)(rnd(60));
@@ -40,16 +44,23 @@ static void draw(int k, int s, unsigned char *px) {
       bool h = abs(y - cy) < thick && abs(x - cx) <= len / 2;
       bool v = abs(x - cx) < thick && abs(y - cy) <= len / 2;
       bool on = k == 0 ? h || v : k == 1 ? h : v;
+      if (corner) { /* half of each bar, from the centre: right or left, down or up */
+        bool right = k == 0 || k == 2, down = k <= 1;
+        on = (h && (right ? x >= cx - thick + 1 : x <= cx + thick - 1)) ||
+             (v && (down ? y >= cy - thick + 1 : y <= cy + thick - 1));
+      }
       if (on) memcpy(px + (y * s + x) * 3, col, 3);
     }
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2 || argc > 3) {
-    fprintf(stderr, "usage: make_shapes DIR [N]\n");
+  bool corner = argc >= 3 && strcmp(argv[argc - 1], "corners") == 0;
+  if (argc < 2 || argc - corner > 3) {
+    fprintf(stderr, "usage: make_shapes DIR [N] [corners]\n");
     return 2;
   }
-  int n = argc == 3 ? atoi(argv[2]) : 60;
+  int n = argc - corner == 3 ? atoi(argv[2]) : 60, nclasses = corner ? 4 : 3;
+  const char *const *names = corner ? corners : classes;
   if (n < 3) {
     fprintf(stderr, "make_shapes: N must be at least 3\n");
     return 2;
@@ -61,15 +72,15 @@ int main(int argc, char **argv) {
     const char *name = split ? "test" : "train";
     snprintf(path, sizeof path, "%s/%s", argv[1], name);
     mkdir(path, 0755);
-    for (int k = 0; k < 3; k++) {
-      snprintf(path, sizeof path, "%s/%s/%s", argv[1], name, classes[k]);
+    for (int k = 0; k < nclasses; k++) {
+      snprintf(path, sizeof path, "%s/%s/%s", argv[1], name, names[k]);
       mkdir(path, 0755);
-      int count = split ? n / 3 : n;
+      int count = split ? (corner && n / 3 < 20 ? 20 : n / 3) : n;
       for (int i = 0; i < count; i++) {
         int s = 16 + (int)rnd(9);
-        draw(k, s, px);
+        draw(k, corner, s, px);
         int rc, kind = i % 3;
-        snprintf(path, sizeof path, "%s/%s/%s/%03d.%s", argv[1], name, classes[k], i,
+        snprintf(path, sizeof path, "%s/%s/%s/%03d.%s", argv[1], name, names[k], i,
                  kind == 2 ? "jpg" : "png");
         if (kind == 0) {
           rc = write_png(path, s, s, PNG_COLOR_TYPE_RGB, 8, px, NULL, 0, NULL, 0);
