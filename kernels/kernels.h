@@ -244,6 +244,23 @@ typedef pd_status pd_k_gemm_bias_fn(pd_dtype dt, bool trans_a, bool trans_b, int
                                     const void *b, int64_t ldb, const void *bias, void *c,
                                     int64_t ldc);
 
+/* The products of automatic mixed precision (train(..., amp = "bf16")): fp32 matrices
+ * multiplied in low precision. Every element of op(A_i) and op(B_i) is rounded to `lp` (PD_BF16
+ * or PD_FP16: to nearest even; past fp16's range +-inf), their products (exact in fp32) summed
+ * in fp32 in an order of the backend's, then
+ *   C_i = alpha op(A_i) op(B_i) + beta C_i, plus bias [n] on every row when bias is not NULL,
+ * for i < batch; matrix i of A starts stride_a elements after matrix i-1 (0 broadcasts one
+ * matrix to every product), the same for B and C. A, B, C and bias hold fp32; C must not
+ * overlap the others. The CPU multiplies bf16 on AMX tiles where the CPU has them and the OS
+ * allows them (kernels/cpu/gemm_amx.c), else rounds copies of A and B and runs its fp32 GEMM.
+ * beta == 0 ignores C's old contents; alpha == 0 or k == 0 reads neither A nor B.
+ * PD_EUNSUPPORTED for another lp; PD_EINVAL for a negative batch or stride, or as gemm. */
+typedef pd_status pd_k_gemm_lp_fn(pd_dtype lp, bool trans_a, bool trans_b, int64_t batch,
+                                  int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                                  int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+                                  int64_t stride_b, double beta, void *c, int64_t ldc,
+                                  int64_t stride_c, const void *bias);
+
 /* out = x OP y with broadcasting (pd_k_broadcast_shape gives out's shape). fp32, fp64, int32,
  * int64; PD_K_POW is float only. Integer ops wrap on overflow; integer division truncates and
  * x / 0 gives 0 (no trap). out may alias x or y when that operand has out's shape. */
@@ -795,6 +812,7 @@ typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *
   X(gemm_act, pd_k_gemm_act_fn, CUDA)                                                              \
   X(gemm_bias, pd_k_gemm_bias_fn, CUDA)                                                            \
   X(gemm_act_chain, pd_k_gemm_act_chain_fn, CUDA)                                                  \
+  X(gemm_lp, pd_k_gemm_lp_fn, NO_CUDA)                                                             \
   X(binary, pd_k_binary_fn, CUDA)                                                                  \
   X(binary_grad, pd_k_binary_grad_fn, CUDA)                                                        \
   X(compare, pd_k_compare_fn, CUDA)                                                                \

@@ -1,0 +1,241 @@
+/* gemm_amx.c -- the bf16 products of mixed precision (gemm_lp.c) on AMX tiles: on this
+ * project's Xeon (Sapphire Rapids) a tdpbf16ps multiplies a 16 x 32 bf16 tile by a 32 x 16 one
+ * at ~1000 GMAC/s a core, against ~110 for fp32 FMAs and ~55 for AVX512-BF16's vdpbf16ps
+ * (which here runs at half the FMA rate, so it is no use for products). The fp32 operands are
+ * rounded to bf16 (vcvtne2ps2bf16: to nearest even) and packed into tiles, A into row tiles
+ * (16 rows x 32 K), B into Intel's VNNI layout (16 pairs of K x 16 columns, each pair one
+ * dword); C is computed 2 x 2 tiles (32 x 32) at a time in four accumulator tiles and written
+ * through an epilogue (alpha, beta, bias). Compiled with function attributes; nothing calls it
+ * unless pd_kcpu_amx_bf16() said yes. */
+#include "config.h"
+#include "kernels/cpu/fastmath.h"
+#include "kernels/cpu/gemm_amx.h"
+
+#if PD_KCPU_HAVE_AMX
+#include <cpuid.h>
+#include <immintrin.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512bf16")))
+#define INLINE inline __attribute__((always_inline))
+
+/* ---- Detection: the CPU has AMX-TILE, AMX-BF16 and AVX512-BF16 (which packs the tiles), the
+ * kernels may use AVX-512 (pd_kcpu_simd, which tests lower), and Linux lets this process use
+ * the tile registers (arch_prctl ARCH_REQ_XCOMP_PERM for XTILEDATA, Linux 5.16 on: granted for
+ * the whole process, worker threads included). ---- */
+#define ARCH_REQ_XCOMP_PERM 0x1023
+#define XFEATURE_XTILEDATA 18
+
+static _Atomic int amx_ok = -1;
+
+static int detect(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+  bool tile = d & (1u << 24), bf16 = d & (1u << 22), bw = b & (1u << 30);
+  if (!tile || !bf16 || !bw || !__get_cpuid_count(7, 1, &a, &b, &c, &d) || !(a & (1u << 5)))
+    return 0;
+  return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+}
+
+bool pd_kcpu_amx_bf16(void) {
+  if (pd_kcpu_simd() != PD_KCPU_SIMD_AVX512) return false;
+  int ok = atomic_load_explicit(&amx_ok, memory_order_relaxed);
+  if (ok < 0) {
+    ok = detect();
+    atomic_store_explicit(&amx_ok, ok, memory_order_relaxed);
+  }
+  return ok;
+}
+
+/* ---- Packing. A tile is 16 rows of 64 bytes (PD_KCPU_AMX_TILE bf16), stored contiguously. */
+
+/* bf16 of lo (low half) and hi (high half), each rounded to nearest even. */
+static INLINE AMX __m512i cvt2(__m512 lo, __m512 hi) {
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+
+/* cvt2's halves interleaved: dword c holds (bf16(x0[c]), bf16(x1[c])), x0's in the low half. */
+static INLINE AMX __m512i pairs(__m512 x0, __m512 x1) {
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24,
+                                       8, 23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, cvt2(x0, x1));
+}
+
+/* dst[x * 16 + y] = dword x of v[y]. */
+static INLINE AMX void store_transposed(const __m512i v[16], uint32_t *dst) {
+  uint32_t t[16][16];
+  for (int y = 0; y < 16; y++) _mm512_storeu_si512(t[y], v[y]);
+  for (int x = 0; x < 16; x++)
+    for (int y = 0; y < 16; y++) dst[x * 16 + y] = t[y][x];
+}
+
+static INLINE __mmask16 lanes(int64_t n) {
+  return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1u);
+}
+
+/* Row q of x (stride ld), 16 columns from j0 under mask mj; zeros for q >= rows. */
+static INLINE AMX __m512 row(const float *x, int64_t ld, int64_t q, int64_t rows, int64_t j0,
+                             __mmask16 mj) {
+  return q < rows ? _mm512_maskz_loadu_ps(mj, x + q * ld + j0) : _mm512_setzero_ps();
+}
+
+/* Row tiles [t0, t1) of op(A) [m, k]: tile (it, kt) at pack + (it * kts + kt) * TILE holds rows
+ * it * 16 .. and K kt * 32 .., zero past m and k. op(A)'s element (i, q) is a[i * lda + q], or
+ * a[q * lda + i] when ta. */
+AMX void pd_kcpu_amx_pack_a(bool ta, int64_t m, int64_t k, const float *a, int64_t lda,
+                            int64_t t0, int64_t t1, uint16_t *pack) {
+  int64_t kts = (k + 31) / 32;
+  for (int64_t it = t0; it < t1; it++) {
+    int64_t i0 = it * 16;
+    __mmask16 mi = lanes(m - i0);
+    for (int64_t kt = 0; kt < kts; kt++) {
+      int64_t k0 = kt * 32;
+      uint16_t *dst = pack + (it * kts + kt) * PD_KCPU_AMX_TILE;
+      if (!ta) {
+        __mmask16 m0 = lanes(k - k0), m1 = lanes(k - k0 - 16);
+        for (int r = 0; r < 16; r++) {
+          __m512i v = _mm512_setzero_si512();
+          if (i0 + r < m) {
+            const float *src = a + (i0 + r) * lda + k0;
+            v = cvt2(_mm512_maskz_loadu_ps(m0, src), _mm512_maskz_loadu_ps(m1, src + 16));
+          }
+          _mm512_storeu_si512(dst + r * 32, v);
+        }
+      } else { /* pair p of K, row r: (a[(k0 + 2p) lda + i0 + r], a[(k0 + 2p + 1) lda + ...]) */
+        __m512i v[16];
+        for (int p = 0; p < 16; p++) {
+          int64_t q = k0 + 2 * p;
+          v[p] = pairs(row(a, lda, q, k, i0, mi), row(a, lda, q + 1, k, i0, mi));
+        }
+        store_transposed(v, (uint32_t *)dst);
+      }
+    }
+  }
+}
+
+/* Column tiles [t0, t1) of op(B) [k, n] in the VNNI layout: tile (jt, kt) at pack + (jt * kts +
+ * kt) * TILE, row p holding the pairs (op(B)(k0 + 2p, j), op(B)(k0 + 2p + 1, j)) of columns
+ * j = jt * 16 .. + 15; zero past k and n. op(B)'s element (q, j) is b[q * ldb + j], or
+ * b[j * ldb + q] when tb. */
+AMX void pd_kcpu_amx_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb,
+                            int64_t t0, int64_t t1, uint16_t *pack) {
+  int64_t kts = (k + 31) / 32;
+  for (int64_t jt = t0; jt < t1; jt++) {
+    int64_t j0 = jt * 16;
+    __mmask16 mj = lanes(n - j0);
+    for (int64_t kt = 0; kt < kts; kt++) {
+      int64_t k0 = kt * 32;
+      uint16_t *dst = pack + (jt * kts + kt) * PD_KCPU_AMX_TILE;
+      if (!tb) {
+        for (int p = 0; p < 16; p++) {
+          int64_t q = k0 + 2 * p;
+          _mm512_storeu_si512(dst + p * 32,
+                              pairs(row(b, ldb, q, k, j0, mj), row(b, ldb, q + 1, k, j0, mj)));
+        }
+      } else { /* column j of the tile: b's row j0 + c, K k0 .. k0 + 31, already in pairs */
+        __mmask16 m0 = lanes(k - k0), m1 = lanes(k - k0 - 16);
+        __m512i v[16];
+        for (int c = 0; c < 16; c++) {
+          v[c] = _mm512_setzero_si512();
+          if (j0 + c < n) {
+            const float *src = b + (j0 + c) * ldb + k0;
+            v[c] = cvt2(_mm512_maskz_loadu_ps(m0, src), _mm512_maskz_loadu_ps(m1, src + 16));
+          }
+        }
+        store_transposed(v, (uint32_t *)dst);
+      }
+    }
+  }
+}
+
+/* ---- The products ---- */
+
+typedef struct tilecfg {
+  uint8_t palette, start_row;
+  uint8_t reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} tilecfg;
+
+/* Tiles 0-3: C; 4, 5: A; 6, 7: B; all 16 rows of 64 bytes. */
+static AMX void configure(void) {
+  tilecfg cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.rows[t] = 16;
+    cfg.colsb[t] = 64;
+  }
+  _tile_loadconfig(&cfg);
+}
+
+/* R (1, 2) row tiles a0, a1 by NC (1, 2) column tiles b0, b1 over kts K tiles: C tile (r, c)
+ * to out + (r * 2 + c) * 256 floats (rows of 16). */
+static INLINE AMX void block(int R, int NC, int64_t kts, const uint16_t *a0, const uint16_t *a1,
+                             const uint16_t *b0, const uint16_t *b1, float *out) {
+  _tile_zero(0);
+  if (NC == 2) _tile_zero(1);
+  if (R == 2) _tile_zero(2);
+  if (R == 2 && NC == 2) _tile_zero(3);
+  for (int64_t q = 0; q < kts; q++) {
+    int64_t o = q * PD_KCPU_AMX_TILE;
+    _tile_loadd(4, a0 + o, 64);
+    _tile_loadd(6, b0 + o, 64);
+    if (R == 2) _tile_loadd(5, a1 + o, 64);
+    if (NC == 2) _tile_loadd(7, b1 + o, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if (NC == 2) _tile_dpbf16ps(1, 4, 7);
+    if (R == 2) _tile_dpbf16ps(2, 5, 6);
+    if (R == 2 && NC == 2) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, out, 64);
+  if (NC == 2) _tile_stored(1, out + 256, 64);
+  if (R == 2) _tile_stored(2, out + 512, 64);
+  if (R == 2 && NC == 2) _tile_stored(3, out + 768, 64);
+}
+
+/* C's tile at row i0, column j0 = alpha acc + beta C (+ bias), over its rows < m and columns
+ * < n. */
+static INLINE AMX void epilogue(const float *acc, int64_t rows, int64_t cols,
+                                const pd_kcpu_amx_out *o, int64_t i0, int64_t j0) {
+  __mmask16 mk = lanes(cols);
+  __m512 va = _mm512_set1_ps(o->alpha), vb = _mm512_set1_ps(o->beta);
+  __m512 bias = o->bias ? _mm512_maskz_loadu_ps(mk, o->bias + j0) : _mm512_setzero_ps();
+  for (int64_t r = 0; r < rows; r++) {
+    float *cp = o->c + (i0 + r) * o->ldc + j0;
+    __m512 x = _mm512_fmadd_ps(va, _mm512_loadu_ps(acc + r * 16), bias);
+    if (o->beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cp), x);
+    _mm512_mask_storeu_ps(cp, mk, x);
+  }
+}
+
+AMX void pd_kcpu_amx_gemm(int64_t m, int64_t n, int64_t k, const uint16_t *pa,
+                          const uint16_t *pb, int64_t it0, int64_t it1, int64_t jt0, int64_t jt1,
+                          const pd_kcpu_amx_out *o) {
+  int64_t kts = (k + 31) / 32, tsz = kts * PD_KCPU_AMX_TILE;
+  float acc[4][256];
+  configure();
+  for (int64_t jt = jt0; jt < jt1; jt += 2) {
+    int nc = jt + 1 < jt1 ? 2 : 1;
+    const uint16_t *b0 = pb + jt * tsz, *b1 = b0 + tsz;
+    for (int64_t it = it0; it < it1; it += 2) {
+      int nr = it + 1 < it1 ? 2 : 1;
+      const uint16_t *a0 = pa + it * tsz, *a1 = a0 + tsz;
+      if (nr == 2 && nc == 2) block(2, 2, kts, a0, a1, b0, b1, acc[0]);
+      else if (nr == 2) block(2, 1, kts, a0, a1, b0, b1, acc[0]);
+      else if (nc == 2) block(1, 2, kts, a0, a1, b0, b1, acc[0]);
+      else block(1, 1, kts, a0, a1, b0, b1, acc[0]);
+      for (int r = 0; r < nr; r++)
+        for (int c = 0; c < nc; c++) {
+          int64_t i0 = (it + r) * 16, j0 = (jt + c) * 16;
+          epilogue(acc[r * 2 + c], m - i0 < 16 ? m - i0 : 16, n - j0 < 16 ? n - j0 : 16, o, i0,
+                   j0);
+        }
+    }
+  }
+  _tile_release();
+}
+#endif
