@@ -647,3 +647,14 @@ out:
 #undef m
   return rc;
 }
+
+int pd_driver_precision(const char *cmd, const char *spec, pd_dtype *out) {
+  if (strcmp(spec, "fp32") == 0 || strcmp(spec, "float32") == 0) *out = PD_FP32;
+  else if (strcmp(spec, "bf16") == 0 || strcmp(spec, "bfloat16") == 0) *out = PD_BF16;
+  else {
+    fprintf(stderr, "pdlang %s: --precision takes fp32 or bf16 (the products in bfloat16, "
+                    "the rest in fp32), got '%s'\n", cmd, spec);
+    return 2;
+  }
+  return 0;
+}
