@@ -974,8 +974,8 @@ const char *pd_k_cuda_device_name(void);
 /* The CUDA backend: NULL until pd_k_cuda_open succeeded. Its entries take DEVICE pointers for
  * every buffer (host arrays of sizes, dims, axes, perm, and the xs/outs arrays of concat/split,
  * whose elements are device pointers, stay on the host); the entries PD_K_BACKEND_LIST marks
- * NO_CUDA are NULL (none at present: the whole-sequence RNN entries are kernels/rnn_steps.c's
- * compositions of the GPU's GEMM and cell kernels). */
+ * NO_CUDA are NULL (gemm_lp: the ops then multiply in fp32; the whole-sequence RNN entries are
+ * kernels/rnn_steps.c's compositions of the GPU's GEMM and cell kernels). */
 const pd_k_backend *pd_k_cuda(void);
 /* Device memory through a caching allocator (training must not call cudaMalloc per step):
  * blocks are rounded up to a size class (512 bytes, then four classes per power of two);
