@@ -90,13 +90,16 @@ static void amx_gemm_part(void *vjob, int t, int np) {
   else pd_kcpu_amx_gemm(j->m, j->n, j->k, j->pa, j->pb, lo, hi, 0, j->nt, &j->out);
 }
 
-/* One product (m, n, k > 0, alpha != 0) on AMX tiles; PD_ENOMEM without memory for the packs. */
-static pd_status lp_amx(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
-                        const float *a, int64_t lda, const float *b, int64_t ldb, double beta,
-                        float *c, int64_t ldc, const float *bias) {
-  int64_t sa = pd_kcpu_amx_pack_size(m, k), sb = pd_kcpu_amx_pack_size(n, k);
-  uint16_t *pa = pd_k_host_alloc((size_t)(sa + sb) * sizeof(uint16_t));
-  if (!pa) return PD_ENOMEM;
+/* Elements of the packs of a product. */
+static int64_t amx_packs(int64_t m, int64_t n, int64_t k) {
+  return pd_kcpu_amx_pack_size(m, k) + pd_kcpu_amx_pack_size(n, k);
+}
+
+/* One product (m, n, k > 0, alpha != 0) on AMX tiles, packing into pa (amx_packs elements). */
+static void lp_amx(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, double beta,
+                   float *c, int64_t ldc, const float *bias, uint16_t *pa) {
+  int64_t sa = pd_kcpu_amx_pack_size(m, k);
   amx_job j = {ta, tb, n >= m, m, n, k, lda, ldb, (m + 15) / 16, (n + 15) / 16, a, b, pa,
                pa + sa, {(float)alpha, (float)beta, bias, c, ldc}};
   int np = pd_kcpu_blas_team();
@@ -110,8 +113,6 @@ static pd_status lp_amx(bool ta, bool tb, int64_t m, int64_t n, int64_t k, doubl
     amx_pack_part(&j, 0, 1);
     amx_gemm_part(&j, 0, 1);
   }
-  pd_k_host_free(pa);
-  return PD_OK;
 }
 #endif
 
@@ -125,17 +126,26 @@ pd_status pd_kcpu_gemm_lp(pd_dtype lp, bool trans_a, bool trans_b, int64_t batch
   if (st) return st;
   if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) return PD_EINVAL;
   if (m == 0 || n == 0) return PD_OK;
+#if PD_KCPU_HAVE_AMX
+  uint16_t *pack = NULL; /* the packs, one allocation for the whole batch */
+  if (lp == PD_BF16 && k > 0 && alpha != 0 && batch > 0 && pd_kcpu_amx_bf16() &&
+      !(pack = pd_k_host_alloc((size_t)amx_packs(m, n, k) * sizeof(uint16_t))))
+    return PD_ENOMEM;
+#endif
   for (int64_t i = 0; i < batch && !st; i++) {
     const float *ai = (const float *)a + i * stride_a, *bi = (const float *)b + i * stride_b;
     float *ci = (float *)c + i * stride_c;
 #if PD_KCPU_HAVE_AMX
-    if (lp == PD_BF16 && k > 0 && alpha != 0 && pd_kcpu_amx_bf16()) {
-      st = lp_amx(trans_a, trans_b, m, n, k, alpha, ai, lda, bi, ldb, beta, ci, ldc, bias);
+    if (pack) {
+      lp_amx(trans_a, trans_b, m, n, k, alpha, ai, lda, bi, ldb, beta, ci, ldc, bias, pack);
       continue;
     }
 #endif
     st = lp_fallback(lp, trans_a, trans_b, m, n, k, alpha, ai, lda, bi, ldb, beta, ci, ldc,
                      bias);
   }
+#if PD_KCPU_HAVE_AMX
+  pd_k_host_free(pack);
+#endif
   return st;
 }
