@@ -420,8 +420,10 @@ typedef pd_status pd_k_argmax_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t po
  * int64. */
 typedef pd_status pd_k_top_k_fn(pd_dtype dt, int64_t rows, int64_t n, int64_t k, bool smallest,
                                 const void *x, void *values, int64_t *indices);
-/* dst = src converted, n elements, between bool, int32, int64, fp32 and fp64. To bool: x != 0.
- * Float to integer truncates toward zero and saturates (NaN gives 0); int64 to int32 wraps. */
+/* dst = src converted, n elements, between bool, int32, int64, fp32 and fp64, and on the CPU
+ * fp16 and bf16 too (to them rounded to nearest even through fp32, base/dtype.h). To bool:
+ * x != 0. Float to integer truncates toward zero and saturates (NaN gives 0); int64 to int32
+ * wraps. */
 typedef pd_status pd_k_cast_fn(pd_dtype src_dt, const void *src, pd_dtype dst_dt, void *dst,
                                int64_t n);
 /* out = x with its axes permuted: out dim i is x dim perm[i]. Any dtype (bytes are moved). */

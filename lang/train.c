@@ -320,6 +320,8 @@ static double elem(const pd_tensor *t, int64_t i) {
     case PD_INT16: return ((const int16_t *)d)[i];
     case PD_UINT8: case PD_BOOL: return ((const uint8_t *)d)[i];
     case PD_INT8: return ((const int8_t *)d)[i];
+    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
+    case PD_BF16: return pd_bf16_to_f32(((const uint16_t *)d)[i]);
     default: return 0;
   }
 }

@@ -1,5 +1,6 @@
 /* test_gemm_lp.c -- the low-precision products of mixed precision (gemm_lp, kernels/cpu/gemm_lp.c
  * and gemm_amx.c) and the 16-bit float conversions under them (base/dtype.h):
+ * - the backend's cast and fill to and from fp16 and bf16;
  * - bf16 and fp16 rounding against the CPU's own conversion instructions (vcvtneps2bf16,
  *   vcvtps2ph) over 2^24 floats spread across the whole range, where the CPU has them, and
  *   against values worked out by hand (ties, overflow, denormals, NaN);
@@ -119,6 +120,32 @@ static void test_conversions(void) {
   } else {
     tap_skip("no F16C to compare fp16 rounding with");
   }
+}
+
+/* The backend's cast and fill to and from the 16-bit floats. */
+static void test_cast(void) {
+  const float f[5] = {1.0f, -2.5f, 65520.0f, 0x1.0101p0f, -0.0f};
+  uint16_t h[5], b[5];
+  float back[5];
+  int32_t i32[5];
+  uint8_t bl[5];
+  bool good = !K->cast(PD_FP32, f, PD_FP16, h, 5) && !K->cast(PD_FP32, f, PD_BF16, b, 5);
+  for (int i = 0; good && i < 5; i++)
+    good = h[i] == pd_fp16_from_f32(f[i]) && b[i] == pd_bf16_from_f32(f[i]);
+  ok(good, "cast fp32 -> fp16, bf16: the rounding of base/dtype.h");
+  ok(!K->cast(PD_BF16, b, PD_FP32, back, 5) && back[0] == 1.0f && back[1] == -2.5f &&
+         back[2] == 65536.0f && back[3] == 0x1.02p0f,
+     "cast bf16 -> fp32 (65520 is 65536 in bf16; 1 + 2^-8 + 2^-16 rounds up to 1 + 2^-7)");
+  ok(!K->cast(PD_FP16, h, PD_FP32, back, 5) && back[2] == __builtin_inff() &&
+         back[3] == 0x1.01p0f,
+     "cast fp16 -> fp32 (65520 overflowed to inf; 1 + 2^-8 + 2^-16 to 1 + 2^-8)");
+  ok(!K->cast(PD_FP16, h, PD_INT32, i32, 2) && i32[0] == 1 && i32[1] == -2,
+     "cast fp16 -> int32 truncates");
+  ok(!K->cast(PD_BF16, b, PD_BOOL, bl, 5) && bl[0] == 1 && bl[4] == 0,
+     "cast bf16 -> bool: -0 is false");
+  uint16_t fill[3] = {0, 0, 0x7777}, want = pd_bf16_from_f32(0.1f);
+  ok(!K->fill(PD_BF16, 2, fill, 0.1) && fill[0] == want && fill[1] == want && fill[2] == 0x7777,
+     "fill bf16: two elements of 2 bytes");
 }
 
 /* ---- gemm_lp ---- */
@@ -252,6 +279,7 @@ int main(int argc, char **argv) {
   (void)argc;
   kt_begin(argv);
   test_conversions();
+  test_cast();
   test_checks();
   if (pd_kcpu_amx_bf16()) test_products("AMX");
   else tap_skip("this CPU (or OS) has no AMX-BF16: the fallback only");

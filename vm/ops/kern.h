@@ -302,6 +302,8 @@ static inline double elem_f(const pd_tensor *t, int64_t i) {
     case PD_UINT8: return ((const uint8_t *)d)[i];
     case PD_INT8: return ((const int8_t *)d)[i];
     case PD_INT16: return ((const int16_t *)d)[i];
+    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
+    case PD_BF16: return pd_bf16_to_f32(((const uint16_t *)d)[i]);
     default: return NAN;
   }
 }
@@ -324,7 +326,7 @@ static inline pd_status scalar_in(const pd_exec_ctx *ctx, const char *slot, cons
   if (pd_tensor_numel(t) != 1)
     return pd_ctx_fail(ctx, PD_ESHAPE, "%s must hold one element, got %s", slot,
                        shape_str(t, s));
-  if (t->dtype == PD_FP16 || !pd_dtype_size(t->dtype))
+  if (!pd_dtype_size(t->dtype))
     return pd_ctx_fail(ctx, PD_ETYPE, "%s holds %s values, which are not supported here", slot,
                        pd_dtype_name(t->dtype));
   *v = elem_f(t, 0);
