@@ -814,7 +814,7 @@ typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *
   X(gemm_act, pd_k_gemm_act_fn, CUDA)                                                              \
   X(gemm_bias, pd_k_gemm_bias_fn, CUDA)                                                            \
   X(gemm_act_chain, pd_k_gemm_act_chain_fn, CUDA)                                                  \
-  X(gemm_lp, pd_k_gemm_lp_fn, NO_CUDA)                                                             \
+  X(gemm_lp, pd_k_gemm_lp_fn, CUDA)                                                                \
   X(binary, pd_k_binary_fn, CUDA)                                                                  \
   X(binary_grad, pd_k_binary_grad_fn, CUDA)                                                        \
   X(compare, pd_k_compare_fn, CUDA)                                                                \
