@@ -102,73 +102,60 @@ static INLINE AMX __m512 row(const float *x, int64_t ld, int64_t q, int64_t rows
   return q < rows ? _mm512_maskz_loadu_ps(mj, x + q * ld + j0) : _mm512_setzero_ps();
 }
 
-/* Row tiles [t0, t1) of op(A) [m, k]: tile (it, kt) at pack + (it * kts + kt) * TILE holds rows
- * it * 16 .. and K kt * 32 .., zero past m and k. op(A)'s element (i, q) is a[i * lda + q], or
- * a[q * lda + i] when ta. */
-AMX void pd_kcpu_amx_pack_a(bool ta, int64_t m, int64_t k, const float *a, int64_t lda,
-                            int64_t t0, int64_t t1, uint16_t *pack) {
-  int64_t kts = (k + 31) / 32;
-  for (int64_t it = t0; it < t1; it++) {
-    int64_t i0 = it * 16;
-    __mmask16 mi = lanes(m - i0);
-    for (int64_t kt = 0; kt < kts; kt++) {
-      int64_t k0 = kt * 32;
-      uint16_t *dst = pack + (it * kts + kt) * PD_KCPU_AMX_TILE;
-      if (!ta) {
-        __mmask16 m0 = lanes(k - k0), m1 = lanes(k - k0 - 16);
-        for (int r = 0; r < 16; r++) {
-          __m512i v = _mm512_setzero_si512();
-          if (i0 + r < m) {
-            const float *src = a + (i0 + r) * lda + k0;
-            v = cvt2(_mm512_maskz_loadu_ps(m0, src), _mm512_maskz_loadu_ps(m1, src + 16));
-          }
-          _mm512_storeu_si512(dst + r * 32, v);
-        }
-      } else { /* pair p of K, row r: (a[(k0 + 2p) lda + i0 + r], a[(k0 + 2p + 1) lda + ...]) */
-        __m512i v[16];
-        for (int p = 0; p < 16; p++) {
-          int64_t q = k0 + 2 * p;
-          v[p] = pairs(row(a, lda, q, k, i0, mi), row(a, lda, q + 1, k, i0, mi));
-        }
-        store_transposed(v, (uint32_t *)dst);
+/* The 16 x 32 block of an operand at outer indices o0 .. o0 + 15 (rows of op(A), columns of
+ * op(B)) and K k0 .. k0 + 31, rounded, as 16 vectors of 16 dwords, each dword a pair of K:
+ * with K along x's rows (x stored [outer, K], row stride ld) v[r] holds outer index o0 + r's
+ * pairs; with K down x's columns (x stored [K, outer]) v[p] holds pair p of the 16 outer
+ * indices. Zeros past `outer` and k. */
+static INLINE AMX void load_block(bool k_down, const float *x, int64_t ld, int64_t outer,
+                                  int64_t k, int64_t o0, int64_t k0, __m512i v[16]) {
+  if (!k_down) {
+    __mmask16 m0 = lanes(k - k0), m1 = lanes(k - k0 - 16);
+    for (int r = 0; r < 16; r++) {
+      v[r] = _mm512_setzero_si512();
+      if (o0 + r < outer) {
+        const float *src = x + (o0 + r) * ld + k0;
+        v[r] = cvt2(_mm512_maskz_loadu_ps(m0, src), _mm512_maskz_loadu_ps(m1, src + 16));
       }
+    }
+  } else {
+    __mmask16 mo = lanes(outer - o0);
+    for (int p = 0; p < 16; p++) {
+      int64_t q = k0 + 2 * p;
+      v[p] = pairs(row(x, ld, q, k, o0, mo), row(x, ld, q + 1, k, o0, mo));
     }
   }
 }
 
-/* Column tiles [t0, t1) of op(B) [k, n] in the VNNI layout: tile (jt, kt) at pack + (jt * kts +
- * kt) * TILE, row p holding the pairs (op(B)(k0 + 2p, j), op(B)(k0 + 2p + 1, j)) of columns
- * j = jt * 16 .. + 15; zero past k and n. op(B)'s element (q, j) is b[q * ldb + j], or
- * b[j * ldb + q] when tb. */
-AMX void pd_kcpu_amx_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb,
-                            int64_t t0, int64_t t1, uint16_t *pack) {
+/* Tiles [t0, t1) of outer indices of an operand [outer, K] (see load_block), each tile (t, kt)
+ * at out + (t * kts + kt) * TILE, K kt * 32 ..: as rows of pairs (vnni false: row r holds
+ * outer index r's 16 pairs: op(A)'s tiles) or in the VNNI layout (row p holds pair p of the 16
+ * outer indices: op(B)'s). */
+static AMX void pack(bool k_down, bool vnni, int64_t outer, int64_t k, const float *x,
+                     int64_t ld, int64_t t0, int64_t t1, uint16_t *out) {
   int64_t kts = (k + 31) / 32;
-  for (int64_t jt = t0; jt < t1; jt++) {
-    int64_t j0 = jt * 16;
-    __mmask16 mj = lanes(n - j0);
+  for (int64_t t = t0; t < t1; t++)
     for (int64_t kt = 0; kt < kts; kt++) {
-      int64_t k0 = kt * 32;
-      uint16_t *dst = pack + (jt * kts + kt) * PD_KCPU_AMX_TILE;
-      if (!tb) {
-        for (int p = 0; p < 16; p++) {
-          int64_t q = k0 + 2 * p;
-          _mm512_storeu_si512(dst + p * 32,
-                              pairs(row(b, ldb, q, k, j0, mj), row(b, ldb, q + 1, k, j0, mj)));
-        }
-      } else { /* column j of the tile: b's row j0 + c, K k0 .. k0 + 31, already in pairs */
-        __mmask16 m0 = lanes(k - k0), m1 = lanes(k - k0 - 16);
-        __m512i v[16];
-        for (int c = 0; c < 16; c++) {
-          v[c] = _mm512_setzero_si512();
-          if (j0 + c < n) {
-            const float *src = b + (j0 + c) * ldb + k0;
-            v[c] = cvt2(_mm512_maskz_loadu_ps(m0, src), _mm512_maskz_loadu_ps(m1, src + 16));
-          }
-        }
+      __m512i v[16];
+      load_block(k_down, x, ld, outer, k, t * 16, kt * 32, v);
+      uint16_t *dst = out + (t * kts + kt) * PD_KCPU_AMX_TILE;
+      if (k_down == vnni) /* v already is the tile's rows */
+        for (int r = 0; r < 16; r++) _mm512_storeu_si512(dst + r * 32, v[r]);
+      else
         store_transposed(v, (uint32_t *)dst);
-      }
     }
-  }
+}
+
+/* op(A)'s element (i, q) is a[i * lda + q], or a[q * lda + i] when ta: K down its columns. */
+AMX void pd_kcpu_amx_pack_a(bool ta, int64_t m, int64_t k, const float *a, int64_t lda,
+                            int64_t t0, int64_t t1, uint16_t *out) {
+  pack(ta, false, m, k, a, lda, t0, t1, out);
+}
+
+/* op(B)'s element (q, j) is b[q * ldb + j] (K down its columns), or b[j * ldb + q] when tb. */
+AMX void pd_kcpu_amx_pack_b(bool tb, int64_t k, int64_t n, const float *b, int64_t ldb,
+                            int64_t t0, int64_t t1, uint16_t *out) {
+  pack(!tb, true, n, k, b, ldb, t0, t1, out);
 }
 
 /* ---- The products ---- */

@@ -121,11 +121,9 @@ pd_status pd_kcpu_gemm_lp(pd_dtype lp, bool trans_a, bool trans_b, int64_t batch
                           int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
                           double beta, void *c, int64_t ldc, int64_t stride_c,
                           const void *bias) {
-  if (lp != PD_BF16 && lp != PD_FP16) return PD_EUNSUPPORTED;
-  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
-  if (st) return st;
-  if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) return PD_EINVAL;
-  if (m == 0 || n == 0) return PD_OK;
+  pd_status st = pd_k_gemm_lp_check(lp, trans_a, trans_b, batch, m, n, k, lda, stride_a, ldb,
+                                    stride_b, ldc, stride_c);
+  if (st || m == 0 || n == 0) return st;
 #if PD_KCPU_HAVE_AMX
   uint16_t *pack = NULL; /* the packs, one allocation for the whole batch */
   if (lp == PD_BF16 && k > 0 && alpha != 0 && batch > 0 && pd_kcpu_amx_bf16() &&

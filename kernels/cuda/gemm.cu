@@ -200,9 +200,8 @@ pd_status pd_kcu_gemm_lp(pd_dtype lp, bool trans_a, bool trans_b, int64_t batch,
                          int64_t stride_a, const void *b, int64_t ldb, int64_t stride_b,
                          double beta, void *c, int64_t ldc, int64_t stride_c,
                          const void *bias) {
-  if (lp != PD_BF16 && lp != PD_FP16) return PD_EUNSUPPORTED;
-  PD_KCU_TRY(pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc));
-  if (batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0) return PD_EINVAL;
+  PD_KCU_TRY(pd_k_gemm_lp_check(lp, trans_a, trans_b, batch, m, n, k, lda, stride_a, ldb,
+                                stride_b, ldc, stride_c));
   if (batch == 0 || m == 0 || n == 0) return PD_OK;
   /* Overlapping outputs: one product after the other, as the CPU. */
   if (batch > 1 && stride_c < (m - 1) * ldc + n) {
