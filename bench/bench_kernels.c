@@ -101,8 +101,8 @@ static void run_lenet(void *ctx) {
  * 50 calls. */
 static void bench_lenet(void) {
   const pd_k_conv2d convs[] = {
-      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0},
-      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   static const char *const what[] = {"forward", "backward data", "backward filter"};
   double total = 0;
@@ -295,8 +295,8 @@ int main(int argc, char **argv) {
 
   /* LeNet-5 on 28x28 MNIST: conv1 1->6 5x5 pad 2, conv2 6->16 5x5 (after 2x2 pooling). */
   const pd_k_conv2d lenet[] = {
-      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0},
-      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof lenet / sizeof lenet[0]; i++) {
     conv_job c = {lenet[i], NULL, NULL, NULL};

@@ -229,7 +229,7 @@ PD_OP(conditional_block, DIFF, conditional_block,
 /* conv2d's signature; depthwise_conv2d is the name Paddle gives a conv2d whose groups are its
  * input channels (the same math: one kernel). */
 #define PD_CONV2D_(name)                                                                       \
-  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, conv2d, IN(ONE("Input"), ONE("Filter")),          \
+  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD | AMP, conv2d, IN(ONE("Input"), ONE("Filter")),    \
          OUT(ONE("Output")),                                                                    \
          ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0),                                   \
                ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), INT("groups", 1),        \

@@ -319,6 +319,16 @@ static inline int64_t elem_i(const pd_tensor *t, int64_t i) {
   }
 }
 
+/* Mixed precision: the precision an op flagged AMP (vm/oplist.h) multiplies its fp32 tensors
+ * in, from its mkldnn_data_type ("bfloat16": PD_BF16, as Paddle's oneDNN passes set it and
+ * vm/passes/amp.h does; "float16": PD_FP16); PD_FP32 for anything else, or tensors of another
+ * dtype. */
+static inline pd_dtype amp_precision(const pd_exec_ctx *ctx, pd_dtype dt) {
+  if (dt != PD_FP32) return PD_FP32;
+  const char *s = pd_ctx_attr_str(ctx, "mkldnn_data_type");
+  return strcmp(s, "bfloat16") == 0 ? PD_BF16 : strcmp(s, "float16") == 0 ? PD_FP16 : PD_FP32;
+}
+
 /* The one value of a one-element host input (LearningRate, Beta1Pow, ValueTensor, ...). */
 static inline pd_status scalar_in(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
                                   double *v) {

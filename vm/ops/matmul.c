@@ -157,9 +157,7 @@ pd_status pd_infer_matmul_v2(pd_infer_ctx *c) {
  * operands in that precision through the backend's gemm_lp, fp32 tensors in and out. Without
  * gemm_lp (the CUDA backend, for now) it computes in fp32. ---- */
 static pd_dtype op_lp(const pd_exec_ctx *ctx, pd_dtype dt) {
-  if (dt != PD_FP32 || !ctx->k->gemm_lp) return PD_FP32;
-  const char *s = pd_ctx_attr_str(ctx, "mkldnn_data_type");
-  return strcmp(s, "bfloat16") == 0 ? PD_BF16 : strcmp(s, "float16") == 0 ? PD_FP16 : PD_FP32;
+  return ctx->k->gemm_lp ? amp_precision(ctx, dt) : PD_FP32;
 }
 
 /* The backend's gemm, gemm_batched and gemm_bias, or gemm_lp in the op's low precision. */
