@@ -98,9 +98,11 @@ typedef struct pd_k_conv2d {
   int64_t dil_h, dil_w;        /* dilation, >= 1 */
   int64_t oh, ow;              /* output [n, oc, oh, ow]: computed by pd_k_conv2d_setup */
   pd_dtype lp;                 /* mixed precision: PD_BF16 or PD_FP16 multiplies fp32 tensors'
-                                  products in that precision (the CPU's GEMMs through gemm_lp;
-                                  its depthwise convolution, and the CUDA backend, stay fp32);
-                                  anything else (0): fp32 */
+                                  products in that precision (the CPU's GEMMs through gemm_lp,
+                                  where an image's product has at least 16 filters per group,
+                                  terms and output pixels; its depthwise convolution, smaller
+                                  products and the CUDA backend stay fp32); anything else (0):
+                                  fp32 */
 } pd_k_conv2d;
 
 typedef enum pd_k_pool { PD_K_POOL_MAX, PD_K_POOL_AVG } pd_k_pool;
