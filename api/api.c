@@ -36,7 +36,7 @@ _Static_assert(SAME(PD_DTYPE_BOOL, PD_BOOL) && SAME(PD_DTYPE_INT16, PD_INT16) &&
                    SAME(PD_DTYPE_INT32, PD_INT32) && SAME(PD_DTYPE_INT64, PD_INT64) &&
                    SAME(PD_DTYPE_FLOAT16, PD_FP16) && SAME(PD_DTYPE_FLOAT32, PD_FP32) &&
                    SAME(PD_DTYPE_FLOAT64, PD_FP64) && SAME(PD_DTYPE_UINT8, PD_UINT8) &&
-                   SAME(PD_DTYPE_INT8, PD_INT8),
+                   SAME(PD_DTYPE_INT8, PD_INT8) && SAME(PD_DTYPE_BFLOAT16, PD_BF16),
                "pdlang.h's dtypes must match base/dtype.h");
 _Static_assert(PD_STATE_MAX_DIMS == PD_TENSOR_MAX_DIMS, "pdlang.h's PD_STATE_MAX_DIMS");
 

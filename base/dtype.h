@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 typedef enum pd_dtype {
   PD_BOOL = 0,
@@ -16,6 +18,7 @@ typedef enum pd_dtype {
   PD_FP64 = 6,
   PD_UINT8 = 20,
   PD_INT8 = 21,
+  PD_BF16 = 22, /* bfloat16: the high half of an fp32 (Paddle's VarType BF16) */
 } pd_dtype;
 
 /* Bytes per element; 0 for a value that is not a dtype. */
@@ -27,12 +30,37 @@ int pd_dtype_from_name(const char *name);
 /* 1 for a value that is one of the dtypes above. */
 int pd_dtype_valid(int t);
 
-/* A floating-point dtype: FP16, FP32 or FP64 (what may carry a gradient, what a float
+/* A floating-point dtype: FP16, BF16, FP32 or FP64 (what may carry a gradient, what a float
  * attribute or literal may become). */
 static inline bool pd_dtype_is_float(pd_dtype t) {
-  return t == PD_FP16 || t == PD_FP32 || t == PD_FP64;
+  return t == PD_FP16 || t == PD_BF16 || t == PD_FP32 || t == PD_FP64;
 }
-/* A floating-point dtype the kernels compute in: FP32 or FP64 (FP16 is stored, not computed). */
+/* A floating-point dtype the kernels compute in: FP32 or FP64 (FP16 and BF16 are stored, not
+ * computed: the products of mixed precision take fp32 values rounded to them). */
 static inline bool pd_dtype_is_kernel_float(pd_dtype t) { return t == PD_FP32 || t == PD_FP64; }
+
+/* ---- The 16-bit floats, as their bits (uint16_t): conversions from fp32 round to nearest,
+ * ties to even, as IEEE does (and as x86's vcvtne2ps2bf16 / vcvtps2ph); NaN stays NaN (quiet),
+ * an fp32 past fp16's range becomes +-inf, one below it an fp16 denormal or 0. Exact the other
+ * way. */
+static inline uint16_t pd_bf16_from_f32(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN */
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static inline float pd_bf16_to_f32(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+/* f rounded to bf16 and back (what a bf16 product's operand is). */
+static inline float pd_bf16_round(float f) { return pd_bf16_to_f32(pd_bf16_from_f32(f)); }
+
+uint16_t pd_fp16_from_f32(float f);
+float pd_fp16_to_f32(uint16_t h);
+static inline float pd_fp16_round(float f) { return pd_fp16_to_f32(pd_fp16_from_f32(f)); }
 
 #endif /* PD_DTYPE_H */

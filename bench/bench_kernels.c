@@ -1,5 +1,6 @@
 /* bench_kernels.c -- micro-benchmarks of the CPU kernels (not a test): sgemm GFLOP/s on
- * fully-connected shapes through the kernel table, conv2d forward on LeNet shapes through the
+ * fully-connected shapes through the kernel table (and the MLP 784-1024-1024-10's in fp32 against
+ * gemm_lp's bf16, mixed precision's products), conv2d forward on LeNet shapes through the
  * kernel table, and an elementwise op followed by a GEMM, which shows whether the pool's idle
  * threads steal cores from the GEMM that follows (kernels/cpu/pool.c), and the
  * convolution and pooling kernels of a LeNet training step, and the output layer's backward
@@ -50,13 +51,18 @@ typedef struct gemm_job {
   int m, n, k;
   const float *a, *b;
   float *c;
+  bool bf16; /* through gemm_lp: the products of mixed precision */
 } gemm_job;
 
 /* Through the kernel table: split across the kernels' thread pool (kernels.h). */
 static void run_gemm(void *ctx) {
   gemm_job *g = ctx;
-  pd_k_cpu()->gemm(PD_FP32, false, false, g->m, g->n, g->k, 1.0, g->a, g->k, g->b, g->n, 0.0,
-                   g->c, g->n);
+  if (g->bf16)
+    pd_k_cpu()->gemm_lp(PD_BF16, false, false, 1, g->m, g->n, g->k, 1.0, g->a, g->k, 0, g->b,
+                        g->n, 0, 0.0, g->c, g->n, 0, NULL);
+  else
+    pd_k_cpu()->gemm(PD_FP32, false, false, g->m, g->n, g->k, 1.0, g->a, g->k, g->b, g->n, 0.0,
+                     g->c, g->n);
 }
 
 typedef struct conv_job {
@@ -101,8 +107,8 @@ static void run_lenet(void *ctx) {
  * 50 calls. */
 static void bench_lenet(void) {
   const pd_k_conv2d convs[] = {
-      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0},
-      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   static const char *const what[] = {"forward", "backward data", "backward filter"};
   double total = 0;
@@ -283,7 +289,7 @@ int main(int argc, char **argv) {
 
   const int fc[][3] = {{64, 256, 784}, {64, 10, 256}, {256, 256, 784}, {256, 10, 256}};
   for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
-    gemm_job g = {fc[i][0], fc[i][1], fc[i][2], NULL, NULL, NULL};
+    gemm_job g = {fc[i][0], fc[i][1], fc[i][2], NULL, NULL, NULL, false};
     g.a = bench_randf("bench_kernels", (size_t)g.m * g.k);
     g.b = bench_randf("bench_kernels", (size_t)g.k * g.n);
     g.c = bench_randf("bench_kernels", (size_t)g.m * g.n);
@@ -293,10 +299,26 @@ int main(int argc, char **argv) {
     pd_k_host_free((void *)g.a), pd_k_host_free((void *)g.b), pd_k_host_free(g.c);
   }
 
+  /* Mixed precision (issue 42): the forward products of the MLP 784-1024-1024-10 at batch 256
+   * in fp32 and through gemm_lp in bf16 (AMX tiles where the CPU has them), same run. */
+  const int mlp[][3] = {{256, 1024, 784}, {256, 1024, 1024}, {256, 10, 1024}};
+  for (size_t i = 0; i < sizeof mlp / sizeof mlp[0]; i++) {
+    gemm_job g = {mlp[i][0], mlp[i][1], mlp[i][2], NULL, NULL, NULL, false};
+    g.a = bench_randf("bench_kernels", (size_t)g.m * g.k);
+    g.b = bench_randf("bench_kernels", (size_t)g.k * g.n);
+    g.c = bench_randf("bench_kernels", (size_t)g.m * g.n);
+    double s32 = time_it(run_gemm, &g, budget);
+    g.bf16 = true;
+    double s16 = time_it(run_gemm, &g, budget);
+    printf("gemm %4dx%-4d @ %4dx%-4d  fp32 %8.1f us, bf16 %8.1f us (%5.2fx, %7.1f GFLOP/s)\n",
+           g.m, g.k, g.k, g.n, s32 * 1e6, s16 * 1e6, s32 / s16, 2.0 * g.m * g.n * g.k / s16 * 1e-9);
+    pd_k_host_free((void *)g.a), pd_k_host_free((void *)g.b), pd_k_host_free(g.c);
+  }
+
   /* LeNet-5 on 28x28 MNIST: conv1 1->6 5x5 pad 2, conv2 6->16 5x5 (after 2x2 pooling). */
   const pd_k_conv2d lenet[] = {
-      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0},
-      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+      {64, 1, 28, 28, 6, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {64, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   for (size_t i = 0; i < sizeof lenet / sizeof lenet[0]; i++) {
     conv_job c = {lenet[i], NULL, NULL, NULL};
@@ -319,7 +341,7 @@ int main(int argc, char **argv) {
   bench_outgrad();
   bench_optim();
 
-  mixed_job m = {{256, 256, 784, NULL, NULL, NULL}, NULL, 1 << 20};
+  mixed_job m = {{256, 256, 784, NULL, NULL, NULL, false}, NULL, 1 << 20};
   m.g.a = bench_randf("bench_kernels", 256 * 784);
   m.g.b = bench_randf("bench_kernels", 784 * 256);
   m.g.c = bench_randf("bench_kernels", 256 * 256);

@@ -17,8 +17,12 @@
  * PyTorch side: torch_train.py reads the same .npy files and trains the same models with the
  * same batch, the same number of epochs and torch.set_num_threads(the threads pdlang uses).
  *
- * Usage: bench/bench_train [measured epochs, default 5] [mlp64|mlp256|cnn64|res64: only that
- * model]
+ * Usage: bench/bench_train [measured epochs, default 5] [mlp64|mlp256|cnn64|res64|mlp1024|
+ * mlp1024bf16|cnn64bf16: the models whose key starts with it]
+ * Mixed precision (issue 42): mlp1024 is the MLP 784-1024-1024-10 at batch 256 in fp32,
+ * mlp1024bf16 the same with train(..., amp = "bf16"), cnn64bf16 LeNet so (its fc layers in bf16;
+ * convolutions stay fp32); a table of the amp / fp32 ratios follows, and PyTorch's
+ * torch.autocast("cpu", torch.bfloat16) against its fp32 when installed.
  * Environment: PDLANG_BENCH_PYTHON  the Python that has torch (default: python3);
  *              PDLANG_BENCH_TORCH   path of torch_train.py (default: beside this source file);
  *              PDLANG_BENCH_NO_TORCH=1  skip PyTorch.
@@ -44,6 +48,7 @@ typedef struct model {
   const char *body;    /* the .pd lines between the import and train() */
   int batch;
   int64_t samples;     /* per epoch */
+  const char *amp;     /* train's amp option ("bf16"), or NULL: fp32 */
 } model;
 
 static const char mlp_body[] =
@@ -51,6 +56,14 @@ static const char mlp_body[] =
     "label = data(\"label\", [-1, 1], int64)\n"
     "h     = fc(x, 256, act = relu)\n"
     "y     = fc(h, 10)\n"
+    "cost  = mean(softmax_with_cross_entropy(y, label))\n";
+
+static const char mlp1024_body[] =
+    "x     = data(\"images\", [-1, 784])\n"
+    "label = data(\"label\", [-1, 1], int64)\n"
+    "h1    = fc(x, 1024, act = relu)\n"
+    "h2    = fc(h1, 1024, act = relu)\n"
+    "y     = fc(h2, 10)\n"
     "cost  = mean(softmax_with_cross_entropy(y, label))\n";
 
 static const char cnn_body[] =
@@ -89,12 +102,21 @@ static const char res_body[] =
     "cost  = mean(softmax_with_cross_entropy(y, label))\n";
 
 static const model models[] = {
-    {"mlp64", "MLP 784-256-10, batch 64", mlp_body, 64, 12800},
-    {"mlp256", "MLP 784-256-10, batch 256", mlp_body, 256, 12800},
-    {"cnn64", "LeNet CNN, batch 64", cnn_body, 64, 3200},
-    {"res64", "residual CNN + BN, batch 64", res_body, 64, 1280},
+    {"mlp64", "MLP 784-256-10, batch 64", mlp_body, 64, 12800, NULL},
+    {"mlp256", "MLP 784-256-10, batch 256", mlp_body, 256, 12800, NULL},
+    {"cnn64", "LeNet CNN, batch 64", cnn_body, 64, 3200, NULL},
+    {"res64", "residual CNN + BN, batch 64", res_body, 64, 1280, NULL},
+    /* mixed precision (issue 42), each after its fp32 model: the bf16/fp32 ratio is printed */
+    {"mlp1024", "MLP 784-1024-1024-10, b 256", mlp1024_body, 256, 12800, NULL},
+    {"mlp1024bf16", "  the same, amp bf16", mlp1024_body, 256, 12800, "bf16"},
+    {"cnn64bf16", "LeNet CNN b 64, amp bf16", cnn_body, 64, 3200, "bf16"},
 };
 #define NMODELS (int)(sizeof models / sizeof models[0])
+
+/* `only` selects the models whose key starts with it (mlp1024: fp32 and bf16). */
+static bool wanted(const char *only, const char *key) {
+  return !*only || strncmp(only, key, strlen(only)) == 0;
+}
 
 static void die(const char *what) {
   fprintf(stderr, "bench_train: %s\n", what);
@@ -191,9 +213,9 @@ static rate run_pdlang(const model *m, const char *dir, int epochs) {
   snprintf(script, sizeof script,
            "import \"layers\"\n%s"
            "train(cost, reader = npy(\"%s/x%lld.npy\", \"%s/y%lld.npy\"), batch = %d, "
-           "epochs = %d, optimizer = adam(0.001), log_every = 1000000000)\n",
+           "epochs = %d, optimizer = adam(0.001), log_every = 1000000000%s%s%s)\n",
            m->body, dir, (long long)m->samples, dir, (long long)m->samples, m->batch,
-           epochs + 1);
+           epochs + 1, m->amp ? ", amp = \"" : "", m->amp ? m->amp : "", m->amp ? "\"" : "");
   pd_source *src;
   if (pd_source_from_string("bench_train.pd", script, strlen(script), &src)) die("out of memory");
   pd_diags diags;
@@ -307,7 +329,8 @@ static bool run_torch(const char *dir, int epochs, int threads, const char *only
 
 int main(int argc, char **argv) {
   if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-    printf("usage: bench_train [measured epochs, default 5] [mlp64|mlp256|cnn64]\n");
+    printf("usage: bench_train [measured epochs, default 5] [model key or its start: mlp64, "
+           "mlp256, cnn64, res64, mlp1024 (fp32 and bf16), mlp1024bf16, cnn64bf16]\n");
     return 0;
   }
   pd_k_init();
@@ -330,7 +353,7 @@ int main(int argc, char **argv) {
 
   rate pd[NMODELS] = {{0, 0}}, pt[NMODELS] = {{0, 0}};
   for (int i = 0; i < NMODELS; i++) {
-    if (*only && strcmp(only, models[i].key) != 0) continue;
+    if (!wanted(only, models[i].key)) continue;
     pd[i] = run_pdlang(&models[i], dir, epochs);
     printf("pdlang  %-28s %9.0f samples/s (median), %9.0f (best epoch)\n", models[i].label,
            pd[i].median, pd[i].best);
@@ -357,6 +380,27 @@ int main(int argc, char **argv) {
       printf("%-28s %10.0f %10s %7s   %10.0f\n", models[i].label, pd[i].median, "-", "-",
              pd[i].best);
   }
+  /* Mixed precision against fp32: each amp model against the fp32 model of the same body and
+   * batch, measured in this run. */
+  bool head = false;
+  for (int i = 0; i < NMODELS; i++)
+    for (int j = 0; j < NMODELS; j++)
+      if (models[i].amp && !models[j].amp && models[j].body == models[i].body &&
+          models[j].batch == models[i].batch && pd[i].median && pd[j].median) {
+        if (!head) printf("\n%-28s %10s %10s %7s   (best epochs: ratio)\n", "pdlang samples/s",
+                          "amp", "fp32", "ratio");
+        head = true;
+        printf("%-28s %10.0f %10.0f %7.2f   %7.2f  (amp %s)\n", models[j].label, pd[i].median,
+               pd[j].median, pd[i].median / pd[j].median, pd[i].best / pd[j].best,
+               models[i].amp);
+      }
+  for (int i = 0; torch && i < NMODELS; i++)
+    for (int j = 0; j < NMODELS; j++)
+      if (models[i].amp && !models[j].amp && models[j].body == models[i].body &&
+          models[j].batch == models[i].batch && pt[i].median > 0 && pt[j].median > 0)
+        printf("%-28s %10.0f %10.0f %7.2f   %7.2f  (PyTorch autocast %s)\n", models[j].label,
+               pt[i].median, pt[j].median, pt[i].median / pt[j].median, pt[i].best / pt[j].best,
+               models[i].amp);
   /* Leave nothing behind. */
   char path[600];
   for (int i = 0; i < NMODELS; i++) {

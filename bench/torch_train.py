@@ -28,6 +28,9 @@ MODELS = {  # key: (kind, batch, samples per epoch), as in bench_train.c
     "mlp256": ("mlp", 256, 12800),
     "cnn64": ("cnn", 64, 3200),
     "res64": ("res", 64, 1280),
+    "mlp1024": ("mlp1024", 256, 12800),
+    "mlp1024bf16": ("mlp1024", 256, 12800),  # under torch.autocast("cpu", torch.bfloat16)
+    "cnn64bf16": ("cnn", 64, 3200),
 }
 
 
@@ -53,6 +56,9 @@ def make(kind):
                              nn.AvgPool2d(7), nn.Flatten(), nn.Linear(64, 10))
     if kind == "mlp":
         return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    if kind == "mlp1024":
+        return nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
+                             nn.Linear(1024, 10))
     return nn.Sequential(
         nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
@@ -76,7 +82,9 @@ def bench(key, data, epochs):
             idx = perm[i:i + batch]
             xb, yb = x[idx], y[idx]
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(xb), yb)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=key.endswith("bf16")):
+                logits = model(xb)
+            loss = F.cross_entropy(logits.float(), yb)
             loss.backward()
             opt.step()
             loss.item()  # pdlang fetches the loss every step
@@ -95,7 +103,7 @@ def main():
     torch.set_num_threads(a.threads)
     print(f"# torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     for key in MODELS:
-        if a.only and a.only != key:
+        if a.only and not key.startswith(a.only):
             continue
         med, best = bench(key, a.data, a.epochs)
         print(f"{key} {med:.0f} {best:.0f}", flush=True)

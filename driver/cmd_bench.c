@@ -74,6 +74,7 @@ static int run_bench(int argc, char **argv) {
   long batch = 0, threads = 0, warmup = 10, runs = 100;
   double seconds = 0;
   bool profile = false, no_optimize = false;
+  pd_dtype precision = PD_FP32;
   for (int i = 1; i < argc; i++) {
     int fa = pd_driver_feed_arg("bench", argc, argv, &i, &feeds);
     if (fa < 0) return 2;
@@ -104,6 +105,8 @@ static int run_bench(int argc, char **argv) {
       profile = true;
     } else if (strcmp(a, "--no-optimize") == 0) {
       no_optimize = true;
+    } else if (strcmp(a, "--precision") == 0 && v) {
+      if (pd_driver_precision("bench", argv[++i], &precision)) return 2;
     } else if (a[0] == '-' || model) {
       pd_driver_usage(stderr, &pd_cmd_bench);
       return 2;
@@ -131,6 +134,7 @@ static int run_bench(int argc, char **argv) {
   double *lat = NULL;
   if (pd_driver_load_model("bench", model, params, &feeds, &m, inputs, &ninputs, &found)) goto out;
   m.no_optimize = no_optimize; /* pd_model_load started *m afresh */
+  m.precision = precision;
   if (found) model = found;
   for (int i = 0; batch && i < m.nfeeds; i++) {
     const char *v = m.feeds[i].var;
@@ -183,9 +187,10 @@ static int run_bench(int argc, char **argv) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
   const char *pool = getenv("PDLANG_THREADS");
-  printf("model: %s (batch %lld, threads %s, %s%s)\n", model, (long long)rows,
+  printf("model: %s (batch %lld, threads %s, %s%s%s)\n", model, (long long)rows,
          pool && *pool ? pool : "default", place == PD_K_CUDA ? "gpu" : "cpu",
-         no_optimize ? ", not optimised" : "");
+         no_optimize ? ", not optimised" : "",
+         precision == PD_BF16 ? ", products in bf16" : "");
   if (!no_optimize)
     printf("load-time passes: %d batch norm%s folded, %d op%s removed, %d fc fused\n",
            m.opt.bn_folded, m.opt.bn_folded == 1 ? "" : "s", m.opt.removed,
@@ -218,7 +223,7 @@ const pd_command pd_cmd_bench = {
     .usage = "pdlang bench MODEL [--params FILE] [--device cpu|gpu[:N]]\n"
              "            [--feed NAME=FILE.npy [--lengths NAME=LENGTHS.npy]]...\n"
              "            [--batch N] [--threads N] [--warmup N] [--runs N | --seconds S]\n"
-             "            [--profile] [--no-optimize]\n"
+             "            [--profile] [--no-optimize] [--precision fp32|bf16]\n"
              "\n"
              "Loads MODEL once (found and fed as pdlang exec does), runs it --warmup times\n"
              "(default 10), then times --runs runs (default 100), or as many as --seconds\n"
@@ -227,5 +232,6 @@ const pd_command pd_cmd_bench = {
              "process's peak resident memory. --batch N repeats each input's rows to N rows.\n"
              "--threads N sizes the kernels' thread pool (PDLANG_THREADS). --profile adds the\n"
              "timed runs' per-op table (as pdlang run --profile). --no-optimize runs the model\n"
-             "as loaded, without the load-time passes (pdlang dump --optimized lists them).",
+             "as loaded, without the load-time passes (pdlang dump --optimized lists them).\n"
+             "--precision bf16 multiplies the matrix products in bfloat16 (as pdlang exec).",
 };

@@ -70,6 +70,7 @@ static bool write_outputs(const pd_model *m, pd_tensor_array *got, const char *d
 
 static int run_exec(int argc, char **argv) {
   const char *model = NULL, *params = NULL, *device = NULL, *out_dir = NULL;
+  pd_dtype precision = PD_FP32;
   const char *out_names[PD_DRIVER_MAX_IO], *out_files[PD_DRIVER_MAX_IO];
   pd_driver_feeds feeds = {0};
   int nouts = 0;
@@ -101,6 +102,8 @@ static int run_exec(int argc, char **argv) {
       device = argv[++i];
     } else if (strncmp(argv[i], "--device=", 9) == 0) {
       device = argv[i] + 9;
+    } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+      if (pd_driver_precision("exec", argv[++i], &precision)) return 2;
     } else if (argv[i][0] == '-' || model) {
       pd_driver_usage(stderr, &pd_cmd_exec);
       return 2;
@@ -122,6 +125,7 @@ static int run_exec(int argc, char **argv) {
   char *found = NULL;
   if (pd_driver_load_model("exec", model, params, &feeds, &m, inputs, &ninputs, &found)) goto out;
   if (found) model = found;
+  m.precision = precision;
   pd_status st;
   for (int j = 0; j < nouts; j++) {
     int known = 0;
@@ -172,7 +176,7 @@ const pd_command pd_cmd_exec = {
     .name = "exec",
     .run = run_exec,
     .summary = "run a saved model (FILE.pdmodel, or a Fluid model folder) on .npy inputs",
-    .usage = "pdlang exec MODEL [--params FILE] [--device cpu|gpu[:N]]\n"
+    .usage = "pdlang exec MODEL [--params FILE] [--device cpu|gpu[:N]] [--precision fp32|bf16]\n"
              "            [--feed NAME=FILE.npy [--lengths NAME=LENGTHS.npy]]...\n"
              "            [--out DIR | --out NAME=FILE.npy]...\n"
              "\n"
@@ -190,5 +194,7 @@ const pd_command pd_cmd_exec = {
              "NAME=FILE.npy one output. An input that is a batch of sequences (a for loop's,\n"
              "an lstm's) takes its rows with --feed and each sequence's length (a 1-D int32 or\n"
              "int64 .npy, adding up to the rows) with --lengths; a model that save wrote takes\n"
-             "it so too, or padded [N, T, ...] with --feed NAME_lengths=LENGTHS.npy.",
+             "it so too, or padded [N, T, ...] with --feed NAME_lengths=LENGTHS.npy.\n"
+             "--precision bf16 multiplies the model's matrix products (fc, mul, matmul) in\n"
+             "bfloat16 with fp32 sums (on AMX tiles where the CPU has them), the rest in fp32.",
 };

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 
+#include "base/dtype.h"
+
 typedef struct pd_command {
   const char *name;
   int (*run)(int argc, char **argv);  /* argv[0] is the command name */
@@ -57,6 +59,10 @@ void pd_driver_print_error(const struct pd_unit *unit, const struct pd_source *s
  * the command named cmd. Returns 0, or 2 after printing the error to stderr. place is a
  * pd_k_place (kernels/kernels.h). */
 int pd_driver_device(const char *cmd, const char *spec, int *place, int *gpu_index);
+/* The precision of --precision SPEC (exec, bench): "fp32" (or "float32"), "bf16" (or
+ * "bfloat16": the model's products multiply in bf16, pd_model's precision); non-zero after
+ * saying what is wrong. */
+int pd_driver_precision(const char *cmd, const char *spec, pd_dtype *out);
 
 /* ---- Saved models and their inputs (driver/model_inputs.c: exec and bench) ---- */
 

@@ -110,8 +110,8 @@ static bool read_npy_head(const char *path, npy_head *h) {
  * form that says what the input takes. */
 
 /* The dtypes the .npy reader reads (vm/reader/reader.h), in the order messages list them. */
-static const pd_dtype npy_dtypes[] = {PD_FP32, PD_FP64, PD_INT64, PD_INT32, PD_UINT8, PD_INT8,
-                                      PD_BOOL};
+static const pd_dtype npy_dtypes[] = {PD_FP32, PD_FP64, PD_FP16, PD_INT64, PD_INT32, PD_UINT8,
+                                      PD_INT8, PD_BOOL};
 
 /* Whether the reader reads a file of this dtype (a read_npy_head name). */
 static bool npy_reads(const char *dtype) {
@@ -168,6 +168,7 @@ static double value_at(const pd_tensor *t, int64_t i) {
     case PD_INT64: return (double)((const int64_t *)d)[i];
     case PD_INT32: return ((const int32_t *)d)[i];
     case PD_INT8: return ((const int8_t *)d)[i];
+    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
     default: return ((const uint8_t *)d)[i]; /* uint8, bool */
   }
 }
@@ -176,7 +177,7 @@ static double value_at(const pd_tensor *t, int64_t i) {
  * float32: rounded, within its range), or -1. */
 static int64_t first_inexact(const pd_tensor *t, pd_dtype to) {
   int64_t n = pd_tensor_numel(t);
-  bool from_float = t->dtype == PD_FP32 || t->dtype == PD_FP64;
+  bool from_float = pd_dtype_is_float(t->dtype);
   for (int64_t i = 0; i < n; i++) {
     bool fits;
     if (t->dtype == PD_INT64 && (to == PD_FP32 || to == PD_FP64)) {
@@ -569,4 +570,15 @@ out:
   pd_error_clear(&err);
 #undef m
   return rc;
+}
+
+int pd_driver_precision(const char *cmd, const char *spec, pd_dtype *out) {
+  if (strcmp(spec, "fp32") == 0 || strcmp(spec, "float32") == 0) *out = PD_FP32;
+  else if (strcmp(spec, "bf16") == 0 || strcmp(spec, "bfloat16") == 0) *out = PD_BF16;
+  else {
+    fprintf(stderr, "pdlang %s: --precision takes fp32 or bf16 (the products in bfloat16, "
+                    "the rest in fp32), got '%s'\n", cmd, spec);
+    return 2;
+  }
+  return 0;
 }

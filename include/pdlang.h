@@ -91,7 +91,8 @@ enum {
   PD_DTYPE_FLOAT32 = 5,
   PD_DTYPE_FLOAT64 = 6,
   PD_DTYPE_UINT8 = 20,
-  PD_DTYPE_INT8 = 21
+  PD_DTYPE_INT8 = 21,
+  PD_DTYPE_BFLOAT16 = 22 /* bfloat16, as uint16_t bits (an fp32's high half) */
 };
 
 #define PD_STATE_MAX_DIMS 9   /* the highest rank of a tensor */

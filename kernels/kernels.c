@@ -311,6 +311,15 @@ pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int6
   return PD_OK;
 }
 
+pd_status pd_k_gemm_lp_check(pd_dtype lp, bool trans_a, bool trans_b, int64_t batch, int64_t m,
+                             int64_t n, int64_t k, int64_t lda, int64_t stride_a, int64_t ldb,
+                             int64_t stride_b, int64_t ldc, int64_t stride_c) {
+  if (lp != PD_BF16 && lp != PD_FP16) return PD_EUNSUPPORTED;
+  pd_status st = pd_k_gemm_check(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  if (st) return st;
+  return batch < 0 || stride_a < 0 || stride_b < 0 || stride_c < 0 ? PD_EINVAL : PD_OK;
+}
+
 pd_status pd_k_gemm_act_check(pd_k_unop act, bool grad, pd_dtype dt, bool trans_a, bool trans_b,
                               int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
                               int64_t ldc, const void *h, int64_t ldh) {

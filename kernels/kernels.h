@@ -97,6 +97,12 @@ typedef struct pd_k_conv2d {
   int64_t pad_top, pad_bottom, pad_left, pad_right;  /* >= 0 (zero padding) */
   int64_t dil_h, dil_w;        /* dilation, >= 1 */
   int64_t oh, ow;              /* output [n, oc, oh, ow]: computed by pd_k_conv2d_setup */
+  pd_dtype lp;                 /* mixed precision: PD_BF16 or PD_FP16 multiplies fp32 tensors'
+                                  products in that precision (the CPU's GEMMs through gemm_lp,
+                                  where an image's product has at least 16 filters per group,
+                                  terms and output pixels; its depthwise convolution, smaller
+                                  products and the CUDA backend stay fp32); anything else (0):
+                                  fp32 */
 } pd_k_conv2d;
 
 typedef enum pd_k_pool { PD_K_POOL_MAX, PD_K_POOL_AVG } pd_k_pool;
@@ -243,6 +249,23 @@ typedef pd_status pd_k_gemm_bias_fn(pd_dtype dt, bool trans_a, bool trans_b, int
                                     int64_t n, int64_t k, const void *a, int64_t lda,
                                     const void *b, int64_t ldb, const void *bias, void *c,
                                     int64_t ldc);
+
+/* The products of automatic mixed precision (train(..., amp = "bf16")): fp32 matrices
+ * multiplied in low precision. Every element of op(A_i) and op(B_i) is rounded to `lp` (PD_BF16
+ * or PD_FP16: to nearest even; past fp16's range +-inf), their products (exact in fp32) summed
+ * in fp32 in an order of the backend's, then
+ *   C_i = alpha op(A_i) op(B_i) + beta C_i, plus bias [n] on every row when bias is not NULL,
+ * for i < batch; matrix i of A starts stride_a elements after matrix i-1 (0 broadcasts one
+ * matrix to every product), the same for B and C. A, B, C and bias hold fp32; C must not
+ * overlap the others. The CPU multiplies bf16 on AMX tiles where the CPU has them and the OS
+ * allows them (kernels/cpu/gemm_amx.c), else rounds copies of A and B and runs its fp32 GEMM.
+ * beta == 0 ignores C's old contents; alpha == 0 or k == 0 reads neither A nor B.
+ * PD_EUNSUPPORTED for another lp; PD_EINVAL for a negative batch or stride, or as gemm. */
+typedef pd_status pd_k_gemm_lp_fn(pd_dtype lp, bool trans_a, bool trans_b, int64_t batch,
+                                  int64_t m, int64_t n, int64_t k, double alpha, const void *a,
+                                  int64_t lda, int64_t stride_a, const void *b, int64_t ldb,
+                                  int64_t stride_b, double beta, void *c, int64_t ldc,
+                                  int64_t stride_c, const void *bias);
 
 /* out = x OP y with broadcasting (pd_k_broadcast_shape gives out's shape). fp32, fp64, int32,
  * int64; PD_K_POW is float only. Integer ops wrap on overflow; integer division truncates and
@@ -403,8 +426,10 @@ typedef pd_status pd_k_argmax_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t po
  * int64. */
 typedef pd_status pd_k_top_k_fn(pd_dtype dt, int64_t rows, int64_t n, int64_t k, bool smallest,
                                 const void *x, void *values, int64_t *indices);
-/* dst = src converted, n elements, between bool, int32, int64, fp32 and fp64. To bool: x != 0.
- * Float to integer truncates toward zero and saturates (NaN gives 0); int64 to int32 wraps. */
+/* dst = src converted, n elements, between bool, int32, int64, fp32 and fp64, and on the CPU
+ * fp16 and bf16 too (to them rounded to nearest even through fp32, base/dtype.h). To bool:
+ * x != 0. Float to integer truncates toward zero and saturates (NaN gives 0); int64 to int32
+ * wraps. */
 typedef pd_status pd_k_cast_fn(pd_dtype src_dt, const void *src, pd_dtype dst_dt, void *dst,
                                int64_t n);
 /* out = x with its axes permuted: out dim i is x dim perm[i]. Any dtype (bytes are moved). */
@@ -795,6 +820,7 @@ typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *
   X(gemm_act, pd_k_gemm_act_fn, CUDA)                                                              \
   X(gemm_bias, pd_k_gemm_bias_fn, CUDA)                                                            \
   X(gemm_act_chain, pd_k_gemm_act_chain_fn, CUDA)                                                  \
+  X(gemm_lp, pd_k_gemm_lp_fn, CUDA)                                                                \
   X(binary, pd_k_binary_fn, CUDA)                                                                  \
   X(binary_grad, pd_k_binary_grad_fn, CUDA)                                                        \
   X(compare, pd_k_compare_fn, CUDA)                                                                \
@@ -956,8 +982,8 @@ const char *pd_k_cuda_device_name(void);
 /* The CUDA backend: NULL until pd_k_cuda_open succeeded. Its entries take DEVICE pointers for
  * every buffer (host arrays of sizes, dims, axes, perm, and the xs/outs arrays of concat/split,
  * whose elements are device pointers, stay on the host); the entries PD_K_BACKEND_LIST marks
- * NO_CUDA are NULL (none at present: the whole-sequence RNN entries are kernels/rnn_steps.c's
- * compositions of the GPU's GEMM and cell kernels). */
+ * NO_CUDA are NULL (gemm_lp: the ops then multiply in fp32; the whole-sequence RNN entries are
+ * kernels/rnn_steps.c's compositions of the GPU's GEMM and cell kernels). */
 const pd_k_backend *pd_k_cuda(void);
 /* Device memory through a caching allocator (training must not call cudaMalloc per step):
  * blocks are rounded up to a size class (512 bytes, then four classes per power of two);

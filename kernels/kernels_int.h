@@ -36,6 +36,11 @@ pd_status pd_k_reduced_mask(int nd, const int64_t *dims, int naxes, const int *a
 /* A row-major GEMM: sizes and row strides fit a BLAS int; each leading dim covers a row. */
 pd_status pd_k_gemm_check(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
                           int64_t lda, int64_t ldb, int64_t ldc);
+/* gemm_lp's: lp PD_BF16 or PD_FP16 (else PD_EUNSUPPORTED), then pd_k_gemm_check, then batch and
+ * strides non-negative (PD_EINVAL). */
+pd_status pd_k_gemm_lp_check(pd_dtype lp, bool trans_a, bool trans_b, int64_t batch, int64_t m,
+                             int64_t n, int64_t k, int64_t lda, int64_t stride_a, int64_t ldb,
+                             int64_t stride_b, int64_t ldc, int64_t stride_c);
 /* The arguments of act/act_grad (kernels.h): PD_EINVAL for an unknown op, n < 0, p NULL where
  * the op takes parameters (pd_k_act_nparams of them), softplus's beta or hard_swish's scale 0;
  * then PD_EUNSUPPORTED for a dtype other than fp32/fp64. */

@@ -5,6 +5,7 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/cpu.h kernels/cpu/backend.c kernels/cpu/pool.c kernels/cpu/iter.c kernels/cpu/gemm.c \
 	kernels/cpu/elementwise.c kernels/cpu/elementwise_t.h kernels/cpu/each_type.h \
 	kernels/cpu/fastmath.h kernels/cpu/fastmath_avx2.c kernels/cpu/fastmath_avx512.c kernels/cpu/gemm_avx512.c \
+	kernels/cpu/gemm_lp.c kernels/cpu/gemm_amx.c kernels/cpu/gemm_amx.h \
 	kernels/cpu/reduce.c kernels/cpu/reduce_t.h \
 	kernels/cpu/softmax.c kernels/cpu/softmax_t.h \
 	kernels/cpu/conv.c kernels/cpu/conv_t.h \

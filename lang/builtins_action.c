@@ -383,7 +383,7 @@ static const struct action_spec {
   const char *name;
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
-  const char *kw[20];       /* keyword options, NULL-terminated */
+  const char *kw[21];       /* keyword options, NULL-terminated */
   const char *pos;          /* the positional arguments, for help text */
 } action_specs[] = {
     {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}, "a, b"},
@@ -397,7 +397,7 @@ static const struct action_spec {
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "drop_last", "seed", "checkpoint",
       "log_every", "valid", "metrics", "valid_every", "early_stop", "monitor", "mode",
-      "keep_best", "log", "plot", "valid_every_steps", NULL},
+      "keep_best", "log", "plot", "valid_every_steps", "amp", NULL},
      "cost"},
 };
 
@@ -594,6 +594,12 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     if (lv && (lv->k != V_STR || !*lv->s)) {
       pd_cmp_error(c, ll, "train: 'log' must name a file (\"run.csv\", or \"run.jsonl\" for "
                    "JSON lines), not %s", pd_cmp_vkind_phrase(lv));
+      return false;
+    }
+    if ((lv = pd_cmp_arg(a, -1, "amp", &ll)) && (lv->k != V_STR || strcmp(lv->s, "bf16") != 0)) {
+      pd_cmp_error(c, ll, "train: 'amp' (mixed precision) must be \"bf16\": the products in "
+                   "bfloat16, the rest in fp32 (fp16, which needs loss scaling, is not built "
+                   "yet)");
       return false;
     }
     if ((lv = pd_cmp_arg(a, -1, "plot", &ll)) && (lv->k != V_STR || !*lv->s)) {

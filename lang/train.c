@@ -61,6 +61,13 @@ static const char *opt_str(const pd_action *a, const char *key) {
   return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
 }
 
+/* train's amp = "bf16": the precision of the products under mixed precision (the compiler
+ * checked the value); PD_FP32 without. */
+static pd_dtype opt_amp(const pd_action *a) {
+  const char *s = opt_str(a, "amp");
+  return s && strcmp(s, "bf16") == 0 ? PD_BF16 : s && strcmp(s, "fp16") == 0 ? PD_FP16 : PD_FP32;
+}
+
 /* Where a keyword argument, a positional one, was written (the action's call when unknown): file
  * errors point at the argument that named the file. */
 pd_loc pd_train_opt_loc(const pd_action *a, const char *key) {
@@ -303,6 +310,8 @@ static double elem(const pd_tensor *t, int64_t i) {
     case PD_INT16: return ((const int16_t *)d)[i];
     case PD_UINT8: case PD_BOOL: return ((const uint8_t *)d)[i];
     case PD_INT8: return ((const int8_t *)d)[i];
+    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
+    case PD_BF16: return pd_bf16_to_f32(((const uint16_t *)d)[i]);
     default: return 0;
   }
 }
@@ -803,7 +812,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_tensor_init(&loss_t);
   /* The program: forward for the cost, its backward pass, the updates (vm/passes/pipeline.h). */
   int nranks = pd_comm_size();
-  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks};
+  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
+                            .amp = opt_amp(a)};
   if (r->opts.place == PD_K_CUDA) {   /* GPU ranks need NCCL (vm/run/comm.h) */
     pd_error ge = {0};
     if ((st = pd_comm_gpu_check(&ge))) {
@@ -1074,7 +1084,8 @@ pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd
   pd_optimizer o;
   pd_status st = parse_optimizer(a, &o, err);
   if (st) return st;
-  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks};
+  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
+                            .amp = opt_amp(a)};
   pd_program *init = NULL;
   st = pd_pipeline_train(unit->main, a->args[0]->str, &po, out, &init, err);
   pd_program_free(init);

@@ -19,6 +19,8 @@
  *              SEQ_IN    the first input must be a sequence
  *              GPU       its kernel runs on the GPU (vm/run/exec_place.h)
  *              GPU_GRAD  its gradient op's kernel runs on the GPU too
+ *              AMP       a matrix product that mixed precision (train(..., amp = "bf16"),
+ *                        vm/passes/amp.h) runs in low precision, as Paddle's AMP white list
  *              ROW_X, ROW_XY, ROW_IDS   row-wise: row i of the output comes from row i of X; of
  *                        X and/or Y, the other broadcast (elementwise); of Ids (lookup). The
  *                        loop-invariant code motion of vm/passes/hoist.c moves these
@@ -227,7 +229,7 @@ PD_OP(conditional_block, DIFF, conditional_block,
 /* conv2d's signature; depthwise_conv2d is the name Paddle gives a conv2d whose groups are its
  * input channels (the same math: one kernel). */
 #define PD_CONV2D_(name)                                                                       \
-  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD, conv2d, IN(ONE("Input"), ONE("Filter")),          \
+  PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD | AMP, conv2d, IN(ONE("Input"), ONE("Filter")),    \
          OUT(ONE("Output")),                                                                    \
          ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0),                                   \
                ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), INT("groups", 1),        \
@@ -280,7 +282,7 @@ PD_MATH_(exp, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_EXP)
 PD_OPK(expand_v2, DIFF | GPU | GPU_GRAD, expand_v2,
        IN(ONE("X"), OPT("Shape", HOST), OPT_LIST("expand_shapes_tensor", HOST)), OUT(ONE("Out")),
        ATTRS(INTS_EMPTY("shape")), KERNEL(repeat, PD_OPV_EXPAND))
-PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
+PD_OP(fc, DIFF | FP_IN | GPU | GPU_GRAD | AMP, fc, IN(ONE("Input"), ONE("W"), OPT("Bias")),
       OUT(ONE("Out")),
       ATTRS(INT("in_num_col_dims", 1), STR("activation_type", ""),
             BOOL("padding_weights", false)))
@@ -397,7 +399,7 @@ PD_OP(lstm, DIFF | FP_IN | SEQ_IN, lstm,
             ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
             ENUM("cell_activation", "tanh", "sigmoid", "relu", "identity"),
             ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity")))
-PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD | AMP, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
 PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
@@ -412,7 +414,7 @@ PD_OP(momentum, FP_IN | GPU, optimizer,
       ATTRS(REQ(FLOAT, "mu"), BOOL("use_nesterov", false), STR("regularization_method", ""),
             FLOAT("regularization_coeff", 0.0), BOOL("multi_precision", false),
             FLOAT("rescale_grad", 1.0)))
-PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+PD_OP(mul, DIFF | GPU | GPU_GRAD | ROW_X | AMP, mul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(INT("x_num_col_dims", 1), INT("y_num_col_dims", 1)))
 /* The multi-class NMS, three versions of one kernel (the constant): 2 adds Index, 3 RoisNum
  * and NmsRoisNum. Paddle runs it on the CPU: its values are read and written on the host. */

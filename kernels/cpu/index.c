@@ -79,19 +79,24 @@ static int64_t i_to_i64(int64_t v) { return v; }
     }                                                   \
   } while (0)
 
-/* Convert n values of C type S (bools are read as 0/1 through NORM) to dst_dt. */
-#define CAST_FROM(S, NORM)                                                  \
-  switch (dst_dt) {                                                         \
-    case PD_BOOL: CAST_LOOP(S, uint8_t, v != 0); return PD_OK;              \
-    case PD_INT32: CAST_LOOP(S, int32_t, TO_I32(NORM(v))); return PD_OK;    \
-    case PD_INT64: CAST_LOOP(S, int64_t, TO_I64(NORM(v))); return PD_OK;    \
-    case PD_FP32: CAST_LOOP(S, float, (float)NORM(v)); return PD_OK;        \
-    case PD_FP64: CAST_LOOP(S, double, (double)NORM(v)); return PD_OK;      \
-    default: return PD_EUNSUPPORTED;                                        \
+/* Convert n values of C type S (bools are read as 0/1, 16-bit floats as their value, through
+ * NORM) to dst_dt. To fp16 and bf16 through fp32 (from fp64 or int64: rounded twice). */
+#define CAST_FROM(S, NORM)                                                               \
+  switch (dst_dt) {                                                                      \
+    case PD_BOOL: CAST_LOOP(S, uint8_t, NORM(v) != 0); return PD_OK;                     \
+    case PD_INT32: CAST_LOOP(S, int32_t, TO_I32(NORM(v))); return PD_OK;                 \
+    case PD_INT64: CAST_LOOP(S, int64_t, TO_I64(NORM(v))); return PD_OK;                 \
+    case PD_FP32: CAST_LOOP(S, float, (float)NORM(v)); return PD_OK;                     \
+    case PD_FP64: CAST_LOOP(S, double, (double)NORM(v)); return PD_OK;                   \
+    case PD_FP16: CAST_LOOP(S, uint16_t, pd_fp16_from_f32((float)NORM(v))); return PD_OK; \
+    case PD_BF16: CAST_LOOP(S, uint16_t, pd_bf16_from_f32((float)NORM(v))); return PD_OK; \
+    default: return PD_EUNSUPPORTED;                                                     \
   }
 
 #define AS_IS(v) (v)
 #define AS_BIT(v) ((int64_t)((v) != 0))
+#define AS_FP16(v) pd_fp16_to_f32(v)
+#define AS_BF16(v) pd_bf16_to_f32(v)
 
 pd_status pd_kcpu_cast(pd_dtype src_dt, const void *src, pd_dtype dst_dt, void *dst,
                        int64_t n) {
@@ -102,6 +107,8 @@ pd_status pd_kcpu_cast(pd_dtype src_dt, const void *src, pd_dtype dst_dt, void *
     case PD_INT64: CAST_FROM(int64_t, AS_IS)
     case PD_FP32: CAST_FROM(float, AS_IS)
     case PD_FP64: CAST_FROM(double, AS_IS)
+    case PD_FP16: CAST_FROM(uint16_t, AS_FP16)
+    case PD_BF16: CAST_FROM(uint16_t, AS_BF16)
     default: return PD_EUNSUPPORTED;
   }
 }
@@ -110,6 +117,7 @@ pd_status pd_kcpu_fill(pd_dtype dt, int64_t n, void *out, double value) {
   if (n < 0) return PD_EINVAL;
   union {
     uint8_t b;
+    uint16_t h;
     uint32_t w;
     uint64_t q;
   } one;
@@ -118,6 +126,7 @@ pd_status pd_kcpu_fill(pd_dtype dt, int64_t n, void *out, double value) {
   /* Replicate the converted element's bytes. */
   switch (pd_dtype_size(dt)) {
     case 1: if (n) memset(out, one.b, (size_t)n); break;
+    case 2: for (int64_t i = 0; i < n; i++) ((uint16_t *)out)[i] = one.h; break;
     case 4: for (int64_t i = 0; i < n; i++) ((uint32_t *)out)[i] = one.w; break;
     default: for (int64_t i = 0; i < n; i++) ((uint64_t *)out)[i] = one.q; break;
   }

@@ -2,9 +2,9 @@
 # exec_files.sh -- every file given to `pdlang exec` is checked, in one rule and one message form
 # (issue 44): a feed of another dtype is cast, with a note, when every value converts to the
 # input's dtype exactly (int32 for an int64 input, int64 for a float32 one; float64 rounds to
-# float32), and refused otherwise naming the value; a file of a dtype pdlang does not read
-# (float16), of another shape, or with a value that does not convert gets "input x is ..., but
-# FILE holds ...; it takes ..." listing what the input takes; --lengths of rank 2 is refused (it
+# float32; float16 too), and refused otherwise naming the value; a file of another shape, or
+# with a value that does not convert, gets "input x is ..., but FILE holds ...; it takes ..."
+# listing what the input takes; --lengths of rank 2 is refused (it
 # was flattened and used); a folder holding a PIR model (NAME.json) beside other JSON runs it,
 # and one holding two names both. TAP.
 set -u
@@ -14,7 +14,7 @@ top_srcdir=$(cd "$top_srcdir" && pwd)
 dir=${TMPDIR:-/tmp}/pd_exec_files.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-echo "1..11"
+echo "1..12"
 printf 'x = data("x", [-1, 2], int64)\ny = x * 2\nsave("i64.pdmodel", y)\n' > a.pd
 printf 'x = data("x", [-1, 2], int32)\ny = x * 2\nsave("i32.pdmodel", y)\n' > b.pd
 printf 'x = data("x", [-1, 2])\ny = x * 2\nsave("f32.pdmodel", y)\n' > c.pd
@@ -58,11 +58,12 @@ check "float64 for a float32 input: rounded, with a note" 0 \
   "f64.npy holds float64; cast to float32, the dtype of input x (values round to float32)" \
   f32.pdmodel --feed x=f64.npy
 check "an int64 value that int32 cannot hold: refused, naming it" 1 \
-  "pdlang exec: input x is int32 [-1, 2], but big.npy holds int64 [1, 2]: its value 4294967296 (element 1) does not convert to int32 exactly; it takes int32 [-1, 2], or float32, float64, int64, uint8, int8, bool whose values convert to int32 exactly" \
+  "pdlang exec: input x is int32 [-1, 2], but big.npy holds int64 [1, 2]: its value 4294967296 (element 1) does not convert to int32 exactly; it takes int32 [-1, 2], or float32, float64, float16, int64, uint8, int8, bool whose values convert to int32 exactly" \
   i32.pdmodel --feed x=big.npy
-check "float16, which pdlang does not read: what the input takes" 1 \
-  "pdlang exec: input x is float32 [-1, 2], but half.npy holds float16 [1, 2]; it takes float32 [-1, 2], or float64 (rounded), int64, int32, uint8, int8, bool whose values convert to float32 exactly" \
+check "float16 for a float32 input: cast, with a note" 0 \
+  "note: half.npy holds float16; cast to float32, the dtype of input x (every value exact)" \
   f32.pdmodel --feed x=half.npy
+check "... and its values (float16 1 and 2, doubled by the model)" 0 "[[2, 4]]" f32.pdmodel --feed x=half.npy
 check "another shape: the same form" 1 \
   "pdlang exec: input x is float32 [-1, 2], but three.npy holds float32 [1, 3]; it takes float32 [-1, 2]" \
   f32.pdmodel --feed x=three.npy

@@ -12,6 +12,9 @@
 #     over the CPU's entries: steps_backend.h), against a reference from the equations (forward
 #     and backpropagation through time by hand), at hidden sizes split across three threads
 #     unevenly, interleaved rows, reversed, fp64 and fp32; argument checks;
+#   test_gemm_lp: the low-precision products of mixed precision (gemm_lp: AMX and the fallback)
+#     against products of the rounded operands and fp32's, and the bf16/fp16 conversions against
+#     the CPU's instructions;
 #   test_cuda_backend, test_cuda_ops: the CUDA backend against the CPU backend, entry by entry
 #     (fp32 to 1e-5 and fp64 to 1e-12 of the largest value; the bit-exact entries bit for bit;
 #     cuda_cmp.h); built in every build: they skip their comparisons without a GPU, and in a
@@ -20,7 +23,7 @@
 KERNELS_TESTS = tests/kernels/test_elementwise tests/kernels/test_reduce tests/kernels/test_conv \
 	tests/kernels/test_pool tests/kernels/test_index tests/kernels/test_optim \
 	tests/kernels/test_fastmath tests/kernels/test_rnn_seq tests/kernels/test_cuda_backend \
-	tests/kernels/test_cuda_ops tests/kernels/test_interp
+	tests/kernels/test_cuda_ops tests/kernels/test_interp tests/kernels/test_gemm_lp
 check_PROGRAMS += $(KERNELS_TESTS)
 TESTS += $(KERNELS_TESTS)
 EXTRA_DIST += tests/kernels/kt.h tests/kernels/cuda_cmp.h tests/kernels/steps_backend.h

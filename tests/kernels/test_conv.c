@@ -454,28 +454,29 @@ typedef struct ccase {
 
 /* n, c, h, w, oc, kh, kw, groups, stride h/w, pads t/b/l/r, dilation h/w */
 static const ccase ccases[] = {
-    {"3x3 pad 1", {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
-    {"stride 2", {1, 2, 9, 8, 3, 3, 3, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0}},
-    {"dilation 2", {1, 2, 9, 9, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0}},
-    {"groups 2", {2, 4, 5, 5, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
-    {"depthwise (groups = c)", {1, 3, 5, 4, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"3x3 pad 1", {2, 3, 7, 6, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {"stride 2", {1, 2, 9, 8, 3, 3, 3, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
+    {"dilation 2", {1, 2, 9, 9, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0}},
+    {"groups 2", {2, 4, 5, 5, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {"depthwise (groups = c)", {1, 3, 5, 4, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
     /* the direct depthwise kernel: a channel multiplier, strides, uneven pads, dilation */
-    {"depthwise x2, stride 2, pads 1/0/1/0", {2, 3, 9, 8, 6, 3, 3, 3, 2, 2, 1, 0, 1, 0, 1, 1, 0, 0}},
-    {"depthwise 5x5, dilation 2", {1, 4, 11, 10, 4, 5, 5, 4, 1, 1, 4, 4, 4, 4, 2, 2, 0, 0}},
+    {"depthwise x2, stride 2, pads 1/0/1/0", {2, 3, 9, 8, 6, 3, 3, 3, 2, 2, 1, 0, 1, 0, 1, 1, 0, 0, 0}},
+    {"depthwise 5x5, dilation 2", {1, 4, 11, 10, 4, 5, 5, 4, 1, 1, 4, 4, 4, 4, 2, 2, 0, 0, 0}},
     /* one image, more work than one thread gets: its columns split across the threads */
-    {"1 image, 16->64 3x3 on 32x32", {1, 16, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
-    {"1 image, 1x1 direct 32->48 on 24x24", {1, 32, 24, 24, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
-    {"1x1 direct", {2, 5, 4, 3, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
-    {"asymmetric padding, 3x2 kernel", {1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1, 0, 0, 2, 1, 1, 0, 0}},
-    {"LeNet conv1 1->6 5x5 on 28x28", {2, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0}},
+    {"1 image, 16->64 3x3 on 32x32", {1, 16, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {"1 image, 1x1 direct 32->48 on 24x24", {1, 32, 24, 24, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
+    {"1x1 direct", {2, 5, 4, 3, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
+    {"asymmetric padding, 3x2 kernel", {1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1, 0, 0, 2, 1, 1, 0, 0, 0}},
+    {"LeNet conv1 1->6 5x5 on 28x28", {2, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
+    {"LeNet conv2 6->16 5x5 on 14x14", {3, 6, 14, 14, 16, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
     /* Output as wide as the input at unit strides: im2col's shifted-plane copies. */
-    {"5x5 pad 2 (same size)", {2, 2, 9, 7, 3, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0}},
-    {"3x3 pad 1 on 1x1", {2, 3, 1, 1, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
-    {"3x3 pad 1 on 2x5", {1, 2, 2, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0}},
+    {"5x5 pad 2 (same size)", {2, 2, 9, 7, 3, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0}},
+    {"3x3 pad 1 on 1x1", {2, 3, 1, 1, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {"3x3 pad 1 on 2x5", {1, 2, 2, 5, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
     {"3x2 kernel, pads 2 above, 1 left (same width)",
-     {1, 2, 4, 6, 3, 3, 2, 1, 1, 1, 2, 0, 1, 0, 1, 1, 0, 0}},
+     {1, 2, 4, 6, 3, 3, 2, 1, 1, 1, 2, 0, 1, 0, 1, 1, 0, 0, 0}},
     {"3x3 pad 3 above and below (same width, taller)",
-     {1, 1, 3, 4, 2, 3, 3, 1, 1, 1, 3, 3, 1, 1, 1, 1, 0, 0}},
+     {1, 1, 3, 4, 2, 3, 3, 1, 1, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0}},
 };
 
 static void naive_conv(const pd_k_conv2d *p, const double *x, const double *w, double *y) {
@@ -526,6 +527,76 @@ static void test_conv_forward(void) {
   }
 }
 
+/* Mixed precision (p.lp = PD_BF16, fp32 tensors): the forward pass against the direct
+ * convolution of the operands rounded to bf16, and apart from the unrounded one; the two
+ * gradients through the adjoint identities with their rounded operands:
+ * <x, dx(w, dy)> = <conv(x, bf16(w)), bf16(dy)> and <w, dw(x, dy)> = <conv(bf16(x), w), bf16(dy)>,
+ * each within fp32's rounding. The depthwise cases compute directly in fp32 (left out); so do
+ * the products with fewer than 16 filters per group, terms (c kh kw / groups) or output
+ * pixels: those must give fp32's bits. */
+static double *rounded(const float *x, int64_t n) {
+  double *d = kt_alloc((size_t)n * sizeof *d);
+  for (int64_t i = 0; i < n; i++) d[i] = pd_bf16_round(x[i]);
+  return d;
+}
+static double dot(const double *a, const double *b, int64_t n, double *mag) {
+  double s = 0;
+  *mag = 0;
+  for (int64_t i = 0; i < n; i++) s += a[i] * b[i], *mag += fabs(a[i] * b[i]);
+  return s;
+}
+
+static void test_conv_bf16(void) {
+  for (size_t k = 0; k < PD_ARRAY_LEN(ccases); k++) {
+    pd_k_conv2d p = ccases[k].p;
+    if (p.groups == p.c && p.groups > 1) continue;
+    pd_k_conv2d_setup(&p);
+    bool small = p.oc / p.groups < 16 || p.c / p.groups * p.kh * p.kw < 16 || p.oh * p.ow < 16;
+    if (small) { /* fp32's bits */
+      int64_t nx = xsize(&p), nw = wsize(&p), ny = ysize(&p);
+      float *x = kt_random(PD_FP32, nx, -1, 1), *w = kt_random(PD_FP32, nw, -1, 1);
+      float *y = kt_alloc((size_t)ny * 4), *y16 = kt_alloc((size_t)ny * 4);
+      K->conv2d(PD_FP32, &p, x, w, y);
+      p.lp = PD_BF16;
+      K->conv2d(PD_FP32, &p, x, w, y16);
+      ok(memcmp(y, y16, (size_t)ny * 4) == 0, "conv2d bf16 %s: a small product stays fp32",
+         ccases[k].what);
+      free(x), free(w), free(y), free(y16);
+      continue;
+    }
+    p.lp = PD_BF16;
+    int64_t nx = xsize(&p), nw = wsize(&p), ny = ysize(&p);
+    float *x = kt_random(PD_FP32, nx, -1, 1), *w = kt_random(PD_FP32, nw, -1, 1);
+    float *dy = kt_random(PD_FP32, ny, -1, 1), *y = kt_alloc((size_t)ny * 4);
+    float *dx = kt_alloc((size_t)nx * 4), *dw = kt_alloc((size_t)nw * 4);
+    double *rx = rounded(x, nx), *rw = rounded(w, nw), *rdy = rounded(dy, ny);
+    double *xd = kt_to_double(PD_FP32, x, nx), *wd = kt_to_double(PD_FP32, w, nw);
+    double *want = kt_alloc((size_t)ny * 8), *plain = kt_alloc((size_t)ny * 8);
+    double *yd = kt_alloc((size_t)ny * 8);
+    naive_conv(&p, rx, rw, want);
+    naive_conv(&p, xd, wd, plain);
+    bool run = !K->conv2d(PD_FP32, &p, x, w, y) && !K->conv2d_bwd_data(PD_FP32, &p, w, dy, dx) &&
+               !K->conv2d_bwd_filter(PD_FP32, &p, x, dy, dw);
+    double err = 0, moved = 0;
+    for (int64_t i = 0; i < ny; i++) {
+      err = fmax(err, fabs(y[i] - want[i]));
+      moved = fmax(moved, fabs(want[i] - plain[i]));
+    }
+    ok(run && err <= 1e-5 && moved > 1e-4, "conv2d bf16 %s: the rounded operands' convolution "
+       "(error %.2g; %.2g from fp32's)", ccases[k].what, err, moved);
+    double mag1, mag2, *dxd = kt_to_double(PD_FP32, dx, nx), *dwd = kt_to_double(PD_FP32, dw, nw);
+    naive_conv(&p, xd, rw, yd);
+    double l1 = dot(yd, rdy, ny, &mag1), r1 = dot(xd, dxd, nx, &mag2);
+    naive_conv(&p, rx, wd, yd);
+    double l2 = dot(yd, rdy, ny, &mag1), r2 = dot(wd, dwd, nw, &mag2);
+    ok(fabs(l1 - r1) <= 1e-6 * mag2 + 1e-9 && fabs(l2 - r2) <= 1e-6 * mag2 + 1e-9,
+       "conv2d bf16 %s: dx and dw of the rounded operands (adjoints: %.9g %.9g, %.9g %.9g)",
+       ccases[k].what, l1, r1, l2, r2);
+    free(x), free(w), free(dy), free(y), free(dx), free(dw), free(rx), free(rw), free(rdy);
+    free(xd), free(wd), free(want), free(plain), free(yd), free(dxd), free(dwd);
+  }
+}
+
 /* <im2col(x), c> == <x, col2im(c)>: col2im is im2col's adjoint. */
 static void test_im2col_adjoint(void) {
   for (size_t k = 0; k < PD_ARRAY_LEN(ccases); k++) {
@@ -557,11 +628,11 @@ static void conv_fwd(const double *v, double *y, void *vc) {
 static void test_conv_backward(void) {
   /* Small versions of the layouts (finite differences cost 2 convolutions per input). */
   const pd_k_conv2d small[] = {
-      {2, 2, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
-      {1, 2, 7, 6, 2, 3, 2, 1, 2, 2, 1, 0, 0, 1, 1, 1, 0, 0},
-      {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0},
-      {2, 4, 4, 4, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
-      {2, 3, 3, 2, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},
+      {2, 2, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 2, 7, 6, 2, 3, 2, 1, 2, 2, 1, 0, 0, 1, 1, 1, 0, 0, 0},
+      {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0},
+      {2, 4, 4, 4, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {2, 3, 3, 2, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   const char *names[] = {"3x3 pad 1", "stride 2, asymmetric pad, 3x2", "dilation 2", "groups 2",
                          "1x1 direct"};
@@ -598,11 +669,11 @@ static void test_conv_backward(void) {
     free(x), free(w), free(dy), free(dx), free(dw), free(xf), free(wf), free(dyf), free(dxf),
         free(dwf);
   }
-  pd_k_conv2d bad = {1, 3, 5, 5, 4, 3, 3, 2, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+  pd_k_conv2d bad = {1, 3, 5, 5, 4, 3, 3, 2, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0};
   is_int(pd_k_conv2d_setup(&bad), PD_ESHAPE, "groups must divide channels");
-  pd_k_conv2d big = {1, 1, 2, 2, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+  pd_k_conv2d big = {1, 1, 2, 2, 1, 3, 3, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0};
   is_int(pd_k_conv2d_setup(&big), PD_ESHAPE, "a kernel larger than the padded input");
-  pd_k_conv2d zero = {1, 1, 5, 5, 1, 3, 3, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0};
+  pd_k_conv2d zero = {1, 1, 5, 5, 1, 3, 3, 1, 0, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0};
   is_int(pd_k_conv2d_setup(&zero), PD_EINVAL, "stride 0 is refused");
   pd_k_conv2d p = ccases[0].p;
   pd_k_conv2d_setup(&p);
@@ -761,6 +832,7 @@ int main(int argc, char **argv) {
   test_conv_forward();
   test_im2col_adjoint();
   test_conv_backward();
+  test_conv_bf16();
   test_pool();
   test_pool_grad_2x2();
   return tap_done();

@@ -52,6 +52,37 @@ static void test_device_api(void) {
 
 /* ---- GEMM ---- */
 
+/* gemm_lp: both backends round the operands the same way and sum exact products in fp32, so
+ * they agree to fp32's rounding of the sums; transposes, padding, a batch with B broadcast,
+ * bias, beta. */
+static void test_gemm_lp(void) {
+  const pd_dtype lps[] = {PD_BF16, PD_FP16};
+  for (size_t l = 0; l < PD_ARRAY_LEN(lps); l++) {
+    const struct {
+      int64_t batch, m, n, k;
+      bool ta, tb, bias;
+      double beta;
+    } cs[] = {{1, 7, 13, 5, false, false, false, 0}, {1, 64, 33, 129, false, true, true, 0},
+              {3, 33, 20, 17, true, false, false, 0.5}, {2, 16, 48, 40, true, true, true, 1}};
+    for (size_t i = 0; i < PD_ARRAY_LEN(cs); i++) {
+      int64_t bt = cs[i].batch, m = cs[i].m, n = cs[i].n, k = cs[i].k;
+      int64_t lda = (cs[i].ta ? m : k) + 1, ldb = cs[i].tb ? k : n;
+      int64_t sa = (cs[i].ta ? k : m) * lda, sb = 0; /* B broadcast */
+      buf a = B_rand(PD_FP32, bt * sa, -1, 1), b = B_rand(PD_FP32, (cs[i].tb ? n : k) * ldb, -1, 1);
+      buf c = B_rand(PD_FP32, bt * m * n, -1, 1), bias = B_rand(PD_FP32, n, -1, 1);
+      pd_status sc = C->gemm_lp(lps[l], cs[i].ta, cs[i].tb, bt, m, n, k, 1.0, a.h, lda, sa, b.h,
+                                ldb, sb, cs[i].beta, c.h, n, m * n, cs[i].bias ? bias.h : NULL);
+      pd_status sg = G->gemm_lp(lps[l], cs[i].ta, cs[i].tb, bt, m, n, k, 1.0, a.d, lda, sa, b.d,
+                                ldb, sb, cs[i].beta, c.d, n, m * n, cs[i].bias ? bias.d : NULL);
+      same_status(sg, sc, "gemm_lp %s case %zu: status", pd_dtype_name(lps[l]), i);
+      same(PD_FP32, &c, bt * m * n, "gemm_lp %s batch %lld %lldx%lldx%lld%s%s%s",
+           pd_dtype_name(lps[l]), (long long)bt, (long long)m, (long long)n, (long long)k,
+           cs[i].ta ? " A^T" : "", cs[i].tb ? " B^T" : "", cs[i].bias ? " bias" : "");
+      B_free(&a), B_free(&b), B_free(&c), B_free(&bias);
+    }
+  }
+}
+
 static void test_gemm(void) {
   const struct {
     int64_t m, n, k, pad;
@@ -755,14 +786,14 @@ static void test_xent(void) {
 static void test_conv(void) {
   const pd_k_conv2d cs[] = {
       /* n  c  h  w  oc kh kw g  sh sw pt pb pl pr dh dw */
-      {2, 3, 8, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},
-      {3, 4, 11, 7, 6, 3, 2, 2, 2, 1, 0, 2, 1, 0, 1, 1, 0, 0},   /* groups, asymmetric pad */
-      {2, 6, 9, 9, 6, 3, 3, 6, 1, 2, 1, 1, 2, 1, 2, 2, 0, 0},    /* depthwise, dilation */
-      {4, 5, 6, 6, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},    /* 1x1: no im2col */
-      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0},    /* all sizes 1 */
-      {0, 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0},    /* no images */
-      {9, 3, 28, 28, 8, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0},  /* LeNet-like */
-      {2, 2, 7, 5, 4, 2, 3, 2, 3, 2, 0, 1, 2, 0, 2, 1, 0, 0},
+      {2, 3, 8, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {3, 4, 11, 7, 6, 3, 2, 2, 2, 1, 0, 2, 1, 0, 1, 1, 0, 0, 0},   /* groups, asymmetric pad */
+      {2, 6, 9, 9, 6, 3, 3, 6, 1, 2, 1, 1, 2, 1, 2, 2, 0, 0, 0},    /* depthwise, dilation */
+      {4, 5, 6, 6, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},    /* 1x1: no im2col */
+      {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},    /* all sizes 1 */
+      {0, 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},    /* no images */
+      {9, 3, 28, 28, 8, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},  /* LeNet-like */
+      {2, 2, 7, 5, 4, 2, 3, 2, 3, 2, 0, 1, 2, 0, 2, 1, 0, 0, 0},
   };
   for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
     pd_dtype dt = floats[t];
@@ -1310,6 +1341,7 @@ int main(int argc, char **argv) {
   }
   test_device_api();
   test_gemm();
+  test_gemm_lp();
   test_binary();
   test_binary_grad();
   test_compare_logical();

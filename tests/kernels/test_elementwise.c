@@ -466,7 +466,7 @@ static void test_scale_fill_cast(void) {
   float fs[2] = {1.5f, -2.5f};
   K->cast(PD_FP32, fs, PD_FP64, d, 2);
   ok(d[0] == 1.5 && d[1] == -2.5, "cast fp32 -> fp64");
-  is_int(K->cast(PD_FP16, fs, PD_FP64, d, 2), PD_EUNSUPPORTED, "cast from fp16 unsupported");
+  is_int(K->cast(PD_INT16, fs, PD_FP64, d, 2), PD_EUNSUPPORTED, "cast from int16 unsupported");
 }
 
 static void test_names(void) {

@@ -39,7 +39,7 @@
  * offsets starting at 0, never decreasing and ending at the row count) before it allocates
  * anything sized by the input beyond the input's own size, and never crashes or leaks on any
  * input. Malformed input gives PD_EFORMAT (PD_EUNSUPPORTED for a Fluid dtype pdlang lacks,
- * such as BF16, or a rank above PD_TENSOR_MAX_DIMS) with a message naming the byte offset
+ * such as COMPLEX64, or a rank above PD_TENSOR_MAX_DIMS) with a message naming the byte offset
  * ("byte 12: tensor version 7 is not supported (expected 0)").
  *
  * Loading is all-or-nothing: pd_params_load and pd_checkpoint_load read and check everything into

@@ -22,7 +22,7 @@
  *                             an attribute.
  * Left out on reading: OpDesc.is_target, VarDesc need_check_feed / is_parameter / attrs,
  * ProgramDesc.op_version_map. Reading refuses (PD_EUNSUPPORTED) what the IR cannot hold: var
- * kinds such as READER, element types such as BF16, attributes of type VAR, VARS, SCALAR(S).
+ * kinds such as READER, element types such as COMPLEX64, attributes of type VAR, VARS, SCALAR(S).
  *
  * Untrusted input: pd_program_from_bytes never crashes and never leaks, whatever the bytes. A
  * decoded program is converted and then checked with pd_program_validate; anything wrong gives

@@ -302,6 +302,8 @@ static inline double elem_f(const pd_tensor *t, int64_t i) {
     case PD_UINT8: return ((const uint8_t *)d)[i];
     case PD_INT8: return ((const int8_t *)d)[i];
     case PD_INT16: return ((const int16_t *)d)[i];
+    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
+    case PD_BF16: return pd_bf16_to_f32(((const uint16_t *)d)[i]);
     default: return NAN;
   }
 }
@@ -317,6 +319,16 @@ static inline int64_t elem_i(const pd_tensor *t, int64_t i) {
   }
 }
 
+/* Mixed precision: the precision an op flagged AMP (vm/oplist.h) multiplies its fp32 tensors
+ * in, from its mkldnn_data_type ("bfloat16": PD_BF16, as Paddle's oneDNN passes set it and
+ * vm/passes/amp.h does; "float16": PD_FP16); PD_FP32 for anything else, or tensors of another
+ * dtype. */
+static inline pd_dtype amp_precision(const pd_exec_ctx *ctx, pd_dtype dt) {
+  if (dt != PD_FP32) return PD_FP32;
+  const char *s = pd_ctx_attr_str(ctx, "mkldnn_data_type");
+  return strcmp(s, "bfloat16") == 0 ? PD_BF16 : strcmp(s, "float16") == 0 ? PD_FP16 : PD_FP32;
+}
+
 /* The one value of a one-element host input (LearningRate, Beta1Pow, ValueTensor, ...). */
 static inline pd_status scalar_in(const pd_exec_ctx *ctx, const char *slot, const pd_tensor *t,
                                   double *v) {
@@ -324,7 +336,7 @@ static inline pd_status scalar_in(const pd_exec_ctx *ctx, const char *slot, cons
   if (pd_tensor_numel(t) != 1)
     return pd_ctx_fail(ctx, PD_ESHAPE, "%s must hold one element, got %s", slot,
                        shape_str(t, s));
-  if (t->dtype == PD_FP16 || !pd_dtype_size(t->dtype))
+  if (!pd_dtype_size(t->dtype))
     return pd_ctx_fail(ctx, PD_ETYPE, "%s holds %s values, which are not supported here", slot,
                        pd_dtype_name(t->dtype));
   *v = elem_f(t, 0);

@@ -151,6 +151,48 @@ pd_status pd_infer_matmul_v2(pd_infer_ctx *c) {
 
 /* ================================================================ matrix products */
 
+/* ---- Mixed precision: an op flagged AMP (vm/oplist.h) whose mkldnn_data_type is "bfloat16"
+ * (what Paddle's oneDNN bf16 passes set, and what train(..., amp = "bf16") sets through
+ * vm/passes/amp.h; the gradient op copies it) or "float16" (amp = "fp16") multiplies its fp32
+ * operands in that precision through the backend's gemm_lp, fp32 tensors in and out. Without
+ * gemm_lp (the CUDA backend, for now) it computes in fp32. ---- */
+static pd_dtype op_lp(const pd_exec_ctx *ctx, pd_dtype dt) {
+  return ctx->k->gemm_lp ? amp_precision(ctx, dt) : PD_FP32;
+}
+
+/* The backend's gemm, gemm_batched and gemm_bias, or gemm_lp in the op's low precision. */
+static pd_status op_gemm_batched(const pd_exec_ctx *ctx, pd_dtype dt, bool ta, bool tb,
+                                 int64_t batch, int64_t m, int64_t n, int64_t k, double alpha,
+                                 const void *a, int64_t lda, int64_t sa, const void *b,
+                                 int64_t ldb, int64_t sb, double beta, void *c, int64_t ldc,
+                                 int64_t sc) {
+  pd_dtype lp = op_lp(ctx, dt);
+  if (lp != PD_FP32)
+    return ctx->k->gemm_lp(lp, ta, tb, batch, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c,
+                           ldc, sc, NULL);
+  return ctx->k->gemm_batched(dt, ta, tb, batch, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c,
+                              ldc, sc);
+}
+
+static pd_status op_gemm(const pd_exec_ctx *ctx, pd_dtype dt, bool ta, bool tb, int64_t m,
+                         int64_t n, int64_t k, double alpha, const void *a, int64_t lda,
+                         const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+  if (op_lp(ctx, dt) != PD_FP32)
+    return op_gemm_batched(ctx, dt, ta, tb, 1, m, n, k, alpha, a, lda, 0, b, ldb, 0, beta, c,
+                           ldc, 0);
+  return ctx->k->gemm(dt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+static pd_status op_gemm_bias(const pd_exec_ctx *ctx, pd_dtype dt, bool ta, bool tb, int64_t m,
+                              int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                              int64_t ldb, const void *bias, void *c, int64_t ldc) {
+  pd_dtype lp = op_lp(ctx, dt);
+  if (lp != PD_FP32)
+    return ctx->k->gemm_lp(lp, ta, tb, 1, m, n, k, 1.0, a, lda, 0, b, ldb, 0, 0.0, c, ldc, 0,
+                           bias);
+  return ctx->k->gemm_bias(dt, ta, tb, m, n, k, a, lda, b, ldb, bias, c, ldc);
+}
+
 /* ---- mul: X flattened to [M, K] at x_num_col_dims times Y flattened to [K, N] at
  * y_num_col_dims; Out = X.dims[:x_num_col_dims] + Y.dims[y_num_col_dims:], with X's LoD. One
  * GEMM straight on the tensors' data. ---- */
@@ -201,7 +243,7 @@ pd_status pd_kernel_mul(pd_exec_ctx *ctx) {
       (st = resize(ctx, out, x->dtype, p.ond, p.od, x)))
     goto done;
   st = k_check(ctx,
-               ctx->k->gemm(x->dtype, false, false, p.m, p.n, p.k, 1.0, pd_tensor_data(x), ld(p.k),
+               op_gemm(ctx, x->dtype, false, false, p.m, p.n, p.k, 1.0, pd_tensor_data(x), ld(p.k),
                             pd_tensor_data(y), ld(p.n), 0.0, pd_tensor_data(out), ld(p.n)),
                x->dtype);
 done:
@@ -218,12 +260,12 @@ static pd_status product_grads(const pd_exec_ctx *ctx, int64_t m, int64_t k, int
   pd_status st = PD_OK;
   if (dx && !(st = resize_like(ctx, dx, x, x)))
     st = k_check(ctx,
-                 ctx->k->gemm(dt, false, true, m, k, n, 1.0, pd_tensor_data(dout), ld(n),
+                 op_gemm(ctx, dt, false, true, m, k, n, 1.0, pd_tensor_data(dout), ld(n),
                               pd_tensor_data(y), ld(n), 0.0, pd_tensor_data(dx), ld(k)),
                  dt);
   if (!st && dy && !(st = resize_like(ctx, dy, y, y)))
     st = k_check(ctx,
-                 ctx->k->gemm(dt, true, false, k, n, m, 1.0, pd_tensor_data(x), ld(k),
+                 op_gemm(ctx, dt, true, false, k, n, m, 1.0, pd_tensor_data(x), ld(k),
                               pd_tensor_data(dout), ld(n), 0.0, pd_tensor_data(dy), ld(n)),
                  dt);
   return st;
@@ -309,13 +351,13 @@ pd_status pd_kernel_fc(pd_exec_ctx *ctx) {
   pd_dtype dt = x->dtype;
   if (b)
     st = k_check(ctx,
-                 ctx->k->gemm_bias(dt, false, false, p.m, p.n, p.k, pd_tensor_data(x), ld(p.k),
+                 op_gemm_bias(ctx, dt, false, false, p.m, p.n, p.k, pd_tensor_data(x), ld(p.k),
                                    pd_tensor_data(w), ld(p.n), pd_tensor_data(b),
                                    pd_tensor_data(out), ld(p.n)),
                  dt);
   else
     st = k_check(ctx,
-                 ctx->k->gemm(dt, false, false, p.m, p.n, p.k, 1.0, pd_tensor_data(x), ld(p.k),
+                 op_gemm(ctx, dt, false, false, p.m, p.n, p.k, 1.0, pd_tensor_data(x), ld(p.k),
                               pd_tensor_data(w), ld(p.n), 0.0, pd_tensor_data(out), ld(p.n)),
                  dt);
 done:
@@ -461,17 +503,17 @@ pd_status pd_kernel_matmul_v2(pd_exec_ctx *ctx) {
   if (!p.tx && p.ybatch == 1 && p.xbatch == p.batch) {
     /* One matrix Y for every batch element (an fc layer over a sequence): fold the batch into
      * X's rows, one GEMM. */
-    st = ctx->k->gemm(dt, false, p.ty, p.batch * p.m, p.n, p.k, 1.0, xd, ld(p.ldx), yd,
+    st = op_gemm(ctx, dt, false, p.ty, p.batch * p.m, p.n, p.k, 1.0, xd, ld(p.ldx), yd,
                       ld(p.ldy), 0.0, od, ldo);
   } else if ((p.xbatch == p.batch || p.xbatch == 1) && (p.ybatch == p.batch || p.ybatch == 1)) {
-    st = ctx->k->gemm_batched(dt, p.tx, p.ty, p.batch, p.m, p.n, p.k, 1.0, xd, ld(p.ldx),
+    st = op_gemm_batched(ctx, dt, p.tx, p.ty, p.batch, p.m, p.n, p.k, 1.0, xd, ld(p.ldx),
                               p.xbatch == 1 ? 0 : p.xmat, yd, ld(p.ldy),
                               p.ybatch == 1 ? 0 : p.ymat, 0.0, od, ldo, p.omat);
   } else {
     for (int64_t b = 0; b < p.batch && !st; b++) {
       int64_t xi, yi;
       mm_batch_index(&p, b, &xi, &yi);
-      st = ctx->k->gemm(dt, p.tx, p.ty, p.m, p.n, p.k, 1.0, xd + (size_t)(xi * p.xmat) * sz,
+      st = op_gemm(ctx, dt, p.tx, p.ty, p.m, p.n, p.k, 1.0, xd + (size_t)(xi * p.xmat) * sz,
                         ld(p.ldx), yd + (size_t)(yi * p.ymat) * sz, ld(p.ldy), 0.0,
                         od + (size_t)(b * p.omat) * sz, ldo);
     }
@@ -518,12 +560,12 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
     /* The folded forward (see pd_kernel_matmul_v2): X's rows [B * M, K]. dY's product sums over
      * the batch by itself. */
     int64_t rows = p.batch * p.m;
-    if (dx) st = ctx->k->gemm(dt, false, !p.ty, rows, p.k, p.n, 1.0, gd, ldo, yd, ldy, 0.0, dxd, ld(p.k));
+    if (dx) st = op_gemm(ctx, dt, false, !p.ty, rows, p.k, p.n, 1.0, gd, ldo, yd, ldy, 0.0, dxd, ld(p.k));
     if (!st && dy) {
       if (!p.ty)
-        st = ctx->k->gemm(dt, true, false, p.k, p.n, rows, 1.0, xd, ldx, gd, ldo, 0.0, dyd, ldo);
+        st = op_gemm(ctx, dt, true, false, p.k, p.n, rows, 1.0, xd, ldx, gd, ldo, 0.0, dyd, ldo);
       else
-        st = ctx->k->gemm(dt, true, false, p.n, p.k, rows, 1.0, gd, ldo, xd, ldx, 0.0, dyd, ld(p.k));
+        st = op_gemm(ctx, dt, true, false, p.n, p.k, rows, 1.0, gd, ldo, xd, ldx, 0.0, dyd, ld(p.k));
     }
     st = k_check(ctx, st, dt);
     goto done;
@@ -536,19 +578,19 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
     int64_t sx = p.xbatch == 1 ? 0 : p.xmat, sy = p.ybatch == 1 ? 0 : p.ymat;
     if (dx && !xsum) {
       if (!p.tx)
-        st = ctx->k->gemm_batched(dt, false, !p.ty, p.batch, p.m, p.k, p.n, 1.0, gd, ldo, p.omat,
+        st = op_gemm_batched(ctx, dt, false, !p.ty, p.batch, p.m, p.k, p.n, 1.0, gd, ldo, p.omat,
                                   yd, ldy, sy, 0.0, dxd, ld(p.k), p.xmat);
       else
-        st = ctx->k->gemm_batched(dt, p.ty, true, p.batch, p.k, p.m, p.n, 1.0, yd, ldy, sy, gd,
+        st = op_gemm_batched(ctx, dt, p.ty, true, p.batch, p.k, p.m, p.n, 1.0, yd, ldy, sy, gd,
                                   ldo, p.omat, 0.0, dxd, ld(p.m), p.xmat);
       dx = NULL;
     }
     if (!st && dy && !ysum) {
       if (!p.ty)
-        st = ctx->k->gemm_batched(dt, !p.tx, false, p.batch, p.k, p.n, p.m, 1.0, xd, ldx, sx, gd,
+        st = op_gemm_batched(ctx, dt, !p.tx, false, p.batch, p.k, p.n, p.m, 1.0, xd, ldx, sx, gd,
                                   ldo, p.omat, 0.0, dyd, ldo, p.ymat);
       else
-        st = ctx->k->gemm_batched(dt, true, p.tx, p.batch, p.n, p.k, p.m, 1.0, gd, ldo, p.omat,
+        st = op_gemm_batched(ctx, dt, true, p.tx, p.batch, p.n, p.k, p.m, 1.0, gd, ldo, p.omat,
                                   xd, ldx, sx, 0.0, dyd, ld(p.k), p.ymat);
       dy = NULL;
     }
@@ -564,17 +606,17 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
       char *o = dxd + (size_t)(xi * p.xmat) * sz;
       double beta = xsum ? 1.0 : 0.0;
       if (!p.tx)
-        st = ctx->k->gemm(dt, false, !p.ty, p.m, p.k, p.n, 1.0, gm, ldo, ym, ldy, beta, o, ld(p.k));
+        st = op_gemm(ctx, dt, false, !p.ty, p.m, p.k, p.n, 1.0, gm, ldo, ym, ldy, beta, o, ld(p.k));
       else
-        st = ctx->k->gemm(dt, p.ty, true, p.k, p.m, p.n, 1.0, ym, ldy, gm, ldo, beta, o, ld(p.m));
+        st = op_gemm(ctx, dt, p.ty, true, p.k, p.m, p.n, 1.0, ym, ldy, gm, ldo, beta, o, ld(p.m));
     }
     if (!st && dy) {
       char *o = dyd + (size_t)(yi * p.ymat) * sz;
       double beta = ysum ? 1.0 : 0.0;
       if (!p.ty)
-        st = ctx->k->gemm(dt, !p.tx, false, p.k, p.n, p.m, 1.0, xm, ldx, gm, ldo, beta, o, ldo);
+        st = op_gemm(ctx, dt, !p.tx, false, p.k, p.n, p.m, 1.0, xm, ldx, gm, ldo, beta, o, ldo);
       else
-        st = ctx->k->gemm(dt, true, p.tx, p.n, p.k, p.m, 1.0, gm, ldo, xm, ldx, beta, o, ld(p.k));
+        st = op_gemm(ctx, dt, true, p.tx, p.n, p.k, p.m, 1.0, gm, ldo, xm, ldx, beta, o, ld(p.k));
     }
   }
   st = k_check(ctx, st, dt);

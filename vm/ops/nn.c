@@ -690,7 +690,7 @@ static pd_status conv_setup(const pd_exec_ctx *ctx, const pd_tensor *in, const p
                      .oc = f->dims[0], .kh = f->dims[2], .kw = f->dims[3], .groups = groups,
                      .stride_h = stride[0], .stride_w = stride[1], .pad_top = pad[0],
                      .pad_bottom = pad[1], .pad_left = pad[2], .pad_right = pad[3],
-                     .dil_h = dil[0], .dil_w = dil[1]};
+                     .dil_h = dil[0], .dil_w = dil[1], .lp = amp_precision(ctx, in->dtype)};
   if (strcmp(algo, "SAME") == 0) {
     same_pads(p->h, p->kh, p->stride_h, &p->pad_top, &p->pad_bottom);
     same_pads(p->w, p->kw, p->stride_w, &p->pad_left, &p->pad_right);

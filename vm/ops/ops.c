@@ -22,6 +22,7 @@
 #define ROW_X PD_OPF_ROW_X
 #define ROW_XY PD_OPF_ROW_XY
 #define ROW_IDS PD_OPF_ROW_IDS
+#define AMP PD_OPF_AMP
 #define IN(...) __VA_ARGS__,
 #define OUT(...) __VA_ARGS__,
 #define ATTRS(...) __VA_ARGS__,
@@ -127,6 +128,7 @@ static const pd_attrdef common_attrs[] = {
 #undef ROW_X
 #undef ROW_XY
 #undef ROW_IDS
+#undef AMP
 #undef IN
 #undef OUT
 #undef ATTRS

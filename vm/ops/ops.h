@@ -79,6 +79,9 @@ enum {
   PD_OPF_ROW_XY = 1u << 6,   /* [ROW_XY] elementwise X op Y: rows in X, in Y or in both, the
                                 other operand broadcast (attribute axis) */
   PD_OPF_ROW_IDS = 1u << 7,  /* [ROW_IDS] rows in Ids, the table W whole (lookup_table) */
+  PD_OPF_AMP = 1u << 8,      /* [AMP] a matrix product that mixed precision runs in bf16 or
+                                fp16 (Paddle's AMP white list; vm/passes/amp.h sets its
+                                mkldnn_data_type, which its kernels and its gradient's read) */
 };
 #define PD_OPF_ROW_ANY (PD_OPF_ROW_X | PD_OPF_ROW_XY | PD_OPF_ROW_IDS)
 

@@ -1,8 +1,9 @@
-/* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> backward ->
+/* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> amp -> backward ->
  * data_parallel -> optimizer, in that order (see vm/passes/pipeline.h). */
 #include "config.h"
 #include "vm/passes/pipeline.h"
 
+#include "vm/passes/amp.h"
 #include "vm/passes/backward.h"
 #include "vm/passes/data_parallel.h"
 #include "vm/passes/fuse_fc.h"
@@ -24,6 +25,9 @@ pd_status pd_pipeline_train(const pd_program *main, const char *cost,
   if ((st = pd_program_hoist(p, NULL, err))) goto out;
   if ((st = pd_program_fuse_rnn(p, NULL, err))) goto out;
   if ((st = pd_program_fuse_fc(p, NULL, err))) goto out;
+  if ((opts->amp == PD_BF16 || opts->amp == PD_FP16) &&
+      (st = pd_program_amp(p, opts->amp, NULL, err)))
+    goto out;
   if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
   if (opts->nranks > 1 && (st = pd_program_data_parallel(p, &bwd, opts->nranks, opts->loc, err)))
     goto out;

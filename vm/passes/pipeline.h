@@ -4,6 +4,8 @@
  *   hoist (vm/passes/hoist.h)           loop-invariant row-wise ops out of each recurrent step block;
  *   fuse_rnn (vm/passes/fuse_rnn.h)     a loop left with one Elman cell -> one elman_rnn op;
  *   fuse_fc (vm/passes/fuse_fc.h)       mul + elementwise_add of block 0 -> fc;
+ *   amp (vm/passes/amp.h)               with amp: the products marked to multiply in bf16 or
+ *                                       fp16 (their gradient ops copy the mark);
  *   backward (vm/passes/backward.h)     the gradient ops of every trainable parameter;
  *   data_parallel (data_parallel.h)     with nranks >= 2: each gradient summed over the ranks
  *                                       (c_allreduce_sum, c_sync_comm_stream) and scaled by
@@ -28,6 +30,8 @@ typedef struct pd_pipeline_options {
   pd_loc loc;                      /* where the appended optimizer ops, and an out-of-memory
                                       error of the pipeline itself, are placed (the train call) */
   int nranks;                      /* the processes of a data-parallel job; 0 or 1: one */
+  pd_dtype amp;                    /* mixed precision: PD_BF16 or PD_FP16; anything else
+                                      (0, PD_FP32): none */
 } pd_pipeline_options;
 
 /* The training program of the var `cost` of main's block 0. Errors are the passes' own (with

@@ -9,6 +9,7 @@ static const char *npy_descr(pd_dtype dt) {
   switch (dt) {
     case PD_FP32: return "<f4";
     case PD_FP64: return "<f8";
+    case PD_FP16: return "<f2";
     case PD_INT32: return "<i4";
     case PD_INT64: return "<i8";
     case PD_BOOL: return "|b1";

@@ -20,10 +20,10 @@ typedef struct npy_dtype {
 
 static const npy_dtype npy_dtypes[] = {
     {"f4", PD_FP32, 4},  {"f8", PD_FP64, 8}, {"i4", PD_INT32, 4}, {"i8", PD_INT64, 8},
-    {"u1", PD_UINT8, 1}, {"i1", PD_INT8, 1}, {"b1", PD_BOOL, 1},
+    {"u1", PD_UINT8, 1}, {"i1", PD_INT8, 1}, {"b1", PD_BOOL, 1}, {"f2", PD_FP16, 2},
 };
 
-#define SUPPORTED "<f4, <f8, <i4, <i8, |u1, |i1, |b1"
+#define SUPPORTED "<f4, <f8, <f2, <i4, <i8, |u1, |i1, |b1"
 
 typedef struct npy_header {
   pd_dtype dtype;

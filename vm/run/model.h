@@ -5,8 +5,8 @@
  *
  * The steps are separate calls so that each caller checks what it must between them, with its
  * own messages: pd_model_load (program, feed and fetch ops), pd_model_load_params,
- * pd_model_prepare (the load-time passes of vm/passes/infer_opt.h unless no_optimize, then the
- * executor), then per run pd_model_feed for each input and
+ * pd_model_prepare (the load-time passes of vm/passes/infer_opt.h unless no_optimize, the
+ * products marked for bf16 with precision PD_BF16, then the executor), then per run pd_model_feed for each input and
  * pd_model_run. Errors carry no source location; out of memory is "out of memory".
  *
  * Ownership: a pd_model owns its program, scope, executor and io arrays; pd_model_free
@@ -39,6 +39,10 @@ typedef struct pd_model {
   const char *feed_list, *fetch_list;  /* the FEED_MINIBATCH / FETCH_LIST vars; NULL: none */
   char *fluid_dir;                     /* Fluid's folder layout: the folder; else NULL */
   bool no_optimize;                    /* pd_model_prepare runs the program as loaded */
+  pd_dtype precision;                  /* PD_BF16: pd_model_prepare marks the products to
+                                          multiply in bf16 (vm/passes/amp.h), after the
+                                          load-time passes; else (0, PD_FP32) fp32 */
+  int amp_ops;                         /* how many it marked */
   pd_infer_opt_stats opt;              /* what pd_model_prepare's passes did */
 } pd_model;
 

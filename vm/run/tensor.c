@@ -325,7 +325,9 @@ static void format_elem(const pd_tensor *t, int64_t i, char *buf, size_t cap) {
     case PD_INT16: snprintf(buf, cap, "%d", ((const int16_t *)d)[i]); break;
     case PD_INT8: snprintf(buf, cap, "%d", ((const int8_t *)d)[i]); break;
     case PD_UINT8: snprintf(buf, cap, "%u", ((const uint8_t *)d)[i]); break;
-    default: snprintf(buf, cap, "?"); break;  /* fp16: not printed here */
+    case PD_FP16: snprintf(buf, cap, "%g", (double)pd_fp16_to_f32(((const uint16_t *)d)[i])); break;
+    case PD_BF16: snprintf(buf, cap, "%g", (double)pd_bf16_to_f32(((const uint16_t *)d)[i])); break;
+    default: snprintf(buf, cap, "?"); break;
   }
 }
 

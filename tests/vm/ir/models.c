@@ -491,8 +491,8 @@ static void m_var_reader(pb_program *pd) {
   find_var(pd, 0, "y")->type->type = PADDLE__FRAMEWORK__PROTO__VAR_TYPE__TYPE__READER;
 }
 static void m_var_type_unknown(pb_program *pd) { find_var(pd, 0, "y")->type->type = 99; }
-static void m_dtype_bf16(pb_program *pd) {
-  tensor_of(pd, 0, "y")->data_type = PADDLE__FRAMEWORK__PROTO__VAR_TYPE__TYPE__BF16;
+static void m_dtype_complex(pb_program *pd) {
+  tensor_of(pd, 0, "y")->data_type = PADDLE__FRAMEWORK__PROTO__VAR_TYPE__TYPE__COMPLEX64;
 }
 static void m_dtype_unknown(pb_program *pd) { tensor_of(pd, 0, "y")->data_type = 99; }
 static void m_no_tensor_desc(pb_program *pd) { find_var(pd, 0, "y")->type->lod_tensor = NULL; }
@@ -580,8 +580,8 @@ const bad_case bad_cases[] = {
              UNSUP "block 0, var 'y': var type READER is not supported by pdlang"),
     MUTATION("var_type_unknown", m_var_type_unknown, PD_EFORMAT,
              BAD "block 0, var 'y': unknown var type 99"),
-    MUTATION("dtype_bf16", m_dtype_bf16, PD_EUNSUPPORTED,
-             UNSUP "block 0, var 'y': element type BF16 is not supported by pdlang"),
+    MUTATION("dtype_complex", m_dtype_complex, PD_EUNSUPPORTED,
+             UNSUP "block 0, var 'y': element type COMPLEX64 is not supported by pdlang"),
     MUTATION("dtype_unknown", m_dtype_unknown, PD_EFORMAT,
              BAD "block 0, var 'y': unknown element type 99"),
     MUTATION("no_tensor_desc", m_no_tensor_desc, PD_EFORMAT,

@@ -6,6 +6,7 @@
 #   test_opdefs: the registry itself (sorted, flags, slots, attributes, gradient ops);
 #   test_opcheck: pd_opdef_check and the defaults;
 #   test_infer_*: shape inference family by family (fixture.h builds the programs);
+#   test_kern_amp: mul, fc, matmul_v2 and their gradients under mixed precision (bf16 products);
 #   test_kern_*: each op run through the real executor (runop.h: run-time shapes checked
 #     against shape inference) against values computed in the test, bad input, and fp64
 #     finite-difference gradients (gradcheck.h): the math ops (test_kern_math.h: what they
@@ -21,7 +22,8 @@ VM_OPS_TESTS = tests/vm/ops/test_optable tests/vm/ops/test_opdefs tests/vm/ops/t
 	tests/vm/ops/test_kern_loss_elem tests/vm/ops/test_kern_act tests/vm/ops/test_kern_norm \
 	tests/vm/ops/test_kern_index tests/vm/ops/test_kern_tensor tests/vm/ops/test_kern_nn \
 	tests/vm/ops/test_kern_optim tests/vm/ops/test_kern_optim_more tests/vm/ops/test_kern_random \
-	tests/vm/ops/test_kern_select tests/vm/ops/test_kern_rnn_fused tests/vm/ops/test_kern_rnn_op
+	tests/vm/ops/test_kern_select tests/vm/ops/test_kern_rnn_fused tests/vm/ops/test_kern_rnn_op \
+	tests/vm/ops/test_kern_amp
 check_PROGRAMS += $(VM_OPS_TESTS)
 TESTS += $(VM_OPS_TESTS)
 EXTRA_DIST += tests/vm/ops/fixture.h tests/vm/ops/runop.h tests/vm/ops/gradcheck.h \
