@@ -30,7 +30,8 @@ static const struct spec {
     {"images", {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid",
                 "seed"}, 2},
     {"kaiming", {"uniform", "fan_in"}, 0},
-    {"lines", {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed"}, 1},
+    {"lines", {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed",
+               "pad_to"}, 1},
     {"mnist", {"split", "path", "valid", "seed"}, 1},
     {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
                   "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
@@ -117,6 +118,13 @@ static bool check_lines_spec(C *c, call_args *a) {
     pd_cmp_error(c, loc,
                  "lines: 'test_every' must be an integer >= 2 (every test_every-th line of each "
                  "file is a test line)");
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, 7, "pad_to", &loc)) && v->k != V_NONE &&
+      (v->k != V_INT || v->i < 1 || v->i > (1 << 20))) {
+    pd_cmp_error(c, loc, "lines: 'pad_to' (the length every line is padded with 0 or cut to: "
+                 "\"x\" int64 [batch, pad_to], \"mask\" float32 [batch, pad_to]) must be none or an "
+                 "integer from 1 to %d", 1 << 20);
     return false;
   }
   return check_split(c, "lines", a, 3, 5);

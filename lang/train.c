@@ -105,7 +105,8 @@ char *pd_train_script_path(const pd_action *a, const char *path) {
 
 /* ---------------------------------------------------------------- readers */
 
-/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5); the compiler
+/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5, valid, seed,
+ * pad_to = none); the compiler
  * has checked the arguments' kinds and ranges. */
 static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset **out,
                             pd_error *err) {
@@ -114,13 +115,15 @@ static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset 
   const pd_cval *maxl = pd_cval_field(spec, "max_length");
   const pd_cval *split = pd_cval_field(spec, "split");
   const pd_cval *every = pd_cval_field(spec, "test_every");
+  const pd_cval *padt = pd_cval_field(spec, "pad_to");
   pd_lines_options o = {
       .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
       .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
       .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
                : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
                                                      : PD_LINES_TRAIN,  /* "train", "valid" */
-      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5};
+      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5,
+      .pad_to = padt && padt->kind == PD_CVAL_INT ? padt->i : 0};
   int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
   char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
   pd_status st = paths ? PD_OK : PD_ENOMEM;

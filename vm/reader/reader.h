@@ -194,10 +194,14 @@ pd_status pd_dataset_text(const char *path, int64_t length, pd_dataset **out, pd
  * never overlap, even when read with different lengths. Samples come file after file, in line
  * order. Fields:
  *   "x":     a sequence field, int64 rows of shape [1]: the line's bytes (0..255), one per row;
+ *            with pad_to = L > 0 instead int64 [L], the line's first L bytes, then zeros;
+ *   "mask":  with pad_to = L > 0 only: float32 [L], 1 where "x" holds a byte of the line, 0 in
+ *            the padding (a line is never empty, so each row has a 1);
  *   "label": int64 [1], the index of the line's file in paths.
  * Errors name the file: a missing or unreadable one; a file with no line kept (PD_EFORMAT,
  * "lines: PATH has no line of at least N characters"); a split with no line (PD_EFORMAT); bad
- * options (PD_EINVAL: npaths < 1, min_length < 1, 0 < max_length < min_length, test_every < 2). */
+ * options (PD_EINVAL: npaths < 1, min_length < 1, 0 < max_length < min_length, test_every < 2,
+ * pad_to < 0). */
 typedef enum pd_lines_split { PD_LINES_ALL, PD_LINES_TRAIN, PD_LINES_TEST } pd_lines_split;
 
 typedef struct pd_lines_options {
@@ -205,6 +209,7 @@ typedef struct pd_lines_options {
   int64_t max_length;    /* 0: no limit */
   pd_lines_split split;
   int64_t test_every;    /* >= 2; used with TRAIN and TEST */
+  int64_t pad_to;        /* 0: "x" is a sequence; > 0: "x" padded or cut to pad_to, "mask" */
 } pd_lines_options;
 
 pd_status pd_dataset_lines(int npaths, const char *const *paths, const pd_lines_options *o,
