@@ -83,6 +83,15 @@ int pd_buf_put_dims(pd_buf *b, int nd, const int64_t *dims) {
   return r | pd_buf_puts(b, "]");
 }
 
+bool pd_is_plain_name(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9')) return false;
+  for (; *s; s++)
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9')))
+      return false;
+  return true;
+}
+
 const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n) {
   if (!n) return buf;
   char item[32];

@@ -30,8 +30,6 @@ static const char *const keywords[] = {"and", "def", "else", "emit", "false", "f
                                        "true", "while", "bool", "float32", "float64", "int32",
                                        "int64"};
 
-static const char *const action_names[] = {"print", "train", "eval", "save", "load",
-                                           "assert_close"};
 
 /* ------------------------------------------------------------------------------------------ */
 /* A rough scanner for text that already parsed: identifiers, and where the code ends. Strings   */
@@ -513,8 +511,8 @@ static pd_status pending_source(pd_repl *r, pd_source **out) {
 
 static bool is_action_call(const pd_ast_node *e) {
   if (e->kind != PD_AST_CALL || e->call.callee->kind != PD_AST_NAME) return false;
-  for (size_t i = 0; i < PD_ARRAY_LEN(action_names); i++)
-    if (strcmp(e->call.callee->name.id, action_names[i]) == 0) return true;
+  for (int k = 0; k < PD_ACTION_NKINDS; k++)
+    if (strcmp(e->call.callee->name.id, pd_action_name((pd_action_kind)k)) == 0) return true;
   return false;
 }
 

@@ -1143,6 +1143,7 @@ static const builtin builtins[] = {
     FN("param", b_param),
     OP1("pool2d", "pool2d", "Out"),
     OP2("pow", "elementwise_pow", "X", "Y", "Out"),
+    FN("predict", pd_cmp_b_action),
     FN("print", pd_cmp_b_action),
     FN("prod", b_prod),
     FN("range", b_range),

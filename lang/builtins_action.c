@@ -393,6 +393,7 @@ static const struct action_spec {
     {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}, "a, b"},
     {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}, "metrics..."},
     {"load", PD_ACTION_LOAD, 1, 1, {NULL}, "path"},
+    {"predict", PD_ACTION_PREDICT, 1, 1, {"reader", "out", "batch", NULL}, "y"},
     {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}, "values..."},
     {"save", PD_ACTION_SAVE, 1, 64, {"names", NULL}, "path, targets..."},
     {"train",
@@ -513,11 +514,7 @@ static bool check_save_names(C *c, call_args *a) {
       pd_cmp_error(c, l, "save: names[%d] must be a string, not %s", i, pd_cmp_vkind_phrase(s));
       return false;
     }
-    bool plain = *s->s && !(s->s[0] >= '0' && s->s[0] <= '9');
-    for (const char *q = s->s; plain && *q; q++)
-      plain = *q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-              (*q >= '0' && *q <= '9');
-    if (!plain) {
+    if (!pd_is_plain_name(s->s)) {
       pd_cmp_error(c, l, "save: names[%d] \"%s\" is not a plain name (a letter or '_', then "
                    "letters, digits and '_')", i, s->s);
       return false;
@@ -528,6 +525,48 @@ static bool check_save_names(C *c, call_args *a) {
                      "own name", j, i, s->s);
         return false;
       }
+  }
+  return true;
+}
+
+/* predict(y, reader = R, out = "FILE.npy" | "FILE.csv", batch = N): y has a row per sample (its
+ * first dimension the batch, -1) in a dtype .npy holds; reader and out are required. */
+static bool check_predict(C *c, call_args *a, const value *reader) {
+  if (!pd_cmp_want_tensor_arg(c, a->pos[0], a->pos_loc[0], "predict", "y")) return false;
+  const pd_var_desc *v = a->pos[0]->var;
+  if (v->ndims < 1 || v->dims[0] != -1) {
+    pd_cmp_error(c, a->pos_loc[0], "predict: y must have a row per sample (its first dimension "
+                 "the batch, -1), got %s %s; eval(...) computes one number over a reader",
+                 pd_dtype_name(v->dtype), pd_cmp_dims_str(c, v));
+    return false;
+  }
+  if (v->dtype != PD_FP32 && v->dtype != PD_FP64 && v->dtype != PD_INT32 &&
+      v->dtype != PD_INT64 && v->dtype != PD_BOOL) {
+    pd_cmp_error(c, a->pos_loc[0], "predict: y must be float32, float64, int32, int64 or bool "
+                 "(what .npy and CSV files hold here), not %s; cast(y, float32) converts it",
+                 pd_dtype_name(v->dtype));
+    return false;
+  }
+  if (!reader) {
+    pd_cmp_error(c, a->loc, "predict needs a reader, such as reader = csv(\"new.csv\")");
+    return false;
+  }
+  pd_loc l;
+  value *o = pd_cmp_arg(a, -1, "out", &l);
+  size_t n = o && o->k == V_STR ? strlen(o->s) : 0;
+  if (!o || o->k != V_STR || n < 5 ||
+      (strcmp(o->s + n - 4, ".npy") != 0 && strcmp(o->s + n - 4, ".csv") != 0)) {
+    const char *what = "predict needs out = a file name ending in .npy (a NumPy array, one row "
+                       "per sample) or .csv (a header, then a line per sample)";
+    if (!o) pd_cmp_error(c, a->loc, "%s", what);
+    else if (o->k == V_STR) pd_cmp_error(c, l, "%s, not \"%s\"", what, o->s);
+    else pd_cmp_error(c, l, "%s, not %s", what, pd_cmp_vkind_phrase(o));
+    return false;
+  }
+  value *b = pd_cmp_arg(a, -1, "batch", &l);
+  if (b && (b->k != V_INT || b->i < 1)) {
+    pd_cmp_error(c, l, "predict: 'batch' must be a positive integer");
+    return false;
   }
   return true;
 }
@@ -616,6 +655,8 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     for (int i = 0; i < a->npos; i++)
       if (!pd_cmp_want_tensor_arg(c, a->pos[i], a->pos_loc[i], "eval", "metric")) return false;
     return true;
+  case PD_ACTION_PREDICT:
+    return check_predict(c, a, reader);
   case PD_ACTION_PRINT:
     return true;
   case PD_ACTION_SAVE:

@@ -70,7 +70,9 @@ typedef enum pd_action_kind {
   PD_ACTION_SAVE,
   PD_ACTION_LOAD,
   PD_ACTION_ASSERT_CLOSE,
+  PD_ACTION_PREDICT,
 } pd_action_kind;
+#define PD_ACTION_NKINDS (PD_ACTION_PREDICT + 1)
 
 const char *pd_action_name(pd_action_kind kind); /* "train", ... */
 
@@ -81,7 +83,8 @@ const char *pd_action_name(pd_action_kind kind); /* "train", ... */
  *   eval(metric, ..., reader=, batch=)
  *   save(path, target, ...)            args[0] is the path (STRING)
  *   load(path)
- *   assert_close(a, b, tol=)           */
+ *   assert_close(a, b, tol=)
+ *   predict(y, reader=, out=, batch=)  */
 typedef struct pd_action {
   pd_action_kind kind;
   pd_loc loc;             /* the call's name */

@@ -1134,8 +1134,8 @@ void pd_averager_free(pd_averager *av) {
 }
 
 pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
-                          const pd_cval *spec, int64_t batch, int n, const char *const *names,
-                          pd_averager **out, pd_error *err) {
+                          const pd_cval *spec, int64_t batch, bool shard, int n,
+                          const char *const *names, pd_averager **out, pd_error *err) {
   *out = NULL;
   pd_averager *av = pd_calloc(1, sizeof *av);
   if (!av) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
@@ -1154,7 +1154,8 @@ pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
   if ((st = pd_run_prepare(r, n, names, a->loc, &av->p, &av->ex, err))) goto out;
   if ((st = open_reader(r, a, spec, NULL, &av->ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .prefetch = prefetch_pays(),
-                            .shard_rank = pd_comm_rank(), .shard_count = pd_comm_size()};
+                            .shard_rank = shard ? pd_comm_rank() : 0,
+                            .shard_count = shard ? pd_comm_size() : 1};
   if ((st = pd_batcher_new(av->ds, &bo, &av->bt, err))) goto out;
   st = feeder_init(r, a, av->p, av->ds, &av->f, err);
 out:
@@ -1163,12 +1164,11 @@ out:
   return st;
 }
 
-pd_status pd_averager_run(pd_averager *av, double *means, int64_t *samples, pd_error *err) {
+int64_t pd_averager_batches(const pd_averager *av) { return pd_batcher_num_batches(av->bt); }
+
+pd_status pd_averager_each(pd_averager *av, pd_averager_fn fn, void *ctx, pd_error *err) {
   pd_runner *r = av->r;
   const pd_action *a = av->a;
-  int n = av->n;
-  for (int i = 0; i < n; i++) means[i] = 0;
-  *samples = 0;
   pd_status st = pd_batcher_start_epoch(av->bt, 0);
   if (st) return pd_error_set(err, st, a->loc, "%s: cannot start the reader", av->what);
   int64_t rows;
@@ -1176,28 +1176,53 @@ pd_status pd_averager_run(pd_averager *av, double *means, int64_t *samples, pd_e
     if ((st = pd_batcher_next(av->bt, av->f.fields, &rows, err))) return st;
     if (rows == 0) break;
     if ((st = feeder_batch(&av->f, rows, a->loc, err))) return st;
-    pd_exec_io io = {.nfeeds = av->f.n, .feeds = av->f.feeds, .nfetches = n,
+    pd_exec_io io = {.nfeeds = av->f.n, .feeds = av->f.feeds, .nfetches = av->n,
                      .fetches = av->fetches};
     if ((st = pd_exec_run(av->ex, r->global, &io, NULL, err))) return st;
-    for (int i = 0; i < n; i++) {
-      pd_tensor *t = &av->vals[i];
-      if (pd_tensor_numel(t) != 1) {
-        char sh[96];
-        return pd_error_set(err, PD_EINVAL, a->loc,
-                            "%s: a metric must be one value per batch (mean(...), "
-                            "accuracy(...)); '%s' has shape %s",
-                            av->what, av->names[i], pd_ctx_shape_str(t, sh, sizeof sh));
-      }
-      double v = t->dtype == PD_FP64    ? PD_TENSOR_F64(t)[0]
-                 : t->dtype == PD_FP32  ? PD_TENSOR_F32(t)[0]
-                 : t->dtype == PD_INT64 ? (double)PD_TENSOR_I64(t)[0]
-                                        : (double)PD_TENSOR_I32(t)[0];
-      means[i] += v * (double)rows;
-    }
-    *samples += rows;
+    if ((st = fn(ctx, av->vals, rows, err))) return st;
     if (r->opts.interrupt && *r->opts.interrupt)
       return pd_error_set(err, PD_EINTR, a->loc, "%s interrupted", av->what);
   }
+  return PD_OK;
+}
+
+/* pd_averager_run's sums: each target's value of a batch, weighted by its rows. */
+typedef struct sums {
+  const pd_averager *av;
+  double *means;
+  int64_t *samples;
+} sums;
+
+static pd_status add_batch(void *ctx, const pd_tensor *vals, int64_t rows, pd_error *err) {
+  sums *s = ctx;
+  const pd_averager *av = s->av;
+  for (int i = 0; i < av->n; i++) {
+    const pd_tensor *t = &vals[i];
+    if (pd_tensor_numel(t) != 1) {
+      char sh[96];
+      return pd_error_set(err, PD_EINVAL, av->a->loc,
+                          "%s: a metric must be one value per batch (mean(...), "
+                          "accuracy(...)); '%s' has shape %s",
+                          av->what, av->names[i], pd_ctx_shape_str(t, sh, sizeof sh));
+    }
+    double v = t->dtype == PD_FP64    ? PD_TENSOR_F64(t)[0]
+               : t->dtype == PD_FP32  ? PD_TENSOR_F32(t)[0]
+               : t->dtype == PD_INT64 ? (double)PD_TENSOR_I64(t)[0]
+                                      : (double)PD_TENSOR_I32(t)[0];
+    s->means[i] += v * (double)rows;
+  }
+  *s->samples += rows;
+  return PD_OK;
+}
+
+pd_status pd_averager_run(pd_averager *av, double *means, int64_t *samples, pd_error *err) {
+  const pd_action *a = av->a;
+  int n = av->n;
+  for (int i = 0; i < n; i++) means[i] = 0;
+  *samples = 0;
+  sums s = {av, means, samples};
+  pd_status st = pd_averager_each(av, add_batch, &s, err);
+  if (st) return st;
   /* Several processes: each evaluated its shard; the metrics are the sums over every rank
    * divided by every rank's samples (not a mean of means). */
   if (pd_comm_size() > 1) {
@@ -1257,8 +1282,8 @@ pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
   }
   for (int i = 0; i < n; i++) names[i] = a->args[i]->str;
   double t0 = pd_train_now();
-  if ((st = pd_averager_new(r, a, "eval", opt(a, "reader"), opt_int(a, "batch", 256), n, names,
-                            &av, err)))
+  if ((st = pd_averager_new(r, a, "eval", opt(a, "reader"), opt_int(a, "batch", 256), true, n,
+                            names, &av, err)))
     goto out;
   int64_t samples;
   if ((st = pd_averager_run(av, means, &samples, err))) goto out;

@@ -1,5 +1,5 @@
-/* train_int.h -- what lang/train.c shares with train's validation (lang/train_valid.c) and
- * save / load (lang/train_save.c): the
+/* train_int.h -- what lang/train.c shares with train's validation (lang/train_valid.c),
+ * save / load (lang/train_save.c) and predict (lang/train_predict.c): the
  * averager, which runs the forward program of one-element targets over a whole data set in test
  * mode (eval, and the validation after an epoch), the model's parameters, metric names; and
  * the validation itself (valid = READER, metrics, early_stop, keep_best). Private to lang/.
@@ -20,11 +20,20 @@
 typedef struct pd_averager pd_averager;
 
 /* The main program pruned to names[0..n) (in test mode), fed by the reader `spec` in batches
- * of `batch` in file order. `what` ("eval", "train: the validation reader") begins its
- * errors; names is borrowed. Errors are placed at the action. */
+ * of `batch` in file order: with shard, this process's shard of it in a job of several (eval,
+ * validation), else all of it (predict). `what` ("eval", "train: the validation reader")
+ * begins its errors; names is borrowed. Errors are placed at the action. */
 pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
-                          const pd_cval *spec, int64_t batch, int n, const char *const *names,
-                          pd_averager **out, pd_error *err);
+                          const pd_cval *spec, int64_t batch, bool shard, int n,
+                          const char *const *names, pd_averager **out, pd_error *err);
+/* One pass over the data set: after each batch of `rows` samples, fn(ctx, vals, rows, err)
+ * with the n targets' values (borrowed until the next batch); fn's error stops the pass and is
+ * returned. Ctrl-C stops between batches (PD_EINTR). */
+typedef pd_status (*pd_averager_fn)(void *ctx, const pd_tensor *vals, int64_t rows,
+                                    pd_error *err);
+pd_status pd_averager_each(pd_averager *av, pd_averager_fn fn, void *ctx, pd_error *err);
+/* How many batches a pass has. */
+int64_t pd_averager_batches(const pd_averager *av);
 /* One pass over the data set: means[i], the mean of target i over the samples (each batch's
  * value weighted by its rows); *samples, how many. means has room for n + 1 values (in a job of
  * several processes the sums and the sample count are added over the ranks). A target of more than one element is

@@ -124,8 +124,8 @@ pd_status pd_valid_new(pd_runner *r, const pd_action *a, const char *cost, pd_va
   const pd_cval *b = pd_action_opt(a, "batch");
   st = at_valid(a, err,
                 pd_averager_new(r, a, "train: the validation reader", spec,
-                                b && b->kind == PD_CVAL_INT ? b->i : 64, v->n, v->vars, &v->av,
-                                err));
+                                b && b->kind == PD_CVAL_INT ? b->i : 64, true, v->n, v->vars,
+                                &v->av, err));
 out:
   if (st) pd_valid_free(v);
   else *out = v;
