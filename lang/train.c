@@ -357,13 +357,36 @@ static pd_status convert_batch(const feeder *f, int i, const pd_tensor *src, pd_
   return PD_OK;
 }
 
-static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program *p,
-                             const pd_dataset *ds, feeder *f, pd_error *err) {
+/* `what` begins the errors ("train", "eval", ":batch"). With `declared` (the REPL's :batch),
+ * the inputs data() declared in p, read or not: all of them as train takes them (by name when
+ * the reader has a field of each one's name, else by position) when they can be; else those
+ * that a field of ds names. */
+static pd_status feeder_init(pd_runner *r, const pd_action *a, const char *what,
+                             const pd_program *p, const pd_dataset *ds, bool declared,
+                             feeder *f, pd_error *err) {
   memset(f, 0, sizeof *f);
   for (int i = 0; i < 16; i++) pd_tensor_init(&f->conv[i]);
   const char *names[16];
-  int n = pd_run_data_vars(r, p, names, 16);
+  int n = declared ? 0 : pd_run_data_vars(r, p, names, 16);
   int nf = pd_dataset_nfields(ds);
+  if (declared) {
+    const char *all[16];
+    int na = pd_run_declared_data_vars(r, p, all, 16);
+    for (int i = 0; i < na && i < 16; i++)
+      if (na > nf ? pd_dataset_field_index(ds, all[i]) >= 0 : true) names[n++] = all[i];
+    if (!n) {
+      pd_buf b;
+      pd_buf_init(&b);
+      for (int k = 0; k < nf; k++)
+        pd_buf_printf(&b, "%s'%s'", k ? ", " : "", pd_dataset_field_name(ds, k));
+      pd_status st = pd_error_set(err, PD_EINVAL, a->loc, "%s: no input of the session is named "
+                                  "after a field of the reader (%s): declare one, such as "
+                                  "data(\"%s\", ...)", what, b.data ? b.data : "?",
+                                  nf ? pd_dataset_field_name(ds, 0) : "x");
+      pd_buf_free(&b);
+      return st;
+    }
+  }
   if (n > 16) return pd_error_set(err, PD_EUNSUPPORTED, a->loc, "more than 16 data inputs");
   f->n = n;
   bool by_name = true;
@@ -382,7 +405,7 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
       pd_buf_puts(&b, " but the reader gives ");
       for (int k = 0; k < nf; k++) pd_buf_printf(&b, "%s'%s'", k ? ", " : "", pd_dataset_field_name(ds, k));
       pd_status st = pd_error_set(err, PD_EINVAL, a->loc, "%s: the program reads data %s",
-                                  pd_action_name(a->kind), b.data ? b.data : "?");
+                                  what, b.data ? b.data : "?");
       pd_buf_free(&b);
       return st;
     }
@@ -416,13 +439,13 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
                           "%s: the reader's '%s' is a batch of sequences of varying length, but "
                           "'%s' is not a sequence input; declare it data(\"%s\", %s, %s, "
                           "lod_level = 1)",
-                          pd_action_name(a->kind), pd_dataset_field_name(ds, f->field[i]),
+                          what, pd_dataset_field_name(ds, f->field[i]),
                           names[i], names[i], b.data ? b.data : "?", pd_dtype_name(dt));
       else
         st = pd_error_set(err, PD_EINVAL, a->loc,
                           "%s: the reader's '%s' has one level of sequences, but '%s' is "
                           "declared with lod_level = %d",
-                          pd_action_name(a->kind), pd_dataset_field_name(ds, f->field[i]),
+                          what, pd_dataset_field_name(ds, f->field[i]),
                           names[i], v->lod_level);
       pd_buf_free(&b);
       return st;
@@ -493,6 +516,30 @@ static pd_status feeder_batch(feeder *f, int64_t rows, pd_loc loc, pd_error *err
 
 static pd_status fields_like(const pd_averager *av, const feeder *f, const pd_dataset *ds,
                              pd_loc loc, pd_error *err);
+
+/* ---------------------------------------------------------------- the REPL's :batch */
+
+pd_status pd_runner_bind_batch(pd_runner *r, const pd_action *a, const pd_cval *spec,
+                               int64_t batch, int64_t *samples, pd_error *err) {
+  *samples = 0;
+  pd_dataset *ds = NULL;
+  pd_batcher *bt = NULL;
+  feeder f;
+  memset(&f, 0, sizeof f);
+  pd_batcher_options bo = {.batch = batch, .shard_count = 1};
+  pd_status st = open_reader(r, a, spec, NULL, &ds, err);
+  if (!st) st = pd_batcher_new(ds, &bo, &bt, err);
+  if (!st) st = feeder_init(r, a, ":batch", r->unit->main, ds, true, &f, err);
+  if (!st) st = pd_batcher_next(bt, f.fields, samples, err);
+  if (!st && *samples == 0)
+    st = pd_error_set(err, PD_EINVAL, a->loc, ":batch: the reader gave no sample");
+  if (!st) st = feeder_batch(&f, *samples, a->loc, err);
+  if (!st) st = pd_runner_bind(r, f.n, f.feeds, err);
+  feeder_release(&f);
+  pd_batcher_free(bt);
+  pd_dataset_free(ds);
+  return pd_run_at_loc(err, st, a->loc, ":batch");
+}
 
 /* ---------------------------------------------------------------- progress */
 
@@ -849,7 +896,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     bo.augment = &baug;
   }
   if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
-  if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
+  if ((st = feeder_init(r, a, "train", p, ds, false, &f, err))) goto out;
   if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
     goto out;
   int64_t steps = pd_batcher_num_batches(bt);
@@ -1157,7 +1204,7 @@ pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
                             .shard_rank = shard ? pd_comm_rank() : 0,
                             .shard_count = shard ? pd_comm_size() : 1};
   if ((st = pd_batcher_new(av->ds, &bo, &av->bt, err))) goto out;
-  st = feeder_init(r, a, av->p, av->ds, &av->f, err);
+  st = feeder_init(r, a, pd_action_name(a->kind), av->p, av->ds, false, &av->f, err);
 out:
   if (st) pd_averager_free(av);
   else *out = av;
