@@ -1029,7 +1029,10 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                                line2.len ? line2.data : NULL);
           if ((st = pd_train_log_valid(lg, e + 1, gstep, lr,
                                        el > 0 ? (double)(samples * nranks) / el : 0,
-                                       pd_valid_last(vd), pd_train_opt_loc(a, "log"), err)))
+                                       pd_valid_last(vd),
+                                       (pd_valid_improved(vd) ? PD_LOG_BEST : 0u) |
+                                           (stop ? PD_LOG_STOP : 0u),
+                                       pd_train_opt_loc(a, "log"), err)))
             goto out;
         }
         if (stop) break;
@@ -1074,6 +1077,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                                        pd_train_opt_loc(a, "log"), err)) ||
                (st = pd_train_log_epoch(lg, e + 1, gstep, samples ? sum / (double)samples : 0.0,
                                         lr, el > 0 ? (double)samples / el : 0, pd_valid_last(vd),
+                                        (pd_valid_improved(vd) ? PD_LOG_BEST : 0u) |
+                                            (estop ? PD_LOG_STOP : 0u),
                                         pd_train_opt_loc(a, "log"), err))))
       goto out;
     if (ckpt) {
@@ -1093,7 +1098,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   if (!st && plot_path && log_path) {  /* log_path: rank 0 */
     pd_train_log_close(lg);
     lg = NULL;
-    if ((st = pd_plot_log(log_path, plot_path, 0, 0, err)))
+    if ((st = pd_plot_log(log_path, plot_path, 0, 0, false, err)))
       pd_run_at_loc(err, st, pd_train_opt_loc(a, "plot"), "plot");
   }
 out:

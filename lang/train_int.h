@@ -78,6 +78,8 @@ void pd_valid_free(pd_valid *v);
 int pd_valid_count(const pd_valid *v);
 const char *pd_valid_name(const pd_valid *v, int i);
 const double *pd_valid_last(const pd_valid *v);
+/* Whether the last validation (as pd_valid_last) was the best so far of the monitored value. */
+bool pd_valid_improved(const pd_valid *v);
 
 /* The averager of the validation's cost and metrics (borrowed). */
 pd_averager *pd_valid_averager(pd_valid *v);
@@ -133,15 +135,19 @@ void pd_train_log_loss(pd_train_log *l, double loss);
  * the learning rate, samples/s, the seconds since the log opened), flushed; nothing when no
  * step was added since. An epoch row: the epoch's mean loss and the validation's values
  * (valid: NULL when it did not validate: empty cells, absent JSON keys). PD_EIO at loc when
- * the file cannot be written. l may be NULL. */
+ * the file cannot be written. l may be NULL. `marks` (epoch and validation rows): with
+ * PD_LOG_BEST (the validation was the best so far) the same row again of kind "best", with
+ * PD_LOG_STOP (early stopping ended the run there) of kind "stop". */
+enum { PD_LOG_BEST = 1, PD_LOG_STOP = 2 };
 pd_status pd_train_log_step(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
                             pd_loc loc, pd_error *err);
 pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double loss, double lr,
-                             double sps, const double *valid, pd_loc loc, pd_error *err);
+                             double sps, const double *valid, unsigned marks, pd_loc loc,
+                             pd_error *err);
 /* A validation after a step (valid_every_steps): a step row with the validation's values (its
  * loss, the mean since the last row, empty when there was none). l may be NULL. */
 pd_status pd_train_log_valid(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
-                             const double *valid, pd_loc loc, pd_error *err);
+                             const double *valid, unsigned marks, pd_loc loc, pd_error *err);
 
 /* ---- lang/train_image.c ---- */
 
