@@ -406,6 +406,111 @@ static const struct action_spec {
      "cost"},
 };
 
+static const value *rec_field(const value *r, const char *key) {
+  for (int i = 0; i < r->rec.n; i++)
+    if (strcmp(r->rec.keys[i], key) == 0) return r->rec.vals[i];
+  return NULL;
+}
+
+/* The per-sample shape of field `field` of reader r when the reader's arguments say it (images'
+ * shape, mnist's 784 pixels, text's length, lines' pad_to; a label [1]): its rank, dims and
+ * whether it is a sequence field (rows of that shape, one sequence per sample); -1 when not
+ * known before the reader opens (csv, npy, host: their files say). */
+static int reader_field_shape(const value *r, const char *field, int64_t *dims, bool *seq) {
+  const char *n = r->rec.name;
+  const value *v;
+  *seq = false;
+  bool labelled = strcmp(n, "images") == 0 || strcmp(n, "mnist") == 0 ||
+                  strcmp(n, "fashion_mnist") == 0 || strcmp(n, "lines") == 0;
+  if (labelled && strcmp(field, "label") == 0) {
+    dims[0] = 1;
+    return 1;
+  }
+  if (strcmp(n, "images") == 0 && strcmp(field, "images") == 0 && (v = rec_field(r, "shape")) &&
+      v->k == V_LIST && v->list.n == 3) {
+    for (int i = 0; i < 3; i++) dims[i] = v->list.items[i]->i;
+    return 3;
+  }
+  if ((strcmp(n, "mnist") == 0 || strcmp(n, "fashion_mnist") == 0) &&
+      strcmp(field, "images") == 0) {
+    dims[0] = 784;
+    return 1;
+  }
+  if (strcmp(n, "text") == 0 && (strcmp(field, "x") == 0 || strcmp(field, "y") == 0)) {
+    v = rec_field(r, "length");
+    dims[0] = v && v->k == V_INT ? v->i : 32;
+    return 1;
+  }
+  if (strcmp(n, "lines") == 0) {
+    v = rec_field(r, "pad_to");
+    bool padded = v && v->k == V_INT;
+    if (strcmp(field, "x") == 0 || (padded && strcmp(field, "mask") == 0)) {
+      *seq = !padded;
+      dims[0] = padded ? v->i : 1;
+      return 1;
+    }
+  }
+  return -1;
+}
+
+/* The data vars of the global block named after a field of reader r whose shape the reader's
+ * arguments say must take that field as the batcher will feed it (lang/train.c's feeder): the
+ * same per-sample shape (-1 matching any size), or as many values (reshaped), or for a sequence
+ * input a field of one value a step; a sequence field needs a sequence input. An error at loc
+ * (the reader argument), naming both shapes. Fields read by position (no var of their name)
+ * are left to the run. */
+static bool check_reader_shapes(C *c, const char *what, const char *who, const value *r,
+                                pd_loc loc) {
+  if (!r || r->k != V_RECORD) return true;
+  const pd_block *b0 = c->unit->main->blocks[0];
+  static const char *const fields[] = {"images", "label", "x", "y", "mask"};
+  for (size_t f = 0; f < PD_ARRAY_LEN(fields); f++) {
+    int64_t fd[4];
+    bool seq;
+    int fnd = reader_field_shape(r, fields[f], fd, &seq);
+    const pd_var_desc *v = fnd < 0 ? NULL : pd_block_find_var_local(b0, fields[f]);
+    if (!v || v->persistable || !v->stop_gradient || v->type != PD_VAR_LOD_TENSOR ||
+        v->ndims < 1)
+      continue;
+    bool written = false;
+    for (int i = 0; !written && i < b0->nops; i++)
+      for (int s = 0; !written && s < b0->ops[i]->noutputs; s++)
+        for (int k = 0; !written && k < b0->ops[i]->outputs[s].nargs; k++)
+          written = strcmp(b0->ops[i]->outputs[s].args[k], fields[f]) == 0;
+    if (written) continue;  /* not a data() input */
+    int64_t fnum = 1, vnum = 1;
+    bool known = true, same = v->ndims == fnd + 1;
+    for (int k = 0; k < fnd; k++) fnum *= fd[k];
+    for (int k = 1; k < v->ndims; k++) {
+      known = known && v->dims[k] >= 0;
+      vnum *= v->dims[k] < 0 ? 1 : v->dims[k];
+    }
+    for (int k = 0; same && k < fnd; k++) same = v->dims[k + 1] < 0 || v->dims[k + 1] == fd[k];
+    bool fits = seq ? v->lod_level == 1 && (same || (known && vnum == fnum))
+                    : same || (known && vnum == fnum) ||
+                          (v->lod_level >= 1 && fnd == 1 && vnum == 1);
+    if (fits) continue;
+    char fs[96], vs[96], per[96];
+    pd_dims_str(fnd, fd, fs, sizeof fs);
+    pd_dims_str(v->ndims, v->dims, vs, sizeof vs);
+    if (seq)
+      pd_cmp_error(c, loc, "%s: %s's '%s' is a sequence per sample (of varying length, rows of "
+                   "%s), but data(\"%s\", %s%s) is %s; declare it data(\"%s\", [-1, 1], int64, "
+                   "lod_level = 1)", what, who, fields[f], fs, fields[f], vs,
+                   v->lod_level ? ", lod_level = 1" : "",
+                   v->lod_level == 1 ? "a sequence of other rows" : "not a sequence input",
+                   fields[f]);
+    else
+      pd_cmp_error(c, loc, "%s: %s gives '%s' as %s per sample (%lld values), but "
+                   "data(\"%s\", %s) takes %s%s per sample; declare it data(\"%s\", [-1, %s)",
+                   what, who, fields[f], fs, (long long)fnum, fields[f], vs,
+                   pd_dims_str(v->ndims - 1, v->dims + 1, per, sizeof per),
+                   known ? "" : " (a size of -1 must match the reader's)", fields[f], fs + 1);
+    return false;
+  }
+  return true;
+}
+
 static bool record_is(const value *v, const char *const *names) {
   if (v->k != V_RECORD) return false;
   for (int i = 0; names[i]; i++)
@@ -445,6 +550,8 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
                  pd_cmp_vkind_phrase(valid));
     return false;
   }
+  if (valid && !check_reader_shapes(c, "train", "the validation reader", valid, vloc))
+    return false;
   if ((v = pd_cmp_arg(a, -1, "metrics", &l))) {
     int n = v->k == V_LIST ? v->list.n : 1;
     if (v->k == V_LIST && (n == 0 || n > 16)) {
@@ -586,6 +693,7 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                  a->fname);
     return false;
   }
+  if (reader && !check_reader_shapes(c, a->fname, "the reader", reader, rloc)) return false;
   switch (kind) {
   case PD_ACTION_TRAIN: {
     if (!pd_cmp_want_tensor_arg(c, a->pos[0], a->pos_loc[0], "train", "cost")) return false;
