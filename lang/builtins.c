@@ -1250,8 +1250,6 @@ static void put_default(pd_buf *b, const pd_attrdef *ad) {
 bool pd_builtin_describe(const char *name, pd_buf *out) {
   const builtin *bi = pd_cmp_builtin_lookup(name);
   if (!bi) return false;
-  const char *const *params, *pos;
-  int n;
   if (bi->op) {  /* an op wrapper: inputs, then attributes (some positional), with defaults */
     const pd_opdef *def = pd_opdef_lookup(bi->op);
     pd_buf_printf(out, "%s(", name);
@@ -1273,18 +1271,8 @@ bool pd_builtin_describe(const char *name, pd_buf *out) {
       pd_buf_printf(out, "%s%s", i ? ", " : "", bi->pattr[i]);
     pd_buf_puts(out, bi->pattr[0] ? " by position or keyword, the other attributes by keyword\n"
                                   : "\n");
-  } else if ((params = pd_cmp_record_params(name, &n))) {
-    pd_buf_printf(out, "%s(", name);
-    for (int i = 0; params[i]; i++)
-      pd_buf_printf(out, "%s%s%s", i ? ", " : "", params[i], i < n ? "" : " = ...");
-    pd_buf_puts(out, ")\n  a reader, optimizer or initializer spec: a record of its arguments, "
-                     "read by train, eval or param\n");
-  } else if ((params = pd_cmp_action_params(name, &pos))) {
-    pd_buf_printf(out, "%s(%s", name, pos);
-    for (int i = 0; params[i]; i++) pd_buf_printf(out, ", %s = ...", params[i]);
-    pd_buf_puts(out, ")\n  an action: run after the script compiles, in order "
-                     "(doc/language.md, 'Actions')\n");
-  } else {
+  } else if (pd_cmp_spec_describe(name, out)) {
+    /* a reader, optimizer, initializer or action */  } else {
     pd_buf_printf(out, "%s(...)\n  a built-in function (doc/language.md, 'Built-in "
                        "functions')\n", name);
   }

@@ -156,5 +156,15 @@ int pd_builtin_names(const char *prefix, const char **out, int cap);
 /* A built-in function's signature and what it is, as the compiler's tables say it (one or two
  * lines, appended to out), for the REPL's :help. False when name is not a builtin. */
 bool pd_builtin_describe(const char *name, pd_buf *out);
+/* :help of a reader, optimizer, initializer or action: its signature with the defaults, what
+ * it is, and a line per parameter (its default and meaning), from the one table of
+ * lang/builtins_action.c; false for another name. */
+bool pd_cmp_spec_describe(const char *name, pd_buf *out);
+/* That table, for tests/lang/test_spec_help.c: spec or action i (readers, optimizers and
+ * initializers first, then the actions; false past the last), its parameter k's name (NULL past
+ * its last, or when the keyword list and the help disagree), default (NULL: required or
+ * described in the meaning) and meaning. */
+bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,
+                       const char **meaning);
 
 #endif /* PD_COMPILE_H */
