@@ -190,5 +190,9 @@ const pd_command pd_cmd_exec = {
              "NAME=FILE.npy one output. An input that is a batch of sequences (a for loop's,\n"
              "an lstm's) takes its rows with --feed and each sequence's length (a 1-D int32 or\n"
              "int64 .npy, adding up to the rows) with --lengths; a model that save wrote takes\n"
-             "it so too, or padded [N, T, ...] with --feed NAME_lengths=LENGTHS.npy.",
+             "it so too, or padded [N, T, ...] with --feed NAME_lengths=LENGTHS.npy.\n"
+             "--feed NAME=A.png[,B.jpg...] gives image files (a batch, in order) to a model\n"
+             "whose input NAME an images(...) reader fed: they are read as that reader read\n"
+             "them, with the shape, mean and std that save wrote beside the model\n"
+             "(NAME.preprocess).",
 };

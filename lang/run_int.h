@@ -16,6 +16,8 @@ struct pd_runner {
   uint64_t startup_rng;   /* where the startup programs' random stream stands */
   pd_buf noticed;         /* op types already reported as running on the CPU ("|a|b|") */
   pd_categories *categories; /* the CSV readers' categorical columns (NULL: none yet); owned */
+  bool has_image_prep;    /* an images(...) reader opened: its options, which save writes */
+  pd_image_options image_prep; /* beside a model that input feeds (MODEL.preprocess) */
   int nbound;             /* the REPL's :batch: data vars bound to one batch of a reader, */
   char **bound_names;     /* which pd_runner_compute feeds (names and tensors owned) */
   pd_tensor *bound;

@@ -263,6 +263,10 @@ static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *sp
     char *dir = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     st = dir ? pd_train_images_open(spec, dir, note, out, err) : PD_ENOMEM;
     pd_free(dir);
+    if (!st) { /* what save writes beside a model this input feeds */
+      pd_train_images_options(spec, &r->image_prep);
+      r->has_image_prep = true;
+    }
   } else {
     return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
                         "unknown reader '%s'", name);

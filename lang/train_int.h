@@ -153,6 +153,8 @@ pd_status pd_train_log_valid(pd_train_log *l, int epoch, int64_t step, double lr
 
 /* Whether spec is an images(...) reader. */
 bool pd_train_is_images(const pd_cval *spec);
+/* Its options: shape, mean and std per channel. */
+void pd_train_images_options(const pd_cval *spec, pd_image_options *o);
 /* The images of folder dir (resolved) as spec describes them; with note, a line on it naming
  * the classes and their numbers. */
 pd_status pd_train_images_open(const pd_cval *spec, const char *dir, FILE *note,

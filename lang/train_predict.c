@@ -128,24 +128,26 @@ static pd_status write_npy(const char *path, pd_dtype dtype, int64_t n, int nd,
   return st;
 }
 
-/* The shortest of %.Ng (N from lo to hi) that reads back as v (as a float when single). */
-static void shortest(pd_buf *b, double v, bool single, int lo, int hi) {
-  char s[40];
-  for (int p = lo; p <= hi; p++) {
-    snprintf(s, sizeof s, "%.*g", p, v);
-    double back = strtod(s, NULL);
-    if (p == hi || (single ? (float)back == (float)v : back == v)) break;
-  }
-  pd_buf_printf(b, ",%s", s);
-}
-
 static void csv_value(pd_buf *b, pd_dtype dt, const unsigned char *at) {
-  switch (dt) {
-    case PD_FP32: { float v; memcpy(&v, at, sizeof v); shortest(b, v, true, 6, 9); break; }
-    case PD_FP64: { double v; memcpy(&v, at, sizeof v); shortest(b, v, false, 15, 17); break; }
-    case PD_INT64: { int64_t v; memcpy(&v, at, sizeof v); pd_buf_printf(b, ",%lld", (long long)v); break; }
-    case PD_INT32: { int32_t v; memcpy(&v, at, sizeof v); pd_buf_printf(b, ",%d", (int)v); break; }
-    default: pd_buf_printf(b, ",%d", (int)*at); break;   /* PD_BOOL, and the 1-byte integers */
+  pd_buf_puts(b, ",");
+  if (dt == PD_FP32) {
+    float v;
+    memcpy(&v, at, sizeof v);
+    pd_buf_put_shortest(b, v, true);
+  } else if (dt == PD_FP64) {
+    double v;
+    memcpy(&v, at, sizeof v);
+    pd_buf_put_shortest(b, v, false);
+  } else if (dt == PD_INT64) {
+    int64_t v;
+    memcpy(&v, at, sizeof v);
+    pd_buf_printf(b, "%lld", (long long)v);
+  } else if (dt == PD_INT32) {
+    int32_t v;
+    memcpy(&v, at, sizeof v);
+    pd_buf_printf(b, "%d", (int)v);
+  } else {
+    pd_buf_printf(b, "%d", (int)*at);   /* PD_BOOL, and the 1-byte integers */
   }
 }
 

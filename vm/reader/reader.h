@@ -320,6 +320,29 @@ pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_datas
                             char ***classes, int *nclasses, pd_error *err);
 void pd_image_classes_free(char **classes, int nclasses);
 
+/* The image files paths[0..n) read as pd_dataset_images reads each (decoded, converted,
+ * resized, normalised) into out (the caller's tensor): float32 [n, channels, height, width].
+ * Errors name the file (as pd_image_decode's); bad options PD_EINVAL. */
+pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths,
+                         pd_tensor *out, pd_error *err);
+
+/* ---- A model's image preprocessing (vm/reader/image_prep.c): save writes it beside a model
+ * whose input an images(...) reader fed (MODEL.preprocess, text), so that `pdlang exec
+ * --feed NAME=FILE.png` and the C library's pd_state_feed_images turn image files into that
+ * input as the reader did. */
+typedef struct pd_image_prep {
+  char input[128];          /* the model's input the images feed */
+  pd_image_options o;
+} pd_image_prep;
+
+/* The file of a model beside it: "m.pdmodel" -> "m" + ext (also for .pdiparams; other names
+ * gain ext). Heap (pd_free); NULL out of memory. */
+char *pd_model_side_path(const char *path, const char *ext);
+/* Write p to path (atomically); read it back (PD_ENOTFOUND when there is no such file,
+ * PD_EFORMAT naming the line of one that is not this format). */
+pd_status pd_image_prep_save(const char *path, const pd_image_prep *p, pd_error *err);
+pd_status pd_image_prep_load(const char *path, pd_image_prep *p, pd_error *err);
+
 /* The training augmentations of torchvision's RandomCrop(padding = pad) and
  * RandomHorizontalFlip(): a sample of field 0 of pd_dataset_images' datasets is padded by pad
  * pixels on every side with the value a black pixel normalises to (-mean[c] / std[c]: a 0
