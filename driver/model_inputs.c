@@ -516,8 +516,8 @@ static bool is_image_name(const char *file) {
 }
 
 /* --feed NAME=A.png[,B.jpg...]: the images as the model's images(...) reader read them, from
- * MODEL.preprocess (which save wrote beside it), a batch [n, C, H, W] into t, reshaped to
- * the input's per-sample shape when it holds as many values ([-1, C * H * W]). */
+ * MODEL.preprocess (which save wrote beside it), a batch [n, C, H, W] into t (pd_image_files:
+ * reshaped for an input declared flat). */
 static bool load_images(const pd_program *p, const char *model, const char *name,
                         const char *files, pd_tensor *t) {
   char *pp = pd_model_side_path(model, ".preprocess");
@@ -549,19 +549,10 @@ static bool load_images(const pd_program *p, const char *model, const char *name
     }
     paths[n++] = f;
   }
-  if ((st = pd_image_files(&ip.o, n, paths, t, &err))) {
+  const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
+  if ((st = pd_image_files(&ip.o, n, paths, v ? v->ndims : 0, v ? v->dims : NULL, t, &err))) {
     say("--feed %s: %s\n", name, err.msg ? err.msg : pd_status_str(st));
     goto out;
-  }
-  const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
-  int64_t per = 1;
-  bool known = v && v->ndims >= 1;
-  for (int k = 1; known && k < v->ndims; k++) known = v->dims[k] >= 0, per *= v->dims[k];
-  if (known && v->ndims != 4 && per == pd_tensor_numel(t) / n) {
-    int64_t dims[PD_TENSOR_MAX_DIMS];
-    memcpy(dims, v->dims, sizeof *dims * (size_t)v->ndims);
-    dims[0] = n;
-    if (pd_tensor_reshape(t, v->ndims, dims)) goto out;
   }
   good = true;
 out:

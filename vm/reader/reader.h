@@ -321,10 +321,12 @@ pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_datas
 void pd_image_classes_free(char **classes, int nclasses);
 
 /* The image files paths[0..n) read as pd_dataset_images reads each (decoded, converted,
- * resized, normalised) into out (the caller's tensor): float32 [n, channels, height, width].
- * Errors name the file (as pd_image_decode's); bad options PD_EINVAL. */
-pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths,
-                         pd_tensor *out, pd_error *err);
+ * resized, normalised) into out (the caller's tensor): float32 [n, channels, height, width],
+ * or [n, dims[1], ...] when the input they feed is declared vnd dims vdims of another rank and
+ * as many values a sample (a flat [-1, C * H * W]); vnd 0: none. Errors name the file (as
+ * pd_image_decode's); bad options PD_EINVAL. */
+pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths, int vnd,
+                         const int64_t *vdims, pd_tensor *out, pd_error *err);
 
 /* ---- A model's image preprocessing (vm/reader/image_prep.c): save writes it beside a model
  * whose input an images(...) reader fed (MODEL.preprocess, text), so that `pdlang exec

@@ -216,8 +216,8 @@ static pd_status check_options(const pd_image_options *o, pd_error *err) {
   return PD_OK;
 }
 
-pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths,
-                         pd_tensor *out, pd_error *err) {
+pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths, int vnd,
+                         const int64_t *vdims, pd_tensor *out, pd_error *err) {
   pd_status st = check_options(o, err);
   if (st) return st;
   if (n < 1) return pd_error_set(err, PD_EINVAL, nowhere, "no image file");
@@ -227,6 +227,15 @@ pd_status pd_image_files(const pd_image_options *o, int n, const char *const *pa
   size_t per = (size_t)o->channels * (size_t)o->height * (size_t)o->width;
   for (int i = 0; i < n; i++)
     if ((st = load_one(paths[i], o, PD_TENSOR_F32(out) + (size_t)i * per, err))) return st;
+  int64_t vper = 1;
+  bool known = vnd >= 1 && vnd <= PD_TENSOR_MAX_DIMS && vnd != 4;
+  for (int k = 1; known && k < vnd; k++) known = vdims[k] >= 0, vper *= vdims[k];
+  if (known && vper == (int64_t)per) {
+    int64_t d[PD_TENSOR_MAX_DIMS];
+    memcpy(d, vdims, sizeof *d * (size_t)vnd);
+    d[0] = n;
+    if ((st = pd_tensor_reshape(out, vnd, d))) return pd_error_set(err, st, nowhere, "reshape");
+  }
   return PD_OK;
 }
 
