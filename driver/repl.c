@@ -671,7 +671,7 @@ static void cmd_help(pd_repl *r) {
         "  :help             this text\n"
         "  :help NAME        a function's or layer's signature and what it does; for a\n"
         "                    reader, optimizer, initializer or action its parameters, with\n"
-        "                    their defaults and meanings\n"
+        "                    their defaults and meanings; a schedule (cosine) what it does\n"
         "  :vars [all]       the session's names: shape, dtype and block of tensors, values of\n"
         "                    compile-time names, then the parameters (an orphan: made by a\n"
         "                    statement whose names were all bound again); `all` lists every\n"

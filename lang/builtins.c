@@ -1249,7 +1249,7 @@ static void put_default(pd_buf *b, const pd_attrdef *ad) {
 
 bool pd_builtin_describe(const char *name, pd_buf *out) {
   const builtin *bi = pd_cmp_builtin_lookup(name);
-  if (!bi) return false;
+  if (!bi) return pd_cmp_spec_describe(name, out);  /* a learning-rate schedule */
   if (bi->op) {  /* an op wrapper: inputs, then attributes (some positional), with defaults */
     const pd_opdef *def = pd_opdef_lookup(bi->op);
     pd_buf_printf(out, "%s(", name);

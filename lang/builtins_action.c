@@ -44,6 +44,17 @@ typedef struct spec_param {
   {"valid", "none", "the fraction a validation split holds out (0.1 for split = \"valid\")"}, \
   {"seed", "0", "which samples the validation split holds out"}
 
+/* The learning-rate schedules an optimizer's lr_schedule names (lang/train.c computes them):
+ * the compiler takes these names only, and :help NAME says what each does. */
+static const struct schedule {
+  const char *name, *what;
+} schedules[] = {
+    {"constant", "the learning rate as given (after warmup_steps, when positive)"},
+    {"step", "the rate times decay_rate (0.1) every decay_steps steps, which it requires"},
+    {"cosine", "the rate times (1 + cos(pi * step / T)) / 2, T = decay_steps when given, else "
+               "the number of steps of the train call"},
+};
+
 static const struct spec {
   const char *name;
   const char *params[12];   /* the names of help[], NULL-terminated (for keyword lookup) */
@@ -500,6 +511,27 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
   }
   if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
     return VERR;
+  /* An optimizer's schedule: one of schedules[]; "step" with its decay_steps. */
+  bool has_decay_steps = false;
+  for (int i = 0; i < r->rec.n; i++)
+    has_decay_steps |= !strcmp(r->rec.keys[i], "decay_steps") && r->rec.vals[i]->k != V_NONE;
+  for (int i = 0; i < r->rec.n; i++) {
+    value *w = r->rec.vals[i];
+    if (strcmp(r->rec.keys[i], "lr_schedule") != 0 || w->k == V_NONE) continue;
+    size_t k = 0;
+    while (w->k == V_STR && k < PD_ARRAY_LEN(schedules) && strcmp(schedules[k].name, w->s)) k++;
+    if (w->k != V_STR || k == PD_ARRAY_LEN(schedules)) {
+      pd_cmp_error(c, r->rec.locs[i], "%s: lr_schedule is \"constant\", \"step\" or "
+                   "\"cosine\" (:help cosine says what each does), not %s", self->name,
+                   w->k == V_STR ? pd_cmp_fmt(c, "\"%s\"", w->s) : pd_cmp_vkind_phrase(w));
+      return VERR;
+    }
+    if (!strcmp(w->s, "step") && !has_decay_steps) {
+      pd_cmp_error(c, r->rec.locs[i], "%s: lr_schedule = \"step\" needs decay_steps (every how "
+                   "many steps the rate is multiplied by decay_rate)", self->name);
+      return VERR;
+    }
+  }
   /* An optimizer's warmup: a whole number of steps. */
   for (int i = 0; i < r->rec.n; i++) {
     value *w = r->rec.vals[i];
@@ -1106,6 +1138,13 @@ static void describe_params(const spec_param *h, bool keywords, pd_buf *out) {
 }
 
 bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
+  for (size_t i = 0; i < PD_ARRAY_LEN(schedules); i++)
+    if (strcmp(schedules[i].name, name) == 0) {
+      pd_buf_printf(out, "lr_schedule = \"%s\"\n  a learning-rate schedule of every optimizer "
+                    "(sgd, momentum, adam, adamw, rmsprop, adagrad): %s\n", name,
+                    schedules[i].what);
+      return true;
+    }
   for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++) {
     const struct spec *sp = &specs[i];
     if (strcmp(sp->name, name) != 0) continue;
@@ -1129,6 +1168,10 @@ bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
     return true;
   }
   return false;
+}
+
+const char *pd_cmp_schedule(int i) {
+  return i >= 0 && i < (int)PD_ARRAY_LEN(schedules) ? schedules[i].name : NULL;
 }
 
 bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,

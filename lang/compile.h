@@ -156,7 +156,7 @@ int pd_builtin_names(const char *prefix, const char **out, int cap);
 /* A built-in function's signature and what it is, as the compiler's tables say it (one or two
  * lines, appended to out), for the REPL's :help. False when name is not a builtin. */
 bool pd_builtin_describe(const char *name, pd_buf *out);
-/* :help of a reader, optimizer, initializer or action: its signature with the defaults, what
+/* :help of a reader, optimizer, initializer, action or learning-rate schedule: its signature with the defaults, what
  * it is, and a line per parameter (its default and meaning), from the one table of
  * lang/builtins_action.c; false for another name. */
 bool pd_cmp_spec_describe(const char *name, pd_buf *out);
@@ -166,5 +166,8 @@ bool pd_cmp_spec_describe(const char *name, pd_buf *out);
  * described in the meaning) and meaning. */
 bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,
                        const char **meaning);
+/* The learning-rate schedules lr_schedule names ("constant", "step", "cosine"; :help NAME
+ * describes each): schedule i, NULL past the last. */
+const char *pd_cmp_schedule(int i);
 
 #endif /* PD_COMPILE_H */

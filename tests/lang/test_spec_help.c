@@ -2,7 +2,8 @@
  * that :help NAME shows: each parameter has a meaning, its names are those the compiler accepts
  * (the keyword lists), and each default is the one doc/language.md writes ("beta1 = 0.9" in a
  * signature, or a row "| `batch` | `64` |" of an options table), so that :help and the reference
- * cannot disagree. Also :help's text for one optimizer, reader and action. Needs top_srcdir. */
+ * cannot disagree; the learning-rate schedules too. Also :help's text for one optimizer, reader
+ * and action. Needs top_srcdir. */
 #include "config.h"
 #include "lang/builtins_int.h"
 #include "lang/compile.h"
@@ -71,6 +72,19 @@ int main(void) {
        undocumented ? "; not there:" : "", missing);
   }
   ok(nspecs >= 24, "the table has the readers, optimizers, initializers and actions (%d)", nspecs);
+  /* The schedules: each described by :help, and named in the docs as lr_schedule takes it. */
+  int nsched = 0;
+  for (const char *sc; (sc = pd_cmp_schedule(nsched)); nsched++) {
+    pd_buf h;
+    pd_buf_init(&h);
+    char quoted[64];
+    snprintf(quoted, sizeof quoted, "`\"%s\"`", sc);
+    ok(pd_cmp_spec_describe(sc, &h) && h.data && strstr(h.data, "a learning-rate schedule") &&
+           strstr(doc, quoted),
+       ":help %s describes the schedule, which doc/language.md names (%s)", sc, quoted);
+    pd_buf_free(&h);
+  }
+  ok(nsched == 3, "three schedules");
   /* :help's text, as the REPL shows it. */
   pd_buf b;
   pd_buf_init(&b);
