@@ -20,6 +20,7 @@
 #include "vm/run/exec.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
+#include "vm/reader/reader.h"
 
 /* The public numbers are the internal ones (the library passes statuses through unchanged). */
 #define SAME(a, b) ((int)(a) == (int)(b))
@@ -88,8 +89,11 @@ struct pd_state {
   int naliases;
   size_t alias_cap;
 
-  /* ... or a loaded model (model.program is NULL when none is). */
+  /* ... or a loaded model (model.program is NULL when none is), and the preprocessing of its
+   * image input that save wrote beside it (has_prep false when there is none). */
   pd_model model;
+  bool has_prep;
+  pd_image_prep prep;
 
   /* Inputs and outputs (names borrowed from the program). */
   const char **inputs, **outputs;
@@ -302,6 +306,7 @@ static void clear_program(pd_state *st) {
   st->unit = NULL;
   st->src = NULL;
   pd_model_free(&st->model);
+  st->has_prep = false;
   pd_free(st->inputs);
   pd_free(st->outputs);
   st->inputs = st->outputs = NULL;
@@ -549,6 +554,19 @@ static int state_load_model(pd_state *st, const char *path) {
   }
   for (int i = 0; i < m->nfeeds; i++) st->inputs[i] = m->feeds[i].var;
   for (int i = 0; i < m->nfetches; i++) st->outputs[i] = m->fetches[i].var;
+  char *pp = pd_model_side_path(path, ".preprocess");
+  if (!pp) {
+    s = fail(st, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  s = pd_image_prep_load(pp, &st->prep, &err);
+  pd_free(pp);
+  st->has_prep = !s;
+  if (s == PD_ENOTFOUND) {
+    pd_error_clear(&err);
+    s = PD_OK;
+  }
+  if (s) goto err;
   st->ninputs = m->nfeeds;
   st->noutputs = m->nfetches;
   s = PD_OK;
@@ -789,6 +807,40 @@ static int feed(pd_state *st, const char *fn, const char *name, int dtype, int n
 int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const int64_t *dims,
                   const void *data) {
   return feed(st, "pd_state_feed", name, dtype, ndims, dims, data, 0, NULL);
+}
+
+int pd_state_feed_images(pd_state *st, const char *name, int n, const char *const *paths) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!name || !paths || n < 1)
+    return fail(st, PD_EINVAL, "pd_state_feed_images: %s", !name ? "the name is NULL"
+                                                             : "no image files");
+  for (int i = 0; i < n; i++)
+    if (!paths[i]) return fail(st, PD_EINVAL, "pd_state_feed_images: paths[%d] is NULL", i);
+  if (!st->model.program)
+    return fail(st, PD_EINVAL, "pd_state_feed_images: needs a model (pd_state_load_model)");
+  if (!st->has_prep || strcmp(st->prep.input, name) != 0)
+    return fail(st, PD_EINVAL, "feed '%s': the model has no image preprocessing for this input "
+                "(save writes NAME.preprocess beside a model whose input an images(...) "
+                "reader fed%s%s)", name, st->has_prep ? "; it is for input " : "",
+                st->has_prep ? st->prep.input : "");
+  const pd_var_desc *v = pd_block_find_var_local(st->model.program->blocks[0], name);
+  pd_tensor t;
+  pd_tensor_init(&t);
+  pd_error err = {0};
+  pd_status s = pd_image_files(&st->prep.o, n, paths, v ? v->ndims : 0, v ? v->dims : NULL, &t,
+                               &err);
+  int rc;
+  if (s) {
+    fail_err(st, &err, NULL, false);
+    rc = (int)s;
+  } else {
+    rc = feed(st, "pd_state_feed_images", name, PD_DTYPE_FLOAT32, t.ndims, t.dims,
+              pd_tensor_data(&t), 0, NULL);
+  }
+  pd_error_clear(&err);
+  pd_tensor_release(&t);
+  return rc;
 }
 
 int pd_state_feed_sequences(pd_state *st, const char *name, int dtype, int ndims,

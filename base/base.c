@@ -83,6 +83,25 @@ int pd_buf_put_dims(pd_buf *b, int nd, const int64_t *dims) {
   return r | pd_buf_puts(b, "]");
 }
 
+int pd_buf_put_shortest(pd_buf *b, double v, bool single) {
+  char s[40];
+  for (int p = 6, hi = single ? 9 : 17; p <= hi; p++) {
+    snprintf(s, sizeof s, "%.*g", p, v);
+    double back = strtod(s, NULL);
+    if (p == hi || (single ? (float)back == (float)v : back == v)) break;
+  }
+  return pd_buf_puts(b, s);
+}
+
+bool pd_is_plain_name(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9')) return false;
+  for (; *s; s++)
+    if (!(*s == '_' || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9')))
+      return false;
+  return true;
+}
+
 const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n) {
   if (!n) return buf;
   char item[32];

@@ -8,6 +8,7 @@
 #define PD_BASE_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -123,6 +124,13 @@ int pd_buf_put_dims(pd_buf *b, int nd, const int64_t *dims);
  * still reads as a list; a buffer under 8 bytes gets what fits of "[...]". 2 + 22 * nd bytes
  * always suffice. */
 const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n);
+
+/* Append v with the fewest significant digits (%g) that read back as v, or as the same float
+ * when single (from 6, at most 9 or 17); 0, or -1 out of memory. */
+int pd_buf_put_shortest(pd_buf *b, double v, bool single);
+
+/* Whether s is a plain name: a letter or '_', then letters, digits and '_' (ASCII). */
+bool pd_is_plain_name(const char *s);
 
 /* Grow a dynamic array `*ptr` of `*cap` elements of size `elem` so it holds at least `need`.
  * Returns 0, or -1 on overflow/out of memory (then *ptr and *cap are unchanged). */

@@ -196,5 +196,9 @@ const pd_command pd_cmd_exec = {
              "int64 .npy, adding up to the rows) with --lengths; a model that save wrote takes\n"
              "it so too, or padded [N, T, ...] with --feed NAME_lengths=LENGTHS.npy.\n"
              "--precision bf16 multiplies the model's matrix products (fc, mul, matmul) in\n"
-             "bfloat16 with fp32 sums (on AMX tiles where the CPU has them), the rest in fp32.",
+             "bfloat16 with fp32 sums (on AMX tiles where the CPU has them), the rest in fp32.\n"
+             "--feed NAME=A.png[,B.jpg...] gives image files (a batch, in order) to a model\n"
+             "whose input NAME an images(...) reader fed: they are read as that reader read\n"
+             "them, with the shape, mean and std that save wrote beside the model\n"
+             "(NAME.preprocess).",
 };

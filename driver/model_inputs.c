@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "vm/run/model.h"
@@ -421,6 +422,65 @@ static bool pad_input(pd_tensor *t, pd_tensor *lengths) {
   return true;
 }
 
+/* Whether a --feed file is an image (by its name: .png, .jpg, .jpeg, any case; a list of them
+ * separated by commas is one). */
+static bool is_image_name(const char *file) {
+  size_t n = strcspn(file, ",");
+  static const char *const exts[] = {".png", ".jpg", ".jpeg"};
+  for (size_t i = 0; i < PD_ARRAY_LEN(exts); i++) {
+    size_t e = strlen(exts[i]);
+    if (n > e && strncasecmp(file + n - e, exts[i], e) == 0) return true;
+  }
+  return false;
+}
+
+/* --feed NAME=A.png[,B.jpg...]: the images as the model's images(...) reader read them, from
+ * MODEL.preprocess (which save wrote beside it), a batch [n, C, H, W] into t (pd_image_files:
+ * reshaped for an input declared flat). */
+static bool load_images(const pd_program *p, const char *model, const char *name,
+                        const char *files, pd_tensor *t) {
+  char *pp = pd_model_side_path(model, ".preprocess");
+  char *list = pd_strdup(files);
+  const char *paths[256];
+  int n = 0;
+  pd_image_prep ip;
+  pd_error err = {0};
+  bool good = false;
+  if (!pp || !list) {
+    say("out of memory\n");
+    goto out;
+  }
+  pd_status st = pd_image_prep_load(pp, &ip, &err);
+  if (st == PD_ENOTFOUND || (!st && strcmp(ip.input, name) != 0)) {
+    say("--feed %s=%s: an image file, but the model has no image preprocessing for input %s "
+        "(save writes %s beside a model whose input an images(...) reader fed%s%s)\n", name,
+        files, name, pp, st ? "" : "; it is for input ", st ? "" : ip.input);
+    goto out;
+  }
+  if (st) {
+    pd_driver_print_model_error(pp, &err);
+    goto out;
+  }
+  for (char *s = list, *save = NULL, *f; (f = strtok_r(s, ",", &save)); s = NULL) {
+    if (n == (int)PD_ARRAY_LEN(paths)) {
+      say("--feed %s: more than %d images\n", name, n);
+      goto out;
+    }
+    paths[n++] = f;
+  }
+  const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], name);
+  if ((st = pd_image_files(&ip.o, n, paths, v ? v->ndims : 0, v ? v->dims : NULL, t, &err))) {
+    say("--feed %s: %s\n", name, err.msg ? err.msg : pd_status_str(st));
+    goto out;
+  }
+  good = true;
+out:
+  pd_error_clear(&err);
+  pd_free(pp);
+  pd_free(list);
+  return good;
+}
+
 /* The index of --lengths NAME among len_names, else nlens. */
 static int find_name(int n, const char *const *names, const char *name) {
   int i = 0;
@@ -526,7 +586,9 @@ int pd_driver_load_model(const char *cmd, const char *model, const char *params,
     if (k == nfeed_args) continue;  /* NAME_lengths, from --lengths NAME */
     const pd_var_desc *fv = pd_block_find_var_local(m.program->blocks[0], m.feeds[i].var);
     npy_head h;
-    if ((st = load_npy(feed_files[k], &inputs[i], &err))) {
+    if (is_image_name(feed_files[k])) {
+      if (!load_images(m.program, model, m.feeds[i].var, feed_files[k], &inputs[i])) goto out;
+    } else if ((st = load_npy(feed_files[k], &inputs[i], &err))) {
       if (!fv || fv->ndims < 0 || st == PD_ENOMEM || !read_npy_head(feed_files[k], &h) ||
           npy_reads(h.dtype))
         goto fail;

@@ -22,16 +22,14 @@
 #include "vm/run/tensor.h"
 
 
-static const char *const commands[] = {"dot", "gc", "help", "load", "program", "quit",
-                                       "reset", "save", "summary", "vars"};
+static const char *const commands[] = {"batch", "dot", "gc", "help", "load", "program",
+                                       "quit", "reset", "save", "summary", "vars"};
 
 static const char *const keywords[] = {"and", "def", "else", "emit", "false", "for", "if",
                                        "import", "in", "let", "none", "not", "or", "return",
                                        "true", "while", "bool", "float32", "float64", "int32",
                                        "int64"};
 
-static const char *const action_names[] = {"print", "train", "eval", "save", "load",
-                                           "assert_close"};
 
 /* ------------------------------------------------------------------------------------------ */
 /* A rough scanner for text that already parsed: identifiers, and where the code ends. Strings   */
@@ -450,6 +448,11 @@ static pd_repl_result run_chunk(pd_repl *r, const char *chunk, size_t n, bool ev
         err.loc.line > r->src_lines + r->gap + 1)
       err.loc.line--;
     pd_repl_print_error(r, unit, r->shown, &err);
+    if (err.msg && strstr(err.msg, "which a reader feeds") && !pd_runner_nbound(r->runner)) {
+      fputs("note: :batch READER binds the first samples of a reader to the data vars, so that "
+            "expressions over them show values\n", r->o.err);
+      fflush(r->o.err);
+    }
   } else if (st) {
     pd_repl_print_error(r, unit, src, &err);
   }
@@ -513,8 +516,8 @@ static pd_status pending_source(pd_repl *r, pd_source **out) {
 
 static bool is_action_call(const pd_ast_node *e) {
   if (e->kind != PD_AST_CALL || e->call.callee->kind != PD_AST_NAME) return false;
-  for (size_t i = 0; i < PD_ARRAY_LEN(action_names); i++)
-    if (strcmp(e->call.callee->name.id, action_names[i]) == 0) return true;
+  for (int k = 0; k < PD_ACTION_NKINDS; k++)
+    if (strcmp(e->call.callee->name.id, pd_action_name((pd_action_kind)k)) == 0) return true;
   return false;
 }
 
@@ -666,12 +669,17 @@ static void cmd_help(pd_repl *r) {
         "nothing to the session.\n"
         "\n"
         "  :help             this text\n"
-        "  :help NAME        a function's or layer's signature and what it does\n"
+        "  :help NAME        a function's or layer's signature and what it does; for a\n"
+        "                    reader, optimizer, initializer or action its parameters, with\n"
+        "                    their defaults and meanings; a schedule (cosine) what it does\n"
         "  :vars [all]       the session's names: shape, dtype and block of tensors, values of\n"
         "                    compile-time names, then the parameters (an orphan: made by a\n"
         "                    statement whose names were all bound again); `all` lists every\n"
         "                    var of every block of the program\n"
         "  :gc               drop the statements of orphan parameters, and their values\n"
+        "  :batch READER [N] bind the first N samples (8) of a reader to the data vars, so\n"
+        "                    that expressions over data() show values; :batch alone shows\n"
+        "                    what is bound, :batch off forgets it\n"
         "  :program          the main program (ProgramDesc) so far\n"
         "  :summary          its layers, output shapes and parameter counts\n"
         "  :dot FILE         write the main program as a Graphviz graph to FILE\n"
@@ -1044,6 +1052,90 @@ static pd_repl_result write_program(pd_repl *r, const char *path, bool dot) {
   return PD_REPL_OK;
 }
 
+/* One line on what :batch bound: "x float32 [8, 1], label int64 [8, 1]". */
+static void show_bound(pd_repl *r) {
+  int n = pd_runner_nbound(r->runner);
+  pd_buf b;
+  pd_buf_init(&b);
+  if (!n) pd_buf_puts(&b, "no batch is bound (:batch READER [N] binds one)");
+  for (int i = 0; i < n; i++) {
+    const char *name;
+    const pd_tensor *t = pd_runner_bound(r->runner, i, &name);
+    pd_buf_printf(&b, "%s%s %s ", i ? ", " : "", name, pd_dtype_name(t->dtype));
+    pd_buf_put_dims(&b, t->ndims, t->dims);
+    if (t->nlod) pd_buf_printf(&b, " (%lld sequences)", (long long)t->lod[0].n - 1);
+  }
+  pd_buf_puts(&b, "\n");
+  put_buf(r->o.out, &b);
+  pd_buf_free(&b);
+}
+
+/* :batch READER [N]: the first N samples (default 8) of the reader that the expression READER
+ * makes feed the session's data vars at the prompt; :batch off forgets them; :batch alone
+ * shows them. */
+static pd_repl_result cmd_batch(pd_repl *r, char *arg, int col) {
+  if (!*arg) {
+    show_bound(r);
+    return PD_REPL_OK;
+  }
+  if (!strcmp(arg, "off")) {
+    pd_runner_unbind(r->runner);
+    return PD_REPL_OK;
+  }
+  int64_t batch = 8;
+  char *last = strrchr(arg, ' ');
+  if (last && last[1] && strspn(last + 1, "0123456789") == strlen(last + 1)) {
+    batch = strtoll(last + 1, NULL, 10);
+    *last = 0;
+    if (batch < 1 || batch > 1000000) {
+      pd_repl_say_error(r, ":batch: the number of samples must be from 1 to 1000000, not %s",
+                        last + 1);
+      return PD_REPL_ERROR;
+    }
+  }
+  /* The expression alone where it was typed (its diagnostics at its line and column), then
+   * wrapped in print( ) on the line before, whose argument is the reader. */
+  pd_buf plain_text, b;
+  pd_buf_init(&plain_text);
+  pd_buf_init(&b);
+  pd_buf_printf(&plain_text, "%*s%s\n", col, "", arg);
+  pd_buf_printf(&b, "print(\n%*s%s\n)\n", col, "", arg);
+  pd_source *src = NULL, *plain = NULL;
+  pd_unit *unit = NULL, *punit = NULL;
+  pd_repl_result res = PD_REPL_ERROR;
+  if (b.oom || plain_text.oom) {
+    pd_repl_say_error(r, "out of memory");
+  } else if (compile_with(r, plain_text.data, plain_text.len, false, &plain, &punit) == PD_OK &&
+             compile_with(r, b.data, b.len, true, &src, &unit) == PD_OK) {
+    const pd_action *a = &unit->actions[unit->nactions - 1];
+    const pd_cval *spec = a->nargs == 1 ? a->args[0] : NULL;
+    pd_error err = {0};
+    int64_t samples;
+    if (!spec || spec->kind != PD_CVAL_RECORD) {
+      pd_repl_say_error(r, ":batch needs a reader, such as :batch csv(\"data.csv\") or :batch r "
+                        "(a name bound to one), not '%s'", arg);
+    } else if (pd_runner_bind_batch(r->runner, &(pd_action){.kind = a->kind,
+                                    .loc = a->arg_loc ? a->arg_loc[0] : a->loc},
+                                    spec, batch, &samples, &err)) {
+      if (err.loc.file && strcmp(err.loc.file, r->o.source_name) == 0) err.loc.line--;
+      pd_repl_print_error(r, unit, plain, &err);
+    } else {
+      fprintf(r->o.out, "%lld sample%s of %s: ", (long long)samples, samples == 1 ? "" : "s",
+              arg);
+      show_bound(r);
+      res = PD_REPL_OK;
+    }
+    pd_error_clear(&err);
+  }
+  pd_unit_free(unit);
+  pd_unit_free(punit);
+  pd_source_free(src);
+  pd_source_free(plain);
+  pd_buf_free(&b);
+  pd_buf_free(&plain_text);
+  return res;
+}
+
 static pd_repl_result command(pd_repl *r, const char *line) {
   const char *p = line + 1;
   size_t nlen = 0;
@@ -1085,6 +1177,8 @@ static pd_repl_result command(pd_repl *r, const char *line) {
     }
   } else if (!strcmp(name, "gc")) {
     res = pd_repl_gc(r);
+  } else if (!strcmp(name, "batch")) {
+    res = ensure_session(r) ? cmd_batch(r, a, (int)(arg - line)) : PD_REPL_ERROR;
   } else if (!strcmp(name, "program")) {
     pd_buf b;
     pd_buf_init(&b);

@@ -204,6 +204,12 @@ int pd_state_describe(pd_state *st, const char *name, pd_tensor_info *info);
  * Needs a compiled or loaded program (PD_RESULT_EINVAL). */
 int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const int64_t *dims,
                   const void *data);
+/* Feed a loaded model's image input from PNG or JPEG files, paths[0..n) (a batch, in order),
+ * read as the images(...) reader of the script that saved the model read them: the shape, mean
+ * and std that save wrote beside it (MODEL.preprocess), reshaped for an input declared flat.
+ * PD_RESULT_EINVAL without a loaded model or such a file for this input; a file that cannot be
+ * read or decoded is the error of that name (PD_RESULT_EIO, PD_RESULT_EFORMAT, ...). */
+int pd_state_feed_images(pd_state *st, const char *name, int n, const char *const *paths);
 /* Feed an input that is a batch of sequences (declared with lod_level = 1, as a `for` loop or a
  * recurrent layer reads it): nseq sequences of lengths[0..nseq) rows (each >= 0), one after
  * another in data, whose dims[0] is the total of the lengths (PD_RESULT_ESHAPE otherwise); the

@@ -1144,6 +1144,7 @@ static const builtin builtins[] = {
     FN("param", b_param),
     OP1("pool2d", "pool2d", "Out"),
     OP2("pow", "elementwise_pow", "X", "Y", "Out"),
+    FN("predict", pd_cmp_b_action),
     FN("print", pd_cmp_b_action),
     FN("prod", b_prod),
     FN("range", b_range),
@@ -1249,9 +1250,7 @@ static void put_default(pd_buf *b, const pd_attrdef *ad) {
 
 bool pd_builtin_describe(const char *name, pd_buf *out) {
   const builtin *bi = pd_cmp_builtin_lookup(name);
-  if (!bi) return false;
-  const char *const *params, *pos;
-  int n;
+  if (!bi) return pd_cmp_spec_describe(name, out);  /* a learning-rate schedule */
   if (bi->op) {  /* an op wrapper: inputs, then attributes (some positional), with defaults */
     const pd_opdef *def = pd_opdef_lookup(bi->op);
     pd_buf_printf(out, "%s(", name);
@@ -1273,18 +1272,8 @@ bool pd_builtin_describe(const char *name, pd_buf *out) {
       pd_buf_printf(out, "%s%s", i ? ", " : "", bi->pattr[i]);
     pd_buf_puts(out, bi->pattr[0] ? " by position or keyword, the other attributes by keyword\n"
                                   : "\n");
-  } else if ((params = pd_cmp_record_params(name, &n))) {
-    pd_buf_printf(out, "%s(", name);
-    for (int i = 0; params[i]; i++)
-      pd_buf_printf(out, "%s%s%s", i ? ", " : "", params[i], i < n ? "" : " = ...");
-    pd_buf_puts(out, ")\n  a reader, optimizer or initializer spec: a record of its arguments, "
-                     "read by train, eval or param\n");
-  } else if ((params = pd_cmp_action_params(name, &pos))) {
-    pd_buf_printf(out, "%s(%s", name, pos);
-    for (int i = 0; params[i]; i++) pd_buf_printf(out, ", %s = ...", params[i]);
-    pd_buf_puts(out, ")\n  an action: run after the script compiles, in order "
-                     "(doc/language.md, 'Actions')\n");
-  } else {
+  } else if (pd_cmp_spec_describe(name, out)) {
+    /* a reader, optimizer, initializer or action */  } else {
     pd_buf_printf(out, "%s(...)\n  a built-in function (doc/language.md, 'Built-in "
                        "functions')\n", name);
   }

@@ -12,37 +12,229 @@
 
 /* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
 
+/* The specs (readers, optimizers, initializers): their parameters in positional order (all may
+ * also be given by keyword; the first `required` must be given), each with its default as the
+ * docs write it (NULL: required) and its meaning; `what` says what the spec is. :help NAME shows
+ * them (pd_cmp_spec_describe), and tests/lang/test_spec_help.c checks every default against
+ * doc/language.md. */
+typedef struct spec_param {
+  const char *name, *dflt, *meaning;
+} spec_param;
+
+/* The entries that several specs share: every optimizer's learning rate and its schedule's
+ * and clipping's parameters (after its own), the validation split of the readers that have
+ * one (csv, text, host; mnist's and lines' say it their own way). */
+#define OPT_LR \
+  {"learning_rate", NULL, "the step size (the rate before lr_schedule and warmup_steps)"}
+#define OPT_SCHEDULE \
+  {"clip_norm", "0", \
+   "when positive, scale every gradient by clip_norm / max(norm, clip_norm), norm the global " \
+   "norm of all the gradients"}, \
+  {"lr_schedule", "\"constant\"", \
+   "\"constant\", \"step\" (times decay_rate every decay_steps steps) or \"cosine\" (times (1 + " \
+   "cos(pi * step / T)) / 2, T = decay_steps or the train call's steps)"}, \
+  {"decay_steps", "none", "the period of \"step\" (required by it), the length of \"cosine\""}, \
+  {"decay_rate", "0.1", "the factor of each \"step\""}, \
+  {"warmup_steps", "0", \
+   "when positive, the rate rises linearly from 0 over these first steps, then the schedule " \
+   "starts"}
+#define OPT_WEIGHT_DECAY {"weight_decay", "0", "L2 regularisation: g += weight_decay * p"}
+#define SPLIT_PARAMS \
+  {"split", "none", "\"train\" or \"valid\": the part of a validation split (none: everything)"}, \
+  {"valid", "none", "the fraction a validation split holds out (0.1 for split = \"valid\")"}, \
+  {"seed", "0", "which samples the validation split holds out"}
+
+/* The learning-rate schedules an optimizer's lr_schedule names (lang/train.c computes them):
+ * the compiler takes these names only, and :help NAME says what each does. */
+static const struct schedule {
+  const char *name, *what;
+} schedules[] = {
+    {"constant", "the learning rate as given (after warmup_steps, when positive)"},
+    {"step", "the rate times decay_rate (0.1) every decay_steps steps, which it requires"},
+    {"cosine", "the rate times (1 + cos(pi * step / T)) / 2, T = decay_steps when given, else "
+               "the number of steps of the train call"},
+};
+
 static const struct spec {
   const char *name;
-  const char *params[12];   /* in positional order; all may also be given by keyword */
-  int required;             /* how many of the first params must be given */
+  const char *params[12];   /* the names of help[], NULL-terminated (for keyword lookup) */
+  int required;
+  const char *what;
+  spec_param help[12];
 } specs[] = {
-    {"adagrad", {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay",
-                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
-    {"adam", {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm",
-              "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
-    {"adamw", {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm",
-               "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
-    {"csv", {"path", "label", "features", "header", "split", "valid", "seed", "delimiter",
-             "fill", "categorical"}, 1},
-    {"fashion_mnist", {"split", "path", "valid", "seed"}, 1},
-    {"host", {"name", "split", "valid", "seed"}, 1},
-    {"images", {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid",
-                "seed"}, 2},
-    {"kaiming", {"uniform", "fan_in"}, 0},
-    {"lines", {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed"}, 1},
-    {"mnist", {"split", "path", "valid", "seed"}, 1},
-    {"momentum", {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm",
-                  "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
-    {"normal", {"mean", "std"}, 2},
-    {"npy", {"path", "label_path"}, 1},
-    {"rmsprop", {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay",
-                 "clip_norm", "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"}, 1},
-    {"sgd", {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps",
-             "decay_rate", "warmup_steps"}, 1},
-    {"text", {"path", "length", "split", "valid", "seed"}, 1},
-    {"uniform", {"low", "high"}, 2},
-    {"xavier", {NULL}, 0},
+    {"adagrad",
+     {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay", "clip_norm",
+      "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"},
+     1,
+     "an optimizer: m += g^2; p -= lr * g / (sqrt(m) + epsilon)",
+     {OPT_LR,
+      {"epsilon", "1e-6", "added to the root of the accumulator"},
+      {"initial_accumulator_value", "0.0", "the accumulator's starting value"},
+      OPT_WEIGHT_DECAY,
+      OPT_SCHEDULE}},
+    {"adam",
+     {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm", "lr_schedule",
+      "decay_steps", "decay_rate", "warmup_steps"},
+     1,
+     "an optimizer: Adam, with Fluid's state (P_moment1_0, ...)",
+     {OPT_LR,
+      {"beta1", "0.9", "the decay of the first moment (the mean of the gradients)"},
+      {"beta2", "0.999", "the decay of the second moment (their squares)"},
+      {"epsilon", "1e-8", "added to the second moment's root"},
+      OPT_WEIGHT_DECAY,
+      OPT_SCHEDULE}},
+    {"adamw",
+     {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm", "lr_schedule",
+      "decay_steps", "decay_rate", "warmup_steps"},
+     1,
+     "an optimizer: Adam with decoupled weight decay (p -= lr * weight_decay * p, then Adam's "
+     "step)",
+     {OPT_LR,
+      {"weight_decay", "0.01", "the decoupled decay (the op's coeff, not an L2 term)"},
+      {"beta1", "0.9", "the decay of the first moment"},
+      {"beta2", "0.999", "the decay of the second moment"},
+      {"epsilon", "1e-8", "added to the second moment's root"},
+      OPT_SCHEDULE}},
+    {"csv",
+     {"path", "label", "features", "header", "split", "valid", "seed", "delimiter", "fill",
+      "categorical"},
+     1,
+     "a reader: a CSV file with a header row: \"features\" float32 [k] and \"label\" [1]",
+     {{"path", NULL, "the file (relative to the script's folder when it is there)"},
+      {"label", "none", "the label column (none: the last one)"},
+      {"features", "none", "the feature columns, a list (none: every column but the label)"},
+      {"header", "true", "whether the first row names the columns (false is not supported yet)"},
+      SPLIT_PARAMS,
+      {"delimiter", "\",\"", "the one-character separator (\";\", \"\\t\")"},
+      {"fill", "none", "the number a missing cell (empty, NA, NaN, null) takes; none: an error"},
+      {"categorical", "none",
+       "text columns, a list: each value becomes a number (saved as .categories)"}}},
+    {"fashion_mnist",
+     {"split", "path", "valid", "seed"},
+     1,
+     "a reader: Fashion-MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 "
+     "[1]",
+     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
+      {"path", "none",
+       "the folder of the files (none: $PDLANG_FASHION_MNIST, else "
+       "/usr/share/datasets/fashion-mnist)"},
+      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
+      {"seed", "0", "which images the validation split holds out"}}},
+    {"host",
+     {"name", "split", "valid", "seed"},
+     1,
+     "a reader: a data set the program embedding pdlang gave its state (pd_state_set_dataset)",
+     {{"name", NULL, "the data set's name"},
+      SPLIT_PARAMS}},
+    {"images",
+     {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid", "seed"},
+     2,
+     "a reader: a folder of class folders of PNG and JPEG images: \"images\" float32 shape, "
+     "\"label\" int64 [1]",
+     {{"path", NULL, "the folder; its class folders are sorted by name and numbered from 0"},
+      {"shape", NULL,
+       "[channels, height, width]: 1 (grey), 3 (RGB) or 4 (RGBA) channels; images are resized "
+       "to it"},
+      {"mean", "0",
+       "subtracted per channel (a number or one per channel) from the values in [0, 1]"},
+      {"std", "1", "then divided by per channel"},
+      {"crop_padding", "0",
+       "train's augmentation: pad by this many pixels, then crop back at a random offset"},
+      {"flip", "false", "train's augmentation: mirror left to right at random"},
+      SPLIT_PARAMS}},
+    {"kaiming",
+     {"uniform", "fan_in"},
+     0,
+     "an initializer: Fluid's MSRA, with the gain of ReLU",
+     {{"uniform", "true",
+       "uniform in [-r, r], r = sqrt(6 / fan_in); false: Gaussian with std sqrt(2 / fan_in)"},
+      {"fan_in", "none", "the fan-in (none: the parameter's, as xavier())"}}},
+    {"lines",
+     {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed", "pad_to"},
+     1,
+     "a reader: one sample per line of text files: \"x\" the line's bytes (a sequence, int64 [1] "
+     "a step), \"label\" int64 [1] the file's index",
+     {{"paths", NULL, "a list of files, or one file"},
+      {"min_length", "1", "shorter lines are left out"},
+      {"max_length", "none", "longer lines are cut to it"},
+      {"split", "none", "\"train\", \"valid\" or \"test\" (every test_every-th line)"},
+      {"test_every", "5", "which lines are the test split's"},
+      {"valid", "none", "the fraction of the training lines split = \"valid\" holds out"},
+      {"seed", "0", "which lines the validation split holds out"},
+      {"pad_to", "none",
+       "\"x\" int64 [batch, pad_to], cut or padded with 0, and \"mask\" float32 [batch, "
+       "pad_to], 1 for the line's characters"}}},
+    {"mnist",
+     {"split", "path", "valid", "seed"},
+     1,
+     "a reader: MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 [1]",
+     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
+      {"path", "none",
+       "the folder of the files (none: $PDLANG_MNIST, else /usr/share/datasets/mnist)"},
+      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
+      {"seed", "0", "which images the validation split holds out"}}},
+    {"momentum",
+     {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm", "lr_schedule",
+      "decay_steps", "decay_rate", "warmup_steps"},
+     1,
+     "an optimizer: v = mu * v + g; p -= lr * v",
+     {OPT_LR,
+      {"mu", "0.9", "the velocity's decay"},
+      {"use_nesterov", "false", "Nesterov's update: p -= lr * (g + mu * v)"},
+      OPT_WEIGHT_DECAY,
+      OPT_SCHEDULE}},
+    {"normal",
+     {"mean", "std"},
+     2,
+     "an initializer: Gaussian",
+     {{"mean", NULL, "the mean"},
+      {"std", NULL, "the standard deviation"}}},
+    {"npy",
+     {"path", "label_path"},
+     1,
+     "a reader: a NumPy .npy array [N, ...] as \"x\"",
+     {{"path", NULL, "the .npy file"},
+      {"label_path", "none", "a second .npy of N labels, as \"label\""}}},
+    {"rmsprop",
+     {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay", "clip_norm",
+      "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"},
+     1,
+     "an optimizer: ms = rho * ms + (1 - rho) * g^2; mom = momentum * mom + lr * g / sqrt(ms + "
+     "epsilon); p -= mom",
+     {OPT_LR,
+      {"rho", "0.95", "the decay of the mean square"},
+      {"epsilon", "1e-6", "added to the mean square"},
+      {"momentum", "0.0", "the momentum of the update"},
+      {"centered", "false", "divide by the variance (ms - mg^2) rather than the mean square"},
+      OPT_WEIGHT_DECAY,
+      OPT_SCHEDULE}},
+    {"sgd",
+     {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps", "decay_rate",
+      "warmup_steps"},
+     1,
+     "an optimizer: p -= lr * g",
+     {OPT_LR,
+      OPT_WEIGHT_DECAY,
+      OPT_SCHEDULE}},
+    {"text",
+     {"path", "length", "split", "valid", "seed"},
+     1,
+     "a reader: a text file's bytes in windows: \"x\" the window, \"y\" the byte after each "
+     "position, int64 [length]",
+     {{"path", NULL, "the file"},
+      {"length", "32", "the window's length"},
+      SPLIT_PARAMS}},
+    {"uniform",
+     {"low", "high"},
+     2,
+     "an initializer: uniform in [low, high)",
+     {{"low", NULL, "the lower bound"},
+      {"high", NULL, "the upper bound (excluded)"}}},
+    {"xavier",
+     {NULL},
+     0,
+     "an initializer: uniform in [-r, r], r = sqrt(6 / (fan_in + fan_out))",
+     {}},
 };
 
 /* A validation split: split = "valid" (the held-out part) or "train" (the rest) with
@@ -117,6 +309,13 @@ static bool check_lines_spec(C *c, call_args *a) {
     pd_cmp_error(c, loc,
                  "lines: 'test_every' must be an integer >= 2 (every test_every-th line of each "
                  "file is a test line)");
+    return false;
+  }
+  if ((v = pd_cmp_arg(a, 7, "pad_to", &loc)) && v->k != V_NONE &&
+      (v->k != V_INT || v->i < 1 || v->i > (1 << 20))) {
+    pd_cmp_error(c, loc, "lines: 'pad_to' (the length every line is padded with 0 or cut to: "
+                 "\"x\" int64 [batch, pad_to], \"mask\" float32 [batch, pad_to]) must be none or an "
+                 "integer from 1 to %d", 1 << 20);
     return false;
   }
   return check_split(c, "lines", a, 3, 5);
@@ -312,6 +511,27 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
   }
   if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
     return VERR;
+  /* An optimizer's schedule: one of schedules[]; "step" with its decay_steps. */
+  bool has_decay_steps = false;
+  for (int i = 0; i < r->rec.n; i++)
+    has_decay_steps |= !strcmp(r->rec.keys[i], "decay_steps") && r->rec.vals[i]->k != V_NONE;
+  for (int i = 0; i < r->rec.n; i++) {
+    value *w = r->rec.vals[i];
+    if (strcmp(r->rec.keys[i], "lr_schedule") != 0 || w->k == V_NONE) continue;
+    size_t k = 0;
+    while (w->k == V_STR && k < PD_ARRAY_LEN(schedules) && strcmp(schedules[k].name, w->s)) k++;
+    if (w->k != V_STR || k == PD_ARRAY_LEN(schedules)) {
+      pd_cmp_error(c, r->rec.locs[i], "%s: lr_schedule is \"constant\", \"step\" or "
+                   "\"cosine\" (:help cosine says what each does), not %s", self->name,
+                   w->k == V_STR ? pd_cmp_fmt(c, "\"%s\"", w->s) : pd_cmp_vkind_phrase(w));
+      return VERR;
+    }
+    if (!strcmp(w->s, "step") && !has_decay_steps) {
+      pd_cmp_error(c, r->rec.locs[i], "%s: lr_schedule = \"step\" needs decay_steps (every how "
+                   "many steps the rate is multiplied by decay_rate)", self->name);
+      return VERR;
+    }
+  }
   /* An optimizer's warmup: a whole number of steps. */
   for (int i = 0; i < r->rec.n; i++) {
     value *w = r->rec.vals[i];
@@ -379,18 +599,70 @@ static const pd_cval *to_cval(C *c, value *v) {
   return cv;
 }
 
+/* The actions: positional arguments (for help text), keyword options with their defaults as the
+ * docs write them (NULL: required, or a default that depends: the meaning says it) and meanings;
+ * the same checks and help as the specs above. */
 static const struct action_spec {
   const char *name;
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
-  const char *kw[21];       /* keyword options, NULL-terminated */
+  const char *kw[21];       /* keyword options, NULL-terminated (the names of help[]) */
   const char *pos;          /* the positional arguments, for help text */
+  const char *what;
+  spec_param help[21];
 } action_specs[] = {
-    {"assert_close", PD_ACTION_ASSERT_CLOSE, 2, 2, {"tol", NULL}, "a, b"},
-    {"eval", PD_ACTION_EVAL, 1, 16, {"reader", "batch", NULL}, "metrics..."},
-    {"load", PD_ACTION_LOAD, 1, 1, {NULL}, "path"},
-    {"print", PD_ACTION_PRINT, 1, 64, {"as_text", NULL}, "values..."},
-    {"save", PD_ACTION_SAVE, 1, 64, {"names", NULL}, "path, targets..."},
+    {"assert_close",
+     PD_ACTION_ASSERT_CLOSE,
+     2,
+     2,
+     {"tol", NULL},
+     "a, b",
+     "fails the run when |a - b| > tol * (1 + |b|) for an element",
+     {{"tol", "1e-5", "the relative tolerance"}}},
+    {"eval",
+     PD_ACTION_EVAL,
+     1,
+     16,
+     {"reader", "batch", NULL},
+     "metrics...",
+     "prints the mean of each metric (one value per batch) over a reader's samples",
+     {{"reader", NULL, "the data, a reader"},
+      {"batch", "256", "samples per batch"}}},
+    {"load",
+     PD_ACTION_LOAD,
+     1,
+     1,
+     {NULL},
+     "path",
+     "reads parameters (a .pdiparams file or a saved model's) into the model",
+     {{NULL, NULL, NULL}}},
+    {"predict",
+     PD_ACTION_PREDICT,
+     1,
+     1,
+     {"reader", "out", "batch", NULL},
+     "y",
+     "writes y for every sample of a reader, in its order, one row per sample",
+     {{"reader", NULL, "the data, a reader"},
+      {"out", NULL, "FILE.npy (and FILE.lengths.npy for sequences) or FILE.csv"},
+      {"batch", "256", "samples per batch"}}},
+    {"print",
+     PD_ACTION_PRINT,
+     1,
+     64,
+     {"as_text", NULL},
+     "values...",
+     "computes and prints values that need no reader's data",
+     {{"as_text", "false", "integer tensors as the characters whose codes they hold"}}},
+    {"save",
+     PD_ACTION_SAVE,
+     1,
+     64,
+     {"names", NULL},
+     "path, targets...",
+     "writes the inference model for the targets (path.pdmodel, path.pdiparams), or save(path) "
+     "the parameters",
+     {{"names", "none", "the outputs' names in the saved model, one per target"}}},
     {"train",
      PD_ACTION_TRAIN,
      1,
@@ -398,8 +670,139 @@ static const struct action_spec {
      {"reader", "batch", "epochs", "optimizer", "shuffle", "drop_last", "seed", "checkpoint",
       "log_every", "valid", "metrics", "valid_every", "early_stop", "monitor", "mode",
       "keep_best", "log", "plot", "valid_every_steps", "amp", NULL},
-     "cost"},
+     "cost",
+     "trains every parameter the cost depends on",
+     {{"reader", NULL, "the training data, a reader"},
+      {"batch", "64", "samples per minibatch"},
+      {"epochs", "1", "passes over the data"},
+      {"optimizer", "sgd(0.01)", "an optimizer: sgd, momentum, adam, adamw, rmsprop, adagrad"},
+      {"shuffle", "true", "a new order of the samples every epoch"},
+      {"drop_last", "false", "leave out an epoch's last, smaller minibatch"},
+      {"seed", NULL, "the seed of the shuffling and of random ops (default: pdlang run --seed)"},
+      {"checkpoint", "none",
+       "a file the training state is saved to after every epoch, and resumed from"},
+      {"log_every", NULL,
+       "with --progress=lines, a line every this many steps (default: a tenth of an epoch)"},
+      {"valid", "none", "the validation data, a reader"},
+      {"metrics", "none", "tensors of one value per batch evaluated on valid beside the cost"},
+      {"valid_every", "1", "validate after every this many epochs"},
+      {"early_stop", "none",
+       "patience: stop after this many validations without a better monitored value"},
+      {"monitor", "\"loss\"", "what early_stop and keep_best watch: \"loss\" or a metric's name"},
+      {"mode", NULL,
+       "\"min\" or \"max\": whether a smaller or a larger monitored value is better (default: "
+       "\"max\" for a name with acc, else \"min\")"},
+      {"keep_best", "false", "at the end, put back the parameters of the best validation"},
+      {"log", "none", "a file of a row per logged step and epoch (CSV, or JSON lines for .jsonl)"},
+      {"plot", "none", "a PNG of the log's curves, drawn when training ends"},
+      {"valid_every_steps", "none", "validate after every this many steps instead"},
+      {"amp", "none", "\"bf16\": mixed precision, the matrix products in bfloat16 with fp32 sums"}}},
 };
+
+static const value *rec_field(const value *r, const char *key) {
+  for (int i = 0; i < r->rec.n; i++)
+    if (strcmp(r->rec.keys[i], key) == 0) return r->rec.vals[i];
+  return NULL;
+}
+
+/* The per-sample shape of field `field` of reader r when the reader's arguments say it (images'
+ * shape, mnist's 784 pixels, text's length, lines' pad_to; a label [1]): its rank, dims and
+ * whether it is a sequence field (rows of that shape, one sequence per sample); -1 when not
+ * known before the reader opens (csv, npy, host: their files say). */
+static int reader_field_shape(const value *r, const char *field, int64_t *dims, bool *seq) {
+  const char *n = r->rec.name;
+  const value *v;
+  *seq = false;
+  bool labelled = strcmp(n, "images") == 0 || strcmp(n, "mnist") == 0 ||
+                  strcmp(n, "fashion_mnist") == 0 || strcmp(n, "lines") == 0;
+  if (labelled && strcmp(field, "label") == 0) {
+    dims[0] = 1;
+    return 1;
+  }
+  if (strcmp(n, "images") == 0 && strcmp(field, "images") == 0 && (v = rec_field(r, "shape")) &&
+      v->k == V_LIST && v->list.n == 3) {
+    for (int i = 0; i < 3; i++) dims[i] = v->list.items[i]->i;
+    return 3;
+  }
+  if ((strcmp(n, "mnist") == 0 || strcmp(n, "fashion_mnist") == 0) &&
+      strcmp(field, "images") == 0) {
+    dims[0] = 784;
+    return 1;
+  }
+  if (strcmp(n, "text") == 0 && (strcmp(field, "x") == 0 || strcmp(field, "y") == 0)) {
+    v = rec_field(r, "length");
+    dims[0] = v && v->k == V_INT ? v->i : 32;
+    return 1;
+  }
+  if (strcmp(n, "lines") == 0) {
+    v = rec_field(r, "pad_to");
+    bool padded = v && v->k == V_INT;
+    if (strcmp(field, "x") == 0 || (padded && strcmp(field, "mask") == 0)) {
+      *seq = !padded;
+      dims[0] = padded ? v->i : 1;
+      return 1;
+    }
+  }
+  return -1;
+}
+
+/* The data vars of the global block named after a field of reader r whose shape the reader's
+ * arguments say must take that field as the batcher will feed it (lang/train.c's feeder): the
+ * same per-sample shape (-1 matching any size), or as many values (reshaped), or for a sequence
+ * input a field of one value a step; a sequence field needs a sequence input. An error at loc
+ * (the reader argument), naming both shapes. Fields read by position (no var of their name)
+ * are left to the run. */
+static bool check_reader_shapes(C *c, const char *what, const char *who, const value *r,
+                                pd_loc loc) {
+  if (!r || r->k != V_RECORD) return true;
+  const pd_block *b0 = c->unit->main->blocks[0];
+  static const char *const fields[] = {"images", "label", "x", "y", "mask"};
+  for (size_t f = 0; f < PD_ARRAY_LEN(fields); f++) {
+    int64_t fd[4];
+    bool seq;
+    int fnd = reader_field_shape(r, fields[f], fd, &seq);
+    const pd_var_desc *v = fnd < 0 ? NULL : pd_block_find_var_local(b0, fields[f]);
+    if (!v || v->persistable || !v->stop_gradient || v->type != PD_VAR_LOD_TENSOR ||
+        v->ndims < 1)
+      continue;
+    bool written = false;
+    for (int i = 0; !written && i < b0->nops; i++)
+      for (int s = 0; !written && s < b0->ops[i]->noutputs; s++)
+        for (int k = 0; !written && k < b0->ops[i]->outputs[s].nargs; k++)
+          written = strcmp(b0->ops[i]->outputs[s].args[k], fields[f]) == 0;
+    if (written) continue;  /* not a data() input */
+    int64_t fnum = 1, vnum = 1;
+    bool known = true, same = v->ndims == fnd + 1;
+    for (int k = 0; k < fnd; k++) fnum *= fd[k];
+    for (int k = 1; k < v->ndims; k++) {
+      known = known && v->dims[k] >= 0;
+      vnum *= v->dims[k] < 0 ? 1 : v->dims[k];
+    }
+    for (int k = 0; same && k < fnd; k++) same = v->dims[k + 1] < 0 || v->dims[k + 1] == fd[k];
+    bool fits = seq ? v->lod_level == 1 && (same || (known && vnum == fnum))
+                    : same || (known && vnum == fnum) ||
+                          (v->lod_level >= 1 && fnd == 1 && vnum == 1);
+    if (fits) continue;
+    char fs[96], vs[96], per[96];
+    pd_dims_str(fnd, fd, fs, sizeof fs);
+    pd_dims_str(v->ndims, v->dims, vs, sizeof vs);
+    if (seq)
+      pd_cmp_error(c, loc, "%s: %s's '%s' is a sequence per sample (of varying length, rows of "
+                   "%s), but data(\"%s\", %s%s) is %s; declare it data(\"%s\", [-1, 1], int64, "
+                   "lod_level = 1)", what, who, fields[f], fs, fields[f], vs,
+                   v->lod_level ? ", lod_level = 1" : "",
+                   v->lod_level == 1 ? "a sequence of other rows" : "not a sequence input",
+                   fields[f]);
+    else
+      pd_cmp_error(c, loc, "%s: %s gives '%s' as %s per sample (%lld values), but "
+                   "data(\"%s\", %s) takes %s%s per sample; declare it data(\"%s\", [-1, %s)",
+                   what, who, fields[f], fs, (long long)fnum, fields[f], vs,
+                   pd_dims_str(v->ndims - 1, v->dims + 1, per, sizeof per),
+                   known ? "" : " (a size of -1 must match the reader's)", fields[f], fs + 1);
+    return false;
+  }
+  return true;
+}
 
 static bool record_is(const value *v, const char *const *names) {
   if (v->k != V_RECORD) return false;
@@ -440,6 +843,8 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
                  pd_cmp_vkind_phrase(valid));
     return false;
   }
+  if (valid && !check_reader_shapes(c, "train", "the validation reader", valid, vloc))
+    return false;
   if ((v = pd_cmp_arg(a, -1, "metrics", &l))) {
     int n = v->k == V_LIST ? v->list.n : 1;
     if (v->k == V_LIST && (n == 0 || n > 16)) {
@@ -509,11 +914,7 @@ static bool check_save_names(C *c, call_args *a) {
       pd_cmp_error(c, l, "save: names[%d] must be a string, not %s", i, pd_cmp_vkind_phrase(s));
       return false;
     }
-    bool plain = *s->s && !(s->s[0] >= '0' && s->s[0] <= '9');
-    for (const char *q = s->s; plain && *q; q++)
-      plain = *q == '_' || (*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') ||
-              (*q >= '0' && *q <= '9');
-    if (!plain) {
+    if (!pd_is_plain_name(s->s)) {
       pd_cmp_error(c, l, "save: names[%d] \"%s\" is not a plain name (a letter or '_', then "
                    "letters, digits and '_')", i, s->s);
       return false;
@@ -524,6 +925,48 @@ static bool check_save_names(C *c, call_args *a) {
                      "own name", j, i, s->s);
         return false;
       }
+  }
+  return true;
+}
+
+/* predict(y, reader = R, out = "FILE.npy" | "FILE.csv", batch = N): y has a row per sample (its
+ * first dimension the batch, -1) in a dtype .npy holds; reader and out are required. */
+static bool check_predict(C *c, call_args *a, const value *reader) {
+  if (!pd_cmp_want_tensor_arg(c, a->pos[0], a->pos_loc[0], "predict", "y")) return false;
+  const pd_var_desc *v = a->pos[0]->var;
+  if (v->ndims < 1 || v->dims[0] != -1) {
+    pd_cmp_error(c, a->pos_loc[0], "predict: y must have a row per sample (its first dimension "
+                 "the batch, -1), got %s %s; eval(...) computes one number over a reader",
+                 pd_dtype_name(v->dtype), pd_cmp_dims_str(c, v));
+    return false;
+  }
+  if (v->dtype != PD_FP32 && v->dtype != PD_FP64 && v->dtype != PD_INT32 &&
+      v->dtype != PD_INT64 && v->dtype != PD_BOOL) {
+    pd_cmp_error(c, a->pos_loc[0], "predict: y must be float32, float64, int32, int64 or bool "
+                 "(what .npy and CSV files hold here), not %s; cast(y, float32) converts it",
+                 pd_dtype_name(v->dtype));
+    return false;
+  }
+  if (!reader) {
+    pd_cmp_error(c, a->loc, "predict needs a reader, such as reader = csv(\"new.csv\")");
+    return false;
+  }
+  pd_loc l;
+  value *o = pd_cmp_arg(a, -1, "out", &l);
+  size_t n = o && o->k == V_STR ? strlen(o->s) : 0;
+  if (!o || o->k != V_STR || n < 5 ||
+      (strcmp(o->s + n - 4, ".npy") != 0 && strcmp(o->s + n - 4, ".csv") != 0)) {
+    const char *what = "predict needs out = a file name ending in .npy (a NumPy array, one row "
+                       "per sample) or .csv (a header, then a line per sample)";
+    if (!o) pd_cmp_error(c, a->loc, "%s", what);
+    else if (o->k == V_STR) pd_cmp_error(c, l, "%s, not \"%s\"", what, o->s);
+    else pd_cmp_error(c, l, "%s, not %s", what, pd_cmp_vkind_phrase(o));
+    return false;
+  }
+  value *b = pd_cmp_arg(a, -1, "batch", &l);
+  if (b && (b->k != V_INT || b->i < 1)) {
+    pd_cmp_error(c, l, "predict: 'batch' must be a positive integer");
+    return false;
   }
   return true;
 }
@@ -543,6 +986,7 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                  a->fname);
     return false;
   }
+  if (reader && !check_reader_shapes(c, a->fname, "the reader", reader, rloc)) return false;
   switch (kind) {
   case PD_ACTION_TRAIN: {
     if (!pd_cmp_want_tensor_arg(c, a->pos[0], a->pos_loc[0], "train", "cost")) return false;
@@ -618,6 +1062,8 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     for (int i = 0; i < a->npos; i++)
       if (!pd_cmp_want_tensor_arg(c, a->pos[i], a->pos_loc[i], "eval", "metric")) return false;
     return true;
+  case PD_ACTION_PREDICT:
+    return check_predict(c, a, reader);
   case PD_ACTION_PRINT:
     return true;
   case PD_ACTION_SAVE:
@@ -683,6 +1129,83 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
   }
   u->nactions++;
   return VNONE;
+}
+
+/* The parameter lines of :help: "    name = default   meaning", the names padded to one width. */
+static void describe_params(const spec_param *h, bool keywords, pd_buf *out) {
+  int w = 0;
+  char col[160];
+  for (int i = 0; i < 20 && h[i].name; i++) {
+    int n = snprintf(col, sizeof col, "%s%s%s", h[i].name,
+                     h[i].dflt ? " = " : keywords ? " = ..." : "", h[i].dflt ? h[i].dflt : "");
+    if (n > w) w = n;
+  }
+  for (int i = 0; i < 20 && h[i].name; i++) {
+    snprintf(col, sizeof col, "%s%s%s", h[i].name, h[i].dflt ? " = " : keywords ? " = ..." : "",
+             h[i].dflt ? h[i].dflt : "");
+    pd_buf_printf(out, "    %-*s  %s%s\n", w, col, h[i].meaning,
+                  !h[i].dflt && !keywords ? " (required)" : "");
+  }
+}
+
+bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
+  for (size_t i = 0; i < PD_ARRAY_LEN(schedules); i++)
+    if (strcmp(schedules[i].name, name) == 0) {
+      pd_buf_printf(out, "lr_schedule = \"%s\"\n  a learning-rate schedule of every optimizer "
+                    "(sgd, momentum, adam, adamw, rmsprop, adagrad): %s\n", name,
+                    schedules[i].what);
+      return true;
+    }
+  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++) {
+    const struct spec *sp = &specs[i];
+    if (strcmp(sp->name, name) != 0) continue;
+    pd_buf_printf(out, "%s(", name);
+    for (int k = 0; k < 12 && sp->help[k].name; k++)
+      pd_buf_printf(out, "%s%s%s%s", k ? ", " : "", sp->help[k].name,
+                    sp->help[k].dflt ? " = " : "", sp->help[k].dflt ? sp->help[k].dflt : "");
+    pd_buf_printf(out, ")\n  %s\n", sp->what);
+    describe_params(sp->help, false, out);
+    return true;
+  }
+  for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++) {
+    const struct action_spec *sp = &action_specs[i];
+    if (strcmp(sp->name, name) != 0) continue;
+    pd_buf_printf(out, "%s(%s", name, sp->pos);
+    for (int k = 0; k < 20 && sp->help[k].name; k++)
+      pd_buf_printf(out, ", %s = %s", sp->help[k].name,
+                    sp->help[k].dflt ? sp->help[k].dflt : "...");
+    pd_buf_printf(out, ")\n  an action (run after the script compiles, in order): %s\n", sp->what);
+    describe_params(sp->help, true, out);
+    return true;
+  }
+  return false;
+}
+
+const char *pd_cmp_schedule(int i) {
+  return i >= 0 && i < (int)PD_ARRAY_LEN(schedules) ? schedules[i].name : NULL;
+}
+
+bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,
+                       const char **meaning) {
+  const spec_param *h;
+  int ns = (int)PD_ARRAY_LEN(specs), na = (int)PD_ARRAY_LEN(action_specs);
+  if (i < 0 || i >= ns + na) return false;
+  if (i < ns) {
+    *spec = specs[i].name;
+    h = k >= 0 && k < 12 ? &specs[i].help[k] : NULL;
+    if (h && h->name && strcmp(specs[i].params[k] ? specs[i].params[k] : "", h->name) != 0)
+      h = NULL;  /* the names of params[] and help[] must agree (the test checks this) */
+  } else {
+    *spec = action_specs[i - ns].name;
+    h = k >= 0 && k < 20 ? &action_specs[i - ns].help[k] : NULL;
+    if (h && h->name && strcmp(action_specs[i - ns].kw[k] ? action_specs[i - ns].kw[k] : "",
+                               h->name) != 0)
+      h = NULL;
+  }
+  *param = h ? h->name : NULL;
+  *dflt = h ? h->dflt : NULL;
+  *meaning = h ? h->meaning : NULL;
+  return true;
 }
 
 const char *const *pd_cmp_record_params(const char *name, int *required) {

@@ -1380,7 +1380,8 @@ done:
 /* Actions and their values.                                                                   */
 
 const char *pd_action_name(pd_action_kind kind) {
-  static const char *const names[] = {"print", "train", "eval", "save", "load", "assert_close"};
+  static const char *const names[] = {"print", "train", "eval", "save", "load", "assert_close",
+                                      "predict"};
   return (unsigned)kind < PD_ARRAY_LEN(names) ? names[kind] : "?";
 }
 

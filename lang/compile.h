@@ -70,7 +70,9 @@ typedef enum pd_action_kind {
   PD_ACTION_SAVE,
   PD_ACTION_LOAD,
   PD_ACTION_ASSERT_CLOSE,
+  PD_ACTION_PREDICT,
 } pd_action_kind;
+#define PD_ACTION_NKINDS (PD_ACTION_PREDICT + 1)
 
 const char *pd_action_name(pd_action_kind kind); /* "train", ... */
 
@@ -81,7 +83,8 @@ const char *pd_action_name(pd_action_kind kind); /* "train", ... */
  *   eval(metric, ..., reader=, batch=)
  *   save(path, target, ...)            args[0] is the path (STRING)
  *   load(path)
- *   assert_close(a, b, tol=)           */
+ *   assert_close(a, b, tol=)
+ *   predict(y, reader=, out=, batch=)  */
 typedef struct pd_action {
   pd_action_kind kind;
   pd_loc loc;             /* the call's name */
@@ -153,5 +156,18 @@ int pd_builtin_names(const char *prefix, const char **out, int cap);
 /* A built-in function's signature and what it is, as the compiler's tables say it (one or two
  * lines, appended to out), for the REPL's :help. False when name is not a builtin. */
 bool pd_builtin_describe(const char *name, pd_buf *out);
+/* :help of a reader, optimizer, initializer, action or learning-rate schedule: its signature with the defaults, what
+ * it is, and a line per parameter (its default and meaning), from the one table of
+ * lang/builtins_action.c; false for another name. */
+bool pd_cmp_spec_describe(const char *name, pd_buf *out);
+/* That table, for tests/lang/test_spec_help.c: spec or action i (readers, optimizers and
+ * initializers first, then the actions; false past the last), its parameter k's name (NULL past
+ * its last, or when the keyword list and the help disagree), default (NULL: required or
+ * described in the meaning) and meaning. */
+bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,
+                       const char **meaning);
+/* The learning-rate schedules lr_schedule names ("constant", "step", "cosine"; :help NAME
+ * describes each): schedule i, NULL past the last. */
+const char *pd_cmp_schedule(int i);
 
 #endif /* PD_COMPILE_H */

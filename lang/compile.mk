@@ -16,5 +16,7 @@ libpdlang_internal_la_SOURCES += lang/run.h lang/run_int.h lang/runner.c lang/tr
 # layers and parameter counts (lang/summary.c).
 libpdlang_internal_la_SOURCES += lang/train_int.h lang/train_valid.c lang/train_log.c \
 	lang/plot.h lang/plot.c lang/summary.h lang/summary.c
+# predict(y, reader = R, out = FILE): y for every sample, to .npy or CSV (lang/train_predict.c).
+libpdlang_internal_la_SOURCES += lang/train_predict.c
 # The images(...) reader's options, class list and train's augmentations (lang/train_image.c).
 libpdlang_internal_la_SOURCES += lang/train_image.c

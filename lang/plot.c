@@ -23,7 +23,20 @@ typedef struct logdata {
   int64_t nrows, cap;
   bool *epoch_row;                 /* kind: epoch (else step) */
   double *v;                       /* nrows x ncols, NaN where empty */
+  double best_step, best_epoch;    /* the last "best" row's (NaN: none) */
+  double stop_step, stop_epoch;    /* the last "stop" row's (NaN: none) */
 } logdata;
+
+/* A row's kind: step, epoch, or the marks best and stop (the row of the best validation so
+ * far, of an early stop), which are kept apart from the curves; -1: none of them. */
+enum { K_STEP, K_EPOCH, K_BEST, K_STOP };
+static int row_kind(const char *s, size_t n) {
+  static const char *const kinds[] = {"step", "epoch", "best", "stop"};
+  for (int k = 0; k < 4; k++)
+    if (n == strlen(kinds[k]) && strncmp(s, kinds[k], n) == 0) return k;
+  return -1;
+}
+
 
 static void log_free(logdata *d) {
   pd_free(d->epoch_row);
@@ -34,6 +47,17 @@ static int col(const logdata *d, const char *name) {
   for (int i = 0; i < d->ncols; i++)
     if (strcmp(d->cols[i], name) == 0) return i;
   return -1;
+}
+
+/* After the row just added was parsed: a best or stop row becomes the log's mark, not a point. */
+static void take_mark(logdata *d, int kind) {
+  if (kind != K_BEST && kind != K_STOP) return;
+  const double *v = d->v + (d->nrows - 1) * MAX_COLS;
+  int s = col(d, "step"), e = col(d, "epoch");
+  double step = s >= 0 ? v[s] : NAN, epoch = e >= 0 ? v[e] : NAN;
+  if (kind == K_BEST) d->best_step = step, d->best_epoch = epoch;
+  else d->stop_step = step, d->stop_epoch = epoch;
+  d->nrows--;
 }
 
 static pd_status add_row(logdata *d, bool epoch, double **vals) {
@@ -99,11 +123,11 @@ static pd_status read_csv(const char *path, char *text, logdata *d, pd_error *er
     ln++;
     if (*line == '#' || *line == '\r') continue;
     if (strncmp(line, "kind,", 5) == 0) continue;  /* the header again (an appended log) */
-    bool epoch = strncmp(line, "epoch,", 6) == 0;
-    if (!epoch && strncmp(line, "step,", 5) != 0)
-      return bad(err, path, ln, "a row's kind must be step or epoch");
+    int kind = row_kind(line, strcspn(line, ","));
+    if (kind < 0) return bad(err, path, ln, "a row's kind must be step, epoch, best or stop");
     double *vals;
-    if (add_row(d, epoch, &vals)) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+    if (add_row(d, kind == K_EPOCH, &vals))
+      return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
     char *c = strchr(line, ',') + 1;
     for (int i = 0; i < d->ncols; i++) {
       char *e = strchr(c, ',');
@@ -115,6 +139,7 @@ static pd_status read_csv(const char *path, char *text, logdata *d, pd_error *er
       }
       c = e + 1;
     }
+    take_mark(d, kind);
   }
   return PD_OK;
 }
@@ -130,10 +155,9 @@ static pd_status read_jsonl(const char *path, char *text, logdata *d, pd_error *
     if (*p == 0 || *p == '\r') continue;
     if (*p != '{') return bad(err, path, ln, "not a JSON object");
     double *vals = NULL;
-    bool epoch = strstr(p, "\"kind\": \"epoch\"") || strstr(p, "\"kind\":\"epoch\"");
-    if (add_row(d, epoch, &vals)) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+    if (add_row(d, false, &vals)) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
     p++;
-    bool kind = false;
+    int kind = -1;
     for (;;) {
       while (*p == ' ' || *p == ',') p++;
       if (*p == '}') break;
@@ -148,10 +172,9 @@ static pd_status read_jsonl(const char *path, char *text, logdata *d, pd_error *
       if (*p == '"') { /* only "kind" has a string */
         char *ve = strchr(p + 1, '"');
         if (!ve) return bad(err, path, ln, "an unterminated string");
-        if (!(ve - p - 1 == 5 && strncmp(p + 1, "epoch", 5) == 0) &&
-            !(ve - p - 1 == 4 && strncmp(p + 1, "step", 4) == 0))
-          return bad(err, path, ln, "a row's kind must be step or epoch");
-        kind = kn == 4 && strncmp(k, "kind", 4) == 0;
+        int rk = row_kind(p + 1, (size_t)(ve - p - 1));
+        if (rk < 0) return bad(err, path, ln, "a row's kind must be step, epoch, best or stop");
+        if (kn == 4 && strncmp(k, "kind", 4) == 0) kind = rk;
         p = ve + 1;
         continue;
       }
@@ -167,13 +190,16 @@ static pd_status read_jsonl(const char *path, char *text, logdata *d, pd_error *
         return bad_cell(err, path, ln, d->cols[c], p, (size_t)(ve - p));
       p = ve;
     }
-    if (!kind) return bad(err, path, ln, "a row without \"kind\"");
+    if (kind < 0) return bad(err, path, ln, "a row without \"kind\"");
+    d->epoch_row[d->nrows - 1] = kind == K_EPOCH;
+    take_mark(d, kind);
   }
   return PD_OK;
 }
 
 static pd_status read_log(const char *path, logdata *d, pd_error *err) {
   memset(d, 0, sizeof *d);
+  d->best_step = d->best_epoch = d->stop_step = d->stop_epoch = NAN;
   char *text = NULL;
   size_t len = 0;
   pd_status st = pd_read_file(path, &text, &len, err);
@@ -208,10 +234,14 @@ typedef struct series {
                          rows with valid_every_steps) */
 } series;
 
+/* A value on the y axis: its log10 with a logarithmic axis (NaN for one <= 0, not drawn). */
+static double ty(double v, bool logy) { return !logy ? v : v > 0 ? log10(v) : NAN; }
+
 /* Whether row r of the log has a point of series s. */
-static bool has_point(const logdata *d, const series *s, int64_t r, int xs) {
+static bool has_point(const logdata *d, const series *s, int64_t r, int xs, bool logy) {
   const double *v = d->v + r * MAX_COLS;
-  return (s->any_row || d->epoch_row[r] == s->epochs) && isfinite(v[s->col]) && isfinite(v[xs]);
+  return (s->any_row || d->epoch_row[r] == s->epochs) && isfinite(ty(v[s->col], logy)) &&
+         isfinite(v[xs]);
 }
 
 typedef struct panel {
@@ -231,9 +261,27 @@ static void set_rgb(cairo_t *cr, unsigned rgb) {
                        (rgb & 255) / 255.0);
 }
 
-/* One panel in the box (x0, y0, w, h); every panel shares the x range of the whole log. */
+/* A vertical dashed line at step x of the panel's frame, labelled at its top. */
+static void draw_mark(cairo_t *cr, double x, double T, double B, double R, unsigned rgb,
+                      const char *label) {
+  set_rgb(cr, rgb);
+  x = round(x);  /* 2 pixels wide on whole pixels: the mark's colour exactly */
+  cairo_set_line_width(cr, 2);
+  double dash[2] = {5, 4};
+  cairo_set_dash(cr, dash, 2, 0);
+  cairo_move_to(cr, x, T), cairo_line_to(cr, x, B), cairo_stroke(cr);
+  cairo_set_dash(cr, NULL, 0, 0);
+  cairo_set_font_size(cr, 10);
+  cairo_text_extents_t te;
+  cairo_text_extents(cr, label, &te);
+  double lx = x + 4 + te.x_advance > R ? x - 4 - te.x_advance : x + 4;
+  cairo_move_to(cr, lx, T + 12), cairo_show_text(cr, label);
+}
+
+/* One panel in the box (x0, y0, w, h); every panel shares the x range of the whole log. With
+ * logy the y axis is logarithmic. The log's best and stop marks are dashed lines. */
 static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0, double y0,
-                       double w, double h) {
+                       double w, double h, bool logy) {
   int xs = col(d, "step");
   double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
   for (int64_t r = 0; r < d->nrows; r++)
@@ -242,8 +290,9 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
   for (int k = 0; k < pn->ns; k++)
     for (int64_t r = 0; r < d->nrows; r++) {
       const double *v = d->v + r * MAX_COLS;
-      if (!has_point(d, &pn->s[k], r, xs)) continue;
-      ymin = fmin(ymin, v[pn->s[k].col]), ymax = fmax(ymax, v[pn->s[k].col]);
+      if (!has_point(d, &pn->s[k], r, xs, logy)) continue;
+      double y = ty(v[pn->s[k].col], logy);
+      ymin = fmin(ymin, y), ymax = fmax(ymax, y);
     }
   if (!(xmin <= xmax) || !(ymin <= ymax)) return;
   if (xmax == xmin) xmin -= 1, xmax += 1;
@@ -251,18 +300,25 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
   double pad = (ymax - ymin) * 0.05;
   ymin -= pad, ymax += pad;
   double L = x0 + 70, R = x0 + w - 20, T = y0 + 34, B = y0 + h - 40;
-  /* Frame, grid and ticks. */
+  /* Frame, grid and ticks: on a logarithmic axis of a decade or more, at powers of ten (every
+   * k-th decade); else at the values of a "nice" step (on a logarithmic axis, where they fall). */
   cairo_set_line_width(cr, 1);
-  double ys = nice_step(ymax - ymin, 5), xst = nice_step(xmax - xmin, 8);
+  double lo = logy && ymax - ymin < 1 ? pow(10, ymin) : ymin;
+  double hi = logy && ymax - ymin < 1 ? pow(10, ymax) : ymax;
+  bool decades = logy && ymax - ymin >= 1;
+  double ys = decades ? ceil((ymax - ymin) / 6) : nice_step(hi - lo, 5);
+  double xst = nice_step(xmax - xmin, 8);
   cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL);
   cairo_set_font_size(cr, 11);
   char buf[64];
-  for (double t = ceil(ymin / ys) * ys; t <= ymax; t += ys) {
-    double y = B - (t - ymin) / (ymax - ymin) * (B - T);
+  for (double t = ceil(lo / ys) * ys; t <= hi; t += ys) {
+    double yv = logy && !decades ? log10(t) : t;
+    if (!isfinite(yv)) continue;
+    double y = B - (yv - ymin) / (ymax - ymin) * (B - T);
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
     cairo_move_to(cr, L, y), cairo_line_to(cr, R, y), cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-    snprintf(buf, sizeof buf, "%.4g", fabs(t) < ys * 1e-6 ? 0.0 : t);
+    snprintf(buf, sizeof buf, "%.4g", decades ? pow(10, t) : fabs(t) < ys * 1e-6 ? 0.0 : t);
     cairo_text_extents_t te;
     cairo_text_extents(cr, buf, &te);
     cairo_move_to(cr, L - 6 - te.width, y + 4), cairo_show_text(cr, buf);
@@ -283,6 +339,7 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
   cairo_set_font_size(cr, 14);
   cairo_set_source_rgb(cr, 0, 0, 0);
   cairo_move_to(cr, L, y0 + 22), cairo_show_text(cr, pn->title);
+  if (logy) cairo_show_text(cr, " (log scale)");
   /* The curves, clipped to the frame. */
   cairo_save(cr);
   cairo_rectangle(cr, L, T, R - L, B - T);
@@ -294,9 +351,9 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
     bool started = false;
     for (int64_t r = 0; r < d->nrows; r++) {
       const double *v = d->v + r * MAX_COLS;
-      if (!has_point(d, s, r, xs)) continue;
+      if (!has_point(d, s, r, xs, logy)) continue;
       double x = L + (v[xs] - xmin) / (xmax - xmin) * (R - L);
-      double y = B - (v[s->col] - ymin) / (ymax - ymin) * (B - T);
+      double y = B - (ty(v[s->col], logy) - ymin) / (ymax - ymin) * (B - T);
       if (started) cairo_line_to(cr, x, y);
       else cairo_move_to(cr, x, y);
       started = true;
@@ -304,11 +361,23 @@ static void draw_panel(cairo_t *cr, const logdata *d, const panel *pn, double x0
     cairo_stroke(cr);
     for (int64_t r = 0; s->dots && r < d->nrows; r++) {
       const double *v = d->v + r * MAX_COLS;
-      if (!has_point(d, s, r, xs)) continue;
+      if (!has_point(d, s, r, xs, logy)) continue;
       cairo_arc(cr, L + (v[xs] - xmin) / (xmax - xmin) * (R - L),
-                B - (v[s->col] - ymin) / (ymax - ymin) * (B - T), 3, 0, 2 * M_PI);
+                B - (ty(v[s->col], logy) - ymin) / (ymax - ymin) * (B - T), 3, 0, 2 * M_PI);
       cairo_fill(cr);
     }
+  }
+  /* The best validation and the early stop, where the log marks them. */
+  char label[64];
+  if (isfinite(d->best_step)) {
+    snprintf(label, sizeof label, "best (epoch %.0f)", d->best_epoch);
+    draw_mark(cr, L + (d->best_step - xmin) / (xmax - xmin) * (R - L), T, B, R, PD_PLOT_BEST_RGB,
+              label);
+  }
+  if (isfinite(d->stop_step)) {
+    snprintf(label, sizeof label, "early stop (epoch %.0f)", d->stop_epoch);
+    draw_mark(cr, L + (d->stop_step - xmin) / (xmax - xmin) * (R - L), T, B, R, PD_PLOT_STOP_RGB,
+              label);
   }
   cairo_restore(cr);
   /* The legend: one row above the frame, ending at its right edge. */
@@ -340,7 +409,7 @@ static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned 
 bool pd_plot_available(void) { return true; }
 
 pd_status pd_plot_log(const char *log_path, const char *png_path, int width, int height,
-                      pd_error *err) {
+                      bool log_y, pd_error *err) {
   logdata d;
   pd_status st = read_log(log_path, &d, err);
   if (st) return st;
@@ -375,7 +444,8 @@ pd_status pd_plot_log(const char *log_path, const char *png_path, int width, int
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
   for (int i = 0; i < np; i++)
-    draw_panel(cr, &d, &panels[i], 0, (double)H * i / np, W, (double)H / np);
+    draw_panel(cr, &d, &panels[i], 0, (double)H * i / np, W, (double)H / np,
+               log_y && i == 0);
   cairo_destroy(cr);
   pd_buf b;
   pd_buf_init(&b);
@@ -398,8 +468,8 @@ pd_status pd_plot_log(const char *log_path, const char *png_path, int width, int
 bool pd_plot_available(void) { return false; }
 
 pd_status pd_plot_log(const char *log_path, const char *png_path, int width, int height,
-                      pd_error *err) {
-  (void)png_path, (void)width, (void)height;
+                      bool log_y, pd_error *err) {
+  (void)png_path, (void)width, (void)height, (void)log_y;
   logdata d;
   pd_status st = read_log(log_path, &d, err);  /* a bad log is still reported as such */
   if (st) return st;

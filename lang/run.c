@@ -163,6 +163,7 @@ pd_status pd_runner_action(pd_runner *r, const pd_action *a, pd_error *err) {
     case PD_ACTION_ASSERT_CLOSE: return do_assert_close(r, a, err);
     case PD_ACTION_TRAIN: return pd_run_train(r, a, err);
     case PD_ACTION_EVAL: return pd_run_eval(r, a, err);
+    case PD_ACTION_PREDICT: return pd_run_predict(r, a, err);
     case PD_ACTION_SAVE: return pd_run_save(r, a, err);
     case PD_ACTION_LOAD: return pd_run_load(r, a, err);
   }

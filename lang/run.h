@@ -95,8 +95,21 @@ pd_status pd_runner_run_all(pd_runner *r, pd_error *err);
 pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd_program **out,
                                pd_error *err);
 
-/* Compute vars of the main program's block 0 without data: prune to them, run once, copy each
- * into values[i] (caller's tensors). `why` names the caller in errors ("print"), at loc. */
+/* The REPL's :batch READER: the first `batch` samples of the reader `spec` (an argument of the
+ * action a, whose location errors take) become the values of the main program's data vars
+ * that it feeds, for pd_runner_compute and pd_runner_try_compute from then on (train, eval and
+ * predict read their own readers); *samples: how many (the reader may have fewer). Errors
+ * begin ":batch". pd_runner_unbind forgets them; pd_runner_nbound / pd_runner_bound list them
+ * (name and value borrowed until the next bind or unbind). */
+pd_status pd_runner_bind_batch(pd_runner *r, const pd_action *a, const pd_cval *spec,
+                               int64_t batch, int64_t *samples, pd_error *err);
+void pd_runner_unbind(pd_runner *r);
+int pd_runner_nbound(const pd_runner *r);
+const pd_tensor *pd_runner_bound(const pd_runner *r, int i, const char **name);
+
+/* Compute vars of the main program's block 0 without data (or with the data :batch bound):
+ * prune to them, run once, copy each into values[i] (caller's tensors). `why` names the caller
+ * in errors ("print"), at loc. */
 pd_status pd_runner_compute(pd_runner *r, int n, const char *const *names, pd_tensor *values,
                             const char *why, pd_loc loc, pd_error *err);
 /* The same when the vars need no data; when they need a var that a reader feeds, nothing runs,

@@ -16,7 +16,16 @@ struct pd_runner {
   uint64_t startup_rng;   /* where the startup programs' random stream stands */
   pd_buf noticed;         /* op types already reported as running on the CPU ("|a|b|") */
   pd_categories *categories; /* the CSV readers' categorical columns (NULL: none yet); owned */
+  bool has_image_prep;    /* an images(...) reader opened: its options, which save writes */
+  pd_image_options image_prep; /* beside a model that input feeds (MODEL.preprocess) */
+  int nbound;             /* the REPL's :batch: data vars bound to one batch of a reader, */
+  char **bound_names;     /* which pd_runner_compute feeds (names and tensors owned) */
+  pd_tensor *bound;
 };
+
+/* Bind the data vars feeds[i].name to copies of feeds[i].value (the REPL's :batch), replacing
+ * what was bound. PD_ENOMEM (then nothing is bound). */
+pd_status pd_runner_bind(pd_runner *r, int n, const pd_exec_feed *feeds, pd_error *err);
 
 /* The executor options of an action: the runner's seed (or `seed`), NaN checking, place, and
  * the notices of ops that stay on the CPU, each printed once per runner on opts.progress.
@@ -27,6 +36,10 @@ pd_exec_options pd_run_exec_options(pd_runner *r, uint64_t seed, bool with_inter
  * neither persistable nor already holding a value in the global scope (a reader must feed them).
  * Up to cap names (borrowed from p) go to names; returns how many there are. */
 int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap);
+/* The same without "that its ops read": every input data() declared (the REPL's :batch binds
+ * them before any statement reads them). */
+int pd_run_declared_data_vars(const pd_runner *r, const pd_program *p, const char **names,
+                              int cap);
 
 /* An error that has no line (from a file, a reader, feeding) gets loc, and its message the
  * prefix "what: " when what is not NULL; an error located in a file alone (a parameter file,

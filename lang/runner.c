@@ -204,8 +204,47 @@ pd_status pd_runner_adopt(pd_runner *r, const pd_unit *unit, pd_error *err) {
   return st;
 }
 
+void pd_runner_unbind(pd_runner *r) {
+  for (int i = 0; i < r->nbound; i++) {
+    pd_free(r->bound_names[i]);
+    pd_tensor_release(&r->bound[i]);
+  }
+  pd_free(r->bound_names);
+  pd_free(r->bound);
+  r->bound_names = NULL;
+  r->bound = NULL;
+  r->nbound = 0;
+}
+
+pd_status pd_runner_bind(pd_runner *r, int n, const pd_exec_feed *feeds, pd_error *err) {
+  pd_runner_unbind(r);
+  r->bound_names = pd_calloc((size_t)n + 1, sizeof *r->bound_names);
+  r->bound = pd_calloc((size_t)n + 1, sizeof *r->bound);
+  pd_status st = r->bound_names && r->bound ? PD_OK : PD_ENOMEM;
+  for (int i = 0; !st && i < n; i++) {
+    pd_tensor_init(&r->bound[i]);
+    r->nbound = i + 1;
+    if (!(r->bound_names[i] = pd_strdup(feeds[i].name))) st = PD_ENOMEM;
+    else st = pd_tensor_copy_to(&r->bound[i], feeds[i].value, PD_K_HOST);
+  }
+  if (st) {
+    pd_runner_unbind(r);
+    return pd_error_set(err, st, (pd_loc){0}, ":batch: out of memory");
+  }
+  return PD_OK;
+}
+
+int pd_runner_nbound(const pd_runner *r) { return r->nbound; }
+
+const pd_tensor *pd_runner_bound(const pd_runner *r, int i, const char **name) {
+  if (i < 0 || i >= r->nbound) return NULL;
+  if (name) *name = r->bound_names[i];
+  return &r->bound[i];
+}
+
 void pd_runner_free(pd_runner *r) {
   if (!r) return;
+  pd_runner_unbind(r);
   pd_scope_free(r->global);
   pd_buf_free(&r->noticed);
   pd_categories_free(r->categories);
@@ -246,19 +285,29 @@ static bool read_anywhere(const pd_program *p, const char *name) {
   return false;
 }
 
-int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap) {
+static int data_vars(const pd_runner *r, const pd_program *p, bool unread, const char **names,
+                     int cap) {
   const pd_block *b0 = p->blocks[0];
   int n = 0;
   for (int i = 0; i < b0->nvars; i++) {
     const pd_var_desc *v = b0->vars[i];
     if (v->persistable || v->type != PD_VAR_LOD_TENSOR) continue;
-    if (!read_anywhere(p, v->name) || written(p, v->name)) continue;
+    if ((!unread && !read_anywhere(p, v->name)) || written(p, v->name)) continue;
     pd_variable *gv = pd_scope_find_local_var(r->global, v->name);
     if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor)) continue;
     if (n < cap) names[n] = v->name;
     n++;
   }
   return n;
+}
+
+int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap) {
+  return data_vars(r, p, false, names, cap);
+}
+
+int pd_run_declared_data_vars(const pd_runner *r, const pd_program *p, const char **names,
+                              int cap) {
+  return data_vars(r, p, true, names, cap);
 }
 
 pd_status pd_run_set_test_mode(pd_program *p) {
@@ -301,17 +350,26 @@ static pd_status compute(pd_runner *r, int n, const char *const *names, pd_tenso
   pd_exec *ex;
   pd_status st = pd_run_prepare(r, n, names, loc, &p, &ex, err);
   if (st) return st;
-  const char *data[1];
-  bool fed = pd_run_data_vars(r, p, data, 1) > 0;
-  if (fed && needs_data) {
+  /* The data vars, fed from what :batch bound; one that is not bound needs a reader. */
+  const char *data[16];
+  int nd = pd_run_data_vars(r, p, data, 16);
+  pd_exec_feed feeds[16];
+  const char *unbound = nd > 16 ? data[0] : NULL;
+  for (int i = 0; !unbound && i < nd; i++) {
+    int k = 0;
+    while (k < r->nbound && strcmp(r->bound_names[k], data[i]) != 0) k++;
+    if (k == r->nbound) unbound = data[i];
+    else feeds[i] = (pd_exec_feed){r->bound_names[k], &r->bound[k]};
+  }
+  if (unbound && needs_data) {
     *needs_data = true;
     goto out;
   }
-  if (fed) {
+  if (unbound) {
     st = pd_error_set(err, PD_EINVAL, loc,
                       "%s computes without data, but this needs '%s', which a reader feeds; "
                       "use eval(..., reader = ...) to compute over a data set",
-                      why, data[0]);
+                      why, unbound);
     goto out;
   }
   pd_exec_fetch *fetches = pd_calloc((size_t)n + 1, sizeof *fetches);
@@ -320,7 +378,7 @@ static pd_status compute(pd_runner *r, int n, const char *const *names, pd_tenso
     goto out;
   }
   for (int i = 0; i < n; i++) fetches[i] = (pd_exec_fetch){names[i], &values[i]};
-  pd_exec_io io = {.nfetches = n, .fetches = fetches};
+  pd_exec_io io = {.nfeeds = nd, .feeds = feeds, .nfetches = n, .fetches = fetches};
   st = pd_run_at_loc(err, pd_exec_run(ex, r->global, &io, NULL, err), loc, NULL);
   pd_free(fetches);
 out:

@@ -1,7 +1,8 @@
 /* summary.c -- a model's summary (lang/summary.h): the main program's block-0 ops grouped by
  * the call they come from (consecutive ops with one source location: a layer of the stdlib, an
  * op, a def call's ops placed at its call), each with the call's text, the shape of its last
- * op's output and the elements of the parameters it reads first; then the totals. */
+ * op's output and the elements of the parameters it reads first, in columns as wide as their
+ * widest cell (a call's text cut at 60 characters); then the totals. */
 #include "config.h"
 #include "lang/summary.h"
 
@@ -62,10 +63,16 @@ pd_status pd_unit_summary(const pd_unit *unit, const pd_source *src, pd_buf *out
       if (!b0->vars[i]->stop_gradient) t.trainable += numel(b0->vars[i]);
     }
   bool *counted = pd_calloc((size_t)b0->nvars + 1, sizeof *counted);
-  if (!counted) return PD_ENOMEM;
-  pd_buf_printf(out, "%-12s %-36s %-18s %12s\n", "line", "layer", "output shape", "params");
-  for (int k = 0; k < 81; k++) pd_buf_puts(out, "=");
-  pd_buf_puts(out, "\n");
+  struct row {
+    char where[64], text[61], shape[48];
+    int64_t params;
+  } *rows = pd_calloc((size_t)b0->nops + 1, sizeof *rows);
+  if (!counted || !rows) {
+    pd_free(counted);
+    pd_free(rows);
+    return PD_ENOMEM;
+  }
+  int nrows = 0;
   for (int i = 0; i < b0->nops;) {
     pd_loc loc = pd_op_user_loc(b0->ops[i]);  /* a layer's ops: where the user called it */
     int j = i;
@@ -93,21 +100,41 @@ pd_status pd_unit_summary(const pd_unit *unit, const pd_source *src, pd_buf *out
       }
     }
     const pd_var_desc *ov = pd_block_find_var_local(b0, outname);
-    char where[64], text[37], shape[48] = "";
+    struct row *rw = &rows[nrows++];
+    char *where = rw->where, *text = rw->text, *shape = rw->shape;
+    rw->params = params;
     const char *file = loc.file ? strrchr(loc.file, '/') : NULL;
     file = file ? file + 1 : loc.file ? loc.file : "?";
-    snprintf(where, sizeof where, "%s:%d", file, loc.line);
+    snprintf(where, sizeof rw->where, "%s:%d", file, loc.line);
     const pd_source *s = loc.file ? pd_unit_source(unit, src, loc.file) : NULL;
-    call_text(s, loc, text, sizeof text);
+    call_text(s, loc, text, sizeof rw->text);
     /* An operator (x @ w) is placed at its sign: the op's type says more. */
     if (!isalpha((unsigned char)text[0]) && text[0] != '_')
-      snprintf(text, sizeof text, "%s", last->type);
-    if (ov && ov->ndims >= 0) pd_dims_str(ov->ndims, ov->dims, shape, sizeof shape);
-    pd_buf_printf(out, "%-12s %-36s %-18s %12lld\n", where, text, shape, (long long)params);
+      snprintf(text, sizeof rw->text, "%s", last->type);
+    if (ov && ov->ndims >= 0) pd_dims_str(ov->ndims, ov->dims, shape, sizeof rw->shape);
     t.layers++;
     i = j;
   }
-  for (int k = 0; k < 81; k++) pd_buf_puts(out, "=");
+  /* Each column as wide as its widest cell, the header's included. */
+  int w[4] = {(int)strlen("line"), (int)strlen("layer"), (int)strlen("output shape"),
+              (int)strlen("params")};
+  for (int k = 0; k < nrows; k++) {
+    char num[24];
+    int len[4] = {(int)strlen(rows[k].where), (int)strlen(rows[k].text),
+                  (int)strlen(rows[k].shape),
+                  snprintf(num, sizeof num, "%lld", (long long)rows[k].params)};
+    for (int c = 0; c < 4; c++) w[c] = len[c] > w[c] ? len[c] : w[c];
+  }
+  int line = w[0] + w[1] + w[2] + w[3] + 3;
+  pd_buf_printf(out, "%-*s %-*s %-*s %*s\n", w[0], "line", w[1], "layer", w[2], "output shape",
+                w[3], "params");
+  for (int k = 0; k < line; k++) pd_buf_puts(out, "=");
+  pd_buf_puts(out, "\n");
+  for (int k = 0; k < nrows; k++)
+    pd_buf_printf(out, "%-*s %-*s %-*s %*lld\n", w[0], rows[k].where, w[1], rows[k].text, w[2],
+                  rows[k].shape, w[3], (long long)rows[k].params);
+  pd_free(rows);
+  for (int k = 0; k < line; k++) pd_buf_puts(out, "=");
   pd_buf_printf(out, "\nTotal params: %lld\nTrainable params: %lld\nNon-trainable params: %lld\n",
                 (long long)t.params, (long long)t.trainable,
                 (long long)(t.params - t.trainable));

@@ -102,7 +102,8 @@ char *pd_train_script_path(const pd_action *a, const char *path) {
 
 /* ---------------------------------------------------------------- readers */
 
-/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5); the compiler
+/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5, valid, seed,
+ * pad_to = none); the compiler
  * has checked the arguments' kinds and ranges. */
 static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset **out,
                             pd_error *err) {
@@ -111,13 +112,15 @@ static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset 
   const pd_cval *maxl = pd_cval_field(spec, "max_length");
   const pd_cval *split = pd_cval_field(spec, "split");
   const pd_cval *every = pd_cval_field(spec, "test_every");
+  const pd_cval *padt = pd_cval_field(spec, "pad_to");
   pd_lines_options o = {
       .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
       .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
       .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
                : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
                                                      : PD_LINES_TRAIN,  /* "train", "valid" */
-      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5};
+      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5,
+      .pad_to = padt && padt->kind == PD_CVAL_INT ? padt->i : 0};
   int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
   char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
   pd_status st = paths ? PD_OK : PD_ENOMEM;
@@ -257,6 +260,10 @@ static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *sp
     char *dir = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
     st = dir ? pd_train_images_open(spec, dir, note, out, err) : PD_ENOMEM;
     pd_free(dir);
+    if (!st) { /* what save writes beside a model this input feeds */
+      pd_train_images_options(spec, &r->image_prep);
+      r->has_image_prep = true;
+    }
   } else {
     return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
                         "unknown reader '%s'", name);
@@ -353,13 +360,36 @@ static pd_status convert_batch(const feeder *f, int i, const pd_tensor *src, pd_
   return PD_OK;
 }
 
-static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program *p,
-                             const pd_dataset *ds, feeder *f, pd_error *err) {
+/* `what` begins the errors ("train", "eval", ":batch"). With `declared` (the REPL's :batch),
+ * the inputs data() declared in p, read or not: all of them as train takes them (by name when
+ * the reader has a field of each one's name, else by position) when they can be; else those
+ * that a field of ds names. */
+static pd_status feeder_init(pd_runner *r, const pd_action *a, const char *what,
+                             const pd_program *p, const pd_dataset *ds, bool declared,
+                             feeder *f, pd_error *err) {
   memset(f, 0, sizeof *f);
   for (int i = 0; i < 16; i++) pd_tensor_init(&f->conv[i]);
   const char *names[16];
-  int n = pd_run_data_vars(r, p, names, 16);
+  int n = declared ? 0 : pd_run_data_vars(r, p, names, 16);
   int nf = pd_dataset_nfields(ds);
+  if (declared) {
+    const char *all[16];
+    int na = pd_run_declared_data_vars(r, p, all, 16);
+    for (int i = 0; i < na && i < 16; i++)
+      if (na > nf ? pd_dataset_field_index(ds, all[i]) >= 0 : true) names[n++] = all[i];
+    if (!n) {
+      pd_buf b;
+      pd_buf_init(&b);
+      for (int k = 0; k < nf; k++)
+        pd_buf_printf(&b, "%s'%s'", k ? ", " : "", pd_dataset_field_name(ds, k));
+      pd_status st = pd_error_set(err, PD_EINVAL, a->loc, "%s: no input of the session is named "
+                                  "after a field of the reader (%s): declare one, such as "
+                                  "data(\"%s\", ...)", what, b.data ? b.data : "?",
+                                  nf ? pd_dataset_field_name(ds, 0) : "x");
+      pd_buf_free(&b);
+      return st;
+    }
+  }
   if (n > 16) return pd_error_set(err, PD_EUNSUPPORTED, a->loc, "more than 16 data inputs");
   f->n = n;
   bool by_name = true;
@@ -378,7 +408,7 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
       pd_buf_puts(&b, " but the reader gives ");
       for (int k = 0; k < nf; k++) pd_buf_printf(&b, "%s'%s'", k ? ", " : "", pd_dataset_field_name(ds, k));
       pd_status st = pd_error_set(err, PD_EINVAL, a->loc, "%s: the program reads data %s",
-                                  pd_action_name(a->kind), b.data ? b.data : "?");
+                                  what, b.data ? b.data : "?");
       pd_buf_free(&b);
       return st;
     }
@@ -412,13 +442,13 @@ static pd_status feeder_init(pd_runner *r, const pd_action *a, const pd_program 
                           "%s: the reader's '%s' is a batch of sequences of varying length, but "
                           "'%s' is not a sequence input; declare it data(\"%s\", %s, %s, "
                           "lod_level = 1)",
-                          pd_action_name(a->kind), pd_dataset_field_name(ds, f->field[i]),
+                          what, pd_dataset_field_name(ds, f->field[i]),
                           names[i], names[i], b.data ? b.data : "?", pd_dtype_name(dt));
       else
         st = pd_error_set(err, PD_EINVAL, a->loc,
                           "%s: the reader's '%s' has one level of sequences, but '%s' is "
                           "declared with lod_level = %d",
-                          pd_action_name(a->kind), pd_dataset_field_name(ds, f->field[i]),
+                          what, pd_dataset_field_name(ds, f->field[i]),
                           names[i], v->lod_level);
       pd_buf_free(&b);
       return st;
@@ -489,6 +519,30 @@ static pd_status feeder_batch(feeder *f, int64_t rows, pd_loc loc, pd_error *err
 
 static pd_status fields_like(const pd_averager *av, const feeder *f, const pd_dataset *ds,
                              pd_loc loc, pd_error *err);
+
+/* ---------------------------------------------------------------- the REPL's :batch */
+
+pd_status pd_runner_bind_batch(pd_runner *r, const pd_action *a, const pd_cval *spec,
+                               int64_t batch, int64_t *samples, pd_error *err) {
+  *samples = 0;
+  pd_dataset *ds = NULL;
+  pd_batcher *bt = NULL;
+  feeder f;
+  memset(&f, 0, sizeof f);
+  pd_batcher_options bo = {.batch = batch, .shard_count = 1};
+  pd_status st = open_reader(r, a, spec, NULL, &ds, err);
+  if (!st) st = pd_batcher_new(ds, &bo, &bt, err);
+  if (!st) st = feeder_init(r, a, ":batch", r->unit->main, ds, true, &f, err);
+  if (!st) st = pd_batcher_next(bt, f.fields, samples, err);
+  if (!st && *samples == 0)
+    st = pd_error_set(err, PD_EINVAL, a->loc, ":batch: the reader gave no sample");
+  if (!st) st = feeder_batch(&f, *samples, a->loc, err);
+  if (!st) st = pd_runner_bind(r, f.n, f.feeds, err);
+  feeder_release(&f);
+  pd_batcher_free(bt);
+  pd_dataset_free(ds);
+  return pd_run_at_loc(err, st, a->loc, ":batch");
+}
 
 /* ---------------------------------------------------------------- progress */
 
@@ -846,7 +900,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
     bo.augment = &baug;
   }
   if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
-  if ((st = feeder_init(r, a, p, ds, &f, err))) goto out;
+  if ((st = feeder_init(r, a, "train", p, ds, false, &f, err))) goto out;
   if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
     goto out;
   int64_t steps = pd_batcher_num_batches(bt);
@@ -979,7 +1033,10 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                                line2.len ? line2.data : NULL);
           if ((st = pd_train_log_valid(lg, e + 1, gstep, lr,
                                        el > 0 ? (double)(samples * nranks) / el : 0,
-                                       pd_valid_last(vd), pd_train_opt_loc(a, "log"), err)))
+                                       pd_valid_last(vd),
+                                       (pd_valid_improved(vd) ? PD_LOG_BEST : 0u) |
+                                           (stop ? PD_LOG_STOP : 0u),
+                                       pd_train_opt_loc(a, "log"), err)))
             goto out;
         }
         if (stop) break;
@@ -1024,6 +1081,8 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
                                        pd_train_opt_loc(a, "log"), err)) ||
                (st = pd_train_log_epoch(lg, e + 1, gstep, samples ? sum / (double)samples : 0.0,
                                         lr, el > 0 ? (double)samples / el : 0, pd_valid_last(vd),
+                                        (pd_valid_improved(vd) ? PD_LOG_BEST : 0u) |
+                                            (estop ? PD_LOG_STOP : 0u),
                                         pd_train_opt_loc(a, "log"), err))))
       goto out;
     if (ckpt) {
@@ -1043,7 +1102,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   if (!st && plot_path && log_path) {  /* log_path: rank 0 */
     pd_train_log_close(lg);
     lg = NULL;
-    if ((st = pd_plot_log(log_path, plot_path, 0, 0, err)))
+    if ((st = pd_plot_log(log_path, plot_path, 0, 0, false, err)))
       pd_run_at_loc(err, st, pd_train_opt_loc(a, "plot"), "plot");
   }
 out:
@@ -1132,8 +1191,8 @@ void pd_averager_free(pd_averager *av) {
 }
 
 pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
-                          const pd_cval *spec, int64_t batch, int n, const char *const *names,
-                          pd_averager **out, pd_error *err) {
+                          const pd_cval *spec, int64_t batch, bool shard, int n,
+                          const char *const *names, pd_averager **out, pd_error *err) {
   *out = NULL;
   pd_averager *av = pd_calloc(1, sizeof *av);
   if (!av) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
@@ -1152,21 +1211,21 @@ pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
   if ((st = pd_run_prepare(r, n, names, a->loc, &av->p, &av->ex, err))) goto out;
   if ((st = open_reader(r, a, spec, NULL, &av->ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .prefetch = prefetch_pays(),
-                            .shard_rank = pd_comm_rank(), .shard_count = pd_comm_size()};
+                            .shard_rank = shard ? pd_comm_rank() : 0,
+                            .shard_count = shard ? pd_comm_size() : 1};
   if ((st = pd_batcher_new(av->ds, &bo, &av->bt, err))) goto out;
-  st = feeder_init(r, a, av->p, av->ds, &av->f, err);
+  st = feeder_init(r, a, pd_action_name(a->kind), av->p, av->ds, false, &av->f, err);
 out:
   if (st) pd_averager_free(av);
   else *out = av;
   return st;
 }
 
-pd_status pd_averager_run(pd_averager *av, double *means, int64_t *samples, pd_error *err) {
+int64_t pd_averager_batches(const pd_averager *av) { return pd_batcher_num_batches(av->bt); }
+
+pd_status pd_averager_each(pd_averager *av, pd_averager_fn fn, void *ctx, pd_error *err) {
   pd_runner *r = av->r;
   const pd_action *a = av->a;
-  int n = av->n;
-  for (int i = 0; i < n; i++) means[i] = 0;
-  *samples = 0;
   pd_status st = pd_batcher_start_epoch(av->bt, 0);
   if (st) return pd_error_set(err, st, a->loc, "%s: cannot start the reader", av->what);
   int64_t rows;
@@ -1174,28 +1233,53 @@ pd_status pd_averager_run(pd_averager *av, double *means, int64_t *samples, pd_e
     if ((st = pd_batcher_next(av->bt, av->f.fields, &rows, err))) return st;
     if (rows == 0) break;
     if ((st = feeder_batch(&av->f, rows, a->loc, err))) return st;
-    pd_exec_io io = {.nfeeds = av->f.n, .feeds = av->f.feeds, .nfetches = n,
+    pd_exec_io io = {.nfeeds = av->f.n, .feeds = av->f.feeds, .nfetches = av->n,
                      .fetches = av->fetches};
     if ((st = pd_exec_run(av->ex, r->global, &io, NULL, err))) return st;
-    for (int i = 0; i < n; i++) {
-      pd_tensor *t = &av->vals[i];
-      if (pd_tensor_numel(t) != 1) {
-        char sh[96];
-        return pd_error_set(err, PD_EINVAL, a->loc,
-                            "%s: a metric must be one value per batch (mean(...), "
-                            "accuracy(...)); '%s' has shape %s",
-                            av->what, av->names[i], pd_ctx_shape_str(t, sh, sizeof sh));
-      }
-      double v = t->dtype == PD_FP64    ? PD_TENSOR_F64(t)[0]
-                 : t->dtype == PD_FP32  ? PD_TENSOR_F32(t)[0]
-                 : t->dtype == PD_INT64 ? (double)PD_TENSOR_I64(t)[0]
-                                        : (double)PD_TENSOR_I32(t)[0];
-      means[i] += v * (double)rows;
-    }
-    *samples += rows;
+    if ((st = fn(ctx, av->vals, rows, err))) return st;
     if (r->opts.interrupt && *r->opts.interrupt)
       return pd_error_set(err, PD_EINTR, a->loc, "%s interrupted", av->what);
   }
+  return PD_OK;
+}
+
+/* pd_averager_run's sums: each target's value of a batch, weighted by its rows. */
+typedef struct sums {
+  const pd_averager *av;
+  double *means;
+  int64_t *samples;
+} sums;
+
+static pd_status add_batch(void *ctx, const pd_tensor *vals, int64_t rows, pd_error *err) {
+  sums *s = ctx;
+  const pd_averager *av = s->av;
+  for (int i = 0; i < av->n; i++) {
+    const pd_tensor *t = &vals[i];
+    if (pd_tensor_numel(t) != 1) {
+      char sh[96];
+      return pd_error_set(err, PD_EINVAL, av->a->loc,
+                          "%s: a metric must be one value per batch (mean(...), "
+                          "accuracy(...)); '%s' has shape %s",
+                          av->what, av->names[i], pd_ctx_shape_str(t, sh, sizeof sh));
+    }
+    double v = t->dtype == PD_FP64    ? PD_TENSOR_F64(t)[0]
+               : t->dtype == PD_FP32  ? PD_TENSOR_F32(t)[0]
+               : t->dtype == PD_INT64 ? (double)PD_TENSOR_I64(t)[0]
+                                      : (double)PD_TENSOR_I32(t)[0];
+    s->means[i] += v * (double)rows;
+  }
+  *s->samples += rows;
+  return PD_OK;
+}
+
+pd_status pd_averager_run(pd_averager *av, double *means, int64_t *samples, pd_error *err) {
+  const pd_action *a = av->a;
+  int n = av->n;
+  for (int i = 0; i < n; i++) means[i] = 0;
+  *samples = 0;
+  sums s = {av, means, samples};
+  pd_status st = pd_averager_each(av, add_batch, &s, err);
+  if (st) return st;
   /* Several processes: each evaluated its shard; the metrics are the sums over every rank
    * divided by every rank's samples (not a mean of means). */
   if (pd_comm_size() > 1) {
@@ -1255,8 +1339,8 @@ pd_status pd_run_eval(pd_runner *r, const pd_action *a, pd_error *err) {
   }
   for (int i = 0; i < n; i++) names[i] = a->args[i]->str;
   double t0 = pd_train_now();
-  if ((st = pd_averager_new(r, a, "eval", opt(a, "reader"), opt_int(a, "batch", 256), n, names,
-                            &av, err)))
+  if ((st = pd_averager_new(r, a, "eval", opt(a, "reader"), opt_int(a, "batch", 256), true, n,
+                            names, &av, err)))
     goto out;
   int64_t samples;
   if ((st = pd_averager_run(av, means, &samples, err))) goto out;

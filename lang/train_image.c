@@ -27,7 +27,7 @@ static void per_channel(const pd_cval *v, int channels, double def, double *out)
     for (int c = 0; c < channels && c < v->n; c++) number(v->items[c], &out[c]);
 }
 
-static void image_options(const pd_cval *spec, pd_image_options *o) {
+void pd_train_images_options(const pd_cval *spec, pd_image_options *o) {
   memset(o, 0, sizeof *o);
   const pd_cval *shape = pd_cval_field(spec, "shape");
   int64_t dims[3] = {3, 32, 32};
@@ -47,7 +47,7 @@ bool pd_train_is_images(const pd_cval *spec) {
 pd_status pd_train_images_open(const pd_cval *spec, const char *dir, FILE *note,
                                pd_dataset **out, pd_error *err) {
   pd_image_options o;
-  image_options(spec, &o);
+  pd_train_images_options(spec, &o);
   char **classes = NULL;
   int nc = 0;
   pd_status st = pd_dataset_images(dir, &o, out, &classes, &nc, err);
@@ -65,7 +65,7 @@ pd_status pd_train_images_open(const pd_cval *spec, const char *dir, FILE *note,
 bool pd_train_images_augment(const pd_cval *spec, pd_image_augment *aug) {
   if (!pd_train_is_images(spec)) return false;
   memset(aug, 0, sizeof *aug);
-  image_options(spec, &aug->o);
+  pd_train_images_options(spec, &aug->o);
   const pd_cval *pad = pd_cval_field(spec, "crop_padding"), *flip = pd_cval_field(spec, "flip");
   aug->pad = pad && pad->kind == PD_CVAL_INT ? (int)pad->i : 0;
   aug->flip = flip && flip->kind == PD_CVAL_BOOL && flip->b;

@@ -1,5 +1,5 @@
-/* train_int.h -- what lang/train.c shares with train's validation (lang/train_valid.c) and
- * save / load (lang/train_save.c): the
+/* train_int.h -- what lang/train.c shares with train's validation (lang/train_valid.c),
+ * save / load (lang/train_save.c) and predict (lang/train_predict.c): the
  * averager, which runs the forward program of one-element targets over a whole data set in test
  * mode (eval, and the validation after an epoch), the model's parameters, metric names; and
  * the validation itself (valid = READER, metrics, early_stop, keep_best). Private to lang/.
@@ -20,11 +20,20 @@
 typedef struct pd_averager pd_averager;
 
 /* The main program pruned to names[0..n) (in test mode), fed by the reader `spec` in batches
- * of `batch` in file order. `what` ("eval", "train: the validation reader") begins its
- * errors; names is borrowed. Errors are placed at the action. */
+ * of `batch` in file order: with shard, this process's shard of it in a job of several (eval,
+ * validation), else all of it (predict). `what` ("eval", "train: the validation reader")
+ * begins its errors; names is borrowed. Errors are placed at the action. */
 pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
-                          const pd_cval *spec, int64_t batch, int n, const char *const *names,
-                          pd_averager **out, pd_error *err);
+                          const pd_cval *spec, int64_t batch, bool shard, int n,
+                          const char *const *names, pd_averager **out, pd_error *err);
+/* One pass over the data set: after each batch of `rows` samples, fn(ctx, vals, rows, err)
+ * with the n targets' values (borrowed until the next batch); fn's error stops the pass and is
+ * returned. Ctrl-C stops between batches (PD_EINTR). */
+typedef pd_status (*pd_averager_fn)(void *ctx, const pd_tensor *vals, int64_t rows,
+                                    pd_error *err);
+pd_status pd_averager_each(pd_averager *av, pd_averager_fn fn, void *ctx, pd_error *err);
+/* How many batches a pass has. */
+int64_t pd_averager_batches(const pd_averager *av);
 /* One pass over the data set: means[i], the mean of target i over the samples (each batch's
  * value weighted by its rows); *samples, how many. means has room for n + 1 values (in a job of
  * several processes the sums and the sample count are added over the ranks). A target of more than one element is
@@ -69,6 +78,8 @@ void pd_valid_free(pd_valid *v);
 int pd_valid_count(const pd_valid *v);
 const char *pd_valid_name(const pd_valid *v, int i);
 const double *pd_valid_last(const pd_valid *v);
+/* Whether the last validation (as pd_valid_last) was the best so far of the monitored value. */
+bool pd_valid_improved(const pd_valid *v);
 
 /* The averager of the validation's cost and metrics (borrowed). */
 pd_averager *pd_valid_averager(pd_valid *v);
@@ -124,20 +135,26 @@ void pd_train_log_loss(pd_train_log *l, double loss);
  * the learning rate, samples/s, the seconds since the log opened), flushed; nothing when no
  * step was added since. An epoch row: the epoch's mean loss and the validation's values
  * (valid: NULL when it did not validate: empty cells, absent JSON keys). PD_EIO at loc when
- * the file cannot be written. l may be NULL. */
+ * the file cannot be written. l may be NULL. `marks` (epoch and validation rows): with
+ * PD_LOG_BEST (the validation was the best so far) the same row again of kind "best", with
+ * PD_LOG_STOP (early stopping ended the run there) of kind "stop". */
+enum { PD_LOG_BEST = 1, PD_LOG_STOP = 2 };
 pd_status pd_train_log_step(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
                             pd_loc loc, pd_error *err);
 pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double loss, double lr,
-                             double sps, const double *valid, pd_loc loc, pd_error *err);
+                             double sps, const double *valid, unsigned marks, pd_loc loc,
+                             pd_error *err);
 /* A validation after a step (valid_every_steps): a step row with the validation's values (its
  * loss, the mean since the last row, empty when there was none). l may be NULL. */
 pd_status pd_train_log_valid(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
-                             const double *valid, pd_loc loc, pd_error *err);
+                             const double *valid, unsigned marks, pd_loc loc, pd_error *err);
 
 /* ---- lang/train_image.c ---- */
 
 /* Whether spec is an images(...) reader. */
 bool pd_train_is_images(const pd_cval *spec);
+/* Its options: shape, mean and std per channel. */
+void pd_train_images_options(const pd_cval *spec, pd_image_options *o);
 /* The images of folder dir (resolved) as spec describes them; with note, a line on it naming
  * the classes and their numbers. */
 pd_status pd_train_images_open(const pd_cval *spec, const char *dir, FILE *note,

@@ -108,9 +108,9 @@ pd_status pd_train_log_open(pd_runner *r, const pd_action *a, const char *path, 
   return PD_OK;
 }
 
+/* t: the seconds since the log opened. */
 static void row(pd_train_log *l, const char *kind, int epoch, int64_t step, double loss,
-                double lr, double sps, const double *valid) {
-  double t = pd_train_now() - l->t0;
+                double lr, double sps, double t, const double *valid) {
   if (l->json) {
     fputs("{\"kind\": ", l->f);
     json_str(l->f, kind);
@@ -137,25 +137,35 @@ void pd_train_log_loss(pd_train_log *l, double loss) {
 pd_status pd_train_log_step(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
                             pd_loc loc, pd_error *err) {
   if (!l || !l->nsum) return PD_OK;
-  row(l, "step", epoch, step, l->sum / (double)l->nsum, lr, sps, NULL);
+  row(l, "step", epoch, step, l->sum / (double)l->nsum, lr, sps, pd_train_now() - l->t0, NULL);
   l->sum = 0;
   l->nsum = 0;
   if (l->failed) return pd_error_set(err, PD_EIO, loc, "log: cannot write %s", l->path);
   return PD_OK;
 }
 
+/* A row of `kind`, then the same of kind best and stop as marks say. */
+static void rows(pd_train_log *l, const char *kind, unsigned marks, int epoch, int64_t step,
+                 double loss, double lr, double sps, const double *valid) {
+  double t = pd_train_now() - l->t0;
+  row(l, kind, epoch, step, loss, lr, sps, t, valid);
+  if (marks & PD_LOG_BEST) row(l, "best", epoch, step, loss, lr, sps, t, valid);
+  if (marks & PD_LOG_STOP) row(l, "stop", epoch, step, loss, lr, sps, t, valid);
+}
+
 pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double loss, double lr,
-                             double sps, const double *valid, pd_loc loc, pd_error *err) {
+                             double sps, const double *valid, unsigned marks, pd_loc loc,
+                             pd_error *err) {
   if (!l) return PD_OK;
-  row(l, "epoch", epoch, step, loss, lr, sps, valid);
+  rows(l, "epoch", marks, epoch, step, loss, lr, sps, valid);
   if (l->failed) return pd_error_set(err, PD_EIO, loc, "log: cannot write %s", l->path);
   return PD_OK;
 }
 
 pd_status pd_train_log_valid(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
-                             const double *valid, pd_loc loc, pd_error *err) {
+                             const double *valid, unsigned marks, pd_loc loc, pd_error *err) {
   if (!l) return PD_OK;
-  row(l, "step", epoch, step, l->nsum ? l->sum / (double)l->nsum : NAN, lr, sps, valid);
+  rows(l, "step", marks, epoch, step, l->nsum ? l->sum / (double)l->nsum : NAN, lr, sps, valid);
   l->sum = 0;
   l->nsum = 0;
   if (l->failed) return pd_error_set(err, PD_EIO, loc, "log: cannot write %s", l->path);

@@ -122,25 +122,10 @@ oom:
   return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
 }
 
-/* The categories of the run's CSV readers go beside a saved model or parameter file:
- * "m.pdmodel" -> "m.categories" (also for .pdiparams; other names gain ".categories"). Heap. */
-static char *categories_path(const char *path) {
-  size_t n = strlen(path);
-  static const char *const exts[] = {".pdmodel", ".pdiparams"};
-  for (size_t i = 0; i < PD_ARRAY_LEN(exts); i++) {
-    size_t e = strlen(exts[i]);
-    if (n > e && strcmp(path + n - e, exts[i]) == 0) n -= e;
-  }
-  pd_buf b;
-  pd_buf_init(&b);
-  pd_buf_printf(&b, "%.*s.categories", (int)n, path);
-  return pd_buf_take(&b);
-}
-
 /* After a save: the categories file, when the run's CSV readers have categorical columns. */
 static pd_status save_categories(const pd_runner *r, const char *path, pd_error *err) {
   if (pd_categories_count(r->categories) == 0) return PD_OK;
-  char *cp = categories_path(path);
+  char *cp = pd_model_side_path(path, ".categories");
   pd_status st = cp ? pd_categories_save(r->categories, cp, err)
                     : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
   pd_free(cp);
@@ -150,7 +135,7 @@ static pd_status save_categories(const pd_runner *r, const char *path, pd_error 
 /* After a load: the categories saved beside it (when there), so that this run's CSV readers
  * map text the same way. */
 static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) {
-  char *cp = categories_path(path);
+  char *cp = pd_model_side_path(path, ".categories");
   if (!cp) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
   pd_status st = PD_OK;
   if (access(cp, F_OK) == 0) {
@@ -160,6 +145,38 @@ static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) 
       st = pd_categories_load(r->categories, cp, err);
   }
   pd_free(cp);
+  return st;
+}
+
+/* After a model's save: when an images(...) reader opened in this run, how its images become
+ * the model's input, beside it (MODEL.preprocess, vm/reader/reader.h): for the input named
+ * "images" (the reader's field), else for the one float32 input of as many values per sample. */
+static pd_status save_image_prep(const pd_runner *r, const pd_program *p, int nd,
+                                 const char *const *feeds, const char *path, pd_error *err) {
+  if (!r->has_image_prep) return PD_OK;
+  const pd_image_options *o = &r->image_prep;
+  const char *input = NULL;
+  int matches = 0;
+  for (int i = 0; i < nd; i++) {
+    const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], feeds[i]);
+    int64_t per = 1;
+    for (int k = 1; v && k < v->ndims; k++) per *= v->dims[k];
+    if (strcmp(feeds[i], "images") == 0) {
+      input = feeds[i];
+      matches = 1;
+      break;
+    }
+    if (v && v->dtype == PD_FP32 && v->ndims >= 2 &&
+        per == (int64_t)o->channels * o->height * o->width)
+      input = feeds[i], matches++;
+  }
+  if (matches != 1 || strlen(input) >= sizeof ((pd_image_prep *)0)->input) return PD_OK;
+  pd_image_prep ip = {.o = *o};
+  snprintf(ip.input, sizeof ip.input, "%s", input);
+  char *pp = pd_model_side_path(path, ".preprocess");
+  pd_status st = pp ? pd_image_prep_save(pp, &ip, err)
+                    : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_free(pp);
   return st;
 }
 
@@ -269,6 +286,7 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   else
     pd_discard_file(ptmp), pd_discard_file(mtmp);  /* nothing of a failed save stays */
   if (!st) st = save_categories(r, path, err);
+  if (!st) st = save_image_prep(r, p, nd, feeds, path, err);
   pd_free(mb);
 out_buf:
   pd_buf_free(&pb);

@@ -40,6 +40,7 @@ struct pd_valid {
   double last[MAX_METRICS + 1];         /* the last validation's values (+ 1: room for the
                                          * sample count pd_averager_run sums over ranks), */
   bool validated;                       /* when the last epoch validated */
+  bool improved;                        /* the last validation was the best so far */
 };
 
 int pd_valid_count(const pd_valid *v) { return v->n; }
@@ -47,6 +48,7 @@ const char *pd_valid_name(const pd_valid *v, int i) { return v->names[i]; }
 const double *pd_valid_last(const pd_valid *v) {
   return v && v->validated ? v->last : NULL;
 }
+bool pd_valid_improved(const pd_valid *v) { return v && v->validated && v->improved; }
 
 void pd_valid_free(pd_valid *v) {
   if (!v) return;
@@ -124,8 +126,8 @@ pd_status pd_valid_new(pd_runner *r, const pd_action *a, const char *cost, pd_va
   const pd_cval *b = pd_action_opt(a, "batch");
   st = at_valid(a, err,
                 pd_averager_new(r, a, "train: the validation reader", spec,
-                                b && b->kind == PD_CVAL_INT ? b->i : 64, v->n, v->vars, &v->av,
-                                err));
+                                b && b->kind == PD_CVAL_INT ? b->i : 64, true, v->n, v->vars,
+                                &v->av, err));
 out:
   if (st) pd_valid_free(v);
   else *out = v;
@@ -244,6 +246,7 @@ static pd_status validate(pd_valid *v, int64_t at, pd_buf *line, pd_buf *line2, 
                                                  "train: the validation's record is missing");
   double x = means[v->monitor];
   bool better = v->maximize ? x > s[S_BEST] : x < s[S_BEST];
+  v->improved = better;
   if (better) {
     s[S_BEST] = x;
     s[S_BEST_EPOCH] = (double)at;

@@ -7,6 +7,8 @@
 #     cost falls, the weights equal those of the same script on .npy files with the same values
 #     and seed, eval and validation splits, copies and replacement, every bad argument, an unknown
 #     name at the reader, allocation failures;
+#   test_api_images: pd_state_feed_images: PNG files into a saved model's image input, read as
+#     the images reader read them (predict's output, bit for bit), and its errors;
 #   test_alloc_sweep: every allocation failing in turn, every k, through the library: a script
 #     that trains from a host data set, evaluates, saves and loads, then its saved model run;
 #   install.sh: `make install` of the library into a temporary DESTDIR, then: it exports exactly
@@ -17,8 +19,10 @@
 #   install_prefix.sh: the pdlang program and the stdlib installed into a temporary DESTDIR: the
 #     installed program imports the installed stdlib (found beside it at run time, whatever
 #     prefix it was built for), not the build tree's.
-check_PROGRAMS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep
-TESTS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep tests/api/install.sh tests/api/symbols.sh \
+check_PROGRAMS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
+	tests/api/test_api_images
+TESTS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
+	tests/api/test_api_images tests/api/install.sh tests/api/symbols.sh \
 	tests/api/install_prefix.sh
 EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
 	tests/api/mkidx.pl

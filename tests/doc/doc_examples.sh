@@ -6,7 +6,8 @@
 # exit with status 0 and print nothing on stderr. When the next block (blank lines between
 # allowed) is marked ```output, stdout must be exactly its text; when it is marked ```error,
 # the script must instead exit with status 1 and print exactly that text on stderr. The one
-# thing not compared is the time in eval's summary, "(N samples, T s)", which is read as 0.0 s.
+# thing not compared is the time in eval's summary, "(N samples, T s)", and in predict's,
+# "(T s)", which is read as 0.0 s.
 # TAP: one test per example, named after its file and line.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
@@ -43,7 +44,8 @@ fi
 echo "1..$n"
 
 # eval's summary ends with the time it took: not part of the comparison.
-untime() { sed 's/^\(eval: .* samples, \)[0-9][0-9.]* s)$/\10.0 s)/' "$1"; }
+untime() { sed -e 's/^\(eval: .* samples, \)[0-9][0-9.]* s)$/\10.0 s)/' \
+  -e 's/^\(predict: .* (\)[0-9][0-9.]* s)$/\10.0 s)/' "$1"; }
 
 while read -r i doc line; do
   run="$tmp/run$i"

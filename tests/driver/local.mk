@@ -41,7 +41,13 @@
 #     if block, an error then a correct line, history recall (also from the history file in a
 #     second session), Tab completion, :vars, Ctrl-C at the prompt and during an action, Ctrl-D,
 #     :quit; repl_piped.sh: stdin that is not a terminal (a script; -i: as at a prompt) and the
-#     session's commands.
+#     session's commands;
+#   padded_lines.sh: a transformer trained on lines(..., pad_to = 48) with the reader's mask
+#     given to the encoder layer, above the commonest license's accuracy;
+#   predict.sh: predict(y, reader, out) to CSV and .npy, sequences with their .lengths.npy,
+#     byte for byte; progress; a y without a row per sample refused at run time;
+#   exec_images.sh: save's MODEL.preprocess and exec --feed NAME=IMAGE.png: predict's output
+#     for the same image, byte for byte; batches; a flat input; the errors.
 DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm.sh \
 	tests/driver/examples.sh tests/driver/transformer_classify.sh tests/driver/lstm_classify.sh \
 	tests/driver/train_save_exec.sh tests/driver/profile.sh tests/driver/images.sh \
@@ -52,7 +58,8 @@ DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm
 	tests/driver/exec_sequences.sh tests/driver/exec_calls.sh tests/driver/exec_files.sh \
 	tests/driver/attention_errors.sh tests/driver/bench.sh tests/driver/amp.sh \
 	tests/driver/for_unroll.sh tests/driver/summary.sh tests/driver/dump_cli.sh \
-	tests/driver/device.sh tests/driver/repl_piped.sh
+	tests/driver/device.sh tests/driver/repl_piped.sh tests/driver/padded_lines.sh \
+	tests/driver/predict.sh tests/driver/exec_images.sh
 check_PROGRAMS += tests/driver/test_repl_pty
 tests_driver_test_repl_pty_LDADD =
 TESTS += $(DRIVER_SH) tests/driver/test_repl_pty

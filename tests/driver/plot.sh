@@ -14,7 +14,7 @@ if "$PDLANG" plot tiny.csv -o tiny.png 2>&1 | grep -q "built without cairo"; the
   echo "1..0 # SKIP pdlang was built without cairo"
   exit 0
 fi
-echo "1..9"
+echo "1..10"
 i=0
 report() { # $1: 0 = ok, $2: the test's name, $3: a file to show on failure
   i=$((i + 1))
@@ -47,6 +47,9 @@ report $? "pdlang plot draws the same log" p.err
 "$PDLANG" plot curves.csv -o small.png --width 320 --height 200 2> p.err
 [ "$(size small.png)" = 320x200 ]
 report $? "--width and --height" p.err
+"$PDLANG" plot curves.csv -o logy.png --log-y 2> p.err
+[ $? -eq 0 ] && [ "$(size logy.png)" = 900x560 ] && ! cmp -s logy.png again.png
+report $? "--log-y: another picture of the same size (tests/lang/test_plot checks its axis)" p.err
 printf 'epoch,loss\n1,2\n' > other.csv
 "$PDLANG" plot other.csv -o x.png 2> p.err
 rc=$?

@@ -2,7 +2,7 @@
 # piped.sh -- the REPL without a terminal: `pdlang` and `pdlang repl` reading stdin run it like a
 # script (no prompts, the first error stops with status 1 and the diagnostic); with -i they
 # behave as at a prompt (values of bare expressions, errors that add nothing), which also checks
-# the session's commands (:vars, :program, :dot, :save, :load, :reset) and that parameters keep
+# the session's commands (:vars, :program, :dot, :save, :load, :reset, :batch) and that parameters keep
 # their values from one statement to the next. Speaks TAP.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
@@ -30,7 +30,7 @@ check() {
   rm -f want.out want.err
 }
 
-echo "1..18"
+echo "1..19"
 
 echo 'print(1 + 2)' | "$PDLANG" > out 2> err; rc=$?
 echo 3 > want.out
@@ -268,6 +268,41 @@ relu(X)
 EOF
 echo "pdlang: no function or layer named 'nope' (:help lists the commands)" > want.err
 check ":help NAME: a def of the session, a stdlib layer (with its comment), a builtin op" 0
+
+# :batch READER [N]: the first N samples of a reader feed the session's data vars (by position
+# here, as train would: x takes "features"), so that expressions over them show values; a
+# statement made later sees them too; :batch alone lists them, :batch off forgets them (the
+# error again, with its note); a reader that does not open is an error at its argument.
+printf 'a,t\n1,10\n2,20\n3,30\n' > small.csv
+printf 'x = data("x", [-1, 1])\nt = data("label", [-1, 1])\nx + t\nr = csv("small.csv", label = "t")\n:batch r 2\nx + t\ny = x * 10\nmean(y)\n:batch\n:batch off\nx\nx + 1\n:batch csv("nope.csv")\n:batch r 0\n' |
+  "$PDLANG" repl -i > out 2> err; rc=$?
+cat > want.out <<'EOF'
+elementwise_add.tmp_0: [-1, 1] float32
+2 samples of r: x float32 [2, 1], label float32 [2, 1]
+Tensor(shape=[2, 1], dtype=float32)
+[[11],
+ [22]]
+Tensor(shape=[1], dtype=float32)
+[15]
+x float32 [2, 1], label float32 [2, 1]
+x: [-1, 1] float32 (data: a reader feeds it)
+scale.tmp_1: [-1, 1] float32
+EOF
+cat > want.err <<'EOF'
+<stdin>:3:1: error: an expression at the prompt computes without data, but this needs 'x', which a reader feeds; use eval(..., reader = ...) to compute over a data set
+    3 | x + t
+      | ^
+note: :batch READER binds the first samples of a reader to the data vars, so that expressions over them show values
+<stdin>:12:1: error: an expression at the prompt computes without data, but this needs 'x', which a reader feeds; use eval(..., reader = ...) to compute over a data set
+   12 | x + 1
+      | ^
+note: :batch READER binds the first samples of a reader to the data vars, so that expressions over them show values
+<stdin>:13:12: error: cannot open 'nope.csv': No such file or directory
+   13 |        csv("nope.csv")
+      |            ^
+pdlang: :batch: the number of samples must be from 1 to 1000000, not 0
+EOF
+check ":batch READER N binds a batch to the data vars; :batch lists, :batch off forgets" 0
 
 printf 'x = 3\n' > first.pd
 printf 'x * 2\n' | "$PDLANG" -i first.pd > out 2> err; rc=$?

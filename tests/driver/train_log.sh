@@ -9,7 +9,7 @@ set -u
 dir=${TMPDIR:-/tmp}/pd_log.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-echo "1..9"
+echo "1..11"
 i=0
 report() { # $1: 0 = ok, $2: the test's name, $3: a file to show on failure
   i=$((i + 1))
@@ -37,8 +37,11 @@ script 3 ', log = "run.csv"' > a.pd
 [ "$(head -1 run.csv)" = "kind,epoch,step,loss,lr,samples_per_s,time_s,valid_loss,valid_accuracy" ]
 report $? "the CSV header names the columns" run.csv
 [ "$(grep -c '^step,' run.csv)" -eq 36 ] && [ "$(grep -c '^epoch,' run.csv)" -eq 3 ] &&
-  [ "$(wc -l < run.csv)" -eq 40 ]
-report $? "36 step rows and 3 epoch rows" run.csv
+  [ "$(grep -c '^best,' run.csv)" -eq 3 ] && [ "$(wc -l < run.csv)" -eq 43 ]
+report $? "36 step rows, 3 epoch rows and 3 best rows (the validation loss falls each epoch)" run.csv
+awk -F, '$1 == "best" { sub(/^best,/, "epoch,"); if ($0 != prev) bad = 1 } { prev = $0 }
+  END { exit bad }' run.csv
+report $? "a best row repeats the epoch row of the best validation so far" run.csv
 awk -F, 'NR > 1 && $1 == "step" { if ($3 != ++n || $2 != int((n - 1) / 12) + 1) bad = 1 }
   NR > 1 && $1 == "epoch" { if ($3 != n || $2 != n / 12) bad = 1 } END { exit bad }' run.csv
 report $? "the steps count on across epochs; an epoch row has the epoch's last step" run.csv
@@ -73,5 +76,26 @@ script 3 '' > c.pd
 "$PDLANG" run --progress=none --log run.jsonl c.pd > /dev/null 2> c.err
 sed -n 's/^{"kind": "epoch", "epoch": \([0-9]\), "step": \([0-9]*\), "loss": \([-0-9.e]*\), .*"valid_loss": \([-0-9.e]*\), "valid_accuracy": \([-0-9.e]*\)}$/\1 \2 \3 \4 \5/p' \
   run.jsonl > c.rows
-[ "$(wc -l < run.jsonl)" -eq 39 ] && cmp -s a.rows c.rows
+[ "$(wc -l < run.jsonl)" -eq 42 ] && cmp -s a.rows c.rows
 report $? "--log run.jsonl: JSON lines with the same epoch rows" run.jsonl
+
+# Early stopping: trained on the labels flipped and validated on the true ones, the validation
+# loss rises after the first epoch; with early_stop = 2 the run stops at epoch 3, and the log
+# has a best row for epoch 1 and a stop row (a copy of epoch 3's row).
+awk -F, 'NR == 1 { print; next } { printf "%s,%s,%d\n", $1, $2, 1 - $3 }' points.csv > flipped.csv
+cat > d.pd <<'PD'
+import "layers"
+x     = data("features", [-1, 2])
+label = data("label", [-1, 1], int64)
+y     = fc(fc(x, 8, act = tanh), 2)
+cost  = mean(softmax_with_cross_entropy(y, label))
+train(cost, reader = csv("flipped.csv", label = "label"), batch = 16, epochs = 8,
+      optimizer = sgd(0.3), seed = 3, valid = csv("points.csv", label = "label"),
+      early_stop = 2, log = "stop.csv")
+PD
+"$PDLANG" run --progress=none d.pd > /dev/null 2> d.err
+[ "$(awk -F, '$1 == "best" { printf "%d ", $2 }' stop.csv)" = "1 " ] &&
+  [ "$(awk -F, '$1 == "stop" { printf "%d ", $2 }' stop.csv)" = "3 " ] &&
+  [ "$(grep -c '^epoch,' stop.csv)" -eq 3 ] &&
+  [ "$(grep '^stop,' stop.csv | cut -d, -f2-)" = "$(grep '^epoch,3,' stop.csv | cut -d, -f2-)" ]
+report $? "early stopping: a best row at epoch 1, a stop row repeating epoch 3's" stop.csv

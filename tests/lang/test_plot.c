@@ -3,7 +3,8 @@
  * each curve's colour in the panel each belongs to (the loss panel: the steps, the epochs and
  * the validation; the accuracy panel: the validation only; a learning-rate panel only when the
  * rate changes; the validation from epoch rows, or from step rows as valid_every_steps writes
- * them), and for a blank picture of no curves never passing; the errors of bad logs
+ * them), and for a blank picture of no curves never passing; the best and stop rows' dashed
+ * lines in every panel; log_y's logarithmic loss axis; the errors of bad logs
  * name the file and the line (a cell: its column and value), and a last line without its newline
  * (still being written) is left out. Without cairo: the error that says so. */
 #include "config.h"
@@ -87,7 +88,7 @@ static long count(cairo_surface_t *s, unsigned rgb, int y0, int y1) {
 
 static void check_picture(const char *log, const char *png, int panels, const char *what) {
   pd_error e = {0};
-  pd_status st = pd_plot_log(path(log), path(png), 0, 0, &e);
+  pd_status st = pd_plot_log(path(log), path(png), 0, 0, false, &e);
   is_int(st, PD_OK, "%s: drawn (%s)", what, e.msg ? e.msg : "no error");
   pd_error_clear(&e);
   cairo_surface_t *s = cairo_image_surface_create_from_png(path(png));
@@ -113,6 +114,91 @@ static void check_picture(const char *log, const char *png, int panels, const ch
      "%s: the accuracy panel has the validation's curve only (%ld)", what, av);
   cairo_surface_destroy(s);
 }
+/* The marks: train's log repeats the row of a new best validation as kind "best" and the row
+ * where early stopping ended the run as "stop"; the last of each is a dashed line in every
+ * panel, and a log without them has none. */
+static void check_marks(void) {
+  FILE *f = fopen(path("marks.csv"), "w"), *g = fopen(path("marks.jsonl"), "w");
+  if (!f || !g) {
+    if (f) fclose(f);
+    if (g) fclose(g);
+    ok(false, "marks: cannot write the logs");
+    return;
+  }
+  fputs("kind,epoch,step,loss,lr,samples_per_s,time_s,valid_loss,valid_accuracy\n", f);
+  for (int e = 1; e <= 6; e++) {
+    double vl = e <= 2 ? 0.5 / e : 0.3 + 0.01 * e, acc = 0.7 + 0.01 * e;
+    for (int s = 1; s <= 10; s++) {
+      fprintf(f, "step,%d,%d,%g,0.1,1000,1,,\n", e, (e - 1) * 10 + s, 1.0 / ((e - 1) * 10 + s));
+      fprintf(g, "{\"kind\": \"step\", \"epoch\": %d, \"step\": %d, \"loss\": %g}\n", e,
+              (e - 1) * 10 + s, 1.0 / ((e - 1) * 10 + s));
+    }
+    const char *kinds[3] = {"epoch", e <= 2 ? "best" : NULL, e == 6 ? "stop" : NULL};
+    for (int k = 0; k < 3; k++) {
+      if (!kinds[k]) continue;
+      fprintf(f, "%s,%d,%d,%g,0.1,1000,1,%g,%g\n", kinds[k], e, e * 10, 0.3 / e, vl, acc);
+      fprintf(g, "{\"kind\": \"%s\", \"epoch\": %d, \"step\": %d, \"loss\": %g, "
+              "\"valid_loss\": %g, \"valid_accuracy\": %g}\n", kinds[k], e, e * 10, 0.3 / e, vl, acc);
+    }
+  }
+  fclose(f);
+  fclose(g);
+  const char *logs[2] = {"marks.csv", "marks.jsonl"};
+  for (int i = 0; i < 2; i++) {
+    pd_error e = {0};
+    is_int(pd_plot_log(path(logs[i]), path("m.png"), 0, 0, false, &e), PD_OK, "marks: %s drawn",
+           logs[i]);
+    pd_error_clear(&e);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path("m.png"));
+    if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+      ok(false, "marks: the PNG of %s decodes", logs[i]);
+      cairo_surface_destroy(s);
+      continue;
+    }
+    cairo_surface_flush(s);
+    int h = cairo_image_surface_get_height(s), ph = h / 2;
+    long b0 = count(s, PD_PLOT_BEST_RGB, 50, ph), b1 = count(s, PD_PLOT_BEST_RGB, ph + 50, h);
+    long s0 = count(s, PD_PLOT_STOP_RGB, 50, ph), s1 = count(s, PD_PLOT_STOP_RGB, ph + 50, h);
+    ok(h == 560 && b0 > 60 && b1 > 60 && s0 > 60 && s1 > 60,
+       "marks (%s): the best (epoch 2) and the early stop (epoch 6) are lines in both panels "
+       "(%ld, %ld; %ld, %ld pixels), and their rows are not points of the curves", logs[i], b0,
+       b1, s0, s1);
+    cairo_surface_destroy(s);
+  }
+  cairo_surface_t *s = cairo_image_surface_create_from_png(path("a.png"));
+  cairo_surface_flush(s);
+  int h = cairo_image_surface_get_height(s);
+  ok(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS && count(s, PD_PLOT_BEST_RGB, 0, h) == 0 &&
+         count(s, PD_PLOT_STOP_RGB, 0, h) == 0,
+     "marks: a log without best and stop rows has none");
+  cairo_surface_destroy(s);
+}
+
+/* log_y: the loss panel on a logarithmic axis. The panel spans the steps' loss 1 / step, 1
+ * down to 0.025; the first epoch's training loss, 0.3, is below the frame's middle on a linear
+ * axis (about 0.51) and above it on a logarithmic one (about 0.16): the epochs' curve (its
+ * dots) has pixels in the upper half with log_y only. */
+static void check_log_y(void) {
+  pd_error e = {0};
+  is_int(pd_plot_log(path("run.csv"), path("ly.png"), 0, 0, true, &e), PD_OK, "log_y: drawn");
+  pd_error_clear(&e);
+  cairo_surface_t *lin = cairo_image_surface_create_from_png(path("a.png"));
+  cairo_surface_t *lg = cairo_image_surface_create_from_png(path("ly.png"));
+  cairo_surface_flush(lin);
+  cairo_surface_flush(lg);
+  bool good = cairo_surface_status(lin) == CAIRO_STATUS_SUCCESS &&
+              cairo_surface_status(lg) == CAIRO_STATUS_SUCCESS &&
+              cairo_image_surface_get_height(lg) == cairo_image_surface_get_height(lin);
+  /* The frame of the loss panel: rows 34 to 240; its upper half 34 to 137. */
+  long up_lin = good ? count(lin, PD_PLOT_TRAIN_RGB, 50, 137) : 0;
+  long up_log = good ? count(lg, PD_PLOT_TRAIN_RGB, 50, 137) : 0;
+  long all_log = good ? count(lg, PD_PLOT_TRAIN_RGB, 50, 240) : 0;
+  ok(good && up_lin == 0 && up_log > 20 && all_log > 200,
+     "log_y: the epochs' curve rises into the upper half (%ld pixels there, %ld on a linear "
+     "axis; %ld in all)", up_log, up_lin, all_log);
+  cairo_surface_destroy(lin);
+  cairo_surface_destroy(lg);
+}
 #endif
 
 int main(void) {
@@ -133,8 +219,10 @@ int main(void) {
   check_picture("run.jsonl", "b.png", 2, "JSON lines");
   check_picture("lr.csv", "c.png", 3, "a changing learning rate");
   check_picture("steps.csv", "e.png", 2, "validation on step rows (valid_every_steps)");
+  check_marks();
+  check_log_y();
   /* A chosen size. */
-  is_int(pd_plot_log(path("run.csv"), path("d.png"), 400, 300, NULL), PD_OK, "400 x 300 drawn");
+  is_int(pd_plot_log(path("run.csv"), path("d.png"), 400, 300, false, NULL), PD_OK, "400 x 300 drawn");
   cairo_surface_t *s = cairo_image_surface_create_from_png(path("d.png"));
   ok(cairo_image_surface_get_width(s) == 400 && cairo_image_surface_get_height(s) == 300,
      "  and it is 400 x 300");
@@ -151,7 +239,7 @@ int main(void) {
   cairo_surface_destroy(blank);
 #else
   ok(!pd_plot_available(), "built without cairo");
-  is_int(pd_plot_log(path("run.csv"), path("a.png"), 0, 0, &e), PD_EUNSUPPORTED,
+  is_int(pd_plot_log(path("run.csv"), path("a.png"), 0, 0, false, &e), PD_EUNSUPPORTED,
          "drawing is refused");
   ok(e.msg && strstr(e.msg, "built without cairo"), "  saying why: %s", e.msg ? e.msg : "");
   pd_error_clear(&e);
@@ -159,20 +247,20 @@ int main(void) {
 #endif
   /* Bad logs, with or without cairo. */
   write_text("bad_header.csv", "epoch,loss\n1,2\n");
-  is_int(pd_plot_log(path("bad_header.csv"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+  is_int(pd_plot_log(path("bad_header.csv"), path("x.png"), 0, 0, false, &e), PD_EFORMAT,
          "a CSV that is not a train log is refused");
   ok(e.msg && strstr(e.msg, "not a train log") && e.loc.file && e.loc.line == 1 &&
          strstr(e.loc.file, "bad_header.csv"),
      "  at its file and line: %s", e.msg ? e.msg : "");
   pd_error_clear(&e);
   write_text("bad_cell.csv", "kind,epoch,step,loss\nstep,1,1,0.5\nstep,1,2,zero\n");
-  is_int(pd_plot_log(path("bad_cell.csv"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+  is_int(pd_plot_log(path("bad_cell.csv"), path("x.png"), 0, 0, false, &e), PD_EFORMAT,
          "a cell that is not a number is refused");
   ok(e.loc.line == 3 && e.msg && !strcmp(e.msg, "a cell is not a number: column loss, value \"zero\""),
      "  at line 3, naming the column and the value: %s", e.msg ? e.msg : "");
   pd_error_clear(&e);
   write_text("bad_cell.jsonl", "{\"kind\": \"step\", \"step\": 1, \"loss\": 1e}\n");
-  is_int(pd_plot_log(path("bad_cell.jsonl"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+  is_int(pd_plot_log(path("bad_cell.jsonl"), path("x.png"), 0, 0, false, &e), PD_EFORMAT,
          "a JSON value that is not a number is refused");
   ok(e.loc.line == 1 && e.msg && !strcmp(e.msg, "a cell is not a number: column loss, value \"1e\""),
      "  at line 1, naming the key and the value: %s", e.msg ? e.msg : "");
@@ -183,28 +271,28 @@ int main(void) {
                               "{\"kind\": \"step\", \"step\": 2, \"loss\": 0.5}\n{\"kind\": \"st");
   write_text("partial_header.csv", "kind,epoch,st");
 #ifdef PD_HAVE_CAIRO
-  is_int(pd_plot_log(path("partial.csv"), path("x.png"), 0, 0, &e), PD_OK,
+  is_int(pd_plot_log(path("partial.csv"), path("x.png"), 0, 0, false, &e), PD_OK,
          "a CSV log whose last line is being written draws without it");
   pd_error_clear(&e);
-  is_int(pd_plot_log(path("partial.jsonl"), path("x.png"), 0, 0, &e), PD_OK,
+  is_int(pd_plot_log(path("partial.jsonl"), path("x.png"), 0, 0, false, &e), PD_OK,
          "a JSON-lines log whose last line is being written draws without it");
   pd_error_clear(&e);
   unlink(path("x.png"));
 #endif
-  is_int(pd_plot_log(path("partial_header.csv"), path("x.png"), 0, 0, &e), PD_EINVAL,
+  is_int(pd_plot_log(path("partial_header.csv"), path("x.png"), 0, 0, false, &e), PD_EINVAL,
          "a log whose header is being written has no rows yet");
   ok(e.msg && strstr(e.msg, "no rows"), "  saying so: %s", e.msg ? e.msg : "");
   pd_error_clear(&e);
   write_text("empty.csv", "kind,epoch,step,loss,lr\n");
-  is_int(pd_plot_log(path("empty.csv"), path("x.png"), 0, 0, &e), PD_EINVAL,
+  is_int(pd_plot_log(path("empty.csv"), path("x.png"), 0, 0, false, &e), PD_EINVAL,
          "a log without rows is refused");
   ok(e.msg && strstr(e.msg, "no rows"), "  saying so: %s", e.msg ? e.msg : "");
   pd_error_clear(&e);
-  write_text("bad.jsonl", "{\"kind\": \"step\", \"step\": 1, \"loss\": 1}\n{\"kind\": \"stop\"}\n");
-  is_int(pd_plot_log(path("bad.jsonl"), path("x.png"), 0, 0, &e), PD_EFORMAT,
+  write_text("bad.jsonl", "{\"kind\": \"step\", \"step\": 1, \"loss\": 1}\n{\"kind\": \"halt\"}\n");
+  is_int(pd_plot_log(path("bad.jsonl"), path("x.png"), 0, 0, false, &e), PD_EFORMAT,
          "a JSON line of another kind is refused");
   pd_error_clear(&e);
-  is_int(pd_plot_log(path("missing.csv"), path("x.png"), 0, 0, &e), PD_EIO,
+  is_int(pd_plot_log(path("missing.csv"), path("x.png"), 0, 0, false, &e), PD_EIO,
          "a missing log is refused");
   ok((e.msg && strstr(e.msg, "missing.csv")) || (e.loc.file && strstr(e.loc.file, "missing.csv")),
      "  naming it: %s", e.msg ? e.msg : "");

@@ -11,5 +11,7 @@ libpdlang_internal_la_SOURCES += vm/reader/reader_split.c
 # finds them (image_decode.c).
 libpdlang_internal_la_SOURCES += vm/reader/image.h vm/reader/image_decode.c \
 	vm/reader/reader_image.c
+# A model's image preprocessing, saved beside it for exec and the C library (image_prep.c).
+libpdlang_internal_la_SOURCES += vm/reader/image_prep.c
 AM_CPPFLAGS += $(PNG_CFLAGS) $(JPEG_CFLAGS)
 PD_LIBS += $(PNG_LIBS) $(JPEG_LIBS)

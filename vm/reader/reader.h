@@ -194,10 +194,14 @@ pd_status pd_dataset_text(const char *path, int64_t length, pd_dataset **out, pd
  * never overlap, even when read with different lengths. Samples come file after file, in line
  * order. Fields:
  *   "x":     a sequence field, int64 rows of shape [1]: the line's bytes (0..255), one per row;
+ *            with pad_to = L > 0 instead int64 [L], the line's first L bytes, then zeros;
+ *   "mask":  with pad_to = L > 0 only: float32 [L], 1 where "x" holds a byte of the line, 0 in
+ *            the padding (a line is never empty, so each row has a 1);
  *   "label": int64 [1], the index of the line's file in paths.
  * Errors name the file: a missing or unreadable one; a file with no line kept (PD_EFORMAT,
  * "lines: PATH has no line of at least N characters"); a split with no line (PD_EFORMAT); bad
- * options (PD_EINVAL: npaths < 1, min_length < 1, 0 < max_length < min_length, test_every < 2). */
+ * options (PD_EINVAL: npaths < 1, min_length < 1, 0 < max_length < min_length, test_every < 2,
+ * pad_to < 0). */
 typedef enum pd_lines_split { PD_LINES_ALL, PD_LINES_TRAIN, PD_LINES_TEST } pd_lines_split;
 
 typedef struct pd_lines_options {
@@ -205,6 +209,7 @@ typedef struct pd_lines_options {
   int64_t max_length;    /* 0: no limit */
   pd_lines_split split;
   int64_t test_every;    /* >= 2; used with TRAIN and TEST */
+  int64_t pad_to;        /* 0: "x" is a sequence; > 0: "x" padded or cut to pad_to, "mask" */
 } pd_lines_options;
 
 pd_status pd_dataset_lines(int npaths, const char *const *paths, const pd_lines_options *o,
@@ -314,6 +319,31 @@ typedef struct pd_image_options {
 pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_dataset **out,
                             char ***classes, int *nclasses, pd_error *err);
 void pd_image_classes_free(char **classes, int nclasses);
+
+/* The image files paths[0..n) read as pd_dataset_images reads each (decoded, converted,
+ * resized, normalised) into out (the caller's tensor): float32 [n, channels, height, width],
+ * or [n, dims[1], ...] when the input they feed is declared vnd dims vdims of another rank and
+ * as many values a sample (a flat [-1, C * H * W]); vnd 0: none. Errors name the file (as
+ * pd_image_decode's); bad options PD_EINVAL. */
+pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths, int vnd,
+                         const int64_t *vdims, pd_tensor *out, pd_error *err);
+
+/* ---- A model's image preprocessing (vm/reader/image_prep.c): save writes it beside a model
+ * whose input an images(...) reader fed (MODEL.preprocess, text), so that `pdlang exec
+ * --feed NAME=FILE.png` and the C library's pd_state_feed_images turn image files into that
+ * input as the reader did. */
+typedef struct pd_image_prep {
+  char input[128];          /* the model's input the images feed */
+  pd_image_options o;
+} pd_image_prep;
+
+/* The file of a model beside it: "m.pdmodel" -> "m" + ext (also for .pdiparams; other names
+ * gain ext). Heap (pd_free); NULL out of memory. */
+char *pd_model_side_path(const char *path, const char *ext);
+/* Write p to path (atomically); read it back (PD_ENOTFOUND when there is no such file,
+ * PD_EFORMAT naming the line of one that is not this format). */
+pd_status pd_image_prep_save(const char *path, const pd_image_prep *p, pd_error *err);
+pd_status pd_image_prep_load(const char *path, pd_image_prep *p, pd_error *err);
 
 /* The training augmentations of torchvision's RandomCrop(padding = pad) and
  * RandomHorizontalFlip(): a sample of field 0 of pd_dataset_images' datasets is padded by pad

@@ -185,6 +185,20 @@ static void convert(const pd_image *im, const pd_image_options *o, float *dst) {
 
 /* ---------------------------------------------------------------- the dataset */
 
+/* One file, decoded and converted into dst (channels x height x width values). */
+static pd_status load_one(const char *path, const pd_image_options *o, float *dst,
+                          pd_error *err) {
+  char *bytes = NULL;
+  size_t len;
+  pd_image im = {0};
+  pd_status st = pd_read_file(path, &bytes, &len, err);
+  if (!st) st = pd_image_decode(path, (unsigned char *)bytes, len, &im, err);
+  if (!st) convert(&im, o, dst);
+  pd_image_release(&im);
+  pd_free(bytes);
+  return st;
+}
+
 static pd_status check_options(const pd_image_options *o, pd_error *err) {
   if (o->channels != 1 && o->channels != 3 && o->channels != 4)
     return pd_error_set(err, PD_EINVAL, nowhere,
@@ -199,6 +213,29 @@ static pd_status check_options(const pd_image_options *o, pd_error *err) {
       return pd_error_set(err, PD_EINVAL, nowhere,
                           "images: channel %d: the mean must be finite and the std a positive "
                           "number, not mean %g and std %g", c, o->mean[c], o->std[c]);
+  return PD_OK;
+}
+
+pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths, int vnd,
+                         const int64_t *vdims, pd_tensor *out, pd_error *err) {
+  pd_status st = check_options(o, err);
+  if (st) return st;
+  if (n < 1) return pd_error_set(err, PD_EINVAL, nowhere, "no image file");
+  int64_t dims[4] = {n, o->channels, o->height, o->width};
+  if ((st = pd_tensor_resize(out, PD_FP32, 4, dims)))
+    return pd_error_set(err, st, nowhere, "out of memory for %d images", n);
+  size_t per = (size_t)o->channels * (size_t)o->height * (size_t)o->width;
+  for (int i = 0; i < n; i++)
+    if ((st = load_one(paths[i], o, PD_TENSOR_F32(out) + (size_t)i * per, err))) return st;
+  int64_t vper = 1;
+  bool known = vnd >= 1 && vnd <= PD_TENSOR_MAX_DIMS && vnd != 4;
+  for (int k = 1; known && k < vnd; k++) known = vdims[k] >= 0, vper *= vdims[k];
+  if (known && vper == (int64_t)per) {
+    int64_t d[PD_TENSOR_MAX_DIMS];
+    memcpy(d, vdims, sizeof *d * (size_t)vnd);
+    d[0] = n;
+    if ((st = pd_tensor_reshape(out, vnd, d))) return pd_error_set(err, st, nowhere, "reshape");
+  }
   return PD_OK;
 }
 
@@ -229,8 +266,6 @@ pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_datas
   int64_t *labels = NULL;
   size_t lcap = 0;
   pd_dataset *d = NULL;
-  char *bytes = NULL;
-  pd_image im = {0};
   if ((st = list_dir(dir, &top, err))) goto out;
   for (size_t i = 0; i < top.n; i++) {   /* the class folders, sorted */
     char *p = join(dir, top.v[i]);
@@ -278,18 +313,11 @@ pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_datas
     goto out;
   memcpy(ls, labels, (size_t)n * sizeof *labels);
   size_t per = (size_t)o->channels * (size_t)o->height * (size_t)o->width;
-  for (int64_t i = 0; i < n; i++) {
-    size_t len;
-    if ((st = pd_read_file(files.v[i], &bytes, &len, err)) ||
-        (st = pd_image_decode(files.v[i], (unsigned char *)bytes, len, &im, err))) {
+  for (int64_t i = 0; i < n; i++)
+    if ((st = load_one(files.v[i], o, (float *)xs + (size_t)i * per, err))) {
       pd_error_prefix(err, "images");  /* name the reader */
       goto out;
     }
-    convert(&im, o, (float *)xs + (size_t)i * per);
-    pd_image_release(&im);
-    pd_free(bytes);
-    bytes = NULL;
-  }
   if (classes) {
     if (!(*classes = pd_calloc(cls.n, sizeof **classes))) {
       st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
@@ -303,8 +331,6 @@ pd_status pd_dataset_images(const char *dir, const pd_image_options *o, pd_datas
   *out = d;
   d = NULL;
 out:
-  pd_image_release(&im);
-  pd_free(bytes);
   pd_dataset_free(d);
   names_free(&top);
   names_free(&cls);

@@ -60,6 +60,9 @@ pd_status pd_dataset_lines(int npaths, const char *const *paths, const pd_lines_
                         (long long)o->min_length, (long long)o->max_length);
   if (o->split != PD_LINES_ALL && o->split != PD_LINES_TRAIN && o->split != PD_LINES_TEST)
     return pd_error_set(err, PD_EINVAL, nowhere, "lines: %d is not a split", (int)o->split);
+  if (o->pad_to < 0)
+    return pd_error_set(err, PD_EINVAL, nowhere, "lines: pad_to must be 0 or more, not %lld",
+                        (long long)o->pad_to);
   if (o->split != PD_LINES_ALL && o->test_every < 2)
     return pd_error_set(err, PD_EINVAL, nowhere, "lines: test_every must be at least 2, not %lld",
                         (long long)o->test_every);
@@ -110,16 +113,40 @@ pd_status pd_dataset_lines(int npaths, const char *const *paths, const pd_lines_
   int64_t at = 0, kept;
   for (int f = 0; f < npaths; f++)
     at += scan((const unsigned char *)text[f], len[f], &opt, &kept, lengths + at, NULL);
-  void *xs, *ls;
-  int64_t one = 1;
+  void *xs, *ls, *ms = NULL;
+  int64_t one = 1, L = opt.pad_to;
   if ((st = pd_dataset_new(n, &d, err)) ||
-      (st = pd_dataset_add_seq_field(d, "x", PD_INT64, 1, &one, lengths, &xs, err)) ||
+      (st = L ? pd_dataset_add_field(d, "x", PD_INT64, 1, &L, &xs, err)
+              : pd_dataset_add_seq_field(d, "x", PD_INT64, 1, &one, lengths, &xs, err)) ||
+      (L && (st = pd_dataset_add_field(d, "mask", PD_FP32, 1, &L, &ms, err))) ||
       (st = pd_dataset_add_field(d, "label", PD_INT64, 1, &one, &ls, err)))
     goto out;
   int64_t *x = xs, *label = ls;
+  if (L) { /* each line into a row of the sequences' storage, then padded or cut to L */
+    int64_t rows = 0;
+    for (int64_t i = 0; i < n; i++) rows += lengths[i];
+    if (!(x = pd_malloc((size_t)(rows ? rows : 1) * sizeof *x))) {
+      st = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory for %lld characters",
+                        (long long)rows);
+      goto out;
+    }
+  }
+  int64_t *seq = x;
   for (int f = 0; f < npaths; f++) {
     scan((const unsigned char *)text[f], len[f], &opt, &kept, NULL, &x);
     for (int64_t i = 0; i < count[f]; i++) *label++ = f;
+  }
+  if (L) { /* the fields are zero-filled: copy the bytes and set the mask */
+    int64_t *px = xs;
+    float *pm = ms;
+    const int64_t *from = seq;
+    for (int64_t i = 0; i < n; i++) {
+      int64_t k = lengths[i] < L ? lengths[i] : L;
+      memcpy(px + i * L, from, (size_t)k * sizeof *px);
+      for (int64_t j = 0; j < k; j++) pm[i * L + j] = 1.0f;
+      from += lengths[i];
+    }
+    pd_free(seq);
   }
   *out = d;
   d = NULL;

@@ -1432,6 +1432,12 @@ static pd_status load_lines_ctx(void *ctx, pd_dataset **out, pd_error *err) {
   return pd_dataset_lines(2, paths, &o, out, err);
 }
 
+static pd_status load_lines_padded_ctx(void *ctx, pd_dataset **out, pd_error *err) {
+  const char *const *paths = ctx;
+  pd_lines_options o = {.min_length = 1, .test_every = 5, .pad_to = 5};
+  return pd_dataset_lines(2, paths, &o, out, err);
+}
+
 static void test_lines(void) {
   pd_error e = {0};
   pd_dataset *d = NULL;
@@ -1445,12 +1451,47 @@ static void test_lines(void) {
       {.min_length = 1, .split = PD_LINES_TRAIN, .test_every = 2},
       {.min_length = 1, .split = PD_LINES_TEST, .test_every = 2},
       {.min_length = 3, .max_length = 3, .split = PD_LINES_TEST, .test_every = 3},
+      {.min_length = 1, .test_every = 5, .pad_to = 4},
+      {.min_length = 2, .max_length = 6, .split = PD_LINES_TRAIN, .test_every = 2, .pad_to = 9},
   };
   for (size_t c = 0; c < PD_ARRAY_LEN(opts); c++) {
     const pd_lines_options *o = &opts[c];
     char want[2][32][64];
     int nw[2] = {ref_lines(texts[0], o, want[0]), ref_lines(texts[1], o, want[1])};
     pd_status st = pd_dataset_lines(2, paths, o, &d, &e);
+    if (o->pad_to) { /* "x" [L] (the first L bytes, then 0), "mask" [L] (1 for each byte) */
+      const int64_t L = o->pad_to;
+      int64_t dims[PD_TENSOR_MAX_DIMS], mdims[PD_TENSOR_MAX_DIMS];
+      bool good = st == PD_OK && pd_dataset_size(d) == nw[0] + nw[1] &&
+                  pd_dataset_nfields(d) == 3 && !pd_dataset_field_is_seq(d, 0) &&
+                  strcmp(pd_dataset_field_name(d, 0), "x") == 0 &&
+                  strcmp(pd_dataset_field_name(d, 1), "mask") == 0 &&
+                  strcmp(pd_dataset_field_name(d, 2), "label") == 0 &&
+                  pd_dataset_field_dtype(d, 0) == PD_INT64 &&
+                  pd_dataset_field_shape(d, 0, dims) == 1 && dims[0] == L &&
+                  pd_dataset_field_dtype(d, 1) == PD_FP32 &&
+                  pd_dataset_field_shape(d, 1, mdims) == 1 && mdims[0] == L;
+      if (good) {
+        const int64_t *x = pd_dataset_field_data(d, 0), *lab = pd_dataset_field_data(d, 2);
+        const float *m = pd_dataset_field_data(d, 1);
+        int64_t i = 0;
+        for (int f = 0; f < 2; f++)
+          for (int k = 0; k < nw[f]; k++, i++) {
+            int64_t l = (int64_t)strlen(want[f][k]);
+            good &= lab[i] == f;
+            for (int64_t j = 0; good && j < L; j++)
+              good &= x[i * L + j] == (j < l ? (unsigned char)want[f][k][j] : 0) &&
+                      m[i * L + j] == (j < l ? 1.0f : 0.0f);
+          }
+      }
+      if (!ok(good, "lines: case %zu (pad_to = %lld) gives the reference's %d + %d lines, "
+              "padded or cut, their masks and labels", c, (long long)L, nw[0], nw[1]) && e.msg)
+        printf("#   %s\n", e.msg);
+      pd_error_clear(&e);
+      pd_dataset_free(d);
+      d = NULL;
+      continue;
+    }
     bool good = st == PD_OK && pd_dataset_size(d) == nw[0] + nw[1] &&
                 pd_dataset_nfields(d) == 2 && pd_dataset_field_is_seq(d, 0) &&
                 strcmp(pd_dataset_field_name(d, 0), "x") == 0 &&
@@ -1525,8 +1566,10 @@ static void test_lines(void) {
       {.min_length = 1, .max_length = -1, .test_every = 5},
       {.min_length = 1, .split = PD_LINES_TRAIN, .test_every = 1},
       {.min_length = 1, .split = (pd_lines_split)9, .test_every = 5},
+      {.min_length = 1, .test_every = 5, .pad_to = -1},
   };
-  const char *needles[] = {"min_length", "max_length", "max_length", "test_every", "not a split"};
+  const char *needles[] = {"min_length", "max_length", "max_length", "test_every", "not a split",
+                           "pad_to"};
   for (size_t k = 0; k < PD_ARRAY_LEN(bad); k++)
     expect_err(pd_dataset_lines(2, paths, &bad[k], &d, &e), PD_EINVAL, e, needles[k], NULL,
                "lines: bad options are refused");
@@ -1534,6 +1577,7 @@ static void test_lines(void) {
              "lines: no file");
   ok(d == NULL, "lines: no dataset after failures");
   alloc_sweep("lines (plain and gzip)", load_lines_ctx, (void *)paths);
+  alloc_sweep("lines (pad_to)", load_lines_padded_ctx, (void *)paths);
 }
 
 int main(void) {
