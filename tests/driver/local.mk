@@ -47,7 +47,9 @@
 #   predict.sh: predict(y, reader, out) to CSV and .npy, sequences with their .lengths.npy,
 #     byte for byte; progress; a y without a row per sample refused at run time;
 #   exec_images.sh: save's MODEL.preprocess and exec --feed NAME=IMAGE.png: predict's output
-#     for the same image, byte for byte; batches; a flat input; the errors.
+#     for the same image, byte for byte; batches; a flat input; the errors;
+#   finetune.sh: examples/finetune.pd (import_model): fine-tuning beats the frozen features, frozen
+#     parameters stay, the saved model runs in exec and (PDLANG_PADDLE_PYTHON) PaddlePaddle.
 DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm.sh \
 	tests/driver/examples.sh tests/driver/transformer_classify.sh tests/driver/lstm_classify.sh \
 	tests/driver/train_save_exec.sh tests/driver/profile.sh tests/driver/images.sh \
@@ -59,9 +61,9 @@ DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm
 	tests/driver/attention_errors.sh tests/driver/bench.sh tests/driver/amp.sh \
 	tests/driver/for_unroll.sh tests/driver/summary.sh tests/driver/dump_cli.sh \
 	tests/driver/device.sh tests/driver/repl_piped.sh tests/driver/padded_lines.sh \
-	tests/driver/predict.sh tests/driver/exec_images.sh
+	tests/driver/predict.sh tests/driver/exec_images.sh tests/driver/finetune.sh
 check_PROGRAMS += tests/driver/test_repl_pty
 tests_driver_test_repl_pty_LDADD =
 TESTS += $(DRIVER_SH) tests/driver/test_repl_pty
-EXTRA_DIST += $(DRIVER_SH) examples/images.pd examples/transformer_classify.pd \
+EXTRA_DIST += $(DRIVER_SH) examples/images.pd examples/finetune.pd examples/transformer_classify.pd \
 	bench/torch_transformer_classify.py
