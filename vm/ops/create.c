@@ -1,4 +1,5 @@
 /* create.c -- the ops that make and copy values: feed and fetch (the executor's ends),
+ * load_combine (a parameters file read into vars: an imported model's startup op),
  * fill_constant, fill_constant_batch_size_like, fill_zeros_like, assign, assign_value, the random
  * initialisers (uniform_random, gaussian_random), increment and range: their shape functions and
  * kernels (and assign's gradient). */
