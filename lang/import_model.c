@@ -14,6 +14,7 @@
 #include <fnmatch.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "lang/builtins_int.h"
 #include "vm/ir/params.h"
@@ -125,6 +126,12 @@ value *pd_cmp_b_import_model(C *c, const builtin *self, call_args *a) {
   pd_error err = {0};
   pd_status st = pd_model_find(resolved, &found, &err);
   const char *file = found ? found : resolved;
+  struct stat sb;
+  if (!st && !found && stat(resolved, &sb) != 0)
+    st = pd_error_set(&err, PD_EIO, (pd_loc){0}, "there is no %s, %s.pdmodel or %s.json%s",
+                      resolved, resolved, resolved,
+                      strcmp(resolved, path->s) ? "" : " (from the working directory; a relative "
+                      "path is also looked for beside the script)");
   if (!st) st = pd_model_load(&md->m, file, &err);
   if (!st && md->m.nfetches == 0)
     st = pd_error_set(&err, PD_EFORMAT, (pd_loc){0}, "it has no fetch ops: no outputs to return");
