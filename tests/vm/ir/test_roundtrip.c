@@ -148,8 +148,16 @@ int main(void) {
     pd_diags_init(&diags, 20);
     pd_status st = pd_source_open(path, &src, &err);
     if (!st) st = pd_compile(src, NULL, &diags, &u);
-    ok(st == PD_OK, "examples/%s compiles", names[i]);
-    if (st) printf("# %s%s", err.msg ? err.msg : "", diags.text.data ? diags.text.data : "\n");
+    /* a script that imports a saved model compiles where the model is (finetune.pd: the model
+     * examples/images.pd saves; tests/driver/finetune.sh makes it and runs the script) */
+    bool no_model = st && diags.text.data && strstr(diags.text.data, "import_model: cannot use '");
+    if (no_model) {
+      snprintf(what, sizeof what, "examples/%s compiles where the model it imports is", names[i]);
+      tap_skip(what);
+    } else {
+      ok(st == PD_OK, "examples/%s compiles", names[i]);
+      if (st) printf("# %s%s", err.msg ? err.msg : "", diags.text.data ? diags.text.data : "\n");
+    }
     if (u) {
       snprintf(what, sizeof what, "%s main", names[i]);
       round_trip(what, u->main);
