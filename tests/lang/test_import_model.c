@@ -1,7 +1,8 @@
 /* test_import_model.c -- gradients through a saved model used as a layer (import_model,
  * lang/import_model.c). Each case is a script that imports one of the models PaddlePaddle 3.3
  * saved under tests/interop/ (LeNet: conv2d, pool2d, mul; the CNN with batch norm and dropout;
- * the TransformerEncoderLayer: matmul_v2, softmax, layer_norm, reshape2, transpose2), calls it
+ * the TransformerEncoderLayer: matmul_v2, softmax, layer_norm, reshape2, transpose2; the CNN as
+ * PaddlePaddle 3 saves it by default, PIR JSON), calls it
  * and puts a new head on one of its intermediate vars (m.layer), compiled in fp64
  * (tests/lang/fp64.h). The parameters come from the model's own .pdiparams through the startup
  * program's load_combine (made fp64 here), and every trainable parameter's gradient of the cost
@@ -130,6 +131,13 @@ int main(void) {
        "y = m(img = x)\n"
        "cost = mean(y * y * y)\n",
        "img", 4, {3, 3, 12, 12}, 6},
+      /* the same kind of model as PaddlePaddle 3 saves it by default (PIR JSON): its in-place
+       * batch_norm_ updates the running statistics where they are, so they stay state */
+      {"pir/cnn_bn",
+       "m = import_model(\"%s.json\")\n"
+       "x = data(\"img\", [-1, 3, 8, 8])\n"
+       "cost = mean(square(m(x)))\n",
+       "img", 4, {3, 3, 8, 8}, 6},
       /* attention: every projection, both layer norms and the feed-forward network */
       {"transformer",
        "m = import_model(\"%s\", prefix = \"enc.\")\n"

@@ -586,6 +586,23 @@ static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, cons
   return set_type(L, opi, opn, d, jget(o, "TT"));
 }
 
+/* The output o as the value of the existing var `var` (an in-place op's output). */
+static pd_status def_alias(lower *L, int opi, const char *opn, const jv *o, const char *var) {
+  const jv *id = jget(o, "%");
+  if (!id || !id->isint) return malformed(L, opi, opn, "an output without an id");
+  if (id->i == 0) return PD_OK;
+  if (!id_ok(id))
+    return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s): value id %lld is out of "
+                        "range", L->what, opi, opn, (long long)id->i);
+  pir_value *v = value(L, id->i);
+  if (!v) return oom(L);
+  if (v->defined) return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s) defines "
+                                      "value %%%lld again", L->what, opi, opn, (long long)id->i);
+  v->defined = true;
+  v->var = var;
+  return PD_OK;
+}
+
 /* A vector result ({"%": id, "TT": {"#": "0.t_vec", "D": [types]}}): a var "pir_ID.K" for each
  * element, the value their list. */
 static pd_status def_list(lower *L, int opi, const char *opn, const jv *o) {
@@ -988,10 +1005,29 @@ static pd_status lower_op(lower *L, int opi, const jv *op) {
                     : pd_op_set_input(f, slot, 1, &iv[i]->var))
       return oom(L);
   }
+  size_t opn_len = strlen(opn);
+  bool inplace = opn_len > 1 && opn[opn_len - 1] == '_';
+  const char *in_var[6] = {0}; /* iv's vars: defining an output may move iv's values */
+  for (int j = 0; inplace && j < ins->n && j < 6 && m->in[j]; j++)
+    if (iv[j] && !iv[j]->list && !iv[j]->unmade && !iv[j]->isconst) in_var[j] = iv[j]->var;
   for (int i = 0; i < outs->n; i++) {
     const char *var;
     const jv *tk = jget(jget(&outs->items[i], "TT"), "#");
     bool vec = tk && tk->kind == J_STR && strcmp(tk->s, "0.t_vec") == 0;
+    /* An in-place op (batch_norm_) writes SLOTOut into the var of its input SLOT, as Fluid's
+     * programs have it (batch norm's running statistics are updated where they are). */
+    const char *alias = NULL;
+    size_t ol = i < 6 && m->out[i] ? strlen(m->out[i]) : 0;
+    for (int j = 0; inplace && !vec && ol > 3 && j < ins->n && j < 6 && m->in[j]; j++)
+      if (in_var[j] && strcmp(m->out[i] + ol - 3, "Out") == 0 && strlen(m->in[j]) == ol - 3 &&
+          strncmp(m->out[i], m->in[j], ol - 3) == 0)
+        alias = in_var[j];
+    if (alias) {
+      pd_status s = def_alias(L, opi, opn, &outs->items[i], alias);
+      if (s) return s;
+      if (pd_op_set_output(f, m->out[i], 1, &alias)) return oom(L);
+      continue;
+    }
     pd_status s = vec ? def_list(L, opi, opn, &outs->items[i])
                       : def_value(L, opi, opn, &outs->items[i], NULL, &var);
     if (s) return s;

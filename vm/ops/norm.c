@@ -244,6 +244,12 @@ pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) {
   if ((st = resize_like(ctx, y, x, x))) goto done;
   for (int o = 0; o < 4 && !st; o++)
     if (outs[o]) st = resize(ctx, outs[o], x->dtype, 1, vd, NULL);
+  /* ReserveSpace (what PaddlePaddle 3's programs bind; cuDNN's workspace there) holds nothing
+   * here, as on Paddle's CPU, but has a value for the gradient op that reads it */
+  pd_tensor *rs;
+  int64_t none[1] = {0};
+  if (!st && !(st = out_opt(ctx, "ReserveSpace", &rs)) && rs)
+    st = resize(ctx, rs, x->dtype, 1, none, NULL);
   if (st) goto done;
   size_t vbytes = (size_t)v.c * pd_dtype_size(x->dtype);
   if (global && !keep_m &&
