@@ -132,6 +132,8 @@ value *pd_cmp_b_import_model(C *c, const builtin *self, call_args *a) {
                       resolved, resolved, resolved,
                       strcmp(resolved, path->s) ? "" : " (from the working directory; a relative "
                       "path is also looked for beside the script)");
+  else if (!st && !found && !S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+    st = pd_error_set(&err, PD_EIO, (pd_loc){0}, "%s is neither a file nor a folder", resolved);
   if (!st) st = pd_model_load(&md->m, file, &err);
   if (!st && md->m.nfetches == 0)
     st = pd_error_set(&err, PD_EFORMAT, (pd_loc){0}, "it has no fetch ops: no outputs to return");
