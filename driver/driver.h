@@ -27,6 +27,7 @@ extern const pd_command pd_cmd_compile; /* driver/cmd_check.c */
 extern const pd_command pd_cmd_run;     /* driver/cmd_run.c */
 extern const pd_command pd_cmd_exec;    /* driver/cmd_exec.c */
 extern const pd_command pd_cmd_bench;   /* driver/cmd_bench.c */
+extern const pd_command pd_cmd_decompile; /* driver/cmd_decompile.c */
 extern const pd_command pd_cmd_repl;    /* driver/cmd_repl.c */
 extern const pd_command pd_cmd_plot;    /* driver/cmd_plot.c */
 extern const pd_command pd_cmd_summary; /* driver/cmd_summary.c */

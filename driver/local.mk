@@ -13,3 +13,4 @@ pdlang_SOURCES += driver/cmd_exec.c driver/model_inputs.c driver/cmd_bench.c
 pdlang_SOURCES += driver/cmd_repl.c driver/repl.h driver/repl.c driver/repl_int.h driver/repl_gc.c driver/repl_complete.c
 pdlang_SOURCES += driver/cmd_plot.c
 pdlang_SOURCES += driver/cmd_summary.c
+pdlang_SOURCES += driver/cmd_decompile.c

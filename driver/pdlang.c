@@ -14,6 +14,7 @@ static const pd_command *const commands[] = {
     &pd_cmd_run,
     &pd_cmd_exec,
     &pd_cmd_bench,
+    &pd_cmd_decompile,
     &pd_cmd_repl,
     &pd_cmd_plot,
     &pd_cmd_summary,

@@ -1141,6 +1141,7 @@ static const builtin builtins[] = {
     FN("normal", pd_cmp_b_record),
     FN("npy", pd_cmp_b_record),
     FN("ones", b_fill),
+    FN("op", pd_cmp_b_op),
     FN("param", b_param),
     OP1("pool2d", "pool2d", "Out"),
     OP2("pow", "elementwise_pow", "X", "Y", "Out"),

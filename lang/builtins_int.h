@@ -39,6 +39,9 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a);
 const char *const *pd_cmp_record_params(const char *name, int *required);
 const char *const *pd_cmp_action_params(const char *name, const char **pos);
 
+/* builtins_op.c: op(type, Slot = tensor, ..., attr = value, ..., outputs = [...]). */
+value *pd_cmp_b_op(C *c, const builtin *self, call_args *a);
+
 /* import_model.c: import_model(path, prefix =, trainable =, freeze =). */
 value *pd_cmp_b_import_model(C *c, const builtin *self, call_args *a);
 

@@ -49,7 +49,9 @@
 #   exec_images.sh: save's MODEL.preprocess and exec --feed NAME=IMAGE.png: predict's output
 #     for the same image, byte for byte; batches; a flat input; the errors;
 #   finetune.sh: examples/finetune.pd (import_model): fine-tuning beats the frozen features, frozen
-#     parameters stay, the saved model runs in exec and (PDLANG_PADDLE_PYTHON) PaddlePaddle.
+#     parameters stay, the saved model runs in exec and (PDLANG_PADDLE_PYTHON) PaddlePaddle;
+#   decompile.sh: pdlang decompile of the models of tests/interop (both formats) runs and saves
+#     models whose outputs equal the originals' bit for bit; control flow is an error naming the op.
 DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm.sh \
 	tests/driver/examples.sh tests/driver/transformer_classify.sh tests/driver/lstm_classify.sh \
 	tests/driver/train_save_exec.sh tests/driver/profile.sh tests/driver/images.sh \
@@ -61,7 +63,8 @@ DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm
 	tests/driver/attention_errors.sh tests/driver/bench.sh tests/driver/amp.sh \
 	tests/driver/for_unroll.sh tests/driver/summary.sh tests/driver/dump_cli.sh \
 	tests/driver/device.sh tests/driver/repl_piped.sh tests/driver/padded_lines.sh \
-	tests/driver/predict.sh tests/driver/exec_images.sh tests/driver/finetune.sh
+	tests/driver/predict.sh tests/driver/exec_images.sh tests/driver/finetune.sh \
+	tests/driver/decompile.sh
 check_PROGRAMS += tests/driver/test_repl_pty
 tests_driver_test_repl_pty_LDADD =
 TESTS += $(DRIVER_SH) tests/driver/test_repl_pty
