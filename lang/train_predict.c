@@ -115,7 +115,7 @@ static pd_status write_npy(const char *path, pd_dtype dtype, int64_t n, int nd,
   pd_tensor t;
   pd_tensor_init(&t);
   int64_t all[PD_TENSOR_MAX_DIMS] = {n};
-  memcpy(all + 1, dims, sizeof *dims * (size_t)nd);
+  if (nd) memcpy(all + 1, dims, sizeof *dims * (size_t)nd);
   pd_status st = pd_tensor_resize(&t, dtype, nd + 1, all);
   if (st) {
     pd_tensor_release(&t);
