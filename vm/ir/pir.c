@@ -558,10 +558,11 @@ static pd_status fold(lower *L, int opi, const char *opn, pd_op_desc *op, const 
 }
 
 /* The var of output value o ({"%": id, "TT": type}) named name (NULL: "pir_ID"). */
-static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, const char *name,
-                           const char **var) {
+/* The value an op's output o defines, checked (an id in range, not defined before) into *out;
+ * *out NULL for id 0 (an output no one reads). */
+static pd_status new_value(lower *L, int opi, const char *opn, const jv *o, pir_value **out) {
   const jv *id = jget(o, "%");
-  if (var) *var = NULL;
+  *out = NULL;
   if (!id || !id->isint) return malformed(L, opi, opn, "an output without an id");
   if (id->i == 0) return PD_OK;
   if (!id_ok(id))
@@ -571,6 +572,17 @@ static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, cons
   if (!v) return oom(L);
   if (v->defined) return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s) defines "
                                       "value %%%lld again", L->what, opi, opn, (long long)id->i);
+  *out = v;
+  return PD_OK;
+}
+
+static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, const char *name,
+                           const char **var) {
+  const jv *id = jget(o, "%");
+  pir_value *v;
+  if (var) *var = NULL;
+  pd_status st = new_value(L, opi, opn, o, &v);
+  if (st || !v) return st;
   char buf[40];
   if (name && pd_block_find_var_local(L->b, name))
     return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s) defines var '%s' again",
@@ -588,16 +600,9 @@ static pd_status def_value(lower *L, int opi, const char *opn, const jv *o, cons
 
 /* The output o as the value of the existing var `var` (an in-place op's output). */
 static pd_status def_alias(lower *L, int opi, const char *opn, const jv *o, const char *var) {
-  const jv *id = jget(o, "%");
-  if (!id || !id->isint) return malformed(L, opi, opn, "an output without an id");
-  if (id->i == 0) return PD_OK;
-  if (!id_ok(id))
-    return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s): value id %lld is out of "
-                        "range", L->what, opi, opn, (long long)id->i);
-  pir_value *v = value(L, id->i);
-  if (!v) return oom(L);
-  if (v->defined) return pd_error_set(L->err, PD_EFORMAT, nowhere, "%s: op %d (%s) defines "
-                                      "value %%%lld again", L->what, opi, opn, (long long)id->i);
+  pir_value *v;
+  pd_status st = new_value(L, opi, opn, o, &v);
+  if (st || !v) return st;
   v->defined = true;
   v->var = var;
   return PD_OK;
