@@ -2,7 +2,7 @@
 # decompile.sh -- `pdlang decompile`: each model PaddlePaddle 3.3 saved under tests/interop/ (the
 # .pdmodel ones and the PIR .json ones: MLPs, LeNet, CNNs with batch norm and dropout, an
 # embedding bag, the TransformerEncoderLayer, LSTM and GRU layers through Paddle's rnn op,
-# both directions) becomes a .pd script that `pdlang run` compiles, loads and saves again; the
+# both directions, Fluid 1.x's lstm and gru ops and a sequence_conv text CNN on sequences) becomes a .pd script that `pdlang run` compiles, loads and saves again; the
 # saved model's outputs on the model's inputs equal the original's bit for bit; the script
 # names the ops' indices; what it cannot say yet (control flow) is an error naming the op. TAP.
 set -u
@@ -15,7 +15,7 @@ mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 i=$top_srcdir/tests/interop
 n=0
 for m in mlp mlp_old_attrs lenet cnn_bn embedding_bag transformer lstm1 gru1 lstm2_bidi gru2_bidi \
-         pir/mlp pir/lenet pir/cnn_bn pir/jit_cnn pir/misc pir/transformer; do
+         fluid_lstm fluid_gru seqconv_textcnn pir/mlp pir/lenet pir/cnn_bn pir/jit_cnn pir/misc pir/transformer; do
   n=$((n + 1))
   d=$i/$m
   model=$(ls "$d"/model.pdmodel "$d"/model.json 2>/dev/null | head -1)
@@ -31,6 +31,11 @@ for m in mlp mlp_old_attrs lenet cnn_bn embedding_bag transformer lstm1 gru1 lst
   for f in "$d"/in_*.npy; do
     name=$(basename "$f" .npy)
     feeds="$feeds --feed ${name#in_}=$f"
+  done
+  for f in "$d"/lens_*.npy; do  # a sequence input's lengths
+    [ -f "$f" ] || continue
+    name=$(basename "$f" .npy)
+    feeds="$feeds --lengths ${name#lens_}=$f"
   done
   # shellcheck disable=SC2086
   "$PDLANG" exec "$w/re.pdmodel" $feeds --out "$w/a" > "$w/a.log" 2>&1
