@@ -179,10 +179,9 @@ static pd_status put_op(dc *d, int index, const pd_op_desc *op) {
       if (strcmp(op->inputs[j].args[k], PD_EMPTY_VAR_NAME) && !defined(d, op->inputs[j].args[k]))
         return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (%s) reads '%s', which no "
                             "op before it writes", index, op->type, op->inputs[j].args[k]);
-  const char **fresh = pd_calloc((size_t)op->noutputs + 1, sizeof *fresh);
   const char **outs = pd_calloc((size_t)op->noutputs + 1, sizeof *outs);
-  int nfresh = 0, nouts = 0;
-  pd_status st = fresh && outs ? PD_OK : oom(d);
+  int nouts = 0;
+  pd_status st = outs ? PD_OK : oom(d);
   bool first_only = true;
   for (int j = 0; !st && j < op->noutputs; j++) {
     const pd_slot *s = &op->outputs[j];
@@ -205,7 +204,6 @@ static pd_status put_op(dc *d, int index, const pd_op_desc *op) {
       const char *id = ident(d, s->args[k]);
       if (!id) st = oom(d);
       else pd_buf_printf(&lhs, "%s%s", lhs.len ? ", " : "", id);
-      nfresh++;
     }
   }
   if (!st && lhs.len) pd_buf_printf(d->out, "%s = ", lhs.data);
@@ -240,9 +238,7 @@ static pd_status put_op(dc *d, int index, const pd_op_desc *op) {
     pd_buf_puts(d->out, "]");
   }
   if (!st) pd_buf_printf(d->out, ")  # op %d\n", index);
-  (void)nfresh;
   pd_buf_free(&lhs);
-  pd_free(fresh);
   pd_free(outs);
   return st;
 }
