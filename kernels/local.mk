@@ -17,7 +17,8 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/rnn_seq.c kernels/cpu/rnn_seq_t.h \
 	kernels/cpu/loss.c kernels/cpu/loss_t.h kernels/cpu/dropout.c kernels/cpu/dropout_t.h \
 	kernels/cpu/copy_rows.c kernels/cpu/adaptive_pool.c kernels/cpu/adaptive_pool_t.h \
-	kernels/cpu/each_float.h kernels/cpu/interp.c kernels/cpu/interp_t.h kernels/rnn_steps.c
+	kernels/cpu/each_float.h kernels/cpu/interp.c kernels/cpu/interp_t.h kernels/grid_sample_t.h \
+	kernels/rnn_steps.c
 
 # The CUDA backend (configure --with-cuda): its .cu files go into the same convenience library,
 # compiled by nvcc through kernels/cuda/nvcc-lo.sh, which writes the PIC object and the .lo

@@ -92,32 +92,12 @@ static void TF(interp_bwd)(void *ctx, int64_t b, int64_t e) {
 
 /* ---- grid_sample (kernels.h) ---- */
 
-/* The source coordinate of grid value g on an axis of size s, and its derivative by g in *d. */
-static T TF(gs_coord)(T g, int64_t s, bool ac, int padding, T *d) {
-  T hi = (T)(s - 1), f = (T)((double)(ac ? s - 1 : s) * 0.5);
-  T u = ac ? (g + (T)1) * f : (g + (T)1) * f - (T)0.5, dd = f;
-  if (padding == 2) {
-    if (ac && s == 1) {
-      u = 0, dd = 0;
-    } else {
-      T a0 = ac ? u : u + (T)0.5, range = (T)((double)(ac ? s - 1 : s) * 2);
-      T a = a0 < 0 ? -a0 : a0, sg = a0 < 0 ? (T)-1 : (T)1;
-      T extra = a - (T)floor((double)(a / range)) * range;
-      if (extra <= range - extra) {
-        u = extra, dd *= sg;
-      } else {
-        u = range - extra, dd *= -sg;
-      }
-      if (!ac) u = u - (T)0.5;
-    }
-  }
-  if (padding >= 1 && !(ac && padding == 2)) {
-    if (u < 0) u = 0, dd = 0;
-    if (u > hi) u = hi, dd = 0;
-  }
-  *d = dd;
-  return u;
-}
+/* The coordinates and corners (kernels/grid_sample_t.h, shared with the CUDA kernels). */
+#define PD_K_GS(name) TF(name)
+#define PD_K_GS_HD
+#include "kernels/grid_sample_t.h"
+#undef PD_K_GS
+#undef PD_K_GS_HD
 
 /* Sample points [b, e) of the n oh ow (image-major): every channel's output. */
 static void TF(gs_fwd)(void *ctx, int64_t b, int64_t e) {
@@ -134,23 +114,21 @@ static void TF(gs_fwd)(void *ctx, int64_t b, int64_t e) {
     const T *xi = x + img * p->c * plane;
     T *yi = y + img * p->c * oplane + at;
     if (p->nearest) {
-      T xr = (T)round((double)u), yr = (T)round((double)v);
-      bool in = xr >= 0 && xr <= (T)(p->w - 1) && yr >= 0 && yr <= (T)(p->h - 1);
-      int64_t off = in ? (int64_t)yr * p->w + (int64_t)xr : 0;
+      int64_t off;
+      bool in = TF(gs_nearest)(p->h, p->w, u, v, &off);
       for (int64_t ch = 0; ch < p->c; ch++) yi[ch * oplane] = in ? xi[ch * plane + off] : (T)0;
       continue;
     }
-    T x0 = (T)floor((double)u), y0 = (T)floor((double)v), x1 = x0 + 1, y1 = y0 + 1;
-    T dw = u - x0, de = x1 - u, dn = v - y0, ds = y1 - v;
-    bool ix0 = x0 >= 0 && x0 <= (T)(p->w - 1), ix1 = x1 >= 0 && x1 <= (T)(p->w - 1);
-    bool iy0 = y0 >= 0 && y0 <= (T)(p->h - 1), iy1 = y1 >= 0 && y1 <= (T)(p->h - 1);
-    int64_t c0 = ix0 ? (int64_t)x0 : 0, c1 = ix1 ? (int64_t)x1 : 0;
-    int64_t r0 = iy0 ? (int64_t)y0 * p->w : 0, r1 = iy1 ? (int64_t)y1 * p->w : 0;
+    T f[4];
+    bool in[4];
+    int64_t off[4];
+    TF(gs_corners)(p->h, p->w, u, v, f, in, off);
     for (int64_t ch = 0; ch < p->c; ch++) {
       const T *xc = xi + ch * plane;
-      T v00 = iy0 && ix0 ? xc[r0 + c0] : 0, v01 = iy0 && ix1 ? xc[r0 + c1] : 0;
-      T v10 = iy1 && ix0 ? xc[r1 + c0] : 0, v11 = iy1 && ix1 ? xc[r1 + c1] : 0;
-      yi[ch * oplane] = v00 * de * ds + v01 * dw * ds + v10 * de * dn + v11 * dw * dn;
+      T v00 = in[0] ? xc[off[0]] : 0, v01 = in[1] ? xc[off[1]] : 0;
+      T v10 = in[2] ? xc[off[2]] : 0, v11 = in[3] ? xc[off[3]] : 0;
+      yi[ch * oplane] = v00 * f[1] * f[3] + v01 * f[0] * f[3] + v10 * f[1] * f[2] +
+                        v11 * f[0] * f[2];
     }
   }
 }
@@ -175,34 +153,28 @@ static void TF(gs_bwd)(void *ctx, int64_t b, int64_t e) {
       T v = TF(gs_coord)(grid[2 * pt + 1], p->h, p->align_corners, p->padding, &dv);
       const T *dyi = dy + img * p->c * oplane + at;
       if (p->nearest) {
-        T xr = (T)round((double)u), yr = (T)round((double)v);
-        bool in = xr >= 0 && xr <= (T)(p->w - 1) && yr >= 0 && yr <= (T)(p->h - 1);
-        if (dxi && in)
-          for (int64_t ch = 0; ch < p->c; ch++)
-            dxi[ch * plane + (int64_t)yr * p->w + (int64_t)xr] += dyi[ch * oplane];
+        int64_t off;
+        if (TF(gs_nearest)(p->h, p->w, u, v, &off) && dxi)
+          for (int64_t ch = 0; ch < p->c; ch++) dxi[ch * plane + off] += dyi[ch * oplane];
         if (dgrid) dgrid[2 * pt] = dgrid[2 * pt + 1] = 0;
         continue;
       }
-      T x0 = (T)floor((double)u), y0 = (T)floor((double)v), x1 = x0 + 1, y1 = y0 + 1;
-      T dw = u - x0, de = x1 - u, dn = v - y0, ds = y1 - v;
-      bool ix0 = x0 >= 0 && x0 <= (T)(p->w - 1), ix1 = x1 >= 0 && x1 <= (T)(p->w - 1);
-      bool iy0 = y0 >= 0 && y0 <= (T)(p->h - 1), iy1 = y1 >= 0 && y1 <= (T)(p->h - 1);
-      int64_t c0 = ix0 ? (int64_t)x0 : 0, c1 = ix1 ? (int64_t)x1 : 0;
-      int64_t r0 = iy0 ? (int64_t)y0 * p->w : 0, r1 = iy1 ? (int64_t)y1 * p->w : 0;
+      T f[4];
+      bool in[4];
+      int64_t off[4];
+      TF(gs_corners)(p->h, p->w, u, v, f, in, off);
       T gu = 0, gv = 0;
       for (int64_t ch = 0; ch < p->c; ch++) {
         const T *xc = xi + ch * plane;
         T g = dyi[ch * oplane];
-        T v00 = iy0 && ix0 ? xc[r0 + c0] : 0, v01 = iy0 && ix1 ? xc[r0 + c1] : 0;
-        T v10 = iy1 && ix0 ? xc[r1 + c0] : 0, v11 = iy1 && ix1 ? xc[r1 + c1] : 0;
-        gu += g * ((v01 - v00) * ds + (v11 - v10) * dn);
-        gv += g * ((v10 - v00) * de + (v11 - v01) * dw);
+        T v00 = in[0] ? xc[off[0]] : 0, v01 = in[1] ? xc[off[1]] : 0;
+        T v10 = in[2] ? xc[off[2]] : 0, v11 = in[3] ? xc[off[3]] : 0;
+        gu += g * ((v01 - v00) * f[3] + (v11 - v10) * f[2]);
+        gv += g * ((v10 - v00) * f[1] + (v11 - v01) * f[0]);
         if (!dxi) continue;
-        T *dc = dxi + ch * plane;
-        if (iy0 && ix0) dc[r0 + c0] += g * de * ds;
-        if (iy0 && ix1) dc[r0 + c1] += g * dw * ds;
-        if (iy1 && ix0) dc[r1 + c0] += g * de * dn;
-        if (iy1 && ix1) dc[r1 + c1] += g * dw * dn;
+        T *dc = dxi + ch * plane, wt[4] = {f[1] * f[3], f[0] * f[3], f[1] * f[2], f[0] * f[2]};
+        for (int q = 0; q < 4; q++)
+          if (in[q]) dc[off[q]] += g * wt[q];
       }
       if (dgrid) {
         dgrid[2 * pt] = gu * du;

@@ -105,55 +105,18 @@ pd_status pd_kcu_interp2d_grad(pd_dtype dt, const pd_k_interp2d *p, const void *
 /* ---- grid_sample: the CPU's arithmetic (kernels/cpu/interp_t.h): a thread per sample point,
  * over the channels; the gradient adds to dx with atomics and writes the point's dgrid. ---- */
 
-/* The source coordinate of grid value g on an axis of size s, and its derivative by g. */
-template <typename T>
-__device__ T gs_coord(T g, int64_t s, bool ac, int padding, T *d) {
-  T hi = (T)(s - 1), f = (T)((double)(ac ? s - 1 : s) * 0.5);
-  T u = ac ? (g + (T)1) * f : (g + (T)1) * f - (T)0.5, dd = f;
-  if (padding == 2) {
-    if (ac && s == 1) {
-      u = 0, dd = 0;
-    } else {
-      T a0 = ac ? u : u + (T)0.5, range = (T)((double)(ac ? s - 1 : s) * 2);
-      T a = a0 < 0 ? -a0 : a0, sg = a0 < 0 ? (T)-1 : (T)1;
-      T extra = a - (T)floor((double)(a / range)) * range;
-      if (extra <= range - extra) {
-        u = extra, dd *= sg;
-      } else {
-        u = range - extra, dd *= -sg;
-      }
-      if (!ac) u = u - (T)0.5;
-    }
-  }
-  if (padding >= 1 && !(ac && padding == 2)) {
-    if (u < 0) u = 0, dd = 0;
-    if (u > hi) u = hi, dd = 0;
-  }
-  *d = dd;
-  return u;
-}
-
-/* A sample point's corners: the bilinear weights and which corners lie in the image. */
-template <typename T>
-struct gs_corners {
-  T dw, de, dn, ds;
-  bool in[4];      /* (y0, x0), (y0, x1), (y1, x0), (y1, x1) */
-  int64_t off[4];  /* their offsets in a plane */
-};
-
-template <typename T>
-__device__ gs_corners<T> gs_corners_of(const pd_k_grid_sample &p, T u, T v) {
-  gs_corners<T> k;
-  T x0 = (T)floor((double)u), y0 = (T)floor((double)v), x1 = x0 + 1, y1 = y0 + 1;
-  k.dw = u - x0, k.de = x1 - u, k.dn = v - y0, k.ds = y1 - v;
-  bool ix0 = x0 >= 0 && x0 <= (T)(p.w - 1), ix1 = x1 >= 0 && x1 <= (T)(p.w - 1);
-  bool iy0 = y0 >= 0 && y0 <= (T)(p.h - 1), iy1 = y1 >= 0 && y1 <= (T)(p.h - 1);
-  int64_t c0 = ix0 ? (int64_t)x0 : 0, c1 = ix1 ? (int64_t)x1 : 0;
-  int64_t r0 = iy0 ? (int64_t)y0 * p.w : 0, r1 = iy1 ? (int64_t)y1 * p.w : 0;
-  k.in[0] = iy0 && ix0, k.in[1] = iy0 && ix1, k.in[2] = iy1 && ix0, k.in[3] = iy1 && ix1;
-  k.off[0] = r0 + c0, k.off[1] = r0 + c1, k.off[2] = r1 + c0, k.off[3] = r1 + c1;
-  return k;
-}
+/* The coordinates and corners (kernels/grid_sample_t.h, shared with the CPU's loops), one
+ * overload per float type. */
+#define PD_K_GS(name) name
+#define PD_K_GS_HD __device__
+#define T float
+#include "kernels/grid_sample_t.h"
+#undef T
+#define T double
+#include "kernels/grid_sample_t.h"
+#undef T
+#undef PD_K_GS
+#undef PD_K_GS_HD
 
 template <typename T>
 __global__ void gs_fwd_kernel(const pd_k_grid_sample p, const T *x, const T *grid, T *y) {
@@ -166,19 +129,21 @@ __global__ void gs_fwd_kernel(const pd_k_grid_sample p, const T *x, const T *gri
     const T *xi = x + img * p.c * plane;
     T *yi = y + img * p.c * oplane + at;
     if (p.nearest) {
-      T xr = (T)round((double)u), yr = (T)round((double)v);
-      bool in = xr >= 0 && xr <= (T)(p.w - 1) && yr >= 0 && yr <= (T)(p.h - 1);
-      int64_t off = in ? (int64_t)yr * p.w + (int64_t)xr : 0;
+      int64_t off;
+      bool in = gs_nearest(p.h, p.w, u, v, &off);
       for (int64_t ch = 0; ch < p.c; ch++) yi[ch * oplane] = in ? xi[ch * plane + off] : (T)0;
       continue;
     }
-    gs_corners<T> k = gs_corners_of(p, u, v);
+    T f[4];
+    bool in[4];
+    int64_t off[4];
+    gs_corners(p.h, p.w, u, v, f, in, off);
     for (int64_t ch = 0; ch < p.c; ch++) {
       const T *xc = xi + ch * plane;
-      T v00 = k.in[0] ? xc[k.off[0]] : (T)0, v01 = k.in[1] ? xc[k.off[1]] : (T)0;
-      T v10 = k.in[2] ? xc[k.off[2]] : (T)0, v11 = k.in[3] ? xc[k.off[3]] : (T)0;
-      yi[ch * oplane] = v00 * k.de * k.ds + v01 * k.dw * k.ds + v10 * k.de * k.dn +
-                        v11 * k.dw * k.dn;
+      T v00 = in[0] ? xc[off[0]] : (T)0, v01 = in[1] ? xc[off[1]] : (T)0;
+      T v10 = in[2] ? xc[off[2]] : (T)0, v11 = in[3] ? xc[off[3]] : (T)0;
+      yi[ch * oplane] = v00 * f[1] * f[3] + v01 * f[0] * f[3] + v10 * f[1] * f[2] +
+                        v11 * f[0] * f[2];
     }
   }
 }
@@ -195,28 +160,28 @@ __global__ void gs_bwd_kernel(const pd_k_grid_sample p, const T *x, const T *gri
     const T *xi = x + img * p.c * plane, *dyi = dy + img * p.c * oplane + at;
     T *dxi = dx ? dx + img * p.c * plane : NULL;
     if (p.nearest) {
-      T xr = (T)round((double)u), yr = (T)round((double)v);
-      bool in = xr >= 0 && xr <= (T)(p.w - 1) && yr >= 0 && yr <= (T)(p.h - 1);
-      if (dxi && in)
-        for (int64_t ch = 0; ch < p.c; ch++)
-          atomicAdd(dxi + ch * plane + (int64_t)yr * p.w + (int64_t)xr, dyi[ch * oplane]);
+      int64_t off;
+      if (gs_nearest(p.h, p.w, u, v, &off) && dxi)
+        for (int64_t ch = 0; ch < p.c; ch++) atomicAdd(dxi + ch * plane + off, dyi[ch * oplane]);
       if (dgrid) dgrid[2 * pt] = dgrid[2 * pt + 1] = 0;
       continue;
     }
-    gs_corners<T> k = gs_corners_of(p, u, v);
+    T f[4];
+    bool in[4];
+    int64_t off[4];
+    gs_corners(p.h, p.w, u, v, f, in, off);
     T gu = 0, gv = 0;
     for (int64_t ch = 0; ch < p.c; ch++) {
       const T *xc = xi + ch * plane;
       T g = dyi[ch * oplane];
-      T v00 = k.in[0] ? xc[k.off[0]] : (T)0, v01 = k.in[1] ? xc[k.off[1]] : (T)0;
-      T v10 = k.in[2] ? xc[k.off[2]] : (T)0, v11 = k.in[3] ? xc[k.off[3]] : (T)0;
-      gu += g * ((v01 - v00) * k.ds + (v11 - v10) * k.dn);
-      gv += g * ((v10 - v00) * k.de + (v11 - v01) * k.dw);
+      T v00 = in[0] ? xc[off[0]] : (T)0, v01 = in[1] ? xc[off[1]] : (T)0;
+      T v10 = in[2] ? xc[off[2]] : (T)0, v11 = in[3] ? xc[off[3]] : (T)0;
+      gu += g * ((v01 - v00) * f[3] + (v11 - v10) * f[2]);
+      gv += g * ((v10 - v00) * f[1] + (v11 - v01) * f[0]);
       if (!dxi) continue;
-      T *dc = dxi + ch * plane;
-      T w[4] = {k.de * k.ds, k.dw * k.ds, k.de * k.dn, k.dw * k.dn};
+      T *dc = dxi + ch * plane, wt[4] = {f[1] * f[3], f[0] * f[3], f[1] * f[2], f[0] * f[2]};
       for (int q = 0; q < 4; q++)
-        if (k.in[q]) atomicAdd(dc + k.off[q], g * w[q]);
+        if (in[q]) atomicAdd(dc + off[q], g * wt[q]);
     }
     if (dgrid) {
       dgrid[2 * pt] = gu * du;
