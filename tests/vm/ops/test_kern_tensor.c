@@ -1,12 +1,18 @@
 /* test_kern_tensor.c -- kernels of the ops that make, copy and rearrange tensors (vm/ops/kern_tensor.c):
  * feed/fetch through FEED_MINIBATCH / FETCH_LIST vars, fill_constant, fill_zeros_like, assign,
  * assign_value, uniform_random / gaussian_random (reproducibility and moments), concat, split,
- * reshape2, transpose2, increment, lod_reset; run through the executor and checked against
+ * reshape2, transpose2, increment, lod_reset, load_combine (a parameters file save wrote, read
+ * back into its vars in order; a count, a file or a path that is wrong); run through the executor and checked against
  * values computed here, and the gradients of assign, concat, split, reshape2, transpose2 and
  * lod_reset against finite differences. */
 #include "config.h"
 
 #include "tests/vm/ops/gradcheck.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "vm/ir/params.h"
 
 
 /* A sequence 0, 1, 2, ... scaled and shifted, as doubles and floats. */
@@ -743,6 +749,63 @@ static void test_lod_reset(void) {
   rt_free(&r);
 }
 
+/* load_combine: the tensors of a file pd_params_save wrote (float32 [2, 3], float64 [4]) into
+ * the vars of Out, in order, values and dtypes as written; the errors name what is wrong. */
+static void test_load_combine(void) {
+  char path[512];
+  const char *t = getenv("TMPDIR");
+  snprintf(path, sizeof path, "%s/pd_load_combine.%d.pdiparams", t && *t ? t : "/tmp",
+           (int)getpid());
+  pd_scope *s = pd_scope_new(NULL);
+  pd_tensor *a = s ? pd_var_tensor(pd_scope_var(s, "a")) : NULL;
+  pd_tensor *b = s ? pd_var_tensor(pd_scope_var(s, "b")) : NULL;
+  float av[6];
+  double bv[4];
+  ramp_f(av, 6, 0.5, -1);
+  ramp(bv, 4, -0.25, 3);
+  int64_t da[2] = {2, 3}, db[1] = {4};
+  const char *names[2] = {"a", "b"};
+  pd_error e = {0};
+  if (!a || !b || pd_tensor_set_data(a, PD_FP32, 2, da, av) ||
+      pd_tensor_set_data(b, PD_FP64, 1, db, bv) || pd_params_save(path, s, 2, names, &e))
+    bail("writing the parameters file");
+  pd_scope_free(s);
+  pd_error_clear(&e);
+
+  rt r;
+  rt_init(&r);
+  rt_op(&r, "load_combine", "", "Out=p,q");
+  pd_op_set_attr_string(r.op, "file_path", path);
+  if (rt_ok(&r, "load_combine of a file of two tensors")) {
+    const pd_tensor *p = rt_get(&r, "p"), *q = rt_get(&r, "q");
+    double want_a[6];
+    for (int i = 0; i < 6; i++) want_a[i] = av[i];
+    ok(p && p->dtype == PD_FP32 && has_dims(p, 2, da), "load_combine: the first var is float32 [2, 3]");
+    rt_expect(p, 6, want_a, 0, "load_combine: the first tensor's values");
+    ok(q && q->dtype == PD_FP64 && has_dims(q, 1, db), "load_combine: the second var is float64 [4]");
+    rt_expect(q, 4, bv, 0, "load_combine: the second tensor's values");
+  }
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_op(&r, "load_combine", "", "Out=p,q,u");
+  pd_op_set_attr_string(r.op, "file_path", path);
+  rt_fails(&r, PD_EFORMAT, "holds 2 tensors", "load_combine: three vars for a file of two");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_op(&r, "load_combine", "", "Out=p,q");
+  pd_op_set_attr_string(r.op, "file_path", "no/such.pdiparams");
+  rt_fails(&r, PD_EIO, "no/such.pdiparams", "load_combine: a missing file is named");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_op(&r, "load_combine", "", "Out=p");
+  rt_fails(&r, PD_EINVAL, "file_path is empty", "load_combine: no file_path");
+  rt_free(&r);
+  remove(path);
+}
+
 int main(void) {
   pd_k_init();
   test_feed_fetch();
@@ -756,5 +819,6 @@ int main(void) {
   test_transpose();
   test_increment();
   test_lod_reset();
+  test_load_combine();
   return tap_done();
 }
