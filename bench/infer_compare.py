@@ -17,6 +17,7 @@ from Python (the per-call cost of the binding, a few microseconds, is inside the
     PY_PADDLE=/path/venv-with-paddle+paddle2onnx/bin/python \\
     PY_BENCH=/path/venv-with-onnxruntime+openvino/bin/python \\
       python3 bench/infer_compare.py BUILD_DIR [--models a,b] [--batches 1,16] [--runs N]
+                                               [--size field|zoo]
 
 BUILD_DIR is the build folder (its pdlang and tests/interop/test_interop, which writes a
 family's program and parameters with --zoo-params). Without PY_PADDLE or PY_BENCH those
@@ -25,6 +26,7 @@ frameworks are left out, with the reason.
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -127,6 +129,17 @@ def pdlang_bench(build, model_dir, feeds, runs, warmup, threads):
     return r
 
 
+# The input sizes the field serves these families at (the performance issue's list), which
+# tools/paddle_zoo.py --size exports them at; --size zoo keeps the tests' small sizes (64x64
+# images, 16 tokens), where per-op costs dominate.
+FIELD_SIZES = {"db_det": (640, 640), "db_det_dbfpn": (640, 640), "crnn_rec": (48, 320),
+               "svtr_rec": (48, 320), "ppocrv3_rec": (48, 320), "ppocrv4_rec": (48, 320),
+               "text_cls": (48, 192), "mobilenet_v1": (224, 224), "mobilenet_v2": (224, 224),
+               "mobilenet_v3": (224, 224), "pp_lcnet": (224, 224), "pp_hgnet": (224, 224),
+               "resnet50_vd": (224, 224), "picodet": (320, 320), "ppyoloe": (320, 320),
+               "pp_liteseg": (512, 512), "unet": (512, 512), "ernie3_tiny": 128}
+
+
 def agrees(a, b, rel=1e-4):
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return a.shape == b.shape and bool(np.all(np.abs(a - b) <= 1e-5 + rel * np.abs(b)))
@@ -144,20 +157,36 @@ def main(argv):
     batches = [int(b) for b in opts.get("--batches", "1,16").split(",")]
     runs, warmup, threads = int(opts.get("--runs", "50")), int(opts.get("--warmup", "5")), 2
     py_paddle, py_bench = os.environ.get("PY_PADDLE"), os.environ.get("PY_BENCH")
+    # the field's sizes need Paddle to export the families again (tools/paddle_zoo.py --size)
+    field = opts.get("--size", "field") == "field" and bool(py_paddle)
     work = tempfile.mkdtemp(prefix="pd-infer-")
-    print("threads %d, %d runs after %d warm-up; median / p90 / first call ms, peak MiB; "
-          "ratio = other's median / pdlang's" % (threads, runs, warmup))
+    print("threads %d, %d runs after %d warm-up, %s input sizes; median / p90 / first call ms, "
+          "peak MiB; ratio = other's median / pdlang's"
+          % (threads, runs, warmup, "the field's" if field else "the tests'"))
     for name in models:
         zoo = os.path.join(SRC, "tests", "interop", "zoo", name)
         for batch in batches:
             d = os.path.join(work, "%s-b%d" % (name, batch))
-            subprocess.run([os.path.join(build, "tests", "interop", "test_interop"), "--zoo-params",
-                            name, d], check=True, capture_output=True,
-                           env=dict(os.environ, top_srcdir=SRC))
+            src = zoo
+            if field and FIELD_SIZES.get(name):
+                # the family exported again at the field's input size, with its reference inputs
+                size = FIELD_SIZES[name]
+                src = os.path.join(work, "export", name)
+                if not os.path.isdir(src):
+                    subprocess.run([py_paddle, os.path.join(SRC, "tools", "paddle_zoo.py"),
+                                    "--size", "%dx%d" % size if isinstance(size, tuple) else str(size),
+                                    os.path.dirname(src), name], check=True, capture_output=True)
+                shutil.copytree(src, d)
+                subprocess.run([os.path.join(build, "tests", "interop", "test_interop"),
+                                "--zoo-params", d], check=True, capture_output=True)
+            else:
+                subprocess.run([os.path.join(build, "tests", "interop", "test_interop"),
+                                "--zoo-params", name, d], check=True, capture_output=True,
+                               env=dict(os.environ, top_srcdir=SRC))
             feeds = []
-            for f in sorted(os.listdir(zoo)):
+            for f in sorted(os.listdir(src)):
                 if f.startswith("in_") and f.endswith(".npy"):
-                    x = np.load(os.path.join(zoo, f))
+                    x = np.load(os.path.join(src, f))
                     x = np.concatenate([x] * ((batch + len(x) - 1) // len(x)))[:batch]
                     np.save(os.path.join(d, f), x)
                     feeds.append((f[3:-4], os.path.join(d, f)))
@@ -188,7 +217,8 @@ def main(argv):
                 r = json.loads(p.stdout.strip().splitlines()[-1])
                 r["same"] = ref is not None and agrees(np.load(r["out"]), ref)
                 rows[kind] = r
-            print("\n%s, batch %d:" % (name, batch))
+            print("\n%s, batch %d, %s:" % (name, batch, " ".join(
+                "%s %s" % (n, "x".join(map(str, np.load(f).shape))) for n, f in feeds)))
             base = rows["pdlang"]["median"]
             for kind, r in rows.items():
                 if "error" in r:

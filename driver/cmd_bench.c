@@ -191,10 +191,11 @@ static int run_bench(int argc, char **argv) {
          pool && *pool ? pool : "default", place == PD_K_CUDA ? "gpu" : "cpu",
          no_optimize ? ", not optimised" : "",
          precision == PD_BF16 ? ", products in bf16" : "");
-  if (!no_optimize)
-    printf("load-time passes: %d batch norm%s folded, %d op%s removed, %d fc fused\n",
-           m.opt.bn_folded, m.opt.bn_folded == 1 ? "" : "s", m.opt.removed,
-           m.opt.removed == 1 ? "" : "s", m.opt.fc_fused);
+  if (!no_optimize) {
+    char what[200];
+    pd_infer_opt_describe(&m.opt, what, sizeof what);
+    printf("load-time passes: %s\n", what);
+  }
   printf("load and first run: %.3f ms\n", t0);
   printf("latency over %d runs (after %ld warm-up): median %.3f ms, p90 %.3f ms, p99 %.3f ms, "
          "min %.3f ms, mean %.3f ms\n", n, warmup, quantile(lat, n, 0.5), quantile(lat, n, 0.9),

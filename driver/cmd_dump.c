@@ -136,9 +136,9 @@ static int optimize_input(const char *path, pd_model *m, const pd_program **out,
     pd_error_clear(&err);
     return 1;
   }
-  snprintf(note, n, "# load-time passes: %d batch norm%s folded, %d dropout or scale op%s "
-           "removed, %d fc fused\n", m->opt.bn_folded, m->opt.bn_folded == 1 ? "" : "s",
-           m->opt.removed, m->opt.removed == 1 ? "" : "s", m->opt.fc_fused);
+  char what[160];
+  pd_infer_opt_describe(&m->opt, what, sizeof what);
+  snprintf(note, n, "# load-time passes: %s\n", what);
   *out = m->program;
   return 0;
 }
@@ -210,7 +210,7 @@ static int run_dump(int argc, char **argv) {
     return usage_error();
   }
   pd_model model = {0};
-  char note[200] = "";
+  char note[256] = "";
   input in = {0};
   if (optimized) {
     if (optimize_input(path, &model, &in.program, note, sizeof note)) {

@@ -409,6 +409,16 @@ pd_status pd_k_conv2d_check(const pd_k_conv2d *p) {
   return PD_OK;
 }
 
+pd_status pd_k_conv_epilogue_check(pd_dtype dt, const pd_k_conv_epilogue *ep) {
+  if (!ep) return PD_OK;
+  switch (ep->kind) {
+    case PD_K_EPI_NONE: return PD_OK;
+    case PD_K_EPI_UNOP: return (unsigned)ep->unop < PD_K_UNOP_COUNT_ ? PD_OK : PD_EINVAL;
+    case PD_K_EPI_ACT: return pd_k_act_check(ep->act, dt, 0, ep->p);
+    default: return PD_EINVAL;
+  }
+}
+
 pd_status pd_k_pool2d_check(pd_dtype dt, const pd_k_pool2d *p) {
   if (!pd_dtype_is_kernel_float(dt)) return PD_EUNSUPPORTED;
   pd_k_pool2d q = *p;

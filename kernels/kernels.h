@@ -401,6 +401,24 @@ typedef pd_status pd_k_col2im_fn(pd_dtype dt, const pd_k_conv2d *p, const void *
  * p must have passed pd_k_conv2d_setup. Scratch memory for im2col may give PD_ENOMEM. */
 typedef pd_status pd_k_conv2d_fn(pd_dtype dt, const pd_k_conv2d *p, const void *x,
                                  const void *w, void *y);
+/* What a fused convolution does to each output element after the product (conv2d_fused; an
+ * inference model's convolution with the ops after it folded in, vm/passes/infer_opt.c):
+ * y = f(y + bias[channel] + residual), each part optional, in that order. f is a unary op
+ * (relu, sigmoid, tanh: kind PD_K_EPI_UNOP) or an activation with its parameters p
+ * (PD_K_EPI_ACT, as pd_k_act_fn), or none. */
+typedef enum pd_k_epi_kind { PD_K_EPI_NONE, PD_K_EPI_UNOP, PD_K_EPI_ACT } pd_k_epi_kind;
+typedef struct pd_k_conv_epilogue {
+  const void *bias;      /* [oc] in the convolution's dtype, or NULL */
+  const void *residual;  /* [n, oc, oh, ow] like y (not y itself), or NULL */
+  pd_k_epi_kind kind;
+  pd_k_unop unop;        /* kind PD_K_EPI_UNOP */
+  pd_k_act act;          /* kind PD_K_EPI_ACT, with its parameters */
+  double p[3];
+} pd_k_conv_epilogue;
+/* y = the epilogue ep (NULL: none) applied to conv(x, w), as pd_k_conv2d_fn; PD_EINVAL for an
+ * epilogue whose op or parameters pd_k_unary_fn or pd_k_act_fn would refuse. */
+typedef pd_status pd_k_conv2d_fused_fn(pd_dtype dt, const pd_k_conv2d *p, const void *x,
+                                       const void *w, const pd_k_conv_epilogue *ep, void *y);
 /* dx = conv2d's gradient w.r.t. x given dy (overwritten, not accumulated). */
 typedef pd_status pd_k_conv2d_bwd_data_fn(pd_dtype dt, const pd_k_conv2d *p, const void *w,
                                           const void *dy, void *dx);
@@ -844,6 +862,7 @@ typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *
   X(im2col, pd_k_im2col_fn, CUDA)                                                                  \
   X(col2im, pd_k_col2im_fn, CUDA)                                                                  \
   X(conv2d, pd_k_conv2d_fn, CUDA)                                                                  \
+  X(conv2d_fused, pd_k_conv2d_fused_fn, NO_CUDA)                                                  \
   X(conv2d_bwd_data, pd_k_conv2d_bwd_data_fn, CUDA)                                                \
   X(conv2d_bwd_filter, pd_k_conv2d_bwd_filter_fn, CUDA)                                            \
   X(pool2d, pd_k_pool2d_fn, CUDA)                                                                  \

@@ -104,6 +104,8 @@ PD_K_HOST_DEVICE static inline int64_t pd_k_pad_src(int64_t o, int64_t n, int64_
 pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post);
 /* p is what pd_k_conv2d_setup accepts, with its output size. */
 pd_status pd_k_conv2d_check(const pd_k_conv2d *p);
+/* A fused convolution's epilogue (NULL passes): its kind, op and parameters. */
+pd_status pd_k_conv_epilogue_check(pd_dtype dt, const pd_k_conv_epilogue *ep);
 /* fp32/fp64, and p is what pd_k_pool2d_setup accepts, with its output size. */
 pd_status pd_k_pool2d_check(pd_dtype dt, const pd_k_pool2d *p);
 /* batch_norm ([n, c, s]) and layer_norm ([n rows, c cols], s = 1): fp32/fp64, sizes >= 0 whose

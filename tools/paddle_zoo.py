@@ -11,10 +11,11 @@ packages installed, outside the source tree:
         scikit-learn opencv-python-headless pyyaml six colorlog scipy tqdm shapely pyclipper
     /opt/pdvenv/bin/pip install --no-deps paddleclas paddleseg paddledet paddlenlp
     PADDLEOCR_SRC=/opt/paddleocr_one /opt/pdvenv/bin/python tools/paddle_zoo.py \
-        [--list] [OUTDIR [NAME...]]
+        [--list] [--size HxW|N] [OUTDIR [NAME...]]
 
 PADDLEOCR_SRC names a folder holding PaddleOCR's ppocr/ tree of commit PADDLEOCR_COMMIT (below,
-_ppocr()). OUTDIR defaults to tests/interop/zoo. Several NAMEs are exported one process each.
+_ppocr()). OUTDIR defaults to tests/interop/zoo. --size exports the families at another input
+size: HxW for the images, N tokens for ERNIE (bench/infer_compare.py uses it). Several NAMEs are exported one process each.
 Each model NAME gets OUTDIR/NAME holding:
   inference.pdmodel   the program exactly as Paddle saved it;
   weights.txt         how to make its parameters (below), one line "NAME SCALE OFFSET" each;
@@ -184,7 +185,14 @@ def _ppcls():
     return bb
 
 
+# --size HxW (or --size N: a sequence length) exports a family at another input size than the
+# tests' (bench/infer_compare.py: the sizes the field serves at); None keeps each family's own.
+SIZE = None
+
+
 def image(c=3, h=64, w=64, n=2):
+    if isinstance(SIZE, tuple):
+        h, w = SIZE
     return [paddle.static.InputSpec([None, c, h, w], "float32", "x")], {
         "x": np.random.RandomState(7).uniform(-1, 1, (n, c, h, w)).astype("float32")}
 
@@ -211,21 +219,24 @@ def seg(arch):
 def ernie():
     from paddlenlp.transformers import ErnieConfig, ErnieForSequenceClassification
     # ernie-3.0-tiny-micro-v2's shape (4 layers, 384 wide, 12 heads) on a small vocabulary.
+    n = SIZE if isinstance(SIZE, int) else 16
     cfg = ErnieConfig(vocab_size=1000, hidden_size=384, num_hidden_layers=4,
-                      num_attention_heads=12, intermediate_size=1536, max_position_embeddings=64,
-                      type_vocab_size=4, num_labels=3)
+                      num_attention_heads=12, intermediate_size=1536,
+                      max_position_embeddings=max(64, n), type_vocab_size=4, num_labels=3)
     m = ErnieForSequenceClassification(cfg)
     rs = np.random.RandomState(7)
     spec = [paddle.static.InputSpec([None, None], "int64", "input_ids"),
             paddle.static.InputSpec([None, None], "int64", "token_type_ids")]
-    return m, (spec, {"input_ids": rs.randint(1, 1000, (2, 16)).astype("int64"),
-                      "token_type_ids": (np.arange(16)[None, :] >= 9).repeat(2, 0).astype(
+    return m, (spec, {"input_ids": rs.randint(1, 1000, (2, n)).astype("int64"),
+                      "token_type_ids": (np.arange(n)[None, :] >= n * 9 // 16).repeat(2, 0).astype(
                           "int64")})
 
 
 def det_inputs(size=64, names=("image", "im_shape", "scale_factor"), seed=7):
     """PaddleDetection's export inputs: the image, its size and the scale it was resized by
     (those of names: the exporter drops the ones the model does not read)."""
+    if isinstance(SIZE, tuple):
+        size = SIZE[0]
     spec = {"image": paddle.static.InputSpec([None, 3, size, size], "float32", "image"),
             "im_shape": paddle.static.InputSpec([None, 2], "float32", "im_shape"),
             "scale_factor": paddle.static.InputSpec([None, 2], "float32", "scale_factor")}
@@ -597,9 +608,15 @@ def export(name, outdir):
 
 
 def main(argv):
+    global SIZE
     if argv[:1] == ["--list"]:
         print("\n".join(FAMILIES))
         return
+    size = []
+    if argv[:1] == ["--size"] and len(argv) > 1:
+        size, argv = argv[:2], argv[2:]
+        h, _, w = size[1].partition("x")
+        SIZE = (int(h), int(w)) if w else int(h)
     outdir = argv[0] if argv else os.path.join(os.path.dirname(__file__), "..", "tests",
                                                "interop", "zoo")
     names = argv[1:] or list(FAMILIES)
@@ -609,7 +626,8 @@ def main(argv):
         # depend on which families ran before it.
         import subprocess
         for n in names:
-            subprocess.run([sys.executable, os.path.abspath(__file__), outdir, n], check=True)
+            subprocess.run([sys.executable, os.path.abspath(__file__)] + size + [outdir, n],
+                           check=True)
         return
     patch_legacy()
     export(names[0], outdir)

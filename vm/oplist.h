@@ -312,6 +312,20 @@ PD_OPK(flatten_contiguous_range, DIFF | GPU | GPU_GRAD, flatten_contiguous_range
  * (PyTorch's and paddle.nn.GRU's). LSTM: Input [T, 4 H] = x W_ih + b (i, f, g, o), Weight
  * [H, 4 H]; c' = f c + i g, h' = o tanh(c'); Cell the c of every step. H0, C0: [H] or
  * [sequences, H]. BatchGate keeps the activations for the gradient. */
+/* fused_conv2d: Paddle's name for an inference model's convolution with what follows it folded
+ * in (vm/passes/infer_opt.c makes it from conv2d or depthwise_conv2d, a bias add, a residual add
+ * and an activation): Output = act(conv(Input, Filter) + Bias (a value per output channel: [M]
+ * or [1, M, 1, 1]) + ResidualData [like Output]), the two optional. fuse_activation is "" or relu, sigmoid, tanh, relu6 (its
+ * threshold in fuse_beta), leaky_relu (alpha: fuse_alpha), swish (beta: fuse_alpha),
+ * hard_sigmoid (slope, offset: fuse_alpha, fuse_beta), hard_swish (x min(max(fuse_alpha x +
+ * fuse_beta, 0), 1), oneDNN's form), gelu or gelu_erf, gelu_tanh. Inference only. */
+PD_OP(fused_conv2d, FP_IN | GPU, fused_conv2d,
+      IN(ONE("Input"), ONE("Filter"), OPT("Bias"), OPT("ResidualData")), OUT(ONE("Output")),
+      ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0),
+            ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"), INT("groups", 1),
+            INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "AnyLayout"),
+            STR("fuse_activation", ""), FLOAT("fuse_alpha", 0.0), FLOAT("fuse_beta", 0.0),
+            BOOL("fuse_residual_connection", false)))
 PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_gru,
       IN(ONE("Input"), OPT("H0"), ONE("Weight"), ONE("Bias")),
       OUT(ONE("Hidden"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))

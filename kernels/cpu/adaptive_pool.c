@@ -14,6 +14,9 @@ typedef struct apool_job {
   void *y, *dx;  /* one of them */
 } apool_job;
 
+/* Planes the forward loops interleave (adaptive_pool_t.h). */
+enum { APOOL_K = 8 };
+
 #define PD_KCPU_TEMPLATE "kernels/cpu/adaptive_pool_t.h"
 #include "kernels/cpu/each_float.h"
 

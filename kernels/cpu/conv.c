@@ -4,10 +4,13 @@
  * padding skips im2col: the image already is the column matrix. Images are split across the
  * thread pool (cpu.h); a forward pass of fewer images than threads splits each image's output
  * columns instead; a depthwise forward pass (a filter per channel) is computed directly, its
- * output planes split across the pool. */
+ * output planes split across the pool (in fp32 on AVX-512 CPUs by conv_avx512.c). The fused
+ * forward pass (conv2d_fused) adds the bias and residual and applies the activation to each
+ * block of the output right after the thread computing it wrote it. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
+#include "kernels/kernels_int.h"
 
 #include <string.h>
 #if PD_KCPU_HAVE_AVX2
@@ -101,6 +104,7 @@ typedef struct conv_job {
   pd_dtype dt;
   const pd_k_conv2d *p;
   const conv_plan *cp;
+  const pd_k_conv_epilogue *ep; /* forward: what follows the product (NULL: nothing) */
   const void *x, *w, *dy;
   void *y, *dx, *dw;
   char *cols;              /* one column matrix per thread */
@@ -112,6 +116,108 @@ typedef struct conv_job {
 static void image_range(int64_t n, int t, int nt, int64_t *b, int64_t *e) {
   *b = n * t / nt;
   *e = n * (t + 1) / nt;
+}
+
+/* The epilogue (kernels.h) on channels [c0, c1) of image n of y, columns [j0, j1) of each
+ * plane: bias and residual added a row at a time, then the activation over the block in one
+ * call where its rows are whole planes (they are then contiguous), else a call a row. It runs on
+ * the thread that just wrote the block, while it is in its cache. */
+/* The piecewise-linear activations in the loop that adds the bias and the residual, fp32: one
+ * pass over the block instead of two. The same formulas as act_t.h's and elementwise_t.h's
+ * (the same bits). */
+enum { EPI_NONE, EPI_RELU, EPI_RELU6, EPI_LEAKY, EPI_HSWISH, EPI_HSIGMOID, EPI_OTHER };
+
+static int epi_inline(const pd_k_conv_epilogue *ep) {
+  if (ep->kind == PD_K_EPI_NONE) return EPI_NONE;
+  if (ep->kind == PD_K_EPI_UNOP) return ep->unop == PD_K_RELU ? EPI_RELU : EPI_OTHER;
+  switch (ep->act) {
+    case PD_K_RELU6: return EPI_RELU6;
+    case PD_K_LEAKY_RELU: return EPI_LEAKY;
+    case PD_K_HARD_SWISH: return EPI_HSWISH;
+    case PD_K_HARD_SIGMOID: return EPI_HSIGMOID;
+    default: return EPI_OTHER;
+  }
+}
+
+#define EPI_LOOP(F)                                                           \
+  do {                                                                       \
+    if (q) {                                                                 \
+      PD_SIMD for (int64_t j = 0; j < len; j++) {                            \
+        float x = r[j] + b + q[j];                                           \
+        r[j] = (F);                                                          \
+      }                                                                      \
+    } else {                                                                 \
+      PD_SIMD for (int64_t j = 0; j < len; j++) {                            \
+        float x = r[j] + b;                                                  \
+        r[j] = (F);                                                          \
+      }                                                                      \
+    }                                                                        \
+  } while (0)
+
+static void epi_row_f32(int code, const float pp[3], float *restrict r, float b,
+                        const float *restrict q, int64_t len) {
+  const float p0 = pp[0], p1 = pp[1], p2 = pp[2];
+  switch (code) {
+    case EPI_RELU: EPI_LOOP(x < 0 ? 0.0f : x); break;
+    case EPI_RELU6: EPI_LOOP(x < 0 ? 0.0f : x > p0 ? p0 : x); break;
+    case EPI_LEAKY: EPI_LOOP(x > 0 ? x : p0 * x); break;
+    case EPI_HSWISH: EPI_LOOP(x * (x + p2 < 0 ? 0.0f : x + p2 > p0 ? p0 : x + p2) / p1); break;
+    case EPI_HSIGMOID:
+      EPI_LOOP(p0 * x + p1 < 0 ? 0.0f : p0 * x + p1 > 1 ? 1.0f : p0 * x + p1);
+      break;
+    default: EPI_LOOP(x); break;
+  }
+}
+#undef EPI_LOOP
+
+static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, void *y,
+                     int64_t n, int64_t c0, int64_t c1, int64_t j0, int64_t j1) {
+  if (!ep || c1 <= c0 || j1 <= j0) return;
+  int64_t ohw = p->oh * p->ow, len = j1 - j0;
+  size_t sz = pd_dtype_size(dt);
+  int code = epi_inline(ep);
+  if (dt == PD_FP32 && code != EPI_OTHER) {
+    const float pp[3] = {(float)ep->p[0], (float)ep->p[1], (float)ep->p[2]};
+    for (int64_t c = c0; c < c1; c++) {
+      int64_t at = (n * p->oc + c) * ohw + j0;
+      epi_row_f32(code, pp, (float *)y + at, ep->bias ? ((const float *)ep->bias)[c] : 0.0f,
+                  ep->residual ? (const float *)ep->residual + at : NULL, len);
+    }
+    return;
+  }
+  for (int64_t c = c0; c < c1; c++) {
+    int64_t at = (n * p->oc + c) * ohw + j0;
+    if (dt == PD_FP32) {
+      float *r = (float *)y + at;
+      if (ep->bias) {
+        float b = ((const float *)ep->bias)[c];
+        PD_SIMD for (int64_t j = 0; j < len; j++) r[j] += b;
+      }
+      if (ep->residual) {
+        const float *q = (const float *)ep->residual + at;
+        PD_SIMD for (int64_t j = 0; j < len; j++) r[j] += q[j];
+      }
+    } else {
+      double *r = (double *)y + at;
+      if (ep->bias) {
+        double b = ((const double *)ep->bias)[c];
+        PD_SIMD for (int64_t j = 0; j < len; j++) r[j] += b;
+      }
+      if (ep->residual) {
+        const double *q = (const double *)ep->residual + at;
+        PD_SIMD for (int64_t j = 0; j < len; j++) r[j] += q[j];
+      }
+    }
+  }
+  if (ep->kind == PD_K_EPI_NONE) return;
+  bool whole = len == ohw;
+  for (int64_t c = c0; c < c1; c += whole ? c1 - c0 : 1) {
+    void *r = (char *)y + (size_t)((n * p->oc + c) * ohw + j0) * sz;
+    int64_t cnt = whole ? (c1 - c0) * ohw : len;
+    /* checked by pd_k_conv_epilogue_check: these cannot fail */
+    if (ep->kind == PD_K_EPI_UNOP) (void)pd_kcpu_unary(ep->unop, dt, cnt, r, r);
+    else (void)pd_kcpu_act(ep->act, dt, cnt, ep->p, r, r);
+  }
 }
 
 /* y[n] = w @ im2col(x[n]), per group. */
@@ -134,6 +240,7 @@ static void conv_fwd_part(void *vjob, int t, int nt) {
                    AT(j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
                    AT(col, g * kp->kdim * kp->ohw, kp->sz), kp->ohw, 0.0,
                    AT(j->y, n * kp->out_img + g * kp->ocg * kp->ohw, kp->sz), kp->ohw);
+    epilogue(j->dt, p, j->ep, j->y, n, 0, p->oc, 0, kp->ohw);
   }
 }
 
@@ -219,34 +326,65 @@ static void conv_cols_part(void *vjob, int t, int nt) {
                  AT(c->j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
                  AT(c->col, g * kp->kdim * kp->ohw + b, kp->sz), kp->ohw, 0.0,
                  AT(c->j->y, c->n * kp->out_img + g * kp->ocg * kp->ohw + b, kp->sz), kp->ohw);
+  epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, 0, c->j->p->oc, b, e);
 }
 
 typedef struct dw_job {
   pd_dtype dt;
   const pd_k_conv2d *p;
+  const pd_k_conv_epilogue *ep;
   const void *x, *w;
   void *y;
+  bool avx512;          /* pd_kcpu_depthwise16_f32 computes the planes */
+  size_t scratch;       /* its padded plane, in floats */
 } dw_job;
 
+/* Planes [b, e) of the n * oc, each with its epilogue (whose channel is the plane's). */
 static void depthwise_range(void *vjob, int64_t b, int64_t e) {
   const dw_job *j = vjob;
-  if (j->dt == PD_FP32) depthwise_planes_f32(j->p, j->x, j->w, j->y, b, e);
-  else depthwise_planes_f64(j->p, j->x, j->w, j->y, b, e);
+  const pd_k_conv2d *p = j->p;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  float *pad = j->avx512 ? pd_k_host_alloc(j->scratch * sizeof(float)) : NULL;
+  if (pad) {
+    for (int64_t pl = b; pl < e; pl++) {
+      pd_kcpu_depthwise16_f32(p, j->x, j->w, pl, pad, j->y);
+      epilogue(j->dt, p, j->ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
+    }
+    pd_k_host_free(pad);
+    return;
+  }
+#endif
+  for (int64_t pl = b; pl < e; pl++) {
+    if (j->dt == PD_FP32) depthwise_planes_f32(p, j->x, j->w, j->y, pl, pl + 1);
+    else depthwise_planes_f64(p, j->x, j->w, j->y, pl, pl + 1);
+    epilogue(j->dt, p, j->ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
+  }
 }
 
 pd_status pd_kcpu_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const void *w,
                          void *y) {
+  return pd_kcpu_conv2d_fused(dt, p, x, w, NULL, y);
+}
+
+pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x, const void *w,
+                               const pd_k_conv_epilogue *ep, void *y) {
   conv_plan cp;
   pd_status st = conv_begin(&cp, dt, p);
+  if (!st) st = pd_k_conv_epilogue_check(dt, ep);
   if (st || p->n == 0) return st;
+  if (ep && !ep->bias && !ep->residual && ep->kind == PD_K_EPI_NONE) ep = NULL;
   if (p->groups == p->c && p->groups > 1) { /* depthwise: direct, plane by plane */
-    dw_job d = {.dt = dt, .p = p, .x = x, .w = w, .y = y};
+    dw_job d = {.dt = dt, .p = p, .ep = ep, .x = x, .w = w, .y = y};
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+    d.avx512 = dt == PD_FP32 && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 &&
+               pd_kcpu_depthwise16_scratch(p, &d.scratch);
+#endif
     int64_t per = p->oh * p->ow * p->kh * p->kw;
     pd_kcpu_parallel(p->n * p->oc, per > 0 ? ((int64_t)1 << 15) / per + 1 : 1, depthwise_range,
                      &d);
     return PD_OK;
   }
-  conv_job j = {.dt = dt, .p = p, .cp = &cp, .x = x, .w = w, .y = y};
+  conv_job j = {.dt = dt, .p = p, .cp = &cp, .ep = ep, .x = x, .w = w, .y = y};
   int nt = pd_kcpu_blas_team();
   if (p->n >= nt || nt < 2 || p->n * cp.k.out_img * cp.k.kdim < CONV_MIN_WORK)
     return conv_run(&j, conv_fwd_part);

@@ -14,7 +14,8 @@
  * `test_interop --compare A.npy B.npy [REL]` compares two files the same way (exit 0 when they
  * agree; integers exactly), `test_interop --same A B` runs two files of one model (its .pdmodel
  * and its .json) on the same made inputs and compares their outputs, `test_interop --zoo-params NAME DIR` writes the family NAME's program
- * and made parameters into DIR: for tests/interop/exec.sh. */
+ * and made parameters into DIR: for tests/interop/exec.sh; `--zoo-params DIR` writes the
+ * parameters of a family tools/paddle_zoo.py exported into DIR (bench/infer_compare.py). */
 #include "config.h"
 #include "include/pdlang.h"
 
@@ -486,6 +487,11 @@ int main(int argc, char **argv) {
   if ((argc == 4 || argc == 5) && strcmp(argv[1], "--compare") == 0)
     return compare_files(argv[2], argv[3], argc == 5 ? atof(argv[4]) : REL);
   if (argc == 4 && strcmp(argv[1], "--zoo-params") == 0) return zoo_setup(argv[2], argv[3]) ? 0 : 1;
+  if (argc == 3 && strcmp(argv[1], "--zoo-params") == 0) {  /* a family exported elsewhere */
+    char path[1200];
+    snprintf(path, sizeof path, "%s/inference.pdiparams", argv[2]);
+    return zoo_params(argv[2], path) ? 0 : 1;
+  }
   static const struct {
     const char *name, *layout;
   } cases[] = {

@@ -462,6 +462,12 @@ static const ccase ccases[] = {
     /* the direct depthwise kernel: a channel multiplier, strides, uneven pads, dilation */
     {"depthwise x2, stride 2, pads 1/0/1/0", {2, 3, 9, 8, 6, 3, 3, 3, 2, 2, 1, 0, 1, 0, 1, 1, 0, 0, 0}},
     {"depthwise 5x5, dilation 2", {1, 4, 11, 10, 4, 5, 5, 4, 1, 1, 4, 4, 4, 4, 2, 2, 0, 0, 0}},
+    /* planes wider than the AVX-512 kernel's 16 columns: whole blocks and a remainder */
+    {"depthwise 3x3 on 19x40", {1, 5, 19, 40, 5, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
+    {"depthwise 5x5 stride 2 on 33x35", {2, 3, 33, 35, 3, 5, 5, 3, 2, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0}},
+    {"depthwise x2, strides (3, 2), dilation 2, pads 0/1/3/2",
+     {1, 2, 20, 37, 4, 3, 3, 2, 3, 2, 0, 1, 3, 2, 2, 2, 0, 0, 0}},
+    {"depthwise stride 3 (the scalar loop)", {1, 2, 13, 29, 2, 3, 3, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
     /* one image, more work than one thread gets: its columns split across the threads */
     {"1 image, 16->64 3x3 on 32x32", {1, 16, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
     {"1 image, 1x1 direct 32->48 on 24x24", {1, 32, 24, 24, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
@@ -525,6 +531,89 @@ static void test_conv_forward(void) {
       free(x), free(w), free(y), free(xd), free(wd), free(want);
     }
   }
+}
+
+/* The fused forward pass (conv2d_fused): the direct convolution plus a bias per channel and a
+ * residual, through each kind of epilogue activation, in both dtypes; on a 1x1 convolution, a
+ * 3x3 one of one image (its columns split across the threads) and a depthwise one. */
+static double epi_ref(const pd_k_conv_epilogue *ep, double v) {
+  if (ep->kind == PD_K_EPI_UNOP)
+    return ep->unop == PD_K_RELU ? (v > 0 ? v : 0) : ep->unop == PD_K_TANH ? tanh(v)
+                                                                          : 1 / (1 + exp(-v));
+  if (ep->kind == PD_K_EPI_NONE) return v;
+  const double *q = ep->p;
+  switch (ep->act) {
+    case PD_K_RELU6: return v < 0 ? 0 : v > q[0] ? q[0] : v;
+    case PD_K_LEAKY_RELU: return v > 0 ? v : q[0] * v;
+    case PD_K_HARD_SWISH: return v * fmin(fmax(v + q[2], 0), q[0]) / q[1];
+    case PD_K_HARD_SIGMOID: return fmin(fmax(q[0] * v + q[1], 0), 1);
+    case PD_K_SWISH: return v / (1 + exp(-q[0] * v));
+    default: return v * 0.5 * (1 + erf(v / sqrt(2.0)));  /* gelu */
+  }
+}
+
+static void test_conv_fused(void) {
+  static const pd_k_conv2d shapes[] = {
+      {1, 16, 9, 9, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {1, 16, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+  };
+  pd_k_conv_epilogue eps[] = {
+      {.kind = PD_K_EPI_NONE},
+      {.kind = PD_K_EPI_UNOP, .unop = PD_K_RELU},
+      {.kind = PD_K_EPI_UNOP, .unop = PD_K_TANH},
+      {.kind = PD_K_EPI_UNOP, .unop = PD_K_SIGMOID},
+      {.kind = PD_K_EPI_ACT, .act = PD_K_RELU6, .p = {0.5}},
+      {.kind = PD_K_EPI_ACT, .act = PD_K_LEAKY_RELU, .p = {0.1}},
+      {.kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH, .p = {6, 6, 3}},
+      {.kind = PD_K_EPI_ACT, .act = PD_K_HARD_SIGMOID, .p = {0.2, 0.5}},
+      {.kind = PD_K_EPI_ACT, .act = PD_K_SWISH, .p = {1.5}},
+      {.kind = PD_K_EPI_ACT, .act = PD_K_GELU},
+  };
+  static const char *const names[] = {"none", "relu", "tanh", "sigmoid", "relu6", "leaky_relu",
+                                      "hard_swish", "hard_sigmoid", "swish", "gelu"};
+  for (size_t t = 0; t < 2; t++) {
+    pd_dtype dt = kt_float_types[t];
+    for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
+      pd_k_conv2d p = shapes[k];
+      pd_k_conv2d_setup(&p);
+      int64_t ny = ysize(&p), plane = p.oh * p.ow;
+      void *x = kt_random(dt, xsize(&p), -2, 2), *w = kt_random(dt, wsize(&p), -1, 1);
+      void *b = kt_random(dt, p.oc, -1, 1), *res = kt_random(dt, ny, -1, 1);
+      void *y = kt_alloc((size_t)ny * 8);
+      double *xd = kt_to_double(dt, x, xsize(&p)), *wd = kt_to_double(dt, w, wsize(&p));
+      double *bd = kt_to_double(dt, b, p.oc), *rd = kt_to_double(dt, res, ny);
+      double *conv = kt_alloc((size_t)ny * 8), *want = kt_alloc((size_t)ny * 8);
+      naive_conv(&p, xd, wd, conv);
+      for (size_t e = 0; e < PD_ARRAY_LEN(eps); e++) {
+        pd_k_conv_epilogue ep = eps[e];
+        ep.bias = e % 2 ? b : NULL;  /* with and without each part */
+        ep.residual = e % 3 ? res : NULL;
+        for (int64_t i = 0; i < ny; i++)
+          want[i] = epi_ref(&ep, conv[i] + (ep.bias ? bd[i / plane % p.oc] : 0) +
+                                     (ep.residual ? rd[i] : 0));
+        is_int(K->conv2d_fused(dt, &p, x, w, &ep, y), PD_OK, "conv2d_fused %s shape %zu %s runs",
+               pd_dtype_name(dt), k, names[e]);
+        kt_close(dt, y, want, ny, dt == PD_FP32 ? 2e-5 : 1e-12,
+                 "conv2d_fused %s shape %zu %s%s%s matches", pd_dtype_name(dt), k, names[e],
+                 ep.bias ? " + bias" : "", ep.residual ? " + residual" : "");
+      }
+      free(x), free(w), free(b), free(res), free(y), free(xd), free(wd), free(bd), free(rd);
+      free(conv), free(want);
+    }
+  }
+  /* an epilogue the activations refuse */
+  pd_k_conv2d p = shapes[0];
+  pd_k_conv2d_setup(&p);
+  float *x = kt_random(PD_FP32, xsize(&p), -1, 1), *w = kt_random(PD_FP32, wsize(&p), -1, 1);
+  float *y = kt_alloc((size_t)ysize(&p) * 4);
+  pd_k_conv_epilogue bad = {.kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH, .p = {6, 0, 3}};
+  is_int(K->conv2d_fused(PD_FP32, &p, x, w, &bad, y), PD_EINVAL,
+         "conv2d_fused refuses hard_swish with scale 0");
+  bad = (pd_k_conv_epilogue){.kind = (pd_k_epi_kind)7};
+  is_int(K->conv2d_fused(PD_FP32, &p, x, w, &bad, y), PD_EINVAL,
+         "conv2d_fused refuses an unknown epilogue kind");
+  free(x), free(w), free(y);
 }
 
 /* Mixed precision (p.lp = PD_BF16, fp32 tensors): the forward pass against the direct
@@ -830,6 +919,7 @@ int main(int argc, char **argv) {
   test_gemm_act_chain();
   test_gemm16();
   test_conv_forward();
+  test_conv_fused();
   test_im2col_adjoint();
   test_conv_backward();
   test_conv_bf16();

@@ -173,6 +173,41 @@ pd_status pd_infer_conv2d(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Output", 0, &out, in->dtype, 0);
 }
 
+/* fused_conv2d: conv2d's shape, with Bias [out channels] and ResidualData shaped as Output. */
+pd_status pd_infer_fused_conv2d(pd_infer_ctx *c) {
+  pd_status st = pd_infer_conv2d(c);
+  const pd_var_desc *f, *out = NULL, *v;
+  pd_infer_dims df, dv;
+  char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF];
+  if (st || (st = pd_infer_in(c, "Filter", 0, &f, &df))) return st;
+  if (pd_infer_nin(c, "Bias")) {
+    if ((st = pd_infer_in(c, "Bias", 0, &v, &dv)) ||
+        (st = pd_infer_same_dtype(c, "Bias", v->dtype, "Filter", f->dtype)))
+      return st;
+    int64_t n = 1;
+    for (int i = 0; i < dv.n; i++) n = dv.d[i] < 0 || n < 0 ? -1 : n * dv.d[i];
+    if (dv.n >= 0 && (n >= 0 && df.n == 4 && !pd_infer_dim_compatible(n, df.d[0])))
+      return pd_infer_fail(c, PD_ESHAPE, "Bias %s must hold one value per output channel "
+                           "(Filter %s)", pd_infer_dims_str(&dv, s1), pd_infer_dims_str(&df, s2));
+  }
+  if (pd_infer_nin(c, "ResidualData")) {
+    pd_infer_dims dout;
+    if ((st = pd_infer_in(c, "ResidualData", 0, &v, &dv))) return st;
+    out = pd_block_find_var_visible(c->block, pd_op_output1(c->op, "Output"), NULL);
+    if ((st = pd_infer_same_dtype(c, "ResidualData", v->dtype, "Filter", f->dtype))) return st;
+    if (out && dv.n >= 0 && out->ndims >= 0) {
+      dout.n = out->ndims;
+      for (int i = 0; i < out->ndims; i++) dout.d[i] = out->dims[i];
+      bool same = dv.n == dout.n;
+      for (int i = 0; same && i < dv.n; i++) same = pd_infer_dim_compatible(dv.d[i], dout.d[i]);
+      if (!same)
+        return pd_infer_fail(c, PD_ESHAPE, "ResidualData %s must be shaped as Output %s",
+                             pd_infer_dims_str(&dv, s1), pd_infer_dims_str(&dout, s2));
+    }
+  }
+  return PD_OK;
+}
+
 /* Fluid's SAME padding of one spatial dim: out = ceil(in / stride), the total padding split
  * with the extra one at the end. */
 static void same_pads(int64_t in, int64_t k, int64_t stride, int64_t *p0, int64_t *p1) {
@@ -724,6 +759,103 @@ pd_status pd_kernel_conv2d(pd_exec_ctx *ctx) {
     st = pd_ctx_check(ctx, ctx->k->conv2d(in->dtype, &p, pd_tensor_data(in), pd_tensor_data(f),
                                           pd_tensor_data(out)),
                       "conv2d");
+  hold_free(&h);
+  return st;
+}
+
+/* fused_conv2d's epilogue from its attributes (oplist.h); false for an activation it does not
+ * know. */
+static bool fused_epilogue(const pd_exec_ctx *ctx, pd_k_conv_epilogue *ep) {
+  const char *act = pd_ctx_attr_str(ctx, "fuse_activation");
+  double a = pd_ctx_attr_float(ctx, "fuse_alpha"), b = pd_ctx_attr_float(ctx, "fuse_beta");
+  static const struct { const char *name; pd_k_epi_kind kind; int op; } acts[] = {
+      {"relu", PD_K_EPI_UNOP, PD_K_RELU},          {"sigmoid", PD_K_EPI_UNOP, PD_K_SIGMOID},
+      {"tanh", PD_K_EPI_UNOP, PD_K_TANH},          {"relu6", PD_K_EPI_ACT, PD_K_RELU6},
+      {"leaky_relu", PD_K_EPI_ACT, PD_K_LEAKY_RELU}, {"swish", PD_K_EPI_ACT, PD_K_SWISH},
+      {"hard_sigmoid", PD_K_EPI_ACT, PD_K_HARD_SIGMOID},
+      {"hard_swish", PD_K_EPI_ACT, PD_K_HARD_SWISH}, {"gelu", PD_K_EPI_ACT, PD_K_GELU},
+      {"gelu_erf", PD_K_EPI_ACT, PD_K_GELU},       {"gelu_tanh", PD_K_EPI_ACT, PD_K_GELU_TANH}};
+  ep->kind = PD_K_EPI_NONE;
+  if (!*act) return true;
+  for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
+    if (strcmp(act, acts[i].name) != 0) continue;
+    ep->kind = acts[i].kind;
+    if (ep->kind == PD_K_EPI_UNOP) {
+      ep->unop = (pd_k_unop)acts[i].op;
+      return true;
+    }
+    ep->act = (pd_k_act)acts[i].op;
+    switch (ep->act) {
+      case PD_K_RELU6: ep->p[0] = b; break;
+      case PD_K_LEAKY_RELU: case PD_K_SWISH: ep->p[0] = a; break;
+      case PD_K_HARD_SIGMOID: ep->p[0] = a, ep->p[1] = b; break;
+      case PD_K_HARD_SWISH:  /* x min(max(a x + b, 0), 1) = x min(max(x + b/a, 0), 1/a) / (1/a) */
+        if (a <= 0) return false;
+        ep->p[0] = ep->p[1] = 1 / a, ep->p[2] = b / a;
+        break;
+      default: break;
+    }
+    return true;
+  }
+  return false;
+}
+
+/* fused_conv2d: conv2d, then Bias, ResidualData and the activation, in one pass over the output
+ * where the backend has conv2d_fused (the CPU), else through its conv2d, binary and activation
+ * entries. */
+pd_status pd_kernel_fused_conv2d(pd_exec_ctx *ctx) {
+  const pd_tensor *in, *f, *bias = NULL, *res = NULL;
+  pd_tensor *out;
+  pd_k_conv2d p;
+  pd_k_conv_epilogue ep = {0};
+  char sb[DIMS_BUF], so[DIMS_BUF];
+  pd_status st;
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = in_opt(ctx, "Bias", &bias)) || (st = in_opt(ctx, "ResidualData", &res)) ||
+      (st = conv_setup(ctx, in, f, &p)) || (st = out_at(ctx, "Output", 0, true, &out)))
+    return st;
+  if (!fused_epilogue(ctx, &ep))
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "fuse_activation '%s' is not one pdlang fuses",
+                       pd_ctx_attr_str(ctx, "fuse_activation"));
+  int64_t odims[4] = {p.n, p.oc, p.oh, p.ow};
+  if (bias && ((st = want_same_dtype(ctx, "Bias", bias, "Input", in)) ||
+               (pd_tensor_numel(bias) != p.oc &&
+                (st = pd_ctx_fail(ctx, PD_ESHAPE, "Bias %s must hold %" PRId64 " values (one per "
+                                  "output channel)", shape_str(bias, sb), p.oc)))))
+    return st;
+  if (res && ((st = want_same_dtype(ctx, "ResidualData", res, "Input", in)) ||
+              (!same_dims(res->ndims, res->dims, 4, odims) &&
+               (st = pd_ctx_fail(ctx, PD_ESHAPE, "ResidualData %s must be shaped as Output %s",
+                                 shape_str(res, sb), dims_str(4, odims, so, sizeof so))))))
+    return st;
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, out, &in)) || (st = unalias(ctx, &h, out, &f)) ||
+      (bias && (st = unalias(ctx, &h, out, &bias))) || (res && (st = unalias(ctx, &h, out, &res))) ||
+      (st = resize(ctx, out, in->dtype, 4, odims, NULL)))
+    goto done;
+  pd_dtype dt = in->dtype;
+  void *y = pd_tensor_data(out);
+  ep.bias = bias ? pd_tensor_data(bias) : NULL;
+  ep.residual = res ? pd_tensor_data(res) : NULL;
+  if (ctx->k->conv2d_fused) {
+    st = pd_ctx_check(ctx, ctx->k->conv2d_fused(dt, &p, pd_tensor_data(in), pd_tensor_data(f),
+                                                &ep, y),
+                      "conv2d_fused");
+    goto done;
+  }
+  st = pd_ctx_check(ctx, ctx->k->conv2d(dt, &p, pd_tensor_data(in), pd_tensor_data(f), y),
+                    "conv2d");
+  if (!st && bias)
+    st = k_check(ctx, ctx->k->binary(PD_K_ADD, dt, 4, odims, y, 1, (int64_t[]){p.oc}, ep.bias, 1, y),
+                 dt);
+  if (!st && res)
+    st = k_check(ctx, ctx->k->binary(PD_K_ADD, dt, 4, odims, y, 4, odims, ep.residual, 0, y), dt);
+  if (!st && ep.kind == PD_K_EPI_UNOP)
+    st = k_check(ctx, ctx->k->unary(ep.unop, dt, pd_tensor_numel(out), y, y), dt);
+  else if (!st && ep.kind == PD_K_EPI_ACT)
+    st = k_check(ctx, ctx->k->act(ep.act, dt, pd_tensor_numel(out), ep.p, y, y), dt);
+done:
   hold_free(&h);
   return st;
 }

@@ -279,6 +279,202 @@ static pd_status drop_identity(pd_program *p, int i, bool *done) {
   return st;
 }
 
+/* Fold the reshape2 / squeeze2 / unsqueeze2 at index i of block 0 whose input is a parameter
+ * (Paddle 3 reshapes a convolution's bias to [1, C, 1, 1] at every run) into a parameter of the
+ * output's shape: the output becomes persistable, holding the values, and the op goes. Only
+ * where the output's dims are all known and hold as many elements. */
+static pd_status fold_reshape(pd_program *p, pd_scope *scope, int i, bool *done) {
+  *done = false;
+  pd_block *b0 = p->blocks[0];
+  pd_op_desc *op = b0->ops[i];
+  const char *x = pd_op_input1(op, "X"), *out = pd_op_output1(op, "Out");
+  const char *xshape = pd_op_output1(op, "XShape");
+  pd_tensor *t = param(p, scope, x, -1);
+  pd_var_desc *ov = out ? pd_block_find_var_local(b0, out) : NULL;
+  if (!t || !ov || ov->persistable || pd_op_input1(op, "Shape") ||
+      pd_op_input1(op, "ShapeTensor") || pd_op_input1(op, "AxesTensor") || !removable(p, out) ||
+      (xshape && uses_of(p, xshape).readers > 0) || ov->ndims < 0)
+    return PD_OK;
+  int64_t n = 1;
+  for (int d = 0; d < ov->ndims; d++) {
+    if (ov->dims[d] < 0) return PD_OK;
+    n *= ov->dims[d];
+  }
+  if (n != pd_tensor_numel(t)) return PD_OK;
+  pd_variable *sv = pd_scope_var(scope, out);
+  pd_tensor *nt = sv ? pd_var_tensor(sv) : NULL;
+  if (!nt || pd_tensor_resize(nt, t->dtype, ov->ndims, ov->dims)) return PD_ENOMEM;
+  memcpy(pd_tensor_data(nt), pd_tensor_data(t), pd_tensor_nbytes(t));
+  ov->persistable = true;
+  ov->stop_gradient = true;
+  pd_block_remove_op(b0, i);
+  *done = true;
+  return PD_OK;
+}
+
+/* ---- conv2d + bias + residual + activation as one fused_conv2d ---- */
+
+/* A var that only the next op of the chain reads: one writer, one reader, both in block 0, not
+ * fetched; its reader's index in *reader. */
+static bool chain_var(const pd_program *p, const char *v, int after, int *reader) {
+  uses u = v ? uses_of(p, v) : (uses){0};
+  if (!v || u.outside || u.fetched || u.writers != 1 || u.readers != 1 || u.reader <= after)
+    return false;
+  const pd_var_desc *d = pd_block_find_var_local(p->blocks[0], v);
+  if (!d || d->persistable) return false;
+  *reader = u.reader;
+  return true;
+}
+
+/* Whether vars a and b have the same known rank and dims (-1 matching -1 only). */
+static bool same_shape(const pd_block *b, const char *x, const char *y) {
+  const pd_var_desc *a = pd_block_find_var_local(b, x), *c = pd_block_find_var_local(b, y);
+  if (!a || !c || a->ndims != c->ndims || a->ndims != 4 || a->dtype != c->dtype) return false;
+  for (int i = 0; i < a->ndims; i++)
+    if (a->dims[i] != c->dims[i]) return false;
+  return true;
+}
+
+/* The activation op `op` as fused_conv2d's fuse_activation, fuse_alpha and fuse_beta
+ * (oplist.h); NULL for one it does not take. */
+static const char *fused_act(const pd_op_desc *op, double *alpha, double *beta) {
+  const char *t = op->type;
+  *alpha = *beta = 0;
+  if (!strcmp(t, "relu") || !strcmp(t, "sigmoid") || !strcmp(t, "tanh")) return t;
+  if (!strcmp(t, "relu6")) {
+    *beta = attr_num(op, "threshold", 6);
+    return t;
+  }
+  if (!strcmp(t, "leaky_relu")) {
+    *alpha = attr_num(op, "alpha", 0.02);
+    return t;
+  }
+  if (!strcmp(t, "swish")) {
+    *alpha = attr_num(op, "beta", 1);
+    return t;
+  }
+  if (!strcmp(t, "hard_sigmoid")) {
+    *alpha = attr_num(op, "slope", 0.2);
+    *beta = attr_num(op, "offset", 0.5);
+    return t;
+  }
+  if (!strcmp(t, "hard_swish")) { /* oneDNN's form needs threshold == scale */
+    double th = attr_num(op, "threshold", 6), sc = attr_num(op, "scale", 6);
+    if (th != sc || sc <= 0) return NULL;
+    *alpha = 1 / sc;
+    *beta = attr_num(op, "offset", 3) / sc;
+    return t;
+  }
+  if (!strcmp(t, "gelu")) return attr_true(op, "approximate") ? "gelu_tanh" : "gelu";
+  return NULL;
+}
+
+/* A var none of ops (from, to] of block 0 writes. */
+static bool unchanged(const pd_block *b, const char *v, int from, int to) {
+  for (int i = from + 1; i <= to; i++) {
+    const pd_op_desc *op = b->ops[i];
+    for (int s = 0; s < op->noutputs; s++)
+      for (int k = 0; k < op->outputs[s].nargs; k++)
+        if (strcmp(op->outputs[s].args[k], v) == 0) return false;
+  }
+  return true;
+}
+
+/* Fuse the conv2d or depthwise_conv2d at index i of block 0 with the per-channel bias add,
+ * the residual add and the activation that read its output in turn (each optional, in that
+ * order; at least one) into a fused_conv2d at the last one's place. */
+static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
+  *done = false;
+  pd_block *b0 = p->blocks[0];
+  pd_op_desc *conv = b0->ops[i];
+  const char *df = attr_str(conv, "data_format", "NCHW");
+  const char *x = pd_op_input1(conv, "Input"), *w = pd_op_input1(conv, "Filter");
+  const char *cur = pd_op_output1(conv, "Output");
+  pd_tensor *wt = param(p, scope, w, -1);
+  if ((strcmp(df, "NCHW") && strcmp(df, "AnyLayout")) || !x || !cur || !wt || wt->ndims != 4)
+    return PD_OK;
+  const char *bias = NULL, *res = NULL, *act = NULL;
+  double alpha = 0, beta = 0;
+  int last = i, next, absorbed[3], nabs = 0;
+  /* the bias: elementwise_add(X = output, Y = [out channels] parameter, axis 1) */
+  if (chain_var(p, cur, i, &next) && !strcmp(b0->ops[next]->type, "elementwise_add")) {
+    pd_op_desc *a = b0->ops[next];
+    const char *y = pd_op_input1(a, "Y");
+    pd_tensor *bt = param(p, scope, y, wt->dims[0]);
+    int64_t axis = (int64_t)attr_num(a, "axis", -1), oc = wt->dims[0];
+    /* [C] at axis 1, or [1, C, 1, 1] / [C, 1, 1] aligned at the end */
+    bool per_channel =
+        bt && ((bt->ndims == 1 && axis == 1) ||
+               (bt->ndims == 4 && bt->dims[0] == 1 && bt->dims[1] == oc && bt->dims[2] == 1 &&
+                bt->dims[3] == 1 && (axis == -1 || axis == 0)) ||
+               (bt->ndims == 3 && bt->dims[0] == oc && bt->dims[1] == 1 && bt->dims[2] == 1 &&
+                (axis == -1 || axis == 1)));
+    if (per_channel && bt->dtype == wt->dtype && pd_op_input1(a, "X") &&
+        !strcmp(pd_op_input1(a, "X"), cur) && !*attr_str(a, "act", "") &&
+        same_shape(b0, pd_op_output1(a, "Out"), cur)) {
+      bias = y;
+      cur = pd_op_output1(a, "Out");
+      absorbed[nabs++] = last = next;
+    }
+  }
+  /* the residual: elementwise_add of the output and another var of its shape */
+  if (cur && chain_var(p, cur, last, &next) && !strcmp(b0->ops[next]->type, "elementwise_add")) {
+    pd_op_desc *a = b0->ops[next];
+    const char *ax = pd_op_input1(a, "X"), *ay = pd_op_input1(a, "Y");
+    const char *other = ax && !strcmp(ax, cur) ? ay : ax;
+    int64_t axis = (int64_t)attr_num(a, "axis", -1);
+    if (ax && ay && strcmp(ax, ay) && other && (axis == -1 || axis == 0) &&
+        !*attr_str(a, "act", "") && same_shape(b0, other, cur) && pd_op_output1(a, "Out") &&
+        same_shape(b0, pd_op_output1(a, "Out"), cur)) {
+      res = other;
+      cur = pd_op_output1(a, "Out");
+      absorbed[nabs++] = last = next;
+    }
+  }
+  /* the activation */
+  if (cur && chain_var(p, cur, last, &next)) {
+    pd_op_desc *a = b0->ops[next];
+    const char *in = pd_op_input1(a, "X"), *name = fused_act(a, &alpha, &beta);
+    if (name && in && !strcmp(in, cur) && pd_op_output1(a, "Out")) {
+      act = name;
+      cur = pd_op_output1(a, "Out");
+      absorbed[nabs++] = last = next;
+    }
+  }
+  if (!nabs || !cur) return PD_OK;
+  /* the fused op reads its operands at the last op's place: none may change before then */
+  if (!unchanged(b0, x, i, last) || !unchanged(b0, w, i, last) ||
+      (bias && !unchanged(b0, bias, i, last)) || (res && !unchanged(b0, res, i, last)) ||
+      !strcmp(cur, x) || (res && !strcmp(cur, res)))
+    return PD_OK;
+  pd_op_desc *f = pd_block_add_op(b0, "fused_conv2d", last + 1);
+  if (!f || pd_op_copy_loc(f, b0->ops[last])) return PD_ENOMEM;
+  static const char *const keep[] = {"strides", "paddings", "padding_algorithm", "groups",
+                                     "dilations", "data_format"};
+  for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
+    const pd_attr *a = pd_op_attr(conv, keep[k]);
+    if (a && pd_op_set_attr(f, a)) return PD_ENOMEM;
+  }
+  if (pd_op_set_input(f, "Input", 1, &x) || pd_op_set_input(f, "Filter", 1, &w) ||
+      (bias && pd_op_set_input(f, "Bias", 1, &bias)) ||
+      (res && pd_op_set_input(f, "ResidualData", 1, &res)) ||
+      pd_op_set_attr_bool(f, "fuse_residual_connection", res != NULL) ||
+      pd_op_set_attr_string(f, "fuse_activation", act ? act : "") ||
+      pd_op_set_attr_float(f, "fuse_alpha", (float)alpha) ||
+      pd_op_set_attr_float(f, "fuse_beta", (float)beta))
+    return PD_ENOMEM;
+  char *out = pd_strdup(cur);
+  if (!out) return PD_ENOMEM;
+  const char *o = out;
+  int bad = pd_op_set_output(f, "Output", 1, &o);
+  pd_free(out);
+  if (bad) return PD_ENOMEM;
+  for (int k = nabs - 1; k >= 0; k--) pd_block_remove_op(b0, absorbed[k]);
+  pd_block_remove_op(b0, i);
+  *done = true;
+  return PD_OK;
+}
+
 pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stats *stats,
                                pd_error *err) {
   pd_infer_opt_stats s = {0};
@@ -294,11 +490,31 @@ pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stat
     } else if (strcmp(t, "dropout") == 0 || strcmp(t, "scale") == 0) {
       st = drop_identity(p, i, &done);
       s.removed += done;
+    } else if (strcmp(t, "reshape2") == 0 || strcmp(t, "squeeze2") == 0 ||
+               strcmp(t, "unsqueeze2") == 0) {
+      st = fold_reshape(p, scope, i, &done);
+      s.folded += done;
     }
     if (st) return oom(err);
     if (done) i -= before - b0->nops; /* an op gone: the next one is at i now */
   }
   pd_status st = pd_program_fuse_fc(p, &s.fc_fused, err);
+  /* then each convolution with the ops after it (its folded batch norm's bias add among them) */
+  for (int i = 0; !st && i < b0->nops; i++) {
+    const char *t = b0->ops[i]->type;
+    bool done = false;
+    if (strcmp(t, "conv2d") == 0 || strcmp(t, "depthwise_conv2d") == 0) {
+      if ((st = fuse_conv(p, scope, i, &done))) return oom(err);
+      s.conv_fused += done;
+    }
+  }
   if (stats) *stats = s;
   return st;
+}
+
+void pd_infer_opt_describe(const pd_infer_opt_stats *s, char *buf, size_t n) {
+  snprintf(buf, n, "%d batch norm%s folded, %d dropout or scale op%s removed, %d reshape%s of "
+           "parameters folded, %d fc fused, %d convolution%s fused", s->bn_folded,
+           s->bn_folded == 1 ? "" : "s", s->removed, s->removed == 1 ? "" : "s", s->folded,
+           s->folded == 1 ? "" : "s", s->fc_fused, s->conv_fused, s->conv_fused == 1 ? "" : "s");
 }

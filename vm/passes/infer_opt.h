@@ -11,7 +11,15 @@
  *     (b' = (b - mean) s + bias), the batch_norm removed;
  *   - dropout in test mode removed (upscale_in_train: the identity) or made a scale
  *     (downgrade_in_infer: times 1 - p); scale by 1 with bias 0 removed;
- *   - then mul + elementwise_add as one fc (pd_program_fuse_fc).
+ *   - a reshape2, squeeze2 or unsqueeze2 of a parameter (Paddle 3 reshapes a convolution's
+ *     bias to [1, C, 1, 1] at each run) folded into a parameter of its output's (known) shape;
+ *   - then mul + elementwise_add as one fc (pd_program_fuse_fc);
+ *   - then a conv2d or depthwise_conv2d (channels first, of a 4-D parameter) with the ops that
+ *     read its output in turn, each optional, at least one: an elementwise_add of a per-channel
+ *     bias parameter ([C] at axis 1, [1, C, 1, 1] or [C, 1, 1] at the end), an elementwise_add of a var of the output's shape (a residual),
+ *     and an activation (relu, sigmoid, tanh, relu6, leaky_relu, swish, hard_sigmoid,
+ *     hard_swish with threshold = scale, gelu) as one fused_conv2d at the last one's place
+ *     (its operands unchanged until then, each intermediate read by the next op alone).
  * An op is removed only when its output is read by ops of block 0 alone, is not fetched and is
  * written by no other op; its readers then read its input.
  *
@@ -29,11 +37,17 @@
 typedef struct pd_infer_opt_stats {
   int bn_folded;      /* batch_norm ops folded into a convolution or product */
   int removed;        /* dropout and scale ops removed (or dropout made a scale) */
+  int folded;         /* reshapes of parameters made parameters */
   int fc_fused;       /* mul + elementwise_add made fc */
+  int conv_fused;     /* convolutions made fused_conv2d */
 } pd_infer_opt_stats;
 
 /* Optimise the inference program p whose parameters are in scope. stats may be NULL. */
 pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stats *stats,
                                pd_error *err);
+
+/* What the passes did, as "47 batch norms folded, 1 dropout or scale op removed, 0 fc fused,
+ * 62 convolutions fused" in buf (n bytes, truncated to fit). */
+void pd_infer_opt_describe(const pd_infer_opt_stats *s, char *buf, size_t n);
 
 #endif /* PD_INFER_OPT_H */

@@ -59,7 +59,7 @@ static void window_of(ot_ref *r, const int64_t in[2], int64_t kh, int64_t kw, co
 /* conv2d (NCHW): Output [N, M, OH, OW] with Output[n, m, i, j] = the sum over the C / groups
  * channels c of m's group and the filter taps (a, b) of Filter[m, c, a, b] times Input[n, group
  * * C / groups + c, i * sh - top + a * dh, j * sw - left + b * dw], zero outside the image. */
-static void ref_conv2d(ot_ref *r) {
+static double *conv2d_out(ot_ref *r) {
   const ot_val *x = ot_in(r, "Input"), *f = ot_in(r, "Filter");
   int64_t n = x->dims[0], c = x->dims[1], h = x->dims[2], w = x->dims[3];
   int64_t m = f->dims[0], cg = f->dims[1], kh = f->dims[2], kw = f->dims[3];
@@ -84,6 +84,42 @@ static void ref_conv2d(ot_ref *r) {
               }
           o[((b * m + oc) * g.o[0] + i) * g.o[1] + j] = s;
         }
+  return o;
+}
+
+static void ref_conv2d(ot_ref *r) { conv2d_out(r); }
+
+/* fused_conv2d (oneDNN's post-ops, as Paddle's fused op describes them): conv2d's output, plus
+ * Bias per output channel, plus ResidualData, through fuse_activation with fuse_alpha (a) and
+ * fuse_beta (b): relu max(v, 0), relu6 min(max(v, 0), b), leaky_relu v or a v below 0, swish
+ * v / (1 + e^(-a v)), hard_sigmoid min(max(a v + b, 0), 1), hard_swish v min(max(a v + b, 0),
+ * 1), sigmoid, tanh, gelu v Phi(v), gelu_tanh. */
+static void ref_fused_conv2d(ot_ref *r) {
+  double *o = conv2d_out(r);
+  const ot_val *bias = ot_in(r, "Bias"), *res = ot_in(r, "ResidualData");
+  const ot_val *x = ot_in(r, "Input"), *f = ot_in(r, "Filter");
+  window g;
+  int64_t dil[2];
+  ot_ints(r, "dilations", dil, 2);
+  window_of(r, (int64_t[]){x->dims[2], x->dims[3]}, f->dims[2], f->dims[3], dil, false, &g);
+  int64_t m = f->dims[0], plane = g.o[0] * g.o[1], n = x->dims[0] * m * plane;
+  const char *act = ot_str(r, "fuse_activation");
+  double a = ot_float(r, "fuse_alpha"), b = ot_float(r, "fuse_beta");
+  for (int64_t i = 0; i < n; i++) {
+    double v = o[i] + (bias ? bias->v[i / plane % m] : 0) + (res ? res->v[i] : 0);
+    if (!strcmp(act, "relu")) v = v > 0 ? v : 0;
+    else if (!strcmp(act, "relu6")) v = v < 0 ? 0 : v > b ? b : v;
+    else if (!strcmp(act, "leaky_relu")) v = v > 0 ? v : a * v;
+    else if (!strcmp(act, "swish")) v = v / (1 + exp(-a * v));
+    else if (!strcmp(act, "hard_sigmoid")) v = fmin(fmax(a * v + b, 0), 1);
+    else if (!strcmp(act, "hard_swish")) v = v * fmin(fmax(a * v + b, 0), 1);
+    else if (!strcmp(act, "sigmoid")) v = 1 / (1 + exp(-v));
+    else if (!strcmp(act, "tanh")) v = tanh(v);
+    else if (!strcmp(act, "gelu")) v = 0.5 * v * (1 + erf(v / sqrt(2.0)));
+    else if (!strcmp(act, "gelu_tanh"))
+      v = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    o[i] = v;
+  }
 }
 
 /* conv2d_transpose (Paddle's ConvTransposeInferMeta and its definition): each Input element
@@ -296,6 +332,42 @@ const ot_row ot_rows_nn[] = {
     {.op = "conv2d", .what = "VALID", .attrs = "padding_algorithm=VALID strides=[2, 1] "
                                                "paddings=[2, 2]",
      .in = {{"Input", "[1, 2, 5, 4]"}, {"Filter", "[2, 2, 2, 2]"}}, .ref = ref_conv2d},
+
+    /* fused_conv2d: each part of the epilogue, the activations with their parameters. */
+    {.op = "fused_conv2d", .what = "bias, residual, relu", .attrs = "paddings=[1, 1] "
+     "fuse_activation=relu fuse_residual_connection=true",
+     .in = {{"Input", "[2, 2, 4, 5]"}, {"Filter", "[3, 2, 3, 3]"}, {"Bias", "[3]"},
+            {"ResidualData", "[2, 3, 4, 5]"}},
+     .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "depthwise, stride 2, [1, C, 1, 1] bias, hard_swish",
+     .attrs = "groups=3 strides=[2, 2] paddings=[1, 1] fuse_activation=hard_swish "
+              "fuse_alpha=0.1666667 fuse_beta=0.5",
+     .in = {{"Input", "[1, 3, 7, 6]", .lo = -4, .hi = 4}, {"Filter", "[3, 1, 3, 3]"},
+            {"Bias", "[1, 3, 1, 1]"}},
+     .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "1x1, relu6", .attrs = "fuse_activation=relu6 fuse_beta=0.5",
+     .in = {{"Input", "[2, 4, 3, 3]"}, {"Filter", "[5, 4, 1, 1]"}, {"Bias", "[5]"}},
+     .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "leaky_relu", .attrs = "fuse_activation=leaky_relu "
+     "fuse_alpha=0.1", .in = {{"Input", "[1, 2, 4, 4]"}, {"Filter", "[2, 2, 2, 2]"}},
+     .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "swish", .attrs = "fuse_activation=swish fuse_alpha=1.5",
+     .in = {{"Input", "[1, 2, 4, 4]"}, {"Filter", "[2, 2, 2, 2]"}}, .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "hard_sigmoid, dilation 2", .attrs = "dilations=[2, 2] "
+     "fuse_activation=hard_sigmoid fuse_alpha=0.2 fuse_beta=0.5",
+     .in = {{"Input", "[1, 2, 6, 6]", .lo = -3, .hi = 3}, {"Filter", "[2, 2, 2, 2]"},
+            {"Bias", "[2]"}},
+     .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "sigmoid", .attrs = "fuse_activation=sigmoid",
+     .in = {{"Input", "[1, 2, 4, 4]"}, {"Filter", "[2, 2, 2, 2]"}}, .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "tanh, groups 2", .attrs = "groups=2 fuse_activation=tanh",
+     .in = {{"Input", "[1, 4, 4, 4]"}, {"Filter", "[2, 2, 2, 2]"}}, .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "gelu", .attrs = "fuse_activation=gelu",
+     .in = {{"Input", "[1, 2, 4, 4]"}, {"Filter", "[2, 2, 2, 2]"}}, .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "gelu_tanh", .attrs = "fuse_activation=gelu_tanh",
+     .in = {{"Input", "[1, 2, 4, 4]"}, {"Filter", "[2, 2, 2, 2]"}}, .ref = ref_fused_conv2d},
+    {.op = "fused_conv2d", .what = "no epilogue", .attrs = "strides=[2, 1]",
+     .in = {{"Input", "[1, 2, 5, 4]"}, {"Filter", "[3, 2, 2, 2]"}}, .ref = ref_fused_conv2d},
 
     /* conv2d_transpose: the output size from strides, paddings, dilations, output_padding,
      * output_size and padding_algorithm; groups; NHWC; a Bias. */

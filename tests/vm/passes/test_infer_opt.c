@@ -3,8 +3,9 @@
  * drawn away from 0 and 1, runs to the same outputs (1e-12 relative) before and after the
  * passes, which fold the batch norms (after a convolution with and without its bias, after an
  * fc), remove test-mode dropout and identity scales (or scale by 1 - p for downgrade_in_infer),
- * and fuse mul + add into fc; what must stay stays (a batch norm whose input is read twice, a
- * dropout whose output is fetched). */
+ * fuse mul + add into fc and a convolution with its bias, residual and activation into
+ * fused_conv2d; what must stay stays (a batch norm whose input is read twice, a dropout whose
+ * output is fetched, a second activation, a convolution whose output two ops read). */
 #include "config.h"
 
 #include <math.h>
@@ -16,6 +17,11 @@
 #include "tests/tap.h"
 #include "vm/passes/infer_opt.h"
 #include "vm/run/exec.h"
+
+/* How far the optimised outputs may be from the original's, relative: the passes' own rounding
+ * in fp64, or a float attribute's (fused_conv2d's hard_swish takes 1/6 as fuse_alpha, a FLOAT
+ * as in Paddle, 1.7e-8 from the true value). */
+static double tolerance = 1e-12;
 
 static int count_op(const pd_program *p, const char *type) {
   int n = 0;
@@ -64,7 +70,7 @@ static pd_status run(const pd_program *p, pd_scope *scope, int nd, const int64_t
 /* Compile text (its input x of shape dims, -1 as 2), put it in test mode, run it, optimise a
  * copy, run that: the same target values, and the counts the stats and op lists must show. */
 static void check(const char *name, const char *text, const char *target, int nd,
-                  const int64_t *dims, int folded, int removed, const char *gone,
+                  const int64_t *dims, int folded, int removed, int fused, const char *gone,
                   const char *kept) {
   pd_source *src = NULL;
   pd_unit *unit = NULL;
@@ -92,11 +98,12 @@ static void check(const char *name, const char *text, const char *target, int nd
     double e = fabs(x - y) / (fabs(x) > 1 ? fabs(x) : 1);
     if (e > worst) worst = e;
   }
-  same = same && worst < 1e-12;
+  same = same && worst < tolerance;
   ok(same, "%s: the optimised program's %s is the original's (worst %.1e)", name, target, worst);
-  ok(!st && s.bn_folded == folded && s.removed == removed,
-     "%s: %d batch norm%s folded, %d op%s removed (got %d, %d)", name, folded,
-     folded == 1 ? "" : "s", removed, removed == 1 ? "" : "s", s.bn_folded, s.removed);
+  ok(!st && s.bn_folded == folded && s.removed == removed && s.conv_fused == fused,
+     "%s: %d batch norm%s folded, %d op%s removed, %d convolution%s fused (got %d, %d, %d)",
+     name, folded, folded == 1 ? "" : "s", removed, removed == 1 ? "" : "s", fused,
+     fused == 1 ? "" : "s", s.bn_folded, s.removed, s.conv_fused);
   if (gone) ok(!st && count_op(q, gone) == 0, "%s: no %s op left", name, gone);
   if (kept) ok(!st && count_op(q, kept) > 0, "%s: its %s op kept", name, kept);
   pd_tensor_release(&a);
@@ -114,25 +121,46 @@ int main(void) {
   check("conv_bias_bn",
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
         "y = tanh(batch_norm(conv(x, 4, 3, padding = 1), act = relu))\n",
-        "y", 4, img, 1, 0, "batch_norm", NULL);
+        "y", 4, img, 1, 0, 1, "batch_norm", NULL);
   check("conv_bn_no_bias",
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
         "y = tanh(batch_norm(conv(x, 4, 3, stride = 2, bias = false)) * 1.0)\n",
-        "y", 4, img, 1, 1, "batch_norm", NULL);
+        "y", 4, img, 1, 1, 1, "batch_norm", NULL);
   check("fc_bn", "import \"layers\"\nx = data(\"x\", [-1, 4])\ny = tanh(batch_norm(fc(x, 5)))\n", "y", 2,
-        vec, 1, 0, "batch_norm", NULL);
+        vec, 1, 0, 0, "batch_norm", NULL);
   check("conv_read_twice",
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nc = conv(x, 4, 3, padding = 1)\n"
         "y = batch_norm(c) + c\n",
-        "y", 4, img, 0, 0, NULL, "batch_norm");
+        "y", 4, img, 0, 0, 1, NULL, "batch_norm");
   check("dropouts",
         "import \"layers\"\nx = data(\"x\", [-1, 4])\n"
         "h = dropout(fc(x, 5), 0.3, dropout_implementation = \"upscale_in_train\")\n"
         "y = dropout(h, 0.25) + h\n",
-        "y", 2, vec, 0, 2, "dropout", NULL);
+        "y", 2, vec, 0, 2, 0, "dropout", NULL);
   check("dropout_fetched",
         "import \"layers\"\nx = data(\"x\", [-1, 4])\ny = dropout(fc(x, 5), 0.3)\n", "y", 2, vec, 0,
-        1, "dropout", NULL);
+        1, 0, "dropout", NULL);
+  /* fused_conv2d: a convolution with its bias (a folded batch norm's), a residual and an
+   * activation; depthwise with hard_swish; one activation only; not past a second reader */
+  check("conv_bn_residual_relu",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
+        "c = batch_norm(conv(x, 3, 3, padding = 1, bias = false))\ny = relu(c + x)\n",
+        "y", 4, img, 1, 0, 1, "elementwise_add", "fused_conv2d");
+  tolerance = 1e-7;
+  check("depthwise_bn_hard_swish",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([3, 1, 3, 3])\n"
+        "y = hard_swish(batch_norm(conv2d(x, w, groups = 3, paddings = [1, 1], "
+        "strides = [2, 2])))\n",
+        "y", 4, img, 1, 0, 1, "hard_swish", "fused_conv2d");
+  tolerance = 1e-12;
+  check("conv_relu6_then_leaky",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
+        "y = leaky_relu(relu6(batch_norm(conv(x, 4, 3)), 1.5), 0.1)\n",
+        "y", 4, img, 1, 0, 1, "relu6", "leaky_relu");
+  check("conv_two_readers",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([4, 3, 3, 3])\n"
+        "c = conv2d(x, w, paddings = [1, 1])\ny = relu(c) + c\n",
+        "y", 4, img, 0, 0, 0, NULL, "relu");
   tap_done();
   return 0;
 }
