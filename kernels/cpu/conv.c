@@ -3,7 +3,7 @@
  * gradient eight windows at a time on AVX2 CPUs). A 1x1 convolution with unit stride and no
  * padding skips im2col: the image already is the column matrix. Images are split across the
  * thread pool (cpu.h); a forward pass of fewer images than threads splits each image's output
- * columns instead; a depthwise forward pass (a filter per channel) is computed directly, its
+ * columns instead (its filters where it has few columns); a depthwise forward pass (a filter per channel) is computed directly, its
  * output planes split across the pool (in fp32 on AVX-512 CPUs by conv_avx512.c). The fused
  * forward pass (conv2d_fused) adds the bias and residual and applies the activation to each
  * block of the output right after the thread computing it wrote it. */
@@ -13,6 +13,7 @@
 #include "kernels/kernels_int.h"
 
 #include <string.h>
+#include <stdlib.h>
 #if PD_KCPU_HAVE_AVX2
 #include <immintrin.h>
 #endif
@@ -62,14 +63,47 @@ pd_status pd_kcpu_col2im(pd_dtype dt, const pd_k_conv2d *p, const void *col, voi
 /* The sizes of one image's GEMMs (kernels_int.h), and how the CPU splits the images. */
 typedef struct conv_plan {
   pd_k_conv_plan k;
-  size_t col_bytes;               /* one column matrix; 0 for a 1x1 convolution */
+  size_t col_bytes;               /* one column matrix (a group's panels when `panels`); 0 for
+                                     a 1x1 convolution */
+  bool panels;                    /* forward: the column matrix of a group made in gemm16p's
+                                     panels (im2col_panels) */
   int nt;                         /* threads */
 } conv_plan;
 
-static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p) {
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+/* The forward pass's column matrix in panels of PANEL columns (fp32 on AVX-512 CPUs, where the
+ * layer's filters fit gemm16's bounds): each panel's K rows of PANEL floats are contiguous, so
+ * that the product reads them in order. Read in place from the plain column matrix, a term of
+ * a panel a row apart, a DB detector's 3x3 convolution (24 filters, K = 864, 160x160 outputs)
+ * ran at 27 GFLOP/s, waiting on memory. */
+#define PANEL PD_KCPU_GEMM16_NR
+#define PANEL_MAX_A ((int64_t)1 << 18) /* the filters of a group (ocg x kdim), as gemm.c's bound */
+#define PANEL_MAX_K 4096
+#define PANEL_MAX_KW 16 /* filter widths im2col_panels takes */
+#define PANEL_BLOCK ((int64_t)1 << 16) /* floats of panels made at a time (256 KB) */
+
+/* Output pixels a block of panels holds: a multiple of PANEL. */
+static int64_t panel_step(int64_t kdim) {
+  int64_t n = PANEL_BLOCK / (PANEL * kdim);
+  return (n > 1 ? n : 1) * PANEL;
+}
+#endif
+
+/* forward: the plan of a forward pass (which may make its columns in panels). */
+static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bool forward) {
   pd_status st = pd_k_conv_begin(&cp->k, dt, p);
   if (st) return st;
   cp->col_bytes = cp->k.direct ? 0 : (size_t)(cp->k.rows * cp->k.ohw) * cp->k.sz;
+  cp->panels = false;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (forward && !cp->k.direct && dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 &&
+      cp->k.ocg * cp->k.kdim <= PANEL_MAX_A && cp->k.kdim <= PANEL_MAX_K && p->kw <= PANEL_MAX_KW &&
+      pd_kcpu_simd() == PD_KCPU_SIMD_AVX512) {
+    cp->panels = !getenv("PDLANG_NOPANELS");
+    int64_t step = panel_step(cp->k.kdim), ohw = (cp->k.ohw + PANEL - 1) / PANEL * PANEL;
+    cp->col_bytes = (size_t)((ohw < step ? ohw : step) * cp->k.kdim) * sizeof(float);
+  }
+#endif
   cp->nt = pd_kcpu_blas_team();
   if (cp->nt > p->n) cp->nt = (int)p->n;
   if (p->n * cp->k.out_img * cp->k.kdim < CONV_MIN_WORK) cp->nt = 1;
@@ -110,6 +144,7 @@ typedef struct conv_job {
   char *cols;              /* one column matrix per thread */
   void *part[CONV_CHUNKS]; /* filter gradient: each chunk's sum (part[0] = dw) */
   int64_t nchunks;
+  bool *failed;            /* set by a part that found no memory (conv_run's) */
 } conv_job;
 
 /* Images [*b, *e) of thread t among nt. */
@@ -123,9 +158,18 @@ static void image_range(int64_t n, int t, int nt, int64_t *b, int64_t *e) {
  * call where its rows are whole planes (they are then contiguous), else a call a row. It runs on
  * the thread that just wrote the block, while it is in its cache. */
 /* The piecewise-linear activations in the loop that adds the bias and the residual, fp32: one
- * pass over the block instead of two. The same formulas as act_t.h's and elementwise_t.h's
- * (the same bits). */
+ * pass over the block instead of two. The formulas of act_t.h's and elementwise_t.h's, but
+ * hard_swish's division a multiplication by the reciprocal (as gemm16p's epilogue, whose codes
+ * these are where it is built: fastmath.h's PD_KCPU_EPI_*). */
 enum { EPI_NONE, EPI_RELU, EPI_RELU6, EPI_LEAKY, EPI_HSWISH, EPI_HSIGMOID, EPI_OTHER };
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+_Static_assert((int)EPI_NONE == (int)PD_KCPU_EPI_NONE && (int)EPI_RELU == (int)PD_KCPU_EPI_RELU &&
+                   (int)EPI_RELU6 == (int)PD_KCPU_EPI_RELU6 &&
+                   (int)EPI_LEAKY == (int)PD_KCPU_EPI_LEAKY &&
+                   (int)EPI_HSWISH == (int)PD_KCPU_EPI_HSWISH &&
+                   (int)EPI_HSIGMOID == (int)PD_KCPU_EPI_HSIGMOID,
+               "conv.c's epilogue codes are gemm16p's");
+#endif
 
 static int epi_inline(const pd_k_conv_epilogue *ep) {
   if (ep->kind == PD_K_EPI_NONE) return EPI_NONE;
@@ -154,21 +198,28 @@ static int epi_inline(const pd_k_conv_epilogue *ep) {
     }                                                                        \
   } while (0)
 
-static void epi_row_f32(int code, const float pp[3], float *restrict r, float b,
+static void epi_row_f32(int code, const float pp[4], float *restrict r, float b,
                         const float *restrict q, int64_t len) {
-  const float p0 = pp[0], p1 = pp[1], p2 = pp[2];
+  const float p0 = pp[0], p1 = pp[1], p2 = pp[2], p3 = pp[3];
   switch (code) {
     case EPI_RELU: EPI_LOOP(x < 0 ? 0.0f : x); break;
     case EPI_RELU6: EPI_LOOP(x < 0 ? 0.0f : x > p0 ? p0 : x); break;
     case EPI_LEAKY: EPI_LOOP(x > 0 ? x : p0 * x); break;
-    case EPI_HSWISH: EPI_LOOP(x * (x + p2 < 0 ? 0.0f : x + p2 > p0 ? p0 : x + p2) / p1); break;
+    case EPI_HSWISH: EPI_LOOP(x * (x + p2 < 0 ? 0.0f : x + p2 > p0 ? p0 : x + p2) * p3); break;
     case EPI_HSIGMOID:
+      (void)p1;
       EPI_LOOP(p0 * x + p1 < 0 ? 0.0f : p0 * x + p1 > 1 ? 1.0f : p0 * x + p1);
       break;
     default: EPI_LOOP(x); break;
   }
 }
 #undef EPI_LOOP
+
+/* The fp32 parameters of an inlined activation (hard_swish's reciprocal of its scale last). */
+static void epi_params(const pd_k_conv_epilogue *ep, float pp[4]) {
+  pp[0] = (float)ep->p[0], pp[1] = (float)ep->p[1], pp[2] = (float)ep->p[2];
+  pp[3] = ep->kind == PD_K_EPI_ACT && ep->act == PD_K_HARD_SWISH ? (float)(1 / ep->p[1]) : 0.0f;
+}
 
 static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, void *y,
                      int64_t n, int64_t c0, int64_t c1, int64_t j0, int64_t j1) {
@@ -177,7 +228,8 @@ static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue
   size_t sz = pd_dtype_size(dt);
   int code = epi_inline(ep);
   if (dt == PD_FP32 && code != EPI_OTHER) {
-    const float pp[3] = {(float)ep->p[0], (float)ep->p[1], (float)ep->p[2]};
+    float pp[4];
+    epi_params(ep, pp);
     for (int64_t c = c0; c < c1; c++) {
       int64_t at = (n * p->oc + c) * ohw + j0;
       epi_row_f32(code, pp, (float *)y + at, ep->bias ? ((const float *)ep->bias)[c] : 0.0f,
@@ -220,6 +272,125 @@ static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue
   }
 }
 
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+/* The column matrix of group g of image img (fp32) for output pixels [j0, j1), in panels of
+ * PANEL columns from pack on (the last one's missing columns 0): row r = (ci, i, j) of the panel
+ * of pixels q..q + PANEL holds img[g cg + ci][oy sh - pt + i dh][ox sw - pl + j dw] for each
+ * pixel (oy, ox), 0 in the padding. A panel's pixels are taken by runs within an output row,
+ * each row of a run one contiguous copy at unit stride. */
+static void im2col_panels(const pd_k_conv2d *p, const float *img, int64_t g, int64_t j0,
+                          int64_t j1, float *pack) {
+  int64_t cg = p->c / p->groups, kdim = cg * p->kh * p->kw, ow = p->ow, sw = p->stride_w;
+  int64_t kh = p->kh, kw = p->kw, plane = p->h * p->w;
+  const float *src0 = img + g * cg * plane;
+  int64_t lo[PANEL_MAX_KW], hi[PANEL_MAX_KW], ix0[PANEL_MAX_KW];
+  for (int64_t q = j0; q < j1; q += PANEL) {
+    int64_t width = j1 - q < PANEL ? j1 - q : PANEL;
+    float *panel = pack + (q - j0) * kdim;
+    for (int64_t t = 0; t < width;) {
+      int64_t pix = q + t, oy = pix / ow, ox = pix % ow;
+      int64_t len = width - t < ow - ox ? width - t : ow - ox;
+      /* each filter column's valid part of the run (the same for every channel and row) */
+      for (int64_t j = 0; j < kw; j++) {
+        int64_t x0 = ox * sw - p->pad_left + j * p->dil_w, a, b;
+        valid_cols_f32(len, p->w, sw, x0, &a, &b);
+        ix0[j] = x0, lo[j] = a, hi[j] = b;
+      }
+      for (int64_t i = 0; i < kh; i++) {
+        int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+        bool out = iy < 0 || iy >= p->h;
+        for (int64_t ci = 0; ci < cg; ci++) {
+          const float *srow = src0 + ci * plane + iy * p->w;
+          float *d0 = panel + (ci * kh + i) * kw * PANEL + t;
+          for (int64_t j = 0; j < kw; j++) {
+            float *d = d0 + j * PANEL;
+            if (out) {
+              memset(d, 0, (size_t)len * sizeof(float));
+              continue;
+            }
+            int64_t a = lo[j], b = hi[j];
+            const float *sr = srow + ix0[j];
+            for (int64_t u = 0; u < a; u++) d[u] = 0;
+            if (sw == 1) {
+              PD_SIMD for (int64_t u = a; u < b; u++) d[u] = sr[u];
+            } else
+              for (int64_t u = a; u < b; u++) d[u] = sr[u * sw];
+            for (int64_t u = b; u < len; u++) d[u] = 0;
+          }
+        }
+      }
+      t += len;
+    }
+    if (width < PANEL)
+      for (int64_t r = 0; r < kdim; r++)
+        memset(panel + r * PANEL + width, 0, (size_t)(PANEL - width) * sizeof(float));
+  }
+}
+
+/* Output pixels [j0, j1) (j0 a multiple of PANEL) of image n, every group, a few panels at a
+ * time (PANEL_BLOCK floats of them, at least one panel): their columns into pack and their
+ * product, so that the panels are still in the cache when the product reads them (made for the
+ * whole image first, a DB detector's 88 MB column matrix went to memory and back); the
+ * epilogue over them. */
+static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, float *pack) {
+  const pd_k_conv2d *p = j->p;
+  const pd_k_conv_plan *kp = &j->cp->k;
+  const float *xn = (const float *)j->x + n * kp->in_img;
+  int64_t step = panel_step(kp->kdim);
+  /* the epilogue in the product's stores where it can be */
+  const pd_k_conv_epilogue *ep = j->ep;
+  int code = ep ? epi_inline(ep) : EPI_NONE;
+  pd_kcpu_epi16 e = {.ldres = kp->ohw, .act = code};
+  if (ep) epi_params(ep, e.p);
+  bool inl = ep && code != EPI_OTHER;
+  for (int64_t q = j0; q < j1; q += step) {
+    int64_t q1 = j1 - q < step ? j1 : q + step;
+    for (int64_t g = 0; g < kp->g; g++) {
+      int64_t at = n * kp->out_img + g * kp->ocg * kp->ohw + q;
+      e.rbias = inl && ep->bias ? (const float *)ep->bias + g * kp->ocg : NULL;
+      e.res = inl && ep->residual ? (const float *)ep->residual + at : NULL;
+      im2col_panels(p, xn, g, q, q1, pack);
+      if (!pd_kcpu_gemm16p_epi_f32(false, kp->ocg, q1 - q, kp->kdim,
+                                   (const float *)j->w + g * kp->ocg * kp->kdim, kp->kdim, pack,
+                                   0.0f, (float *)j->y + at, kp->ohw, inl ? &e : NULL))
+        *j->failed = true;  /* no memory for its partial sums */
+    }
+    if (!inl) epilogue(j->dt, p, ep, j->y, n, 0, p->oc, q, q1);
+  }
+}
+#endif
+
+/* A 1x1 convolution (direct, one group) in fp32 on AVX-512: filters [r0, r1) over output pixels
+ * [c0, c1) of image n, with the epilogue in the product's stores; false (nothing done) where
+ * that does not apply (conv_gemm and epilogue() then). */
+static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, int64_t c0,
+                         int64_t c1) {
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  const pd_k_conv2d *p = j->p;
+  const pd_k_conv_plan *kp = &j->cp->k;
+  const pd_k_conv_epilogue *ep = j->ep;
+  int code = ep ? epi_inline(ep) : EPI_NONE;
+  if (!kp->direct || kp->g != 1 || j->dt != PD_FP32 || p->lp == PD_BF16 || p->lp == PD_FP16 ||
+      code == EPI_OTHER || (r1 - r0) * kp->kdim > PANEL_MAX_A || kp->kdim > PANEL_MAX_K ||
+      pd_kcpu_simd() != PD_KCPU_SIMD_AVX512)
+    return false;
+  if (r1 <= r0 || c1 <= c0) return true;
+  int64_t at = n * kp->out_img + r0 * kp->ohw + c0;
+  pd_kcpu_epi16 e = {.ldres = kp->ohw, .act = code};
+  if (ep) {
+    epi_params(ep, e.p);
+    e.rbias = ep->bias ? (const float *)ep->bias + r0 : NULL;
+    e.res = ep->residual ? (const float *)ep->residual + at : NULL;
+  }
+  return pd_kcpu_gemm16_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
+                                kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
+                                (float *)j->y + at, kp->ohw, ep ? &e : NULL);
+#else
+  (void)j, (void)n, (void)r0, (void)r1, (void)c0, (void)c1;
+  return false;
+#endif
+}
+
 /* y[n] = w @ im2col(x[n]), per group. */
 static void conv_fwd_part(void *vjob, int t, int nt) {
   const conv_job *j = vjob;
@@ -229,8 +400,15 @@ static void conv_fwd_part(void *vjob, int t, int nt) {
   void *colbuf = j->cols + (size_t)t * cp->col_bytes;
   int64_t b, e;
   image_range(p->n, t, nt, &b, &e);
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (cp->panels) {
+    for (int64_t n = b; n < e; n++) conv_panels(j, n, 0, kp->ohw, colbuf);
+    return;
+  }
+#endif
   for (int64_t n = b; n < e; n++) {
     const void *xn = AT(j->x, n * kp->in_img, kp->sz), *col = xn;
+    if (direct_fused(j, n, 0, p->oc, 0, kp->ohw)) continue;
     if (!kp->direct) {
       pd_kcpu_im2col(j->dt, p, xn, colbuf);
       col = colbuf;
@@ -299,12 +477,14 @@ static void conv_bwd_filter_part(void *vjob, int t, int nt) {
 /* Run one of the parts above with a column buffer per thread. */
 static pd_status conv_run(conv_job *j, pd_kcpu_team_fn *fn) {
   const conv_plan *cp = j->cp;
+  bool failed = false;
   j->cols = NULL;
+  j->failed = &failed;
   if (cp->col_bytes && !(j->cols = pd_k_host_alloc(cp->col_bytes * (size_t)cp->nt)))
     return PD_ENOMEM;
   pd_kcpu_team(cp->nt, fn, j);
   pd_k_host_free(j->cols);
-  return PD_OK;
+  return failed ? PD_ENOMEM : PD_OK;
 }
 
 /* y = w @ col for one image (col: its column matrix, or the image of a direct convolution),
@@ -314,13 +494,55 @@ typedef struct cols_job {
   const conv_job *j;
   const void *col;
   int64_t n;
+  bool by_rows;  /* the filters (rows of the product) split instead: groups 1 */
+  bool *failed;  /* set by a part that found no memory */
 } cols_job;
+
+/* An image of fewer output pixels than this a thread (4 of the GEMM's 32-column panels) is
+ * split by filters: split by columns, MobileNetV3's last 1x1 convolutions (960 filters on 7x7)
+ * gave each thread 25 columns in two 16-wide vectors, the second mostly masked off, and a
+ * squeeze-excitation's (one pixel) left one thread all of it. */
+#define CONV_ROWS_BELOW 128
 
 static void conv_cols_part(void *vjob, int t, int nt) {
   const cols_job *c = vjob;
   const pd_k_conv_plan *kp = &c->j->cp->k;
   int64_t b, e;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (c->j->cp->panels && !c->by_rows) { /* whole panels a thread, each its own */
+    int64_t np = (kp->ohw + PANEL - 1) / PANEL;
+    image_range(np, t, nt, &b, &e);
+    b *= PANEL;
+    e = e * PANEL < kp->ohw ? e * PANEL : kp->ohw;
+    float *pack = e > b ? pd_k_host_alloc(c->j->cp->col_bytes) : NULL;
+    if (pack) conv_panels(c->j, c->n, b, e, pack);
+    else if (e > b) *c->failed = true;  /* conv_panels' failure lands in j->failed, the same */
+    pd_k_host_free(pack);
+    return;
+  }
+  if (c->j->cp->panels) { /* by rows, over the panels the caller made */
+    image_range(kp->ocg, t, nt, &b, &e);
+    if (e > b && !pd_kcpu_gemm16p_f32(false, e - b, kp->ohw, kp->kdim,
+                                      (const float *)c->j->w + b * kp->kdim, kp->kdim, c->col,
+                                      0.0f, (float *)c->j->y + c->n * kp->out_img + b * kp->ohw,
+                                      kp->ohw))
+      *c->failed = true;
+    epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, b, e, 0, kp->ohw);
+    return;
+  }
+#endif
+  if (c->by_rows) {
+    image_range(kp->ocg, t, nt, &b, &e);
+    if (direct_fused(c->j, c->n, b, e, 0, kp->ohw)) return;
+    if (e > b)
+      conv_gemm(c->j->p, kp, c->j->dt, false, false, e - b, kp->ohw, kp->kdim,
+                AT(c->j->w, b * kp->kdim, kp->sz), kp->kdim, c->col, kp->ohw, 0.0,
+                AT(c->j->y, c->n * kp->out_img + b * kp->ohw, kp->sz), kp->ohw);
+    epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, b, e, 0, kp->ohw);
+    return;
+  }
   image_range(kp->ohw, t, nt, &b, &e);
+  if (direct_fused(c->j, c->n, 0, c->j->p->oc, b, e)) return;
   for (int64_t g = 0; g < kp->g && e > b; g++)
     conv_gemm(c->j->p, kp, c->j->dt, false, false, kp->ocg, e - b, kp->kdim,
                  AT(c->j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
@@ -369,7 +591,7 @@ pd_status pd_kcpu_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const
 pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x, const void *w,
                                const pd_k_conv_epilogue *ep, void *y) {
   conv_plan cp;
-  pd_status st = conv_begin(&cp, dt, p);
+  pd_status st = conv_begin(&cp, dt, p, true);
   if (!st) st = pd_k_conv_epilogue_check(dt, ep);
   if (st || p->n == 0) return st;
   if (ep && !ep->bias && !ep->residual && ep->kind == PD_K_EPI_NONE) ep = NULL;
@@ -388,23 +610,37 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   int nt = pd_kcpu_blas_team();
   if (p->n >= nt || nt < 2 || p->n * cp.k.out_img * cp.k.kdim < CONV_MIN_WORK)
     return conv_run(&j, conv_fwd_part);
-  /* fewer images than threads: each image's columns split across the threads */
-  void *col = cp.col_bytes ? pd_k_host_alloc(cp.col_bytes) : NULL;
-  if (cp.col_bytes && !col) return PD_ENOMEM;
-  for (int64_t n = 0; n < p->n; n++) {
+  /* fewer images than threads: each image's columns split across the threads, or its filters
+   * where it has few columns */
+  bool by_rows = cp.k.g == 1 && cp.k.ohw < CONV_ROWS_BELOW * nt && cp.k.ocg >= 8 * nt;
+  /* the parts make their own panels, but for a split by filters */
+  bool own = cp.panels && !by_rows, failed = false;
+  j.failed = &failed;
+  size_t col_bytes = cp.col_bytes;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (cp.panels) /* every panel of the image at once: few of them */
+    col_bytes = (size_t)((cp.k.ohw + PANEL - 1) / PANEL * PANEL * cp.k.kdim) * sizeof(float);
+#endif
+  void *col = col_bytes && !own ? pd_k_host_alloc(col_bytes) : NULL;
+  if (col_bytes && !own && !col) return PD_ENOMEM;
+  for (int64_t n = 0; n < p->n && !failed; n++) {
     const void *xn = AT(x, n * cp.k.in_img, cp.k.sz);
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+    if (col && cp.panels) im2col_panels(p, xn, 0, 0, cp.k.ohw, col);
+    else
+#endif
     if (col) pd_kcpu_im2col(dt, p, xn, col);
-    cols_job c = {.j = &j, .col = col ? col : xn, .n = n};
+    cols_job c = {.j = &j, .col = col ? col : xn, .n = n, .by_rows = by_rows, .failed = &failed};
     pd_kcpu_team(nt, conv_cols_part, &c);
   }
   pd_k_host_free(col);
-  return PD_OK;
+  return failed ? PD_ENOMEM : PD_OK;
 }
 
 pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w,
                                   const void *dy, void *dx) {
   conv_plan cp;
-  pd_status st = conv_begin(&cp, dt, p);
+  pd_status st = conv_begin(&cp, dt, p, false);
   if (st || p->n == 0) return st;
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .w = w, .dy = dy, .dx = dx};
   return conv_run(&j, conv_bwd_data_part);
@@ -413,7 +649,7 @@ pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void 
 pd_status pd_kcpu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const void *x,
                                     const void *dy, void *dw) {
   conv_plan cp;
-  pd_status st = conv_begin(&cp, dt, p);
+  pd_status st = conv_begin(&cp, dt, p, false);
   if (st) return st;
   size_t wbytes = (size_t)(p->oc * cp.k.kdim) * cp.k.sz;
   if (p->n == 0) {

@@ -82,7 +82,33 @@ AVX512 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const floa
 typedef struct ep16 {
   float alpha, beta;
   const float *bias; /* at the panel's first column, or NULL */
+  const pd_kcpu_epi16 *epi; /* then a bias per row, a residual and an activation, or NULL */
+  const float *res;  /* epi's residual at the tile's first row and column */
+  int64_t row;       /* the tile's first row (epi's bias) */
 } ep16;
+
+/* epi's activation of x (fastmath.h: the formulas of act_t.h, but hard_swish's division a
+ * multiplication by the reciprocal). relu keeps NaN: max(0, x) returns x when unordered. */
+static INLINE AVX512 __m512 epi_act(const pd_kcpu_epi16 *e, __m512 x) {
+  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
+  switch (e->act) {
+    case PD_KCPU_EPI_RELU: return _mm512_max_ps(zero, x);
+    case PD_KCPU_EPI_RELU6: return _mm512_min_ps(_mm512_set1_ps(e->p[0]), _mm512_max_ps(zero, x));
+    case PD_KCPU_EPI_LEAKY:
+      return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LE_OQ), x,
+                                _mm512_set1_ps(e->p[0]));
+    case PD_KCPU_EPI_HSWISH: {
+      __m512 v = _mm512_add_ps(x, _mm512_set1_ps(e->p[2]));
+      v = _mm512_min_ps(_mm512_set1_ps(e->p[0]), _mm512_max_ps(zero, v));
+      return _mm512_mul_ps(_mm512_mul_ps(x, v), _mm512_set1_ps(e->p[3]));
+    }
+    case PD_KCPU_EPI_HSIGMOID: {
+      __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(e->p[0]), x, _mm512_set1_ps(e->p[1]));
+      return _mm512_min_ps(one, _mm512_max_ps(zero, v));
+    }
+    default: return x;
+  }
+}
 
 /* One tile: R rows (1..MR) and NV vectors (1, 2; the last masked by `last`) of C, over k
  * terms. op(A)'s element (r, q) is a[r * lda + q], or a[q * lda + r] when TA; row q of the
@@ -119,6 +145,12 @@ static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a
       if (ep->beta == 1.0f) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cp));
       else if (ep->beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cp), x);
       if (ep->bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->bias + 16 * v));
+      if (ep->epi) {
+        const pd_kcpu_epi16 *e = ep->epi;
+        if (e->rbias) x = _mm512_add_ps(x, _mm512_set1_ps(e->rbias[ep->row + r]));
+        if (ep->res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->res + r * e->ldres + 16 * v));
+        x = epi_act(e, x);
+      }
       _mm512_mask_storeu_ps(cp, mk, x);
     }
 }
@@ -134,12 +166,24 @@ static INLINE AVX512 void panel(bool TA, int NV, int64_t m, int64_t k, const flo
     const float *ak = TA ? a + k0 * lda : a + k0, *bk = b + k0 * ldb;
     bool first = k0 == 0, final = k0 + kk == k;
 #define TILE(R)                                                                             \
-  tile(TA, R, NV, kk, TA ? ak + i : ak + i * lda, lda, bk, ldb, first ? NULL : part + i * NR, \
-       final ? NULL : part + i * NR, ep, c + i * ldc, ldc, last)
+  do {                                                                                      \
+    ep16 et = *ep;                                                                          \
+    et.row += i;                                                                            \
+    if (et.res) et.res += i * et.epi->ldres;                                                \
+    tile(TA, R, NV, kk, TA ? ak + i : ak + i * lda, lda, bk, ldb,                           \
+         first ? NULL : part + i * NR, final ? NULL : part + i * NR, &et, c + i * ldc, ldc, \
+         last);                                                                             \
+  } while (0)
     int64_t i = 0;
     for (; i + MR <= m; i += MR) TILE(MR);
-    if (i + 8 <= m) TILE(8), i += 8;
-    if (i + 4 <= m) TILE(4), i += 4;
+    if (i + 8 <= m) {
+      TILE(8);
+      i += 8;
+    }
+    if (i + 4 <= m) {
+      TILE(4);
+      i += 4;
+    }
     for (; i < m; i++) TILE(1);
 #undef TILE
   }
@@ -163,9 +207,25 @@ static AVX512 void panel_ta(int nv, int64_t m, int64_t k, const float *a, int64_
  * sums, 48 KB of stack at most), longer ones on the heap. */
 #define PACK_STACK_K 256
 
+static bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                   const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                   const float *bias, float *c, int64_t ldc, const pd_kcpu_epi16 *epi);
+
 AVX512 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                                const float *a, int64_t lda, const float *b, int64_t ldb,
                                float beta, const float *bias, float *c, int64_t ldc) {
+  return gemm16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, NULL);
+}
+
+AVX512 bool pd_kcpu_gemm16_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                   const float *b, int64_t ldb, float *c, int64_t ldc,
+                                   const pd_kcpu_epi16 *epi) {
+  return gemm16(false, false, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, NULL, c, ldc, epi);
+}
+
+static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                          const float *bias, float *c, int64_t ldc, const pd_kcpu_epi16 *epi) {
   float pack_stack[PACK_STACK_K * NR], *pack = pack_stack;
   float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
   if (tb && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
@@ -188,7 +248,7 @@ AVX512 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k
       bp = pack;
       ldp = NR;
     }
-    ep16 ep = {alpha, beta, bias ? bias + j : NULL};
+    ep16 ep = {alpha, beta, bias ? bias + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
     if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
     else panel_na(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
   }
@@ -215,15 +275,22 @@ void pd_kcpu_gemm16_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, 
 AVX512 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
                                 int64_t lda, const float *pack, float beta, float *c,
                                 int64_t ldc) {
+  return pd_kcpu_gemm16p_epi_f32(ta, m, n, k, a, lda, pack, beta, c, ldc, NULL);
+}
+
+AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
+                                    int64_t lda, const float *pack, float beta, float *c,
+                                    int64_t ldc, const pd_kcpu_epi16 *epi) {
   float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
   if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float))))
     return false;
-  ep16 ep = {1.0f, beta, NULL};
+  ep16 ep = {1.0f, beta, NULL, epi, NULL, 0};
   for (int64_t j = 0; j < n; j += NR) {
     int64_t w = n - j < NR ? n - j : NR;
     int nv = w > 16 ? 2 : 1;
     __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
     const float *bp = pack + j * k;
+    ep.res = epi && epi->res ? epi->res + j : NULL;
     if (ta) panel_ta(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
     else panel_na(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
   }

@@ -471,6 +471,9 @@ static const ccase ccases[] = {
     /* one image, more work than one thread gets: its columns split across the threads */
     {"1 image, 16->64 3x3 on 32x32", {1, 16, 32, 32, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
     {"1 image, 1x1 direct 32->48 on 24x24", {1, 32, 24, 24, 48, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
+    /* one image of few output pixels: its filters split across the threads */
+    {"1 image, 1x1 64->96 on 7x7", {1, 64, 7, 7, 96, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
+    {"1 image, 3x3 32->40 on 9x9", {1, 32, 9, 9, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
     {"1x1 direct", {2, 5, 4, 3, 7, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
     {"asymmetric padding, 3x2 kernel", {1, 2, 6, 5, 3, 3, 2, 1, 2, 1, 1, 0, 0, 2, 1, 1, 0, 0, 0}},
     {"LeNet conv1 1->6 5x5 on 28x28", {2, 1, 28, 28, 6, 5, 5, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0}},
@@ -535,7 +538,8 @@ static void test_conv_forward(void) {
 
 /* The fused forward pass (conv2d_fused): the direct convolution plus a bias per channel and a
  * residual, through each kind of epilogue activation, in both dtypes; on a 1x1 convolution, a
- * 3x3 one of one image (its columns split across the threads) and a depthwise one. */
+ * 3x3 one of one image (its columns split across the threads), a 1x1 one of few pixels (its
+ * filters split) and a depthwise one. */
 static double epi_ref(const pd_k_conv_epilogue *ep, double v) {
   if (ep->kind == PD_K_EPI_UNOP)
     return ep->unop == PD_K_RELU ? (v > 0 ? v : 0) : ep->unop == PD_K_TANH ? tanh(v)
@@ -556,6 +560,7 @@ static void test_conv_fused(void) {
   static const pd_k_conv2d shapes[] = {
       {1, 16, 9, 9, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {1, 16, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 64, 7, 7, 96, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
