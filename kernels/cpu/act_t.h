@@ -1,7 +1,8 @@
 /* act_t.h -- template of the activation loops of act.c for one float type; included by act.c
  * (which defines act_job and ACT_BLOCK) with T (float or double), TN (its suffix) and T_FLOAT.
  * Defines TF(act_range) and TF(act_grad_range). The arithmetic is the CUDA backend's
- * (kernels/cuda/act.cu), expression for expression. */
+ * (kernels/cuda/act.cu), expression for expression, but for fp32's erf (map_erf), which the
+ * device takes from its own erff. */
 
 /* sqrt(1/2), sqrt(2/pi), 1/sqrt(2 pi); the cubic coefficient of gelu's tanh form. */
 #define ACT_SQRT1_2 0.70710678118654752440
@@ -28,6 +29,27 @@ static void TF(map_sigmoid)(const T *a, T *o, int64_t n) {
   pd_kcpu_map_f32(PD_KCPU_FM_SIGMOID, a, o, n);
 #else
   for (int64_t j = 0; j < n; j++) o[j] = (T)1 / ((T)1 + exp(-a[j])); /* 1 / inf = 0: no NaN */
+#endif
+}
+
+/* o[j] = erf(a[j]) for j < n <= ACT_BLOCK (o may be a): libm in fp64; in fp32 Abramowitz and
+ * Stegun's 7.1.26, 1 - (a1 k + ... + a5 k^5) e^(-a^2) with k = 1 / (1 + p |a|), absolute error
+ * under 1.5e-7 (2.5e-7 with fp32's rounding), over the vector e^x: glibc's erff, a call an
+ * element, made gelu 6 ns an element, ERNIE's feed-forward layers a sixth of its time. */
+static void TF(map_erf)(const T *a, T *o, int64_t n) {
+#if TF(PD_KCPU_FASTMATH)
+  float e[ACT_BLOCK];
+  PD_SIMD for (int64_t j = 0; j < n; j++) e[j] = -a[j] * a[j];
+  pd_kcpu_map_f32(PD_KCPU_FM_EXP, e, e, n);
+  PD_SIMD for (int64_t j = 0; j < n; j++) {
+    float v = a[j], k = 1.0f / (1.0f + 0.3275911f * fabsf(v));
+    float q = k * (0.254829592f +
+                   k * (-0.284496736f + k * (1.421413741f + k * (-1.453152027f + k * 1.061405429f))));
+    float r = 1.0f - q * e[j];
+    o[j] = v < 0 ? -r : v == v ? r : v;  /* NaN stays NaN */
+  }
+#else
+  for (int64_t j = 0; j < n; j++) o[j] = erf(a[j]);
 #endif
 }
 
@@ -59,9 +81,10 @@ static void TF(act_range)(void *vjob, int64_t b, int64_t e) {
     const T *x = (const T *)job->x + b0;
     T *o = (T *)job->out + b0;
     switch (job->op) {
-      case PD_K_GELU: /* erf: libm, one element at a time */
-        for (int64_t j = 0; j < n; j++)
-          o[j] = (T)0.5 * x[j] * ((T)1 + erf(x[j] * (T)ACT_SQRT1_2));
+      case PD_K_GELU:
+        PD_SIMD for (int64_t j = 0; j < n; j++) t[j] = x[j] * (T)ACT_SQRT1_2;
+        TF(map_erf)(t, t, n);
+        PD_SIMD for (int64_t j = 0; j < n; j++) o[j] = (T)0.5 * x[j] * ((T)1 + t[j]);
         break;
       case PD_K_GELU_TANH: /* x (1 + tanh u) / 2 = x sigmoid(2u): no 1 + tanh u to cancel */
         PD_SIMD for (int64_t j = 0; j < n; j++)
@@ -126,13 +149,16 @@ static void TF(act_grad_range)(void *vjob, int64_t b, int64_t e) {
     const T *x = (const T *)job->x + b0, *d = (const T *)job->dout + b0;
     T *o = (T *)job->out + b0;
     switch (job->op) {
-      case PD_K_GELU: /* Phi(x) + x phi(x) */
+      case PD_K_GELU: { /* Phi(x) + x phi(x) */
+        T f[ACT_BLOCK];
         PD_SIMD for (int64_t j = 0; j < n; j++) t[j] = (T)-0.5 * x[j] * x[j];
         TF(map_exp)(t, t, n);
-        for (int64_t j = 0; j < n; j++)
-          o[j] = d[j] * ((T)0.5 * ((T)1 + erf(x[j] * (T)ACT_SQRT1_2)) +
-                         x[j] * (T)ACT_INV_SQRT_2PI * t[j]);
+        PD_SIMD for (int64_t j = 0; j < n; j++) f[j] = x[j] * (T)ACT_SQRT1_2;
+        TF(map_erf)(f, f, n);
+        PD_SIMD for (int64_t j = 0; j < n; j++)
+          o[j] = d[j] * ((T)0.5 * ((T)1 + f[j]) + x[j] * (T)ACT_INV_SQRT_2PI * t[j]);
         break;
+      }
       case PD_K_GELU_TANH: /* s + 2 x s (1 - s) u', s = sigmoid(2u): (1 + tanh u) / 2 = s and
                               (1 - tanh^2 u) / 2 = 2 s (1 - s), which lose nothing where
                               tanh u is near -1 (the CUDA kernel computes the same) */
