@@ -568,9 +568,18 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   float *pad = j->avx512 ? pd_k_host_alloc(j->scratch * sizeof(float)) : NULL;
   if (pad) {
+    const pd_k_conv_epilogue *ep = j->ep;
+    int code = ep ? epi_inline(ep) : EPI_NONE;
+    pd_kcpu_epi16 ei = {.act = code};
+    bool inl = ep && code != EPI_OTHER;
+    if (inl) {
+      epi_params(ep, ei.p);
+      ei.rbias = ep->bias, ei.res = ep->residual;
+    }
     for (int64_t pl = b; pl < e; pl++) {
-      pd_kcpu_depthwise16_f32(p, j->x, j->w, pl, pad, j->y);
-      epilogue(j->dt, p, j->ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
+      pd_kcpu_depthwise16_f32(p, j->x, j->w, pl, pad, j->y, inl ? &ei : NULL);
+      if (!inl)
+        epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
     }
     pd_k_host_free(pad);
     return;

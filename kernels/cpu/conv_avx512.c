@@ -17,6 +17,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/cpu/epi_avx512.h"
+
 #define AVX512 __attribute__((target("avx512f,fma")))
 
 /* The scratch plane: enough rows for every window row, and columns for the last 16-column
@@ -61,7 +63,7 @@ static void fill_pad(const pd_k_conv2d *p, const float *xc, float *pad, int64_t 
  * that the loops unroll), the sum of rows [0, kh) of the window. */
 static inline __attribute__((always_inline)) AVX512 void row_taps(
     const pd_k_conv2d *p, const float *pad, int64_t pw, const float *wc, int64_t oy, float *yr,
-    int S) {
+    const pd_kcpu_epi16 *e, float bias, const float *rr, int S) {
   const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   int64_t kh = p->kh, kw = p->kw, dh = p->dil_h, dw = p->dil_w, ow = p->ow;
   for (int64_t ox = 0; ox < ow; ox += 16) {
@@ -81,29 +83,41 @@ static inline __attribute__((always_inline)) AVX512 void row_taps(
       }
     }
     int64_t left = ow - ox;
-    if (left >= 16) _mm512_storeu_ps(yr + ox, acc);
-    else _mm512_mask_storeu_ps(yr + ox, (__mmask16)((1u << left) - 1), acc);
+    __mmask16 mk = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+    if (e) {
+      acc = _mm512_add_ps(acc, _mm512_set1_ps(bias));
+      if (rr) acc = _mm512_add_ps(acc, _mm512_maskz_loadu_ps(mk, rr + ox));
+      acc = pd_kcpu_epi_act(e, acc);
+    }
+    _mm512_mask_storeu_ps(yr + ox, mk, acc);
   }
 }
 
+#define ROWS(S)                                                                          \
+  for (int64_t oy = 0; oy < p->oh; oy++)                                                 \
+    row_taps(p, pad, pw, wc, oy, yc + oy * p->ow, e, bias, rc ? rc + oy * p->ow : NULL, S)
+
 static AVX512 void rows_s1(const pd_k_conv2d *p, const float *pad, int64_t pw, const float *wc,
-                           float *yc) {
-  for (int64_t oy = 0; oy < p->oh; oy++) row_taps(p, pad, pw, wc, oy, yc + oy * p->ow, 1);
+                           float *yc, const pd_kcpu_epi16 *e, float bias, const float *rc) {
+  ROWS(1);
 }
 
 static AVX512 void rows_s2(const pd_k_conv2d *p, const float *pad, int64_t pw, const float *wc,
-                           float *yc) {
-  for (int64_t oy = 0; oy < p->oh; oy++) row_taps(p, pad, pw, wc, oy, yc + oy * p->ow, 2);
+                           float *yc, const pd_kcpu_epi16 *e, float bias, const float *rc) {
+  ROWS(2);
 }
+#undef ROWS
 
 void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
-                             float *pad, float *y) {
+                             float *pad, float *y, const pd_kcpu_epi16 *e) {
   int64_t ocg = p->oc / p->groups, n = plane / p->oc, oc = plane % p->oc, ic = oc / ocg;
-  int64_t pw = pad_width(p), ph = pad_height(p);
+  int64_t pw = pad_width(p), ph = pad_height(p), ohw = p->oh * p->ow;
   fill_pad(p, x + (n * p->c + ic) * p->h * p->w, pad, ph, pw);
   const float *wc = w + oc * p->kh * p->kw;
-  float *yc = y + plane * p->oh * p->ow;
-  if (p->stride_w == 1) rows_s1(p, pad, pw, wc, yc);
-  else rows_s2(p, pad, pw, wc, yc);
+  float *yc = y + plane * ohw;
+  float bias = e && e->rbias ? e->rbias[oc] : 0.0f;
+  const float *rc = e && e->res ? e->res + plane * ohw : NULL;
+  if (p->stride_w == 1) rows_s1(p, pad, pw, wc, yc, e, bias, rc);
+  else rows_s2(p, pad, pw, wc, yc, e, bias, rc);
 }
 #endif

@@ -19,6 +19,8 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "kernels/cpu/epi_avx512.h"
+
 #define AVX512 __attribute__((target("avx512f,fma")))
 #define INLINE inline __attribute__((always_inline))
 /* The register blocks' loops unrolled, so that acc[][] and bv[] live in registers. */
@@ -87,29 +89,6 @@ typedef struct ep16 {
   int64_t row;       /* the tile's first row (epi's bias) */
 } ep16;
 
-/* epi's activation of x (fastmath.h: the formulas of act_t.h, but hard_swish's division a
- * multiplication by the reciprocal). relu keeps NaN: max(0, x) returns x when unordered. */
-static INLINE AVX512 __m512 epi_act(const pd_kcpu_epi16 *e, __m512 x) {
-  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
-  switch (e->act) {
-    case PD_KCPU_EPI_RELU: return _mm512_max_ps(zero, x);
-    case PD_KCPU_EPI_RELU6: return _mm512_min_ps(_mm512_set1_ps(e->p[0]), _mm512_max_ps(zero, x));
-    case PD_KCPU_EPI_LEAKY:
-      return _mm512_mask_mul_ps(x, _mm512_cmp_ps_mask(x, zero, _CMP_LE_OQ), x,
-                                _mm512_set1_ps(e->p[0]));
-    case PD_KCPU_EPI_HSWISH: {
-      __m512 v = _mm512_add_ps(x, _mm512_set1_ps(e->p[2]));
-      v = _mm512_min_ps(_mm512_set1_ps(e->p[0]), _mm512_max_ps(zero, v));
-      return _mm512_mul_ps(_mm512_mul_ps(x, v), _mm512_set1_ps(e->p[3]));
-    }
-    case PD_KCPU_EPI_HSIGMOID: {
-      __m512 v = _mm512_fmadd_ps(_mm512_set1_ps(e->p[0]), x, _mm512_set1_ps(e->p[1]));
-      return _mm512_min_ps(one, _mm512_max_ps(zero, v));
-    }
-    default: return x;
-  }
-}
-
 /* One tile: R rows (1..MR) and NV vectors (1, 2; the last masked by `last`) of C, over k
  * terms. op(A)'s element (r, q) is a[r * lda + q], or a[q * lda + r] when TA; row q of the
  * panel of op(B) is b + q * ldb. The sums start from `in` (row stride NR) when not NULL, else
@@ -149,7 +128,7 @@ static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a
         const pd_kcpu_epi16 *e = ep->epi;
         if (e->rbias) x = _mm512_add_ps(x, _mm512_set1_ps(e->rbias[ep->row + r]));
         if (ep->res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->res + r * e->ldres + 16 * v));
-        x = epi_act(e, x);
+        x = pd_kcpu_epi_act(e, x);
       }
       _mm512_mask_storeu_ps(cp, mk, x);
     }
