@@ -154,6 +154,18 @@ static pd_ast_node *assignment(pd_parser *ps, pd_ast_kind kind, pd_loc loc, pd_n
   return done(ps, n);
 }
 
+/* `call { body }`: the block an op runs (op("while", ...) { ... }), on a call only. */
+static pd_ast_node *with_body(pd_parser *ps, pd_ast_node *call, pd_ast_node *body) {
+  if (call->kind != PD_AST_CALL)
+    pd_lex_error(&ps->lex, body->loc, "a block '{ ... }' here follows a call of op(...) (an op "
+                 "that runs a block), not %s", pd_ast_kind_phrase(call->kind));
+  else {
+    call->call.body = body;
+    done(ps, call);
+  }
+  return call;
+}
+
 /* A node of `kind` whose one list payload (block.stmts, list.items, return_.values,
  * emit.outputs) is `v` (consumed). */
 static pd_ast_node *with_list(pd_parser *ps, pd_ast_kind kind, pd_loc loc, pd_node_vec *v) {
@@ -264,7 +276,15 @@ stmt:
     $$->expr_stmt.expr = $1;
     done(ps, $$);
   }
+| expr block {
+    CHECK($$ = pd_ast_new(ps->arena, PD_AST_EXPR_STMT, @1));
+    $$->expr_stmt.expr = with_body(ps, $1, $2);
+    done(ps, $$);
+  }
 | exprs '=' expr      { CHECK($$ = assignment(ps, PD_AST_ASSIGN, @1, &$1, $3)); }
+| exprs '=' expr block {
+    CHECK($$ = assignment(ps, PD_AST_ASSIGN, @1, &$1, with_body(ps, $3, $4)));
+  }
 | LET exprs '=' expr  { CHECK($$ = assignment(ps, PD_AST_LET, @1, &$2, $4)); }
 | IMPORT STRING {
     CHECK($$ = pd_ast_new(ps->arena, PD_AST_IMPORT, @1));
