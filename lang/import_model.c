@@ -270,6 +270,86 @@ static bool make_params(C *c, pd_cmp_model *md, pd_loc loc) {
   return ok;
 }
 
+/* Whether an input slot carries values a gradient flows back to (not a shape or a scalar read
+ * on the host: fill_constant_batch_size_like's Input, a ShapeTensor). */
+static bool value_slot(const pd_opdef *def, const char *slot) {
+  for (int i = 0; def && i < def->ninputs; i++)
+    if (strcmp(def->inputs[i].name, slot) == 0)
+      return !(def->inputs[i].flags & (PD_SLOT_HOST | PD_SLOT_ANY));
+  return true;
+}
+
+static bool float_var(const pd_block *b, const char *name) {
+  const pd_var_desc *v = pd_block_find_var_local(b, name);
+  return v && v->type == PD_VAR_LOD_TENSOR && pd_dtype_is_float(v->dtype);
+}
+
+/* Training through the model: every op between a trainable parameter and the model's outputs
+ * needs a gradient. Vars that reach a fetch target are found walking back; then, walking
+ * forward, each float var remembers a trainable parameter it is computed from through ops with
+ * gradients; an op without one that reads such a var and writes a float var that reaches an
+ * output is an error at the call naming it. False after reporting (or on out of memory). */
+static bool check_gradients(C *c, pd_cmp_model *md, pd_loc loc) {
+  const pd_block *src = md->m.program->blocks[0];
+  pd_strmap reach, from;
+  pd_strmap_init(&reach, false);
+  pd_strmap_init(&from, false);
+  bool ok = true, added;
+  for (int i = 0; ok && i < md->m.nfetches; i++)
+    ok = pd_strmap_add(&reach, md->m.fetches[i].var, &added) != NULL;
+  for (int i = src->nops - 1; ok && i >= 0; i--) {
+    const pd_op_desc *op = src->ops[i];
+    bool hit = false;
+    for (int j = 0; !hit && j < op->noutputs; j++)
+      for (int k = 0; !hit && k < op->outputs[j].nargs; k++)
+        hit = pd_strmap_find(&reach, op->outputs[j].args[k]) != NULL;
+    for (int j = 0; hit && ok && j < op->ninputs; j++)
+      for (int k = 0; ok && k < op->inputs[j].nargs; k++)
+        ok = pd_strmap_add(&reach, op->inputs[j].args[k], &added) != NULL;
+  }
+  for (int i = 0; ok && i < src->nvars; i++) {
+    const pd_var_desc *v = src->vars[i];
+    if (v->persistable && float_var(src, v->name) && !frozen(md, v->name) &&
+        !written(src, v->name)) {
+      pd_strmap_entry *e = pd_strmap_add(&from, v->name, &added);
+      if (!(ok = e != NULL)) break;
+      e->val.p = (void *)v->name;
+    }
+  }
+  bool failed = false;
+  for (int i = 0; ok && !failed && i < src->nops; i++) {
+    const pd_op_desc *op = src->ops[i];
+    const pd_opdef *def = pd_opdef_lookup(op->type);
+    const char *param = NULL;
+    for (int j = 0; !param && j < op->ninputs; j++)
+      for (int k = 0; !param && k < op->inputs[j].nargs; k++)
+        if (value_slot(def, op->inputs[j].param) && float_var(src, op->inputs[j].args[k]))
+          param = pd_strmap_get_ptr(&from, op->inputs[j].args[k]);
+    if (!param) continue;
+    bool diff = def && (def->flags & PD_OPF_DIFF);
+    for (int j = 0; ok && !failed && j < op->noutputs; j++)
+      for (int k = 0; ok && !failed && k < op->outputs[j].nargs; k++) {
+        const char *out = op->outputs[j].args[k];
+        if (!float_var(src, out)) continue;
+        if (diff) {
+          pd_strmap_entry *e = pd_strmap_add(&from, out, &added);
+          if ((ok = e != NULL)) e->val.p = (void *)param;
+        } else if (pd_strmap_find(&reach, out)) {
+          pd_cmp_error(c, loc, "op %d (%s) of '%s' has no gradient, yet the model's outputs "
+                       "depend through it on the trainable parameter '%s': freeze the "
+                       "parameters before it (import_model(\"%s\", freeze = [\"%s\", ...])) or "
+                       "import the model with trainable = false", i, op->type, md->path, param,
+                       md->path, param);
+          failed = true;
+        }
+      }
+  }
+  pd_strmap_free(&reach);
+  pd_strmap_free(&from);
+  if (!ok) c->oom = true;
+  return ok && !failed;
+}
+
 /* The index of feed target `name` of the model, else -1. */
 static int feed_index(const pd_model *m, const char *name) {
   for (int i = 0; i < m->nfeeds; i++)
@@ -345,7 +425,7 @@ value *pd_cmp_call_model(C *c, value *mv, call_args *a) {
   value **in = pd_cmp_calloc(c, sizeof *in * (size_t)(m->nfeeds + 1));
   pd_loc *in_loc = pd_cmp_calloc(c, sizeof *in_loc * (size_t)(m->nfeeds + 1));
   if (!in || !in_loc || !bind_inputs(c, md, a, in, in_loc)) return VERR;
-  if (!md->made && !make_params(c, md, a->loc)) return VERR;
+  if (!md->made && (!check_gradients(c, md, a->loc) || !make_params(c, md, a->loc))) return VERR;
   pd_strmap_free(&md->last);
   md->called = false;
   pd_strmap *map = &md->last;
