@@ -154,15 +154,10 @@ static pd_ast_node *assignment(pd_parser *ps, pd_ast_kind kind, pd_loc loc, pd_n
   return done(ps, n);
 }
 
-/* `call { body }`: the block an op runs (op("while", ...) { ... }), on a call only. */
+/* `call { body }`: the block an op runs (op("while", ...) { ... }). */
 static pd_ast_node *with_body(pd_parser *ps, pd_ast_node *call, pd_ast_node *body) {
-  if (call->kind != PD_AST_CALL)
-    pd_lex_error(&ps->lex, body->loc, "a block '{ ... }' here follows a call of op(...) (an op "
-                 "that runs a block), not %s", pd_ast_kind_phrase(call->kind));
-  else {
-    call->call.body = body;
-    done(ps, call);
-  }
+  call->call.body = body;
+  done(ps, call);
   return call;
 }
 
@@ -237,7 +232,7 @@ static void yyerror(pd_loc *lloc, pd_parser *ps, const char *msg) {
 
 %type <vec> stmts exprs outputs branches params params_opt args args_opt items_opt subscripts
 %type <node> stmt_opt stmt block if_stmt branch output param
-%type <node> expr or_expr and_expr not_expr comparison sum term unary postfix primary
+%type <node> expr or_expr and_expr not_expr comparison sum term unary postfix call primary
 %type <node> arg subscript slice
 %type <op> cmp_op add_op mul_op
 
@@ -276,13 +271,13 @@ stmt:
     $$->expr_stmt.expr = $1;
     done(ps, $$);
   }
-| expr block {
+| call block {
     CHECK($$ = pd_ast_new(ps->arena, PD_AST_EXPR_STMT, @1));
     $$->expr_stmt.expr = with_body(ps, $1, $2);
     done(ps, $$);
   }
 | exprs '=' expr      { CHECK($$ = assignment(ps, PD_AST_ASSIGN, @1, &$1, $3)); }
-| exprs '=' expr block {
+| exprs '=' call block {
     CHECK($$ = assignment(ps, PD_AST_ASSIGN, @1, &$1, with_body(ps, $3, $4)));
   }
 | LET exprs '=' expr  { CHECK($$ = assignment(ps, PD_AST_LET, @1, &$2, $4)); }
@@ -463,14 +458,7 @@ unary:
 
 postfix:
   primary
-| postfix '(' args_opt ')' {
-    pd_ast_list args;
-    CHECK(vec_finish(ps, &$3, &args) == 0);
-    CHECK($$ = pd_ast_new(ps->arena, PD_AST_CALL, @2));
-    $$->call.callee = $1;
-    $$->call.args = args;
-    done(ps, $$);
-  }
+| call
 | postfix '[' subscripts ']' {
     pd_ast_list subscripts;
     CHECK(vec_finish(ps, &$3, &subscripts) == 0);
@@ -483,6 +471,18 @@ postfix:
     CHECK($$ = pd_ast_new(ps->arena, PD_AST_ATTR, @3));
     $$->attr.object = $1;
     $$->attr.name = $3.data;
+    done(ps, $$);
+  }
+;
+
+/* A call; as a whole statement, or the value of an assignment, it may take a block (above). */
+call:
+  postfix '(' args_opt ')' {
+    pd_ast_list args;
+    CHECK(vec_finish(ps, &$3, &args) == 0);
+    CHECK($$ = pd_ast_new(ps->arena, PD_AST_CALL, @2));
+    $$->call.callee = $1;
+    $$->call.args = args;
     done(ps, $$);
   }
 ;
@@ -705,7 +705,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, pd_parser *ps) {
     }
     /* Classic slips. */
     if (sym == YYTRANSLATE('{'))
-      pd_buf_puts(&m, " (a block follows 'if', 'else', 'for', 'while' or 'def')");
+      pd_buf_puts(&m, " (a block follows 'if', 'else', 'for', 'while', 'def' or a call of op())");
     else if (sym == YYTRANSLATE(PD_TOK_ELSE))
       pd_buf_puts(&m, " ('else' follows the '}' of an 'if')");
     else if (sym == YYTRANSLATE(PD_TOK_NOT) && all_operands)
