@@ -8,6 +8,7 @@
 #include "lang/decompile.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,17 +214,24 @@ static pd_status put_slot(dc *d, const pd_block *b, const pd_slot *s, bool list)
   return PD_OK;
 }
 
+/* " of block N" after an op's index in messages, for an op of a block under block 0, in buf. */
+static const char *of_block(char buf[32], const pd_block *b) {
+  buf[0] = 0;
+  if (b->idx) snprintf(buf, 32, " of block %d", b->idx);
+  return buf;
+}
+
 /* The op's sub-block (its BLOCK attribute), NULL when it runs none; PD_EUNSUPPORTED for what a
  * body cannot say. */
 static pd_status sub_block(dc *d, const pd_block *b, int index, const pd_op_desc *op,
                            const pd_block **sub) {
+  char where[32];
   *sub = NULL;
   for (int j = 0; j < op->nattrs; j++) {
     const pd_attr *a = &op->attrs[j];
     if (a->type == PD_ATTR_BLOCKS)
       return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (%s) runs several blocks, "
-                          "which a script cannot write", index, b->idx ? " of a block" : "",
-                          op->type);
+                          "which a script cannot write", index, of_block(where, b), op->type);
     if (a->type != PD_ATTR_BLOCK) continue;
     const pd_block *s = pd_program_block(d->m->program, a->v.i);
     if (!s || s->parent_idx != b->idx || s == b)
@@ -299,6 +307,7 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
     return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d: '%s' is not an op of pdlang",
                         index, op->type);
   const pd_block *sub;
+  char where[32];
   pd_status st = sub_block(d, b, index, op, &sub);
   if (!st && sub) st = declare_written(d, b, sub);
   if (st) return st;
@@ -306,8 +315,8 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
   for (int j = 0; j < op->ninputs; j++)
     for (int k = 0; k < op->inputs[j].nargs; k++)
       if (strcmp(op->inputs[j].args[k], PD_EMPTY_VAR_NAME) && !defined(d, b, op->inputs[j].args[k]))
-        return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (%s) reads '%s', which no "
-                            "op before it writes", index, b->idx ? " of a block" : "", op->type,
+        return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (%s) reads '%s', which "
+                            "no op before it writes", index, of_block(where, b), op->type,
                             op->inputs[j].args[k]);
   const char **outs = pd_calloc((size_t)op->noutputs + 1, sizeof *outs);
   int nouts = 0, nvars = 0;
