@@ -82,5 +82,7 @@ const pd_command pd_cmd_decompile = {
              "value, ...) in the saved order (a comment gives its index), then load(MODEL) and\n"
              "save(PATH, outputs...) to --save-as PATH (default NAME.decompiled.pdmodel), so\n"
              "that `pdlang run FILE.pd` writes the model again. Names are kept where they are\n"
-             "identifiers. Ops that run sub-blocks (if, while) are not written yet.",
+             "identifiers. An op that runs a block (conditional_block, while) is written\n"
+             "with its block as a body, op(\"while\", ...) { ... }, and a var that a block\n"
+             "below writes first is made before it by declare(shape).",
 };

@@ -216,7 +216,9 @@ static int slots_of(const pd_ast_node *n, slot s[MAX_SLOTS]) {
   case PD_AST_LIST: MANY(NULL, n->list.items); break;
   case PD_AST_UNARY: ONE(NULL, n->unary.operand); break;
   case PD_AST_BINARY: ONE(NULL, n->binary.lhs); ONE(NULL, n->binary.rhs); break;
-  case PD_AST_CALL: ONE("callee", n->call.callee); MANY(NULL, n->call.args); break;
+  case PD_AST_CALL:
+    ONE("callee", n->call.callee); MANY(NULL, n->call.args); ONE("body", n->call.body);
+    break;
   case PD_AST_INDEX: ONE("object", n->index.object); MANY(NULL, n->index.subscripts); break;
   case PD_AST_ATTR: ONE(NULL, n->attr.object); break;
   case PD_AST_IMPORT:

@@ -191,10 +191,12 @@ struct pd_ast_node {
       pd_ast_node *lhs;
       pd_ast_node *rhs;
     } binary;
-    /* CALL (loc: '('): `callee(args)`. */
+    /* CALL (loc: '('): `callee(args)`, and as a statement `callee(args) { body }` (an op that
+     * runs a block: `op("while", ...) { ... }`). */
     struct {
       pd_ast_node *callee;      /* expression, usually a NAME */
       pd_ast_list args;         /* expressions (positional) then KWARG nodes (keyword) */
+      pd_ast_node *body;        /* BLOCK after the call, or NULL */
     } call;
     /* INDEX (loc: '['): `object[subscripts]`. */
     struct {

@@ -464,6 +464,37 @@ static value *b_data(C *c, const builtin *self, call_args *a) {
   return pd_cmp_vtensor(c, v);
 }
 
+/* declare(shape = none, dtype = float32, lod_level = 0): a var of the current block that no op has
+ * written yet, for an op in a block below it to write (op("assign", X = t, Out = v) in the body
+ * of op("conditional_block", ...) { ... }); what `pdlang decompile` writes for such a var. */
+static value *b_declare(C *c, const builtin *self, call_args *a) {
+  static const char *const names[] = {"shape", "dtype", "lod_level", NULL};
+  (void)self;
+  if (!pd_cmp_check_args(c, a, 3, names)) return VERR;
+  pd_loc sloc, lloc;
+  value *shape = pd_cmp_arg(a, 0, "shape", &sloc), *lod = pd_cmp_arg(a, 2, "lod_level", &lloc);
+  int64_t dims[PD_MAX_RANK];
+  int nd = -1;  /* no shape: unknown until an op writes it */
+  pd_dtype dt;
+  if ((shape && !pd_cmp_value_to_dims(c, shape, sloc, "the shape of declare", dims, &nd, true)) ||
+      !pd_cmp_dtype_arg(c, a, 1, &dt))
+    return VERR;
+  if (lod && (lod->k != V_INT || lod->i < 0 || lod->i > 2)) {
+    pd_cmp_error(c, lloc, "declare: 'lod_level' must be 0, 1 or 2");
+    return VERR;
+  }
+  pd_var_desc *v = pd_cmp_var_new(c, c->block, "declare", false);
+  if (!v || (nd >= 0 && pd_var_set_shape(v, nd, dims))) {
+    c->oom = true;
+    return VERR;
+  }
+  v->dtype = dt;
+  v->lod_level = lod ? (int)lod->i : 0;
+  v->stop_gradient = !pd_dtype_is_float(dt);
+  if (!c->call) c->last_decl = v;
+  return pd_cmp_vtensor(c, v);
+}
+
 /* kaiming(uniform = true, fan_in = none): Fluid's MSRA initializer with the gain of relu,
  * sqrt(2): uniform in [-sqrt(6 / fan_in), sqrt(6 / fan_in)], or normal with std
  * sqrt(2 / fan_in); fan_in (the parameter's, unless given) as xavier's. Sets the random op and
@@ -1096,6 +1127,7 @@ static const builtin builtins[] = {
     FN("csv", pd_cmp_b_record),
     OP1A("cumsum", "cumsum", "Out", "axis"),
     FN("data", b_data),
+    FN("declare", b_declare),
     OP1A("dropout", "dropout", "Out", "dropout_prob"),
     OP2("elementwise_add", "elementwise_add", "X", "Y", "Out"),
     OP2("elementwise_div", "elementwise_div", "X", "Y", "Out"),

@@ -4,7 +4,13 @@
  * that names an output slot binds an existing var to it (batch norm's MeanOut = mean: an op
  * that writes a var in place), any other an attribute. Outputs not bound get new vars; the op
  * returns its first output slot's var, or with `outputs = ["Y", ...]` a list of those slots'
- * vars in order (["State", 2] gives a list slot two new vars). What `pdlang decompile` writes for an op no layer covers. */
+ * vars in order (["State", 2] gives a list slot two new vars), with `outputs = "Y"` that slot's
+ * one var. An op that runs a block (its
+ * sub_block attribute: conditional_block, while, recurrent) takes it as a body after the call,
+ * `op("while", X = [...], Condition = c, Out = [...]) { ... }`, compiled into a new block under the
+ * current one (pd_cmp_compile_op_body): its statements read outer vars as they are and write them
+ * only through output slots bound to them. What `pdlang decompile` writes for an op no layer
+ * covers. */
 #include "config.h"
 
 #include <string.h>
@@ -45,6 +51,19 @@ value *pd_cmp_b_op(C *c, const builtin *self, call_args *a) {
   const pd_opdef *def = pd_opdef_lookup(type);
   if (!def) {
     pd_cmp_error(c, a->pos_loc[0], "op: pdlang has no op '%s' (doc/paddle.md lists them)", type);
+    return VERR;
+  }
+  const pd_attrdef *blk = NULL;  /* the sub_block attribute of an op that runs a block */
+  for (int i = 0; i < def->nattrs && !blk; i++)
+    if (def->attrs[i].type == PD_ATTR_BLOCK) blk = &def->attrs[i];
+  if (a->body && !blk) {
+    pd_cmp_error(c, a->body->loc, "op '%s' runs no block, so it takes no '{ ... }' (the ops that "
+                 "do: conditional_block, recurrent, while)", type);
+    return VERR;
+  }
+  if (!a->body && blk) {
+    pd_cmp_error(c, a->loc, "op '%s' runs a block: give it one after the call, op(\"%s\", ...) "
+                 "{ ... }", type, type);
     return VERR;
   }
   pd_op_desc *op = pd_cmp_op_new(c, type, a->loc);
@@ -91,12 +110,29 @@ value *pd_cmp_b_op(C *c, const builtin *self, call_args *a) {
     }
     if (!pd_cmp_set_attr(c, op, ad, v, a->kw_loc[k])) return VERR;
   }
+  if (blk) {
+    int sub;
+    if (!pd_cmp_compile_op_body(c, a->body, &sub)) return VERR;
+    if (pd_op_set_attr_block(op, blk->name, sub)) {
+      c->oom = true;
+      return VERR;
+    }
+  }
   int nwant = 0;
   const char **want = NULL;
   int *count = NULL;
+  /* outputs = "Scope": that one slot's var, returned alone (not in a list) */
+  bool one_slot = outputs && outputs->k == V_STR;
+  if (one_slot) {
+    value *l = pd_cmp_vnew(c, V_LIST);
+    if (l == VERR || !(l->list.items = pd_cmp_calloc(c, sizeof *l->list.items))) return VERR;
+    l->list.n = 1;
+    l->list.items[0] = outputs;
+    outputs = l;
+  }
   if (outputs) {
     if (outputs->k != V_LIST) {
-      pd_cmp_error(c, oloc, "op: 'outputs' must be a list of the op's output slots");
+      pd_cmp_error(c, oloc, "op: 'outputs' must be an output slot's name or a list of them");
       return VERR;
     }
     nwant = outputs->list.n;
@@ -132,7 +168,9 @@ value *pd_cmp_b_op(C *c, const builtin *self, call_args *a) {
       if (strcmp(want[j], s->name) == 0) asked = true, n = count ? count[j] : 1;
     if (pd_op_output(op, s->name) || (!asked && (s->flags & PD_SLOT_DISPENSABLE))) continue;
     if (n == 1) {
-      if (!pd_cmp_op_out(c, op, s->name, type)) return VERR;
+      pd_var_desc *v = pd_cmp_op_out(c, op, s->name, type);
+      if (!v) return VERR;
+      if (s->flags & PD_SLOT_SCOPES) v->type = PD_VAR_STEP_SCOPES;
       continue;
     }
     const char **names = pd_cmp_calloc(c, sizeof *names * (size_t)n);
@@ -175,7 +213,7 @@ value *pd_cmp_b_op(C *c, const builtin *self, call_args *a) {
     return VERR;
   }
   value *r = pd_cmp_op_finish(c, op, first);
-  if (r == VERR || !outputs) return r;
+  if (r == VERR || !outputs || (one_slot && nvals == 1)) return r;
   value *l = pd_cmp_vnew(c, V_LIST);
   if (l == VERR) return VERR;
   l->list.n = nvals;

@@ -598,6 +598,24 @@ bool pd_cmp_set_attr(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_lo
     }
     break;
   }
+  case PD_ATTR_STRINGS: {
+    if (v->k != V_LIST) {
+      if (v->k != V_ERROR) pd_cmp_error(c, loc, "%s must be a list of strings", what);
+      return false;
+    }
+    const char **ss = pd_cmp_calloc(c, sizeof *ss * (size_t)(v->list.n ? v->list.n : 1));
+    if (!ss) return false;
+    for (int i = 0; i < v->list.n; i++) {
+      if (v->list.items[i]->k != V_STR) {
+        pd_cmp_error(c, loc, "%s must be a list of strings (item %d is %s)", what, i,
+                     pd_cmp_vkind_phrase(v->list.items[i]));
+        return false;
+      }
+      ss[i] = v->list.items[i]->s;
+    }
+    r = pd_op_set_attr_strings(op, ad->name, v->list.n, ss);
+    break;
+  }
   case PD_ATTR_FLOATS: {
     if (v->k != V_LIST) {
       if (v->k != V_ERROR) pd_cmp_error(c, loc, "%s must be a list of numbers", what);
@@ -725,6 +743,12 @@ static void adopt_name(C *c, value *v, const char *name) {
         pd_block_rename_var(c->unit->main->blocks[0], var, name))
       c->oom = true;
     c->last_param = NULL;
+    return;
+  }
+  if (var == c->last_decl) {  /* declare(): a var no op writes yet */
+    c->last_decl = NULL;
+    pd_block *b = pd_block_find_var_local(c->block, var->name) ? c->block : NULL;
+    if (b && !pd_cmp_name_taken(c, name) && pd_block_rename_var(b, var, name)) c->oom = true;
     return;
   }
   if (var != c->last_temp || c->block->nops == 0 || pd_cmp_name_taken(c, name)) return;

@@ -4,6 +4,7 @@
  * (lang/compile_int.h). */
 #include "config.h"
 #include "lang/compile_int.h"
+#include "lang/builtins_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -458,8 +459,17 @@ static value *eval_call(C *c, const pd_ast_node *e) {
   const pd_ast_node *callee = e->call.callee;
   value *fn = pd_cmp_eval(c, callee);
   if (fn->k == V_ERROR) return VERR;
+  if (e->call.body && !(fn->k == V_BUILTIN && fn->bi->fn == pd_cmp_b_op)) {
+    pd_buf b;
+    pd_buf_init(&b);
+    pd_cmp_describe(c, fn, &b);
+    pd_cmp_error(c, e->call.body->loc, "a block '{ ... }' follows a call of op(...) only (an op "
+                 "that runs a block: op(\"while\", ...) { ... }), not of %s", b.data ? b.data : "?");
+    pd_buf_free(&b);
+    return VERR;
+  }
   size_t n = e->call.args.len;
-  call_args a = {.loc = callee->loc};
+  call_args a = {.loc = callee->loc, .body = e->call.body};
   a.fname = fn->k == V_BUILTIN ? fn->bi->name
           : fn->k == V_FUNC    ? fn->fn.def->def.name->name.id
                                : "function";

@@ -95,6 +95,7 @@ typedef struct call_args {
   const char **kw;
   value **kwv;
   pd_loc *kw_loc;
+  const pd_ast_node *body;  /* `op(...) { body }`: the block the op runs, else NULL */
 } call_args;
 
 typedef value *(*builtin_fn)(C *c, const builtin *self, call_args *a);
@@ -160,7 +161,9 @@ typedef struct rows_split {
   struct { const char *outer; pd_var_desc *part[2]; } *e;
 } rows_split;
 
-typedef enum cf_kind { CF_ROWS, CF_SCALAR, CF_FOR, CF_WHILE } cf_kind;
+/* CF_OP: the body of `op(type, ...) { ... }`, a block op's sub_block as written (outer vars read
+ * as they are, nothing added to the op). */
+typedef enum cf_kind { CF_ROWS, CF_SCALAR, CF_FOR, CF_WHILE, CF_OP } cf_kind;
 
 struct cflow {
   cf_kind kind;
@@ -217,6 +220,7 @@ struct pd_compiler {
   int call_depth;
   pd_var_desc *last_temp;   /* the newest temp var made outside a function (renamable) */
   pd_var_desc *last_param;  /* the newest parameter made outside a function (renamable) */
+  pd_var_desc *last_decl;   /* the newest var declare() made outside a function (renamable) */
   size_t capactions;        /* capacity of unit->actions */
   bool oom;
   int64_t work;             /* compile-time work so far (PD_CMP_WORK_BUDGET) */
@@ -325,6 +329,9 @@ value *pd_cmp_binary_tensor(C *c, pd_ast_op op, value *l, value *r, pd_loc loc);
 /* compile_stmt.c: statements and control flow */
 /* Compile a block's statements in order, in the current scope and block. */
 void pd_cmp_compile_block(C *c, const pd_ast_node *block);
+/* The body of `op(type, ...) { body }`: compiled into a new block under the current one, in a
+ * scope of its own (CF_OP); its index in *idx. False when it reported errors (or out of memory). */
+bool pd_cmp_compile_op_body(C *c, const pd_ast_node *body, int *idx);
 
 /* The visible name or builtin closest to a misspelt id (pd_suggest_consider), or NULL. */
 const char *pd_cmp_suggest_name(C *c, const char *id);

@@ -861,6 +861,17 @@ static bool compile_while(C *c, const pd_ast_node *s) {
   return pd_cmp_op_finish(c, op, scopes)->k != V_ERROR;
 }
 
+bool pd_cmp_compile_op_body(C *c, const pd_ast_node *body, int *idx) {
+  symtab *saved = c->scope;
+  int errors = c->diags->nerrors;
+  cflow *f = cf_open(c, CF_OP, SC_BRANCH);
+  if (!f) return false;
+  *idx = f->block->idx;
+  pd_cmp_compile_block(c, body);
+  cf_close(c, f, saved);
+  return c->diags->nerrors == errors && !c->oom;
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* Statements.                                                                                 */
 

@@ -270,6 +270,140 @@ static bool make_params(C *c, pd_cmp_model *md, pd_loc loc) {
   return ok;
 }
 
+/* Whether an input slot carries values a gradient flows back to (not a shape or a scalar read
+ * on the host: fill_constant_batch_size_like's Input, a ShapeTensor). */
+static bool value_slot(const pd_opdef *def, const char *slot) {
+  for (int i = 0; def && i < def->ninputs; i++)
+    if (strcmp(def->inputs[i].name, slot) == 0)
+      return !(def->inputs[i].flags & (PD_SLOT_HOST | PD_SLOT_ANY));
+  return true;
+}
+
+static bool float_var(const pd_block *b, const char *name) {
+  const pd_var_desc *v = pd_block_find_var(b, name);
+  return v && v->type == PD_VAR_LOD_TENSOR && pd_dtype_is_float(v->dtype);
+}
+
+/* " of block N" for an op of a sub-block, in messages. */
+static const char *of_block(C *c, const pd_block *b) {
+  return b->idx ? pd_cmp_fmt(c, " of block %d", b->idx) : "";
+}
+
+/* The ops of saved block b and the blocks under it, in the order they run: a block op's block
+ * before the op. False on out of memory. */
+typedef struct run_op {
+  const pd_op_desc *op;
+  const pd_block *b;
+  int i;                    /* its index in b */
+} run_op;
+
+static bool ops_in_order(const pd_program *p, const pd_block *b, run_op **ops, size_t *n,
+                         size_t *cap, int depth) {
+  for (int i = 0; i < b->nops; i++) {
+    const pd_op_desc *op = b->ops[i];
+    for (int j = 0; j < op->nattrs && depth < PD_MAX_BLOCK_DEPTH; j++) {
+      const pd_block *sb =
+          op->attrs[j].type == PD_ATTR_BLOCK ? pd_program_block(p, op->attrs[j].v.i) : NULL;
+      if (sb && sb->parent_idx == b->idx && sb != b && !ops_in_order(p, sb, ops, n, cap, depth + 1))
+        return false;
+    }
+    if (PD_GROW(*ops, *cap, *n + 1)) return false;
+    (*ops)[(*n)++] = (run_op){op, b, i};
+  }
+  return true;
+}
+
+/* Walk the ops once: back (reach: the vars the model's outputs are computed from) or forward
+ * (from: a float var -> a trainable parameter it is computed from through ops with gradients).
+ * Returns how many vars were added; -1 on out of memory. With report, an op without a gradient
+ * that carries such a var into a var that reaches an output is an error at the call instead. */
+static int walk(C *c, pd_cmp_model *md, const run_op *ops, size_t n, pd_strmap *reach,
+                pd_strmap *from, bool back, bool report, pd_loc loc) {
+  int added_n = 0;
+  bool added;
+  for (size_t r = 0; r < n; r++) {
+    const run_op *ro = &ops[back ? n - 1 - r : r];
+    const pd_op_desc *op = ro->op;
+    if (back) {
+      bool hit = false;
+      for (int j = 0; !hit && j < op->noutputs; j++)
+        for (int k = 0; !hit && k < op->outputs[j].nargs; k++)
+          hit = pd_strmap_find(reach, op->outputs[j].args[k]) != NULL;
+      for (int j = 0; hit && j < op->ninputs; j++)
+        for (int k = 0; k < op->inputs[j].nargs; k++) {
+          if (!pd_strmap_add(reach, op->inputs[j].args[k], &added)) return -1;
+          added_n += added;
+        }
+      continue;
+    }
+    const pd_opdef *def = pd_opdef_lookup(op->type);
+    const char *param = NULL;
+    for (int j = 0; !param && j < op->ninputs; j++)
+      for (int k = 0; !param && k < op->inputs[j].nargs; k++)
+        if (value_slot(def, op->inputs[j].param) && float_var(ro->b, op->inputs[j].args[k]))
+          param = pd_strmap_get_ptr(from, op->inputs[j].args[k]);
+    if (!param) continue;
+    bool diff = def && (def->flags & PD_OPF_DIFF);
+    for (int j = 0; j < op->noutputs; j++)
+      for (int k = 0; k < op->outputs[j].nargs; k++) {
+        const char *out = op->outputs[j].args[k];
+        if (!float_var(ro->b, out)) continue;
+        if (diff) {
+          pd_strmap_entry *e = pd_strmap_add(from, out, &added);
+          if (!e) return -1;
+          if (added) e->val.p = (void *)param, added_n++;
+        } else if (report && pd_strmap_find(reach, out)) {
+          pd_cmp_error(c, loc, "op %d%s (%s) of '%s' has no gradient, yet the model's outputs "
+                       "depend through it on the trainable parameter '%s': freeze the "
+                       "parameters before it (import_model(\"%s\", freeze = [\"%s\", ...])) or "
+                       "import the model with trainable = false", ro->i, of_block(c, ro->b),
+                       op->type, md->path, param, md->path, param);
+          return 0;
+        }
+      }
+  }
+  return added_n;
+}
+
+/* Training through the model: every op between a trainable parameter and the model's outputs
+ * needs a gradient. The vars that reach a fetch target are found walking back, the float vars
+ * computed from a trainable parameter walking forward (again, until nothing changes: a while
+ * loop carries them round); then an op without a gradient that reads such a var and writes a
+ * float var that reaches an output is an error at the call naming it. False after reporting (or
+ * on out of memory). */
+static bool check_gradients(C *c, pd_cmp_model *md, pd_loc loc) {
+  const pd_program *p = md->m.program;
+  const pd_block *src = p->blocks[0];
+  pd_strmap reach, from;
+  pd_strmap_init(&reach, false);
+  pd_strmap_init(&from, false);
+  run_op *ops = NULL;
+  size_t n = 0, cap = 0;
+  bool ok = ops_in_order(p, src, &ops, &n, &cap, 0), added;
+  for (int i = 0; ok && i < md->m.nfetches; i++)
+    ok = pd_strmap_add(&reach, md->m.fetches[i].var, &added) != NULL;
+  for (int i = 0; ok && i < src->nvars; i++) {
+    const pd_var_desc *v = src->vars[i];
+    if (v->persistable && float_var(src, v->name) && !frozen(md, v->name) &&
+        !written(src, v->name)) {
+      pd_strmap_entry *e = pd_strmap_add(&from, v->name, &added);
+      if (!(ok = e != NULL)) break;
+      e->val.p = (void *)v->name;
+    }
+  }
+  int more = 1;
+  while (ok && more > 0) ok = (more = walk(c, md, ops, n, &reach, &from, true, false, loc)) >= 0;
+  more = 1;
+  while (ok && more > 0) ok = (more = walk(c, md, ops, n, &reach, &from, false, false, loc)) >= 0;
+  int errors = c->diags->nerrors;
+  if (ok) ok = walk(c, md, ops, n, &reach, &from, false, true, loc) >= 0;
+  pd_free(ops);
+  pd_strmap_free(&reach);
+  pd_strmap_free(&from);
+  if (!ok) c->oom = true;
+  return ok && c->diags->nerrors == errors;
+}
+
 /* The index of feed target `name` of the model, else -1. */
 static int feed_index(const pd_model *m, const char *name) {
   for (int i = 0; i < m->nfeeds; i++)
@@ -333,6 +467,153 @@ static pd_var_desc *mapped(const pd_strmap *map, const char *name) {
   return pd_strmap_get_ptr(map, name);
 }
 
+/* Copying the saved program's ops into the script's program at a call. */
+typedef struct copy_ctx {
+  C *c;
+  pd_cmp_model *md;
+  pd_loc loc;               /* the call */
+  pd_strmap *map;           /* a var of the saved block 0 -> the script's var (md->last) */
+  pd_strmap inner;          /* "BLOCK:name", a var of a saved sub-block -> the script's var */
+  pd_block **to;            /* a block of the saved program (by index) -> the script's block */
+  pd_var_desc *last_out;    /* the newest output made */
+} copy_ctx;
+
+/* The script's var for var `name` as an op of saved block b names it (the block that declares
+ * it decides which), else NULL; *owner (when not NULL) gets that block. */
+static pd_var_desc *map_var(copy_ctx *k, const pd_block *b, const char *name,
+                            const pd_block **owner) {
+  const pd_block *o = NULL;
+  if (!pd_block_find_var_visible(b, name, &o) || !o) o = b;
+  if (owner) *owner = o;
+  if (o->idx == 0) return mapped(k->map, name);
+  const char *key = pd_cmp_fmt(k->c, "%d:%s", o->idx, name);
+  return key ? pd_strmap_get_ptr(&k->inner, key) : NULL;
+}
+
+/* Rewrite the args of slot s of the copied op nop (an op of saved block b) to the script's
+ * vars; outputs get new vars in the block that declares them the first time. */
+static bool map_slot(copy_ctx *k, const pd_block *b, int i, const pd_op_desc *op, pd_slot *s,
+                     bool output) {
+  C *c = k->c;
+  for (int j = 0; j < s->nargs; j++) {
+    if (strcmp(s->args[j], PD_EMPTY_VAR_NAME) == 0) continue;
+    const pd_block *o;
+    pd_var_desc *v = map_var(k, b, s->args[j], &o);
+    if (!v && !output) {
+      pd_cmp_error(c, k->loc, "op %d%s (%s) of '%s' reads '%s', which is no input, parameter "
+                   "or output of an op before it", i, of_block(c, b), op->type, k->md->path,
+                   s->args[j]);
+      return false;
+    }
+    if (!v) {
+      const pd_var_desc *ov = pd_block_find_var_local(o, s->args[j]);
+      pd_block *tb = k->to[o->idx];
+      v = tb ? pd_cmp_var_new(c, tb, pd_cmp_fmt(c, "%s%s", k->md->prefix, s->args[j]), false)
+             : NULL;
+      if (!v || (ov && !copy_var_type(v, ov))) goto oom;
+      v->stop_gradient = !pd_dtype_is_float(v->dtype);  /* the shape is inferred below */
+      bool added;
+      pd_strmap_entry *e;
+      if (o->idx == 0) e = pd_strmap_add(k->map, s->args[j], &added);
+      else {
+        const char *key = pd_cmp_fmt(c, "%d:%s", o->idx, s->args[j]);
+        e = key ? pd_strmap_add(&k->inner, key, &added) : NULL;
+      }
+      if (!e) goto oom;
+      e->val.p = v;
+    }
+    char *dup = pd_strdup(v->name);
+    if (!dup) goto oom;
+    pd_free(s->args[j]);
+    s->args[j] = dup;
+    if (output && o->idx == 0) k->last_out = v;
+  }
+  return true;
+oom:
+  c->oom = true;
+  return false;
+}
+
+/* Copy the ops of saved block b into the script's block k->to[b->idx], in order; an op that runs
+ * a block gets a new block of the script, its ops copied first. */
+static bool copy_ops(copy_ctx *k, const pd_block *b) {
+  C *c = k->c;
+  const pd_program *sp = k->md->m.program;
+  for (int i = 0; i < b->nops; i++) {
+    const pd_op_desc *op = b->ops[i];
+    if (strcmp(op->type, "feed") == 0 || strcmp(op->type, "fetch") == 0) continue;
+    if (!pd_cmp_spend(c, PD_CMP_WORK_OP, k->loc)) return false;
+    const pd_attr *blk = NULL;
+    for (int j = 0; j < op->nattrs; j++) {
+      const pd_attr *at = &op->attrs[j];
+      if (at->type == PD_ATTR_BLOCK) blk = at;
+      const pd_block *sb = at->type == PD_ATTR_BLOCK ? pd_program_block(sp, at->v.i) : NULL;
+      if (at->type == PD_ATTR_BLOCKS || (blk && !strcmp(op->type, "recurrent")) ||
+          (at->type == PD_ATTR_BLOCK && (!sb || sb->parent_idx != b->idx || sb == b))) {
+        pd_cmp_error(c, k->loc, "op %d%s (%s) of '%s' runs %s, which cannot be called as a layer "
+                     "(pdlang exec runs it)", i, of_block(c, b), op->type, k->md->path,
+                     at->type == PD_ATTR_BLOCKS ? "several blocks"
+                     : !sb || sb->parent_idx != b->idx || sb == b ? "a block that is not under its own"
+                     : "a recurrent block (it names the block's vars in its attributes)");
+        return false;
+      }
+    }
+    int sub = -1;
+    if (blk) {
+      const pd_block *sb = pd_program_block(sp, blk->v.i);
+      pd_block *nb = pd_program_add_block(c->unit->main, k->to[b->idx]->idx);
+      if (!nb) goto oom;
+      k->to[sb->idx] = nb;
+      sub = nb->idx;
+      if (!copy_ops(k, sb)) return false;
+    }
+    pd_block *dst = k->to[b->idx];
+    pd_op_desc *nop = pd_block_copy_op(dst, -1, op);
+    if (!nop || !pd_cmp_op_set_loc(c, nop, k->loc)) goto oom;
+    if (blk && pd_op_set_attr_block(nop, blk->name, sub)) goto oom;
+    for (int j = 0; j < nop->ninputs; j++)
+      if (!map_slot(k, b, i, op, &nop->inputs[j], false)) return false;
+    for (int j = 0; j < nop->noutputs; j++)
+      if (!map_slot(k, b, i, op, &nop->outputs[j], true)) return false;
+    pd_block *saved = c->block;
+    c->block = dst;  /* temps of the op go beside it */
+    bool temps = pd_cmp_op_temps(c, nop);
+    c->block = saved;
+    if (!temps) goto oom;
+    pd_op_remove_attr(nop, "op_callstack");  /* Paddle's Python stack: the call's line instead */
+    const pd_opdef *def = pd_opdef_lookup(nop->type);
+    if (def && pd_opdef_attr(def, "is_test") && pd_op_set_attr_bool(nop, "is_test", false))
+      goto oom;
+    pd_error err = {0};
+    pd_status st = pd_opdef_prepare(nop, dst, &err);
+    if (st == PD_ENOMEM) goto oom;
+    if (st) {
+      pd_cmp_error(c, k->loc, "op %d%s (%s) of '%s': %s", i, of_block(c, b), op->type,
+                   k->md->path, err.msg ? err.msg : pd_status_str(st));
+      pd_error_clear(&err);
+      return false;
+    }
+  }
+  return true;
+oom:
+  c->oom = true;
+  return false;
+}
+
+/* Whether exactly one slot of one op of p names var `name`. */
+static bool named_once(const pd_program *p, const char *name) {
+  int n = 0;
+  for (int b = 0; b < p->nblocks && n < 2; b++)
+    for (int i = 0; i < p->blocks[b]->nops && n < 2; i++) {
+      const pd_op_desc *op = p->blocks[b]->ops[i];
+      for (int j = 0; j < op->ninputs; j++)
+        for (int k = 0; k < op->inputs[j].nargs; k++) n += !strcmp(op->inputs[j].args[k], name);
+      for (int j = 0; j < op->noutputs; j++)
+        for (int k = 0; k < op->outputs[j].nargs; k++) n += !strcmp(op->outputs[j].args[k], name);
+    }
+  return n == 1;
+}
+
 value *pd_cmp_call_model(C *c, value *mv, call_args *a) {
   pd_cmp_model *md = mv->model;
   const pd_model *m = &md->m;
@@ -345,7 +626,7 @@ value *pd_cmp_call_model(C *c, value *mv, call_args *a) {
   value **in = pd_cmp_calloc(c, sizeof *in * (size_t)(m->nfeeds + 1));
   pd_loc *in_loc = pd_cmp_calloc(c, sizeof *in_loc * (size_t)(m->nfeeds + 1));
   if (!in || !in_loc || !bind_inputs(c, md, a, in, in_loc)) return VERR;
-  if (!md->made && !make_params(c, md, a->loc)) return VERR;
+  if (!md->made && (!check_gradients(c, md, a->loc) || !make_params(c, md, a->loc))) return VERR;
   pd_strmap_free(&md->last);
   md->called = false;
   pd_strmap *map = &md->last;
@@ -363,71 +644,18 @@ value *pd_cmp_call_model(C *c, value *mv, call_args *a) {
     if (!pn || !(e = pd_strmap_add(map, o->name, &added))) goto oom;
     e->val.p = pd_block_find_var_local(mb, pn);
   }
-  pd_var_desc *last_out = NULL;
-  for (int i = 0; i < src->nops; i++) {
-    const pd_op_desc *op = src->ops[i];
-    if (strcmp(op->type, "feed") == 0 || strcmp(op->type, "fetch") == 0) continue;
-    if (!pd_cmp_spend(c, PD_CMP_WORK_OP, a->loc)) return VERR;
-    for (int j = 0; j < op->nattrs; j++)
-      if (op->attrs[j].type == PD_ATTR_BLOCK || op->attrs[j].type == PD_ATTR_BLOCKS) {
-        pd_cmp_error(c, a->loc, "op %d (%s) of '%s' runs a sub-block: a saved model with control "
-                     "flow cannot be called as a layer yet (pdlang exec runs it)", i, op->type,
-                     md->path);
-        return VERR;
-      }
-    pd_op_desc *nop = pd_block_copy_op(c->block, -1, op);
-    if (!nop || !pd_cmp_op_set_loc(c, nop, a->loc)) goto oom;
-    for (int j = 0; j < nop->ninputs; j++) {
-      pd_slot *s = &nop->inputs[j];
-      for (int k = 0; k < s->nargs; k++) {
-        if (strcmp(s->args[k], PD_EMPTY_VAR_NAME) == 0) continue;
-        pd_var_desc *v = mapped(map, s->args[k]);
-        if (!v) {
-          pd_cmp_error(c, a->loc, "op %d (%s) of '%s' reads '%s', which is no input, parameter "
-                       "or output of an op before it", i, op->type, md->path, s->args[k]);
-          return VERR;
-        }
-        char *dup = pd_strdup(v->name);
-        if (!dup) goto oom;
-        pd_free(s->args[k]);
-        s->args[k] = dup;
-      }
-    }
-    for (int j = 0; j < nop->noutputs; j++) {
-      pd_slot *s = &nop->outputs[j];
-      for (int k = 0; k < s->nargs; k++) {
-        if (strcmp(s->args[k], PD_EMPTY_VAR_NAME) == 0) continue;
-        pd_var_desc *v = mapped(map, s->args[k]);
-        if (!v) {
-          const pd_var_desc *o = pd_block_find_var_local(src, s->args[k]);
-          v = pd_cmp_var_new(c, c->block, pd_cmp_fmt(c, "%s%s", md->prefix, s->args[k]), false);
-          if (!v || (o && !copy_var_type(v, o))) goto oom;
-          v->stop_gradient = !pd_dtype_is_float(v->dtype);  /* the shape is inferred below */
-          if (!(e = pd_strmap_add(map, s->args[k], &added))) goto oom;
-          e->val.p = v;
-        }
-        char *dup = pd_strdup(v->name);
-        if (!dup) goto oom;
-        pd_free(s->args[k]);
-        s->args[k] = dup;
-        last_out = v;
-      }
-    }
-    if (!pd_cmp_op_temps(c, nop)) goto oom;
-    pd_op_remove_attr(nop, "op_callstack");  /* Paddle's Python stack: the call's line instead */
-    const pd_opdef *def = pd_opdef_lookup(nop->type);
-    if (def && pd_opdef_attr(def, "is_test") && pd_op_set_attr_bool(nop, "is_test", false))
-      goto oom;
-    pd_error err = {0};
-    pd_status st = pd_opdef_prepare(nop, c->block, &err);
-    if (st == PD_ENOMEM) goto oom;
-    if (st) {
-      pd_cmp_error(c, a->loc, "op %d (%s) of '%s': %s", i, op->type, md->path,
-                   err.msg ? err.msg : pd_status_str(st));
-      pd_error_clear(&err);
-      return VERR;
-    }
+  copy_ctx k = {.c = c, .md = md, .loc = a->loc, .map = map};
+  pd_strmap_init(&k.inner, true);
+  if (!(k.to = pd_calloc((size_t)m->program->nblocks + 1, sizeof *k.to))) {
+    pd_strmap_free(&k.inner);
+    goto oom;
   }
+  k.to[0] = c->block;
+  bool copied = copy_ops(&k, src);
+  pd_var_desc *last_out = k.last_out;
+  pd_free(k.to);
+  pd_strmap_free(&k.inner);
+  if (!copied) return VERR;
   md->called = true;
   value **outs = pd_cmp_calloc(c, sizeof *outs * (size_t)m->nfetches);
   if (!outs) return VERR;
@@ -441,7 +669,10 @@ value *pd_cmp_call_model(C *c, value *mv, call_args *a) {
     outs[i] = pd_cmp_vtensor(c, v);
   }
   if (m->nfetches == 1) {
-    if (!c->call && outs[0]->var == last_out) c->last_temp = last_out;
+    /* renamable after the assignment's name when the last op alone names it (not a var that
+     * several ops write, as a cond's output that each branch's block assigns) */
+    if (!c->call && outs[0]->var == last_out && named_once(c->unit->main, last_out->name))
+      c->last_temp = last_out;
     return outs[0];
   }
   value *l = pd_cmp_vnew(c, V_LIST);

@@ -154,6 +154,13 @@ static pd_ast_node *assignment(pd_parser *ps, pd_ast_kind kind, pd_loc loc, pd_n
   return done(ps, n);
 }
 
+/* `call { body }`: the block an op runs (op("while", ...) { ... }). */
+static pd_ast_node *with_body(pd_parser *ps, pd_ast_node *call, pd_ast_node *body) {
+  call->call.body = body;
+  done(ps, call);
+  return call;
+}
+
 /* A node of `kind` whose one list payload (block.stmts, list.items, return_.values,
  * emit.outputs) is `v` (consumed). */
 static pd_ast_node *with_list(pd_parser *ps, pd_ast_kind kind, pd_loc loc, pd_node_vec *v) {
@@ -225,7 +232,7 @@ static void yyerror(pd_loc *lloc, pd_parser *ps, const char *msg) {
 
 %type <vec> stmts exprs outputs branches params params_opt args args_opt items_opt subscripts
 %type <node> stmt_opt stmt block if_stmt branch output param
-%type <node> expr or_expr and_expr not_expr comparison sum term unary postfix primary
+%type <node> expr or_expr and_expr not_expr comparison sum term unary postfix call primary
 %type <node> arg subscript slice
 %type <op> cmp_op add_op mul_op
 
@@ -264,7 +271,15 @@ stmt:
     $$->expr_stmt.expr = $1;
     done(ps, $$);
   }
+| call block {
+    CHECK($$ = pd_ast_new(ps->arena, PD_AST_EXPR_STMT, @1));
+    $$->expr_stmt.expr = with_body(ps, $1, $2);
+    done(ps, $$);
+  }
 | exprs '=' expr      { CHECK($$ = assignment(ps, PD_AST_ASSIGN, @1, &$1, $3)); }
+| exprs '=' call block {
+    CHECK($$ = assignment(ps, PD_AST_ASSIGN, @1, &$1, with_body(ps, $3, $4)));
+  }
 | LET exprs '=' expr  { CHECK($$ = assignment(ps, PD_AST_LET, @1, &$2, $4)); }
 | IMPORT STRING {
     CHECK($$ = pd_ast_new(ps->arena, PD_AST_IMPORT, @1));
@@ -443,14 +458,7 @@ unary:
 
 postfix:
   primary
-| postfix '(' args_opt ')' {
-    pd_ast_list args;
-    CHECK(vec_finish(ps, &$3, &args) == 0);
-    CHECK($$ = pd_ast_new(ps->arena, PD_AST_CALL, @2));
-    $$->call.callee = $1;
-    $$->call.args = args;
-    done(ps, $$);
-  }
+| call
 | postfix '[' subscripts ']' {
     pd_ast_list subscripts;
     CHECK(vec_finish(ps, &$3, &subscripts) == 0);
@@ -463,6 +471,18 @@ postfix:
     CHECK($$ = pd_ast_new(ps->arena, PD_AST_ATTR, @3));
     $$->attr.object = $1;
     $$->attr.name = $3.data;
+    done(ps, $$);
+  }
+;
+
+/* A call; as a whole statement, or the value of an assignment, it may take a block (above). */
+call:
+  postfix '(' args_opt ')' {
+    pd_ast_list args;
+    CHECK(vec_finish(ps, &$3, &args) == 0);
+    CHECK($$ = pd_ast_new(ps->arena, PD_AST_CALL, @2));
+    $$->call.callee = $1;
+    $$->call.args = args;
     done(ps, $$);
   }
 ;
@@ -685,7 +705,7 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, pd_parser *ps) {
     }
     /* Classic slips. */
     if (sym == YYTRANSLATE('{'))
-      pd_buf_puts(&m, " (a block follows 'if', 'else', 'for', 'while' or 'def')");
+      pd_buf_puts(&m, " (a block follows 'if', 'else', 'for', 'while', 'def' or a call of op())");
     else if (sym == YYTRANSLATE(PD_TOK_ELSE))
       pd_buf_puts(&m, " ('else' follows the '}' of an 'if')");
     else if (sym == YYTRANSLATE(PD_TOK_NOT) && all_operands)

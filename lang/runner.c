@@ -285,6 +285,29 @@ static bool read_anywhere(const pd_program *p, const char *name) {
   return false;
 }
 
+/* How the ops of block b first touch var `name` as they run (a block op: its inputs, then its
+ * block's ops, unless the block declares a var of that name itself, then its outputs): 1 a read,
+ * 2 a write, 0 not at all. A var that an op reads before any writes it is fed, even when a later
+ * op writes it in place (a while loop that updates its input). */
+static int first_touch(const pd_program *p, const pd_block *b, const char *name, int depth) {
+  for (int i = 0; i < b->nops; i++) {
+    const pd_op_desc *op = b->ops[i];
+    for (int s = 0; s < op->ninputs; s++)
+      if (in_list(name, (const char *const *)op->inputs[s].args, op->inputs[s].nargs)) return 1;
+    for (int a = 0; a < op->nattrs && depth < PD_MAX_BLOCK_DEPTH; a++) {
+      if (op->attrs[a].type != PD_ATTR_BLOCK) continue;
+      const pd_block *sub = pd_program_block(p, op->attrs[a].v.i);
+      if (!sub || sub->parent_idx != b->idx || sub == b || pd_block_find_var_local(sub, name))
+        continue;
+      int t = first_touch(p, sub, name, depth + 1);
+      if (t) return t;
+    }
+    for (int s = 0; s < op->noutputs; s++)
+      if (in_list(name, (const char *const *)op->outputs[s].args, op->outputs[s].nargs)) return 2;
+  }
+  return 0;
+}
+
 static int data_vars(const pd_runner *r, const pd_program *p, bool unread, const char **names,
                      int cap) {
   const pd_block *b0 = p->blocks[0];
@@ -292,7 +315,9 @@ static int data_vars(const pd_runner *r, const pd_program *p, bool unread, const
   for (int i = 0; i < b0->nvars; i++) {
     const pd_var_desc *v = b0->vars[i];
     if (v->persistable || v->type != PD_VAR_LOD_TENSOR) continue;
-    if ((!unread && !read_anywhere(p, v->name)) || written(p, v->name)) continue;
+    if (!unread && !read_anywhere(p, v->name)) continue;
+    int t = first_touch(p, b0, v->name, 0);
+    if (t == 2 || (t == 0 && written(p, v->name))) continue;
     pd_variable *gv = pd_scope_find_local_var(r->global, v->name);
     if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor)) continue;
     if (n < cap) names[n] = v->name;

@@ -35,7 +35,8 @@
  *            ONE("LearningRate", HOST) on the host (the kernel reads them there), OPT_LIST("X",
  *            ANY) wherever they are (a control-flow op only hands them to its block); without
  *            one, where the op computes. A gradient op's slots take their forward slot's
- *            (vm/ops/ops_grad.c)
+ *            (vm/ops/ops_grad.c). SCOPES (ONE("Scope", ANY | SCOPES)): the STEP_SCOPES var of
+ *            a block op, which op(...) makes of that type
  *   attrs    ATTRS(attr, ...) or NONE. An attribute is INT, LONG, FLOAT or BOOL(name, default),
  *            STR(name, default), ENUM(name, default, other allowed values...), INTS(name,
  *            default elements...), INTS_EMPTY / LONGS_EMPTY / FLOATS_EMPTY / STRS_EMPTY(name)
@@ -223,7 +224,8 @@ PD_OP(concat, DIFF | GPU | GPU_GRAD, concat, IN(LIST("X"), OPT("AxisTensor", HOS
 /* Control flow: the condition is read on the host; the vars a block reads and writes stay
  * where its ops put them. */
 PD_OP(conditional_block, DIFF, conditional_block,
-      IN(LIST("Cond", HOST), OPT_LIST("Input", ANY)), OUT(OPT_LIST("Out", ANY), ONE("Scope", ANY)),
+      IN(LIST("Cond", HOST), OPT_LIST("Input", ANY)),
+      OUT(OPT_LIST("Out", ANY), ONE("Scope", ANY | SCOPES)),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_scalar_condition", false),
             STRS_EMPTY("skip_eager_deletion_vars")))
 /* conv2d's signature; depthwise_conv2d is the name Paddle gives a conv2d whose groups are its
@@ -492,7 +494,7 @@ PD_OP(range, GPU, range, IN(ONE("Start", HOST), ONE("End", HOST), ONE("Step", HO
       OUT(ONE("Out")), NONE)
 PD_OP(recurrent, DIFF, recurrent,
       IN(LIST("inputs"), OPT_LIST("initial_states"), OPT_LIST("parameters", ANY)),
-      OUT(OPT_LIST("outputs"), ONE("step_scopes", ANY)),
+      OUT(OPT_LIST("outputs"), ONE("step_scopes", ANY | SCOPES)),
       ATTRS(REQ(STRINGS, "ex_states"), REQ(STRINGS, "states"), REQ(BLOCK, "sub_block"),
             BOOL("reverse", false), BOOL("is_train", true), BOOL("has_states", false),
             STRS_EMPTY("skip_eager_deletion_vars"), STRS_EMPTY("param_products")))
@@ -601,7 +603,7 @@ PD_UNSQUEEZE_(unsqueeze2, ONE("Out"), TEMP("XShape"))
 PD_OP(where, DIFF | GPU | GPU_GRAD, where, IN(ONE("Condition"), ONE("X"), ONE("Y")),
       OUT(ONE("Out")), NONE)
 PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
-      OUT(OPT_LIST("Out", ANY), ONE("StepScopes", ANY)),
+      OUT(OPT_LIST("Out", ANY), ONE("StepScopes", ANY | SCOPES)),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),
             STRS_EMPTY("skip_eager_deletion_vars"), LONG("max_iterations", 1000000)))
 PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"), ONE("Scores")),

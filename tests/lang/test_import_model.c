@@ -2,7 +2,8 @@
  * lang/import_model.c). Each case is a script that imports one of the models PaddlePaddle 3.3
  * saved under tests/interop/ (LeNet: conv2d, pool2d, mul; the CNN with batch norm and dropout;
  * the TransformerEncoderLayer: matmul_v2, softmax, layer_norm, reshape2, transpose2; the CNN as
- * PaddlePaddle 3 saves it by default, PIR JSON), calls it
+ * PaddlePaddle 3 saves it by default, PIR JSON; control flow: cond's conditional_blocks and
+ * select_input, while_loop's while, a new layer in front), calls it
  * and puts a new head on one of its intermediate vars (m.layer), compiled in fp64
  * (tests/lang/fp64.h). The parameters come from the model's own .pdiparams through the startup
  * program's load_combine (made fp64 here), and every trainable parameter's gradient of the cost
@@ -145,6 +146,37 @@ int main(void) {
        "y = m(x)\n"
        "cost = mean(y * y * y)\n",
        "x", 3, {2, 5, 8}, 16},
+      /* control flow as PaddlePaddle writes it, after a new layer in front: static.nn.cond's
+       * two conditional_blocks and select_input (the true branch, then the false one), and
+       * while_loop's while, which updates its input in place (legacy and PIR) */
+      {"cond",
+       "import \"layers\"\n"
+       "m = import_model(\"%s\")\n"
+       "x = data(\"x\", [-1, 4])\n"
+       "y = m(fc(x, 4, name = \"pre\"), var([0.7]))\n"
+       "cost = mean(y * y * y)\n",
+       "x", 2, {3, 4}, 2},
+      {"cond_false",
+       "import \"layers\"\n"
+       "m = import_model(\"%s\")\n"
+       "x = data(\"x\", [-1, 4])\n"
+       "y = m(fc(x, 4, name = \"pre\"), var([-0.3]))\n"
+       "cost = mean(y * y * y)\n",
+       "x", 2, {3, 4}, 2},
+      {"while_loop",
+       "import \"layers\"\n"
+       "m = import_model(\"%s\")\n"
+       "x = data(\"x\", [-1, 4])\n"
+       "y = m(fc(x, 4, name = \"pre\"))\n"
+       "cost = mean(y * y * y)\n",
+       "x", 2, {2, 4}, 2},
+      {"pir/while_loop",
+       "import \"layers\"\n"
+       "m = import_model(\"%s.json\")\n"
+       "x = data(\"x\", [-1, 4])\n"
+       "y, z = m(fc(x, 4, name = \"pre\"))\n"
+       "cost = mean(y * y * y) + mean(z * z)\n",
+       "x", 2, {2, 4}, 2},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_case(&cases[i]);
   return tap_done();

@@ -29,7 +29,8 @@
 #define NONE
 #define HOST PD_SLOT_HOST
 #define ANY PD_SLOT_ANY
-/* A slot: its name, then optionally where its values must be (HOST, ANY). */
+#define SCOPES PD_SLOT_SCOPES
+/* A slot: its name, then optionally where its values must be (HOST, ANY) and SCOPES. */
 #define SLOT_(flags, nm, where, ...) {nm, (flags) | (where)}
 #define ONE(...) SLOT_(0, __VA_ARGS__, 0, ~)
 #define LIST(...) SLOT_(PD_SLOT_DUPLICABLE, __VA_ARGS__, 0, ~)
@@ -135,6 +136,7 @@ static const pd_attrdef common_attrs[] = {
 #undef NONE
 #undef HOST
 #undef ANY
+#undef SCOPES
 #undef SLOT_
 #undef ONE
 #undef LIST

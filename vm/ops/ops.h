@@ -48,6 +48,8 @@ enum {
                                      there (a learning rate, a ShapeTensor) */
   PD_SLOT_ANY = 1u << 4,          /* [ANY] wherever they are: vars a control-flow op only hands
                                      to its block, or whose dims alone it reads (shape) */
+  PD_SLOT_SCOPES = 1u << 5,       /* [SCOPES] a STEP_SCOPES var: the scopes a block op ran its
+                                     block in (op() makes such an output of that type) */
 };
 
 /* The constants family kernels read from pd_opdef.karg where the backend's enums (pd_k_binop,
