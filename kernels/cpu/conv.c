@@ -13,7 +13,6 @@
 #include "kernels/kernels_int.h"
 
 #include <string.h>
-#include <stdlib.h>
 #if PD_KCPU_HAVE_AVX2
 #include <immintrin.h>
 #endif
@@ -99,7 +98,7 @@ static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bo
   if (forward && !cp->k.direct && dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 &&
       cp->k.ocg * cp->k.kdim <= PANEL_MAX_A && cp->k.kdim <= PANEL_MAX_K && p->kw <= PANEL_MAX_KW &&
       pd_kcpu_simd() == PD_KCPU_SIMD_AVX512) {
-    cp->panels = !getenv("PDLANG_NOPANELS");
+    cp->panels = true;
     int64_t step = panel_step(cp->k.kdim), ohw = (cp->k.ohw + PANEL - 1) / PANEL * PANEL;
     cp->col_bytes = (size_t)((ohw < step ? ohw : step) * cp->k.kdim) * sizeof(float);
   }
@@ -558,7 +557,6 @@ typedef struct dw_job {
   const void *x, *w;
   void *y;
   bool avx512;          /* pd_kcpu_depthwise16_f32 computes the planes */
-  size_t scratch;       /* its padded plane, in floats */
 } dw_job;
 
 /* Planes [b, e) of the n * oc, each with its epilogue (whose channel is the plane's). */
@@ -566,8 +564,7 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
   const dw_job *j = vjob;
   const pd_k_conv2d *p = j->p;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  float *pad = j->avx512 ? pd_k_host_alloc(j->scratch * sizeof(float)) : NULL;
-  if (pad) {
+  if (j->avx512) {
     const pd_k_conv_epilogue *ep = j->ep;
     int code = ep ? epi_inline(ep) : EPI_NONE;
     pd_kcpu_epi16 ei = {.act = code};
@@ -577,11 +574,10 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
       ei.rbias = ep->bias, ei.res = ep->residual;
     }
     for (int64_t pl = b; pl < e; pl++) {
-      pd_kcpu_depthwise16_f32(p, j->x, j->w, pl, pad, j->y, inl ? &ei : NULL);
+      pd_kcpu_depthwise16_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL);
       if (!inl)
         epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
     }
-    pd_k_host_free(pad);
     return;
   }
 #endif
@@ -608,7 +604,7 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     dw_job d = {.dt = dt, .p = p, .ep = ep, .x = x, .w = w, .y = y};
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
     d.avx512 = dt == PD_FP32 && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 &&
-               pd_kcpu_depthwise16_scratch(p, &d.scratch);
+               pd_kcpu_depthwise16_takes(p);
 #endif
     int64_t per = p->oh * p->ow * p->kh * p->kw;
     pd_kcpu_parallel(p->n * p->oc, per > 0 ? ((int64_t)1 << 15) / per + 1 : 1, depthwise_range,

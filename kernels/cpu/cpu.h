@@ -106,13 +106,13 @@ pd_status pd_kcpu_bcast_iter(pd_kcpu_iter *it, int xnd, const int64_t *xdims, in
 /* conv_avx512.c, for conv.c on AVX-512F CPUs (pd_kcpu_simd), where fastmath.h's
  * PD_KCPU_HAVE_AVX512 and PD_KCPU_FASTMATH_f32 are set: the depthwise convolution (groups =
  * input channels) of output plane `plane` (an (image, channel) pair) of y, fp32, stride_w 1 or
- * 2, any filter size, stride_h, paddings and dilations, with the epilogue e (fastmath.h: its
- * rbias per channel, its residual shaped as y; NULL: none). pd_kcpu_depthwise16_scratch says
- * whether it takes p and how many floats of scratch (pad, one per calling thread) it needs. */
-bool pd_kcpu_depthwise16_scratch(const pd_k_conv2d *p, size_t *floats);
+ * 2, filters up to 16 wide, any stride_h, paddings and dilations (pd_kcpu_depthwise16_takes
+ * says whether p is one), with the epilogue e (fastmath.h: its rbias per channel, its residual
+ * shaped as y; NULL: none). */
+bool pd_kcpu_depthwise16_takes(const pd_k_conv2d *p);
 struct pd_kcpu_epi16;
 void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
-                             float *pad, float *y, const struct pd_kcpu_epi16 *e);
+                             float *y, const struct pd_kcpu_epi16 *e);
 
 /* ---- The CPU kernels: pd_kcpu_<name> for every entry of PD_K_BACKEND_LIST (kernels.h has
  * their contracts; the file is the entry's family: elementwise.c, reduce.c, conv.c, ...). ---- */

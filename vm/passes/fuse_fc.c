@@ -35,20 +35,32 @@ static int uses(const pd_program *p, const char *var) {
 
 /* Do ops i (mul) and i + 1 (elementwise_add) of block 0 have the shape of fuse_fc.h? Their
  * operands in *x, *w, *b, *out, the product in *a, x_num_col_dims in *ncd. */
-static bool fc_pair(const pd_program *p, const pd_block *blk, int i, const char **x,
-                    const char **w, const char **b, const char **a, const char **out,
-                    int64_t *ncd) {
+static bool attr_set(const pd_op_desc *op, const char *name) {
+  const pd_attr *a = pd_op_attr(op, name);
+  return a && a->type == PD_ATTR_BOOLEAN && a->v.b;
+}
+
+static bool fc_pair(const pd_program *p, const pd_block *blk, int i, bool matmul,
+                    const char **x, const char **w, const char **b, const char **a,
+                    const char **out, int64_t *ncd) {
   const pd_op_desc *m = blk->ops[i], *add = blk->ops[i + 1];
-  if (!pd_opdef_is(m, PD_OP_mul) || !pd_opdef_is(add, PD_OP_elementwise_add)) return false;
+  bool mm = matmul && pd_opdef_is(m, PD_OP_matmul_v2);
+  if ((!pd_opdef_is(m, PD_OP_mul) && !mm) || !pd_opdef_is(add, PD_OP_elementwise_add))
+    return false;
   *x = one(pd_op_input(m, "X"));
   *w = one(pd_op_input(m, "Y"));
   *a = one(pd_op_output(m, "Out"));
   *b = one(pd_op_input(add, "Y"));
   *out = one(pd_op_output(add, "Out"));
   *ncd = int_attr(m, "x_num_col_dims", 1);
+  if (mm) { /* X [..., K] @ W [K, N], no transposes: X's leading dims are the rows */
+    const pd_var_desc *xd = *x ? pd_block_find_var(blk, *x) : NULL;
+    if (!xd || xd->ndims < 2 || attr_set(m, "trans_x") || attr_set(m, "trans_y")) return false;
+    *ncd = xd->ndims - 1;
+  }
   if (!*x || !*w || !*a || !*b || !*out || !is(one(pd_op_input(add, "X")), *a) ||
-      int_attr(m, "y_num_col_dims", 1) != 1 || is(*out, *x) || is(*out, *w) || is(*out, *b) ||
-      is(*out, *a) || is(*a, *x) || is(*a, *w) || is(*a, *b))
+      (!mm && int_attr(m, "y_num_col_dims", 1) != 1) || is(*out, *x) || is(*out, *w) ||
+      is(*out, *b) || is(*out, *a) || is(*a, *x) || is(*a, *w) || is(*a, *b))
     return false;
   const pd_var_desc *ad = pd_block_find_var_local(blk, *a), *wd = pd_block_find_var(blk, *w);
   const pd_var_desc *bd = pd_block_find_var(blk, *b);
@@ -95,6 +107,10 @@ nomem:
 }
 
 pd_status pd_program_fuse_fc(pd_program *p, int *fused, pd_error *err) {
+  return pd_program_fuse_fc_ex(p, false, fused, err);
+}
+
+pd_status pd_program_fuse_fc_ex(pd_program *p, bool matmul, int *fused, pd_error *err) {
   if (fused) *fused = 0;
   if (p->nblocks == 0) return PD_OK;
   for (int b = 0; b < p->nblocks; b++)
@@ -103,7 +119,7 @@ pd_status pd_program_fuse_fc(pd_program *p, int *fused, pd_error *err) {
   for (int i = 0; i + 1 < blk->nops; i++) {
     const char *x, *w, *b, *a, *out;
     int64_t ncd;
-    if (!fc_pair(p, blk, i, &x, &w, &b, &a, &out, &ncd)) continue;
+    if (!fc_pair(p, blk, i, matmul, &x, &w, &b, &a, &out, &ncd)) continue;
     bool done;
     pd_status st = fuse_pair(blk, i, x, w, b, a, out, ncd, &done, err);
     if (st) return st;

@@ -498,7 +498,7 @@ pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stat
     if (st) return oom(err);
     if (done) i -= before - b0->nops; /* an op gone: the next one is at i now */
   }
-  pd_status st = pd_program_fuse_fc(p, &s.fc_fused, err);
+  pd_status st = pd_program_fuse_fc_ex(p, true, &s.fc_fused, err);
   /* then each convolution with the ops after it (its folded batch norm's bias add among them) */
   for (int i = 0; !st && i < b0->nops; i++) {
     const char *t = b0->ops[i]->type;

@@ -13,7 +13,7 @@
  *     (downgrade_in_infer: times 1 - p); scale by 1 with bias 0 removed;
  *   - a reshape2, squeeze2 or unsqueeze2 of a parameter (Paddle 3 reshapes a convolution's
  *     bias to [1, C, 1, 1] at each run) folded into a parameter of its output's (known) shape;
- *   - then mul + elementwise_add as one fc (pd_program_fuse_fc);
+ *   - then mul or matmul_v2 + elementwise_add as one fc (pd_program_fuse_fc_ex);
  *   - then a conv2d or depthwise_conv2d (channels first, of a 4-D parameter) with the ops that
  *     read its output in turn, each optional, at least one: an elementwise_add of a per-channel
  *     bias parameter ([C] at axis 1, [1, C, 1, 1] or [C, 1, 1] at the end), an elementwise_add of a var of the output's shape (a residual),
