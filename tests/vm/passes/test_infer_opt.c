@@ -3,7 +3,7 @@
  * drawn away from 0 and 1, runs to the same outputs (1e-12 relative) before and after the
  * passes, which fold the batch norms (after a convolution with and without its bias, after an
  * fc), remove test-mode dropout and identity scales (or scale by 1 - p for downgrade_in_infer),
- * fuse mul + add into fc and a convolution with its bias, residual and activation into
+ * fuse mul or matmul_v2 + add into fc and a convolution with its bias, residual and activation into
  * fused_conv2d; what must stay stays (a batch norm whose input is read twice, a dropout whose
  * output is fetched, a second activation, a convolution whose output two ops read). */
 #include "config.h"
@@ -161,6 +161,12 @@ int main(void) {
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([4, 3, 3, 3])\n"
         "c = conv2d(x, w, paddings = [1, 1])\ny = relu(c) + c\n",
         "y", 4, img, 0, 0, 0, NULL, "relu");
+  /* PaddlePaddle 3's Linear: matmul_v2 of a 3-D input and a bias add become fc */
+  const int64_t seq[3] = {2, 3, 4};
+  check("matmul_bias_fc",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 4])\nw = param([4, 5])\n"
+        "b = param([5], init = 0.5)\ny = tanh(elementwise_add(matmul(x, w), b))\n",
+        "y", 3, seq, 0, 0, 0, "matmul_v2", "fc");
   tap_done();
   return 0;
 }
