@@ -45,14 +45,9 @@ static void TF(map_phi)(const T *a, T *o, int64_t n) {
   PD_SIMD for (int64_t j = 0; j < n; j++) {
     float z = fabsf(a[j]) * (float)ACT_SQRT1_2, k = 1.0f / (1.0f + 0.5f * z);
     t[j] = k;
-    e[j] = -z * z - 1.26551223f +
-           k * (1.00002368f +
-                k * (0.37409196f +
-                     k * (0.09678418f +
-                          k * (-0.18628806f +
-                               k * (0.27886807f +
-                                    k * (-1.13520398f +
-                                         k * (1.48851587f + k * (-0.82215223f + k * 0.17087277f))))))));
+    float q = 1.48851587f + k * (-0.82215223f + k * 0.17087277f);
+    q = -0.18628806f + k * (0.27886807f + k * (-1.13520398f + k * q));
+    e[j] = -z * z - 1.26551223f + k * (1.00002368f + k * (0.37409196f + k * (0.09678418f + k * q)));
   }
   pd_kcpu_map_f32(PD_KCPU_FM_EXP, e, e, n);
   PD_SIMD for (int64_t j = 0; j < n; j++) {

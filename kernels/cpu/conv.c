@@ -3,8 +3,9 @@
  * gradient eight windows at a time on AVX2 CPUs). A 1x1 convolution with unit stride and no
  * padding skips im2col: the image already is the column matrix. Images are split across the
  * thread pool (cpu.h); a forward pass of fewer images than threads splits each image's output
- * columns instead (its filters where it has few columns); a depthwise forward pass (a filter per channel) is computed directly, its
- * output planes split across the pool (in fp32 on AVX-512 CPUs by conv_avx512.c). The fused
+ * columns instead (its filters where it has few columns); a depthwise forward pass (a filter
+ * per channel) is computed directly, its output planes split across the pool (in fp32 on
+ * AVX-512 CPUs by conv_avx512.c). The fused
  * forward pass (conv2d_fused) adds the bias and residual and applies the activation to each
  * block of the output right after the thread computing it wrote it. */
 #include "config.h"
@@ -152,10 +153,6 @@ static void image_range(int64_t n, int t, int nt, int64_t *b, int64_t *e) {
   *e = n * (t + 1) / nt;
 }
 
-/* The epilogue (kernels.h) on channels [c0, c1) of image n of y, columns [j0, j1) of each
- * plane: bias and residual added a row at a time, then the activation over the block in one
- * call where its rows are whole planes (they are then contiguous), else a call a row. It runs on
- * the thread that just wrote the block, while it is in its cache. */
 /* The piecewise-linear activations in the loop that adds the bias and the residual, fp32: one
  * pass over the block instead of two. The formulas of act_t.h's and elementwise_t.h's, but
  * hard_swish's division a multiplication by the reciprocal (as gemm16p's epilogue, whose codes
@@ -206,7 +203,6 @@ static void epi_row_f32(int code, const float pp[4], float *restrict r, float b,
     case EPI_LEAKY: EPI_LOOP(x > 0 ? x : p0 * x); break;
     case EPI_HSWISH: EPI_LOOP(x * (x + p2 < 0 ? 0.0f : x + p2 > p0 ? p0 : x + p2) * p3); break;
     case EPI_HSIGMOID:
-      (void)p1;
       EPI_LOOP(p0 * x + p1 < 0 ? 0.0f : p0 * x + p1 > 1 ? 1.0f : p0 * x + p1);
       break;
     default: EPI_LOOP(x); break;
@@ -220,6 +216,11 @@ static void epi_params(const pd_k_conv_epilogue *ep, float pp[4]) {
   pp[3] = ep->kind == PD_K_EPI_ACT && ep->act == PD_K_HARD_SWISH ? (float)(1 / ep->p[1]) : 0.0f;
 }
 
+/* The epilogue (kernels.h) on channels [c0, c1) of image n of y, columns [j0, j1) of each
+ * plane: bias and residual added a row at a time (in fp32, a piecewise-linear activation in the
+ * same loop), then the activation over the block in one call where its rows are whole planes
+ * (they are then contiguous), else a call a row. It runs on the thread that just wrote the
+ * block, while it is in its cache. */
 static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, void *y,
                      int64_t n, int64_t c0, int64_t c1, int64_t j0, int64_t j1) {
   if (!ep || c1 <= c0 || j1 <= j0) return;

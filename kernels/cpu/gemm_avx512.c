@@ -127,7 +127,8 @@ static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a
       if (ep->epi) {
         const pd_kcpu_epi16 *e = ep->epi;
         if (e->rbias) x = _mm512_add_ps(x, _mm512_set1_ps(e->rbias[ep->row + r]));
-        if (ep->res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->res + r * e->ldres + 16 * v));
+        if (ep->res)
+          x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->res + r * e->ldres + 16 * v));
         x = pd_kcpu_epi_act(e, x);
       }
       _mm512_mask_storeu_ps(cp, mk, x);
