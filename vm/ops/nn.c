@@ -763,9 +763,8 @@ pd_status pd_kernel_conv2d(pd_exec_ctx *ctx) {
   return st;
 }
 
-/* fused_conv2d's epilogue from its attributes (oplist.h); false for an activation it does not
- * know. */
-static bool fused_epilogue(const pd_exec_ctx *ctx, pd_k_conv_epilogue *ep) {
+/* fused_conv2d's epilogue from its attributes (oplist.h); NULL, or what is wrong with them. */
+static const char *fused_epilogue(const pd_exec_ctx *ctx, pd_k_conv_epilogue *ep) {
   const char *act = pd_ctx_attr_str(ctx, "fuse_activation");
   double a = pd_ctx_attr_float(ctx, "fuse_alpha"), b = pd_ctx_attr_float(ctx, "fuse_beta");
   static const struct { const char *name; pd_k_epi_kind kind; int op; } acts[] = {
@@ -776,13 +775,13 @@ static bool fused_epilogue(const pd_exec_ctx *ctx, pd_k_conv_epilogue *ep) {
       {"hard_swish", PD_K_EPI_ACT, PD_K_HARD_SWISH}, {"gelu", PD_K_EPI_ACT, PD_K_GELU},
       {"gelu_erf", PD_K_EPI_ACT, PD_K_GELU},       {"gelu_tanh", PD_K_EPI_ACT, PD_K_GELU_TANH}};
   ep->kind = PD_K_EPI_NONE;
-  if (!*act) return true;
+  if (!*act) return NULL;
   for (size_t i = 0; i < sizeof acts / sizeof *acts; i++) {
     if (strcmp(act, acts[i].name) != 0) continue;
     ep->kind = acts[i].kind;
     if (ep->kind == PD_K_EPI_UNOP) {
       ep->unop = (pd_k_unop)acts[i].op;
-      return true;
+      return NULL;
     }
     ep->act = (pd_k_act)acts[i].op;
     switch (ep->act) {
@@ -790,14 +789,15 @@ static bool fused_epilogue(const pd_exec_ctx *ctx, pd_k_conv_epilogue *ep) {
       case PD_K_LEAKY_RELU: case PD_K_SWISH: ep->p[0] = a; break;
       case PD_K_HARD_SIGMOID: ep->p[0] = a, ep->p[1] = b; break;
       case PD_K_HARD_SWISH:  /* x min(max(a x + b, 0), 1) = x min(max(x + b/a, 0), 1/a) / (1/a) */
-        if (a <= 0) return false;
+        if (a <= 0) return "hard_swish needs a positive fuse_alpha (1 / its scale)";
         ep->p[0] = ep->p[1] = 1 / a, ep->p[2] = b / a;
         break;
       default: break;
     }
-    return true;
+    return NULL;
   }
-  return false;
+  return "it is not relu, sigmoid, tanh, relu6, leaky_relu, swish, hard_sigmoid, hard_swish, "
+         "gelu, gelu_erf or gelu_tanh";
 }
 
 /* fused_conv2d: conv2d, then Bias, ResidualData and the activation, in one pass over the output
@@ -814,9 +814,10 @@ pd_status pd_kernel_fused_conv2d(pd_exec_ctx *ctx) {
       (st = in_opt(ctx, "Bias", &bias)) || (st = in_opt(ctx, "ResidualData", &res)) ||
       (st = conv_setup(ctx, in, f, &p)) || (st = out_at(ctx, "Output", 0, true, &out)))
     return st;
-  if (!fused_epilogue(ctx, &ep))
-    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "fuse_activation '%s' is not one pdlang fuses",
-                       pd_ctx_attr_str(ctx, "fuse_activation"));
+  const char *why = fused_epilogue(ctx, &ep);
+  if (why)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "fuse_activation '%s': %s",
+                       pd_ctx_attr_str(ctx, "fuse_activation"), why);
   int64_t odims[4] = {p.n, p.oc, p.oh, p.ow};
   if (bias && ((st = want_same_dtype(ctx, "Bias", bias, "Input", in)) ||
                (pd_tensor_numel(bias) != p.oc &&

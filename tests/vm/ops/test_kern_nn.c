@@ -804,8 +804,47 @@ static void test_elman_rnn(void) {
   elman_fails(u, NULL, "[3, 3]", NULL, "one LoD level", "elman_rnn: Input without LoD");
 }
 
+/* fused_conv2d on Input [1, 2, 4, 4] and Filter [3, 2, 3, 3] with the given activation,
+ * fuse_alpha, and Bias / ResidualData shapes (none when NULL) fails with status want and a
+ * message holding part. */
+static void fused_fails(const char *act, float alpha, const char *bias, const char *res,
+                        pd_status want, const char *part, const char *what) {
+  double v[96];
+  fill_distinct(v, 96, 3);
+  rt r;
+  rt_init(&r);
+  rt_in_f64(&r, "x", "[1, 2, 4, 4]", v);
+  rt_in_f64(&r, "w", "[3, 2, 3, 3]", v);
+  char ins[96];
+  snprintf(ins, sizeof ins, "Input=x Filter=w%s%s", bias ? " Bias=b" : "",
+           res ? " ResidualData=r" : "");
+  if (bias) rt_in_f64(&r, "b", bias, v);
+  if (res) rt_in_f64(&r, "r", res, v);
+  pd_op_desc *op = rt_op(&r, "fused_conv2d", ins, "Output=y");
+  if (pd_op_set_attr_string(op, "fuse_activation", act) ||
+      pd_op_set_attr_float(op, "fuse_alpha", alpha))
+    bail("setting attributes");
+  rt_fails(&r, want, part, what);
+  rt_free(&r);
+}
+
+/* fused_conv2d's refusals (its values are the op table's rows): an activation it does not
+ * fuse, hard_swish without a positive fuse_alpha, a Bias of another number of channels, a
+ * ResidualData not shaped as the output. */
+static void test_fused_conv2d(void) {
+  fused_fails("mish", 0, NULL, NULL, PD_EUNSUPPORTED, "fuse_activation 'mish': it is not relu",
+              "fused_conv2d: an activation it does not fuse");
+  fused_fails("hard_swish", 0, NULL, NULL, PD_EUNSUPPORTED, "needs a positive fuse_alpha",
+              "fused_conv2d: hard_swish with fuse_alpha 0");
+  fused_fails("", 0, "[4]", NULL, PD_ESHAPE, "must hold one value per output channel",
+              "fused_conv2d: Bias [4] for 3 filters");
+  fused_fails("relu", 0, NULL, "[1, 3, 4, 4]", PD_ESHAPE, "must be shaped as Output",
+              "fused_conv2d: ResidualData [1, 3, 4, 4] for an output [1, 3, 2, 2]");
+}
+
 int main(void) {
   pd_k_init();
+  test_fused_conv2d();
   test_elman_rnn();
   test_conv2d();
   test_pool2d();
