@@ -94,7 +94,8 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
  * partial sums (m past 128 with k past 192). Under the same condition. */
 #define PD_KCPU_GEMM16_NR 32
 /* pd_kcpu_gemm16p_epi_f32: the same, then on each element of C, as it is stored: plus
- * rbias[row] (NULL: none), plus res[row * ldres + column] (NULL: none), through the activation
+ * cbias[column] (NULL: none; an fc layer's), plus rbias[row] (NULL: none; a convolution's),
+ * plus res[row * ldres + column] (NULL: none), through the activation
  * act (p its parameters: relu6 {threshold}, leaky_relu {alpha}, hard_swish {threshold, scale,
  * offset, 1 / scale}, hard_sigmoid {slope, offset}). epi NULL: pd_kcpu_gemm16p_f32.
  * pd_kcpu_gemm16_epi_f32: pd_kcpu_gemm16_f32's C = A B (no transposes, alpha 1, beta 0) with
@@ -102,7 +103,7 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 enum { PD_KCPU_EPI_NONE, PD_KCPU_EPI_RELU, PD_KCPU_EPI_RELU6, PD_KCPU_EPI_LEAKY,
        PD_KCPU_EPI_HSWISH, PD_KCPU_EPI_HSIGMOID };
 typedef struct pd_kcpu_epi16 {
-  const float *rbias, *res;
+  const float *cbias, *rbias, *res;
   int64_t ldres;
   int act;
   float p[4];

@@ -83,7 +83,7 @@ AVX512 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const floa
 
 typedef struct ep16 {
   float alpha, beta;
-  const float *bias; /* at the panel's first column, or NULL */
+  const float *bias; /* a bias per column, at the panel's first column, or NULL */
   const pd_kcpu_epi16 *epi; /* then a bias per row, a residual and an activation, or NULL */
   const float *res;  /* epi's residual at the tile's first row and column */
   int64_t row;       /* the tile's first row (epi's bias) */
@@ -228,7 +228,8 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
       bp = pack;
       ldp = NR;
     }
-    ep16 ep = {alpha, beta, bias ? bias + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
+    const float *cb = bias ? bias : epi ? epi->cbias : NULL;
+    ep16 ep = {alpha, beta, cb ? cb + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
     if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
     else panel_na(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
   }
@@ -270,6 +271,7 @@ AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, co
     int nv = w > 16 ? 2 : 1;
     __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
     const float *bp = pack + j * k;
+    ep.bias = epi && epi->cbias ? epi->cbias + j : NULL;
     ep.res = epi && epi->res ? epi->res + j : NULL;
     if (ta) panel_ta(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
     else panel_na(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);

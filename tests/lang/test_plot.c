@@ -301,7 +301,7 @@ int main(void) {
   const char *names[] = {"run.csv", "run.jsonl", "lr.csv", "a.png", "b.png", "c.png", "d.png",
                          "bad_header.csv", "bad_cell.csv", "empty.csv", "bad.jsonl",
                          "bad_cell.jsonl", "partial.csv", "partial.jsonl", "partial_header.csv",
-                         "steps.csv", "e.png"};
+                         "steps.csv", "e.png", "marks.csv", "marks.jsonl", "m.png", "ly.png"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(path(names[i]));
   rmdir(dir);
   return tap_done();

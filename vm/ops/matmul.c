@@ -349,7 +349,16 @@ pd_status pd_kernel_fc(pd_exec_ctx *ctx) {
       (st = resize(ctx, out, x->dtype, p.ond, p.od, x)))
     goto done;
   pd_dtype dt = x->dtype;
-  if (b)
+  pd_k_prepared **prep =
+      ctx->k->gemm_const_b && op_lp(ctx, dt) == PD_FP32 && pd_ctx_in_const(ctx, "W", 0)
+          ? pd_tensor_prepared(w)
+          : NULL;
+  if (prep)  /* an inference model's weights: the backend's copy of W, made once */
+    st = k_check(ctx,
+                 ctx->k->gemm_const_b(dt, p.m, p.n, p.k, pd_tensor_data(x), pd_tensor_data(w),
+                                      b ? pd_tensor_data(b) : NULL, pd_tensor_data(out), prep),
+                 dt);
+  else if (b)
     st = k_check(ctx,
                  op_gemm_bias(ctx, dt, false, false, p.m, p.n, p.k, pd_tensor_data(x), ld(p.k),
                                    pd_tensor_data(w), ld(p.n), pd_tensor_data(b),
