@@ -296,7 +296,8 @@ done:
  * fuse_fc pass (vm/passes/fuse_fc.h) makes of mul + elementwise_add: one gemm_bias (kernels.h), the
  * product accumulated onto the bias rows, where the two ops wrote a second [M, N] tensor and
  * passed over the first three times (clear, product, add: an output layer's logits are 1.6 MB a
- * step). ---- */
+ * step). A W that no op of the program writes (an inference model's) goes to the backend's
+ * gemm_const_b, which keeps its prepared copy with W's storage. ---- */
 typedef struct fc_plan {
   int64_t m, k, n;
   int ond;
