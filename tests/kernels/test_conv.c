@@ -623,7 +623,7 @@ static void test_conv_forward(void) {
 /* The fused forward pass (conv2d_fused): the direct convolution plus a bias per channel and a
  * residual, through each kind of epilogue activation, in both dtypes; on a 1x1 convolution, a
  * 3x3 one of one image (its columns split across the threads), a 1x1 one of few pixels (its
- * filters split) and a depthwise one. */
+ * filters split), a depthwise one and 1x1 ones of one-pixel maps. */
 static double epi_ref(const pd_k_conv_epilogue *ep, double v) {
   if (ep->kind == PD_K_EPI_UNOP)
     return ep->unop == PD_K_RELU ? (v > 0 ? v : 0) : ep->unop == PD_K_TANH ? tanh(v)
@@ -646,6 +646,11 @@ static void test_conv_fused(void) {
       {1, 16, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {1, 64, 7, 7, 96, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      /* one-pixel maps (squeeze-excitation, a head after pooling): the images as rows, a
+       * filter's dot product with each; K and the filters past a whole step, several images */
+      {3, 37, 1, 1, 43, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {5, 16, 1, 1, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {2, 300, 1, 1, 200, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
       {.kind = PD_K_EPI_NONE},
