@@ -382,8 +382,7 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     e.rbias = ep->bias ? (const float *)ep->bias + r0 : NULL;
     e.res = ep->residual ? (const float *)ep->residual + at : NULL;
   }
-  return pd_kcpu_gemm16_epi_f32(false, r1 - r0, c1 - c0, kp->kdim,
-                                (const float *)j->w + r0 * kp->kdim,
+  return pd_kcpu_gemm16_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
                                 kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
                                 (float *)j->y + at, kp->ohw, ep ? &e : NULL);
 #else

@@ -103,9 +103,8 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
  * plus res[row * ldres + column] (NULL: none), through the activation
  * act (p its parameters: relu6 {threshold}, leaky_relu {alpha}, hard_swish {threshold, scale,
  * offset, 1 / scale}, hard_sigmoid {slope, offset}). epi NULL: pd_kcpu_gemm16p_f32.
- * pd_kcpu_gemm16_epi_f32: pd_kcpu_gemm16_f32's C = A op(B) (A not transposed, alpha 1, beta 0)
- * with that epilogue (a 1x1 convolution's: its filters times the image, or with tb the images
- * of a one-pixel map as rows times the filters transposed). */
+ * pd_kcpu_gemm16_epi_f32: pd_kcpu_gemm16_f32's C = A B (no transposes, alpha 1, beta 0) with
+ * that epilogue (a 1x1 convolution's). */
 enum { PD_KCPU_EPI_NONE, PD_KCPU_EPI_RELU, PD_KCPU_EPI_RELU6, PD_KCPU_EPI_LEAKY,
        PD_KCPU_EPI_HSWISH, PD_KCPU_EPI_HSIGMOID };
 typedef struct pd_kcpu_epi16 {
@@ -118,8 +117,8 @@ int64_t pd_kcpu_gemm16_packed_size(int64_t k, int64_t n);
 void pd_kcpu_gemm16_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack);
 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                          const float *pack, float beta, float *c, int64_t ldc);
-bool pd_kcpu_gemm16_epi_f32(bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-                            int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+bool pd_kcpu_gemm16_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const float *b, int64_t ldb, float *c, int64_t ldc,
                             const pd_kcpu_epi16 *epi);
 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
                              int64_t lda, const float *pack, float beta, float *c, int64_t ldc,

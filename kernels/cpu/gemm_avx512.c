@@ -246,10 +246,10 @@ AVX512 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k
   return gemm16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, bias, c, ldc, NULL);
 }
 
-AVX512 bool pd_kcpu_gemm16_epi_f32(bool tb, int64_t m, int64_t n, int64_t k, const float *a,
-                                   int64_t lda, const float *b, int64_t ldb, float *c,
-                                   int64_t ldc, const pd_kcpu_epi16 *epi) {
-  return gemm16(false, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, NULL, c, ldc, epi);
+AVX512 bool pd_kcpu_gemm16_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                   const float *b, int64_t ldb, float *c, int64_t ldc,
+                                   const pd_kcpu_epi16 *epi) {
+  return gemm16(false, false, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, NULL, c, ldc, epi);
 }
 
 static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
