@@ -167,9 +167,10 @@ int64_t pd_k_numel(int nd, const int64_t *dims);
 
 /* ---- Host memory: PD_K_ALIGN-aligned blocks through the pd_malloc hook (so allocation-failure
  * tests reach them). NULL on failure; pd_k_host_free(NULL) is a no-op. Thread-safe.
- * Freed blocks of 16 KiB and more are kept in a bounded cache (256 MiB at most) and reused for
- * later requests of about their size, so that a training loop that frees and reallocates its
- * temporaries every step does not map fresh pages each time; smaller blocks are freed at once.
+ * Freed blocks of 4 KiB and more are kept in a bounded cache (256 MiB, or the most ever live at
+ * once where that is more) and reused for later requests of about their size, so that a
+ * training loop or an inference server that frees and reallocates its temporaries every step
+ * does not map fresh pages each time; smaller blocks are freed at once.
  * pd_k_host_trim frees every cached block; pd_k_host_cached says how many bytes are cached. */
 void *pd_k_host_alloc(size_t nbytes);
 void pd_k_host_free(void *p);
