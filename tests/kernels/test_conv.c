@@ -816,9 +816,14 @@ static void test_conv_backward(void) {
       {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0},
       {2, 4, 4, 4, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {2, 3, 3, 2, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      /* 2x2 of stride 2, an upsampling head's transposed convolution as its data gradient (fp32
+       * on AVX-512: written row by row, conv_avx512.c): channels past a block of 8, a row of
+       * dy of 16 + 5 and of 16 + 9 columns */
+      {2, 13, 4, 42, 3, 2, 2, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {1, 8, 2, 50, 5, 2, 2, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   const char *names[] = {"3x3 pad 1", "stride 2, asymmetric pad, 3x2", "dilation 2", "groups 2",
-                         "1x1 direct"};
+                         "1x1 direct", "2x2 stride 2, 13 channels", "2x2 stride 2, 25 columns"};
   for (size_t k = 0; k < PD_ARRAY_LEN(small); k++) {
     pd_k_conv2d p = small[k];
     pd_k_conv2d_setup(&p);
