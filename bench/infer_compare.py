@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """infer_compare.py -- inference of the field's model families (tests/interop/zoo/NAME, with the
-parameters their weights.txt makes) timed in pdlang (`pdlang bench`), Paddle Inference (plain
+parameters their weights.txt makes; or the small models of tests/interop/NAME: mlp, lenet,
+cnn_bn, transformer, lstm1) timed in pdlang (`pdlang bench`), Paddle Inference (plain
 and with oneDNN), ONNX Runtime (the model converted by paddle2onnx at opset 17) and OpenVINO
 (which reads the .pdmodel itself; in float32: on this CPU it would pick bfloat16), in the same run, each in a process of its own (its peak
 resident memory is the process's), at the same batch and number of threads. Every framework's
@@ -199,7 +200,15 @@ def main(argv):
                 d = os.path.join(work, "%s-b%d" % (name, batch))
                 shutil.rmtree(d, ignore_errors=True)  # a kept folder's earlier run
                 src = zoo
-                if field and FIELD_SIZES.get(name):
+                small = os.path.join(SRC, "tests", "interop", name)
+                if not os.path.isdir(zoo) and os.path.isfile(os.path.join(small, "model.pdmodel")):
+                    # one of the small models Paddle saved for the interop tests (mlp, lenet,
+                    # cnn_bn, transformer, lstm1): its program and parameters as they are
+                    src = small
+                    os.makedirs(d)
+                    for f in ("pdmodel", "pdiparams"):
+                        shutil.copy(os.path.join(small, "model." + f), os.path.join(d, "inference." + f))
+                elif field and FIELD_SIZES.get(name):
                     # the family exported again at the field's input size, with its reference inputs
                     size = FIELD_SIZES[name]
                     src = os.path.join(work, "export", name)
