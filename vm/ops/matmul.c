@@ -512,9 +512,18 @@ pd_status pd_kernel_matmul_v2(pd_exec_ctx *ctx) {
   if (p.batch == 0) goto done;
   if (!p.tx && p.ybatch == 1 && p.xbatch == p.batch) {
     /* One matrix Y for every batch element (an fc layer over a sequence): fold the batch into
-     * X's rows, one GEMM. */
-    st = op_gemm(ctx, dt, false, p.ty, p.batch * p.m, p.n, p.k, 1.0, xd, ld(p.ldx), yd,
-                      ld(p.ldy), 0.0, od, ldo);
+     * X's rows, one GEMM; a Y that no op of the program writes (a model's weight without a bias
+     * add) through the backend's prepared copy, as fc's W. */
+    pd_k_prepared **prep =
+        !p.ty && p.ldx == p.k && p.ldy == p.n && ctx->k->gemm_const_b &&
+                op_lp(ctx, dt) == PD_FP32 && pd_ctx_in_const(ctx, "Y", 0)
+            ? pd_tensor_prepared(y)
+            : NULL;
+    if (prep)
+      st = ctx->k->gemm_const_b(dt, p.batch * p.m, p.n, p.k, xd, yd, NULL, od, prep);
+    else
+      st = op_gemm(ctx, dt, false, p.ty, p.batch * p.m, p.n, p.k, 1.0, xd, ld(p.ldx), yd,
+                   ld(p.ldy), 0.0, od, ldo);
   } else if ((p.xbatch == p.batch || p.xbatch == 1) && (p.ybatch == p.batch || p.ybatch == 1)) {
     st = op_gemm_batched(ctx, dt, p.tx, p.ty, p.batch, p.m, p.n, p.k, 1.0, xd, ld(p.ldx),
                               p.xbatch == 1 ? 0 : p.xmat, yd, ld(p.ldy),

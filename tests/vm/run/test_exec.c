@@ -259,14 +259,20 @@ static void test_constants(void) {
   for (int i = 0; i < M * K; i++) xv[i] = (float)((i * 37 % 19) - 9) / 9.0f;
   for (int i = 0; i < K * N; i++) wv[i] = (float)((i * 11 % 23) - 11) / 23.0f, w2[i] = -wv[i] / 2;
   for (int i = 0; i < N; i++) bv[i] = (float)i / N;
-  for (int writes = 0; writes < 2; writes++) {
+  static const float zero[N];
+  /* fc with w a constant; fc with w written by the program; matmul_v2 of a constant w */
+  for (int variant = 0; variant < 3; variant++) {
+    int writes = variant == 1;
+    bool mm = variant == 2;
+    const float *bias = mm ? zero : bv;
     fx f;
     fx_init(&f);
     decl(f.b, "x", PD_FP32, "[-1, 40]");
     decl(f.b, "w", PD_FP32, "[40, 70]")->persistable = true;
     decl(f.b, "b", PD_FP32, "[70]")->persistable = true;
-    pd_op_desc *op = add_op(&f, "fc", "Input=x W=w Bias=b", "Out=y");
-    pd_op_set_attr_int(op, "in_num_col_dims", 1);
+    pd_op_desc *op = mm ? add_op(&f, "matmul_v2", "X=x Y=w", "Out=y")
+                        : add_op(&f, "fc", "Input=x W=w Bias=b", "Out=y");
+    if (!mm) pd_op_set_attr_int(op, "in_num_col_dims", 1);
     if (prep(&f, op)) bail("prep fc");
     if (writes) { /* w = w * 1 after the product: w is no constant of this program */
       op = add_op(&f, "scale", "X=w", "Out=w");
@@ -289,7 +295,7 @@ static void test_constants(void) {
     pd_exec_io io = {1, &feed, 1, &fetch};
     bool good = pd_exec_new(f.p, NULL, &ex, &err) == PD_OK &&
                 pd_exec_run(ex, global, &io, NULL, &err) == PD_OK;
-    fc_expect(xv, wv, bv, M, K, N, want);
+    fc_expect(xv, wv, bias, M, K, N, want);
     good = good && fc_matches(&y, want, M * N);
     pd_k_prepared *made = *pd_tensor_prepared(w);
     /* Whether this CPU's backend keeps a copy for this product at all (fp32 on AVX-512 only):
@@ -304,19 +310,19 @@ static void test_constants(void) {
     if (writes) {
       ok(good && !made, "fc of a w that the program writes: y = x w + b, no prepared copy of w");
     } else {
-      ok(good && (made != NULL) == prepares,
-         "fc of a constant w: y = x w + b, w's prepared copy %s", prepares ? "made" : "not made");
+      ok(good && (made != NULL) == prepares, "%s of a constant w: y = x w%s, w's prepared copy %s",
+         mm ? "matmul_v2" : "fc", mm ? "" : " + b", prepares ? "made" : "not made");
       good = pd_exec_run(ex, global, &io, NULL, &err) == PD_OK && fc_matches(&y, want, M * N);
       ok(good && *pd_tensor_prepared(w) == made, "a second run reuses it");
       /* New values from outside the program (a parameter loaded, set through the library). */
       pd_tensor_set_data(w, PD_FP32, 2, (int64_t[]){K, N}, w2);
       ok(*pd_tensor_prepared(w) == NULL, "writing w drops the copy");
-      fc_expect(xv, w2, bv, M, K, N, want);
+      fc_expect(xv, w2, bias, M, K, N, want);
       good = pd_exec_run(ex, global, &io, NULL, &err) == PD_OK && fc_matches(&y, want, M * N);
       ok(good, "the next run computes with w's new values");
       pd_tensor_fill(w, 0.5);
       for (int i = 0; i < K * N; i++) w2[i] = 0.5f;
-      fc_expect(xv, w2, bv, M, K, N, want);
+      fc_expect(xv, w2, bias, M, K, N, want);
       good = pd_exec_run(ex, global, &io, NULL, &err) == PD_OK && fc_matches(&y, want, M * N);
       ok(good, "and after a fill, with the filled values");
     }
