@@ -352,6 +352,7 @@ pd_status pd_kcpu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, 
  * n floats apart (6 KB for an fc of 1536 outputs: a page and a TLB entry a row). The threads
  * split the panels; each takes C's rows in blocks of CONST_B_ROWS, so that its partial sums stay
  * on the stack and a block of A in L2 while it passes over its panels. ---- */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
 #define CONST_B_ROWS 128
 
 typedef struct panels {
@@ -363,7 +364,6 @@ typedef struct panels {
 
 static void panels_release(pd_k_prepared *p) { pd_k_host_free(p); }
 
-#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
 /* B's panels for this product, made (or made again) in *prep; NULL when gemm16's product
  * does not take it or there is no memory (the caller then computes from B itself). */
 static const panels *prepared_panels(pd_dtype dt, int64_t n, int64_t k, const void *b,
