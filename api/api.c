@@ -1,5 +1,5 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (vm/run/model.h), the
+ * (lang/compile.h + the runner of train/run.h) or a loaded inference model (vm/run/model.h), the
  * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
@@ -16,7 +16,7 @@
 #include "base/diag.h"
 #include "base/dtype.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/run/exec.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"

@@ -1,10 +1,10 @@
 /* builtins_action.c -- the builtins that describe rather than compute: reader, optimizer and
  * initializer specs (records that keep their arguments by name, checked here so a mistake is
  * reported at the argument) and the actions (train, eval, print, save, load, assert_close), which
- * are recorded in the unit and run after compilation (lang/run.c). */
+ * are recorded in the unit and run after compilation (train/run.c). */
 #include "config.h"
 #include "lang/builtins_int.h"
-#include "lang/plot.h"
+#include "train/plot.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -44,7 +44,7 @@ typedef struct spec_param {
   {"valid", "none", "the fraction a validation split holds out (0.1 for split = \"valid\")"}, \
   {"seed", "0", "which samples the validation split holds out"}
 
-/* The learning-rate schedules an optimizer's lr_schedule names (lang/train.c computes them):
+/* The learning-rate schedules an optimizer's lr_schedule names (train/train.c computes them):
  * the compiler takes these names only, and :help NAME says what each does. */
 static const struct schedule {
   const char *name, *what;
@@ -239,7 +239,7 @@ static const struct spec {
 
 /* A validation split: split = "valid" (the held-out part) or "train" (the rest) with
  * valid = F, the fraction held out (default 0.1 for "valid"), and seed = S (default 0), which
- * picks the samples (lang/train.c applies it, vm/reader/reader_split.c). The arguments at
+ * picks the samples (train/train.c applies it, vm/reader/reader_split.c). The arguments at
  * positions si (split), vi (valid) and vi + 1 (seed). */
 static bool check_split(C *c, const char *reader, call_args *a, int si, int vi) {
   pd_loc loc, sloc;
@@ -747,7 +747,7 @@ static int reader_field_shape(const value *r, const char *field, int64_t *dims, 
 }
 
 /* The data vars of the global block named after a field of reader r whose shape the reader's
- * arguments say must take that field as the batcher will feed it (lang/train.c's feeder): the
+ * arguments say must take that field as the batcher will feed it (train/train.c's feeder): the
  * same per-sample shape (-1 matching any size), or as many values (reshaped), or for a sequence
  * input a field of one value a step; a sequence field needs a sequence input. An error at loc
  * (the reader argument), naming both shapes. Fields read by position (no var of their name)

@@ -12,7 +12,7 @@
  *                                       1/nranks, before any update reads it;
  *   optimizer (vm/passes/optimizer.h)   the updates, and the initialisers of their state.
  * Each pass documents why it runs where it does; this is the one place that chains them (the
- * `train` action, lang/train.c, calls it).
+ * `train` action, train/train.c, calls it).
  *
  * Ownership: main is not changed. On success *out_train (the training program) and *out_init
  * (block 0: the fill_constant ops that initialise the optimizer's state vars, to be run for the

@@ -6,10 +6,10 @@
  *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
  *       per minibatch in a fresh scope under the global one, with progress on the progress
  *       stream; Ctrl-C stops after the minibatch; the validation options are
- *       lang/train_valid.c's, the log lang/train_log.c's, the plot lang/plot.c's;
+ *       train/train_valid.c's, the log train/train_log.c's, the plot train/plot.c's;
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
- *   save and load are lang/train_save.c's.
+ *   save and load are train/train_save.c's.
  * Data vars (vars of the program that a reader must feed) are matched to the reader's fields by
  * name, else by position; a field whose per-sample size matches a var of another shape (images
  * [784] for a [-1, 1, 28, 28] input) is reshaped. A sequence field (lines(...)) comes with its
@@ -30,12 +30,12 @@
 
 #include "kernels/kernels.h"
 #include "vm/ir/params.h"
-#include "lang/run_int.h"
+#include "train/run_int.h"
 #include "vm/ir/serialize.h"
-#include "lang/train.h"
+#include "train/train.h"
 #include "vm/passes/data_parallel.h"
-#include "lang/plot.h"
-#include "lang/train_int.h"
+#include "train/plot.h"
+#include "train/train_int.h"
 #include "vm/passes/optimizer.h"
 #include "vm/passes/pipeline.h"
 #include "vm/passes/prune.h"
@@ -1161,7 +1161,7 @@ void pd_train_metric_name(const char *var, char *buf, size_t n) {
 }
 
 /* The forward program of n one-element targets, run over a whole data set in test mode: eval,
- * and train's validation (lang/train_int.h). */
+ * and train's validation (train/train_int.h). */
 struct pd_averager {
   pd_runner *r;
   const pd_action *a;
