@@ -4,6 +4,7 @@
  * are recorded in the unit and run after compilation (train/run.c). */
 #include "config.h"
 #include "lang/builtins_int.h"
+#include "train/options.h"
 #include "train/plot.h"
 
 #include <math.h>
@@ -663,41 +664,30 @@ static const struct action_spec {
      "writes the inference model for the targets (path.pdmodel, path.pdiparams), or save(path) "
      "the parameters",
      {{"names", "none", "the outputs' names in the saved model, one per target"}}},
+    /* train's options are its descriptors (train/options.h): action_kw, action_help. */
     {"train",
      PD_ACTION_TRAIN,
      1,
      1,
-     {"reader", "batch", "epochs", "optimizer", "shuffle", "drop_last", "seed", "checkpoint",
-      "log_every", "valid", "metrics", "valid_every", "early_stop", "monitor", "mode",
-      "keep_best", "log", "plot", "valid_every_steps", "amp", NULL},
+     {NULL},
      "cost",
      "trains every parameter the cost depends on",
-     {{"reader", NULL, "the training data, a reader"},
-      {"batch", "64", "samples per minibatch"},
-      {"epochs", "1", "passes over the data"},
-      {"optimizer", "sgd(0.01)", "an optimizer: sgd, momentum, adam, adamw, rmsprop, adagrad"},
-      {"shuffle", "true", "a new order of the samples every epoch"},
-      {"drop_last", "false", "leave out an epoch's last, smaller minibatch"},
-      {"seed", NULL, "the seed of the shuffling and of random ops (default: pdlang run --seed)"},
-      {"checkpoint", "none",
-       "a file the training state is saved to after every epoch, and resumed from"},
-      {"log_every", NULL,
-       "with --progress=lines, a line every this many steps (default: a tenth of an epoch)"},
-      {"valid", "none", "the validation data, a reader"},
-      {"metrics", "none", "tensors of one value per batch evaluated on valid beside the cost"},
-      {"valid_every", "1", "validate after every this many epochs"},
-      {"early_stop", "none",
-       "patience: stop after this many validations without a better monitored value"},
-      {"monitor", "\"loss\"", "what early_stop and keep_best watch: \"loss\" or a metric's name"},
-      {"mode", NULL,
-       "\"min\" or \"max\": whether a smaller or a larger monitored value is better (default: "
-       "\"max\" for a name with acc, else \"min\")"},
-      {"keep_best", "false", "at the end, put back the parameters of the best validation"},
-      {"log", "none", "a file of a row per logged step and epoch (CSV, or JSON lines for .jsonl)"},
-      {"plot", "none", "a PNG of the log's curves, drawn when training ends"},
-      {"valid_every_steps", "none", "validate after every this many steps instead"},
-      {"amp", "none", "\"bf16\": mixed precision, the matrix products in bfloat16 with fp32 sums"}}},
+     {{NULL, NULL, NULL}}},
 };
+
+/* An action's keyword options, NULL-terminated: train's from its descriptors, the others' from
+ * their rows above. */
+static const char *const *action_kw(const struct action_spec *sp) {
+  return sp->kind == PD_ACTION_TRAIN ? pd_topt_names() : sp->kw;
+}
+
+/* Its option k's name, default as the docs write it and meaning ({NULL} past the last). */
+static spec_param action_help(const struct action_spec *sp, int k) {
+  if (sp->kind != PD_ACTION_TRAIN) return k >= 0 && k < 21 ? sp->help[k] : (spec_param){0};
+  const pd_topt_desc *d = pd_topt(k);
+  return d ? (spec_param){d->name, d->dflt, d->meaning} : (spec_param){0};
+}
+
 
 static const value *rec_field(const value *r, const char *key) {
   for (int i = 0; i < r->rec.n; i++)
@@ -831,6 +821,47 @@ static bool check_metric(C *c, value *v, pd_loc loc, int i, int n) {
   return true;
 }
 
+/* train's options of a scalar type, each as its descriptor says (train/options.h): an integer
+ * in its range, true or false, a name, one of its choices. The readers, the optimizer and the
+ * metrics are checked by their own rules (check_action, check_validation). */
+static bool check_train_options(C *c, call_args *a) {
+  for (int i = 0; pd_topt(i); i++) {
+    const pd_topt_desc *d = pd_topt(i);
+    pd_loc l;
+    value *v = pd_cmp_arg(a, -1, d->name, &l);
+    if (!v) continue;
+    switch (d->type) {
+    case PD_TOPT_INT:
+      if (v->k == V_INT && v->i >= d->lo && (d->hi <= d->lo || v->i <= d->hi)) continue;
+      if (d->hi > d->lo)
+        pd_cmp_error(c, l, "train: '%s' must be an integer from %lld to %lld", d->name,
+                     (long long)d->lo, (long long)d->hi);
+      else
+        pd_cmp_error(c, l, "train: '%s' must be a%s integer%s", d->name,
+                     d->lo == 1 ? " positive" : d->lo == 0 ? " non-negative" : "n",
+                     d->lo > 1 || d->lo < 0 ? pd_cmp_fmt(c, " >= %lld", (long long)d->lo) : "");
+      return false;
+    case PD_TOPT_BOOL:
+      if (v->k == V_BOOL) continue;
+      pd_cmp_error(c, l, "train: '%s' must be true or false, not %s", d->name,
+                   pd_cmp_vkind_phrase(v));
+      return false;
+    case PD_TOPT_NAME:
+      if (v->k == V_STR && *v->s) continue;
+      pd_cmp_error(c, l, "train: '%s' must name %s, not %s", d->name, d->expect,
+                   v->k == V_STR ? "an empty string" : pd_cmp_vkind_phrase(v));
+      return false;
+    case PD_TOPT_CHOICE:
+      if (v->k == V_STR && pd_topt_is_choice(d, v->s)) continue;
+      pd_cmp_error(c, l, "train: '%s' must be %s", d->name, d->expect);
+      return false;
+    default:
+      continue;
+    }
+  }
+  return true;
+}
+
 /* train's validation options: valid = READER, metrics = [...], valid_every = N (epochs) or
  * valid_every_steps = N (steps), early_stop = PATIENCE, monitor = NAME, mode = "min" | "max",
  * keep_best = BOOL. The names of monitor are checked when train runs (the metrics' names come
@@ -854,33 +885,16 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
     for (int i = 0; i < n; i++)
       if (!check_metric(c, v->k == V_LIST ? v->list.items[i] : v, l, i, n)) return false;
   }
-  static const char *const need_valid[] = {"metrics", "valid_every", "valid_every_steps",
-                                           "early_stop", "keep_best", "monitor", "mode"};
-  for (size_t i = 0; !valid && i < PD_ARRAY_LEN(need_valid); i++)
-    if (pd_cmp_arg(a, -1, need_valid[i], &l)) {
+  for (int i = 0; !valid && pd_topt(i); i++)
+    if ((pd_topt(i)->flags & PD_TOPT_VALID) && pd_cmp_arg(a, -1, pd_topt(i)->name, &l)) {
       pd_cmp_error(c, l, "train: '%s' needs a validation reader to watch; add valid = READER "
-                   "(for example valid = mnist(\"test\"))", need_valid[i]);
+                   "(for example valid = mnist(\"test\"))", pd_topt(i)->name);
       return false;
     }
   pd_loc el;
   if (pd_cmp_arg(a, -1, "valid_every", &el) && pd_cmp_arg(a, -1, "valid_every_steps", &l)) {
     pd_cmp_error(c, l, "train: give either valid_every (in epochs) or valid_every_steps (in "
                  "steps), not both");
-    return false;
-  }
-  if ((v = pd_cmp_arg(a, -1, "keep_best", &l)) && v->k != V_BOOL) {
-    pd_cmp_error(c, l, "train: 'keep_best' must be true or false, not %s", pd_cmp_vkind_phrase(v));
-    return false;
-  }
-  if ((v = pd_cmp_arg(a, -1, "mode", &l)) &&
-      (v->k != V_STR || (strcmp(v->s, "min") != 0 && strcmp(v->s, "max") != 0))) {
-    pd_cmp_error(c, l, "train: 'mode' must be \"min\" or \"max\" (whether a smaller or a "
-                 "larger monitored value is better)");
-    return false;
-  }
-  if ((v = pd_cmp_arg(a, -1, "monitor", &l)) && (v->k != V_STR || !*v->s)) {
-    pd_cmp_error(c, l, "train: 'monitor' must name a metric (\"loss\" or one of 'metrics'), not "
-                 "%s", pd_cmp_vkind_phrase(v));
     return false;
   }
   return true;
@@ -1011,46 +1025,9 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                    "adamw(...), rmsprop(...) or adagrad(...)");
       return false;
     }
-    static const char *const ints[] = {"batch", "epochs", "seed", "log_every", "valid_every",
-                                       "valid_every_steps", "early_stop"};
-    for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
-      pd_loc l;
-      value *v2 = pd_cmp_arg(a, -1, ints[i], &l);
-      bool seed = strcmp(ints[i], "seed") == 0;
-      if (v2 && (v2->k != V_INT || v2->i < (seed ? 0 : 1))) {
-        pd_cmp_error(c, l, "train: '%s' must be a %s integer", ints[i],
-                     seed ? "non-negative" : "positive");
-        return false;
-      }
-    }
-    static const char *const bools[] = {"shuffle", "drop_last"};
-    for (size_t i = 0; i < PD_ARRAY_LEN(bools); i++) {
-      pd_loc l;
-      value *v2 = pd_cmp_arg(a, -1, bools[i], &l);
-      if (v2 && v2->k != V_BOOL) {
-        pd_cmp_error(c, l, "train: '%s' must be true or false, not %s", bools[i],
-                     pd_cmp_vkind_phrase(v2));
-        return false;
-      }
-    }
+    if (!check_train_options(c, a)) return false;
     pd_loc ll;
-    value *lv = pd_cmp_arg(a, -1, "log", &ll);
-    if (lv && (lv->k != V_STR || !*lv->s)) {
-      pd_cmp_error(c, ll, "train: 'log' must name a file (\"run.csv\", or \"run.jsonl\" for "
-                   "JSON lines), not %s", pd_cmp_vkind_phrase(lv));
-      return false;
-    }
-    if ((lv = pd_cmp_arg(a, -1, "amp", &ll)) && (lv->k != V_STR || strcmp(lv->s, "bf16") != 0)) {
-      pd_cmp_error(c, ll, "train: 'amp' (mixed precision) must be \"bf16\": the products in "
-                   "bfloat16, the rest in fp32 (fp16, which needs loss scaling, is not built "
-                   "yet)");
-      return false;
-    }
-    if ((lv = pd_cmp_arg(a, -1, "plot", &ll)) && (lv->k != V_STR || !*lv->s)) {
-      pd_cmp_error(c, ll, "train: 'plot' must name a PNG file (\"curves.png\"), not %s",
-                   pd_cmp_vkind_phrase(lv));
-      return false;
-    }
+    value *lv = pd_cmp_arg(a, -1, "plot", &ll);
     if (lv && !pd_plot_available()) {
       pd_cmp_error(c, ll, "train: 'plot' draws with cairo, and this pdlang was built without it "
                    "(install libcairo2-dev and configure again)");
@@ -1085,7 +1062,7 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
   const struct action_spec *sp = NULL;
   for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
     if (strcmp(action_specs[i].name, self->name) == 0) sp = &action_specs[i];
-  if (!sp || !pd_cmp_check_args_kw(c, a, sp->max_pos, sp->kw, 0)) return VERR;
+  if (!sp || !pd_cmp_check_args_kw(c, a, sp->max_pos, action_kw(sp), 0)) return VERR;
   if (a->npos < sp->min_pos) {
     pd_cmp_error(c, a->loc, "%s needs at least %d argument%s", self->name, sp->min_pos,
                  sp->min_pos == 1 ? "" : "s");
@@ -1131,16 +1108,17 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
   return VNONE;
 }
 
-/* The parameter lines of :help: "    name = default   meaning", the names padded to one width. */
-static void describe_params(const spec_param *h, bool keywords, pd_buf *out) {
+/* The parameter lines of :help: "    name = default   meaning", the names padded to one width
+ * (h: up to n of them, fewer when one has no name). */
+static void describe_params(const spec_param *h, int n, bool keywords, pd_buf *out) {
   int w = 0;
   char col[160];
-  for (int i = 0; i < 20 && h[i].name; i++) {
-    int n = snprintf(col, sizeof col, "%s%s%s", h[i].name,
-                     h[i].dflt ? " = " : keywords ? " = ..." : "", h[i].dflt ? h[i].dflt : "");
-    if (n > w) w = n;
+  for (int i = 0; i < n && h[i].name; i++) {
+    int len = snprintf(col, sizeof col, "%s%s%s", h[i].name,
+                       h[i].dflt ? " = " : keywords ? " = ..." : "", h[i].dflt ? h[i].dflt : "");
+    if (len > w) w = len;
   }
-  for (int i = 0; i < 20 && h[i].name; i++) {
+  for (int i = 0; i < n && h[i].name; i++) {
     snprintf(col, sizeof col, "%s%s%s", h[i].name, h[i].dflt ? " = " : keywords ? " = ..." : "",
              h[i].dflt ? h[i].dflt : "");
     pd_buf_printf(out, "    %-*s  %s%s\n", w, col, h[i].meaning,
@@ -1164,18 +1142,21 @@ bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
       pd_buf_printf(out, "%s%s%s%s", k ? ", " : "", sp->help[k].name,
                     sp->help[k].dflt ? " = " : "", sp->help[k].dflt ? sp->help[k].dflt : "");
     pd_buf_printf(out, ")\n  %s\n", sp->what);
-    describe_params(sp->help, false, out);
+    describe_params(sp->help, (int)PD_ARRAY_LEN(sp->help), false, out);
     return true;
   }
   for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++) {
     const struct action_spec *sp = &action_specs[i];
     if (strcmp(sp->name, name) != 0) continue;
+    spec_param help[PD_TOPT_COUNT + 1];
+    int nh = 0;
+    for (; nh < PD_TOPT_COUNT && (help[nh] = action_help(sp, nh)).name; nh++) {}
+    help[nh] = (spec_param){0};
     pd_buf_printf(out, "%s(%s", name, sp->pos);
-    for (int k = 0; k < 20 && sp->help[k].name; k++)
-      pd_buf_printf(out, ", %s = %s", sp->help[k].name,
-                    sp->help[k].dflt ? sp->help[k].dflt : "...");
+    for (int k = 0; k < nh; k++)
+      pd_buf_printf(out, ", %s = %s", help[k].name, help[k].dflt ? help[k].dflt : "...");
     pd_buf_printf(out, ")\n  an action (run after the script compiles, in order): %s\n", sp->what);
-    describe_params(sp->help, true, out);
+    describe_params(help, nh, true, out);
     return true;
   }
   return false;
@@ -1196,11 +1177,15 @@ bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, cons
     if (h && h->name && strcmp(specs[i].params[k] ? specs[i].params[k] : "", h->name) != 0)
       h = NULL;  /* the names of params[] and help[] must agree (the test checks this) */
   } else {
-    *spec = action_specs[i - ns].name;
-    h = k >= 0 && k < 20 ? &action_specs[i - ns].help[k] : NULL;
-    if (h && h->name && strcmp(action_specs[i - ns].kw[k] ? action_specs[i - ns].kw[k] : "",
-                               h->name) != 0)
-      h = NULL;
+    const struct action_spec *sp = &action_specs[i - ns];
+    const char *const *kw = action_kw(sp);
+    int nk = 0;
+    while (kw[nk]) nk++;
+    *spec = sp->name;
+    static spec_param one;  /* what h points at (names, defaults and meanings are static) */
+    one = action_help(sp, k);
+    h = k >= 0 && k <= nk ? &one : NULL;
+    if (h && h->name && strcmp(k < nk ? kw[k] : "", h->name) != 0) h = NULL;
   }
   *param = h ? h->name : NULL;
   *dflt = h ? h->dflt : NULL;
@@ -1221,7 +1206,7 @@ const char *const *pd_cmp_action_params(const char *name, const char **pos) {
   for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
     if (strcmp(action_specs[i].name, name) == 0) {
       if (pos) *pos = action_specs[i].pos;
-      return action_specs[i].kw;
+      return action_kw(&action_specs[i]);
     }
   return NULL;
 }

@@ -4,11 +4,12 @@
 #include "train/options.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const pd_topt_desc table[] = {
-#define PD_TOPT_ROW_(name, type, dflt, sdflt, lo, hi, flags, expect, meaning) \
-  {#name, PD_TOPT_##type, dflt, sdflt, lo, hi, flags, expect, meaning},
+#define PD_TOPT_ROW_(name, type, dflt, choices, lo, hi, flags, expect, meaning) \
+  {#name, PD_TOPT_##type, dflt, choices, lo, hi, flags, expect, meaning},
     PD_TRAIN_OPTIONS(PD_TOPT_ROW_)
 #undef PD_TOPT_ROW_
 };
@@ -31,21 +32,9 @@ const pd_topt_desc *pd_topt_find(const char *name) {
 
 const char *const *pd_topt_names(void) { return names; }
 
-const char *pd_topt_default_text(const pd_topt_desc *d, char *buf, size_t n) {
-  if (d->flags & (PD_TOPT_REQUIRED | PD_TOPT_DEPENDS)) return NULL;
-  if (d->flags & PD_TOPT_NONE) return "none";
-  switch (d->type) {
-  case PD_TOPT_INT: snprintf(buf, n, "%lld", (long long)d->dflt); return buf;
-  case PD_TOPT_BOOL: return d->dflt ? "true" : "false";
-  case PD_TOPT_NAME: snprintf(buf, n, "\"%s\"", d->sdflt ? d->sdflt : ""); return buf;
-  case PD_TOPT_OPTIMIZER: return d->sdflt;
-  default: return NULL;
-  }
-}
-
 bool pd_topt_is_choice(const pd_topt_desc *d, const char *v) {
   size_t n = strlen(v);
-  for (const char *c = d->sdflt; c && *c;) {
+  for (const char *c = d->choices; c && *c;) {
     const char *bar = strchr(c, '|');
     size_t k = bar ? (size_t)(bar - c) : strlen(c);
     if (k == n && n && strncmp(c, v, n) == 0) return true;
@@ -71,22 +60,28 @@ bool pd_train_opt_given(const pd_train_opts *o, pd_topt_id id) {
   return o->value[id] && o->value[id]->kind != PD_CVAL_NONE;
 }
 
+/* Whether the table gives option id a default of its own (not none, not one that depends). */
+static bool has_default(pd_topt_id id) {
+  return table[id].dflt && strcmp(table[id].dflt, "none") != 0;
+}
+
 int64_t pd_train_opt_int(const pd_train_opts *o, pd_topt_id id, int64_t dflt) {
   const pd_cval *v = o->value[id];
   if (v && v->kind == PD_CVAL_INT) return v->i;
-  return table[id].flags & PD_TOPT_DEPENDS ? dflt : table[id].dflt;
+  return has_default(id) ? strtoll(table[id].dflt, NULL, 10) : dflt;
 }
 
 bool pd_train_opt_bool(const pd_train_opts *o, pd_topt_id id) {
   const pd_cval *v = o->value[id];
-  return v && v->kind == PD_CVAL_BOOL ? v->b : table[id].dflt != 0;
+  return v && v->kind == PD_CVAL_BOOL ? v->b : has_default(id) && !strcmp(table[id].dflt, "true");
 }
 
-const char *pd_train_opt_str(const pd_train_opts *o, pd_topt_id id) {
+const char *pd_train_opt_str(const pd_train_opts *o, pd_topt_id id, char *buf, size_t n) {
   const pd_cval *v = o->value[id];
   if (v && v->kind == PD_CVAL_STRING) return v->str;
-  return table[id].type == PD_TOPT_NAME && !(table[id].flags & PD_TOPT_NONE) ? table[id].sdflt
-                                                                            : NULL;
+  if (!buf || !has_default(id) || table[id].dflt[0] != '"') return NULL;
+  snprintf(buf, n, "%.*s", (int)strlen(table[id].dflt) - 2, table[id].dflt + 1);
+  return buf;  /* "\"loss\"" -> "loss" */
 }
 
 void pd_train_opts_describe(const pd_train_opts *o, pd_buf *b) {
@@ -94,7 +89,7 @@ void pd_train_opts_describe(const pd_train_opts *o, pd_buf *b) {
     if (!(table[i].flags & PD_TOPT_CKPT)) continue;
     if (table[i].type == PD_TOPT_INT)
       pd_buf_printf(b, ", %s %lld", table[i].name,
-                    (long long)pd_train_opt_int(o, (pd_topt_id)i, table[i].dflt));
+                    (long long)pd_train_opt_int(o, (pd_topt_id)i, 0));
     else if (table[i].type == PD_TOPT_BOOL && pd_train_opt_bool(o, (pd_topt_id)i))
       pd_buf_printf(b, ", %s", table[i].name);
   }

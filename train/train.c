@@ -1024,7 +1024,7 @@ static char *plot_log_name(const char *png) {
 /* train's amp = "bf16": the precision of the products under mixed precision (the compiler
  * checked the value); PD_FP32 without. */
 static pd_dtype opts_amp(const pd_train_opts *o) {
-  const char *s = pd_train_opt_str(o, PD_TOPT_amp);
+  const char *s = pd_train_opt_str(o, PD_TOPT_amp, NULL, 0);
   return s && strcmp(s, "bf16") == 0 ? PD_BF16 : s && strcmp(s, "fp16") == 0 ? PD_FP16 : PD_FP32;
 }
 
@@ -1124,9 +1124,9 @@ static pd_status trainer_start(trainer *t, pd_error *err) {
   if (t->ckpt && train_setup(r, &t->o, t->p, &t->opt, t->vd, t->setup)) return trainer_oom(t, err);
   if (t->ckpt && access(t->ckpt, F_OK) == 0 && (st = trainer_resume(t, err))) return st;
   /* The log: train's log =, else the run's --log, else with plot = "NAME.png" NAME.csv. */
-  const char *given = pd_train_opt_str(&t->o, PD_TOPT_log);
+  const char *given = pd_train_opt_str(&t->o, PD_TOPT_log, NULL, 0);
   const char *lname = given ? given : r->opts.log_path;
-  const char *plot = pd_train_opt_str(&t->o, PD_TOPT_plot);
+  const char *plot = pd_train_opt_str(&t->o, PD_TOPT_plot, NULL, 0);
   if (plot && !(t->plot_path = pd_train_script_path(a, plot))) return trainer_oom(t, err);
   if ((lname || t->plot_path) && pd_comm_rank() == 0) {  /* rank 0 alone writes (and plots) */
     if (lname) t->log_path = given ? pd_train_script_path(a, lname) : pd_strdup(lname);
@@ -1221,7 +1221,7 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_buf_init(&t->line2);
   pd_tensor_init(&t->loss_t);
   pd_status st = parse_optimizer(a, &t->opt, err);
-  const char *ckpt = pd_train_opt_str(&t->o, PD_TOPT_checkpoint);
+  const char *ckpt = pd_train_opt_str(&t->o, PD_TOPT_checkpoint, NULL, 0);
   if (!st && ckpt && !(t->ckpt = pd_train_script_path(a, ckpt))) st = trainer_oom(t, err);
   if (!st) st = trainer_start(t, err);
   if (!st) st = trainer_run(t, err);
