@@ -4,7 +4,9 @@
  * are recorded in the unit and run after compilation (train/run.c). */
 #include "config.h"
 #include "lang/builtins_int.h"
+#include "train/optimizers.h"
 #include "train/options.h"
+#include "train/readers.h"
 #include "train/plot.h"
 
 #include <math.h>
@@ -13,136 +15,15 @@
 
 /* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
 
-/* The specs (readers, optimizers, initializers): their parameters in positional order (all may
- * also be given by keyword; the first `required` must be given), each with its default as the
- * docs write it (NULL: required) and its meaning; `what` says what the spec is. :help NAME shows
- * them (pd_cmp_spec_describe), and tests/lang/test_spec_help.c checks every default against
+/* The specs: readers (train/readers.h) and optimizers (train/optimizers.h) are their
+ * registries' rows; the initializers' rows are here (pd_spec, train/spec.h: the parameters in
+ * positional order, all may also be given by keyword, the first `required` must be given, each
+ * with its default as the docs write it and its meaning). :help NAME shows them
+ * (pd_cmp_spec_describe), and tests/lang/test_spec_help.c checks every default against
  * doc/language.md. */
-typedef struct spec_param {
-  const char *name, *dflt, *meaning;
-} spec_param;
+typedef pd_spec_param spec_param;
 
-/* The entries that several specs share: every optimizer's learning rate and its schedule's
- * and clipping's parameters (after its own), the validation split of the readers that have
- * one (csv, text, host; mnist's and lines' say it their own way). */
-#define OPT_LR \
-  {"learning_rate", NULL, "the step size (the rate before lr_schedule and warmup_steps)"}
-#define OPT_SCHEDULE \
-  {"clip_norm", "0", \
-   "when positive, scale every gradient by clip_norm / max(norm, clip_norm), norm the global " \
-   "norm of all the gradients"}, \
-  {"lr_schedule", "\"constant\"", \
-   "\"constant\", \"step\" (times decay_rate every decay_steps steps) or \"cosine\" (times (1 + " \
-   "cos(pi * step / T)) / 2, T = decay_steps or the train call's steps)"}, \
-  {"decay_steps", "none", "the period of \"step\" (required by it), the length of \"cosine\""}, \
-  {"decay_rate", "0.1", "the factor of each \"step\""}, \
-  {"warmup_steps", "0", \
-   "when positive, the rate rises linearly from 0 over these first steps, then the schedule " \
-   "starts"}
-#define OPT_WEIGHT_DECAY {"weight_decay", "0", "L2 regularisation: g += weight_decay * p"}
-#define SPLIT_PARAMS \
-  {"split", "none", "\"train\" or \"valid\": the part of a validation split (none: everything)"}, \
-  {"valid", "none", "the fraction a validation split holds out (0.1 for split = \"valid\")"}, \
-  {"seed", "0", "which samples the validation split holds out"}
-
-/* The learning-rate schedules an optimizer's lr_schedule names (train/train.c computes them):
- * the compiler takes these names only, and :help NAME says what each does. */
-static const struct schedule {
-  const char *name, *what;
-} schedules[] = {
-    {"constant", "the learning rate as given (after warmup_steps, when positive)"},
-    {"step", "the rate times decay_rate (0.1) every decay_steps steps, which it requires"},
-    {"cosine", "the rate times (1 + cos(pi * step / T)) / 2, T = decay_steps when given, else "
-               "the number of steps of the train call"},
-};
-
-static const struct spec {
-  const char *name;
-  const char *params[12];   /* the names of help[], NULL-terminated (for keyword lookup) */
-  int required;
-  const char *what;
-  spec_param help[12];
-} specs[] = {
-    {"adagrad",
-     {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay", "clip_norm",
-      "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: m += g^2; p -= lr * g / (sqrt(m) + epsilon)",
-     {OPT_LR,
-      {"epsilon", "1e-6", "added to the root of the accumulator"},
-      {"initial_accumulator_value", "0.0", "the accumulator's starting value"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"adam",
-     {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm", "lr_schedule",
-      "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: Adam, with Fluid's state (P_moment1_0, ...)",
-     {OPT_LR,
-      {"beta1", "0.9", "the decay of the first moment (the mean of the gradients)"},
-      {"beta2", "0.999", "the decay of the second moment (their squares)"},
-      {"epsilon", "1e-8", "added to the second moment's root"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"adamw",
-     {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm", "lr_schedule",
-      "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: Adam with decoupled weight decay (p -= lr * weight_decay * p, then Adam's "
-     "step)",
-     {OPT_LR,
-      {"weight_decay", "0.01", "the decoupled decay (the op's coeff, not an L2 term)"},
-      {"beta1", "0.9", "the decay of the first moment"},
-      {"beta2", "0.999", "the decay of the second moment"},
-      {"epsilon", "1e-8", "added to the second moment's root"},
-      OPT_SCHEDULE}},
-    {"csv",
-     {"path", "label", "features", "header", "split", "valid", "seed", "delimiter", "fill",
-      "categorical"},
-     1,
-     "a reader: a CSV file with a header row: \"features\" float32 [k] and \"label\" [1]",
-     {{"path", NULL, "the file (relative to the script's folder when it is there)"},
-      {"label", "none", "the label column (none: the last one)"},
-      {"features", "none", "the feature columns, a list (none: every column but the label)"},
-      {"header", "true", "whether the first row names the columns (false is not supported yet)"},
-      SPLIT_PARAMS,
-      {"delimiter", "\",\"", "the one-character separator (\";\", \"\\t\")"},
-      {"fill", "none", "the number a missing cell (empty, NA, NaN, null) takes; none: an error"},
-      {"categorical", "none",
-       "text columns, a list: each value becomes a number (saved as .categories)"}}},
-    {"fashion_mnist",
-     {"split", "path", "valid", "seed"},
-     1,
-     "a reader: Fashion-MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 "
-     "[1]",
-     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
-      {"path", "none",
-       "the folder of the files (none: $PDLANG_FASHION_MNIST, else "
-       "/usr/share/datasets/fashion-mnist)"},
-      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
-      {"seed", "0", "which images the validation split holds out"}}},
-    {"host",
-     {"name", "split", "valid", "seed"},
-     1,
-     "a reader: a data set the program embedding pdlang gave its state (pd_state_set_dataset)",
-     {{"name", NULL, "the data set's name"},
-      SPLIT_PARAMS}},
-    {"images",
-     {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid", "seed"},
-     2,
-     "a reader: a folder of class folders of PNG and JPEG images: \"images\" float32 shape, "
-     "\"label\" int64 [1]",
-     {{"path", NULL, "the folder; its class folders are sorted by name and numbered from 0"},
-      {"shape", NULL,
-       "[channels, height, width]: 1 (grey), 3 (RGB) or 4 (RGBA) channels; images are resized "
-       "to it"},
-      {"mean", "0",
-       "subtracted per channel (a number or one per channel) from the values in [0, 1]"},
-      {"std", "1", "then divided by per channel"},
-      {"crop_padding", "0",
-       "train's augmentation: pad by this many pixels, then crop back at a random offset"},
-      {"flip", "false", "train's augmentation: mirror left to right at random"},
-      SPLIT_PARAMS}},
+static const pd_spec specs[] = {
     {"kaiming",
      {"uniform", "fan_in"},
      0,
@@ -150,81 +31,12 @@ static const struct spec {
      {{"uniform", "true",
        "uniform in [-r, r], r = sqrt(6 / fan_in); false: Gaussian with std sqrt(2 / fan_in)"},
       {"fan_in", "none", "the fan-in (none: the parameter's, as xavier())"}}},
-    {"lines",
-     {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed", "pad_to"},
-     1,
-     "a reader: one sample per line of text files: \"x\" the line's bytes (a sequence, int64 [1] "
-     "a step), \"label\" int64 [1] the file's index",
-     {{"paths", NULL, "a list of files, or one file"},
-      {"min_length", "1", "shorter lines are left out"},
-      {"max_length", "none", "longer lines are cut to it"},
-      {"split", "none", "\"train\", \"valid\" or \"test\" (every test_every-th line)"},
-      {"test_every", "5", "which lines are the test split's"},
-      {"valid", "none", "the fraction of the training lines split = \"valid\" holds out"},
-      {"seed", "0", "which lines the validation split holds out"},
-      {"pad_to", "none",
-       "\"x\" int64 [batch, pad_to], cut or padded with 0, and \"mask\" float32 [batch, "
-       "pad_to], 1 for the line's characters"}}},
-    {"mnist",
-     {"split", "path", "valid", "seed"},
-     1,
-     "a reader: MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 [1]",
-     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
-      {"path", "none",
-       "the folder of the files (none: $PDLANG_MNIST, else /usr/share/datasets/mnist)"},
-      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
-      {"seed", "0", "which images the validation split holds out"}}},
-    {"momentum",
-     {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm", "lr_schedule",
-      "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: v = mu * v + g; p -= lr * v",
-     {OPT_LR,
-      {"mu", "0.9", "the velocity's decay"},
-      {"use_nesterov", "false", "Nesterov's update: p -= lr * (g + mu * v)"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
     {"normal",
      {"mean", "std"},
      2,
      "an initializer: Gaussian",
      {{"mean", NULL, "the mean"},
       {"std", NULL, "the standard deviation"}}},
-    {"npy",
-     {"path", "label_path"},
-     1,
-     "a reader: a NumPy .npy array [N, ...] as \"x\"",
-     {{"path", NULL, "the .npy file"},
-      {"label_path", "none", "a second .npy of N labels, as \"label\""}}},
-    {"rmsprop",
-     {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay", "clip_norm",
-      "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: ms = rho * ms + (1 - rho) * g^2; mom = momentum * mom + lr * g / sqrt(ms + "
-     "epsilon); p -= mom",
-     {OPT_LR,
-      {"rho", "0.95", "the decay of the mean square"},
-      {"epsilon", "1e-6", "added to the mean square"},
-      {"momentum", "0.0", "the momentum of the update"},
-      {"centered", "false", "divide by the variance (ms - mg^2) rather than the mean square"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"sgd",
-     {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps", "decay_rate",
-      "warmup_steps"},
-     1,
-     "an optimizer: p -= lr * g",
-     {OPT_LR,
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"text",
-     {"path", "length", "split", "valid", "seed"},
-     1,
-     "a reader: a text file's bytes in windows: \"x\" the window, \"y\" the byte after each "
-     "position, int64 [length]",
-     {{"path", NULL, "the file"},
-      {"length", "32", "the window's length"},
-      SPLIT_PARAMS}},
     {"uniform",
      {"low", "high"},
      2,
@@ -237,6 +49,29 @@ static const struct spec {
      "an initializer: uniform in [-r, r], r = sqrt(6 / (fan_in + fan_out))",
      {}},
 };
+
+/* The spec of a reader, optimizer or initializer by name (NULL: none), and spec i of all of
+ * them (readers, optimizers, initializers; NULL past the last). */
+static const pd_spec *find_spec(const char *name) {
+  const pd_reader_def *rd = pd_reader_find(name);
+  const pd_optim_def *od = pd_optim_find(name);
+  if (rd) return &rd->spec;
+  if (od) return &od->spec;
+  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
+    if (strcmp(specs[i].name, name) == 0) return &specs[i];
+  return NULL;
+}
+
+static const pd_spec *spec_at(int i) {
+  int nr = 0, no = 0;
+  while (pd_reader(nr)) nr++;
+  while (pd_optim(no)) no++;
+  if (i < 0) return NULL;
+  if (i < nr) return &pd_reader(i)->spec;
+  if (i < nr + no) return &pd_optim(i - nr)->spec;
+  i -= nr + no;
+  return i < (int)PD_ARRAY_LEN(specs) ? &specs[i] : NULL;
+}
 
 /* A validation split: split = "valid" (the held-out part) or "train" (the rest) with
  * valid = F, the fraction held out (default 0.1 for "valid"), and seed = S (default 0), which
@@ -385,7 +220,7 @@ static bool check_images_spec(C *c, call_args *a) {
   return check_split(c, "images", a, 6, 7);
 }
 
-static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
+static bool check_reader_spec(C *c, const pd_spec *sp, call_args *a) {
   const char *r = sp->name;
   pd_loc loc;
   value *v;
@@ -471,9 +306,7 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
 }
 
 value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
-  const struct spec *sp = NULL;
-  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
-    if (strcmp(specs[i].name, self->name) == 0) sp = &specs[i];
+  const pd_spec *sp = find_spec(self->name);
   if (!sp) {
     pd_cmp_error(c, a->loc, "internal: no spec for '%s'", self->name);
     return VERR;
@@ -512,16 +345,16 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
   }
   if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
     return VERR;
-  /* An optimizer's schedule: one of schedules[]; "step" with its decay_steps. */
+  /* An optimizer's schedule: one of the registry's (train/optimizers.h); "step" with its
+   * decay_steps. */
   bool has_decay_steps = false;
   for (int i = 0; i < r->rec.n; i++)
     has_decay_steps |= !strcmp(r->rec.keys[i], "decay_steps") && r->rec.vals[i]->k != V_NONE;
   for (int i = 0; i < r->rec.n; i++) {
     value *w = r->rec.vals[i];
     if (strcmp(r->rec.keys[i], "lr_schedule") != 0 || w->k == V_NONE) continue;
-    size_t k = 0;
-    while (w->k == V_STR && k < PD_ARRAY_LEN(schedules) && strcmp(schedules[k].name, w->s)) k++;
-    if (w->k != V_STR || k == PD_ARRAY_LEN(schedules)) {
+    pd_lr_schedule kind = PD_LR_CONSTANT;
+    if (w->k != V_STR || !pd_lr_schedule_find(w->s, &kind)) {
       pd_cmp_error(c, r->rec.locs[i], "%s: lr_schedule is \"constant\", \"step\" or "
                    "\"cosine\" (:help cosine says what each does), not %s", self->name,
                    w->k == V_STR ? pd_cmp_fmt(c, "\"%s\"", w->s) : pd_cmp_vkind_phrase(w));
@@ -794,11 +627,11 @@ static bool check_reader_shapes(C *c, const char *what, const char *who, const v
   return true;
 }
 
-static bool record_is(const value *v, const char *const *names) {
-  if (v->k != V_RECORD) return false;
-  for (int i = 0; names[i]; i++)
-    if (strcmp(v->rec.name, names[i]) == 0) return true;
-  return false;
+/* Whether v is a reader's record, an optimizer's (their registries, train/readers.h and
+ * train/optimizers.h). */
+static bool is_reader(const value *v) { return v->k == V_RECORD && pd_reader_find(v->rec.name); }
+static bool is_optimizer(const value *v) {
+  return v->k == V_RECORD && pd_optim_find(v->rec.name);
 }
 
 /* A metric of train's validation: a tensor of one element (mean(...), accuracy(...)). */
@@ -866,10 +699,10 @@ static bool check_train_options(C *c, call_args *a) {
  * valid_every_steps = N (steps), early_stop = PATIENCE, monitor = NAME, mode = "min" | "max",
  * keep_best = BOOL. The names of monitor are checked when train runs (the metrics' names come
  * from their vars). */
-static bool check_validation(C *c, call_args *a, const char *const *readers) {
+static bool check_validation(C *c, call_args *a) {
   pd_loc vloc, l;
   value *valid = pd_cmp_arg(a, -1, "valid", &vloc), *v;
-  if (valid && !record_is(valid, readers)) {
+  if (valid && !is_reader(valid)) {
     pd_cmp_error(c, vloc, "train: 'valid' must be a reader such as mnist(\"test\"), not %s",
                  pd_cmp_vkind_phrase(valid));
     return false;
@@ -986,15 +819,11 @@ static bool check_predict(C *c, call_args *a, const value *reader) {
 }
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
-  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
-                                        "images", "host", NULL};
-  static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "rmsprop",
-                                           "adagrad", NULL};
   for (int i = 0; i < a->npos; i++)
     if (a->pos[i]->k == V_ERROR) return false;
   pd_loc rloc;
   value *reader = pd_cmp_arg(a, -1, "reader", &rloc);
-  if (reader && !record_is(reader, readers)) {
+  if (reader && !is_reader(reader)) {
     pd_cmp_error(c, rloc,
                  "%s: 'reader' must be a reader such as fashion_mnist(\"train\") or csv(path)",
                  a->fname);
@@ -1020,9 +849,15 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     }
     pd_loc oloc;
     value *opt = pd_cmp_arg(a, -1, "optimizer", &oloc);
-    if (opt && !record_is(opt, optimizers)) {
-      pd_cmp_error(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...), adam(...), "
-                   "adamw(...), rmsprop(...) or adagrad(...)");
+    if (opt && !is_optimizer(opt)) {
+      pd_buf names;  /* the registry's: "adagrad(...), ... or sgd(...)" */
+      pd_buf_init(&names);
+      for (int i = 0; pd_optim(i); i++)
+        pd_buf_printf(&names, "%s%s(...)", !i ? "" : pd_optim(i + 1) ? ", " : " or ",
+                      pd_optim(i)->spec.name);
+      pd_cmp_error(c, oloc, "train: 'optimizer' must be %s",
+                   names.oom ? "an optimizer" : pd_cmp_fmt(c, "%s", names.data));
+      pd_buf_free(&names);
       return false;
     }
     if (!check_train_options(c, a)) return false;
@@ -1033,7 +868,7 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                    "(install libcairo2-dev and configure again)");
       return false;
     }
-    return check_validation(c, a, readers);
+    return check_validation(c, a);
   }
   case PD_ACTION_EVAL:
     for (int i = 0; i < a->npos; i++)
@@ -1127,18 +962,19 @@ static void describe_params(const spec_param *h, int n, bool keywords, pd_buf *o
 }
 
 bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
-  for (size_t i = 0; i < PD_ARRAY_LEN(schedules); i++)
-    if (strcmp(schedules[i].name, name) == 0) {
+  const char *sname, *swhat;
+  for (int i = 0; pd_lr_schedule_info(i, &sname, &swhat); i++)
+    if (strcmp(sname, name) == 0) {
       pd_buf_printf(out, "lr_schedule = \"%s\"\n  a learning-rate schedule of every optimizer "
                     "(sgd, momentum, adam, adamw, rmsprop, adagrad): %s\n", name,
-                    schedules[i].what);
+                    swhat);
       return true;
     }
-  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++) {
-    const struct spec *sp = &specs[i];
-    if (strcmp(sp->name, name) != 0) continue;
+  const pd_spec *spec = find_spec(name);
+  if (spec) {
+    const pd_spec *sp = spec;
     pd_buf_printf(out, "%s(", name);
-    for (int k = 0; k < 12 && sp->help[k].name; k++)
+    for (int k = 0; k < PD_SPEC_MAX_PARAMS && sp->help[k].name; k++)
       pd_buf_printf(out, "%s%s%s%s", k ? ", " : "", sp->help[k].name,
                     sp->help[k].dflt ? " = " : "", sp->help[k].dflt ? sp->help[k].dflt : "");
     pd_buf_printf(out, ")\n  %s\n", sp->what);
@@ -1163,18 +999,21 @@ bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
 }
 
 const char *pd_cmp_schedule(int i) {
-  return i >= 0 && i < (int)PD_ARRAY_LEN(schedules) ? schedules[i].name : NULL;
+  const char *name, *what;
+  return pd_lr_schedule_info(i, &name, &what) ? name : NULL;
 }
 
 bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,
                        const char **meaning) {
   const spec_param *h;
-  int ns = (int)PD_ARRAY_LEN(specs), na = (int)PD_ARRAY_LEN(action_specs);
+  int ns = 0, na = (int)PD_ARRAY_LEN(action_specs);
+  while (spec_at(ns)) ns++;
   if (i < 0 || i >= ns + na) return false;
   if (i < ns) {
-    *spec = specs[i].name;
-    h = k >= 0 && k < 12 ? &specs[i].help[k] : NULL;
-    if (h && h->name && strcmp(specs[i].params[k] ? specs[i].params[k] : "", h->name) != 0)
+    const pd_spec *sp = spec_at(i);
+    *spec = sp->name;
+    h = k >= 0 && k < PD_SPEC_MAX_PARAMS ? &sp->help[k] : NULL;
+    if (h && h->name && strcmp(sp->params[k] ? sp->params[k] : "", h->name) != 0)
       h = NULL;  /* the names of params[] and help[] must agree (the test checks this) */
   } else {
     const struct action_spec *sp = &action_specs[i - ns];
@@ -1194,11 +1033,11 @@ bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, cons
 }
 
 const char *const *pd_cmp_record_params(const char *name, int *required) {
-  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
-    if (strcmp(specs[i].name, name) == 0) {
-      if (required) *required = specs[i].required;
-      return specs[i].params;
-    }
+  const pd_spec *sp = find_spec(name);
+  if (sp) {
+    if (required) *required = sp->required;
+    return sp->params;
+  }
   return NULL;
 }
 

@@ -37,6 +37,8 @@
 #include "train/plot.h"
 #include "train/train_int.h"
 #include "train/options.h"
+#include "train/optimizers.h"
+#include "train/readers.h"
 #include "vm/passes/optimizer.h"
 #include "vm/passes/pipeline.h"
 #include "vm/passes/prune.h"
@@ -65,14 +67,6 @@ pd_loc pd_train_arg_loc(const pd_action *a, int i) {
   return a->arg_loc && i < a->nargs && a->arg_loc[i].line > 0 ? a->arg_loc[i] : a->loc;
 }
 
-static bool num(const pd_cval *v, double *out) {
-  if (!v) return false;
-  if (v->kind == PD_CVAL_INT) *out = (double)v->i;
-  else if (v->kind == PD_CVAL_FLOAT) *out = v->f;
-  else return false;
-  return true;
-}
-
 double pd_train_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -87,38 +81,7 @@ char *pd_train_script_path(const pd_action *a, const char *path) {
 
 /* ---------------------------------------------------------------- readers */
 
-/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5, valid, seed,
- * pad_to = none); the compiler
- * has checked the arguments' kinds and ranges. */
-static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset **out,
-                            pd_error *err) {
-  const pd_cval *p = pd_cval_field(spec, "paths");
-  const pd_cval *minl = pd_cval_field(spec, "min_length");
-  const pd_cval *maxl = pd_cval_field(spec, "max_length");
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const pd_cval *every = pd_cval_field(spec, "test_every");
-  const pd_cval *padt = pd_cval_field(spec, "pad_to");
-  pd_lines_options o = {
-      .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
-      .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
-      .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
-               : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
-                                                     : PD_LINES_TRAIN,  /* "train", "valid" */
-      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5,
-      .pad_to = padt && padt->kind == PD_CVAL_INT ? padt->i : 0};
-  int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
-  char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
-  pd_status st = paths ? PD_OK : PD_ENOMEM;
-  for (int i = 0; i < n && !st; i++) {
-    const pd_cval *v = p->kind == PD_CVAL_LIST ? p->items[i] : p;
-    if (!(paths[i] = pd_train_script_path(a, v->kind == PD_CVAL_STRING ? v->str : ""))) st = PD_ENOMEM;
-  }
-  if (st) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-  else st = pd_dataset_lines(n, (const char *const *)paths, &o, out, err);
-  for (int i = 0; paths && i < n; i++) pd_free(paths[i]);
-  pd_free(paths);
-  return st;
-}
+/* The readers themselves are train/readers.c's registry (pd_reader_open). */
 
 /* Whether the batcher gathers the next minibatch on a thread of its own. The datasets are in
  * memory, so a gather is a copy of rows (microseconds); the thread pays only when a core is
@@ -129,132 +92,6 @@ static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset 
 static bool prefetch_pays(void) {
   pd_k_threading t = pd_k_threading_info();
   return t.cpus > t.threads;
-}
-
-/* A validation split (split = "valid", or "train" with valid = F; the compiler checked the
- * arguments): *ds becomes its part (vm/reader/reader.h, pd_dataset_split). */
-static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err) {
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const char *s = split && split->kind == PD_CVAL_STRING ? split->str : "";
-  double frac = 0.1;
-  bool given = num(pd_cval_field(spec, "valid"), &frac);
-  bool held_out = strcmp(s, "valid") == 0;
-  if (!held_out && !(given && strcmp(s, "train") == 0)) return PD_OK;
-  const pd_cval *seed = pd_cval_field(spec, "seed");
-  pd_dataset *part = NULL;
-  uint64_t sd = seed && seed->kind == PD_CVAL_INT ? (uint64_t)seed->i : 0;
-  pd_status st = pd_dataset_split(*ds, frac, sd, held_out, &part, err);
-  if (st) {
-    pd_error_prefix(err, "%s", spec->str);  /* name the reader */
-    return st;
-  }
-  pd_dataset_free(*ds);
-  *ds = part;
-  return PD_OK;
-}
-
-/* note: where the images reader lists its classes (NULL: nowhere). */
-static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *spec, FILE *note,
-                             pd_dataset **out, pd_error *err) {
-  *out = NULL;
-  if (!spec || spec->kind != PD_CVAL_RECORD)
-    return pd_error_set(err, PD_EINVAL, a->loc, "%s needs a reader, e.g. reader = "
-                        "fashion_mnist(\"train\")", pd_action_name(a->kind));
-  const char *name = spec->str;
-  const pd_cval *f0 = pd_cval_field(spec, "split");
-  /* Errors from reading point at the argument naming the file, else at the reader's call. */
-  pd_loc at = pd_cval_field_loc(spec, "path", a->loc);
-  pd_status st;
-  if (strcmp(name, "fashion_mnist") == 0 || strcmp(name, "mnist") == 0) {
-    const char *split = f0 && f0->kind == PD_CVAL_STRING ? f0->str : "train";
-    if (strcmp(split, "valid") == 0) split = "train";  /* held out of it below */
-    if (strcmp(split, "train") && strcmp(split, "test"))
-      return pd_error_set(err, PD_EINVAL, pd_cval_field_loc(spec, "split", at),
-                          "%s: split must be \"train\", \"valid\" or \"test\", not \"%s\"",
-                          name, split);
-    const pd_cval *p = pd_cval_field(spec, "path");
-    char *dir = p && p->kind == PD_CVAL_STRING ? pd_train_script_path(a, p->str) : NULL;
-    st = pd_dataset_mnist(name, split, dir, out, err);
-    pd_free(dir);
-  } else if (strcmp(name, "csv") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    const pd_cval *label = pd_cval_field(spec, "label");
-    const pd_cval *feats = pd_cval_field(spec, "features");
-    const char *fnames[256];
-    int nf = 0;
-    if (feats && feats->kind == PD_CVAL_LIST)
-      for (int i = 0; i < feats->n && nf < 256; i++)
-        if (feats->items[i]->kind == PD_CVAL_STRING) fnames[nf++] = feats->items[i]->str;
-    const pd_cval *hdr = pd_cval_field(spec, "header");
-    if (hdr && hdr->kind == PD_CVAL_BOOL && !hdr->b)
-      return pd_error_set(err, PD_EUNSUPPORTED, pd_cval_field_loc(spec, "header", at),
-                          "csv: files without a header row are not supported yet (add a first "
-                          "line naming the columns)");
-    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    if (!path) return pd_error_set(err, PD_ENOMEM, at, "out of memory");
-    const pd_cval *cats = pd_cval_field(spec, "categorical");
-    const char *cnames[256];
-    int nc = 0;
-    if (cats && cats->kind == PD_CVAL_LIST)
-      for (int i = 0; i < cats->n && nc < 256; i++)
-        if (cats->items[i]->kind == PD_CVAL_STRING) cnames[nc++] = cats->items[i]->str;
-    if (nc && !r->categories && !(r->categories = pd_categories_new())) {
-      pd_free(path);
-      return pd_error_set(err, PD_ENOMEM, at, "out of memory");
-    }
-    pd_csv_options co = {.label = label && label->kind == PD_CVAL_STRING ? label->str : NULL,
-                         .nfeatures = nf, .features = nf ? fnames : NULL, .ncategorical = nc,
-                         .categorical = nc ? cnames : NULL, .categories = r->categories};
-    const pd_cval *delim = pd_cval_field(spec, "delimiter"), *fill = pd_cval_field(spec, "fill");
-    if (delim && delim->kind == PD_CVAL_STRING) co.delimiter = delim->str[0];
-    if (fill && (fill->kind == PD_CVAL_INT || fill->kind == PD_CVAL_FLOAT)) {
-      co.has_fill = true;
-      co.fill = fill->kind == PD_CVAL_INT ? (double)fill->i : fill->f;
-    }
-    st = pd_dataset_csv_opts(path, &co, out, err);
-    pd_free(path);
-  } else if (strcmp(name, "npy") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    const pd_cval *lp = pd_cval_field(spec, "label_path");
-    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    char *lpath = lp && lp->kind == PD_CVAL_STRING ? pd_train_script_path(a, lp->str) : NULL;
-    st = path ? pd_dataset_npy(path, lpath, out, err) : PD_ENOMEM;
-    pd_free(path);
-    pd_free(lpath);
-  } else if (strcmp(name, "text") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    const pd_cval *len = pd_cval_field(spec, "length");
-    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out, err)
-              : PD_ENOMEM;
-    pd_free(path);
-  } else if (strcmp(name, "lines") == 0) {
-    at = pd_cval_field_loc(spec, "paths", a->loc);
-    st = open_lines(a, spec, out, err);
-  } else if (strcmp(name, "host") == 0) {   /* the C library's pd_state_set_dataset */
-    const pd_cval *n = pd_cval_field(spec, "name");
-    at = pd_cval_field_loc(spec, "name", a->loc);
-    const char *dname = n && n->kind == PD_CVAL_STRING ? n->str : "";
-    st = r->opts.host_dataset
-             ? r->opts.host_dataset(r->opts.host_ctx, dname, out, err)
-             : pd_error_set(err, PD_ENOTFOUND, at, "host: no data set named '%s': host(...) "
-                            "reads the data sets of a program embedding pdlang "
-                            "(pd_state_set_dataset), and this run has none", dname);
-  } else if (pd_train_is_images(spec)) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    char *dir = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    st = dir ? pd_train_images_open(spec, dir, note, out, err) : PD_ENOMEM;
-    pd_free(dir);
-    if (!st) { /* what save writes beside a model this input feeds */
-      pd_train_images_options(spec, &r->image_prep);
-      r->has_image_prep = true;
-    }
-  } else {
-    return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
-                        "unknown reader '%s'", name);
-  }
-  if (!st) st = apply_split(spec, out, err);
-  return pd_run_at_loc(err, st, at, NULL);
 }
 
 /* How the data vars of a program take the reader's fields. */
@@ -515,7 +352,7 @@ pd_status pd_runner_bind_batch(pd_runner *r, const pd_action *a, const pd_cval *
   feeder f;
   memset(&f, 0, sizeof f);
   pd_batcher_options bo = {.batch = batch, .shard_count = 1};
-  pd_status st = open_reader(r, a, spec, NULL, &ds, err);
+  pd_status st = pd_reader_open(r, a, spec, NULL, &ds, err);
   if (!st) st = pd_batcher_new(ds, &bo, &bt, err);
   if (!st) st = feeder_init(r, a, ":batch", r->unit->main, ds, true, &f, err);
   if (!st) st = pd_batcher_next(bt, f.fields, samples, err);
@@ -610,51 +447,9 @@ static void step_validation_line(progress *pg, int64_t step, int epoch, int epoc
 
 /* ---------------------------------------------------------------- train */
 
+/* train's optimizer = RECORD (train/optimizers.h; sgd(0.01) when not given). */
 static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *err) {
-  const pd_cval *spec = opt(a, "optimizer");
-  pd_optimizer_defaults(o, PD_OPT_SGD, 0.01);
-  if (!spec) return PD_OK;
-  const char *name = spec->str;
-  pd_opt_kind kind = strcmp(name, "adam") == 0       ? PD_OPT_ADAM
-                     : strcmp(name, "adamw") == 0    ? PD_OPT_ADAMW
-                     : strcmp(name, "rmsprop") == 0  ? PD_OPT_RMSPROP
-                     : strcmp(name, "adagrad") == 0  ? PD_OPT_ADAGRAD
-                     : strcmp(name, "momentum") == 0 ? PD_OPT_MOMENTUM
-                                                     : PD_OPT_SGD;
-  double lr = 0.01;
-  num(pd_cval_field(spec, "learning_rate"), &lr);
-  pd_optimizer_defaults(o, kind, lr);
-  double v;
-  if (num(pd_cval_field(spec, "mu"), &v)) o->mu = v;
-  if (kind == PD_OPT_RMSPROP && num(pd_cval_field(spec, "momentum"), &v)) o->mu = v;
-  if (num(pd_cval_field(spec, "rho"), &v)) o->rho = v;
-  if (num(pd_cval_field(spec, "initial_accumulator_value"), &v)) o->init_acc = v;
-  const pd_cval *nest = pd_cval_field(spec, "use_nesterov");
-  if (nest && nest->kind == PD_CVAL_BOOL) o->nesterov = nest->b;
-  const pd_cval *cent = pd_cval_field(spec, "centered");
-  if (cent && cent->kind == PD_CVAL_BOOL) o->centered = cent->b;
-  if (num(pd_cval_field(spec, "beta1"), &v)) o->beta1 = v;
-  if (num(pd_cval_field(spec, "beta2"), &v)) o->beta2 = v;
-  if (num(pd_cval_field(spec, "epsilon"), &v)) o->epsilon = v;
-  if (num(pd_cval_field(spec, "weight_decay"), &v)) o->weight_decay = v;
-  if (num(pd_cval_field(spec, "clip_norm"), &v)) o->clip_norm = v;
-  if (num(pd_cval_field(spec, "decay_steps"), &v)) o->decay_steps = (int64_t)v;
-  if (num(pd_cval_field(spec, "decay_rate"), &v)) o->decay_rate = v;
-  if (num(pd_cval_field(spec, "warmup_steps"), &v)) o->warmup_steps = (int64_t)v;
-  const pd_cval *sch = pd_cval_field(spec, "lr_schedule");
-  if (sch && sch->kind == PD_CVAL_STRING) {
-    if (strcmp(sch->str, "step") == 0) o->schedule = PD_LR_STEP;
-    else if (strcmp(sch->str, "cosine") == 0) o->schedule = PD_LR_COSINE;
-    else if (strcmp(sch->str, "constant") != 0)
-      return pd_error_set(err, PD_EINVAL, a->loc, "%s: lr_schedule is \"constant\", \"step\" "
-                          "or \"cosine\", not \"%s\"", name, sch->str);
-    if (o->schedule == PD_LR_STEP && o->decay_steps <= 0)
-      return pd_error_set(err, PD_EINVAL, a->loc, "%s: lr_schedule = \"step\" needs decay_steps",
-                          name);
-  }
-  if (!(o->lr > 0))
-    return pd_error_set(err, PD_EINVAL, a->loc, "%s: the learning rate must be positive", name);
-  return PD_OK;
+  return pd_optimizer_from_record(pd_action_opt(a, "optimizer"), o, a->loc, err);
 }
 
 static pd_status set_lr(pd_runner *r, double lr, pd_error *err) {
@@ -1083,7 +878,7 @@ static pd_status trainer_start(trainer *t, pd_error *err) {
   const pd_cval *reader = t->o.value[PD_TOPT_reader];
   FILE *note = r->opts.progress_mode == PD_PROGRESS_NONE || pd_comm_rank() != 0
                    ? NULL : r->opts.progress;
-  if ((st = open_reader(r, a, reader, note, &t->ds, err))) return st;
+  if ((st = pd_reader_open(r, a, reader, note, &t->ds, err))) return st;
   pd_batcher_options bo = {.batch = t->batch, .shuffle = pd_train_opt_bool(&t->o, PD_TOPT_shuffle),
                            .seed = t->seed, .drop_last = t->drop_last,
                            .prefetch = prefetch_pays(), .shard_rank = pd_comm_rank(),
@@ -1333,7 +1128,7 @@ pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
     av->fetches[i] = (pd_exec_fetch){names[i], &av->vals[i]};
   }
   if ((st = pd_run_prepare(r, n, names, a->loc, &av->p, &av->ex, err))) goto out;
-  if ((st = open_reader(r, a, spec, NULL, &av->ds, err))) goto out;
+  if ((st = pd_reader_open(r, a, spec, NULL, &av->ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .prefetch = prefetch_pays(),
                             .shard_rank = shard ? pd_comm_rank() : 0,
                             .shard_count = shard ? pd_comm_size() : 1};
