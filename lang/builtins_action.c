@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
 
@@ -529,13 +530,67 @@ static const value *rec_field(const value *r, const char *key) {
 }
 
 /* The per-sample shape of field `field` of reader r when the reader's arguments say it (images'
- * shape, mnist's 784 pixels, text's length, lines' pad_to; a label [1]): its rank, dims and
- * whether it is a sequence field (rows of that shape, one sequence per sample); -1 when not
- * known before the reader opens (csv, npy, host: their files say). */
+ * shape, mnist's 784 pixels, text's length, lines' pad_to; a label [1]), or the header of its
+ * file (npy's, csv's first row): its rank, dims and whether it is a sequence field (rows of that
+ * shape, one sequence per sample); -1 when not known before the reader opens (host's data, a
+ * file that is not there yet). */
+/* The per-sample dims of an npy(...) reader's field ("x": path, "label": label_path) from the
+ * file's header, or a csv(...) reader's ("features": the features listed, else the header row's
+ * columns but the label, unless some are categorical; "label": [1]); -1 when the file cannot be read now (the run reports
+ * why) or is not a regular file (a pipe is read once, by the run). */
+static int file_field_shape(const value *r, const char *field, int64_t *dims) {
+  bool npy = strcmp(r->rec.name, "npy") == 0, csv = strcmp(r->rec.name, "csv") == 0;
+  const char *key = npy && strcmp(field, "x") == 0        ? "path"
+                    : npy && strcmp(field, "label") == 0  ? "label_path"
+                    : csv && strcmp(field, "features") == 0 ? "path"
+                                                            : NULL;
+  if (csv && strcmp(field, "label") == 0) {
+    dims[0] = 1;
+    return 1;
+  }
+  const value *v = key ? rec_field(r, key) : NULL, *f = csv ? rec_field(r, "features") : NULL;
+  const value *cat = csv ? rec_field(r, "categorical") : NULL;
+  if (cat && cat->k == V_LIST && cat->list.n > 0)
+    return -1;  /* a categorical feature is one-hot: its width is in the data */
+  if (f && f->k == V_LIST) {   /* csv's features = [...]: no file needed */
+    dims[0] = f->list.n;
+    return 1;
+  }
+  if (!v || v->k != V_STR) return -1;
+  char *path = pd_path_beside(r->rec.loc.file, v->s);
+  struct stat sb;
+  int rank = -1;
+  if (path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    pd_error err = {0};
+    if (npy) {
+      pd_dtype dt;
+      int64_t all[PD_TENSOR_MAX_DIMS];
+      if (!pd_npy_header(path, &dt, &rank, all, &err) && rank >= 1) {
+        if (rank == 1) dims[0] = 1;   /* N labels batch as [rows, 1] */
+        else memcpy(dims, all + 1, sizeof *dims * (size_t)(rank - 1));
+        rank = rank == 1 ? 1 : rank - 1;
+      } else {
+        rank = -1;
+      }
+    } else {
+      const value *d = rec_field(r, "delimiter");
+      int ncols;
+      if (!pd_csv_columns(path, d && d->k == V_STR ? d->s[0] : ',', &ncols, &err) && ncols > 1) {
+        dims[0] = ncols - 1;   /* every column but the label */
+        rank = 1;
+      }
+    }
+    pd_error_clear(&err);
+  }
+  pd_free(path);
+  return rank;
+}
+
 static int reader_field_shape(const value *r, const char *field, int64_t *dims, bool *seq) {
   const char *n = r->rec.name;
   const value *v;
   *seq = false;
+  if (strcmp(n, "npy") == 0 || strcmp(n, "csv") == 0) return file_field_shape(r, field, dims);
   bool labelled = strcmp(n, "images") == 0 || strcmp(n, "mnist") == 0 ||
                   strcmp(n, "fashion_mnist") == 0 || strcmp(n, "lines") == 0;
   if (labelled && strcmp(field, "label") == 0) {
@@ -579,9 +634,9 @@ static bool check_reader_shapes(C *c, const char *what, const char *who, const v
                                 pd_loc loc) {
   if (!r || r->k != V_RECORD) return true;
   const pd_block *b0 = c->unit->main->blocks[0];
-  static const char *const fields[] = {"images", "label", "x", "y", "mask"};
+  static const char *const fields[] = {"images", "label", "x", "y", "mask", "features"};
   for (size_t f = 0; f < PD_ARRAY_LEN(fields); f++) {
-    int64_t fd[4];
+    int64_t fd[PD_TENSOR_MAX_DIMS];
     bool seq;
     int fnd = reader_field_shape(r, fields[f], fd, &seq);
     const pd_var_desc *v = fnd < 0 ? NULL : pd_block_find_var_local(b0, fields[f]);
