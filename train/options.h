@@ -74,6 +74,8 @@ enum {
     "a PNG of the log's curves, drawn when training ends") \
   X(valid_every_steps, INT, "none", NULL, 1, 0, PD_TOPT_VALID, NULL, \
     "validate after every this many steps instead") \
+  X(sync_batch_norm, BOOL, "false", NULL, 0, 0, PD_TOPT_CKPT, NULL, \
+    "under MPI, batch norm's statistics over every process's batch (sync_batch_norm)") \
   X(amp, CHOICE, "none", "bf16", 0, 0, 0, \
     "\"bf16\" (mixed precision: the products in bfloat16, the rest in fp32; fp16, which " \
     "needs loss scaling, is not built yet)", \

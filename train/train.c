@@ -856,7 +856,8 @@ static pd_status trainer_start(trainer *t, pd_error *err) {
   const pd_action *a = t->a;
   pd_status st;
   pd_pipeline_options po = {.optimizer = &t->opt, .loc = a->loc, .nranks = t->nranks,
-                            .amp = opts_amp(&t->o)};
+                            .amp = opts_amp(&t->o),
+                            .sync_batch_norm = pd_train_opt_bool(&t->o, PD_TOPT_sync_batch_norm)};
   if (r->opts.place == PD_K_CUDA) {   /* GPU ranks need NCCL (vm/run/comm.h) */
     pd_error ge = {0};
     if ((st = pd_comm_gpu_check(&ge))) {
@@ -1061,7 +1062,8 @@ pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd
   pd_train_opts to;
   pd_train_opts_from_action(a, &to);
   pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
-                            .amp = opts_amp(&to)};
+                            .amp = opts_amp(&to),
+                            .sync_batch_norm = pd_train_opt_bool(&to, PD_TOPT_sync_batch_norm)};
   pd_program *init = NULL;
   st = pd_pipeline_train(unit->main, a->args[0]->str, &po, out, &init, err);
   pd_program_free(init);

@@ -582,6 +582,16 @@ PD_SQUEEZE_(squeeze2, ONE("Out"), TEMP("XShape"))
 PD_OP(stack, DIFF | GPU | GPU_GRAD, stack, IN(LIST("X")), OUT(ONE("Y")), ATTRS(INT("axis", 0)))
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
 PD_ACT_(swish, PD_K_SWISH, FLOAT("beta", 1.0))
+/* batch_norm whose batch statistics (and their gradient's sums) are summed over the ranks of a
+ * data-parallel job (vm/run/comm.h); in one process, batch_norm. On the host. */
+PD_OP(sync_batch_norm, DIFF | FP_IN, batch_norm,
+      IN(ONE("X"), ONE("Scale"), ONE("Bias"), ONE("Mean"), ONE("Variance"),
+         OPT("MomentumTensor", HOST)),
+      OUT(ONE("Y"), ONE("MeanOut"), ONE("VarianceOut"), TEMP("SavedMean"), TEMP("SavedVariance"),
+          OPT("ReserveSpace")),
+      ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),
+            ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
+            BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
 PD_MATH_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_TANH)
 PD_OPK(tile, DIFF | GPU | GPU_GRAD, tile, IN(ONE("X")), OUT(ONE("Out")),
        ATTRS(INTS_EMPTY("repeat_times")), KERNEL(repeat, PD_OPV_TILE))

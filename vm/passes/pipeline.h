@@ -32,6 +32,8 @@ typedef struct pd_pipeline_options {
   int nranks;                      /* the processes of a data-parallel job; 0 or 1: one */
   pd_dtype amp;                    /* mixed precision: PD_BF16 or PD_FP16; anything else
                                       (0, PD_FP32): none */
+  bool sync_batch_norm;            /* with nranks > 1: batch_norm ops become sync_batch_norm
+                                      (statistics over every rank's batch) */
 } pd_pipeline_options;
 
 /* The training program of the var `cost` of main's block 0. Errors are the passes' own (with
