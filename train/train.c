@@ -1,15 +1,14 @@
-/* train.c -- the actions that run a program over data or move its parameters to and from disk:
- *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, drop_last=, seed=, checkpoint=,
- *         log_every=, valid=, metrics=, valid_every=, valid_every_steps=, early_stop=, monitor=,
- *         mode=, keep_best=, log=, plot=)
- *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
- *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
- *       per minibatch in a fresh scope under the global one, with progress on the progress
- *       stream; Ctrl-C stops after the minibatch; the validation options are
- *       train/train_valid.c's, the log train/train_log.c's, the plot train/plot.c's;
+/* train.c -- the actions that run a program over data:
+ *   train(cost, OPTION = ..., ...) (its options: train/options.h) builds the training program of
+ *       the cost (vm/passes/pipeline.h: the main program pruned to the cost, rewritten, its
+ *       backward pass and the optimizer's updates) and runs it as a trainer: trainer_start (the
+ *       program, the data through train/readers.h, the resume), then epochs of steps, each
+ *       minibatch in a fresh scope under the global one, and after each step and epoch the
+ *       hooks: validation (train/train_valid.c), progress, log (train/train_log.c) and plot
+ *       (train/plot.c), checkpoint, interrupt (Ctrl-C stops after the minibatch);
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
- *   save and load are train/train_save.c's.
+ *   save and load are train/train_save.c's, predict train/train_predict.c's.
  * Data vars (vars of the program that a reader must feed) are matched to the reader's fields by
  * name, else by position; a field whose per-sample size matches a var of another shape (images
  * [784] for a [-1, 1, 28, 28] input) is reshaped. A sequence field (lines(...)) comes with its
