@@ -1061,6 +1061,7 @@ const char *pd_cmp_schedule(int i) {
 bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,
                        const char **meaning) {
   const spec_param *h;
+  spec_param one;  /* an action's entry (its names, defaults and meanings are static) */
   int ns = 0, na = (int)PD_ARRAY_LEN(action_specs);
   while (spec_at(ns)) ns++;
   if (i < 0 || i >= ns + na) return false;
@@ -1076,7 +1077,6 @@ bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, cons
     int nk = 0;
     while (kw[nk]) nk++;
     *spec = sp->name;
-    static spec_param one;  /* what h points at (names, defaults and meanings are static) */
     one = action_help(sp, k);
     h = k >= 0 && k <= nk ? &one : NULL;
     if (h && h->name && strcmp(k < nk ? kw[k] : "", h->name) != 0) h = NULL;
