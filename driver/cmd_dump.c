@@ -18,7 +18,7 @@
 #include "vm/run/model.h"
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/ir/serialize.h"
 #include "vm/passes/prune.h"
 

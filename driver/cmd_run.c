@@ -11,7 +11,7 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/run/comm.h"
 #include "vm/run/exec.h"
 

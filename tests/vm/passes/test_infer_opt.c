@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lang/run_int.h"
+#include "train/run_int.h"
 #include "tests/lang/fp64.h"
 #include "tests/tap.h"
 #include "vm/passes/infer_opt.h"
