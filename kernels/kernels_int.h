@@ -67,6 +67,9 @@ pd_status pd_k_rows_check(pd_dtype dt, int64_t nrows, int64_t width, int64_t nid
  * buffers set when n > 0 (PD_EINVAL), then fp32/fp64 (PD_EUNSUPPORTED). */
 pd_status pd_k_opt_check(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p,
                          const void *g, const void *const *s, void *p_out, void *const *s_out);
+/* unscale: n >= 0, x and out with n > 0, found, a finite inv_scale, fp32/fp64. */
+pd_status pd_k_unscale_check(pd_dtype dt, int64_t n, const void *x, double inv_scale,
+                             const void *out, const bool *found);
 /* strided_copy: a dtype of 1, 2, 4 or 8 bytes, 0 <= nd <= PD_K_MAX_DIMS, od >= 0 that fits,
  * sd >= 1, sstr >= 0 and off >= 0. */
 pd_status pd_k_strided_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *sd,

@@ -606,10 +606,10 @@ static const struct action_spec {
   const char *name;
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
-  const char *kw[21];       /* keyword options, NULL-terminated (the names of help[]) */
+  const char *kw[27];       /* keyword options, NULL-terminated (the names of help[]) */
   const char *pos;          /* the positional arguments, for help text */
   const char *what;
-  spec_param help[21];
+  spec_param help[27];
 } action_specs[] = {
     {"assert_close",
      PD_ACTION_ASSERT_CLOSE,
@@ -669,7 +669,9 @@ static const struct action_spec {
      1,
      {"reader", "batch", "epochs", "optimizer", "shuffle", "drop_last", "seed", "checkpoint",
       "log_every", "valid", "metrics", "valid_every", "early_stop", "monitor", "mode",
-      "keep_best", "log", "plot", "valid_every_steps", "amp", NULL},
+      "keep_best", "log", "plot", "valid_every_steps", "amp", "loss_scale",
+      "dynamic_loss_scaling", "incr_every_n_steps", "decr_every_n_nan_or_inf", "incr_ratio",
+      "decr_ratio", NULL},
      "cost",
      "trains every parameter the cost depends on",
      {{"reader", NULL, "the training data, a reader"},
@@ -696,8 +698,59 @@ static const struct action_spec {
       {"log", "none", "a file of a row per logged step and epoch (CSV, or JSON lines for .jsonl)"},
       {"plot", "none", "a PNG of the log's curves, drawn when training ends"},
       {"valid_every_steps", "none", "validate after every this many steps instead"},
-      {"amp", "none", "\"bf16\": mixed precision, the matrix products in bfloat16 with fp32 sums"}}},
+      {"amp", "none",
+       "\"bf16\" or \"fp16\": mixed precision, the matrix products in bfloat16 or float16 with "
+       "fp32 sums; fp16 scales the loss"},
+      {"loss_scale", "32768", "amp = \"fp16\": the cost's initial multiplier (2^15)"},
+      {"dynamic_loss_scaling", "true",
+       "amp = \"fp16\": skip a step whose gradients overflow, and adapt the scale"},
+      {"incr_every_n_steps", "1000", "multiply the scale by incr_ratio after this many good steps"},
+      {"decr_every_n_nan_or_inf", "2",
+       "multiply the scale by decr_ratio after this many steps that overflowed"},
+      {"incr_ratio", "2", "the growth of the scale (> 1)"},
+      {"decr_ratio", "0.8", "the back-off of the scale (between 0 and 1; never below 1)"}}},
 };
+
+/* train's loss-scaling options (amp = "fp16" only): loss_scale a finite number > 0,
+ * dynamic_loss_scaling true or false, the step counts positive integers, incr_ratio > 1 and
+ * decr_ratio in (0, 1), all finite (vm/passes/amp.h). */
+static bool check_loss_scaling(C *c, call_args *a, bool fp16) {
+  static const char *const names[] = {"loss_scale", "dynamic_loss_scaling", "incr_every_n_steps",
+                                      "decr_every_n_nan_or_inf", "incr_ratio", "decr_ratio"};
+  for (size_t i = 0; i < PD_ARRAY_LEN(names); i++) {
+    pd_loc l;
+    value *v = pd_cmp_arg(a, -1, names[i], &l);
+    if (!v) continue;
+    if (!fp16) {
+      pd_cmp_error(c, l, "train: '%s' is a setting of fp16 loss scaling: it needs amp = "
+                   "\"fp16\"", names[i]);
+      return false;
+    }
+    double x = v->k == V_INT ? (double)v->i : v->k == V_FLOAT ? v->f : NAN;
+    const char *want = NULL;
+    if (i == 1) {
+      if (v->k != V_BOOL) want = "true or false";
+    } else if (i == 2 || i == 3) {
+      if (v->k != V_INT || v->i < 1 || v->i > 2147483647) want = "a positive integer";
+    } else if (!isfinite(x) || x <= 0) {
+      want = "a number greater than 0";
+    } else if (i == 4 && x <= 1) {
+      want = "a number greater than 1 (the scale grows by it)";
+    } else if (i == 5 && x >= 1) {
+      want = "a number between 0 and 1 (the scale shrinks by it)";
+    }
+    if (want && isfinite(x)) {
+      pd_cmp_error(c, l, "train: '%s' must be %s, got %g", names[i], want, x);
+      return false;
+    }
+    if (want) {
+      pd_cmp_error(c, l, "train: '%s' must be %s, not %s", names[i], want,
+                   pd_cmp_vkind_phrase(v));
+      return false;
+    }
+  }
+  return true;
+}
 
 static const value *rec_field(const value *r, const char *key) {
   for (int i = 0; i < r->rec.n; i++)
@@ -1040,12 +1093,14 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
                    "JSON lines), not %s", pd_cmp_vkind_phrase(lv));
       return false;
     }
-    if ((lv = pd_cmp_arg(a, -1, "amp", &ll)) && (lv->k != V_STR || strcmp(lv->s, "bf16") != 0)) {
-      pd_cmp_error(c, ll, "train: 'amp' (mixed precision) must be \"bf16\": the products in "
-                   "bfloat16, the rest in fp32 (fp16, which needs loss scaling, is not built "
-                   "yet)");
+    if ((lv = pd_cmp_arg(a, -1, "amp", &ll)) &&
+        (lv->k != V_STR || (strcmp(lv->s, "bf16") != 0 && strcmp(lv->s, "fp16") != 0))) {
+      pd_cmp_error(c, ll, "train: 'amp' (mixed precision) must be \"bf16\" or \"fp16\": the "
+                   "products in bfloat16 or float16, the rest in fp32");
       return false;
     }
+    if (!check_loss_scaling(c, a, lv && lv->k == V_STR && strcmp(lv->s, "fp16") == 0))
+      return false;
     if ((lv = pd_cmp_arg(a, -1, "plot", &ll)) && (lv->k != V_STR || !*lv->s)) {
       pd_cmp_error(c, ll, "train: 'plot' must name a PNG file (\"curves.png\"), not %s",
                    pd_cmp_vkind_phrase(lv));

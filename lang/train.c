@@ -61,8 +61,8 @@ static const char *opt_str(const pd_action *a, const char *key) {
   return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
 }
 
-/* train's amp = "bf16": the precision of the products under mixed precision (the compiler
- * checked the value); PD_FP32 without. */
+/* train's amp = "bf16" | "fp16": the precision of the products under mixed precision (the
+ * compiler checked the value); PD_FP32 without. */
 static pd_dtype opt_amp(const pd_action *a) {
   const char *s = opt_str(a, "amp");
   return s && strcmp(s, "bf16") == 0 ? PD_BF16 : s && strcmp(s, "fp16") == 0 ? PD_FP16 : PD_FP32;
@@ -86,6 +86,18 @@ static bool num(const pd_cval *v, double *out) {
   else if (v->kind == PD_CVAL_FLOAT) *out = v->f;
   else return false;
   return true;
+}
+
+/* fp16's loss scaling: Paddle's defaults, then train's options (checked by the compiler). */
+static void opt_scaling(const pd_action *a, pd_amp_scaling *s) {
+  pd_amp_scaling_defaults(s);
+  num(opt(a, "loss_scale"), &s->loss_scale);
+  s->dynamic = opt_bool(a, "dynamic_loss_scaling", true);
+  s->incr_every_n_steps = (int)opt_int(a, "incr_every_n_steps", s->incr_every_n_steps);
+  s->decr_every_n_nan_or_inf =
+      (int)opt_int(a, "decr_every_n_nan_or_inf", s->decr_every_n_nan_or_inf);
+  num(opt(a, "incr_ratio"), &s->incr_ratio);
+  num(opt(a, "decr_ratio"), &s->decr_ratio);
 }
 
 double pd_train_now(void) {
@@ -866,8 +878,10 @@ pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
   pd_tensor_init(&loss_t);
   /* The program: forward for the cost, its backward pass, the updates (vm/passes/pipeline.h). */
   int nranks = pd_comm_size();
+  pd_amp_scaling scaling;
+  opt_scaling(a, &scaling);
   pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
-                            .amp = opt_amp(a)};
+                            .amp = opt_amp(a), .scaling = &scaling};
   if (r->opts.place == PD_K_CUDA) {   /* GPU ranks need NCCL (vm/run/comm.h) */
     pd_error ge = {0};
     if ((st = pd_comm_gpu_check(&ge))) {
@@ -1143,8 +1157,10 @@ pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd
   pd_optimizer o;
   pd_status st = parse_optimizer(a, &o, err);
   if (st) return st;
+  pd_amp_scaling scaling;
+  opt_scaling(a, &scaling);
   pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
-                            .amp = opt_amp(a)};
+                            .amp = opt_amp(a), .scaling = &scaling};
   pd_program *init = NULL;
   st = pd_pipeline_train(unit->main, a->args[0]->str, &po, out, &init, err);
   pd_program_free(init);

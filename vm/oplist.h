@@ -214,6 +214,11 @@ PD_OP(c_sync_comm_stream, GPU, c_sync_comm_stream, IN(LIST("X")), OUT(LIST("Out"
 PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
 PD_SHUFFLE_(channel_shuffle, REQ(INT, "groups"), ENUM("data_format", "NCHW", "NHWC"))
+/* Loss scaling of fp16 training (vm/ops/amp.c; vm/passes/amp.h appends them): the gradients
+ * divided by the scale, and whether any was not finite; the scale's dynamic update. The scale
+ * and the step counts are read and written on the host, the gradients where the op computes. */
+PD_OP(check_finite_and_unscale, GPU, check_finite_and_unscale,
+      IN(LIST("X"), ONE("Scale", HOST)), OUT(LIST("Out"), ONE("FoundInfinite")), NONE)
 PD_OP(clip, DIFF | FP_IN | GPU | GPU_GRAD, clip,
       IN(ONE("X"), OPT("Min", HOST), OPT("Max", HOST)),
       OUT(ONE("Out")),
@@ -600,6 +605,13 @@ PD_OPK(uniform_random, GPU, random,
        KERNEL(random_fill, PD_OPV_UNIFORM))
 PD_UNSQUEEZE_(unsqueeze, ONE("Out"))
 PD_UNSQUEEZE_(unsqueeze2, ONE("Out"), TEMP("XShape"))
+PD_OP(update_loss_scaling, GPU, update_loss_scaling,
+      IN(OPT_LIST("X"), ONE("FoundInfinite", HOST), ONE("PrevLossScaling", HOST),
+         ONE("InGoodSteps", HOST), ONE("InBadSteps", HOST), OPT("StopUpdate", HOST)),
+      OUT(OPT_LIST("Out"), ONE("LossScaling", HOST), ONE("OutGoodSteps", HOST),
+          ONE("OutBadSteps", HOST)),
+      ATTRS(REQ(INT, "incr_every_n_steps"), REQ(INT, "decr_every_n_nan_or_inf"),
+            REQ(FLOAT, "incr_ratio"), REQ(FLOAT, "decr_ratio"), BOOL("stop_update", false)))
 PD_OP(where, DIFF | GPU | GPU_GRAD, where, IN(ONE("Condition"), ONE("X"), ONE("Y")),
       OUT(ONE("Out")), NONE)
 PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),

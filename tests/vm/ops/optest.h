@@ -125,9 +125,9 @@ int64_t ot_numel(int nd, const int64_t *dims);
 
 /* ---- The tables, one per family file of vm/ops/. ---- */
 #define OT_FAMILIES(X)                                                                         \
-  X(activation) X(collective) X(control) X(create) X(detection) X(elementwise) X(index)        \
-  X(interp) X(loss) X(loss_elem) X(matmul) X(nn) X(norm) X(optim) X(pad) X(recurrent)          \
-  X(reduce) X(rnn) X(rnn_fused) X(select) X(sequence) X(shape)
+  X(activation) X(amp) X(collective) X(control) X(create) X(detection) X(elementwise)         \
+  X(index) X(interp) X(loss) X(loss_elem) X(matmul) X(nn) X(norm) X(optim) X(pad)             \
+  X(recurrent) X(reduce) X(rnn) X(rnn_fused) X(select) X(sequence) X(shape)
 #define OT_DECLARE_(family) extern const ot_row ot_rows_##family[];
 OT_FAMILIES(OT_DECLARE_)
 #undef OT_DECLARE_
