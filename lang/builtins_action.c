@@ -602,14 +602,17 @@ static const pd_cval *to_cval(C *c, value *v) {
 /* The actions: positional arguments (for help text), keyword options with their defaults as the
  * docs write them (NULL: required, or a default that depends: the meaning says it) and meanings;
  * the same checks and help as the specs above. */
+/* The most keyword options an action takes (train's). */
+#define ACTION_PARAMS 26
+
 static const struct action_spec {
   const char *name;
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
-  const char *kw[27];       /* keyword options, NULL-terminated (the names of help[]) */
+  const char *kw[ACTION_PARAMS + 1]; /* keyword options, NULL-terminated (help[]'s names) */
   const char *pos;          /* the positional arguments, for help text */
   const char *what;
-  spec_param help[27];
+  spec_param help[ACTION_PARAMS + 1];
 } action_specs[] = {
     {"assert_close",
      PD_ACTION_ASSERT_CLOSE,
@@ -1187,15 +1190,15 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
 }
 
 /* The parameter lines of :help: "    name = default   meaning", the names padded to one width. */
-static void describe_params(const spec_param *h, bool keywords, pd_buf *out) {
+static void describe_params(const spec_param *h, int cap, bool keywords, pd_buf *out) {
   int w = 0;
   char col[160];
-  for (int i = 0; i < 20 && h[i].name; i++) {
+  for (int i = 0; i < cap && h[i].name; i++) {
     int n = snprintf(col, sizeof col, "%s%s%s", h[i].name,
                      h[i].dflt ? " = " : keywords ? " = ..." : "", h[i].dflt ? h[i].dflt : "");
     if (n > w) w = n;
   }
-  for (int i = 0; i < 20 && h[i].name; i++) {
+  for (int i = 0; i < cap && h[i].name; i++) {
     snprintf(col, sizeof col, "%s%s%s", h[i].name, h[i].dflt ? " = " : keywords ? " = ..." : "",
              h[i].dflt ? h[i].dflt : "");
     pd_buf_printf(out, "    %-*s  %s%s\n", w, col, h[i].meaning,
@@ -1219,18 +1222,18 @@ bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
       pd_buf_printf(out, "%s%s%s%s", k ? ", " : "", sp->help[k].name,
                     sp->help[k].dflt ? " = " : "", sp->help[k].dflt ? sp->help[k].dflt : "");
     pd_buf_printf(out, ")\n  %s\n", sp->what);
-    describe_params(sp->help, false, out);
+    describe_params(sp->help, (int)PD_ARRAY_LEN(sp->help), false, out);
     return true;
   }
   for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++) {
     const struct action_spec *sp = &action_specs[i];
     if (strcmp(sp->name, name) != 0) continue;
     pd_buf_printf(out, "%s(%s", name, sp->pos);
-    for (int k = 0; k < 20 && sp->help[k].name; k++)
+    for (int k = 0; k < ACTION_PARAMS && sp->help[k].name; k++)
       pd_buf_printf(out, ", %s = %s", sp->help[k].name,
                     sp->help[k].dflt ? sp->help[k].dflt : "...");
     pd_buf_printf(out, ")\n  an action (run after the script compiles, in order): %s\n", sp->what);
-    describe_params(sp->help, true, out);
+    describe_params(sp->help, ACTION_PARAMS, true, out);
     return true;
   }
   return false;
@@ -1252,7 +1255,7 @@ bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, cons
       h = NULL;  /* the names of params[] and help[] must agree (the test checks this) */
   } else {
     *spec = action_specs[i - ns].name;
-    h = k >= 0 && k < 20 ? &action_specs[i - ns].help[k] : NULL;
+    h = k >= 0 && k < ACTION_PARAMS ? &action_specs[i - ns].help[k] : NULL;
     if (h && h->name && strcmp(action_specs[i - ns].kw[k] ? action_specs[i - ns].kw[k] : "",
                                h->name) != 0)
       h = NULL;
