@@ -675,6 +675,9 @@ typedef struct pd_k_rnn_seq {
   const int64_t *row;   /* [koff[steps]], each in [0, koff[steps]), or [0, rows) */
   int64_t rows;         /* the tensors' rows when more than koff[steps] (a padded batch, whose
                            rows past a sequence's end no step reads or writes); 0: koff[steps] */
+  pd_dtype lp;          /* mixed precision (fp32 only): PD_BF16 or PD_FP16 multiply every
+                           product with the weights (h w, dg w^T, h^T dg) as gemm_lp does, the
+                           operands rounded to it and fp32 sums; anything else (0): in dt */
 } pd_k_rnn_seq;
 typedef pd_status pd_k_lstm_seq_fn(const pd_k_rnn_seq *s, const void *x, const void *w,
                                    const void *h0, const void *c0, void *hidden, void *cell,

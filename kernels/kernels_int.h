@@ -131,12 +131,18 @@ static inline pd_status pd_k_rnn_cell_check(pd_dtype dt, int64_t n, int64_t h) {
   return PD_OK;
 }
 
+/* The low precision of a recurrence's products (PD_BF16, PD_FP16), or 0 when it has none. */
+static inline pd_dtype pd_k_rnn_seq_lp(const pd_k_rnn_seq *s) {
+  return s->lp == PD_BF16 || s->lp == PD_FP16 ? s->lp : (pd_dtype)0;
+}
+
 /* A whole-sequence recurrence's batch (kernels.h: pd_k_rnn_seq): dtype, sizes, and koff and
  * row describing steps of non-increasing sizes, at most nseq rows each, every row in range
  * (below rows, which is 0 or at least koff[steps]). */
 static inline pd_status pd_k_rnn_seq_check(const pd_k_rnn_seq *s) {
   if (!s) return PD_EINVAL;
   if (s->dt != PD_FP32 && s->dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (pd_k_rnn_seq_lp(s) && s->dt != PD_FP32) return PD_EUNSUPPORTED;
   if (s->hid < 0 || s->nseq < 0 || s->steps < 0 || (s->hid && s->nseq > INT64_MAX / 4 / s->hid))
     return PD_EINVAL;
   if (s->steps == 0) return PD_OK;

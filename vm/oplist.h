@@ -20,7 +20,9 @@
  *              GPU       its kernel runs on the GPU (vm/run/exec_place.h)
  *              GPU_GRAD  its gradient op's kernel runs on the GPU too
  *              AMP       a matrix product that mixed precision (train(..., amp = "bf16"),
- *                        vm/passes/amp.h) runs in low precision, as Paddle's AMP white list
+ *                        vm/passes/amp.h) runs in low precision, as Paddle's AMP white list;
+ *                        also the recurrences (fused_lstm, fused_gru, rnn: their input
+ *                        projections and recurrent products)
  *              ROW_X, ROW_XY, ROW_IDS   row-wise: row i of the output comes from row i of X; of
  *                        X and/or Y, the other broadcast (elementwise); of Ids (lookup). The
  *                        loop-invariant code motion of vm/passes/hoist.c moves these
@@ -333,10 +335,10 @@ PD_OP(fused_conv2d, FP_IN | GPU, fused_conv2d,
             INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "AnyLayout"),
             STR("fuse_activation", ""), FLOAT("fuse_alpha", 0.0), FLOAT("fuse_beta", 0.0),
             BOOL("fuse_residual_connection", false)))
-PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_gru,
+PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD | AMP, fused_gru,
       IN(ONE("Input"), OPT("H0"), ONE("Weight"), ONE("Bias")),
       OUT(ONE("Hidden"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
-PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_lstm,
+PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD | AMP, fused_lstm,
       IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight")),
       OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
 PD_OP(gather, DIFF | GPU | GPU_GRAD, gather, IN(ONE("X"), ONE("Index", HOST), OPT("Axis", HOST)),
@@ -522,7 +524,7 @@ PD_OP(rmsprop, FP_IN | GPU, optimizer,
 /* rnn: PaddlePaddle's (paddle.nn.LSTM / GRU / SimpleRNN in a static program), vm/ops/rnn.c.
  * Input time-major [T, N, I]; PreState h (and c) [layers x directions, N, H]; WeightList the
  * weight_ih, weight_hh of each (layer, direction), then their bias_ih, bias_hh. */
-PD_OP(rnn, DIFF | FP_IN | GPU | GPU_GRAD, rnn,
+PD_OP(rnn, DIFF | FP_IN | GPU | GPU_GRAD | AMP, rnn,
       IN(ONE("Input"), LIST("PreState"), LIST("WeightList"), OPT("SequenceLength", HOST)),
       OUT(ONE("Out"), OPT("DropoutState"), TEMP("Reserve"), LIST("State")),
       ATTRS(FLOAT("dropout_prob", 0.0), BOOL("is_bidirec", false), INT("input_size", 10),

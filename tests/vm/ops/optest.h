@@ -110,6 +110,10 @@ double ot_float(ot_ref *r, const char *name);
 bool ot_bool(ot_ref *r, const char *name);
 const char *ot_str(ot_ref *r, const char *name);
 int ot_ints(ot_ref *r, const char *name, int64_t *v, int cap);
+/* Mixed precision: PD_BF16 or PD_FP16 when the row marks an AMP op (attrs
+ * "mkldnn_data_type=bfloat16", as vm/passes/amp.h does) and the pass is fp32, where the op's
+ * products round their operands to it; else 0. */
+pd_dtype ot_amp(ot_ref *r);
 /* The pass's float type (PD_FP64 or PD_FP32): a reference rounds where the op must. */
 pd_dtype ot_dtype(ot_ref *r);
 /* The row's op type (a reference shared by a family tells its members apart by it). */
