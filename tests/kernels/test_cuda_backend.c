@@ -806,6 +806,9 @@ static void test_xent(void) {
 
 /* ---- Convolution and pooling ---- */
 
+/* The CUDA convolutions against the CPU's. In a build with cuDNN (PD_HAVE_CUDNN) the cases
+ * with symmetric padding run through it (kernels/cuda/cudnn.cu) and the asymmetric ones
+ * through im2col + cuBLAS (conv.cu): both paths are compared. */
 static void test_conv(void) {
   const pd_k_conv2d cs[] = {
       /* n  c  h  w  oc kh kw g  sh sw pt pb pl pr dh dw */
@@ -817,6 +820,8 @@ static void test_conv(void) {
       {0, 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},    /* no images */
       {9, 3, 28, 28, 8, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},  /* LeNet-like */
       {2, 2, 7, 5, 4, 2, 3, 2, 3, 2, 0, 1, 2, 0, 2, 1, 0, 0, 0},
+      {8, 16, 32, 32, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0}, /* a ResNet stage's stride 2 */
+      {4, 8, 12, 12, 8, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},    /* groups 4, symmetric */
   };
   for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
     pd_dtype dt = floats[t];
