@@ -50,25 +50,20 @@ pd_status pd_kcpu_unscale(pd_dtype dt, int64_t n, const void *x, double inv_scal
   pd_status st = pd_k_unscale_check(dt, n, x, inv_scale, out, found);
   if (st) return st;
   bool bad = false;
-  if (dt == PD_FP32) {
-    const float *xs = x, inv = (float)inv_scale;
-    float *o = out, acc = 0;
-    for (int64_t i = 0; i < n; i++) {
-      float v = xs[i];
-      acc += v - v;
-      o[i] = v * inv;
-    }
-    bad = acc != 0; /* NaN too */
-  } else {
-    const double *xs = x;
-    double *o = out, acc = 0;
-    for (int64_t i = 0; i < n; i++) {
-      double v = xs[i];
-      acc += v - v;
-      o[i] = v * inv_scale;
-    }
-    bad = acc != 0; /* NaN too */
-  }
+#define UNSCALE_LOOP(T)                  \
+  do {                                   \
+    const T *xs = x, inv = (T)inv_scale; \
+    T *o = out, acc = 0;                 \
+    for (int64_t i = 0; i < n; i++) {    \
+      T v = xs[i];                       \
+      acc += v - v;                      \
+      o[i] = v * inv;                    \
+    }                                    \
+    bad = acc != 0; /* NaN too */        \
+  } while (0)
+  if (dt == PD_FP32) UNSCALE_LOOP(float);
+  else UNSCALE_LOOP(double);
+#undef UNSCALE_LOOP
   if (bad) *found = true;
   return PD_OK;
 }
