@@ -116,6 +116,13 @@ pd_status pd_k_opt_check(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *
   return PD_OK;
 }
 
+pd_status pd_k_unscale_check(pd_dtype dt, int64_t n, const void *x, double inv_scale,
+                             const void *out, const bool *found) {
+  if (n < 0 || !found || !isfinite(inv_scale) || (n > 0 && (!x || !out))) return PD_EINVAL;
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  return PD_OK;
+}
+
 /* ---- Shapes ---- */
 
 int64_t pd_k_numel(int nd, const int64_t *dims) {

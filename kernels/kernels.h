@@ -550,6 +550,15 @@ typedef pd_status pd_k_opt_fn(pd_dtype dt, int64_t n, const pd_k_opt *o, const v
                               const void *g, const void *const *s, void *p_out,
                               void *const *s_out);
 
+/* ---- Loss scaling (fp16 mixed precision: Fluid's check_finite_and_unscale). out[i] = x[i] *
+ * inv_scale for n elements (out may be x), and *found set to true when some x[i] is not finite
+ * (an infinity or NaN); *found is left as it was otherwise, so that several calls accumulate into
+ * one flag that the caller cleared first. found is in the backend's memory (a device bool on
+ * CUDA). PD_EINVAL for n < 0, a NULL buffer with n > 0, found NULL or inv_scale not finite;
+ * fp32/fp64. ---- */
+typedef pd_status pd_k_unscale_fn(pd_dtype dt, int64_t n, const void *x, double inv_scale,
+                                  void *out, bool *found);
+
 /* ---- Normalisation (batch_norm, layer_norm). fp32/fp64; statistics accumulate in double,
  * the variance in a second pass over (x - mean) (no cancellation). ---- */
 
@@ -690,6 +699,9 @@ typedef struct pd_k_rnn_seq {
   const int64_t *row;   /* [koff[steps]], each in [0, koff[steps]), or [0, rows) */
   int64_t rows;         /* the tensors' rows when more than koff[steps] (a padded batch, whose
                            rows past a sequence's end no step reads or writes); 0: koff[steps] */
+  pd_dtype lp;          /* mixed precision (fp32 only): PD_BF16 or PD_FP16 multiply every
+                           product with the weights (h w, dg w^T, h^T dg) as gemm_lp does, the
+                           operands rounded to it and fp32 sums; anything else (0): in dt */
 } pd_k_rnn_seq;
 typedef pd_status pd_k_lstm_seq_fn(const pd_k_rnn_seq *s, const void *x, const void *w,
                                    const void *h0, const void *c0, void *hidden, void *cell,
@@ -911,6 +923,7 @@ typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *
   X(strided_copy, pd_k_strided_copy_fn, CUDA)                                                      \
   X(where, pd_k_where_fn, CUDA)                                                                    \
   X(opt, pd_k_opt_fn, CUDA)                                                                        \
+  X(unscale, pd_k_unscale_fn, CUDA)                                                                \
   X(lstm_cell, pd_k_lstm_cell_fn, CUDA)                                                            \
   X(lstm_cell_grad, pd_k_lstm_cell_grad_fn, CUDA)                                                  \
   X(gru_cell, pd_k_gru_cell_fn, CUDA)                                                              \

@@ -67,6 +67,9 @@ pd_status pd_k_rows_check(pd_dtype dt, int64_t nrows, int64_t width, int64_t nid
  * buffers set when n > 0 (PD_EINVAL), then fp32/fp64 (PD_EUNSUPPORTED). */
 pd_status pd_k_opt_check(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p,
                          const void *g, const void *const *s, void *p_out, void *const *s_out);
+/* unscale: n >= 0, x and out with n > 0, found, a finite inv_scale, fp32/fp64. */
+pd_status pd_k_unscale_check(pd_dtype dt, int64_t n, const void *x, double inv_scale,
+                             const void *out, const bool *found);
 /* strided_copy: a dtype of 1, 2, 4 or 8 bytes, 0 <= nd <= PD_K_MAX_DIMS, od >= 0 that fits,
  * sd >= 1, sstr >= 0 and off >= 0. */
 pd_status pd_k_strided_check(pd_dtype dt, int nd, const int64_t *od, const int64_t *sd,
@@ -128,12 +131,18 @@ static inline pd_status pd_k_rnn_cell_check(pd_dtype dt, int64_t n, int64_t h) {
   return PD_OK;
 }
 
+/* The low precision of a recurrence's products (PD_BF16, PD_FP16), or 0 when it has none. */
+static inline pd_dtype pd_k_rnn_seq_lp(const pd_k_rnn_seq *s) {
+  return s->lp == PD_BF16 || s->lp == PD_FP16 ? s->lp : (pd_dtype)0;
+}
+
 /* A whole-sequence recurrence's batch (kernels.h: pd_k_rnn_seq): dtype, sizes, and koff and
  * row describing steps of non-increasing sizes, at most nseq rows each, every row in range
  * (below rows, which is 0 or at least koff[steps]). */
 static inline pd_status pd_k_rnn_seq_check(const pd_k_rnn_seq *s) {
   if (!s) return PD_EINVAL;
   if (s->dt != PD_FP32 && s->dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (pd_k_rnn_seq_lp(s) && s->dt != PD_FP32) return PD_EUNSUPPORTED;
   if (s->hid < 0 || s->nseq < 0 || s->steps < 0 || (s->hid && s->nseq > INT64_MAX / 4 / s->hid))
     return PD_EINVAL;
   if (s->steps == 0) return PD_OK;

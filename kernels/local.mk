@@ -31,7 +31,7 @@ PD_CUDA_SRCS = kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementw
 	kernels/cuda/act.cu kernels/cuda/norm.cu kernels/cuda/optim.cu kernels/cuda/rnn_cell.cu \
 	kernels/cuda/loss.cu kernels/cuda/dropout.cu kernels/cuda/copy_rows.cu \
 	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu kernels/cuda/pad.cu \
-	kernels/cuda/interp.cu
+	kernels/cuda/interp.cu kernels/cuda/cudnn.cu
 PD_CUDA_HDRS = kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh
 if PD_HAVE_CUDA
 libpdlang_internal_la_SOURCES += $(PD_CUDA_HDRS) $(PD_CUDA_SRCS)

@@ -61,6 +61,10 @@ static pd_status scatter(const steps *p, int64_t cols, void *dst, const char *sr
 static pd_status gemm(const steps *p, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
                       const void *a, const void *b, double beta, void *c) {
   if (m == 0 || n == 0) return PD_OK;
+  pd_dtype lp = pd_k_rnn_seq_lp(p->s);
+  if (lp && p->k->gemm_lp) /* mixed precision (a backend without gemm_lp multiplies in dt) */
+    return p->k->gemm_lp(lp, ta, tb, 1, m, n, k, 1.0, a, ta ? m : k, 0, b, tb ? k : n, 0, beta,
+                         c, n, 0, NULL);
   return p->k->gemm(p->dt, ta, tb, m, n, k, 1.0, a, ta ? m : k, b, tb ? k : n, beta, c, n);
 }
 

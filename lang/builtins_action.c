@@ -437,14 +437,18 @@ static const pd_cval *to_cval(C *c, value *v) {
 /* The actions: positional arguments (for help text), keyword options with their defaults as the
  * docs write them (NULL: required, or a default that depends: the meaning says it) and meanings;
  * the same checks and help as the specs above. */
+/* The most keyword options an action other than train takes (train's are its descriptors,
+ * train/options.h), with room for the terminating NULL. */
+#define ACTION_PARAMS 20
+
 static const struct action_spec {
   const char *name;
   pd_action_kind kind;
   int min_pos, max_pos;     /* positional arguments */
-  const char *kw[21];       /* keyword options, NULL-terminated (the names of help[]) */
+  const char *kw[ACTION_PARAMS + 1]; /* keyword options, NULL-terminated (help[]'s names) */
   const char *pos;          /* the positional arguments, for help text */
   const char *what;
-  spec_param help[21];
+  spec_param help[ACTION_PARAMS + 1];
 } action_specs[] = {
     {"assert_close",
      PD_ACTION_ASSERT_CLOSE,
@@ -517,7 +521,8 @@ static const char *const *action_kw(const struct action_spec *sp) {
 
 /* Its option k's name, default as the docs write it and meaning ({NULL} past the last). */
 static spec_param action_help(const struct action_spec *sp, int k) {
-  if (sp->kind != PD_ACTION_TRAIN) return k >= 0 && k < 21 ? sp->help[k] : (spec_param){0};
+  if (sp->kind != PD_ACTION_TRAIN)
+    return k >= 0 && k <= ACTION_PARAMS ? sp->help[k] : (spec_param){0};
   const pd_topt_desc *d = pd_topt(k);
   return d ? (spec_param){d->name, d->dflt, d->meaning} : (spec_param){0};
 }
@@ -713,11 +718,19 @@ static bool check_metric(C *c, value *v, pd_loc loc, int i, int n) {
  * in its range, true or false, a name, one of its choices. The readers, the optimizer and the
  * metrics are checked by their own rules (check_action, check_validation). */
 static bool check_train_options(C *c, call_args *a) {
+  pd_loc al;
+  value *amp = pd_cmp_arg(a, -1, "amp", &al);
+  bool fp16 = amp && amp->k == V_STR && strcmp(amp->s, "fp16") == 0;
   for (int i = 0; pd_topt(i); i++) {
     const pd_topt_desc *d = pd_topt(i);
     pd_loc l;
     value *v = pd_cmp_arg(a, -1, d->name, &l);
     if (!v) continue;
+    if ((d->flags & PD_TOPT_FP16) && !fp16) {
+      pd_cmp_error(c, l, "train: '%s' is a setting of fp16 loss scaling: it needs amp = "
+                   "\"fp16\"", d->name);
+      return false;
+    }
     switch (d->type) {
     case PD_TOPT_INT:
       if (v->k == V_INT && v->i >= d->lo && (d->hi <= d->lo || v->i <= d->hi)) continue;
@@ -729,6 +742,21 @@ static bool check_train_options(C *c, call_args *a) {
                      d->lo == 1 ? " positive" : d->lo == 0 ? " non-negative" : "n",
                      d->lo > 1 || d->lo < 0 ? pd_cmp_fmt(c, " >= %lld", (long long)d->lo) : "");
       return false;
+    case PD_TOPT_FLOAT: {
+      double x = v->k == V_INT ? (double)v->i : v->k == V_FLOAT ? v->f : NAN;
+      bool top = d->hi > d->lo;
+      if (isfinite(x) && x > (double)d->lo && (!top || x < (double)d->hi)) continue;
+      const char *want = d->expect ? d->expect
+                         : top     ? pd_cmp_fmt(c, "a number between %lld and %lld",
+                                                (long long)d->lo, (long long)d->hi)
+                                   : pd_cmp_fmt(c, "a number greater than %lld", (long long)d->lo);
+      if (isfinite(x) || v->k == V_FLOAT)
+        pd_cmp_error(c, l, "train: '%s' must be %s, got %g", d->name, want, x);
+      else
+        pd_cmp_error(c, l, "train: '%s' must be %s, not %s", d->name, want,
+                     pd_cmp_vkind_phrase(v));
+      return false;
+    }
     case PD_TOPT_BOOL:
       if (v->k == V_BOOL) continue;
       pd_cmp_error(c, l, "train: '%s' must be true or false, not %s", d->name,

@@ -71,6 +71,13 @@ int64_t pd_train_opt_int(const pd_train_opts *o, pd_topt_id id, int64_t dflt) {
   return has_default(id) ? strtoll(table[id].dflt, NULL, 10) : dflt;
 }
 
+double pd_train_opt_float(const pd_train_opts *o, pd_topt_id id) {
+  const pd_cval *v = o->value[id];
+  if (v && v->kind == PD_CVAL_INT) return (double)v->i;
+  if (v && v->kind == PD_CVAL_FLOAT) return v->f;
+  return has_default(id) ? strtod(table[id].dflt, NULL) : 0;
+}
+
 bool pd_train_opt_bool(const pd_train_opts *o, pd_topt_id id) {
   const pd_cval *v = o->value[id];
   return v && v->kind == PD_CVAL_BOOL ? v->b : has_default(id) && !strcmp(table[id].dflt, "true");

@@ -17,6 +17,8 @@
 
 typedef enum pd_topt_type {
   PD_TOPT_INT,        /* an integer in [lo, hi] (hi 0: no upper bound) */
+  PD_TOPT_FLOAT,      /* a finite number in the open interval (lo, hi) (hi <= lo: no upper
+                         bound) */
   PD_TOPT_BOOL,       /* true or false */
   PD_TOPT_NAME,       /* a non-empty string naming something (a file, a metric): `expect` */
   PD_TOPT_CHOICE,     /* one of the strings of `choices` ("a|b"); `expect` says what each is */
@@ -28,6 +30,7 @@ typedef enum pd_topt_type {
 enum {
   PD_TOPT_CKPT = 1,      /* a checkpoint records it: a resume with another value is refused */
   PD_TOPT_VALID = 2,     /* about the validation: needs valid = READER */
+  PD_TOPT_FP16 = 8,      /* a setting of fp16's loss scaling: needs amp = "fp16" */
 };
 
 /* X(name, type, default as the docs write it ("64", "true", "\"loss\"", "sgd(0.01)"; "none":
@@ -76,10 +79,23 @@ enum {
     "validate after every this many steps instead") \
   X(sync_batch_norm, BOOL, "false", NULL, 0, 0, PD_TOPT_CKPT, NULL, \
     "under MPI, batch norm's statistics over every process's batch (sync_batch_norm)") \
-  X(amp, CHOICE, "none", "bf16", 0, 0, 0, \
-    "\"bf16\" (mixed precision: the products in bfloat16, the rest in fp32; fp16, which " \
-    "needs loss scaling, is not built yet)", \
-    "\"bf16\": mixed precision, the matrix products in bfloat16 with fp32 sums")
+  X(amp, CHOICE, "none", "bf16|fp16", 0, 0, 0, \
+    "\"bf16\" or \"fp16\": the products in bfloat16 or float16, the rest in fp32", \
+    "\"bf16\" or \"fp16\": mixed precision, the matrix products in bfloat16 or float16 with " \
+    "fp32 sums; fp16 scales the loss") \
+  X(loss_scale, FLOAT, "32768", NULL, 0, 0, PD_TOPT_FP16, NULL, \
+    "amp = \"fp16\": the cost's initial multiplier (2^15)") \
+  X(dynamic_loss_scaling, BOOL, "true", NULL, 0, 0, PD_TOPT_FP16, NULL, \
+    "amp = \"fp16\": skip a step whose gradients overflow, and adapt the scale") \
+  X(incr_every_n_steps, INT, "1000", NULL, 1, 2147483647, PD_TOPT_FP16, NULL, \
+    "multiply the scale by incr_ratio after this many good steps") \
+  X(decr_every_n_nan_or_inf, INT, "2", NULL, 1, 2147483647, PD_TOPT_FP16, NULL, \
+    "multiply the scale by decr_ratio after this many steps that overflowed") \
+  X(incr_ratio, FLOAT, "2", NULL, 1, 0, PD_TOPT_FP16, \
+    "a number greater than 1 (the scale grows by it)", "the growth of the scale (> 1)") \
+  X(decr_ratio, FLOAT, "0.8", NULL, 0, 1, PD_TOPT_FP16, \
+    "a number between 0 and 1 (the scale shrinks by it)", \
+    "the back-off of the scale (between 0 and 1; never below 1)")
 
 /* The options' numbers: PD_TOPT_batch, ...; PD_TOPT_COUNT of them. */
 typedef enum pd_topt_id {
@@ -120,6 +136,7 @@ void pd_train_opts_from_action(const pd_action *a, pd_train_opts *o);
 /* Option id's value: given, else the table's default; `dflt` for an option whose default
  * depends (the table gives none). */
 int64_t pd_train_opt_int(const pd_train_opts *o, pd_topt_id id, int64_t dflt);
+double pd_train_opt_float(const pd_train_opts *o, pd_topt_id id);
 bool pd_train_opt_bool(const pd_train_opts *o, pd_topt_id id);
 /* A NAME or CHOICE option's string: given, else the table's default without its quotes into buf
  * (n bytes; buf NULL: none), else NULL. */

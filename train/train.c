@@ -66,6 +66,18 @@ pd_loc pd_train_arg_loc(const pd_action *a, int i) {
   return a->arg_loc && i < a->nargs && a->arg_loc[i].line > 0 ? a->arg_loc[i] : a->loc;
 }
 
+/* fp16's loss scaling (vm/passes/amp.h): Paddle's defaults, as train's options give them (the
+ * compiler checked them). */
+static void opts_scaling(const pd_train_opts *o, pd_amp_scaling *s) {
+  pd_amp_scaling_defaults(s);
+  s->loss_scale = pd_train_opt_float(o, PD_TOPT_loss_scale);
+  s->dynamic = pd_train_opt_bool(o, PD_TOPT_dynamic_loss_scaling);
+  s->incr_every_n_steps = (int)pd_train_opt_int(o, PD_TOPT_incr_every_n_steps, 0);
+  s->decr_every_n_nan_or_inf = (int)pd_train_opt_int(o, PD_TOPT_decr_every_n_nan_or_inf, 0);
+  s->incr_ratio = pd_train_opt_float(o, PD_TOPT_incr_ratio);
+  s->decr_ratio = pd_train_opt_float(o, PD_TOPT_decr_ratio);
+}
+
 double pd_train_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -815,7 +827,7 @@ static char *plot_log_name(const char *png) {
   return pd_buf_take(&b);
 }
 
-/* train's amp = "bf16": the precision of the products under mixed precision (the compiler
+/* train's amp = "bf16" | "fp16": the precision of the products under mixed precision (the compiler
  * checked the value); PD_FP32 without. */
 static pd_dtype opts_amp(const pd_train_opts *o) {
   const char *s = pd_train_opt_str(o, PD_TOPT_amp, NULL, 0);
@@ -854,9 +866,12 @@ static pd_status trainer_start(trainer *t, pd_error *err) {
   pd_runner *r = t->r;
   const pd_action *a = t->a;
   pd_status st;
+  pd_amp_scaling scaling;
+  opts_scaling(&t->o, &scaling);
   pd_pipeline_options po = {.optimizer = &t->opt, .loc = a->loc, .nranks = t->nranks,
                             .amp = opts_amp(&t->o),
-                            .sync_batch_norm = pd_train_opt_bool(&t->o, PD_TOPT_sync_batch_norm)};
+                            .sync_batch_norm = pd_train_opt_bool(&t->o, PD_TOPT_sync_batch_norm),
+                            .scaling = &scaling};
   if (r->opts.place == PD_K_CUDA) {   /* GPU ranks need NCCL (vm/run/comm.h) */
     pd_error ge = {0};
     if ((st = pd_comm_gpu_check(&ge))) {
@@ -1060,9 +1075,12 @@ pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd
   if (st) return st;
   pd_train_opts to;
   pd_train_opts_from_action(a, &to);
+  pd_amp_scaling scaling;
+  opts_scaling(&to, &scaling);
   pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
                             .amp = opts_amp(&to),
-                            .sync_batch_norm = pd_train_opt_bool(&to, PD_TOPT_sync_batch_norm)};
+                            .sync_batch_norm = pd_train_opt_bool(&to, PD_TOPT_sync_batch_norm),
+                            .scaling = &scaling};
   pd_program *init = NULL;
   st = pd_pipeline_train(unit->main, a->args[0]->str, &po, out, &init, err);
   pd_program_free(init);

@@ -20,7 +20,9 @@
  *              GPU       its kernel runs on the GPU (vm/run/exec_place.h)
  *              GPU_GRAD  its gradient op's kernel runs on the GPU too
  *              AMP       a matrix product that mixed precision (train(..., amp = "bf16"),
- *                        vm/passes/amp.h) runs in low precision, as Paddle's AMP white list
+ *                        vm/passes/amp.h) runs in low precision, as Paddle's AMP white list;
+ *                        also the recurrences (fused_lstm, fused_gru, rnn: their input
+ *                        projections and recurrent products)
  *              ROW_X, ROW_XY, ROW_IDS   row-wise: row i of the output comes from row i of X; of
  *                        X and/or Y, the other broadcast (elementwise); of Ids (lookup). The
  *                        loop-invariant code motion of vm/passes/hoist.c moves these
@@ -217,6 +219,11 @@ PD_OP(c_sync_comm_stream, GPU, c_sync_comm_stream, IN(LIST("X")), OUT(LIST("Out"
 PD_OP(cast, DIFF | GPU | ROW_X, cast, IN(ONE("X")), OUT(ONE("Out")),
       ATTRS(REQ(INT, "in_dtype"), REQ(INT, "out_dtype")))
 PD_SHUFFLE_(channel_shuffle, REQ(INT, "groups"), ENUM("data_format", "NCHW", "NHWC"))
+/* Loss scaling of fp16 training (vm/ops/amp.c; vm/passes/amp.h appends them): the gradients
+ * divided by the scale, and whether any was not finite; the scale's dynamic update. The scale
+ * and the step counts are read and written on the host, the gradients where the op computes. */
+PD_OP(check_finite_and_unscale, GPU, check_finite_and_unscale,
+      IN(LIST("X"), ONE("Scale", HOST)), OUT(LIST("Out"), ONE("FoundInfinite")), NONE)
 PD_OP(clip, DIFF | FP_IN | GPU | GPU_GRAD, clip,
       IN(ONE("X"), OPT("Min", HOST), OPT("Max", HOST)),
       OUT(ONE("Out")),
@@ -331,10 +338,10 @@ PD_OP(fused_conv2d, FP_IN | GPU, fused_conv2d,
             INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "AnyLayout"),
             STR("fuse_activation", ""), FLOAT("fuse_alpha", 0.0), FLOAT("fuse_beta", 0.0),
             BOOL("fuse_residual_connection", false)))
-PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_gru,
+PD_OP(fused_gru, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD | AMP, fused_gru,
       IN(ONE("Input"), OPT("H0"), ONE("Weight"), ONE("Bias")),
       OUT(ONE("Hidden"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
-PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD, fused_lstm,
+PD_OP(fused_lstm, DIFF | FP_IN | SEQ_IN | GPU | GPU_GRAD | AMP, fused_lstm,
       IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight")),
       OUT(ONE("Hidden"), ONE("Cell"), TEMP("BatchGate")), ATTRS(BOOL("is_reverse", false)))
 PD_OP(gather, DIFF | GPU | GPU_GRAD, gather, IN(ONE("X"), ONE("Index", HOST), OPT("Axis", HOST)),
@@ -520,7 +527,7 @@ PD_OP(rmsprop, FP_IN | GPU, optimizer,
 /* rnn: PaddlePaddle's (paddle.nn.LSTM / GRU / SimpleRNN in a static program), vm/ops/rnn.c.
  * Input time-major [T, N, I]; PreState h (and c) [layers x directions, N, H]; WeightList the
  * weight_ih, weight_hh of each (layer, direction), then their bias_ih, bias_hh. */
-PD_OP(rnn, DIFF | FP_IN | GPU | GPU_GRAD, rnn,
+PD_OP(rnn, DIFF | FP_IN | GPU | GPU_GRAD | AMP, rnn,
       IN(ONE("Input"), LIST("PreState"), LIST("WeightList"), OPT("SequenceLength", HOST)),
       OUT(ONE("Out"), OPT("DropoutState"), TEMP("Reserve"), LIST("State")),
       ATTRS(FLOAT("dropout_prob", 0.0), BOOL("is_bidirec", false), INT("input_size", 10),
@@ -606,6 +613,13 @@ PD_OPK(uniform_random, GPU, random,
        KERNEL(random_fill, PD_OPV_UNIFORM))
 PD_UNSQUEEZE_(unsqueeze, ONE("Out"))
 PD_UNSQUEEZE_(unsqueeze2, ONE("Out"), TEMP("XShape"))
+PD_OP(update_loss_scaling, GPU, update_loss_scaling,
+      IN(OPT_LIST("X"), ONE("FoundInfinite", HOST), ONE("PrevLossScaling", HOST),
+         ONE("InGoodSteps", HOST), ONE("InBadSteps", HOST), OPT("StopUpdate", HOST)),
+      OUT(OPT_LIST("Out"), ONE("LossScaling", HOST), ONE("OutGoodSteps", HOST),
+          ONE("OutBadSteps", HOST)),
+      ATTRS(REQ(INT, "incr_every_n_steps"), REQ(INT, "decr_every_n_nan_or_inf"),
+            REQ(FLOAT, "incr_ratio"), REQ(FLOAT, "decr_ratio"), BOOL("stop_update", false)))
 PD_OP(where, DIFF | GPU | GPU_GRAD, where, IN(ONE("Condition"), ONE("X"), ONE("Y")),
       OUT(ONE("Out")), NONE)
 PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),

@@ -68,6 +68,9 @@ double pd_kcpu_fastmath16_f32(int f, bool sum, const float *x, float shift, floa
                               int64_t n);
 float pd_kcpu_max16_f32(const float *x, int64_t n);
 void pd_kcpu_scale16_f32(float *x, float s, int64_t n);
+/* dst[j] = pd_fp16_round(src[j]) for j < n, bit for bit (NaNs stay NaNs), by AVX-512F's float16
+ * conversions; under the same condition. */
+void pd_kcpu_round16_f16(const float *src, float *dst, int64_t n);
 /* gemm_avx512.c: C [m, n] += A [m, k] B [k, n] (row strides lda, ldb, ldc) for n <= 64 (a
  * larger n is not handled: the caller checks), under the same condition. */
 #define PD_KCPU_SMALL16_MAX_N 64

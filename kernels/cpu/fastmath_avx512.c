@@ -183,4 +183,18 @@ AVX512 void pd_kcpu_scale16_f32(float *x, float s, int64_t n) {
     _mm512_mask_storeu_ps(x + j, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + j), sv));
   }
 }
+/* dst[j] = src[j] rounded to float16 (to nearest even; overflow to an infinity, a NaN stays a
+ * NaN) and back, through the F16C conversions of AVX-512F. */
+AVX512 void pd_kcpu_round16_f16(const float *src, float *dst, int64_t n) {
+#define RC (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16)
+    _mm512_storeu_ps(dst + j, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(src + j), RC)));
+  if (j < n) {
+    __mmask16 m = tail_mask(n - j);
+    __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, src + j), RC);
+    _mm512_mask_storeu_ps(dst + j, m, _mm512_cvtph_ps(h));
+  }
+#undef RC
+}
 #endif /* PD_KCPU_HAVE_AVX512 */

@@ -2,10 +2,12 @@
  * products of mixed-precision training. bf16 on AMX tiles where pd_kcpu_amx_bf16() (gemm_amx.c:
  * op(A) and op(B) packed into bf16 tiles, each thread packing its share, then C's tiles split
  * across the pool); otherwise, and for fp16, copies of A and B rounded to the low precision
- * and back to fp32, multiplied by the fp32 GEMM (gemm.c): the same roundings of the operands,
- * sums in another order. */
+ * and back to fp32 (fp16 by AVX-512F's conversions where pd_kcpu_simd has them, fastmath.h),
+ * multiplied by the fp32 GEMM (gemm.c): the same roundings of the operands, sums in another
+ * order. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/fastmath.h"
 #include "kernels/cpu/gemm_amx.h"
 #include "kernels/kernels_int.h"
 
@@ -17,13 +19,23 @@
 /* dst (rows x cols, compact) = src (row stride ld) rounded to lp. */
 static void round_copy(pd_dtype lp, int64_t rows, int64_t cols, const float *src, int64_t ld,
                        float *dst) {
+#if PD_KCPU_HAVE_AVX512
+  bool f16c = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512; /* fp16: the vector conversions */
+#endif
   for (int64_t i = 0; i < rows; i++) {
     const float *s = src + i * ld;
     float *d = dst + i * cols;
-    if (lp == PD_BF16)
+    if (lp == PD_BF16) {
       for (int64_t j = 0; j < cols; j++) d[j] = pd_bf16_round(s[j]);
-    else
-      for (int64_t j = 0; j < cols; j++) d[j] = pd_fp16_round(s[j]);
+      continue;
+    }
+#if PD_KCPU_HAVE_AVX512
+    if (f16c) {
+      pd_kcpu_round16_f16(s, d, cols);
+      continue;
+    }
+#endif
+    for (int64_t j = 0; j < cols; j++) d[j] = pd_fp16_round(s[j]);
   }
 }
 

@@ -1,6 +1,6 @@
 /* optim.c -- the CPU backend's optimizer updates (opt: sgd, momentum, adam/adamw, rmsprop,
  * adagrad; kernels.h says the arithmetic), split across the thread pool; the typed loops come
- * from optim_t.h. */
+ * from optim_t.h; and unscale, the gradients of fp16 training divided by the loss scale. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/kernels_int.h"
@@ -40,5 +40,30 @@ pd_status pd_kcpu_opt(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p, 
                       ? PD_KCPU_GRAIN
                       : PD_KCPU_GRAIN_TRANSCENDENTAL;
   pd_kcpu_parallel(n, grain, dt == PD_FP32 ? opt_range_f32 : opt_range_f64, &job);
+  return PD_OK;
+}
+
+/* unscale (kernels.h): the multiply and the finiteness test in one pass; x - x is 0 for a finite
+ * x and NaN for an infinity or NaN, which a sum keeps (no branch in the loop). */
+pd_status pd_kcpu_unscale(pd_dtype dt, int64_t n, const void *x, double inv_scale, void *out,
+                          bool *found) {
+  pd_status st = pd_k_unscale_check(dt, n, x, inv_scale, out, found);
+  if (st) return st;
+  bool bad = false;
+#define UNSCALE_LOOP(T)                  \
+  do {                                   \
+    const T *xs = x, inv = (T)inv_scale; \
+    T *o = out, acc = 0;                 \
+    for (int64_t i = 0; i < n; i++) {    \
+      T v = xs[i];                       \
+      acc += v - v;                      \
+      o[i] = v * inv;                    \
+    }                                    \
+    bad = acc != 0; /* NaN too */        \
+  } while (0)
+  if (dt == PD_FP32) UNSCALE_LOOP(float);
+  else UNSCALE_LOOP(double);
+#undef UNSCALE_LOOP
+  if (bad) *found = true;
   return PD_OK;
 }

@@ -73,7 +73,21 @@ static pd_status seq_gemm_w(const seq_job *j, int t, int64_t m, int64_t n, int64
                : PD_ENOMEM;
   }
 #endif
+  pd_dtype lp = pd_k_rnn_seq_lp(j->s);
+  if (lp)
+    return pd_kcpu_gemm_lp(lp, false, false, 1, m, n, k, 1.0, a, lda, 0, b, ldb, 0, beta, c, ldc,
+                           0, NULL);
   return pd_kcpu_gemm(j->s->dt, false, false, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* The weights' gradient: C [m, n] += A^T B (A [k, m], B [k, n]), in the recurrence's precision. */
+static pd_status seq_gemm_dw(const seq_job *j, int64_t m, int64_t n, int64_t k, const void *a,
+                             int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
+  pd_dtype lp = pd_k_rnn_seq_lp(j->s);
+  if (lp)
+    return pd_kcpu_gemm_lp(lp, true, false, 1, m, n, k, 1.0, a, lda, 0, b, ldb, 0, 1.0, c, ldc,
+                           0, NULL);
+  return pd_kcpu_gemm(j->s->dt, true, false, m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc);
 }
 
 #define PD_KCPU_TEMPLATE "kernels/cpu/rnn_seq_t.h"
@@ -169,7 +183,8 @@ static void permute(const seq_job *j, const void *w, void *wp, bool trans) {
 /* Whether the products take packed weights: K the product's inner size. */
 static bool seq_packs(const seq_job *j, int64_t k) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  return j->s->dt == PD_FP32 && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && k <= SEQ_PACK_MAX_K &&
+  return j->s->dt == PD_FP32 && !pd_k_rnn_seq_lp(j->s) &&
+         pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && k <= SEQ_PACK_MAX_K &&
          j->s->nseq * k <= SEQ_PACK_MAX_A;
 #else
   (void)j, (void)k;

@@ -202,8 +202,8 @@ static pd_status TF(lstm_bwd_part)(seq_job *j, int t) {
                          carry_h + lo, H)))
       return st;
     const T *hp = TF(seq_prev_h)(j, it, m, hprev);
-    if ((st = pd_kcpu_gemm(s->dt, true, false, H, 4 * u, m, 1.0, hp, H, dgs + 4 * lo, j->ldg,
-                           1.0, (T *)j->dwp + 4 * lo, j->ldw)))
+    if ((st = seq_gemm_dw(j, H, 4 * u, m, hp, H, dgs + 4 * lo, j->ldg, (T *)j->dwp + 4 * lo,
+                          j->ldw)))
       return st;
   }
   if (it == 0) return PD_OK;
@@ -275,8 +275,8 @@ static pd_status TF(gru_bwd_part)(seq_job *j, int t) {
                          carry_h + lo, H)))
       return st;
     const T *hp = TF(seq_prev_h)(j, it, m, hprev);
-    if ((st = pd_kcpu_gemm(s->dt, true, false, H, 3 * u, m, 1.0, hp, H, dps + 3 * lo, j->ldg,
-                           1.0, (T *)j->dwp + 3 * lo, j->ldw)))
+    if ((st = seq_gemm_dw(j, H, 3 * u, m, hp, H, dps + 3 * lo, j->ldg, (T *)j->dwp + 3 * lo,
+                          j->ldw)))
       return st;
     TF(seq_colsum)(m, 3 * u, dps + 3 * lo, j->ldg, j->db + 3 * lo);
   }

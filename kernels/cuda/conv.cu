@@ -10,9 +10,6 @@
 
 #include <limits.h>
 
-/* Scratch memory per chunk of images (column matrices): a chunk holds as many images as fit,
- * at least one. */
-#define CONV_WORKSPACE ((size_t)256 << 20)
 
 /* ---- im2col / col2im over a batch of nb images. Image b starts at img + b * img_stride; its
  * column matrix row r (= (ci * kh + i) * kw + j), column q (= oy * ow + ox) is at
@@ -160,11 +157,13 @@ pd_status pd_kcu_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const 
   conv_plan cp;
   PD_KCU_TRY(pd_k_conv_begin(&cp, dt, p));
   if (p->n == 0) return PD_OK;
+  pd_status st = pd_kcu_cudnn_conv2d(dt, p, x, w, y);
+  if (st != PD_EUNSUPPORTED) return st; /* else im2col + cuBLAS */
+  st = PD_OK;
   size_t col_bytes = cp.direct ? 0 : (size_t)(cp.rows * cp.ohw) * cp.sz;
   int64_t nb_max = chunk_images(p->n, col_bytes, p->n);
   void *col = NULL;
   if (!cp.direct && !(col = pd_kcu_scratch(col_bytes * (size_t)nb_max))) return PD_ENOMEM;
-  pd_status st = PD_OK;
   for (int64_t n0 = 0; n0 < p->n && !st; n0 += nb_max) {
     int64_t nb = p->n - n0 < nb_max ? p->n - n0 : nb_max;
     const void *xb = AT(x, n0 * cp.in_img, cp.sz);
@@ -187,11 +186,13 @@ pd_status pd_kcu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *
   conv_plan cp;
   PD_KCU_TRY(pd_k_conv_begin(&cp, dt, p));
   if (p->n == 0) return PD_OK;
+  pd_status st = pd_kcu_cudnn_conv2d_bwd_data(dt, p, w, dy, dx);
+  if (st != PD_EUNSUPPORTED) return st; /* else cuBLAS + col2im */
+  st = PD_OK;
   size_t col_bytes = cp.direct ? 0 : (size_t)(cp.rows * cp.ohw) * cp.sz;
   int64_t nb_max = chunk_images(p->n, col_bytes, p->n);
   void *col = NULL;
   if (!cp.direct && !(col = pd_kcu_scratch(col_bytes * (size_t)nb_max))) return PD_ENOMEM;
-  pd_status st = PD_OK;
   for (int64_t n0 = 0; n0 < p->n && !st; n0 += nb_max) {
     int64_t nb = p->n - n0 < nb_max ? p->n - n0 : nb_max;
     void *dxb = AT(dx, n0 * cp.in_img, cp.sz);
@@ -223,6 +224,9 @@ pd_status pd_kcu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const void
     PD_KCU_CUDA(cudaMemsetAsync(dw, 0, wbytes, pd_kcu_stream));
     return PD_OK;
   }
+  pd_status st = pd_kcu_cudnn_conv2d_bwd_filter(dt, p, x, dy, dw);
+  if (st != PD_EUNSUPPORTED) return st; /* else im2col + cuBLAS */
+  st = PD_OK;
   /* A chunk of nb images: col [rows, nb * ohw] (image b's columns at b * ohw) and dy
    * transposed to [oc, nb * ohw]; then dw[g] (+)= dyT[g] (ocg x nb*ohw) @ col[g]^T, one GEMM
    * per group with the whole chunk as its inner dimension. */
@@ -233,7 +237,6 @@ pd_status pd_kcu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const void
   char *scratch = (char *)pd_kcu_scratch(col_bytes + dyt_bytes);
   if (!scratch) return PD_ENOMEM;
   void *col = scratch, *dyt = scratch + col_bytes;
-  pd_status st = PD_OK;
   for (int64_t n0 = 0; n0 < p->n && !st; n0 += nb_max) {
     int64_t nb = p->n - n0 < nb_max ? p->n - n0 : nb_max, ld = nb * cp.ohw;
     const void *dyb = AT(dy, n0 * cp.out_img, cp.sz);

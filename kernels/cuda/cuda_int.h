@@ -175,4 +175,16 @@ pd_status pd_kcu_gemm_strided(pd_dtype dt, bool trans_a, bool trans_b, int64_t b
 pd_status pd_kcu_permute(size_t esize, int nd, const int64_t *dims, const int *perm,
                          const void *x, void *out);
 
+/* Scratch memory a convolution may take at once: per chunk of images of im2col's column
+ * matrices (conv.cu), and cuDNN's workspace (cudnn.cu). */
+#define CONV_WORKSPACE ((size_t)256 << 20)
+/* The convolutions through cuDNN (cudnn.cu), after the checks (n > 0): PD_EUNSUPPORTED when
+ * cuDNN does not take the shape or the build has no cuDNN (then conv.cu runs im2col + cuBLAS). */
+pd_status pd_kcu_cudnn_conv2d(pd_dtype dt, const pd_k_conv2d *p, const void *x, const void *w,
+                              void *y);
+pd_status pd_kcu_cudnn_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w,
+                                       const void *dy, void *dx);
+pd_status pd_kcu_cudnn_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const void *x,
+                                         const void *dy, void *dw);
+
 #endif /* PD_KERNELS_CUDA_INT_H */

@@ -81,3 +81,29 @@ pd_status pd_kcu_opt(pd_dtype dt, int64_t n, const pd_k_opt *o, const void *p, c
   PD_KCU_LAUNCHED("optimizer kernel");
   return PD_OK;
 }
+
+/* unscale (kernels.h): out = x * inv_scale, and *found = true where some x is not finite (every
+ * thread that sees one writes the same value). */
+template <typename T>
+__global__ void unscale_kernel(int64_t n, const T *x, T inv, T *out, bool *found) {
+  PD_KCU_LOOP(i, n) {
+    T v = x[i];
+    if (!isfinite(v)) *found = true;
+    out[i] = v * inv;
+  }
+}
+
+pd_status pd_kcu_unscale(pd_dtype dt, int64_t n, const void *x, double inv_scale, void *out,
+                         bool *found) {
+  pd_status st = pd_k_unscale_check(dt, n, x, inv_scale, out, found);
+  if (st) return st;
+  if (n == 0) return PD_OK;
+  if (dt == PD_FP32)
+    unscale_kernel<float><<<pd_kcu_blocks(n), PD_KCU_THREADS, 0, pd_kcu_stream>>>(
+        n, (const float *)x, (float)inv_scale, (float *)out, found);
+  else
+    unscale_kernel<double><<<pd_kcu_blocks(n), PD_KCU_THREADS, 0, pd_kcu_stream>>>(
+        n, (const double *)x, inv_scale, (double *)out, found);
+  PD_KCU_LAUNCHED("unscale kernel");
+  return PD_OK;
+}

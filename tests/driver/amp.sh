@@ -3,14 +3,15 @@
 # program marks the products and their gradients (pdlang dump --train), a small model learns
 # with it, a seed gives the same losses and parameters, a checkpointed run resumes bit for bit;
 # and the MLP 784-1024-1024-10 of issue 42 (batch 256, Adam, one epoch of Fashion-MNIST, same
-# seed) reaches fp32's test accuracy within 0.5 point (skipped without the data set); a saved
-# model runs with exec --precision bf16. TAP.
+# seed) reaches fp32's test accuracy within 0.5 point (skipped without the data set), and so
+# does amp = "fp16" (tests/driver/amp_fp16.sh: its loss scaling); a saved model runs with exec
+# --precision bf16. TAP.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 dir=${TMPDIR:-/tmp}/pd_amp.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-echo "1..8"
+echo "1..9"
 awk 'BEGIN { srand(11); print "f1,f2,f3,label";
   for (i = 0; i < 600; i++) { a = rand() * 4 - 2; b = rand() * 4 - 2; c = rand() * 2 - 1;
     r = a * a + b * b; if (r < 1.3 || r > 1.7) printf "%.4f,%.4f,%.4f,%d\n", a, b, c, (r > 1.5) } }' > ring.csv
@@ -88,6 +89,7 @@ fm=${PDLANG_FASHION_MNIST:-/usr/share/datasets/fashion-mnist}
 if [ ! -e "$fm/train-images-idx3-ubyte.gz" ] && [ ! -e "$fm/train-images-idx3-ubyte" ]; then
   echo "ok 7 # SKIP no Fashion-MNIST in $fm"
   echo "ok 8 # SKIP no Fashion-MNIST in $fm"
+  echo "ok 9 # SKIP no Fashion-MNIST in $fm"
   exit 0
 fi
 mlp() { # $1: train's extra options
@@ -116,3 +118,9 @@ else echo "not ok 7 - fp32 '$a32', bf16 '$a16'"; sed 's/^/# /' f32.out bf16.out;
 if [ -n "$a32" ] && [ -n "$a16" ] && awk "BEGIN { d = $a16 - $a32; exit !(d >= -0.005 && d <= 0.005) }"; then
   echo "ok 8 - bf16's test accuracy within 0.5 point of fp32's ($a16 against $a32)"
 else echo "not ok 8 - bf16 $a16 against fp32 $a32"; fi
+mlp ', amp = "fp16"' > fp16.pd
+"$PDLANG" run --progress=none fp16.pd > fp16.out 2>&1
+ah=$(sed -n 's/^eval: accuracy(y, label) = \([0-9.]*\).*/\1/p' fp16.out)
+if [ -n "$a32" ] && [ -n "$ah" ] && awk "BEGIN { d = $ah - $a32; exit !(d >= -0.005 && d <= 0.005) }"; then
+  echo "ok 9 - fp16 (dynamic loss scaling)'s test accuracy within 0.5 point of fp32's ($ah against $a32)"
+else echo "not ok 9 - fp16 '$ah' against fp32 '$a32'"; sed 's/^/# /' fp16.out; fi

@@ -29,7 +29,9 @@
 #     holding NAME.json);
 #   amp.sh: mixed precision (train's amp = "bf16"): the marks in dump --train, learning,
 #     determinism, a resume bit for bit, and the 784-1024-1024-10 MLP on Fashion-MNIST within 0.5
-#     point of fp32's test accuracy (skipped without the data set);
+#     point of fp32's test accuracy in bf16 and in fp16 (skipped without the data set);
+#   amp_fp16.sh: amp = "fp16" and its dynamic loss scaling: the program dump --train shows,
+#     learning to fp32's accuracy, a run through overflows resumed bit for bit, the pass's names;
 #   bench.sh: pdlang bench's report, options and errors (no timings checked);
 #   attention_errors.sh: bad arguments of the attention layers stop at the caller's .pd line;
 #   for_unroll.sh: a compile-time for prints what the explicit calls print;
@@ -60,7 +62,7 @@ DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm
 	tests/driver/file_errors.sh tests/driver/save_pair.sh tests/driver/stale_temps.sh \
 	tests/driver/ckpt_setup.sh tests/driver/imports.sh tests/driver/exec_caret.sh \
 	tests/driver/exec_sequences.sh tests/driver/exec_calls.sh tests/driver/exec_files.sh \
-	tests/driver/attention_errors.sh tests/driver/bench.sh tests/driver/amp.sh \
+	tests/driver/attention_errors.sh tests/driver/bench.sh tests/driver/amp.sh tests/driver/amp_fp16.sh \
 	tests/driver/for_unroll.sh tests/driver/summary.sh tests/driver/dump_cli.sh \
 	tests/driver/device.sh tests/driver/repl_piped.sh tests/driver/padded_lines.sh \
 	tests/driver/predict.sh tests/driver/exec_images.sh tests/driver/finetune.sh \

@@ -4,7 +4,7 @@
 #   test_interp: interp2d and its gradient (the resize ops' entries), the GPU's against the CPU's
 #     where a GPU opens;
 #   test_optim: the optimizer updates' vector instances (kernels/cpu/optim_t.h) against the
-#     formulas' bits;
+#     formulas' bits; unscale (fp16 loss scaling) exactly, its flag, its checks;
 #   test_fastmath: fastmath.h's vector e^x, tanh and logistic function (the fp32 kernels') against
 #     libm, in ulp;
 #   test_rnn_seq: the whole-sequence kernels behind fused_lstm, fused_gru and the rnn op, the CPU

@@ -433,6 +433,29 @@ static void test_opt(void) {
   B_free(&x);
 }
 
+/* unscale: the same quotients and the same flag, finite and with an infinity in the middle. */
+static void test_unscale(void) {
+  const int64_t n = 1025;
+  for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
+    pd_dtype dt = floats[t];
+    size_t sz = pd_dtype_size(dt);
+    for (int inf = 0; inf < 2; inf++) {
+      buf x = B_rand(dt, n, -1000, 1000), o = B_out((size_t)n * sz), f = B_out(1);
+      if (inf) {
+        kt_set(dt, x.h, n / 2, INFINITY);
+        B_sync_up(&x, x.h);
+      }
+      C->fill(PD_BOOL, 1, f.h, 0);
+      G->fill(PD_BOOL, 1, f.d, 0);
+      same_status(G->unscale(dt, n, x.d, 0.125, o.d, (bool *)f.d),
+                  C->unscale(dt, n, x.h, 0.125, o.h, (bool *)f.h), "unscale %s: status", dn(dt));
+      if (!inf) same(dt, &o, n, "unscale %s: the quotients", dn(dt));
+      same_bits(&f, "unscale %s%s: the flag", dn(dt), inf ? " (an infinity)" : "");
+      B_free(&x), B_free(&o), B_free(&f);
+    }
+  }
+}
+
 static void test_unary(void) {
   const int64_t ns[] = {0, 1, 777};
   for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
@@ -783,6 +806,9 @@ static void test_xent(void) {
 
 /* ---- Convolution and pooling ---- */
 
+/* The CUDA convolutions against the CPU's. In a build with cuDNN (PD_HAVE_CUDNN) the cases
+ * with symmetric padding run through it (kernels/cuda/cudnn.cu) and the asymmetric ones
+ * through im2col + cuBLAS (conv.cu): both paths are compared. */
 static void test_conv(void) {
   const pd_k_conv2d cs[] = {
       /* n  c  h  w  oc kh kw g  sh sw pt pb pl pr dh dw */
@@ -794,6 +820,8 @@ static void test_conv(void) {
       {0, 2, 5, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},    /* no images */
       {9, 3, 28, 28, 8, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},  /* LeNet-like */
       {2, 2, 7, 5, 4, 2, 3, 2, 3, 2, 0, 1, 2, 0, 2, 1, 0, 0, 0},
+      {8, 16, 32, 32, 32, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0}, /* a ResNet stage's stride 2 */
+      {4, 8, 12, 12, 8, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},    /* groups 4, symmetric */
   };
   for (size_t t = 0; t < PD_ARRAY_LEN(floats); t++) {
     pd_dtype dt = floats[t];
@@ -1347,6 +1375,7 @@ int main(int argc, char **argv) {
   test_compare_logical();
   test_unary();
   test_opt();
+  test_unscale();
   test_act();
   test_fill_cast();
   test_reduce();

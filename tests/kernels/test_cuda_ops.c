@@ -360,7 +360,7 @@ static void test_rnn_seq(pd_dtype dt) {
           row[i++] = (rev ? lens[r] - 1 - k : k) * NS + r;
       }
       koff[MAXT] = i;
-      pd_k_rnn_seq s = {dt, H, NS, MAXT, koff, row, ROWS};
+      pd_k_rnn_seq s = {dt, H, NS, MAXT, koff, row, ROWS, PD_FP32};
       const char *d = dn(dt);
       char what[64];
       snprintf(what, sizeof what, "%s H %lld%s", d, (long long)H, rev ? " reversed" : "");

@@ -3,7 +3,8 @@
  * - the backend's cast and fill to and from fp16 and bf16;
  * - bf16 and fp16 rounding against the CPU's own conversion instructions (vcvtneps2bf16,
  *   vcvtps2ph) over 2^24 floats spread across the whole range, where the CPU has them, and
- *   against values worked out by hand (ties, overflow, denormals, NaN);
+ *   against values worked out by hand (ties, overflow, denormals, NaN); the vector fp16
+ *   rounding of gemm_lp's operands against the scalar one;
  * - gemm_lp against a double-precision product of the operands rounded by the test (so every
  *   product is exact and only the fp32 sums differ: bounded by k 2^-23 of the sum of the
  *   terms' magnitudes), and against the fp32 GEMM within bf16's / fp16's rounding of the
@@ -120,6 +121,43 @@ static void test_conversions(void) {
   } else {
     tap_skip("no F16C to compare fp16 rounding with");
   }
+}
+
+/* gemm_lp's fp16 rounding of its operands by AVX-512F's conversions (fastmath.h) against
+ * pd_fp16_round, bit for bit (NaNs both NaN), on 2^22 floats across the range in runs of odd
+ * lengths (the masked tail), in the default floating-point mode and under FTZ/DAZ (as kernels
+ * run inside the library: pd_k_fp_enter). */
+static void test_round16(void) {
+#if PD_KCPU_HAVE_AVX512
+  if (pd_kcpu_simd() != PD_KCPU_SIMD_AVX512) {
+    tap_skip("no AVX-512F: gemm_lp rounds fp16 in C");
+    return;
+  }
+  enum { N = 1 << 12 };
+  float *src = malloc(N * sizeof *src), *dst = malloc(N * sizeof *dst);
+  int64_t bad[2] = {0, 0};
+  for (int mode = 0; mode < 2; mode++) {
+    pd_k_fpmode fm;
+    memset(&fm, 0, sizeof fm);
+    if (mode) fm = pd_k_fp_enter();
+    for (uint64_t base = 0; base < ((uint64_t)1 << 32); base += (uint64_t)N * 1024) {
+      for (int i = 0; i < N; i++) src[i] = f_of((uint32_t)(base + (uint64_t)i * 1021));
+      int64_t len = N - (int64_t)(base >> 22 & 15); /* tails of 1 to 15 elements too */
+      pd_kcpu_round16_f16(src, dst, len);
+      for (int64_t i = 0; i < len; i++) {
+        float want = pd_fp16_round(src[i]);
+        if (isnan(want) ? !isnan(dst[i]) : memcmp(&want, &dst[i], sizeof want) != 0) bad[mode]++;
+      }
+    }
+    if (mode) pd_k_fp_leave(fm);
+  }
+  free(src);
+  free(dst);
+  is_int(bad[0], 0, "fp16 rounding by AVX-512F: pd_fp16_round's bits on 2^22 floats");
+  is_int(bad[1], 0, "and under FTZ/DAZ");
+#else
+  tap_skip("no AVX-512 build: gemm_lp rounds fp16 in C");
+#endif
 }
 
 /* The backend's cast and fill to and from the 16-bit floats. */
@@ -279,6 +317,7 @@ int main(int argc, char **argv) {
   (void)argc;
   kt_begin(argv);
   test_conversions();
+  test_round16();
   test_cast();
   test_checks();
   if (pd_kcpu_amx_bf16()) test_products("AMX");

@@ -5,7 +5,8 @@
  * across threads: every instance gives exactly the bits of kernels.h's formulas computed here
  * element by element in double (the vector code rounds each product and sum as the scalar code
  * does), into other buffers and in place. The ops' own tests (tests/vm/ops/test_kern_optim.c)
- * check the updates against hand-computed values. */
+ * check the updates against hand-computed values. And unscale, the division of fp16 training's
+ * gradients by the loss scale with its finiteness flag. */
 #include "config.h"
 #include "kernels/cpu/fastmath.h"
 #include "kernels/kernels.h"
@@ -100,9 +101,54 @@ static void check(const char *what, const pd_k_opt *o, pd_dtype dt, int64_t n, i
   for (int k = 0; k < ns; k++) free(s[k]), free(ws[k]);
 }
 
+/* unscale (fp16 loss scaling): out = x * inv_scale element by element, exactly (one rounded
+ * product), the flag set by an infinity or a NaN anywhere (first, last, middle) and left alone
+ * otherwise (so calls accumulate), into another buffer and in place; the argument checks. */
+static void check_unscale(pd_dtype dt) {
+  const int64_t n = 1037;
+  size_t sz = pd_dtype_size(dt);
+  char *x = kt_alloc((size_t)n * sz), *o = kt_alloc((size_t)n * sz);
+  for (int64_t i = 0; i < n; i++) put(dt, x, i, kt_uniform(-3e4, 3e4));
+  const double inv = dt == PD_FP32 ? (double)(1.0f / 3.0f) : 1.0 / 3.0;
+  bool found = false, exact = !K->unscale(dt, n, x, inv, o, &found) && !found;
+  for (int64_t i = 0; i < n && exact; i++) {
+    double want = dt == PD_FP32 ? (double)((float)get(dt, x, i) * (float)inv) : get(dt, x, i) * inv;
+    exact = get(dt, o, i) == want;
+  }
+  ok(exact, "unscale %s: x * (1/3) exactly, no flag on finite values", pd_dtype_name(dt));
+  found = true;
+  ok(!K->unscale(dt, n, x, inv, o, &found) && found, "unscale %s: a set flag stays set",
+     pd_dtype_name(dt));
+  const int64_t at[] = {0, n / 2, n - 1};
+  const double bad[] = {INFINITY, -INFINITY, NAN};
+  bool all = true;
+  for (size_t a = 0; a < PD_ARRAY_LEN(at); a++)
+    for (size_t b = 0; b < PD_ARRAY_LEN(bad); b++) {
+      memcpy(o, x, (size_t)n * sz);
+      put(dt, o, at[a], bad[b]);
+      found = false;
+      all &= !K->unscale(dt, n, o, inv, o, &found) && found; /* in place */
+      all &= isnan(bad[b]) ? isnan(get(dt, o, at[a])) : get(dt, o, at[a]) == bad[b];
+    }
+  ok(all, "unscale %s: an infinity or NaN first, in the middle or last sets the flag (in place)",
+     pd_dtype_name(dt));
+  found = false;
+  ok(K->unscale(dt, -1, x, inv, o, &found) == PD_EINVAL &&
+         K->unscale(dt, n, x, inv, o, NULL) == PD_EINVAL &&
+         K->unscale(dt, n, x, NAN, o, &found) == PD_EINVAL &&
+         K->unscale(dt, n, NULL, inv, o, &found) == PD_EINVAL &&
+         K->unscale(PD_INT32, n, x, inv, o, &found) == PD_EUNSUPPORTED &&
+         !K->unscale(dt, 0, NULL, inv, NULL, &found) && !found,
+     "unscale %s: the argument checks (n < 0, no flag, a NaN scale, no x; int32; n = 0)",
+     pd_dtype_name(dt));
+  free(x);
+  free(o);
+}
+
 int main(int argc, char **argv) {
   PD_UNUSED(argc);
   kt_begin(argv);
+  for (size_t t = 0; t < PD_ARRAY_LEN(kt_float_types); t++) check_unscale(kt_float_types[t]);
 #if PD_KCPU_HAVE_AVX2
   int best = pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
 #else

@@ -5,7 +5,9 @@
  * one sequence at a time in double (forward, and backpropagation through time by hand): batches
  * of sequences of unequal lengths (one empty) whose rows are interleaved in the batch-major
  * tensors, forward and reversed, at hidden sizes that split into uneven parts across three
- * threads (and one that stays in one part), fp64 and fp32; and the argument checks. */
+ * threads (and one that stays in one part), fp64 and fp32; mixed precision (lp: the products
+ * with the weights in bf16 and fp16) against the reference that rounds those operands, and
+ * apart from fp32's within the low precision's bound; and the argument checks. */
 #include "config.h"
 #include "tests/kernels/kt.h"
 #include "tests/kernels/steps_backend.h"
@@ -72,6 +74,14 @@ static double err_of(pd_dtype dt, const void *got, const double *want, int64_t n
   return e;
 }
 
+/* Mixed precision (pd_k_rnn_seq.lp): when set, the references round both operands of every
+ * product with the weights to it, as the kernels must; 0: exact. */
+static pd_dtype ref_lp;
+static double RD(double v) {
+  if (!ref_lp) return v;
+  return ref_lp == PD_BF16 ? pd_bf16_round((float)v) : pd_fp16_round((float)v);
+}
+
 /* Step k of sequence r in time order: the batch-major row. */
 static int64_t tm_row(const batch *b, int64_t r, int64_t k, bool rev) {
   return b->at[r][rev ? b->len[r] - 1 - k : k];
@@ -93,7 +103,7 @@ static void lstm_ref(const batch *b, bool rev, const double *x, const double *w,
       double *g = gate + i * G;
       for (int64_t q = 0; q < G; q++) {
         double a = x[i * G + q];
-        for (int64_t p = 0; p < H; p++) a += h[p] * w[p * G + q];
+        for (int64_t p = 0; p < H; p++) a += RD(h[p]) * RD(w[p * G + q]);
         g[q] = q >= 2 * H && q < 3 * H ? tanh(a) : sigm(a);
       }
       for (int64_t j = 0; j < H; j++) {
@@ -122,8 +132,8 @@ static void lstm_ref(const batch *b, bool rev, const double *x, const double *w,
       for (int64_t p = 0; p < H; p++) {
         double s = 0;
         for (int64_t q = 0; q < G; q++) {
-          s += d[q] * w[p * G + q];
-          dw[p * G + q] += ph[p] * d[q];
+          s += RD(d[q]) * RD(w[p * G + q]);
+          dw[p * G + q] += RD(ph[p]) * RD(d[q]);
         }
         dhn[p] = s;
       }
@@ -149,7 +159,7 @@ static void gru_ref(const batch *b, bool rev, const double *x, const double *w, 
       double p[3 * MAXH], *s = gate + i * 4 * H;
       for (int64_t q = 0; q < G; q++) {
         p[q] = bb[q];
-        for (int64_t e = 0; e < H; e++) p[q] += h[e] * w[e * G + q];
+        for (int64_t e = 0; e < H; e++) p[q] += RD(h[e]) * RD(w[e * G + q]);
       }
       for (int64_t j = 0; j < H; j++) {
         s[j] = sigm(x[i * G + j] + p[j]);
@@ -179,8 +189,8 @@ static void gru_ref(const batch *b, bool rev, const double *x, const double *w, 
       for (int64_t e = 0; e < H; e++) {
         double sum = direct[e];
         for (int64_t q = 0; q < G; q++) {
-          sum += dp[q] * w[e * G + q];
-          dw[e * G + q] += ph[e] * dp[q];
+          sum += RD(dp[q]) * RD(w[e * G + q]);
+          dw[e * G + q] += RD(ph[e]) * RD(dp[q]);
         }
         dhn[e] = sum;
       }
@@ -191,14 +201,28 @@ static void gru_ref(const batch *b, bool rev, const double *x, const double *w, 
 }
 
 static pd_k_rnn_seq seq_of(const batch *b, pd_dtype dt) {
-  pd_k_rnn_seq s = {dt, b->H, b->nseq, b->steps, b->koff, b->row, 0};
+  pd_k_rnn_seq s = {dt, b->H, b->nseq, b->steps, b->koff, b->row, 0, ref_lp};
   return s;
 }
 
 static void check(pd_dtype dt, const char *what, const char *name, const void *got,
                   const double *want, int64_t n) {
-  double tol = dt == PD_FP64 ? 1e-11 : 2e-4, e = err_of(dt, got, want, n);
+  /* lp: an operand the kernel rounds from its fp32 value may round the other way than the
+   * reference's double one, a half unit of the low precision on one term */
+  double tol = dt == PD_FP64 ? 1e-11 : ref_lp == PD_BF16 ? 1e-3 : 2e-4;
+  double e = err_of(dt, got, want, n);
   ok(e <= tol, "%s %s: %s within %g (%.3g)", what, pd_dtype_name(dt), name, tol, e);
+}
+
+/* Under lp: the kernel's hidden state within the low precision's bound of the exact (fp32)
+ * reference's, and at least 4 times closer to the reference that rounds the operands (so the
+ * products did round, as they should). */
+static void check_apart(const char *what, const void *got, const double *rounded,
+                        const double *exact, int64_t n) {
+  double er = err_of(PD_FP32, got, rounded, n), ex = err_of(PD_FP32, got, exact, n),
+         hi = ref_lp == PD_BF16 ? 0.01 : 0.002;
+  ok(ex <= hi && ex > 4 * er, "%s: hidden %.3g from fp32's (bound %g), %.3g from the rounded "
+     "operands' (4 times closer at least)", what, ex, hi, er);
 }
 
 static void test_lstm(pd_dtype dt, int64_t H, int64_t nseq, const int64_t *lens, bool rev,
@@ -225,6 +249,17 @@ static void test_lstm(pd_dtype dt, int64_t H, int64_t nseq, const int64_t *lens,
   ok(K->lstm_seq(&s, X, W, H0, C0, oh, oc, og) == PD_OK, "%s %s: lstm_seq runs", what,
      pd_dtype_name(dt));
   check(dt, what, "hidden", oh, hid, T * H);
+  if (ref_lp) {
+    pd_dtype lp = ref_lp;
+    double *e1 = dalloc(T * H), *e2 = dalloc(T * H), *e3 = dalloc(T * G), *e4 = dalloc(T * G);
+    double *e5 = dalloc(H * G), *e6 = dalloc(N * H), *e7 = dalloc(N * H);
+    ref_lp = 0;
+    lstm_ref(&b, rev, x, w, h0, c0, dh, dc, e1, e2, e3, e4, e5, e6, e7);
+    ref_lp = lp;
+    check_apart(what, oh, hid, e1, T * H);
+    void *ebufs[] = {e1, e2, e3, e4, e5, e6, e7};
+    for (size_t i = 0; i < sizeof ebufs / sizeof ebufs[0]; i++) free(ebufs[i]);
+  }
   check(dt, what, "cell", oc, cel, T * H);
   check(dt, what, "gates", og, gate, T * G);
   ok(K->lstm_seq_grad(&s, W, H0, C0, oh, oc, og, DH, DC, odx, odw, odh0, odc0) == PD_OK,
@@ -260,6 +295,17 @@ static void test_gru(pd_dtype dt, int64_t H, int64_t nseq, const int64_t *lens, 
   ok(K->gru_seq(&s, X, W, B, H0, oh, og) == PD_OK, "%s %s: gru_seq runs", what,
      pd_dtype_name(dt));
   check(dt, what, "hidden", oh, hid, T * H);
+  if (ref_lp) {
+    pd_dtype lp = ref_lp;
+    double *e1 = dalloc(T * H), *e2 = dalloc(T * 4 * H), *e3 = dalloc(T * G), *e4 = dalloc(H * G);
+    double *e5 = dalloc(G), *e6 = dalloc(N * H);
+    ref_lp = 0;
+    gru_ref(&b, rev, x, w, bb, h0, dh, e1, e2, e3, e4, e5, e6);
+    ref_lp = lp;
+    check_apart(what, oh, hid, e1, T * H);
+    void *ebufs[] = {e1, e2, e3, e4, e5, e6};
+    for (size_t i = 0; i < sizeof ebufs / sizeof ebufs[0]; i++) free(ebufs[i]);
+  }
   check(dt, what, "gates", og, gate, T * 4 * H);
   ok(K->gru_seq_grad(&s, W, H0, oh, og, DH, odx, odw, odb, odh0) == PD_OK,
      "%s %s: gru_seq_grad runs", what, pd_dtype_name(dt));
@@ -275,7 +321,7 @@ static void test_gru(pd_dtype dt, int64_t H, int64_t nseq, const int64_t *lens, 
 static void test_args(void) {
   int64_t koff[3] = {0, 2, 4}, row[4] = {0, 1, 2, 3};
   float buf[256] = {0}, *out = buf + 128; /* inputs in the first half */
-  pd_k_rnn_seq s = {PD_FP32, 2, 2, 2, koff, row, 0};
+  pd_k_rnn_seq s = {PD_FP32, 2, 2, 2, koff, row, 0, PD_FP32};
   ok(K->lstm_seq(&s, buf, buf, buf, buf, out, out + 16, out + 32) == PD_OK,
      "args: a valid batch runs");
   pd_k_rnn_seq bad = s;
@@ -306,6 +352,12 @@ static void test_args(void) {
      "args: a step with more rows than sequences is refused");
   ok(K->lstm_seq(&s, NULL, buf, buf, buf, out, out + 16, out + 32) == PD_EINVAL,
      "args: a missing input is refused");
+  double dbuf[128] = {0};
+  bad = s;
+  bad.dt = PD_FP64;
+  bad.lp = PD_BF16;
+  ok(K->lstm_seq(&bad, dbuf, dbuf, dbuf, dbuf, dbuf + 64, dbuf + 80, dbuf + 96) == PD_EUNSUPPORTED,
+     "args: low-precision products of fp64 tensors are refused");
 }
 
 int main(int argc, char **argv) {
@@ -329,6 +381,13 @@ int main(int argc, char **argv) {
       test_gru(dt, 64, 16, lens16, false, "gru H 64");
       test_gru(dt, 5, 3, lens3, true, "gru H 5 (one part)");
       test_gru(dt, 8, 2, none, false, "gru, empty sequences only");
+    }
+    /* mixed precision: the products in bf16 and in fp16 (fp32 tensors) */
+    for (int l = 0; l < 2; l++) {
+      ref_lp = l ? PD_FP16 : PD_BF16;
+      test_lstm(PD_FP32, 40, 16, lens16, false, l ? "lstm H 40 fp16 products" : "lstm H 40 bf16 products");
+      test_gru(PD_FP32, 64, 16, lens16, true, l ? "gru H 64 reversed, fp16 products" : "gru H 64 reversed, bf16 products");
+      ref_lp = 0;
     }
     test_args();
   }

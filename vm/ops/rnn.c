@@ -301,14 +301,28 @@ static pd_status wplan_make(const pd_exec_ctx *ctx, const rplan *p, wplan *w) {
   return st;
 }
 
-/* C [m, n] = op(A) op(B) + beta C in the op's dtype, leading dimensions given. */
+/* C [m, n] = op(A) op(B) + beta C (+ bias [n] when given) in the op's dtype, leading
+ * dimensions given; under mixed precision (the amp pass's mark) through gemm_lp. */
+static pd_status kgemm_bias(const pd_exec_ctx *ctx, pd_dtype dt, bool ta, bool tb, int64_t m,
+                            int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
+                            int64_t ldb, double beta, void *c, int64_t ldc, const void *bias) {
+  if (m == 0 || n == 0) return PD_OK;
+  pd_dtype lp = amp_precision(ctx, dt);
+  pd_status st;
+  if (lp != PD_FP32 && ctx->k->gemm_lp)
+    st = ctx->k->gemm_lp(lp, ta, tb, 1, m, n, k, 1.0, a, ld(lda), 0, b, ld(ldb), 0, beta, c,
+                         ld(ldc), 0, bias);
+  else if (bias)
+    st = ctx->k->gemm_bias(dt, ta, tb, m, n, k, a, ld(lda), b, ld(ldb), bias, c, ld(ldc));
+  else
+    st = ctx->k->gemm(dt, ta, tb, m, n, k, 1.0, a, ld(lda), b, ld(ldb), beta, c, ld(ldc));
+  return pd_ctx_check(ctx, st, "gemm");
+}
+
 static pd_status kgemm(const pd_exec_ctx *ctx, pd_dtype dt, bool ta, bool tb, int64_t m,
                        int64_t n, int64_t k, const void *a, int64_t lda, const void *b,
                        int64_t ldb, double beta, void *c, int64_t ldc) {
-  if (m == 0 || n == 0) return PD_OK;
-  return pd_ctx_check(ctx, ctx->k->gemm(dt, ta, tb, m, n, k, 1.0, a, ld(lda), b, ld(ldb), beta,
-                                        c, ld(ldc)),
-                      "gemm");
+  return kgemm_bias(ctx, dt, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc, NULL);
 }
 
 /* n rows of cols elements of size es: row i of dst (dld elements apart) = row i of src (sld). */
@@ -370,16 +384,14 @@ static pd_status gated_forward(const pd_exec_ctx *ctx, const rplan *p, const wpl
         bias = b[2];
       }
       if (!st && TN)
-        st = pd_ctx_check(ctx, ctx->k->gemm_bias(dt, false, true, TN, GH, in, x, ld(in), wih,
-                                                 ld(in), bias, b[0], ld(GH)),
-                          "gemm");
+        st = kgemm_bias(ctx, dt, false, true, TN, GH, in, x, in, wih, in, 0.0, b[0], GH, bias);
       if (!st) st = transposed(ctx, dt, GH, H, whh, b[1]);
       if (!st) st = cell_init(ctx, p, w, c, b[3], lstm ? b[4] : NULL);
       char *hs = res + off_hs(p, c) * es, *cs = res + off_cs(p, c) * es;
       char *gs = res + off_gates(p, c) * es;
       /* the padded rows' outputs are zeros */
       if (!st && TN) st = pd_ctx_check(ctx, ctx->k->fill(dt, TN * H, hs, 0.0), "fill");
-      pd_k_rnn_seq s = {dt, H, N, w->steps, w->koff, w->row[d], TN};
+      pd_k_rnn_seq s = {dt, H, N, w->steps, w->koff, w->row[d], TN, amp_precision(ctx, dt)};
       if (!st)
         st = pd_ctx_check(ctx, lstm ? ctx->k->lstm_seq(&s, b[0], b[1], b[3], b[4], hs, cs, gs)
                                     : ctx->k->gru_seq(&s, b[0], b[1], bhh, b[3], hs, gs),
@@ -440,7 +452,7 @@ static pd_status gated_cell_backward(const pd_exec_ctx *ctx, const rplan *p, con
     if (!st && dcell) st = pd_ctx_copy(ctx, dcel + ra, ds[1] + at, (size_t)H * es);
   }
   if (!st && TN) st = pd_ctx_check(ctx, ctx->k->fill(dt, TN * GH, dxp, 0.0), "fill");
-  pd_k_rnn_seq s = {dt, H, N, w->steps, w->koff, w->row[d], TN};
+  pd_k_rnn_seq s = {dt, H, N, w->steps, w->koff, w->row[d], TN, amp_precision(ctx, dt)};
   if (!st)
     st = pd_ctx_check(ctx, lstm ? ctx->k->lstm_seq_grad(&s, wt, h0s, c0s, hs, cs, gs, dhid,
                                                         dcell ? dcel : NULL, dxp, dwt, dh0s, dc0s)

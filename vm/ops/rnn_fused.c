@@ -281,8 +281,9 @@ static pd_status distinct(const pd_exec_ctx *ctx, const pd_tensor *const *ins, i
 
 /* Where the backend has a whole-sequence kernel (kernels.h: lstm_seq etc.; the CPU's), the op
  * hands it the plan and the batch-major tensors: it reads and writes their rows in place. */
-static pd_k_rnn_seq seq_of(const gplan *p) {
-  pd_k_rnn_seq s = {p->dt, p->hid, p->nseq, p->maxlen, p->koff, p->row, 0};
+static pd_k_rnn_seq seq_of(const pd_exec_ctx *ctx, const gplan *p) {
+  pd_k_rnn_seq s = {p->dt, p->hid, p->nseq, p->maxlen, p->koff, p->row, 0,
+                    amp_precision(ctx, p->dt)}; /* under amp, the products in bf16 / fp16 */
   return s;
 }
 
@@ -329,7 +330,7 @@ static pd_status lstm_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x
   for (int i = 0; i < 3 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
   if (!st) st = pd_ctx_scratch_n(ctx, 2, init, sizes);
   if (!st) {
-    pd_k_rnn_seq s = seq_of(p);
+    pd_k_rnn_seq s = seq_of(ctx, p);
     if (!(st = init_rows(p, h0, init[0])) && !(st = init_rows(p, c0, init[1])))
       st = pd_ctx_check(ctx, ctx->k->lstm_seq(&s, pd_tensor_data(x), pd_tensor_data(w), init[0],
                                               init[1], data[0], data[1], data[2]),
@@ -352,7 +353,7 @@ static pd_status lstm_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tens
   if (!st) st = seq_like(ctx, outs[1], w, &dw, &scratch[1]);
   if (!st) st = pd_ctx_scratch_n(ctx, 4, buf, sizes);
   if (!st) {
-    pd_k_rnn_seq s = seq_of(p);
+    pd_k_rnn_seq s = seq_of(ctx, p);
     if (!(st = init_rows(p, h0, buf[0])) && !(st = init_rows(p, c0, buf[1])))
       st = pd_ctx_check(ctx, ctx->k->lstm_seq_grad(&s, pd_tensor_data(w), buf[0], buf[1],
                                                    pd_tensor_data(in[3]), pd_tensor_data(in[4]),
@@ -380,7 +381,7 @@ static pd_status gru_whole(pd_exec_ctx *ctx, const gplan *p, const pd_tensor *x,
   for (int i = 0; i < 2 && !st; i++) st = seq_out(ctx, p, outs[i], cols[i], &data[i], &scratch[i]);
   if (!st) st = pd_ctx_scratch_n(ctx, 1, init, sizes);
   if (!st) {
-    pd_k_rnn_seq s = seq_of(p);
+    pd_k_rnn_seq s = seq_of(ctx, p);
     if (!(st = init_rows(p, h0, init[0])))
       st = pd_ctx_check(ctx, ctx->k->gru_seq(&s, pd_tensor_data(x), pd_tensor_data(w),
                                              pd_tensor_data(bias), init[0], data[0], data[1]),
@@ -404,7 +405,7 @@ static pd_status gru_whole_grad(pd_exec_ctx *ctx, const gplan *p, const pd_tenso
   if (!st) st = seq_like(ctx, outs[3], in[2], &db, &scratch[2]);
   if (!st) st = pd_ctx_scratch_n(ctx, 2, buf, sizes);
   if (!st) {
-    pd_k_rnn_seq s = seq_of(p);
+    pd_k_rnn_seq s = seq_of(ctx, p);
     if (!(st = init_rows(p, h0, buf[0])))
       st = pd_ctx_check(ctx, ctx->k->gru_seq_grad(&s, pd_tensor_data(w), buf[0],
                                                   pd_tensor_data(in[3]), pd_tensor_data(in[4]),

@@ -1,6 +1,6 @@
-/* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> amp ->
- * sync_batch_norm -> backward -> data_parallel -> optimizer, in that order (see
- * vm/passes/pipeline.h). */
+/* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> amp (fp16: the
+ * scaled cost) -> sync_batch_norm -> backward -> data_parallel -> (fp16: unscaling) ->
+ * optimizer (fp16: under the finite-gradient guard), in that order (see vm/passes/pipeline.h). */
 #include "config.h"
 #include "vm/passes/pipeline.h"
 
@@ -44,19 +44,27 @@ pd_status pd_pipeline_train(const pd_program *main, const char *cost,
   if ((st = pd_program_hoist(p, NULL, err))) goto out;
   if ((st = pd_program_fuse_rnn(p, NULL, err))) goto out;
   if ((st = pd_program_fuse_fc(p, NULL, err))) goto out;
-  if ((opts->amp == PD_BF16 || opts->amp == PD_FP16) &&
-      (st = pd_program_amp(p, opts->amp, NULL, err)))
-    goto out;
+  bool fp16 = opts->amp == PD_FP16;
+  pd_amp_scaling scaling;
+  if (opts->scaling) scaling = *opts->scaling;
+  else pd_amp_scaling_defaults(&scaling);
+  if ((opts->amp == PD_BF16 || fp16) && (st = pd_program_amp(p, opts->amp, NULL, err))) goto out;
   if (opts->sync_batch_norm && opts->nranks > 1 && (st = sync_batch_norm(p, opts->loc, err)))
-    goto out;
-  if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
-  if (opts->nranks > 1 && (st = pd_program_data_parallel(p, &bwd, opts->nranks, opts->loc, err)))
     goto out;
   if (!(init = pd_program_new())) {
     st = pd_error_set(err, PD_ENOMEM, opts->loc, "out of memory");
     goto out;
   }
+  const char *grad_of = cost; /* fp16: the scaled cost */
+  if (fp16 && (st = pd_amp_scale_loss(p, init, cost, &scaling, opts->loc, &grad_of, err)))
+    goto out;
+  if ((st = pd_append_backward(p, grad_of, &bwd, err))) goto out;
+  if (opts->nranks > 1 && (st = pd_program_data_parallel(p, &bwd, opts->nranks, opts->loc, err)))
+    goto out;
+  if (fp16 && (st = pd_amp_unscale(p, &bwd, &scaling, opts->loc, err))) goto out;
+  int first_update = p->blocks[0]->nops;
   if ((st = pd_append_optimizer(p, init, &bwd, opts->optimizer, opts->loc, err))) goto out;
+  if (fp16 && (st = pd_amp_guard_updates(p, first_update, opts->loc, err))) goto out;
   *out_train = p;
   *out_init = init;
   p = init = NULL;

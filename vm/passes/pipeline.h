@@ -5,12 +5,20 @@
  *   fuse_rnn (vm/passes/fuse_rnn.h)     a loop left with one Elman cell -> one elman_rnn op;
  *   fuse_fc (vm/passes/fuse_fc.h)       mul + elementwise_add of block 0 -> fc;
  *   amp (vm/passes/amp.h)               with amp: the products marked to multiply in bf16 or
- *                                       fp16 (their gradient ops copy the mark);
- *   backward (vm/passes/backward.h)     the gradient ops of every trainable parameter;
+ *                                       fp16 (their gradient ops copy the mark); fp16: the
+ *                                       cost multiplied by the loss scale (pd_amp_scale_loss);
+ *   sync_batch_norm (pipeline.c)        with sync_batch_norm and nranks >= 2: batch_norm ops
+ *                                       become sync_batch_norm (statistics over every rank);
+ *   backward (vm/passes/backward.h)     the gradient ops of every trainable parameter (of the
+ *                                       scaled cost under fp16);
  *   data_parallel (data_parallel.h)     with nranks >= 2: each gradient summed over the ranks
  *                                       (c_allreduce_sum, c_sync_comm_stream) and scaled by
  *                                       1/nranks, before any update reads it;
- *   optimizer (vm/passes/optimizer.h)   the updates, and the initialisers of their state.
+ *   amp, fp16 (vm/passes/amp.h)         the gradients unscaled, checked and the scale updated
+ *                                       (pd_amp_unscale), after the sums: every rank decides alike;
+ *   optimizer (vm/passes/optimizer.h)   the updates, and the initialisers of their state; under
+ *                                       fp16 moved into a block that runs on finite gradients
+ *                                       only (pd_amp_guard_updates).
  * Each pass documents why it runs where it does; this is the one place that chains them (the
  * `train` action, train/train.c, calls it).
  *
@@ -22,6 +30,7 @@
 #define PD_PIPELINE_H
 
 #include "base/base.h"
+#include "vm/passes/amp.h"
 #include "vm/passes/optimizer.h"
 #include "vm/ir/program.h"
 
@@ -34,6 +43,8 @@ typedef struct pd_pipeline_options {
                                       (0, PD_FP32): none */
   bool sync_batch_norm;            /* with nranks > 1: batch_norm ops become sync_batch_norm
                                       (statistics over every rank's batch) */
+  const pd_amp_scaling *scaling;   /* PD_FP16's loss scaling; NULL: Paddle's defaults
+                                      (pd_amp_scaling_defaults) */
 } pd_pipeline_options;
 
 /* The training program of the var `cost` of main's block 0. Errors are the passes' own (with

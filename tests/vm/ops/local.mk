@@ -32,7 +32,7 @@ EXTRA_DIST += tests/vm/ops/fixture.h tests/vm/ops/runop.h tests/vm/ops/gradcheck
 # clang's -Wextra would have written out.
 tests_vm_ops_test_optable_CFLAGS = $(AM_CFLAGS) -Wno-missing-field-initializers
 tests_vm_ops_test_optable_SOURCES = tests/vm/ops/test_optable.c tests/vm/ops/optest.h \
-	tests/vm/ops/optest_activation.c tests/vm/ops/optest_collective.c \
+	tests/vm/ops/optest_activation.c tests/vm/ops/optest_amp.c tests/vm/ops/optest_collective.c \
 	tests/vm/ops/optest_control.c tests/vm/ops/optest_create.c tests/vm/ops/optest_detection.c \
 	tests/vm/ops/optest_elementwise.c \
 	tests/vm/ops/optest_index.c tests/vm/ops/optest_interp.c \

@@ -110,6 +110,10 @@ double ot_float(ot_ref *r, const char *name);
 bool ot_bool(ot_ref *r, const char *name);
 const char *ot_str(ot_ref *r, const char *name);
 int ot_ints(ot_ref *r, const char *name, int64_t *v, int cap);
+/* Mixed precision: PD_BF16 or PD_FP16 when the row marks an AMP op (attrs
+ * "mkldnn_data_type=bfloat16", as vm/passes/amp.h does) and the pass is fp32, where the op's
+ * products round their operands to it; else 0. */
+pd_dtype ot_amp(ot_ref *r);
 /* The pass's float type (PD_FP64 or PD_FP32): a reference rounds where the op must. */
 pd_dtype ot_dtype(ot_ref *r);
 /* The row's op type (a reference shared by a family tells its members apart by it). */
@@ -125,9 +129,9 @@ int64_t ot_numel(int nd, const int64_t *dims);
 
 /* ---- The tables, one per family file of vm/ops/. ---- */
 #define OT_FAMILIES(X)                                                                         \
-  X(activation) X(collective) X(control) X(create) X(detection) X(elementwise) X(index)        \
-  X(interp) X(loss) X(loss_elem) X(matmul) X(nn) X(norm) X(optim) X(pad) X(recurrent)          \
-  X(reduce) X(rnn) X(rnn_fused) X(select) X(sequence) X(shape)
+  X(activation) X(amp) X(collective) X(control) X(create) X(detection) X(elementwise)         \
+  X(index) X(interp) X(loss) X(loss_elem) X(matmul) X(nn) X(norm) X(optim) X(pad)             \
+  X(recurrent) X(reduce) X(rnn) X(rnn_fused) X(select) X(sequence) X(shape)
 #define OT_DECLARE_(family) extern const ot_row ot_rows_##family[];
 OT_FAMILIES(OT_DECLARE_)
 #undef OT_DECLARE_

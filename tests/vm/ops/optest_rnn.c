@@ -27,9 +27,16 @@ static double sigm(double v) { return 1 / (1 + exp(-v)); }
  * sequence's length output 0 and keep the states, so State holds those of the last valid
  * step (or PreState's, for length 0). Out [T, N, D H]: the directions side by side; the next
  * layer reads it. */
+/* v rounded to lp (PD_BF16, PD_FP16) through fp32; lp 0: v. */
+static double lp_round(pd_dtype lp, double v) {
+  return lp == PD_BF16 ? pd_bf16_round((float)v) : lp == PD_FP16 ? pd_fp16_round((float)v) : v;
+}
+
 static void ref_rnn(ot_ref *r) {
   const char *mode = ot_str(r, "mode");
   bool lstm = !strcmp(mode, "LSTM"), gru = !strcmp(mode, "GRU");
+  /* under amp's mark the gated modes' products round their operands (fp32 pass) */
+  pd_dtype lp = lstm || gru ? ot_amp(r) : (pd_dtype)0;
   int G = lstm ? 4 : gru ? 3 : 1, L = (int)ot_int(r, "num_layers");
   int D = ot_bool(r, "is_bidirec") ? 2 : 1, cells = L * D;
   const ot_val *x = ot_in(r, "Input"), *sl = ot_in(r, "SequenceLength");
@@ -64,8 +71,9 @@ static void ref_rnn(ot_ref *r) {
           for (int64_t q = 0; q < G * H; q++) {
             u[q] = bih[q];
             v[q] = bhh[q];
-            for (int64_t i = 0; i < nin; i++) u[q] += wih[q * nin + i] * in[t][n][i];
-            for (int64_t i = 0; i < H; i++) v[q] += whh[q * H + i] * h[i];
+            for (int64_t i = 0; i < nin; i++)
+              u[q] += lp_round(lp, wih[q * nin + i]) * lp_round(lp, in[t][n][i]);
+            for (int64_t i = 0; i < H; i++) v[q] += lp_round(lp, whh[q * H + i]) * lp_round(lp, h[i]);
           }
           for (int64_t j = 0; j < H; j++) {
             double a = u[j] + v[j];
@@ -142,6 +150,13 @@ const ot_row ot_rows_rnn[] = {
      .in = {X_IN("2"), STATE("4", "2"), STATE("4", "2"), W_2BI("8"), LEN_2}, LSTM_OUTS,
      .ref = ref_rnn},
 
+    {.op = "rnn", .what = "LSTM, two layers, bidirectional, bf16 products (amp)",
+     .attrs = RNN_ATTRS("LSTM", "num_layers=2 is_bidirec=true mkldnn_data_type=bfloat16"),
+     .in = {X_IN("2"), STATE("4", "2"), STATE("4", "2"), W_2BI("8")}, LSTM_OUTS,
+     .ref = ref_rnn, .tol = 1e-4},
+    {.op = "rnn", .what = "GRU, fp16 products (amp)",
+     .attrs = RNN_ATTRS("GRU", "mkldnn_data_type=float16"),
+     .in = {X_IN("2"), STATE("1", "2"), W_1("6")}, OUTS, .ref = ref_rnn, .tol = 1e-4},
     {.op = "rnn", .what = "GRU", .attrs = RNN_ATTRS("GRU", ""),
      .in = {X_IN("2"), STATE("1", "2"), W_1("6")}, OUTS, .ref = ref_rnn},
     {.op = "rnn", .what = "GRU, two layers", .attrs = RNN_ATTRS("GRU", "num_layers=2"),

@@ -4,7 +4,8 @@
  * absent; and Fluid's lstm (peepholes or not, other activations) and gru (origin_mode or not).
  * The references run each sequence on its own from the equations of vm/oplist.h and
  * vm/ops/rnn_fused.c: Input holds each row's input projection (the gates' columns side by
- * side), the recurrent product is h Weight (a row times [H, G H]). */
+ * side), the recurrent product is h Weight (a row times [H, G H]); under amp's mark
+ * (mkldnn_data_type) its operands rounded to bf16 or fp16 in the fp32 pass. */
 #include "config.h"
 
 #include <math.h>
@@ -15,6 +16,11 @@
 enum { MAX_H = 8 };
 
 static double sigm(double v) { return 1 / (1 + exp(-v)); }
+
+/* v rounded to lp (PD_BF16, PD_FP16) through fp32; lp 0: v. */
+static double lp_round(pd_dtype lp, double v) {
+  return lp == PD_BF16 ? pd_bf16_round((float)v) : lp == PD_FP16 ? pd_fp16_round((float)v) : v;
+}
 
 /* Initial state j of sequence s: the slot's row s ([sequences, H]), its one row ([H]), or 0. */
 static double init_state(const ot_val *v, int64_t s, int64_t j, int64_t H) {
@@ -31,6 +37,9 @@ static double init_state(const ot_val *v, int64_t s, int64_t j, int64_t H) {
  * Hidden (and Cell) [T, H] hold each row's new state, in Input's row order. */
 static void ref_fused(ot_ref *r) {
   bool lstm = !strcmp(ot_op(r), "fused_lstm");
+  /* under mixed precision (the amp pass's mark; fp32 tensors only) h and Weight are rounded to
+   * bf16 or fp16 in the recurrent product */
+  pd_dtype lp = ot_amp(r);
   const ot_val *x = ot_in(r, "Input"), *w = ot_in(r, "Weight"), *b = ot_in(r, "Bias");
   const ot_val *h0 = ot_in(r, "H0"), *c0 = ot_in(r, "C0");
   int64_t H = w->dims[0], G = (lstm ? 4 : 3) * H, T = x->dims[0];
@@ -51,7 +60,8 @@ static void ref_fused(ot_ref *r) {
       double *gr = gate + row * 4 * H;
       for (int64_t q = 0; q < G; q++) {
         p[q] = b ? b->v[q] : 0;
-        for (int64_t i = 0; i < H; i++) p[q] += h[i] * w->v[i * G + q];
+        for (int64_t i = 0; i < H; i++)
+          p[q] += lp_round(lp, h[i]) * lp_round(lp, w->v[i * G + q]);
       }
       for (int64_t j = 0; j < H; j++) {
         if (lstm) {
@@ -178,6 +188,11 @@ const ot_row ot_rows_rnn_fused[] = {
      .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 3]"}, {"C0", "[4, 3]"}, {"Weight", "[3, 12]"}},
      .ref = ref_fused},
 
+    /* Under amp (vm/passes/amp.h marks them): the recurrent product's operands rounded. */
+    {.op = "fused_lstm", .what = "bf16 products (amp)", .attrs = "mkldnn_data_type=bfloat16",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 3]"}, {"C0", "[4, 3]"}, {"Weight", "[3, 12]"}},
+     .loss = "Hidden Cell", .ref = ref_fused, .tol = 1e-4},
+
     {.op = "fused_gru", .what = "H0 per sequence",
      .in = {INPUT("[6, 9]", SEQS), {"H0", "[4, 3]"}, {"Weight", "[3, 9]"}, {"Bias", "[9]"}},
      .ref = ref_fused},
@@ -186,6 +201,9 @@ const ot_row ot_rows_rnn_fused[] = {
     {.op = "fused_gru", .what = "is_reverse, shared H0", .attrs = "is_reverse=true",
      .in = {INPUT("[6, 9]", SEQS), {"H0", "[3]"}, {"Weight", "[3, 9]"}, {"Bias", "[9]"}},
      .ref = ref_fused},
+    {.op = "fused_gru", .what = "fp16 products (amp)", .attrs = "mkldnn_data_type=float16",
+     .in = {INPUT("[6, 9]", SEQS), {"H0", "[4, 3]"}, {"Weight", "[3, 9]"}, {"Bias", "[9]"}},
+     .ref = ref_fused, .tol = 1e-4},
     {.op = "fused_gru", .what = "one sequence, reversed", .attrs = "is_reverse=true",
      .in = {INPUT("[4, 6]", ONE_SEQ), {"H0", "[1, 2]"}, {"Weight", "[2, 6]"}, {"Bias", "[6]"}},
      .ref = ref_fused},

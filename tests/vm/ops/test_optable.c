@@ -104,6 +104,12 @@ static const pd_attr *attr_of(ot_ref *f, const char *name) {
   return a;
 }
 
+pd_dtype ot_amp(ot_ref *f) {
+  const pd_attr *a = pd_op_attr(f->r->op, "mkldnn_data_type");
+  if (!a || a->type != PD_ATTR_STRING || ot_dtype(f) != PD_FP32) return (pd_dtype)0;
+  return !strcmp(a->v.s, "bfloat16") ? PD_BF16 : !strcmp(a->v.s, "float16") ? PD_FP16 : (pd_dtype)0;
+}
+
 int64_t ot_int(ot_ref *f, const char *name) {
   const pd_attr *a = attr_of(f, name);
   return a->type == PD_ATTR_LONG ? a->v.l : a->type == PD_ATTR_BOOLEAN ? a->v.b : a->v.i;
@@ -210,6 +216,11 @@ static void set_attrs(const ot_row *row, pd_op_desc *op, pd_dtype fdt) {
     p = end;
     if (strcmp(val, "$F") == 0) snprintf(val, sizeof val, "%d", (int)fdt);
     const pd_attrdef *ad = pd_opdef_attr(def, name);
+    if (!ad && (def->flags & PD_OPF_AMP) && strcmp(name, "mkldnn_data_type") == 0) {
+      /* the amp pass's mark (vm/passes/amp.h), which the op's signature does not list */
+      if (pd_op_set_attr_string(op, name, val)) bail("out of memory");
+      continue;
+    }
     if (!ad) {
       printf("Bail out! optest: %s has no attribute %s\n", row->op, name);
       exit(1);

@@ -11,11 +11,14 @@
 #     update for the running statistics), and what print / eval / save prune to;
 #   test_paddle_export: the rewrite of a saved model for PaddlePaddle against the program run
 #     in memory; test_infer_opt: the load-time passes of an inference model (batch norm folding,
-#     dropout and identity scales removed) against the unoptimised program.
+#     dropout and identity scales removed) against the unoptimised program;
+#   test_amp_scaling: fp16 loss scaling in the training program under a forced overflow (steps
+#     skipped, the scale backed off and grown: values by hand), a static scale.
 VM_PASSES_TESTS = tests/vm/passes/test_prune tests/vm/passes/test_hoist \
 	tests/vm/passes/test_cf_grad tests/vm/passes/test_optimizer \
 	tests/vm/passes/test_optimizer_more tests/vm/passes/test_norm_train \
-	tests/vm/passes/test_paddle_export tests/vm/passes/test_infer_opt
+	tests/vm/passes/test_paddle_export tests/vm/passes/test_infer_opt \
+	tests/vm/passes/test_amp_scaling
 check_PROGRAMS += $(VM_PASSES_TESTS)
 TESTS += $(VM_PASSES_TESTS)
 EXTRA_DIST += tests/vm/passes/opt_fixture.h
