@@ -591,8 +591,9 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   }
   pd_error e = {0};
   pd_status st = pd_opdef_prepare(op, sb, &e);
+  if (st == PD_ENOMEM) c->oom = true;
+  else if (st) pd_cmp_error(c, loc, "%s", e.msg ? e.msg : pd_status_str(st));
   if (st) {
-    pd_cmp_error(c, loc, "%s", e.msg ? e.msg : pd_status_str(st));
     pd_error_clear(&e);
     return false;
   }
