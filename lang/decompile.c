@@ -309,7 +309,7 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
  * is not proposed again, and the script is written anew. What is written is therefore what the
  * compiler makes of it, never a guess. */
 
-typedef enum gkind { G_UNARY, G_BINARY, G_FC, G_CONV, G_BN } gkind;
+typedef enum gkind { G_UNARY, G_BINARY, G_MATMUL, G_POOL, G_FC, G_CONV, G_BN } gkind;
 
 typedef struct group {
   gkind kind;
@@ -439,6 +439,52 @@ static pd_status attrs_text(const pd_op_desc *op, pd_buf *b) {
   return st ? st : b->oom ? PD_ENOMEM : PD_OK;
 }
 
+/* `, name = value` of op's attribute name into b as put_attr writes it, the registry's default
+ * when op has none (a scalar one: a list default is not written); false when neither. */
+static bool attr_or_default(const pd_op_desc *op, const pd_attrdef *ad, pd_buf *b) {
+  const pd_attr *a = pd_op_attr(op, ad->name);
+  pd_attr dflt = {.name = (char *)ad->name, .type = ad->type};
+  if (!a && !ad->required) {
+    switch (ad->type) {
+    case PD_ATTR_INT: dflt.v.i = (int32_t)ad->def.i; break;
+    case PD_ATTR_LONG: dflt.v.l = ad->def.i; break;
+    case PD_ATTR_BOOLEAN: dflt.v.b = ad->def.i != 0; break;
+    case PD_ATTR_FLOAT: dflt.v.f = (float)ad->def.f; break;
+    case PD_ATTR_FLOAT64: dflt.v.d = ad->def.f; break;
+    case PD_ATTR_STRING: dflt.v.s = (char *)(ad->def.s ? ad->def.s : ""); break;
+    default: return false;
+    }
+    a = &dflt;
+  }
+  if (!a) return false;
+  pd_error e = {0};
+  dc t = {.out = b, .err = &e};
+  pd_status st = put_attr(&t, op, a);
+  pd_error_clear(&e);
+  return !st && !b->oom;
+}
+
+/* attrs_text's attributes but those at the registry's default, into b. */
+static pd_status attrs_given(const pd_op_desc *op, pd_buf *b) {
+  const pd_opdef *def = pd_opdef_lookup(op->type);
+  pd_buf t, u;
+  pd_buf_init(&t);
+  pd_buf_init(&u);
+  pd_status st = PD_OK;
+  for (int j = 0; !st && def && j < op->nattrs; j++) {
+    const pd_attrdef *ad = pd_opdef_attr(def, op->attrs[j].name);
+    if (!ad || ad->type == PD_ATTR_BLOCK || !strcmp(ad->name, "is_test")) continue;
+    pd_op_desc none = {.type = op->type};  /* no attributes: the default */
+    pd_buf_clear(&t);
+    pd_buf_clear(&u);
+    if (!attr_or_default(op, ad, &t)) st = t.oom ? PD_ENOMEM : PD_EUNSUPPORTED;
+    else if (!attr_or_default(&none, ad, &u) || strcmp(t.data, u.data)) pd_buf_puts(b, t.data);
+  }
+  pd_buf_free(&t);
+  pd_buf_free(&u);
+  return st ? st : b->oom ? PD_ENOMEM : PD_OK;
+}
+
 /* Complete g (kind, first, n, act set) with its sig; false when it was rejected before (or on
  * out of memory: then no group). */
 static bool group_ok(layers *ls, const pd_block *b, group *g) {
@@ -462,6 +508,21 @@ static bool act_after(const layers *ls, const pd_block *b, int i) {
   const pd_op_desc *next = b->ops[i + 1];
   const char *v = main_out(b->ops[i]);
   return unary_fn(next) && passes_on(ls, v) && same_var(one_var(pd_op_input(next, "X")), v);
+}
+
+/* A pool2d's arguments as max_pool / avg_pool take them: a square window, equal strides and a
+ * max or avg pooling (any of the pointers may be NULL). */
+static bool pool_args(const pd_op_desc *op, const char **fn, int *size, int *stride) {
+  const pd_attr *k = pd_op_attr(op, "ksize"), *s = pd_op_attr(op, "strides");
+  const pd_attr *t = pd_op_attr(op, "pooling_type");
+  if (!k || k->type != PD_ATTR_INTS || k->n != 2 || k->ints[0] != k->ints[1] || !s ||
+      s->type != PD_ATTR_INTS || s->n != 2 || s->ints[0] != s->ints[1] || !t ||
+      t->type != PD_ATTR_STRING || !t->v.s || (strcmp(t->v.s, "max") && strcmp(t->v.s, "avg")))
+    return false;
+  if (fn) *fn = !strcmp(t->v.s, "max") ? "max_pool" : "avg_pool";
+  if (size) *size = k->ints[0];
+  if (stride) *stride = s->ints[0];
+  return true;
 }
 
 /* The group at op i of block 0 (the longest of the kinds that fit and were not rejected). */
@@ -532,7 +593,14 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
     }
   }
   *g = (group){.first = i, .n = 1};
+  static const char *const xy[] = {"X", "Y", NULL}, *const out[] = {"Out", NULL};
   if (binary_sym(op)) g->kind = G_BINARY;
+  else if (!strcmp(op->type, "pool2d") && pool_args(op, NULL, NULL, NULL) &&
+           one_var(pd_op_input(op, "X")) && main_out(op) && only_slots(op, xy, out))
+    g->kind = G_POOL;
+  else if (!strcmp(op->type, "matmul_v2") && one_var(pd_op_input(op, "X")) &&
+           one_var(pd_op_input(op, "Y")) && main_out(op) && only_slots(op, xy, out))
+    g->kind = G_MATMUL;
   else if (unary_fn(op)) g->kind = G_UNARY;
   else return false;
   return group_ok(ls, b, g);
@@ -565,16 +633,17 @@ static pd_status propose(layers *ls, const pd_model *m) {
       continue;
     }
     ls->groups[ls->ngroups++] = g;
-    ls->any_layer |= g.kind == G_FC || g.kind == G_CONV || g.kind == G_BN;
+    ls->any_layer |= g.kind == G_POOL || g.kind == G_FC || g.kind == G_CONV || g.kind == G_BN;
     i += g.n;
   }
   for (int k = 0; k < ls->ngroups; k++) ls->at[ls->groups[k].first] = &ls->groups[k];
-  /* the vars the other ops name: a parameter only the groups name is made by their layers */
+  /* the vars the other ops name: a parameter only layers name is made by them */
   for (int bi = 0; bi < m->program->nblocks; bi++) {
     const pd_block *bk = m->program->blocks[bi];
     for (int i = 0; i < bk->nops; i++) {
-      if (bi == 0 && ls->at[i]) {
-        i += ls->at[i]->n - 1;
+      const group *g = bi == 0 ? ls->at[i] : NULL;
+      if (g && (g->kind == G_FC || g->kind == G_CONV || g->kind == G_BN)) {
+        i += g->n - 1;
         continue;
       }
       const pd_op_desc *op = bk->ops[i];
@@ -642,7 +711,8 @@ static pd_status put_group(dc *d, group *g) {
   const pd_block *b = d->b;
   const pd_op_desc *op = b->ops[g->first], *last = b->ops[g->first + g->n - 1];
   const char *xs = one_var(pd_op_input(op, g->kind == G_CONV ? "Input" : "X"));
-  if (!defined(d, b, xs) || (g->kind == G_BINARY && !defined(d, b, one_var(pd_op_input(op, "Y")))))
+  bool two = g->kind == G_BINARY || g->kind == G_MATMUL;
+  if (!defined(d, b, xs) || (two && !defined(d, b, one_var(pd_op_input(op, "Y")))))
     return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (%s) reads a var which no op "
                         "before it writes", g->first, op->type);
   for (; d->scanned < d->out->len; d->scanned++) d->line += d->out->data[d->scanned] == '\n';
@@ -652,7 +722,26 @@ static pd_status put_group(dc *d, group *g) {
   pd_buf *o = d->out;
   pd_buf_printf(o, "%s = ", y);
   switch (g->kind) {
-  case G_UNARY: pd_buf_printf(o, "%s(%s)", unary_fn(op), x); break;
+  case G_UNARY:
+  case G_MATMUL: { /* the builtin, its attributes by keyword as op() writes them */
+    const char *z = g->kind == G_MATMUL ? ident(d, b, one_var(pd_op_input(op, "Y"))) : "";
+    if (!z) return oom(d);
+    pd_buf_printf(o, "%s(%s%s%s", g->kind == G_MATMUL ? "matmul" : unary_fn(op), x,
+                  *z ? ", " : "", z);
+    pd_status st = attrs_given(op, o);
+    if (st) return st == PD_ENOMEM ? oom(d) : st;
+    pd_buf_puts(o, ")");
+    break;
+  }
+  case G_POOL: {
+    const char *fn;
+    int size, stride;
+    pool_args(op, &fn, &size, &stride);
+    pd_buf_printf(o, "%s(%s, %d", fn, x, size);
+    if (stride != size) pd_buf_printf(o, ", stride = %d", stride);
+    pd_buf_puts(o, ")");
+    break;
+  }
   case G_BINARY: {
     const char *z = ident(d, b, one_var(pd_op_input(op, "Y")));
     if (!z) return oom(d);
@@ -955,36 +1044,27 @@ static int script_line(const pd_op_desc *op) {
                                        : op->loc.line;
 }
 
-/* Whether compiled op c has the registry attributes of model op o, with the same values
- * (is_test, which save sets, and blocks aside). */
+/* Whether compiled op c has model op o's values of the registry's attributes (is_test, which
+ * save sets, and blocks aside); an attribute one of them leaves out has its default. */
 static bool same_attrs(const pd_op_desc *o, const pd_op_desc *c) {
+  const pd_opdef *def = pd_opdef_lookup(o->type);
   pd_buf a, b;
   pd_buf_init(&a);
   pd_buf_init(&b);
-  bool same = !attrs_text(o, &a) && !attrs_text(c, &b);
-  /* attribute order may differ: compare each of o's with c's, and their counts */
-  int no = 0, nc = 0;
-  const pd_opdef *def = pd_opdef_lookup(o->type);
-  for (int j = 0; same && j < o->nattrs; j++) {
-    const pd_attr *x = &o->attrs[j];
-    if (!pd_opdef_attr(def, x->name) || x->type == PD_ATTR_BLOCK || !strcmp(x->name, "is_test"))
-      continue;
-    no++;
-    const pd_attr *y = pd_op_attr(c, x->name);
-    pd_buf_clear(&a);
-    pd_buf_clear(&b);
-    pd_error e = {0};
-    dc ta = {.out = &a, .err = &e}, tb = {.out = &b, .err = &e};
-    same = y && !put_attr(&ta, o, x) && !put_attr(&tb, c, y) && !a.oom && !b.oom &&
-           !strcmp(a.data, b.data);
-    pd_error_clear(&e);
+  bool same = def != NULL;
+  for (int pass = 0; same && pass < 2; pass++) {
+    const pd_op_desc *x = pass ? c : o;
+    for (int j = 0; same && j < x->nattrs; j++) {
+      const pd_attrdef *ad = pd_opdef_attr(def, x->attrs[j].name);
+      if (!ad || ad->type == PD_ATTR_BLOCK || !strcmp(ad->name, "is_test")) continue;
+      pd_buf_clear(&a);
+      pd_buf_clear(&b);
+      same = attr_or_default(o, ad, &a) && attr_or_default(c, ad, &b) && !strcmp(a.data, b.data);
+    }
   }
-  for (int j = 0; same && j < c->nattrs; j++)
-    nc += pd_opdef_attr(def, c->attrs[j].name) && c->attrs[j].type != PD_ATTR_BLOCK &&
-          strcmp(c->attrs[j].name, "is_test");
   pd_buf_free(&a);
   pd_buf_free(&b);
-  return same && no == nc;
+  return same;
 }
 
 /* Whether compiled op c (of block cb) reads and writes what model op o (of block ob) does,
