@@ -998,18 +998,12 @@ static pd_status write_script(dc *d, const char *model_path, const char *save_as
   if (!st) st = put_ops(d, d->b);
   if (!st) {
     pd_buf_puts(out, "\n");
-    if (np) { /* a .pdmodel's parameters by their names, else the parameters file itself */
+    if (np) { /* a .pdmodel's parameters by their names, a Fluid folder (its __params__ or a
+                 file per parameter), else the parameters file itself */
       size_t n = strlen(model_path);
       char *pp = n > 8 && !strcmp(model_path + n - 8, ".pdmodel") ? NULL
                  : m->fluid_dir ? NULL : pd_params_path_for(model_path);
-      const char *lp = pp ? pp : model_path;
-      char *fluid = NULL;
-      if (m->fluid_dir) {
-        pd_buf fb;
-        pd_buf_init(&fb);
-        pd_buf_printf(&fb, "%s/%s", m->fluid_dir, PD_MODEL_FLUID_PARAMS);
-        lp = fluid = pd_buf_take(&fb);
-      }
+      const char *lp = m->fluid_dir ? m->fluid_dir : pp ? pp : model_path;
       if (!lp) st = oom(d);
       else {
         pd_buf_puts(out, "load(");
@@ -1017,7 +1011,6 @@ static pd_status write_script(dc *d, const char *model_path, const char *save_as
         pd_buf_puts(out, ")\n");
       }
       pd_free(pp);
-      pd_free(fluid);
     }
     pd_buf_puts(out, "save(");
     put_str(out, save_as);

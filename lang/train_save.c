@@ -19,6 +19,7 @@
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
 #include "vm/run/comm.h"
+#include "vm/run/model.h"
 
 /* ---------------------------------------------------------------- save / load */
 
@@ -322,7 +323,7 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = pd_train_script_path(a, a->args[0]->str);
   const char **params = NULL;
   pd_program *saved = NULL;
-  char *ppath = NULL;
+  char *ppath = NULL, *fluid = NULL;
   pd_status st = PD_OK;
   if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
   size_t len = strlen(path);
@@ -340,6 +341,15 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     }
     if (!(st = pd_params_check_identity(saved, ppath, err)))
       st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
+  } else if ((fluid = pd_model_folder_program(path))) {
+    /* Fluid's folder: __model__ names the parameters, __params__ or a file each holds them */
+    int np;
+    if ((st = pd_program_load(fluid, &saved, err))) goto out;
+    if (pd_params_names(saved, &params, &np)) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    st = pd_model_fluid_params_load(path, r->global, np, params, r->unit->main, err);
   } else {
     int np = pd_train_persistables(r, r->unit->main, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
@@ -351,6 +361,7 @@ out:
   pd_program_free(saved);
   pd_free(params);
   pd_free(ppath);
+  pd_free(fluid);
   pd_free(path);
   return st;
 }
