@@ -1,5 +1,6 @@
 /* decompile.c -- a saved inference program as .pd source (lang/decompile.h): data() for its
- * feed targets, param() for its parameters, op() for each op, load() and save(). An op that runs
+ * feed targets, param() for its parameters, op() for each op or a layer's or builtin's call for
+ * a run of them (verified by compiling the script), load() and save(). An op that runs
  * a block (conditional_block, while) is written with its block as a body, op(...) { ... }, and a
  * var of a block that a block below it writes first is declared before, declare(shape). Each var
  * has one identifier, made at its first use: vars are told apart by the block that declares them
@@ -966,12 +967,9 @@ static pd_status write_script(dc *d, const char *model_path, const char *save_as
   for (int i = 0; !st && i < np; i++) {
     const pd_var_desc *v = pd_block_find_var_local(d->b, params[i]);
     if (d->ls && !pd_strmap_find(&d->ls->outside, v->name)) continue;  /* a layer's own */
-    if (v->dtype != PD_FP32 && v->dtype != PD_FP64) {
-      st = pd_error_set(err, PD_EUNSUPPORTED, nowhere, "parameter '%s' is %s: a script's "
-                        "parameters are float32 or float64", v->name, pd_dtype_name(v->dtype));
-      break;
-    }
-    bool state = false; /* written by an op (of any block): batch norm's running statistics */
+    /* state, never trained: written by an op (of any block), as batch norm's running
+     * statistics, or not float (an RNN's uint8 dropout state), or of rank 0 */
+    bool state = (v->dtype != PD_FP32 && v->dtype != PD_FP64) || v->ndims == 0;
     for (int bi = 0; bi < m->program->nblocks && !state; bi++) {
       const pd_block *bk = m->program->blocks[bi];
       for (int k = 0; k < bk->nops && !state; k++)

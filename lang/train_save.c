@@ -319,6 +319,31 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
   return st;
 }
 
+/* What load(FILE) reads, in name order: the parameters that have a value (as save writes
+ * them), and those that nothing initialises, whose value only a file gives (state of a dtype
+ * param() makes no initialiser for: a saved RNN's uint8 dropout state). -1: out of memory. */
+static int load_names(pd_runner *r, const char ***out) {
+  const pd_program *p = r->unit->main, *init = r->unit->startup;
+  int n;
+  if (pd_params_names(p, out, &n)) return -1;
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    const char *name = (*out)[i];
+    pd_variable *gv = pd_scope_find_local_var(r->global, name);
+    bool keep = gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor);
+    if (!keep) { /* no value: kept when no op of the startup program writes it */
+      keep = true;
+      const pd_block *b = init ? init->blocks[0] : NULL;
+      for (int j = 0; b && keep && j < b->nops; j++)
+        for (int s = 0; keep && s < b->ops[j]->noutputs; s++)
+          for (int q = 0; keep && q < b->ops[j]->outputs[s].nargs; q++)
+            keep = strcmp(b->ops[j]->outputs[s].args[q], name) != 0;
+    }
+    if (keep) (*out)[k++] = name;
+  }
+  return k;
+}
+
 pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = pd_train_script_path(a, a->args[0]->str);
   const char **params = NULL;
@@ -351,7 +376,7 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     }
     st = pd_model_fluid_params_load(path, r->global, np, params, r->unit->main, err);
   } else {
-    int np = pd_train_persistables(r, r->unit->main, &params);
+    int np = load_names(r, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }

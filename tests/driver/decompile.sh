@@ -10,8 +10,8 @@
 # pdlang itself saves with control flow (an if over rows and over one element, a while loop, a for
 # loop over sequences, which save writes as a while); what decompile cannot say (recurrent, which
 # names its block's vars in attributes) is an error naming the op. And the field's architectures
-# (tests/interop/zoo, zoo_pir) round-trip too, but PIR's CRNN, whose LSTM keeps a uint8 dropout
-# state, which a script's param() cannot declare: refused, naming it. Fluid's model folders
+# (tests/interop/zoo, zoo_pir) round-trip too (PIR's CRNN's LSTM keeps a uint8 dropout state of
+# rank 0 among its parameters: param(..., dtype = uint8, trainable = false)). Fluid's model folders
 # (a file per parameter, or __params__) decompile to a script that loads the folder. Where
 # the ops are what a layer or builtin compiles to, the script calls it (their lines say
 # `# ops i-j`; tests/golden/run/decompile_layers.sh shows such scripts). TAP.
@@ -201,16 +201,6 @@ for m in $(cd "$i/zoo" && ls) $(cd "$i/zoo_pir" && ls | sed 's|^|pir/|'); do
   n=$((n + 1))
   w=$dir/zoo_$(echo "$m" | tr / _)
   name=${m#pir/}
-  if [ "$m" = pir/crnn_rec ]; then  # its LSTM's dropout state is a uint8 persistable var
-    if "$PDLANG" decompile "$i/zoo_pir/crnn_rec/inference.json" > /dev/null 2> "$dir/crnn.err"; then
-      echo "not ok $n - zoo $m: decompiled, but a script's parameters are float"
-    elif grep -q "parameter 'lstm_0.dropout_state__non_persistable' is uint8" "$dir/crnn.err"; then
-      echo "ok $n - zoo $m: refused, naming its uint8 parameter"
-    else
-      echo "not ok $n - zoo $m: the error"; sed 's/^/# /' "$dir/crnn.err"
-    fi
-    continue
-  fi
   prog=inference.pdmodel
   [ "$m" != "$name" ] && prog=inference.json
   feeds=""
