@@ -511,14 +511,25 @@ static bool act_after(const layers *ls, const pd_block *b, int i) {
   return unary_fn(next) && passes_on(ls, v) && same_var(one_var(pd_op_input(next, "X")), v);
 }
 
-/* A pool2d's arguments as max_pool / avg_pool take them: a square window, equal strides and a
- * max or avg pooling (any of the pointers may be NULL). */
+/* A pool2d's arguments as max_pool / avg_pool take them: a square window, equal strides, a
+ * max or avg pooling, no padding (any of the pointers may be NULL). The other attributes are
+ * left to the comparison. */
 static bool pool_args(const pd_op_desc *op, const char **fn, int *size, int *stride) {
   const pd_attr *k = pd_op_attr(op, "ksize"), *s = pd_op_attr(op, "strides");
   const pd_attr *t = pd_op_attr(op, "pooling_type");
   if (!k || k->type != PD_ATTR_INTS || k->n != 2 || k->ints[0] != k->ints[1] || !s ||
       s->type != PD_ATTR_INTS || s->n != 2 || s->ints[0] != s->ints[1] || !t ||
       t->type != PD_ATTR_STRING || !t->v.s || (strcmp(t->v.s, "max") && strcmp(t->v.s, "avg")))
+    return false;
+  static const char *const off[] = {"adaptive", "ceil_mode", "global_pooling"};
+  for (size_t i = 0; i < PD_ARRAY_LEN(off); i++) {
+    const pd_attr *a = pd_op_attr(op, off[i]);
+    if (a && !(a->type == PD_ATTR_BOOLEAN && !a->v.b)) return false;
+  }
+  const pd_attr *p = pd_op_attr(op, "paddings"), *alg = pd_op_attr(op, "padding_algorithm");
+  for (int i = 0; p && i < p->n; i++)
+    if (p->type != PD_ATTR_INTS || p->ints[i]) return false;
+  if (alg && (alg->type != PD_ATTR_STRING || !alg->v.s || strcmp(alg->v.s, "EXPLICIT")))
     return false;
   if (fn) *fn = !strcmp(t->v.s, "max") ? "max_pool" : "avg_pool";
   if (size) *size = k->ints[0];
@@ -534,10 +545,12 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
     static const char *const ins[] = {"Input", "Filter", NULL}, *const outs[] = {"Output", NULL};
     const pd_var_desc *w = param_var(ls, b, one_var(pd_op_input(op, "Filter")));
     const pd_attr *st = pd_op_attr(op, "strides"), *pad = pd_op_attr(op, "paddings");
+    const pd_attr *alg = pd_op_attr(op, "padding_algorithm");
     if (w && w->ndims == 4 && w->dims[2] == w->dims[3] && one_var(pd_op_input(op, "Input")) &&
         main_out(op) && only_slots(op, ins, outs) && st && st->type == PD_ATTR_INTS &&
         st->n == 2 && st->ints[0] == st->ints[1] && pad && pad->type == PD_ATTR_INTS &&
-        pad->n == 2 && pad->ints[0] == pad->ints[1]) {
+        pad->n == 2 && pad->ints[0] == pad->ints[1] &&
+        (!alg || (alg->type == PD_ATTR_STRING && alg->v.s && !strcmp(alg->v.s, "EXPLICIT")))) {
       g->kind = G_CONV;
       const pd_op_desc *add = i + 1 < b->nops ? b->ops[i + 1] : NULL;
       const pd_attr *axis = add ? pd_op_attr(add, "axis") : NULL;
@@ -582,6 +595,11 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
     const char *y = main_out(op), *sm = one_var(pd_op_output(op, "SavedMean"));
     const char *sv = one_var(pd_op_output(op, "SavedVariance"));
     const pd_slot *rs = pd_op_output(op, "ReserveSpace");
+    static const char *const off[] = {"use_global_stats", "trainable_statistics"};
+    for (size_t k = 0; k < PD_ARRAY_LEN(off) && named; k++) {
+      const pd_attr *a = pd_op_attr(op, off[k]);
+      named = !a || (a->type == PD_ATTR_BOOLEAN && !a->v.b);
+    }
     if (named && y && one_var(pd_op_input(op, "X")) &&
         same_var(one_var(pd_op_input(op, "Mean")), one_var(pd_op_output(op, "MeanOut"))) &&
         same_var(one_var(pd_op_input(op, "Variance")), one_var(pd_op_output(op, "VarianceOut"))) &&
@@ -1059,8 +1077,9 @@ static bool same_attrs(const pd_op_desc *o, const pd_op_desc *c) {
 }
 
 /* Whether compiled op c (of block cb) reads and writes what model op o (of block ob) does,
- * under map (model var -> compiled var, completed with o's new outputs); with strict, also
- * the same attributes, no other slots, and its parameters of the same shape and dtype. */
+ * under map (model var -> compiled var, completed with o's new outputs); with strict (a
+ * group's op), also the same attributes, no other slots, its vars of the same dtype and its
+ * parameters of the same shape. */
 static bool same_op(const pd_op_desc *o, const pd_block *ob, const pd_op_desc *c,
                     const pd_block *cb, pd_strmap *map, bool strict, bool *oom_) {
   if (strcmp(o->type, c->type) || (strict && !same_attrs(o, c))) return false;
@@ -1081,7 +1100,7 @@ static bool same_op(const pd_op_desc *o, const pd_block *ob, const pd_op_desc *c
         if (want && strcmp(want, ca)) return false;
         const pd_var_desc *ov = pd_block_find_var_visible(ob, oa, NULL);
         const pd_var_desc *cv = pd_block_find_var_visible(cb, ca, NULL);
-        if (!ov || !cv || ov->dtype != cv->dtype || ov->persistable != cv->persistable)
+        if (!ov || !cv || (strict && (ov->dtype != cv->dtype || ov->persistable != cv->persistable)))
           return false;
         if (ov->persistable && strict) {
           bool dims = ov->ndims == cv->ndims;
@@ -1110,10 +1129,15 @@ static bool same_op(const pd_op_desc *o, const pd_block *ob, const pd_op_desc *c
   return true;
 }
 
-/* Compile script (of d->ls's groups) and compare: *bad is the group that compiles to other ops
- * than its own, NULL with *all when something else differs (then no group is kept), neither
- * when the script builds the model's block 0 op for op. */
-static pd_status verify(dc *d, const pd_buf *script, group **bad, bool *all) {
+/* Compile the script text[0..len) (of d->ls's groups) and compare: *bad is a group that
+ * compiles to other ops than its own, NULL with *all when something else differs (then no
+ * group is kept), neither when the script builds the model's block 0 op for op. A script that
+ * does not compile is compiled again up to the line of the error (a group before it may have
+ * made the shapes that the line refuses): its first group that differs, else the group on that
+ * line. With prefix, text is such a beginning of the script: the comparison ends where its
+ * ops do, and a prefix that does not compile says nothing (*all). */
+static pd_status verify(dc *d, const char *text, size_t len, bool prefix, group **bad,
+                        bool *all) {
   const pd_model *m = d->m;
   layers *ls = d->ls;
   *bad = NULL;
@@ -1124,17 +1148,22 @@ static pd_status verify(dc *d, const pd_buf *script, group **bad, bool *all) {
   pd_unit *u = NULL;
   pd_strmap map;
   pd_strmap_init(&map, false);
-  pd_status st = pd_source_from_string(SCRIPT_NAME, script->data, script->len, &src);
+  pd_status st = pd_source_from_string(SCRIPT_NAME, text, len, &src);
   if (!st) {
     st = pd_compile(src, NULL, &dg, &u);
     if (st == PD_ENOMEM) goto out;
-    if (st) { /* the group on the first line of the script an error names */
+    if (st) {
       st = PD_OK;
       const char *at = dg.text.data ? strstr(dg.text.data, SCRIPT_NAME ":") : NULL;
       int line = at ? atoi(at + strlen(SCRIPT_NAME ":")) : 0;
-      for (int k = 0; k < ls->ngroups && !*bad; k++)
-        if (ls->groups[k].line == line) *bad = &ls->groups[k];
-      *all = !*bad;
+      *all = true;
+      if (prefix || line < 1) goto out;
+      size_t cut = 0;  /* where that line starts */
+      for (int l = 1; l < line && cut < len; cut++) l += text[cut] == '\n';
+      if ((st = verify(d, text, cut, true, bad, all)) || *bad) goto out;
+      *all = true;
+      for (int k = 0; k < ls->ngroups && *all; k++)
+        if (ls->groups[k].line == line) *bad = &ls->groups[k], *all = false;
       goto out;
     }
   }
@@ -1148,30 +1177,32 @@ static pd_status verify(dc *d, const pd_buf *script, group **bad, bool *all) {
     else if (e) e->val.p = v->name;
   }
   int ci = 0;
-  bool oom_ = false;
-  for (int i = 0; !st && cb && i < ob->nops && !*bad && !*all; i++) {
+  bool oom_ = false, ended = false;
+  for (int i = 0; !st && cb && i < ob->nops && !*bad && !*all && !ended; i++) {
     const pd_op_desc *o = ob->ops[i];
     if (!strcmp(o->type, "feed") || !strcmp(o->type, "fetch")) continue;
     group *g = ls->at[i];
-    for (int k = 0; k < (g ? g->n : 1) && !*bad && !*all; k++) {
+    for (int k = 0; k < (g ? g->n : 1) && !*bad && !*all && !ended; k++) {
       while (ci < cb->nops && (!strcmp(cb->ops[ci]->type, "feed") ||
                                !strcmp(cb->ops[ci]->type, "fetch")))
         ci++;
       const pd_op_desc *c = ci < cb->nops ? cb->ops[ci++] : NULL;
-      bool same = c && (!g || script_line(c) == g->line) &&
-                  same_op(ob->ops[i + k], ob, c, cb, &map, g != NULL, &oom_);
+      ended = prefix && !c && k == 0;  /* the prefix's ops end before this line */
+      bool same = ended || (c && (!g || script_line(c) == g->line) &&
+                            same_op(ob->ops[i + k], ob, c, cb, &map, g != NULL, &oom_));
       if (oom_) st = PD_ENOMEM;
       else if (!same && g) *bad = g;
       else if (!same) *all = true;
     }
     if (g) i += g->n - 1;
   }
-  if (!st && !*bad && !*all && cb) { /* nothing more than the model's ops */
+  if (!st && !*bad && !*all && cb && !prefix) { /* nothing more than the model's ops */
     while (ci < cb->nops && (!strcmp(cb->ops[ci]->type, "feed") ||
                              !strcmp(cb->ops[ci]->type, "fetch")))
       ci++;
     *all = ci < cb->nops;
   }
+  if (prefix && !*bad) *all = true;  /* a prefix finds a group that differs, or says nothing */
 out:
   pd_strmap_free(&map);
   pd_unit_free(u);
@@ -1210,7 +1241,7 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
       st = PD_OK;
       all = true;
     } else if (!st && use) {
-      st = verify(&d, &text, &bad, &all);
+      st = verify(&d, text.data, text.len, false, &bad, &all);
     }
     for (size_t i = 0; i < d.taken.cap; i++)
       if (d.taken.slots && d.taken.slots[i].key) pd_free(d.taken.slots[i].val.p);
