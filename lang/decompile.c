@@ -1100,7 +1100,8 @@ static bool same_op(const pd_op_desc *o, const pd_block *ob, const pd_op_desc *c
         if (want && strcmp(want, ca)) return false;
         const pd_var_desc *ov = pd_block_find_var_visible(ob, oa, NULL);
         const pd_var_desc *cv = pd_block_find_var_visible(cb, ca, NULL);
-        if (!ov || !cv || (strict && (ov->dtype != cv->dtype || ov->persistable != cv->persistable)))
+        if (!ov || !cv ||
+            (strict && (ov->dtype != cv->dtype || ov->persistable != cv->persistable)))
           return false;
         if (ov->persistable && strict) {
           bool dims = ov->ndims == cv->ndims;
