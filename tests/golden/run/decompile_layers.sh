@@ -3,9 +3,9 @@
 # decompile_layers_mod.pd saves a model made of the stdlib's layers, and PaddlePaddle's LeNet
 # and CNN with batch norm (tests/interop) are read as saved; decompile_layers.out holds the three
 # scripts decompile writes, calls of fc, conv, batch_norm, max_pool / avg_pool, builtins and
-# operators where the ops are what those compile to. Each script runs and saves a model whose
-# outputs on the same input are the original's, byte for byte. PD_REGEN=1 rewrites
-# decompile_layers.out.
+# operators where the ops are what those compile to (a product that no fc makes: op() lines).
+# Each script runs and saves a model whose outputs on the same input are the original's, byte
+# for byte. PD_REGEN=1 rewrites decompile_layers.out.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 : "${top_srcdir:?}"
@@ -60,8 +60,10 @@ else
   echo "not ok 3 - the scripts decompile writes"; sed 's/^/# /' "$tmp/diff"
 fi
 if [ "$(grep -c '= \(fc\|conv\|batch_norm\|max_pool\|avg_pool\)(' "$tmp/out")" -ge 14 ] &&
-   ! grep -q 'op("\(mul\|conv2d\|batch_norm\|relu\|softmax\)"' "$tmp/out"; then
-  echo "ok 4 - the layers are calls, none of their ops an op() line"
+   ! grep -q 'op("\(conv2d\|batch_norm\|pool2d\|relu\|softmax\)"' "$tmp/out" &&
+   [ "$(grep -c 'op("mul"' "$tmp/out")" = 1 ] &&
+   grep -q 'op("mul", .*x_num_col_dims = 2' "$tmp/out"; then
+  echo "ok 4 - the layers are calls, none of their ops an op() line; linear's product is one"
 else
-  echo "not ok 4 - the layers are calls, none of their ops an op() line"
+  echo "not ok 4 - the layers are calls, none of their ops an op() line; linear's product is one"
 fi
