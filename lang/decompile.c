@@ -328,7 +328,8 @@ typedef struct layers {
   pd_strmap reads;  /* var name -> how many op inputs (of any block) and fetch targets name it */
   pd_strmap writes; /* var name -> how many op outputs name it */
   pd_strmap params; /* the parameters */
-  pd_strmap outside;  /* the vars an op outside the groups (of any block) names */
+  pd_strmap outside;  /* the vars an op outside the layers' groups (of any block) names */
+  pd_strmap inside;   /* the vars a layer's group names */
   pd_strmap rejected; /* the sigs of groups that compiled to other ops (copied keys) */
 } layers;
 
@@ -339,7 +340,7 @@ static const struct { const char *op, *fn; } unary_fns[] = {
     {"square", "square"},   {"silu", "silu"},           {"gelu", "gelu"},
     {"softmax", "softmax"}, {"relu6", "relu6"},         {"elu", "elu"},
     {"swish", "swish"},     {"leaky_relu", "leaky_relu"}, {"hard_swish", "hard_swish"},
-    {"hard_sigmoid", "hard_sigmoid"}, {"logsigmoid", "log_sigmoid"},
+    {"hard_sigmoid", "hard_sigmoid"}, {"logsigmoid", "log_sigmoid"}, {"dropout", "dropout"},
 };
 /* The elementwise ops written as the language's operators (axis -1: its broadcasting). */
 static const struct { const char *op, *sym; } binary_ops[] = {
@@ -386,9 +387,10 @@ static bool only_slots(const pd_op_desc *op, const char *const *ins, const char 
   return true;
 }
 
-/* The builtin that writes op as fn(x), or NULL. */
+/* The builtin that writes op as fn(x), or NULL (dropout's Mask, which the builtin writes
+ * too, is for the caller to check unread). */
 static const char *unary_fn(const pd_op_desc *op) {
-  static const char *const x[] = {"X", NULL}, *const out[] = {"Out", NULL};
+  static const char *const x[] = {"X", NULL}, *const out[] = {"Out", "Mask", NULL};
   for (size_t i = 0; i < PD_ARRAY_LEN(unary_fns); i++)
     if (!strcmp(op->type, unary_fns[i].op))
       return one_var(pd_op_input(op, "X")) && one_var(pd_op_output(op, "Out")) &&
@@ -508,7 +510,8 @@ static bool act_after(const layers *ls, const pd_block *b, int i) {
   if (i + 1 >= b->nops) return false;
   const pd_op_desc *next = b->ops[i + 1];
   const char *v = main_out(b->ops[i]);
-  return unary_fn(next) && passes_on(ls, v) && same_var(one_var(pd_op_input(next, "X")), v);
+  return unary_fn(next) && strcmp(next->type, "dropout") && passes_on(ls, v) &&
+         same_var(one_var(pd_op_input(next, "X")), v);
 }
 
 /* A pool2d's arguments as max_pool / avg_pool take them: a square window, equal strides, a
@@ -620,7 +623,10 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
   else if (!strcmp(op->type, "matmul_v2") && one_var(pd_op_input(op, "X")) &&
            one_var(pd_op_input(op, "Y")) && main_out(op) && only_slots(op, xy, out))
     g->kind = G_MATMUL;
-  else if (unary_fn(op)) g->kind = G_UNARY;
+  else if (unary_fn(op) && (!pd_op_output(op, "Mask") || slot_empty(pd_op_output(op, "Mask")) ||
+                            (one_var(pd_op_output(op, "Mask")) &&
+                             count(&ls->reads, one_var(pd_op_output(op, "Mask"))) == 0)))
+    g->kind = G_UNARY;
   else return false;
   return group_ok(ls, b, g);
 }
@@ -631,6 +637,8 @@ static void groups_clear(layers *ls) {
   ls->any_layer = false;
   pd_strmap_free(&ls->outside);
   pd_strmap_init(&ls->outside, false);
+  pd_strmap_free(&ls->inside);
+  pd_strmap_init(&ls->inside, false);
 }
 
 /* Propose the groups of block 0, those rejected before excepted. PD_ENOMEM. */
@@ -661,17 +669,17 @@ static pd_status propose(layers *ls, const pd_model *m) {
     const pd_block *bk = m->program->blocks[bi];
     for (int i = 0; i < bk->nops; i++) {
       const group *g = bi == 0 ? ls->at[i] : NULL;
-      if (g && (g->kind == G_FC || g->kind == G_CONV || g->kind == G_BN)) {
-        i += g->n - 1;
-        continue;
+      bool layer = g && (g->kind == G_FC || g->kind == G_CONV || g->kind == G_BN);
+      for (int n = 0; n < (layer ? g->n : 1); n++) {
+        const pd_op_desc *op = bk->ops[i + n];
+        for (int pass = 0; pass < 2; pass++)
+          for (int j = 0; j < (pass ? op->noutputs : op->ninputs); j++) {
+            const pd_slot *s = pass ? &op->outputs[j] : &op->inputs[j];
+            for (int k = 0; k < s->nargs; k++)
+              if (!bump(layer ? &ls->inside : &ls->outside, s->args[k])) return PD_ENOMEM;
+          }
       }
-      const pd_op_desc *op = bk->ops[i];
-      for (int pass = 0; pass < 2; pass++)
-        for (int j = 0; j < (pass ? op->noutputs : op->ninputs); j++) {
-          const pd_slot *s = pass ? &op->outputs[j] : &op->inputs[j];
-          for (int k = 0; k < s->nargs; k++)
-            if (!bump(&ls->outside, s->args[k])) return PD_ENOMEM;
-        }
+      if (layer) i += g->n - 1;
     }
   }
   for (int i = 0; i < m->nfetches; i++)
@@ -688,6 +696,7 @@ static void layers_free(layers *ls) {
   pd_strmap_free(&ls->writes);
   pd_strmap_free(&ls->params);
   pd_strmap_free(&ls->outside);
+  pd_strmap_free(&ls->inside);
   pd_strmap_free(&ls->rejected);
 }
 
@@ -699,6 +708,7 @@ static pd_status layers_init(layers *ls, const pd_model *m, const char **params,
   pd_strmap_init(&ls->writes, false);
   pd_strmap_init(&ls->params, false);
   pd_strmap_init(&ls->outside, false);
+  pd_strmap_init(&ls->inside, false);
   pd_strmap_init(&ls->rejected, true);
   ls->groups = pd_calloc((size_t)n + 1, sizeof *ls->groups);
   ls->at = pd_calloc((size_t)n + 1, sizeof *ls->at);
@@ -984,7 +994,9 @@ static pd_status write_script(dc *d, const char *model_path, const char *save_as
   bool heading = false;
   for (int i = 0; !st && i < np; i++) {
     const pd_var_desc *v = pd_block_find_var_local(d->b, params[i]);
-    if (d->ls && !pd_strmap_find(&d->ls->outside, v->name)) continue;  /* a layer's own */
+    if (d->ls && pd_strmap_find(&d->ls->inside, v->name) &&
+        !pd_strmap_find(&d->ls->outside, v->name))
+      continue;  /* a layer's own, which the layer makes */
     /* state, never trained: written by an op (of any block), as batch norm's running
      * statistics, or not float (an RNN's uint8 dropout state), or of rank 0 */
     bool state = (v->dtype != PD_FP32 && v->dtype != PD_FP64) || v->ndims == 0;
