@@ -1,5 +1,5 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of lang/run.h) or a loaded inference model (vm/run/model.h), the
+ * (lang/compile.h + the runner of train/run.h) or a loaded inference model (vm/run/model.h), the
  * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
@@ -16,7 +16,8 @@
 #include "base/diag.h"
 #include "base/dtype.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/options.h"
+#include "train/run.h"
 #include "vm/run/exec.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
@@ -525,6 +526,90 @@ static int state_compile_file(pd_state *st, const char *path) {
     return (int)s;
   }
   return compile(st, src);
+}
+
+/* ---------------------------------------------------------------- training */
+
+/* pd_state_train: the script's text and a train call of cost with the options, compiled as one
+ * unit (so the options meet the same checks as a script's, from train/options.h); the runner
+ * adopts that unit, runs its last action, and adopts the script's unit back (the parameters and
+ * the optimizer's state stay in its scope). */
+static int state_train(pd_state *st, const char *cost, const char *const *options) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!st->unit)
+    return fail(st, PD_EINVAL, "pd_state_train needs a compiled script (pd_state_compile_*), "
+                "whose cost it trains%s", st->model.program ? "; a loaded model is an inference "
+                "program, without a cost" : "");
+  if (!cost || !pd_is_plain_name(cost))
+    return fail(st, PD_EINVAL, "pd_state_train: the cost must be the name of a value the "
+                "script defines (such as \"cost\"), not %s%s%s", cost ? "\"" : "NULL",
+                cost ? cost : "", cost ? "\"" : "");
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_append(&b, st->src->text, st->src->len);
+  pd_buf_printf(&b, "\ntrain(%s", cost);
+  for (int i = 0; options && options[i]; i += 2) {
+    const char *key = options[i], *value = options[i + 1];
+    if (!pd_topt_find(key)) {
+      pd_buf_clear(&b);
+      for (const char *const *n = pd_topt_names(); *n; n++)
+        pd_buf_printf(&b, "%s%s", n == pd_topt_names() ? "" : ", ", *n);
+      fail(st, PD_EINVAL, "pd_state_train: train has no option '%s'; its options are %s", key,
+           b.oom ? "train's" : b.data);
+      pd_buf_free(&b);
+      return PD_RESULT_EINVAL;
+    }
+    if (!value || !*value || strpbrk(value, "\n\r#")) {
+      pd_buf_free(&b);
+      return fail(st, PD_EINVAL, "pd_state_train: option '%s' needs a value, one line of the "
+                  "language (such as 64, true, \"run.csv\" or adam(0.001))%s", key,
+                  value && *value ? ", without a line break or a comment" : "");
+    }
+    pd_buf_printf(&b, ", %s = %s", key, value);
+  }
+  pd_buf_puts(&b, ")\n");
+  if (b.oom) {
+    pd_buf_free(&b);
+    return fail(st, PD_ENOMEM, "out of memory");
+  }
+  pd_source *src = NULL;
+  pd_status s = pd_source_from_string(st->src->name, b.data, b.len, &src);
+  pd_buf_free(&b);
+  if (s) return fail(st, PD_ENOMEM, "out of memory");
+  pd_diags d;
+  pd_diags_init(&d, 20);
+  pd_compile_options co = {.stdlib_dir = st->stdlib_dir};
+  pd_unit *unit = NULL;
+  if ((s = pd_compile(src, &co, &d, &unit))) {
+    fail_diags(st, s, &d);
+    pd_diags_free(&d);
+    pd_source_free(src);
+    return (int)s;
+  }
+  pd_diags_free(&d);
+  pd_error err = {0};
+  const pd_action *a = unit->nactions == st->unit->nactions + 1
+                           ? &unit->actions[unit->nactions - 1] : NULL;
+  if (!a || a->kind != PD_ACTION_TRAIN) {
+    s = fail(st, PD_EINVAL, "pd_state_train: an option's value is more than one value");
+  } else if ((s = pd_runner_adopt(st->runner, unit, &err)) ||
+             (s = pd_runner_action(st->runner, a, &err))) {
+    pd_buf_clear(&st->msg);
+    pd_buf_clear(&st->text);
+    fail_err(st, &err, src, false);
+    pd_error_clear(&err);
+  }
+  /* Back to the script's unit (its vars hold their values: nothing runs). */
+  pd_status back = pd_runner_adopt(st->runner, st->unit, &err);
+  if (back && !s) {
+    s = back;
+    fail_run(st, &err);
+  }
+  pd_error_clear(&err);
+  pd_unit_free(unit);
+  pd_source_free(src);
+  return s ? (int)s : ok(st);
 }
 
 /* ---------------------------------------------------------------- models */
@@ -1109,6 +1194,13 @@ static int state_run_targets(pd_state *st, int n, const char *const *names) {
   }
   if (!st->runner) return no_program(st, "pd_state_run_targets");
   return run_script_targets(st, n, names);
+}
+
+int pd_state_train(pd_state *st, const char *cost, const char *const *options) {
+  pd_k_fpmode fm = pd_k_fp_enter();
+  int r = state_train(st, cost, options);
+  pd_k_fp_leave(fm);
+  return r;
 }
 
 int pd_state_run_target(pd_state *st, const char *name) {

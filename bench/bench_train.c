@@ -11,7 +11,7 @@
  * pdlang side: the first samples of Fashion-MNIST's training set (synthetic images when the
  * data set is not installed) are written to .npy files in a temporary folder; a .pd script per
  * model trains on them with `train(..., reader = npy(...), epochs = 1 + E)` through the runner
- * (lang/run.h), exactly as `pdlang run` would, and the samples/s of each epoch's summary line
+ * (train/run.h), exactly as `pdlang run` would, and the samples/s of each epoch's summary line
  * is read back. The first epoch is warm-up; the figures are the median and the best of the
  * other E (on a machine shared with other work the best is the steadier one).
  * PyTorch side: torch_train.py reads the same .npy files and trains the same models with the
@@ -37,7 +37,7 @@
 #include "base/diag.h"
 #include "kernels/kernels.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/reader/reader.h"
 
 #define MAX_EPOCHS 20

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """infer_compare.py -- inference of the field's model families (tests/interop/zoo/NAME, with the
-parameters their weights.txt makes) timed in pdlang (`pdlang bench`), Paddle Inference (plain
+parameters their weights.txt makes; or the small models of tests/interop/NAME: mlp, lenet,
+cnn_bn, transformer, lstm1) timed in pdlang (`pdlang bench`), Paddle Inference (plain
 and with oneDNN), ONNX Runtime (the model converted by paddle2onnx at opset 17) and OpenVINO
 (which reads the .pdmodel itself; in float32: on this CPU it would pick bfloat16), in the same run, each in a process of its own (its peak
 resident memory is the process's), at the same batch and number of threads. Every framework's
@@ -17,7 +18,7 @@ from Python (the per-call cost of the binding, a few microseconds, is inside the
     PY_PADDLE=/path/venv-with-paddle+paddle2onnx/bin/python \\
     PY_BENCH=/path/venv-with-onnxruntime+openvino/bin/python \\
       python3 bench/infer_compare.py BUILD_DIR [--models a,b] [--batches 1,16] [--runs N]
-                                               [--size field|zoo]
+                                               [--size field|zoo] [--work DIR]
 
 BUILD_DIR is the build folder (its pdlang and tests/interop/test_interop, which writes a
 family's program and parameters with --zoo-params). Without PY_PADDLE or PY_BENCH those
@@ -184,75 +185,92 @@ def main(argv):
     py_paddle, py_bench = os.environ.get("PY_PADDLE"), os.environ.get("PY_BENCH")
     # the field's sizes need Paddle to export the families again (tools/paddle_zoo.py --size)
     field = opts.get("--size", "field") == "field" and bool(py_paddle)
-    work = tempfile.mkdtemp(prefix="pd-infer-")
+    # --work DIR keeps the exports and the runs' files there (and reuses the exports on the
+    # next run); without it they go to a temporary folder removed at the end
+    keep = "--work" in opts
+    work = os.path.abspath(opts["--work"]) if keep else tempfile.mkdtemp(prefix="pd-infer-")
+    os.makedirs(work, exist_ok=True)
     print("threads %d, %d runs after %d warm-up, %s input sizes; median / p90 / first call ms, "
           "peak MiB; ratio = other's median / pdlang's"
           % (threads, runs, warmup, "the field's" if field else "the tests'"))
-    for name in models:
-        zoo = os.path.join(SRC, "tests", "interop", "zoo", name)
-        for batch in batches:
-            d = os.path.join(work, "%s-b%d" % (name, batch))
-            src = zoo
-            if field and FIELD_SIZES.get(name):
-                # the family exported again at the field's input size, with its reference inputs
-                size = FIELD_SIZES[name]
-                src = os.path.join(work, "export", name)
-                if not os.path.isdir(src):
-                    subprocess.run([py_paddle, os.path.join(SRC, "tools", "paddle_zoo.py"),
-                                    "--size", "%dx%d" % size if isinstance(size, tuple) else str(size),
-                                    os.path.dirname(src), name], check=True, capture_output=True)
-                shutil.copytree(src, d)
-                subprocess.run([os.path.join(build, "tests", "interop", "test_interop"),
-                                "--zoo-params", d], check=True, capture_output=True)
-            else:
-                subprocess.run([os.path.join(build, "tests", "interop", "test_interop"),
-                                "--zoo-params", name, d], check=True, capture_output=True,
-                               env=dict(os.environ, top_srcdir=SRC))
-            feeds = []
-            for f in sorted(os.listdir(src)):
-                if f.startswith("in_") and f.endswith(".npy"):
-                    x = np.load(os.path.join(src, f))
-                    x = np.concatenate([x] * ((batch + len(x) - 1) // len(x)))[:batch]
-                    np.save(os.path.join(d, f), x)
-                    feeds.append((f[3:-4], os.path.join(d, f)))
-            rows = {"pdlang": pdlang_bench(build, d, feeds, runs, warmup, threads)}
-            ref = np.load(rows["pdlang"]["outs"][0]) if rows["pdlang"]["outs"] else None
-            kinds = []
-            if py_paddle:
-                kinds += [("paddle", py_paddle), ("paddle-onednn", py_paddle)]
-                conv = subprocess.run([py_paddle, "-m", "paddle2onnx.command", "--model_dir", d,
-                                       "--model_filename", "inference.pdmodel",
-                                       "--params_filename", "inference.pdiparams",
-                                       "--save_file", os.path.join(d, "model.onnx"),
-                                       "--opset_version", "17"], capture_output=True, text=True)
-                if conv.returncode != 0 or not os.path.exists(os.path.join(d, "model.onnx")):
-                    rows["onnxruntime"] = {"error": "paddle2onnx: " + (conv.stderr.strip().splitlines() or ["?"])[-1][:120]}
-            if py_bench:
-                if "onnxruntime" not in rows:
-                    kinds.append(("onnxruntime", py_bench))
-                kinds.append(("openvino", py_bench))
-            for kind, py in kinds:
-                p = subprocess.run([py, os.path.abspath(__file__), "--child", kind, d, str(runs),
-                                    str(warmup), str(threads)] + ["%s=%s" % f for f in feeds],
-                                   capture_output=True, text=True,
-                                   env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
-                if p.returncode != 0:
-                    rows[kind] = {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:120]}
-                    continue
-                r = json.loads(p.stdout.strip().splitlines()[-1])
-                r["same"] = ref is not None and agrees(np.load(r["out"]), ref)
-                rows[kind] = r
-            print("\n%s, batch %d, %s:" % (name, batch, " ".join(
-                "%s %s" % (n, "x".join(map(str, np.load(f).shape))) for n, f in feeds)))
-            base = rows["pdlang"]["median"]
-            for kind, r in rows.items():
-                if "error" in r:
-                    print("  %-14s %s" % (kind, r["error"]))
-                    continue
-                note = "" if kind == "pdlang" else ("  %.2fx%s" % (r["median"] / base, "" if r.get("same") else "  OUTPUTS DIFFER"))
-                print("  %-14s %9.3f %9.3f %9.1f %8.1f%s" % (kind, r["median"], r["p90"], r["first"], r["rss_mib"], note))
-            sys.stdout.flush()
+    try:
+        for name in models:
+            zoo = os.path.join(SRC, "tests", "interop", "zoo", name)
+            for batch in batches:
+                d = os.path.join(work, "%s-b%d" % (name, batch))
+                shutil.rmtree(d, ignore_errors=True)  # a kept folder's earlier run
+                src = zoo
+                small = os.path.join(SRC, "tests", "interop", name)
+                if not os.path.isdir(zoo) and os.path.isfile(os.path.join(small, "model.pdmodel")):
+                    # one of the small models Paddle saved for the interop tests (mlp, lenet,
+                    # cnn_bn, transformer, lstm1): its program and parameters as they are
+                    src = small
+                    os.makedirs(d)
+                    for f in ("pdmodel", "pdiparams"):
+                        shutil.copy(os.path.join(small, "model." + f), os.path.join(d, "inference." + f))
+                elif field and FIELD_SIZES.get(name):
+                    # the family exported again at the field's input size, with its reference inputs
+                    size = FIELD_SIZES[name]
+                    src = os.path.join(work, "export", name)
+                    if not os.path.isdir(src):
+                        subprocess.run([py_paddle, os.path.join(SRC, "tools", "paddle_zoo.py"),
+                                        "--size", "%dx%d" % size if isinstance(size, tuple) else str(size),
+                                        os.path.dirname(src), name], check=True, capture_output=True)
+                    shutil.copytree(src, d)
+                    subprocess.run([os.path.join(build, "tests", "interop", "test_interop"),
+                                    "--zoo-params", d], check=True, capture_output=True)
+                else:
+                    subprocess.run([os.path.join(build, "tests", "interop", "test_interop"),
+                                    "--zoo-params", name, d], check=True, capture_output=True,
+                                   env=dict(os.environ, top_srcdir=SRC))
+                feeds = []
+                for f in sorted(os.listdir(src)):
+                    if f.startswith("in_") and f.endswith(".npy"):
+                        x = np.load(os.path.join(src, f))
+                        x = np.concatenate([x] * ((batch + len(x) - 1) // len(x)))[:batch]
+                        np.save(os.path.join(d, f), x)
+                        feeds.append((f[3:-4], os.path.join(d, f)))
+                rows = {"pdlang": pdlang_bench(build, d, feeds, runs, warmup, threads)}
+                ref = np.load(rows["pdlang"]["outs"][0]) if rows["pdlang"]["outs"] else None
+                kinds = []
+                if py_paddle:
+                    kinds += [("paddle", py_paddle), ("paddle-onednn", py_paddle)]
+                    conv = subprocess.run([py_paddle, "-m", "paddle2onnx.command", "--model_dir", d,
+                                           "--model_filename", "inference.pdmodel",
+                                           "--params_filename", "inference.pdiparams",
+                                           "--save_file", os.path.join(d, "model.onnx"),
+                                           "--opset_version", "17"], capture_output=True, text=True)
+                    if conv.returncode != 0 or not os.path.exists(os.path.join(d, "model.onnx")):
+                        rows["onnxruntime"] = {"error": "paddle2onnx: " + (conv.stderr.strip().splitlines() or ["?"])[-1][:120]}
+                if py_bench:
+                    if "onnxruntime" not in rows:
+                        kinds.append(("onnxruntime", py_bench))
+                    kinds.append(("openvino", py_bench))
+                for kind, py in kinds:
+                    p = subprocess.run([py, os.path.abspath(__file__), "--child", kind, d, str(runs),
+                                        str(warmup), str(threads)] + ["%s=%s" % f for f in feeds],
+                                       capture_output=True, text=True,
+                                       env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+                    if p.returncode != 0:
+                        rows[kind] = {"error": (p.stderr.strip().splitlines() or ["?"])[-1][:120]}
+                        continue
+                    r = json.loads(p.stdout.strip().splitlines()[-1])
+                    r["same"] = ref is not None and agrees(np.load(r["out"]), ref)
+                    rows[kind] = r
+                print("\n%s, batch %d, %s:" % (name, batch, " ".join(
+                    "%s %s" % (n, "x".join(map(str, np.load(f).shape))) for n, f in feeds)))
+                base = rows["pdlang"]["median"]
+                for kind, r in rows.items():
+                    if "error" in r:
+                        print("  %-14s %s" % (kind, r["error"]))
+                        continue
+                    note = "" if kind == "pdlang" else ("  %.2fx%s" % (r["median"] / base, "" if r.get("same") else "  OUTPUTS DIFFER"))
+                    print("  %-14s %9.3f %9.3f %9.1f %8.1f%s" % (kind, r["median"], r["p90"], r["first"], r["rss_mib"], note))
+                sys.stdout.flush()
 
+    finally:
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 if __name__ == "__main__":
     main(sys.argv[1:])

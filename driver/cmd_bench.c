@@ -141,6 +141,7 @@ static int run_bench(int argc, char **argv) {
     snprintf(t, sizeof t, "%ld", threads);
     setenv("PDLANG_THREADS", t, 1);
   }
+  pd_k_init(); /* the pool, of that size (pd_command.sizes_pool) */
   double t0 = now_ms();
   pd_error err = {0};
   pd_model m = {0};
@@ -201,9 +202,8 @@ static int run_bench(int argc, char **argv) {
   for (int i = 0; i < n; i++) sum += lat[i];
   int64_t rows = m.nfeeds && inputs[0].ndims ? inputs[0].dims[0] : 1;
   double peak_mib = peak_rss_mib();
-  const char *pool = getenv("PDLANG_THREADS");
-  printf("model: %s (batch %lld, threads %s, %s%s%s)\n", model, (long long)rows,
-         pool && *pool ? pool : "default", place == PD_K_CUDA ? "gpu" : "cpu",
+  printf("model: %s (batch %lld, threads %d, %s%s%s)\n", model, (long long)rows,
+         pd_k_threading_info().threads, place == PD_K_CUDA ? "gpu" : "cpu",
          no_optimize ? ", not optimised" : "",
          precision == PD_BF16 ? ", products in bf16" : "");
   if (!no_optimize) {
@@ -235,6 +235,7 @@ out:
 const pd_command pd_cmd_bench = {
     .name = "bench",
     .run = run_bench,
+    .sizes_pool = true,
     .summary = "time a saved model's inference: latency percentiles, throughput, memory",
     .usage = "pdlang bench MODEL [--params FILE] [--device cpu|gpu[:N]]\n"
              "            [--feed NAME=FILE.npy [--lengths NAME=LENGTHS.npy]]...\n"

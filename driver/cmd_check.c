@@ -151,15 +151,19 @@ static int run_compile(int argc, char **argv) {
 }
 
 const pd_command pd_cmd_check = {
-    "check", run_check, "compile a script and report its errors; run nothing",
-    "pdlang check [--set NAME=VALUE]... FILE.pd\n\n"
+    .name = "check",
+    .run = run_check,
+    .summary = "compile a script and report its errors; run nothing",
+    .usage = "pdlang check [--set NAME=VALUE]... FILE.pd\n\n"
     "Compiles FILE.pd (names, types and shapes included) and prints every error with its\n"
     "location. Prints nothing when the script is correct. Exit status: 0 ok, 1 errors, 2 usage.\n"
     "  --set NAME=VALUE  compile with VALUE in place of the literal of the script's\n"
     "                    top-level binding NAME (as pdlang run --set); repeatable\n"};
 
 const pd_command pd_cmd_compile = {
-    "compile", run_compile, "compile a script to a ProgramDesc file (.pdmodel)",
-    "pdlang compile FILE.pd -o OUT.pdmodel [--startup STARTUP.pdmodel]\n\n"
+    .name = "compile",
+    .run = run_compile,
+    .summary = "compile a script to a ProgramDesc file (.pdmodel)",
+    .usage = "pdlang compile FILE.pd -o OUT.pdmodel [--startup STARTUP.pdmodel]\n\n"
     "Writes the main program (Fluid's framework.proto ProgramDesc) to OUT.pdmodel and, with\n"
     "--startup, the parameter initialisers to STARTUP.pdmodel. Files are replaced atomically.\n"};

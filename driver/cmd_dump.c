@@ -18,7 +18,7 @@
 #include "vm/run/model.h"
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/ir/serialize.h"
 #include "vm/passes/prune.h"
 
@@ -262,8 +262,10 @@ static int run_dump(int argc, char **argv) {
 }
 
 const pd_command pd_cmd_dump = {
-    "dump", run_dump, "print a program (.pd script, .pdmodel or PIR .json) as a listing or a graph",
-    "pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAME[,NAME...]]\n"
+    .name = "dump",
+    .run = run_dump,
+    .summary = "print a program (.pd script, .pdmodel or PIR .json) as a listing or a graph",
+    .usage = "pdlang dump [--dot] [--startup] [--train] [--nranks N] [--prune NAME[,NAME...]]\n"
     "            [--optimized] FILE.pd|FILE.pdmodel|FILE.json|DIR\n"
     "  Prints the program's blocks, vars and ops; --dot prints a Graphviz digraph instead\n"
     "  (pdlang dump --dot model.pdmodel | dot -Tsvg > model.svg).\n"

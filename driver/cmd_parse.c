@@ -102,8 +102,10 @@ static int run_parse(int argc, char **argv) {
 }
 
 const pd_command pd_cmd_parse = {
-    "parse", run_parse, "parse a .pd script and print its syntax tree",
-    "pdlang parse [--ast] [--max-errors N] FILE.pd\n"
+    .name = "parse",
+    .run = run_parse,
+    .summary = "parse a .pd script and print its syntax tree",
+    .usage = "pdlang parse [--ast] [--max-errors N] FILE.pd\n"
     "  Prints the syntax tree of FILE.pd (FILE '-' reads standard input), one node per line:\n"
     "  role: kind fields @line:col. On errors prints the diagnostics and exits with status 1.\n"
     "  --max-errors N  stop after N errors (default 20)"};

@@ -1,5 +1,5 @@
 /* cmd_plot.c -- `pdlang plot`: draws the training curves of a train log (train(..., log =
- * "run.csv") or `pdlang run --log`) as a PNG (lang/plot.h). */
+ * "run.csv") or `pdlang run --log`) as a PNG (train/plot.h). */
 #include "config.h"
 #include "driver/driver.h"
 
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/diag.h"
-#include "lang/plot.h"
+#include "train/plot.h"
 
 /* A size in pixels, 16 to 10000. */
 static bool pixels(const char *s, int *out) {

@@ -11,7 +11,7 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/run/comm.h"
 #include "vm/run/exec.h"
 
@@ -132,7 +132,7 @@ static int run_run(int argc, char **argv) {
     o.gpu_index = pd_comm_local_rank();
   }
   /* Ranks that share a host share its cores: unless the user chose, each computes on its share
-   * (the kernels' pool starts later, at the first op, and reads PDLANG_THREADS then). */
+   * (the kernels' pool reads PDLANG_THREADS when it starts, below: pd_command.sizes_pool). */
   const char *te = getenv("PDLANG_THREADS"), *oe = getenv("OMP_NUM_THREADS");
   if (pd_comm_local_size() > 1 && !(te && *te) && !(oe && *oe)) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN), share = cpus / pd_comm_local_size();
@@ -140,6 +140,7 @@ static int run_run(int argc, char **argv) {
     snprintf(v, sizeof v, "%ld", share > 1 ? share : 1);
     setenv("PDLANG_THREADS", v, 1);
   }
+  pd_k_init();
   pd_source *src;
   pd_unit *unit;
   if (pd_driver_compile_file_set(path, nsets, sets, &src, &unit)) {
@@ -188,6 +189,7 @@ static int run_run(int argc, char **argv) {
 const pd_command pd_cmd_run = {
     .name = "run",
     .run = run_run,
+    .sizes_pool = true,
     .summary = "compile a .pd script and run its actions (train, eval, print, ...)",
     .usage = "pdlang run [--seed N] [--check-nan-inf] [--device cpu|gpu[:N]]\n"
              "           [--progress=auto|bar|lines|none] [--log FILE] [--profile]\n"

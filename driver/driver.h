@@ -13,6 +13,9 @@ typedef struct pd_command {
   int (*run)(int argc, char **argv);  /* argv[0] is the command name */
   const char *summary;                /* one line for `pdlang --help` */
   const char *usage;                  /* `pdlang NAME --help` text */
+  bool sizes_pool;                    /* run calls pd_k_init itself, once its options have set
+                                         PDLANG_THREADS (the pool reads it when it starts);
+                                         main calls it before the others */
 } pd_command;
 
 /* Print `pdlang CMD --help` text for cmd to `out`. */

@@ -107,7 +107,7 @@ static bool read_npy_head(const char *path, npy_head *h) {
  * A file of the input's dtype is taken as it is. One of another dtype is converted to the
  * input's, with a note, when the input is float32, float64, int32 or int64 and every value of
  * the file converts to it exactly (a float file's values round to float32), as the readers of
- * training convert a data set's values (lang/train.c); anything else is refused, in one message
+ * training convert a data set's values (train/train.c); anything else is refused, in one message
  * form that says what the input takes. */
 
 /* The dtypes the .npy reader reads (vm/reader/reader.h), in the order messages list them. */

@@ -47,12 +47,17 @@ int pd_driver_wants_help(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  /* Flush-to-zero in every computing thread, and the kernels' thread pool (kernels.h). */
-  pd_k_init();
-  if (argc < 2) return pd_cmd_repl.run(1, (char *[]){"repl", NULL}); /* the REPL, or stdin */
+  /* Flush-to-zero in every computing thread (kernels.h); the kernels' thread pool below, or in
+   * the command once its options have chosen its size. */
+  pd_k_set_ftz_daz();
+  if (argc < 2) { /* the REPL, or stdin */
+    pd_k_init();
+    return pd_cmd_repl.run(1, (char *[]){"repl", NULL});
+  }
   const char *name = argv[1];
   /* `pdlang -i [FILE.pd]`, as python -i: run the file, then stay at the prompt (pdlang repl -i). */
   if (strcmp(name, "-i") == 0) {
+    pd_k_init();
     argv[0] = (char *)"repl";
     return pd_cmd_repl.run(argc, argv);
   }
@@ -70,6 +75,7 @@ int main(int argc, char **argv) {
         pd_driver_usage(stdout, commands[i]);
         return 0;
       }
+      if (!commands[i]->sizes_pool) pd_k_init();
       return commands[i]->run(argc - 1, argv + 1);
     }
   }

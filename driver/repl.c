@@ -13,7 +13,7 @@
 #include "base/diag.h"
 #include "lang/compile.h"
 #include "lang/parse.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "lang/summary.h"
 #include "vm/ir/params.h"
 #include "vm/ir/serialize.h"

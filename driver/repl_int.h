@@ -11,7 +11,7 @@
 #include "base/diag.h"
 #include "driver/repl.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 
 struct pd_repl {
   pd_repl_options o;

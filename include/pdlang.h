@@ -250,6 +250,22 @@ int pd_state_add_sequences(pd_state *st, const char *name, const char *field, in
  * keep every output for pd_state_fetch. Run-time errors carry the location of the op at fault
  * in the .pd source (for a model, as saved in it). */
 int pd_state_run(pd_state *st);
+/* Train the compiled script's `cost` (the name of a value it defines, a one-element float
+ * tensor) as train(cost, ...) in the script would: options is a NULL-terminated list of name,
+ * value pairs, each name one of train's options (reader, batch, epochs, optimizer, shuffle,
+ * seed, checkpoint, valid, metrics, early_stop, log, ...: the same table as the language's,
+ * doc/language.md) and each value written as in the language, on one line: {"reader",
+ * "host(\"train\")", "epochs", "3", "optimizer", "adam(0.001)", NULL} (pd_state_set_dataset
+ * gives host readers their data; a file reader reads files beside the script). The options are
+ * checked as a script's are, the compile error in the record (PD_RESULT_ECOMPILE: "train:
+ * 'batch' must be a positive integer"); an unknown option name is PD_RESULT_EINVAL listing
+ * them. Training updates the parameters and the optimizer's state, which later calls (run,
+ * fetch, another pd_state_train, save through a script action) see; with the same data and
+ * seed it computes what the script's train(...) does, bit for bit. Progress goes to the
+ * progress stream (pd_state_set_output); the interrupt flag stops it (PD_RESULT_EINTR). Needs a
+ * compiled script (PD_RESULT_EINVAL; a loaded model has no cost). */
+int pd_state_train(pd_state *st, const char *cost, const char *const *options);
+
 /* Compute one var: pd_state_run_targets(st, 1, &name). */
 int pd_state_run_target(pd_state *st, const char *name);
 /* Compute n values of a script from the fed inputs and the current parameters, running only

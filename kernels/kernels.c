@@ -453,8 +453,12 @@ pd_status pd_k_conv_begin(pd_k_conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p)
  * back as fresh zero pages next step: on LeNet at batch 64, 1600 page faults a step and as much
  * system time as user time. Freed blocks of at least CACHE_MIN bytes are therefore kept, by size
  * class (four per power of two, so a block is at most 25% larger than asked), up to CACHE_MAX
- * bytes in all, and handed out again for the next request of their class. The cache is bounded,
- * so memory stays flat however many steps run; pd_k_host_trim gives it all back. Smaller blocks
+ * bytes in all or the most the process ever had live at once, whichever is larger, and handed
+ * out again for the next request of their class. The cache is bounded, so memory stays flat
+ * however many steps run (at most twice the live peak where the sizes keep changing; the peak
+ * where they repeat); pd_k_host_trim gives it all back. (A fixed 256 MiB had a DB text detector
+ * at 4 x 640 x 640, 380 MiB at its peak, map fresh pages for a third of its tensors every run:
+ * 2.15 s a run on one thread, 1.29 s with them kept.) Smaller blocks
  * go straight to pd_malloc (allocation-failure tests keep reaching them). CACHE_MIN is 4 KiB:
  * an RNN step makes and frees a few [32, H] fp32 tensors per time step, which glibc gave back
  * to the kernel (heap trimming) at the end of the step and faulted in again at the next (3-9%
@@ -477,16 +481,22 @@ typedef struct host_hdr {
  * take the cache's lock, do not start taking one. */
 static struct {
   atomic_size_t live, peak;
+  atomic_size_t high;   /* the highest `live` ever (no reset): the cache's bound past CACHE_MAX */
   atomic_uint_least64_t allocs;
 } usage;
 
+static void raise_to(atomic_size_t *mark, size_t now) {
+  size_t was = atomic_load_explicit(mark, memory_order_relaxed);
+  while (now > was && !atomic_compare_exchange_weak_explicit(mark, &was, now,
+                                                              memory_order_relaxed,
+                                                              memory_order_relaxed)) {
+  }
+}
+
 static void usage_add(size_t n) {
   size_t now = atomic_fetch_add_explicit(&usage.live, n, memory_order_relaxed) + n;
-  size_t peak = atomic_load_explicit(&usage.peak, memory_order_relaxed);
-  while (now > peak && !atomic_compare_exchange_weak_explicit(&usage.peak, &peak, now,
-                                                               memory_order_relaxed,
-                                                               memory_order_relaxed)) {
-  }
+  raise_to(&usage.peak, now);
+  raise_to(&usage.high, now);
   atomic_fetch_add_explicit(&usage.allocs, 1, memory_order_relaxed);
 }
 
@@ -556,7 +566,8 @@ void pd_k_host_free(void *p) {
     size_t cap;
     int c = size_class(h->cap, &cap);  /* cap is a class size: maps back to its class */
     pthread_mutex_lock(&cache.lock);
-    bool keep = cache.bytes + h->cap <= CACHE_MAX;
+    size_t high = atomic_load_explicit(&usage.high, memory_order_relaxed);
+    bool keep = cache.bytes + h->cap <= (high > CACHE_MAX ? high : CACHE_MAX);
     if (keep) {
       /* Poisoned before it is on the free list: once the lock is released another thread may
        * take it and unpoison it, and a late poison would then mark its live block. */

@@ -1,147 +1,30 @@
 /* builtins_action.c -- the builtins that describe rather than compute: reader, optimizer and
  * initializer specs (records that keep their arguments by name, checked here so a mistake is
  * reported at the argument) and the actions (train, eval, print, save, load, assert_close), which
- * are recorded in the unit and run after compilation (lang/run.c). */
+ * are recorded in the unit and run after compilation (train/run.c). */
 #include "config.h"
 #include "lang/builtins_int.h"
-#include "lang/plot.h"
+#include "train/optimizers.h"
+#include "train/options.h"
+#include "train/readers.h"
+#include "train/plot.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- Specs: readers, optimizers, initializers. A record keeps its arguments by name. ---- */
 
-/* The specs (readers, optimizers, initializers): their parameters in positional order (all may
- * also be given by keyword; the first `required` must be given), each with its default as the
- * docs write it (NULL: required) and its meaning; `what` says what the spec is. :help NAME shows
- * them (pd_cmp_spec_describe), and tests/lang/test_spec_help.c checks every default against
+/* The specs: readers (train/readers.h) and optimizers (train/optimizers.h) are their
+ * registries' rows; the initializers' rows are here (pd_spec, train/spec.h: the parameters in
+ * positional order, all may also be given by keyword, the first `required` must be given, each
+ * with its default as the docs write it and its meaning). :help NAME shows them
+ * (pd_cmp_spec_describe), and tests/lang/test_spec_help.c checks every default against
  * doc/language.md. */
-typedef struct spec_param {
-  const char *name, *dflt, *meaning;
-} spec_param;
+typedef pd_spec_param spec_param;
 
-/* The entries that several specs share: every optimizer's learning rate and its schedule's
- * and clipping's parameters (after its own), the validation split of the readers that have
- * one (csv, text, host; mnist's and lines' say it their own way). */
-#define OPT_LR \
-  {"learning_rate", NULL, "the step size (the rate before lr_schedule and warmup_steps)"}
-#define OPT_SCHEDULE \
-  {"clip_norm", "0", \
-   "when positive, scale every gradient by clip_norm / max(norm, clip_norm), norm the global " \
-   "norm of all the gradients"}, \
-  {"lr_schedule", "\"constant\"", \
-   "\"constant\", \"step\" (times decay_rate every decay_steps steps) or \"cosine\" (times (1 + " \
-   "cos(pi * step / T)) / 2, T = decay_steps or the train call's steps)"}, \
-  {"decay_steps", "none", "the period of \"step\" (required by it), the length of \"cosine\""}, \
-  {"decay_rate", "0.1", "the factor of each \"step\""}, \
-  {"warmup_steps", "0", \
-   "when positive, the rate rises linearly from 0 over these first steps, then the schedule " \
-   "starts"}
-#define OPT_WEIGHT_DECAY {"weight_decay", "0", "L2 regularisation: g += weight_decay * p"}
-#define SPLIT_PARAMS \
-  {"split", "none", "\"train\" or \"valid\": the part of a validation split (none: everything)"}, \
-  {"valid", "none", "the fraction a validation split holds out (0.1 for split = \"valid\")"}, \
-  {"seed", "0", "which samples the validation split holds out"}
-
-/* The learning-rate schedules an optimizer's lr_schedule names (lang/train.c computes them):
- * the compiler takes these names only, and :help NAME says what each does. */
-static const struct schedule {
-  const char *name, *what;
-} schedules[] = {
-    {"constant", "the learning rate as given (after warmup_steps, when positive)"},
-    {"step", "the rate times decay_rate (0.1) every decay_steps steps, which it requires"},
-    {"cosine", "the rate times (1 + cos(pi * step / T)) / 2, T = decay_steps when given, else "
-               "the number of steps of the train call"},
-};
-
-static const struct spec {
-  const char *name;
-  const char *params[12];   /* the names of help[], NULL-terminated (for keyword lookup) */
-  int required;
-  const char *what;
-  spec_param help[12];
-} specs[] = {
-    {"adagrad",
-     {"learning_rate", "epsilon", "initial_accumulator_value", "weight_decay", "clip_norm",
-      "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: m += g^2; p -= lr * g / (sqrt(m) + epsilon)",
-     {OPT_LR,
-      {"epsilon", "1e-6", "added to the root of the accumulator"},
-      {"initial_accumulator_value", "0.0", "the accumulator's starting value"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"adam",
-     {"learning_rate", "beta1", "beta2", "epsilon", "weight_decay", "clip_norm", "lr_schedule",
-      "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: Adam, with Fluid's state (P_moment1_0, ...)",
-     {OPT_LR,
-      {"beta1", "0.9", "the decay of the first moment (the mean of the gradients)"},
-      {"beta2", "0.999", "the decay of the second moment (their squares)"},
-      {"epsilon", "1e-8", "added to the second moment's root"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"adamw",
-     {"learning_rate", "weight_decay", "beta1", "beta2", "epsilon", "clip_norm", "lr_schedule",
-      "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: Adam with decoupled weight decay (p -= lr * weight_decay * p, then Adam's "
-     "step)",
-     {OPT_LR,
-      {"weight_decay", "0.01", "the decoupled decay (the op's coeff, not an L2 term)"},
-      {"beta1", "0.9", "the decay of the first moment"},
-      {"beta2", "0.999", "the decay of the second moment"},
-      {"epsilon", "1e-8", "added to the second moment's root"},
-      OPT_SCHEDULE}},
-    {"csv",
-     {"path", "label", "features", "header", "split", "valid", "seed", "delimiter", "fill",
-      "categorical"},
-     1,
-     "a reader: a CSV file with a header row: \"features\" float32 [k] and \"label\" [1]",
-     {{"path", NULL, "the file (relative to the script's folder when it is there)"},
-      {"label", "none", "the label column (none: the last one)"},
-      {"features", "none", "the feature columns, a list (none: every column but the label)"},
-      {"header", "true", "whether the first row names the columns (false is not supported yet)"},
-      SPLIT_PARAMS,
-      {"delimiter", "\",\"", "the one-character separator (\";\", \"\\t\")"},
-      {"fill", "none", "the number a missing cell (empty, NA, NaN, null) takes; none: an error"},
-      {"categorical", "none",
-       "text columns, a list: each value becomes a number (saved as .categories)"}}},
-    {"fashion_mnist",
-     {"split", "path", "valid", "seed"},
-     1,
-     "a reader: Fashion-MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 "
-     "[1]",
-     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
-      {"path", "none",
-       "the folder of the files (none: $PDLANG_FASHION_MNIST, else "
-       "/usr/share/datasets/fashion-mnist)"},
-      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
-      {"seed", "0", "which images the validation split holds out"}}},
-    {"host",
-     {"name", "split", "valid", "seed"},
-     1,
-     "a reader: a data set the program embedding pdlang gave its state (pd_state_set_dataset)",
-     {{"name", NULL, "the data set's name"},
-      SPLIT_PARAMS}},
-    {"images",
-     {"path", "shape", "mean", "std", "crop_padding", "flip", "split", "valid", "seed"},
-     2,
-     "a reader: a folder of class folders of PNG and JPEG images: \"images\" float32 shape, "
-     "\"label\" int64 [1]",
-     {{"path", NULL, "the folder; its class folders are sorted by name and numbered from 0"},
-      {"shape", NULL,
-       "[channels, height, width]: 1 (grey), 3 (RGB) or 4 (RGBA) channels; images are resized "
-       "to it"},
-      {"mean", "0",
-       "subtracted per channel (a number or one per channel) from the values in [0, 1]"},
-      {"std", "1", "then divided by per channel"},
-      {"crop_padding", "0",
-       "train's augmentation: pad by this many pixels, then crop back at a random offset"},
-      {"flip", "false", "train's augmentation: mirror left to right at random"},
-      SPLIT_PARAMS}},
+static const pd_spec specs[] = {
     {"kaiming",
      {"uniform", "fan_in"},
      0,
@@ -149,81 +32,12 @@ static const struct spec {
      {{"uniform", "true",
        "uniform in [-r, r], r = sqrt(6 / fan_in); false: Gaussian with std sqrt(2 / fan_in)"},
       {"fan_in", "none", "the fan-in (none: the parameter's, as xavier())"}}},
-    {"lines",
-     {"paths", "min_length", "max_length", "split", "test_every", "valid", "seed", "pad_to"},
-     1,
-     "a reader: one sample per line of text files: \"x\" the line's bytes (a sequence, int64 [1] "
-     "a step), \"label\" int64 [1] the file's index",
-     {{"paths", NULL, "a list of files, or one file"},
-      {"min_length", "1", "shorter lines are left out"},
-      {"max_length", "none", "longer lines are cut to it"},
-      {"split", "none", "\"train\", \"valid\" or \"test\" (every test_every-th line)"},
-      {"test_every", "5", "which lines are the test split's"},
-      {"valid", "none", "the fraction of the training lines split = \"valid\" holds out"},
-      {"seed", "0", "which lines the validation split holds out"},
-      {"pad_to", "none",
-       "\"x\" int64 [batch, pad_to], cut or padded with 0, and \"mask\" float32 [batch, "
-       "pad_to], 1 for the line's characters"}}},
-    {"mnist",
-     {"split", "path", "valid", "seed"},
-     1,
-     "a reader: MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 [1]",
-     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
-      {"path", "none",
-       "the folder of the files (none: $PDLANG_MNIST, else /usr/share/datasets/mnist)"},
-      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
-      {"seed", "0", "which images the validation split holds out"}}},
-    {"momentum",
-     {"learning_rate", "mu", "use_nesterov", "weight_decay", "clip_norm", "lr_schedule",
-      "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: v = mu * v + g; p -= lr * v",
-     {OPT_LR,
-      {"mu", "0.9", "the velocity's decay"},
-      {"use_nesterov", "false", "Nesterov's update: p -= lr * (g + mu * v)"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
     {"normal",
      {"mean", "std"},
      2,
      "an initializer: Gaussian",
      {{"mean", NULL, "the mean"},
       {"std", NULL, "the standard deviation"}}},
-    {"npy",
-     {"path", "label_path"},
-     1,
-     "a reader: a NumPy .npy array [N, ...] as \"x\"",
-     {{"path", NULL, "the .npy file"},
-      {"label_path", "none", "a second .npy of N labels, as \"label\""}}},
-    {"rmsprop",
-     {"learning_rate", "rho", "epsilon", "momentum", "centered", "weight_decay", "clip_norm",
-      "lr_schedule", "decay_steps", "decay_rate", "warmup_steps"},
-     1,
-     "an optimizer: ms = rho * ms + (1 - rho) * g^2; mom = momentum * mom + lr * g / sqrt(ms + "
-     "epsilon); p -= mom",
-     {OPT_LR,
-      {"rho", "0.95", "the decay of the mean square"},
-      {"epsilon", "1e-6", "added to the mean square"},
-      {"momentum", "0.0", "the momentum of the update"},
-      {"centered", "false", "divide by the variance (ms - mg^2) rather than the mean square"},
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"sgd",
-     {"learning_rate", "weight_decay", "clip_norm", "lr_schedule", "decay_steps", "decay_rate",
-      "warmup_steps"},
-     1,
-     "an optimizer: p -= lr * g",
-     {OPT_LR,
-      OPT_WEIGHT_DECAY,
-      OPT_SCHEDULE}},
-    {"text",
-     {"path", "length", "split", "valid", "seed"},
-     1,
-     "a reader: a text file's bytes in windows: \"x\" the window, \"y\" the byte after each "
-     "position, int64 [length]",
-     {{"path", NULL, "the file"},
-      {"length", "32", "the window's length"},
-      SPLIT_PARAMS}},
     {"uniform",
      {"low", "high"},
      2,
@@ -237,9 +51,32 @@ static const struct spec {
      {}},
 };
 
+/* The spec of a reader, optimizer or initializer by name (NULL: none), and spec i of all of
+ * them (readers, optimizers, initializers; NULL past the last). */
+static const pd_spec *find_spec(const char *name) {
+  const pd_reader_def *rd = pd_reader_find(name);
+  const pd_optim_def *od = pd_optim_find(name);
+  if (rd) return &rd->spec;
+  if (od) return &od->spec;
+  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
+    if (strcmp(specs[i].name, name) == 0) return &specs[i];
+  return NULL;
+}
+
+static const pd_spec *spec_at(int i) {
+  int nr = 0, no = 0;
+  while (pd_reader(nr)) nr++;
+  while (pd_optim(no)) no++;
+  if (i < 0) return NULL;
+  if (i < nr) return &pd_reader(i)->spec;
+  if (i < nr + no) return &pd_optim(i - nr)->spec;
+  i -= nr + no;
+  return i < (int)PD_ARRAY_LEN(specs) ? &specs[i] : NULL;
+}
+
 /* A validation split: split = "valid" (the held-out part) or "train" (the rest) with
  * valid = F, the fraction held out (default 0.1 for "valid"), and seed = S (default 0), which
- * picks the samples (lang/train.c applies it, vm/reader/reader_split.c). The arguments at
+ * picks the samples (train/train.c applies it, vm/reader/reader_split.c). The arguments at
  * positions si (split), vi (valid) and vi + 1 (seed). */
 static bool check_split(C *c, const char *reader, call_args *a, int si, int vi) {
   pd_loc loc, sloc;
@@ -384,7 +221,7 @@ static bool check_images_spec(C *c, call_args *a) {
   return check_split(c, "images", a, 6, 7);
 }
 
-static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
+static bool check_reader_spec(C *c, const pd_spec *sp, call_args *a) {
   const char *r = sp->name;
   pd_loc loc;
   value *v;
@@ -470,9 +307,7 @@ static bool check_reader_spec(C *c, const struct spec *sp, call_args *a) {
 }
 
 value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
-  const struct spec *sp = NULL;
-  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
-    if (strcmp(specs[i].name, self->name) == 0) sp = &specs[i];
+  const pd_spec *sp = find_spec(self->name);
   if (!sp) {
     pd_cmp_error(c, a->loc, "internal: no spec for '%s'", self->name);
     return VERR;
@@ -511,16 +346,16 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
   }
   if (strcmp(sp->name, "lines") == 0 ? !check_lines_spec(c, a) : !check_reader_spec(c, sp, a))
     return VERR;
-  /* An optimizer's schedule: one of schedules[]; "step" with its decay_steps. */
+  /* An optimizer's schedule: one of the registry's (train/optimizers.h); "step" with its
+   * decay_steps. */
   bool has_decay_steps = false;
   for (int i = 0; i < r->rec.n; i++)
     has_decay_steps |= !strcmp(r->rec.keys[i], "decay_steps") && r->rec.vals[i]->k != V_NONE;
   for (int i = 0; i < r->rec.n; i++) {
     value *w = r->rec.vals[i];
     if (strcmp(r->rec.keys[i], "lr_schedule") != 0 || w->k == V_NONE) continue;
-    size_t k = 0;
-    while (w->k == V_STR && k < PD_ARRAY_LEN(schedules) && strcmp(schedules[k].name, w->s)) k++;
-    if (w->k != V_STR || k == PD_ARRAY_LEN(schedules)) {
+    pd_lr_schedule kind = PD_LR_CONSTANT;
+    if (w->k != V_STR || !pd_lr_schedule_find(w->s, &kind)) {
       pd_cmp_error(c, r->rec.locs[i], "%s: lr_schedule is \"constant\", \"step\" or "
                    "\"cosine\" (:help cosine says what each does), not %s", self->name,
                    w->k == V_STR ? pd_cmp_fmt(c, "\"%s\"", w->s) : pd_cmp_vkind_phrase(w));
@@ -663,41 +498,30 @@ static const struct action_spec {
      "writes the inference model for the targets (path.pdmodel, path.pdiparams), or save(path) "
      "the parameters",
      {{"names", "none", "the outputs' names in the saved model, one per target"}}},
+    /* train's options are its descriptors (train/options.h): action_kw, action_help. */
     {"train",
      PD_ACTION_TRAIN,
      1,
      1,
-     {"reader", "batch", "epochs", "optimizer", "shuffle", "drop_last", "seed", "checkpoint",
-      "log_every", "valid", "metrics", "valid_every", "early_stop", "monitor", "mode",
-      "keep_best", "log", "plot", "valid_every_steps", "amp", NULL},
+     {NULL},
      "cost",
      "trains every parameter the cost depends on",
-     {{"reader", NULL, "the training data, a reader"},
-      {"batch", "64", "samples per minibatch"},
-      {"epochs", "1", "passes over the data"},
-      {"optimizer", "sgd(0.01)", "an optimizer: sgd, momentum, adam, adamw, rmsprop, adagrad"},
-      {"shuffle", "true", "a new order of the samples every epoch"},
-      {"drop_last", "false", "leave out an epoch's last, smaller minibatch"},
-      {"seed", NULL, "the seed of the shuffling and of random ops (default: pdlang run --seed)"},
-      {"checkpoint", "none",
-       "a file the training state is saved to after every epoch, and resumed from"},
-      {"log_every", NULL,
-       "with --progress=lines, a line every this many steps (default: a tenth of an epoch)"},
-      {"valid", "none", "the validation data, a reader"},
-      {"metrics", "none", "tensors of one value per batch evaluated on valid beside the cost"},
-      {"valid_every", "1", "validate after every this many epochs"},
-      {"early_stop", "none",
-       "patience: stop after this many validations without a better monitored value"},
-      {"monitor", "\"loss\"", "what early_stop and keep_best watch: \"loss\" or a metric's name"},
-      {"mode", NULL,
-       "\"min\" or \"max\": whether a smaller or a larger monitored value is better (default: "
-       "\"max\" for a name with acc, else \"min\")"},
-      {"keep_best", "false", "at the end, put back the parameters of the best validation"},
-      {"log", "none", "a file of a row per logged step and epoch (CSV, or JSON lines for .jsonl)"},
-      {"plot", "none", "a PNG of the log's curves, drawn when training ends"},
-      {"valid_every_steps", "none", "validate after every this many steps instead"},
-      {"amp", "none", "\"bf16\": mixed precision, the matrix products in bfloat16 with fp32 sums"}}},
+     {{NULL, NULL, NULL}}},
 };
+
+/* An action's keyword options, NULL-terminated: train's from its descriptors, the others' from
+ * their rows above. */
+static const char *const *action_kw(const struct action_spec *sp) {
+  return sp->kind == PD_ACTION_TRAIN ? pd_topt_names() : sp->kw;
+}
+
+/* Its option k's name, default as the docs write it and meaning ({NULL} past the last). */
+static spec_param action_help(const struct action_spec *sp, int k) {
+  if (sp->kind != PD_ACTION_TRAIN) return k >= 0 && k < 21 ? sp->help[k] : (spec_param){0};
+  const pd_topt_desc *d = pd_topt(k);
+  return d ? (spec_param){d->name, d->dflt, d->meaning} : (spec_param){0};
+}
+
 
 static const value *rec_field(const value *r, const char *key) {
   for (int i = 0; i < r->rec.n; i++)
@@ -706,13 +530,67 @@ static const value *rec_field(const value *r, const char *key) {
 }
 
 /* The per-sample shape of field `field` of reader r when the reader's arguments say it (images'
- * shape, mnist's 784 pixels, text's length, lines' pad_to; a label [1]): its rank, dims and
- * whether it is a sequence field (rows of that shape, one sequence per sample); -1 when not
- * known before the reader opens (csv, npy, host: their files say). */
+ * shape, mnist's 784 pixels, text's length, lines' pad_to; a label [1]), or the header of its
+ * file (npy's, csv's first row): its rank, dims and whether it is a sequence field (rows of that
+ * shape, one sequence per sample); -1 when not known before the reader opens (host's data, a
+ * file that is not there yet). */
+/* The per-sample dims of an npy(...) reader's field ("x": path, "label": label_path) from the
+ * file's header, or a csv(...) reader's ("features": the features listed, else the header row's
+ * columns but the label, unless some are categorical; "label": [1]); -1 when the file cannot be read now (the run reports
+ * why) or is not a regular file (a pipe is read once, by the run). */
+static int file_field_shape(const value *r, const char *field, int64_t *dims) {
+  bool npy = strcmp(r->rec.name, "npy") == 0, csv = strcmp(r->rec.name, "csv") == 0;
+  const char *key = npy && strcmp(field, "x") == 0        ? "path"
+                    : npy && strcmp(field, "label") == 0  ? "label_path"
+                    : csv && strcmp(field, "features") == 0 ? "path"
+                                                            : NULL;
+  if (csv && strcmp(field, "label") == 0) {
+    dims[0] = 1;
+    return 1;
+  }
+  const value *v = key ? rec_field(r, key) : NULL, *f = csv ? rec_field(r, "features") : NULL;
+  const value *cat = csv ? rec_field(r, "categorical") : NULL;
+  if (cat && cat->k == V_LIST && cat->list.n > 0)
+    return -1;  /* a categorical feature is one-hot: its width is in the data */
+  if (f && f->k == V_LIST) {   /* csv's features = [...]: no file needed */
+    dims[0] = f->list.n;
+    return 1;
+  }
+  if (!v || v->k != V_STR) return -1;
+  char *path = pd_path_beside(r->rec.loc.file, v->s);
+  struct stat sb;
+  int rank = -1;
+  if (path && stat(path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+    pd_error err = {0};
+    if (npy) {
+      pd_dtype dt;
+      int64_t all[PD_TENSOR_MAX_DIMS];
+      if (!pd_npy_header(path, &dt, &rank, all, &err) && rank >= 1) {
+        if (rank == 1) dims[0] = 1;   /* N labels batch as [rows, 1] */
+        else memcpy(dims, all + 1, sizeof *dims * (size_t)(rank - 1));
+        rank = rank == 1 ? 1 : rank - 1;
+      } else {
+        rank = -1;
+      }
+    } else {
+      const value *d = rec_field(r, "delimiter");
+      int ncols;
+      if (!pd_csv_columns(path, d && d->k == V_STR ? d->s[0] : ',', &ncols, &err) && ncols > 1) {
+        dims[0] = ncols - 1;   /* every column but the label */
+        rank = 1;
+      }
+    }
+    pd_error_clear(&err);
+  }
+  pd_free(path);
+  return rank;
+}
+
 static int reader_field_shape(const value *r, const char *field, int64_t *dims, bool *seq) {
   const char *n = r->rec.name;
   const value *v;
   *seq = false;
+  if (strcmp(n, "npy") == 0 || strcmp(n, "csv") == 0) return file_field_shape(r, field, dims);
   bool labelled = strcmp(n, "images") == 0 || strcmp(n, "mnist") == 0 ||
                   strcmp(n, "fashion_mnist") == 0 || strcmp(n, "lines") == 0;
   if (labelled && strcmp(field, "label") == 0) {
@@ -747,7 +625,7 @@ static int reader_field_shape(const value *r, const char *field, int64_t *dims, 
 }
 
 /* The data vars of the global block named after a field of reader r whose shape the reader's
- * arguments say must take that field as the batcher will feed it (lang/train.c's feeder): the
+ * arguments say must take that field as the batcher will feed it (train/train.c's feeder): the
  * same per-sample shape (-1 matching any size), or as many values (reshaped), or for a sequence
  * input a field of one value a step; a sequence field needs a sequence input. An error at loc
  * (the reader argument), naming both shapes. Fields read by position (no var of their name)
@@ -756,9 +634,9 @@ static bool check_reader_shapes(C *c, const char *what, const char *who, const v
                                 pd_loc loc) {
   if (!r || r->k != V_RECORD) return true;
   const pd_block *b0 = c->unit->main->blocks[0];
-  static const char *const fields[] = {"images", "label", "x", "y", "mask"};
+  static const char *const fields[] = {"images", "label", "x", "y", "mask", "features"};
   for (size_t f = 0; f < PD_ARRAY_LEN(fields); f++) {
-    int64_t fd[4];
+    int64_t fd[PD_TENSOR_MAX_DIMS];
     bool seq;
     int fnd = reader_field_shape(r, fields[f], fd, &seq);
     const pd_var_desc *v = fnd < 0 ? NULL : pd_block_find_var_local(b0, fields[f]);
@@ -804,11 +682,11 @@ static bool check_reader_shapes(C *c, const char *what, const char *who, const v
   return true;
 }
 
-static bool record_is(const value *v, const char *const *names) {
-  if (v->k != V_RECORD) return false;
-  for (int i = 0; names[i]; i++)
-    if (strcmp(v->rec.name, names[i]) == 0) return true;
-  return false;
+/* Whether v is a reader's record, an optimizer's (their registries, train/readers.h and
+ * train/optimizers.h). */
+static bool is_reader(const value *v) { return v->k == V_RECORD && pd_reader_find(v->rec.name); }
+static bool is_optimizer(const value *v) {
+  return v->k == V_RECORD && pd_optim_find(v->rec.name);
 }
 
 /* A metric of train's validation: a tensor of one element (mean(...), accuracy(...)). */
@@ -831,14 +709,55 @@ static bool check_metric(C *c, value *v, pd_loc loc, int i, int n) {
   return true;
 }
 
+/* train's options of a scalar type, each as its descriptor says (train/options.h): an integer
+ * in its range, true or false, a name, one of its choices. The readers, the optimizer and the
+ * metrics are checked by their own rules (check_action, check_validation). */
+static bool check_train_options(C *c, call_args *a) {
+  for (int i = 0; pd_topt(i); i++) {
+    const pd_topt_desc *d = pd_topt(i);
+    pd_loc l;
+    value *v = pd_cmp_arg(a, -1, d->name, &l);
+    if (!v) continue;
+    switch (d->type) {
+    case PD_TOPT_INT:
+      if (v->k == V_INT && v->i >= d->lo && (d->hi <= d->lo || v->i <= d->hi)) continue;
+      if (d->hi > d->lo)
+        pd_cmp_error(c, l, "train: '%s' must be an integer from %lld to %lld", d->name,
+                     (long long)d->lo, (long long)d->hi);
+      else
+        pd_cmp_error(c, l, "train: '%s' must be a%s integer%s", d->name,
+                     d->lo == 1 ? " positive" : d->lo == 0 ? " non-negative" : "n",
+                     d->lo > 1 || d->lo < 0 ? pd_cmp_fmt(c, " >= %lld", (long long)d->lo) : "");
+      return false;
+    case PD_TOPT_BOOL:
+      if (v->k == V_BOOL) continue;
+      pd_cmp_error(c, l, "train: '%s' must be true or false, not %s", d->name,
+                   pd_cmp_vkind_phrase(v));
+      return false;
+    case PD_TOPT_NAME:
+      if (v->k == V_STR && *v->s) continue;
+      pd_cmp_error(c, l, "train: '%s' must name %s, not %s", d->name, d->expect,
+                   v->k == V_STR ? "an empty string" : pd_cmp_vkind_phrase(v));
+      return false;
+    case PD_TOPT_CHOICE:
+      if (v->k == V_STR && pd_topt_is_choice(d, v->s)) continue;
+      pd_cmp_error(c, l, "train: '%s' must be %s", d->name, d->expect);
+      return false;
+    default:
+      continue;
+    }
+  }
+  return true;
+}
+
 /* train's validation options: valid = READER, metrics = [...], valid_every = N (epochs) or
  * valid_every_steps = N (steps), early_stop = PATIENCE, monitor = NAME, mode = "min" | "max",
  * keep_best = BOOL. The names of monitor are checked when train runs (the metrics' names come
  * from their vars). */
-static bool check_validation(C *c, call_args *a, const char *const *readers) {
+static bool check_validation(C *c, call_args *a) {
   pd_loc vloc, l;
   value *valid = pd_cmp_arg(a, -1, "valid", &vloc), *v;
-  if (valid && !record_is(valid, readers)) {
+  if (valid && !is_reader(valid)) {
     pd_cmp_error(c, vloc, "train: 'valid' must be a reader such as mnist(\"test\"), not %s",
                  pd_cmp_vkind_phrase(valid));
     return false;
@@ -854,33 +773,16 @@ static bool check_validation(C *c, call_args *a, const char *const *readers) {
     for (int i = 0; i < n; i++)
       if (!check_metric(c, v->k == V_LIST ? v->list.items[i] : v, l, i, n)) return false;
   }
-  static const char *const need_valid[] = {"metrics", "valid_every", "valid_every_steps",
-                                           "early_stop", "keep_best", "monitor", "mode"};
-  for (size_t i = 0; !valid && i < PD_ARRAY_LEN(need_valid); i++)
-    if (pd_cmp_arg(a, -1, need_valid[i], &l)) {
+  for (int i = 0; !valid && pd_topt(i); i++)
+    if ((pd_topt(i)->flags & PD_TOPT_VALID) && pd_cmp_arg(a, -1, pd_topt(i)->name, &l)) {
       pd_cmp_error(c, l, "train: '%s' needs a validation reader to watch; add valid = READER "
-                   "(for example valid = mnist(\"test\"))", need_valid[i]);
+                   "(for example valid = mnist(\"test\"))", pd_topt(i)->name);
       return false;
     }
   pd_loc el;
   if (pd_cmp_arg(a, -1, "valid_every", &el) && pd_cmp_arg(a, -1, "valid_every_steps", &l)) {
     pd_cmp_error(c, l, "train: give either valid_every (in epochs) or valid_every_steps (in "
                  "steps), not both");
-    return false;
-  }
-  if ((v = pd_cmp_arg(a, -1, "keep_best", &l)) && v->k != V_BOOL) {
-    pd_cmp_error(c, l, "train: 'keep_best' must be true or false, not %s", pd_cmp_vkind_phrase(v));
-    return false;
-  }
-  if ((v = pd_cmp_arg(a, -1, "mode", &l)) &&
-      (v->k != V_STR || (strcmp(v->s, "min") != 0 && strcmp(v->s, "max") != 0))) {
-    pd_cmp_error(c, l, "train: 'mode' must be \"min\" or \"max\" (whether a smaller or a "
-                 "larger monitored value is better)");
-    return false;
-  }
-  if ((v = pd_cmp_arg(a, -1, "monitor", &l)) && (v->k != V_STR || !*v->s)) {
-    pd_cmp_error(c, l, "train: 'monitor' must name a metric (\"loss\" or one of 'metrics'), not "
-                 "%s", pd_cmp_vkind_phrase(v));
     return false;
   }
   return true;
@@ -972,15 +874,11 @@ static bool check_predict(C *c, call_args *a, const value *reader) {
 }
 
 static bool check_action(C *c, pd_action_kind kind, call_args *a) {
-  static const char *const readers[] = {"fashion_mnist", "mnist", "csv", "npy", "text", "lines",
-                                        "images", "host", NULL};
-  static const char *const optimizers[] = {"sgd", "momentum", "adam", "adamw", "rmsprop",
-                                           "adagrad", NULL};
   for (int i = 0; i < a->npos; i++)
     if (a->pos[i]->k == V_ERROR) return false;
   pd_loc rloc;
   value *reader = pd_cmp_arg(a, -1, "reader", &rloc);
-  if (reader && !record_is(reader, readers)) {
+  if (reader && !is_reader(reader)) {
     pd_cmp_error(c, rloc,
                  "%s: 'reader' must be a reader such as fashion_mnist(\"train\") or csv(path)",
                  a->fname);
@@ -1006,57 +904,26 @@ static bool check_action(C *c, pd_action_kind kind, call_args *a) {
     }
     pd_loc oloc;
     value *opt = pd_cmp_arg(a, -1, "optimizer", &oloc);
-    if (opt && !record_is(opt, optimizers)) {
-      pd_cmp_error(c, oloc, "train: 'optimizer' must be sgd(...), momentum(...), adam(...), "
-                   "adamw(...), rmsprop(...) or adagrad(...)");
+    if (opt && !is_optimizer(opt)) {
+      pd_buf names;  /* the registry's: "adagrad(...), ... or sgd(...)" */
+      pd_buf_init(&names);
+      for (int i = 0; pd_optim(i); i++)
+        pd_buf_printf(&names, "%s%s(...)", !i ? "" : pd_optim(i + 1) ? ", " : " or ",
+                      pd_optim(i)->spec.name);
+      pd_cmp_error(c, oloc, "train: 'optimizer' must be %s",
+                   names.oom ? "an optimizer" : pd_cmp_fmt(c, "%s", names.data));
+      pd_buf_free(&names);
       return false;
     }
-    static const char *const ints[] = {"batch", "epochs", "seed", "log_every", "valid_every",
-                                       "valid_every_steps", "early_stop"};
-    for (size_t i = 0; i < PD_ARRAY_LEN(ints); i++) {
-      pd_loc l;
-      value *v2 = pd_cmp_arg(a, -1, ints[i], &l);
-      bool seed = strcmp(ints[i], "seed") == 0;
-      if (v2 && (v2->k != V_INT || v2->i < (seed ? 0 : 1))) {
-        pd_cmp_error(c, l, "train: '%s' must be a %s integer", ints[i],
-                     seed ? "non-negative" : "positive");
-        return false;
-      }
-    }
-    static const char *const bools[] = {"shuffle", "drop_last"};
-    for (size_t i = 0; i < PD_ARRAY_LEN(bools); i++) {
-      pd_loc l;
-      value *v2 = pd_cmp_arg(a, -1, bools[i], &l);
-      if (v2 && v2->k != V_BOOL) {
-        pd_cmp_error(c, l, "train: '%s' must be true or false, not %s", bools[i],
-                     pd_cmp_vkind_phrase(v2));
-        return false;
-      }
-    }
+    if (!check_train_options(c, a)) return false;
     pd_loc ll;
-    value *lv = pd_cmp_arg(a, -1, "log", &ll);
-    if (lv && (lv->k != V_STR || !*lv->s)) {
-      pd_cmp_error(c, ll, "train: 'log' must name a file (\"run.csv\", or \"run.jsonl\" for "
-                   "JSON lines), not %s", pd_cmp_vkind_phrase(lv));
-      return false;
-    }
-    if ((lv = pd_cmp_arg(a, -1, "amp", &ll)) && (lv->k != V_STR || strcmp(lv->s, "bf16") != 0)) {
-      pd_cmp_error(c, ll, "train: 'amp' (mixed precision) must be \"bf16\": the products in "
-                   "bfloat16, the rest in fp32 (fp16, which needs loss scaling, is not built "
-                   "yet)");
-      return false;
-    }
-    if ((lv = pd_cmp_arg(a, -1, "plot", &ll)) && (lv->k != V_STR || !*lv->s)) {
-      pd_cmp_error(c, ll, "train: 'plot' must name a PNG file (\"curves.png\"), not %s",
-                   pd_cmp_vkind_phrase(lv));
-      return false;
-    }
+    value *lv = pd_cmp_arg(a, -1, "plot", &ll);
     if (lv && !pd_plot_available()) {
       pd_cmp_error(c, ll, "train: 'plot' draws with cairo, and this pdlang was built without it "
                    "(install libcairo2-dev and configure again)");
       return false;
     }
-    return check_validation(c, a, readers);
+    return check_validation(c, a);
   }
   case PD_ACTION_EVAL:
     for (int i = 0; i < a->npos; i++)
@@ -1085,7 +952,7 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
   const struct action_spec *sp = NULL;
   for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
     if (strcmp(action_specs[i].name, self->name) == 0) sp = &action_specs[i];
-  if (!sp || !pd_cmp_check_args_kw(c, a, sp->max_pos, sp->kw, 0)) return VERR;
+  if (!sp || !pd_cmp_check_args_kw(c, a, sp->max_pos, action_kw(sp), 0)) return VERR;
   if (a->npos < sp->min_pos) {
     pd_cmp_error(c, a->loc, "%s needs at least %d argument%s", self->name, sp->min_pos,
                  sp->min_pos == 1 ? "" : "s");
@@ -1131,16 +998,17 @@ value *pd_cmp_b_action(C *c, const builtin *self, call_args *a) {
   return VNONE;
 }
 
-/* The parameter lines of :help: "    name = default   meaning", the names padded to one width. */
-static void describe_params(const spec_param *h, bool keywords, pd_buf *out) {
+/* The parameter lines of :help: "    name = default   meaning", the names padded to one width
+ * (h: up to n of them, fewer when one has no name). */
+static void describe_params(const spec_param *h, int n, bool keywords, pd_buf *out) {
   int w = 0;
   char col[160];
-  for (int i = 0; i < 20 && h[i].name; i++) {
-    int n = snprintf(col, sizeof col, "%s%s%s", h[i].name,
-                     h[i].dflt ? " = " : keywords ? " = ..." : "", h[i].dflt ? h[i].dflt : "");
-    if (n > w) w = n;
+  for (int i = 0; i < n && h[i].name; i++) {
+    int len = snprintf(col, sizeof col, "%s%s%s", h[i].name,
+                       h[i].dflt ? " = " : keywords ? " = ..." : "", h[i].dflt ? h[i].dflt : "");
+    if (len > w) w = len;
   }
-  for (int i = 0; i < 20 && h[i].name; i++) {
+  for (int i = 0; i < n && h[i].name; i++) {
     snprintf(col, sizeof col, "%s%s%s", h[i].name, h[i].dflt ? " = " : keywords ? " = ..." : "",
              h[i].dflt ? h[i].dflt : "");
     pd_buf_printf(out, "    %-*s  %s%s\n", w, col, h[i].meaning,
@@ -1149,58 +1017,69 @@ static void describe_params(const spec_param *h, bool keywords, pd_buf *out) {
 }
 
 bool pd_cmp_spec_describe(const char *name, pd_buf *out) {
-  for (size_t i = 0; i < PD_ARRAY_LEN(schedules); i++)
-    if (strcmp(schedules[i].name, name) == 0) {
+  const char *sname, *swhat;
+  for (int i = 0; pd_lr_schedule_info(i, &sname, &swhat); i++)
+    if (strcmp(sname, name) == 0) {
       pd_buf_printf(out, "lr_schedule = \"%s\"\n  a learning-rate schedule of every optimizer "
                     "(sgd, momentum, adam, adamw, rmsprop, adagrad): %s\n", name,
-                    schedules[i].what);
+                    swhat);
       return true;
     }
-  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++) {
-    const struct spec *sp = &specs[i];
-    if (strcmp(sp->name, name) != 0) continue;
+  const pd_spec *spec = find_spec(name);
+  if (spec) {
+    const pd_spec *sp = spec;
     pd_buf_printf(out, "%s(", name);
-    for (int k = 0; k < 12 && sp->help[k].name; k++)
+    for (int k = 0; k < PD_SPEC_MAX_PARAMS && sp->help[k].name; k++)
       pd_buf_printf(out, "%s%s%s%s", k ? ", " : "", sp->help[k].name,
                     sp->help[k].dflt ? " = " : "", sp->help[k].dflt ? sp->help[k].dflt : "");
     pd_buf_printf(out, ")\n  %s\n", sp->what);
-    describe_params(sp->help, false, out);
+    describe_params(sp->help, (int)PD_ARRAY_LEN(sp->help), false, out);
     return true;
   }
   for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++) {
     const struct action_spec *sp = &action_specs[i];
     if (strcmp(sp->name, name) != 0) continue;
+    spec_param help[PD_TOPT_COUNT + 1];
+    int nh = 0;
+    for (; nh < PD_TOPT_COUNT && (help[nh] = action_help(sp, nh)).name; nh++) {}
+    help[nh] = (spec_param){0};
     pd_buf_printf(out, "%s(%s", name, sp->pos);
-    for (int k = 0; k < 20 && sp->help[k].name; k++)
-      pd_buf_printf(out, ", %s = %s", sp->help[k].name,
-                    sp->help[k].dflt ? sp->help[k].dflt : "...");
+    for (int k = 0; k < nh; k++)
+      pd_buf_printf(out, ", %s = %s", help[k].name, help[k].dflt ? help[k].dflt : "...");
     pd_buf_printf(out, ")\n  an action (run after the script compiles, in order): %s\n", sp->what);
-    describe_params(sp->help, true, out);
+    describe_params(help, nh, true, out);
     return true;
   }
   return false;
 }
 
 const char *pd_cmp_schedule(int i) {
-  return i >= 0 && i < (int)PD_ARRAY_LEN(schedules) ? schedules[i].name : NULL;
+  const char *name, *what;
+  return pd_lr_schedule_info(i, &name, &what) ? name : NULL;
 }
 
 bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, const char **dflt,
                        const char **meaning) {
   const spec_param *h;
-  int ns = (int)PD_ARRAY_LEN(specs), na = (int)PD_ARRAY_LEN(action_specs);
+  spec_param one;  /* an action's entry (its names, defaults and meanings are static) */
+  int ns = 0, na = (int)PD_ARRAY_LEN(action_specs);
+  while (spec_at(ns)) ns++;
   if (i < 0 || i >= ns + na) return false;
   if (i < ns) {
-    *spec = specs[i].name;
-    h = k >= 0 && k < 12 ? &specs[i].help[k] : NULL;
-    if (h && h->name && strcmp(specs[i].params[k] ? specs[i].params[k] : "", h->name) != 0)
+    const pd_spec *sp = spec_at(i);
+    *spec = sp->name;
+    h = k >= 0 && k < PD_SPEC_MAX_PARAMS ? &sp->help[k] : NULL;
+    if (h && h->name && strcmp(sp->params[k] ? sp->params[k] : "", h->name) != 0)
       h = NULL;  /* the names of params[] and help[] must agree (the test checks this) */
   } else {
-    *spec = action_specs[i - ns].name;
-    h = k >= 0 && k < 20 ? &action_specs[i - ns].help[k] : NULL;
-    if (h && h->name && strcmp(action_specs[i - ns].kw[k] ? action_specs[i - ns].kw[k] : "",
-                               h->name) != 0)
-      h = NULL;
+    const struct action_spec *sp = &action_specs[i - ns];
+    const char *const *kw = action_kw(sp);
+    int nk = 0;
+    while (kw[nk]) nk++;
+    *spec = sp->name;
+    one = action_help(sp, k);
+    h = k >= 0 && k <= nk ? &one : NULL;
+    if (h && h->name && strcmp(k < nk ? kw[k] : "", h->name) != 0) h = NULL;
   }
   *param = h ? h->name : NULL;
   *dflt = h ? h->dflt : NULL;
@@ -1209,11 +1088,11 @@ bool pd_cmp_spec_param(int i, int k, const char **spec, const char **param, cons
 }
 
 const char *const *pd_cmp_record_params(const char *name, int *required) {
-  for (size_t i = 0; i < PD_ARRAY_LEN(specs); i++)
-    if (strcmp(specs[i].name, name) == 0) {
-      if (required) *required = specs[i].required;
-      return specs[i].params;
-    }
+  const pd_spec *sp = find_spec(name);
+  if (sp) {
+    if (required) *required = sp->required;
+    return sp->params;
+  }
   return NULL;
 }
 
@@ -1221,7 +1100,7 @@ const char *const *pd_cmp_action_params(const char *name, const char **pos) {
   for (size_t i = 0; i < PD_ARRAY_LEN(action_specs); i++)
     if (strcmp(action_specs[i].name, name) == 0) {
       if (pos) *pos = action_specs[i].pos;
-      return action_specs[i].kw;
+      return action_kw(&action_specs[i]);
     }
   return NULL;
 }

@@ -27,6 +27,7 @@ include tests/vm/passes/local.mk
 include tests/vm/run/local.mk
 include tests/vm/reader/local.mk
 include tests/stdlib/local.mk
+include tests/train/local.mk
 include tests/api/local.mk
 include tests/doc/local.mk
 include tests/golden/local.mk

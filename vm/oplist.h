@@ -74,6 +74,16 @@
 #define PD_ACT_(name, op, ...)                                                                  \
   PD_OPK(name, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, unary, IN(ONE("X")), OUT(ONE("Out")),     \
          ATTRS(__VA_ARGS__), KERNEL(act, op))
+/* batch_norm and sync_batch_norm (vm/ops/norm.c): the same slots and attributes, Paddle's. */
+#define PD_BATCH_NORM_(name, flags)                                                             \
+  PD_OP(name, flags, batch_norm,                                                                \
+        IN(ONE("X"), ONE("Scale"), ONE("Bias"), ONE("Mean"), ONE("Variance"),                   \
+           OPT("MomentumTensor", HOST)),                                                        \
+        OUT(ONE("Y"), ONE("MeanOut"), ONE("VarianceOut"), TEMP("SavedMean"),                    \
+            TEMP("SavedVariance"), OPT("ReserveSpace")),                                        \
+        ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),                                   \
+              ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),         \
+              BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
 #define PD_ELEMENTWISE_(name, op)                                                               \
   PD_OPK(name, DIFF | GPU | GPU_GRAD | ROW_XY, elementwise, IN(ONE("X"), ONE("Y")),             \
          OUT(ONE("Out")), ATTRS(INT("axis", -1)), KERNEL(elementwise, op))
@@ -185,14 +195,7 @@ PD_UNARY_(assign, DIFF | GPU | GPU_GRAD | ROW_X)
 PD_OP(assign_value, 0, assign_value, NONE, OUT(ONE("Out")),
       ATTRS(INTS_EMPTY("shape"), INT("dtype", PD_FP32), FLOATS_EMPTY("fp32_values"),
             INTS_EMPTY("int32_values"), LONGS_EMPTY("int64_values"), INTS_EMPTY("bool_values")))
-PD_OP(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD, batch_norm,
-      IN(ONE("X"), ONE("Scale"), ONE("Bias"), ONE("Mean"), ONE("Variance"),
-         OPT("MomentumTensor", HOST)),
-      OUT(ONE("Y"), ONE("MeanOut"), ONE("VarianceOut"), TEMP("SavedMean"), TEMP("SavedVariance"),
-          OPT("ReserveSpace")),
-      ATTRS(FLOAT("momentum", 0.9), FLOAT("epsilon", 1e-5),
-            ENUM("data_layout", "NCHW", "NHWC", "AnyLayout"), BOOL("is_test", false),
-            BOOL("use_global_stats", false), BOOL("trainable_statistics", false)))
+PD_BATCH_NORM_(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD)
 PD_INTERP_(bicubic_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_INTERP_(bilinear_interp, 1, FLOAT("scale", 0.0))
 PD_INTERP_(bilinear_interp_v2, 2, FLOATS_EMPTY("scale"))
@@ -582,6 +585,9 @@ PD_SQUEEZE_(squeeze2, ONE("Out"), TEMP("XShape"))
 PD_OP(stack, DIFF | GPU | GPU_GRAD, stack, IN(LIST("X")), OUT(ONE("Y")), ATTRS(INT("axis", 0)))
 PD_OP(sum, DIFF | GPU, sum, IN(LIST("X")), OUT(ONE("Out")), NONE)
 PD_ACT_(swish, PD_K_SWISH, FLOAT("beta", 1.0))
+/* batch_norm whose batch statistics (and their gradient's sums) are summed over the ranks of a
+ * data-parallel job (vm/run/comm.h); in one process, batch_norm's values. On the host. */
+PD_BATCH_NORM_(sync_batch_norm, DIFF | FP_IN)
 PD_MATH_(tanh, DIFF | FP_IN | GPU | GPU_GRAD | ROW_X, PD_K_TANH)
 PD_OPK(tile, DIFF | GPU | GPU_GRAD, tile, IN(ONE("X")), OUT(ONE("Out")),
        ATTRS(INTS_EMPTY("repeat_times")), KERNEL(repeat, PD_OPV_TILE))
@@ -620,6 +626,7 @@ PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"),
 #undef PD_CONV2D_TRANSPOSE_
 #undef PD_MATH_
 #undef PD_ACT_
+#undef PD_BATCH_NORM_
 #undef PD_ELEMENTWISE_
 #undef PD_COMPARE_
 #undef PD_LOGICAL_

@@ -114,6 +114,17 @@ struct pd_kcpu_epi16;
 void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
                              float *y, const struct pd_kcpu_epi16 *e);
 
+/* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
+ * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice
+ * dy's size), which is also the transposed convolution of upsampling heads (DB's, U-Net's):
+ * dx[n][c][2i + a][2j + b] = sum over o of dy[n][o][i][j] w[o][c][a][b], for the rows [r0, r1)
+ * of the n * h (row y of image n, every channel), each element written once (no column matrix,
+ * no clearing, no scatter); false, with nothing written, when there is no memory for a row of
+ * dy's channels. */
+bool pd_kcpu_unstride2_takes(const pd_k_conv2d *p);
+bool pd_kcpu_unstride2_f32(const pd_k_conv2d *p, const float *w, const float *dy, float *dx,
+                           int64_t r0, int64_t r1);
+
 /* ---- The CPU kernels: pd_kcpu_<name> for every entry of PD_K_BACKEND_LIST (kernels.h has
  * their contracts; the file is the entry's family: elementwise.c, reduce.c, conv.c, ...). ---- */
 #define PD_KCPU_DECL_(name, type, cuda) type pd_kcpu_##name;

@@ -73,6 +73,11 @@ void pd_kcpu_scale16_f32(float *x, float s, int64_t n);
 #define PD_KCPU_SMALL16_MAX_N 64
 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                               const float *b, int64_t ldb, float *c, int64_t ldc);
+/* gemm_avx512.c: C [m, n] = A [m, k] B [n, k]^T (row strides lda, ldb, ldc), each element a
+ * dot product along K in sixteen lanes, then added across them; rows of B four at a time
+ * against every row of A, so that B is read once. Under the same condition. */
+void pd_kcpu_gemm_nt16_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                           const float *b, int64_t ldb, float *c, int64_t ldc);
 /* gemm_avx512.c: C [m, n] = alpha op(A) op(B) + beta C (op: transposed when ta, tb; beta 0
  * does not read C), plus bias [n] on every row when bias, for m, n, k > 0, under the same
  * condition. Fast while op(A) fits in a core's
@@ -94,7 +99,8 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
  * partial sums (m past 128 with k past 192). Under the same condition. */
 #define PD_KCPU_GEMM16_NR 32
 /* pd_kcpu_gemm16p_epi_f32: the same, then on each element of C, as it is stored: plus
- * rbias[row] (NULL: none), plus res[row * ldres + column] (NULL: none), through the activation
+ * cbias[column] (NULL: none; an fc layer's), plus rbias[row] (NULL: none; a convolution's),
+ * plus res[row * ldres + column] (NULL: none), through the activation
  * act (p its parameters: relu6 {threshold}, leaky_relu {alpha}, hard_swish {threshold, scale,
  * offset, 1 / scale}, hard_sigmoid {slope, offset}). epi NULL: pd_kcpu_gemm16p_f32.
  * pd_kcpu_gemm16_epi_f32: pd_kcpu_gemm16_f32's C = A B (no transposes, alpha 1, beta 0) with
@@ -102,7 +108,7 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
 enum { PD_KCPU_EPI_NONE, PD_KCPU_EPI_RELU, PD_KCPU_EPI_RELU6, PD_KCPU_EPI_LEAKY,
        PD_KCPU_EPI_HSWISH, PD_KCPU_EPI_HSIGMOID };
 typedef struct pd_kcpu_epi16 {
-  const float *rbias, *res;
+  const float *cbias, *rbias, *res;
   int64_t ldres;
   int act;
   float p[4];

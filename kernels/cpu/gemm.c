@@ -1,8 +1,8 @@
 /* gemm.c -- matrix products through OpenBLAS's cblas_sgemm/cblas_dgemm (row-major), or for
  * fp32 on AVX-512 CPUs the layer-sized ones through gemm_avx512.c's: single, strided-batched,
- * followed by an activation (gemm_act, and a recurrence of those: gemm_act_chain), and onto a
- * bias (gemm_bias). A large product is split across the kernels' thread pool (pool.c), each
- * part a one-thread call. */
+ * followed by an activation (gemm_act, and a recurrence of those: gemm_act_chain), onto a
+ * bias (gemm_bias), and with a B prepared once (gemm_const_b). A large product is split across
+ * the kernels' thread pool (pool.c), each part a one-thread call. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
@@ -345,6 +345,92 @@ pd_status pd_kcpu_gemm_bias(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, 
   if (st) return st;
   if (!bias) return PD_EINVAL;
   return gemm_run(dt, trans_a, trans_b, m, n, k, 1.0, a, lda, b, ldb, 1.0, c, ldc, NULL, bias);
+}
+
+/* ---- gemm_const_b (kernels.h): B copied once into gemm_avx512.c's panels of 32 columns
+ * (pd_kcpu_gemm16_pack_f32), each then read contiguously, where the product read rows of B
+ * n floats apart (6 KB for an fc of 1536 outputs: a page and a TLB entry a row). The threads
+ * split the panels; each takes C's rows in blocks of CONST_B_ROWS, so that its partial sums stay
+ * on the stack and a block of A in L2 while it passes over its panels. ---- */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+#define CONST_B_ROWS 128
+
+typedef struct panels {
+  pd_k_prepared base;
+  float *pack; /* pd_kcpu_gemm16_packed_size(rows, cols) floats, after the header */
+} panels;
+
+#define PANELS_HEADER (((sizeof(panels) + PD_K_ALIGN - 1) / PD_K_ALIGN) * PD_K_ALIGN)
+
+static void panels_release(pd_k_prepared *p) { pd_k_host_free(p); }
+
+/* B's panels for this product, made (or made again) in *prep; NULL when gemm16's product
+ * does not take it or there is no memory (the caller then computes from B itself). */
+static const panels *prepared_panels(pd_dtype dt, int64_t n, int64_t k, const void *b,
+                                     pd_k_prepared **prep) {
+  if (dt != PD_FP32 || k > GEMM16_MAX_K || pd_kcpu_simd() != PD_KCPU_SIMD_AVX512) return NULL;
+  panels *p = (panels *)*prep;
+  if (p && p->base.release == panels_release && p->base.dt == dt && p->base.rows == k &&
+      p->base.cols == n)
+    return p;
+  if (*prep) (*prep)->release(*prep);
+  *prep = NULL;
+  size_t bytes = (size_t)pd_kcpu_gemm16_packed_size(k, n) * sizeof(float);
+  char *mem = pd_k_host_alloc(PANELS_HEADER + bytes);
+  if (!mem) return NULL;
+  p = (panels *)mem;
+  p->base = (pd_k_prepared){panels_release, dt, k, n};
+  p->pack = (float *)(mem + PANELS_HEADER);
+  pd_kcpu_gemm16_pack_f32(k, n, b, n, p->pack);
+  *prep = &p->base;
+  return p;
+}
+
+typedef struct const_b_job {
+  int64_t m, n, k;
+  const float *a, *pack, *bias;
+  float *c;
+} const_b_job;
+
+static void const_b_part(void *vjob, int t, int nt) {
+  const const_b_job *j = vjob;
+  int64_t np = (j->n + PD_KCPU_GEMM16_NR - 1) / PD_KCPU_GEMM16_NR;
+  int64_t c0 = np * t / nt * PD_KCPU_GEMM16_NR, c1 = np * (t + 1) / nt * PD_KCPU_GEMM16_NR;
+  if (c1 > j->n) c1 = j->n;
+  if (c0 >= c1) return;
+  pd_kcpu_epi16 epi = {.cbias = j->bias ? j->bias + c0 : NULL, .act = PD_KCPU_EPI_NONE};
+  for (int64_t i = 0; i < j->m; i += CONST_B_ROWS) {
+    int64_t rows = j->m - i < CONST_B_ROWS ? j->m - i : CONST_B_ROWS;
+    /* With at most CONST_B_ROWS rows the partial sums are on the stack: it cannot fail. */
+    (void)pd_kcpu_gemm16p_epi_f32(false, rows, c1 - c0, j->k, j->a + i * j->k, j->k,
+                                  j->pack + c0 * j->k, 0.0f, j->c + i * j->n + c0, j->n,
+                                  j->bias ? &epi : NULL);
+  }
+}
+#endif
+
+pd_status pd_kcpu_gemm_const_b(pd_dtype dt, int64_t m, int64_t n, int64_t k, const void *a,
+                               const void *b, const void *bias, void *c, pd_k_prepared **prep) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  int64_t lda = k > 1 ? k : 1;
+  pd_status st = pd_k_gemm_check(false, false, m, n, k, lda, n, n);
+  if (st) return st;
+  if (!prep) return PD_EINVAL;
+  if (m == 0 || n == 0) return PD_OK;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  const panels *p = k > 0 ? prepared_panels(dt, n, k, b, prep) : NULL;
+  if (p) {
+    const_b_job j = {m, n, k, a, p->pack, bias, c};
+    int nt = pd_kcpu_blas_team();
+    int64_t np = (n + PD_KCPU_GEMM16_NR - 1) / PD_KCPU_GEMM16_NR;
+    if (nt > np) nt = (int)np;
+    if (nt > 1 && m * n >= SPLIT_MIN_WORK / k) pd_kcpu_team(nt, const_b_part, &j);
+    else const_b_part(&j, 0, 1);
+    return PD_OK;
+  }
+#endif
+  return gemm_run(dt, false, false, m, n, k, 1.0, a, lda, b, n, bias ? 1.0 : 0.0, c, n, NULL,
+                  bias);
 }
 
 pd_status pd_kcpu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch,

@@ -4,6 +4,8 @@
  *   layer's forward and gradient products); a tile of 12 rows by 32 columns of C sits in 24
  *   registers for the whole of K while each element of op(A) is broadcast against a row of
  *   op(B). B^T is copied into panels of 32 columns first; A and B are read in place.
+ * - pd_kcpu_gemm_nt16_f32: C = A B^T as dot products along K, each row of B read once (a 1x1
+ *   convolution of one-pixel maps: the images times the filters).
  * - pd_kcpu_gemm_small16_f32: C += A B with B at most 64 columns: the step of gemm_act_chain
  *   (gemm.c) at small hidden sizes, where an OpenBLAS call is mostly overhead and two threads
  *   calling it at once queue on its buffer lock (an RNN step at hidden 32 on 16 rows a thread
@@ -71,6 +73,53 @@ AVX512 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const floa
   }
 }
 
+/* ---- pd_kcpu_gemm_nt16_f32: C = A B^T, both read along K ---- */
+
+/* R rows of A (1..4) against J rows of B (1..4): R x J dot products over k, sixteen terms a
+ * step, the last step masked; each sum's sixteen lanes added at the end. */
+static INLINE AVX512 void dots(int R, int J, int64_t k, const float *a, int64_t lda,
+                               const float *b, int64_t ldb, float *c, int64_t ldc) {
+  __m512 acc[4][4];
+  UNROLL for (int r = 0; r < 4; r++)
+    UNROLL for (int jj = 0; jj < 4; jj++) acc[r][jj] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < k; q += 16) {
+    __mmask16 mk = k - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (k - q)) - 1u);
+    __m512 bv[4];
+    UNROLL for (int jj = 0; jj < J; jj++) bv[jj] = _mm512_maskz_loadu_ps(mk, b + jj * ldb + q);
+    UNROLL for (int r = 0; r < R; r++) {
+      __m512 av = _mm512_maskz_loadu_ps(mk, a + r * lda + q);
+      UNROLL for (int jj = 0; jj < J; jj++) acc[r][jj] = _mm512_fmadd_ps(av, bv[jj], acc[r][jj]);
+    }
+  }
+  UNROLL for (int r = 0; r < R; r++)
+    UNROLL for (int jj = 0; jj < J; jj++) c[r * ldc + jj] = _mm512_reduce_add_ps(acc[r][jj]);
+}
+
+static AVX512 void dots_rows(int J, int64_t m, int64_t k, const float *a, int64_t lda,
+                             const float *b, int64_t ldb, float *c, int64_t ldc) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) dots(4, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc);
+  switch (m - i) {
+    case 3: dots(3, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    case 2: dots(2, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    case 1: dots(1, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc); break;
+    default: break;
+  }
+}
+
+AVX512 void pd_kcpu_gemm_nt16_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                  const float *b, int64_t ldb, float *c, int64_t ldc) {
+  /* four rows of B at a time (they stay in L1) against every row of A */
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) dots_rows(4, m, k, a, lda, b + j * ldb, ldb, c + j, ldc);
+  switch (n - j) {
+    case 3: dots_rows(3, m, k, a, lda, b + j * ldb, ldb, c + j, ldc); break;
+    case 2: dots_rows(2, m, k, a, lda, b + j * ldb, ldb, c + j, ldc); break;
+    case 1: dots_rows(1, m, k, a, lda, b + j * ldb, ldb, c + j, ldc); break;
+    default: break;
+  }
+}
+
 /* ---- pd_kcpu_gemm16_f32 ---- */
 
 #define MR 12  /* rows of C a tile */
@@ -83,7 +132,7 @@ AVX512 void pd_kcpu_gemm_small16_f32(int64_t m, int64_t n, int64_t k, const floa
 
 typedef struct ep16 {
   float alpha, beta;
-  const float *bias; /* at the panel's first column, or NULL */
+  const float *bias; /* a bias per column, at the panel's first column, or NULL */
   const pd_kcpu_epi16 *epi; /* then a bias per row, a residual and an activation, or NULL */
   const float *res;  /* epi's residual at the tile's first row and column */
   int64_t row;       /* the tile's first row (epi's bias) */
@@ -228,7 +277,8 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
       bp = pack;
       ldp = NR;
     }
-    ep16 ep = {alpha, beta, bias ? bias + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
+    const float *cb = bias ? bias : epi ? epi->cbias : NULL;
+    ep16 ep = {alpha, beta, cb ? cb + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
     if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
     else panel_na(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
   }
@@ -270,6 +320,7 @@ AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, co
     int nv = w > 16 ? 2 : 1;
     __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
     const float *bp = pack + j * k;
+    ep.bias = epi && epi->cbias ? epi->cbias + j : NULL;
     ep.res = epi && epi->res ? epi->res + j : NULL;
     if (ta) panel_ta(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
     else panel_na(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);

@@ -20,12 +20,18 @@ static void TF(interp_fwd)(void *ctx, int64_t b, int64_t e) {
         r[i] = x + iy[i * p->oh + k] * si.y;
         wy[i] = (T)ly[i * p->oh + k];
       }
-      for (int64_t l = 0; l < p->ow; l++) {
-        T *o = y + k * so.y + l * so.x;
-        if (nearest) {
-          *o = r[0][ix[l] * si.x];
+      if (nearest) {
+        T *o = y + k * so.y;
+        if (k > 0 && iy[k] == iy[k - 1] && so.x == 1) {
+          /* the row above read the same input row: an upsampling's repeated rows are copies */
+          memcpy(o, o - so.y, (size_t)p->ow * sizeof(T));
           continue;
         }
+        for (int64_t l = 0; l < p->ow; l++) o[l * so.x] = r[0][ix[l] * si.x];
+        continue;
+      }
+      for (int64_t l = 0; l < p->ow; l++) {
+        T *o = y + k * so.y + l * so.x;
         int64_t q[4] = {0, 0, 0, 0};
         T wx[4] = {0, 0, 0, 0};
         for (int t = 0; t < p->tw; t++) {

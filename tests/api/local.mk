@@ -7,6 +7,9 @@
 #     cost falls, the weights equal those of the same script on .npy files with the same values
 #     and seed, eval and validation splits, copies and replacement, every bad argument, an unknown
 #     name at the reader, allocation failures;
+#   test_api_train: pd_state_train: a script's cost trained with train's options as name, value
+#     pairs (the cost falls, the weights equal the script's own train(...) bit for bit, a second
+#     call goes on), every bad option, allocation failures;
 #   test_api_images: pd_state_feed_images: PNG files into a saved model's image input, read as
 #     the images reader read them (predict's output, bit for bit), and its errors;
 #   test_alloc_sweep: every allocation failing in turn, every k, through the library: a script
@@ -20,9 +23,9 @@
 #     installed program imports the installed stdlib (found beside it at run time, whatever
 #     prefix it was built for), not the build tree's.
 check_PROGRAMS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
-	tests/api/test_api_images
+	tests/api/test_api_images tests/api/test_api_train
 TESTS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
-	tests/api/test_api_images tests/api/install.sh tests/api/symbols.sh \
+	tests/api/test_api_images tests/api/test_api_train tests/api/install.sh tests/api/symbols.sh \
 	tests/api/install_prefix.sh
 EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
 	tests/api/mkidx.pl

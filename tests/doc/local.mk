@@ -3,8 +3,9 @@
 #     exactly its ```output block (or fails with exactly its ```error block);
 #   man.sh: doc/pdlang.1 renders without warnings (groff), and names every command of
 #     `pdlang --help` and every PDLANG_* variable the sources read.
+#   layers.sh: HACKING.md's layers: no file includes a header of a layer above its own.
 #   test_paddle_ops: doc/paddle.md's table of ops is the op registry's (with the compat facts),
 #     and its table of model families names every folder of tests/interop/zoo.
 check_PROGRAMS += tests/doc/test_paddle_ops
-TESTS += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/test_paddle_ops
-EXTRA_DIST += tests/doc/doc_examples.sh tests/doc/man.sh
+TESTS += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/test_paddle_ops tests/doc/layers.sh
+EXTRA_DIST += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/layers.sh

@@ -39,7 +39,7 @@ if [ -z "$missing" ]; then echo "ok 3 - every option of 'pdlang CMD --help' is i
 else echo "not ok 3 - options missing from doc/pdlang.1:$missing"; fi
 
 # The PDLANG_* variables that the program and the library read.
-vars=$(cd "$top_srcdir" && grep -rhoE '"PDLANG_[A-Z_]+"' base kernels vm lang api driver include \
+vars=$(cd "$top_srcdir" && grep -rhoE '"PDLANG_[A-Z_]+"' base kernels vm train lang api driver include \
          2>/dev/null | tr -d '"' | sort -u | tr '\n' ' ')
 missing=""
 for v in $vars; do

@@ -19,7 +19,7 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/ir/params.h"
 #include "vm/run/scope.h"
 
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #error "PD_FUZZ_CKPT_MODEL: the path of tests/fuzz/ckpt_model.pd"
 #endif
 
-/* A setup other than any checkpoint's, in the format train writes (lang/train.c train_setup):
+/* A setup other than any checkpoint's, in the format train writes (train/train.c train_setup):
  * a checkpoint that parses is then compared with it, and the difference reported. */
 static const char other_setup[] =
     "training program=#0123456789abcdef\nparameter list=#fedcba9876543210\n"

@@ -365,6 +365,90 @@ static void test_gemm_bias(void) {
          "gemm_bias is float only");
 }
 
+/* ---- GEMM with a B prepared once (gemm_const_b: an inference model's fc weights) ---- */
+
+/* One product against the product (plus bias) in double; C's old contents (NaN) must not leak
+ * in. *prep is kept across calls as the executor keeps it beside W. */
+static bool const_b_case(pd_dtype dt, int64_t m, int64_t n, int64_t k, bool with_bias,
+                         const void *b, pd_k_prepared **prep) {
+  void *a = kt_random(dt, m * k, -1, 1), *bias = kt_random(dt, n, -2, 2);
+  void *c = kt_alloc((size_t)(m * n + 1) * pd_dtype_size(dt));
+  for (int64_t i = 0; i < m * n; i++) kt_set(dt, c, i, NAN);
+  double *ad = kt_to_double(dt, a, m * k), *bd = kt_to_double(dt, b, k * n);
+  double *biasd = kt_to_double(dt, bias, n), *want = kt_alloc((size_t)(m * n + 1) * sizeof(double));
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) want[i * n + j] = with_bias ? biasd[j] : 0;
+  naive_gemm(false, false, m, n, k, 1, ad, k, bd, n, 1, want, n);
+  pd_status st = K->gemm_const_b(dt, m, n, k, a, b, with_bias ? bias : NULL, c, prep);
+  double e = 0;
+  for (int64_t i = 0; i < m * n; i++) {
+    double got = kt_get(dt, c, i);
+    if (isnan(got)) e = INFINITY;
+    else if (fabs(got - want[i]) > e) e = fabs(got - want[i]);
+  }
+  double tol = (dt == PD_FP32 ? 1e-5 : 1e-13) * (k > 64 ? (double)k / 64 : 1);
+  bool good = st == PD_OK && e <= tol;
+  if (!good)
+    printf("# gemm_const_b %s %lldx%lldx%lld bias %d: st %d err %g\n", pd_dtype_name(dt),
+           (long long)m, (long long)n, (long long)k, with_bias, st, e);
+  free(a), free(bias), free(c), free(ad), free(bd), free(biasd), free(want);
+  return good;
+}
+
+static void test_gemm_const_b(void) {
+  /* Panels whole and cut (n not a multiple of 32), K in one pass and in blocks (past 192),
+   * C's rows in one block and several (past 128), one thread's work and the split. */
+  const int64_t shapes[][3] = {{3, 17, 5},     {128, 384, 384}, {300, 100, 700},
+                               {1, 1536, 384}, {257, 33, 64},   {4, 5, 0}};
+  int levels[2], nlevels = simd_levels(levels);
+  for (int li = 0; li < nlevels; li++) {
+    int level = simd_force(levels[li]);
+    for (size_t t = 0; t < 2; t++) {
+      pd_dtype dt = kt_float_types[t];
+      int good = 0, total = 0, kept = 0, made = 0, with_k = 0;
+      for (size_t s = 0; s < PD_ARRAY_LEN(shapes); s++) {
+        int64_t n = shapes[s][1], k = shapes[s][2];
+        void *b = kt_random(dt, k * n + 1, -0.3, 0.3);
+        pd_k_prepared *prep = NULL, *first = NULL;
+        for (int call = 0; call < 3; call++) { /* made, reused, reused without the bias */
+          total++;
+          good += const_b_case(dt, shapes[s][0], n, k, call < 2, b, &prep);
+          if (call == 0) first = prep;
+          else kept += prep == first;
+        }
+        made += prep != NULL;
+        with_k += k > 0;
+        if (prep) prep->release(prep);
+        free(b);
+      }
+      /* The copy is gemm_avx512.c's panels: fp32 on AVX-512 only, and not for an empty K. */
+      int want_made = dt == PD_FP32 && level == PD_KCPU_SIMD_AVX512 ? with_k : 0;
+      ok(good == total && kept == 2 * (int)PD_ARRAY_LEN(shapes) && made == want_made,
+         "gemm_const_b %s, SIMD level %d: %d/%d products (made, reused, without bias), the "
+         "prepared B kept across calls, %d made (%d expected)", pd_dtype_name(dt), level, good,
+         total, made, want_made);
+    }
+  }
+  simd_force(levels[0]);
+  /* A prepared B of another shape is made again for the new one. */
+  int64_t k = 40, n = 48;
+  float *b = kt_random(PD_FP32, k * n, -1, 1), *b2 = kt_random(PD_FP32, n * k, -1, 1);
+  pd_k_prepared *prep = NULL;
+  bool good = const_b_case(PD_FP32, 20, n, k, true, b, &prep);
+  good = good && const_b_case(PD_FP32, 20, k, n, true, b2, &prep);
+  ok(good && (!prep || (prep->rows == n && prep->cols == k)),
+     "gemm_const_b makes its copy again for a B of another shape");
+  if (prep) prep->release(prep);
+  free(b), free(b2);
+  double a[4] = {1, 2, 3, 4}, c[4];
+  is_int(K->gemm_const_b(PD_FP64, 2, 2, 2, a, a, NULL, c, NULL), PD_EINVAL,
+         "gemm_const_b needs the slot of its copy");
+  is_int(K->gemm_const_b(PD_INT32, 2, 2, 2, a, a, NULL, c, &prep), PD_EUNSUPPORTED,
+         "gemm_const_b is float only");
+  is_int(K->gemm_const_b(PD_FP64, -1, 2, 2, a, a, NULL, c, &prep), PD_EINVAL,
+         "gemm_const_b refuses a negative size");
+}
+
 /* ---- gemm_avx512.c's fp32 product, called directly on AVX-512 CPUs: tiles of 12, 8, 4 and 1
  * rows, of one or two vectors of columns (masked or whole), K in one pass and in blocks of 192
  * (partial sums on the stack, and on the heap past 128 rows), B^T copied on the stack and (K
@@ -539,7 +623,7 @@ static void test_conv_forward(void) {
 /* The fused forward pass (conv2d_fused): the direct convolution plus a bias per channel and a
  * residual, through each kind of epilogue activation, in both dtypes; on a 1x1 convolution, a
  * 3x3 one of one image (its columns split across the threads), a 1x1 one of few pixels (its
- * filters split) and a depthwise one. */
+ * filters split), a depthwise one and 1x1 ones of one-pixel maps. */
 static double epi_ref(const pd_k_conv_epilogue *ep, double v) {
   if (ep->kind == PD_K_EPI_UNOP)
     return ep->unop == PD_K_RELU ? (v > 0 ? v : 0) : ep->unop == PD_K_TANH ? tanh(v)
@@ -562,6 +646,11 @@ static void test_conv_fused(void) {
       {1, 16, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {1, 64, 7, 7, 96, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      /* one-pixel maps (squeeze-excitation, a head after pooling): the images as rows, a
+       * filter's dot product with each; K and the filters past a whole step, several images */
+      {3, 37, 1, 1, 43, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {5, 16, 1, 1, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {2, 300, 1, 1, 200, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
       {.kind = PD_K_EPI_NONE},
@@ -727,9 +816,14 @@ static void test_conv_backward(void) {
       {1, 2, 7, 7, 2, 3, 3, 1, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0},
       {2, 4, 4, 4, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {2, 3, 3, 2, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      /* 2x2 of stride 2, an upsampling head's transposed convolution as its data gradient (fp32
+       * on AVX-512: written row by row, conv_avx512.c): channels past a block of 8, a row of
+       * dy of 16 + 5 and of 16 + 9 columns */
+      {2, 13, 4, 42, 3, 2, 2, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {1, 8, 2, 50, 5, 2, 2, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
   const char *names[] = {"3x3 pad 1", "stride 2, asymmetric pad, 3x2", "dilation 2", "groups 2",
-                         "1x1 direct"};
+                         "1x1 direct", "2x2 stride 2, 13 channels", "2x2 stride 2, 25 columns"};
   for (size_t k = 0; k < PD_ARRAY_LEN(small); k++) {
     pd_k_conv2d p = small[k];
     pd_k_conv2d_setup(&p);
@@ -921,6 +1015,7 @@ int main(int argc, char **argv) {
   test_gemm();
   test_gemm_act();
   test_gemm_bias();
+  test_gemm_const_b();
   test_gemm_act_chain();
   test_gemm16();
   test_conv_forward();

@@ -10,7 +10,7 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/ir/program.h"
 #include "vm/passes/prune.h"
 

@@ -1,7 +1,7 @@
 # tests/lang/local.mk -- the tests of lang/: the lexer and parser (test_lexer, test_parse; stress.sh:
 # `pdlang parse` on generated inputs, big, deep, binary), the compiler with the k-th allocation
 # failing over the examples (test_compile_oom), the one budget of compile-time work
-# (test_budget), the training curves of lang/plot.c, the PNG decoded
+# (test_budget), the training curves of train/plot.c, the PNG decoded
 # with cairo (test_plot; without cairo: the error that says so), gradients through saved models
 # used as layers (test_import_model: import_model, finite differences), the table of the specs'
 # and actions' parameters behind :help NAME, checked against doc/language.md (test_spec_help),

@@ -1,4 +1,4 @@
-/* test_plot.c -- the training curves of lang/plot.c: a log written here (CSV, and the same as
+/* test_plot.c -- the training curves of train/plot.c: a log written here (CSV, and the same as
  * JSON lines) is drawn, the PNG decoded again with cairo and checked for its size, for pixels of
  * each curve's colour in the panel each belongs to (the loss panel: the steps, the epochs and
  * the validation; the accuracy panel: the validation only; a learning-rate panel only when the
@@ -8,7 +8,7 @@
  * name the file and the line (a cell: its column and value), and a last line without its newline
  * (still being written) is left out. Without cairo: the error that says so. */
 #include "config.h"
-#include "lang/plot.h"
+#include "train/plot.h"
 #include "tests/tap.h"
 
 #include <math.h>
@@ -301,7 +301,7 @@ int main(void) {
   const char *names[] = {"run.csv", "run.jsonl", "lr.csv", "a.png", "b.png", "c.png", "d.png",
                          "bad_header.csv", "bad_cell.csv", "empty.csv", "bad.jsonl",
                          "bad_cell.jsonl", "partial.csv", "partial.jsonl", "partial_header.csv",
-                         "steps.csv", "e.png"};
+                         "steps.csv", "e.png", "marks.csv", "marks.jsonl", "m.png", "ly.png"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(path(names[i]));
   rmdir(dir);
   return tap_done();

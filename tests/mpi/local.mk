@@ -9,9 +9,10 @@
 # refusal in a build without NCCL.
 check_PROGRAMS += tests/mpi/ckpt_close tests/mpi/inplace_check
 TESTS += tests/mpi/dump.sh tests/mpi/equiv.sh tests/mpi/faults.sh tests/mpi/hosts.sh tests/mpi/gpu.sh \
-	tests/mpi/inplace.sh
+	tests/mpi/sync_bn.sh tests/mpi/inplace.sh tests/mpi/threads.sh
 EXTRA_DIST += tests/mpi/lib.sh tests/mpi/dump.sh tests/mpi/equiv.sh tests/mpi/faults.sh \
-	tests/mpi/hosts.sh tests/mpi/netns_agent.sh tests/mpi/gpu.sh tests/mpi/inplace.sh
+	tests/mpi/hosts.sh tests/mpi/netns_agent.sh tests/mpi/gpu.sh tests/mpi/inplace.sh \
+	tests/mpi/sync_bn.sh tests/mpi/threads.sh
 AM_TESTS_ENVIRONMENT += MPIRUN='$(MPIRUN)'; export MPIRUN;
 if PD_HAVE_NCCL
 AM_TESTS_ENVIRONMENT += PD_HAVE_NCCL=1; export PD_HAVE_NCCL;

@@ -65,6 +65,7 @@ static pd_status x_to_out(pd_exec_ctx *ctx, const pd_tensor **x, pd_tensor **out
   pd_status st;
   if ((st = ring0(ctx)) || (st = in1(ctx, "X", x)) || (st = out1(ctx, "Out", out))) return st;
   if (*out != *x && pd_tensor_copy(*out, *x)) return nomem(ctx);
+  pd_tensor_touch(*out); /* written in place below, without a resize */
   return PD_OK;
 }
 

@@ -296,7 +296,8 @@ done:
  * fuse_fc pass (vm/passes/fuse_fc.h) makes of mul + elementwise_add: one gemm_bias (kernels.h), the
  * product accumulated onto the bias rows, where the two ops wrote a second [M, N] tensor and
  * passed over the first three times (clear, product, add: an output layer's logits are 1.6 MB a
- * step). ---- */
+ * step). A W that no op of the program writes (an inference model's) goes to the backend's
+ * gemm_const_b, which keeps its prepared copy with W's storage. ---- */
 typedef struct fc_plan {
   int64_t m, k, n;
   int ond;
@@ -349,7 +350,16 @@ pd_status pd_kernel_fc(pd_exec_ctx *ctx) {
       (st = resize(ctx, out, x->dtype, p.ond, p.od, x)))
     goto done;
   pd_dtype dt = x->dtype;
-  if (b)
+  pd_k_prepared **prep =
+      ctx->k->gemm_const_b && op_lp(ctx, dt) == PD_FP32 && pd_ctx_in_const(ctx, "W", 0)
+          ? pd_tensor_prepared(w)
+          : NULL;
+  if (prep)  /* an inference model's weights: the backend's copy of W, made once */
+    st = k_check(ctx,
+                 ctx->k->gemm_const_b(dt, p.m, p.n, p.k, pd_tensor_data(x), pd_tensor_data(w),
+                                      b ? pd_tensor_data(b) : NULL, pd_tensor_data(out), prep),
+                 dt);
+  else if (b)
     st = k_check(ctx,
                  op_gemm_bias(ctx, dt, false, false, p.m, p.n, p.k, pd_tensor_data(x), ld(p.k),
                                    pd_tensor_data(w), ld(p.n), pd_tensor_data(b),
@@ -502,9 +512,18 @@ pd_status pd_kernel_matmul_v2(pd_exec_ctx *ctx) {
   if (p.batch == 0) goto done;
   if (!p.tx && p.ybatch == 1 && p.xbatch == p.batch) {
     /* One matrix Y for every batch element (an fc layer over a sequence): fold the batch into
-     * X's rows, one GEMM. */
-    st = op_gemm(ctx, dt, false, p.ty, p.batch * p.m, p.n, p.k, 1.0, xd, ld(p.ldx), yd,
-                      ld(p.ldy), 0.0, od, ldo);
+     * X's rows, one GEMM; a Y that no op of the program writes (a model's weight without a bias
+     * add) through the backend's prepared copy, as fc's W. */
+    pd_k_prepared **prep =
+        !p.ty && p.ldx == p.k && p.ldy == p.n && ctx->k->gemm_const_b &&
+                op_lp(ctx, dt) == PD_FP32 && pd_ctx_in_const(ctx, "Y", 0)
+            ? pd_tensor_prepared(y)
+            : NULL;
+    if (prep)
+      st = ctx->k->gemm_const_b(dt, p.batch * p.m, p.n, p.k, xd, yd, NULL, od, prep);
+    else
+      st = op_gemm(ctx, dt, false, p.ty, p.batch * p.m, p.n, p.k, 1.0, xd, ld(p.ldx), yd,
+                   ld(p.ldy), 0.0, od, ldo);
   } else if ((p.xbatch == p.batch || p.xbatch == 1) && (p.ybatch == p.batch || p.ybatch == 1)) {
     st = op_gemm_batched(ctx, dt, p.tx, p.ty, p.batch, p.m, p.n, p.k, 1.0, xd, ld(p.ldx),
                               p.xbatch == 1 ? 0 : p.xmat, yd, ld(p.ldy),

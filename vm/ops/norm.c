@@ -15,6 +15,7 @@
 
 #include "vm/ops/infershape.h"
 #include "vm/ops/kern.h"
+#include "vm/run/comm.h"
 
 /* ================================================================ shape functions */
 
@@ -202,7 +203,50 @@ static pd_status bn_momentum(const pd_exec_ctx *ctx, double *m) {
   return scalar_in(ctx, "MomentumTensor", t, m);
 }
 
-pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) {
+/* sync_batch_norm's statistics: the mean and (biased) variance of each channel over every
+ * rank's batch, X viewed as v (two all-reduces: the sums and the count, then the squared
+ * deviations from the mean), into mean[c] and var[c] (doubles). */
+static pd_status bn_sync_stats(const pd_exec_ctx *ctx, const pd_tensor *x, bn_shape v,
+                               double *mean, double *var) {
+  double *sums = pd_calloc((size_t)v.c + 1, sizeof *sums);
+  if (!sums) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  bool f32 = x->dtype == PD_FP32;
+  const float *xf = pd_tensor_data(x);
+  const double *xd = pd_tensor_data(x);
+  for (int pass = 0; pass < 2; pass++) {
+    for (int64_t ch = 0; ch <= v.c; ch++) sums[ch] = 0;
+    for (int64_t i = 0; i < v.n; i++)
+      for (int64_t ch = 0; ch < v.c; ch++)
+        for (int64_t k = 0, o = (i * v.c + ch) * v.s; k < v.s; k++) {
+          double e = f32 ? (double)xf[o + k] : xd[o + k];
+          sums[ch] += pass ? (e - mean[ch]) * (e - mean[ch]) : e;
+        }
+    sums[v.c] = (double)v.n * (double)v.s;
+    pd_error e = {0};
+    pd_status st = pd_comm_allreduce_f64(sums, (int)v.c + 1, &e);
+    if (st) {
+      st = pd_ctx_fail(ctx, st, "summing the batch statistics over the ranks: %s",
+                       e.msg ? e.msg : pd_status_str(st));
+      pd_error_clear(&e);
+      pd_free(sums);
+      return st;
+    }
+    if (sums[v.c] < 2) {
+      pd_free(sums);
+      return pd_ctx_fail(ctx, PD_EINVAL, "the ranks' batches hold %.0f value%s per channel, "
+                         "which has no variance to estimate", sums[v.c],
+                         sums[v.c] == 1 ? "" : "s");
+    }
+    for (int64_t ch = 0; ch < v.c; ch++) (pass ? var : mean)[ch] = sums[ch] / sums[v.c];
+  }
+  pd_free(sums);
+  return PD_OK;
+}
+
+/* batch_norm's forward run; with sync (sync_batch_norm in a job of several ranks), the batch
+ * statistics are every rank's (bn_sync_stats): the backend normalises with them as given and
+ * the running statistics are updated from them here. */
+static pd_status bn_forward(pd_exec_ctx *ctx, bool sync) {
   const pd_tensor *x, *scale, *bias, *mean, *var;
   pd_tensor *y, *mo, *vo, *sm, *sv;
   pd_status st;
@@ -222,7 +266,7 @@ pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) {
       (st = out_opt(ctx, "SavedMean", &sm)) || (st = out_opt(ctx, "SavedVariance", &sv)))
     return st;
   if (!(eps >= 0)) return pd_ctx_fail(ctx, PD_EINVAL, "epsilon must be non-negative, got %g", eps);
-  if (!global && v.c > 0 && v.n * v.s < 2)
+  if (!global && !sync && v.c > 0 && v.n * v.s < 2)
     return pd_ctx_fail(ctx, PD_EINVAL,
                        "training normalises each channel by the batch's own statistics, but X "
                        "(var '%s') %s has %s value per channel (N * H * W = %" PRId64 "), "
@@ -258,7 +302,43 @@ pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) {
   if (global && !keep_v &&
       (st = pd_ctx_copy(ctx, pd_tensor_data(vo), pd_tensor_data(var), vbytes)))
     goto done;
-  if (pd_tensor_numel(x) > 0 || v.c > 0)
+  if (sync && !global) {  /* the statistics of every rank's batch */
+    double *ms = pd_calloc((size_t)v.c * 2 + 1, sizeof *ms), *vs = ms + v.c;
+    void *bm = pd_malloc((size_t)v.c * 2 * pd_dtype_size(x->dtype) + 1);
+    if (!ms || !bm) st = pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+    if (!st) st = bn_sync_stats(ctx, x, v, ms, vs);
+    bool f32 = x->dtype == PD_FP32;
+    for (int64_t ch = 0; !st && ch < 2 * v.c; ch++) {
+      if (f32) ((float *)bm)[ch] = (float)ms[ch];
+      else ((double *)bm)[ch] = ms[ch];
+    }
+    if (!st)
+      st = k_check(ctx, ctx->k->batch_norm(x->dtype, v.n, v.c, v.s, pd_tensor_data(x),
+                                           pd_tensor_data(scale), pd_tensor_data(bias), bm,
+                                           (char *)bm + vbytes, true, momentum, eps,
+                                           pd_tensor_data(y), NULL, NULL,
+                                           sm ? pd_tensor_data(sm) : NULL,
+                                           sv ? pd_tensor_data(sv) : NULL),
+                   x->dtype);
+    /* The running statistics, as the backend updates them from one batch's. */
+    for (int64_t ch = 0; !st && ch < v.c; ch++) {
+      double m0 = f32 ? ((const float *)pd_tensor_data(mean))[ch]
+                      : ((const double *)pd_tensor_data(mean))[ch];
+      double v0 = f32 ? ((const float *)pd_tensor_data(var))[ch]
+                      : ((const double *)pd_tensor_data(var))[ch];
+      double m1 = momentum * m0 + (1 - momentum) * ms[ch];
+      double v1 = momentum * v0 + (1 - momentum) * vs[ch];
+      if (f32) {
+        ((float *)pd_tensor_data(mo))[ch] = (float)m1;
+        ((float *)pd_tensor_data(vo))[ch] = (float)v1;
+      } else {
+        ((double *)pd_tensor_data(mo))[ch] = m1;
+        ((double *)pd_tensor_data(vo))[ch] = v1;
+      }
+    }
+    pd_free(ms);
+    pd_free(bm);
+  } else if (pd_tensor_numel(x) > 0 || v.c > 0)
     st = k_check(ctx, ctx->k->batch_norm(x->dtype, v.n, v.c, v.s, pd_tensor_data(x),
                                          pd_tensor_data(scale), pd_tensor_data(bias),
                                          pd_tensor_data(mean), pd_tensor_data(var), global,
@@ -273,8 +353,64 @@ done:
   return st;
 }
 
+pd_status pd_kernel_batch_norm(pd_exec_ctx *ctx) { return bn_forward(ctx, false); }
+
+/* Paddle's sync_batch_norm: the statistics over every rank's batch (in one process, its own:
+ * batch_norm's values, through the same path as in a job, which the op table checks). */
+pd_status pd_kernel_sync_batch_norm(pd_exec_ctx *ctx) { return bn_forward(ctx, true); }
+
+/* sync_batch_norm_grad's dX with batch statistics over every rank: from the sums over every
+ * rank's batch of dY and dY * xhat per channel (one all-reduce) and their count:
+ * dX = scale * r * (dY - (sum dY + xhat * sum dY xhat) / count). dScale and dBias are this
+ * rank's sums (the data-parallel pass sums them over the ranks as it does every gradient).
+ * dx, dscale and dbias may each be NULL. */
+static pd_status bn_sync_grad(const pd_exec_ctx *ctx, const pd_tensor *x, bn_shape v,
+                              const pd_tensor *scale, const pd_tensor *sm, const pd_tensor *sv,
+                              const pd_tensor *dy, pd_tensor *dx, pd_tensor *dscale,
+                              pd_tensor *dbias) {
+  double *sums = pd_calloc((size_t)v.c * 2 + 1, sizeof *sums);
+  if (!sums) return pd_ctx_fail(ctx, PD_ENOMEM, "out of memory");
+  bool f32 = x->dtype == PD_FP32;
+#define BN_AT(t, i) (f32 ? (double)((const float *)pd_tensor_data(t))[i] \
+                         : ((const double *)pd_tensor_data(t))[i])
+  for (int64_t i = 0; i < v.n; i++)
+    for (int64_t ch = 0; ch < v.c; ch++)
+      for (int64_t k = 0, o = (i * v.c + ch) * v.s; k < v.s; k++) {
+        double g = BN_AT(dy, o + k), xh = (BN_AT(x, o + k) - BN_AT(sm, ch)) * BN_AT(sv, ch);
+        sums[ch] += g;
+        sums[v.c + ch] += g * xh;
+      }
+  for (int64_t ch = 0; ch < v.c; ch++) {  /* this rank's: the parameters' gradients */
+    if (dbias && f32) ((float *)pd_tensor_data(dbias))[ch] = (float)sums[ch];
+    else if (dbias) ((double *)pd_tensor_data(dbias))[ch] = sums[ch];
+    if (dscale && f32) ((float *)pd_tensor_data(dscale))[ch] = (float)sums[v.c + ch];
+    else if (dscale) ((double *)pd_tensor_data(dscale))[ch] = sums[v.c + ch];
+  }
+  sums[2 * v.c] = (double)v.n * (double)v.s;
+  pd_error e = {0};
+  pd_status st = dx ? pd_comm_allreduce_f64(sums, (int)(2 * v.c + 1), &e) : PD_OK;
+  if (st) {
+    st = pd_ctx_fail(ctx, st, "summing the gradient's statistics over the ranks: %s",
+                     e.msg ? e.msg : pd_status_str(st));
+    pd_error_clear(&e);
+  }
+  for (int64_t i = 0; !st && dx && i < v.n; i++)
+    for (int64_t ch = 0; ch < v.c; ch++) {
+      double r = BN_AT(sv, ch), a = BN_AT(scale, ch) * r, n = sums[2 * v.c];
+      for (int64_t k = 0, o = (i * v.c + ch) * v.s; k < v.s; k++) {
+        double xh = (BN_AT(x, o + k) - BN_AT(sm, ch)) * r;
+        double d = a * (BN_AT(dy, o + k) - (sums[ch] + xh * sums[v.c + ch]) / n);
+        if (f32) ((float *)pd_tensor_data(dx))[o + k] = (float)d;
+        else ((double *)pd_tensor_data(dx))[o + k] = d;
+      }
+    }
+#undef BN_AT
+  pd_free(sums);
+  return st;
+}
+
 /* dX, dScale, dBias from SavedMean and SavedVariance (the inverse std) of the forward run. */
-pd_status pd_kernel_batch_norm_grad(pd_exec_ctx *ctx) {
+static pd_status bn_backward(pd_exec_ctx *ctx, bool sync) {
   const pd_tensor *x, *scale, *sm, *sv, *dy;
   pd_tensor *dx, *dscale, *dbias;
   pd_status st;
@@ -305,7 +441,9 @@ pd_status pd_kernel_batch_norm_grad(pd_exec_ctx *ctx) {
   if (!st && dx) st = resize_like(ctx, dx, x, x);
   if (!st && dscale) st = resize(ctx, dscale, x->dtype, 1, vd, NULL);
   if (!st && dbias) st = resize(ctx, dbias, x->dtype, 1, vd, NULL);
-  if (!st && (pd_tensor_numel(x) > 0 || v.c > 0))
+  if (!st && sync && !bn_global(ctx))
+    st = bn_sync_grad(ctx, x, v, scale, sm, sv, dy, dx, dscale, dbias);
+  else if (!st && (pd_tensor_numel(x) > 0 || v.c > 0))
     st = k_check(ctx, ctx->k->batch_norm_grad(
                           x->dtype, v.n, v.c, v.s, pd_tensor_data(x), pd_tensor_data(scale),
                           pd_tensor_data(sm), pd_tensor_data(sv), bn_global(ctx),
@@ -316,6 +454,10 @@ pd_status pd_kernel_batch_norm_grad(pd_exec_ctx *ctx) {
   hold_free(&h);
   return st;
 }
+
+pd_status pd_kernel_batch_norm_grad(pd_exec_ctx *ctx) { return bn_backward(ctx, false); }
+
+pd_status pd_kernel_sync_batch_norm_grad(pd_exec_ctx *ctx) { return bn_backward(ctx, true); }
 
 /* ---- layer_norm ---- */
 

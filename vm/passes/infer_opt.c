@@ -163,17 +163,24 @@ static pd_status fold_bn(pd_program *p, pd_scope *scope, int i, bool *done) {
       return PD_OK;
     prod = b0->ops[uo.writer];
   }
-  bool conv = strcmp(prod->type, "conv2d") == 0 || strcmp(prod->type, "depthwise_conv2d") == 0;
+  bool tconv = strcmp(prod->type, "conv2d_transpose") == 0;
+  bool conv = tconv || strcmp(prod->type, "conv2d") == 0 ||
+              strcmp(prod->type, "depthwise_conv2d") == 0;
   bool mm = strcmp(prod->type, "mul") == 0 || strcmp(prod->type, "matmul_v2") == 0;
   const char *wslot = conv ? "Filter" : "Y", *wname = pd_op_input1(prod, wslot);
   pd_tensor *w = (conv || mm) ? param(p, scope, wname, -1) : NULL;
   if (!w) return PD_OK;
   const pd_var_desc *ov = pd_block_find_var_local(b0, prod_out);
-  int64_t c;
+  int64_t c, groups = 1;
   if (conv) {
     const char *df = attr_str(prod, "data_format", "NCHW");
     if ((strcmp(df, "NCHW") != 0 && strcmp(df, "AnyLayout") != 0) || w->ndims != 4) return PD_OK;
-    c = w->dims[0];
+    /* conv2d's filter is [C_out, C_in / groups, kh, kw]; conv2d_transpose's [C_in, C_out /
+     * groups, kh, kw], output channel (i / (C_in / groups)) * (C_out / groups) + j of row i,
+     * column j */
+    groups = tconv ? (int64_t)attr_num(prod, "groups", 1) : 1;
+    if (groups < 1 || w->dims[0] % groups) return PD_OK;
+    c = tconv ? w->dims[1] * groups : w->dims[0];
   } else {
     if (w->ndims != 2 || !ov || ov->ndims != 2 || attr_true(prod, "trans_x") ||
         attr_true(prod, "trans_y") || (strcmp(prod->type, "mul") == 0 &&
@@ -186,11 +193,15 @@ static pd_status fold_bn(pd_program *p, pd_scope *scope, int i, bool *done) {
   pd_tensor *gamma = param(p, scope, pd_op_input1(bn, "Scale"), c);
   pd_tensor *beta = param(p, scope, pd_op_input1(bn, "Bias"), c);
   pd_tensor *bias = NULL;
-  if (add) {
-    if (attr_num(add, "axis", -1) != (conv ? 1 : -1) && !(mm && attr_num(add, "axis", -1) == 1))
-      return PD_OK;
+  if (add) { /* a bias per channel: [C] at axis 1 for a convolution (or [1, C, 1, 1] at -1, as
+                Paddle 3 adds it), [C] at -1 or 1 for a product */
     bias = param(p, scope, pd_op_input1(add, "Y"), c);
-    if (!bias) return PD_OK;
+    double axis = attr_num(add, "axis", -1);
+    bool chan4 = bias && bias->ndims == 4 && bias->dims[0] == 1 && bias->dims[1] == c &&
+                 bias->dims[2] == 1 && bias->dims[3] == 1;
+    if (!bias || (conv && !(axis == 1 || (axis == -1 && chan4))) ||
+        (mm && axis != -1 && axis != 1))
+      return PD_OK;
   }
   if (!mean || !var || !gamma || !beta) return PD_OK;
   double eps = attr_num(bn, "epsilon", 1e-5);
@@ -202,14 +213,23 @@ static pd_status fold_bn(pd_program *p, pd_scope *scope, int i, bool *done) {
   bt.dims[0] = bd[0];
   pd_tensor *nb = nw ? new_param(p, scope, wname, &bt, &bname) : NULL;
   if (!nb) return PD_ENOMEM;
-  int64_t n = pd_tensor_numel(w), per = conv ? n / c : 1;
+  int64_t n = pd_tensor_numel(w), per = conv ? n / w->dims[0] : 1;
   for (int64_t ch = 0; ch < c; ch++) {
     double s = get(gamma, ch) / sqrt(get(var, ch) + eps);
     put(nb, ch, ((bias ? get(bias, ch) : 0.0) - get(mean, ch)) * s + get(beta, ch));
-    if (conv)
+    if (tconv) { /* column j of the rows of ch's group */
+      int64_t cog = c / groups, cig = w->dims[0] / groups, g = ch / cog, j = ch % cog;
+      int64_t khw = per / cog;
+      for (int64_t r = g * cig; r < (g + 1) * cig; r++)
+        for (int64_t e = 0; e < khw; e++) {
+          int64_t at = (r * cog + j) * khw + e;
+          put(nw, at, get(w, at) * s);
+        }
+    } else if (conv) {
       for (int64_t e = 0; e < per; e++) put(nw, ch * per + e, get(w, ch * per + e) * s);
-    else
+    } else {
       for (int64_t r = 0; r < w->dims[0]; r++) put(nw, r * c + ch, get(w, r * c + ch) * s);
+    }
   }
   /* the product takes the folded weight; one add of the folded bias writes the norm's output */
   char *yk = pd_strdup(y);
@@ -228,7 +248,8 @@ static pd_status fold_bn(pd_program *p, pd_scope *scope, int i, bool *done) {
     i++;
   }
   const char *yc = yk;
-  if (pd_op_set_input(a, "Y", 1, &bname) || pd_op_set_output(a, "Out", 1, &yc)) {
+  if (pd_op_set_input(a, "Y", 1, &bname) || pd_op_set_output(a, "Out", 1, &yc) ||
+      (conv && pd_op_set_attr_int(a, "axis", 1))) { /* the folded bias is [C] */
     pd_free(yk);
     return PD_ENOMEM;
   }

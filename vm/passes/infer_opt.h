@@ -4,11 +4,13 @@
  * against the unoptimised program):
  *
  *   - batch norm folded into the convolution or matrix product before it: a batch_norm in
- *     test mode whose input is conv2d / depthwise_conv2d (channels first) or mul / matmul_v2
- *     (a 2-D weight, no transposes) of a parameter, possibly through an elementwise_add of a
- *     per-channel bias parameter, becomes a scaled copy of that weight (W' = W s, s = scale /
+ *     test mode whose input is conv2d / depthwise_conv2d / conv2d_transpose (channels first;
+ *     the transposed one's output channels are its filter's columns, per group) or mul /
+ *     matmul_v2 (a 2-D weight, no transposes) of a parameter, possibly through an
+ *     elementwise_add of a per-channel bias parameter ([C] at axis 1, or [1, C, 1, 1] at -1 after
+ *     a convolution), becomes a scaled copy of that weight (W' = W s, s = scale /
  *     sqrt(variance + epsilon) per output channel) and one elementwise_add of the folded bias
- *     (b' = (b - mean) s + bias), the batch_norm removed;
+ *     (b' = (b - mean) s + bias, [C] at axis 1 after a convolution), the batch_norm removed;
  *   - dropout in test mode removed (upscale_in_train: the identity) or made a scale
  *     (downgrade_in_infer: times 1 - p); scale by 1 with bias 0 removed;
  *   - a reshape2, squeeze2 or unsqueeze2 of a parameter (Paddle 3 reshapes a convolution's
@@ -16,7 +18,8 @@
  *   - then mul or matmul_v2 + elementwise_add as one fc (pd_program_fuse_fc_ex);
  *   - then a conv2d or depthwise_conv2d (channels first, of a 4-D parameter) with the ops that
  *     read its output in turn, each optional, at least one: an elementwise_add of a per-channel
- *     bias parameter ([C] at axis 1, [1, C, 1, 1] or [C, 1, 1] at the end), an elementwise_add of a var of the output's shape (a residual),
+ *     bias parameter ([C] at axis 1, [1, C, 1, 1] or [C, 1, 1] at the end), an
+ *     elementwise_add of a var of the output's shape (a residual),
  *     and an activation (relu, sigmoid, tanh, relu6, leaky_relu, swish, hard_sigmoid,
  *     hard_swish with threshold = scale, gelu) as one fused_conv2d at the last one's place
  *     (its operands unchanged until then, each intermediate read by the next op alone).

@@ -1,7 +1,10 @@
-/* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> amp -> backward ->
- * data_parallel -> optimizer, in that order (see vm/passes/pipeline.h). */
+/* pipeline.c -- the training pipeline: prune -> hoist -> fuse_rnn -> fuse_fc -> amp ->
+ * sync_batch_norm -> backward -> data_parallel -> optimizer, in that order (see
+ * vm/passes/pipeline.h). */
 #include "config.h"
 #include "vm/passes/pipeline.h"
+
+#include <string.h>
 
 #include "vm/passes/amp.h"
 #include "vm/passes/backward.h"
@@ -10,6 +13,22 @@
 #include "vm/passes/fuse_rnn.h"
 #include "vm/passes/hoist.h"
 #include "vm/passes/prune.h"
+
+/* train(..., sync_batch_norm = true) in a job of several ranks: every batch_norm op of p (any
+ * block) becomes PaddlePaddle's sync_batch_norm, the same slots and attributes, before the
+ * backward pass (which then writes sync_batch_norm_grad). */
+static pd_status sync_batch_norm(pd_program *p, pd_loc loc, pd_error *err) {
+  for (int b = 0; b < p->nblocks; b++)
+    for (int i = 0; i < p->blocks[b]->nops; i++) {
+      pd_op_desc *op = p->blocks[b]->ops[i];
+      if (strcmp(op->type, "batch_norm") != 0) continue;
+      char *t = pd_strdup("sync_batch_norm");
+      if (!t) return pd_error_set(err, PD_ENOMEM, loc, "out of memory");
+      pd_free(op->type);
+      op->type = t;
+    }
+  return PD_OK;
+}
 
 pd_status pd_pipeline_train(const pd_program *main, const char *cost,
                             const pd_pipeline_options *opts, pd_program **out_train,
@@ -27,6 +46,8 @@ pd_status pd_pipeline_train(const pd_program *main, const char *cost,
   if ((st = pd_program_fuse_fc(p, NULL, err))) goto out;
   if ((opts->amp == PD_BF16 || opts->amp == PD_FP16) &&
       (st = pd_program_amp(p, opts->amp, NULL, err)))
+    goto out;
+  if (opts->sync_batch_norm && opts->nranks > 1 && (st = sync_batch_norm(p, opts->loc, err)))
     goto out;
   if ((st = pd_append_backward(p, cost, &bwd, err))) goto out;
   if (opts->nranks > 1 && (st = pd_program_data_parallel(p, &bwd, opts->nranks, opts->loc, err)))

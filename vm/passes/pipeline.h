@@ -12,7 +12,7 @@
  *                                       1/nranks, before any update reads it;
  *   optimizer (vm/passes/optimizer.h)   the updates, and the initialisers of their state.
  * Each pass documents why it runs where it does; this is the one place that chains them (the
- * `train` action, lang/train.c, calls it).
+ * `train` action, train/train.c, calls it).
  *
  * Ownership: main is not changed. On success *out_train (the training program) and *out_init
  * (block 0: the fill_constant ops that initialise the optimizer's state vars, to be run for the
@@ -32,6 +32,8 @@ typedef struct pd_pipeline_options {
   int nranks;                      /* the processes of a data-parallel job; 0 or 1: one */
   pd_dtype amp;                    /* mixed precision: PD_BF16 or PD_FP16; anything else
                                       (0, PD_FP32): none */
+  bool sync_batch_norm;            /* with nranks > 1: batch_norm ops become sync_batch_norm
+                                      (statistics over every rank's batch) */
 } pd_pipeline_options;
 
 /* The training program of the var `cost` of main's block 0. Errors are the passes' own (with

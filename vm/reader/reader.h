@@ -175,6 +175,14 @@ pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_data
  * arrays are refused. */
 pd_status pd_dataset_npy(const char *path, const char *label_path, pd_dataset **out,
                          pd_error *err);
+/* The header of a .npy file alone (the data is not read): its dtype, rank and dims (room for
+ * PD_TENSOR_MAX_DIMS), checked as pd_dataset_npy checks them. For the compiler, which checks
+ * an npy(...) reader's shape against data() before anything runs. */
+pd_status pd_npy_header(const char *path, pd_dtype *dtype, int *rank, int64_t *dims,
+                        pd_error *err);
+/* How many columns the first row of a CSV file has (the header row: fields split at the
+ * delimiter, ',' when 0, outside double quotes; at most the first 1 MiB is read). */
+pd_status pd_csv_columns(const char *path, char delimiter, int *ncols, pd_error *err);
 /* Write t (host memory; float32, float64, int32, int64 or bool) to path as a .npy file of its
  * shape, atomically (vm/reader/npy_write.c). */
 pd_status pd_npy_save(const char *path, const pd_tensor *t, pd_error *err);

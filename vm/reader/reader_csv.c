@@ -530,3 +530,28 @@ pd_status pd_dataset_csv_opts(const char *path, const pd_csv_options *o, pd_data
   pd_free(text);
   return st;
 }
+
+pd_status pd_csv_columns(const char *path, char delimiter, int *ncols, pd_error *err) {
+  char sep = delimiter ? delimiter : ',';
+  pd_rstream s;
+  pd_status st = pd_rstream_open(&s, path, err);
+  if (st) return st;
+  int n = 1;
+  bool quoted = false, line_end = false;
+  char buf[4096];
+  size_t total = 0, got = 0;
+  while (!st && !line_end && total < ((size_t)1 << 20)) {
+    if ((st = pd_rstream_read(&s, buf, sizeof buf, &got, err)) || got == 0) break;
+    total += got;
+    for (size_t i = 0; i < got && !line_end; i++) {
+      if (buf[i] == '"') quoted = !quoted;
+      else if (!quoted && (buf[i] == '\n' || buf[i] == '\r')) line_end = true;
+      else if (!quoted && buf[i] == sep) n++;
+    }
+  }
+  pd_rstream_close(&s);
+  if (st) return st;
+  if (total == 0) return pd_error_set(err, PD_EFORMAT, nowhere, "%s: an empty CSV file", path);
+  *ncols = n;
+  return PD_OK;
+}

@@ -318,6 +318,21 @@ static pd_status load_one(const char *path, const char *name, const char *first_
   return st;
 }
 
+pd_status pd_npy_header(const char *path, pd_dtype *dtype, int *rank, int64_t *dims,
+                        pd_error *err) {
+  pd_rstream s;
+  npy_header nh;
+  pd_status st = pd_rstream_open(&s, path, err);
+  if (st) return st;
+  st = read_header(&s, &nh, err);
+  pd_rstream_close(&s);
+  if (st) return st;
+  *dtype = nh.dtype;
+  *rank = nh.rank;
+  memcpy(dims, nh.dims, sizeof *dims * (size_t)nh.rank);
+  return PD_OK;
+}
+
 pd_status pd_dataset_npy(const char *path, const char *label_path, pd_dataset **out,
                          pd_error *err) {
   *out = NULL;

@@ -1,6 +1,6 @@
 /* reader_split.c -- a validation split of a dataset: a seeded choice of a fraction of its
  * samples (the held-out part) and the rest, each kept in the file's order (pd_dataset_split,
- * reader.h). The readers' `valid = F` and split = "valid" (lang/train.c) use it. */
+ * reader.h). The readers' `valid = F` and split = "valid" (train/train.c) use it. */
 #include "config.h"
 
 #include <math.h>

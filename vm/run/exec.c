@@ -28,6 +28,7 @@ struct pd_exec_op {
   pd_k_place place;            /* where the kernel computes */
   const unsigned char *in_where, *out_where;  /* per slot of def: PD_WHERE_*; NULL on the
                                                  host (nothing moves) */
+  const unsigned char *constant;  /* its block's, per table index (pd_ctx_in_const) */
 };
 
 struct pd_exec_block {
@@ -44,6 +45,8 @@ struct pd_exec_block {
   int *release, *rel_start;    /* block 0: the table indices of the run's temporaries that op i
                                   is the last to use, release[rel_start[i] .. rel_start[i+1]) */
   unsigned char *wheres;       /* every op's in_where and out_where (GPU place only) */
+  unsigned char *constant;     /* per table index: 1 for a persistable var of block 0 that no
+                                  op of the program writes (plan_constants) */
 };
 
 struct pd_exec {
@@ -102,6 +105,7 @@ static void free_block(pd_exec_block *b) {
   pd_free(b->where);
   pd_free(b->release);
   pd_free(b->rel_start);
+  pd_free(b->constant);
 }
 
 #define prep_fail(err, op, st, ...) pd_error_set((err), (st), (op)->loc, __VA_ARGS__)
@@ -319,6 +323,42 @@ out:
   return st;
 }
 
+/* ---- The program's constants: the persistable vars of block 0 that no op of any block
+ * writes (an inference model's weights). A kernel may keep a prepared copy of such an input
+ * (pd_ctx_in_const); a var written from outside the program drops its copy (vm/run/tensor.h,
+ * pd_tensor_prepared). ---- */
+static pd_status plan_constants(pd_exec *ex) {
+  pd_strmap written = {0}, globals = {0};
+  pd_status st = PD_OK;
+  for (int bi = 0; bi < ex->nblocks && !st; bi++) {
+    const pd_block *blk = ex->p->blocks[bi];
+    for (int i = 0; i < blk->nops && !st; i++)
+      for (int s = 0; s < blk->ops[i]->noutputs && !st; s++)
+        for (int a = 0; a < blk->ops[i]->outputs[s].nargs && !st; a++)
+          st = pd_strmap_set_int(&written, blk->ops[i]->outputs[s].args[a], 1);
+  }
+  const pd_exec_block *b0 = &ex->blocks[0];
+  for (int i = 0; i < b0->nnames && !st; i++)
+    if (b0->where[i] == NAME_GLOBAL) st = pd_strmap_set_int(&globals, b0->names[i], 1);
+  for (int bi = 0; bi < ex->nblocks && !st; bi++) {
+    pd_exec_block *b = &ex->blocks[bi];
+    b->constant = pd_calloc((size_t)b->nnames + 1, 1);
+    if (!b->constant) {
+      st = PD_ENOMEM;
+      break;
+    }
+    for (int i = 0; i < b->nnames; i++)
+      b->constant[i] = (bi == 0 ? b->where[i] == NAME_GLOBAL
+                                : b->where[i] == NAME_OUTER &&
+                                      pd_strmap_find(&globals, b->names[i])) &&
+                       !pd_strmap_find(&written, b->names[i]);
+    for (int i = 0; i < b->nops; i++) b->ops[i].constant = b->constant;
+  }
+  pd_strmap_free(&written);
+  pd_strmap_free(&globals);
+  return st;
+}
+
 /* Mark every op of block b (and of the blocks inside it) as running on the host. */
 static void force_host(pd_exec_block *b) {
   for (int i = 0; i < b->nops; i++) {
@@ -403,8 +443,8 @@ pd_status pd_exec_new(const pd_program *p, const pd_exec_options *opts, pd_exec 
     return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory preparing a program");
   }
   ex->nblocks = p->nblocks;
-  for (int i = 0; i < p->nblocks; i++) {
-    pd_status st = prepare_block(ex, i, err);
+  for (int i = 0; i <= p->nblocks; i++) { /* the blocks, then (i == nblocks) their constants */
+    pd_status st = i < p->nblocks ? prepare_block(ex, i, err) : plan_constants(ex);
     if (st) {
       if (st == PD_ENOMEM)
         pd_error_set(err, st, (pd_loc){0}, "out of memory preparing a program");
@@ -749,6 +789,14 @@ static pd_variable *slot_var(const pd_exec_ctx *ctx, bool in, const char *slot, 
   if (i < 0 || i >= cnt) return NULL;
   int idx = x->args[(in ? x->in_start[d] : x->out_start[d]) + i];
   return idx < 0 ? NULL : ctx->vars[idx];
+}
+
+bool pd_ctx_in_const(const pd_exec_ctx *ctx, const char *slot, int i) {
+  const pd_exec_op *x = ctx->xop;
+  int d = slot_index(x->def->inputs, x->def->ninputs, slot);
+  if (d < 0 || i < 0 || i >= x->in_count[d] || !x->constant) return false;
+  int idx = x->args[x->in_start[d] + i];
+  return idx >= 0 && x->constant[idx];
 }
 
 int pd_ctx_nin(const pd_exec_ctx *ctx, const char *slot) {

@@ -177,6 +177,11 @@ pd_variable *pd_ctx_in_var(const pd_exec_ctx *ctx, const char *slot, int i);
 const char *pd_ctx_in_name(const pd_exec_ctx *ctx, const char *slot, int i);
 const pd_tensor *pd_ctx_in_at(const pd_exec_ctx *ctx, const char *slot, int i);
 const pd_tensor *pd_ctx_in(const pd_exec_ctx *ctx, const char *slot);
+/* Whether the i-th var of an input slot is one of the program's constants: a persistable var
+ * of block 0 that no op of the program writes (an inference model's weights). Its values stay
+ * the same from run to run unless something outside the program writes them, so a kernel may
+ * keep the backend's prepared copy of it (pd_tensor_prepared, vm/run/tensor.h). */
+bool pd_ctx_in_const(const pd_exec_ctx *ctx, const char *slot, int i);
 
 /* Outputs, likewise. pd_ctx_out gives the tensor of the first var bound to the slot (the var
  * becomes a LOD_TENSOR if it was unset), NULL when the slot is absent or unbound, or when the

@@ -164,8 +164,10 @@ void pd_exec_profile_report(FILE *f) {
       calls += prof_rows[k].calls;
     }
   qsort(idx, (size_t)n, sizeof *idx, row_by_self);
-  fprintf(f, "profile: %llu ops ran for %.3f ms (self: an op's own time, without the ops of the "
-             "blocks it runs)\n", (unsigned long long)calls, (double)sum / 1e6);
+  int nt = pd_k_threading_info().threads;
+  fprintf(f, "profile: %llu ops ran for %.3f ms on %d thread%s (self: an op's own time, without "
+             "the ops of the blocks it runs)\n", (unsigned long long)calls, (double)sum / 1e6, nt,
+          nt == 1 ? "" : "s");
   fprintf(f, "%-34s %9s %11s %11s %7s %11s\n", "op type", "calls", "total ms", "self ms",
           "self", "self us/op");
   for (int i = 0; i < n; i++) {

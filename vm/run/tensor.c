@@ -22,11 +22,21 @@ static pd_storage *storage_new(size_t bytes, pd_k_place place) {
   s->refs = 1;
   s->cap = bytes;
   s->place = place;
+  s->prep = NULL;
   return s;
+}
+
+/* The values of s are about to change: its backend's prepared copy no longer holds them. */
+static void storage_touch(pd_storage *s) {
+  if (s && s->prep) {
+    s->prep->release(s->prep);
+    s->prep = NULL;
+  }
 }
 
 static void storage_unref(pd_storage *s) {
   if (s && --s->refs == 0) {
+    storage_touch(s);
     if (s->place == PD_K_CUDA) pd_k_dev_free(s->data);
     else pd_k_host_free(s->data);
     pd_free(s);
@@ -134,6 +144,8 @@ pd_status pd_tensor_resize(pd_tensor *t, pd_dtype dtype, int ndims, const int64_
     if (!fresh) return PD_ENOMEM;
     storage_unref(s);
     t->storage = fresh;
+  } else {
+    storage_touch(s); /* kept: its values are the caller's to write */
   }
   t->dtype = dtype;
   t->ndims = ndims;
@@ -165,6 +177,12 @@ size_t pd_tensor_nbytes(const pd_tensor *t) {
 }
 
 void *pd_tensor_data(const pd_tensor *t) { return t->storage ? t->storage->data : NULL; }
+
+pd_k_prepared **pd_tensor_prepared(const pd_tensor *t) {
+  return t->storage ? &t->storage->prep : NULL;
+}
+
+void pd_tensor_touch(pd_tensor *t) { storage_touch(t->storage); }
 
 bool pd_tensor_initialized(const pd_tensor *t) { return t->storage != NULL; }
 
@@ -236,6 +254,7 @@ pd_status pd_tensor_fill(pd_tensor *t, double value) {
   if (!t->storage) return PD_EINVAL;
   const pd_k_backend *k = t->storage->place == PD_K_CUDA ? pd_k_cuda() : pd_k_cpu();
   if (!k || !k->fill) return PD_EUNSUPPORTED;
+  storage_touch(t->storage);
   return k->fill(t->dtype, pd_tensor_numel(t), t->storage->data, value);
 }
 

@@ -41,6 +41,8 @@ typedef struct pd_storage {
   pd_k_place place;   /* where data lives: host (pd_k_host_alloc) or GPU (pd_k_dev_alloc) */
   size_t cap;   /* bytes */
   void *data;   /* host: PD_K_ALIGN-aligned */
+  pd_k_prepared *prep;  /* a backend's copy of the values in its own layout, or NULL (owned;
+                           see pd_tensor_prepared) */
 } pd_storage;
 
 typedef struct pd_lod_level {
@@ -90,6 +92,17 @@ void *pd_tensor_data(const pd_tensor *t);
 #define PD_TENSOR_I64(t) ((int64_t *)pd_tensor_data(t))
 #define PD_TENSOR_BOOL(t) ((uint8_t *)pd_tensor_data(t))
 bool pd_tensor_initialized(const pd_tensor *t);   /* has storage */
+/* The slot of a backend's prepared copy of t's values (kernels.h, pd_k_prepared: a constant
+ * operand in the layout a product reads), NULL before the first resize. The storage owns what
+ * is put there and releases it when its values may change: on a resize that keeps the storage
+ * (every writer resizes first: kernels their outputs, loaders their tensors),
+ * pd_tensor_set_data, pd_tensor_fill, and when the storage goes. Kernels fill it only for an
+ * input that no op of the running program writes (pd_ctx_in_const, vm/run/exec.h). Code that
+ * writes through pd_tensor_data into a tensor it did not resize must call pd_tensor_touch
+ * first. A cache: it may be filled through a const tensor (tensors are used by one thread at a
+ * time). */
+pd_k_prepared **pd_tensor_prepared(const pd_tensor *t);
+void pd_tensor_touch(pd_tensor *t);
 
 /* dst = a deep copy of src (dtype, shape, data, LoD) on src's place; dst's old contents are
  * released first on success. dst == src is a no-op. */

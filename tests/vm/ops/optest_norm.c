@@ -1,6 +1,7 @@
-/* optest_norm.c -- the op-test table's rows of vm/ops/norm.c (optest.h): batch_norm (training
- * on the batch's statistics with Fluid's update of the running ones, is_test and
- * use_global_stats on the running ones; NCHW, NHWC, [N, C] and [N, C, L]; MomentumTensor),
+/* optest_norm.c -- the op-test table's rows of vm/ops/norm.c (optest.h): batch_norm and
+ * sync_batch_norm in one process (training on the batch's statistics with Fluid's update of
+ * the running ones, is_test and use_global_stats on the running ones; NCHW, NHWC, [N, C] and
+ * [N, C, L]; MomentumTensor),
  * layer_norm (begin_norm_axis, with and without Scale and Bias), group_norm (groups, NCHW and
  * NHWC, Scale and Bias optional), instance_norm and affine_channel. The references compute the
  * statistics in double from the definitions. */
@@ -166,6 +167,17 @@ const ot_row ot_rows_norm[] = {
     {.op = "batch_norm", .what = "is_test, trainable_statistics",
      .attrs = "is_test=true trainable_statistics=true",
      .in = {{"X", "[3, 2, 2]"}, BN_VECS("[2]")}, .ref = ref_batch_norm, BN_GRAD},
+    /* sync_batch_norm in one process: batch_norm's values, through the path that sums the
+     * statistics over the ranks of a job (tests/mpi/sync_bn.sh: two ranks). */
+    {.op = "sync_batch_norm", .what = "NCHW", .in = {{"X", "[2, 3, 2, 2]"}, BN_VECS("[3]")},
+     .ref = ref_batch_norm, BN_GRAD},
+    {.op = "sync_batch_norm", .what = "NHWC, momentum 0.5",
+     .attrs = "data_layout=NHWC momentum=0.5", .in = {{"X", "[2, 2, 2, 3]"}, BN_VECS("[3]")},
+     .ref = ref_batch_norm, BN_GRAD},
+    {.op = "sync_batch_norm", .what = "[N, C]", .in = {{"X", "[4, 3]"}, BN_VECS("[3]")},
+     .ref = ref_batch_norm, BN_GRAD},
+    {.op = "sync_batch_norm", .what = "is_test", .attrs = "is_test=true",
+     .in = {{"X", "[2, 3, 2, 2]"}, BN_VECS("[3]")}, .ref = ref_batch_norm, BN_GRAD},
 
     /* layer_norm: begin_norm_axis 1 and 2, Scale and Bias each optional. */
     {.op = "layer_norm", .in = {{"X", "[3, 4]"}, {"Scale", "[4]"}, {"Bias", "[4]"}},

@@ -20,7 +20,7 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "tests/tap.h"
 #include "vm/passes/backward.h"
 #include "vm/run/exec.h"

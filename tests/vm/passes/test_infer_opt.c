@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lang/run_int.h"
+#include "train/run_int.h"
 #include "tests/lang/fp64.h"
 #include "tests/tap.h"
 #include "vm/passes/infer_opt.h"
@@ -126,6 +126,21 @@ int main(void) {
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
         "y = tanh(batch_norm(conv(x, 4, 3, stride = 2, bias = false)) * 1.0)\n",
         "y", 4, img, 1, 1, 1, "batch_norm", NULL);
+  /* a transposed convolution (its output channels are the filter's columns, per group) with
+   * its bias; a convolution's bias as Paddle 3 adds it, [1, C, 1, 1] at axis -1 */
+  check("conv_transpose_groups_bias_bn",
+        "import \"layers\"\nx = data(\"x\", [-1, 4, 5, 5])\nw = param([4, 3, 3, 3])\n"
+        "b = param([6])\nt = op(\"conv2d_transpose\", Input = x, Filter = w, strides = [2, 2], "
+        "paddings = [1, 1], groups = 2)\ny = tanh(batch_norm(elementwise_add(t, b, axis = 1)))\n",
+        "y", 4, (const int64_t[]){2, 4, 5, 5}, 1, 0, 0, "batch_norm", "conv2d_transpose");
+  check("conv_transpose_bn",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([3, 2, 2, 2])\n"
+        "y = relu(batch_norm(op(\"conv2d_transpose\", Input = x, Filter = w, strides = [2, 2])))\n",
+        "y", 4, img, 1, 0, 0, "batch_norm", "conv2d_transpose");
+  check("conv_bias_1c11_bn",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([4, 3, 3, 3])\n"
+        "b = param([1, 4, 1, 1])\ny = tanh(batch_norm(elementwise_add(conv2d(x, w), b)))\n",
+        "y", 4, img, 1, 0, 1, "batch_norm", "fused_conv2d");
   check("fc_bn", "import \"layers\"\nx = data(\"x\", [-1, 4])\ny = tanh(batch_norm(fc(x, 5)))\n", "y", 2,
         vec, 1, 0, 0, "batch_norm", NULL);
   check("conv_read_twice",

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lang/run_int.h"
+#include "train/run_int.h"
 #include "tests/tap.h"
 #include "tests/lang/fp64.h"
 #include "vm/passes/optimizer.h"

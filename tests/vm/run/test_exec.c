@@ -2,6 +2,7 @@
  * that goes away, persistable vars in the global scope), feeds and fetches and their errors,
  * errors at an op's location, PDLANG_CHECK_NAN_INF, interruption, kept sub-block scopes, and no
  * growth over many runs. Values are checked against numbers computed here. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "tests/vm/ops/fixture.h"
@@ -233,11 +234,114 @@ static void test_kept_sub_scopes(void) {
   fx_free(&f);
 }
 
+/* ---- The program's constants (pd_ctx_in_const) and the prepared copies fc keeps of them:
+ * y = fc(x, w, b) with w a persistable var no op writes; then the same with an op writing w. */
+static void fc_expect(const float *x, const float *w, const float *b, int64_t m, int64_t k,
+                      int64_t n, float *want) {
+  for (int64_t i = 0; i < m; i++)
+    for (int64_t j = 0; j < n; j++) {
+      double acc = b[j];
+      for (int64_t q = 0; q < k; q++) acc += (double)x[i * k + q] * w[q * n + j];
+      want[i * n + j] = (float)acc;
+    }
+}
+
+static bool fc_matches(const pd_tensor *y, const float *want, int64_t count) {
+  if (pd_tensor_numel(y) != count) return false;
+  for (int64_t i = 0; i < count; i++)
+    if (fabsf(PD_TENSOR_F32(y)[i] - want[i]) > 1e-4f * (1 + fabsf(want[i]))) return false;
+  return true;
+}
+
+static void test_constants(void) {
+  enum { M = 5, K = 40, N = 70 };
+  static float xv[M * K], wv[K * N], w2[K * N], bv[N], want[M * N];
+  for (int i = 0; i < M * K; i++) xv[i] = (float)((i * 37 % 19) - 9) / 9.0f;
+  for (int i = 0; i < K * N; i++) wv[i] = (float)((i * 11 % 23) - 11) / 23.0f, w2[i] = -wv[i] / 2;
+  for (int i = 0; i < N; i++) bv[i] = (float)i / N;
+  static const float zero[N];
+  /* fc with w a constant; fc with w written by the program; matmul_v2 of a constant w */
+  for (int variant = 0; variant < 3; variant++) {
+    int writes = variant == 1;
+    bool mm = variant == 2;
+    const float *bias = mm ? zero : bv;
+    fx f;
+    fx_init(&f);
+    decl(f.b, "x", PD_FP32, "[-1, 40]");
+    decl(f.b, "w", PD_FP32, "[40, 70]")->persistable = true;
+    decl(f.b, "b", PD_FP32, "[70]")->persistable = true;
+    pd_op_desc *op = mm ? add_op(&f, "matmul_v2", "X=x Y=w", "Out=y")
+                        : add_op(&f, "fc", "Input=x W=w Bias=b", "Out=y");
+    if (!mm) pd_op_set_attr_int(op, "in_num_col_dims", 1);
+    if (prep(&f, op)) bail("prep fc");
+    if (writes) { /* w = w * 1 after the product: w is no constant of this program */
+      op = add_op(&f, "scale", "X=w", "Out=w");
+      pd_op_set_attr_float(op, "scale", 1);
+      if (prep(&f, op)) bail("prep scale");
+    }
+    pd_exec *ex = NULL;
+    pd_error err = {0};
+    pd_scope *global = pd_scope_new(NULL);
+    pd_tensor x, y;
+    pd_tensor_init(&x);
+    pd_tensor_init(&y);
+    pd_tensor *w = pd_var_tensor(pd_scope_var(global, "w"));
+    pd_tensor *b = pd_var_tensor(pd_scope_var(global, "b"));
+    pd_tensor_set_data(&x, PD_FP32, 2, (int64_t[]){M, K}, xv);
+    pd_tensor_set_data(w, PD_FP32, 2, (int64_t[]){K, N}, wv);
+    pd_tensor_set_data(b, PD_FP32, 1, (int64_t[]){N}, bv);
+    pd_exec_feed feed = {"x", &x};
+    pd_exec_fetch fetch = {"y", &y};
+    pd_exec_io io = {1, &feed, 1, &fetch};
+    bool good = pd_exec_new(f.p, NULL, &ex, &err) == PD_OK &&
+                pd_exec_run(ex, global, &io, NULL, &err) == PD_OK;
+    fc_expect(xv, wv, bias, M, K, N, want);
+    good = good && fc_matches(&y, want, M * N);
+    pd_k_prepared *made = *pd_tensor_prepared(w);
+    /* Whether this CPU's backend keeps a copy for this product at all (fp32 on AVX-512 only):
+     * asked of it directly. */
+    pd_k_prepared *probe = NULL;
+    static float probe_c[M * N];
+    bool prepares = pd_k_cpu()->gemm_const_b &&
+                    pd_k_cpu()->gemm_const_b(PD_FP32, M, N, K, xv, wv, NULL, probe_c, &probe) ==
+                        PD_OK &&
+                    probe;
+    if (probe) probe->release(probe);
+    if (writes) {
+      ok(good && !made, "fc of a w that the program writes: y = x w + b, no prepared copy of w");
+    } else {
+      ok(good && (made != NULL) == prepares, "%s of a constant w: y = x w%s, w's prepared copy %s",
+         mm ? "matmul_v2" : "fc", mm ? "" : " + b", prepares ? "made" : "not made");
+      good = pd_exec_run(ex, global, &io, NULL, &err) == PD_OK && fc_matches(&y, want, M * N);
+      ok(good && *pd_tensor_prepared(w) == made, "a second run reuses it");
+      /* New values from outside the program (a parameter loaded, set through the library). */
+      pd_tensor_set_data(w, PD_FP32, 2, (int64_t[]){K, N}, w2);
+      ok(*pd_tensor_prepared(w) == NULL, "writing w drops the copy");
+      fc_expect(xv, w2, bias, M, K, N, want);
+      good = pd_exec_run(ex, global, &io, NULL, &err) == PD_OK && fc_matches(&y, want, M * N);
+      ok(good, "the next run computes with w's new values");
+      pd_tensor_fill(w, 0.5);
+      for (int i = 0; i < K * N; i++) w2[i] = 0.5f;
+      fc_expect(xv, w2, bias, M, K, N, want);
+      good = pd_exec_run(ex, global, &io, NULL, &err) == PD_OK && fc_matches(&y, want, M * N);
+      ok(good, "and after a fill, with the filled values");
+    }
+    if (err.msg) printf("# %s\n", err.msg);
+    pd_exec_free(ex);
+    pd_scope_free(global);
+    pd_tensor_release(&x);
+    pd_tensor_release(&y);
+    pd_error_clear(&err);
+    fx_free(&f);
+  }
+}
+
 int main(void) {
   test_run_and_scopes();
   test_feed_errors();
   test_prepare_errors();
   test_nan_check_and_interrupt();
   test_kept_sub_scopes();
+  test_constants();
   return tap_done();
 }

@@ -30,7 +30,7 @@
 
 #include "base/diag.h"
 #include "lang/compile.h"
-#include "lang/run.h"
+#include "train/run.h"
 #include "tests/tap.h"
 #include "tests/lang/fp64.h"
 #include "vm/passes/backward.h"
@@ -381,7 +381,7 @@ static void test_grads(void) {
   script_free(&s);
 }
 
-/* ---- Training, as lang/train.c builds the step: prune, hoist, backward, SGD. */
+/* ---- Training, as train/train.c builds the step: prune, hoist, backward, SGD. */
 
 static bool run_block0(const pd_program *p, pd_scope *scope, pd_error *err) {
   pd_exec *ex;

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/run_int.h"
-#include "lang/train.h"
-#include "lang/train_int.h"
+#include "train/run_int.h"
+#include "train/train.h"
+#include "train/train_int.h"
 #include "vm/ir/params.h"
 #include "vm/ir/pir.h"
 #include "vm/ir/serialize.h"

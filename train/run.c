@@ -1,15 +1,15 @@
 /* run.c -- the actions of a script: print and assert_close, which compute values without data,
  * and the dispatch of every action (pd_runner_action, pd_runner_run_all) to these or to the
- * ones of lang/train.c. The top of the runner: run.c -> train.c -> runner.c (see run_int.h). */
+ * ones of train/train.c. The top of the runner: run.c -> train.c -> runner.c (see run_int.h). */
 #include "config.h"
-#include "lang/run.h"
+#include "train/run.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/run_int.h"
-#include "lang/train.h"
+#include "train/run_int.h"
+#include "train/train.h"
 
 /* ---- print ---- */
 

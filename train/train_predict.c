@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lang/run_int.h"
-#include "lang/train.h"
-#include "lang/train_int.h"
+#include "train/run_int.h"
+#include "train/train.h"
+#include "train/train_int.h"
 #include "vm/run/comm.h"
 
 typedef struct predict {

@@ -1,8 +1,8 @@
-/* plot.c -- training curves as a PNG (lang/plot.h): reads a train log (CSV or JSON lines, as
- * lang/train_log.c writes them) and draws one panel per quantity with cairo, the PNG written
+/* plot.c -- training curves as a PNG (train/plot.h): reads a train log (CSV or JSON lines, as
+ * train/train_log.c writes them) and draws one panel per quantity with cairo, the PNG written
  * atomically. Without cairo (configure found none) pd_plot_log says so. */
 #include "config.h"
-#include "lang/plot.h"
+#include "train/plot.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* train_int.h -- what lang/train.c shares with train's validation (lang/train_valid.c),
- * save / load (lang/train_save.c) and predict (lang/train_predict.c): the
+/* train_int.h -- what train/train.c shares with train's validation (train/train_valid.c),
+ * save / load (train/train_save.c) and predict (train/train_predict.c): the
  * averager, which runs the forward program of one-element targets over a whole data set in test
  * mode (eval, and the validation after an epoch), the model's parameters, metric names; and
- * the validation itself (valid = READER, metrics, early_stop, keep_best). Private to lang/.
+ * the validation itself (valid = READER, metrics, early_stop, keep_best). Private to train/.
  *
  * Ownership: an averager or a validation borrows the runner and the action (both outlive it),
  * and owns its programs, executor, dataset and batcher; free it with its _free (NULL: no-op). */
@@ -12,10 +12,10 @@
 #include <stdio.h>
 
 #include "base/base.h"
-#include "lang/run_int.h"
+#include "train/run_int.h"
 #include "vm/reader/reader.h"
 
-/* ---- lang/train.c ---- */
+/* ---- train/train.c ---- */
 
 typedef struct pd_averager pd_averager;
 
@@ -59,7 +59,7 @@ char *pd_train_script_path(const pd_action *a, const char *path);
 /* "accuracy.tmp_0" -> "accuracy": a metric's name for people (into buf, n bytes). */
 void pd_train_metric_name(const char *var, char *buf, size_t n);
 
-/* ---- lang/train_valid.c ---- */
+/* ---- train/train_valid.c ---- */
 
 typedef struct pd_valid pd_valid;
 
@@ -117,7 +117,7 @@ pd_status pd_valid_step(pd_valid *v, int64_t step, pd_buf *line, pd_buf *line2, 
  * validated) replace the model's, with a note on progress (which may be NULL). */
 pd_status pd_valid_finish(pd_valid *v, FILE *progress, pd_error *err);
 
-/* ---- lang/train_log.c ---- */
+/* ---- train/train_log.c ---- */
 
 typedef struct pd_train_log pd_train_log;
 
@@ -149,7 +149,7 @@ pd_status pd_train_log_epoch(pd_train_log *l, int epoch, int64_t step, double lo
 pd_status pd_train_log_valid(pd_train_log *l, int epoch, int64_t step, double lr, double sps,
                              const double *valid, unsigned marks, pd_loc loc, pd_error *err);
 
-/* ---- lang/train_image.c ---- */
+/* ---- train/train_image.c ---- */
 
 /* Whether spec is an images(...) reader. */
 bool pd_train_is_images(const pd_cval *spec);

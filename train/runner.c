@@ -1,15 +1,15 @@
 /* runner.c -- the runner: its global scope, initialised by the startup program (and by each
  * unit it adopts), the place it computes on, and what every action builds on: the executor
  * options, the pruned and prepared program of a set of targets, the data vars a reader must
- * feed, errors placed at the action. The bottom of the runner (see run_int.h): lang/train.c and
- * lang/run.c call it; it calls neither. */
+ * feed, errors placed at the action. The bottom of the runner (see run_int.h): train/train.c and
+ * train/run.c call it; it calls neither. */
 #include "config.h"
-#include "lang/run.h"
+#include "train/run.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "lang/run_int.h"
+#include "train/run_int.h"
 #include "vm/ir/serialize.h"
 #include "vm/passes/data_parallel.h"
 #include "vm/passes/prune.h"

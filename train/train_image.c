@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lang/train_int.h"
+#include "train/train_int.h"
 
 static bool number(const pd_cval *v, double *out) {
   if (v && v->kind == PD_CVAL_INT) *out = (double)v->i;

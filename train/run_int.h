@@ -1,11 +1,11 @@
-/* run_int.h -- the runner's core (lang/runner.c), which the actions build on: lang/run.c (print,
- * assert_close, the dispatch) and lang/train.c (train, eval, save, load). Private to lang/.
- * Direction: run.c -> train.c (lang/train.h) -> runner.c; runner.c calls neither, train.c never
+/* run_int.h -- the runner's core (train/runner.c), which the actions build on: train/run.c (print,
+ * assert_close, the dispatch) and train/train.c (train, eval, save, load). Private to train/.
+ * Direction: run.c -> train.c (train/train.h) -> runner.c; runner.c calls neither, train.c never
  * calls run.c. */
 #ifndef PD_RUN_INT_H
 #define PD_RUN_INT_H
 
-#include "lang/run.h"
+#include "train/run.h"
 #include "vm/run/exec.h"
 #include "vm/ir/program.h"
 

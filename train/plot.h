@@ -1,5 +1,5 @@
-/* plot.h -- training curves as a PNG (lang/plot.c): the loss, the learning rate when it
- * changes, and each validation metric of a train log (lang/train_log.c's CSV or JSON lines),
+/* plot.h -- training curves as a PNG (train/plot.c): the loss, the learning rate when it
+ * changes, and each validation metric of a train log (train/train_log.c's CSV or JSON lines),
  * train and validation, drawn with cairo. `pdlang plot` and train(..., plot = ...) use it.
  *
  * Ownership: the caller owns every argument. */

@@ -1,15 +1,14 @@
-/* train.c -- the actions that run a program over data or move its parameters to and from disk:
- *   train(cost, reader=, batch=, epochs=, optimizer=, shuffle=, drop_last=, seed=, checkpoint=,
- *         log_every=, valid=, metrics=, valid_every=, valid_every_steps=, early_stop=, monitor=,
- *         mode=, keep_best=, log=, plot=)
- *       builds the training program of the cost (vm/passes/pipeline.h: the main program pruned to
- *       the cost, rewritten, its backward pass and the optimizer's updates), and runs it once
- *       per minibatch in a fresh scope under the global one, with progress on the progress
- *       stream; Ctrl-C stops after the minibatch; the validation options are
- *       lang/train_valid.c's, the log lang/train_log.c's, the plot lang/plot.c's;
+/* train.c -- the actions that run a program over data:
+ *   train(cost, OPTION = ..., ...) (its options: train/options.h) builds the training program of
+ *       the cost (vm/passes/pipeline.h: the main program pruned to the cost, rewritten, its
+ *       backward pass and the optimizer's updates) and runs it as a trainer: trainer_start (the
+ *       program, the data through train/readers.h, the resume), then epochs of steps, each
+ *       minibatch in a fresh scope under the global one, and after each step and epoch the
+ *       hooks: validation (train/train_valid.c), progress, log (train/train_log.c) and plot
+ *       (train/plot.c), checkpoint, interrupt (Ctrl-C stops after the minibatch);
  *   eval(metric, ..., reader=, batch=) runs the pruned forward program over a whole data set
  *       and prints each metric averaged over the samples;
- *   save and load are lang/train_save.c's.
+ *   save and load are train/train_save.c's, predict train/train_predict.c's.
  * Data vars (vars of the program that a reader must feed) are matched to the reader's fields by
  * name, else by position; a field whose per-sample size matches a var of another shape (images
  * [784] for a [-1, 1, 28, 28] input) is reshaped. A sequence field (lines(...)) comes with its
@@ -30,12 +29,15 @@
 
 #include "kernels/kernels.h"
 #include "vm/ir/params.h"
-#include "lang/run_int.h"
+#include "train/run_int.h"
 #include "vm/ir/serialize.h"
-#include "lang/train.h"
+#include "train/train.h"
 #include "vm/passes/data_parallel.h"
-#include "lang/plot.h"
-#include "lang/train_int.h"
+#include "train/plot.h"
+#include "train/train_int.h"
+#include "train/options.h"
+#include "train/optimizers.h"
+#include "train/readers.h"
 #include "vm/passes/optimizer.h"
 #include "vm/passes/pipeline.h"
 #include "vm/passes/prune.h"
@@ -51,22 +53,6 @@ static int64_t opt_int(const pd_action *a, const char *key, int64_t def) {
   return v && v->kind == PD_CVAL_INT ? v->i : def;
 }
 
-static bool opt_bool(const pd_action *a, const char *key, bool def) {
-  const pd_cval *v = opt(a, key);
-  return v && v->kind == PD_CVAL_BOOL ? v->b : def;
-}
-
-static const char *opt_str(const pd_action *a, const char *key) {
-  const pd_cval *v = opt(a, key);
-  return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
-}
-
-/* train's amp = "bf16": the precision of the products under mixed precision (the compiler
- * checked the value); PD_FP32 without. */
-static pd_dtype opt_amp(const pd_action *a) {
-  const char *s = opt_str(a, "amp");
-  return s && strcmp(s, "bf16") == 0 ? PD_BF16 : s && strcmp(s, "fp16") == 0 ? PD_FP16 : PD_FP32;
-}
 
 /* Where a keyword argument, a positional one, was written (the action's call when unknown): file
  * errors point at the argument that named the file. */
@@ -78,14 +64,6 @@ pd_loc pd_train_opt_loc(const pd_action *a, const char *key) {
 
 pd_loc pd_train_arg_loc(const pd_action *a, int i) {
   return a->arg_loc && i < a->nargs && a->arg_loc[i].line > 0 ? a->arg_loc[i] : a->loc;
-}
-
-static bool num(const pd_cval *v, double *out) {
-  if (!v) return false;
-  if (v->kind == PD_CVAL_INT) *out = (double)v->i;
-  else if (v->kind == PD_CVAL_FLOAT) *out = v->f;
-  else return false;
-  return true;
 }
 
 double pd_train_now(void) {
@@ -102,38 +80,7 @@ char *pd_train_script_path(const pd_action *a, const char *path) {
 
 /* ---------------------------------------------------------------- readers */
 
-/* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5, valid, seed,
- * pad_to = none); the compiler
- * has checked the arguments' kinds and ranges. */
-static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset **out,
-                            pd_error *err) {
-  const pd_cval *p = pd_cval_field(spec, "paths");
-  const pd_cval *minl = pd_cval_field(spec, "min_length");
-  const pd_cval *maxl = pd_cval_field(spec, "max_length");
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const pd_cval *every = pd_cval_field(spec, "test_every");
-  const pd_cval *padt = pd_cval_field(spec, "pad_to");
-  pd_lines_options o = {
-      .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
-      .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
-      .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
-               : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
-                                                     : PD_LINES_TRAIN,  /* "train", "valid" */
-      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5,
-      .pad_to = padt && padt->kind == PD_CVAL_INT ? padt->i : 0};
-  int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
-  char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
-  pd_status st = paths ? PD_OK : PD_ENOMEM;
-  for (int i = 0; i < n && !st; i++) {
-    const pd_cval *v = p->kind == PD_CVAL_LIST ? p->items[i] : p;
-    if (!(paths[i] = pd_train_script_path(a, v->kind == PD_CVAL_STRING ? v->str : ""))) st = PD_ENOMEM;
-  }
-  if (st) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-  else st = pd_dataset_lines(n, (const char *const *)paths, &o, out, err);
-  for (int i = 0; paths && i < n; i++) pd_free(paths[i]);
-  pd_free(paths);
-  return st;
-}
+/* The readers themselves are train/readers.c's registry (pd_reader_open). */
 
 /* Whether the batcher gathers the next minibatch on a thread of its own. The datasets are in
  * memory, so a gather is a copy of rows (microseconds); the thread pays only when a core is
@@ -144,132 +91,6 @@ static pd_status open_lines(const pd_action *a, const pd_cval *spec, pd_dataset 
 static bool prefetch_pays(void) {
   pd_k_threading t = pd_k_threading_info();
   return t.cpus > t.threads;
-}
-
-/* A validation split (split = "valid", or "train" with valid = F; the compiler checked the
- * arguments): *ds becomes its part (vm/reader/reader.h, pd_dataset_split). */
-static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err) {
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const char *s = split && split->kind == PD_CVAL_STRING ? split->str : "";
-  double frac = 0.1;
-  bool given = num(pd_cval_field(spec, "valid"), &frac);
-  bool held_out = strcmp(s, "valid") == 0;
-  if (!held_out && !(given && strcmp(s, "train") == 0)) return PD_OK;
-  const pd_cval *seed = pd_cval_field(spec, "seed");
-  pd_dataset *part = NULL;
-  uint64_t sd = seed && seed->kind == PD_CVAL_INT ? (uint64_t)seed->i : 0;
-  pd_status st = pd_dataset_split(*ds, frac, sd, held_out, &part, err);
-  if (st) {
-    pd_error_prefix(err, "%s", spec->str);  /* name the reader */
-    return st;
-  }
-  pd_dataset_free(*ds);
-  *ds = part;
-  return PD_OK;
-}
-
-/* note: where the images reader lists its classes (NULL: nowhere). */
-static pd_status open_reader(pd_runner *r, const pd_action *a, const pd_cval *spec, FILE *note,
-                             pd_dataset **out, pd_error *err) {
-  *out = NULL;
-  if (!spec || spec->kind != PD_CVAL_RECORD)
-    return pd_error_set(err, PD_EINVAL, a->loc, "%s needs a reader, e.g. reader = "
-                        "fashion_mnist(\"train\")", pd_action_name(a->kind));
-  const char *name = spec->str;
-  const pd_cval *f0 = pd_cval_field(spec, "split");
-  /* Errors from reading point at the argument naming the file, else at the reader's call. */
-  pd_loc at = pd_cval_field_loc(spec, "path", a->loc);
-  pd_status st;
-  if (strcmp(name, "fashion_mnist") == 0 || strcmp(name, "mnist") == 0) {
-    const char *split = f0 && f0->kind == PD_CVAL_STRING ? f0->str : "train";
-    if (strcmp(split, "valid") == 0) split = "train";  /* held out of it below */
-    if (strcmp(split, "train") && strcmp(split, "test"))
-      return pd_error_set(err, PD_EINVAL, pd_cval_field_loc(spec, "split", at),
-                          "%s: split must be \"train\", \"valid\" or \"test\", not \"%s\"",
-                          name, split);
-    const pd_cval *p = pd_cval_field(spec, "path");
-    char *dir = p && p->kind == PD_CVAL_STRING ? pd_train_script_path(a, p->str) : NULL;
-    st = pd_dataset_mnist(name, split, dir, out, err);
-    pd_free(dir);
-  } else if (strcmp(name, "csv") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    const pd_cval *label = pd_cval_field(spec, "label");
-    const pd_cval *feats = pd_cval_field(spec, "features");
-    const char *fnames[256];
-    int nf = 0;
-    if (feats && feats->kind == PD_CVAL_LIST)
-      for (int i = 0; i < feats->n && nf < 256; i++)
-        if (feats->items[i]->kind == PD_CVAL_STRING) fnames[nf++] = feats->items[i]->str;
-    const pd_cval *hdr = pd_cval_field(spec, "header");
-    if (hdr && hdr->kind == PD_CVAL_BOOL && !hdr->b)
-      return pd_error_set(err, PD_EUNSUPPORTED, pd_cval_field_loc(spec, "header", at),
-                          "csv: files without a header row are not supported yet (add a first "
-                          "line naming the columns)");
-    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    if (!path) return pd_error_set(err, PD_ENOMEM, at, "out of memory");
-    const pd_cval *cats = pd_cval_field(spec, "categorical");
-    const char *cnames[256];
-    int nc = 0;
-    if (cats && cats->kind == PD_CVAL_LIST)
-      for (int i = 0; i < cats->n && nc < 256; i++)
-        if (cats->items[i]->kind == PD_CVAL_STRING) cnames[nc++] = cats->items[i]->str;
-    if (nc && !r->categories && !(r->categories = pd_categories_new())) {
-      pd_free(path);
-      return pd_error_set(err, PD_ENOMEM, at, "out of memory");
-    }
-    pd_csv_options co = {.label = label && label->kind == PD_CVAL_STRING ? label->str : NULL,
-                         .nfeatures = nf, .features = nf ? fnames : NULL, .ncategorical = nc,
-                         .categorical = nc ? cnames : NULL, .categories = r->categories};
-    const pd_cval *delim = pd_cval_field(spec, "delimiter"), *fill = pd_cval_field(spec, "fill");
-    if (delim && delim->kind == PD_CVAL_STRING) co.delimiter = delim->str[0];
-    if (fill && (fill->kind == PD_CVAL_INT || fill->kind == PD_CVAL_FLOAT)) {
-      co.has_fill = true;
-      co.fill = fill->kind == PD_CVAL_INT ? (double)fill->i : fill->f;
-    }
-    st = pd_dataset_csv_opts(path, &co, out, err);
-    pd_free(path);
-  } else if (strcmp(name, "npy") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    const pd_cval *lp = pd_cval_field(spec, "label_path");
-    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    char *lpath = lp && lp->kind == PD_CVAL_STRING ? pd_train_script_path(a, lp->str) : NULL;
-    st = path ? pd_dataset_npy(path, lpath, out, err) : PD_ENOMEM;
-    pd_free(path);
-    pd_free(lpath);
-  } else if (strcmp(name, "text") == 0) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    const pd_cval *len = pd_cval_field(spec, "length");
-    char *path = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out, err)
-              : PD_ENOMEM;
-    pd_free(path);
-  } else if (strcmp(name, "lines") == 0) {
-    at = pd_cval_field_loc(spec, "paths", a->loc);
-    st = open_lines(a, spec, out, err);
-  } else if (strcmp(name, "host") == 0) {   /* the C library's pd_state_set_dataset */
-    const pd_cval *n = pd_cval_field(spec, "name");
-    at = pd_cval_field_loc(spec, "name", a->loc);
-    const char *dname = n && n->kind == PD_CVAL_STRING ? n->str : "";
-    st = r->opts.host_dataset
-             ? r->opts.host_dataset(r->opts.host_ctx, dname, out, err)
-             : pd_error_set(err, PD_ENOTFOUND, at, "host: no data set named '%s': host(...) "
-                            "reads the data sets of a program embedding pdlang "
-                            "(pd_state_set_dataset), and this run has none", dname);
-  } else if (pd_train_is_images(spec)) {
-    const pd_cval *p = pd_cval_field(spec, "path");
-    char *dir = pd_train_script_path(a, p && p->kind == PD_CVAL_STRING ? p->str : "");
-    st = dir ? pd_train_images_open(spec, dir, note, out, err) : PD_ENOMEM;
-    pd_free(dir);
-    if (!st) { /* what save writes beside a model this input feeds */
-      pd_train_images_options(spec, &r->image_prep);
-      r->has_image_prep = true;
-    }
-  } else {
-    return pd_error_set(err, PD_EINVAL, spec->loc.line > 0 ? spec->loc : a->loc,
-                        "unknown reader '%s'", name);
-  }
-  if (!st) st = apply_split(spec, out, err);
-  return pd_run_at_loc(err, st, at, NULL);
 }
 
 /* How the data vars of a program take the reader's fields. */
@@ -530,7 +351,7 @@ pd_status pd_runner_bind_batch(pd_runner *r, const pd_action *a, const pd_cval *
   feeder f;
   memset(&f, 0, sizeof f);
   pd_batcher_options bo = {.batch = batch, .shard_count = 1};
-  pd_status st = open_reader(r, a, spec, NULL, &ds, err);
+  pd_status st = pd_reader_open(r, a, spec, NULL, &ds, err);
   if (!st) st = pd_batcher_new(ds, &bo, &bt, err);
   if (!st) st = feeder_init(r, a, ":batch", r->unit->main, ds, true, &f, err);
   if (!st) st = pd_batcher_next(bt, f.fields, samples, err);
@@ -625,51 +446,9 @@ static void step_validation_line(progress *pg, int64_t step, int epoch, int epoc
 
 /* ---------------------------------------------------------------- train */
 
+/* train's optimizer = RECORD (train/optimizers.h; sgd(0.01) when not given). */
 static pd_status parse_optimizer(const pd_action *a, pd_optimizer *o, pd_error *err) {
-  const pd_cval *spec = opt(a, "optimizer");
-  pd_optimizer_defaults(o, PD_OPT_SGD, 0.01);
-  if (!spec) return PD_OK;
-  const char *name = spec->str;
-  pd_opt_kind kind = strcmp(name, "adam") == 0       ? PD_OPT_ADAM
-                     : strcmp(name, "adamw") == 0    ? PD_OPT_ADAMW
-                     : strcmp(name, "rmsprop") == 0  ? PD_OPT_RMSPROP
-                     : strcmp(name, "adagrad") == 0  ? PD_OPT_ADAGRAD
-                     : strcmp(name, "momentum") == 0 ? PD_OPT_MOMENTUM
-                                                     : PD_OPT_SGD;
-  double lr = 0.01;
-  num(pd_cval_field(spec, "learning_rate"), &lr);
-  pd_optimizer_defaults(o, kind, lr);
-  double v;
-  if (num(pd_cval_field(spec, "mu"), &v)) o->mu = v;
-  if (kind == PD_OPT_RMSPROP && num(pd_cval_field(spec, "momentum"), &v)) o->mu = v;
-  if (num(pd_cval_field(spec, "rho"), &v)) o->rho = v;
-  if (num(pd_cval_field(spec, "initial_accumulator_value"), &v)) o->init_acc = v;
-  const pd_cval *nest = pd_cval_field(spec, "use_nesterov");
-  if (nest && nest->kind == PD_CVAL_BOOL) o->nesterov = nest->b;
-  const pd_cval *cent = pd_cval_field(spec, "centered");
-  if (cent && cent->kind == PD_CVAL_BOOL) o->centered = cent->b;
-  if (num(pd_cval_field(spec, "beta1"), &v)) o->beta1 = v;
-  if (num(pd_cval_field(spec, "beta2"), &v)) o->beta2 = v;
-  if (num(pd_cval_field(spec, "epsilon"), &v)) o->epsilon = v;
-  if (num(pd_cval_field(spec, "weight_decay"), &v)) o->weight_decay = v;
-  if (num(pd_cval_field(spec, "clip_norm"), &v)) o->clip_norm = v;
-  if (num(pd_cval_field(spec, "decay_steps"), &v)) o->decay_steps = (int64_t)v;
-  if (num(pd_cval_field(spec, "decay_rate"), &v)) o->decay_rate = v;
-  if (num(pd_cval_field(spec, "warmup_steps"), &v)) o->warmup_steps = (int64_t)v;
-  const pd_cval *sch = pd_cval_field(spec, "lr_schedule");
-  if (sch && sch->kind == PD_CVAL_STRING) {
-    if (strcmp(sch->str, "step") == 0) o->schedule = PD_LR_STEP;
-    else if (strcmp(sch->str, "cosine") == 0) o->schedule = PD_LR_COSINE;
-    else if (strcmp(sch->str, "constant") != 0)
-      return pd_error_set(err, PD_EINVAL, a->loc, "%s: lr_schedule is \"constant\", \"step\" "
-                          "or \"cosine\", not \"%s\"", name, sch->str);
-    if (o->schedule == PD_LR_STEP && o->decay_steps <= 0)
-      return pd_error_set(err, PD_EINVAL, a->loc, "%s: lr_schedule = \"step\" needs decay_steps",
-                          name);
-  }
-  if (!(o->lr > 0))
-    return pd_error_set(err, PD_EINVAL, a->loc, "%s: the learning rate must be positive", name);
-  return PD_OK;
+  return pd_optimizer_from_record(pd_action_opt(a, "optimizer"), o, a->loc, err);
 }
 
 static pd_status set_lr(pd_runner *r, double lr, pd_error *err) {
@@ -734,9 +513,8 @@ static void describe_optimizer(const pd_optimizer *o, pd_buf *b) {
 }
 
 /* The setup text into out (PD_CKPT_SETUP_SIZE bytes). PD_ENOMEM or PD_OK. */
-static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_program *p,
-                             const pd_optimizer *o, int64_t batch, bool drop_last,
-                             const pd_valid *vd, char *out) {
+static pd_status train_setup(const pd_runner *r, const pd_train_opts *to, const pd_program *p,
+                             const pd_optimizer *o, const pd_valid *vd, char *out) {
   uint64_t program;
   if (pd_run_program_hash(p, &program)) return PD_ENOMEM;
   /* The model's parameters: the persistable vars of the training program that the model
@@ -757,9 +535,9 @@ static pd_status train_setup(const pd_runner *r, const pd_action *a, const pd_pr
                 (unsigned long long)pd_hash_bytes(pb.data ? pb.data : "", pb.len));
   describe_optimizer(o, &b);
   pd_buf_puts(&b, "\nreader=");
-  const pd_cval *rd = opt(a, "reader");
+  const pd_cval *rd = to->value[PD_TOPT_reader];
   if (rd) pd_cval_format(rd, &b);
-  pd_buf_printf(&b, ", batch %lld%s", (long long)batch, drop_last ? ", drop_last" : "");
+  pd_train_opts_describe(to, &b);  /* the options a checkpoint records: ", batch 64" */
   if (vd) pd_valid_describe(vd, &b);
   pd_status st = pb.oom || b.oom ? PD_ENOMEM : PD_OK;
   if (!st) snprintf(out, PD_CKPT_SETUP_SIZE, "%s", b.data);
@@ -818,18 +596,215 @@ static pd_status schedule_save(pd_runner *r, const char *cost, const pd_optimize
   return PD_OK;
 }
 
-/* Rank 0 alone writes checkpoints (every rank holds the same values); each rank of a later run
- * resumes from it. */
-static pd_status save_checkpoint(pd_runner *r, const pd_program *p, const char *path,
-                                 const pd_ckpt_meta *meta, pd_error *err) {
-  if (pd_comm_rank() != 0) return PD_OK;
-  const char **names;
-  int n = pd_train_persistables(r, p, &names);
-  if (n < 0) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
-  pd_status st = pd_checkpoint_save(path, r->global, n, names, meta, err);
-  pd_free(names);
+/* ---------------------------------------------------------------- the trainer */
+
+/* A train call as a trainer: its setup (the program, the executor, the data, the resume) in
+ * trainer_start, then the loop of trainer_run, which after each step and each epoch calls its
+ * hooks in order: the validation (which leaves its line and whether to stop in the trainer),
+ * the progress on the terminal, the log, the checkpoint and the interrupt (Ctrl-C). A hook
+ * reads the trainer's state and returns an error to stop the run; each has its own context. */
+typedef struct trainer trainer;
+
+typedef struct train_hook {
+  const char *name;
+  pd_status (*step)(trainer *t, pd_error *err);     /* after each step (may be NULL) */
+  pd_status (*epoch)(trainer *t, pd_error *err);    /* after each epoch (may be NULL) */
+  pd_status (*finish)(trainer *t, pd_error *err);   /* after the last epoch (may be NULL) */
+} train_hook;
+
+struct trainer {
+  pd_runner *r;
+  const pd_action *a;
+  pd_train_opts o;
+  const char *cost;
+  int64_t batch, epochs;
+  uint64_t seed;
+  bool drop_last;
+  int nranks;
+  pd_optimizer opt;
+  pd_program *p, *init;
+  pd_exec *ex;
+  pd_dataset *ds;
+  pd_batcher *bt;
+  pd_image_augment aug;       /* the batcher's augmentation (it borrows them) */
+  pd_batch_augment baug;
+  feeder f;
+  pd_tensor loss_t;
+  int64_t steps;              /* steps an epoch */
+  /* Where the run stands. */
+  int first_epoch, epoch;     /* 0-based */
+  int64_t skip;               /* resuming mid-epoch: the steps of the first epoch already run */
+  int64_t gstep, total;       /* the global step, the schedule's length */
+  bool scheduled;             /* gstep counts: the schedule is recorded at the end */
+  bool resumed;
+  double lr, loss;            /* the step's learning rate and loss */
+  double sum;                 /* the epoch's: the losses times rows, */
+  int64_t samples, done;      /* its samples on this process, its steps done */
+  double t0;                  /* when it started */
+  double step_el, epoch_el;   /* the seconds from t0 to the end of the last step, of its steps */
+  bool stop;                  /* early stopping ends the run */
+  /* The validation hook's results, for the hooks after it: its line (", valid loss ...") and
+   * note, empty when it did not validate; estop: early stopping after this epoch. */
+  pd_valid *vd;
+  pd_buf line, line2;
+  bool estop;
+  /* Progress, log, checkpoint. */
+  progress pg;
+  pd_train_log *lg;
+  char *log_path, *plot_path;
+  char *ckpt;
+  char setup[PD_CKPT_SETUP_SIZE];
+};
+
+/* Samples a second over el seconds. */
+static double trainer_sps(double el, int64_t samples) {
+  return el > 0 ? (double)samples / el : 0;
+}
+
+static pd_status trainer_oom(trainer *t, pd_error *err) {
+  return pd_error_set(err, PD_ENOMEM, t->a->loc, "out of memory");
+}
+
+/* ---- hook: the validation (valid = READER) ---- */
+
+static pd_status valid_step(trainer *t, pd_error *err) {
+  t->line.len = t->line2.len = 0;
+  if (!t->vd) return PD_OK;
+  double vsec;
+  pd_status st = pd_valid_step(t->vd, (int64_t)t->epoch * t->steps + t->done, &t->line,
+                               &t->line2, &t->stop, &vsec, err);
+  return st ? st : t->line.oom || t->line2.oom ? trainer_oom(t, err) : PD_OK;
+}
+
+static pd_status valid_epoch(trainer *t, pd_error *err) {
+  t->line.len = t->line2.len = 0;
+  t->estop = false;  /* a stop after a step (valid_every_steps) is already in stop */
+  t->pg.valid_secs = 0;
+  if (!t->vd) return PD_OK;
+  pd_status st = pd_valid_epoch(t->vd, t->epoch, &t->line, &t->line2, &t->estop,
+                                &t->pg.valid_secs, err);
+  if (st) return st;
+  if (t->line.oom || t->line2.oom) return trainer_oom(t, err);
+  t->stop = t->stop || t->estop;
+  return PD_OK;
+}
+
+/* keep_best: the best epoch's parameters replace the model's. The checkpoint keeps the last
+ * epoch's (a later call with more epochs goes on from them) and the best as NAME@BEST. */
+static pd_status valid_finish(trainer *t, pd_error *err) {
+  return t->vd ? pd_valid_finish(t->vd, t->pg.out, err) : PD_OK;
+}
+
+/* ---- hook: the progress on the terminal ---- */
+
+static pd_status progress_hook_step(trainer *t, pd_error *err) {
+  (void)err;
+  progress_step(&t->pg, t->epoch + 1, (int)t->epochs, t->done, t->steps,
+                t->sum / (double)t->samples, t->samples * t->nranks);
+  if (t->line.len)
+    step_validation_line(&t->pg, (int64_t)t->epoch * t->steps + t->done, t->epoch + 1,
+                         (int)t->epochs, t->line.data, t->line2.len ? t->line2.data : NULL);
+  return PD_OK;
+}
+
+/* A summary per epoch; for long runs of short epochs, about 20 in all (and each epoch that
+ * validated). */
+static pd_status progress_hook_epoch(trainer *t, pd_error *err) {
+  (void)err;
+  int64_t every = t->epochs > 20 ? (t->epochs + 19) / 20 : 1, e = t->epoch;
+  if ((e + 1) % every == 0 || e == t->first_epoch || e + 1 == t->epochs || t->line.len ||
+      t->stop)
+    epoch_summary(&t->pg, (int)e + 1, (int)t->epochs,
+                  t->samples ? t->sum / (double)t->samples : 0.0, t->samples * t->nranks,
+                  t->epoch_el, t->lr, t->line.len ? t->line.data : "",
+                  t->line2.len ? t->line2.data : NULL, t->nranks);
+  return PD_OK;
+}
+
+/* ---- hook: the log (log = FILE, --log, or plot's) and the plot drawn from it ---- */
+
+static unsigned log_marks(const trainer *t, bool stop) {
+  return (pd_valid_improved(t->vd) ? PD_LOG_BEST : 0u) | (stop ? PD_LOG_STOP : 0u);
+}
+
+static pd_status log_hook_step(trainer *t, pd_error *err) {
+  if (!t->lg) return PD_OK;
+  pd_loc at = t->o.loc[PD_TOPT_log];
+  pd_train_log_loss(t->lg, t->loss);
+  pd_status st = PD_OK;
+  if (t->done % t->pg.every == 0 && t->done != t->steps)
+    st = pd_train_log_step(t->lg, t->epoch + 1, t->gstep, t->lr,
+                           trainer_sps(t->step_el, t->samples * t->nranks), at, err);
+  if (!st && t->line.len)
+    st = pd_train_log_valid(t->lg, t->epoch + 1, t->gstep, t->lr,
+                            trainer_sps(t->step_el, t->samples * t->nranks), pd_valid_last(t->vd),
+                            log_marks(t, t->stop), at, err);
   return st;
 }
+
+static pd_status log_hook_epoch(trainer *t, pd_error *err) {
+  if (!t->lg) return PD_OK;
+  pd_loc at = t->o.loc[PD_TOPT_log];
+  double sps = trainer_sps(t->epoch_el, t->samples);
+  pd_status st = pd_train_log_step(t->lg, t->epoch + 1, t->gstep, t->lr, sps, at, err);
+  if (!st)
+    st = pd_train_log_epoch(t->lg, t->epoch + 1, t->gstep,
+                            t->samples ? t->sum / (double)t->samples : 0.0, t->lr, sps,
+                            pd_valid_last(t->vd), log_marks(t, t->estop), at, err);
+  return st;
+}
+
+/* plot = "NAME.png": the curves of the log, drawn when training ends (rank 0, which logs). */
+static pd_status log_hook_finish(trainer *t, pd_error *err) {
+  if (!t->plot_path || !t->log_path) return PD_OK;
+  pd_train_log_close(t->lg);
+  t->lg = NULL;
+  pd_status st = pd_plot_log(t->log_path, t->plot_path, 0, 0, false, err);
+  return st ? pd_run_at_loc(err, st, t->o.loc[PD_TOPT_plot], "plot") : PD_OK;
+}
+
+/* ---- hook: the checkpoint (checkpoint = FILE), after every epoch ---- */
+
+/* Rank 0 alone writes checkpoints (every rank holds the same values); each rank of a later run
+ * resumes from it. */
+static pd_status trainer_save(trainer *t, int epoch, int64_t step, pd_error *err) {
+  if (!t->ckpt || pd_comm_rank() != 0) return PD_OK;
+  pd_ckpt_meta meta = {.epoch = epoch, .step = step, .global_step = t->gstep,
+                       .rng_offset = pd_exec_rng_offset(t->ex), .seed = t->seed};
+  memcpy(meta.setup, t->setup, sizeof meta.setup);
+  const char **names;
+  int n = pd_train_persistables(t->r, t->p, &names);
+  if (n < 0) return trainer_oom(t, err);
+  pd_status st = pd_checkpoint_save(t->ckpt, t->r->global, n, names, &meta, err);
+  pd_free(names);
+  return st ? pd_run_at_loc(err, st, t->o.loc[PD_TOPT_checkpoint], "checkpoint") : PD_OK;
+}
+
+static pd_status ckpt_hook_epoch(trainer *t, pd_error *err) {
+  return trainer_save(t, t->epoch + 1, 0, err);
+}
+
+/* ---- hook: Ctrl-C stops after the step, saving a checkpoint to resume from ---- */
+
+static pd_status interrupt_hook_step(trainer *t, pd_error *err) {
+  if (t->stop || !t->r->opts.interrupt || !*t->r->opts.interrupt) return PD_OK;
+  if (t->pg.bar) fputc('\n', t->pg.out);
+  pd_status st = trainer_save(t, t->epoch, t->done, err);
+  if (st) return st;
+  return pd_error_set(err, PD_EINTR, t->a->loc, "training interrupted at epoch %d step %lld%s%s",
+                      t->epoch + 1, (long long)t->done, t->ckpt ? "; checkpoint saved to " : "",
+                      t->ckpt ? t->ckpt : "");
+}
+
+/* The hooks, in the order they run: the validation first (the others show and log its
+ * result), the interrupt last (after the step was shown, logged and validated). */
+static const train_hook hooks[] = {
+    {"validation", valid_step, valid_epoch, valid_finish},
+    {"progress", progress_hook_step, progress_hook_epoch, NULL},
+    {"log", log_hook_step, log_hook_epoch, log_hook_finish},
+    {"checkpoint", NULL, ckpt_hook_epoch, NULL},
+    {"interrupt", interrupt_hook_step, NULL, NULL},
+};
 
 /* The log a plot draws when train names no other: "curves.png" -> "curves.csv". Heap. */
 static char *plot_log_name(const char *png) {
@@ -840,288 +815,228 @@ static char *plot_log_name(const char *png) {
   return pd_buf_take(&b);
 }
 
-pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
-  const char *cost = a->args[0]->str;
-  int64_t batch = opt_int(a, "batch", 64), epochs = opt_int(a, "epochs", 1);
-  uint64_t seed = (uint64_t)opt_int(a, "seed", (int64_t)r->opts.seed);
-  bool shuffle = opt_bool(a, "shuffle", true), drop_last = opt_bool(a, "drop_last", false);
-  pd_optimizer o;
-  pd_status st = parse_optimizer(a, &o, err);
-  if (st) return st;
-  char *ckpt = opt_str(a, "checkpoint") ? pd_train_script_path(a, opt_str(a, "checkpoint")) : NULL;
-  pd_program *p = NULL, *init = NULL;
-  pd_exec *ex = NULL;
-  pd_valid *vd = NULL;
-  pd_train_log *lg = NULL;
-  char *log_path = NULL, *plot_path = NULL;
-  int64_t gstep = 0, total = 0;   /* the global step, the schedule's length */
-  bool scheduled = false;         /* gstep counts: the schedule is recorded at the end */
-  pd_buf line, line2;   /* the epoch's validation, and a note after it */
-  pd_buf_init(&line);
-  pd_buf_init(&line2);
-  pd_dataset *ds = NULL;
-  pd_batcher *bt = NULL;
-  feeder f = {0};
-  pd_tensor loss_t;
-  pd_tensor_init(&loss_t);
-  /* The program: forward for the cost, its backward pass, the updates (vm/passes/pipeline.h). */
-  int nranks = pd_comm_size();
-  pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
-                            .amp = opt_amp(a)};
+/* train's amp = "bf16": the precision of the products under mixed precision (the compiler
+ * checked the value); PD_FP32 without. */
+static pd_dtype opts_amp(const pd_train_opts *o) {
+  const char *s = pd_train_opt_str(o, PD_TOPT_amp, NULL, 0);
+  return s && strcmp(s, "bf16") == 0 ? PD_BF16 : s && strcmp(s, "fp16") == 0 ? PD_FP16 : PD_FP32;
+}
+
+/* Resume from the checkpoint when its file is there. */
+static pd_status trainer_resume(trainer *t, pd_error *err) {
+  pd_ckpt_meta meta = {0};
+  pd_status st = pd_checkpoint_load_setup(t->ckpt, t->r->global, t->p, t->setup, &meta, err);
+  if (st) return pd_run_at_loc(err, st, t->o.loc[PD_TOPT_checkpoint], "checkpoint");
+  FILE *out = t->pg.out;
+  t->resumed = true;
+  t->first_epoch = (int)meta.epoch;
+  t->skip = meta.step;
+  t->gstep = meta.global_step;
+  pd_exec_set_rng_offset(t->ex, meta.rng_offset);
+  if (pd_valid_stopped(t->vd)) {
+    if (out)
+      fprintf(out, "%s: early stopping ended the run at epoch %lld; nothing to train\n", t->ckpt,
+              (long long)t->first_epoch);
+    t->first_epoch = (int)t->epochs;
+  } else if (out && t->first_epoch >= t->epochs)
+    fprintf(out, "%s: the run already finished its %lld epochs; nothing to train\n", t->ckpt,
+            (long long)t->epochs);
+  else if (out)
+    fprintf(out, "resuming from %s: epoch %d, step %lld\n", t->ckpt, t->first_epoch + 1,
+            (long long)t->skip);
+  return PD_OK;
+}
+
+/* Everything before the first step: the training program (forward for the cost, its backward
+ * pass, the updates: vm/passes/pipeline.h), the validation, the executor, the data, the
+ * schedule, the resume, the log. */
+static pd_status trainer_start(trainer *t, pd_error *err) {
+  pd_runner *r = t->r;
+  const pd_action *a = t->a;
+  pd_status st;
+  pd_pipeline_options po = {.optimizer = &t->opt, .loc = a->loc, .nranks = t->nranks,
+                            .amp = opts_amp(&t->o),
+                            .sync_batch_norm = pd_train_opt_bool(&t->o, PD_TOPT_sync_batch_norm)};
   if (r->opts.place == PD_K_CUDA) {   /* GPU ranks need NCCL (vm/run/comm.h) */
     pd_error ge = {0};
     if ((st = pd_comm_gpu_check(&ge))) {
       st = pd_error_set(err, st, a->loc, "train: %s", ge.msg ? ge.msg : pd_status_str(st));
       pd_error_clear(&ge);
-      goto out;
+      return st;
     }
   }
-  if ((st = pd_pipeline_train(r->unit->main, cost, &po, &p, &init, err))) goto out;
-  if ((st = pd_run_same_program(p, "training program", a->loc, err))) goto out;
-  if ((st = pd_run_init_missing(r, init, err))) goto out;
+  if ((st = pd_pipeline_train(r->unit->main, t->cost, &po, &t->p, &t->init, err)) ||
+      (st = pd_run_same_program(t->p, "training program", a->loc, err)) ||
+      (st = pd_run_init_missing(r, t->init, err)))
+    return st;
   /* Validation: its reader is checked before training starts; its state joins the program. */
-  if ((st = pd_valid_new(r, a, cost, &vd, err))) goto out;
-  if (vd && (st = pd_valid_declare(vd, p, err))) goto out;
-  pd_exec_options eo = pd_run_exec_options(r, seed ^ 0x9e3779b97f4a7c15ull, false);
-  if ((st = pd_exec_new(p, &eo, &ex, err))) goto out;
+  if ((st = pd_valid_new(r, a, t->cost, &t->vd, err))) return st;
+  if (t->vd && (st = pd_valid_declare(t->vd, t->p, err))) return st;
+  pd_exec_options eo = pd_run_exec_options(r, t->seed ^ 0x9e3779b97f4a7c15ull, false);
+  if ((st = pd_exec_new(t->p, &eo, &t->ex, err))) return st;
   /* The data. */
+  const pd_cval *reader = t->o.value[PD_TOPT_reader];
   FILE *note = r->opts.progress_mode == PD_PROGRESS_NONE || pd_comm_rank() != 0
                    ? NULL : r->opts.progress;
-  if ((st = open_reader(r, a, opt(a, "reader"), note, &ds, err))) goto out;
-  pd_batcher_options bo = {.batch = batch, .shuffle = shuffle, .seed = seed,
-                            .drop_last = drop_last, .prefetch = prefetch_pays(),
-                            .shard_rank = pd_comm_rank(),
-                            .shard_count = nranks, .equal_shards = true};
+  if ((st = pd_reader_open(r, a, reader, note, &t->ds, err))) return st;
+  pd_batcher_options bo = {.batch = t->batch, .shuffle = pd_train_opt_bool(&t->o, PD_TOPT_shuffle),
+                           .seed = t->seed, .drop_last = t->drop_last,
+                           .prefetch = prefetch_pays(), .shard_rank = pd_comm_rank(),
+                           .shard_count = t->nranks, .equal_shards = true};
   /* Augmentations (images(..., crop_padding, flip)) in training only, seeded by train's seed. */
-  pd_image_augment aug;
-  pd_batch_augment baug;
-  if (pd_train_images_augment(opt(a, "reader"), &aug)) {
-    baug = pd_image_augmenter(&aug);
-    bo.augment = &baug;
+  if (pd_train_images_augment(reader, &t->aug)) {
+    t->baug = pd_image_augmenter(&t->aug);
+    bo.augment = &t->baug;
   }
-  if ((st = pd_batcher_new(ds, &bo, &bt, err))) goto out;
-  if ((st = feeder_init(r, a, "train", p, ds, false, &f, err))) goto out;
-  if (vd && (st = fields_like(pd_valid_averager(vd), &f, ds, pd_train_opt_loc(a, "valid"), err)))
-    goto out;
-  int64_t steps = pd_batcher_num_batches(bt);
-  if (steps == 0 && drop_last) {
-    int64_t n = pd_dataset_size(ds);
+  if ((st = pd_batcher_new(t->ds, &bo, &t->bt, err)) ||
+      (st = feeder_init(r, a, "train", t->p, t->ds, false, &t->f, err)))
+    return st;
+  if (t->vd && (st = fields_like(pd_valid_averager(t->vd), &t->f, t->ds, t->o.loc[PD_TOPT_valid],
+                                 err)))
+    return st;
+  t->steps = pd_batcher_num_batches(t->bt);
+  if (t->steps == 0 && t->drop_last) {
+    int64_t n = pd_dataset_size(t->ds);
     pd_buf why;
     pd_buf_init(&why);
     pd_buf_printf(&why, "the reader has %" PRId64 " sample%s", n, n == 1 ? "" : "s");
-    if (nranks > 1) pd_buf_printf(&why, ", %" PRId64 " for each of the %d processes", n / nranks,
-                                  nranks);
-    st = pd_error_set(err, PD_EINVAL, pd_train_opt_loc(a, "drop_last"),
+    if (t->nranks > 1)
+      pd_buf_printf(&why, ", %" PRId64 " for each of the %d processes", n / t->nranks, t->nranks);
+    st = pd_error_set(err, PD_EINVAL, t->o.loc[PD_TOPT_drop_last],
                       "train: drop_last = true leaves no batch: %s, fewer than one batch of %"
-                      PRId64, why.oom ? "too few samples" : why.data, batch);
+                      PRId64, why.oom ? "too few samples" : why.data, t->batch);
     pd_buf_free(&why);
-    goto out;
+    return st;
   }
-  total = steps * epochs;
-  /* Resume. */
-  pd_ckpt_meta meta = {0};
-  bool resumed = false;
-  int first_epoch = 0;
-  int64_t skip = 0;
-  progress pg = {.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress};
-  bool goes_on = schedule_resume(r, cost, &o, &gstep, &total);
-  scheduled = true;
-  if (goes_on && pg.out && gstep > 0)
-    fprintf(pg.out, "train: the learning-rate schedule goes on from step %lld\n",
-            (long long)gstep);
-  char setup[PD_CKPT_SETUP_SIZE] = "";
-  if (ckpt && (st = train_setup(r, a, p, &o, batch, drop_last, vd, setup))) {
-    st = pd_error_set(err, st, a->loc, "out of memory");
-    goto out;
-  }
-  if (ckpt && access(ckpt, F_OK) == 0) {
-    if ((st = pd_checkpoint_load_setup(ckpt, r->global, p, setup, &meta, err))) {
-      pd_run_at_loc(err, st, pd_train_opt_loc(a, "checkpoint"), "checkpoint");
-      goto out;
-    }
-    resumed = true;
-    first_epoch = (int)meta.epoch;
-    skip = meta.step;
-    gstep = meta.global_step;
-    pd_exec_set_rng_offset(ex, meta.rng_offset);
-    if (pd_valid_stopped(vd)) {
-      if (pg.out)
-        fprintf(pg.out, "%s: early stopping ended the run at epoch %lld; nothing to train\n",
-                ckpt, (long long)first_epoch);
-      first_epoch = (int)epochs;
-    } else if (pg.out && first_epoch >= epochs)
-      fprintf(pg.out, "%s: the run already finished its %lld epochs; nothing to train\n", ckpt,
-              (long long)epochs);
-    else if (pg.out)
-      fprintf(pg.out, "resuming from %s: epoch %d, step %lld\n", ckpt, first_epoch + 1,
-              (long long)skip);
-  }
+  t->total = t->steps * t->epochs;
+  /* The schedule, then the resume. */
+  t->pg.out = r->opts.progress_mode == PD_PROGRESS_NONE ? NULL : r->opts.progress;
+  bool goes_on = schedule_resume(r, t->cost, &t->opt, &t->gstep, &t->total);
+  t->scheduled = true;
+  if (goes_on && t->pg.out && t->gstep > 0)
+    fprintf(t->pg.out, "train: the learning-rate schedule goes on from step %lld\n",
+            (long long)t->gstep);
+  if (t->ckpt && train_setup(r, &t->o, t->p, &t->opt, t->vd, t->setup)) return trainer_oom(t, err);
+  if (t->ckpt && access(t->ckpt, F_OK) == 0 && (st = trainer_resume(t, err))) return st;
   /* The log: train's log =, else the run's --log, else with plot = "NAME.png" NAME.csv. */
-  const char *lname = opt_str(a, "log") ? opt_str(a, "log") : r->opts.log_path;
-  if (opt_str(a, "plot") && !(plot_path = pd_train_script_path(a, opt_str(a, "plot")))) {
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    goto out;
+  const char *given = pd_train_opt_str(&t->o, PD_TOPT_log, NULL, 0);
+  const char *lname = given ? given : r->opts.log_path;
+  const char *plot = pd_train_opt_str(&t->o, PD_TOPT_plot, NULL, 0);
+  if (plot && !(t->plot_path = pd_train_script_path(a, plot))) return trainer_oom(t, err);
+  if ((lname || t->plot_path) && pd_comm_rank() == 0) {  /* rank 0 alone writes (and plots) */
+    if (lname) t->log_path = given ? pd_train_script_path(a, lname) : pd_strdup(lname);
+    else t->log_path = plot_log_name(t->plot_path);
+    if (!t->log_path) return trainer_oom(t, err);
+    if ((st = pd_train_log_open(r, a, t->log_path, t->resumed, t->vd, &t->lg, err))) return st;
   }
-  if ((lname || plot_path) && pd_comm_rank() == 0) {  /* rank 0 alone writes (and plots) */
-    if (lname) log_path = opt_str(a, "log") ? pd_train_script_path(a, lname) : pd_strdup(lname);
-    else log_path = plot_log_name(plot_path);
-    if (!log_path) {
-      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-      goto out;
-    }
-    if ((st = pd_train_log_open(r, a, log_path, resumed, vd, &lg, err))) goto out;
-  }
-  pg.bar = pg.out && (r->opts.progress_mode == PD_PROGRESS_BAR ||
-                      (r->opts.progress_mode == PD_PROGRESS_AUTO && isatty(fileno(pg.out))));
+  t->pg.bar = t->pg.out && (r->opts.progress_mode == PD_PROGRESS_BAR ||
+                            (r->opts.progress_mode == PD_PROGRESS_AUTO &&
+                             isatty(fileno(t->pg.out))));
   /* Lines: a tenth of an epoch, but no more than one a second (an epoch of the char RNN takes
    * 20 ms: ten lines in it woke the reader of the pipe ten times, which took a core from the
    * training); log_every = N: every N steps exactly. */
-  pg.every = opt_int(a, "log_every", steps >= 10 ? steps / 10 : 1);
-  pg.min_gap = opt(a, "log_every") ? 0 : 1.0;
-  if (!pg.bar) pg.last_draw = pd_train_now();
-  pd_exec_fetch fetch = {cost, &loss_t};
-  double lr = pd_optimizer_lr(&o, gstep, total);
-  bool stop = false;
-  for (int e = first_epoch; e < epochs && !st && !stop; e++) {
-    if ((st = pd_batcher_start_epoch(bt, e))) break;
-    pg.t0 = pd_train_now();
-    double sum = 0;
-    int64_t samples = 0, done = 0, rows;
-    for (int64_t s = 0; s < steps; s++) {
-      if ((st = pd_batcher_next(bt, f.fields, &rows, err))) goto out;
-      if (rows == 0) break;
-      if (s < skip) continue; /* resuming mid-epoch: the same batches, not run again */
-      lr = pd_optimizer_lr(&o, gstep, total);
-      if ((st = set_lr(r, lr, err))) goto out;
-      if ((st = feeder_batch(&f, rows, a->loc, err))) goto out;
-      pd_exec_io io = {.nfeeds = f.n, .feeds = f.feeds, .nfetches = 1, .fetches = &fetch};
-      if ((st = pd_exec_run(ex, r->global, &io, NULL, err))) goto out;
-      double loss = loss_t.dtype == PD_FP64 ? PD_TENSOR_F64(&loss_t)[0] : PD_TENSOR_F32(&loss_t)[0];
-      if (!isfinite(loss)) {
-        st = pd_error_set(err, PD_ERUNTIME, a->loc,
-                          "train: the loss became %s at epoch %d step %lld; lower the learning "
-                          "rate, or run with --check-nan-inf to find the op",
-                          isnan(loss) ? "NaN" : "Inf", e + 1, (long long)s + 1);
-        goto out;
-      }
-      sum += loss * (double)rows;
-      samples += rows;
-      done = s + 1;
-      gstep++;
-      pd_train_log_loss(lg, loss);
-      if (lg && done % pg.every == 0 && done != steps) {
-        double el = pd_train_now() - pg.t0;
-        if ((st = pd_train_log_step(lg, e + 1, gstep, lr, el > 0 ? (double)(samples * nranks) / el : 0,
-                                    pd_train_opt_loc(a, "log"), err)))
-          goto out;
-      }
-      progress_step(&pg, e + 1, (int)epochs, done, steps, sum / (double)samples,
-                    samples * nranks);
-      /* valid_every_steps = N: validation after the call's steps N, 2N, ... (over its epochs). */
-      if (vd) {
-        double vsec, el = pd_train_now() - pg.t0;
-        line.len = line2.len = 0;
-        if ((st = pd_valid_step(vd, (int64_t)e * steps + done, &line, &line2, &stop, &vsec,
-                                err)))
-          goto out;
-        if (line.oom || line2.oom) {
-          st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-          goto out;
-        }
-        if (line.len) {
-          step_validation_line(&pg, (int64_t)e * steps + done, e + 1, (int)epochs, line.data,
-                               line2.len ? line2.data : NULL);
-          if ((st = pd_train_log_valid(lg, e + 1, gstep, lr,
-                                       el > 0 ? (double)(samples * nranks) / el : 0,
-                                       pd_valid_last(vd),
-                                       (pd_valid_improved(vd) ? PD_LOG_BEST : 0u) |
-                                           (stop ? PD_LOG_STOP : 0u),
-                                       pd_train_opt_loc(a, "log"), err)))
-            goto out;
-        }
-        if (stop) break;
-      }
-      if (r->opts.interrupt && *r->opts.interrupt) {
-        if (pg.bar) fputc('\n', pg.out);
-        if (ckpt) {
-          meta = (pd_ckpt_meta){.epoch = e, .step = done, .global_step = gstep,
-                                .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
-          memcpy(meta.setup, setup, sizeof meta.setup);
-          if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
-            pd_run_at_loc(err, st, pd_train_opt_loc(a, "checkpoint"), "checkpoint");
-            goto out;
-          }
-        }
-        st = pd_error_set(err, PD_EINTR, a->loc, "training interrupted at epoch %d step %lld%s%s",
-                          e + 1, (long long)done, ckpt ? "; checkpoint saved to " : "",
-                          ckpt ? ckpt : "");
-        goto out;
-      }
+  t->pg.every = pd_train_opt_int(&t->o, PD_TOPT_log_every, t->steps >= 10 ? t->steps / 10 : 1);
+  t->pg.min_gap = pd_train_opt_given(&t->o, PD_TOPT_log_every) ? 0 : 1.0;
+  if (!t->pg.bar) t->pg.last_draw = pd_train_now();
+  t->lr = pd_optimizer_lr(&t->opt, t->gstep, t->total);
+  return PD_OK;
+}
+
+/* One step: the next batch through the training program. *ran: 1 when it ran, 0 when the batch
+ * was one that a resumed epoch already ran, -1 when the reader had no more. */
+static pd_status trainer_step(trainer *t, int64_t s, int *ran, pd_error *err) {
+  int64_t rows;
+  pd_status st;
+  *ran = -1;
+  if ((st = pd_batcher_next(t->bt, t->f.fields, &rows, err)) || rows == 0) return st;
+  *ran = 0;
+  if (s < t->skip) return PD_OK;  /* resuming mid-epoch: the same batches, not run again */
+  t->lr = pd_optimizer_lr(&t->opt, t->gstep, t->total);
+  if ((st = set_lr(t->r, t->lr, err)) || (st = feeder_batch(&t->f, rows, t->a->loc, err)))
+    return st;
+  pd_exec_fetch fetch = {t->cost, &t->loss_t};
+  pd_exec_io io = {.nfeeds = t->f.n, .feeds = t->f.feeds, .nfetches = 1, .fetches = &fetch};
+  if ((st = pd_exec_run(t->ex, t->r->global, &io, NULL, err))) return st;
+  t->loss = t->loss_t.dtype == PD_FP64 ? PD_TENSOR_F64(&t->loss_t)[0]
+                                       : PD_TENSOR_F32(&t->loss_t)[0];
+  if (!isfinite(t->loss))
+    return pd_error_set(err, PD_ERUNTIME, t->a->loc,
+                        "train: the loss became %s at epoch %d step %lld; lower the learning "
+                        "rate, or run with --check-nan-inf to find the op",
+                        isnan(t->loss) ? "NaN" : "Inf", t->epoch + 1, (long long)s + 1);
+  t->sum += t->loss * (double)rows;
+  t->samples += rows;
+  t->done = s + 1;
+  t->gstep++;
+  t->step_el = pd_train_now() - t->t0;
+  *ran = 1;
+  return PD_OK;
+}
+
+/* The loop: epochs of steps, the hooks after each. */
+static pd_status trainer_run(trainer *t, pd_error *err) {
+  pd_status st = PD_OK;
+  for (t->epoch = t->first_epoch; t->epoch < t->epochs && !t->stop; t->epoch++) {
+    if ((st = pd_batcher_start_epoch(t->bt, t->epoch))) return st;
+    t->t0 = pd_train_now();
+    t->sum = 0;
+    t->samples = t->done = 0;
+    for (int64_t s = 0; s < t->steps; s++) {
+      int ran;
+      if ((st = trainer_step(t, s, &ran, err))) return st;
+      if (ran < 0) break;
+      if (!ran) continue;
+      for (size_t h = 0; h < PD_ARRAY_LEN(hooks); h++)
+        if (hooks[h].step && (st = hooks[h].step(t, err))) return st;
+      if (t->stop) break;
     }
-    skip = 0;
-    double el = pd_train_now() - pg.t0, vsec = 0;
-    bool estop = false;  /* a stop after a step (valid_every_steps) is already in stop */
-    line.len = line2.len = 0;
-    if (vd && (st = pd_valid_epoch(vd, e, &line, &line2, &estop, &vsec, err)))
-      goto out;
-    if (line.oom || line2.oom) {
-      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-      goto out;
-    }
-    stop = stop || estop;
-    pg.valid_secs = vsec;
-    /* A summary per epoch; for long runs of short epochs, about 20 in all (and each epoch that
-     * validated). */
-    int64_t every = epochs > 20 ? (epochs + 19) / 20 : 1;
-    if ((e + 1) % every == 0 || e == first_epoch || e + 1 == epochs || line.len || stop)
-      epoch_summary(&pg, e + 1, (int)epochs, samples ? sum / (double)samples : 0.0,
-                    samples * nranks, el, lr, line.len ? line.data : "",
-                    line2.len ? line2.data : NULL, nranks);
-    if (lg && ((st = pd_train_log_step(lg, e + 1, gstep, lr, el > 0 ? (double)samples / el : 0,
-                                       pd_train_opt_loc(a, "log"), err)) ||
-               (st = pd_train_log_epoch(lg, e + 1, gstep, samples ? sum / (double)samples : 0.0,
-                                        lr, el > 0 ? (double)samples / el : 0, pd_valid_last(vd),
-                                        (pd_valid_improved(vd) ? PD_LOG_BEST : 0u) |
-                                            (estop ? PD_LOG_STOP : 0u),
-                                        pd_train_opt_loc(a, "log"), err))))
-      goto out;
-    if (ckpt) {
-      meta = (pd_ckpt_meta){.epoch = e + 1, .step = 0, .global_step = gstep,
-                            .rng_offset = pd_exec_rng_offset(ex), .seed = seed};
-      memcpy(meta.setup, setup, sizeof meta.setup);
-      if ((st = save_checkpoint(r, p, ckpt, &meta, err))) {
-        pd_run_at_loc(err, st, pd_train_opt_loc(a, "checkpoint"), "checkpoint");
-        goto out;
-      }
-    }
+    t->skip = 0;
+    t->epoch_el = pd_train_now() - t->t0;
+    for (size_t h = 0; h < PD_ARRAY_LEN(hooks); h++)
+      if (hooks[h].epoch && (st = hooks[h].epoch(t, err))) return st;
   }
-  /* keep_best: the best epoch's parameters replace the model's. The checkpoint keeps the last
-   * epoch's (a later call with more epochs goes on from them) and the best as NAME@BEST. */
-  if (!st && vd) st = pd_valid_finish(vd, pg.out, err);
-  /* plot = "NAME.png": the curves of the log, drawn when training ends. */
-  if (!st && plot_path && log_path) {  /* log_path: rank 0 */
-    pd_train_log_close(lg);
-    lg = NULL;
-    if ((st = pd_plot_log(log_path, plot_path, 0, 0, false, err)))
-      pd_run_at_loc(err, st, pd_train_opt_loc(a, "plot"), "plot");
-  }
-out:
-  if (scheduled && schedule_save(r, cost, &o, gstep, total) && !st)
-    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-  pd_train_log_close(lg);
-  pd_free(log_path);
-  pd_free(plot_path);
-  pd_buf_free(&line);
-  pd_buf_free(&line2);
-  pd_valid_free(vd);
-  feeder_release(&f);
-  pd_tensor_release(&loss_t);
-  pd_batcher_free(bt);
-  pd_dataset_free(ds);
-  pd_exec_free(ex);
-  pd_program_free(init);
-  pd_program_free(p);
-  pd_free(ckpt);
+  for (size_t h = 0; h < PD_ARRAY_LEN(hooks); h++)
+    if (hooks[h].finish && (st = hooks[h].finish(t, err))) return st;
+  return PD_OK;
+}
+
+pd_status pd_run_train(pd_runner *r, const pd_action *a, pd_error *err) {
+  trainer *t = pd_calloc(1, sizeof *t);
+  if (!t) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  t->r = r;
+  t->a = a;
+  t->cost = a->args[0]->str;
+  pd_train_opts_from_action(a, &t->o);
+  t->batch = pd_train_opt_int(&t->o, PD_TOPT_batch, 0);
+  t->epochs = pd_train_opt_int(&t->o, PD_TOPT_epochs, 0);
+  t->seed = (uint64_t)pd_train_opt_int(&t->o, PD_TOPT_seed, (int64_t)r->opts.seed);
+  t->drop_last = pd_train_opt_bool(&t->o, PD_TOPT_drop_last);
+  t->nranks = pd_comm_size();
+  pd_buf_init(&t->line);
+  pd_buf_init(&t->line2);
+  pd_tensor_init(&t->loss_t);
+  pd_status st = parse_optimizer(a, &t->opt, err);
+  const char *ckpt = pd_train_opt_str(&t->o, PD_TOPT_checkpoint, NULL, 0);
+  if (!st && ckpt && !(t->ckpt = pd_train_script_path(a, ckpt))) st = trainer_oom(t, err);
+  if (!st) st = trainer_start(t, err);
+  if (!st) st = trainer_run(t, err);
+  if (t->scheduled && schedule_save(r, t->cost, &t->opt, t->gstep, t->total) && !st)
+    st = trainer_oom(t, err);
+  pd_train_log_close(t->lg);
+  pd_free(t->log_path);
+  pd_free(t->plot_path);
+  pd_buf_free(&t->line);
+  pd_buf_free(&t->line2);
+  pd_valid_free(t->vd);
+  feeder_release(&t->f);
+  pd_tensor_release(&t->loss_t);
+  pd_batcher_free(t->bt);
+  pd_dataset_free(t->ds);
+  pd_exec_free(t->ex);
+  pd_program_free(t->init);
+  pd_program_free(t->p);
+  pd_free(t->ckpt);
+  pd_free(t);
   return pd_run_at_loc(err, st, a->loc, NULL);
 }
 
@@ -1143,8 +1058,11 @@ pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd
   pd_optimizer o;
   pd_status st = parse_optimizer(a, &o, err);
   if (st) return st;
+  pd_train_opts to;
+  pd_train_opts_from_action(a, &to);
   pd_pipeline_options po = {.optimizer = &o, .loc = a->loc, .nranks = nranks,
-                            .amp = opt_amp(a)};
+                            .amp = opts_amp(&to),
+                            .sync_batch_norm = pd_train_opt_bool(&to, PD_TOPT_sync_batch_norm)};
   pd_program *init = NULL;
   st = pd_pipeline_train(unit->main, a->args[0]->str, &po, out, &init, err);
   pd_program_free(init);
@@ -1161,7 +1079,7 @@ void pd_train_metric_name(const char *var, char *buf, size_t n) {
 }
 
 /* The forward program of n one-element targets, run over a whole data set in test mode: eval,
- * and train's validation (lang/train_int.h). */
+ * and train's validation (train/train_int.h). */
 struct pd_averager {
   pd_runner *r;
   const pd_action *a;
@@ -1174,6 +1092,8 @@ struct pd_averager {
   pd_exec *ex;
   pd_dataset *ds;
   pd_batcher *bt;
+  pd_image_augment aug;       /* the batcher's augmentation (it borrows them) */
+  pd_batch_augment baug;
   feeder f;
 };
 
@@ -1209,7 +1129,7 @@ pd_status pd_averager_new(pd_runner *r, const pd_action *a, const char *what,
     av->fetches[i] = (pd_exec_fetch){names[i], &av->vals[i]};
   }
   if ((st = pd_run_prepare(r, n, names, a->loc, &av->p, &av->ex, err))) goto out;
-  if ((st = open_reader(r, a, spec, NULL, &av->ds, err))) goto out;
+  if ((st = pd_reader_open(r, a, spec, NULL, &av->ds, err))) goto out;
   pd_batcher_options bo = {.batch = batch, .prefetch = prefetch_pays(),
                             .shard_rank = shard ? pd_comm_rank() : 0,
                             .shard_count = shard ? pd_comm_size() : 1};

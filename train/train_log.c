@@ -1,7 +1,7 @@
 /* train_log.c -- train's log file (train(..., log = "run.csv") or `pdlang run --log FILE`): a
  * row per logged step and per epoch, written as training goes (each row flushed), as CSV or,
  * for a name ending in .jsonl, JSON lines. `pdlang plot` reads it back (driver/cmd_plot.c).
- * lang/train.c calls it (lang/train_int.h). */
+ * train/train.c calls it (train/train_int.h). */
 #include "config.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "lang/train_int.h"
+#include "train/train_int.h"
 
 struct pd_train_log {
   FILE *f;

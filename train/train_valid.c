@@ -5,13 +5,13 @@
  * validation, restored at the end. The state (the best value, its epoch or step, the
  * validations since, whether the run stopped, the copies) lives in
  * persistable vars of the training program, so checkpoints carry it and a resumed run goes on
- * bit for bit. lang/train.c calls it (lang/train_int.h). */
+ * bit for bit. train/train.c calls it (train/train_int.h). */
 #include "config.h"
 
 #include <math.h>
 #include <string.h>
 
-#include "lang/train_int.h"
+#include "train/train_int.h"
 
 /* The early-stopping record, fp64 [4]: the best value, its epoch (1-based; 0: none yet; with
  * valid_every_steps its step of the call), the validations since it without a better value, and

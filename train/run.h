@@ -6,13 +6,13 @@
  * the global scope, and reports:
  *   print(v, ...)          each value as a framework prints it (tensors with shape, dtype, LoD)
  *   assert_close(a, b)     fails (PD_ERUNTIME at the call) when |a - b| > tol * (1 + |b|)
- *   train / eval / save / load   see lang/train.c
+ *   train / eval / save / load   see train/train.c
  *
  * Errors come back in a pd_error whose location points at the .pd line of the op (or action) at
  * fault; render them with pd_diag_render_error and pd_unit_source.
  *
- * Implemented by lang/runner.c (the runner), lang/run.c (print, assert_close, the dispatch of
- * actions) and lang/train.c; run.c calls train.c, both call runner.c (lang/run_int.h).
+ * Implemented by train/runner.c (the runner), train/run.c (print, assert_close, the dispatch of
+ * actions) and train/train.c; run.c calls train.c, both call runner.c (train/run_int.h).
  *
  * Ownership: the runner borrows the unit (which must outlive it) and owns the global scope. */
 #ifndef PD_RUN_H
@@ -24,7 +24,7 @@
 #include <stdio.h>
 
 #include "base/base.h"
-#include "lang/compile.h"
+#include "train/unit.h"
 #include "vm/run/scope.h"
 #include "vm/reader/reader.h"
 #include "vm/run/tensor.h"
@@ -89,7 +89,7 @@ pd_status pd_runner_action(pd_runner *r, const pd_action *a, pd_error *err);
 pd_status pd_runner_run_all(pd_runner *r, pd_error *err);
 
 /* What `pdlang dump --train` shows: the training program that unit's first train action runs in
- * a job of nranks processes (data-parallel ops included when nranks > 1; lang/train.c), or with
+ * a job of nranks processes (data-parallel ops included when nranks > 1; train/train.c), or with
  * startup, the startup program of such a job (broadcasts when nranks > 1). *out is a new program
  * (pd_program_free). PD_ENOTFOUND when the script has no train action; the pipeline's errors. */
 pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd_program **out,
