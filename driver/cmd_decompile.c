@@ -82,7 +82,11 @@ const pd_command pd_cmd_decompile = {
              "value, ...) in the saved order (a comment gives its index), then load(MODEL) and\n"
              "save(PATH, outputs...) to --save-as PATH (default NAME.decompiled.pdmodel), so\n"
              "that `pdlang run FILE.pd` writes the model again. Names are kept where they are\n"
-             "identifiers. An op that runs a block (conditional_block, while) is written\n"
-             "with its block as a body, op(\"while\", ...) { ... }, and a var that a block\n"
-             "below writes first is made before it by declare(shape).",
+             "identifiers. A run of ops that a stdlib layer or a builtin compiles to is\n"
+             "written as that call (fc, conv, batch_norm, max_pool, matmul, relu, a + b, ...;\n"
+             "the script is compiled first and a call whose ops differ stays op() lines).\n"
+             "A Fluid folder is loaded as load(FOLDER). An op that runs a block\n"
+             "(conditional_block, while) is written with its block as a body,\n"
+             "op(\"while\", ...) { ... }, and a var that a block below writes first is made\n"
+             "before it by declare(shape).",
 };

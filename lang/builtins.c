@@ -532,7 +532,8 @@ static bool kaiming_init(C *c, const value *init, double fan_in, pd_loc loc, con
   return true;
 }
 
-/* Append the initialiser of parameter v to the startup program. */
+/* Append the initialiser of parameter v to the startup program: none for state of a dtype that
+ * fill_constant does not make (a uint8 dropout state of a saved RNN), which load() fills. */
 static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   pd_block *sb = c->unit->startup->blocks[0];
   pd_var_desc *sv = pd_block_var(sb, v->name);
@@ -542,6 +543,9 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   }
   sv->dtype = v->dtype;
   sv->persistable = true;
+  if (!init && v->dtype != PD_FP32 && v->dtype != PD_FP64 && v->dtype != PD_INT32 &&
+      v->dtype != PD_INT64 && v->dtype != PD_BOOL)
+    return true;
   const char *type = "fill_constant";
   const char *k1 = "value", *k2 = NULL;
   double x1 = 0, x2 = 0;
@@ -591,8 +595,9 @@ static bool init_param(C *c, pd_var_desc *v, value *init, pd_loc loc) {
   }
   pd_error e = {0};
   pd_status st = pd_opdef_prepare(op, sb, &e);
+  if (st == PD_ENOMEM) c->oom = true;
+  else if (st) pd_cmp_error(c, loc, "%s", e.msg ? e.msg : pd_status_str(st));
   if (st) {
-    pd_cmp_error(c, loc, "%s", e.msg ? e.msg : pd_status_str(st));
     pd_error_clear(&e);
     return false;
   }
@@ -628,16 +633,24 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   int nd;
   if (!pd_cmp_value_to_dims(c, shape, sloc, "the shape of a parameter", dims, &nd, false))
     return VERR;
-  if (nd == 0) {
-    pd_cmp_error(c, sloc, "a parameter needs at least one dimension");
+  bool state = trainable && trainable->k == V_BOOL && !trainable->b;
+  if (nd == 0 && !state) {
+    pd_cmp_error(c, sloc, "a parameter needs at least one dimension (a state of rank 0 needs "
+                 "trainable = false)");
     return VERR;
   }
   if (name && name->k != V_STR && name->k != V_NONE) {
     pd_cmp_error(c, nloc, "param: 'name' must be a string");
     return VERR;
   }
-  if (dt && (dt->k != V_DTYPE || (dt->dtype != PD_FP32 && dt->dtype != PD_FP64))) {
-    pd_cmp_error(c, dloc, "param: 'dtype' must be float32 or float64");
+  if (dt && dt->k != V_DTYPE) {
+    pd_cmp_error(c, dloc, "param: 'dtype' must be a dtype, such as float32");
+    return VERR;
+  }
+  if (dt && dt->dtype != PD_FP32 && dt->dtype != PD_FP64 && !state) {
+    pd_cmp_error(c, dloc, "param: 'dtype' must be float32 or float64 for a trained parameter "
+                 "(%s is for state that no gradient reaches: trainable = false)",
+                 pd_dtype_name(dt->dtype));
     return VERR;
   }
   if (kind && kind->k != V_STR) {

@@ -860,8 +860,10 @@ static pd_var_desc *rows_part(C *c, cflow *f, pd_var_desc *v) {
     return NULL;
   }
   pd_error e = {0};
-  if (pd_opdef_prepare(op, r->at, &e)) {
-    pd_cmp_error(c, op->loc, "%s", e.msg ? e.msg : "cannot split rows");
+  pd_status st = pd_opdef_prepare(op, r->at, &e);
+  if (st) {
+    if (st == PD_ENOMEM) c->oom = true;
+    else pd_cmp_error(c, op->loc, "%s", e.msg ? e.msg : "cannot split rows");
     pd_error_clear(&e);
     return NULL;
   }

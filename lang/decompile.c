@@ -1,5 +1,6 @@
 /* decompile.c -- a saved inference program as .pd source (lang/decompile.h): data() for its
- * feed targets, param() for its parameters, op() for each op, load() and save(). An op that runs
+ * feed targets, param() for its parameters, op() for each op or a layer's or builtin's call for
+ * a run of them (verified by compiling the script), load() and save(). An op that runs
  * a block (conditional_block, while) is written with its block as a body, op(...) { ... }, and a
  * var of a block that a block below it writes first is declared before, declare(shape). Each var
  * has one identifier, made at its first use: vars are told apart by the block that declares them
@@ -27,11 +28,22 @@ typedef struct dc {
   pd_strmap taken;   /* identifiers used */
   int depth;         /* block ops around the op being written (its indentation) */
   bool oom;          /* a key could not be made (defined() said no) */
+  struct layers *ls;  /* the layer calls proposed for block 0's ops (NULL: none) */
+  size_t scanned;    /* out->data up to here has been counted in line */
+  int line;          /* out's line (1-based) at `scanned` */
 } dc;
 
 static const pd_loc nowhere = {0};
 
 static pd_status oom(dc *d) { return pd_error_set(d->err, PD_ENOMEM, nowhere, "out of memory"); }
+
+/* The functions of stdlib/layers.pd: no var's identifier may take one of their names. */
+static const char *const layer_fns[] = {
+    "fc", "conv", "max_pool", "avg_pool", "embedding", "last_step", "first_step",
+    "sequence_sum", "sequence_mean", "sequence_max", "batch_norm", "layer_norm", "lstm", "gru",
+    "bce_with_logits", "huber", "linear", "drop", "causal_mask", "positional_embedding",
+    "multi_head_attention", "transformer_encoder_layer",
+};
 
 static bool reserved(const char *s) {
   static const char *const kw[] = {"and", "def", "else", "emit", "false", "for", "if",
@@ -40,6 +52,8 @@ static bool reserved(const char *s) {
   for (size_t i = 0; i < PD_ARRAY_LEN(kw); i++)
     if (strcmp(kw[i], s) == 0) return true;
   if (pd_dtype_from_name(s) >= 0) return true;
+  for (size_t i = 0; i < PD_ARRAY_LEN(layer_fns); i++)
+    if (strcmp(layer_fns[i], s) == 0) return true;
   pd_buf b;
   pd_buf_init(&b);
   bool bi = pd_builtin_describe(s, &b);
@@ -289,13 +303,556 @@ static pd_status declare_written(dc *d, const pd_block *b, const pd_block *sub) 
 
 static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *op);
 
+/* ---- Layers: runs of block 0's ops written as a call of the language ----
+ * A run of ops that a stdlib layer or a builtin compiles to is proposed as that call (propose);
+ * the script is compiled and each call's ops compared with the run it stands for (verify): a
+ * call that compiles to other ops (types, attributes, wiring, parameters' shapes and dtypes)
+ * is not proposed again, and the script is written anew. What is written is therefore what the
+ * compiler makes of it, never a guess. */
+
+typedef enum gkind { G_UNARY, G_BINARY, G_MATMUL, G_POOL, G_FC, G_CONV, G_BN } gkind;
+
+typedef struct group {
+  gkind kind;
+  int first, n;     /* block 0's ops first .. first + n - 1 */
+  bool act;         /* its last op is an activation (act = fn) */
+  char *sig;        /* its kind, its ops' types and attributes (heap) */
+  int line;         /* its line in the script written last */
+} group;
+
+typedef struct layers {
+  group *groups;    /* ngroups, in the order of their ops */
+  int ngroups;
+  group **at;       /* at[i]: the group whose first op is block 0's op i, else NULL */
+  bool any_layer;   /* a group calls a stdlib layer: the script imports "layers" */
+  pd_strmap reads;  /* var name -> how many op inputs (of any block) and fetch targets name it */
+  pd_strmap writes; /* var name -> how many op outputs name it */
+  pd_strmap params; /* the parameters */
+  pd_strmap outside;  /* the vars an op outside the layers' groups (of any block) names */
+  pd_strmap inside;   /* the vars a layer's group names */
+  pd_strmap rejected; /* the sigs of groups that compiled to other ops (copied keys) */
+} layers;
+
+/* The op types written as a builtin call fn(x), each the builtin's own op (lang/builtins.c). */
+static const struct { const char *op, *fn; } unary_fns[] = {
+    {"relu", "relu"},       {"sigmoid", "sigmoid"},     {"tanh", "tanh"},
+    {"exp", "exp"},         {"log", "log"},             {"sqrt", "sqrt"},
+    {"square", "square"},   {"silu", "silu"},           {"gelu", "gelu"},
+    {"softmax", "softmax"}, {"relu6", "relu6"},         {"elu", "elu"},
+    {"swish", "swish"},     {"leaky_relu", "leaky_relu"}, {"hard_swish", "hard_swish"},
+    {"hard_sigmoid", "hard_sigmoid"}, {"logsigmoid", "log_sigmoid"}, {"dropout", "dropout"},
+};
+/* The elementwise ops written as the language's operators (axis -1: its broadcasting). */
+static const struct { const char *op, *sym; } binary_ops[] = {
+    {"elementwise_add", "+"}, {"elementwise_sub", "-"},
+    {"elementwise_mul", "*"}, {"elementwise_div", "/"},
+};
+
+static int64_t count(const pd_strmap *m, const char *key) {
+  int64_t v = 0;
+  return pd_strmap_get_int(m, key, &v) ? v : 0;
+}
+
+static bool bump(pd_strmap *m, const char *key) {
+  pd_strmap_entry *e = pd_strmap_add(m, key, NULL);
+  if (e) e->val.i++;
+  return e != NULL;
+}
+
+/* The one var of an op's slot, NULL when the slot is absent, empty or names several. */
+static const char *one_var(const pd_slot *s) {
+  return s && s->nargs == 1 && strcmp(s->args[0], PD_EMPTY_VAR_NAME) ? s->args[0] : NULL;
+}
+
+static bool same_var(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+static bool slot_empty(const pd_slot *s) {
+  for (int k = 0; k < s->nargs; k++)
+    if (strcmp(s->args[k], PD_EMPTY_VAR_NAME)) return false;
+  return true;
+}
+
+/* Whether every slot of op that names a var is one of ins / outs (NULL-terminated). */
+static bool only_slots(const pd_op_desc *op, const char *const *ins, const char *const *outs) {
+  for (int pass = 0; pass < 2; pass++) {
+    int n = pass ? op->noutputs : op->ninputs;
+    const pd_slot *ss = pass ? op->outputs : op->inputs;
+    const char *const *ok = pass ? outs : ins;
+    for (int j = 0; j < n; j++) {
+      bool listed = false;
+      for (int k = 0; ok[k] && !listed; k++) listed = !strcmp(ok[k], ss[j].param);
+      if (!listed && !slot_empty(&ss[j])) return false;
+    }
+  }
+  return true;
+}
+
+/* The builtin that writes op as fn(x), or NULL (dropout's Mask, which the builtin writes
+ * too, is for the caller to check unread). */
+static const char *unary_fn(const pd_op_desc *op) {
+  static const char *const x[] = {"X", NULL}, *const out[] = {"Out", "Mask", NULL};
+  for (size_t i = 0; i < PD_ARRAY_LEN(unary_fns); i++)
+    if (!strcmp(op->type, unary_fns[i].op))
+      return one_var(pd_op_input(op, "X")) && one_var(pd_op_output(op, "Out")) &&
+                     only_slots(op, x, out) ? unary_fns[i].fn : NULL;
+  return NULL;
+}
+
+static const char *binary_sym(const pd_op_desc *op) {
+  static const char *const xy[] = {"X", "Y", NULL}, *const out[] = {"Out", NULL};
+  const pd_attr *axis = pd_op_attr(op, "axis");
+  if (axis && !(axis->type == PD_ATTR_INT && axis->v.i == -1)) return NULL;
+  for (size_t i = 0; i < PD_ARRAY_LEN(binary_ops); i++)
+    if (!strcmp(op->type, binary_ops[i].op))
+      return one_var(pd_op_input(op, "X")) && one_var(pd_op_input(op, "Y")) &&
+                     one_var(pd_op_output(op, "Out")) && only_slots(op, xy, out)
+                 ? binary_ops[i].sym : NULL;
+  return NULL;
+}
+
+/* The output a group's op hands on: batch norm's Y, a convolution's Output, else Out. */
+static const char *main_out(const pd_op_desc *op) {
+  const char *slot = !strcmp(op->type, "batch_norm") ? "Y"
+                     : !strcmp(op->type, "conv2d")   ? "Output" : "Out";
+  return one_var(pd_op_output(op, slot));
+}
+
+/* A var that only the next op of the group reads: no other op, no fetch, written once. */
+static bool passes_on(const layers *ls, const char *v) {
+  return v && count(&ls->reads, v) == 1 && count(&ls->writes, v) == 1 &&
+         !pd_strmap_find(&ls->params, v);
+}
+
+static const pd_var_desc *param_var(const layers *ls, const pd_block *b, const char *v) {
+  return v && pd_strmap_find(&ls->params, v) ? pd_block_find_var_local(b, v) : NULL;
+}
+
+/* `, name = value` of op's attributes that the registry knows (a BLOCK and is_test, which save
+ * sets, left out), as put_attr writes them, into b. */
+static pd_status attrs_text(const pd_op_desc *op, pd_buf *b) {
+  const pd_opdef *def = pd_opdef_lookup(op->type);
+  pd_error e = {0};
+  dc t = {.out = b, .err = &e};
+  pd_status st = PD_OK;
+  for (int j = 0; !st && def && j < op->nattrs; j++)
+    if (pd_opdef_attr(def, op->attrs[j].name) && op->attrs[j].type != PD_ATTR_BLOCK &&
+        strcmp(op->attrs[j].name, "is_test"))
+      st = put_attr(&t, op, &op->attrs[j]);
+  pd_error_clear(&e);
+  return st ? st : b->oom ? PD_ENOMEM : PD_OK;
+}
+
+/* `, name = value` of op's attribute name into b as put_attr writes it, the registry's default
+ * when op has none (a scalar one: a list default is not written); false when neither. */
+static bool attr_or_default(const pd_op_desc *op, const pd_attrdef *ad, pd_buf *b) {
+  const pd_attr *a = pd_op_attr(op, ad->name);
+  pd_attr dflt = {.name = (char *)ad->name, .type = ad->type};
+  if (!a && !ad->required) {
+    switch (ad->type) {
+    case PD_ATTR_INT: dflt.v.i = (int32_t)ad->def.i; break;
+    case PD_ATTR_LONG: dflt.v.l = ad->def.i; break;
+    case PD_ATTR_BOOLEAN: dflt.v.b = ad->def.i != 0; break;
+    case PD_ATTR_FLOAT: dflt.v.f = (float)ad->def.f; break;
+    case PD_ATTR_FLOAT64: dflt.v.d = ad->def.f; break;
+    case PD_ATTR_STRING: dflt.v.s = (char *)(ad->def.s ? ad->def.s : ""); break;
+    default: return false;
+    }
+    a = &dflt;
+  }
+  if (!a) return false;
+  pd_error e = {0};
+  dc t = {.out = b, .err = &e};
+  pd_status st = put_attr(&t, op, a);
+  pd_error_clear(&e);
+  return !st && !b->oom;
+}
+
+/* attrs_text's attributes but those at the registry's default, into b. */
+static pd_status attrs_given(const pd_op_desc *op, pd_buf *b) {
+  const pd_opdef *def = pd_opdef_lookup(op->type);
+  pd_buf t, u;
+  pd_buf_init(&t);
+  pd_buf_init(&u);
+  pd_status st = PD_OK;
+  for (int j = 0; !st && def && j < op->nattrs; j++) {
+    const pd_attrdef *ad = pd_opdef_attr(def, op->attrs[j].name);
+    if (!ad || ad->type == PD_ATTR_BLOCK || !strcmp(ad->name, "is_test")) continue;
+    pd_op_desc none = {.type = op->type};  /* no attributes: the default */
+    pd_buf_clear(&t);
+    pd_buf_clear(&u);
+    if (!attr_or_default(op, ad, &t)) st = t.oom ? PD_ENOMEM : PD_EUNSUPPORTED;
+    else if (!attr_or_default(&none, ad, &u) || strcmp(t.data, u.data)) pd_buf_puts(b, t.data);
+  }
+  pd_buf_free(&t);
+  pd_buf_free(&u);
+  return st ? st : b->oom ? PD_ENOMEM : PD_OK;
+}
+
+/* Complete g (kind, first, n, act set) with its sig; false when it was rejected before (or on
+ * out of memory: then no group). */
+static bool group_ok(layers *ls, const pd_block *b, group *g) {
+  pd_buf s;
+  pd_buf_init(&s);
+  pd_buf_printf(&s, "%d", (int)g->kind);
+  bool ok = true;
+  for (int i = 0; ok && i < g->n; i++) {
+    pd_buf_printf(&s, "|%s", b->ops[g->first + i]->type);
+    ok = attrs_text(b->ops[g->first + i], &s) == PD_OK;
+  }
+  ok = ok && !s.oom && !pd_strmap_find(&ls->rejected, s.data);
+  g->sig = ok ? pd_buf_take(&s) : NULL;
+  pd_buf_free(&s);
+  return g->sig != NULL;
+}
+
+/* Whether op i + 1 of b is an activation of op i's output (the group's last op then). */
+static bool act_after(const layers *ls, const pd_block *b, int i) {
+  if (i + 1 >= b->nops) return false;
+  const pd_op_desc *next = b->ops[i + 1];
+  const char *v = main_out(b->ops[i]);
+  return unary_fn(next) && strcmp(next->type, "dropout") && passes_on(ls, v) &&
+         same_var(one_var(pd_op_input(next, "X")), v);
+}
+
+/* A pool2d's arguments as max_pool / avg_pool take them: a square window, equal strides, a
+ * max or avg pooling, no padding (any of the pointers may be NULL). The other attributes are
+ * left to the comparison. */
+static bool pool_args(const pd_op_desc *op, const char **fn, int *size, int *stride) {
+  const pd_attr *k = pd_op_attr(op, "ksize"), *s = pd_op_attr(op, "strides");
+  const pd_attr *t = pd_op_attr(op, "pooling_type");
+  if (!k || k->type != PD_ATTR_INTS || k->n != 2 || k->ints[0] != k->ints[1] || !s ||
+      s->type != PD_ATTR_INTS || s->n != 2 || s->ints[0] != s->ints[1] || !t ||
+      t->type != PD_ATTR_STRING || !t->v.s || (strcmp(t->v.s, "max") && strcmp(t->v.s, "avg")))
+    return false;
+  static const char *const off[] = {"adaptive", "ceil_mode", "global_pooling"};
+  for (size_t i = 0; i < PD_ARRAY_LEN(off); i++) {
+    const pd_attr *a = pd_op_attr(op, off[i]);
+    if (a && !(a->type == PD_ATTR_BOOLEAN && !a->v.b)) return false;
+  }
+  const pd_attr *p = pd_op_attr(op, "paddings"), *alg = pd_op_attr(op, "padding_algorithm");
+  for (int i = 0; p && i < p->n; i++)
+    if (p->type != PD_ATTR_INTS || p->ints[i]) return false;
+  if (alg && (alg->type != PD_ATTR_STRING || !alg->v.s || strcmp(alg->v.s, "EXPLICIT")))
+    return false;
+  if (fn) *fn = !strcmp(t->v.s, "max") ? "max_pool" : "avg_pool";
+  if (size) *size = k->ints[0];
+  if (stride) *stride = s->ints[0];
+  return true;
+}
+
+/* The group at op i of block 0 (the longest of the kinds that fit and were not rejected). */
+static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
+  const pd_op_desc *op = b->ops[i];
+  *g = (group){.first = i, .n = 1};
+  if (!strcmp(op->type, "conv2d")) {
+    static const char *const ins[] = {"Input", "Filter", NULL}, *const outs[] = {"Output", NULL};
+    const pd_var_desc *w = param_var(ls, b, one_var(pd_op_input(op, "Filter")));
+    const pd_attr *st = pd_op_attr(op, "strides"), *pad = pd_op_attr(op, "paddings");
+    const pd_attr *alg = pd_op_attr(op, "padding_algorithm");
+    if (w && w->ndims == 4 && w->dims[2] == w->dims[3] && one_var(pd_op_input(op, "Input")) &&
+        main_out(op) && only_slots(op, ins, outs) && st && st->type == PD_ATTR_INTS &&
+        st->n == 2 && st->ints[0] == st->ints[1] && pad && pad->type == PD_ATTR_INTS &&
+        pad->n == 2 && pad->ints[0] == pad->ints[1] &&
+        (!alg || (alg->type == PD_ATTR_STRING && alg->v.s && !strcmp(alg->v.s, "EXPLICIT")))) {
+      g->kind = G_CONV;
+      const pd_op_desc *add = i + 1 < b->nops ? b->ops[i + 1] : NULL;
+      const pd_attr *axis = add ? pd_op_attr(add, "axis") : NULL;
+      const pd_var_desc *bias = add ? param_var(ls, b, one_var(pd_op_input(add, "Y"))) : NULL;
+      if (add && !strcmp(add->type, "elementwise_add") && axis && axis->type == PD_ATTR_INT &&
+          axis->v.i == 1 && bias && bias->ndims == 1 && bias->dims[0] == w->dims[0] &&
+          passes_on(ls, main_out(op)) && same_var(one_var(pd_op_input(add, "X")), main_out(op)) &&
+          main_out(add))
+        g->n = 2;
+      g->act = act_after(ls, b, i + g->n - 1);
+      g->n += g->act;
+      if (group_ok(ls, b, g)) return true;
+    }
+  }
+  if (!strcmp(op->type, "mul") && i + 1 < b->nops) {
+    static const char *const ins[] = {"X", "Y", NULL}, *const outs[] = {"Out", NULL};
+    const pd_op_desc *add = b->ops[i + 1];
+    const pd_var_desc *w = param_var(ls, b, one_var(pd_op_input(op, "Y")));
+    const pd_var_desc *bias = param_var(ls, b, one_var(pd_op_input(add, "Y")));
+    if (w && w->ndims == 2 && bias && bias->ndims == 1 && bias->dims[0] == w->dims[1] &&
+        one_var(pd_op_input(op, "X")) && only_slots(op, ins, outs) &&
+        !strcmp(add->type, "elementwise_add") && passes_on(ls, main_out(op)) &&
+        same_var(one_var(pd_op_input(add, "X")), main_out(op)) && main_out(add)) {
+      g->kind = G_FC;
+      g->act = act_after(ls, b, i + 1);
+      g->n = 2 + g->act;
+      if (group_ok(ls, b, g)) return true;
+    }
+  }
+  if (!strcmp(op->type, "batch_norm")) {
+    /* the stdlib's batch_norm(name = P) names its parameters P.w_0, P.b_0, P.w_1, P.w_2 */
+    const char *scale = one_var(pd_op_input(op, "Scale"));
+    size_t n = scale ? strlen(scale) : 0;
+    bool named = n > 4 && !strcmp(scale + n - 4, ".w_0");
+    static const char *const slots[] = {"Scale", "Bias", "Mean", "Variance"};
+    static const char *const sfx[] = {".w_0", ".b_0", ".w_1", ".w_2"};
+    for (int k = 0; named && k < 4; k++) {
+      const char *v = one_var(pd_op_input(op, slots[k]));
+      named = param_var(ls, b, v) && strlen(v) == n && !strncmp(v, scale, n - 4) &&
+              !strcmp(v + n - 4, sfx[k]);
+    }
+    const char *y = main_out(op), *sm = one_var(pd_op_output(op, "SavedMean"));
+    const char *sv = one_var(pd_op_output(op, "SavedVariance"));
+    const pd_slot *rs = pd_op_output(op, "ReserveSpace");
+    static const char *const off[] = {"use_global_stats", "trainable_statistics"};
+    for (size_t k = 0; k < PD_ARRAY_LEN(off) && named; k++) {
+      const pd_attr *a = pd_op_attr(op, off[k]);
+      named = !a || (a->type == PD_ATTR_BOOLEAN && !a->v.b);
+    }
+    if (named && y && one_var(pd_op_input(op, "X")) &&
+        same_var(one_var(pd_op_input(op, "Mean")), one_var(pd_op_output(op, "MeanOut"))) &&
+        same_var(one_var(pd_op_input(op, "Variance")), one_var(pd_op_output(op, "VarianceOut"))) &&
+        (!sm || count(&ls->reads, sm) == 0) && (!sv || count(&ls->reads, sv) == 0) &&
+        (!rs || slot_empty(rs) || (one_var(rs) && count(&ls->reads, one_var(rs)) == 0))) {
+      g->kind = G_BN;
+      g->act = act_after(ls, b, i);
+      g->n = 1 + g->act;
+      if (group_ok(ls, b, g)) return true;
+    }
+  }
+  *g = (group){.first = i, .n = 1};
+  static const char *const xy[] = {"X", "Y", NULL}, *const out[] = {"Out", NULL};
+  if (binary_sym(op)) g->kind = G_BINARY;
+  else if (!strcmp(op->type, "pool2d") && pool_args(op, NULL, NULL, NULL) &&
+           one_var(pd_op_input(op, "X")) && main_out(op) && only_slots(op, xy, out))
+    g->kind = G_POOL;
+  else if (!strcmp(op->type, "matmul_v2") && one_var(pd_op_input(op, "X")) &&
+           one_var(pd_op_input(op, "Y")) && main_out(op) && only_slots(op, xy, out))
+    g->kind = G_MATMUL;
+  else if (unary_fn(op) && (!pd_op_output(op, "Mask") || slot_empty(pd_op_output(op, "Mask")) ||
+                            (one_var(pd_op_output(op, "Mask")) &&
+                             count(&ls->reads, one_var(pd_op_output(op, "Mask"))) == 0)))
+    g->kind = G_UNARY;
+  else return false;
+  return group_ok(ls, b, g);
+}
+
+static void groups_clear(layers *ls) {
+  for (int i = 0; i < ls->ngroups; i++) pd_free(ls->groups[i].sig);
+  ls->ngroups = 0;
+  ls->any_layer = false;
+  pd_strmap_free(&ls->outside);
+  pd_strmap_init(&ls->outside, false);
+  pd_strmap_free(&ls->inside);
+  pd_strmap_init(&ls->inside, false);
+}
+
+/* Propose the groups of block 0, those rejected before excepted. PD_ENOMEM. */
+static pd_status propose(layers *ls, const pd_model *m) {
+  const pd_block *b = m->program->blocks[0];
+  groups_clear(ls);
+  for (int i = 0; i < b->nops; i++) ls->at[i] = NULL;
+  for (int i = 0; i < b->nops;) {
+    group g;
+    if (!group_at(ls, b, i, &g)) {
+      i++;
+      continue;
+    }
+    /* the output a call assigns is a var of its own: written once, not a parameter or input */
+    const char *out = main_out(b->ops[i + g.n - 1]);
+    if (!out || count(&ls->writes, out) != 1 || pd_strmap_find(&ls->params, out)) {
+      pd_free(g.sig);
+      i++;
+      continue;
+    }
+    ls->groups[ls->ngroups++] = g;
+    ls->any_layer |= g.kind == G_POOL || g.kind == G_FC || g.kind == G_CONV || g.kind == G_BN;
+    i += g.n;
+  }
+  for (int k = 0; k < ls->ngroups; k++) ls->at[ls->groups[k].first] = &ls->groups[k];
+  /* the vars the other ops name: a parameter only layers name is made by them */
+  for (int bi = 0; bi < m->program->nblocks; bi++) {
+    const pd_block *bk = m->program->blocks[bi];
+    for (int i = 0; i < bk->nops; i++) {
+      const group *g = bi == 0 ? ls->at[i] : NULL;
+      bool layer = g && (g->kind == G_FC || g->kind == G_CONV || g->kind == G_BN);
+      for (int n = 0; n < (layer ? g->n : 1); n++) {
+        const pd_op_desc *op = bk->ops[i + n];
+        for (int pass = 0; pass < 2; pass++)
+          for (int j = 0; j < (pass ? op->noutputs : op->ninputs); j++) {
+            const pd_slot *s = pass ? &op->outputs[j] : &op->inputs[j];
+            for (int k = 0; k < s->nargs; k++)
+              if (!bump(layer ? &ls->inside : &ls->outside, s->args[k])) return PD_ENOMEM;
+          }
+      }
+      if (layer) i += g->n - 1;
+    }
+  }
+  for (int i = 0; i < m->nfetches; i++)
+    if (!bump(&ls->outside, m->fetches[i].var)) return PD_ENOMEM;
+  return PD_OK;
+}
+
+static void layers_free(layers *ls) {
+  if (!ls) return;
+  groups_clear(ls);
+  pd_free(ls->groups);
+  pd_free(ls->at);
+  pd_strmap_free(&ls->reads);
+  pd_strmap_free(&ls->writes);
+  pd_strmap_free(&ls->params);
+  pd_strmap_free(&ls->outside);
+  pd_strmap_free(&ls->inside);
+  pd_strmap_free(&ls->rejected);
+}
+
+static pd_status layers_init(layers *ls, const pd_model *m, const char **params, int np) {
+  const pd_program *p = m->program;
+  int n = p->blocks[0]->nops;
+  *ls = (layers){0};
+  pd_strmap_init(&ls->reads, false);
+  pd_strmap_init(&ls->writes, false);
+  pd_strmap_init(&ls->params, false);
+  pd_strmap_init(&ls->outside, false);
+  pd_strmap_init(&ls->inside, false);
+  pd_strmap_init(&ls->rejected, true);
+  ls->groups = pd_calloc((size_t)n + 1, sizeof *ls->groups);
+  ls->at = pd_calloc((size_t)n + 1, sizeof *ls->at);
+  if (!ls->groups || !ls->at) return PD_ENOMEM;
+  for (int bi = 0; bi < p->nblocks; bi++)
+    for (int i = 0; i < p->blocks[bi]->nops; i++) {
+      const pd_op_desc *op = p->blocks[bi]->ops[i];
+      for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < (pass ? op->noutputs : op->ninputs); j++) {
+          const pd_slot *s = pass ? &op->outputs[j] : &op->inputs[j];
+          for (int k = 0; k < s->nargs; k++)
+            if (!bump(pass ? &ls->writes : &ls->reads, s->args[k])) return PD_ENOMEM;
+        }
+    }
+  for (int i = 0; i < m->nfetches; i++)
+    if (!bump(&ls->reads, m->fetches[i].var)) return PD_ENOMEM;
+  for (int i = 0; i < np; i++)
+    if (!bump(&ls->params, params[i])) return PD_ENOMEM;
+  return PD_OK;
+}
+
+/* `act = fn, ` of a group whose last op is an activation. */
+static void put_act(dc *d, const group *g) {
+  if (g->act) pd_buf_printf(d->out, ", act = %s", unary_fn(d->b->ops[g->first + g->n - 1]));
+}
+
+/* One group as `y = call  # ops i-j`. */
+static pd_status put_group(dc *d, group *g) {
+  const pd_block *b = d->b;
+  const pd_op_desc *op = b->ops[g->first], *last = b->ops[g->first + g->n - 1];
+  const char *xs = one_var(pd_op_input(op, g->kind == G_CONV ? "Input" : "X"));
+  bool two = g->kind == G_BINARY || g->kind == G_MATMUL;
+  if (!defined(d, b, xs) || (two && !defined(d, b, one_var(pd_op_input(op, "Y")))))
+    return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (%s) reads a var which no op "
+                        "before it writes", g->first, op->type);
+  for (; d->scanned < d->out->len; d->scanned++) d->line += d->out->data[d->scanned] == '\n';
+  g->line = d->line;
+  const char *x = ident(d, b, xs), *y = ident(d, b, main_out(last));
+  if (!x || !y) return oom(d);
+  pd_buf *o = d->out;
+  pd_buf_printf(o, "%s = ", y);
+  switch (g->kind) {
+  case G_UNARY:
+  case G_MATMUL: { /* the builtin, its attributes by keyword as op() writes them */
+    const char *z = g->kind == G_MATMUL ? ident(d, b, one_var(pd_op_input(op, "Y"))) : "";
+    if (!z) return oom(d);
+    pd_buf_printf(o, "%s(%s%s%s", g->kind == G_MATMUL ? "matmul" : unary_fn(op), x,
+                  *z ? ", " : "", z);
+    pd_status st = attrs_given(op, o);
+    if (st) return st == PD_ENOMEM ? oom(d) : st;
+    pd_buf_puts(o, ")");
+    break;
+  }
+  case G_POOL: {
+    const char *fn;
+    int size, stride;
+    pool_args(op, &fn, &size, &stride);
+    pd_buf_printf(o, "%s(%s, %d", fn, x, size);
+    if (stride != size) pd_buf_printf(o, ", stride = %d", stride);
+    pd_buf_puts(o, ")");
+    break;
+  }
+  case G_BINARY: {
+    const char *z = ident(d, b, one_var(pd_op_input(op, "Y")));
+    if (!z) return oom(d);
+    pd_buf_printf(o, "%s %s %s", x, binary_sym(op), z);
+    break;
+  }
+  case G_FC: {
+    const pd_var_desc *w = pd_block_find_var_local(b, one_var(pd_op_input(op, "Y")));
+    pd_buf_printf(o, "fc(%s, %lld", x, (long long)w->dims[1]);
+    put_act(d, g);
+    pd_buf_puts(o, ", name = ");
+    put_str(o, w->name);
+    pd_buf_puts(o, ", bias_name = ");
+    put_str(o, one_var(pd_op_input(b->ops[g->first + 1], "Y")));
+    pd_buf_puts(o, ")");
+    break;
+  }
+  case G_CONV: {
+    const pd_var_desc *w = pd_block_find_var_local(b, one_var(pd_op_input(op, "Filter")));
+    bool bias = g->n - g->act == 2;
+    int s = pd_op_attr(op, "strides")->ints[0], p = pd_op_attr(op, "paddings")->ints[0];
+    pd_buf_printf(o, "conv(%s, %lld, %lld", x, (long long)w->dims[0], (long long)w->dims[2]);
+    if (s != 1) pd_buf_printf(o, ", stride = %d", s);
+    if (p) pd_buf_printf(o, ", padding = %d", p);
+    put_act(d, g);
+    if (!bias) pd_buf_puts(o, ", bias = false");
+    pd_buf_puts(o, ", name = ");
+    put_str(o, w->name);
+    if (bias) {
+      pd_buf_puts(o, ", bias_name = ");
+      put_str(o, one_var(pd_op_input(b->ops[g->first + 1], "Y")));
+    }
+    pd_buf_puts(o, ")");
+    break;
+  }
+  case G_BN: {
+    const char *scale = one_var(pd_op_input(op, "Scale"));
+    const pd_attr *mo = pd_op_attr(op, "momentum"), *ep = pd_op_attr(op, "epsilon");
+    pd_buf_printf(o, "batch_norm(%s", x);
+    put_act(d, g);
+    pd_status st = PD_OK;
+    if (mo && (mo->type == PD_ATTR_FLOAT || mo->type == PD_ATTR_FLOAT64)) {
+      pd_buf_puts(o, ", momentum = ");
+      st = put_float(d, op, "momentum", mo->type == PD_ATTR_FLOAT ? mo->v.f : mo->v.d,
+                     mo->type == PD_ATTR_FLOAT);
+    }
+    if (!st && ep && (ep->type == PD_ATTR_FLOAT || ep->type == PD_ATTR_FLOAT64)) {
+      pd_buf_puts(o, ", epsilon = ");
+      st = put_float(d, op, "epsilon", ep->type == PD_ATTR_FLOAT ? ep->v.f : ep->v.d,
+                     ep->type == PD_ATTR_FLOAT);
+    }
+    if (st) return st;
+    char *prefix = pd_malloc(strlen(scale) - 3);
+    if (!prefix) return oom(d);
+    memcpy(prefix, scale, strlen(scale) - 4);
+    prefix[strlen(scale) - 4] = 0;
+    pd_buf_puts(o, ", name = ");
+    put_str(o, prefix);
+    pd_buf_puts(o, ")");
+    pd_free(prefix);
+    break;
+  }
+  }
+  if (g->n == 1) pd_buf_printf(o, "  # op %d\n", g->first);
+  else pd_buf_printf(o, "  # ops %d-%d\n", g->first, g->first + g->n - 1);
+  return PD_OK;
+}
+
+
 /* The ops of block b, in their order, at the current depth. */
 static pd_status put_ops(dc *d, const pd_block *b) {
   pd_status st = PD_OK;
   for (int i = 0; !st && i < b->nops; i++) {
     const pd_op_desc *op = b->ops[i];
     if (strcmp(op->type, "feed") == 0 || strcmp(op->type, "fetch") == 0) continue;
-    st = put_op(d, b, i, op);
+    group *g = b->idx == 0 && d->ls ? d->ls->at[i] : NULL;
+    if (g) {
+      st = put_group(d, g);
+      i += g->n - 1;
+    } else {
+      st = put_op(d, b, i, op);
+    }
     if (st && !d->err->msg) st = oom(d);
   }
   return st;
@@ -402,24 +959,27 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
   return st;
 }
 
-pd_status pd_decompile(const pd_model *m, const char *model_path, const char *save_as,
-                       pd_buf *out, pd_error *err) {
-  dc d = {.m = m, .b = m->program->blocks[0], .out = out, .err = err};
-  pd_strmap_init(&d.ident, true);
-  pd_strmap_init(&d.taken, false);
+/* The script of d->m with the groups of d->ls (NULL: none), appended to d->out. */
+static pd_status write_script(dc *d, const char *model_path, const char *save_as,
+                              const char **params, int np) {
+  const pd_model *m = d->m;
+  pd_buf *out = d->out;
+  pd_error *err = d->err;
   pd_status st = PD_OK;
   pd_buf_puts(out, "# ");
   pd_buf_puts(out, model_path);
   pd_buf_printf(out, ", decompiled by `pdlang decompile`: %d ops. `pdlang run` of this script "
-                     "writes the\n# same program to ", d.b->nops);
+                     "writes the\n# same program to ", d->b->nops);
   put_str(out, save_as);
-  pd_buf_puts(out, ".\n\n# inputs\n");
+  pd_buf_puts(out, ".\n");
+  if (d->ls && d->ls->any_layer) pd_buf_puts(out, "\nimport \"layers\"\n");
+  pd_buf_puts(out, "\n# inputs\n");
   for (int i = 0; !st && i < m->nfeeds; i++) {
-    const pd_var_desc *v = pd_block_find_var_local(d.b, m->feeds[i].var);
-    const char *id = v ? ident(&d, d.b, v->name) : NULL;
+    const pd_var_desc *v = pd_block_find_var_local(d->b, m->feeds[i].var);
+    const char *id = v ? ident(d, d->b, v->name) : NULL;
     if (!v) st = pd_error_set(err, PD_EFORMAT, nowhere, "feed target '%s' is no var",
                               m->feeds[i].var);
-    else if (!id) st = oom(&d);
+    else if (!id) st = oom(d);
     else if (v->ndims < 1)
       st = pd_error_set(err, PD_EUNSUPPORTED, nowhere, "input '%s' has no shape", v->name);
     if (st) break;
@@ -431,18 +991,15 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
     if (v->lod_level) pd_buf_printf(out, ", lod_level = %d", v->lod_level);
     pd_buf_puts(out, ")\n");
   }
-  const char **params = NULL;
-  int np = 0;
-  if (!st && pd_params_names(m->program, &params, &np)) st = oom(&d);
-  if (!st && np) pd_buf_puts(out, "\n# parameters (their values: load below)\n");
+  bool heading = false;
   for (int i = 0; !st && i < np; i++) {
-    const pd_var_desc *v = pd_block_find_var_local(d.b, params[i]);
-    if (v->dtype != PD_FP32 && v->dtype != PD_FP64) {
-      st = pd_error_set(err, PD_EUNSUPPORTED, nowhere, "parameter '%s' is %s: a script's "
-                        "parameters are float32 or float64", v->name, pd_dtype_name(v->dtype));
-      break;
-    }
-    bool state = false; /* written by an op (of any block): batch norm's running statistics */
+    const pd_var_desc *v = pd_block_find_var_local(d->b, params[i]);
+    if (d->ls && pd_strmap_find(&d->ls->inside, v->name) &&
+        !pd_strmap_find(&d->ls->outside, v->name))
+      continue;  /* a layer's own, which the layer makes */
+    /* state, never trained: written by an op (of any block), as batch norm's running
+     * statistics, or not float (an RNN's uint8 dropout state), or of rank 0 */
+    bool state = (v->dtype != PD_FP32 && v->dtype != PD_FP64) || v->ndims == 0;
     for (int bi = 0; bi < m->program->nblocks && !state; bi++) {
       const pd_block *bk = m->program->blocks[bi];
       for (int k = 0; k < bk->nops && !state; k++)
@@ -450,11 +1007,13 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
           for (int a = 0; a < bk->ops[k]->outputs[j].nargs; a++)
             state |= !strcmp(bk->ops[k]->outputs[j].args[a], v->name);
     }
-    const char *id = ident(&d, d.b, v->name);
+    const char *id = ident(d, d->b, v->name);
     if (!id) {
-      st = oom(&d);
+      st = oom(d);
       break;
     }
+    if (!heading) pd_buf_puts(out, "\n# parameters (their values: load below)\n");
+    heading = true;
     pd_buf_printf(out, "%s = param(", id);
     put_str(out, v->name);
     pd_buf_puts(out, ", ");
@@ -464,46 +1023,254 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
     pd_buf_puts(out, ")\n");
   }
   if (!st) pd_buf_puts(out, "\n# the ops, in the saved program's order\n");
-  if (!st) st = put_ops(&d, d.b);
+  if (!st) st = put_ops(d, d->b);
   if (!st) {
     pd_buf_puts(out, "\n");
-    if (np) { /* a .pdmodel's parameters by their names, else the parameters file itself */
+    if (np) { /* a .pdmodel's parameters by their names, a Fluid folder (its __params__ or a
+                 file per parameter), else the parameters file itself */
       size_t n = strlen(model_path);
       char *pp = n > 8 && !strcmp(model_path + n - 8, ".pdmodel") ? NULL
                  : m->fluid_dir ? NULL : pd_params_path_for(model_path);
-      const char *lp = pp ? pp : model_path;
-      char *fluid = NULL;
-      if (m->fluid_dir) {
-        pd_buf fb;
-        pd_buf_init(&fb);
-        pd_buf_printf(&fb, "%s/%s", m->fluid_dir, PD_MODEL_FLUID_PARAMS);
-        lp = fluid = pd_buf_take(&fb);
-      }
-      if (!lp) st = oom(&d);
+      const char *lp = m->fluid_dir ? m->fluid_dir : pp ? pp : model_path;
+      if (!lp) st = oom(d);
       else {
         pd_buf_puts(out, "load(");
         put_str(out, lp);
         pd_buf_puts(out, ")\n");
       }
       pd_free(pp);
-      pd_free(fluid);
     }
     pd_buf_puts(out, "save(");
     put_str(out, save_as);
     for (int i = 0; i < m->nfetches && !st; i++) {
-      const char *id = defined(&d, d.b, m->fetches[i].var) ? ident(&d, d.b, m->fetches[i].var)
-                                                          : NULL;
+      const char *id = defined(d, d->b, m->fetches[i].var) ? ident(d, d->b, m->fetches[i].var)
+                                                           : NULL;
       if (!id) st = pd_error_set(err, PD_EUNSUPPORTED, nowhere, "fetch target '%s' is made by "
                                  "no op", m->fetches[i].var);
       else pd_buf_printf(out, ", %s", id);
     }
     pd_buf_puts(out, ")\n");
   }
-  if (!st && (out->oom || d.oom)) st = oom(&d);
+  if (!st && (out->oom || d->oom)) st = oom(d);
+  return st;
+}
+
+/* ---- Verification: the script compiled, its ops compared with the model's ---- */
+
+#define SCRIPT_NAME "decompiled.pd"
+
+/* The line of the script a compiled op comes from: the call in the script itself. */
+static int script_line(const pd_op_desc *op) {
+  return op->calls && op->calls->n > 0 ? op->calls->sites[op->calls->n - 1].loc.line
+                                       : op->loc.line;
+}
+
+/* Whether compiled op c has model op o's values of the registry's attributes (is_test, which
+ * save sets, and blocks aside); an attribute one of them leaves out has its default. */
+static bool same_attrs(const pd_op_desc *o, const pd_op_desc *c) {
+  const pd_opdef *def = pd_opdef_lookup(o->type);
+  pd_buf a, b;
+  pd_buf_init(&a);
+  pd_buf_init(&b);
+  bool same = def != NULL;
+  for (int pass = 0; same && pass < 2; pass++) {
+    const pd_op_desc *x = pass ? c : o;
+    for (int j = 0; same && j < x->nattrs; j++) {
+      const pd_attrdef *ad = pd_opdef_attr(def, x->attrs[j].name);
+      if (!ad || ad->type == PD_ATTR_BLOCK || !strcmp(ad->name, "is_test")) continue;
+      pd_buf_clear(&a);
+      pd_buf_clear(&b);
+      same = attr_or_default(o, ad, &a) && attr_or_default(c, ad, &b) && !strcmp(a.data, b.data);
+    }
+  }
+  pd_buf_free(&a);
+  pd_buf_free(&b);
+  return same;
+}
+
+/* Whether compiled op c (of block cb) reads and writes what model op o (of block ob) does,
+ * under map (model var -> compiled var, completed with o's new outputs); with strict (a
+ * group's op), also the same attributes, no other slots, its vars of the same dtype and its
+ * parameters of the same shape. */
+static bool same_op(const pd_op_desc *o, const pd_block *ob, const pd_op_desc *c,
+                    const pd_block *cb, pd_strmap *map, bool strict, bool *oom_) {
+  if (strcmp(o->type, c->type) || (strict && !same_attrs(o, c))) return false;
+  for (int pass = 0; pass < 2; pass++) {
+    int n = pass ? o->noutputs : o->ninputs;
+    const pd_slot *os = pass ? o->outputs : o->inputs;
+    for (int j = 0; j < n; j++) {
+      if (slot_empty(&os[j])) continue;
+      const pd_slot *cs = pass ? pd_op_output(c, os[j].param) : pd_op_input(c, os[j].param);
+      if (!cs || cs->nargs != os[j].nargs) return false;
+      for (int k = 0; k < cs->nargs; k++) {
+        const char *oa = os[j].args[k], *ca = cs->args[k];
+        if (!strcmp(oa, PD_EMPTY_VAR_NAME) || !strcmp(ca, PD_EMPTY_VAR_NAME)) {
+          if (strcmp(oa, ca)) return false;
+          continue;
+        }
+        const char *want = pd_strmap_get_ptr(map, oa);
+        if (want && strcmp(want, ca)) return false;
+        const pd_var_desc *ov = pd_block_find_var_visible(ob, oa, NULL);
+        const pd_var_desc *cv = pd_block_find_var_visible(cb, ca, NULL);
+        if (!ov || !cv ||
+            (strict && (ov->dtype != cv->dtype || ov->persistable != cv->persistable)))
+          return false;
+        if (ov->persistable && strict) {
+          bool dims = ov->ndims == cv->ndims;
+          for (int q = 0; dims && q < ov->ndims; q++) dims = ov->dims[q] == cv->dims[q];
+          if (!dims) return false;
+        }
+        if (!want) {
+          if (!pass) return false;  /* read before any op wrote it */
+          pd_strmap_entry *e = pd_strmap_add(map, oa, NULL);
+          if (!e) {
+            *oom_ = true;
+            return false;
+          }
+          e->val.p = (void *)ca;
+        }
+      }
+    }
+    if (!strict) continue;
+    n = pass ? c->noutputs : c->ninputs;
+    const pd_slot *cs = pass ? c->outputs : c->inputs;
+    for (int j = 0; j < n; j++) {
+      const pd_slot *s = pass ? pd_op_output(o, cs[j].param) : pd_op_input(o, cs[j].param);
+      if (!slot_empty(&cs[j]) && (!s || slot_empty(s))) return false;
+    }
+  }
+  return true;
+}
+
+/* Compile the script text[0..len) (of d->ls's groups) and compare: *bad is a group that
+ * compiles to other ops than its own, NULL with *all when something else differs (then no
+ * group is kept), neither when the script builds the model's block 0 op for op. A script that
+ * does not compile is compiled again up to the line of the error (a group before it may have
+ * made the shapes that the line refuses): its first group that differs, else the group on that
+ * line. With prefix, text is such a beginning of the script: the comparison ends where its
+ * ops do, and a prefix that does not compile says nothing (*all). */
+static pd_status verify(dc *d, const char *text, size_t len, bool prefix, group **bad,
+                        bool *all) {
+  const pd_model *m = d->m;
+  layers *ls = d->ls;
+  *bad = NULL;
+  *all = false;
+  pd_source *src = NULL;
+  pd_diags dg;
+  pd_diags_init(&dg, 1);
+  pd_unit *u = NULL;
+  pd_strmap map;
+  pd_strmap_init(&map, false);
+  pd_status st = pd_source_from_string(SCRIPT_NAME, text, len, &src);
+  if (!st) {
+    st = pd_compile(src, NULL, &dg, &u);
+    if (st == PD_ENOMEM) goto out;
+    if (st) {
+      st = PD_OK;
+      const char *at = dg.text.data ? strstr(dg.text.data, SCRIPT_NAME ":") : NULL;
+      int line = at ? atoi(at + strlen(SCRIPT_NAME ":")) : 0;
+      *all = true;
+      if (prefix || line < 1) goto out;
+      size_t cut = 0;  /* where that line starts */
+      for (int l = 1; l < line && cut < len; cut++) l += text[cut] == '\n';
+      if ((st = verify(d, text, cut, true, bad, all)) || *bad) goto out;
+      *all = true;
+      for (int k = 0; k < ls->ngroups && *all; k++)
+        if (ls->groups[k].line == line) *bad = &ls->groups[k], *all = false;
+      goto out;
+    }
+  }
+  const pd_block *ob = m->program->blocks[0], *cb = u ? u->main->blocks[0] : NULL;
+  for (int i = 0; !st && i < ob->nvars; i++) {
+    const pd_var_desc *v = ob->vars[i];
+    bool in = v->persistable;
+    for (int k = 0; k < m->nfeeds && !in; k++) in = !strcmp(m->feeds[k].var, v->name);
+    pd_strmap_entry *e = in ? pd_strmap_add(&map, v->name, NULL) : NULL;
+    if (in && !e) st = PD_ENOMEM;
+    else if (e) e->val.p = v->name;
+  }
+  int ci = 0;
+  bool oom_ = false, ended = false;
+  for (int i = 0; !st && cb && i < ob->nops && !*bad && !*all && !ended; i++) {
+    const pd_op_desc *o = ob->ops[i];
+    if (!strcmp(o->type, "feed") || !strcmp(o->type, "fetch")) continue;
+    group *g = ls->at[i];
+    for (int k = 0; k < (g ? g->n : 1) && !*bad && !*all && !ended; k++) {
+      while (ci < cb->nops && (!strcmp(cb->ops[ci]->type, "feed") ||
+                               !strcmp(cb->ops[ci]->type, "fetch")))
+        ci++;
+      const pd_op_desc *c = ci < cb->nops ? cb->ops[ci++] : NULL;
+      ended = prefix && !c && k == 0;  /* the prefix's ops end before this line */
+      bool same = ended || (c && (!g || script_line(c) == g->line) &&
+                            same_op(ob->ops[i + k], ob, c, cb, &map, g != NULL, &oom_));
+      if (oom_) st = PD_ENOMEM;
+      else if (!same && g) *bad = g;
+      else if (!same) *all = true;
+    }
+    if (g) i += g->n - 1;
+  }
+  if (!st && !*bad && !*all && cb && !prefix) { /* nothing more than the model's ops */
+    while (ci < cb->nops && (!strcmp(cb->ops[ci]->type, "feed") ||
+                             !strcmp(cb->ops[ci]->type, "fetch")))
+      ci++;
+    *all = ci < cb->nops;
+  }
+  if (prefix && !*bad) *all = true;  /* a prefix finds a group that differs, or says nothing */
+out:
+  pd_strmap_free(&map);
+  pd_unit_free(u);
+  pd_diags_free(&dg);
+  pd_source_free(src);
+  return st == PD_ENOMEM ? oom(d) : st;
+}
+
+/* Rounds of proposing and verifying before the groups are given up (each rejects a sig). */
+#define MAX_ROUNDS 32
+
+pd_status pd_decompile(const pd_model *m, const char *model_path, const char *save_as,
+                       pd_buf *out, pd_error *err) {
+  const char **params = NULL;
+  int np = 0;
+  layers ls = {0};
+  bool use = true;  /* layers are proposed (until a round cannot say why a script differs) */
+  pd_status st = pd_params_names(m->program, &params, &np) ? PD_ENOMEM : PD_OK;
+  if (!st) st = layers_init(&ls, m, params, np);
+  pd_buf text;
+  pd_buf_init(&text);
+  for (int round = 0; !st; round++) {
+    use = use && round < MAX_ROUNDS;
+    if (use && (st = propose(&ls, m))) break;
+    use = use && ls.ngroups > 0;
+    dc d = {.m = m, .b = m->program->blocks[0], .out = &text, .err = err, .ls = use ? &ls : NULL,
+            .line = 1};
+    pd_strmap_init(&d.ident, true);
+    pd_strmap_init(&d.taken, false);
+    pd_buf_clear(&text);
+    st = write_script(&d, model_path, save_as, params, np);
+    group *bad = NULL;
+    bool all = false;
+    if (st && use) { /* what the plain ops say, or why not */
+      pd_error_clear(err);
+      st = PD_OK;
+      all = true;
+    } else if (!st && use) {
+      st = verify(&d, text.data, text.len, false, &bad, &all);
+    }
+    for (size_t i = 0; i < d.taken.cap; i++)
+      if (d.taken.slots && d.taken.slots[i].key) pd_free(d.taken.slots[i].val.p);
+    pd_strmap_free(&d.ident);
+    pd_strmap_free(&d.taken);
+    if (st) break;
+    if (bad && !pd_strmap_add(&ls.rejected, bad->sig, NULL)) st = PD_ENOMEM;
+    else if (all) use = false;
+    else if (!bad) {
+      if (pd_buf_append(out, text.data, text.len)) st = PD_ENOMEM;
+      break;
+    }
+  }
+  if (st == PD_ENOMEM && !(err && err->msg)) pd_error_set(err, st, nowhere, "out of memory");
+  pd_buf_free(&text);
+  layers_free(&ls);
   pd_free(params);
-  for (size_t i = 0; i < d.taken.cap; i++)
-    if (d.taken.slots && d.taken.slots[i].key) pd_free(d.taken.slots[i].val.p);
-  pd_strmap_free(&d.ident);
-  pd_strmap_free(&d.taken);
   return st;
 }

@@ -2,7 +2,10 @@
  * its feed targets as data(), its parameters as param() with the file's names, each op as
  * op("type", Slot = var, ..., attribute = value, ...) in the program's order (a comment gives
  * its index), then load() of the model's parameters and save() of its fetch targets, so that
- * `pdlang run` of the script writes the same program again. Names are kept where they are
+ * `pdlang run` of the script writes the same program again. A run of block 0's ops that a
+ * stdlib layer (fc, conv, batch_norm, max_pool / avg_pool) or a builtin (matmul, the
+ * activations, the elementwise operators) compiles to is written as that call: the script is
+ * compiled (pd_compile) and each call's ops compared with the model's before it is kept. Names are kept where they are
  * identifiers of the language; others become one (dots and other characters as '_', a 'v_'
  * before a digit, a keyword or a builtin's name, a number after a clash).
  *
@@ -15,9 +18,9 @@
 
 /* Append the script of model m (loaded from model_path, which the script's load() names) that
  * saves its outputs to save_as. PD_EUNSUPPORTED (the message names the op and why) for what the
- * script cannot say yet: ops that run sub-blocks, sequence inputs, non-float parameters,
- * attribute types a script cannot set (non-empty string lists, booleans, float64 lists) and
- * non-finite float attributes; PD_ENOMEM. */
+ * script cannot say: a recurrent op (it names its block's vars in attributes), ops that run
+ * several blocks, inputs without a shape, attribute types a script cannot set and non-finite
+ * float attributes; PD_ENOMEM. */
 pd_status pd_decompile(const pd_model *m, const char *model_path, const char *save_as,
                        pd_buf *out, pd_error *err);
 

@@ -19,6 +19,7 @@
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
 #include "vm/run/comm.h"
+#include "vm/run/model.h"
 
 /* ---------------------------------------------------------------- save / load */
 
@@ -318,11 +319,36 @@ pd_status pd_run_save(pd_runner *r, const pd_action *a, pd_error *err) {
   return st;
 }
 
+/* What load(FILE) reads, in name order: the parameters that have a value (as save writes
+ * them), and those that nothing initialises, whose value only a file gives (state of a dtype
+ * param() makes no initialiser for: a saved RNN's uint8 dropout state). -1: out of memory. */
+static int load_names(pd_runner *r, const char ***out) {
+  const pd_program *p = r->unit->main, *init = r->unit->startup;
+  int n;
+  if (pd_params_names(p, out, &n)) return -1;
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    const char *name = (*out)[i];
+    pd_variable *gv = pd_scope_find_local_var(r->global, name);
+    bool keep = gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor);
+    if (!keep) { /* no value: kept when no op of the startup program writes it */
+      keep = true;
+      const pd_block *b = init ? init->blocks[0] : NULL;
+      for (int j = 0; b && keep && j < b->nops; j++)
+        for (int s = 0; keep && s < b->ops[j]->noutputs; s++)
+          for (int q = 0; keep && q < b->ops[j]->outputs[s].nargs; q++)
+            keep = strcmp(b->ops[j]->outputs[s].args[q], name) != 0;
+    }
+    if (keep) (*out)[k++] = name;
+  }
+  return k;
+}
+
 pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = pd_train_script_path(a, a->args[0]->str);
   const char **params = NULL;
   pd_program *saved = NULL;
-  char *ppath = NULL;
+  char *ppath = NULL, *fluid = NULL;
   pd_status st = PD_OK;
   if (!path) return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
   size_t len = strlen(path);
@@ -340,8 +366,17 @@ pd_status pd_run_load(pd_runner *r, const pd_action *a, pd_error *err) {
     }
     if (!(st = pd_params_check_identity(saved, ppath, err)))
       st = pd_params_load(ppath, r->global, np, params, r->unit->main, err);
+  } else if ((fluid = pd_model_folder_program(path))) {
+    /* Fluid's folder: __model__ names the parameters, __params__ or a file each holds them */
+    int np;
+    if ((st = pd_program_load(fluid, &saved, err))) goto out;
+    if (pd_params_names(saved, &params, &np)) {
+      st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+      goto out;
+    }
+    st = pd_model_fluid_params_load(path, r->global, np, params, r->unit->main, err);
   } else {
-    int np = pd_train_persistables(r, r->unit->main, &params);
+    int np = load_names(r, &params);
     if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
     else st = pd_params_load(path, r->global, np, params, r->unit->main, err);
   }
@@ -351,6 +386,7 @@ out:
   pd_program_free(saved);
   pd_free(params);
   pd_free(ppath);
+  pd_free(fluid);
   pd_free(path);
   return st;
 }

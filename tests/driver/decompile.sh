@@ -10,8 +10,11 @@
 # pdlang itself saves with control flow (an if over rows and over one element, a while loop, a for
 # loop over sequences, which save writes as a while); what decompile cannot say (recurrent, which
 # names its block's vars in attributes) is an error naming the op. And the field's architectures
-# (tests/interop/zoo, zoo_pir) round-trip too, but PIR's CRNN, whose LSTM keeps a uint8 dropout
-# state, which a script's param() cannot declare: refused, naming it. TAP.
+# (tests/interop/zoo, zoo_pir) round-trip too (PIR's CRNN's LSTM keeps a uint8 dropout state of
+# rank 0 among its parameters: param(..., dtype = uint8, trainable = false)). Fluid's model folders
+# (a file per parameter, or __params__) decompile to a script that loads the folder. Where
+# the ops are what a layer or builtin compiles to, the script calls it (their lines say
+# `# ops i-j`; tests/golden/run/decompile_layers.sh shows such scripts). TAP.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 : "${top_srcdir:?top_srcdir must name the source tree}"
@@ -64,6 +67,50 @@ for m in mlp mlp_old_attrs lenet cnn_bn embedding_bag transformer lstm1 gru1 lst
     echo "not ok $n - $m: the decompiled model's outputs ($bodies bodies for $want blocks)"
   fi
 done
+
+# Fluid's folder layout, one file per parameter (fluid_dir) or all in __params__
+# (fluid_combined): the script loads the folder, load("DIR"), which reads either.
+for m in mlp/fluid_dir mlp/fluid_combined embedding_bag/fluid_dir embedding_bag/fluid_combined; do
+  n=$((n + 1))
+  d=$i/$m
+  w=$dir/$(echo "$m" | tr / _)
+  mkdir -p "$w"
+  feeds=""
+  for f in "$d"/../in_*.npy; do
+    name=$(basename "$f" .npy)
+    feeds="$feeds --feed ${name#in_}=$f"
+  done
+  # shellcheck disable=SC2086
+  if ! (cd "$w" && "$PDLANG" decompile "$d" -o m.pd --save-as re.pdmodel > dc.log 2>&1 &&
+        "$PDLANG" run --progress=none m.pd > run.log 2>&1 &&
+        "$PDLANG" exec "$d" $feeds --out b > b.log 2>&1 &&
+        "$PDLANG" exec re.pdmodel $feeds --out a > a.log 2>&1); then
+    echo "not ok $n - $m: decompiled, run, executed"
+    cat "$w"/*.log 2>/dev/null | sed 's/^/# /' | head -10
+    continue
+  fi
+  good=1
+  for f in "$w"/b/*.npy; do
+    g=$(basename "$f" .npy | tr -c 'A-Za-z0-9_\n' '_')
+    "$compare" --compare "$w/a/$g.npy" "$f" 0 > "$w/cmp.log" 2>&1 ||
+      { good=0; sed 's/^/# /' "$w/cmp.log" | head -5; }
+  done
+  if [ $good = 1 ] && grep -q "^load(\"$d\")\$" "$w/m.pd"; then
+    echo "ok $n - $m: loads the folder, its outputs equal the original's"
+  else
+    echo "not ok $n - $m: load(folder) and the decompiled model's outputs"; grep '^load' "$w/m.pd"
+  fi
+done
+n=$((n + 1))   # a folder that lacks a parameter's file: load's error names it, at its line
+mkdir -p "$dir/missing" && cp "$i/mlp/fluid_dir"/* "$dir/missing/" && rm "$dir/missing/fc_1.w_0"
+if (cd "$dir/missing" && "$PDLANG" decompile . -o m.pd &&
+    ! "$PDLANG" run --progress=none m.pd > run.out 2> run.err) &&
+   grep -q "^m.pd:[0-9]*:6: error: load: .*no file for parameter 'fc_1.w_0'" "$dir/missing/run.err"; then
+  echo "ok $n - load(folder) without a parameter's file: an error at its line naming it"
+else
+  echo "not ok $n - load(folder) without a parameter's file: the error"
+  sed 's/^/# /' "$dir/missing/run.err" 2>/dev/null | head -5
+fi
 
 # Models pdlang saves with control flow, on inputs that a model of constants writes.
 cat > "$dir/gen.pd" <<'EOF'
@@ -154,16 +201,6 @@ for m in $(cd "$i/zoo" && ls) $(cd "$i/zoo_pir" && ls | sed 's|^|pir/|'); do
   n=$((n + 1))
   w=$dir/zoo_$(echo "$m" | tr / _)
   name=${m#pir/}
-  if [ "$m" = pir/crnn_rec ]; then  # its LSTM's dropout state is a uint8 persistable var
-    if "$PDLANG" decompile "$i/zoo_pir/crnn_rec/inference.json" > /dev/null 2> "$dir/crnn.err"; then
-      echo "not ok $n - zoo $m: decompiled, but a script's parameters are float"
-    elif grep -q "parameter 'lstm_0.dropout_state__non_persistable' is uint8" "$dir/crnn.err"; then
-      echo "ok $n - zoo $m: refused, naming its uint8 parameter"
-    else
-      echo "not ok $n - zoo $m: the error"; sed 's/^/# /' "$dir/crnn.err"
-    fi
-    continue
-  fi
   prog=inference.pdmodel
   [ "$m" != "$name" ] && prog=inference.json
   feeds=""

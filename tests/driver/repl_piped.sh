@@ -260,8 +260,9 @@ printf 'def twice(x, k = 2) {\n    return x * k\n}\n# Adds one.\ndef inc(x) {\n 
   "$PDLANG" repl -i > out 2> err; rc=$?
 cat > want.out <<'EOF'
 def inc(x)
-def fc(x, size, act = none, name = none)
-  A fully connected layer: x is flattened to [batch, prod(x.shape[1:])].
+def fc(x, size, act = none, name = none, bias_name = none)
+  A fully connected layer: x is flattened to [batch, prod(x.shape[1:])]. `name` names the
+  weight, `bias_name` the bias (a saved model's names: what `pdlang decompile` writes).
   (import "layers")
 relu(X)
   Fluid's op 'relu'; returns its output 'Out'. Inputs in order, then attributes by keyword

@@ -955,10 +955,14 @@ static int rewrite_op(ex *e, int i) {
   } else if (d && (d->flags & PD_OPF_ROW_XY)) {
     const pd_attr *ax = pd_op_attr(op, "axis");
     const char *x = in_arg(op, "X"), *y = in_arg(op, "Y");
+    /* a value aligned with an axis of the rows after the first (fc's bias, axis 1) is aligned
+     * one axis further in the padded [N, T, ...] */
+    bool shifted = !lengths_of(e, y) && ax && ax->type == PD_ATTR_INT && ax->v.i >= 1;
     if (!lengths_of(e, x) || (lengths_of(e, y) && lengths_of(e, y) != lengths_of(e, x)) ||
-        (!lengths_of(e, y) && ax && ax->v.i != -1))
+        (!lengths_of(e, y) && ax && ax->v.i != -1 && !shifted))
       return refuse(e, op, "%s", "its operands are not a sequence and rows of the same batch or "
-                    "a value broadcast along the last axes"), i;
+                    "a value broadcast along the last axes or an axis after the first"), i;
+    if (shifted) bump_attr(e, op, "axis", 0);
   } else if (strcmp(op->type, "lookup_table") == 0) {
     if (lengths_of(e, in_arg(op, "W"))) return refuse(e, op, "%s", "its table is a sequence"), i;
   } else if (!(strcmp(op->type, "assign") == 0 ||

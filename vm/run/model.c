@@ -263,27 +263,28 @@ pd_status pd_model_load(pd_model *m, const char *path, pd_error *err) {
   return s;
 }
 
-/* Fluid's folder layout: DIR/__params__ holds them all, or each is in DIR/NAME. */
-static pd_status load_fluid_params(pd_model *m, int n, const char **names, pd_error *err) {
-  char *combined = join(m->fluid_dir, PD_MODEL_FLUID_PARAMS);
+pd_status pd_model_fluid_params_load(const char *dir, pd_scope *scope, int n,
+                                     const char *const *names, const pd_program *expect,
+                                     pd_error *err) {
+  char *combined = join(dir, PD_MODEL_FLUID_PARAMS);
   if (!combined) return oom(err);
   pd_status s = PD_OK;
   if (is_file(combined)) {
-    s = pd_params_load(combined, m->scope, n, names, m->program, err);
+    s = pd_params_load(combined, scope, n, names, expect, err);
     pd_free(combined);
     return s;
   }
   pd_free(combined);
   for (int i = 0; i < n && !s; i++) {
-    char *file = join(m->fluid_dir, names[i]);
+    char *file = join(dir, names[i]);
     if (!file) return oom(err);
     if (!is_file(file))
       s = pd_error_set(err, PD_EIO, nowhere,
                        "%s: no file for parameter '%s' (%s is missing; a Fluid model folder "
                        "holds one file per parameter, named after it, or all of them in %s)",
-                       m->fluid_dir, names[i], file, PD_MODEL_FLUID_PARAMS);
+                       dir, names[i], file, PD_MODEL_FLUID_PARAMS);
     else
-      s = pd_params_load(file, m->scope, 1, &names[i], m->program, err);
+      s = pd_params_load(file, scope, 1, &names[i], expect, err);
     pd_free(file);
   }
   return s;
@@ -296,7 +297,7 @@ pd_status pd_model_load_params(pd_model *m, const char *path, const char *params
   if (pd_params_names(m->program, &names, &n)) return oom(err);
   pd_status s = PD_OK;
   if (n && m->fluid_dir && !params_path) {
-    s = load_fluid_params(m, n, names, err);
+    s = pd_model_fluid_params_load(m->fluid_dir, m->scope, n, names, m->program, err);
   } else if (n) {
     char *ppath = params_path ? pd_strdup(params_path) : pd_params_path_for(path);
     s = !ppath ? oom(err) : pd_params_check_identity(m->program, ppath, err);

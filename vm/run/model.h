@@ -76,6 +76,13 @@ pd_status pd_model_load(pd_model *m, const char *path, pd_error *err);
  * the program has none. */
 pd_status pd_model_load_params(pd_model *m, const char *path, const char *params_path,
                                pd_error *err);
+/* The parameters names[0..n) of a Fluid folder dir into scope, checked against expect's
+ * vars (pd_params_load): from dir/__params__ when it exists (all of them, in that order),
+ * else each from its own file dir/NAME (a missing one is PD_EIO naming the parameter). What
+ * pd_model_load_params does for that layout, and a script's load(FOLDER). */
+pd_status pd_model_fluid_params_load(const char *dir, pd_scope *scope, int n,
+                                     const char *const *names, const pd_program *expect,
+                                     pd_error *err);
 /* The executor, with the given options. */
 pd_status pd_model_prepare(pd_model *m, const pd_exec_options *eo, pd_error *err);
 /* t as the value of feed op i (0 <= i < nfeeds). On failure the feed list is emptied. */
