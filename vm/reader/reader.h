@@ -144,6 +144,8 @@ int pd_categories_count(const pd_categories *c);   /* columns */
 /* Write them to path atomically: a comment line, then "COLUMN<tab>VALUE" per value in id
  * order (tab, newline, carriage return and backslash written \t \n \r \\). */
 pd_status pd_categories_save(const pd_categories *c, const char *path, pd_error *err);
+/* The text pd_categories_save writes, appended to b (b->oom out of memory). */
+void pd_categories_format(const pd_categories *c, pd_buf *b);
 /* Read a file pd_categories_save wrote into c: its columns join c; a column c has already must
  * have the same values (else PD_EINVAL naming it). PD_ENOTFOUND when the file is not there. */
 pd_status pd_categories_load(pd_categories *c, const char *path, pd_error *err);
