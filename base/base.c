@@ -432,6 +432,26 @@ pd_status pd_write_file_atomic(const char *path, const void *data, size_t len, p
   return st;
 }
 
+pd_status pd_write_files_atomic(int n, const pd_file_out *files, pd_error *err) {
+  char **tmps = pd_calloc((size_t)(n > 0 ? n : 1), sizeof *tmps);
+  if (!tmps) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_status st = PD_OK;
+  for (int i = 0; i < n && !st; i++)
+    if (files[i].data) st = pd_write_file_temp(files[i].path, files[i].data, files[i].len, &tmps[i], err);
+  for (int i = 0; i < n && !st; i++)
+    if (!files[i].data && unlink(files[i].path) != 0 && errno != ENOENT)
+      st = pd_error_set(err, PD_EIO, (pd_loc){0}, "cannot remove '%s': %s", files[i].path,
+                        strerror(errno));
+  for (int i = 0; i < n; i++) {
+    if (!tmps[i]) continue;
+    if (st) pd_discard_file(tmps[i]);
+    else st = pd_commit_file(tmps[i], files[i].path, err);
+    pd_free(tmps[i]);
+  }
+  pd_free(tmps);
+  return st;
+}
+
 uint64_t pd_hash_bytes(const void *data, size_t n) {
   const unsigned char *p = data;
   uint64_t h = PD_FNV_BASIS;

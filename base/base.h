@@ -154,6 +154,18 @@ pd_status pd_write_file_temp(const char *path, const void *data, size_t len, cha
                              pd_error *err);
 pd_status pd_commit_file(const char *tmp, const char *path, pd_error *err);
 void pd_discard_file(const char *tmp);
+/* A set of files that belong together (a model, its parameters, its .categories and
+ * .preprocess), written as one: every file with data to its temporary first (a failure, a full
+ * disk, removes them all and leaves the old files as they were), then the files without data
+ * (data NULL: a side file an older save left, which must not pair with the new ones) removed,
+ * then the temporaries renamed in the order given: list last the file readers open first (the
+ * model). Errors name the file at fault. */
+typedef struct pd_file_out {
+  const char *path;
+  const void *data;   /* NULL: remove path when it exists */
+  size_t len;
+} pd_file_out;
+pd_status pd_write_files_atomic(int n, const pd_file_out *files, pd_error *err);
 
 /* FNV-1a, 64-bit: the one hash of pdlang (file identities, the string map's keys). A hash
  * starts at PD_FNV_BASIS and takes one byte at a time through pd_fnv_step. Not cryptographic. */

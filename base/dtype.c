@@ -29,6 +29,28 @@ size_t pd_dtype_size(pd_dtype t) {
   return 0;
 }
 
+bool pd_shape_fits(pd_dtype t, int nd, const int64_t *dims, uint64_t *bytes) {
+  uint64_t n = pd_dtype_size(t);
+  if (bytes) *bytes = 0;
+  for (int i = 0; i < nd; i++)
+    if (dims[i] < 0) return true;
+  if (!n) return true;
+  uint64_t count = 1;
+  bool over = false;
+  for (int i = 0; i < nd; i++) {
+    uint64_t d = (uint64_t)dims[i];
+    if (d == 0) return true;
+    if (!over && count > (uint64_t)INT64_MAX / d) over = true;
+    else if (!over) count *= d;
+  }
+  if (over) {
+    if (bytes) *bytes = UINT64_MAX;
+    return false;
+  }
+  if (bytes) *bytes = count > UINT64_MAX / n ? UINT64_MAX : count * n;
+  return count <= PD_MAX_TENSOR_BYTES / n;
+}
+
 const char *pd_dtype_name(pd_dtype t) {
   for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
     if (dtypes[i].t == t) return dtypes[i].name;

@@ -30,6 +30,16 @@ int pd_dtype_from_name(const char *name);
 /* 1 for a value that is one of the dtypes above. */
 int pd_dtype_valid(int t);
 
+/* The most bytes a tensor can take: 2^48 (256 TiB), what the 48-bit virtual addresses of
+ * today's 64-bit processors reach (x86-64 with 4-level paging, AArch64). A tensor of a shape
+ * known when a script compiles is refused there when it would take more (lang/compile.c). */
+#define PD_MAX_TENSOR_BYTES (UINT64_C(1) << 48)
+/* Whether a tensor of dtype t and the known shape dims[0..nd) (every dim >= 0) can exist: its
+ * element count fits int64 and its bytes PD_MAX_TENSOR_BYTES. *bytes (may be NULL) receives
+ * the bytes, or UINT64_MAX when the count overflows. A shape with an unknown (negative) dim,
+ * or a t that is not a dtype, fits (nothing is known yet). */
+bool pd_shape_fits(pd_dtype t, int nd, const int64_t *dims, uint64_t *bytes);
+
 /* A floating-point dtype: FP16, BF16, FP32 or FP64 (what may carry a gradient, what a float
  * attribute or literal may become). */
 static inline bool pd_dtype_is_float(pd_dtype t) {

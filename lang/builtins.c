@@ -461,6 +461,7 @@ static value *b_data(C *c, const builtin *self, call_args *a) {
   v->dtype = dt ? dt->dtype : PD_FP32;
   v->lod_level = lod ? (int)lod->i : 0;
   v->stop_gradient = true;
+  if (!pd_cmp_check_size(c, v, sloc, pd_cmp_fmt(c, "data '%s'", name->s))) return VERR;
   return pd_cmp_vtensor(c, v);
 }
 
@@ -491,6 +492,7 @@ static value *b_declare(C *c, const builtin *self, call_args *a) {
   v->dtype = dt;
   v->lod_level = lod ? (int)lod->i : 0;
   v->stop_gradient = !pd_dtype_is_float(dt);
+  if (!pd_cmp_check_size(c, v, sloc, "declare")) return VERR;
   if (!c->call) c->last_decl = v;
   return pd_cmp_vtensor(c, v);
 }
@@ -697,6 +699,7 @@ static value *b_param(C *c, const builtin *self, call_args *a) {
   v->dtype = dt ? dt->dtype : PD_FP32;
   v->persistable = true;
   v->stop_gradient = frozen;
+  if (!pd_cmp_check_size(c, v, sloc, pd_cmp_fmt(c, "parameter '%s'", pname))) return VERR;
   if (!init_param(c, v, init, iloc)) return VERR;
   if (!c->call && !(name && name->k == V_STR)) c->last_param = v;
   return pd_cmp_vtensor(c, v);

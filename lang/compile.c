@@ -446,6 +446,25 @@ bool pd_cmp_op_temps(C *c, pd_op_desc *op) {
   return true;
 }
 
+bool pd_cmp_check_size(C *c, const pd_var_desc *v, pd_loc loc, const char *what) {
+  uint64_t bytes;
+  if (v->type != PD_VAR_LOD_TENSOR || v->ndims < 0 ||
+      pd_shape_fits(v->dtype, v->ndims, v->dims, &bytes))
+    return true;
+  const char *shape = pd_cmp_dims_str(c, v);
+  if (bytes == UINT64_MAX)
+    pd_cmp_error(c, loc, "%s of shape %s has more elements than int64 counts; a tensor can have "
+                 "at most 2^48 bytes (256 TiB)", what, shape);
+  else {
+    int u = bytes >> 60 ? 60 : bytes >> 50 ? 50 : 40;
+    pd_cmp_error(c, loc, "%s of shape %s (%s) would take %.1f %s; a tensor can have at most "
+                 "2^48 bytes (256 TiB)", what, shape, pd_dtype_name(v->dtype),
+                 (double)bytes / (double)(UINT64_C(1) << u),
+                 u == 60 ? "EiB" : u == 50 ? "PiB" : "TiB");
+  }
+  return false;
+}
+
 value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
   if (!op || !result || c->oom || !pd_cmp_op_temps(c, op)) return VERR;
   pd_error e = {0};
@@ -458,6 +477,15 @@ value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result) {
     pd_error_clear(&e);
     return VERR;
   }
+  /* Every output whose inferred shape is known must be one a machine can hold. */
+  for (int i = 0; i < op->noutputs; i++)
+    for (int j = 0; j < op->outputs[i].nargs; j++) {
+      const pd_var_desc *v = pd_block_find_var(c->block, op->outputs[i].args[j]);
+      if (v && !pd_cmp_check_size(c, v, op->loc,
+                                  pd_cmp_fmt(c, "%s: its output %s", op->type,
+                                             op->outputs[i].param)))
+        return VERR;
+    }
   if (!c->call) c->last_temp = result;
   return pd_cmp_vtensor(c, result);
 }
@@ -593,7 +621,14 @@ bool pd_cmp_set_attr(C *c, pd_op_desc *op, const pd_attrdef *ad, value *v, pd_lo
     } else {
       int32_t *ys = pd_cmp_calloc(c, sizeof *ys * (size_t)(n ? n : 1));
       if (!ys) return false;
-      for (int i = 0; i < n; i++) ys[i] = (int32_t)xs[i];
+      for (int i = 0; i < n; i++) {
+        if (xs[i] < INT32_MIN || xs[i] > INT32_MAX) {
+          pd_cmp_error(c, loc, "%s: item %d (%lld) is out of range for a 32-bit integer", what,
+                       i, (long long)xs[i]);
+          return false;
+        }
+        ys[i] = (int32_t)xs[i];
+      }
       r = pd_op_set_attr_ints(op, ad->name, n, ys);
     }
     break;

@@ -277,7 +277,12 @@ pd_op_desc *pd_cmp_op_new(C *c, const char *type, pd_loc loc);
 bool pd_cmp_op_in(C *c, pd_op_desc *op, const char *slot, value *v, pd_loc loc);
 bool pd_cmp_op_in_list(C *c, pd_op_desc *op, const char *slot, value **vs, int n, pd_loc loc);
 pd_var_desc *pd_cmp_op_out(C *c, pd_op_desc *op, const char *slot, const char *hint);
+/* Prepare op (its defs' checks and InferShape) and return result as a value; an error at the
+ * op when an output's known shape is one no machine can hold (pd_cmp_check_size). */
 value *pd_cmp_op_finish(C *c, pd_op_desc *op, pd_var_desc *result);
+/* v, when its shape is fully known, fits (pd_shape_fits: int64 elements, at most
+ * PD_MAX_TENSOR_BYTES); else an error at loc naming what ("data 'x'") and false. */
+bool pd_cmp_check_size(C *c, const pd_var_desc *v, pd_loc loc, const char *what);
 /* The outputs only the backward pass reads (Softmax, Mask, XShape, MaxIndex), given a var when
  * op has none: the forward run must leave them for the gradient ops. False on out of memory. */
 bool pd_cmp_op_temps(C *c, pd_op_desc *op);

@@ -19,8 +19,9 @@ name order).
 
 PaddlePaddle 3.x in legacy mode refuses some of its own Python functions on a legacy Variable
 ("must be Value, but got Variable"); where that happens the script appends the legacy op
-directly (block.append_op). The seeds are fixed, so the values change only with PaddlePaddle
-(the .pdmodel files also record the script's line numbers, in each op's op_callstack).
+directly (block.append_op). The seeds are fixed, so the values change only with PaddlePaddle.
+Each op's op_callstack (the Python stack that built it: this machine's folders) is removed from
+the saved programs (tools/paddle_strip.py).
 """
 import os
 import shutil
@@ -31,6 +32,9 @@ os.environ["FLAGS_enable_pir_api"] = "0"
 
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import paddle_strip  # noqa: E402
 
 paddle.enable_static()
 
@@ -115,6 +119,7 @@ def save(name, outdir, feeds, fetches, inputs, fluid=False, exe=None):
     os.makedirs(d)
     prefix = os.path.join(d, "model")
     paddle.static.save_inference_model(prefix, feeds, fetches, exe)
+    paddle_strip.strip(prefix + ".pdmodel")  # op_callstack names this machine's folders
     prog, feed_names, fetch_targets = paddle.static.load_inference_model(prefix, exe)
     # An input given as (values, lengths) is a batch of sequences (a LoDTensor of one level);
     # its lengths go to lens_NAME.npy.
@@ -409,6 +414,7 @@ def refused(outdir):
             shutil.rmtree(d)
         os.makedirs(d)
         paddle.static.save_inference_model(os.path.join(d, "model"), [x], [y], exe)
+        paddle_strip.strip(os.path.join(d, "model.pdmodel"))
     print("refused        saved")
 
 

@@ -17,7 +17,8 @@ PADDLEOCR_SRC names a folder holding PaddleOCR's ppocr/ tree of commit PADDLEOCR
 _ppocr()). OUTDIR defaults to tests/interop/zoo. --size exports the families at another input
 size: HxW for the images, N tokens for ERNIE (bench/infer_compare.py uses it). Several NAMEs are exported one process each.
 Each model NAME gets OUTDIR/NAME holding:
-  inference.pdmodel   the program exactly as Paddle saved it;
+  inference.pdmodel   the program as Paddle saved it, less each op's op_callstack (the Python
+                      stack that built it: this machine's folders; tools/paddle_strip.py);
   weights.txt         how to make its parameters (below), one line "NAME SCALE OFFSET" each;
   in_FEED.npy         the inputs;  fetch_names.txt, out_FETCH.npy: Paddle's outputs;
   source.txt          where the architecture comes from (package, version, class, arguments).
@@ -37,6 +38,9 @@ os.environ.setdefault("FLAGS_enable_pir_api", "0")  # tools/paddle_zoo_pir.py se
 
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import paddle_strip  # noqa: E402
 from paddle.base.framework import Variable  # noqa: E402
 
 SITE = os.path.dirname(os.path.dirname(paddle.__file__))
@@ -573,6 +577,7 @@ def export(name, outdir):
     prefix = os.path.join(d, "inference")
     paddle.jit.save(static, prefix)
     os.remove(prefix + ".pdiparams.info")
+    paddle_strip.strip(prefix + ".pdmodel")  # op_callstack names this machine's folders
     paddle.enable_static()
     exe = paddle.static.Executor(paddle.CPUPlace())
     scope = paddle.static.Scope()

@@ -123,14 +123,12 @@ oom:
   return pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
 }
 
-/* After a save: the categories file, when the run's CSV readers have categorical columns. */
-static pd_status save_categories(const pd_runner *r, const char *path, pd_error *err) {
-  if (pd_categories_count(r->categories) == 0) return PD_OK;
-  char *cp = pd_model_side_path(path, ".categories");
-  pd_status st = cp ? pd_categories_save(r->categories, cp, err)
-                    : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
-  pd_free(cp);
-  return st;
+/* A save's side files beside path (their contents into b, or NULL: none, an older one beside
+ * path is removed): the categories, when the run's CSV readers have categorical columns. */
+static pd_file_out categories_out(const pd_runner *r, const char *cpath, pd_buf *b) {
+  if (pd_categories_count(r->categories) == 0) return (pd_file_out){cpath, NULL, 0};
+  pd_categories_format(r->categories, b);
+  return (pd_file_out){cpath, b->data ? b->data : "", b->len};
 }
 
 /* After a load: the categories saved beside it (when there), so that this run's CSV readers
@@ -149,12 +147,14 @@ static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) 
   return st;
 }
 
-/* After a model's save: when an images(...) reader opened in this run, how its images become
- * the model's input, beside it (MODEL.preprocess, vm/reader/reader.h): for the input named
- * "images" (the reader's field), else for the one float32 input of as many values per sample. */
-static pd_status save_image_prep(const pd_runner *r, const pd_program *p, int nd,
-                                 const char *const *feeds, const char *path, pd_error *err) {
-  if (!r->has_image_prep) return PD_OK;
+/* A model's side file: when an images(...) reader opened in this run, how its images become
+ * the model's input (MODEL.preprocess, vm/reader/reader.h): for the input named "images" (the
+ * reader's field), else for the one float32 input of as many values per sample. Its text into
+ * b; NULL data: none (an older one beside the model is removed). */
+static pd_file_out image_prep_out(const pd_runner *r, const pd_program *p, int nd,
+                                  const char *const *feeds, const char *ppath, pd_buf *b) {
+  pd_file_out none = {ppath, NULL, 0};
+  if (!r->has_image_prep) return none;
   const pd_image_options *o = &r->image_prep;
   const char *input = NULL;
   int matches = 0;
@@ -171,19 +171,16 @@ static pd_status save_image_prep(const pd_runner *r, const pd_program *p, int nd
         per == (int64_t)o->channels * o->height * o->width)
       input = feeds[i], matches++;
   }
-  if (matches != 1 || strlen(input) >= sizeof ((pd_image_prep *)0)->input) return PD_OK;
+  if (matches != 1 || strlen(input) >= sizeof ((pd_image_prep *)0)->input) return none;
   pd_image_prep ip = {.o = *o};
   snprintf(ip.input, sizeof ip.input, "%s", input);
-  char *pp = pd_model_side_path(path, ".preprocess");
-  pd_status st = pp ? pd_image_prep_save(pp, &ip, err)
-                    : pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
-  pd_free(pp);
-  return st;
+  pd_image_prep_format(&ip, b);
+  return (pd_file_out){ppath, b->data ? b->data : "", b->len};
 }
 
 static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = pd_train_script_path(a, a->args[0]->str);
-  char *ppath = NULL, *ptmp = NULL, *mtmp = NULL;
+  char *ppath = NULL;
   const char **targets = pd_calloc((size_t)a->nargs + 1, sizeof *targets);
   const char **params = NULL, **exp_feeds = NULL;
   pd_program *p = NULL;
@@ -198,9 +195,21 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   for (int i = 1; i < a->nargs; i++) targets[nt++] = a->args[i]->str;
   if (nt == 0) { /* every parameter, in one file */
     int np = pd_train_persistables(r, r->unit->main, &params);
-    if (np < 0) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    else st = pd_params_save(path, r->global, np, params, err);
-    if (!st) st = save_categories(r, path, err);
+    pd_buf pb, cb;
+    pd_buf_init(&pb);
+    pd_buf_init(&cb);
+    char *cpath = pd_model_side_path(path, ".categories");
+    if (np < 0 || !cpath) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    else st = pd_params_encode(path, r->global, np, params, &pb, err);
+    if (!st) {
+      /* The parameters and their categories as one (pd_write_files_atomic). */
+      pd_file_out files[2] = {categories_out(r, cpath, &cb), {path, pb.data ? pb.data : "", pb.len}};
+      st = pb.oom || cb.oom ? pd_error_set(err, PD_ENOMEM, a->loc, "out of memory")
+                            : pd_write_files_atomic(2, files, err);
+    }
+    pd_free(cpath);
+    pd_buf_free(&pb);
+    pd_buf_free(&cb);
     goto out;
   }
   if ((st = pd_program_prune(r->unit->main, nt, targets, &p, err))) goto out;
@@ -280,21 +289,33 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
     }
     if ((st = pd_program_to_bytes(p, &mb, &mlen, err))) goto out_buf;
   }
-  if (!(st = pd_write_file_temp(ppath, pb.data ? pb.data : "", pb.len, &ptmp, err)) &&
-      !(st = pd_write_file_temp(path, mb, mlen, &mtmp, err)) &&
-      !(st = pd_commit_file(ptmp, ppath, err)))
-    st = pd_commit_file(mtmp, path, err);
-  else
-    pd_discard_file(ptmp), pd_discard_file(mtmp);  /* nothing of a failed save stays */
-  if (!st) st = save_categories(r, path, err);
-  if (!st) st = save_image_prep(r, p, nd, feeds, path, err);
+  /* The side files, the parameters and the model as one (pd_write_files_atomic: every
+   * temporary written before anything is renamed, so that a failure or a full disk leaves the
+   * old files; the model renamed last). */
+  pd_buf cb, ib;
+  pd_buf_init(&cb);
+  pd_buf_init(&ib);
+  char *cpath = pd_model_side_path(path, ".categories");
+  char *ipath = pd_model_side_path(path, ".preprocess");
+  if (!cpath || !ipath) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+  } else {
+    pd_file_out files[4] = {categories_out(r, cpath, &cb),
+                            image_prep_out(r, p, nd, feeds, ipath, &ib),
+                            {ppath, pb.data ? pb.data : "", pb.len},
+                            {path, mb, mlen}};
+    st = cb.oom || ib.oom ? pd_error_set(err, PD_ENOMEM, a->loc, "out of memory")
+                          : pd_write_files_atomic(4, files, err);
+  }
+  pd_free(cpath);
+  pd_free(ipath);
+  pd_buf_free(&cb);
+  pd_buf_free(&ib);
   pd_free(mb);
 out_buf:
   pd_buf_free(&pb);
 out:
   pd_run_at_loc(err, st, pd_train_arg_loc(a, 0), "save");
-  pd_free(ptmp);
-  pd_free(mtmp);
   pd_program_free(p);
   pd_free(params);
   pd_free(exp_feeds);

@@ -14,6 +14,9 @@
 #     the images reader read them (predict's output, bit for bit), and its errors;
 #   test_alloc_sweep: every allocation failing in turn, every k, through the library: a script
 #     that trains from a host data set, evaluates, saves and loads, then its saved model run;
+#     `make check-alloc` sweeps every target it has (tests/api/alloc/NAME.sweep, one test each:
+#     checkpoint and resume, images and categorical CSV, PaddlePaddle's cnn_bn, the saved images
+#     model fed PNG files), its own test-suite log check-alloc.log (.ci/run, sanitizer build);
 #   install.sh: `make install` of the library into a temporary DESTDIR, then: it exports exactly
 #     the functions pdlang.h declares; pdlang.h compiles alone (C99, C++); examples/embed builds
 #     against the installed library with pkg-config and classifies a data set made up by the test
@@ -35,3 +38,12 @@ AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
 	PD_PKGCONFIGDIR='$(pkgconfigdir)' PD_BINDIR='$(bindir)' PD_STDLIBDIR='$(stdlibdir)'; \
 	export PD_MAKE PD_CC PD_SAN_CFLAGS PD_LIBDIR PD_INCLUDEDIR PD_PKGCONFIGDIR PD_BINDIR \
 	PD_STDLIBDIR;
+
+# make check-alloc: every k of every target of test_alloc_sweep, as tests of their own.
+ALLOC_SWEEPS = tests/api/alloc/train.sweep tests/api/alloc/saved_train.sweep \
+	tests/api/alloc/checkpoint.sweep tests/api/alloc/images.sweep tests/api/alloc/paddle.sweep \
+	tests/api/alloc/saved.sweep
+EXTRA_DIST += $(ALLOC_SWEEPS)
+.PHONY: check-alloc
+check-alloc: tests/api/test_alloc_sweep$(EXEEXT)
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS='$(ALLOC_SWEEPS)' TEST_SUITE_LOG=check-alloc.log

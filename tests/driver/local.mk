@@ -53,7 +53,10 @@
 #   finetune.sh: examples/finetune.pd (import_model): fine-tuning beats the frozen features, frozen
 #     parameters stay, the saved model runs in exec and (PDLANG_PADDLE_PYTHON) PaddlePaddle;
 #   decompile.sh: pdlang decompile of the models of tests/interop (both formats) runs and saves
-#     models whose outputs equal the originals' bit for bit; control flow is an error naming the op.
+#     models whose outputs equal the originals' bit for bit; control flow is an error naming the op;
+#   durability.sh: kill -9 during save (a model with its .categories and .preprocess) and during
+#     plot, and a full disk (a tmpfs, as root): the old files or the new ones, the model refusing
+#     parameters of another save, no temporary left.
 DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm.sh \
 	tests/driver/examples.sh tests/driver/transformer_classify.sh tests/driver/lstm_classify.sh \
 	tests/driver/train_save_exec.sh tests/driver/profile.sh tests/driver/images.sh \
@@ -66,7 +69,7 @@ DRIVER_SH = tests/driver/resnet.sh tests/driver/char_rnn.sh tests/driver/char_lm
 	tests/driver/for_unroll.sh tests/driver/summary.sh tests/driver/dump_cli.sh \
 	tests/driver/device.sh tests/driver/repl_piped.sh tests/driver/padded_lines.sh \
 	tests/driver/predict.sh tests/driver/exec_images.sh tests/driver/finetune.sh \
-	tests/driver/decompile.sh
+	tests/driver/decompile.sh tests/driver/durability.sh
 check_PROGRAMS += tests/driver/test_repl_pty
 tests_driver_test_repl_pty_LDADD =
 TESTS += $(DRIVER_SH) tests/driver/test_repl_pty

@@ -2,7 +2,8 @@
 # parser), fuzz_load.c (the .pdmodel loader), fuzz_compile.c (parse + compile + InferShape, and the
 # training program; nothing runs) and fuzz_ckpt.c (.pdiparams and checkpoints against
 # ckpt_model.pd), fuzz_pir.c (PaddlePaddle 3's PIR JSON programs: vm/ir/pir.c, then the op
-# checks and the executor's preparation; its seeds: mkseeds_pir.sh). `make check` replays their
+# checks and the executor's preparation; its seeds: mkseeds_pir.sh), fuzz_prep.c (a model's
+# NAME.preprocess file: vm/reader/image_prep.c, then an image through it). `make check` replays their
 # seed corpora (and the golden inputs) through them with $(CC): replay.c, one build per target,
 # and replay_load.c (valid_* seeds must load, bad_* must not); test_findings keeps what the
 # fuzzers found that a replay cannot (allocation counts, no timings). `make fuzz-NAME` builds a
@@ -12,9 +13,9 @@ FUZZ_CKPT_MODEL_DEF = -DPD_FUZZ_CKPT_MODEL='"$(abs_top_srcdir)/tests/fuzz/ckpt_m
 
 # ---- The replays. ----
 check_PROGRAMS += tests/fuzz/replay_parse tests/fuzz/replay_load tests/fuzz/replay_compile \
-	tests/fuzz/replay_ckpt tests/fuzz/replay_pir tests/fuzz/test_findings
+	tests/fuzz/replay_ckpt tests/fuzz/replay_pir tests/fuzz/replay_prep tests/fuzz/test_findings
 TESTS += tests/fuzz/replay_parse tests/fuzz/replay_load tests/fuzz/replay_compile \
-	tests/fuzz/replay_ckpt tests/fuzz/replay_pir tests/fuzz/test_findings
+	tests/fuzz/replay_ckpt tests/fuzz/replay_pir tests/fuzz/replay_prep tests/fuzz/test_findings
 tests_fuzz_replay_parse_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_parse.c
 tests_fuzz_replay_load_SOURCES = tests/fuzz/replay_load.c tests/fuzz/fuzz_load.c
 tests_fuzz_replay_compile_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_compile.c
@@ -26,8 +27,10 @@ tests_fuzz_replay_ckpt_CPPFLAGS = $(AM_CPPFLAGS) $(FUZZ_CKPT_MODEL_DEF) \
 	-DPD_REPLAY_DIRS='"tests/fuzz/corpus_ckpt"'
 tests_fuzz_replay_pir_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_pir.c
 tests_fuzz_replay_pir_CPPFLAGS = $(AM_CPPFLAGS) -DPD_REPLAY_DIRS='"tests/fuzz/corpus_pir"'
+tests_fuzz_replay_prep_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_prep.c
+tests_fuzz_replay_prep_CPPFLAGS = $(AM_CPPFLAGS) -DPD_REPLAY_DIRS='"tests/fuzz/corpus_prep"'
 EXTRA_DIST += tests/fuzz/corpus_parse tests/fuzz/corpus_load tests/fuzz/corpus_compile \
-	tests/fuzz/corpus_pir tests/fuzz/mkseeds_pir.sh \
+	tests/fuzz/corpus_pir tests/fuzz/mkseeds_pir.sh tests/fuzz/corpus_prep \
 	tests/fuzz/corpus_ckpt tests/fuzz/ckpt_model.pd tests/fuzz/ckpt_model.csv \
 	tests/fuzz/mkseeds_ckpt.sh tests/fuzz/build-lib.sh
 
@@ -107,18 +110,24 @@ FUZZ_RUN_SECONDS = 1800
 FUZZ_TIMEOUT = 10
 FUZZ_RSS_MB = 2048
 FUZZ_MAX_LEN = 16384
-FUZZ_LIB_SRCS = $(libpdlang_internal_la_SOURCES) lang/parser.c kernels/cuda/none.c
+# Compiled without the sanitizers (+ in build-lib.sh): clang's ASan runs for over half an hour on
+# the AVX-512 product kernels (UBSan a minute), which no fuzz target reaches.
+FUZZ_UNSANITIZED = kernels/cpu/gemm_avx512.c
+FUZZ_LIB_SRCS = $(filter-out $(FUZZ_UNSANITIZED),$(libpdlang_internal_la_SOURCES)) \
+	$(addprefix +,$(FUZZ_UNSANITIZED)) lang/parser.c kernels/cuda/none.c
 # -Wno-pass-failed: at -O1 clang does not vectorize the loops PD_SIMD asks it to.
 FUZZ_FLAGS = $(DEFS) $(DEFAULT_INCLUDES) $(AM_CPPFLAGS) $(PD_WARN_CFLAGS) $(PD_SIMD_CFLAGS) \
 	-Wno-pass-failed
 CLEANFILES += tests/fuzz/fuzz_compile$(EXEEXT) tests/fuzz/fuzz_ckpt$(EXEEXT) \
-	tests/fuzz/fuzz_pir$(EXEEXT) tests/fuzz/libfuzz.a
+	tests/fuzz/fuzz_pir$(EXEEXT) tests/fuzz/fuzz_prep$(EXEEXT) tests/fuzz/libfuzz.a
 .PHONY: fuzz-compile fuzz-compile-run fuzz-ckpt fuzz-ckpt-run fuzz-pir fuzz-pir-run fuzz-lib \
+	fuzz-prep fuzz-prep-run \
 	clean-fuzz-all
 if PD_HAVE_CLANG
 fuzz-compile: tests/fuzz/fuzz_compile$(EXEEXT)
 fuzz-ckpt: tests/fuzz/fuzz_ckpt$(EXEEXT)
 fuzz-pir: tests/fuzz/fuzz_pir$(EXEEXT)
+fuzz-prep: tests/fuzz/fuzz_prep$(EXEEXT)
 # Always asked: the script decides what is out of date.
 fuzz-lib: $(BUILT_SOURCES)
 	@$(SHELL) $(srcdir)/tests/fuzz/build-lib.sh tests/fuzz/libfuzz.a tests/fuzz/obj $(srcdir) \
@@ -132,6 +141,9 @@ tests/fuzz/fuzz_ckpt$(EXEEXT): fuzz-lib $(srcdir)/tests/fuzz/fuzz_ckpt.c
 tests/fuzz/fuzz_pir$(EXEEXT): fuzz-lib $(srcdir)/tests/fuzz/fuzz_pir.c
 	$(AM_V_CCLD)$(CLANG) $(FUZZ_FLAGS) $(FUZZ_TARGET_CFLAGS) -o $@ \
 	  $(srcdir)/tests/fuzz/fuzz_pir.c tests/fuzz/libfuzz.a $(PD_LIBS) -lpthread -ldl
+tests/fuzz/fuzz_prep$(EXEEXT): fuzz-lib $(srcdir)/tests/fuzz/fuzz_prep.c
+	$(AM_V_CCLD)$(CLANG) $(FUZZ_FLAGS) $(FUZZ_TARGET_CFLAGS) -o $@ \
+	  $(srcdir)/tests/fuzz/fuzz_prep.c tests/fuzz/libfuzz.a $(PD_LIBS) -lpthread -ldl
 # Each run fuzzes a copy of its seeds (tests/fuzz/NAME.run: what the fuzzer adds stays in the
 # build tree) and writes crashes, leaks, timeouts and out-of-memory inputs to tests/fuzz/NAME-*.
 # FUZZ_KEEP_GOING: a run goes on after a finding (one child process at a time); set it empty to
@@ -157,10 +169,17 @@ fuzz-pir-run: tests/fuzz/fuzz_pir$(EXEEXT)
 	cp $(srcdir)/tests/fuzz/corpus_pir/* tests/fuzz/pir.run/
 	tests/fuzz/fuzz_pir$(EXEEXT) $(FUZZ_RUN_FLAGS) -artifact_prefix=tests/fuzz/pir- \
 	  tests/fuzz/pir.run
+fuzz-prep-run: tests/fuzz/fuzz_prep$(EXEEXT)
+	$(MKDIR_P) tests/fuzz/prep.run
+	cp $(srcdir)/tests/fuzz/corpus_prep/* tests/fuzz/prep.run/
+	tests/fuzz/fuzz_prep$(EXEEXT) $(FUZZ_RUN_FLAGS) -artifact_prefix=tests/fuzz/prep- \
+	  tests/fuzz/prep.run
 else
-fuzz-compile fuzz-compile-run fuzz-ckpt fuzz-ckpt-run fuzz-pir fuzz-pir-run fuzz-lib:
+fuzz-compile fuzz-compile-run fuzz-ckpt fuzz-ckpt-run fuzz-pir fuzz-pir-run fuzz-prep \
+fuzz-prep-run fuzz-lib:
 	@echo "$@: libFuzzer targets need clang, which configure did not find" >&2; exit 1
 endif
 clean-local: clean-fuzz-all
 clean-fuzz-all:
-	rm -rf tests/fuzz/obj tests/fuzz/compile.run tests/fuzz/ckpt.run tests/fuzz/pir.run
+	rm -rf tests/fuzz/obj tests/fuzz/compile.run tests/fuzz/ckpt.run tests/fuzz/pir.run \
+	  tests/fuzz/prep.run

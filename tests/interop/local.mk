@@ -19,12 +19,14 @@
 #     .pdmodel's outputs;
 #   released.sh: released models with trained weights (PaddleOCR's PP-OCRv4 det and rec, mobile v2
 #     direction classifier, from PyPI) through pdlang exec to Paddle's outputs, when
-#     PDLANG_RELEASED_DIR names the folder tools/paddle_released.py made (skipped otherwise).
+#     PDLANG_RELEASED_DIR names the folder tools/paddle_released.py made (skipped otherwise);
+#   no_paths.sh: no committed model file (here, the fuzz corpora, examples/) names a folder of
+#     the machine that saved it (op_callstack: tools/paddle_strip.py).
 check_PROGRAMS += tests/interop/test_interop tests/interop/test_pir
 TESTS += tests/interop/test_interop tests/interop/test_pir tests/interop/exec.sh \
-	tests/interop/roundtrip.sh tests/interop/released.sh
+	tests/interop/roundtrip.sh tests/interop/released.sh tests/interop/no_paths.sh
 EXTRA_DIST += tools/paddle_models.py tools/paddle_zoo.py tools/paddle_zoo_pir.py \
-	tools/paddle_pir_models.py tools/paddle_released.py tests/interop
+	tools/paddle_pir_models.py tools/paddle_released.py tools/paddle_strip.py tests/interop
 clean-local: clean-interop-zoo
 clean-interop-zoo:
 	rm -rf zoo-*

@@ -144,6 +144,8 @@ int pd_categories_count(const pd_categories *c);   /* columns */
 /* Write them to path atomically: a comment line, then "COLUMN<tab>VALUE" per value in id
  * order (tab, newline, carriage return and backslash written \t \n \r \\). */
 pd_status pd_categories_save(const pd_categories *c, const char *path, pd_error *err);
+/* The text pd_categories_save writes, appended to b (b->oom out of memory). */
+void pd_categories_format(const pd_categories *c, pd_buf *b);
 /* Read a file pd_categories_save wrote into c: its columns join c; a column c has already must
  * have the same values (else PD_EINVAL naming it). PD_ENOTFOUND when the file is not there. */
 pd_status pd_categories_load(pd_categories *c, const char *path, pd_error *err);
@@ -313,6 +315,10 @@ typedef struct pd_image_options {
   int channels, height, width;   /* channels 1, 3 or 4; height and width 1..4096 */
   double mean[4], std[4];        /* per channel; std > 0 */
 } pd_image_options;
+/* One channel's normalisation is usable: mean finite, std positive and finite, and every value
+ * it makes of a pixel in 0..1 ((v - mean) / std) finite in float32: (|mean| + 1) / std at most
+ * FLT_MAX. */
+bool pd_image_norm_ok(double mean, double std);
 
 /* The images of a folder of class folders, as torchvision's ImageFolder reads them:
  * DIR/CLASS/FILE, the class folders sorted by name (byte order) and numbered 0..K-1, the files
@@ -351,7 +357,14 @@ char *pd_model_side_path(const char *path, const char *ext);
 /* Write p to path (atomically); read it back (PD_ENOTFOUND when there is no such file,
  * PD_EFORMAT naming the line of one that is not this format). */
 pd_status pd_image_prep_save(const char *path, const pd_image_prep *p, pd_error *err);
+/* The text pd_image_prep_save writes, appended to b (b->oom out of memory). */
+void pd_image_prep_format(const pd_image_prep *p, pd_buf *b);
 pd_status pd_image_prep_load(const char *path, pd_image_prep *p, pd_error *err);
+/* The same from text[0..len) (no NUL needed after it; a NUL inside is refused), errors naming
+ * path and the line: each of the four lines once, shape's numbers integers, mean and std as
+ * pd_image_norm_ok accepts them. */
+pd_status pd_image_prep_parse(const char *text, size_t len, const char *path, pd_image_prep *p,
+                              pd_error *err);
 
 /* The training augmentations of torchvision's RandomCrop(padding = pad) and
  * RandomHorizontalFlip(): a sample of field 0 of pd_dataset_images' datasets is padded by pad

@@ -163,18 +163,22 @@ static void put_escaped(pd_buf *b, const char *s, size_t n) {
   }
 }
 
+void pd_categories_format(const pd_categories *c, pd_buf *b) {
+  pd_buf_puts(b, "# pdlang categories: the values of each categorical CSV column, in id order "
+                 "(COLUMN<tab>VALUE)\n");
+  for (int i = 0; i < c->n; i++)
+    for (int64_t j = 0; j < c->cols[i].n; j++) {
+      put_escaped(b, c->cols[i].name, strlen(c->cols[i].name));
+      pd_buf_puts(b, "\t");
+      put_escaped(b, c->cols[i].vals[j], c->cols[i].lens[j]);
+      pd_buf_puts(b, "\n");
+    }
+}
+
 pd_status pd_categories_save(const pd_categories *c, const char *path, pd_error *err) {
   pd_buf b;
   pd_buf_init(&b);
-  pd_buf_puts(&b, "# pdlang categories: the values of each categorical CSV column, in id order "
-                  "(COLUMN<tab>VALUE)\n");
-  for (int i = 0; i < c->n; i++)
-    for (int64_t j = 0; j < c->cols[i].n; j++) {
-      put_escaped(&b, c->cols[i].name, strlen(c->cols[i].name));
-      pd_buf_puts(&b, "\t");
-      put_escaped(&b, c->cols[i].vals[j], c->cols[i].lens[j]);
-      pd_buf_puts(&b, "\n");
-    }
+  pd_categories_format(c, &b);
   pd_status st = b.oom ? pd_error_set(err, PD_ENOMEM, nowhere, "out of memory")
                        : pd_write_file_atomic(path, b.data ? b.data : "", b.len, err);
   pd_buf_free(&b);

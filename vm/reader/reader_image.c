@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,11 +210,16 @@ static pd_status check_options(const pd_image_options *o, pd_error *err) {
                         "images: the height and width must be 1 to 4096, not %d x %d", o->height,
                         o->width);
   for (int c = 0; c < o->channels; c++)
-    if (!(o->std[c] > 0) || !isfinite(o->std[c]) || !isfinite(o->mean[c]))
+    if (!pd_image_norm_ok(o->mean[c], o->std[c]))
       return pd_error_set(err, PD_EINVAL, nowhere,
                           "images: channel %d: the mean must be finite and the std a positive "
-                          "number, not mean %g and std %g", c, o->mean[c], o->std[c]);
+                          "number, with every value normalised (0..1 - mean) / std a float32, "
+                          "not mean %g and std %g", c, o->mean[c], o->std[c]);
   return PD_OK;
+}
+
+bool pd_image_norm_ok(double mean, double std) {
+  return isfinite(mean) && isfinite(std) && std > 0 && (fabs(mean) + 1) / std <= FLT_MAX;
 }
 
 pd_status pd_image_files(const pd_image_options *o, int n, const char *const *paths, int vnd,
