@@ -161,19 +161,6 @@ static void refuse_input(const pd_var_desc *v, const char *file, const char *dty
   pd_buf_free(&b);
 }
 
-static double value_at(const pd_tensor *t, int64_t i) {
-  const void *d = pd_tensor_data(t);
-  switch (t->dtype) {
-    case PD_FP32: return ((const float *)d)[i];
-    case PD_FP64: return ((const double *)d)[i];
-    case PD_INT64: return (double)((const int64_t *)d)[i];
-    case PD_INT32: return ((const int32_t *)d)[i];
-    case PD_INT8: return ((const int8_t *)d)[i];
-    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
-    default: return ((const uint8_t *)d)[i]; /* uint8, bool */
-  }
-}
-
 /* The index of the first value of t that does not convert to dtype `to` exactly (floats into
  * float32: rounded, within its range), or -1. */
 static int64_t first_inexact(const pd_tensor *t, pd_dtype to) {
@@ -186,7 +173,7 @@ static int64_t first_inexact(const pd_tensor *t, pd_dtype to) {
       bool inside = (double)x > -9.2e18 && (double)x < 9.2e18;  /* the round trip is defined */
       fits = inside && (to == PD_FP32 ? (int64_t)(float)x == x : (int64_t)(double)x == x);
     } else {
-      double x = value_at(t, i);
+      double x = pd_tensor_get(t, i);
       switch (to) {
         case PD_FP32: fits = from_float ? !(fabs(x) > FLT_MAX) : (double)(float)x == x; break;
         case PD_FP64: fits = true; break;
@@ -218,7 +205,7 @@ static bool input_fits(const pd_program *p, const char *name, pd_tensor *t, cons
   if (bad >= 0) {
     char why[160];
     snprintf(why, sizeof why, "its value %.17g (element %lld) does not convert to %s exactly",
-             value_at(t, bad), (long long)bad, pd_dtype_name(v->dtype));
+             pd_tensor_get(t, bad), (long long)bad, pd_dtype_name(v->dtype));
     refuse_input(v, file, pd_dtype_name(t->dtype), t->ndims, t->dims, why);
     return false;
   }
@@ -232,7 +219,7 @@ static bool input_fits(const pd_program *p, const char *name, pd_tensor *t, cons
   void *d = pd_tensor_data(&c);
   const int64_t *i64 = t->dtype == PD_INT64 ? pd_tensor_data(t) : NULL;
   for (int64_t i = 0, n = pd_tensor_numel(t); i < n; i++) {
-    double x = value_at(t, i);  /* exact: first_inexact said so (int64 read directly) */
+    double x = pd_tensor_get(t, i);  /* exact: first_inexact said so (int64 read directly) */
     switch (v->dtype) {
       case PD_FP32: ((float *)d)[i] = i64 ? (float)i64[i] : (float)x; break;
       case PD_FP64: ((double *)d)[i] = i64 ? (double)i64[i] : x; break;

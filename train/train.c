@@ -140,22 +140,6 @@ static bool convertible(pd_dtype from, pd_dtype to) {
   return fnum && (pd_dtype_is_kernel_float(to) || to == PD_INT64 || to == PD_INT32);
 }
 
-static double elem(const pd_tensor *t, int64_t i) {
-  const void *d = pd_tensor_data(t);
-  switch (t->dtype) {
-    case PD_FP32: return ((const float *)d)[i];
-    case PD_FP64: return ((const double *)d)[i];
-    case PD_INT64: return (double)((const int64_t *)d)[i];
-    case PD_INT32: return ((const int32_t *)d)[i];
-    case PD_INT16: return ((const int16_t *)d)[i];
-    case PD_UINT8: case PD_BOOL: return ((const uint8_t *)d)[i];
-    case PD_INT8: return ((const int8_t *)d)[i];
-    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
-    case PD_BF16: return pd_bf16_to_f32(((const uint16_t *)d)[i]);
-    default: return 0;
-  }
-}
-
 /* dst (the var's dtype) = src, value by value; an error naming the first value that does not
  * fit (an integer past 2^24 into float32, a fraction or a value out of range into an integer). */
 static pd_status convert_batch(const feeder *f, int i, const pd_tensor *src, pd_tensor *dst,
@@ -166,7 +150,7 @@ static pd_status convert_batch(const feeder *f, int i, const pd_tensor *src, pd_
   int64_t n = pd_tensor_numel(src);
   void *d = pd_tensor_data(dst);
   for (int64_t k = 0; k < n; k++) {
-    double v = elem(src, k);
+    double v = pd_tensor_get(src, k);
     bool fits;
     switch (to) {
       case PD_FP32:

@@ -8,6 +8,7 @@
  * clean. */
 #include "config.h"
 #include "include/pdlang.h"
+#include "tests/api/plane_data.h"
 #include "tests/tap.h"
 
 #include <math.h>
@@ -21,18 +22,7 @@ enum { N = 96, D = 4 };
 static float xs[N * D];
 static int64_t labels[N];
 
-/* Two classes split by a plane: label = 1 when 0.8 x0 - 0.5 x1 + 0.3 x2 - 0.2 x3 > 0.1. */
-static void make_data(void) {
-  uint64_t s = 777;
-  for (int i = 0; i < N * D; i++) {
-    s = s * 6364136223846793005ull + 1442695040888963407ull;
-    xs[i] = (float)((double)(s >> 11) / 9007199254740992.0 * 2 - 1);
-  }
-  for (int i = 0; i < N; i++) {
-    const float *x = xs + i * D;
-    labels[i] = 0.8 * x[0] - 0.5 * x[1] + 0.3 * x[2] - 0.2 * x[3] > 0.1;
-  }
-}
+static void make_data(void) { plane_data(777, N, xs, labels); }
 
 static const char *model =
     "import \"layers\"\n"

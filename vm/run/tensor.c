@@ -178,6 +178,22 @@ size_t pd_tensor_nbytes(const pd_tensor *t) {
 
 void *pd_tensor_data(const pd_tensor *t) { return t->storage ? t->storage->data : NULL; }
 
+double pd_tensor_get(const pd_tensor *t, int64_t i) {
+  const void *d = pd_tensor_data(t);
+  switch (t->dtype) {
+    case PD_FP32: return ((const float *)d)[i];
+    case PD_FP64: return ((const double *)d)[i];
+    case PD_INT64: return (double)((const int64_t *)d)[i];
+    case PD_INT32: return ((const int32_t *)d)[i];
+    case PD_INT16: return ((const int16_t *)d)[i];
+    case PD_UINT8: case PD_BOOL: return ((const uint8_t *)d)[i];
+    case PD_INT8: return ((const int8_t *)d)[i];
+    case PD_FP16: return pd_fp16_to_f32(((const uint16_t *)d)[i]);
+    case PD_BF16: return pd_bf16_to_f32(((const uint16_t *)d)[i]);
+    default: return 0;
+  }
+}
+
 pd_k_prepared **pd_tensor_prepared(const pd_tensor *t) {
   return t->storage ? &t->storage->prep : NULL;
 }

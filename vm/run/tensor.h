@@ -92,6 +92,10 @@ void *pd_tensor_data(const pd_tensor *t);
 #define PD_TENSOR_I64(t) ((int64_t *)pd_tensor_data(t))
 #define PD_TENSOR_BOOL(t) ((uint8_t *)pd_tensor_data(t))
 bool pd_tensor_initialized(const pd_tensor *t);   /* has storage */
+/* Element i of a host tensor as a double (integers exactly up to 2^53; an int64 past it
+ * rounds), for host code that reads values one at a time (conversions, messages); 0 for a
+ * dtype without numbers. */
+double pd_tensor_get(const pd_tensor *t, int64_t i);
 /* The slot of a backend's prepared copy of t's values (kernels.h, pd_k_prepared: a constant
  * operand in the layout a product reads), NULL before the first resize. The storage owns what
  * is put there and releases it when its values may change: on a resize that keeps the storage
