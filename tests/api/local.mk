@@ -31,7 +31,7 @@ TESTS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
 	tests/api/test_api_images tests/api/test_api_train tests/api/install.sh tests/api/symbols.sh \
 	tests/api/install_prefix.sh
 EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
-	tests/api/mkidx.pl tests/api/plane_data.h
+	tests/api/mkidx.pl tests/api/train_common.h
 # What install.sh and install_prefix.sh need to know about this build.
 AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
 	PD_SAN_CFLAGS='$(PD_SAN_CFLAGS)' PD_LIBDIR='$(libdir)' PD_INCLUDEDIR='$(includedir)' \

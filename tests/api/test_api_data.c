@@ -8,8 +8,8 @@
  * reader listing the names there are, and every allocation failing in turn is clean. */
 #include "config.h"
 #include "include/pdlang.h"
-#include "tests/api/plane_data.h"
 #include "tests/tap.h"
+#include "tests/api/train_common.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -161,13 +161,6 @@ static void test_train(void) {
   if (rc) printf("# %s", pd_state_error(st)->text);
   if (!strstr(text, want)) printf("# output:\n# %s\n", text);
   pd_state_free(st);
-}
-
-static void expect(int rc, int want, pd_state *st, const char *needle, const char *what) {
-  const char *msg = pd_state_error(st)->text;
-  bool pass = rc == want && strstr(msg, needle);
-  ok(pass, "%s", what);
-  if (!pass) printf("#   rc %d (want %d): %s", rc, want, msg);
 }
 
 static void test_errors(void) {

@@ -8,8 +8,8 @@
  * clean. */
 #include "config.h"
 #include "include/pdlang.h"
-#include "tests/api/plane_data.h"
 #include "tests/tap.h"
+#include "tests/api/train_common.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -114,13 +114,6 @@ static void test_train(void) {
   ok(pd_state_inputs(st, &n, &names) == PD_RESULT_OK && n == 2, "its inputs are x and label");
   pd_state_free(st);
   pd_state_free(ref);
-}
-
-static void expect(int rc, int want, pd_state *st, const char *needle, const char *what) {
-  const char *msg = pd_state_error(st)->text;
-  bool pass = rc == want && strstr(msg, needle);
-  ok(pass, "%s", what);
-  if (!pass) printf("#   rc %d (want %d): %s", rc, want, msg);
 }
 
 static void test_errors(void) {
