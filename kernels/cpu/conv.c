@@ -231,10 +231,21 @@ static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue
   if (dt == PD_FP32 && code != EPI_OTHER) {
     float pp[4];
     epi_params(ep, pp);
+#if PD_KCPU_HAVE_AVX2 && PD_KCPU_FASTMATH_f32
+    /* AVX-512 CPUs fuse the epilogue into their kernels and come here rarely: AVX2 serves both */
+    bool avx2 = pd_kcpu_simd() >= PD_KCPU_SIMD_AVX2;
+#endif
     for (int64_t c = c0; c < c1; c++) {
       int64_t at = (n * p->oc + c) * ohw + j0;
-      epi_row_f32(code, pp, (float *)y + at, ep->bias ? ((const float *)ep->bias)[c] : 0.0f,
-                  ep->residual ? (const float *)ep->residual + at : NULL, len);
+      float *r = (float *)y + at, b = ep->bias ? ((const float *)ep->bias)[c] : 0.0f;
+      const float *q = ep->residual ? (const float *)ep->residual + at : NULL;
+#if PD_KCPU_HAVE_AVX2 && PD_KCPU_FASTMATH_f32
+      if (avx2) {
+        pd_kcpu_epi_row8_f32(code, pp, r, b, q, len);
+        continue;
+      }
+#endif
+      epi_row_f32(code, pp, r, b, q, len);
     }
     return;
   }
@@ -558,7 +569,8 @@ typedef struct dw_job {
   const pd_k_conv_epilogue *ep;
   const void *x, *w;
   void *y;
-  bool avx512;          /* pd_kcpu_depthwise16_f32 computes the planes */
+  int simd;             /* PD_KCPU_SIMD_AVX512: pd_kcpu_depthwise16_f32 computes the planes;
+                         * PD_KCPU_SIMD_AVX2: pd_kcpu_depthwise8_f32; else conv_t.h's loops */
 } dw_job;
 
 /* Planes [b, e) of the n * oc, each with its epilogue (whose channel is the plane's). */
@@ -566,7 +578,7 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
   const dw_job *j = vjob;
   const pd_k_conv2d *p = j->p;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  if (j->avx512) {
+  if (j->simd != PD_KCPU_SIMD_BASE) {
     const pd_k_conv_epilogue *ep = j->ep;
     int code = ep ? epi_inline(ep) : EPI_NONE;
     pd_kcpu_epi16 ei = {.act = code};
@@ -576,7 +588,10 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
       ei.rbias = ep->bias, ei.res = ep->residual;
     }
     for (int64_t pl = b; pl < e; pl++) {
-      pd_kcpu_depthwise16_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL);
+      if (j->simd == PD_KCPU_SIMD_AVX512)
+        pd_kcpu_depthwise16_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL);
+      else
+        pd_kcpu_depthwise8_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL);
       if (!inl)
         epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
     }
@@ -650,8 +665,9 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   if (p->groups == p->c && p->groups > 1) { /* depthwise: direct, plane by plane */
     dw_job d = {.dt = dt, .p = p, .ep = ep, .x = x, .w = w, .y = y};
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-    d.avx512 = dt == PD_FP32 && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 &&
-               pd_kcpu_depthwise16_takes(p);
+    int level = dt == PD_FP32 ? pd_kcpu_simd() : PD_KCPU_SIMD_BASE;
+    if (level == PD_KCPU_SIMD_AVX512 && pd_kcpu_depthwise16_takes(p)) d.simd = level;
+    if (level == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_takes(p)) d.simd = level;
 #endif
     int64_t per = p->oh * p->ow * p->kh * p->kw;
     pd_kcpu_parallel(p->n * p->oc, per > 0 ? ((int64_t)1 << 15) / per + 1 : 1, depthwise_range,

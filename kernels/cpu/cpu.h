@@ -114,6 +114,17 @@ struct pd_kcpu_epi16;
 void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
                              float *y, const struct pd_kcpu_epi16 *e);
 
+/* conv_avx2.c, for conv.c on CPUs whose best level is AVX2 (pd_kcpu_simd; fastmath.h's
+ * PD_KCPU_HAVE_AVX2 and PD_KCPU_FASTMATH_f32 set): the same depthwise convolution as
+ * pd_kcpu_depthwise16_f32, eight columns a vector, the same sums; and the epilogue of one row
+ * of a convolution's output (fastmath.h's PD_KCPU_EPI_* activation act with parameters pp):
+ * r[j] = act(r[j] + b + q[j]) for j < len (q NULL: no residual). */
+bool pd_kcpu_depthwise8_takes(const pd_k_conv2d *p);
+void pd_kcpu_depthwise8_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
+                            float *y, const struct pd_kcpu_epi16 *e);
+void pd_kcpu_epi_row8_f32(int act, const float pp[4], float *r, float b, const float *q,
+                          int64_t len);
+
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
  * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice
  * dy's size), which is also the transposed convolution of upsampling heads (DB's, U-Net's):

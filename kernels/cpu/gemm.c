@@ -48,17 +48,29 @@ static bool use_gemm16(pd_dtype dt, bool trans_b, int64_t m, int64_t k) {
 #endif
 }
 
-/* gemm_bias's bias (kernels.h) copied into C's rows, for OpenBLAS to accumulate the product
- * onto (beta 1): no pass clearing C first (as BLAS does for beta 0), and none adding the bias
- * after. (gemm_avx512.c's product adds it as it stores C.) */
-static void bias_rows(pd_dtype dt, const char *bias, int64_t m, int64_t n, char *c,
-                      int64_t ldc) {
-  size_t sz = pd_dtype_size(dt);
-  for (int64_t i = 0; i < m; i++) memcpy(c + i * ldc * (int64_t)sz, bias, (size_t)n * sz);
+/* gemm_bias's bias (kernels.h) added to C's rows after the product (beta 0). Copied into C
+ * first for OpenBLAS to accumulate onto (beta 1), a row's sums differed in the last bit from the
+ * product plus the bias (a Zen CPU's kernel rounds the two differently: 890 of 1000 random
+ * [1, 768] x [768, 3] products), so a model whose fc was fused at load (exec) gave other bits
+ * than the same model's mul and elementwise_add (predict). gemm_avx512.c's product adds the
+ * bias to the finished sums as it stores C, as here. */
+static void add_bias_rows(pd_dtype dt, const char *bias, int64_t m, int64_t n, char *c,
+                          int64_t ldc) {
+  for (int64_t i = 0; i < m; i++) {
+    if (dt == PD_FP32) {
+      float *r = (float *)c + i * ldc;
+      const float *b = (const float *)bias;
+      PD_SIMD for (int64_t j = 0; j < n; j++) r[j] += b[j];
+    } else {
+      double *r = (double *)c + i * ldc;
+      const double *b = (const double *)bias;
+      PD_SIMD for (int64_t j = 0; j < n; j++) r[j] += b[j];
+    }
+  }
 }
 
 /* One product on the calling thread. With bias (gemm_bias's, at C's first column; beta is
- * then 1), C = op(A) op(B) + bias on every row. */
+ * then ignored), C = op(A) op(B) + bias on every row. */
 static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
                           int64_t k, double alpha, const void *a, int64_t lda, const void *b,
                           int64_t ldb, double beta, void *c, int64_t ldc, const void *bias) {
@@ -69,7 +81,7 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
                          bias ? 0.0f : (float)beta, bias, c, ldc))
     return PD_OK;
 #endif
-  if (bias) bias_rows(dt, bias, m, n, c, ldc);
+  if (bias) beta = 0;
   enum CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
   if (k == 0 || alpha == 0) { /* as BLAS does: A and B are not read (a NaN there stays out) */
@@ -81,6 +93,7 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
     cblas_dgemm(CblasRowMajor, ta, tb, (int)m, (int)n, (int)k, alpha, a, (int)lda, b,
                 (int)ldb, beta, c, (int)ldc);
   }
+  if (bias) add_bias_rows(dt, bias, m, n, c, ldc);
   return PD_OK;
 }
 
@@ -126,7 +139,7 @@ typedef struct split_job {
   const char *a, *b;
   char *c;
   const epilogue *ep;  /* gemm_act's, or NULL */
-  const char *bias;    /* gemm_bias's (beta is then 1), or NULL */
+  const char *bias;    /* gemm_bias's (beta is then ignored), or NULL */
 } split_job;
 
 /* [*b, *e) of `total` for thread t of nt, in multiples of SPLIT_ALIGN. */
