@@ -372,19 +372,19 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
 }
 #endif
 
-/* A 1x1 convolution (direct, one group) in fp32 on AVX-512: filters [r0, r1) over output pixels
- * [c0, c1) of image n, with the epilogue in the product's stores; false (nothing done) where
- * that does not apply (conv_gemm and epilogue() then). */
+/* A 1x1 convolution (direct, one group) in fp32 on AVX-512 or AVX2: filters [r0, r1) over
+ * output pixels [c0, c1) of image n, with the epilogue in the product's stores; false (nothing
+ * done) where that does not apply (conv_gemm and epilogue() then). */
 static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, int64_t c0,
                          int64_t c1) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   const pd_k_conv2d *p = j->p;
   const pd_k_conv_plan *kp = &j->cp->k;
   const pd_k_conv_epilogue *ep = j->ep;
-  int code = ep ? epi_inline(ep) : EPI_NONE;
+  int code = ep ? epi_inline(ep) : EPI_NONE, level = pd_kcpu_simd();
   if (!kp->direct || kp->g != 1 || j->dt != PD_FP32 || p->lp == PD_BF16 || p->lp == PD_FP16 ||
       code == EPI_OTHER || (r1 - r0) * kp->kdim > PANEL_MAX_A || kp->kdim > PANEL_MAX_K ||
-      pd_kcpu_simd() != PD_KCPU_SIMD_AVX512)
+      level == PD_KCPU_SIMD_BASE)
     return false;
   if (r1 <= r0 || c1 <= c0) return true;
   int64_t at = n * kp->out_img + r0 * kp->ohw + c0;
@@ -394,6 +394,10 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     e.rbias = ep->bias ? (const float *)ep->bias + r0 : NULL;
     e.res = ep->residual ? (const float *)ep->residual + at : NULL;
   }
+  if (level == PD_KCPU_SIMD_AVX2)
+    return pd_kcpu_gemm8_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
+                                 kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
+                                 (float *)j->y + at, kp->ohw, ep ? &e : NULL);
   return pd_kcpu_gemm16_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
                                 kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
                                 (float *)j->y + at, kp->ohw, ep ? &e : NULL);

@@ -22,6 +22,8 @@
 #if PD_KCPU_HAVE_AVX2 && PD_KCPU_FASTMATH_f32
 #include <immintrin.h>
 
+#include "kernels/cpu/epi_avx2.h"
+
 #define AVX2 __attribute__((target("avx2,fma")))
 #define INLINE static inline __attribute__((always_inline))
 #define KW_MAX 16 /* filter widths taken */
@@ -41,29 +43,6 @@ INLINE AVX2 __m256i lanes(int64_t c0, int64_t w, bool *full) {
   __m256i ge = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32((int)lo - 1));
   __m256i lt = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), idx);
   return _mm256_and_si256(ge, lt);
-}
-
-/* The activation of the fused epilogues (fastmath.h's pd_kcpu_epi16: act and p) on eight
- * floats, the formulas of epi_avx512.h. relu keeps NaN: max(0, x) returns x when unordered. */
-INLINE AVX2 __m256 epi_act(int act, const float *pp, __m256 x) {
-  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  switch (act) {
-    case PD_KCPU_EPI_RELU: return _mm256_max_ps(zero, x);
-    case PD_KCPU_EPI_RELU6: return _mm256_min_ps(_mm256_set1_ps(pp[0]), _mm256_max_ps(zero, x));
-    case PD_KCPU_EPI_LEAKY:
-      return _mm256_blendv_ps(x, _mm256_mul_ps(x, _mm256_set1_ps(pp[0])),
-                              _mm256_cmp_ps(x, zero, _CMP_LE_OQ));
-    case PD_KCPU_EPI_HSWISH: {
-      __m256 v = _mm256_add_ps(x, _mm256_set1_ps(pp[2]));
-      v = _mm256_min_ps(_mm256_set1_ps(pp[0]), _mm256_max_ps(zero, v));
-      return _mm256_mul_ps(_mm256_mul_ps(x, v), _mm256_set1_ps(pp[3]));
-    }
-    case PD_KCPU_EPI_HSIGMOID: {
-      __m256 v = _mm256_fmadd_ps(_mm256_set1_ps(pp[0]), x, _mm256_set1_ps(pp[1]));
-      return _mm256_min_ps(one, _mm256_max_ps(zero, v));
-    }
-    default: return x;
-  }
 }
 
 /* ---- The depthwise convolution ---- */
@@ -115,7 +94,7 @@ INLINE AVX2 void rows_block(const pd_k_conv2d *p, const float *xc, const float *
         const float *q = rc + (oy + r) * ow + ox;
         x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, mk));
       }
-      x = epi_act(e->act, e->p, x);
+      x = pd_kcpu_epi_act8(e->act, e->p, x);
     }
     if (whole) _mm256_storeu_ps(yr, x);
     else _mm256_maskstore_ps(yr, mk, x);
@@ -203,14 +182,14 @@ INLINE AVX2 void epi_row(int ACT, const float *pp, float *r, float b, const floa
   for (; j + 8 <= len; j += 8) {
     __m256 x = _mm256_add_ps(_mm256_loadu_ps(r + j), bv);
     if (q) x = _mm256_add_ps(x, _mm256_loadu_ps(q + j));
-    _mm256_storeu_ps(r + j, epi_act(ACT, pp, x));
+    _mm256_storeu_ps(r + j, pd_kcpu_epi_act8(ACT, pp, x));
   }
   if (j < len) {
     __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - j)),
                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     __m256 x = _mm256_add_ps(_mm256_maskload_ps(r + j, mk), bv);
     if (q) x = _mm256_add_ps(x, _mm256_maskload_ps(q + j, mk));
-    _mm256_maskstore_ps(r + j, mk, epi_act(ACT, pp, x));
+    _mm256_maskstore_ps(r + j, mk, pd_kcpu_epi_act8(ACT, pp, x));
   }
 }
 
