@@ -147,6 +147,25 @@ static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) 
   return st;
 }
 
+pd_status pd_runner_side_files(pd_runner *r, const char *model_path, pd_error *err) {
+  pd_status st = load_categories(r, model_path, err);
+  char *pp = st ? NULL : pd_model_side_path(model_path, ".preprocess");
+  if (st) return st;
+  if (!pp) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_image_prep ip;
+  st = pd_image_prep_load(pp, &ip, err);
+  pd_free(pp);
+  if (st == PD_ENOTFOUND) {
+    pd_error_clear(err);
+    return PD_OK;
+  }
+  if (!st) {
+    r->has_image_prep = true;
+    r->image_prep = ip.o;
+  }
+  return st;
+}
+
 /* A model's side file: when an images(...) reader opened in this run, how its images become
  * the model's input (MODEL.preprocess, vm/reader/reader.h): for the input named "images" (the
  * reader's field), else for the one float32 input of as many values per sample. Its text into

@@ -26,9 +26,10 @@
 #     installed program imports the installed stdlib (found beside it at run time, whatever
 #     prefix it was built for), not the build tree's.
 check_PROGRAMS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
-	tests/api/test_api_images tests/api/test_api_train
+	tests/api/test_api_images tests/api/test_api_train tests/api/test_api_finetune
 TESTS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
-	tests/api/test_api_images tests/api/test_api_train tests/api/install.sh tests/api/symbols.sh \
+	tests/api/test_api_images tests/api/test_api_train tests/api/test_api_finetune tests/api/install.sh \
+	tests/api/symbols.sh \
 	tests/api/install_prefix.sh
 EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
 	tests/api/mkidx.pl tests/api/train_common.h
