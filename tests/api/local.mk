@@ -16,7 +16,8 @@
 #     that trains from a host data set, evaluates, saves and loads, then its saved model run;
 #     `make check-alloc` sweeps every target it has (tests/api/alloc/NAME.sweep, one test each:
 #     checkpoint and resume, images and categorical CSV, PaddlePaddle's cnn_bn, the saved images
-#     model fed PNG files), its own test-suite log check-alloc.log (.ci/run, sanitizer build);
+#     model fed PNG files, train's saved model fine-tuned and saved), its own test-suite log
+#     check-alloc.log (.ci/run, sanitizer build);
 #   install.sh: `make install` of the library into a temporary DESTDIR, then: it exports exactly
 #     the functions pdlang.h declares; pdlang.h compiles alone (C99, C++); examples/embed builds
 #     against the installed library with pkg-config and classifies a data set made up by the test
@@ -43,7 +44,7 @@ AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
 # make check-alloc: every k of every target of test_alloc_sweep, as tests of their own.
 ALLOC_SWEEPS = tests/api/alloc/train.sweep tests/api/alloc/saved_train.sweep \
 	tests/api/alloc/checkpoint.sweep tests/api/alloc/images.sweep tests/api/alloc/paddle.sweep \
-	tests/api/alloc/saved.sweep
+	tests/api/alloc/saved.sweep tests/api/alloc/finetune.sweep
 EXTRA_DIST += $(ALLOC_SWEEPS)
 .PHONY: check-alloc
 check-alloc: tests/api/test_alloc_sweep$(EXEEXT)
