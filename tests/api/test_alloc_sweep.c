@@ -70,17 +70,22 @@ static uint64_t hash_files(const char *const *files, uint64_t h) {
   return h;
 }
 
+/* A fresh state, silent, with the host data set "d" (x, label). */
+static int new_state(pd_state **st) {
+  int rc = pd_state_new(st);
+  if (!rc) pd_state_set_output(*st, NULL, NULL);
+  const char *names[2] = {"x", "label"};
+  pd_tensor_info f[2] = {{.dtype = PD_DTYPE_FLOAT32, .ndims = 2, .dims = {N, D}, .data = xs},
+                         {.dtype = PD_DTYPE_INT64, .ndims = 2, .dims = {N, 1}, .data = labels}};
+  return rc ? rc : pd_state_set_dataset(*st, "d", 2, names, f);
+}
+
 /* A script through a fresh state (with the host data set "d"), its files removed first so that
  * each run starts where the clean one did. */
 static int run_script(const char *script, const char *const *files, uint64_t *out) {
   for (int i = 0; files && files[i]; i++) remove(path(files[i]));
   pd_state *st = NULL;
-  int rc = pd_state_new(&st);
-  if (!rc) pd_state_set_output(st, NULL, NULL);
-  const char *names[2] = {"x", "label"};
-  pd_tensor_info f[2] = {{.dtype = PD_DTYPE_FLOAT32, .ndims = 2, .dims = {N, D}, .data = xs},
-                         {.dtype = PD_DTYPE_INT64, .ndims = 2, .dims = {N, 1}, .data = labels}};
-  rc = rc ? rc : pd_state_set_dataset(st, "d", 2, names, f);
+  int rc = new_state(&st);
   rc = rc ? rc : pd_state_compile_string(st, "sweep.pd", script);
   rc = rc ? rc : pd_state_run(st);
   pd_state_free(st);
@@ -160,13 +165,8 @@ static int finetune(uint64_t *out) {
                                      "optimizer", "adam(0.1)", "seed", "1", NULL};
   for (int i = 0; files[i]; i++) remove(path(files[i]));
   pd_state *st = NULL;
-  int rc = pd_state_new(&st);
-  if (!rc) pd_state_set_output(st, NULL, NULL);
-  const char *names[2] = {"x", "label"};
-  pd_tensor_info f[2] = {{.dtype = PD_DTYPE_FLOAT32, .ndims = 2, .dims = {N, D}, .data = xs},
-                         {.dtype = PD_DTYPE_INT64, .ndims = 2, .dims = {N, 1}, .data = labels}};
   pd_tensor_info o;
-  rc = rc ? rc : pd_state_set_dataset(st, "d", 2, names, f);
+  int rc = new_state(&st);
   rc = rc ? rc : pd_state_load_model(st, path("m.pdmodel"));
   rc = rc ? rc : pd_state_train(st, NULL, opts);
   rc = rc ? rc : pd_state_save_model(st, path("ft.pdmodel"));

@@ -122,16 +122,6 @@ static double mse(pd_state *st) {
   return sum / N;
 }
 
-/* A copy of parameter name (NULL: none); *n its bytes. */
-static void *param(pd_state *st, const char *name, size_t *n) {
-  pd_tensor_info t;
-  if (pd_state_fetch(st, name, &t)) return NULL;
-  void *p = malloc(t.nbytes);
-  if (p) memcpy(p, t.data, t.nbytes);
-  *n = t.nbytes;
-  return p;
-}
-
 static bool same_file(const char *a, const char *b) {
   FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
   bool same = fa && fb;
@@ -154,13 +144,13 @@ static void test_finetune(void) {
   if (!ok(st != NULL, "the saved model loads")) return;
   double before = xent(st);
   size_t nb0, nb1, nh0, nh1;
-  void *body0 = param(st, "body", &nb0), *head0 = param(st, "head", &nh0);
+  void *body0 = weights(st, "body", &nb0), *head0 = weights(st, "head", &nh0);
   int rc = pd_state_train(st, NULL, opts);
   if (!ok(rc == PD_RESULT_OK, "pd_state_train fine-tunes the loaded model"))
     printf("# %s", pd_state_error(st)->text);
   double after = xent(st);
   ok(after < before * 0.7, "the loss falls: %g -> %g", before, after);
-  void *body1 = param(st, "body", &nb1), *head1 = param(st, "head", &nh1);
+  void *body1 = weights(st, "body", &nb1), *head1 = weights(st, "head", &nh1);
   ok(body0 && body1 && nb0 == nb1 && memcmp(body0, body1, nb0) == 0,
      "the frozen layer's weight is bit-identical");
   ok(head0 && head1 && nh0 == nh1 && memcmp(head0, head1, nh0) != 0, "the head's weight moved");
@@ -187,7 +177,7 @@ static void test_finetune(void) {
          !strcmp(names[1], "s"),
      "its outputs keep their names");
   size_t nb2;
-  void *body2 = st2 ? param(st2, "body", &nb2) : NULL;
+  void *body2 = st2 ? weights(st2, "body", &nb2) : NULL;
   ok(body2 && nb2 == nb0 && memcmp(body0, body2, nb0) == 0, "the frozen weight is saved as it was");
   ok(same_file(at("m.preprocess"), at("ft.preprocess")) &&
          same_file(at("m.categories"), at("ft.categories")),

@@ -11,4 +11,4 @@
 check_PROGRAMS += tests/doc/test_paddle_ops tests/doc/test_train_options
 TESTS += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/test_paddle_ops tests/doc/layers.sh \
 	tests/doc/test_train_options
-EXTRA_DIST += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/layers.sh
+EXTRA_DIST += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/layers.sh tests/doc/read_doc.h

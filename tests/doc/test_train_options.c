@@ -7,29 +7,11 @@
 #include "config.h"
 #include "tests/tap.h"
 #include "train/options.h"
+#include "tests/doc/read_doc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *read_doc(void) {
-  const char *top = getenv("top_srcdir");
-  char path[512];
-  snprintf(path, sizeof path, "%s/doc/language.md", top && *top ? top : ".");
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
 
 /* The cell of a row "| `NAME` | CELL | ..." after its name: *name and *cell get their text
  * (trimmed), false for a line of another form. */
