@@ -1,7 +1,7 @@
 /* readers.c -- the registry of readers (train/readers.h): each reader's row (its parameters,
- * defaults and meanings; the compiler checks the arguments' kinds and ranges, lang/
- * builtins_action.c) and its open function, which turns the record into a data set
- * (vm/reader/reader.h). */
+ * defaults, meanings and types; the compiler checks the arguments' types and ranges, lang/
+ * builtins_action.c, so that the open functions read each as its type) and its open function,
+ * which turns the record into a data set (vm/reader/reader.h). */
 #include "config.h"
 #include "train/readers.h"
 
@@ -18,10 +18,9 @@ static bool num(const pd_cval *v, double *out) {
   return true;
 }
 
-/* A string field (NULL when not given or not a string). */
+/* A string field (NULL when not given). */
 static const char *str_field(const pd_cval *spec, const char *key) {
-  const pd_cval *v = pd_cval_field(spec, key);
-  return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
+  return pd_cval_str_field(spec, key, NULL);
 }
 
 /* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5, valid, seed,
@@ -33,19 +32,15 @@ static pd_status open_lines(pd_runner *r, const pd_action *a, const pd_cval *spe
   (void)note;
   *at = pd_cval_field_loc(spec, "paths", a->loc);
   const pd_cval *p = pd_cval_field(spec, "paths");
-  const pd_cval *minl = pd_cval_field(spec, "min_length");
-  const pd_cval *maxl = pd_cval_field(spec, "max_length");
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const pd_cval *every = pd_cval_field(spec, "test_every");
-  const pd_cval *padt = pd_cval_field(spec, "pad_to");
+  const char *split = str_field(spec, "split");
   pd_lines_options o = {
-      .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
-      .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
-      .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
-               : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
-                                                     : PD_LINES_TRAIN,  /* "train", "valid" */
-      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5,
-      .pad_to = padt && padt->kind == PD_CVAL_INT ? padt->i : 0};
+      .min_length = pd_cval_int_field(spec, "min_length", 1),
+      .max_length = pd_cval_int_field(spec, "max_length", 0),
+      .split = !split                     ? PD_LINES_ALL
+               : strcmp(split, "test") == 0 ? PD_LINES_TEST
+                                            : PD_LINES_TRAIN,  /* "train", "valid" */
+      .test_every = pd_cval_int_field(spec, "test_every", 5),
+      .pad_to = pd_cval_int_field(spec, "pad_to", 0)};
   int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
   char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
   pd_status st = paths ? PD_OK : PD_ENOMEM;
@@ -91,8 +86,7 @@ static pd_status open_csv(pd_runner *r, const pd_action *a, const pd_cval *spec,
   if (feats && feats->kind == PD_CVAL_LIST)
     for (int i = 0; i < feats->n && nf < 256; i++)
       if (feats->items[i]->kind == PD_CVAL_STRING) fnames[nf++] = feats->items[i]->str;
-  const pd_cval *hdr = pd_cval_field(spec, "header");
-  if (hdr && hdr->kind == PD_CVAL_BOOL && !hdr->b)
+  if (!pd_cval_bool_field(spec, "header", true))
     return pd_error_set(err, PD_EUNSUPPORTED, pd_cval_field_loc(spec, "header", *at),
                         "csv: files without a header row are not supported yet (add a first "
                         "line naming the columns)");
@@ -143,10 +137,8 @@ static pd_status open_text(pd_runner *r, const pd_action *a, const pd_cval *spec
   (void)note;
   (void)at;
   const char *p = str_field(spec, "path");
-  const pd_cval *len = pd_cval_field(spec, "length");
   char *path = pd_train_script_path(a, p ? p : "");
-  pd_status st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out,
-                                        err)
+  pd_status st = path ? pd_dataset_text(path, pd_cval_int_field(spec, "length", 32), out, err)
                       : PD_ENOMEM;
   pd_free(path);
   return st;
@@ -310,15 +302,13 @@ const pd_reader_def *pd_reader_find(const char *name) {
 /* A validation split (split = "valid", or "train" with valid = F; the compiler checked the
  * arguments): *ds becomes its part (vm/reader/reader.h, pd_dataset_split). */
 static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err) {
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const char *s = split && split->kind == PD_CVAL_STRING ? split->str : "";
+  const char *s = pd_cval_str_field(spec, "split", "");
   double frac = 0.1;
   bool given = num(pd_cval_field(spec, "valid"), &frac);
   bool held_out = strcmp(s, "valid") == 0;
   if (!held_out && !(given && strcmp(s, "train") == 0)) return PD_OK;
-  const pd_cval *seed = pd_cval_field(spec, "seed");
   pd_dataset *part = NULL;
-  uint64_t sd = seed && seed->kind == PD_CVAL_INT ? (uint64_t)seed->i : 0;
+  uint64_t sd = (uint64_t)pd_cval_int_field(spec, "seed", 0);
   pd_status st = pd_dataset_split(*ds, frac, sd, held_out, &part, err);
   if (st) {
     pd_error_prefix(err, "%s", spec->str);  /* name the reader */
