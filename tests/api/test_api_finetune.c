@@ -3,8 +3,8 @@
  * .categories beside it) is loaded and fine-tuned on a host data set with the options loss,
  * target, label and freeze: its loss falls, the frozen layer's parameters are bit-identical
  * afterwards and the others moved, the state runs the trained model, a second call goes on from
- * the first; the saved model (with copies of the side files) loads in another state and gives
- * the trained outputs bit for bit; mse on the second output; every bad option is an error that
+ * the first; the saved model (with copies of the side files) loads in another state, and runs
+ * in `pdlang exec`, to the trained outputs bit for bit; mse on the second output; every bad option is an error that
  * names it. */
 #include "config.h"
 #include "include/pdlang.h"
@@ -135,6 +135,54 @@ static bool same_file(const char *a, const char *b) {
   return same;
 }
 
+/* A float32 [rows, cols] array as a .npy file. */
+static bool write_npy(const char *path, const float *v, int rows, int cols) {
+  char hdr[128];
+  int n = snprintf(hdr, sizeof hdr, "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }",
+                   rows, cols);
+  int total = 10 + n + 1, pad = (64 - total % 64) % 64;
+  FILE *f = fopen(path, "wb");
+  if (!f) return false;
+  unsigned short len = (unsigned short)(n + pad + 1);
+  fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+  fputc(len & 0xff, f);
+  fputc(len >> 8, f);
+  fwrite(hdr, 1, (size_t)n, f);
+  for (int i = 0; i < pad; i++) fputc(' ', f);
+  fputc('\n', f);
+  fwrite(v, sizeof *v, (size_t)rows * (size_t)cols, f);
+  return fclose(f) == 0;
+}
+
+/* The n float32 values of a version 1 .npy file (after its header) into out. */
+static bool read_npy(const char *path, float *out, size_t n) {
+  FILE *f = fopen(path, "rb");
+  unsigned char head[10];
+  bool good = f && fread(head, 1, 10, f) == 10 && memcmp(head, "\x93NUMPY\x01", 7) == 0 &&
+              fseek(f, 10 + head[8] + 256 * head[9], SEEK_SET) == 0 &&
+              fread(out, sizeof *out, n, f) == n && fgetc(f) == EOF;
+  if (f) fclose(f);
+  return good;
+}
+
+/* `pdlang exec` (PDLANG, as make check sets it) of the saved model on xs: its output y is the
+ * state's, bit for bit. */
+static void test_exec(const float *want) {
+  const char *pdlang = getenv("PDLANG");
+  if (!pdlang) {
+    tap_skip("pdlang exec runs the saved model: PDLANG is not set");
+    return;
+  }
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s' exec '%s' --feed 'x=%s' --out 'y=%s' > '%s' 2>&1", pdlang,
+           at("ft.pdmodel"), at("x.npy"), at("y.npy"), at("exec.log"));
+  float y[N * 2];
+  bool ran = write_npy(at("x.npy"), xs, N, D) && system(cmd) == 0;
+  ok(ran && read_npy(at("y.npy"), y, N * 2) && memcmp(y, want, sizeof y) == 0,
+     "pdlang exec runs the saved model to the fine-tuned outputs, bit for bit");
+  if (!ran) printf("# %s\n", cmd);
+}
+
 static const char *const opts[] = {"reader", "host(\"d\")", "batch", "8", "epochs", "10",
                                    "optimizer", "adam(0.05)", "seed", "3",
                                    "freeze", "\"body*\"", NULL};
@@ -171,6 +219,7 @@ static void test_finetune(void) {
   pd_state *st2 = load(at("ft.pdmodel"));
   ok(got && st2 && outputs(st2, 0, y2, N * 2) && memcmp(y, y2, sizeof y) == 0,
      "the saved model gives the fine-tuned outputs bit for bit");
+  if (got) test_exec(y);
   int n = 0;
   const char *const *names = NULL;
   ok(st2 && !pd_state_outputs(st2, &n, &names) && n == 2 && !strcmp(names[0], "y") &&
