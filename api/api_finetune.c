@@ -165,9 +165,9 @@ pd_status pd_api_ft_script(pd_api_ft *ft, const pd_program *p, const char *path,
                losses[li].name, fetches[ti], label ? label : ldef))
     return oom(err);
   if (save_path) {
-    /* the outputs under their names (when they are plain names, as save takes them) */
+    /* the outputs under their names (when they are var names, as save takes them) */
     bool plain = true;
-    for (int i = 0; i < nfetches; i++) plain &= pd_is_plain_name(fetches[i]);
+    for (int i = 0; i < nfetches; i++) plain &= pd_is_var_name(fetches[i]);
     pd_buf_puts(b, "save(");
     put_string(b, save_path);
     for (int i = 0; i < nfetches; i++) pd_buf_printf(b, ", __out[%d]", i);

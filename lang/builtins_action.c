@@ -814,8 +814,9 @@ static bool check_validation(C *c, call_args *a) {
   return true;
 }
 
-/* save's names = ["logits", ...]: one distinct, non-empty string per target (the fetch targets'
- * names in the saved model). */
+/* save's names = ["logits", ...]: one distinct var name per target (the fetch targets' names in
+ * the saved model; as Fluid's, "fc_0.tmp_1", so that a model saved again keeps its outputs'
+ * names). */
 static bool check_save_names(C *c, call_args *a) {
   pd_loc l;
   value *v = pd_cmp_arg(a, -1, "names", &l);
@@ -842,9 +843,9 @@ static bool check_save_names(C *c, call_args *a) {
       pd_cmp_error(c, l, "save: names[%d] must be a string, not %s", i, pd_cmp_vkind_phrase(s));
       return false;
     }
-    if (!pd_is_plain_name(s->s)) {
-      pd_cmp_error(c, l, "save: names[%d] \"%s\" is not a plain name (a letter or '_', then "
-                   "letters, digits and '_')", i, s->s);
+    if (!pd_is_var_name(s->s)) {
+      pd_cmp_error(c, l, "save: names[%d] \"%s\" is not a name (a letter or '_', then "
+                   "letters, digits, '_', '.' and '/')", i, s->s);
       return false;
     }
     for (int j = 0; j < i; j++)

@@ -33,7 +33,7 @@ static const char *at(const char *name) {
 }
 
 /* The model: a body of 8 relu units, a head of 2 logits, and a second output (a sum of the
- * logits) for mse; saved untrained by a script. */
+ * logits, named as Fluid names vars) for mse; saved untrained by a script. */
 static bool make_model(void) {
   char script[1024];
   snprintf(script, sizeof script,
@@ -42,7 +42,7 @@ static bool make_model(void) {
            "h = fc(x, 8, act = relu, name = \"body\", bias_name = \"body_b\")\n"
            "y = fc(h, 2, name = \"head\", bias_name = \"head_b\")\n"
            "s = reduce_sum(y, [1], keep_dim = true)\n"
-           "save(\"%s\", y, s)\n",
+           "save(\"%s\", y, s, names = [\"y\", \"out/sum.0\"])\n",
            at("m.pdmodel"));
   pd_state *st = NULL;
   int rc = pd_state_new(&st);
@@ -223,7 +223,7 @@ static void test_finetune(void) {
   int n = 0;
   const char *const *names = NULL;
   ok(st2 && !pd_state_outputs(st2, &n, &names) && n == 2 && !strcmp(names[0], "y") &&
-         !strcmp(names[1], "s"),
+         !strcmp(names[1], "out/sum.0"),
      "its outputs keep their names");
   size_t nb2;
   void *body2 = st2 ? weights(st2, "body", &nb2) : NULL;
@@ -241,11 +241,11 @@ static void test_finetune(void) {
   /* mse on the second output, nothing frozen */
   st = load(at("m.pdmodel"));
   before = st ? mse(st) : NAN;
-  const char *const mse_opts[] = {"loss", "\"mse\"", "target", "\"s\"", "label",
+  const char *const mse_opts[] = {"loss", "\"mse\"", "target", "\"out/sum.0\"", "label",
                                   "\"t\", [-1, 1]", "reader", "host(\"d\")", "batch", "8",
                                   "epochs", "10", "optimizer", "adam(0.02)", NULL};
   rc = st ? pd_state_train(st, NULL, mse_opts) : -1;
-  if (!ok(rc == PD_RESULT_OK, "mse on the output 's' with the label 't'") && st)
+  if (!ok(rc == PD_RESULT_OK, "mse on the output 'out/sum.0' with the label 't'") && st)
     printf("# %s", pd_state_error(st)->text);
   after = st ? mse(st) : NAN;
   ok(after < before * 0.5, "its loss falls: %g -> %g", before, after);
@@ -261,7 +261,7 @@ static void test_errors(void) {
     const char *needle, *what;
   } bad[] = {
       {"loss", "\"hinge\"", PD_RESULT_EINVAL, "option 'loss' is \"hinge\"", "an unknown loss"},
-      {"target", "\"z\"", PD_RESULT_EINVAL, "option 'target' is \"z\", which is no output",
+      {"target", "\"z\"", PD_RESULT_EINVAL, "its outputs are \"y\", \"out/sum.0\"",
        "an unknown target"},
       {"label", "\"label\", [-1, 3], int64", PD_RESULT_ECOMPILE,
        "'label' (\"label\", [-1, 3], int64): softmax_with_cross_entropy",
