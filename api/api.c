@@ -699,7 +699,7 @@ static pd_status ft_refresh(pd_state *st, pd_error *err) {
     }
     pd_variable *d = pd_scope_var(m.scope, names[i]);
     pd_tensor *t = d ? pd_var_tensor(d) : NULL;
-    if (!t || pd_tensor_copy(t, &v->u.tensor))
+    if (!t || pd_tensor_copy_to(t, &v->u.tensor, PD_K_HOST))  /* as a load puts them */
       s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
   }
   pd_free(names);
