@@ -1,5 +1,6 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of train/run.h) or a loaded inference model (vm/run/model.h), the
+ * (lang/compile.h + the runner of train/run.h) or a loaded inference model (vm/run/model.h;
+ * fine-tuned and saved through the script of api/api_finetune.h and a runner of its own), the
  * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
