@@ -1,5 +1,6 @@
 /* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of train/run.h) or a loaded inference model (vm/run/model.h), the
+ * (lang/compile.h + the runner of train/run.h) or a loaded inference model (vm/run/model.h;
+ * fine-tuned and saved through the script of api/api_finetune.h and a runner of its own), the
  * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
@@ -12,12 +13,14 @@
 #include <string.h>
 
 #include "api/api_data.h"
+#include "api/api_finetune.h"
 #include "vm/run/model.h"
 #include "base/diag.h"
 #include "base/dtype.h"
 #include "lang/compile.h"
 #include "train/options.h"
 #include "train/run.h"
+#include "vm/ir/params.h"
 #include "vm/run/exec.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
@@ -95,6 +98,13 @@ struct pd_state {
   pd_model model;
   bool has_prep;
   pd_image_prep prep;
+  /* The loaded model's path, and what fine-tunes and saves it (pd_state_train,
+   * pd_state_save_model; NULL until the first): the script of api/api_finetune.h last compiled,
+   * its unit, and the runner whose scope holds the parameters as trained. */
+  char *model_path;
+  pd_source *ft_src;
+  pd_unit *ft_unit;
+  pd_runner *ft_runner;
 
   /* Inputs and outputs (names borrowed from the program). */
   const char **inputs, **outputs;
@@ -306,6 +316,14 @@ static void clear_program(pd_state *st) {
   st->runner = NULL;
   st->unit = NULL;
   st->src = NULL;
+  pd_runner_free(st->ft_runner);
+  pd_unit_free(st->ft_unit);
+  pd_source_free(st->ft_src);
+  pd_free(st->model_path);
+  st->ft_runner = NULL;
+  st->ft_unit = NULL;
+  st->ft_src = NULL;
+  st->model_path = NULL;
   pd_model_free(&st->model);
   st->has_prep = false;
   pd_free(st->inputs);
@@ -459,6 +477,22 @@ static pd_status list_script_io(pd_state *st) {
   return PD_OK;
 }
 
+/* What the runner of a script, or of a model's fine-tuning, runs with. */
+static pd_run_options run_options(pd_state *st) {
+  return (pd_run_options){
+      .out = st->out,
+      .progress = st->progress,
+      .progress_mode = st->progress ? PD_PROGRESS_AUTO : PD_PROGRESS_NONE,
+      .seed = st->seed,
+      .check_nan_inf = st->check_nan_inf,
+      .interrupt = st->interrupt,
+      .place = st->place,
+      .gpu_index = st->gpu_index,
+      .host_dataset = pd_api_datasets_copy,
+      .host_ctx = &st->data,
+  };
+}
+
 /* Compile src (taken over: freed on failure, kept by the state on success). */
 static int compile(pd_state *st, pd_source *src) {
   pd_diags d;
@@ -475,18 +509,7 @@ static int compile(pd_state *st, pd_source *src) {
   pd_diags_free(&d);
   st->src = src;
   st->unit = unit;
-  pd_run_options ro = {
-      .out = st->out,
-      .progress = st->progress,
-      .progress_mode = st->progress ? PD_PROGRESS_AUTO : PD_PROGRESS_NONE,
-      .seed = st->seed,
-      .check_nan_inf = st->check_nan_inf,
-      .interrupt = st->interrupt,
-      .place = st->place,
-      .gpu_index = st->gpu_index,
-      .host_dataset = pd_api_datasets_copy,
-      .host_ctx = &st->data,
-  };
+  pd_run_options ro = run_options(st);
   pd_error err = {0};
   if ((s = pd_runner_new(unit, &ro, &st->runner, &err))) {
     fail_run(st, &err);
@@ -530,29 +553,15 @@ static int state_compile_file(pd_state *st, const char *path) {
 
 /* ---------------------------------------------------------------- training */
 
-/* pd_state_train: the script's text and a train call of cost with the options, compiled as one
- * unit (so the options meet the same checks as a script's, from train/options.h); the runner
- * adopts that unit, runs its last action, and adopts the script's unit back (the parameters and
- * the optimizer's state stay in its scope). */
-static int state_train(pd_state *st, const char *cost, const char *const *options) {
-  if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!st->unit)
-    return fail(st, PD_EINVAL, "pd_state_train needs a compiled script (pd_state_compile_*), "
-                "whose cost it trains%s", st->model.program ? "; a loaded model is an inference "
-                "program, without a cost" : "");
-  if (!cost || !pd_is_plain_name(cost))
-    return fail(st, PD_EINVAL, "pd_state_train: the cost must be the name of a value the "
-                "script defines (such as \"cost\"), not %s%s%s", cost ? "\"" : "NULL",
-                cost ? cost : "", cost ? "\"" : "");
-  pd_buf b;
-  pd_buf_init(&b);
-  pd_buf_append(&b, st->src->text, st->src->len);
-  pd_buf_printf(&b, "\ntrain(%s", cost);
+/* The options of pd_state_train: each a name of train's (or, for a loaded model, of
+ * fine-tuning's: loss, target, label, freeze) with a value of one line. */
+static int check_options(pd_state *st, const char *const *options, bool model) {
   for (int i = 0; options && options[i]; i += 2) {
     const char *key = options[i], *value = options[i + 1];
-    if (!pd_topt_find(key)) {
-      pd_buf_clear(&b);
+    if (!pd_topt_find(key) && !(model && pd_api_ft_own_option(key))) {
+      pd_buf b;
+      pd_buf_init(&b);
+      if (model) pd_buf_puts(&b, "loss, target, label, freeze, ");
       for (const char *const *n = pd_topt_names(); *n; n++)
         pd_buf_printf(&b, "%s%s", n == pd_topt_names() ? "" : ", ", *n);
       fail(st, PD_EINVAL, "pd_state_train: train has no option '%s'; its options are %s", key,
@@ -560,14 +569,47 @@ static int state_train(pd_state *st, const char *cost, const char *const *option
       pd_buf_free(&b);
       return PD_RESULT_EINVAL;
     }
-    if (!value || !*value || strpbrk(value, "\n\r#")) {
-      pd_buf_free(&b);
+    if (!value || !*value || strpbrk(value, "\n\r#"))
       return fail(st, PD_EINVAL, "pd_state_train: option '%s' needs a value, one line of the "
                   "language (such as 64, true, \"run.csv\" or adam(0.001))%s", key,
                   value && *value ? ", without a line break or a comment" : "");
-    }
-    pd_buf_printf(&b, ", %s = %s", key, value);
   }
+  return PD_RESULT_OK;
+}
+
+static int finetune(pd_state *st, const char *fn, const char *const *options,
+                    const char *save_path);
+
+/* pd_state_train: the script's text and a train call of cost with the options, compiled as one
+ * unit (so the options meet the same checks as a script's, from train/options.h); the runner
+ * adopts that unit, runs its last action, and adopts the script's unit back (the parameters and
+ * the optimizer's state stay in its scope). A loaded model: finetune. */
+static int state_train(pd_state *st, const char *cost, const char *const *options) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!st->unit && !st->model.program)
+    return fail(st, PD_EINVAL, "pd_state_train needs a compiled script (pd_state_compile_*), "
+                "whose cost it trains, or a loaded model (pd_state_load_model), which it "
+                "fine-tunes");
+  if (!st->unit) {
+    if (cost)
+      return fail(st, PD_EINVAL, "pd_state_train: a loaded model is fine-tuned with the cost "
+                  "NULL; the options 'loss', 'target' and 'label' say what it is, not \"%s\"",
+                  cost);
+    if (check_options(st, options, true)) return PD_RESULT_EINVAL;
+    return finetune(st, "pd_state_train", options, NULL);
+  }
+  if (!cost || !pd_is_plain_name(cost))
+    return fail(st, PD_EINVAL, "pd_state_train: the cost must be the name of a value the "
+                "script defines (such as \"cost\"), not %s%s%s", cost ? "\"" : "NULL",
+                cost ? cost : "", cost ? "\"" : "");
+  if (check_options(st, options, false)) return PD_RESULT_EINVAL;
+  pd_buf b;
+  pd_buf_init(&b);
+  pd_buf_append(&b, st->src->text, st->src->len);
+  pd_buf_printf(&b, "\ntrain(%s", cost);
+  for (int i = 0; options && options[i]; i += 2)
+    pd_buf_printf(&b, ", %s = %s", options[i], options[i + 1]);
   pd_buf_puts(&b, ")\n");
   if (b.oom) {
     pd_buf_free(&b);
@@ -612,6 +654,163 @@ static int state_train(pd_state *st, const char *cost, const char *const *option
   return s ? (int)s : ok(st);
 }
 
+/* ---------------------------------------------------------------- fine-tuning a loaded model */
+
+/* The name of the script finetune compiles (api/api_finetune.h), which its errors never show. */
+static const char ft_name[] = "<fine-tuning>";
+
+/* An error at line `line` of that script, told as an error of what the caller wrote that the
+ * line comes from: "pd_state_train: option 'label' ([-1, 3]): message". */
+static int ft_fail(pd_state *st, pd_status s, const pd_api_ft *ft, int line, const char *fn,
+                   const char *msg) {
+  char *m = pd_strdup(msg ? msg : pd_status_str(s));
+  const char *what = pd_api_ft_blame(ft, line);
+  begin(st);
+  if (!m) return fail(st, PD_ENOMEM, "out of memory");
+  char *nl = strchr(m, '\n');
+  if (nl) *nl = '\0';
+  fail(st, s, "%s: %s: %s", fn, what ? what : "the model", m);
+  pd_free(m);
+  return (int)s;
+}
+
+/* A run-time error: the caller's option when it points into the script, else as it is. */
+static int ft_fail_run(pd_state *st, const pd_api_ft *ft, const char *fn, const pd_error *err) {
+  if (err->loc.file && strcmp(err->loc.file, ft_name) == 0)
+    return ft_fail(st, err->status ? err->status : PD_ERUNTIME, ft, err->loc.line, fn, err->msg);
+  return fail_run(st, err);
+}
+
+/* The model again from its file, with the parameters of the fine-tuning runner's scope, made
+ * ready to run in place of the state's (whose inputs and outputs then name its vars). */
+static pd_status ft_refresh(pd_state *st, pd_error *err) {
+  pd_model m = {0};
+  const char **names = NULL, **in = NULL, **out = NULL;
+  int n = 0;
+  pd_status s = pd_model_load(&m, st->model_path, err);
+  if (!s && pd_params_names(m.program, &names, &n))
+    s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  pd_scope *rs = pd_runner_scope(st->ft_runner);
+  for (int i = 0; !s && i < n; i++) {
+    pd_variable *v = pd_scope_find_local_var(rs, names[i]);
+    if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) {
+      s = pd_error_set(err, PD_ERUNTIME, nowhere, "%s: parameter '%s' has no value after "
+                       "fine-tuning", st->model_path, names[i]);
+      break;
+    }
+    pd_variable *d = pd_scope_var(m.scope, names[i]);
+    pd_tensor *t = d ? pd_var_tensor(d) : NULL;
+    if (!t || pd_tensor_copy_to(t, &v->u.tensor, PD_K_HOST))  /* as a load puts them */
+      s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  }
+  pd_free(names);
+  pd_exec_options eo = exec_options(st);
+  if (!s) s = pd_model_prepare(&m, &eo, err);
+  if (!s) {
+    in = pd_calloc((size_t)m.nfeeds + 1, sizeof *in);
+    out = pd_calloc((size_t)m.nfetches + 1, sizeof *out);
+    if (!in || !out) s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  }
+  if (s) {
+    pd_free(in);
+    pd_free(out);
+    pd_model_free(&m);
+    return s;
+  }
+  for (int i = 0; i < m.nfeeds; i++) in[i] = m.feeds[i].var;
+  for (int i = 0; i < m.nfetches; i++) out[i] = m.fetches[i].var;
+  named_clear(&st->results);
+  pd_model_free(&st->model);
+  st->model = m;
+  pd_free(st->inputs);
+  pd_free(st->outputs);
+  st->inputs = in;
+  st->outputs = out;
+  st->ninputs = m.nfeeds;
+  st->noutputs = m.nfetches;
+  return PD_OK;
+}
+
+/* pd_state_train and pd_state_save_model of a loaded model: the script of api/api_finetune.h
+ * compiled, adopted by the fine-tuning runner (made at the first call: its startup program
+ * reads the model's parameters; the model's side files become its own, for save), and its last
+ * action run; after training, the model is made again with the trained parameters. */
+static int finetune(pd_state *st, const char *fn, const char *const *options,
+                    const char *save_path) {
+  pd_api_ft ft = {0};
+  pd_buf_init(&ft.text);
+  pd_error err = {0};
+  pd_source *src = NULL;
+  pd_unit *unit = NULL;
+  pd_status s = pd_api_ft_script(&ft, st->model.program, st->model_path, st->ninputs,
+                                 st->inputs, st->noutputs, st->outputs, options, save_path, &err);
+  if (s) {
+    fail_err(st, &err, NULL, false);
+    goto out;
+  }
+  if (pd_source_from_string(ft_name, ft.text.data, ft.text.len, &src)) {
+    s = fail(st, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  pd_diags d;
+  pd_diags_init(&d, 20);
+  pd_compile_options co = {.stdlib_dir = st->stdlib_dir};
+  s = pd_compile(src, &co, &d, &unit);
+  if (s) {
+    fail_diags(st, s, &d);
+    if (st->file && strcmp(st->file, ft_name) == 0)
+      ft_fail(st, s, &ft, st->info.line, fn, st->info.message);
+  }
+  pd_diags_free(&d);
+  if (s) goto out;
+  if (!st->ft_runner) {
+    pd_run_options ro = run_options(st);
+    if ((s = pd_runner_new(unit, &ro, &st->ft_runner, &err)) ||
+        (s = pd_runner_side_files(st->ft_runner, st->model_path, &err))) {
+      pd_runner_free(st->ft_runner);
+      st->ft_runner = NULL;
+      ft_fail_run(st, &ft, fn, &err);
+      goto out;
+    }
+  } else if ((s = pd_runner_adopt(st->ft_runner, unit, &err))) {
+    ft_fail_run(st, &ft, fn, &err);
+    goto out;
+  }
+  /* the runner borrows the new unit now */
+  pd_unit_free(st->ft_unit);
+  pd_source_free(st->ft_src);
+  st->ft_unit = unit;
+  st->ft_src = src;
+  unit = NULL;
+  src = NULL;
+  if ((s = pd_runner_action(st->ft_runner, &st->ft_unit->actions[st->ft_unit->nactions - 1],
+                            &err))) {
+    ft_fail_run(st, &ft, fn, &err);
+    goto out;
+  }
+  if (!save_path && (s = ft_refresh(st, &err))) {
+    fail_err(st, &err, NULL, false);
+    goto out;
+  }
+  ok(st);
+out:
+  pd_error_clear(&err);
+  pd_unit_free(unit);
+  pd_source_free(src);
+  pd_api_ft_free(&ft);
+  return (int)s;
+}
+
+static int state_save_model(pd_state *st, const char *path) {
+  if (!st) return PD_RESULT_EINVAL;
+  begin(st);
+  if (!path || !*path) return fail(st, PD_EINVAL, "pd_state_save_model: the path is NULL or empty");
+  if (!st->model.program || st->unit)
+    return fail(st, PD_EINVAL, "pd_state_save_model needs a loaded model (pd_state_load_model); "
+                "a script saves its models with save(...)");
+  return finetune(st, "pd_state_save_model", NULL, path);
+}
+
 /* ---------------------------------------------------------------- models */
 
 static int state_load_model(pd_state *st, const char *path) {
@@ -654,6 +853,10 @@ static int state_load_model(pd_state *st, const char *path) {
   if (s) goto err;
   st->ninputs = m->nfeeds;
   st->noutputs = m->nfetches;
+  if (!(st->model_path = pd_strdup(path))) {
+    s = fail(st, PD_ENOMEM, "out of memory");
+    goto out;
+  }
   s = PD_OK;
   ok(st);
   goto out;
@@ -1199,6 +1402,13 @@ static int state_run_targets(pd_state *st, int n, const char *const *names) {
 int pd_state_train(pd_state *st, const char *cost, const char *const *options) {
   pd_k_fpmode fm = pd_k_fp_enter();
   int r = state_train(st, cost, options);
+  pd_k_fp_leave(fm);
+  return r;
+}
+
+int pd_state_save_model(pd_state *st, const char *path) {
+  pd_k_fpmode fm = pd_k_fp_enter();
+  int r = state_save_model(st, path);
   pd_k_fp_leave(fm);
   return r;
 }

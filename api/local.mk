@@ -9,6 +9,8 @@
 libpdlang_internal_la_SOURCES += api/api.c
 # The host program's data sets for host("NAME") readers (pd_state_set_dataset).
 libpdlang_internal_la_SOURCES += api/api_data.h api/api_data.c
+# The script that fine-tunes and saves a loaded model (pd_state_train, pd_state_save_model).
+libpdlang_internal_la_SOURCES += api/api_finetune.h api/api_finetune.c
 include_HEADERS += include/pdlang.h
 lib_LTLIBRARIES += libpdlang.la
 libpdlang_la_SOURCES = include/pdlang.h

@@ -102,6 +102,15 @@ bool pd_is_plain_name(const char *s) {
   return true;
 }
 
+bool pd_is_var_name(const char *s) {
+  if (!*s || (*s >= '0' && *s <= '9') || *s == '.' || *s == '/') return false;
+  for (; *s; s++)
+    if (!(*s == '_' || *s == '.' || *s == '/' || (*s >= 'a' && *s <= 'z') ||
+          (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')))
+      return false;
+  return true;
+}
+
 const char *pd_dims_str(int nd, const int64_t *dims, char *buf, size_t n) {
   if (!n) return buf;
   char item[32];

@@ -131,6 +131,9 @@ int pd_buf_put_shortest(pd_buf *b, double v, bool single);
 
 /* Whether s is a plain name: a letter or '_', then letters, digits and '_' (ASCII). */
 bool pd_is_plain_name(const char *s);
+/* Whether s is a var name as Fluid's models write them: a letter or '_', then letters, digits,
+ * '_', '.' and '/' (fc_0.tmp_1, save_infer_model/scale_0.tmp_0). */
+bool pd_is_var_name(const char *s);
 
 /* Grow a dynamic array `*ptr` of `*cap` elements of size `elem` so it holds at least `need`.
  * Returns 0, or -1 on overflow/out of memory (then *ptr and *cap are unchanged). */

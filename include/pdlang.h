@@ -262,9 +262,31 @@ int pd_state_run(pd_state *st);
  * them. Training updates the parameters and the optimizer's state, which later calls (run,
  * fetch, another pd_state_train, save through a script action) see; with the same data and
  * seed it computes what the script's train(...) does, bit for bit. Progress goes to the
- * progress stream (pd_state_set_output); the interrupt flag stops it (PD_RESULT_EINTR). Needs a
- * compiled script (PD_RESULT_EINVAL; a loaded model has no cost). */
+ * progress stream (pd_state_set_output); the interrupt flag stops it (PD_RESULT_EINTR).
+ *
+ * A loaded model (pd_state_load_model) is fine-tuned, as a script's import_model(...) of it
+ * would be (doc/language.md, "Using a saved model as a layer"): cost must then be NULL, and
+ * four more options say the cost: "loss", the loss of the target and the label
+ * ("softmax_with_cross_entropy", the default, "cross_entropy" or "mse", each averaged over the
+ * batch); "target", the output it applies to (one of pd_state_outputs; default the first);
+ * "label", the label input written as data(...)'s arguments (default "\"label\", [-1, 1],
+ * int64", for mse "\"label\", SHAPE" with the target's shape: the data set's field of that
+ * name feeds it); "freeze", the parameters kept as they are, a name or fnmatch pattern or a
+ * list of them ("[\"conv1_*\", \"fc_0.w_0\"]", each matching a parameter). Errors name the
+ * option at fault ("pd_state_train: option 'label' (...): ..."): an unknown loss or target is
+ * PD_RESULT_EINVAL, a label or freeze the language refuses PD_RESULT_ECOMPILE. Afterwards the
+ * state runs the model with the trained parameters (pd_state_run, pd_state_fetch), another
+ * call goes on from them, and pd_state_save_model writes them. */
 int pd_state_train(pd_state *st, const char *cost, const char *const *options);
+
+/* Save the loaded model (pd_state_load_model), fine-tuned or not, as a script's save(...) of its
+ * outputs would: path (NAME.pdmodel, or NAME.json for PaddlePaddle 3's PIR) and its parameters
+ * (NAME.pdiparams), written atomically with the side files the loaded model had beside it
+ * (NAME.categories, NAME.preprocess); its inputs and outputs keep their names, so that
+ * `pdlang exec`, pd_state_load_model and PaddlePaddle load it. PD_RESULT_EINVAL without a loaded
+ * model (a script saves with save(...)); a file that cannot be written is PD_RESULT_EIO naming
+ * it. */
+int pd_state_save_model(pd_state *st, const char *path);
 
 /* Compute one var: pd_state_run_targets(st, 1, &name). */
 int pd_state_run_target(pd_state *st, const char *name);

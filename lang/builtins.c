@@ -507,14 +507,10 @@ static bool kaiming_init(C *c, const value *init, double fan_in, pd_loc loc, con
   for (int i = 0; init->k == V_RECORD && i < init->rec.n; i++) {
     const value *f = init->rec.vals[i];
     pd_loc floc = init->rec.locs[i];
-    if (strcmp(init->rec.keys[i], "uniform") == 0) {
-      if (f->k != V_BOOL) {
-        pd_cmp_error(c, floc, "kaiming: 'uniform' must be true or false");
-        return false;
-      }
-      uniform = f->b;
-    } else if (f->k != V_NONE) {  /* fan_in */
-      if (!pd_cmp_is_number(f) || !(pd_cmp_num(f) > 0)) {
+    if (strcmp(init->rec.keys[i], "uniform") == 0) {  /* true or false (its type) or none */
+      uniform = f->k == V_BOOL ? f->b : uniform;
+    } else if (f->k != V_NONE) {  /* fan_in: a number (its type) */
+      if (!(pd_cmp_num(f) > 0)) {
         pd_cmp_error(c, floc, "kaiming: 'fan_in' must be a positive number or none");
         return false;
       }

@@ -30,20 +30,21 @@ static const pd_spec specs[] = {
      0,
      "an initializer: Fluid's MSRA, with the gain of ReLU",
      {{"uniform", "true",
-       "uniform in [-r, r], r = sqrt(6 / fan_in); false: Gaussian with std sqrt(2 / fan_in)"},
-      {"fan_in", "none", "the fan-in (none: the parameter's, as xavier())"}}},
+       "uniform in [-r, r], r = sqrt(6 / fan_in); false: Gaussian with std sqrt(2 / fan_in)",
+       PD_SPEC_BOOL},
+      {"fan_in", "none", "the fan-in (none: the parameter's, as xavier())", PD_SPEC_NUM}}},
     {"normal",
      {"mean", "std"},
      2,
      "an initializer: Gaussian",
-     {{"mean", NULL, "the mean"},
-      {"std", NULL, "the standard deviation"}}},
+     {{"mean", NULL, "the mean", PD_SPEC_NUM},
+      {"std", NULL, "the standard deviation", PD_SPEC_NUM}}},
     {"uniform",
      {"low", "high"},
      2,
      "an initializer: uniform in [low, high)",
-     {{"low", NULL, "the lower bound"},
-      {"high", NULL, "the upper bound (excluded)"}}},
+     {{"low", NULL, "the lower bound", PD_SPEC_NUM},
+      {"high", NULL, "the upper bound (excluded)", PD_SPEC_NUM}}},
     {"xavier",
      {NULL},
      0,
@@ -111,18 +112,11 @@ static bool check_split(C *c, const char *reader, call_args *a, int si, int vi) 
 static bool check_lines_spec(C *c, call_args *a) {
   pd_loc loc;
   value *v = pd_cmp_arg(a, 0, "paths", &loc);
-  if (v->k != V_STR && (v->k != V_LIST || v->list.n == 0)) {
-    pd_cmp_error(c, loc,
-                 "lines: 'paths' must be a file name or a non-empty list of file names, not %s",
-                 v->k == V_LIST ? "an empty list" : pd_cmp_vkind_phrase(v));
+  if (v->k == V_LIST && v->list.n == 0) {
+    pd_cmp_error(c, loc, "lines: 'paths' must be a file name or a non-empty list of file names, "
+                 "not an empty list");
     return false;
   }
-  for (int i = 0; v->k == V_LIST && i < v->list.n; i++)
-    if (v->list.items[i]->k != V_STR) {
-      pd_cmp_error(c, loc, "lines: 'paths' lists file names, but item %d is %s", i,
-                   pd_cmp_vkind_phrase(v->list.items[i]));
-      return false;
-    }
   int64_t min = 1;
   if ((v = pd_cmp_arg(a, 1, "min_length", &loc))) {
     if (v->k != V_INT || v->i < 1) {
@@ -158,23 +152,10 @@ static bool check_lines_spec(C *c, call_args *a) {
   return check_split(c, "lines", a, 3, 5);
 }
 
-/* The other readers' arguments, checked here too: an argument that is given must be of the
- * kind the reader reads (the run time falls back to a default for any other); `none` for an
- * optional one (position > 0) means its default. */
-static bool want_reader_arg(C *c, const char *reader, call_args *a, int i, const char *name,
-                            vkind want, const char *what) {
-  pd_loc loc;
-  value *v = pd_cmp_arg(a, i, name, &loc);
-  if (!v || v->k == want || (i > 0 && v->k == V_NONE)) return true;
-  pd_cmp_error(c, loc, "%s: '%s' must be %s, not %s", reader, name, what, pd_cmp_vkind_phrase(v));
-  return false;
-}
-
 /* images(path, shape, mean = 0, std = 1, crop_padding = 0, flip = false, split, valid, seed):
  * shape [C, H, W] with C 1, 3 or 4; mean and std a number or C numbers (std > 0). */
 static bool check_images_spec(C *c, call_args *a) {
   pd_loc loc;
-  if (!want_reader_arg(c, "images", a, 0, "path", V_STR, "a folder name")) return false;
   value *v = pd_cmp_arg(a, 1, "shape", &loc);
   bool ok3 = v && v->k == V_LIST && v->list.n == 3;
   for (int i = 0; ok3 && i < 3; i++)
@@ -211,7 +192,6 @@ static bool check_images_spec(C *c, call_args *a) {
                  "before a random crop back to its size; 0: no crop) must be an integer >= 0");
     return false;
   }
-  if (!want_reader_arg(c, "images", a, 5, "flip", V_BOOL, "true or false")) return false;
   if ((v = pd_cmp_arg(a, 6, "split", &loc)) && v->k != V_NONE &&
       (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
     pd_cmp_error(c, loc, "images: 'split' must be none, \"train\" or \"valid\" (a test set is "
@@ -226,7 +206,6 @@ static bool check_reader_spec(C *c, const pd_spec *sp, call_args *a) {
   pd_loc loc;
   value *v;
   if (strcmp(r, "text") == 0) {
-    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name")) return false;
     if ((v = pd_cmp_arg(a, 1, "length", &loc)) && v->k != V_NONE && (v->k != V_INT || v->i < 1)) {
       pd_cmp_error(c, loc, "text: 'length' (characters in a sample) must be an integer >= 1");
       return false;
@@ -244,13 +223,8 @@ static bool check_reader_spec(C *c, const pd_spec *sp, call_args *a) {
       pd_cmp_error(c, loc, "%s: 'split' must be \"train\", \"valid\" or \"test\"", r);
       return false;
     }
-    if (!want_reader_arg(c, r, a, 1, "path", V_STR, "a folder name")) return false;
     if (!check_split(c, r, a, 0, 2)) return false;
   } else if (strcmp(r, "csv") == 0) {
-    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
-        !want_reader_arg(c, r, a, 1, "label", V_STR, "a column name") ||
-        !want_reader_arg(c, r, a, 3, "header", V_BOOL, "true or false"))
-      return false;
     if ((v = pd_cmp_arg(a, 4, "split", &loc)) && v->k != V_NONE &&
         (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
       pd_cmp_error(c, loc, "csv: 'split' must be none, \"train\" or \"valid\"");
@@ -263,33 +237,16 @@ static bool check_reader_spec(C *c, const pd_spec *sp, call_args *a) {
                    "line end (\",\" by default; \";\" or \"\\t\" are common)");
       return false;
     }
-    if ((v = pd_cmp_arg(a, 8, "fill", &loc)) && v->k != V_NONE && v->k != V_INT &&
-        v->k != V_FLOAT) {
-      pd_cmp_error(c, loc, "csv: 'fill' (the value of missing cells) must be a number, not %s",
-                   pd_cmp_vkind_phrase(v));
+    if ((v = pd_cmp_arg(a, 2, "features", &loc)) && v->k == V_LIST && v->list.n > 256) {
+      pd_cmp_error(c, loc, "csv: 'features' must be a list of at most 256 column names");
       return false;
     }
-    if ((v = pd_cmp_arg(a, 2, "features", &loc)) && v->k != V_NONE) {
-      bool names = v->k == V_LIST && v->list.n <= 256;
-      for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
-      if (!names) {
-        pd_cmp_error(c, loc, "csv: 'features' must be a list of at most 256 column names");
-        return false;
-      }
-    }
-    if ((v = pd_cmp_arg(a, 9, "categorical", &loc)) && v->k != V_NONE) {
-      bool names = v->k == V_LIST && v->list.n <= 256;
-      for (int i = 0; names && i < v->list.n; i++) names = v->list.items[i]->k == V_STR;
-      if (!names) {
-        pd_cmp_error(c, loc, "csv: 'categorical' must be a list of at most 256 column names "
-                     "(the label or features whose cells are text)");
-        return false;
-      }
+    if ((v = pd_cmp_arg(a, 9, "categorical", &loc)) && v->k == V_LIST && v->list.n > 256) {
+      pd_cmp_error(c, loc, "csv: 'categorical' must be a list of at most 256 column names "
+                   "(the label or features whose cells are text)");
+      return false;
     }
   } else if (strcmp(r, "host") == 0) {
-    if (!want_reader_arg(c, r, a, 0, "name", V_STR, "the name of a data set the host program "
-                         "gave (pd_state_set_dataset)"))
-      return false;
     if ((v = pd_cmp_arg(a, 1, "split", &loc)) && v->k != V_NONE &&
         (v->k != V_STR || (strcmp(v->s, "train") != 0 && strcmp(v->s, "valid") != 0))) {
       pd_cmp_error(c, loc, "host: 'split' must be none, \"train\" or \"valid\"");
@@ -298,12 +255,57 @@ static bool check_reader_spec(C *c, const pd_spec *sp, call_args *a) {
     if (!check_split(c, r, a, 1, 2)) return false;
   } else if (strcmp(r, "images") == 0) {
     if (!check_images_spec(c, a)) return false;
-  } else if (strcmp(r, "npy") == 0) {
-    if (!want_reader_arg(c, r, a, 0, "path", V_STR, "a file name") ||
-        !want_reader_arg(c, r, a, 1, "label_path", V_STR, "a file name"))
-      return false;
   }
   return true;
+}
+
+/* The kinds of value of the registries' parameter types (train/spec.h), as errors say them. */
+static const char *const type_phrase[] = {
+    [PD_SPEC_ANY] = "anything", [PD_SPEC_NUM] = "a number", [PD_SPEC_INT] = "an integer",
+    [PD_SPEC_BOOL] = "true or false", [PD_SPEC_STR] = "a string",
+    [PD_SPEC_STR_LIST] = "a list of strings", [PD_SPEC_STRS] = "a string or a list of strings",
+    [PD_SPEC_NUMS] = "a number or a list of numbers", [PD_SPEC_INT_LIST] = "a list of integers",
+};
+
+static bool is_num(const value *v) { return v->k == V_INT || v->k == V_FLOAT; }
+static bool is_str(const value *v) { return v->k == V_STR; }
+static bool is_int(const value *v) { return v->k == V_INT; }
+
+/* The argument v of parameter i of sp (at loc) has the parameter's type (train/spec.h): none
+ * stands for an optional one's default; a list's items are checked one by one. Else an error
+ * naming the parameter and the type. */
+static bool check_type(C *c, const pd_spec *sp, int i, const value *v, pd_loc loc) {
+  const pd_spec_param *h = NULL;
+  for (int k = 0; k < PD_SPEC_MAX_PARAMS && sp->help[k].name && !h; k++)
+    if (strcmp(sp->help[k].name, sp->params[i]) == 0) h = &sp->help[k];
+  if (!h || h->type == PD_SPEC_ANY || (v->k == V_NONE && h->dflt)) return true;
+  bool (*item)(const value *) = NULL;  /* the kind of a list's items, when a list will do */
+  bool good = false;
+  switch (h->type) {
+  case PD_SPEC_ANY: good = true; break;
+  case PD_SPEC_NUM: good = is_num(v); break;
+  case PD_SPEC_INT: good = is_int(v); break;
+  case PD_SPEC_BOOL: good = v->k == V_BOOL; break;
+  case PD_SPEC_STR: good = is_str(v); break;
+  case PD_SPEC_STRS: good = is_str(v); /* fall through */
+  case PD_SPEC_STR_LIST: item = is_str; break;
+  case PD_SPEC_NUMS: good = is_num(v); item = is_num; break;
+  case PD_SPEC_INT_LIST: item = is_int; break;
+  }
+  if (!good && item && v->k == V_LIST) {
+    for (int k = 0; k < v->list.n; k++)
+      if (!item(v->list.items[k])) {
+        pd_cmp_error(c, loc, "%s: '%s' must be %s, but item %d is %s", sp->name, h->name,
+                     type_phrase[h->type], k, pd_cmp_vkind_phrase(v->list.items[k]));
+        return false;
+      }
+    good = true;
+  }
+  if (!good)
+    pd_cmp_error(c, loc, "%s: '%s' must be %s, not %s", sp->name, h->name, type_phrase[h->type],
+                 v->k == V_FLOAT && h->type == PD_SPEC_INT ? pd_cmp_fmt(c, "%g", v->f)
+                                                           : pd_cmp_vkind_phrase(v));
+  return good;
 }
 
 value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
@@ -339,6 +341,7 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
                      sp->params[i]);
       return VERR;
     }
+    if (!check_type(c, sp, i, v, loc)) return VERR;
     r->rec.keys[r->rec.n] = sp->params[i];
     r->rec.vals[r->rec.n] = v;
     r->rec.locs[r->rec.n] = loc;
@@ -355,10 +358,10 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
     value *w = r->rec.vals[i];
     if (strcmp(r->rec.keys[i], "lr_schedule") != 0 || w->k == V_NONE) continue;
     pd_lr_schedule kind = PD_LR_CONSTANT;
-    if (w->k != V_STR || !pd_lr_schedule_find(w->s, &kind)) {
+    if (!pd_lr_schedule_find(w->s, &kind)) {
       pd_cmp_error(c, r->rec.locs[i], "%s: lr_schedule is \"constant\", \"step\" or "
-                   "\"cosine\" (:help cosine says what each does), not %s", self->name,
-                   w->k == V_STR ? pd_cmp_fmt(c, "\"%s\"", w->s) : pd_cmp_vkind_phrase(w));
+                   "\"cosine\" (:help cosine says what each does), not \"%s\"", self->name,
+                   w->s);
       return VERR;
     }
     if (!strcmp(w->s, "step") && !has_decay_steps) {
@@ -367,23 +370,14 @@ value *pd_cmp_b_record(C *c, const builtin *self, call_args *a) {
       return VERR;
     }
   }
-  /* An optimizer's warmup: a whole number of steps. */
+  /* An optimizer's warmup: a whole number of steps (an integer: its type). */
   for (int i = 0; i < r->rec.n; i++) {
     value *w = r->rec.vals[i];
     pd_loc wloc = r->rec.locs[i];
-    if (strcmp(r->rec.keys[i], "warmup_steps") != 0 || w->k == V_NONE ||
-        (w->k == V_INT && w->i >= 0))
-      continue;
+    if (strcmp(r->rec.keys[i], "warmup_steps") != 0 || w->k != V_INT || w->i >= 0) continue;
     pd_cmp_error(c, wloc, "%s: 'warmup_steps' (the steps over which the learning rate rises "
-                 "linearly from 0 to its value) must be an integer >= 0, not %s", self->name,
-                 w->k == V_INT ? pd_cmp_fmt(c, "%lld", (long long)w->i)
-                 : w->k == V_FLOAT ? pd_cmp_fmt(c, "%g", w->f) : pd_cmp_vkind_phrase(w));
-    return VERR;
-  }
-  /* Initializer arguments are numbers. */
-  if ((strcmp(sp->name, "normal") == 0 || strcmp(sp->name, "uniform") == 0) &&
-      (!pd_cmp_is_number(r->rec.vals[0]) || !pd_cmp_is_number(r->rec.vals[1]))) {
-    pd_cmp_error(c, a->loc, "%s needs two numbers", self->name);
+                 "linearly from 0 to its value) must be an integer >= 0, not %lld", self->name,
+                 (long long)w->i);
     return VERR;
   }
   return r;
@@ -448,7 +442,9 @@ static const struct action_spec {
   const char *kw[ACTION_PARAMS + 1]; /* keyword options, NULL-terminated (help[]'s names) */
   const char *pos;          /* the positional arguments, for help text */
   const char *what;
-  spec_param help[ACTION_PARAMS + 1];
+  struct {
+    const char *name, *dflt, *meaning;  /* as a pd_spec_param's (train/spec.h) */
+  } help[ACTION_PARAMS + 1];
 } action_specs[] = {
     {"assert_close",
      PD_ACTION_ASSERT_CLOSE,
@@ -522,9 +518,11 @@ static const char *const *action_kw(const struct action_spec *sp) {
 /* Its option k's name, default as the docs write it and meaning ({NULL} past the last). */
 static spec_param action_help(const struct action_spec *sp, int k) {
   if (sp->kind != PD_ACTION_TRAIN)
-    return k >= 0 && k <= ACTION_PARAMS ? sp->help[k] : (spec_param){0};
+    return k >= 0 && k <= ACTION_PARAMS
+               ? (spec_param){sp->help[k].name, sp->help[k].dflt, sp->help[k].meaning, 0}
+               : (spec_param){0};
   const pd_topt_desc *d = pd_topt(k);
-  return d ? (spec_param){d->name, d->dflt, d->meaning} : (spec_param){0};
+  return d ? (spec_param){d->name, d->dflt, d->meaning, 0} : (spec_param){0};
 }
 
 
@@ -816,8 +814,9 @@ static bool check_validation(C *c, call_args *a) {
   return true;
 }
 
-/* save's names = ["logits", ...]: one distinct, non-empty string per target (the fetch targets'
- * names in the saved model). */
+/* save's names = ["logits", ...]: one distinct var name per target (the fetch targets' names in
+ * the saved model; as Fluid's, "fc_0.tmp_1", so that a model saved again keeps its outputs'
+ * names). */
 static bool check_save_names(C *c, call_args *a) {
   pd_loc l;
   value *v = pd_cmp_arg(a, -1, "names", &l);
@@ -844,9 +843,9 @@ static bool check_save_names(C *c, call_args *a) {
       pd_cmp_error(c, l, "save: names[%d] must be a string, not %s", i, pd_cmp_vkind_phrase(s));
       return false;
     }
-    if (!pd_is_plain_name(s->s)) {
-      pd_cmp_error(c, l, "save: names[%d] \"%s\" is not a plain name (a letter or '_', then "
-                   "letters, digits and '_')", i, s->s);
+    if (!pd_is_var_name(s->s)) {
+      pd_cmp_error(c, l, "save: names[%d] \"%s\" is not a name (a letter or '_', then "
+                   "letters, digits, '_', '.' and '/')", i, s->s);
       return false;
     }
     for (int j = 0; j < i; j++)

@@ -10,20 +10,23 @@
 /* The entries that every optimizer shares: its learning rate first, and its schedule's and
  * clipping's parameters after its own. */
 #define OPT_LR \
-  {"learning_rate", NULL, "the step size (the rate before lr_schedule and warmup_steps)"}
+  {"learning_rate", NULL, \
+   "the step size (the rate before lr_schedule and warmup_steps)", PD_SPEC_NUM}
 #define OPT_SCHEDULE \
   {"clip_norm", "0", \
    "when positive, scale every gradient by clip_norm / max(norm, clip_norm), norm the global " \
-   "norm of all the gradients"}, \
+   "norm of all the gradients", PD_SPEC_NUM}, \
   {"lr_schedule", "\"constant\"", \
    "\"constant\", \"step\" (times decay_rate every decay_steps steps) or \"cosine\" (times (1 + " \
-   "cos(pi * step / T)) / 2, T = decay_steps or the train call's steps)"}, \
-  {"decay_steps", "none", "the period of \"step\" (required by it), the length of \"cosine\""}, \
-  {"decay_rate", "0.1", "the factor of each \"step\""}, \
+   "cos(pi * step / T)) / 2, T = decay_steps or the train call's steps)", PD_SPEC_STR}, \
+  {"decay_steps", "none", \
+   "the period of \"step\" (required by it), the length of \"cosine\"", PD_SPEC_INT}, \
+  {"decay_rate", "0.1", "the factor of each \"step\"", PD_SPEC_NUM}, \
   {"warmup_steps", "0", \
    "when positive, the rate rises linearly from 0 over these first steps, then the schedule " \
-   "starts"}
-#define OPT_WEIGHT_DECAY {"weight_decay", "0", "L2 regularisation: g += weight_decay * p"}
+   "starts", PD_SPEC_INT}
+#define OPT_WEIGHT_DECAY \
+  {"weight_decay", "0", "L2 regularisation: g += weight_decay * p", PD_SPEC_NUM}
 /* The learning-rate schedules an optimizer's lr_schedule names (vm/passes/optimizer.h computes
  * them): the compiler takes these names only, and :help NAME says what each does. */
 static const struct schedule {
@@ -44,8 +47,8 @@ static const pd_optim_def optims[] = {
      1,
      "an optimizer: m += g^2; p -= lr * g / (sqrt(m) + epsilon)",
      {OPT_LR,
-      {"epsilon", "1e-6", "added to the root of the accumulator"},
-      {"initial_accumulator_value", "0.0", "the accumulator's starting value"},
+      {"epsilon", "1e-6", "added to the root of the accumulator", PD_SPEC_NUM},
+      {"initial_accumulator_value", "0.0", "the accumulator's starting value", PD_SPEC_NUM},
       OPT_WEIGHT_DECAY,
       OPT_SCHEDULE}},
      PD_OPT_ADAGRAD},
@@ -55,9 +58,9 @@ static const pd_optim_def optims[] = {
      1,
      "an optimizer: Adam, with Fluid's state (P_moment1_0, ...)",
      {OPT_LR,
-      {"beta1", "0.9", "the decay of the first moment (the mean of the gradients)"},
-      {"beta2", "0.999", "the decay of the second moment (their squares)"},
-      {"epsilon", "1e-8", "added to the second moment's root"},
+      {"beta1", "0.9", "the decay of the first moment (the mean of the gradients)", PD_SPEC_NUM},
+      {"beta2", "0.999", "the decay of the second moment (their squares)", PD_SPEC_NUM},
+      {"epsilon", "1e-8", "added to the second moment's root", PD_SPEC_NUM},
       OPT_WEIGHT_DECAY,
       OPT_SCHEDULE}},
      PD_OPT_ADAM},
@@ -68,10 +71,10 @@ static const pd_optim_def optims[] = {
      "an optimizer: Adam with decoupled weight decay (p -= lr * weight_decay * p, then Adam's "
      "step)",
      {OPT_LR,
-      {"weight_decay", "0.01", "the decoupled decay (the op's coeff, not an L2 term)"},
-      {"beta1", "0.9", "the decay of the first moment"},
-      {"beta2", "0.999", "the decay of the second moment"},
-      {"epsilon", "1e-8", "added to the second moment's root"},
+      {"weight_decay", "0.01", "the decoupled decay (the op's coeff, not an L2 term)", PD_SPEC_NUM},
+      {"beta1", "0.9", "the decay of the first moment", PD_SPEC_NUM},
+      {"beta2", "0.999", "the decay of the second moment", PD_SPEC_NUM},
+      {"epsilon", "1e-8", "added to the second moment's root", PD_SPEC_NUM},
       OPT_SCHEDULE}},
      PD_OPT_ADAMW},
     {{"momentum",
@@ -80,8 +83,8 @@ static const pd_optim_def optims[] = {
      1,
      "an optimizer: v = mu * v + g; p -= lr * v",
      {OPT_LR,
-      {"mu", "0.9", "the velocity's decay"},
-      {"use_nesterov", "false", "Nesterov's update: p -= lr * (g + mu * v)"},
+      {"mu", "0.9", "the velocity's decay", PD_SPEC_NUM},
+      {"use_nesterov", "false", "Nesterov's update: p -= lr * (g + mu * v)", PD_SPEC_BOOL},
       OPT_WEIGHT_DECAY,
       OPT_SCHEDULE}},
      PD_OPT_MOMENTUM},
@@ -92,10 +95,11 @@ static const pd_optim_def optims[] = {
      "an optimizer: ms = rho * ms + (1 - rho) * g^2; mom = momentum * mom + lr * g / sqrt(ms + "
      "epsilon); p -= mom",
      {OPT_LR,
-      {"rho", "0.95", "the decay of the mean square"},
-      {"epsilon", "1e-6", "added to the mean square"},
-      {"momentum", "0.0", "the momentum of the update"},
-      {"centered", "false", "divide by the variance (ms - mg^2) rather than the mean square"},
+      {"rho", "0.95", "the decay of the mean square", PD_SPEC_NUM},
+      {"epsilon", "1e-6", "added to the mean square", PD_SPEC_NUM},
+      {"momentum", "0.0", "the momentum of the update", PD_SPEC_NUM},
+      {"centered", "false",
+       "divide by the variance (ms - mg^2) rather than the mean square", PD_SPEC_BOOL},
       OPT_WEIGHT_DECAY,
       OPT_SCHEDULE}},
      PD_OPT_RMSPROP},

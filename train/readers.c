@@ -1,7 +1,7 @@
 /* readers.c -- the registry of readers (train/readers.h): each reader's row (its parameters,
- * defaults and meanings; the compiler checks the arguments' kinds and ranges, lang/
- * builtins_action.c) and its open function, which turns the record into a data set
- * (vm/reader/reader.h). */
+ * defaults, meanings and types; the compiler checks the arguments' types and ranges, lang/
+ * builtins_action.c, so that the open functions read each as its type) and its open function,
+ * which turns the record into a data set (vm/reader/reader.h). */
 #include "config.h"
 #include "train/readers.h"
 
@@ -18,10 +18,9 @@ static bool num(const pd_cval *v, double *out) {
   return true;
 }
 
-/* A string field (NULL when not given or not a string). */
+/* A string field (NULL when not given). */
 static const char *str_field(const pd_cval *spec, const char *key) {
-  const pd_cval *v = pd_cval_field(spec, key);
-  return v && v->kind == PD_CVAL_STRING ? v->str : NULL;
+  return pd_cval_str_field(spec, key, NULL);
 }
 
 /* lines(paths, min_length = 1, max_length = none, split = none, test_every = 5, valid, seed,
@@ -33,19 +32,15 @@ static pd_status open_lines(pd_runner *r, const pd_action *a, const pd_cval *spe
   (void)note;
   *at = pd_cval_field_loc(spec, "paths", a->loc);
   const pd_cval *p = pd_cval_field(spec, "paths");
-  const pd_cval *minl = pd_cval_field(spec, "min_length");
-  const pd_cval *maxl = pd_cval_field(spec, "max_length");
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const pd_cval *every = pd_cval_field(spec, "test_every");
-  const pd_cval *padt = pd_cval_field(spec, "pad_to");
+  const char *split = str_field(spec, "split");
   pd_lines_options o = {
-      .min_length = minl && minl->kind == PD_CVAL_INT ? minl->i : 1,
-      .max_length = maxl && maxl->kind == PD_CVAL_INT ? maxl->i : 0,
-      .split = !split || split->kind != PD_CVAL_STRING ? PD_LINES_ALL
-               : strcmp(split->str, "test") == 0     ? PD_LINES_TEST
-                                                     : PD_LINES_TRAIN,  /* "train", "valid" */
-      .test_every = every && every->kind == PD_CVAL_INT ? every->i : 5,
-      .pad_to = padt && padt->kind == PD_CVAL_INT ? padt->i : 0};
+      .min_length = pd_cval_int_field(spec, "min_length", 1),
+      .max_length = pd_cval_int_field(spec, "max_length", 0),
+      .split = !split                     ? PD_LINES_ALL
+               : strcmp(split, "test") == 0 ? PD_LINES_TEST
+                                            : PD_LINES_TRAIN,  /* "train", "valid" */
+      .test_every = pd_cval_int_field(spec, "test_every", 5),
+      .pad_to = pd_cval_int_field(spec, "pad_to", 0)};
   int n = !p ? 0 : p->kind == PD_CVAL_LIST ? p->n : p->kind == PD_CVAL_STRING ? 1 : 0;
   char **paths = pd_calloc((size_t)n + 1, sizeof *paths);
   pd_status st = paths ? PD_OK : PD_ENOMEM;
@@ -91,8 +86,7 @@ static pd_status open_csv(pd_runner *r, const pd_action *a, const pd_cval *spec,
   if (feats && feats->kind == PD_CVAL_LIST)
     for (int i = 0; i < feats->n && nf < 256; i++)
       if (feats->items[i]->kind == PD_CVAL_STRING) fnames[nf++] = feats->items[i]->str;
-  const pd_cval *hdr = pd_cval_field(spec, "header");
-  if (hdr && hdr->kind == PD_CVAL_BOOL && !hdr->b)
+  if (!pd_cval_bool_field(spec, "header", true))
     return pd_error_set(err, PD_EUNSUPPORTED, pd_cval_field_loc(spec, "header", *at),
                         "csv: files without a header row are not supported yet (add a first "
                         "line naming the columns)");
@@ -143,10 +137,8 @@ static pd_status open_text(pd_runner *r, const pd_action *a, const pd_cval *spec
   (void)note;
   (void)at;
   const char *p = str_field(spec, "path");
-  const pd_cval *len = pd_cval_field(spec, "length");
   char *path = pd_train_script_path(a, p ? p : "");
-  pd_status st = path ? pd_dataset_text(path, len && len->kind == PD_CVAL_INT ? len->i : 32, out,
-                                        err)
+  pd_status st = path ? pd_dataset_text(path, pd_cval_int_field(spec, "length", 32), out, err)
                       : PD_ENOMEM;
   pd_free(path);
   return st;
@@ -183,9 +175,11 @@ static pd_status open_images(pd_runner *r, const pd_action *a, const pd_cval *sp
 }
 
 #define SPLIT_PARAMS \
-  {"split", "none", "\"train\" or \"valid\": the part of a validation split (none: everything)"}, \
-  {"valid", "none", "the fraction a validation split holds out (0.1 for split = \"valid\")"}, \
-  {"seed", "0", "which samples the validation split holds out"}
+  {"split", "none", \
+   "\"train\" or \"valid\": the part of a validation split (none: everything)", PD_SPEC_STR}, \
+  {"valid", "none", \
+   "the fraction a validation split holds out (0.1 for split = \"valid\")", PD_SPEC_NUM}, \
+  {"seed", "0", "which samples the validation split holds out", PD_SPEC_INT}
 
 
 static const pd_reader_def readers[] = {
@@ -194,33 +188,38 @@ static const pd_reader_def readers[] = {
       "categorical"},
      1,
      "a reader: a CSV file with a header row: \"features\" float32 [k] and \"label\" [1]",
-     {{"path", NULL, "the file (relative to the script's folder when it is there)"},
-      {"label", "none", "the label column (none: the last one)"},
-      {"features", "none", "the feature columns, a list (none: every column but the label)"},
-      {"header", "true", "whether the first row names the columns (false is not supported yet)"},
+     {{"path", NULL, "the file (relative to the script's folder when it is there)", PD_SPEC_STR},
+      {"label", "none", "the label column (none: the last one)", PD_SPEC_STR},
+      {"features", "none",
+       "the feature columns, a list (none: every column but the label)", PD_SPEC_STR_LIST},
+      {"header", "true",
+       "whether the first row names the columns (false is not supported yet)", PD_SPEC_BOOL},
       SPLIT_PARAMS,
-      {"delimiter", "\",\"", "the one-character separator (\";\", \"\\t\")"},
-      {"fill", "none", "the number a missing cell (empty, NA, NaN, null) takes; none: an error"},
+      {"delimiter", "\",\"", "the one-character separator (\";\", \"\\t\")", PD_SPEC_STR},
+      {"fill", "none",
+       "the number a missing cell (empty, NA, NaN, null) takes; none: an error", PD_SPEC_NUM},
       {"categorical", "none",
-       "text columns, a list: each value becomes a number (saved as .categories)"}}},
+       "text columns, a list: each value becomes a number (saved as .categories)",
+       PD_SPEC_STR_LIST}}},
      open_csv},
     {{"fashion_mnist",
      {"split", "path", "valid", "seed"},
      1,
      "a reader: Fashion-MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 "
      "[1]",
-     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
+     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)", PD_SPEC_STR},
       {"path", "none",
        "the folder of the files (none: $PDLANG_FASHION_MNIST, else "
-       "/usr/share/datasets/fashion-mnist)"},
-      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
-      {"seed", "0", "which images the validation split holds out"}}},
+       "/usr/share/datasets/fashion-mnist)", PD_SPEC_STR},
+      {"valid", "none",
+       "the fraction of the training images split = \"valid\" holds out", PD_SPEC_NUM},
+      {"seed", "0", "which images the validation split holds out", PD_SPEC_INT}}},
      open_fashion_mnist},
     {{"host",
      {"name", "split", "valid", "seed"},
      1,
      "a reader: a data set the program embedding pdlang gave its state (pd_state_set_dataset)",
-     {{"name", NULL, "the data set's name"},
+     {{"name", NULL, "the data set's name", PD_SPEC_STR},
       SPLIT_PARAMS}},
      open_host},
     {{"images",
@@ -228,16 +227,19 @@ static const pd_reader_def readers[] = {
      2,
      "a reader: a folder of class folders of PNG and JPEG images: \"images\" float32 shape, "
      "\"label\" int64 [1]",
-     {{"path", NULL, "the folder; its class folders are sorted by name and numbered from 0"},
+     {{"path", NULL,
+       "the folder; its class folders are sorted by name and numbered from 0", PD_SPEC_STR},
       {"shape", NULL,
        "[channels, height, width]: 1 (grey), 3 (RGB) or 4 (RGBA) channels; images are resized "
-       "to it"},
+       "to it", PD_SPEC_INT_LIST},
       {"mean", "0",
-       "subtracted per channel (a number or one per channel) from the values in [0, 1]"},
-      {"std", "1", "then divided by per channel"},
+       "subtracted per channel (a number or one per channel) from the values in [0, 1]",
+       PD_SPEC_NUMS},
+      {"std", "1", "then divided by per channel", PD_SPEC_NUMS},
       {"crop_padding", "0",
-       "train's augmentation: pad by this many pixels, then crop back at a random offset"},
-      {"flip", "false", "train's augmentation: mirror left to right at random"},
+       "train's augmentation: pad by this many pixels, then crop back at a random offset",
+       PD_SPEC_INT},
+      {"flip", "false", "train's augmentation: mirror left to right at random", PD_SPEC_BOOL},
       SPLIT_PARAMS}},
      open_images},
     {{"lines",
@@ -245,41 +247,44 @@ static const pd_reader_def readers[] = {
      1,
      "a reader: one sample per line of text files: \"x\" the line's bytes (a sequence, int64 [1] "
      "a step), \"label\" int64 [1] the file's index",
-     {{"paths", NULL, "a list of files, or one file"},
-      {"min_length", "1", "shorter lines are left out"},
-      {"max_length", "none", "longer lines are cut to it"},
-      {"split", "none", "\"train\", \"valid\" or \"test\" (every test_every-th line)"},
-      {"test_every", "5", "which lines are the test split's"},
-      {"valid", "none", "the fraction of the training lines split = \"valid\" holds out"},
-      {"seed", "0", "which lines the validation split holds out"},
+     {{"paths", NULL, "a list of files, or one file", PD_SPEC_STRS},
+      {"min_length", "1", "shorter lines are left out", PD_SPEC_INT},
+      {"max_length", "none", "longer lines are cut to it", PD_SPEC_INT},
+      {"split", "none", "\"train\", \"valid\" or \"test\" (every test_every-th line)", PD_SPEC_STR},
+      {"test_every", "5", "which lines are the test split's", PD_SPEC_INT},
+      {"valid", "none",
+       "the fraction of the training lines split = \"valid\" holds out", PD_SPEC_NUM},
+      {"seed", "0", "which lines the validation split holds out", PD_SPEC_INT},
       {"pad_to", "none",
        "\"x\" int64 [batch, pad_to], cut or padded with 0, and \"mask\" float32 [batch, "
-       "pad_to], 1 for the line's characters"}}},
+       "pad_to], 1 for the line's characters", PD_SPEC_INT}}},
      open_lines},
     {{"mnist",
      {"split", "path", "valid", "seed"},
      1,
      "a reader: MNIST's IDX files: \"images\" float32 [784] in [0, 1], \"label\" int64 [1]",
-     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)"},
+     {{"split", NULL, "\"train\" (60000 samples), \"valid\" or \"test\" (10000)", PD_SPEC_STR},
       {"path", "none",
-       "the folder of the files (none: $PDLANG_MNIST, else /usr/share/datasets/mnist)"},
-      {"valid", "none", "the fraction of the training images split = \"valid\" holds out"},
-      {"seed", "0", "which images the validation split holds out"}}},
+       "the folder of the files (none: $PDLANG_MNIST, else /usr/share/datasets/mnist)",
+       PD_SPEC_STR},
+      {"valid", "none",
+       "the fraction of the training images split = \"valid\" holds out", PD_SPEC_NUM},
+      {"seed", "0", "which images the validation split holds out", PD_SPEC_INT}}},
      open_mnist},
     {{"npy",
      {"path", "label_path"},
      1,
      "a reader: a NumPy .npy array [N, ...] as \"x\"",
-     {{"path", NULL, "the .npy file"},
-      {"label_path", "none", "a second .npy of N labels, as \"label\""}}},
+     {{"path", NULL, "the .npy file", PD_SPEC_STR},
+      {"label_path", "none", "a second .npy of N labels, as \"label\"", PD_SPEC_STR}}},
      open_npy},
     {{"text",
      {"path", "length", "split", "valid", "seed"},
      1,
      "a reader: a text file's bytes in windows: \"x\" the window, \"y\" the byte after each "
      "position, int64 [length]",
-     {{"path", NULL, "the file"},
-      {"length", "32", "the window's length"},
+     {{"path", NULL, "the file", PD_SPEC_STR},
+      {"length", "32", "the window's length", PD_SPEC_INT},
       SPLIT_PARAMS}},
      open_text},
 };
@@ -297,15 +302,13 @@ const pd_reader_def *pd_reader_find(const char *name) {
 /* A validation split (split = "valid", or "train" with valid = F; the compiler checked the
  * arguments): *ds becomes its part (vm/reader/reader.h, pd_dataset_split). */
 static pd_status apply_split(const pd_cval *spec, pd_dataset **ds, pd_error *err) {
-  const pd_cval *split = pd_cval_field(spec, "split");
-  const char *s = split && split->kind == PD_CVAL_STRING ? split->str : "";
+  const char *s = pd_cval_str_field(spec, "split", "");
   double frac = 0.1;
   bool given = num(pd_cval_field(spec, "valid"), &frac);
   bool held_out = strcmp(s, "valid") == 0;
   if (!held_out && !(given && strcmp(s, "train") == 0)) return PD_OK;
-  const pd_cval *seed = pd_cval_field(spec, "seed");
   pd_dataset *part = NULL;
-  uint64_t sd = seed && seed->kind == PD_CVAL_INT ? (uint64_t)seed->i : 0;
+  uint64_t sd = (uint64_t)pd_cval_int_field(spec, "seed", 0);
   pd_status st = pd_dataset_split(*ds, frac, sd, held_out, &part, err);
   if (st) {
     pd_error_prefix(err, "%s", spec->str);  /* name the reader */

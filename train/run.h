@@ -83,6 +83,12 @@ pd_k_place pd_runner_place(const pd_runner *r);
 pd_scope *pd_runner_scope(pd_runner *r);      /* the global scope */
 const pd_unit *pd_runner_unit(const pd_runner *r);
 
+/* Take the side files of the saved model at model_path as if this run's readers had made them,
+ * so that save writes them beside the models it saves: its categories (MODEL.categories, as a
+ * load(...) reads them) and its images' preprocessing (MODEL.preprocess); none there is no
+ * error. For the C library's fine-tuning of a loaded model (api/api.c). */
+pd_status pd_runner_side_files(pd_runner *r, const char *model_path, pd_error *err);
+
 /* Run one action of the unit. */
 pd_status pd_runner_action(pd_runner *r, const pd_action *a, pd_error *err);
 /* Run every action of the unit in order, stopping at the first error. */

@@ -66,8 +66,7 @@ bool pd_train_images_augment(const pd_cval *spec, pd_image_augment *aug) {
   if (!pd_train_is_images(spec)) return false;
   memset(aug, 0, sizeof *aug);
   pd_train_images_options(spec, &aug->o);
-  const pd_cval *pad = pd_cval_field(spec, "crop_padding"), *flip = pd_cval_field(spec, "flip");
-  aug->pad = pad && pad->kind == PD_CVAL_INT ? (int)pad->i : 0;
-  aug->flip = flip && flip->kind == PD_CVAL_BOOL && flip->b;
+  aug->pad = (int)pd_cval_int_field(spec, "crop_padding", 0);
+  aug->flip = pd_cval_bool_field(spec, "flip", false);
   return aug->pad > 0 || aug->flip;
 }

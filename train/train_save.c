@@ -61,7 +61,7 @@ static bool is_name(const char *s) {
 }
 
 /* The fetch targets take the script's names: names = [...] when given (checked when compiling:
- * one string a target), else each target argument written as a plain name (`logits`), else the
+ * one var name a target), else each target argument written as a plain name (`logits`), else the
  * var's own name. The var is renamed in p unless it is an input, a parameter, a loop's output
  * or fetched twice: then an assign op copies it to the name. targets[i] becomes the name. A name
  * that a var of p already has is an error when given in names, and is left unused otherwise. */
@@ -74,10 +74,11 @@ static pd_status name_targets(pd_program *p, const pd_action *a, int nt, const c
   pd_block *b0 = p->blocks[0];
   for (int i = 0; i < nt; i++) {
     const char *want = names ? names->items[i]->str : a->arg_text[i + 1];
-    if (!want || !is_name(want) || strcmp(want, targets[i]) == 0) {
+    bool valid = want && (names ? pd_is_var_name(want) : is_name(want));
+    if (!valid || strcmp(want, targets[i]) == 0) {
       if (names && strcmp(want, targets[i]) != 0)
-        return pd_error_set(err, PD_EINVAL, nloc, "save: names[%d] '%s' is not a plain "
-                            "name (a letter or '_', then letters, digits, '_')", i, want);
+        return pd_error_set(err, PD_EINVAL, nloc, "save: names[%d] '%s' is not a name (a "
+                            "letter or '_', then letters, digits, '_', '.' and '/')", i, want);
       continue;
     }
     if (pd_program_has_var_name(p, want)) {
@@ -144,6 +145,25 @@ static pd_status load_categories(pd_runner *r, const char *path, pd_error *err) 
       st = pd_categories_load(r->categories, cp, err);
   }
   pd_free(cp);
+  return st;
+}
+
+pd_status pd_runner_side_files(pd_runner *r, const char *model_path, pd_error *err) {
+  pd_status st = load_categories(r, model_path, err);
+  char *pp = st ? NULL : pd_model_side_path(model_path, ".preprocess");
+  if (st) return st;
+  if (!pp) return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+  pd_image_prep ip;
+  st = pd_image_prep_load(pp, &ip, err);
+  pd_free(pp);
+  if (st == PD_ENOTFOUND) {
+    pd_error_clear(err);
+    return PD_OK;
+  }
+  if (!st) {
+    r->has_image_prep = true;
+    r->image_prep = ip.o;
+  }
   return st;
 }
 

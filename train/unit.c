@@ -24,6 +24,21 @@ const pd_cval *pd_cval_field(const pd_cval *r, const char *key) {
   return NULL;
 }
 
+int64_t pd_cval_int_field(const pd_cval *r, const char *key, int64_t dflt) {
+  const pd_cval *v = pd_cval_field(r, key);
+  return v && v->kind == PD_CVAL_INT ? v->i : dflt;
+}
+
+bool pd_cval_bool_field(const pd_cval *r, const char *key, bool dflt) {
+  const pd_cval *v = pd_cval_field(r, key);
+  return v && v->kind == PD_CVAL_BOOL ? v->b : dflt;
+}
+
+const char *pd_cval_str_field(const pd_cval *r, const char *key, const char *dflt) {
+  const pd_cval *v = pd_cval_field(r, key);
+  return v && v->kind == PD_CVAL_STRING ? v->str : dflt;
+}
+
 pd_loc pd_cval_field_loc(const pd_cval *r, const char *key, pd_loc fallback) {
   if (!r || r->kind != PD_CVAL_RECORD) return fallback;
   for (int i = 0; i < r->n; i++)

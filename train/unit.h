@@ -51,6 +51,11 @@ struct pd_cval {
 
 /* A record's field by its parameter's name; NULL if the argument was not given. */
 const pd_cval *pd_cval_field(const pd_cval *record, const char *key);
+/* A reader's or optimizer's argument as its parameter's type (train/spec.h), which the compiler
+ * checked: dflt when it was not given (or is none). */
+int64_t pd_cval_int_field(const pd_cval *record, const char *key, int64_t dflt);
+bool pd_cval_bool_field(const pd_cval *record, const char *key, bool dflt);
+const char *pd_cval_str_field(const pd_cval *record, const char *key, const char *dflt);
 /* Where a record's field was written, else the record's call, else `fallback`: for errors that
  * show up when the value is used (a reader's file that cannot be opened). */
 pd_loc pd_cval_field_loc(const pd_cval *record, const char *key, pd_loc fallback);

@@ -16,7 +16,8 @@
 #     that trains from a host data set, evaluates, saves and loads, then its saved model run;
 #     `make check-alloc` sweeps every target it has (tests/api/alloc/NAME.sweep, one test each:
 #     checkpoint and resume, images and categorical CSV, PaddlePaddle's cnn_bn, the saved images
-#     model fed PNG files), its own test-suite log check-alloc.log (.ci/run, sanitizer build);
+#     model fed PNG files, train's saved model fine-tuned and saved), its own test-suite log
+#     check-alloc.log (.ci/run, sanitizer build);
 #   install.sh: `make install` of the library into a temporary DESTDIR, then: it exports exactly
 #     the functions pdlang.h declares; pdlang.h compiles alone (C99, C++); examples/embed builds
 #     against the installed library with pkg-config and classifies a data set made up by the test
@@ -26,9 +27,10 @@
 #     installed program imports the installed stdlib (found beside it at run time, whatever
 #     prefix it was built for), not the build tree's.
 check_PROGRAMS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
-	tests/api/test_api_images tests/api/test_api_train
+	tests/api/test_api_images tests/api/test_api_train tests/api/test_api_finetune
 TESTS += tests/api/test_api tests/api/test_api_data tests/api/test_alloc_sweep \
-	tests/api/test_api_images tests/api/test_api_train tests/api/install.sh tests/api/symbols.sh \
+	tests/api/test_api_images tests/api/test_api_train tests/api/test_api_finetune tests/api/install.sh \
+	tests/api/symbols.sh \
 	tests/api/install_prefix.sh
 EXTRA_DIST += tests/api/install.sh tests/api/symbols.sh tests/api/install_prefix.sh \
 	tests/api/mkidx.pl tests/api/train_common.h
@@ -42,7 +44,7 @@ AM_TESTS_ENVIRONMENT += PD_MAKE='$(MAKE)' PD_CC='$(CC)' \
 # make check-alloc: every k of every target of test_alloc_sweep, as tests of their own.
 ALLOC_SWEEPS = tests/api/alloc/train.sweep tests/api/alloc/saved_train.sweep \
 	tests/api/alloc/checkpoint.sweep tests/api/alloc/images.sweep tests/api/alloc/paddle.sweep \
-	tests/api/alloc/saved.sweep
+	tests/api/alloc/saved.sweep tests/api/alloc/finetune.sweep
 EXTRA_DIST += $(ALLOC_SWEEPS)
 .PHONY: check-alloc
 check-alloc: tests/api/test_alloc_sweep$(EXEEXT)

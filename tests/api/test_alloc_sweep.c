@@ -13,7 +13,9 @@
  *   paddle      a model PaddlePaddle saved (tests/interop/cnn_bn: convolution and batch norm,
  *               which the load-time passes fold), loaded, fed and run;
  *   saved       the images model that `images` saved, loaded (with its .preprocess), fed two PNG
- *               files through pd_state_feed_images, and run.
+ *               files through pd_state_feed_images, and run;
+ *   finetune    the model that `train` saved, loaded, fine-tuned (pd_state_train of a loaded
+ *               model), saved (pd_state_save_model) and run.
  * Usage: test_alloc_sweep [TARGET | PATH/TARGET.sweep]... (none: train and saved_train, the
  * small sweep `make check` runs; `make check-alloc` runs every target, one tests/api/alloc/
  * TARGET.sweep each). A sampled sweep had missed two NULL dereferences here: train's and eval's
@@ -54,23 +56,10 @@ static uint64_t hash(const void *data, size_t n, uint64_t h) {
   return h;
 }
 
-/* A script through a fresh state (with the host data set "d"), its files removed first so that
- * each run starts where the clean one did. */
-static int run_script(const char *script, const char *const *files, uint64_t *out) {
-  for (int i = 0; files && files[i]; i++) remove(path(files[i]));
-  pd_state *st = NULL;
-  int rc = pd_state_new(&st);
-  if (!rc) pd_state_set_output(st, NULL, NULL);
-  const char *names[2] = {"x", "label"};
-  pd_tensor_info f[2] = {{.dtype = PD_DTYPE_FLOAT32, .ndims = 2, .dims = {N, D}, .data = xs},
-                         {.dtype = PD_DTYPE_INT64, .ndims = 2, .dims = {N, 1}, .data = labels}};
-  rc = rc ? rc : pd_state_set_dataset(st, "d", 2, names, f);
-  rc = rc ? rc : pd_state_compile_string(st, "sweep.pd", script);
-  rc = rc ? rc : pd_state_run(st);
-  pd_state_free(st);
-  /* What the script wrote is its result (read with stdio: no allocation of the sweep's). */
-  uint64_t h = 14695981039346656037ull;
-  for (int i = 0; !rc && files && files[i]; i++) {
+/* The files[] (NULL-terminated; NULL: none) hashed into h, each with whether it exists (read
+ * with stdio: no allocation of the sweep's). */
+static uint64_t hash_files(const char *const *files, uint64_t h) {
+  for (int i = 0; files && files[i]; i++) {
     FILE *fp = fopen(path(files[i]), "rb");
     unsigned char buf[4096];
     size_t n;
@@ -78,7 +67,30 @@ static int run_script(const char *script, const char *const *files, uint64_t *ou
     while (fp && (n = fread(buf, 1, sizeof buf, fp)) > 0) h = hash(buf, n, h);
     if (fp) fclose(fp);
   }
-  *out = h;
+  return h;
+}
+
+/* A fresh state, silent, with the host data set "d" (x, label). */
+static int new_state(pd_state **st) {
+  int rc = pd_state_new(st);
+  if (!rc) pd_state_set_output(*st, NULL, NULL);
+  const char *names[2] = {"x", "label"};
+  pd_tensor_info f[2] = {{.dtype = PD_DTYPE_FLOAT32, .ndims = 2, .dims = {N, D}, .data = xs},
+                         {.dtype = PD_DTYPE_INT64, .ndims = 2, .dims = {N, 1}, .data = labels}};
+  return rc ? rc : pd_state_set_dataset(*st, "d", 2, names, f);
+}
+
+/* A script through a fresh state (with the host data set "d"), its files removed first so that
+ * each run starts where the clean one did. */
+static int run_script(const char *script, const char *const *files, uint64_t *out) {
+  for (int i = 0; files && files[i]; i++) remove(path(files[i]));
+  pd_state *st = NULL;
+  int rc = new_state(&st);
+  rc = rc ? rc : pd_state_compile_string(st, "sweep.pd", script);
+  rc = rc ? rc : pd_state_run(st);
+  pd_state_free(st);
+  /* What the script wrote is its result. */
+  *out = rc ? 0 : hash_files(files, 14695981039346656037ull);
   return rc;
 }
 
@@ -143,6 +155,28 @@ static int feed_pngs(pd_state *st) {
   snprintf(b, sizeof b, "%s", path("two/1.png"));
   const char *two[2] = {a, b};
   return pd_state_feed_images(st, "images", 2, two);
+}
+
+/* The saved model of train, loaded, fine-tuned on the host data set (pd_state_train), saved
+ * (pd_state_save_model) and run: its output and the saved files are the result. */
+static int finetune(uint64_t *out) {
+  static const char *const files[] = {"ft.pdmodel", "ft.pdiparams", NULL};
+  static const char *const opts[] = {"reader", "host(\"d\")", "batch", "8", "epochs", "1",
+                                     "optimizer", "adam(0.1)", "seed", "1", NULL};
+  for (int i = 0; files[i]; i++) remove(path(files[i]));
+  pd_state *st = NULL;
+  pd_tensor_info o;
+  int rc = new_state(&st);
+  rc = rc ? rc : pd_state_load_model(st, path("m.pdmodel"));
+  rc = rc ? rc : pd_state_train(st, NULL, opts);
+  rc = rc ? rc : pd_state_save_model(st, path("ft.pdmodel"));
+  rc = rc ? rc : feed_x(st);
+  rc = rc ? rc : pd_state_run(st);
+  rc = rc ? rc : pd_state_fetch(st, "y", &o);
+  uint64_t h = rc ? 0 : hash(o.data, o.nbytes, 14695981039346656037ull);
+  pd_state_free(st);
+  *out = rc ? 0 : hash_files(files, h);
+  return rc;
 }
 
 static char train_model[512], paddle_model[512], images_model[512];
@@ -271,6 +305,7 @@ static const struct {
     {"images", images, "images and categorical CSV: train, eval, save", true},
     {"paddle", paddle, "PaddlePaddle's cnn_bn model", false},
     {"saved", saved, "the saved images model fed PNG files", true},
+    {"finetune", finetune, "train's saved model fine-tuned, saved and run", false},
 };
 
 /* A target's name from an argument: NAME, or PATH/NAME.sweep. Returns its index, or -1. */
@@ -303,7 +338,8 @@ int main(int argc, char **argv) {
     want[t] = true;
   }
   uint64_t ignored;
-  if (want[1] && !want[0] && train(&ignored) != PD_RESULT_OK) printf("# train did not run\n");
+  if ((want[1] || want[6]) && !want[0] && train(&ignored) != PD_RESULT_OK)
+    printf("# train did not run\n");
   if (want[5] && !want[3] && pngs && images(&ignored) != PD_RESULT_OK)
     printf("# images did not run\n");
   for (size_t i = 0; i < PD_ARRAY_LEN(targets); i++) {

@@ -203,7 +203,7 @@ static void test_errors(void) {
          "an unknown name: an error at the reader's argument listing the names");
   rc = pd_state_compile_string(st, "t.pd", script("host(3)"));
   ok(rc != PD_RESULT_OK && strstr(pd_state_error(st)->text, "t.pd:6:27: error: host: 'name' "
-                                   "must be the name of a data set"),
+                                   "must be a string, not an integer"),
      "host(3): a compile error at the argument");
   pd_state_free(st);
 }

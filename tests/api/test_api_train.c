@@ -61,16 +61,6 @@ static double cost_now(pd_state *st) {
   return ((const float *)t.data)[0];
 }
 
-/* A copy of parameter name (NULL: none); *n its bytes. */
-static void *weights(pd_state *st, const char *name, size_t *n) {
-  pd_tensor_info t;
-  if (pd_state_fetch(st, name, &t)) return NULL;
-  void *p = malloc(t.nbytes);
-  if (p) memcpy(p, t.data, t.nbytes);
-  *n = t.nbytes;
-  return p;
-}
-
 static const char *const opts[] = {"reader", "host(\"d\")", "batch", "8", "epochs", "15",
                                    "optimizer", "adam(0.05)", "seed", "3", NULL};
 

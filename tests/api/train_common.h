@@ -1,14 +1,15 @@
-/* train_common.h -- what the two C-library tests of training on a host's data (test_api_data,
- * test_api_train) share: plane_data, their data set (n rows of 4 features in [-1, 1) from a
- * seeded generator, and the class of each, 1 when 0.8 x0 - 0.5 x1 + 0.3 x2 - 0.2 x3 > 0.1: two
- * classes split by a plane), and expect, the check of a call's result and error text. Include
- * after include/pdlang.h and tests/tap.h. */
+/* train_common.h -- what the C-library tests of training on a host's data (test_api_data,
+ * test_api_train, test_api_finetune) share: plane_data, their data set (n rows of 4 features
+ * in [-1, 1) from a seeded generator, and the class of each, 1 when 0.8 x0 - 0.5 x1 + 0.3 x2 -
+ * 0.2 x3 > 0.1: two classes split by a plane), expect, the check of a call's result and error
+ * text, and weights, a copy of a parameter. Include after include/pdlang.h and tests/tap.h. */
 #ifndef PD_TESTS_API_TRAIN_COMMON_H
 #define PD_TESTS_API_TRAIN_COMMON_H
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline void plane_data(uint64_t seed, int n, float *xs, int64_t *labels) {
@@ -29,6 +30,16 @@ static inline void expect(int rc, int want, pd_state *st, const char *needle, co
   bool pass = rc == want && strstr(msg, needle);
   ok(pass, "%s", what);
   if (!pass) printf("#   rc %d (want %d): %s", rc, want, msg);
+}
+
+/* A copy (malloc) of the state's parameter name (NULL: none); *n its bytes. */
+static inline void *weights(pd_state *st, const char *name, size_t *n) {
+  pd_tensor_info t;
+  if (pd_state_fetch(st, name, &t)) return NULL;
+  void *p = malloc(t.nbytes);
+  if (p) memcpy(p, t.data, t.nbytes);
+  *n = t.nbytes;
+  return p;
 }
 
 #endif

@@ -6,6 +6,9 @@
 #   layers.sh: HACKING.md's layers: no file includes a header of a layer above its own.
 #   test_paddle_ops: doc/paddle.md's table of ops is the op registry's (with the compat facts),
 #     and its table of model families names every folder of tests/interop/zoo.
-check_PROGRAMS += tests/doc/test_paddle_ops
-TESTS += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/test_paddle_ops tests/doc/layers.sh
-EXTRA_DIST += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/layers.sh
+#   test_train_options: the train options of doc/language.md's "### train" are train/options.h's
+#     descriptors, each once with its default, and every descriptor is there.
+check_PROGRAMS += tests/doc/test_paddle_ops tests/doc/test_train_options
+TESTS += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/test_paddle_ops tests/doc/layers.sh \
+	tests/doc/test_train_options
+EXTRA_DIST += tests/doc/doc_examples.sh tests/doc/man.sh tests/doc/layers.sh tests/doc/read_doc.h

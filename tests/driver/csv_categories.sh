@@ -82,7 +82,7 @@ t "a categorical column that is neither the label nor a feature is an error" $?
 sed 's/categorical = \["colour", "species"\])/categorical = "colour")/' m.pd > notlist.pd
 "$PDLANG" check notlist.pd > out 2> err
 rc=$?
-[ $rc -ne 0 ] && grep -q "csv: 'categorical' must be a list of at most 256 column names" err
+[ $rc -ne 0 ] && grep -q "csv: 'categorical' must be a list of strings, not a string" err
 t "categorical that is not a list is a compile-time error" $?
 # Values with a tab, a newline and a backslash (quoted cells) survive the categories file.
 printf 'x,kind\n0.5,"a\tb"\n1.5,"c\nd"\n2.5,"e\\\\f"\n0.7,"a\tb"\n' > odd.csv

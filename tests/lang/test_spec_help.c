@@ -8,29 +8,11 @@
 #include "lang/builtins_int.h"
 #include "lang/compile.h"
 #include "tests/tap.h"
+#include "tests/doc/read_doc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *read_doc(void) {
-  const char *top = getenv("top_srcdir");
-  char path[512];
-  snprintf(path, sizeof path, "%s/doc/language.md", top && *top ? top : ".");
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  if (s && fread(s, 1, (size_t)n, f) != (size_t)n) {
-    free(s);
-    s = NULL;
-  }
-  if (s) s[n] = 0;
-  fclose(f);
-  return s;
-}
 
 /* Whether the doc writes param's default: "param = dflt" (a signature, a list) or an options
  * table's row "| `param` | `dflt` |" (or the cell unquoted, for none). */

@@ -1,6 +1,7 @@
 /* test_registry.c -- the trainer's tables (train/): the train options' descriptors
  * (train/options.h), the readers' registry (train/readers.h) and the optimizers'
- * (train/optimizers.h) are consistent: names unique and agreeing with their help, defaults
+ * (train/optimizers.h) are consistent: names unique and agreeing with their help, each
+ * parameter typed (train/spec.h), defaults
  * that parse and lie in their range, every optimizer parameter a field of pd_optimizer whose
  * default there (pd_optimizer_defaults) is what the docs write, every reader an open function;
  * and a train call's options read through the descriptors as the call wrote them. */
@@ -14,6 +15,20 @@
 #include "train/optimizers.h"
 #include "train/options.h"
 #include "train/readers.h"
+
+/* Whether a default as the docs write it is a value of the type (none: always). */
+static bool default_fits(const char *d, pd_spec_type t) {
+  if (!d || strcmp(d, "none") == 0) return true;
+  char *end;
+  size_t n = strlen(d);
+  switch (t) {
+  case PD_SPEC_NUM: case PD_SPEC_NUMS: (void)strtod(d, &end); return n && !*end;
+  case PD_SPEC_INT: (void)strtoll(d, &end, 10); return n && !*end;
+  case PD_SPEC_BOOL: return !strcmp(d, "true") || !strcmp(d, "false");
+  case PD_SPEC_STR: case PD_SPEC_STRS: return n >= 2 && d[0] == '"' && d[n - 1] == '"';
+  default: return n >= 2 && d[0] == '[' && d[n - 1] == ']';
+  }
+}
 
 /* A spec's param names and help agree, and are unique. */
 static void check_spec(const pd_spec *sp, const char *kind) {
@@ -31,6 +46,16 @@ static void check_spec(const pd_spec *sp, const char *kind) {
      "%s %s: %d required of %d, and says what it is", kind, sp->name, sp->required, n);
   for (int k = 0; k < sp->required; k++)
     ok(!sp->help[k].dflt, "%s %s: required %s has no default", kind, sp->name, sp->params[k]);
+  int untyped = 0;
+  for (int k = 0; k < n; k++)
+    if (sp->help[k].type <= PD_SPEC_ANY || sp->help[k].type > PD_SPEC_INT_LIST ||
+        !default_fits(sp->help[k].dflt, sp->help[k].type)) {
+      untyped++;
+      ok(false, "%s %s: parameter %s has a type, which its default %s is of", kind, sp->name,
+         sp->params[k], sp->help[k].dflt ? sp->help[k].dflt : "(required)");
+    }
+  ok(untyped == 0, "%s %s: each parameter has its type (train/spec.h), which the compiler "
+     "checks and its default is of", kind, sp->name);
 }
 
 static void test_options(void) {

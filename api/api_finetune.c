@@ -1,0 +1,205 @@
+/* api_finetune.c -- the script of a loaded model's fine-tuning and saving (api_finetune.h):
+ * written line by line, each line's origin (the caller's option, or the model) kept beside it. */
+#include "config.h"
+#include "api/api_finetune.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "base/dtype.h"
+
+/* The losses of the option `loss`: the name, and the expression of the cost over the target T
+ * and the label L (printf arguments: T, L, T, L). */
+static const struct {
+  const char *name, *cost;
+} losses[] = {
+    {"softmax_with_cross_entropy", "mean(softmax_with_cross_entropy(%s, %s))"},
+    {"cross_entropy", "mean(cross_entropy(%s, %s))"},
+    {"mse", "mean((%s - %s) * (%s - %s))"},
+};
+
+static const char *const own[] = {"loss", "target", "label", "freeze", NULL};
+
+bool pd_api_ft_own_option(const char *name) {
+  for (int i = 0; own[i]; i++)
+    if (strcmp(own[i], name) == 0) return true;
+  return false;
+}
+
+/* value without the quotes of a string literal ("mse" -> mse) into buf; a value that is no
+ * plain string literal stays as it is. */
+static const char *unquote(const char *value, char *buf, size_t size) {
+  size_t n = value ? strlen(value) : 0;
+  if (n < 2 || value[0] != '"' || value[n - 1] != '"' || n - 2 >= size ||
+      strpbrk(value + 1, "\\") || memchr(value + 1, '"', n - 2))
+    return value;
+  memcpy(buf, value + 1, n - 2);
+  buf[n - 2] = '\0';
+  return buf;
+}
+
+static const char *opt(const char *const *options, const char *name) {
+  for (int i = 0; options && options[i]; i += 2)
+    if (strcmp(options[i], name) == 0) return options[i + 1];
+  return NULL;
+}
+
+/* End the line being written: its origin is blame (printf). */
+static pd_status end_line(pd_api_ft *ft, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static pd_status end_line(pd_api_ft *ft, const char *fmt, ...) {
+  pd_buf_puts(&ft->text, "\n");
+  if ((size_t)ft->nlines == ft->cap) {
+    size_t cap = ft->cap ? ft->cap * 2 : 16;
+    char **b = pd_realloc(ft->blame, cap * sizeof *b);
+    if (!b) return PD_ENOMEM;
+    ft->blame = b;
+    ft->cap = cap;
+  }
+  pd_buf w;
+  pd_buf_init(&w);
+  va_list ap;
+  va_start(ap, fmt);
+  pd_buf_vprintf(&w, fmt, ap);
+  va_end(ap);
+  char *s = w.oom ? NULL : pd_buf_take(&w);
+  pd_buf_free(&w);
+  if (!s) return PD_ENOMEM;
+  ft->blame[ft->nlines++] = s;
+  return ft->text.oom ? PD_ENOMEM : PD_OK;
+}
+
+/* s as a string literal of the language. */
+static void put_string(pd_buf *b, const char *s) {
+  pd_buf_puts(b, "\"");
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') pd_buf_puts(b, "\\");
+    pd_buf_append(b, s, 1);
+  }
+  pd_buf_puts(b, "\"");
+}
+
+static pd_status oom(pd_error *err) {
+  return pd_error_set(err, PD_ENOMEM, (pd_loc){0}, "out of memory");
+}
+
+pd_status pd_api_ft_script(pd_api_ft *ft, const pd_program *p, const char *path,
+                           int nfeeds, const char *const *feeds, int nfetches,
+                           const char *const *fetches, const char *const *options,
+                           const char *save_path, pd_error *err) {
+  const char *loss_opt = opt(options, "loss"), *target_opt = opt(options, "target");
+  const char *label = opt(options, "label"), *freeze = opt(options, "freeze");
+  char lbuf[64], tbuf[256];
+  const char *loss = unquote(loss_opt, lbuf, sizeof lbuf);
+  const char *target = unquote(target_opt, tbuf, sizeof tbuf);
+  int li = -1, ti = -1;
+  for (size_t i = 0; i < sizeof losses / sizeof *losses; i++)
+    if (strcmp(losses[i].name, loss ? loss : losses[0].name) == 0) li = (int)i;
+  if (li < 0)
+    return pd_error_set(err, PD_EINVAL, (pd_loc){0}, "pd_state_train: option 'loss' is %s; "
+                        "the losses are \"softmax_with_cross_entropy\" (the default), "
+                        "\"cross_entropy\" and \"mse\"", loss_opt);
+  for (int i = 0; i < nfetches; i++)
+    if (!target || strcmp(target, fetches[i]) == 0) {
+      ti = i;
+      break;
+    }
+  if (ti < 0) {
+    pd_buf b;
+    pd_buf_init(&b);
+    for (int i = 0; i < nfetches; i++) pd_buf_printf(&b, "%s\"%s\"", i ? ", " : "", fetches[i]);
+    pd_status s = b.oom ? oom(err)
+                        : pd_error_set(err, PD_EINVAL, (pd_loc){0}, "pd_state_train: option "
+                                       "'target' is %s, which is no output of %s; its outputs "
+                                       "are %s", target_opt, path, b.data);
+    pd_buf_free(&b);
+    return s;
+  }
+  const pd_var_desc *tv = pd_block_find_var_local(p->blocks[0], fetches[ti]);
+  pd_buf *b = &ft->text;
+  /* the model as a layer */
+  pd_buf_puts(b, "__model = import_model(");
+  put_string(b, path);
+  if (freeze) pd_buf_printf(b, ", freeze = %s", freeze);
+  pd_buf_puts(b, ")");
+  if (freeze ? end_line(ft, "option 'freeze' (%s)", freeze) : end_line(ft, "the model %s", path))
+    return oom(err);
+  /* its inputs */
+  for (int i = 0; i < nfeeds; i++) {
+    const pd_var_desc *v = pd_block_find_var_local(p->blocks[0], feeds[i]);
+    if (!v) return pd_error_set(err, PD_EINVAL, (pd_loc){0}, "%s: no var for input '%s'", path,
+                                feeds[i]);
+    pd_buf_printf(b, "__in%d = data(", i);
+    put_string(b, feeds[i]);
+    pd_buf_puts(b, ", ");
+    pd_buf_put_dims(b, v->ndims, v->dims);
+    pd_buf_printf(b, ", %s", pd_dtype_name(v->dtype));
+    if (v->lod_level) pd_buf_printf(b, ", lod_level = %d", v->lod_level);
+    pd_buf_puts(b, ")");
+    if (end_line(ft, "input '%s' of %s", feeds[i], path)) return oom(err);
+  }
+  /* the call: a list of its outputs (a one-output model's in brackets) */
+  pd_buf_printf(b, "__out = %s__model(", nfetches == 1 ? "[" : "");
+  for (int i = 0; i < nfeeds; i++) pd_buf_printf(b, "%s__in%d", i ? ", " : "", i);
+  pd_buf_printf(b, ")%s", nfetches == 1 ? "]" : "");
+  if (end_line(ft, "the model %s", path)) return oom(err);
+  /* the label and the cost */
+  pd_buf_puts(b, "__label = data(");
+  if (label) {
+    pd_buf_puts(b, label);
+  } else if (li == 2) {  /* mse: the target's shape */
+    pd_buf_puts(b, "\"label\", ");
+    if (tv) pd_buf_put_dims(b, tv->ndims, tv->dims);
+    else pd_buf_puts(b, "[-1, 1]");
+  } else {
+    pd_buf_puts(b, "\"label\", [-1, 1], int64");
+  }
+  pd_buf_puts(b, ")");
+  const char *ldef = li == 2 ? "\"label\", the target's shape" : "\"label\", [-1, 1], int64";
+  if (end_line(ft, "option 'label' (%s)", label ? label : ldef)) return oom(err);
+  char t[32];
+  snprintf(t, sizeof t, "__out[%d]", ti);
+  pd_buf_puts(b, "__cost = ");
+  pd_buf_printf(b, losses[li].cost, t, "__label", t, "__label");
+  if (end_line(ft, "options 'loss' (\"%s\"), 'target' (\"%s\") and 'label' (%s)",
+               losses[li].name, fetches[ti], label ? label : ldef))
+    return oom(err);
+  if (save_path) {
+    /* the outputs under their names (when they are var names, as save takes them) */
+    bool plain = true;
+    for (int i = 0; i < nfetches; i++) plain &= pd_is_var_name(fetches[i]);
+    pd_buf_puts(b, "save(");
+    put_string(b, save_path);
+    for (int i = 0; i < nfetches; i++) pd_buf_printf(b, ", __out[%d]", i);
+    for (int i = 0; plain && i < nfetches; i++) {
+      pd_buf_puts(b, i ? ", " : ", names = [");
+      put_string(b, fetches[i]);
+    }
+    pd_buf_puts(b, plain && nfetches ? "])" : ")");
+    if (end_line(ft, "pd_state_save_model(\"%s\")", save_path)) return oom(err);
+    return PD_OK;
+  }
+  /* train(...), an option a line */
+  pd_buf_puts(b, "train(__cost");
+  for (int i = 0; options && options[i]; i += 2) {
+    if (pd_api_ft_own_option(options[i])) continue;
+    pd_buf_puts(b, ",");
+    if (end_line(ft, "pd_state_train")) return oom(err);
+    pd_buf_printf(b, "  %s = %s", options[i], options[i + 1]);
+    if (end_line(ft, "option '%s' (%s)", options[i], options[i + 1])) return oom(err);
+  }
+  pd_buf_puts(b, ")");
+  if (end_line(ft, "pd_state_train")) return oom(err);
+  return PD_OK;
+}
+
+const char *pd_api_ft_blame(const pd_api_ft *ft, int line) {
+  return line >= 1 && line <= ft->nlines ? ft->blame[line - 1] : NULL;
+}
+
+void pd_api_ft_free(pd_api_ft *ft) {
+  for (int i = 0; i < ft->nlines; i++) pd_free(ft->blame[i]);
+  pd_free(ft->blame);
+  pd_buf_free(&ft->text);
+  *ft = (pd_api_ft){0};
+}
