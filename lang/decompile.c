@@ -913,14 +913,27 @@ static bool cf_cond(const pd_block *b, const char *name) {
   return true;
 }
 
-/* A conditional_block of b on one element: its Cond var and block (else false). */
+/* A conditional_block of b on one element: its Cond var and block (else false); with written,
+ * a Cond that the script can write as the if's condition. */
 static bool scalar_cb(const dc *d, const pd_block *b, const pd_op_desc *op, const char **cond,
-                      const pd_block **sub) {
+                      const pd_block **sub, bool written) {
   const pd_attr *sc = pd_op_attr(op, "is_scalar_condition");
   *cond = one_var(pd_op_input(op, "Cond"));
   *sub = cf_sub(d, b, op);
   return !strcmp(op->type, "conditional_block") && sc && sc->type == PD_ATTR_BOOLEAN &&
-         sc->v.b && *sub && cf_cond(b, *cond) && unread(d, op, "Scope");
+         sc->v.b && *sub && *cond && (!written || cf_cond(b, *cond));
+}
+
+/* Whether the Scope vars of an if's conditional_blocks are read by nothing but the else's
+ * Scope input (PIR's pair shares one scope). */
+static bool scopes_unread(const dc *d, const pd_op_desc *cb, const pd_op_desc *els) {
+  const pd_slot *s = pd_op_output(cb, "Scope"), *in = els ? pd_op_input(els, "Scope") : NULL;
+  for (int k = 0; s && k < s->nargs; k++) {
+    int64_t by_else = 0;
+    for (int q = 0; in && q < in->nargs; q++) by_else += !strcmp(in->args[q], s->args[k]);
+    if (reads_of(d, s->args[k]) != by_else) return false;
+  }
+  return !els || unread(d, els, "Scope");
 }
 
 /* Where the ops of block b are written as if / while (plan[i] for op i). */
@@ -937,12 +950,12 @@ static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
         plan[i].kind = CF_WHILE;
       continue;
     }
-    if (!scalar_cb(d, b, op, &c, &s1)) continue;
+    if (!scalar_cb(d, b, op, &c, &s1, true)) continue;
     plan[i].kind = CF_IF;
     /* the else: the next op (after logical_not of the condition, if there) on its negation */
     int j = i + 1;
     if (j < b->nops && !strcmp(b->ops[j]->type, "logical_not")) j++;
-    if (j < b->nops && scalar_cb(d, b, b->ops[j], &c2, &s2) && reads_of(d, c2) == 1 &&
+    if (j < b->nops && scalar_cb(d, b, b->ops[j], &c2, &s2, false) && reads_of(d, c2) == 1 &&
         count(d->writes, c2) == 1) {
       int ln = -1;
       for (int k = 0; k < j && ln < 0; k++)
@@ -950,10 +963,14 @@ static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
             same_var(one_var(pd_op_output(b->ops[k], "Out")), c2) &&
             same_var(one_var(pd_op_input(b->ops[k], "X")), c))
           ln = k;
-      if (ln >= 0 && (ln == i + 1 || j == i + 1)) {
+      if (ln >= 0 && (ln == i + 1 || j == i + 1) && scopes_unread(d, op, b->ops[j])) {
         plan[i].else_op = j;
         plan[j].kind = plan[ln].kind = CF_SKIP;
       }
+    }
+    if (plan[i].else_op < 0 && !scopes_unread(d, op, NULL)) {
+      plan[i].kind = CF_OP;
+      continue;
     }
     /* select_input(X = [false's, true's], Mask = cast(cond)) after the pair */
     int k = (plan[i].else_op >= 0 ? plan[i].else_op : i) + 1;

@@ -55,17 +55,31 @@ for m in mlp mlp_old_attrs lenet cnn_bn embedding_bag transformer lstm1 gru1 lst
   good=1
   for f in "$w"/b/*.npy; do
     g=$(basename "$f" .npy | tr -c 'A-Za-z0-9_\n' '_')   # the script's name of the output
+    # an output that is also an input (while_loop's x, which the loop writes in place) is the
+    # loop's var in the script, fetched under its own name: the one output compares with it
+    [ ! -f "$w/a/$g.npy" ] && [ "$(ls "$w"/a/*.npy "$w"/b/*.npy | wc -l)" = 2 ] &&
+      g=$(basename "$w"/a/*.npy .npy)
     "$compare" --compare "$w/a/$g.npy" "$f" 0 > "$w/cmp.log" 2>&1 ||
       { good=0; sed 's/^/# /' "$w/cmp.log" "$w/a.log" | head -5; }
   done
   ops=$(grep -c '  # op [0-9]*\( of block [0-9]*\)\{0,1\}$' "$w/m.pd")
-  bodies=$(grep -c ') {  # op [0-9]*' "$w/m.pd")
+  bodies=$(grep -c '{  # op [0-9]*' "$w/m.pd")   # op(...) {, if (...) {, } else {, while (...) {
   want=$(($("$PDLANG" dump "$model" | grep -c '^block [0-9]') - 1))   # the blocks under block 0
   if [ $good = 1 ] && [ "$ops" -gt 0 ] && [ "$bodies" = "$want" ]; then
     echo "ok $n - $m: decompiled to $ops op() lines ($bodies with a body), run, saved: its outputs equal the original's"
   else
     echo "not ok $n - $m: the decompiled model's outputs ($bodies bodies for $want blocks)"
   fi
+  case $m in  # static.nn.cond and while_loop: the language's if / else and while
+  *cond*|*while_loop)
+    n=$((n + 1))
+    if grep -q '^\(if\|while\) ([A-Za-z_0-9]*) {  # op [0-9]* (\(conditional_block\|while\))$' "$w/m.pd" &&
+       ! grep -q 'op("\(while\|conditional_block\|select_input\)"' "$w/m.pd"; then
+      echo "ok $n - $m: its control flow is an if / while statement"
+    else
+      echo "not ok $n - $m: its control flow is an if / while statement"; sed 's/^/# /' "$w/m.pd" | grep -v param
+    fi;;
+  esac
 done
 
 # Fluid's folder layout, one file per parameter (fluid_dir) or all in __params__
@@ -187,11 +201,15 @@ for m in rows_if scalar_if while for_seq; do
     "$compare" --compare "$w/b/$g.npy" "$f" 0 > "$w/cmp.log" 2>&1 ||
       { good=0; sed 's/^/# /' "$w/cmp.log" | head -5; }
   done
-  bodies=$(grep -c ') {  # op [0-9]*' "$w/m.pd")
-  if [ $good = 1 ] && [ "$bodies" -gt 0 ]; then
-    echo "ok $n - pdlang's $m: decompiled with $bodies block op(s), its outputs equal the original's"
+  bodies=$(grep -c '{  # op [0-9]*' "$w/m.pd")
+  # the if over one element and the whiles as statements; the if over rows stays op() { }
+  if [ $m = rows_if ]; then stmts=$(grep -c ') {  # op [0-9]*$' "$w/m.pd")
+  else stmts=$(grep -c '^ *\(if\|while\) ([A-Za-z_0-9]*) {  # op [0-9]* (' "$w/m.pd"); fi
+  if [ $good = 1 ] && [ "$bodies" -gt 0 ] && [ "$stmts" -gt 0 ]; then
+    echo "ok $n - pdlang's $m: decompiled with $bodies block(s), $stmts written as statements, its outputs equal the original's"
   else
-    echo "not ok $n - pdlang's $m: the decompiled model's outputs"
+    echo "not ok $n - pdlang's $m: the decompiled model's outputs ($stmts statements)"
+    sed 's/^/# /' "$w/m.pd" | grep -v param
   fi
 done
 
