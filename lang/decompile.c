@@ -904,10 +904,12 @@ static bool unread(const dc *d, const pd_op_desc *op, const char *slot) {
   return true;
 }
 
-/* The bool var of one element, as b sees it, that a condition of the language can be. */
+/* The bool var of one element (or of a shape the file leaves out: the script's var has the
+ * one shape inference gives, which the compile of the script checks), as b sees it, that a
+ * condition of the language can be. */
 static bool cf_cond(const pd_block *b, const char *name) {
   const pd_var_desc *v = name ? pd_block_find_var_visible(b, name, NULL) : NULL;
-  if (!v || v->dtype != PD_BOOL || v->type != PD_VAR_LOD_TENSOR || v->ndims < 0) return false;
+  if (!v || v->dtype != PD_BOOL || v->type != PD_VAR_LOD_TENSOR) return false;
   for (int i = 0; i < v->ndims; i++)
     if (v->dims[i] != 1) return false;
   return true;
