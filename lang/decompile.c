@@ -1359,7 +1359,11 @@ static pd_status write_script(dc *d, const char *model_path, const char *save_as
     }
     pd_buf_puts(out, ")\n");
   }
-  if (!st && (out->oom || d->oom)) st = oom(d);
+  /* a failed allocation, also where it made another error (or its message) */
+  if (st != PD_ENOMEM && (out->oom || d->oom || (st && err && !err->msg))) {
+    pd_error_clear(err);
+    st = oom(d);
+  }
   return st;
 }
 
