@@ -1,8 +1,10 @@
 /* decompile.c -- a saved inference program as .pd source (lang/decompile.h): data() for its
  * feed targets, param() for its parameters, op() for each op or a layer's or builtin's call for
- * a run of them (verified by compiling the script), load() and save(). An op that runs
- * a block (conditional_block, while) is written with its block as a body, op(...) { ... }, and a
- * var of a block that a block below it writes first is declared before, declare(shape). Each var
+ * a run of them (verified by compiling the script), load() and save(). Control flow is the
+ * language's while / if / else where it maps back (verified by compiling the script too); else
+ * an op that runs a block (conditional_block, while) is written with its block as a body,
+ * op(...) { ... }, and a var of a block that a block below it writes first is declared before,
+ * declare(shape). Each var
  * has one identifier, made at its first use: vars are told apart by the block that declares them
  * (Fluid's visibility: a block sees its own vars and its parents'). */
 #include "config.h"
