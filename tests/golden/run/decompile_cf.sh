@@ -63,7 +63,8 @@ for name in own own5 cond while_loop pir/cond pir/while_loop; do
   sed -n 's/^\([^ ]*\): Tensor(.*/\1/p' "$w/b.log" > "$w/b.names"
   [ -s "$w/a.names" ] && [ "$(wc -l < "$w/a.names")" = "$(wc -l < "$w/b.names")" ] ||
     echo "$name: the outputs $(cat "$w/a.names") and $(cat "$w/b.names")" >> "$tmp/err"
-  paste -d ' ' "$w/a.names" "$w/b.names" | while read -r x y; do
+  paste -d ' ' "$w/a.names" "$w/b.names" | sed 's|/|_|g; s|^\.|_|; s| \.| _|' |
+  while read -r x y; do
     cmp -s "$w/a/$x.npy" "$w/b/$y.npy" || echo "$name: $x and $y differ" >> "$tmp/err"
   done
 done
