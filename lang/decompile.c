@@ -1172,6 +1172,26 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
     pd_buf_printf(d->out, "%s = %s  # op %d%s\n", y, x, index, of_block(where, b));
     return PD_OK;
   }
+  /* in such a body the elementwise ops of the operators and the builtins' activations are
+   * written as those (the check of the whole script compares their ops) */
+  const char *sym = d->rebind ? binary_sym(op) : NULL;
+  const char *fn = d->rebind && !sym && strcmp(op->type, "dropout") ? unary_fn(op) : NULL;
+  const char *ay = sym ? one_var(pd_op_input(op, "Y")) : NULL;
+  if ((sym || fn) && !persistable(b, ao) && defined(d, b, ax) && (!ay || defined(d, b, ay))) {
+    pd_buf call;
+    pd_buf_init(&call);
+    pd_status st = fn ? attrs_given(op, &call) : PD_OK;
+    const char *x = ident(d, b, ax), *y = ay ? ident(d, b, ay) : "", *o = ident(d, b, ao);
+    if (!st && (!x || !y || !o || call.oom)) st = PD_ENOMEM;
+    if (!st) {
+      indent(d);
+      if (sym) pd_buf_printf(d->out, "%s = %s %s %s", o, x, sym, y);
+      else pd_buf_printf(d->out, "%s = %s(%s%s)", o, fn, x, call.data ? call.data : "");
+      pd_buf_printf(d->out, "  # op %d%s\n", index, of_block(where, b));
+    }
+    pd_buf_free(&call);
+    if (st != PD_EUNSUPPORTED) return st ? oom(d) : PD_OK;  /* else op() below */
+  }
   pd_status st = sub_block(d, b, index, op, &sub);
   if (!st && sub) st = declare_written(d, b, sub);
   if (st) return st;
