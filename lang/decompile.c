@@ -883,6 +883,12 @@ typedef struct cfplan {
   int kind;                           /* CF_*: how op i of the block is written */
   int else_op, cast_op, sel_op;       /* CF_IF: the else's conditional_block, select_input's
                                          cast and select_input (-1: none) */
+  bool rows;                          /* CF_IF over a batch's rows: split_lod_tensor ops
+                                         before it (their parts are the split var in the
+                                         branches) and merge_lod_tensor ops after the pair,
+                                         sel_op .. sel_op + nres - 1 (their outputs assigned
+                                         at the end of each branch) */
+  int nres;                           /* the results: 1 with sel_op, else the merges */
 } cfplan;
 
 /* The block op's one sub-block when it is a block of b (NULL otherwise). */
@@ -897,6 +903,7 @@ static const pd_block *cf_sub(const dc *d, const pd_block *b, const pd_op_desc *
 }
 
 static int64_t reads_of(const dc *d, const char *name) { return count(d->reads, name); }
+static int64_t reads_in(const pd_program *p, const pd_block *sub, const char *name);
 
 /* Whether no op reads any var of op's output slot (a Scope, StepScopes). */
 static bool unread(const dc *d, const pd_op_desc *op, const char *slot) {
@@ -940,9 +947,62 @@ static bool scopes_unread(const dc *d, const pd_op_desc *cb, const pd_op_desc *e
   return !els || unread(d, els, "Scope");
 }
 
+/* How many of op's inputs name var name. */
+static int64_t op_reads(const pd_op_desc *op, const char *name) {
+  int64_t n = 0;
+  for (int j = 0; j < op->ninputs; j++)
+    for (int k = 0; k < op->inputs[j].nargs; k++) n += !strcmp(op->inputs[j].args[k], name);
+  return n;
+}
+
+/* An if over rows at op i of b: the conditional_block pair on the rows of one condition
+ * (is_scalar_condition false), the split_lod_tensor ops on it before (each part read only in
+ * its branch) and the merge_lod_tensor ops after (each part merged only); plan filled. */
+static bool rows_if(const dc *d, const pd_block *b, int i, cfplan *plan) {
+  const pd_op_desc *op = b->ops[i], *els = i + 1 < b->nops ? b->ops[i + 1] : NULL;
+  const char *c = one_var(pd_op_input(op, "Cond"));
+  const pd_block *s1 = cf_sub(d, b, op), *s2 = els ? cf_sub(d, b, els) : NULL;
+  const pd_attr *a1 = pd_op_attr(op, "is_scalar_condition");
+  const pd_attr *a2 = els ? pd_op_attr(els, "is_scalar_condition") : NULL;
+  const pd_var_desc *cv = c ? pd_block_find_var_visible(b, c, NULL) : NULL;
+  if (strcmp(op->type, "conditional_block") || !els || strcmp(els->type, "conditional_block") ||
+      !s1 || !s2 || !a1 || a1->type != PD_ATTR_BOOLEAN || a1->v.b || !a2 ||
+      a2->type != PD_ATTR_BOOLEAN || a2->v.b || !cv || cv->dtype != PD_BOOL ||
+      !same_var(one_var(pd_op_input(els, "Cond")), c) || !scopes_unread(d, op, NULL) ||
+      !scopes_unread(d, els, NULL))
+    return false;
+  int n = 0;
+  for (int k = i + 2; k < b->nops; k++, n++) {
+    const pd_op_desc *m = b->ops[k];
+    const char *t = one_var(pd_op_input(m, "InTrue")), *f = one_var(pd_op_input(m, "InFalse"));
+    if (strcmp(m->type, "merge_lod_tensor") || !same_var(one_var(pd_op_input(m, "X")), c) ||
+        !same_var(one_var(pd_op_input(m, "Mask")), c) || !one_var(pd_op_output(m, "Out")) ||
+        !t || !f || reads_of(d, t) != 1 || reads_of(d, f) != 1)
+      break;
+  }
+  if (n == 0) return false;
+  for (int k = 0; k < i; k++) {  /* the splits: none may be read elsewhere */
+    const pd_op_desc *sp = b->ops[k];
+    if (strcmp(sp->type, "split_lod_tensor") || !same_var(one_var(pd_op_input(sp, "Mask")), c))
+      continue;
+    const char *t = one_var(pd_op_output(sp, "OutTrue")), *f = one_var(pd_op_output(sp, "OutFalse"));
+    if (!t || !f || !one_var(pd_op_input(sp, "X")) ||
+        reads_of(d, t) != reads_in(d->m->program, s1, t) + op_reads(op, t) ||
+        reads_of(d, f) != reads_in(d->m->program, s2, f) + op_reads(els, f))
+      return false;
+  }
+  for (int k = 0; k < i; k++)
+    if (!strcmp(b->ops[k]->type, "split_lod_tensor") &&
+        same_var(one_var(pd_op_input(b->ops[k], "Mask")), c))
+      plan[k].kind = CF_SKIP;
+  plan[i] = (cfplan){CF_IF, i + 1, -1, i + 2, true, n};
+  for (int k = i + 1; k < i + 2 + n; k++) plan[k].kind = CF_SKIP;
+  return true;
+}
+
 /* Where the ops of block b are written as if / while (plan[i] for op i). */
 static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
-  for (int i = 0; i < b->nops; i++) plan[i] = (cfplan){CF_OP, -1, -1, -1};
+  for (int i = 0; i < b->nops; i++) plan[i] = (cfplan){CF_OP, -1, -1, -1, false, 0};
   for (int i = 0; i < b->nops; i++) {
     const pd_op_desc *op = b->ops[i];
     const char *c, *c2;
@@ -954,6 +1014,7 @@ static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
         plan[i].kind = CF_WHILE;
       continue;
     }
+    if (rows_if(d, b, i, plan)) continue;
     if (!scalar_cb(d, b, op, &c, &s1, true)) continue;
     plan[i].kind = CF_IF;
     /* the else: the next op (after logical_not of the condition, if there) on its negation */
@@ -990,6 +1051,7 @@ static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
         strcmp(xs->args[0], xs->args[1])) {
       plan[i].cast_op = k;
       plan[i].sel_op = k + 1;
+      plan[i].nres = 1;
       plan[k].kind = plan[k + 1].kind = CF_SKIP;
     }
   }
@@ -1027,12 +1089,30 @@ static bool top_writes(const pd_block *top, const char *name) {
   return false;
 }
 
+/* Result r of an if as planned (its select_input, or its r-th merge_lod_tensor): the var it
+ * writes and, into *val, the var of branch side (0: true, 1: false) it takes. */
+static const char *result(const pd_block *b, const cfplan *pl, int r, int side,
+                          const char **val) {
+  const pd_op_desc *op = b->ops[pl->sel_op + r];
+  if (pl->rows) *val = one_var(pd_op_input(op, side ? "InFalse" : "InTrue"));
+  else *val = pd_op_input(op, "X")->args[side ? 0 : 1];
+  return one_var(pd_op_output(op, "Out"));
+}
+
+/* Whether var name is what branch side gives a result of the if. */
+static bool result_val(const pd_block *b, const cfplan *pl, int side, const char *name) {
+  const char *v;
+  for (int r = 0; pl && r < pl->nres; r++)
+    if (result(b, pl, r, side, &v) && same_var(v, name)) return true;
+  return false;
+}
+
 /* Whether each var of a block above sub that an op of sub (or under it) writes can be written
  * by the statement at block b: it has a name already, or it is one that both arms of an if
- * assign (other: the other arm, written in both at their own level), or `also`, or no op
- * outside sub reads it (nor a fetch). */
+ * assign (other: the other arm, written in both at their own level), or what the branch gives
+ * a result (pl, side), or no op outside sub reads it (nor a fetch). */
 static bool writes_map(dc *d, const pd_block *b, const pd_block *sub, const pd_block *other,
-                       const char *also) {
+                       const cfplan *pl, int side) {
   const pd_program *p = d->m->program;
   for (int bi = 0; bi < p->nblocks; bi++) {
     const pd_block *bk = p->blocks[bi];
@@ -1045,7 +1125,7 @@ static bool writes_map(dc *d, const pd_block *b, const pd_block *sub, const pd_b
           if (!strcmp(name, PD_EMPTY_VAR_NAME) || !pd_block_find_var_visible(bk, name, &o) ||
               !o || in_tree(p, sub, o))
             continue;  /* the body's own */
-          if (defined(d, b, name) || same_var(name, also) ||
+          if (defined(d, b, name) || result_val(b, pl, side, name) ||
               (other && top_writes(sub, name) && top_writes(other, name)))
             continue;
           if (reads_of(d, name) != reads_in(p, sub, name)) return false;
@@ -1055,22 +1135,24 @@ static bool writes_map(dc *d, const pd_block *b, const pd_block *sub, const pd_b
 }
 
 /* A body of the language's statement: block sub's ops, one level in, writes as assignments;
- * then `res = val` (select_input's output) when res. */
-static pd_status put_body(dc *d, const pd_block *b, const pd_block *sub, const char *res,
-                          const char *val, int sel) {
+ * then `res = val` for each result of an if (pl; side: the branch). */
+static pd_status put_body(dc *d, const pd_block *b, const pd_block *sub, const cfplan *pl,
+                          int side) {
   bool rebind = d->rebind;
   d->rebind = true;
   d->depth++;
   pd_status st = put_ops(d, sub);
-  if (!st && res) {
-    const char *r = ident(d, b, res), *v = defined(d, sub, val) ? ident(d, sub, val) : NULL;
-    if (!r || (!v && d->oom)) st = oom(d);
+  for (int r = 0; !st && pl && r < pl->nres; r++) {
+    const char *val, *res = result(b, pl, r, side, &val);
+    const char *id = ident(d, b, res), *v = defined(d, sub, val) ? ident(d, sub, val) : NULL;
+    const char *type = pl->rows ? "merge_lod_tensor" : "select_input";
+    if (!id || (!v && d->oom)) st = oom(d);
     else if (!v)
-      st = pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (select_input) reads '%s', "
-                        "which its block does not write", sel, val);
+      st = pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (%s) reads '%s', which its "
+                        "block does not write", pl->sel_op + r, type, val);
     else {
       indent(d);
-      pd_buf_printf(d->out, "%s = %s  # op %d (select_input)\n", r, v, sel);
+      pd_buf_printf(d->out, "%s = %s  # op %d (%s)\n", id, v, pl->sel_op + r, type);
     }
   }
   d->depth--;
@@ -1078,21 +1160,47 @@ static pd_status put_body(dc *d, const pd_block *b, const pd_block *sub, const c
   return st;
 }
 
-/* `if (...) { ... } else { ... }` or `while (...) { ... }` for op i of b as planned; *done false
- * (nothing written) when its writes do not map (the op is then written as op() { }). */
-static pd_status put_cf(dc *d, const pd_block *b, int i, const cfplan *pl, bool *done) {
+/* Before an if over rows at op i: the parts of each split_lod_tensor on its condition c
+ * before it (which the plan skips) are the split var's name in the branches. */
+static pd_status alias_parts(dc *d, const pd_block *b, int i, const char *c) {
+  for (int k = 0; k < i; k++) {
+    const pd_op_desc *sp = b->ops[k];
+    if (strcmp(sp->type, "split_lod_tensor") ||
+        !same_var(one_var(pd_op_input(sp, "Mask")), c))
+      continue;
+    const char *x = one_var(pd_op_input(sp, "X"));
+    if (!defined(d, b, x))
+      return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (split_lod_tensor) reads "
+                          "'%s', which no op before it writes", k, x);
+    const char *id = ident(d, b, x);
+    for (int side = 0; id && side < 2; side++) {
+      char *key = var_key(b, one_var(pd_op_output(sp, side ? "OutFalse" : "OutTrue")));
+      pd_strmap_entry *e = key ? pd_strmap_add(&d->ident, key, NULL) : NULL;
+      pd_free(key);
+      if (!e) return oom(d);
+      e->val.p = (void *)id;
+    }
+    if (!id) return oom(d);
+  }
+  return PD_OK;
+}
+
+/* `if (...) { ... } else { ... }` or `while (...) { ... }` for op i of b as planned (plan: the
+ * block's); *done false (nothing written) when its writes do not map (the op is then written
+ * as op() { }). */
+static pd_status put_cf(dc *d, const pd_block *b, int i, const cfplan *plan, bool *done) {
+  const cfplan *pl = &plan[i];
   const pd_op_desc *op = b->ops[i];
   const pd_block *s1 = cf_sub(d, b, op), *s2 = NULL;
   const char *c = one_var(pd_op_input(op, pl->kind == CF_WHILE ? "Condition" : "Cond"));
-  const pd_op_desc *sel = pl->sel_op >= 0 ? b->ops[pl->sel_op] : NULL;
-  const char *res = sel ? one_var(pd_op_output(sel, "Out")) : NULL;
-  const char *tv = sel ? pd_op_input(sel, "X")->args[1] : NULL;
-  const char *fv = sel ? pd_op_input(sel, "X")->args[0] : NULL;
+  const cfplan *ifp = pl->kind == CF_IF ? pl : NULL;
   char where[32];
   *done = false;
   if (pl->else_op >= 0) s2 = cf_sub(d, b, b->ops[pl->else_op]);
-  if (!defined(d, b, c) || !writes_map(d, b, s1, s2, tv) ||
-      (s2 && !writes_map(d, b, s2, s1, fv))) {
+  pd_status st = pl->rows ? alias_parts(d, b, i, c) : PD_OK;
+  if (st) return st;
+  if (!defined(d, b, c) || !writes_map(d, b, s1, s2, ifp, 0) ||
+      (s2 && !writes_map(d, b, s2, s1, ifp, 1))) {
     if (pl->else_op < 0) return d->oom ? oom(d) : PD_OK;  /* op() { } */
     return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (conditional_block): a var "
                         "its block writes is read after it", i, of_block(where, b));
@@ -1101,21 +1209,21 @@ static pd_status put_cf(dc *d, const pd_block *b, int i, const cfplan *pl, bool 
   if (!cid) return oom(d);
   *done = true;
   d->lifted++;
-  for (int k = 0; k < 3; k++) {
-    int at = k == 0 ? pl->else_op : k == 1 ? pl->cast_op : pl->sel_op;
+  for (int k = 0; k < 2 + pl->nres; k++) {
+    int at = k == 0 ? pl->else_op : k == 1 ? pl->cast_op : pl->sel_op + k - 2;
     char key[48];
     snprintf(key, sizeof key, "%d:%d", b->idx, at);
-    if (at >= 0 && !pd_strmap_add(&d->consumed, key, NULL)) return oom(d);
+    if (at >= 0 && !pl->rows && !pd_strmap_add(&d->consumed, key, NULL)) return oom(d);
   }
   indent(d);
   pd_buf_printf(d->out, "%s (%s) {  # op %d%s (%s)\n", pl->kind == CF_WHILE ? "while" : "if", cid,
                 i, of_block(where, b), op->type);
-  pd_status st = put_body(d, b, s1, res, tv, pl->sel_op);
+  st = put_body(d, b, s1, ifp, 0);
   if (!st && s2) {
     indent(d);
     pd_buf_printf(d->out, "} else {  # op %d%s (conditional_block)\n", pl->else_op,
                   of_block(where, b));
-    st = put_body(d, b, s2, res, fv, pl->sel_op);
+    st = put_body(d, b, s2, ifp, 1);
   }
   if (!st) {
     indent(d);
@@ -1135,7 +1243,7 @@ static pd_status put_ops(dc *d, const pd_block *b) {
     if (strcmp(op->type, "feed") == 0 || strcmp(op->type, "fetch") == 0) continue;
     if (plan && plan[i].kind == CF_SKIP) continue;
     bool done = false;
-    if (plan && plan[i].kind != CF_OP && ((st = put_cf(d, b, i, &plan[i], &done)) || done)) {
+    if (plan && plan[i].kind != CF_OP && ((st = put_cf(d, b, i, plan, &done)) || done)) {
       if (st && !d->err->msg) st = oom(d);
       continue;
     }

@@ -207,9 +207,11 @@ for m in rows_if scalar_if while for_seq; do
   good=1
   same_outputs "$w" || good=0
   bodies=$(grep -c '{  # op [0-9]*' "$w/m.pd")
-  # the if over one element and the whiles as statements; the if over rows stays op() { }
-  if [ $m = rows_if ]; then stmts=$(grep -c ') {  # op [0-9]*$' "$w/m.pd")
-  else stmts=$(grep -c '^ *\(if\|while\) ([A-Za-z_0-9]*) {  # op [0-9]* (' "$w/m.pd"); fi
+  # the ifs (over rows, with the split and merge ops; over one element) and the whiles as
+  # statements
+  stmts=$(grep -c '^ *\(if\|while\) ([A-Za-z_0-9]*) {  # op [0-9]* (' "$w/m.pd")
+  grep -q 'op("\(while\|conditional_block\|split_lod_tensor\|merge_lod_tensor\)"' "$w/m.pd" &&
+    stmts=0
   if [ $good = 1 ] && [ "$bodies" -gt 0 ] && [ "$stmts" -gt 0 ]; then
     echo "ok $n - pdlang's $m: decompiled with $bodies block(s), $stmts written as statements, its outputs equal the original's"
   else
