@@ -89,8 +89,9 @@ const pd_command pd_cmd_decompile = {
              "language's statements where it maps back to them: while (cond) { ... } for a\n"
              "while op, if (cond) { ... } else { ... } for a conditional_block on one element\n"
              "and the one on its logical_not (with static.nn.cond's select_input as the\n"
-             "assignment of its output in each branch), kept when the script compiles to the\n"
-             "model's ops. Otherwise an op that runs a block is written with its block as a\n"
-             "body, op(\"while\", ...) { ... }, and a var that a block below writes first is\n"
-             "made before it by declare(shape).",
+             "assignment of its output in each branch; an if over rows likewise, its split\n"
+             "parts as the split var, its merges' outputs assigned in each branch), kept\n"
+             "when the script compiles to the model's ops. Otherwise an op that runs a block\n"
+             "is written with its block as a body, op(\"while\", ...) { ... }, and a var that\n"
+             "a block below writes first is made before it by declare(shape).",
 };

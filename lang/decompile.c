@@ -870,7 +870,9 @@ static pd_status put_group(dc *d, group *g) {
  * (is_scalar_condition) `if (cond) { ... }`, with the conditional_block of its logical_not after
  * it as the else (`static.nn.cond`'s pair, and the if that pdlang compiles), and a select_input
  * of the pair's results on cast(cond) after them (`static.nn.cond`'s merge) as the assignment
- * of its output at the end of each arm. In such a body a write of a var made before is an
+ * of its output at the end of each arm. The if over rows that pdlang compiles (the pair on one
+ * condition's rows) likewise: its split_lod_tensor parts are the split var's identifier in the
+ * branches, its merge_lod_tensor outputs assigned at the end of each. In such a body a write of a var made before is an
  * assignment of its name (the language carries it out of the block: a while's loop-carried
  * name, an if's output), so each var the body writes must have a name before the statement,
  * be assigned in both arms of an if, or be read nowhere outside the body. What does not map
