@@ -1801,7 +1801,7 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
     d.readable = true;
     st = write_script(&d, model_path, save_as, params, np);
     if (!st && d.lifted) st = check_readable(&d, cf.data, cf.len, &readable);
-    else if (st == PD_EUNSUPPORTED) {
+    else if (st && st != PD_ENOMEM) { /* what the statements cannot say: the op() form */
       pd_error_clear(err);
       st = PD_OK;
     }

@@ -19,6 +19,7 @@
 #include "lang/compile.h"
 #include "lang/decompile.h"
 #include "tests/tap.h"
+#include "tests/vm/ir/models.h"
 #include "vm/run/model.h"
 
 enum { SAMPLES = 2000 };
@@ -81,6 +82,22 @@ enum { DEEP = 64 };
 static void odd_programs(void) {
   pd_error e = {0};
   pd_status st;
+
+  /* tests/vm/ir/models.c's hand-made programs (if / else blocks reading a var no op writes,
+   * every attribute type, BLOCKS, every var kind and 0-d shapes): a script or an error that
+   * says why, never a crash */
+  static const char *const hand[] = {"nested", "attrs", "kinds"};
+  for (size_t i = 0; i < sizeof hand / sizeof *hand; i++) {
+    pd_program *hp = model_by_name(hand[i]);
+    pd_model hm = {.program = hp};
+    char *hs = hp ? decompile(&hm, "hand.pdmodel", &st, &e) : NULL;
+    ok(hp && ((st == PD_OK && hs) || (st != PD_OK && st != PD_ENOMEM && e.msg && *e.msg)),
+       "models.c's %s: %s", hand[i], st ? (e.msg ? e.msg : "no message") : "decompiled");
+    pd_free(hs);
+    pd_error_clear(&e);
+    pd_program_free(hp);
+  }
+
   const int64_t row[] = {-1, 4}, one[] = {1};
 
   /* empty lists: INTS, FLOATS, STRINGS (of a block op), BOOLEANS and FLOAT64S the registry lacks */
