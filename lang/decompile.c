@@ -39,8 +39,8 @@ typedef struct dc {
   int lifted;        /* the if / while statements written */
   const pd_strmap *reads; /* var name -> how many op inputs (any block) and fetches name it */
   const pd_strmap *writes; /* var name -> how many op outputs name it */
-  pd_strmap consumed;     /* "BLOCK:INDEX" of the ops an if stands for besides its
-                             conditional_blocks (logical_not, cast, select_input) */
+  pd_strmap consumed;     /* "BLOCK:INDEX" of the ops an if on one element stands for
+                             besides its conditional_block (its else's, cast, select_input) */
 } dc;
 
 static const pd_loc nowhere = {0};
@@ -872,12 +872,12 @@ static pd_status put_group(dc *d, group *g) {
  * of the pair's results on cast(cond) after them (`static.nn.cond`'s merge) as the assignment
  * of its output at the end of each arm. The if over rows that pdlang compiles (the pair on one
  * condition's rows) likewise: its split_lod_tensor parts are the split var's identifier in the
- * branches, its merge_lod_tensor outputs assigned at the end of each. In such a body a write of a var made before is an
- * assignment of its name (the language carries it out of the block: a while's loop-carried
- * name, an if's output), so each var the body writes must have a name before the statement,
- * be assigned in both arms of an if, or be read nowhere outside the body. What does not map
- * stays op(...) { ... }; pd_decompile compiles what was written and compares its ops with the
- * model's (check_readable). */
+ * branches, its merge_lod_tensor outputs assigned at the end of each. In such a body a write
+ * of a var made before is an assignment of its name (the language carries it out of the block:
+ * a while's loop-carried name, an if's output), so each var the body writes must have a name
+ * before the statement, be assigned in both arms of an if, be what a branch gives a result, or
+ * be read nowhere outside the body. What does not map stays op(...) { ... }; pd_decompile
+ * compiles what was written and compares its ops with the model's (check_readable). */
 
 enum { CF_OP, CF_SKIP, CF_WHILE, CF_IF };
 
@@ -987,7 +987,8 @@ static bool rows_if(const dc *d, const pd_block *b, int i, cfplan *plan) {
     const pd_op_desc *sp = b->ops[k];
     if (strcmp(sp->type, "split_lod_tensor") || !same_var(one_var(pd_op_input(sp, "Mask")), c))
       continue;
-    const char *t = one_var(pd_op_output(sp, "OutTrue")), *f = one_var(pd_op_output(sp, "OutFalse"));
+    const char *t = one_var(pd_op_output(sp, "OutTrue"));
+    const char *f = one_var(pd_op_output(sp, "OutFalse"));
     if (!t || !f || !one_var(pd_op_input(sp, "X")) ||
         reads_of(d, t) != reads_in(d->m->program, s1, t) + op_reads(op, t) ||
         reads_of(d, f) != reads_in(d->m->program, s2, f) + op_reads(els, f))
