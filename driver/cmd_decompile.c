@@ -85,8 +85,13 @@ const pd_command pd_cmd_decompile = {
              "identifiers. A run of ops that a stdlib layer or a builtin compiles to is\n"
              "written as that call (fc, conv, batch_norm, max_pool, matmul, relu, a + b, ...;\n"
              "the script is compiled first and a call whose ops differ stays op() lines).\n"
-             "A Fluid folder is loaded as load(FOLDER). An op that runs a block\n"
-             "(conditional_block, while) is written with its block as a body,\n"
-             "op(\"while\", ...) { ... }, and a var that a block below writes first is made\n"
-             "before it by declare(shape).",
+             "A Fluid folder is loaded as load(FOLDER). Control flow is written as the\n"
+             "language's statements where it maps back to them: while (cond) { ... } for a\n"
+             "while op, if (cond) { ... } else { ... } for a conditional_block on one element\n"
+             "and the one on its logical_not (with static.nn.cond's select_input as the\n"
+             "assignment of its output in each branch; an if over rows likewise, its split\n"
+             "parts as the split var, its merges' outputs assigned in each branch), kept\n"
+             "when the script compiles to the model's ops. Otherwise an op that runs a block\n"
+             "is written with its block as a body, op(\"while\", ...) { ... }, and a var that\n"
+             "a block below writes first is made before it by declare(shape).",
 };

@@ -1,8 +1,10 @@
 /* decompile.c -- a saved inference program as .pd source (lang/decompile.h): data() for its
  * feed targets, param() for its parameters, op() for each op or a layer's or builtin's call for
- * a run of them (verified by compiling the script), load() and save(). An op that runs
- * a block (conditional_block, while) is written with its block as a body, op(...) { ... }, and a
- * var of a block that a block below it writes first is declared before, declare(shape). Each var
+ * a run of them (verified by compiling the script), load() and save(). Control flow is the
+ * language's while / if / else where it maps back (verified by compiling the script too); else
+ * an op that runs a block (conditional_block, while) is written with its block as a body,
+ * op(...) { ... }, and a var of a block that a block below it writes first is declared before,
+ * declare(shape). Each var
  * has one identifier, made at its first use: vars are told apart by the block that declares them
  * (Fluid's visibility: a block sees its own vars and its parents'). */
 #include "config.h"
@@ -31,6 +33,14 @@ typedef struct dc {
   struct layers *ls;  /* the layer calls proposed for block 0's ops (NULL: none) */
   size_t scanned;    /* out->data up to here has been counted in line */
   int line;          /* out's line (1-based) at `scanned` */
+  bool readable;     /* control flow as the language's if / while where it maps back */
+  bool rebind;       /* writing such a body: an op's write of a var made before is written as
+                        an assignment of its name (`y = op(...)`, `y = x` for assign) */
+  int lifted;        /* the if / while statements written */
+  const pd_strmap *reads; /* var name -> how many op inputs (any block) and fetches name it */
+  const pd_strmap *writes; /* var name -> how many op outputs name it */
+  pd_strmap consumed;     /* "BLOCK:INDEX" of the ops an if on one element stands for
+                             besides its conditional_block (its else's, cast, select_input) */
 } dc;
 
 static const pd_loc nowhere = {0};
@@ -302,6 +312,21 @@ static pd_status declare_written(dc *d, const pd_block *b, const pd_block *sub) 
 }
 
 static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *op);
+static pd_status put_ops(dc *d, const pd_block *b);
+
+/* Whether var name, as block b sees it, is persistable (a parameter, a running statistic). */
+static bool persistable(const pd_block *b, const char *name) {
+  const pd_var_desc *v = pd_block_find_var_visible(b, name, NULL);
+  return v && v->persistable;
+}
+
+/* Whether an op's output var name is a new name of the script: one without an identifier yet,
+ * or, in a body written as the language's if / while, any var but a persistable one (a write
+ * of the name there is an assignment, which the construct carries out of its block). */
+static bool fresh(dc *d, const pd_block *b, const char *name) {
+  if (!defined(d, b, name)) return true;
+  return d->rebind && strcmp(name, PD_EMPTY_VAR_NAME) && !persistable(b, name);
+}
 
 /* ---- Layers: runs of block 0's ops written as a call of the language ----
  * A run of ops that a stdlib layer or a builtin compiles to is proposed as that call (propose);
@@ -840,12 +865,391 @@ static pd_status put_group(dc *d, group *g) {
 }
 
 
+/* ---- Control flow as the language's if / while ----
+ * A while op becomes `while (cond) { ... }`; a conditional_block of one element
+ * (is_scalar_condition) `if (cond) { ... }`, with the conditional_block of its logical_not after
+ * it as the else (`static.nn.cond`'s pair, and the if that pdlang compiles), and a select_input
+ * of the pair's results on cast(cond) after them (`static.nn.cond`'s merge) as the assignment
+ * of its output at the end of each arm. The if over rows that pdlang compiles (the pair on one
+ * condition's rows) likewise: its split_lod_tensor parts are the split var's identifier in the
+ * branches, its merge_lod_tensor outputs assigned at the end of each. In such a body a write
+ * of a var made before is an assignment of its name (the language carries it out of the block:
+ * a while's loop-carried name, an if's output), so each var the body writes must have a name
+ * before the statement, be assigned in both arms of an if, be what a branch gives a result, or
+ * be read nowhere outside the body. What does not map stays op(...) { ... }; pd_decompile
+ * compiles what was written and compares its ops with the model's (check_readable). */
+
+enum { CF_OP, CF_SKIP, CF_WHILE, CF_IF };
+
+typedef struct cfplan {
+  int kind;                           /* CF_*: how op i of the block is written */
+  int else_op, cast_op, sel_op;       /* CF_IF: the else's conditional_block, select_input's
+                                         cast and select_input (-1: none) */
+  bool rows;                          /* CF_IF over a batch's rows: split_lod_tensor ops
+                                         before it (their parts are the split var in the
+                                         branches) and merge_lod_tensor ops after the pair,
+                                         sel_op .. sel_op + nres - 1 (their outputs assigned
+                                         at the end of each branch) */
+  int nres;                           /* the results: 1 with sel_op, else the merges */
+} cfplan;
+
+/* The block op's one sub-block when it is a block of b (NULL otherwise). */
+static const pd_block *cf_sub(const dc *d, const pd_block *b, const pd_op_desc *op) {
+  const pd_block *sub = NULL;
+  for (int j = 0; j < op->nattrs; j++) {
+    const pd_attr *a = &op->attrs[j];
+    if (a->type == PD_ATTR_BLOCKS || (a->type == PD_ATTR_BLOCK && sub)) return NULL;
+    if (a->type == PD_ATTR_BLOCK) sub = pd_program_block(d->m->program, a->v.i);
+  }
+  return sub && sub != b && sub->parent_idx == b->idx ? sub : NULL;
+}
+
+static int64_t reads_of(const dc *d, const char *name) { return count(d->reads, name); }
+static int64_t reads_in(const pd_program *p, const pd_block *sub, const char *name);
+
+/* Whether no op reads any var of op's output slot (a Scope, StepScopes). */
+static bool unread(const dc *d, const pd_op_desc *op, const char *slot) {
+  const pd_slot *s = pd_op_output(op, slot);
+  for (int k = 0; s && k < s->nargs; k++)
+    if (reads_of(d, s->args[k])) return false;
+  return true;
+}
+
+/* The bool var of one element (or of a shape the file leaves out: the script's var has the
+ * one shape inference gives, which the compile of the script checks), as b sees it, that a
+ * condition of the language can be. */
+static bool cf_cond(const pd_block *b, const char *name) {
+  const pd_var_desc *v = name ? pd_block_find_var_visible(b, name, NULL) : NULL;
+  if (!v || v->dtype != PD_BOOL || v->type != PD_VAR_LOD_TENSOR) return false;
+  for (int i = 0; i < v->ndims; i++)
+    if (v->dims[i] != 1) return false;
+  return true;
+}
+
+/* A conditional_block of b on one element: its Cond var and block (else false); with written,
+ * a Cond that the script can write as the if's condition. */
+static bool scalar_cb(const dc *d, const pd_block *b, const pd_op_desc *op, const char **cond,
+                      const pd_block **sub, bool written) {
+  const pd_attr *sc = pd_op_attr(op, "is_scalar_condition");
+  *cond = one_var(pd_op_input(op, "Cond"));
+  *sub = cf_sub(d, b, op);
+  return !strcmp(op->type, "conditional_block") && sc && sc->type == PD_ATTR_BOOLEAN &&
+         sc->v.b && *sub && *cond && (!written || cf_cond(b, *cond));
+}
+
+/* Whether the Scope vars of an if's conditional_blocks are read by nothing but the else's
+ * Scope input (PIR's pair shares one scope). */
+static bool scopes_unread(const dc *d, const pd_op_desc *cb, const pd_op_desc *els) {
+  const pd_slot *s = pd_op_output(cb, "Scope"), *in = els ? pd_op_input(els, "Scope") : NULL;
+  for (int k = 0; s && k < s->nargs; k++) {
+    int64_t by_else = 0;
+    for (int q = 0; in && q < in->nargs; q++) by_else += !strcmp(in->args[q], s->args[k]);
+    if (reads_of(d, s->args[k]) != by_else) return false;
+  }
+  return !els || unread(d, els, "Scope");
+}
+
+/* How many of op's inputs name var name. */
+static int64_t op_reads(const pd_op_desc *op, const char *name) {
+  int64_t n = 0;
+  for (int j = 0; j < op->ninputs; j++)
+    for (int k = 0; k < op->inputs[j].nargs; k++) n += !strcmp(op->inputs[j].args[k], name);
+  return n;
+}
+
+/* An if over rows at op i of b: the conditional_block pair on the rows of one condition
+ * (is_scalar_condition false), the split_lod_tensor ops on it before (each part read only in
+ * its branch) and the merge_lod_tensor ops after (each part merged only); plan filled. */
+static bool rows_if(const dc *d, const pd_block *b, int i, cfplan *plan) {
+  const pd_op_desc *op = b->ops[i], *els = i + 1 < b->nops ? b->ops[i + 1] : NULL;
+  const char *c = one_var(pd_op_input(op, "Cond"));
+  const pd_block *s1 = cf_sub(d, b, op), *s2 = els ? cf_sub(d, b, els) : NULL;
+  const pd_attr *a1 = pd_op_attr(op, "is_scalar_condition");
+  const pd_attr *a2 = els ? pd_op_attr(els, "is_scalar_condition") : NULL;
+  const pd_var_desc *cv = c ? pd_block_find_var_visible(b, c, NULL) : NULL;
+  if (strcmp(op->type, "conditional_block") || !els || strcmp(els->type, "conditional_block") ||
+      !s1 || !s2 || !a1 || a1->type != PD_ATTR_BOOLEAN || a1->v.b || !a2 ||
+      a2->type != PD_ATTR_BOOLEAN || a2->v.b || !cv || cv->dtype != PD_BOOL ||
+      !same_var(one_var(pd_op_input(els, "Cond")), c) || !scopes_unread(d, op, NULL) ||
+      !scopes_unread(d, els, NULL))
+    return false;
+  int n = 0;
+  for (int k = i + 2; k < b->nops; k++, n++) {
+    const pd_op_desc *m = b->ops[k];
+    const char *t = one_var(pd_op_input(m, "InTrue")), *f = one_var(pd_op_input(m, "InFalse"));
+    if (strcmp(m->type, "merge_lod_tensor") || !same_var(one_var(pd_op_input(m, "X")), c) ||
+        !same_var(one_var(pd_op_input(m, "Mask")), c) || !one_var(pd_op_output(m, "Out")) ||
+        !t || !f || reads_of(d, t) != 1 || reads_of(d, f) != 1)
+      break;
+  }
+  if (n == 0) return false;
+  for (int k = 0; k < i; k++) {  /* the splits: none may be read elsewhere */
+    const pd_op_desc *sp = b->ops[k];
+    if (strcmp(sp->type, "split_lod_tensor") || !same_var(one_var(pd_op_input(sp, "Mask")), c))
+      continue;
+    const char *t = one_var(pd_op_output(sp, "OutTrue"));
+    const char *f = one_var(pd_op_output(sp, "OutFalse"));
+    if (!t || !f || !one_var(pd_op_input(sp, "X")) ||
+        reads_of(d, t) != reads_in(d->m->program, s1, t) + op_reads(op, t) ||
+        reads_of(d, f) != reads_in(d->m->program, s2, f) + op_reads(els, f))
+      return false;
+  }
+  for (int k = 0; k < i; k++)
+    if (!strcmp(b->ops[k]->type, "split_lod_tensor") &&
+        same_var(one_var(pd_op_input(b->ops[k], "Mask")), c))
+      plan[k].kind = CF_SKIP;
+  plan[i] = (cfplan){CF_IF, i + 1, -1, i + 2, true, n};
+  for (int k = i + 1; k < i + 2 + n; k++) plan[k].kind = CF_SKIP;
+  return true;
+}
+
+/* Where the ops of block b are written as if / while (plan[i] for op i). */
+static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
+  for (int i = 0; i < b->nops; i++) plan[i] = (cfplan){CF_OP, -1, -1, -1, false, 0};
+  for (int i = 0; i < b->nops; i++) {
+    const pd_op_desc *op = b->ops[i];
+    const char *c, *c2;
+    const pd_block *s1, *s2;
+    if (plan[i].kind != CF_OP) continue;
+    if (!strcmp(op->type, "while")) {
+      if (cf_sub(d, b, op) && cf_cond(b, one_var(pd_op_input(op, "Condition"))) &&
+          unread(d, op, "StepScopes"))
+        plan[i].kind = CF_WHILE;
+      continue;
+    }
+    if (rows_if(d, b, i, plan)) continue;
+    if (!scalar_cb(d, b, op, &c, &s1, true)) continue;
+    plan[i].kind = CF_IF;
+    /* the else: the next op (after logical_not of the condition, if there) on its negation */
+    int j = i + 1;
+    if (j < b->nops && !strcmp(b->ops[j]->type, "logical_not")) j++;
+    if (j < b->nops && scalar_cb(d, b, b->ops[j], &c2, &s2, false) && reads_of(d, c2) == 1 &&
+        count(d->writes, c2) == 1) {
+      int ln = -1;
+      for (int k = 0; k < j && ln < 0; k++)
+        if (!strcmp(b->ops[k]->type, "logical_not") && plan[k].kind == CF_OP &&
+            same_var(one_var(pd_op_output(b->ops[k], "Out")), c2) &&
+            same_var(one_var(pd_op_input(b->ops[k], "X")), c))
+          ln = k;
+      if (ln >= 0 && (ln == i + 1 || j == i + 1) && scopes_unread(d, op, b->ops[j])) {
+        plan[i].else_op = j;
+        plan[j].kind = plan[ln].kind = CF_SKIP;
+      }
+    }
+    if (plan[i].else_op < 0 && !scopes_unread(d, op, NULL)) {
+      plan[i].kind = CF_OP;
+      continue;
+    }
+    /* select_input(X = [false's, true's], Mask = cast(cond)) after the pair */
+    int k = (plan[i].else_op >= 0 ? plan[i].else_op : i) + 1;
+    const pd_op_desc *cast = k < b->nops ? b->ops[k] : NULL;
+    const pd_op_desc *sel = k + 1 < b->nops ? b->ops[k + 1] : NULL;
+    const pd_slot *xs = sel ? pd_op_input(sel, "X") : NULL;
+    const char *m = cast ? one_var(pd_op_output(cast, "Out")) : NULL;
+    if (plan[i].else_op >= 0 && cast && sel && !strcmp(cast->type, "cast") &&
+        same_var(one_var(pd_op_input(cast, "X")), c) && reads_of(d, m) == 1 &&
+        !strcmp(sel->type, "select_input") && same_var(one_var(pd_op_input(sel, "Mask")), m) &&
+        xs && xs->nargs == 2 && one_var(pd_op_output(sel, "Out")) &&
+        reads_of(d, xs->args[0]) == 1 && reads_of(d, xs->args[1]) == 1 &&
+        strcmp(xs->args[0], xs->args[1])) {
+      plan[i].cast_op = k;
+      plan[i].sel_op = k + 1;
+      plan[i].nres = 1;
+      plan[k].kind = plan[k + 1].kind = CF_SKIP;
+    }
+  }
+}
+
+/* Whether block t is block b or under it. */
+static bool in_tree(const pd_program *p, const pd_block *b, const pd_block *t) {
+  for (int n = 0; t && n <= p->nblocks; n++) {
+    if (t == b) return true;
+    t = t->parent_idx >= 0 ? pd_program_block(p, t->parent_idx) : NULL;
+  }
+  return false;
+}
+
+/* How many op inputs of block sub and the blocks under it name var name. */
+static int64_t reads_in(const pd_program *p, const pd_block *sub, const char *name) {
+  int64_t n = 0;
+  for (int bi = 0; bi < p->nblocks; bi++) {
+    const pd_block *bk = p->blocks[bi];
+    if (!in_tree(p, sub, bk)) continue;
+    for (int i = 0; i < bk->nops; i++)
+      for (int j = 0; j < bk->ops[i]->ninputs; j++)
+        for (int k = 0; k < bk->ops[i]->inputs[j].nargs; k++)
+          n += !strcmp(bk->ops[i]->inputs[j].args[k], name);
+  }
+  return n;
+}
+
+/* Whether an op of block top (not of a block under it) writes var name. */
+static bool top_writes(const pd_block *top, const char *name) {
+  for (int i = 0; top && i < top->nops; i++)
+    for (int j = 0; j < top->ops[i]->noutputs; j++)
+      for (int k = 0; k < top->ops[i]->outputs[j].nargs; k++)
+        if (!strcmp(top->ops[i]->outputs[j].args[k], name)) return true;
+  return false;
+}
+
+/* Result r of an if as planned (its select_input, or its r-th merge_lod_tensor): the var it
+ * writes and, into *val, the var of branch side (0: true, 1: false) it takes. */
+static const char *result(const pd_block *b, const cfplan *pl, int r, int side,
+                          const char **val) {
+  const pd_op_desc *op = b->ops[pl->sel_op + r];
+  if (pl->rows) *val = one_var(pd_op_input(op, side ? "InFalse" : "InTrue"));
+  else *val = pd_op_input(op, "X")->args[side ? 0 : 1];
+  return one_var(pd_op_output(op, "Out"));
+}
+
+/* Whether var name is what branch side gives a result of the if. */
+static bool result_val(const pd_block *b, const cfplan *pl, int side, const char *name) {
+  const char *v;
+  for (int r = 0; pl && r < pl->nres; r++)
+    if (result(b, pl, r, side, &v) && same_var(v, name)) return true;
+  return false;
+}
+
+/* Whether each var of a block above sub that an op of sub (or under it) writes can be written
+ * by the statement at block b: it has a name already, or it is one that both arms of an if
+ * assign (other: the other arm, written in both at their own level), or what the branch gives
+ * a result (pl, side), or no op outside sub reads it (nor a fetch). */
+static bool writes_map(dc *d, const pd_block *b, const pd_block *sub, const pd_block *other,
+                       const cfplan *pl, int side) {
+  const pd_program *p = d->m->program;
+  for (int bi = 0; bi < p->nblocks; bi++) {
+    const pd_block *bk = p->blocks[bi];
+    if (!in_tree(p, sub, bk)) continue;
+    for (int i = 0; i < bk->nops; i++)
+      for (int j = 0; j < bk->ops[i]->noutputs; j++)
+        for (int k = 0; k < bk->ops[i]->outputs[j].nargs; k++) {
+          const char *name = bk->ops[i]->outputs[j].args[k];
+          const pd_block *o = NULL;
+          if (!strcmp(name, PD_EMPTY_VAR_NAME) || !pd_block_find_var_visible(bk, name, &o) ||
+              !o || in_tree(p, sub, o))
+            continue;  /* the body's own */
+          if (defined(d, b, name) || result_val(b, pl, side, name) ||
+              (other && top_writes(sub, name) && top_writes(other, name)))
+            continue;
+          if (reads_of(d, name) != reads_in(p, sub, name)) return false;
+        }
+  }
+  return !d->oom;
+}
+
+/* A body of the language's statement: block sub's ops, one level in, writes as assignments;
+ * then `res = val` for each result of an if (pl; side: the branch). */
+static pd_status put_body(dc *d, const pd_block *b, const pd_block *sub, const cfplan *pl,
+                          int side) {
+  bool rebind = d->rebind;
+  d->rebind = true;
+  d->depth++;
+  pd_status st = put_ops(d, sub);
+  for (int r = 0; !st && pl && r < pl->nres; r++) {
+    const char *val, *res = result(b, pl, r, side, &val);
+    const char *id = ident(d, b, res), *v = defined(d, sub, val) ? ident(d, sub, val) : NULL;
+    const char *type = pl->rows ? "merge_lod_tensor" : "select_input";
+    if (!id || (!v && d->oom)) st = oom(d);
+    else if (!v)
+      st = pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (%s) reads '%s', which its "
+                        "block does not write", pl->sel_op + r, type, val);
+    else {
+      indent(d);
+      pd_buf_printf(d->out, "%s = %s  # op %d (%s)\n", id, v, pl->sel_op + r, type);
+    }
+  }
+  d->depth--;
+  d->rebind = rebind;
+  return st;
+}
+
+/* Before an if over rows at op i: the parts of each split_lod_tensor on its condition c
+ * before it (which the plan skips) are the split var's name in the branches. */
+static pd_status alias_parts(dc *d, const pd_block *b, int i, const char *c) {
+  for (int k = 0; k < i; k++) {
+    const pd_op_desc *sp = b->ops[k];
+    if (strcmp(sp->type, "split_lod_tensor") ||
+        !same_var(one_var(pd_op_input(sp, "Mask")), c))
+      continue;
+    const char *x = one_var(pd_op_input(sp, "X"));
+    if (!defined(d, b, x))
+      return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (split_lod_tensor) reads "
+                          "'%s', which no op before it writes", k, x);
+    const char *id = ident(d, b, x);
+    for (int side = 0; id && side < 2; side++) {
+      char *key = var_key(b, one_var(pd_op_output(sp, side ? "OutFalse" : "OutTrue")));
+      pd_strmap_entry *e = key ? pd_strmap_add(&d->ident, key, NULL) : NULL;
+      pd_free(key);
+      if (!e) return oom(d);
+      e->val.p = (void *)id;
+    }
+    if (!id) return oom(d);
+  }
+  return PD_OK;
+}
+
+/* `if (...) { ... } else { ... }` or `while (...) { ... }` for op i of b as planned (plan: the
+ * block's); *done false (nothing written) when its writes do not map (the op is then written
+ * as op() { }). */
+static pd_status put_cf(dc *d, const pd_block *b, int i, const cfplan *plan, bool *done) {
+  const cfplan *pl = &plan[i];
+  const pd_op_desc *op = b->ops[i];
+  const pd_block *s1 = cf_sub(d, b, op), *s2 = NULL;
+  const char *c = one_var(pd_op_input(op, pl->kind == CF_WHILE ? "Condition" : "Cond"));
+  const cfplan *ifp = pl->kind == CF_IF ? pl : NULL;
+  char where[32];
+  *done = false;
+  if (pl->else_op >= 0) s2 = cf_sub(d, b, b->ops[pl->else_op]);
+  pd_status st = pl->rows ? alias_parts(d, b, i, c) : PD_OK;
+  if (st) return st;
+  if (!defined(d, b, c) || !writes_map(d, b, s1, s2, ifp, 0) ||
+      (s2 && !writes_map(d, b, s2, s1, ifp, 1))) {
+    if (pl->else_op < 0) return d->oom ? oom(d) : PD_OK;  /* op() { } */
+    return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (conditional_block): a var "
+                        "its block writes is read after it", i, of_block(where, b));
+  }
+  const char *cid = ident(d, b, c);
+  if (!cid) return oom(d);
+  *done = true;
+  d->lifted++;
+  for (int k = 0; k < 2 + pl->nres; k++) {
+    int at = k == 0 ? pl->else_op : k == 1 ? pl->cast_op : pl->sel_op + k - 2;
+    char key[48];
+    snprintf(key, sizeof key, "%d:%d", b->idx, at);
+    if (at >= 0 && !pl->rows && !pd_strmap_add(&d->consumed, key, NULL)) return oom(d);
+  }
+  indent(d);
+  pd_buf_printf(d->out, "%s (%s) {  # op %d%s (%s)\n", pl->kind == CF_WHILE ? "while" : "if", cid,
+                i, of_block(where, b), op->type);
+  st = put_body(d, b, s1, ifp, 0);
+  if (!st && s2) {
+    indent(d);
+    pd_buf_printf(d->out, "} else {  # op %d%s (conditional_block)\n", pl->else_op,
+                  of_block(where, b));
+    st = put_body(d, b, s2, ifp, 1);
+  }
+  if (!st) {
+    indent(d);
+    pd_buf_puts(d->out, "}\n");
+  }
+  return st;
+}
+
 /* The ops of block b, in their order, at the current depth. */
 static pd_status put_ops(dc *d, const pd_block *b) {
   pd_status st = PD_OK;
+  cfplan *plan = d->readable ? pd_calloc((size_t)b->nops + 1, sizeof *plan) : NULL;
+  if (d->readable && !plan) return oom(d);
+  if (plan) plan_block(d, b, plan);
   for (int i = 0; !st && i < b->nops; i++) {
     const pd_op_desc *op = b->ops[i];
     if (strcmp(op->type, "feed") == 0 || strcmp(op->type, "fetch") == 0) continue;
+    if (plan && plan[i].kind == CF_SKIP) continue;
+    bool done = false;
+    if (plan && plan[i].kind != CF_OP && ((st = put_cf(d, b, i, plan, &done)) || done)) {
+      if (st && !d->err->msg) st = oom(d);
+      continue;
+    }
     group *g = b->idx == 0 && d->ls ? d->ls->at[i] : NULL;
     if (g) {
       st = put_group(d, g);
@@ -855,6 +1259,7 @@ static pd_status put_ops(dc *d, const pd_block *b) {
     }
     if (st && !d->err->msg) st = oom(d);
   }
+  pd_free(plan);
   return st;
 }
 
@@ -865,6 +1270,39 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
                         index, op->type);
   const pd_block *sub;
   char where[32];
+  const char *ax = one_var(pd_op_input(op, "X")), *ao = one_var(pd_op_output(op, "Out"));
+  static const char *const x_only[] = {"X", NULL}, *const out_only[] = {"Out", NULL};
+  if (d->rebind && !strcmp(op->type, "assign") && ax && ao && only_slots(op, x_only, out_only) &&
+      !persistable(b, ao)) { /* a copy: the name takes the value */
+    if (!defined(d, b, ax))
+      return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (assign) reads '%s', "
+                          "which no op before it writes", index, of_block(where, b), ax);
+    const char *x = ident(d, b, ax), *y = ident(d, b, ao);
+    if (!x || !y) return oom(d);
+    indent(d);
+    pd_buf_printf(d->out, "%s = %s  # op %d%s\n", y, x, index, of_block(where, b));
+    return PD_OK;
+  }
+  /* in such a body the elementwise ops of the operators and the builtins' activations are
+   * written as those (the check of the whole script compares their ops) */
+  const char *sym = d->rebind ? binary_sym(op) : NULL;
+  const char *fn = d->rebind && !sym && strcmp(op->type, "dropout") ? unary_fn(op) : NULL;
+  const char *ay = sym ? one_var(pd_op_input(op, "Y")) : NULL;
+  if ((sym || fn) && !persistable(b, ao) && defined(d, b, ax) && (!ay || defined(d, b, ay))) {
+    pd_buf call;
+    pd_buf_init(&call);
+    pd_status st = fn ? attrs_given(op, &call) : PD_OK;
+    const char *x = ident(d, b, ax), *y = ay ? ident(d, b, ay) : "", *o = ident(d, b, ao);
+    if (!st && (!x || !y || !o || call.oom)) st = PD_ENOMEM;
+    if (!st) {
+      indent(d);
+      if (sym) pd_buf_printf(d->out, "%s = %s %s %s", o, x, sym, y);
+      else pd_buf_printf(d->out, "%s = %s(%s%s)", o, fn, x, call.data ? call.data : "");
+      pd_buf_printf(d->out, "  # op %d%s\n", index, of_block(where, b));
+    }
+    pd_buf_free(&call);
+    if (st != PD_EUNSUPPORTED) return st ? oom(d) : PD_OK;  /* else op() below */
+  }
   pd_status st = sub_block(d, b, index, op, &sub);
   if (!st && sub) st = declare_written(d, b, sub);
   if (st) return st;
@@ -882,7 +1320,7 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
   for (int j = 0; !st && j < op->noutputs; j++) {
     const pd_slot *s = &op->outputs[j];
     int n = 0;
-    for (int k = 0; k < s->nargs; k++) n += !defined(d, b, s->args[k]);
+    for (int k = 0; k < s->nargs; k++) n += fresh(d, b, s->args[k]);
     if (n && n != s->nargs)
       st = pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (%s): output %s writes both "
                         "new vars and vars made before", index, op->type, s->param);
@@ -946,9 +1384,12 @@ static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *o
     pd_buf_puts(d->out, "\n");
   }
   if (!st && sub) {
+    bool rebind = d->rebind;  /* the block of an op() is written as saved */
+    d->rebind = false;
     d->depth++;
     st = put_ops(d, sub);
     d->depth--;
+    d->rebind = rebind;
     if (!st) {
       indent(d);
       pd_buf_puts(d->out, "}\n");
@@ -1051,7 +1492,11 @@ static pd_status write_script(dc *d, const char *model_path, const char *save_as
     }
     pd_buf_puts(out, ")\n");
   }
-  if (!st && (out->oom || d->oom)) st = oom(d);
+  /* a failed allocation, also where it made another error (or its message) */
+  if (st != PD_ENOMEM && (out->oom || d->oom || (st && err && !err->msg))) {
+    pd_error_clear(err);
+    st = oom(d);
+  }
   return st;
 }
 
@@ -1224,6 +1669,92 @@ out:
   return st == PD_ENOMEM ? oom(d) : st;
 }
 
+/* The ops of block b and of the blocks under it, depth first (a block's ops where its op
+ * stands), but for the ops that the language's if / while add or make otherwise (copies, the
+ * block ops, a condition's negation, select_input) and those in consumed ("BLOCK:INDEX"). */
+typedef struct opseq {
+  const pd_op_desc **ops;
+  int n, cap;
+  bool oom;
+} opseq;
+
+static void flatten(const pd_program *p, const pd_block *b, const pd_strmap *consumed,
+                    opseq *s, int depth) {
+  static const char *const glue[] = {"feed", "fetch", "assign", "while", "conditional_block",
+                                     "logical_not", "select_input"};
+  for (int i = 0; i < b->nops && !s->oom && depth <= p->nblocks; i++) {
+    const pd_op_desc *op = b->ops[i];
+    char key[48];
+    snprintf(key, sizeof key, "%d:%d", b->idx, i);
+    bool skip = consumed && pd_strmap_find(consumed, key);
+    for (size_t k = 0; k < PD_ARRAY_LEN(glue) && !skip; k++) skip = !strcmp(op->type, glue[k]);
+    if (!skip) {
+      if (s->n == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 64;
+        const pd_op_desc **n = pd_realloc(s->ops, sizeof *n * (size_t)cap);
+        if (!n) {
+          s->oom = true;
+          return;
+        }
+        s->ops = n;
+        s->cap = cap;
+      }
+      s->ops[s->n++] = op;
+    }
+    for (int j = 0; j < op->nattrs; j++) {
+      const pd_block *sub = op->attrs[j].type == PD_ATTR_BLOCK
+                                ? pd_program_block(p, op->attrs[j].v.i) : NULL;
+      if (sub && sub != b && sub->parent_idx == b->idx) flatten(p, sub, consumed, s, depth + 1);
+    }
+  }
+}
+
+/* Whether the script text[0..len) with if / while statements compiles, to the model's ops
+ * (types and attributes, in order: flatten's) but for what the statements make otherwise. */
+static pd_status check_readable(dc *d, const char *text, size_t len, bool *good) {
+  *good = false;
+  pd_source *src = NULL;
+  pd_diags dg;
+  pd_diags_init(&dg, 1);
+  pd_unit *u = NULL;
+  opseq a = {0}, c = {0};
+  pd_status st = pd_source_from_string(SCRIPT_NAME, text, len, &src);
+  if (!st) st = pd_compile(src, NULL, &dg, &u);
+  if (!st) {
+    flatten(d->m->program, d->m->program->blocks[0], &d->consumed, &a, 0);
+    flatten(u->main, u->main->blocks[0], NULL, &c, 0);
+    if (a.oom || c.oom) st = PD_ENOMEM;
+    *good = !st && a.n == c.n;
+    for (int i = 0; *good && i < a.n; i++)
+      *good = !strcmp(a.ops[i]->type, c.ops[i]->type) && same_attrs(a.ops[i], c.ops[i]);
+  } else if (st != PD_ENOMEM) {
+    st = PD_OK;  /* does not compile: the op() form is written */
+  }
+  pd_free(a.ops);
+  pd_free(c.ops);
+  pd_unit_free(u);
+  pd_diags_free(&dg);
+  pd_source_free(src);
+  return st == PD_ENOMEM ? oom(d) : st;
+}
+
+static void dc_init(dc *d, const pd_model *m, pd_buf *text, pd_error *err, layers *ls,
+                    const layers *all) {
+  *d = (dc){.m = m, .b = m->program->blocks[0], .out = text, .err = err, .ls = ls, .line = 1,
+            .reads = &all->reads, .writes = &all->writes};
+  pd_strmap_init(&d->ident, true);
+  pd_strmap_init(&d->taken, false);
+  pd_strmap_init(&d->consumed, true);
+}
+
+static void dc_free(dc *d) {
+  for (size_t i = 0; i < d->taken.cap; i++)
+    if (d->taken.slots && d->taken.slots[i].key) pd_free(d->taken.slots[i].val.p);
+  pd_strmap_free(&d->ident);
+  pd_strmap_free(&d->taken);
+  pd_strmap_free(&d->consumed);
+}
+
 /* Rounds of proposing and verifying before the groups are given up (each rejects a sig). */
 #define MAX_ROUNDS 32
 
@@ -1237,14 +1768,13 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
   if (!st) st = layers_init(&ls, m, params, np);
   pd_buf text;
   pd_buf_init(&text);
+  /* the layers, settled with control flow as op() { } */
   for (int round = 0; !st; round++) {
     use = use && round < MAX_ROUNDS;
     if (use && (st = propose(&ls, m))) break;
     use = use && ls.ngroups > 0;
-    dc d = {.m = m, .b = m->program->blocks[0], .out = &text, .err = err, .ls = use ? &ls : NULL,
-            .line = 1};
-    pd_strmap_init(&d.ident, true);
-    pd_strmap_init(&d.taken, false);
+    dc d;
+    dc_init(&d, m, &text, err, use ? &ls : NULL, &ls);
     pd_buf_clear(&text);
     st = write_script(&d, model_path, save_as, params, np);
     group *bad = NULL;
@@ -1256,19 +1786,32 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
     } else if (!st && use) {
       st = verify(&d, text.data, text.len, false, &bad, &all);
     }
-    for (size_t i = 0; i < d.taken.cap; i++)
-      if (d.taken.slots && d.taken.slots[i].key) pd_free(d.taken.slots[i].val.p);
-    pd_strmap_free(&d.ident);
-    pd_strmap_free(&d.taken);
+    dc_free(&d);
     if (st) break;
     if (bad && !pd_strmap_add(&ls.rejected, bad->sig, NULL)) st = PD_ENOMEM;
     else if (all) use = false;
-    else if (!bad) {
-      if (pd_buf_append(out, text.data, text.len)) st = PD_ENOMEM;
-      break;
-    }
+    else if (!bad) break;
   }
+  /* then the same script with if / while statements, kept when it compiles to the model's ops */
+  pd_buf cf;
+  pd_buf_init(&cf);
+  bool readable = false;
+  if (!st && m->program->nblocks > 1) {
+    dc d;
+    dc_init(&d, m, &cf, err, use ? &ls : NULL, &ls);
+    d.readable = true;
+    st = write_script(&d, model_path, save_as, params, np);
+    if (!st && d.lifted) st = check_readable(&d, cf.data, cf.len, &readable);
+    else if (st && st != PD_ENOMEM) { /* what the statements cannot say: the op() form */
+      pd_error_clear(err);
+      st = PD_OK;
+    }
+    dc_free(&d);
+  }
+  const pd_buf *keep = readable ? &cf : &text;
+  if (!st && pd_buf_append(out, keep->data, keep->len)) st = PD_ENOMEM;
   if (st == PD_ENOMEM && !(err && err->msg)) pd_error_set(err, st, nowhere, "out of memory");
+  pd_buf_free(&cf);
   pd_buf_free(&text);
   layers_free(&ls);
   pd_free(params);

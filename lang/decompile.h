@@ -7,7 +7,13 @@
  * activations, the elementwise operators) compiles to is written as that call: the script is
  * compiled (pd_compile) and each call's ops compared with the model's before it is kept. Names are kept where they are
  * identifiers of the language; others become one (dots and other characters as '_', a 'v_'
- * before a digit, a keyword or a builtin's name, a number after a clash).
+ * before a digit, a keyword or a builtin's name, a number after a clash). Control flow is
+ * written as the language's while / if / else statements where its structure maps back to
+ * them (a while op; a conditional_block on one element, the one on its logical_not as the
+ * else, static.nn.cond's select_input as the assignment of its output in each branch; the
+ * pair on the rows of a condition, split_lod_tensor before, merge_lod_tensor after), kept
+ * when that script compiles to the model's ops (copies and block ops aside); else, and where
+ * it does not map, an op that runs a block is written op(...) { ... }.
  *
  * Ownership: the caller owns m and out; the text is appended to out. */
 #ifndef PD_DECOMPILE_H

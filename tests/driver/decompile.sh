@@ -24,6 +24,23 @@ dir=${TMPDIR:-/tmp}/pd_decompile.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 i=$top_srcdir/tests/interop
 n=0
+# Whether the outputs that exec wrote to $1/a and $1/b (its stdout in $1/a.log, $1/b.log) are the
+# same, paired in their order: the script fetches a var that a loop carries under the loop's
+# var's name (while_loop's x, an input the loop writes in place, is assign.tmp_0 there).
+same_outputs() {
+  sed -n 's/^\([^ ]*\): Tensor(.*/\1/p' "$1/a.log" > "$1/a.names"
+  sed -n 's/^\([^ ]*\): Tensor(.*/\1/p' "$1/b.log" > "$1/b.names"
+  if ! [ -s "$1/a.names" ] || [ "$(wc -l < "$1/a.names")" != "$(wc -l < "$1/b.names")" ]; then
+    echo "# the outputs: $(cat "$1/a.names") and $(cat "$1/b.names")"
+    return 1
+  fi
+  # exec's file names: '/' becomes '_', and a '.' that starts the name
+  paste -d ' ' "$1/a.names" "$1/b.names" | sed 's|/|_|g; s|^\.|_|; s| \.| _|' > "$1/pairs"
+  while read -r x y; do
+    "$compare" --compare "$1/a/$x.npy" "$1/b/$y.npy" 0 > "$1/cmp.log" 2>&1 ||
+      { sed 's/^/# /' "$1/cmp.log" | head -5; return 1; }
+  done < "$1/pairs"
+}
 for m in mlp mlp_old_attrs lenet cnn_bn embedding_bag transformer lstm1 gru1 lstm2_bidi gru2_bidi \
          fluid_lstm fluid_gru seqconv_textcnn pir/mlp pir/lenet pir/cnn_bn pir/jit_cnn pir/misc \
          pir/transformer cond cond_false while_loop pir/cond pir/cond_false pir/while_loop; do
@@ -53,19 +70,25 @@ for m in mlp mlp_old_attrs lenet cnn_bn embedding_bag transformer lstm1 gru1 lst
   # shellcheck disable=SC2086
   "$PDLANG" exec "$model" $feeds --out "$w/b" > "$w/b.log" 2>&1
   good=1
-  for f in "$w"/b/*.npy; do
-    g=$(basename "$f" .npy | tr -c 'A-Za-z0-9_\n' '_')   # the script's name of the output
-    "$compare" --compare "$w/a/$g.npy" "$f" 0 > "$w/cmp.log" 2>&1 ||
-      { good=0; sed 's/^/# /' "$w/cmp.log" "$w/a.log" | head -5; }
-  done
+  same_outputs "$w" || good=0
   ops=$(grep -c '  # op [0-9]*\( of block [0-9]*\)\{0,1\}$' "$w/m.pd")
-  bodies=$(grep -c ') {  # op [0-9]*' "$w/m.pd")
+  bodies=$(grep -c '{  # op [0-9]*' "$w/m.pd")   # op(...) {, if (...) {, } else {, while (...) {
   want=$(($("$PDLANG" dump "$model" | grep -c '^block [0-9]') - 1))   # the blocks under block 0
   if [ $good = 1 ] && [ "$ops" -gt 0 ] && [ "$bodies" = "$want" ]; then
     echo "ok $n - $m: decompiled to $ops op() lines ($bodies with a body), run, saved: its outputs equal the original's"
   else
     echo "not ok $n - $m: the decompiled model's outputs ($bodies bodies for $want blocks)"
   fi
+  case $m in  # static.nn.cond and while_loop: the language's if / else and while
+  *cond*|*while_loop)
+    n=$((n + 1))
+    if grep -q '^\(if\|while\) ([A-Za-z_0-9]*) {  # op [0-9]* (\(conditional_block\|while\))$' "$w/m.pd" &&
+       ! grep -q 'op("\(while\|conditional_block\|select_input\)"' "$w/m.pd"; then
+      echo "ok $n - $m: its control flow is an if / while statement"
+    else
+      echo "not ok $n - $m: its control flow is an if / while statement"; sed 's/^/# /' "$w/m.pd" | grep -v param
+    fi;;
+  esac
 done
 
 # Fluid's folder layout, one file per parameter (fluid_dir) or all in __params__
@@ -182,16 +205,18 @@ for m in rows_if scalar_if while for_seq; do
     continue
   fi
   good=1
-  for f in "$w"/a/*.npy; do
-    g=$(basename "$f" .npy | tr -c 'A-Za-z0-9_\n' '_')
-    "$compare" --compare "$w/b/$g.npy" "$f" 0 > "$w/cmp.log" 2>&1 ||
-      { good=0; sed 's/^/# /' "$w/cmp.log" | head -5; }
-  done
-  bodies=$(grep -c ') {  # op [0-9]*' "$w/m.pd")
-  if [ $good = 1 ] && [ "$bodies" -gt 0 ]; then
-    echo "ok $n - pdlang's $m: decompiled with $bodies block op(s), its outputs equal the original's"
+  same_outputs "$w" || good=0
+  bodies=$(grep -c '{  # op [0-9]*' "$w/m.pd")
+  # the ifs (over rows, with the split and merge ops; over one element) and the whiles as
+  # statements
+  stmts=$(grep -c '^ *\(if\|while\) ([A-Za-z_0-9]*) {  # op [0-9]* (' "$w/m.pd")
+  grep -q 'op("\(while\|conditional_block\|split_lod_tensor\|merge_lod_tensor\)"' "$w/m.pd" &&
+    stmts=0
+  if [ $good = 1 ] && [ "$bodies" -gt 0 ] && [ "$stmts" -gt 0 ]; then
+    echo "ok $n - pdlang's $m: decompiled with $bodies block(s), $stmts written as statements, its outputs equal the original's"
   else
-    echo "not ok $n - pdlang's $m: the decompiled model's outputs"
+    echo "not ok $n - pdlang's $m: the decompiled model's outputs ($stmts statements)"
+    sed 's/^/# /' "$w/m.pd" | grep -v param
   fi
 done
 
