@@ -425,6 +425,21 @@ PD_OP(lstm, DIFF | FP_IN | SEQ_IN, lstm,
             ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
             ENUM("cell_activation", "tanh", "sigmoid", "relu", "identity"),
             ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity")))
+/* lstmp: Fluid's lstm with a recurrent projection (the dynamic_lstmp layer; vm/ops/rnn_fused.c
+ * says the equations): h [T, H] is projected by ProjWeight [H, P] into Projection [T, P], the
+ * state the next step multiplies by Weight [P, 4 H]; H0 [sequences, P], C0 [sequences, H];
+ * cell_clip and proj_clip bound the cell and the projection when > 0. BatchHidden keeps h,
+ * OrderedP0 the initial projections in the batch's order (sequences by length). On the CPU. */
+PD_OP(lstmp, DIFF | FP_IN | SEQ_IN, lstmp,
+      IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight"), ONE("ProjWeight"), ONE("Bias")),
+      OUT(ONE("Projection"), ONE("Cell"), TEMP("BatchGate"), TEMP("BatchCellPreAct"),
+          TEMP("BatchHidden"), TEMP("OrderedP0")),
+      ATTRS(BOOL("use_peepholes", true), BOOL("is_reverse", false),
+            ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
+            ENUM("cell_activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("proj_activation", "tanh", "sigmoid", "relu", "identity"),
+            FLOAT("cell_clip", 0.0), FLOAT("proj_clip", 0.0)))
 PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD | AMP, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
