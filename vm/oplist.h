@@ -201,9 +201,11 @@ PD_BATCH_NORM_(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD)
 PD_INTERP_(bicubic_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_INTERP_(bilinear_interp, 1, FLOAT("scale", 0.0))
 PD_INTERP_(bilinear_interp_v2, 2, FLOATS_EMPTY("scale"))
-/* The detection ops (vm/ops/detection.c): the box post-processing of PaddleDetection's exports,
- * on the host. The prior-box ops read only their inputs' dims. */
-PD_OP(box_coder, FP_IN, box_coder, IN(ONE("PriorBox"), OPT("PriorBoxVar"), ONE("TargetBox")),
+/* The detection ops (vm/ops/detection.c): the box post-processing of PaddleDetection's exports;
+ * box_coder and yolo_box through the backend (on the GPU too), the others on the host. The
+ * prior-box ops read only their inputs' dims. */
+PD_OP(box_coder, FP_IN | GPU, box_coder,
+      IN(ONE("PriorBox"), OPT("PriorBoxVar"), ONE("TargetBox")),
       OUT(ONE("OutputBox")),
       ATTRS(ENUM("code_type", "encode_center_size", "decode_center_size"),
             BOOL("box_normalized", true), INT("axis", 0), FLOATS_EMPTY("variance")))
@@ -641,7 +643,8 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
       OUT(OPT_LIST("Out", ANY), ONE("StepScopes", ANY | SCOPES)),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),
             STRS_EMPTY("skip_eager_deletion_vars"), LONG("max_iterations", 1000000)))
-PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"), ONE("Scores")),
+PD_OP(yolo_box, FP_IN | GPU, yolo_box, IN(ONE("X"), ONE("ImgSize")),
+      OUT(ONE("Boxes"), ONE("Scores")),
       ATTRS(INTS_EMPTY("anchors"), INT("class_num", 1), FLOAT("conf_thresh", 0.01),
             INT("downsample_ratio", 32), BOOL("clip_bbox", true), FLOAT("scale_x_y", 1.0),
             BOOL("iou_aware", false), FLOAT("iou_aware_factor", 0.5)))
