@@ -4,13 +4,13 @@
 #include "kernels/cuda/cuda_int.h"
 #include "kernels/detect_t.h"
 
-__global__ void box_coder_kernel(const pd_k_box_coder p, bool f32, const void *prior,
-                                 const void *pvar, const void *target, void *out) {
+static __global__ void box_coder_kernel(const pd_k_box_coder p, bool f32, const void *prior,
+                                        const void *pvar, const void *target, void *out) {
   PD_KCU_LOOP(e, p.n * p.j) pd_k_box_coder_at(&p, f32, prior, pvar, target, out, e);
 }
 
-__global__ void yolo_box_kernel(const pd_k_yolo_box p, bool f32, const void *x, const void *img,
-                                void *boxes, void *scores) {
+static __global__ void yolo_box_kernel(const pd_k_yolo_box p, bool f32, const void *x,
+                                       const void *img, void *boxes, void *scores) {
   PD_KCU_LOOP(e, p.n * p.na * p.h * p.w) pd_k_yolo_box_at(&p, f32, x, img, boxes, scores, e);
 }
 
