@@ -152,37 +152,31 @@ static void yolo_case(pd_dtype dt, int64_t n, int64_t h, int64_t w, int64_t na, 
   free(x), free(boxes), free(scores), free(wb), free(ws);
 }
 
-#define BOTH(want, call, ...)                                                 \
-  do {                                                                        \
-    is_int(C->call, (want), __VA_ARGS__);                                     \
-    if (have_gpu) same_status(G->call, (want), __VA_ARGS__);                  \
-  } while (0)
-
 static void test_checks(void) {
   double b[64] = {0};
   pd_k_box_coder p = {2, 3, false, false, 0, false, {0}};
-  BOTH(PD_EUNSUPPORTED, box_coder(PD_INT32, &p, b, NULL, b, b), "box_coder int32");
-  BOTH(PD_EINVAL, box_coder(PD_FP32, &p, b, NULL, NULL, b), "box_coder without a target");
+  CMP_BOTH(PD_EUNSUPPORTED, box_coder(PD_INT32, &p, b, NULL, b, b), "box_coder int32");
+  CMP_BOTH(PD_EINVAL, box_coder(PD_FP32, &p, b, NULL, NULL, b), "box_coder without a target");
   p.j = -1;
-  BOTH(PD_EINVAL, box_coder(PD_FP32, &p, b, NULL, b, b), "box_coder j -1");
+  CMP_BOTH(PD_EINVAL, box_coder(PD_FP32, &p, b, NULL, b, b), "box_coder j -1");
   p.j = 0;
-  BOTH(PD_OK, box_coder(PD_FP32, &p, NULL, NULL, NULL, NULL), "box_coder of no boxes");
+  CMP_BOTH(PD_OK, box_coder(PD_FP32, &p, NULL, NULL, NULL, NULL), "box_coder of no boxes");
   p.n = INT64_MAX, p.j = 3;
-  BOTH(PD_EINVAL, box_coder(PD_FP32, &p, b, NULL, b, b), "box_coder n j 4 overflows");
+  CMP_BOTH(PD_EINVAL, box_coder(PD_FP32, &p, b, NULL, b, b), "box_coder n j 4 overflows");
   pd_k_yolo_box y = {.n = 1, .h = 1, .w = 1, .na = 1, .classes = 1, .ratio = 1, .scale = 1,
                      .im_dt = PD_INT32};
-  BOTH(PD_EUNSUPPORTED, yolo_box(PD_INT64, &y, b, b, b, b), "yolo_box int64");
-  BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, NULL, b), "yolo_box without boxes");
+  CMP_BOTH(PD_EUNSUPPORTED, yolo_box(PD_INT64, &y, b, b, b, b), "yolo_box int64");
+  CMP_BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, NULL, b), "yolo_box without boxes");
   y.im_dt = PD_FP32;
-  BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box float image sizes");
+  CMP_BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box float image sizes");
   y.im_dt = PD_INT64, y.na = PD_K_YOLO_MAX_ANCHORS + 1;
-  BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box too many anchors");
+  CMP_BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box too many anchors");
   y.na = 1, y.classes = 0;
-  BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box no classes");
+  CMP_BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box no classes");
   y.classes = 1, y.ratio = 0;
-  BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box ratio 0");
+  CMP_BOTH(PD_EINVAL, yolo_box(PD_FP32, &y, b, b, b, b), "yolo_box ratio 0");
   y.ratio = 1, y.n = 0;
-  BOTH(PD_OK, yolo_box(PD_FP32, &y, NULL, NULL, NULL, NULL), "yolo_box of an empty batch");
+  CMP_BOTH(PD_OK, yolo_box(PD_FP32, &y, NULL, NULL, NULL, NULL), "yolo_box of an empty batch");
 }
 
 int main(int argc, char **argv) {
