@@ -861,6 +861,50 @@ typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *
                                            const void *x, const void *grid, const void *dy,
                                            void *dx, void *dgrid);
 
+/* The box decoding of detection heads (vm/ops/detection.c's box_coder and yolo_box, with
+ * PaddlePaddle's math, in double; kernels/detect_t.h holds the per-box arithmetic both backends
+ * share). fp32/fp64 boxes and features (PD_EUNSUPPORTED).
+ * box_coder: out [n, j, 4]. A box's width and height are x2 - x1 and y2 - y1 plus `one`
+ * (1 when not box_normalized), a prior's centre (x1 + w/2, y1 + h/2). Variances (vx, vy, vw,
+ * vh): prior_var's row of the prior ([priors, 4]) when set, else var when attr_var, else 1.
+ * encode: target [n, 4] (corners), prior [j, 4]; out[i, k] = ((tcx - pcx) / pw / vx, (tcy -
+ * pcy) / ph / vy, log|tw / pw| / vw, log|th / ph| / vh), tcx the midpoint of the corners.
+ * decode: target [n, j, 4] (codes), prior [j, 4] (row k), or [n, 4] (row i) when axis1;
+ * (cx, cy, w, h) = (vx t0 pw + pcx, vy t1 ph + pcy, e^(vw t2) pw, e^(vh t3) ph), written as
+ * (cx - w/2, cy - h/2, cx + w/2 - one, cy + h/2 - one). n, j >= 0 whose n j 4 fits, the
+ * buffers (but prior_var) set when there are boxes (PD_EINVAL; pd_k_box_coder_check). */
+typedef struct pd_k_box_coder {
+  int64_t n, j;
+  bool decode, axis1;
+  double one;     /* 1 when not box_normalized, else 0 */
+  bool attr_var;  /* var holds the variances (no prior_var) */
+  double var[4];
+} pd_k_box_coder;
+typedef pd_status pd_k_box_coder_fn(pd_dtype dt, const pd_k_box_coder *p, const void *prior,
+                                    const void *prior_var, const void *target, void *out);
+
+/* yolo_box: x [n, C, h, w] (C = na (5 + classes), plus na IoU channels first when iou_aware),
+ * img [n, 2] (height, width) of im_dt int32 or int64 -> boxes [n, na h w, 4], scores [n, na h w,
+ * classes]. For anchor a (anchors[2a], anchors[2a + 1]) and cell (k, l), with s the sigmoid:
+ * conf = s(objectness), or s(objectness)^(1 - factor) s(iou)^factor when iou_aware; below
+ * thresh the box and its scores are 0; else cx = (l + s(tx) scale + bias) iw / w, cy = (k +
+ * s(ty) scale + bias) ih / h, bias = -(scale - 1) / 2 in float, bw = e^tw aw iw / (ratio w), bh
+ * = e^th ah ih / (ratio h); the box (cx - bw/2, cy - bh/2, cx + bw/2, cy + bh/2), clipped to
+ * [0, iw - 1] x [0, ih - 1] when clip; class c's score conf s(x_c). Box b = a h w + k w + l.
+ * n, h, w >= 0, 1 <= na <= PD_K_YOLO_MAX_ANCHORS, classes and ratio >= 1, the sizes fitting,
+ * the buffers set when there are boxes (PD_EINVAL; pd_k_yolo_box_check). */
+enum { PD_K_YOLO_MAX_ANCHORS = 32 };
+typedef struct pd_k_yolo_box {
+  int64_t n, h, w, na, classes, ratio;
+  int64_t anchors[2 * PD_K_YOLO_MAX_ANCHORS]; /* (width, height) per anchor */
+  bool iou_aware, clip;
+  float scale;            /* scale_x_y */
+  double thresh, factor;  /* conf_thresh, iou_aware_factor */
+  pd_dtype im_dt;         /* img's: PD_INT32 or PD_INT64 */
+} pd_k_yolo_box;
+typedef pd_status pd_k_yolo_box_fn(pd_dtype dt, const pd_k_yolo_box *p, const void *x,
+                                   const void *img, void *boxes, void *scores);
+
 /* ---- The backend table: every entry once, in table order. PD_K_BACKEND_LIST(X) calls
  * X(name, type, cuda) for each; the struct below, the CPU backend's declarations and table
  * (kernels/cpu/cpu.h, backend.c: pd_kcpu_<name>) and the CUDA backend's (kernels/cuda/cuda_int.h,
@@ -950,7 +994,9 @@ typedef pd_status pd_k_grid_sample_grad_fn(pd_dtype dt, const pd_k_grid_sample *
   X(interp2d, pd_k_interp2d_fn, CUDA)                                                              \
   X(interp2d_grad, pd_k_interp2d_grad_fn, CUDA)                                                    \
   X(grid_sample, pd_k_grid_sample_fn, CUDA)                                                        \
-  X(grid_sample_grad, pd_k_grid_sample_grad_fn, CUDA)
+  X(grid_sample_grad, pd_k_grid_sample_grad_fn, CUDA)                                              \
+  X(box_coder, pd_k_box_coder_fn, CUDA)                                                            \
+  X(yolo_box, pd_k_yolo_box_fn, CUDA)
 
 typedef struct pd_k_backend {
   const char *name; /* "cpu", "cuda" */

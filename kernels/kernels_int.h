@@ -273,6 +273,34 @@ static inline pd_status pd_k_grid_sample_check(pd_dtype dt, const pd_k_grid_samp
   return p->n > 0 && p->c > 0 && (!x || !b) ? PD_EINVAL : PD_OK;
 }
 
+/* box_coder (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), n, j >= 0 with n j 4 fitting, prior,
+ * target and out set when there are boxes (PD_EINVAL). */
+static inline pd_status pd_k_box_coder_check(pd_dtype dt, const pd_k_box_coder *p,
+                                             const void *prior, const void *target,
+                                             const void *out) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  int64_t d[] = {p ? p->n : -1, p ? p->j : -1, 4};
+  if (!p || p->n < 0 || p->j < 0 || pd_k_numel(3, d) < 0) return PD_EINVAL;
+  return p->n * p->j > 0 && (!prior || !target || !out) ? PD_EINVAL : PD_OK;
+}
+
+/* yolo_box (kernels.h): fp32/fp64 (PD_EUNSUPPORTED), the sizes and img's dtype as kernels.h
+ * says, the buffers set when there are boxes (PD_EINVAL). */
+static inline pd_status pd_k_yolo_box_check(pd_dtype dt, const pd_k_yolo_box *p, const void *x,
+                                            const void *img, const void *boxes,
+                                            const void *scores) {
+  if (dt != PD_FP32 && dt != PD_FP64) return PD_EUNSUPPORTED;
+  if (!p || p->n < 0 || p->h < 0 || p->w < 0 || p->na < 1 || p->na > PD_K_YOLO_MAX_ANCHORS ||
+      p->classes < 1 || p->ratio < 1 || (p->im_dt != PD_INT32 && p->im_dt != PD_INT64))
+    return PD_EINVAL;
+  int64_t c = p->na * (5 + (p->classes < INT32_MAX ? p->classes : INT32_MAX) +
+                       (p->iou_aware ? 1 : 0));
+  int64_t in[] = {p->n, c, p->h, p->w}, sc[] = {p->n, p->na, p->h, p->w, p->classes},
+          bx[] = {p->n, p->na, p->h, p->w, 4};
+  if (pd_k_numel(4, in) < 0 || pd_k_numel(5, sc) < 0 || pd_k_numel(5, bx) < 0) return PD_EINVAL;
+  return p->n * p->h * p->w > 0 && (!x || !img || !boxes || !scores) ? PD_EINVAL : PD_OK;
+}
+
 /* ---- A convolution's GEMM sizes, per image ---- */
 typedef struct pd_k_conv_plan {
   pd_dtype dt;

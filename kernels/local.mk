@@ -18,6 +18,7 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/loss.c kernels/cpu/loss_t.h kernels/cpu/dropout.c kernels/cpu/dropout_t.h \
 	kernels/cpu/copy_rows.c kernels/cpu/adaptive_pool.c kernels/cpu/adaptive_pool_t.h \
 	kernels/cpu/each_float.h kernels/cpu/interp.c kernels/cpu/interp_t.h kernels/grid_sample_t.h \
+	kernels/cpu/detection.c kernels/detect_t.h \
 	kernels/rnn_steps.c
 
 # The CUDA backend (configure --with-cuda): its .cu files go into the same convenience library,
@@ -31,13 +32,13 @@ PD_CUDA_SRCS = kernels/cuda/device.cu kernels/cuda/gemm.cu kernels/cuda/elementw
 	kernels/cuda/act.cu kernels/cuda/norm.cu kernels/cuda/optim.cu kernels/cuda/rnn_cell.cu \
 	kernels/cuda/loss.cu kernels/cuda/dropout.cu kernels/cuda/copy_rows.cu \
 	kernels/cuda/adaptive_pool.cu kernels/cuda/rnn_seq.cu kernels/cuda/pad.cu \
-	kernels/cuda/interp.cu kernels/cuda/cudnn.cu
+	kernels/cuda/interp.cu kernels/cuda/cudnn.cu kernels/cuda/detection.cu
 PD_CUDA_HDRS = kernels/cuda/cuda_int.h kernels/cuda/reduce.cuh
 if PD_HAVE_CUDA
 libpdlang_internal_la_SOURCES += $(PD_CUDA_HDRS) $(PD_CUDA_SRCS)
 # nvcc's dependency output does not reach automake's tracking: every object depends on every
 # header it may include.
-$(PD_CUDA_SRCS:.cu=.lo): $(PD_CUDA_HDRS) kernels/kernels.h kernels/kernels_int.h \
+$(PD_CUDA_SRCS:.cu=.lo): $(PD_CUDA_HDRS) kernels/kernels.h kernels/kernels_int.h kernels/detect_t.h \
 	base/base.h base/dtype.h config.h $(srcdir)/kernels/cuda/nvcc-lo.sh
 else
 libpdlang_internal_la_SOURCES += kernels/cuda/none.c

@@ -22,6 +22,8 @@ PaddlePaddle 3.x in legacy mode refuses some of its own Python functions on a le
 directly (block.append_op). The seeds are fixed, so the values change only with PaddlePaddle.
 Each op's op_callstack (the Python stack that built it: this machine's folders) is removed from
 the saved programs (tools/paddle_strip.py).
+fluid_lstmp is Fluid's lstmp op, which PaddlePaddle 3 no longer registers: its program is edited
+into shape through framework.proto and its outputs computed in numpy (see fluid_lstmp below).
 """
 import os
 import shutil
@@ -418,6 +420,167 @@ def refused(outdir):
     print("refused        saved")
 
 
+# ---- fluid_lstmp: Fluid's lstmp op, which PaddlePaddle 3.x no longer registers. The program is
+# built with a scale op in each lstmp's place, saved, and then edited as Fluid's framework.proto
+# (framework_pb2): each stand-in becomes an lstmp op with its parameters (their LoDTensor streams
+# added to the combined parameter file in sorted name order, as save_inference_model writes it).
+# The outputs come from numpy: PaddlePaddle computes the embedding and the fc layers (fetched
+# from the program as built), numpy the lstmp recurrences from the op's definition (Paddle's
+# lstmp_op.h), the poolings and the concat.
+
+def tensor_stream(a):
+    """One Fluid LoDTensor stream (no LoD) of the float32 array a."""
+    pb = paddle.base.proto.framework_pb2
+    desc = pb.VarType.TensorDesc(data_type=pb.VarType.FP32, dims=list(a.shape))
+    d = desc.SerializeToString()
+    return (struct.pack("<IQI", 0, 0, 0) + struct.pack("<i", len(d)) + d
+            + np.ascontiguousarray(a, "float32").tobytes())
+
+
+def np_act(name, v):
+    return {"sigmoid": lambda t: 1 / (1 + np.exp(-t)), "tanh": np.tanh,
+            "relu": lambda t: np.maximum(t, 0), "identity": lambda t: t}[name](v)
+
+
+def np_lstmp(x, lens, w, pw, b, a):
+    """lstmp on x [rows, 4D] (sequences of lens rows), in float64: c~, i, f, o; peepholes from
+    Bias[4D:7D]; the cell clipped to cell_clip, the projection r = act(h ProjWeight) (Paddle's
+    kernel applies cell_activation unless proj_activation is identity) clipped to proj_clip."""
+    x, w, pw, b = (np.asarray(t, "float64") for t in (x, w, pw, b))
+    D, P = pw.shape
+    b = b.reshape(-1)
+    act_g, act_c, act_n = a["gate_activation"], a["cell_activation"], a["candidate_activation"]
+    act_p = "identity" if a["proj_activation"] == "identity" else act_c
+    peep = a["use_peepholes"]
+    cclip, pclip = a.get("cell_clip", 0.0), a.get("proj_clip", 0.0)
+    out = np.zeros((x.shape[0], P))
+    start = 0
+    for n in lens:
+        r, c = np.zeros(P), np.zeros(D)
+        steps = range(start + n - 1, start - 1, -1) if a["is_reverse"] else range(start, start + n)
+        for t in steps:
+            g = x[t] + b[:4 * D] + r @ w
+            cand = np_act(act_n, g[:D])
+            i = np_act(act_g, g[D:2 * D] + (b[4 * D:5 * D] * c if peep else 0))
+            f = np_act(act_g, g[2 * D:3 * D] + (b[5 * D:6 * D] * c if peep else 0))
+            c = f * c + i * cand
+            if cclip > 0:
+                c = np.clip(c, -cclip, cclip)
+            o = np_act(act_g, g[3 * D:] + (b[6 * D:] * c if peep else 0))
+            h = o * np_act(act_c, c)
+            r = np_act(act_p, h @ pw)
+            if pclip > 0:
+                r = np.clip(r, -pclip, pclip)
+            out[t] = r
+        start += n
+    return out
+
+
+def fluid_lstmp(outdir):
+    """dynamic_lstmp as Fluid 1.x wrote it: fc to the 4 gates (D 4), lstmp (P 3) forward with
+    peepholes and clips (Fluid 1.6+'s op: cell_clip, proj_clip), reversed without peepholes and
+    with OrderedP0 (Fluid 1.5's op); the last step and the first of each sentence, concatenated."""
+    pb = paddle.base.proto.framework_pb2
+    D, P = 4, 3
+    specs = [dict(use_peepholes=True, is_reverse=False, gate_activation="sigmoid",
+                  cell_activation="tanh", candidate_activation="tanh", proj_activation="tanh",
+                  cell_clip=0.2, proj_clip=0.06),
+             dict(use_peepholes=False, is_reverse=True, gate_activation="sigmoid",
+                  cell_activation="tanh", candidate_activation="tanh",
+                  proj_activation="identity")]
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    paddle.seed(24)
+    np.random.seed(24)
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+        ids, emb = seq_embed(30, 6)
+        gates = [paddle.static.nn.fc(emb, 4 * D) for _ in specs]
+        stand = [legacy_op("scale", {"X": [g]}, attrs={"scale": 1.0}) for g in gates]
+        pools = [seq_pool(stand[0], "LAST"), seq_pool(stand[1], "FIRST")]
+        y = concat(pools)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        vals, lens = seq_ids(30, [4, 1, 6, 3])
+        feed = {"ids": paddle.base.create_lod_tensor(vals, [list(lens)], paddle.CPUPlace())}
+        xs = [np.array(t) for t in exe.run(main, feed=feed, fetch_list=gates,
+                                           return_numpy=False)]
+        d = os.path.join(outdir, "fluid_lstmp")
+        if os.path.isdir(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        prefix = os.path.join(d, "model")
+        paddle.static.save_inference_model(prefix, [ids], [y], exe)
+        paddle_strip.strip(prefix + ".pdmodel")
+    prog = pb.ProgramDesc()
+    prog.ParseFromString(open(prefix + ".pdmodel", "rb").read())
+    blk = prog.blocks[0]
+    var = {v.name: v for v in blk.vars}
+    params = {n: s for n, s in zip(
+        sorted(v.name for v in blk.vars if v.persistable and v.name not in ("feed", "fetch")),
+        split_streams(open(prefix + ".pdiparams", "rb").read()))}
+    template = next(v for v in blk.vars if v.persistable and v.name.endswith(".w_0"))
+    projs = []
+    for k, (op, spec) in enumerate(zip([o for o in blk.ops if o.type == "scale"], specs)):
+        w = np.random.uniform(-0.5, 0.5, (P, 4 * D)).astype("float32")
+        pw = np.random.uniform(-0.5, 0.5, (D, P)).astype("float32")
+        b = np.random.uniform(-0.5, 0.5, (1, (7 if spec["use_peepholes"] else 4) * D))
+        b = b.astype("float32")
+        names = {"Weight": ("lstmp_%d.w_0" % k, w), "ProjWeight": ("lstmp_%d.w_1" % k, pw),
+                 "Bias": ("lstmp_%d.b_0" % k, b)}
+        for slot, (n, a) in names.items():
+            v = blk.vars.add()
+            v.CopyFrom(template)
+            v.name = n
+            del v.type.dense_tensor.tensor.dims[:]
+            v.type.dense_tensor.tensor.dims.extend(a.shape)
+            params[n] = tensor_stream(a)
+        x_name = next(i.arguments[0] for i in op.inputs if i.parameter == "X")
+        out_name = next(o.arguments[0] for o in op.outputs if o.parameter == "Out")
+        op.type = "lstmp"
+        del op.inputs[:]
+        del op.outputs[:]
+        for slot, arg in [("Input", x_name)] + [(s, n) for s, (n, _) in names.items()]:
+            op.inputs.add(parameter=slot, arguments=[arg])
+        outs = ["Cell", "BatchGate", "BatchCellPreAct", "BatchHidden"]
+        if "cell_clip" not in spec:
+            outs.append("OrderedP0")  # Fluid 1.5's op: no clips, OrderedP0
+        op.outputs.add(parameter="Projection", arguments=[out_name])
+        for slot in outs:
+            n = "lstmp_%d.%s" % (k, slot)
+            v = blk.vars.add()
+            v.CopyFrom(var[out_name])
+            v.name = n
+            op.outputs.add(parameter=slot, arguments=[n])
+        keep = [a for a in op.attrs if a.name.startswith("op_") or a.name == "with_quant_attr"]
+        del op.attrs[:]
+        op.attrs.extend(keep)
+        for n, v in spec.items():
+            if isinstance(v, bool):
+                op.attrs.add(name=n, type=pb.BOOLEAN, b=v)
+            elif isinstance(v, float):
+                op.attrs.add(name=n, type=pb.FLOAT, f=v)
+            else:
+                op.attrs.add(name=n, type=pb.STRING, s=v)
+        projs.append(np_lstmp(xs[k], lens, w, pw, b, spec))
+    # The shapes downstream: the projections and the poolings [-1, P], the concat [-1, 2 P].
+    for op in blk.ops:
+        if op.type in ("lstmp", "sequence_pool", "concat"):
+            for o in op.outputs:
+                if o.parameter in ("Projection", "Out"):
+                    t = var[o.arguments[0]].type.dense_tensor.tensor
+                    t.dims[-1] = 2 * P if op.type == "concat" else P
+    open(prefix + ".pdmodel", "wb").write(prog.SerializeToString())
+    open(prefix + ".pdiparams", "wb").write(b"".join(params[n] for n in sorted(params)))
+    ends = np.cumsum(lens)
+    out = np.concatenate([projs[0][ends - 1], projs[1][ends - np.asarray(lens)]], axis=1)
+    np.save(os.path.join(d, "in_ids.npy"), vals)
+    np.save(os.path.join(d, "lens_ids.npy"), np.asarray(lens, "int64"))
+    np.save(os.path.join(d, "out_%s.npy" % y.name), out.astype("float32"))
+    with open(os.path.join(d, "fetch_names.txt"), "w") as f:
+        f.write(y.name + "\n")
+    print("fluid_lstmp    feeds ['ids'] fetches %s ops %s" % (
+        [y.name], sorted({op.type for op in blk.ops})))
+
+
 MODELS = [
     ("mlp", mlp, True), ("mlp_old_attrs", mlp_old_attrs, False), ("lenet", lenet, False),
     ("cnn_bn", cnn_bn, False), ("cond", cond(0.7), False),
@@ -440,6 +603,8 @@ def main():
             build(name, fn, outdir, fluid)
     if not only or "refused" in only:
         refused(outdir)
+    if not only or "fluid_lstmp" in only:
+        fluid_lstmp(outdir)
 
 
 if __name__ == "__main__":

@@ -201,9 +201,11 @@ PD_BATCH_NORM_(batch_norm, DIFF | FP_IN | GPU | GPU_GRAD)
 PD_INTERP_(bicubic_interp_v2, 2, FLOATS_EMPTY("scale"))
 PD_INTERP_(bilinear_interp, 1, FLOAT("scale", 0.0))
 PD_INTERP_(bilinear_interp_v2, 2, FLOATS_EMPTY("scale"))
-/* The detection ops (vm/ops/detection.c): the box post-processing of PaddleDetection's exports,
- * on the host. The prior-box ops read only their inputs' dims. */
-PD_OP(box_coder, FP_IN, box_coder, IN(ONE("PriorBox"), OPT("PriorBoxVar"), ONE("TargetBox")),
+/* The detection ops (vm/ops/detection.c): the box post-processing of PaddleDetection's exports;
+ * box_coder and yolo_box through the backend (on the GPU too), the others on the host. The
+ * prior-box ops read only their inputs' dims. */
+PD_OP(box_coder, FP_IN | GPU, box_coder,
+      IN(ONE("PriorBox"), OPT("PriorBoxVar"), ONE("TargetBox")),
       OUT(ONE("OutputBox")),
       ATTRS(ENUM("code_type", "encode_center_size", "decode_center_size"),
             BOOL("box_normalized", true), INT("axis", 0), FLOATS_EMPTY("variance")))
@@ -425,6 +427,21 @@ PD_OP(lstm, DIFF | FP_IN | SEQ_IN, lstm,
             ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
             ENUM("cell_activation", "tanh", "sigmoid", "relu", "identity"),
             ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity")))
+/* lstmp: Fluid's lstm with a recurrent projection (the dynamic_lstmp layer; vm/ops/rnn_fused.c
+ * says the equations): h [T, H] is projected by ProjWeight [H, P] into Projection [T, P], the
+ * state the next step multiplies by Weight [P, 4 H]; H0 [sequences, P], C0 [sequences, H];
+ * cell_clip and proj_clip bound the cell and the projection when > 0. BatchHidden keeps h,
+ * OrderedP0 the initial projections in the batch's order (sequences by length). On the CPU. */
+PD_OP(lstmp, DIFF | FP_IN | SEQ_IN, lstmp,
+      IN(ONE("Input"), OPT("H0"), OPT("C0"), ONE("Weight"), ONE("ProjWeight"), ONE("Bias")),
+      OUT(ONE("Projection"), ONE("Cell"), TEMP("BatchGate"), TEMP("BatchCellPreAct"),
+          TEMP("BatchHidden"), TEMP("OrderedP0")),
+      ATTRS(BOOL("use_peepholes", true), BOOL("is_reverse", false),
+            ENUM("gate_activation", "sigmoid", "tanh", "relu", "identity"),
+            ENUM("cell_activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity"),
+            ENUM("proj_activation", "tanh", "sigmoid", "relu", "identity"),
+            FLOAT("cell_clip", 0.0), FLOAT("proj_clip", 0.0)))
 PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD | AMP, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
@@ -626,7 +643,8 @@ PD_OP(while, DIFF, while, IN(OPT_LIST("X", ANY), LIST("Condition", HOST)),
       OUT(OPT_LIST("Out", ANY), ONE("StepScopes", ANY | SCOPES)),
       ATTRS(REQ(BLOCK, "sub_block"), BOOL("is_test", false),
             STRS_EMPTY("skip_eager_deletion_vars"), LONG("max_iterations", 1000000)))
-PD_OP(yolo_box, FP_IN, yolo_box, IN(ONE("X"), ONE("ImgSize")), OUT(ONE("Boxes"), ONE("Scores")),
+PD_OP(yolo_box, FP_IN | GPU, yolo_box, IN(ONE("X"), ONE("ImgSize")),
+      OUT(ONE("Boxes"), ONE("Scores")),
       ATTRS(INTS_EMPTY("anchors"), INT("class_num", 1), FLOAT("conf_thresh", 0.01),
             INT("downsample_ratio", 32), BOOL("clip_bbox", true), FLOAT("scale_x_y", 1.0),
             BOOL("iou_aware", false), FLOAT("iou_aware_factor", 0.5)))

@@ -524,6 +524,7 @@ int main(int argc, char **argv) {
       {"seqconv_textcnn", "model.pdmodel"},
       {"fluid_lstm", "model.pdmodel"},
       {"fluid_gru", "model.pdmodel"},
+      {"fluid_lstmp", "model.pdmodel"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);

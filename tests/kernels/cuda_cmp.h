@@ -144,6 +144,14 @@ static KT_UNUSED void same_bits(const buf *b, const char *fmt, ...) {
              pd_k_cuda_error());                                                          \
   } while (0)
 
+/* An entry's call must return want on the CPU backend and, where the including test's
+ * have_gpu says a GPU opened, on the CUDA backend too (argument checks). */
+#define CMP_BOTH(want, call, ...)                                             \
+  do {                                                                        \
+    is_int(C->call, (want), __VA_ARGS__);                                     \
+    if (have_gpu) same_status(G->call, (want), __VA_ARGS__);                  \
+  } while (0)
+
 static KT_UNUSED const char *dn(pd_dtype dt) { return pd_dtype_name(dt); }
 
 /* "[2, 3, 4]" */

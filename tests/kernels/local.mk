@@ -3,6 +3,8 @@
 #   test_elementwise, test_reduce, test_conv, test_pool, test_index: the entries of their names;
 #   test_interp: interp2d and its gradient (the resize ops' entries), the GPU's against the CPU's
 #     where a GPU opens;
+#   test_detection: box_coder and yolo_box (the detection ops' entries) against references from
+#     kernels.h's definitions, the GPU's against the CPU's where a GPU opens;
 #   test_optim: the optimizer updates' vector instances (kernels/cpu/optim_t.h) against the
 #     formulas' bits; unscale (fp16 loss scaling) exactly, its flag, its checks;
 #   test_fastmath: fastmath.h's vector e^x, tanh and logistic function (the fp32 kernels') against
@@ -23,7 +25,8 @@
 KERNELS_TESTS = tests/kernels/test_elementwise tests/kernels/test_reduce tests/kernels/test_conv \
 	tests/kernels/test_pool tests/kernels/test_index tests/kernels/test_optim \
 	tests/kernels/test_fastmath tests/kernels/test_rnn_seq tests/kernels/test_cuda_backend \
-	tests/kernels/test_cuda_ops tests/kernels/test_interp tests/kernels/test_gemm_lp
+	tests/kernels/test_cuda_ops tests/kernels/test_interp tests/kernels/test_gemm_lp \
+	tests/kernels/test_detection
 check_PROGRAMS += $(KERNELS_TESTS)
 TESTS += $(KERNELS_TESTS)
 EXTRA_DIST += tests/kernels/kt.h tests/kernels/cuda_cmp.h tests/kernels/steps_backend.h

@@ -176,40 +176,35 @@ static void gs_case(pd_dtype dt, int64_t n, int64_t c, int64_t h, int64_t w, int
   free(x), free(grid), free(dy), free(y), free(dx), free(dg), free(want), free(gx), free(gg);
 }
 
-#define BOTH(want, call, ...)                                                 \
-  do {                                                                        \
-    is_int(C->call, (want), __VA_ARGS__);                                     \
-    if (have_gpu) same_status(G->call, (want), __VA_ARGS__);                  \
-  } while (0)
-
 static void test_checks(void) {
   int64_t idx[8] = {0};
   double lam[8] = {0}, b[8] = {0};
   pd_k_interp2d p = {1, 1, 1, 1, 2, 2, false, 2, 2, idx, lam};
-  BOTH(PD_EUNSUPPORTED, interp2d(PD_INT32, &p, b, b), "interp2d int32");
+  CMP_BOTH(PD_EUNSUPPORTED, interp2d(PD_INT32, &p, b, b), "interp2d int32");
   p.th = 2, p.tw = 1;
-  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d taps (2, 1)");
+  CMP_BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d taps (2, 1)");
   p.th = 4, p.tw = 2;
-  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d taps (4, 2)");
+  CMP_BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d taps (4, 2)");
   p.th = p.tw = 2;
-  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, NULL), "interp2d without y");
-  BOTH(PD_EINVAL, interp2d_grad(PD_FP64, &p, NULL, b), "interp2d_grad without dy");
+  CMP_BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, NULL), "interp2d without y");
+  CMP_BOTH(PD_EINVAL, interp2d_grad(PD_FP64, &p, NULL, b), "interp2d_grad without dy");
   p.oh = 0;
-  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d oh 0");
+  CMP_BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d oh 0");
   p.oh = 2, p.idx = NULL;
-  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d without tables");
+  CMP_BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d without tables");
   p.n = 0;
-  BOTH(PD_OK, interp2d(PD_FP32, &p, NULL, NULL), "interp2d of an empty batch");
+  CMP_BOTH(PD_OK, interp2d(PD_FP32, &p, NULL, NULL), "interp2d of an empty batch");
   p.n = INT64_MAX, p.c = 2, p.idx = idx;
-  BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d n c overflows");
+  CMP_BOTH(PD_EINVAL, interp2d(PD_FP32, &p, b, b), "interp2d n c overflows");
   pd_k_grid_sample g = {1, 1, 2, 2, 2, 2, false, 0, true};
-  BOTH(PD_EUNSUPPORTED, grid_sample(PD_INT64, &g, b, b, b), "grid_sample int64");
-  BOTH(PD_EINVAL, grid_sample(PD_FP32, &g, b, NULL, b), "grid_sample without a grid");
-  BOTH(PD_EINVAL, grid_sample_grad(PD_FP64, &g, b, b, NULL, b, b), "grid_sample_grad without dy");
+  CMP_BOTH(PD_EUNSUPPORTED, grid_sample(PD_INT64, &g, b, b, b), "grid_sample int64");
+  CMP_BOTH(PD_EINVAL, grid_sample(PD_FP32, &g, b, NULL, b), "grid_sample without a grid");
+  CMP_BOTH(PD_EINVAL, grid_sample_grad(PD_FP64, &g, b, b, NULL, b, b),
+           "grid_sample_grad without dy");
   g.padding = 3;
-  BOTH(PD_EINVAL, grid_sample(PD_FP32, &g, b, b, b), "grid_sample padding 3");
+  CMP_BOTH(PD_EINVAL, grid_sample(PD_FP32, &g, b, b, b), "grid_sample padding 3");
   g.padding = 0, g.oh = 0;
-  BOTH(PD_EINVAL, grid_sample(PD_FP32, &g, b, b, b), "grid_sample oh 0");
+  CMP_BOTH(PD_EINVAL, grid_sample(PD_FP32, &g, b, b, b), "grid_sample oh 0");
 }
 
 int main(int argc, char **argv) {

@@ -1,9 +1,11 @@
 /* detection.c -- the box post-processing ops that PaddleDetection's exported models end with
  * (YOLOv3, PP-YOLOE, PicoDet, SSD, BlazeFace): yolo_box, prior_box, density_prior_box,
  * box_coder and the multi-class NMS (multiclass_nms, multiclass_nms2, multiclass_nms3), with
- * Fluid's names, slots, attributes and math; their shape functions and CPU kernels. Inference
- * ops: none is differentiable, and all compute on the host (NMS is sequential, as in Paddle,
- * which runs it on the CPU only). The kernels read fp32 or fp64 inputs and compute in double
+ * Fluid's names, slots, attributes and math; their shape functions and kernels. Inference
+ * ops: none is differentiable. yolo_box and box_coder compute through the backend's entries of
+ * the same names (kernels.h; the per-box math in kernels/detect_t.h), on the GPU too; the prior
+ * boxes and the NMS on the host (NMS is sequential, as in Paddle, which runs it on the CPU
+ * only). The kernels read fp32 or fp64 inputs and compute in double
  * (the NMS sorts and compares scores as Paddle does, as floats; its threshold shrinks in the
  * op's precision), writing results of the input's dtype. */
 #include "config.h"
@@ -155,8 +157,6 @@ pd_status pd_infer_yolo_box(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Scores", 0, &os, x->dtype, 0);
 }
 
-static inline double sigmoid(double v) { return 1.0 / (1.0 + exp(-v)); }
-
 /* yolo_box, Paddle's decoding of a YOLOv3 head. For image n (height ih, width iw from ImgSize),
  * anchor a (aw, ah), cell (k, l) of the H x W grid, with sigmoid s:
  *   conf = s(objectness), or s(objectness)^(1 - f) s(iou)^f when iou_aware (f its factor);
@@ -195,7 +195,7 @@ pd_status pd_kernel_yolo_box(pd_exec_ctx *ctx) {
                        "X %s, got %s", x->dims[0], shape_str(x, s), shape_str(im, s2));
   hold h;
   hold_init(&h);
-  int64_t N = x->dims[0], H = x->dims[2], W = x->dims[3], hw = H * W, nb = y.na * hw;
+  int64_t N = x->dims[0], H = x->dims[2], W = x->dims[3], nb = y.na * H * W;
   int64_t db[3] = {N, nb, 4}, ds[3] = {N, nb, y.classes};
   pd_dtype dt = x->dtype;
   if ((st = unalias(ctx, &h, ob, &x)) || (st = unalias(ctx, &h, os, &x)) ||
@@ -204,47 +204,19 @@ pd_status pd_kernel_yolo_box(pd_exec_ctx *ctx) {
     hold_free(&h);
     return st;
   }
-  const void *xs = pd_tensor_data(x);
-  void *bo = pd_tensor_data(ob), *so = pd_tensor_data(os);
-  memset(bo, 0, (size_t)pd_tensor_numel(ob) * pd_dtype_size(dt));
-  memset(so, 0, (size_t)pd_tensor_numel(os) * pd_dtype_size(dt));
-  float scale = (float)pd_ctx_attr_float(ctx, "scale_x_y"), bias = -0.5f * (scale - 1.f);
-  double thresh = (float)pd_ctx_attr_float(ctx, "conf_thresh");
-  double f = (float)pd_ctx_attr_float(ctx, "iou_aware_factor");
-  bool clip = pd_ctx_attr_bool(ctx, "clip_bbox");
-  int64_t per_anchor = 5 + y.classes, first = y.iou_aware ? y.na : 0;
-  for (int64_t b = 0; b < N; b++) {
-    double ih = (double)elem_i(im, 2 * b), iw = (double)elem_i(im, 2 * b + 1);
-    int64_t base = b * yolo_channels(&y) * hw;
-    for (int64_t a = 0; a < y.na; a++)
-      for (int64_t k = 0; k < H; k++)
-        for (int64_t l = 0; l < W; l++) {
-          int64_t cell = k * W + l, e0 = base + (first + a * per_anchor) * hw + cell;
-          double conf = sigmoid(fget(xs, dt, e0 + 4 * hw));
-          if (y.iou_aware)
-            conf = pow(conf, 1.0 - f) * pow(sigmoid(fget(xs, dt, base + a * hw + cell)), f);
-          if (conf < thresh) continue;
-          double cx = ((double)l + sigmoid(fget(xs, dt, e0)) * scale + bias) * iw / (double)W;
-          double cy = ((double)k + sigmoid(fget(xs, dt, e0 + hw)) * scale + bias) * ih / (double)H;
-          double w = exp(fget(xs, dt, e0 + 2 * hw)) * (double)y.anchors[2 * a] * iw /
-                     (double)(y.ratio * W);
-          double hh = exp(fget(xs, dt, e0 + 3 * hw)) * (double)y.anchors[2 * a + 1] * ih /
-                      (double)(y.ratio * H);
-          double box[4] = {cx - w / 2, cy - hh / 2, cx + w / 2, cy + hh / 2};
-          if (clip) {
-            box[0] = box[0] > 0 ? box[0] : 0;
-            box[1] = box[1] > 0 ? box[1] : 0;
-            box[2] = box[2] < iw - 1 ? box[2] : iw - 1;
-            box[3] = box[3] < ih - 1 ? box[3] : ih - 1;
-          }
-          int64_t o = b * nb + a * hw + cell;
-          for (int i = 0; i < 4; i++) fput(bo, dt, o * 4 + i, box[i]);
-          for (int64_t j = 0; j < y.classes; j++)
-            fput(so, dt, o * y.classes + j, conf * sigmoid(fget(xs, dt, e0 + (5 + j) * hw)));
-        }
-  }
+  pd_k_yolo_box k = {.n = N, .h = H, .w = W, .na = y.na, .classes = y.classes,
+                     .ratio = y.ratio, .iou_aware = y.iou_aware,
+                     .clip = pd_ctx_attr_bool(ctx, "clip_bbox"),
+                     .scale = (float)pd_ctx_attr_float(ctx, "scale_x_y"),
+                     .thresh = (float)pd_ctx_attr_float(ctx, "conf_thresh"),
+                     .factor = (float)pd_ctx_attr_float(ctx, "iou_aware_factor"),
+                     .im_dt = im->dtype};
+  memcpy(k.anchors, y.anchors, sizeof *k.anchors * (size_t)(2 * y.na));
+  st = pd_ctx_check(ctx, ctx->k->yolo_box(dt, &k, pd_tensor_data(x), pd_tensor_data(im),
+                                          pd_tensor_data(ob), pd_tensor_data(os)),
+                    "yolo_box");
   hold_free(&h);
-  return PD_OK;
+  return st;
 }
 
 /* ---------------------------------------------------------------- prior_box */
@@ -691,36 +663,16 @@ pd_status pd_kernel_box_coder(pd_exec_ctx *ctx) {
     hold_free(&h);
     return st;
   }
-  const void *P = pd_tensor_data(pb), *T = pd_tensor_data(tb), *V = pvar ? pd_tensor_data(pvar)
-                                                                         : NULL;
-  void *O = pd_tensor_data(out);
-  double one = pd_ctx_attr_bool(ctx, "box_normalized") ? 0.0 : 1.0;
-  for (int64_t i = 0; i < N; i++)
-    for (int64_t j = 0; j < J; j++) {
-      int64_t p = decode && axis == 1 ? i : j, o = (i * J + j) * 4;
-      double px1 = fget(P, dt, p * 4), py1 = fget(P, dt, p * 4 + 1);
-      double pw = fget(P, dt, p * 4 + 2) - px1 + one, ph = fget(P, dt, p * 4 + 3) - py1 + one;
-      double pcx = px1 + pw / 2, pcy = py1 + ph / 2, v[4] = {1, 1, 1, 1}, r[4];
-      for (int k = 0; k < 4; k++) v[k] = V ? fget(V, dt, p * 4 + k) : nvar ? attr_var[k] : 1.0;
-      if (!decode) {
-        double x1 = fget(T, dt, i * 4), y1 = fget(T, dt, i * 4 + 1);
-        double x2 = fget(T, dt, i * 4 + 2), y2 = fget(T, dt, i * 4 + 3);
-        r[0] = ((x1 + x2) / 2 - pcx) / pw / v[0];
-        r[1] = ((y1 + y2) / 2 - pcy) / ph / v[1];
-        r[2] = log(fabs((x2 - x1 + one) / pw)) / v[2];
-        r[3] = log(fabs((y2 - y1 + one) / ph)) / v[3];
-      } else {
-        double cx = v[0] * fget(T, dt, o) * pw + pcx, cy = v[1] * fget(T, dt, o + 1) * ph + pcy;
-        double w = exp(v[2] * fget(T, dt, o + 2)) * pw, hh = exp(v[3] * fget(T, dt, o + 3)) * ph;
-        r[0] = cx - w / 2;
-        r[1] = cy - hh / 2;
-        r[2] = cx + w / 2 - one;
-        r[3] = cy + hh / 2 - one;
-      }
-      for (int k = 0; k < 4; k++) fput(O, dt, o + k, r[k]);
-    }
+  pd_k_box_coder k = {.n = N, .j = J, .decode = decode, .axis1 = axis == 1,
+                      .one = pd_ctx_attr_bool(ctx, "box_normalized") ? 0.0 : 1.0,
+                      .attr_var = nvar != 0};
+  for (int i = 0; i < 4 && nvar; i++) k.var[i] = attr_var[i];
+  st = pd_ctx_check(ctx, ctx->k->box_coder(dt, &k, pd_tensor_data(pb),
+                                           pvar ? pd_tensor_data(pvar) : NULL,
+                                           pd_tensor_data(tb), pd_tensor_data(out)),
+                    "box_coder");
   hold_free(&h);
-  return PD_OK;
+  return st;
 }
 
 /* ---------------------------------------------------------------- multiclass_nms */

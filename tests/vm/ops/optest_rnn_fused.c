@@ -1,7 +1,8 @@
 /* optest_rnn_fused.c -- the op-test table's rows of vm/ops/rnn_fused.c (optest.h): fused_lstm and
  * fused_gru, pdlang's gated recurrences over a batch of sequences of different lengths (one of
  * them empty), forwards and reversed, with initial states per sequence, shared by all, or
- * absent; and Fluid's lstm (peepholes or not, other activations) and gru (origin_mode or not).
+ * absent; and Fluid's lstm (peepholes or not, other activations), lstmp (lstm with a recurrent
+ * projection: clips, peepholes, reversed) and gru (origin_mode or not).
  * The references run each sequence on its own from the equations of vm/oplist.h and
  * vm/ops/rnn_fused.c: Input holds each row's input projection (the gates' columns side by
  * side), the recurrent product is h Weight (a row times [H, G H]); under amp's mark
@@ -162,6 +163,70 @@ static void ref_fluid(ot_ref *r) {
   }
 }
 
+/* Fluid's lstmp, each sequence on its own: Fluid's lstm where the state multiplied by Weight
+ * [P, 4H] is the projection r = clip(act_p(h ProjWeight), proj_clip) of h (H0 is r's initial
+ * value, [sequences, P] or [P]), the cell c' = clip(f c + i c~, cell_clip) before o and h
+ * (clip(v, m) bounds v to [-m, m] when m > 0); act_p is cell_activation unless proj_activation
+ * is identity (what PaddlePaddle's lstmp kernel computes). OrderedP0: H0's rows (zeros without
+ * it) in the order of the sequences by length, longest first, ties in index order. */
+static double clip_to(double v, double m) {
+  return m > 0 ? (v < -m ? -m : v > m ? m : v) : v;
+}
+
+static void ref_lstmp(ot_ref *r) {
+  const ot_val *x = ot_in(r, "Input"), *w = ot_in(r, "Weight"), *b = ot_in(r, "Bias");
+  const ot_val *pw = ot_in(r, "ProjWeight"), *h0 = ot_in(r, "H0"), *c0 = ot_in(r, "C0");
+  int64_t H = pw->dims[0], P = pw->dims[1], G = 4 * H, T = x->dims[0], N = x->nlod - 1;
+  int64_t dh[2] = {T, H}, dp[2] = {T, P}, dg[2] = {T, G}, d0[2] = {N, P};
+  double *proj = ot_out(r, "Projection", 2, dp), *gate = ot_out(r, "BatchGate", 2, dg);
+  double *cell = ot_out(r, "Cell", 2, dh), *pre = ot_out(r, "BatchCellPreAct", 2, dh);
+  double *bh = ot_out(r, "BatchHidden", 2, dh), *op0 = ot_out(r, "OrderedP0", 2, d0);
+  bool rev = ot_bool(r, "is_reverse"), peep = ot_bool(r, "use_peepholes");
+  const char *ga = ot_str(r, "gate_activation"), *ca = ot_str(r, "cell_activation");
+  const char *na = ot_str(r, "candidate_activation");
+  const char *pa = !strcmp(ot_str(r, "proj_activation"), "identity") ? "identity" : ca;
+  double cclip = ot_float(r, "cell_clip"), pclip = ot_float(r, "proj_clip");
+  /* OrderedP0: a selection sort by length, longest first, the lower index first on ties */
+  bool used[MAX_H] = {0};
+  for (int64_t q = 0; q < N; q++) {
+    int64_t best = -1;
+    for (int64_t s = 0; s < N; s++)
+      if (!used[s] && (best < 0 || x->lod[s + 1] - x->lod[s] > x->lod[best + 1] - x->lod[best]))
+        best = s;
+    used[best] = true;
+    for (int64_t j = 0; j < P; j++) op0[q * P + j] = init_state(h0, best, j, P);
+  }
+  for (int s = 0; s < N; s++) {
+    int64_t len = x->lod[s + 1] - x->lod[s];
+    double rs[MAX_H], c[MAX_H], g[4 * MAX_H], h[MAX_H];
+    for (int64_t j = 0; j < P; j++) rs[j] = init_state(h0, s, j, P);
+    for (int64_t j = 0; j < H; j++) c[j] = init_state(c0, s, j, H);
+    for (int64_t k = 0; k < len; k++) {
+      int64_t row = x->lod[s] + (rev ? len - 1 - k : k);
+      double *gr = gate + row * G;
+      for (int64_t q = 0; q < G; q++) {
+        g[q] = x->v[row * G + q] + b->v[q];
+        for (int64_t i = 0; i < P; i++) g[q] += rs[i] * w->v[i * G + q];
+      }
+      for (int64_t j = 0; j < H; j++) {
+        gr[j] = act(na, g[j]);
+        gr[H + j] = act(ga, g[H + j] + (peep ? b->v[4 * H + j] * c[j] : 0));
+        gr[2 * H + j] = act(ga, g[2 * H + j] + (peep ? b->v[5 * H + j] * c[j] : 0));
+        c[j] = clip_to(gr[2 * H + j] * c[j] + gr[H + j] * gr[j], cclip);
+        gr[3 * H + j] = act(ga, g[3 * H + j] + (peep ? b->v[6 * H + j] * c[j] : 0));
+        cell[row * H + j] = c[j];
+        pre[row * H + j] = act(ca, c[j]);
+        h[j] = bh[row * H + j] = gr[3 * H + j] * act(ca, c[j]);
+      }
+      for (int64_t q = 0; q < P; q++) {
+        double v = 0;
+        for (int64_t i = 0; i < H; i++) v += h[i] * pw->v[i * P + q];
+        rs[q] = proj[row * P + q] = clip_to(act(pa, v), pclip);
+      }
+    }
+  }
+}
+
 /* ---------------------------------------------------------------- the rows */
 
 /* Hidden 3; four sequences of 2, 0, 3 and 1 rows (six rows), or one of four. */
@@ -229,6 +294,35 @@ const ot_row ot_rows_rnn_fused[] = {
     {.op = "lstm", .what = "relu cell activation", .attrs = "cell_activation=relu",
      .in = {INPUT("[6, 8]", SEQS), {"Weight", "[2, 8]"}, {"Bias", "[1, 14]"}}, .no_grad = true,
      .ref = ref_fluid},
+
+    /* Fluid's lstmp: H 3, P 2: ProjWeight [3, 2], Weight [2, 12]; the gradient check weighs
+     * Projection and Cell (Paddle's own lstmp_grad ignores Cell's gradient; the math does not). */
+    {.op = "lstmp", .what = "peepholes, H0 and C0 per sequence",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 2]"}, {"C0", "[4, 3]"}, {"Weight", "[2, 12]"},
+            {"ProjWeight", "[3, 2]"}, {"Bias", "[1, 21]"}},
+     .loss = "Projection Cell", .ref = ref_lstmp},
+    {.op = "lstmp", .what = "no peepholes, no initial states, identity projection",
+     .attrs = "use_peepholes=false proj_activation=identity",
+     .in = {INPUT("[6, 12]", SEQS), {"Weight", "[2, 12]"}, {"ProjWeight", "[3, 2]"},
+            {"Bias", "[1, 12]"}},
+     .loss = "Projection Cell", .ref = ref_lstmp},
+    {.op = "lstmp", .what = "is_reverse, shared H0 and C0", .attrs = "is_reverse=true",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[2]"}, {"C0", "[3]"}, {"Weight", "[2, 12]"},
+            {"ProjWeight", "[3, 2]"}, {"Bias", "[1, 21]"}},
+     .loss = "Projection Cell", .ref = ref_lstmp},
+    /* Bounds that clip some values and not others (none lies near a bound: the finite
+     * difference agrees). */
+    {.op = "lstmp", .what = "cell_clip and proj_clip", .attrs = "cell_clip=0.3 proj_clip=0.15",
+     .in = {INPUT("[6, 12]", SEQS), {"H0", "[4, 2]"}, {"C0", "[4, 3]"}, {"Weight", "[2, 12]"},
+            {"ProjWeight", "[3, 2]"}, {"Bias", "[1, 21]"}},
+     .loss = "Projection Cell", .ref = ref_lstmp},
+    /* proj_activation other than identity means cell_activation (Paddle's kernel). */
+    {.op = "lstmp", .what = "other activations, P wider than H, reversed",
+     .attrs = "is_reverse=true gate_activation=tanh cell_activation=sigmoid "
+              "candidate_activation=identity proj_activation=relu",
+     .in = {INPUT("[4, 8]", ONE_SEQ), {"H0", "[1, 3]"}, {"C0", "[1, 2]"}, {"Weight", "[3, 8]"},
+            {"ProjWeight", "[2, 3]"}, {"Bias", "[1, 14]"}},
+     .loss = "Projection", .ref = ref_lstmp},
 
     /* Fluid's gru: Weight's memory W_ur [H, 2 H] then W_c [H, H]. */
     {.op = "gru", .what = "H0, Bias",
