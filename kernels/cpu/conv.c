@@ -567,6 +567,20 @@ static void conv_cols_part(void *vjob, int t, int nt) {
   epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, 0, c->j->p->oc, b, e);
 }
 
+pd_kcpu_dw_plane pd_kcpu_dw_plane_of(const pd_k_conv2d *p, const float *x, const float *w,
+                                     int64_t plane, float *y, const pd_kcpu_epi16 *e) {
+  int64_t ocg = p->oc / p->groups, n = plane / p->oc, oc = plane % p->oc, ic = oc / ocg;
+  int64_t ohw = p->oh * p->ow;
+  return (pd_kcpu_dw_plane){
+      .x = x + (n * p->c + ic) * p->h * p->w,
+      .w = w + oc * p->kh * p->kw,
+      .res = e && e->res ? e->res + plane * ohw : NULL,
+      .y = y + plane * ohw,
+      .bias = e && e->rbias ? e->rbias[oc] : 0.0f,
+      .kw = p->dil_w == 1 && (p->kw == 3 || p->kw == 5) ? (int)p->kw : 0,
+  };
+}
+
 typedef struct dw_job {
   pd_dtype dt;
   const pd_k_conv2d *p;

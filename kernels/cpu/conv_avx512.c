@@ -136,17 +136,13 @@ PLANE(plane_s2_k5, 2, 5)
 
 void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
                              float *y, const pd_kcpu_epi16 *e) {
-  int64_t ocg = p->oc / p->groups, n = plane / p->oc, oc = plane % p->oc, ic = oc / ocg;
-  int64_t ohw = p->oh * p->ow;
-  const float *xc = x + (n * p->c + ic) * p->h * p->w, *wc = w + oc * p->kh * p->kw;
-  float *yc = y + plane * ohw;
-  float bias = e && e->rbias ? e->rbias[oc] : 0.0f;
-  const float *rc = e && e->res ? e->res + plane * ohw : NULL;
-  int kw = p->dil_w == 1 && (p->kw == 3 || p->kw == 5) ? (int)p->kw : 0;
+  pd_kcpu_dw_plane q = pd_kcpu_dw_plane_of(p, x, w, plane, y, e);
   if (p->stride_w == 1)
-    (kw == 3 ? plane_s1_k3 : kw == 5 ? plane_s1_k5 : plane_s1)(p, xc, wc, yc, e, bias, rc);
+    (q.kw == 3 ? plane_s1_k3 : q.kw == 5 ? plane_s1_k5 : plane_s1)(p, q.x, q.w, q.y, e, q.bias,
+                                                                            q.res);
   else
-    (kw == 3 ? plane_s2_k3 : kw == 5 ? plane_s2_k5 : plane_s2)(p, xc, wc, yc, e, bias, rc);
+    (q.kw == 3 ? plane_s2_k3 : q.kw == 5 ? plane_s2_k5 : plane_s2)(p, q.x, q.w, q.y, e, q.bias,
+                                                                            q.res);
 }
 
 /* ---- The data gradient of a 2x2 convolution of stride 2 (the transposed convolution of an

@@ -114,6 +114,20 @@ struct pd_kcpu_epi16;
 void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
                              float *y, const struct pd_kcpu_epi16 *e);
 
+/* The operands of output plane `plane` of a depthwise convolution (image n = plane / oc,
+ * channel oc = plane % oc) as both SIMD versions address them (conv.c): the input channel, the
+ * filter, the output plane, the epilogue's bias of the channel (0: none) and residual plane
+ * (NULL: none), and kw 3 or 5 where the unrolled widths apply (dilation 1), else 0. The
+ * pointers point into the caller's arrays. */
+typedef struct {
+  const float *x, *w, *res;
+  float *y;
+  float bias;
+  int kw;
+} pd_kcpu_dw_plane;
+pd_kcpu_dw_plane pd_kcpu_dw_plane_of(const pd_k_conv2d *p, const float *x, const float *w,
+                                     int64_t plane, float *y, const struct pd_kcpu_epi16 *e);
+
 /* conv_avx2.c, for conv.c on CPUs whose best level is AVX2 (pd_kcpu_simd; fastmath.h's
  * PD_KCPU_HAVE_AVX2 and PD_KCPU_FASTMATH_f32 set): the same depthwise convolution as
  * pd_kcpu_depthwise16_f32, eight columns a vector, the same sums; and the epilogue of one row
