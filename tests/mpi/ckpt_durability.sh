@@ -26,6 +26,14 @@ for k in 1 2 3 4 5 6; do
   sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
   ranks=$(pgrep -P $job)
   [ -n "$ranks" ] && kill -9 $ranks 2>/dev/null && kills=$((kills + 1))
+  # Open MPI's mpirun can miss a rank's death at some moments (seen: one rank left defunct
+  # under an mpirun that waited for ever): 30 s to notice, then it is killed too.
+  n=0
+  while kill -0 $job 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n + 1)); done
+  if kill -0 $job 2>/dev/null; then
+    echo "# kill $k: mpirun still running 30 s after its ranks were killed: killed too"
+    pkill -9 -P $job 2>/dev/null; kill -9 $job 2>/dev/null
+  fi
   wait $job 2>/dev/null
   if [ -f ck.ckpt ]; then
     # What was left resumes, with 2 ranks, to the end: the same checkpoint as the whole run.

@@ -58,7 +58,7 @@ fi
 model mlp 8 false e.ckpt 1000 > e.pd
 sed 's/csv("mlp.csv")/csv("missing.csv")/' e.pd > e1.pd
 t0=$(date +%s)
-"$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$PDLANG" run --progress=none \
+timeout -k 10 600 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np 1 "$PDLANG" run --progress=none \
   e.pd : -np 1 "$PDLANG" run --progress=none e1.pd > e.out 2> e.err
 rc=$?
 el=$(( $(date +%s) - t0 ))

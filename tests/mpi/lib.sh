@@ -23,13 +23,14 @@ need_mpi() { # $1: the plan's name, for the skip line
 }
 
 # mpi N ARGS...: N ranks of ARGS. OMPI_MCA_* keep Open MPI to this host's loopback and shared
-# memory, without its warnings about the test machine.
+# memory, without its warnings about the test machine. A job that outlives 10 minutes is killed
+# (exit 124): a hung mpirun fails its test instead of stopping the suite.
 mpi() {
   n=$1
   shift
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader,tcp \
     OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 \
-    "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np "$n" "$@"
+    timeout -k 10 600 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -np "$n" "$@"
 }
 
 # Data: 96 rows of 4 features and a class (mlp.csv), 48 images of 6 x 6 (cnn.csv), two text
