@@ -342,9 +342,25 @@ pd_status pd_read_file(const char *path, char **out, size_t *len, pd_error *err)
   return PD_OK;
 }
 
+/* Whether process pid is a zombie: dead, not yet reaped by its parent (Linux's /proc/PID/stat,
+ * whose third field is the state, after the command name in parentheses; false where it cannot
+ * be read). kill(pid, 0) succeeds on a zombie, which can write nothing any more. */
+static bool is_zombie(long pid) {
+  char name[64], line[512];
+  snprintf(name, sizeof name, "/proc/%ld/stat", pid);
+  FILE *f = fopen(name, "r");
+  if (!f) return false;
+  size_t n = fread(line, 1, sizeof line - 1, f);
+  fclose(f);
+  line[n] = '\0';
+  const char *close = strrchr(line, ')');
+  return close && close[1] == ' ' && close[2] == 'Z';
+}
+
 /* Remove the temporaries PATH.tmp.PID that processes which no longer exist left beside path
  * (killed during a write): each write of path cleans up after the dead, so they never pile
- * up. A PID that is alive (or that cannot be told: EPERM) keeps its file; so does ours. */
+ * up. A PID that is alive (or that cannot be told: EPERM) keeps its file; so does ours; a
+ * zombie's goes (a killed writer whose parent has not reaped it yet). */
 static void remove_dead_temps(const char *path) {
   const char *slash = strrchr(path, '/');
   const char *base = slash ? slash + 1 : path;
@@ -365,7 +381,7 @@ static void remove_dead_temps(const char *path) {
     long pid = strtol(digits, &end, 10);
     if (!*digits || *end || errno || pid <= 0 || (pid_t)pid != pid || pid == (long)getpid())
       continue;
-    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    if ((kill((pid_t)pid, 0) == 0 || errno != ESRCH) && !is_zombie(pid)) continue;
     size_t keep = d.len;
     pd_buf_printf(&d, "%s", n);
     if (!d.oom) unlink(d.data);

@@ -6,7 +6,10 @@
 #include "tests/tap.h"
 
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void test_buf(void) {
@@ -168,6 +171,56 @@ static void test_atomic_write(void) {
   pd_error_clear(&e);
 }
 
+/* A temporary PATH.tmp.PID beside path, as a writer with that PID would have left it. */
+static void leave_temp(const char *path, long pid, char *out, size_t size) {
+  snprintf(out, size, "%s.tmp.%ld", path, pid);
+  FILE *f = fopen(out, "w");
+  if (f) fclose(f);
+}
+
+/* The temporaries of killed writers go at the next write: a dead (reaped) one's and a zombie's
+ * (killed, its parent not yet waiting for it); a live writer's stays. */
+static void test_dead_temps(void) {
+  char path[] = "/tmp/pd_test_tempsXXXXXX";
+  int fd = mkstemp(path);
+  close(fd);
+  char dead[64], zombie[64], live[64];
+  pid_t d = fork();
+  if (d == 0) _exit(0);
+  waitpid(d, NULL, 0);
+  leave_temp(path, (long)d, dead, sizeof dead);
+  pid_t z = fork();
+  if (z == 0) _exit(0);
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return;
+  pid_t l = fork();
+  if (l == 0) {  /* alive until the pipe's write end closes */
+    char c;
+    close(pipefd[1]);
+    ssize_t r = read(pipefd[0], &c, 1);
+    _exit(r < 0);
+  }
+  close(pipefd[0]);
+  leave_temp(path, (long)z, zombie, sizeof zombie);
+  leave_temp(path, (long)l, live, sizeof live);
+  /* the zombie: exited, not waited for (poll its state rather than sleep a fixed time) */
+  siginfo_t si = {0};
+  for (int i = 0; i < 500; i++) {
+    if (waitid(P_PID, (id_t)z, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == z) break;
+    usleep(10000);
+  }
+  pd_error e = {0};
+  ok(pd_write_file_atomic(path, "x", 1, &e) == PD_OK, "a write beside three temporaries");
+  ok(access(dead, F_OK) != 0, "a dead writer's temporary removed");
+  ok(access(zombie, F_OK) != 0, "a zombie writer's temporary removed");
+  ok(access(live, F_OK) == 0, "a live writer's temporary kept");
+  close(pipefd[1]);
+  waitpid(l, NULL, 0);
+  waitpid(z, NULL, 0);
+  unlink(live);
+  unlink(path);
+}
+
 static void test_dims(void) {
   char buf[64];
   is_str(pd_dims_str(2, (int64_t[]){-1, 784}, buf, sizeof buf), "[-1, 784]", "dims as text");
@@ -195,5 +248,6 @@ int main(void) {
   test_error();
   test_diag();
   test_atomic_write();
+  test_dead_temps();
   return tap_done();
 }
