@@ -229,12 +229,6 @@ static bool bump(pd_strmap *m, const char *key) {
   return e != NULL;
 }
 
-static bool slot_empty(const pd_slot *s) {
-  for (int k = 0; k < s->nargs; k++)
-    if (strcmp(s->args[k], PD_EMPTY_VAR_NAME)) return false;
-  return true;
-}
-
 /* Whether every slot of op that names a var is one of ins / outs (NULL-terminated). */
 bool pd_dc_only_slots(const pd_op_desc *op, const char *const *ins, const char *const *outs) {
   for (int pass = 0; pass < 2; pass++) {
@@ -882,6 +876,34 @@ typedef struct opseq {
   bool oom;
 } opseq;
 
+/* Whether op is the sequence_pool of a loop's output that a for writes for a memory's last
+ * step (whether the model kept it or pruned it). */
+static bool last_step(const pd_block *b, const pd_op_desc *op) {
+  const char *x = one_var(pd_op_input(op, "X"));
+  for (int i = 0; x && !strcmp(op->type, "sequence_pool") && i < b->nops; i++) {
+    const pd_slot *outs = pd_op_output(b->ops[i], "outputs");
+    for (int k = 0; outs && !strcmp(b->ops[i]->type, "recurrent") && k < outs->nargs; k++)
+      if (!strcmp(outs->args[k], x)) return true;
+  }
+  return false;
+}
+
+/* Whether the compiled op c is model op o as check_readable compares them: their types and
+ * attributes, but for a recurrent op's lists of its block's vars, which the script names
+ * otherwise (their lengths only). */
+static bool same_flat(const pd_op_desc *o, const pd_op_desc *c) {
+  if (strcmp(o->type, c->type)) return false;
+  if (strcmp(o->type, "recurrent")) return same_attrs(o, c);
+  static const char *const flags[] = {"reverse", "has_states"};
+  for (size_t k = 0; k < PD_ARRAY_LEN(flags); k++) {
+    const pd_attr *a = pd_op_attr(o, flags[k]), *b = pd_op_attr(c, flags[k]);
+    if ((a && a->type == PD_ATTR_BOOLEAN && a->v.b) != (b && b->type == PD_ATTR_BOOLEAN && b->v.b))
+      return false;
+  }
+  const pd_attr *a = pd_op_attr(o, "states"), *b = pd_op_attr(c, "states");
+  return a && b && a->n == b->n;
+}
+
 static void flatten(const pd_program *p, const pd_block *b, const pd_strmap *consumed,
                     opseq *s, int depth) {
   static const char *const glue[] = {"feed", "fetch", "assign", "while", "conditional_block",
@@ -890,7 +912,7 @@ static void flatten(const pd_program *p, const pd_block *b, const pd_strmap *con
     const pd_op_desc *op = b->ops[i];
     char key[48];
     snprintf(key, sizeof key, "%d:%d", b->idx, i);
-    bool skip = consumed && pd_strmap_find(consumed, key);
+    bool skip = (consumed && pd_strmap_find(consumed, key)) || last_step(b, op);
     for (size_t k = 0; k < PD_ARRAY_LEN(glue) && !skip; k++) skip = !strcmp(op->type, glue[k]);
     if (!skip) {
       if (s->n == s->cap) {
@@ -930,7 +952,7 @@ static pd_status check_readable(dc *d, const char *text, size_t len, bool *good)
     if (a.oom || c.oom) st = PD_ENOMEM;
     *good = !st && a.n == c.n;
     for (int i = 0; *good && i < a.n; i++)
-      *good = !strcmp(a.ops[i]->type, c.ops[i]->type) && same_attrs(a.ops[i], c.ops[i]);
+      *good = same_flat(a.ops[i], c.ops[i]);
   } else if (st != PD_ENOMEM) {
     st = PD_OK;  /* does not compile: the op() form is written */
   }
@@ -968,6 +990,7 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
   int np = 0;
   layers ls = {0};
   bool use = true;  /* layers are proposed (until a round cannot say why a script differs) */
+  bool plain = true;  /* the script with op() { } bodies was written (else its error) */
   pd_status st = pd_params_names(m->program, &params, &np) ? PD_ENOMEM : PD_OK;
   if (!st) st = layers_init(&ls, m, params, np);
   pd_buf text;
@@ -991,6 +1014,12 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
       st = verify(&d, text.data, text.len, false, &bad, &all);
     }
     dc_free(&d);
+    if (st == PD_EUNSUPPORTED && m->program->nblocks > 1) { /* a for may say it (below) */
+      pd_error_clear(err);
+      st = PD_OK;
+      plain = false;
+      break;
+    }
     if (st) break;
     if (bad && !pd_strmap_add(&ls.rejected, bad->sig, NULL)) st = PD_ENOMEM;
     else if (all) use = false;
@@ -1011,6 +1040,15 @@ pd_status pd_decompile(const pd_model *m, const char *model_path, const char *sa
       st = PD_OK;
     }
     dc_free(&d);
+  }
+  if (!st && !readable && !plain) { /* the plain script's error again */
+    dc d;
+    dc_init(&d, m, &text, err, NULL, &ls);
+    pd_buf_clear(&text);
+    st = pd_dc_write_script(&d, model_path, save_as, params, np);
+    dc_free(&d);
+    if (!st) st = pd_error_set(err, PD_EUNSUPPORTED, nowhere, "the script does not compile to "
+                               "the model's ops");
   }
   const pd_buf *keep = readable ? &cf : &text;
   if (!st && pd_buf_append(out, keep->data, keep->len)) st = PD_ENOMEM;

@@ -11,7 +11,10 @@
  * written as the language's while / if / else statements where its structure maps back to
  * them (a while op; a conditional_block on one element, the one on its logical_not as the
  * else, static.nn.cond's select_input as the assignment of its output in each branch; the
- * pair on the rows of a condition, split_lod_tensor before, merge_lod_tensor after), kept
+ * pair on the rows of a condition, split_lod_tensor before, merge_lod_tensor after; a
+ * recurrent op that pdlang's for over sequences makes as `for (t in x) { ... }`, its memories
+ * named as their initial states, assigned at the end of the body, its other outputs emitted,
+ * the sequence_pool ops of the memories' last steps left to the for), kept
  * when that script compiles to the model's ops (copies and block ops aside); else, and where
  * it does not map, an op that runs a block is written op(...) { ... }.
  *
@@ -24,7 +27,8 @@
 
 /* Append the script of model m (loaded from model_path, which the script's load() names) that
  * saves its outputs to save_as. PD_EUNSUPPORTED (the message names the op and why) for what the
- * script cannot say: a recurrent op (it names its block's vars in attributes), ops that run
+ * script cannot say: a recurrent op that no for statement writes (it names its block's vars in
+ * attributes), ops that run
  * several blocks, inputs without a shape, attribute types a script cannot set and non-finite
  * float attributes; PD_ENOMEM. */
 pd_status pd_decompile(const pd_model *m, const char *model_path, const char *save_as,

@@ -1,6 +1,6 @@
 /* decompile_cf.c -- the ops of a saved program's blocks written as .pd source (for
  * lang/decompile.c, through lang/decompile_int.h): control flow as the language's if / while
- * where it maps back (the script is then compiled and compared with the model by
+ * / for where it maps back (the script is then compiled and compared with the model by
  * decompile.c), else an op that runs a block as op(...) { ... } with the vars its block writes
  * first declared before it, declare(shape); every other op as op(...) or its layer group's
  * call; and the whole script: data() of the feeds, param() of the parameters, the ops, load()
@@ -112,7 +112,9 @@ static bool fresh(dc *d, const pd_block *b, const char *name) {
 static pd_status put_op(dc *d, const pd_block *b, int index, const pd_op_desc *op);
 static pd_status put_ops(dc *d, const pd_block *b);
 
-/* ---- Control flow as the language's if / while ----
+/* ---- Control flow as the language's if / while / for ----
+ * A recurrent op that pdlang's for over sequences makes becomes `for (t in x) { ... }`
+ * (for_plan, put_for); the rest of this comment is the if and the while.
  * A while op becomes `while (cond) { ... }`; a conditional_block of one element
  * (is_scalar_condition) `if (cond) { ... }`, with the conditional_block of its logical_not after
  * it as the else (`static.nn.cond`'s pair, and the if that pdlang compiles), and a select_input
@@ -126,7 +128,7 @@ static pd_status put_ops(dc *d, const pd_block *b);
  * be read nowhere outside the body. What does not map stays op(...) { ... }; pd_decompile
  * compiles what was written and compares its ops with the model's (check_readable). */
 
-enum { CF_OP, CF_SKIP, CF_WHILE, CF_IF };
+enum { CF_OP, CF_SKIP, CF_WHILE, CF_IF, CF_FOR };
 
 typedef struct cfplan {
   int kind;                           /* CF_*: how op i of the block is written */
@@ -138,6 +140,8 @@ typedef struct cfplan {
                                          sel_op .. sel_op + nres - 1 (their outputs assigned
                                          at the end of each branch) */
   int nres;                           /* the results: 1 with sel_op, else the merges */
+  int src_op;                         /* CF_FOR: the assign of the loop's input before it
+                                         (skipped: the for makes it), -1: none */
 } cfplan;
 
 /* The block op's one sub-block when it is a block of b (NULL otherwise). */
@@ -245,19 +249,128 @@ static bool rows_if(const dc *d, const pd_block *b, int i, cfplan *plan) {
     if (!strcmp(b->ops[k]->type, "split_lod_tensor") &&
         same_var(one_var(pd_op_input(b->ops[k], "Mask")), c))
       plan[k].kind = CF_SKIP;
-  plan[i] = (cfplan){CF_IF, i + 1, -1, i + 2, true, n};
+  plan[i] = (cfplan){CF_IF, i + 1, -1, i + 2, true, n, -1};
   for (int k = i + 1; k < i + 2 + n; k++) plan[k].kind = CF_SKIP;
   return true;
 }
 
+/* Whether block t is block b or under it. */
+static bool in_tree(const pd_program *p, const pd_block *b, const pd_block *t) {
+  for (int n = 0; t && n <= p->nblocks; n++) {
+    if (t == b) return true;
+    t = t->parent_idx >= 0 ? pd_program_block(p, t->parent_idx) : NULL;
+  }
+  return false;
+}
+
+/* How many op inputs of the blocks that see var name of block o (o and the blocks under it
+ * that declare no var of that name) name it, and for a var of block 0 how many fetch targets. */
+static int64_t uses(const dc *d, const pd_block *o, const char *name) {
+  const pd_program *p = d->m->program;
+  int64_t n = 0;
+  for (int bi = 0; bi < p->nblocks; bi++) {
+    const pd_block *bk = p->blocks[bi], *decl = NULL;
+    if (!in_tree(p, o, bk) || !pd_block_find_var_visible(bk, name, &decl) || decl != o) continue;
+    for (int i = 0; i < bk->nops; i++) n += op_reads(bk->ops[i], name);
+  }
+  for (int i = 0; o->idx == 0 && i < d->m->nfetches; i++) n += !strcmp(d->m->fetches[i].var, name);
+  return n;
+}
+
+/* Whether the ops of block sub and of the blocks under it write only vars of those blocks. */
+static bool writes_inside(const pd_program *p, const pd_block *sub) {
+  for (int bi = 0; bi < p->nblocks; bi++) {
+    const pd_block *bk = p->blocks[bi];
+    for (int i = 0; in_tree(p, sub, bk) && i < bk->nops; i++)
+      for (int j = 0; j < bk->ops[i]->noutputs; j++)
+        for (int k = 0; k < bk->ops[i]->outputs[j].nargs; k++) {
+          const char *name = bk->ops[i]->outputs[j].args[k];
+          const pd_block *o = NULL;
+          if (strcmp(name, PD_EMPTY_VAR_NAME) &&
+              (!pd_block_find_var_visible(bk, name, &o) || !o || !in_tree(p, sub, o)))
+            return false;
+        }
+  }
+  return true;
+}
+
+/* The memory (its index in states) whose last step op of b is, for the recurrent op rec: the
+ * sequence_pool the language's for writes after it (pooltype LAST, FIRST in reverse, of the
+ * state's stacked output; its MaxIndex unread); else -1. */
+static int pool_of(const dc *d, const pd_block *b, const pd_op_desc *op,
+                   const pd_op_desc *rec) {
+  const pd_attr *pt = pd_op_attr(op, "pooltype"), *rv = pd_op_attr(rec, "reverse");
+  const pd_attr *sts = pd_op_attr(rec, "states");
+  const pd_slot *outs = pd_op_output(rec, "outputs"), *mi = pd_op_output(op, "MaxIndex");
+  const char *x = one_var(pd_op_input(op, "X")), *out = one_var(pd_op_output(op, "Out"));
+  bool reverse = rv && rv->type == PD_ATTR_BOOLEAN && rv->v.b;
+  if (strcmp(op->type, "sequence_pool") || !x || !out || !pt || pt->type != PD_ATTR_STRING ||
+      !pt->v.s || strcmp(pt->v.s, reverse ? "FIRST" : "LAST") || !outs || !sts ||
+      sts->type != PD_ATTR_STRINGS || persistable(b, out))
+    return -1;
+  for (int k = 0; mi && k < mi->nargs; k++)
+    if (strcmp(mi->args[k], PD_EMPTY_VAR_NAME) && uses(d, b, mi->args[k])) return -1;
+  bool out_of_rec = false;
+  for (int k = 0; k < outs->nargs; k++) out_of_rec |= !strcmp(outs->args[k], x);
+  for (int k = 0; out_of_rec && k < sts->n; k++)
+    if (sts->strings[k] && !strcmp(sts->strings[k], x)) return k;
+  return -1;
+}
+
+/* A recurrent op at op i of b as the language's for over sequences (plan filled): its one
+ * input, a var of its block too (the step); each memory's initial state a var that only the
+ * op reads (its name is the memory's), its previous value (ex_states) and its state (states)
+ * two vars of the block; the block writes no var above it, and no op reads its step_scopes.
+ * An assign of the input before it that only the op reads is the for's own copy (skipped),
+ * and so are the sequence_pool ops after it of its memories' last steps. */
+static void for_plan(const dc *d, const pd_block *b, int i, cfplan *plan) {
+  const pd_op_desc *op = b->ops[i];
+  const pd_block *sub = cf_sub(d, b, op), *o = NULL;
+  const char *src = one_var(pd_op_input(op, "inputs"));
+  const pd_attr *ex = pd_op_attr(op, "ex_states"), *sts = pd_op_attr(op, "states");
+  const pd_slot *init = pd_op_input(op, "initial_states");
+  int n = init && !slot_empty(init) ? init->nargs : 0;
+  if (!sub || !src || !ex || !sts || ex->type != PD_ATTR_STRINGS ||
+      sts->type != PD_ATTR_STRINGS || ex->n != n || sts->n != n ||
+      !pd_block_find_var_local(sub, src) || !unread(d, op, "step_scopes") ||
+      !pd_block_find_var_visible(b, src, &o) || !o || !writes_inside(d->m->program, sub))
+    return;
+  for (int k = 0; k < n; k++) {
+    const char *iv = init->args[k], *e = ex->strings[k], *st = sts->strings[k];
+    const pd_block *io = NULL;
+    if (!e || !st || !strcmp(e, st) || !pd_block_find_var_local(sub, e) ||
+        !pd_block_find_var_local(sub, st) || !pd_block_find_var_visible(b, iv, &io) || !io ||
+        persistable(b, iv) || uses(d, io, iv) != 1)
+      return;
+  }
+  plan[i].kind = CF_FOR;
+  for (int k = i - 1; k >= 0; k--) {
+    const pd_op_desc *a = b->ops[k];
+    static const char *const x_only[] = {"X", NULL}, *const out_only[] = {"Out", NULL};
+    if (!same_var(one_var(pd_op_output(a, "Out")), src)) continue;
+    if (!strcmp(a->type, "assign") && plan[k].kind == CF_OP && one_var(pd_op_input(a, "X")) &&
+        pd_dc_only_slots(a, x_only, out_only) && uses(d, o, src) == 1) {
+      plan[k].kind = CF_SKIP;
+      plan[i].src_op = k;
+    }
+    break;
+  }
+  for (int k = i + 1; k < b->nops; k++)
+    if (plan[k].kind == CF_OP && pool_of(d, b, b->ops[k], op) >= 0) plan[k].kind = CF_SKIP;
+}
+
 /* Where the ops of block b are written as if / while (plan[i] for op i). */
 static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
-  for (int i = 0; i < b->nops; i++) plan[i] = (cfplan){CF_OP, -1, -1, -1, false, 0};
+  for (int i = 0; i < b->nops; i++) plan[i] = (cfplan){CF_OP, -1, -1, -1, false, 0, -1};
   for (int i = 0; i < b->nops; i++) {
     const pd_op_desc *op = b->ops[i];
     const char *c, *c2;
     const pd_block *s1, *s2;
     if (plan[i].kind != CF_OP) continue;
+    if (!strcmp(op->type, "recurrent")) {
+      for_plan(d, b, i, plan);
+      continue;
+    }
     if (!strcmp(op->type, "while")) {
       if (cf_sub(d, b, op) && cf_cond(b, one_var(pd_op_input(op, "Condition"))) &&
           unread(d, op, "StepScopes"))
@@ -305,15 +418,6 @@ static void plan_block(const dc *d, const pd_block *b, cfplan *plan) {
       plan[k].kind = plan[k + 1].kind = CF_SKIP;
     }
   }
-}
-
-/* Whether block t is block b or under it. */
-static bool in_tree(const pd_program *p, const pd_block *b, const pd_block *t) {
-  for (int n = 0; t && n <= p->nblocks; n++) {
-    if (t == b) return true;
-    t = t->parent_idx >= 0 ? pd_program_block(p, t->parent_idx) : NULL;
-  }
-  return false;
 }
 
 /* How many op inputs of block sub and the blocks under it name var name. */
@@ -411,6 +515,16 @@ static pd_status put_body(dc *d, const pd_block *b, const pd_block *sub, const c
   return st;
 }
 
+/* Var name, as block b sees it, is written id (another var's identifier). false: out of
+ * memory. */
+static bool alias(dc *d, const pd_block *b, const char *name, const char *id) {
+  char *key = pd_dc_var_key(b, name);
+  pd_strmap_entry *e = key ? pd_strmap_add(&d->ident, key, NULL) : NULL;
+  pd_free(key);
+  if (e) e->val.p = (void *)id;
+  return e != NULL;
+}
+
 /* Before an if over rows at op i: the parts of each split_lod_tensor on its condition c
  * before it (which the plan skips) are the split var's name in the branches. */
 static pd_status alias_parts(dc *d, const pd_block *b, int i, const char *c) {
@@ -424,16 +538,100 @@ static pd_status alias_parts(dc *d, const pd_block *b, int i, const char *c) {
       return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (split_lod_tensor) reads "
                           "'%s', which no op before it writes", k, x);
     const char *id = pd_dc_ident(d, b, x);
-    for (int side = 0; id && side < 2; side++) {
-      char *key = pd_dc_var_key(b, one_var(pd_op_output(sp, side ? "OutFalse" : "OutTrue")));
-      pd_strmap_entry *e = key ? pd_strmap_add(&d->ident, key, NULL) : NULL;
-      pd_free(key);
-      if (!e) return oom(d);
-      e->val.p = (void *)id;
-    }
+    for (int side = 0; id && side < 2; side++)
+      if (!alias(d, b, one_var(pd_op_output(sp, side ? "OutFalse" : "OutTrue")), id))
+        return oom(d);
     if (!id) return oom(d);
   }
   return PD_OK;
+}
+
+/* `for (t in x) { ... }` for the recurrent op i of b as planned: the body's ops, one level in,
+ * the previous value of each memory named as its initial state (the memory's name), then each
+ * memory's state assigned to that name and each output that the language stacks otherwise
+ * emitted; after it, the memories' last steps (the sequence_pool ops planned away) are the
+ * memories' names. *done false (nothing written) when a var it reads has no name yet. */
+static pd_status put_for(dc *d, const pd_block *b, int i, const cfplan *pl, bool *done) {
+  const pd_op_desc *op = b->ops[i];
+  const pd_block *sub = cf_sub(d, b, op);
+  const char *src = one_var(pd_op_input(op, "inputs"));
+  const char *x = pl->src_op >= 0 ? one_var(pd_op_input(b->ops[pl->src_op], "X")) : src;
+  const pd_slot *init = pd_op_input(op, "initial_states"), *outs = pd_op_output(op, "outputs");
+  const pd_attr *ex = pd_op_attr(op, "ex_states"), *sts = pd_op_attr(op, "states");
+  const pd_attr *rv = pd_op_attr(op, "reverse");
+  char where[32];
+  *done = false;
+  if (!pd_dc_defined(d, b, x)) return d->oom ? oom(d) : PD_OK;
+  for (int k = 0; k < ex->n; k++)
+    if (!pd_dc_defined(d, b, init->args[k])) return d->oom ? oom(d) : PD_OK;
+  for (int k = 0; k < ex->n; k++) {
+    const char *id = pd_dc_ident(d, b, init->args[k]);
+    if (!id || !alias(d, sub, ex->strings[k], id)) return oom(d);
+  }
+  const char *xid = pd_dc_ident(d, b, x), *tid = pd_dc_ident(d, sub, src);
+  if (!xid || !tid) return oom(d);
+  *done = true;
+  d->lifted++;
+  indent(d);
+  pd_buf_printf(d->out, "for (%s in %s%s) {  # op %d%s (recurrent)\n", tid, xid,
+                rv && rv->type == PD_ATTR_BOOLEAN && rv->v.b ? ", reverse = true" : "", i,
+                of_block(where, b));
+  bool rebind = d->rebind;
+  d->rebind = true;
+  d->depth++;
+  pd_status st = put_ops(d, sub);
+  for (int k = 0; !st && k < ex->n; k++) { /* the memories */
+    const char *v = sts->strings[k];
+    if (!pd_dc_defined(d, sub, v)) {
+      st = d->oom ? oom(d) : pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (recurrent): "
+                                          "no op of its block writes its state '%s'", i,
+                                          of_block(where, b), v);
+      break;
+    }
+    const char *m = pd_dc_ident(d, b, init->args[k]), *id = pd_dc_ident(d, sub, v);
+    if (!m || !id) st = oom(d);
+    else if (strcmp(m, id)) {
+      indent(d);
+      pd_buf_printf(d->out, "%s = %s  # memory %d of op %d%s\n", m, id, k, i,
+                    of_block(where, b));
+    }
+  }
+  for (int j = 0; !st && outs && j < outs->nargs; j++) { /* the outputs read as sequences */
+    const char *o = outs->args[j];
+    int64_t pools = 0;
+    bool state = false;
+    for (int k = 0; k < sts->n; k++) state |= !strcmp(sts->strings[k], o);
+    for (int k = i + 1; k < b->nops; k++)
+      pools += pool_of(d, b, b->ops[k], op) >= 0 &&
+               same_var(one_var(pd_op_input(b->ops[k], "X")), o);
+    if (!strcmp(o, PD_EMPTY_VAR_NAME) || (state && uses(d, b, o) == pools)) continue;
+    if (!pd_block_find_var_local(sub, o) || !pd_dc_defined(d, sub, o)) {
+      st = d->oom ? oom(d) : pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d%s (recurrent): "
+                                          "no op of its block writes its output '%s'", i,
+                                          of_block(where, b), o);
+      break;
+    }
+    const char *e = pd_dc_ident(d, b, o), *id = pd_dc_ident(d, sub, o);
+    if (!e || !id) st = oom(d);
+    else {
+      indent(d);
+      pd_buf_printf(d->out, "emit %s = %s  # output %d of op %d%s\n", e, id, j, i,
+                    of_block(where, b));
+    }
+  }
+  d->depth--;
+  d->rebind = rebind;
+  for (int k = i + 1; !st && k < b->nops; k++) { /* the last steps */
+    int mem = pool_of(d, b, b->ops[k], op);
+    const char *id = mem >= 0 ? pd_dc_ident(d, b, init->args[mem]) : NULL;
+    if (mem >= 0 && (!id || !alias(d, b, one_var(pd_op_output(b->ops[k], "Out")), id)))
+      st = oom(d);
+  }
+  if (!st) {
+    indent(d);
+    pd_buf_puts(d->out, "}\n");
+  }
+  return st;
 }
 
 /* `if (...) { ... } else { ... }` or `while (...) { ... }` for op i of b as planned (plan: the
@@ -441,6 +639,7 @@ static pd_status alias_parts(dc *d, const pd_block *b, int i, const char *c) {
  * as op() { }). */
 static pd_status put_cf(dc *d, const pd_block *b, int i, const cfplan *plan, bool *done) {
   const cfplan *pl = &plan[i];
+  if (pl->kind == CF_FOR) return put_for(d, b, i, pl, done);
   const pd_op_desc *op = b->ops[i];
   const pd_block *s1 = cf_sub(d, b, op), *s2 = NULL;
   const char *c = one_var(pd_op_input(op, pl->kind == CF_WHILE ? "Condition" : "Cond"));

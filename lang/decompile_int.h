@@ -93,6 +93,13 @@ static inline const char *one_var(const pd_slot *s) {
   return s && s->nargs == 1 && strcmp(s->args[0], PD_EMPTY_VAR_NAME) ? s->args[0] : NULL;
 }
 
+/* Whether a slot names no var (no args, or only the empty var). */
+static inline bool slot_empty(const pd_slot *s) {
+  for (int k = 0; k < s->nargs; k++)
+    if (strcmp(s->args[k], PD_EMPTY_VAR_NAME)) return false;
+  return true;
+}
+
 /* Whether a and b are the same var (false when either is NULL). */
 static inline bool same_var(const char *a, const char *b) { return a && b && !strcmp(a, b); }
 
