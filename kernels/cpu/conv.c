@@ -4,8 +4,9 @@
  * padding skips im2col: the image already is the column matrix. Images are split across the
  * thread pool (cpu.h); a forward pass of fewer images than threads splits each image's output
  * columns instead (its filters where it has few columns); a depthwise forward pass (a filter
- * per channel) is computed directly, its output planes split across the pool (in fp32 on
- * AVX-512 CPUs by conv_avx512.c). The fused
+ * per channel) is computed directly, its output planes split across the pool (in fp32 by
+ * conv_avx512.c or conv_avx2.c); other fp32 forward passes make their column matrix a block of
+ * panels at a time for gemm_avx512.c's or gemm_avx2.c's packed product. The fused
  * forward pass (conv2d_fused) adds the bias and residual and applies the activation to each
  * block of the output right after the thread computing it wrote it. */
 #include "config.h"
@@ -66,29 +67,54 @@ typedef struct conv_plan {
   pd_k_conv_plan k;
   size_t col_bytes;               /* one column matrix (a group's panels when `panels`); 0 for
                                      a 1x1 convolution */
-  bool panels;                    /* forward: the column matrix of a group made in gemm16p's
-                                     panels (im2col_panels) */
+  bool panels;                    /* forward: the column matrix of a group made in panels
+                                     (im2col_panels) for gemm16p (AVX-512) or gemm8p (AVX2) */
+  int64_t pw;                     /* the panels' width: PD_KCPU_GEMM16_NR or PD_KCPU_GEMM8_NR */
   int nt;                         /* threads */
 } conv_plan;
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-/* The forward pass's column matrix in panels of PANEL columns (fp32 on AVX-512 CPUs, where the
- * layer's filters fit gemm16's bounds): each panel's K rows of PANEL floats are contiguous, so
- * that the product reads them in order. Read in place from the plain column matrix, a term of
- * a panel a row apart, a DB detector's 3x3 convolution (24 filters, K = 864, 160x160 outputs)
- * ran at 27 GFLOP/s, waiting on memory. */
-#define PANEL PD_KCPU_GEMM16_NR
+/* The forward pass's column matrix in panels of pw columns (fp32 on AVX-512 and AVX2 CPUs, where
+ * the layer's filters fit gemm16's bounds): each panel's K rows of pw floats are contiguous, so
+ * that the product reads them in order. Read in place from the plain column matrix, a term of a
+ * panel a row apart, a DB detector's 3x3 convolution (24 filters, K = 864, 160x160 outputs) ran at
+ * 27 GFLOP/s, waiting on memory. */
 #define PANEL_MAX_A ((int64_t)1 << 18) /* the filters of a group (ocg x kdim), as gemm.c's bound */
 #define PANEL_MAX_K 4096
 #define PANEL_MAX_KW 16 /* filter widths im2col_panels takes */
 #define PANEL_BLOCK ((int64_t)1 << 16) /* floats of panels made at a time (256 KB) */
 
-/* Output pixels a block of panels holds: a multiple of PANEL. */
-static int64_t panel_step(int64_t kdim) {
-  int64_t n = PANEL_BLOCK / (PANEL * kdim);
-  return (n > 1 ? n : 1) * PANEL;
+/* Output pixels a block of panels of width pw holds: a multiple of pw. */
+static int64_t panel_step(int64_t kdim, int64_t pw) {
+  int64_t n = PANEL_BLOCK / (pw * kdim);
+  return (n > 1 ? n : 1) * pw;
+}
+
+/* Rows [0, m) of C (ldc) = A (m x kdim) times n columns in panels at pack, the epilogue e
+ * (NULL: none) as they are stored; false where gemm16p found no memory for its partial sums. */
+static bool panels_product(const conv_plan *cp, int64_t m, int64_t n, const float *a,
+                           const float *pack, float *c, int64_t ldc, const pd_kcpu_epi16 *e) {
+  if (cp->pw == PD_KCPU_GEMM8_NR) {
+    pd_kcpu_gemm8p_epi_f32(m, n, cp->k.kdim, a, cp->k.kdim, pack, c, ldc, e);
+    return true;
+  }
+  return pd_kcpu_gemm16p_epi_f32(false, m, n, cp->k.kdim, a, cp->k.kdim, pack, 0.0f, c, ldc, e);
 }
 #endif
+
+/* The smallest of an image's product sizes (filters per group, terms, output pixels) that
+ * mixed precision multiplies in low precision: below a tile's 16 rows AMX's packing does not
+ * pay (LeNet's first layer, 6 filters of 25 terms, batch 64, 2 threads: forward 0.33 ms in fp32
+ * against 0.37 in bf16, filter gradient 0.29 against 0.45; its second, 16 filters of 150
+ * terms: 0.70 against 0.65, 1.01 against 0.71), and LeNet trained 0.83 times as fast. */
+#define CONV_LP_MIN 16
+
+/* Whether the image's products are gemm_lp's (mixed precision and every size at least
+ * CONV_LP_MIN); the others are fp32's, the same bits as without mixed precision. */
+static bool lp_products(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_plan *kp) {
+  return dt == PD_FP32 && (p->lp == PD_BF16 || p->lp == PD_FP16) && kp->ocg >= CONV_LP_MIN &&
+         kp->kdim >= CONV_LP_MIN && kp->ohw >= CONV_LP_MIN;
+}
 
 /* forward: the plan of a forward pass (which may make its columns in panels). */
 static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bool forward) {
@@ -96,12 +122,15 @@ static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bo
   if (st) return st;
   cp->col_bytes = cp->k.direct ? 0 : (size_t)(cp->k.rows * cp->k.ohw) * cp->k.sz;
   cp->panels = false;
+  cp->pw = 0;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  if (forward && !cp->k.direct && dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 &&
+  int level = pd_kcpu_simd();
+  if (forward && !cp->k.direct && dt == PD_FP32 && !lp_products(dt, p, &cp->k) &&
       cp->k.ocg * cp->k.kdim <= PANEL_MAX_A && cp->k.kdim <= PANEL_MAX_K && p->kw <= PANEL_MAX_KW &&
-      pd_kcpu_simd() == PD_KCPU_SIMD_AVX512) {
+      level != PD_KCPU_SIMD_BASE) {
     cp->panels = true;
-    int64_t step = panel_step(cp->k.kdim), ohw = (cp->k.ohw + PANEL - 1) / PANEL * PANEL;
+    cp->pw = level == PD_KCPU_SIMD_AVX512 ? PD_KCPU_GEMM16_NR : PD_KCPU_GEMM8_NR;
+    int64_t pw = cp->pw, step = panel_step(cp->k.kdim, pw), ohw = (cp->k.ohw + pw - 1) / pw * pw;
     cp->col_bytes = (size_t)((ohw < step ? ohw : step) * cp->k.kdim) * sizeof(float);
   }
 #endif
@@ -112,12 +141,6 @@ static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bo
   return PD_OK;
 }
 
-/* The smallest of an image's product sizes (filters per group, terms, output pixels) that
- * mixed precision multiplies in low precision: below a tile's 16 rows AMX's packing does not
- * pay (LeNet's first layer, 6 filters of 25 terms, batch 64, 2 threads: forward 0.33 ms in fp32
- * against 0.37 in bf16, filter gradient 0.29 against 0.45; its second, 16 filters of 150
- * terms: 0.70 against 0.65, 1.01 against 0.71), and LeNet trained 0.83 times as fast. */
-#define CONV_LP_MIN 16
 
 /* The convolution's products: the fp32/fp64 GEMM, or under mixed precision (p->lp) gemm_lp
  * when every size of the image's product is at least CONV_LP_MIN (each call one thread's: it
@@ -125,8 +148,7 @@ static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bo
 static void conv_gemm(const pd_k_conv2d *p, const pd_k_conv_plan *kp, pd_dtype dt, bool ta,
                       bool tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                       const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
-  if (dt == PD_FP32 && (p->lp == PD_BF16 || p->lp == PD_FP16) && kp->ocg >= CONV_LP_MIN &&
-      kp->kdim >= CONV_LP_MIN && kp->ohw >= CONV_LP_MIN)
+  if (lp_products(dt, p, kp))
     pd_kcpu_gemm_lp(p->lp, ta, tb, 1, m, n, k, 1.0, a, lda, 0, b, ldb, 0, beta, c, ldc, 0, NULL);
   else
     pd_kcpu_gemm(dt, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
@@ -286,18 +308,18 @@ static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
 /* The column matrix of group g of image img (fp32) for output pixels [j0, j1), in panels of
- * PANEL columns from pack on (the last one's missing columns 0): row r = (ci, i, j) of the panel
- * of pixels q..q + PANEL holds img[g cg + ci][oy sh - pt + i dh][ox sw - pl + j dw] for each
+ * pw columns from pack on (the last one's missing columns 0): row r = (ci, i, j) of the panel
+ * of pixels q..q + pw holds img[g cg + ci][oy sh - pt + i dh][ox sw - pl + j dw] for each
  * pixel (oy, ox), 0 in the padding. A panel's pixels are taken by runs within an output row,
  * each row of a run one contiguous copy at unit stride. */
-static void im2col_panels(const pd_k_conv2d *p, const float *img, int64_t g, int64_t j0,
-                          int64_t j1, float *pack) {
+static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, int64_t g,
+                          int64_t j0, int64_t j1, float *pack) {
   int64_t cg = p->c / p->groups, kdim = cg * p->kh * p->kw, ow = p->ow, sw = p->stride_w;
   int64_t kh = p->kh, kw = p->kw, plane = p->h * p->w;
   const float *src0 = img + g * cg * plane;
-  int64_t lo[PANEL_MAX_KW], hi[PANEL_MAX_KW], ix0[PANEL_MAX_KW];
-  for (int64_t q = j0; q < j1; q += PANEL) {
-    int64_t width = j1 - q < PANEL ? j1 - q : PANEL;
+  int64_t lo[PANEL_MAX_KW], hi[PANEL_MAX_KW], ix0[PANEL_MAX_KW], ahead = (j1 - j0) * sw;
+  for (int64_t q = j0; q < j1; q += pw) {
+    int64_t width = j1 - q < pw ? j1 - q : pw;
     float *panel = pack + (q - j0) * kdim;
     for (int64_t t = 0; t < width;) {
       int64_t pix = q + t, oy = pix / ow, ox = pix % ow;
@@ -313,15 +335,26 @@ static void im2col_panels(const pd_k_conv2d *p, const float *img, int64_t g, int
         bool out = iy < 0 || iy >= p->h;
         for (int64_t ci = 0; ci < cg; ci++) {
           const float *srow = src0 + ci * plane + iy * p->w;
-          float *d0 = panel + (ci * kh + i) * kw * PANEL + t;
+          float *d0 = panel + (ci * kh + i) * kw * pw + t;
+          if (!out) { /* the same panel of the next block, into L2: a row of each channel is
+                         far too many streams for the hardware's prefetcher (a DB detector's
+                         96 channels x 3 rows) */
+            __builtin_prefetch(srow + ix0[0] + ahead, 0, 2);
+            __builtin_prefetch(srow + ix0[0] + ahead + pw - 1, 0, 2);
+          }
           for (int64_t j = 0; j < kw; j++) {
-            float *d = d0 + j * PANEL;
+            float *d = d0 + j * pw;
             if (out) {
               memset(d, 0, (size_t)len * sizeof(float));
               continue;
             }
             int64_t a = lo[j], b = hi[j];
             const float *sr = srow + ix0[j];
+            if (sw == 1 && a == 0 && b == pw) { /* a whole panel's row: most of them */
+              if (pw == PD_KCPU_GEMM8_NR) memcpy(d, sr, PD_KCPU_GEMM8_NR * sizeof(float));
+              else memcpy(d, sr, PD_KCPU_GEMM16_NR * sizeof(float));
+              continue;
+            }
             for (int64_t u = 0; u < a; u++) d[u] = 0;
             if (sw == 1) {
               PD_SIMD for (int64_t u = a; u < b; u++) d[u] = sr[u];
@@ -333,22 +366,22 @@ static void im2col_panels(const pd_k_conv2d *p, const float *img, int64_t g, int
       }
       t += len;
     }
-    if (width < PANEL)
+    if (width < pw)
       for (int64_t r = 0; r < kdim; r++)
-        memset(panel + r * PANEL + width, 0, (size_t)(PANEL - width) * sizeof(float));
+        memset(panel + r * pw + width, 0, (size_t)(pw - width) * sizeof(float));
   }
 }
 
-/* Output pixels [j0, j1) (j0 a multiple of PANEL) of image n, every group, a few panels at a
- * time (PANEL_BLOCK floats of them, at least one panel): their columns into pack and their
- * product, so that the panels are still in the cache when the product reads them (made for the
- * whole image first, a DB detector's 88 MB column matrix went to memory and back); the
+/* Output pixels [j0, j1) (j0 a multiple of the panels' width) of image n, every group, a few
+ * panels at a time (PANEL_BLOCK floats of them, at least one panel): their columns into pack and
+ * their product, so that the panels are still in the cache when the product reads them (made for
+ * the whole image first, a DB detector's 88 MB column matrix went to memory and back); the
  * epilogue over them. */
 static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, float *pack) {
   const pd_k_conv2d *p = j->p;
   const pd_k_conv_plan *kp = &j->cp->k;
   const float *xn = (const float *)j->x + n * kp->in_img;
-  int64_t step = panel_step(kp->kdim);
+  int64_t step = panel_step(kp->kdim, j->cp->pw);
   /* the epilogue in the product's stores where it can be */
   const pd_k_conv_epilogue *ep = j->ep;
   int code = ep ? epi_inline(ep) : EPI_NONE;
@@ -361,10 +394,9 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
       int64_t at = n * kp->out_img + g * kp->ocg * kp->ohw + q;
       e.rbias = inl && ep->bias ? (const float *)ep->bias + g * kp->ocg : NULL;
       e.res = inl && ep->residual ? (const float *)ep->residual + at : NULL;
-      im2col_panels(p, xn, g, q, q1, pack);
-      if (!pd_kcpu_gemm16p_epi_f32(false, kp->ocg, q1 - q, kp->kdim,
-                                   (const float *)j->w + g * kp->ocg * kp->kdim, kp->kdim, pack,
-                                   0.0f, (float *)j->y + at, kp->ohw, inl ? &e : NULL))
+      im2col_panels(p, j->cp->pw, xn, g, q, q1, pack);
+      if (!panels_product(j->cp, kp->ocg, q1 - q, (const float *)j->w + g * kp->ocg * kp->kdim,
+                          pack, (float *)j->y + at, kp->ohw, inl ? &e : NULL))
         *j->failed = true;  /* no memory for its partial sums */
     }
     if (!inl) epilogue(j->dt, p, ep, j->y, n, 0, p->oc, q, q1);
@@ -382,7 +414,7 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
   const pd_k_conv_plan *kp = &j->cp->k;
   const pd_k_conv_epilogue *ep = j->ep;
   int code = ep ? epi_inline(ep) : EPI_NONE, level = pd_kcpu_simd();
-  if (!kp->direct || kp->g != 1 || j->dt != PD_FP32 || p->lp == PD_BF16 || p->lp == PD_FP16 ||
+  if (!kp->direct || kp->g != 1 || j->dt != PD_FP32 || lp_products(j->dt, p, kp) ||
       code == EPI_OTHER || (r1 - r0) * kp->kdim > PANEL_MAX_A || kp->kdim > PANEL_MAX_K ||
       level == PD_KCPU_SIMD_BASE)
     return false;
@@ -526,10 +558,10 @@ static void conv_cols_part(void *vjob, int t, int nt) {
   int64_t b, e;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   if (c->j->cp->panels && !c->by_rows) { /* whole panels a thread, each its own */
-    int64_t np = (kp->ohw + PANEL - 1) / PANEL;
+    int64_t pw = c->j->cp->pw, np = (kp->ohw + pw - 1) / pw;
     image_range(np, t, nt, &b, &e);
-    b *= PANEL;
-    e = e * PANEL < kp->ohw ? e * PANEL : kp->ohw;
+    b *= pw;
+    e = e * pw < kp->ohw ? e * pw : kp->ohw;
     float *pack = e > b ? pd_k_host_alloc(c->j->cp->col_bytes) : NULL;
     if (pack) conv_panels(c->j, c->n, b, e, pack);
     else if (e > b) *c->failed = true;  /* conv_panels' failure lands in j->failed, the same */
@@ -538,10 +570,9 @@ static void conv_cols_part(void *vjob, int t, int nt) {
   }
   if (c->j->cp->panels) { /* by rows, over the panels the caller made */
     image_range(kp->ocg, t, nt, &b, &e);
-    if (e > b && !pd_kcpu_gemm16p_f32(false, e - b, kp->ohw, kp->kdim,
-                                      (const float *)c->j->w + b * kp->kdim, kp->kdim, c->col,
-                                      0.0f, (float *)c->j->y + c->n * kp->out_img + b * kp->ohw,
-                                      kp->ohw))
+    if (e > b && !panels_product(c->j->cp, e - b, kp->ohw, (const float *)c->j->w + b * kp->kdim,
+                                 c->col, (float *)c->j->y + c->n * kp->out_img + b * kp->ohw,
+                                 kp->ohw, NULL))
       *c->failed = true;
     epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, b, e, 0, kp->ohw);
     return;
@@ -624,8 +655,9 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
 }
 
 /* ---- A 1x1 convolution of one-pixel maps (a squeeze-excitation's two, a classifier head's
- * after global pooling), fp32 on AVX-512: Y [n, oc] = X [n, c] W^T, each output a dot product
- * of an image with a filter, each filter read once for the whole batch (gemm_nt16); the threads
+ * after global pooling), fp32 on AVX-512 or AVX2: Y [n, oc] = X [n, c] W^T, each output a dot
+ * product of an image with a filter, each filter read once for the whole batch (gemm_nt16,
+ * gemm_nt8); the threads
  * split the filters; the epilogue after each thread's part. Image by image the product had one
  * column: MobileNetV3's 960 -> 1280 head took 1.06 ms at batch 2, OpenBLAS packing the 4.9 MB
  * of filters again for each image, where reading them once is the bound. ---- */
@@ -639,10 +671,11 @@ typedef struct pixel_job {
   float *y;
 } pixel_job;
 
+/* One output pixel: never gemm_lp's product (lp_products), fp32 under mixed precision too. */
 static bool pixel_rows_take(pd_dtype dt, const pd_k_conv2d *p) {
-  return dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 && p->groups == 1 &&
+  return dt == PD_FP32 && p->groups == 1 &&
          p->kh == 1 && p->kw == 1 && p->h == 1 && p->w == 1 && p->oh == 1 && p->ow == 1 &&
-         pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+         pd_kcpu_simd() != PD_KCPU_SIMD_BASE;
 }
 
 static void pixel_part(void *vjob, int t, int nt) {
@@ -653,7 +686,10 @@ static void pixel_part(void *vjob, int t, int nt) {
   b *= PIXEL_STEP;
   e = e * PIXEL_STEP < p->oc ? e * PIXEL_STEP : p->oc;
   if (e <= b) return;
-  pd_kcpu_gemm_nt16_f32(p->n, e - b, p->c, j->x, p->c, j->w + b * p->c, p->c, j->y + b, p->oc);
+  if (pd_kcpu_simd() == PD_KCPU_SIMD_AVX512)
+    pd_kcpu_gemm_nt16_f32(p->n, e - b, p->c, j->x, p->c, j->w + b * p->c, p->c, j->y + b, p->oc);
+  else
+    pd_kcpu_gemm_nt8_f32(p->n, e - b, p->c, j->x, p->c, j->w + b * p->c, p->c, j->y + b, p->oc);
   for (int64_t n = 0; n < p->n; n++) epilogue(PD_FP32, p, j->ep, j->y, n, b, e, 0, 1);
 }
 
@@ -711,14 +747,14 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   size_t col_bytes = cp.col_bytes;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   if (cp.panels) /* every panel of the image at once: few of them */
-    col_bytes = (size_t)((cp.k.ohw + PANEL - 1) / PANEL * PANEL * cp.k.kdim) * sizeof(float);
+    col_bytes = (size_t)((cp.k.ohw + cp.pw - 1) / cp.pw * cp.pw * cp.k.kdim) * sizeof(float);
 #endif
   void *col = col_bytes && !own ? pd_k_host_alloc(col_bytes) : NULL;
   if (col_bytes && !own && !col) return PD_ENOMEM;
   for (int64_t n = 0; n < p->n && !failed; n++) {
     const void *xn = AT(x, n * cp.k.in_img, cp.k.sz);
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-    if (col && cp.panels) im2col_panels(p, xn, 0, 0, cp.k.ohw, col);
+    if (col && cp.panels) im2col_panels(p, cp.pw, xn, 0, 0, cp.k.ohw, col);
     else
 #endif
     if (col) pd_kcpu_im2col(dt, p, xn, col);

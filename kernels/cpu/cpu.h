@@ -145,6 +145,18 @@ void pd_kcpu_epi_row8_f32(int act, const float pp[4], float *r, float b, const f
 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float *c, int64_t ldc,
                            const struct pd_kcpu_epi16 *e);
+/* The same product with B already in panels of 16 columns (k rows of 16 floats a panel, panel
+ * after panel, the last padded: conv.c's im2col_panels makes them), n its columns: a KxK
+ * convolution's column matrix, made a block of panels at a time so that it stays in the cache.
+ * And C [m, n] = A [m, k] B^T (B [n, k], both read along k, each row of B once: a 1x1
+ * convolution of one-pixel maps, the images times the filters, as gemm_avx512.c's
+ * pd_kcpu_gemm_nt16_f32). */
+#define PD_KCPU_GEMM8_NR 16
+void pd_kcpu_gemm8p_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const float *pack, float *c, int64_t ldc,
+                            const struct pd_kcpu_epi16 *e);
+void pd_kcpu_gemm_nt8_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                          const float *b, int64_t ldb, float *c, int64_t ldc);
 
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
  * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice

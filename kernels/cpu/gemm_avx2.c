@@ -3,7 +3,12 @@
  * channels [k, n] read in place, and each element of C through fastmath.h's epilogue (a bias per
  * row, a residual, an activation) as it is stored. Through OpenBLAS these layers made three
  * passes over C: its beta pass clearing C, the product adding into it, and conv.c's epilogue;
- * on a Zen 3 core the first and the last were 12% of MobileNetV3's time at batch 1.
+ * on a Zen 3 core the first and the last were 12% of MobileNetV3's time at batch 1. The same
+ * tiles multiply a KxK convolution's column matrix, which conv.c makes in panels of 16 columns
+ * a block at a time (pd_kcpu_gemm8p_epi_f32: through OpenBLAS and a separate epilogue a DB
+ * detector's 3x3 convolutions of 24 filters ran at ~43 GFLOP/s a Zen 3 core, here ~57). And
+ * pd_kcpu_gemm_nt8_f32, C = A B^T as dot products along K (the squeeze-excitations' 1x1
+ * convolutions of one-pixel maps, each filter read once for the whole batch).
  *
  * A tile of 6 rows by 16 columns of C sits in 12 registers for the whole of K while each element
  * of A is broadcast against 16 columns of a row of B (two loads); a tile's rows past m are not
@@ -24,8 +29,9 @@
 #define AVX2 __attribute__((target("avx2,fma")))
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL6 _Pragma("GCC unroll 6")
+#define UNROLL4 _Pragma("GCC unroll 4")
 #define MR 6  /* rows of C a tile */
-#define NR 16 /* columns of C a tile: two vectors */
+#define NR PD_KCPU_GEMM8_NR /* columns of C a tile: two vectors */
 #define PACK_STACK_K 512 /* panels of B up to this many rows (32 KB) on the stack */
 
 /* R rows (1..MR) of C from row i0, columns [j, j + 16) (`whole`, else those mk selects): the
@@ -99,27 +105,106 @@ INLINE AVX2 void pack_panel(int64_t k, const float *b, int64_t ldb, int64_t j, i
     for (int64_t t = 0; t < NR; t++) pack[q * NR + t] = t < w ? b[q * ldb + j + t] : 0.0f;
 }
 
+/* Rows [0, m) of C against its columns [j, j + w) (w <= 16), B's panel of them at pack. */
+INLINE AVX2 void panel(int64_t m, int64_t k, const float *a, int64_t lda, const float *pack,
+                       int64_t w, float *c, int64_t ldc, const pd_kcpu_epi16 *e, int64_t j) {
+  if (w == NR) {
+    __m256i all = _mm256_set1_epi32(-1);
+    columns(true, m, k, a, lda, pack, NR, c, ldc, e, j, all, all);
+    return;
+  }
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256i mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
+  __m256i mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
+  columns(false, m, k, a, lda, pack, NR, c, ldc, e, j, mk0, mk1);
+}
+
+AVX2 void pd_kcpu_gemm8p_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                 const float *pack, float *c, int64_t ldc,
+                                 const pd_kcpu_epi16 *e) {
+  for (int64_t j = 0; j < n; j += NR, pack += k * NR)
+    panel(m, k, a, lda, pack, n - j < NR ? n - j : NR, c, ldc, e, j);
+}
+
 AVX2 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                 const float *b, int64_t ldb, float *c, int64_t ldc,
                                 const pd_kcpu_epi16 *e) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i all = _mm256_set1_epi32(-1);
   float stack[PACK_STACK_K * NR], *pack = stack;
   if (k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
     return false;
   for (int64_t j = 0; j < n; j += NR) {
     int64_t w = n - j < NR ? n - j : NR;
     pack_panel(k, b, ldb, j, w, pack);
-    if (w == NR) {
-      columns(true, m, k, a, lda, pack, NR, c, ldc, e, j, all, all);
-    } else {
-      __m256i mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
-      __m256i mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
-      columns(false, m, k, a, lda, pack, NR, c, ldc, e, j, mk0, mk1);
-    }
+    panel(m, k, a, lda, pack, w, c, ldc, e, j);
   }
   if (pack != stack) pd_k_host_free(pack);
   return true;
+}
+
+/* ---- pd_kcpu_gemm_nt8_f32: C = A B^T, both read along K ---- */
+
+/* R rows of A (1..4) against J rows of B (1..4): R x J dot products over k, eight terms a step,
+ * the last step masked; each sum's eight lanes added at the end. */
+INLINE AVX2 void dots(int R, int J, int64_t k, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float *c, int64_t ldc, __m256i lane) {
+  __m256 acc[4][4];
+  UNROLL4 for (int r = 0; r < 4; r++)
+    UNROLL4 for (int jj = 0; jj < 4; jj++) acc[r][jj] = _mm256_setzero_ps();
+  int64_t q = 0;
+  for (; q + 8 <= k; q += 8) {
+    __m256 bv[4];
+    UNROLL4 for (int jj = 0; jj < J; jj++) bv[jj] = _mm256_loadu_ps(b + jj * ldb + q);
+    UNROLL4 for (int r = 0; r < R; r++) {
+      __m256 av = _mm256_loadu_ps(a + r * lda + q);
+      UNROLL4 for (int jj = 0; jj < J; jj++)
+        acc[r][jj] = _mm256_fmadd_ps(av, bv[jj], acc[r][jj]);
+    }
+  }
+  if (q < k) {
+    __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(k - q)), lane);
+    __m256 bv[4];
+    UNROLL4 for (int jj = 0; jj < J; jj++)
+      bv[jj] = _mm256_maskload_ps(b + jj * ldb + q, mk);
+    UNROLL4 for (int r = 0; r < R; r++) {
+      __m256 av = _mm256_maskload_ps(a + r * lda + q, mk);
+      UNROLL4 for (int jj = 0; jj < J; jj++)
+        acc[r][jj] = _mm256_fmadd_ps(av, bv[jj], acc[r][jj]);
+    }
+  }
+  UNROLL4 for (int r = 0; r < R; r++)
+    UNROLL4 for (int jj = 0; jj < J; jj++) {
+      __m128 h = _mm_add_ps(_mm256_castps256_ps128(acc[r][jj]),
+                            _mm256_extractf128_ps(acc[r][jj], 1));
+      h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+      h = _mm_add_ss(h, _mm_movehdup_ps(h));
+      c[r * ldc + jj] = _mm_cvtss_f32(h);
+    }
+}
+
+INLINE AVX2 void dots_rows(int J, int64_t m, int64_t k, const float *a, int64_t lda,
+                           const float *b, int64_t ldb, float *c, int64_t ldc, __m256i lane) {
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) dots(4, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, lane);
+  switch (m - i) {
+    case 3: dots(3, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, lane); break;
+    case 2: dots(2, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, lane); break;
+    case 1: dots(1, J, k, a + i * lda, lda, b, ldb, c + i * ldc, ldc, lane); break;
+    default: break;
+  }
+}
+
+AVX2 void pd_kcpu_gemm_nt8_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                               const float *b, int64_t ldb, float *c, int64_t ldc) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  /* four rows of B at a time (they stay in L1) against every row of A */
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) dots_rows(4, m, k, a, lda, b + j * ldb, ldb, c + j, ldc, lane);
+  switch (n - j) {
+    case 3: dots_rows(3, m, k, a, lda, b + j * ldb, ldb, c + j, ldc, lane); break;
+    case 2: dots_rows(2, m, k, a, lda, b + j * ldb, ldb, c + j, ldc, lane); break;
+    case 1: dots_rows(1, m, k, a, lda, b + j * ldb, ldb, c + j, ldc, lane); break;
+    default: break;
+  }
 }
 
 #endif /* PD_KCPU_HAVE_AVX2 && PD_KCPU_FASTMATH_f32 */

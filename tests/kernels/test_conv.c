@@ -580,6 +580,11 @@ static const ccase ccases[] = {
      {1, 2, 4, 6, 3, 3, 2, 1, 1, 1, 2, 0, 1, 0, 1, 1, 0, 0, 0}},
     {"3x3 pad 3 above and below (same width, taller)",
      {1, 1, 3, 4, 2, 3, 3, 1, 1, 1, 3, 3, 1, 1, 1, 1, 0, 0, 0}},
+    /* column panels (im2col_panels) of rows wider than a panel: whole runs copied at once
+     * and runs cut by the padding, a taller stride, dilations, groups */
+    {"3x3 strides (2, 1), dilations (1, 2), pads 2/1/2/1 on 11x37",
+     {2, 3, 11, 37, 7, 3, 3, 1, 2, 1, 2, 1, 2, 1, 1, 2, 0, 0, 0}},
+    {"groups 2, 5x3 kernel on 6x40", {2, 4, 6, 40, 6, 5, 3, 2, 1, 1, 2, 2, 1, 1, 1, 1, 0, 0, 0}},
 };
 
 static void naive_conv(const pd_k_conv2d *p, const double *x, const double *w, double *y) {
