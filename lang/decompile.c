@@ -345,9 +345,8 @@ pd_status pd_dc_attrs_given(const pd_op_desc *op, pd_buf *b) {
   return st ? st : b->oom ? PD_ENOMEM : PD_OK;
 }
 
-/* Complete g (kind, first, n, act set) with its sig; false when it was rejected before (or on
- * out of memory: then no group). */
-static bool group_ok(layers *ls, const pd_block *b, group *g) {
+/* Complete g with its sig (decompile_int.h). */
+bool pd_dc_group_ok(layers *ls, const pd_block *b, group *g) {
   pd_buf s;
   pd_buf_init(&s);
   pd_buf_printf(&s, "%d", (int)g->kind);
@@ -422,7 +421,7 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
         g->n = 2;
       g->act = act_after(ls, b, i + g->n - 1);
       g->n += g->act;
-      if (group_ok(ls, b, g)) return true;
+      if (pd_dc_group_ok(ls, b, g)) return true;
     }
   }
   if (!strcmp(op->type, "mul") && i + 1 < b->nops) {
@@ -437,7 +436,7 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
       g->kind = G_FC;
       g->act = act_after(ls, b, i + 1);
       g->n = 2 + g->act;
-      if (group_ok(ls, b, g)) return true;
+      if (pd_dc_group_ok(ls, b, g)) return true;
     }
   }
   if (!strcmp(op->type, "batch_norm")) {
@@ -468,7 +467,7 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
       g->kind = G_BN;
       g->act = act_after(ls, b, i);
       g->n = 1 + g->act;
-      if (group_ok(ls, b, g)) return true;
+      if (pd_dc_group_ok(ls, b, g)) return true;
     }
   }
   *g = (group){.first = i, .n = 1};
@@ -486,17 +485,31 @@ static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
              count(&ls->reads, one_var(pd_op_output(op, "Mask"))) == 0)))
     g->kind = G_UNARY;
   else return false;
-  return group_ok(ls, b, g);
+  return pd_dc_group_ok(ls, b, g);
 }
 
 static void groups_clear(layers *ls) {
   for (int i = 0; i < ls->ngroups; i++) pd_free(ls->groups[i].sig);
   ls->ngroups = 0;
-  ls->any_layer = false;
+  ls->any_layer = ls->seq = false;
   pd_strmap_free(&ls->outside);
   pd_strmap_init(&ls->outside, false);
   pd_strmap_free(&ls->inside);
   pd_strmap_init(&ls->inside, false);
+}
+
+/* The groups of the rnn ops of block 0 (pd_dc_rnn_group), into rg (room for b->nops), those
+ * rejected before excepted; how many. */
+static int rnn_groups(layers *ls, const pd_block *b, group *rg) {
+  int n = 0;
+  for (int r = 0; r < b->nops; r++) {
+    int from = n ? rg[n - 1].first + rg[n - 1].n : 0;
+    if (pd_dc_rnn_group(ls, b, r, from, rg, n, &rg[n])) {
+      r = rg[n].first + rg[n].n - 1;
+      n++;
+    }
+  }
+  return n;
 }
 
 /* Propose the groups of block 0, those rejected before excepted. PD_ENOMEM. */
@@ -504,8 +517,18 @@ static pd_status propose(layers *ls, const pd_model *m) {
   const pd_block *b = m->program->blocks[0];
   groups_clear(ls);
   for (int i = 0; i < b->nops; i++) ls->at[i] = NULL;
+  group *rg = pd_calloc((size_t)b->nops + 1, sizeof *rg);
+  if (!rg) return PD_ENOMEM;
+  int nrg = rnn_groups(ls, b, rg), kr = 0;
   for (int i = 0; i < b->nops;) {
     group g;
+    while (kr < nrg && rg[kr].first < i) pd_free(rg[kr++].sig);  /* overlapped by another */
+    if (kr < nrg && rg[kr].first == i) {
+      ls->groups[ls->ngroups++] = rg[kr];
+      ls->any_layer = ls->seq = true;
+      i += rg[kr++].n;
+      continue;
+    }
     if (!group_at(ls, b, i, &g)) {
       i++;
       continue;
@@ -521,13 +544,16 @@ static pd_status propose(layers *ls, const pd_model *m) {
     ls->any_layer |= g.kind == G_POOL || g.kind == G_FC || g.kind == G_CONV || g.kind == G_BN;
     i += g.n;
   }
+  while (kr < nrg) pd_free(rg[kr++].sig);
+  pd_free(rg);
   for (int k = 0; k < ls->ngroups; k++) ls->at[ls->groups[k].first] = &ls->groups[k];
   /* the vars the other ops name: a parameter only layers name is made by them */
   for (int bi = 0; bi < m->program->nblocks; bi++) {
     const pd_block *bk = m->program->blocks[bi];
     for (int i = 0; i < bk->nops; i++) {
       const group *g = bi == 0 ? ls->at[i] : NULL;
-      bool layer = g && (g->kind == G_FC || g->kind == G_CONV || g->kind == G_BN);
+      bool layer = g && (g->kind == G_FC || g->kind == G_CONV || g->kind == G_BN ||
+                         g->kind == G_RNN);
       for (int n = 0; n < (layer ? g->n : 1); n++) {
         const pd_op_desc *op = bk->ops[i + n];
         for (int pass = 0; pass < 2; pass++)
@@ -542,7 +568,21 @@ static pd_status propose(layers *ls, const pd_model *m) {
   }
   for (int i = 0; i < m->nfetches; i++)
     if (!bump(&ls->outside, m->fetches[i].var)) return PD_ENOMEM;
-  return PD_OK;
+  /* the calls take the padded inputs as sequences: no other op may read them or their lengths */
+  bool seq_ok = true;
+  for (int i = 0; ls->seq && i < m->nfeeds && seq_ok; i++) {
+    dc t = {.m = m, .ls = ls};
+    const char *v = m->feeds[i].var;
+    int64_t fed = 0;  /* the feed ops' writes */
+    for (int k = 0; k < b->nops; k++)
+      fed += !strcmp(b->ops[k]->type, "feed") && same_var(one_var(pd_op_output(b->ops[k], "Out")), v);
+    seq_ok = !pd_dc_seq_feed(&t, v) || count(&ls->outside, v) == fed;
+  }
+  if (seq_ok) return PD_OK;
+  for (int k = 0; k < ls->ngroups; k++)
+    if (ls->groups[k].kind == G_RNN && !pd_strmap_add(&ls->rejected, ls->groups[k].sig, NULL))
+      return PD_ENOMEM;
+  return propose(ls, m);
 }
 
 static void layers_free(layers *ls) {
@@ -596,14 +636,15 @@ static void put_act(dc *d, const group *g) {
 /* One group as `y = call  # ops i-j`. */
 pd_status pd_dc_put_group(dc *d, group *g) {
   const pd_block *b = d->b;
+  for (; d->scanned < d->out->len; d->scanned++) d->line += d->out->data[d->scanned] == '\n';
+  g->line = d->line;
+  if (g->kind == G_RNN) return pd_dc_put_rnn(d, g);
   const pd_op_desc *op = b->ops[g->first], *last = b->ops[g->first + g->n - 1];
   const char *xs = one_var(pd_op_input(op, g->kind == G_CONV ? "Input" : "X"));
   bool two = g->kind == G_BINARY || g->kind == G_MATMUL;
   if (!pd_dc_defined(d, b, xs) || (two && !pd_dc_defined(d, b, one_var(pd_op_input(op, "Y")))))
     return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "op %d (%s) reads a var which no op "
                         "before it writes", g->first, op->type);
-  for (; d->scanned < d->out->len; d->scanned++) d->line += d->out->data[d->scanned] == '\n';
-  g->line = d->line;
   const char *x = pd_dc_ident(d, b, xs), *y = pd_dc_ident(d, b, main_out(last));
   if (!x || !y) return oom(d);
   pd_buf *o = d->out;
@@ -664,6 +705,7 @@ pd_status pd_dc_put_group(dc *d, group *g) {
     pd_buf_puts(o, ")");
     break;
   }
+  case G_RNN: break;  /* pd_dc_put_rnn, above */
   case G_BN: {
     const char *scale = one_var(pd_op_input(op, "Scale"));
     const pd_attr *mo = pd_op_attr(op, "momentum"), *ep = pd_op_attr(op, "epsilon");
@@ -802,6 +844,7 @@ static pd_status verify(dc *d, const char *text, size_t len, bool prefix, group 
   pd_diags dg;
   pd_diags_init(&dg, 1);
   pd_unit *u = NULL;
+  pd_program *saved = NULL;  /* with ls->seq, what save writes of the script's program */
   pd_strmap map;
   pd_strmap_init(&map, false);
   pd_status st = pd_source_from_string(SCRIPT_NAME, text, len, &src);
@@ -823,7 +866,15 @@ static pd_status verify(dc *d, const char *text, size_t len, bool prefix, group 
       goto out;
     }
   }
-  const pd_block *ob = m->program->blocks[0], *cb = u ? u->main->blocks[0] : NULL;
+  if (u && ls->seq && (st = pd_dc_saved_program(u, &saved))) {
+    for (int k = 0; k < ls->ngroups && st != PD_ENOMEM && !*bad; k++)
+      if (ls->groups[k].kind == G_RNN) *bad = &ls->groups[k];
+    *all = !*bad;
+    if (st != PD_ENOMEM) st = PD_OK;
+    goto out;
+  }
+  const pd_block *ob = m->program->blocks[0];
+  const pd_block *cb = saved ? saved->blocks[0] : u ? u->main->blocks[0] : NULL;
   for (int i = 0; !st && i < ob->nvars; i++) {
     const pd_var_desc *v = ob->vars[i];
     bool in = v->persistable;
@@ -844,7 +895,8 @@ static pd_status verify(dc *d, const char *text, size_t len, bool prefix, group 
         ci++;
       const pd_op_desc *c = ci < cb->nops ? cb->ops[ci++] : NULL;
       ended = prefix && !c && k == 0;  /* the prefix's ops end before this line */
-      bool same = ended || (c && (!g || script_line(c) == g->line) &&
+      int cl = c ? script_line(c) : 0;
+      bool same = ended || (c && (!g || (cl >= g->line && cl < g->line + (g->nlines ? g->nlines : 1))) &&
                             same_op(ob->ops[i + k], ob, c, cb, &map, g != NULL, &oom_));
       if (oom_) st = PD_ENOMEM;
       else if (!same && g) *bad = g;
@@ -860,6 +912,7 @@ static pd_status verify(dc *d, const char *text, size_t len, bool prefix, group 
   }
   if (prefix && !*bad) *all = true;  /* a prefix finds a group that differs, or says nothing */
 out:
+  pd_program_free(saved);
   pd_strmap_free(&map);
   pd_unit_free(u);
   pd_diags_free(&dg);
@@ -945,10 +998,13 @@ static pd_status check_readable(dc *d, const char *text, size_t len, bool *good)
   pd_unit *u = NULL;
   opseq a = {0}, c = {0};
   pd_status st = pd_source_from_string(SCRIPT_NAME, text, len, &src);
+  pd_program *saved = NULL;  /* with ls->seq, what save writes of the script's program */
   if (!st) st = pd_compile(src, NULL, &dg, &u);
+  if (!st && d->ls && d->ls->seq) st = pd_dc_saved_program(u, &saved);
   if (!st) {
+    const pd_program *cp = saved ? saved : u->main;
     flatten(d->m->program, d->m->program->blocks[0], &d->consumed, &a, 0);
-    flatten(u->main, u->main->blocks[0], NULL, &c, 0);
+    flatten(cp, cp->blocks[0], NULL, &c, 0);
     if (a.oom || c.oom) st = PD_ENOMEM;
     *good = !st && a.n == c.n;
     for (int i = 0; *good && i < a.n; i++)
@@ -958,6 +1014,7 @@ static pd_status check_readable(dc *d, const char *text, size_t len, bool *good)
   }
   pd_free(a.ops);
   pd_free(c.ops);
+  pd_program_free(saved);
   pd_unit_free(u);
   pd_diags_free(&dg);
   pd_source_free(src);

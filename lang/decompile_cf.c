@@ -875,12 +875,14 @@ pd_status pd_dc_write_script(dc *d, const char *model_path, const char *save_as,
     else if (v->ndims < 1)
       st = pd_error_set(err, PD_EUNSUPPORTED, nowhere, "input '%s' has no shape", v->name);
     if (st) break;
+    int seq = pd_dc_seq_feed(d, v->name);  /* a padded sequence as rows with LoD; its lengths */
+    if (seq == 2) continue;
     pd_buf_printf(out, "%s = data(", id);
     pd_dc_put_str(out, v->name);
     pd_buf_puts(out, ", ");
-    pd_dc_put_dims(out, v->ndims, v->dims);
+    pd_dc_put_dims(out, v->ndims - (seq == 1), v->dims + (seq == 1));
     if (v->dtype != PD_FP32) pd_buf_printf(out, ", %s", pd_dtype_name(v->dtype));
-    if (v->lod_level) pd_buf_printf(out, ", lod_level = %d", v->lod_level);
+    if (v->lod_level || seq) pd_buf_printf(out, ", lod_level = %d", seq ? 1 : v->lod_level);
     pd_buf_puts(out, ")\n");
   }
   bool heading = false;

@@ -14,6 +14,7 @@
 
 #include "base/strmap.h"
 #include "lang/decompile.h"
+#include "train/unit.h"
 #include "vm/ops/ops.h"
 
 /* The state of one script being written. */
@@ -42,7 +43,7 @@ typedef struct dc {
 
 /* ---- Layers: runs of block 0's ops written as one call (decompile.c) ---- */
 
-typedef enum gkind { G_UNARY, G_BINARY, G_MATMUL, G_POOL, G_FC, G_CONV, G_BN } gkind;
+typedef enum gkind { G_UNARY, G_BINARY, G_MATMUL, G_POOL, G_FC, G_CONV, G_BN, G_RNN } gkind;
 
 typedef struct group {
   gkind kind;
@@ -50,6 +51,8 @@ typedef struct group {
   bool act;         /* its last op is an activation (act = fn) */
   char *sig;        /* its kind, its ops' types and attributes (heap) */
   int line;         /* its line in the script written last */
+  int nlines;       /* the lines it takes (0: one); a bidirectional rnn op is two calls */
+  int key;          /* G_RNN: the index of its rnn op */
 } group;
 
 typedef struct layers {
@@ -57,6 +60,8 @@ typedef struct layers {
   int ngroups;
   group **at;       /* at[i]: the group whose first op is block 0's op i, else NULL */
   bool any_layer;   /* a group calls a stdlib layer: the script imports "layers" */
+  bool seq;         /* a G_RNN group: the padded sequence inputs are written as sequences
+                       (their lengths not at all), the script checked through save's steps */
   pd_strmap reads;  /* var name -> how many op inputs (of any block) and fetch targets name it */
   pd_strmap writes; /* var name -> how many op outputs name it */
   pd_strmap params; /* the parameters */
@@ -135,6 +140,28 @@ const char *pd_dc_binary_sym(const pd_op_desc *op);
 pd_status pd_dc_attrs_given(const pd_op_desc *op, pd_buf *b);
 /* One group as `y = call  # ops i-j`. */
 pd_status pd_dc_put_group(dc *d, group *g);
+
+/* Complete g (kind, first, n, act set) with its sig; false when it was rejected before (or on
+ * out of memory: then no group). */
+bool pd_dc_group_ok(layers *ls, const pd_block *b, group *g);
+
+/* ---- decompile_rnn.c: save's rnn ops as the stdlib's lstm / gru calls ---- */
+
+/* The group of the rnn op at b->ops[r] (Paddle's rnn op as save writes the stdlib's lstm and
+ * gru layers: vm/passes/paddle_export.h), its ops from `from` on at the earliest; prev[0..np)
+ * the rnn groups found before it (whose ops may make what this one reads of the lengths).
+ * false when it is not one. */
+bool pd_dc_rnn_group(layers *ls, const pd_block *b, int r, int from, const group *prev, int np,
+                     group *g);
+/* The group g (G_RNN) as lstm / gru calls, one a direction, `# ops i-j`. */
+pd_status pd_dc_put_rnn(dc *d, group *g);
+/* Whether feed `name` of d's model is written as a sequence (1), left out as the lengths of
+ * one (2), or as it is (0). */
+int pd_dc_seq_feed(const dc *d, const char *name);
+/* The program that the unit's (last) save action writes, by save's own steps
+ * (pd_run_save_program), into *out (pd_program_free): what a script written with d->ls->seq
+ * compiles to, compared with a saved model. PD_ENOMEM; another failure is PD_EUNSUPPORTED. */
+pd_status pd_dc_saved_program(const pd_unit *u, pd_program **out);
 
 /* ---- decompile_cf.c ---- */
 

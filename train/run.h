@@ -101,6 +101,18 @@ pd_status pd_runner_run_all(pd_runner *r, pd_error *err);
 pd_status pd_run_train_program(const pd_unit *unit, int nranks, bool startup, pd_program **out,
                                pd_error *err);
 
+/* The program that save(path, targets...), the action a of a unit whose main program is main,
+ * writes: main pruned to the nt targets (var names of main; on return the names they have in
+ * *out, the script's names for them), in test mode, then, when it has sequences or loops,
+ * rewritten for PaddlePaddle (vm/passes/paddle_export.h). *out (pd_program_free) and *feeds, its
+ * *nfeeds inputs (an array to pd_free; the names belong to *out) are set on PD_OK, and on
+ * PD_EUNSUPPORTED, when the rewriting refused (err says why): *out is then the program before
+ * it. r (NULL: none) is the runner whose scope's values a data var may hold already. Other
+ * failures leave *out NULL. `pdlang decompile` checks a script against a saved model with it. */
+pd_status pd_run_save_program(const pd_runner *r, const pd_program *main, const pd_action *a,
+                              int nt, const char **targets, pd_program **out,
+                              const char ***feeds, int *nfeeds, pd_error *err);
+
 /* The REPL's :batch READER: the first `batch` samples of the reader `spec` (an argument of the
  * action a, whose location errors take) become the values of the main program's data vars
  * that it feeds, for pd_runner_compute and pd_runner_try_compute from then on (train, eval and

@@ -33,7 +33,8 @@ pd_status pd_runner_bind(pd_runner *r, int n, const pd_exec_feed *feeds, pd_erro
 pd_exec_options pd_run_exec_options(pd_runner *r, uint64_t seed, bool with_interrupt);
 
 /* The data vars of a program: vars of block 0 that its ops read, that no op writes, and that are
- * neither persistable nor already holding a value in the global scope (a reader must feed them).
+ * neither persistable nor already holding a value in the global scope (a reader must feed them;
+ * r may be NULL: no scope).
  * Up to cap names (borrowed from p) go to names; returns how many there are. */
 int pd_run_data_vars(const pd_runner *r, const pd_program *p, const char **names, int cap);
 /* The same without "that its ops read": every input data() declared (the REPL's :batch binds

@@ -318,7 +318,7 @@ static int data_vars(const pd_runner *r, const pd_program *p, bool unread, const
     if (!unread && !read_anywhere(p, v->name)) continue;
     int t = first_touch(p, b0, v->name, 0);
     if (t == 2 || (t == 0 && written(p, v->name))) continue;
-    pd_variable *gv = pd_scope_find_local_var(r->global, v->name);
+    pd_variable *gv = r ? pd_scope_find_local_var(r->global, v->name) : NULL;
     if (gv && gv->type == PD_VAR_LOD_TENSOR && pd_tensor_initialized(&gv->u.tensor)) continue;
     if (n < cap) names[n] = v->name;
     n++;

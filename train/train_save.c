@@ -198,6 +198,48 @@ static pd_file_out image_prep_out(const pd_runner *r, const pd_program *p, int n
   return (pd_file_out){ppath, b->data ? b->data : "", b->len};
 }
 
+/* The program save(path, targets...) writes (train/run.h). */
+pd_status pd_run_save_program(const pd_runner *r, const pd_program *main, const pd_action *a,
+                              int nt, const char **targets, pd_program **out,
+                              const char ***feeds, int *nfeeds, pd_error *err) {
+  *out = NULL;
+  *feeds = NULL;
+  *nfeeds = 0;
+  pd_program *p = NULL;
+  pd_status st = pd_program_prune(main, nt, targets, &p, err);
+  if (st) return st;
+  if ((st = pd_run_set_test_mode(p))) {
+    st = pd_error_set(err, st, a->loc, "out of memory");
+    goto fail;
+  }
+  if ((st = name_targets(p, a, nt, targets, err))) goto fail;
+  const char *data[16];
+  int nd = pd_run_data_vars(r, p, data, 16);
+  if (nd > 16) nd = 16;
+  if (pd_program_needs_paddle_export(p)) {
+    /* Loops and sequences as ops PaddlePaddle runs (vm/passes/paddle_export.h). */
+    pd_program *q = NULL;
+    st = pd_program_for_paddle(p, nd, data, nt, targets, &q, feeds, nfeeds, err);
+    if (!st) {
+      pd_program_free(p);
+      *out = q;
+      return PD_OK;
+    }
+    if (st != PD_EUNSUPPORTED) goto fail;
+  }
+  if (!(*feeds = pd_malloc(sizeof **feeds * (size_t)(nd + 1)))) {
+    st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < nd; i++) (*feeds)[i] = data[i];
+  *nfeeds = nd;
+  *out = p;
+  return st;  /* PD_OK, or PD_EUNSUPPORTED: not exported (err says why) */
+fail:
+  pd_program_free(p);
+  return st;
+}
+
 static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
   char *path = pd_train_script_path(a, a->args[0]->str);
   char *ppath = NULL;
@@ -232,45 +274,27 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
     pd_buf_free(&cb);
     goto out;
   }
-  if ((st = pd_program_prune(r->unit->main, nt, targets, &p, err))) goto out;
-  if ((st = pd_run_set_test_mode(p))) {
-    st = pd_error_set(err, st, a->loc, "out of memory");
+  int nd = 0;
+  st = pd_run_save_program(r, r->unit->main, a, nt, targets, &p, &exp_feeds, &nd, err);
+  const char **feeds = exp_feeds;
+  if (st == PD_EUNSUPPORTED && p && is_json) {
+    /* a PIR program is for PaddlePaddle alone: what it cannot run is an error */
+    pd_error_prefix(err, "%s: PaddlePaddle cannot run this model (save it as .pdmodel to run "
+                    "it in pdlang)", a->args[0]->str);
     goto out;
-  }
-  if ((st = name_targets(p, a, nt, targets, err))) goto out;
-  const char *data[16];
-  int nd = pd_run_data_vars(r, p, data, 16);
-  if (nd > 16) nd = 16;
-  const char **feeds = data;
-  if (pd_program_needs_paddle_export(p)) {
-    /* Loops and sequences as ops PaddlePaddle runs (vm/passes/paddle_export.h). */
-    pd_program *q = NULL;
-    int nx = nd;
-    st = pd_program_for_paddle(p, nd, data, nt, targets, &q, &exp_feeds, &nx, err);
-    if (st == PD_EUNSUPPORTED && is_json) {
-      /* a PIR program is for PaddlePaddle alone: what it cannot run is an error */
-      pd_error_prefix(err, "%s: PaddlePaddle cannot run this model (save it as .pdmodel to run "
-                      "it in pdlang)", a->args[0]->str);
-      goto out;
-    } else if (st == PD_EUNSUPPORTED) {
-      /* Saved as pdlang runs it (batches of sequences with LoD), which PaddlePaddle cannot. */
-      if (r->opts.progress && err && err->loc.file)
-        fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: "
-                "%s:%d: %s\n", a->args[0]->str, err->loc.file, err->loc.line,
-                err->msg ? err->msg : "?");
-      else if (r->opts.progress)
-        fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: %s\n",
-                a->args[0]->str, err && err->msg ? err->msg : "?");
-      pd_error_clear(err);
-      st = PD_OK;
-    } else if (st) {
-      goto out;
-    } else {
-      pd_program_free(p);
-      p = q;
-      feeds = exp_feeds;
-      nd = nx;
-    }
+  } else if (st == PD_EUNSUPPORTED && p) {
+    /* Saved as pdlang runs it (batches of sequences with LoD), which PaddlePaddle cannot. */
+    if (r->opts.progress && err && err->loc.file)
+      fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: "
+              "%s:%d: %s\n", a->args[0]->str, err->loc.file, err->loc.line,
+              err->msg ? err->msg : "?");
+    else if (r->opts.progress)
+      fprintf(r->opts.progress, "note: %s is a model for pdlang only, not PaddlePaddle: %s\n",
+              a->args[0]->str, err && err->msg ? err->msg : "?");
+    pd_error_clear(err);
+    st = PD_OK;
+  } else if (st) {
+    goto out;
   }
   int np = pd_train_persistables(r, p, &params);
   if (np < 0) {

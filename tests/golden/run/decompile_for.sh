@@ -5,14 +5,17 @@
 # saved too; decompile_for.out holds the scripts decompile writes, with `for (t in x) { ... }`
 # statements and no op("recurrent"). Each script runs and saves a model whose outputs on the
 # same inputs are the original's, byte for byte (the nested loops, which exec cannot feed: the
-# same ops in each block). PD_REGEN=1 rewrites decompile_for.out.
+# same ops in each block). decompile_rnn_mod.pd saves the stdlib's lstm and gru layers, which
+# save writes as rnn ops: an lstm, a forward and a reverse lstm over one input (one bidirectional
+# rnn op), two stacked grus, the first reverse; their scripts call lstm( / gru( over the input as
+# a sequence, no op("rnn"). PD_REGEN=1 rewrites decompile_for.out.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
 : "${top_srcdir:?}"
 dir=$top_srcdir/tests/golden/run
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pddcfor.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
-cp "$dir/decompile_for_mod.pd" "$tmp/"
+cp "$dir/decompile_for_mod.pd" "$dir/decompile_rnn_mod.pd" "$tmp/"
 cat > "$tmp/nested.pd" <<'NESTED'
 x = data("x", [-1, 1], lod_level = 2)
 total = var(0)
@@ -28,9 +31,10 @@ x2 = var([[0.5, 1.0], [-2.0, 0.25], [3.0, 0.1], [0.2, 0.3], [-1.0, 2.5]])
 lens = var([3, 2], int64)
 save("gen.pdmodel", x2, lens)
 GEN
-echo "1..4"
+echo "1..5"
 (cd "$tmp" && "$PDLANG" run --progress=none decompile_for_mod.pd &&
    "$PDLANG" run --progress=none nested.pd &&
+   "$PDLANG" run --progress=none decompile_rnn_mod.pd &&
    "$PDLANG" run --progress=none gen.pd && "$PDLANG" exec gen.pdmodel --out in) \
   > "$tmp/setup.log" 2>&1
 rc=$?
@@ -38,7 +42,7 @@ if [ $rc -eq 0 ]; then echo "ok 1 - the models and their inputs saved"
 else echo "not ok 1 - the models and their inputs saved (exit $rc)"; sed 's/^/# /' "$tmp/setup.log"; fi
 : > "$tmp/out"
 : > "$tmp/err"
-for name in model nested; do
+for name in model nested lstm bidi gru2; do
   w=$tmp/$name
   mkdir -p "$w"
   feeds="--feed x=$tmp/in/x2.npy --lengths x=$tmp/in/lens.npy"
@@ -74,4 +78,13 @@ if [ "$(grep -c '^ *for ([A-Za-z_0-9]* in [A-Za-z_0-9]*\(, reverse = true\)\{0,1
   echo "ok 4 - 4 for statements (one reverse, one inside another), no op() of recurrent or its last steps"
 else
   echo "not ok 4 - 4 for statements (one reverse, one inside another), no op() of recurrent or its last steps"
+fi
+sed -n '/^== lstm$/,$p' "$tmp/out" > "$tmp/rnn"
+if [ "$(grep -c '= lstm(x, [0-9]*\(, reverse = true\)\{0,1\}, name = "[a-z_0-9]*")  # ops [0-9]*-[0-9]*' "$tmp/rnn")" = 3 ] &&
+   [ "$(grep -c '= gru([a-z_0-9]*, [0-9]*\(, reverse = true\)\{0,1\}, name = "[a-z_0-9]*")  # ops [0-9]*-[0-9]*' "$tmp/rnn")" = 2 ] &&
+   [ "$(grep -c '^x = data("x", \[-1, 2\], lod_level = 1)$' "$tmp/rnn")" = 3 ] &&
+   ! grep -q 'op("\(rnn\|transpose2\|slice\)"\|x_lengths' "$tmp/rnn"; then
+  echo "ok 5 - 3 lstm calls (one reverse) and 2 gru calls (one reverse) over sequences, no op() of rnn, transpose2 or slice"
+else
+  echo "not ok 5 - 3 lstm calls (one reverse) and 2 gru calls (one reverse) over sequences, no op() of rnn, transpose2 or slice"
 fi
