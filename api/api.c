@@ -235,23 +235,22 @@ static void clear_aliases(pd_state *st) {
   st->alias_cap = 0;
 }
 
+void pd_api_drop_run(pd_runner **runner, pd_unit **unit, pd_source **src) {
+  pd_runner_free(*runner);
+  pd_unit_free(*unit);
+  pd_source_free(*src);
+  *runner = NULL;
+  *unit = NULL;
+  *src = NULL;
+}
+
 /* Drop the program and everything that goes with it (parameters, feeds, results). */
 static void clear_program(pd_state *st) {
   clear_pruned(st);
   clear_aliases(st);
-  pd_runner_free(st->runner);
-  pd_unit_free(st->unit);
-  pd_source_free(st->src);
-  st->runner = NULL;
-  st->unit = NULL;
-  st->src = NULL;
-  pd_runner_free(st->ft_runner);
-  pd_unit_free(st->ft_unit);
-  pd_source_free(st->ft_src);
+  pd_api_drop_run(&st->runner, &st->unit, &st->src);
+  pd_api_drop_run(&st->ft_runner, &st->ft_unit, &st->ft_src);
   pd_free(st->model_path);
-  st->ft_runner = NULL;
-  st->ft_unit = NULL;
-  st->ft_src = NULL;
   st->model_path = NULL;
   pd_model_free(&st->model);
   st->has_prep = false;

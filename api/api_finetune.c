@@ -288,10 +288,31 @@ static pd_status ft_refresh(pd_state *st, pd_error *err) {
   return PD_OK;
 }
 
+/* A training call failed: the fine-tuning runner as it was before it. The first call's runner
+ * (fresh) goes, with its unit: the next call makes it again from the model's file; a later
+ * call's runner gets back the state saved before it (NULL when the call failed before saving
+ * it: nothing had changed). */
+static void ft_undo(pd_state *st, bool fresh, pd_runner_saved *before) {
+  if (fresh) {
+    pd_api_drop_run(&st->ft_runner, &st->ft_unit, &st->ft_src);
+    return;
+  }
+  if (before && pd_runner_restore(st->ft_runner, before)) {
+    /* Only when a variable the call erased cannot be made again (no action erases one). */
+    char *m = pd_strdup(st->info.message);
+    pd_api_begin(st);
+    pd_api_fail(st, PD_ENOMEM, "%s; and the fine-tuned parameters could not all be put back "
+                "as they were before the call (out of memory)", m ? m : "out of memory");
+    pd_free(m);
+  }
+}
+
 /* pd_state_train and pd_state_save_model of a loaded model (api_finetune.h): the script above
  * compiled, adopted by the fine-tuning runner (made at the first call: its startup program
  * reads the model's parameters; the model's side files become its own, for save), and its last
- * action run; after training, the model is made again with the trained parameters. */
+ * action run; after training, the model is made again with the trained parameters. A training
+ * call that fails changes nothing (ft_undo): before a later call's training the runner's state
+ * is saved (pd_runner_save: a copy of its parameters and optimizer state). */
 int pd_api_finetune(pd_state *st, const char *fn, const char *const *options,
                     const char *save_path) {
   pd_api_ft ft = {0};
@@ -299,6 +320,8 @@ int pd_api_finetune(pd_state *st, const char *fn, const char *const *options,
   pd_error err = {0};
   pd_source *src = NULL;
   pd_unit *unit = NULL;
+  bool fresh = !st->ft_runner;       /* this call makes the runner */
+  pd_runner_saved *before = NULL;    /* a later training call: the runner's state before it */
   pd_status s = pd_api_ft_script(&ft, st->model.program, st->model_path, st->ninputs,
                                  st->inputs, st->noutputs, st->outputs, options, save_path, &err);
   if (s) {
@@ -329,6 +352,9 @@ int pd_api_finetune(pd_state *st, const char *fn, const char *const *options,
       ft_fail_run(st, &ft, fn, &err);
       goto out;
     }
+  } else if (!save_path && (s = pd_runner_save(st->ft_runner, &before, &err))) {
+    pd_api_fail_err(st, &err, NULL, false);
+    goto out;
   } else if ((s = pd_runner_adopt(st->ft_runner, unit, &err))) {
     ft_fail_run(st, &ft, fn, &err);
     goto out;
@@ -351,6 +377,8 @@ int pd_api_finetune(pd_state *st, const char *fn, const char *const *options,
   }
   pd_api_ok(st);
 out:
+  if (s && !save_path) ft_undo(st, fresh, before);
+  else pd_runner_saved_free(before);
   pd_error_clear(&err);
   pd_unit_free(unit);
   pd_source_free(src);

@@ -116,6 +116,9 @@ int pd_api_fail_diags(pd_state *st, pd_status s, const pd_diags *d);
 
 /* ---- the state's programs */
 
+/* Free a runner, the unit it runs and that unit's source, and set the three NULL: the state's
+ * script (runner, unit, src) or its fine-tuning (ft_runner, ft_unit, ft_src). */
+void pd_api_drop_run(pd_runner **runner, pd_unit **unit, pd_source **src);
 /* Drop the named tensors of l (the list keeps its array for reuse). */
 void pd_api_named_clear(pd_api_named_list *l);
 /* What the executor of a model, or of a script's targets, runs with (the state's settings). */
