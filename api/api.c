@@ -1,7 +1,7 @@
-/* api.c -- the embeddable library behind include/pdlang.h: a pd_state wraps a compiled script
- * (lang/compile.h + the runner of train/run.h) or a loaded inference model (vm/run/model.h;
- * fine-tuned and saved through the script of api/api_finetune.h and a runner of its own), the
- * host's feeds, data sets (api/api_data.c) and the fetched results, and turns the internal pd_error records and
+/* api.c -- the embeddable library behind include/pdlang.h: a pd_state (api/api_int.h) wraps a
+ * compiled script (lang/compile.h + the runner of train/run.h) or a loaded inference model
+ * (vm/run/model.h; fine-tuned and saved by api/api_finetune.c), the host's feeds, data sets
+ * (api/api_data.c) and the fetched results, and turns the internal pd_error records and
  * diagnostics into the public pd_error_info. Nothing here prints or exits; every allocation
  * goes through pd_malloc. */
 #include "config.h"
@@ -14,13 +14,13 @@
 
 #include "api/api_data.h"
 #include "api/api_finetune.h"
+#include "api/api_int.h"
 #include "vm/run/model.h"
 #include "base/diag.h"
 #include "base/dtype.h"
 #include "lang/compile.h"
 #include "train/options.h"
 #include "train/run.h"
-#include "vm/ir/params.h"
 #include "vm/run/exec.h"
 #include "vm/passes/paddle_export.h"
 #include "vm/passes/prune.h"
@@ -50,77 +50,6 @@ static const pd_loc nowhere = {0};
 static bool is_input(const pd_state *st, const char *name);
 static const char *script_var(pd_state *st, const char *name, pd_error *err);
 
-/* A tensor with a name: the feeds and the results. */
-typedef struct named {
-  char *name;
-  pd_tensor t;
-} named;
-
-typedef struct named_list {
-  int n;
-  size_t cap;
-  named *items;
-} named_list;
-
-/* A top-level name of a script and the var of the global block it stands for (y -> the var
- * fc_1.tmp_1 in `y = fc(h, 10)`); var is NULL when the name is not a tensor. */
-typedef struct alias {
-  char *name, *var;
-} alias;
-
-struct pd_state {
-  /* Settings, for the next compile or load. */
-  FILE *out, *progress;
-  uint64_t seed;
-  bool check_nan_inf;
-  volatile sig_atomic_t *interrupt;
-  char *stdlib_dir;
-  pd_k_place place;
-  int gpu_index;
-
-  /* A compiled script... */
-  pd_source *src;
-  pd_unit *unit;
-  pd_runner *runner;
-  /* ... the program last pruned for pd_state_run_targets, kept for the next run of the same
-   * targets ... */
-  pd_program *pruned;
-  pd_exec *pruned_ex;
-  char **pruned_names;
-  int npruned;
-  /* ... and the vars that the script's top-level names looked up so far stand for. */
-  alias *aliases;
-  int naliases;
-  size_t alias_cap;
-
-  /* ... or a loaded model (model.program is NULL when none is), and the preprocessing of its
-   * image input that save wrote beside it (has_prep false when there is none). */
-  pd_model model;
-  bool has_prep;
-  pd_image_prep prep;
-  /* The loaded model's path, and what fine-tunes and saves it (pd_state_train,
-   * pd_state_save_model; NULL until the first): the script of api/api_finetune.h last compiled,
-   * its unit, and the runner whose scope holds the parameters as trained. */
-  char *model_path;
-  pd_source *ft_src;
-  pd_unit *ft_unit;
-  pd_runner *ft_runner;
-
-  /* Inputs and outputs (names borrowed from the program). */
-  const char **inputs, **outputs;
-  int ninputs, noutputs;
-
-  named_list feeds, results;
-
-  /* The host program's data sets (pd_state_set_dataset), for host("NAME") readers. */
-  pd_api_datasets data;
-
-  /* The last call's error record; the strings point into the buffers below. */
-  pd_error_info info;
-  pd_buf msg, text;
-  char *file;
-};
-
 static const pd_error_info null_state_info = {
     PD_RESULT_EINVAL, "no state (the pd_state argument is NULL)", NULL, 0, 0,
     "pdlang: error: no state (the pd_state argument is NULL)\n"};
@@ -128,7 +57,7 @@ static const pd_error_info null_state_info = {
 /* ---------------------------------------------------------------- the error record */
 
 /* Reset the record at the start of a call. */
-static void begin(pd_state *st) {
+void pd_api_begin(pd_state *st) {
   pd_buf_clear(&st->msg);
   pd_buf_clear(&st->text);
   st->msg.oom = st->text.oom = 0;
@@ -150,7 +79,7 @@ static int finish(pd_state *st, pd_status s) {
 
 /* Record err (the location's file copied), rendering it against src when the location points
  * into a script, or (in_unit) against the unit's sources, its calls' lines too. */
-static int fail_err(pd_state *st, const pd_error *err, const pd_source *src, bool in_unit) {
+int pd_api_fail_err(pd_state *st, const pd_error *err, const pd_source *src, bool in_unit) {
   pd_status s = err->status ? err->status : PD_ERUNTIME;
   /* The record's message is one line: the first of a list (a refused model's problems); the
    * text keeps them all. */
@@ -169,24 +98,24 @@ static int fail_err(pd_state *st, const pd_error *err, const pd_source *src, boo
 
 /* The same for an error the runner or executor reported: its location, and the calls it is
  * inside, may point into imported modules, whose sources the unit keeps. */
-static int fail_run(pd_state *st, const pd_error *err) { return fail_err(st, err, NULL, true); }
+int pd_api_fail_run(pd_state *st, const pd_error *err) {
+  return pd_api_fail_err(st, err, NULL, true);
+}
 
-static int fail(pd_state *st, pd_status s, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(pd_state *st, pd_status s, const char *fmt, ...) {
+int pd_api_fail(pd_state *st, pd_status s, const char *fmt, ...) {
   pd_error err = {0};
   va_list ap;
   va_start(ap, fmt);
   pd_error_setv(&err, s, nowhere, fmt, ap);
   va_end(ap);
-  fail_err(st, &err, NULL, false);
+  pd_api_fail_err(st, &err, NULL, false);
   pd_error_clear(&err);
   return (int)s;
 }
 
 /* A failed compile: the first error's message and location come from the rendered text
  * ("file:line:col: error: message"), which becomes the record's text whole. */
-static int fail_diags(pd_state *st, pd_status s, const pd_diags *d) {
+int pd_api_fail_diags(pd_state *st, pd_status s, const pd_diags *d) {
   const char *text = d->text.data && !d->text.oom ? d->text.data : "";
   pd_buf_puts(&st->text, text);
   const char *line = text;
@@ -234,27 +163,27 @@ static int fail_diags(pd_state *st, pd_status s, const pd_diags *d) {
   return finish(st, s);
 }
 
-static int ok(pd_state *st) { return finish(st, PD_OK); }
+int pd_api_ok(pd_state *st) { return finish(st, PD_OK); }
 
 /* ---------------------------------------------------------------- named tensors */
 
-static named *named_find(const named_list *l, const char *name) {
+static pd_api_named *named_find(const pd_api_named_list *l, const char *name) {
   for (int i = 0; i < l->n; i++)
     if (strcmp(l->items[i].name, name) == 0) return &l->items[i];
   return NULL;
 }
 
 /* A new empty entry (tensor initialised), or NULL on out of memory. */
-static named *named_add(named_list *l, const char *name) {
+static pd_api_named *named_add(pd_api_named_list *l, const char *name) {
   if (PD_GROW(l->items, l->cap, (size_t)l->n + 1)) return NULL;
-  named *e = &l->items[l->n];
+  pd_api_named *e = &l->items[l->n];
   if (!(e->name = pd_strdup(name))) return NULL;
   pd_tensor_init(&e->t);
   l->n++;
   return e;
 }
 
-static void named_clear(named_list *l) {
+void pd_api_named_clear(pd_api_named_list *l) {
   for (int i = 0; i < l->n; i++) {
     pd_free(l->items[i].name);
     pd_tensor_release(&l->items[i].t);
@@ -262,8 +191,8 @@ static void named_clear(named_list *l) {
   l->n = 0;
 }
 
-static void named_free(named_list *l) {
-  named_clear(l);
+static void named_free(pd_api_named_list *l) {
+  pd_api_named_clear(l);
   pd_free(l->items);
   l->items = NULL;
   l->cap = 0;
@@ -279,7 +208,7 @@ int pd_state_new(pd_state **out) {
   pd_k_init_threads(); /* the kernels' thread pool, once per process */
   pd_buf_init(&st->msg);
   pd_buf_init(&st->text);
-  begin(st);
+  pd_api_begin(st);
   *out = st;
   return PD_RESULT_OK;
 }
@@ -306,23 +235,22 @@ static void clear_aliases(pd_state *st) {
   st->alias_cap = 0;
 }
 
+void pd_api_drop_run(pd_runner **runner, pd_unit **unit, pd_source **src) {
+  pd_runner_free(*runner);
+  pd_unit_free(*unit);
+  pd_source_free(*src);
+  *runner = NULL;
+  *unit = NULL;
+  *src = NULL;
+}
+
 /* Drop the program and everything that goes with it (parameters, feeds, results). */
 static void clear_program(pd_state *st) {
   clear_pruned(st);
   clear_aliases(st);
-  pd_runner_free(st->runner);
-  pd_unit_free(st->unit);
-  pd_source_free(st->src);
-  st->runner = NULL;
-  st->unit = NULL;
-  st->src = NULL;
-  pd_runner_free(st->ft_runner);
-  pd_unit_free(st->ft_unit);
-  pd_source_free(st->ft_src);
+  pd_api_drop_run(&st->runner, &st->unit, &st->src);
+  pd_api_drop_run(&st->ft_runner, &st->ft_unit, &st->ft_src);
   pd_free(st->model_path);
-  st->ft_runner = NULL;
-  st->ft_unit = NULL;
-  st->ft_src = NULL;
   st->model_path = NULL;
   pd_model_free(&st->model);
   st->has_prep = false;
@@ -330,8 +258,8 @@ static void clear_program(pd_state *st) {
   pd_free(st->outputs);
   st->inputs = st->outputs = NULL;
   st->ninputs = st->noutputs = 0;
-  named_clear(&st->feeds);
-  named_clear(&st->results);
+  pd_api_named_clear(&st->feeds);
+  pd_api_named_clear(&st->results);
 }
 
 void pd_state_free(pd_state *st) {
@@ -362,44 +290,44 @@ const char *pd_state_version(void) { return PACKAGE_VERSION; }
 
 int pd_state_set_output(pd_state *st, FILE *out, FILE *progress) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   st->out = out;
   st->progress = progress;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_set_seed(pd_state *st, uint64_t seed) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   st->seed = seed;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_set_check_nan_inf(pd_state *st, int on) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   st->check_nan_inf = on != 0;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_set_interrupt(pd_state *st, volatile sig_atomic_t *flag) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   st->interrupt = flag;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_set_stdlib_dir(pd_state *st, const char *dir) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   char *copy = NULL;
-  if (dir && !(copy = pd_strdup(dir))) return fail(st, PD_ENOMEM, "out of memory");
+  if (dir && !(copy = pd_strdup(dir))) return pd_api_fail(st, PD_ENOMEM, "out of memory");
   pd_free(st->stdlib_dir);
   st->stdlib_dir = copy;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
-static pd_exec_options exec_options(const pd_state *st) {
+pd_exec_options pd_api_exec_options(const pd_state *st) {
   return (pd_exec_options){.check_nan_inf = st->check_nan_inf,
                            .seed = st->seed,
                            .interrupt = st->interrupt,
@@ -408,21 +336,21 @@ static pd_exec_options exec_options(const pd_state *st) {
 
 int pd_state_set_device(pd_state *st, const char *device) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!device) return fail(st, PD_EINVAL, "pd_state_set_device: no device given");
+  pd_api_begin(st);
+  if (!device) return pd_api_fail(st, PD_EINVAL, "pd_state_set_device: no device given");
   pd_error err = {0};
   pd_k_place place;
   int index;
   pd_status s = pd_run_parse_device(device, &place, &index, &err);
   if (!s && place == PD_K_CUDA) s = pd_k_cuda_open(index, &err);
   if (s) {
-    int r = fail(st, s, "%s", err.msg ? err.msg : pd_status_str(s));
+    int r = pd_api_fail(st, s, "%s", err.msg ? err.msg : pd_status_str(s));
     pd_error_clear(&err);
     return r;
   }
   st->place = place;
   st->gpu_index = index;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 /* ---------------------------------------------------------------- scripts */
@@ -478,7 +406,7 @@ static pd_status list_script_io(pd_state *st) {
 }
 
 /* What the runner of a script, or of a model's fine-tuning, runs with. */
-static pd_run_options run_options(pd_state *st) {
+pd_run_options pd_api_run_options(pd_state *st) {
   return (pd_run_options){
       .out = st->out,
       .progress = st->progress,
@@ -501,7 +429,7 @@ static int compile(pd_state *st, pd_source *src) {
   pd_unit *unit = NULL;
   pd_status s = pd_compile(src, &co, &d, &unit);
   if (s) {
-    fail_diags(st, s, &d);
+    pd_api_fail_diags(st, s, &d);
     pd_diags_free(&d);
     pd_source_free(src);
     return (int)s;
@@ -509,42 +437,42 @@ static int compile(pd_state *st, pd_source *src) {
   pd_diags_free(&d);
   st->src = src;
   st->unit = unit;
-  pd_run_options ro = run_options(st);
+  pd_run_options ro = pd_api_run_options(st);
   pd_error err = {0};
   if ((s = pd_runner_new(unit, &ro, &st->runner, &err))) {
-    fail_run(st, &err);
+    pd_api_fail_run(st, &err);
     pd_error_clear(&err);
     clear_program(st);
     return (int)s;
   }
   if ((s = list_script_io(st))) {
     clear_program(st);
-    return fail(st, s, "out of memory");
+    return pd_api_fail(st, s, "out of memory");
   }
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 static int state_compile_string(pd_state *st, const char *name, const char *text) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   clear_program(st);
-  if (!text) return fail(st, PD_EINVAL, "pd_state_compile_string: the text is NULL");
+  if (!text) return pd_api_fail(st, PD_EINVAL, "pd_state_compile_string: the text is NULL");
   pd_source *src = NULL;
   if (pd_source_from_string(name ? name : "<string>", text, strlen(text), &src))
-    return fail(st, PD_ENOMEM, "out of memory");
+    return pd_api_fail(st, PD_ENOMEM, "out of memory");
   return compile(st, src);
 }
 
 static int state_compile_file(pd_state *st, const char *path) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   clear_program(st);
-  if (!path) return fail(st, PD_EINVAL, "pd_state_compile_file: the path is NULL");
+  if (!path) return pd_api_fail(st, PD_EINVAL, "pd_state_compile_file: the path is NULL");
   pd_source *src = NULL;
   pd_error err = {0};
   pd_status s = pd_source_open(path, &src, &err);
   if (s) {
-    fail_err(st, &err, NULL, false);
+    pd_api_fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }
@@ -564,43 +492,40 @@ static int check_options(pd_state *st, const char *const *options, bool model) {
       if (model) pd_buf_puts(&b, "loss, target, label, freeze, ");
       for (const char *const *n = pd_topt_names(); *n; n++)
         pd_buf_printf(&b, "%s%s", n == pd_topt_names() ? "" : ", ", *n);
-      fail(st, PD_EINVAL, "pd_state_train: train has no option '%s'; its options are %s", key,
-           b.oom ? "train's" : b.data);
+      pd_api_fail(st, PD_EINVAL, "pd_state_train: train has no option '%s'; its options are %s",
+                  key, b.oom ? "train's" : b.data);
       pd_buf_free(&b);
       return PD_RESULT_EINVAL;
     }
     if (!value || !*value || strpbrk(value, "\n\r#"))
-      return fail(st, PD_EINVAL, "pd_state_train: option '%s' needs a value, one line of the "
-                  "language (such as 64, true, \"run.csv\" or adam(0.001))%s", key,
+      return pd_api_fail(st, PD_EINVAL, "pd_state_train: option '%s' needs a value, one line of "
+                  "the language (such as 64, true, \"run.csv\" or adam(0.001))%s", key,
                   value && *value ? ", without a line break or a comment" : "");
   }
   return PD_RESULT_OK;
 }
 
-static int finetune(pd_state *st, const char *fn, const char *const *options,
-                    const char *save_path);
-
 /* pd_state_train: the script's text and a train call of cost with the options, compiled as one
  * unit (so the options meet the same checks as a script's, from train/options.h); the runner
  * adopts that unit, runs its last action, and adopts the script's unit back (the parameters and
- * the optimizer's state stay in its scope). A loaded model: finetune. */
+ * the optimizer's state stay in its scope). A loaded model: pd_api_finetune (api/api_finetune.c). */
 static int state_train(pd_state *st, const char *cost, const char *const *options) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   if (!st->unit && !st->model.program)
-    return fail(st, PD_EINVAL, "pd_state_train needs a compiled script (pd_state_compile_*), "
-                "whose cost it trains, or a loaded model (pd_state_load_model), which it "
-                "fine-tunes");
+    return pd_api_fail(st, PD_EINVAL, "pd_state_train needs a compiled script "
+                "(pd_state_compile_*), whose cost it trains, or a loaded model "
+                "(pd_state_load_model), which it fine-tunes");
   if (!st->unit) {
     if (cost)
-      return fail(st, PD_EINVAL, "pd_state_train: a loaded model is fine-tuned with the cost "
-                  "NULL; the options 'loss', 'target' and 'label' say what it is, not \"%s\"",
+      return pd_api_fail(st, PD_EINVAL, "pd_state_train: a loaded model is fine-tuned with the "
+                  "cost NULL; the options 'loss', 'target' and 'label' say what it is, not \"%s\"",
                   cost);
     if (check_options(st, options, true)) return PD_RESULT_EINVAL;
-    return finetune(st, "pd_state_train", options, NULL);
+    return pd_api_finetune(st, "pd_state_train", options, NULL);
   }
   if (!cost || !pd_is_plain_name(cost))
-    return fail(st, PD_EINVAL, "pd_state_train: the cost must be the name of a value the "
+    return pd_api_fail(st, PD_EINVAL, "pd_state_train: the cost must be the name of a value the "
                 "script defines (such as \"cost\"), not %s%s%s", cost ? "\"" : "NULL",
                 cost ? cost : "", cost ? "\"" : "");
   if (check_options(st, options, false)) return PD_RESULT_EINVAL;
@@ -613,18 +538,18 @@ static int state_train(pd_state *st, const char *cost, const char *const *option
   pd_buf_puts(&b, ")\n");
   if (b.oom) {
     pd_buf_free(&b);
-    return fail(st, PD_ENOMEM, "out of memory");
+    return pd_api_fail(st, PD_ENOMEM, "out of memory");
   }
   pd_source *src = NULL;
   pd_status s = pd_source_from_string(st->src->name, b.data, b.len, &src);
   pd_buf_free(&b);
-  if (s) return fail(st, PD_ENOMEM, "out of memory");
+  if (s) return pd_api_fail(st, PD_ENOMEM, "out of memory");
   pd_diags d;
   pd_diags_init(&d, 20);
   pd_compile_options co = {.stdlib_dir = st->stdlib_dir};
   pd_unit *unit = NULL;
   if ((s = pd_compile(src, &co, &d, &unit))) {
-    fail_diags(st, s, &d);
+    pd_api_fail_diags(st, s, &d);
     pd_diags_free(&d);
     pd_source_free(src);
     return (int)s;
@@ -634,213 +559,56 @@ static int state_train(pd_state *st, const char *cost, const char *const *option
   const pd_action *a = unit->nactions == st->unit->nactions + 1
                            ? &unit->actions[unit->nactions - 1] : NULL;
   if (!a || a->kind != PD_ACTION_TRAIN) {
-    s = fail(st, PD_EINVAL, "pd_state_train: an option's value is more than one value");
+    s = pd_api_fail(st, PD_EINVAL, "pd_state_train: an option's value is more than one value");
   } else if ((s = pd_runner_adopt(st->runner, unit, &err)) ||
              (s = pd_runner_action(st->runner, a, &err))) {
     pd_buf_clear(&st->msg);
     pd_buf_clear(&st->text);
-    fail_err(st, &err, src, false);
+    pd_api_fail_err(st, &err, src, false);
     pd_error_clear(&err);
   }
   /* Back to the script's unit (its vars hold their values: nothing runs). */
   pd_status back = pd_runner_adopt(st->runner, st->unit, &err);
   if (back && !s) {
     s = back;
-    fail_run(st, &err);
+    pd_api_fail_run(st, &err);
   }
   pd_error_clear(&err);
   pd_unit_free(unit);
   pd_source_free(src);
-  return s ? (int)s : ok(st);
-}
-
-/* ---------------------------------------------------------------- fine-tuning a loaded model */
-
-/* The name of the script finetune compiles (api/api_finetune.h), which its errors never show. */
-static const char ft_name[] = "<fine-tuning>";
-
-/* An error at line `line` of that script, told as an error of what the caller wrote that the
- * line comes from: "pd_state_train: option 'label' ([-1, 3]): message". */
-static int ft_fail(pd_state *st, pd_status s, const pd_api_ft *ft, int line, const char *fn,
-                   const char *msg) {
-  char *m = pd_strdup(msg ? msg : pd_status_str(s));
-  const char *what = pd_api_ft_blame(ft, line);
-  begin(st);
-  if (!m) return fail(st, PD_ENOMEM, "out of memory");
-  char *nl = strchr(m, '\n');
-  if (nl) *nl = '\0';
-  fail(st, s, "%s: %s: %s", fn, what ? what : "the model", m);
-  pd_free(m);
-  return (int)s;
-}
-
-/* A run-time error: the caller's option when it points into the script, else as it is. */
-static int ft_fail_run(pd_state *st, const pd_api_ft *ft, const char *fn, const pd_error *err) {
-  if (err->loc.file && strcmp(err->loc.file, ft_name) == 0)
-    return ft_fail(st, err->status ? err->status : PD_ERUNTIME, ft, err->loc.line, fn, err->msg);
-  return fail_run(st, err);
-}
-
-/* The model again from its file, with the parameters of the fine-tuning runner's scope, made
- * ready to run in place of the state's (whose inputs and outputs then name its vars). */
-static pd_status ft_refresh(pd_state *st, pd_error *err) {
-  pd_model m = {0};
-  const char **names = NULL, **in = NULL, **out = NULL;
-  int n = 0;
-  pd_status s = pd_model_load(&m, st->model_path, err);
-  if (!s && pd_params_names(m.program, &names, &n))
-    s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
-  pd_scope *rs = pd_runner_scope(st->ft_runner);
-  for (int i = 0; !s && i < n; i++) {
-    pd_variable *v = pd_scope_find_local_var(rs, names[i]);
-    if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) {
-      s = pd_error_set(err, PD_ERUNTIME, nowhere, "%s: parameter '%s' has no value after "
-                       "fine-tuning", st->model_path, names[i]);
-      break;
-    }
-    pd_variable *d = pd_scope_var(m.scope, names[i]);
-    pd_tensor *t = d ? pd_var_tensor(d) : NULL;
-    if (!t || pd_tensor_copy_to(t, &v->u.tensor, PD_K_HOST))  /* as a load puts them */
-      s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
-  }
-  pd_free(names);
-  pd_exec_options eo = exec_options(st);
-  if (!s) s = pd_model_prepare(&m, &eo, err);
-  if (!s) {
-    in = pd_calloc((size_t)m.nfeeds + 1, sizeof *in);
-    out = pd_calloc((size_t)m.nfetches + 1, sizeof *out);
-    if (!in || !out) s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
-  }
-  if (s) {
-    pd_free(in);
-    pd_free(out);
-    pd_model_free(&m);
-    return s;
-  }
-  for (int i = 0; i < m.nfeeds; i++) in[i] = m.feeds[i].var;
-  for (int i = 0; i < m.nfetches; i++) out[i] = m.fetches[i].var;
-  named_clear(&st->results);
-  pd_model_free(&st->model);
-  st->model = m;
-  pd_free(st->inputs);
-  pd_free(st->outputs);
-  st->inputs = in;
-  st->outputs = out;
-  st->ninputs = m.nfeeds;
-  st->noutputs = m.nfetches;
-  return PD_OK;
-}
-
-/* pd_state_train and pd_state_save_model of a loaded model: the script of api/api_finetune.h
- * compiled, adopted by the fine-tuning runner (made at the first call: its startup program
- * reads the model's parameters; the model's side files become its own, for save), and its last
- * action run; after training, the model is made again with the trained parameters. */
-static int finetune(pd_state *st, const char *fn, const char *const *options,
-                    const char *save_path) {
-  pd_api_ft ft = {0};
-  pd_buf_init(&ft.text);
-  pd_error err = {0};
-  pd_source *src = NULL;
-  pd_unit *unit = NULL;
-  pd_status s = pd_api_ft_script(&ft, st->model.program, st->model_path, st->ninputs,
-                                 st->inputs, st->noutputs, st->outputs, options, save_path, &err);
-  if (s) {
-    fail_err(st, &err, NULL, false);
-    goto out;
-  }
-  if (pd_source_from_string(ft_name, ft.text.data, ft.text.len, &src)) {
-    s = fail(st, PD_ENOMEM, "out of memory");
-    goto out;
-  }
-  pd_diags d;
-  pd_diags_init(&d, 20);
-  pd_compile_options co = {.stdlib_dir = st->stdlib_dir};
-  s = pd_compile(src, &co, &d, &unit);
-  if (s) {
-    fail_diags(st, s, &d);
-    if (st->file && strcmp(st->file, ft_name) == 0)
-      ft_fail(st, s, &ft, st->info.line, fn, st->info.message);
-  }
-  pd_diags_free(&d);
-  if (s) goto out;
-  if (!st->ft_runner) {
-    pd_run_options ro = run_options(st);
-    if ((s = pd_runner_new(unit, &ro, &st->ft_runner, &err)) ||
-        (s = pd_runner_side_files(st->ft_runner, st->model_path, &err))) {
-      pd_runner_free(st->ft_runner);
-      st->ft_runner = NULL;
-      ft_fail_run(st, &ft, fn, &err);
-      goto out;
-    }
-  } else if ((s = pd_runner_adopt(st->ft_runner, unit, &err))) {
-    ft_fail_run(st, &ft, fn, &err);
-    goto out;
-  }
-  /* the runner borrows the new unit now */
-  pd_unit_free(st->ft_unit);
-  pd_source_free(st->ft_src);
-  st->ft_unit = unit;
-  st->ft_src = src;
-  unit = NULL;
-  src = NULL;
-  if ((s = pd_runner_action(st->ft_runner, &st->ft_unit->actions[st->ft_unit->nactions - 1],
-                            &err))) {
-    ft_fail_run(st, &ft, fn, &err);
-    goto out;
-  }
-  if (!save_path && (s = ft_refresh(st, &err))) {
-    fail_err(st, &err, NULL, false);
-    goto out;
-  }
-  ok(st);
-out:
-  pd_error_clear(&err);
-  pd_unit_free(unit);
-  pd_source_free(src);
-  pd_api_ft_free(&ft);
-  return (int)s;
-}
-
-static int state_save_model(pd_state *st, const char *path) {
-  if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!path || !*path) return fail(st, PD_EINVAL, "pd_state_save_model: the path is NULL or empty");
-  if (!st->model.program || st->unit)
-    return fail(st, PD_EINVAL, "pd_state_save_model needs a loaded model (pd_state_load_model); "
-                "a script saves its models with save(...)");
-  return finetune(st, "pd_state_save_model", NULL, path);
+  return s ? (int)s : pd_api_ok(st);
 }
 
 /* ---------------------------------------------------------------- models */
 
 static int state_load_model(pd_state *st, const char *path) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   clear_program(st);
-  if (!path) return fail(st, PD_EINVAL, "pd_state_load_model: the path is NULL");
+  if (!path) return pd_api_fail(st, PD_EINVAL, "pd_state_load_model: the path is NULL");
   pd_error err = {0};
   pd_model *m = &st->model;
   pd_status s = pd_model_load(m, path, &err);
   if (s) goto err;
   if (m->nfetches == 0) {
-    s = fail(st, PD_EINVAL, "%s has no fetch ops, so it has no outputs (save a model with "
+    s = pd_api_fail(st, PD_EINVAL, "%s has no fetch ops, so it has no outputs (save a model with "
                             "save(path, target) in a script)", path);
     goto out;
   }
-  pd_exec_options eo = exec_options(st);
+  pd_exec_options eo = pd_api_exec_options(st);
   if ((s = pd_model_load_params(m, path, NULL, &err)) || (s = pd_model_prepare(m, &eo, &err)))
     goto err;
   st->inputs = pd_calloc((size_t)m->nfeeds + 1, sizeof *st->inputs);
   st->outputs = pd_calloc((size_t)m->nfetches + 1, sizeof *st->outputs);
   if (!st->inputs || !st->outputs) {
-    s = fail(st, PD_ENOMEM, "out of memory");
+    s = pd_api_fail(st, PD_ENOMEM, "out of memory");
     goto out;
   }
   for (int i = 0; i < m->nfeeds; i++) st->inputs[i] = m->feeds[i].var;
   for (int i = 0; i < m->nfetches; i++) st->outputs[i] = m->fetches[i].var;
   char *pp = pd_model_side_path(path, ".preprocess");
   if (!pp) {
-    s = fail(st, PD_ENOMEM, "out of memory");
+    s = pd_api_fail(st, PD_ENOMEM, "out of memory");
     goto out;
   }
   s = pd_image_prep_load(pp, &st->prep, &err);
@@ -854,14 +622,14 @@ static int state_load_model(pd_state *st, const char *path) {
   st->ninputs = m->nfeeds;
   st->noutputs = m->nfetches;
   if (!(st->model_path = pd_strdup(path))) {
-    s = fail(st, PD_ENOMEM, "out of memory");
+    s = pd_api_fail(st, PD_ENOMEM, "out of memory");
     goto out;
   }
   s = PD_OK;
-  ok(st);
+  pd_api_ok(st);
   goto out;
 err:
-  fail_err(st, &err, NULL, false);
+  pd_api_fail_err(st, &err, NULL, false);
 out:
   pd_error_clear(&err);
   if (s) clear_program(st);
@@ -875,38 +643,38 @@ static const pd_program *program(const pd_state *st) {
 }
 
 static int no_program(pd_state *st, const char *fn) {
-  return fail(st, PD_EINVAL, "%s: nothing compiled or loaded yet (pd_state_compile_string, "
+  return pd_api_fail(st, PD_EINVAL, "%s: nothing compiled or loaded yet (pd_state_compile_string, "
                              "pd_state_compile_file or pd_state_load_model first)", fn);
 }
 
 int pd_state_inputs(pd_state *st, int *n, const char *const **names) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!n || !names) return fail(st, PD_EINVAL, "pd_state_inputs: NULL argument");
+  pd_api_begin(st);
+  if (!n || !names) return pd_api_fail(st, PD_EINVAL, "pd_state_inputs: NULL argument");
   *n = 0;
   *names = NULL;
   if (!program(st)) return no_program(st, "pd_state_inputs");
   *n = st->ninputs;
   *names = st->inputs;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_outputs(pd_state *st, int *n, const char *const **names) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!n || !names) return fail(st, PD_EINVAL, "pd_state_outputs: NULL argument");
+  pd_api_begin(st);
+  if (!n || !names) return pd_api_fail(st, PD_EINVAL, "pd_state_outputs: NULL argument");
   *n = 0;
   *names = NULL;
   if (!program(st)) return no_program(st, "pd_state_outputs");
   *n = st->noutputs;
   *names = st->outputs;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_describe(pd_state *st, const char *name, pd_tensor_info *info) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!name || !info) return fail(st, PD_EINVAL, "pd_state_describe: NULL argument");
+  pd_api_begin(st);
+  if (!name || !info) return pd_api_fail(st, PD_EINVAL, "pd_state_describe: NULL argument");
   memset(info, 0, sizeof *info);
   if (!program(st)) return no_program(st, "pd_state_describe");
   const pd_var_desc *v = pd_block_find_var_local(program(st)->blocks[0], name);
@@ -915,17 +683,17 @@ int pd_state_describe(pd_state *st, const char *name, pd_tensor_info *info) {
     const char *var = script_var(st, name, &err);
     if (!var && err.status == PD_ENOMEM) {
       pd_error_clear(&err);
-      return fail(st, PD_ENOMEM, "out of memory");
+      return pd_api_fail(st, PD_ENOMEM, "out of memory");
     }
     pd_error_clear(&err);
     if (var) v = pd_block_find_var_local(program(st)->blocks[0], var);
   }
   if (!v || !pd_var_type_has_tensor(v->type))
-    return fail(st, PD_ENOTFOUND, "no tensor var '%s' in the program's global block", name);
+    return pd_api_fail(st, PD_ENOTFOUND, "no tensor var '%s' in the program's global block", name);
   info->dtype = (int)v->dtype;
   info->ndims = v->ndims;
   for (int k = 0; k < v->ndims && k < PD_STATE_MAX_DIMS; k++) info->dims[k] = v->dims[k];
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 /* "float32 [-1, 784]" */
@@ -950,24 +718,26 @@ static int feed_padded(pd_state *st, const char *fn, const char *name, int dtype
                        const int64_t *dims, const void *data, int64_t nseq,
                        const int64_t *lengths) {
   if (nseq < 1 || ndims < 1)
-    return fail(st, PD_EINVAL, "feed '%s': a batch of sequences needs at least one sequence "
+    return pd_api_fail(st, PD_EINVAL, "feed '%s': a batch of sequences needs at least one sequence "
                                "and a first dimension (the rows)", name);
   int64_t total = 0;
   for (int64_t i = 0; i < nseq; i++) {
     if (lengths[i] < 0 || lengths[i] > dims[0] - total)
-      return fail(st, PD_ESHAPE, "feed '%s': sequence %lld has length %lld, but the %lld rows "
-                                 "hold only %lld more", name, (long long)i,
+      return pd_api_fail(st, PD_ESHAPE, "feed '%s': sequence %lld has length %lld, but the %lld "
+                                 "rows hold only %lld more", name, (long long)i,
                   (long long)lengths[i], (long long)dims[0], (long long)(dims[0] - total));
     total += lengths[i];
   }
   if (total != dims[0])
-    return fail(st, PD_ESHAPE, "feed '%s': the %lld sequence lengths add up to %lld rows, but "
-                               "the value has %lld", name, (long long)nseq, (long long)total,
+    return pd_api_fail(st, PD_ESHAPE, "feed '%s': the %lld sequence lengths add up to %lld rows, "
+                               "but the value has %lld", name, (long long)nseq, (long long)total,
                 (long long)dims[0]);
   pd_tensor p;
   pd_tensor_init(&p);
   pd_status s = pd_export_pad_rows((pd_dtype)dtype, ndims, dims, data, nseq, lengths, &p);
-  if (s) return fail(st, s, "feed '%s': %s", name, s == PD_ENOMEM ? "out of memory" : "bad shape");
+  if (s)
+    return pd_api_fail(st, s, "feed '%s': %s", name,
+                       s == PD_ENOMEM ? "out of memory" : "bad shape");
   char ln[256];
   snprintf(ln, sizeof ln, "%s%s", name, PD_EXPORT_LENGTHS_SUFFIX);
   int64_t nd[1] = {nseq};
@@ -981,30 +751,30 @@ static int feed_padded(pd_state *st, const char *fn, const char *name, int dtype
 static int feed(pd_state *st, const char *fn, const char *name, int dtype, int ndims,
                 const int64_t *dims, const void *data, int64_t nseq, const int64_t *lengths) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!name) return fail(st, PD_EINVAL, "%s: the name is NULL", fn);
+  pd_api_begin(st);
+  if (!name) return pd_api_fail(st, PD_EINVAL, "%s: the name is NULL", fn);
   if (!program(st)) return no_program(st, fn);
   if (!pd_dtype_valid(dtype))
-    return fail(st, PD_EINVAL, "feed '%s': %d is not a dtype (PD_DTYPE_*)", name, dtype);
+    return pd_api_fail(st, PD_EINVAL, "feed '%s': %d is not a dtype (PD_DTYPE_*)", name, dtype);
   if (ndims < 0 || ndims > PD_STATE_MAX_DIMS || (ndims > 0 && !dims))
-    return fail(st, PD_EINVAL, "feed '%s': rank %d%s (0 to %d dims)", name, ndims,
+    return pd_api_fail(st, PD_EINVAL, "feed '%s': rank %d%s (0 to %d dims)", name, ndims,
                 ndims > 0 && !dims ? " with NULL dims" : " is out of range",
                 PD_STATE_MAX_DIMS);
   uint64_t numel = 1;
   for (int k = 0; k < ndims; k++) {
     if (dims[k] < 0)
-      return fail(st, PD_EINVAL, "feed '%s': dimension %d is %lld (a value has no unknown "
+      return pd_api_fail(st, PD_EINVAL, "feed '%s': dimension %d is %lld (a value has no unknown "
                                  "dimensions)", name, k, (long long)dims[k]);
     if (dims[k] && numel > (UINT64_MAX >> 2) / (uint64_t)dims[k])
-      return fail(st, PD_EINVAL, "feed '%s': the shape is too large", name);
+      return pd_api_fail(st, PD_EINVAL, "feed '%s': the shape is too large", name);
     numel *= (uint64_t)dims[k];
   }
-  if (numel && !data) return fail(st, PD_EINVAL, "feed '%s': the data is NULL", name);
+  if (numel && !data) return pd_api_fail(st, PD_EINVAL, "feed '%s': the data is NULL", name);
   if (!is_input(st, name)) {
     pd_buf b;
     pd_buf_init(&b);
     for (int i = 0; i < st->ninputs; i++) pd_buf_printf(&b, "%s'%s'", i ? ", " : "", st->inputs[i]);
-    int rc = fail(st, PD_ENOTFOUND, "'%s' is not an input of the program; %s%s", name,
+    int rc = pd_api_fail(st, PD_ENOTFOUND, "'%s' is not an input of the program; %s%s", name,
                   st->ninputs ? "its inputs are " : "it has no inputs",
                   st->ninputs && b.data ? b.data : "");
     pd_buf_free(&b);
@@ -1014,36 +784,36 @@ static int feed(pd_state *st, const char *fn, const char *name, int dtype, int n
   if (v && lengths && pd_export_padded_input(program(st), name))
     return feed_padded(st, fn, name, dtype, ndims, dims, data, nseq, lengths);
   if (v && v->lod_level > 1)
-    return fail(st, PD_EUNSUPPORTED, "input '%s' has lod_level %d: the C API feeds one level of "
-                                     "sequences at most", name, v->lod_level);
+    return pd_api_fail(st, PD_EUNSUPPORTED, "input '%s' has lod_level %d: the C API feeds one "
+                                     "level of sequences at most", name, v->lod_level);
   if (v && v->lod_level == 1 && !lengths)
-    return fail(st, PD_EINVAL, "input '%s' is a batch of sequences: feed it with "
+    return pd_api_fail(st, PD_EINVAL, "input '%s' is a batch of sequences: feed it with "
                                "pd_state_feed_sequences (the rows and each sequence's length)",
                 name);
   if (v && v->lod_level == 0 && lengths)
-    return fail(st, PD_EINVAL, "input '%s' is not a batch of sequences (lod_level 0): feed it "
-                               "with pd_state_feed", name);
+    return pd_api_fail(st, PD_EINVAL, "input '%s' is not a batch of sequences (lod_level 0): "
+                               "feed it with pd_state_feed", name);
   int64_t *off = NULL;
   if (lengths) {
     if (nseq < 1 || ndims < 1)
-      return fail(st, PD_EINVAL, "feed '%s': a batch of sequences needs at least one sequence "
-                                 "and a first dimension (the rows)", name);
+      return pd_api_fail(st, PD_EINVAL, "feed '%s': a batch of sequences needs at least one "
+                                 "sequence and a first dimension (the rows)", name);
     if (!(off = pd_malloc(sizeof *off * (size_t)(nseq + 1))))
-      return fail(st, PD_ENOMEM, "out of memory");
+      return pd_api_fail(st, PD_ENOMEM, "out of memory");
     off[0] = 0;
     for (int64_t i = 0; i < nseq; i++) {
       int64_t left = dims[0] - off[i];
       if (lengths[i] < 0 || lengths[i] > left) {
         pd_free(off);
-        return fail(st, PD_ESHAPE, "feed '%s': sequence %lld has length %lld, but the %lld rows "
-                                   "hold only %lld more", name, (long long)i,
+        return pd_api_fail(st, PD_ESHAPE, "feed '%s': sequence %lld has length %lld, but the "
+                                   "%lld rows hold only %lld more", name, (long long)i,
                     (long long)lengths[i], (long long)dims[0], (long long)left);
       }
       off[i + 1] = off[i] + lengths[i];
     }
     if (off[nseq] != dims[0]) {
-      int rc = fail(st, PD_ESHAPE, "feed '%s': the %lld sequence lengths add up to %lld rows, "
-                                   "but the value has %lld", name, (long long)nseq,
+      int rc = pd_api_fail(st, PD_ESHAPE, "feed '%s': the %lld sequence lengths add up to %lld "
+                                   "rows, but the value has %lld", name, (long long)nseq,
                     (long long)off[nseq], (long long)dims[0]);
       pd_free(off);
       return rc;
@@ -1060,7 +830,7 @@ static int feed(pd_state *st, const char *fn, const char *name, int dtype, int n
     pd_buf_init(&got);
     shape_text(&want, (int)v->dtype, v->ndims, v->dims);
     shape_text(&got, dtype, ndims, dims);
-    int rc = fail(st, dtype_ok ? PD_ESHAPE : PD_ETYPE,
+    int rc = pd_api_fail(st, dtype_ok ? PD_ESHAPE : PD_ETYPE,
                   "input '%s' is %s but the value fed is %s", name,
                   want.data && !want.oom ? want.data : "?", got.data && !got.oom ? got.data : "?");
     pd_buf_free(&want);
@@ -1080,16 +850,17 @@ static int feed(pd_state *st, const char *fn, const char *name, int dtype, int n
   pd_free(off);
   if (s) {
     pd_tensor_release(&t);
-    return fail(st, s, "feed '%s': %s", name, s == PD_ENOMEM ? "out of memory" : "bad shape");
+    return pd_api_fail(st, s, "feed '%s': %s", name,
+                       s == PD_ENOMEM ? "out of memory" : "bad shape");
   }
-  named *e = named_find(&st->feeds, name);
+  pd_api_named *e = named_find(&st->feeds, name);
   if (!e && !(e = named_add(&st->feeds, name))) {
     pd_tensor_release(&t);
-    return fail(st, PD_ENOMEM, "out of memory");
+    return pd_api_fail(st, PD_ENOMEM, "out of memory");
   }
   pd_tensor_release(&e->t);
   e->t = t;  /* the storage moves over */
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const int64_t *dims,
@@ -1099,17 +870,17 @@ int pd_state_feed(pd_state *st, const char *name, int dtype, int ndims, const in
 
 int pd_state_feed_images(pd_state *st, const char *name, int n, const char *const *paths) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   if (!name || !paths || n < 1)
-    return fail(st, PD_EINVAL, "pd_state_feed_images: %s", !name ? "the name is NULL"
+    return pd_api_fail(st, PD_EINVAL, "pd_state_feed_images: %s", !name ? "the name is NULL"
                                                              : "no image files");
   for (int i = 0; i < n; i++)
-    if (!paths[i]) return fail(st, PD_EINVAL, "pd_state_feed_images: paths[%d] is NULL", i);
+    if (!paths[i]) return pd_api_fail(st, PD_EINVAL, "pd_state_feed_images: paths[%d] is NULL", i);
   if (!st->model.program)
-    return fail(st, PD_EINVAL, "pd_state_feed_images: needs a model (pd_state_load_model)");
+    return pd_api_fail(st, PD_EINVAL, "pd_state_feed_images: needs a model (pd_state_load_model)");
   if (!st->has_prep || strcmp(st->prep.input, name) != 0)
-    return fail(st, PD_EINVAL, "feed '%s': the model has no image preprocessing for this input "
-                "(save writes NAME.preprocess beside a model whose input an images(...) "
+    return pd_api_fail(st, PD_EINVAL, "feed '%s': the model has no image preprocessing for this "
+                "input (save writes NAME.preprocess beside a model whose input an images(...) "
                 "reader fed%s%s)", name, st->has_prep ? "; it is for input " : "",
                 st->has_prep ? st->prep.input : "");
   const pd_var_desc *v = pd_block_find_var_local(st->model.program->blocks[0], name);
@@ -1120,7 +891,7 @@ int pd_state_feed_images(pd_state *st, const char *name, int n, const char *cons
                                &err);
   int rc;
   if (s) {
-    fail_err(st, &err, NULL, false);
+    pd_api_fail_err(st, &err, NULL, false);
     rc = (int)s;
   } else {
     rc = feed(st, "pd_state_feed_images", name, PD_DTYPE_FLOAT32, t.ndims, t.dims,
@@ -1135,8 +906,8 @@ int pd_state_feed_sequences(pd_state *st, const char *name, int dtype, int ndims
                             const int64_t *dims, const void *data, int64_t nseq,
                             const int64_t *lengths) {
   if (st && !lengths) {
-    begin(st);
-    return fail(st, PD_EINVAL, "pd_state_feed_sequences: the lengths are NULL");
+    pd_api_begin(st);
+    return pd_api_fail(st, PD_EINVAL, "pd_state_feed_sequences: the lengths are NULL");
   }
   return feed(st, "pd_state_feed_sequences", name, dtype, ndims, dims, data, nseq, lengths);
 }
@@ -1152,7 +923,7 @@ static int run_model(pd_state *st) {
       pd_buf b;
       pd_buf_init(&b);
       if (v && v->ndims >= 0) shape_text(&b, (int)v->dtype, v->ndims, v->dims);
-      int rc = fail(st, PD_EINVAL, "the model's input '%s'%s%s was not fed (pd_state_feed)",
+      int rc = pd_api_fail(st, PD_EINVAL, "the model's input '%s'%s%s was not fed (pd_state_feed)",
                     m->feeds[i].var, b.data ? " " : "", b.data ? b.data : "");
       pd_buf_free(&b);
       return rc;
@@ -1164,40 +935,40 @@ static int run_model(pd_state *st) {
   pd_tensor_array *got = NULL;
   if (!s) s = pd_model_run(m, &got, &err);
   if (s) {
-    fail_err(st, &err, NULL, false);
+    pd_api_fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }
   for (int i = 0; i < m->nfetches; i++) {
     const pd_tensor *t = got ? pd_tensor_array_get(got, m->fetches[i].col) : NULL;
     if (!t || !pd_tensor_initialized(t)) {
-      named_clear(&st->results);
-      return fail(st, PD_ERUNTIME, "the model fetched nothing for its output '%s'",
+      pd_api_named_clear(&st->results);
+      return pd_api_fail(st, PD_ERUNTIME, "the model fetched nothing for its output '%s'",
                   m->fetches[i].var);
     }
-    named *e = named_add(&st->results, m->fetches[i].var);
+    pd_api_named *e = named_add(&st->results, m->fetches[i].var);
     if (!e || pd_tensor_copy(&e->t, t)) {
-      named_clear(&st->results);
-      return fail(st, PD_ENOMEM, "out of memory");
+      pd_api_named_clear(&st->results);
+      return pd_api_fail(st, PD_ENOMEM, "out of memory");
     }
   }
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 static int state_run(pd_state *st) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  named_clear(&st->results);
+  pd_api_begin(st);
+  pd_api_named_clear(&st->results);
   if (st->model.program) return run_model(st);
   if (!st->runner) return no_program(st, "pd_state_run");
   pd_error err = {0};
   pd_status s = pd_runner_run_all(st->runner, &err);
   if (s) {
-    fail_run(st, &err);
+    pd_api_fail_run(st, &err);
     pd_error_clear(&err);
     return (int)s;
   }
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 static bool is_identifier(const char *s) {
@@ -1276,7 +1047,7 @@ remember:
     pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
     return NULL;
   }
-  st->aliases[st->naliases++] = (alias){copy, var};
+  st->aliases[st->naliases++] = (pd_api_alias){copy, var};
   if (var) return var;
 not_tensor:
   pd_error_set(err, PD_EINVAL, nowhere, "'%s' is a compile-time value in the script, not a "
@@ -1293,7 +1064,7 @@ static pd_status prepare_targets(pd_state *st, int n, const char *const *names, 
   clear_pruned(st);
   pd_status s = pd_program_prune(st->unit->main, n, names, &st->pruned, err);
   if (s) return s;
-  pd_exec_options eo = exec_options(st);
+  pd_exec_options eo = pd_api_exec_options(st);
   if ((s = pd_exec_new(st->pruned, &eo, &st->pruned_ex, err))) {
     clear_pruned(st);
     return s;
@@ -1317,12 +1088,12 @@ static int run_script_targets(pd_state *st, int n, const char *const *names) {
   pd_exec_feed *feeds = NULL;
   pd_exec_fetch *fetches = NULL;
   const char **vars = pd_calloc((size_t)n, sizeof *vars);
-  if (!vars) return fail(st, PD_ENOMEM, "out of memory");
+  if (!vars) return pd_api_fail(st, PD_ENOMEM, "out of memory");
   for (int i = 0; i < n && !s; i++)
     if (!(vars[i] = script_var(st, names[i], &err))) s = err.status;
   if (!s) s = prepare_targets(st, n, vars, &err);
   if (s) {
-    fail_run(st, &err);
+    pd_api_fail_run(st, &err);
     pd_error_clear(&err);
     goto out;
   }
@@ -1337,7 +1108,7 @@ static int run_script_targets(pd_state *st, int n, const char *const *names) {
       pd_buf b;
       pd_buf_init(&b);
       shape_text(&b, (int)v->dtype, v->ndims, v->dims);
-      s = fail(st, PD_EINVAL, "computing '%s' needs the input '%s' (%s), which was not fed "
+      s = pd_api_fail(st, PD_EINVAL, "computing '%s' needs the input '%s' (%s), which was not fed "
                               "(pd_state_feed)", names[0], v->name,
                b.data && !b.oom ? b.data : "?");
       pd_buf_free(&b);
@@ -1347,31 +1118,31 @@ static int run_script_targets(pd_state *st, int n, const char *const *names) {
   feeds = pd_calloc((size_t)nfeeds + 1, sizeof *feeds);
   fetches = pd_calloc((size_t)n, sizeof *fetches);
   if (!feeds || !fetches) {
-    s = fail(st, PD_ENOMEM, "out of memory");
+    s = pd_api_fail(st, PD_ENOMEM, "out of memory");
     goto out;
   }
   int k = 0;
   for (int i = 0; i < pb->nvars; i++) {
-    const named *e = named_find(&st->feeds, pb->vars[i]->name);
+    const pd_api_named *e = named_find(&st->feeds, pb->vars[i]->name);
     if (e) feeds[k++] = (pd_exec_feed){e->name, &e->t};
   }
   for (int i = 0; i < n; i++) {
-    named *e = named_find(&st->results, names[i]);  /* a name given twice: fetched twice */
+    pd_api_named *e = named_find(&st->results, names[i]);  /* a name given twice: fetched twice */
     if (!e && !(e = named_add(&st->results, names[i]))) {
-      s = fail(st, PD_ENOMEM, "out of memory");
+      s = pd_api_fail(st, PD_ENOMEM, "out of memory");
       goto out;
     }
     fetches[i] = (pd_exec_fetch){vars[i], &e->t};
   }
   pd_exec_io io = {.nfeeds = k, .feeds = feeds, .nfetches = n, .fetches = fetches};
   if ((s = pd_exec_run(st->pruned_ex, pd_runner_scope(st->runner), &io, NULL, &err))) {
-    fail_run(st, &err);
+    pd_api_fail_run(st, &err);
     pd_error_clear(&err);
     goto out;
   }
-  ok(st);
+  pd_api_ok(st);
 out:
-  if (s) named_clear(&st->results);
+  if (s) pd_api_named_clear(&st->results);
   pd_free(vars);
   pd_free(feeds);
   pd_free(fetches);
@@ -1380,17 +1151,17 @@ out:
 
 static int state_run_targets(pd_state *st, int n, const char *const *names) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  named_clear(&st->results);
-  if (n <= 0 || !names) return fail(st, PD_EINVAL, "pd_state_run_targets: no targets");
+  pd_api_begin(st);
+  pd_api_named_clear(&st->results);
+  if (n <= 0 || !names) return pd_api_fail(st, PD_EINVAL, "pd_state_run_targets: no targets");
   for (int i = 0; i < n; i++)
-    if (!names[i]) return fail(st, PD_EINVAL, "pd_state_run_targets: target %d is NULL", i);
+    if (!names[i]) return pd_api_fail(st, PD_EINVAL, "pd_state_run_targets: target %d is NULL", i);
   if (st->model.program) {
     for (int i = 0; i < n; i++) {
       bool found = false;
       for (int j = 0; j < st->noutputs && !found; j++) found = !strcmp(st->outputs[j], names[i]);
       if (!found)
-        return fail(st, PD_ENOTFOUND, "'%s' is not an output of the model "
+        return pd_api_fail(st, PD_ENOTFOUND, "'%s' is not an output of the model "
                                       "(pd_state_outputs lists them)", names[i]);
     }
     return run_model(st);
@@ -1408,7 +1179,7 @@ int pd_state_train(pd_state *st, const char *cost, const char *const *options) {
 
 int pd_state_save_model(pd_state *st, const char *path) {
   pd_k_fpmode fm = pd_k_fp_enter();
-  int r = state_save_model(st, path);
+  int r = pd_api_save_model(st, path);
   pd_k_fp_leave(fm);
   return r;
 }
@@ -1419,20 +1190,20 @@ int pd_state_run_target(pd_state *st, const char *name) {
 
 int pd_state_fetch(pd_state *st, const char *name, pd_tensor_info *out) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
-  if (!name || !out) return fail(st, PD_EINVAL, "pd_state_fetch: NULL argument");
+  pd_api_begin(st);
+  if (!name || !out) return pd_api_fail(st, PD_EINVAL, "pd_state_fetch: NULL argument");
   memset(out, 0, sizeof *out);
   if (!program(st)) return no_program(st, "pd_state_fetch");
-  const named *e = named_find(&st->results, name);
+  const pd_api_named *e = named_find(&st->results, name);
   const pd_tensor *t = e ? &e->t : global_tensor(st, name);
   if (!t)
-    return fail(st, PD_ENOTFOUND, "no value for '%s': it is neither a result of the last run "
-                                  "(pd_state_run_target) nor a parameter", name);
+    return pd_api_fail(st, PD_ENOTFOUND, "no value for '%s': it is neither a result of the last "
+                                  "run (pd_state_run_target) nor a parameter", name);
   if (pd_tensor_on_gpu(t)) {  /* a parameter on the GPU comes back to be read (and moves to
                                 the GPU again when an op reads it) */
     pd_status s = pd_tensor_to_place((pd_tensor *)t, PD_K_HOST);
     if (s)
-      return fail(st, s, "cannot read '%s' back from the GPU: %s", name,
+      return pd_api_fail(st, s, "cannot read '%s' back from the GPU: %s", name,
                   s == PD_ENOMEM ? "out of memory" : pd_k_cuda_error());
   }
   out->dtype = (int)t->dtype;
@@ -1440,7 +1211,7 @@ int pd_state_fetch(pd_state *st, const char *name, pd_tensor_info *out) {
   for (int k = 0; k < t->ndims; k++) out->dims[k] = t->dims[k];
   out->data = pd_tensor_data(t);
   out->nbytes = out->data ? pd_tensor_nbytes(t) : 0;
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 /* ---------------------------------------------------------------- entry points that compute
@@ -1473,29 +1244,29 @@ int pd_state_load_model(pd_state *st, const char *path) {
 int pd_state_set_dataset(pd_state *st, const char *name, int nfields, const char *const *names,
                          const pd_tensor_info *fields) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   pd_error err = {0};
   pd_status s = pd_api_datasets_set(&st->data, name, nfields, names, fields, &err);
   if (s) {
-    fail_err(st, &err, NULL, false);
+    pd_api_fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_add_sequences(pd_state *st, const char *name, const char *field, int64_t nseq,
                            const int64_t *lengths, const pd_tensor_info *values) {
   if (!st) return PD_RESULT_EINVAL;
-  begin(st);
+  pd_api_begin(st);
   pd_error err = {0};
   pd_status s = pd_api_datasets_add_seq(&st->data, name, field, nseq, lengths, values, &err);
   if (s) {
-    fail_err(st, &err, NULL, false);
+    pd_api_fail_err(st, &err, NULL, false);
     pd_error_clear(&err);
     return (int)s;
   }
-  return ok(st);
+  return pd_api_ok(st);
 }
 
 int pd_state_run(pd_state *st) {

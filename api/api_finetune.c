@@ -1,5 +1,7 @@
-/* api_finetune.c -- the script of a loaded model's fine-tuning and saving (api_finetune.h):
- * written line by line, each line's origin (the caller's option, or the model) kept beside it. */
+/* api_finetune.c -- a loaded model's fine-tuning and saving (api_finetune.h): the script,
+ * written line by line with each line's origin (the caller's option, or the model) kept beside
+ * it, then compiled and run by the state's fine-tuning runner (pd_state_train and
+ * pd_state_save_model of a loaded model). */
 #include "config.h"
 #include "api/api_finetune.h"
 
@@ -7,7 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "api/api_int.h"
 #include "base/dtype.h"
+#include "vm/ir/params.h"
 
 /* The losses of the option `loss`: the name, and the expression of the cost over the target T
  * and the label L (printf arguments: T, L, T, L). */
@@ -202,4 +206,193 @@ void pd_api_ft_free(pd_api_ft *ft) {
   pd_free(ft->blame);
   pd_buf_free(&ft->text);
   *ft = (pd_api_ft){0};
+}
+
+/* ---------------------------------------------------------------- fine-tuning a loaded model
+ * The script run: what pd_state_train and pd_state_save_model do with a loaded model. */
+
+/* The name of the script that pd_api_finetune compiles, which its errors never show. */
+static const char ft_name[] = "<fine-tuning>";
+
+static const pd_loc nowhere = {0};
+
+/* An error at line `line` of that script, told as an error of what the caller wrote that the
+ * line comes from: "pd_state_train: option 'label' ([-1, 3]): message". */
+static int ft_fail(pd_state *st, pd_status s, const pd_api_ft *ft, int line, const char *fn,
+                   const char *msg) {
+  char *m = pd_strdup(msg ? msg : pd_status_str(s));
+  const char *what = pd_api_ft_blame(ft, line);
+  pd_api_begin(st);
+  if (!m) return pd_api_fail(st, PD_ENOMEM, "out of memory");
+  char *nl = strchr(m, '\n');
+  if (nl) *nl = '\0';
+  pd_api_fail(st, s, "%s: %s: %s", fn, what ? what : "the model", m);
+  pd_free(m);
+  return (int)s;
+}
+
+/* A run-time error: the caller's option when it points into the script, else as it is. */
+static int ft_fail_run(pd_state *st, const pd_api_ft *ft, const char *fn, const pd_error *err) {
+  if (err->loc.file && strcmp(err->loc.file, ft_name) == 0)
+    return ft_fail(st, err->status ? err->status : PD_ERUNTIME, ft, err->loc.line, fn, err->msg);
+  return pd_api_fail_run(st, err);
+}
+
+/* The model again from its file, with the parameters of the fine-tuning runner's scope, made
+ * ready to run in place of the state's (whose inputs and outputs then name its vars). */
+static pd_status ft_refresh(pd_state *st, pd_error *err) {
+  pd_model m = {0};
+  const char **names = NULL, **in = NULL, **out = NULL;
+  int n = 0;
+  pd_status s = pd_model_load(&m, st->model_path, err);
+  if (!s && pd_params_names(m.program, &names, &n))
+    s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  pd_scope *rs = pd_runner_scope(st->ft_runner);
+  for (int i = 0; !s && i < n; i++) {
+    pd_variable *v = pd_scope_find_local_var(rs, names[i]);
+    if (!v || v->type != PD_VAR_LOD_TENSOR || !pd_tensor_initialized(&v->u.tensor)) {
+      s = pd_error_set(err, PD_ERUNTIME, nowhere, "%s: parameter '%s' has no value after "
+                       "fine-tuning", st->model_path, names[i]);
+      break;
+    }
+    pd_variable *d = pd_scope_var(m.scope, names[i]);
+    pd_tensor *t = d ? pd_var_tensor(d) : NULL;
+    if (!t || pd_tensor_copy_to(t, &v->u.tensor, PD_K_HOST))  /* as a load puts them */
+      s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  }
+  pd_free(names);
+  pd_exec_options eo = pd_api_exec_options(st);
+  if (!s) s = pd_model_prepare(&m, &eo, err);
+  if (!s) {
+    in = pd_calloc((size_t)m.nfeeds + 1, sizeof *in);
+    out = pd_calloc((size_t)m.nfetches + 1, sizeof *out);
+    if (!in || !out) s = pd_error_set(err, PD_ENOMEM, nowhere, "out of memory");
+  }
+  if (s) {
+    pd_free(in);
+    pd_free(out);
+    pd_model_free(&m);
+    return s;
+  }
+  for (int i = 0; i < m.nfeeds; i++) in[i] = m.feeds[i].var;
+  for (int i = 0; i < m.nfetches; i++) out[i] = m.fetches[i].var;
+  pd_api_named_clear(&st->results);
+  pd_model_free(&st->model);
+  st->model = m;
+  pd_free(st->inputs);
+  pd_free(st->outputs);
+  st->inputs = in;
+  st->outputs = out;
+  st->ninputs = m.nfeeds;
+  st->noutputs = m.nfetches;
+  return PD_OK;
+}
+
+/* A training call failed: the fine-tuning runner as it was before it. The first call's runner
+ * (fresh) goes, with its unit: the next call makes it again from the model's file; a later
+ * call's runner gets back the state saved before it (NULL when the call failed before saving
+ * it: nothing had changed). */
+static void ft_undo(pd_state *st, bool fresh, pd_runner_saved *before) {
+  if (fresh) {
+    pd_api_drop_run(&st->ft_runner, &st->ft_unit, &st->ft_src);
+    return;
+  }
+  if (before && pd_runner_restore(st->ft_runner, before)) {
+    /* Only when a variable the call erased cannot be made again (no action erases one). */
+    char *m = pd_strdup(st->info.message);
+    pd_api_begin(st);
+    pd_api_fail(st, PD_ENOMEM, "%s; and the fine-tuned parameters could not all be put back "
+                "as they were before the call (out of memory)", m ? m : "out of memory");
+    pd_free(m);
+  }
+}
+
+/* pd_state_train and pd_state_save_model of a loaded model (api_finetune.h): the script above
+ * compiled, adopted by the fine-tuning runner (made at the first call: its startup program
+ * reads the model's parameters; the model's side files become its own, for save), and its last
+ * action run; after training, the model is made again with the trained parameters. A training
+ * call that fails changes nothing (ft_undo): before a later call's training the runner's state
+ * is saved (pd_runner_save: a copy of its parameters and optimizer state). */
+int pd_api_finetune(pd_state *st, const char *fn, const char *const *options,
+                    const char *save_path) {
+  pd_api_ft ft = {0};
+  pd_buf_init(&ft.text);
+  pd_error err = {0};
+  pd_source *src = NULL;
+  pd_unit *unit = NULL;
+  bool fresh = !st->ft_runner;       /* this call makes the runner */
+  pd_runner_saved *before = NULL;    /* a later training call: the runner's state before it */
+  pd_status s = pd_api_ft_script(&ft, st->model.program, st->model_path, st->ninputs,
+                                 st->inputs, st->noutputs, st->outputs, options, save_path, &err);
+  if (s) {
+    pd_api_fail_err(st, &err, NULL, false);
+    goto out;
+  }
+  if (pd_source_from_string(ft_name, ft.text.data, ft.text.len, &src)) {
+    s = pd_api_fail(st, PD_ENOMEM, "out of memory");
+    goto out;
+  }
+  pd_diags d;
+  pd_diags_init(&d, 20);
+  pd_compile_options co = {.stdlib_dir = st->stdlib_dir};
+  s = pd_compile(src, &co, &d, &unit);
+  if (s) {
+    pd_api_fail_diags(st, s, &d);
+    if (st->file && strcmp(st->file, ft_name) == 0)
+      ft_fail(st, s, &ft, st->info.line, fn, st->info.message);
+  }
+  pd_diags_free(&d);
+  if (s) goto out;
+  if (!st->ft_runner) {
+    pd_run_options ro = pd_api_run_options(st);
+    if ((s = pd_runner_new(unit, &ro, &st->ft_runner, &err)) ||
+        (s = pd_runner_side_files(st->ft_runner, st->model_path, &err))) {
+      pd_runner_free(st->ft_runner);
+      st->ft_runner = NULL;
+      ft_fail_run(st, &ft, fn, &err);
+      goto out;
+    }
+  } else if (!save_path && (s = pd_runner_save(st->ft_runner, &before, &err))) {
+    pd_api_fail_err(st, &err, NULL, false);
+    goto out;
+  } else if ((s = pd_runner_adopt(st->ft_runner, unit, &err))) {
+    ft_fail_run(st, &ft, fn, &err);
+    goto out;
+  }
+  /* the runner borrows the new unit now */
+  pd_unit_free(st->ft_unit);
+  pd_source_free(st->ft_src);
+  st->ft_unit = unit;
+  st->ft_src = src;
+  unit = NULL;
+  src = NULL;
+  if ((s = pd_runner_action(st->ft_runner, &st->ft_unit->actions[st->ft_unit->nactions - 1],
+                            &err))) {
+    ft_fail_run(st, &ft, fn, &err);
+    goto out;
+  }
+  if (!save_path && (s = ft_refresh(st, &err))) {
+    pd_api_fail_err(st, &err, NULL, false);
+    goto out;
+  }
+  pd_api_ok(st);
+out:
+  if (s && !save_path) ft_undo(st, fresh, before);
+  else pd_runner_saved_free(before);
+  pd_error_clear(&err);
+  pd_unit_free(unit);
+  pd_source_free(src);
+  pd_api_ft_free(&ft);
+  return (int)s;
+}
+
+int pd_api_save_model(pd_state *st, const char *path) {
+  if (!st) return PD_RESULT_EINVAL;
+  pd_api_begin(st);
+  if (!path || !*path)
+    return pd_api_fail(st, PD_EINVAL, "pd_state_save_model: the path is NULL or empty");
+  if (!st->model.program || st->unit)
+    return pd_api_fail(st, PD_EINVAL, "pd_state_save_model needs a loaded model "
+                "(pd_state_load_model); a script saves its models with save(...)");
+  return pd_api_finetune(st, "pd_state_save_model", NULL, path);
 }

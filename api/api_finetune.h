@@ -1,15 +1,18 @@
-/* api_finetune.h -- the script that the C library compiles to fine-tune a loaded model
- * (pd_state_train on a state of pd_state_load_model) and to save it (pd_state_save_model): the
- * model imported as a layer (import_model, lang/import_model.c), a data() per input, the loss
- * of the options `loss`, `target`, `label` and `freeze`, then a train(...) or save(...) call,
- * with, for every line, what the caller wrote that the line comes from, so that an error in
- * the script is told as an error of the caller's option. Not installed.
+/* api_finetune.h -- private to the C library (api/): fine-tuning a loaded model (pd_state_train
+ * on a state of pd_state_load_model) and saving it (pd_state_save_model). The script that the
+ * library compiles for it: the model imported as a layer (import_model, lang/import_model.c),
+ * a data() per input, the loss of the options `loss`, `target`, `label` and `freeze`, then a
+ * train(...) or save(...) call, with, for every line, what the caller wrote that the line comes
+ * from, so that an error in the script is told as an error of the caller's option; and the
+ * calls that compile and run it in the state's fine-tuning runner. Not installed.
  *
  * Ownership: a pd_api_ft owns its text and its blame strings; pd_api_ft_free releases them. The
- * model and the options are borrowed for the call only. */
+ * model and the options are borrowed for the call only; the state's fine-tuning runner, unit
+ * and source are the state's (api/api_int.h). */
 #ifndef PD_API_API_FINETUNE_H
 #define PD_API_API_FINETUNE_H
 
+#include "include/pdlang.h"
 #include "base/base.h"
 #include "vm/ir/program.h"
 
@@ -39,5 +42,18 @@ pd_status pd_api_ft_script(pd_api_ft *ft, const pd_program *p, const char *path,
 const char *pd_api_ft_blame(const pd_api_ft *ft, int line);
 
 void pd_api_ft_free(pd_api_ft *ft);
+
+/* pd_state_train (options: its name, value pairs, checked by the caller) when save_path is
+ * NULL, or pd_state_save_model to save_path, of the model st loaded (fn: the entry point, for
+ * messages): the script compiled and adopted by the state's fine-tuning runner (made at the
+ * first call: its startup program reads the model's parameters), and its train or save run;
+ * after training, the state's model is made again with the trained parameters. Ends the
+ * call's error record (pd_api_ok or a failure naming the caller's option); returns the
+ * result. */
+int pd_api_finetune(pd_state *st, const char *fn, const char *const *options,
+                    const char *save_path);
+/* pd_state_save_model (its checks of the state and the path, then pd_api_finetune). Begins
+ * the call's error record. */
+int pd_api_save_model(pd_state *st, const char *path);
 
 #endif /* PD_API_API_FINETUNE_H */

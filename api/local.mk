@@ -6,10 +6,11 @@
 # functions (pd_state_*: tests/api/install.sh checks the list against pdlang.h), versioned with
 # configure.ac's PD_LT_VERSION; shared only (-shared; configure refuses --enable-static), as an
 # archive could not hide the rest. pdlang.pc (from pdlang.pc.in) tells pkg-config about it.
-libpdlang_internal_la_SOURCES += api/api.c
+libpdlang_internal_la_SOURCES += api/api_int.h api/api.c
 # The host program's data sets for host("NAME") readers (pd_state_set_dataset).
 libpdlang_internal_la_SOURCES += api/api_data.h api/api_data.c
-# The script that fine-tunes and saves a loaded model (pd_state_train, pd_state_save_model).
+# Fine-tuning and saving a loaded model: the script, and its run (pd_state_train,
+# pd_state_save_model).
 libpdlang_internal_la_SOURCES += api/api_finetune.h api/api_finetune.c
 include_HEADERS += include/pdlang.h
 lib_LTLIBRARIES += libpdlang.la

@@ -276,7 +276,15 @@ int pd_state_run(pd_state *st);
  * option at fault ("pd_state_train: option 'label' (...): ..."): an unknown loss or target is
  * PD_RESULT_EINVAL, a label or freeze the language refuses PD_RESULT_ECOMPILE. Afterwards the
  * state runs the model with the trained parameters (pd_state_run, pd_state_fetch), another
- * call goes on from them, and pd_state_save_model writes them. */
+ * call goes on from them, and pd_state_save_model writes them. A fine-tuning call that fails,
+ * part-way through too (a bad batch, the NaN check, out of memory, the interrupt flag:
+ * PD_RESULT_EINTR), changes nothing: the parameters, the optimizer's state (such as Adam's
+ * moments) and the learning-rate schedule are as they were before it, so that the state runs,
+ * saves and trains on as if the call had not been made; only the files it wrote (a log,
+ * checkpoints) stay. The cost in memory: while a call trains, unless it is the state's first
+ * pd_state_train or pd_state_save_model of the model, the state holds a copy of the parameters
+ * and the optimizer's state (with Adam, three times the parameters' size; on the GPU when they
+ * are there). */
 int pd_state_train(pd_state *st, const char *cost, const char *const *options);
 
 /* Save the loaded model (pd_state_load_model), fine-tuned or not, as a script's save(...) of its

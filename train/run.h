@@ -89,6 +89,26 @@ const pd_unit *pd_runner_unit(const pd_runner *r);
  * error. For the C library's fine-tuning of a loaded model (api/api.c). */
 pd_status pd_runner_side_files(pd_runner *r, const char *model_path, pd_error *err);
 
+/* What an action changes in a runner, copied before it runs so that a failed action can be
+ * undone (the C library undoes a failed fine-tuning so, api/api_finetune.c): the value of every
+ * tensor variable of the global scope (the parameters, the optimizer's state such as Adam's
+ * moments, the learning rate and its schedule's record), which variables there are, and where
+ * the startup programs' random stream stands. The copies take as much memory as those tensors,
+ * on their place (a GPU's tensors are copied on the GPU). Not kept: variables of other kinds
+ * (tensor arrays), the unit (pd_runner_adopt), the readers' side data (categories, image
+ * preprocessing) and the files an action wrote (a log, checkpoints).
+ * Ownership: a pd_runner_saved owns its copies; pd_runner_restore consumes it. */
+typedef struct pd_runner_saved pd_runner_saved;
+/* Copy r's state into *out (NULL on failure): PD_ENOMEM with err's message, or PD_ERUNTIME when
+ * a GPU tensor cannot be copied. */
+pd_status pd_runner_save(pd_runner *r, pd_runner_saved **out, pd_error *err);
+/* Put r back as it was when s was taken, and free s: each variable's value then (the copy is
+ * moved in: nothing is allocated, so this works when memory has run out), the variables made
+ * since erased, the random stream's place. PD_ENOMEM only when a variable that was erased
+ * since (no action erases one) cannot be made again. */
+pd_status pd_runner_restore(pd_runner *r, pd_runner_saved *s);
+void pd_runner_saved_free(pd_runner_saved *s);   /* NULL is a no-op */
+
 /* Run one action of the unit. */
 pd_status pd_runner_action(pd_runner *r, const pd_action *a, pd_error *err);
 /* Run every action of the unit in order, stopping at the first error. */

@@ -254,6 +254,109 @@ void pd_runner_free(pd_runner *r) {
 pd_scope *pd_runner_scope(pd_runner *r) { return r->global; }
 const pd_unit *pd_runner_unit(const pd_runner *r) { return r->unit; }
 
+/* ---- Saving and restoring the state an action changes ---- */
+
+/* A variable of the global scope as it was: its name, its type, and for a tensor its value
+ * (a copy; without storage when it had none). */
+typedef struct saved_var {
+  char *name;
+  pd_var_type type;
+  pd_tensor value;
+} saved_var;
+
+struct pd_runner_saved {
+  saved_var *vars;   /* sorted by name */
+  size_t n;
+  uint64_t startup_rng;
+};
+
+void pd_runner_saved_free(pd_runner_saved *s) {
+  if (!s) return;
+  for (size_t i = 0; i < s->n; i++) {
+    pd_free(s->vars[i].name);
+    pd_tensor_release(&s->vars[i].value);
+  }
+  pd_free(s->vars);
+  pd_free(s);
+}
+
+pd_status pd_runner_save(pd_runner *r, pd_runner_saved **out, pd_error *err) {
+  *out = NULL;
+  const char **names = NULL;
+  size_t n = 0;
+  pd_runner_saved *s = pd_calloc(1, sizeof *s);
+  pd_status st = s ? pd_scope_var_names(r->global, &names, &n) : PD_ENOMEM;
+  if (!st && n && !(s->vars = pd_calloc(n, sizeof *s->vars))) st = PD_ENOMEM;
+  for (size_t i = 0; !st && i < n; i++) {
+    const pd_variable *v = pd_scope_find_local_var(r->global, names[i]);
+    saved_var *e = &s->vars[s->n++];
+    pd_tensor_init(&e->value);
+    e->type = v->type;
+    if (!(e->name = pd_strdup(names[i]))) st = PD_ENOMEM;
+    else if (v->type != PD_VAR_LOD_TENSOR) continue;
+    else if (pd_tensor_initialized(&v->u.tensor)) st = pd_tensor_copy(&e->value, &v->u.tensor);
+    else {  /* declared, no value: its dtype, shape and place */
+      e->value.dtype = v->u.tensor.dtype;
+      e->value.ndims = v->u.tensor.ndims;
+      memcpy(e->value.dims, v->u.tensor.dims, sizeof e->value.dims);
+      e->value.place = v->u.tensor.place;
+    }
+  }
+  pd_free(names);
+  if (st) {
+    pd_runner_saved_free(s);
+    return pd_error_set(err, st, (pd_loc){0}, "%s",
+                        st == PD_ENOMEM ? "out of memory (copying the parameters before training)"
+                                        : "cannot copy a parameter on the GPU");
+  }
+  s->startup_rng = r->startup_rng;
+  *out = s;
+  return PD_OK;
+}
+
+static bool saved_has(const pd_runner_saved *s, const char *name) {
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(name, s->vars[mid].name);
+    if (c == 0) return true;
+    if (c < 0) hi = mid;
+    else lo = mid + 1;
+  }
+  return false;
+}
+
+pd_status pd_runner_restore(pd_runner *r, pd_runner_saved *s) {
+  pd_status st = PD_OK;
+  /* The variables made since: erased one at a time (the scope's table must not change under
+   * its iteration), nothing allocated. */
+  for (;;) {
+    pd_variable *v, *extra = NULL;
+    for (size_t i = 0; !extra && (v = pd_scope_next_var(r->global, &i));)
+      if (!saved_has(s, v->name)) extra = v;
+    if (!extra) break;
+    pd_scope_erase_var(r->global, extra->name);
+  }
+  for (size_t i = 0; i < s->n; i++) {
+    saved_var *e = &s->vars[i];
+    if (e->type != PD_VAR_UNSET && e->type != PD_VAR_LOD_TENSOR) continue;  /* not kept */
+    pd_variable *v = pd_scope_find_local_var(r->global, e->name);
+    if (!v && !(v = pd_scope_var(r->global, e->name))) {
+      st = PD_ENOMEM;
+      continue;
+    }
+    if (v->type != e->type) pd_var_reset(v);
+    if (e->type == PD_VAR_UNSET) continue;
+    pd_var_set_type(v, PD_VAR_LOD_TENSOR);  /* never allocates */
+    pd_tensor_release(&v->u.tensor);
+    v->u.tensor = e->value;  /* moved: the storage's reference and the LoD go with it */
+    pd_tensor_init(&e->value);
+  }
+  r->startup_rng = s->startup_rng;
+  pd_runner_saved_free(s);
+  return st;
+}
+
 /* ---- Pruning, data vars ---- */
 
 static bool in_list(const char *name, const char *const *list, int n) {

@@ -16,7 +16,8 @@
 #     that trains from a host data set, evaluates, saves and loads, then its saved model run;
 #     `make check-alloc` sweeps every target it has (tests/api/alloc/NAME.sweep, one test each:
 #     checkpoint and resume, images and categorical CSV, PaddlePaddle's cnn_bn, the saved images
-#     model fed PNG files, train's saved model fine-tuned and saved), its own test-suite log
+#     model fed PNG files, train's saved model fine-tuned twice and saved, where a failed
+#     training call must leave the model as it was), its own test-suite log
 #     check-alloc.log (.ci/run, sanitizer build);
 #   install.sh: `make install` of the library into a temporary DESTDIR, then: it exports exactly
 #     the functions pdlang.h declares; pdlang.h compiles alone (C99, C++); examples/embed builds

@@ -14,8 +14,10 @@
  *               which the load-time passes fold), loaded, fed and run;
  *   saved       the images model that `images` saved, loaded (with its .preprocess), fed two PNG
  *               files through pd_state_feed_images, and run;
- *   finetune    the model that `train` saved, loaded, fine-tuned (pd_state_train of a loaded
- *               model), saved (pd_state_save_model) and run.
+ *   finetune    the model that `train` saved, loaded, saved (pd_state_save_model), fine-tuned
+ *               (pd_state_train of a loaded model), saved, fine-tuned again and run; after a
+ *               training call fails, the model saved is the one saved before the call, byte
+ *               for byte (a failed call changes nothing).
  * Usage: test_alloc_sweep [TARGET | PATH/TARGET.sweep]... (none: train and saved_train, the
  * small sweep `make check` runs; `make check-alloc` runs every target, one tests/api/alloc/
  * TARGET.sweep each). A sampled sweep had missed two NULL dereferences here: train's and eval's
@@ -157,19 +159,41 @@ static int feed_pngs(pd_state *st) {
   return pd_state_feed_images(st, "images", 2, two);
 }
 
-/* The saved model of train, loaded, fine-tuned on the host data set (pd_state_train), saved
- * (pd_state_save_model) and run: its output and the saved files are the result. */
+/* pd_state_train of the loaded model, which when it fails must change nothing: then, with
+ * allocations let succeed again, the model saved has the bytes of the files `before` (saved
+ * just before the call); else a status that is neither ENOMEM nor OK, which the sweep
+ * reports. */
+static int train_or_nothing(pd_state *st, const char *const *opts, const char *const *before) {
+  static const char *const undone[] = {"undone.pdmodel", "undone.pdiparams", NULL};
+  int rc = pd_state_train(st, NULL, opts);
+  if (rc == PD_RESULT_OK) return rc;
+  pd_alloc_fail_after(0);
+  if (pd_state_save_model(st, path(undone[0])) == PD_RESULT_OK &&
+      hash_files(undone, 1) == hash_files(before, 1))
+    return rc;
+  printf("# finetune: a failed pd_state_train (%d: %s) changed the model\n", rc,
+         pd_state_error(st)->message);
+  return PD_RESULT_ERUNTIME;
+}
+
+/* The saved model of train, loaded, saved (pd_state_save_model), fine-tuned on the host data
+ * set (pd_state_train), saved, fine-tuned again and run: its output and the files saved after
+ * the first call are the result. */
 static int finetune(uint64_t *out) {
   static const char *const files[] = {"ft.pdmodel", "ft.pdiparams", NULL};
+  static const char *const files0[] = {"ft0.pdmodel", "ft0.pdiparams", NULL};
   static const char *const opts[] = {"reader", "host(\"d\")", "batch", "8", "epochs", "1",
                                      "optimizer", "adam(0.1)", "seed", "1", NULL};
   for (int i = 0; files[i]; i++) remove(path(files[i]));
+  for (int i = 0; files0[i]; i++) remove(path(files0[i]));
   pd_state *st = NULL;
   pd_tensor_info o;
   int rc = new_state(&st);
   rc = rc ? rc : pd_state_load_model(st, path("m.pdmodel"));
-  rc = rc ? rc : pd_state_train(st, NULL, opts);
-  rc = rc ? rc : pd_state_save_model(st, path("ft.pdmodel"));
+  rc = rc ? rc : pd_state_save_model(st, path(files0[0]));
+  rc = rc ? rc : train_or_nothing(st, opts, files0);  /* the first call */
+  rc = rc ? rc : pd_state_save_model(st, path(files[0]));
+  rc = rc ? rc : train_or_nothing(st, opts, files);   /* a later one, with Adam's state */
   rc = rc ? rc : feed_x(st);
   rc = rc ? rc : pd_state_run(st);
   rc = rc ? rc : pd_state_fetch(st, "y", &o);
@@ -305,7 +329,8 @@ static const struct {
     {"images", images, "images and categorical CSV: train, eval, save", true},
     {"paddle", paddle, "PaddlePaddle's cnn_bn model", false},
     {"saved", saved, "the saved images model fed PNG files", true},
-    {"finetune", finetune, "train's saved model fine-tuned, saved and run", false},
+    {"finetune", finetune, "train's saved model fine-tuned twice (a failed call changes "
+     "nothing), saved and run", false},
 };
 
 /* A target's name from an argument: NAME, or PATH/NAME.sweep. Returns its index, or -1. */

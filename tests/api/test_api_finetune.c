@@ -4,8 +4,9 @@
  * target, label and freeze: its loss falls, the frozen layer's parameters are bit-identical
  * afterwards and the others moved, the state runs the trained model, a second call goes on from
  * the first; the saved model (with copies of the side files) loads in another state, and runs
- * in `pdlang exec`, to the trained outputs bit for bit; mse on the second output; every bad option is an error that
- * names it. */
+ * in `pdlang exec`, to the trained outputs bit for bit; mse on the second output; a call that
+ * fails part-way (a NaN in the data) changes nothing, the optimizer's state included; every bad
+ * option is an error that names it. */
 #include "config.h"
 #include "include/pdlang.h"
 #include "tests/tap.h"
@@ -252,6 +253,103 @@ static void test_finetune(void) {
   pd_state_free(st);
 }
 
+/* The saved model path (NAME.pdmodel) and its parameters equal those of want, byte for byte. */
+static bool same_model(const char *path, const char *want) {
+  char p[600], w[600];
+  snprintf(p, sizeof p, "%.*s.pdiparams", (int)(strlen(path) - 8), path);
+  snprintf(w, sizeof w, "%.*s.pdiparams", (int)(strlen(want) - 8), want);
+  return same_file(path, want) && same_file(p, w);
+}
+
+/* The step rows of a train log (CSV: a header, then a row per step and per epoch). */
+static int log_steps(const char *path) {
+  FILE *f = fopen(path, "r");
+  char line[512];
+  int n = 0;
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, "step,", 5) == 0) n++;
+  if (f) fclose(f);
+  return n;
+}
+
+/* A training call that fails part-way (the NaN guard, at a sample of the 12th batch, after 11
+ * steps updated the parameters) changes nothing: the outputs are bit for bit those before it,
+ * the model saved after it is the one saved before it, byte for byte, and the optimizer's
+ * state (Adam's moments, the schedule's step) is as before too: the next call computes what it
+ * computes in a state that never made the failed call. Both the first call (the fine-tuning's
+ * runner is made by it) and a later one (it goes on from a call that succeeded). */
+static void test_failed_call(void) {
+  static float bad[N * D];
+  memcpy(bad, xs, sizeof bad);
+  bad[90 * D] = NAN;
+  const char *names[2] = {"x", "label"};
+  pd_tensor_info f[2] = {{.dtype = PD_DTYPE_FLOAT32, .ndims = 2, .dims = {N, D}, .data = bad},
+                         {.dtype = PD_DTYPE_INT64, .ndims = 2, .dims = {N, 1}, .data = labels}};
+  const char *const good_opts[] = {"reader", "host(\"d\")", "batch", "8", "epochs", "2",
+                                   "optimizer", "adam(0.05)", "seed", "3", NULL};
+  char log0[600], log1[600];
+  snprintf(log0, sizeof log0, "\"%s\"", at("fail0.csv"));
+  snprintf(log1, sizeof log1, "\"%s\"", at("fail1.csv"));
+  const char *const bad0[] = {"reader", "host(\"bad\")", "batch", "8", "epochs", "2",
+                              "optimizer", "adam(0.05)", "seed", "3", "shuffle", "false",
+                              "log", log0, NULL};
+  const char *const bad1[] = {"reader", "host(\"bad\")", "batch", "8", "epochs", "2",
+                              "optimizer", "adam(0.05)", "seed", "3", "shuffle", "false",
+                              "log", log1, NULL};
+  pd_state *st = load(at("m.pdmodel")), *ctl = load(at("m.pdmodel"));
+  if (!ok(st && ctl && !pd_state_set_check_nan_inf(st, 1) && !pd_state_set_check_nan_inf(ctl, 1) &&
+              !pd_state_set_dataset(st, "bad", 2, names, f) &&
+              !pd_state_save_model(ctl, at("orig.pdmodel")),
+          "two states load the model, one with a data set holding a NaN")) {
+    pd_state_free(st);
+    pd_state_free(ctl);
+    return;
+  }
+  float y0[N * 2], y1[N * 2], y[N * 2];
+
+  /* the first call fails */
+  bool got = outputs(st, 0, y0, N * 2);
+  expect(pd_state_train(st, NULL, bad0), PD_RESULT_ERUNTIME, st, "has NaN",
+         "a first training call fails at the NaN");
+  ok(log_steps(at("fail0.csv")) == 11, "after 11 steps (%d logged)", log_steps(at("fail0.csv")));
+  ok(got && outputs(st, 0, y, N * 2) && memcmp(y, y0, sizeof y) == 0,
+     "the outputs after it are those before it, bit for bit");
+  ok(pd_state_save_model(st, at("f0.pdmodel")) == PD_RESULT_OK &&
+         same_model(at("f0.pdmodel"), at("orig.pdmodel")),
+     "the model saved after it is the model as loaded, byte for byte");
+
+  /* a later call fails */
+  int rc = pd_state_train(st, NULL, good_opts);
+  ok(rc == PD_RESULT_OK && pd_state_save_model(st, at("a.pdmodel")) == PD_RESULT_OK &&
+         outputs(st, 0, y1, N * 2) && memcmp(y1, y0, sizeof y1) != 0,
+     "then a call trains it");
+  expect(pd_state_train(st, NULL, bad1), PD_RESULT_ERUNTIME, st, "has NaN",
+         "a later call fails at the NaN");
+  ok(log_steps(at("fail1.csv")) == 11, "after 11 steps (%d logged)", log_steps(at("fail1.csv")));
+  ok(outputs(st, 0, y, N * 2) && memcmp(y, y1, sizeof y) == 0,
+     "the outputs after it are those before it, bit for bit");
+  ok(pd_state_save_model(st, at("b.pdmodel")) == PD_RESULT_OK &&
+         same_model(at("b.pdmodel"), at("a.pdmodel")),
+     "the model saved after it is the one saved before it, byte for byte");
+
+  /* the optimizer's state too: the next call as in a state without the failed calls */
+  float yc[N * 2];
+  rc = pd_state_train(st, NULL, good_opts);
+  int rcc = pd_state_train(ctl, NULL, good_opts);
+  rcc = rcc ? rcc : pd_state_train(ctl, NULL, good_opts);
+  ok(rc == PD_RESULT_OK && rcc == PD_RESULT_OK && outputs(st, 0, y, N * 2) &&
+         outputs(ctl, 0, yc, N * 2) && memcmp(y, yc, sizeof y) == 0 &&
+         memcmp(y, y1, sizeof y) != 0,
+     "the next call computes what it computes after no failed call, bit for bit (Adam's "
+     "moments and the schedule rolled back)");
+  ok(pd_state_save_model(st, at("c.pdmodel")) == PD_RESULT_OK &&
+         pd_state_save_model(ctl, at("d.pdmodel")) == PD_RESULT_OK &&
+         same_model(at("c.pdmodel"), at("d.pdmodel")),
+     "and saves the same model");
+  pd_state_free(st);
+  pd_state_free(ctl);
+}
+
 static void test_errors(void) {
   pd_state *st = load(at("m.pdmodel"));
   if (!st) return;
@@ -305,6 +403,7 @@ int main(void) {
   }
   if (!ok(make_model(), "a script saves the model")) return tap_done();
   test_finetune();
+  test_failed_call();
   test_errors();
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

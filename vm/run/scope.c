@@ -164,6 +164,11 @@ pd_status pd_scope_rename_var(pd_scope *s, const char *old_name, const char *new
 
 size_t pd_scope_num_vars(const pd_scope *s) { return s->vars.count; }
 
+pd_variable *pd_scope_next_var(const pd_scope *s, size_t *i) {
+  pd_strmap_entry *e = pd_strmap_next(&s->vars, i);
+  return e ? e->val.p : NULL;
+}
+
 static int cmp_names(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }

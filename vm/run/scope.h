@@ -85,6 +85,10 @@ pd_status pd_scope_erase_var(pd_scope *s, const char *name);
  * taken in s, PD_ENOMEM. */
 pd_status pd_scope_rename_var(pd_scope *s, const char *old_name, const char *new_name);
 size_t pd_scope_num_vars(const pd_scope *s);
+/* The variables of s in no particular order, without allocating (for code that must not fail):
+ *   for (size_t i = 0; (v = pd_scope_next_var(s, &i));) ...
+ * start i at 0; NULL at the end. No variable may be added to s or erased meanwhile. */
+pd_variable *pd_scope_next_var(const pd_scope *s, size_t *i);
 /* The names of s's own variables, sorted (strcmp), in a heap array the caller frees with
  * pd_free; the strings are borrowed from the variables. *names is NULL when there are none. */
 pd_status pd_scope_var_names(const pd_scope *s, const char ***names, size_t *n);

@@ -100,6 +100,17 @@ static void test_erase_rename(void) {
          strcmp(names[2], "c") == 0,
      "var_names are sorted");
   pd_free(names);
+  /* next_var: each variable once, whatever the order, and nothing allocated */
+  int seen[3] = {0, 0, 0}, total = 0;
+  pd_variable *v;
+  pd_alloc_fail_after(1);
+  for (size_t i = 0; (v = pd_scope_next_var(t, &i));) {
+    total++;
+    if (strlen(v->name) == 1 && v->name[0] >= 'a' && v->name[0] <= 'c') seen[v->name[0] - 'a']++;
+  }
+  long counted = pd_alloc_fail_after(0);
+  ok(total == 3 && seen[0] == 1 && seen[1] == 1 && seen[2] == 1 && counted == 0,
+     "next_var visits each variable once without allocating");
   pd_scope_free(t);
   pd_scope_free(s);
 }
