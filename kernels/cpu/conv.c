@@ -312,6 +312,32 @@ static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue
  * of pixels q..q + pw holds img[g cg + ci][oy sh - pt + i dh][ox sw - pl + j dw] for each
  * pixel (oy, ox), 0 in the padding. A panel's pixels are taken by runs within an output row,
  * each row of a run one contiguous copy at unit stride. */
+/* A panel of PW pixels of one output row whose every filter column reads inside the image
+ * (unit horizontal stride): each row of the panel one copy of PW floats from src (the image's
+ * group at the panel's first tap) on; a row out of the image 0. */
+static inline __attribute__((always_inline)) void whole_panel(
+    const pd_k_conv2d *p, int64_t PW, const float *src, int64_t oy, int64_t ahead, float *panel) {
+  int64_t cg = p->c / p->groups, kh = p->kh, kw = p->kw, plane = p->h * p->w;
+  for (int64_t i = 0; i < kh; i++) {
+    int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+    float *d = panel + i * kw * PW;
+    if (iy < 0 || iy >= p->h) {
+      for (int64_t ci = 0; ci < cg; ci++, d += kh * kw * PW)
+        memset(d, 0, (size_t)(kw * PW) * sizeof(float));
+      continue;
+    }
+    const float *s = src + iy * p->w;
+    for (int64_t ci = 0; ci < cg; ci++, s += plane, d += kh * kw * PW) {
+      /* the same panel of the next block, into L2: a row of each channel is far too many
+       * streams for the hardware's prefetcher (a DB detector's 96 channels x 3 rows) */
+      __builtin_prefetch(s + ahead, 0, 2);
+      __builtin_prefetch(s + ahead + PW - 1, 0, 2);
+      for (int64_t j = 0; j < kw; j++)
+        memcpy(d + j * PW, s + j * p->dil_w, (size_t)PW * sizeof(float));
+    }
+  }
+}
+
 static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, int64_t g,
                           int64_t j0, int64_t j1, float *pack) {
   int64_t cg = p->c / p->groups, kdim = cg * p->kh * p->kw, ow = p->ow, sw = p->stride_w;
@@ -325,10 +351,19 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
       int64_t pix = q + t, oy = pix / ow, ox = pix % ow;
       int64_t len = width - t < ow - ox ? width - t : ow - ox;
       /* each filter column's valid part of the run (the same for every channel and row) */
+      bool inside = true;
       for (int64_t j = 0; j < kw; j++) {
         int64_t x0 = ox * sw - p->pad_left + j * p->dil_w, a, b;
         valid_cols_f32(len, p->w, sw, x0, &a, &b);
         ix0[j] = x0, lo[j] = a, hi[j] = b;
+        inside = inside && a == 0 && b == pw;
+      }
+      if (inside && len == pw && sw == 1) { /* most panels: each row one copy */
+        if (pw == PD_KCPU_GEMM8_NR)
+          whole_panel(p, PD_KCPU_GEMM8_NR, src0 + ix0[0], oy, ahead, panel);
+        else
+          whole_panel(p, PD_KCPU_GEMM16_NR, src0 + ix0[0], oy, ahead, panel);
+        break;
       }
       for (int64_t i = 0; i < kh; i++) {
         int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
@@ -336,12 +371,6 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
         for (int64_t ci = 0; ci < cg; ci++) {
           const float *srow = src0 + ci * plane + iy * p->w;
           float *d0 = panel + (ci * kh + i) * kw * pw + t;
-          if (!out) { /* the same panel of the next block, into L2: a row of each channel is
-                         far too many streams for the hardware's prefetcher (a DB detector's
-                         96 channels x 3 rows) */
-            __builtin_prefetch(srow + ix0[0] + ahead, 0, 2);
-            __builtin_prefetch(srow + ix0[0] + ahead + pw - 1, 0, 2);
-          }
           for (int64_t j = 0; j < kw; j++) {
             float *d = d0 + j * pw;
             if (out) {
@@ -350,11 +379,6 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
             }
             int64_t a = lo[j], b = hi[j];
             const float *sr = srow + ix0[j];
-            if (sw == 1 && a == 0 && b == pw) { /* a whole panel's row: most of them */
-              if (pw == PD_KCPU_GEMM8_NR) memcpy(d, sr, PD_KCPU_GEMM8_NR * sizeof(float));
-              else memcpy(d, sr, PD_KCPU_GEMM16_NR * sizeof(float));
-              continue;
-            }
             for (int64_t u = 0; u < a; u++) d[u] = 0;
             if (sw == 1) {
               PD_SIMD for (int64_t u = a; u < b; u++) d[u] = sr[u];
