@@ -33,6 +33,7 @@
 #define MR 6  /* rows of C a tile */
 #define NR PD_KCPU_GEMM8_NR /* columns of C a tile: two vectors */
 #define PACK_STACK_K 512 /* panels of B up to this many rows (32 KB) on the stack */
+#define A_BLOCK ((int64_t)192 << 10) /* bytes of A's rows multiplied against all of B at once */
 
 /* R rows (1..MR) of C from row i0, columns [j, j + 16) (`whole`, else those mk selects): the
  * tile's sums over k, then bias, residual and activation, stored. */
@@ -126,9 +127,40 @@ AVX2 void pd_kcpu_gemm8p_epi_f32(int64_t m, int64_t n, int64_t k, const float *a
     panel(m, k, a, lda, pack, n - j < NR ? n - j : NR, c, ldc, e, j);
 }
 
+/* Rows [0, m) of C through the whole packed B, A_BLOCK bytes of A's rows at a time (the filters
+ * stay in L2 while every panel passes them). */
+static AVX2 void row_blocks(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const float *pack, float *c, int64_t ldc, const pd_kcpu_epi16 *e) {
+  int64_t mc = A_BLOCK / ((int64_t)sizeof(float) * k) / MR * MR;
+  if (mc < MR) mc = MR;
+  for (int64_t i0 = 0; i0 < m; i0 += mc) {
+    pd_kcpu_epi16 eb; /* the epilogue's rows from i0 on */
+    if (e) {
+      eb = *e;
+      if (eb.rbias) eb.rbias += i0;
+      if (eb.res) eb.res += i0 * eb.ldres;
+    }
+    pd_kcpu_gemm8p_epi_f32(m - i0 < mc ? m - i0 : mc, n, k, a + i0 * lda, lda, pack,
+                           c + i0 * ldc, ldc, e ? &eb : NULL);
+  }
+}
+
 AVX2 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                 const float *b, int64_t ldb, float *c, int64_t ldc,
                                 const pd_kcpu_epi16 *e) {
+  if ((int64_t)sizeof(float) * m * k > A_BLOCK && n > NR) {
+    /* filters past L2 (a 512 -> 512 layer's are 1 MB): B packed whole first, then A a block of
+     * rows at a time against every panel, instead of all of A from L3 for each panel */
+    int64_t np = (n + NR - 1) / NR;
+    float *all = pd_k_host_alloc((size_t)(np * k * NR) * sizeof(float));
+    if (all) {
+      for (int64_t j = 0; j < n; j += NR)
+        pack_panel(k, b, ldb, j, n - j < NR ? n - j : NR, all + j * k);
+      row_blocks(m, n, k, a, lda, all, c, ldc, e);
+      pd_k_host_free(all);
+      return true;
+    }
+  }
   float stack[PACK_STACK_K * NR], *pack = stack;
   if (k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
     return false;

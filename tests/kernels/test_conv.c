@@ -668,6 +668,9 @@ static void test_conv_fused(void) {
       {1, 16, 9, 9, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {1, 16, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {1, 64, 7, 7, 96, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      /* a thread's filters past gemm_avx2.c's A_BLOCK (200 or 300 x 512 floats): B packed
+       * whole, A by blocks of rows, the epilogue's rows following */
+      {1, 512, 3, 7, 600, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       /* one-pixel maps (squeeze-excitation, a head after pooling): the images as rows, a
        * filter's dot product with each; K and the filters past a whole step, several images */
