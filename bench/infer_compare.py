@@ -241,7 +241,11 @@ def main(argv):
                                            "--save_file", os.path.join(d, "model.onnx"),
                                            "--opset_version", "17"], capture_output=True, text=True)
                     if conv.returncode != 0 or not os.path.exists(os.path.join(d, "model.onnx")):
-                        rows["onnxruntime"] = {"error": "paddle2onnx: " + (conv.stderr.strip().splitlines() or ["?"])[-1][:120]}
+                        # its error, not the last of Paddle's log lines that follow it
+                        lines = (conv.stdout + conv.stderr).strip().splitlines() or ["?"]
+                        errs = [l for l in lines if "ERROR" in l or "Error" in l] or lines
+                        msg = errs[-1].split("]", 1)[-1].strip() if "[ERROR]" in errs[-1] else errs[-1]
+                        rows["onnxruntime"] = {"error": "paddle2onnx: " + msg[:120]}
                 if py_bench:
                     if "onnxruntime" not in rows:
                         kinds.append(("onnxruntime", py_bench))
