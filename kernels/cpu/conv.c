@@ -312,11 +312,14 @@ static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue
  * of pixels q..q + pw holds img[g cg + ci][oy sh - pt + i dh][ox sw - pl + j dw] for each
  * pixel (oy, ox), 0 in the padding. A panel's pixels are taken by runs within an output row,
  * each row of a run one contiguous copy at unit stride. */
-/* A panel of PW pixels of one output row whose every filter column reads inside the image
- * (unit horizontal stride): each row of the panel one copy of PW floats from src (the image's
- * group at the panel's first tap) on; a row out of the image 0. */
-static inline __attribute__((always_inline)) void whole_panel(
-    const pd_k_conv2d *p, int64_t PW, const float *src, int64_t oy, int64_t ahead, float *panel) {
+/* A panel of PW pixels of one output row whose every filter column reads inside the image, at
+ * horizontal stride S (1 or 2: the first layer of most of the field's models): each row of the
+ * panel PW floats from src (the image's group at the panel's first tap) on, S apart; a row out
+ * of the image 0. */
+static inline __attribute__((always_inline)) void whole_panel(const pd_k_conv2d *p, int64_t PW,
+                                                              int64_t S, const float *src,
+                                                              int64_t oy, int64_t ahead,
+                                                              float *panel) {
   int64_t cg = p->c / p->groups, kh = p->kh, kw = p->kw, plane = p->h * p->w;
   for (int64_t i = 0; i < kh; i++) {
     int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
@@ -331,9 +334,13 @@ static inline __attribute__((always_inline)) void whole_panel(
       /* the same panel of the next block, into L2: a row of each channel is far too many
        * streams for the hardware's prefetcher (a DB detector's 96 channels x 3 rows) */
       __builtin_prefetch(s + ahead, 0, 2);
-      __builtin_prefetch(s + ahead + PW - 1, 0, 2);
-      for (int64_t j = 0; j < kw; j++)
-        memcpy(d + j * PW, s + j * p->dil_w, (size_t)PW * sizeof(float));
+      __builtin_prefetch(s + ahead + S * PW - 1, 0, 2);
+      for (int64_t j = 0; j < kw; j++) {
+        const float *sj = s + j * p->dil_w;
+        if (S == 1) memcpy(d + j * PW, sj, (size_t)PW * sizeof(float));
+        else
+          for (int64_t u = 0; u < PW; u++) d[j * PW + u] = sj[S * u];
+      }
     }
   }
 }
@@ -358,11 +365,15 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
         ix0[j] = x0, lo[j] = a, hi[j] = b;
         inside = inside && a == 0 && b == pw;
       }
-      if (inside && len == pw && sw == 1) { /* most panels: each row one copy */
-        if (pw == PD_KCPU_GEMM8_NR)
-          whole_panel(p, PD_KCPU_GEMM8_NR, src0 + ix0[0], oy, ahead, panel);
+      if (inside && len == pw && (sw == 1 || sw == 2)) { /* most panels: each row one copy */
+        if (pw == PD_KCPU_GEMM8_NR && sw == 1)
+          whole_panel(p, PD_KCPU_GEMM8_NR, 1, src0 + ix0[0], oy, ahead, panel);
+        else if (pw == PD_KCPU_GEMM8_NR)
+          whole_panel(p, PD_KCPU_GEMM8_NR, 2, src0 + ix0[0], oy, ahead, panel);
+        else if (sw == 1)
+          whole_panel(p, PD_KCPU_GEMM16_NR, 1, src0 + ix0[0], oy, ahead, panel);
         else
-          whole_panel(p, PD_KCPU_GEMM16_NR, src0 + ix0[0], oy, ahead, panel);
+          whole_panel(p, PD_KCPU_GEMM16_NR, 2, src0 + ix0[0], oy, ahead, panel);
         break;
       }
       for (int64_t i = 0; i < kh; i++) {
@@ -678,6 +689,62 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
   }
 }
 
+/* ---- A convolution of one or two filters (a detection head's 96 -> 1 5x5 layer): each
+ * output plane the sum over the input channels of that channel convolved with its slice of the
+ * filter, each a plane of the depthwise kernel (conv_avx512.c, conv_avx2.c). Through im2col
+ * the column matrix was kh kw times the image to be read once per filter: PicoDet's four such
+ * layers spent 10% of its time making columns. fp32 on AVX-512 or AVX2; the images split
+ * across the pool. ---- */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+#define FEW_FILTERS 2
+
+static bool few_filters_take(pd_dtype dt, const pd_k_conv2d *p) {
+  if (dt != PD_FP32 || p->groups != 1 || p->oc > FEW_FILTERS || p->c < 2 ||
+      (p->kh == 1 && p->kw == 1))
+    return false;
+  pd_k_conv2d q = *p;
+  q.c = q.oc = q.groups = 1;
+  int level = pd_kcpu_simd();
+  return (level == PD_KCPU_SIMD_AVX512 && pd_kcpu_depthwise16_takes(&q)) ||
+         (level == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_takes(&q));
+}
+
+typedef struct few_job {
+  const pd_k_conv2d *p;
+  const pd_k_conv_epilogue *ep;
+  const float *x, *w;
+  float *y;
+  atomic_bool failed;
+} few_job;
+
+static void few_range(void *vjob, int64_t b, int64_t e) {
+  few_job *j = vjob;
+  const pd_k_conv2d *p = j->p;
+  int64_t ohw = p->oh * p->ow, plane = p->h * p->w, taps = p->kh * p->kw;
+  pd_k_conv2d q = *p; /* one channel through one filter slice */
+  q.n = q.c = q.oc = q.groups = 1;
+  bool wide = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+  float *tmp = pd_k_host_alloc((size_t)ohw * sizeof(float));
+  if (!tmp) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  for (int64_t n = b; n < e; n++)
+    for (int64_t o = 0; o < p->oc; o++) {
+      float *yo = j->y + (n * p->oc + o) * ohw;
+      for (int64_t ci = 0; ci < p->c; ci++) {
+        const float *xc = j->x + (n * p->c + ci) * plane, *wc = j->w + (o * p->c + ci) * taps;
+        float *dst = ci ? tmp : yo;
+        if (wide) pd_kcpu_depthwise16_f32(&q, xc, wc, 0, dst, NULL);
+        else pd_kcpu_depthwise8_f32(&q, xc, wc, 0, dst, NULL);
+        if (ci) PD_SIMD for (int64_t i = 0; i < ohw; i++) yo[i] += tmp[i];
+      }
+      epilogue(PD_FP32, p, j->ep, j->y, n, o, o + 1, 0, ohw);
+    }
+  pd_k_host_free(tmp);
+}
+#endif
+
 /* ---- A 1x1 convolution of one-pixel maps (a squeeze-excitation's two, a classifier head's
  * after global pooling), fp32 on AVX-512 or AVX2: Y [n, oc] = X [n, c] W^T, each output a dot
  * product of an image with a filter, each filter read once for the whole batch (gemm_nt16,
@@ -756,6 +823,12 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   if (pixel_rows_take(dt, p)) {
     pixel_rows(p, ep, x, w, y);
     return PD_OK;
+  }
+  if (few_filters_take(dt, p)) {
+    few_job f = {.p = p, .ep = ep, .x = x, .w = w, .y = y};
+    atomic_init(&f.failed, false);
+    pd_kcpu_parallel(p->n, 1, few_range, &f);
+    return atomic_load(&f.failed) ? PD_ENOMEM : PD_OK;
   }
 #endif
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .ep = ep, .x = x, .w = w, .y = y};

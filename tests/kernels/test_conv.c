@@ -585,6 +585,8 @@ static const ccase ccases[] = {
     {"3x3 strides (2, 1), dilations (1, 2), pads 2/1/2/1 on 11x37",
      {2, 3, 11, 37, 7, 3, 3, 1, 2, 1, 2, 1, 2, 1, 1, 2, 0, 0, 0}},
     {"groups 2, 5x3 kernel on 6x40", {2, 4, 6, 40, 6, 5, 3, 2, 1, 1, 2, 2, 1, 1, 1, 1, 0, 0, 0}},
+    {"3x3 stride 2 pad 1 on 13x70 (a first layer)",
+     {2, 3, 13, 70, 5, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0}},
 };
 
 static void naive_conv(const pd_k_conv2d *p, const double *x, const double *w, double *y) {
@@ -672,6 +674,9 @@ static void test_conv_fused(void) {
        * whole, A by blocks of rows, the epilogue's rows following */
       {1, 512, 3, 7, 600, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      /* one or two filters (a detection head's 96 -> 1 5x5): a sum of depthwise planes */
+      {2, 24, 11, 21, 1, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 5, 9, 19, 2, 3, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0, 0},
       /* one-pixel maps (squeeze-excitation, a head after pooling): the images as rows, a
        * filter's dot product with each; K and the filters past a whole step, several images */
       {3, 37, 1, 1, 43, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
