@@ -141,7 +141,6 @@ static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bo
   return PD_OK;
 }
 
-
 /* The convolution's products: the fp32/fp64 GEMM, or under mixed precision (p->lp) gemm_lp
  * when every size of the image's product is at least CONV_LP_MIN (each call one thread's: it
  * splits nothing inside a part). */
@@ -307,11 +306,6 @@ static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue
 }
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-/* The column matrix of group g of image img (fp32) for output pixels [j0, j1), in panels of
- * pw columns from pack on (the last one's missing columns 0): row r = (ci, i, j) of the panel
- * of pixels q..q + pw holds img[g cg + ci][oy sh - pt + i dh][ox sw - pl + j dw] for each
- * pixel (oy, ox), 0 in the padding. A panel's pixels are taken by runs within an output row,
- * each row of a run one contiguous copy at unit stride. */
 /* A panel of PW pixels of one output row whose every filter column reads inside the image, at
  * horizontal stride S (1 or 2: the first layer of most of the field's models): each row of the
  * panel PW floats from src (the image's group at the panel's first tap) on, S apart; a row out
@@ -345,6 +339,11 @@ static inline __attribute__((always_inline)) void whole_panel(const pd_k_conv2d 
   }
 }
 
+/* The column matrix of group g of image img (fp32) for output pixels [j0, j1), in panels of
+ * pw columns from pack on (the last one's missing columns 0): row r = (ci, i, j) of the panel
+ * of pixels q..q + pw holds img[g cg + ci][oy sh - pt + i dh][ox sw - pl + j dw] for each
+ * pixel (oy, ox), 0 in the padding. A panel's pixels are taken by runs within an output row,
+ * each row of a run one contiguous copy at unit stride. */
 static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, int64_t g,
                           int64_t j0, int64_t j1, float *pack) {
   int64_t cg = p->c / p->groups, kdim = cg * p->kh * p->kw, ow = p->ow, sw = p->stride_w;
@@ -748,10 +747,10 @@ static void few_range(void *vjob, int64_t b, int64_t e) {
 /* ---- A 1x1 convolution of one-pixel maps (a squeeze-excitation's two, a classifier head's
  * after global pooling), fp32 on AVX-512 or AVX2: Y [n, oc] = X [n, c] W^T, each output a dot
  * product of an image with a filter, each filter read once for the whole batch (gemm_nt16,
- * gemm_nt8); the threads
- * split the filters; the epilogue after each thread's part. Image by image the product had one
- * column: MobileNetV3's 960 -> 1280 head took 1.06 ms at batch 2, OpenBLAS packing the 4.9 MB
- * of filters again for each image, where reading them once is the bound. ---- */
+ * gemm_nt8); the threads split the filters; the epilogue after each thread's part. Image by
+ * image the product had one column: MobileNetV3's 960 -> 1280 head took 1.06 ms at batch 2,
+ * OpenBLAS packing the 4.9 MB of filters again for each image, where reading them once is the
+ * bound. ---- */
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
 #define PIXEL_STEP 16 /* filters: the threads' parts are multiples of this */
 
