@@ -164,7 +164,7 @@ pd_status pd_dc_put_attr(dc *d, const pd_op_desc *op, const pd_attr *a) {
   case PD_ATTR_FLOAT64:
     pd_buf_printf(b, ", %s = ", a->name);
     st = pd_dc_put_float(d, op, a->name, a->type == PD_ATTR_FLOAT ? a->v.f : a->v.d,
-                   a->type == PD_ATTR_FLOAT);
+                         a->type == PD_ATTR_FLOAT);
     break;
   case PD_ATTR_STRING:
     pd_buf_printf(b, ", %s = ", a->name);
@@ -731,12 +731,12 @@ pd_status pd_dc_put_group(dc *d, group *g) {
     if (mo && (mo->type == PD_ATTR_FLOAT || mo->type == PD_ATTR_FLOAT64)) {
       pd_buf_puts(o, ", momentum = ");
       st = pd_dc_put_float(d, op, "momentum", mo->type == PD_ATTR_FLOAT ? mo->v.f : mo->v.d,
-                     mo->type == PD_ATTR_FLOAT);
+                           mo->type == PD_ATTR_FLOAT);
     }
     if (!st && ep && (ep->type == PD_ATTR_FLOAT || ep->type == PD_ATTR_FLOAT64)) {
       pd_buf_puts(o, ", epsilon = ");
       st = pd_dc_put_float(d, op, "epsilon", ep->type == PD_ATTR_FLOAT ? ep->v.f : ep->v.d,
-                     ep->type == PD_ATTR_FLOAT);
+                           ep->type == PD_ATTR_FLOAT);
     }
     if (st) return st;
     char *prefix = pd_malloc(strlen(scale) - 3);

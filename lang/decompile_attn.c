@@ -176,6 +176,9 @@ static bool attn_info(const layers *ls, const pd_block *b, int i, attninfo *a, b
   const char *x;
   a->out = linear_at(ls, b, p + 3, &x, &a->names[6]);
   a->n = p + 5 - i;
+  /* q, k, v and the mask are the script's vars (a parameter only the group reads would not be) */
+  for (int k = 0; k < 4; k++)
+    if (pd_strmap_find(&ls->params, k < 3 ? a->in[k] : a->mask ? a->mask : "")) return false;
   return a->out && same_var(x, out1(b->ops[p + 2])) && sealed(ls, b, i, a->n, a->out, oom_);
 }
 

@@ -9,7 +9,8 @@
  * (the language's nested if statements) and one whose var is read after it (op() { } kept):
  * each decompiles (the script compiles, and with if statements to the program's ops), and
  * never crashes. Last, a program compiled from the stdlib's multi_head_attention and
- * causal_mask comes back as their calls, every allocation failing in turn as above. */
+ * causal_mask comes back as their calls (but an attention whose mask is a parameter, which
+ * the script declares: op() lines), every allocation failing in turn as above. */
 #include "config.h"
 
 #include <stdio.h>
@@ -239,16 +240,18 @@ static void odd_programs(void) {
   }
 }
 
-/* A program compiled from the stdlib's attention (two calls, a mask of each kind, a causal
- * one): its calls come back, and with the k-th allocation failing, for every k (sampled), each
- * decompile returns PD_OK or PD_ENOMEM and then the same script again. */
+/* A program compiled from the stdlib's attention (three calls: a mask [batch, Tk], a causal
+ * one, a parameter): its calls come back (the third as op() lines), and with the k-th
+ * allocation failing, for every k (sampled), each decompile returns PD_OK or PD_ENOMEM and then
+ * the same script again. */
 static void attention(void) {
   static const char text[] =
       "import \"layers\"\n"
       "x = data(\"x\", [-1, 4, 8])\n"
       "m = data(\"m\", [-1, 4])\n"
       "y = multi_head_attention(x, x, x, 2, mask = m, dropout = 0.1)\n"
-      "z = multi_head_attention(y, y, y, 4, mask = causal_mask(4))\n";
+      "z = multi_head_attention(y, y, y, 4, mask = causal_mask(4))\n"
+      "w = multi_head_attention(z, z, z, 2, mask = param([4, 4], init = 0.0, name = \"pm\"))\n";
   pd_source *src = NULL;
   pd_diags dg;
   pd_diags_init(&dg, 1);
@@ -270,8 +273,10 @@ static void attention(void) {
     long n = pd_alloc_fail_after(0);
     ok(clean && count_of(clean, "= multi_head_attention(") == 2 &&
            strstr(clean, "(x, x, x, 2, mask = m, dropout = 0.1, names = [\"linear_0.w_0\", ") &&
-           strstr(clean, "= causal_mask(4)  # ops ") && !strstr(clean, "op(\""),
-       "two multi_head_attention calls and a causal_mask, no op() (%ld allocations)", n);
+           strstr(clean, "= causal_mask(4)  # ops ") && strstr(clean, "pm = param(\"pm\", [4, 4])\n") &&
+           strstr(clean, "_matmul_tmp_0 + pm  # op "),
+       "two multi_head_attention calls and a causal_mask; the attention whose mask is a "
+       "parameter as op() lines, the parameter declared (%ld allocations)", n);
     if (!clean && e.msg) printf("# %s\n", e.msg);
     pd_error_clear(&e);
     int nomem = 0, passed = 0, other = 0;
