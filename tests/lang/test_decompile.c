@@ -240,6 +240,23 @@ static void odd_programs(void) {
   }
 }
 
+/* pd_decompile of m with the k-th allocation failing, for k in 1..n (SAMPLES of them at most):
+ * each result counted into *nomem (PD_ENOMEM), *passed (a script) or *other (shown). */
+static void sweep(pd_model *m, const char *path, long n, int *nomem, int *passed, int *other) {
+  pd_status st;
+  pd_error e = {0};
+  for (long k = 1; k <= n; k += n > SAMPLES ? n / SAMPLES : 1) {
+    pd_alloc_fail_after(k);
+    char *t = decompile(m, path, &st, &e);
+    pd_alloc_fail_after(0);
+    if (st == PD_ENOMEM) ++*nomem;
+    else if (st == PD_OK && t) ++*passed;
+    else if ((*other)++ < 3) printf("# k = %ld: %s: %s\n", k, pd_status_str(st), e.msg ? e.msg : "");
+    pd_free(t);
+    pd_error_clear(&e);
+  }
+}
+
 /* A program compiled from the stdlib's attention (three calls: a mask [batch, Tk], a causal
  * one, a parameter): its calls come back (the third as op() lines), and with the k-th
  * allocation failing, for every k (sampled), each decompile returns PD_OK or PD_ENOMEM and then
@@ -280,16 +297,7 @@ static void attention(void) {
     if (!clean && e.msg) printf("# %s\n", e.msg);
     pd_error_clear(&e);
     int nomem = 0, passed = 0, other = 0;
-    for (long k = 1; k <= n; k += n > SAMPLES ? n / SAMPLES : 1) {
-      pd_alloc_fail_after(k);
-      char *t = decompile(&m, "attn.pdmodel", &st, &e);
-      pd_alloc_fail_after(0);
-      if (st == PD_ENOMEM) nomem++;
-      else if (st == PD_OK && t) passed++;
-      else if (other++ < 3) printf("# k = %ld: %s: %s\n", k, pd_status_str(st), e.msg ? e.msg : "");
-      pd_free(t);
-      pd_error_clear(&e);
-    }
+    sweep(&m, "attn.pdmodel", n, &nomem, &passed, &other);
     char *again = decompile(&m, "attn.pdmodel", &st, &e);
     ok(nomem > 0 && other == 0 && again && clean && !strcmp(again, clean),
        "attention, allocation k failing: %d out of memory, %d decompiled, %d other; the same "
@@ -386,16 +394,7 @@ int main(void) {
            strstr(cs, "    _generated_var_4 = _generated_var_2  # op 8 (select_input)\n"),
        "static.nn.cond: if / else, select_input's output assigned in both (%ld allocations)", n);
     nomem = passed = other = 0;
-    for (long k = 1; k <= n; k += n > SAMPLES ? n / SAMPLES : 1) {
-      pd_alloc_fail_after(k);
-      char *t = decompile(&mc, cond, &st, &e);
-      pd_alloc_fail_after(0);
-      if (st == PD_ENOMEM) nomem++;
-      else if (st == PD_OK && t) passed++;
-      else if (other++ < 3) printf("# k = %ld: %s: %s\n", k, pd_status_str(st), e.msg ? e.msg : "");
-      pd_free(t);
-      pd_error_clear(&e);
-    }
+    sweep(&mc, cond, n, &nomem, &passed, &other);
     ok(nomem > 0 && other == 0, "static.nn.cond, allocation k failing: %d out of memory, %d "
        "decompiled, %d other", nomem, passed, other);
     pd_free(cs);
