@@ -141,7 +141,7 @@ void pd_dc_put_dims(pd_buf *b, int nd, const int64_t *dims) {
 
 /* A float as a literal that reads back as the same value (a number literal always has a '.'
  * or an exponent, so that it is read as a float). */
-static pd_status put_float(dc *d, const pd_op_desc *op, const char *attr, double v, bool single) {
+pd_status pd_dc_put_float(dc *d, const pd_op_desc *op, const char *attr, double v, bool single) {
   if (!isfinite(v))
     return pd_error_set(d->err, PD_EUNSUPPORTED, nowhere, "%s: attribute %s is %g, which a "
                         "script cannot write", op->type, attr, v);
@@ -163,8 +163,8 @@ pd_status pd_dc_put_attr(dc *d, const pd_op_desc *op, const pd_attr *a) {
   case PD_ATTR_FLOAT:
   case PD_ATTR_FLOAT64:
     pd_buf_printf(b, ", %s = ", a->name);
-    st = put_float(d, op, a->name, a->type == PD_ATTR_FLOAT ? a->v.f : a->v.d,
-                   a->type == PD_ATTR_FLOAT);
+    st = pd_dc_put_float(d, op, a->name, a->type == PD_ATTR_FLOAT ? a->v.f : a->v.d,
+                         a->type == PD_ATTR_FLOAT);
     break;
   case PD_ATTR_STRING:
     pd_buf_printf(b, ", %s = ", a->name);
@@ -187,7 +187,7 @@ pd_status pd_dc_put_attr(dc *d, const pd_op_desc *op, const pd_attr *a) {
       if (i) pd_buf_puts(b, ", ");
       if (a->type == PD_ATTR_INTS) pd_buf_printf(b, "%d", (int)a->ints[i]);
       else if (a->type == PD_ATTR_LONGS) pd_buf_printf(b, "%lld", (long long)a->longs[i]);
-      else st = put_float(d, op, a->name, a->floats[i], true);
+      else st = pd_dc_put_float(d, op, a->name, a->floats[i], true);
     }
     pd_buf_puts(b, "]");
     break;
@@ -396,9 +396,14 @@ static bool pool_args(const pd_op_desc *op, const char **fn, int *size, int *str
   return true;
 }
 
-/* The group at op i of block 0 (the longest of the kinds that fit and were not rejected). */
-static bool group_at(layers *ls, const pd_block *b, int i, group *g) {
+/* The group at op i of block 0 (the longest of the kinds that fit and were not rejected;
+ * *oom_ set when memory ran out). */
+static bool group_at(layers *ls, const pd_block *b, int i, group *g, bool *oom_) {
   const pd_op_desc *op = b->ops[i];
+  if (!strcmp(op->type, "mul") && pd_dc_attn_group(ls, b, i, g, oom_)) return true;
+  if (!*oom_ && !strcmp(op->type, "assign_value") && pd_dc_causal_group(ls, b, i, g, oom_))
+    return true;
+  if (*oom_) return false;
   *g = (group){.first = i, .n = 1};
   if (!strcmp(op->type, "conv2d")) {
     static const char *const ins[] = {"Input", "Filter", NULL}, *const outs[] = {"Output", NULL};
@@ -529,7 +534,13 @@ static pd_status propose(layers *ls, const pd_model *m) {
       i += rg[kr++].n;
       continue;
     }
-    if (!group_at(ls, b, i, &g)) {
+    bool oom_ = false;
+    if (!group_at(ls, b, i, &g, &oom_)) {
+      if (oom_) {
+        while (kr < nrg) pd_free(rg[kr++].sig);
+        pd_free(rg);
+        return PD_ENOMEM;
+      }
       i++;
       continue;
     }
@@ -541,7 +552,8 @@ static pd_status propose(layers *ls, const pd_model *m) {
       continue;
     }
     ls->groups[ls->ngroups++] = g;
-    ls->any_layer |= g.kind == G_POOL || g.kind == G_FC || g.kind == G_CONV || g.kind == G_BN;
+    ls->any_layer |= g.kind == G_POOL || g.kind == G_FC || g.kind == G_CONV || g.kind == G_BN ||
+                     g.kind == G_ATTN || g.kind == G_CAUSAL;
     i += g.n;
   }
   while (kr < nrg) pd_free(rg[kr++].sig);
@@ -553,7 +565,7 @@ static pd_status propose(layers *ls, const pd_model *m) {
     for (int i = 0; i < bk->nops; i++) {
       const group *g = bi == 0 ? ls->at[i] : NULL;
       bool layer = g && (g->kind == G_FC || g->kind == G_CONV || g->kind == G_BN ||
-                         g->kind == G_RNN);
+                         g->kind == G_RNN || g->kind == G_ATTN);
       for (int n = 0; n < (layer ? g->n : 1); n++) {
         const pd_op_desc *op = bk->ops[i + n];
         for (int pass = 0; pass < 2; pass++)
@@ -639,6 +651,8 @@ pd_status pd_dc_put_group(dc *d, group *g) {
   for (; d->scanned < d->out->len; d->scanned++) d->line += d->out->data[d->scanned] == '\n';
   g->line = d->line;
   if (g->kind == G_RNN) return pd_dc_put_rnn(d, g);
+  if (g->kind == G_ATTN) return pd_dc_put_attn(d, g);
+  if (g->kind == G_CAUSAL) return pd_dc_put_causal(d, g);
   const pd_op_desc *op = b->ops[g->first], *last = b->ops[g->first + g->n - 1];
   const char *xs = one_var(pd_op_input(op, g->kind == G_CONV ? "Input" : "X"));
   bool two = g->kind == G_BINARY || g->kind == G_MATMUL;
@@ -705,7 +719,9 @@ pd_status pd_dc_put_group(dc *d, group *g) {
     pd_buf_puts(o, ")");
     break;
   }
-  case G_RNN: break;  /* pd_dc_put_rnn, above */
+  case G_RNN:
+  case G_ATTN:
+  case G_CAUSAL: break;  /* pd_dc_put_rnn, pd_dc_put_attn, pd_dc_put_causal, above */
   case G_BN: {
     const char *scale = one_var(pd_op_input(op, "Scale"));
     const pd_attr *mo = pd_op_attr(op, "momentum"), *ep = pd_op_attr(op, "epsilon");
@@ -714,13 +730,13 @@ pd_status pd_dc_put_group(dc *d, group *g) {
     pd_status st = PD_OK;
     if (mo && (mo->type == PD_ATTR_FLOAT || mo->type == PD_ATTR_FLOAT64)) {
       pd_buf_puts(o, ", momentum = ");
-      st = put_float(d, op, "momentum", mo->type == PD_ATTR_FLOAT ? mo->v.f : mo->v.d,
-                     mo->type == PD_ATTR_FLOAT);
+      st = pd_dc_put_float(d, op, "momentum", mo->type == PD_ATTR_FLOAT ? mo->v.f : mo->v.d,
+                           mo->type == PD_ATTR_FLOAT);
     }
     if (!st && ep && (ep->type == PD_ATTR_FLOAT || ep->type == PD_ATTR_FLOAT64)) {
       pd_buf_puts(o, ", epsilon = ");
-      st = put_float(d, op, "epsilon", ep->type == PD_ATTR_FLOAT ? ep->v.f : ep->v.d,
-                     ep->type == PD_ATTR_FLOAT);
+      st = pd_dc_put_float(d, op, "epsilon", ep->type == PD_ATTR_FLOAT ? ep->v.f : ep->v.d,
+                           ep->type == PD_ATTR_FLOAT);
     }
     if (st) return st;
     char *prefix = pd_malloc(strlen(scale) - 3);

@@ -1,7 +1,8 @@
-/* decompile_int.h -- what the decompiler's two files share: lang/decompile.c (the names, the
- * attributes' text, the layers' groups, the verification and pd_decompile) and
+/* decompile_int.h -- what the decompiler's files share: lang/decompile.c (the names, the
+ * attributes' text, the layers' groups, the verification and pd_decompile),
  * lang/decompile_cf.c (the ops of each block written, control flow as the language's if /
- * while, and the whole script). Internal to the decompiler; its functions are pd_dc_*,
+ * while, and the whole script), lang/decompile_rnn.c (lstm / gru) and lang/decompile_attn.c
+ * (multi_head_attention, causal_mask). Internal to the decompiler; its functions are pd_dc_*,
  * external symbols of the library that are no part of any API.
  *
  * Memory: a dc's maps own their keys; the identifiers are heap strings owned by `taken`'s values
@@ -43,7 +44,8 @@ typedef struct dc {
 
 /* ---- Layers: runs of block 0's ops written as one call (decompile.c) ---- */
 
-typedef enum gkind { G_UNARY, G_BINARY, G_MATMUL, G_POOL, G_FC, G_CONV, G_BN, G_RNN } gkind;
+typedef enum gkind { G_UNARY, G_BINARY, G_MATMUL, G_POOL, G_FC, G_CONV, G_BN, G_RNN, G_ATTN,
+                     G_CAUSAL } gkind;
 
 typedef struct group {
   gkind kind;
@@ -126,6 +128,10 @@ void pd_dc_put_dims(pd_buf *b, int nd, const int64_t *dims);
  * when the list is empty (the registry's default), else PD_EUNSUPPORTED. */
 pd_status pd_dc_put_attr(dc *d, const pd_op_desc *op, const pd_attr *a);
 
+/* v as a float literal of op's attribute attr that reads back as the same value (single: as
+ * a float32); PD_EUNSUPPORTED for a value no script can write (inf, nan). */
+pd_status pd_dc_put_float(dc *d, const pd_op_desc *op, const char *attr, double v, bool single);
+
 /* ---- decompile.c: ops and their slots ---- */
 
 /* Whether every slot of op that names a var is one of ins / outs (NULL-terminated). */
@@ -162,6 +168,19 @@ int pd_dc_seq_feed(const dc *d, const char *name);
  * (pd_run_save_program), into *out (pd_program_free): what a script written with d->ls->seq
  * compiles to, compared with a saved model. PD_ENOMEM; another failure is PD_EUNSUPPORTED. */
 pd_status pd_dc_saved_program(const pd_unit *u, pd_program **out);
+
+/* ---- decompile_attn.c: the stdlib's multi_head_attention and causal_mask calls ---- */
+
+/* The group (G_ATTN) of the ops from b->ops[i] on that a multi_head_attention call compiles to
+ * (*oom_ set when memory ran out); false when they are not, or it was rejected before. */
+bool pd_dc_attn_group(layers *ls, const pd_block *b, int i, group *g, bool *oom_);
+/* The group g (G_ATTN) as `y = multi_head_attention(...)  # ops i-j`. */
+pd_status pd_dc_put_attn(dc *d, group *g);
+/* The group (G_CAUSAL) of the ops from b->ops[i] on that causal_mask(T) compiles to; false
+ * when they are not, or it was rejected before. */
+bool pd_dc_causal_group(layers *ls, const pd_block *b, int i, group *g, bool *oom_);
+/* The group g (G_CAUSAL) as `y = causal_mask(T)  # ops i-j`. */
+pd_status pd_dc_put_causal(dc *d, group *g);
 
 /* ---- decompile_cf.c ---- */
 

@@ -8,7 +8,9 @@
  * optional slots, var names that are no identifiers, 64 conditional_blocks one inside the other
  * (the language's nested if statements) and one whose var is read after it (op() { } kept):
  * each decompiles (the script compiles, and with if statements to the program's ops), and
- * never crashes. */
+ * never crashes. Last, a program compiled from the stdlib's multi_head_attention and
+ * causal_mask comes back as their calls (but an attention whose mask is a parameter, which
+ * the script declares: op() lines), every allocation failing in turn as above. */
 #include "config.h"
 
 #include <stdio.h>
@@ -54,6 +56,12 @@ static char *decompile_prog(pd_program *p, const char *in, const char *out, pd_s
   pd_model_io feeds[1] = {{.var = in, .col = 0}}, fetches[1] = {{.var = out, .col = 0}};
   pd_model m = {.program = p, .feeds = feeds, .fetches = fetches, .nfeeds = 1, .nfetches = 1};
   return decompile(&m, "odd.pdmodel", st, e);
+}
+
+/* The one var of op's Out slot. */
+static const char *one_out(const pd_op_desc *op) {
+  const pd_slot *s = pd_op_output(op, "Out");
+  return s && s->nargs == 1 ? s->args[0] : NULL;
 }
 
 /* Whether script s compiles. */
@@ -232,6 +240,77 @@ static void odd_programs(void) {
   }
 }
 
+/* pd_decompile of m with the k-th allocation failing, for k in 1..n (SAMPLES of them at most):
+ * each result counted into *nomem (PD_ENOMEM), *passed (a script) or *other (shown). */
+static void sweep(pd_model *m, const char *path, long n, int *nomem, int *passed, int *other) {
+  pd_status st;
+  pd_error e = {0};
+  for (long k = 1; k <= n; k += n > SAMPLES ? n / SAMPLES : 1) {
+    pd_alloc_fail_after(k);
+    char *t = decompile(m, path, &st, &e);
+    pd_alloc_fail_after(0);
+    if (st == PD_ENOMEM) ++*nomem;
+    else if (st == PD_OK && t) ++*passed;
+    else if ((*other)++ < 3) printf("# k = %ld: %s: %s\n", k, pd_status_str(st), e.msg ? e.msg : "");
+    pd_free(t);
+    pd_error_clear(&e);
+  }
+}
+
+/* A program compiled from the stdlib's attention (three calls: a mask [batch, Tk], a causal
+ * one, a parameter): its calls come back (the third as op() lines), and with the k-th
+ * allocation failing, for every k (sampled), each decompile returns PD_OK or PD_ENOMEM and then
+ * the same script again. */
+static void attention(void) {
+  static const char text[] =
+      "import \"layers\"\n"
+      "x = data(\"x\", [-1, 4, 8])\n"
+      "m = data(\"m\", [-1, 4])\n"
+      "y = multi_head_attention(x, x, x, 2, mask = m, dropout = 0.1)\n"
+      "z = multi_head_attention(y, y, y, 4, mask = causal_mask(4))\n"
+      "w = multi_head_attention(z, z, z, 2, mask = param([4, 4], init = 0.0, name = \"pm\"))\n";
+  pd_source *src = NULL;
+  pd_diags dg;
+  pd_diags_init(&dg, 1);
+  pd_unit *u = NULL;
+  if (!ok(pd_source_from_string("attn.pd", text, strlen(text), &src) == PD_OK &&
+              pd_compile(src, NULL, &dg, &u) == PD_OK,
+          "the attention script compiles")) {
+    if (dg.text.data) printf("# %s", dg.text.data);
+  } else {
+    pd_model_io feeds[2] = {{.var = "x"}, {.var = "m"}}, fetches[1] = {{.var = NULL}};
+    const pd_block *b0 = u->main->blocks[0];
+    fetches[0].var = one_out(b0->ops[b0->nops - 1]);
+    pd_model m = {.program = u->main, .feeds = feeds, .fetches = fetches, .nfeeds = 2,
+                  .nfetches = 1};
+    pd_status st;
+    pd_error e = {0};
+    pd_alloc_fail_after(0);
+    char *clean = decompile(&m, "attn.pdmodel", &st, &e);
+    long n = pd_alloc_fail_after(0);
+    ok(clean && count_of(clean, "= multi_head_attention(") == 2 &&
+           strstr(clean, "(x, x, x, 2, mask = m, dropout = 0.1, names = [\"linear_0.w_0\", ") &&
+           strstr(clean, "= causal_mask(4)  # ops ") && strstr(clean, "pm = param(\"pm\", [4, 4])\n") &&
+           strstr(clean, "_matmul_tmp_0 + pm  # op "),
+       "two multi_head_attention calls and a causal_mask; the attention whose mask is a "
+       "parameter as op() lines, the parameter declared (%ld allocations)", n);
+    if (!clean && e.msg) printf("# %s\n", e.msg);
+    pd_error_clear(&e);
+    int nomem = 0, passed = 0, other = 0;
+    sweep(&m, "attn.pdmodel", n, &nomem, &passed, &other);
+    char *again = decompile(&m, "attn.pdmodel", &st, &e);
+    ok(nomem > 0 && other == 0 && again && clean && !strcmp(again, clean),
+       "attention, allocation k failing: %d out of memory, %d decompiled, %d other; the same "
+       "script afterwards", nomem, passed, other);
+    pd_free(again);
+    pd_free(clean);
+    pd_error_clear(&e);
+  }
+  pd_unit_free(u);
+  pd_diags_free(&dg);
+  pd_source_free(src);
+}
+
 int main(void) {
   const char *top = getenv("top_srcdir");
   char path[1024], mlp[1024];
@@ -315,16 +394,7 @@ int main(void) {
            strstr(cs, "    _generated_var_4 = _generated_var_2  # op 8 (select_input)\n"),
        "static.nn.cond: if / else, select_input's output assigned in both (%ld allocations)", n);
     nomem = passed = other = 0;
-    for (long k = 1; k <= n; k += n > SAMPLES ? n / SAMPLES : 1) {
-      pd_alloc_fail_after(k);
-      char *t = decompile(&mc, cond, &st, &e);
-      pd_alloc_fail_after(0);
-      if (st == PD_ENOMEM) nomem++;
-      else if (st == PD_OK && t) passed++;
-      else if (other++ < 3) printf("# k = %ld: %s: %s\n", k, pd_status_str(st), e.msg ? e.msg : "");
-      pd_free(t);
-      pd_error_clear(&e);
-    }
+    sweep(&mc, cond, n, &nomem, &passed, &other);
     ok(nomem > 0 && other == 0, "static.nn.cond, allocation k failing: %d out of memory, %d "
        "decompiled, %d other", nomem, passed, other);
     pd_free(cs);
@@ -334,5 +404,6 @@ int main(void) {
   }
   pd_error_clear(&e);
   odd_programs();
+  attention();
   return tap_done();
 }
