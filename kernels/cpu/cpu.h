@@ -140,8 +140,9 @@ void pd_kcpu_epi_row8_f32(int act, const float pp[4], float *r, float b, const f
                           int64_t len);
 /* gemm_avx2.c, under the same conditions: C = A B for a 1x1 convolution, A [m, k] (row stride
  * lda), B [k, n] read in place (ldb), C [m, n] (ldc), each element through the epilogue e
- * (fastmath.h: rbias per row of C, res with row stride ldres, act; NULL: none) as it is
- * stored; false, nothing written, when there is no memory for a panel of B (K past 512). */
+ * (fastmath.h: cbias per column, rbias per row of C, res with row stride ldres, act; NULL:
+ * none) as it is stored; false, nothing written, when there is no memory for a panel of B (K
+ * past 512). */
 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float *c, int64_t ldc,
                            const struct pd_kcpu_epi16 *e);
@@ -157,6 +158,15 @@ void pd_kcpu_gemm8p_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int
                             const struct pd_kcpu_epi16 *e);
 void pd_kcpu_gemm_nt8_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                           const float *b, int64_t ldb, float *c, int64_t ldc);
+/* B [k, n] (row stride ldb) into those panels: (n + 15) / 16 * 16 * k floats at pack. And
+ * pd_kcpu_gemm8p_epi_f32's product with A's rows a block at a time (192 KB of them) against
+ * every panel, so that A stays in L2 when it is larger than that: the product of an fc layer
+ * whose weights were packed once (gemm.c's gemm_const_b), whose epilogue's cbias is the layer's
+ * bias per column. */
+void pd_kcpu_gemm8_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack);
+void pd_kcpu_gemm8p_rows_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                 const float *pack, float *c, int64_t ldc,
+                                 const struct pd_kcpu_epi16 *e);
 
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
  * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice

@@ -61,6 +61,10 @@ INLINE AVX2 void tile(int R, bool whole, int64_t k, const float *a, int64_t lda,
       __m256 x = acc[r][v];
       __m256i mk = v ? mk1 : mk0;
       if (e) {
+        if (e->cbias) {
+          const float *q = e->cbias + j + 8 * v;
+          x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, mk));
+        }
         if (e->rbias) x = _mm256_add_ps(x, _mm256_broadcast_ss(e->rbias + i0 + r));
         if (e->res) {
           const float *q = e->res + (i0 + r) * e->ldres + j + 8 * v;
@@ -127,10 +131,17 @@ AVX2 void pd_kcpu_gemm8p_epi_f32(int64_t m, int64_t n, int64_t k, const float *a
     panel(m, k, a, lda, pack, n - j < NR ? n - j : NR, c, ldc, e, j);
 }
 
+AVX2 void pd_kcpu_gemm8_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb,
+                                 float *pack) {
+  for (int64_t j = 0; j < n; j += NR)
+    pack_panel(k, b, ldb, j, n - j < NR ? n - j : NR, pack + j * k);
+}
+
 /* Rows [0, m) of C through the whole packed B, A_BLOCK bytes of A's rows at a time (the filters
  * stay in L2 while every panel passes them). */
-static AVX2 void row_blocks(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                            const float *pack, float *c, int64_t ldc, const pd_kcpu_epi16 *e) {
+AVX2 void pd_kcpu_gemm8p_rows_epi_f32(int64_t m, int64_t n, int64_t k, const float *a,
+                                      int64_t lda, const float *pack, float *c, int64_t ldc,
+                                      const pd_kcpu_epi16 *e) {
   int64_t mc = A_BLOCK / ((int64_t)sizeof(float) * k) / MR * MR;
   if (mc < MR) mc = MR;
   for (int64_t i0 = 0; i0 < m; i0 += mc) {
@@ -154,9 +165,8 @@ AVX2 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a,
     int64_t np = (n + NR - 1) / NR;
     float *all = pd_k_host_alloc((size_t)(np * k * NR) * sizeof(float));
     if (all) {
-      for (int64_t j = 0; j < n; j += NR)
-        pack_panel(k, b, ldb, j, n - j < NR ? n - j : NR, all + j * k);
-      row_blocks(m, n, k, a, lda, all, c, ldc, e);
+      pd_kcpu_gemm8_pack_f32(k, n, b, ldb, all);
+      pd_kcpu_gemm8p_rows_epi_f32(m, n, k, a, lda, all, c, ldc, e);
       pd_k_host_free(all);
       return true;
     }

@@ -397,11 +397,20 @@ static bool const_b_case(pd_dtype dt, int64_t m, int64_t n, int64_t k, bool with
     else if (fabs(got - want[i]) > e) e = fabs(got - want[i]);
   }
   double tol = (dt == PD_FP32 ? 1e-5 : 1e-13) * (k > 64 ? (double)k / 64 : 1);
-  bool good = st == PD_OK && e <= tol;
+  /* The bits of gemm with the bias then added in the dtype: an fc layer fused at load (exec)
+   * against the same model's mul and elementwise_add (predict), at every SIMD level. */
+  void *c2 = kt_alloc((size_t)(m * n + 1) * pd_dtype_size(dt));
+  bool same = K->gemm(dt, false, false, m, n, k, 1.0, a, k > 1 ? k : 1, b, n, 0.0, c2, n) == PD_OK;
+  for (int64_t i = 0; i < m * n && with_bias; i++) {
+    if (dt == PD_FP32) ((float *)c2)[i] += ((const float *)bias)[i % n];
+    else ((double *)c2)[i] += ((const double *)bias)[i % n];
+  }
+  same = same && memcmp(c, c2, (size_t)(m * n) * pd_dtype_size(dt)) == 0;
+  bool good = st == PD_OK && e <= tol && same;
   if (!good)
-    printf("# gemm_const_b %s %lldx%lldx%lld bias %d: st %d err %g\n", pd_dtype_name(dt),
-           (long long)m, (long long)n, (long long)k, with_bias, st, e);
-  free(a), free(bias), free(c), free(ad), free(bd), free(biasd), free(want);
+    printf("# gemm_const_b %s %lldx%lldx%lld bias %d: st %d err %g, gemm's bits %d\n",
+           pd_dtype_name(dt), (long long)m, (long long)n, (long long)k, with_bias, st, e, same);
+  free(a), free(bias), free(c), free(c2), free(ad), free(bd), free(biasd), free(want);
   return good;
 }
 
@@ -431,8 +440,11 @@ static void test_gemm_const_b(void) {
         if (prep) prep->release(prep);
         free(b);
       }
-      /* The copy is gemm_avx512.c's panels: fp32 on AVX-512 only, and not for an empty K. */
-      int want_made = dt == PD_FP32 && level == PD_KCPU_SIMD_AVX512 ? with_k : 0;
+      /* The copy is gemm_avx512.c's or gemm_avx2.c's panels: fp32 on AVX-512 or AVX2 only,
+       * and not for an empty K. */
+      int want_made =
+          dt == PD_FP32 && (level == PD_KCPU_SIMD_AVX512 || level == PD_KCPU_SIMD_AVX2) ? with_k
+                                                                                        : 0;
       ok(good == total && kept == 2 * (int)PD_ARRAY_LEN(shapes) && made == want_made,
          "gemm_const_b %s, SIMD level %d: %d/%d products (made, reused, without bias), the "
          "prepared B kept across calls, %d made (%d expected)", pd_dtype_name(dt), level, good,
@@ -688,6 +700,20 @@ static void test_conv_fused(void) {
       {1, 3, 17, 37, 6, 3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {1, 2, 15, 30, 2, 3, 3, 2, 1, 1, 2, 2, 2, 2, 2, 2, 0, 0, 0},
       {2, 2, 12, 26, 2, 7, 7, 2, 2, 2, 3, 3, 3, 3, 1, 1, 0, 0, 0},
+      /* depthwise, interior spans of 32 or 16 columns summed input row by input row
+       * (conv_avx2.c's band): bands of 4, 3, 2 and 1 rows, stride 2 down, uneven pads, a
+       * channel multiplier, edge blocks after the last span; then at stride 2 across */
+      {2, 3, 11, 75, 3, 5, 5, 3, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 2, 12, 70, 4, 5, 5, 2, 2, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 4, 3, 64, 4, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 2, 9, 50, 2, 3, 3, 2, 2, 1, 0, 1, 1, 0, 1, 1, 0, 0, 0},
+      {1, 3, 1, 41, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 2, 9, 30, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 3, 7, 150, 3, 5, 5, 3, 2, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 2, 9, 80, 4, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 2, 6, 100, 2, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 2, 3, 70, 2, 5, 5, 2, 2, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 2, 2, 70, 2, 3, 3, 2, 2, 2, 1, 0, 1, 1, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
       {.kind = PD_K_EPI_NONE},
