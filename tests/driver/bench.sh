@@ -3,14 +3,16 @@
 # first run, the median / p90 / p99 latency over --runs runs after --warmup, the throughput, the
 # peak resident memory and the load-time passes (a batch norm folded); --batch repeats the
 # feed's rows; --seconds runs for a time; --profile adds the per-op table; --no-optimize runs the
-# model as loaded; bad arguments are usage errors (exit 2), a feed the model lacks an error
-# (exit 1). The numbers themselves are not checked: they are timings. TAP.
+# model as loaded, and its hottest ops name a Paddle model's layers by their outputs (the model
+# has no source locations); bad arguments are usage errors (exit 2), a feed the model lacks an
+# error (exit 1). The numbers themselves are not checked: they are timings. TAP.
 set -u
 : "${PDLANG:?PDLANG must name the pdlang binary}"
+: "${top_srcdir:?top_srcdir must name the source tree}"
 dir=${TMPDIR:-/tmp}/pd_bench.$$
 mkdir -p "$dir" && trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
-echo "1..7"
+echo "1..8"
 printf 'import "layers"\nx = data("x", [-1, 2])\ny = softmax(fc(batch_norm(fc(x, 4)), 3))\nsave("m.pdmodel", y)\n' > m.pd
 "$PDLANG" run m.pd > /dev/null 2>&1 || { echo "Bail out! cannot save the model"; exit 0; }
 d="{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }"
@@ -55,3 +57,10 @@ out=$("$PDLANG" bench nothere.pdmodel --feed x=x.npy 2>&1); rc=$?
 if [ $rc -eq 1 ] && echo "$out" | grep -q "nothere"; then
   echo "ok 7 - a missing model: exit 1, named"
 else echo "not ok 7 - missing model (exit $rc)"; echo "$out" | sed 's/^/# /'; fi
+lenet=$top_srcdir/tests/interop/lenet
+out=$("$PDLANG" bench "$lenet/model" --feed "img=$lenet/in_img.npy" --runs 2 --profile 2>&1)
+if echo "$out" | grep -q '^hottest ops of the model (self time; an op without a source location named by its output):' &&
+   echo "$out" | grep -Eq '^  conv2d_1.tmp_2 +fused_conv2d +2 ' &&
+   echo "$out" | grep -Eq '^  fc_0.tmp_2 +relu +2 '; then
+  echo "ok 8 - a Paddle model's hottest ops are named by their outputs"
+else echo "not ok 8 - a model's hottest ops"; echo "$out" | sed 's/^/# /'; fi

@@ -675,7 +675,9 @@ static pd_status run_prepared(pd_exec *ex, pd_exec_block *b, pd_scope *scope, pd
       if (!st && ex->gpu && x->place == PD_K_CUDA && (st = pd_k_dev_sync()))
         pd_ctx_check(&ctx, st, "waiting for its GPU work");
       pd_loc at_user = pd_op_user_loc(x->op);  /* a layer's ops count at the user's call */
-      pd_exec_profile_end(x->def, &at_user, t0, saved);
+      const pd_op_desc *o = x->op;
+      const char *name = o->noutputs && o->outputs[0].nargs ? o->outputs[0].args[0] : NULL;
+      pd_exec_profile_end(x->def, &at_user, name, t0, saved);
     } else {
       st = x->kernel(&ctx);
     }

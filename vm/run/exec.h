@@ -146,8 +146,10 @@ bool pd_exec_profile_enabled(void);
 void pd_exec_profile_reset(void);  /* zero the counts, free the table */
 void pd_exec_profile_report(FILE *f);
 uint64_t pd_exec_profile_begin(uint64_t *saved_child_ns);
-void pd_exec_profile_end(const pd_opdef *def, const pd_loc *loc, uint64_t start_ns,
-                         uint64_t saved_child_ns);
+/* An op without a source location (a loaded model's) counts under name (its first output var,
+ * or NULL), so that the hottest ops of a model name its layers. */
+void pd_exec_profile_end(const pd_opdef *def, const pd_loc *loc, const char *name,
+                         uint64_t start_ns, uint64_t saved_child_ns);
 
 /* ============================ The kernel interface ============================
  * A kernel is `pd_status pd_kernel_<type>(pd_exec_ctx *ctx)` (declared in vm/ops/opkernels.h and

@@ -33,6 +33,7 @@ static _Thread_local prof_row prof_rows[NROWS];
 static _Thread_local prof_site *prof_sites;  /* open addressing, prof_cap slots (a power of 2) */
 static _Thread_local size_t prof_cap, prof_nsites;
 static _Thread_local bool prof_sites_failed; /* out of memory: sites no longer counted */
+static _Thread_local size_t named_sites;     /* sites named after an output (no source) */
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -49,7 +50,7 @@ void pd_exec_profile_reset(void) {
   for (size_t i = 0; i < prof_cap; i++) pd_free(prof_sites[i].file);
   pd_free(prof_sites);
   prof_sites = NULL;
-  prof_cap = prof_nsites = 0;
+  prof_cap = prof_nsites = named_sites = 0;
   prof_sites_failed = false;
   prof_child_ns = 0;
 }
@@ -113,15 +114,18 @@ static prof_site *site_get(const pd_opdef *def, const pd_loc *loc) {
     s->col = loc->col;
     if (loc->file && loc->line > 0)
       snprintf(s->where, sizeof s->where, "%s:%d:%d", loc->file, loc->line, loc->col);
+    else if (loc->file)
+      snprintf(s->where, sizeof s->where, "%s", loc->file);
     else
       snprintf(s->where, sizeof s->where, "(no source)");
+    named_sites += loc->file && loc->line <= 0;
     prof_nsites++;
   }
   return s;
 }
 
-void pd_exec_profile_end(const pd_opdef *def, const pd_loc *loc, uint64_t start_ns,
-                         uint64_t saved_child_ns) {
+void pd_exec_profile_end(const pd_opdef *def, const pd_loc *loc, const char *name,
+                         uint64_t start_ns, uint64_t saved_child_ns) {
   uint64_t el = now_ns() - start_ns;
   uint64_t self = el > prof_child_ns ? el - prof_child_ns : 0;
   prof_row *r = &prof_rows[2 * (int)def->kind + (def->forward != NULL)];
@@ -129,7 +133,9 @@ void pd_exec_profile_end(const pd_opdef *def, const pd_loc *loc, uint64_t start_
   r->calls++;
   r->total_ns += el;
   r->self_ns += self;
-  prof_site *s = site_get(def, loc);
+  /* no source: the op is its output's name (line 0 tells the two apart) */
+  pd_loc named = {name, 0, 0};
+  prof_site *s = site_get(def, loc->file || !name ? loc : &named);
   if (s) {
     s->calls++;
     s->self_ns += self;
@@ -183,7 +189,9 @@ void pd_exec_profile_report(FILE *f) {
   for (size_t i = 0; i < prof_cap; i++)
     if (prof_sites[i].def) top[m++] = &prof_sites[i];
   qsort(top, m, sizeof *top, site_by_self);
-  fprintf(f, "hottest ops of the source (self time)%s:\n",
+  fprintf(f, "hottest ops of the %s (self time%s)%s:\n",
+          named_sites == m ? "model" : "source",
+          named_sites ? "; an op without a source location named by its output" : "",
           prof_sites_failed ? ", of those counted before memory ran out" : "");
   for (size_t i = 0; i < m && i < TOP_SITES; i++)
     fprintf(f, "  %-40s %-28s %9llu %11.3f ms %6.1f%%\n", top[i]->where, top[i]->def->type,
