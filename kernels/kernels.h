@@ -440,9 +440,14 @@ typedef struct pd_k_conv_epilogue {
   double p[3];
 } pd_k_conv_epilogue;
 /* y = the epilogue ep (NULL: none) applied to conv(x, w), as pd_k_conv2d_fn; PD_EINVAL for an
- * epilogue whose op or parameters pd_k_unary_fn or pd_k_act_fn would refuse. */
+ * epilogue whose op or parameters pd_k_unary_fn or pd_k_act_fn would refuse. prep (NULL: none)
+ * is the slot of the backend's prepared copy of w for a w that stays the same across calls (an
+ * inference model's filters), as gemm_const_b's: the CPU keeps there the transformed filters of
+ * a 3x3 convolution it computes as Winograd's F(2x2, 3x3) (fp32 on AVX2), made again for
+ * another shape; the caller owns what is put there and releases it with (*prep)->release. */
 typedef pd_status pd_k_conv2d_fused_fn(pd_dtype dt, const pd_k_conv2d *p, const void *x,
-                                       const void *w, const pd_k_conv_epilogue *ep, void *y);
+                                       const void *w, const pd_k_conv_epilogue *ep, void *y,
+                                       pd_k_prepared **prep);
 /* dx = conv2d's gradient w.r.t. x given dy (overwritten, not accumulated). */
 typedef pd_status pd_k_conv2d_bwd_data_fn(pd_dtype dt, const pd_k_conv2d *p, const void *w,
                                           const void *dy, void *dx);

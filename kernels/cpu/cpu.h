@@ -168,6 +168,19 @@ void pd_kcpu_gemm8p_rows_epi_f32(int64_t m, int64_t n, int64_t k, const float *a
                                  const float *pack, float *c, int64_t ldc,
                                  const struct pd_kcpu_epi16 *e);
 
+/* conv_wino.c, under the same conditions: a 3x3 convolution at stride 1 (one group, no
+ * dilation) as Winograd's F(2x2, 3x3), whose tiles are the 2x2 blocks of output (th = (oh + 1)
+ * / 2 rows of tw = (ow + 1) / 2): U [16][oc][c] from the filters [o0, o1); V [16][c][nb] of
+ * image xn's tile rows [ty0, ty1) (tile (ty, tx) at column (ty - ty0) tw + tx), channels
+ * [c0, c1); and from the products M [16][oc][nb] = U V, the outputs of those tile rows, filters
+ * [o0, o1), written into image yn (no epilogue). */
+void pd_kcpu_wino8_filter(const pd_k_conv2d *p, const float *w, float *u, int64_t o0,
+                          int64_t o1);
+void pd_kcpu_wino8_input(const pd_k_conv2d *p, const float *xn, int64_t ty0, int64_t ty1,
+                         int64_t c0, int64_t c1, float *v, int64_t nb);
+void pd_kcpu_wino8_output(const pd_k_conv2d *p, const float *m, int64_t nb, int64_t ty0,
+                          int64_t ty1, int64_t o0, int64_t o1, float *yn);
+
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
  * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice
  * dy's size), which is also the transposed convolution of upsampling heads (DB's, U-Net's):

@@ -686,6 +686,12 @@ static void test_conv_fused(void) {
        * whole, A by blocks of rows, the epilogue's rows following */
       {1, 512, 3, 7, 600, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      /* 3x3 at stride 1 through Winograd's F(2x2, 3x3) on AVX2 (conv_wino.c): odd sizes (a
+       * last tile half outside), eight-tile groups and single edge tiles, uneven pads, two
+       * images, blocks of tile rows (40 + 40 channels by 80 tiles a row: one row a block) */
+      {2, 16, 9, 37, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 20, 16, 18, 16, 3, 3, 1, 1, 1, 0, 2, 0, 1, 1, 1, 0, 0, 0},
+      {1, 40, 7, 160, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       /* one or two filters (a detection head's 96 -> 1 5x5): a sum of depthwise planes */
       {2, 24, 11, 21, 1, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
       {1, 5, 9, 19, 2, 3, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0, 0},
@@ -753,7 +759,7 @@ static void test_conv_fused(void) {
             want[i] = epi_ref(&ep, conv[i] + (ep.bias ? bd[i / plane % p.oc] : 0) +
                                        (ep.residual ? rd[i] : 0));
           memset(y, 0x7f, (size_t)ny * pd_dtype_size(dt)); /* every element must be written */
-          is_int(K->conv2d_fused(dt, &p, x, w, &ep, y), PD_OK,
+          is_int(K->conv2d_fused(dt, &p, x, w, &ep, y, NULL), PD_OK,
                  "conv2d_fused %s shape %zu %s at level %d runs", pd_dtype_name(dt), k, names[e],
                  level);
           kt_close(dt, y, want, ny, dt == PD_FP32 ? 2e-5 : 1e-12,
@@ -766,16 +772,49 @@ static void test_conv_fused(void) {
       free(conv), free(want);
     }
   }
+  /* Filters that stay the same (an inference model's): conv2d_fused keeps Winograd's
+   * transformed filters in the prepared slot on AVX2 (nothing elsewhere), reuses them with
+   * the same bits as without the slot, and makes them again for another shape. */
+  int wl[3], nwl = all_levels(wl);
+  for (int li = 0; li < nwl; li++) {
+    int level = simd_force(wl[li]);
+    pd_k_prepared *prep = NULL;
+    bool same = true, kept = true;
+    for (int s = 0; s < 2; s++) {
+      pd_k_conv2d q = {1, s ? 24 : 16, 14, 19, s ? 16 : 32, 3, 3, 1, 1, 1,
+                       1, 1, 1, 1, 1, 1, 0, 0, 0};
+      pd_k_conv2d_setup(&q);
+      float *x = kt_random(PD_FP32, xsize(&q), -2, 2), *w = kt_random(PD_FP32, wsize(&q), -1, 1);
+      float *y0 = kt_alloc((size_t)ysize(&q) * 4), *y1 = kt_alloc((size_t)ysize(&q) * 4);
+      pd_k_conv_epilogue ep = {.kind = PD_K_EPI_UNOP, .unop = PD_K_RELU};
+      same = same && K->conv2d_fused(PD_FP32, &q, x, w, &ep, y0, NULL) == PD_OK;
+      for (int call = 0; call < 2; call++) {
+        pd_k_prepared *before = prep;
+        same = same && K->conv2d_fused(PD_FP32, &q, x, w, &ep, y1, &prep) == PD_OK &&
+               memcmp(y0, y1, (size_t)ysize(&q) * 4) == 0;
+        if (call == 1) kept = kept && prep == before;
+      }
+      if (level == PD_KCPU_SIMD_AVX2)
+        kept = kept && prep && prep->rows == q.oc && prep->cols == q.c * 9;
+      else
+        kept = kept && !prep;
+      free(x), free(w), free(y0), free(y1);
+    }
+    ok(same && kept, "conv2d_fused at level %d: the prepared filters kept (AVX2 only), reused "
+       "with the same bits, made again for another shape", level);
+    if (prep) prep->release(prep);
+  }
+  simd_force(PD_KCPU_SIMD_AVX512);
   /* an epilogue the activations refuse */
   pd_k_conv2d p = shapes[0];
   pd_k_conv2d_setup(&p);
   float *x = kt_random(PD_FP32, xsize(&p), -1, 1), *w = kt_random(PD_FP32, wsize(&p), -1, 1);
   float *y = kt_alloc((size_t)ysize(&p) * 4);
   pd_k_conv_epilogue bad = {.kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH, .p = {6, 0, 3}};
-  is_int(K->conv2d_fused(PD_FP32, &p, x, w, &bad, y), PD_EINVAL,
+  is_int(K->conv2d_fused(PD_FP32, &p, x, w, &bad, y, NULL), PD_EINVAL,
          "conv2d_fused refuses hard_swish with scale 0");
   bad = (pd_k_conv_epilogue){.kind = (pd_k_epi_kind)7};
-  is_int(K->conv2d_fused(PD_FP32, &p, x, w, &bad, y), PD_EINVAL,
+  is_int(K->conv2d_fused(PD_FP32, &p, x, w, &bad, y, NULL), PD_EINVAL,
          "conv2d_fused refuses an unknown epilogue kind");
   free(x), free(w), free(y);
 }

@@ -840,8 +840,10 @@ pd_status pd_kernel_fused_conv2d(pd_exec_ctx *ctx) {
   ep.bias = bias ? pd_tensor_data(bias) : NULL;
   ep.residual = res ? pd_tensor_data(res) : NULL;
   if (ctx->k->conv2d_fused) {
+    /* an inference model's filters: the backend may keep its transformed copy with them */
+    pd_k_prepared **prep = pd_ctx_in_const(ctx, "Filter", 0) ? pd_tensor_prepared(f) : NULL;
     st = pd_ctx_check(ctx, ctx->k->conv2d_fused(dt, &p, pd_tensor_data(in), pd_tensor_data(f),
-                                                &ep, y),
+                                                &ep, y, prep),
                       "conv2d_fused");
     goto done;
   }

@@ -1,0 +1,185 @@
+/* conv_wino.c -- the transforms of a 3x3 convolution at stride 1 computed as Winograd's
+ * F(2x2, 3x3) in fp32 on CPUs with AVX2 and FMA (conv.c drives it: pd_kcpu_wino8_takes says
+ * where). Each 2x2 block of outputs (a tile) is A^T [(G g G^T) .* (B^T d B)] A of its 4x4 input
+ * patch d and the filter g: the products of the 16 points xi are 16 matrix products, U[xi]
+ * [oc, c] times V[xi] [c, tiles] (gemm_avx2.c's), 4 multiply-adds a tile for each input and
+ * output channel instead of 9 for each output: 2.25x fewer. The transforms here make U from the
+ * filters, V from the input (a block of tile rows of one image) and the outputs from the
+ * products M[xi] [oc, tiles]; conv.c adds the epilogue.
+ *
+ * With the transforms' coefficients 0, +-1 and +-1/2 the results differ from the direct sums by
+ * a few units in the last place of fp32 (test_conv bounds them against fp64). Eight tiles of a
+ * tile row at a time (stride-2 loads: two loads and an even/odd shuffle a patch row), those at
+ * the image's edges through a zero-padded copy of their patches.
+ * Compiled with a function attribute; nothing calls it on a CPU without AVX2 and FMA. */
+#include "config.h"
+#include "kernels/cpu/cpu.h"
+#include "kernels/cpu/fastmath.h"
+
+#if PD_KCPU_HAVE_AVX2 && PD_KCPU_FASTMATH_f32
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL4 _Pragma("GCC unroll 4")
+
+/* ---- Filters: U[xi][o][c] = (G g G^T)[xi], G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] ---- */
+
+void pd_kcpu_wino8_filter(const pd_k_conv2d *p, const float *w, float *u, int64_t o0,
+                          int64_t o1) {
+  int64_t c = p->c, plane = p->oc * c;
+  for (int64_t o = o0; o < o1; o++)
+    for (int64_t i = 0; i < c; i++) {
+      const float *g = w + (o * c + i) * 9;
+      float t[4][3], r[4][4];
+      for (int q = 0; q < 3; q++) { /* G g: the rows */
+        t[0][q] = g[q];
+        t[1][q] = 0.5f * (g[q] + g[3 + q] + g[6 + q]);
+        t[2][q] = 0.5f * (g[q] - g[3 + q] + g[6 + q]);
+        t[3][q] = g[6 + q];
+      }
+      for (int a = 0; a < 4; a++) { /* (G g) G^T: the columns */
+        r[a][0] = t[a][0];
+        r[a][1] = 0.5f * (t[a][0] + t[a][1] + t[a][2]);
+        r[a][2] = 0.5f * (t[a][0] - t[a][1] + t[a][2]);
+        r[a][3] = t[a][2];
+      }
+      for (int xi = 0; xi < 16; xi++) u[xi * plane + o * c + i] = r[xi / 4][xi % 4];
+    }
+}
+
+/* ---- Input: V[xi][ch][t] = (B^T d B)[xi], B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1] ---- */
+
+/* The transform of the 16 values d[r][q] (vectors over 8 tiles), stored at v[xi * vstride]. */
+INLINE AVX2 void bt_d_b(const __m256 d[4][4], float *v, int64_t vstride) {
+  __m256 t[4][4];
+  UNROLL4 for (int q = 0; q < 4; q++) { /* B^T d: over the rows */
+    t[0][q] = _mm256_sub_ps(d[0][q], d[2][q]);
+    t[1][q] = _mm256_add_ps(d[1][q], d[2][q]);
+    t[2][q] = _mm256_sub_ps(d[2][q], d[1][q]);
+    t[3][q] = _mm256_sub_ps(d[1][q], d[3][q]);
+  }
+  UNROLL4 for (int a = 0; a < 4; a++) { /* (B^T d) B: over the columns */
+    __m256 r[4] = {_mm256_sub_ps(t[a][0], t[a][2]), _mm256_add_ps(t[a][1], t[a][2]),
+                   _mm256_sub_ps(t[a][2], t[a][1]), _mm256_sub_ps(t[a][1], t[a][3])};
+    UNROLL4 for (int b = 0; b < 4; b++) _mm256_storeu_ps(v + (4 * a + b) * vstride, r[b]);
+  }
+}
+
+/* Eight tiles' patches from row iy0 and column s (all inside the image): per patch row, the
+ * inputs s + 2u + q of tile u, q = 0..3: evens and odds of [s, s + 16) and of [s + 2, s + 18),
+ * each shuffle's lanes (0 2 8 10 4 6 12 14) put back in order. */
+INLINE AVX2 __m256 evens(__m256 lo, __m256 hi, int odd) {
+  __m256 e = odd ? _mm256_shuffle_ps(lo, hi, 0xDD) : _mm256_shuffle_ps(lo, hi, 0x88);
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8));
+}
+
+static AVX2 void input8(const float *xc, int64_t w, int64_t iy0, int64_t s, float *v,
+                        int64_t vstride) {
+  __m256 d[4][4];
+  UNROLL4 for (int r = 0; r < 4; r++) {
+    const float *row = xc + (iy0 + r) * w + s;
+    __m256 a = _mm256_loadu_ps(row), b = _mm256_loadu_ps(row + 8);
+    __m256 a2 = _mm256_loadu_ps(row + 2), b2 = _mm256_loadu_ps(row + 10);
+    d[r][0] = evens(a, b, 0);
+    d[r][1] = evens(a, b, 1);
+    d[r][2] = evens(a2, b2, 0);
+    d[r][3] = evens(a2, b2, 1);
+  }
+  bt_d_b(d, v, vstride);
+}
+
+/* The cnt <= 8 tiles from column s of a tile row whose patches reach outside the image (or
+ * past the row's last tile): their rows copied into a zero-padded patch first, the transform
+ * stored aside and its first cnt lanes kept. */
+static AVX2 void input_edge(const float *xc, int64_t h, int64_t w, int64_t iy0, int64_t s,
+                            int64_t cnt, float *v, int64_t vstride) {
+  float patch[4][24] = {{0}}, vt[16][8];
+  for (int r = 0; r < 4; r++) {
+    int64_t iy = iy0 + r;
+    if (iy < 0 || iy >= h) continue;
+    for (int q = 0; q < 2 * (int)cnt + 2; q++)
+      if (s + q >= 0 && s + q < w) patch[r][q] = xc[iy * w + s + q];
+  }
+  input8(&patch[0][0], 24, 0, 0, &vt[0][0], 8);
+  for (int xi = 0; xi < 16; xi++)
+    for (int64_t u = 0; u < cnt; u++) v[xi * vstride + u] = vt[xi][u];
+}
+
+AVX2 void pd_kcpu_wino8_input(const pd_k_conv2d *p, const float *xn, int64_t ty0, int64_t ty1,
+                              int64_t c0, int64_t c1, float *v, int64_t nb) {
+  int64_t tw = (p->ow + 1) / 2, h = p->h, w = p->w, vstride = p->c * nb;
+  for (int64_t ch = c0; ch < c1; ch++) {
+    const float *xc = xn + ch * h * w;
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+      int64_t iy0 = 2 * ty - p->pad_top;
+      bool rows_in = iy0 >= 0 && iy0 + 3 < h;
+      float *vt = v + ch * nb + (ty - ty0) * tw;
+      for (int64_t tx = 0; tx < tw; tx += 8) {
+        int64_t s = 2 * tx - p->pad_left, cnt = tw - tx < 8 ? tw - tx : 8;
+        if (rows_in && cnt == 8 && s >= 0 && s + 17 < w) input8(xc, w, iy0, s, vt + tx, vstride);
+        else input_edge(xc, h, w, iy0, s, cnt, vt + tx, vstride);
+      }
+    }
+  }
+}
+
+/* ---- Output: y = A^T M A, A^T = [1 1 1 0; 0 1 -1 -1]: the tile's 2x2 outputs ---- */
+
+/* The 2x2 outputs of the m[xi] (vectors over tiles): y[dy][dx]. */
+INLINE AVX2 void at_m_a(const __m256 m[16], __m256 y[2][2]) {
+  __m256 t[2][4];
+  UNROLL4 for (int b = 0; b < 4; b++) {
+    t[0][b] = _mm256_add_ps(_mm256_add_ps(m[b], m[4 + b]), m[8 + b]);
+    t[1][b] = _mm256_sub_ps(_mm256_sub_ps(m[4 + b], m[8 + b]), m[12 + b]);
+  }
+  for (int a = 0; a < 2; a++) {
+    y[a][0] = _mm256_add_ps(_mm256_add_ps(t[a][0], t[a][1]), t[a][2]);
+    y[a][1] = _mm256_sub_ps(_mm256_sub_ps(t[a][1], t[a][2]), t[a][3]);
+  }
+}
+
+/* The 2x2 outputs of eight tiles as their two output rows of 16 (tile u's at 2u, 2u + 1). */
+INLINE AVX2 void rows16(const __m256 y[2][2], float *row0, float *row1) {
+  for (int a = 0; a < 2; a++) {
+    __m256 lo = _mm256_unpacklo_ps(y[a][0], y[a][1]), hi = _mm256_unpackhi_ps(y[a][0], y[a][1]);
+    float *row = a ? row1 : row0;
+    _mm256_storeu_ps(row, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(row + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+  }
+}
+
+AVX2 void pd_kcpu_wino8_output(const pd_k_conv2d *p, const float *m, int64_t nb, int64_t ty0,
+                               int64_t ty1, int64_t o0, int64_t o1, float *yn) {
+  int64_t tw = (p->ow + 1) / 2, oh = p->oh, ow = p->ow, mstride = p->oc * nb;
+  for (int64_t o = o0; o < o1; o++) {
+    float *yo = yn + o * oh * ow;
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+      const float *mt = m + o * nb + (ty - ty0) * tw;
+      int64_t oy = 2 * ty;
+      bool two = oy + 1 < oh;
+      for (int64_t tx = 0; tx < tw; tx += 8) {
+        int64_t cnt = tw - tx < 8 ? tw - tx : 8, cols = ow - 2 * tx < 16 ? ow - 2 * tx : 16;
+        __m256 mv[16], y[2][2];
+        if (two && cnt == 8 && cols == 16) { /* eight whole tiles */
+          for (int xi = 0; xi < 16; xi++) mv[xi] = _mm256_loadu_ps(mt + xi * mstride + tx);
+          at_m_a(mv, y);
+          rows16(y, yo + oy * ow + 2 * tx, yo + (oy + 1) * ow + 2 * tx);
+          continue;
+        }
+        /* the row's last tiles, or a last output row or column outside the image: the
+         * products read into a zero-padded block, the outputs kept that exist */
+        float mb[16][8] = {{0}}, out[2][16];
+        for (int xi = 0; xi < 16; xi++)
+          for (int64_t u = 0; u < cnt; u++) mb[xi][u] = mt[xi * mstride + tx + u];
+        for (int xi = 0; xi < 16; xi++) mv[xi] = _mm256_loadu_ps(mb[xi]);
+        at_m_a(mv, y);
+        rows16(y, out[0], out[1]);
+        for (int a = 0; a < 2 && oy + a < oh; a++)
+          for (int64_t q = 0; q < cols; q++) yo[(oy + a) * ow + 2 * tx + q] = out[a][q];
+      }
+    }
+  }
+}
+
+#endif /* PD_KCPU_HAVE_AVX2 && PD_KCPU_FASTMATH_f32 */
