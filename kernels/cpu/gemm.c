@@ -396,7 +396,7 @@ typedef struct panels {
   float *pack; /* the packed B, after the header */
 } panels;
 
-/* Floats of B's panels at SIMD level `level`, and their columns a panel. */
+/* Floats of B's panels at SIMD level `level`. */
 static int64_t panels_size(int level, int64_t k, int64_t n) {
   return level == PD_KCPU_SIMD_AVX512 ? pd_kcpu_gemm16_packed_size(k, n)
                                       : (n + PD_KCPU_GEMM8_NR - 1) / PD_KCPU_GEMM8_NR *

@@ -755,10 +755,22 @@ pd_status pd_kernel_conv2d(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   if (!(st = unalias(ctx, &h, out, &in)) && !(st = unalias(ctx, &h, out, &f)) &&
-      !(st = resize(ctx, out, in->dtype, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow}, NULL)))
-    st = pd_ctx_check(ctx, ctx->k->conv2d(in->dtype, &p, pd_tensor_data(in), pd_tensor_data(f),
-                                          pd_tensor_data(out)),
-                      "conv2d");
+      !(st = resize(ctx, out, in->dtype, 4, (int64_t[]){p.n, p.oc, p.oh, p.ow}, NULL))) {
+    /* an inference model's filters: through conv2d_fused without an epilogue, which may keep
+     * the backend's transformed copy of them (a conv2d that infer_opt could not fuse) */
+    pd_k_prepared **prep = ctx->k->conv2d_fused && pd_ctx_in_const(ctx, "Filter", 0)
+                               ? pd_tensor_prepared(f)
+                               : NULL;
+    if (prep)
+      st = pd_ctx_check(ctx, ctx->k->conv2d_fused(in->dtype, &p, pd_tensor_data(in),
+                                                  pd_tensor_data(f), NULL,
+                                                  pd_tensor_data(out), prep),
+                        "conv2d");
+    else
+      st = pd_ctx_check(ctx, ctx->k->conv2d(in->dtype, &p, pd_tensor_data(in),
+                                            pd_tensor_data(f), pd_tensor_data(out)),
+                        "conv2d");
+  }
   hold_free(&h);
   return st;
 }

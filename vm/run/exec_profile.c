@@ -1,6 +1,7 @@
 /* exec_profile.c -- the executor's op profiler (`pdlang run --profile`, PDLANG_PROFILE=1): wall
- * time per op type and per op of the source (file:line:col), total and self (less the ops of
- * the sub-blocks it ran), counted by run_prepared in exec.c around each kernel call. One table
+ * time per op type and per op of the source (file:line:col; a loaded model's ops, which have no
+ * source, by their first output's name), total and self (less the ops of the sub-blocks it
+ * ran), counted by run_prepared in exec.c around each kernel call. One table
  * per thread, so that executors run by different threads of an embedding program do not mix
  * their counts. */
 #include "vm/run/exec.h"
