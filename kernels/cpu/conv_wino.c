@@ -1,17 +1,17 @@
 /* conv_wino.c -- the transforms of a 3x3 convolution at stride 1 computed as Winograd's
- * F(2x2, 3x3) in fp32 on CPUs with AVX2 and FMA (conv.c drives it: pd_kcpu_wino8_takes says
- * where). Each 2x2 block of outputs (a tile) is A^T [(G g G^T) .* (B^T d B)] A of its 4x4 input
- * patch d and the filter g: the products of the 16 points xi are 16 matrix products, U[xi]
- * [oc, c] times V[xi] [c, tiles] (gemm_avx2.c's), 4 multiply-adds a tile for each input and
- * output channel instead of 9 for each output: 2.25x fewer. The transforms here make U from the
- * filters, V from the input (a block of tile rows of one image) and the outputs from the
+ * F(2x2, 3x3) in fp32 on CPUs with AVX2 and FMA (conv.c drives it and says where it applies:
+ * wino_take). Each 2x2 block of outputs (a tile) is A^T [(G g G^T) .* (B^T d B)] A of its 4x4
+ * input patch d and the filter g: the products of the 16 points xi are 16 matrix products,
+ * U[xi] [oc, c] times V[xi] [c, tiles] (gemm_avx2.c's), 4 multiply-adds a tile for each input
+ * and output channel instead of 9 for each output: 2.25x fewer. The transforms here make U from
+ * the filters, V from the input (a block of tile rows of one image) and the outputs from the
  * products M[xi] [oc, tiles]; conv.c adds the epilogue.
  *
  * With the transforms' coefficients 0, +-1 and +-1/2 the results differ from the direct sums by
  * a few units in the last place of fp32 (test_conv bounds them against fp64). Eight tiles of a
  * tile row at a time (stride-2 loads: two loads and an even/odd shuffle a patch row), those at
- * the image's edges through a zero-padded copy of their patches.
- * Compiled with a function attribute; nothing calls it on a CPU without AVX2 and FMA. */
+ * the image's edges and a row's last ones with masked loads and stores. Compiled with a function
+ * attribute; nothing calls it on a CPU without AVX2 and FMA. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
