@@ -252,9 +252,11 @@ typedef pd_status pd_k_gemm_bias_fn(pd_dtype dt, bool trans_a, bool trans_b, int
                                     int64_t ldc);
 
 /* A backend's copy of an operand that many calls share, made once in the layout its products
- * read (the CPU: gemm_avx512.c's 32-column panels of B). The caller keeps it beside the operand
- * and releases it with `release` (the backend's) when the operand's values change or go; the
- * entry that made it reads it only while `dt`, `rows` and `cols` still describe the operand. */
+ * read (the CPU: gemm_avx512.c's 32-column or gemm_avx2.c's 16-column panels of B; Winograd's
+ * transformed filters of a convolution, rows oc and cols c * 9). The caller keeps it beside the
+ * operand and releases it with `release` (the backend's) when the operand's values change or
+ * go; the entry that made it reads it only while `dt`, `rows` and `cols` still describe the
+ * operand. */
 typedef struct pd_k_prepared {
   void (*release)(struct pd_k_prepared *self);
   pd_dtype dt;
@@ -268,8 +270,8 @@ typedef struct pd_k_prepared {
  * (*prep)->release); a *prep of another dt or shape is released and made again. The CPU makes
  * one for fp32 on AVX-512 (B in panels, read contiguously: [128, 384] x [384, 1536] ran at 121
  * GFLOP/s against 88 reading B's rows in place, one thread) and on AVX2 (16-column panels);
- * otherwise it leaves *prep NULL and computes as gemm_bias does. A failed allocation of the copy is not an error (the product is
- * made from B itself). C must not overlap A, B or bias. */
+ * otherwise it leaves *prep NULL and computes as gemm_bias does. A failed allocation of the
+ * copy is not an error (the product is made from B itself). C must not overlap A, B or bias. */
 typedef pd_status pd_k_gemm_const_b_fn(pd_dtype dt, int64_t m, int64_t n, int64_t k,
                                        const void *a, const void *b, const void *bias, void *c,
                                        pd_k_prepared **prep);
