@@ -654,9 +654,33 @@ typedef struct dw_job {
   void *y;
   int simd;             /* PD_KCPU_SIMD_AVX512: pd_kcpu_depthwise16_f32 computes the planes;
                          * PD_KCPU_SIMD_AVX2: pd_kcpu_depthwise8_f32; else conv_t.h's loops */
+  bool lanes;           /* AVX2, pd_kcpu_depthwise8_lanes_takes: the range counts units of
+                         * eight channels of an image (the last of fewer where oc is not a
+                         * multiple of 8), not planes */
 } dw_job;
 
-/* Planes [b, e) of the n * oc, each with its epilogue (whose channel is the plane's). */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+/* Units [b, e) of eight channels of an image (dw_job.lanes), the epilogue inline (ei) or after;
+ * a unit of fewer channels, or all of them if there is no memory for the scratch, plane by
+ * plane. */
+static void lanes_range(const dw_job *j, const pd_kcpu_epi16 *ei, int64_t b, int64_t e) {
+  const pd_k_conv2d *p = j->p;
+  int64_t units = (p->oc + 7) / 8, ohw = p->oh * p->ow;
+  float *scratch = pd_k_host_alloc(pd_kcpu_depthwise8_lanes_floats(p) * sizeof(float));
+  for (int64_t u = b; u < e; u++) {
+    int64_t n = u / units, c0 = u % units * 8, nc = p->oc - c0 < 8 ? p->oc - c0 : 8;
+    int64_t pl = n * p->oc + c0;
+    if (scratch && nc == 8) pd_kcpu_depthwise8_lanes_f32(p, j->x, j->w, pl, j->y, ei, scratch);
+    else
+      for (int64_t k = 0; k < nc; k++) pd_kcpu_depthwise8_f32(p, j->x, j->w, pl + k, j->y, ei);
+    if (!ei && j->ep) epilogue(j->dt, p, j->ep, j->y, n, c0, c0 + nc, 0, ohw);
+  }
+  pd_k_host_free(scratch);
+}
+#endif
+
+/* Planes [b, e) of the n * oc, each with its epilogue (whose channel is the plane's); units of
+ * eight channels where dw_job.lanes. */
 static void depthwise_range(void *vjob, int64_t b, int64_t e) {
   const dw_job *j = vjob;
   const pd_k_conv2d *p = j->p;
@@ -669,6 +693,10 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
     if (inl) {
       epi_params(ep, ei.p);
       ei.rbias = ep->bias, ei.res = ep->residual;
+    }
+    if (j->lanes) {
+      lanes_range(j, inl ? &ei : NULL, b, e);
+      return;
     }
     for (int64_t pl = b; pl < e; pl++) {
       if (j->simd == PD_KCPU_SIMD_AVX512)
@@ -929,10 +957,11 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     int level = dt == PD_FP32 ? pd_kcpu_simd() : PD_KCPU_SIMD_BASE;
     if (level == PD_KCPU_SIMD_AVX512 && pd_kcpu_depthwise16_takes(p)) d.simd = level;
     if (level == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_takes(p)) d.simd = level;
+    d.lanes = d.simd == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_lanes_takes(p);
 #endif
-    int64_t per = p->oh * p->ow * p->kh * p->kw;
-    pd_kcpu_parallel(p->n * p->oc, per > 0 ? ((int64_t)1 << 15) / per + 1 : 1, depthwise_range,
-                     &d);
+    int64_t per = p->oh * p->ow * p->kh * p->kw, unit = d.lanes ? 8 : 1;
+    pd_kcpu_parallel(p->n * ((p->oc + unit - 1) / unit),
+                     per > 0 ? ((int64_t)1 << 15) / (per * unit) + 1 : 1, depthwise_range, &d);
     return PD_OK;
   }
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32

@@ -138,6 +138,15 @@ void pd_kcpu_depthwise8_f32(const pd_k_conv2d *p, const float *x, const float *w
                             float *y, const struct pd_kcpu_epi16 *e);
 void pd_kcpu_epi_row8_f32(int act, const float pp[4], float *r, float b, const float *q,
                           int64_t len);
+/* The same depthwise convolution eight planes at a time with the channels in the vector lanes,
+ * the same sums, where it takes p (one filter a channel, at least 8, KxK 3 or 5, no dilation,
+ * stride 1 or 2 across): output planes [plane, plane + 8) of one image (plane % oc + 8 <= oc),
+ * working in scratch, pd_kcpu_depthwise8_lanes_floats(p) floats the caller owns. */
+bool pd_kcpu_depthwise8_lanes_takes(const pd_k_conv2d *p);
+size_t pd_kcpu_depthwise8_lanes_floats(const pd_k_conv2d *p);
+void pd_kcpu_depthwise8_lanes_f32(const pd_k_conv2d *p, const float *x, const float *w,
+                                  int64_t plane, float *y, const struct pd_kcpu_epi16 *e,
+                                  float *scratch);
 /* gemm_avx2.c, under the same conditions: C = A B for a 1x1 convolution, A [m, k] (row stride
  * lda), B [k, n] read in place (ldb), C [m, n] (ldc), each element through the epilogue e
  * (fastmath.h: cbias per column, rbias per row of C, res with row stride ldres, act; NULL:

@@ -736,6 +736,17 @@ static void test_conv_fused(void) {
       {1, 2, 6, 100, 2, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {1, 2, 3, 70, 2, 5, 5, 2, 2, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0},
       {1, 2, 2, 70, 2, 3, 3, 2, 2, 2, 1, 0, 1, 1, 1, 1, 0, 0, 0},
+      /* depthwise with eight channels in the lanes (conv_avx2.c's lanes): a unit of eight and
+       * one of four planes plane by plane, rows of 8 + 5 pixels, two images; 5x5 at stride 2;
+       * stride (2, 1), uneven pads, rows narrower than a vector; bands of 29 + 11 rows of 70;
+       * no padding at stride 2 (the last input column unread); pads past the filter (rows and
+       * columns of padding only) */
+      {2, 12, 9, 13, 12, 3, 3, 12, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 16, 14, 14, 16, 5, 5, 16, 2, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 8, 6, 5, 8, 3, 3, 8, 2, 1, 0, 1, 2, 0, 1, 1, 0, 0, 0},
+      {1, 8, 40, 70, 8, 5, 5, 8, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 8, 9, 10, 8, 3, 3, 8, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {1, 8, 3, 2, 8, 3, 3, 8, 1, 1, 3, 2, 1, 3, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
       {.kind = PD_K_EPI_NONE},
@@ -1139,6 +1150,49 @@ static void test_pool_grad_2x2(void) {
 #endif
 }
 
+/* conv_avx2.c's depthwise with eight channels in the lanes gives the bits of its per-plane
+ * kernel: each plane of a unit computed again as a one-channel convolution (which the per-plane
+ * kernel computes), with its bias and a hard_swish, bit for bit; at the AVX2 level only. */
+static void test_dw_lanes_bits(void) {
+  static const pd_k_conv2d shapes[] = {
+      {2, 16, 14, 14, 16, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 8, 13, 11, 8, 5, 5, 8, 2, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 8, 6, 37, 8, 5, 5, 8, 2, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 8, 40, 70, 8, 3, 3, 8, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+  };
+  if (simd_force(PD_KCPU_SIMD_AVX2) != PD_KCPU_SIMD_AVX2) {
+    tap_skip("no AVX2 level on this CPU: the lanes kernel is not built");
+    simd_force(PD_KCPU_SIMD_AVX512);
+    return;
+  }
+  int good = 0, total = 0;
+  for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
+    pd_k_conv2d p = shapes[k], q = shapes[k];
+    q.n = q.c = q.oc = q.groups = 1;
+    pd_k_conv2d_setup(&p);
+    pd_k_conv2d_setup(&q);
+    int64_t ny = ysize(&p), plane = p.oh * p.ow, in = p.h * p.w, taps = p.kh * p.kw;
+    float *x = kt_random(PD_FP32, xsize(&p), -2, 2), *w = kt_random(PD_FP32, wsize(&p), -1, 1);
+    float *b = kt_random(PD_FP32, p.oc, -1, 1), *y = kt_alloc((size_t)ny * 4);
+    float *one = kt_alloc((size_t)plane * 4);
+    pd_k_conv_epilogue ep = {.bias = b, .kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH,
+                             .p = {6, 6, 3}};
+    is_int(K->conv2d_fused(PD_FP32, &p, x, w, &ep, y, NULL), PD_OK, "lanes shape %zu runs", k);
+    for (int64_t i = 0; i < p.n * p.oc; i++) {
+      int64_t c = i % p.oc;
+      pd_k_conv_epilogue e1 = ep;
+      e1.bias = b + c;
+      total++;
+      good += K->conv2d_fused(PD_FP32, &q, x + i * in, w + c * taps, &e1, one, NULL) == PD_OK &&
+              memcmp(one, y + i * plane, (size_t)plane * 4) == 0;
+    }
+    free(x), free(w), free(b), free(y), free(one);
+  }
+  ok(good == total, "depthwise, eight channels in the lanes: %d/%d planes the bits of the "
+     "per-plane kernel (AVX2)", good, total);
+  simd_force(PD_KCPU_SIMD_AVX512);
+}
+
 int main(int argc, char **argv) {
   PD_UNUSED(argc);
   kt_begin(argv);
@@ -1150,6 +1204,7 @@ int main(int argc, char **argv) {
   test_gemm16();
   test_conv_forward();
   test_conv_fused();
+  test_dw_lanes_bits();
   test_im2col_adjoint();
   test_conv_backward();
   test_conv_bf16();
