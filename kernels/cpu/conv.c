@@ -438,6 +438,37 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
 }
 #endif
 
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+/* The last columns of a 1x1 convolution's product that gemm_avx2.c's 16-column tiles would
+ * compute as a whole panel, mostly masked off, taken as dot products instead (gemm_nt8: each
+ * filter against each pixel's channels) where they are at most DOT_TAIL and K is long enough
+ * for the dot products to run well: on 7x7 maps (49 pixels, 3 panels and 1 column)
+ * the masked panel cost a quarter of MobileNetV3's last layers; 14x14 maps leave 4 columns. */
+#define DOT_TAIL 4
+#define DOT_TAIL_K 1024 /* floats of a copied column, on the stack */
+
+static int64_t dot_tail(int64_t cols, int64_t k) {
+  int64_t t = cols % PD_KCPU_GEMM8_NR;
+  return cols > PD_KCPU_GEMM8_NR && t <= DOT_TAIL && k >= 32 && k <= DOT_TAIL_K ? t : 0;
+}
+
+/* C's columns [cols - t, cols) = A B's, through the epilogue e (NULL: none): B's columns copied
+ * into rows of k, gemm_nt8's dot products stored into C, then each row's epilogue. */
+static void dots_tail(int64_t m, int64_t cols, int64_t t, int64_t k, const float *a,
+                      const float *b, int64_t ldb, float *c, int64_t ldc,
+                      const pd_kcpu_epi16 *e) {
+  float bt[DOT_TAIL * DOT_TAIL_K];
+  int64_t c0 = cols - t;
+  for (int64_t q = 0; q < k; q++)
+    for (int64_t jj = 0; jj < t; jj++) bt[jj * k + q] = b[q * ldb + c0 + jj];
+  pd_kcpu_gemm_nt8_f32(m, t, k, a, k, bt, k, c + c0, ldc);
+  if (!e) return;
+  for (int64_t i = 0; i < m; i++)
+    pd_kcpu_epi_row8_f32(e->act, e->p, c + i * ldc + c0, e->rbias ? e->rbias[i] : 0.0f,
+                         e->res ? e->res + i * e->ldres + c0 : NULL, t);
+}
+#endif
+
 /* A 1x1 convolution (direct, one group) in fp32 on AVX-512 or AVX2: filters [r0, r1) over
  * output pixels [c0, c1) of image n, with the epilogue in the product's stores; false (nothing
  * done) where that does not apply (conv_gemm and epilogue() then). */
@@ -460,10 +491,15 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     e.rbias = ep->bias ? (const float *)ep->bias + r0 : NULL;
     e.res = ep->residual ? (const float *)ep->residual + at : NULL;
   }
-  if (level == PD_KCPU_SIMD_AVX2)
-    return pd_kcpu_gemm8_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
-                                 kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
-                                 (float *)j->y + at, kp->ohw, ep ? &e : NULL);
+  if (level == PD_KCPU_SIMD_AVX2) {
+    const float *a = (const float *)j->w + r0 * kp->kdim, *b = (const float *)j->x + n * kp->in_img + c0;
+    float *c = (float *)j->y + at;
+    int64_t m = r1 - r0, cols = c1 - c0, k = kp->kdim, t = dot_tail(cols, k);
+    if (!pd_kcpu_gemm8_epi_f32(m, cols - t, k, a, k, b, kp->ohw, c, kp->ohw, ep ? &e : NULL))
+      return false;
+    if (t) dots_tail(m, cols, t, k, a, b, kp->ohw, c, kp->ohw, ep ? &e : NULL);
+    return true;
+  }
   return pd_kcpu_gemm16_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
                                 kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
                                 (float *)j->y + at, kp->ohw, ep ? &e : NULL);
