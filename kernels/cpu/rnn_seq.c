@@ -45,6 +45,7 @@ typedef struct seq_job {
   const void *w;                    /* the weights as given */
   const void *wp;                   /* unpacked: w permuted (forward), or that transposed */
   float *pk;                        /* packed: part t's weights at pk + pk_off[t] */
+  int nr;                           /* their panels' columns: gemm_avx512.c's or gemm_avx2.c's */
   int64_t pk_off[SEQ_MAX_PARTS + 1];
   int64_t *from;                    /* packing the backward's: permuted column -> w's column */
   void *hidden, *cell, *gate, *dx;  /* outputs */
@@ -67,6 +68,12 @@ static pd_status seq_gemm_w(const seq_job *j, int t, int64_t m, int64_t n, int64
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   if (j->pk) {
     if (m == 0 || n == 0) return PD_OK;
+    if (j->nr == PD_KCPU_GEMM8_NR) { /* AVX2: C = A B, or A B + C (C as the residual) */
+      pd_kcpu_epi16 e = {.res = c, .ldres = ldc, .act = PD_KCPU_EPI_NONE};
+      pd_kcpu_gemm8p_epi_f32(m, n, k, a, lda, j->pk + j->pk_off[t], c, ldc,
+                             beta != 0.0 ? &e : NULL);
+      return PD_OK;
+    }
     return pd_kcpu_gemm16p_f32(false, m, n, k, a, lda, j->pk + j->pk_off[t], (float)beta, c,
                                ldc)
                ? PD_OK
@@ -177,14 +184,18 @@ static void permute(const seq_job *j, const void *w, void *wp, bool trans) {
   else seq_permute_f64(j, w, wp, trans);
 }
 
-/* ---- Packed weights (fp32 on AVX-512 CPUs): each part packs its own block, on its own
- * thread while the pool's workers are awake, in the first job of the call. */
+/* ---- Packed weights (fp32 on AVX-512 and AVX2 CPUs, in the panels of gemm_avx512.c's or
+ * gemm_avx2.c's products: panel after panel, K rows of nr columns each): each part packs its own
+ * block, on its own thread while the pool's workers are awake, in the first job of the call.
+ * On AVX2 CPUs each step's product went through OpenBLAS, which packed the weights again at every
+ * step: CRNN's bidirectional LSTM (hidden 48, 80 steps, batch 1) spent 2-4 us a step. */
 
 /* Whether the products take packed weights: K the product's inner size. */
 static bool seq_packs(const seq_job *j, int64_t k) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  int level = pd_kcpu_simd();
   return j->s->dt == PD_FP32 && !pd_k_rnn_seq_lp(j->s) &&
-         pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && k <= SEQ_PACK_MAX_K &&
+         (level == PD_KCPU_SIMD_AVX512 || level == PD_KCPU_SIMD_AVX2) && k <= SEQ_PACK_MAX_K &&
          j->s->nseq * k <= SEQ_PACK_MAX_A;
 #else
   (void)j, (void)k;
@@ -193,12 +204,10 @@ static bool seq_packs(const seq_job *j, int64_t k) {
 }
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-enum { NR = PD_KCPU_GEMM16_NR };
-
 /* The forward's: B [H, gates u] = the part's gate columns of w, in wp's order. */
 static pd_status pack_fwd(seq_job *j, int t) {
   const int64_t H = j->s->hid, G = j->gates * H, lo = j->cut[t], u = j->cut[t + 1] - lo;
-  const int64_t n = j->gates * u, panels = (n + NR - 1) / NR;
+  const int64_t n = j->gates * u, NR = j->nr, panels = (n + NR - 1) / NR;
   const float *w = j->w;
   float *pk = j->pk + j->pk_off[t];
   for (int64_t i = 0; i < H; i++)
@@ -216,7 +225,7 @@ static pd_status pack_fwd(seq_job *j, int t) {
  * from[p]. */
 static pd_status pack_bwd(seq_job *j, int t) {
   const int64_t H = j->s->hid, G = j->gates * H, lo = j->cut[t], u = j->cut[t + 1] - lo;
-  const int64_t panels = (u + NR - 1) / NR;
+  const int64_t NR = j->nr, panels = (u + NR - 1) / NR;
   const float *w = j->w;
   float *pk = j->pk + j->pk_off[t];
   for (int64_t pn = 0; pn < panels; pn++)
@@ -241,10 +250,11 @@ static pd_status seq_pack(seq_job *j, bool backward, bool *packed) {
   if (!seq_packs(j, backward ? G : H)) return PD_OK;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   j->pk_off[0] = 0;
+  bool wide = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+  j->nr = wide ? PD_KCPU_GEMM16_NR : PD_KCPU_GEMM8_NR;
   for (int t = 0; t < j->nparts; t++) {
-    int64_t u = j->cut[t + 1] - j->cut[t];
-    int64_t sz = backward ? pd_kcpu_gemm16_packed_size(G, u)
-                          : pd_kcpu_gemm16_packed_size(H, j->gates * u);
+    int64_t u = j->cut[t + 1] - j->cut[t], k = backward ? G : H, n = backward ? u : j->gates * u;
+    int64_t sz = wide ? pd_kcpu_gemm16_packed_size(k, n) : (n + j->nr - 1) / j->nr * j->nr * k;
     j->pk_off[t + 1] = j->pk_off[t] + (sz + 15) / 16 * 16; /* parts a cache line apart */
   }
   if (!(j->pk = pd_k_host_alloc((size_t)j->pk_off[j->nparts] * sizeof(float) + 1)))
