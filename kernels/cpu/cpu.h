@@ -155,6 +155,10 @@ void pd_kcpu_depthwise8_lanes_f32(const pd_k_conv2d *p, const float *x, const fl
 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float *c, int64_t ldc,
                            const struct pd_kcpu_epi16 *e);
+/* The same C = A B^T, bt = B^T [n, k] (row stride ldbt) copied into the panels. */
+bool pd_kcpu_gemm8t_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                            const float *bt, int64_t ldbt, float *c, int64_t ldc,
+                            const struct pd_kcpu_epi16 *e);
 /* The same product with B already in panels of 16 columns (k rows of 16 floats a panel, panel
  * after panel, the last padded: conv.c's im2col_panels makes them), n its columns: a KxK
  * convolution's column matrix, made a block of panels at a time so that it stays in the cache.

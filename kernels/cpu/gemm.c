@@ -51,12 +51,16 @@ static bool use_gemm16(pd_dtype dt, bool trans_b, int64_t m, int64_t k) {
 /* On AVX2 CPUs the same layer-sized fp32 products without transposes, alpha 1 and beta 0 (or
  * onto gemm_bias's bias) go through gemm_avx2.c's product, whose tiles also multiply
  * gemm_const_b's panels: an fc layer fused at load (exec) then gives the bits of the same
- * model's mul and elementwise_add (predict), as gemm16 gives them on AVX-512. */
+ * model's mul and elementwise_add (predict), as gemm16 gives them on AVX-512. With B
+ * transposed over as many rows as gemm16 takes them, B^T's rows are copied into the panels:
+ * through OpenBLAS the rnn op's input projections (x W_ih^T, [80, 288] by [192, 288]^T) and
+ * ERNIE's attention scores (Q K^T a head) paid its copies and calls on small products. */
 static bool use_gemm8(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t k,
                       double alpha, double beta, bool bias) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  return dt == PD_FP32 && !trans_a && !trans_b && alpha == 1.0 && (beta == 0.0 || bias) &&
-         k <= GEMM16_MAX_K && m * k <= GEMM16_MAX_A && pd_kcpu_simd() == PD_KCPU_SIMD_AVX2;
+  return dt == PD_FP32 && !trans_a && (!trans_b || m >= GEMM16_MIN_M_TB) && alpha == 1.0 &&
+         (beta == 0.0 || bias) && k <= GEMM16_MAX_K && m * k <= GEMM16_MAX_A &&
+         pd_kcpu_simd() == PD_KCPU_SIMD_AVX2;
 #else
   (void)dt, (void)trans_a, (void)trans_b, (void)m, (void)k, (void)alpha, (void)beta, (void)bias;
   return false;
@@ -97,7 +101,9 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
     return PD_OK;
   if (k > 0 && use_gemm8(dt, trans_a, trans_b, m, k, alpha, beta, bias != NULL)) {
     pd_kcpu_epi16 e = {.cbias = bias, .act = PD_KCPU_EPI_NONE};
-    if (pd_kcpu_gemm8_epi_f32(m, n, k, a, lda, b, ldb, c, ldc, bias ? &e : NULL)) return PD_OK;
+    if ((trans_b ? pd_kcpu_gemm8t_epi_f32 : pd_kcpu_gemm8_epi_f32)(m, n, k, a, lda, b, ldb, c, ldc,
+                                                                  bias ? &e : NULL))
+      return PD_OK;
   }
 #endif
   if (bias) beta = 0;

@@ -179,6 +179,25 @@ AVX2 void pd_kcpu_gemm8_pack_f32(int64_t k, int64_t n, const float *b, int64_t l
     pack_panel(k, b, ldb, j, n - j < NR ? n - j : NR, pack + j * k);
 }
 
+/* The same panel from B^T [n, k] (row stride ldbt): its rows [j, j + w) become the panel's
+ * columns, each row read along k. */
+INLINE AVX2 void pack_panel_t(int64_t k, const float *bt, int64_t ldbt, int64_t j, int64_t w,
+                              float *pack) {
+  for (int64_t t = 0; t < NR; t++) {
+    const float *row = bt + (j + t) * ldbt;
+    if (t < w)
+      for (int64_t q = 0; q < k; q++) pack[q * NR + t] = row[q];
+    else
+      for (int64_t q = 0; q < k; q++) pack[q * NR + t] = 0.0f;
+  }
+}
+
+INLINE AVX2 void pack_any(bool tb, int64_t k, const float *b, int64_t ldb, int64_t j, int64_t w,
+                          float *pack) {
+  if (tb) pack_panel_t(k, b, ldb, j, w, pack);
+  else pack_panel(k, b, ldb, j, w, pack);
+}
+
 /* Rows [0, m) of C through the whole packed B, A_BLOCK bytes of A's rows at a time (the filters
  * stay in L2 while every panel passes them). */
 AVX2 void pd_kcpu_gemm8p_rows_epi_f32(int64_t m, int64_t n, int64_t k, const float *a,
@@ -198,16 +217,18 @@ AVX2 void pd_kcpu_gemm8p_rows_epi_f32(int64_t m, int64_t n, int64_t k, const flo
   }
 }
 
-AVX2 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                                const float *b, int64_t ldb, float *c, int64_t ldc,
-                                const pd_kcpu_epi16 *e) {
+/* C = A op(B), op(B) = B^T where tb (B [n, k]). */
+static AVX2 bool gemm8_epi(bool tb, int64_t m, int64_t n, int64_t k, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+                           const pd_kcpu_epi16 *e) {
   if ((int64_t)sizeof(float) * m * k > A_BLOCK && n > NR) {
     /* filters past L2 (a 512 -> 512 layer's are 1 MB): B packed whole first, then A a block of
      * rows at a time against every panel, instead of all of A from L3 for each panel */
     int64_t np = (n + NR - 1) / NR;
     float *all = pd_k_host_alloc((size_t)(np * k * NR) * sizeof(float));
     if (all) {
-      pd_kcpu_gemm8_pack_f32(k, n, b, ldb, all);
+      for (int64_t j = 0; j < n; j += NR) pack_any(tb, k, b, ldb, j, n - j < NR ? n - j : NR,
+                                                   all + j * k);
       pd_kcpu_gemm8p_rows_epi_f32(m, n, k, a, lda, all, c, ldc, e);
       pd_k_host_free(all);
       return true;
@@ -221,11 +242,23 @@ AVX2 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a,
   for (int64_t j = 0; j < n; j += cols) {
     int64_t w = n - j < cols ? n - j : cols, np = (w + NR - 1) / NR;
     for (int64_t q = 0; q < np; q++)
-      pack_panel(k, b, ldb, j + q * NR, q == np - 1 ? w - q * NR : NR, pack + q * k * NR);
+      pack_any(tb, k, b, ldb, j + q * NR, q == np - 1 ? w - q * NR : NR, pack + q * k * NR);
     chunk_rows(m, k, a, lda, pack, np, w - (np - 1) * NR, c, ldc, e, j);
   }
   if (pack != stack) pd_k_host_free(pack);
   return true;
+}
+
+AVX2 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                const float *b, int64_t ldb, float *c, int64_t ldc,
+                                const pd_kcpu_epi16 *e) {
+  return gemm8_epi(false, m, n, k, a, lda, b, ldb, c, ldc, e);
+}
+
+AVX2 bool pd_kcpu_gemm8t_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                                 const float *bt, int64_t ldbt, float *c, int64_t ldc,
+                                 const pd_kcpu_epi16 *e) {
+  return gemm8_epi(true, m, n, k, a, lda, bt, ldbt, c, ldc, e);
 }
 
 /* ---- pd_kcpu_gemm_nt8_f32: C = A B^T, both read along K ---- */
