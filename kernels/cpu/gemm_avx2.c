@@ -35,6 +35,30 @@
 #define PACK_STACK_K 512 /* panels of B up to this many rows (32 KB) on the stack */
 #define A_BLOCK ((int64_t)192 << 10) /* bytes of A's rows multiplied against all of B at once */
 
+/* Columns [j, j + 16) of the row of C at c (row i of the epilogue's) from the sums x (`whole`,
+ * else the columns mk0, mk1 select): bias, residual and activation, stored. */
+INLINE AVX2 void store16(const __m256 x2[2], bool whole, float *c, const pd_kcpu_epi16 *e,
+                         int64_t i, int64_t j, __m256i mk0, __m256i mk1) {
+  _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++) { /* unrolled: the sums stay in registers */
+    __m256 x = x2[v];
+    __m256i mk = v ? mk1 : mk0;
+    if (e) {
+      if (e->cbias) {
+        const float *q = e->cbias + j + 8 * v;
+        x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, mk));
+      }
+      if (e->rbias) x = _mm256_add_ps(x, _mm256_broadcast_ss(e->rbias + i));
+      if (e->res) {
+        const float *q = e->res + i * e->ldres + j + 8 * v;
+        x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, mk));
+      }
+      x = pd_kcpu_epi_act8(e->act, e->p, x);
+    }
+    if (whole) _mm256_storeu_ps(c + j + 8 * v, x);
+    else _mm256_maskstore_ps(c + j + 8 * v, mk, x);
+  }
+}
+
 /* R rows (1..MR) of C from row i0, columns [j, j + 16) (`whole`, else those mk selects): the
  * tile's sums over k, then bias, residual and activation, stored. */
 INLINE AVX2 void tile(int R, bool whole, int64_t k, const float *a, int64_t lda, const float *b,
@@ -55,25 +79,47 @@ INLINE AVX2 void tile(int R, bool whole, int64_t k, const float *a, int64_t lda,
       acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
   }
-  UNROLL6 for (int r = 0; r < R; r++) {
-    float *cr = c + r * ldc + j;
-    _Pragma("GCC unroll 2") for (int v = 0; v < 2; v++) { /* unrolled: acc stays in registers */
-      __m256 x = acc[r][v];
-      __m256i mk = v ? mk1 : mk0;
-      if (e) {
-        if (e->cbias) {
-          const float *q = e->cbias + j + 8 * v;
-          x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, mk));
-        }
-        if (e->rbias) x = _mm256_add_ps(x, _mm256_broadcast_ss(e->rbias + i0 + r));
-        if (e->res) {
-          const float *q = e->res + (i0 + r) * e->ldres + j + 8 * v;
-          x = _mm256_add_ps(x, whole ? _mm256_loadu_ps(q) : _mm256_maskload_ps(q, mk));
-        }
-        x = pd_kcpu_epi_act8(e->act, e->p, x);
-      }
-      if (whole) _mm256_storeu_ps(cr + 8 * v, x);
-      else _mm256_maskstore_ps(cr + 8 * v, mk, x);
+  UNROLL6 for (int r = 0; r < R; r++)
+    store16(acc[r], whole, c + r * ldc, e, i0 + r, j, mk0, mk1);
+}
+
+/* Row A's one row (row i0 of the epilogue's) against NP panels at pack, k NR floats apart, from
+ * column j, the last w columns wide (its missing columns are zeros in the panel): 2 NP
+ * independent sums, where a tile of one row has 2 whose chains of fused multiply-adds leave it
+ * waiting on their latency (a batch-1 fc layer, an RNN's step). Each sum as the tile's. */
+INLINE AVX2 void row_panels(int NP, int64_t k, const float *a, const float *pack, int64_t w,
+                            float *c, const pd_kcpu_epi16 *e, int64_t i0, int64_t j) {
+  __m256 acc[4][2];
+  UNROLL4 for (int p = 0; p < NP; p++) acc[p][0] = acc[p][1] = _mm256_setzero_ps();
+  for (int64_t q = 0; q < k; q++) {
+    __m256 av = _mm256_broadcast_ss(a + q);
+    UNROLL4 for (int p = 0; p < NP; p++) {
+      const float *bq = pack + p * k * NR + q * NR;
+      acc[p][0] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bq), acc[p][0]);
+      acc[p][1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bq + 8), acc[p][1]);
+    }
+  }
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), all = _mm256_set1_epi32(-1);
+  UNROLL4 for (int p = 0; p < NP; p++) {
+    bool whole = p < NP - 1 || w == NR;
+    __m256i mk0 = whole ? all : _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
+    __m256i mk1 = whole ? all : _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
+    store16(acc[p], whole, c, e, i0, j + p * NR, mk0, mk1);
+  }
+}
+
+/* Row A (one row) against np panels from column j (the last wl columns wide), four at a time. */
+INLINE AVX2 void row_all(int64_t k, const float *a, const float *pack, int64_t np, int64_t wl,
+                         float *c, const pd_kcpu_epi16 *e, int64_t i0, int64_t j) {
+  for (int64_t q = 0; q < np; q += 4) {
+    int64_t g = np - q < 4 ? np - q : 4, w = q + g == np ? wl : NR;
+    const float *pq = pack + q * k * NR;
+    int64_t at = j + q * NR;
+    switch (g) {
+      case 4: row_panels(4, k, a, pq, w, c, e, i0, at); break;
+      case 3: row_panels(3, k, a, pq, w, c, e, i0, at); break;
+      case 2: row_panels(2, k, a, pq, w, c, e, i0, at); break;
+      default: row_panels(1, k, a, pq, w, c, e, i0, at); break;
     }
   }
 }
@@ -159,6 +205,10 @@ INLINE AVX2 void chunk_rows(int64_t m, int64_t k, const float *a, int64_t lda,
                             const pd_kcpu_epi16 *e, int64_t j) {
   for (int64_t i = 0; i < m;) {
     int64_t R = m - i >= MR ? MR : m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;
+    if (R == 1) {
+      row_all(k, a + i * lda, pack, np, wl, c + i * ldc, e, i, j);
+      break;
+    }
     for (int64_t q = 0; q < np; q++)
       tile_of(R, k, a + i * lda, lda, pack + q * k * NR, q == np - 1 ? wl : NR, c + i * ldc, ldc,
               e, i, j + q * NR);
@@ -169,6 +219,11 @@ INLINE AVX2 void chunk_rows(int64_t m, int64_t k, const float *a, int64_t lda,
 AVX2 void pd_kcpu_gemm8p_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                  const float *pack, float *c, int64_t ldc,
                                  const pd_kcpu_epi16 *e) {
+  if (m == 1) {
+    int64_t np = (n + NR - 1) / NR;
+    row_all(k, a, pack, np, n - (np - 1) * NR, c, e, 0, 0);
+    return;
+  }
   for (int64_t j = 0; j < n; j += NR, pack += k * NR)
     panel(m, k, a, lda, pack, n - j < NR ? n - j : NR, c, ldc, e, j);
 }

@@ -52,8 +52,10 @@ static void naive_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
 static void test_gemm(void) {
   /* The last four are split across the pool's threads (gemm.c): C's columns, C's rows, and K
    * (a weight gradient's shape, and one whose K does not divide evenly). */
+  /* {1, 75, 40}: one row against five panels of 16 columns, the last of 11 (gemm_avx2.c's
+   * row_panels, four panels at a time) */
   const int64_t shapes[][3] = {{1, 1, 1},      {3, 17, 5},     {64, 33, 17},
-                               {17, 1, 64},    {2, 3, 0},      {64, 300, 100},
+                               {17, 1, 64},    {2, 3, 0},      {1, 75, 40},   {64, 300, 100},
                                {300, 64, 100}, {32, 256, 1600}, {33, 31, 1203}};
   const double ab[][2] = {{1, 0}, {0.5, 2}};
   int levels[2], nlevels = simd_levels(levels);
@@ -434,7 +436,7 @@ static void test_gemm_const_b(void) {
   /* Panels whole and cut (n not a multiple of 32), K in one pass and in blocks (past 192),
    * C's rows in one block and several (past 128), one thread's work and the split. */
   const int64_t shapes[][3] = {{3, 17, 5},     {128, 384, 384}, {300, 100, 700},
-                               {1, 1536, 384}, {257, 33, 64},   {4, 5, 0}};
+                               {1, 1536, 384}, {257, 33, 64},   {4, 5, 0}, {1, 75, 40}};
   int levels[2], nlevels = simd_levels(levels);
   for (int li = 0; li < nlevels; li++) {
     int level = simd_force(levels[li]);
