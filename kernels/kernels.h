@@ -1159,6 +1159,12 @@ pd_k_threading pd_k_threading_info(void);
 /* Sets the calling thread's FTZ/DAZ bits: for threads a program creates itself before
  * pd_k_init or from another thread. Returns false where the CPU has no such mode. */
 bool pd_k_set_ftz_daz(void);
+/* Independent host work of an op side by side on the CPU pool's threads: fn(ctx, i) for each i
+ * in [0, n), each part on whichever thread is free (the caller's included), the kernels a part
+ * calls on that thread alone; returns when every part has run. For work no kernel splits well:
+ * a bidirectional RNN's two directions, each a chain of steps too small to share. */
+typedef void pd_k_part_fn(void *ctx, int i);
+void pd_k_host_parts(int n, pd_k_part_fn *fn, void *ctx);
 
 /* For a library inside someone else's program (api/): pd_k_init_threads is pd_k_init without
  * touching the calling thread's floating-point mode (it starts the pool, whose workers set

@@ -311,3 +311,19 @@ void pd_kcpu_parallel(int64_t n, int64_t grain, pd_kcpu_range_fn *fn, void *ctx)
 }
 
 int pd_kcpu_blas_team(void) { return in_pool ? 1 : P.nthreads; }
+
+typedef struct parts_job {
+  pd_k_part_fn *fn;
+  void *ctx;
+} parts_job;
+
+static void parts_run(void *vjob, int t, int nt) {
+  (void)nt;
+  const parts_job *j = vjob;
+  j->fn(j->ctx, t);
+}
+
+void pd_k_host_parts(int n, pd_k_part_fn *fn, void *ctx) {
+  parts_job j = {fn, ctx};
+  pd_kcpu_team(n, parts_run, &j);
+}

@@ -358,44 +358,83 @@ static pd_status cell_init(const pd_exec_ctx *ctx, const rplan *p, const wplan *
   return st;
 }
 
+/* One cell's whole-sequence kernel call (lstm_seq or gru_seq), made by run_seq. */
+typedef struct seq_call {
+  const pd_k_backend *k;
+  bool lstm;
+  pd_k_rnn_seq s;
+  const void *x, *w, *b, *h0, *c0; /* b: the GRU's bias_hh */
+  void *hs, *cs, *gs;
+  pd_status st;
+} seq_call;
+
+static void run_seq(void *calls, int i) {
+  seq_call *c = (seq_call *)calls + i;
+  c->st = c->lstm ? c->k->lstm_seq(&c->s, c->x, c->w, c->h0, c->c0, c->hs, c->cs, c->gs)
+                  : c->k->gru_seq(&c->s, c->x, c->w, c->b, c->h0, c->hs, c->gs);
+}
+
 /* LSTM and GRU layers forward: res is Reserve's data (Input's dtype); hT and cT [cells, N, H]
- * receive the final states. */
+ * receive the final states. A layer's directions are made ready one after the other (each
+ * input projection one product over every step, on all threads), then their recurrences run:
+ * on the host side by side (pd_k_host_parts), since a step of a small batch is too little
+ * work to split across threads (CRNN's LSTM of hidden 48 at batch 1 ran its 320 steps on one
+ * thread while the other waited), elsewhere one after the other. */
 static pd_status gated_forward(const pd_exec_ctx *ctx, const rplan *p, const wplan *w, char *res,
                                char *hT, char *cT) {
   bool lstm = p->mode == RNN_LSTM;
   pd_dtype dt = p->dt;
   size_t es = pd_dtype_size(dt);
   int64_t H = p->H, N = p->N, GH = p->GH, TN = p->T * p->N, DH = p->D * H;
-  char *b[5]; /* xp [TN, GH], wt [H, GH], the biases' sum [GH], h0s and c0s [N, H] */
-  size_t sizes[5] = {(size_t)(TN * GH) * es, (size_t)(H * GH) * es, (size_t)GH * es,
-                     (size_t)(N * H) * es, (size_t)(N * H) * es};
-  pd_status st = pd_ctx_scratch_n(ctx, 5, b, sizes);
-  for (int l = 0; l < p->L && !st; l++)
+  /* per direction: xp [TN, GH], wt [H, GH], the biases' sum [GH], h0s and c0s [N, H] */
+  char *b[10];
+  size_t sizes[10];
+  for (int d = 0; d < 2; d++) {
+    size_t *z = sizes + 5 * d;
+    bool used = d < p->D;
+    z[0] = used ? (size_t)(TN * GH) * es : 0, z[1] = used ? (size_t)(H * GH) * es : 0;
+    z[2] = used ? (size_t)GH * es : 0;
+    z[3] = z[4] = used ? (size_t)(N * H) * es : 0;
+  }
+  pd_status st = pd_ctx_scratch_n(ctx, 10, b, sizes);
+  seq_call calls[2];
+  for (int l = 0; l < p->L && !st; l++) {
     for (int d = 0; d < p->D && !st; d++) {
       int c = l * p->D + d;
+      char **bd = b + 5 * d;
       int64_t in = in_of(p, l);
       const char *x = l ? res + off_layer(p, l - 1) * es : pd_tensor_data(pd_ctx_in(ctx, "Input"));
       const void *wih = pd_tensor_data(p->w[4 * c]), *whh = pd_tensor_data(p->w[4 * c + 1]);
       const void *bih = pd_tensor_data(p->w[4 * c + 2]), *bhh = pd_tensor_data(p->w[4 * c + 3]);
       const void *bias = bih;
       if (lstm) { /* both biases add to every gate's pre-activation: one bias */
-        st = pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, dt, 1, &GH, bih, 1, &GH, bhh, -1, b[2]),
+        st = pd_ctx_check(ctx, ctx->k->binary(PD_K_ADD, dt, 1, &GH, bih, 1, &GH, bhh, -1, bd[2]),
                           "add");
-        bias = b[2];
+        bias = bd[2];
       }
       if (!st && TN)
-        st = kgemm_bias(ctx, dt, false, true, TN, GH, in, x, in, wih, in, 0.0, b[0], GH, bias);
-      if (!st) st = transposed(ctx, dt, GH, H, whh, b[1]);
-      if (!st) st = cell_init(ctx, p, w, c, b[3], lstm ? b[4] : NULL);
-      char *hs = res + off_hs(p, c) * es, *cs = res + off_cs(p, c) * es;
-      char *gs = res + off_gates(p, c) * es;
+        st = kgemm_bias(ctx, dt, false, true, TN, GH, in, x, in, wih, in, 0.0, bd[0], GH, bias);
+      if (!st) st = transposed(ctx, dt, GH, H, whh, bd[1]);
+      if (!st) st = cell_init(ctx, p, w, c, bd[3], lstm ? bd[4] : NULL);
+      char *hs = res + off_hs(p, c) * es;
       /* the padded rows' outputs are zeros */
       if (!st && TN) st = pd_ctx_check(ctx, ctx->k->fill(dt, TN * H, hs, 0.0), "fill");
-      pd_k_rnn_seq s = {dt, H, N, w->steps, w->koff, w->row[d], TN, amp_precision(ctx, dt)};
-      if (!st)
-        st = pd_ctx_check(ctx, lstm ? ctx->k->lstm_seq(&s, b[0], b[1], b[3], b[4], hs, cs, gs)
-                                    : ctx->k->gru_seq(&s, b[0], b[1], bhh, b[3], hs, gs),
-                          lstm ? "lstm" : "gru");
+      calls[d] = (seq_call){.k = ctx->k, .lstm = lstm,
+                            .s = {dt, H, N, w->steps, w->koff, w->row[d], TN,
+                                  amp_precision(ctx, dt)},
+                            .x = bd[0], .w = bd[1], .b = bhh, .h0 = bd[3], .c0 = bd[4],
+                            .hs = hs, .cs = res + off_cs(p, c) * es,
+                            .gs = res + off_gates(p, c) * es};
+    }
+    if (st) break;
+    if (p->D == 2 && pd_ctx_place(ctx) == PD_K_HOST)
+      pd_k_host_parts(2, run_seq, calls);
+    else
+      for (int d = 0; d < p->D; d++) run_seq(calls, d);
+    for (int d = 0; d < p->D && !st; d++) {
+      int c = l * p->D + d;
+      st = pd_ctx_check(ctx, calls[d].st, lstm ? "lstm" : "gru");
+      char *hs = calls[d].hs, *cs = calls[d].cs;
       if (!st)
         st = copy_cols(ctx, es, TN, H, res + (off_layer(p, l) + (size_t)(d * H)) * es, DH, hs, H);
       /* the final states: each sequence's last step's, or its initial ones (length 0) */
@@ -411,7 +450,8 @@ static pd_status gated_forward(const pd_exec_ctx *ctx, const rplan *p, const wpl
         }
       }
     }
-  pd_ctx_scratch_free_n(ctx, 5, b);
+  }
+  pd_ctx_scratch_free_n(ctx, 10, b);
   return st;
 }
 
