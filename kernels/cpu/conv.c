@@ -92,10 +92,66 @@ static int64_t panel_step(int64_t kdim, int64_t pw) {
 
 /* Rows [0, m) of C (ldc) = A (m x kdim) times n columns in panels at pack, the epilogue e
  * (NULL: none) as they are stored; false where gemm16p found no memory for its partial sums. */
+/* The last columns of a convolution's product that gemm_avx2.c's 16-column tiles would
+ * compute as a whole panel, mostly masked off, taken as dot products instead (gemm_nt8: each
+ * filter against each pixel's column) where they are at most DOT_TAIL and K is long enough for
+ * the dot products to run well: on 7x7 maps (49 pixels, 3 panels and 1 column) the masked
+ * panel cost a quarter of MobileNetV3's and ResNet50's last layers; 14x14 maps leave 4
+ * columns. */
+#define DOT_TAIL 4
+#define DOT_TAIL_STACK 1024 /* K up to which the copied columns are on the stack */
+/* Bytes of filters up to which the tail is taken: the dot products read the filters again,
+ * which past L2 come from L3 a second time (ResNet50's 512 -> 512 3x3 layers on 7x7, 4.7 MB a
+ * thread, gained nothing). */
+#define DOT_TAIL_MAX_A ((int64_t)512 << 10)
+
+static int64_t dot_tail(int64_t m, int64_t cols, int64_t k) {
+  int64_t t = cols % PD_KCPU_GEMM8_NR;
+  return cols > PD_KCPU_GEMM8_NR && t <= DOT_TAIL && k >= 32 && k <= PANEL_MAX_K &&
+                 m * k * (int64_t)sizeof(float) <= DOT_TAIL_MAX_A
+             ? t
+             : 0;
+}
+
+/* The t tail columns as rows of k (bt [t, k]): from B [k, cols] read in place (ldb), or from
+ * the last of gemm_avx2.c's panels (ldb 0: b is the panel, the columns its first t). */
+static void tail_rows(int64_t t, int64_t k, const float *b, int64_t ldb, int64_t c0,
+                      float *bt) {
+  for (int64_t q = 0; q < k; q++)
+    for (int64_t jj = 0; jj < t; jj++)
+      bt[jj * k + q] = ldb ? b[q * ldb + c0 + jj] : b[q * PD_KCPU_GEMM8_NR + jj];
+}
+
+/* C's columns [c0, c0 + t) = A (m rows of k) times the columns in bt, through the epilogue e
+ * (NULL: none; its rows and residual from C's first column). */
+static void dots_tail(int64_t m, int64_t t, int64_t k, const float *a, const float *bt,
+                      float *c, int64_t ldc, int64_t c0, const pd_kcpu_epi16 *e) {
+  pd_kcpu_gemm_nt8_f32(m, t, k, a, k, bt, k, c + c0, ldc);
+  if (!e) return;
+  for (int64_t i = 0; i < m; i++)
+    pd_kcpu_epi_row8_f32(e->act, e->p, c + i * ldc + c0, e->rbias ? e->rbias[i] : 0.0f,
+                         e->res ? e->res + i * e->ldres + c0 : NULL, t);
+}
+
+/* Room for the tail's columns: *t set to 0 where there is none. */
+static float *tail_buf(int64_t *t, int64_t k, float *stack) {
+  if (!*t || k <= DOT_TAIL_STACK) return stack;
+  float *h = pd_k_host_alloc((size_t)(*t * k) * sizeof(float));
+  if (!h) *t = 0;
+  return h;
+}
+
 static bool panels_product(const conv_plan *cp, int64_t m, int64_t n, const float *a,
                            const float *pack, float *c, int64_t ldc, const pd_kcpu_epi16 *e) {
   if (cp->pw == PD_KCPU_GEMM8_NR) {
-    pd_kcpu_gemm8p_epi_f32(m, n, cp->k.kdim, a, cp->k.kdim, pack, c, ldc, e);
+    int64_t k = cp->k.kdim, t = dot_tail(m, n, k);
+    float stack[DOT_TAIL * DOT_TAIL_STACK], *bt = tail_buf(&t, k, stack);
+    pd_kcpu_gemm8p_epi_f32(m, n - t, k, a, k, pack, c, ldc, e);
+    if (t) {
+      tail_rows(t, k, pack + (n - t) * k, 0, 0, bt);
+      dots_tail(m, t, k, a, bt, c, ldc, n - t, e);
+    }
+    if (bt != stack) pd_k_host_free(bt);
     return true;
   }
   return pd_kcpu_gemm16p_epi_f32(false, m, n, cp->k.kdim, a, cp->k.kdim, pack, 0.0f, c, ldc, e);
@@ -438,37 +494,6 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
 }
 #endif
 
-#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-/* The last columns of a 1x1 convolution's product that gemm_avx2.c's 16-column tiles would
- * compute as a whole panel, mostly masked off, taken as dot products instead (gemm_nt8: each
- * filter against each pixel's channels) where they are at most DOT_TAIL and K is long enough
- * for the dot products to run well: on 7x7 maps (49 pixels, 3 panels and 1 column)
- * the masked panel cost a quarter of MobileNetV3's last layers; 14x14 maps leave 4 columns. */
-#define DOT_TAIL 4
-#define DOT_TAIL_K 1024 /* floats of a copied column, on the stack */
-
-static int64_t dot_tail(int64_t cols, int64_t k) {
-  int64_t t = cols % PD_KCPU_GEMM8_NR;
-  return cols > PD_KCPU_GEMM8_NR && t <= DOT_TAIL && k >= 32 && k <= DOT_TAIL_K ? t : 0;
-}
-
-/* C's columns [cols - t, cols) = A B's, through the epilogue e (NULL: none): B's columns copied
- * into rows of k, gemm_nt8's dot products stored into C, then each row's epilogue. */
-static void dots_tail(int64_t m, int64_t cols, int64_t t, int64_t k, const float *a,
-                      const float *b, int64_t ldb, float *c, int64_t ldc,
-                      const pd_kcpu_epi16 *e) {
-  float bt[DOT_TAIL * DOT_TAIL_K];
-  int64_t c0 = cols - t;
-  for (int64_t q = 0; q < k; q++)
-    for (int64_t jj = 0; jj < t; jj++) bt[jj * k + q] = b[q * ldb + c0 + jj];
-  pd_kcpu_gemm_nt8_f32(m, t, k, a, k, bt, k, c + c0, ldc);
-  if (!e) return;
-  for (int64_t i = 0; i < m; i++)
-    pd_kcpu_epi_row8_f32(e->act, e->p, c + i * ldc + c0, e->rbias ? e->rbias[i] : 0.0f,
-                         e->res ? e->res + i * e->ldres + c0 : NULL, t);
-}
-#endif
-
 /* A 1x1 convolution (direct, one group) in fp32 on AVX-512 or AVX2: filters [r0, r1) over
  * output pixels [c0, c1) of image n, with the epilogue in the product's stores; false (nothing
  * done) where that does not apply (conv_gemm and epilogue() then). */
@@ -494,11 +519,15 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
   if (level == PD_KCPU_SIMD_AVX2) {
     const float *a = (const float *)j->w + r0 * kp->kdim, *b = (const float *)j->x + n * kp->in_img + c0;
     float *c = (float *)j->y + at;
-    int64_t m = r1 - r0, cols = c1 - c0, k = kp->kdim, t = dot_tail(cols, k);
-    if (!pd_kcpu_gemm8_epi_f32(m, cols - t, k, a, k, b, kp->ohw, c, kp->ohw, ep ? &e : NULL))
-      return false;
-    if (t) dots_tail(m, cols, t, k, a, b, kp->ohw, c, kp->ohw, ep ? &e : NULL);
-    return true;
+    int64_t m = r1 - r0, cols = c1 - c0, k = kp->kdim, t = dot_tail(m, cols, k);
+    float stack[DOT_TAIL * DOT_TAIL_STACK], *bt = tail_buf(&t, k, stack);
+    bool ok = pd_kcpu_gemm8_epi_f32(m, cols - t, k, a, k, b, kp->ohw, c, kp->ohw, ep ? &e : NULL);
+    if (ok && t) {
+      tail_rows(t, k, b, kp->ohw, cols - t, bt);
+      dots_tail(m, t, k, a, bt, c, kp->ohw, cols - t, ep ? &e : NULL);
+    }
+    if (bt != stack) pd_k_host_free(bt);
+    return ok;
   }
   return pd_kcpu_gemm16_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
                                 kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,

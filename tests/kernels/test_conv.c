@@ -700,9 +700,13 @@ static void test_conv_fused(void) {
       {1, 16, 9, 9, 24, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {1, 16, 32, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {1, 64, 7, 7, 96, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
-      /* 1x1 on AVX2 with the last 2 or 4 pixels past the 16-column panels as dot products */
+      /* on AVX2 the last 1-4 pixels past the 16-column panels as dot products: 1x1 (B read in
+       * place), 3x3 on 7x7 (from the last panel; K 216 with the columns on the stack, 1152 in
+       * a buffer) */
       {2, 40, 6, 3, 20, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {1, 48, 5, 4, 30, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {1, 24, 7, 7, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 128, 7, 7, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       /* a thread's filters past gemm_avx2.c's A_BLOCK (200 or 300 x 512 floats): B packed
        * whole, A by blocks of rows, the epilogue's rows following */
       {1, 512, 3, 7, 600, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
