@@ -136,6 +136,29 @@ static void TF(pool_2x2)(const pd_k_pool2d *p, const T *x, T *y) {
   }
 }
 
+/* Average pooling with 2x2 windows at stride 2 and no padding, every window inside the input
+ * (ResNet-D's shortcuts, ceil_mode on even sizes): the general loop's sums, in double in the
+ * same order, and its count of 4, without its bounds and counts for every window (that loop
+ * took 0.7 ms of ResNet50-vd's batch-1 time for [256, 56, 56] on two threads). */
+static bool TF(pool_is_avg2x2)(const pd_k_pool2d *p) {
+  return p->type == PD_K_POOL_AVG && p->kh == 2 && p->kw == 2 && p->stride_h == 2 &&
+         p->stride_w == 2 && p->pad_top == 0 && p->pad_left == 0 && 2 * p->oh <= p->h &&
+         2 * p->ow <= p->w;
+}
+
+static void TF(pool_avg2x2)(const pd_k_pool2d *p, const T *x, T *y) {
+  for (int64_t oy = 0; oy < p->oh; oy++) {
+    const T *r0 = x + 2 * oy * p->w, *r1 = r0 + p->w;
+    T *o = y + oy * p->ow;
+    for (int64_t ox = 0; ox < p->ow; ox++) {
+      double s = (double)r0[2 * ox] + (double)r0[2 * ox + 1];
+      s = s + (double)r1[2 * ox];
+      s = s + (double)r1[2 * ox + 1];
+      o[ox] = (T)(s / 4.0);
+    }
+  }
+}
+
 /* Each window's gradient goes to its first element equal to the window's max, the window's
  * other elements get 0, and so do the rows and columns no window covers. */
 static void TF(pool_grad_2x2)(const pd_k_pool2d *p, const T *x, const T *y, const T *dy, T *dx) {
@@ -164,9 +187,14 @@ static void TF(pool_grad_2x2)(const pd_k_pool2d *p, const T *x, const T *y, cons
 static void TF(pool_range)(void *vjob, int64_t b, int64_t e) {
   const pool_job *job = vjob;
   const pd_k_pool2d *p = job->p;
-  if (TF(pool_is_2x2)(p)) {
-    for (int64_t pl = b; pl < e; pl++)
-      TF(pool_2x2)(p, (const T *)job->x + pl * p->h * p->w, (T *)job->y + pl * p->oh * p->ow);
+  if (TF(pool_is_2x2)(p) || TF(pool_is_avg2x2)(p)) {
+    bool mx = p->type == PD_K_POOL_MAX;
+    for (int64_t pl = b; pl < e; pl++) {
+      const T *x = (const T *)job->x + pl * p->h * p->w;
+      T *y = (T *)job->y + pl * p->oh * p->ow;
+      if (mx) TF(pool_2x2)(p, x, y);
+      else TF(pool_avg2x2)(p, x, y);
+    }
     return;
   }
   for (int64_t pl = b; pl < e; pl++) {

@@ -1041,6 +1041,8 @@ static const pcase pcases[] = {
     {"avg ceil, asymmetric pad", {PD_K_POOL_AVG, 1, 3, 7, 6, 2, 3, 2, 2, 1, 0, 0, 2, true, true,
                                   0, 0}},
     {"global avg", {PD_K_POOL_AVG, 2, 4, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0, false, true, 0, 0}},
+    {"avg 2x2 stride 2, ceil on even sizes (ResNet-D's shortcuts)",
+     {PD_K_POOL_AVG, 2, 3, 6, 8, 2, 2, 2, 2, 0, 0, 0, 0, true, true, 0, 0}},
 };
 
 static void naive_pool(const pd_k_pool2d *p, const double *x, double *y) {
