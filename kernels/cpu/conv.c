@@ -1083,7 +1083,10 @@ typedef struct unstride_job {
 
 static void unstride_range(void *vjob, int64_t b, int64_t e) {
   unstride_job *j = vjob;
-  if (!pd_kcpu_unstride2_f32(j->p, j->w, j->dy, j->dx, b, e)) atomic_store(&j->failed, true);
+  bool ok = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512
+                ? pd_kcpu_unstride2_f32(j->p, j->w, j->dy, j->dx, b, e)
+                : pd_kcpu_unstride2_8_f32(j->p, j->w, j->dy, j->dx, b, e);
+  if (!ok) atomic_store(&j->failed, true);
 }
 #endif
 
@@ -1094,9 +1097,9 @@ pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void 
   if (st || p->n == 0) return st;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   /* a 2x2 kernel of stride 2 (an upsampling head's transposed convolution): each row of dx
-   * written once, directly (conv_avx512.c) */
+   * written once, directly (conv_avx512.c, conv_avx2.c) */
   if (dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 && pd_kcpu_unstride2_takes(p) &&
-      pd_kcpu_simd() == PD_KCPU_SIMD_AVX512) {
+      pd_kcpu_simd() >= PD_KCPU_SIMD_AVX2) {
     unstride_job u = {p, w, dy, dx, false};
     int64_t per_row = p->c * p->oc * p->ow * 2; /* multiply-adds of a row of every channel */
     pd_kcpu_parallel(p->n * p->h, ((int64_t)1 << 16) / (per_row > 0 ? per_row : 1) + 1,

@@ -204,6 +204,9 @@ void pd_kcpu_wino8_output(const pd_k_conv2d *p, const float *m, int64_t nb, int6
 bool pd_kcpu_unstride2_takes(const pd_k_conv2d *p);
 bool pd_kcpu_unstride2_f32(const pd_k_conv2d *p, const float *w, const float *dy, float *dx,
                            int64_t r0, int64_t r1);
+/* conv_avx2.c's, the same rows at eight columns of dy a vector (on AVX2 CPUs). */
+bool pd_kcpu_unstride2_8_f32(const pd_k_conv2d *p, const float *w, const float *dy, float *dx,
+                             int64_t r0, int64_t r1);
 
 /* ---- The CPU kernels: pd_kcpu_<name> for every entry of PD_K_BACKEND_LIST (kernels.h has
  * their contracts; the file is the entry's family: elementwise.c, reduce.c, conv.c, ...). ---- */
