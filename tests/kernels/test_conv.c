@@ -967,8 +967,8 @@ static void test_conv_backward(void) {
       {2, 4, 4, 4, 6, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {2, 3, 3, 2, 4, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       /* 2x2 of stride 2, an upsampling head's transposed convolution as its data gradient (fp32
-       * on AVX-512: written row by row, conv_avx512.c): channels past a block of 8, a row of
-       * dy of 16 + 5 and of 16 + 9 columns */
+       * on AVX-512 and AVX2: written row by row, conv_avx512.c, conv_avx2.c): channels past a
+       * block of 8 (of 4 on AVX2), a row of dy of 16 + 5 and of 16 + 9 columns */
       {2, 13, 4, 42, 3, 2, 2, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {1, 8, 2, 50, 5, 2, 2, 1, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
   };
