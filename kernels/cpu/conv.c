@@ -90,8 +90,6 @@ static int64_t panel_step(int64_t kdim, int64_t pw) {
   return (n > 1 ? n : 1) * pw;
 }
 
-/* Rows [0, m) of C (ldc) = A (m x kdim) times n columns in panels at pack, the epilogue e
- * (NULL: none) as they are stored; false where gemm16p found no memory for its partial sums. */
 /* The last columns of a convolution's product that gemm_avx2.c's 16-column tiles would
  * compute as a whole panel, mostly masked off, taken as dot products instead (gemm_nt8: each
  * filter against each pixel's column) where they are at most DOT_TAIL and K is long enough for
@@ -141,6 +139,8 @@ static float *tail_buf(int64_t *t, int64_t k, float *stack) {
   return h;
 }
 
+/* Rows [0, m) of C (ldc) = A (m x kdim) times n columns in panels at pack, the epilogue e
+ * (NULL: none) as they are stored; false where gemm16p found no memory for its partial sums. */
 static bool panels_product(const conv_plan *cp, int64_t m, int64_t n, const float *a,
                            const float *pack, float *c, int64_t ldc, const pd_kcpu_epi16 *e) {
   if (cp->pw == PD_KCPU_GEMM8_NR) {
@@ -517,7 +517,8 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     e.res = ep->residual ? (const float *)ep->residual + at : NULL;
   }
   if (level == PD_KCPU_SIMD_AVX2) {
-    const float *a = (const float *)j->w + r0 * kp->kdim, *b = (const float *)j->x + n * kp->in_img + c0;
+    const float *a = (const float *)j->w + r0 * kp->kdim;
+    const float *b = (const float *)j->x + n * kp->in_img + c0;
     float *c = (float *)j->y + at;
     int64_t m = r1 - r0, cols = c1 - c0, k = kp->kdim, t = dot_tail(m, cols, k);
     float stack[DOT_TAIL * DOT_TAIL_STACK], *bt = tail_buf(&t, k, stack);

@@ -150,8 +150,8 @@ void pd_kcpu_depthwise8_lanes_f32(const pd_k_conv2d *p, const float *x, const fl
 /* gemm_avx2.c, under the same conditions: C = A B for a 1x1 convolution, A [m, k] (row stride
  * lda), B [k, n] read in place (ldb), C [m, n] (ldc), each element through the epilogue e
  * (fastmath.h: cbias per column, rbias per row of C, res with row stride ldres, act; NULL:
- * none) as it is stored; false, nothing written, when there is no memory for a panel of B (K
- * past 512). */
+ * none) as it is stored (res may be C itself: each element is read before it is written, so
+ * C += A B); false, nothing written, when there is no memory for a panel of B (K past 512). */
 bool pd_kcpu_gemm8_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                            const float *b, int64_t ldb, float *c, int64_t ldc,
                            const struct pd_kcpu_epi16 *e);

@@ -12,7 +12,9 @@
  *
  * A tile of 6 rows by 16 columns of C sits in 12 registers for the whole of K while each element
  * of A is broadcast against 16 columns of a row of B (two loads); a tile's rows past m are not
- * computed (instances for 6, 4, 2, 1 rows), its columns past n are masked. Each element of C is
+ * computed (instances for 6, 4, 2, 1 rows), its columns past n are masked; a product of one row
+ * takes four panels at a time instead (row_panels). B may also come transposed (B^T's rows
+ * copied into the panels: pd_kcpu_gemm8t_epi_f32). Each element of C is
  * its k products added in order with fused multiply-adds (as gemm_avx512.c's), so results differ
  * from OpenBLAS's in the last bits. Compiled with a function attribute; nothing calls it on a CPU
  * without AVX2 and FMA. */
@@ -83,7 +85,7 @@ INLINE AVX2 void tile(int R, bool whole, int64_t k, const float *a, int64_t lda,
     store16(acc[r], whole, c + r * ldc, e, i0 + r, j, mk0, mk1);
 }
 
-/* Row A's one row (row i0 of the epilogue's) against NP panels at pack, k NR floats apart, from
+/* A's only row (row i0 of the epilogue's) against NP panels at pack, k NR floats apart, from
  * column j, the last w columns wide (its missing columns are zeros in the panel): 2 NP
  * independent sums, where a tile of one row has 2 whose chains of fused multiply-adds leave it
  * waiting on their latency (a batch-1 fc layer, an RNN's step). Each sum as the tile's. */
@@ -108,7 +110,7 @@ INLINE AVX2 void row_panels(int NP, int64_t k, const float *a, const float *pack
   }
 }
 
-/* Row A (one row) against np panels from column j (the last wl columns wide), four at a time. */
+/* A's only row against np panels from column j (the last wl columns wide), four at a time. */
 INLINE AVX2 void row_all(int64_t k, const float *a, const float *pack, int64_t np, int64_t wl,
                          float *c, const pd_kcpu_epi16 *e, int64_t i0, int64_t j) {
   for (int64_t q = 0; q < np; q += 4) {
