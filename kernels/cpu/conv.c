@@ -1075,6 +1075,13 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
 }
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+void pd_kcpu_unstride_dy_row(const pd_k_conv2d *p, const float *dy, int64_t r, float *rows) {
+  int64_t plane = p->oh * p->ow, y = r % p->h, n = r / p->h;
+  const float *src = dy + n * p->oc * plane + (y / 2) * p->ow;
+  for (int64_t o = 0; o < p->oc; o++)
+    memcpy(rows + o * p->ow, src + o * plane, (size_t)p->ow * sizeof(float));
+}
+
 typedef struct unstride_job {
   const pd_k_conv2d *p;
   const float *w, *dy;

@@ -509,16 +509,13 @@ INLINE AVX2 void unstride_row8(int NC, const pd_k_conv2d *p, const float *w, con
 
 AVX2 bool pd_kcpu_unstride2_8_f32(const pd_k_conv2d *p, const float *w, const float *dy,
                                   float *dx, int64_t r0, int64_t r1) {
-  /* row i of dy's every channel copied together first, as conv_avx512.c's */
   float *rows = pd_k_host_alloc((size_t)(p->oc * p->ow) * sizeof(float));
   if (!rows) return false;
-  int64_t plane = p->oh * p->ow, held = -1;
+  int64_t held = -1;
   for (int64_t r = r0; r < r1; r++) { /* rows r of the n * h: row y of image n */
     int64_t y = r % p->h, n = r / p->h;
     if (r / 2 != held) { /* rows 2i and 2i + 1 of dx read row i of dy */
-      const float *src = dy + n * p->oc * plane + (y / 2) * p->ow;
-      for (int64_t o = 0; o < p->oc; o++)
-        memcpy(rows + o * p->ow, src + o * plane, (size_t)p->ow * sizeof(float));
+      pd_kcpu_unstride_dy_row(p, dy, r, rows);
       held = r / 2;
     }
     float *dxn = dx + n * p->c * p->h * p->w;

@@ -203,18 +203,14 @@ static inline __attribute__((always_inline)) AVX512 void unstride_row(
 
 AVX512 bool pd_kcpu_unstride2_f32(const pd_k_conv2d *p, const float *w, const float *dy,
                                   float *dx, int64_t r0, int64_t r1) {
-  /* Row i of dy's every channel copied together first: read where it lies, a plane apart, the
-   * channels' rows fell in one set of the L1 cache when a plane is a multiple of 4 KiB (DB's
-   * 160 x 160), and the row took 10 ms an image instead of 1.7. */
+  /* Row i of dy's every channel copied together first (pd_kcpu_unstride_dy_row) */
   float *rows = pd_k_host_alloc((size_t)(p->oc * p->ow) * sizeof(float));
   if (!rows) return false;
-  int64_t plane = p->oh * p->ow, held = -1;
+  int64_t held = -1;
   for (int64_t r = r0; r < r1; r++) { /* rows r of the n * h: row y of image n */
     int64_t y = r % p->h, n = r / p->h;
     if (r / 2 != held) { /* rows 2i and 2i + 1 of dx read row i of dy */
-      const float *src = dy + n * p->oc * plane + (y / 2) * p->ow;
-      for (int64_t o = 0; o < p->oc; o++)
-        memcpy(rows + o * p->ow, src + o * plane, (size_t)p->ow * sizeof(float));
+      pd_kcpu_unstride_dy_row(p, dy, r, rows);
       held = r / 2;
     }
     float *dxn = dx + n * p->c * p->h * p->w;
