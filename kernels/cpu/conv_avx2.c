@@ -507,29 +507,16 @@ INLINE AVX2 void unstride_row8(int NC, const pd_k_conv2d *p, const float *w, con
   }
 }
 
-AVX2 bool pd_kcpu_unstride2_8_f32(const pd_k_conv2d *p, const float *w, const float *dy,
-                                  float *dx, int64_t r0, int64_t r1) {
-  float *rows = pd_k_host_alloc((size_t)(p->oc * p->ow) * sizeof(float));
-  if (!rows) return false;
-  int64_t held = -1;
-  for (int64_t r = r0; r < r1; r++) { /* rows r of the n * h: row y of image n */
-    int64_t y = r % p->h, n = r / p->h;
-    if (r / 2 != held) { /* rows 2i and 2i + 1 of dx read row i of dy */
-      pd_kcpu_unstride_dy_row(p, dy, r, rows);
-      held = r / 2;
-    }
-    float *dxn = dx + n * p->c * p->h * p->w;
-    int64_t c = 0;
-    for (; c + UCO <= p->c; c += UCO) unstride_row8(UCO, p, w, rows, dxn, c, y);
-    switch (p->c - c) {
-      case 3: unstride_row8(3, p, w, rows, dxn, c, y); break;
-      case 2: unstride_row8(2, p, w, rows, dxn, c, y); break;
-      case 1: unstride_row8(1, p, w, rows, dxn, c, y); break;
-      default: break;
-    }
+AVX2 void pd_kcpu_unstride2_row8_f32(const pd_k_conv2d *p, const float *w, const float *rows,
+                                     float *dxn, int64_t y) {
+  int64_t c = 0;
+  for (; c + UCO <= p->c; c += UCO) unstride_row8(UCO, p, w, rows, dxn, c, y);
+  switch (p->c - c) {
+    case 3: unstride_row8(3, p, w, rows, dxn, c, y); break;
+    case 2: unstride_row8(2, p, w, rows, dxn, c, y); break;
+    case 1: unstride_row8(1, p, w, rows, dxn, c, y); break;
+    default: break;
   }
-  pd_k_host_free(rows);
-  return true;
 }
 
 /* ---- The epilogue of a row ---- */

@@ -15,7 +15,7 @@
  * fused: results differ from it in the last bits. A fused convolution's epilogue (bias, residual,
  * a piecewise-linear activation) is applied to each vector before it is stored. Also the data
  * gradient of a 2x2 convolution of stride 2, the transposed convolution of upsampling heads
- * (pd_kcpu_unstride2_f32). Compiled with a function attribute; nothing calls it on a CPU without
+ * (pd_kcpu_unstride2_row16_f32). Compiled with a function attribute; nothing calls it on a CPU without
  * AVX-512F (pd_kcpu_simd). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
@@ -201,33 +201,19 @@ static inline __attribute__((always_inline)) AVX512 void unstride_row(
   }
 }
 
-AVX512 bool pd_kcpu_unstride2_f32(const pd_k_conv2d *p, const float *w, const float *dy,
-                                  float *dx, int64_t r0, int64_t r1) {
-  /* Row i of dy's every channel copied together first (pd_kcpu_unstride_dy_row) */
-  float *rows = pd_k_host_alloc((size_t)(p->oc * p->ow) * sizeof(float));
-  if (!rows) return false;
-  int64_t held = -1;
-  for (int64_t r = r0; r < r1; r++) { /* rows r of the n * h: row y of image n */
-    int64_t y = r % p->h, n = r / p->h;
-    if (r / 2 != held) { /* rows 2i and 2i + 1 of dx read row i of dy */
-      pd_kcpu_unstride_dy_row(p, dy, r, rows);
-      held = r / 2;
-    }
-    float *dxn = dx + n * p->c * p->h * p->w;
-    int64_t c = 0;
-    for (; c + CO <= p->c; c += CO) unstride_row(CO, p, w, rows, dxn, c, y);
-    switch (p->c - c) {
-      case 7: unstride_row(7, p, w, rows, dxn, c, y); break;
-      case 6: unstride_row(6, p, w, rows, dxn, c, y); break;
-      case 5: unstride_row(5, p, w, rows, dxn, c, y); break;
-      case 4: unstride_row(4, p, w, rows, dxn, c, y); break;
-      case 3: unstride_row(3, p, w, rows, dxn, c, y); break;
-      case 2: unstride_row(2, p, w, rows, dxn, c, y); break;
-      case 1: unstride_row(1, p, w, rows, dxn, c, y); break;
-      default: break;
-    }
+AVX512 void pd_kcpu_unstride2_row16_f32(const pd_k_conv2d *p, const float *w, const float *rows,
+                                        float *dxn, int64_t y) {
+  int64_t c = 0;
+  for (; c + CO <= p->c; c += CO) unstride_row(CO, p, w, rows, dxn, c, y);
+  switch (p->c - c) {
+    case 7: unstride_row(7, p, w, rows, dxn, c, y); break;
+    case 6: unstride_row(6, p, w, rows, dxn, c, y); break;
+    case 5: unstride_row(5, p, w, rows, dxn, c, y); break;
+    case 4: unstride_row(4, p, w, rows, dxn, c, y); break;
+    case 3: unstride_row(3, p, w, rows, dxn, c, y); break;
+    case 2: unstride_row(2, p, w, rows, dxn, c, y); break;
+    case 1: unstride_row(1, p, w, rows, dxn, c, y); break;
+    default: break;
   }
-  pd_k_host_free(rows);
-  return true;
 }
 #endif

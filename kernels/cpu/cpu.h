@@ -197,21 +197,16 @@ void pd_kcpu_wino8_output(const pd_k_conv2d *p, const float *m, int64_t nb, int6
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
  * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice
  * dy's size), which is also the transposed convolution of upsampling heads (DB's, U-Net's):
- * dx[n][c][2i + a][2j + b] = sum over o of dy[n][o][i][j] w[o][c][a][b], for the rows [r0, r1)
- * of the n * h (row y of image n, every channel), each element written once (no column matrix,
- * no clearing, no scatter); false, with nothing written, when there is no memory for a row of
- * dy's channels. */
+ * dx[n][c][2i + a][2j + b] = sum over o of dy[n][o][i][j] w[o][c][a][b], each element written
+ * once (no column matrix, no clearing, no scatter). conv.c's driver copies row i of dy's every
+ * channel side by side into rows [oc, ow] and has row y = 2i + a of dxn (image n's dx), every
+ * channel, made by pd_kcpu_unstride2_row16_f32 (AVX-512) or pd_kcpu_unstride2_row8_f32
+ * (conv_avx2.c's, eight columns of dy a vector). */
 bool pd_kcpu_unstride2_takes(const pd_k_conv2d *p);
-bool pd_kcpu_unstride2_f32(const pd_k_conv2d *p, const float *w, const float *dy, float *dx,
-                           int64_t r0, int64_t r1);
-/* conv.c: for both, row i = (r % h) / 2 of every channel of image r / h of dy copied side by
- * side into rows [oc, ow]: read where it lies, a plane apart, the channels' rows fell in one
- * set of the L1 cache when a plane is a multiple of 4 KiB (DB's 160 x 160), and the row took
- * 10 ms an image instead of 1.7. */
-void pd_kcpu_unstride_dy_row(const pd_k_conv2d *p, const float *dy, int64_t r, float *rows);
-/* conv_avx2.c's, the same rows at eight columns of dy a vector (on AVX2 CPUs). */
-bool pd_kcpu_unstride2_8_f32(const pd_k_conv2d *p, const float *w, const float *dy, float *dx,
-                             int64_t r0, int64_t r1);
+void pd_kcpu_unstride2_row16_f32(const pd_k_conv2d *p, const float *w, const float *rows,
+                                 float *dxn, int64_t y);
+void pd_kcpu_unstride2_row8_f32(const pd_k_conv2d *p, const float *w, const float *rows,
+                                float *dxn, int64_t y);
 
 /* ---- The CPU kernels: pd_kcpu_<name> for every entry of PD_K_BACKEND_LIST (kernels.h has
  * their contracts; the file is the entry's family: elementwise.c, reduce.c, conv.c, ...). ---- */
