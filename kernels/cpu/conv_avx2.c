@@ -50,6 +50,11 @@ INLINE AVX2 __m256i lanes(int64_t c0, int64_t w, bool *full) {
   return _mm256_and_si256(ge, lt);
 }
 
+/* The first n lanes (n <= 8), as vmaskmovps's mask. */
+INLINE AVX2 __m256i first_lanes(int64_t n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
 /* ---- The depthwise convolution ---- */
 
 /* Zeros that a tap row outside the input reads in the unrolled widths' instances (Z), instead of
@@ -149,8 +154,7 @@ INLINE AVX2 void block(const pd_k_conv2d *p, const float *xc, const float *wc, i
   }
   int64_t left = p->ow - ox;
   bool whole = left >= 8;
-  __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(whole ? 8 : (int)left),
-                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256i mk = first_lanes(whole ? 8 : left);
   if (full) block_rows(p, xc, wc, ox, yc, e, bias, rc, m, m2, mk, whole, S, KW, true);
   else block_rows(p, xc, wc, ox, yc, e, bias, rc, m, m2, mk, whole, S, KW, false);
 }
@@ -323,10 +327,6 @@ INLINE AVX2 void transpose8(__m256 r[8]) {
     r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
     r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
   }
-}
-
-INLINE AVX2 __m256i first_lanes(int64_t n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
 /* T's rows for output rows [oy0, oy1): nr input rows from iy0, each tw pixels of the eight
@@ -532,8 +532,7 @@ INLINE AVX2 void epi_row(int ACT, const float *pp, float *r, float b, const floa
     _mm256_storeu_ps(r + j, pd_kcpu_epi_act8(ACT, pp, x));
   }
   if (j < len) {
-    __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(len - j)),
-                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i mk = first_lanes(len - j);
     __m256 x = _mm256_add_ps(_mm256_maskload_ps(r + j, mk), bv);
     if (q) x = _mm256_add_ps(x, _mm256_maskload_ps(q + j, mk));
     _mm256_maskstore_ps(r + j, mk, pd_kcpu_epi_act8(ACT, pp, x));

@@ -61,6 +61,13 @@ INLINE AVX2 void store16(const __m256 x2[2], bool whole, float *c, const pd_kcpu
   }
 }
 
+/* The store masks of a panel's w columns (w <= 16): all lanes where w is 16. */
+INLINE AVX2 void panel_masks(int64_t w, __m256i *mk0, __m256i *mk1) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  *mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
+  *mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
+}
+
 /* R rows (1..MR) of C from row i0, columns [j, j + 16) (`whole`, else those mk selects): the
  * tile's sums over k, then bias, residual and activation, stored. */
 INLINE AVX2 void tile(int R, bool whole, int64_t k, const float *a, int64_t lda, const float *b,
@@ -101,12 +108,10 @@ INLINE AVX2 void row_panels(int NP, int64_t k, const float *a, const float *pack
       acc[p][1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bq + 8), acc[p][1]);
     }
   }
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), all = _mm256_set1_epi32(-1);
   UNROLL4 for (int p = 0; p < NP; p++) {
-    bool whole = p < NP - 1 || w == NR;
-    __m256i mk0 = whole ? all : _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
-    __m256i mk1 = whole ? all : _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
-    store16(acc[p], whole, c, e, i0, j + p * NR, mk0, mk1);
+    __m256i mk0, mk1;
+    panel_masks(p < NP - 1 ? NR : w, &mk0, &mk1);
+    store16(acc[p], p < NP - 1 || w == NR, c, e, i0, j + p * NR, mk0, mk1);
   }
 }
 
@@ -161,34 +166,27 @@ INLINE AVX2 void pack_panel(int64_t k, const float *b, int64_t ldb, int64_t j, i
 /* Rows [0, m) of C against its columns [j, j + w) (w <= 16), B's panel of them at pack. */
 INLINE AVX2 void panel(int64_t m, int64_t k, const float *a, int64_t lda, const float *pack,
                        int64_t w, float *c, int64_t ldc, const pd_kcpu_epi16 *e, int64_t j) {
-  if (w == NR) {
-    __m256i all = _mm256_set1_epi32(-1);
-    columns(true, m, k, a, lda, pack, NR, c, ldc, e, j, all, all);
-    return;
-  }
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  __m256i mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
-  __m256i mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
-  columns(false, m, k, a, lda, pack, NR, c, ldc, e, j, mk0, mk1);
+  __m256i mk0, mk1;
+  panel_masks(w, &mk0, &mk1);
+  if (w == NR) columns(true, m, k, a, lda, pack, NR, c, ldc, e, j, mk0, mk1);
+  else columns(false, m, k, a, lda, pack, NR, c, ldc, e, j, mk0, mk1);
 }
 
 /* One tile of R rows (6, 4, 2, 1: the instances) against the panel at pack of w columns. */
 INLINE AVX2 void tile_of(int64_t R, int64_t k, const float *a, int64_t lda, const float *pack,
                          int64_t w, float *c, int64_t ldc, const pd_kcpu_epi16 *e, int64_t i0,
                          int64_t j) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  __m256i all = _mm256_set1_epi32(-1);
+  __m256i mk0, mk1;
+  panel_masks(w, &mk0, &mk1);
   if (w == NR) {
     switch (R) {
-      case 6: tile(6, true, k, a, lda, pack, NR, c, ldc, e, i0, j, all, all); break;
-      case 4: tile(4, true, k, a, lda, pack, NR, c, ldc, e, i0, j, all, all); break;
-      case 2: tile(2, true, k, a, lda, pack, NR, c, ldc, e, i0, j, all, all); break;
-      default: tile(1, true, k, a, lda, pack, NR, c, ldc, e, i0, j, all, all); break;
+      case 6: tile(6, true, k, a, lda, pack, NR, c, ldc, e, i0, j, mk0, mk1); break;
+      case 4: tile(4, true, k, a, lda, pack, NR, c, ldc, e, i0, j, mk0, mk1); break;
+      case 2: tile(2, true, k, a, lda, pack, NR, c, ldc, e, i0, j, mk0, mk1); break;
+      default: tile(1, true, k, a, lda, pack, NR, c, ldc, e, i0, j, mk0, mk1); break;
     }
     return;
   }
-  __m256i mk0 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w), lane);
-  __m256i mk1 = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)w - 8), lane);
   switch (R) {
     case 6: tile(6, false, k, a, lda, pack, NR, c, ldc, e, i0, j, mk0, mk1); break;
     case 4: tile(4, false, k, a, lda, pack, NR, c, ldc, e, i0, j, mk0, mk1); break;
