@@ -218,7 +218,7 @@ static int run_bench(int argc, char **argv) {
   printf("throughput: %.1f samples/s (batch / median latency)\n",
          (double)rows / quantile(lat, n, 0.5) * 1e3);
   printf("peak resident memory: %.1f MiB\n", peak_mib);
-  if (profile) pd_exec_profile_report(stdout);
+  if (profile) pd_exec_profile_report(stdout, pd_driver_profile_top());
   rc = 0;
   goto out;
 fail:

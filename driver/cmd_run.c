@@ -4,6 +4,7 @@
 #include "config.h"
 #include "driver/driver.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,20 @@ void pd_driver_print_error(const pd_unit *unit, const pd_source *src, const pd_e
   if (b.data) fputs(b.data, stderr);
   else fprintf(stderr, "pdlang: %s\n", err->msg ? err->msg : pd_status_str(err->status));
   pd_buf_free(&b);
+}
+
+size_t pd_driver_profile_top(void) {
+  const char *e = getenv("PDLANG_PROFILE_TOP");
+  if (!e || !*e) return 12;
+  char *end;
+  errno = 0;
+  long v = strtol(e, &end, 10);
+  if (*end || v < 0 || errno) {
+    fprintf(stderr, "pdlang: PDLANG_PROFILE_TOP takes a count (0: every op), not '%s'; "
+                    "listing 12\n", e);
+    return 12;
+  }
+  return (size_t)v;
 }
 
 int pd_driver_device(const char *cmd, const char *spec, int *place, int *gpu_index) {
@@ -168,7 +183,7 @@ static int run_run(int argc, char **argv) {
     pd_driver_print_error(unit, src, &err);
   if (profile) { /* what ran, also when it stopped early */
     pd_exec_profile_enable(false);
-    pd_exec_profile_report(stderr);
+    pd_exec_profile_report(stderr, pd_driver_profile_top());
     pd_exec_profile_reset();
   }
   pd_error_clear(&err);

@@ -67,6 +67,10 @@ int pd_driver_device(const char *cmd, const char *spec, int *place, int *gpu_ind
  * "bfloat16": the model's products multiply in bf16, pd_model's precision); non-zero after
  * saying what is wrong. */
 int pd_driver_precision(const char *cmd, const char *spec, pd_dtype *out);
+/* How many of the hottest ops a profile (run --profile, bench --profile) lists:
+ * PDLANG_PROFILE_TOP, 0 for all of them; 12 when it is unset (or not a count, with a warning on
+ * stderr). */
+size_t pd_driver_profile_top(void);
 
 /* ---- Saved models and their inputs (driver/model_inputs.c: exec and bench) ---- */
 

@@ -79,14 +79,27 @@ typedef struct conv_plan {
  * that the product reads them in order. Read in place from the plain column matrix, a term of a
  * panel a row apart, a DB detector's 3x3 convolution (24 filters, K = 864, 160x160 outputs) ran at
  * 27 GFLOP/s, waiting on memory. */
-#define PANEL_MAX_A ((int64_t)1 << 18) /* the filters of a group (ocg x kdim), as gemm.c's bound */
+#define PANEL_MAX_A ((int64_t)1 << 18) /* AVX2: the filters of a group (ocg x kdim), as gemm.c's
+                                        * bound; gemm16p blocks larger ones itself */
 #define PANEL_MAX_K 4096
 #define PANEL_MAX_KW 16 /* filter widths im2col_panels takes */
 #define PANEL_BLOCK ((int64_t)1 << 16) /* floats of panels made at a time (256 KB) */
+/* ... or, where the filters are past PANEL_MAX_A (gemm16p then reads them once for all the
+ * panels of a call, from L3), up to this many (4 MB): ResNet50's 3x3 layers of 256 and 512
+ * filters take all of a 14x14 or 7x7 image's columns (2.1 and 1.2 MB) in one call. */
+#define PANEL_BLOCK_BIG ((int64_t)1 << 20)
+
+/* Whether the forward product of a group takes its columns in panels at this SIMD level. */
+static bool panels_take(int level, const pd_k_conv_plan *k, int64_t kw) {
+  return kw <= PANEL_MAX_KW &&
+         (level == PD_KCPU_SIMD_AVX512 ||
+          (level == PD_KCPU_SIMD_AVX2 && k->ocg * k->kdim <= PANEL_MAX_A &&
+           k->kdim <= PANEL_MAX_K));
+}
 
 /* Output pixels a block of panels of width pw holds: a multiple of pw. */
-static int64_t panel_step(int64_t kdim, int64_t pw) {
-  int64_t n = PANEL_BLOCK / (pw * kdim);
+static int64_t panel_step(const pd_k_conv_plan *k, int64_t pw) {
+  int64_t n = (k->ocg * k->kdim > PANEL_MAX_A ? PANEL_BLOCK_BIG : PANEL_BLOCK) / (pw * k->kdim);
   return (n > 1 ? n : 1) * pw;
 }
 
@@ -182,11 +195,10 @@ static pd_status conv_begin(conv_plan *cp, pd_dtype dt, const pd_k_conv2d *p, bo
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   int level = pd_kcpu_simd();
   if (forward && !cp->k.direct && dt == PD_FP32 && !lp_products(dt, p, &cp->k) &&
-      cp->k.ocg * cp->k.kdim <= PANEL_MAX_A && cp->k.kdim <= PANEL_MAX_K && p->kw <= PANEL_MAX_KW &&
-      level != PD_KCPU_SIMD_BASE) {
+      panels_take(level, &cp->k, p->kw)) {
     cp->panels = true;
     cp->pw = level == PD_KCPU_SIMD_AVX512 ? PD_KCPU_GEMM16_NR : PD_KCPU_GEMM8_NR;
-    int64_t pw = cp->pw, step = panel_step(cp->k.kdim, pw), ohw = (cp->k.ohw + pw - 1) / pw * pw;
+    int64_t pw = cp->pw, step = panel_step(&cp->k, pw), ohw = (cp->k.ohw + pw - 1) / pw * pw;
     cp->col_bytes = (size_t)((ohw < step ? ohw : step) * cp->k.kdim) * sizeof(float);
   }
 #endif
@@ -471,7 +483,7 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
   const pd_k_conv2d *p = j->p;
   const pd_k_conv_plan *kp = &j->cp->k;
   const float *xn = (const float *)j->x + n * kp->in_img;
-  int64_t step = panel_step(kp->kdim, j->cp->pw);
+  int64_t step = panel_step(kp, j->cp->pw);
   /* the epilogue in the product's stores where it can be */
   const pd_k_conv_epilogue *ep = j->ep;
   int code = ep ? epi_inline(ep) : EPI_NONE;
@@ -505,8 +517,9 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
   const pd_k_conv_epilogue *ep = j->ep;
   int code = ep ? epi_inline(ep) : EPI_NONE, level = pd_kcpu_simd();
   if (!kp->direct || kp->g != 1 || j->dt != PD_FP32 || lp_products(j->dt, p, kp) ||
-      code == EPI_OTHER || (r1 - r0) * kp->kdim > PANEL_MAX_A || kp->kdim > PANEL_MAX_K ||
-      level == PD_KCPU_SIMD_BASE)
+      code == EPI_OTHER || level == PD_KCPU_SIMD_BASE ||
+      (level == PD_KCPU_SIMD_AVX2 &&
+       ((r1 - r0) * kp->kdim > PANEL_MAX_A || kp->kdim > PANEL_MAX_K)))
     return false;
   if (r1 <= r0 || c1 <= c0) return true;
   int64_t at = n * kp->out_img + r0 * kp->ohw + c0;
@@ -908,7 +921,7 @@ static bool wino_take(pd_dtype dt, const pd_k_conv2d *p) {
          p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
          p->dil_w == 1 && p->c >= WINO_MIN_CH && p->oc >= WINO_MIN_CH &&
          ((p->oh + 1) / 2) * ((p->ow + 1) / 2) >= WINO_MIN_TILES &&
-         pd_kcpu_simd() == PD_KCPU_SIMD_AVX2;
+         pd_kcpu_simd() != PD_KCPU_SIMD_BASE;
 }
 
 typedef struct wino_job {
@@ -932,7 +945,7 @@ static void wino_rows_range(void *ctx, int64_t b, int64_t e) {
   int64_t th = (p->oh + 1) / 2, tw = (p->ow + 1) / 2, nb = j->rows * tw;
   float *v = pd_k_host_alloc((size_t)(16 * p->c * nb) * sizeof(float));
   float *m = pd_k_host_alloc((size_t)(16 * p->oc * nb) * sizeof(float));
-  bool ok = v && m;
+  bool ok = v && m, wide = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
   for (int64_t r = b; r < e && ok;) {
     int64_t n = r / th, ty0 = r % th, ty1 = ty0 + j->rows;
     if (ty1 > th) ty1 = th;
@@ -941,9 +954,9 @@ static void wino_rows_range(void *ctx, int64_t b, int64_t e) {
     float *yn = j->y + n * p->oc * p->oh * p->ow;
     pd_kcpu_wino8_input(p, j->x + n * p->c * p->h * p->w, ty0, ty1, 0, p->c, v, tiles);
     for (int xi = 0; xi < 16 && ok; xi++)
-      ok = pd_kcpu_gemm8_epi_f32(p->oc, tiles, p->c, j->u + xi * p->oc * p->c, p->c,
-                                 v + xi * p->c * tiles, tiles, m + xi * p->oc * tiles, tiles,
-                                 NULL);
+      ok = (wide ? pd_kcpu_gemm16_epi_f32 : pd_kcpu_gemm8_epi_f32)(
+          p->oc, tiles, p->c, j->u + xi * p->oc * p->c, p->c, v + xi * p->c * tiles, tiles,
+          m + xi * p->oc * tiles, tiles, NULL);
     if (!ok) break;
     pd_kcpu_wino8_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
     epilogue(PD_FP32, p, j->ep, j->y, n, 0, p->oc, 2 * ty0 * p->ow, oy1 * p->ow);

@@ -27,23 +27,24 @@ static void scale_rows(pd_dtype dt, int64_t m, int64_t n, double beta, void *c, 
   }
 }
 
-/* gemm_avx512.c's product takes fp32 products on AVX-512 CPUs while op(A) fits in L2 (it is
- * read once for every 32 columns of C) and a panel of op(B) too (it is read once for every 12
- * rows); OpenBLAS, with its cache blocking, the larger ones. With B transposed it copies B^T
- * first, which pays only over enough rows: a LeNet filter gradient ([6, 784] by [784, 25]^T a
- * sample) took 1122 us a step with the copy against 457 through OpenBLAS. The products of an fc
- * layer of 1600 rows, 32 inputs and 256 outputs on two threads (forward, dInput, dW): 138, 147
- * and 155 us through OpenBLAS's AVX2 kernels, 89, 77 and 106 us here (bench_kernels has them). */
-#define GEMM16_MAX_A ((int64_t)1 << 18) /* m * k, floats */
+/* gemm_avx512.c's product takes the fp32 products on AVX-512 CPUs, those whose op(A) is past
+ * L2 in blocks of it. With B transposed it copies B^T first, which pays only over enough rows:
+ * a LeNet filter gradient ([6, 784] by [784, 25]^T a sample) took 1122 us a step with the copy
+ * against 457 through OpenBLAS. The products of an fc layer of 1600 rows, 32 inputs and 256
+ * outputs on two threads (forward, dInput, dW): 138, 147 and 155 us through OpenBLAS's AVX2
+ * kernels, 89, 77 and 106 us here (bench_kernels has them). OpenBLAS took the large ones until
+ * a Sapphire Rapids VM (its CPU model hidden) made Debian's OpenBLAS 0.3.21 choose its SSE3
+ * kernels: ResNet50-vd at batch 1 ran 85 ms, 48 on its AVX-512 kernels, 49 here. */
+#define GEMM16_MAX_A ((int64_t)1 << 18) /* AVX2: m * k, floats */
 #define GEMM16_MAX_K 4096
 #define GEMM16_MIN_M_TB 48
 
-static bool use_gemm16(pd_dtype dt, bool trans_b, int64_t m, int64_t k) {
+static bool use_gemm16(pd_dtype dt, bool trans_b, int64_t m) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  return dt == PD_FP32 && k <= GEMM16_MAX_K && m * k <= GEMM16_MAX_A &&
-         (!trans_b || m >= GEMM16_MIN_M_TB) && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+  return dt == PD_FP32 && (!trans_b || m >= GEMM16_MIN_M_TB) &&
+         pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
 #else
-  (void)dt, (void)trans_b, (void)m, (void)k;
+  (void)dt, (void)trans_b, (void)m;
   return false;
 #endif
 }
@@ -95,7 +96,7 @@ static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
                           int64_t ldb, double beta, void *c, int64_t ldc, const void *bias) {
   if (m == 0 || n == 0) return PD_OK;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-  if (k > 0 && alpha != 0 && use_gemm16(dt, trans_b, m, k) &&
+  if (k > 0 && alpha != 0 && use_gemm16(dt, trans_b, m) &&
       pd_kcpu_gemm16_f32(trans_a, trans_b, m, n, k, (float)alpha, a, lda, b, ldb,
                          bias ? 0.0f : (float)beta, bias, c, ldc))
     return PD_OK;
@@ -418,7 +419,7 @@ static void panels_release(pd_k_prepared *p) { pd_k_host_free(p); }
 static const panels *prepared_panels(pd_dtype dt, int64_t n, int64_t k, const void *b,
                                      pd_k_prepared **prep) {
   int level = pd_kcpu_simd();
-  if (dt != PD_FP32 || k > GEMM16_MAX_K ||
+  if (dt != PD_FP32 || (level == PD_KCPU_SIMD_AVX2 && k > GEMM16_MAX_K) ||
       (level != PD_KCPU_SIMD_AVX512 && level != PD_KCPU_SIMD_AVX2))
     return NULL;
   panels *p = (panels *)*prep;

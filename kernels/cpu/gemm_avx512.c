@@ -185,15 +185,17 @@ static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a
 }
 
 /* All of C's rows against one panel of NV vectors, K in blocks of KC when `part` (m rows of
- * NR partial sums) is given, else in one. */
+ * NR partial sums) is given, else in one. These k terms are the first of the sums when `from0`
+ * (else they go onto those in part) and the last when `to_c` (else the sums stay in part). */
 static INLINE AVX512 void panel(bool TA, int NV, int64_t m, int64_t k, const float *a,
                                 int64_t lda, const float *b, int64_t ldb, float *part,
-                                const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
+                                bool from0, bool to_c, const ep16 *ep, float *c, int64_t ldc,
+                                __mmask16 last) {
   int64_t kc = part ? KC : k;
   for (int64_t k0 = 0; k0 < k; k0 += kc) {
     int64_t kk = k - k0 < kc ? k - k0 : kc;
     const float *ak = TA ? a + k0 * lda : a + k0, *bk = b + k0 * ldb;
-    bool first = k0 == 0, final = k0 + kk == k;
+    bool first = from0 && k0 == 0, final = to_c && k0 + kk == k;
 #define TILE(R)                                                                             \
   do {                                                                                      \
     ep16 et = *ep;                                                                          \
@@ -219,22 +221,162 @@ static INLINE AVX512 void panel(bool TA, int NV, int64_t m, int64_t k, const flo
 }
 
 static AVX512 void panel_na(int nv, int64_t m, int64_t k, const float *a, int64_t lda,
-                            const float *b, int64_t ldb, float *part, const ep16 *ep, float *c,
-                            int64_t ldc, __mmask16 last) {
-  if (nv == 2) panel(false, 2, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
-  else panel(false, 1, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
+                            const float *b, int64_t ldb, float *part, bool from0, bool to_c,
+                            const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
+  if (nv == 2) panel(false, 2, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
+  else panel(false, 1, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
 }
 
 static AVX512 void panel_ta(int nv, int64_t m, int64_t k, const float *a, int64_t lda,
-                            const float *b, int64_t ldb, float *part, const ep16 *ep, float *c,
-                            int64_t ldc, __mmask16 last) {
-  if (nv == 2) panel(true, 2, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
-  else panel(true, 1, m, k, a, lda, b, ldb, part, ep, c, ldc, last);
+                            const float *b, int64_t ldb, float *part, bool from0, bool to_c,
+                            const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
+  if (nv == 2) panel(true, 2, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
+  else panel(true, 1, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
+}
+
+/* The panel's columns and the mask of its last vector. */
+static INLINE int panel_of(int64_t n, int64_t j, __mmask16 *last) {
+  int64_t w = n - j < NR ? n - j : NR;
+  *last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
+  return w > 16 ? 2 : 1;
+}
+
+/* ---- Short products (k <= KC): a tile of rows across a chunk of panels ----
+ * Panel by panel, every row of C takes 128 bytes in turn: MobileNetV3's first 1x1 layers (16 ->
+ * 64 channels on 112x112, k = 16) wrote 64 streams of stores, read B a row 50 KB apart (a page
+ * a term) and ran at 12 GB/s of output. Here the panels of a chunk of columns (STACK_COLS of
+ * them, 32 KB) lie together and each tile of rows passes all of them, so that C is written as
+ * MR streams; each sum is the same. */
+static INLINE AVX512 void tile_ep(bool TA, int R, int NV, int64_t k, const float *a, int64_t lda,
+                                  const float *b, const ep16 *ep0, int64_t i, int64_t j,
+                                  float *c, int64_t ldc, __mmask16 last) {
+  ep16 ep = *ep0;
+  ep.bias = ep0->bias ? ep0->bias + j : NULL;
+  ep.res = ep0->res ? ep0->res + i * ep0->epi->ldres + j : NULL;
+  ep.row = i;
+  tile(TA, R, NV, k, TA ? a + i : a + i * lda, lda, b, NR, NULL, NULL, &ep, c + i * ldc + j,
+       ldc, last);
+}
+
+/* Rows [0, m) of C against np panels at pack (k rows of NR each, one after another) from
+ * column j, the last of wl columns. */
+static AVX512 void chunk(bool ta, int64_t m, int64_t k, const float *a, int64_t lda,
+                         const float *pack, int64_t np, int64_t wl, const ep16 *ep, int64_t j,
+                         float *c, int64_t ldc) {
+  __mmask16 lastw;
+  int nvl = panel_of(wl, 0, &lastw);
+  for (int64_t i = 0; i < m;) {
+    int R = m - i >= MR ? MR : m - i >= 8 ? 8 : m - i >= 4 ? 4 : 1;
+    for (int64_t q = 0; q < np; q++) {
+      const float *bq = pack + q * k * NR;
+      int64_t jq = j + q * NR;
+      bool tail = q == np - 1;
+      int nv = tail ? nvl : 2;
+      __mmask16 last = tail ? lastw : 0xffff;
+#define CHUNK_TILE(TA, RR)                                                      \
+  do {                                                                          \
+    if (nv == 2) tile_ep(TA, RR, 2, k, a, lda, bq, ep, i, jq, c, ldc, last);    \
+    else tile_ep(TA, RR, 1, k, a, lda, bq, ep, i, jq, c, ldc, last);            \
+  } while (0)
+      if (ta) {
+        switch (R) {
+          case MR: CHUNK_TILE(true, MR); break;
+          case 8: CHUNK_TILE(true, 8); break;
+          case 4: CHUNK_TILE(true, 4); break;
+          default: CHUNK_TILE(true, 1); break;
+        }
+      } else {
+        switch (R) {
+          case MR: CHUNK_TILE(false, MR); break;
+          case 8: CHUNK_TILE(false, 8); break;
+          case 4: CHUNK_TILE(false, 4); break;
+          default: CHUNK_TILE(false, 1); break;
+        }
+      }
+#undef CHUNK_TILE
+    }
+    i += R;
+  }
+}
+
+/* ---- Products whose op(A) is past L2 ----
+ * Taken a panel at a time, all of A is read once for every 32 columns of C: ResNet50's last
+ * 3x3 layers (512 filters of 4608 terms, 9.4 MB) on 7x7 maps read it from L3 twice an image,
+ * and the 14x14 layers (2.4 MB) seven times. Past BIG_A floats, K is taken in blocks of BIG_KB
+ * and the rows in blocks of BIG_MB: each block of A (at most 360 KB) is multiplied into every
+ * panel of C while it is in L2, the sums of all of C kept between the K blocks (m x the
+ * panels' width, on the heap). Each sum is added in the same order as a panel at a time, so
+ * the bits are the same. */
+#define BIG_A ((int64_t)1 << 18)
+#define BIG_KB (2 * KC)
+#define BIG_MB (20 * MR)
+
+static bool big_a(int64_t m, int64_t k) { return m * k > BIG_A; }
+
+/* B's panel p, row q, at b + p * pstride + q * ldb: in place (pstride NR) or packed
+ * (pstride k NR, ldb NR). ep's bias and residual at C's first column, its rows from 0. */
+static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, int64_t pstride,
+                           const ep16 *ep0, float *c, int64_t ldc) {
+  int64_t np = (n + NR - 1) / NR;
+  float *part = NULL;
+  if (k > KC && !(part = pd_k_host_alloc((size_t)(m * np * NR) * sizeof(float)))) return false;
+  for (int64_t k0 = 0; k0 < k; k0 += BIG_KB) {
+    int64_t kk = k - k0 < BIG_KB ? k - k0 : BIG_KB;
+    for (int64_t i0 = 0; i0 < m; i0 += BIG_MB) {
+      int64_t mm = m - i0 < BIG_MB ? m - i0 : BIG_MB;
+      const float *ak = ta ? a + k0 * lda + i0 : a + i0 * lda + k0;
+      for (int64_t p = 0; p < np; p++) {
+        __mmask16 last;
+        int nv = panel_of(n, p * NR, &last);
+        ep16 ep = *ep0;
+        ep.bias = ep0->bias ? ep0->bias + p * NR : NULL;
+        ep.res = ep0->res ? ep0->res + i0 * ep0->epi->ldres + p * NR : NULL;
+        ep.row = i0;
+        const float *bk = b + p * pstride + k0 * ldb;
+        float *pp = part ? part + (p * m + i0) * NR : NULL;
+        float *cp = c + i0 * ldc + p * NR;
+        bool from0 = k0 == 0, to_c = k0 + kk == k;
+        if (ta) panel_ta(nv, mm, kk, ak, lda, bk, ldb, pp, from0, to_c, &ep, cp, ldc, last);
+        else panel_na(nv, mm, kk, ak, lda, bk, ldb, pp, from0, to_c, &ep, cp, ldc, last);
+      }
+    }
+  }
+  pd_k_host_free(part);
+  return true;
 }
 
 /* Panels of B^T up to this many rows (K) are packed on the stack (32 KB; with the partial
  * sums, 48 KB of stack at most), longer ones on the heap. */
 #define PACK_STACK_K 256
+
+/* One panel of w (<= NR) columns of B^T (the rows of B at b, ldb) into pack (k rows of NR). */
+static void t_panel(int64_t k, int64_t w, const float *b, int64_t ldb, float *pack) {
+  for (int64_t jj = 0; jj < w; jj++) {
+    const float *src = b + jj * ldb;
+    for (int64_t q = 0; q < k; q++) pack[q * NR + jj] = src[q];
+  }
+}
+
+/* One panel of w (<= NR) columns of B (row stride ldb) into pack (k rows of NR). */
+static AVX512 void copy_panel(int64_t k, int64_t w, const float *b, int64_t ldb, float *pack) {
+  __mmask16 m0 = (__mmask16)(w >= 16 ? 0xffffu : (1u << w) - 1u);
+  __mmask16 m1 = (__mmask16)(w <= 16 ? 0u : w >= 32 ? 0xffffu : (1u << (w - 16)) - 1u);
+  for (int64_t q = 0; q < k; q++) {
+    _mm512_storeu_ps(pack + q * NR, _mm512_maskz_loadu_ps(m0, b + q * ldb));
+    _mm512_storeu_ps(pack + q * NR + 16, _mm512_maskz_loadu_ps(m1, b + q * ldb + 16));
+  }
+}
+
+/* All of B^T (B [n, k]) into pd_kcpu_gemm16_pack_f32's panels, the last padded with zeros. */
+static void pack_t(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack) {
+  for (int64_t j = 0; j < n; j += NR) {
+    int64_t w = n - j < NR ? n - j : NR;
+    float *p = pack + j * k;
+    if (w < NR) memset(p, 0, (size_t)(k * NR) * sizeof(float));
+    t_panel(k, w, b + j * ldb, ldb, p);
+  }
+}
 
 static bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                    const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
@@ -255,7 +397,32 @@ AVX512 bool pd_kcpu_gemm16_epi_f32(int64_t m, int64_t n, int64_t k, const float 
 static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                           const float *bias, float *c, int64_t ldc, const pd_kcpu_epi16 *epi) {
+  const float *cb = bias ? bias : epi ? epi->cbias : NULL;
+  if (big_a(m, k)) {
+    ep16 ep = {alpha, beta, cb, epi, epi ? epi->res : NULL, 0};
+    if (!tb) return blocked(ta, m, n, k, a, lda, b, ldb, NR, &ep, c, ldc);
+    float *bt = pd_k_host_alloc((size_t)pd_kcpu_gemm16_packed_size(k, n) * sizeof(float));
+    if (!bt) return false;
+    pack_t(k, n, b, ldb, bt);
+    bool ok = blocked(ta, m, n, k, a, lda, bt, NR, k * NR, &ep, c, ldc);
+    pd_k_host_free(bt);
+    return ok;
+  }
   float pack_stack[PACK_STACK_K * NR], *pack = pack_stack;
+  if (k <= KC && n > NR) { /* a chunk of panels at a time */
+    ep16 ep = {alpha, beta, cb, epi, epi ? epi->res : NULL, 0};
+    int64_t cols = PACK_STACK_K / k * NR;
+    for (int64_t j = 0; j < n; j += cols) {
+      int64_t w = n - j < cols ? n - j : cols, np = (w + NR - 1) / NR;
+      for (int64_t q = 0; q < np; q++) {
+        int64_t wq = q == np - 1 ? w - q * NR : NR;
+        if (tb) t_panel(k, wq, b + (j + q * NR) * ldb, ldb, pack + q * k * NR);
+        else copy_panel(k, wq, b + j + q * NR, ldb, pack + q * k * NR);
+      }
+      chunk(ta, m, k, a, lda, pack, np, w - (np - 1) * NR, &ep, j, c, ldc);
+    }
+    return true;
+  }
   float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
   if (tb && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
     return false;
@@ -264,23 +431,18 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
     return false;
   }
   for (int64_t j = 0; j < n; j += NR) {
-    int64_t w = n - j < NR ? n - j : NR;
-    int nv = w > 16 ? 2 : 1;
-    __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
+    __mmask16 last;
+    int nv = panel_of(n, j, &last);
     const float *bp = b + j;
     int64_t ldp = ldb;
     if (tb) { /* the panel's columns are rows j .. j + w of B: transpose them */
-      for (int64_t jj = 0; jj < w; jj++) {
-        const float *src = b + (j + jj) * ldb;
-        for (int64_t q = 0; q < k; q++) pack[q * NR + jj] = src[q];
-      }
+      t_panel(k, n - j < NR ? n - j : NR, b + j * ldb, ldb, pack);
       bp = pack;
       ldp = NR;
     }
-    const float *cb = bias ? bias : epi ? epi->cbias : NULL;
     ep16 ep = {alpha, beta, cb ? cb + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
-    if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
-    else panel_na(nv, m, k, a, lda, bp, ldp, part, &ep, c + j, ldc, last);
+    if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, true, true, &ep, c + j, ldc, last);
+    else panel_na(nv, m, k, a, lda, bp, ldp, part, true, true, &ep, c + j, ldc, last);
   }
   if (pack != pack_stack) pd_k_host_free(pack);
   if (part && part != part_stack) pd_k_host_free(part);
@@ -311,19 +473,22 @@ AVX512 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const 
 AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
                                     int64_t lda, const float *pack, float beta, float *c,
                                     int64_t ldc, const pd_kcpu_epi16 *epi) {
+  if (big_a(m, k)) {
+    ep16 ep = {1.0f, beta, epi ? epi->cbias : NULL, epi, epi ? epi->res : NULL, 0};
+    return blocked(ta, m, n, k, a, lda, pack, NR, k * NR, &ep, c, ldc);
+  }
   float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
   if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float))))
     return false;
   ep16 ep = {1.0f, beta, NULL, epi, NULL, 0};
   for (int64_t j = 0; j < n; j += NR) {
-    int64_t w = n - j < NR ? n - j : NR;
-    int nv = w > 16 ? 2 : 1;
-    __mmask16 last = (__mmask16)(w % 16 ? (1u << (w % 16)) - 1u : 0xffffu);
+    __mmask16 last;
+    int nv = panel_of(n, j, &last);
     const float *bp = pack + j * k;
     ep.bias = epi && epi->cbias ? epi->cbias + j : NULL;
     ep.res = epi && epi->res ? epi->res + j : NULL;
-    if (ta) panel_ta(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
-    else panel_na(nv, m, k, a, lda, bp, NR, part, &ep, c + j, ldc, last);
+    if (ta) panel_ta(nv, m, k, a, lda, bp, NR, part, true, true, &ep, c + j, ldc, last);
+    else panel_na(nv, m, k, a, lda, bp, NR, part, true, true, &ep, c + j, ldc, last);
   }
   if (part && part != part_stack) pd_k_host_free(part);
   return true;

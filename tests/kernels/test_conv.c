@@ -710,6 +710,11 @@ static void test_conv_fused(void) {
       /* a thread's filters past gemm_avx2.c's A_BLOCK (200 or 300 x 512 floats): B packed
        * whole, A by blocks of rows, the epilogue's rows following */
       {1, 512, 3, 7, 600, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      /* filters past gemm_avx512.c's BIG_A (2^18 floats), every thread all of them (the
+       * columns split: 400 pixels): K in blocks (600 = 384 + 216; 4608 3x3 taps in 12), rows
+       * in blocks (500 = 240 + 240 + 20), the partial sums of every panel kept between them */
+      {1, 600, 20, 20, 500, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
+      {1, 512, 20, 20, 60, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       /* 3x3 at stride 1 through Winograd's F(2x2, 3x3) on AVX2 (conv_wino.c): odd sizes (a
        * last tile half outside), eight-tile groups and single edge tiles, uneven pads, two
@@ -814,8 +819,9 @@ static void test_conv_fused(void) {
     }
   }
   /* Filters that stay the same (an inference model's): conv2d_fused keeps Winograd's
-   * transformed filters in the prepared slot on AVX2 (nothing elsewhere), reuses them with
-   * the same bits as without the slot, and makes them again for another shape. */
+   * transformed filters in the prepared slot on AVX2 and AVX-512 (nothing at the base level),
+   * reuses them with the same bits as without the slot, and makes them again for another
+   * shape. */
   int wl[3], nwl = all_levels(wl);
   for (int li = 0; li < nwl; li++) {
     int level = simd_force(wl[li]);
@@ -835,14 +841,14 @@ static void test_conv_fused(void) {
                memcmp(y0, y1, (size_t)ysize(&q) * 4) == 0;
         if (call == 1) kept = kept && prep == before;
       }
-      if (level == PD_KCPU_SIMD_AVX2)
+      if (level != PD_KCPU_SIMD_BASE)
         kept = kept && prep && prep->rows == q.oc && prep->cols == q.c * 9;
       else
         kept = kept && !prep;
       free(x), free(w), free(y0), free(y1);
     }
-    ok(same && kept, "conv2d_fused at level %d: the prepared filters kept (AVX2 only), reused "
-       "with the same bits, made again for another shape", level);
+    ok(same && kept, "conv2d_fused at level %d: the prepared filters kept (above the base "
+       "level), reused with the same bits, made again for another shape", level);
     if (prep) prep->release(prep);
   }
   simd_force(PD_KCPU_SIMD_AVX512);

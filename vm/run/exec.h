@@ -139,12 +139,12 @@ uint64_t pd_exec_ops_run(const pd_exec *ex);
  * and self time: the total less the ops of the blocks the op ran, so a `recurrent`'s self time
  * is its own work between steps) and per op of the source (type and file:line:col; a gradient
  * op counts at its forward op's place). pd_exec_profile_report prints the types sorted by
- * self time, then the hottest ops of the source. The state is per thread; the site table it
+ * self time, then the `top` hottest ops of the source (0: all). The state is per thread; the site table it
  * allocates is freed by pd_exec_profile_reset. begin/end are exec.c's bracket around a call. */
 void pd_exec_profile_enable(bool on);
 bool pd_exec_profile_enabled(void);
 void pd_exec_profile_reset(void);  /* zero the counts, free the table */
-void pd_exec_profile_report(FILE *f);
+void pd_exec_profile_report(FILE *f, size_t top);
 uint64_t pd_exec_profile_begin(uint64_t *saved_child_ns);
 /* An op without a source location (a loaded model's) counts under name (its first output var,
  * or NULL), so that the hottest ops of a model name its layers. */

@@ -26,7 +26,7 @@ typedef struct prof_site {
   uint64_t calls, self_ns;
 } prof_site;
 
-enum { NROWS = 2 * PD_OP_COUNT_, TOP_SITES = 12 };  /* a forward op type, then its gradient's */
+enum { NROWS = 2 * PD_OP_COUNT_ };  /* a forward op type, then its gradient's */
 
 static _Thread_local bool prof_on;
 static _Thread_local uint64_t prof_child_ns; /* time of the ops nested in the running one */
@@ -161,7 +161,7 @@ static double pct(uint64_t part, uint64_t whole) {
   return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-void pd_exec_profile_report(FILE *f) {
+void pd_exec_profile_report(FILE *f, size_t top_n) {
   int idx[NROWS], n = 0;
   uint64_t sum = 0, calls = 0;
   for (int k = 0; k < NROWS; k++)
@@ -194,7 +194,7 @@ void pd_exec_profile_report(FILE *f) {
           named_sites == m ? "model" : "source",
           named_sites ? "; an op without a source location named by its output" : "",
           prof_sites_failed ? ", of those counted before memory ran out" : "");
-  for (size_t i = 0; i < m && i < TOP_SITES; i++)
+  for (size_t i = 0; i < m && (!top_n || i < top_n); i++)
     fprintf(f, "  %-40s %-28s %9llu %11.3f ms %6.1f%%\n", top[i]->where, top[i]->def->type,
             (unsigned long long)top[i]->calls, (double)top[i]->self_ns / 1e6,
             pct(top[i]->self_ns, sum));
