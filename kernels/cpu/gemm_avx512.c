@@ -241,6 +241,16 @@ static INLINE int panel_of(int64_t n, int64_t j, __mmask16 *last) {
   return w > 16 ? 2 : 1;
 }
 
+/* One panel of w (<= NR) columns of B (row stride ldb) into pack (k rows of NR). */
+static AVX512 void copy_panel(int64_t k, int64_t w, const float *b, int64_t ldb, float *pack) {
+  __mmask16 m0 = (__mmask16)(w >= 16 ? 0xffffu : (1u << w) - 1u);
+  __mmask16 m1 = (__mmask16)(w <= 16 ? 0u : w >= 32 ? 0xffffu : (1u << (w - 16)) - 1u);
+  for (int64_t q = 0; q < k; q++) {
+    _mm512_storeu_ps(pack + q * NR, _mm512_maskz_loadu_ps(m0, b + q * ldb));
+    _mm512_storeu_ps(pack + q * NR + 16, _mm512_maskz_loadu_ps(m1, b + q * ldb + 16));
+  }
+}
+
 /* ---- Short products (k <= KC): a tile of rows across a chunk of panels ----
  * Panel by panel, every row of C takes 128 bytes in turn: MobileNetV3's first 1x1 layers (16 ->
  * 64 channels on 112x112, k = 16) wrote 64 streams of stores, read B a row 50 KB apart (a page
@@ -318,11 +328,20 @@ static bool big_a(int64_t m, int64_t k) { return m * k > BIG_A; }
 static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
                            int64_t lda, const float *b, int64_t ldb, int64_t pstride,
                            const ep16 *ep0, float *c, int64_t ldc) {
-  int64_t np = (n + NR - 1) / NR;
-  float *part = NULL;
-  if (k > KC && !(part = pd_k_host_alloc((size_t)(m * np * NR) * sizeof(float)))) return false;
+  int64_t np = (n + NR - 1) / NR, kb = k < BIG_KB ? k : BIG_KB;
+  bool in_place = pstride == NR;
+  float *part = NULL, *bkp = NULL;
+  if ((k > KC && !(part = pd_k_host_alloc((size_t)(m * np * NR) * sizeof(float)))) ||
+      (in_place && !(bkp = pd_k_host_alloc((size_t)(kb * np * NR) * sizeof(float))))) {
+    pd_k_host_free(part);
+    return false;
+  }
   for (int64_t k0 = 0; k0 < k; k0 += BIG_KB) {
     int64_t kk = k - k0 < BIG_KB ? k - k0 : BIG_KB;
+    if (in_place) /* this block of B's rows in panels (see PACK_STACK_K), read by every row block */
+      for (int64_t p = 0; p < np; p++)
+        copy_panel(kk, n - p * NR < NR ? n - p * NR : NR, b + k0 * ldb + p * NR, ldb,
+                   bkp + p * kk * NR);
     for (int64_t i0 = 0; i0 < m; i0 += BIG_MB) {
       int64_t mm = m - i0 < BIG_MB ? m - i0 : BIG_MB;
       const float *ak = ta ? a + k0 * lda + i0 : a + i0 * lda + k0;
@@ -333,21 +352,27 @@ static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float
         ep.bias = ep0->bias ? ep0->bias + p * NR : NULL;
         ep.res = ep0->res ? ep0->res + i0 * ep0->epi->ldres + p * NR : NULL;
         ep.row = i0;
-        const float *bk = b + p * pstride + k0 * ldb;
+        const float *bk = in_place ? bkp + p * kk * NR : b + p * pstride + k0 * ldb;
         float *pp = part ? part + (p * m + i0) * NR : NULL;
         float *cp = c + i0 * ldc + p * NR;
         bool from0 = k0 == 0, to_c = k0 + kk == k;
-        if (ta) panel_ta(nv, mm, kk, ak, lda, bk, ldb, pp, from0, to_c, &ep, cp, ldc, last);
-        else panel_na(nv, mm, kk, ak, lda, bk, ldb, pp, from0, to_c, &ep, cp, ldc, last);
+        int64_t ldk = in_place ? NR : ldb;
+        if (ta) panel_ta(nv, mm, kk, ak, lda, bk, ldk, pp, from0, to_c, &ep, cp, ldc, last);
+        else panel_na(nv, mm, kk, ak, lda, bk, ldk, pp, from0, to_c, &ep, cp, ldc, last);
       }
     }
   }
   pd_k_host_free(part);
+  pd_k_host_free(bkp);
   return true;
 }
 
 /* Panels of B^T up to this many rows (K) are packed on the stack (32 KB; with the partial
- * sums, 48 KB of stack at most), longer ones on the heap. */
+ * sums, 48 KB of stack at most), longer ones on the heap. So are B's own panels where more than
+ * one tile of rows reads them: read in place, a panel's rows lie a row of B apart, and where
+ * that is a multiple of 1 KB (a 56x56 image's 12.5 KB) they fall in a few sets of L1 and are
+ * read from L2 on every tile: one thread, [64, 256] x [256, 3136] 100 -> 118 GFLOP/s,
+ * [128, 512] x [512, 784] 123 -> 138. */
 #define PACK_STACK_K 256
 
 /* One panel of w (<= NR) columns of B^T (the rows of B at b, ldb) into pack (k rows of NR). */
@@ -355,16 +380,6 @@ static void t_panel(int64_t k, int64_t w, const float *b, int64_t ldb, float *pa
   for (int64_t jj = 0; jj < w; jj++) {
     const float *src = b + jj * ldb;
     for (int64_t q = 0; q < k; q++) pack[q * NR + jj] = src[q];
-  }
-}
-
-/* One panel of w (<= NR) columns of B (row stride ldb) into pack (k rows of NR). */
-static AVX512 void copy_panel(int64_t k, int64_t w, const float *b, int64_t ldb, float *pack) {
-  __mmask16 m0 = (__mmask16)(w >= 16 ? 0xffffu : (1u << w) - 1u);
-  __mmask16 m1 = (__mmask16)(w <= 16 ? 0u : w >= 32 ? 0xffffu : (1u << (w - 16)) - 1u);
-  for (int64_t q = 0; q < k; q++) {
-    _mm512_storeu_ps(pack + q * NR, _mm512_maskz_loadu_ps(m0, b + q * ldb));
-    _mm512_storeu_ps(pack + q * NR + 16, _mm512_maskz_loadu_ps(m1, b + q * ldb + 16));
   }
 }
 
@@ -424,7 +439,7 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
     return true;
   }
   float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
-  if (tb && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
+  if ((tb || m > MR) && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
     return false;
   if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float)))) {
     if (pack != pack_stack) pd_k_host_free(pack);
@@ -437,6 +452,10 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
     int64_t ldp = ldb;
     if (tb) { /* the panel's columns are rows j .. j + w of B: transpose them */
       t_panel(k, n - j < NR ? n - j : NR, b + j * ldb, ldb, pack);
+      bp = pack;
+      ldp = NR;
+    } else if (m > MR) { /* copied together: see PACK_STACK_K */
+      copy_panel(k, n - j < NR ? n - j : NR, b + j, ldb, pack);
       bp = pack;
       ldp = NR;
     }
