@@ -33,27 +33,12 @@ static void TF(map_sigmoid)(const T *a, T *o, int64_t n) {
 }
 
 /* o[j] = Phi(a[j]), the normal distribution function (1 + erf(a / sqrt 2)) / 2, for j < n <=
- * ACT_BLOCK (o may be a): 0.5 erfc(-a / sqrt 2) from libm in fp64; in fp32 from erfc(z) = t
- * e^(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0 (Numerical Recipes' Chebyshev fit, relative error
- * under 1.2e-7), over the vector e^x: Phi(a) = erfc(|z|) / 2 below 0, 1 - erfc(|z|) / 2 above,
- * so that the small values of the negative side keep their digits (gelu(-2) = -0.0455003; 1 +
- * erf loses them). glibc's erff, a call an element, made gelu 6 ns an element, ERNIE's
- * feed-forward layers a sixth of its time. */
+ * ACT_BLOCK (o may be a): 0.5 erfc(-a / sqrt 2) from libm in fp64; in fp32 fastmath.h's
+ * (pd_kcpu_v4_phi: gelu(-2) = -0.0455003 keeps its digits). glibc's erff, a call an element,
+ * made gelu 6 ns an element, ERNIE's feed-forward layers a sixth of its time. */
 static void TF(map_phi)(const T *a, T *o, int64_t n) {
 #if TF(PD_KCPU_FASTMATH)
-  float e[ACT_BLOCK], t[ACT_BLOCK];
-  PD_SIMD for (int64_t j = 0; j < n; j++) {
-    float z = fabsf(a[j]) * (float)ACT_SQRT1_2, k = 1.0f / (1.0f + 0.5f * z);
-    t[j] = k;
-    float q = 1.48851587f + k * (-0.82215223f + k * 0.17087277f);
-    q = -0.18628806f + k * (0.27886807f + k * (-1.13520398f + k * q));
-    e[j] = -z * z - 1.26551223f + k * (1.00002368f + k * (0.37409196f + k * (0.09678418f + k * q)));
-  }
-  pd_kcpu_map_f32(PD_KCPU_FM_EXP, e, e, n);
-  PD_SIMD for (int64_t j = 0; j < n; j++) {
-    float h = 0.5f * t[j] * e[j]; /* erfc(|z|) / 2 */
-    o[j] = a[j] < 0 ? h : 1.0f - h;
-  }
+  pd_kcpu_map_f32(PD_KCPU_FM_PHI, a, o, n);
 #else
   for (int64_t j = 0; j < n; j++) o[j] = (T)0.5 * erfc(-a[j] * (T)ACT_SQRT1_2);
 #endif

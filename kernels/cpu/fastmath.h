@@ -217,13 +217,45 @@ static inline pd_kcpu_v4f pd_kcpu_v4_sigmoid(pd_kcpu_v4f x) {
   return pd_kcpu_v4_sel(x < 0.0f, t, one) / (1.0f + t);
 }
 
-/* The functions; PD_KCPU_FM_EXP_NONPOS is e^x for x <= 0 only (pd_kcpu_v4_exp_nonpos). */
-enum { PD_KCPU_FM_EXP, PD_KCPU_FM_TANH, PD_KCPU_FM_SIGMOID, PD_KCPU_FM_EXP_NONPOS };
+/* Phi(x), the normal distribution function (1 + erf(x / sqrt 2)) / 2 (gelu's): from erfc(z) =
+ * k e^(-z^2 + P(k)), k = 1 / (1 + z / 2), z = |x| / sqrt 2 (Numerical Recipes' Chebyshev fit,
+ * relative error under 1.2e-7) over the vector e^x: Phi(x) = erfc(z) / 2 below 0, 1 - erfc(z) /
+ * 2 above, so that the small values of the negative side keep their digits (1 + erf would lose
+ * them). P's coefficients innermost first. The exponent -z^2 + P(k) is carried as a sum s + lo
+ * (z^2's rounding error and the sum's, TwoSum) and e^(s + lo) = e^s (1 + lo): rounded to one
+ * float (and z = |x| / sqrt 2 itself rounded), -z^2 near -85 was off by up to 1e-5, 190 ulp
+ * of Phi(-12.8) (and so was gelu's scalar code). |x| is taken at most PD_KCPU_PHI_AMAX, where
+ * Phi(-|x|) rounds to 0, so that x^2 stays finite (inf - inf in the sums would give NaN). Written out per element (the compiler's four lanes of the baseline target, e^x
+ * apart), gelu took 1.3 ns an element on two AVX-512 cores, 9% of ERNIE 3.0 tiny's time. */
+#define PD_KCPU_PHI_P                                                                         \
+  0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, \
+      0.37409196f, 1.00002368f, -1.26551223f
+#define PD_KCPU_PHI_AMAX 14.85f
+static inline pd_kcpu_v4f pd_kcpu_v4_phi(pd_kcpu_v4f x) {
+  static const float c[] = {PD_KCPU_PHI_P};
+  pd_kcpu_v4f a = (pd_kcpu_v4f)((pd_kcpu_v4i)x & INT32_MAX);
+  a = pd_kcpu_v4_sel(a > PD_KCPU_PHI_AMAX, (pd_kcpu_v4f){0} + PD_KCPU_PHI_AMAX, a); /* NaN stays */
+  pd_kcpu_v4f z = a * 0.70710678f, k = 1.0f / (1.0f + 0.5f * z), q = (pd_kcpu_v4f){0} + c[0];
+  for (int i = 1; i < 10; i++) q = q * k + c[i];
+  /* z^2 = a^2 / 2 = zz + ze exactly (Dekker's product, a split into 12-bit halves), then
+   * s + lo = q - zz - ze (TwoSum) */
+  pd_kcpu_v4f ah = (pd_kcpu_v4f)((pd_kcpu_v4i)a & -4096), al = a - ah, aa = a * a;
+  pd_kcpu_v4f zz = 0.5f * aa, ze = 0.5f * (((ah * ah - aa) + 2.0f * ah * al) + al * al);
+  pd_kcpu_v4f s = q - zz, bb = s - q, lo = ((q - (s - bb)) - (zz + bb)) - ze;
+  pd_kcpu_v4f e = pd_kcpu_v4_exp(s);
+  pd_kcpu_v4f h = 0.5f * k * (e * (1.0f + lo)); /* e lo would be denormal (flushed) near 1e-33 */
+  return pd_kcpu_v4_sel(x < 0.0f, h, 1.0f - h); /* NaN: 1 - NaN */
+}
+
+/* The functions; PD_KCPU_FM_EXP_NONPOS is e^x for x <= 0 only (pd_kcpu_v4_exp_nonpos),
+ * PD_KCPU_FM_PHI the normal distribution function (pd_kcpu_v4_phi). */
+enum { PD_KCPU_FM_EXP, PD_KCPU_FM_TANH, PD_KCPU_FM_SIGMOID, PD_KCPU_FM_EXP_NONPOS, PD_KCPU_FM_PHI };
 
 static inline pd_kcpu_v4f pd_kcpu_v4_fm(int f, pd_kcpu_v4f v) {
   return f == PD_KCPU_FM_EXP          ? pd_kcpu_v4_exp(v)
          : f == PD_KCPU_FM_TANH       ? pd_kcpu_v4_tanh(v)
          : f == PD_KCPU_FM_SIGMOID    ? pd_kcpu_v4_sigmoid(v)
+         : f == PD_KCPU_FM_PHI        ? pd_kcpu_v4_phi(v)
                                       : pd_kcpu_v4_exp_nonpos(v);
 }
 

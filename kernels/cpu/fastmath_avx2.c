@@ -118,10 +118,30 @@ static inline AVX2 __m256 v8_sigmoid(__m256 x) {
                        _mm256_add_ps(one, t));
 }
 
+/* fastmath.h's pd_kcpu_v4_phi, P by fused multiply-adds (v16_phi's steps). */
+static inline AVX2 __m256 v8_phi(__m256 x) {
+  static const float c[] = {PD_KCPU_PHI_P};
+  __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
+  __m256 a = _mm256_min_ps(_mm256_set1_ps(PD_KCPU_PHI_AMAX), _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x)); /* NaN stays */
+  __m256 z = _mm256_mul_ps(a, _mm256_set1_ps(0.70710678f));
+  __m256 k = _mm256_div_ps(one, _mm256_fmadd_ps(half, z, one)), q = _mm256_set1_ps(c[0]);
+  for (int i = 1; i < 10; i++) q = _mm256_fmadd_ps(q, k, _mm256_set1_ps(c[i]));
+  /* z^2 = a^2 / 2 = zz + ze exactly, s + lo = q - zz - ze (TwoSum) */
+  __m256 aa = _mm256_mul_ps(a, a), zz = _mm256_mul_ps(half, aa);
+  __m256 ze = _mm256_mul_ps(half, _mm256_fmsub_ps(a, a, aa)), s = _mm256_sub_ps(q, zz);
+  __m256 bb = _mm256_sub_ps(s, q);
+  __m256 lo = _mm256_sub_ps(q, _mm256_sub_ps(s, bb));
+  lo = _mm256_sub_ps(_mm256_sub_ps(lo, _mm256_add_ps(zz, bb)), ze);
+  __m256 e = v8_exp(s);
+  __m256 h = _mm256_mul_ps(_mm256_mul_ps(half, k), _mm256_fmadd_ps(e, lo, e));
+  return sel(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ), h, _mm256_sub_ps(one, h));
+}
+
 static inline AVX2 __m256 v8_fm(int f, __m256 v) {
   return f == PD_KCPU_FM_EXP       ? v8_exp(v)
          : f == PD_KCPU_FM_TANH    ? v8_tanh(v)
          : f == PD_KCPU_FM_SIGMOID ? v8_sigmoid(v)
+         : f == PD_KCPU_FM_PHI     ? v8_phi(v)
                                    : v8_exp_nonpos(v);
 }
 
@@ -177,6 +197,9 @@ AVX2 double pd_kcpu_fastmath8_f32(int f, bool sum, const float *x, float shift, 
     case PD_KCPU_FM_SIGMOID:
       return sum ? fm8(PD_KCPU_FM_SIGMOID, true, x, shift, out, n)
                  : fm8(PD_KCPU_FM_SIGMOID, false, x, shift, out, n);
+    case PD_KCPU_FM_PHI:
+      return sum ? fm8(PD_KCPU_FM_PHI, true, x, shift, out, n)
+                 : fm8(PD_KCPU_FM_PHI, false, x, shift, out, n);
     default:
       return sum ? fm8(PD_KCPU_FM_EXP_NONPOS, true, x, shift, out, n)
                  : fm8(PD_KCPU_FM_EXP_NONPOS, false, x, shift, out, n);

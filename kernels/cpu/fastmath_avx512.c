@@ -95,10 +95,31 @@ static inline AVX512 __m512 v16_sigmoid(__m512 x) {
   return _mm512_div_ps(num, _mm512_add_ps(one, t));
 }
 
+/* fastmath.h's pd_kcpu_v4_phi, P by fused multiply-adds (v8_phi's steps). */
+static inline AVX512 __m512 v16_phi(__m512 x) {
+  static const float c[] = {PD_KCPU_PHI_P};
+  __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
+  __m512 a = _mm512_min_ps(_mm512_set1_ps(PD_KCPU_PHI_AMAX), _mm512_abs_ps(x)); /* NaN stays */
+  __m512 z = _mm512_mul_ps(a, _mm512_set1_ps(0.70710678f));
+  __m512 k = _mm512_div_ps(one, _mm512_fmadd_ps(half, z, one)), q = _mm512_set1_ps(c[0]);
+  for (int i = 1; i < 10; i++) q = _mm512_fmadd_ps(q, k, _mm512_set1_ps(c[i]));
+  /* z^2 = a^2 / 2 = zz + ze exactly, s + lo = q - zz - ze (TwoSum) */
+  __m512 aa = _mm512_mul_ps(a, a), zz = _mm512_mul_ps(half, aa);
+  __m512 ze = _mm512_mul_ps(half, _mm512_fmsub_ps(a, a, aa)), s = _mm512_sub_ps(q, zz);
+  __m512 bb = _mm512_sub_ps(s, q);
+  __m512 lo = _mm512_sub_ps(q, _mm512_sub_ps(s, bb));
+  lo = _mm512_sub_ps(_mm512_sub_ps(lo, _mm512_add_ps(zz, bb)), ze);
+  __m512 e = v16_exp(s);
+  __m512 h = _mm512_mul_ps(_mm512_mul_ps(half, k), _mm512_fmadd_ps(e, lo, e));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ),
+                              _mm512_sub_ps(one, h), h);
+}
+
 static inline AVX512 __m512 v16_fm(int f, __m512 v) {
   return f == PD_KCPU_FM_EXP       ? v16_exp(v)
          : f == PD_KCPU_FM_TANH    ? v16_tanh(v)
          : f == PD_KCPU_FM_SIGMOID ? v16_sigmoid(v)
+         : f == PD_KCPU_FM_PHI     ? v16_phi(v)
                                    : v16_exp_nonpos(v);
 }
 
@@ -151,6 +172,9 @@ AVX512 double pd_kcpu_fastmath16_f32(int f, bool sum, const float *x, float shif
     case PD_KCPU_FM_SIGMOID:
       return sum ? fm16(PD_KCPU_FM_SIGMOID, true, x, shift, out, n)
                  : fm16(PD_KCPU_FM_SIGMOID, false, x, shift, out, n);
+    case PD_KCPU_FM_PHI:
+      return sum ? fm16(PD_KCPU_FM_PHI, true, x, shift, out, n)
+                 : fm16(PD_KCPU_FM_PHI, false, x, shift, out, n);
     default:
       return sum ? fm16(PD_KCPU_FM_EXP_NONPOS, true, x, shift, out, n)
                  : fm16(PD_KCPU_FM_EXP_NONPOS, false, x, shift, out, n);

@@ -3,7 +3,8 @@
  * ulp over 2^24 floats spread over the whole range (every 256th bit pattern) and the edges (0,
  * -0, the ends of e^x's range, tanh's switch at 0.35, denormals, huge values, +-inf, NaN), with
  * the bounds fastmath.h states, once without and once with flush-to-zero; then the special
- * values exactly; the softmax's e^x for x <= 0 the same way (1 ulp, 0 below FLT_MIN); then,
+ * values exactly; the softmax's e^x for x <= 0 the same way (1 ulp, 0 below FLT_MIN), and the
+ * normal distribution function Phi (gelu's) against erfc; then,
  * through pd_kcpu_fastmath_f32 (softmax's), the shift argument, every tail length in place and
  * the returned sum; and the vector max (pd_kcpu_max_f32) against the scalar loop. All of it for
  * each instance this CPU can run: the four-lane one, the eight-lane one of fastmath_avx2.c where
@@ -94,6 +95,31 @@ static void check_nonpos(const float *x, float *y, int n, bool ftz) {
      inst, zeros - bad_zeros, zeros);
 }
 
+/* The normal distribution function (gelu's) against 0.5 erfc(-x / sqrt 2) in double: within
+ * PHI_BOUND ulp (Numerical Recipes' fit, its e^x and the steps between; the worst over the 2^24
+ * inputs, rounded up), 0 or a denormal within PHI_BOUND units of 2^-149 on the far negative side;
+ * then NaN, +-inf and +-0 exactly. */
+#define PHI_BOUND 8.0
+static void check_phi(const float *x, float *y, int n, bool ftz) {
+  pd_kcpu_map_f32(PD_KCPU_FM_PHI, x, y, n);
+  double worst = 0;
+  float at = 0;
+  for (int i = 0; i < n; i++) {
+    double u = ulps(y[i], 0.5 * erfc(-(double)x[i] / sqrt(2.0)), ftz);
+    if (!(u <= worst)) {
+      worst = u;
+      at = x[i];
+    }
+  }
+  ok(worst < PHI_BOUND, "%sPhi within %g ulp of libm's erfc%s (worst %.3f at %a)", inst,
+     PHI_BOUND, ftz ? " with flush-to-zero" : "", worst, (double)at);
+  static const float in[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f};
+  float out[5];
+  pd_kcpu_map_f32(PD_KCPU_FM_PHI, in, out, 5);
+  ok(out[0] != out[0] && out[1] == 1 && out[2] == 0 && out[3] == 0.5f && out[4] == 0.5f,
+     "%sPhi of NaN, inf, -inf, 0, -0 is NaN, 1, 0, 0.5, 0.5", inst);
+}
+
 static bool same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b); }
 
 static void check_specials(void) {
@@ -164,13 +190,14 @@ static void check_arrays(void) {
 /* The sixteen-lane instance gives the eight-lane one's bits for every input and function (the
  * same steps and fused multiply-adds), so results do not depend on which of the two a CPU has. */
 static void check_wide_same(const float *x, float *y, int n) {
-  static const char *const fname[] = {"e^x", "tanh", "the logistic function", "e^x for x <= 0"};
+  static const char *const fname[] = {"e^x", "tanh", "the logistic function", "e^x for x <= 0",
+                                      "Phi"};
   float *y8 = malloc(sizeof *y8 * (size_t)n);
   if (!y8) {
     printf("Bail out! out of memory\n");
     exit(1);
   }
-  for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_EXP_NONPOS; f++) {
+  for (int f = PD_KCPU_FM_EXP; f <= PD_KCPU_FM_PHI; f++) {
     pd_kcpu_simd_force(PD_KCPU_SIMD_AVX512);
     pd_kcpu_map_f32(f, x, y, n);
     pd_kcpu_simd_force(PD_KCPU_SIMD_AVX2);
@@ -213,9 +240,11 @@ int main(void) {
     fesetenv(&plain);
     check_ulps(x, y, N, false);
     check_nonpos(x, y, N, false);
+    check_phi(x, y, N, false);
     if (pd_k_set_ftz_daz()) {
       check_ulps(x, y, N, true);
       check_nonpos(x, y, N, true);
+      check_phi(x, y, N, true);
     } else {
       printf("ok %d # SKIP no flush-to-zero mode on this CPU\n", ++tap_count_);
     }
