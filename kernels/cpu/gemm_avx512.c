@@ -140,12 +140,15 @@ typedef struct ep16 {
 
 /* One tile: R rows (1..MR) and NV vectors (1, 2; the last masked by `last`) of C, over k
  * terms. op(A)'s element (r, q) is a[r * lda + q], or a[q * lda + r] when TA; row q of the
- * panel of op(B) is b + q * ldb. The sums start from `in` (row stride NR) when not NULL, else
+ * panel of op(B) is b + q * ldb, and when PK (a packed panel, ldb NR, its columns past the last
+ * padded) it is read whole: with a mask kept in a register and fewer registers for A's rows,
+ * the loop reloaded spilled pointers and the mask from the stack on every term. The sums start from `in` (row stride NR) when not NULL, else
  * from 0; they go to `out` (the same) as they are when not NULL, else through the epilogue to
  * C. */
-static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a, int64_t lda,
-                               const float *b, int64_t ldb, const float *in, float *out,
-                               const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
+static INLINE AVX512 void tile(bool TA, bool PK, int R, int NV, int64_t k, const float *a,
+                               int64_t lda, const float *b, int64_t ldb, const float *in,
+                               float *out, const ep16 *ep, float *c, int64_t ldc,
+                               __mmask16 last) {
   __m512 acc[MR][2];
   UNROLL12 for (int r = 0; r < R; r++)
     UNROLL for (int v = 0; v < NV; v++)
@@ -153,7 +156,8 @@ static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a
   for (int64_t q = 0; q < k; q++) {
     __m512 bv[2];
     UNROLL for (int v = 0; v < NV; v++)
-      bv[v] = _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, b + q * ldb + 16 * v);
+      bv[v] = PK ? _mm512_loadu_ps(b + q * NR + 16 * v)
+                 : _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, b + q * ldb + 16 * v);
     UNROLL12 for (int r = 0; r < R; r++) {
       __m512 av = _mm512_set1_ps(TA ? a[q * lda + r] : a[r * lda + q]);
       UNROLL for (int v = 0; v < NV; v++) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
@@ -187,7 +191,7 @@ static INLINE AVX512 void tile(bool TA, int R, int NV, int64_t k, const float *a
 /* All of C's rows against one panel of NV vectors, K in blocks of KC when `part` (m rows of
  * NR partial sums) is given, else in one. These k terms are the first of the sums when `from0`
  * (else they go onto those in part) and the last when `to_c` (else the sums stay in part). */
-static INLINE AVX512 void panel(bool TA, int NV, int64_t m, int64_t k, const float *a,
+static INLINE AVX512 void panel(bool TA, bool PK, int NV, int64_t m, int64_t k, const float *a,
                                 int64_t lda, const float *b, int64_t ldb, float *part,
                                 bool from0, bool to_c, const ep16 *ep, float *c, int64_t ldc,
                                 __mmask16 last) {
@@ -201,7 +205,7 @@ static INLINE AVX512 void panel(bool TA, int NV, int64_t m, int64_t k, const flo
     ep16 et = *ep;                                                                          \
     et.row += i;                                                                            \
     if (et.res) et.res += i * et.epi->ldres;                                                \
-    tile(TA, R, NV, kk, TA ? ak + i : ak + i * lda, lda, bk, ldb,                           \
+    tile(TA, PK, R, NV, kk, TA ? ak + i : ak + i * lda, lda, bk, ldb,                       \
          first ? NULL : part + i * NR, final ? NULL : part + i * NR, &et, c + i * ldc, ldc, \
          last);                                                                             \
   } while (0)
@@ -220,19 +224,32 @@ static INLINE AVX512 void panel(bool TA, int NV, int64_t m, int64_t k, const flo
   }
 }
 
+/* panel's instances: B a packed panel (ldb 0: rows of NR, padded) or in place (ldb its row
+ * stride), two vectors or one. */
+#define PANEL_INSTANCES(TA)                                                                   \
+  do {                                                                                        \
+    if (ldb == 0 && nv == 2)                                                                  \
+      panel(TA, true, 2, m, k, a, lda, b, NR, part, from0, to_c, ep, c, ldc, last);           \
+    else if (ldb == 0)                                                                        \
+      panel(TA, true, 1, m, k, a, lda, b, NR, part, from0, to_c, ep, c, ldc, last);           \
+    else if (nv == 2)                                                                         \
+      panel(TA, false, 2, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);         \
+    else                                                                                      \
+      panel(TA, false, 1, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);         \
+  } while (0)
+
 static AVX512 void panel_na(int nv, int64_t m, int64_t k, const float *a, int64_t lda,
                             const float *b, int64_t ldb, float *part, bool from0, bool to_c,
                             const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
-  if (nv == 2) panel(false, 2, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
-  else panel(false, 1, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
+  PANEL_INSTANCES(false);
 }
 
 static AVX512 void panel_ta(int nv, int64_t m, int64_t k, const float *a, int64_t lda,
                             const float *b, int64_t ldb, float *part, bool from0, bool to_c,
                             const ep16 *ep, float *c, int64_t ldc, __mmask16 last) {
-  if (nv == 2) panel(true, 2, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
-  else panel(true, 1, m, k, a, lda, b, ldb, part, from0, to_c, ep, c, ldc, last);
+  PANEL_INSTANCES(true);
 }
+#undef PANEL_INSTANCES
 
 /* The panel's columns and the mask of its last vector. */
 static INLINE int panel_of(int64_t n, int64_t j, __mmask16 *last) {
@@ -254,8 +271,8 @@ static AVX512 void copy_panel(int64_t k, int64_t w, const float *b, int64_t ldb,
 /* ---- Short products (k <= KC): a tile of rows across a chunk of panels ----
  * Panel by panel, every row of C takes 128 bytes in turn: MobileNetV3's first 1x1 layers (16 ->
  * 64 channels on 112x112, k = 16) wrote 64 streams of stores, read B a row 50 KB apart (a page
- * a term) and ran at 12 GB/s of output. Here the panels of a chunk of columns (STACK_COLS of
- * them, 32 KB) lie together and each tile of rows passes all of them, so that C is written as
+ * a term) and ran at 12 GB/s of output. Here the panels of a chunk of columns (32 KB of
+ * them, PACK_STACK_K / k) lie together and each tile of rows passes all of them, so that C is written as
  * MR streams; each sum is the same. */
 static INLINE AVX512 void tile_ep(bool TA, int R, int NV, int64_t k, const float *a, int64_t lda,
                                   const float *b, const ep16 *ep0, int64_t i, int64_t j,
@@ -264,8 +281,8 @@ static INLINE AVX512 void tile_ep(bool TA, int R, int NV, int64_t k, const float
   ep.bias = ep0->bias ? ep0->bias + j : NULL;
   ep.res = ep0->res ? ep0->res + i * ep0->epi->ldres + j : NULL;
   ep.row = i;
-  tile(TA, R, NV, k, TA ? a + i : a + i * lda, lda, b, NR, NULL, NULL, &ep, c + i * ldc + j,
-       ldc, last);
+  tile(TA, true, R, NV, k, TA ? a + i : a + i * lda, lda, b, NR, NULL, NULL, &ep,
+       c + i * ldc + j, ldc, last);
 }
 
 /* Rows [0, m) of C against np panels at pack (k rows of NR each, one after another) from
@@ -356,9 +373,8 @@ static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float
         float *pp = part ? part + (p * m + i0) * NR : NULL;
         float *cp = c + i0 * ldc + p * NR;
         bool from0 = k0 == 0, to_c = k0 + kk == k;
-        int64_t ldk = in_place ? NR : ldb;
-        if (ta) panel_ta(nv, mm, kk, ak, lda, bk, ldk, pp, from0, to_c, &ep, cp, ldc, last);
-        else panel_na(nv, mm, kk, ak, lda, bk, ldk, pp, from0, to_c, &ep, cp, ldc, last);
+        if (ta) panel_ta(nv, mm, kk, ak, lda, bk, 0, pp, from0, to_c, &ep, cp, ldc, last);
+        else panel_na(nv, mm, kk, ak, lda, bk, 0, pp, from0, to_c, &ep, cp, ldc, last);
       }
     }
   }
@@ -375,21 +391,22 @@ static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float
  * [128, 512] x [512, 784] 123 -> 138. */
 #define PACK_STACK_K 256
 
-/* One panel of w (<= NR) columns of B^T (the rows of B at b, ldb) into pack (k rows of NR). */
+/* One panel of w (<= NR) columns of B^T (the rows of B at b, ldb) into pack (k rows of NR, the
+ * columns past w 0: the product reads them). */
 static void t_panel(int64_t k, int64_t w, const float *b, int64_t ldb, float *pack) {
   for (int64_t jj = 0; jj < w; jj++) {
     const float *src = b + jj * ldb;
     for (int64_t q = 0; q < k; q++) pack[q * NR + jj] = src[q];
   }
+  if (w < NR)
+    for (int64_t q = 0; q < k; q++) memset(pack + q * NR + w, 0, (size_t)(NR - w) * sizeof(float));
 }
 
 /* All of B^T (B [n, k]) into pd_kcpu_gemm16_pack_f32's panels, the last padded with zeros. */
 static void pack_t(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack) {
   for (int64_t j = 0; j < n; j += NR) {
     int64_t w = n - j < NR ? n - j : NR;
-    float *p = pack + j * k;
-    if (w < NR) memset(p, 0, (size_t)(k * NR) * sizeof(float));
-    t_panel(k, w, b + j * ldb, ldb, p);
+    t_panel(k, w, b + j * ldb, ldb, pack + j * k);
   }
 }
 
@@ -439,7 +456,8 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
     return true;
   }
   float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
-  if ((tb || m > MR) && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
+  bool packs = tb || m > MR;
+  if (packs && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
     return false;
   if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float)))) {
     if (pack != pack_stack) pd_k_host_free(pack);
@@ -448,17 +466,12 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
   for (int64_t j = 0; j < n; j += NR) {
     __mmask16 last;
     int nv = panel_of(n, j, &last);
-    const float *bp = b + j;
-    int64_t ldp = ldb;
-    if (tb) { /* the panel's columns are rows j .. j + w of B: transpose them */
+    const float *bp = packs ? pack : b + j;
+    if (tb) /* the panel's columns are rows j .. j + w of B: transpose them */
       t_panel(k, n - j < NR ? n - j : NR, b + j * ldb, ldb, pack);
-      bp = pack;
-      ldp = NR;
-    } else if (m > MR) { /* copied together: see PACK_STACK_K */
+    else if (packs) /* copied together: see PACK_STACK_K */
       copy_panel(k, n - j < NR ? n - j : NR, b + j, ldb, pack);
-      bp = pack;
-      ldp = NR;
-    }
+    int64_t ldp = packs ? 0 : ldb; /* 0: the packed panel */
     ep16 ep = {alpha, beta, cb ? cb + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
     if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, true, true, &ep, c + j, ldc, last);
     else panel_na(nv, m, k, a, lda, bp, ldp, part, true, true, &ep, c + j, ldc, last);
@@ -506,8 +519,8 @@ AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, co
     const float *bp = pack + j * k;
     ep.bias = epi && epi->cbias ? epi->cbias + j : NULL;
     ep.res = epi && epi->res ? epi->res + j : NULL;
-    if (ta) panel_ta(nv, m, k, a, lda, bp, NR, part, true, true, &ep, c + j, ldc, last);
-    else panel_na(nv, m, k, a, lda, bp, NR, part, true, true, &ep, c + j, ldc, last);
+    if (ta) panel_ta(nv, m, k, a, lda, bp, 0, part, true, true, &ep, c + j, ldc, last);
+    else panel_na(nv, m, k, a, lda, bp, 0, part, true, true, &ep, c + j, ldc, last);
   }
   if (part && part != part_stack) pd_k_host_free(part);
   return true;
