@@ -715,6 +715,10 @@ static void test_conv_fused(void) {
        * in blocks (500 = 240 + 240 + 20), the partial sums of every panel kept between them */
       {1, 600, 20, 20, 500, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {1, 512, 20, 20, 60, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      /* images of few pixels split by filters (at least 8 a thread) over panels that all the
+       * threads made first (3 of 99 and 4 of 42 columns), the epilogue in the stores */
+      {1, 32, 9, 11, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {2, 20, 6, 7, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {2, 6, 21, 23, 6, 3, 3, 6, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       /* 3x3 at stride 1 through Winograd's F(2x2, 3x3) on AVX2 (conv_wino.c): odd sizes (a
        * last tile half outside), eight-tile groups and single edge tiles, uneven pads, two
