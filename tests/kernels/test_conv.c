@@ -765,6 +765,9 @@ static void test_conv_fused(void) {
       {1, 8, 40, 70, 8, 5, 5, 8, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
       {1, 8, 9, 10, 8, 3, 3, 8, 2, 2, 0, 0, 0, 0, 1, 1, 0, 0, 0},
       {1, 8, 3, 2, 8, 3, 3, 8, 1, 1, 3, 2, 1, 3, 1, 1, 0, 0, 0},
+      /* 5x5 on AVX-512 too: a unit of eight in the lanes, four planes of the sixteen-lane
+       * kernel */
+      {1, 12, 9, 13, 12, 5, 5, 12, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
       {.kind = PD_K_EPI_NONE},
