@@ -746,6 +746,37 @@ static int by_score(const void *pa, const void *pb) {
   if (x != y) return x > y ? -1 : 1;
   return a->key < b->key ? -1 : a->key > b->key;
 }
+/* by_score's order as a test: a before b. */
+static bool det_before(const det *a, const det *b) {
+  float x = (float)a->score, y = (float)b->score;
+  return x != y ? x > y : a->key < b->key;
+}
+
+/* Moves the first k (0 < k < n) of d[0..n) in by_score's order, a strict order (the keys are
+ * distinct and no score is NaN: they passed score_threshold), to d[0..k), in some order
+ * (Hoare's selection). Sorting all of a class's candidates for its first nms_top_k took 5% of
+ * PicoDet's time (80 classes of 2125 boxes, 100 of each kept). */
+static void select_first(det *d, int64_t n, int64_t k) {
+  int64_t lo = 0, hi = n - 1;
+  while (lo < hi) {
+    det p = d[lo + (hi - lo) / 2];
+    int64_t i = lo, j = hi;
+    while (i <= j) {
+      while (det_before(&d[i], &p)) i++;
+      while (det_before(&p, &d[j])) j--;
+      if (i <= j) {
+        det t = d[i];
+        d[i++] = d[j];
+        d[j--] = t;
+      }
+    }
+    /* now d[lo..j] are before d[i..hi], and anything between is p */
+    if (k - 1 <= j) hi = j;
+    else if (k - 1 >= i) lo = i;
+    else return;
+  }
+}
+
 /* Label, then index (the order 2-D Scores give within a class), ascending. */
 static int by_label_idx(const void *pa, const void *pb) {
   const det *a = pa, *b = pb;
@@ -806,8 +837,11 @@ static bool nms_image(const nms_view *v, const nms_cfg *g, det *cand, det_list *
       double sc = v->s[c * v->sc + m * v->sm];
       if (sc > g->score_thr) cand[nc] = (det){c, m, nc, sc}, nc++;
     }
+    if (g->nms_top_k > -1 && g->nms_top_k < nc) { /* only the first nms_top_k in order */
+      if (g->nms_top_k > 0) select_first(cand, nc, g->nms_top_k);
+      nc = g->nms_top_k;
+    }
     qsort(cand, (size_t)nc, sizeof *cand, by_score);
-    if (g->nms_top_k > -1 && g->nms_top_k < nc) nc = g->nms_top_k;
     double thr = g->nms_thr;
     int64_t first = out->n;
     for (int64_t i = 0; i < nc; i++) {
@@ -823,9 +857,9 @@ static bool nms_image(const nms_view *v, const nms_cfg *g, det *cand, det_list *
   }
   det *d = out->d + start;
   int64_t n = out->n - start;
-  if (g->keep_top_k > -1 && n > g->keep_top_k) {
+  if (g->keep_top_k > -1 && n > g->keep_top_k) { /* the first keep_top_k by score, any order */
     for (int64_t i = 0; i < n; i++) d[i].key = i;
-    qsort(d, (size_t)n, sizeof *d, by_score);
+    if (g->keep_top_k > 0) select_first(d, n, g->keep_top_k);
     n = g->keep_top_k;
     qsort(d, (size_t)n, sizeof *d, by_label_key);
     out->n = start + n;

@@ -485,6 +485,17 @@ const ot_row ot_rows_detection[] = {
      .ref = ref_nms, NMS3_},
     {.op = "multiclass_nms3", .what = "empty", .attrs = NMS_ATTRS_("score_threshold=0.99"),
      NMS_IN_, .ref = ref_nms, NMS3_},
+    /* many candidates a class: the first nms_top_k and keep_top_k selected, not sorted whole */
+    {.op = "multiclass_nms3", .what = "60 random boxes, nms_top_k 13, keep_top_k 17",
+     .attrs = "score_threshold=0.05 nms_top_k=13 keep_top_k=17 nms_threshold=0.3 "
+              "background_label=-1",
+     .in = {{"BBoxes", "[2, 60, 4]", .lo = 0, .hi = 1}, {"Scores", "[2, 4, 60]", .lo = 0, .hi = 1}},
+     .ref = ref_nms, NMS3_},
+    {.op = "multiclass_nms3", .what = "60 random boxes, nms_top_k 13, all kept",
+     .attrs = "score_threshold=0.05 nms_top_k=13 keep_top_k=-1 nms_threshold=0.9 "
+              "background_label=-1",
+     .in = {{"BBoxes", "[2, 60, 4]", .lo = 0, .hi = 1}, {"Scores", "[2, 4, 60]", .lo = 0, .hi = 1}},
+     .ref = ref_nms, NMS3_},
     {.op = "multiclass_nms3", .what = "2-D scores, RoisNum",
      .attrs = NMS_ATTRS_("score_threshold=0.1 nms_threshold=0.4 background_label=-1"),
      NMS_ROWS_IN_, .ref = ref_nms, NMS3_},
