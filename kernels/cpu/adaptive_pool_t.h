@@ -2,14 +2,31 @@
  * adaptive_pool.c (which defines apool_job) with T (float or double), TN (its suffix) and
  * T_FLOAT. Each range function covers planes [b, e) of [n c, h, w]. */
 
-/* The forward pass of planes [b, e), APOOL_K planes at a time: each plane's window is read in
- * the same order with the same comparisons and additions as the loop below (so the results are
- * its bits), the planes' chains interleaved, so that the additions of a window (a dependent
+/* The forward pass of planes [b, e), APOOL_K planes at a time (one output a plane: plane_mean):
+ * each plane's window is read in the same order with the same comparisons and additions as the
+ * loop below (so the results are its bits), the planes' chains interleaved, so that the additions of a window (a dependent
  * chain: an SE block's global pooling over a 28x28 plane) overlap instead of waiting for each
  * other. */
+/* The mean of a plane of n (global average pooling: a squeeze-excitation's): the sum in double
+ * over eight lanes, element i in lane i % 8, the lanes added in a fixed tree; the compiler's
+ * vectors take it. One chain of n dependent additions a plane (eight planes interleaved) took
+ * 7% of a CRNN recogniser's time. */
+static T TF(plane_mean)(const T *x, int64_t n) {
+  double a[8] = {0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    PD_SIMD for (int l = 0; l < 8; l++) a[l] += (double)x[i + l];
+  for (int l = 0; i + l < n; l++) a[l] += (double)x[i + l];
+  return (T)((((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))) / (double)n);
+}
+
 static void TF(apool_fwd)(const pd_k_pool2d *p, const T *x, T *y, int64_t b, int64_t e) {
   bool mx = p->type == PD_K_POOL_MAX;
   int64_t plane = p->h * p->w;
+  if (!mx && p->oh == 1 && p->ow == 1) {
+    for (int64_t pl = b; pl < e; pl++) y[pl] = TF(plane_mean)(x + pl * plane, plane);
+    return;
+  }
   for (int64_t pl = b; pl < e; pl += APOOL_K) {
     int64_t k = e - pl < APOOL_K ? e - pl : APOOL_K;
     const T *xs = x + pl * plane;

@@ -138,6 +138,24 @@ typedef struct ep16 {
   int64_t row;       /* the tile's first row (epi's bias) */
 } ep16;
 
+/* Vector v (16 columns, mk of them) of row r of a tile through ep to crow (C's row r). */
+static INLINE AVX512 void store(__m512 sum, const ep16 *ep, int r, int v, float *crow,
+                                __mmask16 mk) {
+  float *cp = crow + 16 * v;
+  __m512 x = ep->alpha == 1.0f ? sum : _mm512_mul_ps(_mm512_set1_ps(ep->alpha), sum);
+  if (ep->beta == 1.0f) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cp));
+  else if (ep->beta != 0.0f)
+    x = _mm512_fmadd_ps(_mm512_set1_ps(ep->beta), _mm512_maskz_loadu_ps(mk, cp), x);
+  if (ep->bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->bias + 16 * v));
+  if (ep->epi) {
+    const pd_kcpu_epi16 *e = ep->epi;
+    if (e->rbias) x = _mm512_add_ps(x, _mm512_set1_ps(e->rbias[ep->row + r]));
+    if (ep->res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->res + r * e->ldres + 16 * v));
+    x = pd_kcpu_epi_act(e, x);
+  }
+  _mm512_mask_storeu_ps(cp, mk, x);
+}
+
 /* One tile: R rows (1..MR) and NV vectors (1, 2; the last masked by `last`) of C, over k
  * terms. op(A)'s element (r, q) is a[r * lda + q], or a[q * lda + r] when TA; row q of the
  * panel of op(B) is b + q * ldb, and when PK (a packed panel, ldb NR, its columns past the last
@@ -168,24 +186,9 @@ static INLINE AVX512 void tile(bool TA, bool PK, int R, int NV, int64_t k, const
       UNROLL for (int v = 0; v < NV; v++) _mm512_storeu_ps(out + r * NR + 16 * v, acc[r][v]);
     return;
   }
-  __m512 va = _mm512_set1_ps(ep->alpha), vb = _mm512_set1_ps(ep->beta);
   UNROLL12 for (int r = 0; r < R; r++)
-    UNROLL for (int v = 0; v < NV; v++) {
-      __mmask16 mk = v == NV - 1 ? last : 0xffff;
-      float *cp = c + r * ldc + 16 * v;
-      __m512 x = ep->alpha == 1.0f ? acc[r][v] : _mm512_mul_ps(va, acc[r][v]);
-      if (ep->beta == 1.0f) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cp));
-      else if (ep->beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cp), x);
-      if (ep->bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->bias + 16 * v));
-      if (ep->epi) {
-        const pd_kcpu_epi16 *e = ep->epi;
-        if (e->rbias) x = _mm512_add_ps(x, _mm512_set1_ps(e->rbias[ep->row + r]));
-        if (ep->res)
-          x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->res + r * e->ldres + 16 * v));
-        x = pd_kcpu_epi_act(e, x);
-      }
-      _mm512_mask_storeu_ps(cp, mk, x);
-    }
+    UNROLL for (int v = 0; v < NV; v++)
+      store(acc[r][v], ep, r, v, c + r * ldc, v == NV - 1 ? last : 0xffff);
 }
 
 /* All of C's rows against one panel of NV vectors, K in blocks of KC when `part` (m rows of
@@ -323,6 +326,53 @@ static AVX512 void chunk(bool ta, int64_t m, int64_t k, const float *a, int64_t 
 #undef CHUNK_TILE
     }
     i += R;
+  }
+}
+
+/* ---- One row of C (a batch of one: an RNN's step, an fc layer) ----
+ * A tile of one row sums each vector in one chain of K dependent fused multiply-adds, waiting
+ * on their latency: here NP panels (up to four) at a time, eight independent sums, from packed
+ * panels (rows of NR, padded). */
+static INLINE AVX512 void row_panels(int NP, int64_t k, const float *a, const float *pack,
+                                     int64_t wl, const ep16 *ep0, float *c) {
+  __m512 acc[4][2];
+  UNROLL for (int p = 0; p < NP; p++) acc[p][0] = acc[p][1] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < k; q++) {
+    __m512 av = _mm512_set1_ps(a[q]);
+    UNROLL for (int p = 0; p < NP; p++) {
+      const float *bq = pack + (p * k + q) * NR;
+      acc[p][0] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq), acc[p][0]);
+      acc[p][1] = _mm512_fmadd_ps(av, _mm512_loadu_ps(bq + 16), acc[p][1]);
+    }
+  }
+  UNROLL for (int p = 0; p < NP; p++) {
+    ep16 ep = *ep0;
+    if (ep.bias) ep.bias += p * NR;
+    if (ep.res) ep.res += p * NR;
+    __mmask16 last;
+    int nv = panel_of(p == NP - 1 ? wl : NR, 0, &last);
+    store(acc[p][0], &ep, 0, 0, c + p * NR, nv == 1 ? last : 0xffff);
+    if (nv == 2) store(acc[p][1], &ep, 0, 1, c + p * NR, last);
+  }
+}
+
+/* C's one row (n columns) = a (k) times the packed panels, through ep (its bias and residual
+ * at C's first column). */
+static AVX512 void row_all(int64_t n, int64_t k, const float *a, const float *pack,
+                           const ep16 *ep0, float *c) {
+  int64_t np = (n + NR - 1) / NR;
+  for (int64_t q = 0; q < np; q += 4) {
+    int64_t g = np - q < 4 ? np - q : 4, wl = q + g == np ? n - (np - 1) * NR : NR;
+    ep16 ep = *ep0;
+    if (ep.bias) ep.bias += q * NR;
+    if (ep.res) ep.res += q * NR;
+    const float *pq = pack + q * k * NR;
+    switch (g) {
+      case 4: row_panels(4, k, a, pq, wl, &ep, c + q * NR); break;
+      case 3: row_panels(3, k, a, pq, wl, &ep, c + q * NR); break;
+      case 2: row_panels(2, k, a, pq, wl, &ep, c + q * NR); break;
+      default: row_panels(1, k, a, pq, wl, &ep, c + q * NR); break;
+    }
   }
 }
 
@@ -505,10 +555,12 @@ AVX512 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const 
 AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
                                     int64_t lda, const float *pack, float beta, float *c,
                                     int64_t ldc, const pd_kcpu_epi16 *epi) {
-  if (big_a(m, k)) {
-    ep16 ep = {1.0f, beta, epi ? epi->cbias : NULL, epi, epi ? epi->res : NULL, 0};
-    return blocked(ta, m, n, k, a, lda, pack, NR, k * NR, &ep, c, ldc);
+  ep16 epw = {1.0f, beta, epi ? epi->cbias : NULL, epi, epi ? epi->res : NULL, 0};
+  if (m == 1 && !ta) { /* (with ta, a one-row A is a column, its terms lda apart) */
+    row_all(n, k, a, pack, &epw, c);
+    return true;
   }
+  if (big_a(m, k)) return blocked(ta, m, n, k, a, lda, pack, NR, k * NR, &epw, c, ldc);
   float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
   if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float))))
     return false;
