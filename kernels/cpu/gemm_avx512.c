@@ -138,14 +138,14 @@ typedef struct ep16 {
   int64_t row;       /* the tile's first row (epi's bias) */
 } ep16;
 
-/* Vector v (16 columns, mk of them) of row r of a tile through ep to crow (C's row r). */
-static INLINE AVX512 void store(__m512 sum, const ep16 *ep, int r, int v, float *crow,
-                                __mmask16 mk) {
+/* Vector v (16 columns, mk of them) of row r of a tile through ep (va, vb: alpha and beta
+ * broadcast) to crow (C's row r). */
+static INLINE AVX512 void store(__m512 sum, const ep16 *ep, __m512 va, __m512 vb, int r, int v,
+                                float *crow, __mmask16 mk) {
   float *cp = crow + 16 * v;
-  __m512 x = ep->alpha == 1.0f ? sum : _mm512_mul_ps(_mm512_set1_ps(ep->alpha), sum);
+  __m512 x = ep->alpha == 1.0f ? sum : _mm512_mul_ps(va, sum);
   if (ep->beta == 1.0f) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cp));
-  else if (ep->beta != 0.0f)
-    x = _mm512_fmadd_ps(_mm512_set1_ps(ep->beta), _mm512_maskz_loadu_ps(mk, cp), x);
+  else if (ep->beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cp), x);
   if (ep->bias) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->bias + 16 * v));
   if (ep->epi) {
     const pd_kcpu_epi16 *e = ep->epi;
@@ -186,9 +186,10 @@ static INLINE AVX512 void tile(bool TA, bool PK, int R, int NV, int64_t k, const
       UNROLL for (int v = 0; v < NV; v++) _mm512_storeu_ps(out + r * NR + 16 * v, acc[r][v]);
     return;
   }
+  __m512 va = _mm512_set1_ps(ep->alpha), vb = _mm512_set1_ps(ep->beta);
   UNROLL12 for (int r = 0; r < R; r++)
     UNROLL for (int v = 0; v < NV; v++)
-      store(acc[r][v], ep, r, v, c + r * ldc, v == NV - 1 ? last : 0xffff);
+      store(acc[r][v], ep, va, vb, r, v, c + r * ldc, v == NV - 1 ? last : 0xffff);
 }
 
 /* All of C's rows against one panel of NV vectors, K in blocks of KC when `part` (m rows of
@@ -351,8 +352,9 @@ static INLINE AVX512 void row_panels(int NP, int64_t k, const float *a, const fl
     if (ep.res) ep.res += p * NR;
     __mmask16 last;
     int nv = panel_of(p == NP - 1 ? wl : NR, 0, &last);
-    store(acc[p][0], &ep, 0, 0, c + p * NR, nv == 1 ? last : 0xffff);
-    if (nv == 2) store(acc[p][1], &ep, 0, 1, c + p * NR, last);
+    __m512 va = _mm512_set1_ps(ep.alpha), vb = _mm512_set1_ps(ep.beta);
+    store(acc[p][0], &ep, va, vb, 0, 0, c + p * NR, nv == 1 ? last : 0xffff);
+    if (nv == 2) store(acc[p][1], &ep, va, vb, 0, 1, c + p * NR, last);
   }
 }
 

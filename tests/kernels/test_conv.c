@@ -768,6 +768,13 @@ static void test_conv_fused(void) {
       /* 5x5 on AVX-512 too: a unit of eight in the lanes, four planes of the sixteen-lane
        * kernel */
       {1, 12, 9, 13, 12, 5, 5, 12, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      /* filter rows or columns that only meet padding, dropped: a map one row high (the
+       * SVTR neck's 3x3), one column wide at stride 2 with a dilation down, a 5x5 on 2x2
+       * (rows and columns; 2 of 5 live), a depthwise one on one row */
+      {2, 24, 1, 9, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 8, 7, 1, 6, 3, 3, 1, 2, 1, 2, 2, 1, 1, 2, 1, 0, 0, 0},
+      {1, 6, 2, 2, 10, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 16, 1, 20, 16, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
       {.kind = PD_K_EPI_NONE},
@@ -856,6 +863,34 @@ static void test_conv_fused(void) {
     }
     ok(same && kept, "conv2d_fused at level %d: the prepared filters kept (above the base "
        "level), reused with the same bits, made again for another shape", level);
+    if (prep) prep->release(prep);
+  }
+  simd_force(PD_KCPU_SIMD_AVX512);
+  /* Filters with rows that only meet padding (3x3 on one row): the live rows kept in the
+   * prepared slot at every level, reused with the bits of a call without the slot, made again
+   * for another shape (one column). */
+  for (int li = 0; li < nwl; li++) {
+    int level = simd_force(wl[li]);
+    pd_k_prepared *prep = NULL;
+    bool same = true, kept = true;
+    for (int s = 0; s < 2; s++) {
+      pd_k_conv2d q = {1, 20, s ? 9 : 1, s ? 1 : 9, 12, 3, 3, 1, 1, 1,
+                       1, 1, 1, 1, 1, 1, 0, 0, 0};
+      pd_k_conv2d_setup(&q);
+      float *x = kt_random(PD_FP32, xsize(&q), -2, 2), *w = kt_random(PD_FP32, wsize(&q), -1, 1);
+      float *y0 = kt_alloc((size_t)ysize(&q) * 4), *y1 = kt_alloc((size_t)ysize(&q) * 4);
+      same = same && K->conv2d_fused(PD_FP32, &q, x, w, NULL, y0, NULL) == PD_OK;
+      for (int call = 0; call < 2; call++) {
+        pd_k_prepared *before = prep;
+        same = same && K->conv2d_fused(PD_FP32, &q, x, w, NULL, y1, &prep) == PD_OK &&
+               memcmp(y0, y1, (size_t)ysize(&q) * 4) == 0;
+        if (call == 1) kept = kept && prep == before;
+      }
+      kept = kept && prep && prep->rows == q.oc && prep->cols == q.c * 9;
+      free(x), free(w), free(y0), free(y1);
+    }
+    ok(same && kept, "conv2d_fused at level %d: the live rows (columns) of filters that meet "
+       "padding only kept in the prepared slot, reused with the same bits, made again", level);
     if (prep) prep->release(prep);
   }
   simd_force(PD_KCPU_SIMD_AVX512);
