@@ -3,10 +3,10 @@
  * T_FLOAT. Each range function covers planes [b, e) of [n c, h, w]. */
 
 /* The forward pass of planes [b, e), APOOL_K planes at a time (one output a plane: plane_mean):
- * each plane's window is read in the same order with the same comparisons and additions as the
- * loop below (so the results are its bits), the planes' chains interleaved, so that the additions of a window (a dependent
- * chain: an SE block's global pooling over a 28x28 plane) overlap instead of waiting for each
- * other. */
+ * each plane's window is read in the same order with the same comparisons and additions as the loop
+ * below (so the results are its bits), the planes' chains interleaved, so that the additions of a
+ * window (a dependent chain: an SE block's global pooling over a 28x28 plane) overlap instead of
+ * waiting for each other. */
 /* The mean of a plane of n (global average pooling: a squeeze-excitation's): the sum in double
  * over eight lanes, element i in lane i % 8, the lanes added in a fixed tree; the compiler's
  * vectors take it. One chain of n dependent additions a plane (eight planes interleaved) took

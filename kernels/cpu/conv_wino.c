@@ -2,8 +2,9 @@
  * F(2x2, 3x3) in fp32 on CPUs with AVX2 and FMA (conv.c drives it and says where it applies:
  * wino_take). Each 2x2 block of outputs (a tile) is A^T [(G g G^T) .* (B^T d B)] A of its 4x4
  * input patch d and the filter g: the products of the 16 points xi are 16 matrix products,
- * U[xi] [oc, c] times V[xi] [c, tiles] (gemm_avx2.c's), 4 multiply-adds a tile for each input
- * and output channel instead of 9 for each output: 2.25x fewer. The transforms here make U from
+ * U[xi] [oc, c] times V[xi] [c, tiles] (gemm_avx2.c's; gemm_avx512.c's on AVX-512 CPUs), 4
+ * multiply-adds a tile for each input and output channel instead of 9 for each output: 2.25x
+ * fewer. The transforms here make U from
  * the filters, V from the input (a block of tile rows of one image) and the outputs from the
  * products M[xi] [oc, tiles]; conv.c adds the epilogue.
  *

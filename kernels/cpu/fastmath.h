@@ -83,9 +83,8 @@ void pd_kcpu_gemm_nt16_f32(int64_t m, int64_t n, int64_t k, const float *a, int6
                            const float *b, int64_t ldb, float *c, int64_t ldc);
 /* gemm_avx512.c: C [m, n] = alpha op(A) op(B) + beta C (op: transposed when ta, tb; beta 0
  * does not read C), plus bias [n] on every row when bias, for m, n, k > 0, under the same
- * condition. Fast while op(A) fits in a core's
- * L2 cache (the caller bounds m * k); false, with C untouched, when there is no memory for a
- * copy of B^T (k past 256 with tb). */
+ * condition; an op(A) past L2 in blocks of it. false, with C untouched, when there is no memory
+ * for its copies of B or partial sums. */
 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                         const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
                         const float *bias, float *c, int64_t ldc);
@@ -159,8 +158,9 @@ static inline pd_kcpu_v4f pd_kcpu_v4_exp_reduced(pd_kcpu_v4f x, pd_kcpu_v4f n) {
   return p * (r * r) + r + 1.0f;
 }
 
-/* e^x = e^r 2^n (pd_kcpu_v4_exp_reduced), 2^n as two exponent-field factors, each a normal float (n runs from -150, where
- * the results round to 0, to 128, where they overflow), so that p 2^n is rounded once. */
+/* e^x = e^r 2^n (pd_kcpu_v4_exp_reduced), 2^n as two exponent-field factors, each a normal float (n
+ * runs from -150, where the results round to 0, to 128, where they overflow), so that p 2^n is
+ * rounded once. */
 static inline pd_kcpu_v4f pd_kcpu_v4_exp(pd_kcpu_v4f x) {
   const float hi = 88.72283935546875f;   /* ln(FLT_MAX) < hi: e^x above it rounds to +inf */
   const float lo = -103.97208404541016f; /* < ln(2^-150): e^x below it rounds to 0 */
@@ -217,16 +217,17 @@ static inline pd_kcpu_v4f pd_kcpu_v4_sigmoid(pd_kcpu_v4f x) {
   return pd_kcpu_v4_sel(x < 0.0f, t, one) / (1.0f + t);
 }
 
-/* Phi(x), the normal distribution function (1 + erf(x / sqrt 2)) / 2 (gelu's): from erfc(z) =
- * k e^(-z^2 + P(k)), k = 1 / (1 + z / 2), z = |x| / sqrt 2 (Numerical Recipes' Chebyshev fit,
- * relative error under 1.2e-7) over the vector e^x: Phi(x) = erfc(z) / 2 below 0, 1 - erfc(z) /
- * 2 above, so that the small values of the negative side keep their digits (1 + erf would lose
- * them). P's coefficients innermost first. The exponent -z^2 + P(k) is carried as a sum s + lo
- * (z^2's rounding error and the sum's, TwoSum) and e^(s + lo) = e^s (1 + lo): rounded to one
- * float (and z = |x| / sqrt 2 itself rounded), -z^2 near -85 was off by up to 1e-5, 190 ulp
- * of Phi(-12.8) (and so was gelu's scalar code). |x| is taken at most PD_KCPU_PHI_AMAX, where
- * Phi(-|x|) rounds to 0, so that x^2 stays finite (inf - inf in the sums would give NaN). Written out per element (the compiler's four lanes of the baseline target, e^x
- * apart), gelu took 1.3 ns an element on two AVX-512 cores, 9% of ERNIE 3.0 tiny's time. */
+/* Phi(x), the normal distribution function (1 + erf(x / sqrt 2)) / 2 (gelu's): from erfc(z) = k
+ * e^(-z^2 + P(k)), k = 1 / (1 + z / 2), z = |x| / sqrt 2 (Numerical Recipes' Chebyshev fit,
+ * relative error under 1.2e-7) over the vector e^x: Phi(x) = erfc(z) / 2 below 0, 1 - erfc(z) / 2
+ * above, so that the small values of the negative side keep their digits (1 + erf would lose them).
+ * P's coefficients innermost first. The exponent -z^2 + P(k) is carried as a sum s + lo (z^2's
+ * rounding error and the sum's, TwoSum) and e^(s + lo) = e^s (1 + lo): rounded to one float (and z
+ * = |x| / sqrt 2 itself rounded), -z^2 near -85 was off by up to 1e-5, 190 ulp of Phi(-12.8) (and
+ * so was gelu's scalar code). |x| is taken at most PD_KCPU_PHI_AMAX, where Phi(-|x|) rounds to 0,
+ * so that x^2 stays finite (inf - inf in the sums would give NaN). Written out per element (the
+ * compiler's four lanes of the baseline target, e^x apart), gelu took 1.3 ns an element on two
+ * AVX-512 cores, 9% of ERNIE 3.0 tiny's time. */
 #define PD_KCPU_PHI_P                                                                         \
   0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, \
       0.37409196f, 1.00002368f, -1.26551223f

@@ -122,7 +122,8 @@ static inline AVX2 __m256 v8_sigmoid(__m256 x) {
 static inline AVX2 __m256 v8_phi(__m256 x) {
   static const float c[] = {PD_KCPU_PHI_P};
   __m256 one = _mm256_set1_ps(1.0f), half = _mm256_set1_ps(0.5f);
-  __m256 a = _mm256_min_ps(_mm256_set1_ps(PD_KCPU_PHI_AMAX), _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x)); /* NaN stays */
+  __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  a = _mm256_min_ps(_mm256_set1_ps(PD_KCPU_PHI_AMAX), a); /* NaN stays */
   __m256 z = _mm256_mul_ps(a, _mm256_set1_ps(0.70710678f));
   __m256 k = _mm256_div_ps(one, _mm256_fmadd_ps(half, z, one)), q = _mm256_set1_ps(c[0]);
   for (int i = 1; i < 10; i++) q = _mm256_fmadd_ps(q, k, _mm256_set1_ps(c[i]));

@@ -1,9 +1,13 @@
 /* gemm_avx512.c -- fp32 products of our own for AVX-512F CPUs, where OpenBLAS runs its AVX2
- * kernels (the environment pins it to them) at about half of what the CPU can do:
- * - pd_kcpu_gemm16_f32: C = alpha op(A) op(B) + beta C for the products of a layer (an fc
- *   layer's forward and gradient products); a tile of 12 rows by 32 columns of C sits in 24
- *   registers for the whole of K while each element of op(A) is broadcast against a row of
- *   op(B). B^T is copied into panels of 32 columns first; A and B are read in place.
+ * kernels (the environment pins it to them) at about half of what the CPU can do, or its SSE3
+ * ones where it does not know the CPU:
+ * - pd_kcpu_gemm16_f32: C = alpha op(A) op(B) + beta C for every fp32 product (a layer's
+ *   forward and gradient products, a convolution's); a tile of 12 rows by 32 columns of C sits
+ *   in 24 registers for a block of K while each element of op(A) is broadcast against a row of
+ *   a panel of op(B). Panels of B (B^T) are copied together where several tiles read them
+ *   (else read in place); an op(A) past L2 is taken in blocks of K and rows (blocked), a short
+ *   K a tile of rows across a chunk of panels (chunk), one row four panels at a time
+ *   (row_all).
  * - pd_kcpu_gemm_nt16_f32: C = A B^T as dot products along K, each row of B read once (a 1x1
  *   convolution of one-pixel maps: the images times the filters).
  * - pd_kcpu_gemm_small16_f32: C += A B with B at most 64 columns: the step of gemm_act_chain
@@ -156,13 +160,13 @@ static INLINE AVX512 void store(__m512 sum, const ep16 *ep, __m512 va, __m512 vb
   _mm512_mask_storeu_ps(cp, mk, x);
 }
 
-/* One tile: R rows (1..MR) and NV vectors (1, 2; the last masked by `last`) of C, over k
- * terms. op(A)'s element (r, q) is a[r * lda + q], or a[q * lda + r] when TA; row q of the
- * panel of op(B) is b + q * ldb, and when PK (a packed panel, ldb NR, its columns past the last
- * padded) it is read whole: with a mask kept in a register and fewer registers for A's rows,
- * the loop reloaded spilled pointers and the mask from the stack on every term. The sums start from `in` (row stride NR) when not NULL, else
- * from 0; they go to `out` (the same) as they are when not NULL, else through the epilogue to
- * C. */
+/* One tile: R rows (1..MR) and NV vectors (1, 2; the last masked by `last`) of C, over k terms.
+ * op(A)'s element (r, q) is a[r * lda + q], or a[q * lda + r] when TA; row q of the panel of op(B)
+ * is b + q * ldb, and when PK (a packed panel, ldb NR, its columns past the last padded) it is read
+ * whole: with a mask kept in a register and fewer registers for A's rows, the loop reloaded spilled
+ * pointers and the mask from the stack on every term. The sums start from `in` (row stride NR) when
+ * not NULL, else from 0; they go to `out` (the same) as they are when not NULL, else through the
+ * epilogue to C. */
 static INLINE AVX512 void tile(bool TA, bool PK, int R, int NV, int64_t k, const float *a,
                                int64_t lda, const float *b, int64_t ldb, const float *in,
                                float *out, const ep16 *ep, float *c, int64_t ldc,
@@ -274,10 +278,10 @@ static AVX512 void copy_panel(int64_t k, int64_t w, const float *b, int64_t ldb,
 
 /* ---- Short products (k <= KC): a tile of rows across a chunk of panels ----
  * Panel by panel, every row of C takes 128 bytes in turn: MobileNetV3's first 1x1 layers (16 ->
- * 64 channels on 112x112, k = 16) wrote 64 streams of stores, read B a row 50 KB apart (a page
- * a term) and ran at 12 GB/s of output. Here the panels of a chunk of columns (32 KB of
- * them, PACK_STACK_K / k) lie together and each tile of rows passes all of them, so that C is written as
- * MR streams; each sum is the same. */
+ * 64 channels on 112x112, k = 16) wrote 64 streams of stores, read B a row 50 KB apart (a page a
+ * term) and ran at 12 GB/s of output. Here the panels of a chunk of columns (32 KB of them,
+ * PACK_STACK_K / k) lie together and each tile of rows passes all of them, so that C is written
+ * as MR streams; each sum is the same. */
 static INLINE AVX512 void tile_ep(bool TA, int R, int NV, int64_t k, const float *a, int64_t lda,
                                   const float *b, const ep16 *ep0, int64_t i, int64_t j,
                                   float *c, int64_t ldc, __mmask16 last) {
@@ -392,8 +396,9 @@ static AVX512 void row_all(int64_t n, int64_t k, const float *a, const float *pa
 
 static bool big_a(int64_t m, int64_t k) { return m * k > BIG_A; }
 
-/* B's panel p, row q, at b + p * pstride + q * ldb: in place (pstride NR) or packed
- * (pstride k NR, ldb NR). ep's bias and residual at C's first column, its rows from 0. */
+/* B's panel p, row q, at b + p * pstride + q * ldb: in place (pstride NR; a K block of its
+ * panels is copied together first) or packed (pstride k NR, ldb NR). ep's bias and residual at
+ * C's first column, its rows from 0. */
 static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
                            int64_t lda, const float *b, int64_t ldb, int64_t pstride,
                            const ep16 *ep0, float *c, int64_t ldc) {
@@ -407,7 +412,7 @@ static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float
   }
   for (int64_t k0 = 0; k0 < k; k0 += BIG_KB) {
     int64_t kk = k - k0 < BIG_KB ? k - k0 : BIG_KB;
-    if (in_place) /* this block of B's rows in panels (see PACK_STACK_K), read by every row block */
+    if (in_place) /* this block of B's rows in panels (PACK_STACK_K), read by every row block */
       for (int64_t p = 0; p < np; p++)
         copy_panel(kk, n - p * NR < NR ? n - p * NR : NR, b + k0 * ldb + p * NR, ldb,
                    bkp + p * kk * NR);

@@ -30,7 +30,8 @@ enum {
 /* Multiply-adds of a step below which one part does all: the fork-join would cost more. */
 #define SEQ_MIN_STEP_WORK ((int64_t)1 << 16)
 /* The weights are packed for gemm_avx512.c while the product's A (rows by K) is at most this
- * many floats, as gemm.c takes that kernel (GEMM16_MAX_A), and K at most SEQ_PACK_MAX_K. */
+ * many floats (where gemm_avx512.c takes A whole, not in blocks), and K at most
+ * SEQ_PACK_MAX_K. */
 #define SEQ_PACK_MAX_A ((int64_t)1 << 18)
 #define SEQ_PACK_MAX_K 4096
 

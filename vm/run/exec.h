@@ -139,8 +139,8 @@ uint64_t pd_exec_ops_run(const pd_exec *ex);
  * and self time: the total less the ops of the blocks the op ran, so a `recurrent`'s self time
  * is its own work between steps) and per op of the source (type and file:line:col; a gradient
  * op counts at its forward op's place). pd_exec_profile_report prints the types sorted by
- * self time, then the `top` hottest ops of the source (0: all). The state is per thread; the site table it
- * allocates is freed by pd_exec_profile_reset. begin/end are exec.c's bracket around a call. */
+ * self time, then the `top` hottest ops of the source (0: all). The state is per thread; the
+ * site table it allocates is freed by pd_exec_profile_reset. begin/end are exec.c's bracket around a call. */
 void pd_exec_profile_enable(bool on);
 bool pd_exec_profile_enabled(void);
 void pd_exec_profile_reset(void);  /* zero the counts, free the table */

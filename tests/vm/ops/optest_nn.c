@@ -443,7 +443,8 @@ const ot_row ot_rows_nn[] = {
      .in = {{"X", "[1, 2, 5, 7]"}}, .ref = ref_pool2d},
     /* to one pixel (a squeeze-excitation's): a plane's mean in eight lanes, 3 past them */
     {.op = "pool2d", .what = "avg adaptive to 1x1",
-     .attrs = "pooling_type=avg ksize=[1, 1] adaptive=true", .in = {{"X", "[2, 3, 5, 7]"}}, .ref = ref_pool2d},
+     .attrs = "pooling_type=avg ksize=[1, 1] adaptive=true", .in = {{"X", "[2, 3, 5, 7]"}},
+     .ref = ref_pool2d},
 
     /* The lookups: repeated ids (their gradients add up), padding_idx (a zero row, no
      * gradient), int32 ids. */
