@@ -182,6 +182,10 @@ def main(argv):
     models = opts.get("--models", "mobilenet_v3,pp_lcnet,resnet50_vd,db_det,ernie3_tiny").split(",")
     batches = [int(b) for b in opts.get("--batches", "1,16").split(",")]
     runs, warmup, threads = int(opts.get("--runs", "50")), int(opts.get("--warmup", "5")), 2
+    for tool in ("pdlang", os.path.join("tests", "interop", "test_interop")):
+        if not os.access(os.path.join(build, tool), os.X_OK):  # test_interop is a check program
+            sys.exit("infer_compare.py: %s has no %s: build it first (make -C %s %s)"
+                     % (build, tool, build, tool))
     py_paddle, py_bench = os.environ.get("PY_PADDLE"), os.environ.get("PY_BENCH")
     # the field's sizes need Paddle to export the families again (tools/paddle_zoo.py --size)
     field = opts.get("--size", "field") == "field" and bool(py_paddle)

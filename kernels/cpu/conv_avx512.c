@@ -44,37 +44,68 @@ static __mmask16 lanes(int64_t c0, int64_t w) {
 
 /* Columns [ox, ox + 16) of R output rows of plane yc from row oy, at stride S (R and S constants
  * in the instances below, so that the loops unroll): the taps' loads at row iy, column c0 + j dw
- * come from the input plane xc with the masks m[j] (and m2[j] for a stride-2 block's second
- * half). The R rows' sums are independent chains of fused multiply-adds: with one row at a time
- * each waited on the one before (four cycles a tap), and PicoDet's 5x5 layers ran at a tenth of
- * the FMA rate. Each sum still adds its taps in the order (i, j). */
+ * come from the input plane xc, masked by m[j] (and m2[j] for a stride-2 block's second half)
+ * where M (a block crossing the row's edges; elsewhere plain loads). B: some of the R rows' taps
+ * fall outside the input (the top and bottom rows of the padding), skipped row by row; the
+ * interior rows' blocks have no such tests. (With a test and a branch before every load, gcc
+ * moved each mask from the stack into a mask register again before its load: 17 cycles a tap of
+ * eight rows where the loads and FMAs take about 5, on Sapphire Rapids.) The R rows' sums are
+ * independent chains of fused multiply-adds: with one row at a time each waited on the one before
+ * (four cycles a tap), and PicoDet's 5x5 layers ran at a tenth of the FMA rate. Each sum still
+ * adds its taps in the order (i, j). */
 static inline __attribute__((always_inline)) AVX512 void rows_block(
     const pd_k_conv2d *p, const float *xc, const float *wc, int64_t ox, int64_t oy, float *yc,
     const pd_kcpu_epi16 *e, float bias, const float *rc, const __mmask16 *m, const __mmask16 *m2,
-    __mmask16 mk, int R, int S, int KW) {
+    __mmask16 mk, int R, int S, int KW, int M, int B) {
   const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   int64_t kh = p->kh, kw = p->kw, dh = p->dil_h, dw = p->dil_w, ow = p->ow, w = p->w;
   int64_t c0 = ox * S - p->pad_left;
   __m512 acc[8];
   UNROLL8 for (int r = 0; r < 8; r++) acc[r] = _mm512_setzero_ps();
   if (KW) kw = KW, dw = 1; /* a constant width: the taps unroll, their offsets immediates */
+  if (S == 2 && KW == 3) {
+    /* a 3x3 at stride 2: the three taps of a row from one window of 33 columns, loaded once:
+     * the even columns (tap 0), the odd ones (tap 1) and the even ones moved one lane on with
+     * column 32 (tap 2); two loads and a broadcast where each tap took two loads */
+    const __m512i odds = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    bool last_in = c0 + 32 >= 0 && c0 + 32 < w; /* column 32 of the window inside the row */
+    for (int64_t i = 0; i < kh; i++) {
+      const float *wr = wc + i * 3;
+      __m512 w0 = _mm512_set1_ps(wr[0]), w1 = _mm512_set1_ps(wr[1]), w2 = _mm512_set1_ps(wr[2]);
+      UNROLL8 for (int r = 0; r < R; r++) {
+        int64_t iy = (oy + r) * p->stride_h - p->pad_top + i * dh;
+        if (B && (iy < 0 || iy >= p->h)) continue;
+        const float *src = xc + iy * w + c0;
+        __m512 a = M ? _mm512_maskz_loadu_ps(m[0], src) : _mm512_loadu_ps(src);
+        __m512 b = M ? _mm512_maskz_loadu_ps(m2[0], src + 16) : _mm512_loadu_ps(src + 16);
+        __m512 c = _mm512_set1_ps(!M || last_in ? src[32] : 0.0f);
+        __m512 ev = _mm512_permutex2var_ps(a, evens, b), od = _mm512_permutex2var_ps(a, odds, b);
+        __m512 e2 = _mm512_castsi512_ps(
+            _mm512_alignr_epi32(_mm512_castps_si512(c), _mm512_castps_si512(ev), 1));
+        acc[r] = _mm512_fmadd_ps(ev, w0, acc[r]);
+        acc[r] = _mm512_fmadd_ps(od, w1, acc[r]);
+        acc[r] = _mm512_fmadd_ps(e2, w2, acc[r]);
+      }
+    }
+    kh = 0; /* done */
+  }
   for (int64_t i = 0; i < kh; i++) {
     const float *wr = wc + i * kw, *row[8];
     UNROLL8 for (int r = 0; r < R; r++) { /* the rows of tap row i, NULL outside the input */
       int64_t iy = (oy + r) * p->stride_h - p->pad_top + i * dh;
-      row[r] = iy < 0 || iy >= p->h ? NULL : xc + iy * w + c0;
+      row[r] = B && (iy < 0 || iy >= p->h) ? NULL : xc + iy * w + c0;
     }
     UNROLL8 for (int64_t j = 0; j < kw; j++) {
       __m512 wv = _mm512_set1_ps(wr[j]);
       UNROLL8 for (int r = 0; r < R; r++) {
-        if (!row[r]) continue;
+        if (B && !row[r]) continue;
         const float *src = row[r] + j * dw;
         __m512 v;
         if (S == 1) {
-          v = _mm512_maskz_loadu_ps(m[j], src);
+          v = M ? _mm512_maskz_loadu_ps(m[j], src) : _mm512_loadu_ps(src);
         } else {
-          __m512 lo = _mm512_maskz_loadu_ps(m[j], src);
-          __m512 hi = _mm512_maskz_loadu_ps(m2[j], src + 16);
+          __m512 lo = M ? _mm512_maskz_loadu_ps(m[j], src) : _mm512_loadu_ps(src);
+          __m512 hi = M ? _mm512_maskz_loadu_ps(m2[j], src + 16) : _mm512_loadu_ps(src + 16);
           v = _mm512_permutex2var_ps(lo, evens, hi);
         }
         acc[r] = _mm512_fmadd_ps(v, wv, acc[r]);
@@ -92,39 +123,66 @@ static inline __attribute__((always_inline)) AVX512 void rows_block(
   }
 }
 
-/* Columns [ox, ox + 16) of every output row: eight rows at a time, then four, two, one. */
-static inline __attribute__((always_inline)) AVX512 void block(
-    const pd_k_conv2d *p, const float *xc, const float *wc, int64_t ox, float *yc,
-    const pd_kcpu_epi16 *e, float bias, const float *rc, int S, int KW) {
-  int64_t kw = p->kw, dw = p->dil_w, w = p->w;
-  int64_t c0 = ox * S - p->pad_left;
-  __mmask16 m[KW_MAX], m2[KW_MAX];
-  for (int64_t j = 0; j < kw; j++) {
-    m[j] = lanes(c0 + j * dw, w);
-    m2[j] = S == 2 ? lanes(c0 + j * dw + 16, w) : 0;
-  }
-  int64_t left = p->ow - ox;
-  __mmask16 mk = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
-  int64_t oy = 0;
-  for (; oy + 8 <= p->oh; oy += 8)
-    rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 8, S, KW);
-  if (oy + 4 <= p->oh) {
-    rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 4, S, KW);
+/* Columns [ox, ox + 16) of output rows [oy, end): eight rows at a time, then four, two, one. */
+static inline __attribute__((always_inline)) AVX512 void rows_run(
+    const pd_k_conv2d *p, const float *xc, const float *wc, int64_t ox, int64_t oy, int64_t end,
+    float *yc, const pd_kcpu_epi16 *e, float bias, const float *rc, const __mmask16 *m,
+    const __mmask16 *m2, __mmask16 mk, int S, int KW, int M, int B) {
+  for (; oy + 8 <= end; oy += 8)
+    rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 8, S, KW, M, B);
+  if (oy + 4 <= end) {
+    rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 4, S, KW, M, B);
     oy += 4;
   }
-  if (oy + 2 <= p->oh) {
-    rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 2, S, KW);
+  if (oy + 2 <= end) {
+    rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 2, S, KW, M, B);
     oy += 2;
   }
-  if (oy < p->oh) rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 1, S, KW);
+  if (oy < end) rows_block(p, xc, wc, ox, oy, yc, e, bias, rc, m, m2, mk, 1, S, KW, M, B);
+}
+
+/* Columns [ox, ox + 16) of output rows [y0, y1): the rows whose taps all lie in the input (lo
+ * to hi) without tests, those above and below them with. M: the block's loads cross the row's
+ * edges. */
+static inline __attribute__((always_inline)) AVX512 void block(
+    const pd_k_conv2d *p, const float *xc, const float *wc, int64_t ox, float *yc,
+    const pd_kcpu_epi16 *e, float bias, const float *rc, int64_t y0, int64_t y1, int S, int KW,
+    int M) {
+  int64_t kw = p->kw, dw = p->dil_w, w = p->w, sh = p->stride_h;
+  int64_t c0 = ox * S - p->pad_left;
+  __mmask16 m[KW_MAX], m2[KW_MAX];
+  if (M)
+    for (int64_t j = 0; j < kw; j++) {
+      m[j] = lanes(c0 + j * dw, w);
+      m2[j] = S == 2 ? lanes(c0 + j * dw + 16, w) : 0;
+    }
+  int64_t left = p->ow - ox;
+  __mmask16 mk = left >= 16 ? 0xffff : (__mmask16)((1u << left) - 1);
+  /* row oy reads input rows oy sh - pad_top to that + (kh - 1) dh */
+  int64_t lo = (p->pad_top + sh - 1) / sh, last = p->h - 1 + p->pad_top - (p->kh - 1) * p->dil_h;
+  int64_t hi = last < 0 ? 0 : last / sh + 1;
+  lo = lo < y0 ? y0 : lo > y1 ? y1 : lo;
+  hi = hi < lo ? lo : hi > y1 ? y1 : hi;
+  rows_run(p, xc, wc, ox, y0, lo, yc, e, bias, rc, m, m2, mk, S, KW, M, 1);
+  rows_run(p, xc, wc, ox, lo, hi, yc, e, bias, rc, m, m2, mk, S, KW, M, 0);
+  rows_run(p, xc, wc, ox, hi, y1, yc, e, bias, rc, m, m2, mk, S, KW, M, 1);
 }
 
 /* One instance per stride (1, 2) and width (3, 5 without dilation: MobileNet's, PP-LCNet's,
- * PicoDet's; any other as a variable). */
+ * PicoDet's; any other as a variable). A column block reads input columns c0 to c0 + 15 S +
+ * (kw - 1) dw (+ 1 at stride 2, whose loads take 32 columns): inside the row, plain loads. */
 #define PLANE(name, S, KW)                                                                   \
   static AVX512 void name(const pd_k_conv2d *p, const float *xc, const float *wc, float *yc, \
-                          const pd_kcpu_epi16 *e, float bias, const float *rc) {             \
-    for (int64_t ox = 0; ox < p->ow; ox += 16) block(p, xc, wc, ox, yc, e, bias, rc, S, KW); \
+                          const pd_kcpu_epi16 *e, float bias, const float *rc, int64_t y0,   \
+                          int64_t y1) {                                                      \
+    int64_t span = 16 * S - 1 + (p->kw - 1) * p->dil_w;                                      \
+    for (int64_t ox = 0; ox < p->ow; ox += 16) {                                             \
+      int64_t c0 = ox * S - p->pad_left;                                                     \
+      if (c0 >= 0 && c0 + span < p->w)                                                       \
+        block(p, xc, wc, ox, yc, e, bias, rc, y0, y1, S, KW, 0);                             \
+      else                                                                                   \
+        block(p, xc, wc, ox, yc, e, bias, rc, y0, y1, S, KW, 1);                             \
+    }                                                                                        \
   }
 PLANE(plane_s1, 1, 0)
 PLANE(plane_s2, 2, 0)
@@ -134,15 +192,43 @@ PLANE(plane_s1_k5, 1, 5)
 PLANE(plane_s2_k5, 2, 5)
 #undef PLANE
 
-void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
-                             float *y, const pd_kcpu_epi16 *e) {
+void pd_kcpu_depthwise16_rows_f32(const pd_k_conv2d *p, const float *x, const float *w,
+                                  int64_t plane, float *y, const pd_kcpu_epi16 *e, int64_t y0,
+                                  int64_t y1) {
   pd_kcpu_dw_plane q = pd_kcpu_dw_plane_of(p, x, w, plane, y, e);
   if (p->stride_w == 1)
     (q.kw == 3 ? plane_s1_k3 : q.kw == 5 ? plane_s1_k5 : plane_s1)(p, q.x, q.w, q.y, e, q.bias,
-                                                                            q.res);
+                                                                            q.res, y0, y1);
   else
     (q.kw == 3 ? plane_s2_k3 : q.kw == 5 ? plane_s2_k5 : plane_s2)(p, q.x, q.w, q.y, e, q.bias,
-                                                                            q.res);
+                                                                            q.res, y0, y1);
+}
+
+void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
+                             float *y, const pd_kcpu_epi16 *e) {
+  pd_kcpu_depthwise16_rows_f32(p, x, w, plane, y, e, 0, p->oh);
+}
+
+/* d[u] = s[2 u] for u < n (a row of a column matrix at stride 2: the first layer of most of the
+ * field's models): two loads of sixteen, the even lanes kept (one permute), the loads masked to
+ * s[0 .. 2 n - 2]. The scalar loop took half of PP-LCNet's first layer (3 -> 16 channels,
+ * 224x224 -> 112x112, 3x3). */
+AVX512 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n) {
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  int64_t u = 0;
+  for (; u + 16 <= n; u += 16) {
+    __m512 lo = _mm512_loadu_ps(s + 2 * u), hi = _mm512_maskz_loadu_ps(0x7fff, s + 2 * u + 16);
+    _mm512_storeu_ps(d + u, _mm512_permutex2var_ps(lo, evens, hi));
+  }
+  if (u < n) {
+    int64_t left = n - u, span = 2 * left - 1; /* floats read: s[2u .. 2u + span) */
+    __mmask16 ml = span >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << span) - 1u);
+    __mmask16 mh = span > 16 ? (__mmask16)((1u << (span - 16)) - 1u) : 0;
+    __m512 lo = _mm512_maskz_loadu_ps(ml, s + 2 * u);
+    __m512 hi = _mm512_maskz_loadu_ps(mh, s + 2 * u + 16);
+    _mm512_mask_storeu_ps(d + u, (__mmask16)((1u << left) - 1u),
+                          _mm512_permutex2var_ps(lo, evens, hi));
+  }
 }
 
 /* ---- The data gradient of a 2x2 convolution of stride 2 (the transposed convolution of an

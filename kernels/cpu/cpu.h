@@ -113,6 +113,13 @@ bool pd_kcpu_depthwise16_takes(const pd_k_conv2d *p);
 struct pd_kcpu_epi16;
 void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *w, int64_t plane,
                              float *y, const struct pd_kcpu_epi16 *e);
+/* The same, output rows [y0, y1) of the plane only (0 <= y0 <= y1 <= oh). */
+void pd_kcpu_depthwise16_rows_f32(const pd_k_conv2d *p, const float *x, const float *w,
+                                  int64_t plane, float *y, const struct pd_kcpu_epi16 *e,
+                                  int64_t y0, int64_t y1);
+
+/* d[u] = s[2 u] for u < n, reading s[0] to s[2 n - 2] only (AVX-512F). */
+void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n);
 
 /* The operands of output plane `plane` of a depthwise convolution (image n = plane / oc,
  * channel oc = plane % oc) as both SIMD versions address them (conv.c): the input channel, the

@@ -775,6 +775,15 @@ static void test_conv_fused(void) {
       {1, 8, 7, 1, 6, 3, 3, 1, 2, 1, 2, 2, 1, 1, 2, 1, 0, 0, 0},
       {1, 6, 2, 2, 10, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
       {1, 16, 1, 20, 16, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      /* a first layer's 3x3 at stride 2 (3 -> 16 channels): rows of the column panels taken
+       * every second input column (pd_kcpu_copy_evens_f32), panels inside a row and across
+       * two (65 columns: 32 + 32 + 1), runs of 1 to 31, the padding's columns at both ends */
+      {1, 3, 30, 130, 16, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {2, 3, 9, 47, 8, 3, 3, 1, 2, 2, 0, 1, 2, 1, 1, 1, 0, 0, 0},
+      /* depthwise on one image, split by bands of output rows across the threads (row 20 of
+       * 40 and 12 of 25 at stride 2; the padding's rows in the first and last band) */
+      {1, 12, 40, 70, 12, 3, 3, 12, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 32, 50, 90, 32, 3, 3, 32, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
   };
   pd_k_conv_epilogue eps[] = {
       {.kind = PD_K_EPI_NONE},
@@ -813,8 +822,9 @@ static void test_conv_fused(void) {
         int level = simd_force(dt == PD_FP32 ? levels[li] : PD_KCPU_SIMD_AVX512);
         for (size_t e = 0; e < PD_ARRAY_LEN(eps); e++) {
           pd_k_conv_epilogue ep = eps[e];
-          ep.bias = e % 2 ? b : NULL; /* with and without each part */
-          ep.residual = e % 3 ? res : NULL;
+          /* with and without each part, each combination for each epilogue over the shapes */
+          ep.bias = (e + k) % 2 ? b : NULL;
+          ep.residual = (e + k / 2) % 3 ? res : NULL;
           for (int64_t i = 0; i < ny; i++)
             want[i] = epi_ref(&ep, conv[i] + (ep.bias ? bd[i / plane % p.oc] : 0) +
                                        (ep.residual ? rd[i] : 0));
