@@ -418,6 +418,10 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
   int64_t cg = p->c / p->groups, kdim = cg * p->kh * p->kw, ow = p->ow, sw = p->stride_w;
   int64_t kh = p->kh, kw = p->kw, plane = p->h * p->w;
   const float *src0 = img + g * cg * plane;
+  if (pw == PD_KCPU_GEMM16_NR && sw == 1 && ow < 2 * pw) { /* rows narrower than two panels */
+    pd_kcpu_im2col_s1_f32(p, src0, j0, j1, pack);
+    return;
+  }
   int64_t lo[PANEL_MAX_KW], hi[PANEL_MAX_KW], ix0[PANEL_MAX_KW], ahead = (j1 - j0) * sw;
   for (int64_t q = j0; q < j1; q += pw) {
     int64_t width = j1 - q < pw ? j1 - q : pw;
@@ -458,6 +462,7 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
             }
             int64_t a = lo[j], b = hi[j];
             const float *sr = srow + ix0[j];
+
             for (int64_t u = 0; u < a; u++) d[u] = 0;
             if (sw == 1) {
               PD_SIMD for (int64_t u = a; u < b; u++) d[u] = sr[u];
@@ -1333,12 +1338,35 @@ static int64_t pool_grain(const pd_k_pool2d *p) {
   return cost >= PD_KCPU_GRAIN ? 1 : PD_KCPU_GRAIN / (cost > 0 ? cost : 1);
 }
 
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+/* Planes [b, e) of fp32 max pooling on AVX-512 (conv_avx512.c), the row scratch per range; the
+ * scalar loop where there is no memory for it. */
+static void maxpool16_range(void *vjob, int64_t b, int64_t e) {
+  const pool_job *job = vjob;
+  const pd_k_pool2d *p = job->p;
+  float *row = pd_k_host_alloc((size_t)p->w * sizeof(float));
+  if (!row) {
+    pool_range_f32(vjob, b, e);
+    return;
+  }
+  for (int64_t pl = b; pl < e; pl++)
+    pd_kcpu_maxpool16_plane_f32(p, (const float *)job->x + pl * p->h * p->w,
+                                (float *)job->y + pl * p->oh * p->ow, row);
+  pd_k_host_free(row);
+}
+#endif
+
 pd_status pd_kcpu_pool2d(pd_dtype dt, const pd_k_pool2d *p, const void *x, void *y) {
   pd_status st = pd_k_pool2d_check(dt, p);
   if (st) return st;
   pool_job job = {.p = p, .x = x, .y = y};
-  pd_kcpu_parallel(p->n * p->c, pool_grain(p), dt == PD_FP32 ? pool_range_f32 : pool_range_f64,
-                   &job);
+  pd_kcpu_range_fn *fn = dt == PD_FP32 ? pool_range_f32 : pool_range_f64;
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (dt == PD_FP32 && !pool_is_2x2_f32(p) && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 &&
+      pd_kcpu_maxpool16_takes(p))
+    fn = maxpool16_range;
+#endif
+  pd_kcpu_parallel(p->n * p->c, pool_grain(p), fn, &job);
   return PD_OK;
 }
 

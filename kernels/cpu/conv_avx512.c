@@ -1,6 +1,6 @@
 /* conv_avx512.c -- the fp32 depthwise convolution (a filter per input channel: MobileNet's,
- * PP-LCNet's, the OCR backbones') for AVX-512F CPUs, one output plane a call (conv.c splits the
- * planes across the pool). Each output row is computed sixteen columns at a time, eight rows at
+ * PP-LCNet's, the OCR backbones') for AVX-512F CPUs, one output plane (or a band of its rows) a
+ * call (conv.c splits the planes, or one image's rows, across the pool). Each output row is computed sixteen columns at a time, eight rows at
  * once (independent sums), the kh * kw taps accumulated in registers with fused multiply-adds (the
  * tap's weight a broadcast operand) and stored once; filters 3 and 5 wide have instances of their
  * own, their taps unrolled (PicoDet's 5x5 on 40x40: 339 -> 228 us a layer of 96 channels, one
@@ -15,8 +15,9 @@
  * fused: results differ from it in the last bits. A fused convolution's epilogue (bias, residual,
  * a piecewise-linear activation) is applied to each vector before it is stored. Also the data
  * gradient of a 2x2 convolution of stride 2, the transposed convolution of upsampling heads
- * (pd_kcpu_unstride2_row16_f32). Compiled with a function attribute; nothing calls it on a CPU without
- * AVX-512F (pd_kcpu_simd). */
+ * (pd_kcpu_unstride2_row16_f32); rows of conv.c's column panels at stride 2 and the panels of
+ * small maps at stride 1; max pooling. Compiled with a function attribute; nothing calls it on a
+ * CPU without AVX-512F (pd_kcpu_simd). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
@@ -228,6 +229,141 @@ AVX512 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n) {
     __m512 hi = _mm512_maskz_loadu_ps(mh, s + 2 * u + 16);
     _mm512_mask_storeu_ps(d + u, (__mmask16)((1u << left) - 1u),
                           _mm512_permutex2var_ps(lo, evens, hi));
+  }
+}
+
+/* ---- Column panels of small maps at stride 1 across ----
+ * Where the output rows are narrower than a panel (ResNet50's 14x14 and 7x7 3x3 layers), each
+ * panel's 32 columns are pieces of several output rows, and each of its kdim rows was copied run
+ * by run with the padding's zeros around each (im2col_panels: 13% of a 3x3 convolution of 256
+ * channels on 14x14). Which lanes of a panel's two vectors come from which output row, and
+ * which of them read inside the image for each filter column, depend on the panel alone: made
+ * once a panel, they make each of its rows one masked load a piece of an output row, merged in
+ * registers, and two stores. */
+#define RUNS_MAX 17 /* pieces of output rows in a vector of sixteen columns */
+
+AVX512 void pd_kcpu_im2col_s1_f32(const pd_k_conv2d *p, const float *img, int64_t j0,
+                                  int64_t j1, float *pack) {
+  int64_t cg = p->c / p->groups, kh = p->kh, kw = p->kw, ow = p->ow, w = p->w;
+  int64_t kdim = cg * kh * kw, plane = p->h * w;
+  for (int64_t q = j0; q < j1; q += 32) {
+    float *panel = pack + (q - j0) * kdim;
+    int64_t end = j1 - q < 32 ? q + (j1 - q) : q + 32;
+    int nr[2] = {0, 0};
+    int64_t oy_of[2][RUNS_MAX], off[2][RUNS_MAX][KW_MAX];
+    __mmask16 mk[2][RUNS_MAX][KW_MAX];
+    for (int v = 0; v < 2; v++) /* the pieces of vector v: pixels [a, b) of output row oy */
+      for (int64_t a = q + 16 * v; a < end && a < q + 16 * v + 16;) {
+        int64_t oy = a / ow, ox0 = a % ow, b = (oy + 1) * ow;
+        if (b > end) b = end;
+        if (b > q + 16 * v + 16) b = q + 16 * v + 16;
+        int64_t l0 = a - q - 16 * v, l1 = b - q - 16 * v; /* its lanes */
+        int k = nr[v]++;
+        oy_of[v][k] = oy;
+        for (int64_t j = 0; j < kw; j++) {
+          /* lane l reads column ox0 + l - l0 - pad_left + j dil_w of the input row */
+          int64_t o = ox0 - l0 - p->pad_left + j * p->dil_w, lo = -o, hi = w - o;
+          lo = lo < l0 ? l0 : lo, hi = hi > l1 ? l1 : hi;
+          off[v][k][j] = o;
+          mk[v][k][j] = hi > lo ? (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) : 0;
+        }
+        a = b;
+      }
+    for (int64_t ci = 0; ci < cg; ci++)
+      for (int64_t i = 0; i < kh; i++) {
+        const float *row[2][RUNS_MAX]; /* each piece's input row, NULL in the padding */
+        for (int v = 0; v < 2; v++)
+          for (int k = 0; k < nr[v]; k++) {
+            int64_t iy = oy_of[v][k] * p->stride_h - p->pad_top + i * p->dil_h;
+            row[v][k] = iy < 0 || iy >= p->h ? NULL : img + ci * plane + iy * w;
+          }
+        for (int64_t j = 0; j < kw; j++) {
+          float *d = panel + ((ci * kh + i) * kw + j) * 32;
+          for (int v = 0; v < 2; v++) {
+            __m512 acc = _mm512_setzero_ps();
+            for (int k = 0; k < nr[v]; k++)
+              if (row[v][k] && mk[v][k][j])
+                acc = _mm512_mask_loadu_ps(acc, mk[v][k][j], row[v][k] + off[v][k][j]);
+            _mm512_storeu_ps(d + 16 * v, acc);
+          }
+        }
+      }
+  }
+}
+
+/* ---- Max pooling (fp32), a plane at a time ----
+ * An output row: the maximum of its windows' input rows, column by column, into `row` (w floats
+ * the caller owns; the input row itself where the window has one row), then of kw consecutive
+ * columns of that, sixteen outputs a vector (at stride 2 the even lanes of two loads). The
+ * windows crossing the row's ends (the padding, ceil mode's last) are conv_t.h's loop. That loop
+ * is the definition, NaN included: a window's first element (row by row) starts its maximum and
+ * a later one replaces it only when greater, so a NaN counts only where it comes first. Here
+ * the maxima ignore NaN (maxnum) and a window whose first element is NaN gives that NaN: the same
+ * results. The loop took 1.04 ms of ResNet50's 42 (64 planes of 112x112, 3x3 at stride 2). */
+bool pd_kcpu_maxpool16_takes(const pd_k_pool2d *p) {
+  return p->type == PD_K_POOL_MAX && p->stride_w <= 2;
+}
+
+/* The larger of a and b, the other where one is NaN (NaN where both are). */
+static inline __attribute__((always_inline)) AVX512 __m512 maxnum(__m512 a, __m512 b) {
+  __m512 m = _mm512_max_ps(a, b); /* b where either is NaN */
+  return _mm512_mask_mov_ps(m, _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q), a);
+}
+
+/* Sixteen (n of them) elements of s, sw apart, lanes past n 0. */
+static inline __attribute__((always_inline)) AVX512 __m512 strided(const float *s, int64_t n,
+                                                                   int64_t sw) {
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  if (sw == 1) return _mm512_maskz_loadu_ps(n >= 16 ? 0xffff : (__mmask16)((1u << n) - 1u), s);
+  int64_t span = 2 * n - 1; /* floats read: s[0 .. span) */
+  __mmask16 ml = span >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << span) - 1u);
+  __mmask16 mh = span > 16 ? (__mmask16)((1u << (span - 16)) - 1u) : 0;
+  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(ml, s), evens,
+                                _mm512_maskz_loadu_ps(mh, s + 16));
+}
+
+AVX512 void pd_kcpu_maxpool16_plane_f32(const pd_k_pool2d *p, const float *x, float *y,
+                                        float *row) {
+  int64_t w = p->w, sw = p->stride_w, pl = p->pad_left, kw = p->kw, ow = p->ow;
+  /* the output columns whose windows lie inside the row: [lo, hi) */
+  int64_t lo = (pl + sw - 1) / sw, hi = w - kw + pl >= 0 ? (w - kw + pl) / sw + 1 : 0;
+  if (lo > ow) lo = ow;
+  if (hi > ow) hi = ow;
+  if (hi < lo) hi = lo;
+  for (int64_t oy = 0; oy < p->oh; oy++) {
+    int64_t y0 = oy * p->stride_h - p->pad_top, ys = y0 < 0 ? 0 : y0;
+    int64_t ye = y0 + p->kh > p->h ? p->h : y0 + p->kh;
+    const float *r0 = x + ys * w, *t = r0;
+    float *yr = y + oy * ow;
+    if (ye - ys > 1) {
+      for (int64_t c = 0; c < w; c += 16) {
+        __mmask16 m = w - c >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (w - c)) - 1u);
+        __m512 v = _mm512_maskz_loadu_ps(m, r0 + c);
+        for (int64_t iy = ys + 1; iy < ye; iy++)
+          v = maxnum(_mm512_maskz_loadu_ps(m, x + iy * w + c), v);
+        _mm512_mask_storeu_ps(row + c, m, v);
+      }
+      t = row;
+    }
+    for (int64_t ox = lo; ox < hi; ox += 16) {
+      int64_t n = hi - ox < 16 ? hi - ox : 16, c0 = ox * sw - pl;
+      __m512 acc = strided(t + c0, n, sw);
+      for (int64_t j = 1; j < kw; j++) acc = maxnum(strided(t + c0 + j, n, sw), acc);
+      __m512 first = strided(r0 + c0, n, sw); /* each window's first element */
+      acc = _mm512_mask_mov_ps(acc, _mm512_cmp_ps_mask(first, first, _CMP_UNORD_Q), first);
+      _mm512_mask_storeu_ps(yr + ox, n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u),
+                            acc);
+    }
+    for (int64_t ox = 0; ox < ow; ox++) { /* the windows crossing the row's ends */
+      if (ox == lo) ox = hi;
+      if (ox >= ow) break;
+      int64_t x0 = ox * sw - pl, xs = x0 < 0 ? 0 : x0, xe = x0 + kw > w ? w : x0 + kw;
+      float acc = x[ys * w + xs];
+      for (int64_t iy = ys; iy < ye; iy++)
+        for (int64_t ix = xs; ix < xe; ix++)
+          if (x[iy * w + ix] > acc) acc = x[iy * w + ix];
+      yr[ox] = acc;
+    }
   }
 }
 

@@ -118,6 +118,15 @@ void pd_kcpu_depthwise16_rows_f32(const pd_k_conv2d *p, const float *x, const fl
                                   int64_t plane, float *y, const struct pd_kcpu_epi16 *e,
                                   int64_t y0, int64_t y1);
 
+/* Max pooling of one plane x [h, w] into y [oh, ow] (AVX-512F; stride across 1 or 2: _takes),
+ * with row (w floats) the caller's scratch; conv_t.h's results, NaN included. */
+bool pd_kcpu_maxpool16_takes(const pd_k_pool2d *p);
+void pd_kcpu_maxpool16_plane_f32(const pd_k_pool2d *p, const float *x, float *y, float *row);
+/* conv.c's column panels (32 columns, kdim rows each, one after another from pack) of output
+ * pixels [j0, j1) of one group of an image (img at the group's first channel), the last panel's
+ * missing columns 0, for stride 1 across and a filter at most 16 wide (AVX-512F). */
+void pd_kcpu_im2col_s1_f32(const pd_k_conv2d *p, const float *img, int64_t j0, int64_t j1,
+                           float *pack);
 /* d[u] = s[2 u] for u < n, reading s[0] to s[2 n - 2] only (AVX-512F). */
 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n);
 

@@ -197,6 +197,13 @@ static INLINE AVX512 void tile(bool TA, bool PK, int R, int NV, int64_t k, const
       acc[r][v] = in ? _mm512_loadu_ps(in + r * NR + 16 * v) : _mm512_setzero_ps();
   for (int64_t q = 0; q < k; q++) {
     __m512 bv[2];
+    /* the next tile's rows of A, a line of each every sixteen terms, into L2: an inference
+     * model's filters come from L3 (ResNet50's 512 3x3 filters on 7x7, 9.4 MB, read once an
+     * image: 1.47 ms where they were in L2 1.13; prefetched 1.12). Prefetches never fault: the
+     * last tile's reach past A. */
+    if (!TA && (q & 15) == 0)
+      UNROLL12 for (int r = 0; r < R; r++)
+        _mm_prefetch((const char *)(a + (R + r) * lda + q), _MM_HINT_T1);
     UNROLL for (int v = 0; v < NV; v++)
       bv[v] = PK ? _mm512_loadu_ps(b + q * NR + 16 * v)
                  : _mm512_maskz_loadu_ps(v == NV - 1 ? last : 0xffff, b + q * ldb + 16 * v);

@@ -1101,6 +1101,16 @@ static const pcase pcases[] = {
     {"global avg", {PD_K_POOL_AVG, 2, 4, 5, 5, 5, 5, 1, 1, 0, 0, 0, 0, false, true, 0, 0}},
     {"avg 2x2 stride 2, ceil on even sizes (ResNet-D's shortcuts)",
      {PD_K_POOL_AVG, 2, 3, 6, 8, 2, 2, 2, 2, 0, 0, 0, 0, true, true, 0, 0}},
+    /* rows wide enough for conv_avx512.c's vectors (16 windows, the last one's fewer), the
+     * windows crossing the row's ends column by column */
+    {"max 3x3 stride 2 pad 1 (ResNet's stem) on 21x50",
+     {PD_K_POOL_MAX, 1, 2, 21, 50, 3, 3, 2, 2, 1, 1, 1, 1, false, true, 0, 0}},
+    {"max 3x3 stride 1 pad 1 on 9x41", {PD_K_POOL_MAX, 1, 2, 9, 41, 3, 3, 1, 1, 1, 1, 1, 1,
+                                        false, true, 0, 0}},
+    {"max 3x3 stride 2 ceil on 11x40", {PD_K_POOL_MAX, 1, 2, 11, 40, 3, 3, 2, 2, 0, 0, 0, 0,
+                                        true, true, 0, 0}},
+    {"max 2x5 strides (1, 2), pads 0/1/2/1 on 6x45",
+     {PD_K_POOL_MAX, 2, 1, 6, 45, 2, 5, 1, 2, 0, 1, 2, 1, false, true, 0, 0}},
 };
 
 static void naive_pool(const pd_k_pool2d *p, const double *x, double *y) {
@@ -1164,6 +1174,45 @@ static void test_pool(void) {
   pd_k_pool2d s = {PD_K_POOL_MAX, 1, 1, 5, 5, 2, 2, 2, 2, 1, 1, 1, 1, true, true, 0, 0};
   ok(pd_k_pool2d_setup(&s) == PD_OK && s.oh == 3,
      "ceil mode drops a last window that starts in the padding");
+}
+
+/* Max pooling in fp32 at each level gives the bits of the base level's loop (conv_t.h), NaN
+ * included (a window's maximum starts at its first element; a NaN elsewhere is passed over):
+ * inputs with a NaN in about one element of six, on the vectors' shapes of pcases. */
+static void test_pool_nan(void) {
+  const pd_k_pool2d shapes[] = {
+      {PD_K_POOL_MAX, 1, 3, 21, 50, 3, 3, 2, 2, 1, 1, 1, 1, false, true, 0, 0},
+      {PD_K_POOL_MAX, 1, 2, 9, 41, 3, 3, 1, 1, 1, 1, 1, 1, false, true, 0, 0},
+      {PD_K_POOL_MAX, 2, 1, 6, 45, 2, 5, 1, 2, 0, 1, 2, 1, false, true, 0, 0},
+  };
+  int levels[3], nl = all_levels(levels);
+  for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
+    pd_k_pool2d p = shapes[k];
+    if (pd_k_pool2d_setup(&p) != PD_OK) {
+      ok(0, "pool2d setup %lldx%lld", (long long)p.h, (long long)p.w);
+      continue;
+    }
+    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.oh * p.ow;
+    float *x = kt_random(PD_FP32, nx, -1, 1), *want = kt_alloc((size_t)ny * 4);
+    for (int64_t i = 0; i < nx; i++)
+      if (kt_rand() < 1.0 / 6) x[i] = NAN;
+    simd_force(PD_KCPU_SIMD_BASE);
+    bool good = K->pool2d(PD_FP32, &p, x, want) == PD_OK;
+    int64_t nans = 0;
+    for (int64_t i = 0; i < ny; i++) nans += isnan(want[i]);
+    for (int li = 0; li < nl; li++) {
+      simd_force(levels[li]);
+      float *y = kt_alloc((size_t)ny * 4);
+      good = good && K->pool2d(PD_FP32, &p, x, y) == PD_OK && memcmp(y, want, (size_t)ny * 4) == 0;
+      free(y);
+    }
+    ok(good && nans > 0 && nans < ny,
+       "max pool fp32 of [%lld, %lld, %lld, %lld] with NaNs (%lld of %lld outputs): each level "
+       "gives the loop's bits", (long long)p.n, (long long)p.c, (long long)p.h, (long long)p.w,
+       (long long)nans, (long long)ny);
+    free(x), free(want);
+  }
+  simd_force(PD_KCPU_SIMD_AVX512);
 }
 
 /* 2x2 max pooling's fp32 gradient (LeNet's), which AVX2 CPUs compute eight windows at a time:
@@ -1278,6 +1327,7 @@ int main(int argc, char **argv) {
   test_conv_backward();
   test_conv_bf16();
   test_pool();
+  test_pool_nan();
   test_pool_grad_2x2();
   return tap_done();
 }
