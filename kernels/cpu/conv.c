@@ -759,23 +759,28 @@ typedef struct dw_job {
   void *y;
   int simd;             /* PD_KCPU_SIMD_AVX512: pd_kcpu_depthwise16_f32 computes the planes;
                          * PD_KCPU_SIMD_AVX2: pd_kcpu_depthwise8_f32; else conv_t.h's loops */
-  bool lanes;           /* AVX2 (AVX-512: 5x5 filters), pd_kcpu_depthwise8_lanes_takes: the
-                         * range counts units of eight channels of an image (the last of fewer
-                         * where oc is not a multiple of 8), not planes */
+  int lanes;            /* 8: AVX2, pd_kcpu_depthwise8_lanes_takes; 16: AVX-512,
+                         * pd_kcpu_depthwise16_lanes_takes: the range counts units of that many
+                         * channels of an image (the last of fewer where oc is not a multiple),
+                         * not planes; 0: planes */
 } dw_job;
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-/* Units [b, e) of eight channels of an image (dw_job.lanes), the epilogue inline (ei) or after;
- * a unit of fewer channels, or all of them if there is no memory for the scratch, plane by
- * plane. */
+/* Units [b, e) of dw_job.lanes channels of an image, the epilogue inline (ei) or after; a unit
+ * of fewer channels, or all of them if there is no memory for the scratch, plane by plane. */
 static void lanes_range(const dw_job *j, const pd_kcpu_epi16 *ei, int64_t b, int64_t e) {
   const pd_k_conv2d *p = j->p;
-  int64_t units = (p->oc + 7) / 8, ohw = p->oh * p->ow;
-  float *scratch = pd_k_host_alloc(pd_kcpu_depthwise8_lanes_floats(p) * sizeof(float));
+  int64_t lu = j->lanes, units = (p->oc + lu - 1) / lu, ohw = p->oh * p->ow;
+  float *scratch = pd_k_host_alloc((lu == 16 ? pd_kcpu_depthwise16_lanes_floats(p)
+                                              : pd_kcpu_depthwise8_lanes_floats(p)) *
+                                   sizeof(float));
   for (int64_t u = b; u < e; u++) {
-    int64_t n = u / units, c0 = u % units * 8, nc = p->oc - c0 < 8 ? p->oc - c0 : 8;
+    int64_t n = u / units, c0 = u % units * lu, nc = p->oc - c0 < lu ? p->oc - c0 : lu;
     int64_t pl = n * p->oc + c0;
-    if (scratch && nc == 8) pd_kcpu_depthwise8_lanes_f32(p, j->x, j->w, pl, j->y, ei, scratch);
+    if (scratch && nc == 16)
+      pd_kcpu_depthwise16_lanes_f32(p, j->x, j->w, pl, j->y, ei, scratch);
+    else if (scratch && nc == 8)
+      pd_kcpu_depthwise8_lanes_f32(p, j->x, j->w, pl, j->y, ei, scratch);
     else if (j->simd == PD_KCPU_SIMD_AVX512)
       for (int64_t k = 0; k < nc; k++) pd_kcpu_depthwise16_f32(p, j->x, j->w, pl + k, j->y, ei);
     else
@@ -1172,8 +1177,17 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     /* on AVX-512, the 5x5 filters: eight lanes of AVX2 with the channels in them took 0.52-0.95x
      * the time of the sixteen-lane plane of MobileNetV3's, PP-LCNet's, PicoDet's and
      * PP-OCRv3's 5x5 layers, 0.83-1.34x that of their 3x3 ones */
-    d.lanes = (d.simd == PD_KCPU_SIMD_AVX2 || (d.simd == PD_KCPU_SIMD_AVX512 && p->kw == 5)) &&
-              pd_kcpu_depthwise8_lanes_takes(p);
+    /* on AVX-512, with the channels in the lanes: 5x5 filters at stride 1 across (sixteen
+     * lanes took 0.57-0.77x the time of the planes on MobileNetV3's, PP-LCNet's, PicoDet's and
+     * PP-OCRv3's, eight 0.53-1.03x) and 3x3 ones on rows narrower than a vector (7x7 0.50x,
+     * 14x14 0.85-1.0x) in sixteen; 5x5 at stride 2 across in eight (sixteen 1.0-1.15x their
+     * time); the planes for the other 3x3 ones (sixteen lanes 1.0-2.1x their time) */
+    if (d.simd == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_lanes_takes(p)) d.lanes = 8;
+    if (d.simd == PD_KCPU_SIMD_AVX512) {
+      bool s1 = p->stride_w == 1, narrow3 = p->kw == 3 && s1 && p->ow < 16;
+      if (((p->kw == 5 && s1) || narrow3) && pd_kcpu_depthwise16_lanes_takes(p)) d.lanes = 16;
+      else if (p->kw == 5 && pd_kcpu_depthwise8_lanes_takes(p)) d.lanes = 8;
+    }
     int nt = pd_kcpu_blas_team();
     /* by bands of rows where the 1x1 convolution before it split its columns (conv.c's
      * CONV_ROWS_BELOW), each band at least eight rows */
@@ -1184,7 +1198,7 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
       return PD_OK;
     }
 #endif
-    int64_t per = p->oh * p->ow * p->kh * p->kw, unit = d.lanes ? 8 : 1;
+    int64_t per = p->oh * p->ow * p->kh * p->kw, unit = d.lanes ? d.lanes : 1;
     pd_kcpu_parallel(p->n * ((p->oc + unit - 1) / unit),
                      per > 0 ? ((int64_t)1 << 15) / (per * unit) + 1 : 1, depthwise_range, &d);
     return PD_OK;

@@ -163,6 +163,13 @@ size_t pd_kcpu_depthwise8_lanes_floats(const pd_k_conv2d *p);
 void pd_kcpu_depthwise8_lanes_f32(const pd_k_conv2d *p, const float *x, const float *w,
                                   int64_t plane, float *y, const struct pd_kcpu_epi16 *e,
                                   float *scratch);
+/* The same at sixteen lanes (conv_avx512.c, AVX-512F): planes [plane, plane + 16) of one image
+ * (plane % oc + 16 <= oc), at least 16 channels. */
+bool pd_kcpu_depthwise16_lanes_takes(const pd_k_conv2d *p);
+size_t pd_kcpu_depthwise16_lanes_floats(const pd_k_conv2d *p);
+void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const float *w,
+                                   int64_t plane, float *y, const struct pd_kcpu_epi16 *e,
+                                   float *scratch);
 /* gemm_avx2.c, under the same conditions: C = A B for a 1x1 convolution, A [m, k] (row stride
  * lda), B [k, n] read in place (ldb), C [m, n] (ldc), each element through the epilogue e
  * (fastmath.h: cbias per column, rbias per row of C, res with row stride ldres, act; NULL:

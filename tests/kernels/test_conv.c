@@ -1311,6 +1311,49 @@ static void test_dw_lanes_bits(void) {
   simd_force(PD_KCPU_SIMD_AVX512);
 }
 
+/* conv_avx512.c's depthwise with sixteen channels in the lanes (5x5 at stride 1 across; 3x3 on
+ * rows narrower than sixteen) gives the bits of the per-plane kernel, each plane computed again
+ * alone, with its bias and a hard_swish: 16 + 8 channels (a unit, then eight planes), two
+ * images, stride 2 down, uneven pads, rows of 16 + 16 + 8 pixels, one pixel wide. */
+static void test_dw_lanes16_bits(void) {
+  static const pd_k_conv2d shapes[] = {
+      {2, 24, 9, 13, 24, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 32, 6, 40, 32, 5, 5, 32, 2, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 16, 7, 70, 16, 5, 5, 16, 1, 1, 2, 1, 3, 2, 1, 1, 0, 0, 0},
+      {1, 48, 7, 7, 48, 3, 3, 48, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 16, 5, 1, 16, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+  };
+  if (simd_force(PD_KCPU_SIMD_AVX512) != PD_KCPU_SIMD_AVX512) {
+    tap_skip("no AVX-512 level on this CPU: the sixteen-lane kernel is not built");
+    return;
+  }
+  int good = 0, total = 0;
+  for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
+    pd_k_conv2d p = shapes[k], q = shapes[k];
+    q.n = q.c = q.oc = q.groups = 1;
+    pd_k_conv2d_setup(&p);
+    pd_k_conv2d_setup(&q);
+    int64_t ny = ysize(&p), plane = p.oh * p.ow, in = p.h * p.w, taps = p.kh * p.kw;
+    float *x = kt_random(PD_FP32, xsize(&p), -2, 2), *w = kt_random(PD_FP32, wsize(&p), -1, 1);
+    float *b = kt_random(PD_FP32, p.oc, -1, 1), *y = kt_alloc((size_t)ny * 4);
+    float *one = kt_alloc((size_t)plane * 4);
+    pd_k_conv_epilogue ep = {.bias = b, .kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH,
+                             .p = {6, 6, 3}};
+    is_int(K->conv2d_fused(PD_FP32, &p, x, w, &ep, y, NULL), PD_OK, "lanes16 shape %zu runs", k);
+    for (int64_t i = 0; i < p.n * p.oc; i++) {
+      int64_t c = i % p.oc;
+      pd_k_conv_epilogue e1 = ep;
+      e1.bias = b + c;
+      total++;
+      good += K->conv2d_fused(PD_FP32, &q, x + i * in, w + c * taps, &e1, one, NULL) == PD_OK &&
+              memcmp(one, y + i * plane, (size_t)plane * 4) == 0;
+    }
+    free(x), free(w), free(b), free(y), free(one);
+  }
+  ok(good == total, "depthwise, sixteen channels in the lanes: %d/%d planes the bits of the "
+     "per-plane kernel (AVX-512)", good, total);
+}
+
 int main(int argc, char **argv) {
   PD_UNUSED(argc);
   kt_begin(argv);
@@ -1323,6 +1366,7 @@ int main(int argc, char **argv) {
   test_conv_forward();
   test_conv_fused();
   test_dw_lanes_bits();
+  test_dw_lanes16_bits();
   test_im2col_adjoint();
   test_conv_backward();
   test_conv_bf16();
