@@ -791,21 +791,30 @@ static void lanes_range(const dw_job *j, const pd_kcpu_epi16 *ei, int64_t b, int
 }
 #endif
 
+/* The depthwise kernels' form of the epilogue ep in ei (bias and residual of the whole output,
+ * the activation's code and parameters); false where they cannot apply it as they store (ep
+ * NULL, or an activation not piecewise linear): conv.c's epilogue then follows. */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+static bool dw_epi(const pd_k_conv_epilogue *ep, pd_kcpu_epi16 *ei) {
+  int code = ep ? epi_inline(ep) : EPI_NONE;
+  *ei = (pd_kcpu_epi16){.act = code};
+  if (!ep || code == EPI_OTHER) return false;
+  epi_params(ep, ei->p);
+  ei->rbias = ep->bias, ei->res = ep->residual;
+  return true;
+}
+#endif
+
 /* Planes [b, e) of the n * oc, each with its epilogue (whose channel is the plane's); units of
- * eight channels where dw_job.lanes. */
+ * dw_job.lanes channels where it is set. */
 static void depthwise_range(void *vjob, int64_t b, int64_t e) {
   const dw_job *j = vjob;
   const pd_k_conv2d *p = j->p;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   if (j->simd != PD_KCPU_SIMD_BASE) {
     const pd_k_conv_epilogue *ep = j->ep;
-    int code = ep ? epi_inline(ep) : EPI_NONE;
-    pd_kcpu_epi16 ei = {.act = code};
-    bool inl = ep && code != EPI_OTHER;
-    if (inl) {
-      epi_params(ep, ei.p);
-      ei.rbias = ep->bias, ei.res = ep->residual;
-    }
+    pd_kcpu_epi16 ei;
+    bool inl = dw_epi(ep, &ei);
     if (j->lanes) {
       lanes_range(j, inl ? &ei : NULL, b, e);
       return;
@@ -834,20 +843,15 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
  * its output's pixels (conv_cols_part), and the one after it its input's: split by rows, each
  * thread reads the rows that it wrote itself and writes those that it will read, in its own
  * cache. Split by planes, half of each thread's input came from the other core's (MobileNetV3's
- * 64-channel 3x3 at stride 2 on 112x112: 143 us where ONNX Runtime takes 79). */
+ * 64-channel 3x3 at stride 2 on 112x112: 143 us where ONNX Runtime takes 79; by rows 120). */
 static void depthwise_rows_part(void *vjob, int t, int nt) {
   const dw_job *j = vjob;
   const pd_k_conv2d *p = j->p;
   int64_t y0 = p->oh * t / nt, y1 = p->oh * (t + 1) / nt;
   if (y1 <= y0) return;
   const pd_k_conv_epilogue *ep = j->ep;
-  int code = ep ? epi_inline(ep) : EPI_NONE;
-  pd_kcpu_epi16 ei = {.act = code};
-  bool inl = ep && code != EPI_OTHER;
-  if (inl) {
-    epi_params(ep, ei.p);
-    ei.rbias = ep->bias, ei.res = ep->residual;
-  }
+  pd_kcpu_epi16 ei;
+  bool inl = dw_epi(ep, &ei);
   for (int64_t pl = 0; pl < p->n * p->oc; pl++) {
     pd_kcpu_depthwise16_rows_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL, y0, y1);
     if (!inl)
@@ -1184,8 +1188,8 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
      * time); the planes for the other 3x3 ones (sixteen lanes 1.0-2.1x their time) */
     if (d.simd == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_lanes_takes(p)) d.lanes = 8;
     if (d.simd == PD_KCPU_SIMD_AVX512) {
-      bool s1 = p->stride_w == 1, narrow3 = p->kw == 3 && s1 && p->ow < 16;
-      if (((p->kw == 5 && s1) || narrow3) && pd_kcpu_depthwise16_lanes_takes(p)) d.lanes = 16;
+      bool narrow3 = p->kw == 3 && p->ow < 16; /* _takes: stride 1 across */
+      if ((p->kw == 5 || narrow3) && pd_kcpu_depthwise16_lanes_takes(p)) d.lanes = 16;
       else if (p->kw == 5 && pd_kcpu_depthwise8_lanes_takes(p)) d.lanes = 8;
     }
     int nt = pd_kcpu_blas_team();

@@ -234,7 +234,8 @@ AVX512 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n) {
 
 /* ---- Sixteen channels in the lanes ----
  * conv_avx2.c's lanes kernel (see there) at sixteen lanes: a depthwise KxK (3 or 5) convolution
- * of one filter a channel, no dilation, stride 1 or 2 across (any down), sixteen planes of one
+ * of one filter a channel, no dilation, stride 1 across (any down; at stride 2 across sixteen
+ * lanes took 1.0-1.15x the time of eight, which conv.c keeps there), sixteen planes of one
  * image at a time, each vector the sixteen channels of one pixel. A band of output rows at a
  * time: its input rows transposed into T [rows][tw][16] with the padding's zeros, the sums made
  * there PX pixels at a time (the K K weight vectors in registers, one load a tap) into O
@@ -246,8 +247,8 @@ AVX512 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n) {
 
 bool pd_kcpu_depthwise16_lanes_takes(const pd_k_conv2d *p) {
   return p->groups == p->c && p->oc == p->c && p->oc >= 16 && p->kh == p->kw &&
-         (p->kw == 3 || p->kw == 5) && p->dil_h == 1 && p->dil_w == 1 &&
-         (p->stride_w == 1 || p->stride_w == 2) && p->oh > 0 && p->ow > 0;
+         (p->kw == 3 || p->kw == 5) && p->dil_h == 1 && p->dil_w == 1 && p->stride_w == 1 &&
+         p->oh > 0 && p->ow > 0;
 }
 
 static int64_t l16_band(const pd_k_conv2d *p) {
@@ -398,9 +399,7 @@ static inline __attribute__((always_inline)) AVX512 void l16_sums(
     }                                                                                         \
   }
 L16(l16_s1_k3, 1, 3)
-L16(l16_s2_k3, 2, 3)
 L16(l16_s1_k5, 1, 5)
-L16(l16_s2_k5, 2, 5)
 #undef L16
 
 void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const float *w,
@@ -408,9 +407,7 @@ void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const f
                                    float *scratch) {
   pd_kcpu_dw_plane q = pd_kcpu_dw_plane_of(p, x, w, plane, y, e);
   const float *bias = e && e->rbias ? e->rbias + plane % p->oc : NULL;
-  (p->stride_w == 1 ? (p->kw == 3 ? l16_s1_k3 : l16_s1_k5)
-                    : (p->kw == 3 ? l16_s2_k3 : l16_s2_k5))(p, q.x, q.w, q.y, e, bias, q.res,
-                                                             scratch);
+  (p->kw == 3 ? l16_s1_k3 : l16_s1_k5)(p, q.x, q.w, q.y, e, bias, q.res, scratch);
 }
 
 /* ---- Column panels of small maps at stride 1 across ----

@@ -1268,6 +1268,36 @@ static void test_pool_grad_2x2(void) {
 #endif
 }
 
+/* Of each depthwise shape's output planes, how many are the bits of the same plane computed
+ * alone (n = c = oc = 1, the per-plane kernel), with its bias and a hard_swish; total counts the
+ * planes. At the level in force. */
+static int planes_bits(const pd_k_conv2d *shapes, size_t n, const char *what, int *total) {
+  int good = 0;
+  for (size_t k = 0; k < n; k++) {
+    pd_k_conv2d p = shapes[k], q = shapes[k];
+    q.n = q.c = q.oc = q.groups = 1;
+    pd_k_conv2d_setup(&p);
+    pd_k_conv2d_setup(&q);
+    int64_t ny = ysize(&p), plane = p.oh * p.ow, in = p.h * p.w, taps = p.kh * p.kw;
+    float *x = kt_random(PD_FP32, xsize(&p), -2, 2), *w = kt_random(PD_FP32, wsize(&p), -1, 1);
+    float *b = kt_random(PD_FP32, p.oc, -1, 1), *y = kt_alloc((size_t)ny * 4);
+    float *one = kt_alloc((size_t)plane * 4);
+    pd_k_conv_epilogue ep = {.bias = b, .kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH,
+                             .p = {6, 6, 3}};
+    is_int(K->conv2d_fused(PD_FP32, &p, x, w, &ep, y, NULL), PD_OK, "%s shape %zu runs", what, k);
+    for (int64_t i = 0; i < p.n * p.oc; i++) {
+      int64_t c = i % p.oc;
+      pd_k_conv_epilogue e1 = ep;
+      e1.bias = b + c;
+      (*total)++;
+      good += K->conv2d_fused(PD_FP32, &q, x + i * in, w + c * taps, &e1, one, NULL) == PD_OK &&
+              memcmp(one, y + i * plane, (size_t)plane * 4) == 0;
+    }
+    free(x), free(w), free(b), free(y), free(one);
+  }
+  return good;
+}
+
 /* conv_avx2.c's depthwise with eight channels in the lanes gives the bits of its per-plane
  * kernel: each plane of a unit computed again as a one-channel convolution (which the per-plane
  * kernel computes), with its bias and a hard_swish, bit for bit; at the AVX2 level only. */
@@ -1283,29 +1313,7 @@ static void test_dw_lanes_bits(void) {
     simd_force(PD_KCPU_SIMD_AVX512);
     return;
   }
-  int good = 0, total = 0;
-  for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
-    pd_k_conv2d p = shapes[k], q = shapes[k];
-    q.n = q.c = q.oc = q.groups = 1;
-    pd_k_conv2d_setup(&p);
-    pd_k_conv2d_setup(&q);
-    int64_t ny = ysize(&p), plane = p.oh * p.ow, in = p.h * p.w, taps = p.kh * p.kw;
-    float *x = kt_random(PD_FP32, xsize(&p), -2, 2), *w = kt_random(PD_FP32, wsize(&p), -1, 1);
-    float *b = kt_random(PD_FP32, p.oc, -1, 1), *y = kt_alloc((size_t)ny * 4);
-    float *one = kt_alloc((size_t)plane * 4);
-    pd_k_conv_epilogue ep = {.bias = b, .kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH,
-                             .p = {6, 6, 3}};
-    is_int(K->conv2d_fused(PD_FP32, &p, x, w, &ep, y, NULL), PD_OK, "lanes shape %zu runs", k);
-    for (int64_t i = 0; i < p.n * p.oc; i++) {
-      int64_t c = i % p.oc;
-      pd_k_conv_epilogue e1 = ep;
-      e1.bias = b + c;
-      total++;
-      good += K->conv2d_fused(PD_FP32, &q, x + i * in, w + c * taps, &e1, one, NULL) == PD_OK &&
-              memcmp(one, y + i * plane, (size_t)plane * 4) == 0;
-    }
-    free(x), free(w), free(b), free(y), free(one);
-  }
+  int total = 0, good = planes_bits(shapes, PD_ARRAY_LEN(shapes), "lanes", &total);
   ok(good == total, "depthwise, eight channels in the lanes: %d/%d planes the bits of the "
      "per-plane kernel (AVX2)", good, total);
   simd_force(PD_KCPU_SIMD_AVX512);
@@ -1327,29 +1335,7 @@ static void test_dw_lanes16_bits(void) {
     tap_skip("no AVX-512 level on this CPU: the sixteen-lane kernel is not built");
     return;
   }
-  int good = 0, total = 0;
-  for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
-    pd_k_conv2d p = shapes[k], q = shapes[k];
-    q.n = q.c = q.oc = q.groups = 1;
-    pd_k_conv2d_setup(&p);
-    pd_k_conv2d_setup(&q);
-    int64_t ny = ysize(&p), plane = p.oh * p.ow, in = p.h * p.w, taps = p.kh * p.kw;
-    float *x = kt_random(PD_FP32, xsize(&p), -2, 2), *w = kt_random(PD_FP32, wsize(&p), -1, 1);
-    float *b = kt_random(PD_FP32, p.oc, -1, 1), *y = kt_alloc((size_t)ny * 4);
-    float *one = kt_alloc((size_t)plane * 4);
-    pd_k_conv_epilogue ep = {.bias = b, .kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH,
-                             .p = {6, 6, 3}};
-    is_int(K->conv2d_fused(PD_FP32, &p, x, w, &ep, y, NULL), PD_OK, "lanes16 shape %zu runs", k);
-    for (int64_t i = 0; i < p.n * p.oc; i++) {
-      int64_t c = i % p.oc;
-      pd_k_conv_epilogue e1 = ep;
-      e1.bias = b + c;
-      total++;
-      good += K->conv2d_fused(PD_FP32, &q, x + i * in, w + c * taps, &e1, one, NULL) == PD_OK &&
-              memcmp(one, y + i * plane, (size_t)plane * 4) == 0;
-    }
-    free(x), free(w), free(b), free(y), free(one);
-  }
+  int total = 0, good = planes_bits(shapes, PD_ARRAY_LEN(shapes), "lanes16", &total);
   ok(good == total, "depthwise, sixteen channels in the lanes: %d/%d planes the bits of the "
      "per-plane kernel (AVX-512)", good, total);
 }

@@ -552,7 +552,10 @@ static pd_status fwd_x_shape(const pd_exec_ctx *ctx, int *nd, int64_t *dims, pd_
 
 /* Out = X's elements in the shape d (as many elements), then XShape: the common end of
  * reshape2, flatten_contiguous_range, squeeze2 and unsqueeze2. Out is a copy (Fluid's
- * TensorCopy); it keeps X's LoD when its first dim is X's. */
+ * TensorCopy); it keeps X's LoD when its first dim is X's. Where X dies with this op (a
+ * temporary of an inference run that nothing reads after it) and no other tensor shares its
+ * storage, Out takes the storage instead of a copy: ERNIE's sixteen reshapes a run copied
+ * 14 us each at one sequence of 128 tokens. */
 static pd_status copy_reshaped(const pd_exec_ctx *ctx, const pd_tensor *x, int nd,
                                const int64_t *d) {
   int xnd = x->ndims;
@@ -564,6 +567,11 @@ static pd_status copy_reshaped(const pd_exec_ctx *ctx, const pd_tensor *x, int n
   if ((st = out_at(ctx, "Out", 0, true, &out))) return st;
   if (out == x) {
     pd_tensor_reshape(out, nd, d);  /* same element count: cannot fail */
+    if (!keep_lod) pd_tensor_clear_lod(out);
+  } else if (x->storage && x->storage->refs == 1 && !x->storage->prep &&
+             x->place == out->place && pd_ctx_in_dies(ctx, "X", 0)) {
+    if ((st = pd_tensor_share(out, x))) return st;
+    pd_tensor_reshape(out, nd, d);
     if (!keep_lod) pd_tensor_clear_lod(out);
   } else {
     if ((st = resize(ctx, out, x->dtype, nd, d, keep_lod ? x : NULL))) return st;

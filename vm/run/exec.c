@@ -801,6 +801,24 @@ bool pd_ctx_in_const(const pd_exec_ctx *ctx, const char *slot, int i) {
   return idx >= 0 && x->constant[idx];
 }
 
+bool pd_ctx_in_dies(const pd_exec_ctx *ctx, const char *slot, int i) {
+  const pd_exec *ex = ctx->ex;
+  const pd_exec_block *b = ex->blocks;
+  const pd_exec_op *x = ctx->xop;
+  if (!ex->release_io || x < b->ops || x >= b->ops + b->nops) return false;
+  int d = slot_index(x->def->inputs, x->def->ninputs, slot);
+  if (d < 0 || i < 0 || i >= x->in_count[d]) return false;
+  int idx = x->args[x->in_start[d] + i], at = (int)(x - b->ops);
+  if (idx < 0) return false;
+  for (int k = b->rel_start[at]; k < b->rel_start[at + 1]; k++)
+    if (b->release[k] == idx) {
+      for (int f = 0; f < ex->release_io->nfetches; f++)
+        if (strcmp(ex->release_io->fetches[f].name, b->names[idx]) == 0) return false;
+      return true;
+    }
+  return false;
+}
+
 int pd_ctx_nin(const pd_exec_ctx *ctx, const char *slot) {
   int d = slot_index(ctx->def->inputs, ctx->def->ninputs, slot);
   return d < 0 ? 0 : ctx->xop->in_count[d];

@@ -184,6 +184,10 @@ const pd_tensor *pd_ctx_in(const pd_exec_ctx *ctx, const char *slot);
  * the same from run to run unless something outside the program writes them, so a kernel may
  * keep the backend's prepared copy of it (pd_tensor_prepared, vm/run/tensor.h). */
 bool pd_ctx_in_const(const pd_exec_ctx *ctx, const char *slot, int i);
+/* Whether the i-th var of an input slot is a temporary of block 0 that this run releases right
+ * after this op (its last user; not fetched): its tensor's storage may then pass to an output
+ * instead of being copied (reshape2's Out). False in a run that keeps its temporaries. */
+bool pd_ctx_in_dies(const pd_exec_ctx *ctx, const char *slot, int i);
 
 /* Outputs, likewise. pd_ctx_out gives the tensor of the first var bound to the slot (the var
  * becomes a LOD_TENSOR if it was unset), NULL when the slot is absent or unbound, or when the
