@@ -462,7 +462,6 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
             }
             int64_t a = lo[j], b = hi[j];
             const float *sr = srow + ix0[j];
-
             for (int64_t u = 0; u < a; u++) d[u] = 0;
             if (sw == 1) {
               PD_SIMD for (int64_t u = a; u < b; u++) d[u] = sr[u];
@@ -1178,9 +1177,6 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     int level = dt == PD_FP32 ? pd_kcpu_simd() : PD_KCPU_SIMD_BASE;
     if (level == PD_KCPU_SIMD_AVX512 && pd_kcpu_depthwise16_takes(p)) d.simd = level;
     if (level == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_takes(p)) d.simd = level;
-    /* on AVX-512, the 5x5 filters: eight lanes of AVX2 with the channels in them took 0.52-0.95x
-     * the time of the sixteen-lane plane of MobileNetV3's, PP-LCNet's, PicoDet's and
-     * PP-OCRv3's 5x5 layers, 0.83-1.34x that of their 3x3 ones */
     /* on AVX-512, with the channels in the lanes: 5x5 filters at stride 1 across (sixteen
      * lanes took 0.57-0.77x the time of the planes on MobileNetV3's, PP-LCNet's, PicoDet's and
      * PP-OCRv3's, eight 0.53-1.03x) and 3x3 ones on rows narrower than a vector (7x7 0.50x,

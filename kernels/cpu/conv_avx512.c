@@ -1,19 +1,20 @@
 /* conv_avx512.c -- the fp32 depthwise convolution (a filter per input channel: MobileNet's,
  * PP-LCNet's, the OCR backbones') for AVX-512F CPUs, one output plane (or a band of its rows) a
- * call (conv.c splits the planes, or one image's rows, across the pool). Each output row is computed sixteen columns at a time, eight rows at
- * once (independent sums), the kh * kw taps accumulated in registers with fused multiply-adds (the
- * tap's weight a broadcast operand) and stored once; filters 3 and 5 wide have instances of their
- * own, their taps unrolled (PicoDet's 5x5 on 40x40: 339 -> 228 us a layer of 96 channels, one
- * thread); the window reads are loads of the input row itself, masked where they cross its edges
- * (the zero padding: masked-off lanes read nothing and hold 0), and the rows outside the input are
- * skipped. A stride of 2 loads 32 consecutive inputs and keeps the even ones (one permute). The
- * masks depend on the column block and the tap only, so the blocks are the outer loop. conv_t.h's
- * depthwise_planes, which this replaces there, made kh * kw passes over each output plane, the
- * stride-2 ones scalar: MobileNetV3's 15 depthwise layers at 224x224 took 3.6 ms of its 11 ms. (A
- * first version copied each plane into a zero-bordered scratch plane first: the copy took as long
- * as the arithmetic.) Each output is its taps added in the order (i, j) row by row, as there, but
- * fused: results differ from it in the last bits. A fused convolution's epilogue (bias, residual,
- * a piecewise-linear activation) is applied to each vector before it is stored. Also the data
+ * call (conv.c splits the planes, or one image's rows, across the pool). Each output row is
+ * computed sixteen columns at a time, eight rows at once (independent sums), the kh * kw taps
+ * accumulated in registers with fused multiply-adds (the tap's weight a broadcast operand) and
+ * stored once; filters 3 and 5 wide have instances of their own, their taps unrolled (PicoDet's
+ * 5x5 on 40x40: 339 -> 228 us a layer of 96 channels, one thread); the window reads are loads of
+ * the input row itself, masked where they cross its edges (the zero padding: masked-off lanes read
+ * nothing and hold 0), and the rows outside the input are skipped. A stride of 2 loads 32
+ * consecutive inputs and keeps the even ones (one permute). The masks depend on the column block
+ * and the tap only, so the blocks are the outer loop. conv_t.h's depthwise_planes, which this
+ * replaces there, made kh * kw passes over each output plane, the stride-2 ones scalar:
+ * MobileNetV3's 15 depthwise layers at 224x224 took 3.6 ms of its 11 ms. (A first version copied
+ * each plane into a zero-bordered scratch plane first: the copy took as long as the arithmetic.)
+ * Each output is its taps added in the order (i, j) row by row, as there, but fused: results
+ * differ from it in the last bits. A fused convolution's epilogue (bias, residual, a
+ * piecewise-linear activation) is applied to each vector before it is stored. Also the data
  * gradient of a 2x2 convolution of stride 2, the transposed convolution of upsampling heads
  * (pd_kcpu_unstride2_row16_f32); rows of conv.c's column panels at stride 2 and the panels of
  * small maps at stride 1; max pooling. Compiled with a function attribute; nothing calls it on a
@@ -68,7 +69,8 @@ static inline __attribute__((always_inline)) AVX512 void rows_block(
     /* a 3x3 at stride 2: the three taps of a row from one window of 33 columns, loaded once:
      * the even columns (tap 0), the odd ones (tap 1) and the even ones moved one lane on with
      * column 32 (tap 2); two loads and a broadcast where each tap took two loads */
-    const __m512i odds = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i odds =
+        _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
     bool last_in = c0 + 32 >= 0 && c0 + 32 < w; /* column 32 of the window inside the row */
     for (int64_t i = 0; i < kh; i++) {
       const float *wr = wc + i * 3;
