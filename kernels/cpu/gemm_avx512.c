@@ -223,21 +223,16 @@ static INLINE AVX512 void tile(bool TA, bool PK, int R, int NV, int64_t k, const
   }
   const pd_kcpu_epi16 *e = ep->epi;
   if (ep->alpha == 1.0f && ep->beta == 0.0f && !ep->bias && e && !ep->res) {
+#define STORE_CONV(ACT) \
+  case ACT: store_conv(ACT, R, NV, acc, e, ep->row, c, ldc, last); return
     switch (e->act) { /* a convolution's epilogue: the tests once a tile */
-      case PD_KCPU_EPI_NONE:
-        store_conv(PD_KCPU_EPI_NONE, R, NV, acc, e, ep->row, c, ldc, last);
-        return;
-      case PD_KCPU_EPI_RELU:
-        store_conv(PD_KCPU_EPI_RELU, R, NV, acc, e, ep->row, c, ldc, last);
-        return;
-      case PD_KCPU_EPI_RELU6:
-        store_conv(PD_KCPU_EPI_RELU6, R, NV, acc, e, ep->row, c, ldc, last);
-        return;
-      case PD_KCPU_EPI_HSWISH:
-        store_conv(PD_KCPU_EPI_HSWISH, R, NV, acc, e, ep->row, c, ldc, last);
-        return;
+      STORE_CONV(PD_KCPU_EPI_NONE);
+      STORE_CONV(PD_KCPU_EPI_RELU);
+      STORE_CONV(PD_KCPU_EPI_RELU6);
+      STORE_CONV(PD_KCPU_EPI_HSWISH);
       default: break;
     }
+#undef STORE_CONV
   }
   __m512 va = _mm512_set1_ps(ep->alpha), vb = _mm512_set1_ps(ep->beta);
   UNROLL12 for (int r = 0; r < R; r++)

@@ -211,15 +211,17 @@ static pd_status plan_release(pd_exec *ex, pd_exec_block *b, const pd_strmap *m)
   return PD_OK;
 }
 
+/* Whether a run that releases its temporaries fetches `name` (and so keeps it). */
+static bool run_fetches(const pd_exec *ex, const char *name) {
+  for (int f = 0; f < ex->release_io->nfetches; f++)
+    if (strcmp(ex->release_io->fetches[f].name, name) == 0) return true;
+  return false;
+}
+
 /* After op i of block 0 in a run that keeps nothing: release the temporaries it used last. */
 static void release_after(const pd_exec *ex, const pd_exec_block *b, pd_variable **vars, int i) {
-  for (int k = b->rel_start[i]; k < b->rel_start[i + 1]; k++) {
-    const char *name = b->names[b->release[k]];
-    bool fetched = false;
-    for (int f = 0; f < ex->release_io->nfetches && !fetched; f++)
-      fetched = strcmp(ex->release_io->fetches[f].name, name) == 0;
-    if (!fetched) pd_var_reset(vars[b->release[k]]);
-  }
+  for (int k = b->rel_start[i]; k < b->rel_start[i + 1]; k++)
+    if (!run_fetches(ex, b->names[b->release[k]])) pd_var_reset(vars[b->release[k]]);
 }
 
 static pd_status prepare_block(pd_exec *ex, int bi, pd_error *err) {
@@ -811,11 +813,7 @@ bool pd_ctx_in_dies(const pd_exec_ctx *ctx, const char *slot, int i) {
   int idx = x->args[x->in_start[d] + i], at = (int)(x - b->ops);
   if (idx < 0) return false;
   for (int k = b->rel_start[at]; k < b->rel_start[at + 1]; k++)
-    if (b->release[k] == idx) {
-      for (int f = 0; f < ex->release_io->nfetches; f++)
-        if (strcmp(ex->release_io->fetches[f].name, b->names[idx]) == 0) return false;
-      return true;
-    }
+    if (b->release[k] == idx) return !run_fetches(ex, b->names[idx]);
   return false;
 }
 
