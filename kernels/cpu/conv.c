@@ -481,6 +481,19 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
   }
 }
 
+/* A convolution's output of at least this many bytes is stored past the caches (fastmath.h's
+ * `stream`): ResNet50's 64 -> 256 1x1 shortcut on 56x56 at batch 16 (51 MB) wrote each line
+ * after reading it from memory; streamed, it took 0.72x the time. Smaller outputs stay in the
+ * cache for the next layer; so do those with a residual, whose lines are read anyway (often the
+ * output's own: ResNet50's 1x1 layers that add the shortcut took 1.39x the time streamed). */
+#define CONV_STREAM_MIN ((int64_t)16 << 20)
+
+static bool conv_streams(const pd_k_conv2d *p, const pd_k_conv_plan *kp,
+                         const pd_k_conv_epilogue *ep) {
+  return p->n * kp->out_img * (int64_t)sizeof(float) >= CONV_STREAM_MIN &&
+         !(ep && ep->residual);
+}
+
 /* Output pixels [j0, j1) (j0 a multiple of the panels' width) of image n, every group, a few
  * panels at a time (PANEL_BLOCK floats of them, at least one panel): their columns into pack and
  * their product, so that the panels are still in the cache when the product reads them (made for
@@ -494,7 +507,7 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
   /* the epilogue in the product's stores where it can be */
   const pd_k_conv_epilogue *ep = j->ep;
   int code = ep ? epi_inline(ep) : EPI_NONE;
-  pd_kcpu_epi16 e = {.ldres = kp->ohw, .act = code};
+  pd_kcpu_epi16 e = {.ldres = kp->ohw, .act = code, .stream = conv_streams(p, kp, ep)};
   if (ep) epi_params(ep, e.p);
   bool inl = ep && code != EPI_OTHER;
   for (int64_t q = j0; q < j1; q += step) {
@@ -505,7 +518,7 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
       e.res = inl && ep->residual ? (const float *)ep->residual + at : NULL;
       im2col_panels(p, j->cp->pw, xn, g, q, q1, pack);
       if (!panels_product(j->cp, kp->ocg, q1 - q, (const float *)j->w + g * kp->ocg * kp->kdim,
-                          pack, (float *)j->y + at, kp->ohw, inl ? &e : NULL))
+                          pack, (float *)j->y + at, kp->ohw, inl || (!ep && e.stream) ? &e : NULL))
         *j->failed = true;  /* no memory for its partial sums */
     }
     if (!inl) epilogue(j->dt, p, ep, j->y, n, 0, p->oc, q, q1);
@@ -530,7 +543,8 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     return false;
   if (r1 <= r0 || c1 <= c0) return true;
   int64_t at = n * kp->out_img + r0 * kp->ohw + c0;
-  pd_kcpu_epi16 e = {.ldres = kp->ohw, .act = code};
+  pd_kcpu_epi16 e = {.ldres = kp->ohw, .act = code, .stream = conv_streams(p, kp, ep)};
+  const pd_kcpu_epi16 *pe = ep || e.stream ? &e : NULL;
   if (ep) {
     epi_params(ep, e.p);
     e.rbias = ep->bias ? (const float *)ep->bias + r0 : NULL;
@@ -542,17 +556,17 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     float *c = (float *)j->y + at;
     int64_t m = r1 - r0, cols = c1 - c0, k = kp->kdim, t = dot_tail(m, cols, k);
     float stack[DOT_TAIL * DOT_TAIL_STACK], *bt = tail_buf(&t, k, stack);
-    bool ok = pd_kcpu_gemm8_epi_f32(m, cols - t, k, a, k, b, kp->ohw, c, kp->ohw, ep ? &e : NULL);
+    bool ok = pd_kcpu_gemm8_epi_f32(m, cols - t, k, a, k, b, kp->ohw, c, kp->ohw, pe);
     if (ok && t) {
       tail_rows(t, k, b, kp->ohw, cols - t, bt);
-      dots_tail(m, t, k, a, bt, c, kp->ohw, cols - t, ep ? &e : NULL);
+      dots_tail(m, t, k, a, bt, c, kp->ohw, cols - t, pe);
     }
     if (bt != stack) pd_k_host_free(bt);
     return ok;
   }
   return pd_kcpu_gemm16_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
                                 kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
-                                (float *)j->y + at, kp->ohw, ep ? &e : NULL);
+                                (float *)j->y + at, kp->ohw, pe);
 #else
   (void)j, (void)n, (void)r0, (void)r1, (void)c0, (void)c1;
   return false;
@@ -969,13 +983,16 @@ static void pixel_rows(const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, const
 /* ---- 3x3 convolutions at stride 1 as Winograd's F(2x2, 3x3) in fp32 on AVX2 and AVX-512 CPUs
  * (conv_wino.c's transforms, the products gemm_avx2.c's or gemm_avx512.c's; on AVX-512
  * ResNet50's 3x3 layers on 112x112 to 28x28 took 0.6-0.9x the time, on 14x14 and 7x7 more than
- * through im2col): the filters transformed into U (kept in conv2d_fused's prepared slot for an
- * inference model's filters), then each thread a run of the tile rows (of all the images, in
- * order), a block of them at a time, its V and products M within WINO_BLOCK bytes so that they
- * stay in its core's cache: the input transform, the 16 products, the output transform and the
- * epilogue. Where there are at least WINO_MIN_CH input and output channels and WINO_MIN_TILES
- * tiles an image (below either, the transforms and U, 16/9 the size of the filters, outweigh
- * the multiply-adds saved: on a Zen 3 core 512 -> 512 channels on 7x7 ran 1.3x slower, 256 on
+ * through im2col), and as F(4x4, 3x3) on AVX-512 where an image has WINO_MIN_TILES tiles of 4x4
+ * (against F(2x2, 3x3): ResNet50's 112x112 and 56x56 layers at batch 16 0.58-0.70x the time, a
+ * DB detector's 96 -> 24 layers on 160x160 and 80x80 0.75-0.8x; on 28x28 the same time): the
+ * filters transformed into U (kept in conv2d_fused's prepared slot for an inference model's
+ * filters), then each thread a run of the tile rows (of all the images, in order), a block of
+ * them at a time, its V and products M within WINO_BLOCK bytes so that they stay in its core's
+ * cache: the input transform, the 16 or 36 products, the output transform and the epilogue.
+ * Where there are at least WINO_MIN_CH input and output channels and WINO_MIN_TILES tiles an
+ * image (below either, the transforms and U, 16/9 the size of the filters, outweigh the
+ * multiply-adds saved: on a Zen 3 core 512 -> 512 channels on 7x7 ran 1.3x slower, 256 on
  * 14x14 slower on two threads), without mixed precision (gemm_lp's products keep their
  * path). ---- */
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
@@ -983,12 +1000,19 @@ static void pixel_rows(const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, const
 #define WINO_MIN_TILES 64
 #define WINO_BLOCK ((int64_t)512 << 10)
 
-static bool wino_take(pd_dtype dt, const pd_k_conv2d *p) {
-  return dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 && p->groups == 1 &&
-         p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
-         p->dil_w == 1 && p->c >= WINO_MIN_CH && p->oc >= WINO_MIN_CH &&
-         ((p->oh + 1) / 2) * ((p->ow + 1) / 2) >= WINO_MIN_TILES &&
-         pd_kcpu_simd() != PD_KCPU_SIMD_BASE;
+/* The side of a tile of outputs the layer takes: 4 (F(4x4, 3x3), AVX-512) or 2 (F(2x2, 3x3)),
+ * each where an image has at least WINO_MIN_TILES of them; 0: not Winograd's. */
+static int wino_tile(pd_dtype dt, const pd_k_conv2d *p) {
+  if (!(dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 && p->groups == 1 &&
+        p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
+        p->dil_w == 1 && p->c >= WINO_MIN_CH && p->oc >= WINO_MIN_CH))
+    return 0;
+  int level = pd_kcpu_simd();
+  if (level == PD_KCPU_SIMD_AVX512 && ((p->oh + 3) / 4) * ((p->ow + 3) / 4) >= WINO_MIN_TILES)
+    return 4;
+  return level != PD_KCPU_SIMD_BASE && ((p->oh + 1) / 2) * ((p->ow + 1) / 2) >= WINO_MIN_TILES
+             ? 2
+             : 0;
 }
 
 typedef struct wino_job {
@@ -996,37 +1020,53 @@ typedef struct wino_job {
   const pd_k_conv_epilogue *ep;
   const float *x, *w;
   float *y, *u;
+  int tile;            /* outputs a tile's side: 2 or 4 */
+  int pts;             /* its points: (tile + 2)^2 */
+  int64_t th, tw;      /* tiles an image: rows, columns */
   int64_t rows;        /* tile rows a block */
   atomic_bool failed;  /* a part found no memory */
 } wino_job;
 
 static void wino_filter_range(void *ctx, int64_t b, int64_t e) {
   wino_job *j = ctx;
-  pd_kcpu_wino8_filter(j->p, j->w, j->u, b, e);
+  (j->tile == 4 ? pd_kcpu_wino4_filter : pd_kcpu_wino8_filter)(j->p, j->w, j->u, b, e);
 }
 
 /* Tile rows [b, e) of the n th (image b / th first), a block of at most j->rows at a time. */
 static void wino_rows_range(void *ctx, int64_t b, int64_t e) {
   wino_job *j = ctx;
   const pd_k_conv2d *p = j->p;
-  int64_t th = (p->oh + 1) / 2, tw = (p->ow + 1) / 2, nb = j->rows * tw;
-  float *v = pd_k_host_alloc((size_t)(16 * p->c * nb) * sizeof(float));
-  float *m = pd_k_host_alloc((size_t)(16 * p->oc * nb) * sizeof(float));
-  bool ok = v && m, wide = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+  bool wide = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+  int64_t th = j->th, tw = j->tw, nb = j->rows * tw, pts = j->pts, T = j->tile;
+  int64_t pw = wide ? PD_KCPU_GEMM16_NR : PD_KCPU_GEMM8_NR;
+  size_t vbytes = (size_t)(pts * pd_kcpu_wino_vstride(p->c, nb, pw)) * sizeof(float);
+  float *v = pd_k_host_alloc(vbytes);
+  float *m = pd_k_host_alloc((size_t)(pts * p->oc * nb) * sizeof(float));
+  bool ok = v && m;
+  if (v) memset(v, 0, vbytes); /* the last panels' columns past the tiles: read, never written */
   for (int64_t r = b; r < e && ok;) {
     int64_t n = r / th, ty0 = r % th, ty1 = ty0 + j->rows;
     if (ty1 > th) ty1 = th;
     if (ty1 - ty0 > e - r) ty1 = ty0 + (e - r);
-    int64_t tiles = (ty1 - ty0) * tw, oy1 = 2 * ty1 < p->oh ? 2 * ty1 : p->oh;
+    int64_t tiles = (ty1 - ty0) * tw, oy1 = T * ty1 < p->oh ? T * ty1 : p->oh;
+    int64_t vs = pd_kcpu_wino_vstride(p->c, tiles, pw);
+    const float *xn = j->x + n * p->c * p->h * p->w;
     float *yn = j->y + n * p->oc * p->oh * p->ow;
-    pd_kcpu_wino8_input(p, j->x + n * p->c * p->h * p->w, ty0, ty1, 0, p->c, v, tiles);
-    for (int xi = 0; xi < 16 && ok; xi++)
-      ok = (wide ? pd_kcpu_gemm16_epi_f32 : pd_kcpu_gemm8_epi_f32)(
-          p->oc, tiles, p->c, j->u + xi * p->oc * p->c, p->c, v + xi * p->c * tiles, tiles,
-          m + xi * p->oc * tiles, tiles, NULL);
+    if (T == 4) pd_kcpu_wino4_input(p, xn, ty0, ty1, 0, p->c, v, tiles);
+    else pd_kcpu_wino8_input(p, xn, ty0, ty1, 0, p->c, v, tiles, pw);
+    for (int64_t xi = 0; xi < pts && ok; xi++) {
+      const float *u = j->u + xi * p->oc * p->c;
+      if (wide)
+        ok = pd_kcpu_gemm16p_epi_f32(false, p->oc, tiles, p->c, u, p->c, v + xi * vs, 0.0f,
+                                     m + xi * p->oc * tiles, tiles, NULL);
+      else
+        pd_kcpu_gemm8p_epi_f32(p->oc, tiles, p->c, u, p->c, v + xi * vs,
+                               m + xi * p->oc * tiles, tiles, NULL);
+    }
     if (!ok) break;
-    pd_kcpu_wino8_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
-    epilogue(PD_FP32, p, j->ep, j->y, n, 0, p->oc, 2 * ty0 * p->ow, oy1 * p->ow);
+    if (T == 4) pd_kcpu_wino4_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
+    else pd_kcpu_wino8_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
+    epilogue(PD_FP32, p, j->ep, j->y, n, 0, p->oc, T * ty0 * p->ow, oy1 * p->ow);
     r += ty1 - ty0;
   }
   if (!ok) atomic_store(&j->failed, true);
@@ -1036,30 +1076,32 @@ static void wino_rows_range(void *ctx, int64_t b, int64_t e) {
 /* The transformed filters kept in a prepared slot (kernels.h: conv2d_fused's prep). */
 typedef struct wino_filters {
   pd_k_prepared base; /* rows oc, cols c * 9 */
-  float *u;           /* 16 oc c floats, after the header */
+  int tile;           /* the transform's: 2 or 4 */
+  float *u;           /* pts oc c floats, after the header */
 } wino_filters;
 
 #define WINO_HEADER (((sizeof(wino_filters) + PD_K_ALIGN - 1) / PD_K_ALIGN) * PD_K_ALIGN)
 
 static void wino_filters_release(pd_k_prepared *p) { pd_k_host_free(p); }
 
-/* U for the job's filters: from *prep when it holds this shape's, else made (in parallel, by
- * filters) into a new copy that goes into *prep (the old one released), or without prep into
- * *own (the caller frees it). NULL: no memory. */
+/* U for the job's filters: from *prep when it holds this shape's and transform's, else made (in
+ * parallel, by filters) into a new copy that goes into *prep (the old one released), or without
+ * prep into *own (the caller frees it). NULL: no memory. */
 static const float *wino_u(wino_job *j, pd_k_prepared **prep, void **own) {
   const pd_k_conv2d *p = j->p;
   wino_filters *f = prep ? (wino_filters *)*prep : NULL;
   if (f && f->base.release == wino_filters_release && f->base.dt == PD_FP32 &&
-      f->base.rows == p->oc && f->base.cols == p->c * 9)
+      f->base.rows == p->oc && f->base.cols == p->c * 9 && f->tile == j->tile)
     return f->u;
-  char *mem = pd_k_host_alloc(WINO_HEADER + (size_t)(16 * p->oc * p->c) * sizeof(float));
+  char *mem = pd_k_host_alloc(WINO_HEADER + (size_t)(j->pts * p->oc * p->c) * sizeof(float));
   if (!mem) return NULL;
   f = (wino_filters *)mem;
   f->base = (pd_k_prepared){wino_filters_release, PD_FP32, p->oc, p->c * 9};
+  f->tile = j->tile;
   f->u = (float *)(mem + WINO_HEADER);
   j->u = f->u;
   /* each part's share: a filter's 9 c taps */
-  pd_kcpu_parallel(p->oc, PD_KCPU_GRAIN / (16 * p->c) + 1, wino_filter_range, j);
+  pd_kcpu_parallel(p->oc, PD_KCPU_GRAIN / (j->pts * p->c) + 1, wino_filter_range, j);
   if (prep) {
     if (*prep) (*prep)->release(*prep);
     *prep = &f->base;
@@ -1069,12 +1111,13 @@ static const float *wino_u(wino_job *j, pd_k_prepared **prep, void **own) {
   return f->u;
 }
 
-static pd_status wino_conv(const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, const float *x,
-                           const float *w, float *y, pd_k_prepared **prep) {
-  int64_t th = (p->oh + 1) / 2, tw = (p->ow + 1) / 2;
-  int64_t rows = WINO_BLOCK / ((int64_t)(16 * sizeof(float)) * (p->c + p->oc) * tw);
-  wino_job j = {.p = p, .ep = ep, .x = x, .w = w, .y = y,
-                .rows = rows < 1 ? 1 : rows > th ? th : rows};
+static pd_status wino_conv(const pd_k_conv2d *p, int tile, const pd_k_conv_epilogue *ep,
+                           const float *x, const float *w, float *y, pd_k_prepared **prep) {
+  int64_t th = (p->oh + tile - 1) / tile, tw = (p->ow + tile - 1) / tile;
+  int pts = (tile + 2) * (tile + 2);
+  int64_t rows = WINO_BLOCK / ((int64_t)(pts * sizeof(float)) * (p->c + p->oc) * tw);
+  wino_job j = {.p = p, .ep = ep, .x = x, .w = w, .y = y, .tile = tile, .pts = pts,
+                .th = th, .tw = tw, .rows = rows < 1 ? 1 : rows > th ? th : rows};
   atomic_init(&j.failed, false);
   void *own = NULL;
   if (!(j.u = (float *)wino_u(&j, prep, &own))) return PD_ENOMEM;
@@ -1214,7 +1257,8 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     pd_kcpu_parallel(p->n, 1, few_range, &f);
     return atomic_load(&f.failed) ? PD_ENOMEM : PD_OK;
   }
-  if (wino_take(dt, p)) return wino_conv(p, ep, x, w, y, prep);
+  int tile = wino_tile(dt, p);
+  if (tile) return wino_conv(p, tile, ep, x, w, y, prep);
 #endif
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .ep = ep, .x = x, .w = w, .y = y};
   int nt = pd_kcpu_blas_team();

@@ -37,25 +37,16 @@ bool pd_kcpu_depthwise16_takes(const pd_k_conv2d *p) {
   return p->stride_w <= 2 && p->groups == p->c && p->oc % p->groups == 0 && p->kw <= KW_MAX;
 }
 
-/* Lanes [lo, hi) of sixteen, clipped to [0, 16) (none where hi <= lo). */
-static inline __mmask16 span_mask(int64_t lo, int64_t hi) {
-  lo = lo < 0 ? 0 : lo, hi = hi > 16 ? 16 : hi;
-  return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
-}
-
-/* The first n lanes of sixteen (all where n >= 16). */
-static inline __mmask16 first_n(int64_t n) { return span_mask(0, n); }
-
 /* The lanes of a 16-float load at input column c0 that lie in [0, w). */
-static __mmask16 lanes(int64_t c0, int64_t w) { return span_mask(-c0, w - c0); }
+static __mmask16 lanes(int64_t c0, int64_t w) { return pd_kcpu_span16(-c0, w - c0); }
 
 /* n (at most 16) elements of s two apart, the lanes past n 0: two loads of sixteen, the even
  * lanes kept (one permute), reading s[0 .. 2 n - 2] only. */
 static inline __attribute__((always_inline)) AVX512 __m512 evens16(const float *s, int64_t n) {
   const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   int64_t span = 2 * n - 1; /* floats read */
-  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(first_n(span), s), evens,
-                                _mm512_maskz_loadu_ps(first_n(span - 16), s + 16));
+  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(pd_kcpu_first16(span), s), evens,
+                                _mm512_maskz_loadu_ps(pd_kcpu_first16(span - 16), s + 16));
 }
 
 /* Columns [ox, ox + 16) of R output rows of plane yc from row oy, at stride S (R and S constants
@@ -174,7 +165,7 @@ static inline __attribute__((always_inline)) AVX512 void block(
       m2[j] = S == 2 ? lanes(c0 + j * dw + 16, w) : 0;
     }
   int64_t left = p->ow - ox;
-  __mmask16 mk = first_n(left);
+  __mmask16 mk = pd_kcpu_first16(left);
   /* row oy reads input rows oy sh - pad_top to that + (kh - 1) dh */
   int64_t lo = (p->pad_top + sh - 1) / sh, last = p->h - 1 + p->pad_top - (p->kh - 1) * p->dil_h;
   int64_t hi = last < 0 ? 0 : last / sh + 1;
@@ -232,7 +223,8 @@ void pd_kcpu_depthwise16_f32(const pd_k_conv2d *p, const float *x, const float *
  * 224x224 -> 112x112, 3x3). */
 AVX512 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n) {
   for (int64_t u = 0; u < n; u += 16)
-    _mm512_mask_storeu_ps(d + u, first_n(n - u), evens16(s + 2 * u, n - u < 16 ? n - u : 16));
+    _mm512_mask_storeu_ps(d + u, pd_kcpu_first16(n - u),
+                          evens16(s + 2 * u, n - u < 16 ? n - u : 16));
 }
 
 /* ---- Sixteen channels in the lanes ----
@@ -313,7 +305,7 @@ static AVX512 void l16_in(const pd_k_conv2d *p, const float *x, int64_t iy0, int
     float *dst = tr + pl * 16;
     for (int64_t ix = 0; ix < n; ix += 16) {
       int64_t m = n - ix < 16 ? n - ix : 16;
-      __mmask16 mk = first_n(m);
+      __mmask16 mk = pd_kcpu_first16(m);
       __m512 v[16];
       UNROLL16 for (int k = 0; k < 16; k++) v[k] = _mm512_maskz_loadu_ps(mk, xr + k * hw + ix);
       transpose16(v);
@@ -333,7 +325,7 @@ static AVX512 void l16_out(const float *o, int64_t np, int64_t q0, int64_t ohw, 
                            const pd_kcpu_epi16 *e, const float *bias, const float *res) {
   for (int64_t i = 0; i < np; i += 16) {
     int64_t m = np - i < 16 ? np - i : 16;
-    __mmask16 mk = first_n(m);
+    __mmask16 mk = pd_kcpu_first16(m);
     __m512 v[16];
     UNROLL16 for (int k = 0; k < 16; k++)
       v[k] = k < m ? _mm512_loadu_ps(o + (i + k) * 16) : _mm512_setzero_ps();
@@ -446,7 +438,7 @@ AVX512 void pd_kcpu_im2col_s1_f32(const pd_k_conv2d *p, const float *img, int64_
           int64_t o = ox0 - l0 - p->pad_left + j * p->dil_w, lo = -o, hi = w - o;
           lo = lo < l0 ? l0 : lo, hi = hi > l1 ? l1 : hi;
           off[v][k][j] = o;
-          mk[v][k][j] = span_mask(lo, hi);
+          mk[v][k][j] = pd_kcpu_span16(lo, hi);
         }
         a = b;
       }
@@ -494,7 +486,7 @@ static inline __attribute__((always_inline)) AVX512 __m512 maxnum(__m512 a, __m5
 /* Sixteen (n of them) elements of s, sw (1 or 2) apart, lanes past n 0. */
 static inline __attribute__((always_inline)) AVX512 __m512 strided(const float *s, int64_t n,
                                                                    int64_t sw) {
-  return sw == 1 ? _mm512_maskz_loadu_ps(first_n(n), s) : evens16(s, n);
+  return sw == 1 ? _mm512_maskz_loadu_ps(pd_kcpu_first16(n), s) : evens16(s, n);
 }
 
 AVX512 void pd_kcpu_maxpool16_plane_f32(const pd_k_pool2d *p, const float *x, float *y,
@@ -512,7 +504,7 @@ AVX512 void pd_kcpu_maxpool16_plane_f32(const pd_k_pool2d *p, const float *x, fl
     float *yr = y + oy * ow;
     if (ye - ys > 1) {
       for (int64_t c = 0; c < w; c += 16) {
-        __mmask16 m = first_n(w - c);
+        __mmask16 m = pd_kcpu_first16(w - c);
         __m512 v = _mm512_maskz_loadu_ps(m, r0 + c);
         for (int64_t iy = ys + 1; iy < ye; iy++)
           v = maxnum(_mm512_maskz_loadu_ps(m, x + iy * w + c), v);
@@ -526,7 +518,7 @@ AVX512 void pd_kcpu_maxpool16_plane_f32(const pd_k_pool2d *p, const float *x, fl
       for (int64_t j = 1; j < kw; j++) acc = maxnum(strided(t + c0 + j, n, sw), acc);
       __m512 first = strided(r0 + c0, n, sw); /* each window's first element */
       acc = _mm512_mask_mov_ps(acc, _mm512_cmp_ps_mask(first, first, _CMP_UNORD_Q), first);
-      _mm512_mask_storeu_ps(yr + ox, first_n(n), acc);
+      _mm512_mask_storeu_ps(yr + ox, pd_kcpu_first16(n), acc);
     }
     for (int64_t ox = 0; ox < ow; ox++) { /* the windows crossing the row's ends */
       if (ox == lo) ox = hi;
@@ -569,7 +561,7 @@ static inline __attribute__((always_inline)) AVX512 void unstride_row(
   const __m512i hi = _mm512_set_epi32(15, 15, 14, 14, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8);
   for (int64_t j0 = 0; j0 < ow; j0 += 16) {
     int64_t left = ow - j0;
-    __mmask16 m = first_n(left);
+    __mmask16 m = pd_kcpu_first16(left);
     __m512 acc[CO][2];
     UNROLL_CO for (int k = 0; k < NC; k++) acc[k][0] = acc[k][1] = _mm512_setzero_ps();
     const float *src = rows + j0;
@@ -587,7 +579,7 @@ static inline __attribute__((always_inline)) AVX512 void unstride_row(
     }
     /* 2 * left columns of dx from 2 * j0: the first vector's 16, then the rest */
     int64_t n0 = 2 * left >= 16 ? 16 : 2 * left, n1 = 2 * left - 16;
-    __mmask16 m0 = first_n(n0), m1 = first_n(n1);
+    __mmask16 m0 = pd_kcpu_first16(n0), m1 = pd_kcpu_first16(n1);
     UNROLL_CO for (int k = 0; k < NC; k++) {
       float *dst = dxn + ((c + k) * p->h + y) * W + 2 * j0;
       _mm512_mask_storeu_ps(dst, m0, acc[k][0]);

@@ -4,9 +4,10 @@
  * input patch d and the filter g: the products of the 16 points xi are 16 matrix products,
  * U[xi] [oc, c] times V[xi] [c, tiles] (gemm_avx2.c's; gemm_avx512.c's on AVX-512 CPUs), 4
  * multiply-adds a tile for each input and output channel instead of 9 for each output: 2.25x
- * fewer. The transforms here make U from
- * the filters, V from the input (a block of tile rows of one image) and the outputs from the
- * products M[xi] [oc, tiles]; conv.c adds the epilogue.
+ * fewer. The transforms here make U from the filters, V from the input (a block of tile rows
+ * of one image) in the products' panels, and the outputs from the products M[xi] [oc, tiles];
+ * conv.c adds the epilogue. (V made as a plain matrix, the product copied it into panels again:
+ * 13% of a DB detector's 96 -> 24 layer on 160x160.)
  *
  * With the transforms' coefficients 0, +-1 and +-1/2 the results differ from the direct sums by
  * a few units in the last place of fp32 (test_conv bounds them against fp64). Eight tiles of a
@@ -67,9 +68,18 @@ INLINE AVX2 __m256i lanes(int64_t c0, int64_t w) {
                           _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), idx));
 }
 
-/* The transform of the 16 values d[r][q] (vectors over 8 tiles), stored at v[xi * vstride]:
- * all eight lanes, or those of mask st. */
-INLINE AVX2 void bt_d_b(const __m256 d[4][4], float *v, int64_t vstride, bool ALL, __m256i st) {
+/* Where the transforms of eight consecutive tiles go in V's panels: lanes `ma` at a (the first
+ * lane's place), and where the eight cross into the next panel, lanes `mb` at b (where lane 0
+ * would be in that panel's row); b NULL: none. A masked store writes nothing past its lanes. */
+typedef struct vdst {
+  float *a, *b;
+  __m256i ma, mb;
+  bool all; /* every lane at a */
+} vdst;
+
+/* The transform of the 16 values d[r][q] (vectors over 8 tiles), point xi's at vstride xi from
+ * dst's places. */
+INLINE AVX2 void bt_d_b(const __m256 d[4][4], const vdst *dst, int64_t vstride) {
   __m256 t[4][4];
   UNROLL4 for (int q = 0; q < 4; q++) { /* B^T d: over the rows */
     t[0][q] = _mm256_sub_ps(d[0][q], d[2][q]);
@@ -81,9 +91,13 @@ INLINE AVX2 void bt_d_b(const __m256 d[4][4], float *v, int64_t vstride, bool AL
     __m256 r[4] = {_mm256_sub_ps(t[a][0], t[a][2]), _mm256_add_ps(t[a][1], t[a][2]),
                    _mm256_sub_ps(t[a][2], t[a][1]), _mm256_sub_ps(t[a][1], t[a][3])};
     UNROLL4 for (int b = 0; b < 4; b++) {
-      float *dst = v + (4 * a + b) * vstride;
-      if (ALL) _mm256_storeu_ps(dst, r[b]);
-      else _mm256_maskstore_ps(dst, st, r[b]);
+      int64_t at = (4 * a + b) * vstride;
+      if (dst->all) {
+        _mm256_storeu_ps(dst->a + at, r[b]);
+      } else {
+        _mm256_maskstore_ps(dst->a + at, dst->ma, r[b]);
+        if (dst->b) _mm256_maskstore_ps(dst->b + at, dst->mb, r[b]);
+      }
     }
   }
 }
@@ -96,11 +110,11 @@ INLINE AVX2 __m256 evens(__m256 lo, __m256 hi, int odd) {
 }
 
 /* Eight tiles' patches from row iy0 and column s, per patch row the inputs s + 2u + q of tile
- * u, q = 0..3 (the evens and odds of [s, s + 16) and of [s + 2, s + 18)), transformed. FULL:
- * every load inside the image; else rows outside [0, h) are zeros, the loads masked to the
- * columns inside (m: at s, s + 8, s + 2, s + 10), and the first cnt tiles stored. */
+ * u, q = 0..3 (the evens and odds of [s, s + 16) and of [s + 2, s + 18)), transformed into dst.
+ * FULL: every load inside the image; else rows outside [0, h) are zeros and the loads masked to
+ * the columns inside (m: at s, s + 8, s + 2, s + 10). */
 INLINE AVX2 void input_tiles(const float *xc, int64_t h, int64_t w, int64_t iy0, int64_t s,
-                             int64_t cnt, float *v, int64_t vstride, bool FULL) {
+                             const vdst *dst, int64_t vstride, bool FULL) {
   __m256 d[4][4];
   __m256i m[4];
   if (!FULL)
@@ -122,24 +136,32 @@ INLINE AVX2 void input_tiles(const float *xc, int64_t h, int64_t w, int64_t iy0,
     d[r][2] = evens(a2, b2, 0);
     d[r][3] = evens(a2, b2, 1);
   }
-  bt_d_b(d, v, vstride, FULL || cnt == 8, first(cnt));
+  bt_d_b(d, dst, vstride);
 }
 
 AVX2 void pd_kcpu_wino8_input(const pd_k_conv2d *p, const float *xn, int64_t ty0, int64_t ty1,
-                              int64_t c0, int64_t c1, float *v, int64_t nb) {
-  int64_t tw = (p->ow + 1) / 2, h = p->h, w = p->w, vstride = p->c * nb;
+                              int64_t c0, int64_t c1, float *v, int64_t nb, int64_t pw) {
+  int64_t tw = (p->ow + 1) / 2, h = p->h, w = p->w, c = p->c;
+  int64_t vstride = pd_kcpu_wino_vstride(c, nb, pw);
   for (int64_t ch = c0; ch < c1; ch++) {
     const float *xc = xn + ch * h * w;
+    float *vc = v + ch * pw; /* the channel's row of the first panel */
     for (int64_t ty = ty0; ty < ty1; ty++) {
       int64_t iy0 = 2 * ty - p->pad_top;
       bool rows_in = iy0 >= 0 && iy0 + 3 < h;
-      float *vt = v + ch * nb + (ty - ty0) * tw;
       for (int64_t tx = 0; tx < tw; tx += 8) {
         int64_t s = 2 * tx - p->pad_left, cnt = tw - tx < 8 ? tw - tx : 8;
+        int64_t t = (ty - ty0) * tw + tx, col = t % pw, in = pw - col; /* lanes in its panel */
+        vdst dst = {vc + t / pw * c * pw + col, NULL, first(cnt), first(0), cnt == 8 && in >= 8};
+        if (in < cnt) { /* the rest at the next panel's first columns */
+          dst.ma = first(in);
+          dst.b = vc + (t / pw + 1) * c * pw - in;
+          dst.mb = _mm256_andnot_si256(first(in), first(cnt));
+        }
         if (rows_in && cnt == 8 && s >= 0 && s + 17 < w)
-          input_tiles(xc, h, w, iy0, s, 8, vt + tx, vstride, true);
+          input_tiles(xc, h, w, iy0, s, &dst, vstride, true);
         else /* at the image's edges, or the row's last tiles */
-          input_tiles(xc, h, w, iy0, s, cnt, vt + tx, vstride, false);
+          input_tiles(xc, h, w, iy0, s, &dst, vstride, false);
       }
     }
   }
@@ -203,3 +225,195 @@ AVX2 void pd_kcpu_wino8_output(const pd_k_conv2d *p, const float *m, int64_t nb,
 }
 
 #endif /* PD_KCPU_HAVE_AVX2 && PD_KCPU_FASTMATH_f32 */
+
+/* ---- F(4x4, 3x3) on AVX-512F CPUs ----
+ * Each 4x4 block of outputs is A^T [(G g G^T) .* (B^T d B)] A of its 6x6 input patch d (tiles 4
+ * apart), with the points 0, +-1, +-2 and infinity:
+ *   B^T = [4 0 -5 0 1 0; 0 -4 -4 1 1 0; 0 4 -4 -1 1 0; 0 -2 -1 2 1 0; 0 2 -1 -2 1 0; 0 4 0 -5 0 1],
+ *   G = [1/4 0 0; -1/6 -1/6 -1/6; -1/6 1/6 -1/6; 1/24 1/12 1/6; 1/24 -1/12 1/6; 0 0 1],
+ *   A^T = [1 1 1 1 1 0; 0 1 -1 2 -2 0; 0 1 1 4 4 0; 0 1 -1 8 -8 1]:
+ * 36 products, 2.25 multiply-adds an output for each input and output channel where F(2x2, 3x3)
+ * takes 4, and V 2.25 floats an output where it takes 4 (the transform of a DB detector's
+ * 96 -> 24 layer on 160x160 waited on writing V). Sixteen tiles a vector: a patch column of the
+ * sixteen is every fourth input of four loads (two permutes and a blend), the last two columns
+ * the first two shifted by a tile. The coefficients are not powers of two: results are within a
+ * few units in the 5th digit of the direct sums (test_conv bounds them against fp64). */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+#include <immintrin.h>
+
+#include "kernels/cpu/epi_avx512.h"
+
+#define AVX512 __attribute__((target("avx512f,fma")))
+
+void pd_kcpu_wino4_filter(const pd_k_conv2d *p, const float *w, float *u, int64_t o0,
+                          int64_t o1) {
+  static const double G[6][3] = {{1.0 / 4, 0, 0},
+                                 {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                 {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                 {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                 {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                 {0, 0, 1}};
+  int64_t c = p->c, plane = p->oc * c;
+  for (int64_t o = o0; o < o1; o++)
+    for (int64_t i = 0; i < c; i++) {
+      const float *g = w + (o * c + i) * 9;
+      double t[6][3];
+      for (int a = 0; a < 6; a++) /* G g */
+        for (int q = 0; q < 3; q++)
+          t[a][q] = G[a][0] * g[q] + G[a][1] * g[3 + q] + G[a][2] * g[6 + q];
+      for (int a = 0; a < 6; a++) /* (G g) G^T */
+        for (int b = 0; b < 6; b++)
+          u[(6 * a + b) * plane + o * c + i] =
+              (float)(t[a][0] * G[b][0] + t[a][1] * G[b][1] + t[a][2] * G[b][2]);
+    }
+}
+
+/* y = B^T x for six vectors. */
+static inline __attribute__((always_inline)) AVX512 void bt6(const __m512 x[6], __m512 y[6]) {
+  const __m512 two = _mm512_set1_ps(2.0f), four = _mm512_set1_ps(4.0f);
+  const __m512 five = _mm512_set1_ps(5.0f);
+  __m512 a = _mm512_fnmadd_ps(four, x[2], x[4]), b = _mm512_fnmadd_ps(four, x[1], x[3]);
+  __m512 c = _mm512_sub_ps(x[4], x[2]), d = _mm512_mul_ps(two, _mm512_sub_ps(x[3], x[1]));
+  y[0] = _mm512_fmadd_ps(four, x[0], _mm512_fnmadd_ps(five, x[2], x[4]));
+  y[1] = _mm512_add_ps(a, b);
+  y[2] = _mm512_sub_ps(a, b);
+  y[3] = _mm512_add_ps(c, d);
+  y[4] = _mm512_sub_ps(c, d);
+  y[5] = _mm512_fmadd_ps(four, x[1], _mm512_fnmadd_ps(five, x[3], x[5]));
+}
+
+/* y = A^T x for six vectors. */
+static inline __attribute__((always_inline)) AVX512 void at6(const __m512 x[6], __m512 y[4]) {
+  __m512 p = _mm512_add_ps(x[1], x[2]), q = _mm512_sub_ps(x[1], x[2]);
+  __m512 r = _mm512_add_ps(x[3], x[4]), s = _mm512_sub_ps(x[3], x[4]);
+  y[0] = _mm512_add_ps(_mm512_add_ps(x[0], p), r);
+  y[1] = _mm512_fmadd_ps(_mm512_set1_ps(2.0f), s, q);
+  y[2] = _mm512_fmadd_ps(_mm512_set1_ps(4.0f), r, p);
+  y[3] = _mm512_add_ps(_mm512_fmadd_ps(_mm512_set1_ps(8.0f), s, q), x[5]);
+}
+
+/* Column q (0..3) of sixteen tiles' patches from the 64 inputs in l[0..3]: lane u the input
+ * 4u + q, the first eight from l[0] and l[1], the others from l[2] and l[3]. */
+static inline __attribute__((always_inline)) AVX512 __m512 phase(const __m512 l[4], int q) {
+  const __m512i idx = _mm512_add_epi32(
+      _mm512_set_epi32(28, 24, 20, 16, 12, 8, 4, 0, 28, 24, 20, 16, 12, 8, 4, 0),
+      _mm512_set1_epi32(q));
+  return _mm512_mask_blend_ps(0xff00, _mm512_permutex2var_ps(l[0], idx, l[1]),
+                              _mm512_permutex2var_ps(l[2], idx, l[3]));
+}
+
+/* Sixteen tiles' patches from input row iy0 and column s, transformed into V: point xi's at
+ * vstride xi from a (lanes ma) and, where the tiles cross into the next panel, from b (lanes
+ * mb; b NULL: none). FULL: every load inside the image; else the rows outside [0, h) zeros and
+ * the loads masked to the columns inside. */
+static inline __attribute__((always_inline)) AVX512 void tiles16(
+    const float *xc, int64_t h, int64_t w, int64_t iy0, int64_t s, float *a, __mmask16 ma,
+    float *b, __mmask16 mb, int64_t vstride, bool FULL) {
+  __m512 hr[6][6]; /* each patch row's transform along the columns */
+  __mmask16 m[6] = {0xffff, 0xffff, 0xffff, 0xffff, 1, 1}; /* loads at s + 16 k, s + 64, s + 65 */
+  if (!FULL) {
+    for (int k = 0; k < 4; k++) m[k] = pd_kcpu_span16(-(s + 16 * k), w - (s + 16 * k));
+    m[4] = pd_kcpu_span16(-(s + 64), w - (s + 64)) & 1;
+    m[5] = pd_kcpu_span16(-(s + 65), w - (s + 65)) & 1;
+  }
+  for (int r = 0; r < 6; r++) {
+    if (!FULL && (iy0 + r < 0 || iy0 + r >= h)) {
+      for (int k = 0; k < 6; k++) hr[r][k] = _mm512_setzero_ps();
+      continue;
+    }
+    const float *row = xc + (iy0 + r) * w + s;
+    __m512 l[4], x[6];
+    for (int k = 0; k < 4; k++) l[k] = _mm512_maskz_loadu_ps(m[k], row + 16 * k);
+    for (int q = 0; q < 4; q++) x[q] = phase(l, q);
+    /* columns 4 and 5: columns 0 and 1 of the next tile, the last lane's from s + 64, s + 65 */
+    x[4] = _mm512_castsi512_ps(_mm512_alignr_epi32(
+        _mm512_castps_si512(_mm512_maskz_loadu_ps(m[4], row + 64)), _mm512_castps_si512(x[0]), 1));
+    x[5] = _mm512_castsi512_ps(_mm512_alignr_epi32(
+        _mm512_castps_si512(_mm512_maskz_loadu_ps(m[5], row + 65)), _mm512_castps_si512(x[1]), 1));
+    bt6(x, hr[r]);
+  }
+  for (int j = 0; j < 6; j++) { /* down the rows */
+    __m512 x[6], y[6];
+    for (int r = 0; r < 6; r++) x[r] = hr[r][j];
+    bt6(x, y);
+    for (int i = 0; i < 6; i++) {
+      int64_t at = (6 * i + j) * vstride;
+      _mm512_mask_storeu_ps(a + at, ma, y[i]);
+      if (b) _mm512_mask_storeu_ps(b + at, mb, y[i]);
+    }
+  }
+}
+
+AVX512 void pd_kcpu_wino4_input(const pd_k_conv2d *p, const float *xn, int64_t ty0,
+                                int64_t ty1, int64_t c0, int64_t c1, float *v, int64_t nb) {
+  const int64_t pw = PD_KCPU_GEMM16_NR;
+  int64_t tw = (p->ow + 3) / 4, h = p->h, w = p->w, c = p->c;
+  int64_t vstride = pd_kcpu_wino_vstride(c, nb, pw);
+  for (int64_t ch = c0; ch < c1; ch++) {
+    const float *xc = xn + ch * h * w;
+    float *vc = v + ch * pw; /* the channel's row of the first panel */
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+      int64_t iy0 = 4 * ty - p->pad_top;
+      bool rows_in = iy0 >= 0 && iy0 + 5 < h;
+      for (int64_t tx = 0; tx < tw; tx += 16) {
+        int64_t s = 4 * tx - p->pad_left, cnt = tw - tx < 16 ? tw - tx : 16;
+        int64_t t = (ty - ty0) * tw + tx, col = t % pw, in = pw - col; /* lanes in its panel */
+        float *a = vc + t / pw * c * pw + col, *b = NULL;
+        __mmask16 ma = pd_kcpu_first16(cnt), mb = 0;
+        if (in < cnt) { /* the rest at the next panel's first columns */
+          ma = pd_kcpu_first16(in);
+          b = vc + (t / pw + 1) * c * pw - in;
+          mb = pd_kcpu_span16(in, cnt);
+        }
+        if (rows_in && cnt == 16 && s >= 0 && s + 66 <= w)
+          tiles16(xc, h, w, iy0, s, a, ma, b, mb, vstride, true);
+        else /* at the image's edges, or the row's last tiles */
+          tiles16(xc, h, w, iy0, s, a, ma, b, mb, vstride, false);
+      }
+    }
+  }
+}
+
+AVX512 void pd_kcpu_wino4_output(const pd_k_conv2d *p, const float *m, int64_t nb, int64_t ty0,
+                                 int64_t ty1, int64_t o0, int64_t o1, float *yn) {
+  int64_t tw = (p->ow + 3) / 4, oh = p->oh, ow = p->ow, mstride = p->oc * nb;
+  /* output vector k of a row: lane 4u + j is column j of tile 4k + u, from y[j] */
+  const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i odd = _mm512_and_si512(iota, _mm512_set1_epi32(1));
+  const __m512i base = _mm512_add_epi32(_mm512_srli_epi32(iota, 2), _mm512_slli_epi32(odd, 4));
+  for (int64_t o = o0; o < o1; o++) {
+    float *yo = yn + o * oh * ow;
+    for (int64_t ty = ty0; ty < ty1; ty++) {
+      const float *mt = m + o * nb + (ty - ty0) * tw;
+      for (int64_t tx = 0; tx < tw; tx += 16) {
+        __mmask16 mk = pd_kcpu_first16(tw - tx); /* the products past the row's tiles: unread */
+        __m512 t[6][4], y[4][4];
+        for (int i = 0; i < 6; i++) { /* along the columns */
+          __m512 x[6];
+          for (int j = 0; j < 6; j++)
+            x[j] = _mm512_maskz_loadu_ps(mk, mt + (6 * i + j) * mstride + tx);
+          at6(x, t[i]);
+        }
+        for (int j = 0; j < 4; j++) { /* down the rows */
+          __m512 x[6], r[4];
+          for (int i = 0; i < 6; i++) x[i] = t[i][j];
+          at6(x, r);
+          for (int i = 0; i < 4; i++) y[i][j] = r[i];
+        }
+        for (int i = 0; i < 4 && 4 * ty + i < oh; i++) {
+          float *row = yo + (4 * ty + i) * ow + 4 * tx;
+          for (int k = 0; k < 4; k++) {
+            int64_t cols = ow - 4 * tx - 16 * k;
+            if (cols <= 0) break;
+            __m512i idx = _mm512_add_epi32(base, _mm512_set1_epi32(4 * k));
+            __m512 v = _mm512_mask_blend_ps(0xcccc, _mm512_permutex2var_ps(y[i][0], idx, y[i][1]),
+                                            _mm512_permutex2var_ps(y[i][2], idx, y[i][3]));
+            _mm512_mask_storeu_ps(row + 16 * k, pd_kcpu_first16(cols), v);
+          }
+        }
+      }
+    }
+  }
+}
+
+#endif /* PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32 */

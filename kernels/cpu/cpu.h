@@ -208,13 +208,31 @@ void pd_kcpu_gemm8p_rows_epi_f32(int64_t m, int64_t n, int64_t k, const float *a
  * dilation) as Winograd's F(2x2, 3x3), whose tiles are the 2x2 blocks of output (th = (oh + 1)
  * / 2 rows of tw = (ow + 1) / 2): U [16][oc][c] from the filters [o0, o1); V [16][c][nb] of
  * image xn's tile rows [ty0, ty1) (tile (ty, tx) at column (ty - ty0) tw + tx), channels
- * [c0, c1); and from the products M [16][oc][nb] = U V, the outputs of those tile rows, filters
+ * [c0, c1), each V[xi] in panels of pw columns as gemm16p's and gemm8p's (c rows of pw floats a
+ * panel; the last panel's columns past nb not written: the caller clears the buffer once, the
+ * products of those columns are not stored), V[xi + 1] pd_kcpu_wino_vstride floats after
+ * V[xi]; and from the products M [16][oc][nb] = U V, the outputs of those tile rows, filters
  * [o0, o1), written into image yn (no epilogue). */
+/* V's floats a point: its panels, and a line more, so that the points of a channel's tiles are
+ * not all 4 KiB apart (with 96 channels, the panels are 12 KiB: the input transform's sixteen
+ * stores of a tile fell in one set of L1 and ran 1.8x slower). */
+static inline int64_t pd_kcpu_wino_vstride(int64_t c, int64_t nb, int64_t pw) {
+  return c * ((nb + pw - 1) / pw * pw) + 16;
+}
 void pd_kcpu_wino8_filter(const pd_k_conv2d *p, const float *w, float *u, int64_t o0,
                           int64_t o1);
 void pd_kcpu_wino8_input(const pd_k_conv2d *p, const float *xn, int64_t ty0, int64_t ty1,
-                         int64_t c0, int64_t c1, float *v, int64_t nb);
+                         int64_t c0, int64_t c1, float *v, int64_t nb, int64_t pw);
 void pd_kcpu_wino8_output(const pd_k_conv2d *p, const float *m, int64_t nb, int64_t ty0,
+                          int64_t ty1, int64_t o0, int64_t o1, float *yn);
+/* The same as F(4x4, 3x3) on AVX-512F CPUs: tiles of 4x4 outputs (th = (oh + 3) / 4 rows of tw
+ * = (ow + 3) / 4), 36 points (U [36][oc][c], V [36][c][nb] in panels of PD_KCPU_GEMM16_NR, M
+ * [36][oc][nb]). */
+void pd_kcpu_wino4_filter(const pd_k_conv2d *p, const float *w, float *u, int64_t o0,
+                          int64_t o1);
+void pd_kcpu_wino4_input(const pd_k_conv2d *p, const float *xn, int64_t ty0, int64_t ty1,
+                         int64_t c0, int64_t c1, float *v, int64_t nb);
+void pd_kcpu_wino4_output(const pd_k_conv2d *p, const float *m, int64_t nb, int64_t ty0,
                           int64_t ty1, int64_t o0, int64_t o1, float *yn);
 
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is

@@ -1,8 +1,18 @@
 /* epi_avx512.h -- the activation of the fused epilogues (fastmath.h's pd_kcpu_epi16) on a
- * vector of sixteen floats, for the AVX-512 files (gemm_avx512.c's products, conv_avx512.c's
- * depthwise convolution); include it after <immintrin.h>. */
+ * vector of sixteen floats, and the masks of a vector's lanes, for the AVX-512 files
+ * (gemm_avx512.c's products, conv_avx512.c's depthwise convolution, conv_wino.c's transforms);
+ * include it after <immintrin.h>. */
 #ifndef PD_KCPU_EPI_AVX512_H
 #define PD_KCPU_EPI_AVX512_H
+
+/* Lanes [lo, hi) of sixteen, clipped to [0, 16) (none where hi <= lo). */
+static inline __mmask16 pd_kcpu_span16(int64_t lo, int64_t hi) {
+  lo = lo < 0 ? 0 : lo, hi = hi > 16 ? 16 : hi;
+  return hi <= lo ? 0 : (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+}
+
+/* The first n lanes of sixteen (all where n >= 16). */
+static inline __mmask16 pd_kcpu_first16(int64_t n) { return pd_kcpu_span16(0, n); }
 
 /* epi's activation of x (fastmath.h: the formulas of act_t.h, but hard_swish's division a
  * multiplication by the reciprocal). relu keeps NaN: max(0, x) returns x when unordered. */

@@ -104,7 +104,12 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
  * cbias[column] (NULL: none; an fc layer's), plus rbias[row] (NULL: none; a convolution's),
  * plus res[row * ldres + column] (NULL: none), through the activation
  * act (p its parameters: relu6 {threshold}, leaky_relu {alpha}, hard_swish {threshold, scale,
- * offset, 1 / scale}, hard_sigmoid {slope, offset}). epi NULL: pd_kcpu_gemm16p_f32.
+ * offset, 1 / scale}, hard_sigmoid {slope, offset}); with `stream`, C's whole aligned vectors
+ * stored past the caches (non-temporal stores, fenced before the call returns: a layer's output
+ * too large to be in the cache when the next layer reads it, whose lines would otherwise be read
+ * from memory before they are written; gemm_avx2.c's products, and those whose A is past L2,
+ * store as usual). epi NULL:
+ * pd_kcpu_gemm16p_f32.
  * pd_kcpu_gemm16_epi_f32: pd_kcpu_gemm16_f32's C = A B (no transposes, alpha 1, beta 0) with
  * that epilogue (a 1x1 convolution's). */
 enum { PD_KCPU_EPI_NONE, PD_KCPU_EPI_RELU, PD_KCPU_EPI_RELU6, PD_KCPU_EPI_LEAKY,
@@ -114,6 +119,7 @@ typedef struct pd_kcpu_epi16 {
   int64_t ldres;
   int act;
   float p[4];
+  bool stream;
 } pd_kcpu_epi16;
 int64_t pd_kcpu_gemm16_packed_size(int64_t k, int64_t n);
 void pd_kcpu_gemm16_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack);

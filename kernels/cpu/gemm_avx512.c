@@ -142,11 +142,11 @@ typedef struct ep16 {
   int64_t row;       /* the tile's first row (epi's bias) */
 } ep16;
 
-/* Vector v (16 columns, mk of them) of row r of a tile through ep (va, vb: alpha and beta
- * broadcast) to crow (C's row r). */
-static INLINE AVX512 void store(__m512 sum, const ep16 *ep, __m512 va, __m512 vb, int r, int v,
-                                float *crow, __mmask16 mk) {
-  float *cp = crow + 16 * v;
+/* Vector v (16 columns, mk of them) of row r of a tile as ep (va, vb: alpha and beta
+ * broadcast) makes it, to go to crow (C's row r). */
+static INLINE AVX512 __m512 epi_vec(__m512 sum, const ep16 *ep, __m512 va, __m512 vb, int64_t r,
+                                    int v, const float *crow, __mmask16 mk) {
+  const float *cp = crow + 16 * v;
   __m512 x = ep->alpha == 1.0f ? sum : _mm512_mul_ps(va, sum);
   if (ep->beta == 1.0f) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, cp));
   else if (ep->beta != 0.0f) x = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(mk, cp), x);
@@ -157,7 +157,61 @@ static INLINE AVX512 void store(__m512 sum, const ep16 *ep, __m512 va, __m512 vb
     if (ep->res) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mk, ep->res + r * e->ldres + 16 * v));
     x = pd_kcpu_epi_act(e, x);
   }
-  _mm512_mask_storeu_ps(cp, mk, x);
+  return x;
+}
+
+static INLINE AVX512 void store(__m512 sum, const ep16 *ep, __m512 va, __m512 vb, int r, int v,
+                                float *crow, __mmask16 mk) {
+  _mm512_mask_storeu_ps(crow + 16 * v, mk, epi_vec(sum, ep, va, vb, r, v, crow, mk));
+}
+
+/* x to C at p, the lanes of mk, past the caches where the vector is whole and aligned. */
+static INLINE AVX512 void stream16(float *p, __mmask16 mk, __m512 x) {
+  if (mk == 0xffff && !((uintptr_t)p & 63)) _mm512_stream_ps(p, x);
+  else _mm512_mask_storeu_ps(p, mk, x);
+}
+
+/* stream_panel's rows through a convolution's epilogue, ACT a constant (store_conv's). */
+static INLINE AVX512 void stream_conv(int ACT, int64_t m, int nv, const float *part,
+                                      const pd_kcpu_epi16 *e, int64_t row, float *c,
+                                      int64_t ldc, __mmask16 last) {
+  pd_kcpu_epi16 el = *e;
+  el.act = ACT;
+  for (int64_t r = 0; r < m; r++) {
+    __m512 b = _mm512_set1_ps(el.rbias ? el.rbias[row + r] : 0.0f);
+    for (int v = 0; v < nv; v++)
+      stream16(c + r * ldc + 16 * v, v == nv - 1 ? last : 0xffff,
+               pd_kcpu_epi_act(&el, _mm512_add_ps(_mm512_loadu_ps(part + r * NR + 16 * v), b)));
+  }
+}
+
+/* Rows [0, m) of a panel of nv vectors (the last masked by `last`) from their sums in part (rows
+ * of NR) through ep (its rows from ep->row) to C, every whole aligned vector past the caches
+ * (fastmath.h's `stream`): apart from the products' tiles, whose code then stays as it is (both
+ * kinds of stores in their epilogues made the 1x1 products 2-3% slower however rarely they
+ * streamed). */
+static AVX512 void stream_panel(int64_t m, int nv, const float *part, const ep16 *ep, float *c,
+                                int64_t ldc, __mmask16 last) {
+  const pd_kcpu_epi16 *e = ep->epi;
+  if (ep->alpha == 1.0f && ep->beta == 0.0f && !ep->bias && e && !ep->res) {
+#define STREAM_CONV(ACT) \
+  case ACT: stream_conv(ACT, m, nv, part, e, ep->row, c, ldc, last); return
+    switch (e->act) { /* as tile's */
+      STREAM_CONV(PD_KCPU_EPI_NONE);
+      STREAM_CONV(PD_KCPU_EPI_RELU);
+      STREAM_CONV(PD_KCPU_EPI_RELU6);
+      STREAM_CONV(PD_KCPU_EPI_HSWISH);
+      default: break;
+    }
+#undef STREAM_CONV
+  }
+  __m512 va = _mm512_set1_ps(ep->alpha), vb = _mm512_set1_ps(ep->beta);
+  for (int64_t r = 0; r < m; r++)
+    for (int v = 0; v < nv; v++) {
+      __mmask16 mk = v == nv - 1 ? last : 0xffff;
+      __m512 sum = _mm512_loadu_ps(part + r * NR + 16 * v);
+      stream16(c + r * ldc + 16 * v, mk, epi_vec(sum, ep, va, vb, r, v, c + r * ldc, mk));
+    }
 }
 
 /* A tile's R rows of NV vectors to C as a convolution's epilogue leaves them: act(sum + the
@@ -383,6 +437,44 @@ static AVX512 void chunk(bool ta, int64_t m, int64_t k, const float *a, int64_t 
   }
 }
 
+/* chunk's product (A not transposed) for a C stored past the caches: each tile's sums in a
+ * buffer, then through stream_panel (a separate function, so that chunk's tiles stay as they
+ * are). */
+static AVX512 void chunk_stream(int64_t m, int64_t k, const float *a, int64_t lda,
+                                const float *pack, int64_t np, int64_t wl, const ep16 *ep0,
+                                int64_t j, float *c, int64_t ldc) {
+  float buf[MR * NR];
+  __mmask16 lastw;
+  int nvl = panel_of(wl, 0, &lastw);
+  for (int64_t i = 0; i < m;) {
+    int R = m - i >= MR ? MR : m - i >= 8 ? 8 : m - i >= 4 ? 4 : 1;
+    for (int64_t q = 0; q < np; q++) {
+      const float *bq = pack + q * k * NR, *ai = a + i * lda;
+      int64_t jq = j + q * NR;
+      int nv = q == np - 1 ? nvl : 2;
+      __mmask16 last = q == np - 1 ? lastw : 0xffff;
+      ep16 ep = *ep0;
+      ep.bias = ep0->bias ? ep0->bias + jq : NULL;
+      ep.res = ep0->res ? ep0->res + i * ep0->epi->ldres + jq : NULL;
+      ep.row = i;
+#define STREAM_TILE(RR)                                                                   \
+  do {                                                                                    \
+    if (nv == 2) tile(false, true, RR, 2, k, ai, lda, bq, NR, NULL, buf, &ep, NULL, 0, last, NULL); \
+    else tile(false, true, RR, 1, k, ai, lda, bq, NR, NULL, buf, &ep, NULL, 0, last, NULL);         \
+  } while (0)
+      switch (R) {
+        case MR: STREAM_TILE(MR); break;
+        case 8: STREAM_TILE(8); break;
+        case 4: STREAM_TILE(4); break;
+        default: STREAM_TILE(1); break;
+      }
+#undef STREAM_TILE
+      stream_panel(R, nv, buf, &ep, c + i * ldc + jq, ldc, last);
+    }
+    i += R;
+  }
+}
+
 /* ---- One row of C (a batch of one: an RNN's step, an fc layer) ----
  * A tile of one row sums each vector in one chain of K dependent fused multiply-adds, waiting
  * on their latency: here NP panels (up to four) at a time, eight independent sums, from packed
@@ -529,7 +621,9 @@ AVX512 bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k
 AVX512 bool pd_kcpu_gemm16_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                                    const float *b, int64_t ldb, float *c, int64_t ldc,
                                    const pd_kcpu_epi16 *epi) {
-  return gemm16(false, false, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, NULL, c, ldc, epi);
+  bool ok = gemm16(false, false, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, NULL, c, ldc, epi);
+  if (epi && epi->stream) _mm_sfence();
+  return ok;
 }
 
 static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
@@ -547,6 +641,7 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
     return ok;
   }
   float pack_stack[PACK_STACK_K * NR], *pack = pack_stack;
+  bool stream = epi && epi->stream; /* each panel's sums in part, then stream_panel */
   if (k <= KC && n > NR) { /* a chunk of panels at a time */
     ep16 ep = {alpha, beta, cb, epi, epi ? epi->res : NULL, 0};
     int64_t cols = PACK_STACK_K / k * NR;
@@ -557,11 +652,12 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
         if (tb) t_panel(k, wq, b + (j + q * NR) * ldb, ldb, pack + q * k * NR);
         else copy_panel(k, wq, b + j + q * NR, ldb, pack + q * k * NR);
       }
-      chunk(ta, m, k, a, lda, pack, np, w - (np - 1) * NR, &ep, j, c, ldc);
+      if (stream && !ta) chunk_stream(m, k, a, lda, pack, np, w - (np - 1) * NR, &ep, j, c, ldc);
+      else chunk(ta, m, k, a, lda, pack, np, w - (np - 1) * NR, &ep, j, c, ldc);
     }
     return true;
   }
-  float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
+  float part_stack[PART_STACK_M * NR], *part = k > KC || stream ? part_stack : NULL;
   bool packs = tb || m > MR;
   if (packs && k > PACK_STACK_K && !(pack = pd_k_host_alloc((size_t)k * NR * sizeof(float))))
     return false;
@@ -579,8 +675,9 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
       copy_panel(k, n - j < NR ? n - j : NR, b + j, ldb, pack);
     int64_t ldp = packs ? 0 : ldb; /* 0: the packed panel */
     ep16 ep = {alpha, beta, cb ? cb + j : NULL, epi, epi && epi->res ? epi->res + j : NULL, 0};
-    if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, true, true, &ep, c + j, ldc, last, NULL);
-    else panel_na(nv, m, k, a, lda, bp, ldp, part, true, true, &ep, c + j, ldc, last, NULL);
+    if (ta) panel_ta(nv, m, k, a, lda, bp, ldp, part, true, !stream, &ep, c + j, ldc, last, NULL);
+    else panel_na(nv, m, k, a, lda, bp, ldp, part, true, !stream, &ep, c + j, ldc, last, NULL);
+    if (stream) stream_panel(m, nv, part, &ep, c + j, ldc, last);
   }
   if (pack != pack_stack) pd_k_host_free(pack);
   if (part && part != part_stack) pd_k_host_free(part);
@@ -608,16 +705,17 @@ AVX512 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const 
   return pd_kcpu_gemm16p_epi_f32(ta, m, n, k, a, lda, pack, beta, c, ldc, NULL);
 }
 
-AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
-                                    int64_t lda, const float *pack, float beta, float *c,
-                                    int64_t ldc, const pd_kcpu_epi16 *epi) {
+static AVX512 bool gemm16p_epi(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
+                               int64_t lda, const float *pack, float beta, float *c, int64_t ldc,
+                               const pd_kcpu_epi16 *epi) {
   ep16 epw = {1.0f, beta, epi ? epi->cbias : NULL, epi, epi ? epi->res : NULL, 0};
   if (m == 1 && !ta) { /* (with ta, a one-row A is a column, its terms lda apart) */
     row_all(n, k, a, pack, &epw, c);
     return true;
   }
   if (big_a(m, k)) return blocked(ta, m, n, k, a, lda, pack, NR, k * NR, &epw, c, ldc);
-  float part_stack[PART_STACK_M * NR], *part = k > KC ? part_stack : NULL;
+  bool stream = epi && epi->stream; /* each panel's sums in part, then stream_panel */
+  float part_stack[PART_STACK_M * NR], *part = k > KC || stream ? part_stack : NULL;
   if (part && m > PART_STACK_M && !(part = pd_k_host_alloc((size_t)m * NR * sizeof(float))))
     return false;
   ep16 ep = {1.0f, beta, NULL, epi, NULL, 0};
@@ -628,10 +726,19 @@ AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, co
     ep.bias = epi && epi->cbias ? epi->cbias + j : NULL;
     ep.res = epi && epi->res ? epi->res + j : NULL;
     const float *next = j + NR < n ? bp + k * NR : NULL;
-    if (ta) panel_ta(nv, m, k, a, lda, bp, 0, part, true, true, &ep, c + j, ldc, last, next);
-    else panel_na(nv, m, k, a, lda, bp, 0, part, true, true, &ep, c + j, ldc, last, next);
+    if (ta) panel_ta(nv, m, k, a, lda, bp, 0, part, true, !stream, &ep, c + j, ldc, last, next);
+    else panel_na(nv, m, k, a, lda, bp, 0, part, true, !stream, &ep, c + j, ldc, last, next);
+    if (stream) stream_panel(m, nv, part, &ep, c + j, ldc, last);
   }
   if (part && part != part_stack) pd_k_host_free(part);
   return true;
+}
+
+AVX512 bool pd_kcpu_gemm16p_epi_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,
+                                    int64_t lda, const float *pack, float beta, float *c,
+                                    int64_t ldc, const pd_kcpu_epi16 *epi) {
+  bool ok = gemm16p_epi(ta, m, n, k, a, lda, pack, beta, c, ldc, epi);
+  if (epi && epi->stream) _mm_sfence();
+  return ok;
 }
 #endif
