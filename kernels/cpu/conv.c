@@ -418,8 +418,8 @@ static void im2col_panels(const pd_k_conv2d *p, int64_t pw, const float *img, in
   int64_t cg = p->c / p->groups, kdim = cg * p->kh * p->kw, ow = p->ow, sw = p->stride_w;
   int64_t kh = p->kh, kw = p->kw, plane = p->h * p->w;
   const float *src0 = img + g * cg * plane;
-  if (pw == PD_KCPU_GEMM16_NR && sw == 1 && ow < 2 * pw) { /* rows narrower than two panels */
-    pd_kcpu_im2col_s1_f32(p, src0, j0, j1, pack);
+  if (pw == PD_KCPU_GEMM16_NR && sw <= 2 && ow < 2 * pw) { /* rows narrower than two panels */
+    pd_kcpu_im2col_small_f32(p, src0, j0, j1, pack);
     return;
   }
   int64_t lo[PANEL_MAX_KW], hi[PANEL_MAX_KW], ix0[PANEL_MAX_KW], ahead = (j1 - j0) * sw;

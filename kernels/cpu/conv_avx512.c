@@ -405,26 +405,33 @@ void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const f
   (p->kw == 3 ? l16_s1_k3 : l16_s1_k5)(p, q.x, q.w, q.y, e, bias, q.res, scratch);
 }
 
-/* ---- Column panels of small maps at stride 1 across ----
- * Where the output rows are narrower than a panel (ResNet50's 14x14 and 7x7 3x3 layers), each
- * panel's 32 columns are pieces of several output rows, and each of its kdim rows was copied run
- * by run with the padding's zeros around each (im2col_panels: 13% of a 3x3 convolution of 256
- * channels on 14x14). Which lanes of a panel's two vectors come from which output row, and
- * which of them read inside the image for each filter column, depend on the panel alone: made
- * once a panel, they make each of its rows one masked load a piece of an output row, merged in
- * registers, and two stores. */
+/* ---- Column panels of small maps at stride 1 or 2 across ----
+ * Where the output rows are narrower than a panel (ResNet50's 14x14 and 7x7 3x3 layers, and its
+ * stride-2 ones onto 28x28, 14x14 and 7x7), each panel's 32 columns are pieces of several output
+ * rows, and each of its kdim rows was copied run by run with the padding's zeros around each
+ * (im2col_panels: 13% of a 3x3 convolution of 256 channels on 14x14, a quarter of one of 128
+ * channels at stride 2 onto 28x28). Which lanes of a panel's two vectors come from which output
+ * row, and which of them read inside the image for each filter column, depend on the panel
+ * alone: made once a panel, they make each of its rows one masked load a piece of an output row
+ * (at stride 2, two and the even lanes kept), merged in registers, and two stores. */
 #define RUNS_MAX 17 /* pieces of output rows in a vector of sixteen columns */
 
-AVX512 void pd_kcpu_im2col_s1_f32(const pd_k_conv2d *p, const float *img, int64_t j0,
-                                  int64_t j1, float *pack) {
+/* ceil(a / 2) and floor(a / 2) for any sign (>> on a negative int64_t is arithmetic in GCC and
+ * Clang). */
+static inline int64_t half_up(int64_t a) { return (a + 1) >> 1; }
+static inline int64_t half_down(int64_t a) { return a >> 1; }
+
+AVX512 void pd_kcpu_im2col_small_f32(const pd_k_conv2d *p, const float *img, int64_t j0,
+                                     int64_t j1, float *pack) {
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   int64_t cg = p->c / p->groups, kh = p->kh, kw = p->kw, ow = p->ow, w = p->w;
-  int64_t kdim = cg * kh * kw, plane = p->h * w;
+  int64_t kdim = cg * kh * kw, plane = p->h * w, sw = p->stride_w;
   for (int64_t q = j0; q < j1; q += 32) {
     float *panel = pack + (q - j0) * kdim;
     int64_t end = j1 - q < 32 ? q + (j1 - q) : q + 32;
     int nr[2] = {0, 0};
     int64_t oy_of[2][RUNS_MAX], off[2][RUNS_MAX][KW_MAX];
-    __mmask16 mk[2][RUNS_MAX][KW_MAX];
+    __mmask16 mk[2][RUNS_MAX][KW_MAX], lo16[2][RUNS_MAX][KW_MAX], hi16[2][RUNS_MAX][KW_MAX];
     for (int v = 0; v < 2; v++) /* the pieces of vector v: pixels [a, b) of output row oy */
       for (int64_t a = q + 16 * v; a < end && a < q + 16 * v + 16;) {
         int64_t oy = a / ow, ox0 = a % ow, b = (oy + 1) * ow;
@@ -434,11 +441,15 @@ AVX512 void pd_kcpu_im2col_s1_f32(const pd_k_conv2d *p, const float *img, int64_
         int k = nr[v]++;
         oy_of[v][k] = oy;
         for (int64_t j = 0; j < kw; j++) {
-          /* lane l reads column ox0 + l - l0 - pad_left + j dil_w of the input row */
-          int64_t o = ox0 - l0 - p->pad_left + j * p->dil_w, lo = -o, hi = w - o;
+          /* lane l reads column o + sw l of the input row: those in [0, w) */
+          int64_t o = (ox0 - l0) * sw - p->pad_left + j * p->dil_w;
+          int64_t lo = sw == 1 ? -o : half_up(-o), hi = sw == 1 ? w - o : half_down(w - 1 - o) + 1;
           lo = lo < l0 ? l0 : lo, hi = hi > l1 ? l1 : hi;
           off[v][k][j] = o;
           mk[v][k][j] = pd_kcpu_span16(lo, hi);
+          /* at stride 2, the inputs 2 lo .. 2 hi - 2 of the two loads at o and o + 16 */
+          lo16[v][k][j] = pd_kcpu_span16(2 * lo, 2 * hi - 1);
+          hi16[v][k][j] = pd_kcpu_span16(2 * lo - 16, 2 * hi - 17);
         }
         a = b;
       }
@@ -454,9 +465,18 @@ AVX512 void pd_kcpu_im2col_s1_f32(const pd_k_conv2d *p, const float *img, int64_
           float *d = panel + ((ci * kh + i) * kw + j) * 32;
           for (int v = 0; v < 2; v++) {
             __m512 acc = _mm512_setzero_ps();
-            for (int k = 0; k < nr[v]; k++)
-              if (row[v][k] && mk[v][k][j])
-                acc = _mm512_mask_loadu_ps(acc, mk[v][k][j], row[v][k] + off[v][k][j]);
+            for (int k = 0; k < nr[v]; k++) {
+              __mmask16 m = mk[v][k][j];
+              if (!row[v][k] || !m) continue;
+              const float *s = row[v][k] + off[v][k][j];
+              if (sw == 1) {
+                acc = _mm512_mask_loadu_ps(acc, m, s);
+              } else {
+                __m512 e = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo16[v][k][j], s), evens,
+                                                  _mm512_maskz_loadu_ps(hi16[v][k][j], s + 16));
+                acc = _mm512_mask_mov_ps(acc, m, e);
+              }
+            }
             _mm512_storeu_ps(d + 16 * v, acc);
           }
         }

@@ -124,9 +124,9 @@ bool pd_kcpu_maxpool16_takes(const pd_k_pool2d *p);
 void pd_kcpu_maxpool16_plane_f32(const pd_k_pool2d *p, const float *x, float *y, float *row);
 /* conv.c's column panels (32 columns, kdim rows each, one after another from pack) of output
  * pixels [j0, j1) of one group of an image (img at the group's first channel), the last panel's
- * missing columns 0, for stride 1 across and a filter at most 16 wide (AVX-512F). */
-void pd_kcpu_im2col_s1_f32(const pd_k_conv2d *p, const float *img, int64_t j0, int64_t j1,
-                           float *pack);
+ * missing columns 0, for stride 1 or 2 across and a filter at most 16 wide (AVX-512F). */
+void pd_kcpu_im2col_small_f32(const pd_k_conv2d *p, const float *img, int64_t j0, int64_t j1,
+                              float *pack);
 /* d[u] = s[2 u] for u < n, reading s[0] to s[2 n - 2] only (AVX-512F). */
 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n);
 

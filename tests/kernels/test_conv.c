@@ -751,6 +751,11 @@ static void test_conv_fused(void) {
        * image (every load unmasked) */
       {2, 17, 35, 43, 20, 3, 3, 1, 1, 1, 1, 0, 2, 1, 1, 1, 0, 0, 0},
       {1, 16, 14, 150, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      /* column panels of rows narrower than two panels at stride 2 across (conv_avx512.c's
+       * im2col_small): pieces of several output rows a vector, uneven pads, a dilated 5x3
+       * filter, 7-pixel rows as ResNet50's last stride-2 layer's */
+      {2, 5, 23, 29, 12, 5, 3, 1, 2, 2, 2, 1, 3, 0, 1, 2, 0, 0, 0},
+      {1, 16, 14, 14, 24, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       /* one or two filters (a detection head's 96 -> 1 5x5): a sum of depthwise planes */
       {2, 24, 11, 21, 1, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
       {1, 5, 9, 19, 2, 3, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 0, 0, 0},
