@@ -453,6 +453,14 @@ typedef pd_status pd_k_conv2d_fused_fn(pd_dtype dt, const pd_k_conv2d *p, const 
 /* dx = conv2d's gradient w.r.t. x given dy (overwritten, not accumulated). */
 typedef pd_status pd_k_conv2d_bwd_data_fn(pd_dtype dt, const pd_k_conv2d *p, const void *w,
                                           const void *dy, void *dx);
+/* y = the epilogue ep (NULL: none) applied to the transposed convolution of x by w, which is
+ * conv2d_bwd_data's dx of dy = x (x shaped as p's output [n, oc, oh, ow], y as its input [n, c,
+ * h, w]; ep's bias a value per channel of y, its residual shaped as y): conv2d_transpose_bias's
+ * (an upsampling head's transposed convolution with its bias and activation). PD_EINVAL as
+ * conv2d_fused's. */
+typedef pd_status pd_k_conv2d_transpose_fused_fn(pd_dtype dt, const pd_k_conv2d *p,
+                                                 const void *w, const void *x,
+                                                 const pd_k_conv_epilogue *ep, void *y);
 /* dw = conv2d's gradient w.r.t. w given x and dy (overwritten, not accumulated). */
 typedef pd_status pd_k_conv2d_bwd_filter_fn(pd_dtype dt, const pd_k_conv2d *p, const void *x,
                                             const void *dy, void *dw);
@@ -953,6 +961,7 @@ typedef pd_status pd_k_yolo_box_fn(pd_dtype dt, const pd_k_yolo_box *p, const vo
   X(conv2d_fused, pd_k_conv2d_fused_fn, NO_CUDA)                                                  \
   X(conv2d_bwd_data, pd_k_conv2d_bwd_data_fn, CUDA)                                                \
   X(conv2d_bwd_filter, pd_k_conv2d_bwd_filter_fn, CUDA)                                            \
+  X(conv2d_transpose_fused, pd_k_conv2d_transpose_fused_fn, NO_CUDA)                              \
   X(pool2d, pd_k_pool2d_fn, CUDA)                                                                  \
   X(pool2d_grad, pd_k_pool2d_grad_fn, CUDA)                                                        \
   X(argmax, pd_k_argmax_fn, CUDA)                                                                  \

@@ -262,6 +262,17 @@ PD_CONV2D_(conv2d)
                ENUM("data_format", "NCHW", "NHWC", "AnyLayout")),                               \
          KERNEL(conv2d_transpose, 0))
 PD_CONV2D_TRANSPOSE_(conv2d_transpose)
+/* conv2d_transpose_bias: Paddle's fused op for an inference model's transposed convolution with
+ * its bias and activation folded in (vm/passes/infer_opt.c makes it from conv2d_transpose, a bias
+ * add and an activation): Output = act(conv2d_transpose(Input, Filter) + Bias [out channels]),
+ * fuse_activation and its parameters as fused_conv2d's. NCHW; inference only. */
+PD_OPK(conv2d_transpose_bias, FP_IN | GPU, conv2d_transpose,
+       IN(ONE("Input"), ONE("Filter"), ONE("Bias")), OUT(ONE("Output")),
+       ATTRS(INTS("strides", 1, 1), INTS("paddings", 0, 0), INTS_EMPTY("output_padding"),
+             INTS_EMPTY("output_size"), ENUM("padding_algorithm", "EXPLICIT", "SAME", "VALID"),
+             INT("groups", 1), INTS("dilations", 1, 1), ENUM("data_format", "NCHW", "AnyLayout"),
+             STR("fuse_activation", ""), FLOAT("fuse_alpha", 0.0), FLOAT("fuse_beta", 0.0)),
+       KERNEL(conv2d_transpose_bias, 0))
 PD_OP(cross_entropy, DIFF | FP_IN, cross_entropy, IN(ONE("X"), ONE("Label")), OUT(ONE("Y")),
       ATTRS(BOOL("soft_label", false), INT("ignore_index", -100)))
 /* cumsum: the running sums along axis (of all of X when flatten). */

@@ -1294,11 +1294,21 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   return failed ? PD_ENOMEM : PD_OK;
 }
 
+/* The data gradient dx [n, c, h, w] of p seen as a convolution's output, for epilogue(): its
+ * channels p's c, its pixels p's h x w. */
+static pd_k_conv2d tconv_out(const pd_k_conv2d *p) {
+  pd_k_conv2d o = *p;
+  o.oc = p->c, o.oh = p->h, o.ow = p->w;
+  return o;
+}
+
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
 typedef struct unstride_job {
   const pd_k_conv2d *p;
   const float *w, *dy;
   float *dx;
+  const pd_k_conv_epilogue *ep; /* NULL: none; else on each row of dx as it is made */
+  pd_k_conv2d out;              /* dx as a convolution's output (tconv_out) */
   atomic_bool failed;
 } unstride_job;
 
@@ -1327,22 +1337,26 @@ static void unstride_range(void *vjob, int64_t b, int64_t e) {
     float *dxn = j->dx + n * p->c * p->h * p->w;
     if (wide) pd_kcpu_unstride2_row16_f32(p, j->w, rows, dxn, y);
     else pd_kcpu_unstride2_row8_f32(p, j->w, rows, dxn, y);
+    /* the row of every channel, still in the cache */
+    epilogue(PD_FP32, &j->out, j->ep, j->dx, n, 0, p->c, y * p->w, (y + 1) * p->w);
   }
   pd_k_host_free(rows);
 }
 #endif
 
-pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w,
-                                  const void *dy, void *dx) {
+/* The data gradient dx of a convolution, then ep (NULL: none) on it as tconv_out sees it. */
+static pd_status bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w, const void *dy,
+                          void *dx, const pd_k_conv_epilogue *ep) {
   conv_plan cp;
   pd_status st = conv_begin(&cp, dt, p, false);
   if (st || p->n == 0) return st;
+  pd_k_conv2d out = tconv_out(p);
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   /* a 2x2 kernel of stride 2 (an upsampling head's transposed convolution): each row of dx
-   * written once, directly (conv_avx512.c, conv_avx2.c) */
+   * written once, directly (conv_avx512.c, conv_avx2.c), the epilogue on it as it is made */
   if (dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 && pd_kcpu_unstride2_takes(p) &&
       pd_kcpu_simd() >= PD_KCPU_SIMD_AVX2) {
-    unstride_job u = {p, w, dy, dx, false};
+    unstride_job u = {p, w, dy, dx, ep, out, false};
     int64_t per_row = p->c * p->oc * p->ow * 2; /* multiply-adds of a row of every channel */
     pd_kcpu_parallel(p->n * p->h, ((int64_t)1 << 16) / (per_row > 0 ? per_row : 1) + 1,
                      unstride_range, &u);
@@ -1350,7 +1364,23 @@ pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void 
   }
 #endif
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .w = w, .dy = dy, .dx = dx};
-  return conv_run(&j, conv_bwd_data_part);
+  st = conv_run(&j, conv_bwd_data_part);
+  for (int64_t n = 0; !st && ep && n < p->n; n++)
+    epilogue(dt, &out, ep, dx, n, 0, p->c, 0, p->h * p->w);
+  return st;
+}
+
+pd_status pd_kcpu_conv2d_bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w,
+                                  const void *dy, void *dx) {
+  return bwd_data(dt, p, w, dy, dx, NULL);
+}
+
+pd_status pd_kcpu_conv2d_transpose_fused(pd_dtype dt, const pd_k_conv2d *p, const void *w,
+                                         const void *x, const pd_k_conv_epilogue *ep, void *y) {
+  pd_status st = pd_k_conv_epilogue_check(dt, ep);
+  if (st) return st;
+  if (ep && !ep->bias && !ep->residual && ep->kind == PD_K_EPI_NONE) ep = NULL;
+  return bwd_data(dt, p, w, x, y, ep);
 }
 
 pd_status pd_kcpu_conv2d_bwd_filter(pd_dtype dt, const pd_k_conv2d *p, const void *x,

@@ -1,6 +1,7 @@
 /* nn.c -- the layers' own ops: conv2d and pool2d (NCHW and NHWC, paddings, dilations, groups,
  * adaptive and global pooling), conv2d_transpose (and its depthwise name: output_padding,
- * output_size, NCHW and NHWC, an optional Bias) through conv2d's backend entries, dropout
+ * output_size, NCHW and NHWC, an optional Bias; conv2d_transpose_bias, with the activation)
+ * through conv2d's backend entries, dropout
  * (both of Fluid's implementations) and the embedding lookups lookup_table and
  * lookup_table_v2 (padding_idx): their shape functions, kernels and gradient kernels. */
 #include "config.h"
@@ -1045,6 +1046,52 @@ pd_status pd_kernel_conv2d_transpose(pd_exec_ctx *ctx) {
                  dt);
 done:
   if (bufs[0]) pd_ctx_scratch_free_n(ctx, 2, bufs);
+  hold_free(&h);
+  return st;
+}
+
+/* conv2d_transpose_bias: conv2d_transpose, then Bias and the activation, in one pass over each
+ * row of the output where the backend has conv2d_transpose_fused (the CPU), else through its
+ * conv2d_bwd_data, binary and activation entries. */
+pd_status pd_kernel_conv2d_transpose_bias(pd_exec_ctx *ctx) {
+  const pd_tensor *in, *f, *b;
+  pd_tensor *out;
+  pd_k_conv_epilogue ep = {0};
+  tconv t;
+  pd_status st;
+  if ((st = in_at(ctx, "Input", 0, true, &in)) || (st = in_at(ctx, "Filter", 0, true, &f)) ||
+      (st = in_at(ctx, "Bias", 0, true, &b)) || (st = tconv_setup(ctx, in, f, b, &t)) ||
+      (st = out_at(ctx, "Output", 0, true, &out)))
+    return st;
+  const char *why = fused_epilogue(ctx, &ep);
+  if (why)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "fuse_activation '%s': %s",
+                       pd_ctx_attr_str(ctx, "fuse_activation"), why);
+  pd_dtype dt = in->dtype;
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, out, &in)) || (st = unalias(ctx, &h, out, &f)) ||
+      (st = unalias(ctx, &h, out, &b)) || (st = resize(ctx, out, dt, 4, t.out_dims, NULL)))
+    goto done;
+  void *y = pd_tensor_data(out);
+  ep.bias = pd_tensor_data(b);
+  if (ctx->k->conv2d_transpose_fused) {
+    st = pd_ctx_check(ctx, ctx->k->conv2d_transpose_fused(dt, &t.p, pd_tensor_data(f),
+                                                          pd_tensor_data(in), &ep, y),
+                      "conv2d_transpose_fused");
+    goto done;
+  }
+  st = pd_ctx_check(ctx, ctx->k->conv2d_bwd_data(dt, &t.p, pd_tensor_data(f), pd_tensor_data(in),
+                                                 y),
+                    "conv2d_bwd_data");
+  if (!st)
+    st = k_check(ctx, ctx->k->binary(PD_K_ADD, dt, 4, t.out_dims, y, 1, b->dims, ep.bias, 1, y),
+                 dt);
+  if (!st && ep.kind == PD_K_EPI_UNOP)
+    st = k_check(ctx, ctx->k->unary(ep.unop, dt, pd_tensor_numel(out), y, y), dt);
+  else if (!st && ep.kind == PD_K_EPI_ACT)
+    st = k_check(ctx, ctx->k->act(ep.act, dt, pd_tensor_numel(out), ep.p, y, y), dt);
+done:
   hold_free(&h);
   return st;
 }

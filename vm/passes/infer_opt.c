@@ -403,17 +403,26 @@ static bool unchanged(const pd_block *b, const char *v, int from, int to) {
 
 /* Fuse the conv2d or depthwise_conv2d at index i of block 0 with the per-channel bias add,
  * the residual add and the activation that read its output in turn (each optional, in that
- * order; at least one) into a fused_conv2d at the last one's place. */
+ * order; at least one) into a fused_conv2d at the last one's place; or the conv2d_transpose
+ * (or depthwise_conv2d_transpose) there with the bias add and the activation (the bias needed)
+ * into a conv2d_transpose_bias. */
 static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
   *done = false;
   pd_block *b0 = p->blocks[0];
   pd_op_desc *conv = b0->ops[i];
+  bool tconv = strstr(conv->type, "conv2d_transpose") != NULL;
   const char *df = attr_str(conv, "data_format", "NCHW");
   const char *x = pd_op_input1(conv, "Input"), *w = pd_op_input1(conv, "Filter");
   const char *cur = pd_op_output1(conv, "Output");
   pd_tensor *wt = param(p, scope, w, -1);
-  if ((strcmp(df, "NCHW") && strcmp(df, "AnyLayout")) || !x || !cur || !wt || wt->ndims != 4)
+  if ((strcmp(df, "NCHW") && strcmp(df, "AnyLayout")) || !x || !cur || !wt || wt->ndims != 4 ||
+      (tconv && pd_op_input1(conv, "Bias")))
     return PD_OK;
+  /* the output channels: conv2d's filter is [M, C / groups, kh, kw], conv2d_transpose's [C,
+   * M / groups, kh, kw] */
+  int64_t groups = (int64_t)attr_num(conv, "groups", 1);
+  if (tconv && (groups < 1 || wt->dims[0] % groups)) return PD_OK;
+  int64_t oc = tconv ? wt->dims[1] * groups : wt->dims[0];
   const char *bias = NULL, *res = NULL, *act = NULL;
   double alpha = 0, beta = 0;
   int last = i, next, absorbed[3], nabs = 0;
@@ -421,8 +430,8 @@ static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
   if (chain_var(p, cur, i, &next) && !strcmp(b0->ops[next]->type, "elementwise_add")) {
     pd_op_desc *a = b0->ops[next];
     const char *y = pd_op_input1(a, "Y");
-    pd_tensor *bt = param(p, scope, y, wt->dims[0]);
-    int64_t axis = (int64_t)attr_num(a, "axis", -1), oc = wt->dims[0];
+    pd_tensor *bt = param(p, scope, y, oc);
+    int64_t axis = (int64_t)attr_num(a, "axis", -1);
     /* [C] at axis 1, or [1, C, 1, 1] / [C, 1, 1] aligned at the end */
     bool per_channel =
         bt && ((bt->ndims == 1 && axis == 1) ||
@@ -438,8 +447,10 @@ static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
       absorbed[nabs++] = last = next;
     }
   }
+  if (tconv && !bias) return PD_OK;
   /* the residual: elementwise_add of the output and another var of its shape */
-  if (cur && chain_var(p, cur, last, &next) && !strcmp(b0->ops[next]->type, "elementwise_add")) {
+  if (!tconv && cur && chain_var(p, cur, last, &next) &&
+      !strcmp(b0->ops[next]->type, "elementwise_add")) {
     pd_op_desc *a = b0->ops[next];
     const char *ax = pd_op_input1(a, "X"), *ay = pd_op_input1(a, "Y");
     const char *other = ax && !strcmp(ax, cur) ? ay : ax;
@@ -468,18 +479,30 @@ static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
       (bias && !unchanged(b0, bias, i, last)) || (res && !unchanged(b0, res, i, last)) ||
       !strcmp(cur, x) || (res && !strcmp(cur, res)))
     return PD_OK;
-  pd_op_desc *f = pd_block_add_op(b0, "fused_conv2d", last + 1);
+  if (tconv) { /* conv2d_transpose_bias's Bias is [M]: a [1, M, 1, 1] one as a copy */
+    pd_tensor *bt = param(p, scope, bias, oc);
+    if (bt->ndims != 1) {
+      pd_tensor flat = {.dtype = bt->dtype, .ndims = 1};
+      flat.dims[0] = oc;
+      pd_tensor *nb = new_param(p, scope, bias, &flat, &bias);
+      if (!nb) return PD_ENOMEM;
+      memcpy(pd_tensor_data(nb), pd_tensor_data(bt), (size_t)oc * pd_dtype_size(bt->dtype));
+    }
+  }
+  pd_op_desc *f =
+      pd_block_add_op(b0, tconv ? "conv2d_transpose_bias" : "fused_conv2d", last + 1);
   if (!f || pd_op_copy_loc(f, b0->ops[last])) return PD_ENOMEM;
-  static const char *const keep[] = {"strides", "paddings", "padding_algorithm", "groups",
-                                     "dilations", "data_format"};
-  for (size_t k = 0; k < sizeof keep / sizeof *keep; k++) {
+  static const char *const keep[] = {"strides",   "paddings",    "padding_algorithm",
+                                     "groups",    "dilations",   "data_format",
+                                     "output_padding", "output_size"};
+  for (size_t k = 0; k < sizeof keep / sizeof *keep - (tconv ? 0 : 2); k++) {
     const pd_attr *a = pd_op_attr(conv, keep[k]);
     if (a && pd_op_set_attr(f, a)) return PD_ENOMEM;
   }
   if (pd_op_set_input(f, "Input", 1, &x) || pd_op_set_input(f, "Filter", 1, &w) ||
       (bias && pd_op_set_input(f, "Bias", 1, &bias)) ||
       (res && pd_op_set_input(f, "ResidualData", 1, &res)) ||
-      pd_op_set_attr_bool(f, "fuse_residual_connection", res != NULL) ||
+      (!tconv && pd_op_set_attr_bool(f, "fuse_residual_connection", res != NULL)) ||
       pd_op_set_attr_string(f, "fuse_activation", act ? act : "") ||
       pd_op_set_attr_float(f, "fuse_alpha", (float)alpha) ||
       pd_op_set_attr_float(f, "fuse_beta", (float)beta))
@@ -524,7 +547,8 @@ pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stat
   for (int i = 0; !st && i < b0->nops; i++) {
     const char *t = b0->ops[i]->type;
     bool done = false;
-    if (strcmp(t, "conv2d") == 0 || strcmp(t, "depthwise_conv2d") == 0) {
+    if (strcmp(t, "conv2d") == 0 || strcmp(t, "depthwise_conv2d") == 0 ||
+        strcmp(t, "conv2d_transpose") == 0 || strcmp(t, "depthwise_conv2d_transpose") == 0) {
       if ((st = fuse_conv(p, scope, i, &done))) return oom(err);
       s.conv_fused += done;
     }

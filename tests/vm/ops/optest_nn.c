@@ -1,8 +1,8 @@
 /* optest_nn.c -- the op-test table's rows of vm/ops/nn.c (optest.h): conv2d and pool2d (NCHW:
  * strides, 2 and 4 paddings, dilations, groups, SAME and VALID; max and avg pooling, global,
- * exclusive, ceil_mode, adaptive), conv2d_transpose (output_padding, output_size, NHWC, Bias),
- * the embedding lookups (padding_idx, repeated ids) and
- * dropout (is_test in both implementations against values, training by properties of its
+ * exclusive, ceil_mode, adaptive), conv2d_transpose (output_padding, output_size, NHWC, Bias)
+ * and conv2d_transpose_bias, the embedding lookups (padding_idx, repeated ids) and dropout
+ * (is_test in both implementations against values, training by properties of its
  * outputs). The references are Fluid's definitions written out in double, window by window. */
 #include "config.h"
 
@@ -94,6 +94,23 @@ static void ref_conv2d(ot_ref *r) { conv2d_out(r); }
  * fuse_beta (b): relu max(v, 0), relu6 min(max(v, 0), b), leaky_relu v or a v below 0, swish
  * v / (1 + e^(-a v)), hard_sigmoid min(max(a v + b, 0), 1), hard_swish v min(max(a v + b, 0),
  * 1), sigmoid, tanh, gelu v Phi(v), gelu_tanh. */
+static double fused_act_ref(ot_ref *r, double v) {
+  const char *act = ot_str(r, "fuse_activation");
+  double a = ot_float(r, "fuse_alpha"), b = ot_float(r, "fuse_beta");
+  if (!strcmp(act, "relu")) v = v > 0 ? v : 0;
+  else if (!strcmp(act, "relu6")) v = v < 0 ? 0 : v > b ? b : v;
+  else if (!strcmp(act, "leaky_relu")) v = v > 0 ? v : a * v;
+  else if (!strcmp(act, "swish")) v = v / (1 + exp(-a * v));
+  else if (!strcmp(act, "hard_sigmoid")) v = fmin(fmax(a * v + b, 0), 1);
+  else if (!strcmp(act, "hard_swish")) v = v * fmin(fmax(a * v + b, 0), 1);
+  else if (!strcmp(act, "sigmoid")) v = 1 / (1 + exp(-v));
+  else if (!strcmp(act, "tanh")) v = tanh(v);
+  else if (!strcmp(act, "gelu")) v = 0.5 * v * (1 + erf(v / sqrt(2.0)));
+  else if (!strcmp(act, "gelu_tanh"))
+    v = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+  return v;
+}
+
 static void ref_fused_conv2d(ot_ref *r) {
   double *o = conv2d_out(r);
   const ot_val *bias = ot_in(r, "Bias"), *res = ot_in(r, "ResidualData");
@@ -103,23 +120,8 @@ static void ref_fused_conv2d(ot_ref *r) {
   ot_ints(r, "dilations", dil, 2);
   window_of(r, (int64_t[]){x->dims[2], x->dims[3]}, f->dims[2], f->dims[3], dil, false, &g);
   int64_t m = f->dims[0], plane = g.o[0] * g.o[1], n = x->dims[0] * m * plane;
-  const char *act = ot_str(r, "fuse_activation");
-  double a = ot_float(r, "fuse_alpha"), b = ot_float(r, "fuse_beta");
-  for (int64_t i = 0; i < n; i++) {
-    double v = o[i] + (bias ? bias->v[i / plane % m] : 0) + (res ? res->v[i] : 0);
-    if (!strcmp(act, "relu")) v = v > 0 ? v : 0;
-    else if (!strcmp(act, "relu6")) v = v < 0 ? 0 : v > b ? b : v;
-    else if (!strcmp(act, "leaky_relu")) v = v > 0 ? v : a * v;
-    else if (!strcmp(act, "swish")) v = v / (1 + exp(-a * v));
-    else if (!strcmp(act, "hard_sigmoid")) v = fmin(fmax(a * v + b, 0), 1);
-    else if (!strcmp(act, "hard_swish")) v = v * fmin(fmax(a * v + b, 0), 1);
-    else if (!strcmp(act, "sigmoid")) v = 1 / (1 + exp(-v));
-    else if (!strcmp(act, "tanh")) v = tanh(v);
-    else if (!strcmp(act, "gelu")) v = 0.5 * v * (1 + erf(v / sqrt(2.0)));
-    else if (!strcmp(act, "gelu_tanh"))
-      v = 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-    o[i] = v;
-  }
+  for (int64_t i = 0; i < n; i++)
+    o[i] = fused_act_ref(r, o[i] + (bias ? bias->v[i / plane % m] : 0) + (res ? res->v[i] : 0));
 }
 
 /* conv2d_transpose (Paddle's ConvTransposeInferMeta and its definition): each Input element
@@ -128,7 +130,7 @@ static void ref_fused_conv2d(ot_ref *r) {
  * The output size is (in - 1) * stride - paddings + dilation * (k - 1) + 1, then output_size
  * if given, else plus output_padding. SAME pads as conv2d's SAME over the input and undoes the
  * dilation; VALID pads nothing. NHWC: the same with the channels last. Bias adds per channel. */
-static void ref_conv2d_transpose(ot_ref *r) {
+static double *conv2d_transpose_out(ot_ref *r, int64_t *count) {
   const ot_val *x = ot_in(r, "Input"), *f = ot_in(r, "Filter"), *bias = ot_in(r, "Bias");
   bool nhwc = strcmp(ot_str(r, "data_format"), "NHWC") == 0;
   int64_t n = x->dims[0], c = x->dims[nhwc ? 3 : 1], h = x->dims[nhwc ? 1 : 2];
@@ -179,6 +181,21 @@ static void ref_conv2d_transpose(ot_ref *r) {
         for (int64_t i = 0; i < o[0]; i++)
           for (int64_t j = 0; j < o[1]; j++) y[AT_(b, ch, i, j, o[0], o[1], m)] += bias->v[ch];
 #undef AT_
+  *count = n * m * o[0] * o[1];
+  return y;
+}
+
+static void ref_conv2d_transpose(ot_ref *r) {
+  int64_t n;
+  conv2d_transpose_out(r, &n);
+}
+
+/* conv2d_transpose_bias (Paddle's fused op, as oneDNN's post-ops do it): conv2d_transpose with
+ * its Bias, through fuse_activation as fused_conv2d's. */
+static void ref_conv2d_transpose_bias(ot_ref *r) {
+  int64_t n;
+  double *y = conv2d_transpose_out(r, &n);
+  for (int64_t i = 0; i < n; i++) y[i] = fused_act_ref(r, y[i]);
 }
 
 /* pool2d (NCHW), Fluid's windows: rows [i * sh - top, that + kh) clipped to the image (and
@@ -398,6 +415,26 @@ const ot_row ot_rows_nn[] = {
      .in = {{"Input", "[1, 2, 5, 4]"}, {"Filter", "[2, 2, 3, 3]"}}, .ref = ref_conv2d_transpose},
     {.op = "conv2d_transpose", .what = "VALID", .attrs = "padding_algorithm=VALID paddings=[1, 1]",
      .in = {{"Input", "[1, 2, 3, 2]"}, {"Filter", "[2, 1, 2, 3]"}}, .ref = ref_conv2d_transpose},
+
+    /* conv2d_transpose_bias: the 2x2 stride-2 kernel's rows through the epilogue (relu, an
+     * upsampling head's; sigmoid, a DB detector's last), the general path (3x3, padded) */
+    {.op = "conv2d_transpose_bias", .what = "2x2 stride 2, relu", .attrs = "strides=[2, 2] "
+     "fuse_activation=relu",
+     .in = {{"Input", "[2, 3, 4, 5]"}, {"Filter", "[3, 4, 2, 2]"}, {"Bias", "[4]"}},
+     .ref = ref_conv2d_transpose_bias},
+    {.op = "conv2d_transpose_bias", .what = "2x2 stride 2, one channel, sigmoid",
+     .attrs = "strides=[2, 2] fuse_activation=sigmoid",
+     .in = {{"Input", "[1, 5, 3, 9]"}, {"Filter", "[5, 1, 2, 2]"}, {"Bias", "[1]"}},
+     .ref = ref_conv2d_transpose_bias},
+    {.op = "conv2d_transpose_bias", .what = "3x3 paddings 1, groups 2, hard_swish",
+     .attrs = "paddings=[1, 1] groups=2 fuse_activation=hard_swish fuse_alpha=0.1666667 "
+              "fuse_beta=0.5",
+     .in = {{"Input", "[1, 4, 3, 4]", .lo = -3, .hi = 3}, {"Filter", "[4, 2, 3, 3]"},
+            {"Bias", "[4]"}},
+     .ref = ref_conv2d_transpose_bias},
+    {.op = "conv2d_transpose_bias", .what = "no activation", .attrs = "strides=[2, 2]",
+     .in = {{"Input", "[1, 2, 3, 3]"}, {"Filter", "[2, 3, 2, 2]"}, {"Bias", "[3]"}},
+     .ref = ref_conv2d_transpose_bias},
     {.op = "conv2d_transpose", .what = "output_size",
      .attrs = "strides=[2, 3] output_size=[8, 8] output_padding=[0, 0]",
      .in = {{"Input", "[1, 2, 3, 2]"}, {"Filter", "[2, 2, 3, 3]"}}, .ref = ref_conv2d_transpose},

@@ -3,8 +3,9 @@
  * drawn away from 0 and 1, runs to the same outputs (1e-12 relative) before and after the
  * passes, which fold the batch norms (after a convolution with and without its bias, after an
  * fc), remove test-mode dropout and identity scales (or scale by 1 - p for downgrade_in_infer),
- * fuse mul or matmul_v2 + add into fc and a convolution with its bias, residual and activation into
- * fused_conv2d; what must stay stays (a batch norm whose input is read twice, a dropout whose
+ * fuse mul or matmul_v2 + add into fc, a convolution with its bias, residual and activation into
+ * fused_conv2d and a transposed one with its bias and activation into conv2d_transpose_bias;
+ * what must stay stays (a batch norm whose input is read twice, a dropout whose
  * output is fetched, a second activation, a convolution whose output two ops read). */
 #include "config.h"
 
@@ -127,16 +128,27 @@ int main(void) {
         "y = tanh(batch_norm(conv(x, 4, 3, stride = 2, bias = false)) * 1.0)\n",
         "y", 4, img, 1, 1, 1, "batch_norm", NULL);
   /* a transposed convolution (its output channels are the filter's columns, per group) with
-   * its bias; a convolution's bias as Paddle 3 adds it, [1, C, 1, 1] at axis -1 */
+   * its bias, then with the folded bias and the activation as conv2d_transpose_bias; without
+   * a bias it stays (conv2d_transpose_bias needs one); a convolution's bias as Paddle 3 adds
+   * it, [1, C, 1, 1] at axis -1, also a transposed one's ([M] in the fused op) */
   check("conv_transpose_groups_bias_bn",
         "import \"layers\"\nx = data(\"x\", [-1, 4, 5, 5])\nw = param([4, 3, 3, 3])\n"
         "b = param([6])\nt = op(\"conv2d_transpose\", Input = x, Filter = w, strides = [2, 2], "
         "paddings = [1, 1], groups = 2)\ny = tanh(batch_norm(elementwise_add(t, b, axis = 1)))\n",
-        "y", 4, (const int64_t[]){2, 4, 5, 5}, 1, 0, 0, "batch_norm", "conv2d_transpose");
+        "y", 4, (const int64_t[]){2, 4, 5, 5}, 1, 0, 1, "batch_norm", "conv2d_transpose_bias");
   check("conv_transpose_bn",
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([3, 2, 2, 2])\n"
         "y = relu(batch_norm(op(\"conv2d_transpose\", Input = x, Filter = w, strides = [2, 2])))\n",
-        "y", 4, img, 1, 0, 0, "batch_norm", "conv2d_transpose");
+        "y", 4, img, 1, 0, 1, "relu", "conv2d_transpose_bias");
+  check("conv_transpose_no_bias",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([3, 2, 2, 2])\n"
+        "y = sigmoid(op(\"conv2d_transpose\", Input = x, Filter = w, strides = [2, 2]))\n",
+        "y", 4, img, 0, 0, 0, NULL, "conv2d_transpose");
+  check("conv_transpose_bias_1c11_sigmoid",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([3, 1, 2, 2])\n"
+        "b = param([1, 1, 1, 1])\ny = sigmoid(elementwise_add(op(\"conv2d_transpose\", Input = x, "
+        "Filter = w, strides = [2, 2]), b))\n",
+        "y", 4, img, 0, 0, 1, "sigmoid", "conv2d_transpose_bias");
   check("conv_bias_1c11_bn",
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([4, 3, 3, 3])\n"
         "b = param([1, 4, 1, 1])\ny = tanh(batch_norm(elementwise_add(conv2d(x, w), b)))\n",
