@@ -588,6 +588,15 @@ static AVX512 bool blocked(bool ta, int64_t m, int64_t n, int64_t k, const float
  * read from L2 on every tile: one thread, [64, 256] x [256, 3136] 100 -> 118 GFLOP/s,
  * [128, 512] x [512, 784] 123 -> 138. */
 #define PACK_STACK_K 256
+/* A short product (k <= KC) whose C has WIDE_C floats or more (2 MB, past L2) takes its chunks
+ * of panels WIDE_B floats of packed B wide (1 MB, in L2; on the heap), each row of C then a run
+ * of stores (and of its residual's loads) up to 16 KB long: in chunks of 32 KB of B, a tile's rows
+ * were 512 bytes each of hundreds of rows at a time, and ResNet50's 64 -> 256 1x1 layers with
+ * their shortcuts at batch 16 (51 MB of C an op, C its residual) took 1.4x the time. (With K
+ * past KC, the products by panels and blocks of K lost as much as they gained: 256 -> 128 and
+ * 256 -> 512 layers.) */
+#define WIDE_C ((int64_t)1 << 19)
+#define WIDE_B ((int64_t)1 << 18)
 
 /* One panel of w (<= NR) columns of B^T (the rows of B at b, ldb) into pack (k rows of NR, the
  * columns past w 0: the product reads them). */
@@ -642,9 +651,15 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
   }
   float pack_stack[PACK_STACK_K * NR], *pack = pack_stack;
   bool stream = epi && epi->stream; /* each panel's sums in part, then stream_panel */
+  /* C past L2: wide chunks (on the heap), each row's stores one long run */
+  int64_t wide = m * n >= WIDE_C && k <= KC && n > NR ? WIDE_B / k / NR * NR : 0;
+  float *heap = NULL;
+  if (wide > NR && (heap = pd_k_host_alloc((size_t)((wide < n ? wide : n) + NR) * k *
+                                           sizeof(float))))
+    pack = heap;
   if (k <= KC && n > NR) { /* a chunk of panels at a time */
     ep16 ep = {alpha, beta, cb, epi, epi ? epi->res : NULL, 0};
-    int64_t cols = PACK_STACK_K / k * NR;
+    int64_t cols = heap ? wide : PACK_STACK_K / k * NR;
     for (int64_t j = 0; j < n; j += cols) {
       int64_t w = n - j < cols ? n - j : cols, np = (w + NR - 1) / NR;
       for (int64_t q = 0; q < np; q++) {
@@ -655,6 +670,7 @@ static AVX512 bool gemm16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, flo
       if (stream && !ta) chunk_stream(m, k, a, lda, pack, np, w - (np - 1) * NR, &ep, j, c, ldc);
       else chunk(ta, m, k, a, lda, pack, np, w - (np - 1) * NR, &ep, j, c, ldc);
     }
+    pd_k_host_free(heap);
     return true;
   }
   float part_stack[PART_STACK_M * NR], *part = k > KC || stream ? part_stack : NULL;
