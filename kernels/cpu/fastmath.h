@@ -108,8 +108,7 @@ bool pd_kcpu_gemm16_f32(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float
  * stored past the caches (non-temporal stores, fenced before the call returns: a layer's output
  * too large to be in the cache when the next layer reads it, whose lines would otherwise be read
  * from memory before they are written; gemm_avx2.c's products, and those whose A is past L2,
- * store as usual). epi NULL:
- * pd_kcpu_gemm16p_f32.
+ * store as usual). epi NULL: pd_kcpu_gemm16p_f32.
  * pd_kcpu_gemm16_epi_f32: pd_kcpu_gemm16_f32's C = A B (no transposes, alpha 1, beta 0) with
  * that epilogue (a 1x1 convolution's). */
 enum { PD_KCPU_EPI_NONE, PD_KCPU_EPI_RELU, PD_KCPU_EPI_RELU6, PD_KCPU_EPI_LEAKY,
