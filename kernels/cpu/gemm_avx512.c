@@ -457,10 +457,12 @@ static AVX512 void chunk_stream(int64_t m, int64_t k, const float *a, int64_t ld
       ep.bias = ep0->bias ? ep0->bias + jq : NULL;
       ep.res = ep0->res ? ep0->res + i * ep0->epi->ldres + jq : NULL;
       ep.row = i;
-#define STREAM_TILE(RR)                                                                   \
-  do {                                                                                    \
-    if (nv == 2) tile(false, true, RR, 2, k, ai, lda, bq, NR, NULL, buf, &ep, NULL, 0, last, NULL); \
-    else tile(false, true, RR, 1, k, ai, lda, bq, NR, NULL, buf, &ep, NULL, 0, last, NULL);         \
+#define STREAM_TILE(RR)                                                             \
+  do {                                                                              \
+    if (nv == 2)                                                                    \
+      tile(false, true, RR, 2, k, ai, lda, bq, NR, NULL, buf, &ep, NULL, 0, last, NULL); \
+    else                                                                            \
+      tile(false, true, RR, 1, k, ai, lda, bq, NR, NULL, buf, &ep, NULL, 0, last, NULL); \
   } while (0)
       switch (R) {
         case MR: STREAM_TILE(MR); break;

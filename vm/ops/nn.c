@@ -813,6 +813,15 @@ static const char *fused_epilogue(const pd_exec_ctx *ctx, pd_k_conv_epilogue *ep
          "gelu, gelu_erf or gelu_tanh";
 }
 
+/* The activation of a fused op's epilogue ep over the n elements of y, in place, through the
+ * backend's unary or act entry (where it has no fused kernel). */
+static pd_status epilogue_act(const pd_exec_ctx *ctx, pd_dtype dt, const pd_k_conv_epilogue *ep,
+                              int64_t n, void *y) {
+  if (ep->kind == PD_K_EPI_UNOP) return k_check(ctx, ctx->k->unary(ep->unop, dt, n, y, y), dt);
+  if (ep->kind == PD_K_EPI_ACT) return k_check(ctx, ctx->k->act(ep->act, dt, n, ep->p, y, y), dt);
+  return PD_OK;
+}
+
 /* fused_conv2d: conv2d, then Bias, ResidualData and the activation, in one pass over the output
  * where the backend has conv2d_fused (the CPU), else through its conv2d, binary and activation
  * entries. */
@@ -867,10 +876,7 @@ pd_status pd_kernel_fused_conv2d(pd_exec_ctx *ctx) {
                  dt);
   if (!st && res)
     st = k_check(ctx, ctx->k->binary(PD_K_ADD, dt, 4, odims, y, 4, odims, ep.residual, 0, y), dt);
-  if (!st && ep.kind == PD_K_EPI_UNOP)
-    st = k_check(ctx, ctx->k->unary(ep.unop, dt, pd_tensor_numel(out), y, y), dt);
-  else if (!st && ep.kind == PD_K_EPI_ACT)
-    st = k_check(ctx, ctx->k->act(ep.act, dt, pd_tensor_numel(out), ep.p, y, y), dt);
+  if (!st) st = epilogue_act(ctx, dt, &ep, pd_tensor_numel(out), y);
 done:
   hold_free(&h);
   return st;
@@ -1087,10 +1093,7 @@ pd_status pd_kernel_conv2d_transpose_bias(pd_exec_ctx *ctx) {
   if (!st)
     st = k_check(ctx, ctx->k->binary(PD_K_ADD, dt, 4, t.out_dims, y, 1, b->dims, ep.bias, 1, y),
                  dt);
-  if (!st && ep.kind == PD_K_EPI_UNOP)
-    st = k_check(ctx, ctx->k->unary(ep.unop, dt, pd_tensor_numel(out), y, y), dt);
-  else if (!st && ep.kind == PD_K_EPI_ACT)
-    st = k_check(ctx, ctx->k->act(ep.act, dt, pd_tensor_numel(out), ep.p, y, y), dt);
+  if (!st) st = epilogue_act(ctx, dt, &ep, pd_tensor_numel(out), y);
 done:
   hold_free(&h);
   return st;
