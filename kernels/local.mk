@@ -8,6 +8,7 @@ libpdlang_internal_la_SOURCES += kernels/kernels.h kernels/kernels_int.h kernels
 	kernels/cpu/gemm_lp.c kernels/cpu/gemm_amx.c kernels/cpu/gemm_amx.h \
 	kernels/cpu/reduce.c kernels/cpu/reduce_t.h \
 	kernels/cpu/softmax.c kernels/cpu/softmax_t.h \
+	kernels/cpu/pool2d.c kernels/cpu/pool2d_t.h \
 	kernels/cpu/conv.c kernels/cpu/conv_t.h kernels/cpu/conv_avx512.c kernels/cpu/conv_avx2.c kernels/cpu/conv_wino.c kernels/cpu/epi_avx512.h kernels/cpu/epi_avx2.h kernels/cpu/gemm_avx2.c \
 	kernels/cpu/index.c kernels/cpu/index_t.h \
 	kernels/cpu/random.c kernels/cpu/strided.c kernels/cpu/pad.c \
