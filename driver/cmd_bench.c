@@ -207,7 +207,7 @@ static int run_bench(int argc, char **argv) {
          no_optimize ? ", not optimised" : "",
          precision == PD_BF16 ? ", products in bf16" : "");
   if (!no_optimize) {
-    char what[200];
+    char what[240];
     pd_infer_opt_describe(&m.opt, what, sizeof what);
     printf("load-time passes: %s\n", what);
   }

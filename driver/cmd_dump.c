@@ -130,13 +130,13 @@ static int optimize_input(const char *path, pd_model *m, const pd_program **out,
   pd_error err = {0};
   pd_status st = pd_model_load(m, path, &err);
   if (!st) st = pd_model_load_params(m, path, NULL, &err);
-  if (!st) st = pd_program_infer_opt(m->program, m->scope, &m->opt, &err);
+  if (!st) st = pd_program_infer_opt(m->program, m->scope, PD_K_HOST, &m->opt, &err);
   if (st) {
     print_error(&err);
     pd_error_clear(&err);
     return 1;
   }
-  char what[160];
+  char what[240];
   pd_infer_opt_describe(&m->opt, what, sizeof what);
   snprintf(note, n, "# load-time passes: %s\n", what);
   *out = m->program;
@@ -210,7 +210,7 @@ static int run_dump(int argc, char **argv) {
     return usage_error();
   }
   pd_model model = {0};
-  char note[256] = "";
+  char note[288] = "";
   input in = {0};
   if (optimized) {
     if (optimize_input(path, &model, &in.program, note, sizeof note)) {

@@ -410,6 +410,19 @@ pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post) {
   return pd_k_numel(3, sizes) < 0 ? PD_EINVAL : PD_OK;
 }
 
+pd_status pd_k_attention_check(const pd_k_attention *a) {
+  if (a->batch < 0 || a->sq < 0 || a->sk < 1 || a->heads < 1 || a->d < 1 || a->dv < 1 ||
+      !(a->scale == a->scale))
+    return PD_EINVAL;
+  for (int i = 0; i < 4; i++)
+    if (a->bias_strides[i] < 0) return PD_EINVAL;
+  int64_t qd[] = {a->batch, a->sq, a->heads, a->d > a->dv ? a->d : a->dv};
+  int64_t kd[] = {a->batch, a->sk, a->heads, a->d > a->dv ? a->d : a->dv};
+  int64_t sd[] = {a->sq, a->sk};
+  return pd_k_numel(4, qd) < 0 || pd_k_numel(4, kd) < 0 || pd_k_numel(2, sd) < 0 ? PD_EINVAL
+                                                                                 : PD_OK;
+}
+
 pd_status pd_k_conv2d_check(const pd_k_conv2d *p) {
   pd_k_conv2d q = *p;
   if (pd_k_conv2d_setup(&q) || q.oh != p->oh || q.ow != p->ow) return PD_EINVAL;

@@ -390,6 +390,26 @@ typedef pd_status pd_k_softmax_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t p
 typedef pd_status pd_k_softmax_grad_fn(pd_dtype dt, int64_t pre, int64_t n, int64_t post,
                                        const void *out, const void *dout, void *dx);
 
+/* Scaled dot-product attention over heads (memory_efficient_attention's, an inference model's
+ * attention layer): for batch b and head h, with P the softmax along j of scale q[b, i, h, :] .
+ * k[b, j, h, :] + bias[b, h, i, j] (and 0 past j = i when causal),
+ *   out[b, i, h, :] = sum over j of P[i, j] v[b, j, h, :];
+ * q [batch, sq, heads, d], k [batch, sk, heads, d], v [batch, sk, heads, dv] and out [batch, sq,
+ * heads, dv], each contiguous (the layout of the products before their heads are split off);
+ * bias NULL (none) or read at bias_strides, in elements, along [batch, heads, sq, sk] (0: that
+ * dim broadcast). lse NULL, or [batch, heads, sq]: each row's log-sum-exp of its scores. fp32 and
+ * fp64; the same sums as the products and the softmax entries would give in turn but for the
+ * scale, which multiplies the products' sums. */
+typedef struct pd_k_attention {
+  int64_t batch, sq, sk, heads, d, dv;
+  double scale;
+  bool causal;
+  int64_t bias_strides[4];
+} pd_k_attention;
+typedef pd_status pd_k_attention_fn(pd_dtype dt, const pd_k_attention *a, const void *q,
+                                    const void *k, const void *v, const void *bias, void *out,
+                                    void *lse);
+
 /* Cross entropy of probabilities prob [rows, classes] (each row a distribution, e.g. a softmax
  * output) against labels: hard labels (soft_label false) are int64 [rows] in [0, classes) and
  * loss[r] = -log(prob[r, label[r]]); a row whose label == ignore_index gets loss 0. Soft labels
@@ -955,6 +975,7 @@ typedef pd_status pd_k_yolo_box_fn(pd_dtype dt, const pd_k_yolo_box *p, const vo
   X(cross_entropy_grad, pd_k_cross_entropy_grad_fn, CUDA)                                          \
   X(softmax_xent, pd_k_softmax_xent_fn, CUDA)                                                      \
   X(softmax_xent_grad, pd_k_softmax_xent_grad_fn, CUDA)                                            \
+  X(attention, pd_k_attention_fn, NO_CUDA)                                                         \
   X(im2col, pd_k_im2col_fn, CUDA)                                                                  \
   X(col2im, pd_k_col2im_fn, CUDA)                                                                  \
   X(conv2d, pd_k_conv2d_fn, CUDA)                                                                  \

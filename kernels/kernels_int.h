@@ -105,6 +105,9 @@ PD_K_HOST_DEVICE static inline int64_t pd_k_pad_src(int64_t o, int64_t n, int64_
 
 /* softmax-like slices [pre, n, post]: pre >= 0, n and post >= 1, the product fits. */
 pd_status pd_k_slices_check(int64_t pre, int64_t n, int64_t post);
+/* attention's: every size positive (batch and sq may be 0), the scale not NaN, the strides not
+ * negative, the tensors' sizes fit. */
+pd_status pd_k_attention_check(const pd_k_attention *a);
 /* p is what pd_k_conv2d_setup accepts, with its output size. */
 pd_status pd_k_conv2d_check(const pd_k_conv2d *p);
 /* A fused convolution's epilogue (NULL passes): its kind, op and parameters. */

@@ -456,6 +456,20 @@ PD_OP(lstmp, DIFF | FP_IN | SEQ_IN, lstmp,
 PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD | AMP, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
+/* memory_efficient_attention: Paddle's fused attention (paddle.incubate.nn's; vm/passes/
+ * infer_opt.c also makes it from an inference model's heads: transposes, products, mask add and
+ * softmax): output [B, Sq, H, Dv] = softmax(scale query key^T + bias) value per batch and head,
+ * query [B, Sq, H, D], key [B, Sk, H, D], value [B, Sk, H, Dv], bias broadcast to [B, H, Sq, Sk]
+ * (optional), scale < 0 meaning 1 / sqrt(D), causal masking key j > query i. logsumexp [B, H,
+ * Sq]: each row's log-sum-exp of its scores; seed_and_offset [2] int64, 0 (no dropout). Batches
+ * of one length only (cu_seqlens_q and the other variable-length inputs unset), and no dropout
+ * (dropout_p 0, or is_test): inference, on the host, through the CPU backend's attention entry. */
+PD_OP(memory_efficient_attention, FP_IN, memory_efficient_attention,
+      IN(ONE("query"), ONE("key"), ONE("value"), OPT("bias"), OPT("cu_seqlens_q"),
+         OPT("cu_seqlens_k"), OPT("causal_diagonal"), OPT("seqlen_k")),
+      OUT(ONE("output"), OPT("logsumexp"), OPT("seed_and_offset")),
+      ATTRS(LONG("max_seqlen_q", -1), LONG("max_seqlen_k", -1), BOOL("causal", false),
+            FLOAT("dropout_p", 0.0), FLOAT("scale", -1.0), BOOL("is_test", true)))
 PD_OP(merge_lod_tensor, DIFF, merge_lod_tensor,
       IN(ONE("X"), ONE("Mask"), ONE("InTrue"), ONE("InFalse")), OUT(ONE("Out")),
       ATTRS(INT("level", 0)))

@@ -64,6 +64,13 @@ void pd_kcpu_team(int nt, pd_kcpu_team_fn *fn, void *ctx);
 typedef void pd_kcpu_range_fn(void *ctx, int64_t begin, int64_t end);
 void pd_kcpu_parallel(int64_t n, int64_t grain, pd_kcpu_range_fn *fn, void *ctx);
 
+/* gemm.c: one product on the calling thread (a part's), as the gemm entry computes it (the same
+ * checks passed): C = alpha op(A) op(B) + beta C, or with bias (a row of n at C's first column;
+ * beta then ignored) C = alpha op(A) op(B) + bias on every row. fp32 or fp64. */
+pd_status pd_kcpu_gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, double alpha, const void *a, int64_t lda, const void *b,
+                           int64_t ldb, double beta, void *c, int64_t ldc, const void *bias);
+
 /* How many parts a BLAS-calling kernel may split into here: the pool's threads, or 1 inside a
  * part. */
 int pd_kcpu_blas_team(void);

@@ -68,6 +68,13 @@ double pd_kcpu_fastmath16_f32(int f, bool sum, const float *x, float shift, floa
                               int64_t n);
 float pd_kcpu_max16_f32(const float *x, int64_t n);
 void pd_kcpu_scale16_f32(float *x, float s, int64_t n);
+/* The softmax of each of `rows` rows of n scores (row stride ld) in place, bias (row i at
+ * bias + i ldb, n of them; NULL: none) added first, as softmax.c's attention takes its blocks:
+ * a row's max, e^(x - max) (fastmath.h's e^x for x <= 0) and their sum in one pass, the scaling
+ * in another, rather than three calls a row. lse (NULL: not wanted): each row's log-sum-exp.
+ * The sum is of floats in sixteen lanes. Under the same condition. */
+void pd_kcpu_softmax_rows16_f32(float *s, int64_t rows, int64_t n, int64_t ld, const float *bias,
+                                int64_t ldb, float *lse);
 /* dst[j] = pd_fp16_round(src[j]) for j < n, bit for bit (NaNs stay NaNs), by AVX-512F's float16
  * conversions; under the same condition. */
 void pd_kcpu_round16_f16(const float *src, float *dst, int64_t n);
@@ -199,6 +206,21 @@ static inline pd_kcpu_v4f pd_kcpu_v4_exp_nonpos(pd_kcpu_v4f x) {
   return pd_kcpu_v4_sel(x != x, x, y);
 }
 
+/* e^x for the exponent of pd_kcpu_v4_phi (x in [-112, 1e-7]): pd_kcpu_v4_exp's steps without
+ * its overflow and NaN cases (Phi's other factor makes a NaN x NaN), n rounded by the 1.5 2^23
+ * constant as pd_kcpu_v4_exp_nonpos, 2^n in two factors for the denormal results; 0 below lo.
+ * In Phi, pd_kcpu_v4_exp's clamps and selects were a third of gelu's time. */
+static inline pd_kcpu_v4f pd_kcpu_v4_exp_phi(pd_kcpu_v4f x) {
+  const float lo = -103.97208404541016f; /* < ln(2^-150): e^x below it rounds to 0 */
+  pd_kcpu_v4f zero = {0}, xc = pd_kcpu_v4_sel(x >= lo, x, zero + lo);
+  pd_kcpu_v4f t = xc * 1.44269504088896341f + 12582912.0f; /* 1.5 2^23 + n: n in the low bits */
+  pd_kcpu_v4f n = t - 12582912.0f;
+  pd_kcpu_v4f p = pd_kcpu_v4_exp_reduced(xc, n);
+  pd_kcpu_v4i ni = (pd_kcpu_v4i)t - 0x4B400000, n1 = ni >> 1, n2 = ni - n1;
+  pd_kcpu_v4f y = p * (pd_kcpu_v4f)((n1 + 127) << 23) * (pd_kcpu_v4f)((n2 + 127) << 23);
+  return pd_kcpu_v4_sel(x < lo, zero, y);
+}
+
 /* tanh x = sign(x) tanh |x|: an odd Taylor polynomial below |x| = 0.35 (the first dropped term
  * is under 2^-30 of the value there), else (1 - t) / (1 + t) with t = e^(-2|x|) in (0, 0.5). */
 static inline pd_kcpu_v4f pd_kcpu_v4_tanh(pd_kcpu_v4f x) {
@@ -248,7 +270,7 @@ static inline pd_kcpu_v4f pd_kcpu_v4_phi(pd_kcpu_v4f x) {
   pd_kcpu_v4f ah = (pd_kcpu_v4f)((pd_kcpu_v4i)a & -4096), al = a - ah, aa = a * a;
   pd_kcpu_v4f zz = 0.5f * aa, ze = 0.5f * (((ah * ah - aa) + 2.0f * ah * al) + al * al);
   pd_kcpu_v4f s = q - zz, bb = s - q, lo = ((q - (s - bb)) - (zz + bb)) - ze;
-  pd_kcpu_v4f e = pd_kcpu_v4_exp(s);
+  pd_kcpu_v4f e = pd_kcpu_v4_exp_phi(s);
   pd_kcpu_v4f h = 0.5f * k * (e * (1.0f + lo)); /* e lo would be denormal (flushed) near 1e-33 */
   return pd_kcpu_v4_sel(x < 0.0f, h, 1.0f - h); /* NaN: 1 - NaN */
 }

@@ -93,6 +93,21 @@ static inline AVX2 __m256 v8_exp_nonpos(__m256 x) {
   return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
 }
 
+/* pd_kcpu_v4_exp_phi, its n by a fused multiply-add (v16_exp_phi's steps). */
+static inline AVX2 __m256 v8_exp_phi(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-103.97208404541016f), magic = _mm256_set1_ps(12582912.0f);
+  __m256 xc = _mm256_max_ps(x, lo);
+  __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+  __m256 p = v8_exp_reduced(xc, _mm256_sub_ps(t, magic));
+  __m256i ni = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000));
+  __m256i n1 = _mm256_srai_epi32(ni, 1), n2 = _mm256_sub_epi32(ni, n1);
+  __m256i bias = _mm256_set1_epi32(127);
+  __m256 y = _mm256_mul_ps(
+      _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n1, bias), 23))),
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(n2, bias), 23)));
+  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);
+}
+
 static inline AVX2 __m256 v8_tanh(__m256 x) {
   const __m256 signbit = _mm256_set1_ps(-0.0f);
   __m256 sign = _mm256_and_ps(x, signbit), a = _mm256_andnot_ps(signbit, x);
@@ -133,7 +148,7 @@ static inline AVX2 __m256 v8_phi(__m256 x) {
   __m256 bb = _mm256_sub_ps(s, q);
   __m256 lo = _mm256_sub_ps(q, _mm256_sub_ps(s, bb));
   lo = _mm256_sub_ps(_mm256_sub_ps(lo, _mm256_add_ps(zz, bb)), ze);
-  __m256 e = v8_exp(s);
+  __m256 e = v8_exp_phi(s);
   __m256 h = _mm256_mul_ps(_mm256_mul_ps(half, k), _mm256_fmadd_ps(e, lo, e));
   return sel(_mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ), h, _mm256_sub_ps(one, h));
 }

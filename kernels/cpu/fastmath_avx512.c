@@ -13,6 +13,7 @@
 
 #if PD_KCPU_HAVE_AVX512
 #include <immintrin.h>
+#include <math.h>
 
 #define AVX512 __attribute__((target("avx512f,fma")))
 
@@ -66,6 +67,21 @@ static inline AVX512 __m512 v16_exp_nonpos(__m512 x) {
   return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y);
 }
 
+/* fastmath_avx2.c's v8_exp_phi. */
+static inline AVX512 __m512 v16_exp_phi(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-103.97208404541016f), magic = _mm512_set1_ps(12582912.0f);
+  __m512 xc = _mm512_max_ps(x, lo);
+  __m512 t = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), magic);
+  __m512 p = v16_exp_reduced(xc, _mm512_sub_ps(t, magic));
+  __m512i ni = _mm512_sub_epi32(si_of(t), _mm512_set1_epi32(0x4B400000));
+  __m512i n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+  __m512i bias = _mm512_set1_epi32(127);
+  __m512 f1 = ps_of(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
+  __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, f1),
+                           ps_of(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
+  return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ), y);
+}
+
 /* fastmath_avx2.c's v8_tanh. */
 static inline AVX512 __m512 v16_tanh(__m512 x) {
   const __m512i signbit = _mm512_set1_epi32(INT32_MIN);
@@ -109,7 +125,7 @@ static inline AVX512 __m512 v16_phi(__m512 x) {
   __m512 bb = _mm512_sub_ps(s, q);
   __m512 lo = _mm512_sub_ps(q, _mm512_sub_ps(s, bb));
   lo = _mm512_sub_ps(_mm512_sub_ps(lo, _mm512_add_ps(zz, bb)), ze);
-  __m512 e = v16_exp(s);
+  __m512 e = v16_exp_phi(s);
   __m512 h = _mm512_mul_ps(_mm512_mul_ps(half, k), _mm512_fmadd_ps(e, lo, e));
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ),
                               _mm512_sub_ps(one, h), h);
@@ -196,6 +212,44 @@ AVX512 float pd_kcpu_max16_f32(const float *x, int64_t n) {
   for (int k = 0; k < 16; k++) m = l[k] > m ? l[k] : m;
   for (; j < n; j++) m = x[j] > m ? x[j] : m;
   return m;
+}
+
+AVX512 void pd_kcpu_softmax_rows16_f32(float *s, int64_t rows, int64_t n, int64_t ld,
+                                       const float *bias, int64_t ldb, float *lse) {
+  __mmask16 mt = tail_mask(n % 16 ? n % 16 : 16);
+  int64_t nv = (n + 15) / 16; /* vectors a row, the last masked by mt */
+  for (int64_t i = 0; i < rows; i++) {
+    float *r = s + i * ld;
+    const float *b = bias ? bias + i * ldb : NULL;
+    /* max(x, m) keeps m for a NaN x, as pd_kcpu_max16_f32: the sums then make the row NaN */
+    __m512 m = _mm512_set1_ps(-__builtin_inff());
+    for (int64_t v = 0; v < nv; v++) {
+      __mmask16 k = v == nv - 1 ? mt : 0xffff;
+      __m512 x = _mm512_maskz_loadu_ps(k, r + 16 * v);
+      if (b) {
+        x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(k, b + 16 * v));
+        _mm512_mask_storeu_ps(r + 16 * v, k, x);
+      }
+      m = _mm512_mask_max_ps(m, k, x, m);
+    }
+    float mx = _mm512_reduce_max_ps(m);
+    __m512 sh = _mm512_set1_ps(mx), sum = _mm512_setzero_ps();
+    for (int64_t v = 0; v < nv; v++) {
+      __mmask16 k = v == nv - 1 ? mt : 0xffff;
+      __m512 e = v16_exp_nonpos(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, r + 16 * v), sh));
+      e = _mm512_maskz_mov_ps(k, e);
+      _mm512_mask_storeu_ps(r + 16 * v, k, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    float tot = _mm512_reduce_add_ps(sum);
+    __m512 inv = _mm512_set1_ps(1.0f / tot);
+    for (int64_t v = 0; v < nv; v++) {
+      __mmask16 k = v == nv - 1 ? mt : 0xffff;
+      _mm512_mask_storeu_ps(r + 16 * v, k,
+                            _mm512_mul_ps(_mm512_maskz_loadu_ps(k, r + 16 * v), inv));
+    }
+    if (lse) lse[i] = mx + logf(tot);
+  }
 }
 
 AVX512 void pd_kcpu_scale16_f32(float *x, float s, int64_t n) {

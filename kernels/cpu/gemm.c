@@ -89,11 +89,10 @@ static void add_bias_rows(pd_dtype dt, const char *bias, int64_t m, int64_t n, c
   }
 }
 
-/* One product on the calling thread. With bias (gemm_bias's, at C's first column; beta is
- * then ignored), C = op(A) op(B) + bias on every row. */
-static pd_status gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
-                          int64_t k, double alpha, const void *a, int64_t lda, const void *b,
-                          int64_t ldb, double beta, void *c, int64_t ldc, const void *bias) {
+/* cpu.h */
+pd_status pd_kcpu_gemm_one(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, int64_t n,
+                           int64_t k, double alpha, const void *a, int64_t lda, const void *b,
+                           int64_t ldb, double beta, void *c, int64_t ldc, const void *bias) {
   if (m == 0 || n == 0) return PD_OK;
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   if (k > 0 && alpha != 0 && use_gemm16(dt, trans_b, m) &&
@@ -182,16 +181,16 @@ static void split_part(void *vjob, int t, int nt) {
   if (j->by_cols) {  /* C[:, lo:hi] = op(A) op(B)[:, lo:hi] */
     split_range(j->n, t, nt, &lo, &hi);
     if (lo >= hi) return;
-    gemm_one(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
-             j->b + (j->tb ? lo * j->ldb : lo) * sz, j->ldb, j->beta, j->c + lo * sz, j->ldc,
-             j->bias ? j->bias + lo * sz : NULL);
+    pd_kcpu_gemm_one(j->dt, j->ta, j->tb, j->m, hi - lo, j->k, j->alpha, j->a, j->lda,
+                     j->b + (j->tb ? lo * j->ldb : lo) * sz, j->ldb, j->beta, j->c + lo * sz,
+                     j->ldc, j->bias ? j->bias + lo * sz : NULL);
     if (j->ep) act_block(j->ep, j->dt, 0, j->m, lo, hi, j->c, j->ldc);
   } else {  /* C[lo:hi, :] = op(A)[lo:hi, :] op(B) */
     split_range(j->m, t, nt, &lo, &hi);
     if (lo >= hi) return;
-    gemm_one(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->alpha,
-             j->a + (j->ta ? lo : lo * j->lda) * sz, j->lda, j->b, j->ldb, j->beta,
-             j->c + lo * j->ldc * sz, j->ldc, j->bias);
+    pd_kcpu_gemm_one(j->dt, j->ta, j->tb, hi - lo, j->n, j->k, j->alpha,
+                     j->a + (j->ta ? lo : lo * j->lda) * sz, j->lda, j->b, j->ldb, j->beta,
+                     j->c + lo * j->ldc * sz, j->ldc, j->bias);
     if (j->ep) act_block(j->ep, j->dt, lo, hi, 0, j->n, j->c, j->ldc);
   }
 }
@@ -219,9 +218,9 @@ static void ksplit_part(void *vjob, int t, int nt) {
   int64_t sz = (int64_t)pd_dtype_size(j->dt), lo, hi;
   char *c = j->part + (int64_t)t * j->m * j->n * sz;
   split_range(j->k, t, nt, &lo, &hi);
-  gemm_one(j->dt, j->ta, j->tb, j->m, j->n, hi - lo, j->alpha,
-           j->a + (j->ta ? lo * j->lda : lo) * sz, j->lda,
-           j->b + (j->tb ? lo : lo * j->ldb) * sz, j->ldb, 0.0, c, j->n, NULL);
+  pd_kcpu_gemm_one(j->dt, j->ta, j->tb, j->m, j->n, hi - lo, j->alpha,
+                   j->a + (j->ta ? lo * j->lda : lo) * sz, j->lda,
+                   j->b + (j->tb ? lo : lo * j->ldb) * sz, j->ldb, 0.0, c, j->n, NULL);
 }
 
 /* C = beta C + the sum of the nt parts, in part order (in double, then rounded once). */
@@ -275,7 +274,7 @@ static pd_status gemm_run(pd_dtype dt, bool trans_a, bool trans_b, int64_t m, in
       return PD_OK;
     }
   }
-  gemm_one(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+  pd_kcpu_gemm_one(dt, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
   if (ep) act_block(ep, dt, 0, m, 0, n, c, ldc);
   return PD_OK;
 }
@@ -337,8 +336,8 @@ static void chain_part(void *vjob, int t, int nt) {
       pd_kcpu_gemm_small16_f32(hi - lo, n, n, (const float *)a, lda, bs, n, (float *)c, j->ldc);
     else
 #endif
-      gemm_one(j->dt, false, j->tb, hi - lo, n, n, 1.0, a, lda, j->b, n, 1.0, c, j->ldc,
-               NULL);
+      pd_kcpu_gemm_one(j->dt, false, j->tb, hi - lo, n, n, 1.0, a, lda, j->b, n, 1.0, c, j->ldc,
+                       NULL);
     act_block(&ep, j->dt, 0, hi - lo, 0, n, c, j->ldc);
     a = c;
     lda = j->ldc;
@@ -496,7 +495,7 @@ pd_status pd_kcpu_gemm_const_b(pd_dtype dt, int64_t m, int64_t n, int64_t k, con
 }
 
 /* ---- gemm_batched: the products dealt to the pool's threads in contiguous runs, each made
- * on one thread as gemm_one makes it (so the bits do not depend on the thread count): an
+ * on one thread as pd_kcpu_gemm_one makes it (so the bits do not depend on the thread count): an
  * attention layer's heads (ERNIE 3.0 tiny's 12 products of [128, 32] by [32, 128] a layer) ran
  * on the calling thread alone, 11% of the model's time on two threads. ---- */
 typedef struct batched_job {
@@ -512,8 +511,9 @@ static void batched_range(void *vjob, int64_t i0, int64_t i1) {
   const batched_job *j = vjob;
   int64_t sz = (int64_t)pd_dtype_size(j->dt);
   for (int64_t i = i0; i < i1; i++)
-    gemm_one(j->dt, j->ta, j->tb, j->m, j->n, j->k, j->alpha, j->a + i * j->sa * sz, j->lda,
-             j->b + i * j->sb * sz, j->ldb, j->beta, j->c + i * j->sc * sz, j->ldc, NULL);
+    pd_kcpu_gemm_one(j->dt, j->ta, j->tb, j->m, j->n, j->k, j->alpha, j->a + i * j->sa * sz,
+                     j->lda, j->b + i * j->sb * sz, j->ldb, j->beta, j->c + i * j->sc * sz, j->ldc,
+                     NULL);
 }
 
 pd_status pd_kcpu_gemm_batched(pd_dtype dt, bool trans_a, bool trans_b, int64_t batch,

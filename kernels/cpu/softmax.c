@@ -1,10 +1,12 @@
 /* softmax.c -- softmax and log-softmax over one axis (stable: each slice is shifted by its
  * max), cross entropy with hard (int64) or soft labels, and the fused softmax-with-cross-entropy,
- * with their gradients. Slices/rows are independent and split across threads. */
+ * with their gradients; and attention, the softmax between two products (its heads' blocks of
+ * rows made whole on one thread each). Slices/rows are independent and split across threads. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
 
+#include <stdatomic.h>
 #include <tgmath.h>
 
 typedef struct softmax_job {
@@ -17,6 +19,15 @@ typedef struct softmax_job {
   int64_t ignore;      /* ignore_index */
   bool log, soft;
 } softmax_job;
+
+/* attention's (pd_kcpu_attention): rows a block of scores, nb blocks a head */
+typedef struct attention_job {
+  const pd_k_attention *a;
+  const void *q, *k, *v, *bias;
+  void *out, *lse;
+  int64_t rows, nb;
+  _Atomic bool failed;   /* a part found no memory for its scratch */
+} attention_job;
 
 #define T float
 #define TN f32
@@ -65,6 +76,24 @@ pd_status pd_kcpu_softmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, con
 pd_status pd_kcpu_log_softmax(pd_dtype dt, int64_t pre, int64_t n, int64_t post, const void *x,
                               void *out) {
   return softmax_any(dt, pre, n, post, x, out, true);
+}
+
+/* A block of scores at most this many bytes (in L2, with the head's keys and values). */
+#define ATTENTION_BLOCK ((int64_t)64 << 10)
+
+pd_status pd_kcpu_attention(pd_dtype dt, const pd_k_attention *a, const void *q, const void *k,
+                            const void *v, const void *bias, void *out, void *lse) {
+  pd_kcpu_range_fn *fn = BY_TYPE(dt, attention_range);
+  if (!fn) return PD_EUNSUPPORTED;
+  pd_status st = pd_k_attention_check(a);
+  if (st || a->batch == 0 || a->sq == 0) return st;
+  int64_t rows = ATTENTION_BLOCK / (int64_t)pd_dtype_size(dt) / a->sk;
+  rows = rows < 1 ? 1 : rows > a->sq ? a->sq : rows;
+  attention_job job = {.a = a, .q = q, .k = k, .v = v, .bias = bias, .out = out, .lse = lse,
+                       .rows = rows, .nb = (a->sq + rows - 1) / rows};
+  atomic_init(&job.failed, false);
+  pd_kcpu_parallel(a->batch * a->heads * job.nb, 1, fn, &job);
+  return atomic_load(&job.failed) ? PD_ENOMEM : PD_OK;
 }
 
 pd_status pd_kcpu_softmax_grad(pd_dtype dt, int64_t pre, int64_t n, int64_t post,

@@ -168,5 +168,84 @@ static void TF(softmax_xent_grad_range)(void *vjob, int64_t b, int64_t e) {
   }
 }
 
+/* The softmax of a block's r score rows (row stride sk, live columns made) in place, its bias
+ * (row i at bias + i bq, elements bk apart; NULL: none) added first; causal: row i (the
+ * query i0 + i) over keys [0, i0 + i] alone, the rest of its live columns 0. Each row's
+ * log-sum-exp into lse[i] (NULL: not wanted). */
+static void TF(attention_softmax)(T *s, int64_t r, int64_t i0, int64_t live, int64_t sk,
+                                  bool causal, const T *bias, int64_t bq, int64_t bk, T *lse) {
+#if TF(PD_KCPU_FASTMATH) && PD_KCPU_HAVE_AVX512
+  if (pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && (!bias || bk == 1)) {
+    if (!causal) {
+      pd_kcpu_softmax_rows16_f32(s, r, live, sk, bias, bq, lse);
+      return;
+    }
+    for (int64_t i = 0; i < r; i++) {
+      int64_t n = i0 + i + 1 < live ? i0 + i + 1 : live;
+      pd_kcpu_softmax_rows16_f32(s + i * sk, 1, n, sk, bias ? bias + i * bq : NULL, 0,
+                                 lse ? lse + i : NULL);
+      for (int64_t u = n; u < live; u++) s[i * sk + u] = 0;
+    }
+    return;
+  }
+#endif
+  for (int64_t i = 0; i < r; i++) {
+    T *row = s + i * sk;
+    int64_t n = causal && i0 + i + 1 < live ? i0 + i + 1 : live;
+    if (bias) {
+      const T *br = bias + i * bq;
+      if (bk == 1) {
+        PD_SIMD for (int64_t u = 0; u < n; u++) row[u] += br[u];
+      } else {
+        for (int64_t u = 0; u < n; u++) row[u] += br[u * bk];
+      }
+    }
+    T l = TF(softmax_slice)(row, row, n, 1, false);
+    for (int64_t u = n; u < live; u++) row[u] = 0;
+    if (lse) lse[i] = l;
+  }
+}
+
+/* Attention items [b, e): item it is (batch, head, block of rows) = (it / (heads nb), it / nb %
+ * heads, it % nb). The head's keys are copied transposed (kt, [d, sk]) once a run of items of one
+ * head, so that both products read their B in rows; a block's scores s [rows, sk] are made,
+ * biased, masked and normalised in place, then multiply the head's values into the output. */
+static void TF(attention_range)(void *vjob, int64_t b, int64_t e) {
+  const attention_job *j = vjob;
+  const pd_k_attention *a = j->a;
+  const pd_dtype dt = sizeof(T) == sizeof(float) ? PD_FP32 : PD_FP64;
+  const int64_t H = a->heads, d = a->d, dv = a->dv, sq = a->sq, sk = a->sk, nb = j->nb;
+  const int64_t *bs = a->bias_strides;
+  T *kt = pd_k_host_alloc(sizeof(T) * (size_t)((d + j->rows) * sk));
+  if (!kt) {
+    atomic_store(&j->failed, true);
+    return;
+  }
+  T *s = kt + d * sk;
+  int64_t have = -1; /* the (batch, head) whose keys kt holds */
+  for (int64_t it = b; it < e; it++) {
+    int64_t bh = it / nb, bi = bh / H, h = bh % H, i0 = it % nb * j->rows;
+    int64_t r = sq - i0 < j->rows ? sq - i0 : j->rows;
+    if (bh != have) {
+      const T *kh = (const T *)j->k + (bi * sk * H + h) * d;
+      for (int64_t u = 0; u < sk; u++)
+        for (int64_t c = 0; c < d; c++) kt[c * sk + u] = kh[u * H * d + c];
+      have = bh;
+    }
+    /* causal: row i keeps keys [0, i]; the block's rows none past i0 + r - 1 */
+    int64_t live = a->causal && i0 + r < sk ? i0 + r : sk;
+    pd_kcpu_gemm_one(dt, false, false, r, live, d, a->scale,
+                     (const T *)j->q + ((bi * sq + i0) * H + h) * d, H * d, kt, sk, 0.0, s, sk,
+                     NULL);
+    const T *bias = j->bias ? (const T *)j->bias + bi * bs[0] + h * bs[1] + i0 * bs[2] : NULL;
+    T *lse = j->lse ? (T *)j->lse + bh * sq + i0 : NULL;
+    TF(attention_softmax)(s, r, i0, live, sk, a->causal, bias, bs[2], bs[3], lse);
+    pd_kcpu_gemm_one(dt, false, false, r, dv, live, 1.0, s, sk,
+                     (const T *)j->v + (bi * sk * H + h) * dv, H * dv, 0.0,
+                     (T *)j->out + ((bi * sq + i0) * H + h) * dv, H * dv, NULL);
+  }
+  pd_k_host_free(kt);
+}
+
 #undef T
 #undef TN

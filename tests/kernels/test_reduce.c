@@ -1,6 +1,6 @@
-/* test_reduce.c -- reductions, softmax / log-softmax, cross entropy and the fused
- * softmax-with-cross-entropy against naive references (numerically hard inputs included), and
- * their gradients by central finite differences in fp64. */
+/* test_reduce.c -- reductions, softmax / log-softmax, cross entropy, the fused
+ * softmax-with-cross-entropy and attention against naive references (numerically hard inputs
+ * included), and their gradients by central finite differences in fp64. */
 #include "config.h"
 #include "kernels/cpu/fastmath.h"
 #include "kernels/kernels.h"
@@ -407,6 +407,92 @@ static void test_cross_entropy_grad(void) {
   free(soft);
 }
 
+/* ---- Attention: the softmax between two products ---- */
+
+/* out and lse of pd_k_attention's definition, in double. */
+static void naive_attention(const pd_k_attention *a, const double *q, const double *k,
+                            const double *v, const double *bias, double *out, double *lse) {
+  int64_t H = a->heads, d = a->d, dv = a->dv, sq = a->sq, sk = a->sk;
+  const int64_t *bs = a->bias_strides;
+  double *s = kt_alloc((size_t)sk * sizeof(double));
+  for (int64_t b = 0; b < a->batch; b++)
+    for (int64_t h = 0; h < H; h++)
+      for (int64_t i = 0; i < sq; i++) {
+        int64_t n = a->causal && i + 1 < sk ? i + 1 : sk;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; j++) {
+          double t = 0;
+          for (int64_t c = 0; c < d; c++)
+            t += q[((b * sq + i) * H + h) * d + c] * k[((b * sk + j) * H + h) * d + c];
+          s[j] = a->scale * t + (bias ? bias[b * bs[0] + h * bs[1] + i * bs[2] + j * bs[3]] : 0);
+          mx = fmax(mx, s[j]);
+        }
+        for (int64_t j = 0; j < n; j++) sum += exp(s[j] - mx);
+        for (int64_t c = 0; c < dv; c++) {
+          double acc = 0;
+          for (int64_t j = 0; j < n; j++)
+            acc += exp(s[j] - mx) / sum * v[((b * sk + j) * H + h) * dv + c];
+          out[((b * sq + i) * H + h) * dv + c] = acc;
+        }
+        lse[(b * H + h) * sq + i] = mx + log(sum);
+      }
+  free(s);
+}
+
+/* ERNIE's heads (12 of 32 over 128 tokens, a padding mask per batch element), a long one whose
+ * scores take several blocks of rows (fp32: 600 x 1500 floats past the kernel's 256 KB), causal
+ * over them, and a bias per head and row. */
+static void test_attention(void) {
+  static const struct {
+    const char *what;
+    pd_k_attention a;
+    int64_t bias_dims[4]; /* [batch, heads, sq, sk], 1 where broadcast; all 0: no bias */
+  } cases[] = {
+      {"ERNIE's heads, a padding mask", {2, 128, 128, 12, 32, 32, 0.17677669529663687, false, {0}},
+       {2, 1, 1, 128}},
+      {"600 queries, 1500 keys", {1, 600, 1500, 2, 8, 5, 0.3, false, {0}}, {0}},
+      {"causal, 600 queries", {1, 600, 1500, 1, 4, 4, 0.5, true, {0}}, {1, 1, 600, 1500}},
+      {"bias per head and row, Dv > D", {3, 7, 9, 2, 3, 6, 1.0, false, {0}}, {3, 2, 7, 1}},
+  };
+  for (size_t t = 0; t < 2; t++) {
+    pd_dtype dt = kt_float_types[t];
+    for (size_t c = 0; c < PD_ARRAY_LEN(cases); c++) {
+      pd_k_attention a = cases[c].a;
+      const int64_t *bd = cases[c].bias_dims;
+      int64_t nq = a.batch * a.sq * a.heads, nk = a.batch * a.sk * a.heads;
+      int64_t nbias = bd[0] ? bd[0] * bd[1] * bd[2] * bd[3] : 0;
+      if (nbias) {
+        int64_t stride = 1;
+        for (int i = 3; i >= 0; i--) {
+          a.bias_strides[i] = bd[i] == 1 ? 0 : stride;
+          stride *= bd[i];
+        }
+      }
+      void *q = kt_random(dt, nq * a.d, -1, 1), *k = kt_random(dt, nk * a.d, -1, 1);
+      void *v = kt_random(dt, nk * a.dv, -1, 1);
+      void *bias = nbias ? kt_random(dt, nbias, -4, 0) : NULL;
+      void *out = kt_alloc((size_t)(nq * a.dv) * 8), *lse = kt_alloc((size_t)nq * 8);
+      double *qd = kt_to_double(dt, q, nq * a.d), *kd = kt_to_double(dt, k, nk * a.d);
+      double *vd = kt_to_double(dt, v, nk * a.dv);
+      double *bsd = nbias ? kt_to_double(dt, bias, nbias) : NULL;
+      double *want = kt_alloc((size_t)(nq * a.dv) * 8), *wlse = kt_alloc((size_t)nq * 8);
+      naive_attention(&a, qd, kd, vd, bsd, want, wlse);
+      pd_status st = K->attention(dt, &a, q, k, v, bias, out, lse);
+      ok(st == PD_OK && kt_err(dt, out, want, nq * a.dv) <= kt_tol(dt) * 10 &&
+             kt_err(dt, lse, wlse, nq) <= kt_tol(dt) * 10,
+         "attention %s, %s: the output and the log-sum-exps match the naive loops",
+         pd_dtype_name(dt), cases[c].what);
+      free(q), free(k), free(v), free(bias), free(out), free(lse), free(qd), free(kd), free(vd);
+      free(bsd), free(want), free(wlse);
+    }
+  }
+  pd_k_attention bad = {1, 2, 0, 1, 4, 4, 1.0, false, {0}};
+  ok(K->attention(PD_FP32, &bad, NULL, NULL, NULL, NULL, NULL, NULL) == PD_EINVAL &&
+         K->attention(PD_INT32, &(pd_k_attention){1, 2, 2, 1, 4, 4, 1.0, false, {0}}, NULL, NULL,
+                      NULL, NULL, NULL, NULL) == PD_EUNSUPPORTED,
+     "attention: no keys is PD_EINVAL, int32 PD_EUNSUPPORTED");
+}
+
 int main(int argc, char **argv) {
   PD_UNUSED(argc);
   kt_begin(argv);
@@ -420,5 +506,6 @@ int main(int argc, char **argv) {
   test_softmax_grad();
   test_cross_entropy();
   test_cross_entropy_grad();
+  test_attention();
   return tap_done();
 }

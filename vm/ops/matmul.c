@@ -1,7 +1,8 @@
 /* matmul.c -- the matrix products: mul (X and Y flattened to matrices), fc (mul plus a bias, in
  * one GEMM; made by the fuse_fc pass or loaded) and matmul_v2 (NumPy's matmul with batch
  * broadcasting): their shape functions, kernels and gradient kernels, all on the backend's
- * GEMMs. */
+ * GEMMs; and memory_efficient_attention, the products of an attention layer's heads around
+ * their softmax, on the backend's attention entry. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -147,6 +148,58 @@ pd_status pd_infer_matmul_v2(pd_infer_ctx *c) {
   if (dy.n > 1) out.d[out.n++] = n;
   if (out.n == 0) out = (pd_infer_dims){.n = 1, .d = {1}};  /* vector . vector */
   return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+}
+
+/* memory_efficient_attention: query [B, Sq, H, D], key [B, Sk, H, D], value [B, Sk, H, Dv] ->
+ * output [B, Sq, H, Dv], logsumexp [B, H, Sq], seed_and_offset [2] int64; the bias broadcasts
+ * to [B, H, Sq, Sk]. */
+pd_status pd_infer_memory_efficient_attention(pd_infer_ctx *c) {
+  const pd_var_desc *q, *k, *v, *b;
+  pd_infer_dims dq, dk, dv, db, scores;
+  char s1[PD_DIMS_BUF], s2[PD_DIMS_BUF], s3[PD_DIMS_BUF];
+  pd_status st;
+  if ((st = pd_infer_in(c, "query", 0, &q, &dq)) || (st = pd_infer_in(c, "key", 0, &k, &dk)) ||
+      (st = pd_infer_in(c, "value", 0, &v, &dv)) ||
+      (st = pd_infer_same_dtype(c, "query", q->dtype, "key", k->dtype)) ||
+      (st = pd_infer_same_dtype(c, "query", q->dtype, "value", v->dtype)))
+    return st;
+  pd_infer_dims out = pd_infer_dims_unknown(4), lse = pd_infer_dims_unknown(3);
+  if (dq.n >= 0 && dk.n >= 0 && dv.n >= 0) {
+    if (dq.n != 4 || dk.n != 4 || dv.n != 4)
+      return pd_infer_fail(c, PD_ESHAPE, "query %s, key %s and value %s must be 4-D: [batch, "
+                           "length, heads, head size]", pd_infer_dims_str(&dq, s1),
+                           pd_infer_dims_str(&dk, s2), pd_infer_dims_str(&dv, s3));
+    bool ok = true;
+    for (int i = 0; i < 3; i += 2) /* batch and heads */
+      ok &= pd_infer_dim_compatible(dq.d[i], dk.d[i]) && pd_infer_dim_compatible(dk.d[i], dv.d[i]);
+    ok &= pd_infer_dim_compatible(dk.d[1], dv.d[1]) && pd_infer_dim_compatible(dq.d[3], dk.d[3]);
+    if (!ok)
+      return pd_infer_fail(c, PD_ESHAPE, "query %s, key %s and value %s do not fit: the batch "
+                           "and heads must agree, key and value be one length, query and key of "
+                           "one head size", pd_infer_dims_str(&dq, s1),
+                           pd_infer_dims_str(&dk, s2), pd_infer_dims_str(&dv, s3));
+    int64_t bt = pd_infer_dim_merge(dq.d[0], pd_infer_dim_merge(dk.d[0], dv.d[0]));
+    int64_t h = pd_infer_dim_merge(dq.d[2], pd_infer_dim_merge(dk.d[2], dv.d[2]));
+    out = (pd_infer_dims){.n = 4, .d = {bt, dq.d[1], h, dv.d[3]}};
+    lse = (pd_infer_dims){.n = 3, .d = {bt, h, dq.d[1]}};
+    scores = (pd_infer_dims){.n = 4, .d = {bt, h, dq.d[1], pd_infer_dim_merge(dk.d[1], dv.d[1])}};
+    if (pd_infer_nin(c, "bias") && !(st = pd_infer_in(c, "bias", 0, &b, &db)) && db.n >= 0) {
+      pd_infer_dims bc;
+      if (db.n > 4 || !pd_infer_broadcast_dims(&db, &scores, &bc) || bc.n != 4 ||
+          !pd_infer_dim_compatible(bc.d[0], bt) || !pd_infer_dim_compatible(bc.d[1], h) ||
+          !pd_infer_dim_compatible(bc.d[2], scores.d[2]) ||
+          !pd_infer_dim_compatible(bc.d[3], scores.d[3]))
+        return pd_infer_fail(c, PD_ESHAPE, "bias %s does not broadcast to the scores [batch, "
+                             "heads, query length, key length] %s", pd_infer_dims_str(&db, s1),
+                             pd_infer_dims_str(&scores, s2));
+    }
+    if (st) return st;
+  }
+  pd_infer_dims two = {.n = 1, .d = {2}};
+  if ((st = pd_infer_set_out(c, "output", 0, &out, q->dtype, 0)) ||
+      (st = pd_infer_set_out(c, "logsumexp", 0, &lse, q->dtype, 0)))
+    return st;
+  return pd_infer_set_out(c, "seed_and_offset", 0, &two, PD_INT64, 0);
 }
 
 /* ================================================================ matrix products */
@@ -639,6 +692,85 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
     }
   }
   st = k_check(ctx, st, dt);
+done:
+  hold_free(&h);
+  return st;
+}
+
+/* ---- memory_efficient_attention (vm/oplist.h): the backend's attention entry ---- */
+
+/* The bias's strides along [batch, heads, sq, sk] (0 where it is broadcast), its dims aligned at
+ * the end; false where it does not broadcast to those of a. */
+static bool bias_strides(const pd_tensor *b, const pd_k_attention *a, int64_t st[4]) {
+  const int64_t want[4] = {a->batch, a->heads, a->sq, a->sk};
+  if (b->ndims > 4) return false;
+  int64_t stride = 1;
+  for (int i = 3; i >= 0; i--) {
+    int j = i - (4 - b->ndims); /* the bias's dim, if any */
+    int64_t n = j >= 0 ? b->dims[j] : 1;
+    if (n != want[i] && n != 1) return false;
+    st[i] = n == 1 ? 0 : stride;
+    stride *= n;
+  }
+  return true;
+}
+
+pd_status pd_kernel_memory_efficient_attention(pd_exec_ctx *ctx) {
+  static const char *const varlen[] = {"cu_seqlens_q", "cu_seqlens_k", "causal_diagonal",
+                                       "seqlen_k"};
+  const pd_tensor *q, *k, *v, *bias = NULL;
+  pd_tensor *out, *lse, *seed;
+  char s1[DIMS_BUF], s2[DIMS_BUF], s3[DIMS_BUF];
+  pd_status st;
+  if ((st = in1(ctx, "query", &q)) || (st = in1(ctx, "key", &k)) || (st = in1(ctx, "value", &v)) ||
+      (st = in_opt(ctx, "bias", &bias)) || (st = want_float(ctx, "query", q)) ||
+      (st = want_same_dtype(ctx, "key", k, "query", q)) ||
+      (st = want_same_dtype(ctx, "value", v, "query", q)) ||
+      (bias && (st = want_same_dtype(ctx, "bias", bias, "query", q))) ||
+      (st = out1(ctx, "output", &out)) || (st = out_opt(ctx, "logsumexp", &lse)) ||
+      (st = out_opt(ctx, "seed_and_offset", &seed)))
+    return st;
+  for (size_t i = 0; i < sizeof varlen / sizeof *varlen; i++)
+    if (in_if_set(ctx, varlen[i], 0))
+      return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "%s is set: batches of sequences of several "
+                         "lengths are not supported (pad them to one length and mask the "
+                         "padding through bias)", varlen[i]);
+  double p = pd_ctx_attr_float(ctx, "dropout_p");
+  if (p != 0 && !pd_ctx_attr_bool(ctx, "is_test"))
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "dropout_p %g outside is_test: pdlang runs "
+                       "memory_efficient_attention for inference only", p);
+  if (q->ndims != 4 || k->ndims != 4 || v->ndims != 4 || k->dims[0] != q->dims[0] ||
+      v->dims[0] != q->dims[0] || k->dims[2] != q->dims[2] || v->dims[2] != q->dims[2] ||
+      v->dims[1] != k->dims[1] || k->dims[3] != q->dims[3] || k->dims[1] < 1 ||
+      q->dims[2] < 1 || q->dims[3] < 1 || v->dims[3] < 1)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "query %s, key %s and value %s do not fit: [batch, "
+                       "length, heads, head size] each, key and value of one length (at least "
+                       "1), query and key of one head size", shape_str(q, s1), shape_str(k, s2),
+                       shape_str(v, s3));
+  double scale = pd_ctx_attr_float(ctx, "scale");
+  pd_k_attention a = {.batch = q->dims[0], .sq = q->dims[1], .sk = k->dims[1],
+                      .heads = q->dims[2], .d = q->dims[3], .dv = v->dims[3],
+                      .scale = scale < 0 ? 1 / sqrt((double)q->dims[3]) : scale,
+                      .causal = pd_ctx_attr_bool(ctx, "causal")};
+  if (bias && !bias_strides(bias, &a, a.bias_strides))
+    return pd_ctx_fail(ctx, PD_ESHAPE, "bias %s does not broadcast to the scores [batch, heads, "
+                       "query length, key length] %s", shape_str(bias, s1),
+                       dims_str(4, (int64_t[]){a.batch, a.heads, a.sq, a.sk}, s2, sizeof s2));
+  if (!ctx->k->attention)
+    return pd_ctx_fail(ctx, PD_EUNSUPPORTED, "the backend has no attention kernel");
+  hold h;
+  hold_init(&h);
+  if ((st = unalias(ctx, &h, out, &q)) || (st = unalias(ctx, &h, out, &k)) ||
+      (st = unalias(ctx, &h, out, &v)) || (bias && (st = unalias(ctx, &h, out, &bias))) ||
+      (st = resize(ctx, out, q->dtype, 4, (int64_t[]){a.batch, a.sq, a.heads, a.dv}, NULL)) ||
+      (lse && (st = resize(ctx, lse, q->dtype, 3, (int64_t[]){a.batch, a.heads, a.sq}, NULL))) ||
+      (seed && (st = resize(ctx, seed, PD_INT64, 1, (int64_t[]){2}, NULL))))
+    goto done;
+  if (seed) memset(pd_tensor_data(seed), 0, 2 * sizeof(int64_t));
+  st = k_check(ctx, ctx->k->attention(q->dtype, &a, pd_tensor_data(q), pd_tensor_data(k),
+                                      pd_tensor_data(v), bias ? pd_tensor_data(bias) : NULL,
+                                      pd_tensor_data(out), lse ? pd_tensor_data(lse) : NULL),
+               q->dtype);
 done:
   hold_free(&h);
   return st;

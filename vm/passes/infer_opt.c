@@ -1,11 +1,13 @@
 /* infer_opt.c -- the load-time passes of an inference model (vm/passes/infer_opt.h): batch
  * norm folded into the convolution or product before it, test-mode dropout and identity scales
- * removed, then mul + bias add fused into fc. */
+ * removed, then mul + bias add fused into fc, the convolutions with their bias, residual and
+ * activation, and the attention layers' heads into memory_efficient_attention. */
 #include "config.h"
 #include "vm/passes/infer_opt.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vm/passes/fuse_fc.h"
@@ -519,8 +521,206 @@ static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
   return PD_OK;
 }
 
-pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stats *stats,
-                               pd_error *err) {
+/* ---- an attention layer's heads as one memory_efficient_attention ---- */
+
+/* The index of the one op of block 0 that writes v; -1 where none or several do, or an op of
+ * another block does. */
+static int sole_writer(const pd_program *p, const char *v) {
+  uses u = v ? uses_of(p, v) : (uses){0};
+  return v && u.writers == 1 && !u.outside ? u.writer : -1;
+}
+
+/* An INTS or LONGS attribute's element i. */
+static int64_t attr_list_at(const pd_attr *a, int i) {
+  return a->type == PD_ATTR_LONGS ? a->longs[i] : a->ints[i];
+}
+
+/* Whether op is a transpose2 (or transpose) of a 4-D var swapping dims 1 and 2: heads split off
+ * ([B, S, H, D] -> [B, H, S, D]) or joined again. */
+static bool heads_transpose(const pd_op_desc *op) {
+  if (strcmp(op->type, "transpose2") && strcmp(op->type, "transpose")) return false;
+  const pd_attr *a = pd_op_attr(op, "axis");
+  if (!a || (a->type != PD_ATTR_INTS && a->type != PD_ATTR_LONGS) || a->n != 4) return false;
+  return attr_list_at(a, 0) == 0 && attr_list_at(a, 1) == 2 && attr_list_at(a, 2) == 1 &&
+         attr_list_at(a, 3) == 3;
+}
+
+/* The one float value of var v: a one-element parameter, or the output of a fill_constant of
+ * one element (its value or str_value; no tensor inputs). */
+static bool scalar_value(const pd_program *p, pd_scope *scope, const char *v, double *val) {
+  pd_tensor *t = param(p, scope, v, 1);
+  if (t) {
+    *val = get(t, 0);
+    return true;
+  }
+  int w = sole_writer(p, v);
+  const pd_op_desc *f = w >= 0 ? p->blocks[0]->ops[w] : NULL;
+  if (!f || strcmp(f->type, "fill_constant") || pd_op_input1(f, "ValueTensor") ||
+      pd_op_input1(f, "ShapeTensor") || pd_op_input1(f, "ShapeTensorList"))
+    return false;
+  const pd_attr *shape = pd_op_attr(f, "shape");
+  int64_t n = 1;
+  for (int i = 0; shape && (shape->type == PD_ATTR_INTS || shape->type == PD_ATTR_LONGS) &&
+                  i < shape->n; i++)
+    n *= attr_list_at(shape, i);
+  int64_t dt = (int64_t)attr_num(f, "dtype", PD_FP32);
+  if (n != 1 || (dt != PD_FP32 && dt != PD_FP64)) return false;
+  const char *sv = attr_str(f, "str_value", "");
+  char *end = NULL;
+  *val = *sv ? strtod(sv, &end) : attr_num(f, "value", 0);
+  return !*sv || (end && !*end);
+}
+
+/* The op at index w scaling one var by a constant (scale with bias 0, or elementwise_mul by a
+ * one-element constant): its factor in *f and the other var in *in. */
+static bool const_scale(const pd_program *p, pd_scope *scope, int w, double *f, const char **in) {
+  const pd_op_desc *op = w >= 0 ? p->blocks[0]->ops[w] : NULL;
+  if (!op) return false;
+  if (!strcmp(op->type, "scale") && !pd_op_input1(op, "ScaleTensor") &&
+      attr_num(op, "bias", 0) == 0) {
+    *f = attr_num(op, "scale", 1);
+    *in = pd_op_input1(op, "X");
+    return *in != NULL;
+  }
+  if (strcmp(op->type, "elementwise_mul") || attr_num(op, "axis", -1) != -1) return false;
+  const char *x = pd_op_input1(op, "X"), *y = pd_op_input1(op, "Y");
+  if (x && y && scalar_value(p, scope, y, f)) *in = x;
+  else if (x && y && scalar_value(p, scope, x, f)) *in = y;
+  else return false;
+  return true;
+}
+
+/* A matmul_v2 (or matmul) at index w with op(X) op(Y) as asked (trans_y: Y transposed) and no
+ * other transposes: its alpha (matmul's; 1 for matmul_v2) in *alpha. */
+static bool plain_matmul(const pd_op_desc *op, bool trans_y, double *alpha) {
+  bool v2 = !strcmp(op->type, "matmul_v2");
+  if (!v2 && strcmp(op->type, "matmul")) return false;
+  *alpha = v2 ? 1 : attr_num(op, "alpha", 1);
+  return !attr_true(op, v2 ? "trans_x" : "transpose_X") &&
+         attr_true(op, v2 ? "trans_y" : "transpose_Y") == trans_y;
+}
+
+/* The var of 4 dims (or dims not known) that the heads transpose writing v reads; its index in
+ * *at. NULL where v is not written so. */
+static const char *heads_source(const pd_program *p, const char *v, int *at) {
+  int w = sole_writer(p, v);
+  if (w < 0 || !heads_transpose(p->blocks[0]->ops[w])) return NULL;
+  const char *x = pd_op_input1(p->blocks[0]->ops[w], "X");
+  const pd_var_desc *d = x ? pd_block_find_var_local(p->blocks[0], x) : NULL;
+  *at = w;
+  return d && (d->ndims == 4 || d->ndims < 0) ? x : NULL;
+}
+
+/* Fuse the attention whose softmax is op i of block 0: heads transposes of the queries, keys and
+ * values ([B, S, H, D] -> [B, H, S, D]), the scores Q K^T (matmul_v2 with trans_y, or matmul
+ * with transpose_Y and alpha) scaled by constants before or after it (scale, or elementwise_mul
+ * by a one-element constant), an elementwise_add of a mask (optional, axis -1, at most 4-D),
+ * the softmax along the last dim, the product with V and the transpose joining the heads: one
+ * memory_efficient_attention at the last one's place, reading the untransposed Q, K, V and the
+ * mask. Every var between them read by the next op alone. */
+static pd_status fuse_attention(pd_program *p, pd_scope *scope, int i, bool *done) {
+  *done = false;
+  pd_block *b0 = p->blocks[0];
+  const pd_op_desc *sm = b0->ops[i];
+  int64_t axis = (int64_t)attr_num(sm, "axis", -1);
+  const char *x = pd_op_input1(sm, "X"), *probs = pd_op_output1(sm, "Out");
+  const pd_var_desc *xd = x ? pd_block_find_var_local(b0, x) : NULL;
+  int absorbed[12], nabs = 0, next, w, at[3], mask_at = -1;
+  if (!xd || !probs || xd->ndims != 4 || (axis != -1 && axis != 3) ||
+      !chain_var(p, x, -1, &next) || next != i)
+    return PD_OK;
+  double scale = 1, f, alpha;
+  const char *mask = NULL, *in, *src[3]; /* Q, K, V before their transposes */
+  absorbed[nabs++] = i;
+  /* backwards: the mask add, a scale of the scores, the product */
+  w = sole_writer(p, x);
+  if (w >= 0 && !strcmp(b0->ops[w]->type, "elementwise_add")) {
+    const pd_op_desc *a = b0->ops[w];
+    const pd_var_desc *md = (mask = pd_op_input1(a, "Y")) ? pd_block_find_var_local(b0, mask)
+                                                           : NULL;
+    if (attr_num(a, "axis", -1) != -1 || !md || md->ndims > 4 || !(x = pd_op_input1(a, "X")) ||
+        !chain_var(p, x, -1, &next) || next != w)
+      return PD_OK;
+    absorbed[nabs++] = mask_at = w;
+    w = sole_writer(p, x);
+  }
+  if (const_scale(p, scope, w, &f, &in)) {
+    if (!chain_var(p, in, -1, &next) || next != w) return PD_OK;
+    scale *= f;
+    absorbed[nabs++] = w;
+    w = sole_writer(p, in);
+  }
+  if (w < 0 || !plain_matmul(b0->ops[w], true, &alpha)) return PD_OK;
+  const pd_op_desc *qk = b0->ops[w];
+  const char *q = pd_op_input1(qk, "X"), *k = pd_op_input1(qk, "Y");
+  int qw = sole_writer(p, q);
+  scale *= alpha;
+  absorbed[nabs++] = w;
+  if (!chain_var(p, q, -1, &next) || next != w || !chain_var(p, k, -1, &next) || next != w)
+    return PD_OK;
+  if (const_scale(p, scope, qw, &f, &in)) { /* the queries scaled */
+    if (!chain_var(p, in, -1, &next) || next != qw) return PD_OK;
+    scale *= f;
+    absorbed[nabs++] = qw;
+    q = in;
+  }
+  /* forwards: the product with V, the transpose joining the heads */
+  const pd_op_desc *pv;
+  if (!chain_var(p, probs, i, &next) || !plain_matmul(pv = b0->ops[next], false, &alpha) ||
+      alpha != 1 || !pd_op_input1(pv, "X") || strcmp(pd_op_input1(pv, "X"), probs))
+    return PD_OK;
+  absorbed[nabs++] = next;
+  const char *v = pd_op_input1(pv, "Y"), *o = pd_op_output1(pv, "Out"), *out;
+  if (!v || !chain_var(p, v, -1, &w) || w != next || !o || !chain_var(p, o, next, &next) ||
+      !heads_transpose(b0->ops[next]) || !(out = pd_op_output1(b0->ops[next], "Out")))
+    return PD_OK;
+  int last = next;
+  absorbed[nabs++] = last;
+  const char *through[3] = {q, k, v};
+  for (int t = 0; t < 3; t++) {
+    if (!(src[t] = heads_source(p, through[t], &at[t]))) return PD_OK;
+    absorbed[nabs++] = at[t];
+  }
+  /* the products broadcast no batch or head dim (where the dims are known): the fused op does
+   * not; and it reads its operands at the last op's place: none may change before then */
+  for (int t = 0; t < 3; t++) {
+    const pd_var_desc *d = pd_block_find_var_local(b0, src[t]);
+    const pd_var_desc *d0 = pd_block_find_var_local(b0, src[0]);
+    if (d->ndims == 4 && d0->ndims == 4 &&
+        (d->dims[0] != d0->dims[0] || d->dims[2] != d0->dims[2]))
+      return PD_OK;
+    if (!unchanged(b0, src[t], at[t], last) || !strcmp(src[t], out)) return PD_OK;
+  }
+  if (mask && (!unchanged(b0, mask, mask_at, last) || !strcmp(mask, out))) return PD_OK;
+  if (!(scale == scale) || isinf(scale) || scale < 0) return PD_OK; /* < 0 means 1 / sqrt(D) */
+  pd_op_desc *fa = pd_block_add_op(b0, "memory_efficient_attention", last + 1);
+  if (!fa || pd_op_copy_loc(fa, b0->ops[last]) ||
+      pd_op_set_input(fa, "query", 1, &src[0]) || pd_op_set_input(fa, "key", 1, &src[1]) ||
+      pd_op_set_input(fa, "value", 1, &src[2]) ||
+      (mask && pd_op_set_input(fa, "bias", 1, &mask)) ||
+      pd_op_set_attr_bool(fa, "causal", false) || pd_op_set_attr_float(fa, "dropout_p", 0) ||
+      pd_op_set_attr_float(fa, "scale", (float)scale) || pd_op_set_attr_bool(fa, "is_test", true))
+    return PD_ENOMEM;
+  char *oc = pd_strdup(out);
+  if (!oc) return PD_ENOMEM;
+  const char *oname = oc;
+  int bad = pd_op_set_output(fa, "output", 1, &oname);
+  pd_free(oc);
+  if (bad) return PD_ENOMEM;
+  /* the absorbed ops, from the last (each index below last + 1, where the new op went) */
+  for (int a = 1; a < nabs; a++)
+    for (int c = a; c > 0 && absorbed[c] > absorbed[c - 1]; c--) {
+      int t = absorbed[c];
+      absorbed[c] = absorbed[c - 1];
+      absorbed[c - 1] = t;
+    }
+  for (int a = 0; a < nabs; a++) pd_block_remove_op(b0, absorbed[a]);
+  *done = true;
+  return PD_OK;
+}
+
+pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_k_place place,
+                               pd_infer_opt_stats *stats, pd_error *err) {
   pd_infer_opt_stats s = {0};
   pd_block *b0 = p->blocks[0];
   for (int i = 0; i < b0->nops; i++) {
@@ -553,13 +753,25 @@ pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stat
       s.conv_fused += done;
     }
   }
+  /* then the attention layers, whose fused op computes on the host alone */
+  for (int i = 0; !st && place == PD_K_HOST && i < b0->nops; i++) {
+    bool done = false;
+    if (strcmp(b0->ops[i]->type, "softmax") == 0) {
+      int before = b0->nops;
+      if ((st = fuse_attention(p, scope, i, &done))) return oom(err);
+      s.attention_fused += done;
+      if (done) i -= before - b0->nops;
+    }
+  }
   if (stats) *stats = s;
   return st;
 }
 
 void pd_infer_opt_describe(const pd_infer_opt_stats *s, char *buf, size_t n) {
   snprintf(buf, n, "%d batch norm%s folded, %d dropout or scale op%s removed, %d reshape%s of "
-           "parameters folded, %d fc fused, %d convolution%s fused", s->bn_folded,
-           s->bn_folded == 1 ? "" : "s", s->removed, s->removed == 1 ? "" : "s", s->folded,
-           s->folded == 1 ? "" : "s", s->fc_fused, s->conv_fused, s->conv_fused == 1 ? "" : "s");
+           "parameters folded, %d fc fused, %d convolution%s fused, %d attention layer%s "
+           "fused", s->bn_folded, s->bn_folded == 1 ? "" : "s", s->removed,
+           s->removed == 1 ? "" : "s", s->folded, s->folded == 1 ? "" : "s", s->fc_fused,
+           s->conv_fused, s->conv_fused == 1 ? "" : "s", s->attention_fused,
+           s->attention_fused == 1 ? "" : "s");
 }

@@ -22,7 +22,14 @@
  *     elementwise_add of a var of the output's shape (a residual),
  *     and an activation (relu, sigmoid, tanh, relu6, leaky_relu, swish, hard_sigmoid,
  *     hard_swish with threshold = scale, gelu) as one fused_conv2d at the last one's place
- *     (its operands unchanged until then, each intermediate read by the next op alone).
+ *     (its operands unchanged until then, each intermediate read by the next op alone);
+ *   - then, where the program runs on the host, an attention layer's heads: the queries, keys
+ *     and values transposed to [B, H, S, D], Q K^T (matmul_v2 with trans_y, or matmul with
+ *     transpose_Y and alpha) scaled by constants before or after (scale, or elementwise_mul by
+ *     a one-element constant), plus a mask (elementwise_add, axis -1; optional), the softmax
+ *     along the last dim, times V, transposed back to [B, S, H, D]: one
+ *     memory_efficient_attention (vm/oplist.h) reading Q, K, V and the mask as they were before
+ *     the transposes (the scores, [B, H, S, S], never made).
  * An op is removed only when its output is read by ops of block 0 alone, is not fetched and is
  * written by no other op; its readers then read its input.
  *
@@ -34,6 +41,7 @@
 #define PD_INFER_OPT_H
 
 #include "base/base.h"
+#include "kernels/kernels.h"
 #include "vm/ir/program.h"
 #include "vm/run/scope.h"
 
@@ -43,14 +51,17 @@ typedef struct pd_infer_opt_stats {
   int folded;         /* reshapes of parameters made parameters */
   int fc_fused;       /* mul + elementwise_add made fc */
   int conv_fused;     /* convolutions made fused_conv2d */
+  int attention_fused; /* attention layers made memory_efficient_attention */
 } pd_infer_opt_stats;
 
-/* Optimise the inference program p whose parameters are in scope. stats may be NULL. */
-pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_infer_opt_stats *stats,
-                               pd_error *err);
+/* Optimise the inference program p whose parameters are in scope, to run at place (PD_K_HOST,
+ * or PD_K_CUDA: the fusions whose ops compute on the host alone are not made). stats may be
+ * NULL. */
+pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_k_place place,
+                               pd_infer_opt_stats *stats, pd_error *err);
 
 /* What the passes did, as "47 batch norms folded, 1 dropout or scale op removed, 0 fc fused,
- * 62 convolutions fused" in buf (n bytes, truncated to fit). */
+ * 62 convolutions fused, 0 attention layers fused" in buf (n bytes, truncated to fit). */
 void pd_infer_opt_describe(const pd_infer_opt_stats *s, char *buf, size_t n);
 
 #endif /* PD_INFER_OPT_H */

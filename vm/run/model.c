@@ -310,7 +310,9 @@ pd_status pd_model_load_params(pd_model *m, const char *path, const char *params
 
 pd_status pd_model_prepare(pd_model *m, const pd_exec_options *eo, pd_error *err) {
   /* the load-time passes (vm/passes/infer_opt.h), on the parameters just loaded */
-  pd_status s = m->no_optimize ? PD_OK : pd_program_infer_opt(m->program, m->scope, &m->opt, err);
+  pd_status s = m->no_optimize ? PD_OK
+                               : pd_program_infer_opt(m->program, m->scope,
+                                                      eo ? eo->place : PD_K_HOST, &m->opt, err);
   if (!s && m->precision == PD_BF16) s = pd_program_amp(m->program, PD_BF16, &m->amp_ops, err);
   return s ? s : pd_exec_new(m->program, eo, &m->ex, err);
 }

@@ -1,10 +1,12 @@
 /* optest_matmul.c -- the op-test table's rows of vm/ops/matmul.c (optest.h): mul (X and Y
  * flattened to matrices at x_num_col_dims and y_num_col_dims), fc (Input flattened at
  * in_num_col_dims times W, plus an optional Bias row) and matmul_v2 (NumPy's matmul: trans_x,
- * trans_y, 1-d operands, batch dims that broadcast). The references are the sums of products
- * written out in double, element by element. */
+ * trans_y, 1-d operands, batch dims that broadcast) and memory_efficient_attention (the softmax
+ * of scaled, biased and masked products of queries and keys, times the values). The references
+ * are the sums of products written out in double, element by element. */
 #include "config.h"
 
+#include <math.h>
 #include <stdbool.h>
 
 #include "tests/vm/ops/optest.h"
@@ -98,9 +100,81 @@ static void ref_matmul_v2(ot_ref *r) {
   }
 }
 
+/* memory_efficient_attention: per batch b and head h the scores s_ij = scale q_i . k_j plus the
+ * bias (its dims aligned at the end of [B, H, Sq, Sk], those of 1 repeated), none past j = i
+ * when causal; output_i = sum over j of softmax_j(s_ij) v_j, logsumexp_i = log sum_j e^s_ij
+ * (with_lse: the row binds it, and seed_and_offset, 0 0). scale < 0 is 1 / sqrt(D). */
+static void attention(ot_ref *r, bool with_lse) {
+  const ot_val *q = ot_in(r, "query"), *k = ot_in(r, "key"), *v = ot_in(r, "value");
+  const ot_val *bias = ot_in(r, "bias");
+  int64_t nb = q->dims[0], sq = q->dims[1], nh = q->dims[2], d = q->dims[3];
+  int64_t sk = k->dims[1], dv = v->dims[3];
+  double scale = ot_float(r, "scale");
+  if (scale < 0) scale = 1 / sqrt((double)d);
+  bool causal = ot_bool(r, "causal");
+  double *o = ot_out(r, "output", 4, (int64_t[]){nb, sq, nh, dv});
+  double *lse = with_lse ? ot_out(r, "logsumexp", 3, (int64_t[]){nb, nh, sq}) : NULL;
+  if (with_lse) ot_out(r, "seed_and_offset", 1, (int64_t[]){2});
+  double s[64];
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t h = 0; h < nh; h++)
+      for (int64_t i = 0; i < sq; i++) {
+        int64_t n = causal && i + 1 < sk ? i + 1 : sk;
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < n; j++) {
+          double t = 0;
+          for (int64_t c = 0; c < d; c++)
+            t += q->v[((b * sq + i) * nh + h) * d + c] * k->v[((b * sk + j) * nh + h) * d + c];
+          t *= scale;
+          if (bias) { /* [B, H, Sq, Sk] coordinates, the bias's from the right */
+            int64_t at[4] = {b, h, i, j}, off = 0;
+            for (int e = 0; e < bias->nd; e++) {
+              int64_t size = bias->dims[e], c = at[4 - bias->nd + e];
+              off = off * size + (size == 1 ? 0 : c);
+            }
+            t += bias->v[off];
+          }
+          s[j] = t;
+          mx = t > mx ? t : mx;
+        }
+        for (int64_t j = 0; j < n; j++) sum += exp(s[j] - mx);
+        for (int64_t c = 0; c < dv; c++) {
+          double acc = 0;
+          for (int64_t j = 0; j < n; j++)
+            acc += exp(s[j] - mx) / sum * v->v[((b * sk + j) * nh + h) * dv + c];
+          o[((b * sq + i) * nh + h) * dv + c] = acc;
+        }
+        if (lse) lse[(b * nh + h) * sq + i] = mx + log(sum);
+      }
+}
+
+static void ref_attention(ot_ref *r) { attention(r, false); }
+static void ref_attention_lse(ot_ref *r) { attention(r, true); }
+
 /* ---------------------------------------------------------------- the rows */
 
 const ot_row ot_rows_matmul[] = {
+    /* memory_efficient_attention: the default scale; a per-batch mask [B, 1, 1, Sk] (an
+     * encoder's padding) and a given scale; causal with a bias of [Sq, Sk] broadcast over batch
+     * and heads, the queries fewer than the keys and more; logsumexp and seed_and_offset bound. */
+    {.op = "memory_efficient_attention", .what = "scale 1 / sqrt(D)",
+     .in = {{"query", "[2, 3, 2, 4]"}, {"key", "[2, 5, 2, 4]"}, {"value", "[2, 5, 2, 3]"}},
+     .ref = ref_attention},
+    {.op = "memory_efficient_attention", .what = "bias [B, 1, 1, Sk], scale 0.7",
+     .attrs = "scale=0.7",
+     .in = {{"query", "[2, 4, 3, 2]"}, {"key", "[2, 4, 3, 2]"}, {"value", "[2, 4, 3, 5]"},
+            {"bias", "[2, 1, 1, 4]", .lo = -3, .hi = 0}},
+     .ref = ref_attention},
+    {.op = "memory_efficient_attention", .what = "causal, bias [Sq, Sk]", .attrs = "causal=true",
+     .in = {{"query", "[1, 3, 2, 4]"}, {"key", "[1, 5, 2, 4]"}, {"value", "[1, 5, 2, 2]"},
+            {"bias", "[3, 5]"}},
+     .ref = ref_attention},
+    {.op = "memory_efficient_attention", .what = "causal, more queries than keys, logsumexp",
+     .attrs = "causal=true scale=2", .outs = "output logsumexp seed_and_offset",
+     .in = {{"query", "[2, 6, 1, 3]"}, {"key", "[2, 4, 1, 3]"}, {"value", "[2, 4, 1, 3]"},
+            {"bias", "[2, 1, 6, 4]"}},
+     .ref = ref_attention_lse},
+
     /* mul: plain matrices; X split after 2 of 3 dims; X's 3 dims flattened to 1 row dim and
      * Y's trailing dims kept in Out; Y split after 2 dims. */
     {.op = "mul", .in = {{"X", "[2, 3]"}, {"Y", "[3, 4]"}}, .ref = ref_mul},

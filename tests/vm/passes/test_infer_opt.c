@@ -4,9 +4,10 @@
  * passes, which fold the batch norms (after a convolution with and without its bias, after an
  * fc), remove test-mode dropout and identity scales (or scale by 1 - p for downgrade_in_infer),
  * fuse mul or matmul_v2 + add into fc, a convolution with its bias, residual and activation into
- * fused_conv2d and a transposed one with its bias and activation into conv2d_transpose_bias;
- * what must stay stays (a batch norm whose input is read twice, a dropout whose
- * output is fetched, a second activation, a convolution whose output two ops read). */
+ * fused_conv2d and a transposed one with its bias and activation into conv2d_transpose_bias,
+ * an attention layer's heads into memory_efficient_attention; what must stay stays (a batch
+ * norm whose input is read twice, a dropout whose output is fetched, a second activation, a
+ * convolution whose output two ops read, attention scores read twice). */
 #include "config.h"
 
 #include <math.h>
@@ -87,7 +88,7 @@ static void check(const char *name, const char *text, const char *target, int nd
   if (!st) draw_norms(fwd, pd_runner_scope(r));
   if (!st) st = run(fwd, pd_runner_scope(r), nd, dims, target, &a, &err);
   if (!st && !(q = pd_program_clone(fwd))) st = PD_ENOMEM;
-  if (!st) st = pd_program_infer_opt(q, pd_runner_scope(r), &s, &err);
+  if (!st) st = pd_program_infer_opt(q, pd_runner_scope(r), PD_K_HOST, &s, &err);
   if (!st) st = pd_program_validate(q, &err);
   if (!st) st = run(q, pd_runner_scope(r), nd, dims, target, &b, &err);
   if (st) printf("# %s: %s\n", name, err.msg ? err.msg : pd_status_str(st));
@@ -194,6 +195,24 @@ int main(void) {
         "import \"layers\"\nx = data(\"x\", [-1, 3, 4])\nw = param([4, 5])\n"
         "b = param([5], init = 0.5)\ny = tanh(elementwise_add(matmul(x, w), b))\n",
         "y", 3, seq, 0, 0, 0, "matmul_v2", "fc");
+  /* an attention layer (the stdlib's, its scale on the queries; a causal mask [T, T] added to
+   * the scores) becomes memory_efficient_attention, its heads' transposes gone; with the
+   * scores read twice it stays */
+  const int64_t tok[3] = {2, 5, 8};
+  check("attention",
+        "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
+        "y = tanh(multi_head_attention(x, x, x, 2))\n",
+        "y", 3, tok, 0, 0, 0, "transpose2", "memory_efficient_attention");
+  check("attention_causal_mask",
+        "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
+        "y = tanh(multi_head_attention(x, x, x, 4, mask = causal_mask(5), dropout = 0.1))\n",
+        "y", 3, tok, 0, 1, 0, "softmax", "memory_efficient_attention");
+  check("attention_scores_read_twice",
+        "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
+        "q = transpose(reshape(x, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "s = matmul(q, q, trans_y = true)\n"
+        "y = transpose(matmul(softmax(s), q), [0, 2, 1, 3]) + mean(s)\n",
+        "y", 3, tok, 0, 0, 0, NULL, "softmax");
   tap_done();
   return 0;
 }
