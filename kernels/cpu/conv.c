@@ -225,6 +225,7 @@ typedef struct conv_job {
   void *part[CONV_CHUNKS]; /* filter gradient: each chunk's sum (part[0] = dw) */
   int64_t nchunks;
   bool *failed;            /* set by a part that found no memory (conv_run's) */
+  const float *wt;         /* forward: the filters transposed in panels (tposed); NULL: not so */
 } conv_job;
 
 /* Images [*b, *e) of thread t among nt. */
@@ -516,6 +517,81 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
 }
 #endif
 
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+/* ---- 1x1 convolutions of small maps: the product transposed ----
+ * The output pixels the rows of the product and the filters its columns, T = X^T W^T, with the
+ * filters packed transposed into gemm16's panels once (kept in the prepared slot), then T turned
+ * into the output's rows through the epilogue (pd_kcpu_untranspose16_f32); the same sums. With
+ * the pixels as the columns, a 7x7 map filled panels of 32 and 17 (a third of the work masked
+ * off) and a 14x14 one six and a sixteenth: one thread, [512, 512] x [512, 49] took 220 us,
+ * transposed 166; [256, 1024] x [1024, 196] 784 and 624 (28x28 174 and 180: no gain there). */
+#define TPOSE_BELOW 400 /* output pixels an image below which the product is transposed, */
+#define TPOSE_MIN_K 256 /* input channels from which (below, the turning back cost more than it
+                         * saved: MobileNetV3's 80 -> 200 on 14x14 25 -> 33 us, 240 -> 80 33 ->
+                         * 38) */
+#define TPOSE_COLS 256  /* filters a pass: T (pixels by these) stays in L2 */
+
+typedef struct tpacked {
+  pd_k_prepared base; /* rows oc, cols c */
+  float *pack;
+} tpacked;
+
+#define TPACKED_HEADER (((sizeof(tpacked) + PD_K_ALIGN - 1) / PD_K_ALIGN) * PD_K_ALIGN)
+
+static void tpacked_release(pd_k_prepared *p) { pd_k_host_free(p); }
+
+static bool tposed_takes(pd_dtype dt, const pd_k_conv2d *p, const conv_plan *cp,
+                         const pd_k_conv_epilogue *ep) {
+  return dt == PD_FP32 && cp->k.direct && cp->k.g == 1 && cp->k.ohw < TPOSE_BELOW &&
+         cp->k.kdim >= TPOSE_MIN_K &&
+         p->oc >= PD_KCPU_GEMM16_NR && !lp_products(dt, p, &cp->k) &&
+         pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && (!ep || epi_inline(ep) != EPI_OTHER);
+}
+
+/* W^T in panels: from *prep where it holds this shape's, else made into a new copy that goes
+ * there (the old one released). NULL: no memory. */
+static const float *tposed_filters(const pd_k_conv2d *p, const conv_plan *cp, const float *w,
+                                   pd_k_prepared **prep) {
+  tpacked *t = (tpacked *)*prep;
+  int64_t k = cp->k.kdim;
+  if (t && t->base.release == tpacked_release && t->base.dt == PD_FP32 &&
+      t->base.rows == p->oc && t->base.cols == k)
+    return t->pack;
+  char *mem = pd_k_host_alloc(TPACKED_HEADER +
+                              (size_t)pd_kcpu_gemm16_packed_size(k, p->oc) * sizeof(float));
+  if (!mem) return NULL;
+  t = (tpacked *)mem;
+  *t = (tpacked){{tpacked_release, PD_FP32, p->oc, k}, (float *)(mem + TPACKED_HEADER)};
+  pd_kcpu_gemm16_pack_t_f32(k, p->oc, w, k, t->pack);
+  if (*prep) (*prep)->release(*prep);
+  *prep = &t->base;
+  return t->pack;
+}
+
+/* Filters [r0, r1) (r0 a multiple of the panels' width) of image n over all its pixels, through
+ * e (its rbias and res at filter r0; NULL: none); false (no memory) where not done. */
+static bool tposed(const conv_job *j, int64_t n, int64_t r0, int64_t r1,
+                   const pd_kcpu_epi16 *e) {
+  const pd_k_conv_plan *kp = &j->cp->k;
+  int64_t m = kp->ohw, k = kp->kdim, cols = r1 - r0 < TPOSE_COLS ? r1 - r0 : TPOSE_COLS;
+  float *t = pd_k_host_alloc((size_t)(m * cols) * sizeof(float));
+  if (!t) return false;
+  const float *x = (const float *)j->x + n * kp->in_img;
+  float *y = (float *)j->y + n * kp->out_img;
+  bool ok = true;
+  for (int64_t f0 = r0; f0 < r1 && ok; f0 += TPOSE_COLS) {
+    int64_t nf = r1 - f0 < TPOSE_COLS ? r1 - f0 : TPOSE_COLS;
+    pd_kcpu_epi16 ef = e ? *e : (pd_kcpu_epi16){0};
+    if (e && e->rbias) ef.rbias = e->rbias + (f0 - r0);
+    if (e && e->res) ef.res = e->res + (f0 - r0) * e->ldres;
+    ok = pd_kcpu_gemm16p_epi_f32(true, m, nf, k, x, m, j->wt + f0 * k, 0.0f, t, nf, NULL);
+    if (ok) pd_kcpu_untranspose16_f32(m, nf, t, nf, y + f0 * kp->ohw, kp->ohw, e ? &ef : NULL);
+  }
+  pd_k_host_free(t);
+  return ok;
+}
+#endif
+
 /* A 1x1 convolution (direct, one group) in fp32 on AVX-512 or AVX2: filters [r0, r1) over
  * output pixels [c0, c1) of image n, with the epilogue in the product's stores; false (nothing
  * done) where that does not apply (conv_gemm and epilogue() then). */
@@ -540,6 +616,9 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     e.rbias = ep->bias ? (const float *)ep->bias + r0 : NULL;
     e.res = ep->residual ? (const float *)ep->residual + at : NULL;
   }
+  if (j->wt && c0 == 0 && c1 == kp->ohw && r0 % PD_KCPU_GEMM16_NR == 0 &&
+      tposed(j, n, r0, r1, pe))
+    return true;
   if (level == PD_KCPU_SIMD_AVX2) {
     const float *a = (const float *)j->w + r0 * kp->kdim;
     const float *b = (const float *)j->x + n * kp->in_img + c0;
@@ -720,8 +799,11 @@ static void conv_cols_part(void *vjob, int t, int nt) {
     return;
   }
 #endif
-  if (c->by_rows) {
-    image_range(kp->ocg, t, nt, &b, &e);
+  if (c->by_rows) { /* in whole panels where the product is transposed */
+    int64_t unit = c->j->wt ? PD_KCPU_GEMM16_NR : 1;
+    image_range((kp->ocg + unit - 1) / unit, t, nt, &b, &e);
+    b *= unit;
+    e = e * unit < kp->ocg ? e * unit : kp->ocg;
     if (direct_fused(c->j, c->n, b, e, 0, kp->ohw)) return;
     if (e > b)
       conv_gemm(c->j->p, kp, c->j->dt, false, false, e - b, kp->ohw, kp->kdim,
@@ -1251,12 +1333,15 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   if (tile) return wino_conv(p, tile, ep, x, w, y, prep);
 #endif
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .ep = ep, .x = x, .w = w, .y = y};
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (prep && tposed_takes(dt, p, &cp, ep)) j.wt = tposed_filters(p, &cp, w, prep);
+#endif
   int nt = pd_kcpu_blas_team();
   if (p->n >= nt || nt < 2 || p->n * cp.k.out_img * cp.k.kdim < CONV_MIN_WORK)
     return conv_run(&j, conv_fwd_part);
   /* fewer images than threads: each image's columns split across the threads, or its filters
    * where it has few columns */
-  bool by_rows = cp.k.g == 1 && cp.k.ohw < CONV_ROWS_BELOW * nt && cp.k.ocg >= 8 * nt;
+  bool by_rows = cp.k.g == 1 && (j.wt || cp.k.ohw < CONV_ROWS_BELOW * nt) && cp.k.ocg >= 8 * nt;
   /* the parts make their own panels, but for a split by filters */
   bool own = cp.panels && !by_rows, failed = false;
   j.failed = &failed;

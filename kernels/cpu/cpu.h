@@ -134,6 +134,11 @@ void pd_kcpu_maxpool16_plane_f32(const pd_k_pool2d *p, const float *x, float *y,
  * missing columns 0, for stride 1 or 2 across and a filter at most 16 wide (AVX-512F). */
 void pd_kcpu_im2col_small_f32(const pd_k_conv2d *p, const float *img, int64_t j0, int64_t j1,
                               float *pack);
+/* y[f ldy + p] = e's act(t[p ldt + f] + rbias[f] + res[f ldres + p]) for f < nf, p < np (e NULL:
+ * the values as they are): conv.c's transposed products (pixels by filters)
+ * turned into the output's rows (AVX-512F). */
+void pd_kcpu_untranspose16_f32(int64_t np, int64_t nf, const float *t, int64_t ldt, float *y,
+                               int64_t ldy, const struct pd_kcpu_epi16 *e);
 /* d[u] = s[2 u] for u < n, reading s[0] to s[2 n - 2] only (AVX-512F). */
 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n);
 

@@ -129,6 +129,8 @@ typedef struct pd_kcpu_epi16 {
 } pd_kcpu_epi16;
 int64_t pd_kcpu_gemm16_packed_size(int64_t k, int64_t n);
 void pd_kcpu_gemm16_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack);
+/* The same panels of B given transposed: B^T [n, k] at b, row stride ldb. */
+void pd_kcpu_gemm16_pack_t_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack);
 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                          const float *pack, float beta, float *c, int64_t ldc);
 bool pd_kcpu_gemm16_epi_f32(int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,

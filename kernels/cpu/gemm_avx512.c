@@ -611,7 +611,8 @@ static void t_panel(int64_t k, int64_t w, const float *b, int64_t ldb, float *pa
     for (int64_t q = 0; q < k; q++) memset(pack + q * NR + w, 0, (size_t)(NR - w) * sizeof(float));
 }
 
-/* All of B^T (B [n, k]) into pd_kcpu_gemm16_pack_f32's panels, the last padded with zeros. */
+/* All of B^T (B [n, k]) into pd_kcpu_gemm16_pack_f32's panels, the last padded with zeros
+ * (fastmath.h's pd_kcpu_gemm16_pack_t_f32). */
 static void pack_t(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack) {
   for (int64_t j = 0; j < n; j += NR) {
     int64_t w = n - j < NR ? n - j : NR;
@@ -715,6 +716,10 @@ void pd_kcpu_gemm16_pack_f32(int64_t k, int64_t n, const float *b, int64_t ldb, 
       if (w < NR) memset(p + q * NR + w, 0, (size_t)(NR - w) * sizeof(float));
     }
   }
+}
+
+void pd_kcpu_gemm16_pack_t_f32(int64_t k, int64_t n, const float *b, int64_t ldb, float *pack) {
+  pack_t(k, n, b, ldb, pack);
 }
 
 AVX512 bool pd_kcpu_gemm16p_f32(bool ta, int64_t m, int64_t n, int64_t k, const float *a,

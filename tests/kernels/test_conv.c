@@ -907,6 +907,41 @@ static void test_conv_fused(void) {
     if (prep) prep->release(prep);
   }
   simd_force(PD_KCPU_SIMD_AVX512);
+  /* 1x1 convolutions of small maps (7x7, 14x14, 19x19) with 256 input channels or more and
+   * filters that stay the same: on AVX-512 the product made transposed (pixels by filters, the
+   * filters' panels kept in the prepared slot) gives the bits of the call without the slot,
+   * through each part of the epilogue, at one image (the filters split across the threads in
+   * whole panels, 33 of them a panel and one) and more. */
+  if (simd_force(PD_KCPU_SIMD_AVX512) == PD_KCPU_SIMD_AVX512) {
+    static const struct { int64_t n, c, hw, oc; int epi; } tc[] = {
+        {1, 256, 7, 96, 0}, {3, 272, 14, 64, 1}, {1, 320, 19, 33, 2}, {2, 300, 7, 40, 3}};
+    bool same = true, kept = true;
+    for (size_t s = 0; s < PD_ARRAY_LEN(tc); s++) {
+      pd_k_conv2d q = {tc[s].n, tc[s].c, tc[s].hw, tc[s].hw, tc[s].oc, 1, 1, 1, 1, 1,
+                       0, 0, 0, 0, 1, 1, 0, 0, 0};
+      pd_k_conv2d_setup(&q);
+      float *x = kt_random(PD_FP32, xsize(&q), -2, 2), *w = kt_random(PD_FP32, wsize(&q), -1, 1);
+      float *b = kt_random(PD_FP32, q.oc, -1, 1), *r = kt_random(PD_FP32, ysize(&q), -1, 1);
+      float *y0 = kt_alloc((size_t)ysize(&q) * 4), *y1 = kt_alloc((size_t)ysize(&q) * 4);
+      pd_k_conv_epilogue kinds[4] = {
+          {.bias = b, .kind = PD_K_EPI_UNOP, .unop = PD_K_RELU},
+          {.residual = r, .kind = PD_K_EPI_ACT, .act = PD_K_RELU6, .p = {6}},
+          {.bias = b, .residual = r, .kind = PD_K_EPI_ACT, .act = PD_K_HARD_SWISH,
+           .p = {6, 6, 3}},
+          {.kind = PD_K_EPI_NONE}};
+      const pd_k_conv_epilogue *ep = tc[s].epi == 3 ? NULL : &kinds[tc[s].epi];
+      pd_k_prepared *prep = NULL;
+      same = same && K->conv2d_fused(PD_FP32, &q, x, w, ep, y0, NULL) == PD_OK;
+      for (int call = 0; call < 2; call++)
+        same = same && K->conv2d_fused(PD_FP32, &q, x, w, ep, y1, &prep) == PD_OK &&
+               memcmp(y0, y1, (size_t)ysize(&q) * 4) == 0;
+      kept = kept && prep && prep->rows == q.oc && prep->cols == q.c;
+      if (prep) prep->release(prep);
+      free(x), free(w), free(b), free(r), free(y0), free(y1);
+    }
+    ok(same && kept, "conv2d_fused: 1x1 convolutions of small maps transposed (the filters "
+       "kept in the prepared slot) give the bits of the plain product");
+  }
   /* Filters with rows that only meet padding (3x3 on one row): the live rows kept in the
    * prepared slot at every level, reused with the bits of a call without the slot, made again
    * for another shape (one column). */
