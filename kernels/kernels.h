@@ -398,8 +398,8 @@ typedef pd_status pd_k_softmax_grad_fn(pd_dtype dt, int64_t pre, int64_t n, int6
  * heads, dv], each contiguous (the layout of the products before their heads are split off);
  * bias NULL (none) or read at bias_strides, in elements, along [batch, heads, sq, sk] (0: that
  * dim broadcast). lse NULL, or [batch, heads, sq]: each row's log-sum-exp of its scores. fp32 and
- * fp64; the same sums as the products and the softmax entries would give in turn but for the
- * scale, which multiplies the products' sums. */
+ * fp64; within rounding of what the gemm, binary and softmax entries give in turn (the scale
+ * multiplies the products' sums, the CPU's fp32 softmax sums in float lanes). */
 typedef struct pd_k_attention {
   int64_t batch, sq, sk, heads, d, dv;
   double scale;

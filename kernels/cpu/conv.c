@@ -528,7 +528,10 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
 #define TPOSE_BELOW 400 /* output pixels an image below which the product is transposed, */
 #define TPOSE_MIN_K 256 /* input channels from which (below, the turning back cost more than it
                          * saved: MobileNetV3's 80 -> 200 on 14x14 25 -> 33 us, 240 -> 80 33 ->
-                         * 38) */
+                         * 38), */
+#define TPOSE_MAX_W ((int64_t)1 << 18) /* filters' floats up to which: the packed copy stays
+                                        * beside them, and for all of ResNet50's 7x7 and 14x14
+                                        * layers (0.99x its time) it took 47 MB */
 #define TPOSE_COLS 256  /* filters a pass: T (pixels by these) stays in L2 */
 
 typedef struct tpacked {
@@ -543,7 +546,7 @@ static void tpacked_release(pd_k_prepared *p) { pd_k_host_free(p); }
 static bool tposed_takes(pd_dtype dt, const pd_k_conv2d *p, const conv_plan *cp,
                          const pd_k_conv_epilogue *ep) {
   return dt == PD_FP32 && cp->k.direct && cp->k.g == 1 && cp->k.ohw < TPOSE_BELOW &&
-         cp->k.kdim >= TPOSE_MIN_K &&
+         cp->k.kdim >= TPOSE_MIN_K && p->oc * cp->k.kdim <= TPOSE_MAX_W &&
          p->oc >= PD_KCPU_GEMM16_NR && !lp_products(dt, p, &cp->k) &&
          pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && (!ep || epi_inline(ep) != EPI_OTHER);
 }

@@ -392,6 +392,17 @@ static const char *fused_act(const pd_op_desc *op, double *alpha, double *beta) 
   return NULL;
 }
 
+/* Bind the fused op's output slot to var name, a copy of it (name is a string of an op the
+ * caller removes next). Non-zero: no memory. */
+static int set_output(pd_op_desc *op, const char *slot, const char *name) {
+  char *c = pd_strdup(name);
+  if (!c) return PD_ENOMEM;
+  const char *n = c;
+  int bad = pd_op_set_output(op, slot, 1, &n);
+  pd_free(c);
+  return bad;
+}
+
 /* A var none of ops (from, to] of block 0 writes. */
 static bool unchanged(const pd_block *b, const char *v, int from, int to) {
   for (int i = from + 1; i <= to; i++) {
@@ -509,12 +520,7 @@ static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
       pd_op_set_attr_float(f, "fuse_alpha", (float)alpha) ||
       pd_op_set_attr_float(f, "fuse_beta", (float)beta))
     return PD_ENOMEM;
-  char *out = pd_strdup(cur);
-  if (!out) return PD_ENOMEM;
-  const char *o = out;
-  int bad = pd_op_set_output(f, "Output", 1, &o);
-  pd_free(out);
-  if (bad) return PD_ENOMEM;
+  if (set_output(f, "Output", cur)) return PD_ENOMEM;
   for (int k = nabs - 1; k >= 0; k--) pd_block_remove_op(b0, absorbed[k]);
   pd_block_remove_op(b0, i);
   *done = true;
@@ -701,12 +707,7 @@ static pd_status fuse_attention(pd_program *p, pd_scope *scope, int i, bool *don
       pd_op_set_attr_bool(fa, "causal", false) || pd_op_set_attr_float(fa, "dropout_p", 0) ||
       pd_op_set_attr_float(fa, "scale", (float)scale) || pd_op_set_attr_bool(fa, "is_test", true))
     return PD_ENOMEM;
-  char *oc = pd_strdup(out);
-  if (!oc) return PD_ENOMEM;
-  const char *oname = oc;
-  int bad = pd_op_set_output(fa, "output", 1, &oname);
-  pd_free(oc);
-  if (bad) return PD_ENOMEM;
+  if (set_output(fa, "output", out)) return PD_ENOMEM;
   /* the absorbed ops, from the last (each index below last + 1, where the new op went) */
   for (int a = 1; a < nabs; a++)
     for (int c = a; c > 0 && absorbed[c] > absorbed[c - 1]; c--) {
