@@ -596,14 +596,10 @@ static bool const_scale(const pd_program *p, pd_scope *scope, int w, double *f, 
   return true;
 }
 
-/* A matmul_v2 (or matmul) at index w with op(X) op(Y) as asked (trans_y: Y transposed) and no
- * other transposes: its alpha (matmul's; 1 for matmul_v2) in *alpha. */
-static bool plain_matmul(const pd_op_desc *op, bool trans_y, double *alpha) {
-  bool v2 = !strcmp(op->type, "matmul_v2");
-  if (!v2 && strcmp(op->type, "matmul")) return false;
-  *alpha = v2 ? 1 : attr_num(op, "alpha", 1);
-  return !attr_true(op, v2 ? "trans_x" : "transpose_X") &&
-         attr_true(op, v2 ? "trans_y" : "transpose_Y") == trans_y;
+/* Whether op is a matmul_v2 with Y transposed as asked (trans_y) and X not. */
+static bool plain_matmul(const pd_op_desc *op, bool trans_y) {
+  return !strcmp(op->type, "matmul_v2") && !attr_true(op, "trans_x") &&
+         attr_true(op, "trans_y") == trans_y;
 }
 
 /* The var of 4 dims (or dims not known) that the heads transpose writing v reads; its index in
@@ -618,8 +614,8 @@ static const char *heads_source(const pd_program *p, const char *v, int *at) {
 }
 
 /* Fuse the attention whose softmax is op i of block 0: heads transposes of the queries, keys and
- * values ([B, S, H, D] -> [B, H, S, D]), the scores Q K^T (matmul_v2 with trans_y, or matmul
- * with transpose_Y and alpha) scaled by constants before or after it (scale, or elementwise_mul
+ * values ([B, S, H, D] -> [B, H, S, D]), the scores Q K^T (matmul_v2 with trans_y) scaled by
+ * constants before or after it (scale, or elementwise_mul
  * by a one-element constant), an elementwise_add of a mask (optional, axis -1, at most 4-D),
  * the softmax along the last dim, the product with V and the transpose joining the heads: one
  * memory_efficient_attention at the last one's place, reading the untransposed Q, K, V and the
@@ -635,7 +631,7 @@ static pd_status fuse_attention(pd_program *p, pd_scope *scope, int i, bool *don
   if (!xd || !probs || xd->ndims != 4 || (axis != -1 && axis != 3) ||
       !chain_var(p, x, -1, &next) || next != i)
     return PD_OK;
-  double scale = 1, f, alpha;
+  double scale = 1, f;
   const char *mask = NULL, *in, *src[3]; /* Q, K, V before their transposes */
   absorbed[nabs++] = i;
   /* backwards: the mask add, a scale of the scores, the product */
@@ -656,11 +652,10 @@ static pd_status fuse_attention(pd_program *p, pd_scope *scope, int i, bool *don
     absorbed[nabs++] = w;
     w = sole_writer(p, in);
   }
-  if (w < 0 || !plain_matmul(b0->ops[w], true, &alpha)) return PD_OK;
+  if (w < 0 || !plain_matmul(b0->ops[w], true)) return PD_OK;
   const pd_op_desc *qk = b0->ops[w];
   const char *q = pd_op_input1(qk, "X"), *k = pd_op_input1(qk, "Y");
   int qw = sole_writer(p, q);
-  scale *= alpha;
   absorbed[nabs++] = w;
   if (!chain_var(p, q, -1, &next) || next != w || !chain_var(p, k, -1, &next) || next != w)
     return PD_OK;
@@ -672,8 +667,8 @@ static pd_status fuse_attention(pd_program *p, pd_scope *scope, int i, bool *don
   }
   /* forwards: the product with V, the transpose joining the heads */
   const pd_op_desc *pv;
-  if (!chain_var(p, probs, i, &next) || !plain_matmul(pv = b0->ops[next], false, &alpha) ||
-      alpha != 1 || !pd_op_input1(pv, "X") || strcmp(pd_op_input1(pv, "X"), probs))
+  if (!chain_var(p, probs, i, &next) || !plain_matmul(pv = b0->ops[next], false) ||
+      !pd_op_input1(pv, "X") || strcmp(pd_op_input1(pv, "X"), probs))
     return PD_OK;
   absorbed[nabs++] = next;
   const char *v = pd_op_input1(pv, "Y"), *o = pd_op_output1(pv, "Out"), *out;

@@ -1,7 +1,8 @@
 /* test_kern_math_matmul.c -- the kernels of mul (Fluid's flattening at x_num_col_dims /
- * y_num_col_dims), fc (mul plus a bias) and matmul_v2 (transposes, 1-D operands, broadcast batch dims) through the
- * executor, against naive triple loops written here; LoD, aliasing, run-time shape errors and
- * finite-difference gradients of both operands. */
+ * y_num_col_dims), fc (mul plus a bias) and matmul_v2 (transposes, 1-D operands, broadcast batch
+ * dims) through the executor, against naive triple loops written here; LoD, aliasing, run-time
+ * shape errors and finite-difference gradients of both operands; memory_efficient_attention's
+ * errors. */
 #include "config.h"
 
 #include "tests/vm/ops/test_kern_math.h"
@@ -364,9 +365,61 @@ static void test_fc(void) {
   rt_free(&r);
 }
 
+/* ---------------------------------------------------------------- memory_efficient_attention */
+
+/* The errors of memory_efficient_attention (its values are optest_matmul.c's rows): a bias that
+ * does not broadcast to the scores (known only at run time), dropout outside is_test, a
+ * variable-length input, key and value of two lengths. */
+static void test_attention_errors(void) {
+  float z[64] = {0};
+  rt r;
+  rt_init(&r);
+  rt_in_f32(&r, "q", "[1, 2, 2, 3]", z);
+  rt_in_f32(&r, "k", "[1, 4, 2, 3]", z);
+  rt_in_f32(&r, "v", "[1, 4, 2, 3]", z);
+  rt_in_f32(&r, "b", "[2, 3]", z);
+  decl(r.f.b, "b", PD_FP32, "[-1, -1]");
+  rt_op(&r, "memory_efficient_attention", "query=q key=k value=v bias=b", "output=o");
+  rt_fails(&r, PD_ESHAPE, "bias [2, 3] does not broadcast to the scores [batch, heads, query "
+           "length, key length] [1, 2, 2, 4]", "memory_efficient_attention: a bias of other dims");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_in_f32(&r, "q", "[1, 2, 2, 3]", z);
+  rt_in_f32(&r, "k", "[1, 4, 2, 3]", z);
+  rt_in_f32(&r, "v", "[1, 4, 2, 3]", z);
+  pd_op_desc *op = rt_op(&r, "memory_efficient_attention", "query=q key=k value=v", "output=o");
+  pd_op_set_attr_float(op, "dropout_p", 0.1f);
+  pd_op_set_attr_bool(op, "is_test", false);
+  rt_fails(&r, PD_EUNSUPPORTED, "dropout_p 0.1 outside is_test",
+           "memory_efficient_attention: dropout in training refused");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_in_f32(&r, "q", "[1, 2, 2, 3]", z);
+  rt_in_f32(&r, "k", "[1, 4, 2, 3]", z);
+  rt_in_f32(&r, "v", "[1, 4, 2, 3]", z);
+  rt_in_i64(&r, "cu", "[2]", (int64_t[]){0, 2});
+  rt_op(&r, "memory_efficient_attention", "query=q key=k value=v cu_seqlens_q=cu", "output=o");
+  rt_fails(&r, PD_EUNSUPPORTED, "cu_seqlens_q is set: batches of sequences of several lengths",
+           "memory_efficient_attention: variable lengths refused");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_in_f32(&r, "q", "[1, 2, 2, 3]", z);
+  rt_in_f32(&r, "k", "[1, 4, 2, 3]", z);
+  rt_in_f32(&r, "v", "[1, 5, 2, 3]", z);
+  decl(r.f.b, "v", PD_FP32, "[1, -1, 2, 3]");
+  rt_op(&r, "memory_efficient_attention", "query=q key=k value=v", "output=o");
+  rt_fails(&r, PD_ESHAPE, "key [1, 4, 2, 3] and value [1, 5, 2, 3] do not fit",
+           "memory_efficient_attention: key and value of two lengths at run time");
+  rt_free(&r);
+}
+
 int main(void) {
   test_mul();
   test_fc();
   test_matmul();
+  test_attention_errors();
   return tap_done();
 }

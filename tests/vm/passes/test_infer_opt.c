@@ -207,6 +207,15 @@ int main(void) {
         "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
         "y = tanh(multi_head_attention(x, x, x, 4, mask = causal_mask(5), dropout = 0.1))\n",
         "y", 3, tok, 0, 1, 0, "softmax", "memory_efficient_attention");
+  /* the scale on the scores, after the product */
+  check("attention_scale_after",
+        "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
+        "q = transpose(reshape(x, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "k = transpose(reshape(x * 0.5, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "v = transpose(reshape(tanh(x), [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "s = matmul(q, k, trans_y = true)\n"
+        "y = tanh(transpose(matmul(softmax(s * 3.0), v), [0, 2, 1, 3]))\n",
+        "y", 3, tok, 0, 0, 0, "matmul_v2", "memory_efficient_attention");
   check("attention_scores_read_twice",
         "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
         "q = transpose(reshape(x, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
