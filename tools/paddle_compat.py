@@ -37,6 +37,8 @@ OPMAKER_SOURCES = {
     "conv_op": ("paddle/fluid/operators/conv_op.cc", "8b501f694b91169155370003b18368f54d366304"),
     "lookup_table_op": ("paddle/fluid/operators/lookup_table_op.cc",
                         "2c470f5a4840b2c4094256981ed6c27ca3bc8785"),
+    "matmul_op": ("paddle/fluid/operators/matmul_op.cc",
+                  "27cebd7d419cc85fcdce3dc4115aaeadcfbe2c81"),
     "matmul_v2_op": ("paddle/fluid/operators/matmul_v2_op.cc",
                      "464a640271a51e17924f7420c1c2fd8d559d5d5b"),
 }
@@ -64,6 +66,19 @@ OPMAKERS = {
         ("attr", "table_names", "STRINGS", "{}"), ("attr", "trainer_id", "INT", "0"),
         ("attr", "grad_inplace", "BOOLEAN", "false"), ("attr", "epmap", "STRINGS", "{}"),
         ("attr", "height_sections", "LONGS", "{}"),
+    ]},
+    # MatMulOpMaker of Paddle 2.x (Fluid's matmul): the oneDNN passes' fused reshapes and
+    # transposes, and head_number, which builds with MKLML (and no CUDA) write.
+    "matmul_op": {"matmul": [
+        ("attr", "use_mkldnn", "BOOLEAN", "false"),
+        ("attr", "fused_reshape_X", "INTS", "{}"), ("attr", "fused_reshape_Y", "INTS", "{}"),
+        ("attr", "fused_transpose_X", "INTS", "{}"), ("attr", "fused_transpose_Y", "INTS", "{}"),
+        ("attr", "fused_reshape_Out", "INTS", "{}"), ("attr", "fused_transpose_Out", "INTS", "{}"),
+        ("attr", "use_quantizer", "BOOLEAN", "false"),
+        ("attr", "mkldnn_data_type", "STRING", '"float32"'),
+        ("attr", "Scale_x", "FLOAT", "1.0"), ("attr", "Scale_y", "FLOAT", "1.0"),
+        ("attr", "Scale_out", "FLOAT", "1.0"), ("attr", "force_fp32_output", "BOOLEAN", "false"),
+        ("attr", "head_number", "INT", "1"),
     ]},
     # MatMulV2OpMaker of Paddle 2.x: the reshapes and transposes Paddle's oneDNN passes fused
     # in (PaddleOCR's released mobile v2 direction classifier carries them, empty).

@@ -392,6 +392,103 @@ def transformer():
     return [x], [y], [rnd(2, 5, 8)]
 
 
+def fluid_ops(type_, inputs, attrs, outs, dtype="float32"):
+    """Append the Fluid op type_ with a new var in each of the output slots outs (the first
+    returned)."""
+    block = paddle.static.default_main_program().current_block()
+    vs = {o: [block.create_var(name=paddle.utils.unique_name.generate(type_ + "." + o),
+                               dtype=dtype)] for o in outs}
+    block.append_op(type=type_, inputs=inputs, outputs=vs, attrs=attrs)
+    return vs[outs[0]][0]
+
+
+def fluid_fc(x, size, name, act=None):
+    """Fluid 1.x's layers.fc of a [B, S, D] input: mul (x_num_col_dims 2), elementwise_add of
+    the bias at axis 2, then act."""
+    w = uniform_param([x.shape[-1], size], name + ".w_0", scale=(3.0 / x.shape[-1]) ** 0.5)
+    b = uniform_param([size], name + ".b_0", scale=0.1)
+    m = legacy_op("mul", {"X": [x], "Y": [w]}, attrs={"x_num_col_dims": 2, "y_num_col_dims": 1},
+                  shape=list(x.shape[:-1]) + [size])
+    y = legacy_op("elementwise_add", {"X": [m], "Y": [b]}, attrs={"axis": 2},
+                  shape=list(x.shape[:-1]) + [size])
+    return legacy_op(act, {"X": [y]}, shape=y.shape) if act else y
+
+
+def fluid_layer_norm(x, name):
+    return fluid_ops("layer_norm", {"X": [x], "Scale": [uniform_param([x.shape[-1]], name + ".s",
+                                                                       scale=1.0)],
+                                    "Bias": [uniform_param([x.shape[-1]], name + ".b")]},
+                     {"begin_norm_axis": 2, "epsilon": 1e-5}, ["Y", "Mean", "Variance"])
+
+
+def fluid_bert():
+    """Fluid 1.x's BERT / ERNIE 1.0 encoder as the LARK and ERNIE repositories' Fluid code builds
+    it (d_model 16, 2 heads, one layer): word and position embeddings (lookup_table of ids
+    [B, S, 1]) summed and layer-normed; the attention bias from the input mask (Fluid's matmul
+    of the mask by itself transposed, scale 10000 with bias -1 before it, stacked per head); q,
+    k, v by fc (mul + bias add), split into heads (reshape2, transpose2), the scores Fluid's
+    matmul with transpose_Y and alpha d_key^-0.5, plus the bias, softmax, dropout (inference),
+    matmul by v, heads joined; the output fc, residual and layer norm; the feed-forward fcs
+    (gelu); the first token pooled (slice, fc, tanh). Fetches the sequence and the pooled
+    output."""
+    S, D, H = 6, 16, 2
+    dk = D // H
+    src = paddle.static.data("src_ids", [-1, S, 1], "int64")
+    pos = paddle.static.data("pos_ids", [-1, S, 1], "int64")
+    mask = paddle.static.data("input_mask", [-1, S, 1], "float32")
+    emb = None
+    for ids, vocab, name in ((src, 30, "word_embedding"), (pos, S, "pos_embedding")):
+        e = legacy_op("lookup_table", {"Ids": [ids], "W": [uniform_param([vocab, D], name)]},
+                      attrs={"padding_idx": -1, "is_sparse": False}, shape=[-1, S, D])
+        emb = e if emb is None else legacy_op("elementwise_add", {"X": [emb], "Y": [e]},
+                                              attrs={"axis": -1}, shape=[-1, S, D])
+    x = fluid_layer_norm(emb, "pre_encoder_layer_norm")
+    bias = legacy_op("matmul", {"X": [mask], "Y": [mask]},
+                     attrs={"transpose_X": False, "transpose_Y": True, "alpha": 1.0})
+    bias = legacy_op("scale", {"X": [bias]}, attrs={"scale": 10000.0, "bias": -1.0,
+                                                    "bias_after_scale": False})
+    bias = fluid_ops("stack", {"X": [bias] * H}, {"axis": 1}, ["Y"])
+
+    def heads(t):
+        r = fluid_ops("reshape2", {"X": [t]}, {"shape": [0, 0, H, dk]}, ["Out", "XShape"])
+        return fluid_ops("transpose2", {"X": [r]}, {"axis": [0, 2, 1, 3]}, ["Out", "XShape"])
+    q, k, v = (heads(fluid_fc(x, D, "encoder_layer_0_multi_head_att_%s_fc" % n))
+               for n in ("query", "key", "value"))
+    scores = legacy_op("matmul", {"X": [q], "Y": [k]},
+                       attrs={"transpose_X": False, "transpose_Y": True, "alpha": dk ** -0.5})
+    scores = legacy_op("elementwise_add", {"X": [scores], "Y": [bias]}, attrs={"axis": -1})
+    w = legacy_op("softmax", {"X": [scores]}, attrs={"axis": -1})
+    w = fluid_ops("dropout", {"X": [w]}, {"dropout_prob": 0.1, "is_test": True,
+                                          "dropout_implementation": "upscale_in_train"},
+                  ["Out", "Mask"])
+    ctx = legacy_op("matmul", {"X": [w], "Y": [v]},
+                    attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0})
+    ctx = fluid_ops("transpose2", {"X": [ctx]}, {"axis": [0, 2, 1, 3]}, ["Out", "XShape"])
+    ctx = fluid_ops("reshape2", {"X": [ctx]}, {"shape": [0, 0, D]}, ["Out", "XShape"])
+    ctx.desc.set_shape([-1, S, D])
+    out = fluid_fc(ctx, D, "encoder_layer_0_multi_head_att_output_fc")
+    x = fluid_layer_norm(legacy_op("elementwise_add", {"X": [out], "Y": [x]}, attrs={"axis": -1},
+                                   shape=[-1, S, D]), "encoder_layer_0_post_att_layer_norm")
+    x.desc.set_shape([-1, S, D])
+    f = fluid_fc(fluid_fc(x, 32, "encoder_layer_0_ffn_fc_0", "gelu"), D,
+                 "encoder_layer_0_ffn_fc_1")
+    x = fluid_layer_norm(legacy_op("elementwise_add", {"X": [f], "Y": [x]}, attrs={"axis": -1},
+                                   shape=[-1, S, D]), "encoder_layer_0_post_ffn_layer_norm")
+    x.desc.set_shape([-1, S, D])
+    first = fluid_ops("slice", {"Input": [x]}, {"axes": [1], "starts": [0], "ends": [1],
+                                                 "decrease_axis": []}, ["Out"])
+    first = fluid_ops("reshape2", {"X": [first]}, {"shape": [-1, 1, D]}, ["Out", "XShape"])
+    first.desc.set_shape([-1, 1, D])
+    pooled = fluid_fc(first, D, "pooled_fc", "tanh")
+    rs = np.random.RandomState(5)
+    n = 3
+    lens = [6, 4, 2]
+    ids = rs.randint(1, 30, (n, S, 1)).astype("int64")
+    msk = np.array([[[1.0] if s < l else [0.0] for s in range(S)] for l in lens], "float32")
+    posv = np.tile(np.arange(S, dtype="int64")[None, :, None], (n, 1, 1))
+    return [src, pos, mask], [x, pooled], [ids, posv, msk]
+
+
 def refused(outdir):
     """A conv net whose ops carry what pdlang refuses (a fused ReLU in conv2d, an attribute no
     version of the op has) beside what it drops (oneDNN hints): only the model is saved."""
@@ -590,7 +687,7 @@ MODELS = [
     ("gru1", rnn("GRU", 1, "forward"), False), ("gru2_bidi", rnn("GRU", 2, "bidirect"), False),
     ("transformer", transformer, False),
     ("seqconv_textcnn", seqconv_textcnn, False), ("fluid_lstm", fluid_lstm, False),
-    ("fluid_gru", fluid_gru, False),
+    ("fluid_gru", fluid_gru, False), ("fluid_bert", fluid_bert, False),
 ]
 
 

@@ -453,8 +453,18 @@ PD_OP(lstmp, DIFF | FP_IN | SEQ_IN, lstmp,
             ENUM("candidate_activation", "tanh", "sigmoid", "relu", "identity"),
             ENUM("proj_activation", "tanh", "sigmoid", "relu", "identity"),
             FLOAT("cell_clip", 0.0), FLOAT("proj_clip", 0.0)))
-PD_OP(matmul_v2, DIFF | GPU | GPU_GRAD | AMP, matmul_v2, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
-      ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)))
+/* matmul: Fluid's first matrix product (BERT-era and Fluid 1.x exports): Out = alpha op(X) op(Y)
+ * over the last two dims (op: transposed when transpose_X / transpose_Y); a 1-D X is the row
+ * [1, K] and a 1-D Y the column [K, 1], transposed as well, the dim of 1 they add dropped from
+ * Out. The batches (all dims but the last two, counted as one) are equal, or one operand is a
+ * single matrix; Out takes the batched operand's leading dims and X's LoD. matmul_v2: NumPy's
+ * matmul (a 1-D operand never transposed, batch dims that broadcast), no scale. One shape
+ * function and kernel (vm/ops/matmul.c), told apart by the constant. */
+PD_OPK(matmul, DIFF | GPU | GPU_GRAD | AMP, matmul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+       ATTRS(BOOL("transpose_X", false), BOOL("transpose_Y", false), FLOAT("alpha", 1.0)),
+       KERNEL(matmul, PD_OPV_MATMUL))
+PD_OPK(matmul_v2, DIFF | GPU | GPU_GRAD | AMP, matmul, IN(ONE("X"), ONE("Y")), OUT(ONE("Out")),
+       ATTRS(BOOL("trans_x", false), BOOL("trans_y", false)), KERNEL(matmul, PD_OPV_MATMUL_V2))
 PD_OP(mean, DIFF | FP_IN | GPU | GPU_GRAD, mean, IN(ONE("X")), OUT(ONE("Out")), NONE)
 /* memory_efficient_attention: Paddle's fused attention (paddle.incubate.nn's; vm/passes/
  * infer_opt.c also makes it from an inference model's heads: transposes, products, mask add and

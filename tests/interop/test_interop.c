@@ -333,6 +333,18 @@ static void check_rewritten(const char *name) {
      "pir/%s written again by pdlang's PIR writer: PaddlePaddle's outputs", name);
 }
 
+/* A legacy model of tests/interop/NAME written as PIR JSON by pdlang (as `save` of a script
+ * that imports it would): PaddlePaddle's outputs. */
+static void check_legacy_as_json(const char *name) {
+  char dir[1024], src[1200], params[1200], work[1024], path[1200];
+  snprintf(dir, sizeof dir, "%s/tests/interop/%s", srcdir(), name);
+  snprintf(src, sizeof src, "%s/model.pdmodel", dir);
+  snprintf(params, sizeof params, "%s/model.pdiparams", dir);
+  snprintf(work, sizeof work, "as-json-%s", name);
+  ok(rewrite_json(src, params, work, path, sizeof path) && run_model(dir, path, REL, ABS),
+     "%s written as PIR JSON by pdlang's PIR writer: PaddlePaddle's outputs", name);
+}
+
 /* The family NAME as PaddlePaddle's default mode exports it (tests/interop/zoo_pir/NAME,
  * tools/paddle_zoo_pir.py): on the legacy export's inputs, against its own outputs. */
 static void check_zoo_pir(const char *name) {
@@ -536,9 +548,12 @@ int main(int argc, char **argv) {
       {"fluid_lstm", "model.pdmodel"},
       {"fluid_gru", "model.pdmodel"},
       {"fluid_lstmp", "model.pdmodel"},
+      {"fluid_bert", "model.pdmodel"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);
+  /* Fluid's matmul (transposes, alpha) as PIR's matmul and scale */
+  check_legacy_as_json("fluid_bert");
   static const char *const zoo[] = {"yolov3", "ssd", "blazeface", "ppyoloe", "picodet",
                                     "mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
                                     "resnet50_vd", "pp_hgnet", "pp_liteseg", "unet",

@@ -20,6 +20,7 @@
 #define RUNTIME "an attribute given as a tensor at run time"
 #define LOOKUPS "lookup_table lookup_table_v2"
 #define FUSED_SHAPE "a reshape or transpose fused into the product by Paddle's oneDNN passes"
+#define MATMULS "matmul matmul_v2"
 
 /* A rule per attribute (or slot) name, for every op that Paddle writes it on (ops NULL), or for
  * the ops listed; sorted by ops (NULL first), then name. The attributes every op may carry
@@ -76,12 +77,14 @@ const pd_compat_fact pd_compat_facts[] = {
     {LOOKUPS, "table_class", PD_COMPAT_ANY, NULL, PSERVER},
     {LOOKUPS, "table_names", PD_COMPAT_ANY, NULL, PSERVER},
     {LOOKUPS, "trainer_id", PD_COMPAT_ANY, NULL, PSERVER},
-    {"matmul_v2", "fused_reshape_Out", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
-    {"matmul_v2", "fused_reshape_X", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
-    {"matmul_v2", "fused_reshape_Y", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
-    {"matmul_v2", "fused_transpose_Out", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
-    {"matmul_v2", "fused_transpose_X", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
-    {"matmul_v2", "fused_transpose_Y", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
+    {"matmul", "head_number", PD_COMPAT_KEEPS, "1",
+     "the heads of Paddle's MKLML product (Y's columns split among them)"},
+    {MATMULS, "fused_reshape_Out", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
+    {MATMULS, "fused_reshape_X", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
+    {MATMULS, "fused_reshape_Y", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
+    {MATMULS, "fused_transpose_Out", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
+    {MATMULS, "fused_transpose_X", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
+    {MATMULS, "fused_transpose_Y", PD_COMPAT_KEEPS, "{}", FUSED_SHAPE},
     {"sequence_softmax softmax", "data_format", PD_COMPAT_KEEPS,
      "\"AnyLayout\"|\"NCHW\"", "the layout Paddle picks its kernel for; pdlang's tensors are NCHW"},
     {"tile", "RepeatTimes", PD_COMPAT_EMPTY_SLOT, NULL, "the repeats given at run time"},

@@ -1,6 +1,6 @@
 /* matmul.c -- the matrix products: mul (X and Y flattened to matrices), fc (mul plus a bias, in
- * one GEMM; made by the fuse_fc pass or loaded) and matmul_v2 (NumPy's matmul with batch
- * broadcasting): their shape functions, kernels and gradient kernels, all on the backend's
+ * one GEMM; made by the fuse_fc pass or loaded), matmul_v2 (NumPy's matmul with batch
+ * broadcasting) and Fluid's matmul (scaled by alpha; batches as one count): their shape functions, kernels and gradient kernels, all on the backend's
  * GEMMs; and memory_efficient_attention, the products of an attention layer's heads around
  * their softmax, on the backend's attention entry. */
 #include "config.h"
@@ -106,26 +106,34 @@ pd_status pd_infer_fc(pd_infer_ctx *c) {
   return pd_infer_set_out(c, "Out", 0, &out, x->dtype, x->lod_level);
 }
 
-/* matmul_v2: numpy's matmul. A 1-D X is a row vector and a 1-D Y a column vector (the added dim
- * is dropped again); trans_x / trans_y swap the last two dims; the batch dims (all but the last
- * two) broadcast. */
-pd_status pd_infer_matmul_v2(pd_infer_ctx *c) {
+/* The batch count of the dims before d's last two (0: d has no more than two), -1 unknown. */
+static int64_t fluid_batch(const pd_infer_dims *d) {
+  return d->n > 2 ? dims_product(d, 0, d->n - 2) : 0;
+}
+
+/* matmul (karg PD_OPV_MATMUL, Fluid's) and matmul_v2 (NumPy's): vm/oplist.h says the two.
+ * Matrices [..., M, K] and [..., K, N] after the 1-D operands become a row (X) or a column (Y)
+ * and the transposes; Out is the batch dims, then M unless X was 1-D (v1: and M is 1), then N
+ * unless Y was 1-D (v1: and N is 1); [1] when nothing is left. */
+pd_status pd_infer_matmul(pd_infer_ctx *c) {
   const pd_var_desc *x, *y;
   pd_infer_dims dx, dy, mx, my, out;
   char sx[PD_DIMS_BUF], sy[PD_DIMS_BUF];
   pd_status st;
+  bool v1 = c->def->karg == PD_OPV_MATMUL;
   if ((st = pd_infer_in(c, "X", 0, &x, &dx)) || (st = pd_infer_in(c, "Y", 0, &y, &dy)) ||
       (st = pd_infer_same_dtype(c, "X", x->dtype, "Y", y->dtype)))
     return st;
+  int lod = v1 ? x->lod_level : 0;  /* Fluid's matmul keeps X's LoD */
   if (dx.n < 0 || dy.n < 0) {
     out = pd_infer_dims_unknown(-1);
-    return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+    return pd_infer_set_out(c, "Out", 0, &out, x->dtype, lod);
   }
   if (dx.n == 0 || dy.n == 0)
     return pd_infer_fail(c, PD_ESHAPE, "cannot multiply %s by %s: both need at least 1 dim",
                          pd_infer_dims_str(&dx, sx), pd_infer_dims_str(&dy, sy));
-  bool tx = pd_infer_attr_bool(c, "trans_x") && dx.n > 1;
-  bool ty = pd_infer_attr_bool(c, "trans_y") && dy.n > 1;
+  bool tx = pd_infer_attr_bool(c, v1 ? "transpose_X" : "trans_x") && (v1 || dx.n > 1);
+  bool ty = pd_infer_attr_bool(c, v1 ? "transpose_Y" : "trans_y") && (v1 || dy.n > 1);
   /* Matrices: [..., M, K] and [..., K, N]. */
   mx = dx;
   my = dy;
@@ -138,16 +146,30 @@ pd_status pd_infer_matmul_v2(pd_infer_ctx *c) {
                          tx ? "^T" : "", kx, ty ? "^T" : "", ky, pd_infer_dims_str(&dx, sx),
                          pd_infer_dims_str(&dy, sy));
   /* Batch dims. */
-  pd_infer_dims bx = {.n = mx.n - 2}, by = {.n = my.n - 2};
-  for (int i = 0; i < bx.n; i++) bx.d[i] = mx.d[i];
-  for (int i = 0; i < by.n; i++) by.d[i] = my.d[i];
-  if (!pd_infer_broadcast_dims(&bx, &by, &out))
-    return pd_infer_fail(c, PD_ESHAPE, "cannot broadcast the batch dims of %s and %s",
-                         pd_infer_dims_str(&dx, sx), pd_infer_dims_str(&dy, sy));
-  if (dx.n > 1) out.d[out.n++] = m;
-  if (dy.n > 1) out.d[out.n++] = n;
+  if (v1) {
+    /* Counted as one: equal, or one operand a single matrix; Out takes the batched one's. */
+    int64_t bx = fluid_batch(&mx), by = fluid_batch(&my);
+    if (bx > 0 && by > 0 && bx != by)
+      return pd_infer_fail(c, PD_ESHAPE, "X's %" PRId64 " matrices and Y's %" PRId64 " differ "
+                           "(%s x %s): matmul multiplies equal batches, or one by a matrix",
+                           bx, by, pd_infer_dims_str(&dx, sx), pd_infer_dims_str(&dy, sy));
+    const pd_infer_dims *bd = mx.n > 2 ? &mx : &my;
+    out.n = bd->n > 2 ? bd->n - 2 : 0;
+    for (int i = 0; i < out.n; i++) out.d[i] = bd->d[i];
+    if (dx.n > 1 || m != 1) out.d[out.n++] = m;
+    if (dy.n > 1 || n != 1) out.d[out.n++] = n;
+  } else {
+    pd_infer_dims bx = {.n = mx.n - 2}, by = {.n = my.n - 2};
+    for (int i = 0; i < bx.n; i++) bx.d[i] = mx.d[i];
+    for (int i = 0; i < by.n; i++) by.d[i] = my.d[i];
+    if (!pd_infer_broadcast_dims(&bx, &by, &out))
+      return pd_infer_fail(c, PD_ESHAPE, "cannot broadcast the batch dims of %s and %s",
+                           pd_infer_dims_str(&dx, sx), pd_infer_dims_str(&dy, sy));
+    if (dx.n > 1) out.d[out.n++] = m;
+    if (dy.n > 1) out.d[out.n++] = n;
+  }
   if (out.n == 0) out = (pd_infer_dims){.n = 1, .d = {1}};  /* vector . vector */
-  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, 0);
+  return pd_infer_set_out(c, "Out", 0, &out, x->dtype, lod);
 }
 
 /* memory_efficient_attention: query [B, Sq, H, D], key [B, Sk, H, D], value [B, Sk, H, Dv] ->
@@ -464,14 +486,16 @@ done:
   return st;
 }
 
-/* ---- matmul_v2: NumPy's matmul. X [..., M, K] (stored [..., K, M] when trans_x) times
- * Y [..., K, N] ([..., N, K] when trans_y); a 1-D X is a row [1, K], a 1-D Y a column [K, 1],
- * and the added dim is dropped from Out again (trans_* is ignored for them); the batch dims (all
- * but the last two) broadcast. ---- */
+/* ---- matmul and matmul_v2 (vm/oplist.h): X [..., M, K] (stored [..., K, M] when transposed)
+ * times Y [..., K, N] ([..., N, K] when transposed), times alpha (matmul; 1 for matmul_v2); a 1-D
+ * X is a row [1, K], a 1-D Y a column [K, 1] (matmul_v2 ignores their transposes), the added dim
+ * dropped from Out again (matmul: where it is still 1). matmul_v2's batch dims (all but the last
+ * two) broadcast; matmul's are one count, equal or absent on one side. ---- */
 typedef struct mm_plan {
   bool tx, ty;
+  double alpha;
   int64_t m, n, k;
-  int nb;                                  /* batch rank (of Out) */
+  int nb;                                  /* batch rank (of Out; matmul: 1, the count) */
   int64_t bd[PD_K_MAX_DIMS];               /* Out's batch dims */
   int64_t xb[PD_K_MAX_DIMS], yb[PD_K_MAX_DIMS];  /* X's and Y's, padded to nb with 1s */
   int64_t batch, xbatch, ybatch;           /* batch element counts */
@@ -481,27 +505,36 @@ typedef struct mm_plan {
   int64_t od[PD_K_MAX_DIMS];
 } mm_plan;
 
-static pd_status mm_plan_make(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *y,
-                              mm_plan *p) {
+/* Fluid's matmul: the batch as one count (X's or Y's matrices, or 1 for a single matrix) and
+ * Out's dims (the batched operand's leading dims, M and N but a 1-D operand's dim of 1). */
+static pd_status mm_plan_fluid(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *y,
+                               mm_plan *p) {
   char sx[DIMS_BUF], sy[DIMS_BUF];
   int xnd = x->ndims, ynd = y->ndims;
-  if (xnd == 0 || ynd == 0)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot multiply %s by %s: both need at least 1 dim",
+  int64_t bx = 1, by = 1;
+  for (int i = 0; i + 2 < xnd; i++) bx *= x->dims[i];
+  for (int i = 0; i + 2 < ynd; i++) by *= y->dims[i];
+  if (xnd > 2 && ynd > 2 && bx != by)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X's %" PRId64 " matrices and Y's %" PRId64 " differ "
+                       "(%s x %s): matmul multiplies equal batches, or one by a matrix", bx, by,
                        shape_str(x, sx), shape_str(y, sy));
-  p->tx = pd_ctx_attr_bool(ctx, "trans_x") && xnd > 1;
-  p->ty = pd_ctx_attr_bool(ctx, "trans_y") && ynd > 1;
-  int64_t xr = xnd == 1 ? 1 : x->dims[xnd - 2], xc = x->dims[xnd - 1];
-  int64_t yr = ynd == 1 ? y->dims[0] : y->dims[ynd - 2], yc = ynd == 1 ? 1 : y->dims[ynd - 1];
-  p->m = p->tx ? xc : xr;
-  p->k = p->tx ? xr : xc;
-  int64_t ky = p->ty ? yc : yr;
-  p->n = p->ty ? yr : yc;
-  if (p->k != ky)
-    return pd_ctx_fail(ctx, PD_ESHAPE, "X%s has %" PRId64 " columns but Y%s has %" PRId64
-                       " rows (%s x %s)", p->tx ? "^T" : "", p->k, p->ty ? "^T" : "", ky,
-                       shape_str(x, sx), shape_str(y, sy));
-  p->ldx = xc;
-  p->ldy = yc;
+  p->nb = 1;
+  p->xb[0] = p->xbatch = bx;
+  p->yb[0] = p->ybatch = by;
+  p->bd[0] = p->batch = xnd > 2 ? bx : by;  /* equal where both are batched */
+  const pd_tensor *lead = xnd > 2 ? x : y;
+  p->ond = 0;
+  for (int i = 0; i + 2 < lead->ndims; i++) p->od[p->ond++] = lead->dims[i];
+  if (xnd > 1 || p->m != 1) p->od[p->ond++] = p->m;
+  if (ynd > 1 || p->n != 1) p->od[p->ond++] = p->n;
+  return PD_OK;
+}
+
+/* NumPy's: the batch dims aligned from the right, those of 1 repeated. */
+static pd_status mm_plan_numpy(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *y,
+                               mm_plan *p) {
+  char sx[DIMS_BUF], sy[DIMS_BUF];
+  int xnd = x->ndims, ynd = y->ndims;
   int xbn = xnd > 2 ? xnd - 2 : 0, ybn = ynd > 2 ? ynd - 2 : 0;
   p->nb = xbn > ybn ? xbn : ybn;
   p->batch = p->xbatch = p->ybatch = 1;
@@ -517,13 +550,41 @@ static pd_status mm_plan_make(const pd_exec_ctx *ctx, const pd_tensor *x, const 
     p->xbatch *= p->xb[i];
     p->ybatch *= p->yb[i];
   }
-  p->xmat = p->m * p->k;
-  p->ymat = p->k * p->n;
-  p->omat = p->m * p->n;
   p->ond = 0;
   for (int i = 0; i < p->nb; i++) p->od[p->ond++] = p->bd[i];
   if (xnd > 1) p->od[p->ond++] = p->m;
   if (ynd > 1) p->od[p->ond++] = p->n;
+  return PD_OK;
+}
+
+static pd_status mm_plan_make(const pd_exec_ctx *ctx, const pd_tensor *x, const pd_tensor *y,
+                              mm_plan *p) {
+  char sx[DIMS_BUF], sy[DIMS_BUF];
+  int xnd = x->ndims, ynd = y->ndims;
+  bool v1 = ctx->def->karg == PD_OPV_MATMUL;
+  if (xnd == 0 || ynd == 0)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "cannot multiply %s by %s: both need at least 1 dim",
+                       shape_str(x, sx), shape_str(y, sy));
+  p->tx = pd_ctx_attr_bool(ctx, v1 ? "transpose_X" : "trans_x") && (v1 || xnd > 1);
+  p->ty = pd_ctx_attr_bool(ctx, v1 ? "transpose_Y" : "trans_y") && (v1 || ynd > 1);
+  p->alpha = v1 ? pd_ctx_attr_float(ctx, "alpha") : 1.0;
+  int64_t xr = xnd == 1 ? 1 : x->dims[xnd - 2], xc = x->dims[xnd - 1];
+  int64_t yr = ynd == 1 ? y->dims[0] : y->dims[ynd - 2], yc = ynd == 1 ? 1 : y->dims[ynd - 1];
+  p->m = p->tx ? xc : xr;
+  p->k = p->tx ? xr : xc;
+  int64_t ky = p->ty ? yc : yr;
+  p->n = p->ty ? yr : yc;
+  if (p->k != ky)
+    return pd_ctx_fail(ctx, PD_ESHAPE, "X%s has %" PRId64 " columns but Y%s has %" PRId64
+                       " rows (%s x %s)", p->tx ? "^T" : "", p->k, p->ty ? "^T" : "", ky,
+                       shape_str(x, sx), shape_str(y, sy));
+  p->ldx = xc;
+  p->ldy = yc;
+  pd_status st = v1 ? mm_plan_fluid(ctx, x, y, p) : mm_plan_numpy(ctx, x, y, p);
+  if (st) return st;
+  p->xmat = p->m * p->k;
+  p->ymat = p->k * p->n;
+  p->omat = p->m * p->n;
   if (p->ond == 0) p->od[p->ond++] = 1;  /* vector . vector: [1], as the shape function says */
   return PD_OK;
 }
@@ -543,7 +604,7 @@ static void mm_batch_index(const mm_plan *p, int64_t b, int64_t *xi, int64_t *yi
   *yi = y;
 }
 
-pd_status pd_kernel_matmul_v2(pd_exec_ctx *ctx) {
+pd_status pd_kernel_matmul(pd_exec_ctx *ctx) {
   const pd_tensor *x, *y;
   pd_tensor *out;
   pd_status st;
@@ -555,7 +616,7 @@ pd_status pd_kernel_matmul_v2(pd_exec_ctx *ctx) {
   hold h;
   hold_init(&h);
   if ((st = unalias(ctx, &h, out, &x)) || (st = unalias(ctx, &h, out, &y)) ||
-      (st = resize(ctx, out, x->dtype, p.ond, p.od, NULL)))
+      (st = resize(ctx, out, x->dtype, p.ond, p.od, ctx->def->karg == PD_OPV_MATMUL ? x : NULL)))
     goto done;
   pd_dtype dt = x->dtype;
   size_t sz = pd_dtype_size(dt);
@@ -568,24 +629,24 @@ pd_status pd_kernel_matmul_v2(pd_exec_ctx *ctx) {
      * X's rows, one GEMM; a Y that no op of the program writes (a model's weight without a bias
      * add) through the backend's prepared copy, as fc's W. */
     pd_k_prepared **prep =
-        !p.ty && p.ldx == p.k && p.ldy == p.n && ctx->k->gemm_const_b &&
+        !p.ty && p.alpha == 1.0 && p.ldx == p.k && p.ldy == p.n && ctx->k->gemm_const_b &&
                 op_lp(ctx, dt) == PD_FP32 && pd_ctx_in_const(ctx, "Y", 0)
             ? pd_tensor_prepared(y)
             : NULL;
     if (prep)
       st = ctx->k->gemm_const_b(dt, p.batch * p.m, p.n, p.k, xd, yd, NULL, od, prep);
     else
-      st = op_gemm(ctx, dt, false, p.ty, p.batch * p.m, p.n, p.k, 1.0, xd, ld(p.ldx), yd,
+      st = op_gemm(ctx, dt, false, p.ty, p.batch * p.m, p.n, p.k, p.alpha, xd, ld(p.ldx), yd,
                    ld(p.ldy), 0.0, od, ldo);
   } else if ((p.xbatch == p.batch || p.xbatch == 1) && (p.ybatch == p.batch || p.ybatch == 1)) {
-    st = op_gemm_batched(ctx, dt, p.tx, p.ty, p.batch, p.m, p.n, p.k, 1.0, xd, ld(p.ldx),
+    st = op_gemm_batched(ctx, dt, p.tx, p.ty, p.batch, p.m, p.n, p.k, p.alpha, xd, ld(p.ldx),
                               p.xbatch == 1 ? 0 : p.xmat, yd, ld(p.ldy),
                               p.ybatch == 1 ? 0 : p.ymat, 0.0, od, ldo, p.omat);
   } else {
     for (int64_t b = 0; b < p.batch && !st; b++) {
       int64_t xi, yi;
       mm_batch_index(&p, b, &xi, &yi);
-      st = op_gemm(ctx, dt, p.tx, p.ty, p.m, p.n, p.k, 1.0, xd + (size_t)(xi * p.xmat) * sz,
+      st = op_gemm(ctx, dt, p.tx, p.ty, p.m, p.n, p.k, p.alpha, xd + (size_t)(xi * p.xmat) * sz,
                         ld(p.ldx), yd + (size_t)(yi * p.ymat) * sz, ld(p.ldy), 0.0,
                         od + (size_t)(b * p.omat) * sz, ldo);
     }
@@ -597,11 +658,11 @@ done:
 }
 
 /* Per batch element b (X's matrix xi, Y's yi), with op() the stored matrix or its transpose:
- *   dX_xi += dOut_b op(Y)^T      (stored transposed when trans_x: op(Y) dOut_b^T)
- *   dY_yi += op(X)^T dOut_b      (stored transposed when trans_y: dOut_b^T op(X))
+ *   dX_xi += alpha dOut_b op(Y)^T      (stored transposed when trans_x: op(Y) dOut_b^T)
+ *   dY_yi += alpha op(X)^T dOut_b      (stored transposed when trans_y: dOut_b^T op(X))
  * Where X (or Y) was broadcast along the batch, its gradient sums over the batch elements that
  * used it: it is cleared first and every product adds in. */
-pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
+pd_status pd_kernel_matmul_grad(pd_exec_ctx *ctx) {
   const pd_tensor *x, *y, *dout;
   pd_tensor *dx, *dy;
   bool none;
@@ -629,15 +690,15 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
     goto done;
   }
   if (!p.tx && p.ybatch == 1 && p.xbatch == p.batch) {
-    /* The folded forward (see pd_kernel_matmul_v2): X's rows [B * M, K]. dY's product sums over
+    /* The folded forward (see pd_kernel_matmul): X's rows [B * M, K]. dY's product sums over
      * the batch by itself. */
     int64_t rows = p.batch * p.m;
-    if (dx) st = op_gemm(ctx, dt, false, !p.ty, rows, p.k, p.n, 1.0, gd, ldo, yd, ldy, 0.0, dxd, ld(p.k));
+    if (dx) st = op_gemm(ctx, dt, false, !p.ty, rows, p.k, p.n, p.alpha, gd, ldo, yd, ldy, 0.0, dxd, ld(p.k));
     if (!st && dy) {
       if (!p.ty)
-        st = op_gemm(ctx, dt, true, false, p.k, p.n, rows, 1.0, xd, ldx, gd, ldo, 0.0, dyd, ldo);
+        st = op_gemm(ctx, dt, true, false, p.k, p.n, rows, p.alpha, xd, ldx, gd, ldo, 0.0, dyd, ldo);
       else
-        st = op_gemm(ctx, dt, true, false, p.n, p.k, rows, 1.0, gd, ldo, xd, ldx, 0.0, dyd, ld(p.k));
+        st = op_gemm(ctx, dt, true, false, p.n, p.k, rows, p.alpha, gd, ldo, xd, ldx, 0.0, dyd, ld(p.k));
     }
     st = k_check(ctx, st, dt);
     goto done;
@@ -650,19 +711,19 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
     int64_t sx = p.xbatch == 1 ? 0 : p.xmat, sy = p.ybatch == 1 ? 0 : p.ymat;
     if (dx && !xsum) {
       if (!p.tx)
-        st = op_gemm_batched(ctx, dt, false, !p.ty, p.batch, p.m, p.k, p.n, 1.0, gd, ldo, p.omat,
+        st = op_gemm_batched(ctx, dt, false, !p.ty, p.batch, p.m, p.k, p.n, p.alpha, gd, ldo, p.omat,
                                   yd, ldy, sy, 0.0, dxd, ld(p.k), p.xmat);
       else
-        st = op_gemm_batched(ctx, dt, p.ty, true, p.batch, p.k, p.m, p.n, 1.0, yd, ldy, sy, gd,
+        st = op_gemm_batched(ctx, dt, p.ty, true, p.batch, p.k, p.m, p.n, p.alpha, yd, ldy, sy, gd,
                                   ldo, p.omat, 0.0, dxd, ld(p.m), p.xmat);
       dx = NULL;
     }
     if (!st && dy && !ysum) {
       if (!p.ty)
-        st = op_gemm_batched(ctx, dt, !p.tx, false, p.batch, p.k, p.n, p.m, 1.0, xd, ldx, sx, gd,
+        st = op_gemm_batched(ctx, dt, !p.tx, false, p.batch, p.k, p.n, p.m, p.alpha, xd, ldx, sx, gd,
                                   ldo, p.omat, 0.0, dyd, ldo, p.ymat);
       else
-        st = op_gemm_batched(ctx, dt, true, p.tx, p.batch, p.n, p.k, p.m, 1.0, gd, ldo, p.omat,
+        st = op_gemm_batched(ctx, dt, true, p.tx, p.batch, p.n, p.k, p.m, p.alpha, gd, ldo, p.omat,
                                   xd, ldx, sx, 0.0, dyd, ld(p.k), p.ymat);
       dy = NULL;
     }
@@ -678,17 +739,17 @@ pd_status pd_kernel_matmul_v2_grad(pd_exec_ctx *ctx) {
       char *o = dxd + (size_t)(xi * p.xmat) * sz;
       double beta = xsum ? 1.0 : 0.0;
       if (!p.tx)
-        st = op_gemm(ctx, dt, false, !p.ty, p.m, p.k, p.n, 1.0, gm, ldo, ym, ldy, beta, o, ld(p.k));
+        st = op_gemm(ctx, dt, false, !p.ty, p.m, p.k, p.n, p.alpha, gm, ldo, ym, ldy, beta, o, ld(p.k));
       else
-        st = op_gemm(ctx, dt, p.ty, true, p.k, p.m, p.n, 1.0, ym, ldy, gm, ldo, beta, o, ld(p.m));
+        st = op_gemm(ctx, dt, p.ty, true, p.k, p.m, p.n, p.alpha, ym, ldy, gm, ldo, beta, o, ld(p.m));
     }
     if (!st && dy) {
       char *o = dyd + (size_t)(yi * p.ymat) * sz;
       double beta = ysum ? 1.0 : 0.0;
       if (!p.ty)
-        st = op_gemm(ctx, dt, !p.tx, false, p.k, p.n, p.m, 1.0, xm, ldx, gm, ldo, beta, o, ldo);
+        st = op_gemm(ctx, dt, !p.tx, false, p.k, p.n, p.m, p.alpha, xm, ldx, gm, ldo, beta, o, ldo);
       else
-        st = op_gemm(ctx, dt, true, p.tx, p.n, p.k, p.m, 1.0, gm, ldo, xm, ldx, beta, o, ld(p.k));
+        st = op_gemm(ctx, dt, true, p.tx, p.n, p.k, p.m, p.alpha, gm, ldo, xm, ldx, beta, o, ld(p.k));
     }
   }
   st = k_check(ctx, st, dt);

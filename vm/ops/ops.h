@@ -62,6 +62,8 @@ enum {
   PD_OPV_ARG_MAX = 0, PD_OPV_ARG_MIN = 1,      /* arg_max */
   PD_OPV_TOP_K = 0, PD_OPV_TOP_K_V2 = 1,       /* top_k: v1 (the last axis), v2 (axis, largest) */
   PD_OPV_ONE_HOT = 1, PD_OPV_ONE_HOT_V2 = 2,   /* one_hot: v1 (X [..., 1]), v2 (a new last dim) */
+  PD_OPV_MATMUL = 1, PD_OPV_MATMUL_V2 = 2,     /* matmul: Fluid's (alpha, batches as one count),
+                                                  v2 (NumPy's) */
   PD_OPV_REDUCE_PROD = 100,                    /* reduce, beside the pd_k_redop values */
 };
 

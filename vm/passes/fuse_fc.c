@@ -44,7 +44,7 @@ static bool fc_pair(const pd_program *p, const pd_block *blk, int i, bool matmul
                     const char **x, const char **w, const char **b, const char **a,
                     const char **out, int64_t *ncd) {
   const pd_op_desc *m = blk->ops[i], *add = blk->ops[i + 1];
-  bool mm = matmul && pd_opdef_is(m, PD_OP_matmul_v2);
+  bool v1 = matmul && pd_opdef_is(m, PD_OP_matmul), mm = v1 || (matmul && pd_opdef_is(m, PD_OP_matmul_v2));
   if ((!pd_opdef_is(m, PD_OP_mul) && !mm) || !pd_opdef_is(add, PD_OP_elementwise_add))
     return false;
   *x = one(pd_op_input(m, "X"));
@@ -53,9 +53,13 @@ static bool fc_pair(const pd_program *p, const pd_block *blk, int i, bool matmul
   *b = one(pd_op_input(add, "Y"));
   *out = one(pd_op_output(add, "Out"));
   *ncd = int_attr(m, "x_num_col_dims", 1);
-  if (mm) { /* X [..., K] @ W [K, N], no transposes: X's leading dims are the rows */
+  if (mm) { /* X [..., K] @ W [K, N], no transposes (nor a scale): X's leading dims the rows */
     const pd_var_desc *xd = *x ? pd_block_find_var(blk, *x) : NULL;
-    if (!xd || xd->ndims < 2 || attr_set(m, "trans_x") || attr_set(m, "trans_y")) return false;
+    const pd_attr *alpha = v1 ? pd_op_attr(m, "alpha") : NULL;
+    if (!xd || xd->ndims < 2 || attr_set(m, v1 ? "transpose_X" : "trans_x") ||
+        attr_set(m, v1 ? "transpose_Y" : "trans_y") ||
+        (alpha && (alpha->type != PD_ATTR_FLOAT || alpha->v.f != 1.0f)))
+      return false;
     *ncd = xd->ndims - 1;
   }
   if (!*x || !*w || !*a || !*b || !*out || !is(one(pd_op_input(add, "X")), *a) ||

@@ -33,8 +33,9 @@
 /* Fuse every mul + elementwise_add of p's global block that has the shape above; *fused (may be
  * NULL) receives how many were. */
 pd_status pd_program_fuse_fc(pd_program *p, int *fused, pd_error *err);
-/* The same, and with `matmul` also matmul_v2 (X [..., K] of known rank, W [K, N], neither
- * transposed) + elementwise_add, as PaddlePaddle 3 saves a Linear layer: fc with
+/* The same, and with `matmul` also matmul_v2 or Fluid's matmul (X [..., K] of known rank,
+ * W [K, N], neither transposed, alpha 1) + elementwise_add, as PaddlePaddle 3 (and 1.8, with
+ * matmul) saves a Linear layer: fc with
  * in_num_col_dims = rank(X) - 1. The load-time passes of an inference model use it; training
  * programs keep their matmul_v2 (its gradient's GEMMs are not fc_grad's). */
 pd_status pd_program_fuse_fc_ex(pd_program *p, bool matmul, int *fused, pd_error *err);

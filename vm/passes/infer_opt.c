@@ -596,10 +596,14 @@ static bool const_scale(const pd_program *p, pd_scope *scope, int w, double *f, 
   return true;
 }
 
-/* Whether op is a matmul_v2 with Y transposed as asked (trans_y) and X not. */
-static bool plain_matmul(const pd_op_desc *op, bool trans_y) {
-  return !strcmp(op->type, "matmul_v2") && !attr_true(op, "trans_x") &&
-         attr_true(op, "trans_y") == trans_y;
+/* Whether op is a matmul_v2, or Fluid's matmul, with Y transposed as asked (trans_y) and X not;
+ * the product's scale (matmul's alpha, else 1) in *alpha. */
+static bool plain_matmul(const pd_op_desc *op, bool trans_y, double *alpha) {
+  bool v1 = !strcmp(op->type, "matmul");
+  if (!v1 && strcmp(op->type, "matmul_v2")) return false;
+  *alpha = v1 ? attr_num(op, "alpha", 1) : 1;
+  return !attr_true(op, v1 ? "transpose_X" : "trans_x") &&
+         attr_true(op, v1 ? "transpose_Y" : "trans_y") == trans_y;
 }
 
 /* The var of 4 dims (or dims not known) that the heads transpose writing v reads; its index in
@@ -614,8 +618,8 @@ static const char *heads_source(const pd_program *p, const char *v, int *at) {
 }
 
 /* Fuse the attention whose softmax is op i of block 0: heads transposes of the queries, keys and
- * values ([B, S, H, D] -> [B, H, S, D]), the scores Q K^T (matmul_v2 with trans_y) scaled by
- * constants before or after it (scale, or elementwise_mul
+ * values ([B, S, H, D] -> [B, H, S, D]), the scores Q K^T (matmul_v2 with trans_y, or Fluid's
+ * matmul with transpose_Y and its alpha) scaled by constants before or after it (scale, or elementwise_mul
  * by a one-element constant), an elementwise_add of a mask (optional, axis -1, at most 4-D),
  * the softmax along the last dim, the product with V and the transpose joining the heads: one
  * memory_efficient_attention at the last one's place, reading the untransposed Q, K, V and the
@@ -652,7 +656,8 @@ static pd_status fuse_attention(pd_program *p, pd_scope *scope, int i, bool *don
     absorbed[nabs++] = w;
     w = sole_writer(p, in);
   }
-  if (w < 0 || !plain_matmul(b0->ops[w], true)) return PD_OK;
+  if (w < 0 || !plain_matmul(b0->ops[w], true, &f)) return PD_OK;
+  scale *= f;
   const pd_op_desc *qk = b0->ops[w];
   const char *q = pd_op_input1(qk, "X"), *k = pd_op_input1(qk, "Y");
   int qw = sole_writer(p, q);
@@ -667,7 +672,7 @@ static pd_status fuse_attention(pd_program *p, pd_scope *scope, int i, bool *don
   }
   /* forwards: the product with V, the transpose joining the heads */
   const pd_op_desc *pv;
-  if (!chain_var(p, probs, i, &next) || !plain_matmul(pv = b0->ops[next], false) ||
+  if (!chain_var(p, probs, i, &next) || !plain_matmul(pv = b0->ops[next], false, &f) || f != 1 ||
       !pd_op_input1(pv, "X") || strcmp(pd_op_input1(pv, "X"), probs))
     return PD_OK;
   absorbed[nabs++] = next;

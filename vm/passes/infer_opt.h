@@ -24,9 +24,11 @@
  *     hard_swish with threshold = scale, gelu) as one fused_conv2d at the last one's place
  *     (its operands unchanged until then, each intermediate read by the next op alone);
  *   - then, where the program runs on the host, an attention layer's heads: the queries, keys
- *     and values transposed to [B, H, S, D], Q K^T (matmul_v2 with trans_y) scaled by
- *     constants before or after (scale, or elementwise_mul by a one-element constant), plus a mask (elementwise_add, axis -1; optional), the softmax
- *     along the last dim, times V, transposed back to [B, S, H, D]: one
+ *     and values transposed to [B, H, S, D], Q K^T (matmul_v2 with trans_y, or Fluid's matmul
+ *     with transpose_Y, its alpha a scale) scaled by constants before or after (scale, or
+ *     elementwise_mul by a one-element constant), plus a mask (elementwise_add, axis -1;
+ *     optional), the softmax along the last dim, times V (alpha 1), transposed back to
+ *     [B, S, H, D]: one
  *     memory_efficient_attention (vm/oplist.h) reading Q, K, V and the mask as they were before
  *     the transposes (the scores, [B, H, S, S], never made).
  * An op is removed only when its output is read by ops of block 0 alone, is not fetched and is

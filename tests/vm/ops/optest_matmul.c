@@ -1,7 +1,8 @@
 /* optest_matmul.c -- the op-test table's rows of vm/ops/matmul.c (optest.h): mul (X and Y
  * flattened to matrices at x_num_col_dims and y_num_col_dims), fc (Input flattened at
- * in_num_col_dims times W, plus an optional Bias row) and matmul_v2 (NumPy's matmul: trans_x,
- * trans_y, 1-d operands, batch dims that broadcast) and memory_efficient_attention (the softmax
+ * in_num_col_dims times W, plus an optional Bias row), matmul_v2 (NumPy's matmul: trans_x,
+ * trans_y, 1-d operands, batch dims that broadcast), Fluid's matmul (alpha, transposed 1-d
+ * operands, batches counted as one) and memory_efficient_attention (the softmax
  * of scaled, biased and masked products of queries and keys, times the values). The references
  * are the sums of products written out in double, element by element. */
 #include "config.h"
@@ -100,6 +101,41 @@ static void ref_matmul_v2(ot_ref *r) {
   }
 }
 
+/* Fluid's matmul: a 1-d X is the row [1, K] and a 1-d Y the column [K, 1], then transposed
+ * when asked (so X [K] with transpose_X is the column [K, 1]); the matrices are the last two
+ * dims and the batch the count of all the dims before them: X's b-th matrix times Y's (or the
+ * one matrix of an operand of rank 2 or less); Out = X's leading dims (Y's when only Y has
+ * them), M unless X was 1-d and M is 1, N unless Y was 1-d and N is 1, [1] when nothing is
+ * left; every product times alpha. */
+static void ref_matmul(ot_ref *r) {
+  const ot_val *x = ot_in(r, "X"), *y = ot_in(r, "Y");
+  bool tx = ot_bool(r, "transpose_X"), ty = ot_bool(r, "transpose_Y");
+  double alpha = ot_float(r, "alpha");
+  int64_t xr = x->nd > 1 ? x->dims[x->nd - 2] : 1, xc = x->dims[x->nd - 1];
+  int64_t yr = y->nd > 1 ? y->dims[y->nd - 2] : y->dims[0], yc = y->nd > 1 ? y->dims[y->nd - 1] : 1;
+  int64_t m = tx ? xc : xr, k = tx ? xr : xc, n = ty ? yr : yc;
+  const ot_val *lead = x->nd > 2 ? x : y;
+  int nb = lead->nd > 2 ? lead->nd - 2 : 0;
+  int64_t od[OT_MAX_DIMS];
+  int ond = 0;
+  for (int d = 0; d < nb; d++) od[ond++] = lead->dims[d];
+  if (x->nd > 1 || m != 1) od[ond++] = m;
+  if (y->nd > 1 || n != 1) od[ond++] = n;
+  if (ond == 0) od[ond++] = 1;
+  double *o = ot_out(r, "Out", ond, od);
+  int64_t batch = dims_prod(lead->dims, 0, nb);
+  for (int64_t b = 0; b < batch; b++) {
+    const double *xv = x->v + (x->nd > 2 ? b * m * k : 0), *yv = y->v + (y->nd > 2 ? b * k * n : 0);
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double s = 0;
+        for (int64_t t = 0; t < k; t++)
+          s += (tx ? xv[t * xc + i] : xv[i * xc + t]) * (ty ? yv[j * yc + t] : yv[t * yc + j]);
+        o[(b * m + i) * n + j] = alpha * s;
+      }
+  }
+}
+
 /* memory_efficient_attention: per batch b and head h the scores s_ij = scale q_i . k_j plus the
  * bias (its dims aligned at the end of [B, H, Sq, Sk], those of 1 repeated), none past j = i
  * when causal; output_i = sum over j of softmax_j(s_ij) v_j, logsumexp_i = log sum_j e^s_ij
@@ -193,6 +229,34 @@ const ot_row ot_rows_matmul[] = {
      .in = {{"Input", "[2, 3, 4]"}, {"W", "[4, 2]"}, {"Bias", "[1, 2]"}}, .ref = ref_fc},
     {.op = "fc", .what = "3-d Input flattened", .attrs = "in_num_col_dims=1",
      .in = {{"Input", "[2, 2, 3]"}, {"W", "[6, 3]"}, {"Bias", "[3]"}}, .ref = ref_fc},
+
+    /* matmul (Fluid's): alpha; each transpose; equal batches (also of other dims with the
+     * same count), a batch times a matrix and a matrix times a batch; 1-d operands, plain and
+     * transposed (a transposed 1-d X is a column: M stays). */
+    {.op = "matmul", .what = "alpha 0.5", .attrs = "alpha=0.5",
+     .in = {{"X", "[2, 3]"}, {"Y", "[3, 4]"}}, .ref = ref_matmul},
+    {.op = "matmul", .what = "transpose_X transpose_Y", .attrs = "transpose_X=true transpose_Y=true",
+     .in = {{"X", "[3, 2]"}, {"Y", "[4, 3]"}}, .ref = ref_matmul},
+    {.op = "matmul", .what = "batched, transpose_Y, alpha 0.125 (attention scores)",
+     .attrs = "transpose_Y=true alpha=0.125", .in = {{"X", "[2, 2, 3, 4]"}, {"Y", "[2, 2, 3, 4]"}},
+     .ref = ref_matmul},
+    {.op = "matmul", .what = "batches of other dims, one count",
+     .in = {{"X", "[2, 3, 2, 3]"}, {"Y", "[6, 3, 2]"}}, .ref = ref_matmul},
+    {.op = "matmul", .what = "batch times a matrix, transpose_X", .attrs = "transpose_X=true",
+     .in = {{"X", "[2, 3, 2]"}, {"Y", "[3, 4]"}}, .ref = ref_matmul},
+    {.op = "matmul", .what = "a matrix times a batch, transpose_Y, alpha 2",
+     .attrs = "transpose_Y=true alpha=2", .in = {{"X", "[2, 3]"}, {"Y", "[3, 2, 3]"}},
+     .ref = ref_matmul},
+    {.op = "matmul", .what = "vector . vector", .in = {{"X", "[4]"}, {"Y", "[4]"}},
+     .ref = ref_matmul},
+    {.op = "matmul", .what = "1-d X transposed: a column", .attrs = "transpose_X=true",
+     .in = {{"X", "[3]"}, {"Y", "[1, 2]"}}, .ref = ref_matmul},
+    {.op = "matmul", .what = "1-d Y transposed: a row", .attrs = "transpose_Y=true",
+     .in = {{"X", "[2, 1]"}, {"Y", "[3]"}}, .ref = ref_matmul},
+    {.op = "matmul", .what = "batch times a vector", .in = {{"X", "[2, 2, 3]"}, {"Y", "[3]"}},
+     .ref = ref_matmul},
+    {.op = "matmul", .what = "vector times a batch", .in = {{"X", "[3]"}, {"Y", "[2, 3, 2]"}},
+     .ref = ref_matmul},
 
     /* matmul_v2: matrices with each transpose; batches, equal and broadcast (one operand 2-d,
      * a batch dim of 1 on either side, batch ranks that differ); 1-d operands. */

@@ -1,5 +1,5 @@
-/* test_infer_math.c -- shape inference of matrix products (mul, fc, matmul_v2: flattening,
- * transposes, vectors, batch broadcasting) and reductions (reduce_*, mean, arg_max, top_k). */
+/* test_infer_math.c -- shape inference of matrix products (mul, fc, matmul_v2, Fluid's matmul:
+ * flattening, transposes, vectors, batch broadcasting or batch counts) and reductions (reduce_*, mean, arg_max, top_k). */
 #include "config.h"
 
 #include "tests/vm/ops/fixture.h"
@@ -81,6 +81,41 @@ static void test_matmul(void) {
   product(m, "[]", "[5]", NULL, 0, NULL, 0,
           "matmul_v2: cannot multiply [] by [5]: both need at least 1 dim", "matmul: rank 0");
   product(m, "[-1, -1]", "[7, 3]", NULL, 0, NULL, 0, "[-1, 3]", "matmul: unknown inner dim");
+}
+
+/* Fluid's matmul: the batch dims as one count (equal, or one side a matrix), the batched
+ * operand's leading dims in Out, a 1-d operand transposed too, X's LoD kept. */
+static void test_matmul_fluid(void) {
+  const char *m = "matmul";
+  product(m, "[-1, 12, 128, 64]", "[-1, 12, 128, 64]", "transpose_Y", 1, NULL, 0,
+          "[-1, 12, 128, 128]", "matmul: attention scores");
+  product(m, "[2, 3, 4, 5]", "[6, 5, 7]", NULL, 0, NULL, 0, "[2, 3, 4, 7]",
+          "matmul: batches of other dims, the same count: X's dims");
+  product(m, "[4, 5]", "[2, 3, 5, 7]", NULL, 0, NULL, 0, "[2, 3, 4, 7]",
+          "matmul: a matrix by a batch: Y's dims");
+  product(m, "[2, 4, 5]", "[3, 5, 7]", NULL, 0, NULL, 0,
+          "matmul: X's 2 matrices and Y's 3 differ ([2, 4, 5] x [3, 5, 7]): matmul multiplies "
+          "equal batches, or one by a matrix", "matmul: batch counts differ");
+  product(m, "[1, 4, 5]", "[3, 5, 7]", NULL, 0, NULL, 0,
+          "matmul: X's 1 matrices and Y's 3 differ ([1, 4, 5] x [3, 5, 7]): matmul multiplies "
+          "equal batches, or one by a matrix", "matmul: a batch of one does not broadcast");
+  product(m, "[4]", "[1, 3]", "transpose_X", 1, NULL, 0, "[4, 3]",
+          "matmul: a transposed 1-d X is a column");
+  product(m, "[2, 1]", "[3]", "transpose_Y", 1, NULL, 0, "[2, 3]",
+          "matmul: a transposed 1-d Y is a row");
+  product(m, "[4]", "[4]", NULL, 0, NULL, 0, "[1]", "matmul: vector by vector");
+  product(m, "[2, 3, 4]", "[4]", NULL, 0, NULL, 0, "[2, 3]", "matmul: batch by vector");
+  product(m, "[4, 5]", "[4, 3]", NULL, 0, NULL, 0,
+          "matmul: X has 5 columns but Y has 4 rows ([4, 5] x [4, 3])", "matmul: mismatch");
+  fx f;
+  fx_init(&f);
+  decl_lod(f.b, "x", PD_FP32, "[-1, 8]", 1);
+  decl(f.b, "y", PD_FP32, "[8, 3]");
+  expect_shape(&f, add_op(&f, m, "X=x Y=y", "Out=o"), "o", "[-1, 3]", "matmul of a sequence");
+  is_int(lod_of(&f, "o"), 1, "matmul keeps X's LoD");
+  expect_shape(&f, add_op(&f, "matmul_v2", "X=x Y=y", "Out=o2"), "o2", "[-1, 3]", "matmul_v2 too");
+  is_int(lod_of(&f, "o2"), 0, "matmul_v2 does not");
+  fx_free(&f);
 }
 
 /* reduce `type` over X of shape xs with dim (n entries; n < 0: not set), keep_dim, reduce_all. */
@@ -235,6 +270,7 @@ int main(void) {
   test_mul();
   test_fc();
   test_matmul();
+  test_matmul_fluid();
   test_reduce();
   test_arg_max_top_k();
   return tap_done();

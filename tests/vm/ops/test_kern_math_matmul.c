@@ -275,6 +275,45 @@ static void test_matmul(void) {
   rt_free(&r);
 }
 
+/* Fluid's matmul at run time: X's LoD kept on Out; batch counts that differ (dims unknown when
+ * the program was made) refused; Out written over X with alpha. */
+static void test_matmul_fluid(void) {
+  rt r;
+  rt_init(&r);
+  rt_in_f32(&r, "x", "[3, 2]", F(1, 2, 3, 4, 5, 6));
+  rt_lod(&r, "x", 3, L(0, 1, 3));
+  rt_in_f32(&r, "y", "[2, 2]", F(1, 0, 0, 1));
+  pd_op_set_attr_float(rt_op(&r, "matmul", "X=x Y=y", "Out=o"), "alpha", 0.5f);
+  if (rt_ok(&r, "Fluid's matmul with a LoD X")) {
+    const pd_tensor *o = rt_get(&r, "o");
+    rt_expect(o, 6, D(0.5, 1, 1.5, 2, 2.5, 3), 0, "matmul: half of X");
+    ok(o && o->nlod == 1 && o->lod[0].n == 3 && o->lod[0].offsets[2] == 3, "matmul: Out keeps X's LoD");
+  }
+  rt_free(&r);
+
+  double z[48] = {0};
+  rt_init(&r);
+  rt_in_f64(&r, "x", "[2, 2, 3]", z);
+  rt_in_f64(&r, "y", "[3, 3, 2]", z);
+  decl(r.f.b, "x", PD_FP64, "[-1, 2, 3]");
+  decl(r.f.b, "y", PD_FP64, "[-1, 3, 2]");
+  rt_op(&r, "matmul", "X=x Y=y", "Out=o");
+  rt_fails(&r, PD_ESHAPE, "matmul: X's 2 matrices and Y's 3 differ ([2, 2, 3] x [3, 3, 2]): "
+           "matmul multiplies equal batches, or one by a matrix",
+           "matmul: batch counts that differ at run time");
+  rt_free(&r);
+
+  rt_init(&r);
+  rt_in_f64(&r, "x", "[2, 2]", D(1, 2, 3, 4));
+  rt_in_f64(&r, "y", "[2, 2]", D(0, 1, 1, 0));
+  pd_op_desc *op = rt_op(&r, "matmul", "X=x Y=y", "Out=x");
+  pd_op_set_attr_bool(op, "transpose_X", true);
+  pd_op_set_attr_float(op, "alpha", 2.0f);
+  if (rt_ok(&r, "x = matmul(x^T, y) * 2"))
+    rt_expect(rt_get(&r, "x"), 4, D(6, 2, 8, 4), 0, "x = 2 x^T y: columns swapped");
+  rt_free(&r);
+}
+
 /* ---------------------------------------------------------------- fc */
 
 /* fc of Input (shape xs, m x k once flattened at ncd) by W [k, n], plus a bias of shape bs
@@ -420,6 +459,7 @@ int main(void) {
   test_mul();
   test_fc();
   test_matmul();
+  test_matmul_fluid();
   test_attention_errors();
   return tap_done();
 }

@@ -195,6 +195,17 @@ int main(void) {
         "import \"layers\"\nx = data(\"x\", [-1, 3, 4])\nw = param([4, 5])\n"
         "b = param([5], init = 0.5)\ny = tanh(elementwise_add(matmul(x, w), b))\n",
         "y", 3, seq, 0, 0, 0, "matmul_v2", "fc");
+  /* Paddle 1.8's Linear (Fluid's matmul) likewise; with an alpha it stays */
+  check("fluid_matmul_bias_fc",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 4])\nw = param([4, 5])\n"
+        "b = param([5], init = 0.5)\n"
+        "y = tanh(elementwise_add(op(\"matmul\", X = x, Y = w), b))\n",
+        "y", 3, seq, 0, 0, 0, "matmul", "fc");
+  check("fluid_matmul_alpha_no_fc",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 4])\nw = param([4, 5])\n"
+        "b = param([5], init = 0.5)\n"
+        "y = tanh(elementwise_add(op(\"matmul\", X = x, Y = w, alpha = 3.0), b))\n",
+        "y", 3, seq, 0, 0, 0, "fc", "matmul");
   /* an attention layer (the stdlib's, its scale on the queries; a causal mask [T, T] added to
    * the scores) becomes memory_efficient_attention, its heads' transposes gone; with the
    * scores read twice it stays */
@@ -216,6 +227,24 @@ int main(void) {
         "s = matmul(q, k, trans_y = true)\n"
         "y = tanh(transpose(matmul(softmax(s * 3.0), v), [0, 2, 1, 3]))\n",
         "y", 3, tok, 0, 0, 0, "matmul_v2", "memory_efficient_attention");
+  /* Fluid 1.x's heads (BERT, ERNIE 1.0): matmul with transpose_Y and alpha for the scores, a
+   * mask add, matmul for the values; with an alpha on the values' product it stays */
+  check("attention_fluid_matmul",
+        "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
+        "q = transpose(reshape(x, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "k = transpose(reshape(x * 0.5, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "v = transpose(reshape(tanh(x), [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "s = op(\"matmul\", X = q, Y = k, transpose_Y = true, alpha = 0.5)\n"
+        "p = op(\"matmul\", X = softmax(s + causal_mask(5)), Y = v)\n"
+        "y = tanh(transpose(p, [0, 2, 1, 3]))\n",
+        "y", 3, tok, 0, 0, 0, "matmul", "memory_efficient_attention");
+  check("attention_fluid_matmul_scaled_values",
+        "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
+        "q = transpose(reshape(x, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
+        "s = op(\"matmul\", X = q, Y = q, transpose_Y = true, alpha = 0.5)\n"
+        "p = op(\"matmul\", X = softmax(s), Y = q, alpha = 2.0)\n"
+        "y = tanh(transpose(p, [0, 2, 1, 3]))\n",
+        "y", 3, tok, 0, 0, 0, NULL, "softmax");
   check("attention_scores_read_twice",
         "import \"layers\"\nx = data(\"x\", [-1, 5, 8])\n"
         "q = transpose(reshape(x, [0, 0, 2, 4]), [0, 2, 1, 3])\n"
