@@ -5,9 +5,10 @@
  * columns instead (its filters where it has few columns); a depthwise forward pass (a filter
  * per channel) is computed directly, its output planes split across the pool (in fp32 by
  * conv_avx512.c or conv_avx2.c); other fp32 forward passes make their column matrix a block of
- * panels at a time for gemm_avx512.c's or gemm_avx2.c's packed product. The fused
- * forward pass (conv2d_fused) adds the bias and residual and applies the activation to each
- * block of the output right after the thread computing it wrote it. */
+ * panels at a time for gemm_avx512.c's or gemm_avx2.c's packed product; 3x3 ones at stride 1
+ * go to conv_wino.c's Winograd products where it takes them. The fused forward pass
+ * (conv2d_fused) adds the bias and residual and applies the activation to each block of the
+ * output right after the thread computing it wrote it (pd_kcpu_conv_epilogue). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
@@ -302,8 +303,8 @@ static void epi_params(const pd_k_conv_epilogue *ep, float pp[4]) {
  * same loop), then the activation over the block in one call where its rows are whole planes
  * (they are then contiguous), else a call a row. It runs on the thread that just wrote the
  * block, while it is in its cache. */
-static void epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, void *y,
-                     int64_t n, int64_t c0, int64_t c1, int64_t j0, int64_t j1) {
+void pd_kcpu_conv_epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue *ep,
+                           void *y, int64_t n, int64_t c0, int64_t c1, int64_t j0, int64_t j1) {
   if (!ep || c1 <= c0 || j1 <= j0) return;
   int64_t ohw = p->oh * p->ow, len = j1 - j0;
   size_t sz = pd_dtype_size(dt);
@@ -512,7 +513,7 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
                           pack, (float *)j->y + at, kp->ohw, inl || (!ep && e.stream) ? &e : NULL))
         *j->failed = true;  /* no memory for its partial sums */
     }
-    if (!inl) epilogue(j->dt, p, ep, j->y, n, 0, p->oc, q, q1);
+    if (!inl) pd_kcpu_conv_epilogue(j->dt, p, ep, j->y, n, 0, p->oc, q, q1);
   }
 }
 #endif
@@ -597,7 +598,7 @@ static bool tposed(const conv_job *j, int64_t n, int64_t r0, int64_t r1,
 
 /* A 1x1 convolution (direct, one group) in fp32 on AVX-512 or AVX2: filters [r0, r1) over
  * output pixels [c0, c1) of image n, with the epilogue in the product's stores; false (nothing
- * done) where that does not apply (conv_gemm and epilogue() then). */
+ * done) where that does not apply (conv_gemm and pd_kcpu_conv_epilogue() then). */
 static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, int64_t c0,
                          int64_t c1) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
@@ -672,7 +673,7 @@ static void conv_fwd_part(void *vjob, int t, int nt) {
                    AT(j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
                    AT(col, g * kp->kdim * kp->ohw, kp->sz), kp->ohw, 0.0,
                    AT(j->y, n * kp->out_img + g * kp->ocg * kp->ohw, kp->sz), kp->ohw);
-    epilogue(j->dt, p, j->ep, j->y, n, 0, p->oc, 0, kp->ohw);
+    pd_kcpu_conv_epilogue(j->dt, p, j->ep, j->y, n, 0, p->oc, 0, kp->ohw);
   }
 }
 
@@ -798,7 +799,7 @@ static void conv_cols_part(void *vjob, int t, int nt) {
     if (e > b && !panels_product(c->j->cp, e - b, kp->ohw, (const float *)c->j->w + b * kp->kdim,
                                  c->col, (float *)c->j->y + at, kp->ohw, inl ? &ei : NULL))
       *c->failed = true;
-    if (!inl) epilogue(c->j->dt, c->j->p, ep, c->j->y, c->n, b, e, 0, kp->ohw);
+    if (!inl) pd_kcpu_conv_epilogue(c->j->dt, c->j->p, ep, c->j->y, c->n, b, e, 0, kp->ohw);
     return;
   }
 #endif
@@ -812,7 +813,7 @@ static void conv_cols_part(void *vjob, int t, int nt) {
       conv_gemm(c->j->p, kp, c->j->dt, false, false, e - b, kp->ohw, kp->kdim,
                 AT(c->j->w, b * kp->kdim, kp->sz), kp->kdim, c->col, kp->ohw, 0.0,
                 AT(c->j->y, c->n * kp->out_img + b * kp->ohw, kp->sz), kp->ohw);
-    epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, b, e, 0, kp->ohw);
+    pd_kcpu_conv_epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, b, e, 0, kp->ohw);
     return;
   }
   image_range(kp->ohw, t, nt, &b, &e);
@@ -822,7 +823,7 @@ static void conv_cols_part(void *vjob, int t, int nt) {
                  AT(c->j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
                  AT(c->col, g * kp->kdim * kp->ohw + b, kp->sz), kp->ohw, 0.0,
                  AT(c->j->y, c->n * kp->out_img + g * kp->ocg * kp->ohw + b, kp->sz), kp->ohw);
-  epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, 0, c->j->p->oc, b, e);
+  pd_kcpu_conv_epilogue(c->j->dt, c->j->p, c->j->ep, c->j->y, c->n, 0, c->j->p->oc, b, e);
 }
 
 pd_kcpu_dw_plane pd_kcpu_dw_plane_of(const pd_k_conv2d *p, const float *x, const float *w,
@@ -873,7 +874,7 @@ static void lanes_range(const dw_job *j, const pd_kcpu_epi16 *ei, int64_t b, int
       for (int64_t k = 0; k < nc; k++) pd_kcpu_depthwise16_f32(p, j->x, j->w, pl + k, j->y, ei);
     else
       for (int64_t k = 0; k < nc; k++) pd_kcpu_depthwise8_f32(p, j->x, j->w, pl + k, j->y, ei);
-    if (!ei && j->ep) epilogue(j->dt, p, j->ep, j->y, n, c0, c0 + nc, 0, ohw);
+    if (!ei && j->ep) pd_kcpu_conv_epilogue(j->dt, p, j->ep, j->y, n, c0, c0 + nc, 0, ohw);
   }
   pd_k_host_free(scratch);
 }
@@ -913,7 +914,7 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
       else
         pd_kcpu_depthwise8_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL);
       if (!inl)
-        epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
+        pd_kcpu_conv_epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
     }
     return;
   }
@@ -921,7 +922,7 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
   for (int64_t pl = b; pl < e; pl++) {
     if (j->dt == PD_FP32) depthwise_planes_f32(p, j->x, j->w, j->y, pl, pl + 1);
     else depthwise_planes_f64(p, j->x, j->w, j->y, pl, pl + 1);
-    epilogue(j->dt, p, j->ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
+    pd_kcpu_conv_epilogue(j->dt, p, j->ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
   }
 }
 
@@ -943,7 +944,7 @@ static void depthwise_rows_part(void *vjob, int t, int nt) {
   for (int64_t pl = 0; pl < p->n * p->oc; pl++) {
     pd_kcpu_depthwise16_rows_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL, y0, y1);
     if (!inl)
-      epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, y0 * p->ow,
+      pd_kcpu_conv_epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, y0 * p->ow,
                y1 * p->ow);
   }
 }
@@ -999,7 +1000,7 @@ static void few_range(void *vjob, int64_t b, int64_t e) {
         else pd_kcpu_depthwise8_f32(&q, xc, wc, 0, dst, NULL);
         if (ci) PD_SIMD for (int64_t i = 0; i < ohw; i++) yo[i] += tmp[i];
       }
-      epilogue(PD_FP32, p, j->ep, j->y, n, o, o + 1, 0, ohw);
+      pd_kcpu_conv_epilogue(PD_FP32, p, j->ep, j->y, n, o, o + 1, 0, ohw);
     }
   pd_k_host_free(tmp);
 }
@@ -1041,7 +1042,7 @@ static void pixel_part(void *vjob, int t, int nt) {
     pd_kcpu_gemm_nt16_f32(p->n, e - b, p->c, j->x, p->c, j->w + b * p->c, p->c, j->y + b, p->oc);
   else
     pd_kcpu_gemm_nt8_f32(p->n, e - b, p->c, j->x, p->c, j->w + b * p->c, p->c, j->y + b, p->oc);
-  for (int64_t n = 0; n < p->n; n++) epilogue(PD_FP32, p, j->ep, j->y, n, b, e, 0, 1);
+  for (int64_t n = 0; n < p->n; n++) pd_kcpu_conv_epilogue(PD_FP32, p, j->ep, j->y, n, b, e, 0, 1);
 }
 
 static void pixel_rows(const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, const float *x,
@@ -1052,153 +1053,6 @@ static void pixel_rows(const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, const
   if (nt > steps) nt = (int)steps;
   if (nt < 1 || p->n * p->oc * p->c < CONV_MIN_WORK) nt = 1;
   pd_kcpu_team(nt, pixel_part, &j);
-}
-#endif
-
-/* ---- 3x3 convolutions at stride 1 as Winograd's F(2x2, 3x3) in fp32 on AVX2 and AVX-512 CPUs
- * (conv_wino.c's transforms, the products gemm_avx2.c's or gemm_avx512.c's; on AVX-512
- * ResNet50's 3x3 layers on 112x112 to 28x28 took 0.6-0.9x the time, on 14x14 and 7x7 more than
- * through im2col), and as F(4x4, 3x3) on AVX-512 where an image has WINO_MIN_TILES tiles of 4x4
- * (against F(2x2, 3x3): ResNet50's 112x112 and 56x56 layers at batch 16 0.58-0.70x the time, a
- * DB detector's 96 -> 24 layers on 160x160 and 80x80 0.75-0.8x; on 28x28 the same time): the
- * filters transformed into U (kept in conv2d_fused's prepared slot for an inference model's
- * filters), then each thread a run of the tile rows (of all the images, in order), a block of
- * them at a time, its V and products M within WINO_BLOCK bytes so that they stay in its core's
- * cache: the input transform, the 16 or 36 products, the output transform and the epilogue.
- * Where there are at least WINO_MIN_CH input and output channels and WINO_MIN_TILES tiles an
- * image (below either, the transforms and U, 16/9 the size of the filters, outweigh the
- * multiply-adds saved: on a Zen 3 core 512 -> 512 channels on 7x7 ran 1.3x slower, 256 on
- * 14x14 slower on two threads), without mixed precision (gemm_lp's products keep their
- * path). ---- */
-#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-#define WINO_MIN_CH 16
-#define WINO_MIN_TILES 64
-#define WINO_BLOCK ((int64_t)512 << 10)
-
-/* The side of a tile of outputs the layer takes: 4 (F(4x4, 3x3), AVX-512) or 2 (F(2x2, 3x3)),
- * each where an image has at least WINO_MIN_TILES of them; 0: not Winograd's. */
-static int wino_tile(pd_dtype dt, const pd_k_conv2d *p) {
-  if (!(dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 && p->groups == 1 &&
-        p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
-        p->dil_w == 1 && p->c >= WINO_MIN_CH && p->oc >= WINO_MIN_CH))
-    return 0;
-  int level = pd_kcpu_simd();
-  if (level == PD_KCPU_SIMD_AVX512 && ((p->oh + 3) / 4) * ((p->ow + 3) / 4) >= WINO_MIN_TILES)
-    return 4;
-  return level != PD_KCPU_SIMD_BASE && ((p->oh + 1) / 2) * ((p->ow + 1) / 2) >= WINO_MIN_TILES
-             ? 2
-             : 0;
-}
-
-typedef struct wino_job {
-  const pd_k_conv2d *p;
-  const pd_k_conv_epilogue *ep;
-  const float *x, *w;
-  float *y, *u;
-  int tile;            /* outputs a tile's side: 2 or 4 */
-  int pts;             /* its points: (tile + 2)^2 */
-  int64_t th, tw;      /* tiles an image: rows, columns */
-  int64_t rows;        /* tile rows a block */
-  atomic_bool failed;  /* a part found no memory */
-} wino_job;
-
-static void wino_filter_range(void *ctx, int64_t b, int64_t e) {
-  wino_job *j = ctx;
-  (j->tile == 4 ? pd_kcpu_wino4_filter : pd_kcpu_wino8_filter)(j->p, j->w, j->u, b, e);
-}
-
-/* Tile rows [b, e) of the n th (image b / th first), a block of at most j->rows at a time. */
-static void wino_rows_range(void *ctx, int64_t b, int64_t e) {
-  wino_job *j = ctx;
-  const pd_k_conv2d *p = j->p;
-  bool wide = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
-  int64_t th = j->th, tw = j->tw, nb = j->rows * tw, pts = j->pts, T = j->tile;
-  int64_t pw = wide ? PD_KCPU_GEMM16_NR : PD_KCPU_GEMM8_NR;
-  size_t vbytes = (size_t)(pts * pd_kcpu_wino_vstride(p->c, nb, pw)) * sizeof(float);
-  float *v = pd_k_host_alloc(vbytes);
-  float *m = pd_k_host_alloc((size_t)(pts * p->oc * nb) * sizeof(float));
-  bool ok = v && m;
-  if (v) memset(v, 0, vbytes); /* the last panels' columns past the tiles: read, never written */
-  for (int64_t r = b; r < e && ok;) {
-    int64_t n = r / th, ty0 = r % th, ty1 = ty0 + j->rows;
-    if (ty1 > th) ty1 = th;
-    if (ty1 - ty0 > e - r) ty1 = ty0 + (e - r);
-    int64_t tiles = (ty1 - ty0) * tw, oy1 = T * ty1 < p->oh ? T * ty1 : p->oh;
-    int64_t vs = pd_kcpu_wino_vstride(p->c, tiles, pw);
-    const float *xn = j->x + n * p->c * p->h * p->w;
-    float *yn = j->y + n * p->oc * p->oh * p->ow;
-    if (T == 4) pd_kcpu_wino4_input(p, xn, ty0, ty1, 0, p->c, v, tiles);
-    else pd_kcpu_wino8_input(p, xn, ty0, ty1, 0, p->c, v, tiles, pw);
-    for (int64_t xi = 0; xi < pts && ok; xi++) {
-      const float *u = j->u + xi * p->oc * p->c;
-      if (wide)
-        ok = pd_kcpu_gemm16p_epi_f32(false, p->oc, tiles, p->c, u, p->c, v + xi * vs, 0.0f,
-                                     m + xi * p->oc * tiles, tiles, NULL);
-      else
-        pd_kcpu_gemm8p_epi_f32(p->oc, tiles, p->c, u, p->c, v + xi * vs,
-                               m + xi * p->oc * tiles, tiles, NULL);
-    }
-    if (!ok) break;
-    if (T == 4) pd_kcpu_wino4_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
-    else pd_kcpu_wino8_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
-    epilogue(PD_FP32, p, j->ep, j->y, n, 0, p->oc, T * ty0 * p->ow, oy1 * p->ow);
-    r += ty1 - ty0;
-  }
-  if (!ok) atomic_store(&j->failed, true);
-  pd_k_host_free(v), pd_k_host_free(m);
-}
-
-/* The transformed filters kept in a prepared slot (kernels.h: conv2d_fused's prep). */
-typedef struct wino_filters {
-  pd_k_prepared base; /* rows oc, cols c * 9 */
-  int tile;           /* the transform's: 2 or 4 */
-  float *u;           /* pts oc c floats, after the header */
-} wino_filters;
-
-#define WINO_HEADER (((sizeof(wino_filters) + PD_K_ALIGN - 1) / PD_K_ALIGN) * PD_K_ALIGN)
-
-static void wino_filters_release(pd_k_prepared *p) { pd_k_host_free(p); }
-
-/* U for the job's filters: from *prep when it holds this shape's and transform's, else made (in
- * parallel, by filters) into a new copy that goes into *prep (the old one released), or without
- * prep into *own (the caller frees it). NULL: no memory. */
-static const float *wino_u(wino_job *j, pd_k_prepared **prep, void **own) {
-  const pd_k_conv2d *p = j->p;
-  wino_filters *f = prep ? (wino_filters *)*prep : NULL;
-  if (f && f->base.release == wino_filters_release && f->base.dt == PD_FP32 &&
-      f->base.rows == p->oc && f->base.cols == p->c * 9 && f->tile == j->tile)
-    return f->u;
-  char *mem = pd_k_host_alloc(WINO_HEADER + (size_t)(j->pts * p->oc * p->c) * sizeof(float));
-  if (!mem) return NULL;
-  f = (wino_filters *)mem;
-  f->base = (pd_k_prepared){wino_filters_release, PD_FP32, p->oc, p->c * 9};
-  f->tile = j->tile;
-  f->u = (float *)(mem + WINO_HEADER);
-  j->u = f->u;
-  /* each part's share: a filter's 9 c taps */
-  pd_kcpu_parallel(p->oc, PD_KCPU_GRAIN / (j->pts * p->c) + 1, wino_filter_range, j);
-  if (prep) {
-    if (*prep) (*prep)->release(*prep);
-    *prep = &f->base;
-  } else {
-    *own = mem;
-  }
-  return f->u;
-}
-
-static pd_status wino_conv(const pd_k_conv2d *p, int tile, const pd_k_conv_epilogue *ep,
-                           const float *x, const float *w, float *y, pd_k_prepared **prep) {
-  int64_t th = (p->oh + tile - 1) / tile, tw = (p->ow + tile - 1) / tile;
-  int pts = (tile + 2) * (tile + 2);
-  int64_t rows = WINO_BLOCK / ((int64_t)(pts * sizeof(float)) * (p->c + p->oc) * tw);
-  wino_job j = {.p = p, .ep = ep, .x = x, .w = w, .y = y, .tile = tile, .pts = pts,
-                .th = th, .tw = tw, .rows = rows < 1 ? 1 : rows > th ? th : rows};
-  atomic_init(&j.failed, false);
-  void *own = NULL;
-  if (!(j.u = (float *)wino_u(&j, prep, &own))) return PD_ENOMEM;
-  pd_kcpu_parallel(p->n * th, 2, wino_rows_range, &j);
-  pd_k_host_free(own);
-  return atomic_load(&j.failed) ? PD_ENOMEM : PD_OK;
 }
 #endif
 
@@ -1332,8 +1186,8 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     pd_kcpu_parallel(p->n, 1, few_range, &f);
     return atomic_load(&f.failed) ? PD_ENOMEM : PD_OK;
   }
-  int tile = wino_tile(dt, p);
-  if (tile) return wino_conv(p, tile, ep, x, w, y, prep);
+  int tile = pd_kcpu_wino_tile(dt, p);
+  if (tile) return pd_kcpu_wino_conv(p, tile, ep, x, w, y, prep);
 #endif
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .ep = ep, .x = x, .w = w, .y = y};
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
@@ -1372,7 +1226,7 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   return failed ? PD_ENOMEM : PD_OK;
 }
 
-/* The data gradient dx [n, c, h, w] of p seen as a convolution's output, for epilogue(): its
+/* The data gradient dx [n, c, h, w] of p seen as a convolution's output, for pd_kcpu_conv_epilogue(): its
  * channels p's c, its pixels p's h x w. */
 static pd_k_conv2d tconv_out(const pd_k_conv2d *p) {
   pd_k_conv2d o = *p;
@@ -1416,7 +1270,7 @@ static void unstride_range(void *vjob, int64_t b, int64_t e) {
     if (wide) pd_kcpu_unstride2_row16_f32(p, j->w, rows, dxn, y);
     else pd_kcpu_unstride2_row8_f32(p, j->w, rows, dxn, y);
     /* the row of every channel, still in the cache */
-    epilogue(PD_FP32, &j->out, j->ep, j->dx, n, 0, p->c, y * p->w, (y + 1) * p->w);
+    pd_kcpu_conv_epilogue(PD_FP32, &j->out, j->ep, j->dx, n, 0, p->c, y * p->w, (y + 1) * p->w);
   }
   pd_k_host_free(rows);
 }
@@ -1444,7 +1298,7 @@ static pd_status bwd_data(pd_dtype dt, const pd_k_conv2d *p, const void *w, cons
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .w = w, .dy = dy, .dx = dx};
   st = conv_run(&j, conv_bwd_data_part);
   for (int64_t n = 0; !st && ep && n < p->n; n++)
-    epilogue(dt, &out, ep, dx, n, 0, p->c, 0, p->h * p->w);
+    pd_kcpu_conv_epilogue(dt, &out, ep, dx, n, 0, p->c, 0, p->h * p->w);
   return st;
 }
 

@@ -1,22 +1,26 @@
-/* conv_wino.c -- the transforms of a 3x3 convolution at stride 1 computed as Winograd's
- * F(2x2, 3x3) in fp32 on CPUs with AVX2 and FMA (conv.c drives it and says where it applies:
- * wino_take). Each 2x2 block of outputs (a tile) is A^T [(G g G^T) .* (B^T d B)] A of its 4x4
- * input patch d and the filter g: the products of the 16 points xi are 16 matrix products,
- * U[xi] [oc, c] times V[xi] [c, tiles] (gemm_avx2.c's; gemm_avx512.c's on AVX-512 CPUs), 4
- * multiply-adds a tile for each input and output channel instead of 9 for each output: 2.25x
- * fewer. The transforms here make U from the filters, V from the input (a block of tile rows
- * of one image) in the products' panels, and the outputs from the products M[xi] [oc, tiles];
- * conv.c adds the epilogue. (V made as a plain matrix, the product copied it into panels again:
- * 13% of a DB detector's 96 -> 24 layer on 160x160.)
+/* conv_wino.c -- a 3x3 convolution at stride 1 computed as Winograd's F(2x2, 3x3) in fp32 on
+ * CPUs with AVX2 and FMA, or F(4x4, 3x3) on AVX-512: where it applies (pd_kcpu_wino_tile, which
+ * conv.c's conv2d_fused asks), its driver (pd_kcpu_wino_conv, at the end) and its transforms.
+ * Each 2x2 block of outputs (a tile) is A^T [(G g G^T) .* (B^T d B)] A of its 4x4 input patch d
+ * and the filter g: the products of the 16 points xi are 16 matrix products, U[xi] [oc, c]
+ * times V[xi] [c, tiles] (gemm_avx2.c's; gemm_avx512.c's on AVX-512 CPUs), 4 multiply-adds a
+ * tile for each input and output channel instead of 9 for each output: 2.25x fewer (F(4x4,
+ * 3x3): 36 points for 16 outputs, 2.25 a tile). The transforms make U from the filters, V from
+ * the input (a block of tile rows of one image) in the products' panels, and the outputs from
+ * the products M[xi] [oc, tiles]; the driver adds conv.c's epilogue. (V made as a plain matrix,
+ * the product copied it into panels again: 13% of a DB detector's 96 -> 24 layer on 160x160.)
  *
  * With the transforms' coefficients 0, +-1 and +-1/2 the results differ from the direct sums by
  * a few units in the last place of fp32 (test_conv bounds them against fp64). Eight tiles of a
  * tile row at a time (stride-2 loads: two loads and an even/odd shuffle a patch row), those at
- * the image's edges and a row's last ones with masked loads and stores. Compiled with a function
- * attribute; nothing calls it on a CPU without AVX2 and FMA. */
+ * the image's edges and a row's last ones with masked loads and stores. The transforms are
+ * compiled with a function attribute; nothing calls them on a CPU without AVX2 and FMA. */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
+
+#include <stdatomic.h>
+#include <string.h>
 
 #if (PD_KCPU_HAVE_AVX2 || PD_KCPU_HAVE_AVX512) && PD_KCPU_FASTMATH_f32
 /* A group of cnt tiles (at most a vector's) whose patches start at input row iy0 and column s
@@ -424,3 +428,151 @@ AVX512 void pd_kcpu_wino4_output(const pd_k_conv2d *p, const float *m, int64_t n
 }
 
 #endif /* PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32 */
+
+/* ---- The driver: 3x3 convolutions at stride 1 as Winograd's F(2x2, 3x3) in fp32 on AVX2 and
+ * AVX-512 CPUs (the transforms above, the products gemm_avx2.c's or gemm_avx512.c's; on AVX-512
+ * ResNet50's 3x3 layers on 112x112 to 28x28 took 0.6-0.9x the time, on 14x14 and 7x7 more than
+ * through im2col), and as F(4x4, 3x3) on AVX-512 where an image has WINO_MIN_TILES tiles of 4x4
+ * (against F(2x2, 3x3): ResNet50's 112x112 and 56x56 layers at batch 16 0.58-0.70x the time, a
+ * DB detector's 96 -> 24 layers on 160x160 and 80x80 0.75-0.8x; on 28x28 the same time): the
+ * filters transformed into U (kept in conv2d_fused's prepared slot for an inference model's
+ * filters), then each thread a run of the tile rows (of all the images, in order), a block of
+ * them at a time, its V and products M within WINO_BLOCK bytes so that they stay in its core's
+ * cache: the input transform, the 16 or 36 products, the output transform and the epilogue.
+ * Where there are at least WINO_MIN_CH input and output channels and WINO_MIN_TILES tiles an
+ * image (below either, the transforms and U, 16/9 the size of the filters, outweigh the
+ * multiply-adds saved: on a Zen 3 core 512 -> 512 channels on 7x7 ran 1.3x slower, 256 on
+ * 14x14 slower on two threads), without mixed precision (gemm_lp's products keep their
+ * path). ---- */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+#define WINO_MIN_CH 16
+#define WINO_MIN_TILES 64
+#define WINO_BLOCK ((int64_t)512 << 10)
+
+/* The side of a tile of outputs the layer takes: 4 (F(4x4, 3x3), AVX-512) or 2 (F(2x2, 3x3)),
+ * each where an image has at least WINO_MIN_TILES of them; 0: not Winograd's. */
+int pd_kcpu_wino_tile(pd_dtype dt, const pd_k_conv2d *p) {
+  if (!(dt == PD_FP32 && p->lp != PD_BF16 && p->lp != PD_FP16 && p->groups == 1 &&
+        p->kh == 3 && p->kw == 3 && p->stride_h == 1 && p->stride_w == 1 && p->dil_h == 1 &&
+        p->dil_w == 1 && p->c >= WINO_MIN_CH && p->oc >= WINO_MIN_CH))
+    return 0;
+  int level = pd_kcpu_simd();
+  if (level == PD_KCPU_SIMD_AVX512 && ((p->oh + 3) / 4) * ((p->ow + 3) / 4) >= WINO_MIN_TILES)
+    return 4;
+  return level != PD_KCPU_SIMD_BASE && ((p->oh + 1) / 2) * ((p->ow + 1) / 2) >= WINO_MIN_TILES
+             ? 2
+             : 0;
+}
+
+typedef struct wino_job {
+  const pd_k_conv2d *p;
+  const pd_k_conv_epilogue *ep;
+  const float *x, *w;
+  float *y, *u;
+  int tile;            /* outputs a tile's side: 2 or 4 */
+  int pts;             /* its points: (tile + 2)^2 */
+  int64_t th, tw;      /* tiles an image: rows, columns */
+  int64_t rows;        /* tile rows a block */
+  atomic_bool failed;  /* a part found no memory */
+} wino_job;
+
+static void wino_filter_range(void *ctx, int64_t b, int64_t e) {
+  wino_job *j = ctx;
+  (j->tile == 4 ? pd_kcpu_wino4_filter : pd_kcpu_wino8_filter)(j->p, j->w, j->u, b, e);
+}
+
+/* Tile rows [b, e) of the n th (image b / th first), a block of at most j->rows at a time. */
+static void wino_rows_range(void *ctx, int64_t b, int64_t e) {
+  wino_job *j = ctx;
+  const pd_k_conv2d *p = j->p;
+  bool wide = pd_kcpu_simd() == PD_KCPU_SIMD_AVX512;
+  int64_t th = j->th, tw = j->tw, nb = j->rows * tw, pts = j->pts, T = j->tile;
+  int64_t pw = wide ? PD_KCPU_GEMM16_NR : PD_KCPU_GEMM8_NR;
+  size_t vbytes = (size_t)(pts * pd_kcpu_wino_vstride(p->c, nb, pw)) * sizeof(float);
+  float *v = pd_k_host_alloc(vbytes);
+  float *m = pd_k_host_alloc((size_t)(pts * p->oc * nb) * sizeof(float));
+  bool ok = v && m;
+  if (v) memset(v, 0, vbytes); /* the last panels' columns past the tiles: read, never written */
+  for (int64_t r = b; r < e && ok;) {
+    int64_t n = r / th, ty0 = r % th, ty1 = ty0 + j->rows;
+    if (ty1 > th) ty1 = th;
+    if (ty1 - ty0 > e - r) ty1 = ty0 + (e - r);
+    int64_t tiles = (ty1 - ty0) * tw, oy1 = T * ty1 < p->oh ? T * ty1 : p->oh;
+    int64_t vs = pd_kcpu_wino_vstride(p->c, tiles, pw);
+    const float *xn = j->x + n * p->c * p->h * p->w;
+    float *yn = j->y + n * p->oc * p->oh * p->ow;
+    if (T == 4) pd_kcpu_wino4_input(p, xn, ty0, ty1, 0, p->c, v, tiles);
+    else pd_kcpu_wino8_input(p, xn, ty0, ty1, 0, p->c, v, tiles, pw);
+    for (int64_t xi = 0; xi < pts && ok; xi++) {
+      const float *u = j->u + xi * p->oc * p->c;
+      if (wide)
+        ok = pd_kcpu_gemm16p_epi_f32(false, p->oc, tiles, p->c, u, p->c, v + xi * vs, 0.0f,
+                                     m + xi * p->oc * tiles, tiles, NULL);
+      else
+        pd_kcpu_gemm8p_epi_f32(p->oc, tiles, p->c, u, p->c, v + xi * vs,
+                               m + xi * p->oc * tiles, tiles, NULL);
+    }
+    if (!ok) break;
+    if (T == 4) pd_kcpu_wino4_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
+    else pd_kcpu_wino8_output(p, m, tiles, ty0, ty1, 0, p->oc, yn);
+    pd_kcpu_conv_epilogue(PD_FP32, p, j->ep, j->y, n, 0, p->oc, T * ty0 * p->ow, oy1 * p->ow);
+    r += ty1 - ty0;
+  }
+  if (!ok) atomic_store(&j->failed, true);
+  pd_k_host_free(v), pd_k_host_free(m);
+}
+
+/* The transformed filters kept in a prepared slot (kernels.h: conv2d_fused's prep). */
+typedef struct wino_filters {
+  pd_k_prepared base; /* rows oc, cols c * 9 */
+  int tile;           /* the transform's: 2 or 4 */
+  float *u;           /* pts oc c floats, after the header */
+} wino_filters;
+
+#define WINO_HEADER (((sizeof(wino_filters) + PD_K_ALIGN - 1) / PD_K_ALIGN) * PD_K_ALIGN)
+
+static void wino_filters_release(pd_k_prepared *p) { pd_k_host_free(p); }
+
+/* U for the job's filters: from *prep when it holds this shape's and transform's, else made (in
+ * parallel, by filters) into a new copy that goes into *prep (the old one released), or without
+ * prep into *own (the caller frees it). NULL: no memory. */
+static const float *wino_u(wino_job *j, pd_k_prepared **prep, void **own) {
+  const pd_k_conv2d *p = j->p;
+  wino_filters *f = prep ? (wino_filters *)*prep : NULL;
+  if (f && f->base.release == wino_filters_release && f->base.dt == PD_FP32 &&
+      f->base.rows == p->oc && f->base.cols == p->c * 9 && f->tile == j->tile)
+    return f->u;
+  char *mem = pd_k_host_alloc(WINO_HEADER + (size_t)(j->pts * p->oc * p->c) * sizeof(float));
+  if (!mem) return NULL;
+  f = (wino_filters *)mem;
+  f->base = (pd_k_prepared){wino_filters_release, PD_FP32, p->oc, p->c * 9};
+  f->tile = j->tile;
+  f->u = (float *)(mem + WINO_HEADER);
+  j->u = f->u;
+  /* each part's share: a filter's 9 c taps */
+  pd_kcpu_parallel(p->oc, PD_KCPU_GRAIN / (j->pts * p->c) + 1, wino_filter_range, j);
+  if (prep) {
+    if (*prep) (*prep)->release(*prep);
+    *prep = &f->base;
+  } else {
+    *own = mem;
+  }
+  return f->u;
+}
+
+pd_status pd_kcpu_wino_conv(const pd_k_conv2d *p, int tile, const pd_k_conv_epilogue *ep,
+                            const float *x, const float *w, float *y, pd_k_prepared **prep) {
+  int64_t th = (p->oh + tile - 1) / tile, tw = (p->ow + tile - 1) / tile;
+  int pts = (tile + 2) * (tile + 2);
+  int64_t rows = WINO_BLOCK / ((int64_t)(pts * sizeof(float)) * (p->c + p->oc) * tw);
+  wino_job j = {.p = p, .ep = ep, .x = x, .w = w, .y = y, .tile = tile, .pts = pts,
+                .th = th, .tw = tw, .rows = rows < 1 ? 1 : rows > th ? th : rows};
+  atomic_init(&j.failed, false);
+  void *own = NULL;
+  if (!(j.u = (float *)wino_u(&j, prep, &own))) return PD_ENOMEM;
+  pd_kcpu_parallel(p->n * th, 2, wino_rows_range, &j);
+  pd_k_host_free(own);
+  return atomic_load(&j.failed) ? PD_ENOMEM : PD_OK;
+}
+#endif
+

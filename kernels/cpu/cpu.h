@@ -247,6 +247,18 @@ void pd_kcpu_wino4_input(const pd_k_conv2d *p, const float *xn, int64_t ty0, int
 void pd_kcpu_wino4_output(const pd_k_conv2d *p, const float *m, int64_t nb, int64_t ty0,
                           int64_t ty1, int64_t o0, int64_t o1, float *yn);
 
+/* conv_wino.c's driver: the tile side (4: F(4x4, 3x3); 2: F(2x2, 3x3); 0: neither) p takes in
+ * dt on this CPU, and p computed so into y with conv.c's epilogue ep (NULL: none), its U kept in
+ * *prep (conv2d_fused's prepared slot; prep NULL: made and freed each call). Built on AVX-512
+ * compilers only (PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32). */
+int pd_kcpu_wino_tile(pd_dtype dt, const pd_k_conv2d *p);
+pd_status pd_kcpu_wino_conv(const pd_k_conv2d *p, int tile, const pd_k_conv_epilogue *ep,
+                            const float *x, const float *w, float *y, pd_k_prepared **prep);
+/* conv.c: the epilogue (kernels.h) on channels [c0, c1) of image n of y, columns [j0, j1) of
+ * each output plane, run by the thread that just wrote them. */
+void pd_kcpu_conv_epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue *ep,
+                           void *y, int64_t n, int64_t c0, int64_t c1, int64_t j0, int64_t j1);
+
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
  * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice
  * dy's size), which is also the transposed convolution of upsampling heads (DB's, U-Net's):
