@@ -950,6 +950,44 @@ static void depthwise_rows_part(void *vjob, int t, int nt) {
 }
 #endif
 
+/* ---- An image's first layer (at most 4 input channels and 16 filters: conv_avx512.c's fewc16,
+ * which says how and what it saves) in fp32 on AVX-512, its epilogue in the stores: the output
+ * rows of all the images split across the pool. ---- */
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+typedef struct fewc_job {
+  const pd_k_conv2d *p;
+  const float *x, *packed;
+  float *y;
+  const pd_kcpu_epi16 *e;
+} fewc_job;
+
+static bool fewc_takes(pd_dtype dt, const pd_k_conv2d *p, const conv_plan *cp,
+                       const pd_k_conv_epilogue *ep) {
+  return dt == PD_FP32 && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && !lp_products(dt, p, &cp->k) &&
+         pd_kcpu_conv_fewc16_takes(p) && (!ep || epi_inline(ep) != EPI_OTHER);
+}
+
+static void fewc_range(void *vjob, int64_t b, int64_t e) {
+  const fewc_job *j = vjob;
+  for (int64_t r = b; r < e; r++)
+    pd_kcpu_conv_fewc16_row_f32(j->p, j->x, j->packed, r / j->p->oh, r % j->p->oh, j->y, j->e);
+}
+
+static pd_status fewc(const pd_k_conv2d *p, const pd_k_conv_epilogue *ep, const float *x,
+                      const float *w, float *y) {
+  float *packed = pd_k_host_alloc((size_t)pd_kcpu_conv_fewc16_packed_floats(p) * sizeof(float));
+  if (!packed) return PD_ENOMEM;
+  pd_kcpu_conv_fewc16_pack(p, w, packed);
+  pd_kcpu_epi16 ei;
+  bool inl = dw_epi(ep, &ei);
+  fewc_job j = {.p = p, .x = x, .packed = packed, .y = y, .e = inl ? &ei : NULL};
+  int64_t row = p->ow * p->oc * p->c * p->kh * p->kw; /* multiply-adds an output row */
+  pd_kcpu_parallel(p->n * p->oh, CONV_MIN_WORK / (row > 0 ? row : 1) + 1, fewc_range, &j);
+  pd_k_host_free(packed);
+  return PD_OK;
+}
+#endif
+
 /* ---- A convolution of one or two filters (a detection head's 96 -> 1 5x5 layer): each
  * output plane the sum over the input channels of that channel convolved with its slice of the
  * filter, each a plane of the depthwise kernel (conv_avx512.c, conv_avx2.c). Through im2col
@@ -1186,6 +1224,7 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     pd_kcpu_parallel(p->n, 1, few_range, &f);
     return atomic_load(&f.failed) ? PD_ENOMEM : PD_OK;
   }
+  if (fewc_takes(dt, p, &cp, ep)) return fewc(p, ep, x, w, y);
   int tile = pd_kcpu_wino_tile(dt, p);
   if (tile) return pd_kcpu_wino_conv(p, tile, ep, x, w, y, prep);
 #endif

@@ -406,6 +406,118 @@ void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const f
   (p->kw == 3 ? l16_s1_k3 : l16_s1_k5)(p, q.x, q.w, q.y, e, bias, q.res, scratch);
 }
 
+/* ---- Few input channels: an image's first layer (3 -> 16 or 32 channels, 3x3 at stride 2) ----
+ * Through im2col each output pixel's 27 inputs were copied into a column panel (1.35 MB for a
+ * 224x224 image) for a product of K 27, whose sums were loaded and stored again every few taps:
+ * PP-LCNet's first layer took 198-228 us on one thread where ONNX Runtime's direct kernel takes
+ * 152; here 137 (on two threads 104 -> 71 us; a DB detector's 3 -> 8 on 640x640 606 -> 356).
+ * Sixteen output pixels of a row at a time: each tap's sixteen inputs are loaded once
+ * (masked where they cross the row's edges: the padding's zeros; at stride 2, two loads and the
+ * even lanes) and multiplied into the sums of up to FEWC_OB filters at once (OB chains of fused
+ * multiply-adds, the tap's weight a broadcast operand), which are stored once through the
+ * epilogue. Each sum adds its taps in the order (channel, i, j) from 0, as the column panel's
+ * product does. */
+#define FEWC_MAX_C 4 /* input channels taken */
+#define FEWC_OB 16   /* filters a pass */
+
+/* One pass of at most FEWC_OB filters: with two, each read the inputs again (3 -> 24 and 3 ->
+ * 32 on 224x224 took as long as through im2col). */
+bool pd_kcpu_conv_fewc16_takes(const pd_k_conv2d *p) {
+  return p->groups == 1 && p->c <= FEWC_MAX_C && p->oc <= FEWC_OB && p->kh <= KW_MAX &&
+         p->kw <= KW_MAX && p->stride_w <= 2 && p->dil_w == 1 && p->oh > 0 && p->ow > 0;
+}
+
+/* The filters [oc, c, kh, kw] as blocks of FEWC_OB: block b's tap t (in the order (channel, i,
+ * j)) at packed + (b taps + t) FEWC_OB, its FEWC_OB filters' weights side by side (0 past oc),
+ * so that a tap's weights are one line, each an immediate offset from one pointer. */
+int64_t pd_kcpu_conv_fewc16_packed_floats(const pd_k_conv2d *p) {
+  return (p->oc + FEWC_OB - 1) / FEWC_OB * FEWC_OB * p->c * p->kh * p->kw;
+}
+
+void pd_kcpu_conv_fewc16_pack(const pd_k_conv2d *p, const float *w, float *packed) {
+  int64_t taps = p->c * p->kh * p->kw, nb = (p->oc + FEWC_OB - 1) / FEWC_OB;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t t = 0; t < taps; t++)
+      for (int64_t o = 0; o < FEWC_OB; o++) {
+        int64_t f = b * FEWC_OB + o;
+        packed[(b * taps + t) * FEWC_OB + o] = f < p->oc ? w[f * taps + t] : 0.0f;
+      }
+}
+
+/* Filters [o0, o0 + OB) (o0 a multiple of FEWC_OB; those past oc not stored) of output pixels
+ * [ox, ox + 16) of row oy of one image (x its input, y its output), at stride S across; M: the
+ * block's loads cross the row's edges (masked), else every one reads inside the row. */
+static inline __attribute__((always_inline)) AVX512 void fewc_block(
+    const pd_k_conv2d *p, const float *x, const float *packed, float *y, const pd_kcpu_epi16 *e,
+    const float *res, int64_t oy, int64_t ox, int64_t o0, int OB, int S, int M) {
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  int64_t kh = p->kh, kw = p->kw, h = p->h, wd = p->w, ohw = p->oh * p->ow;
+  int64_t taps = p->c * kh * kw, c0 = ox * S - p->pad_left;
+  const float *wb = packed + o0 * taps;
+  __m512 acc[FEWC_OB];
+  UNROLL16 for (int o = 0; o < OB; o++) acc[o] = _mm512_setzero_ps();
+  for (int64_t ci = 0, t = 0; ci < p->c; ci++)
+    for (int64_t i = 0; i < kh; i++, t += kw) {
+      int64_t iy = oy * p->stride_h - p->pad_top + i * p->dil_h;
+      if (iy < 0 || iy >= h) continue; /* the padding's rows: their taps add 0 */
+      const float *row = x + (ci * h + iy) * wd;
+      for (int64_t j = 0; j < kw; j++) {
+        int64_t c = c0 + j; /* lane l reads column c + S l */
+        __m512 v = M ? _mm512_maskz_loadu_ps(lanes(c, wd), row + c) : _mm512_loadu_ps(row + c);
+        if (S == 2)
+          v = _mm512_permutex2var_ps(v, evens,
+                                     M ? _mm512_maskz_loadu_ps(lanes(c + 16, wd), row + c + 16)
+                                       : _mm512_loadu_ps(row + c + 16));
+        const float *wt = wb + (t + j) * FEWC_OB;
+        UNROLL16 for (int o = 0; o < OB; o++)
+          acc[o] = _mm512_fmadd_ps(v, _mm512_set1_ps(wt[o]), acc[o]);
+      }
+    }
+  __mmask16 mk = pd_kcpu_first16(p->ow - ox);
+  UNROLL16 for (int o = 0; o < OB; o++) {
+    if (o0 + o >= p->oc) break;
+    __m512 r = acc[o];
+    int64_t at = (o0 + o) * ohw + oy * p->ow + ox;
+    if (e) {
+      r = _mm512_add_ps(r, _mm512_set1_ps(e->rbias ? e->rbias[o0 + o] : 0.0f));
+      if (res) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mk, res + at));
+      r = pd_kcpu_epi_act(e, r);
+    }
+    _mm512_mask_storeu_ps(y + at, mk, r);
+  }
+}
+
+/* The instances: sixteen or eight filters a pass, stride 1 or 2 across. */
+#define FEWC(name, OB, S)                                                                      \
+  static AVX512 void name(const pd_k_conv2d *p, const float *x, const float *pk, float *y,    \
+                          const pd_kcpu_epi16 *e, const float *res, int64_t oy, int64_t o0) { \
+    for (int64_t ox = 0; ox < p->ow; ox += 16) {                                              \
+      int64_t c0 = ox * S - p->pad_left; /* the loads' columns: [c0, c0 + 16 S + kw - 1) */    \
+      if (c0 >= 0 && c0 + 16 * S + p->kw - 1 <= p->w)                                         \
+        fewc_block(p, x, pk, y, e, res, oy, ox, o0, OB, S, 0);                                 \
+      else                                                                                     \
+        fewc_block(p, x, pk, y, e, res, oy, ox, o0, OB, S, 1);                                 \
+    }                                                                                          \
+  }
+FEWC(fewc16_s1, 16, 1)
+FEWC(fewc16_s2, 16, 2)
+FEWC(fewc8_s1, 8, 1)
+FEWC(fewc8_s2, 8, 2)
+#undef FEWC
+
+void pd_kcpu_conv_fewc16_row_f32(const pd_k_conv2d *p, const float *x, const float *packed,
+                                 int64_t n, int64_t oy, float *y, const pd_kcpu_epi16 *e) {
+  int64_t ohw = p->oh * p->ow;
+  const float *xn = x + n * p->c * p->h * p->w;
+  float *yn = y + n * p->oc * ohw;
+  const float *res = e && e->res ? e->res + n * p->oc * ohw : NULL;
+  for (int64_t o0 = 0; o0 < p->oc; o0 += FEWC_OB) {
+    bool eight = p->oc - o0 <= 8;
+    if (p->stride_w == 2) (eight ? fewc8_s2 : fewc16_s2)(p, xn, packed, yn, e, res, oy, o0);
+    else (eight ? fewc8_s1 : fewc16_s1)(p, xn, packed, yn, e, res, oy, o0);
+  }
+}
+
 /* ---- Column panels of small maps at stride 1 or 2 across ----
  * Where the output rows are narrower than a panel (ResNet50's 14x14 and 7x7 3x3 layers, and its
  * stride-2 ones onto 28x28, 14x14 and 7x7), each panel's 32 columns are pieces of several output

@@ -259,6 +259,18 @@ pd_status pd_kcpu_wino_conv(const pd_k_conv2d *p, int tile, const pd_k_conv_epil
 void pd_kcpu_conv_epilogue(pd_dtype dt, const pd_k_conv2d *p, const pd_k_conv_epilogue *ep,
                            void *y, int64_t n, int64_t c0, int64_t c1, int64_t j0, int64_t j1);
 
+/* conv_avx512.c, under the same conditions: a convolution of at most 4 input channels (one
+ * group, filters up to 16x16, stride 1 or 2 across, no dilation across: an image's first layer)
+ * computed directly, sixteen output pixels a vector and the sums of up to sixteen filters in
+ * registers. The filters first packed (pd_kcpu_conv_fewc16_packed_floats floats the caller
+ * owns), then row oy of image n's output, every filter, through e (rbias the bias [oc], res the
+ * whole residual, as y; NULL: none). */
+bool pd_kcpu_conv_fewc16_takes(const pd_k_conv2d *p);
+int64_t pd_kcpu_conv_fewc16_packed_floats(const pd_k_conv2d *p);
+void pd_kcpu_conv_fewc16_pack(const pd_k_conv2d *p, const float *w, float *packed);
+void pd_kcpu_conv_fewc16_row_f32(const pd_k_conv2d *p, const float *x, const float *packed,
+                                 int64_t n, int64_t oy, float *y, const struct pd_kcpu_epi16 *e);
+
 /* conv_avx512.c, under the same conditions: the data gradient of a convolution whose kernel is
  * its stride, 2x2 (pd_kcpu_unstride2_takes: one group, no padding or dilation, dx exactly twice
  * dy's size), which is also the transposed convolution of upsampling heads (DB's, U-Net's):

@@ -811,6 +811,14 @@ static void test_conv_fused(void) {
        * two (65 columns: 32 + 32 + 1), runs of 1 to 31, the padding's columns at both ends */
       {1, 3, 30, 130, 16, 3, 3, 1, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {2, 3, 9, 47, 8, 3, 3, 1, 2, 2, 0, 1, 2, 1, 1, 1, 0, 0, 0},
+      /* on AVX-512 those computed directly (conv_avx512.c's fewc16: at most 4 channels and 16
+       * filters): blocks inside the rows and across their edges, 12 filters (a pass of sixteen,
+       * four not stored) from one channel 5x5 at stride 1, four channels 7x7 at stride 2 with
+       * pads of 3 and 2, stride 2 down only and a dilation down, rows narrower than a vector,
+       * two images */
+      {2, 1, 13, 45, 12, 5, 5, 1, 1, 1, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {1, 4, 21, 70, 16, 7, 7, 1, 2, 2, 3, 2, 3, 2, 1, 1, 0, 0, 0},
+      {2, 2, 17, 5, 5, 3, 3, 1, 2, 1, 1, 1, 0, 1, 2, 1, 0, 0, 0},
       /* depthwise on one image, split by bands of output rows across the threads (row 20 of
        * 40 and 12 of 25 at stride 2; the padding's rows in the first and last band) */
       {1, 12, 40, 70, 12, 3, 3, 12, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
