@@ -16,9 +16,10 @@
  * differ from it in the last bits. A fused convolution's epilogue (bias, residual, a
  * piecewise-linear activation) is applied to each vector before it is stored. Also the data
  * gradient of a 2x2 convolution of stride 2, the transposed convolution of upsampling heads
- * (pd_kcpu_unstride2_row16_f32); rows of conv.c's column panels at stride 2 and the panels of
- * small maps at stride 1; max pooling; a 1x1 convolution's product made transposed turned back
- * into the output's rows. Compiled with a function attribute; nothing calls it on a CPU without
+ * (pd_kcpu_unstride2_row16_f32); an image's first layer (few input channels) computed
+ * directly (fewc16); rows of conv.c's column panels at stride 2 and the panels of small maps at
+ * stride 1; max pooling; a 1x1 convolution's product made transposed turned back into the
+ * output's rows. Compiled with a function attribute; nothing calls it on a CPU without
  * AVX-512F (pd_kcpu_simd). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
