@@ -914,15 +914,18 @@ static void depthwise_range(void *vjob, int64_t b, int64_t e) {
       else
         pd_kcpu_depthwise8_f32(p, j->x, j->w, pl, j->y, inl ? &ei : NULL);
       if (!inl)
-        pd_kcpu_conv_epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
+        pd_kcpu_conv_epilogue(j->dt, p, ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0,
+                              p->oh * p->ow);
     }
     return;
   }
 #endif
   for (int64_t pl = b; pl < e; pl++) {
     if (j->dt == PD_FP32) depthwise_planes_f32(p, j->x, j->w, j->y, pl, pl + 1);
-    else depthwise_planes_f64(p, j->x, j->w, j->y, pl, pl + 1);
-    pd_kcpu_conv_epilogue(j->dt, p, j->ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0, p->oh * p->ow);
+    else
+      depthwise_planes_f64(p, j->x, j->w, j->y, pl, pl + 1);
+    pd_kcpu_conv_epilogue(j->dt, p, j->ep, j->y, pl / p->oc, pl % p->oc, pl % p->oc + 1, 0,
+                          p->oh * p->ow);
   }
 }
 
@@ -1265,8 +1268,8 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   return failed ? PD_ENOMEM : PD_OK;
 }
 
-/* The data gradient dx [n, c, h, w] of p seen as a convolution's output, for pd_kcpu_conv_epilogue(): its
- * channels p's c, its pixels p's h x w. */
+/* The data gradient dx [n, c, h, w] of p seen as a convolution's output, for
+ * pd_kcpu_conv_epilogue(): its channels p's c, its pixels p's h x w. */
 static pd_k_conv2d tconv_out(const pd_k_conv2d *p) {
   pd_k_conv2d o = *p;
   o.oc = p->c, o.oh = p->h, o.ow = p->w;

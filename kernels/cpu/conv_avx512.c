@@ -407,7 +407,7 @@ void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const f
   (p->kw == 3 ? l16_s1_k3 : l16_s1_k5)(p, q.x, q.w, q.y, e, bias, q.res, scratch);
 }
 
-/* ---- Few input channels: an image's first layer (3 -> 16 or 32 channels, 3x3 at stride 2) ----
+/* ---- Few input channels: an image's first layer (3 -> 8 or 16 channels, 3x3 at stride 2) ----
  * Through im2col each output pixel's 27 inputs were copied into a column panel (1.35 MB for a
  * 224x224 image) for a product of K 27, whose sums were loaded and stored again every few taps:
  * PP-LCNet's first layer took 198-228 us on one thread where ONNX Runtime's direct kernel takes

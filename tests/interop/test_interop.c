@@ -320,29 +320,20 @@ static bool rewrite_json(const char *src, const char *src_params, const char *wo
   return good;
 }
 
-/* A PaddlePaddle PIR model of tests/interop/pir/NAME written again by pdlang: its outputs as
+/* A model written (again) as PIR JSON by pdlang's writer: a PaddlePaddle PIR model of
+ * tests/interop/pir/NAME (model.json), or with legacy a legacy one of tests/interop/NAME
+ * (model.pdmodel, as `save` of a script that imports it would write it): its outputs as
  * PaddlePaddle's. */
-static void check_rewritten(const char *name) {
+static void check_rewritten(const char *name, bool legacy) {
   char dir[1024], src[1200], params[1200], work[1024], path[1200];
-  snprintf(dir, sizeof dir, "%s/tests/interop/pir/%s", srcdir(), name);
-  snprintf(src, sizeof src, "%s/model.json", dir);
+  snprintf(dir, sizeof dir, "%s/tests/interop/%s%s", srcdir(), legacy ? "" : "pir/", name);
+  snprintf(src, sizeof src, "%s/%s", dir, legacy ? "model.pdmodel" : "model.json");
   snprintf(params, sizeof params, "%s/model.pdiparams", dir);
-  snprintf(work, sizeof work, "rewritten-%s", name);
+  snprintf(work, sizeof work, "%s-%s", legacy ? "as-json" : "rewritten", name);
   ok(rewrite_json(src, access(params, F_OK) == 0 ? params : NULL, work, path, sizeof path) &&
          run_model(dir, path, REL, ABS),
-     "pir/%s written again by pdlang's PIR writer: PaddlePaddle's outputs", name);
-}
-
-/* A legacy model of tests/interop/NAME written as PIR JSON by pdlang (as `save` of a script
- * that imports it would): PaddlePaddle's outputs. */
-static void check_legacy_as_json(const char *name) {
-  char dir[1024], src[1200], params[1200], work[1024], path[1200];
-  snprintf(dir, sizeof dir, "%s/tests/interop/%s", srcdir(), name);
-  snprintf(src, sizeof src, "%s/model.pdmodel", dir);
-  snprintf(params, sizeof params, "%s/model.pdiparams", dir);
-  snprintf(work, sizeof work, "as-json-%s", name);
-  ok(rewrite_json(src, params, work, path, sizeof path) && run_model(dir, path, REL, ABS),
-     "%s written as PIR JSON by pdlang's PIR writer: PaddlePaddle's outputs", name);
+     "%s%s written %s by pdlang's PIR writer: PaddlePaddle's outputs", legacy ? "" : "pir/", name,
+     legacy ? "as PIR JSON" : "again");
 }
 
 /* The family NAME as PaddlePaddle's default mode exports it (tests/interop/zoo_pir/NAME,
@@ -553,7 +544,7 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     check_model(cases[i].name, cases[i].layout);
   /* Fluid's matmul (transposes, alpha) as PIR's matmul and scale */
-  check_legacy_as_json("fluid_bert");
+  check_rewritten("fluid_bert", true);
   static const char *const zoo[] = {"yolov3", "ssd", "blazeface", "ppyoloe", "picodet",
                                     "mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "pp_lcnet",
                                     "resnet50_vd", "pp_hgnet", "pp_liteseg", "unet",
@@ -571,7 +562,7 @@ int main(int argc, char **argv) {
                                            "lstm2_bidi_lengths", "gru2_lengths", "jit_cnn",
                                            "misc"};
   for (size_t i = 0; i < sizeof pir_models / sizeof *pir_models; i++)
-    check_rewritten(pir_models[i]);
+    check_rewritten(pir_models[i], false);
   check_refused();
   return tap_done();
 }

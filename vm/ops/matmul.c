@@ -1,8 +1,9 @@
 /* matmul.c -- the matrix products: mul (X and Y flattened to matrices), fc (mul plus a bias, in
  * one GEMM; made by the fuse_fc pass or loaded), matmul_v2 (NumPy's matmul with batch
- * broadcasting) and Fluid's matmul (scaled by alpha; batches as one count): their shape functions, kernels and gradient kernels, all on the backend's
- * GEMMs; and memory_efficient_attention, the products of an attention layer's heads around
- * their softmax, on the backend's attention entry. */
+ * broadcasting) and Fluid's matmul (scaled by alpha, batches as one count): their shape
+ * functions, kernels and gradient kernels, all on the backend's GEMMs; and
+ * memory_efficient_attention, the products of an attention layer's heads around their softmax,
+ * on the backend's attention entry. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -142,7 +143,8 @@ pd_status pd_infer_matmul(pd_infer_ctx *c) {
   int64_t m = mx.d[mx.n - (tx ? 1 : 2)], kx = mx.d[mx.n - (tx ? 2 : 1)];
   int64_t ky = my.d[my.n - (ty ? 1 : 2)], n = my.d[my.n - (ty ? 2 : 1)];
   if (kx >= 0 && ky >= 0 && kx != ky)
-    return pd_infer_fail(c, PD_ESHAPE, "X%s has %" PRId64 " columns but Y%s has %" PRId64 " rows (%s x %s)",
+    return pd_infer_fail(c, PD_ESHAPE,
+                         "X%s has %" PRId64 " columns but Y%s has %" PRId64 " rows (%s x %s)",
                          tx ? "^T" : "", kx, ty ? "^T" : "", ky, pd_infer_dims_str(&dx, sx),
                          pd_infer_dims_str(&dy, sy));
   /* Batch dims. */
@@ -693,12 +695,16 @@ pd_status pd_kernel_matmul_grad(pd_exec_ctx *ctx) {
     /* The folded forward (see pd_kernel_matmul): X's rows [B * M, K]. dY's product sums over
      * the batch by itself. */
     int64_t rows = p.batch * p.m;
-    if (dx) st = op_gemm(ctx, dt, false, !p.ty, rows, p.k, p.n, p.alpha, gd, ldo, yd, ldy, 0.0, dxd, ld(p.k));
+    if (dx)
+      st = op_gemm(ctx, dt, false, !p.ty, rows, p.k, p.n, p.alpha, gd, ldo, yd, ldy, 0.0, dxd,
+                   ld(p.k));
     if (!st && dy) {
       if (!p.ty)
-        st = op_gemm(ctx, dt, true, false, p.k, p.n, rows, p.alpha, xd, ldx, gd, ldo, 0.0, dyd, ldo);
+        st =
+            op_gemm(ctx, dt, true, false, p.k, p.n, rows, p.alpha, xd, ldx, gd, ldo, 0.0, dyd, ldo);
       else
-        st = op_gemm(ctx, dt, true, false, p.n, p.k, rows, p.alpha, gd, ldo, xd, ldx, 0.0, dyd, ld(p.k));
+        st = op_gemm(ctx, dt, true, false, p.n, p.k, rows, p.alpha, gd, ldo, xd, ldx, 0.0, dyd,
+                     ld(p.k));
     }
     st = k_check(ctx, st, dt);
     goto done;
@@ -711,20 +717,20 @@ pd_status pd_kernel_matmul_grad(pd_exec_ctx *ctx) {
     int64_t sx = p.xbatch == 1 ? 0 : p.xmat, sy = p.ybatch == 1 ? 0 : p.ymat;
     if (dx && !xsum) {
       if (!p.tx)
-        st = op_gemm_batched(ctx, dt, false, !p.ty, p.batch, p.m, p.k, p.n, p.alpha, gd, ldo, p.omat,
-                                  yd, ldy, sy, 0.0, dxd, ld(p.k), p.xmat);
+        st = op_gemm_batched(ctx, dt, false, !p.ty, p.batch, p.m, p.k, p.n, p.alpha, gd, ldo,
+                             p.omat, yd, ldy, sy, 0.0, dxd, ld(p.k), p.xmat);
       else
         st = op_gemm_batched(ctx, dt, p.ty, true, p.batch, p.k, p.m, p.n, p.alpha, yd, ldy, sy, gd,
-                                  ldo, p.omat, 0.0, dxd, ld(p.m), p.xmat);
+                             ldo, p.omat, 0.0, dxd, ld(p.m), p.xmat);
       dx = NULL;
     }
     if (!st && dy && !ysum) {
       if (!p.ty)
-        st = op_gemm_batched(ctx, dt, !p.tx, false, p.batch, p.k, p.n, p.m, p.alpha, xd, ldx, sx, gd,
-                                  ldo, p.omat, 0.0, dyd, ldo, p.ymat);
+        st = op_gemm_batched(ctx, dt, !p.tx, false, p.batch, p.k, p.n, p.m, p.alpha, xd, ldx, sx,
+                             gd, ldo, p.omat, 0.0, dyd, ldo, p.ymat);
       else
         st = op_gemm_batched(ctx, dt, true, p.tx, p.batch, p.n, p.k, p.m, p.alpha, gd, ldo, p.omat,
-                                  xd, ldx, sx, 0.0, dyd, ld(p.k), p.ymat);
+                             xd, ldx, sx, 0.0, dyd, ld(p.k), p.ymat);
       dy = NULL;
     }
   }
@@ -739,9 +745,11 @@ pd_status pd_kernel_matmul_grad(pd_exec_ctx *ctx) {
       char *o = dxd + (size_t)(xi * p.xmat) * sz;
       double beta = xsum ? 1.0 : 0.0;
       if (!p.tx)
-        st = op_gemm(ctx, dt, false, !p.ty, p.m, p.k, p.n, p.alpha, gm, ldo, ym, ldy, beta, o, ld(p.k));
+        st = op_gemm(ctx, dt, false, !p.ty, p.m, p.k, p.n, p.alpha, gm, ldo, ym, ldy, beta, o,
+                     ld(p.k));
       else
-        st = op_gemm(ctx, dt, p.ty, true, p.k, p.m, p.n, p.alpha, ym, ldy, gm, ldo, beta, o, ld(p.m));
+        st = op_gemm(ctx, dt, p.ty, true, p.k, p.m, p.n, p.alpha, ym, ldy, gm, ldo, beta, o,
+                     ld(p.m));
     }
     if (!st && dy) {
       char *o = dyd + (size_t)(yi * p.ymat) * sz;
@@ -749,7 +757,8 @@ pd_status pd_kernel_matmul_grad(pd_exec_ctx *ctx) {
       if (!p.ty)
         st = op_gemm(ctx, dt, !p.tx, false, p.k, p.n, p.m, p.alpha, xm, ldx, gm, ldo, beta, o, ldo);
       else
-        st = op_gemm(ctx, dt, true, p.tx, p.n, p.k, p.m, p.alpha, gm, ldo, xm, ldx, beta, o, ld(p.k));
+        st = op_gemm(ctx, dt, true, p.tx, p.n, p.k, p.m, p.alpha, gm, ldo, xm, ldx, beta, o,
+                     ld(p.k));
     }
   }
   st = k_check(ctx, st, dt);

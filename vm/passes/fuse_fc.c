@@ -44,7 +44,8 @@ static bool fc_pair(const pd_program *p, const pd_block *blk, int i, bool matmul
                     const char **x, const char **w, const char **b, const char **a,
                     const char **out, int64_t *ncd) {
   const pd_op_desc *m = blk->ops[i], *add = blk->ops[i + 1];
-  bool v1 = matmul && pd_opdef_is(m, PD_OP_matmul), mm = v1 || (matmul && pd_opdef_is(m, PD_OP_matmul_v2));
+  bool v1 = matmul && pd_opdef_is(m, PD_OP_matmul);
+  bool mm = v1 || (matmul && pd_opdef_is(m, PD_OP_matmul_v2));
   if ((!pd_opdef_is(m, PD_OP_mul) && !mm) || !pd_opdef_is(add, PD_OP_elementwise_add))
     return false;
   *x = one(pd_op_input(m, "X"));
