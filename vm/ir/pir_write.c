@@ -926,12 +926,31 @@ static void assign_value(wr *w, const pd_block *b, const pd_op_desc *op) {
   if (o && !bind(w, o, id)) w->o->oom = true;
 }
 
+/* Whether Fluid's matmul of X and Y (vm/oplist.h) is pd_op.matmul's product (NumPy's): not where
+ * a 1-D operand is transposed (NumPy's ignores that) or both are batched with leading dims
+ * declared differently (Fluid's pairs the matrices by their count: [2, 3, M, K] by [6, K, N]).
+ * A dim declared -1 on both sides is taken for the same one (a model's batch, as BERT's
+ * attention heads have it). */
+static bool matmul_v1_as_numpy(const pd_var_desc *x, const pd_var_desc *y, bool tx, bool ty) {
+  if (!x || !y || x->ndims < 1 || y->ndims < 1) return false;
+  if ((tx && x->ndims == 1) || (ty && y->ndims == 1)) return false;
+  if (x->ndims <= 2 || y->ndims <= 2) return true;
+  if (x->ndims != y->ndims) return false;
+  for (int i = 0; i + 2 < x->ndims; i++)
+    if (x->dims[i] != y->dims[i]) return false;
+  return true;
+}
+
 /* matmul (v1): matmul, then scale by alpha when it is not 1. */
 static void matmul_v1(wr *w, const pd_block *b, const pd_op_desc *op) {
   double tx = 0, ty = 0, alpha = 1;
   attr_num(op, "transpose_X", &tx);
   attr_num(op, "transpose_Y", &ty);
   attr_num(op, "alpha", &alpha);
+  if (!matmul_v1_as_numpy(find_var(w, b, pd_op_input1(op, "X")),
+                          find_var(w, b, pd_op_input1(op, "Y")), tx != 0, ty != 0))
+    problem(w, op, "no pd_op.matmul computes this product: a 1-D operand transposed, or two "
+            "batches declared with other dims (Fluid's matmul pairs their matrices by count)");
   const char *o = pd_op_output1(op, "Out");
   int64_t in[2] = {use(w, op, pd_op_input1(op, "X")), use(w, op, pd_op_input1(op, "Y"))}, out;
   wtype ot = var_type(find_var(w, b, o));

@@ -287,7 +287,8 @@ static void test_matmul_fluid(void) {
   if (rt_ok(&r, "Fluid's matmul with a LoD X")) {
     const pd_tensor *o = rt_get(&r, "o");
     rt_expect(o, 6, D(0.5, 1, 1.5, 2, 2.5, 3), 0, "matmul: half of X");
-    ok(o && o->nlod == 1 && o->lod[0].n == 3 && o->lod[0].offsets[2] == 3, "matmul: Out keeps X's LoD");
+    ok(o && o->nlod == 1 && o->lod[0].n == 3 && o->lod[0].offsets[2] == 3,
+       "matmul: Out keeps X's LoD");
   }
   rt_free(&r);
 
