@@ -325,7 +325,10 @@ static pd_status save_model(pd_runner *r, const pd_action *a, pd_error *err) {
     mlen = mb ? strlen((char *)mb) : 0;
     pd_buf_free(&jb);
     if (!st && !mb) st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
-    if (st) goto out_buf;
+    if (st) { /* a program the writer refuses: what it wrote before the problems goes too */
+      pd_free(mb);
+      goto out_buf;
+    }
   } else {
     if (pb.oom || pd_params_set_identity(p, pb.data ? pb.data : "", pb.len)) {
       st = pd_error_set(err, PD_ENOMEM, a->loc, "out of memory");
