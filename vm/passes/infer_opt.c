@@ -461,7 +461,9 @@ static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
     }
   }
   if (tconv && !bias) return PD_OK;
-  /* the residual: elementwise_add of the output and another var of its shape */
+  /* the residual: elementwise_add of the output and another var of its shape, made before
+   * the convolution (where an op between writes it, as the other branch of ResNet50-vd's first
+   * block, the convolution keeps its bias and the other branch's takes the add) */
   if (!tconv && cur && chain_var(p, cur, last, &next) &&
       !strcmp(b0->ops[next]->type, "elementwise_add")) {
     pd_op_desc *a = b0->ops[next];
@@ -469,6 +471,7 @@ static pd_status fuse_conv(pd_program *p, pd_scope *scope, int i, bool *done) {
     const char *other = ax && !strcmp(ax, cur) ? ay : ax;
     int64_t axis = (int64_t)attr_num(a, "axis", -1);
     if (ax && ay && strcmp(ax, ay) && other && (axis == -1 || axis == 0) &&
+        unchanged(b0, other, i, next) &&
         !*attr_str(a, "act", "") && same_shape(b0, other, cur) && pd_op_output1(a, "Out") &&
         same_shape(b0, pd_op_output1(a, "Out"), cur)) {
       res = other;

@@ -174,6 +174,14 @@ int main(void) {
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
         "c = batch_norm(conv(x, 3, 3, padding = 1, bias = false))\ny = relu(c + x)\n",
         "y", 4, img, 1, 0, 1, "elementwise_add", "fused_conv2d");
+  /* a residual block's two branches (ResNet50-vd's first): the main branch's convolution made
+   * before the shortcut's, whose output the add reads, keeps its bias; the shortcut's takes
+   * the add and the relu: both fused, no add left */
+  check("two_branches_residual",
+        "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\n"
+        "a = batch_norm(conv(x, 4, 3, padding = 1, bias = false))\n"
+        "s = batch_norm(conv(x, 4, 1, bias = false))\ny = relu(a + s)\n",
+        "y", 4, img, 2, 0, 2, "elementwise_add", "fused_conv2d");
   tolerance = 1e-7;
   check("depthwise_bn_hard_swish",
         "import \"layers\"\nx = data(\"x\", [-1, 3, 5, 5])\nw = param([3, 1, 3, 3])\n"
