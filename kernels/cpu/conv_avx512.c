@@ -18,8 +18,8 @@
  * gradient of a 2x2 convolution of stride 2, the transposed convolution of upsampling heads
  * (pd_kcpu_unstride2_row16_f32); an image's first layer (few input channels) computed
  * directly (fewc16); rows of conv.c's column panels at stride 2 and the panels of small maps at
- * stride 1; max pooling; a 1x1 convolution's product made transposed turned back into the
- * output's rows. Compiled with a function attribute; nothing calls it on a CPU without
+ * stride 1; max pooling and 2x2 average pooling; a product made transposed turned back into
+ * the output's rows. Compiled with a function attribute; nothing calls it on a CPU without
  * AVX-512F (pd_kcpu_simd). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
@@ -595,6 +595,49 @@ AVX512 void pd_kcpu_im2col_small_f32(const pd_k_conv2d *p, const float *img, int
           }
         }
       }
+  }
+}
+
+/* ---- 2x2 average pooling at stride 2 (fp32), a plane at a time ----
+ * pool2d_t.h's pool_2x2 sixteen windows a vector: each window's ((a + b) + c) + d in double,
+ * over 4, rounded to float, in its order (the same bits); a and b the even and odd lanes of two
+ * loads of the upper row, c and d of the lower. Its scalar loop took 0.23 ms of ResNet50-vd's
+ * batch-1 time for [256, 56, 56] (ResNet-D's shortcuts), these 0.13 (ONNX Runtime's 0.08). */
+static inline __attribute__((always_inline)) AVX512 __m512d lo8(__m512 v) {
+  return _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+}
+
+static inline __attribute__((always_inline)) AVX512 __m512d hi8(__m512 v) {
+  return _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+static inline __attribute__((always_inline)) AVX512 __m256 mean4(__m512d a, __m512d b, __m512d c,
+                                                                 __m512d d) {
+  return _mm512_cvtpd_ps(_mm512_mul_pd(
+      _mm512_add_pd(_mm512_add_pd(_mm512_add_pd(a, b), c), d), _mm512_set1_pd(0.25)));
+}
+
+AVX512 void pd_kcpu_avgpool2x2_16_plane_f32(const pd_k_pool2d *p, const float *x, float *y) {
+  const __m512i ev = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i od = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  for (int64_t oy = 0; oy < p->oh; oy++) {
+    const float *r0 = x + 2 * oy * p->w, *r1 = r0 + p->w;
+    float *o = y + oy * p->ow;
+    for (int64_t ox = 0; ox < p->ow; ox += 16) {
+      int64_t n = p->ow - ox < 16 ? p->ow - ox : 16;
+      __mmask16 m0 = pd_kcpu_first16(2 * n), m1 = pd_kcpu_first16(2 * n - 16);
+      __m512 u0 = _mm512_maskz_loadu_ps(m0, r0 + 2 * ox);
+      __m512 u1 = _mm512_maskz_loadu_ps(m1, r0 + 2 * ox + 16);
+      __m512 l0 = _mm512_maskz_loadu_ps(m0, r1 + 2 * ox);
+      __m512 l1 = _mm512_maskz_loadu_ps(m1, r1 + 2 * ox + 16);
+      __m512 a = _mm512_permutex2var_ps(u0, ev, u1), b = _mm512_permutex2var_ps(u0, od, u1);
+      __m512 c = _mm512_permutex2var_ps(l0, ev, l1), d = _mm512_permutex2var_ps(l0, od, l1);
+      __m256 lo = mean4(lo8(a), lo8(b), lo8(c), lo8(d));
+      __m256 hi = mean4(hi8(a), hi8(b), hi8(c), hi8(d));
+      __m512d both = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)),
+                                        _mm256_castps_pd(hi), 1);
+      _mm512_mask_storeu_ps(o + ox, pd_kcpu_first16(n), _mm512_castpd_ps(both));
+    }
   }
 }
 

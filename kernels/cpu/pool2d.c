@@ -1,6 +1,7 @@
 /* pool2d.c -- max and average pooling of NCHW planes and their gradients, the planes split
  * across the thread pool: the typed loops from pool2d_t.h; fp32 max pooling a plane at a time
- * on AVX-512 (conv_avx512.c's pd_kcpu_maxpool16_plane_f32), 2x2 max pooling's fp32 gradient
+ * on AVX-512 (conv_avx512.c's pd_kcpu_maxpool16_plane_f32), 2x2 average pooling at stride 2
+ * likewise (pd_kcpu_avgpool2x2_16_plane_f32), 2x2 max pooling's fp32 gradient
  * eight windows at a time on AVX2 CPUs. (Split from conv.c, which it shared a template with.) */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
@@ -52,6 +53,15 @@ static void maxpool16_range(void *vjob, int64_t b, int64_t e) {
                                 (float *)job->y + pl * p->oh * p->ow, row);
   pd_k_host_free(row);
 }
+
+/* Planes [b, e) of fp32 2x2 average pooling at stride 2 on AVX-512 (conv_avx512.c). */
+static void avgpool2x2_16_range(void *vjob, int64_t b, int64_t e) {
+  const pool_job *job = vjob;
+  const pd_k_pool2d *p = job->p;
+  for (int64_t pl = b; pl < e; pl++)
+    pd_kcpu_avgpool2x2_16_plane_f32(p, (const float *)job->x + pl * p->h * p->w,
+                                    (float *)job->y + pl * p->oh * p->ow);
+}
 #endif
 
 pd_status pd_kcpu_pool2d(pd_dtype dt, const pd_k_pool2d *p, const void *x, void *y) {
@@ -63,6 +73,9 @@ pd_status pd_kcpu_pool2d(pd_dtype dt, const pd_k_pool2d *p, const void *x, void 
   if (dt == PD_FP32 && !pool_is_2x2_f32(p) && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 &&
       pd_kcpu_maxpool16_takes(p))
     fn = maxpool16_range;
+  if (dt == PD_FP32 && p->type == PD_K_POOL_AVG && windows_2x2(p) &&
+      pd_kcpu_simd() == PD_KCPU_SIMD_AVX512)
+    fn = avgpool2x2_16_range;
 #endif
   pd_kcpu_parallel(p->n * p->c, pool_grain(p), fn, &job);
   return PD_OK;

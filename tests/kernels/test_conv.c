@@ -1289,6 +1289,36 @@ static void test_pool_nan(void) {
   simd_force(PD_KCPU_SIMD_AVX512);
 }
 
+/* 2x2 average pooling at stride 2 in fp32, which AVX-512 CPUs compute sixteen windows at a time
+ * (conv_avx512.c): on widths that leave a vector and a remainder, an odd last row and column no
+ * window covers (ceil mode off), values of every magnitude, each level gives the bits of the
+ * base level's loop (sums in double, in its order). */
+static void test_avgpool_2x2_bits(void) {
+  const int64_t hw[][2] = {{7, 45}, {4, 32}, {9, 3}, {56, 56}};
+  int levels[3], nl = all_levels(levels);
+  bool good = true;
+  for (size_t k = 0; k < PD_ARRAY_LEN(hw); k++) {
+    pd_k_pool2d p = {PD_K_POOL_AVG, 2, 3, hw[k][0], hw[k][1], 2, 2, 2, 2, 0, 0, 0, 0,
+                     false, true, 0, 0};
+    good = good && pd_k_pool2d_setup(&p) == PD_OK;
+    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.oh * p.ow;
+    float *x = kt_random(PD_FP32, nx, -1, 1), *want = kt_alloc((size_t)ny * 4);
+    for (int64_t i = 0; i < nx; i++) x[i] = ldexpf(x[i], (int)(i % 61) - 30);
+    simd_force(PD_KCPU_SIMD_BASE);
+    good = good && K->pool2d(PD_FP32, &p, x, want) == PD_OK;
+    for (int li = 0; li < nl; li++) {
+      simd_force(levels[li]);
+      float *y = kt_alloc((size_t)ny * 4);
+      good = good && K->pool2d(PD_FP32, &p, x, y) == PD_OK && memcmp(y, want, (size_t)ny * 4) == 0;
+      free(y);
+    }
+    free(x), free(want);
+  }
+  simd_force(PD_KCPU_SIMD_AVX512);
+  ok(good, "2x2 average pooling at stride 2 in fp32 (rows of 45, 32, 3 and 56): each level gives "
+     "the loop's bits");
+}
+
 /* 2x2 max pooling's fp32 gradient (LeNet's), which AVX2 CPUs compute eight windows at a time:
  * on inputs full of ties (values from {0, 1, 2}), widths that leave every remainder of eight
  * windows and an odd last row or column no window covers, each level gives the bits of the
@@ -1432,6 +1462,7 @@ int main(int argc, char **argv) {
   test_conv_bf16();
   test_pool();
   test_pool_nan();
+  test_avgpool_2x2_bits();
   test_pool_grad_2x2();
   return tap_done();
 }
