@@ -5,8 +5,9 @@
  * columns instead (its filters where it has few columns); a depthwise forward pass (a filter
  * per channel) is computed directly, its output planes split across the pool (in fp32 by
  * conv_avx512.c or conv_avx2.c); other fp32 forward passes make their column matrix a block of
- * panels at a time for gemm_avx512.c's or gemm_avx2.c's packed product; 3x3 ones at stride 1
- * go to conv_wino.c's Winograd products where it takes them. The fused forward pass
+ * panels at a time for gemm_avx512.c's or gemm_avx2.c's packed product (on small maps the
+ * product transposed: pixels by filters); 3x3 ones at stride 1 go to conv_wino.c's Winograd
+ * products where it takes them. The fused forward pass
  * (conv2d_fused) adds the bias and residual and applies the activation to each block of the
  * output right after the thread computing it wrote it (pd_kcpu_conv_epilogue). */
 #include "config.h"
@@ -16,6 +17,23 @@
 
 #include <stdatomic.h>
 #include <string.h>
+
+/* d[u] = s[u sw] for u < n: conv_t.h's im2col rows at a stride other than 1. At stride 2 in
+ * fp32 on AVX-512 CPUs vectorised (the scalar loop took 17% of ResNet50's 256 -> 256 3x3 layer
+ * at stride 2 on 28x28, through its plain columns). */
+static inline void copy_strided_f32(float *d, const float *s, int64_t n, int64_t sw) {
+#if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
+  if (sw == 2 && pd_kcpu_simd() == PD_KCPU_SIMD_AVX512) {
+    pd_kcpu_copy_evens_f32(d, s, n);
+    return;
+  }
+#endif
+  for (int64_t u = 0; u < n; u++) d[u] = s[u * sw];
+}
+
+static inline void copy_strided_f64(double *d, const double *s, int64_t n, int64_t sw) {
+  for (int64_t u = 0; u < n; u++) d[u] = s[u * sw];
+}
 
 #define T float
 #define TN f32
@@ -519,20 +537,27 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
 #endif
 
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
-/* ---- 1x1 convolutions of small maps: the product transposed ----
- * The output pixels the rows of the product and the filters its columns, T = X^T W^T, with the
- * filters packed transposed into gemm16's panels once (kept in the prepared slot), then T turned
- * into the output's rows through the epilogue (pd_kcpu_untranspose16_f32); the same sums. With
- * the pixels as the columns, a 7x7 map filled panels of 32 and 17 (a third of the work masked
- * off) and a 14x14 one six and a sixteenth: one thread, [512, 512] x [512, 49] took 220 us,
- * transposed 166; [256, 1024] x [1024, 196] 784 and 624 (28x28 174 and 180: no gain there). */
+/* ---- 1x1 and 3x3 convolutions of small maps: the product transposed ----
+ * The output pixels the rows of the product and the filters its columns, T = X^T W^T (a 3x3
+ * layer's plain column matrix in X's place), with the filters packed transposed into gemm16's
+ * panels once (kept in the prepared slot), then T turned into the output's rows through the
+ * epilogue (pd_kcpu_untranspose16_f32); the same sums. With the pixels as the columns, a 7x7 map
+ * filled panels of 32 and 17 (a third of the work masked off) and a 14x14 one six and a
+ * sixteenth: one thread, [512, 512] x [512, 49] took 220 us, transposed 166; [256, 1024] x
+ * [1024, 196] 784 and 624 (28x28 174 and 180: no gain there). ResNet50's 3x3 layers of 256
+ * filters on 14x14, two threads: 1.00 -> 0.82 ms, at stride 2 onto 14x14 1.03 -> 0.90 (the
+ * columns made by both threads, a stride-2 row by copy_strided_f32). */
 #define TPOSE_BELOW 400 /* output pixels an image below which the product is transposed, */
-#define TPOSE_MIN_K 256 /* input channels from which (below, the turning back cost more than it
-                         * saved: MobileNetV3's 80 -> 200 on 14x14 25 -> 33 us, 240 -> 80 33 ->
-                         * 38), */
-#define TPOSE_MAX_W ((int64_t)1 << 18) /* filters' floats up to which: the packed copy stays
-                                        * beside them, and for all of ResNet50's 7x7 and 14x14
-                                        * layers (0.99x its time) it took 47 MB */
+#define TPOSE_MIN_K 256 /* terms from which (below, the turning back cost more than it saved:
+                         * MobileNetV3's 80 -> 200 on 14x14 25 -> 33 us, 240 -> 80 33 -> 38), */
+#define TPOSE_MAX_W ((int64_t)1 << 18) /* a 1x1 layer's filters' floats up to which: the packed
+                                        * copy stays beside them, and for all of ResNet50's 7x7
+                                        * and 14x14 1x1 layers (0.99x its time) it took 47 MB; */
+#define TPOSE_MAX_W3 ((int64_t)1 << 20) /* a 3x3 layer's: ResNet50-vd's six of 256 filters took
+                                         * 14 MB more (its peak 222 -> 243 MiB at batch 1,
+                                         * ONNX Runtime's 329),
+                                         * its three of 512 on 7x7 would take 28 MB more for
+                                         * 0.94-0.98x their time alone, none in the model */
 #define TPOSE_COLS 256  /* filters a pass: T (pixels by these) stays in L2 */
 
 typedef struct tpacked {
@@ -546,8 +571,9 @@ static void tpacked_release(pd_k_prepared *p) { pd_k_host_free(p); }
 
 static bool tposed_takes(pd_dtype dt, const pd_k_conv2d *p, const conv_plan *cp,
                          const pd_k_conv_epilogue *ep) {
-  return dt == PD_FP32 && cp->k.direct && cp->k.g == 1 && cp->k.ohw < TPOSE_BELOW &&
-         cp->k.kdim >= TPOSE_MIN_K && p->oc * cp->k.kdim <= TPOSE_MAX_W &&
+  return dt == PD_FP32 && cp->k.g == 1 && cp->k.ohw < TPOSE_BELOW &&
+         cp->k.kdim >= TPOSE_MIN_K &&
+         p->oc * cp->k.kdim <= (cp->k.direct ? TPOSE_MAX_W : TPOSE_MAX_W3) &&
          p->oc >= PD_KCPU_GEMM16_NR && !lp_products(dt, p, &cp->k) &&
          pd_kcpu_simd() == PD_KCPU_SIMD_AVX512 && (!ep || epi_inline(ep) != EPI_OTHER);
 }
@@ -574,13 +600,12 @@ static const float *tposed_filters(const pd_k_conv2d *p, const conv_plan *cp, co
 
 /* Filters [r0, r1) (r0 a multiple of the panels' width) of image n over all its pixels, through
  * e (its rbias and res at filter r0; NULL: none); false (no memory) where not done. */
-static bool tposed(const conv_job *j, int64_t n, int64_t r0, int64_t r1,
+static bool tposed(const conv_job *j, int64_t n, const float *x, int64_t r0, int64_t r1,
                    const pd_kcpu_epi16 *e) {
   const pd_k_conv_plan *kp = &j->cp->k;
   int64_t m = kp->ohw, k = kp->kdim, cols = r1 - r0 < TPOSE_COLS ? r1 - r0 : TPOSE_COLS;
   float *t = pd_k_host_alloc((size_t)(m * cols) * sizeof(float));
   if (!t) return false;
-  const float *x = (const float *)j->x + n * kp->in_img;
   float *y = (float *)j->y + n * kp->out_img;
   bool ok = true;
   for (int64_t f0 = r0; f0 < r1 && ok; f0 += TPOSE_COLS) {
@@ -596,17 +621,18 @@ static bool tposed(const conv_job *j, int64_t n, int64_t r0, int64_t r1,
 }
 #endif
 
-/* A 1x1 convolution (direct, one group) in fp32 on AVX-512 or AVX2: filters [r0, r1) over
- * output pixels [c0, c1) of image n, with the epilogue in the product's stores; false (nothing
- * done) where that does not apply (conv_gemm and pd_kcpu_conv_epilogue() then). */
-static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, int64_t c0,
-                         int64_t c1) {
+/* A 1x1 convolution (direct, one group) in fp32 on AVX-512 or AVX2, or one whose product is
+ * transposed (j->wt): filters [r0, r1) over output pixels [c0, c1) of image n, its column matrix
+ * col (the image where direct), with the epilogue in the product's stores; false (nothing done)
+ * where that does not apply (conv_gemm and pd_kcpu_conv_epilogue() then). */
+static bool direct_fused(const conv_job *j, int64_t n, const void *col, int64_t r0, int64_t r1,
+                         int64_t c0, int64_t c1) {
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   const pd_k_conv2d *p = j->p;
   const pd_k_conv_plan *kp = &j->cp->k;
   const pd_k_conv_epilogue *ep = j->ep;
   int code = ep ? epi_inline(ep) : EPI_NONE, level = pd_kcpu_simd();
-  if (!kp->direct || kp->g != 1 || j->dt != PD_FP32 || lp_products(j->dt, p, kp) ||
+  if (!(kp->direct || j->wt) || kp->g != 1 || j->dt != PD_FP32 || lp_products(j->dt, p, kp) ||
       code == EPI_OTHER || level == PD_KCPU_SIMD_BASE ||
       (level == PD_KCPU_SIMD_AVX2 &&
        ((r1 - r0) * kp->kdim > PANEL_MAX_A || kp->kdim > PANEL_MAX_K)))
@@ -621,11 +647,11 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     e.res = ep->residual ? (const float *)ep->residual + at : NULL;
   }
   if (j->wt && c0 == 0 && c1 == kp->ohw && r0 % PD_KCPU_GEMM16_NR == 0 &&
-      tposed(j, n, r0, r1, pe))
+      tposed(j, n, col, r0, r1, pe))
     return true;
   if (level == PD_KCPU_SIMD_AVX2) {
     const float *a = (const float *)j->w + r0 * kp->kdim;
-    const float *b = (const float *)j->x + n * kp->in_img + c0;
+    const float *b = (const float *)col + c0;
     float *c = (float *)j->y + at;
     int64_t m = r1 - r0, cols = c1 - c0, k = kp->kdim, t = dot_tail(m, cols, k);
     float stack[DOT_TAIL * DOT_TAIL_STACK], *bt = tail_buf(&t, k, stack);
@@ -638,7 +664,7 @@ static bool direct_fused(const conv_job *j, int64_t n, int64_t r0, int64_t r1, i
     return ok;
   }
   return pd_kcpu_gemm16_epi_f32(r1 - r0, c1 - c0, kp->kdim, (const float *)j->w + r0 * kp->kdim,
-                                kp->kdim, (const float *)j->x + n * kp->in_img + c0, kp->ohw,
+                                kp->kdim, (const float *)col + c0, kp->ohw,
                                 (float *)j->y + at, kp->ohw, pe);
 #else
   (void)j, (void)n, (void)r0, (void)r1, (void)c0, (void)c1;
@@ -663,11 +689,11 @@ static void conv_fwd_part(void *vjob, int t, int nt) {
 #endif
   for (int64_t n = b; n < e; n++) {
     const void *xn = AT(j->x, n * kp->in_img, kp->sz), *col = xn;
-    if (direct_fused(j, n, 0, p->oc, 0, kp->ohw)) continue;
     if (!kp->direct) {
       pd_kcpu_im2col(j->dt, p, xn, colbuf);
       col = colbuf;
     }
+    if (direct_fused(j, n, col, 0, p->oc, 0, kp->ohw)) continue;
     for (int64_t g = 0; g < kp->g; g++)  /* y[g] = w[g] (ocg x kdim) @ col[g] */
       conv_gemm(p, kp, j->dt, false, false, kp->ocg, kp->ohw, kp->kdim,
                    AT(j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
@@ -802,13 +828,24 @@ static void conv_cols_part(void *vjob, int t, int nt) {
     if (!inl) pd_kcpu_conv_epilogue(c->j->dt, c->j->p, ep, c->j->y, c->n, b, e, 0, kp->ohw);
     return;
   }
+  if (c->make) { /* the image's plain columns, split by input channels */
+    image_range(c->j->p->c, t, nt, &b, &e);
+    pd_k_conv2d q = *c->j->p;
+    q.c = e - b;
+    q.groups = 1;
+    if (e > b)
+      pd_kcpu_im2col(c->j->dt, &q,
+                     (const float *)c->j->x + (c->n * c->j->p->c + b) * q.h * q.w,
+                     (float *)c->col + b * q.kh * q.kw * kp->ohw);
+    return;
+  }
 #endif
   if (c->by_rows) { /* in whole panels where the product is transposed */
     int64_t unit = c->j->wt ? PD_KCPU_GEMM16_NR : 1;
     image_range((kp->ocg + unit - 1) / unit, t, nt, &b, &e);
     b *= unit;
     e = e * unit < kp->ocg ? e * unit : kp->ocg;
-    if (direct_fused(c->j, c->n, b, e, 0, kp->ohw)) return;
+    if (direct_fused(c->j, c->n, c->col, b, e, 0, kp->ohw)) return;
     if (e > b)
       conv_gemm(c->j->p, kp, c->j->dt, false, false, e - b, kp->ohw, kp->kdim,
                 AT(c->j->w, b * kp->kdim, kp->sz), kp->kdim, c->col, kp->ohw, 0.0,
@@ -817,7 +854,7 @@ static void conv_cols_part(void *vjob, int t, int nt) {
     return;
   }
   image_range(kp->ohw, t, nt, &b, &e);
-  if (direct_fused(c->j, c->n, 0, c->j->p->oc, b, e)) return;
+  if (direct_fused(c->j, c->n, c->col, 0, c->j->p->oc, b, e)) return;
   for (int64_t g = 0; g < kp->g && e > b; g++)
     conv_gemm(c->j->p, kp, c->j->dt, false, false, kp->ocg, e - b, kp->kdim,
                  AT(c->j->w, g * kp->ocg * kp->kdim, kp->sz), kp->kdim,
@@ -1234,6 +1271,10 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
   conv_job j = {.dt = dt, .p = p, .cp = &cp, .ep = ep, .x = x, .w = w, .y = y};
 #if PD_KCPU_HAVE_AVX512 && PD_KCPU_FASTMATH_f32
   if (prep && tposed_takes(dt, p, &cp, ep)) j.wt = tposed_filters(p, &cp, w, prep);
+  if (j.wt && !cp.k.direct) { /* plain columns: the product's A^T */
+    cp.panels = false;
+    cp.col_bytes = (size_t)(cp.k.rows * cp.k.ohw) * cp.k.sz;
+  }
 #endif
   int nt = pd_kcpu_blas_team();
   if (p->n >= nt || nt < 2 || p->n * cp.k.out_img * cp.k.kdim < CONV_MIN_WORK)
@@ -1256,6 +1297,10 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     cols_job c = {.j = &j, .col = col ? col : xn, .n = n, .by_rows = by_rows, .failed = &failed};
     if (col && cp.panels) { /* the panels made by all the threads first (one was 10-20% of a
                              * ResNet50 layer on 14x14 while the other waited) */
+      c.make = true;
+      pd_kcpu_team(nt, conv_cols_part, &c);
+      c.make = false;
+    } else if (col && j.wt) {
       c.make = true;
       pd_kcpu_team(nt, conv_cols_part, &c);
       c.make = false;

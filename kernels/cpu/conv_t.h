@@ -103,7 +103,7 @@ static void TF(im2col_dir)(const pd_k_conv2d *p, T *img, T *col, bool to_col) {
             else TF(add_run)(src, r, lo, hi);
           } else if (to_col) {
             for (int64_t ox = 0; ox < lo; ox++) r[ox] = 0;
-            for (int64_t ox = lo; ox < hi; ox++) r[ox] = src[ox * sw];
+            TF(copy_strided)(r + lo, src + lo * sw, hi - lo, sw);
             for (int64_t ox = hi; ox < ow; ox++) r[ox] = 0;
           } else {
             for (int64_t ox = lo; ox < hi; ox++) src[ox * sw] += r[ox];

@@ -915,18 +915,22 @@ static void test_conv_fused(void) {
     if (prep) prep->release(prep);
   }
   simd_force(PD_KCPU_SIMD_AVX512);
-  /* 1x1 convolutions of small maps (7x7, 14x14, 19x19) with 256 input channels or more and
-   * filters that stay the same: on AVX-512 the product made transposed (pixels by filters, the
-   * filters' panels kept in the prepared slot) gives the bits of the call without the slot,
-   * through each part of the epilogue, at one image (the filters split across the threads in
-   * whole panels, 33 of them a panel and one) and more. */
+  /* 1x1 and 3x3 convolutions of small maps (7x7, 14x14, 19x19; the 3x3 ones at stride 1 and
+   * 2, padded) with 256 terms or more and filters that stay the same: on AVX-512 the product
+   * made transposed (pixels by filters, the filters' panels kept in the prepared slot; a 3x3
+   * layer's plain columns its A^T) gives the bits of the call without the slot, through each
+   * part of the epilogue, at one image (the filters split across the threads in whole panels,
+   * 33 of them a panel and one) and more. */
   if (simd_force(PD_KCPU_SIMD_AVX512) == PD_KCPU_SIMD_AVX512) {
-    static const struct { int64_t n, c, hw, oc; int epi; } tc[] = {
-        {1, 256, 7, 96, 0}, {3, 272, 14, 64, 1}, {1, 320, 19, 33, 2}, {2, 300, 7, 40, 3}};
+    static const struct { int64_t n, c, hw, oc, k, s; int epi; } tc[] = {
+        {1, 256, 7, 96, 1, 1, 0},  {3, 272, 14, 64, 1, 1, 1}, {1, 320, 19, 33, 1, 1, 2},
+        {2, 300, 7, 40, 1, 1, 3},  {1, 64, 14, 96, 3, 1, 0},  {1, 40, 7, 33, 3, 1, 2},
+        {2, 48, 14, 64, 3, 2, 1},  {1, 32, 28, 64, 3, 2, 3},  {3, 36, 9, 40, 3, 1, 1}};
     bool same = true, kept = true;
     for (size_t s = 0; s < PD_ARRAY_LEN(tc); s++) {
-      pd_k_conv2d q = {tc[s].n, tc[s].c, tc[s].hw, tc[s].hw, tc[s].oc, 1, 1, 1, 1, 1,
-                       0, 0, 0, 0, 1, 1, 0, 0, 0};
+      int64_t k = tc[s].k, st = tc[s].s, pad = k / 2;
+      pd_k_conv2d q = {tc[s].n, tc[s].c, tc[s].hw, tc[s].hw, tc[s].oc, k, k, 1, st, st,
+                       pad, pad, pad, pad, 1, 1, 0, 0, 0};
       pd_k_conv2d_setup(&q);
       float *x = kt_random(PD_FP32, xsize(&q), -2, 2), *w = kt_random(PD_FP32, wsize(&q), -1, 1);
       float *b = kt_random(PD_FP32, q.oc, -1, 1), *r = kt_random(PD_FP32, ysize(&q), -1, 1);
@@ -943,12 +947,12 @@ static void test_conv_fused(void) {
       for (int call = 0; call < 2; call++)
         same = same && K->conv2d_fused(PD_FP32, &q, x, w, ep, y1, &prep) == PD_OK &&
                memcmp(y0, y1, (size_t)ysize(&q) * 4) == 0;
-      kept = kept && prep && prep->rows == q.oc && prep->cols == q.c;
+      kept = kept && prep && prep->rows == q.oc && prep->cols == q.c * k * k;
       if (prep) prep->release(prep);
       free(x), free(w), free(b), free(r), free(y0), free(y1);
     }
-    ok(same && kept, "conv2d_fused: 1x1 convolutions of small maps transposed (the filters "
-       "kept in the prepared slot) give the bits of the plain product");
+    ok(same && kept, "conv2d_fused: 1x1 and 3x3 convolutions of small maps transposed (the "
+       "filters kept in the prepared slot) give the bits of the plain product");
   }
   /* Filters with rows that only meet padding (3x3 on one row): the live rows kept in the
    * prepared slot at every level, reused with the bits of a call without the slot, made again
