@@ -1229,12 +1229,14 @@ pd_status pd_kcpu_conv2d_fused(pd_dtype dt, const pd_k_conv2d *p, const void *x,
     if (level == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_takes(p)) d.simd = level;
     /* on AVX-512, with the channels in the lanes: 5x5 filters at stride 1 across (sixteen
      * lanes took 0.57-0.77x the time of the planes on MobileNetV3's, PP-LCNet's, PicoDet's and
-     * PP-OCRv3's, eight 0.53-1.03x) and 3x3 ones on rows narrower than a vector (7x7 0.50x,
-     * 14x14 0.85-1.0x) in sixteen; 5x5 at stride 2 across in eight (sixteen 1.0-1.15x their
-     * time); the planes for the other 3x3 ones (sixteen lanes 1.0-2.1x their time) */
+     * PP-OCRv3's, eight 0.53-1.03x) and at stride 2 (0.69x eight's on a DB detector's 96
+     * channels of 80x80, 0.84-0.9x on PP-OCRv3's 512 of 3x160, 0.85-0.94x on 20x20 and 28x28),
+     * and 3x3 ones at stride 1 on rows narrower than a vector (7x7 0.50x, 14x14 0.85-1.0x) in
+     * sixteen; the planes for the other 3x3 ones (sixteen lanes 1.0-2.1x their time; at
+     * stride 2, 1.4-2.1x) */
     if (d.simd == PD_KCPU_SIMD_AVX2 && pd_kcpu_depthwise8_lanes_takes(p)) d.lanes = 8;
     if (d.simd == PD_KCPU_SIMD_AVX512) {
-      bool narrow3 = p->kw == 3 && p->ow < 16; /* _takes: stride 1 across */
+      bool narrow3 = p->kw == 3 && p->ow < 16 && p->stride_w == 1;
       if ((p->kw == 5 || narrow3) && pd_kcpu_depthwise16_lanes_takes(p)) d.lanes = 16;
       else if (p->kw == 5 && pd_kcpu_depthwise8_lanes_takes(p)) d.lanes = 8;
     }

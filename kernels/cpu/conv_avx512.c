@@ -231,9 +231,9 @@ AVX512 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n) {
 
 /* ---- Sixteen channels in the lanes ----
  * conv_avx2.c's lanes kernel (see there) at sixteen lanes: a depthwise KxK (3 or 5) convolution
- * of one filter a channel, no dilation, stride 1 across (any down; at stride 2 across sixteen
- * lanes took 1.0-1.15x the time of eight, which conv.c keeps there), sixteen planes of one
- * image at a time, each vector the sixteen channels of one pixel. A band of output rows at a
+ * of one filter a channel, no dilation, stride 1 across, or 2 for 5x5 filters (any down; which
+ * layers conv.c gives it, it says), sixteen planes of one image at a time, each vector the
+ * sixteen channels of one pixel. A band of output rows at a
  * time: its input rows transposed into T [rows][tw][16] with the padding's zeros, the sums made
  * there PX pixels at a time (the K K weight vectors in registers, one load a tap) into O
  * [pixels][16], transposed back into the planes through the epilogue. Each output's taps are
@@ -244,8 +244,8 @@ AVX512 void pd_kcpu_copy_evens_f32(float *d, const float *s, int64_t n) {
 
 bool pd_kcpu_depthwise16_lanes_takes(const pd_k_conv2d *p) {
   return p->groups == p->c && p->oc == p->c && p->oc >= 16 && p->kh == p->kw &&
-         (p->kw == 3 || p->kw == 5) && p->dil_h == 1 && p->dil_w == 1 && p->stride_w == 1 &&
-         p->oh > 0 && p->ow > 0;
+         (p->kw == 3 || p->kw == 5) && p->dil_h == 1 && p->dil_w == 1 &&
+         (p->stride_w == 1 || (p->stride_w == 2 && p->kw == 5)) && p->oh > 0 && p->ow > 0;
 }
 
 static int64_t l16_band(const pd_k_conv2d *p) {
@@ -255,7 +255,7 @@ static int64_t l16_band(const pd_k_conv2d *p) {
 
 size_t pd_kcpu_depthwise16_lanes_floats(const pd_k_conv2d *p) {
   int64_t br = l16_band(p), tw = (p->ow - 1) * p->stride_w + p->kw;
-  return (size_t)(((br - 1) * p->stride_h + p->kh) * tw + br * p->ow) * 16;
+  return (size_t)(((br - 1) * p->stride_h + p->kh + 1) * tw + br * p->ow) * 16;
 }
 
 #define UNROLL16 _Pragma("GCC unroll 16")
@@ -288,7 +288,7 @@ static inline __attribute__((always_inline)) AVX512 void transpose16(__m512 r[16
 }
 
 /* T's nr input rows from iy0, each tw pixels of the sixteen planes from column -pad_left (plane
- * k at x + k hw). */
+ * k at x + k hw); a row outside the image is left as it is (the sums read the zero row there). */
 static AVX512 void l16_in(const pd_k_conv2d *p, const float *x, int64_t iy0, int64_t nr,
                           int64_t tw, float *t) {
   int64_t hw = p->h * p->w, pl = p->pad_left;
@@ -298,10 +298,7 @@ static AVX512 void l16_in(const pd_k_conv2d *p, const float *x, int64_t iy0, int
   for (int64_t r = 0; r < nr; r++) {
     float *tr = t + r * tw * 16;
     int64_t iy = iy0 + r;
-    if (iy < 0 || iy >= p->h) {
-      for (int64_t c = 0; c < tw; c++) _mm512_storeu_ps(tr + c * 16, z);
-      continue;
-    }
+    if (iy < 0 || iy >= p->h) continue;
     for (int64_t c = 0; c < pl && c < tw; c++) _mm512_storeu_ps(tr + c * 16, z);
     const float *xr = x + iy * p->w;
     float *dst = tr + pl * 16;
@@ -345,33 +342,37 @@ static AVX512 void l16_out(const float *o, int64_t np, int64_t q0, int64_t ohw, 
   }
 }
 
-/* PX pixels of one output row from ox: the taps of T's rows from tr (tw pixels a row, SW across)
- * times the weights wv, into O at orow. */
+/* PX pixels of one output row from ox: the taps of the K rows rp (T's, or the zero row outside
+ * the image; SW across) times the weights wv, into O at orow. */
 static inline __attribute__((always_inline)) AVX512 void l16_pixels(
-    const float *tr, int64_t tw, int64_t ox, const __m512 *wv, float *orow, int PX, int SW,
-    int K) {
+    const float *const *rp, int64_t ox, const __m512 *wv, float *orow, int PX, int SW, int K) {
   __m512 a[8];
   UNROLL8 for (int u = 0; u < PX; u++) a[u] = _mm512_setzero_ps();
   UNROLL8 for (int i = 0; i < K; i++) UNROLL8 for (int j = 0; j < K; j++) {
-      const float *s = tr + (i * tw + ox * SW + j) * 16;
+      const float *s = rp[i] + (ox * SW + j) * 16;
       UNROLL8 for (int u = 0; u < PX; u++)
         a[u] = _mm512_fmadd_ps(_mm512_loadu_ps(s + u * SW * 16), wv[i * K + j], a[u]);
     }
   UNROLL8 for (int u = 0; u < PX; u++) _mm512_storeu_ps(orow + (ox + u) * 16, a[u]);
 }
 
-/* The band's sums: output rows [0, nrows) of ow pixels from T (stride sh rows down) into O;
- * PX pixels at a time (independent sums; the weights and they fill the registers). */
+/* The band's sums: output rows [0, nrows) of ow pixels from T (its first row input row iy0 of
+ * h; stride sh rows down) into O, a row outside the image read from zero; PX pixels at a time
+ * (independent sums; the weights and they fill the registers). */
 static inline __attribute__((always_inline)) AVX512 void l16_sums(
-    const float *t, int64_t tw, int64_t sh, int64_t nrows, int64_t ow, const __m512 *wv,
-    float *o, int SW, int K) {
+    const float *t, int64_t tw, int64_t sh, int64_t iy0, int64_t h, const float *zero,
+    int64_t nrows, int64_t ow, const __m512 *wv, float *o, int SW, int K) {
   enum { PX = 6 };
   for (int64_t r = 0; r < nrows; r++) {
-    const float *tr = t + r * sh * tw * 16;
+    const float *rp[5];
+    UNROLL8 for (int i = 0; i < K; i++) {
+      int64_t k = r * sh + i, iy = iy0 + k;
+      rp[i] = iy < 0 || iy >= h ? zero : t + k * tw * 16;
+    }
     float *orow = o + r * ow * 16;
     int64_t ox = 0;
-    for (; ox + PX <= ow; ox += PX) l16_pixels(tr, tw, ox, wv, orow, PX, SW, K);
-    for (; ox < ow; ox++) l16_pixels(tr, tw, ox, wv, orow, 1, SW, K);
+    for (; ox + PX <= ow; ox += PX) l16_pixels(rp, ox, wv, orow, PX, SW, K);
+    for (; ox < ow; ox++) l16_pixels(rp, ox, wv, orow, 1, SW, K);
   }
 }
 
@@ -381,7 +382,9 @@ static inline __attribute__((always_inline)) AVX512 void l16_sums(
                           float *scratch) {                                                   \
     int64_t sh = p->stride_h, ow = p->ow, ohw = p->oh * ow, br = l16_band(p);                \
     int64_t tw = (ow - 1) * SW + K;                                                           \
-    float *t = scratch, *o = scratch + ((br - 1) * sh + K) * tw * 16;                         \
+    float *t = scratch, *o = scratch + ((br - 1) * sh + K) * tw * 16, *zero = o + br * ow * 16; \
+    if (p->pad_top > 0 || (p->oh - 1) * sh + K - p->pad_top > p->h) /* rows outside */       \
+      memset(zero, 0, (size_t)(tw * 16) * sizeof(float));                                    \
     __m512 wv[K * K];                                                                         \
     UNROLL8 for (int k = 0; k < K * K; k++) {                                                 \
       float col[16];                                                                          \
@@ -391,12 +394,13 @@ static inline __attribute__((always_inline)) AVX512 void l16_sums(
     for (int64_t oy = 0; oy < p->oh; oy += br) {                                              \
       int64_t nr = p->oh - oy < br ? p->oh - oy : br;                                         \
       l16_in(p, x, oy * sh - p->pad_top, (nr - 1) * sh + K, tw, t);                          \
-      l16_sums(t, tw, sh, nr, ow, wv, o, SW, K);                                              \
+      l16_sums(t, tw, sh, oy * sh - p->pad_top, p->h, zero, nr, ow, wv, o, SW, K);            \
       l16_out(o, nr * ow, oy * ow, ohw, y, e, bias, res);                                     \
     }                                                                                         \
   }
 L16(l16_s1_k3, 1, 3)
 L16(l16_s1_k5, 1, 5)
+L16(l16_s2_k5, 2, 5)
 #undef L16
 
 void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const float *w,
@@ -404,7 +408,8 @@ void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const f
                                    float *scratch) {
   pd_kcpu_dw_plane q = pd_kcpu_dw_plane_of(p, x, w, plane, y, e);
   const float *bias = e && e->rbias ? e->rbias + plane % p->oc : NULL;
-  (p->kw == 3 ? l16_s1_k3 : l16_s1_k5)(p, q.x, q.w, q.y, e, bias, q.res, scratch);
+  if (p->stride_w == 2) l16_s2_k5(p, q.x, q.w, q.y, e, bias, q.res, scratch);
+  else (p->kw == 3 ? l16_s1_k3 : l16_s1_k5)(p, q.x, q.w, q.y, e, bias, q.res, scratch);
 }
 
 /* ---- Few input channels: an image's first layer (3 -> 8 or 16 channels, 3x3 at stride 2) ----

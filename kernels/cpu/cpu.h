@@ -179,7 +179,7 @@ void pd_kcpu_depthwise8_lanes_f32(const pd_k_conv2d *p, const float *x, const fl
                                   int64_t plane, float *y, const struct pd_kcpu_epi16 *e,
                                   float *scratch);
 /* The same at sixteen lanes (conv_avx512.c, AVX-512F): planes [plane, plane + 16) of one image
- * (plane % oc + 16 <= oc), at least 16 channels, stride 1 across. */
+ * (plane % oc + 16 <= oc), at least 16 channels, stride 1 across (2 for 5x5 filters). */
 bool pd_kcpu_depthwise16_lanes_takes(const pd_k_conv2d *p);
 size_t pd_kcpu_depthwise16_lanes_floats(const pd_k_conv2d *p);
 void pd_kcpu_depthwise16_lanes_f32(const pd_k_conv2d *p, const float *x, const float *w,

@@ -1427,10 +1427,11 @@ static void test_dw_lanes_bits(void) {
   simd_force(PD_KCPU_SIMD_AVX512);
 }
 
-/* conv_avx512.c's depthwise with sixteen channels in the lanes (5x5 at stride 1 across; 3x3 on
- * rows narrower than sixteen) gives the bits of the per-plane kernel, each plane computed again
- * alone, with its bias and a hard_swish: 16 + 8 channels (a unit, then eight planes), two
- * images, stride 2 down, uneven pads, rows of 16 + 16 + 8 pixels, one pixel wide. */
+/* conv_avx512.c's depthwise with sixteen channels in the lanes (5x5 at stride 1 and 2 across;
+ * 3x3 on rows narrower than sixteen) gives the bits of the per-plane kernel, each plane computed
+ * again alone, with its bias and a hard_swish: 16 + 8 channels (a unit, then eight planes), two
+ * images, stride 2 down, uneven pads, rows of 16 + 16 + 8 pixels, one pixel wide; at stride 2
+ * across, PP-OCRv3's (1, 2) on three rows, (2, 2) on odd sizes with uneven pads. */
 static void test_dw_lanes16_bits(void) {
   static const pd_k_conv2d shapes[] = {
       {2, 24, 9, 13, 24, 3, 3, 24, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
@@ -1438,6 +1439,8 @@ static void test_dw_lanes16_bits(void) {
       {1, 16, 7, 70, 16, 5, 5, 16, 1, 1, 2, 1, 3, 2, 1, 1, 0, 0, 0},
       {1, 48, 7, 7, 48, 3, 3, 48, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
       {1, 16, 5, 1, 16, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0},
+      {1, 32, 3, 40, 32, 5, 5, 32, 1, 2, 2, 2, 2, 2, 1, 1, 0, 0, 0},
+      {2, 24, 17, 37, 24, 5, 5, 24, 2, 2, 2, 1, 1, 2, 1, 1, 0, 0, 0},
   };
   if (simd_force(PD_KCPU_SIMD_AVX512) != PD_KCPU_SIMD_AVX512) {
     tap_skip("no AVX-512 level on this CPU: the sixteen-lane kernel is not built");
