@@ -18,8 +18,8 @@
  * gradient of a 2x2 convolution of stride 2, the transposed convolution of upsampling heads
  * (pd_kcpu_unstride2_row16_f32); an image's first layer (few input channels) computed
  * directly (fewc16); rows of conv.c's column panels at stride 2 and the panels of small maps at
- * stride 1; max pooling and 2x2 average pooling; a product made transposed turned back into
- * the output's rows. Compiled with a function attribute; nothing calls it on a CPU without
+ * stride 1; max pooling, 2x2 average pooling and global average pooling; a product made
+ * transposed turned back into the output's rows. Compiled with a function attribute; nothing calls it on a CPU without
  * AVX-512F (pd_kcpu_simd). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
@@ -643,6 +643,56 @@ AVX512 void pd_kcpu_avgpool2x2_16_plane_f32(const pd_k_pool2d *p, const float *x
                                         _mm256_castps_pd(hi), 1);
       _mm512_mask_storeu_ps(o + ox, pd_kcpu_first16(n), _mm512_castpd_ps(both));
     }
+  }
+}
+
+/* ---- Global average pooling (fp32): the mean of each plane ----
+ * adaptive_pool_t.h's plane_mean, four planes at a time: each plane's eight double lanes one
+ * vector (element i into lane i % 8 in order, the last ones' other lanes adding 0, which
+ * leaves a lane as it is: a sum from +0 is never -0), added in its fixed tree; the same bits.
+ * One plane's additions are one chain; four chains side by side (an SE block's pooling of
+ * MobileNetV3's [16, 672, 14, 14] read at half the speed of memory as one chain of the
+ * compiler's two-lane vectors). */
+static inline __attribute__((always_inline)) AVX512 float mean_tree(__m512d v, int64_t n) {
+  double a[8];
+  _mm512_storeu_pd(a, v);
+  return (float)((((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]))) /
+                 (double)n);
+}
+
+/* The floats of s in mask m (the first few of eight), the others 0, as doubles. */
+static inline __attribute__((always_inline)) AVX512 __m512d tail8(__mmask16 m, const float *s) {
+  return _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps(m, s)));
+}
+
+AVX512 void pd_kcpu_plane_means16_f32(const float *x, int64_t n, int64_t planes, float *y) {
+  int64_t q = 0, body = n / 8 * 8;
+  __mmask16 tail = (__mmask16)((1u << (n - body)) - 1u);
+  for (; q + 4 <= planes; q += 4) {
+    const float *p0 = x + q * n, *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
+    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < body; i += 8) {
+      a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(p0 + i)));
+      a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(p1 + i)));
+      a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(p2 + i)));
+      a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(p3 + i)));
+    }
+    if (tail) {
+      a0 = _mm512_add_pd(a0, tail8(tail, p0 + body));
+      a1 = _mm512_add_pd(a1, tail8(tail, p1 + body));
+      a2 = _mm512_add_pd(a2, tail8(tail, p2 + body));
+      a3 = _mm512_add_pd(a3, tail8(tail, p3 + body));
+    }
+    y[q] = mean_tree(a0, n), y[q + 1] = mean_tree(a1, n);
+    y[q + 2] = mean_tree(a2, n), y[q + 3] = mean_tree(a3, n);
+  }
+  for (; q < planes; q++) {
+    const float *p0 = x + q * n;
+    __m512d a0 = _mm512_setzero_pd();
+    for (int64_t i = 0; i < body; i += 8)
+      a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(p0 + i)));
+    if (tail) a0 = _mm512_add_pd(a0, tail8(tail, p0 + body));
+    y[q] = mean_tree(a0, n);
   }
 }
 

@@ -1323,6 +1323,36 @@ static void test_avgpool_2x2_bits(void) {
      "the loop's bits");
 }
 
+/* Global average pooling in fp32 (adaptive to 1x1: a squeeze-excitation's), which AVX-512 CPUs
+ * compute four planes at a time: planes of 49, 784, 15 and 3 elements (a tail of eight lanes,
+ * none, one of seven, only a tail), counts of planes that leave every remainder of four,
+ * values of every magnitude and sign: each level gives the bits of the base level's loop. */
+static void test_global_avg_bits(void) {
+  static const int64_t shapes[][4] = {{2, 7, 7, 7}, {1, 4, 28, 28}, {3, 1, 3, 5}, {1, 5, 1, 3}};
+  int levels[3], nl = all_levels(levels);
+  bool good = true;
+  for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
+    pd_k_pool2d p = {PD_K_POOL_AVG, shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3],
+                     shapes[k][2], shapes[k][3], 1, 1, 0, 0, 0, 0, false, true, 1, 1};
+    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c;
+    float *x = kt_random(PD_FP32, nx, -1, 1), *want = kt_alloc((size_t)ny * 4);
+    for (int64_t i = 0; i < nx; i++) x[i] = ldexpf(x[i], (int)(i % 53) - 26);
+    simd_force(PD_KCPU_SIMD_BASE);
+    good = good && K->adaptive_pool2d(PD_FP32, &p, x, want) == PD_OK;
+    for (int li = 0; li < nl; li++) {
+      simd_force(levels[li]);
+      float *y = kt_alloc((size_t)ny * 4);
+      good = good && K->adaptive_pool2d(PD_FP32, &p, x, y) == PD_OK &&
+             memcmp(y, want, (size_t)ny * 4) == 0;
+      free(y);
+    }
+    free(x), free(want);
+  }
+  simd_force(PD_KCPU_SIMD_AVX512);
+  ok(good, "global average pooling in fp32 (planes of 49, 784, 15 and 3; 14, 4, 3 and 5 of "
+     "them): each level gives the loop's bits");
+}
+
 /* 2x2 max pooling's fp32 gradient (LeNet's), which AVX2 CPUs compute eight windows at a time:
  * on inputs full of ties (values from {0, 1, 2}), widths that leave every remainder of eight
  * windows and an odd last row or column no window covers, each level gives the bits of the
@@ -1470,6 +1500,7 @@ int main(int argc, char **argv) {
   test_pool();
   test_pool_nan();
   test_avgpool_2x2_bits();
+  test_global_avg_bits();
   test_pool_grad_2x2();
   return tap_done();
 }
