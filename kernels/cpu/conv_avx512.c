@@ -19,8 +19,8 @@
  * (pd_kcpu_unstride2_row16_f32); an image's first layer (few input channels) computed
  * directly (fewc16); rows of conv.c's column panels at stride 2 and the panels of small maps at
  * stride 1; max pooling, 2x2 average pooling and global average pooling; a product made
- * transposed turned back into the output's rows. Compiled with a function attribute; nothing calls it on a CPU without
- * AVX-512F (pd_kcpu_simd). */
+ * transposed turned back into the output's rows. Compiled with a function attribute; nothing
+ * calls it on a CPU without AVX-512F (pd_kcpu_simd). */
 #include "config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/fastmath.h"
