@@ -261,8 +261,8 @@ static pd_status fold_bn(pd_program *p, pd_scope *scope, int i, bool *done) {
   return PD_OK;
 }
 
-/* Remove the dropout or scale at index i of block 0 (or make a dropout a scale); *done says
- * whether it changed. */
+/* Remove the dropout, scale or assign at index i of block 0 (or make a dropout a scale); *done
+ * says whether it changed. */
 static pd_status drop_identity(pd_program *p, int i, bool *done) {
   *done = false;
   pd_block *b0 = p->blocks[0];
@@ -277,11 +277,11 @@ static pd_status drop_identity(pd_program *p, int i, bool *done) {
     if ((mask && uses_of(p, mask).readers > 0) || pd_op_input1(op, "Seed")) return PD_OK;
     if (strcmp(mode, "downgrade_in_infer") == 0) factor = 1 - attr_num(op, "dropout_prob", 0.5);
     else if (strcmp(mode, "upscale_in_train") != 0) return PD_OK;
-  } else {
+  } else if (strcmp(op->type, "scale") == 0) {
     if (pd_op_input1(op, "ScaleTensor") || attr_num(op, "scale", 1) != 1 ||
         attr_num(op, "bias", 0) != 0)
       return PD_OK;
-  }
+  } /* assign: a copy (x.clone() in Paddle's code) */
   uses ux = uses_of(p, x);
   if (ux.writer > i || ux.outside) return PD_OK; /* x is written again later */
   if (factor != 1) { /* downgrade_in_infer: x (1 - p) */
@@ -735,7 +735,8 @@ pd_status pd_program_infer_opt(pd_program *p, pd_scope *scope, pd_k_place place,
     if (strcmp(t, "batch_norm") == 0) {
       st = fold_bn(p, scope, i, &done);
       s.bn_folded += done;
-    } else if (strcmp(t, "dropout") == 0 || strcmp(t, "scale") == 0) {
+    } else if (strcmp(t, "dropout") == 0 || strcmp(t, "scale") == 0 ||
+               strcmp(t, "assign") == 0) {
       st = drop_identity(p, i, &done);
       s.removed += done;
     } else if (strcmp(t, "reshape2") == 0 || strcmp(t, "squeeze2") == 0 ||

@@ -12,7 +12,8 @@
  *     sqrt(variance + epsilon) per output channel) and one elementwise_add of the folded bias
  *     (b' = (b - mean) s + bias, [C] at axis 1 after a convolution), the batch_norm removed;
  *   - dropout in test mode removed (upscale_in_train: the identity) or made a scale
- *     (downgrade_in_infer: times 1 - p); scale by 1 with bias 0 removed;
+ *     (downgrade_in_infer: times 1 - p); scale by 1 with bias 0 removed; an assign (a
+ *     copy: Paddle's x.clone()) removed where its input is not written again;
  *   - a reshape2, squeeze2 or unsqueeze2 of a parameter (Paddle 3 reshapes a convolution's
  *     bias to [1, C, 1, 1] at each run) folded into a parameter of its output's (known) shape;
  *   - then mul or matmul_v2 + elementwise_add as one fc (pd_program_fuse_fc_ex);

@@ -2,9 +2,10 @@
  * script's program, in fp64 and test mode, with batch norms' statistics and affine parameters
  * drawn away from 0 and 1, runs to the same outputs (1e-12 relative) before and after the
  * passes, which fold the batch norms (after a convolution with and without its bias, after an
- * fc), remove test-mode dropout and identity scales (or scale by 1 - p for downgrade_in_infer),
- * fuse mul or matmul_v2 + add into fc, a convolution with its bias, residual and activation into
- * fused_conv2d and a transposed one with its bias and activation into conv2d_transpose_bias,
+ * fc), remove test-mode dropout and identity scales (or scale by 1 - p for downgrade_in_infer)
+ * and assigns, fuse mul or matmul_v2 + add into fc, a convolution with its bias, residual and
+ * activation into fused_conv2d and a transposed one with its bias and activation into
+ * conv2d_transpose_bias,
  * an attention layer's heads into memory_efficient_attention; what must stay stays (a batch
  * norm whose input is read twice, a dropout whose output is fetched, a second activation, a
  * convolution whose output two ops read, attention scores read twice). */
@@ -165,6 +166,10 @@ int main(void) {
         "h = dropout(fc(x, 5), 0.3, dropout_implementation = \"upscale_in_train\")\n"
         "y = dropout(h, 0.25) + h\n",
         "y", 2, vec, 0, 2, 0, "dropout", NULL);
+  /* an assign (x.clone(): PP-OCRv3's neck copies its pooled features) goes, its input read
+   * by another op too */
+  check("assign", "import \"layers\"\nx = data(\"x\", [-1, 4])\nh = fc(x, 5)\n"
+        "y = tanh(op(\"assign\", X = h)) + h\n", "y", 2, vec, 0, 1, 0, "assign", NULL);
   check("dropout_fetched",
         "import \"layers\"\nx = data(\"x\", [-1, 4])\ny = dropout(fc(x, 5), 0.3)\n", "y", 2, vec, 0,
         1, 0, "dropout", NULL);
