@@ -183,21 +183,50 @@ pd_status pd_kcpu_transpose(pd_dtype dt, int nd, const int64_t *dims, const int 
   return PD_OK;
 }
 
-/* ---- concat / split: per outer index, one memcpy per part. ---- */
+/* ---- concat / split: per outer index, one memcpy per part; the outer indices split across
+ * the pool where there is at least PARTS_GRAIN bytes a part (one thread copied PP-OCRv3's
+ * [16, 1024, 1, 40] concat at batch 16 at 8 GB/s). ---- */
+#define PARTS_GRAIN ((int64_t)64 << 10)
+
+typedef struct parts_job {
+  int n;                 /* parts */
+  const int64_t *sizes;  /* each part's extent along the axis */
+  size_t row;            /* bytes an index of the axis */
+  int64_t total;         /* the sum of sizes */
+  const void *const *xs; /* concat: the parts and its output; split: NULL */
+  char *out;
+  void *const *outs;     /* split: the parts and its input; concat: NULL */
+  const char *in;
+} parts_job;
+
+/* Outer indices [b, e): each part's slab copied to or from the joined tensor. */
+static void parts_range(void *ctx, int64_t b, int64_t e) {
+  const parts_job *j = ctx;
+  for (int64_t i = b; i < e; i++) {
+    size_t at = (size_t)i * (size_t)j->total * j->row;
+    for (int k = 0; k < j->n; k++) {
+      size_t part = (size_t)j->sizes[k] * j->row;
+      if (!part) continue;
+      if (j->xs) memcpy(j->out + at, (const char *)j->xs[k] + (size_t)i * part, part);
+      else memcpy((char *)j->outs[k] + (size_t)i * part, j->in + at, part);
+      at += part;
+    }
+  }
+}
+
+static void parts_run(parts_job *j, int64_t pre) {
+  int64_t per = j->total * (int64_t)j->row; /* bytes an outer index */
+  pd_kcpu_parallel(pre, per >= PARTS_GRAIN ? 1 : PARTS_GRAIN / (per > 0 ? per : 1), parts_range,
+                   j);
+}
+
 pd_status pd_kcpu_concat(pd_dtype dt, int ninputs, const void *const *xs, const int64_t *sizes,
                          int64_t pre, int64_t post, void *out) {
   int64_t total;
   pd_status st = pd_k_parts_check(dt, ninputs, sizes, pre, post, &total);
   if (st) return st;
-  size_t row = (size_t)post * pd_dtype_size(dt);  /* bytes per index of the middle axis */
-  char *o = out;
-  for (int64_t i = 0; i < pre; i++) {
-    for (int k = 0; k < ninputs; k++) {
-      size_t part = (size_t)sizes[k] * row;
-      if (part) memcpy(o, (const char *)xs[k] + (size_t)i * part, part);
-      o += part;
-    }
-  }
+  parts_job j = {ninputs, sizes, (size_t)post * pd_dtype_size(dt), total, xs, out, NULL, NULL};
+  parts_run(&j, pre);
   return PD_OK;
 }
 
@@ -206,15 +235,8 @@ pd_status pd_kcpu_split(pd_dtype dt, const void *x, int64_t pre, int64_t post, i
   int64_t total;
   pd_status st = pd_k_parts_check(dt, noutputs, sizes, pre, post, &total);
   if (st) return st;
-  size_t row = (size_t)post * pd_dtype_size(dt);
-  const char *s = x;
-  for (int64_t i = 0; i < pre; i++) {
-    for (int k = 0; k < noutputs; k++) {
-      size_t part = (size_t)sizes[k] * row;
-      if (part) memcpy((char *)outs[k] + (size_t)i * part, s, part);
-      s += part;
-    }
-  }
+  parts_job j = {noutputs, sizes, (size_t)post * pd_dtype_size(dt), total, NULL, NULL, outs, x};
+  parts_run(&j, pre);
   return PD_OK;
 }
 

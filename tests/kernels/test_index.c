@@ -141,11 +141,14 @@ static void test_transpose(void) {
          "a perm with a repeated axis is refused");
 }
 
-static void test_concat_split(void) {
-  const int64_t pre = 3, post = 4, sizes[3] = {2, 0, 5}, total = 7;
+/* concat and split along the middle axis of [pre, 7, post] from parts of 2, 0 and 5 (the empty
+ * one given a dummy pointer); at 40 x 7 x 2048 int32 the outer indices are split across the
+ * pool. */
+static void concat_split(int64_t pre, int64_t post) {
+  const int64_t sizes[3] = {2, 0, 5}, total = 7;
   int32_t *a = kt_random(PD_INT32, pre * 2 * post, -9, 9);
   int32_t *c = kt_random(PD_INT32, pre * 5 * post, -9, 9);
-  int32_t b[1], out[3 * 7 * 4];
+  int32_t b[1], *out = kt_alloc((size_t)(pre * total * post) * 4);
   const void *xs[3] = {a, b, c};
   ok(K->concat(PD_INT32, 3, xs, sizes, pre, post, out) == PD_OK, "concat runs");
   bool good = true;
@@ -155,13 +158,21 @@ static void test_concat_split(void) {
         int32_t want = j < 2 ? a[(i * 2 + j) * post + k] : c[(i * 5 + j - 2) * post + k];
         good &= out[(i * total + j) * post + k] == want;
       }
-  ok(good, "concat along the middle axis (an empty part included)");
-  int32_t *a2 = kt_alloc(pre * 2 * post * 4), *c2 = kt_alloc(pre * 5 * post * 4), b2[1];
+  ok(good, "concat along the middle axis of [%lld, 7, %lld] (an empty part included)",
+     (long long)pre, (long long)post);
+  int32_t *a2 = kt_alloc((size_t)(pre * 2 * post) * 4);
+  int32_t *c2 = kt_alloc((size_t)(pre * 5 * post) * 4), b2[1];
   void *outs[3] = {a2, b2, c2};
   ok(K->split(PD_INT32, out, pre, post, 3, sizes, outs) == PD_OK &&
-         memcmp(a, a2, pre * 2 * post * 4) == 0 && memcmp(c, c2, pre * 5 * post * 4) == 0,
-     "split inverts concat");
-  free(a), free(c), free(a2), free(c2);
+         memcmp(a, a2, (size_t)(pre * 2 * post) * 4) == 0 &&
+         memcmp(c, c2, (size_t)(pre * 5 * post) * 4) == 0,
+     "split inverts concat of [%lld, 7, %lld]", (long long)pre, (long long)post);
+  free(a), free(c), free(a2), free(c2), free(out);
+}
+
+static void test_concat_split(void) {
+  concat_split(3, 4);
+  concat_split(40, 2048);
 }
 
 static void test_gather_scatter(void) {
