@@ -555,9 +555,9 @@ static void conv_panels(const conv_job *j, int64_t n, int64_t j0, int64_t j1, fl
                                         * and 14x14 1x1 layers (0.99x its time) it took 47 MB; */
 #define TPOSE_MAX_W3 ((int64_t)1 << 20) /* a 3x3 layer's: ResNet50-vd's six of 256 filters took
                                          * 14 MB more (its peak 222 -> 243 MiB at batch 1,
-                                         * ONNX Runtime's 329),
-                                         * its three of 512 on 7x7 would take 28 MB more for
-                                         * 0.94-0.98x their time alone, none in the model */
+                                         * ONNX Runtime's 329); its three of 512 on 7x7 would
+                                         * take 28 MB more for 0.94-0.98x their time alone,
+                                         * none in the model */
 #define TPOSE_COLS 256  /* filters a pass: T (pixels by these) stays in L2 */
 
 typedef struct tpacked {
@@ -667,7 +667,7 @@ static bool direct_fused(const conv_job *j, int64_t n, const void *col, int64_t 
                                 kp->kdim, (const float *)col + c0, kp->ohw,
                                 (float *)j->y + at, kp->ohw, pe);
 #else
-  (void)j, (void)n, (void)r0, (void)r1, (void)c0, (void)c1;
+  (void)j, (void)n, (void)col, (void)r0, (void)r1, (void)c0, (void)c1;
   return false;
 #endif
 }

@@ -125,8 +125,8 @@ void pd_kcpu_depthwise16_rows_f32(const pd_k_conv2d *p, const float *x, const fl
                                   int64_t plane, float *y, const struct pd_kcpu_epi16 *e,
                                   int64_t y0, int64_t y1);
 
-/* y[q] = the mean of plane q of x (n floats a plane, planes of them; AVX-512F): adaptive_pool_t.h's
- * plane_mean, the same bits. */
+/* y[q] = the mean of plane q of x (n floats a plane, planes of them; AVX-512F):
+ * adaptive_pool_t.h's plane_mean, the same bits. */
 void pd_kcpu_plane_means16_f32(const float *x, int64_t n, int64_t planes, float *y);
 /* 2x2 average pooling at stride 2 of one plane x [h, w] into y [oh, ow] (2 oh <= h, 2 ow <= w;
  * AVX-512F): pool2d_t.h's pool_2x2, the same bits. */

@@ -213,7 +213,7 @@ static void TF(attention_softmax)(T *s, int64_t r, int64_t i0, int64_t live, int
  * head, so that both products read their B in rows; a block's scores s [rows, sk] are made,
  * biased, masked and normalised in place, then multiply the head's values into the output. */
 static void TF(attention_range)(void *vjob, int64_t b, int64_t e) {
-  const attention_job *j = vjob;
+  attention_job *j = vjob; /* its failed flag is set */
   const pd_k_attention *a = j->a;
   const pd_dtype dt = sizeof(T) == sizeof(float) ? PD_FP32 : PD_FP64;
   const int64_t H = a->heads, d = a->d, dv = a->dv, sq = a->sq, sk = a->sk, nb = j->nb;
