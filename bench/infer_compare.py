@@ -163,6 +163,15 @@ paddle.static.save_inference_model(os.path.join(sys.argv[1], "inference"), [x], 
 """
 
 
+def to_onnx(py_paddle, d):
+    """paddle2onnx (opset 17) of d's inference.pdmodel into d/model.onnx; its CompletedProcess."""
+    return subprocess.run([py_paddle, "-m", "paddle2onnx.command", "--model_dir", d,
+                           "--model_filename", "inference.pdmodel",
+                           "--params_filename", "inference.pdiparams",
+                           "--save_file", os.path.join(d, "model.onnx"),
+                           "--opset_version", "17"], capture_output=True, text=True)
+
+
 def make_floor(py_paddle, work):
     """The floor model in work/floor (inference.pdmodel, .pdiparams and model.onnx), made once;
     its folder, or None (and why) where it could not be made."""
@@ -172,11 +181,7 @@ def make_floor(py_paddle, work):
     os.makedirs(d, exist_ok=True)
     p = subprocess.run([py_paddle, "-c", FLOOR_SCRIPT, d], capture_output=True, text=True)
     if p.returncode == 0:
-        p = subprocess.run([py_paddle, "-m", "paddle2onnx.command", "--model_dir", d,
-                            "--model_filename", "inference.pdmodel",
-                            "--params_filename", "inference.pdiparams",
-                            "--save_file", os.path.join(d, "model.onnx"),
-                            "--opset_version", "17"], capture_output=True, text=True)
+        p = to_onnx(py_paddle, d)
     if p.returncode != 0 or not os.path.exists(os.path.join(d, "model.onnx")):
         return None, ((p.stderr + p.stdout).strip().splitlines() or ["?"])[-1][:120]
     return d, None
@@ -348,11 +353,7 @@ def main(argv):
                 kinds = []
                 if py_paddle:
                     kinds += [("paddle", py_paddle), ("paddle-onednn", py_paddle)]
-                    conv = subprocess.run([py_paddle, "-m", "paddle2onnx.command", "--model_dir", d,
-                                           "--model_filename", "inference.pdmodel",
-                                           "--params_filename", "inference.pdiparams",
-                                           "--save_file", os.path.join(d, "model.onnx"),
-                                           "--opset_version", "17"], capture_output=True, text=True)
+                    conv = to_onnx(py_paddle, d)
                     if conv.returncode != 0 or not os.path.exists(os.path.join(d, "model.onnx")):
                         # its error, not the last of Paddle's log lines that follow it
                         lines = (conv.stdout + conv.stderr).strip().splitlines() or ["?"]

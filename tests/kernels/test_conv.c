@@ -1293,32 +1293,40 @@ static void test_pool_nan(void) {
   simd_force(PD_KCPU_SIMD_AVX512);
 }
 
+/* Whether p's fp32 pooling of x (adaptive_pool2d's where adaptive, else pool2d's; ny outputs)
+ * gives the base level's bits at each level; the AVX-512 level in force after. */
+static bool pool_bits_at_levels(const pd_k_pool2d *p, bool adaptive, const float *x, int64_t ny) {
+  int levels[3], nl = all_levels(levels);
+  float *want = kt_alloc((size_t)ny * 4), *y = kt_alloc((size_t)ny * 4);
+  simd_force(PD_KCPU_SIMD_BASE);
+  bool good = (adaptive ? K->adaptive_pool2d : K->pool2d)(PD_FP32, p, x, want) == PD_OK;
+  for (int li = 0; li < nl; li++) {
+    simd_force(levels[li]);
+    good = good && (adaptive ? K->adaptive_pool2d : K->pool2d)(PD_FP32, p, x, y) == PD_OK &&
+           memcmp(y, want, (size_t)ny * 4) == 0;
+  }
+  simd_force(PD_KCPU_SIMD_AVX512);
+  free(want), free(y);
+  return good;
+}
+
 /* 2x2 average pooling at stride 2 in fp32, which AVX-512 CPUs compute sixteen windows at a time
  * (conv_avx512.c): on widths that leave a vector and a remainder, an odd last row and column no
  * window covers (ceil mode off), values of every magnitude, each level gives the bits of the
  * base level's loop (sums in double, in its order). */
 static void test_avgpool_2x2_bits(void) {
   const int64_t hw[][2] = {{7, 45}, {4, 32}, {9, 3}, {56, 56}};
-  int levels[3], nl = all_levels(levels);
   bool good = true;
   for (size_t k = 0; k < PD_ARRAY_LEN(hw); k++) {
     pd_k_pool2d p = {PD_K_POOL_AVG, 2, 3, hw[k][0], hw[k][1], 2, 2, 2, 2, 0, 0, 0, 0,
                      false, true, 0, 0};
     good = good && pd_k_pool2d_setup(&p) == PD_OK;
-    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c * p.oh * p.ow;
-    float *x = kt_random(PD_FP32, nx, -1, 1), *want = kt_alloc((size_t)ny * 4);
+    int64_t nx = p.n * p.c * p.h * p.w;
+    float *x = kt_random(PD_FP32, nx, -1, 1);
     for (int64_t i = 0; i < nx; i++) x[i] = ldexpf(x[i], (int)(i % 61) - 30);
-    simd_force(PD_KCPU_SIMD_BASE);
-    good = good && K->pool2d(PD_FP32, &p, x, want) == PD_OK;
-    for (int li = 0; li < nl; li++) {
-      simd_force(levels[li]);
-      float *y = kt_alloc((size_t)ny * 4);
-      good = good && K->pool2d(PD_FP32, &p, x, y) == PD_OK && memcmp(y, want, (size_t)ny * 4) == 0;
-      free(y);
-    }
-    free(x), free(want);
+    good = good && pool_bits_at_levels(&p, false, x, p.n * p.c * p.oh * p.ow);
+    free(x);
   }
-  simd_force(PD_KCPU_SIMD_AVX512);
   ok(good, "2x2 average pooling at stride 2 in fp32 (rows of 45, 32, 3 and 56): each level gives "
      "the loop's bits");
 }
@@ -1329,26 +1337,16 @@ static void test_avgpool_2x2_bits(void) {
  * values of every magnitude and sign: each level gives the bits of the base level's loop. */
 static void test_global_avg_bits(void) {
   static const int64_t shapes[][4] = {{2, 7, 7, 7}, {1, 4, 28, 28}, {3, 1, 3, 5}, {1, 5, 1, 3}};
-  int levels[3], nl = all_levels(levels);
   bool good = true;
   for (size_t k = 0; k < PD_ARRAY_LEN(shapes); k++) {
     pd_k_pool2d p = {PD_K_POOL_AVG, shapes[k][0], shapes[k][1], shapes[k][2], shapes[k][3],
                      shapes[k][2], shapes[k][3], 1, 1, 0, 0, 0, 0, false, true, 1, 1};
-    int64_t nx = p.n * p.c * p.h * p.w, ny = p.n * p.c;
-    float *x = kt_random(PD_FP32, nx, -1, 1), *want = kt_alloc((size_t)ny * 4);
+    int64_t nx = p.n * p.c * p.h * p.w;
+    float *x = kt_random(PD_FP32, nx, -1, 1);
     for (int64_t i = 0; i < nx; i++) x[i] = ldexpf(x[i], (int)(i % 53) - 26);
-    simd_force(PD_KCPU_SIMD_BASE);
-    good = good && K->adaptive_pool2d(PD_FP32, &p, x, want) == PD_OK;
-    for (int li = 0; li < nl; li++) {
-      simd_force(levels[li]);
-      float *y = kt_alloc((size_t)ny * 4);
-      good = good && K->adaptive_pool2d(PD_FP32, &p, x, y) == PD_OK &&
-             memcmp(y, want, (size_t)ny * 4) == 0;
-      free(y);
-    }
-    free(x), free(want);
+    good = good && pool_bits_at_levels(&p, true, x, p.n * p.c);
+    free(x);
   }
-  simd_force(PD_KCPU_SIMD_AVX512);
   ok(good, "global average pooling in fp32 (planes of 49, 784, 15 and 3; 14, 4, 3 and 5 of "
      "them): each level gives the loop's bits");
 }
