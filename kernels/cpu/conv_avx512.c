@@ -665,35 +665,25 @@ static inline __attribute__((always_inline)) AVX512 __m512d tail8(__mmask16 m, c
   return _mm512_cvtps_pd(_mm512_castps512_ps256(_mm512_maskz_loadu_ps(m, s)));
 }
 
-AVX512 void pd_kcpu_plane_means16_f32(const float *x, int64_t n, int64_t planes, float *y) {
-  int64_t q = 0, body = n / 8 * 8;
+/* The means of K planes (K 1 or 4: the instances below) from x, n floats each, into y. */
+static inline __attribute__((always_inline)) AVX512 void plane_means(int K, const float *x,
+                                                                      int64_t n, float *y) {
+  int64_t body = n / 8 * 8;
   __mmask16 tail = (__mmask16)((1u << (n - body)) - 1u);
-  for (; q + 4 <= planes; q += 4) {
-    const float *p0 = x + q * n, *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
-    __m512d a0 = _mm512_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-    for (int64_t i = 0; i < body; i += 8) {
-      a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(p0 + i)));
-      a1 = _mm512_add_pd(a1, _mm512_cvtps_pd(_mm256_loadu_ps(p1 + i)));
-      a2 = _mm512_add_pd(a2, _mm512_cvtps_pd(_mm256_loadu_ps(p2 + i)));
-      a3 = _mm512_add_pd(a3, _mm512_cvtps_pd(_mm256_loadu_ps(p3 + i)));
-    }
-    if (tail) {
-      a0 = _mm512_add_pd(a0, tail8(tail, p0 + body));
-      a1 = _mm512_add_pd(a1, tail8(tail, p1 + body));
-      a2 = _mm512_add_pd(a2, tail8(tail, p2 + body));
-      a3 = _mm512_add_pd(a3, tail8(tail, p3 + body));
-    }
-    y[q] = mean_tree(a0, n), y[q + 1] = mean_tree(a1, n);
-    y[q + 2] = mean_tree(a2, n), y[q + 3] = mean_tree(a3, n);
-  }
-  for (; q < planes; q++) {
-    const float *p0 = x + q * n;
-    __m512d a0 = _mm512_setzero_pd();
-    for (int64_t i = 0; i < body; i += 8)
-      a0 = _mm512_add_pd(a0, _mm512_cvtps_pd(_mm256_loadu_ps(p0 + i)));
-    if (tail) a0 = _mm512_add_pd(a0, tail8(tail, p0 + body));
-    y[q] = mean_tree(a0, n);
-  }
+  __m512d a[4];
+  UNROLL8 for (int q = 0; q < K; q++) a[q] = _mm512_setzero_pd();
+  for (int64_t i = 0; i < body; i += 8)
+    UNROLL8 for (int q = 0; q < K; q++)
+      a[q] = _mm512_add_pd(a[q], _mm512_cvtps_pd(_mm256_loadu_ps(x + q * n + i)));
+  if (tail)
+    UNROLL8 for (int q = 0; q < K; q++) a[q] = _mm512_add_pd(a[q], tail8(tail, x + q * n + body));
+  UNROLL8 for (int q = 0; q < K; q++) y[q] = mean_tree(a[q], n);
+}
+
+AVX512 void pd_kcpu_plane_means16_f32(const float *x, int64_t n, int64_t planes, float *y) {
+  int64_t q = 0;
+  for (; q + 4 <= planes; q += 4) plane_means(4, x + q * n, n, y + q);
+  for (; q < planes; q++) plane_means(1, x + q * n, n, y + q);
 }
 
 /* ---- Max pooling (fp32), a plane at a time ----
